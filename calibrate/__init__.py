@@ -1,0 +1,1 @@
+"""diskmodel.calibrate: everything that touches devices, files, processes, VMs and time."""

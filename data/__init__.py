@@ -1,0 +1,1 @@
+"""diskmodel.data: presets and measurements with their provenance."""

@@ -1,0 +1,44 @@
+"""Shared fixtures.
+
+Integration tests need real tools (loop devices, mkfs, postmark, fio, qemu) and
+root. Where one is missing they skip with the reason, except when
+``DISKMODEL_REQUIRE_INTEGRATION=1`` (set by .ci/run): then a missing tool fails
+the run, so CI can never pass by skipping what it was meant to test.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DISKSIM = REPO_ROOT.parent / "shared" / "data" / "disksim"
+REQUIRE_INTEGRATION = os.environ.get("DISKMODEL_REQUIRE_INTEGRATION") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with *reason*, or fail when the environment demands integration tests."""
+    if REQUIRE_INTEGRATION:
+        pytest.fail(f"DISKMODEL_REQUIRE_INTEGRATION=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_tools(*names: str) -> None:
+    missing = [name for name in names if shutil.which(name) is None]
+    if missing:
+        skip_or_fail(f"missing tools: {', '.join(missing)}")
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        skip_or_fail("needs root (loop devices, mounts)")
+
+
+@pytest.fixture(scope="session")
+def disksim_dir() -> Path:
+    """../shared/data/disksim, DiskSim's measured drives (read in place, never copied)."""
+    if not SHARED_DISKSIM.is_dir():
+        skip_or_fail(f"DiskSim data folder {SHARED_DISKSIM} is absent")
+    return SHARED_DISKSIM
