@@ -1,0 +1,255 @@
+"""A disk drive and its service time (Djordjevic & Timcenko 2015, eqs. 3-8).
+
+    T_DST = T_A + T_M + T_I                                  (3)
+    T_A   = T_CO + T_Seek + T_Settle + T_RL                  (4)
+    T_M   = S_R / R_T                                        (6)
+    T_Seek(dis) piecewise (7),  T_RL = T_rot / 2             (8)
+
+:class:`Disk` bundles the parameters; :func:`service_time_s` evaluates the
+expected service time of given requests, :func:`expected_random_service_time_s`
+that of requests spread uniformly over a region (a partition or file system).
+Both return a :class:`ServiceTime` with every term of eqs. (3)-(4) kept apart.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._checks import finite_array, finite_scalar, whole_number
+from .rotation import rotation_period_s as _rotation_period_s
+from .seek import TableSeek, TwoPieceSeek, random_pair_distance_pmf
+from .zones import Geometry
+
+
+@dataclass(frozen=True, eq=False)
+class Disk:
+    """Parameters of one drive.
+
+    Attributes
+    ----------
+    name : str
+    geometry : Geometry
+        Surfaces, zones and sector size.
+    seek : TwoPieceSeek or TableSeek
+        Seek time against distance, eq. (7).
+    rpm : float
+        Spindle speed [rev/min], > 0.
+    command_overhead_s : float
+        T_CO, controller time to decode a command [s].
+    settle_s : float
+        T_Settle, added to every non-zero seek [s] (0 where the seek curve
+        already includes it, as measured curves do).
+    write_settle_s : float
+        Extra settle before writing after a seek [s].
+    head_switch_s : float
+        Time to switch to another surface of the same cylinder [s].
+    interface_rate_bytes_per_s : float
+        R of the host interface, giving T_I = S_R / R [bytes/s].
+    cache_size_bytes : int
+        The drive's buffer [bytes].
+    provenance : str
+        Where the values come from.
+    estimates : tuple of (field, how it was derived)
+        The values that are estimates rather than published facts.
+    """
+
+    name: str
+    geometry: Geometry
+    seek: TwoPieceSeek | TableSeek
+    rpm: float
+    command_overhead_s: float = 0.0
+    settle_s: float = 0.0
+    write_settle_s: float = 0.0
+    head_switch_s: float = 0.0
+    interface_rate_bytes_per_s: float = float("inf")
+    cache_size_bytes: int = 0
+    provenance: str = ""
+    estimates: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self):
+        finite_scalar("rpm", self.rpm, positive=True)
+        for name in ("command_overhead_s", "settle_s", "write_settle_s", "head_switch_s"):
+            finite_scalar(name, getattr(self, name), nonnegative=True)
+        rate = float(self.interface_rate_bytes_per_s)
+        if not rate > 0 or np.isnan(rate):
+            raise ValueError(f"interface_rate_bytes_per_s must be > 0 (got {self.interface_rate_bytes_per_s!r})")
+        whole_number("cache_size_bytes", self.cache_size_bytes)
+        cylinders = self.geometry.cylinders
+        if isinstance(self.seek, TwoPieceSeek) and self.seek.knee_cylinders >= cylinders:
+            raise ValueError(f"seek.knee_cylinders ({self.seek.knee_cylinders:g}) must lie inside the "
+                             f"cylinder range (the disk has {cylinders} cylinders)")
+        if self.seek.max_distance_cylinders < cylinders - 1:
+            raise ValueError(f"seek table ends at {self.seek.max_distance_cylinders:g} cylinders but the "
+                             f"disk has {cylinders}: it must reach {cylinders - 1}")
+
+    @property
+    def rotation_period_s(self) -> float:
+        """T_rot = 60 / rpm [s]."""
+        return _rotation_period_s(self.rpm)
+
+    @property
+    def mean_rotational_latency_s(self) -> float:
+        """T_RL = T_rot / 2 (eq. 8) [s]."""
+        return self.rotation_period_s / 2.0
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.geometry.capacity_bytes
+
+    def seek_time_s(self, distance_cylinders):
+        """T_Seek for distances [cylinders] (eq. 7) [s]."""
+        return self.seek.seek_time_s(distance_cylinders)
+
+    def media_rate_bytes_per_s(self, offset_bytes):
+        """R_T at byte offsets (zoned) [bytes/s]."""
+        return self.geometry.media_rate_bytes_per_s(offset_bytes, self.rotation_period_s)
+
+    def zone_rates_bytes_per_s(self) -> np.ndarray:
+        return self.geometry.zone_rates_bytes_per_s(self.rotation_period_s)
+
+    def evolve(self, **changes) -> "Disk":
+        """A copy with some parameters changed, validated again (for what-ifs)."""
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        lines = [
+            f"{self.name}: {self.capacity_bytes / 1e9:.2f} GB, {self.rpm:g} rpm, "
+            f"{self.geometry.surfaces} surfaces, {self.geometry.cylinders} cylinders, "
+            f"{len(self.geometry.zones)} zones",
+            f"  seek: {self.seek.describe()}",
+            f"  rotation period {self.rotation_period_s * 1e3:.3f} ms, mean latency "
+            f"{self.mean_rotational_latency_s * 1e3:.3f} ms",
+            f"  media rate {self.zone_rates_bytes_per_s()[-1] / 1e6:.1f}..{self.zone_rates_bytes_per_s()[0] / 1e6:.1f} MB/s",
+        ]
+        if self.provenance:
+            lines.append(f"  provenance: {self.provenance}")
+        for name, how in self.estimates:
+            lines.append(f"  estimate: {name}: {how}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ServiceTime:
+    """The terms of T_DST (eqs. 3-4), each [s], scalars or arrays of one shape."""
+
+    command_overhead_s: np.ndarray
+    seek_s: np.ndarray
+    settle_s: np.ndarray
+    rotation_s: np.ndarray
+    transfer_s: np.ndarray
+    interface_s: np.ndarray
+
+    TERMS = ("command_overhead_s", "seek_s", "settle_s", "rotation_s", "transfer_s", "interface_s")
+
+    @property
+    def access_s(self):
+        """T_A = T_CO + T_Seek + T_Settle + T_RL (eq. 4) [s]."""
+        return self.command_overhead_s + self.seek_s + self.settle_s + self.rotation_s
+
+    @property
+    def total_s(self):
+        """T_DST = T_A + T_M + T_I (eq. 3) [s]."""
+        return self.access_s + self.transfer_s + self.interface_s
+
+    def mean(self) -> "ServiceTime":
+        return ServiceTime(*(float(np.mean(getattr(self, name))) for name in self.TERMS))
+
+    def as_dict(self) -> dict[str, float]:
+        """Mean of each term, and the total [s]."""
+        means = self.mean()
+        out = {name: getattr(means, name) for name in self.TERMS}
+        out["total_s"] = means.total_s
+        return out
+
+    def to_frame(self):
+        import pandas as pd
+        columns = {name: np.broadcast_to(getattr(self, name), np.shape(self.total_s)).ravel()
+                   for name in self.TERMS}
+        columns["total_s"] = np.ravel(self.total_s)
+        return pd.DataFrame(columns)
+
+
+def _sizes(size_bytes) -> np.ndarray:
+    return finite_array("size_bytes", size_bytes, positive=True)
+
+
+def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, is_write=False) -> ServiceTime:
+    """Expected T_DST of requests, given where the head is (vectorised).
+
+    Parameters
+    ----------
+    disk : Disk
+    offset_bytes : array_like
+        Where each request starts [bytes].
+    size_bytes : array_like
+        Request sizes S_R [bytes], > 0.
+    head_offset_bytes : array_like
+        Where the previous request ended [bytes]. A request that starts there
+        is sequential: no seek and no rotational latency. Otherwise the seek
+        covers the cylinder distance and the latency is its mean, T_rot/2.
+    is_write : bool or array_like of bool
+        Writes add ``disk.write_settle_s`` after a non-zero seek.
+
+    The transfer time is S_R / R_T at the zone of the request's start (eq. 6);
+    a request crossing into the next zone is charged at the first zone's rate.
+    """
+    size = _sizes(size_bytes)
+    offset = np.asarray(offset_bytes)
+    head = np.asarray(head_offset_bytes)
+    geometry = disk.geometry
+    target_cylinder = geometry.cylinder_of_byte(offset)
+    # The head may rest just past the last byte after a request that ended the disk.
+    head_cylinder = geometry.cylinder_of_byte(np.minimum(head, geometry.capacity_bytes - 1))
+    distance = np.abs(target_cylinder - head_cylinder)
+    seek = disk.seek_time_s(distance)
+    moved = distance > 0
+    settle = np.where(moved, disk.settle_s + np.where(is_write, disk.write_settle_s, 0.0), 0.0)
+    sequential = offset == head
+    rotation = np.where(sequential, 0.0, disk.mean_rotational_latency_s)
+    transfer = size / disk.media_rate_bytes_per_s(offset)
+    interface = size / disk.interface_rate_bytes_per_s
+    overhead = np.full(np.broadcast(offset, size).shape, disk.command_overhead_s)
+    return ServiceTime(overhead, seek, settle, rotation, transfer, interface)
+
+
+def expected_random_service_time_s(disk: Disk, size_bytes, region_start_bytes=0,
+                                   region_size_bytes=None, *, is_write=False) -> ServiceTime:
+    """Expected T_DST of requests placed uniformly at random in a region.
+
+    The seek is averaged over the distance distribution of two uniformly
+    random cylinders of the region's span, the latency is T_rot/2 (eq. 8),
+    and the transfer time is S_R * E[1/R_T] over the region's bytes, so that
+    a region in the outer zones transfers faster than one inside.
+
+    Parameters
+    ----------
+    size_bytes : array_like
+        Request sizes [bytes].
+    region_start_bytes, region_size_bytes : int
+        The region [bytes]; default the whole disk.
+    """
+    geometry = disk.geometry
+    start = int(finite_scalar("region_start_bytes", region_start_bytes, nonnegative=True))
+    size_region = geometry.capacity_bytes - start if region_size_bytes is None else int(
+        finite_scalar("region_size_bytes", region_size_bytes, positive=True))
+    end = start + size_region
+    if end > geometry.capacity_bytes:
+        raise ValueError(f"region_start_bytes + region_size_bytes ({end}) exceeds the disk "
+                         f"capacity ({geometry.capacity_bytes})")
+    size = _sizes(size_bytes)
+    first_cylinder, last_cylinder = geometry.cylinder_of_byte(np.array([start, end - 1]))
+    distance, probability = random_pair_distance_pmf(int(last_cylinder - first_cylinder + 1))
+    seek = float(np.dot(disk.seek_time_s(distance), probability))
+    p_moved = 1.0 - probability[0]
+    settle = p_moved * (disk.settle_s + (disk.write_settle_s if is_write else 0.0))
+    # E[1/R_T] over the region: weight each zone by the bytes of the region in it.
+    bounds = geometry.zone_bounds_bytes()
+    overlap = np.clip(np.minimum(bounds[:, 1], end) - np.maximum(bounds[:, 0], start), 0, None)
+    inverse_rate = float(np.dot(overlap / size_region, 1.0 / disk.zone_rates_bytes_per_s()))
+    shape = size.shape
+    return ServiceTime(
+        np.full(shape, disk.command_overhead_s), np.full(shape, seek), np.full(shape, settle),
+        np.full(shape, disk.mean_rotational_latency_s), size * inverse_rate,
+        size / disk.interface_rate_bytes_per_s)

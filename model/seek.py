@@ -1,0 +1,146 @@
+"""Seek time as a function of distance (Djordjevic & Timcenko 2015, eq. 7).
+
+Two curves:
+
+* :class:`TwoPieceSeek`, eq. (7) after Ruemmler & Wilkes (1994):
+  ``0`` at d = 0, ``a + b*sqrt(d)`` for 0 < d <= e (acceleration-limited),
+  ``c + f*d`` beyond the knee e (coast at full speed).
+* :class:`TableSeek`, a measured curve (DiskSim's ``.seek`` files, or the
+  harness's own measurements), interpolated monotonically (PCHIP) so that it
+  never overshoots between measured points.
+
+Distances are in cylinders, times in seconds.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+
+from ._checks import finite_array, finite_scalar
+
+
+def two_piece_seek_time_s(distance_cylinders, short_offset_s, short_sqrt_s,
+                          long_offset_s, long_per_cylinder_s, knee_cylinders):
+    """Seek time [s] of eq. (7) for distances [cylinders].
+
+    Parameters
+    ----------
+    distance_cylinders : array_like
+        Seek distances [cylinders], >= 0.
+    short_offset_s, short_sqrt_s : float
+        a [s] and b [s / sqrt(cylinder)] of the short-seek branch a + b*sqrt(d).
+    long_offset_s, long_per_cylinder_s : float
+        c [s] and the slope [s / cylinder] of the long-seek branch.
+    knee_cylinders : float
+        e [cylinders]: the last distance served by the short branch.
+    """
+    distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True)
+    short = short_offset_s + short_sqrt_s * np.sqrt(distance)
+    long = long_offset_s + long_per_cylinder_s * distance
+    return np.where(distance == 0, 0.0, np.where(distance <= knee_cylinders, short, long))
+
+
+@dataclass(frozen=True)
+class TwoPieceSeek:
+    """Eq. (7) with its five device parameters.
+
+    Bounds: every coefficient >= 0, knee_cylinders > 0 (and, when attached to a
+    disk, below its number of cylinders).
+    """
+
+    short_offset_s: float
+    short_sqrt_s: float
+    long_offset_s: float
+    long_per_cylinder_s: float
+    knee_cylinders: float
+
+    def __post_init__(self):
+        for field in ("short_offset_s", "short_sqrt_s", "long_offset_s", "long_per_cylinder_s"):
+            finite_scalar(field, getattr(self, field), nonnegative=True)
+        finite_scalar("knee_cylinders", self.knee_cylinders, positive=True)
+
+    @property
+    def max_distance_cylinders(self) -> float:
+        return float("inf")
+
+    def seek_time_s(self, distance_cylinders):
+        """Seek time [s] for distances [cylinders] (vectorised)."""
+        return two_piece_seek_time_s(
+            distance_cylinders, self.short_offset_s, self.short_sqrt_s,
+            self.long_offset_s, self.long_per_cylinder_s, self.knee_cylinders)
+
+    def evolve(self, **changes) -> "TwoPieceSeek":
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        return (f"{self.short_offset_s * 1e3:.3f} + {self.short_sqrt_s * 1e3:.4f}*sqrt(d) ms "
+                f"for d <= {self.knee_cylinders:g}, "
+                f"{self.long_offset_s * 1e3:.3f} + {self.long_per_cylinder_s * 1e3:.6f}*d ms beyond")
+
+
+@dataclass(frozen=True, eq=False)
+class TableSeek:
+    """A measured seek curve: monotone (PCHIP) interpolation between points.
+
+    ``distance_cylinders`` must be strictly increasing and positive; the point
+    (0, 0) is implied. A distance beyond the last measured point raises
+    ValueError rather than extrapolating.
+    """
+
+    distance_cylinders: np.ndarray
+    seek_time_s_at_distance: np.ndarray
+
+    def __post_init__(self):
+        distance = finite_array("distance_cylinders", self.distance_cylinders, positive=True)
+        times = finite_array("seek_time_s_at_distance", self.seek_time_s_at_distance, nonnegative=True)
+        if distance.ndim != 1 or distance.shape != times.shape or distance.size < 2:
+            raise ValueError("distance_cylinders and seek_time_s_at_distance must be 1-D, "
+                             "of equal length, with at least two points")
+        if np.any(np.diff(distance) <= 0):
+            raise ValueError("distance_cylinders must be strictly increasing")
+        object.__setattr__(self, "distance_cylinders", distance)
+        object.__setattr__(self, "seek_time_s_at_distance", times)
+        object.__setattr__(self, "_interpolator", PchipInterpolator(
+            np.concatenate(([0.0], distance)), np.concatenate(([0.0], times)), extrapolate=False))
+
+    @property
+    def max_distance_cylinders(self) -> float:
+        return float(self.distance_cylinders[-1])
+
+    def seek_time_s(self, distance_cylinders):
+        """Seek time [s] for distances [cylinders] (vectorised)."""
+        distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True)
+        if distance.size and distance.max() > self.distance_cylinders[-1]:
+            raise ValueError(f"distance_cylinders {distance.max():g} lies beyond the measured "
+                             f"table (last point {self.distance_cylinders[-1]:g})")
+        times = self._interpolator(distance)
+        return np.where(distance == 0, 0.0, times)
+
+    def evolve(self, **changes) -> "TableSeek":
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        return (f"measured table of {self.distance_cylinders.size} points up to "
+                f"{self.distance_cylinders[-1]:g} cylinders")
+
+
+def random_pair_distance_pmf(cylinders: int):
+    """Distances and probabilities of |X - Y| for X, Y uniform on 0..cylinders-1.
+
+    P(0) = 1/C, P(d) = 2 (C - d) / C^2 for 0 < d < C.
+    """
+    if cylinders < 1:
+        raise ValueError(f"cylinders must be >= 1 (got {cylinders!r})")
+    distance = np.arange(cylinders, dtype=float)
+    probability = 2.0 * (cylinders - distance) / float(cylinders) ** 2
+    probability[0] = 1.0 / cylinders
+    return distance, probability
+
+
+def mean_random_seek_time_s(seek, cylinders: int) -> float:
+    """Expected seek time [s] between two uniformly random cylinders of a span."""
+    distance, probability = random_pair_distance_pmf(int(cylinders))
+    return float(np.dot(seek.seek_time_s(distance), probability))
