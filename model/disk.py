@@ -199,7 +199,7 @@ def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, i
     offset = np.asarray(offset_bytes)
     head = np.asarray(head_offset_bytes)
     geometry = disk.geometry
-    target_cylinder = geometry.cylinder_of_byte(offset)
+    target_zone, target_cylinder = geometry.locate_bytes(offset)
     # The head may rest just past the last byte after a request that ended the disk.
     head_cylinder = geometry.cylinder_of_byte(np.minimum(head, geometry.capacity_bytes - 1))
     distance = np.abs(target_cylinder - head_cylinder)
@@ -208,7 +208,7 @@ def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, i
     settle = np.where(moved, disk.settle_s + np.where(is_write, disk.write_settle_s, 0.0), 0.0)
     sequential = offset == head
     rotation = np.where(sequential, 0.0, disk.mean_rotational_latency_s)
-    transfer = size / disk.media_rate_bytes_per_s(offset)
+    transfer = size / disk.zone_rates_bytes_per_s()[target_zone]
     interface = size / disk.interface_rate_bytes_per_s
     overhead = np.full(np.broadcast(offset, size).shape, disk.command_overhead_s)
     return ServiceTime(overhead, seek, settle, rotation, transfer, interface)

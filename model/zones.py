@@ -91,9 +91,22 @@ class Geometry:
         object.__setattr__(self, "_sectors_per_cylinder", sectors_per_cylinder)
         object.__setattr__(self, "_first_lba", first_lba)
         object.__setattr__(self, "_first_byte", first_lba * self.sector_size_bytes)
+        object.__setattr__(self, "_bytes_per_cylinder", (sectors_per_cylinder * self.sector_size_bytes).astype(float))
         object.__setattr__(self, "_track_skew", np.array([z.track_skew_sectors for z in zones], dtype=np.int64))
         object.__setattr__(self, "_cylinder_skew", np.array([z.cylinder_skew_sectors for z in zones], dtype=np.int64))
         object.__setattr__(self, "_total_sectors", int(zone_sectors.sum()))
+        # Zone lookup by coarse buckets of 2**shift bytes (at most ~2**20 of them):
+        # one gather instead of a binary search, except in the few buckets a zone
+        # boundary cuts, which fall back to searchsorted.
+        capacity = self._total_sectors * self.sector_size_bytes
+        shift = max(12, int(np.ceil(np.log2(max(capacity, 1) / 2**20))))
+        bucket_start = np.arange((capacity >> shift) + 1, dtype=np.int64) << shift
+        bucket_end = np.minimum(bucket_start + (1 << shift) - 1, capacity - 1)
+        zone_at_start = np.searchsorted(self._first_byte, bucket_start, side="right") - 1
+        zone_at_end = np.searchsorted(self._first_byte, bucket_end, side="right") - 1
+        object.__setattr__(self, "_bucket_shift", shift)
+        object.__setattr__(self, "_bucket_zone", zone_at_start)
+        object.__setattr__(self, "_bucket_cut", zone_at_start != zone_at_end)
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -188,14 +201,26 @@ class Geometry:
         if offset.size and (offset.min() < 0 or offset.max() >= self.capacity_bytes):
             raise ValueError(f"offset_bytes must lie in [0, {self.capacity_bytes}) "
                              f"(got {offset.min()} .. {offset.max()})")
-        zone = np.searchsorted(self._first_byte, offset, side="right") - 1
-        return offset, zone
+        bucket = np.atleast_1d(offset).astype(np.int64, copy=False) >> self._bucket_shift
+        zone = self._bucket_zone[bucket]
+        cut = self._bucket_cut[bucket]
+        if cut.any():
+            zone[cut] = np.searchsorted(self._first_byte, np.atleast_1d(offset)[cut], side="right") - 1
+        return offset, zone.reshape(offset.shape)
+
+    def locate_bytes(self, offset_bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(zone index, cylinder) of byte offsets, both arrays (vectorised).
+
+        The cylinder is computed in float64, exact for offsets below 2**53.
+        """
+        offset, zone = self._byte_to_zone(offset_bytes)
+        bytes_per_cylinder = self._bytes_per_cylinder[zone]
+        cylinder = self._first_cylinder[zone] + np.floor((offset - self._first_byte[zone]) / bytes_per_cylinder)
+        return zone, cylinder.astype(np.int64)
 
     def cylinder_of_byte(self, offset_bytes) -> np.ndarray:
         """Cylinder holding a byte offset (vectorised) [cylinders]."""
-        offset, zone = self._byte_to_zone(offset_bytes)
-        bytes_per_cylinder = self._sectors_per_cylinder[zone] * self.sector_size_bytes
-        return self._first_cylinder[zone] + (offset - self._first_byte[zone]) // bytes_per_cylinder
+        return self.locate_bytes(offset_bytes)[1]
 
     def sectors_per_track_at_byte(self, offset_bytes) -> np.ndarray:
         _, zone = self._byte_to_zone(offset_bytes)

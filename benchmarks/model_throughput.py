@@ -1,0 +1,56 @@
+"""Speed of the vectorised expected service time (issue: model core, "Speed").
+
+Evaluates T_DST (eqs. 3-8) for 10 million random requests on the WD800BD
+preset, in chunks, and prints the rate and the peak resident memory. The last
+line is ``expected_service_time_requests_per_s: N``.
+
+    python benchmarks/model_throughput.py [--requests N] [--chunk N]
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import numpy as np
+
+from diskmodel.model import load_preset, service_time_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=10_000_000)
+    parser.add_argument("--chunk", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    disk = load_preset("wd800bd")
+    rng = np.random.default_rng(2015)
+    sectors = disk.geometry.total_sectors - 16
+    sector = disk.geometry.sector_size_bytes
+    # Requests are drawn beforehand so that only the model is timed.
+    offsets = rng.integers(0, sectors, size=args.requests, dtype=np.int64) * sector
+    heads = np.roll(offsets, 1) + 4096
+    sizes = np.full(args.chunk, 4096.0)
+
+    best_s = float("inf")
+    checksum = 0.0
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        total = 0.0
+        for begin in range(0, args.requests, args.chunk):
+            stop = min(begin + args.chunk, args.requests)
+            result = service_time_s(disk, offsets[begin:stop], sizes[: stop - begin], heads[begin:stop])
+            total += float(result.total_s.sum())
+        best_s = min(best_s, time.perf_counter() - start)
+        checksum = total
+    peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rate = args.requests / best_s
+    print(f"requests: {args.requests:,} in chunks of {args.chunk:,}; best of {args.repeats}: {best_s:.3f} s")
+    print(f"mean expected service time: {checksum / args.requests * 1e3:.3f} ms")
+    print(f"peak_rss_bytes: {peak_rss_bytes} ({peak_rss_bytes / 2**20:.0f} MiB)")
+    print(f"expected_service_time_requests_per_s: {rate:.0f}")
+
+
+if __name__ == "__main__":
+    main()
