@@ -1,0 +1,234 @@
+"""Scratch space for destructive benchmarks: a new file, or a named block device.
+
+The rules (developers' guide, "Safety"):
+
+- a path that does not exist becomes a regular file created by the tool, filled
+  with written data (not sparse: sparse regions read back as zeros without any
+  I/O), and deleted afterwards unless ``keep``;
+- an existing file or a block device is only written to when the user repeats
+  its path in ``destroy_data_on``;
+- a block device that is mounted (itself or a partition), used as swap, held by
+  another device (device-mapper, md, loop...), or cannot be opened with
+  ``O_EXCL`` is refused before anything is written. So is a file that backs a
+  loop device or is mounted on.
+
+All refusals raise :class:`ScratchRefused` (a ValueError) naming the parameter.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ScratchRefused", "Scratch", "busy_reasons", "prepare_scratch", "fill_file"]
+
+log = logging.getLogger(__name__)
+MIB = 1 << 20
+
+
+class ScratchRefused(ValueError):
+    """The scratch path may not be written to; nothing has been written."""
+
+
+def _block_name(st: os.stat_result) -> str | None:
+    link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+    return link.resolve().name if link.exists() else None
+
+
+def _devnums_of_mounts() -> dict[int, str]:
+    """st_rdev of each mounted block device -> mount point."""
+    out: dict[int, str] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        parts = line.split()
+        major, minor = parts[2].split(":")
+        out[os.makedev(int(major), int(minor))] = parts[4]
+    return out
+
+
+def busy_reasons(path: str | os.PathLike) -> list[str]:
+    """Why the block device or file at *path* is in use ([] when it is free).
+
+    Block device: mounts of it or of its partitions, swap, holders (of it or its
+    partitions), and an ``O_EXCL`` open that fails with EBUSY. Regular file:
+    backing a loop device, or being a mount point's source.
+    """
+    path = os.path.realpath(os.fspath(path))
+    st = os.stat(path)
+    reasons: list[str] = []
+    if stat.S_ISBLK(st.st_mode):
+        name = _block_name(st)
+        devnums = {st.st_rdev: name or path}
+        sysdir = Path("/sys/class/block") / name if name else None
+        if sysdir is not None and sysdir.exists():
+            for child in sysdir.iterdir():
+                dev_file = child / "dev"
+                if (child / "partition").exists() and dev_file.exists():
+                    ma, mi = dev_file.read_text().strip().split(":")
+                    devnums[os.makedev(int(ma), int(mi))] = child.name
+            for part in [sysdir] + [sysdir / n for n in devnums.values() if n != name]:
+                holders = part / "holders"
+                if holders.exists():
+                    held = sorted(p.name for p in holders.iterdir())
+                    if held:
+                        reasons.append(f"{part.name} is held by {', '.join(held)}")
+        mounts = _devnums_of_mounts()
+        for num, dev in devnums.items():
+            if num in mounts:
+                reasons.append(f"{dev} is mounted on {mounts[num]}")
+        try:
+            for line in Path("/proc/swaps").read_text().splitlines()[1:]:
+                swap = line.split()[0]
+                try:
+                    if os.stat(swap).st_rdev in devnums:
+                        reasons.append(f"{swap} is in use as swap")
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                reasons.append(f"{path} cannot be opened exclusively (O_EXCL: device busy)")
+            else:
+                reasons.append(f"{path} cannot be opened ({exc.strerror})")
+        else:
+            os.close(fd)
+    elif stat.S_ISREG(st.st_mode):
+        for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+            try:
+                if os.path.realpath(backing.read_text().strip()) == path:
+                    reasons.append(f"{path} backs {backing.parent.parent.name}")
+            except OSError:
+                pass
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            parts = line.split(" - ")
+            if len(parts) == 2 and parts[1].split()[1] == path:
+                reasons.append(f"{path} is mounted on {line.split()[4]}")
+    return reasons
+
+
+def _size_of(path: str, st: os.stat_result) -> int:
+    if stat.S_ISBLK(st.st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.lseek(fd, 0, os.SEEK_END)
+        finally:
+            os.close(fd)
+    return st.st_size
+
+
+def fill_file(path: str | os.PathLike, size_bytes: int, *, chunk_bytes: int = 4 * MIB) -> None:
+    """Write *size_bytes* of data (not zeros, not holes) to *path* and fsync it.
+
+    Checks afterwards that the file has as many allocated blocks as bytes
+    (st_blocks); a file system that kept it sparse is an error, never silently accepted.
+    """
+    if size_bytes <= 0 or size_bytes % MIB:
+        raise ValueError(f"size_bytes must be a positive multiple of 1 MiB, got {size_bytes}")
+    block = bytearray(os.urandom(chunk_bytes))
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        written, i = 0, 0
+        while written < size_bytes:
+            block[:8] = i.to_bytes(8, "little")
+            n = min(chunk_bytes, size_bytes - written)
+            view = memoryview(block)[:n]
+            while view:
+                k = os.write(fd, view)
+                view = view[k:]
+            written += n
+            i += 1
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    st = os.stat(path)
+    if st.st_blocks * 512 < size_bytes:
+        raise RuntimeError(f"{path}: {st.st_blocks * 512} bytes allocated after writing {size_bytes}: "
+                           "the file system keeps it sparse; use another scratch location")
+
+
+@dataclass
+class Scratch:
+    """A scratch file or device the tool may destroy. Use as a context manager.
+
+    path: absolute path. kind: "file" or "block". created: the tool made it
+    (then it is deleted on close unless keep). size_bytes: its usable size.
+    """
+
+    path: str
+    kind: str
+    created: bool
+    size_bytes: int
+    keep: bool = False
+
+    def close(self) -> None:
+        """Delete the file if the tool created it and keep is False. Idempotent."""
+        if self.kind == "file" and self.created and not self.keep:
+            try:
+                os.unlink(self.path)
+                log.info("removed scratch file %s", self.path)
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> "Scratch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on: str | os.PathLike | None = None,
+                    keep: bool = False) -> Scratch:
+    """Check (and for a new file, create and fill) the scratch space at *path*.
+
+    Every refusal happens before anything is written. See the module docstring.
+    """
+    if not isinstance(size_bytes, int) or size_bytes <= 0 or size_bytes % MIB:
+        raise ValueError(f"size_bytes must be a positive multiple of 1 MiB, got {size_bytes!r}")
+    raw = os.fspath(path)
+    if not raw:
+        raise ValueError("scratch must be a path")
+    real = os.path.realpath(raw)
+    confirmed = destroy_data_on is not None and os.path.realpath(os.fspath(destroy_data_on)) == real
+    if destroy_data_on is not None and not confirmed:
+        raise ScratchRefused(f"destroy_data_on ({destroy_data_on}) must repeat the scratch path ({raw})")
+    if not os.path.lexists(raw):
+        parent = os.path.dirname(real) or "."
+        if not os.path.isdir(parent):
+            raise ScratchRefused(f"scratch: directory {parent} does not exist")
+        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        scratch = Scratch(real, "file", True, size_bytes, keep)
+        try:
+            log.info("filling scratch file %s with %d bytes of data", real, size_bytes)
+            fill_file(real, size_bytes)
+        except BaseException:
+            scratch.close()
+            raise
+        return scratch
+    st = os.stat(real)
+    if stat.S_ISBLK(st.st_mode):
+        kind = "block"
+    elif stat.S_ISREG(st.st_mode):
+        kind = "file"
+    else:
+        raise ScratchRefused(f"scratch {raw} is neither a regular file nor a block device")
+    if not confirmed:
+        raise ScratchRefused(
+            f"scratch {raw} exists ({'block device' if kind == 'block' else 'file'}); its data would be "
+            f"destroyed: pass --destroy-data-on {raw} (destroy_data_on) to confirm, or name a new file")
+    reasons = busy_reasons(real)
+    if reasons:
+        raise ScratchRefused(f"scratch {raw} is in use, refusing to write to it: " + "; ".join(reasons))
+    have = _size_of(real, st)
+    if kind == "block" and have < size_bytes:
+        raise ScratchRefused(f"scratch {raw} has {have} bytes; the layout needs {size_bytes}")
+    scratch = Scratch(real, kind, False, max(have, size_bytes), keep=True)
+    if kind == "file" and (have < size_bytes or st.st_blocks * 512 < size_bytes):
+        log.info("filling existing scratch file %s with %d bytes of data", real, size_bytes)
+        fill_file(real, size_bytes)
+    return scratch
