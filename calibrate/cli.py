@@ -14,6 +14,7 @@ import sys
 COMMAND_MODULES: tuple[str, ...] = (
     "cmd_predict",
     "cmd_probe",
+    "cmd_postmark",
 )
 
 
