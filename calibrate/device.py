@@ -49,6 +49,7 @@ __all__ = [
     "DirectIOUnsupportedError",
     "UnwrittenDataError",
     "DeviceBusyError",
+    "LoopBufferedError",
     "DeviceIOError",
     "UnwrittenRegion",
     "DirectBackend",
@@ -113,6 +114,10 @@ class UnwrittenDataError(BackendError):
 
 class DeviceBusyError(BackendError):
     pass
+
+
+class LoopBufferedError(BackendError):
+    """A loop device without direct I/O: its reads are served by the page cache of its backing file."""
 
 
 class DeviceIOError(BackendError, OSError):
@@ -307,8 +312,9 @@ class DirectBackend:
 
     queue_depth = 1
 
-    def __init__(self, path: str | os.PathLike, *, check_written: bool = True):
+    def __init__(self, path: str | os.PathLike, *, allow_buffered_loop: bool = False):
         self.path = os.fspath(path)
+        self.allow_buffered_loop = allow_buffered_loop
         self._fd = -1
         self._buf: mmap.mmap | None = None
         self._views: dict[int, list[memoryview]] = {}
@@ -354,7 +360,14 @@ class DirectBackend:
             buf = bytearray(4)
             fcntl.ioctl(fd, BLKSSZGET, buf, True)
             self.block_size_bytes = int.from_bytes(buf, "little")
-            self.backing_file = _loop_backing_file(st)
+            self.backing_file, self.loop_direct_io = _loop_info(st)
+            if self.backing_file is not None and self.loop_direct_io is False and not self.allow_buffered_loop:
+                raise LoopBufferedError(
+                    self.path,
+                    f"is a loop device over {self.backing_file} without direct I/O (loop/dio=0): its reads "
+                    "would be served from the page cache of the backing file and time RAM, not storage; "
+                    f"re-attach it with `losetup --direct-io=on`",
+                )
             if self.backing_file is not None and os.path.isfile(self.backing_file):
                 regions = unwritten_regions(self.backing_file)
                 if regions:
@@ -362,7 +375,7 @@ class DirectBackend:
         else:
             self.size_bytes = st.st_size
             self.block_size_bytes = int(st.st_blksize) if st.st_blksize > 0 else mmap.PAGESIZE
-            self.backing_file = None
+            self.backing_file, self.loop_direct_io = None, None
             if self.size_bytes == 0:
                 raise UnalignedSizeError(self.path, "is empty (size_bytes=0); nothing to measure")
             regions = unwritten_regions(self.path, fd)
@@ -535,22 +548,28 @@ class DirectBackend:
         )
 
 
-def _loop_backing_file(st: os.stat_result) -> str | None:
-    name = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve().name
+def _loop_info(st: os.stat_result) -> tuple[str | None, bool | None]:
+    """(backing file, direct I/O on) of a loop device; (None, None) for other block devices."""
+    loop = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve() / "loop"
     try:
-        text = Path(f"/sys/class/block/{name}/loop/backing_file").read_text().strip()
+        backing = (loop / "backing_file").read_text().strip() or None
     except OSError:
-        return None
-    return text or None
+        return None, None
+    try:
+        dio = (loop / "dio").read_text().strip() == "1"
+    except OSError:
+        dio = None
+    return backing, dio
 
 
-def open_backend(path: str | os.PathLike) -> DirectBackend:
+def open_backend(path: str | os.PathLike, *, allow_buffered_loop: bool = False) -> DirectBackend:
     """Open a block device or a regular file for timed, read-only O_DIRECT reads.
 
     Raises :class:`BackendError` (a ``ValueError``) naming the path when the
     target cannot be measured honestly: not a block device or regular file,
     busy (mounted, swap, held), size not a multiple of the block size, O_DIRECT
     unsupported, or a file (or a loop device's backing file) with holes or
-    unwritten extents.
+    unwritten extents. A loop device without direct I/O (its reads served by
+    the backing file's page cache) is refused unless ALLOW_BUFFERED_LOOP.
     """
-    return DirectBackend(path)
+    return DirectBackend(path, allow_buffered_loop=allow_buffered_loop)

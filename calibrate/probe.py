@@ -89,6 +89,7 @@ class BlockDevice:
     dm_uuid: str | None  # "LVM-..." for LVM logical volumes
     lvm: bool  # a device-mapper device created by LVM
     loop_backing_file: str | None
+    loop_direct_io: bool | None  # loop/dio: False means reads go through the backing file's page cache
     model: str | None = None
     serial: str | None = None
     udev_properties: dict[str, str] = field(default_factory=dict)
@@ -442,6 +443,7 @@ class _Context:
             dm_uuid=dm_uuid,
             lvm=bool(dm_uuid and dm_uuid.startswith("LVM-")),
             loop_backing_file=backing or None,
+            loop_direct_io=_bool(_read_int(p / "loop" / "dio")) if backing else None,
             model=_read(p / "device" / "model") or props.get("ID_MODEL") or None,
             serial=_read(p / "serial") or props.get("ID_SERIAL") or None,
             udev_properties=dict(props),
@@ -528,7 +530,8 @@ def format_table(result: ProbeResult) -> str:
         if d.dm_name:
             lines.append(f"  device-mapper: {d.dm_name}" + (" (LVM)" if d.lvm else ""))
         if d.loop_backing_file:
-            lines.append(f"  loop backing file: {d.loop_backing_file}")
+            dio = "on" if d.loop_direct_io else "off: reads hit the backing file's page cache"
+            lines.append(f"  loop backing file: {d.loop_backing_file} (direct I/O {dio})")
         lines.append("  in use: " + ("; ".join(use) if use else "no (not mounted, not swap, no holders)"))
         for part in d.partitions:
             state = ", ".join(m.mount_point for m in part.mounts) or ("swap" if part.swap else "not mounted")
