@@ -1,0 +1,158 @@
+"""Readers of DiskSim's files, checked against the real files of ../shared/data/disksim."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diskmodel.data.disksim import (
+    DiskSimFormatError, G1Layout, G4Layout, load_disksim_drive, parse_text, read_diskspecs,
+    read_model_file, read_parv, read_seek_file, read_seek_table, read_trace,
+)
+from diskmodel.model import Disk, TableSeek
+
+
+def test_hp_c2247a_model(disksim_dir):
+    model = read_model_file(disksim_dir / "hp_c2247a" / "hp_c2247a_validate.model")
+    assert (model.surfaces, model.cylinders, model.block_count) == (13, 2051, 2054864)
+    assert isinstance(model.layout, G1Layout)
+    assert len(model.zones) == 8
+    first = model.zones[0]
+    assert (first.first_cylinder, first.last_cylinder, first.blocks_per_track) == (0, 558, 96)
+    assert (first.empty_space_at_front_sectors, first.track_skew_sectors, first.cylinder_skew_sectors) == (1632, 14, 32)
+    assert first.spares == 325 and first.slips[:3] == (468, 526, 1204) and len(first.slips) == 12
+    assert model.zones[1].first_block_offset_sectors == 14
+    assert model.layout.sparing_scheme == 1
+    mech = model.mech
+    assert mech.seek_type == "hplplus10" and mech.rpm == 5400
+    assert mech.head_switch_s == pytest.approx(0.89e-3)
+    assert mech.write_settle_s == pytest.approx(0.65e-3)
+    assert mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
+    # HPL: a + b sqrt(d) below the knee, c + e d beyond, the first ten from the table.
+    times = mech.seek_time_s(np.array([0, 1, 10, 100, 300, 1000]))
+    expected = [0, 2.89e-3, 4.99e-3, (3.81 + 0.33 * 10) * 1e-3, (7.75 + 0.0059 * 300) * 1e-3,
+                (7.75 + 5.9) * 1e-3]
+    np.testing.assert_allclose(times, expected, rtol=1e-12)
+
+
+def test_g4_seek_table_and_layout(disksim_dir):
+    folder = disksim_dir / "G4_4TB"
+    table = read_seek_table(folder / "G4_LBA_64bit_4T.seeks")
+    assert table.points == 1792
+    assert table.distance_cylinders[0] == 1 and table.read_time_s[0] == pytest.approx(1.8e-3)
+    assert table.distance_cylinders[-1] == 353181 and table.read_time_s[-1] == pytest.approx(15.7e-3)
+    model = read_model_file(folder / "G4_LBA_64bit_4T.model")
+    assert (model.surfaces, model.cylinders, model.block_count) == (10, 310194, 7725673570)
+    assert isinstance(model.layout, G4Layout)
+    assert model.layout.track_patterns == 60
+    assert model.layout.tp[0].tolist() == [0, 3071, 3072]
+    assert len(model.layout.idx) == 60          # 59 zone sections and the root
+    assert model.layout.idx[0].shape == (20, 10)
+    assert model.layout.idx_child_types[-1][0] == "IDX"
+
+
+def test_dual_seek_table(disksim_dir):
+    path = disksim_dir / "maxtor300g" / "maxtor300g_dual.seek"
+    table = read_seek_table(path)
+    assert table.points == 350
+    assert table.read_time_s[0] == pytest.approx(0.5257e-3)
+    assert table.write_time_s[0] == pytest.approx(0.6757e-3)
+    assert table.std_s[0] == pytest.approx(0.024385e-3)
+    write = read_seek_file(path, curve="write")
+    assert isinstance(write, TableSeek)
+    assert write.seek_time_s(np.array([80000]))[0] == pytest.approx(9.7197e-3)
+    with pytest.raises(ValueError, match="no write curve"):
+        read_seek_file(disksim_dir / "atlas10k" / "atlas10k.seek", curve="write")
+
+
+def test_extracted_seek_is_linear_and_extrapolated(disksim_dir):
+    model = read_model_file(disksim_dir / "barracuda" / "barracuda.model")
+    table = model.mech.seek_table
+    assert table.distance_cylinders[-1] == 4986 and model.cylinders == 5172
+    d0, d1 = table.distance_cylinders[-2:]
+    t0, t1 = table.read_time_s[-2:]
+    beyond = model.mech.seek_time_s(np.array([5171]))[0]
+    assert beyond == pytest.approx(t0 + (5171 - d0) * (t1 - t0) / (d1 - d0))
+    seek = model.seek()
+    assert seek.max_distance_cylinders == 5171
+
+
+def test_diskspecs_and_parv(disksim_dir):
+    specs = read_diskspecs(disksim_dir / "hp_c2247a" / "hp_c2247a.diskspecs")
+    assert specs.model_source.filename == "hp_c2247a_validate.model"
+    assert specs.buffer_segments == 2 and specs.segment_size_blocks == 256
+    assert specs.max_read_ahead_blocks == 128 and specs.fast_write_level == 0
+    assert specs.command_overhead_s[("read", "hit", "read")] == pytest.approx(0.95343e-3)
+    assert specs.command_overhead_s[("read", "miss", "write")] == pytest.approx(0.55821e-3)
+    assert specs.read_completion_s == pytest.approx(0.05665e-3)
+    parv = read_parv(disksim_dir / "hp_c2247a" / "hp_c2247a.parv")
+    assert parv.disk_spec == "HP_C2247A_validate" and parv.disk_bus == "bus1"
+    assert parv.disk_bus_transfer_s == pytest.approx((0.17010e-3, 0.18686e-3))
+    atlas = read_diskspecs(disksim_dir / "atlas10k" / "atlas10k.diskspecs")
+    assert atlas.fast_write_level == 2 and atlas.bulk_sector_transfer_s == pytest.approx(0.099e-3)
+    assert atlas.buffer_segments == 10 and atlas.segment_size_blocks == 374
+
+
+def test_load_drive_gives_a_disk(disksim_dir):
+    drive = load_disksim_drive(disksim_dir / "hp_c2247a")
+    assert isinstance(drive.disk, Disk)
+    assert drive.disk.geometry.surfaces == 13 and drive.disk.geometry.cylinders == 2051
+    assert drive.disk.geometry.zone_sectors_per_track.tolist() == [96, 92, 88, 84, 80, 72, 64, 56]
+    assert drive.disk.rpm == 5400 and drive.disk.head_switch_s == pytest.approx(0.89e-3)
+    assert drive.bus_block_transfer_s == pytest.approx((0.17010e-3, 0.18686e-3))
+    trace = drive.read_trace()
+    assert len(trace) == 9999
+    assert trace.lbn[0] == 564347 and trace.blocks[0] == 2 and not trace.is_write[0]
+    assert trace.service_s[0] == pytest.approx(14.09537e-3)
+    assert trace.interarrival_s[0] == pytest.approx(13.87627e-3)
+    assert trace.is_write[3] and trace.label[3] == "Doub"
+
+
+@pytest.mark.parametrize("folder", ["atlas10k", "atlas_III", "barracuda", "cheetah4LP", "ibm18es", "hp_c2490a"])
+def test_every_traced_drive_loads(disksim_dir, folder):
+    drive = load_disksim_drive(disksim_dir / folder)
+    assert drive.disk.geometry.cylinders >= drive.model.cylinders
+    # Spares make the zones hold more sectors than the drive exports.
+    assert drive.disk.geometry.total_sectors >= drive.model.block_count
+    assert len(drive.read_trace()) > 9000
+
+
+def test_malformed_file_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.model"
+    bad.write_text("dm_disk X {\n   Number of data surfaces = 4,\n   Number of cylinders 100,\n}\n")
+    with pytest.raises(DiskSimFormatError, match=r"bad\.model:3: expected '='"):
+        read_model_file(bad)
+    unterminated = tmp_path / "open.diskspecs"
+    unterminated.write_text("disksim_disk D {\n  Segment size (in blks) = 12,\n  Zones = [ 1, 2,\n")
+    with pytest.raises(DiskSimFormatError, match=r"open\.diskspecs:\d+: unterminated list"):
+        read_diskspecs(unterminated)
+
+
+def test_malformed_seek_and_trace_name_line(tmp_path):
+    seek = tmp_path / "x.seek"
+    seek.write_text("Seek distances measured: 3\n1, 1.0\n2, abc\n3, 2.0\n")
+    with pytest.raises(DiskSimFormatError, match=r"x\.seek:3: not a number"):
+        read_seek_table(seek)
+    seek.write_text("Seek distances measured: 3\n1, 1.0\n2, 1.5\n")
+    with pytest.raises(DiskSimFormatError, match="announces 3 seek distances but the file lists 2"):
+        read_seek_table(seek)
+    trace = tmp_path / "t.trace"
+    trace.write_text("R Miss 10 2 100.0 50.0\nX Hit 12 2 100.0 50.0\n")
+    with pytest.raises(DiskSimFormatError, match=r"t\.trace:2: first field must be R or W"):
+        read_trace(trace)
+
+
+def test_missing_parameter_names_block(tmp_path):
+    path = tmp_path / "m.model"
+    path.write_text("dm_disk M {\n  Number of data surfaces = 2,\n  Block count = 10\n}\n")
+    with pytest.raises(DiskSimFormatError, match=r"m\.model:1: .*lacks the parameter 'Layout Model'"):
+        read_model_file(path)
+
+
+def test_parser_syntax():
+    items = parse_text("disksim_bus B { Read block transfer time = 0.5, # comment\n"
+                       " Sizes = [ exponential, 0.0, 8.0 ], Inner = t { a = 1 } }\nsource other.x\n")
+    block = items[0]
+    assert block.get("read  block transfer TIME") == 0.5
+    assert block.get("Sizes") == ["exponential", 0.0, 8.0]
+    assert block.get("Inner").get("a") == 1
+    assert items[1].kind == "source" and items[1].value.filename == "other.x"
