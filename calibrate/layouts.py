@@ -81,6 +81,11 @@ PE_START_BYTES = 1 * MIB
 PV_SLACK_BYTES = 2 * MIB
 #: Regions of the scratch space start on MiB boundaries.
 REGION_ALIGN_BYTES = 1 * MIB
+#: The first region starts this far into the scratch [bytes], like a first
+#: partition: an LVM label at the start of the first loop device must not
+#: also appear at the start of the scratch device itself (LVM would see the
+#: scratch device as a duplicate PV and refuse to use it).
+FIRST_REGION_OFFSET_BYTES = 1 * MIB
 
 _MKFS_ARGS: dict[str, tuple[str, ...]] = {
     "ext2": ("mkfs.ext2", "-F", "-q"),
@@ -159,7 +164,8 @@ def regions_for(layout: str, fs_size_bytes: int) -> tuple[Region, ...]:
     """The regions of the scratch space each layout uses [bytes].
 
     native: one region of exactly the file-system size. lvm1: one PV holding
-    fs_size/extent extents. lvm2: two PVs holding half of them each.
+    fs_size/extent extents. lvm2: two PVs holding half of them each. The first
+    region starts at FIRST_REGION_OFFSET_BYTES.
     """
     _check_layout(layout)
     _check_fs_size(fs_size_bytes)
@@ -170,7 +176,7 @@ def regions_for(layout: str, fs_size_bytes: int) -> tuple[Region, ...]:
     else:
         half = fs_size_bytes // 2
         sizes = [PE_START_BYTES + half + PV_SLACK_BYTES] * 2
-    regions, offset = [], 0
+    regions, offset = [], FIRST_REGION_OFFSET_BYTES
     for size in sizes:
         regions.append(Region(offset, size))
         offset = _align_up(offset + size, REGION_ALIGN_BYTES)

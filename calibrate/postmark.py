@@ -419,8 +419,13 @@ def host_environment(*, layout: str, mountpoint: str, backing: str,
                      memory_limit_bytes: int | None, caches_dropped: bool = True) -> RunEnvironment:
     """The :class:`RunEnvironment` of a run on this machine at *mountpoint*."""
     dev, fstype, opts = describe_mount(mountpoint)
-    name = os.path.basename(os.path.realpath(dev))
+    try:
+        rdev = os.stat(dev).st_rdev
+        name = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}").resolve().name
+    except OSError:
+        name = os.path.basename(os.path.realpath(dev))
     ra, sched = _sysfs_queue(name)
+    dev = f"{dev} ({name})" if name != os.path.basename(dev) else dev
     bdev = bra = bsched = None
     try:
         st = os.stat(backing)
@@ -858,15 +863,20 @@ def guest_body(config: Any, *, repeats: int = 1, memory_limit_bytes: int | None 
     return f"""set +e
 cat > /tmp/diskmodel-postmark.cfg <<DISKMODEL_CFG_EOF
 {cfg_text}DISKMODEL_CFG_EOF
+diskmodel_queue() {{  # sysfs queue directory of block device $1 (by its major:minor)
+  q=/sys/dev/block/$(($(printf '0x%s' "$(stat -L -c %t "$1")"))):$(($(printf '0x%s' "$(stat -L -c %T "$1")")))
+  [ -d "$q/queue" ] || q="$q/.."
+  echo "$q/queue"
+}}
 fsdev=$(readlink -f {device_expr})
-fsname=$(basename "$fsdev")
+fsq=$(diskmodel_queue "$fsdev")
 echo "{_MARK} KERNEL $(uname -r)"
-echo "{_MARK} DEVICE $fsdev"
+echo "{_MARK} DEVICE $fsdev $(basename "$(readlink -f "$fsq/..")")"
 echo "{_MARK} MOUNT $(grep " ${mount_var} " /proc/mounts)"
-echo "{_MARK} READ_AHEAD_KB $(cat /sys/class/block/$fsname/queue/read_ahead_kb 2>/dev/null)"
-echo "{_MARK} SCHEDULER $(cat /sys/class/block/$fsname/queue/scheduler 2>/dev/null)"
-bname=$(basename "$DISKMODEL_SCRATCH")
-echo "{_MARK} BACKING $DISKMODEL_SCRATCH $(cat /sys/class/block/$bname/queue/read_ahead_kb 2>/dev/null) $(cat /sys/class/block/$bname/queue/scheduler 2>/dev/null)"
+echo "{_MARK} READ_AHEAD_KB $(cat "$fsq/read_ahead_kb" 2>/dev/null)"
+echo "{_MARK} SCHEDULER $(cat "$fsq/scheduler" 2>/dev/null)"
+bq=$(diskmodel_queue "$DISKMODEL_SCRATCH")
+echo "{_MARK} BACKING $DISKMODEL_SCRATCH $(cat "$bq/read_ahead_kb" 2>/dev/null) $(cat "$bq/scheduler" 2>/dev/null)"
 limit='{limit}'
 cgv=''
 if [ -n "$limit" ]; then
@@ -947,7 +957,9 @@ def parse_guest_output(output: str, config: Any, *, layout: str, accelerator: st
     ra = info.get("READ_AHEAD_KB", "").strip()
     env = RunEnvironment(
         layout=layout, kernel_release=kernel_release or info.get("KERNEL", ""),
-        file_system=mount[2], mount_options=mount[3], device=info.get("DEVICE", mount[0]),
+        file_system=mount[2], mount_options=mount[3],
+        device=(lambda d: f"{d[0]} ({d[1]})" if len(d) == 2 and os.path.basename(d[0]) != d[1] else d[0])(
+            info.get("DEVICE", mount[0]).split()),
         read_ahead_kb=int(ra) if ra.isdigit() else None, scheduler=sched,
         backing=backing or (b[0] if b and b[0] else "guest scratch disk"),
         backing_device=os.path.basename(b[0]) if b and b[0] else None,
