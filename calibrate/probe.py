@@ -92,7 +92,9 @@ class BlockDevice:
     loop_direct_io: bool | None  # loop/dio: False means reads go through the backing file's page cache
     model: str | None = None
     serial: str | None = None
-    udev_properties: dict[str, str] = field(default_factory=dict)
+    lvm_vg: str | None = None  # volume group and logical volume of an LVM device (from udev or dm/name)
+    lvm_lv: str | None = None
+    udev_properties: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def in_use(self) -> bool:
@@ -411,6 +413,12 @@ class _Context:
         mounts_via, swaps_via = self.usage(entry)
         dm_uuid = _read(p / "dm" / "uuid") or props.get("DM_UUID") or None
         backing = _read(p / "loop" / "backing_file")
+        dm_name = _read(p / "dm" / "name") or props.get("DM_NAME") or None
+        vg = lv = None
+        if dm_uuid and dm_uuid.startswith("LVM-"):
+            vg, lv = props.get("DM_VG_NAME"), props.get("DM_LV_NAME")
+            if not (vg and lv) and dm_name:
+                vg, lv = split_lvm_dm_name(dm_name)
         # For a partition, the queue/ directory lives on the parent disk.
         queue = p / "queue" if (p / "queue").is_dir() else p.parent / "queue"
         if not active and queue != p / "queue":
@@ -439,15 +447,33 @@ class _Context:
             swap=bool(swaps_via),
             swap_via=tuple(swaps_via),
             partitions=tuple(parts),
-            dm_name=_read(p / "dm" / "name") or props.get("DM_NAME") or None,
+            dm_name=dm_name,
             dm_uuid=dm_uuid,
             lvm=bool(dm_uuid and dm_uuid.startswith("LVM-")),
             loop_backing_file=backing or None,
             loop_direct_io=_bool(_read_int(p / "loop" / "dio")) if backing else None,
             model=_read(p / "device" / "model") or props.get("ID_MODEL") or None,
             serial=_read(p / "serial") or props.get("ID_SERIAL") or None,
+            lvm_vg=vg,
+            lvm_lv=lv,
             udev_properties=dict(props),
         )
+
+
+def split_lvm_dm_name(dm_name: str) -> tuple[str | None, str | None]:
+    """Volume group and logical volume of an LVM device-mapper name ("vg--a-lv" -> ("vg-a", "lv")).
+
+    LVM joins VG and LV with one "-" and doubles every "-" inside either name.
+    """
+    i = 0
+    while i < len(dm_name):
+        if dm_name[i] == "-":
+            if i + 1 < len(dm_name) and dm_name[i + 1] == "-":
+                i += 2
+                continue
+            return dm_name[:i].replace("--", "-"), dm_name[i + 1 :].replace("--", "-")
+        i += 1
+    return None, None
 
 
 def _resolve_name(device: str) -> str:
@@ -528,7 +554,7 @@ def format_table(result: ProbeResult) -> str:
         if d.slaves:
             lines.append("  slaves: " + ", ".join(d.slaves))
         if d.dm_name:
-            lines.append(f"  device-mapper: {d.dm_name}" + (" (LVM)" if d.lvm else ""))
+            lines.append(f"  device-mapper: {d.dm_name}" + (f" (LVM: VG {d.lvm_vg}, LV {d.lvm_lv})" if d.lvm else ""))
         if d.loop_backing_file:
             dio = "on" if d.loop_direct_io else "off: reads hit the backing file's page cache"
             lines.append(f"  loop backing file: {d.loop_backing_file} (direct I/O {dio})")

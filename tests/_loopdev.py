@@ -64,6 +64,7 @@ class LoopDevices:
     def __init__(self) -> None:
         self.loops: list[tuple[str, str]] = []  # (device, backing file)
         self.mounts: list[str] = []
+        self.swaps: list[str] = []
 
     def attach(self, backing: Path, *, direct_io: bool = True, partscan: bool = False) -> str:
         cmd = ["losetup", "-f", "--show", f"--direct-io={'on' if direct_io else 'off'}"]
@@ -83,8 +84,15 @@ class LoopDevices:
         subprocess.run(["umount", str(mount_point)], check=True, capture_output=True)
         self.mounts.remove(str(mount_point.resolve()))
 
+    def swapon(self, device: str) -> None:
+        subprocess.run(["mkswap", device], check=True, capture_output=True)
+        self.swaps.append(device)
+        subprocess.run(["swapon", device], check=True, capture_output=True)
+
     def teardown(self) -> None:
         errors = []
+        for dev in reversed(self.swaps):
+            subprocess.run(["swapoff", dev], capture_output=True)
         for mp in reversed(self.mounts):
             if subprocess.run(["umount", mp], capture_output=True).returncode != 0:
                 subprocess.run(["umount", "-l", mp], capture_output=True)
@@ -101,3 +109,6 @@ class LoopDevices:
         left_mounts = [mp for mp in self.mounts if f" {mp} " in mountinfo]
         assert not errors and not left, f"loop devices left behind: {left} {errors}"
         assert not left_mounts, f"mounts left behind: {left_mounts}"
+        active = [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:] if line.strip()]
+        left_swaps = [dev for dev in self.swaps if dev in active]
+        assert not left_swaps, f"swap areas left active: {left_swaps}"

@@ -273,3 +273,17 @@ def test_mounted_loop_device_is_refused_as_busy(loops, tmp_path):
             assert b.read(0, b.block_size_bytes) > 0
     except UnwrittenDataError as exc:
         assert "return zeros without any I/O" in str(exc)
+
+
+@pytest.mark.integration
+def test_swap_loop_device_is_refused_as_busy(loops, tmp_path):
+    require_tools("mkswap", "swapon", "swapoff")
+    from diskmodel.calibrate.probe import probe
+
+    image = write_random_file(tmp_path / "swap.img", 16 * MiB, seed=8)
+    dev = loops.attach(image)
+    loops.swapon(dev)
+    (d,) = probe(dev, source="sysfs").devices
+    assert d.swap and d.swap_via == (os.path.basename(dev),) and not d.mounted and d.in_use
+    with pytest.raises(DeviceBusyError, match="swap"):
+        open_backend(dev)

@@ -63,6 +63,13 @@ def test_pyudev_and_sysfs_agree_on_every_device():
     assert sizes_a == sizes_b and sizes_a
 
 
+def test_lvm_device_mapper_names_split_into_vg_and_lv():
+    assert probe_mod.split_lvm_dm_name("vg0-lv0") == ("vg0", "lv0")
+    assert probe_mod.split_lvm_dm_name("my--vg-my--lv") == ("my-vg", "my-lv")
+    assert probe_mod.split_lvm_dm_name("vg-lv--x--") == ("vg", "lv-x-")
+    assert probe_mod.split_lvm_dm_name("plain") == (None, None)
+
+
 def test_not_a_block_device_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not a block device"):
         probe("/dev/null")
