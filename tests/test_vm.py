@@ -298,3 +298,29 @@ def test_signal_leaves_no_qemu_and_no_files(tmp_path, cache_dir, signum, phase):
     assert not Path(f"/proc/{qemu_pid}").exists() or \
         str(runs) not in Path(f"/proc/{qemu_pid}/cmdline").read_bytes().decode("utf-8", "replace")
     assert list(runs.iterdir()) == []
+
+
+def test_sigkilled_caller_takes_qemu_with_it(tmp_path, cache_dir):
+    """No ``finally`` runs on SIGKILL; PR_SET_PDEATHSIG still ends qemu."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(runs), str(cache_dir)],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=REPO_ROOT)
+    try:
+        match, _ = _read_until(proc, r"qemu started \(pid (\d+)", 60)
+        assert _qemu_processes_mentioning(str(runs)) == [int(match.group(1))]
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _qemu_processes_mentioning(str(runs)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _qemu_processes_mentioning(str(runs)) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _qemu_processes_mentioning(str(runs)):
+            os.kill(pid, signal.SIGKILL)
+    # The run directory is the one thing SIGKILL leaves (no code runs); it is in
+    # the caller's workdir (tmp_path here), which pytest removes.
