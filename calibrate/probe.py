@@ -227,6 +227,10 @@ def _choose_source(source: Source) -> tuple[str, str, Callable[[], list[_Entry]]
     if source == "sysfs":
         return "sysfs", f"plain sysfs ({SYS_CLASS_BLOCK}), fallback requested", _sysfs_entries
     if source == "pyudev":
+        try:
+            import pyudev  # noqa: F401
+        except ImportError:
+            raise ValueError("source='pyudev' but pyudev is not installed; use source='sysfs'") from None
         note = "pyudev" + ("" if udev_database_present() else f" (udev database {UDEV_DATA_DIR} absent: no udev properties)")
         return "pyudev", note, _pyudev_entries
     if not udev_database_present():
