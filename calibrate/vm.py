@@ -399,7 +399,16 @@ def vm_available(*, kernel_path: str | os.PathLike | None = None,
         _module_load_order(host.modules_dir)
     except VmUnavailableError as exc:
         return False, str(exc)
-    return True, (f"{host.qemu} with kernel {host.kernel} ({host.release}); "
+    try:
+        version = subprocess.run([host.qemu, "--version"], capture_output=True, text=True,
+                                 timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{host.qemu} --version failed: {exc}. To fix: {_INSTALL_HINT}."
+    if version.returncode != 0:
+        return False, (f"{host.qemu} --version failed: {(version.stdout + version.stderr).strip()}."
+                       f" To fix: {_INSTALL_HINT}.")
+    first = (version.stdout.splitlines() or [""])[0].strip()
+    return True, (f"{host.qemu} ({first}) with kernel {host.kernel} ({host.release}); "
                   "accelerator tcg (emulated: timings measure qemu, not the disk)")
 
 
@@ -991,6 +1000,8 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
     begin_marker = f"@@DISKMODEL-BEGIN {nonce}\n".encode()
     end_re = re.compile(rb"\n@@DISKMODEL-END " + nonce.encode() + rb" (\d+)\n")
     fail_re = re.compile(rb"@@DISKMODEL-INITFAIL " + nonce.encode() + rb" ([^\n]*)\n")
+    end_len = len(b"\n@@DISKMODEL-END ") + len(nonce) + 16
+    scanned = 0
     buf = b""
     kernel_release = ""
     begin_at: float | None = None
@@ -1028,7 +1039,9 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
                     out_start = logged = i + len(begin_marker)
                     say(f"vm: script started (boot took {begin_at - started:.1f} s)")
             if begin_at is not None:
-                end = end_re.search(buf, out_start - 1)
+                # Only the tail can hold a new end marker (bounded rescanning).
+                end = end_re.search(buf, max(out_start - 1, scanned - end_len))
+                scanned = len(buf)
                 stop = end.start() if end else len(buf)
                 # Log complete lines printed so far.
                 last_nl = buf.rfind(b"\n", logged, stop)

@@ -207,11 +207,13 @@ def test_lvm_ext3_postmark_end_to_end(tmp_path, cache_dir):
 
 
 def test_failing_script_returns_status_and_output(tmp_path, cache_dir):
-    script = "echo before\necho on-stderr >&2\nsh -c 'exit 7'\necho never\n"
+    # A forged end marker (wrong nonce) is just output.
+    script = ("echo before\necho on-stderr >&2\nprintf '\\n@@DISKMODEL-END 0123 0\\n'\n"
+              "sh -c 'exit 7'\necho never\n")
     result = vm.run_script_in_vm(script, scratch_disk_bytes=16 * MiB, memory_bytes=256 * MiB,
                                  timeout_s=120, cache_dir=cache_dir, workdir=tmp_path)
     assert result.returncode == 7                             # sh -e stops at the failure
-    assert result.output == "before\non-stderr\n"
+    assert result.output == "before\non-stderr\n\n@@DISKMODEL-END 0123 0\n"
     assert list(tmp_path.iterdir()) == []
 
 
