@@ -46,7 +46,7 @@ __all__ = [
     "G4Layout", "MechModel", "ModelFile", "Parv", "SeekTable", "Source", "Trace",
     "disksim_seek_time_s", "load_disksim_drive", "parse_file", "parse_text",
     "read_diskspecs", "read_model_file", "read_parv", "read_seek_file", "read_seek_table",
-    "read_trace",
+    "read_trace", "validate_drive", "DISKSIM_PUBLISHED_DEMERIT_MS",
 ]
 
 MS = 1e-3
@@ -1194,3 +1194,44 @@ def load_disksim_drive(folder) -> DiskSimDrive:
                        "spares and slips are in DiskSimDrive.model, not in Disk.geometry)",
             estimates=tuple(estimates))
     return DiskSimDrive(name, folder, disk, model, specs, parv, trace_path)
+
+
+# ---------------------------------------------------------------------------
+# Validation against the traces
+# ---------------------------------------------------------------------------
+
+#: DiskSim 4.0's own demerit [ms] on the validation traces, as printed by its
+#: validation script (provenance: ../shared/data/disksim/README.md, which
+#: transcribes DiskSim 4.0's ``valid/`` results).
+DISKSIM_PUBLISHED_DEMERIT_MS = {
+    "atlas_III": 0.378,
+    "barracuda": 0.349,
+    "cheetah4LP": 0.318,
+    "ibm18es": 0.135,
+    "atlas10k": 0.268,
+    "hp_c2247a": 0.090,
+    "hp_c2490a": 0.254,
+}
+
+
+def validate_drive(drive_or_folder, *, limit: int | None = None):
+    """Simulate a drive folder's trace and compare with the measured times.
+
+    Returns a :class:`diskmodel.model.validation.TraceValidation` (with
+    DiskSim's published demerit as the reference where known).
+    """
+    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.validation import TraceValidation
+
+    drive = drive_or_folder if isinstance(drive_or_folder, DiskSimDrive) else load_disksim_drive(drive_or_folder)
+    trace = drive.read_trace()
+    if limit is not None:
+        trace = trace.head(limit)
+    result = simulate_requests(drive.simulation_parameters(), trace.is_write, trace.lbn, trace.blocks,
+                               trace.interarrival_s)
+    reference = DISKSIM_PUBLISHED_DEMERIT_MS.get(drive.name)
+    details = {"is_write": trace.is_write, "label": trace.label, "lbn": trace.lbn, "blocks": trace.blocks,
+               "hit": result.hit, "seek_ms": result.seek_s * 1e3, "latency_ms": result.latency_s * 1e3,
+               "media_ms": result.media_s * 1e3, "arrival_s": result.arrival_s}
+    return TraceValidation(drive.name, trace.service_s, result.service_s, details,
+                           reference * MS if reference is not None else None)

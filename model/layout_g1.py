@@ -1,0 +1,294 @@
+"""LBN -> PBN mapping with spare sectors and slipped defects (DiskSim's g1 layout).
+
+:class:`diskmodel.model.Geometry` lays blocks out track by track with no
+spares. Real drives reserve spare sectors or tracks and *slip* defective ones,
+which shifts every later block of the zone (and, for some schemes, the skew).
+This module follows the mapping of DiskSim's ``dm_layout_g1`` (Ganger et al.,
+DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
+``g1_map_pbn_skew``), re-derived here:
+
+* sparing schemes 0 (none), 1 (spare tracks at the end of each zone, slips are
+  track numbers), 2/4/5/6/7 (spare sectors per cylinder; 4, 6 and 7 "slip to
+  end": a slip in an earlier cylinder moves later blocks by one), 8 (spare
+  sectors per range of ``rangesize`` cylinders), 9/10 (spare sectors per zone);
+  slips are sector numbers within the zone (tracks for scheme 1);
+* mapping schemes 0 (head order 0..S-1 on every cylinder), 1 (reversed on
+  every odd cylinder of a zone), 2 (reversed on every odd cylinder);
+* "Empty space at zone front" [sectors] skipped before the first block;
+* the angle of a block: offset of the zone's first block + one track skew per
+  track switch + one cylinder skew per cylinder switch (+ one sector per slip
+  in earlier cylinders for per-cylinder schemes) + its sector, in revolutions.
+
+Everything is pure numpy (with numba kernels shared with
+:mod:`diskmodel.model.simulate`); no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ._checks import whole_number
+
+SUPPORTED_SPARING = (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)
+_SLIP_TO_END = (4, 6, 7)
+_PER_CYLINDER = (2, 4, 5, 6, 7)
+
+
+@dataclass(frozen=True, eq=False)
+class ZoneLayout:
+    """Zones of a g1 layout as arrays (one entry per zone) [cylinders, sectors].
+
+    Attributes
+    ----------
+    surfaces : int
+    first_cylinder, last_cylinder, sectors_per_track : int arrays
+    first_block_offset_sectors, track_skew_sectors, cylinder_skew_sectors : float arrays
+    empty_space_sectors, spares : int arrays
+    slips : tuple of int arrays (one per zone; sector or track numbers in the zone)
+    sparing_scheme, mapping_scheme, rangesize : int
+    block_count : int
+        Blocks the drive exports (may be fewer than the zones could hold).
+    """
+
+    surfaces: int
+    first_cylinder: np.ndarray
+    last_cylinder: np.ndarray
+    sectors_per_track: np.ndarray
+    first_block_offset_sectors: np.ndarray
+    track_skew_sectors: np.ndarray
+    cylinder_skew_sectors: np.ndarray
+    empty_space_sectors: np.ndarray
+    spares: np.ndarray
+    slips: tuple
+    sparing_scheme: int = 0
+    mapping_scheme: int = 0
+    rangesize: int = 1
+    block_count: int | None = None
+
+    def __post_init__(self):
+        whole_number("surfaces", self.surfaces, minimum=1)
+        if self.sparing_scheme not in SUPPORTED_SPARING:
+            raise ValueError(f"sparing_scheme {self.sparing_scheme} is not supported "
+                             f"(supported: {SUPPORTED_SPARING})")
+        if self.mapping_scheme not in (0, 1, 2):
+            raise ValueError(f"mapping_scheme must be 0, 1 or 2 (got {self.mapping_scheme})")
+        whole_number("rangesize", self.rangesize, minimum=1)
+        n = len(self.first_cylinder)
+        for name in ("first_cylinder", "last_cylinder", "sectors_per_track", "empty_space_sectors", "spares"):
+            array = np.asarray(getattr(self, name), dtype=np.int64)
+            if array.shape != (n,):
+                raise ValueError(f"{name} must hold one value per zone ({n})")
+            object.__setattr__(self, name, array)
+        for name in ("first_block_offset_sectors", "track_skew_sectors", "cylinder_skew_sectors"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
+        if np.any(self.sectors_per_track < 1) or np.any(self.last_cylinder < self.first_cylinder):
+            raise ValueError("every zone needs sectors_per_track >= 1 and last_cylinder >= first_cylinder")
+        if len(self.slips) != n:
+            raise ValueError(f"slips must hold one array per zone ({n})")
+        slips = tuple(np.sort(np.asarray(s, dtype=np.int64)) for s in self.slips)
+        object.__setattr__(self, "slips", slips)
+        zone_blocks = self.blocks_per_zone()
+        first_lbn = np.concatenate(([0], np.cumsum(zone_blocks)))
+        object.__setattr__(self, "_first_lbn", first_lbn)
+        pointer = np.concatenate(([0], np.cumsum([s.size for s in slips]))).astype(np.int64)
+        object.__setattr__(self, "_slip_pointer", pointer)
+        object.__setattr__(self, "_slip_values", np.concatenate(slips + (np.zeros(0, np.int64),)).astype(np.int64))
+        total = int(first_lbn[-1]) if self.block_count is None else int(self.block_count)
+        if total > first_lbn[-1]:
+            raise ValueError(f"block_count {total} exceeds what the zones hold ({int(first_lbn[-1])})")
+        object.__setattr__(self, "_total", total)
+
+    @classmethod
+    def from_disksim(cls, model) -> "ZoneLayout":
+        """From a :class:`diskmodel.data.disksim.ModelFile` with a g1 layout."""
+        layout = model.layout
+        zones = layout.zones
+        probe = cls(
+            surfaces=model.surfaces,
+            first_cylinder=[z.first_cylinder for z in zones],
+            last_cylinder=[z.last_cylinder for z in zones],
+            sectors_per_track=[z.blocks_per_track for z in zones],
+            first_block_offset_sectors=[z.first_block_offset_sectors for z in zones],
+            track_skew_sectors=[z.track_skew_sectors for z in zones],
+            cylinder_skew_sectors=[z.cylinder_skew_sectors for z in zones],
+            empty_space_sectors=[z.empty_space_at_front_sectors for z in zones],
+            spares=[z.spares for z in zones],
+            slips=tuple(np.asarray(z.slips, dtype=np.int64) for z in zones),
+            sparing_scheme=layout.sparing_scheme, mapping_scheme=layout.mapping_scheme,
+            rangesize=layout.rangesize)
+        # DiskSim uses the blocks the zones hold ("checknumblocks"); the exported
+        # count is the smaller of that and the model file's block count.
+        from dataclasses import replace
+        return replace(probe, block_count=min(int(model.block_count), probe.zone_capacity_blocks))
+
+    # -- sizes
+    def blocks_per_zone(self) -> np.ndarray:
+        """Logical blocks each zone holds (DiskSim's ``blksinband``)."""
+        cylinders = self.last_cylinder - self.first_cylinder + 1
+        blocks = cylinders * self.sectors_per_track * self.surfaces - self.empty_space_sectors
+        nslips = np.array([s.size for s in self.slips], dtype=np.int64)
+        scheme = self.sparing_scheme
+        if scheme == 1:
+            blocks = blocks - self.spares * self.sectors_per_track
+        elif scheme == 7:
+            blocks = blocks - nslips
+        elif scheme == 9:
+            blocks = blocks - self.spares
+        elif scheme == 10:
+            blocks = blocks - self.spares - nslips
+        elif scheme in (2, 5):
+            blocks = blocks - self.spares * cylinders
+        elif scheme in (4, 6):
+            blocks = blocks - self.spares * cylinders - nslips
+        elif scheme == 8:
+            blocks = blocks - self.spares * (cylinders // self.rangesize)
+        return blocks
+
+    @property
+    def zone_capacity_blocks(self) -> int:
+        return int(self._first_lbn[-1])
+
+    @property
+    def total_blocks(self) -> int:
+        return self._total
+
+    @property
+    def zone_first_lbn(self) -> np.ndarray:
+        return self._first_lbn[:-1].copy()
+
+    def kernel_arrays(self):
+        """The tuple of arrays the numba kernels take (see :func:`lbn_to_pbn_one`)."""
+        return (self._first_lbn, self.first_cylinder, self.sectors_per_track, self.empty_space_sectors,
+                self.spares, self.first_block_offset_sectors, self.track_skew_sectors,
+                self.cylinder_skew_sectors, self._slip_pointer, self._slip_values,
+                np.array([self.surfaces, self.sparing_scheme, self.mapping_scheme, self.rangesize], dtype=np.int64))
+
+    # -- mapping
+    def lbn_to_pbn(self, lbn):
+        """(cylinder, head, sector, angle_rev, zone) for logical blocks (vectorised).
+
+        ``angle_rev`` is where the block starts, as a fraction of a revolution.
+        """
+        lbn = np.asarray(lbn)
+        if lbn.dtype.kind not in "iu":
+            raise ValueError("lbn must hold whole numbers")
+        flat = lbn.astype(np.int64).ravel()
+        if flat.size and (flat.min() < 0 or flat.max() >= self._total):
+            raise ValueError(f"lbn must lie in [0, {self._total}) (got {flat.min()} .. {flat.max()})")
+        cylinder = np.empty(flat.size, np.int64)
+        head = np.empty(flat.size, np.int64)
+        sector = np.empty(flat.size, np.int64)
+        angle = np.empty(flat.size, float)
+        zone = np.empty(flat.size, np.int64)
+        _map_many(flat, self.kernel_arrays(), cylinder, head, sector, angle, zone)
+        shape = lbn.shape
+        return (cylinder.reshape(shape), head.reshape(shape), sector.reshape(shape),
+                angle.reshape(shape), zone.reshape(shape))
+
+
+@njit(cache=True)
+def _zone_of(lbn, first_lbn):
+    lo = 0
+    hi = first_lbn.size - 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if first_lbn[mid] <= lbn:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def lbn_to_pbn_one(lbn, arrays):
+    """One block: (cylinder, head, sector, angle_rev, zone). Numba kernel."""
+    (first_lbn, first_cyl, spt_a, dead, spares, first_off, tskew, cskew, sp_ptr, sp_val, misc) = arrays
+    surfaces = misc[0]
+    scheme = misc[1]
+    mapping = misc[2]
+    rangesize = misc[3]
+    z = _zone_of(lbn, first_lbn)
+    spt = spt_a[z]
+    l = lbn - first_lbn[z] + dead[z]
+    s0 = sp_ptr[z]
+    s1 = sp_ptr[z + 1]
+    per_cyl = spt * surfaces
+    if scheme == 1:
+        track = l // spt
+        for i in range(s0, s1):
+            if sp_val[i] <= track:
+                track += 1
+        cyl_in_zone = track // surfaces
+        head = track % surfaces
+        sector = l % spt
+    elif scheme == 2 or scheme == 4 or scheme == 5 or scheme == 6 or scheme == 7:
+        lbn_per_cyl = per_cyl - spares[z]
+        cyl_in_zone = l // lbn_per_cyl
+        l = l % lbn_per_cyl
+        first_on_cyl = cyl_in_zone * per_cyl
+        slips = 0
+        to_end = scheme == 4 or scheme == 6 or scheme == 7
+        for i in range(s0, s1):
+            s = sp_val[i]
+            if (to_end and s // per_cyl < cyl_in_zone) or (s >= first_on_cyl and s - first_on_cyl <= l + slips):
+                slips += 1
+        l += slips
+        cyl_in_zone += l // lbn_per_cyl
+        l = l % lbn_per_cyl
+        head = l // spt
+        sector = l % spt
+    elif scheme == 8:
+        per_range = per_cyl * rangesize
+        lbn_per_range = per_range - spares[z]
+        rangeno = l // lbn_per_range
+        l = l % lbn_per_range
+        first_in_range = rangeno * per_range
+        slips = 0
+        for i in range(s0, s1):
+            s = sp_val[i]
+            if s >= first_in_range and s - first_in_range <= l + slips:
+                slips += 1
+        l += slips
+        cyl_in_zone = rangeno * rangesize + l // per_cyl
+        head = (l % per_cyl) // spt
+        sector = l % spt
+    elif scheme == 9 or scheme == 10:
+        slips = 0
+        for i in range(s0, s1):
+            if sp_val[i] <= l + slips:
+                slips += 1
+        l += slips
+        cyl_in_zone = l // per_cyl
+        head = (l % per_cyl) // spt
+        sector = l % spt
+    else:
+        cyl_in_zone = l // per_cyl
+        head = (l // spt) % surfaces
+        sector = l % spt
+    cylinder = first_cyl[z] + cyl_in_zone
+    logical_head = head
+    if (mapping == 1 and cyl_in_zone % 2 == 1) or (mapping == 2 and cylinder % 2 == 1):
+        head = surfaces - head - 1
+    # angle (g1_map_pbn_skew): the logical track index counts the switches
+    switches = logical_head + (surfaces - 1) * cyl_in_zone
+    offset = first_off[z] + switches * tskew[z] + cyl_in_zone * cskew[z] + sector
+    if scheme == 2 or scheme == 4 or scheme == 5 or scheme == 6 or scheme == 7:
+        cutoff = cyl_in_zone * per_cyl
+        for i in range(s0, s1):
+            if sp_val[i] < cutoff:
+                offset += 1
+    angle = (offset % spt) / spt
+    return cylinder, head, sector, angle, z
+
+
+@njit(cache=True)
+def _map_many(lbn, arrays, cylinder, head, sector, angle, zone):
+    for i in range(lbn.size):
+        c, h, s, a, z = lbn_to_pbn_one(lbn[i], arrays)
+        cylinder[i] = c
+        head[i] = h
+        sector[i] = s
+        angle[i] = a
+        zone[i] = z

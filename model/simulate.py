@@ -1,0 +1,687 @@
+"""Per-request service-time simulation of a drive serving one request at a time.
+
+The expected-value model of :mod:`diskmodel.model.disk` (eqs. 3-8 of
+Djordjevic & Timcenko 2015) averages seek and rotation. A trace of real
+requests needs their sequence: where the head is, where the platter is, what
+the drive's buffer holds. This module carries that state from request to
+request, after the disk model of DiskSim 4.0 (Ganger, Worthington, Patt et
+al., CMU PDL; ``src/disksim_diskctlr.c``, ``disksim_diskcache.c``,
+``diskmodel/mech_g1.c``), re-derived and simplified to requests issued one at
+a time (queue depth 1):
+
+* clock: request i arrives at the completion of request i-1 plus its
+  inter-arrival gap; the platter turns uniformly from angle 0 at time 0, so
+  the rotational phase at any moment is ``t / T_rot mod 1``;
+* mechanics: the head sits on a (cylinder, surface); a move costs the seek
+  time of the cylinder distance, at least the head-switch time when the
+  surface changes, plus the extra write settle for writes; then the
+  rotational latency until the block's angle (zones, track and cylinder skew,
+  spares and slips of :mod:`diskmodel.model.layout_g1`) passes under the head;
+  each sector takes ``T_rot / sectors_per_track``;
+* controller: per-request command overheads by kind (read/write, cache
+  hit/miss, after a read/after a write), completion overheads, a per-block
+  bus (interface) time overlapped with the media transfer (a block goes to
+  the host after it has been read, from the watermark on), and for writes
+  the media write of a block only once the host has sent it;
+* cache: ``buffer_segments`` segments of ``segment_size_blocks`` blocks,
+  replaced least-recently-used; after a read miss the drive keeps reading
+  ahead (up to ``max_read_ahead_blocks``, within the segment) until the next
+  request needs the mechanism; a read whose blocks are in a segment (read
+  earlier, read ahead, or written earlier when the drive allows read hits on
+  write data) is a hit; a read of blocks that the read-ahead is still
+  fetching waits for them; "fast write" (immediate report) completes a write
+  once its data is in the buffer and writes it to the media in the
+  background (level 2: always; level 1: only writes appending to the
+  previous write).
+
+Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
+sequential state (head, phase, segments, read-ahead) is carried by a numba
+kernel, because the next request's time depends on the previous one's and a
+Python loop would run at ~10^4 requests per second instead of ~10^6.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ._checks import finite_array, finite_scalar, whole_number
+from .layout_g1 import ZoneLayout, lbn_to_pbn_one
+
+__all__ = ["DriveParameters", "SimulationResult", "drive_parameters_from_disksim", "simulate_requests"]
+
+
+@dataclass(frozen=True, eq=False)
+class DriveParameters:
+    """Everything the per-request simulation needs [s, blocks].
+
+    Attributes
+    ----------
+    name : str
+    layout : ZoneLayout
+        Zones, skews, spares and slips (LBN -> PBN).
+    seek_by_distance_s : ndarray
+        Seek time [s] for every whole cylinder distance 0..N-1 (read curve);
+        ``write_seek_by_distance_s`` the write curve (same as read if absent).
+    rpm : float
+    head_switch_s, write_settle_s : float
+        Head switch [s]; extra settle added to a non-zero move before a write
+        [s] (may be negative, as DiskSim allows, but a move never costs < 0).
+    command_overhead_s : ndarray, shape (2, 2, 2)
+        [kind (0 read, 1 write), hit (0 miss, 1 hit), previous (0 read, 1 write)] [s].
+    read_completion_s, write_completion_s, data_preparation_s, reselect_s : float
+        Controller overheads at completion, before a hit's transfer, and on
+        reconnecting to the bus for a miss's transfer [s].
+    bus_read_block_s, bus_write_block_s : float
+        Time to move one block between host and buffer [s].
+    read_watermark : float
+        Fraction of a read miss's blocks buffered before the bus transfer
+        starts (0: from the first block).
+    buffer_segments, segment_size_blocks, max_read_ahead_blocks : int
+    read_ahead_over_requested : bool
+        Read-ahead may replace the data just returned to the host (else it
+        stops when the segment is full).
+    read_ahead_on_idle_hit : bool
+        A read hit restarts the read-ahead at the segment's end.
+    fast_write_level : int
+        0 none, 1 only appending writes, 2 every write (immediate report).
+    read_hits_on_write_data, separate_write_segment : bool
+    read_ahead_scheme : int
+        DiskSim's "Buffer continuous read": 0 none, 1 to the end of the
+        track, 2 to the end of the cylinder, 3 until the segment is full,
+        4 to the end of the next track when a sequential stream is detected
+        (always bounded by ``max_read_ahead_blocks``).
+    minimum_write_seek_s : float
+        The shortest positioning before a non-sequential write [s]
+        (DiskSim's "Minimum seek delay").
+    read_any_free_blocks : bool
+        The drive keeps the sectors of the track that pass under the head
+        before the requested ones (during the rotational latency). With
+        scheme 4 such a drive buffers to the end of the track after every
+        read (DiskSim's code); without it, scheme 4 reads ahead only for a
+        detected sequential stream (DiskSim's manual), which is what the
+        measured atlas_III trace shows.
+    """
+
+    name: str
+    layout: ZoneLayout
+    seek_by_distance_s: np.ndarray
+    rpm: float
+    head_switch_s: float
+    write_settle_s: float
+    command_overhead_s: np.ndarray
+    read_completion_s: float = 0.0
+    write_completion_s: float = 0.0
+    data_preparation_s: float = 0.0
+    reselect_s: float = 0.0
+    bus_read_block_s: float = 0.0
+    bus_write_block_s: float = 0.0
+    read_watermark: float = 0.0
+    buffer_segments: int = 1
+    segment_size_blocks: int = 256
+    max_read_ahead_blocks: int = 0
+    read_ahead_over_requested: bool = False
+    read_ahead_on_idle_hit: bool = False
+    fast_write_level: int = 0
+    read_hits_on_write_data: bool = True
+    separate_write_segment: bool = False
+    write_seek_by_distance_s: np.ndarray | None = None
+    read_ahead_scheme: int = 3
+    minimum_write_seek_s: float = 0.0
+    read_any_free_blocks: bool = False
+
+    def __post_init__(self):
+        finite_scalar("rpm", self.rpm, positive=True)
+        seek = finite_array("seek_by_distance_s", self.seek_by_distance_s, nonnegative=True)
+        if seek.ndim != 1 or seek.size < 2 or seek[0] != 0:
+            raise ValueError("seek_by_distance_s must be 1-D, start at distance 0 with 0 s")
+        cylinders = int(self.layout.last_cylinder.max()) + 1
+        if seek.size < cylinders:
+            raise ValueError(f"seek_by_distance_s covers {seek.size} distances but the layout spans "
+                             f"{cylinders} cylinders")
+        object.__setattr__(self, "seek_by_distance_s", seek)
+        write = seek if self.write_seek_by_distance_s is None else finite_array(
+            "write_seek_by_distance_s", self.write_seek_by_distance_s, nonnegative=True)
+        if write.shape != seek.shape:
+            raise ValueError("write_seek_by_distance_s must match seek_by_distance_s in length")
+        object.__setattr__(self, "write_seek_by_distance_s", write)
+        overhead = finite_array("command_overhead_s", self.command_overhead_s, nonnegative=True)
+        if overhead.shape != (2, 2, 2):
+            raise ValueError("command_overhead_s must have shape (2, 2, 2)")
+        object.__setattr__(self, "command_overhead_s", overhead)
+        finite_scalar("head_switch_s", self.head_switch_s, nonnegative=True)
+        finite_scalar("write_settle_s", self.write_settle_s)
+        for name in ("read_completion_s", "write_completion_s", "data_preparation_s", "reselect_s",
+                     "bus_read_block_s", "bus_write_block_s"):
+            finite_scalar(name, getattr(self, name), nonnegative=True)
+        watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
+        if watermark > 1:
+            raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
+        whole_number("buffer_segments", self.buffer_segments, minimum=1)
+        whole_number("segment_size_blocks", self.segment_size_blocks, minimum=1)
+        whole_number("max_read_ahead_blocks", self.max_read_ahead_blocks)
+        if self.fast_write_level not in (0, 1, 2):
+            raise ValueError(f"fast_write_level must be 0, 1 or 2 (got {self.fast_write_level})")
+        if self.read_ahead_scheme not in (0, 1, 2, 3, 4):
+            raise ValueError(f"read_ahead_scheme must be 0..4 (got {self.read_ahead_scheme})")
+        finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
+        if self.separate_write_segment and self.buffer_segments < 2:
+            raise ValueError("separate_write_segment needs buffer_segments >= 2")
+
+    @property
+    def rotation_period_s(self) -> float:
+        return 60.0 / self.rpm
+
+    def evolve(self, **changes) -> "DriveParameters":
+        """A copy with some parameters changed (validated again), for what-ifs."""
+        return dataclasses.replace(self, **changes)
+
+
+def drive_parameters_from_disksim(drive) -> DriveParameters:
+    """:class:`DriveParameters` from a :class:`diskmodel.data.disksim.DiskSimDrive`.
+
+    Takes the seek curve of the model file (tabulated at every whole
+    distance), the g1 layout, the overheads, cache and fast-write level of
+    the diskspecs, and the bus block time of the parv (the larger of the
+    bus's and the disk's "Bulk sector transfer time", as DiskSim does).
+    """
+    model, specs = drive.model, drive.specs
+    if not hasattr(model.layout, "zones"):
+        raise ValueError(f"{drive.name}: the per-request simulation needs a g1 (zone list) layout; "
+                         f"this drive has {type(model.layout).__name__}")
+    layout = ZoneLayout.from_disksim(model)
+    span = max(model.span_cylinders, int(layout.last_cylinder.max()) + 1)
+    distance = np.arange(span, dtype=float)
+    seek = np.maximum(model.mech.seek_time_s(distance), 0.0)
+    write_seek = None
+    table = model.mech.seek_table
+    if table is not None and table.write_time_s is not None:
+        write_seek = np.maximum(model.mech.seek_time_s(distance, write=True), 0.0)
+    o = specs.command_overhead_s
+    overhead = np.zeros((2, 2, 2))
+    for k, kind in enumerate(("read", "write")):
+        for h, hit in enumerate(("miss", "hit")):
+            for p, previous in enumerate(("read", "write")):
+                overhead[k, h, p] = o[(kind, hit, previous)] + specs.per_request_overhead_s
+    read_block, write_block = drive.bus_block_transfer_s
+    water = float(specs.block.number("High (read) water mark", 0.0))
+    return DriveParameters(
+        name=drive.name, layout=layout, seek_by_distance_s=seek, rpm=model.mech.rpm,
+        head_switch_s=model.mech.head_switch_s, write_settle_s=model.mech.write_settle_s,
+        command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
+        write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
+        reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
+        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks, bus_read_block_s=read_block, bus_write_block_s=write_block,
+        read_watermark=min(max(water, 0.0), 1.0),
+        buffer_segments=specs.buffer_segments, segment_size_blocks=specs.segment_size_blocks,
+        max_read_ahead_blocks=specs.max_read_ahead_blocks,
+        read_ahead_over_requested=specs.read_ahead_over_requested,
+        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit,
+        fast_write_level=specs.fast_write_level,
+        read_hits_on_write_data=specs.read_hits_on_write_data,
+        separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
+        write_seek_by_distance_s=write_seek)
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Per-request outcome of :func:`simulate_requests` [s].
+
+    ``service_s``: arrival to completion; ``arrival_s``; ``hit``: 1 a full
+    cache hit, 2 a hit on data still being read ahead, 3 a fast (immediately
+    reported) write, 0 a media access; ``seek_s``, ``latency_s``,
+    ``media_s``: the mechanical parts of a media access (0 for hits and
+    fast writes, whose media work happens in the background).
+    """
+
+    service_s: np.ndarray
+    arrival_s: np.ndarray
+    hit: np.ndarray
+    seek_s: np.ndarray
+    latency_s: np.ndarray
+    media_s: np.ndarray
+
+    def to_frame(self):
+        import pandas as pd
+        return pd.DataFrame({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+
+def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarrival_s) -> SimulationResult:
+    """Simulate requests issued one at a time; returns each one's service time.
+
+    Parameters
+    ----------
+    params : DriveParameters
+    is_write : array_like of bool
+    lbn, blocks : array_like of int
+        First logical block and length [512-byte blocks] of each request.
+    interarrival_s : array_like
+        Gap [s] between the completion of request i and the arrival of
+        request i+1 (the first request arrives at t = 0; the last gap is unused).
+    """
+    is_write = np.asarray(is_write, dtype=bool).ravel()
+    lbn = np.asarray(lbn)
+    blocks = np.asarray(blocks)
+    if lbn.dtype.kind not in "iu" or blocks.dtype.kind not in "iu":
+        raise ValueError("lbn and blocks must hold whole numbers")
+    lbn = lbn.astype(np.int64).ravel()
+    blocks = blocks.astype(np.int64).ravel()
+    gap = finite_array("interarrival_s", interarrival_s, nonnegative=True).ravel()
+    n = lbn.size
+    if not (is_write.size == blocks.size == gap.size == n):
+        raise ValueError("is_write, lbn, blocks and interarrival_s must have the same length")
+    if n and (lbn.min() < 0 or blocks.min() < 1):
+        raise ValueError("lbn must be >= 0 and blocks >= 1")
+    if n and (lbn + blocks).max() > params.layout.total_blocks:
+        raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
+    if n and blocks.max() > params.segment_size_blocks * params.buffer_segments:
+        raise ValueError("a request is larger than the whole buffer")
+    p = params
+    real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
+                     p.write_completion_s, p.data_preparation_s, p.reselect_s, p.bus_read_block_s,
+                     p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s])
+    ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
+                     int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
+                     int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
+                     int(p.read_any_free_blocks)],
+                    dtype=np.int64)
+    out = np.zeros((6, n))
+    _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
+              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out)
+    return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5])
+
+
+# ---------------------------------------------------------------------------
+# numba kernels
+# ---------------------------------------------------------------------------
+
+_EPS_REV = 1e-7
+
+
+@njit(cache=True)
+def _wait_for_angle(t, angle, period):
+    """Time at or after *t* when the platter reaches *angle* [rev]."""
+    phase = t / period
+    phase -= np.floor(phase)
+    d = angle - phase
+    d -= np.floor(d)
+    if d > 1.0 - _EPS_REV:
+        d = 0.0
+    return t + d * period
+
+
+@njit(cache=True)
+def _move_time(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write_settle, is_write):
+    distance = abs(to_cyl - cyl)
+    if is_write:
+        s = write_seek[distance]
+    else:
+        s = seek[distance]
+    if to_head != head and head_switch > s:
+        s = head_switch
+    if s > 0.0 and is_write:
+        s += write_settle
+        if s < 0.0:
+            s = 0.0
+    return s
+
+
+@njit(cache=True)
+def _media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready, stats,
+           min_first_move=0.0):
+    """Read or write *count* blocks from *start_lbn*, starting to move at *t*.
+
+    Fills ready[k] with the time block k is done; returns (t_end, cyl, head).
+    stats[0] += first move, stats[1] += first latency, stats[2] += the rest.
+    *not_before[k]*: a block can only be written once the host has sent it.
+    """
+    period = real[0]
+    head_switch = real[1]
+    write_settle = real[2]
+    spt_a = arrays[2]
+    t_begin = t
+    for k in range(count):
+        c, h, s, a, z = lbn_to_pbn_one(start_lbn + k, arrays)
+        if k == 0 or c != cyl or h != head:
+            move = _move_time(cyl, head, c, h, seek, write_seek, head_switch, write_settle, is_write)
+            if k == 0 and move < min_first_move:
+                move = min_first_move
+            t += move
+            if k == 0:
+                stats[0] += t - t_begin
+            cyl = c
+            head = h
+        t_ready = t
+        if is_write and not_before[k] > t:
+            t_ready = not_before[k]
+        t_start = _wait_for_angle(t_ready, a, period)
+        if k == 0:
+            stats[1] += t_start - t
+        t = t_start + period / spt_a[z]
+        ready[k] = t
+    stats[2] += t - t_begin - stats[0] - stats[1] if count > 0 else 0.0
+    return t, cyl, head
+
+
+@njit(cache=True)
+def _track_end(arrays, lbn, total):
+    """One past the last block on the track holding *lbn*."""
+    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    x = lbn + 1
+    while x < total:
+        c2, h2, _, _, _ = lbn_to_pbn_one(x, arrays)
+        if c2 != c or h2 != h:
+            break
+        x += 1
+    return x
+
+
+@njit(cache=True)
+def _cylinder_end(arrays, lbn, total):
+    c, _, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    x = lbn + 1
+    while x < total:
+        c2, _, _, _, _ = lbn_to_pbn_one(x, arrays)
+        if c2 != c:
+            break
+        x += 1
+    return x
+
+
+@njit(cache=True)
+def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, keep, total, any_free):
+    """One past the last block the drive reads ahead after reading [first, last).
+
+    With *keep* 0 the read-ahead stops when the segment is full, keeping the
+    request's own blocks (DiskSim's "Read-ahead over requested" = 0).
+    """
+    if scheme == 0 or last >= total:
+        return last
+    if scheme == 1:
+        limit = _track_end(arrays, last - 1, total)
+    elif scheme == 2:
+        limit = _cylinder_end(arrays, last - 1, total)
+    elif scheme == 4:
+        # DEC: only for a detected sequential stream (*streaming*: the buffer
+        # held the block before the request), to the end of the next track
+        if any_free:
+            limit = _track_end(arrays, last, total)
+            if streaming:
+                limit = _track_end(arrays, limit, total) if limit < total else limit
+        elif not streaming:
+            return last
+        else:
+            limit = _track_end(arrays, _track_end(arrays, last - 1, total), total) if last < total else last
+    else:
+        limit = last + (max_ra if max_ra > 0 else seg_size)
+    if scheme != 4 and max_ra > 0 and limit > last + max_ra:
+        limit = last + max_ra
+    if keep == 0 and limit > first + seg_size:
+        limit = first + seg_size
+    if limit > total:
+        limit = total
+    return limit
+
+
+@njit(cache=True)
+def _find_segment(seg_start, seg_end, nseg, first, last):
+    """Segment holding [first, last) entirely, or -1."""
+    for i in range(nseg):
+        if seg_start[i] <= first and last <= seg_end[i] and seg_end[i] > seg_start[i]:
+            return i
+    return -1
+
+
+@njit(cache=True)
+def _lru(seg_used, nseg, skip):
+    best = -1
+    for i in range(nseg):
+        if i == skip:
+            continue
+        if best < 0 or seg_used[i] < seg_used[best]:
+            best = i
+    return best
+
+
+@njit(cache=True)
+def _invalidate(seg_start, seg_end, nseg, first, last, keep):
+    for i in range(nseg):
+        if i != keep and seg_start[i] < last and first < seg_end[i]:
+            seg_start[i] = 0
+            seg_end[i] = 0
+
+
+@njit(cache=True)
+def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out):
+    period = real[0]
+    read_done = real[3]
+    write_done = real[4]
+    data_prep = real[5]
+    reselect = real[6]
+    bus_r = real[7]
+    bus_w = real[8]
+    watermark = real[9]
+    nseg = ints[0]
+    seg_size = ints[1]
+    max_ra = ints[2]
+    ra_over = ints[3]
+    ra_idle_hit = ints[4]
+    fast_level = ints[5]
+    hits_on_writes = ints[6]
+    separate_w = ints[7]
+    scheme = ints[8]
+    any_free = ints[9]
+    min_write_seek = real[10]
+    total = arrays[0][arrays[0].size - 1]
+
+    seg_start = np.zeros(nseg, np.int64)
+    seg_end = np.zeros(nseg, np.int64)
+    seg_used = np.zeros(nseg)
+    seg_write = np.zeros(nseg, np.int64)
+    wseg = nseg - 1 if separate_w else -1
+
+    maxblocks = 1
+    for i in range(blocks.size):
+        if blocks[i] > maxblocks:
+            maxblocks = blocks[i]
+    buf = max(maxblocks, max_ra + maxblocks, seg_size) + 1
+    ready = np.zeros(buf)
+    not_before = np.zeros(buf)
+    stats = np.zeros(3)
+
+    cyl = 0
+    head = 0
+    mech_free = 0.0           # when the mechanism finishes its current (background) work
+    # read-ahead stream: blocks pf_next .. pf_limit-1 follow, reading from pf_t at (cyl, head)
+    pf_active = False
+    pf_seg = -1
+    pf_next = 0
+    pf_limit = 0
+    last_write_end = -1
+    prev_write = 0
+    t = 0.0
+
+    for i in range(lbn.size):
+        if i > 0:
+            t = t + gap[i - 1]
+        arrival = t
+        first = lbn[i]
+        n = blocks[i]
+        last = first + n
+        w = 1 if is_write[i] else 0
+        stats[0] = 0.0
+        stats[1] = 0.0
+        stats[2] = 0.0
+        hit = 0
+
+        # --- background read-ahead up to the arrival
+        if pf_active:
+            while pf_next < pf_limit:
+                t_end, c2, h2 = _media(arrays, seek, write_seek, real, pf_next, 1, mech_free, cyl, head,
+                                       False, not_before, ready, stats)
+                if t_end > arrival:
+                    break
+                mech_free = t_end
+                cyl = c2
+                head = h2
+                pf_next += 1
+                seg_end[pf_seg] = pf_next
+                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
+                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+            stats[0] = 0.0
+            stats[1] = 0.0
+            stats[2] = 0.0
+            if pf_next >= pf_limit:
+                pf_active = False
+
+        if w == 0:
+            s = -1
+            if True:
+                for j in range(nseg):
+                    if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
+                        if seg_write[j] == 0 or hits_on_writes:
+                            s = j
+                            break
+            if s >= 0:
+                # full hit
+                hit = 1
+                tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
+                done = tb + read_done
+                seg_used[s] = arrival
+                if ra_idle_hit and not pf_active and seg_write[s] == 0:
+                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
+                                              seg_size, ra_over, total, any_free)
+                    if limit > seg_end[s]:
+                        pf_active = True
+                        pf_seg = s
+                        pf_next = seg_end[s]
+                        pf_limit = limit
+                        mech_free = max(mech_free, arrival + overhead[0, 1, prev_write])
+            elif pf_active and seg_start[pf_seg] <= first and first <= pf_next and last <= pf_limit:
+                # the read-ahead is fetching these blocks: wait for them
+                hit = 2
+                tb = arrival + overhead[0, 1, prev_write] + data_prep
+                # blocks already buffered
+                k0 = pf_next - first
+                t_end, cyl, head = _media(arrays, seek, write_seek, real, pf_next, last - pf_next, mech_free,
+                                          cyl, head, False, not_before, ready, stats)
+                stats[0] = 0.0
+                stats[1] = 0.0
+                stats[2] = 0.0
+                for k in range(n):
+                    if k >= k0:
+                        rk = ready[k - k0]
+                        if rk > tb:
+                            tb = rk
+                    tb += bus_r
+                mech_free = t_end
+                pf_next = last
+                seg_end[pf_seg] = last
+                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
+                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                done = tb + read_done
+                seg_used[pf_seg] = arrival
+                limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg] < first, max_ra,
+                                          seg_size, ra_over, total, any_free)
+                if limit > pf_limit:
+                    pf_limit = limit
+                if pf_next >= pf_limit:
+                    pf_active = False
+            else:
+                # miss: stop the read-ahead, move, read
+                streaming = False
+                if first > 0:
+                    for j in range(nseg):
+                        if seg_write[j] == 0 and seg_start[j] <= first - 1 and first - 1 < seg_end[j]:
+                            streaming = True
+                ovh = overhead[0, 0, prev_write]
+                start = max(arrival + ovh, mech_free) if not pf_active else arrival + ovh
+                pf_active = False
+                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                          False, not_before, ready, stats)
+                water = int(watermark * n)
+                if water < 1:
+                    water = 1
+                tb = ready[water - 1] + reselect + data_prep
+                if tb < arrival + ovh:
+                    tb = arrival + ovh
+                for k in range(n):
+                    if ready[k] > tb:
+                        tb = ready[k]
+                    tb += bus_r
+                done = tb + read_done
+                mech_free = t_end
+                s = _lru(seg_used, nseg, wseg)
+                seg_start[s] = first
+                if any_free and stats[1] > 0.0:
+                    # sectors of the track passing under the head before the first one
+                    c0, h0, _, _, z0 = lbn_to_pbn_one(first, arrays)
+                    passed = int(stats[1] / (period / arrays[2][z0]))
+                    x = first
+                    while x > 0 and first - x < passed:
+                        c2, h2, _, _, _ = lbn_to_pbn_one(x - 1, arrays)
+                        if c2 != c0 or h2 != h0:
+                            break
+                        x -= 1
+                    if last - x <= seg_size:
+                        seg_start[s] = x
+                seg_end[s] = last
+                seg_used[s] = arrival
+                seg_write[s] = 0
+                _invalidate(seg_start, seg_end, nseg, first, last, s)
+                limit = _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, ra_over, total, any_free)
+                if limit > last:
+                    pf_active = True
+                    pf_seg = s
+                    pf_next = last
+                    pf_limit = limit
+        else:
+            # Level 1 differs from 2 only for requests queued behind dirty data,
+            # which never happens one request at a time.
+            fast = fast_level >= 1
+            sequential_write = prev_write == 1 and first == last_write_end
+            min_move = 0.0 if sequential_write else min_write_seek
+            ovh = overhead[1, 1 if fast else 0, prev_write]
+            # the host sends the data after the command overhead
+            if pf_active:
+                pf_active = False
+                if mech_free < arrival:
+                    mech_free = arrival
+            for k in range(n):
+                not_before[k] = arrival + ovh + (k + 1) * bus_w
+            if fast:
+                hit = 3
+                done = arrival + ovh + n * bus_w + write_done
+                start = max(mech_free, arrival + ovh)
+                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                          True, not_before, ready, stats, min_move)
+                stats[0] = 0.0
+                stats[1] = 0.0
+                stats[2] = 0.0
+                mech_free = t_end
+            else:
+                start = max(mech_free, arrival + ovh)
+                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                          True, not_before, ready, stats, min_move)
+                mech_free = t_end
+                done = t_end + write_done
+            s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
+            if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
+                seg_end[s] = last
+            else:
+                seg_start[s] = first
+                seg_end[s] = last
+            seg_write[s] = 1
+            seg_used[s] = arrival
+            _invalidate(seg_start, seg_end, nseg, first, last, s)
+            last_write_end = last
+        out[0, i] = done - arrival
+        out[1, i] = arrival
+        out[2, i] = hit
+        out[3, i] = stats[0]
+        out[4, i] = stats[1]
+        out[5, i] = stats[2]
+        prev_write = w
+        t = done
