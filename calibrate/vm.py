@@ -857,7 +857,7 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
 
     Parameters
     ----------
-    script : shell script (busybox ash) run as root in the guest; see the
+    script : POSIX shell script (run by dash) as root in the guest; see the
         module docstring for what the guest offers. The scratch disk is
         ``/dev/vda`` (:data:`SCRATCH_DEVICE`).
     scratch_disk_bytes : [bytes] size of the scratch disk, a multiple of 512;
@@ -873,7 +873,9 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
         with modules in ``/lib/modules``.
     qemu : the qemu binary.
     cache_dir : where the initramfs is cached (default :func:`default_cache_dir`).
-    workdir : parent of the run's temporary directory (default the system's temp dir).
+    workdir : parent of the run's temporary directory (default the system's temp
+        dir). Its file system must support O_DIRECT (qemu opens the scratch
+        image with ``cache=none``; tmpfs does not, and qemu then fails to start).
 
     Returns
     -------
