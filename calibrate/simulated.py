@@ -1,0 +1,277 @@
+"""A simulated hard disk: the calibration backend for tests, teaching and demos.
+
+:class:`SimulatedDisk` serves reads from a :class:`diskmodel.model.Disk` (a
+preset, or a DiskSim drive) on a virtual clock, with the mechanics a
+calibration has to see through:
+
+- the platter turns all the time, also while the host thinks between two
+  requests: its angle is ``(clock / T_rot) mod 1``, and a read waits until
+  the target sector's start (:meth:`Geometry.angular_position`, with track and
+  cylinder skews) comes under the head;
+- a read first pays the command overhead T_CO, then the seek from the head's
+  current cylinder (``disk.seek_time_s`` plus ``disk.settle_s``), or a head
+  switch where only the surface changes;
+- the transfer runs at the zone rate of every byte read (a read crossing a
+  zone boundary pays each zone's rate for its part), or at the interface
+  rate where that is slower;
+- between two reads the host thinks ``host_think_s`` plus a uniform jitter;
+- each returned time carries Gaussian noise and, rarely, an outlier
+  (an exponential delay, like an interrupt or a retry), from a seeded RNG.
+
+The backend protocol is the one of :mod:`diskmodel.calibrate.device`:
+``size_bytes``, ``block_size_bytes``, ``read(offset_bytes, length_bytes) ->
+seconds`` and the vectorised ``read_many(offsets, length_bytes) -> ndarray``.
+``device_time_s`` is the virtual time spent (service and think time).
+"""
+from __future__ import annotations
+
+import math
+import operator
+from pathlib import Path
+
+import numpy as np
+
+from diskmodel.model import Disk, Geometry, Zone, load_preset
+
+__all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "g4_disk"]
+
+
+def _nonnegative(name: str, value) -> float:
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
+    return number
+
+
+class SimulatedDisk:
+    """A hard disk on a virtual clock, read one request at a time.
+
+    Parameters
+    ----------
+    disk : Disk
+        The drive simulated.
+    block_size_bytes : int, optional
+        Alignment of offsets and lengths [bytes]; default the sector size.
+    noise_s : float
+        Standard deviation of the Gaussian noise on each returned time [s].
+    outlier_probability : float
+        Probability that a returned time carries an outlier.
+    outlier_scale_s : float
+        Mean of the exponential delay of an outlier [s].
+    host_think_s, host_think_jitter_s : float
+        Host time between the end of a read and the issue of the next [s]:
+        ``host_think_s + U(0, host_think_jitter_s)``. The platter turns meanwhile.
+    seed : int
+        Seed of the random generator (noise, outliers, think jitter).
+    """
+
+    queue_depth = 1
+
+    def __init__(self, disk: Disk, *, block_size_bytes: int | None = None, noise_s: float = 5e-6,
+                 outlier_probability: float = 1e-3, outlier_scale_s: float = 2e-3,
+                 host_think_s: float = 20e-6, host_think_jitter_s: float = 20e-6, seed: int = 0):
+        if not isinstance(disk, Disk):
+            raise ValueError(f"disk must be a diskmodel.model.Disk (got {type(disk).__name__})")
+        self.disk = disk
+        geometry: Geometry = disk.geometry
+        self.geometry = geometry
+        sector = geometry.sector_size_bytes
+        block = sector if block_size_bytes is None else operator.index(block_size_bytes)
+        if block <= 0 or block % sector:
+            raise ValueError(f"block_size_bytes must be a positive multiple of the sector size {sector} "
+                             f"(got {block_size_bytes!r})")
+        self.block_size_bytes = int(block)
+        self.size_bytes = int(geometry.capacity_bytes // block * block)
+        self.noise_s = _nonnegative("noise_s", noise_s)
+        self.outlier_probability = _nonnegative("outlier_probability", outlier_probability)
+        if self.outlier_probability > 1:
+            raise ValueError(f"outlier_probability must lie in [0, 1] (got {outlier_probability!r})")
+        self.outlier_scale_s = _nonnegative("outlier_scale_s", outlier_scale_s)
+        self.host_think_s = _nonnegative("host_think_s", host_think_s)
+        self.host_think_jitter_s = _nonnegative("host_think_jitter_s", host_think_jitter_s)
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self.rotation_period_s = disk.rotation_period_s
+        # Cumulative transfer time against byte offset: piecewise linear through the zone bounds.
+        bounds = geometry.zone_bounds_bytes().astype(float)
+        rates = self.zone_rates_bytes_per_s()
+        self._xfer_x = np.append(bounds[:, 0], bounds[-1, 1])
+        self._xfer_t = np.concatenate(([0.0], np.cumsum((bounds[:, 1] - bounds[:, 0]) / rates)))
+        self._clock_s = 0.0
+        self._cylinder = 0
+        self._head = 0
+        self.reads = 0
+
+    # -- truth, for tests and benchmarks --------------------------------------
+    def zone_rates_bytes_per_s(self) -> np.ndarray:
+        """Effective transfer rate of each zone [bytes/s]: the media rate, or the
+        interface rate where that is slower."""
+        return np.minimum(self.disk.zone_rates_bytes_per_s(), self.disk.interface_rate_bytes_per_s)
+
+    def rate_at_bytes(self, offset_bytes) -> np.ndarray:
+        """Effective transfer rate at byte offsets [bytes/s]."""
+        zone = self.geometry.zone_index_of_lba(np.asarray(offset_bytes) // self.geometry.sector_size_bytes)
+        return self.zone_rates_bytes_per_s()[zone]
+
+    def positioning_time_s(self, from_offset_bytes, to_offset_bytes) -> np.ndarray:
+        """Seek (with settle) or head switch between two byte offsets [s]: what a
+        calibration calls the seek time of a pair."""
+        sector = self.geometry.sector_size_bytes
+        c0, h0, _ = self.geometry.lba_to_chs(np.asarray(from_offset_bytes) // sector)
+        c1, h1, _ = self.geometry.lba_to_chs(np.asarray(to_offset_bytes) // sector)
+        return self._positioning(c0, h0, c1, h1)
+
+    def mean_random_seek_time_s(self, samples: int = 400_000, seed: int = 12345) -> float:
+        """Mean positioning time between uniformly random pairs of byte offsets [s]."""
+        rng = np.random.default_rng(seed)
+        a = rng.integers(0, self.size_bytes, samples)
+        b = rng.integers(0, self.size_bytes, samples)
+        return float(self.positioning_time_s(a, b).mean())
+
+    def _positioning(self, c0, h0, c1, h1) -> np.ndarray:
+        distance = np.abs(np.asarray(c1) - np.asarray(c0))
+        seek = self.disk.seek_time_s(distance) + self.disk.settle_s
+        switch = np.where(np.asarray(h1) != np.asarray(h0), self.disk.head_switch_s, 0.0)
+        return np.where(distance > 0, seek, switch)
+
+    # -- the backend protocol --------------------------------------------------
+    @property
+    def device_time_s(self) -> float:
+        """Virtual time spent so far (service and host think time) [s]."""
+        return self._clock_s
+
+    def _check_length(self, length_bytes) -> int:
+        try:
+            length = operator.index(length_bytes)
+        except TypeError:
+            raise ValueError(f"length_bytes must be an integer (got {length_bytes!r})") from None
+        if length <= 0 or length % self.block_size_bytes or length > self.size_bytes:
+            raise ValueError(f"length_bytes={length} must be a positive multiple of block_size_bytes="
+                             f"{self.block_size_bytes} and at most size_bytes={self.size_bytes}")
+        return length
+
+    def read(self, offset_bytes: int, length_bytes: int) -> float:
+        """Read LENGTH_BYTES at OFFSET_BYTES; return the time it took [s]."""
+        try:
+            offset = operator.index(offset_bytes)
+        except TypeError:
+            raise ValueError(f"offset_bytes must be an integer (got {offset_bytes!r})") from None
+        return float(self.read_many(np.array([offset], dtype=np.int64), length_bytes)[0])
+
+    def read_many(self, offsets, length_bytes: int) -> np.ndarray:
+        """Read LENGTH_BYTES at each offset in turn (queue depth 1); seconds per read [s]."""
+        length = self._check_length(length_bytes)
+        offs = np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets)).reshape(-1)
+        if offs.size == 0:
+            return np.empty(0, dtype=np.float64)
+        if not np.issubdtype(offs.dtype, np.integer):
+            raise ValueError(f"offsets must be integers (got dtype {offs.dtype})")
+        offs = offs.astype(np.int64, copy=False)
+        bad = (offs < 0) | (offs % self.block_size_bytes != 0) | (offs > self.size_bytes - length)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"offsets[{i}]={int(offs[i])} must be a non-negative multiple of block_size_bytes="
+                             f"{self.block_size_bytes} with offset + length_bytes <= size_bytes={self.size_bytes}")
+        n = offs.size
+        geometry, disk = self.geometry, self.disk
+        sector = geometry.sector_size_bytes
+        first = offs // sector
+        last = (offs + length - 1) // sector
+        cyl, head, _ = geometry.lba_to_chs(first)
+        cyl_end, head_end, _ = geometry.lba_to_chs(last)
+        theta = geometry.angular_position(first)
+        prev_cyl = np.concatenate(([self._cylinder], cyl_end[:-1]))
+        prev_head = np.concatenate(([self._head], head_end[:-1]))
+        before = disk.command_overhead_s + self._positioning(prev_cyl, prev_head, cyl, head)
+        media = np.interp(offs + length, self._xfer_x, self._xfer_t) - np.interp(offs, self._xfer_x, self._xfer_t)
+        transfer = np.maximum(media, length / disk.interface_rate_bytes_per_s)
+        rng = self._rng
+        think = self.host_think_s + rng.uniform(0.0, self.host_think_jitter_s, n)
+        noise = rng.normal(0.0, self.noise_s, n)
+        outlier = rng.random(n) < self.outlier_probability
+        noise[outlier] += rng.exponential(self.outlier_scale_s, int(outlier.sum()))
+        period = self.rotation_period_s
+        clock = self._clock_s
+        out = np.empty(n)
+        floor = math.floor
+        for i, (pre, angle, xfer, gap) in enumerate(zip(before.tolist(), theta.tolist(),
+                                                        transfer.tolist(), think.tolist())):
+            issue = clock + gap
+            arrive = issue + pre
+            phase = arrive / period
+            wait = angle - (phase - floor(phase))
+            if wait < 0.0:
+                wait += 1.0
+            clock = arrive + wait * period + xfer
+            out[i] = clock - issue
+        self._clock_s = clock
+        self._cylinder = int(cyl_end[-1])
+        self._head = int(head_end[-1])
+        self.reads += n
+        return out + noise
+
+    def close(self) -> None:
+        """Nothing to release (for symmetry with the device backend)."""
+
+    def __repr__(self) -> str:
+        return (f"SimulatedDisk({self.disk.name!r}, size_bytes={self.size_bytes}, "
+                f"block_size_bytes={self.block_size_bytes}, device_time_s={self._clock_s:.3f})")
+
+
+# ---------------------------------------------------------------------------
+# Drives by name or folder
+# ---------------------------------------------------------------------------
+
+def g4_disk(drive) -> Disk:
+    """A :class:`Disk` for a DiskSim drive with a ``dm_layout_g4`` layout (e.g. G4_4TB).
+
+    Uses the tables parsed by :mod:`diskmodel.data.disksim`: the root index
+    section gives each zone's first cylinder and cylinder count, the track
+    patterns its sectors per track. Approximations of the simpler Geometry:
+    the serpentine order of tracks inside a zone is not kept, and the last
+    track pattern fills the cylinders after the root index up to the listed
+    cylinder count.
+    """
+    model = drive.model
+    layout = model.layout
+    root = layout.idx[-1]
+    spt = layout.tp[:, 2]
+    zones = []
+    for row in root:
+        first, cylinders, child = int(row[1]), int(row[7]), int(row[8])
+        zones.append(Zone(first, first + cylinders - 1, int(spt[child])))
+    end = zones[-1].last_cylinder + 1
+    if end < model.cylinders and len(spt) > len(zones):
+        zones.append(Zone(end, model.cylinders - 1, int(spt[len(zones)])))
+    geometry = Geometry(model.surfaces, tuple(zones))
+    mech = model.mech
+    specs = drive.specs
+    seek = mech.seek_table.as_table_seek("read", reach_cylinders=geometry.cylinders)
+    overhead = specs.command_overhead_s.get(("read", "miss", "read"), 0.0) if hasattr(
+        specs.command_overhead_s, "get") else 0.0
+    return Disk(name=drive.name, geometry=geometry, seek=seek, rpm=mech.rpm,
+                command_overhead_s=max(float(overhead), 0.0), head_switch_s=mech.head_switch_s,
+                provenance=f"DiskSim G4 layout tables in {drive.folder} (approximated as zones)")
+
+
+def disk_from_name(name: str | Path) -> Disk:
+    """A preset name (``load_preset``) or a DiskSim drive folder as a :class:`Disk`."""
+    path = Path(name)
+    if path.is_dir():
+        from diskmodel.data.disksim import G4Layout, load_disksim_drive
+
+        drive = load_disksim_drive(path)
+        if drive.disk is not None:
+            return drive.disk
+        if isinstance(drive.model.layout, G4Layout):
+            return g4_disk(drive)
+        raise ValueError(f"preset {name!r}: the DiskSim drive gives no Disk")
+    try:
+        return load_preset(str(name))
+    except ValueError as exc:
+        raise ValueError(f"preset must be a preset name or a DiskSim drive folder: {exc}") from None
+
+
+def simulated_disk(name: str | Path, **options) -> SimulatedDisk:
+    """A :class:`SimulatedDisk` of a preset name or a DiskSim drive folder."""
+    return SimulatedDisk(disk_from_name(name), **options)
