@@ -96,6 +96,14 @@ class DriveParameters:
     minimum_write_seek_s : float
         The shortest positioning before a non-sequential write [s]
         (DiskSim's "Minimum seek delay").
+    write_disconnect_s : float
+        A write that is not reported immediately disconnects from the bus
+        after its command overhead, waits the minimum positioning time, and
+        reconnects (``reselect_s + data_preparation_s``) to take its data; a
+        sector whose data is not there in time costs a revolution [s]. (This
+        order of DiskSim's write overheads is what the hp_c2247a trace shows:
+        sequential writes lose a revolution exactly when their data would
+        arrive less than these ~0.95 ms before the last sector.)
     read_any_free_blocks : bool
         The drive keeps the sectors of the track that pass under the head
         before the requested ones (during the rotational latency). With
@@ -131,6 +139,7 @@ class DriveParameters:
     read_ahead_scheme: int = 3
     minimum_write_seek_s: float = 0.0
     read_any_free_blocks: bool = False
+    write_disconnect_s: float = 0.0
 
     def __post_init__(self):
         finite_scalar("rpm", self.rpm, positive=True)
@@ -213,7 +222,8 @@ def drive_parameters_from_disksim(drive) -> DriveParameters:
         command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
         write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
         reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
-        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks, bus_read_block_s=read_block, bus_write_block_s=write_block,
+        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks,
+        write_disconnect_s=specs.write_disconnect_s, bus_read_block_s=read_block, bus_write_block_s=write_block,
         read_watermark=min(max(water, 0.0), 1.0),
         buffer_segments=specs.buffer_segments, segment_size_blocks=specs.segment_size_blocks,
         max_read_ahead_blocks=specs.max_read_ahead_blocks,
@@ -281,7 +291,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     p = params
     real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
                      p.write_completion_s, p.data_preparation_s, p.reselect_s, p.bus_read_block_s,
-                     p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s])
+                     p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
+                     p.write_disconnect_s])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -474,6 +485,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     scheme = ints[8]
     any_free = ints[9]
     min_write_seek = real[10]
+    write_disc = real[11]
     total = arrays[0][arrays[0].size - 1]
 
     seg_start = np.zeros(nseg, np.int64)
@@ -641,8 +653,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # Level 1 differs from 2 only for requests queued behind dirty data,
             # which never happens one request at a time.
             fast = fast_level >= 1
-            sequential_write = prev_write == 1 and first == last_write_end
-            min_move = 0.0 if sequential_write else min_write_seek
+            # DiskSim waives the minimum only for a write stream still being
+            # written at the moment the next write arrives: never one at a time.
+            min_move = min_write_seek
             ovh = overhead[1, 1 if fast else 0, prev_write]
             # the host sends the data after the command overhead
             if pf_active:
@@ -663,6 +676,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 mech_free = t_end
             else:
                 start = max(mech_free, arrival + ovh)
+                data0 = arrival + ovh + write_disc + min_move + reselect + data_prep
+                for k in range(n):
+                    not_before[k] = data0 + (k + 1) * bus_w
                 t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
                                           True, not_before, ready, stats, min_move)
                 mech_free = t_end
