@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_predict",
     "cmd_probe",
     "cmd_postmark",
+    "cmd_validate_trace",
 )
 
 
