@@ -1,0 +1,418 @@
+"""Calibration harness: parameter recovery on simulated disks, fits, result, CLI, real storage."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from diskmodel.calibrate import cli
+from diskmodel.calibrate.fit import fit_table, fit_two_piece, segment_rates, test_flat
+from diskmodel.calibrate.measure import BackendProtocolError, backend_from_spec, calibrate, check_backend
+from diskmodel.calibrate.results import CalibrationResult
+from diskmodel.calibrate.simulated import calibration_errors, simulated_disk
+from diskmodel.model import Disk, expected_random_service_time_s
+
+from conftest import require_root, require_tools
+
+
+class FlashLike:
+    """A backend with no mechanics: latency independent of where the head was."""
+
+    queue_depth = 1
+
+    def __init__(self, size_bytes=1 << 30, latency_s=80e-6, rate_bytes_per_s=900e6, seed=0):
+        self.size_bytes = size_bytes
+        self.block_size_bytes = 4096
+        self.latency_s = latency_s
+        self.rate = rate_bytes_per_s
+        self.rng = np.random.default_rng(seed)
+
+    def read(self, offset_bytes, length_bytes):
+        return float(self.read_many([offset_bytes], length_bytes)[0])
+
+    def read_many(self, offsets, length_bytes):
+        n = len(offsets)
+        return self.latency_s * self.rng.lognormal(0.0, 0.2, n) + length_bytes / self.rate
+
+
+# ---------------------------------------------------------------------------
+# Parameter recovery on simulated disks (the targets)
+# ---------------------------------------------------------------------------
+
+RECOVERY = [("wd800bd", 120.0), ("hp97560", 60.0), ("hp_c2247a", 60.0)]
+
+
+@pytest.fixture(scope="module")
+def g4_run(disksim_dir):
+    sim = simulated_disk(disksim_dir / "G4_4TB")
+    start = time.perf_counter()
+    result = calibrate(sim, budget_s=120.0, progress=False)
+    return sim, result, time.perf_counter() - start
+
+
+def assert_targets(sim, result):
+    err = calibration_errors(sim, result)
+    assert abs(err["rotation_period"]) < 0.005, err
+    assert abs(err["mean_seek_two_piece"]) < 0.03, err
+    assert abs(err["mean_seek_table"]) < 0.03, err
+    assert err["zone_rate_max"] < 0.03, err
+    return err
+
+
+@pytest.mark.parametrize("name,budget", RECOVERY)
+def test_recovery_on_presets(name, budget):
+    sim = simulated_disk(name)
+    result = calibrate(sim, budget_s=budget, progress=False)
+    assert_targets(sim, result)
+    assert result.device_time_s <= budget
+    assert result.mechanical_seek
+    assert result.seek_fit.model == "two_piece"
+    assert all(v.passed for v in result.checks), result.summary()
+
+
+def test_recovery_on_g4_4tb_within_120_s_of_device_time(g4_run):
+    sim, result, wall = g4_run
+    err = assert_targets(sim, result)
+    assert result.device_time_s <= 120.0
+    assert wall < 30.0
+    assert result.size_bytes == sim.size_bytes > 3.9e12
+    # the 60 zones (94..189 MB/s) are found as a profile, not one mean
+    rates = np.array([z[2] for z in result.zones])
+    assert rates.max() == pytest.approx(3072 * 512 * 120, rel=0.01)
+    assert rates.min() == pytest.approx(sim.zone_rates_bytes_per_s().min(), rel=0.01)
+    assert err["zone_rate_mean"] < 0.005
+
+
+def test_recovery_on_a_disksim_g1_drive(disksim_dir):
+    sim = simulated_disk(disksim_dir / "atlas10k")
+    result = calibrate(sim, budget_s=60.0, progress=False)
+    assert_targets(sim, result)
+
+
+def test_command_overhead_recovered():
+    sim = simulated_disk("wd800bd")  # 0.2 ms command overhead
+    result = calibrate(sim, budget_s=40.0, progress=False)
+    # overhead_s is the floor of a one-block read: the command overhead and the block's transfer
+    expected = 0.2e-3 + 512 / sim.zone_rates_bytes_per_s()[0]
+    assert result.overhead_s == pytest.approx(expected, abs=20e-6)
+
+
+def test_seek_table_spans_the_device_from_spread_start_points(g4_run):
+    sim, result, _ = g4_run
+    table = np.array(result.seek_curve_table())
+    assert table[0, 0] < 1e5 and table[-1, 0] > 0.85 * sim.size_bytes
+    assert np.all(np.diff(table[:, 0]) > 0)
+    starts = result.seek_from_bytes[result.seek_designed]
+    assert starts.min() < 0.02 * sim.size_bytes and starts.max() > 0.98 * sim.size_bytes
+    deciles = np.histogram(starts, bins=10, range=(0, sim.size_bytes))[0]
+    assert deciles.min() > 0.3 * deciles.mean()
+    # the long-seek end of the measured curve is the true full-stroke region
+    full = sim.positioning_time_s(0, sim.size_bytes - 512)
+    assert table[-1, 1] == pytest.approx(full, rel=0.1)
+
+
+# ---------------------------------------------------------------------------
+# Result object
+# ---------------------------------------------------------------------------
+
+def test_result_json_round_trip_and_contents(g4_run, tmp_path):
+    _, result, _ = g4_run
+    path = tmp_path / "r.json"
+    text = result.to_json(path)
+    data = json.loads(text)
+    for key in ("rotation_period_s", "seek_curve_table", "seek_fit", "zones", "device_time_s", "checks"):
+        assert key in data
+    assert data["seek_fit"]["model"] == "two_piece"
+    assert set(data["seek_fit"]["params"]) == {"short_offset_s", "short_sqrt_s", "long_offset_s",
+                                               "long_slope_s", "knee"}
+    assert data["seek_fit"]["bse"]["short_offset_s"] > 0
+    zones = data["zones"]
+    assert zones[0]["start_byte"] == 0 and zones[-1]["end_byte"] == result.size_bytes
+    assert all(a["end_byte"] == b["start_byte"] for a, b in zip(zones, zones[1:]))
+    assert {c["name"] for c in data["checks"]} == {"reads_reached_device", "written_data", "timer_resolution",
+                                                   "queue_depth_one", "repeatability", "plausibility"}
+    again = CalibrationResult.from_json(path)
+    assert again.params.equals(result.params)
+    assert again.zones == result.zones
+    assert again.seek_curve_table() == result.seek_curve_table()
+    assert [v.to_dict() for v in again.checks] == [v.to_dict() for v in result.checks]
+    with pytest.raises(ValueError, match="text_or_path"):
+        CalibrationResult.from_json('{"format": "other"}')
+
+
+def test_params_bse_conf_int_summary_html_plots(g4_run):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, result, _ = g4_run
+    p, se, ci = result.params, result.bse, result.conf_int()
+    assert p["rotation_period_s"] == pytest.approx(60 / 7200, rel=0.005)
+    assert 0 < se["rotation_period_s"] < 1e-4
+    name = "seek_long_slope_s"
+    assert ci.loc[name, "lower"] < p[name] < ci.loc[name, "upper"]
+    assert "two-piece" in result.summary() and "plausibility" in result.summary()
+    assert "<table>" in result._repr_html_()
+    ax = result.plot()
+    assert ax.get_xscale() == "log" and len(ax.collections) >= 2
+    fig, ax2 = plt.subplots()
+    assert result.plot_zones(ax=ax2) is ax2
+    plt.close("all")
+
+
+def test_to_disk_predicts_like_the_simulated_truth(g4_run):
+    sim, result, _ = g4_run
+    disk = result.to_disk()
+    assert isinstance(disk, Disk)
+    assert disk.rpm == pytest.approx(7200, rel=0.005)
+    assert disk.capacity_bytes == pytest.approx(sim.size_bytes, rel=0.01)
+    for seek in ("two_piece", "table"):
+        model = result.to_disk(seek=seek)
+        predicted = expected_random_service_time_s(model, 4096).as_dict()
+        truth = expected_random_service_time_s(sim.disk, 4096).as_dict()
+        assert predicted["total_s"] == pytest.approx(truth["total_s"], rel=0.05)
+    with pytest.raises(ValueError, match="seek"):
+        result.to_disk(seek="cubic")
+
+
+# ---------------------------------------------------------------------------
+# No mechanical seek
+# ---------------------------------------------------------------------------
+
+def test_flash_like_backend_is_reported_flat():
+    result = calibrate(FlashLike(), budget_s=10.0, progress=False)
+    assert result.rotation_period_s is None
+    assert not result.mechanical_seek
+    assert result.two_piece is None
+    assert result.seek_fit.model == "flat"
+    lm = result.latency_model
+    assert lm.mean_s == pytest.approx(80e-6 * np.exp(0.02) + 4096 / 900e6, rel=0.05)
+    assert 1 / lm.per_byte_s == pytest.approx(900e6, rel=0.05)
+    verdict = {v.name: v for v in result.checks}["plausibility"]
+    assert verdict.passed is True and "no mechanical seek" in verdict.detail
+    data = json.loads(result.to_json())
+    assert data["rotation_period_s"] is None and data["seek_fit"]["model"] == "flat"
+    with pytest.raises(ValueError, match="no mechanical seek"):
+        result.to_disk()
+    with pytest.raises(ValueError, match="two_piece"):
+        result.mean_random_seek_time_s("two_piece")
+
+
+# ---------------------------------------------------------------------------
+# Fitters
+# ---------------------------------------------------------------------------
+
+def test_two_piece_fit_recovers_known_parameters():
+    rng = np.random.default_rng(1)
+    d = np.repeat(np.unique(np.geomspace(1, 10_000, 60).round()), 30)
+    truth = np.where(d <= 600, 1e-3 + 2e-4 * np.sqrt(d), 4.5e-3 + 1e-6 * d)
+    y = truth + rng.uniform(-2e-3, 2e-3, d.size)  # rotational noise: uniform, like a real pair's wait
+    y[rng.random(d.size) < 0.01] += 0.02  # outliers
+    fit = fit_two_piece(d, y, distance_unit="cylinders")
+    assert 400 <= fit.params["knee"] <= 900
+    ci = fit.conf_int()
+    for name, value in (("short_offset_s", 1e-3), ("short_sqrt_s", 2e-4), ("long_offset_s", 4.5e-3),
+                        ("long_slope_s", 1e-6)):
+        assert ci.loc[name, "lower"] - 2 * fit.bse[name] < value < ci.loc[name, "upper"] + 2 * fit.bse[name]
+        assert fit.params[name] == pytest.approx(value, rel=0.25)
+    assert fit.diagnostics["n"] == d.size
+    assert 1.5 < fit.diagnostics["durbin_watson"] < 2.5
+    seek = fit.as_seek()
+    assert seek.seek_time_s(100) == pytest.approx(1e-3 + 2e-4 * 10, rel=0.05)
+    wls = fit_two_piece(d, y, method="wls")
+    assert wls.params["long_slope_s"] == pytest.approx(1e-6, rel=0.3)
+
+
+def test_fit_input_errors():
+    with pytest.raises(ValueError, match="distance"):
+        fit_two_piece([0, 1, 2, 3, 4, 5, 6], np.ones(7))
+    with pytest.raises(ValueError, match="distinct"):
+        fit_two_piece([1, 1, 2, 2], [1, 1, 2, 2])
+    with pytest.raises(ValueError, match="method"):
+        fit_two_piece(np.arange(1, 20), np.arange(1, 20), method="lasso")
+    with pytest.raises(ValueError, match="finite"):
+        fit_two_piece([1, 2, np.nan], [1, 2, 3])
+
+
+def test_table_fit_and_flat_test():
+    rng = np.random.default_rng(2)
+    d = np.repeat(np.geomspace(10, 1e6, 20).round(), 50)
+    y = 1e-3 + 1e-5 * np.sqrt(d) + rng.normal(0, 1e-4, d.size)
+    table = fit_table(d, y)
+    assert table.distance.size == 20 and np.all(table.count == 50)
+    assert table.predict(np.array([0.0]))[0] == 0.0
+    assert table.predict(d[:1])[0] == pytest.approx(1e-3 + 1e-5 * np.sqrt(d[0]), abs=1e-4)
+    assert not test_flat(d, y).flat
+    flat = test_flat(d, 60e-6 + rng.normal(0, 5e-6, d.size))
+    assert flat.flat and flat.rise_s < 1e-3
+
+
+def test_segment_rates_finds_change_points():
+    rng = np.random.default_rng(3)
+    loc = np.arange(300.0)
+    truth = np.where(loc < 100, 100e6, np.where(loc < 220, 90e6, 70e6))
+    segments = segment_rates(loc, truth * (1 + rng.normal(0, 0.002, loc.size)))
+    assert [int(s.min()) for s in segments] == [0, 100, 220]
+    with pytest.raises(ValueError, match="rate"):
+        segment_rates([0, 1], [1.0, -1.0])
+
+
+# ---------------------------------------------------------------------------
+# Backends from MODULE:FACTORY, CLI
+# ---------------------------------------------------------------------------
+
+def write_module(tmp_path, monkeypatch, name, body):
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(name, None)
+
+
+def test_backend_from_spec(tmp_path, monkeypatch):
+    write_module(tmp_path, monkeypatch, "my_backends", """
+        from diskmodel.calibrate.simulated import simulated_disk
+
+        def make():
+            return simulated_disk("hp97560", seed=3)
+
+        class NoRead:
+            size_bytes = 4096
+            block_size_bytes = 512
+
+        def no_read():
+            return NoRead()
+
+        def odd_size():
+            b = NoRead(); b.size_bytes = 1000; b.read = lambda o, n: 0.0
+            return b
+        """)
+    backend = backend_from_spec("my_backends:make")
+    assert backend.size_bytes == 1962 * 19 * 72 * 512
+    with pytest.raises(BackendProtocolError, match="read"):
+        backend_from_spec("my_backends:no_read")
+    with pytest.raises(BackendProtocolError, match="multiple"):
+        backend_from_spec("my_backends:odd_size")
+    with pytest.raises(BackendProtocolError, match="MODULE:FACTORY"):
+        backend_from_spec("my_backends")
+    with pytest.raises(BackendProtocolError, match="cannot import"):
+        backend_from_spec("no_such_module_xyz:make")
+    with pytest.raises(BackendProtocolError, match="has no"):
+        backend_from_spec("my_backends:missing")
+    with pytest.raises(BackendProtocolError, match="size_bytes"):
+        check_backend(object())
+
+
+def test_cli_backend_and_errors(tmp_path, monkeypatch, capsys):
+    write_module(tmp_path, monkeypatch, "flash_backend", f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_calibrate import FlashLike
+
+        def make():
+            return FlashLike(size_bytes=1 << 28)
+        """)
+    out = tmp_path / "flash.json"
+    assert cli.main(["calibrate", "--backend", "flash_backend:make", "--budget-s", "5", "--json", str(out),
+                     "--no-progress"]) == 0
+    data = json.loads(out.read_text())
+    assert data["rotation_period_s"] is None and data["mechanical_seek"] is False
+    assert "no mechanical seek" in capsys.readouterr().out
+    assert cli.main(["calibrate", "--backend", "nope_module:make"]) == 2
+    assert "cannot import" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["calibrate", "--simulated", "hp97560", "--budget-s", "-1"])
+    assert cli.main(["calibrate", "--simulated", "no_such_preset", "--no-progress"]) == 2
+    assert "preset" in capsys.readouterr().err
+    assert cli.main(["calibrate", str(tmp_path), "--no-progress"]) == 2
+    assert "directory" in capsys.readouterr().err
+
+
+def test_cli_simulated_disksim_folder(disksim_dir, tmp_path, capsys):
+    out = tmp_path / "g4.json"
+    assert cli.main(["calibrate", "--simulated", str(disksim_dir / "G4_4TB"), "--budget-s", "30",
+                     "--json", str(out), "--no-progress"]) == 0
+    data = json.loads(out.read_text())
+    assert data["rotation_period_s"] == pytest.approx(60 / 7200, rel=0.005)
+    assert data["device_time_s"] <= 30
+    assert data["seek_curve_table"][-1][0] > 3e12
+    assert "mechanical seek: yes" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------
+# This machine's real storage (flash-backed virtio): no mechanical seek
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def written_file():
+    folder = tempfile.mkdtemp(prefix="diskmodel-calibrate-", dir="/work")
+    path = os.path.join(folder, "data.bin")
+    try:
+        with open("/dev/urandom", "rb") as src, open(path, "wb") as dst:
+            for _ in range(512):
+                dst.write(src.read(1 << 20))
+            dst.flush()
+            os.fsync(dst.fileno())
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not os.path.exists(folder)
+
+
+def assert_no_mechanical_seek(result, wall_s):
+    assert wall_s < 180
+    assert result.rotation_period_s is None
+    assert result.mechanical_seek is False
+    assert result.seek_fit.model == "flat"
+    verdicts = {v.name: v for v in result.checks}
+    assert verdicts["plausibility"].passed is True
+    assert "no mechanical seek" in verdicts["plausibility"].detail
+    assert verdicts["written_data"].passed is True
+    assert verdicts["queue_depth_one"].passed is True
+    assert verdicts["timer_resolution"].passed is True
+    lm = result.latency_model
+    assert 5e-6 < lm.p50_s < 5e-3  # tens of microseconds on this machine's storage
+    assert data_ok(json.loads(result.to_json()))
+
+
+def data_ok(data):
+    return data["rotation_period_s"] is None and data["seek_fit"]["model"] == "flat" and data["zones"]
+
+
+@pytest.mark.integration
+def test_real_file_has_no_mechanical_seek(written_file):
+    from diskmodel.calibrate.device import open_backend
+
+    start = time.perf_counter()
+    with open_backend(written_file) as backend:
+        result = calibrate(backend, budget_s=15.0, path=written_file, progress=False)
+    assert_no_mechanical_seek(result, time.perf_counter() - start)
+    assert {v.name: v for v in result.checks}["reads_reached_device"].passed in (True, None)
+
+
+@pytest.mark.integration
+def test_real_loop_device_has_no_mechanical_seek(written_file, request):
+    require_root()
+    require_tools("losetup")
+    from diskmodel.calibrate.device import open_backend
+
+    loop = subprocess.run(["losetup", "--find", "--show", "--read-only", "--direct-io=on", written_file],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+    def detach():
+        subprocess.run(["losetup", "--detach", loop], check=False)
+        left = subprocess.run(["losetup", "--associated", written_file], capture_output=True, text=True).stdout
+        assert left.strip() == "", f"loop device left behind: {left}"
+
+    request.addfinalizer(detach)
+    start = time.perf_counter()
+    with open_backend(loop) as backend:
+        result = calibrate(backend, budget_s=15.0, path=loop, progress=False)
+    assert_no_mechanical_seek(result, time.perf_counter() - start)
+    assert {v.name: v for v in result.checks}["reads_reached_device"].passed is True
