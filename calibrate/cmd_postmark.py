@@ -14,9 +14,7 @@ an emulator, and the report says so.
 """
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import sys
 
@@ -134,18 +132,16 @@ def _run(args) -> int:
     print(summary.summary())
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(summary.to_dict(), fh, indent=2, default=_json_default)
-            fh.write("\n")
+            fh.write(P.to_json(summary))
         log.info("wrote %s", args.json)
     return 0
 
 
 def _dispatch(args, config, mount_options, needed, drop):
     from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate import postmark as P
 
-    if args.vm:
-        return _run_vm(args, config, mount_options, needed, drop)
-    else:
+    if not args.vm:
         if not args.scratch:
             raise UsageError("--scratch PATH is required (or pass --vm)")
         if os.geteuid() != 0:
@@ -154,61 +150,10 @@ def _dispatch(args, config, mount_options, needed, drop):
             L.require_device_mapper(args.layout)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
-        return _run_host(args, config, mount_options, needed, drop)
-
-
-def _json_default(obj):
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    try:
-        import numpy as np
-        if isinstance(obj, np.generic):
-            return obj.item()
-    except ImportError:
-        pass
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _run_host(args, config, mount_options, needed, drop):
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import postmark as P
-    from diskmodel.calibrate.scratch import prepare_scratch
-
-    with L.handle_signals():
-        scratch = None
-        try:
-            scratch = prepare_scratch(args.scratch, needed, destroy_data_on=args.destroy_data_on, keep=args.keep)
-            plan = L.build_plan(args.layout, backing=scratch.path, fs_size_bytes=args.size, fs_type=args.fs,
-                                mount_options=mount_options)
-            log.info("plan:\n%s", plan.describe())
-            with L.HostExecutor(plan) as ex:
-                env = P.host_environment(layout=args.layout, mountpoint=ex.mountpoint, backing=scratch.path,
-                                         memory_limit_bytes=args.memory_limit, caches_dropped=drop)
-                return P.run_postmark(config, ex.mountpoint, environment=env, repeats=args.repeats,
-                                      memory_limit_bytes=args.memory_limit, drop_page_cache=drop)
-        finally:
-            if scratch is not None:
-                scratch.close()
-
-
-def _run_vm(args, config, mount_options, needed, drop):
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import postmark as P
-    from diskmodel.calibrate.vm import SCRATCH_DEVICE, run_script_in_vm
-
-    if args.scratch or args.destroy_data_on:
+    elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
-    plan = L.build_plan(args.layout, backing=SCRATCH_DEVICE, fs_size_bytes=args.size, fs_type=args.fs,
-                        mount_options=mount_options)
-    body = P.guest_body(config, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
-                        drop_page_cache=drop, mount_var=plan.mount_var, device_expr=plan.device_expr)
-    script = plan.render_script(body)
-    log.info("plan (in the VM):\n%s", plan.describe())
-    with L.handle_signals():
-        result = run_script_in_vm(script, scratch_disk_bytes=needed, memory_bytes=args.vm_memory,
-                                  timeout_s=args.vm_timeout, log=None)
-    if result.returncode != 0:
-        raise P.PostMarkError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
-    return P.parse_guest_output(result.output, config, layout=args.layout, accelerator=result.accelerator,
-                                kernel_release=result.kernel_release, memory_limit_bytes=args.memory_limit,
-                                drop_page_cache=drop, backing=f"{SCRATCH_DEVICE} (VM scratch disk)")
+    return P.run_on_layout(
+        args.layout, config, fs_size_bytes=args.size, scratch=args.scratch, vm=args.vm, fs_type=args.fs,
+        mount_options=mount_options, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
+        drop_page_cache=drop, destroy_data_on=args.destroy_data_on, keep=args.keep,
+        vm_memory_bytes=args.vm_memory, vm_timeout_s=args.vm_timeout)

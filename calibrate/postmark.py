@@ -60,6 +60,11 @@ __all__ = [
     "run_postmark",
     "summarize",
     "describe_mount",
+    "host_environment",
+    "guest_body",
+    "parse_guest_output",
+    "run_on_layout",
+    "to_json",
 ]
 
 #: Runs shorter than this by the outside clock are flagged coarse: PostMark's
@@ -983,3 +988,97 @@ def parse_guest_output(output: str, config: Any, *, layout: str, accelerator: st
     if not runs:
         raise PostMarkError("guest output holds no completed PostMark run:\n" + text[-2000:])
     return summarize(runs)
+
+
+# ---------------------------------------------------------------------------
+# one call: build a layout, run PostMark on it, tear it down
+# ---------------------------------------------------------------------------
+
+def run_on_layout(
+    layout: str,
+    config: Any,
+    *,
+    fs_size_bytes: int,
+    scratch: str | os.PathLike | None = None,
+    vm: bool = False,
+    fs_type: str = "ext3",
+    mount_options: Sequence[str] = (),
+    repeats: int = 1,
+    memory_limit_bytes: int | None = None,
+    drop_page_cache: bool = True,
+    destroy_data_on: str | os.PathLike | None = None,
+    keep: bool = False,
+    vm_memory_bytes: int = 1 << 30,
+    vm_timeout_s: float = 3600.0,
+) -> PostMarkSummary:
+    """Build *layout* ("native", "lvm1", "lvm2"), run PostMark *repeats* times on it, tear it down.
+
+    On the host (vm False): *scratch* is a new file (created, filled with
+    data, removed afterwards unless *keep*) or an existing file or block device
+    that *destroy_data_on* names again; busy devices are refused before any
+    write (:func:`diskmodel.calibrate.scratch.prepare_scratch`). LVM layouts need
+    device-mapper (:class:`~diskmodel.calibrate.layouts.LayoutUnavailable` says
+    to use vm=True). With vm=True the same plan runs as one script in a
+    throwaway qemu VM (:func:`diskmodel.calibrate.vm.run_script_in_vm`) whose
+    scratch disk has the size the layout needs; *scratch* must then be None.
+    SIGINT and SIGTERM tear everything down and raise
+    :class:`~diskmodel.calibrate.layouts.Interrupted` (a KeyboardInterrupt).
+    """
+    from diskmodel.calibrate import layouts as L
+
+    needed = L.backing_bytes_required(layout, fs_size_bytes)
+    if vm:
+        from diskmodel.calibrate.vm import SCRATCH_DEVICE, run_script_in_vm
+        if scratch is not None or destroy_data_on is not None:
+            raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
+        plan = L.build_plan(layout, backing=SCRATCH_DEVICE, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
+                            mount_options=mount_options)
+        body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
+                          drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device_expr=plan.device_expr)
+        L.log.info("plan (in the VM):\n%s", plan.describe())
+        with L.handle_signals():
+            result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
+                                      memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s)
+        if result.returncode != 0:
+            raise PostMarkError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
+        return parse_guest_output(result.output, config, layout=layout, accelerator=result.accelerator,
+                                  kernel_release=result.kernel_release, memory_limit_bytes=memory_limit_bytes,
+                                  drop_page_cache=drop_page_cache, backing=f"{SCRATCH_DEVICE} (VM scratch disk)")
+
+    from diskmodel.calibrate.scratch import prepare_scratch
+    if scratch is None:
+        raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
+    L.require_device_mapper(layout)
+    L.build_plan(layout, backing=os.fspath(scratch), fs_size_bytes=fs_size_bytes, fs_type=fs_type,
+                 mount_options=mount_options)  # validates everything before the scratch is touched
+    with L.handle_signals():
+        space = None
+        try:
+            space = prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)
+            plan = L.build_plan(layout, backing=space.path, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
+                                mount_options=mount_options)
+            L.log.info("plan:\n%s", plan.describe())
+            with L.HostExecutor(plan) as ex:
+                env = host_environment(layout=layout, mountpoint=ex.mountpoint, backing=space.path,
+                                       memory_limit_bytes=memory_limit_bytes, caches_dropped=drop_page_cache)
+                return run_postmark(config, ex.mountpoint, environment=env, repeats=repeats,
+                                    memory_limit_bytes=memory_limit_bytes, drop_page_cache=drop_page_cache)
+        finally:
+            if space is not None:
+                space.close()
+
+
+def _nan_to_none(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_nan_to_none(v) for v in obj]
+    return obj
+
+
+def to_json(summary: PostMarkSummary) -> str:
+    """The summary as JSON (NaN, e.g. the CI of a single run, becomes null)."""
+    import json
+    return json.dumps(_nan_to_none(summary.to_dict()), indent=2, allow_nan=False) + "\n"

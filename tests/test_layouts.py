@@ -251,3 +251,20 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
         assert not Path(mnt).exists()
         assert subprocess.check_output(["losetup", "-j", scratch.path], text=True).strip() == ""
     assert not backing.exists()
+
+
+@pytest.mark.integration
+def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path):
+    require_root()
+    require_tools("losetup", "mkfs.ext3", "mount")
+    fs = 32 * MiB
+    from diskmodel.calibrate.scratch import prepare_scratch
+    with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required("native", fs)) as scratch:
+        plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs, mount_options=["no_such_option"])
+        ex = L.HostExecutor(plan)
+        with pytest.raises(L.LayoutError, match="mount ext3"):
+            ex.build()
+        assert [h[0].split()[0] for h in ex.history].count("undo") == 2  # mount point, loop device
+        assert not Path(ex.variables["DISKMODEL_MNT"]).exists()
+        assert subprocess.check_output(["losetup", "-j", scratch.path], text=True).strip() == ""
+        assert ex.teardown() == []
