@@ -340,65 +340,130 @@ def _move_time(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write_
 
 
 @njit(cache=True)
-def _media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready, stats,
-           min_first_move=0.0):
-    """Read or write *count* blocks from *start_lbn*, starting to move at *t*.
+def _same_track(arrays, lbn, cyl, head):
+    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    return c == cyl and h == head
 
-    Fills ready[k] with the time block k is done; returns (t_end, cyl, head).
-    stats[0] += first move, stats[1] += first latency, stats[2] += the rest.
-    *not_before[k]*: a block can only be written once the host has sent it.
-    """
-    period = real[0]
-    head_switch = real[1]
-    write_settle = real[2]
-    spt_a = arrays[2]
-    t_begin = t
-    for k in range(count):
-        c, h, s, a, z = lbn_to_pbn_one(start_lbn + k, arrays)
-        if k == 0 or c != cyl or h != head:
-            move = _move_time(cyl, head, c, h, seek, write_seek, head_switch, write_settle, is_write)
-            if k == 0 and move < min_first_move:
-                move = min_first_move
-            t += move
-            if k == 0:
-                stats[0] += t - t_begin
-            cyl = c
-            head = h
-        t_ready = t
-        if is_write and not_before[k] > t:
-            t_ready = not_before[k]
-        t_start = _wait_for_angle(t_ready, a, period)
-        if k == 0:
-            stats[1] += t_start - t
-        t = t_start + period / spt_a[z]
-        ready[k] = t
-    stats[2] += t - t_begin - stats[0] - stats[1] if count > 0 else 0.0
-    return t, cyl, head
+
+@njit(cache=True)
+def _track_last(arrays, lbn, total):
+    """The last block on the track holding *lbn* (binary search: slips only push blocks later)."""
+    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
+    hi = lbn + arrays[2][z] - 1 - s
+    if hi > total - 1:
+        hi = total - 1
+    lo = lbn
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _same_track(arrays, mid, c, h):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def _track_first(arrays, lbn, lowest):
+    """The first block >= *lowest* on the track holding *lbn*."""
+    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    lo = lowest
+    hi = lbn
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _same_track(arrays, mid, c, h):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @njit(cache=True)
 def _track_end(arrays, lbn, total):
     """One past the last block on the track holding *lbn*."""
-    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
-    x = lbn + 1
-    while x < total:
-        c2, h2, _, _, _ = lbn_to_pbn_one(x, arrays)
-        if c2 != c or h2 != h:
-            break
-        x += 1
-    return x
+    return _track_last(arrays, lbn, total) + 1
 
 
 @njit(cache=True)
 def _cylinder_end(arrays, lbn, total):
-    c, _, _, _, _ = lbn_to_pbn_one(lbn, arrays)
-    x = lbn + 1
-    while x < total:
-        c2, _, _, _, _ = lbn_to_pbn_one(x, arrays)
-        if c2 != c:
-            break
-        x += 1
-    return x
+    c, _, _, _, z = lbn_to_pbn_one(lbn, arrays)
+    hi = lbn + arrays[2][z] * arrays[10][0]
+    if hi > total - 1:
+        hi = total - 1
+    lo = lbn
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        c2, _, _, _, _ = lbn_to_pbn_one(mid, arrays)
+        if c2 == c:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo + 1
+
+
+@njit(cache=True)
+def _media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready, offset,
+           stats, min_first_move, total):
+    """Read or write *count* blocks from *start_lbn*, starting to move at *t*.
+
+    Works track run by track run: a run of blocks on one track passes under
+    the head in (last sector - first sector + 1) sector times (slipped
+    sectors included). Fills ready[offset + k] with the time block k is
+    done; returns (t_end, cyl, head). stats: first move, first latency, rest.
+    A write waits, sector by sector, for its data (*not_before*); a sector
+    whose data come too late costs a revolution.
+    """
+    period = real[0]
+    head_switch = real[1]
+    write_settle = real[2]
+    t_begin = t
+    k = 0
+    first_run = True
+    while k < count:
+        x = start_lbn + k
+        c, h, s, a, z = lbn_to_pbn_one(x, arrays)
+        sector_time = period / arrays[2][z]
+        if first_run or c != cyl or h != head:
+            move = _move_time(cyl, head, c, h, seek, write_seek, head_switch, write_settle, is_write)
+            if first_run and move < min_first_move:
+                move = min_first_move
+            t += move
+            if first_run:
+                stats[0] = t - t_begin
+            cyl = c
+            head = h
+        if is_write:
+            # block by block: each sector needs its data
+            t_ready = t
+            if not_before[k] > t_ready:
+                t_ready = not_before[k]
+            t_start = _wait_for_angle(t_ready, a, period)
+            if first_run:
+                stats[1] = t_start - t
+            t = t_start + sector_time
+            ready[offset + k] = t
+            k += 1
+            first_run = False
+            continue
+        last = _track_last(arrays, x, total)
+        if last > start_lbn + count - 1:
+            last = start_lbn + count - 1
+        run = last - x + 1
+        t_start = _wait_for_angle(t, a, period)
+        if first_run:
+            stats[1] = t_start - t
+        if run > 1:
+            _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
+            span = s_last - s + 1
+        else:
+            span = 1
+        for j in range(run - 1):
+            ready[offset + k + j] = t_start + (j + 1) * sector_time
+        t = t_start + span * sector_time
+        ready[offset + k + run - 1] = t
+        k += run
+        first_run = False
+    stats[2] = t - t_begin - stats[0] - stats[1]
+    return t, cyl, head
 
 
 @njit(cache=True)
@@ -419,12 +484,14 @@ def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, 
         # held the block before the request), to the end of the next track
         if any_free:
             limit = _track_end(arrays, last, total)
-            if streaming:
-                limit = _track_end(arrays, limit, total) if limit < total else limit
+            if streaming and limit < total:
+                limit = _track_end(arrays, limit, total)
         elif not streaming:
             return last
         else:
-            limit = _track_end(arrays, _track_end(arrays, last - 1, total), total) if last < total else last
+            limit = _track_end(arrays, last - 1, total)
+            if limit < total:
+                limit = _track_end(arrays, limit, total)
     else:
         limit = last + (max_ra if max_ra > 0 else seg_size)
     if scheme != 4 and max_ra > 0 and limit > last + max_ra:
@@ -434,15 +501,6 @@ def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, 
     if limit > total:
         limit = total
     return limit
-
-
-@njit(cache=True)
-def _find_segment(seg_start, seg_end, nseg, first, last):
-    """Segment holding [first, last) entirely, or -1."""
-    for i in range(nseg):
-        if seg_start[i] <= first and last <= seg_end[i] and seg_end[i] > seg_start[i]:
-            return i
-    return -1
 
 
 @njit(cache=True)
@@ -474,6 +532,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     bus_r = real[7]
     bus_w = real[8]
     watermark = real[9]
+    min_write_seek = real[10]
+    write_disc = real[11]
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -484,9 +544,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     separate_w = ints[7]
     scheme = ints[8]
     any_free = ints[9]
-    min_write_seek = real[10]
-    write_disc = real[11]
     total = arrays[0][arrays[0].size - 1]
+    max_spt = 1
+    for z in range(arrays[2].size):
+        if arrays[2][z] > max_spt:
+            max_spt = arrays[2][z]
 
     seg_start = np.zeros(nseg, np.int64)
     seg_end = np.zeros(nseg, np.int64)
@@ -498,19 +560,24 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     for i in range(blocks.size):
         if blocks[i] > maxblocks:
             maxblocks = blocks[i]
-    buf = max(maxblocks, max_ra + maxblocks, seg_size) + 1
-    ready = np.zeros(buf)
-    not_before = np.zeros(buf)
+    ready = np.zeros(maxblocks + 1)
+    not_before = np.zeros(maxblocks + 1)
+    # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
+    pf_size = max(max_ra, seg_size) + 3 * max_spt + maxblocks + 2
+    pf_ready = np.zeros(pf_size)
     stats = np.zeros(3)
+    scratch = np.zeros(3)
 
     cyl = 0
     head = 0
     mech_free = 0.0           # when the mechanism finishes its current (background) work
-    # read-ahead stream: blocks pf_next .. pf_limit-1 follow, reading from pf_t at (cyl, head)
     pf_active = False
     pf_seg = -1
-    pf_next = 0
-    pf_limit = 0
+    pf_base = 0
+    pf_count = 0
+    pf_done = 0               # blocks of the read-ahead already in the segment
+    pf_cyl = 0                # head position when the read-ahead started
+    pf_head = 0
     last_write_end = -1
     prev_write = 0
     t = 0.0
@@ -528,34 +595,28 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         stats[2] = 0.0
         hit = 0
 
-        # --- background read-ahead up to the arrival
+        # --- background read-ahead: what it has read by the arrival
         if pf_active:
-            while pf_next < pf_limit:
-                t_end, c2, h2 = _media(arrays, seek, write_seek, real, pf_next, 1, mech_free, cyl, head,
-                                       False, not_before, ready, stats)
-                if t_end > arrival:
-                    break
-                mech_free = t_end
-                cyl = c2
-                head = h2
-                pf_next += 1
-                seg_end[pf_seg] = pf_next
+            k = pf_done
+            while k < pf_count and pf_ready[k] <= arrival:
+                k += 1
+            if k > pf_done:
+                pf_done = k
+                seg_end[pf_seg] = pf_base + k
                 if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
                     seg_start[pf_seg] = seg_end[pf_seg] - seg_size
-            stats[0] = 0.0
-            stats[1] = 0.0
-            stats[2] = 0.0
-            if pf_next >= pf_limit:
+            if pf_done >= pf_count:
                 pf_active = False
+                mech_free = pf_ready[pf_count - 1]
+                cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
 
         if w == 0:
             s = -1
-            if True:
-                for j in range(nseg):
-                    if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
-                        if seg_write[j] == 0 or hits_on_writes:
-                            s = j
-                            break
+            for j in range(nseg):
+                if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
+                    if seg_write[j] == 0 or hits_on_writes:
+                        s = j
+                        break
             if s >= 0:
                 # full hit
                 hit = 1
@@ -565,42 +626,40 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if ra_idle_hit and not pf_active and seg_write[s] == 0:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
                                               seg_size, ra_over, total, any_free)
-                    if limit > seg_end[s]:
+                    count = limit - seg_end[s]
+                    if count > pf_size:
+                        count = pf_size
+                    if count > 0:
+                        start = max(mech_free, arrival + overhead[0, 1, prev_write])
+                        pf_cyl = cyl
+                        pf_head = head
+                        _media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
+                               not_before, pf_ready, 0, scratch, 0.0, total)
                         pf_active = True
                         pf_seg = s
-                        pf_next = seg_end[s]
-                        pf_limit = limit
-                        mech_free = max(mech_free, arrival + overhead[0, 1, prev_write])
-            elif pf_active and seg_start[pf_seg] <= first and first <= pf_next and last <= pf_limit:
+                        pf_base = seg_end[s]
+                        pf_count = count
+                        pf_done = 0
+            elif pf_active and seg_start[pf_seg] <= first and last <= pf_base + pf_count \
+                    and first <= pf_base + pf_done:
                 # the read-ahead is fetching these blocks: wait for them
                 hit = 2
                 tb = arrival + overhead[0, 1, prev_write] + data_prep
-                # blocks already buffered
-                k0 = pf_next - first
-                t_end, cyl, head = _media(arrays, seek, write_seek, real, pf_next, last - pf_next, mech_free,
-                                          cyl, head, False, not_before, ready, stats)
-                stats[0] = 0.0
-                stats[1] = 0.0
-                stats[2] = 0.0
                 for k in range(n):
-                    if k >= k0:
-                        rk = ready[k - k0]
-                        if rk > tb:
-                            tb = rk
+                    j = first + k - pf_base
+                    if j >= 0 and pf_ready[j] > tb:
+                        tb = pf_ready[j]
                     tb += bus_r
-                mech_free = t_end
-                pf_next = last
+                done = tb + read_done
+                pf_done = last - pf_base
                 seg_end[pf_seg] = last
                 if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
                     seg_start[pf_seg] = seg_end[pf_seg] - seg_size
-                done = tb + read_done
                 seg_used[pf_seg] = arrival
-                limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg] < first, max_ra,
-                                          seg_size, ra_over, total, any_free)
-                if limit > pf_limit:
-                    pf_limit = limit
-                if pf_next >= pf_limit:
+                if pf_done >= pf_count:
                     pf_active = False
+                    mech_free = pf_ready[pf_count - 1]
+                    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
             else:
                 # miss: stop the read-ahead, move, read
                 streaming = False
@@ -609,10 +668,18 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         if seg_write[j] == 0 and seg_start[j] <= first - 1 and first - 1 < seg_end[j]:
                             streaming = True
                 ovh = overhead[0, 0, prev_write]
-                start = max(arrival + ovh, mech_free) if not pf_active else arrival + ovh
-                pf_active = False
+                if pf_active:
+                    pf_active = False
+                    if pf_done > 0:
+                        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
+                    else:
+                        cyl = pf_cyl
+                        head = pf_head
+                    start = arrival + ovh
+                else:
+                    start = max(arrival + ovh, mech_free)
                 t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          False, not_before, ready, stats)
+                                          False, not_before, ready, 0, stats, 0.0, total)
                 water = int(watermark * n)
                 if water < 1:
                     water = 1
@@ -629,26 +696,33 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_start[s] = first
                 if any_free and stats[1] > 0.0:
                     # sectors of the track passing under the head before the first one
-                    c0, h0, _, _, z0 = lbn_to_pbn_one(first, arrays)
+                    _, _, _, _, z0 = lbn_to_pbn_one(first, arrays)
                     passed = int(stats[1] / (period / arrays[2][z0]))
-                    x = first
-                    while x > 0 and first - x < passed:
-                        c2, h2, _, _, _ = lbn_to_pbn_one(x - 1, arrays)
-                        if c2 != c0 or h2 != h0:
-                            break
-                        x -= 1
+                    lowest = first - passed
+                    if lowest < 0:
+                        lowest = 0
+                    x = _track_first(arrays, first, lowest)
                     if last - x <= seg_size:
                         seg_start[s] = x
                 seg_end[s] = last
                 seg_used[s] = arrival
                 seg_write[s] = 0
-                _invalidate(seg_start, seg_end, nseg, first, last, s)
-                limit = _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, ra_over, total, any_free)
-                if limit > last:
+                _invalidate(seg_start, seg_end, nseg, seg_start[s], last, s)
+                limit = _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, ra_over,
+                                          total, any_free)
+                count = limit - last
+                if count > pf_size:
+                    count = pf_size
+                if count > 0:
+                    pf_cyl = cyl
+                    pf_head = head
+                    _media(arrays, seek, write_seek, real, last, count, t_end, cyl, head, False,
+                           not_before, pf_ready, 0, scratch, 0.0, total)
                     pf_active = True
                     pf_seg = s
-                    pf_next = last
-                    pf_limit = limit
+                    pf_base = last
+                    pf_count = count
+                    pf_done = 0
         else:
             # Level 1 differs from 2 only for requests queued behind dirty data,
             # which never happens one request at a time.
@@ -657,30 +731,31 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # written at the moment the next write arrives: never one at a time.
             min_move = min_write_seek
             ovh = overhead[1, 1 if fast else 0, prev_write]
-            # the host sends the data after the command overhead
             if pf_active:
+                # a write stops the read-ahead
                 pf_active = False
-                if mech_free < arrival:
-                    mech_free = arrival
-            for k in range(n):
-                not_before[k] = arrival + ovh + (k + 1) * bus_w
+                if pf_done > 0:
+                    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
+                else:
+                    cyl = pf_cyl
+                    head = pf_head
+                mech_free = arrival
+            start = max(mech_free, arrival + ovh)
             if fast:
                 hit = 3
+                # the host sends the data after the command overhead
+                for k in range(n):
+                    not_before[k] = arrival + ovh + (k + 1) * bus_w
                 done = arrival + ovh + n * bus_w + write_done
-                start = max(mech_free, arrival + ovh)
                 t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          True, not_before, ready, stats, min_move)
-                stats[0] = 0.0
-                stats[1] = 0.0
-                stats[2] = 0.0
+                                          True, not_before, ready, 0, scratch, min_move, total)
                 mech_free = t_end
             else:
-                start = max(mech_free, arrival + ovh)
                 data0 = arrival + ovh + write_disc + min_move + reselect + data_prep
                 for k in range(n):
                     not_before[k] = data0 + (k + 1) * bus_w
                 t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          True, not_before, ready, stats, min_move)
+                                          True, not_before, ready, 0, stats, min_move, total)
                 mech_free = t_end
                 done = t_end + write_done
             s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
