@@ -1,0 +1,173 @@
+"""The per-request simulation: DiskSim's measured traces, properties, hand-checked cases."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive
+from diskmodel.model.layout_g1 import ZoneLayout
+from diskmodel.model.simulate import DriveParameters, simulate_requests
+from diskmodel.model.validation import TraceValidation, demerit_s, empirical_quantiles, probability_levels
+
+TRACED = sorted(DISKSIM_PUBLISHED_DEMERIT_MS)
+
+
+@pytest.mark.parametrize("name", TRACED)
+def test_demerit_within_one_and_a_half_of_disksim(disksim_dir, name):
+    result = validate_drive(disksim_dir / name)
+    target = 1.5 * DISKSIM_PUBLISHED_DEMERIT_MS[name]
+    assert result.requests > 9900
+    assert result.demerit_ms <= target, result.summary()
+    assert abs(result.mean_error_pct) < 5.0
+
+
+def test_hp_c2247a_layout_golden(disksim_dir):
+    drive = load_disksim_drive(disksim_dir / "hp_c2247a")
+    layout = ZoneLayout.from_disksim(drive.model)
+    assert layout.total_blocks == 2054864          # track sparing: exactly the model's block count
+    # LBN 0: 1632 sectors of empty space = 17 tracks of 96 -> cylinder 1, head 4;
+    # angle = (16 track switches * 14 + 1 cylinder switch * 32) mod 96 = 64 sectors.
+    cylinder, head, sector, angle, zone = layout.lbn_to_pbn(np.array([0]))
+    assert (cylinder[0], head[0], sector[0], zone[0]) == (1, 4, 0, 0)
+    assert angle[0] == pytest.approx(64 / 96)
+    # the first slipped track (468) is skipped: logical track 467 - 17 + ... lands one track later
+    l_before = (467 - 17) * 96                     # logical track index 467 in the zone
+    c, h, _, _, _ = layout.lbn_to_pbn(np.array([l_before, l_before + 96]))
+    assert (c[0] * 13 + h[0], c[1] * 13 + h[1]) == (467, 469)
+
+
+def _toy(**changes) -> DriveParameters:
+    """One zone, 2 surfaces, 100 cylinders, 100 sectors per track, 6000 rpm (10 ms period)."""
+    layout = ZoneLayout(
+        surfaces=2, first_cylinder=[0], last_cylinder=[99], sectors_per_track=[100],
+        first_block_offset_sectors=[0], track_skew_sectors=[0], cylinder_skew_sectors=[0],
+        empty_space_sectors=[0], spares=[0], slips=(np.zeros(0, np.int64),))
+    overhead = np.zeros((2, 2, 2))
+    overhead[0, 0] = 0.5e-3      # read miss
+    overhead[0, 1] = 0.2e-3      # read hit
+    overhead[1] = 0.3e-3         # writes
+    params = dict(
+        name="toy", layout=layout, seek_by_distance_s=np.r_[0.0, 1e-3 + 0.05e-3 * np.arange(99)],
+        rpm=6000.0, head_switch_s=0.5e-3, write_settle_s=0.2e-3, command_overhead_s=overhead,
+        read_completion_s=0.1e-3, write_completion_s=0.1e-3, bus_read_block_s=0.01e-3,
+        bus_write_block_s=0.01e-3, buffer_segments=2, segment_size_blocks=200,
+        max_read_ahead_blocks=50, read_ahead_scheme=3, read_ahead_over_requested=True)
+    params.update(changes)
+    return DriveParameters(**params)
+
+
+def test_hand_checked_sequential_read_ahead_hit():
+    params = _toy()
+    result = simulate_requests(params, [False, False], [0, 10], [10, 5], [5e-3, 0.0])
+    # 1st: overhead 0.5 ms; LBN 0 sits at angle 0, the platter is at 0.05 rev -> wait 9.5 ms;
+    # 10 sectors of 0.1 ms end at 11.0 ms; the bus sends each block 0.01 ms after it is
+    # read (the last at 11.01 ms); completion 0.1 ms -> 11.11 ms.
+    assert result.service_s[0] == pytest.approx(11.11e-3, abs=1e-9)
+    assert result.hit[0] == 0
+    assert result.latency_s[0] == pytest.approx(9.5e-3, abs=1e-9)
+    # 2nd arrives at 16.11 ms; the read-ahead (LBN 10..59 from 11.0 ms at 0.1 ms each)
+    # finished at 16.0 ms: a full hit: 0.2 ms overhead + 5 x 0.01 ms bus + 0.1 ms completion.
+    assert result.hit[1] == 1
+    assert result.service_s[1] == pytest.approx(0.35e-3, abs=1e-9)
+    assert result.arrival_s[1] == pytest.approx(16.11e-3, abs=1e-9)
+
+
+def test_without_read_ahead_the_second_read_misses():
+    params = _toy(max_read_ahead_blocks=0, read_ahead_scheme=0)
+    result = simulate_requests(params, [False, False], [0, 10], [10, 5], [5e-3, 0.0])
+    assert result.hit[1] == 0
+    # at 16.61 ms (after the 0.5 ms overhead) the platter is at 0.661 rev; LBN 10 sits at
+    # 0.1 rev: 4.39 ms latency, 0.5 ms transfer, +0.01 bus, +0.1 completion.
+    assert result.service_s[1] == pytest.approx((0.5 + 4.39 + 0.5 + 0.01 + 0.1) * 1e-3, abs=1e-9)
+
+
+def test_fast_write_reports_when_data_is_buffered():
+    slow = simulate_requests(_toy(), [True], [5000], [8], [0.0])
+    fast = simulate_requests(_toy(fast_write_level=2), [True], [5000], [8], [0.0])
+    assert fast.hit[0] == 3
+    assert fast.service_s[0] == pytest.approx((0.3 + 8 * 0.01 + 0.1) * 1e-3, abs=1e-9)
+    # the slow write seeks 25 cylinders (1 + 24 * 0.05 ms), settles 0.2 ms, rotates, writes
+    assert slow.service_s[0] > (0.3 + 2.2 + 0.2 + 0.8) * 1e-3
+
+
+requests = st.lists(
+    st.tuples(st.booleans(), st.integers(0, 19_000), st.integers(1, 64), st.floats(0, 0.05)),
+    min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(requests, st.sampled_from([0, 1, 2]), st.sampled_from([0, 3, 4]))
+def test_service_time_properties(reqs, fast, scheme):
+    params = _toy(fast_write_level=fast, read_ahead_scheme=scheme)
+    is_write, lbn, blocks, gap = (np.array(x) for x in zip(*reqs))
+    result = simulate_requests(params, is_write, lbn, blocks, gap)
+    assert np.all(result.service_s >= 0) and np.all(np.isfinite(result.service_s))
+    assert np.all(np.diff(result.arrival_s) >= 0)
+    # never faster than moving the blocks over the bus
+    assert np.all(result.service_s >= blocks * 0.01e-3 - 1e-12)
+    # a media access is never faster than the sectors passing under the head
+    media = result.hit == 0
+    sector_s = params.rotation_period_s / 100
+    assert np.all(result.service_s[media] >= blocks[media] * sector_s - 1e-12)
+    assert np.all(result.latency_s >= 0) and np.all(result.latency_s < params.rotation_period_s + 1e-12)
+
+
+def test_bad_input_names_parameter():
+    params = _toy()
+    with pytest.raises(ValueError, match="interarrival_s"):
+        simulate_requests(params, [False], [0], [1], [np.nan])
+    with pytest.raises(ValueError, match="beyond the last block"):
+        simulate_requests(params, [False], [19_999], [2], [0.0])
+    with pytest.raises(ValueError, match="rpm"):
+        _toy(rpm=0.0)
+
+
+def test_demerit_on_exact_quantiles():
+    levels = probability_levels()
+    assert levels.size == 10_000 and levels[0] == 1e-4 and levels[-1] == 1.0
+    measured = np.array([1.0, 2.0, 3.0, 4.0])
+    # Q(p) is the ceil(4p)-th smallest: p in (0.75, 1] takes the 4th value
+    assert empirical_quantiles(measured, [0.25, 0.2501, 1.0]).tolist() == [1.0, 2.0, 4.0]
+    assert demerit_s(measured, measured) == 0.0
+    assert demerit_s(measured, measured + 0.5) == pytest.approx(0.5)
+    # only the top quarter differs, by 1: RMS = sqrt(0.25)
+    assert demerit_s(measured, [1.0, 2.0, 3.0, 5.0]) == pytest.approx(0.5)
+
+
+def test_result_object_plot_and_frame():
+    import matplotlib
+    matplotlib.use("Agg")
+    result = TraceValidation("toy", np.array([1e-3, 2e-3, 3e-3]), np.array([1e-3, 2.5e-3, 3e-3]),
+                             {"blocks": np.array([1, 2, 3])}, reference_demerit_s=0.2e-3)
+    ax = result.plot()
+    assert ax.get_xlabel() == "service time [ms]" and len(ax.lines) == 2
+    frame = result.to_frame()
+    assert list(frame.columns) == ["measured_ms", "predicted_ms", "residual_ms", "blocks"]
+    assert frame.residual_ms.tolist() == pytest.approx([0.0, 0.5, 0.0])
+    assert "demerit" in result.summary() and "<table>" in result._repr_html_()
+    assert result.as_dict()["ratio_to_disksim"] == pytest.approx(result.demerit_s / 0.2e-3, rel=1e-3)
+
+
+def test_cli_json(disksim_dir, capsys):
+    from diskmodel.calibrate.cli import main
+
+    assert main(["validate-trace", str(disksim_dir / "hp_c2490a"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out)[:6] == ["disk", "requests", "demerit_ms", "demerit_pct_of_mean", "mean_measured_ms",
+                             "mean_predicted_ms"]
+    assert out["disk"] == "hp_c2490a" and out["requests"] == 9984
+    assert out["demerit_ms"] <= 1.5 * 0.254
+
+
+def test_cli_error_names_file_and_line(tmp_path, capsys):
+    from diskmodel.calibrate.cli import main
+
+    for name in ("x.parv", "x.diskspecs"):
+        (tmp_path / name).write_text("disksim_disk X {\n  Model = source x.model\n}\n")
+    (tmp_path / "x.parv").write_text("disksim_global G { Init Seed = 42 }\nnonsense here {\n")
+    assert main(["validate-trace", str(tmp_path)]) == 2
+    assert "x.parv:3" in capsys.readouterr().err
