@@ -82,7 +82,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--size", type=_bytes, default=2 * GIB, metavar="BYTES",
                    help="file-system size, the same for every layout; a multiple of 8M (default 2G)")
     p.add_argument("--json", metavar="OUT", help="write the runs and summary as JSON")
-    p.add_argument("--quiet", action="store_true", help="log only warnings (steps go to the log anyway)")
+    p.add_argument("--quiet", action="store_true", help="print only warnings and errors on stderr (not every layout step)")
     for flag, _, helptext in _OVERRIDES:
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=int, default=None, help=helptext)
     p.add_argument("--buffering", choices=("true", "false"), default=None,

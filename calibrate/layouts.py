@@ -87,6 +87,9 @@ REGION_ALIGN_BYTES = 1 * MIB
 #: scratch device as a duplicate PV and refuse to use it).
 FIRST_REGION_OFFSET_BYTES = 1 * MIB
 
+#: Smallest xfs mkfs.xfs (xfsprogs >= 5.19) accepts, rounded up to 8 MiB [bytes].
+XFS_MIN_BYTES = 304 * MIB
+
 _MKFS_ARGS: dict[str, tuple[str, ...]] = {
     "ext2": ("mkfs.ext2", "-F", "-q"),
     "ext3": ("mkfs.ext3", "-F", "-q"),
@@ -295,6 +298,9 @@ def build_plan(
     if fs_type not in FILE_SYSTEMS:
         raise ValueError(f"fs_type must be one of {', '.join(FILE_SYSTEMS)}; got {fs_type!r}")
     regions = regions_for(layout, fs_size_bytes)
+    if fs_type == "xfs" and fs_size_bytes < XFS_MIN_BYTES:
+        raise ValueError(f"fs_size_bytes must be >= {XFS_MIN_BYTES} for xfs (mkfs.xfs refuses file "
+                         f"systems under 300 MB); got {fs_size_bytes}")
     backing = os.fspath(backing)
     mount_options = tuple(mount_options)
     for opt in mount_options:

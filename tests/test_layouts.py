@@ -268,3 +268,9 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
         assert not Path(ex.variables["DISKMODEL_MNT"]).exists()
         assert subprocess.check_output(["losetup", "-j", scratch.path], text=True).strip() == ""
         assert ex.teardown() == []
+
+
+def test_xfs_below_its_minimum_is_refused_before_anything_runs():
+    with pytest.raises(ValueError, match="fs_size_bytes must be >= 318767104 for xfs"):
+        L.build_plan("native", backing="/x", fs_size_bytes=296 * MiB, fs_type="xfs")
+    L.build_plan("native", backing="/x", fs_size_bytes=304 * MiB, fs_type="xfs")

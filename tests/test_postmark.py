@@ -497,3 +497,16 @@ def test_cli_bad_input_names_the_parameter(tmp_path):
         res = _cli("--layout", "lvm2", "--workload", "test2", "--scratch", str(tmp_path / "n.img"))
         assert res.returncode == 2 and "pass --vm" in res.stderr
         assert not (tmp_path / "n.img").exists()
+
+
+@pytest.mark.integration
+def test_the_scratch_file_is_written_not_sparse_and_kept_only_on_request(tmp_path):
+    from diskmodel.calibrate.scratch import prepare_scratch
+    for keep in (False, True):
+        path = tmp_path / f"s-{keep}.img"
+        with prepare_scratch(path, 16 * MiB, keep=keep) as s:
+            st = os.stat(path)
+            assert s.created and st.st_size == 16 * MiB and st.st_blocks * 512 >= 16 * MiB
+            with open(path, "rb") as f:
+                assert f.read(1 << 20).count(0) < (1 << 20) // 100  # data, not zeros
+        assert path.exists() == keep
