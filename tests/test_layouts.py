@@ -94,7 +94,7 @@ def test_lvm2_plan_builds_two_pvs_one_vg_one_lv_of_exact_extents():
 
 
 def test_xfs_and_options_reach_the_commands():
-    plan = L.build_plan("native", backing="/tmp/x img", fs_size_bytes=64 * MiB, fs_type="xfs",
+    plan = L.build_plan("native", backing="/tmp/x img", fs_size_bytes=512 * MiB, fs_type="xfs",
                         mount_options=["noatime", "nobarrier"], mkfs_options=["-b", "size=4096"])
     cmds = [s.command for s in plan.steps]
     assert "'/tmp/x img'" in cmds[0]  # quoted for the shell
