@@ -1,0 +1,404 @@
+"""Predict PostMark throughput on a disk, layout and file system, and fit the
+model's free parameters to measurements.
+
+:func:`predict` evaluates Djordjevic & Timcenko (2015) eqs. (1)-(12) for a
+PostMark run: T_FSA (eq. 1, :mod:`diskmodel.model.filesystem`) plus, on an
+LVM layout, T_LVM_MO (eqs. 10-12, :mod:`diskmodel.model.layouts`), and
+reports read and write throughput the way PostMark does (bytes read and
+written divided by the whole run's elapsed time).
+
+Fitters are separate from the model (astropy.modeling / lmfit style):
+:func:`fit_lvm_mapping` fits MD_mapping and FB_mapping (bounded >= 0) and
+:func:`fit_io_parameters` the I/O path parameters a paper does not report
+(effective host transfer rate, page cache size), both with
+``scipy.optimize.least_squares`` on log throughput ratios, returning a
+:class:`FitResult` with params, bse, conf_int(), summary(), plot() and
+_repr_html_.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .filesystem import DST_PARTS, TERMS, FileSystem, PageCache, file_system_access_time
+from .layouts import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
+from .workload import PostMarkConfig, PostMarkCounts, expected_counts
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+def format_postmark_rate(bytes_per_s: float) -> str:
+    """A rate as PostMark 1.5 prints it: "2.99 megabytes per second".
+
+    PostMark's ``scalef``: megabytes (2^20 bytes) above one megabyte, else
+    kilobytes (2^10), two decimals.
+    """
+    value = float(bytes_per_s)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"bytes_per_s must be finite and >= 0 (got {bytes_per_s!r})")
+    if value / MIB > 1:
+        return f"{value / MIB:.2f} megabytes per second"
+    return f"{value / KIB:.2f} kilobytes per second"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted PostMark results and their breakdown by equation term.
+
+    Attributes
+    ----------
+    read_throughput_bytes_per_s, write_throughput_bytes_per_s : float
+        Bytes read / written over the whole run's elapsed time, as PostMark
+        reports them [bytes/s].
+    elapsed_s : float
+        T_LVM_AT = T_FSA + T_LVM_MO (eq. 10), or T_FSA natively [s].
+    terms : dict
+        T_DO, T_MO, T_FL, T_DFA, T_J (eq. 1), T_LVM_MO (eq. 10) [s].
+    lvm_parts : dict
+        T_LVM_MO split: mechanistic_s (the extent map's effect on seeks and
+        zone rates, against a native partition at the first PV), md_mapping_s
+        and fb_mapping_s (the empirical MD_mapping and FB_mapping costs) [s].
+    dst_parts : dict
+        seek_s, rotation_s, transfer_s, overhead_s (T_DST's other terms) and
+        cache_s (eq. 2 hits and copies) over all terms [s].
+    term_parts : dict of dict
+        The same per term of eq. (1).
+    io_counts, details : dict
+        From :class:`diskmodel.model.filesystem.FsaResult`.
+    counts : PostMarkCounts
+    """
+
+    read_throughput_bytes_per_s: float
+    write_throughput_bytes_per_s: float
+    elapsed_s: float
+    terms: dict
+    lvm_parts: dict
+    dst_parts: dict
+    term_parts: dict
+    io_counts: dict
+    details: dict
+    counts: PostMarkCounts = field(repr=False)
+
+    def postmark_units(self) -> dict:
+        """Read and write throughput as PostMark prints them."""
+        return {"read": format_postmark_rate(self.read_throughput_bytes_per_s),
+                "write": format_postmark_rate(self.write_throughput_bytes_per_s)}
+
+    def to_frame(self):
+        """A pandas DataFrame: one row per quantity (value, unit)."""
+        import pandas as pd
+
+        rows = [("read_throughput", self.read_throughput_bytes_per_s, "bytes/s"),
+                ("write_throughput", self.write_throughput_bytes_per_s, "bytes/s"),
+                ("elapsed", self.elapsed_s, "s")]
+        rows += [(name, value, "s") for name, value in self.terms.items()]
+        rows += [(f"T_LVM_MO.{name}", value, "s") for name, value in self.lvm_parts.items()]
+        rows += [(f"T_DST.{name}", value, "s") for name, value in self.dst_parts.items()]
+        frame = pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+        return frame
+
+    def _repr_html_(self):
+        units = self.postmark_units()
+        head = (f"<p><b>PostMark prediction</b>: read {units['read']}, write {units['write']}, "
+                f"elapsed {self.elapsed_s:.1f} s</p>")
+        return head + self.to_frame()._repr_html_()
+
+
+def _native_twin(layout):
+    """A native partition at the layout's first physical byte with its size."""
+    start = int(layout.segment_table()["physical_start_bytes"][0])
+    return Partition(start, int(layout.size_bytes), "native twin")
+
+
+def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, cache: PageCache | None = None,
+            lvm_mapping: LvmMapping | None = None) -> Prediction:
+    """PostMark read/write throughput and the eq. (1)/(10) breakdown.
+
+    Parameters
+    ----------
+    disk : Disk
+    layout : Partition, LinearVolume or StripedVolume
+    filesystem : FileSystem
+        Default ``FileSystem()`` (ext3, ordered, 4 KiB blocks).
+    workload : PostMarkConfig or PostMarkCounts
+        Default ``PostMarkConfig()`` (PostMark's defaults).
+    cache : PageCache
+        Default ``PageCache()``.
+    lvm_mapping : LvmMapping
+        Empirical MD_mapping/FB_mapping costs; default zero (mechanistic part only).
+        Ignored (no cost) on a native partition.
+    """
+    filesystem = FileSystem() if filesystem is None else filesystem
+    workload = PostMarkConfig() if workload is None else workload
+    cache = PageCache() if cache is None else cache
+    lvm_mapping = LvmMapping() if lvm_mapping is None else lvm_mapping
+    if not isinstance(lvm_mapping, LvmMapping):
+        raise ValueError(f"lvm_mapping must be an LvmMapping (got {type(lvm_mapping).__name__})")
+    if isinstance(workload, PostMarkConfig):
+        counts = expected_counts(workload)
+    elif isinstance(workload, PostMarkCounts):
+        counts = workload
+    else:
+        raise ValueError(f"workload must be a PostMarkConfig or PostMarkCounts (got {type(workload).__name__})")
+
+    def empirical(result):
+        md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"],
+                                        result.io_counts["data_block_ios"], lvm_mapping)
+        return float(md) + float(fb)
+
+    is_lvm = mapping_complexity(layout) > 0
+    result = file_system_access_time(disk, layout, filesystem, counts, cache,
+                                     _extra_time_s=empirical if is_lvm else None)
+    md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"], result.io_counts["data_block_ios"],
+                                    lvm_mapping)
+    md, fb = float(md), float(fb)
+    mechanistic = 0.0
+    fsa_terms = dict(result.terms)
+    if is_lvm:
+        twin = file_system_access_time(disk, _native_twin(layout), filesystem, counts, cache)
+        mechanistic = result.total_s - twin.total_s
+        # T_FSA proper is the native twin's; the extent map's effect is reported in T_LVM_MO.
+        fsa_terms = dict(twin.terms)
+    lvm_total = mechanistic + md + fb
+    elapsed = sum(fsa_terms.values()) + lvm_total
+    terms = {**fsa_terms, "T_LVM_MO": lvm_total}
+    total = counts.total
+    return Prediction(
+        read_throughput_bytes_per_s=total.bytes_read / elapsed,
+        write_throughput_bytes_per_s=total.bytes_written / elapsed,
+        elapsed_s=elapsed, terms=terms,
+        lvm_parts={"mechanistic_s": mechanistic, "md_mapping_s": md, "fb_mapping_s": fb},
+        dst_parts=result.dst_breakdown(), term_parts=result.parts, io_counts=result.io_counts,
+        details=result.details, counts=counts)
+
+
+# --------------------------------------------------------------------------
+# Fitting
+
+@dataclass(frozen=True)
+class Case:
+    """One measured configuration for fitting.
+
+    Attributes
+    ----------
+    disk, layout, filesystem, workload, cache, lvm_mapping
+        As for :func:`predict` (the fitted parameters override theirs).
+    read_throughput_bytes_per_s, write_throughput_bytes_per_s : float or None
+        Measured values [bytes/s], > 0 (None: not measured).
+    label : str
+    """
+
+    disk: object
+    layout: object
+    workload: object
+    read_throughput_bytes_per_s: float | None = None
+    write_throughput_bytes_per_s: float | None = None
+    filesystem: FileSystem = field(default_factory=FileSystem)
+    cache: PageCache = field(default_factory=PageCache)
+    lvm_mapping: LvmMapping = field(default_factory=LvmMapping)
+    label: str = ""
+
+    def __post_init__(self):
+        measured = [v for v in (self.read_throughput_bytes_per_s, self.write_throughput_bytes_per_s) if v is not None]
+        if not measured:
+            raise ValueError("read_throughput_bytes_per_s or write_throughput_bytes_per_s must be given")
+        for name in ("read_throughput_bytes_per_s", "write_throughput_bytes_per_s"):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(float(value)) or float(value) <= 0):
+                raise ValueError(f"{name} must be finite and > 0 (got {value!r})")
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Parameters fitted by least squares on log(predicted/measured) throughput.
+
+    Attributes
+    ----------
+    names : tuple of str
+    params : dict
+        Best-fit values.
+    bse : dict
+        Standard errors from the Jacobian at the optimum (covariance
+        s^2 (J^T J)^-1, s^2 = residual sum of squares / max(1, n - p));
+        nan where a parameter sits at a bound or is not identified.
+    bounds : dict
+        (lower, upper) per parameter.
+    residuals : ndarray
+        log(predicted / measured) per measured cell at the optimum.
+    cells : list of str
+        Labels of the residuals.
+    success : bool
+    message : str
+    """
+
+    names: tuple
+    params: dict
+    bse: dict
+    bounds: dict
+    residuals: np.ndarray
+    cells: list
+    success: bool
+    message: str
+
+    def conf_int(self, alpha: float = 0.05) -> dict:
+        """Normal-approximation confidence intervals {name: (low, high)}."""
+        from scipy.stats import norm
+
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
+        z = float(norm.ppf(1 - alpha / 2))
+        return {n: (self.params[n] - z * self.bse[n], self.params[n] + z * self.bse[n]) for n in self.names}
+
+    def to_frame(self):
+        import pandas as pd
+
+        ci = self.conf_int()
+        return pd.DataFrame({"value": [self.params[n] for n in self.names],
+                             "bse": [self.bse[n] for n in self.names],
+                             "ci_low": [ci[n][0] for n in self.names], "ci_high": [ci[n][1] for n in self.names],
+                             "lower_bound": [self.bounds[n][0] for n in self.names],
+                             "upper_bound": [self.bounds[n][1] for n in self.names]},
+                            index=list(self.names))
+
+    def summary(self) -> str:
+        lines = [f"least squares on log throughput: {len(self.residuals)} cells, "
+                 f"rms {float(np.sqrt(np.mean(self.residuals ** 2))) if len(self.residuals) else 0:.3f}, "
+                 f"{'converged' if self.success else 'NOT converged'} ({self.message})"]
+        lines.append(self.to_frame().to_string())
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        return f"<pre>{self.summary()}</pre>"
+
+    def plot(self, ax=None):
+        """Residuals per cell (percent); returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        pct = 100 * np.expm1(self.residuals)
+        ax.bar(range(len(pct)), pct)
+        ax.set_xticks(range(len(pct)))
+        ax.set_xticklabels(self.cells, rotation=60, ha="right")
+        ax.set_ylabel("predicted / measured - 1 [%]")
+        ax.axhline(0, color="k", lw=0.8)
+        return ax
+
+
+def _fit(cases, names, initial, bounds, apply, x_scale):
+    from scipy.optimize import least_squares
+
+    cases = list(cases)
+    if not cases or not all(isinstance(c, Case) for c in cases):
+        raise ValueError("cases must be a non-empty sequence of Case")
+    counts = {}
+    labels = []
+    for i, case in enumerate(cases):
+        for kind in ("read", "write"):
+            if getattr(case, f"{kind}_throughput_bytes_per_s") is not None:
+                labels.append(f"{case.label or i}:{kind}")
+
+    def residuals(x):
+        out = []
+        for i, case in enumerate(cases):
+            key = id(case.workload)
+            if key not in counts:
+                counts[key] = (case.workload if isinstance(case.workload, PostMarkCounts)
+                               else expected_counts(case.workload))
+            kwargs = apply(case, dict(zip(names, x)))
+            p = predict(kwargs["disk"], case.layout, kwargs["filesystem"], counts[key], kwargs["cache"],
+                        kwargs["lvm_mapping"])
+            for kind, predicted in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
+                measured = getattr(case, f"{kind}_throughput_bytes_per_s")
+                if measured is not None:
+                    out.append(math.log(predicted / float(measured)))
+        return np.array(out)
+
+    lower = np.array([bounds[n][0] for n in names], dtype=float)
+    upper = np.array([bounds[n][1] for n in names], dtype=float)
+    x0 = np.clip(np.array(initial, dtype=float), lower, upper)
+    solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale=np.asarray(x_scale, dtype=float),
+                             diff_step=1e-3, method="trf")
+    r = solution.fun
+    J = solution.jac
+    dof = max(1, len(r) - len(names))
+    s2 = float(r @ r) / dof
+    bse = {}
+    try:
+        cov = np.linalg.pinv(J.T @ J) * s2
+        for i, n in enumerate(names):
+            at_bound = solution.active_mask[i] != 0
+            bse[n] = float(np.sqrt(cov[i, i])) if (not at_bound and cov[i, i] > 0) else float("nan")
+    except np.linalg.LinAlgError:  # pragma: no cover
+        bse = {n: float("nan") for n in names}
+    return FitResult(tuple(names), dict(zip(names, map(float, solution.x))), bse,
+                     {n: tuple(bounds[n]) for n in names}, r, labels, bool(solution.success),
+                     str(solution.message))
+
+
+def fit_lvm_mapping(cases, *, initial=(1e-4, 1e-5), bounds=None) -> FitResult:
+    """Fit MD_mapping and FB_mapping (:class:`LvmMapping`, bounded >= 0).
+
+    Minimises the squared log ratios of predicted to measured throughput over
+    the cases' measured cells with everything else held as given in each
+    :class:`Case`.  Cases on native layouts carry no information about these
+    parameters (complexity 0) and are rejected.
+    """
+    cases = list(cases)
+    if any(mapping_complexity(c.layout) == 0 for c in cases):
+        raise ValueError("cases: every case must be on an LVM layout (a native one has no mapping cost)")
+    bounds = dict(LvmMapping.BOUNDS) if bounds is None else dict(bounds)
+    for name in ("md_mapping_s", "fb_mapping_s"):
+        lo, hi = bounds[name]
+        if not (0 <= lo < hi):
+            raise ValueError(f"bounds[{name!r}] must satisfy 0 <= lower < upper (got {bounds[name]!r})")
+
+    def apply(case, values):
+        return {"disk": case.disk, "filesystem": case.filesystem, "cache": case.cache,
+                "lvm_mapping": case.lvm_mapping.evolve(**values)}
+
+    return _fit(cases, ("md_mapping_s", "fb_mapping_s"), initial, bounds, apply, x_scale=(1e-4, 1e-5))
+
+
+#: Bounds of the I/O-path parameters fitted by fit_io_parameters.
+IO_PARAMETER_BOUNDS = {
+    "interface_rate_bytes_per_s": (1.0e6, 3.0e8),   # from PIO-era hosts to SATA 3 Gb/s
+    "page_cache_bytes": (0.0, 8.0 * 1024 ** 3),
+}
+
+
+def fit_io_parameters(cases, *, initial=(2.0e7, 256.0 * MIB), bounds=None, cache_starts=8) -> FitResult:
+    """Fit the effective host transfer rate (T_I of eq. 3, the disk's
+    ``interface_rate_bytes_per_s``) and the page cache size (P_H of eq. 2).
+
+    These describe the measuring machine, which papers rarely report; fit
+    them on native runs (then fit LVM mapping costs with them held).
+
+    P_H = min(1, cache / working set) is flat once the cache holds every
+    case's working set, so the fit starts from *cache_starts* page cache sizes
+    spread geometrically over the bounds (plus *initial*) and keeps the best;
+    among fits equally good (cost within 0.1 %), the smallest page cache, the
+    least the data require.  Its ``bse`` is nan when it is not identified.
+    """
+    bounds = dict(IO_PARAMETER_BOUNDS) if bounds is None else dict(bounds)
+    whole = int(cache_starts)
+    if whole < 1:
+        raise ValueError(f"cache_starts must be >= 1 (got {cache_starts!r})")
+
+    def apply(case, values):
+        return {"disk": case.disk.evolve(interface_rate_bytes_per_s=values["interface_rate_bytes_per_s"]),
+                "filesystem": case.filesystem, "cache": case.cache.evolve(size_bytes=values["page_cache_bytes"]),
+                "lvm_mapping": case.lvm_mapping}
+
+    lo, hi = bounds["page_cache_bytes"]
+    starts = [initial[1]] + list(np.geomspace(max(lo, 8.0 * MIB), hi, whole))
+    fits = [_fit(cases, ("interface_rate_bytes_per_s", "page_cache_bytes"), (initial[0], start), bounds, apply,
+                 x_scale=(1.0e7, 1.0e8)) for start in starts]
+    costs = np.array([float(f.residuals @ f.residuals) for f in fits])
+    best = costs.min()
+    good = [f for f, c in zip(fits, costs) if c <= best * 1.001 + 1e-12]
+    return min(good, key=lambda f: f.params["page_cache_bytes"])

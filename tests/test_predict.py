@@ -1,0 +1,196 @@
+"""model/predict.py (prediction, breakdown, fitters) and data/tables.py (Tables 1-6)."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
+from diskmodel.model.filesystem import FileSystem, PageCache
+from diskmodel.model.layouts import LvmMapping, paper_layout
+from diskmodel.model.predict import (
+    Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, format_postmark_rate, predict,
+)
+from diskmodel.model.presets import load_preset
+from diskmodel.model.workload import GIB, MIB, PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def disk():
+    return load_preset("wd800bd")
+
+
+@pytest.fixture(scope="module")
+def counts():
+    return expected_counts(PostMarkConfig(number_of_files=2000, transactions=4000,
+                                          min_file_size_bytes=1024, max_file_size_bytes=80 * 1024))
+
+
+# ---------------------------------------------------------------- tables
+
+def test_tables_as_printed():
+    assert list(load_table(1)["size_gb"]) == [58, 1, 20]
+    assert list(load_table(3)["size_gb"]) == [58, 1, 10, 10, 20]
+    t4 = load_table(4)
+    assert set(t4["unit"]) == {"MB/s"}
+    assert t4.set_index(["operation", "layout"]).loc[("read", "ext3"), "value"] == 2.99
+    assert t4.set_index(["operation", "layout"]).loc[("read", "ext3"), "printed"] == "2,99"
+    assert set(load_table(5)["unit"]) == {"KB/s"} and set(load_table(6)["unit"]) == {"KB/s"}
+    assert load_table(5).set_index(["operation", "layout"]).loc[("write", "LVM-2"), "value"] == 53.06
+    for n in range(1, 7):
+        assert DOI in provenance(n)
+        assert f"Table {n}" in provenance(n)
+    assert layout_sizes_bytes(2)["dev/sda3"] == 20 * 10**9
+
+
+def test_postmark_results_units_and_table6_flag():
+    frame = postmark_results()
+    assert len(frame) == 18
+    row = frame.query("test == 'test1' and layout_key == 'native' and operation == 'read'").iloc[0]
+    assert row.throughput_bytes_per_s == pytest.approx(2.99 * MIB)
+    t6 = frame[frame.table == 6]
+    assert set(t6.unit) == {"KB/s"} and set(t6.unit_used) == {"MB/s"} and all(t6.unit_note != "")
+    literal = postmark_results(correct_table6_unit=False)
+    assert literal[literal.table == 6].throughput_bytes_per_s.iloc[0] == pytest.approx(2.8 * 1024)
+    with pytest.raises(ValueError, match="correct_table6_unit"):
+        postmark_results(correct_table6_unit="yes")
+    with pytest.raises(ValueError, match="number"):
+        load_table(7)
+
+
+def test_read_and_write_imply_the_same_elapsed_time():
+    """PostMark divides both volumes by one elapsed time: the tables agree with the volumes."""
+    frame = postmark_results().set_index(["test", "layout_key", "operation"])
+    for test, volumes in PAPER_VOLUMES_BYTES.items():
+        if test == "test3_1kb":
+            continue
+        for layout in ("native", "lvm1", "lvm2"):
+            t_read = volumes["bytes_read"] / frame.loc[(test, layout, "read"), "throughput_bytes_per_s"]
+            t_write = volumes["bytes_written"] / frame.loc[(test, layout, "write"), "throughput_bytes_per_s"]
+            assert t_read == pytest.approx(t_write, rel=0.06), (test, layout)
+    # and Table 6 read as MB/s gives a run of the same order as Test 1 (minutes, not weeks)
+    t3 = PAPER_VOLUMES_BYTES["test3"]["bytes_read"] / frame.loc[("test3", "native", "read"), "throughput_bytes_per_s"]
+    assert 600 < t3 < 3600
+
+
+# ---------------------------------------------------------------- predict
+
+def test_format_postmark_rate_golden():
+    assert format_postmark_rate(2.99 * MIB) == "2.99 megabytes per second"
+    assert format_postmark_rate(149.82 * 1024) == "149.82 kilobytes per second"
+    with pytest.raises(ValueError, match="bytes_per_s"):
+        format_postmark_rate(-1)
+
+
+def test_prediction_consistency(disk, counts):
+    p = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), counts, PageCache())
+    assert isinstance(p, Prediction)
+    assert p.read_throughput_bytes_per_s == pytest.approx(counts.total.bytes_read / p.elapsed_s)
+    assert p.write_throughput_bytes_per_s / p.read_throughput_bytes_per_s == pytest.approx(
+        counts.total.bytes_written / counts.total.bytes_read)
+    assert p.elapsed_s == pytest.approx(sum(p.terms.values()))
+    assert p.terms["T_LVM_MO"] == 0.0
+    frame = p.to_frame()
+    assert {"read_throughput", "T_DFA", "T_LVM_MO", "T_DST.seek_s", "T_DST.rotation_s",
+            "T_DST.transfer_s"} <= set(frame.index)
+    assert "PostMark prediction" in p._repr_html_()
+    assert p.postmark_units()["read"].endswith("per second")
+
+
+def test_lvm_costs_add_to_the_elapsed_time(disk, counts):
+    native = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), counts)
+    lvm1_free = predict(disk, paper_layout("lvm1", disk.capacity_bytes), FileSystem(), counts)
+    mapping = LvmMapping(md_mapping_s=1e-4, fb_mapping_s=1e-5)
+    lvm1 = predict(disk, paper_layout("lvm1", disk.capacity_bytes), FileSystem(), counts, lvm_mapping=mapping)
+    lvm2 = predict(disk, paper_layout("lvm2", disk.capacity_bytes), FileSystem(), counts, lvm_mapping=mapping)
+    # same place on the disk, no mapping cost: within 2 % of native (1 MiB shift, slightly smaller volume)
+    assert lvm1_free.elapsed_s == pytest.approx(native.elapsed_s, rel=0.02)
+    assert lvm1.lvm_parts["md_mapping_s"] == pytest.approx(1e-4 * lvm1.io_counts["metadata_ios"])
+    assert lvm1.lvm_parts["fb_mapping_s"] == pytest.approx(1e-5 * lvm1.io_counts["data_block_ios"])
+    assert native.elapsed_s < lvm1.elapsed_s < lvm2.elapsed_s
+    assert lvm2.read_throughput_bytes_per_s < lvm1.read_throughput_bytes_per_s
+
+
+@settings(max_examples=10, deadline=None)
+@given(files=st.integers(100, 3000), tx=st.integers(10, 4000), high_kib=st.integers(1, 300),
+       layout=st.sampled_from(["native", "lvm1", "lvm2"]), md=st.floats(0, 1e-3), fb=st.floats(0, 1e-4))
+def test_throughput_is_positive(files, tx, high_kib, layout, md, fb):
+    disk = load_preset("wd800bd")
+    cfg = PostMarkConfig(number_of_files=files, transactions=tx, min_file_size_bytes=1,
+                         max_file_size_bytes=high_kib * 1024)
+    p = predict(disk, paper_layout(layout, disk.capacity_bytes), FileSystem(), cfg,
+                lvm_mapping=LvmMapping(md, fb))
+    assert p.elapsed_s > 0 and math.isfinite(p.elapsed_s)
+    assert p.write_throughput_bytes_per_s > 0
+    assert p.read_throughput_bytes_per_s >= 0
+
+
+# ---------------------------------------------------------------- fitters
+
+def test_fit_lvm_mapping_recovers_known_coefficients(disk):
+    truth = LvmMapping(md_mapping_s=2e-4, fb_mapping_s=3e-5)
+    cases = []
+    for high, files in ((8 * 1024, 3000), (200 * 1024, 800)):  # metadata-heavy and data-heavy
+        wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
+                                            max_file_size_bytes=high))
+        for name in ("lvm1", "lvm2"):
+            layout = paper_layout(name, disk.capacity_bytes)
+            p = predict(disk, layout, FileSystem(), wl, lvm_mapping=truth)
+            cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s,
+                              label=f"{high}/{name}"))
+    fit = fit_lvm_mapping(cases)
+    assert isinstance(fit, FitResult) and fit.success
+    assert fit.params["md_mapping_s"] == pytest.approx(2e-4, rel=0.02)
+    assert fit.params["fb_mapping_s"] == pytest.approx(3e-5, rel=0.02)
+    assert np.max(np.abs(fit.residuals)) < 1e-3
+    lo, hi = fit.conf_int()["md_mapping_s"]
+    assert lo <= fit.params["md_mapping_s"] <= hi
+    assert "md_mapping_s" in fit.summary() and "<pre>" in fit._repr_html_()
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = fit.plot()
+    assert len(ax.patches) == len(fit.residuals)
+
+
+def test_fit_io_parameters_recovers_a_host_rate(disk):
+    cases = []
+    slow = disk.evolve(interface_rate_bytes_per_s=8e6)
+    cache = PageCache(size_bytes=64 * MIB)
+    # three workloads for two parameters (read and write cells share one elapsed time)
+    for high, files in ((8 * 1024, 3000), (200 * 1024, 800), (64 * 1024, 3000)):
+        wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
+                                            max_file_size_bytes=high))
+        layout = paper_layout("native", disk.capacity_bytes)
+        p = predict(slow, layout, FileSystem(), wl, cache)
+        cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s))
+    fit = fit_io_parameters(cases, initial=(2e7, 100 * MIB))
+    assert fit.params["interface_rate_bytes_per_s"] == pytest.approx(8e6, rel=0.05)
+    assert fit.params["page_cache_bytes"] == pytest.approx(64 * MIB, rel=0.15)
+
+
+def test_fit_bad_input(disk, counts):
+    native = paper_layout("native", disk.capacity_bytes)
+    with pytest.raises(ValueError, match="cases"):
+        fit_lvm_mapping([Case(disk, native, counts, 1e6, 1e6)])
+    with pytest.raises(ValueError, match="read_throughput_bytes_per_s"):
+        Case(disk, native, counts, -1.0, 1e6)
+    with pytest.raises(ValueError, match="read_throughput_bytes_per_s or write"):
+        Case(disk, native, counts)
+    with pytest.raises(ValueError, match="lvm_mapping"):
+        predict(disk, native, FileSystem(), counts, lvm_mapping=(1, 2))
+
+
+@pytest.mark.slow
+def test_loo_benchmark_prints_its_median_last():
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "djordjevic_loo.py")], capture_output=True,
+                         text=True, check=True, timeout=600).stdout.strip().splitlines()
+    name, value = out[-1].split(": ")
+    assert name == "median_cell_error_pct"
+    assert 0 <= float(value) < 1000
