@@ -2,10 +2,10 @@
 
 * :func:`fit_two_piece`: the curve of Djordjevic & Timcenko (2015) eq. (7)
   (Ruemmler & Wilkes 1994): ``a + b*sqrt(d)`` up to a knee, ``c + s*d``
-  beyond. The knee is chosen by the data: a profile over candidate knees
-  (least squares for each), then each piece is fitted with statsmodels at the
-  best knee, robustly (RLM, Huber's T) or by WLS, giving ``params``, ``bse``
-  and ``conf_int()``, and residual diagnostics.
+  beyond (by default continuous at the knee). The knee is chosen by the
+  data: a profile over candidate knees (least squares for each), then the
+  fit at the best knee with statsmodels, robustly (RLM, Huber's T) or by
+  WLS, giving ``params``, ``bse`` and ``conf_int()``, and residual diagnostics.
 * :func:`fit_table`: the measured-table curve (means per distance, monotone
   PCHIP interpolation as :class:`diskmodel.model.TableSeek`) as the alternative.
 * :func:`test_flat` / :func:`fit_flat_latency`: for flash and virtual disks,
@@ -69,35 +69,35 @@ class TwoPieceFit:
 
     ``params`` and ``bse`` are pandas Series named by :data:`TWO_PIECE_PARAMS`
     (the knee has no standard error: it is chosen by the profile, whose
-    residual sums are in ``profile``). ``short`` and ``long`` are the
-    statsmodels results of the two pieces.
+    residual sums are in ``profile``); ``cov`` is the covariance of the four
+    coefficients. ``continuous``: the long piece was constrained to meet the
+    short one at the knee (``long_offset_s`` is then derived, its standard
+    error by the delta method). ``results`` are the statsmodels results.
     """
 
     params: pd.Series
     bse: pd.Series
-    short: object
-    long: object
+    cov: np.ndarray
+    results: tuple
     method: str
+    continuous: bool
     distance_unit: str
     diagnostics: dict
     profile: pd.DataFrame
-    scale: float = 1.0
+    df_resid: float
     model: str = "two_piece"
 
-    # The pieces are fitted against distance / scale (for conditioning):
-    # a coefficient of sqrt(d) is divided by sqrt(scale), one of d by scale.
-    @property
-    def _factors(self) -> np.ndarray:
-        return np.array([1.0, 1.0 / np.sqrt(self.scale), 1.0, 1.0 / self.scale])
-
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Confidence intervals of the four coefficients (columns ``lower``, ``upper``)."""
+        """Confidence intervals of the four coefficients (columns ``lower``, ``upper``;
+        normal approximation, as statsmodels' RLM gives)."""
+        from scipy.stats import norm
+
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
-        short = np.asarray(self.short.conf_int(alpha))
-        long = np.asarray(self.long.conf_int(alpha))
-        rows = np.vstack((short, long)) * self._factors[:, None]
-        return pd.DataFrame(rows, index=list(TWO_PIECE_PARAMS[:4]), columns=["lower", "upper"])
+        z = norm.ppf(1 - alpha / 2)
+        names = list(TWO_PIECE_PARAMS[:4])
+        p, se = self.params[names].to_numpy(), self.bse[names].to_numpy()
+        return pd.DataFrame({"lower": p - z * se, "upper": p + z * se}, index=names)
 
     def predict(self, distance) -> np.ndarray:
         """Seek time [s] at distances (0 at distance 0)."""
@@ -109,16 +109,14 @@ class TwoPieceFit:
 
     def predict_band(self, distance, alpha: float = 0.05):
         """(prediction, lower, upper) of the mean seek time [s]: a pointwise
-        confidence band from each piece's parameter covariance (normal approximation)."""
+        confidence band from the coefficients' covariance (normal approximation)."""
         from scipy.stats import norm
 
-        d = np.asarray(distance, dtype=float)
+        d = np.asarray(distance, dtype=float).reshape(-1)
         z = norm.ppf(1 - alpha / 2)
-        xs = np.column_stack((np.ones_like(d), np.sqrt(np.abs(d) / self.scale)))
-        xl = np.column_stack((np.ones_like(d), d / self.scale))
-        var_s = np.einsum("ij,jk,ik->i", xs, np.asarray(self.short.cov_params()), xs)
-        var_l = np.einsum("ij,jk,ik->i", xl, np.asarray(self.long.cov_params()), xl)
-        se = np.sqrt(np.where(d <= self.params["knee"], var_s, var_l))
+        short = d <= self.params["knee"]
+        grad = np.column_stack((short * 1.0, short * np.sqrt(np.abs(d)), ~short * 1.0, ~short * d))
+        se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", grad, self.cov, grad), 0.0))
         pred = self.predict(d)
         return pred, pred - z * se, pred + z * se
 
@@ -136,7 +134,8 @@ class TwoPieceFit:
     def to_dict(self) -> dict:
         ci = self.conf_int()
         return {
-            "model": self.model, "method": self.method, "distance_unit": self.distance_unit,
+            "model": self.model, "method": self.method, "continuous": self.continuous,
+            "distance_unit": self.distance_unit,
             "params": {k: float(v) for k, v in self.params.items()},
             "bse": {k: (None if not np.isfinite(v) else float(v)) for k, v in self.bse.items()},
             "conf_int_95": {k: [float(ci.loc[k, "lower"]), float(ci.loc[k, "upper"])] for k in ci.index},
@@ -145,8 +144,8 @@ class TwoPieceFit:
 
     def summary(self) -> str:
         ci = self.conf_int()
-        lines = [f"two-piece seek fit ({self.method}), distance in {self.distance_unit}, "
-                 f"knee {self.params['knee']:.6g} {self.distance_unit} (profiled)"]
+        lines = [f"two-piece seek fit ({self.method}, {'continuous' if self.continuous else 'free'} at the knee), "
+                 f"distance in {self.distance_unit}, knee {self.params['knee']:.6g} {self.distance_unit} (profiled)"]
         for name in TWO_PIECE_PARAMS[:4]:
             lines.append(f"  {name:16s} {self.params[name]: .6g}  se {self.bse[name]:.3g}  "
                          f"95% [{ci.loc[name, 'lower']:.6g}, {ci.loc[name, 'upper']:.6g}]")
@@ -165,7 +164,7 @@ def _lstsq_rss(X, y, w):
 
 def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", knees=None,
                   max_candidates: int = 80, min_points: int = 3, min_fraction: float = 0.02,
-                  distance_unit: str = "bytes") -> TwoPieceFit:
+                  continuous: bool = True, distance_unit: str = "bytes") -> TwoPieceFit:
     """Fit eq. (7) with the knee chosen by the data.
 
     Parameters
@@ -176,6 +175,11 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
         Seek times [s], one per distance (repeats allowed).
     weights : array_like, optional
         Inverse-variance weights (WLS); default equal.
+    continuous : bool
+        Constrain the long piece to meet the short one at the knee (one
+        regression on ``1, sqrt(min(d, e)), max(d - e, 0)``); the seek
+        curves of real drives are continuous, and the constraint steadies
+        the knee. False fits the two pieces apart (eq. 7 as printed).
     method : "rlm" or "wls"
         Robust regression (Huber's T, for timing data with outliers) or
         weighted least squares for the final pieces.
@@ -212,30 +216,53 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
         if (np.unique(x[s]).size < min_points or np.unique(x[~s]).size < min_points
                 or s.sum() < min_share or (~s).sum() < min_share):
             continue
-        rss = (_lstsq_rss(np.column_stack((np.ones(s.sum()), np.sqrt(xn[s]))), y[s], w[s])
-               + _lstsq_rss(np.column_stack((np.ones((~s).sum()), xn[~s])), y[~s], w[~s]))
+        if continuous:
+            kn = knee / scale
+            rss = _lstsq_rss(np.column_stack((np.ones_like(xn), np.sqrt(np.minimum(xn, kn)),
+                                              np.maximum(xn - kn, 0.0))), y, w)
+        else:
+            rss = (_lstsq_rss(np.column_stack((np.ones(s.sum()), np.sqrt(xn[s]))), y[s], w[s])
+                   + _lstsq_rss(np.column_stack((np.ones((~s).sum()), xn[~s])), y[~s], w[~s]))
         rows.append((float(knee), rss))
     if not rows:
         raise ValueError("knees: no candidate knee leaves enough distances on both sides")
     profile = pd.DataFrame(rows, columns=["knee", "rss"])
     knee = float(profile.loc[profile["rss"].idxmin(), "knee"])
     s = x <= knee
-    Xs = sm.add_constant(np.sqrt(xn[s]), has_constant="add")
-    Xl = sm.add_constant(xn[~s], has_constant="add")
-    if method == "rlm":
-        # RLM takes no weights: scale rows by sqrt(w) (equivalent for Huber's T up to the scale estimate).
-        sws, swl = np.sqrt(w[s]), np.sqrt(w[~s])
-        short = sm.RLM(y[s] * sws, Xs * sws[:, None], M=sm.robust.norms.HuberT()).fit()
-        long = sm.RLM(y[~s] * swl, Xl * swl[:, None], M=sm.robust.norms.HuberT()).fit()
+    kn = knee / scale
+    sw = np.sqrt(w)
+
+    def run(X, rows):
+        if method == "rlm":
+            # RLM takes no weights: rows scaled by sqrt(w) (equivalent for Huber's T up to the scale).
+            return sm.RLM(y[rows] * sw[rows], X * sw[rows, None], M=sm.robust.norms.HuberT()).fit()
+        return sm.WLS(y[rows], X, weights=w[rows]).fit()
+
+    # Coefficients are fitted against distance / scale (conditioning); J maps them
+    # to (short_offset, short_sqrt, long_offset, long_slope) in the caller's units.
+    if continuous:
+        X = np.column_stack((np.ones_like(xn), np.sqrt(np.minimum(xn, kn)), np.maximum(xn - kn, 0.0)))
+        res = run(X, np.ones_like(x, dtype=bool))
+        theta, cov_t = np.asarray(res.params), np.asarray(res.cov_params())
+        J = np.array([[1.0, 0.0, 0.0],
+                      [0.0, 1.0 / np.sqrt(scale), 0.0],
+                      [1.0, np.sqrt(kn), -kn],
+                      [0.0, 0.0, 1.0 / scale]])
+        results, df_resid = (res,), float(res.df_resid)
     else:
-        short = sm.WLS(y[s], Xs, weights=w[s]).fit()
-        long = sm.WLS(y[~s], Xl, weights=w[~s]).fit()
-    f = np.array([1.0, 1.0 / np.sqrt(scale), 1.0, 1.0 / scale])
-    p4 = np.concatenate((np.asarray(short.params), np.asarray(long.params))) * f
-    b4 = np.concatenate((np.asarray(short.bse), np.asarray(long.bse))) * f
+        rs = run(sm.add_constant(np.sqrt(xn[s]), has_constant="add"), s)
+        rl = run(sm.add_constant(xn[~s], has_constant="add"), ~s)
+        theta = np.concatenate((np.asarray(rs.params), np.asarray(rl.params)))
+        cov_t = np.zeros((4, 4))
+        cov_t[:2, :2] = np.asarray(rs.cov_params())
+        cov_t[2:, 2:] = np.asarray(rl.cov_params())
+        J = np.diag([1.0, 1.0 / np.sqrt(scale), 1.0, 1.0 / scale])
+        results, df_resid = (rs, rl), float(rs.df_resid + rl.df_resid)
+    p4 = J @ theta
+    cov = J @ cov_t @ J.T
     params = pd.Series([*p4, knee], index=list(TWO_PIECE_PARAMS))
-    bse = pd.Series([*b4, np.nan], index=list(TWO_PIECE_PARAMS))
-    fit = TwoPieceFit(params, bse, short, long, method, distance_unit, {}, profile, scale)
+    bse = pd.Series([*np.sqrt(np.maximum(np.diag(cov), 0.0)), np.nan], index=list(TWO_PIECE_PARAMS))
+    fit = TwoPieceFit(params, bse, cov, results, method, continuous, distance_unit, {}, profile, df_resid)
     diagnostics = residual_diagnostics(x, y - fit.predict(x))
     object.__setattr__(fit, "diagnostics", diagnostics)
     return fit

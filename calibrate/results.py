@@ -106,8 +106,13 @@ class CalibrationResult:
         self.latency_model: FlatLatencyModel | None = None
         self.two_piece_error: str | None = None
         if self.mechanical_seek:
+            # The two-piece curve is fitted against the distance in tracks, the
+            # physical coordinate of a seek: a track holds rate * T_rot bytes, so
+            # outer zones hold more bytes per track than inner ones.
+            tracks = np.abs(self.track_of_bytes(self.seek_to_bytes) - self.track_of_bytes(self.seek_from_bytes))
+            ok = keep & (tracks > 0)
             try:
-                self.two_piece = fit_two_piece(distance[keep], seek[keep], method="rlm")
+                self.two_piece = fit_two_piece(tracks[ok], seek[ok], method="rlm", distance_unit="tracks")
             except ValueError as exc:
                 self.two_piece_error = str(exc)
         else:
@@ -115,6 +120,20 @@ class CalibrationResult:
             good = np.isfinite(rates) & (rates > 0)
             per_byte = float(np.median(1.0 / rates[good])) if good.any() else float("nan")
             self.latency_model = fit_flat_latency(self.seek_time_s[keep], per_byte)
+
+    def track_of_bytes(self, offset_bytes) -> np.ndarray:
+        """Position in tracks of byte offsets [tracks]: the bytes before each offset
+        divided by the bytes of a track (rate * T_rot) of the zones they lie in."""
+        if self.rotation_period_s is None:
+            raise ValueError("there is no rotation period, hence no tracks, on this device")
+        starts = np.array([z[0] for z in self.zones] + [self.zones[-1][1]], dtype=float)
+        per_track = np.array([z[2] for z in self.zones]) * self.rotation_period_s
+        knots = np.concatenate(([0.0], np.cumsum(np.diff(starts) / per_track)))
+        return np.interp(np.asarray(offset_bytes, dtype=float), starts, knots)
+
+    @property
+    def mean_bytes_per_track(self) -> float:
+        return float(self.size_bytes / self.track_of_bytes(self.size_bytes))
 
     @property
     def seek_distance_bytes(self) -> np.ndarray:
@@ -184,11 +203,26 @@ class CalibrationResult:
 
     # derived quantities --------------------------------------------------------
     def seek_time_at_s(self, distance_bytes, model: str | None = None) -> np.ndarray:
-        """Seek time [s] at byte distances from the chosen (or named) model."""
+        """Seek time [s] at byte distances from the chosen (or named) model (the
+        two-piece curve, fitted in tracks, at the mean bytes per track)."""
         fit = self._model(model)
+        d = np.asarray(distance_bytes, dtype=float)
         if isinstance(fit, FlatLatencyModel):
-            return np.zeros_like(np.asarray(distance_bytes, dtype=float))
-        return np.maximum(fit.predict(np.asarray(distance_bytes, dtype=float)), 0.0)
+            return np.zeros_like(d)
+        if isinstance(fit, TwoPieceFit):
+            d = d / self.mean_bytes_per_track
+        return np.maximum(fit.predict(d), 0.0)
+
+    def seek_time_between_s(self, from_bytes, to_bytes, model: str | None = None) -> np.ndarray:
+        """Seek time [s] between byte offsets (the two-piece curve at their distance in tracks)."""
+        fit = self._model(model)
+        a = np.asarray(from_bytes, dtype=float)
+        b = np.asarray(to_bytes, dtype=float)
+        if isinstance(fit, FlatLatencyModel):
+            return np.zeros(np.broadcast(a, b).shape)
+        if isinstance(fit, TwoPieceFit):
+            return np.maximum(fit.predict(np.abs(self.track_of_bytes(b) - self.track_of_bytes(a))), 0.0)
+        return np.maximum(fit.predict(np.abs(b - a)), 0.0)
 
     def _model(self, model):
         if model is None:
@@ -207,7 +241,7 @@ class CalibrationResult:
         rng = np.random.default_rng(seed)
         a = rng.integers(0, self.size_bytes, samples)
         b = rng.integers(0, self.size_bytes, samples)
-        return float(self.seek_time_at_s(np.abs(a - b), model).mean())
+        return float(self.seek_time_between_s(a, b, model).mean())
 
     def rate_at_bytes(self, offset_bytes) -> np.ndarray:
         """Transfer rate [bytes/s] of the zone holding each byte offset."""
@@ -247,8 +281,8 @@ class CalibrationResult:
 
         The geometry is a stand-in: one surface, each zone's sectors per track
         from its rate (``rate * T_rot / sector``) and as many tracks ("cylinders")
-        as fill its bytes; the seek curve fitted against bytes is rescaled to
-        those tracks by the mean bytes per track. Raises ValueError where the
+        as fill its bytes. The two-piece curve is fitted in tracks already; the
+        table (against bytes) is rescaled by the mean bytes per track. Raises ValueError where the
         device shows no mechanical seek (use ``latency_model``).
         """
         from diskmodel.model import Disk, Geometry, Zone
@@ -269,7 +303,7 @@ class CalibrationResult:
         if seek == "two_piece":
             if self.two_piece is None:
                 raise ValueError(f"seek='two_piece': there is no two-piece fit ({self.two_piece_error})")
-            model = self.two_piece.as_seek(scale)
+            model = self.two_piece.as_seek(1.0)  # fitted in tracks, the stand-in's cylinders
             if model.knee_cylinders >= geometry.cylinders:
                 model = model.evolve(knee_cylinders=geometry.cylinders - 1)
         elif seek == "table":
@@ -281,7 +315,8 @@ class CalibrationResult:
                     provenance=f"calibrated by diskmodel from {self.target} ({self.kind}); "
                                f"{self.device_time_s:.1f} s of device time",
                     estimates=(("geometry", "one surface; tracks sized from the measured zone rates"),
-                               ("seek", f"{seek} fit against byte distance, rescaled by {scale:.0f} bytes per track")))
+                               ("seek", "two-piece fit against the distance in tracks" if seek == "two_piece" else
+                                f"table against byte distance, rescaled by {scale:.0f} bytes per track")))
 
     # reporting -------------------------------------------------------------
     def summary(self) -> str:
@@ -349,8 +384,9 @@ class CalibrationResult:
         grid = np.geomspace(max(distance[k].min(), 1), self.size_bytes, 300)
         fit = self._model(model)
         if isinstance(fit, TwoPieceFit):
-            pred, lo, hi = fit.predict_band(grid, alpha)
-            ax.plot(grid, pred * 1e3, color="C1", label=f"two-piece fit (knee {fit.params['knee'] / 2**30:.3g} GiB)")
+            pred, lo, hi = fit.predict_band(grid / self.mean_bytes_per_track, alpha)
+            ax.plot(grid, pred * 1e3, color="C1",
+                    label=f"two-piece fit (knee {fit.params['knee']:.4g} tracks; at the mean track size)")
             ax.fill_between(grid, lo * 1e3, hi * 1e3, color="C1", alpha=0.3, label=f"{100 * (1 - alpha):g}% band")
         elif isinstance(fit, TableFit):
             ax.plot(grid, fit.predict(grid) * 1e3, color="C2", label="table")

@@ -229,6 +229,14 @@ def test_two_piece_fit_recovers_known_parameters():
     assert seek.seek_time_s(100) == pytest.approx(1e-3 + 2e-4 * 10, rel=0.05)
     wls = fit_two_piece(d, y, method="wls")
     assert wls.params["long_slope_s"] == pytest.approx(1e-6, rel=0.3)
+    # continuous by default: both pieces meet at the knee; the free form need not
+    p = fit.params
+    assert p["short_offset_s"] + p["short_sqrt_s"] * np.sqrt(p["knee"]) == pytest.approx(
+        p["long_offset_s"] + p["long_slope_s"] * p["knee"], rel=1e-9)
+    free = fit_two_piece(d, y, continuous=False)
+    assert not free.continuous and free.params["long_slope_s"] == pytest.approx(1e-6, rel=0.3)
+    pred, lo, hi = fit.predict_band(np.array([10.0, 5000.0]))
+    assert np.all(lo < pred) and np.all(pred < hi) and np.all(hi - lo < 1e-3)
 
 
 def test_fit_input_errors():
