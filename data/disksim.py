@@ -551,6 +551,41 @@ class G4Layout:
     def track_patterns(self) -> int:
         return int(self.tp.shape[0])
 
+    def zone_table(self, surfaces: int) -> np.ndarray:
+        """(n, 3) rows (first cylinder, last cylinder, mean sectors per track) of the root index.
+
+        Each root entry covers ``cylrunlen`` cylinders holding ``runlen``
+        blocks; their mean sectors per track is ``runlen / (cylrunlen *
+        surfaces)`` (g4 layouts may give each surface its own track length).
+        """
+        root = self.idx[-1]
+        first = root[:, 1].astype(np.int64)
+        cylinders = root[:, 7].astype(np.int64)
+        if np.any(cylinders <= 0):
+            raise DiskSimFormatError(self.path, 1, "the root IDX section has a non-positive cylinder run")
+        spt = root[:, 6] / (cylinders * surfaces)
+        return np.column_stack((first, first + cylinders - 1, spt))
+
+    def geometry(self, surfaces: int):
+        """An approximate :class:`diskmodel.model.Geometry`: one zone per run of root
+        entries with the same (rounded) mean sectors per track, no skews.
+
+        The real g4 layout is serpentine (a run of cylinders on one surface,
+        then back on the next), so LBA -> CHS of this Geometry is not the
+        drive's; capacity and zone transfer rates are kept (to rounding).
+        """
+        from diskmodel.model.zones import Geometry, Zone
+
+        table = self.zone_table(surfaces)
+        zones = []
+        for first, last, spt in table:
+            spt = max(int(round(spt)), 1)
+            if zones and zones[-1].sectors_per_track == spt and zones[-1].last_cylinder + 1 == int(first):
+                zones[-1] = Zone(zones[-1].first_cylinder, int(last), spt)
+            else:
+                zones.append(Zone(int(first), int(last), spt))
+        return Geometry(surfaces, tuple(zones))
+
 
 @dataclass(frozen=True)
 class MechModel:
@@ -606,7 +641,7 @@ class ModelFile:
         """Cylinders the layout uses (one more than listed where the zones end past the count)."""
         if isinstance(self.layout, G1Layout):
             return max(self.cylinders, self.layout.zones[-1].last_cylinder + 1)
-        return self.cylinders
+        return max(self.cylinders, int(self.layout.zone_table(self.surfaces)[-1, 1]) + 1)
 
     @property
     def zones(self) -> tuple[G1Zone, ...]:
@@ -623,6 +658,8 @@ class ModelFile:
         """
         from diskmodel.model.zones import Geometry, Zone
 
+        if isinstance(self.layout, G4Layout):
+            return self.layout.geometry(self.surfaces)
         zones = self.zones
         ends = [after.first_cylinder - 1 for after in zones[1:]] + [zones[-1].last_cylinder]
         zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track,
@@ -1182,17 +1219,18 @@ def load_disksim_drive(folder) -> DiskSimDrive:
         estimates.append(("write_settle_s", f"DiskSim lists a negative write settle "
                                             f"({mech.write_settle_s * 1e3:g} ms); the Disk bundle keeps 0, "
                                             "the simulation uses the listed value"))
-    disk = None
-    if isinstance(model.layout, G1Layout):
-        disk = Disk(
-            name=name, geometry=model.geometry(), seek=model.seek(), rpm=mech.rpm,
-            command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
-            settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
-            interface_rate_bytes_per_s=512.0 / block_time if block_time > 0 else float("inf"),
-            cache_size_bytes=specs.cache_size_bytes,
-            provenance=f"DiskSim 4.0 validation files in {folder} (settle is inside the measured seek curve; "
-                       "spares and slips are in DiskSimDrive.model, not in Disk.geometry)",
-            estimates=tuple(estimates))
+    if isinstance(model.layout, G4Layout):
+        estimates.append(("geometry", "g4 layout: zones from the root index runs with their mean sectors per "
+                                      "track; the drive's serpentine LBN order is not represented"))
+    disk = Disk(
+        name=name, geometry=model.geometry(), seek=model.seek(), rpm=mech.rpm,
+        command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
+        settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
+        interface_rate_bytes_per_s=512.0 / block_time if block_time > 0 else float("inf"),
+        cache_size_bytes=specs.cache_size_bytes,
+        provenance=f"DiskSim 4.0 validation files in {folder} (settle is inside the measured seek curve; "
+                   "spares, slips and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
+        estimates=tuple(estimates))
     return DiskSimDrive(name, folder, disk, model, specs, parv, trace_path)
 
 

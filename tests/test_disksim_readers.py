@@ -156,3 +156,17 @@ def test_parser_syntax():
     assert block.get("Sizes") == ["exponential", 0.0, 8.0]
     assert block.get("Inner").get("a") == 1
     assert items[1].kind == "source" and items[1].value.filename == "other.x"
+
+
+def test_g4_drive_gives_an_approximate_disk(disksim_dir):
+    drive = load_disksim_drive(disksim_dir / "G4_4TB")
+    geometry = drive.disk.geometry
+    # 59 root runs of 3072..1536 sectors per track merge into zones; 303104 cylinders are mapped
+    assert geometry.surfaces == 10 and geometry.cylinders == 303104
+    assert geometry.zone_sectors_per_track[0] == 3072
+    assert geometry.total_sectors == 7542225920            # the blocks the g4 index maps
+    assert any(name == "geometry" for name, _ in drive.disk.estimates)
+    rates = drive.disk.zone_rates_bytes_per_s()
+    assert rates[0] == pytest.approx(3072 * 512 / (60 / 7200))
+    with pytest.raises(ValueError, match="g1"):
+        drive.simulation_parameters()
