@@ -31,8 +31,15 @@ a time (queue depth 1):
   write data) is a hit; a read of blocks that the read-ahead is still
   fetching waits for them; "fast write" (immediate report) completes a write
   once its data is in the buffer and writes it to the media in the
-  background (level 2: always; level 1: only writes appending to the
-  previous write).
+  background (levels 1 and 2 differ only for requests queued behind dirty
+  data, which one-at-a-time traces never have).
+
+Known gaps against the measured traces (see ``benchmarks/trace_validation.py``):
+accesses that need no seek take ~0.7-1 ms longer on the real ibm18es,
+barracuda and atlas_III than any positioning time in their files gives;
+hp_c2247a's reads are ~0.3 ms faster after a write and its writes ~0.35 ms
+slower after a read than its (equal) after-read/after-write overheads say.
+No parameter was fitted to the traces.
 
 Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
 sequential state (head, phase, segments, read-ahead) is carried by a numba
