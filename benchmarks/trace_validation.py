@@ -36,8 +36,8 @@ def main(argv: list[str]) -> int:
         result = validate_drive(drive)
         ratio = result.ratio_to_reference
         ratios.append(ratio)
-        print(f"{name:<12}{result.requests:>9}{result.demerit_ms:>10.3f}{result.demerit_pct_of_mean:>8.2f}"
-              f"{result.reference_demerit_s * 1e3:>12.3f}{ratio:>7.2f}"
+        print(f"{name:<12}{result.requests:>9}{result.demerit_ms:>10.4f}{result.demerit_pct_of_mean:>8.2f}"
+              f"{result.reference_demerit_s * 1e3:>12.3f}{ratio:>7.3f}"
               f"{result.mean_measured_s * 1e3:>11.3f}{result.mean_predicted_s * 1e3:>11.3f}")
     within = sum(r <= 1.5 for r in ratios)
     at_or_below = sum(r <= 1.0 for r in ratios)
