@@ -122,6 +122,10 @@ class FileSystem:
         Active region = spread * live file bytes (plus one block group) [>= 1].
     max_request_bytes : int
         Largest request of sequential write-back [bytes] (``max_sectors_kb``).
+    cpu_per_file_operation_s : float
+        CPU time of the file-system code per file operation (create, delete,
+        open for read or append: path lookup, inode and directory handling,
+        journal bookkeeping) [s], >= 0; charged to T_DO as cache-side time.
     write_reorder_depth : int or None
         Writes the drive may hold and reorder in its write cache [count].
         None: as many as fit ``disk.cache_size_bytes`` (write caching is on
@@ -146,6 +150,7 @@ class FileSystem:
     allocation_spread: float = 1.5
     max_request_bytes: int = 512 * KIB
     write_reorder_depth: int | None = None
+    cpu_per_file_operation_s: float = 0.0
 
     def __post_init__(self):
         if self.kind not in ("ext2", "ext3"):
@@ -168,6 +173,7 @@ class FileSystem:
         if finite_scalar("allocation_spread", self.allocation_spread) < 1:
             raise ValueError(f"allocation_spread must be >= 1 (got {self.allocation_spread!r})")
         whole_number("max_request_bytes", self.max_request_bytes, minimum=self.block_size_bytes)
+        finite_scalar("cpu_per_file_operation_s", self.cpu_per_file_operation_s, nonnegative=True)
         if self.write_reorder_depth is not None:
             whole_number("write_reorder_depth", self.write_reorder_depth, minimum=1)
 
@@ -489,10 +495,10 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     for term, count in plan["reads_meta"].items():
         ledger.disk(term, count, meta_read)
     # lookups and metadata updates served by the cache (eq. 2 hits): one block copy each
-    meta_hit_ops = plan["dir"][0] + plan["inode"][0] + plan["bitmap"][0]
     ledger.add("T_DO", "cache_s", plan["p_meta"] * (total.creates + total.deletes + total.reads + total.appends)
                * B / cache.rate_bytes_per_s)
-    ledger.add("T_MO", "cache_s", plan["p_meta"] * meta_hit_ops * 0.0)  # updates are in-place stores: ~free
+    ledger.add("T_DO", "cache_s", (total.creates + total.deletes + total.reads + total.appends)
+               * fs.cpu_per_file_operation_s)
 
     # ---------------- T_DFA: file data
     p_data = plan["p_data"]

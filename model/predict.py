@@ -17,13 +17,12 @@ _repr_html_.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .filesystem import DST_PARTS, TERMS, FileSystem, PageCache, file_system_access_time
+from .filesystem import FileSystem, PageCache, file_system_access_time
 from .layouts import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
 from .workload import PostMarkConfig, PostMarkCounts, expected_counts
 
@@ -364,41 +363,68 @@ def fit_lvm_mapping(cases, *, initial=(1e-4, 1e-5), bounds=None) -> FitResult:
     return _fit(cases, ("md_mapping_s", "fb_mapping_s"), initial, bounds, apply, x_scale=(1e-4, 1e-5))
 
 
-#: Bounds of the I/O-path parameters fitted by fit_io_parameters.
+#: Bounds of the I/O-path parameters fitted by fit_io_parameters [their units].
 IO_PARAMETER_BOUNDS = {
     "interface_rate_bytes_per_s": (1.0e6, 3.0e8),   # from PIO-era hosts to SATA 3 Gb/s
     "page_cache_bytes": (0.0, 8.0 * 1024 ** 3),
+    "cpu_per_file_operation_s": (0.0, 0.1),
 }
+_IO_SCALE = {"interface_rate_bytes_per_s": 1.0e7, "page_cache_bytes": 1.0e8, "cpu_per_file_operation_s": 1.0e-4}
+_IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "page_cache_bytes": 256.0 * MIB, "cpu_per_file_operation_s": 1e-4}
 
 
-def fit_io_parameters(cases, *, initial=(2.0e7, 256.0 * MIB), bounds=None, cache_starts=8) -> FitResult:
-    """Fit the effective host transfer rate (T_I of eq. 3, the disk's
-    ``interface_rate_bytes_per_s``) and the page cache size (P_H of eq. 2).
+def _apply_io(case, values):
+    disk, cache, fs = case.disk, case.cache, case.filesystem
+    if "interface_rate_bytes_per_s" in values:
+        disk = disk.evolve(interface_rate_bytes_per_s=values["interface_rate_bytes_per_s"])
+    if "page_cache_bytes" in values:
+        cache = cache.evolve(size_bytes=values["page_cache_bytes"])
+    if "cpu_per_file_operation_s" in values:
+        fs = fs.evolve(cpu_per_file_operation_s=values["cpu_per_file_operation_s"])
+    return {"disk": disk, "filesystem": fs, "cache": cache, "lvm_mapping": case.lvm_mapping}
 
-    These describe the measuring machine, which papers rarely report; fit
-    them on native runs (then fit LVM mapping costs with them held).
+
+def apply_io_parameters(disk, filesystem: FileSystem, cache: PageCache, params: dict):
+    """(disk, filesystem, cache) with fitted I/O-path *params* applied."""
+    unknown = set(params) - set(IO_PARAMETER_BOUNDS)
+    if unknown:
+        raise ValueError(f"params: unknown I/O parameter(s) {sorted(unknown)}")
+    out = _apply_io(Case(disk, Partition(0, 1), PostMarkConfig(), 1.0, filesystem=filesystem, cache=cache), params)
+    return out["disk"], out["filesystem"], out["cache"]
+
+
+def fit_io_parameters(cases, *, parameters=("interface_rate_bytes_per_s", "page_cache_bytes"), initial=None,
+                      bounds=None, cache_starts=8) -> FitResult:
+    """Fit I/O-path parameters a paper does not report, on native runs.
+
+    *parameters* is any subset of :data:`IO_PARAMETER_BOUNDS`:
+    ``interface_rate_bytes_per_s`` (the effective host transfer rate, T_I
+    of eq. 3), ``page_cache_bytes`` (P_H of eq. 2) and
+    ``cpu_per_file_operation_s`` (:class:`FileSystem`).  Fit them on native
+    runs, then fit LVM mapping costs with them held.
 
     P_H = min(1, cache / working set) is flat once the cache holds every
-    case's working set, so the fit starts from *cache_starts* page cache sizes
-    spread geometrically over the bounds (plus *initial*) and keeps the best;
-    among fits equally good (cost within 0.1 %), the smallest page cache, the
-    least the data require.  Its ``bse`` is nan when it is not identified.
+    case's working set, so when ``page_cache_bytes`` is fitted the fit starts
+    from *cache_starts* sizes spread geometrically over its bounds (plus the
+    initial value) and keeps the best; among fits equally good (cost within
+    0.1 %) the smallest page cache, the least the data require.  Its ``bse``
+    is nan when it is not identified.
     """
-    bounds = dict(IO_PARAMETER_BOUNDS) if bounds is None else dict(bounds)
+    names = tuple(parameters)
+    if not names or any(n not in IO_PARAMETER_BOUNDS for n in names) or len(set(names)) != len(names):
+        raise ValueError(f"parameters must be distinct names from {sorted(IO_PARAMETER_BOUNDS)} (got {parameters!r})")
+    bounds = {**IO_PARAMETER_BOUNDS, **(bounds or {})}
+    initial = {**_IO_INITIAL, **(initial or {})}
     whole = int(cache_starts)
     if whole < 1:
         raise ValueError(f"cache_starts must be >= 1 (got {cache_starts!r})")
-
-    def apply(case, values):
-        return {"disk": case.disk.evolve(interface_rate_bytes_per_s=values["interface_rate_bytes_per_s"]),
-                "filesystem": case.filesystem, "cache": case.cache.evolve(size_bytes=values["page_cache_bytes"]),
-                "lvm_mapping": case.lvm_mapping}
-
-    lo, hi = bounds["page_cache_bytes"]
-    starts = [initial[1]] + list(np.geomspace(max(lo, 8.0 * MIB), hi, whole))
-    fits = [_fit(cases, ("interface_rate_bytes_per_s", "page_cache_bytes"), (initial[0], start), bounds, apply,
-                 x_scale=(1.0e7, 1.0e8)) for start in starts]
+    x_scale = [_IO_SCALE[n] for n in names]
+    starts = [dict(initial)]
+    if "page_cache_bytes" in names:
+        lo, hi = bounds["page_cache_bytes"]
+        starts += [{**initial, "page_cache_bytes": c} for c in np.geomspace(max(lo, 8.0 * MIB), hi, whole)]
+    fits = [_fit(cases, names, [start[n] for n in names], bounds, _apply_io, x_scale) for start in starts]
     costs = np.array([float(f.residuals @ f.residuals) for f in fits])
     best = costs.min()
     good = [f for f, c in zip(fits, costs) if c <= best * 1.001 + 1e-12]
-    return min(good, key=lambda f: f.params["page_cache_bytes"])
+    return min(good, key=lambda f: f.params.get("page_cache_bytes", 0.0))

@@ -17,7 +17,7 @@ from diskmodel.model.predict import (
     Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, format_postmark_rate, predict,
 )
 from diskmodel.model.presets import load_preset
-from diskmodel.model.workload import GIB, MIB, PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
+from diskmodel.model.workload import MIB, PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def test_fit_io_parameters_recovers_a_host_rate(disk):
         layout = paper_layout("native", disk.capacity_bytes)
         p = predict(slow, layout, FileSystem(), wl, cache)
         cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s))
-    fit = fit_io_parameters(cases, initial=(2e7, 100 * MIB))
+    fit = fit_io_parameters(cases, initial={"page_cache_bytes": 100 * MIB})
     assert fit.params["interface_rate_bytes_per_s"] == pytest.approx(8e6, rel=0.05)
     assert fit.params["page_cache_bytes"] == pytest.approx(64 * MIB, rel=0.15)
 
