@@ -101,9 +101,10 @@ class BudgetExhausted(Exception):
 class Meter:
     """Issues reads to a backend and accounts for the device time they take.
 
-    Device time is the backend's own ``device_time_s`` where it has one (the
-    virtual clock of a simulation), else the sum of the returned read times.
-    ``seconds_left(stage_budget_s)`` tells a stage how much of its budget is left.
+    Device time (``spent_s``) is the backend's own ``device_time_s`` where it has
+    one (the virtual clock of a simulation), else the sum of the returned read
+    times. The budget is charged ``used_s``: the device time, and for backends
+    without a virtual clock at least the wall time (a bounded duration).
     """
 
     def __init__(self, backend, *, progress=None):
@@ -115,8 +116,18 @@ class Meter:
         self.bytes_read = 0
         self._sum_s = 0.0
         self._start_device = getattr(backend, "device_time_s", None)
+        self.virtual = self._start_device is not None
         self.progress = progress
         self.wall_start = time.perf_counter()
+
+    @property
+    def used_s(self) -> float:
+        """What the budget is charged: the device time, and for a backend without a
+        virtual clock at least the wall time since the start (so that host overheads
+        cannot stretch a run on real storage beyond its budget)."""
+        if self.virtual:
+            return self.spent_s
+        return max(self.spent_s, time.perf_counter() - self.wall_start)
 
     @property
     def spent_s(self) -> float:
@@ -127,7 +138,7 @@ class Meter:
 
     def read_many(self, offsets, length_bytes: int) -> np.ndarray:
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
-        before = self.spent_s
+        before = self.used_s
         if hasattr(self.backend, "read_many"):
             t = np.asarray(self.backend.read_many(offsets, int(length_bytes)), dtype=float)
         else:
@@ -140,7 +151,7 @@ class Meter:
         self.bytes_read += offsets.size * int(length_bytes)
         self._sum_s += float(t.sum())
         if self.progress is not None:
-            self.progress.update(self.spent_s - before)
+            self.progress.update(self.used_s - before)
         return t
 
     def read(self, offset: int, length_bytes: int) -> float:
@@ -182,7 +193,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     b = meter.block_size_bytes
     size = meter.size_bytes
     max_stride = max(1, min(max_stride_bytes, size // 16) // b)
-    spent0 = meter.spent_s
+    spent0 = meter.used_s
     reads0 = meter.reads
     points = meter.align((np.arange(starts) + rng.uniform(0.1, 0.9, starts)) / starts
                          * max(size - (2 * max_stride + 2) * b, b))
@@ -194,7 +205,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
 
     periods, overheads, transfers, raw = [], [], [], []
     for o in points.tolist():
-        if meter.spent_s - spent0 > budget_s:
+        if meter.used_s - spent0 > budget_s:
             break
         d0 = pair(o, 0)
         cache = {0: d0}
@@ -241,7 +252,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         overheads.append(d(s_hi) - 0.5 * x)
         transfers.append(x)
         raw.append((o, s_a, s_b, s_hi, d(s_a), d(s_b), d(s_hi)))
-    used = meter.spent_s - spent0
+    used = meter.used_s - spent0
     if len(periods) < max(2, (starts + 1) // 2):
         return RotationMeasurement(
             None, None, periods, None, None, points.tolist(),
@@ -259,7 +270,7 @@ def _rotation_from(periods, overheads, transfers, raw, points, starts, used, rea
     return RotationMeasurement(
         period, bse, p.tolist(), float(np.median(overheads)), float(np.median(transfers)), points,
         f"sawtooth drop at {len(periods)} of {starts} start points: period {period * 1e3:.4f} ms "
-        f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us ({how}); {used:.2f} s of device time",
+        f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us ({how}); {used:.2f} s of budget",
         reads, list(transfers), raw, used)
 
 
@@ -340,11 +351,20 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     """zcav-like transfer rates at locations spread over the device, and zone boundaries."""
     b = meter.block_size_bytes
     size = meter.size_bytes
-    spent0, reads0 = meter.spent_s, meter.reads
-    pilot_len = max(b, min(MIB, size // 16) // b * b)
-    pilot = np.nanmedian(_rate_at(meter, 0, pilot_len, 2))
-    if not np.isfinite(pilot) or pilot <= 0:
-        raise ValueError("could not measure a transfer rate: reading more took no longer than reading less")
+    spent0, reads0 = meter.used_s, meter.reads
+    # Pilot: the rate near the start, from reads long enough to stand out of the
+    # latency noise (doubled until they do, up to an eighth of the device).
+    pilot_len = max(2 * b, min(MIB, size // 16) // b * b)
+    while True:
+        trials = _rate_at(meter, 0, pilot_len, 3)
+        good = trials[np.isfinite(trials)]
+        if good.size >= 2:
+            pilot = float(np.median(good))
+            break
+        if 2 * pilot_len > size // 8:
+            raise ValueError(f"could not measure a transfer rate: reading {pilot_len} bytes took no longer "
+                             "than reading one block (is the target cached, or are its reads not timed?)")
+        pilot_len *= 2
     # A read long enough that a revolution of difference in waiting, or the host's
     # jitter, is small against its transfer time.
     target_s = max(0.02, 5 * (rotation_period_s or 0.0))
@@ -360,18 +380,23 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     rates = np.full((k, repeats), np.nan)
     done = np.zeros(k, dtype=bool)
     for n, i in enumerate(order):
-        if n >= min_locations and meter.spent_s - spent0 > budget_s:
+        if n >= min_locations and meter.used_s - spent0 > budget_s:
             break
         rates[i] = _rate_at(meter, int(locs[i]), length, repeats)
         done[i] = True
     locs, rates = locs[done], rates[done]
+    if np.all(np.isnan(rates)):
+        raise ValueError("could not measure a transfer rate at any location: reading more took no longer "
+                         "than reading one block")
     done = int(done.sum())
+    valid = ~np.all(np.isnan(rates), axis=1)
+    locs, rates = locs[valid], rates[valid]
     rate = np.nanmedian(rates, axis=1)
     zones = zones_from_profile(locs, rate, size, b)
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "
-        f"{meter.spent_s - spent0:.2f} s of device time", meter.reads - reads0)
+        f"{meter.used_s - spent0:.2f} s of budget", meter.reads - reads0)
 
 
 def _profile_rate(zones, offsets) -> np.ndarray:
@@ -419,7 +444,7 @@ def measure_seek(meter: Meter, rng: np.random.Generator, *, budget_s: float, cou
     b = meter.block_size_bytes
     size = meter.size_bytes
     distances = seek_distances(size, b, count)
-    spent0 = meter.spent_s
+    spent0 = meter.used_s
     froms, tos, times, designed, rounds = [], [], [], [], []
     last = getattr(meter, "_last_offset", 0)
     r = 0
@@ -429,8 +454,8 @@ def measure_seek(meter: Meter, rng: np.random.Generator, *, budget_s: float, cou
     spacing = float(np.median(np.diff(np.log(distances)))) if distances.size > 1 else 0.0
     half = 0.45 * spacing
     round_s = 0.0
-    while r < max_rounds and (r < min_rounds or meter.spent_s - spent0 + round_s <= budget_s):
-        before = meter.spent_s
+    while r < max_rounds and (r < min_rounds or meter.used_s - spent0 + round_s <= budget_s):
+        before = meter.used_s
         order = rng.permutation(distances.size)
         d = distances[order] * np.exp(rng.uniform(-half, half, distances.size))
         d = np.clip(meter.align(d), b, size - b)
@@ -448,14 +473,14 @@ def measure_seek(meter: Meter, rng: np.random.Generator, *, budget_s: float, cou
         designed.append(np.tile([False, True], d.size))
         rounds.append(np.full(offs.size, r))
         last = int(offs[-1])
-        round_s = meter.spent_s - before
+        round_s = meter.used_s - before
         r += 1
     meter._last_offset = last
     return SeekMeasurement(
         np.concatenate(froms), np.concatenate(tos), np.concatenate(times), np.concatenate(designed),
         np.concatenate(rounds), distances, b, r,
         f"{r} rounds of {distances.size} distances ({distances[0]} .. {distances[-1]} bytes), "
-        f"{sum(x.size for x in times)} reads; {meter.spent_s - spent0:.2f} s of device time")
+        f"{sum(x.size for x in times)} reads; {meter.used_s - spent0:.2f} s of budget")
 
 
 # ---------------------------------------------------------------------------
@@ -510,6 +535,8 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
 
         kind = "simulated" if isinstance(backend, SimulatedDisk) else (
             "device" if type(backend).__name__ == "DirectBackend" else "custom")
+    if path is None and kind == "device":
+        path = getattr(backend, "path", None)
     rng = np.random.default_rng(seed)
     bar = _progress_bar(budget, progress)
     meter = Meter(backend, progress=bar)
@@ -520,7 +547,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         zones = measure_zones(meter, rng, budget_s=f_zone * budget, rotation_period_s=rotation.period_s)
         rotation = refine_rotation(rotation, meter.block_size_bytes,
                                    lambda o: _profile_rate(zones.zones, o))
-        seek = measure_seek(meter, rng, budget_s=max(budget - meter.spent_s, 0.0))
+        seek = measure_seek(meter, rng, budget_s=max(budget - meter.used_s, 0.0))
     finally:
         if bar is not None:
             bar.close()

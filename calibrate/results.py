@@ -31,6 +31,21 @@ __all__ = ["CalibrationResult", "JSON_FORMAT"]
 JSON_FORMAT = "diskmodel-calibration/1"
 
 
+def _finite(value):
+    """JSON-safe: NaN and inf (e.g. an undefined standard error) become None."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
 def _arr(values, dtype=float) -> np.ndarray:
     return np.asarray(values, dtype=dtype).reshape(-1)
 
@@ -456,8 +471,8 @@ class CalibrationResult:
         }
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 1) -> str:
-        """The result as JSON (and written to *path* if given)."""
-        text = json.dumps(self.to_dict(), indent=indent)
+        """The result as JSON (and written to *path* if given); NaN and inf become null."""
+        text = json.dumps(_finite(self.to_dict()), indent=indent, allow_nan=False)
         if path is not None:
             Path(path).write_text(text)
         return text

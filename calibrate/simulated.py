@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from diskmodel.model import Disk, Geometry, Zone, load_preset
+from diskmodel.model import Disk, Geometry, load_preset
 
-__all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "g4_disk", "calibration_errors"]
+__all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "calibration_errors"]
 
 
 def _nonnegative(name: str, value) -> float:
@@ -222,50 +222,16 @@ class SimulatedDisk:
 # Drives by name or folder
 # ---------------------------------------------------------------------------
 
-def g4_disk(drive) -> Disk:
-    """A :class:`Disk` for a DiskSim drive with a ``dm_layout_g4`` layout (e.g. G4_4TB).
-
-    Uses the tables parsed by :mod:`diskmodel.data.disksim`: the root index
-    section gives each zone's first cylinder and cylinder count, the track
-    patterns its sectors per track. Approximations of the simpler Geometry:
-    the serpentine order of tracks inside a zone is not kept, and the last
-    track pattern fills the cylinders after the root index up to the listed
-    cylinder count.
-    """
-    model = drive.model
-    layout = model.layout
-    root = layout.idx[-1]
-    spt = layout.tp[:, 2]
-    zones = []
-    for row in root:
-        first, cylinders, child = int(row[1]), int(row[7]), int(row[8])
-        zones.append(Zone(first, first + cylinders - 1, int(spt[child])))
-    end = zones[-1].last_cylinder + 1
-    if end < model.cylinders and len(spt) > len(zones):
-        zones.append(Zone(end, model.cylinders - 1, int(spt[len(zones)])))
-    geometry = Geometry(model.surfaces, tuple(zones))
-    mech = model.mech
-    specs = drive.specs
-    seek = mech.seek_table.as_table_seek("read", reach_cylinders=geometry.cylinders)
-    overhead = specs.command_overhead_s.get(("read", "miss", "read"), 0.0) if hasattr(
-        specs.command_overhead_s, "get") else 0.0
-    return Disk(name=drive.name, geometry=geometry, seek=seek, rpm=mech.rpm,
-                command_overhead_s=max(float(overhead), 0.0), head_switch_s=mech.head_switch_s,
-                provenance=f"DiskSim G4 layout tables in {drive.folder} (approximated as zones)")
-
-
 def disk_from_name(name: str | Path) -> Disk:
     """A preset name (``load_preset``) or a DiskSim drive folder as a :class:`Disk`."""
     path = Path(name)
     if path.is_dir():
-        from diskmodel.data.disksim import G4Layout, load_disksim_drive
+        from diskmodel.data.disksim import load_disksim_drive
 
         drive = load_disksim_drive(path)
-        if drive.disk is not None:
-            return drive.disk
-        if isinstance(drive.model.layout, G4Layout):
-            return g4_disk(drive)
-        raise ValueError(f"preset {name!r}: the DiskSim drive gives no Disk")
+        if drive.disk is None:
+            raise ValueError(f"preset {name!r}: diskmodel.data.disksim gives no Disk for this drive")
+        return drive.disk
     try:
         return load_preset(str(name))
     except ValueError as exc:

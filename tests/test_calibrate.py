@@ -83,7 +83,7 @@ def test_recovery_on_g4_4tb_within_120_s_of_device_time(g4_run):
     err = assert_targets(sim, result)
     assert result.device_time_s <= 120.0
     assert wall < 30.0
-    assert result.size_bytes == sim.size_bytes > 3.9e12
+    assert result.size_bytes == sim.size_bytes > 3.8e12
     # the 60 zones (94..189 MB/s) are found as a profile, not one mean
     rates = np.array([z[2] for z in result.zones])
     assert rates.max() == pytest.approx(3072 * 512 * 120, rel=0.01)
@@ -114,9 +114,9 @@ def test_seek_table_spans_the_device_from_spread_start_points(g4_run):
     assert starts.min() < 0.02 * sim.size_bytes and starts.max() > 0.98 * sim.size_bytes
     deciles = np.histogram(starts, bins=10, range=(0, sim.size_bytes))[0]
     assert deciles.min() > 0.3 * deciles.mean()
-    # the long-seek end of the measured curve is the true full-stroke region
-    full = sim.positioning_time_s(0, sim.size_bytes - 512)
-    assert table[-1, 1] == pytest.approx(full, rel=0.1)
+    # the long-seek end of the measured curve agrees with the true seek at that distance
+    far = int(table[-1, 0]) // 512 * 512
+    assert table[-1, 1] == pytest.approx(float(sim.positioning_time_s(0, far)), rel=0.05)
 
 
 # ---------------------------------------------------------------------------
@@ -424,3 +424,30 @@ def test_real_loop_device_has_no_mechanical_seek(written_file, request):
         result = calibrate(backend, budget_s=15.0, path=loop, progress=False)
     assert_no_mechanical_seek(result, time.perf_counter() - start)
     assert {v.name: v for v in result.checks}["reads_reached_device"].passed is True
+
+
+class SlowHost(FlashLike):
+    """Reports tiny read times but takes real time: the budget must bound the wall time."""
+
+    def read_many(self, offsets, length_bytes):
+        time.sleep(2e-4 * len(offsets))
+        return np.full(len(offsets), 1e-6) + self.rng.normal(0, 1e-8, len(offsets))
+
+
+def test_budget_bounds_the_wall_time_of_a_real_style_backend():
+    start = time.perf_counter()
+    result = calibrate(SlowHost(), budget_s=1.5, progress=False)
+    wall = time.perf_counter() - start
+    assert wall < 4.0
+    assert result.device_time_s < 0.1  # the device time is still the sum of the read times
+
+
+def test_partition_rates(g4_run):
+    sim, result, _ = g4_run
+    rows = result.partition_rates([{"name": "p1", "start_bytes": 1 << 20, "size_bytes": 10**12},
+                                   {"name": "p2", "start_bytes": 3 * 10**12, "size_bytes": 9 * 10**11}])
+    assert rows[0]["rate_at_start_bytes_per_s"] == pytest.approx(sim.rate_at_bytes(1 << 20), rel=0.01)
+    assert rows[1]["rate_at_middle_bytes_per_s"] == pytest.approx(sim.rate_at_bytes(3 * 10**12 + 45 * 10**10),
+                                                                  rel=0.03)
+    with pytest.raises(ValueError, match="offset_bytes"):
+        result.rate_at_bytes(result.size_bytes)
