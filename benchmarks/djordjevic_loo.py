@@ -26,8 +26,8 @@ Per-cell error = predicted / measured - 1, in percent, for the held-out
 cells only; the last line is the median of their absolute values over all
 18 cells.
 
-Result (2026-11-22): median_cell_error_pct 47.3, above the 20 % target.
-Native cells: +21 % (Test 1), +91 % (Test 2), -29 % (Test 3).  Test 2 held
+Result (2026-11-22): median_cell_error_pct 45.7, above the 20 % target.
+Native cells: +26 % (Test 1), +71 % (Test 2), -26 % (Test 3).  Test 2 held
 out is predicted from Tests 1 and 3, which are both byte-bound (their
 elapsed times scale with the bytes moved) and so say little about the
 per-operation cost that dominates Test 2.  LVM cells: 4 of 12 within 20 %.

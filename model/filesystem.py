@@ -41,11 +41,13 @@ T_DFA, direct file access
     transfer of its bytes at the region's zone rate.  Writes: every byte
     written goes to disk by write-back (plus the copy into the cache at
     R_CT).  Newly created files are allocated consecutively, so the data of
-    the creates of one flush form one sequential run, written in requests of
+    the creation phase's files form sequential runs, written in requests of
     ``max_request_bytes`` with one positioning per request; each append
     writes one run at its file's place (random in the active region) as part
     of the sorted batch of the flush, after reading the file's partial last
-    block when it is not cached.  ext3 ``ordered``/``journal`` flush data at
+    block when it is not cached.  Creates of the transaction phase reuse
+    blocks freed by deletes (``reuse_freed_space``): one random run each,
+    in the same sorted batch.  ext3 ``ordered``/``journal`` flush data at
     every commit; ``writeback`` and ext2 with the write-back interval.
 T_J, journaling (ext3 only)
     At every commit (every ``commit_interval_s``): a seek from the active
@@ -122,6 +124,11 @@ class FileSystem:
         Active region = spread * live file bytes (plus one block group) [>= 1].
     max_request_bytes : int
         Largest request of sequential write-back [bytes] (``max_sectors_kb``).
+    reuse_freed_space : bool
+        Creates during the transactions fill blocks freed by deletes, at
+        random places of the active region (True), or are all allocated in
+        fresh, consecutive space (False).  The creation phase always writes
+        fresh space.
     cpu_per_file_operation_s : float
         CPU time of the file-system code per file operation (create, delete,
         open for read or append: path lookup, inode and directory handling,
@@ -151,6 +158,7 @@ class FileSystem:
     max_request_bytes: int = 512 * KIB
     write_reorder_depth: int | None = None
     cpu_per_file_operation_s: float = 0.0
+    reuse_freed_space: bool = True
 
     def __post_init__(self):
         if self.kind not in ("ext2", "ext3"):
@@ -167,7 +175,7 @@ class FileSystem:
         fraction = finite_scalar("journal_offset_fraction", self.journal_offset_fraction, nonnegative=True)
         if fraction >= 1:
             raise ValueError(f"journal_offset_fraction must lie in [0, 1) (got {self.journal_offset_fraction!r})")
-        for name in ("atime_updates", "dir_index"):
+        for name in ("atime_updates", "dir_index", "reuse_freed_space"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if finite_scalar("allocation_spread", self.allocation_spread) < 1:
@@ -517,25 +525,33 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
         p_data, plan["read_size"], cache.rate_bytes_per_s, 0.0)) * total.reads)
     ledger.add("T_DFA", "cache_s", total.bytes_written / cache.rate_bytes_per_s)
     ledger.add("T_DFA", "cache_s", (total.read_calls + total.write_calls) * cache.syscall_s)
-    # write-back: created files form one sequential run per flush, written in max_request pieces
-    created_bytes = total.bytes_created
-    created_blocks_bytes = total.creates * B * math.ceil(max(plan["create_size"], 1.0) / B)
-    run_bytes = created_blocks_bytes / flushes_data
-    requests_per_flush = math.ceil(run_bytes / fs.max_request_bytes) if run_bytes > 0 else 0
-    appends_per_flush = total.appends / flushes_data
-    k = requests_per_flush + appends_per_flush
-    if created_bytes > 0:
+    # write-back.  Creates allocated in fresh space (the creation phase; all
+    # creates when not fs.reuse_freed_space) form sequential runs, written in
+    # max_request pieces with one positioning each.  Creates of the
+    # transaction phase fill space freed by deletes: one run each at a random
+    # place, sorted with the appends of the same flush.
+    blocks_per_create = math.ceil(max(plan["create_size"], 1.0) / B)
+    fresh_creates = counts.creation.creates if fs.reuse_freed_space else total.creates
+    reused_creates = total.creates - fresh_creates
+    fresh_bytes = fresh_creates * B * blocks_per_create
+    requests_fresh = math.ceil(fresh_bytes / fs.max_request_bytes) if fresh_bytes > 0 else 0
+    random_per_flush = (reused_creates + total.appends) / flushes_data
+    k = random_per_flush + requests_fresh / flushes_data
+    if fresh_bytes > 0:
         write_seq = _batch_service(plan, max(k, 1.0), fs.max_request_bytes, is_write=True)
-        ledger.disk("T_DFA", flushes_data * requests_per_flush, dataclasses.replace(
+        ledger.disk("T_DFA", requests_fresh, dataclasses.replace(
             write_seq, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)))
-        per_byte = _batch_service(plan, 1, float(created_blocks_bytes), is_write=True)
+        per_byte = _batch_service(plan, 1, float(fresh_bytes), is_write=True)
         ledger.disk("T_DFA", 1.0, _without_positioning(per_byte))
+    if reused_creates > 0:
+        ledger.disk("T_DFA", reused_creates,
+                    _batch_service(plan, max(k, 1.0), float(blocks_per_create * B), is_write=True))
     if total.appends > 0:
         append_bytes = B * (plan["append_size"] / B + 1.0)  # the rewritten tail block + new blocks
         write_app = _batch_service(plan, max(k, 1.0), append_bytes, is_write=True)
         ledger.disk("T_DFA", total.appends, write_app)
     data_block_ios = (read_miss * plan["read_size"] / B + total.appends * (1.0 - p_data)
-                      + created_blocks_bytes / B + total.appends * (plan["append_size"] / B + 1.0))
+                      + total.creates * blocks_per_create + total.appends * (plan["append_size"] / B + 1.0))
 
     # ---------------- T_J: journal commits
     journal_blocks = 0.0

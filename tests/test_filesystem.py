@@ -78,6 +78,21 @@ def test_data_access_dominates_tests_1_and_3(disk, native):
         assert r.terms["T_DFA"] > 0.5 * r.total_s
 
 
+def test_reusing_freed_space_makes_creates_random_writes(disk, native, small_counts):
+    reuse = file_system_access_time(disk, native, FileSystem(write_reorder_depth=1), small_counts)
+    fresh = file_system_access_time(disk, native, FileSystem(write_reorder_depth=1, reuse_freed_space=False),
+                                    small_counts)
+    assert reuse.parts["T_DFA"]["rotation_s"] > fresh.parts["T_DFA"]["rotation_s"]
+    assert reuse.terms["T_DFA"] > fresh.terms["T_DFA"]
+
+
+def test_cpu_per_operation_is_charged_to_directory_operations(disk, native, small_counts):
+    base = file_system_access_time(disk, native, FileSystem(), small_counts)
+    cpu = file_system_access_time(disk, native, FileSystem(cpu_per_file_operation_s=1e-4), small_counts)
+    ops = small_counts.total.creates + small_counts.total.deletes + small_counts.total.reads + small_counts.total.appends
+    assert cpu.terms["T_DO"] - base.terms["T_DO"] == pytest.approx(1e-4 * ops, rel=0.05)
+
+
 def test_journal_far_away_costs_seeks_through_the_extent_map(disk, small_counts):
     fs = FileSystem(journal_offset_fraction=0.9)
     near = file_system_access_time(disk, paper_layout("lvm2", disk.capacity_bytes), fs, small_counts)
@@ -110,7 +125,8 @@ def test_any_workload_gives_positive_finite_times(files, tx, high_kib, cache_mib
     ({"commit_interval_s": 0}, "commit_interval_s"), ({"writeback_interval_s": float("inf")}, "writeback_interval_s"),
     ({"journal_offset_fraction": 1.0}, "journal_offset_fraction"), ({"atime_updates": "yes"}, "atime_updates"),
     ({"allocation_spread": 0.5}, "allocation_spread"), ({"max_request_bytes": 100}, "max_request_bytes"),
-    ({"write_reorder_depth": 0}, "write_reorder_depth"),
+    ({"write_reorder_depth": 0}, "write_reorder_depth"), ({"reuse_freed_space": 1}, "reuse_freed_space"),
+    ({"cpu_per_file_operation_s": -1e-6}, "cpu_per_file_operation_s"),
 ])
 def test_bad_file_system_names_the_field(kwargs, name):
     with pytest.raises(ValueError, match=name):
