@@ -10,18 +10,26 @@ disk (:mod:`diskmodel.calibrate.simulated`) or a user's own
 The measurements, each a function of a :class:`Meter`:
 
 * :func:`measure_rotation`: the rotation period and the minimum per-request
-  overhead from the sawtooth of read-after-read times against a forward
-  stride (Skippy, Talagala et al. 2000). Reading sector ``o`` then
-  ``o + s`` blocks takes ``(s+1) x - g + T_rot`` while the second sector has
-  already passed when the drive is ready, and ``(s+1) x - g`` once it has not
-  (x: transfer time of a block, g: host gap). The drop at the smallest such
-  stride is ``T_rot - x``, whatever g and the command overhead are; the
-  slope after it gives x. Where no drop appears (flash), there is no rotation.
+  time from the sawtooth of read-after-read times against a forward stride
+  (Skippy, Talagala et al. 2000). Reading block ``o`` then ``o + s`` takes
+  ``s x - g + T_rot`` while the second block has already passed when the
+  drive is ready, and ``s x - g`` once it has not (x: the time a block takes
+  to pass under the head, g: the host's gap between the reads). The stride
+  of the drop is found by doubling and bisection; then, a guard away from it
+  on both sides (where the host's jitter cannot decide the branch), one
+  regression ``d(s) = a + x s + T_rot [miss]`` gives T_rot whatever g and the
+  command overhead are. A start point whose strides crossed onto another
+  track (a broken line) is dropped; the period is the median over start
+  points spread over the device, and is refined with x from the measured
+  zone rate where that is the media rate (:func:`refine_rotation`). Where no
+  drop appears (flash), there is no rotation.
 * :func:`measure_zones`: zcav-like transfer rates at locations spread over the
-  whole device: a read of L bytes and of one block, each issued right after a
-  read of the same first block (so that both wait the same, almost full,
-  revolution), differ by the transfer of L - 1 block. Zone boundaries by
-  change-point detection (:func:`diskmodel.calibrate.fit.segment_rates`).
+  whole device (visited in bit-reversed order, so that any prefix is spread):
+  a read of L bytes and of one block, each issued right after a read of the
+  same first block (so that both wait the same, almost full, revolution),
+  differ by the transfer of L - 1 block; repeats until they agree. Zone
+  boundaries by change-point detection
+  (:func:`diskmodel.calibrate.fit.segment_rates`).
 * :func:`measure_seek`: timed pairs of reads at chosen distances (geometric
   from a few blocks to the whole device), each pair from a start point drawn
   uniformly over the device, in random order, in rounds repeated until the
@@ -182,21 +190,26 @@ class RotationMeasurement:
     detail: str
     reads: int = 0
     transfer_samples_s: list = field(default_factory=list)
-    raw: list = field(default_factory=list)  # (start, s_a, s_b, s_hi, d(s_a), d(s_b), d(s_hi)) per start point
+    raw: list = field(default_factory=list)  # (start, strides, miss flags, times, d(s_hi)) per start point
     used_s: float = 0.0
 
 
-def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, starts: int = 6,
+def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, starts: int = 8,
                      repeats: int = 3, max_stride_bytes: int = 8 * MIB, min_drop_s: float = 1e-3,
-                     guard_s: float = 100e-6) -> RotationMeasurement:
+                     guard_s: float = 100e-6, misfit_s: float = 50e-6) -> RotationMeasurement:
     """Rotation period from the sawtooth of read-after-read times (see module doc)."""
     b = meter.block_size_bytes
     size = meter.size_bytes
     max_stride = max(1, min(max_stride_bytes, size // 16) // b)
     spent0 = meter.used_s
     reads0 = meter.reads
-    points = meter.align((np.arange(starts) + rng.uniform(0.1, 0.9, starts)) / starts
-                         * max(size - (2 * max_stride + 2) * b, b))
+    # Start points spread over the device; a second set (interleaved) is used only
+    # where too few of the first gave a clean sawtooth.
+    n_points = 2 * starts
+    grid = (np.arange(n_points) + rng.uniform(0.1, 0.9, n_points)) / n_points
+    order = np.concatenate((np.arange(0, n_points, 2), np.arange(1, n_points, 2)))
+    points = meter.align(grid[order] * max(size - (2 * max_stride + 2) * b, b))
+    min_starts = 4
 
     def pair(o: int, s: int) -> float:
         offs = np.tile(np.array([o, o + s * b], dtype=np.int64), repeats + 1)
@@ -204,9 +217,14 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         return float(np.median(t[3::2]))
 
     periods, overheads, transfers, raw = [], [], [], []
+    drops = no_drops = attempted = 0
     for o in points.tolist():
-        if meter.used_s - spent0 > budget_s:
+        over = meter.used_s - spent0 > budget_s
+        if attempted >= min_starts and (over or (attempted >= starts and len(periods) >= (starts + 1) // 2)):
             break
+        if attempted >= starts and no_drops > drops:
+            break  # the second set is for sawtooths spoilt by track crossings, not for flash
+        attempted += 1
         d0 = pair(o, 0)
         cache = {0: d0}
 
@@ -224,7 +242,9 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             s_lo = s
             s *= 2
         if s_hi is None:
+            no_drops += 1
             continue
+        drops += 1
         while s_hi - s_lo > 1:
             mid = (s_lo + s_hi) // 2
             if d(mid) > 0.5 * (d(s_lo) + d(s_hi)):
@@ -242,25 +262,39 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         # both sides. Step away from the drop by guard_s worth of strides each side.
         m = int(min(max(1, math.ceil(guard_s / x0)), 256))
         s_a, s_b = max(0, s_lo - m), s_hi + m
-        k = max(2, s_b // 2)
-        if s_b + k > max_stride:
+        q = max(m, s_b // 2)
+        if s_b + 4 * q > max_stride:
             continue
-        x = (d(s_b + k) - d(s_b)) / k
-        if not 0 < x < 0.25 * d0:
+        # Both branches, a guard away from the drop: d(s) = a + x s + T_rot [miss].
+        # One regression with a common slope over the whole span (the high branch
+        # spans 4q strides, so that the slope is well determined).
+        low = sorted({s_a, s_a // 2, 0})
+        high = [s_b + j * q for j in range(5)]
+        ss = np.array(low + high, dtype=float)
+        miss = np.array([1.0] * len(low) + [0.0] * len(high))
+        dd = np.array([d(int(v)) for v in ss])
+        X = np.column_stack((np.ones_like(ss), ss, miss))
+        coef, *_ = np.linalg.lstsq(X, dd, rcond=None)
+        x, period = float(coef[1]), float(coef[2])
+        # A stride that crossed onto another track (skew, head switch) breaks the
+        # straight line: such a start point is dropped.
+        if not 0 < x < 0.25 * d0 or np.max(np.abs(dd - X @ coef)) > misfit_s:
             continue
-        periods.append(d(s_a) - d(s_b) + (s_b - s_a) * x)
+        periods.append(period)
         overheads.append(d(s_hi) - 0.5 * x)
         transfers.append(x)
-        raw.append((o, s_a, s_b, s_hi, d(s_a), d(s_b), d(s_hi)))
+        raw.append((o, ss.tolist(), miss.tolist(), dd.tolist(), d(s_hi)))
     used = meter.used_s - spent0
-    if len(periods) < max(2, (starts + 1) // 2):
-        return RotationMeasurement(
-            None, None, periods, None, None, points.tolist(),
-            f"no rotation: the read-after-read time showed no drop of >= {min_drop_s * 1e3:g} ms against "
-            f"stride at {starts - len(periods)} of {starts} start points (strides up to {max_stride * b} bytes)",
-            meter.reads - reads0)
-    return _rotation_from(periods, overheads, transfers, raw, points.tolist(), starts, used, meter.reads - reads0,
-                          "block transfer time from the slope after the drop")
+    points = points[:attempted].tolist()
+    if drops <= no_drops or len(periods) < 2:
+        why = (f"no rotation: the read-after-read time showed no drop of >= {min_drop_s * 1e3:g} ms against "
+               f"stride at {no_drops} of {attempted} start points (strides up to {max_stride * b} bytes)")
+        if drops > no_drops:
+            why = (f"no rotation period: a drop showed at {drops} of {attempted} start points, but only "
+                   f"{len(periods)} gave a clean sawtooth (budget or track crossings)")
+        return RotationMeasurement(None, None, periods, None, None, points, why, meter.reads - reads0)
+    return _rotation_from(periods, overheads, transfers, raw, points, attempted, used, meter.reads - reads0,
+                          "block transfer time from the common slope of the sawtooth")
 
 
 def _rotation_from(periods, overheads, transfers, raw, points, starts, used, reads, how):
@@ -269,7 +303,7 @@ def _rotation_from(periods, overheads, transfers, raw, points, starts, used, rea
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
     return RotationMeasurement(
         period, bse, p.tolist(), float(np.median(overheads)), float(np.median(transfers)), points,
-        f"sawtooth drop at {len(periods)} of {starts} start points: period {period * 1e3:.4f} ms "
+        f"clean sawtooth at {len(periods)} of {starts} start points: period {period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us ({how}); {used:.2f} s of budget",
         reads, list(transfers), raw, used)
 
@@ -286,7 +320,11 @@ def refine_rotation(rotation: RotationMeasurement, block_size_bytes: int, rate_a
     # Only where the rate is the media rate: a slower interface makes a block's read
     # longer than its sector's passage under the head, and the slope is then the truth.
     x = np.where(np.abs(slope / x - 1) < 0.25, x, slope)
-    periods = [da - db + (sb - sa) * xi for (_, sa, sb, _, da, db, _), xi in zip(rotation.raw, x)]
+    periods = []
+    for (_, ss, miss, dd, _), xi in zip(rotation.raw, x):
+        ss, miss, dd = np.asarray(ss), np.asarray(miss, dtype=bool), np.asarray(dd)
+        r = dd - xi * ss
+        periods.append(float(r[miss].mean() - r[~miss].mean()))
     overheads = [dh - 0.5 * xi for (*_, dh), xi in zip(rotation.raw, x)]
     return _rotation_from(periods, overheads, x.tolist(), rotation.raw, rotation.starts_bytes,
                           len(rotation.starts_bytes), rotation.used_s, rotation.reads,
@@ -311,14 +349,30 @@ class ZoneMeasurement:
     reads: int = 0
 
 
-def _rate_at(meter: Meter, o: int, length: int, repeats: int) -> np.ndarray:
+def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.005,
+             max_repeats: int = 5) -> np.ndarray:
+    """Rates from *repeats* pairs of reads at *o*; while the spread of the rates
+    exceeds *agree* (relative; an outlier, e.g. an interrupt), one more pair, up
+    to *max_repeats* (the median then rejects the outlier). Returns *repeats*
+    values: the median of all pairs in place of the outlying ones."""
     b = meter.block_size_bytes
-    rates = np.empty(repeats)
-    for r in range(repeats):
+    rates = []
+    while True:
         small = meter.read_many([o, o], b)[1]
         big = meter.read(o, length)
-        rates[r] = (length - b) / (big - small) if big > small else np.nan
-    return rates
+        rates.append((length - b) / (big - small) if big > small else np.nan)
+        if len(rates) < repeats:
+            continue
+        r = np.asarray(rates)
+        good = r[np.isfinite(r)]
+        spread = (good.max() - good.min()) / np.median(good) if good.size >= 2 else np.inf
+        if spread <= agree or len(rates) >= max_repeats:
+            break
+    r = np.asarray(rates)
+    if len(rates) > repeats and np.isfinite(r).any():
+        med = float(np.nanmedian(r))
+        r = r[np.argsort(np.abs(np.nan_to_num(r, nan=np.inf) - med))][:repeats]
+    return r[:repeats]
 
 
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int) -> list:

@@ -47,7 +47,7 @@ class FlashLike:
 # Parameter recovery on simulated disks (the targets)
 # ---------------------------------------------------------------------------
 
-RECOVERY = [("wd800bd", 120.0), ("hp97560", 60.0), ("hp_c2247a", 60.0)]
+RECOVERY = [("wd800bd", 120.0), ("hp97560", 120.0), ("hp_c2247a", 120.0)]
 
 
 @pytest.fixture(scope="module")
