@@ -570,6 +570,15 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     fractions : (rotation, zones, seek)
         Shares of the budget.
 
+    Notes
+    -----
+    The floor of a one-block read (command overhead and transfer), which is
+    taken out of every seek pair with half a revolution, is known to within
+    the time one block takes to pass under the head: use the device's
+    smallest block (its logical sector) for the best seek times. A drive
+    whose read cache serves an immediate re-read of the same block shows no
+    sawtooth (disable its read cache, as DIXtrac does, to measure rotation).
+
     Returns
     -------
     CalibrationResult

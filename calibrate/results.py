@@ -325,8 +325,11 @@ class CalibrationResult:
             model = self.table.as_seek(scale, reach=geometry.cylinders - 1)
         else:
             raise ValueError(f"seek must be 'two_piece' or 'table' (got {seek!r})")
+        # overhead_s is the floor of a one-block read: the command overhead and the block's transfer.
+        rates = np.array([z[2] for z in self.zones])
+        overhead = max((self.overhead_s or 0.0) - self.block_size_bytes / float(np.median(rates)), 0.0)
         return Disk(name=name or f"calibrated {self.target}", geometry=geometry, seek=model,
-                    rpm=60.0 / period, command_overhead_s=max(self.overhead_s or 0.0, 0.0),
+                    rpm=60.0 / period, command_overhead_s=overhead,
                     provenance=f"calibrated by diskmodel from {self.target} ({self.kind}); "
                                f"{self.device_time_s:.1f} s of device time",
                     estimates=(("geometry", "one surface; tracks sized from the measured zone rates"),
@@ -341,7 +344,7 @@ class CalibrationResult:
         if self.rotation_period_s is not None:
             lines.append(f"rotation period {self.rotation_period_s * 1e3:.4f} ms "
                          f"(se {self.rotation_period_bse_s * 1e6:.2f} us, {60 / self.rotation_period_s:.1f} rpm); "
-                         f"minimum overhead {self.overhead_s * 1e3:.4f} ms")
+                         f"minimum one-block read {self.overhead_s * 1e3:.4f} ms (command overhead and transfer)")
         else:
             lines.append(f"rotation: none found ({self.rotation_detail})")
         lines.append(f"mechanical seek: {'yes' if self.mechanical_seek else 'NO'}")
