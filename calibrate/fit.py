@@ -293,7 +293,9 @@ class TableFit:
 
     def as_seek(self, scale: float = 1.0, reach=None):
         """A :class:`diskmodel.model.TableSeek` in units of *scale* fit units; with
-        *reach*, extended flat to that distance (the last measured value)."""
+        *reach*, extended flat to that distance (the last measured value). A
+        negative mean (noise around a zero seek at the smallest distances)
+        becomes 0, the model's bound."""
         from diskmodel.model import TableSeek
 
         d = self.distance / scale

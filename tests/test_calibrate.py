@@ -451,3 +451,27 @@ def test_partition_rates(g4_run):
                                                                   rel=0.03)
     with pytest.raises(ValueError, match="offset_bytes"):
         result.rate_at_bytes(result.size_bytes)
+
+
+class SeekWithoutRotation(FlashLike):
+    """Latency that grows with distance but shows no rotation: inconsistent for a disk."""
+
+    def __init__(self):
+        super().__init__(size_bytes=1 << 34)
+        self.head = 0
+
+    def read_many(self, offsets, length_bytes):
+        offsets = np.asarray(offsets)
+        previous = np.concatenate(([self.head], offsets[:-1]))
+        self.head = int(offsets[-1])
+        distance = np.abs(offsets - previous) / self.size_bytes
+        return 1e-4 + 8e-3 * np.sqrt(distance) + self.rng.normal(0, 2e-5, offsets.size)
+
+
+def test_inconsistent_device_gets_a_failing_plausibility_verdict():
+    result = calibrate(SeekWithoutRotation(), budget_s=20.0, progress=False)
+    assert result.rotation_period_s is None
+    assert not result.flat_test.flat
+    assert not result.mechanical_seek and result.two_piece is None
+    verdict = {v.name: v for v in result.checks}["plausibility"]
+    assert verdict.passed is False and "no rotation" in verdict.detail
