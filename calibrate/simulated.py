@@ -13,7 +13,8 @@ calibration has to see through:
   switch where only the surface changes;
 - the transfer runs at the zone rate of every byte read (a read crossing a
   zone boundary pays each zone's rate for its part), or at the interface
-  rate where that is slower;
+  rate where that is slower; a transfer crossing onto the next track pays no
+  head switch (the skew hides it), and the head ends on the last sector read;
 - between two reads the host thinks ``host_think_s`` plus a uniform jitter;
 - each returned time carries Gaussian noise and, rarely, an outlier
   (an exponential delay, like an interrupt or a retry), from a seeded RNG.

@@ -58,7 +58,7 @@ def test_random_reads_average_overhead_seek_half_revolution_transfer():
     rng = np.random.default_rng(3)
     o = rng.integers(0, sim.size_bytes // 512 - 8, 40_000) * 512
     t = sim.read_many(o, 4096)
-    expected = (sim.disk.command_overhead_s + sim.positioning_time_s(o[:-1], o[1:])
+    expected = (sim.disk.command_overhead_s + sim.positioning_time_s(o[:-1] + 4096 - 512, o[1:])
                 + 4096 / sim.rate_at_bytes(o[1:]))
     wait = (t[1:] - expected) / sim.rotation_period_s
     assert wait.min() >= -1e-9 and wait.max() < 1.0
@@ -71,7 +71,9 @@ def test_each_read_is_positioning_plus_wait_below_one_revolution(lbas):
     sim = quiet("wd800bd")
     o = np.asarray(lbas, dtype=np.int64) * 512
     t = sim.read_many(o, 8192)
-    base = sim.disk.command_overhead_s + sim.positioning_time_s(o[:-1], o[1:]) + 8192 / sim.rate_at_bytes(o[1:])
+    # the head starts where the previous read ended (its last sector)
+    base = (sim.disk.command_overhead_s + sim.positioning_time_s(o[:-1] + 8192 - 512, o[1:])
+            + 8192 / sim.rate_at_bytes(o[1:]))
     assert np.all(t[1:] >= base - 1e-12)
     assert np.all(t[1:] < base + sim.rotation_period_s + 1e-12)
 
