@@ -100,14 +100,17 @@ class CalibrationResult:
         self.seek_distances_bytes = _arr(self.seek_distances_bytes, np.int64)
         distance = self.seek_distance_bytes
         moved = distance > 0
-        if self.rotation_period_s is not None:
-            self.seek_baseline_s = float(self.overhead_s + self.rotation_period_s / 2)
-        else:
-            self.seek_baseline_s = float(np.percentile(self.seek_time_s, 1))
-        seek = self.seek_time_s - self.seek_baseline_s
         d = self.seek_distances_bytes.astype(float)
         self._bins = np.concatenate(([0.0], np.sqrt(d[:-1] * d[1:]), [2.0 * self.size_bytes]))
         bin_of = np.searchsorted(self._bins, distance, side="right") - 1
+        if self.rotation_period_s is not None:
+            # the floor of a one-block read and the mean rotational wait (eq. 8)
+            self.seek_baseline_s = float(self.overhead_s + self.rotation_period_s / 2)
+        else:
+            # no rotation: latency in excess of the median latency at the shortest distances
+            first = moved & (bin_of == bin_of[moved].min())
+            self.seek_baseline_s = float(np.median(self.seek_time_s[first]))
+        seek = self.seek_time_s - self.seek_baseline_s
         keep = moved.copy()
         for k in np.unique(bin_of[moved]):
             m = moved & (bin_of == k)
