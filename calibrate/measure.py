@@ -102,10 +102,6 @@ def backend_from_spec(spec: str):
     return backend
 
 
-class BudgetExhausted(Exception):
-    pass
-
-
 class Meter:
     """Issues reads to a backend and accounts for the device time they take.
 
