@@ -1,0 +1,270 @@
+"""What-if helpers: tables of predictions for several layouts, locations and stripe widths.
+
+Pure functions over :mod:`diskmodel.model` (no I/O), for the notebooks and for
+engineers predicting a layout before deployment:
+
+* :func:`spaced_partitions`: equal partitions with equal gaps across a disk
+  (the Dagenais study's 2 GB partitions with 7 GB gaps, seed 000);
+* :func:`location_table`: per partition, the mean media rate, the expected
+  random-read service time and, optionally, predicted PostMark throughput;
+* :func:`prediction_table`: PostMark throughput of several layouts under
+  several workloads (:func:`diskmodel.model.predict.predict` for each pair);
+* :func:`striped_random_read_time_s` and :func:`striping_table`: requests
+  striped over N identical, independent disks, which serve their pieces in
+  parallel (the request ends with the slowest disk);
+* :func:`plot_predicted_vs_measured`: predicted against measured throughput
+  from a frame such as :func:`diskmodel.model.paper.predict_paper` returns.
+
+Units: bytes and seconds in every column (``*_bytes``, ``*_s``,
+``*_bytes_per_s``); ms and MB only when formatting.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import finite_array, finite_scalar, whole_number
+from .disk import expected_random_service_time_s
+from .filesystem import FileSystem, PageCache
+from .layouts import LvmMapping, Partition, mean_media_rate_bytes_per_s, region_access_time_s
+from .predict import predict
+from .seek import random_pair_distance_pmf
+
+__all__ = ["spaced_partitions", "location_table", "prediction_table", "striped_random_read_time_s",
+           "striping_table", "plot_predicted_vs_measured"]
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def spaced_partitions(capacity_bytes: int, size_bytes: int, gap_bytes: int, *, first_start_bytes: int = 0,
+                      prefix: str = "part") -> tuple[Partition, ...]:
+    """As many partitions of *size_bytes* as fit, each *gap_bytes* after the previous one's end.
+
+    The Dagenais study (seed 000, Figure 2) used 2 GB partitions with 7 GB
+    gaps: ``spaced_partitions(disk.capacity_bytes, 2 * 10**9, 7 * 10**9)``.
+    Partitions are named ``{prefix}1``, ``{prefix}2``, ... from the outer edge
+    (byte 0) inward.
+    """
+    capacity = whole_number("capacity_bytes", capacity_bytes, minimum=1)
+    size = whole_number("size_bytes", size_bytes, minimum=1)
+    gap = whole_number("gap_bytes", gap_bytes, minimum=0)
+    start = whole_number("first_start_bytes", first_start_bytes, minimum=0)
+    if start + size > capacity:
+        raise ValueError(f"first_start_bytes + size_bytes ({start + size}) exceeds capacity_bytes ({capacity})")
+    parts = []
+    while start + size <= capacity:
+        parts.append(Partition(start, size, f"{prefix}{len(parts) + 1}"))
+        start += size + gap
+    return tuple(parts)
+
+
+def location_table(disk, partitions, *, request_size_bytes: int = 4096, workload=None,
+                   filesystem: FileSystem | None = None, cache: PageCache | None = None):
+    """Per partition: where it lies, how fast it streams, how fast it serves random reads.
+
+    Parameters
+    ----------
+    disk : Disk
+    partitions : sequence of Partition (or any layout)
+    request_size_bytes : int
+        Size of the random reads [bytes].
+    workload : PostMarkConfig or PostMarkCounts, optional
+        If given, PostMark read and write throughput is predicted on each
+        partition (with *filesystem* and *cache*, defaults as in ``predict``).
+
+    Returns
+    -------
+    pandas.DataFrame, one row per partition (index: its name), columns
+    ``start_bytes``, ``size_bytes``, ``media_rate_bytes_per_s`` (harmonic mean
+    over its bytes, eq. 6), ``sequential_rate_bytes_per_s`` (that, capped by
+    the interface rate), ``random_read_s`` (expected T_DST of a uniformly
+    random read in the partition, eqs. 3-8), ``random_iops`` and, with a
+    workload, ``postmark_read_bytes_per_s``, ``postmark_write_bytes_per_s``.
+    """
+    import pandas as pd
+
+    request = finite_scalar("request_size_bytes", request_size_bytes, positive=True)
+    partitions = list(partitions)
+    if not partitions:
+        raise ValueError("partitions must not be empty")
+    rows = []
+    for index, part in enumerate(partitions):
+        first, end = part.physical_span
+        media = mean_media_rate_bytes_per_s(disk, part)
+        random_s = float(region_access_time_s(disk, part, request).total_s)
+        row = {"name": getattr(part, "name", "") or f"#{index + 1}", "start_bytes": int(first),
+               "size_bytes": int(part.size_bytes), "media_rate_bytes_per_s": media,
+               "sequential_rate_bytes_per_s": min(media, disk.interface_rate_bytes_per_s),
+               "random_read_s": random_s, "random_iops": 1.0 / random_s}
+        if workload is not None:
+            p = predict(disk, part, filesystem, workload, cache)
+            row["postmark_read_bytes_per_s"] = p.read_throughput_bytes_per_s
+            row["postmark_write_bytes_per_s"] = p.write_throughput_bytes_per_s
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("name")
+
+
+def prediction_table(disk, layouts: dict, workloads: dict, *, filesystem: FileSystem | None = None,
+                     cache: PageCache | None = None, mappings: dict | None = None):
+    """Predicted PostMark throughput for every (layout, workload) pair.
+
+    Parameters
+    ----------
+    disk : Disk
+    layouts : dict {label: layout}
+    workloads : dict {label: PostMarkConfig or PostMarkCounts}
+    mappings : dict {layout label: LvmMapping}, optional
+        Empirical LVM mapping costs per layout (default none: the mechanistic
+        part of T_LVM_MO only).
+
+    Returns
+    -------
+    pandas.DataFrame with columns layout, workload, read_bytes_per_s,
+    write_bytes_per_s, elapsed_s and the terms T_DO ... T_LVM_MO [s].
+    """
+    import pandas as pd
+
+    if not layouts:
+        raise ValueError("layouts must not be empty")
+    if not workloads:
+        raise ValueError("workloads must not be empty")
+    mappings = dict(mappings or {})
+    unknown = set(mappings) - set(layouts)
+    if unknown:
+        raise ValueError(f"mappings: no layout named {sorted(unknown)}")
+    rows = []
+    for wname, workload in workloads.items():
+        for lname, layout in layouts.items():
+            p = predict(disk, layout, filesystem, workload, cache, mappings.get(lname, LvmMapping()))
+            rows.append({"layout": lname, "workload": wname, "read_bytes_per_s": p.read_throughput_bytes_per_s,
+                         "write_bytes_per_s": p.write_throughput_bytes_per_s, "elapsed_s": p.elapsed_s,
+                         **p.terms})
+    return pd.DataFrame(rows)
+
+
+def _max_positioning_s(disk, n: int, region_start_bytes: int, region_size_bytes: int | None,
+                       bins: int = 512, grid: int = 4096) -> float:
+    """E[max of n independent (seek + rotational latency)] over random pairs in a region [s].
+
+    Each disk's positioning is seek(D) + U(0, T_rot), D the distance between
+    two uniformly random cylinders of the region; the disks are independent
+    (spindles not synchronised). E[max] = integral of 1 - F(x)^n, with F the
+    mixture of uniforms over the seek-time distribution (binned).
+    """
+    geometry = disk.geometry
+    start = region_start_bytes
+    end = geometry.capacity_bytes if region_size_bytes is None else start + region_size_bytes
+    c0, c1 = geometry.cylinder_of_byte(np.array([start, end - 1]))
+    distance, probability = random_pair_distance_pmf(int(c1 - c0 + 1))
+    seek = np.asarray(disk.seek_time_s(distance), dtype=float)
+    period = disk.rotation_period_s
+    # bin the seek times (pmf over up to ~10^5 distances) to keep F cheap; bin centres at the weighted means
+    edges = np.linspace(seek.min(), seek.max() + 1e-12, bins + 1)
+    which = np.clip(np.searchsorted(edges, seek, side="right") - 1, 0, bins - 1)
+    weight = np.bincount(which, weights=probability, minlength=bins)
+    centre = np.bincount(which, weights=probability * seek, minlength=bins)
+    keep = weight > 0
+    s, w = centre[keep] / weight[keep], weight[keep] / weight[keep].sum()
+    x = np.linspace(0.0, s.max() + period, grid)
+    cdf = np.clip((x[:, None] - s[None, :]) / period, 0.0, 1.0) @ w
+    survival = 1.0 - cdf ** n
+    return float(np.trapezoid(survival, x))
+
+
+def striped_random_read_time_s(disk, size_bytes, n_disks: int, *, stripe_size_bytes: int = 64 * KIB,
+                               region_start_bytes: int = 0, region_size_bytes: int | None = None) -> np.ndarray:
+    """Expected time of a random read striped over *n_disks* identical, independent disks [s].
+
+    A request of S bytes starts at a random stripe-aligned offset: it covers
+    k = ceil(S / stripe) chunks dealt round-robin, so m = min(n, k) disks each
+    read up to ceil(k / n) chunks, in parallel, each from the same region of
+    its disk (``region_*``, default the whole disk). The request ends when the
+    slowest disk does:
+
+        T = T_CO + E[max over m of (T_Seek + T_RL)] + T_Settle + T_M + T_I
+
+    with the positioning maximum taken over independent seek distances
+    (uniform random pairs of cylinders) and rotational phases (eq. 8), and
+    T_M, T_I those of the largest piece (each disk with its own link). For
+    m = 1 this is :func:`diskmodel.model.expected_random_service_time_s`
+    of the request. Queueing between requests is not modelled (one request
+    at a time).
+
+    Parameters
+    ----------
+    disk : Disk
+    size_bytes : array_like
+        Request sizes [bytes], > 0.
+    n_disks : int
+        Number of disks in the stripe set, >= 1.
+    stripe_size_bytes : int
+        Chunk size [bytes] (LVM's ``-I``, md's chunk), > 0.
+    """
+    n = whole_number("n_disks", n_disks, minimum=1)
+    stripe = whole_number("stripe_size_bytes", stripe_size_bytes, minimum=1)
+    start = whole_number("region_start_bytes", region_start_bytes, minimum=0)
+    if region_size_bytes is not None:
+        whole_number("region_size_bytes", region_size_bytes, minimum=1)
+    size = finite_array("size_bytes", size_bytes, positive=True)
+    chunks = np.ceil(size / stripe)
+    disks = np.minimum(chunks, n).astype(int)
+    piece = np.minimum(np.ceil(chunks / n) * stripe, size)
+    base = expected_random_service_time_s(disk, piece, start, region_size_bytes)
+    positioning = {m: _max_positioning_s(disk, m, start, region_size_bytes) for m in np.unique(disks)}
+    pos = np.array([positioning[m] for m in disks.ravel()]).reshape(disks.shape)
+    return base.command_overhead_s + pos + base.settle_s + base.transfer_s + base.interface_s
+
+
+def striping_table(disk, disk_counts, request_sizes_bytes, *, stripe_size_bytes: int = 64 * KIB,
+                   region_start_bytes: int = 0, region_size_bytes: int | None = None):
+    """Random-read time and throughput, and streaming rate, by number of disks and request size.
+
+    Returns a pandas.DataFrame with columns n_disks, request_size_bytes,
+    random_read_s (:func:`striped_random_read_time_s`),
+    random_throughput_bytes_per_s (request size / that time) and
+    sequential_rate_bytes_per_s (n times one disk's mean media rate over the
+    region, each capped by the interface rate).
+    """
+    import pandas as pd
+
+    counts = [whole_number("disk_counts", c, minimum=1) for c in np.atleast_1d(disk_counts)]
+    sizes = finite_array("request_sizes_bytes", request_sizes_bytes, positive=True).ravel()
+    start = whole_number("region_start_bytes", region_start_bytes, minimum=0)
+    length = disk.capacity_bytes - start if region_size_bytes is None else region_size_bytes
+    one = min(mean_media_rate_bytes_per_s(disk, Partition(start, length)), disk.interface_rate_bytes_per_s)
+    rows = []
+    for n in counts:
+        times = striped_random_read_time_s(disk, sizes, n, stripe_size_bytes=stripe_size_bytes,
+                                           region_start_bytes=start, region_size_bytes=region_size_bytes)
+        for s, t in zip(sizes, np.atleast_1d(times)):
+            rows.append({"n_disks": n, "request_size_bytes": int(s), "random_read_s": float(t),
+                         "random_throughput_bytes_per_s": float(s / t), "sequential_rate_bytes_per_s": n * one})
+    return pd.DataFrame(rows)
+
+
+def plot_predicted_vs_measured(frame, ax=None, *, by: str = "layout"):
+    """Predicted against measured throughput (log-log, with the 1:1 line and +-20 %).
+
+    *frame* has columns measured_bytes_per_s, predicted_bytes_per_s and *by*
+    (a column to colour by), as :func:`diskmodel.model.paper.predict_paper`
+    returns. Returns the Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    missing = {"measured_bytes_per_s", "predicted_bytes_per_s", by} - set(frame.columns)
+    if missing:
+        raise ValueError(f"frame lacks columns {sorted(missing)}")
+    if ax is None:
+        _, ax = plt.subplots()
+    for key, group in frame.groupby(by, sort=False):
+        ax.scatter(group["measured_bytes_per_s"] / 1e6, group["predicted_bytes_per_s"] / 1e6, label=str(key))
+    values = np.concatenate([frame["measured_bytes_per_s"], frame["predicted_bytes_per_s"]]) / 1e6
+    line = np.geomspace(values.min() / 1.5, values.max() * 1.5, 50)
+    ax.plot(line, line, color="k", lw=0.8, label="predicted = measured")
+    ax.fill_between(line, line / 1.2, line * 1.2, color="grey", alpha=0.2, label="within 20 %")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured throughput [MB/s]")
+    ax.set_ylabel("predicted throughput [MB/s]")
+    ax.legend(fontsize="small")
+    return ax
