@@ -12,6 +12,7 @@ import sys
 
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
+    "cmd_experiment",
     "cmd_calibrate",
     "cmd_predict",
     "cmd_probe",

@@ -1,0 +1,294 @@
+"""The main job: calibrate, fit, predict the paper's layouts, compare, report.
+
+:func:`run_experiment` does, in order:
+
+1. calibrate a disk with the harness: the built-in simulated WD800BD (the
+   paper's drive) by default, or a real device or written file (read-only);
+2. fit the model: the calibration's fitted seek curve, rotation period and
+   zone rates become a :class:`~diskmodel.model.Disk`;
+3. predict PostMark throughput for native, LVM-1 and LVM-2 under the paper's
+   three workloads, with the I/O path and LVM mapping costs fitted on the
+   paper's Tables 4-6 (:func:`diskmodel.model.paper.fit_paper`), and the
+   leave-one-test-out check (:func:`diskmodel.model.paper.leave_one_test_out`)
+   that predicts each test from the other two;
+4. compare with Tables 4-6, and, where asked (``postmark_scratch``), with
+   real PostMark runs on this machine;
+5. write a report folder: ``report.md``, PNG plots (the seek curve with its
+   fit and confidence band, zone rates against location, predicted against
+   measured throughput), ``calibration.json`` and ``predictions.csv``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from diskmodel.data.tables import postmark_results
+from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
+
+_UNITS = {"test1": ("MB/s", 2**20), "test2": ("KB/s", 2**10), "test3": ("MB/s", 2**20)}
+
+
+@dataclass
+class ExperimentReport:
+    """What :func:`run_experiment` produced; ``out_dir`` holds the files."""
+
+    out_dir: Path
+    calibration: object
+    disk: object
+    comparison: pd.DataFrame
+    held_out: pd.DataFrame
+    postmark_runs: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    timings_s: dict = field(default_factory=dict)
+
+    @property
+    def median_fitted_error_pct(self) -> float:
+        return median_abs_error_pct(self.comparison)
+
+    @property
+    def median_held_out_error_pct(self) -> float:
+        return median_abs_error_pct(self.held_out)
+
+    def summary_table(self) -> pd.DataFrame:
+        """One row per test and layout: measured, fitted and held-out read/write in the paper's units."""
+        rows = []
+        held = self.held_out.set_index(["test", "layout", "operation"])
+        for r in self.comparison.itertuples():
+            unit, scale = _UNITS[r.test]
+            rows.append({"test": r.test, "layout": r.layout, "operation": r.operation, "unit": unit,
+                         "paper": r.measured_bytes_per_s / scale,
+                         "model (fitted on all tests)": r.predicted_bytes_per_s / scale,
+                         "model (test held out)": held.loc[(r.test, r.layout, r.operation),
+                                                           "predicted_bytes_per_s"] / scale,
+                         "held-out error %": held.loc[(r.test, r.layout, r.operation), "error_pct"]})
+        return pd.DataFrame(rows)
+
+
+def _plot_throughput(report: ExperimentReport, ax=None):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5))
+    markers = {"native": "o", "lvm1": "s", "lvm2": "^"}
+    for frame, filled, label in ((report.comparison, True, "fitted on all tests"),
+                                 (report.held_out, False, "test held out")):
+        for layout in LAYOUTS:
+            part = frame[frame["layout"] == layout]
+            ax.scatter(part["measured_bytes_per_s"] / 2**10, part["predicted_bytes_per_s"] / 2**10,
+                       marker=markers[layout], facecolors=None if filled else "none",
+                       edgecolors="C0" if filled else "C1", color="C0" if filled else None,
+                       label=f"{layout}, {label}")
+    values = np.concatenate([report.comparison[c].to_numpy() for c in ("measured_bytes_per_s", "predicted_bytes_per_s")]
+                            + [report.held_out["predicted_bytes_per_s"].to_numpy()]) / 2**10
+    low, high = values.min() / 2, values.max() * 2
+    ax.plot([low, high], [low, high], "k-", lw=0.8)
+    ax.fill_between([low, high], [low / 1.2, high / 1.2], [low * 1.2, high * 1.2], color="0.9", label="±20 %")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured, Tables 4-6 [KiB/s]")
+    ax.set_ylabel("predicted [KiB/s]")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def _markdown_table(frame: pd.DataFrame, floatfmt: str = ".2f") -> str:
+    columns = list(frame.columns)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in frame.itertuples(index=False):
+        cells = [format(v, floatfmt) if isinstance(v, (float, np.floating)) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _progress(total: int, enabled):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="experiment", disable=(enabled is False), unit="step")
+
+
+def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = None, budget_s: float | None = None,
+                   seed: int = 0, postmark_scratch: str | None = None, destroy_data_on: str | None = None,
+                   postmark_files: int = 1000, postmark_transactions: int = 5000,
+                   progress: bool | None = None) -> ExperimentReport:
+    """Run the main job and write its report folder (see the module docstring).
+
+    Parameters
+    ----------
+    out_dir : path
+        The report folder (created; files in it are overwritten).
+    preset : str
+        The simulated disk calibrated when no *device* is given.
+    device : path, optional
+        A real block device or written file to calibrate instead (read-only).
+    budget_s : float
+        Device time for the calibration [s]; default 120 (simulated) or 60 (real).
+    postmark_scratch, destroy_data_on : path, optional
+        Run real PostMark (native layout, the paper's three workloads scaled to
+        *postmark_files* files and *postmark_transactions* transactions) on a
+        scratch file created there (or a block device, which *destroy_data_on*
+        must name again). Needs root.
+    """
+    from diskmodel.calibrate.measure import calibrate
+    from diskmodel.calibrate.simulated import simulated_disk
+    from diskmodel.model.presets import load_preset
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    timings, notes = {}, []
+    bar = _progress(6 if postmark_scratch else 5, progress)
+    try:
+        # 1. calibrate
+        started = time.perf_counter()
+        if device is None:
+            backend = simulated_disk(preset, seed=seed)
+            calibration = calibrate(backend, budget_s=budget_s or 120.0, seed=seed, progress=False)
+            notes.append(f"calibrated the built-in simulated {preset} disk with the harness "
+                         f"({calibration.device_time_s:.0f} s of simulated device time)")
+        else:
+            from diskmodel.calibrate.device import open_backend
+
+            with open_backend(device) as backend:
+                calibration = calibrate(backend, budget_s=budget_s or 60.0, seed=seed, progress=False, path=device)
+            notes.append(f"calibrated {device} read-only ({calibration.device_time_s:.1f} s of device time)")
+        timings["calibrate_s"] = time.perf_counter() - started
+        bar.update()
+
+        # 2. fit: the calibrated disk, or the preset where the device shows no mechanical seek
+        if calibration.mechanical_seek:
+            disk = calibration.to_disk(name=f"calibrated {preset if device is None else device}")
+        else:
+            disk = load_preset(preset)
+            notes.append("the calibrated device shows no mechanical seek curve (flash or virtual): the disk "
+                         f"model does not apply to it, so the paper's predictions below use the {preset} preset; "
+                         "the device's flat latency model is in calibration.json")
+        bar.update()
+
+        # 3-4. predict the paper's layouts and workloads, compare with Tables 4-6
+        started = time.perf_counter()
+        results = postmark_results()
+        fit = fit_paper(disk, results)
+        comparison = predict_paper(fit, results)
+        held_out, _ = leave_one_test_out(disk, results)
+        timings["predict_s"] = time.perf_counter() - started
+        bar.update()
+
+        runs = []
+        if postmark_scratch:
+            runs = _real_postmark(postmark_scratch, destroy_data_on, postmark_files, postmark_transactions, notes)
+            bar.update()
+
+        report = ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings)
+        _write_report(report, fit)
+        bar.update()
+    finally:
+        bar.close()
+    return report
+
+
+def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
+    from diskmodel.calibrate.postmark import run_on_layout
+    from diskmodel.model.workload import postmark_preset
+
+    runs = []
+    for test in TESTS:
+        config = postmark_preset(test)
+        config = config.evolve(number_of_files=min(files, config.number_of_files),
+                               transactions=min(transactions, config.transactions))
+        summary = run_on_layout("native", config, fs_size_bytes=1 << 30, scratch=scratch,
+                                destroy_data_on=destroy_data_on, repeats=1)
+        runs.append((test, config, summary))
+    notes.append(f"ran real PostMark (native ext3 on a loop device over {scratch}; the paper's workloads "
+                 f"scaled to at most {files} files and {transactions} transactions)")
+    return runs
+
+
+def _write_report(report: ExperimentReport, fit) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    out = report.out_dir
+    calibration = report.calibration
+    (out / "calibration.json").write_text(calibration.to_json())
+    predictions = pd.concat([report.comparison.assign(fit="all tests"),
+                             report.held_out.assign(fit="test held out")], ignore_index=True)
+    predictions.to_csv(out / "predictions.csv", index=False)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    calibration.plot(ax=ax)
+    fig.tight_layout()
+    fig.savefig(out / "seek_curve.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    calibration.plot_zones(ax=ax)
+    fig.tight_layout()
+    fig.savefig(out / "zone_rates.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    _plot_throughput(report, ax=ax)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+
+    table = report.summary_table()
+    lines = [
+        "# diskmodel experiment",
+        "",
+        *[f"- {note}" for note in report.notes],
+        "",
+        "## Calibration",
+        "",
+        "```",
+        calibration.summary(),
+        "```",
+        "",
+        "![seek curve](seek_curve.png)",
+        "",
+        "![zone rates](zone_rates.png)",
+        "",
+        "## The model's disk",
+        "",
+        "```",
+        report.disk.describe(),
+        "```",
+        "",
+        "## Predicted against the paper (Djordjevic & Timcenko 2015, Tables 4-6)",
+        "",
+        "Fitted on the paper's cells: the I/O path on the native cells, the LVM mapping costs "
+        "(eq. 12) per LVM layout. 'Test held out' fits on the two other tests only and predicts the test.",
+        "",
+        _markdown_table(table),
+        "",
+        f"Median |error|: {report.median_fitted_error_pct:.1f} % fitted on all tests, "
+        f"{report.median_held_out_error_pct:.1f} % with the test held out.",
+        "",
+        "![predicted against measured](throughput.png)",
+        "",
+        "### Fitted parameters",
+        "",
+        "```",
+        fit.summary(),
+        "```",
+    ]
+    if report.postmark_runs:
+        lines += ["", "## Real PostMark runs on this machine", ""]
+        for test, config, summary in report.postmark_runs:
+            lines += [f"### {test}: {config.number_of_files} files, {config.transactions} transactions", "",
+                      "```", summary.summary(), "```", ""]
+    lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.timings_s.items())]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def format_summary(report: ExperimentReport) -> str:
+    """The summary table printed at the end of the main job."""
+    table = report.summary_table()
+    return (table.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+            + f"\nmedian |error| fitted {report.median_fitted_error_pct:.1f} %, "
+              f"held out {report.median_held_out_error_pct:.1f} %"
+            + f"\nreport: {report.out_dir / 'report.md'}")

@@ -1,0 +1,150 @@
+"""The LVM paper's experiment as library functions (Djordjevic & Timcenko 2015, section 4).
+
+The paper measured PostMark read and write throughput for three workloads
+(Tests 1-3, Tables 4-6) on three layouts of a WD800BD (native ext3, LVM-1,
+LVM-2; Tables 1-3): 18 cells. Two things are fitted, always on the training
+tests only, the model predicts the rest:
+
+1. on the training tests' native cells, the I/O-path parameters the paper
+   does not report (:func:`~diskmodel.model.predict.fit_io_parameters`);
+2. per LVM layout, on that layout's training cells with step 1 held, the
+   mapping costs MD_mapping and FB_mapping of eq. (12)
+   (:func:`~diskmodel.model.predict.fit_lvm_mapping`).
+
+:func:`leave_one_test_out` holds each test out in turn and predicts its six
+cells; :func:`fit_paper` fits on any set of tests and :func:`predict_paper`
+predicts cells with such a fit. The measured values are given as a frame
+(:func:`diskmodel.data.tables.postmark_results`), so this module stays pure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .filesystem import FileSystem, PageCache
+from .layouts import LvmMapping, paper_layout
+from .predict import Case, FitResult, apply_io_parameters, fit_io_parameters, fit_lvm_mapping, predict
+from .workload import expected_counts, postmark_preset
+
+TESTS = ("test1", "test2", "test3")
+LAYOUTS = ("native", "lvm1", "lvm2")
+
+
+def _measured(results) -> dict:
+    """{(test, layout, operation): bytes/s} from a postmark_results() frame."""
+    needed = {"test", "layout_key", "operation", "throughput_bytes_per_s"}
+    missing = needed - set(results.columns)
+    if missing:
+        raise ValueError(f"results lacks columns {sorted(missing)} (use diskmodel.data.tables.postmark_results())")
+    return {(r.test, r.layout_key, r.operation): float(r.throughput_bytes_per_s) for r in results.itertuples()}
+
+
+def _check_tests(name: str, tests) -> tuple[str, ...]:
+    tests = tuple(tests)
+    if not tests or any(t not in TESTS for t in tests):
+        raise ValueError(f"{name} must be a non-empty subset of {TESTS} (got {tests!r})")
+    return tests
+
+
+@dataclass(frozen=True)
+class PaperFit:
+    """What was fitted on the training tests."""
+
+    train_tests: tuple
+    disk: object
+    filesystem: FileSystem
+    cache: PageCache
+    mappings: dict
+    io_fit: FitResult
+    lvm_fits: dict
+
+    def summary(self) -> str:
+        lines = [f"fitted on {', '.join(self.train_tests)}", "I/O path (native cells):", self.io_fit.summary()]
+        for name, fit in self.lvm_fits.items():
+            lines += [f"{name} mapping costs:", fit.summary()]
+        return "\n".join(lines)
+
+
+def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None = None) -> PaperFit:
+    """Fit the I/O path and the LVM mapping costs on *train_tests*' cells.
+
+    Parameters
+    ----------
+    disk : Disk
+        The drive (the ``wd800bd`` preset, or a calibrated disk).
+    results : pandas.DataFrame
+        :func:`diskmodel.data.tables.postmark_results` (or measurements of the
+        same form).
+    train_tests : sequence of "test1", "test2", "test3"
+    """
+    train = _check_tests("train_tests", train_tests)
+    filesystem = FileSystem() if filesystem is None else filesystem
+    measured = _measured(results)
+    layouts = {name: paper_layout(name, disk.capacity_bytes) for name in LAYOUTS}
+    counts = {t: expected_counts(postmark_preset(t)) for t in train}
+
+    def case(test, layout, d, cache, mapping=None):
+        return Case(d, layouts[layout], counts[test],
+                    read_throughput_bytes_per_s=measured[(test, layout, "read")],
+                    write_throughput_bytes_per_s=measured[(test, layout, "write")],
+                    filesystem=filesystem, cache=cache, lvm_mapping=mapping or LvmMapping(),
+                    label=f"{test}/{layout}")
+
+    io_fit = fit_io_parameters([case(t, "native", disk, PageCache()) for t in train])
+    tuned_disk, tuned_fs, tuned_cache = apply_io_parameters(disk, filesystem, PageCache(), io_fit.params)
+    mappings = {"native": LvmMapping()}
+    lvm_fits = {}
+    for name in ("lvm1", "lvm2"):
+        fit = fit_lvm_mapping([case(t, name, tuned_disk, tuned_cache) for t in train])
+        lvm_fits[name] = fit
+        mappings[name] = LvmMapping(**fit.params)
+    return PaperFit(train, tuned_disk, tuned_fs, tuned_cache, mappings, io_fit, lvm_fits)
+
+
+def predict_paper(fit: PaperFit, results, tests=TESTS):
+    """Predicted against measured cells of *tests* with a :class:`PaperFit`.
+
+    Returns a frame with columns test, layout, operation, measured_bytes_per_s,
+    predicted_bytes_per_s, error_pct (predicted / measured - 1), held_out
+    (the test was not among the fit's training tests), and the prediction's
+    terms T_DO ... T_LVM_MO [s].
+    """
+    import pandas as pd
+
+    tests = _check_tests("tests", tests)
+    measured = _measured(results)
+    rows = []
+    for test in tests:
+        counts = expected_counts(postmark_preset(test))
+        for name in LAYOUTS:
+            layout = paper_layout(name, fit.disk.capacity_bytes)
+            p = predict(fit.disk, layout, fit.filesystem, counts, fit.cache, fit.mappings[name])
+            for op, value in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
+                truth = measured[(test, name, op)]
+                rows.append({"test": test, "layout": name, "operation": op,
+                             "measured_bytes_per_s": truth, "predicted_bytes_per_s": value,
+                             "error_pct": 100.0 * (value / truth - 1.0),
+                             "held_out": test not in fit.train_tests, **p.terms})
+    return pd.DataFrame(rows)
+
+
+def leave_one_test_out(disk, results, *, filesystem: FileSystem | None = None):
+    """Hold each test out, fit on the other two, predict its six cells.
+
+    Returns (frame of the 18 held-out cells as :func:`predict_paper` gives
+    them, {held-out test: PaperFit}). The median of ``abs(error_pct)`` is the
+    check's figure.
+    """
+    import pandas as pd
+
+    frames, fits = [], {}
+    for held in TESTS:
+        fit = fit_paper(disk, results, [t for t in TESTS if t != held], filesystem=filesystem)
+        fits[held] = fit
+        frames.append(predict_paper(fit, results, [held]))
+    return pd.concat(frames, ignore_index=True), fits
+
+
+def median_abs_error_pct(frame) -> float:
+    return float(np.median(np.abs(frame["error_pct"].to_numpy())))
