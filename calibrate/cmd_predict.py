@@ -1,11 +1,95 @@
-"""``diskmodel predict``: placeholder until the prediction API lands."""
+"""``diskmodel predict``: PostMark throughput for a disk, layout, file system and workload.
+
+Evaluates :func:`diskmodel.model.predict.predict` and prints read and write
+throughput the way PostMark reports them, with the breakdown by equation term
+(T_DO, T_MO, T_FL, T_DFA, T_J, T_LVM_MO; within T_DST seek, rotation,
+transfer). The disk is a preset, a DiskSim drive folder, or a calibration
+saved by ``diskmodel calibrate --json``.
+"""
 from __future__ import annotations
+
+import json
+import math
+
+
+def _nonnegative(name):
+    def parse(text):
+        import argparse
+
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number (got {text!r})") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be finite and >= 0 (got {text!r})")
+        return value
+    return parse
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("predict", help="predict PostMark throughput for a layout")
+    parser = subparsers.add_parser(
+        "predict", help="predict PostMark throughput for a disk, layout, file system and workload",
+        description=__doc__.splitlines()[0])
+    disk = parser.add_mutually_exclusive_group()
+    disk.add_argument("--disk", default="wd800bd",
+                      help="a preset (wd800bd, hp97560, hp_c2247a) or a DiskSim drive folder (default: %(default)s)")
+    disk.add_argument("--calibration", metavar="JSON", help="a result saved by `diskmodel calibrate --json`")
+    parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"), default="native",
+                        help="the paper's layouts in the last 20 GB of the disk (Tables 1-3)")
+    parser.add_argument("--workload", choices=("test1", "test2", "test3"), default="test1",
+                        help="the paper's PostMark workloads")
+    parser.add_argument("--transactions", type=int, help="override the workload's transaction count")
+    parser.add_argument("--files", type=int, help="override the workload's number of files")
+    parser.add_argument("--fs", choices=("ext2", "ext3"), default="ext3")
+    parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"), default="ordered")
+    parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"),
+                        help="memory the page cache gives the workload [bytes]")
+    parser.add_argument("--md-mapping-s", type=_nonnegative("--md-mapping-s"), default=0.0,
+                        help="LVM metadata mapping cost per metadata I/O [s] (eq. 12)")
+    parser.add_argument("--fb-mapping-s", type=_nonnegative("--fb-mapping-s"), default=0.0,
+                        help="LVM file-block mapping cost per data-block I/O [s] (eq. 12)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=_run)
 
 
+def _disk(args):
+    if args.calibration:
+        from diskmodel.calibrate.results import CalibrationResult
+
+        return CalibrationResult.from_json(args.calibration).to_disk()
+    from diskmodel.calibrate.simulated import disk_from_name
+
+    return disk_from_name(args.disk)
+
+
 def _run(args) -> int:
-    raise NotImplementedError("diskmodel predict lands with the model-core issue")
+    from diskmodel.model.filesystem import FileSystem, PageCache
+    from diskmodel.model.layouts import LvmMapping, paper_layout
+    from diskmodel.model.predict import predict
+    from diskmodel.model.workload import postmark_preset
+
+    disk = _disk(args)
+    workload = postmark_preset(args.workload)
+    changes = {k: v for k, v in (("transactions", args.transactions), ("number_of_files", args.files)) if v is not None}
+    if changes:
+        workload = workload.evolve(**changes)
+    filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
+    cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
+    layout = paper_layout(args.layout, disk.capacity_bytes)
+    prediction = predict(disk, layout, filesystem, workload, cache,
+                         LvmMapping(md_mapping_s=args.md_mapping_s, fb_mapping_s=args.fb_mapping_s))
+    if args.json:
+        print(json.dumps({
+            "disk": disk.name, "layout": args.layout, "workload": args.workload,
+            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
+            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
+            "elapsed_s": prediction.elapsed_s, "terms_s": prediction.terms,
+            "lvm_parts_s": prediction.lvm_parts, "dst_parts_s": prediction.dst_parts,
+        }))
+        return 0
+    units = prediction.postmark_units()
+    print(f"{disk.name}, {args.layout}, {args.fs} ({args.journal_mode}), PostMark {args.workload}: "
+          f"{workload.number_of_files} files, {workload.transactions} transactions")
+    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
+    print(prediction.to_frame().to_string())
+    return 0
