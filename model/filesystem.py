@@ -133,6 +133,25 @@ class FileSystem:
         CPU time of the file-system code per file operation (create, delete,
         open for read or append: path lookup, inode and directory handling,
         journal bookkeeping) [s], >= 0; charged to T_DO as cache-side time.
+    overlapped_writeback : bool
+        How the run's elapsed time is composed from the I/O.  False (the
+        serial model): elapsed = the sum of every term's disk and cache time
+        (eq. 1 read literally).  True (the pipeline model): PostMark never
+        calls fsync, so written data and metadata reach the disk
+        asynchronously (page cache -> write-back/commit threads -> host link
+        -> drive write cache -> media) while the application runs; only
+        reads that miss the cache block it.  In steady state the run then
+        takes as long as its busiest stage:
+        elapsed = max(application, media, link), where application = CPU and
+        memory copies (cache_s) + the full service of synchronous reads,
+        media = positioning, media transfer and command overhead of every
+        disk I/O (reads and writes), and link = the host-side transfer time
+        T_I (eq. 3, size / ``disk.interface_rate_bytes_per_s``) of every disk
+        I/O plus any host-side per-I/O cost added by a layer below the file
+        system (the LVM mapping cost, see
+        :func:`diskmodel.model.predict.predict`).  The terms of eq. (1) are
+        still each term's busy time; their sum exceeds the elapsed time by
+        the overlap.
     write_reorder_depth : int or None
         Writes the drive may hold and reorder in its write cache [count].
         None: as many as fit ``disk.cache_size_bytes`` (write caching is on
@@ -159,6 +178,7 @@ class FileSystem:
     write_reorder_depth: int | None = None
     cpu_per_file_operation_s: float = 0.0
     reuse_freed_space: bool = True
+    overlapped_writeback: bool = False
 
     def __post_init__(self):
         if self.kind not in ("ext2", "ext3"):
@@ -175,7 +195,7 @@ class FileSystem:
         fraction = finite_scalar("journal_offset_fraction", self.journal_offset_fraction, nonnegative=True)
         if fraction >= 1:
             raise ValueError(f"journal_offset_fraction must lie in [0, 1) (got {self.journal_offset_fraction!r})")
-        for name in ("atime_updates", "dir_index", "reuse_freed_space"):
+        for name in ("atime_updates", "dir_index", "reuse_freed_space", "overlapped_writeback"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if finite_scalar("allocation_spread", self.allocation_spread) < 1:
@@ -253,16 +273,39 @@ class FsaResult:
         of file data read or written), commits, flushes.
     details : dict
         Intermediate quantities (hit probabilities, active region, batch sizes).
+    stages : dict
+        Busy time per pipeline stage [s] (see ``FileSystem.overlapped_writeback``):
+        cpu_s (cache_s of all terms), read_media_s and read_link_s
+        (synchronous reads: positioning + media transfer + command overhead,
+        and host transfer T_I), write_media_s and write_link_s (asynchronous
+        write-back, commits and journal writes).
     """
 
     terms: dict
     parts: dict
     io_counts: dict
     details: dict
+    stages: dict = dataclasses.field(default_factory=dict)
 
     @property
     def total_s(self) -> float:
+        """Sum of the terms of eq. (1): the serial elapsed time [s]."""
         return float(sum(self.terms.values()))
+
+    def pipeline_s(self, link_extra_s: float = 0.0) -> float:
+        """max(application, media, link + *link_extra_s*) [s] (``FileSystem.overlapped_writeback``)."""
+        st = self.stages
+        application = st["cpu_s"] + st["read_media_s"] + st["read_link_s"]
+        media = st["read_media_s"] + st["write_media_s"]
+        link = st["read_link_s"] + st["write_link_s"] + float(link_extra_s)
+        return float(max(application, media, link))
+
+    def stage_times(self, link_extra_s: float = 0.0) -> dict:
+        """application_s, media_s, link_s: the three stages' busy times [s]."""
+        st = self.stages
+        return {"application_s": st["cpu_s"] + st["read_media_s"] + st["read_link_s"],
+                "media_s": st["read_media_s"] + st["write_media_s"],
+                "link_s": st["read_link_s"] + st["write_link_s"] + float(link_extra_s)}
 
     def dst_breakdown(self) -> dict:
         """seek, rotation, transfer, overhead and cache time summed over terms [s]."""
@@ -280,20 +323,30 @@ class _Ledger:
 
     def __init__(self):
         self.parts = {t: dict.fromkeys(DST_PARTS, 0.0) for t in TERMS}
+        self.stages = dict.fromkeys(("cpu_s", "read_media_s", "read_link_s", "write_media_s", "write_link_s"), 0.0)
 
-    def disk(self, term, count, service):
+    def disk(self, term, count, service, *, is_write):
         """*count* disk I/Os each costing *service* (a ServiceTime of scalars)."""
         if count <= 0:
             return
         p = self.parts[term]
-        p["seek_s"] += count * float(np.mean(service.seek_s))
-        p["rotation_s"] += count * float(np.mean(service.rotation_s))
-        p["transfer_s"] += count * float(np.mean(service.transfer_s))
-        p["overhead_s"] += count * float(np.mean(service.command_overhead_s + service.settle_s
-                                                  + service.interface_s))
+        seek = count * float(np.mean(service.seek_s))
+        rotation = count * float(np.mean(service.rotation_s))
+        transfer = count * float(np.mean(service.transfer_s))
+        mechanics = count * float(np.mean(service.command_overhead_s + service.settle_s))
+        link = count * float(np.mean(service.interface_s))
+        p["seek_s"] += seek
+        p["rotation_s"] += rotation
+        p["transfer_s"] += transfer
+        p["overhead_s"] += mechanics + link
+        kind = "write" if is_write else "read"
+        self.stages[f"{kind}_media_s"] += seek + rotation + transfer + mechanics
+        self.stages[f"{kind}_link_s"] += link
 
-    def add(self, term, part, seconds):
+    def add(self, term, part, seconds, *, stage):
+        """*seconds* of *part* of *term*, busy in pipeline *stage* (a key of ``stages``)."""
         self.parts[term][part] += float(seconds)
+        self.stages[stage] += float(seconds)
 
     def terms(self):
         return {t: float(sum(self.parts[t].values())) for t in TERMS}
@@ -325,7 +378,9 @@ def file_system_access_time(disk, layout, fs: FileSystem, workload, cache: PageC
 
     ``_extra_time_s(result_without_it)`` (internal, used by predict for the
     LVM mapping overhead) adds time that also counts towards the elapsed time
-    driving the number of commits.
+    driving the number of commits: to the sum of the terms (serial model),
+    or to the link stage (``FileSystem.overlapped_writeback``).  The fixed
+    point is ``details["elapsed_s"]``.
     """
     if cache is None:
         cache = PageCache()
@@ -344,6 +399,8 @@ def file_system_access_time(disk, layout, fs: FileSystem, workload, cache: PageC
     def elapsed_for(guess):
         result = _evaluate(plan, guess)
         extra = _extra_time_s(result) if _extra_time_s is not None else 0.0
+        if fs.overlapped_writeback:
+            return result, result.pipeline_s(extra)
         return result, result.total_s + extra
 
     # f(E) grows with E (more commits and flushes, less coalescing) with a
@@ -497,16 +554,16 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     batch = sum(home_writes.values()) / flushes_meta
     meta_write = _batch_service(plan, batch, B, is_write=True)
     for term, count in home_writes.items():
-        ledger.disk(term, count, meta_write)
+        ledger.disk(term, count, meta_write, is_write=True)
     # metadata reads on misses: random, unsorted
     meta_read = _batch_service(plan, 1, B, is_write=False)
     for term, count in plan["reads_meta"].items():
-        ledger.disk(term, count, meta_read)
+        ledger.disk(term, count, meta_read, is_write=False)
     # lookups and metadata updates served by the cache (eq. 2 hits): one block copy each
     ledger.add("T_DO", "cache_s", plan["p_meta"] * (total.creates + total.deletes + total.reads + total.appends)
-               * B / cache.rate_bytes_per_s)
+               * B / cache.rate_bytes_per_s, stage="cpu_s")
     ledger.add("T_DO", "cache_s", (total.creates + total.deletes + total.reads + total.appends)
-               * fs.cpu_per_file_operation_s)
+               * fs.cpu_per_file_operation_s, stage="cpu_s")
 
     # ---------------- T_DFA: file data
     p_data = plan["p_data"]
@@ -515,16 +572,16 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     read_service = _batch_service(plan, 1, max(plan["read_size"], 1.0), is_write=False)
     positioning = _batch_service(plan, 1, 1.0, is_write=False)
     # one positioning per fragment, transfer of the whole file once
-    ledger.disk("T_DFA", read_miss, _without_positioning(read_service))
+    ledger.disk("T_DFA", read_miss, _without_positioning(read_service), is_write=False)
     ledger.disk("T_DFA", read_miss * plan["fragments"], dataclasses.replace(
-        positioning, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)))
+        positioning, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)), is_write=False)
     # the partial last block of an appended file, read first when not cached
-    ledger.disk("T_DFA", total.appends * (1.0 - p_data), _batch_service(plan, 1, B, is_write=False))
+    ledger.disk("T_DFA", total.appends * (1.0 - p_data), _batch_service(plan, 1, B, is_write=False), is_write=False)
     # copies through the cache: bytes read on hits, every byte written
     ledger.add("T_DFA", "cache_s", float(cache_service_time_s(
-        p_data, plan["read_size"], cache.rate_bytes_per_s, 0.0)) * total.reads)
-    ledger.add("T_DFA", "cache_s", total.bytes_written / cache.rate_bytes_per_s)
-    ledger.add("T_DFA", "cache_s", (total.read_calls + total.write_calls) * cache.syscall_s)
+        p_data, plan["read_size"], cache.rate_bytes_per_s, 0.0)) * total.reads, stage="cpu_s")
+    ledger.add("T_DFA", "cache_s", total.bytes_written / cache.rate_bytes_per_s, stage="cpu_s")
+    ledger.add("T_DFA", "cache_s", (total.read_calls + total.write_calls) * cache.syscall_s, stage="cpu_s")
     # write-back.  Creates allocated in fresh space (the creation phase; all
     # creates when not fs.reuse_freed_space) form sequential runs, written in
     # max_request pieces with one positioning each.  Creates of the
@@ -540,16 +597,16 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     if fresh_bytes > 0:
         write_seq = _batch_service(plan, max(k, 1.0), fs.max_request_bytes, is_write=True)
         ledger.disk("T_DFA", requests_fresh, dataclasses.replace(
-            write_seq, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)))
+            write_seq, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)), is_write=True)
         per_byte = _batch_service(plan, 1, float(fresh_bytes), is_write=True)
-        ledger.disk("T_DFA", 1.0, _without_positioning(per_byte))
+        ledger.disk("T_DFA", 1.0, _without_positioning(per_byte), is_write=True)
     if reused_creates > 0:
         ledger.disk("T_DFA", reused_creates,
-                    _batch_service(plan, max(k, 1.0), float(blocks_per_create * B), is_write=True))
+                    _batch_service(plan, max(k, 1.0), float(blocks_per_create * B), is_write=True), is_write=True)
     if total.appends > 0:
         append_bytes = B * (plan["append_size"] / B + 1.0)  # the rewritten tail block + new blocks
         write_app = _batch_service(plan, max(k, 1.0), append_bytes, is_write=True)
-        ledger.disk("T_DFA", total.appends, write_app)
+        ledger.disk("T_DFA", total.appends, write_app, is_write=True)
     data_block_ios = (read_miss * plan["read_size"] / B + total.appends * (1.0 - p_data)
                       + total.creates * blocks_per_create + total.appends * (plan["append_size"] / B + 1.0))
 
@@ -569,18 +626,18 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
         there = cross_seek_time_s(disk, layout, (0, plan["active"]), (jstart, jsize))
         journal_service = region_access_time_s(disk, layout, journal_bytes, logical_start_bytes=jstart,
                                                logical_size_bytes=jsize)
-        ledger.add("T_J", "seek_s", commits * 2.0 * there)
-        ledger.add("T_J", "rotation_s", commits * disk.mean_rotational_latency_s)
-        ledger.add("T_J", "transfer_s", commits * float(journal_service.transfer_s))
-        ledger.add("T_J", "overhead_s", commits * float(journal_service.command_overhead_s
-                                                        + journal_service.interface_s))
+        ledger.add("T_J", "seek_s", commits * 2.0 * there, stage="write_media_s")
+        ledger.add("T_J", "rotation_s", commits * disk.mean_rotational_latency_s, stage="write_media_s")
+        ledger.add("T_J", "transfer_s", commits * float(journal_service.transfer_s), stage="write_media_s")
+        ledger.add("T_J", "overhead_s", commits * float(journal_service.command_overhead_s), stage="write_media_s")
+        ledger.add("T_J", "overhead_s", commits * float(journal_service.interface_s), stage="write_link_s")
         if fs.journal_mode == "journal":
             # journaled data are written twice: to the journal above, and home (already in T_DFA)
             data_block_ios += total.bytes_written / B
 
     metadata_ios = sum(home_writes.values()) + sum(plan["reads_meta"].values()) + journal_blocks
     return FsaResult(
-        terms=ledger.terms(), parts=ledger.parts,
+        terms=ledger.terms(), parts=ledger.parts, stages=dict(ledger.stages),
         io_counts={"metadata_ios": float(metadata_ios), "data_block_ios": float(data_block_ios),
                    "commits": float(commits), "metadata_flushes": float(flushes_meta),
                    "data_flushes": float(flushes_data)},

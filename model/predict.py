@@ -54,9 +54,14 @@ class Prediction:
         Bytes read / written over the whole run's elapsed time, as PostMark
         reports them [bytes/s].
     elapsed_s : float
-        T_LVM_AT = T_FSA + T_LVM_MO (eq. 10), or T_FSA natively [s].
+        T_LVM_AT = T_FSA + T_LVM_MO (eq. 10), or T_FSA natively [s]; with
+        ``FileSystem.overlapped_writeback`` the busiest pipeline stage
+        instead (``details["stages"]``).
     terms : dict
-        T_DO, T_MO, T_FL, T_DFA, T_J (eq. 1), T_LVM_MO (eq. 10) [s].
+        T_DO, T_MO, T_FL, T_DFA, T_J (eq. 1), T_LVM_MO (eq. 10) [s] as busy
+        times, and T_overlap (<= 0): the time hidden by the overlap of
+        asynchronous write-back with the application and of the stages with
+        each other (0 in the serial model).  They sum to elapsed_s.
     lvm_parts : dict
         T_LVM_MO split: mechanistic_s (the extent map's effect on seeks and
         zone rates, against a native partition at the first PV), md_mapping_s
@@ -163,8 +168,15 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
         # T_FSA proper is the native twin's; the extent map's effect is reported in T_LVM_MO.
         fsa_terms = dict(twin.terms)
     lvm_total = mechanistic + md + fb
-    elapsed = sum(fsa_terms.values()) + lvm_total
-    terms = {**fsa_terms, "T_LVM_MO": lvm_total}
+    busy = sum(fsa_terms.values()) + lvm_total
+    if filesystem.overlapped_writeback:
+        # pipeline: the fixed point max(application, media, link + MD/FB mapping costs)
+        elapsed = float(result.details["elapsed_s"])
+    else:
+        elapsed = busy
+    terms = {**fsa_terms, "T_LVM_MO": lvm_total, "T_overlap": elapsed - busy}
+    details = dict(result.details)
+    details["stages"] = result.stage_times(md + fb)
     total = counts.total
     return Prediction(
         read_throughput_bytes_per_s=total.bytes_read / elapsed,
@@ -172,7 +184,7 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
         elapsed_s=elapsed, terms=terms,
         lvm_parts={"mechanistic_s": mechanistic, "md_mapping_s": md, "fb_mapping_s": fb},
         dst_parts=result.dst_breakdown(), term_parts=result.parts, io_counts=result.io_counts,
-        details=result.details, counts=counts)
+        details=details, counts=counts)
 
 
 # --------------------------------------------------------------------------

@@ -149,3 +149,47 @@ def test_bad_arguments(disk, native):
         file_system_access_time(disk, native, "ext3", PostMarkConfig())
     with pytest.raises(ValueError, match="cache"):
         file_system_access_time(disk, native, FileSystem(), PostMarkConfig(), cache=128)
+
+
+def test_pipeline_stages_account_for_every_disk_and_cache_second(disk, native, small_counts):
+    """overlapped_writeback: stages partition the busy time; elapsed is the busiest stage (fixed point)."""
+    slow = disk.evolve(interface_rate_bytes_per_s=4e6)
+    r = file_system_access_time(slow, native, FileSystem(overlapped_writeback=True), small_counts)
+    st = r.stages
+    assert sum(st.values()) == pytest.approx(r.total_s, rel=1e-9)
+    assert st["cpu_s"] == pytest.approx(sum(r.parts[t]["cache_s"] for t in TERMS), rel=1e-9)
+    stages = r.stage_times()
+    assert r.pipeline_s() == pytest.approx(max(stages.values()))
+    assert r.details["elapsed_s"] == pytest.approx(r.pipeline_s(), rel=1e-6)
+    assert r.io_counts["commits"] == pytest.approx(r.details["elapsed_s"] / 5.0, rel=1e-6)
+    # at 4 MB/s the host link is the bottleneck: the write-back link time equals
+    # the bytes written at block granularity (data, metadata, journal) / rate
+    assert stages["link_s"] == max(stages.values())
+    assert r.pipeline_s() < r.total_s
+    assert r.pipeline_s(10.0) == pytest.approx(stages["link_s"] + 10.0)
+    # the serial model on the same input sums the terms instead
+    serial = file_system_access_time(slow, native, FileSystem(), small_counts)
+    assert serial.details["elapsed_s"] == pytest.approx(serial.total_s, rel=1e-6)
+    assert serial.details["elapsed_s"] > r.details["elapsed_s"]
+
+
+def test_pipeline_golden_test1_link_bound(disk, native):
+    """Hand check: Test 1 with every read cached, at a 4.5 MB/s host link.
+
+    The link carries data blocks (510,579 of 4 KiB: whole-block creates,
+    appends rewriting their tail block) plus metadata (home write-back and
+    journal); media and application are far below it.
+    """
+    counts = expected_counts(postmark_preset("test1"))
+    r = file_system_access_time(disk.evolve(interface_rate_bytes_per_s=4.5e6), native,
+                                FileSystem(overlapped_writeback=True), counts, PageCache(size_bytes=1536 * MIB))
+    assert r.details["p_hit_data"] == 1.0
+    assert r.stages["read_media_s"] == 0.0 and r.stages["read_link_s"] == 0.0
+    assert r.io_counts["data_block_ios"] == pytest.approx(510579, rel=1e-4)
+    data_link = r.io_counts["data_block_ios"] * 4096 / 4.5e6
+    assert data_link == pytest.approx(464.7, rel=1e-3)
+    stages = r.stage_times()
+    assert stages["link_s"] > data_link
+    assert stages["media_s"] < 0.3 * stages["link_s"] and stages["application_s"] < 0.05 * stages["link_s"]
+    assert r.details["elapsed_s"] == pytest.approx(stages["link_s"], rel=1e-6)
+    assert 520 < r.details["elapsed_s"] < 580   # the paper measured 548 s (Table 4 and the volumes)

@@ -194,3 +194,25 @@ def test_loo_benchmark_prints_its_median_last():
     name, value = out[-1].split(": ")
     assert name == "median_cell_error_pct"
     assert 0 <= float(value) < 1000
+
+
+def test_pipeline_prediction_terms_sum_to_elapsed_and_lvm_cost_loads_the_link(disk, counts):
+    fs = FileSystem(overlapped_writeback=True)
+    slow = disk.evolve(interface_rate_bytes_per_s=4e6)
+    native = predict(slow, paper_layout("native", disk.capacity_bytes), fs, counts)
+    assert native.terms["T_overlap"] < 0
+    assert native.elapsed_s == pytest.approx(sum(native.terms.values()))
+    assert native.elapsed_s == pytest.approx(max(native.details["stages"].values()), rel=1e-6)
+    mapping = LvmMapping(md_mapping_s=1e-4, fb_mapping_s=1e-5)
+    lvm1 = predict(slow, paper_layout("lvm1", disk.capacity_bytes), fs, counts, lvm_mapping=mapping)
+    assert lvm1.elapsed_s == pytest.approx(sum(lvm1.terms.values()))
+    added = lvm1.lvm_parts["md_mapping_s"] + lvm1.lvm_parts["fb_mapping_s"]
+    assert added == pytest.approx(1e-4 * lvm1.io_counts["metadata_ios"] + 1e-5 * lvm1.io_counts["data_block_ios"])
+    # link-bound: the mapping cost adds to the link stage and so to the elapsed time
+    stages = lvm1.details["stages"]
+    assert stages["link_s"] == max(stages.values())
+    assert lvm1.elapsed_s > native.elapsed_s + 0.9 * added
+    # serial model: no overlap term
+    serial = predict(slow, paper_layout("native", disk.capacity_bytes), FileSystem(), counts)
+    assert serial.terms["T_overlap"] == 0.0
+    assert serial.elapsed_s > native.elapsed_s
