@@ -25,12 +25,12 @@ import numpy as np
 from ._checks import finite_array, finite_scalar, whole_number
 from .disk import expected_random_service_time_s
 from .filesystem import FileSystem, PageCache
-from .layouts import LvmMapping, Partition, mean_media_rate_bytes_per_s, region_access_time_s
+from .layouts import LvmMapping, Partition, StripedVolume, mean_media_rate_bytes_per_s, region_access_time_s
 from .predict import predict
 from .seek import random_pair_distance_pmf
 
 __all__ = ["spaced_partitions", "location_table", "prediction_table", "striped_random_read_time_s",
-           "striping_table", "plot_predicted_vs_measured"]
+           "striped_volume_read_time_s", "striping_table", "plot_predicted_vs_measured"]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -213,6 +213,31 @@ def striped_random_read_time_s(disk, size_bytes, n_disks: int, *, stripe_size_by
     positioning = {m: _max_positioning_s(disk, m, start, region_size_bytes) for m in np.unique(disks)}
     pos = np.array([positioning[m] for m in disks.ravel()]).reshape(disks.shape)
     return base.command_overhead_s + pos + base.settle_s + base.transfer_s + base.interface_s
+
+
+def striped_volume_read_time_s(disk, volume: StripedVolume, size_bytes) -> np.ndarray:
+    """:func:`striped_random_read_time_s` for a :class:`StripedVolume` whose PVs lie on distinct disks.
+
+    Every disk is *disk* (identical drives); the stripe width is the number of
+    PVs, the chunk the volume's ``stripe_size_bytes``, and the random reads
+    fall in the region the PVs' data areas occupy (the first PV's, the PVs
+    being alike). Raises ValueError when two PVs share a disk (their pieces
+    would queue on one arm, which this does not model) or the PVs differ in
+    place or size.
+    """
+    if not isinstance(volume, StripedVolume):
+        raise ValueError(f"volume must be a StripedVolume (got {type(volume).__name__})")
+    if volume.n_disks != volume.n_physical_volumes:
+        raise ValueError(f"volume: its {volume.n_physical_volumes} PVs lie on {volume.n_disks} disks; "
+                         "striping over PVs of one disk is not parallel")
+    pvs = volume.physical_volumes
+    if len({(pv.start_bytes, pv.size_bytes) for pv in pvs}) != 1:
+        raise ValueError("volume: the PVs must have the same start and size on their disks")
+    per_pv = volume.size_bytes // volume.n_physical_volumes
+    return striped_random_read_time_s(disk, size_bytes, volume.n_physical_volumes,
+                                      stripe_size_bytes=volume.stripe_size_bytes,
+                                      region_start_bytes=pvs[0].start_bytes + volume.pe_start_bytes,
+                                      region_size_bytes=per_pv)
 
 
 def striping_table(disk, disk_counts, request_sizes_bytes, *, stripe_size_bytes: int = 64 * KIB,

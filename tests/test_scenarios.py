@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 
 from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.layouts import GB, Partition, paper_layout, region_access_time_s
+from diskmodel.model.layouts import MIB, GB, Partition, StripedVolume, paper_layout, region_access_time_s
 from diskmodel.model.predict import predict
 from diskmodel.model.presets import load_preset
 from diskmodel.model.scenarios import (location_table, plot_predicted_vs_measured, prediction_table,
-                                       spaced_partitions, striped_random_read_time_s, striping_table)
+                                       spaced_partitions, striped_random_read_time_s, striped_volume_read_time_s,
+                                       striping_table)
 from diskmodel.model.seek import TwoPieceSeek, random_pair_distance_pmf
 from diskmodel.model.workload import PostMarkConfig
 
@@ -129,3 +130,18 @@ def test_plot_predicted_vs_measured():
     assert ax.get_xscale() == "log" and len(ax.collections) >= 2
     with pytest.raises(ValueError, match="frame lacks"):
         plot_predicted_vs_measured(frame.drop(columns="layout"))
+
+
+def test_striped_volume(disk):
+    pvs = tuple(Partition(0, 20 * GB, f"sd{c}1", disk=f"sd{c}") for c in "abcd")
+    volume = StripedVolume(pvs, stripe_size_bytes=256 * 1024)
+    got = striped_volume_read_time_s(disk, volume, [4096, 1 * MIB])
+    per_pv = volume.size_bytes // 4
+    want = striped_random_read_time_s(disk, [4096, 1 * MIB], 4, stripe_size_bytes=256 * 1024,
+                                      region_start_bytes=MIB, region_size_bytes=per_pv)
+    assert np.allclose(got, want)
+    # 1 MiB over four 256 KiB chunks on four disks beats one disk reading it all
+    assert got[1] < float(region_access_time_s(disk, Partition(0, 20 * GB), 1 * MIB).total_s)
+    one_disk = StripedVolume(tuple(Partition(k * 20 * GB, 20 * GB, f"sda{k}") for k in range(2)))
+    with pytest.raises(ValueError, match="volume"):
+        striped_volume_read_time_s(disk, one_disk, 4096)
