@@ -40,6 +40,77 @@ overrides the page cache for the sensitivity check below.
 Per-cell error = predicted / measured - 1, in percent, for the held-out
 cells only; the last line is the median of their absolute values over all
 18 cells.
+
+What-if overrides (not the reported result): ``LOO_CACHE_MIB`` (page
+cache), ``LOO_IO`` (comma-separated I/O parameters to fit, e.g.
+``interface_rate_bytes_per_s,page_cache_bytes``), ``LOO_CACHE_STARTS``
+(multi-starts when the page cache is fitted), ``LOO_LVM`` (the two
+LvmMapping coefficients, e.g. ``request_mapping_s,fb_mapping_s``).
+
+Result (2026-11-22): median_cell_error_pct 32.5 (the serial model with
+host rate and page cache fitted: 45.7).  Target (<= 20 %) missed.
+Held-out errors, read cells (write cells within 4 points of them)::
+
+             native   LVM-1   LVM-2
+    Test 1    +6.2    +18.5   -34.2
+    Test 2   -31.0    -74.2   +75.2
+    Test 3   +30.2    -14.2   +57.3
+
+Fitted (per held-out test; training tests only): host rate 4.89 / 4.28 /
+5.13 MB/s (held out 1 / 2 / 3); CPU per file operation at its bound 0 in
+all three (never the bottleneck, not identified); MD_mapping, FB_mapping
+per LVM layout as printed above.
+
+Sensitivity (same structure): page cache 64 / 256 / 768 / >= 1024 MiB gives
+84.9 / 33.8 / 27.2 / 32.5; fitting the page cache with the host rate (the
+serial model's choice) gives 28.0 with 8 multi-starts but 34.0 with 4: the
+cache is not identified by two tests (for Test 3 held out, 102 MiB at
+8.8 MB/s and 185 MiB at 5.4 MB/s fit Tests 1 and 2 equally well and
+predict Test 3 at +32 % and -16 %), so the reported run fixes it.  Other
+LVM coefficient pairs: (request_mapping_s, fb_mapping_s) 33.8,
+(md_mapping_s, request_mapping_s) 28.6 with the fitted cache.
+
+Why the target is missed (the precise reasons):
+
+1. Test 2's native cell is not identified by Tests 1 and 3.  Tests 1 and 3
+   are bound by the bytes they write (548 s for 1.94 GB, 1682 s for
+   5.88 GB: 3.55 and 3.50 MB/s, 1.4 % apart) although Test 3 has fewer
+   operations; Test 2 (93 s for 33 MB) is bound by something per operation.
+   Any per-operation coefficient fitted on Tests 1 and 3 is therefore ~0:
+   elapsed = a * bytes + b * transactions fitted on them gives b < 0 (held
+   at 0) with written bytes, b = 0.39 ms with read + written bytes, and
+   predicts Test 2 at about 9 s and 26 s.  The pipeline model predicts Test 2
+   from physics alone (link bytes: 80,220 whole 4 KiB data blocks plus
+   ~57,000 metadata and journal blocks, 0.56 GB) at the rate of Tests 1
+   and 3: -31 %.  The three native tests imply link rates of 4.65 (T1),
+   6.0 (T2) and 3.85 (T3) MB/s for the model's byte counts, so one fitted
+   rate cannot carry within 20 % from any two tests to the third; fitted
+   on all three at once (not a prediction) the native residuals are still
+   +4.7 / -16 / +24 %.
+2. LVM-2's extra time over native is 806 s (T1), 512 s (T2), 3494 s (T3):
+   Test 3's is 4.3 times Test 1's, while Test 3 moves 3.0 times the bytes,
+   2.9 times the data blocks, 0.85 times the requests and 0.84 times the
+   transactions.  For T_LVM_MO = a * f + b * g with a, b >= 0 fitted on
+   Test 1 (and 2), the Test 3 prediction is at most max(f3/f1, g3/g1) times
+   Test 1's extra; with counts growing <= 3x that is <= 2420 s, and the
+   LVM-2 Test 3 cell is off by >= (1682 + 3494) / (1682 + 2420) - 1 = +26 %
+   even with a perfect native prediction.  (Metadata I/Os grow with the run's
+   own elapsed time through the commits, which is why the fitted model
+   does no better.)  Symmetrically, held-out Test 1 is predicted from
+   Test 3's extra divided by <= 3 (>= 1165 s vs 806 s): <= -21 %.
+3. LVM-1's extra is 347 s (T1), 77 s (T2), 281 s (T3): smaller in Test 3
+   than in Test 1 although Test 3 moves 3x the blocks (so a per-block cost
+   fitted on Test 1 overshoots Test 3) and, per transaction, 6.8 ms in
+   Tests 1 and 3 but 1.6 ms in Test 2 (so a per-operation cost fitted on
+   Tests 1 and 3 overshoots Test 2: -74 %).  Fitted on all three tests at
+   once (in-sample, not a prediction), (MD_mapping, FB_mapping) leave
+   +10 / -1 / -9 % (LVM-1) and -21 / +2 / +20 % (LVM-2).
+The median is the fifth-best of the nine (test, layout) pairs (read and
+write agree).  By (2) the LVM-2 pairs of Tests 1 and 3 cannot come within
+20 % under this form; by (1) the three Test 2 pairs rest on a per-operation
+cost the training tests do not determine.  Reaching 20 % would need the
+Test 2 row to come right from a-priori physics alone plus all four native
+and LVM-1 pairs of Tests 1 and 3; this model gets three of those four.
 """
 from __future__ import annotations
 
@@ -58,7 +129,9 @@ from diskmodel.model.workload import PAPER_VOLUMES_BYTES, expected_counts, postm
 
 TESTS = ("test1", "test2", "test3")
 PAGE_CACHE_BYTES = float(os.environ.get("LOO_CACHE_MIB", 1536)) * 2**20
-IO_PARAMETERS = ("interface_rate_bytes_per_s", "cpu_per_file_operation_s")
+IO_PARAMETERS = tuple(os.environ.get("LOO_IO", "interface_rate_bytes_per_s,cpu_per_file_operation_s").split(","))
+LVM_PARAMETERS = tuple(os.environ.get("LOO_LVM", "md_mapping_s,fb_mapping_s").split(","))
+CACHE_STARTS = int(os.environ.get("LOO_CACHE_STARTS", 4))
 IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "cpu_per_file_operation_s": 0.0}
 LAYOUTS = ("native", "lvm1", "lvm2")
 
@@ -96,21 +169,26 @@ def main() -> int:
     for held in TESTS:
         train = [t for t in TESTS if t != held]
         io_fit = fit_io_parameters([case(t, "native") for t in train], parameters=IO_PARAMETERS,
-                                   initial=IO_INITIAL)
+                                   initial=IO_INITIAL, cache_starts=CACHE_STARTS)
         io = io_fit.params
         print(f"\nheld out {held}; trained on {', '.join(train)}")
-        print(f"  I/O path: host rate {io['interface_rate_bytes_per_s'] / 1e6:.3f} MB/s "
-              f"(se {io_fit.bse['interface_rate_bytes_per_s'] / 1e6:.3f}), CPU "
-              f"{io['cpu_per_file_operation_s'] * 1e3:.4f} ms/file operation "
-              f"(se {io_fit.bse['cpu_per_file_operation_s'] * 1e3:.4f}; nan: not identified) "
-              f"(train rms {np.sqrt(np.mean(io_fit.residuals**2)):.3f})")
+        shown = {"interface_rate_bytes_per_s": ("host rate", 1e-6, "MB/s"),
+                 "cpu_per_file_operation_s": ("CPU", 1e3, "ms/file operation"),
+                 "page_cache_bytes": ("page cache", 2.0**-20, "MiB")}
+        print("  I/O path: " + ", ".join(
+            f"{shown[n][0]} {io[n] * shown[n][1]:.4g} {shown[n][2]} (se {io_fit.bse[n] * shown[n][1]:.2g})"
+            for n in IO_PARAMETERS) + f" (se nan: at a bound or not identified; train rms "
+              f"{np.sqrt(np.mean(io_fit.residuals**2)):.3f})")
         mappings = {"native": LvmMapping()}
         for name in ("lvm1", "lvm2"):
-            fit = fit_lvm_mapping([case(t, name, io=io) for t in train])
+            fit = fit_lvm_mapping([case(t, name, io=io) for t in train], parameters=LVM_PARAMETERS)
             mappings[name] = LvmMapping(**fit.params)
-            print(f"  {name}: MD_mapping {fit.params['md_mapping_s'] * 1e3:.4f} ms/metadata I/O, "
-                  f"FB_mapping {fit.params['fb_mapping_s'] * 1e6:.3f} us/data block "
-                  f"(train rms {np.sqrt(np.mean(fit.residuals**2)):.3f})")
+            shown = {"md_mapping_s": ("MD_mapping", 1e3, "ms/metadata I/O"),
+                     "fb_mapping_s": ("FB_mapping", 1e6, "us/data block"),
+                     "request_mapping_s": ("request mapping", 1e3, "ms/data request")}
+            print(f"  {name}: " + ", ".join(f"{shown[n][0]} {fit.params[n] * shown[n][1]:.4g} {shown[n][2]}"
+                                             for n in LVM_PARAMETERS)
+                  + f" (train rms {np.sqrt(np.mean(fit.residuals**2)):.3f})")
         tuned_disk, tuned_fs, cache = apply_io_parameters(disk, fs, page_cache, io)
         for name in LAYOUTS:
             p = predict(tuned_disk, layouts[name], tuned_fs, counts[held], cache, mappings[name])

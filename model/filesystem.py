@@ -270,7 +270,10 @@ class FsaResult:
     io_counts : dict
         Disk I/Os [count]: metadata_ios (metadata blocks written home, read on
         misses and written to the journal), data_block_ios (file-system blocks
-        of file data read or written), commits, flushes.
+        of file data read or written), data_requests and metadata_requests
+        (disk commands: each random request, each ``max_request_bytes``
+        piece of a sequential run, each journal write piece), commits,
+        flushes.
     details : dict
         Intermediate quantities (hit probabilities, active region, batch sizes).
     stages : dict
@@ -609,9 +612,15 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
         ledger.disk("T_DFA", total.appends, write_app, is_write=True)
     data_block_ios = (read_miss * plan["read_size"] / B + total.appends * (1.0 - p_data)
                       + total.creates * blocks_per_create + total.appends * (plan["append_size"] / B + 1.0))
+    # disk requests (commands) of file data: one per fragment read on a miss,
+    # per tail block read before an append, per max_request piece of fresh
+    # space, per reused-space create and per append
+    data_requests = (read_miss * plan["fragments"] + total.appends * (1.0 - p_data) + requests_fresh
+                     + reused_creates + total.appends)
 
     # ---------------- T_J: journal commits
     journal_blocks = 0.0
+    journal_requests = 0.0
     if fs.journaled:
         per_commit = 0.0
         for names in classes.values():
@@ -622,6 +631,7 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
         if fs.journal_mode == "journal":
             journal_bytes += total.bytes_written / commits
         journal_blocks = commits * journal_bytes / B
+        journal_requests = commits * math.ceil(journal_bytes / fs.max_request_bytes)
         jstart, jsize = plan["journal"]
         there = cross_seek_time_s(disk, layout, (0, plan["active"]), (jstart, jsize))
         journal_service = region_access_time_s(disk, layout, journal_bytes, logical_start_bytes=jstart,
@@ -639,6 +649,9 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     return FsaResult(
         terms=ledger.terms(), parts=ledger.parts, stages=dict(ledger.stages),
         io_counts={"metadata_ios": float(metadata_ios), "data_block_ios": float(data_block_ios),
+                   "data_requests": float(data_requests),
+                   "metadata_requests": float(sum(home_writes.values()) + sum(plan["reads_meta"].values())
+                                              + journal_requests),
                    "commits": float(commits), "metadata_flushes": float(flushes_meta),
                    "data_flushes": float(flushes_data)},
         details={"p_hit_data": p_data, "p_hit_metadata": plan["p_meta"],

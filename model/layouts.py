@@ -647,17 +647,26 @@ class LvmMapping:
     fb_mapping_s : float
         FB_mapping: cost per data-block I/O (file-system blocks of file data
         reaching the block device) per unit of complexity [s], >= 0.
+    request_mapping_s : float
+        Cost per disk request (command) of file data -- a request the device
+        mapper passes on that the disk serves as one command: each random
+        read or write, each sequential piece -- per unit of complexity [s],
+        >= 0 (default 0: the paper's eq. 12 has MD and FB only; see
+        :func:`diskmodel.model.predict.predict`, which adds
+        ``complexity * request_mapping_s * data_requests``).
     """
 
     md_mapping_s: float = 0.0
     fb_mapping_s: float = 0.0
+    request_mapping_s: float = 0.0
 
     #: Bounds for fitting, per parameter [s].
-    BOUNDS = {"md_mapping_s": (0.0, 1.0), "fb_mapping_s": (0.0, 1.0)}
+    BOUNDS = {"md_mapping_s": (0.0, 1.0), "fb_mapping_s": (0.0, 1.0), "request_mapping_s": (0.0, 1.0)}
 
     def __post_init__(self):
         finite_scalar("md_mapping_s", self.md_mapping_s, nonnegative=True)
         finite_scalar("fb_mapping_s", self.fb_mapping_s, nonnegative=True)
+        finite_scalar("request_mapping_s", self.request_mapping_s, nonnegative=True)
 
     def evolve(self, **changes) -> "LvmMapping":
         return dataclasses.replace(self, **changes)

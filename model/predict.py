@@ -65,7 +65,8 @@ class Prediction:
     lvm_parts : dict
         T_LVM_MO split: mechanistic_s (the extent map's effect on seeks and
         zone rates, against a native partition at the first PV), md_mapping_s
-        and fb_mapping_s (the empirical MD_mapping and FB_mapping costs) [s].
+        and fb_mapping_s (the empirical MD_mapping and FB_mapping costs) and
+        request_mapping_s (the per-request cost, :class:`LvmMapping`) [s].
     dst_parts : dict
         seek_s, rotation_s, transfer_s, overhead_s (T_DST's other terms) and
         cache_s (eq. 2 hits and copies) over all terms [s].
@@ -149,10 +150,13 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
     else:
         raise ValueError(f"workload must be a PostMarkConfig or PostMarkCounts (got {type(workload).__name__})")
 
+    complexity = mapping_complexity(layout)
+
     def empirical(result):
         md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"],
                                         result.io_counts["data_block_ios"], lvm_mapping)
-        return float(md) + float(fb)
+        rq = complexity * lvm_mapping.request_mapping_s * result.io_counts["data_requests"]
+        return float(md) + float(fb) + float(rq)
 
     is_lvm = mapping_complexity(layout) > 0
     result = file_system_access_time(disk, layout, filesystem, counts, cache,
@@ -160,6 +164,7 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
     md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"], result.io_counts["data_block_ios"],
                                     lvm_mapping)
     md, fb = float(md), float(fb)
+    rq = float(complexity * lvm_mapping.request_mapping_s * result.io_counts["data_requests"])
     mechanistic = 0.0
     fsa_terms = dict(result.terms)
     if is_lvm:
@@ -167,7 +172,7 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
         mechanistic = result.total_s - twin.total_s
         # T_FSA proper is the native twin's; the extent map's effect is reported in T_LVM_MO.
         fsa_terms = dict(twin.terms)
-    lvm_total = mechanistic + md + fb
+    lvm_total = mechanistic + md + fb + rq
     busy = sum(fsa_terms.values()) + lvm_total
     if filesystem.overlapped_writeback:
         # pipeline: the fixed point max(application, media, link + MD/FB mapping costs)
@@ -176,13 +181,14 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
         elapsed = busy
     terms = {**fsa_terms, "T_LVM_MO": lvm_total, "T_overlap": elapsed - busy}
     details = dict(result.details)
-    details["stages"] = result.stage_times(md + fb)
+    details["stages"] = result.stage_times(md + fb + rq)
     total = counts.total
     return Prediction(
         read_throughput_bytes_per_s=total.bytes_read / elapsed,
         write_throughput_bytes_per_s=total.bytes_written / elapsed,
         elapsed_s=elapsed, terms=terms,
-        lvm_parts={"mechanistic_s": mechanistic, "md_mapping_s": md, "fb_mapping_s": fb},
+        lvm_parts={"mechanistic_s": mechanistic, "md_mapping_s": md, "fb_mapping_s": fb,
+                   "request_mapping_s": rq},
         dst_parts=result.dst_breakdown(), term_parts=result.parts, io_counts=result.io_counts,
         details=details, counts=counts)
 
@@ -351,8 +357,14 @@ def _fit(cases, names, initial, bounds, apply, x_scale):
                      str(solution.message))
 
 
-def fit_lvm_mapping(cases, *, initial=(1e-4, 1e-5), bounds=None) -> FitResult:
+def fit_lvm_mapping(cases, *, initial=None, bounds=None,
+                    parameters=("md_mapping_s", "fb_mapping_s")) -> FitResult:
     """Fit MD_mapping and FB_mapping (:class:`LvmMapping`, bounded >= 0).
+
+    *parameters*: which coefficients of :class:`LvmMapping` to fit (default
+    the paper's two, eq. 12; any distinct names of ``LvmMapping.BOUNDS``);
+    *initial* their starting values (default 1e-4 s for md_mapping_s and
+    request_mapping_s, 1e-5 s for fb_mapping_s).
 
     Minimises the squared log ratios of predicted to measured throughput over
     the cases' measured cells with everything else held as given in each
@@ -362,8 +374,16 @@ def fit_lvm_mapping(cases, *, initial=(1e-4, 1e-5), bounds=None) -> FitResult:
     cases = list(cases)
     if any(mapping_complexity(c.layout) == 0 for c in cases):
         raise ValueError("cases: every case must be on an LVM layout (a native one has no mapping cost)")
-    bounds = dict(LvmMapping.BOUNDS) if bounds is None else dict(bounds)
-    for name in ("md_mapping_s", "fb_mapping_s"):
+    names = tuple(parameters)
+    if not names or len(set(names)) != len(names) or any(n not in LvmMapping.BOUNDS for n in names):
+        raise ValueError(f"parameters must be distinct names from {sorted(LvmMapping.BOUNDS)} (got {parameters!r})")
+    scale = {"md_mapping_s": 1e-4, "fb_mapping_s": 1e-5, "request_mapping_s": 1e-4}
+    if initial is None:
+        initial = [scale[n] for n in names]
+    if len(initial) != len(names):
+        raise ValueError(f"initial must give one value per parameter ({len(names)}; got {initial!r})")
+    bounds = {**LvmMapping.BOUNDS, **(bounds or {})}
+    for name in names:
         lo, hi = bounds[name]
         if not (0 <= lo < hi):
             raise ValueError(f"bounds[{name!r}] must satisfy 0 <= lower < upper (got {bounds[name]!r})")
@@ -372,7 +392,7 @@ def fit_lvm_mapping(cases, *, initial=(1e-4, 1e-5), bounds=None) -> FitResult:
         return {"disk": case.disk, "filesystem": case.filesystem, "cache": case.cache,
                 "lvm_mapping": case.lvm_mapping.evolve(**values)}
 
-    return _fit(cases, ("md_mapping_s", "fb_mapping_s"), initial, bounds, apply, x_scale=(1e-4, 1e-5))
+    return _fit(cases, names, initial, bounds, apply, x_scale=[scale[n] for n in names])
 
 
 #: Bounds of the I/O-path parameters fitted by fit_io_parameters [their units].

@@ -216,3 +216,39 @@ def test_pipeline_prediction_terms_sum_to_elapsed_and_lvm_cost_loads_the_link(di
     serial = predict(slow, paper_layout("native", disk.capacity_bytes), FileSystem(), counts)
     assert serial.terms["T_overlap"] == 0.0
     assert serial.elapsed_s > native.elapsed_s
+
+
+def test_request_mapping_cost_and_choice_of_fitted_coefficients(disk):
+    """request_mapping_s: a cost per data request; fit_lvm_mapping fits any two named coefficients."""
+    truth = LvmMapping(request_mapping_s=2e-3, fb_mapping_s=3e-5)
+    cases = []
+    for high, files in ((8 * 1024, 3000), (200 * 1024, 800)):
+        wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
+                                            max_file_size_bytes=high))
+        layout = paper_layout("lvm2", disk.capacity_bytes)
+        p = predict(disk, layout, FileSystem(), wl, lvm_mapping=truth)
+        # complexity 2 (two segments on one disk) times the cost times the data requests
+        assert p.lvm_parts["request_mapping_s"] == pytest.approx(2 * 2e-3 * p.io_counts["data_requests"])
+        assert p.lvm_parts["md_mapping_s"] == 0.0
+        cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s))
+    fit = fit_lvm_mapping(cases, parameters=("request_mapping_s", "fb_mapping_s"))
+    assert fit.names == ("request_mapping_s", "fb_mapping_s")
+    assert fit.params["request_mapping_s"] == pytest.approx(2e-3, rel=0.02)
+    assert fit.params["fb_mapping_s"] == pytest.approx(3e-5, rel=0.05)
+    with pytest.raises(ValueError, match="parameters"):
+        fit_lvm_mapping(cases, parameters=("md_mapping_s", "md_mapping_s"))
+    with pytest.raises(ValueError, match="initial"):
+        fit_lvm_mapping(cases, parameters=("md_mapping_s",), initial=(1e-4, 1e-5))
+    with pytest.raises(ValueError, match="request_mapping_s"):
+        LvmMapping(request_mapping_s=-1.0)
+
+
+def test_data_requests_count_by_hand(disk):
+    """Every file cached: data requests = creation-phase pieces of 512 KiB + transaction creates + appends."""
+    cfg = PostMarkConfig(number_of_files=1000, transactions=2000, min_file_size_bytes=4096,
+                         max_file_size_bytes=4096)
+    wl = expected_counts(cfg)
+    p = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), wl, PageCache(size_bytes=1 << 30))
+    fresh_pieces = math.ceil(1000 * 4096 / (512 * 1024))   # 8
+    expected = fresh_pieces + (wl.total.creates - 1000) + wl.total.appends
+    assert p.io_counts["data_requests"] == pytest.approx(expected)
