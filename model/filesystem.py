@@ -67,6 +67,15 @@ distance shrinks by min(1, 3/(k+1)) (sorted neighbours are C/(k+1) apart,
 random pairs C/3), and with m = k/(tracks in the region) > 1 requests per
 track the rotational latency is T_rot/(m+1) instead of T_rot/2 (eq. 8).
 
+Elapsed time: by default (the serial model) the sum of the five terms.
+With ``FileSystem(overlapped_writeback=True)`` (the pipeline model) the
+same I/O is split into three stages -- application (CPU, memory copies and
+the synchronous reads that miss the cache), media (positioning, media
+transfer and command overhead of all disk I/O) and link (host-side transfer
+T_I of all disk I/O) -- and the run takes as long as the busiest one,
+because PostMark's writes reach the disk asynchronously (no fsync) while it
+runs.  :attr:`FsaResult.stages` keeps the busy times.
+
 The elapsed time depends on itself through the number of commits and
 flushes (coalescing); :func:`file_system_access_time` solves that fixed point
 E = f(E) with brentq (f grows with E with a slope far below 1, so the

@@ -37,7 +37,8 @@ made concrete in two parts:
     remapping, multiplied by the layout's mapping complexity
     (:func:`mapping_complexity`: the number of segments of the mapping table,
     1 for one PV, 2 for two concatenated PVs, N for N stripes, times the
-    number of distinct disks N_D).  Its two coefficients are parameters with
+    number of distinct disks N_D); optionally also a cost per data request
+    (``request_mapping_s``, default 0).  Its coefficients are parameters with
     bounds (>= 0) to fit against measurements
     (:func:`diskmodel.model.predict.fit_lvm_mapping`); a native partition has
     complexity 0 and no empirical overhead.
@@ -636,7 +637,12 @@ class LvmMapping:
     """Empirical LVM mapping costs, eq. (12): T_LVM_MO = f(MD_mapping, FB_mapping).
 
     T_LVM_MO(empirical) = complexity * (md_mapping_s * metadata_ios
-                                        + fb_mapping_s * data_block_ios)
+                                        + fb_mapping_s * data_block_ios
+                                        + request_mapping_s * data_requests)
+
+    It is host-side work of the device mapper: in the serial model it adds
+    to the elapsed time, in the pipeline model
+    (``FileSystem.overlapped_writeback``) to the link stage.
 
     Attributes
     ----------
