@@ -77,9 +77,9 @@ Why the target is missed (the precise reasons):
    5.88 GB: 3.55 and 3.50 MB/s, 1.4 % apart) although Test 3 has fewer
    operations; Test 2 (93 s for 33 MB) is bound by something per operation.
    Any per-operation coefficient fitted on Tests 1 and 3 is therefore ~0:
-   elapsed = a * bytes + b * transactions fitted on them gives b < 0 (held
-   at 0) with written bytes, b = 0.39 ms with read + written bytes, and
-   predicts Test 2 at about 9 s and 26 s.  The pipeline model predicts Test 2
+   elapsed = a * bytes + b * transactions fitted on them (the model's
+   volumes) gives b < 0, held at 0, with written bytes and with read +
+   written bytes alike, and predicts Test 2 at 9.5 s and 7.4 s.  The pipeline model predicts Test 2
    from physics alone (link bytes: 80,220 whole 4 KiB data blocks plus
    ~57,000 metadata and journal blocks, 0.56 GB) at the rate of Tests 1
    and 3: -31 %.  The three native tests imply link rates of 4.65 (T1),
