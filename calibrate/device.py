@@ -42,6 +42,8 @@ from typing import Iterable
 
 import numpy as np
 
+from ._requests import check_length, check_offsets
+
 __all__ = [
     "BackendError",
     "NotBlockOrRegularFileError",
@@ -420,16 +422,7 @@ class DirectBackend:
     # ----------------------------------------------------------------- checks
 
     def _check_length(self, length_bytes) -> int:
-        try:
-            length = operator.index(length_bytes)
-        except TypeError:
-            raise ValueError(f"length_bytes must be an integer, not {length_bytes!r}") from None
-        if length <= 0 or length % self.block_size_bytes or length > self.size_bytes:
-            raise ValueError(
-                f"length_bytes={length} must be a positive multiple of block_size_bytes={self.block_size_bytes} "
-                f"and at most size_bytes={self.size_bytes}"
-            )
-        return length
+        return check_length(length_bytes, self.block_size_bytes, self.size_bytes)
 
     def _check_offset(self, offset_bytes, length: int) -> int:
         try:
@@ -471,19 +464,9 @@ class DirectBackend:
         if self._fd < 0:
             raise self._closed()
         length = self._check_length(length_bytes)
-        offs = np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets)).reshape(-1)
+        offs = check_offsets(offsets, length, self.block_size_bytes, self.size_bytes)
         if offs.size == 0:
             return np.empty(0, dtype=np.float64)
-        if not np.issubdtype(offs.dtype, np.integer):
-            raise ValueError(f"offsets must be integers, not dtype {offs.dtype}")
-        offs = offs.astype(np.int64, copy=False)
-        bad = (offs < 0) | (offs % self.block_size_bytes != 0) | (offs > self.size_bytes - length)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"offsets[{i}]={int(offs[i])} must be a non-negative multiple of block_size_bytes="
-                f"{self.block_size_bytes} with offset + length_bytes <= size_bytes={self.size_bytes}"
-            )
         views = self._views.get(length) or self._ensure_buffer(length)
         fd = self._fd
         preadv = os.preadv

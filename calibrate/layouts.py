@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from ._process import communicate_or_kill
+
 __all__ = [
     "LAYOUTS",
     "FILE_SYSTEMS",
@@ -470,16 +472,8 @@ class HostExecutor:
             ["/bin/sh", "-c", command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, start_new_session=True,
         )
-        try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except BaseException:
-            # Interrupted or timed out: the command must not outlive us.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            raise
+        # Interrupted or timed out: the command must not outlive us.
+        out, err = communicate_or_kill(proc, self.timeout_s)
         self.history.append((what, command, proc.returncode))
         if out.strip():
             self.log.info("  stdout: %s", out.strip())

@@ -31,7 +31,6 @@ import math
 import os
 import platform
 import re
-import signal
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from ._process import communicate_or_kill
 
 __all__ = [
     "COARSE_RUN_S",
@@ -778,15 +779,7 @@ def run_postmark_once(
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                     cwd=tmp)
-            try:
-                out, _ = proc.communicate(timeout=timeout_s)
-            except BaseException:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-                raise
+            out, _ = communicate_or_kill(proc, timeout_s)
             wall = time.monotonic() - t0
             oom = cgroup.oom_kills() if cgroup is not None else 0
             peak = cgroup.peak_bytes() if cgroup is not None else None

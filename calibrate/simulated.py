@@ -34,6 +34,8 @@ import numpy as np
 
 from diskmodel.model import Disk, Geometry, load_preset
 
+from ._requests import check_length, check_offsets
+
 __all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "calibration_errors"]
 
 
@@ -142,14 +144,7 @@ class SimulatedDisk:
         return self._clock_s
 
     def _check_length(self, length_bytes) -> int:
-        try:
-            length = operator.index(length_bytes)
-        except TypeError:
-            raise ValueError(f"length_bytes must be an integer (got {length_bytes!r})") from None
-        if length <= 0 or length % self.block_size_bytes or length > self.size_bytes:
-            raise ValueError(f"length_bytes={length} must be a positive multiple of block_size_bytes="
-                             f"{self.block_size_bytes} and at most size_bytes={self.size_bytes}")
-        return length
+        return check_length(length_bytes, self.block_size_bytes, self.size_bytes)
 
     def read(self, offset_bytes: int, length_bytes: int) -> float:
         """Read LENGTH_BYTES at OFFSET_BYTES; return the time it took [s]."""
@@ -162,17 +157,9 @@ class SimulatedDisk:
     def read_many(self, offsets, length_bytes: int) -> np.ndarray:
         """Read LENGTH_BYTES at each offset in turn (queue depth 1); seconds per read [s]."""
         length = self._check_length(length_bytes)
-        offs = np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets)).reshape(-1)
+        offs = check_offsets(offsets, length, self.block_size_bytes, self.size_bytes)
         if offs.size == 0:
             return np.empty(0, dtype=np.float64)
-        if not np.issubdtype(offs.dtype, np.integer):
-            raise ValueError(f"offsets must be integers (got dtype {offs.dtype})")
-        offs = offs.astype(np.int64, copy=False)
-        bad = (offs < 0) | (offs % self.block_size_bytes != 0) | (offs > self.size_bytes - length)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"offsets[{i}]={int(offs[i])} must be a non-negative multiple of block_size_bytes="
-                             f"{self.block_size_bytes} with offset + length_bytes <= size_bytes={self.size_bytes}")
         n = offs.size
         geometry, disk = self.geometry, self.disk
         sector = geometry.sector_size_bytes

@@ -42,3 +42,15 @@ def disksim_dir() -> Path:
     if not SHARED_DISKSIM.is_dir():
         skip_or_fail(f"DiskSim data folder {SHARED_DISKSIM} is absent")
     return SHARED_DISKSIM
+
+
+@pytest.fixture
+def loops(request):
+    """Loop devices and mounts made by a test, torn down (and checked gone) even when it fails."""
+    from _loopdev import LoopDevices
+
+    require_root()
+    require_tools("losetup", "mount", "umount", "mkfs.ext4")
+    manager = LoopDevices()
+    request.addfinalizer(manager.teardown)
+    return manager

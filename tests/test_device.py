@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _loopdev import MiB, LoopDevices, write_random_file
-from conftest import require_root, require_tools
+from _loopdev import MiB, write_random_file
+from conftest import require_tools
 from diskmodel.calibrate import checks
 from diskmodel.calibrate.device import (
     BackendError,
@@ -30,15 +30,6 @@ KiB = 1024
 @pytest.fixture(scope="module")
 def written_file(tmp_path_factory) -> Path:
     return write_random_file(tmp_path_factory.mktemp("device") / "written.img", 32 * MiB, seed=1)
-
-
-@pytest.fixture
-def loops(request):
-    require_root()
-    require_tools("losetup", "mount", "umount", "mkfs.ext4")
-    manager = LoopDevices()
-    request.addfinalizer(manager.teardown)
-    return manager
 
 
 # --------------------------------------------------------------------------- timing real reads

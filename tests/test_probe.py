@@ -7,20 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from _loopdev import MiB, LoopDevices, write_mbr, write_random_file
-from conftest import require_root, require_tools
+from _loopdev import MiB, write_mbr, write_random_file
+from conftest import require_tools
 from diskmodel.calibrate import probe as probe_mod
 from diskmodel.calibrate.cli import main
 from diskmodel.calibrate.probe import ProbeResult, probe
-
-
-@pytest.fixture
-def loops(request):
-    require_root()
-    require_tools("losetup", "mount", "umount", "mkfs.ext4")
-    manager = LoopDevices()
-    request.addfinalizer(manager.teardown)
-    return manager
 
 
 @pytest.fixture
