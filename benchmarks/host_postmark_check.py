@@ -352,6 +352,8 @@ def run_check(config: PostMarkConfig, *, limits, repeats: int = 2, fs_size_bytes
         lines.append(line)
         say(line)
 
+    out(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs; "
+        "PostMark is CPU-bound when cached, so other work on the machine slows it)")
     cal = calibrate_storage(scratch_dir, calibration_bytes, budget_s)
     if cal.latency_model is None:
         raise RuntimeError("this check is written for storage without a mechanical seek; the calibration found one")
@@ -445,7 +447,8 @@ def run_check(config: PostMarkConfig, *, limits, repeats: int = 2, fs_size_bytes
     result = CheckResult(cells, lines, cal, disk, fs, memory, time.monotonic() - t0)
     if "disk only" in variants and len(variants) > 1:
         out(f"median_cell_error_pct (disk only): {result.median_error_pct('disk only'):.1f}")
-    out(f"wall time of the check: {result.wall_s:.0f} s")
+    out(f"wall time of the check: {result.wall_s:.0f} s; load average at the end: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     out(f"median_cell_error_pct: {result.median_error_pct(variants[-1]):.1f}")
     return result
 
