@@ -358,13 +358,18 @@ def _fit(cases, names, initial, bounds, apply, x_scale):
 
 
 def fit_lvm_mapping(cases, *, initial=None, bounds=None,
-                    parameters=("md_mapping_s", "fb_mapping_s")) -> FitResult:
+                    parameters=("md_mapping_s", "fb_mapping_s"), start_factors=(1.0, 30.0)) -> FitResult:
     """Fit MD_mapping and FB_mapping (:class:`LvmMapping`, bounded >= 0).
 
     *parameters*: which coefficients of :class:`LvmMapping` to fit (default
     the paper's two, eq. 12; any distinct names of ``LvmMapping.BOUNDS``);
     *initial* their starting values (default 1e-4 s for md_mapping_s and
-    request_mapping_s, 1e-5 s for fb_mapping_s).
+    request_mapping_s, 1e-5 s for fb_mapping_s).  The fit starts from
+    *initial* times each of *start_factors* in turn, until every
+    coefficient has moved from where it started, and keeps the best: with
+    ``FileSystem(overlapped_writeback=True)`` a small mapping cost can hide
+    under another pipeline stage, where the residuals do not depend on it
+    and a single start would stay where it began.
 
     Minimises the squared log ratios of predicted to measured throughput over
     the cases' measured cells with everything else held as given in each
@@ -392,7 +397,17 @@ def fit_lvm_mapping(cases, *, initial=None, bounds=None,
         return {"disk": case.disk, "filesystem": case.filesystem, "cache": case.cache,
                 "lvm_mapping": case.lvm_mapping.evolve(**values)}
 
-    return _fit(cases, names, initial, bounds, apply, x_scale=[scale[n] for n in names])
+    factors = [float(f) for f in start_factors]
+    if not factors or any(not (math.isfinite(f) and f > 0) for f in factors):
+        raise ValueError(f"start_factors must be a non-empty sequence of finite values > 0 (got {start_factors!r})")
+    fits = []
+    for f in factors:
+        start = [f * v for v in initial]
+        fit = _fit(cases, names, start, bounds, apply, x_scale=[scale[n] for n in names])
+        fits.append(fit)
+        if all(fit.params[n] != x0 for n, x0 in zip(names, start)):
+            break  # every coefficient moved: not stuck on a flat stretch, no further start needed
+    return min(fits, key=lambda fit: float(fit.residuals @ fit.residuals))
 
 
 #: Bounds of the I/O-path parameters fitted by fit_io_parameters [their units].

@@ -252,3 +252,32 @@ def test_data_requests_count_by_hand(disk):
     fresh_pieces = math.ceil(1000 * 4096 / (512 * 1024))   # 8
     expected = fresh_pieces + (wl.total.creates - 1000) + wl.total.appends
     assert p.io_counts["data_requests"] == pytest.approx(expected)
+
+
+def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
+    """Pipeline model, media-bound run: a tiny starting cost hides under the media stage.
+
+    With one start at 1e-6 s the residuals do not depend on the coefficient
+    and the fit stays put; a second start 30,000x higher finds the cost.
+    """
+    fs = FileSystem(overlapped_writeback=True)
+    wl = expected_counts(PostMarkConfig(number_of_files=2000, transactions=3000, min_file_size_bytes=1,
+                                        max_file_size_bytes=8 * 1024))
+    truth = LvmMapping(md_mapping_s=1e-2)
+    cases = []
+    for name in ("lvm1", "lvm2"):
+        layout = paper_layout(name, disk.capacity_bytes)
+        p = predict(disk, layout, fs, wl, lvm_mapping=truth)
+        assert p.details["stages"]["link_s"] == max(p.details["stages"].values())   # the cost shows
+        free = predict(disk, layout, fs, wl)
+        assert free.details["stages"]["link_s"] < free.details["stages"]["media_s"]   # without it: hidden
+        cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s,
+                          filesystem=fs))
+    stuck = fit_lvm_mapping(cases, parameters=("md_mapping_s",), initial=(1e-6,), start_factors=(1.0,))
+    assert stuck.params["md_mapping_s"] == pytest.approx(1e-6, rel=1e-3)
+    assert np.max(np.abs(stuck.residuals)) > 0.5
+    found = fit_lvm_mapping(cases, parameters=("md_mapping_s",), initial=(1e-6,), start_factors=(1.0, 3e4))
+    assert found.params["md_mapping_s"] == pytest.approx(1e-2, rel=0.02)
+    assert np.max(np.abs(found.residuals)) < 1e-3
+    with pytest.raises(ValueError, match="start_factors"):
+        fit_lvm_mapping(cases, start_factors=(0.0,))
