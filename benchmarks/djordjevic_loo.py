@@ -123,95 +123,67 @@ import time
 import numpy as np
 
 from diskmodel.data.tables import postmark_results
-from diskmodel.model.filesystem import FileSystem, PageCache
-from diskmodel.model.layouts import LvmMapping, paper_layout
-from diskmodel.model.predict import Case, apply_io_parameters, fit_io_parameters, fit_lvm_mapping, predict
+from diskmodel.model.filesystem import PageCache
+from diskmodel.model.paper import (DEFAULT_CACHE, DEFAULT_IO_PARAMETERS, DEFAULT_LVM_PARAMETERS, TESTS,
+                                   leave_one_test_out, median_abs_error_pct)
 from diskmodel.model.presets import load_preset
 from diskmodel.model.workload import PAPER_VOLUMES_BYTES, expected_counts, postmark_preset
 
-TESTS = ("test1", "test2", "test3")
-PAGE_CACHE_BYTES = float(os.environ.get("LOO_CACHE_MIB", 1536)) * 2**20
-IO_PARAMETERS = tuple(os.environ.get("LOO_IO", "interface_rate_bytes_per_s,cpu_per_file_operation_s").split(","))
-LVM_PARAMETERS = tuple(os.environ.get("LOO_LVM", "md_mapping_s,fb_mapping_s").split(","))
+CACHE = (PageCache(size_bytes=float(os.environ["LOO_CACHE_MIB"]) * 2**20)
+         if "LOO_CACHE_MIB" in os.environ else DEFAULT_CACHE)
+IO_PARAMETERS = tuple(os.environ["LOO_IO"].split(",")) if "LOO_IO" in os.environ else DEFAULT_IO_PARAMETERS
+LVM_PARAMETERS = tuple(os.environ["LOO_LVM"].split(",")) if "LOO_LVM" in os.environ else DEFAULT_LVM_PARAMETERS
 CACHE_STARTS = int(os.environ.get("LOO_CACHE_STARTS", 4))
-IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "cpu_per_file_operation_s": 0.0}
-LAYOUTS = ("native", "lvm1", "lvm2")
+
+_SHOWN = {"interface_rate_bytes_per_s": ("host rate", 1e-6, "MB/s"),
+          "cpu_per_file_operation_s": ("CPU", 1e3, "ms/file operation"),
+          "page_cache_bytes": ("page cache", 2.0**-20, "MiB"),
+          "md_mapping_s": ("MD_mapping", 1e3, "ms/metadata I/O"),
+          "fb_mapping_s": ("FB_mapping", 1e6, "us/data block"),
+          "request_mapping_s": ("request mapping", 1e3, "ms/data request")}
+
+
+def _params(fit) -> str:
+    return ", ".join(f"{_SHOWN[n][0]} {fit.params[n] * _SHOWN[n][1]:.4g} {_SHOWN[n][2]} "
+                     f"(se {fit.bse[n] * _SHOWN[n][1]:.2g})" for n in fit.names)
 
 
 def main() -> int:
     started = time.perf_counter()
     disk = load_preset("wd800bd")
-    fs = FileSystem(overlapped_writeback=True)
-    page_cache = PageCache(size_bytes=PAGE_CACHE_BYTES)
-    table = postmark_results()
-    measured = {(r.test, r.layout_key, r.operation): r.throughput_bytes_per_s for r in table.itertuples()}
-    counts = {t: expected_counts(postmark_preset(t)) for t in TESTS}
-    layouts = {name: paper_layout(name, disk.capacity_bytes) for name in LAYOUTS}
-
     print("Workloads (transactions inferred from the paper's volumes):")
     for t in TESTS:
-        c = counts[t]
+        c = expected_counts(postmark_preset(t))
         v = PAPER_VOLUMES_BYTES[t]
         print(f"  {t}: {c.config.number_of_files} files {c.config.min_file_size_bytes}-"
               f"{c.config.max_file_size_bytes} B, {c.config.transactions} transactions; model volumes vs paper: "
               f"read {100 * (c.total.bytes_read / v['bytes_read'] - 1):+.1f} %, "
               f"written {100 * (c.total.bytes_written / v['bytes_written'] - 1):+.1f} %")
 
-    def case(test, layout_name, mapping=None, io=None):
-        d, f, cache = disk, fs, page_cache
-        if io is not None:
-            d, f, cache = apply_io_parameters(disk, fs, page_cache, io)
-        return Case(d, layouts[layout_name], counts[test],
-                    read_throughput_bytes_per_s=measured[(test, layout_name, "read")],
-                    write_throughput_bytes_per_s=measured[(test, layout_name, "write")],
-                    filesystem=f, cache=cache, lvm_mapping=mapping or LvmMapping(),
-                    label=f"{test}/{layout_name}")
-
-    rows = []
-    for held in TESTS:
-        train = [t for t in TESTS if t != held]
-        io_fit = fit_io_parameters([case(t, "native") for t in train], parameters=IO_PARAMETERS,
-                                   initial=IO_INITIAL, cache_starts=CACHE_STARTS)
-        io = io_fit.params
-        print(f"\nheld out {held}; trained on {', '.join(train)}")
-        shown = {"interface_rate_bytes_per_s": ("host rate", 1e-6, "MB/s"),
-                 "cpu_per_file_operation_s": ("CPU", 1e3, "ms/file operation"),
-                 "page_cache_bytes": ("page cache", 2.0**-20, "MiB")}
-        print("  I/O path: " + ", ".join(
-            f"{shown[n][0]} {io[n] * shown[n][1]:.4g} {shown[n][2]} (se {io_fit.bse[n] * shown[n][1]:.2g})"
-            for n in IO_PARAMETERS) + f" (se nan: at a bound or not identified; train rms "
-              f"{np.sqrt(np.mean(io_fit.residuals**2)):.3f})")
-        mappings = {"native": LvmMapping()}
-        for name in ("lvm1", "lvm2"):
-            fit = fit_lvm_mapping([case(t, name, io=io) for t in train], parameters=LVM_PARAMETERS)
-            mappings[name] = LvmMapping(**fit.params)
-            shown = {"md_mapping_s": ("MD_mapping", 1e3, "ms/metadata I/O"),
-                     "fb_mapping_s": ("FB_mapping", 1e6, "us/data block"),
-                     "request_mapping_s": ("request mapping", 1e3, "ms/data request")}
-            print(f"  {name}: " + ", ".join(f"{shown[n][0]} {fit.params[n] * shown[n][1]:.4g} {shown[n][2]}"
-                                             for n in LVM_PARAMETERS)
-                  + f" (train rms {np.sqrt(np.mean(fit.residuals**2)):.3f})")
-        tuned_disk, tuned_fs, cache = apply_io_parameters(disk, fs, page_cache, io)
-        for name in LAYOUTS:
-            p = predict(tuned_disk, layouts[name], tuned_fs, counts[held], cache, mappings[name])
-            for op, value in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
-                truth = measured[(held, name, op)]
-                rows.append((held, name, op, truth, value, 100.0 * (value / truth - 1.0), p))
+    frame, fits = leave_one_test_out(disk, postmark_results(), cache=CACHE, io_parameters=IO_PARAMETERS,
+                                     lvm_parameters=LVM_PARAMETERS, cache_starts=CACHE_STARTS)
+    for held, fit in fits.items():
+        print(f"\nheld out {held}; trained on {', '.join(fit.train_tests)}")
+        print(f"  I/O path: {_params(fit.io_fit)} (se nan: at a bound or not identified; train rms "
+              f"{np.sqrt(np.mean(fit.io_fit.residuals**2)):.3f})")
+        for name, lvm in fit.lvm_fits.items():
+            print(f"  {name}: {_params(lvm)} (train rms {np.sqrt(np.mean(lvm.residuals**2)):.3f})")
 
     unit = {"test1": ("MB/s", 2**20), "test2": ("KB/s", 2**10), "test3": ("MB/s", 2**20)}
+    terms = [c for c in frame.columns if c.startswith("T_")]
     print("\nPer-cell errors (held-out predictions; Table 4 MB/s, Table 5 KB/s, Table 6 read as MB/s)")
     print(f"{'test':6} {'layout':7} {'op':5} {'measured':>10} {'predicted':>10} {'unit':5} {'error %':>8}"
           f"   breakdown of the prediction [s]")
-    for held, name, op, truth, value, err, p in rows:
-        label, scale = unit[held]
-        terms = " ".join(f"{k}={v:.0f}" for k, v in p.terms.items())
-        print(f"{held:6} {name:7} {op:5} {truth / scale:10.2f} {value / scale:10.2f} {label:5} {err:+8.1f}   "
-              f"{terms if op == 'read' else ''}")
-    errors = np.array([abs(r[5]) for r in rows])
-    print(f"\nnative cells: median |error| {np.median(errors[[r[1] == 'native' for r in rows]]):.1f} %; "
-          f"LVM cells: {np.median(errors[[r[1] != 'native' for r in rows]]):.1f} %; "
-          f"run time {time.perf_counter() - started:.1f} s")
-    print(f"median_cell_error_pct: {np.median(errors):.1f}")
+    for r in frame.itertuples():
+        label, scale = unit[r.test]
+        breakdown = " ".join(f"{k}={getattr(r, k):.0f}" for k in terms) if r.operation == "read" else ""
+        print(f"{r.test:6} {r.layout:7} {r.operation:5} {r.measured_bytes_per_s / scale:10.2f} "
+              f"{r.predicted_bytes_per_s / scale:10.2f} {label:5} {r.error_pct:+8.1f}   {breakdown}")
+    errors = frame["error_pct"].abs()
+    native = frame["layout"] == "native"
+    print(f"\nnative cells: median |error| {errors[native].median():.1f} %; "
+          f"LVM cells: {errors[~native].median():.1f} %; run time {time.perf_counter() - started:.1f} s")
+    print(f"median_cell_error_pct: {median_abs_error_pct(frame):.1f}")
     return 0
 
 
