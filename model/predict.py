@@ -158,6 +158,11 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
         rq = complexity * lvm_mapping.request_mapping_s * result.io_counts["data_requests"]
         return float(md) + float(fb) + float(rq)
 
+    if layout.n_disks > 1:
+        # The file-system model runs on one drive's geometry; spreading a run over
+        # several drives (and their parallelism) is not modelled, so refuse it.
+        raise ValueError(f"layout spans {layout.n_disks} disks: predict() models one disk; use "
+                         "diskmodel.model.scenarios for striping over independent disks")
     is_lvm = mapping_complexity(layout) > 0
     result = file_system_access_time(disk, layout, filesystem, counts, cache,
                                      _extra_time_s=empirical if is_lvm else None)

@@ -281,3 +281,12 @@ def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
     assert np.max(np.abs(found.residuals)) < 1e-3
     with pytest.raises(ValueError, match="start_factors"):
         fit_lvm_mapping(cases, start_factors=(0.0,))
+
+
+def test_predict_refuses_a_layout_over_several_disks():
+    from diskmodel.model.layouts import Partition, StripedVolume
+
+    disk = load_preset("wd800bd")
+    volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))
+    with pytest.raises(ValueError, match="layout spans 2 disks"):
+        predict(disk, volume)
