@@ -98,3 +98,16 @@ def test_tiny_host_check_end_to_end(tmp_path):
     assert _our_cgroups() == []
     assert list(tmp_path.iterdir()) == []
     assert not list(Path("/tmp").glob("diskmodel-hostcheck-tmpfs.*"))
+
+
+def test_bad_limits_are_refused_before_anything_is_built(tmp_path):
+    check = _load_check()
+    from diskmodel.model.workload import postmark_preset
+
+    config = postmark_preset("test1").evolve(number_of_files=10, transactions=10)
+    for bad in ([], [8 * MiB], [float("nan")]):
+        with pytest.raises(ValueError, match="limits"):
+            check.run_check(config, limits=bad, scratch_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="repeats"):
+        check.run_check(config, limits=[None], repeats=0, scratch_dir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
