@@ -160,7 +160,14 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
 
         # 2. fit: the calibrated disk, or the preset where the device shows no mechanical seek
         if calibration.mechanical_seek:
-            disk = calibration.to_disk(name=f"calibrated {preset if device is None else device}")
+            spec = load_preset(preset)
+            # Timing reads from outside cannot see the drive's buffer size or its
+            # interface rate (the media overlaps the bus); take them from the spec.
+            disk = calibration.to_disk(name=f"calibrated {preset if device is None else device}").evolve(
+                cache_size_bytes=spec.cache_size_bytes,
+                interface_rate_bytes_per_s=spec.interface_rate_bytes_per_s)
+            notes.append(f"the model's disk is the calibration (seek curve, rotation, zones, overhead) with the "
+                         f"buffer size and interface rate of the {preset} spec, which reads cannot measure")
         else:
             disk = load_preset(preset)
             notes.append("the calibrated device shows no mechanical seek curve (flash or virtual): the disk "
