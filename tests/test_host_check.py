@@ -87,6 +87,8 @@ def test_tiny_host_check_end_to_end(tmp_path):
             assert math.isfinite(lo) and math.isfinite(hi) and lo <= r["measured"] <= hi
     cell = result.cells[0]
     assert 0 < cell.other_bytes < 32 * MiB and cell.cache_bytes == pytest.approx(32 * MiB - cell.other_bytes)
+    # what the loop device completed per run, for comparison with the model's request count
+    assert len(cell.device_requests) == 4 and all(math.isfinite(v) and v >= 0 for v in cell.device_requests)
     # the printed table: one row per (limit, op), and the last line
     table = [ln for ln in lines if re.match(r"\s+32 MiB\s+\d+Mi\s+(read|write)\s", ln)]
     assert len(table) == 2
