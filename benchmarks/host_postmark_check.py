@@ -81,7 +81,8 @@ transactions), and the agreement rests on errors that cancel:
 * The loop device completed about twice the requests the model counts
   (64 MiB: 446,589 per run against the model's data + metadata requests
   227,975; 256 MiB: 336,062 vs 167,674; none: 106,086 vs 85,901, all
-  writes), each for about half the QD-1 read latency: write-back reaches
+  writes), each for about 0.6 of the QD-1 read latency (the 64 MiB run
+  less its CPU and transfer time, over its requests: ~62 us): write-back reaches
   the flash with many requests in flight, reads of 12 KiB average.  Right
   total, wrong parts: a model with the right request count would need a
   per-request cost under load, not the QD-1 latency.
