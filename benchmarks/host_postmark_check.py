@@ -119,7 +119,8 @@ from pathlib import Path
 
 import numpy as np
 
-from diskmodel.model import Disk, Geometry, TableSeek, Zone
+from diskmodel.model import Disk
+from diskmodel.model.disk import flat_latency_disk
 from diskmodel.model.filesystem import FileSystem, PageCache
 from diskmodel.model.layouts import Partition
 from diskmodel.model.predict import predict
@@ -130,56 +131,16 @@ MIB = 1 << 20
 #: The model offers the pipeline composition (FileSystem.overlapped_writeback) as a what-if.
 PIPELINE = "overlapped_writeback" in {f.name for f in dataclasses.fields(FileSystem)}
 GIB = 1 << 30
-SECTOR_BYTES = 512
 
 
 # --------------------------------------------------------------------------- model inputs
 
-def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes: int, *,
-                      block_bytes: int = 4096, surfaces: int = 1024, name: str = "flat-latency storage",
-                      provenance: str = "") -> Disk:
-    """A :class:`Disk` standing for storage without a mechanical seek [s, bytes].
-
-    A request of S bytes costs ``latency_s + S / rate`` (the harness's flat
-    latency model, whose latency is measured with reads of *block_bytes*, so
-    one block's transfer is taken out of it): ``command_overhead_s`` = latency
-    less that transfer, seek 0 at every distance (TableSeek), one zone of one
-    sector per track so that the rate is ``sector / T_rot`` and the mean
-    rotational latency T_rot / 2 is a quarter-sector transfer (negligible).
-    *surfaces* only groups sectors into "cylinders" to keep the seek-distance
-    arrays short (cylinders = capacity / (surfaces * 512)).
-    """
-    for label, value in (("latency_s", latency_s), ("rate_bytes_per_s", rate_bytes_per_s)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{label} must be finite and > 0 (got {value!r})")
-    if not isinstance(capacity_bytes, int) or capacity_bytes <= 0:
-        raise ValueError(f"capacity_bytes must be a positive int (got {capacity_bytes!r})")
-    per_cylinder = surfaces * SECTOR_BYTES
-    cylinders = max(2, -(-capacity_bytes // per_cylinder))
-    period_s = SECTOR_BYTES / rate_bytes_per_s
-    overhead = latency_s - block_bytes / rate_bytes_per_s
-    if overhead <= 0:
-        raise ValueError(f"latency_s ({latency_s!r}) must exceed one block's transfer "
-                         f"({block_bytes / rate_bytes_per_s!r} s)")
-    geometry = Geometry(surfaces, (Zone(0, cylinders - 1, 1),), SECTOR_BYTES)
-    seek = TableSeek(np.array([1.0, float(cylinders)]), np.array([0.0, 0.0]))
-    return Disk(name=name, geometry=geometry, seek=seek, rpm=60.0 / period_s, command_overhead_s=overhead,
-                provenance=provenance,
-                estimates=(("seek", "none: flat latency, no mechanical seek"),
-                           ("rotation", "stand-in: one sector per track, T_rot = sector / rate"),
-                           ("command_overhead_s", "flat latency of a one-block read less its transfer")))
-
-
 def disk_from_calibration(result, capacity_bytes: int) -> Disk:
-    """:func:`flat_latency_disk` from a :class:`CalibrationResult` whose device has no mechanical seek."""
-    model = result.latency_model
-    if model is None:
+    """The flat-latency :class:`Disk` of a calibration whose device has no mechanical seek."""
+    if result.latency_model is None:
         raise ValueError("result: the calibration found a mechanical seek; use result.to_disk()")
-    return flat_latency_disk(model.mean_s, 1.0 / model.per_byte_s, capacity_bytes,
-                             block_bytes=result.block_size_bytes,
-                             provenance=f"flat latency model calibrated by diskmodel from {result.target}: "
-                                        f"mean {model.mean_s * 1e6:.1f} us per {result.block_size_bytes}-byte read, "
-                                        f"{1e-6 / model.per_byte_s:.0f} MB/s")
+    return flat_latency_disk(result.latency_model.mean_s, 1.0 / result.latency_model.per_byte_s, capacity_bytes,
+                             block_bytes=result.block_size_bytes, provenance=result.to_disk(seek="flat").provenance)
 
 
 def calibrate_storage(directory: str, size_bytes: int, budget_s: float):

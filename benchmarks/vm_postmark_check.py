@@ -96,7 +96,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from host_postmark_check import GIB, KIB, MIB, PIPELINE, _size, flat_latency_disk  # noqa: E402
+from host_postmark_check import GIB, KIB, MIB, PIPELINE, _size  # noqa: E402
+
+from diskmodel.model.disk import flat_latency_disk  # noqa: E402
 
 from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
 from diskmodel.model.layouts import LinearVolume, Partition  # noqa: E402

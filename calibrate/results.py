@@ -305,9 +305,21 @@ class CalibrationResult:
         """
         from diskmodel.model import Disk, Geometry, Zone
 
+        if seek == "flat":
+            from diskmodel.model.disk import flat_latency_disk
+
+            model = self.latency_model
+            if model is None:
+                raise ValueError("seek='flat': the calibration found a mechanical seek; use seek='two_piece' or 'table'")
+            return flat_latency_disk(
+                model.mean_s, 1.0 / model.per_byte_s, int(self.size_bytes), block_bytes=self.block_size_bytes,
+                name=name or f"calibrated {self.target}",
+                provenance=f"flat latency model calibrated by diskmodel from {self.target}: mean "
+                           f"{model.mean_s * 1e6:.1f} us per {self.block_size_bytes}-byte read, "
+                           f"{1e-6 / model.per_byte_s:.0f} MB/s")
         if not self.mechanical_seek or self.rotation_period_s is None:
             raise ValueError("no mechanical seek was found on this device: a Disk (rotation, seek curve) "
-                             "would be meaningless; use result.latency_model")
+                             "would be meaningless; use to_disk(seek='flat') for its flat latency model")
         period = self.rotation_period_s
         sector = 512 if self.block_size_bytes % 512 == 0 else self.block_size_bytes
         zones, first = [], 0
@@ -327,7 +339,7 @@ class CalibrationResult:
         elif seek == "table":
             model = self.table.as_seek(scale, reach=geometry.cylinders - 1)
         else:
-            raise ValueError(f"seek must be 'two_piece' or 'table' (got {seek!r})")
+            raise ValueError(f"seek must be 'two_piece', 'table' or 'flat' (got {seek!r})")
         # overhead_s is the floor of a one-block read: the command overhead and the block's transfer.
         rates = np.array([z[2] for z in self.zones])
         overhead = max((self.overhead_s or 0.0) - self.block_size_bytes / float(np.median(rates)), 0.0)

@@ -253,3 +253,39 @@ def expected_random_service_time_s(disk: Disk, size_bytes, region_start_bytes=0,
         np.full(shape, disk.command_overhead_s), np.full(shape, seek), np.full(shape, settle),
         np.full(shape, disk.mean_rotational_latency_s), size * inverse_rate,
         size / disk.interface_rate_bytes_per_s)
+
+
+def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes: int, *,
+                      block_bytes: int = 4096, surfaces: int = 1024, name: str = "flat-latency storage",
+                      provenance: str = "") -> Disk:
+    """A :class:`Disk` standing for storage without a mechanical seek (flash, virtual disks).
+
+    A request of S bytes costs ``latency_s + (S - block_bytes) / rate``: the
+    harness's flat latency model, whose latency [s] is measured with reads of
+    *block_bytes*, so one block's transfer is taken out of it. Built from
+    the model's own parts: ``command_overhead_s`` is the latency less that
+    transfer, the seek is 0 at every distance (a TableSeek of zeros), and one
+    zone of one 512-byte sector per track makes the media rate
+    *rate_bytes_per_s* [bytes/s] with a negligible mean rotational latency
+    (a quarter-sector transfer). *surfaces* only groups sectors into
+    "cylinders" to keep seek-distance arrays short.
+    """
+    finite_scalar("latency_s", latency_s, positive=True)
+    rate = finite_scalar("rate_bytes_per_s", rate_bytes_per_s, positive=True)
+    capacity = whole_number("capacity_bytes", capacity_bytes, minimum=1)
+    whole_number("block_bytes", block_bytes, minimum=1)
+    sector = 512
+    per_cylinder = whole_number("surfaces", surfaces, minimum=1) * sector
+    cylinders = max(2, -(-capacity // per_cylinder))
+    overhead = latency_s - block_bytes / rate
+    if overhead <= 0:
+        raise ValueError(f"latency_s ({latency_s!r}) must exceed one block's transfer ({block_bytes / rate!r} s)")
+    from .zones import Zone
+
+    geometry = Geometry(surfaces, (Zone(0, cylinders - 1, 1),), sector)
+    seek = TableSeek(np.array([1.0, float(cylinders)]), np.array([0.0, 0.0]))
+    return Disk(name=name, geometry=geometry, seek=seek, rpm=60.0 * rate / sector, command_overhead_s=overhead,
+                provenance=provenance,
+                estimates=(("seek", "none: flat latency, no mechanical seek"),
+                           ("rotation", "stand-in: one sector per track, T_rot = sector / rate"),
+                           ("command_overhead_s", "flat latency of a one-block read less its transfer")))

@@ -402,6 +402,15 @@ def test_real_file_has_no_mechanical_seek(written_file):
         result = calibrate(backend, budget_s=15.0, path=written_file, progress=False)
     assert_no_mechanical_seek(result, time.perf_counter() - start)
     assert {v.name: v for v in result.checks}["reads_reached_device"].passed in (True, None)
+    # The flat latency model as a Disk: no seek, a 4 KiB read costs the measured mean latency.
+    from diskmodel.model import service_time_s
+
+    disk = result.to_disk(seek="flat")
+    four_k = service_time_s(disk, 1 << 20, result.block_size_bytes, 0)
+    assert float(four_k.seek_s) == 0.0
+    assert float(four_k.total_s) == pytest.approx(result.latency_model.mean_s, rel=0.01)
+    with pytest.raises(ValueError, match="no mechanical seek"):
+        result.to_disk()
 
 
 @pytest.mark.integration

@@ -45,17 +45,16 @@ def _our_cgroups() -> list[Path]:
 
 
 def test_flat_latency_disk_charges_latency_and_rate():
-    check = _load_check()
-    from diskmodel.model.disk import service_time_s
+    from diskmodel.model.disk import flat_latency_disk, service_time_s
 
-    disk = check.flat_latency_disk(100e-6, 1e9, 64 * MiB, block_bytes=4096)
+    disk = flat_latency_disk(100e-6, 1e9, 64 * MiB, block_bytes=4096)
     # a 1 MiB request anywhere: latency less one block's transfer, plus 1 MiB at 1 GB/s; no seek
     t = service_time_s(disk, 32 * MiB, MiB, 0)
     assert float(t.seek_s) == 0.0
     assert float(t.rotation_s) < 1e-6
     assert float(t.total_s) == pytest.approx(100e-6 - 4096 / 1e9 + MiB / 1e9, rel=0.01)
     with pytest.raises(ValueError, match="latency_s"):
-        check.flat_latency_disk(float("nan"), 1e9, 64 * MiB)
+        flat_latency_disk(float("nan"), 1e9, 64 * MiB)
 
 
 @pytest.mark.integration
