@@ -92,7 +92,7 @@ import numpy as np
 from ._checks import finite_scalar, whole_number
 from .cache import cache_service_time_s, hit_probability
 from .layouts import _distance_pmf, _occupancy, cross_seek_time_s, region_access_time_s
-from .workload import PostMarkConfig, PostMarkCounts, expected_counts
+from .workload import as_counts
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -400,12 +400,7 @@ def file_system_access_time(disk, layout, fs: FileSystem, workload, cache: PageC
         raise ValueError(f"fs must be a FileSystem (got {type(fs).__name__})")
     if not isinstance(cache, PageCache):
         raise ValueError(f"cache must be a PageCache (got {type(cache).__name__})")
-    if isinstance(workload, PostMarkConfig):
-        counts = expected_counts(workload)
-    elif isinstance(workload, PostMarkCounts):
-        counts = workload
-    else:
-        raise ValueError(f"workload must be a PostMarkConfig or PostMarkCounts (got {type(workload).__name__})")
+    counts = as_counts(workload)
     plan = _plan(disk, layout, fs, counts, cache)
 
     def elapsed_for(guess):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .filesystem import FileSystem, PageCache, file_system_access_time
 from .layouts import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
-from .workload import PostMarkConfig, PostMarkCounts, expected_counts
+from .workload import PostMarkConfig, PostMarkCounts, as_counts
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -143,12 +143,7 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
     lvm_mapping = LvmMapping() if lvm_mapping is None else lvm_mapping
     if not isinstance(lvm_mapping, LvmMapping):
         raise ValueError(f"lvm_mapping must be an LvmMapping (got {type(lvm_mapping).__name__})")
-    if isinstance(workload, PostMarkConfig):
-        counts = expected_counts(workload)
-    elif isinstance(workload, PostMarkCounts):
-        counts = workload
-    else:
-        raise ValueError(f"workload must be a PostMarkConfig or PostMarkCounts (got {type(workload).__name__})")
+    counts = as_counts(workload)
 
     complexity = mapping_complexity(layout)
 
@@ -329,8 +324,7 @@ def _fit(cases, names, initial, bounds, apply, x_scale):
         for i, case in enumerate(cases):
             key = id(case.workload)
             if key not in counts:
-                counts[key] = (case.workload if isinstance(case.workload, PostMarkCounts)
-                               else expected_counts(case.workload))
+                counts[key] = as_counts(case.workload)
             kwargs = apply(case, dict(zip(names, x)))
             p = predict(kwargs["disk"], case.layout, kwargs["filesystem"], counts[key], kwargs["cache"],
                         kwargs["lvm_mapping"])

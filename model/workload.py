@@ -424,6 +424,15 @@ def _creation_write_calls(config: PostMarkConfig) -> float:
     return float(np.mean(_ceil_div(sizes, wb)))
 
 
+def as_counts(workload) -> "PostMarkCounts":
+    """*workload* as expected counts: a PostMarkConfig is expanded, PostMarkCounts pass through."""
+    if isinstance(workload, PostMarkConfig):
+        return expected_counts(workload)
+    if isinstance(workload, PostMarkCounts):
+        return workload
+    raise ValueError(f"workload must be a PostMarkConfig or PostMarkCounts (got {type(workload).__name__})")
+
+
 def expected_counts(config: PostMarkConfig) -> PostMarkCounts:
     """Expected PostMark 1.5 counts for *config*; see the module docstring.
 
