@@ -120,11 +120,6 @@ logger = logging.getLogger(__name__)
 
 #: The scratch disk as the guest sees it.
 SCRATCH_DEVICE = "/dev/vda"
-#: Under TCG on a loaded host a guest has been seen to stall before its script
-#: starts (a boot normally reaches it in 4-9 s); such a boot is abandoned after
-#: STALLED_START_S and the VM booted again, at most BOOT_ATTEMPTS times in all.
-STALLED_START_S = 60.0
-BOOT_ATTEMPTS = 2
 
 #: Bump when the initramfs layout, /init or lvm.conf change in a way the
 #: cache key would not notice.
@@ -803,8 +798,9 @@ class _Teardown:
         self.workdir: Path | None = None
         self.closed = False
 
-    def kill_qemu(self) -> None:
-        """SIGKILL qemu's process group and reap it (idempotent)."""
+    def close(self) -> None:
+        if self.closed:
+            return
         proc, self.proc = self.proc, None
         if proc is not None:
             if proc.poll() is None:
@@ -819,11 +815,6 @@ class _Teardown:
                 # Anything else left in qemu's process group.
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.kill_qemu()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -975,29 +966,15 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
         ]
         say(f"vm: starting {' '.join(cmd)}")
         qemu_log = run_dir / "qemu.log"
-        first_start = time.monotonic()
-        for attempt in range(1, BOOT_ATTEMPTS + 1):
-            with _signals_blocked(), open(qemu_log, "wb") as qemu_out:
-                started = time.monotonic()
-                teardown.proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=qemu_out, stderr=subprocess.STDOUT,
-                    start_new_session=True, preexec_fn=_child_setup)
-            proc = teardown.proc
-            say(f"vm: qemu started (pid {proc.pid}, accelerator {accelerator}, "
-                f"{memory_bytes >> 20} MiB, {cpus} cpu)")
-            try:
-                result = _watch(proc, channel, console, qemu_log, nonce, first_start, timeout_s, say,
-                                start_deadline_s=STALLED_START_S if attempt < BOOT_ATTEMPTS else None,
-                                boot_started=started)
-                break
-            except _StartStalled as stalled:
-                # Nothing of the script has run yet, so booting again is safe; say so loudly.
-                say(f"vm: the guest had not started the script {STALLED_START_S:g} s into its boot "
-                    f"(attempt {attempt} of {BOOT_ATTEMPTS}); booting it again. Console tail:\n"
-                    f"{stalled.console_tail}", logging.WARNING)
-                teardown.kill_qemu()
-                for log_file in (console, channel):
-                    log_file.write_bytes(b"")
+        with _signals_blocked(), open(qemu_log, "wb") as qemu_out:
+            started = time.monotonic()
+            teardown.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=qemu_out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_child_setup)
+        proc = teardown.proc
+        say(f"vm: qemu started (pid {proc.pid}, accelerator {accelerator}, "
+            f"{memory_bytes >> 20} MiB, {cpus} cpu)")
+        result = _watch(proc, channel, console, qemu_log, nonce, started, timeout_s, say)
         kernel_release, returncode, output, boot_s, run_s = result
         if proc.poll() is None:
             try:
@@ -1016,26 +993,11 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-class _StartStalled(Exception):
-    """The guest did not reach its script within the start deadline."""
-
-    def __init__(self, console_tail: str):
-        super().__init__("the guest stalled before its script started")
-        self.console_tail = console_tail
-
-
 def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path, nonce: str,
            started: float,
-           timeout_s: float, say: _Log, start_deadline_s: float | None = None,
-           boot_started: float | None = None) -> tuple[str, int, str, float, float]:
+           timeout_s: float, say: _Log) -> tuple[str, int, str, float, float]:
     """Follow the result channel until the end marker; return
-    (kernel_release, returncode, output, boot_s, run_s).
-
-    *timeout_s* counts from *started* (the first boot); this boot began at
-    *boot_started* (default *started*). With *start_deadline_s*, raise
-    :class:`_StartStalled` when the script has not begun that many seconds
-    after this boot began."""
-    boot_started = started if boot_started is None else boot_started
+    (kernel_release, returncode, output, boot_s, run_s)."""
     kernel_marker = f"@@DISKMODEL-KERNEL {nonce} ".encode()
     begin_marker = f"@@DISKMODEL-BEGIN {nonce}\n".encode()
     end_re = re.compile(rb"\n@@DISKMODEL-END " + nonce.encode() + rb" (\d+)\n")
@@ -1067,7 +1029,7 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
                     line = buf[i + len(kernel_marker):].split(b"\n", 1)[0]
                     kernel_release = line.decode().strip()
                     say(f"vm: guest kernel {kernel_release} up, modules loaded "
-                        f"({now - boot_started:.1f} s)")
+                        f"({now - started:.1f} s)")
             m = fail_re.search(buf)
             if m:
                 raise VmBootError(f"the guest's init failed: {m.group(1).decode('utf-8', 'replace')}",
@@ -1077,7 +1039,7 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
                 if i >= 0:
                     begin_at = now
                     out_start = logged = i + len(begin_marker)
-                    say(f"vm: script started (boot took {begin_at - boot_started:.1f} s)")
+                    say(f"vm: script started (boot took {begin_at - started:.1f} s)")
             if begin_at is not None:
                 # Only the tail can hold a new end marker (bounded rescanning).
                 end = end_re.search(buf, max(out_start - 1, scanned - end_len))
@@ -1092,7 +1054,7 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
                     logged = upto
                 if end:
                     output = buf[out_start:end.start()].decode("utf-8", "replace")
-                    return kernel_release, int(end.group(1)), output, begin_at - boot_started, now - begin_at
+                    return kernel_release, int(end.group(1)), output, begin_at - started, now - begin_at
             if exited:
                 # Read what qemu wrote last before judging.
                 rest = ch.read()
@@ -1106,9 +1068,6 @@ def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path,
                 detail = f" (qemu exit status {proc.returncode}"
                 detail += f": {qemu_said[-1000:]})" if qemu_said else ")"
                 raise VmBootError(what + detail, console_tail=_tail(console), output=output)
-            if begin_at is None and start_deadline_s is not None and now - boot_started > start_deadline_s \
-                    and now - started <= timeout_s:
-                raise _StartStalled(_tail(console))
             if now - started > timeout_s:
                 output = buf[out_start:].decode("utf-8", "replace") if begin_at is not None else ""
                 phase = "booting" if begin_at is None else "running the script"
