@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import selectors
+import select
 import signal
 import subprocess
 import sys
@@ -261,22 +261,43 @@ CHILD = textwrap.dedent("""\
 
 
 def _read_until(proc: subprocess.Popen, pattern: str, timeout_s: float) -> tuple[re.Match, str]:
-    """Read the child's stderr until *pattern* matches a line."""
+    """Read the child's stderr until *pattern* matches a line.
+
+    Reads the pipe's file descriptor directly: select() cannot see lines that a
+    buffered reader has already pulled in, which made this wait time out when
+    several log lines arrived in one chunk. Bytes after the matching line wait
+    in ``proc.pending_stderr`` for the next call and for :func:`_read_rest`.
+    """
+    fd = proc.stderr.fileno()
+    pending = getattr(proc, "pending_stderr", b"")
     seen = []
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+    while True:
+        while b"\n" in pending:
+            raw, pending = pending.split(b"\n", 1)
+            line = raw.decode("utf-8", "replace") + "\n"
+            seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                proc.pending_stderr = pending
+                return match, "".join(seen)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
             break
-        line = proc.stderr.readline()
-        if not line:
+        chunk = os.read(fd, 65536)
+        if not chunk:
             break
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return match, "".join(seen)
+        pending += chunk
+    proc.pending_stderr = pending
     raise AssertionError(f"{pattern!r} not seen within {timeout_s} s; child said:\n" + "".join(seen))
+
+
+def _read_rest(proc: subprocess.Popen) -> str:
+    """Everything the child wrote to stderr after the last :func:`_read_until`."""
+    chunks = [getattr(proc, "pending_stderr", b"")]
+    while chunk := os.read(proc.stderr.fileno(), 65536):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 @pytest.mark.parametrize("signum, phase", [
@@ -301,7 +322,7 @@ def test_signal_leaves_no_qemu_and_no_files(tmp_path, cache_dir, signum, phase):
         assert len(list(runs.iterdir())) == 1                 # the run directory exists
         proc.send_signal(signum)
         proc.wait(timeout=60)
-        rest = proc.stderr.read()
+        rest = _read_rest(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
