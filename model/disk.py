@@ -199,8 +199,13 @@ def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, i
     offset = np.asarray(offset_bytes)
     head = np.asarray(head_offset_bytes)
     geometry = disk.geometry
+    if head.dtype.kind not in "iu":
+        head = finite_array("head_offset_bytes", head)
+    if head.size and (head.min() < 0 or head.max() > geometry.capacity_bytes):
+        raise ValueError(f"head_offset_bytes must lie in [0, {geometry.capacity_bytes}] "
+                         f"(got {head.min()} .. {head.max()})")
     target_zone, target_cylinder = geometry.locate_bytes(offset)
-    # The head may rest just past the last byte after a request that ended the disk.
+    # The head rests just past the last byte after a request that ended the disk: its last cylinder.
     head_cylinder = geometry.cylinder_of_byte(np.minimum(head, geometry.capacity_bytes - 1))
     distance = np.abs(target_cylinder - head_cylinder)
     seek = disk.seek_time_s(distance)

@@ -231,6 +231,8 @@ def test_hit_probability_model():
     (lambda: expected_random_service_time_s(load_preset("wd800bd"), -4096), "size_bytes"),
     (lambda: service_time_s(load_preset("wd800bd"), 0, 0, 0), "size_bytes"),
     (lambda: service_time_s(load_preset("wd800bd"), -512, 512, 0), "offset_bytes"),
+    (lambda: service_time_s(load_preset("wd800bd"), 0, 512, 10**12), "head_offset_bytes"),
+    (lambda: service_time_s(load_preset("wd800bd"), 0, 512, -1), "head_offset_bytes"),
     (lambda: Geometry(2, (Zone(0, 9, 100), Zone(12, 20, 90))), "zones"),
     (lambda: Geometry(2, (Zone(0, 9, 100), Zone(5, 20, 90))), "zones"),
     (lambda: Zone(0, 9, 0), "sectors_per_track"),
