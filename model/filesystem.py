@@ -156,11 +156,24 @@ class FileSystem:
         media = positioning, media transfer and command overhead of every
         disk I/O (reads and writes), and link = the host-side transfer time
         T_I (eq. 3, size / ``disk.interface_rate_bytes_per_s``) of every disk
-        I/O plus any host-side per-I/O cost added by a layer below the file
+        I/O, the file-data path's per-byte cost (``file_data_rate_bytes_per_s``),
+        plus any host-side per-I/O cost added by a layer below the file
         system (the LVM mapping cost, see
         :func:`diskmodel.model.predict.predict`).  The terms of eq. (1) are
         still each term's busy time; their sum exceeds the elapsed time by
         the overlap.
+    file_data_rate_bytes_per_s : float or None
+        Host-side rate of the file-data path [bytes/s], > 0: every byte of
+        file data moved between the page cache and the disk (T_DFA: reads
+        that miss, write-back of data blocks) costs 1 / rate on the link
+        stage in addition to its interface time T_I.  It stands for the
+        host's per-byte work on file data that eq. (3) does not name (in the
+        paper's 2.6.27 ext3 ``data=ordered``, data pages are flushed buffer
+        by buffer ahead of each commit); metadata and journal blocks, which
+        JBD writes as whole blocks in batches, do not pay it.  A paper
+        rarely reports it, so it is fitted on native runs
+        (:func:`diskmodel.model.predict.fit_io_parameters`).  None (the
+        default): no such cost.
     write_reorder_depth : int or None
         Writes the drive may hold and reorder in its write cache [count].
         None: as many as fit ``disk.cache_size_bytes`` (write caching is on
@@ -186,6 +199,7 @@ class FileSystem:
     max_request_bytes: int = 512 * KIB
     write_reorder_depth: int | None = None
     cpu_per_file_operation_s: float = 0.0
+    file_data_rate_bytes_per_s: float | None = None
     reuse_freed_space: bool = True
     overlapped_writeback: bool = False
 
@@ -211,6 +225,8 @@ class FileSystem:
             raise ValueError(f"allocation_spread must be >= 1 (got {self.allocation_spread!r})")
         whole_number("max_request_bytes", self.max_request_bytes, minimum=self.block_size_bytes)
         finite_scalar("cpu_per_file_operation_s", self.cpu_per_file_operation_s, nonnegative=True)
+        if self.file_data_rate_bytes_per_s is not None:
+            finite_scalar("file_data_rate_bytes_per_s", self.file_data_rate_bytes_per_s, positive=True)
         if self.write_reorder_depth is not None:
             whole_number("write_reorder_depth", self.write_reorder_depth, minimum=1)
 
@@ -333,7 +349,9 @@ def _distinct_blocks(updates, blocks):
 class _Ledger:
     """Accumulates time per (term, part)."""
 
-    def __init__(self):
+    def __init__(self, data_link_scale: float = 1.0):
+        # file data's link time is T_I times this (T_I + the file-data path's per-byte cost)
+        self.data_link_scale = float(data_link_scale)
         self.parts = {t: dict.fromkeys(DST_PARTS, 0.0) for t in TERMS}
         self.stages = dict.fromkeys(("cpu_s", "read_media_s", "read_link_s", "write_media_s", "write_link_s"), 0.0)
 
@@ -347,6 +365,8 @@ class _Ledger:
         transfer = count * float(np.mean(service.transfer_s))
         mechanics = count * float(np.mean(service.command_overhead_s + service.settle_s))
         link = count * float(np.mean(service.interface_s))
+        if term == "T_DFA":
+            link *= self.data_link_scale
         p["seek_s"] += seek
         p["rotation_s"] += rotation
         p["transfer_s"] += transfer
@@ -546,7 +566,8 @@ def _batch_service(plan, k, size_bytes, *, is_write):
 def _evaluate(plan, elapsed_s) -> FsaResult:
     disk, layout, fs, counts, cache, B = (plan[k] for k in ("disk", "layout", "fs", "counts", "cache", "B"))
     total = counts.total
-    ledger = _Ledger()
+    ledger = _Ledger(1.0 if fs.file_data_rate_bytes_per_s is None
+                     else 1.0 + disk.interface_rate_bytes_per_s / fs.file_data_rate_bytes_per_s)
     elapsed_s = max(float(elapsed_s), 1e-9)
     flushes_meta = max(1.0, elapsed_s / fs.writeback_interval_s)
     flushes_data = max(1.0, elapsed_s / fs.data_flush_interval_s)

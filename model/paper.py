@@ -7,8 +7,9 @@ tests only; the model predicts the rest:
 
 1. on the training tests' native cells, the I/O-path parameters the paper
    does not report (:func:`~diskmodel.model.predict.fit_io_parameters`):
-   by default the effective host transfer rate and the CPU time per file
-   operation;
+   by default the file-data path rate (``FileSystem.file_data_rate_bytes_per_s``:
+   a host-side cost per byte of file data, which metadata and journal
+   blocks do not pay) and the CPU time per file operation;
 2. per LVM layout, on that layout's training cells with step 1 held, the
    mapping costs MD_mapping and FB_mapping of eq. (12)
    (:func:`~diskmodel.model.predict.fit_lvm_mapping`).
@@ -40,8 +41,8 @@ TESTS = ("test1", "test2", "test3")
 LAYOUTS = ("native", "lvm1", "lvm2")
 DEFAULT_FILESYSTEM = FileSystem(overlapped_writeback=True)
 DEFAULT_CACHE = PageCache(size_bytes=1.5 * 2**30)
-DEFAULT_IO_PARAMETERS = ("interface_rate_bytes_per_s", "cpu_per_file_operation_s")
-DEFAULT_IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "cpu_per_file_operation_s": 0.0}
+DEFAULT_IO_PARAMETERS = ("file_data_rate_bytes_per_s", "cpu_per_file_operation_s")
+DEFAULT_IO_INITIAL = {"file_data_rate_bytes_per_s": 2.0e7, "cpu_per_file_operation_s": 0.0}
 DEFAULT_LVM_PARAMETERS = ("md_mapping_s", "fb_mapping_s")
 
 

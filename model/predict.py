@@ -10,7 +10,8 @@ written divided by the whole run's elapsed time).
 Fitters are separate from the model (astropy.modeling / lmfit style):
 :func:`fit_lvm_mapping` fits MD_mapping and FB_mapping (bounded >= 0) and
 :func:`fit_io_parameters` the I/O path parameters a paper does not report
-(effective host transfer rate, page cache size), both with
+(file-data path rate, effective host transfer rate, page cache size,
+CPU per file operation), both with
 ``scipy.optimize.least_squares`` on log throughput ratios, returning a
 :class:`FitResult` with params, bse, conf_int(), summary(), plot() and
 _repr_html_.
@@ -414,9 +415,12 @@ IO_PARAMETER_BOUNDS = {
     "interface_rate_bytes_per_s": (1.0e6, 3.0e8),   # from PIO-era hosts to SATA 3 Gb/s
     "page_cache_bytes": (0.0, 8.0 * 1024 ** 3),
     "cpu_per_file_operation_s": (0.0, 0.1),
+    "file_data_rate_bytes_per_s": (1.0e5, 1.0e10),
 }
-_IO_SCALE = {"interface_rate_bytes_per_s": 1.0e7, "page_cache_bytes": 1.0e8, "cpu_per_file_operation_s": 1.0e-4}
-_IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "page_cache_bytes": 256.0 * MIB, "cpu_per_file_operation_s": 1e-4}
+_IO_SCALE = {"interface_rate_bytes_per_s": 1.0e7, "page_cache_bytes": 1.0e8, "cpu_per_file_operation_s": 1.0e-4,
+             "file_data_rate_bytes_per_s": 1.0e7}
+_IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "page_cache_bytes": 256.0 * MIB, "cpu_per_file_operation_s": 1e-4,
+               "file_data_rate_bytes_per_s": 2.0e7}
 
 
 def _apply_io(case, values):
@@ -427,6 +431,8 @@ def _apply_io(case, values):
         cache = cache.evolve(size_bytes=values["page_cache_bytes"])
     if "cpu_per_file_operation_s" in values:
         fs = fs.evolve(cpu_per_file_operation_s=values["cpu_per_file_operation_s"])
+    if "file_data_rate_bytes_per_s" in values:
+        fs = fs.evolve(file_data_rate_bytes_per_s=values["file_data_rate_bytes_per_s"])
     return {"disk": disk, "filesystem": fs, "cache": cache, "lvm_mapping": case.lvm_mapping}
 
 
@@ -445,8 +451,10 @@ def fit_io_parameters(cases, *, parameters=("interface_rate_bytes_per_s", "page_
 
     *parameters* is any subset of :data:`IO_PARAMETER_BOUNDS`:
     ``interface_rate_bytes_per_s`` (the effective host transfer rate, T_I
-    of eq. 3), ``page_cache_bytes`` (P_H of eq. 2) and
-    ``cpu_per_file_operation_s`` (:class:`FileSystem`).  Fit them on native
+    of eq. 3, for every disk I/O), ``file_data_rate_bytes_per_s`` (the
+    host-side cost per byte of file data only, :class:`FileSystem`),
+    ``page_cache_bytes`` (P_H of eq. 2) and ``cpu_per_file_operation_s``
+    (:class:`FileSystem`).  Fit them on native
     runs, then fit LVM mapping costs with them held.
 
     P_H = min(1, cache / working set) is flat once the cache holds every

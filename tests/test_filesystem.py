@@ -193,3 +193,37 @@ def test_pipeline_golden_test1_link_bound(disk, native):
     assert stages["media_s"] < 0.3 * stages["link_s"] and stages["application_s"] < 0.05 * stages["link_s"]
     assert r.details["elapsed_s"] == pytest.approx(stages["link_s"], rel=1e-6)
     assert 520 < r.details["elapsed_s"] < 580   # the paper measured 548 s (Table 4 and the volumes)
+
+
+def test_file_data_rate_golden_test1_charges_file_data_only(disk, native):
+    """Hand check: Test 1 at the spec link (150 MB/s) with a 4.5 MB/s file-data path.
+
+    The 510,579 data blocks cost 4096 B * (1/150e6 + 1/4.5e6) each on the
+    link (464.7 s + 13.9 s); metadata and journal blocks only their T_I at
+    150 MB/s, a few seconds; so the run is link-bound at about 480 s.
+    """
+    counts = expected_counts(postmark_preset("test1"))
+    fs = FileSystem(overlapped_writeback=True, file_data_rate_bytes_per_s=4.5e6)
+    r = file_system_access_time(disk, native, fs, counts, PageCache(size_bytes=1536 * MIB))
+    assert disk.interface_rate_bytes_per_s == 150e6
+    data_bytes = r.io_counts["data_block_ios"] * 4096
+    assert r.io_counts["data_block_ios"] == pytest.approx(510579, rel=1e-4)
+    data_link = data_bytes / 4.5e6 + data_bytes / 150e6
+    assert data_link == pytest.approx(478.6, rel=1e-3)
+    stages = r.stage_times()
+    metadata_link = stages["link_s"] - data_link
+    assert 0 < metadata_link < 5.0          # journal and home metadata at 150 MB/s, not 4.5 MB/s
+    assert r.details["elapsed_s"] == pytest.approx(stages["link_s"], rel=1e-6)
+    # without the file-data cost the same run is media-bound and far faster
+    fast = file_system_access_time(disk, native, FileSystem(overlapped_writeback=True), counts,
+                                   PageCache(size_bytes=1536 * MIB))
+    assert fast.details["elapsed_s"] < 0.5 * r.details["elapsed_s"]
+    # the per-byte cost lands in T_DFA, exactly once per file-data byte
+    added = r.parts["T_DFA"]["overhead_s"] - fast.parts["T_DFA"]["overhead_s"]
+    assert added == pytest.approx(data_bytes / 4.5e6, rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_file_data_rate_refuses_bad_values(bad):
+    with pytest.raises(ValueError, match="file_data_rate_bytes_per_s"):
+        FileSystem(file_data_rate_bytes_per_s=bad)
