@@ -67,7 +67,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--destroy-data-on", metavar="PATH",
                    help="confirm that the existing file or block device PATH may be overwritten")
     p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created")
-    p.add_argument("--vm", action="store_true", help="build the layout in a throwaway qemu VM (TCG)")
+    p.add_argument("--vm", action="store_true", help="build the layout in a throwaway qemu VM")
+    p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
+                   help="qemu accelerator with --vm: tcg (default; emulated, timings measure qemu) or kvm "
+                        "(only where KVM works; it hangs on some hosts)")
     p.add_argument("--vm-memory", type=_bytes, default=1 * GIB, metavar="BYTES",
                    help="guest RAM with --vm (default 1G)")
     p.add_argument("--vm-timeout", type=float, default=3600.0, metavar="S",
@@ -156,4 +159,4 @@ def _dispatch(args, config, mount_options, needed, drop):
         args.layout, config, fs_size_bytes=args.size, scratch=args.scratch, vm=args.vm, fs_type=args.fs,
         mount_options=mount_options, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
         drop_page_cache=drop, destroy_data_on=args.destroy_data_on, keep=args.keep,
-        vm_memory_bytes=args.vm_memory, vm_timeout_s=args.vm_timeout)
+        vm_memory_bytes=args.vm_memory, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)

@@ -1003,6 +1003,7 @@ def run_on_layout(
     keep: bool = False,
     vm_memory_bytes: int = 1 << 30,
     vm_timeout_s: float = 3600.0,
+    vm_accelerator: str = "tcg",
 ) -> PostMarkSummary:
     """Build *layout* ("native", "lvm1", "lvm2"), run PostMark *repeats* times on it, tear it down.
 
@@ -1014,6 +1015,8 @@ def run_on_layout(
     to use vm=True). With vm=True the same plan runs as one script in a
     throwaway qemu VM (:func:`diskmodel.calibrate.vm.run_script_in_vm`) whose
     scratch disk has the size the layout needs; *scratch* must then be None.
+    *vm_accelerator* is "tcg" (emulation; every report says its timings
+    measure the emulator) or "kvm" (where KVM works; never chosen on its own).
     SIGINT and SIGTERM tear everything down and raise
     :class:`~diskmodel.calibrate.layouts.Interrupted` (a KeyboardInterrupt).
     """
@@ -1031,7 +1034,8 @@ def run_on_layout(
         L.log.info("plan (in the VM):\n%s", plan.describe())
         with L.handle_signals():
             result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
-                                      memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s)
+                                      memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,
+                                      accelerator=vm_accelerator)
         if result.returncode != 0:
             raise PostMarkError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
         return parse_guest_output(result.output, config, layout=layout, accelerator=result.accelerator,

@@ -120,6 +120,8 @@ logger = logging.getLogger(__name__)
 
 #: The scratch disk as the guest sees it.
 SCRATCH_DEVICE = "/dev/vda"
+#: The host device qemu needs for accelerator="kvm".
+KVM_DEVICE = "/dev/kvm"
 
 #: Bump when the initramfs layout, /init or lvm.conf change in a way the
 #: cache key would not notice.
@@ -907,6 +909,13 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
         raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
     if accelerator not in ("tcg", "kvm"):
         raise ValueError(f"accelerator must be 'tcg' or 'kvm', got {accelerator!r}")
+    if accelerator == "kvm":
+        # fail before building anything when KVM cannot even be opened (no silent switch to TCG)
+        try:
+            os.close(os.open(KVM_DEVICE, os.O_RDWR | os.O_CLOEXEC))
+        except OSError as exc:
+            raise VmUnavailableError(f"accelerator='kvm' needs {KVM_DEVICE} ({exc.strerror}); "
+                                     f"use accelerator='tcg'") from None
 
     global _libc
     if _libc is None:

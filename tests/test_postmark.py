@@ -493,6 +493,8 @@ def test_cli_bad_input_names_the_parameter(tmp_path):
     res = _cli("--layout", "native", "--workload", "test2", "--scratch", str(tmp_path / "n.img"),
                "--read-bias", "11")
     assert res.returncode == 2 and "read_bias" in res.stderr
+    res = _cli("--layout", "native", "--workload", "test2", "--vm", "--vm-accelerator", "hvf")
+    assert res.returncode == 2 and "--vm-accelerator" in res.stderr
     if not L.device_mapper_available():
         res = _cli("--layout", "lvm2", "--workload", "test2", "--scratch", str(tmp_path / "n.img"))
         assert res.returncode == 2 and "pass --vm" in res.stderr

@@ -360,3 +360,14 @@ def test_sigkilled_caller_takes_qemu_with_it(tmp_path, cache_dir):
             os.kill(pid, signal.SIGKILL)
     # The run directory is the one thing SIGKILL leaves (no code runs); it is in
     # the caller's workdir (tmp_path here), which pytest removes.
+
+
+def test_kvm_that_cannot_be_opened_is_refused_before_anything_is_built(monkeypatch, tmp_path):
+    """accelerator="kvm" never turns into TCG on its own: a missing /dev/kvm is an error naming it."""
+    missing = tmp_path / "no-kvm"
+    monkeypatch.setattr(vm, "KVM_DEVICE", str(missing))
+    cache = tmp_path / "cache"
+    with pytest.raises(vm.VmUnavailableError, match=r"no-kvm.*accelerator='tcg'"):
+        vm.run_script_in_vm("true", scratch_disk_bytes=64 * MiB, accelerator="kvm",
+                            cache_dir=cache, workdir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []   # no cache, no run directory
