@@ -305,6 +305,7 @@ class CalibrationResult:
         """
         from diskmodel.model import Disk, Geometry, Zone
 
+        knee_note = None
         if seek == "flat":
             from diskmodel.model.disk import flat_latency_disk
 
@@ -335,6 +336,11 @@ class CalibrationResult:
                 raise ValueError(f"seek='two_piece': there is no two-piece fit ({self.two_piece_error})")
             model = self.two_piece.as_seek(1.0)  # fitted in tracks, the stand-in's cylinders
             if model.knee_cylinders >= geometry.cylinders:
+                # every distance the disk has is a short seek: the same curve with the knee on the
+                # last track (d <= knee takes a + b*sqrt(d)); said in the disk's estimates
+                knee_note = (f"the two-piece knee was fitted at {model.knee_cylinders:.6g} tracks, beyond the "
+                             f"stand-in's {geometry.cylinders} tracks: a + b*sqrt(d) covers every distance, "
+                             f"and the knee is put on the last track")
                 model = model.evolve(knee_cylinders=geometry.cylinders - 1)
         elif seek == "table":
             model = self.table.as_seek(scale, reach=geometry.cylinders - 1)
@@ -349,7 +355,8 @@ class CalibrationResult:
                                f"{self.device_time_s:.1f} s of device time",
                     estimates=(("geometry", "one surface; tracks sized from the measured zone rates"),
                                ("seek", "two-piece fit against the distance in tracks" if seek == "two_piece" else
-                                f"table against byte distance, rescaled by {scale:.0f} bytes per track")))
+                                f"table against byte distance, rescaled by {scale:.0f} bytes per track"))
+                    + ((("seek knee", knee_note),) if knee_note else ()))
 
     # reporting -------------------------------------------------------------
     def summary(self) -> str:

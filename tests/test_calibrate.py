@@ -1,6 +1,9 @@
 """Calibration harness: parameter recovery on simulated disks, fits, result, CLI, real storage."""
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import json
 import os
 import shutil
@@ -181,6 +184,24 @@ def test_to_disk_predicts_like_the_simulated_truth(g4_run):
         assert predicted["total_s"] == pytest.approx(truth["total_s"], rel=0.05)
     with pytest.raises(ValueError, match="seek"):
         result.to_disk(seek="cubic")
+    assert "seek knee" not in dict(disk.estimates)
+
+
+def test_to_disk_says_when_the_fitted_knee_lies_beyond_the_disk(g4_run):
+    """A knee past the last track is representable (short piece everywhere) and is said, not hidden."""
+    _, result, _ = g4_run
+    params = result.two_piece.params.copy()
+    params["knee"] = 1e12
+    beyond = copy.copy(result)   # the fits are derived in __post_init__, not fields
+    beyond.two_piece = dataclasses.replace(result.two_piece, params=params)
+    disk = beyond.to_disk()
+    cylinders = disk.geometry.cylinders
+    assert disk.seek.knee_cylinders == cylinders - 1
+    note = dict(disk.estimates)["seek knee"]
+    assert "1e+12" in note and str(cylinders) in note
+    d = np.array([1.0, 100.0, cylinders - 1.0])
+    short = params["short_offset_s"] + params["short_sqrt_s"] * np.sqrt(d)
+    np.testing.assert_allclose(disk.seek.seek_time_s(d), short, rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------
