@@ -33,7 +33,7 @@ def test_file_data_rate_is_stable_across_folds(loo):
         assert fit.disk.interface_rate_bytes_per_s == 150e6   # the drive's link stays the spec's
 
 
-def test_fit_on_all_tests_reproduces_the_tables(loo):
+def test_fit_on_all_tests_reproduces_the_tables():
     fit = fit_paper(load_preset("wd800bd"), postmark_results())
     frame = predict_paper(fit, postmark_results())
     assert not frame["held_out"].any()
