@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_probe",
     "cmd_postmark",
     "cmd_validate_trace",
+    "cmd_cleanup",
 )
 
 

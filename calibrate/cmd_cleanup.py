@@ -1,0 +1,16 @@
+"""``diskmodel cleanup [--dry-run]``: remove what runs killed with SIGKILL left behind."""
+from __future__ import annotations
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cleanup", help="list and remove what killed runs left behind (loops, mounts, cgroups, VMs, files)",
+        description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args) -> int:
+    from diskmodel.calibrate import runstate
+
+    return runstate.cleanup_cli(dry_run=args.dry_run)
