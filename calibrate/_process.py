@@ -1,21 +1,79 @@
-"""Child processes that never outlive the run that started them."""
+"""Child processes that never outlive the run that started them.
+
+Every child is started by :func:`spawn`: in a session (and so a process group)
+of its own, with ``PR_SET_PDEATHSIG`` set to SIGKILL so that the kernel kills
+it when its parent dies (even by SIGKILL, which runs no Python code), and,
+within a :class:`~diskmodel.calibrate.runstate.Run`, recorded in the run's
+state file as soon as it exists, so that ``diskmodel cleanup`` can find it.
+"""
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 
+from . import runstate
+
+_PR_SET_PDEATHSIG = 1
+_libc = None
+
+
+def _load_libc():
+    global _libc
+    if _libc is None:
+        with contextlib.suppress(OSError):
+            _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _child_setup() -> None:
+    """In the child, before exec: unblock the signals the parent held; die with the parent."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def spawn(argv, *, name: str | None = None, **popen_kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(argv, ...)`` in a new session, dying with its parent, recorded in the run.
+
+    SIGINT and SIGTERM are held from before the fork until the child is
+    recorded, so an interrupt cannot fall between the two.
+    """
+    _load_libc()
+    popen_kwargs.setdefault("start_new_session", True)
+    with runstate.signals_blocked():
+        proc = subprocess.Popen(argv, preexec_fn=_child_setup, **popen_kwargs)
+        run = runstate.current_run()
+        if run is not None:
+            res = run.intend("process", pid=proc.pid, start_ticks=runstate._process_start_ticks(proc.pid),
+                             group=bool(popen_kwargs["start_new_session"]),
+                             name=name or os.path.basename(str(argv[0] if not isinstance(argv, str) else argv)))
+            run.created(res)
+            proc._diskmodel_resource = res  # noqa: SLF001 - marked removed when reaped
+    return proc
+
+
+def reaped(proc: subprocess.Popen) -> None:
+    """Mark a child that has exited and been waited for as gone in the run's record."""
+    res = getattr(proc, "_diskmodel_resource", None)
+    run = runstate.current_run()
+    if res is not None and run is not None and proc.returncode is not None:
+        run.absent(res)
+
 
 def communicate_or_kill(proc: subprocess.Popen, timeout_s: float | None):
     """``proc.communicate(timeout)``; on a timeout, an interrupt or any error,
-    SIGKILL the child's process group (it was started with
-    ``start_new_session=True``), reap it and re-raise."""
+    SIGKILL the child's process group (it was started in a session of its
+    own), reap it and re-raise."""
     try:
-        return proc.communicate(timeout=timeout_s)
+        out = proc.communicate(timeout=timeout_s)
     except BaseException:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
+        reaped(proc)
         raise
+    reaped(proc)
+    return out

@@ -35,18 +35,21 @@ the differences measured between them are those of LVM.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import secrets
 import shlex
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ._process import communicate_or_kill
+from . import runstate
+from ._process import communicate_or_kill, spawn
 
 __all__ = [
     "LAYOUTS",
@@ -133,6 +136,10 @@ class Step:
     command: str
     undo: str | None = None
     capture: str | None = None
+    #: What the step creates, for the run's record (:mod:`runstate`): a kind
+    #: ("loop", "dir", "mount", "pv", "vg", "lv") and (key, value) pairs that
+    #: find it again; values may name captures as "$NAME".
+    resource: tuple[str, tuple[tuple[str, object], ...]] | None = None
 
     def __post_init__(self) -> None:
         if not self.command.strip():
@@ -284,6 +291,7 @@ def build_plan(
     mount_options: Iterable[str] = (),
     mkfs_options: Iterable[str] = (),
     mount_parent: str = "/tmp",
+    mount_dir: str | None = None,
     direct_io: bool = True,
     name_token: str | None = None,
 ) -> LayoutPlan:
@@ -293,7 +301,9 @@ def build_plan(
     this function checks nothing on disk). fs_size_bytes: file-system size,
     identical for all layouts [bytes]; a multiple of 8 MiB. fs_type: ext3 (the
     paper's), ext2, ext4 or xfs. mount_parent: directory in which a fresh mount
-    point is made with ``mktemp -d``. direct_io: loop devices use O_DIRECT on
+    point is made with ``mktemp -d``; mount_dir: instead, the exact mount point
+    to create (a new path, e.g. inside the run's own folder, so that the run's
+    record names it before it exists). direct_io: loop devices use O_DIRECT on
     the backing. name_token: suffix of the VG name (random when None).
     """
     _check_layout(layout)
@@ -322,6 +332,8 @@ def build_plan(
             f"losetup --find --show{dio} --offset {region.offset_bytes} --sizelimit {region.size_bytes} {q(backing)}",
             undo=f'losetup -d "${var}"',
             capture=var,
+            resource=("loop", (("backing", backing), ("offset", region.offset_bytes),
+                               ("sizelimit", region.size_bytes), ("device", f"${var}"))),
         ))
         devs.append(f'"${var}"')
     vg = lv = None
@@ -334,17 +346,20 @@ def build_plan(
                 f"physical volume {i + 1} of {len(devs)}",
                 f"pvcreate -ff -y --dataalignment {PE_START_BYTES // 1024}k {dev}",
                 undo=f"pvremove -ff -y {dev}",
+                resource=("pv", (("device", dev.strip('"')),)),
             ))
         steps.append(Step(
             f"volume group {vg} over {len(devs)} PV(s)",
             f"vgcreate -s {EXTENT_BYTES // 1024}k {vg} {' '.join(devs)}",
             undo=f"vgremove -f {vg}",
+            resource=("vg", (("name", vg),)),
         ))
         extents = fs_size_bytes // EXTENT_BYTES
         steps.append(Step(
             f"logical volume {vg}/{lv} of {extents} extents",
             f"lvcreate -y -W n -l {extents} -n {lv} {vg}",
             undo=f"lvremove -f {vg}/{lv}",
+            resource=("lv", (("name", f"{vg}/{lv}"),)),
         ))
         device_expr = f"/dev/{vg}/{lv}"
         per_pv = extents // len(devs)
@@ -361,17 +376,27 @@ def build_plan(
     ))
     mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs_type], *mkfs_options))
     steps.append(Step(f"{fs_type} file system", f"{mkfs} {device_expr}"))
-    steps.append(Step(
-        "mount point",
-        f"mktemp -d {q(mount_parent.rstrip('/') + '/diskmodel-mnt.XXXXXX')}",
-        undo='rmdir "$DISKMODEL_MNT"',
-        capture="DISKMODEL_MNT",
-    ))
+    if mount_dir is None:
+        steps.append(Step(
+            "mount point",
+            f"mktemp -d {q(mount_parent.rstrip('/') + '/diskmodel-mnt.XXXXXX')}",
+            undo='rmdir "$DISKMODEL_MNT"',
+            capture="DISKMODEL_MNT",
+        ))
+    else:
+        steps.append(Step(
+            "mount point",
+            f"mkdir -m 700 {q(mount_dir)} && printf '%s\\n' {q(mount_dir)}",
+            undo='rmdir "$DISKMODEL_MNT"',
+            capture="DISKMODEL_MNT",
+            resource=("dir", (("path", mount_dir),)),
+        ))
     opt = f" -o {','.join(mount_options)}" if mount_options else ""
     steps.append(Step(
         f"mount {fs_type}",
         f'mount -t {fs_type}{opt} {device_expr} "$DISKMODEL_MNT"',
         undo='umount "$DISKMODEL_MNT"',
+        resource=("mount", (("mountpoint", "$DISKMODEL_MNT"),)),
     ))
     return LayoutPlan(
         layout=layout, fs_type=fs_type, fs_size_bytes=fs_size_bytes, backing=backing,
@@ -429,22 +454,6 @@ class handle_signals:
         self._old.clear()
 
 
-class _ignore_signals:
-    """SIGINT/SIGTERM ignored while tearing down, so a second Ctrl-C cannot abort it."""
-
-    def __enter__(self):
-        import threading
-        self._old = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, signal.SIG_IGN)
-        return self
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-
 class HostExecutor:
     """Runs a :class:`LayoutPlan` on this machine, step by step, with rollback.
 
@@ -452,6 +461,14 @@ class HostExecutor:
     Entering builds the layout (rolling back in reverse on a failing step and
     raising :class:`LayoutError`); leaving tears it down. :meth:`teardown` is
     idempotent. Every command, its exit status and output go to the log.
+
+    Every step that creates something is recorded in the run's state file
+    (:mod:`diskmodel.calibrate.runstate`) *before* it runs, with what finds it
+    again (a loop device by its backing's inode and offset, a mount by its
+    mount point). Teardown removes what it finds, not what the steps reported,
+    so a signal that lands while ``losetup`` or ``mount`` runs, after it has
+    done its work but before it has said so, leaves nothing behind; and it
+    checks that each thing is gone (:class:`~diskmodel.calibrate.runstate.TeardownReport`).
     """
 
     def __init__(self, plan: LayoutPlan, *, logger: logging.Logger | None = None, timeout_s: float = 600.0):
@@ -459,8 +476,10 @@ class HostExecutor:
         self.log = logger or log
         self.timeout_s = timeout_s
         self.variables: dict[str, str] = {}
-        self._done: list[Step] = []
+        self._resources: list = []
+        self._run_context = None
         self.history: list[tuple[str, str, int]] = []  # (what, command, returncode)
+        self.report = None
 
     # -- running one command -------------------------------------------------
     def _sh(self, what: str, command: str) -> subprocess.CompletedProcess:
@@ -468,10 +487,8 @@ class HostExecutor:
         env.update(self.variables)
         env.setdefault("LVM_SUPPRESS_FD_WARNINGS", "1")
         self.log.info("%s: %s", what, command)
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, start_new_session=True,
-        )
+        proc = spawn(["/bin/sh", "-c", command], name=what, env=env, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
         # Interrupted or timed out: the command must not outlive us.
         out, err = communicate_or_kill(proc, self.timeout_s)
         self.history.append((what, command, proc.returncode))
@@ -486,50 +503,81 @@ class HostExecutor:
         """Run a shell command with the plan's variables (e.g. "$DISKMODEL_MNT") set."""
         return self._sh(what, command)
 
+    def _expand(self, value):
+        if isinstance(value, str):
+            for name, val in self.variables.items():
+                value = value.replace(f"${name}", val)
+        return value
+
+    def _intend(self, step: Step):
+        if step.resource is None:
+            return None
+        kind, pairs = step.resource
+        details = {k: self._expand(v) for k, v in pairs}
+        details = {k: v for k, v in details.items() if not (isinstance(v, str) and v.startswith("$"))}
+        if kind == "loop":
+            backing = os.path.realpath(details["backing"])
+            st = os.stat(backing)
+            details["backing"] = backing
+            if stat.S_ISREG(st.st_mode):  # a regular file: found again by inode, even once unlinked
+                details["backing_ino"], details["backing_dev"] = st.st_ino, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        res = self._run.intend(kind, **details)
+        self._resources.append(res)
+        return res
+
     # -- building and tearing down -------------------------------------------
     def build(self) -> "HostExecutor":
-        for i, step in enumerate(self.plan.steps, 1):
-            try:
-                res = self._sh(f"step {i}/{len(self.plan.steps)} {step.description}", step.command)
-            except BaseException:
-                self.teardown()
-                raise
-            if res.returncode != 0:
-                msg = (f"layout {self.plan.layout}: step {i} ({step.description}) failed with status "
-                       f"{res.returncode}: {step.command}\n{res.stderr.strip()}")
-                self.log.error(msg)
-                self.teardown()
-                raise LayoutError(msg)
-            if step.capture:
-                value = res.stdout.strip()
-                if not value:
-                    self.teardown()
-                    raise LayoutError(f"step {i} ({step.description}) printed nothing to capture")
-                self.variables[step.capture] = value
-            self._done.append(step)
+        if runstate.current_run() is None:
+            self._run_context = runstate.ensure_run(f"layout {self.plan.layout} on {self.plan.backing}")
+            self._run = self._run_context.__enter__()
+        else:
+            self._run = runstate.current_run()
+        try:
+            for i, step in enumerate(self.plan.steps, 1):
+                res = self._intend(step)
+                res_ = self._sh(f"step {i}/{len(self.plan.steps)} {step.description}", step.command)
+                if res_.returncode != 0:
+                    msg = (f"layout {self.plan.layout}: step {i} ({step.description}) failed with status "
+                           f"{res_.returncode}: {step.command}\n{res_.stderr.strip()}")
+                    self.log.error(msg)
+                    raise LayoutError(msg)
+                if step.capture:
+                    value = res_.stdout.strip()
+                    if not value:
+                        raise LayoutError(f"step {i} ({step.description}) printed nothing to capture")
+                    self.variables[step.capture] = value
+                if res is not None:
+                    self._run.created(res, **{k: self._expand(v) for k, v in step.resource[1]
+                                              if isinstance(v, str) and v.startswith("$")})
+                elif step.undo:
+                    # Nothing to look for: the undo command itself is recorded, once the step is done.
+                    self._resources.append(self._run.intend("command", undo=step.undo,
+                                                            env=dict(self.variables)))
+        except BaseException as exc:
+            report = self.teardown()
+            with contextlib.suppress(AttributeError, TypeError):
+                exc.teardown_report = str(report)
+            raise
         return self
 
-    def teardown(self) -> list[str]:
-        """Undo completed steps in reverse. Safe to call again: returns the failures."""
-        failures: list[str] = []
-        with _ignore_signals():
-            while self._done:
-                step = self._done[-1]
-                if step.undo:
-                    res = None
-                    for attempt in range(5):
-                        res = self._sh(f"undo {step.description}", step.undo)
-                        if res.returncode == 0:
-                            break
-                        # umount / losetup -d can race with a just-killed process
-                        import time
-                        time.sleep(0.2 * (attempt + 1))
-                    if res is not None and res.returncode != 0:
-                        failures.append(f"{step.undo}: {res.stderr.strip()}")
-                self._done.pop()
-        if failures:
-            self.log.error("teardown left things behind: %s", "; ".join(failures))
-        return failures
+    def teardown(self):
+        """Remove what the steps created, in reverse, and check it is gone. Safe to call again.
+
+        Returns the :class:`~diskmodel.calibrate.runstate.TeardownReport`.
+        """
+        if not self._resources and self.report is not None:
+            return self.report
+        report = self._run.undo(self._resources) if self._resources else runstate.TeardownReport()
+        self._resources = [r for r in self._resources if r.state != "removed"]
+        if report.left:
+            self.log.error("teardown left things behind: %s", "; ".join(report.left))
+        self.report = report
+        context, self._run_context = self._run_context, None
+        if context is not None:
+            # The run this executor opened ends here; its state file stays if anything was left.
+            with contextlib.suppress(RuntimeError):
+                context.__exit__(None, None, None)
+        return report
 
     @property
     def mountpoint(self) -> str:
@@ -547,6 +595,9 @@ class HostExecutor:
         return self.build()
 
     def __exit__(self, *exc) -> None:
-        failures = self.teardown()
-        if failures and exc[0] is None:
-            raise LayoutError("teardown failed: " + "; ".join(failures))
+        report = self.teardown()
+        if exc[1] is not None:
+            with contextlib.suppress(AttributeError, TypeError):
+                exc[1].teardown_report = str(report)
+        if report.left and exc[0] is None:
+            raise LayoutError("teardown failed: " + "; ".join(report.left))

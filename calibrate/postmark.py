@@ -25,6 +25,7 @@ files; this module treats every ``Error:`` line of its output as a failure.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import math
@@ -40,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._process import communicate_or_kill
+from ._process import communicate_or_kill, spawn
 
 __all__ = [
     "COARSE_RUN_S",
@@ -514,6 +515,9 @@ class MemoryCgroup:
         return self.path / "cgroup.procs"
 
     def create(self) -> "MemoryCgroup":
+        from . import runstate
+        run = runstate.current_run()
+        self._resource = run.intend("cgroup", path=str(self.path)) if run is not None else None
         if self.version == 2:
             sub = self.root / "cgroup.subtree_control"
             if "memory" not in sub.read_text().split():
@@ -557,13 +561,21 @@ class MemoryCgroup:
                 continue
         return None
 
+    def _removed(self) -> None:
+        from . import runstate
+        run, res = runstate.current_run(), getattr(self, "_resource", None)
+        if run is not None and res is not None:
+            run.absent(res)
+
     def remove(self) -> None:
         """Remove the cgroup (its processes must have exited). Idempotent."""
         for attempt in range(50):
             try:
                 self.path.rmdir()
+                self._removed()
                 return
             except FileNotFoundError:
+                self._removed()
                 return
             except OSError as exc:
                 if exc.errno != errno.EBUSY:
@@ -761,7 +773,10 @@ def run_postmark_once(
     if not os.path.isdir(location):
         raise ValueError(f"location {location!r} is not a directory")
     text = command_file(config, location)
-    with tempfile.TemporaryDirectory(prefix="diskmodel-postmark-") as tmp:
+    from . import runstate
+    run = runstate.current_run()
+    parent = run.work_dir() if run is not None else None
+    with tempfile.TemporaryDirectory(prefix="diskmodel-postmark-", dir=parent) as tmp:
         cfg = Path(tmp) / "postmark.cfg"
         cfg.write_text(text)
         if drop_page_cache:
@@ -776,9 +791,8 @@ def run_postmark_once(
             else:
                 argv = [postmark, str(cfg)]
             t0 = time.monotonic()
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                                    cwd=tmp)
+            proc = spawn(argv, name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, cwd=tmp)
             out, _ = communicate_or_kill(proc, timeout_s)
             wall = time.monotonic() - t0
             oom = cgroup.oom_kills() if cgroup is not None else 0
@@ -859,7 +873,11 @@ def guest_body(config: Any, *, repeats: int = 1, memory_limit_bytes: int | None 
     cfg_text = command_file(config, f"${mount_var}")
     limit = "" if memory_limit_bytes is None else str(memory_limit_bytes)
     return f"""set +e
-cat > /tmp/diskmodel-postmark.cfg <<DISKMODEL_CFG_EOF
+pmdir=$(mktemp -d "${{TMPDIR:-/tmp}}/diskmodel-postmark.XXXXXX") || exit 1
+DISKMODEL_UNDO="rm -rf '$pmdir';
+$DISKMODEL_UNDO"
+pmcfg="$pmdir/postmark.cfg"
+cat > "$pmcfg" <<DISKMODEL_CFG_EOF
 {cfg_text}DISKMODEL_CFG_EOF
 diskmodel_queue() {{  # sysfs queue directory of block device $1 (by its major:minor)
   q=/sys/dev/block/$(($(printf '0x%s' "$(stat -L -c %t "$1")"))):$(($(printf '0x%s' "$(stat -L -c %T "$1")")))
@@ -903,9 +921,9 @@ $DISKMODEL_UNDO"
   echo "{_MARK} BEGIN $i"
   t0=$(cut -d' ' -f1 /proc/uptime)
   if [ -n "$cg" ]; then
-    sh -c 'echo $$ > "$1/cgroup.procs" && exec postmark "$2"' sh "$cg" /tmp/diskmodel-postmark.cfg 2>&1
+    sh -c 'echo $$ > "$1/cgroup.procs" && exec postmark "$2"' sh "$cg" "$pmcfg" 2>&1
   else
-    postmark /tmp/diskmodel-postmark.cfg 2>&1
+    postmark "$pmcfg" 2>&1
   fi
   rc=$?
   t1=$(cut -d' ' -f1 /proc/uptime)
@@ -1021,21 +1039,42 @@ def run_on_layout(
     :class:`~diskmodel.calibrate.layouts.Interrupted` (a KeyboardInterrupt).
     """
     from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate import runstate
 
     needed = L.backing_bytes_required(layout, fs_size_bytes)
+    if not vm and scratch is None:
+        raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
+    if vm and (scratch is not None or destroy_data_on is not None):
+        raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
+    # One run, one record: every resource below is written down before it is created, and the
+    # scratch is locked for the whole run, so a second run on it is refused with this one's PID.
+    with L.handle_signals(), \
+            (contextlib.nullcontext() if vm else runstate.lock_target(scratch, purpose=f"postmark {layout} scratch")), \
+            runstate.ensure_run(f"postmark {layout} {'in a VM' if vm else scratch}"):
+        return _run_on_layout_locked(
+            layout, config, fs_size_bytes=fs_size_bytes, scratch=scratch, vm=vm, fs_type=fs_type,
+            mount_options=mount_options, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
+            drop_page_cache=drop_page_cache, destroy_data_on=destroy_data_on, keep=keep,
+            vm_memory_bytes=vm_memory_bytes, vm_timeout_s=vm_timeout_s, vm_accelerator=vm_accelerator,
+            needed=needed)
+
+
+def _run_on_layout_locked(layout, config, *, fs_size_bytes, scratch, vm, fs_type, mount_options, repeats,
+                          memory_limit_bytes, drop_page_cache, destroy_data_on, keep, vm_memory_bytes,
+                          vm_timeout_s, vm_accelerator, needed) -> PostMarkSummary:
+    from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate import runstate
+
     if vm:
         from diskmodel.calibrate.vm import SCRATCH_DEVICE, run_script_in_vm
-        if scratch is not None or destroy_data_on is not None:
-            raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
         plan = L.build_plan(layout, backing=SCRATCH_DEVICE, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
                             mount_options=mount_options)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
                           drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device_expr=plan.device_expr)
         L.log.info("plan (in the VM):\n%s", plan.describe())
-        with L.handle_signals():
-            result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
-                                      memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,
-                                      accelerator=vm_accelerator)
+        result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
+                                  memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,
+                                  accelerator=vm_accelerator)
         if result.returncode != 0:
             raise PostMarkError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
         return parse_guest_output(result.output, config, layout=layout, accelerator=result.accelerator,
@@ -1043,26 +1082,24 @@ def run_on_layout(
                                   drop_page_cache=drop_page_cache, backing=f"{SCRATCH_DEVICE} (VM scratch disk)")
 
     from diskmodel.calibrate.scratch import prepare_scratch
-    if scratch is None:
-        raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
     L.require_device_mapper(layout)
     L.build_plan(layout, backing=os.fspath(scratch), fs_size_bytes=fs_size_bytes, fs_type=fs_type,
                  mount_options=mount_options)  # validates everything before the scratch is touched
-    with L.handle_signals():
-        space = None
-        try:
-            space = prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)
-            plan = L.build_plan(layout, backing=space.path, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
-                                mount_options=mount_options)
-            L.log.info("plan:\n%s", plan.describe())
-            with L.HostExecutor(plan) as ex:
-                env = host_environment(layout=layout, mountpoint=ex.mountpoint, backing=space.path,
-                                       memory_limit_bytes=memory_limit_bytes, caches_dropped=drop_page_cache)
-                return run_postmark(config, ex.mountpoint, environment=env, repeats=repeats,
-                                    memory_limit_bytes=memory_limit_bytes, drop_page_cache=drop_page_cache)
-        finally:
-            if space is not None:
-                space.close()
+    run = runstate.current_run()
+    space = None
+    try:
+        space = prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)
+        plan = L.build_plan(layout, backing=space.path, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
+                            mount_options=mount_options, mount_dir=str(run.work_dir() / "mnt"))
+        L.log.info("plan:\n%s", plan.describe())
+        with L.HostExecutor(plan) as ex:
+            env = host_environment(layout=layout, mountpoint=ex.mountpoint, backing=space.path,
+                                   memory_limit_bytes=memory_limit_bytes, caches_dropped=drop_page_cache)
+            return run_postmark(config, ex.mountpoint, environment=env, repeats=repeats,
+                                memory_limit_bytes=memory_limit_bytes, drop_page_cache=drop_page_cache)
+    finally:
+        if space is not None:
+            space.close()
 
 
 def _nan_to_none(obj):

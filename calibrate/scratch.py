@@ -20,8 +20,11 @@ import errno
 import logging
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import runstate
 
 __all__ = ["ScratchRefused", "Scratch", "busy_reasons", "prepare_scratch", "fill_file"]
 
@@ -164,15 +167,33 @@ class Scratch:
     created: bool
     size_bytes: int
     keep: bool = False
+    resource: object = None   # its record in the run's state file (runstate.Resource), if any
 
     def close(self) -> None:
-        """Delete the file if the tool created it and keep is False. Idempotent."""
-        if self.kind == "file" and self.created and not self.keep:
-            try:
-                os.unlink(self.path)
+        """Delete the file if the tool created it and keep is False. Idempotent.
+
+        Never while a loop device still holds it: the file is then kept, and
+        the run's record (``diskmodel cleanup``) still lists it.
+        """
+        if not (self.kind == "file" and self.created and not self.keep):
+            return
+        run = runstate.current_run()
+        if self.resource is not None and run is not None:
+            report = run.undo([self.resource])
+            if report.left:
+                log.error("scratch file %s kept: %s", self.path, "; ".join(report.left))
+            else:
                 log.info("removed scratch file %s", self.path)
-            except FileNotFoundError:
-                pass
+            return
+        holders = runstate.loops_over({"backing": os.path.realpath(self.path)})
+        if holders:
+            log.error("scratch file %s kept: still held by %s", self.path, ", ".join(holders))
+            return
+        try:
+            os.unlink(self.path)
+            log.info("removed scratch file %s", self.path)
+        except FileNotFoundError:
+            pass
 
     def __enter__(self) -> "Scratch":
         return self
@@ -200,9 +221,20 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
         parent = os.path.dirname(real) or "."
         if not os.path.isdir(parent):
             raise ScratchRefused(f"scratch: directory {parent} does not exist")
-        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        run = runstate.current_run()
+        # Recorded before it exists, so that a run killed while filling it is cleaned up.
+        res = run.intend("file", path=real, not_before=time.time() - 1) if run is not None else None
+        try:
+            fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except BaseException:
+            if res is not None:
+                run.absent(res)
+            raise
+        st_new = os.fstat(fd)
         os.close(fd)
-        scratch = Scratch(real, "file", True, size_bytes, keep)
+        if res is not None:
+            run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}")
+        scratch = Scratch(real, "file", True, size_bytes, keep, resource=res)
         try:
             log.info("filling scratch file %s with %d bytes of data", real, size_bytes)
             fill_file(real, size_bytes)
@@ -223,7 +255,10 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
             f"destroyed: pass --destroy-data-on {raw} (destroy_data_on) to confirm, or name a new file")
     reasons = busy_reasons(real)
     if reasons:
-        raise ScratchRefused(f"scratch {raw} is in use, refusing to write to it: " + "; ".join(reasons))
+        stale = runstate.stale_holders_of(real)
+        hint = (f"; a diskmodel run that died (run {', '.join(stale)}) left it so: `diskmodel cleanup` "
+                "removes what it left" if stale else "")
+        raise ScratchRefused(f"scratch {raw} is in use, refusing to write to it: " + "; ".join(reasons) + hint)
     have = _size_of(real, st)
     if kind == "block" and have < size_bytes:
         raise ScratchRefused(f"scratch {raw} has {have} bytes; the layout needs {size_bytes}")

@@ -81,7 +81,6 @@ it dies with the Python process even if that is SIGKILLed.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import gzip
 import hashlib
@@ -102,6 +101,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from . import runstate
+from ._process import reaped, spawn
 
 __all__ = [
     "VmResult",
@@ -764,31 +766,14 @@ def _boot_image(host: _Host, cache_dir: Path, say: _Log) -> Path:
 
 # --------------------------------------------------------------------------- the run
 
-_HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-@contextlib.contextmanager
-def _signals_blocked():
-    """Hold SIGINT/SIGTERM while a resource is created and recorded for teardown."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+# Hold SIGINT/SIGTERM while a resource is created and recorded for teardown.
+_signals_blocked = runstate.signals_blocked
 
 
 def _raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-
-_libc = None
-
-
-def _child_setup() -> None:
-    """In the qemu child: unblock signals, die with the parent (PR_SET_PDEATHSIG)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED_SIGNALS)
-    if _libc is not None:
-        _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
 
 
 class _Teardown:
@@ -814,6 +799,7 @@ class _Teardown:
             except subprocess.TimeoutExpired:
                 self.say(f"vm: qemu pid {proc.pid} did not die after SIGKILL", logging.ERROR)
             else:
+                reaped(proc)
                 # Anything else left in qemu's process group.
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -847,7 +833,18 @@ def _check_positive_int(name: str, value, minimum: int = 1) -> int:
     return value
 
 
-def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int = 1 << 30,
+def run_script_in_vm(script: str, **kwargs) -> "VmResult":
+    """Boot a throwaway VM and run *script* in it, within a recorded run (parameters: :func:`_run_script_in_vm`).
+
+    Everything the VM needs on the host (its folder, with the scratch image,
+    and the qemu process) is written in the run's state file before or as it
+    is created, so that ``diskmodel cleanup`` finds it after a SIGKILL.
+    """
+    with runstate.ensure_run("vm: run a script in a throwaway VM"):
+        return _run_script_in_vm(script, **kwargs)
+
+
+def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int = 1 << 30,
                      timeout_s: float = 600, cpus: int = 1,
                      log: Callable[[str], object] | None = None,
                      accelerator: str = "tcg",
@@ -917,11 +914,6 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
             raise VmUnavailableError(f"accelerator='kvm' needs {KVM_DEVICE} ({exc.strerror}); "
                                      f"use accelerator='tcg'") from None
 
-    global _libc
-    if _libc is None:
-        with contextlib.suppress(OSError):
-            _libc = ctypes.CDLL(None, use_errno=True)
-
     say = _Log(log)
     host = _discover(qemu, kernel_path)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -937,8 +929,13 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
     try:
         if take_term:
             signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        run = runstate.current_run()
         with _signals_blocked():
-            teardown.workdir = Path(tempfile.mkdtemp(prefix="diskmodel-vm-", dir=workdir))
+            # Inside the run's own folder where there is a run, so its record finds it after a SIGKILL.
+            parent = workdir if workdir is not None else (run.work_dir() if run is not None else None)
+            teardown.workdir = Path(tempfile.mkdtemp(prefix="diskmodel-vm-", dir=parent))
+            if run is not None and workdir is not None:
+                run.created(run.intend("dir", path=str(teardown.workdir)))
         run_dir = teardown.workdir
         say(f"vm: run directory {run_dir}")
 
@@ -977,9 +974,8 @@ def run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int 
         qemu_log = run_dir / "qemu.log"
         with _signals_blocked(), open(qemu_log, "wb") as qemu_out:
             started = time.monotonic()
-            teardown.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=qemu_out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_child_setup)
+            teardown.proc = spawn(cmd, name="qemu", stdin=subprocess.DEVNULL, stdout=qemu_out,
+                                  stderr=subprocess.STDOUT)
         proc = teardown.proc
         say(f"vm: qemu started (pid {proc.pid}, accelerator {accelerator}, "
             f"{memory_bytes >> 20} MiB, {cpus} cpu)")

@@ -280,7 +280,7 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
         with L.HostExecutor(plan) as ex:
             body = P.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device_expr=plan.device_expr)
             res = ex.run_command(f"DISKMODEL_SCRATCH={scratch.path}\n{body}", "guest body on the host")
-        assert ex.teardown() == []
+        assert ex.teardown().left == []
     assert res.returncode == 0, res.stdout + res.stderr
     s = P.parse_guest_output(res.stdout, cfg, layout="native", accelerator="host", memory_limit_bytes=32 * MiB)
     assert s.n == 2 and not s.environment.emulated
@@ -370,7 +370,7 @@ def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path)
         pm = _wait_for(lambda: [p for p, c in _children(proc.pid).items() if c == "postmark"], 60,
                        "postmark to start")
         assert _loops_backed_by(scratch) and _our_cgroups(proc.pid)
-        mnt = re.search(r"stdout: (/tmp/diskmodel-mnt\.\w+)", err.text()).group(1)
+        mnt = re.search(r"stdout: (/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
         assert _mounts_under(mnt)
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)

@@ -340,12 +340,15 @@ def test_sigkilled_caller_takes_qemu_with_it(tmp_path, cache_dir):
     """No ``finally`` runs on SIGKILL; PR_SET_PDEATHSIG still ends qemu."""
     runs = tmp_path / "runs"
     runs.mkdir()
+    state = tmp_path / "state"   # the run's record, for `diskmodel cleanup`
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DISKMODEL_RUN_DIR=str(state))
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(runs), str(cache_dir)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=REPO_ROOT)
+                            env=env, cwd=REPO_ROOT)
     try:
         match, _ = _read_until(proc, r"qemu started \(pid (\d+)", 60)
         assert _qemu_processes_mentioning(str(runs)) == [int(match.group(1))]
+        assert len(list(runs.iterdir())) == 1
         proc.kill()
         proc.wait(timeout=30)
         deadline = time.monotonic() + 10
@@ -358,8 +361,13 @@ def test_sigkilled_caller_takes_qemu_with_it(tmp_path, cache_dir):
             proc.wait()
         for pid in _qemu_processes_mentioning(str(runs)):
             os.kill(pid, signal.SIGKILL)
-    # The run directory is the one thing SIGKILL leaves (no code runs); it is in
-    # the caller's workdir (tmp_path here), which pytest removes.
+    # The run directory is the one thing SIGKILL leaves (no code runs); the run's
+    # record names it, and `diskmodel cleanup` removes it.
+    assert len(list(runs.iterdir())) == 1
+    res = subprocess.run([str(Path(sys.executable).with_name("diskmodel")), "cleanup"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert list(runs.iterdir()) == [] and list(state.glob("*.json")) == []
 
 
 def test_kvm_that_cannot_be_opened_is_refused_before_anything_is_built(monkeypatch, tmp_path):

@@ -1,0 +1,356 @@
+"""Faults: signals while ``losetup`` and ``mount`` run, SIGKILL at every phase, two runs on one scratch.
+
+A wrapper placed first on PATH runs the real ``losetup`` (or ``mount``) and
+then pauses, so that a signal lands deterministically after the tool has done
+its work and before the run has heard back: the window in which a run that
+records its undo only after a step returns leaks what the step built.
+
+Each test runs the real ``diskmodel`` command line in a child process with a
+run-state folder of its own (``DISKMODEL_RUN_DIR``), and checks afterwards, by
+looking at the system (``losetup``, ``/proc/mounts``, cgroups, processes,
+files), that nothing is left.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import require_root, require_tools, skip_or_fail
+
+DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
+SMALL_RUN = ["--layout", "native", "--workload", "test1", "--size", "16M", "--files", "50",
+             "--transactions", "200000", "--max-size", "8000", "--quiet"]
+
+
+# ---------------------------------------------------------------- looking at the system
+
+def _loops_over(folder: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if str(folder) in ln]
+
+
+def _diskmodel_mounts() -> list[str]:
+    return [ln for ln in Path("/proc/mounts").read_text().splitlines() if "/diskmodel-run-" in ln.split()[1]]
+
+
+def _cgroups_of(pid: int) -> list[Path]:
+    found = []
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/unified")):
+        found += list(root.glob(f"diskmodel-postmark-{pid}-*"))
+    return found
+
+
+def _processes_named(name: str) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == name:
+                    state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state != "Z":
+                        out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def _run_folders(pid: int) -> list[Path]:
+    import tempfile
+    return list(Path(tempfile.gettempdir()).glob(f"diskmodel-run-*-{pid}-*"))
+
+
+def _assert_nothing_left(tmp: Path, run_dir: Path, pid: int, scratch: Path | None = None) -> None:
+    assert _loops_over(tmp) == []
+    assert [m for m in _diskmodel_mounts() if f"-{pid}-" in m] == []
+    assert _cgroups_of(pid) == []
+    assert _run_folders(pid) == []
+    assert list(run_dir.glob("*.json")) == [], [p.read_text() for p in run_dir.glob("*.json")]
+    if scratch is not None:
+        assert not scratch.exists()
+
+
+def _wait_for(cond, timeout_s: float, what: str):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def _wrapper_dir(tmp: Path, tool: str, when: str) -> Path:
+    """A folder holding a *tool* that runs the real one, then (when its arguments
+    contain *when*) touches $DISKMODEL_TEST_MARK and sleeps: the signal's window."""
+    real = shutil.which(tool)
+    folder = tmp / f"wrap-{tool}"
+    folder.mkdir()
+    script = folder / tool
+    script.write_text(f"""#!/bin/sh
+{real} "$@"
+rc=$?
+case " $* " in
+  *" {when} "*) [ "$rc" = 0 ] && touch "$DISKMODEL_TEST_MARK" && sleep 30 ;;
+esac
+exit $rc
+""")
+    script.chmod(0o755)
+    return folder
+
+
+def _env(run_dir: Path, wrap: Path | None = None, mark: Path | None = None) -> dict:
+    env = dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir))
+    if wrap is not None:
+        env["PATH"] = f"{wrap}:{env['PATH']}"
+    if mark is not None:
+        env["DISKMODEL_TEST_MARK"] = str(mark)
+    return env
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def host_tools():
+    require_root()
+    require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt")
+
+
+# ---------------------------------------------------------------- a signal while losetup / mount runs
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("tool, when", [("losetup", "--find"), ("mount", "-t")])
+def test_a_signal_while_the_tool_runs_leaves_nothing_20_times_out_of_20(tmp_path, host_tools, tool, when):
+    wrap = _wrapper_dir(tmp_path, tool, when)
+    failures = []
+    for trial in range(20):
+        signum = signal.SIGINT if trial % 2 == 0 else signal.SIGTERM
+        trial_dir = tmp_path / f"t{trial}"
+        trial_dir.mkdir()
+        run_dir, mark, scratch = trial_dir / "run", trial_dir / "mark", trial_dir / "scratch.img"
+        proc = subprocess.Popen([DISKMODEL, "postmark", *SMALL_RUN, "--scratch", str(scratch)],
+                                env=_env(run_dir, wrap, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            _wait_for(mark.exists, 60, f"{tool} to succeed (trial {trial})")
+            proc.send_signal(signum)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            _stop(proc)
+        try:
+            _assert_nothing_left(trial_dir, run_dir, proc.pid, scratch)
+            assert proc.returncode == 128 + signum, err[-2000:]
+            assert "torn down and checked gone" in err, err[-2000:]
+        except AssertionError as exc:
+            failures.append(f"trial {trial} ({signum.name}): {exc}")
+    assert failures == [], "\n".join(failures)
+
+
+# ---------------------------------------------------------------- SIGKILL at each phase, then cleanup
+
+def _state(run_dir: Path) -> list[dict]:
+    out = []
+    for path in run_dir.glob("*.json"):
+        try:
+            out += json.loads(path.read_text())["resources"]
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
+
+def _has(run_dir: Path, kind: str, state: str = "created", name: str | None = None) -> bool:
+    return any(r["kind"] == kind and r["state"] == state and (name is None or r["details"].get("name") == name)
+               for r in _state(run_dir))
+
+
+def _cleanup(run_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([DISKMODEL, "cleanup"], env=_env(run_dir), capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("phase", ["fill", "losetup", "mkfs", "mount", "postmark"])
+def test_sigkill_at_each_phase_then_cleanup_leaves_nothing(tmp_path, host_tools, phase):
+    run_dir, mark, scratch = tmp_path / "run", tmp_path / "mark", tmp_path / "scratch.img"
+    wrap = {"losetup": ("losetup", "--find"), "mkfs": ("mkfs.ext3", "-q"), "mount": ("mount", "-t")}.get(phase)
+    wrap_dir = _wrapper_dir(tmp_path, *wrap) if wrap else None
+    size = ["--size", "512M"] if phase == "fill" else []   # a fill long enough to be caught in
+    proc = subprocess.Popen([DISKMODEL, "postmark", *SMALL_RUN, *size, "--scratch", str(scratch)],
+                            env=_env(run_dir, wrap_dir, mark), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        if phase == "fill":
+            _wait_for(lambda: scratch.exists() and scratch.stat().st_size > 0, 60, "the fill")
+        elif phase == "postmark":
+            _wait_for(lambda: _has(run_dir, "process", name="postmark"), 60, "postmark to start")
+            child = [r["details"]["pid"] for r in _state(run_dir) if r["details"].get("name") == "postmark"][0]
+        else:
+            _wait_for(mark.exists, 60, f"{phase} to succeed")
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        _stop(proc)
+    pid = proc.pid
+    assert list(run_dir.glob("*.json")), "the killed run left no record"
+    if phase == "postmark":
+        # The postmark child dies with its parent (PR_SET_PDEATHSIG), before any cleanup.
+        _wait_for(lambda: child not in _processes_named("postmark"), 10, "postmark to die with its parent")
+    res = _cleanup(run_dir)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "removed" in res.stdout
+    _assert_nothing_left(tmp_path, run_dir, pid, scratch)
+    # A second cleanup finds nothing more to do.
+    again = _cleanup(run_dir)
+    assert again.returncode == 0 and "no run left anything behind" in again.stdout
+
+
+@pytest.mark.integration
+def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
+    require_tools("qemu-system-x86_64", "postmark", "lvm", "busybox")
+    from diskmodel.calibrate.vm import vm_available
+    ok, why = vm_available()
+    if not ok:
+        skip_or_fail(f"the throwaway VM cannot run here: {why}")
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([DISKMODEL, "postmark", "--layout", "lvm2", "--workload", "test1", "--vm",
+                             "--size", "64M", "--files", "50", "--transactions", "2000000", "--quiet"],
+                            env=_env(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: _has(run_dir, "process", name="qemu"), 300, "qemu to start")
+        qemu = [r["details"]["pid"] for r in _state(run_dir) if r["details"].get("name") == "qemu"]
+        folders = [r["details"]["path"] for r in _state(run_dir) if r["kind"] == "dir"]
+        assert folders and all(Path(f).exists() for f in folders)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        _stop(proc)
+    # qemu dies with its parent.
+    _wait_for(lambda: not Path(f"/proc/{qemu[0]}").exists()
+              or "qemu" not in Path(f"/proc/{qemu[0]}/comm").read_text(), 30, "qemu to die")
+    res = _cleanup(run_dir)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not any(Path(f).exists() for f in folders)
+    assert list(run_dir.glob("*.json")) == []
+
+
+# ---------------------------------------------------------------- one owner per scratch
+
+@pytest.mark.integration
+def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_path, host_tools):
+    run_dir, mark, scratch = tmp_path / "run", tmp_path / "mark", tmp_path / "scratch.img"
+    wrap = _wrapper_dir(tmp_path, "losetup", "--find")
+    first = subprocess.Popen([DISKMODEL, "postmark", *SMALL_RUN, "--scratch", str(scratch)],
+                             env=_env(run_dir, wrap, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        _wait_for(mark.exists, 60, "the first run to attach its loop device")
+        loops_before = _loops_over(tmp_path)
+        # The second run confirms the overwrite, as the first's busy message would advise.
+        second = subprocess.run([DISKMODEL, "postmark", *SMALL_RUN, "--scratch", str(scratch),
+                                 "--destroy-data-on", str(scratch)],
+                                env=_env(run_dir), capture_output=True, text=True, timeout=60)
+        assert second.returncode != 0
+        assert f"pid {first.pid}" in second.stderr, second.stderr
+        assert _loops_over(tmp_path) == loops_before      # the second built nothing
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    finally:
+        _stop(first)
+    _assert_nothing_left(tmp_path, run_dir, first.pid, scratch)
+
+
+# ---------------------------------------------------------------- the record itself (unit)
+
+def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tmp_path, monkeypatch):
+    from diskmodel.calibrate import runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    run = runstate.Run("test").start()
+    keep = tmp_path / "stays"
+    keep.mkdir()
+    ok = run.intend("command", undo=f"rmdir {tmp_path / 'gone-already'} 2>/dev/null || true")
+    run.created(ok)
+    bad = run.intend("command", undo="exit 3")
+    run.created(bad)
+    report = run.finish()
+    assert not report.complete
+    assert "left behind" in str(report) and "exit 3" in str(report)
+    assert run.path.exists()            # the record stays for `diskmodel cleanup`
+
+
+def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path, monkeypatch, caplog):
+    from diskmodel.calibrate import runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftover = tmp_path / "left-by-a-dead-run"
+    leftover.mkdir()
+    state = {"format": runstate.STATE_FORMAT, "format_version": 1, "run_id": "dead-run", "pid": dead.pid,
+             "start_ticks": 1, "command": "postmark", "started": 0,
+             "resources": [{"id": 0, "kind": "dir", "state": "created", "details": {"path": str(leftover)}}]}
+    (runstate.run_root() / "dead-run.json").write_text(json.dumps(state))
+    with caplog.at_level("WARNING"):
+        run = runstate.Run("test").start()
+    assert "diskmodel cleanup" in caplog.text and "dead-run" in caplog.text
+    run.finish()
+    assert [s.run_id for s in runstate.stale_runs()] == ["dead-run"]
+    assert runstate.cleanup(say=lambda _: None)
+    assert not leftover.exists() and runstate.stale_runs() == []
+
+
+def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypatch):
+    require_root()
+    require_tools("losetup")
+    from diskmodel.calibrate import runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    path = tmp_path / "held.img"
+    with runstate.ensure_run("test") as run:
+        res = run.intend("file", path=str(path))
+        path.write_bytes(os.urandom(1 << 20))
+        st = path.stat()
+        run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+        dev = subprocess.check_output(["losetup", "--find", "--show", str(path)], text=True).strip()
+        try:
+            report = run.undo([res])
+            assert report.left and "still held by" in report.left[0]
+            assert path.exists()
+        finally:
+            subprocess.run(["losetup", "-d", dev], check=True)
+    assert not path.exists()
+
+
+def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
+    from diskmodel.calibrate import runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    target = tmp_path / "target.img"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from diskmodel.calibrate import runstate\n"
+         f"with runstate.lock_target({str(target)!r}, purpose='test'):\n"
+         "    print('held', flush=True); time.sleep(60)"],
+        env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(runstate.TargetLocked, match=f"pid {holder.pid}"):
+            with runstate.lock_target(tmp_path / "." / "target.img", purpose="second"):
+                pass
+        holder.kill()
+        holder.wait()
+        with runstate.lock_target(target, purpose="after the holder died"):
+            pass
+    finally:
+        _stop(holder)
