@@ -111,7 +111,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,8 +148,10 @@ def calibrate_storage(directory: str, size_bytes: int, budget_s: float):
     from diskmodel.calibrate.measure import calibrate
     from diskmodel.calibrate.scratch import prepare_scratch
 
+    from diskmodel.calibrate import runstate
+
     path = Path(directory) / f"diskmodel-hostcheck-cal-{os.getpid()}.img"
-    with prepare_scratch(path, size_bytes) as scratch:
+    with runstate.ensure_run("host check: calibrate the storage"), prepare_scratch(path, size_bytes) as scratch:
         backend = open_backend(scratch.path)
         try:
             return calibrate(backend, budget_s=budget_s, progress=False)
@@ -318,10 +319,14 @@ class MemoryPath:
 
 def measure_memory_path(config: PostMarkConfig, disk: Disk, fs: FileSystem, layout, *, say=print) -> MemoryPath:
     """:class:`MemoryPath` of this machine, for workload *config* (a tmpfs mounted and removed here)."""
+    from diskmodel.calibrate import runstate
     from diskmodel.calibrate.postmark import RunEnvironment, run_postmark_once
 
-    mnt = tempfile.mkdtemp(prefix="diskmodel-hostcheck-tmpfs.")
-    try:
+    # The tmpfs is recorded before it is mounted, and the run's teardown unmounts it
+    # (also after a SIGKILL, through `diskmodel cleanup`).
+    with runstate.ensure_run("host check: PostMark on tmpfs") as state:
+        mnt = str(state.temp_dir("tmpfs."))
+        state.created(state.intend("mount", mountpoint=mnt))
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g", "tmpfs", mnt], check=True)
         f = os.path.join(mnt, "dd.bin")
         write = _dd_rate(["if=/dev/zero", f"of={f}", "bs=4096", "count=65536"])
@@ -332,10 +337,6 @@ def measure_memory_path(config: PostMarkConfig, disk: Disk, fs: FileSystem, layo
                              mount_options="size=4g", device="tmpfs", read_ahead_kb=None, scheduler=None,
                              backing="memory")
         run = run_postmark_once(config, mnt, environment=env, drop_page_cache=True)
-    finally:
-        if any(line.split()[1] == mnt for line in Path("/proc/mounts").read_text().splitlines()):
-            subprocess.run(["umount", mnt], check=True)
-        os.rmdir(mnt)
     counts = expected_counts(config)
     t = counts.total
     ops = t.creates + t.deletes + t.reads + t.appends

@@ -141,15 +141,16 @@ i=0; t0=$(up)
 while [ $i -lt 4 ]; do dd if=/dev/vda of=/dev/null bs=1M count={big_reads_mib} iflag=direct 2>/dev/null; i=$((i + 1)); done
 t1=$(up)
 echo "{_MARK} BIG $((4 * {big_reads_mib})) $t0 $t1"
+work=$(mktemp -d)
 i=0; t0=$(up)
-while [ $i -lt {copy_rounds} ]; do dd if=/dev/zero of=/tmp/dd.bin bs=4096 count=8192 conv=notrunc 2>/dev/null; i=$((i + 1)); done
+while [ $i -lt {copy_rounds} ]; do dd if=/dev/zero of="$work/dd.bin" bs=4096 count=8192 conv=notrunc 2>/dev/null; i=$((i + 1)); done
 t1=$(up)
 echo "{_MARK} COPYW $(({copy_rounds} * 33554432)) $t0 $t1"
 i=0; t0=$(up)
-while [ $i -lt {copy_rounds} ]; do dd if=/tmp/dd.bin of=/dev/null bs=4096 2>/dev/null; i=$((i + 1)); done
+while [ $i -lt {copy_rounds} ]; do dd if="$work/dd.bin" of=/dev/null bs=4096 2>/dev/null; i=$((i + 1)); done
 t1=$(up)
 echo "{_MARK} COPYR $(({copy_rounds} * 33554432)) $t0 $t1"
-rm -f /tmp/dd.bin
+rm -rf "$work"
 """
 
 
@@ -157,15 +158,17 @@ def _tmpfs_postmark_script(config: PostMarkConfig) -> str:
     """Guest script: one PostMark run of *config* on the guest's tmpfs (no disk), timed by /proc/uptime."""
     from diskmodel.calibrate.postmark import command_file
 
-    cfg = command_file(config, "/tmp/pm")
+    cfg = command_file(config, "$work/pm")
     return f"""set -e
 up() {{ cut -d' ' -f1 /proc/uptime; }}
-mkdir -p /tmp/pm
-cat > /tmp/pm.cfg <<'PMEOF'
+work=$(mktemp -d)
+mkdir "$work/pm"
+cat > "$work/pm.cfg" <<PMEOF
 {cfg}PMEOF
 sync; echo 3 > /proc/sys/vm/drop_caches
-t0=$(up); postmark /tmp/pm.cfg > /tmp/pm.out 2>&1; t1=$(up)
-if grep -q '^Error:' /tmp/pm.out; then cat /tmp/pm.out; exit 1; fi
+t0=$(up); postmark "$work/pm.cfg" > "$work/pm.out" 2>&1; t1=$(up)
+if grep -q '^Error:' "$work/pm.out"; then cat "$work/pm.out"; exit 1; fi
+rm -rf "$work"
 echo "{_MARK} TMPFSPM 0 $t0 $t1"
 """
 
