@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from . import devstate
+
 __all__ = [
     "RUN_DIR_ENV",
     "Resource",
@@ -232,54 +234,12 @@ def lock_target(path: str | os.PathLike, *, purpose: str) -> Iterator[None]:
                 os.close(fd)
 
 
-# --------------------------------------------------------------------------- device state (util-linux JSON)
-
-def _json_of(argv: list[str]) -> dict:
-    """The JSON a util-linux (or lvm) command prints; {} when it prints nothing."""
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    return json.loads(proc.stdout) if proc.stdout.strip() else {}
-
-
-def loop_devices() -> list[dict]:
-    """Every loop device: name, back-file, offset, sizelimit, back-ino, back-maj:min (``losetup -J``)."""
-    data = _json_of(["losetup", "-J", "-l", "-O", "NAME,BACK-FILE,OFFSET,SIZELIMIT,BACK-INO,BACK-MAJ:MIN"])
-    return data.get("loopdevices", [])
-
-
-def _same_backing(dev: dict, details: dict) -> bool:
-    ino, maj_min = details.get("backing_ino"), details.get("backing_dev")
-    if ino is not None and maj_min is not None:
-        # By inode: still right after the backing file was unlinked ("(deleted)").
-        if str(dev.get("back-ino")) != str(ino) or str(dev.get("back-maj:min") or "").strip() != maj_min:
-            return False
-    else:
-        back = str(dev.get("back-file") or "").removesuffix(" (deleted)")
-        if os.path.realpath(back) != details.get("backing"):
-            return False
-    if "offset" in details and int(dev.get("offset") or 0) != int(details["offset"]):
-        return False
-    return True
-
+# --------------------------------------------------------------------------- device state
 
 def loops_over(details: dict) -> list[str]:
-    """Loop devices whose backing (and offset, where given) match *details*."""
-    return [d["name"] for d in loop_devices() if _same_backing(d, details)]
-
-
-def mounted_at(mountpoint: str) -> bool:
-    proc = subprocess.run(["findmnt", "-J", "--mountpoint", mountpoint], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)
-    return proc.returncode == 0 and bool(json.loads(proc.stdout or "{}").get("filesystems"))
-
-
-def mounts_below(folder: str) -> list[str]:
-    """Mount points at or below *folder* (``findmnt -J --list``)."""
-    data = _json_of(["findmnt", "-J", "--list", "-o", "TARGET"])
-    prefix = folder.rstrip("/") + "/"
-    return [fs["target"] for fs in data.get("filesystems", [])
-            if fs["target"] == folder or fs["target"].startswith(prefix)]
+    """Loop devices whose backing (and offset, where given) match a resource's *details*."""
+    return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
+                               maj_min=details.get("backing_dev"), offset=details.get("offset"))
 
 
 def _lvm_has(report: str, name: str) -> bool:
@@ -344,7 +304,7 @@ def _present(res: Resource) -> bool:
     if res.kind == "loop":
         return bool(loops_over(d))
     if res.kind == "mount":
-        return mounted_at(d["mountpoint"])
+        return devstate.mounted_at(d["mountpoint"])
     if res.kind == "cgroup":
         return os.path.isdir(d["path"])
     if res.kind == "process":
@@ -416,11 +376,11 @@ def _remove(res: Resource) -> str:
             os.unlink(d["path"])
         return ""
     if res.kind == "dir":
-        below = mounts_below(d["path"])
+        below = devstate.mounts_below(d["path"])
         if below:
             return f"{', '.join(below)} still mounted below it: not removed"
         if os.path.isdir(d["path"]):
-            holders = [dev["name"] for dev in loop_devices()
+            holders = [dev["name"] for dev in devstate.loop_devices()
                        if str(dev.get("back-file") or "").startswith(d["path"].rstrip("/") + "/")]
             if holders:
                 return f"files in it still back {', '.join(holders)}: not removed"

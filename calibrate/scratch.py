@@ -16,7 +16,6 @@ All refusals raise :class:`ScratchRefused` (a ValueError) naming the parameter.
 """
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import stat
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import runstate
+from .devstate import busy_reasons
 
 __all__ = ["ScratchRefused", "Scratch", "busy_reasons", "prepare_scratch", "fill_file"]
 
@@ -34,84 +34,6 @@ MIB = 1 << 20
 
 class ScratchRefused(ValueError):
     """The scratch path may not be written to; nothing has been written."""
-
-
-def _block_name(st: os.stat_result) -> str | None:
-    link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
-    return link.resolve().name if link.exists() else None
-
-
-def _devnums_of_mounts() -> dict[int, str]:
-    """st_rdev of each mounted block device -> mount point."""
-    out: dict[int, str] = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        parts = line.split()
-        major, minor = parts[2].split(":")
-        out[os.makedev(int(major), int(minor))] = parts[4]
-    return out
-
-
-def busy_reasons(path: str | os.PathLike) -> list[str]:
-    """Why the block device or file at *path* is in use ([] when it is free).
-
-    Block device: mounts of it or of its partitions, swap, holders (of it or its
-    partitions), and an ``O_EXCL`` open that fails with EBUSY. Regular file:
-    backing a loop device, or being a mount point's source.
-    """
-    path = os.path.realpath(os.fspath(path))
-    st = os.stat(path)
-    reasons: list[str] = []
-    if stat.S_ISBLK(st.st_mode):
-        name = _block_name(st)
-        devnums = {st.st_rdev: name or path}
-        sysdir = Path("/sys/class/block") / name if name else None
-        if sysdir is not None and sysdir.exists():
-            for child in sysdir.iterdir():
-                dev_file = child / "dev"
-                if (child / "partition").exists() and dev_file.exists():
-                    ma, mi = dev_file.read_text().strip().split(":")
-                    devnums[os.makedev(int(ma), int(mi))] = child.name
-            for part in [sysdir] + [sysdir / n for n in devnums.values() if n != name]:
-                holders = part / "holders"
-                if holders.exists():
-                    held = sorted(p.name for p in holders.iterdir())
-                    if held:
-                        reasons.append(f"{part.name} is held by {', '.join(held)}")
-        mounts = _devnums_of_mounts()
-        for num, dev in devnums.items():
-            if num in mounts:
-                reasons.append(f"{dev} is mounted on {mounts[num]}")
-        try:
-            for line in Path("/proc/swaps").read_text().splitlines()[1:]:
-                swap = line.split()[0]
-                try:
-                    if os.stat(swap).st_rdev in devnums:
-                        reasons.append(f"{swap} is in use as swap")
-                except OSError:
-                    pass
-        except OSError:
-            pass
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:
-                reasons.append(f"{path} cannot be opened exclusively (O_EXCL: device busy)")
-            else:
-                reasons.append(f"{path} cannot be opened ({exc.strerror})")
-        else:
-            os.close(fd)
-    elif stat.S_ISREG(st.st_mode):
-        for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
-            try:
-                if os.path.realpath(backing.read_text().strip()) == path:
-                    reasons.append(f"{path} backs {backing.parent.parent.name}")
-            except OSError:
-                pass
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            parts = line.split(" - ")
-            if len(parts) == 2 and parts[1].split()[1] == path:
-                reasons.append(f"{path} is mounted on {line.split()[4]}")
-    return reasons
 
 
 def _size_of(path: str, st: os.stat_result) -> int:

@@ -1,0 +1,152 @@
+"""The state of block devices, mounts and loop devices, from util-linux's JSON output.
+
+One place reads what the system says is in use: ``lsblk -J -b -O`` (block
+devices, their partitions and holders, their mount points and swap),
+``findmnt -J`` (every mount, including a file or a folder mounted as a
+source) and ``losetup -J`` (which files back which loop devices, by inode as
+well as by name, so an unlinked backing file is still found). Every safety
+check of the harness (:func:`busy_reasons`) and every teardown of a run
+(:mod:`diskmodel.calibrate.runstate`) asks these functions, never sysfs or
+``/proc/self/mountinfo`` by hand.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import subprocess
+
+__all__ = [
+    "DeviceStateError",
+    "block_device",
+    "busy_reasons",
+    "loop_devices",
+    "loops_over",
+    "mounted_at",
+    "mounts",
+    "mounts_below",
+]
+
+
+class DeviceStateError(RuntimeError):
+    """A util-linux command failed or printed something that is not its JSON."""
+
+
+def _json_of(argv: list[str]) -> dict:
+    """The JSON a util-linux command prints ({} when it prints nothing, as losetup does with no loops)."""
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise DeviceStateError(f"{argv[0]} is not installed (Debian package util-linux or mount)") from None
+    if proc.returncode != 0:
+        raise DeviceStateError(f"{' '.join(argv)} failed with status {proc.returncode}: {proc.stderr.strip()}")
+    try:
+        return json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except ValueError as exc:
+        raise DeviceStateError(f"{' '.join(argv)} printed no JSON ({exc})") from None
+
+
+def loop_devices() -> list[dict]:
+    """Every loop device: name, back-file, offset, sizelimit, back-ino, back-maj:min (``losetup -J -l``).
+
+    back-maj:min comes padded with spaces; it is returned stripped.
+    """
+    data = _json_of(["losetup", "-J", "-l", "-O", "NAME,BACK-FILE,OFFSET,SIZELIMIT,BACK-INO,BACK-MAJ:MIN"])
+    out = []
+    for dev in data.get("loopdevices", []):
+        dev = dict(dev)
+        dev["back-maj:min"] = str(dev.get("back-maj:min") or "").strip()
+        dev["back-file"] = str(dev.get("back-file") or "")
+        out.append(dev)
+    return out
+
+
+def _backing_matches(dev: dict, backing: str | None, ino=None, maj_min: str | None = None,
+                     offset: int | None = None) -> bool:
+    if ino is not None and maj_min is not None:
+        # By inode: still right after the backing file was unlinked ("... (deleted)").
+        if str(dev.get("back-ino")) != str(ino) or dev["back-maj:min"] != maj_min:
+            return False
+    elif os.path.realpath(dev["back-file"].removesuffix(" (deleted)")) != backing:
+        return False
+    return offset is None or int(dev.get("offset") or 0) == int(offset)
+
+
+def loops_over(backing: str | None, *, ino=None, maj_min: str | None = None, offset: int | None = None) -> list[str]:
+    """Loop devices over *backing* (a real path), or over the file with that inode, at *offset* if given."""
+    return [d["name"] for d in loop_devices() if _backing_matches(d, backing, ino, maj_min, offset)]
+
+
+def mounts() -> list[dict]:
+    """Every mount: source, target, fstype, maj:min (``findmnt -J --list``)."""
+    return _json_of(["findmnt", "-J", "--list", "-o", "SOURCE,TARGET,FSTYPE,MAJ:MIN"]).get("filesystems", [])
+
+
+def mounted_at(mountpoint: str) -> bool:
+    """Is something mounted exactly on *mountpoint*?"""
+    return any(fs["target"] == mountpoint for fs in mounts())
+
+
+def mounts_below(folder: str) -> list[str]:
+    """Mount points at or below *folder*."""
+    prefix = folder.rstrip("/") + "/"
+    return [fs["target"] for fs in mounts() if fs["target"] == folder or fs["target"].startswith(prefix)]
+
+
+def block_device(path: str) -> dict:
+    """``lsblk -J -b -O PATH``: the device with its partitions and holders as ``children``."""
+    devices = _json_of(["lsblk", "-J", "-b", "-O", path]).get("blockdevices", [])
+    if not devices:
+        raise DeviceStateError(f"lsblk knows no block device {path}")
+    return devices[0]
+
+
+def _walk(node: dict, depth: int = 0):
+    yield node, depth
+    for child in node.get("children", []) or []:
+        yield from _walk(child, depth + 1)
+
+
+def busy_reasons(path: str | os.PathLike) -> list[str]:
+    """Why the block device or regular file at *path* is in use ([] when it is free).
+
+    Block device: a mount or swap of it, of a partition or of anything built
+    on it (``lsblk``'s tree: partitions, device-mapper, md, loop), a holder
+    of it, and an ``O_EXCL`` open that fails with EBUSY. Regular file: backing
+    a loop device (``losetup -J``), or mounted as a source (``findmnt -J``).
+    """
+    path = os.path.realpath(os.fspath(path))
+    st = os.stat(path)
+    reasons: list[str] = []
+    if stat.S_ISBLK(st.st_mode):
+        root = block_device(path)
+        for node, depth in _walk(root):
+            name = node.get("path") or node.get("name")
+            if depth == 1 and node.get("type") != "part":
+                reasons.append(f"{root.get('path')} is held by {name} ({node.get('type')})")
+            elif depth >= 1 and node.get("type") != "part":
+                reasons.append(f"{name} ({node.get('type')}) is built on {root.get('path')}")
+            for target in [m for m in (node.get("mountpoints") or []) if m]:
+                if target == "[SWAP]":
+                    reasons.append(f"{name} is in use as swap")
+                else:
+                    reasons.append(f"{name} is mounted on {target}")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                reasons.append(f"{path} cannot be opened exclusively (O_EXCL: device busy)")
+            else:
+                reasons.append(f"{path} cannot be opened ({exc.strerror})")
+        else:
+            os.close(fd)
+    elif stat.S_ISREG(st.st_mode):
+        maj_min = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        for dev in loop_devices():
+            if _backing_matches(dev, path, st.st_ino, maj_min):
+                reasons.append(f"{path} backs {dev['name']}")
+        for fs in mounts():
+            if fs.get("source") == path:
+                reasons.append(f"{path} is mounted on {fs['target']}")
+    return reasons
