@@ -31,7 +31,7 @@ def hit_probability(cache_size_bytes, working_set_bytes, *, request_size_bytes=4
     working_set_bytes : array_like
         Bytes the random part of the workload touches [bytes], > 0.
     request_size_bytes : array_like
-        S_R [bytes], > 0.
+        S_R [bytes], whole numbers > 0.
     sequential_fraction : array_like
         Fraction of requests that continue the previous one [0..1].
     readahead_bytes : array_like
@@ -39,10 +39,8 @@ def hit_probability(cache_size_bytes, working_set_bytes, *, request_size_bytes=4
     """
     cache = finite_array("cache_size_bytes", cache_size_bytes, nonnegative=True)
     working_set = finite_array("working_set_bytes", working_set_bytes, positive=True)
-    request = finite_array("request_size_bytes", request_size_bytes, positive=True)
-    sequential = finite_array("sequential_fraction", sequential_fraction, nonnegative=True)
-    if np.any(sequential > 1):
-        raise ValueError("sequential_fraction must lie in [0, 1]")
+    request = finite_array("request_size_bytes", request_size_bytes, positive=True, whole=True, nonempty=True)
+    sequential = finite_array("sequential_fraction", sequential_fraction, nonnegative=True, maximum=1.0)
     readahead = finite_array("readahead_bytes", readahead_bytes, nonnegative=True)
     random_hit = np.minimum(1.0, cache / working_set)
     sequential_hit = readahead / (request + readahead)
@@ -57,16 +55,19 @@ def cache_service_time_s(hit_probability, request_size_bytes, cache_rate_bytes_p
     hit_probability : array_like
         P_H in [0, 1]; P_M = 1 - P_H.
     request_size_bytes : array_like
-        S_R [bytes].
+        S_R [bytes], whole numbers > 0.
     cache_rate_bytes_per_s : array_like
         R_CT, the rate at which a hit is served [bytes/s].
     disk_service_time_s : array_like
         T_DST of a miss [s] (eq. 3).
     """
-    p_hit = finite_array("hit_probability", hit_probability, nonnegative=True)
-    if np.any(p_hit > 1):
-        raise ValueError("hit_probability must lie in [0, 1]")
-    size = finite_array("request_size_bytes", request_size_bytes, nonnegative=True)
+    p_hit = finite_array("hit_probability", hit_probability, nonnegative=True, maximum=1.0)
+    size = finite_array("request_size_bytes", request_size_bytes, positive=True, whole=True, nonempty=True)
     rate = finite_array("cache_rate_bytes_per_s", cache_rate_bytes_per_s, positive=True)
     miss_time = finite_array("disk_service_time_s", disk_service_time_s, nonnegative=True)
-    return p_hit * size / rate + (1.0 - p_hit) * miss_time
+    return _cache_service_time_s(p_hit, size, rate, miss_time)
+
+
+def _cache_service_time_s(p_hit, size_bytes, rate_bytes_per_s, miss_time_s):
+    """Eq. (2) on checked values; *size_bytes* may be a mean size (the file-system model's expectations)."""
+    return p_hit * size_bytes / rate_bytes_per_s + (1.0 - p_hit) * miss_time_s

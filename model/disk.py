@@ -12,15 +12,15 @@ Both return a :class:`ServiceTime` with every term of eqs. (3)-(4) kept apart.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import finite_array, finite_scalar, whole_number
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, flag, positive_rate, show, whole_number
 from .rotation import rotation_period_s as _rotation_period_s
 from .seek import TableSeek, TwoPieceSeek, random_pair_distance_pmf
-from .zones import Geometry
+from .zones import MAX_CYLINDERS, Geometry
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,12 +69,14 @@ class Disk:
     estimates: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self):
+        if not isinstance(self.geometry, Geometry):
+            raise ValueError(f"geometry must be a Geometry (got {show(self.geometry)})")
+        if not isinstance(self.seek, (TwoPieceSeek, TableSeek)):
+            raise ValueError(f"seek must be a TwoPieceSeek or TableSeek (got {show(self.seek)})")
         finite_scalar("rpm", self.rpm, positive=True)
         for name in ("command_overhead_s", "settle_s", "write_settle_s", "head_switch_s"):
             finite_scalar(name, getattr(self, name), nonnegative=True)
-        rate = float(self.interface_rate_bytes_per_s)
-        if not rate > 0 or np.isnan(rate):
-            raise ValueError(f"interface_rate_bytes_per_s must be > 0 (got {self.interface_rate_bytes_per_s!r})")
+        positive_rate("interface_rate_bytes_per_s", self.interface_rate_bytes_per_s)
         whole_number("cache_size_bytes", self.cache_size_bytes)
         cylinders = self.geometry.cylinders
         if isinstance(self.seek, TwoPieceSeek) and self.seek.knee_cylinders >= cylinders:
@@ -99,8 +101,15 @@ class Disk:
         return self.geometry.capacity_bytes
 
     def seek_time_s(self, distance_cylinders):
-        """T_Seek for distances [cylinders] (eq. 7) [s]."""
-        return self.seek.seek_time_s(distance_cylinders)
+        """T_Seek for distances [cylinders] (eq. 7) [s].
+
+        Distances may be fractional (elevator-scaled means) but must lie in
+        [0, cylinders - 1]: a seek cannot cross more cylinders than the disk has.
+        """
+        distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True,
+                                maximum=self.geometry.cylinders - 1,
+                                maximum_is=f"the disk has {self.geometry.cylinders} cylinders")
+        return self.seek.seek_time_s(distance)
 
     def media_rate_bytes_per_s(self, offset_bytes):
         """R_T at byte offsets (zoned) [bytes/s]."""
@@ -110,8 +119,11 @@ class Disk:
         return self.geometry.zone_rates_bytes_per_s(self.rotation_period_s)
 
     def evolve(self, **changes) -> "Disk":
-        """A copy with some parameters changed, validated again (for what-ifs)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some parameters changed, validated again (for what-ifs).
+
+        Unknown field names raise ValueError.
+        """
+        return _evolve(self, changes)
 
     def describe(self) -> str:
         lines = [
@@ -154,6 +166,9 @@ class ServiceTime:
         return self.access_s + self.transfer_s + self.interface_s
 
     def mean(self) -> "ServiceTime":
+        """The mean of each term over the requests (ValueError when there are none)."""
+        if np.size(self.total_s) == 0:
+            raise ValueError("ServiceTime holds no requests: the mean of none is undefined")
         return ServiceTime(*(float(np.mean(getattr(self, name))) for name in self.TERMS))
 
     def as_dict(self) -> dict[str, float]:
@@ -171,8 +186,17 @@ class ServiceTime:
         return pd.DataFrame(columns)
 
 
-def _sizes(size_bytes) -> np.ndarray:
-    return finite_array("size_bytes", size_bytes, positive=True)
+def _sizes(size_bytes, limit_bytes: int, limit_is: str) -> np.ndarray:
+    """Request sizes [bytes]: whole numbers in [1, limit_bytes], at least one."""
+    return finite_array("size_bytes", size_bytes, positive=True, whole=True, nonempty=True,
+                        maximum=limit_bytes, maximum_is=limit_is)
+
+
+def _is_write(is_write) -> np.ndarray:
+    flags = np.asarray(is_write)
+    if flags.dtype.kind != "b":
+        raise ValueError(f"is_write must be True or False, or an array of them (got {show(is_write)})")
+    return flags
 
 
 def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, is_write=False) -> ServiceTime:
@@ -182,31 +206,47 @@ def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, i
     ----------
     disk : Disk
     offset_bytes : array_like
-        Where each request starts [bytes].
+        Where each request starts [bytes], whole numbers in [0, capacity).
     size_bytes : array_like
-        Request sizes S_R [bytes], > 0.
+        Request sizes S_R [bytes], whole numbers > 0; a request must end on
+        the disk (offset + size <= capacity). Not empty.
     head_offset_bytes : array_like
-        Where the previous request ended [bytes]. A request that starts there
-        is sequential: no seek and no rotational latency. Otherwise the seek
-        covers the cylinder distance and the latency is its mean, T_rot/2.
+        Where the previous request ended [bytes], in [0, capacity]. A request
+        that starts there is sequential: no seek and no rotational latency.
+        Otherwise the seek covers the cylinder distance and the latency is its
+        mean, T_rot/2.
     is_write : bool or array_like of bool
         Writes add ``disk.write_settle_s`` after a non-zero seek.
 
     The transfer time is S_R / R_T at the zone of the request's start (eq. 6);
     a request crossing into the next zone is charged at the first zone's rate.
     """
-    size = _sizes(size_bytes)
+    geometry = disk.geometry
+    capacity = geometry.capacity_bytes
+    size = _sizes(size_bytes, capacity, "the disk's capacity")
+    is_write = _is_write(is_write)
     offset = np.asarray(offset_bytes)
     head = np.asarray(head_offset_bytes)
-    geometry = disk.geometry
+    if offset.dtype.kind not in "iu":
+        offset = finite_array("offset_bytes", offset, whole=True)
     if head.dtype.kind not in "iu":
-        head = finite_array("head_offset_bytes", head)
-    if head.size and (head.min() < 0 or head.max() > geometry.capacity_bytes):
-        raise ValueError(f"head_offset_bytes must lie in [0, {geometry.capacity_bytes}] "
-                         f"(got {head.min()} .. {head.max()})")
+        head = finite_array("head_offset_bytes", head, whole=True)
+    if head.size and (head.min() < 0 or head.max() > capacity):
+        raise ValueError(f"head_offset_bytes must lie in [0, {capacity}] "
+                         f"(got {show(head.min())} .. {show(head.max())})")
     target_zone, target_cylinder = geometry.locate_bytes(offset)
+    try:
+        end = np.broadcast_arrays(offset, size)
+    except ValueError:
+        raise ValueError(f"offset_bytes and size_bytes must broadcast together (shapes {offset.shape} "
+                         f"and {size.shape})") from None
+    over = end[0] + end[1] > capacity
+    if np.any(over):
+        first = np.flatnonzero(over.ravel())[0]
+        raise ValueError(f"offset_bytes + size_bytes must not exceed the disk's capacity ({capacity}): "
+                         f"got {show(end[0].ravel()[first])} + {show(end[1].ravel()[first])}")
     # The head rests just past the last byte after a request that ended the disk: its last cylinder.
-    head_cylinder = geometry.cylinder_of_byte(np.minimum(head, geometry.capacity_bytes - 1))
+    head_cylinder = geometry.cylinder_of_byte(np.minimum(head, capacity - 1))
     distance = np.abs(target_cylinder - head_cylinder)
     seek = disk.seek_time_s(distance)
     moved = distance > 0
@@ -231,19 +271,24 @@ def expected_random_service_time_s(disk: Disk, size_bytes, region_start_bytes=0,
     Parameters
     ----------
     size_bytes : array_like
-        Request sizes [bytes].
+        Request sizes [bytes]: whole numbers in [1, region size], at least one.
     region_start_bytes, region_size_bytes : int
-        The region [bytes]; default the whole disk.
+        The region [bytes], whole numbers; default the whole disk.
+    is_write : bool
+        Adds the disk's write settle time after a non-zero seek.
     """
     geometry = disk.geometry
-    start = int(finite_scalar("region_start_bytes", region_start_bytes, nonnegative=True))
-    size_region = geometry.capacity_bytes - start if region_size_bytes is None else int(
-        finite_scalar("region_size_bytes", region_size_bytes, positive=True))
+    capacity = geometry.capacity_bytes
+    start = whole_number("region_start_bytes", region_start_bytes, maximum=capacity - 1,
+                         maximum_is="the disk's last byte")
+    size_region = capacity - start if region_size_bytes is None else whole_number(
+        "region_size_bytes", region_size_bytes, minimum=1)
     end = start + size_region
-    if end > geometry.capacity_bytes:
+    if end > capacity:
         raise ValueError(f"region_start_bytes + region_size_bytes ({end}) exceeds the disk "
-                         f"capacity ({geometry.capacity_bytes})")
-    size = _sizes(size_bytes)
+                         f"capacity ({capacity})")
+    size = _sizes(size_bytes, size_region, "the region's size")
+    is_write = flag("is_write", is_write)
     first_cylinder, last_cylinder = geometry.cylinder_of_byte(np.array([start, end - 1]))
     distance, probability = random_pair_distance_pmf(int(last_cylinder - first_cylinder + 1))
     seek = float(np.dot(disk.seek_time_s(distance), probability))
@@ -261,7 +306,7 @@ def expected_random_service_time_s(disk: Disk, size_bytes, region_start_bytes=0,
 
 
 def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes: int, *,
-                      block_bytes: int = 4096, surfaces: int = 1024, name: str = "flat-latency storage",
+                      block_bytes: int = 4096, surfaces: int | None = None, name: str = "flat-latency storage",
                       provenance: str = "") -> Disk:
     """A :class:`Disk` standing for storage without a mechanical seek (flash, virtual disks).
 
@@ -273,13 +318,17 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
     zone of one 512-byte sector per track makes the media rate
     *rate_bytes_per_s* [bytes/s] with a negligible mean rotational latency
     (a quarter-sector transfer). *surfaces* only groups sectors into
-    "cylinders" to keep seek-distance arrays short.
+    "cylinders" to keep seek-distance arrays short; by default 1024, or as
+    many more as keep the cylinders within ``zones.MAX_CYLINDERS`` (storage
+    beyond 16 TiB).
     """
     finite_scalar("latency_s", latency_s, positive=True)
     rate = finite_scalar("rate_bytes_per_s", rate_bytes_per_s, positive=True)
     capacity = whole_number("capacity_bytes", capacity_bytes, minimum=1)
     whole_number("block_bytes", block_bytes, minimum=1)
     sector = 512
+    if surfaces is None:
+        surfaces = max(1024, -(-capacity // (sector * MAX_CYLINDERS)))
     per_cylinder = whole_number("surfaces", surfaces, minimum=1) * sector
     cylinders = max(2, -(-capacity // per_cylinder))
     overhead = latency_s - block_bytes / rate

@@ -89,9 +89,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_scalar, whole_number
-from .cache import cache_service_time_s, hit_probability
-from .layouts import _distance_pmf, _occupancy, cross_seek_time_s, region_access_time_s
+from ._checks import evolve as _evolve
+from ._checks import finite_scalar, flag, one_of, show, whole_number
+from .cache import _cache_service_time_s, hit_probability
+from .layouts import _distance_pmf, _occupancy, _region_service, cross_seek_time_s
 from .workload import as_counts
 
 KIB = 1024
@@ -204,31 +205,33 @@ class FileSystem:
     overlapped_writeback: bool = False
 
     def __post_init__(self):
-        if self.kind not in ("ext2", "ext3"):
-            raise ValueError(f"kind must be 'ext2' or 'ext3' (got {self.kind!r})")
-        if self.journal_mode not in ("ordered", "writeback", "journal"):
-            raise ValueError(f"journal_mode must be 'ordered', 'writeback' or 'journal' (got {self.journal_mode!r})")
-        if self.block_size_bytes not in (1024, 2048, 4096):
-            raise ValueError(f"block_size_bytes must be 1024, 2048 or 4096 (got {self.block_size_bytes!r})")
-        if self.inode_size_bytes not in (128, 256, 512, 1024):
-            raise ValueError(f"inode_size_bytes must be 128, 256, 512 or 1024 (got {self.inode_size_bytes!r})")
+        one_of("kind", self.kind, ("ext2", "ext3"))
+        one_of("journal_mode", self.journal_mode, ("ordered", "writeback", "journal"))
+        block = one_of("block_size_bytes", whole_number("block_size_bytes", self.block_size_bytes, minimum=1),
+                       (1024, 2048, 4096))
+        object.__setattr__(self, "block_size_bytes", block)
+        object.__setattr__(self, "inode_size_bytes", one_of(
+            "inode_size_bytes", whole_number("inode_size_bytes", self.inode_size_bytes, minimum=1),
+            (128, 256, 512, 1024)))
         finite_scalar("commit_interval_s", self.commit_interval_s, positive=True)
         finite_scalar("writeback_interval_s", self.writeback_interval_s, positive=True)
-        whole_number("journal_size_bytes", self.journal_size_bytes, minimum=1024 * self.block_size_bytes)
+        object.__setattr__(self, "journal_size_bytes", whole_number(
+            "journal_size_bytes", self.journal_size_bytes, minimum=1024 * block))
         fraction = finite_scalar("journal_offset_fraction", self.journal_offset_fraction, nonnegative=True)
         if fraction >= 1:
-            raise ValueError(f"journal_offset_fraction must lie in [0, 1) (got {self.journal_offset_fraction!r})")
+            raise ValueError(f"journal_offset_fraction must lie in [0, 1) (got {show(self.journal_offset_fraction)})")
         for name in ("atime_updates", "dir_index", "reuse_freed_space", "overlapped_writeback"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False (got {getattr(self, name)!r})")
+            flag(name, getattr(self, name))
         if finite_scalar("allocation_spread", self.allocation_spread) < 1:
-            raise ValueError(f"allocation_spread must be >= 1 (got {self.allocation_spread!r})")
-        whole_number("max_request_bytes", self.max_request_bytes, minimum=self.block_size_bytes)
+            raise ValueError(f"allocation_spread must be >= 1 (got {show(self.allocation_spread)})")
+        object.__setattr__(self, "max_request_bytes", whole_number(
+            "max_request_bytes", self.max_request_bytes, minimum=block))
         finite_scalar("cpu_per_file_operation_s", self.cpu_per_file_operation_s, nonnegative=True)
         if self.file_data_rate_bytes_per_s is not None:
             finite_scalar("file_data_rate_bytes_per_s", self.file_data_rate_bytes_per_s, positive=True)
         if self.write_reorder_depth is not None:
-            whole_number("write_reorder_depth", self.write_reorder_depth, minimum=1)
+            object.__setattr__(self, "write_reorder_depth",
+                               whole_number("write_reorder_depth", self.write_reorder_depth, minimum=1))
 
     @property
     def journaled(self) -> bool:
@@ -250,7 +253,8 @@ class FileSystem:
         return self.writeback_interval_s
 
     def evolve(self, **changes) -> "FileSystem":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,8 @@ class PageCache:
         finite_scalar("syscall_s", self.syscall_s, nonnegative=True)
 
     def evolve(self, **changes) -> "PageCache":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 @dataclass(frozen=True)
@@ -462,6 +467,10 @@ def _plan(disk, layout, fs, counts, cache):
     mean_live_size = 0.5 * (cfg.mean_initial_size_bytes + counts.mean_file_size_at_end_bytes)
     live_blocks = math.ceil(mean_live_size / B) if mean_live_size > 0 else 1
     live_bytes = live_files * live_blocks * B
+    if live_bytes > fs_size:
+        # the files would not fit: PostMark would fail with ENOSPC (no silent clamp to the volume)
+        raise ValueError(f"workload: its live files take about {live_bytes:.4g} bytes ({live_files:.4g} files of "
+                         f"{live_blocks} blocks of {B} bytes) but the file system holds {fs_size} bytes")
     # the region the files occupy, from the start of the file system
     inode_bytes = live_files * fs.inode_size_bytes
     active = min(fs_size, int(fs.allocation_spread * live_bytes + inode_bytes + fs.group_bytes))
@@ -606,7 +615,7 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
     # the partial last block of an appended file, read first when not cached
     ledger.disk("T_DFA", total.appends * (1.0 - p_data), _batch_service(plan, 1, B, is_write=False), is_write=False)
     # copies through the cache: bytes read on hits, every byte written
-    ledger.add("T_DFA", "cache_s", float(cache_service_time_s(
+    ledger.add("T_DFA", "cache_s", float(_cache_service_time_s(
         p_data, plan["read_size"], cache.rate_bytes_per_s, 0.0)) * total.reads, stage="cpu_s")
     ledger.add("T_DFA", "cache_s", total.bytes_written / cache.rate_bytes_per_s, stage="cpu_s")
     ledger.add("T_DFA", "cache_s", (total.read_calls + total.write_calls) * cache.syscall_s, stage="cpu_s")
@@ -659,8 +668,8 @@ def _evaluate(plan, elapsed_s) -> FsaResult:
         journal_requests = commits * math.ceil(journal_bytes / fs.max_request_bytes)
         jstart, jsize = plan["journal"]
         there = cross_seek_time_s(disk, layout, (0, plan["active"]), (jstart, jsize))
-        journal_service = region_access_time_s(disk, layout, journal_bytes, logical_start_bytes=jstart,
-                                               logical_size_bytes=jsize)
+        # journal_bytes is a mean per commit (fractional in journal mode), not one request's size
+        journal_service = _region_service(disk, layout, np.float64(journal_bytes), jstart, jsize, 1.0, False)
         ledger.add("T_J", "seek_s", commits * 2.0 * there, stage="write_media_s")
         ledger.add("T_J", "rotation_s", commits * disk.mean_rotational_latency_s, stage="write_media_s")
         ledger.add("T_J", "transfer_s", commits * float(journal_service.transfer_s), stage="write_media_s")

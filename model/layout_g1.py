@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ._checks import whole_number
+from ._checks import finite_array, one_of, whole_number
 
 SUPPORTED_SPARING = (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)
 _SLIP_TO_END = (4, 6, 7)
@@ -68,27 +68,36 @@ class ZoneLayout:
     block_count: int | None = None
 
     def __post_init__(self):
-        whole_number("surfaces", self.surfaces, minimum=1)
-        if self.sparing_scheme not in SUPPORTED_SPARING:
-            raise ValueError(f"sparing_scheme {self.sparing_scheme} is not supported "
-                             f"(supported: {SUPPORTED_SPARING})")
-        if self.mapping_scheme not in (0, 1, 2):
-            raise ValueError(f"mapping_scheme must be 0, 1 or 2 (got {self.mapping_scheme})")
-        whole_number("rangesize", self.rangesize, minimum=1)
-        n = len(self.first_cylinder)
+        object.__setattr__(self, "surfaces", whole_number("surfaces", self.surfaces, minimum=1))
+        object.__setattr__(self, "sparing_scheme", one_of(
+            "sparing_scheme", whole_number("sparing_scheme", self.sparing_scheme), SUPPORTED_SPARING))
+        object.__setattr__(self, "mapping_scheme", whole_number("mapping_scheme", self.mapping_scheme, maximum=2))
+        object.__setattr__(self, "rangesize", whole_number("rangesize", self.rangesize, minimum=1))
+        n = len(np.atleast_1d(self.first_cylinder))
         for name in ("first_cylinder", "last_cylinder", "sectors_per_track", "empty_space_sectors", "spares"):
-            array = np.asarray(getattr(self, name), dtype=np.int64)
+            array = finite_array(name, getattr(self, name), whole=True, nonnegative=True).astype(np.int64)
             if array.shape != (n,):
-                raise ValueError(f"{name} must hold one value per zone ({n})")
+                raise ValueError(f"{name} must hold one value per zone ({n}; got shape {array.shape})")
             object.__setattr__(self, name, array)
         for name in ("first_block_offset_sectors", "track_skew_sectors", "cylinder_skew_sectors"):
-            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
-        if np.any(self.sectors_per_track < 1) or np.any(self.last_cylinder < self.first_cylinder):
-            raise ValueError("every zone needs sectors_per_track >= 1 and last_cylinder >= first_cylinder")
+            array = finite_array(name, getattr(self, name))
+            if array.shape != (n,):
+                raise ValueError(f"{name} must hold one value per zone ({n}; got shape {array.shape})")
+            object.__setattr__(self, name, array)
+        if np.any(self.sectors_per_track < 1):
+            raise ValueError(f"sectors_per_track must be >= 1 in every zone (got {self.sectors_per_track.min()})")
+        if np.any(self.last_cylinder < self.first_cylinder):
+            zone = int(np.flatnonzero(self.last_cylinder < self.first_cylinder)[0])
+            raise ValueError(f"last_cylinder must be >= first_cylinder in every zone (zone {zone}: "
+                             f"{self.first_cylinder[zone]} .. {self.last_cylinder[zone]})")
         if len(self.slips) != n:
             raise ValueError(f"slips must hold one array per zone ({n})")
-        slips = tuple(np.sort(np.asarray(s, dtype=np.int64)) for s in self.slips)
+        slips = tuple(finite_array(f"slips[{index}]", s, whole=True, nonnegative=True).astype(np.int64)
+                      for index, s in enumerate(self.slips))
+        slips = tuple(np.sort(s) for s in slips)
         object.__setattr__(self, "slips", slips)
+        if self.block_count is not None:
+            object.__setattr__(self, "block_count", whole_number("block_count", self.block_count, minimum=1))
         zone_blocks = self.blocks_per_zone()
         first_lbn = np.concatenate(([0], np.cumsum(zone_blocks)))
         object.__setattr__(self, "_first_lbn", first_lbn)

@@ -45,12 +45,12 @@ made concrete in two parts:
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import finite_array, finite_scalar, whole_number
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, flag, show, whole_number
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -60,18 +60,13 @@ DEFAULT_EXTENT_SIZE_BYTES = 4 * MIB
 DEFAULT_PE_START_BYTES = 1 * MIB
 
 
-def _offsets(name: str, values, size: int) -> np.ndarray:
-    """Integer byte offsets in [0, size), as int64 (ValueError naming *name*)."""
+def _offsets(name: str, values, size: int | None) -> np.ndarray:
+    """Integer byte offsets in [0, size) (any when *size* is None), as int64 (ValueError naming *name*)."""
     array = np.asarray(values)
-    if array.dtype.kind == "f":
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f"{name} must be finite (got NaN or inf)")
-        if np.any(array != np.floor(array)):
-            raise ValueError(f"{name} must be whole numbers of bytes")
-    elif array.dtype.kind not in "iub":
-        raise ValueError(f"{name} must be numeric byte offsets")
+    if array.dtype.kind not in "iu":
+        array = finite_array(name, array, whole=True)
     array = array.astype(np.int64)
-    if array.size and (array.min() < 0 or array.max() >= size):
+    if size is not None and array.size and (array.min() < 0 or array.max() >= size):
         raise ValueError(f"{name} must lie in [0, {size}) (got {array.min()} .. {array.max()})")
     return array
 
@@ -98,8 +93,8 @@ class Partition:
     disk: str = "sda"
 
     def __post_init__(self):
-        whole_number("start_bytes", self.start_bytes, minimum=0)
-        whole_number("size_bytes", self.size_bytes, minimum=1)
+        object.__setattr__(self, "start_bytes", whole_number("start_bytes", self.start_bytes, minimum=0))
+        object.__setattr__(self, "size_bytes", whole_number("size_bytes", self.size_bytes, minimum=1))
 
     @property
     def end_bytes(self) -> int:
@@ -146,7 +141,8 @@ class Partition:
         return physical - self.start_bytes
 
     def evolve(self, **changes) -> "Partition":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 @dataclass(frozen=True)
@@ -171,10 +167,9 @@ class Segment:
     pv_start_extent: int
 
     def __post_init__(self):
-        whole_number("logical_start_extent", self.logical_start_extent, minimum=0)
-        whole_number("extent_count", self.extent_count, minimum=1)
-        whole_number("pv_index", self.pv_index, minimum=0)
-        whole_number("pv_start_extent", self.pv_start_extent, minimum=0)
+        for name, minimum in (("logical_start_extent", 0), ("extent_count", 1), ("pv_index", 0),
+                              ("pv_start_extent", 0)):
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
 
 
 def _check_pvs(physical_volumes) -> tuple[Partition, ...]:
@@ -237,11 +232,7 @@ class _MappedVolume:
         (PV metadata, unused extents, other partitions).
         """
         table = self._table
-        physical = np.asarray(physical_offset_bytes)
-        if physical.dtype.kind == "f":
-            if not np.all(np.isfinite(physical)):
-                raise ValueError("physical_offset_bytes must be finite (got NaN or inf)")
-        physical = physical.astype(np.int64)
+        physical = _offsets("physical_offset_bytes", physical_offset_bytes, None)
         order = table["physical_order"]
         starts = table["physical_start_bytes"][order]
         row_sorted = np.searchsorted(starts, physical, side="right") - 1
@@ -295,8 +286,9 @@ class LinearVolume(_MappedVolume):
     def __post_init__(self):
         pvs = _check_pvs(self.physical_volumes)
         object.__setattr__(self, "physical_volumes", pvs)
-        whole_number("extent_size_bytes", self.extent_size_bytes, minimum=1)
-        whole_number("pe_start_bytes", self.pe_start_bytes, minimum=0)
+        object.__setattr__(self, "extent_size_bytes",
+                           whole_number("extent_size_bytes", self.extent_size_bytes, minimum=1))
+        object.__setattr__(self, "pe_start_bytes", whole_number("pe_start_bytes", self.pe_start_bytes, minimum=0))
         if self.segments is None:
             segments, logical = [], 0
             for index in range(len(pvs)):
@@ -357,7 +349,8 @@ class LinearVolume(_MappedVolume):
         return len(self.segments)
 
     def evolve(self, **changes) -> "LinearVolume":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -379,9 +372,8 @@ class StripedVolume(_MappedVolume):
     def __post_init__(self):
         pvs = _check_pvs(self.physical_volumes)
         object.__setattr__(self, "physical_volumes", pvs)
-        whole_number("stripe_size_bytes", self.stripe_size_bytes, minimum=1)
-        whole_number("extent_size_bytes", self.extent_size_bytes, minimum=1)
-        whole_number("pe_start_bytes", self.pe_start_bytes, minimum=0)
+        for name, minimum in (("stripe_size_bytes", 1), ("extent_size_bytes", 1), ("pe_start_bytes", 0)):
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         if self.extent_size_bytes % self.stripe_size_bytes:
             raise ValueError(f"stripe_size_bytes ({self.stripe_size_bytes}) must divide "
                              f"extent_size_bytes ({self.extent_size_bytes})")
@@ -427,10 +419,7 @@ class StripedVolume(_MappedVolume):
 
     def physical_to_logical(self, physical_offset_bytes) -> np.ndarray:
         t = self._table
-        physical = np.asarray(physical_offset_bytes)
-        if physical.dtype.kind == "f" and not np.all(np.isfinite(physical)):
-            raise ValueError("physical_offset_bytes must be finite (got NaN or inf)")
-        physical = physical.astype(np.int64)
+        physical = _offsets("physical_offset_bytes", physical_offset_bytes, None)
         order = np.argsort(t["data_start"])
         starts = t["data_start"][order]
         pos = np.searchsorted(starts, physical, side="right") - 1
@@ -444,7 +433,8 @@ class StripedVolume(_MappedVolume):
         return (row * t["n"] + pv) * t["stripe"] + within
 
     def evolve(self, **changes) -> "StripedVolume":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 Layout = Partition | LinearVolume | StripedVolume
@@ -490,19 +480,26 @@ def paper_layout(name: str, capacity_bytes: int, *, pv_gap_bytes: int = 0,
 # --------------------------------------------------------------------------
 # Access times through the extent map (the mechanistic part)
 
+def _region(layout, logical_start_bytes, logical_size_bytes) -> tuple[int, int]:
+    """(start, length) of a logical region of *layout* [bytes], checked (ValueError naming the parameter)."""
+    size = layout.size_bytes
+    start = whole_number("logical_start_bytes", logical_start_bytes, minimum=0, maximum=size - 1,
+                         maximum_is="the volume's last byte")
+    length = size - start if logical_size_bytes is None else whole_number(
+        "logical_size_bytes", logical_size_bytes, minimum=1)
+    if start + length > size:
+        raise ValueError(f"logical_start_bytes + logical_size_bytes ({start + length}) exceeds the "
+                         f"volume size ({size})")
+    return start, length
+
+
 def _occupancy(disk, layout, logical_start_bytes, logical_size_bytes):
     """Byte weights per cylinder of a logical region, and per zone.
 
     Returns (first_cylinder, weights over cylinders first..last summing to 1,
     zone weights summing to 1).
     """
-    size = layout.size_bytes
-    start = whole_number("logical_start_bytes", logical_start_bytes, minimum=0)
-    length = size - start if logical_size_bytes is None else whole_number(
-        "logical_size_bytes", logical_size_bytes, minimum=1)
-    if start + length > size:
-        raise ValueError(f"logical_start_bytes + logical_size_bytes ({start + length}) exceeds the "
-                         f"volume size ({size})")
+    start, length = _region(layout, logical_start_bytes, logical_size_bytes)
     table = layout.segment_table()
     if isinstance(layout, StripedVolume):
         # Any region longer than a stripe row spreads evenly over the PVs.
@@ -567,7 +564,7 @@ def region_access_time_s(disk, layout, size_bytes, *, logical_start_bytes=0, log
     disk : Disk
     layout : Partition, LinearVolume or StripedVolume
     size_bytes : array_like
-        Request sizes [bytes], > 0.
+        Request sizes [bytes]: whole numbers in [1, the region's size], at least one.
     logical_start_bytes, logical_size_bytes : int
         The logical region [bytes]; default the whole volume.
     distance_scale : float
@@ -579,12 +576,18 @@ def region_access_time_s(disk, layout, size_bytes, *, logical_start_bytes=0, log
 
     Returns a :class:`diskmodel.model.disk.ServiceTime` (arrays of size's shape).
     """
+    scale = finite_scalar("distance_scale", distance_scale, positive=True, maximum=1.0)
+    is_write = flag("is_write", is_write)
+    start, length = _region(layout, logical_start_bytes, logical_size_bytes)
+    size = finite_array("size_bytes", size_bytes, positive=True, whole=True, nonempty=True, maximum=length,
+                        maximum_is="the logical region's size")
+    return _region_service(disk, layout, size, start, length, scale, is_write)
+
+
+def _region_service(disk, layout, size, logical_start_bytes, logical_size_bytes, scale, is_write):
+    """:func:`region_access_time_s` on checked arguments; *size* may hold mean sizes (file-system model)."""
     from .disk import ServiceTime
 
-    scale = finite_scalar("distance_scale", distance_scale, positive=True)
-    if scale > 1:
-        raise ValueError(f"distance_scale must lie in (0, 1] (got {distance_scale!r})")
-    size = finite_array("size_bytes", size_bytes, positive=True)
     c0, weights, zone_w = _occupancy(disk, layout, logical_start_bytes, logical_size_bytes)
     distance, pmf = _distance_pmf(weights, c0)
     seek_times = disk.seek_time_s(distance * scale)
@@ -592,7 +595,7 @@ def region_access_time_s(disk, layout, size_bytes, *, logical_start_bytes=0, log
     p_moved = 1.0 - pmf[0]
     settle = p_moved * (disk.settle_s + (disk.write_settle_s if is_write else 0.0))
     inverse_rate = float(zone_w @ (1.0 / disk.zone_rates_bytes_per_s()))
-    shape = size.shape
+    shape = np.shape(size)
     return ServiceTime(np.full(shape, disk.command_overhead_s), np.full(shape, seek), np.full(shape, settle),
                        np.full(shape, disk.mean_rotational_latency_s), size * inverse_rate,
                        size / disk.interface_rate_bytes_per_s)
@@ -604,6 +607,9 @@ def cross_seek_time_s(disk, layout, region_a, region_b) -> float:
     Regions are (logical_start_bytes, logical_size_bytes).  Used for the
     trips between the file system's working area and its journal.
     """
+    for name, region in (("region_a", region_a), ("region_b", region_b)):
+        if not isinstance(region, (tuple, list)) or len(region) != 2:
+            raise ValueError(f"{name} must be (logical_start_bytes, logical_size_bytes) (got {show(region)})")
     c0a, wa, _ = _occupancy(disk, layout, *region_a)
     c0b, wb, _ = _occupancy(disk, layout, *region_b)
     distance, pmf = _distance_pmf(wa, c0a, wb, c0b)
@@ -675,7 +681,8 @@ class LvmMapping:
         finite_scalar("request_mapping_s", self.request_mapping_s, nonnegative=True)
 
     def evolve(self, **changes) -> "LvmMapping":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
 
 def lvm_mapping_overhead_s(layout, metadata_ios, data_block_ios, mapping: LvmMapping):

@@ -16,6 +16,9 @@ def _axes(ax):
 
 def plot_seek_curve(disk, ax=None, *, label=None, points=400):
     """Seek time [ms] against distance [cylinders] over the whole stroke."""
+    from ._checks import whole_number
+
+    points = whole_number("points", points, minimum=2, maximum=10**6, maximum_is="a plot needs no more")
     ax = _axes(ax)
     distance = np.linspace(0, disk.geometry.cylinders - 1, points)
     ax.plot(distance, disk.seek_time_s(distance) * 1e3, label=label or disk.name)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import finite_scalar, show, whole_number
 from .filesystem import FileSystem, PageCache, file_system_access_time
 from .layouts import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
@@ -37,9 +38,7 @@ def format_postmark_rate(bytes_per_s: float) -> str:
     PostMark's ``scalef``: megabytes (2^20 bytes) above one megabyte, else
     kilobytes (2^10), two decimals.
     """
-    value = float(bytes_per_s)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"bytes_per_s must be finite and >= 0 (got {bytes_per_s!r})")
+    value = finite_scalar("bytes_per_s", bytes_per_s, nonnegative=True)
     if value / MIB > 1:
         return f"{value / MIB:.2f} megabytes per second"
     return f"{value / KIB:.2f} kilobytes per second"
@@ -226,8 +225,11 @@ class Case:
             raise ValueError("read_throughput_bytes_per_s or write_throughput_bytes_per_s must be given")
         for name in ("read_throughput_bytes_per_s", "write_throughput_bytes_per_s"):
             value = getattr(self, name)
-            if value is not None and (not math.isfinite(float(value)) or float(value) <= 0):
-                raise ValueError(f"{name} must be finite and > 0 (got {value!r})")
+            if value is not None:
+                finite_scalar(name, value, positive=True)
+        for name, kind in (("filesystem", FileSystem), ("cache", PageCache), ("lvm_mapping", LvmMapping)):
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"{name} must be a {kind.__name__} (got {show(getattr(self, name))})")
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,8 @@ class FitResult:
         """Normal-approximation confidence intervals {name: (low, high)}."""
         from scipy.stats import norm
 
-        if not 0 < alpha < 1:
+        alpha = finite_scalar("alpha", alpha, positive=True)
+        if alpha >= 1:
             raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
         z = float(norm.ppf(1 - alpha / 2))
         return {n: (self.params[n] - z * self.bse[n], self.params[n] + z * self.bse[n]) for n in self.names}
@@ -383,22 +386,25 @@ def fit_lvm_mapping(cases, *, initial=None, bounds=None,
     if not names or len(set(names)) != len(names) or any(n not in LvmMapping.BOUNDS for n in names):
         raise ValueError(f"parameters must be distinct names from {sorted(LvmMapping.BOUNDS)} (got {parameters!r})")
     scale = {"md_mapping_s": 1e-4, "fb_mapping_s": 1e-5, "request_mapping_s": 1e-4}
+    unknown = sorted(set(bounds or {}) - set(LvmMapping.BOUNDS))
+    if unknown:
+        raise ValueError(f"bounds: unknown LvmMapping parameter(s) {unknown}")
+    bounds = {**LvmMapping.BOUNDS, **(bounds or {})}
+    _check_bounds(bounds, names)
     if initial is None:
         initial = [scale[n] for n in names]
-    if len(initial) != len(names):
-        raise ValueError(f"initial must give one value per parameter ({len(names)}; got {initial!r})")
-    bounds = {**LvmMapping.BOUNDS, **(bounds or {})}
-    for name in names:
-        lo, hi = bounds[name]
-        if not (0 <= lo < hi):
-            raise ValueError(f"bounds[{name!r}] must satisfy 0 <= lower < upper (got {bounds[name]!r})")
+    else:
+        if isinstance(initial, (str, bytes)) or len(initial) != len(names):
+            raise ValueError(f"initial must give one value per parameter ({len(names)}; got {initial!r})")
+        initial = [finite_scalar(f"initial[{name!r}]", value) for name, value in zip(names, initial)]
+        _check_initial(dict(zip(names, initial)), bounds, names)
 
     def apply(case, values):
         return {"disk": case.disk, "filesystem": case.filesystem, "cache": case.cache,
                 "lvm_mapping": case.lvm_mapping.evolve(**values)}
 
-    factors = [float(f) for f in start_factors]
-    if not factors or any(not (math.isfinite(f) and f > 0) for f in factors):
+    factors = [finite_scalar("start_factors", f, positive=True) for f in start_factors]
+    if not factors:
         raise ValueError(f"start_factors must be a non-empty sequence of finite values > 0 (got {start_factors!r})")
     fits = []
     for f in factors:
@@ -421,6 +427,32 @@ _IO_SCALE = {"interface_rate_bytes_per_s": 1.0e7, "page_cache_bytes": 1.0e8, "cp
              "file_data_rate_bytes_per_s": 1.0e7}
 _IO_INITIAL = {"interface_rate_bytes_per_s": 2.0e7, "page_cache_bytes": 256.0 * MIB, "cpu_per_file_operation_s": 1e-4,
                "file_data_rate_bytes_per_s": 2.0e7}
+
+
+#: Most page-cache starting points of fit_io_parameters (each is a whole fit).
+MAX_CACHE_STARTS = 64
+
+
+def _check_bounds(bounds, names):
+    """Every fitted parameter's (lower, upper) finite with 0 <= lower < upper (ValueError naming it)."""
+    for name in names:
+        pair = bounds[name]
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"bounds[{name!r}] must be (lower, upper) (got {show(pair)})")
+        lo = finite_scalar(f"bounds[{name!r}] lower", pair[0], nonnegative=True)
+        hi = finite_scalar(f"bounds[{name!r}] upper", pair[1])
+        if not lo < hi:
+            raise ValueError(f"bounds[{name!r}] must satisfy 0 <= lower < upper (got {show(pair)})")
+
+
+def _check_initial(initial, bounds, names):
+    """A starting value the caller gave must lie within its bounds (it is not clamped into them;
+    the default starts, and the multiples of fit_lvm_mapping's start_factors, are)."""
+    for name in names:
+        lo, hi = bounds[name]
+        if not lo <= initial[name] <= hi:
+            raise ValueError(f"initial[{name!r}] must lie within its bounds [{lo!r}, {hi!r}] "
+                             f"(got {initial[name]!r})")
 
 
 def _apply_io(case, values):
@@ -467,11 +499,16 @@ def fit_io_parameters(cases, *, parameters=("interface_rate_bytes_per_s", "page_
     names = tuple(parameters)
     if not names or any(n not in IO_PARAMETER_BOUNDS for n in names) or len(set(names)) != len(names):
         raise ValueError(f"parameters must be distinct names from {sorted(IO_PARAMETER_BOUNDS)} (got {parameters!r})")
+    unknown = sorted((set(bounds or {}) | set(initial or {})) - set(IO_PARAMETER_BOUNDS))
+    if unknown:
+        raise ValueError(f"bounds/initial: unknown I/O parameter(s) {unknown}")
     bounds = {**IO_PARAMETER_BOUNDS, **(bounds or {})}
-    initial = {**_IO_INITIAL, **(initial or {})}
-    whole = int(cache_starts)
-    if whole < 1:
-        raise ValueError(f"cache_starts must be >= 1 (got {cache_starts!r})")
+    _check_bounds(bounds, names)
+    given = {name: finite_scalar(f"initial[{name!r}]", value) for name, value in (initial or {}).items()}
+    _check_initial(given, bounds, [n for n in names if n in given])
+    initial = {**_IO_INITIAL, **given}
+    whole = whole_number("cache_starts", cache_starts, minimum=1, maximum=MAX_CACHE_STARTS,
+                         maximum_is="each start is a whole least-squares fit")
     x_scale = [_IO_SCALE[n] for n in names]
     starts = [dict(initial)]
     if "page_cache_bytes" in names:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import finite_array, finite_scalar, whole_number
+from ._checks import finite_array, show, whole_number
 from .disk import expected_random_service_time_s
 from .filesystem import FileSystem, PageCache
 from .layouts import LvmMapping, Partition, StripedVolume, mean_media_rate_bytes_per_s, region_access_time_s
@@ -34,6 +34,11 @@ __all__ = ["spaced_partitions", "location_table", "prediction_table", "striped_r
 
 KIB = 1024
 MIB = 1024 * KIB
+
+#: Most partitions spaced_partitions cuts: each is an object (and, in
+#: location_table, a row and possibly a predict() run); a tiny size over a
+#: large capacity would otherwise loop for ages.  GPT holds 128 by default.
+MAX_PARTITIONS = 100_000
 
 
 def spaced_partitions(capacity_bytes: int, size_bytes: int, gap_bytes: int, *, first_start_bytes: int = 0,
@@ -51,6 +56,10 @@ def spaced_partitions(capacity_bytes: int, size_bytes: int, gap_bytes: int, *, f
     start = whole_number("first_start_bytes", first_start_bytes, minimum=0)
     if start + size > capacity:
         raise ValueError(f"first_start_bytes + size_bytes ({start + size}) exceeds capacity_bytes ({capacity})")
+    count = (capacity - start - size) // (size + gap) + 1
+    if count > MAX_PARTITIONS:
+        raise ValueError(f"size_bytes ({size}) and gap_bytes ({gap}) would cut {count} partitions from "
+                         f"capacity_bytes ({capacity}); at most {MAX_PARTITIONS}")
     parts = []
     while start + size <= capacity:
         parts.append(Partition(start, size, f"{prefix}{len(parts) + 1}"))
@@ -83,12 +92,14 @@ def location_table(disk, partitions, *, request_size_bytes: int = 4096, workload
     """
     import pandas as pd
 
-    request = finite_scalar("request_size_bytes", request_size_bytes, positive=True)
+    request = whole_number("request_size_bytes", request_size_bytes, minimum=1)
     partitions = list(partitions)
     if not partitions:
         raise ValueError("partitions must not be empty")
     rows = []
     for index, part in enumerate(partitions):
+        if request > part.size_bytes:
+            raise ValueError(f"request_size_bytes ({request}) exceeds partitions[{index}]'s size ({part.size_bytes})")
         first, end = part.physical_span
         media = mean_media_rate_bytes_per_s(disk, part)
         random_s = float(region_access_time_s(disk, part, request).total_s)
@@ -202,13 +213,19 @@ def striped_random_read_time_s(disk, size_bytes, n_disks: int, *, stripe_size_by
     """
     n = whole_number("n_disks", n_disks, minimum=1)
     stripe = whole_number("stripe_size_bytes", stripe_size_bytes, minimum=1)
-    start = whole_number("region_start_bytes", region_start_bytes, minimum=0)
-    if region_size_bytes is not None:
-        whole_number("region_size_bytes", region_size_bytes, minimum=1)
-    size = finite_array("size_bytes", size_bytes, positive=True)
+    capacity = disk.capacity_bytes
+    start = whole_number("region_start_bytes", region_start_bytes, minimum=0, maximum=capacity - 1,
+                         maximum_is="the disk's last byte")
+    region = capacity - start if region_size_bytes is None else whole_number(
+        "region_size_bytes", region_size_bytes, minimum=1, maximum=capacity - start,
+        maximum_is="the disk's capacity less region_start_bytes")
+    size = finite_array("size_bytes", size_bytes, positive=True, whole=True, nonempty=True)
     chunks = np.ceil(size / stripe)
     disks = np.minimum(chunks, n).astype(int)
     piece = np.minimum(np.ceil(chunks / n) * stripe, size)
+    if np.any(piece > region):
+        raise ValueError(f"size_bytes: a request of {show(size[piece > region].flat[0])} bytes puts "
+                         f"{show(piece.max())} bytes on one disk, more than the region's {region}")
     base = expected_random_service_time_s(disk, piece, start, region_size_bytes)
     positioning = {m: _max_positioning_s(disk, m, start, region_size_bytes) for m in np.unique(disks)}
     pos = np.array([positioning[m] for m in disks.ravel()]).reshape(disks.shape)
@@ -253,7 +270,10 @@ def striping_table(disk, disk_counts, request_sizes_bytes, *, stripe_size_bytes:
     import pandas as pd
 
     counts = [whole_number("disk_counts", c, minimum=1) for c in np.atleast_1d(disk_counts)]
-    sizes = finite_array("request_sizes_bytes", request_sizes_bytes, positive=True).ravel()
+    if not counts:
+        raise ValueError("disk_counts must not be empty")
+    sizes = finite_array("request_sizes_bytes", request_sizes_bytes, positive=True, whole=True,
+                         nonempty=True).ravel()
     start = whole_number("region_start_bytes", region_start_bytes, minimum=0)
     length = disk.capacity_bytes - start if region_size_bytes is None else region_size_bytes
     one = min(mean_media_rate_bytes_per_s(disk, Partition(start, length)), disk.interface_rate_bytes_per_s)

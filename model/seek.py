@@ -13,13 +13,13 @@ Distances are in cylinders, times in seconds.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from ._checks import finite_array, finite_scalar
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, whole_number
 
 
 def two_piece_seek_time_s(distance_cylinders, short_offset_s, short_sqrt_s,
@@ -73,7 +73,8 @@ class TwoPieceSeek:
             self.long_offset_s, self.long_per_cylinder_s, self.knee_cylinders)
 
     def evolve(self, **changes) -> "TwoPieceSeek":
-        return dataclasses.replace(self, **changes)
+        """A copy with some coefficients changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
     def describe(self) -> str:
         return (f"{self.short_offset_s * 1e3:.3f} + {self.short_sqrt_s * 1e3:.4f}*sqrt(d) ms "
@@ -120,7 +121,8 @@ class TableSeek:
         return np.where(distance == 0, 0.0, times)
 
     def evolve(self, **changes) -> "TableSeek":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
     def describe(self) -> str:
         return (f"measured table of {self.distance_cylinders.size} points up to "
@@ -132,8 +134,7 @@ def random_pair_distance_pmf(cylinders: int):
 
     P(0) = 1/C, P(d) = 2 (C - d) / C^2 for 0 < d < C.
     """
-    if cylinders < 1:
-        raise ValueError(f"cylinders must be >= 1 (got {cylinders!r})")
+    cylinders = whole_number("cylinders", cylinders, minimum=1)
     distance = np.arange(cylinders, dtype=float)
     probability = 2.0 * (cylinders - distance) / float(cylinders) ** 2
     probability[0] = 1.0 / cylinders
@@ -141,6 +142,8 @@ def random_pair_distance_pmf(cylinders: int):
 
 
 def mean_random_seek_time_s(seek, cylinders: int) -> float:
-    """Expected seek time [s] between two uniformly random cylinders of a span."""
-    distance, probability = random_pair_distance_pmf(int(cylinders))
+    """Expected seek time [s] between two uniformly random cylinders of a span of *cylinders* (>= 1)."""
+    if not callable(getattr(seek, "seek_time_s", None)):
+        raise ValueError(f"seek must be a seek model or Disk with seek_time_s (got {type(seek).__name__})")
+    distance, probability = random_pair_distance_pmf(cylinders)
     return float(np.dot(seek.seek_time_s(distance), probability))

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ._checks import finite_array, finite_scalar, whole_number
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, flag, show, whole_number
 from .layout_g1 import ZoneLayout, lbn_to_pbn_one
 
 __all__ = ["DriveParameters", "SimulationResult", "drive_parameters_from_disksim", "simulate_requests"]
@@ -149,6 +150,8 @@ class DriveParameters:
     write_disconnect_s: float = 0.0
 
     def __post_init__(self):
+        if not isinstance(self.layout, ZoneLayout):
+            raise ValueError(f"layout must be a ZoneLayout (got {show(self.layout)})")
         finite_scalar("rpm", self.rpm, positive=True)
         seek = finite_array("seek_by_distance_s", self.seek_by_distance_s, nonnegative=True)
         if seek.ndim != 1 or seek.size < 2 or seek[0] != 0:
@@ -175,14 +178,17 @@ class DriveParameters:
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
         if watermark > 1:
             raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
-        whole_number("buffer_segments", self.buffer_segments, minimum=1)
-        whole_number("segment_size_blocks", self.segment_size_blocks, minimum=1)
-        whole_number("max_read_ahead_blocks", self.max_read_ahead_blocks)
-        if self.fast_write_level not in (0, 1, 2):
-            raise ValueError(f"fast_write_level must be 0, 1 or 2 (got {self.fast_write_level})")
-        if self.read_ahead_scheme not in (0, 1, 2, 3, 4):
-            raise ValueError(f"read_ahead_scheme must be 0..4 (got {self.read_ahead_scheme})")
+        for name, minimum in (("buffer_segments", 1), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
+        object.__setattr__(self, "fast_write_level", whole_number(
+            "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
+        object.__setattr__(self, "read_ahead_scheme", whole_number(
+            "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
+        for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
+                     "separate_write_segment", "read_any_free_blocks"):
+            flag(name, getattr(self, name))
         finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
+        finite_scalar("write_disconnect_s", self.write_disconnect_s, nonnegative=True)
         if self.separate_write_segment and self.buffer_segments < 2:
             raise ValueError("separate_write_segment needs buffer_segments >= 2")
 
@@ -191,8 +197,8 @@ class DriveParameters:
         return 60.0 / self.rpm
 
     def evolve(self, **changes) -> "DriveParameters":
-        """A copy with some parameters changed (validated again), for what-ifs."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some parameters changed (validated again; unknown names raise ValueError), for what-ifs."""
+        return _evolve(self, changes)
 
 
 def drive_parameters_from_disksim(drive) -> DriveParameters:
@@ -278,19 +284,27 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         Gap [s] between the completion of request i and the arrival of
         request i+1 (the first request arrives at t = 0; the last gap is unused).
     """
-    is_write = np.asarray(is_write, dtype=bool).ravel()
+    if not isinstance(params, DriveParameters):
+        raise ValueError(f"params must be DriveParameters (got {type(params).__name__})")
+    is_write = np.asarray(is_write)
+    if is_write.dtype.kind != "b":
+        raise ValueError(f"is_write must hold True or False (got {show(is_write)})")
+    is_write = is_write.ravel()
     lbn = np.asarray(lbn)
     blocks = np.asarray(blocks)
-    if lbn.dtype.kind not in "iu" or blocks.dtype.kind not in "iu":
-        raise ValueError("lbn and blocks must hold whole numbers")
+    for name, array in (("lbn", lbn), ("blocks", blocks)):
+        if array.dtype.kind not in "iu":
+            raise ValueError(f"{name} must hold whole numbers as integers (got {show(array)})")
     lbn = lbn.astype(np.int64).ravel()
     blocks = blocks.astype(np.int64).ravel()
     gap = finite_array("interarrival_s", interarrival_s, nonnegative=True).ravel()
     n = lbn.size
     if not (is_write.size == blocks.size == gap.size == n):
         raise ValueError("is_write, lbn, blocks and interarrival_s must have the same length")
-    if n and (lbn.min() < 0 or blocks.min() < 1):
-        raise ValueError("lbn must be >= 0 and blocks >= 1")
+    if n and lbn.min() < 0:
+        raise ValueError(f"lbn must be >= 0 (got {show(lbn.min())})")
+    if n and blocks.min() < 1:
+        raise ValueError(f"blocks must be >= 1 (got {show(blocks.min())})")
     if n and (lbn + blocks).max() > params.layout.total_blocks:
         raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
     if n and blocks.max() > params.segment_size_blocks * params.buffer_segments:

@@ -15,14 +15,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import finite_array
+from ._checks import finite_array, finite_scalar
+
+#: Most probability levels of probability_levels (a step of 1e-7): each level is
+#: a quantile of both samples, and DiskSim's demerit uses 1e-4.
+MAX_LEVELS = 10**7
 
 __all__ = ["TraceValidation", "demerit_s", "empirical_quantiles", "mean_error_percent", "probability_levels"]
 
 
 def probability_levels(step: float = 1e-4) -> np.ndarray:
     """The levels step, 2 step, ..., 1 [dimensionless] (exact multiples of *step*)."""
+    step = finite_scalar("step", step, positive=True, maximum=1.0)
     count = int(round(1.0 / step))
+    if count > MAX_LEVELS:
+        raise ValueError(f"step must be >= {1 / MAX_LEVELS:g} (at most {MAX_LEVELS} levels; got {step!r})")
     if count < 1 or abs(count * step - 1.0) > 1e-9:
         raise ValueError(f"step must divide 1 (got {step!r})")
     return np.arange(1, count + 1) / count
@@ -50,8 +57,10 @@ def demerit_s(measured_s, predicted_s, step: float = 1e-4) -> float:
 
 def mean_error_percent(measured_s, predicted_s) -> float:
     """(mean predicted - mean measured) / mean measured [%]."""
-    measured = finite_array("measured_s", measured_s)
-    predicted = finite_array("predicted_s", predicted_s)
+    measured = finite_array("measured_s", measured_s, nonnegative=True, nonempty=True)
+    predicted = finite_array("predicted_s", predicted_s, nonnegative=True, nonempty=True)
+    if measured.mean() == 0:
+        raise ValueError("measured_s must not be all zero (the error is relative to its mean)")
     return float((predicted.mean() - measured.mean()) / measured.mean() * 100.0)
 
 
@@ -83,6 +92,8 @@ class TraceValidation:
             raise ValueError("measured_s and predicted_s must be non-empty and of equal length")
         object.__setattr__(self, "measured_s", measured)
         object.__setattr__(self, "predicted_s", predicted)
+        if self.reference_demerit_s is not None:
+            finite_scalar("reference_demerit_s", self.reference_demerit_s, nonnegative=True)
 
     @property
     def requests(self) -> int:

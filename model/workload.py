@@ -49,6 +49,10 @@ with c_0(0) = number_of_files, integrated with scipy's solve_ivp together with
 the accumulated reads, appends, bytes and calls.  n follows
 dn/dt = p_c - p_d between 0 (PostMark runs out of files: ValueError) and
 2 * number_of_files (creates then fail as often as deletes free a slot).
+Where n and the rates are constant the c_k relax to a steady state within a
+few hundred times n / rate transactions; once they have (to 1e-8), the
+accumulated counts are continued linearly to the end, so the cost does not
+grow with the number of transactions (:data:`MAX_COUNT` bounds them).
 The approximation is the replacement of ratios of random quantities by ratios
 of their means, of relative order 1/number_of_files; tests compare against
 real ``postmark`` runs.
@@ -73,6 +77,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import evolve as _evolve
+from ._checks import finite_scalar, flag, whole_number
+
 KIB = 1024
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -81,15 +88,27 @@ GIB = 1024 * MIB
 #: vector of this length).
 MAX_SIZE_RANGE_BYTES = 1 << 23
 
+#: Largest number_of_files, transactions and subdirectories accepted [count].
+#: The expected counts are carried in float64, which holds whole numbers
+#: exactly only up to 2**53; beyond it "one more transaction" is lost in
+#: rounding.  (Run time is not the limit: expected_counts integrates its ODE
+#: over the transactions only until the live files reach their steady state
+#: and continues the accumulated counts linearly from there, so the largest
+#: count costs no more than a small one; before that change, LSODA's steps
+#: grew with transactions / number_of_files and 10**15 took minutes.)
+MAX_COUNT = 2**53
 
-def _whole(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a whole number (got {value!r})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum} (got {value!r})")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum} (got {value!r})")
-    return int(value)
+#: Largest file size and block size accepted [bytes]: sizes and their means
+#: are carried in float64, exact for whole numbers up to 2**53 (and the gap
+#: arithmetic in int64 stays far from overflow).
+MAX_SIZE_BYTES = 2**53
+
+#: Largest ``set seed``: the range diskmodel.calibrate.postmark passes to PostMark (a C int).
+MAX_SEED = 2**31 - 1
+
+#: infer_transactions tries at most this many counts of each roundness (one
+#: expected_counts each), the nearest to the least-squares count.
+MAX_CANDIDATES_PER_STEP = 100
 
 
 @dataclass(frozen=True)
@@ -135,29 +154,33 @@ class PostMarkConfig:
     seed: int = 42
 
     def __post_init__(self):
-        _whole("number_of_files", self.number_of_files, 1)
-        _whole("min_file_size_bytes", self.min_file_size_bytes, 1)
-        _whole("max_file_size_bytes", self.max_file_size_bytes, 1)
+        count_is = "float64 holds counts exactly only up to 2**53"
+        size_is = "float64 holds sizes exactly only up to 2**53"
+        limits = {
+            "number_of_files": (1, MAX_COUNT, count_is),
+            "min_file_size_bytes": (1, MAX_SIZE_BYTES, size_is),
+            "max_file_size_bytes": (1, MAX_SIZE_BYTES, size_is),
+            "transactions": (10, MAX_COUNT, count_is),
+            "subdirectories": (0, MAX_COUNT, count_is),
+            "read_block_size_bytes": (1, MAX_SIZE_BYTES, size_is),
+            "write_block_size_bytes": (1, MAX_SIZE_BYTES, size_is),
+            "read_bias": (0, 10, "a probability in tenths"),
+            "create_bias": (0, 10, "a probability in tenths"),
+            "seed": (1, MAX_SEED, "PostMark's seed is a C int"),
+        }
+        for name, (minimum, maximum, why) in limits.items():
+            # whole numbers given as floats (1e6) are stored as ints
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum,
+                                                        maximum=maximum, maximum_is=why))
         if self.max_file_size_bytes < self.min_file_size_bytes:
             raise ValueError(
                 f"max_file_size_bytes ({self.max_file_size_bytes}) must be >= "
                 f"min_file_size_bytes ({self.min_file_size_bytes})")
-        _whole("transactions", self.transactions, 10)
-        _whole("subdirectories", self.subdirectories, 0)
-        _whole("read_block_size_bytes", self.read_block_size_bytes, 1)
-        _whole("write_block_size_bytes", self.write_block_size_bytes, 1)
-        if not isinstance(self.buffered_io, (bool, np.bool_)):
-            raise ValueError(f"buffered_io must be True or False (got {self.buffered_io!r})")
-        _whole("read_bias", self.read_bias, 0, 10)
-        _whole("create_bias", self.create_bias, 0, 10)
-        _whole("seed", self.seed, 1)
+        flag("buffered_io", self.buffered_io)
 
     def evolve(self, **changes) -> "PostMarkConfig":
-        """A copy with *changes* applied (validated like the original)."""
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise ValueError(f"unknown PostMarkConfig field(s): {', '.join(sorted(unknown))}")
-        return dataclasses.replace(self, **changes)
+        """A copy with *changes* applied (validated like the original; unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
     replace = evolve
 
@@ -297,6 +320,12 @@ class PhaseCounts:
     read_calls: float = 0.0
     write_calls: float = 0.0
 
+    def __post_init__(self):
+        # finite numbers (a hand-made PhaseCounts can be given to predict() through PostMarkCounts);
+        # the sign is not checked: the ODE's expectations may carry rounding-level negatives
+        for f in dataclasses.fields(self):
+            finite_scalar(f.name, getattr(self, f.name))
+
     def __add__(self, other: "PhaseCounts") -> "PhaseCounts":
         return PhaseCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name)
                               for f in dataclasses.fields(self)})
@@ -328,6 +357,15 @@ class PostMarkCounts:
     files_at_end: float
     mean_live_files: float
     mean_file_size_at_end_bytes: float
+
+    def __post_init__(self):
+        if not isinstance(self.config, PostMarkConfig):
+            raise ValueError(f"config must be a PostMarkConfig (got {type(self.config).__name__})")
+        for name in ("creation", "transactions", "deletion"):
+            if not isinstance(getattr(self, name), PhaseCounts):
+                raise ValueError(f"{name} must be PhaseCounts (got {type(getattr(self, name)).__name__})")
+        for name in ("files_at_end", "mean_live_files", "mean_file_size_at_end_bytes"):
+            finite_scalar(name, getattr(self, name))
 
     @property
     def total(self) -> PhaseCounts:
@@ -402,17 +440,23 @@ def _gap_statistics_cached(high: int, span: int, rb: int, wb: int):
     weights = np.vstack([gaps.astype(float), (gaps == 0).astype(float), append_bytes_of_gap,
                          read_calls_of_gap, append_calls_of_gap])
     rows = []
+    # Buffers reused across appends (no fresh 8-byte-per-gap arrays each time):
+    # the reversed product is written contiguously and summed in place, the same
+    # sums as np.cumsum((p * inv_gap)[::-1])[::-1] at a third of the cost for wide ranges.
+    inv_gap_reversed = inv_gap[::-1].copy()
+    tail_reversed = np.empty_like(p)
+    spare = np.empty_like(p)
     for _ in range(4096):  # bounded: the gap at least halves per append in expectation
         rows.append(weights @ p)
         if 1.0 - p[0] < 1e-12:
             break
         # (A p)(j) = sum_{g > j} p(g)/g, and g = 0 stays at 0.
-        tail = np.cumsum((p * inv_gap)[::-1])[::-1]
-        nxt = np.empty_like(p)
-        nxt[:-1] = tail[1:]
-        nxt[-1] = 0.0
-        nxt[0] += p[0]
-        p = nxt
+        np.multiply(p[::-1], inv_gap_reversed, out=tail_reversed)
+        np.cumsum(tail_reversed, out=tail_reversed)
+        spare[:-1] = tail_reversed[-2::-1]
+        spare[-1] = 0.0
+        spare[0] += p[0]
+        p, spare = spare, p
     table = np.array(rows)
     return {"size": high - table[:, 0], "success": 1.0 - table[:, 1], "appended": table[:, 2],
             "read_calls": table[:, 3], "append_calls": table[:, 4]}
@@ -497,6 +541,12 @@ def expected_counts(config: PostMarkConfig) -> PostMarkCounts:
         out[n_states + 6] = n
         return out
 
+    def integrate(y, start, stop):
+        solution = solve_ivp(rhs, (start, stop), y, method="LSODA", rtol=1e-9, atol=1e-9)
+        if not solution.success:  # pragma: no cover - solver failure is a bug to report
+            raise RuntimeError(f"expected_counts: ODE solver failed: {solution.message}")
+        return solution.y[:, -1]
+
     y0 = np.zeros(n_states + n_acc)
     y0[0] = n0
     breaks = [0.0] + ([t_cap] if t_cap < T else []) + [T]
@@ -504,10 +554,11 @@ def expected_counts(config: PostMarkConfig) -> PostMarkCounts:
     for start, stop in zip(breaks[:-1], breaks[1:]):
         if stop <= start:
             continue
-        solution = solve_ivp(rhs, (start, stop), y, method="LSODA", rtol=1e-9, atol=1e-9)
-        if not solution.success:  # pragma: no cover - solver failure is a bug to report
-            raise RuntimeError(f"expected_counts: ODE solver failed: {solution.message}")
-        y = solution.y[:, -1]
+        if drift != 0 and start < t_cap:
+            # n changes; this phase lasts at most number_of_files / |drift| <= 10 number_of_files transactions
+            y = integrate(y, start, stop)
+        else:
+            y = _integrate_steady_phase(integrate, rhs, y, start, stop, n_states, rates(start), p_append)
     c_end = np.clip(y[:n_states], 0.0, None)
     reads, appends, bytes_read, bytes_appended, rcalls, acalls, live_integral = y[n_states:]
 
@@ -533,18 +584,53 @@ def expected_counts(config: PostMarkConfig) -> PostMarkCounts:
                           mean_file_size_at_end_bytes=mean_size_end)
 
 
+def _integrate_steady_phase(integrate, rhs, y, start, stop, n_states, rates, p_append):
+    """Integrate a phase of constant live files n and constant rates from *start* to *stop*.
+
+    The c_k then follow a linear system with constant coefficients that
+    relaxes to a steady state within some multiple of n / rate transactions
+    (append flow p_append / n, deletes p_delete / n), after which every
+    accumulated count grows linearly.  The ODE is integrated over a horizon
+    of (2 (K + 1) + 100) relaxation times, doubled while the state is still
+    moving; once the c_k would move by less than 1e-8 of n in one relaxation
+    time, the accumulators are continued linearly to *stop*.  So the cost
+    does not grow with the number of transactions (LSODA's step count grows
+    with stop / n and took minutes at 10**15 transactions), and phases
+    shorter than the horizon are integrated exactly as before.
+    """
+    n = float(y[:n_states].sum())
+    p_delete = rates[1]
+    rate = min((r for r in (p_append + p_delete, p_append, p_delete) if r > 0), default=0.0)
+    if rate == 0.0:
+        # no appends, creates or deletes change any file: the state is constant
+        return integrate(y, start, stop)
+    relaxation = max(n, 1.0) / rate
+    horizon = (2 * n_states + 100) * relaxation
+    t = start
+    while True:
+        t_next = min(stop, t + horizon)
+        y = integrate(y, t, t_next)
+        t = t_next
+        if t >= stop:
+            return y
+        slope = rhs(t, y)
+        if np.max(np.abs(slope[:n_states])) * relaxation <= 1e-8 * max(n, 1.0):
+            y = y.copy()
+            y[n_states:] += (stop - t) * slope[n_states:]
+            return y
+        horizon *= 2.0
+
+
 def _volume_targets(bytes_read, bytes_written, read_tolerance, write_tolerance):
     targets = {}
     for name, value, tol_name, tol in (("bytes_read", bytes_read, "read_tolerance", read_tolerance),
                                        ("bytes_written", bytes_written, "write_tolerance", write_tolerance)):
-        tol = float(tol)
-        if not math.isfinite(tol) or not 0 <= tol < 1:
+        tol = finite_scalar(tol_name, tol, nonnegative=True)
+        if tol >= 1:
             raise ValueError(f"{tol_name} must lie in [0, 1) (got {tol!r})")
         if value is None:
             continue
-        value = float(value)
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be finite and > 0 (got {value!r})")
+        value = finite_scalar(name, value, positive=True)
         targets[name] = (value, tol)
     if not targets:
         raise ValueError("bytes_read or bytes_written must be given")
@@ -566,7 +652,10 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
     count (a multiple of the largest of 10000, 5000, 1000, 500, 100, 10, 1)
     within 20 % of the least-squares count for which every given volume is
     matched within its relative tolerance; among equally round ones, the one
-    of least squared error.  Benchmark operators choose round counts, and
+    of least squared error (of each roundness, only the
+    :data:`MAX_CANDIDATES_PER_STEP` multiples nearest the least-squares count
+    are tried, so that the search stays bounded for huge volumes; the errors
+    grow away from it).  Benchmark operators choose round counts, and
     volumes printed to two digits cannot tell 50,000 from 50,627; the
     tolerance should be half the printed unit relative to the value plus the
     model's own error (about 2 % against real postmark runs).
@@ -585,6 +674,8 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
     """
     from scipy.optimize import minimize_scalar
 
+    if not isinstance(config, PostMarkConfig):
+        raise ValueError(f"config must be a PostMarkConfig (got {type(config).__name__})")
     targets = _volume_targets(bytes_read, bytes_written, read_tolerance, write_tolerance)
 
     def errors(count):
@@ -596,14 +687,25 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
 
     # Upper bracket: every transaction moving a smallest file, ten times over.
     upper = 10.0 * max(v for v, _ in targets.values()) / max(1.0, 0.5 * config.min_file_size_bytes) + 100.0
+    if upper >= MAX_COUNT:
+        short = errors(MAX_COUNT)
+        if all(short[key] < -tol for key, (_, tol) in targets.items()):
+            raise ValueError(f"bytes_read/bytes_written: even {MAX_COUNT} transactions (MAX_COUNT) move less "
+                             f"than the volumes given ({', '.join(f'{k} {v:.4g}' for k, (v, _) in targets.items())})")
+        upper = float(MAX_COUNT)  # the search bracket, not a result
     result = minimize_scalar(loss, bounds=(math.log(10.0), math.log(upper)), method="bounded",
                              options={"xatol": 1e-5})
     best = max(10, int(round(math.exp(result.x))))
     if all(tol == 0 for _, tol in targets.values()):
         return best
     for step in (10_000, 5_000, 1_000, 500, 100, 10, 1):
-        lo, hi = math.ceil(0.8 * best / step), math.floor(1.2 * best / step)
-        candidates = [k * step for k in range(max(lo, 1), hi + 1) if k * step >= 10]
+        lo, hi = math.ceil(0.8 * best / step), math.floor(min(1.2 * best, MAX_COUNT) / step)
+        lo = max(lo, 1, math.ceil(10 / step))
+        # the multiples nearest the least-squares count first, at most MAX_CANDIDATES_PER_STEP of them
+        centre = min(max(round(best / step), lo), hi)
+        ks = sorted(range(max(lo, centre - MAX_CANDIDATES_PER_STEP), min(hi, centre + MAX_CANDIDATES_PER_STEP) + 1),
+                    key=lambda k: (abs(k - centre), k))[:MAX_CANDIDATES_PER_STEP]
+        candidates = [k * step for k in sorted(ks)]
         accepted = []
         for count in candidates:
             errs = errors(count)

@@ -13,12 +13,29 @@ readers (:mod:`diskmodel.data.disksim`) keep those where a drive lists them.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_array, finite_scalar, whole_number
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, show, whole_number
+
+
+#: Most cylinders a Geometry may have.  The expected seek between random
+#: cylinders (seek.random_pair_distance_pmf, the layouts' distance pmfs) uses
+#: dense float64 vectors over the cylinders, 256 MiB each at this limit, and
+#: their convolution takes many seconds; beyond it memory runs out.  Real
+#: drives have far fewer (DiskSim's 4 TB drive: 303,104; a one-surface
+#: stand-in of a 36 TB drive with 2.5 MB tracks: about 1.5e7).
+MAX_CYLINDERS = 2**25
+
+
+def _indices(name: str, values) -> np.ndarray:
+    """Whole-number indices as int64 (ValueError naming *name* for fractions, NaN, bool, str)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu":
+        array = finite_array(name, array, whole=True).astype(np.int64)
+    return array
 
 
 @dataclass(frozen=True)
@@ -43,11 +60,16 @@ class Zone:
     cylinder_skew_sectors: int = 0
 
     def __post_init__(self):
-        whole_number("first_cylinder", self.first_cylinder)
-        whole_number("last_cylinder", self.last_cylinder, minimum=self.first_cylinder)
-        whole_number("sectors_per_track", self.sectors_per_track, minimum=1)
-        whole_number("track_skew_sectors", self.track_skew_sectors)
-        whole_number("cylinder_skew_sectors", self.cylinder_skew_sectors)
+        first = whole_number("first_cylinder", self.first_cylinder)
+        object.__setattr__(self, "first_cylinder", first)
+        object.__setattr__(self, "last_cylinder", whole_number(
+            "last_cylinder", self.last_cylinder, minimum=first, maximum=MAX_CYLINDERS - 1,
+            maximum_is="MAX_CYLINDERS - 1: distance vectors are dense over the cylinders"))
+        object.__setattr__(self, "sectors_per_track", whole_number("sectors_per_track", self.sectors_per_track,
+                                                                   minimum=1))
+        object.__setattr__(self, "track_skew_sectors", whole_number("track_skew_sectors", self.track_skew_sectors))
+        object.__setattr__(self, "cylinder_skew_sectors", whole_number("cylinder_skew_sectors",
+                                                                       self.cylinder_skew_sectors))
 
     @property
     def cylinders(self) -> int:
@@ -67,11 +89,17 @@ class Geometry:
     sector_size_bytes: int = 512
 
     def __post_init__(self):
-        whole_number("surfaces", self.surfaces, minimum=1)
-        whole_number("sector_size_bytes", self.sector_size_bytes, minimum=1)
+        object.__setattr__(self, "surfaces", whole_number("surfaces", self.surfaces, minimum=1))
+        object.__setattr__(self, "sector_size_bytes", whole_number("sector_size_bytes", self.sector_size_bytes,
+                                                                   minimum=1))
+        if isinstance(self.zones, (str, bytes)) or not hasattr(self.zones, "__iter__"):
+            raise ValueError(f"zones must be a sequence of Zone (got {show(self.zones)})")
         zones = tuple(self.zones)
         if not zones:
             raise ValueError("zones must list at least one zone")
+        for index, zone in enumerate(zones):
+            if not isinstance(zone, Zone):
+                raise ValueError(f"zones[{index}] must be a Zone (got {show(zone)})")
         if zones[0].first_cylinder != 0:
             raise ValueError(f"zones must start at cylinder 0 (first zone starts at {zones[0].first_cylinder})")
         for index, (before, after) in enumerate(zip(zones, zones[1:]), start=1):
@@ -131,16 +159,14 @@ class Geometry:
         return self._sectors_per_track.copy()
 
     def evolve(self, **changes) -> "Geometry":
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
     # -- mapping -------------------------------------------------------------
     def _check_lba(self, lba) -> np.ndarray:
         lba = np.asarray(lba)
         if lba.dtype.kind not in "iu":
-            lba = finite_array("lba", lba)
-            if np.any(lba != np.floor(lba)):
-                raise ValueError("lba must hold whole numbers")
-            lba = lba.astype(np.int64)
+            lba = finite_array("lba", lba, whole=True).astype(np.int64)
         if lba.size and (lba.min() < 0 or lba.max() >= self._total_sectors):
             raise ValueError(f"lba must lie in [0, {self._total_sectors}) "
                              f"(got {lba.min()} .. {lba.max()})")
@@ -163,17 +189,19 @@ class Geometry:
 
     def chs_to_lba(self, cylinder, head, sector) -> np.ndarray:
         """Logical block addresses for (cylinder, head, sector) (vectorised)."""
-        cylinder = np.asarray(cylinder, dtype=np.int64)
-        head = np.asarray(head, dtype=np.int64)
-        sector = np.asarray(sector, dtype=np.int64)
+        cylinder = _indices("cylinder", cylinder)
+        head = _indices("head", head)
+        sector = _indices("sector", sector)
         if cylinder.size and (cylinder.min() < 0 or cylinder.max() >= self.cylinders):
-            raise ValueError(f"cylinder must lie in [0, {self.cylinders})")
+            raise ValueError(f"cylinder must lie in [0, {self.cylinders}) "
+                             f"(got {show(cylinder.min())} .. {show(cylinder.max())})")
         if head.size and (head.min() < 0 or head.max() >= self.surfaces):
-            raise ValueError(f"head must lie in [0, {self.surfaces})")
+            raise ValueError(f"head must lie in [0, {self.surfaces}) (got {show(head.min())} .. {show(head.max())})")
         zone = np.searchsorted(self._first_cylinder, cylinder, side="right") - 1
         spt = self._sectors_per_track[zone]
         if sector.size and (sector.min() < 0 or np.any(sector >= spt)):
-            raise ValueError("sector must lie in [0, sectors_per_track of its zone)")
+            raise ValueError(f"sector must lie in [0, sectors_per_track of its zone) "
+                             f"(got {show(sector.min())} .. {show(sector.max())})")
         return (self._first_lba[zone]
                 + (cylinder - self._first_cylinder[zone]) * self._sectors_per_cylinder[zone]
                 + head * spt + sector)
@@ -197,7 +225,7 @@ class Geometry:
     def _byte_to_zone(self, offset_bytes) -> tuple[np.ndarray, np.ndarray]:
         offset = np.asarray(offset_bytes)
         if offset.dtype.kind not in "iu":
-            offset = finite_array("offset_bytes", offset)
+            offset = finite_array("offset_bytes", offset, whole=True)
         if offset.size and (offset.min() < 0 or offset.max() >= self.capacity_bytes):
             raise ValueError(f"offset_bytes must lie in [0, {self.capacity_bytes}) "
                              f"(got {offset.min()} .. {offset.max()})")
