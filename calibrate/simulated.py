@@ -17,7 +17,8 @@ calibration has to see through:
   head switch (the skew hides it), and the head ends on the last sector read;
 - between two reads the host thinks ``host_think_s`` plus a uniform jitter;
 - each returned time carries Gaussian noise and, rarely, an outlier
-  (an exponential delay, like an interrupt or a retry), from a seeded RNG.
+  (an exponential delay, like an interrupt or a retry), from a seeded RNG;
+  a returned time is never below 0 (as no timer's is).
 
 The backend protocol is the one of :mod:`diskmodel.calibrate.device`:
 ``size_bytes``, ``block_size_bytes``, ``read(offset_bytes, length_bytes) ->
@@ -196,7 +197,9 @@ class SimulatedDisk:
         self._cylinder = int(cyl_end[-1])
         self._head = int(head_end[-1])
         self.reads += n
-        return out + noise
+        # A timer never reads less than zero: the noise cannot take a read's time
+        # below 0 (a read caught at once, with little overhead, takes microseconds).
+        return np.maximum(out + noise, 0.0)
 
     def close(self) -> None:
         """Nothing to release (for symmetry with the device backend)."""

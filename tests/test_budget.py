@@ -1,0 +1,390 @@
+"""Budgets that hold (issue #16): the budget is a hard cap on device time, a budget too
+small for one calibration is refused with its minimum, and bad read times stop the run."""
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from diskmodel.calibrate import checks, cli, measure, results  # noqa: F401 (imported before any run is timed)
+from diskmodel.calibrate.measure import (
+    BackendProtocolError,
+    BackendReadError,
+    BudgetTooSmall,
+    Meter,
+    backend_from_spec,
+    calibrate,
+    measure_rotation,
+    measure_seek,
+    minimum_reads,
+)
+from diskmodel.calibrate.simulated import calibration_errors, simulated_disk
+
+GIB = 1 << 30
+
+
+class Sleepy:
+    """A real-time backend: every read takes 0.05 s of wall time, and says so."""
+
+    queue_depth = 1
+
+    def __init__(self, read_s=0.05):
+        self.size_bytes = GIB
+        self.block_size_bytes = 4096
+        self.read_s = read_s
+        self.reads = 0
+
+    def read(self, offset_bytes, length_bytes):
+        self.reads += 1
+        time.sleep(self.read_s)
+        return self.read_s
+
+
+class Counting:
+    """Wraps a backend; counts and records the reads that reach it."""
+
+    def __init__(self, inner, vectorised=True):
+        self.inner = inner
+        self.size_bytes = inner.size_bytes
+        self.block_size_bytes = inner.block_size_bytes
+        self.offsets = []
+        if vectorised:
+            self.read_many = self._read_many
+
+    @property
+    def device_time_s(self):
+        return self.inner.device_time_s
+
+    @property
+    def reads(self):
+        return len(self.offsets)
+
+    def read(self, offset_bytes, length_bytes):
+        self.offsets.append(int(offset_bytes))
+        return self.inner.read(offset_bytes, length_bytes)
+
+    def _read_many(self, offsets, length_bytes):
+        self.offsets.extend(int(o) for o in offsets)
+        return self.inner.read_many(offsets, length_bytes)
+
+
+class Virtual:
+    """A flash-like device on a virtual clock: latency + transfer, no mechanics.
+    Optionally each read also takes *sleep_s* of wall time, and from read number
+    *slow_after* on every read costs *slow_factor* times as much."""
+
+    queue_depth = 1
+
+    def __init__(self, latency_s=1e-3, rate=100e6, sleep_s=0.0, slow_after=None, slow_factor=1.0):
+        self.size_bytes = GIB
+        self.block_size_bytes = 4096
+        self.latency_s, self.rate, self.sleep_s = latency_s, rate, sleep_s
+        self.slow_after, self.slow_factor = slow_after, slow_factor
+        self.clock = 0.0
+        self.reads = 0
+        self.rng = np.random.default_rng(0)
+
+    @property
+    def device_time_s(self):
+        return self.clock
+
+    def read_many(self, offsets, length_bytes):
+        n = len(offsets)
+        if self.sleep_s:
+            time.sleep(self.sleep_s * n)
+        t = self.latency_s * self.rng.uniform(0.9, 1.1, n) + length_bytes / self.rate
+        if self.slow_after is not None:
+            index = self.reads + np.arange(n)
+            t = np.where(index >= self.slow_after, t * self.slow_factor, t)
+        self.reads += n
+        self.clock += float(t.sum())
+        return t
+
+    def read(self, offset_bytes, length_bytes):
+        return float(self.read_many([offset_bytes], length_bytes)[0])
+
+
+# ---------------------------------------------------------------------------
+# The budget is a hard cap
+# ---------------------------------------------------------------------------
+
+def test_real_time_backend_with_a_2_s_budget_is_refused_up_front():
+    backend = Sleepy()
+    start = time.monotonic()
+    try:
+        result = calibrate(backend, budget_s=2, progress=False)
+    except BudgetTooSmall as exc:
+        wall = time.monotonic() - start
+        assert wall < 1.0
+        assert backend.reads <= measure.PROBE_READS
+        assert exc.budget_s == 2
+        # the minimum reads at 0.05 s each, and the zone reads' transfers
+        counts = minimum_reads(GIB, 4096)
+        reads = sum(c[0] for c in counts.values())
+        expected = reads * 0.05 + sum(c[1] for c in counts.values()) * measure.ZONE_MIN_TRANSFER_S
+        assert exc.minimum_s == pytest.approx(expected, rel=0.05)
+        assert exc.minimum_s > 30
+        message = str(exc)
+        assert message.startswith("budget_s=2 is too small")
+        assert f"at least ~{exc.minimum_s:g} s of device time" in message
+        assert f"{reads} reads of about 0.05 s each" in message
+        assert message.endswith(f"raise it to at least {exc.minimum_s:g}")
+        assert "\n" not in message
+    else:  # a calibration that fits must hold the budget
+        assert time.monotonic() - start <= 10.0
+        assert result.device_time_s <= 2.0
+
+
+def test_user_report_half_second_reads_spend_at_most_the_budget():
+    """The issue's case (0.5 s reads, --budget-s 2): refused within the budget, not after 4.5 minutes."""
+    backend = Sleepy(read_s=0.5)
+    start = time.monotonic()
+    with pytest.raises(BudgetTooSmall) as info:
+        calibrate(backend, budget_s=2, progress=False)
+    assert time.monotonic() - start <= 2.0 + 0.5
+    assert backend.reads * 0.5 <= 2.0
+    assert info.value.minimum_s > 300
+
+
+@pytest.mark.parametrize("budget", [30.0])
+def test_simulated_disk_budget_is_a_hard_cap(budget):
+    sim = simulated_disk("wd800bd", seed=0)
+    result = calibrate(sim, budget_s=budget, progress=False)
+    assert result.device_time_s <= budget
+    assert sim.device_time_s <= budget
+    assert result.device_time_s > 0.95 * budget  # and it is spent
+    err = calibration_errors(sim, result)
+    assert abs(err["rotation_period"]) < 0.005
+
+
+@pytest.mark.parametrize("budget", [9.0, 10.0, 10.5, 11.0, 12.0, 14.0])
+def test_budgets_near_the_minimum_never_overrun(budget):
+    """Either a calibration within the budget or BudgetTooSmall, also within it."""
+    sim = simulated_disk("wd800bd", seed=1)
+    try:
+        result = calibrate(sim, budget_s=budget, progress=False, seed=1)
+    except BudgetTooSmall as exc:
+        assert exc.minimum_s > budget
+        assert sim.device_time_s <= budget
+    else:
+        assert result.device_time_s <= budget
+        assert sim.device_time_s <= budget
+        assert result.seek_round.max() + 1 >= measure.SEEK_MIN_ROUNDS
+        assert len(result.zone_locations_bytes) >= measure.ZONE_MIN_LOCATIONS
+
+
+def test_reads_dearer_than_the_probe_said_stop_within_the_budget():
+    """Accepted up front (cheap probe reads), then ten times dearer: BudgetTooSmall in flight,
+    the device time still within the budget, and a minimum that would do."""
+    backend = Virtual(latency_s=1e-3, slow_after=measure.PROBE_READS, slow_factor=10.0)
+    with pytest.raises(BudgetTooSmall) as info:
+        calibrate(backend, budget_s=3.0, progress=False)
+    assert backend.device_time_s <= 3.0
+    assert backend.reads > measure.PROBE_READS  # not refused up front
+    exc = info.value
+    assert "before its minimum" in str(exc)
+    assert exc.minimum_s > 3.0
+
+
+def test_a_stage_beyond_its_minimum_stops_where_the_budget_runs_out():
+    sim = simulated_disk("wd800bd", seed=0)
+    meter = Meter(sim, budget_s=5.0)
+    seek = measure_seek(meter, np.random.default_rng(0), budget_s=100.0)
+    assert sim.device_time_s <= 5.0
+    assert seek.rounds >= measure.SEEK_MIN_ROUNDS
+    assert "the budget ran out" in seek.detail
+    assert seek.time_s.size == 2 * seek.distances_bytes.size * seek.rounds  # only whole rounds kept
+
+
+def test_a_virtual_clock_backend_is_capped_in_wall_time():
+    """Device time is cheap here (0.1 ms a read) but every read takes 1 ms of wall time: the
+    run stops at WALL_TIME_MULTIPLE x budget_s of wall time, beyond the minimums, and says so."""
+    import statsmodels.api  # noqa: F401 (the fits import it once: not what is timed here)
+
+    budget = 2.0
+    backend = Virtual(latency_s=1e-4, sleep_s=1e-3)
+    start = time.monotonic()
+    result = calibrate(backend, budget_s=budget, progress=False)
+    wall = time.monotonic() - start
+    assert wall <= measure.WALL_TIME_MULTIPLE * budget + measure.FIT_ALLOWANCE_S
+    assert result.device_time_s <= budget
+    # the measurement stopped at the wall-time limit (4 s), not at its device time
+    assert result.device_time_s < 0.8 * budget
+    assert "the wall time ran out" in result.seek_detail
+    assert backend.reads * 1e-3 <= measure.WALL_TIME_MULTIPLE * budget
+    assert backend.reads > 2000  # it did use the wall time it had
+
+
+def test_minimum_reads_are_the_stages_own_minimums():
+    """One implementation: a stage given no budget makes exactly the reads counted."""
+    sim = Virtual()
+    counts = minimum_reads(sim.size_bytes, sim.block_size_bytes)
+    meter = Meter(sim)
+    measure_rotation(meter, np.random.default_rng(0), budget_s=0.0)  # flash: no drop, the full search
+    assert meter.reads == counts["rotation"][0]
+    before = meter.reads
+    measure_seek(meter, np.random.default_rng(0), budget_s=0.0)
+    assert meter.reads - before == counts["seek"][0] == measure.SEEK_MIN_ROUNDS * 2 * 48
+
+
+# ---------------------------------------------------------------------------
+# Budgets refused
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_tiny_budget_refused_after_the_probe_reads_with_the_minimum(vectorised):
+    backend = Counting(simulated_disk("wd800bd", seed=0), vectorised=vectorised)
+    with pytest.raises(BudgetTooSmall) as info:
+        calibrate(backend, budget_s=1e-9, progress=False)
+    assert 1 <= backend.reads <= measure.PROBE_READS
+    exc = info.value
+    assert exc.budget_s == 1e-9
+    assert 5.0 < exc.minimum_s < 30.0  # a few hundred reads of ~10 ms on a 7200 rpm disk
+    message = str(exc)
+    assert message.startswith("budget_s=1e-09 is too small: one calibration needs at least ~")
+    assert f"raise it to at least {exc.minimum_s:g}" in message
+
+
+@pytest.mark.parametrize("bad", [0, -1, -0.5, float("nan"), float("inf"), True, False, "5", None, [5]])
+def test_invalid_budgets_refused_before_any_read(bad):
+    backend = Counting(simulated_disk("hp97560"))
+    with pytest.raises(ValueError, match="budget_s") as info:
+        calibrate(backend, budget_s=bad, progress=False)
+    assert not isinstance(info.value, BudgetTooSmall)
+    assert backend.reads == 0
+
+
+def test_budget_too_small_on_the_command_line_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "tiny_budget_backend.py").write_text(textwrap.dedent("""
+        from diskmodel.calibrate.simulated import simulated_disk
+
+        def make():
+            return simulated_disk("hp97560")
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("tiny_budget_backend", None)
+    with pytest.raises(BudgetTooSmall) as info:
+        calibrate(simulated_disk("hp97560"), budget_s=1e-9, progress=False)
+    code = cli.main(["calibrate", "--backend", "tiny_budget_backend:make", "--budget-s", "1e-9", "--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("diskmodel: error: ") and "\n" not in err
+    assert "1e-09 is too small" in err and f"~{info.value.minimum_s:g} s" in err
+
+
+# ---------------------------------------------------------------------------
+# Bad reads
+# ---------------------------------------------------------------------------
+
+class Faulty:
+    """Good reads (1 ms) until read number *at*, which returns *value* or raises it."""
+
+    def __init__(self, value, at=20, vectorised=True):
+        self.size_bytes = GIB
+        self.block_size_bytes = 4096
+        self.value, self.at = value, at
+        self.reads = 0
+        self.bad_offset = None
+        if vectorised:
+            self.read_many = self._read_many
+
+    def read(self, offset_bytes, length_bytes):
+        index = self.reads
+        self.reads += 1
+        if index == self.at:
+            self.bad_offset = int(offset_bytes)
+            if isinstance(self.value, BaseException):
+                raise self.value
+            return self.value
+        return 1e-3
+
+    def _read_many(self, offsets, length_bytes):
+        return [self.read(o, length_bytes) for o in offsets]
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+@pytest.mark.parametrize("value,shown", [(-1.0, "returned -1 s"), (-0.001, "returned -0.001 s"),
+                                         (float("nan"), "returned nan s"), (float("inf"), "returned inf s")])
+def test_bad_read_times_stop_the_calibration_naming_the_offset(value, shown, vectorised):
+    backend = Faulty(value, vectorised=vectorised)
+    with pytest.raises(BackendReadError) as info:
+        calibrate(backend, budget_s=30, progress=False)
+    exc = info.value
+    assert isinstance(exc, BackendProtocolError) and isinstance(exc, RuntimeError)
+    assert backend.bad_offset is not None
+    message = str(exc)
+    assert message == (f"backend read at offset {backend.bad_offset} (length 4096) {shown}: "
+                       "a read time must be finite and >= 0")
+    assert backend.reads == backend.at + 1 or vectorised  # a read-only backend stops at the bad read
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_wrong_type_of_read_time_is_refused(vectorised):
+    backend = Faulty("0.001", vectorised=vectorised)
+    with pytest.raises(BackendReadError, match=r"offset \d+ .*'0\.001'.*number of seconds"):
+        calibrate(backend, budget_s=30, progress=False)
+    backend = Faulty(None, vectorised=False)
+    with pytest.raises(BackendReadError, match="offset .*returned None"):
+        calibrate(backend, budget_s=30, progress=False)
+
+
+def test_a_raising_read_names_the_offset_and_the_exception():
+    backend = Faulty(ZeroDivisionError("division by zero"), vectorised=False)
+    with pytest.raises(BackendReadError) as info:
+        calibrate(backend, budget_s=30, progress=False)
+    assert str(info.value) == (f"backend read at offset {backend.bad_offset} (length 4096) raised "
+                               "ZeroDivisionError: division by zero")
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_a_raising_read_many_names_its_offsets():
+    backend = Faulty(OSError(5, "Input/output error"), vectorised=True)
+    with pytest.raises(BackendReadError, match=r"backend read_many at offsets? \d+.* raised OSError"):
+        calibrate(backend, budget_s=30, progress=False)
+
+
+def test_read_many_returning_too_few_times():
+    class Short(Virtual):
+        def read_many(self, offsets, length_bytes):
+            return super().read_many(offsets, length_bytes)[:-1] if len(offsets) > 1 else super().read_many(
+                offsets, length_bytes)
+
+    with pytest.raises(BackendReadError, match="returned 7 times for 8 reads"):
+        calibrate(Short(), budget_s=30, progress=False)
+
+
+# ---------------------------------------------------------------------------
+# backend_from_spec: a failing factory or module is one line
+# ---------------------------------------------------------------------------
+
+def test_backend_from_spec_failing_factory_and_module(tmp_path, monkeypatch):
+    (tmp_path / "failing_backends.py").write_text(textwrap.dedent("""
+        def make():
+            return 1 / 0
+        """))
+    (tmp_path / "broken_module.py").write_text("raise RuntimeError('no device here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("failing_backends", "broken_module"):
+        sys.modules.pop(name, None)
+    with pytest.raises(BackendProtocolError) as info:
+        backend_from_spec("failing_backends:make")
+    assert str(info.value) == "backend 'failing_backends:make': make() raised ZeroDivisionError: division by zero"
+    with pytest.raises(BackendProtocolError) as info:
+        backend_from_spec("broken_module:make")
+    assert str(info.value) == ("backend 'broken_module:make': importing module 'broken_module' raised "
+                               "RuntimeError: no device here")
+    with pytest.raises(BackendProtocolError, match="cannot import"):
+        backend_from_spec("no_such_module_for_budget_tests:make")
+
+
+def test_budget_too_small_pickles():
+    import pickle
+
+    exc = BudgetTooSmall(2.0, 41.3, reads=817, per_read_s=0.05)
+    again = pickle.loads(pickle.dumps(exc))
+    assert str(again) == str(exc) and again.minimum_s == exc.minimum_s == 42 and again.budget_s == 2.0
+    assert math.isclose(again.per_read_s, 0.05)
