@@ -3,11 +3,20 @@
 Each subcommand lives in its own module of this package, which provides
 ``add_parser(subparsers)``; that function adds the subparser and sets
 ``handler`` (a function of the parsed arguments returning an exit code).
+
+Errors: whatever a subcommand raises is printed as one line on stderr,
+``diskmodel: error: ...``, with a non-zero exit code (2 for a bad argument or
+input file, 1 for a failure of the run); ``diskmodel --debug COMMAND ...`` (or
+``DISKMODEL_DEBUG=1``) re-raises instead, to show the traceback. A closed
+standard output (``diskmodel predict | head -1``) ends the run quietly.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
+import re
 import sys
 
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
@@ -21,16 +30,57 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cmd_cleanup",
 )
 
+# Exit code of a run whose standard output was closed by its reader (128 + SIGPIPE, as a shell shows it).
+EXIT_BROKEN_PIPE = 141
+
 
 class UsageError(Exception):
     """A bad argument or input file; printed as ``diskmodel: error: ...`` with exit code 2."""
+
+
+def reword(message, names: dict[str, str]) -> str:
+    """*message* (or an exception's text) with internal field names replaced by the flags that set them.
+
+    ``reword("budget_s=1e-09 is too small", {"budget_s": "--budget-s"})`` gives
+    ``"--budget-s 1e-09 is too small"``; a name is replaced as a whole word only.
+    """
+    text = str(message)
+    for name, flag in names.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}=", f"{flag} ", text)
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flag, text)
+    return text
+
+
+def with_flags(message, names: dict[str, str]) -> str:
+    """*message* prefixed with the flags whose internal field names it mentions (the names are kept).
+
+    ``with_flags("fs_size_bytes must be ...", {"fs_size_bytes": "--size"})`` gives
+    ``"--size: fs_size_bytes must be ..."``.
+    """
+    text = str(message)
+    flags = [flag for name, flag in names.items() if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w])", text)]
+    flags = list(dict.fromkeys(flags))
+    return f"{', '.join(flags)}: {text}" if flags else text
+
+
+def one_line(text) -> str:
+    """*text* on one line: its non-empty lines joined by '; '."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return "; ".join(lines)
+
+
+def _debug_from_env() -> bool:
+    return os.environ.get("DISKMODEL_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="diskmodel",
         description="Predict how fast a storage layout will be, and why.",
+        epilog="Errors are one line on stderr; --debug (or DISKMODEL_DEBUG=1) shows the traceback instead.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line (also DISKMODEL_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"diskmodel.calibrate.{name}")
@@ -38,20 +88,121 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _filename(exc: OSError) -> str | None:
+    name = exc.filename if exc.filename is not None else None
+    return os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else None
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """The one-line message and the exit code for an exception a subcommand raised."""
+    from diskmodel.calibrate.outputs import OutputRefused, OutputWriteError
+
+    if isinstance(exc, (UsageError, OutputRefused)):
+        return one_line(exc), 2
+    if isinstance(exc, OutputWriteError):
+        return one_line(exc), 1
+    if isinstance(exc, OSError):
+        name = _filename(exc)
+        why = exc.strerror or str(exc) or type(exc).__name__
+        if isinstance(exc, PermissionError):
+            hint = ("even root may not open it here (a container or device policy forbids it); choose another path"
+                    if os.geteuid() == 0 else "run as root, or choose a path you may read")
+            return (f"cannot open {name}: {why} ({hint})" if name else f"{why} ({hint})"), 2
+        if isinstance(exc, IsADirectoryError):
+            return (f"{name} is a directory, where a file is expected" if name else why), 2
+        if isinstance(exc, NotADirectoryError):
+            return (f"{name}: a part of this path is not a directory" if name else why), 2
+        if isinstance(exc, FileNotFoundError):
+            return (f"{name}: no such file or directory" if name else one_line(why)), 2
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" {name}" if name else ""
+            return f"cannot write{where}: {why} (free some space, or choose another path)", 1
+        if name:
+            return f"{name}: {one_line(why)}", 1
+        return one_line(why), 1
+    if isinstance(exc, ValueError):
+        return one_line(exc) or type(exc).__name__, 2
+    if isinstance(exc, MemoryError):
+        return "out of memory", 1
+    if isinstance(exc, RuntimeError):  # the run's own failures (PostMarkError, TargetLocked, ...): worded already
+        return one_line(exc) or type(exc).__name__, 1
+    text = one_line(exc)
+    return (f"internal error: {type(exc).__name__}{': ' + text if text else ''} "
+            f"(run `diskmodel --debug ...` for the traceback)"), 1
+
+
+def _stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _stdout_closed_by_reader() -> bool:
+    """Does standard output lead to a pipe whose reader is gone?"""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except Exception:
+        return True  # cannot tell: a BrokenPipeError in a command line tool is standard output's
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit raises nothing."""
+    try:
+        fd = sys.stdout.fileno()
+    except Exception:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = bool(getattr(args, "debug", False)) or _debug_from_env()
     if args.command is None:
         parser.print_help()
         return 0
     try:
-        return int(args.handler(args) or 0)
-    except (UsageError, ValueError, FileNotFoundError) as exc:
-        print(f"diskmodel: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("diskmodel: interrupted; everything this run built was torn down", file=sys.stderr)
-        return 130
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError as exc:
+        if _stdout_closed_by_reader():
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        if debug:
+            raise
+        message, code = describe(exc)
+        _stderr(f"diskmodel: error: {message}")
+        return code
+    except KeyboardInterrupt as exc:
+        if debug:
+            raise
+        # What was torn down is said by the teardown itself (runstate attaches its verified
+        # report as ``teardown_report``); nothing more is claimed here.
+        _stderr("diskmodel: interrupted")
+        report = getattr(exc, "teardown_report", None)
+        if isinstance(report, str) and report.strip():
+            _stderr(report.rstrip("\n"))
+        signum = getattr(exc, "signum", None)  # layouts.Interrupted: SIGINT or SIGTERM
+        return 128 + signum if isinstance(signum, int) and 0 < signum < 64 else 130
+    except Exception as exc:
+        if debug:
+            raise
+        message, code = describe(exc)
+        _stderr(f"diskmodel: error: {message}")
+        return code
 
 
 if __name__ == "__main__":

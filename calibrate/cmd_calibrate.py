@@ -45,47 +45,109 @@ def add_parser(subparsers) -> None:
                              "folder (e.g. ../shared/data/disksim/G4_4TB)")
     parser.add_argument("--budget-s", type=_positive_seconds, default=None, metavar="S",
                         help="device time to spend [s] (default 120 for a simulated disk, 60 for real storage)")
-    parser.add_argument("--json", metavar="OUT", default=None, help="write the result as JSON to OUT ('-': stdout)")
+    parser.add_argument("--json", metavar="OUT", default=None,
+                        help="write the result as JSON to OUT ('-': stdout); OUT must be new or an earlier "
+                             "calibration result (checked before the run starts)")
+    parser.add_argument("--force", action="store_true",
+                        help="let --json overwrite a regular file that is not an earlier calibration result "
+                             "(never a device, a directory or the target measured)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the measurement design (and the simulation)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_run)
 
 
-def _run(args) -> int:
-    from diskmodel.calibrate.measure import backend_from_spec, calibrate
+def _open_target(args):
+    """(backend, close, path, budget, source flag) for the target the arguments name."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.calibrate.measure import BackendProtocolError, backend_from_spec
 
-    path = None
-    close = None
     if args.simulated is not None:
         from diskmodel.calibrate.simulated import simulated_disk
 
-        backend = simulated_disk(args.simulated, seed=args.seed)
-        budget = args.budget_s or 120.0
-    elif args.backend is not None:
-        backend = backend_from_spec(args.backend)
-        budget = args.budget_s or 60.0
-        close = getattr(backend, "close", None)
-    else:
-        from diskmodel.calibrate.device import open_backend
+        try:
+            backend = simulated_disk(args.simulated, seed=args.seed)
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"--simulated {args.simulated}: {_reason(exc)}") from exc
+        return backend, None, None, args.budget_s or 120.0, f"the simulated disk {args.simulated}"
+    if args.backend is not None:
+        try:
+            backend = backend_from_spec(args.backend)
+        except BackendProtocolError as exc:
+            text = str(exc)
+            raise UsageError("--" + text if text.startswith("backend ") else f"--backend {args.backend}: {text}") \
+                from exc
+        except Exception as exc:  # the factory or the module failed in a way measure did not word
+            raise UsageError(f"--backend {args.backend}: {type(exc).__name__}: {exc}") from exc
+        return backend, getattr(backend, "close", None), None, args.budget_s or 60.0, f"--backend {args.backend}"
+    from diskmodel.calibrate.device import open_backend
 
-        path = args.path
-        backend = open_backend(path)
-        budget = args.budget_s or 60.0
-        close = backend.close
+    path = args.path
     try:
-        result = calibrate(backend, budget_s=budget, seed=args.seed, path=path,
-                           progress=False if args.no_progress else None)
-    finally:
-        if close is not None:
-            close()
-    if args.json == "-":
-        print(result.to_json())
-    else:
+        backend = open_backend(path)
+    except PermissionError as exc:
+        import os
+
+        hint = ("even root may not open it here: a container or device policy forbids it; choose another device"
+                if os.geteuid() == 0 else "run as root, or choose a device you may read")
+        raise UsageError(f"cannot open {path}: {exc.strerror or 'Permission denied'} ({hint})") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot open {path}: {exc.strerror or exc}") from exc
+    return backend, backend.close, path, args.budget_s or 60.0, path
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    return str(exc)
+
+
+def _run(args) -> int:
+    from diskmodel.calibrate import outputs
+    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.measure import BudgetTooSmall, calibrate
+
+    measured = tuple(p for p in (args.path,) if p)
+    # The output is checked before anything is opened or measured.
+    outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
+    with outputs.output_lock(args.json):
+        backend, close, path, budget, source = _open_target(args)
+        try:
+            backend_path = getattr(backend, "path", None)
+            if args.json is not None and isinstance(backend_path, str) and backend_path not in measured:
+                measured += (backend_path,)
+                outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
+            try:
+                result = calibrate(backend, budget_s=budget, seed=args.seed, path=path,
+                                   progress=False if args.no_progress else None)
+            except BudgetTooSmall as exc:
+                shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
+                raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration of "
+                                 f"{source.replace('--backend ', 'the backend ')} needs at "
+                                 f"least ~{exc.minimum_s:g} s of device time; give --budget-s {exc.minimum_s:g} "
+                                 f"or more") from exc
+            except ValueError as exc:  # BackendReadError, BackendProtocolError, a measurement that failed
+                raise UsageError(f"{source}: {reword(exc, {'budget_s': '--budget-s'})}") from exc
+            except OSError as exc:
+                raise OSError(exc.errno, f"{source}: reading failed: {exc.strerror or exc}") from exc
+            except (ArithmeticError, TypeError, AttributeError, RuntimeError) as exc:
+                if args.backend is None:
+                    raise
+                # a custom backend's read raised: say whose, in one line
+                raise UsageError(f"{source}: the backend failed during the calibration: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            if close is not None:
+                close()
+        text = result.to_json()
+        if args.json == "-":
+            outputs.write_output_atomically("-", text, kind="calibration")
+            return 0
         if args.json is not None:
-            result.to_json(args.json)
-        print(result.summary())
-        if path is not None:
-            _print_partitions(result, path)
+            outputs.write_output_atomically(args.json, text, kind="calibration", force=args.force,
+                                            measured_paths=measured)
+    print(result.summary())
+    if path is not None:
+        _print_partitions(result, path)
     return 0
 
 

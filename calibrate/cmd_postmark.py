@@ -14,7 +14,9 @@ an emulator, and the report says so.
 """
 from __future__ import annotations
 
+import argparse
 import logging
+import math
 import os
 import sys
 
@@ -39,6 +41,10 @@ _OVERRIDES = (
 )
 
 
+class _ByteCountError(argparse.ArgumentTypeError, ValueError):
+    """Not a byte count: argparse prints it as the flag's error; a ValueError for other callers."""
+
+
 def _bytes(text: str) -> int:
     """An integer byte count, optionally with a binary suffix K, M, G (2**10, 2**20, 2**30)."""
     t = text.strip()
@@ -51,7 +57,19 @@ def _bytes(text: str) -> int:
     try:
         value = int(t) * mult
     except ValueError:
-        raise ValueError(f"not a byte count: {text!r} (an integer, optionally with K, M or G)") from None
+        raise _ByteCountError(f"not a byte count: {text!r} (an integer, optionally with K, M or G)") from None
+    if value <= 0:
+        raise _ByteCountError(f"must be a byte count > 0 (got {text!r})")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (got {text!r})")
     return value
 
 
@@ -73,7 +91,7 @@ def add_parser(subparsers) -> None:
                         "(only where KVM works; it hangs on some hosts)")
     p.add_argument("--vm-memory", type=_bytes, default=1 * GIB, metavar="BYTES",
                    help="guest RAM with --vm (default 1G)")
-    p.add_argument("--vm-timeout", type=float, default=3600.0, metavar="S",
+    p.add_argument("--vm-timeout", type=_positive_seconds, default=3600.0, metavar="S",
                    help="limit for the whole VM run [s] (default 3600)")
     p.add_argument("--repeats", type=int, default=1, metavar="N")
     p.add_argument("--memory-limit", type=_bytes, default=None, metavar="BYTES",
@@ -84,7 +102,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--mount-options", default="", metavar="OPTS", help="comma-separated mount options")
     p.add_argument("--size", type=_bytes, default=2 * GIB, metavar="BYTES",
                    help="file-system size, the same for every layout; a multiple of 8M (default 2G)")
-    p.add_argument("--json", metavar="OUT", help="write the runs and summary as JSON")
+    p.add_argument("--json", metavar="OUT",
+                   help="write the runs and summary as JSON to OUT ('-': stdout, instead of the summary); OUT must "
+                        "be new or an earlier postmark result (checked before anything is built)")
+    p.add_argument("--force", action="store_true",
+                   help="let --json overwrite a regular file that is not an earlier postmark result "
+                        "(never a device, a directory or the scratch target)")
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors on stderr (not every layout step)")
     for flag, _, helptext in _OVERRIDES:
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=int, default=None, help=helptext)
@@ -112,31 +135,61 @@ def _setup_logging(quiet: bool) -> None:
     root.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
+# Fields of the layout and workload code that a flag sets, for error messages.
+_FLAG_OF_FIELD = {"fs_size_bytes": "--size", "fs_type": "--fs", "mount_options": "--mount-options",
+                  "memory_limit_bytes": "--memory-limit", "repeats": "--repeats",
+                  **{field: f"--{flag.replace('_', '-')}" for flag, field, _ in _OVERRIDES}}
+
+
+def _json_text(summary) -> str:
+    """The summary as JSON (postmark.to_json) with the diskmodel.postmark format marker first."""
+    import json
+
+    from diskmodel.calibrate import outputs
+    from diskmodel.calibrate import postmark as P
+
+    return json.dumps(outputs.mark(json.loads(P.to_json(summary)), "postmark"), indent=2, allow_nan=False) + "\n"
+
+
 def _run(args) -> int:
     from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate import outputs
     from diskmodel.calibrate import postmark as P
+    from diskmodel.calibrate.cli import one_line, with_flags
 
     _setup_logging(args.quiet)
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     if args.memory_limit is not None and args.memory_limit < 16 * MIB:
         raise UsageError(f"--memory-limit must be at least 16M, got {args.memory_limit}")
-    config = _config(args)
-    mount_options = tuple(o for o in args.mount_options.split(",") if o)
-    needed = L.backing_bytes_required(args.layout, args.size)  # validates --size (ValueError)
-    drop = not args.no_drop_caches
-
     try:
-        summary = _dispatch(args, config, mount_options, needed, drop)
-    except (P.PostMarkError, L.LayoutError, RuntimeError) as exc:
-        print(f"diskmodel: error: {exc}", file=sys.stderr)
-        return 1
+        config = _config(args)
+        mount_options = tuple(o for o in args.mount_options.split(",") if o)
+        needed = L.backing_bytes_required(args.layout, args.size)  # validates --size (ValueError)
+    except ValueError as exc:
+        raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+    drop = not args.no_drop_caches
+    measured = tuple(p for p in (args.scratch, args.destroy_data_on) if p)
+    # The output is checked before anything is built.
+    outputs.check_output_path(args.json, kind="postmark", force=args.force, measured_paths=measured)
 
-    print(summary.summary())
-    if args.json:
-        with open(args.json, "w") as fh:
-            fh.write(P.to_json(summary))
-        log.info("wrote %s", args.json)
+    with outputs.output_lock(args.json):
+        try:
+            summary = _dispatch(args, config, mount_options, needed, drop)
+        except (P.PostMarkError, L.LayoutError, RuntimeError) as exc:
+            print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        except ValueError as exc:
+            raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+
+        if args.json == "-":
+            outputs.write_output_atomically("-", _json_text(summary), kind="postmark")
+            return 0
+        print(summary.summary())
+        if args.json:
+            outputs.write_output_atomically(args.json, _json_text(summary), kind="postmark", force=args.force,
+                                            measured_paths=measured)
+            log.info("wrote %s", args.json)
     return 0
 
 

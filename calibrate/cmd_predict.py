@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 
 def _nonnegative(name):
@@ -38,8 +39,9 @@ def add_parser(subparsers) -> None:
                         help="the paper's layouts in the last 20 GB of the disk (Tables 1-3)")
     parser.add_argument("--workload", choices=("test1", "test2", "test3"), default="test1",
                         help="the paper's PostMark workloads")
-    parser.add_argument("--transactions", type=int, help="override the workload's transaction count")
-    parser.add_argument("--files", type=int, help="override the workload's number of files")
+    parser.add_argument("--transactions", type=_positive_int("--transactions"),
+                        help="override the workload's transaction count")
+    parser.add_argument("--files", type=_positive_int("--files"), help="override the workload's number of files")
     parser.add_argument("--fs", choices=("ext2", "ext3"), default="ext3")
     parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"), default="ordered")
     parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"),
@@ -52,32 +54,93 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _disk(args):
-    if args.calibration:
-        from diskmodel.calibrate.results import CalibrationResult
+def _positive_int(name):
+    def parse(text):
+        import argparse
 
-        return CalibrationResult.from_json(args.calibration).to_disk()
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number (got {text!r})") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0 (got {text!r})")
+        return value
+    return parse
+
+
+# Fields of the model that a flag of `diskmodel predict` sets, for error messages.
+_FLAG_OF_FIELD = {
+    "transactions": "--transactions",
+    "number_of_files": "--files",
+    "journal_mode": "--journal-mode",
+    "md_mapping_s": "--md-mapping-s",
+    "fb_mapping_s": "--fb-mapping-s",
+}
+
+
+def _flags_given(args) -> dict[str, str]:
+    """The model's field names that flags given on this command line set, and those flags."""
+    names = {field: flag for field, flag in _FLAG_OF_FIELD.items()
+             if getattr(args, flag[2:].replace("-", "_"), None) is not None}
+    if args.page_cache_bytes is not None:
+        names["size_bytes"] = "--page-cache-bytes"
+    return names
+
+
+def _disk(args):
+    from diskmodel.calibrate.cli import UsageError
+
+    if args.calibration:
+        from diskmodel.calibrate.results import CalibrationFileError, CalibrationResult
+
+        path = args.calibration
+        try:
+            result = CalibrationResult.from_json(Path(path))
+        except CalibrationFileError as exc:
+            raise UsageError(f"--calibration {exc}") from exc
+        except FileNotFoundError as exc:
+            raise UsageError(f"--calibration {path}: no such file") from exc
+        except OSError as exc:
+            raise UsageError(f"--calibration {path}: cannot read it: {exc.strerror or exc}") from exc
+        try:
+            return result.to_disk()
+        except ValueError as exc:
+            raise UsageError(f"--calibration {path}: {exc}") from exc
     from diskmodel.calibrate.simulated import disk_from_name
 
-    return disk_from_name(args.disk)
+    try:
+        return disk_from_name(args.disk)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--disk {args.disk}: {exc}") from exc
 
 
 def _run(args) -> int:
+    from diskmodel.calibrate.cli import UsageError, reword
     from diskmodel.model.filesystem import FileSystem, PageCache
     from diskmodel.model.layouts import LvmMapping, paper_layout
     from diskmodel.model.predict import predict
     from diskmodel.model.workload import postmark_preset
 
     disk = _disk(args)
-    workload = postmark_preset(args.workload)
-    changes = {k: v for k, v in (("transactions", args.transactions), ("number_of_files", args.files)) if v is not None}
-    if changes:
-        workload = workload.evolve(**changes)
-    filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
-    cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
-    layout = paper_layout(args.layout, disk.capacity_bytes)
-    prediction = predict(disk, layout, filesystem, workload, cache,
-                         LvmMapping(md_mapping_s=args.md_mapping_s, fb_mapping_s=args.fb_mapping_s))
+    try:
+        workload = postmark_preset(args.workload)
+        changes = {k: v for k, v in (("transactions", args.transactions), ("number_of_files", args.files))
+                   if v is not None}
+        if changes:
+            workload = workload.evolve(**changes)
+        filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
+        cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
+        mapping = LvmMapping(md_mapping_s=args.md_mapping_s, fb_mapping_s=args.fb_mapping_s)
+    except ValueError as exc:
+        raise UsageError(reword(exc, _flags_given(args))) from exc
+    try:
+        layout = paper_layout(args.layout, disk.capacity_bytes)
+    except ValueError as exc:
+        raise UsageError(f"--layout {args.layout} on {disk.name}: {exc}") from exc
+    try:
+        prediction = predict(disk, layout, filesystem, workload, cache, mapping)
+    except ValueError as exc:
+        raise UsageError(reword(exc, _flags_given(args))) from exc
     if args.json:
         print(json.dumps({
             "disk": disk.name, "layout": args.layout, "workload": args.workload,

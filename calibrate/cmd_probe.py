@@ -24,8 +24,15 @@ def add_parser(subparsers) -> None:
 
 
 def _run(args) -> int:
+    from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.probe import format_table, probe
 
-    result = probe(args.device, source=args.source, include_empty=args.all)
+    try:
+        result = probe(args.device, source=args.source, include_empty=args.all)
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
+        what = f"DEVICE {args.device}" if args.device is not None else f"--source {args.source}"
+        text = exc.strerror if isinstance(exc, OSError) and exc.strerror and exc.filename else str(exc)
+        named = args.device is not None and args.device in text
+        raise UsageError(text if named else f"{what}: {text}") from exc
     print(result.to_json() if args.json else format_table(result))
     return 0

@@ -25,11 +25,25 @@ def _run(args) -> int:
 
     from diskmodel.data.disksim import load_disksim_drive, validate_drive
 
+    from diskmodel.calibrate.cli import UsageError
+
     folder = Path(args.diskdir)
-    drive = load_disksim_drive(folder)
+    if not folder.exists():
+        raise UsageError(f"DISKDIR {folder}: no such folder (give a DiskSim drive folder, e.g. "
+                         f"../shared/data/disksim/hp_c2247a)")
+    if not folder.is_dir():
+        raise UsageError(f"DISKDIR {folder} is not a folder (give a DiskSim drive folder holding a .parv or "
+                         f".diskspecs and a .trace)")
+    try:
+        drive = load_disksim_drive(folder)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"DISKDIR {folder}: {_reason(exc)}") from exc
     if drive.trace_path is None:
-        raise FileNotFoundError(f"{folder} holds no .trace file to validate against")
-    result = validate_drive(drive)
+        raise UsageError(f"DISKDIR {folder} holds no .trace file to validate against")
+    try:
+        result = validate_drive(drive)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"DISKDIR {folder}: {_reason(exc)}") from exc
     if args.json:
         figures = result.as_dict()
         keys = ("disk", "requests", "demerit_ms", "demerit_pct_of_mean", "mean_measured_ms", "mean_predicted_ms")
@@ -39,3 +53,9 @@ def _run(args) -> int:
     else:
         print(result.summary())
     return 0
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)

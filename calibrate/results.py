@@ -26,9 +26,299 @@ from .checks import Verdict
 from .fit import (FlatLatencyModel, FlatTest, TableFit, TwoPieceFit, fit_flat_latency, fit_table,
                   fit_two_piece, test_flat)
 
-__all__ = ["CalibrationResult", "JSON_FORMAT"]
+__all__ = ["CalibrationResult", "CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA",
+           "validate_calibration_dict"]
 
-JSON_FORMAT = "diskmodel-calibration/1"
+# The "format" marker and "format_version" of the JSON that to_json writes.
+JSON_FORMAT = "diskmodel.calibration"
+FORMAT_VERSION = 1
+# Versions this diskmodel reads.
+KNOWN_FORMAT_VERSIONS = (1,)
+# Markers of earlier diskmodel versions (no "format_version" key): read as version 1
+# when they otherwise validate (the keys and their meaning did not change).
+LEGACY_FORMATS = {"diskmodel-calibration/1": 1}
+# A calibration file larger than this is refused unread.
+MAX_FILE_BYTES = 1 << 30
+
+
+class CalibrationFileError(ValueError):
+    """A calibration JSON that cannot be used: the message names the file (``source``) and the key.
+
+    E.g. ``calibration.json: key 'size_bytes' must be a positive integer (got -1)``.
+    """
+
+    def __init__(self, source: str, message: str, key: str | None = None):
+        super().__init__(f"{source}: {message}")
+        self.source = source
+        self.key = key
+
+
+# The declared schema of a calibration JSON (format_version 1): key -> (type, constraint).
+#
+# type: "int", "number" (int or float, finite, never a bool), "str", "bool",
+#   "object", "list", with "|null" where null is allowed; "list[T]": a list of T.
+# constraint: None, "> 0", ">= 0" (of a number, or of each number in a list),
+#   "non-empty" (a list), a nested schema (a dict: the keys of an object, or of
+#   each object in a list), or a tuple of these.
+# Cross-key rules (validate_calibration_dict): block_size_bytes divides
+# size_bytes; the zones cover [0, size_bytes) in order, back to back; sample
+# offsets lie in [0, size_bytes); the seek sample lists have one length, as do
+# the zone sample lists; a rotation period needs overhead_s.
+_CHECK_SCHEMA = {"name": ("str", None), "passed": ("bool|null", None), "detail": ("str", None)}
+_ZONE_SCHEMA = {"start_byte": ("int", ">= 0"), "end_byte": ("int", "> 0"), "rate_bytes_per_s": ("number", "> 0")}
+_ZONE_SAMPLES_SCHEMA = {
+    "location_bytes": ("list[int]", (">= 0", "non-empty")),
+    "rate_bytes_per_s": ("list[number|null]", "non-empty"),
+    "read_length_bytes": ("int", "> 0"),
+    "detail": ("str", None),
+}
+_SEEK_SAMPLES_SCHEMA = {
+    "from_bytes": ("list[int]", (">= 0", "non-empty")),
+    "to_bytes": ("list[int]", (">= 0", "non-empty")),
+    "time_s": ("list[number]", (">= 0", "non-empty")),
+    "designed": ("list[bool]", "non-empty"),
+    "round": ("list[int]", (">= 0", "non-empty")),
+    "design_distances_bytes": ("list[int]", (">= 0", "non-empty")),
+    "baseline_s": ("number|null", None),
+    "detail": ("str", None),
+}
+_FLAT_TEST_SCHEMA = {"flat": ("bool", None), "detail": ("str", None), "slope_pvalue": ("number|null", None),
+                     "rise_s": ("number|null", None)}
+SCHEMA: dict[str, tuple] = {
+    "format": ("str", None),
+    "format_version": ("int", "> 0"),
+    "target": ("str", None),
+    "kind": ("str", None),
+    "size_bytes": ("int", "> 0"),
+    "block_size_bytes": ("int", "> 0"),
+    "budget_s": ("number", "> 0"),
+    "rotation_period_s": ("number|null", "> 0"),
+    "rotation_period_bse_s": ("number|null", ">= 0"),
+    "rotation_period_samples_s": ("list[number|null]", None),
+    "rotation_detail": ("str", None),
+    "overhead_s": ("number|null", ">= 0"),
+    "block_transfer_s": ("number|null", ">= 0"),
+    "mechanical_seek": ("bool", None),
+    "flat_test": ("object", _FLAT_TEST_SCHEMA),
+    "seek_curve_table": ("list[list]", None),
+    "seek_curve_spread": ("list[object]", None),
+    "seek_fit": ("object", None),
+    "seek_fit_table": ("object", None),
+    "latency_model": ("object|null", None),
+    "mean_random_seek_time_s": ("number|null", ">= 0"),
+    "zones": ("list[object]", ("non-empty", _ZONE_SCHEMA)),
+    "zone_samples": ("object", _ZONE_SAMPLES_SCHEMA),
+    "seek_samples": ("object", _SEEK_SAMPLES_SCHEMA),
+    "device_time_s": ("number", ">= 0"),
+    "wall_time_s": ("number", ">= 0"),
+    "reads": ("int", ">= 0"),
+    "checks": ("list[object]", _CHECK_SCHEMA),
+}
+# Keys to_dict writes for readers that from_dict recomputes from the samples:
+# type-checked where present, not required.
+DERIVED_KEYS = frozenset({"mechanical_seek", "flat_test", "seek_curve_table", "seek_curve_spread", "seek_fit",
+                          "seek_fit_table", "latency_model", "mean_random_seek_time_s"})
+# Keys of nested objects that are derived likewise.
+_DERIVED_NESTED = {"seek_samples": frozenset({"baseline_s"})}
+
+
+def _shown(value) -> str:
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if isinstance(value, str):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _wanted(type_: str, constraints: tuple) -> str:
+    """How a type and constraint read in a message: 'a positive integer', 'a number >= 0 or null', ..."""
+    nullable = type_.endswith("|null")
+    base = type_.removesuffix("|null")
+    sign = next((c for c in constraints if c in ("> 0", ">= 0")), None)
+    if base == "int":
+        text = {"> 0": "a positive integer", ">= 0": "an integer >= 0", None: "an integer"}[sign]
+    elif base == "number":
+        text = {"> 0": "a number > 0", ">= 0": "a number >= 0", None: "a finite number"}[sign]
+    elif base == "str":
+        text = "a string"
+    elif base == "bool":
+        text = "true or false"
+    elif base == "object":
+        text = "an object"
+    elif base.startswith("list"):
+        text = "a non-empty list" if "non-empty" in constraints else "a list"
+        if base != "list":
+            text += " of " + _plural(base[5:-1], constraints)
+    else:  # pragma: no cover - the schema uses the types above only
+        text = base
+    return text + (" or null" if nullable else "")
+
+
+def _plural(type_: str, constraints: tuple) -> str:
+    """The elements of a list in a message: 'integers >= 0', 'finite numbers or nulls', 'objects'."""
+    nullable = type_.endswith("|null")
+    base = type_.removesuffix("|null")
+    sign = next((c for c in constraints if c in ("> 0", ">= 0")), None)
+    if base == "int":
+        text = {"> 0": "positive integers", ">= 0": "integers >= 0", None: "integers"}[sign]
+    elif base == "number":
+        text = {"> 0": "numbers > 0", ">= 0": "numbers >= 0", None: "finite numbers"}[sign]
+    else:
+        text = {"str": "strings", "bool": "true or false values", "object": "objects", "list": "lists"}[base]
+    return text + (" or nulls" if nullable else "")
+
+
+def _type_ok(base: str, value) -> bool:
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base == "number":
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and (isinstance(value, int) or math.isfinite(value)))
+    if base == "str":
+        return isinstance(value, str)
+    if base == "bool":
+        return isinstance(value, bool)
+    if base == "object":
+        return isinstance(value, dict)
+    if base == "list":
+        return isinstance(value, list)
+    raise AssertionError(base)  # pragma: no cover
+
+
+def _check_value(source: str, key: str, value, type_: str, constraint) -> None:
+    constraints = constraint if isinstance(constraint, tuple) else (constraint,)
+    nested = next((c for c in constraints if isinstance(c, dict)), None)
+    words = tuple(c for c in constraints if isinstance(c, str))
+
+    def fail(where: str, got) -> None:
+        raise CalibrationFileError(source, f"key '{where}' must be {_wanted(type_, words)} (got {_shown(got)})", where)
+
+    if value is None:
+        if type_.endswith("|null"):
+            return
+        fail(key, value)
+    base = type_.removesuffix("|null")
+    if base.startswith("list"):
+        if not isinstance(value, list):
+            fail(key, value)
+        if "non-empty" in words and not value:
+            fail(key, value)
+        if base == "list":
+            return
+        inner = base[5:-1]
+        inner_base = inner.removesuffix("|null")
+        for i, item in enumerate(value):
+            where = f"{key}[{i}]"
+            if item is None and inner.endswith("|null"):
+                continue
+            if item is None or not _type_ok(inner_base, item) or not _sign_ok(item, words):
+                raise CalibrationFileError(
+                    source, f"key '{where}' must be {_wanted(inner, words)} (got {_shown(item)})", where)
+            if nested is not None:
+                _check_object(source, where, item, nested)
+        return
+    if not _type_ok(base, value) or not _sign_ok(value, words):
+        fail(key, value)
+    if nested is not None:
+        _check_object(source, key, value, nested)
+
+
+def _sign_ok(value, words) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return True
+    if "> 0" in words:
+        return value > 0
+    if ">= 0" in words:
+        return value >= 0
+    return True
+
+
+def _check_object(source: str, prefix: str, data: dict, schema: dict, derived=frozenset()) -> None:
+    for key, (type_, constraint) in schema.items():
+        where = f"{prefix}.{key}" if prefix else key
+        if key not in data:
+            if key in derived or key in _DERIVED_NESTED.get(prefix, ()):
+                continue
+            raise CalibrationFileError(source, f"key '{where}' is missing", where)
+        _check_value(source, where, data[key], type_, constraint)
+
+
+def validate_calibration_dict(data, source: str = "calibration") -> int:
+    """Check *data* (parsed calibration JSON) against :data:`SCHEMA` and the cross-key rules.
+
+    Returns the format version. Raises :class:`CalibrationFileError` naming
+    *source* and the first key at fault. Files of an earlier diskmodel (format
+    ``diskmodel-calibration/1``, no ``format_version``) are read as version 1.
+    """
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(data), "a number" if isinstance(data, (int, float)) else type(data).__name__)
+        raise CalibrationFileError(source, f"must hold one JSON object (a diskmodel calibration result), "
+                                           f"not {kind}")
+    marker = data.get("format")
+    if marker == JSON_FORMAT:
+        if "format_version" not in data:
+            raise CalibrationFileError(source, "key 'format_version' is missing", "format_version")
+        version = data["format_version"]
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise CalibrationFileError(source, f"key 'format_version' must be a positive integer "
+                                               f"(got {_shown(version)})", "format_version")
+        if version not in KNOWN_FORMAT_VERSIONS:
+            raise CalibrationFileError(source, f"format_version {version} is not one this diskmodel reads "
+                                               f"({', '.join(map(str, KNOWN_FORMAT_VERSIONS))}); use a newer "
+                                               f"diskmodel, or calibrate again", "format_version")
+        schema = SCHEMA
+    elif isinstance(marker, str) and marker in LEGACY_FORMATS:
+        version = LEGACY_FORMATS[marker]
+        schema = {k: v for k, v in SCHEMA.items() if k != "format_version"}
+    else:
+        what = "no 'format' key" if "format" not in data else f"key 'format' is {_shown(marker)}"
+        raise CalibrationFileError(source, f"not a diskmodel calibration result ({what}; expected "
+                                           f"{JSON_FORMAT!r}, as `diskmodel calibrate --json` writes)", "format")
+    _check_object(source, "", data, schema, derived=DERIVED_KEYS)
+
+    def bad(key: str, message: str):
+        raise CalibrationFileError(source, f"key '{key}' {message}", key)
+
+    size, block = data["size_bytes"], data["block_size_bytes"]
+    if size % block:
+        bad("block_size_bytes", f"must divide size_bytes={size} (got {block})")
+    if data["rotation_period_s"] is not None and data["overhead_s"] is None:
+        bad("overhead_s", "must be a number >= 0 where rotation_period_s is given (got null)")
+    zones = data["zones"]
+    if zones[0]["start_byte"] != 0:
+        bad("zones[0].start_byte", f"must be 0: the zones cover the device from its start "
+                                   f"(got {zones[0]['start_byte']})")
+    for i, z in enumerate(zones):
+        if z["end_byte"] <= z["start_byte"]:
+            bad(f"zones[{i}].end_byte", f"must exceed start_byte={z['start_byte']} (got {z['end_byte']})")
+        if i and z["start_byte"] != zones[i - 1]["end_byte"]:
+            bad(f"zones[{i}].start_byte", f"must equal the end_byte of zones[{i - 1}], "
+                                          f"{zones[i - 1]['end_byte']} (got {z['start_byte']})")
+    if zones[-1]["end_byte"] != size:
+        bad(f"zones[{len(zones) - 1}].end_byte", f"must be size_bytes={size}: the zones cover the device to its end "
+                                                 f"(got {zones[-1]['end_byte']})")
+    zs = data["zone_samples"]
+    if len(zs["rate_bytes_per_s"]) != len(zs["location_bytes"]):
+        bad("zone_samples.rate_bytes_per_s", f"must have one entry per location ({len(zs['location_bytes'])}) "
+                                             f"(got {len(zs['rate_bytes_per_s'])})")
+    for i, loc in enumerate(zs["location_bytes"]):
+        if loc >= size:
+            bad(f"zone_samples.location_bytes[{i}]", f"must lie in [0, size_bytes={size}) (got {loc})")
+    ss = data["seek_samples"]
+    n = len(ss["from_bytes"])
+    for key in ("to_bytes", "time_s", "designed", "round"):
+        if len(ss[key]) != n:
+            bad(f"seek_samples.{key}", f"must have one entry per read, as from_bytes ({n}) (got {len(ss[key])})")
+    for key in ("from_bytes", "to_bytes"):
+        for i, offset in enumerate(ss[key]):
+            if offset >= size:
+                bad(f"seek_samples.{key}[{i}]", f"must lie in [0, size_bytes={size}) (got {offset})")
+    if not any(a != b for a, b in zip(ss["from_bytes"], ss["to_bytes"])):
+        bad("seek_samples", "holds no read that moved the head (every to_bytes equals its from_bytes)")
+    return version
 
 
 def _finite(value):
@@ -464,7 +754,7 @@ class CalibrationResult:
             seek_fit["params"] = {}
             seek_fit["bse"] = {}
         return {
-            "format": JSON_FORMAT,
+            "format": JSON_FORMAT, "format_version": FORMAT_VERSION,
             "target": self.target, "kind": self.kind,
             "size_bytes": self.size_bytes, "block_size_bytes": self.block_size_bytes, "budget_s": self.budget_s,
             "rotation_period_s": self.rotation_period_s,
@@ -496,36 +786,89 @@ class CalibrationResult:
         }
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 1) -> str:
-        """The result as JSON (and written to *path* if given); NaN and inf become null."""
+        """The result as JSON (and written to *path* if given); NaN and inf become null.
+
+        A *path* is written atomically (a temporary file renamed over it), so a
+        failure never leaves half a result; the command line checks the path
+        first (:mod:`diskmodel.calibrate.outputs`)."""
         text = json.dumps(_finite(self.to_dict()), indent=indent, allow_nan=False)
         if path is not None:
-            Path(path).write_text(text)
+            from .outputs import write_output_atomically
+
+            write_output_atomically(path, text, kind="calibration", force=True, flag="path")
         return text
 
     @classmethod
     def from_json(cls, text_or_path) -> "CalibrationResult":
         """Rebuild a result from :meth:`to_json` output (a JSON string or a file path);
-        the fits are recomputed from the samples (deterministically)."""
-        if isinstance(text_or_path, Path) or (isinstance(text_or_path, str) and not text_or_path.lstrip().startswith("{")):
-            text = Path(text_or_path).read_text()
+        the fits are recomputed from the samples (deterministically).
+
+        The JSON is checked against :data:`SCHEMA` first: a file that is not a
+        calibration result, lacks a key, or holds a value of the wrong type or
+        sign raises :class:`CalibrationFileError` (a ``ValueError``) naming the
+        file and the key. A path that cannot be read raises the ``OSError``."""
+        import os
+        import stat
+
+        is_text = isinstance(text_or_path, str) and text_or_path.lstrip()[:1] in ("{", "[") \
+            and not os.path.exists(text_or_path)
+        if isinstance(text_or_path, (str, os.PathLike)) and not is_text:
+            source = os.fspath(text_or_path)
+            st = os.stat(source)
+            if stat.S_ISDIR(st.st_mode):
+                raise CalibrationFileError(source, "is a directory, not a calibration JSON file "
+                                                   "(give the file `diskmodel calibrate --json` wrote)")
+            if not stat.S_ISREG(st.st_mode):
+                raise CalibrationFileError(source, "is not a regular file (a device, a FIFO or a socket); give "
+                                                   "the JSON file `diskmodel calibrate --json` wrote")
+            if st.st_size > MAX_FILE_BYTES:
+                raise CalibrationFileError(source, f"is {st.st_size} bytes, too large for a calibration result")
+            raw = Path(source).read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CalibrationFileError(source, "is not a UTF-8 text file, hence not a calibration JSON") from None
+        elif isinstance(text_or_path, str):
+            source, text = "text_or_path (JSON text)", text_or_path
         else:
-            text = text_or_path
-        data = json.loads(text)
-        if data.get("format") != JSON_FORMAT:
-            raise ValueError(f"text_or_path: not a diskmodel calibration result (format {data.get('format')!r})")
+            raise TypeError(f"text_or_path must be JSON text or a path (got {type(text_or_path).__name__})")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            what = "is empty" if not text.strip() else (f"is not valid JSON ({exc.msg} at line {exc.lineno} "
+                                                         f"column {exc.colno}; truncated?)")
+            raise CalibrationFileError(source, what) from None
+        except RecursionError:
+            raise CalibrationFileError(source, "is not a calibration result (nested too deeply)") from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def from_dict(cls, data, *, source: str = "calibration") -> "CalibrationResult":
+        """Rebuild a result from :meth:`to_dict` output, checked against :data:`SCHEMA`
+        (see :func:`validate_calibration_dict`; errors name *source* and the key)."""
+        validate_calibration_dict(data, source)
         z, s = data["zone_samples"], data["seek_samples"]
-        return cls(
-            target=data["target"], kind=data["kind"], size_bytes=data["size_bytes"],
-            block_size_bytes=data["block_size_bytes"], budget_s=data["budget_s"],
-            rotation_period_s=data["rotation_period_s"], rotation_period_bse_s=data["rotation_period_bse_s"],
-            rotation_period_samples_s=data["rotation_period_samples_s"], overhead_s=data["overhead_s"],
-            block_transfer_s=data["block_transfer_s"], rotation_detail=data["rotation_detail"],
-            zone_locations_bytes=z["location_bytes"],
-            zone_rates_bytes_per_s=[np.nan if r is None else r for r in z["rate_bytes_per_s"]],
-            zone_read_length_bytes=z["read_length_bytes"],
-            zones=[(q["start_byte"], q["end_byte"], q["rate_bytes_per_s"]) for q in data["zones"]],
-            zone_detail=z["detail"], seek_from_bytes=s["from_bytes"], seek_to_bytes=s["to_bytes"],
-            seek_time_s=s["time_s"], seek_designed=s["designed"], seek_round=s["round"],
-            seek_distances_bytes=s["design_distances_bytes"], seek_detail=s["detail"],
-            checks=[Verdict(c["name"], c["passed"], c["detail"]) for c in data["checks"]],
-            device_time_s=data["device_time_s"], wall_time_s=data["wall_time_s"], reads=data["reads"])
+        period = data["rotation_period_s"]
+        bse = data["rotation_period_bse_s"]
+        if period is not None and bse is None:
+            bse = math.nan  # an undefined standard error, written as null
+        try:
+            return cls(
+                target=data["target"], kind=data["kind"], size_bytes=data["size_bytes"],
+                block_size_bytes=data["block_size_bytes"], budget_s=data["budget_s"],
+                rotation_period_s=period, rotation_period_bse_s=bse,
+                rotation_period_samples_s=[math.nan if v is None else v for v in data["rotation_period_samples_s"]],
+                overhead_s=data["overhead_s"],
+                block_transfer_s=data["block_transfer_s"], rotation_detail=data["rotation_detail"],
+                zone_locations_bytes=z["location_bytes"],
+                zone_rates_bytes_per_s=[np.nan if r is None else r for r in z["rate_bytes_per_s"]],
+                zone_read_length_bytes=z["read_length_bytes"],
+                zones=[(q["start_byte"], q["end_byte"], q["rate_bytes_per_s"]) for q in data["zones"]],
+                zone_detail=z["detail"], seek_from_bytes=s["from_bytes"], seek_to_bytes=s["to_bytes"],
+                seek_time_s=s["time_s"], seek_designed=s["designed"], seek_round=s["round"],
+                seek_distances_bytes=s["design_distances_bytes"], seek_detail=s["detail"],
+                checks=[Verdict(c["name"], c["passed"], c["detail"]) for c in data["checks"]],
+                device_time_s=data["device_time_s"], wall_time_s=data["wall_time_s"], reads=data["reads"])
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError) as exc:
+            # The schema holds, but the samples do not make a calibration (e.g. too few to fit).
+            raise CalibrationFileError(source, f"the samples do not make a calibration ({exc})") from None

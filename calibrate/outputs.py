@@ -1,0 +1,385 @@
+"""Output files of the ``diskmodel`` command line: checked before a run, written atomically.
+
+Every subcommand that writes a result file goes through this module:
+
+- :func:`check_output_path` is called before the run starts (before any
+  measurement or any layout is built). An output path must be new, ``-``
+  (standard output), or an earlier diskmodel result of the same kind
+  (recognised by parsing it: a JSON object whose ``"format"`` is
+  ``"diskmodel.<kind>"``). Anything else is refused with a one-line
+  :class:`OutputRefused` that says how to proceed: a device, a directory,
+  a FIFO or socket, a path the run measures (refused even with ``--force``),
+  a missing parent directory, a directory one cannot write in, and another
+  regular file (allowed with ``--force`` only).
+- :func:`check_output_dir` is the same for a report folder (``experiment --out``):
+  new, empty, or an earlier experiment report (``report.md`` and an earlier
+  ``calibration.json``); a folder holding other files needs ``--force``.
+- :func:`output_lock` takes the run's exclusive lock on the output path
+  (:func:`diskmodel.calibrate.runstate.lock_target`).
+- :func:`write_output_atomically` writes to a temporary file in the same
+  directory, fsyncs it and renames it over the target, so a crash or a full
+  disk never leaves half a result (nor destroys the earlier one).
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import stat
+import sys
+import tempfile
+
+__all__ = [
+    "FORMATS", "FORMAT_VERSIONS", "OutputRefused", "OutputWriteError", "format_marker", "mark",
+    "is_earlier_result", "check_output_path", "check_output_dir", "is_experiment_report_dir",
+    "output_lock", "write_output_atomically", "EXPERIMENT_FILES",
+]
+
+# The "format" marker each kind of result carries, and the format_version this diskmodel writes.
+FORMATS = {
+    "calibration": "diskmodel.calibration",
+    "postmark": "diskmodel.postmark",
+    "experiment": "diskmodel.experiment",
+}
+FORMAT_VERSIONS = {"calibration": 1, "postmark": 1, "experiment": 1}
+# Markers written by earlier versions of diskmodel, still recognised as results of the kind.
+_LEGACY_FORMATS = {"calibration": ("diskmodel-calibration/1",)}
+# Postmark summaries written before the marker existed: recognised by their keys.
+_LEGACY_POSTMARK_KEYS = frozenset({"environment", "config", "n", "mean", "bse", "runs"})
+# A result file larger than this is not parsed (it is not one of ours).
+MAX_RESULT_BYTES = 1 << 30
+# The files `diskmodel experiment` writes into its report folder.
+EXPERIMENT_FILES = ("report.md", "calibration.json", "predictions.csv", "seek_curve.png",
+                    "zone_rates.png", "throughput.png")
+
+
+class OutputRefused(ValueError):
+    """An output path that must not be written; the message is one line and says what to do."""
+
+    def __init__(self, message: str, *, path=None, forceable: bool = False):
+        super().__init__(message)
+        self.path = path
+        self.forceable = forceable
+
+
+class OutputWriteError(OSError):
+    """Writing an output failed (a full disk, an I/O error); the earlier file, if any, is intact."""
+
+    def __str__(self) -> str:  # one line, already worded (no "[Errno N]" prefix)
+        return self.strerror if self.strerror else super().__str__()
+
+
+def format_marker(kind: str) -> str:
+    try:
+        return FORMATS[kind]
+    except KeyError:
+        raise ValueError(f"kind must be one of {', '.join(FORMATS)} (got {kind!r})") from None
+
+
+def mark(data: dict, kind: str) -> dict:
+    """*data* with the kind's ``format`` and ``format_version`` first."""
+    rest = {k: v for k, v in data.items() if k not in ("format", "format_version")}
+    return {"format": format_marker(kind), "format_version": FORMAT_VERSIONS[kind], **rest}
+
+
+def _load_json_object(path) -> dict | None:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RESULT_BYTES or st.st_size == 0:
+            return None
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_earlier_result(path, kind: str) -> bool:
+    """Is *path* a regular file holding an earlier diskmodel result of *kind*?"""
+    data = _load_json_object(path)
+    if data is None:
+        return False
+    marker = data.get("format")
+    if marker == format_marker(kind) or marker in _LEGACY_FORMATS.get(kind, ()):
+        return True
+    return kind == "postmark" and "format" not in data and _LEGACY_POSTMARK_KEYS <= data.keys()
+
+
+def _what(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "not a regular file"
+
+
+def _loop_backing_file(st: os.stat_result) -> str | None:
+    """The backing file of a loop device (by its device number), if it is one."""
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    try:
+        with open(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/loop/backing_file") as fh:
+            return fh.read().strip().removesuffix(" (deleted)") or None
+    except OSError:
+        return None
+
+
+def _same_target(output: str, measured) -> bool:
+    """Is *output* the measured path (the same file, the same device, or a loop device's backing file)?"""
+    measured = os.fspath(measured)
+    try:
+        if os.path.realpath(output) == os.path.realpath(measured):
+            return True
+    except (OSError, ValueError):
+        pass
+    try:
+        out_st, meas_st = os.stat(output), os.stat(measured)
+    except (OSError, ValueError):
+        return False
+    if (out_st.st_dev, out_st.st_ino) == (meas_st.st_dev, meas_st.st_ino):
+        return True
+    devices = (stat.S_ISBLK, stat.S_ISCHR)
+    if any(f(out_st.st_mode) for f in devices) and any(f(meas_st.st_mode) for f in devices):
+        if out_st.st_rdev == meas_st.st_rdev:
+            return True
+    backing = _loop_backing_file(meas_st)
+    if backing is not None:
+        try:
+            b_st = os.stat(backing)
+            if (out_st.st_dev, out_st.st_ino) == (b_st.st_dev, b_st.st_ino):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _check_parent_writable(path: str, flag: str, shown: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path)) or "/"
+    if not os.path.isdir(parent):
+        raise OutputRefused(f"{flag} {shown}: the directory {parent} does not exist; create it first, "
+                            f"or choose another path", path=path)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputRefused(f"{flag} {shown}: cannot write in the directory {parent} (no permission, or "
+                            f"a read-only file system); choose another path", path=path)
+
+
+def check_output_path(path, *, kind: str, force: bool = False, measured_paths=(), flag: str = "--json") -> None:
+    """Refuse an output *path* (raise :class:`OutputRefused`) unless it may be written.
+
+    Call it before the run starts. Allowed: ``-`` (standard output), a new
+    path in a writable directory, an earlier diskmodel result of *kind*, and,
+    with *force*, another regular file. Refused even with *force*: a path in
+    *measured_paths* (the same file, device or a measured loop device's
+    backing file), a device, a directory, a FIFO or a socket.
+    """
+    format_marker(kind)
+    if path is None or path == "-":
+        return
+    path = os.fspath(path)
+    shown = path
+    if path == "":
+        raise OutputRefused(f"{flag}: the output path is empty; give a file path, or '-' for standard output")
+    for measured in measured_paths:
+        if measured and _same_target(path, measured):
+            raise OutputRefused(f"{flag} {shown}: this is the target the run measures ({os.fspath(measured)}); "
+                                f"writing there would destroy it; choose another path (--force does not apply)",
+                                path=path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise OutputRefused(f"{flag} {shown}: a symbolic link to a missing path "
+                                f"({os.readlink(path)}); choose another path", path=path) from None
+        _check_parent_writable(path, flag, shown)
+        return
+    except NotADirectoryError:
+        raise OutputRefused(f"{flag} {shown}: a part of the path is not a directory; choose another path",
+                            path=path) from None
+    except PermissionError:
+        raise OutputRefused(f"{flag} {shown}: cannot look at this path (permission denied); choose another path",
+                            path=path) from None
+    except OSError as exc:
+        raise OutputRefused(f"{flag} {shown}: cannot look at this path ({exc.strerror}); choose another path",
+                            path=path) from None
+    if not stat.S_ISREG(st.st_mode):
+        hint = (f"give a file path in it, such as {os.path.join(path, kind + '.json')}"
+                if stat.S_ISDIR(st.st_mode) else "choose a new file path")
+        raise OutputRefused(f"{flag} {shown} is {_what(st.st_mode)}, not a result file; {hint} "
+                            f"(--force does not apply)", path=path)
+    if not is_earlier_result(path, kind):
+        if not force:
+            raise OutputRefused(f"{flag} {shown} exists and is not an earlier diskmodel {kind} result; choose "
+                                f"another path, or pass --force to overwrite it", path=path, forceable=True)
+    # The file is replaced by a rename in its directory: that directory must be writable.
+    _check_parent_writable(os.path.realpath(path), flag, shown)
+
+
+def is_experiment_report_dir(path) -> bool:
+    """Is *path* a folder written by ``diskmodel experiment`` (report.md and an earlier calibration.json)?"""
+    report = os.path.join(path, "report.md")
+    try:
+        if not stat.S_ISREG(os.lstat(report).st_mode):
+            return False
+        with open(report, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return head.startswith(b"# diskmodel experiment") and is_earlier_result(os.path.join(path, "calibration.json"),
+                                                                             "calibration")
+
+
+def check_output_dir(path, *, kind: str = "experiment", force: bool = False, measured_paths=(),
+                     flag: str = "--out") -> None:
+    """Refuse a report folder *path* (raise :class:`OutputRefused`) unless it may be written.
+
+    Allowed: a new folder (its missing parents are created, as for the
+    default ``reports/experiment``), an empty folder, an earlier experiment
+    report folder, and, with *force*, a folder holding other files. Refused
+    even with *force*: anything not a folder, a folder one cannot write in,
+    a folder where one of the report's file names is taken by something
+    other than a regular file, a path the run measures.
+    """
+    if path is None or os.fspath(path) in ("", "-"):
+        raise OutputRefused(f"{flag}: give a folder for the report (not {path!r})")
+    path = os.fspath(path)
+    for measured in measured_paths:
+        if measured and _same_target(path, measured):
+            raise OutputRefused(f"{flag} {path}: this is the target the run measures ({os.fspath(measured)}); "
+                                f"choose another folder (--force does not apply)", path=path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise OutputRefused(f"{flag} {path}: a symbolic link to a missing path; choose another folder",
+                                path=path) from None
+        ancestor = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
+            raise OutputRefused(f"{flag} {path}: {ancestor} is not a directory; choose another folder", path=path)
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise OutputRefused(f"{flag} {path}: cannot create it in {ancestor} (no permission, or a read-only "
+                                f"file system); choose another folder", path=path)
+        return
+    except OSError as exc:
+        raise OutputRefused(f"{flag} {path}: cannot look at this path ({exc.strerror}); choose another folder",
+                            path=path) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputRefused(f"{flag} {path} is {_what(st.st_mode)}; the report needs a new or empty folder "
+                            f"(--force does not apply)", path=path)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OutputRefused(f"{flag} {path}: cannot write in this folder (no permission, or a read-only file "
+                            f"system); choose another folder", path=path)
+    for name in EXPERIMENT_FILES:
+        try:
+            mode = os.lstat(os.path.join(path, name)).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise OutputRefused(f"{flag} {path}: {name} in it is {_what(mode) if not stat.S_ISLNK(mode) else 'a symbolic link'}, "
+                                f"which the report would overwrite; choose another folder (--force does not apply)",
+                                path=path)
+    entries = os.listdir(path)
+    if not entries or is_experiment_report_dir(path) or force:
+        return
+    shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
+    raise OutputRefused(f"{flag} {path} holds other files ({shown}) and is not an earlier diskmodel experiment "
+                        f"report; choose a new or empty folder, or pass --force to write the report into it",
+                        path=path, forceable=True)
+
+
+@contextlib.contextmanager
+def output_lock(path):
+    """Hold the run's exclusive lock on the output *path* (nothing for None or ``-``).
+
+    Raises :class:`diskmodel.calibrate.runstate.TargetLocked` when another
+    run holds it (its message names that run's PID)."""
+    if path is None or os.fspath(path) in ("", "-"):
+        yield
+        return
+    from diskmodel.calibrate import runstate
+
+    with runstate.lock_target(os.fspath(path), purpose="output"):
+        yield
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_output_atomically(path, text: str, *, kind: str, force: bool = False, flag: str = "--json",
+                            measured_paths=()) -> None:
+    """Write *text* to *path* (``-``: standard output) so that a failure never leaves half a result.
+
+    The path is checked again (:func:`check_output_path`; it may have changed
+    during the run), *text* goes to a temporary file in the same directory
+    (``tempfile.mkstemp``), which is fsynced and renamed over the target
+    (``os.replace``); a symbolic link is followed (the file it names is
+    replaced). The mode of a replaced file is kept; a new file gets 0666 less
+    the umask. On failure the temporary file is removed and
+    :class:`OutputWriteError` (an ``OSError``, one line) is raised; the earlier
+    file, if any, is intact.
+    """
+    if path == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    check_output_path(path, kind=kind, force=force, measured_paths=measured_paths, flag=flag)
+    shown = os.fspath(path)
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
+    try:
+        old = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    data = text.encode("utf-8")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+        try:
+            if old is not None:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, old.st_uid, old.st_gid)
+            else:
+                os.fchmod(fd, 0o666 & ~_umask())
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = "free some space, or choose another path"
+        else:
+            hint = "choose another path"
+        kept = "; the earlier file is intact" if old is not None else ""
+        raise OutputWriteError(exc.errno, f"{flag} {shown}: cannot write the result: {why} ({hint}){kept}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    # The rename is durable once the directory is on disk (best effort: not every file system allows it).
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
