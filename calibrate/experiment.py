@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from diskmodel.calibrate.outputs import replace_file_atomically
 from diskmodel.data.tables import postmark_results
 from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 
@@ -222,26 +224,32 @@ def _write_report(report: ExperimentReport, fit) -> None:
 
     out = report.out_dir
     calibration = report.calibration
-    (out / "calibration.json").write_text(calibration.to_json())
+    # Every file of the report is replaced whole (temporary file, then rename): a crash
+    # leaves the earlier report's file or the new one, never half of one.
+    replace_file_atomically(out / "calibration.json", calibration.to_json().encode())
     predictions = pd.concat([report.comparison.assign(fit="all tests"),
                              report.held_out.assign(fit="test held out")], ignore_index=True)
-    predictions.to_csv(out / "predictions.csv", index=False)
+    replace_file_atomically(out / "predictions.csv", predictions.to_csv(index=False).encode())
+
+    def save_png(fig, name: str) -> None:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
+        plt.close(fig)
+        replace_file_atomically(out / name, buffer.getvalue())
+
 
     fig, ax = plt.subplots(figsize=(6, 4))
     calibration.plot(ax=ax)
     fig.tight_layout()
-    fig.savefig(out / "seek_curve.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, "seek_curve.png")
     fig, ax = plt.subplots(figsize=(6, 4))
     calibration.plot_zones(ax=ax)
     fig.tight_layout()
-    fig.savefig(out / "zone_rates.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, "zone_rates.png")
     fig, ax = plt.subplots(figsize=(6, 5.5))
     _plot_throughput(report, ax=ax)
     fig.tight_layout()
-    fig.savefig(out / "throughput.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, "throughput.png")
 
     table = report.summary_table()
     lines = [
@@ -289,7 +297,7 @@ def _write_report(report: ExperimentReport, fit) -> None:
             lines += [f"### {test}: {config.number_of_files} files, {config.transactions} transactions", "",
                       "```", summary.summary(), "```", ""]
     lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.timings_s.items())]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    replace_file_atomically(out / "report.md", ("\n".join(lines) + "\n").encode())
 
 
 def format_summary(report: ExperimentReport) -> str:

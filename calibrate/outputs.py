@@ -337,13 +337,32 @@ def write_output_atomically(path, text: str, *, kind: str, force: bool = False, 
         return
     check_output_path(path, kind=kind, force=force, measured_paths=measured_paths, flag=flag)
     shown = os.fspath(path)
+    existed = os.path.exists(path)
+    try:
+        replace_file_atomically(path, text.encode("utf-8"))
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = "free some space, or choose another path"
+        else:
+            hint = "choose another path"
+        kept = "; the earlier file is intact" if existed else ""
+        raise OutputWriteError(exc.errno, f"{flag} {shown}: cannot write the result: {why} ({hint}){kept}") from exc
+
+
+def replace_file_atomically(path, data: bytes) -> None:
+    """Put *data* at *path* through a temporary file in the same folder, fsync and rename.
+
+    A crash leaves either the earlier file or the new one, never half of one.
+    A symbolic link is followed; a replaced file keeps its mode (a new one
+    gets 0666 less the umask). Raises OSError; the temporary file is removed.
+    """
     target = os.path.realpath(path)
     directory = os.path.dirname(target) or "."
     try:
         old = os.stat(target)
     except FileNotFoundError:
         old = None
-    data = text.encode("utf-8")
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
@@ -364,14 +383,6 @@ def write_output_atomically(path, text: str, *, kind: str, force: bool = False, 
             os.close(fd)
         os.replace(tmp, target)
         tmp = None
-    except OSError as exc:
-        why = exc.strerror or str(exc)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            hint = "free some space, or choose another path"
-        else:
-            hint = "choose another path"
-        kept = "; the earlier file is intact" if old is not None else ""
-        raise OutputWriteError(exc.errno, f"{flag} {shown}: cannot write the result: {why} ({hint}){kept}") from exc
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
