@@ -3,14 +3,16 @@
     python benchmarks/host_postmark_check.py [--files N] [--transactions N]
         [--limits 64M,128M,256M,512M,none] [--repeats 2] [--budget-s 10]
 
-Issue 5, "Checking the model", item 2.  Steps:
+Issue 5, "Checking the model", item 2.  Needs root (loop devices, mounts,
+cgroups) and postmark.  Steps:
 
 1. **Calibrate the storage** with the harness (real O_DIRECT backend,
    :func:`diskmodel.calibrate.measure.calibrate`) on a fully written scratch
    file in ``--scratch-dir`` (default /var/tmp, the same file system the
-   PostMark scratch lives on).  This machine is flash-backed: the harness
-   reports no mechanical seek and gives a flat latency model (mean latency
-   of a 4 KiB read, and a transfer rate).
+   PostMark scratch lives on).  The check is written for flash-backed
+   storage: there the harness reports no mechanical seek and gives a flat
+   latency model (mean latency of a 4 KiB read, and a transfer rate); a
+   calibration that finds a mechanical seek stops the check.
 2. **Model inputs.**  ``CalibrationResult.to_disk()`` refuses a device
    without a mechanical seek (by design), so :func:`flat_latency_disk` builds
    the :class:`diskmodel.model.Disk` from documented model objects: the flat
@@ -18,16 +20,17 @@ Issue 5, "Checking the model", item 2.  Steps:
    every request, sequential or not, as on flash), a constant zero
    :class:`~diskmodel.model.TableSeek`, one zone whose rate is the calibrated
    transfer rate, and a spindle so fast (one 512-byte sector per track: a
-   revolution is one sector's transfer time, ~0.4 us) that the rotational
-   terms of eqs. (4) and (8) are below 0.3 % of the latency.  The file
-   system is read off the real one (``dumpe2fs -h``: block and inode size,
-   journal size; the mount options; ``max_sectors_kb`` of the loop device
-   for the largest request).  Page cache P_H (eq. 2): ``PageCache(size_bytes
-   = memory limit - what the cgroup holds besides page cache)``, the latter
-   measured: a thread samples the run's memory cgroup every 0.1 s and keeps
-   the largest ``usage - cache`` (postmark's anonymous memory plus kernel
-   memory: dentries, inodes, buffer heads), the mean over the repeats is
-   subtracted.  Without a limit, the page cache is MemAvailable.
+   revolution is one sector's transfer time) that the rotational terms of
+   eqs. (4) and (8) are negligible against the latency.  The file system is
+   read off the real one (``dumpe2fs -h``: block and inode size, journal
+   size; the mount options; ``max_sectors_kb`` of the loop device for the
+   largest request).  Page cache P_H (eq. 2): ``PageCache(size_bytes =
+   memory limit - what the cgroup holds besides page cache)``, the latter
+   measured: a thread samples the run's memory cgroup periodically
+   (``CgroupSampler.period_s``) and keeps the largest ``usage - cache``
+   (postmark's anonymous memory plus kernel memory: dentries, inodes,
+   buffer heads), the mean over the repeats is subtracted.  Without a
+   limit, the page cache is MemAvailable.
 3. **Run PostMark** (real ``postmark``) on native ext3 over a loop device
    (``losetup --direct-io=on``; :mod:`diskmodel.calibrate.layouts`' plan and
    :class:`~diskmodel.calibrate.layouts.HostExecutor`), one file system for
@@ -35,71 +38,33 @@ Issue 5, "Checking the model", item 2.  Steps:
    before each run, a fresh memory cgroup per run), ``--repeats`` times.
    Measured throughput is PostMark's bytes over the outside wall clock
    (PostMark's own clock counts whole seconds); 95 % Student-t intervals.
+   The loop device's completed requests (``/sys/block/*/stat``) are
+   recorded per run, for comparison with the model's request count.
 4. **Predict** with :func:`diskmodel.model.predict.predict` for the same
-   configuration, in two variants:
+   configuration, in two variants (and, where the model offers it, the
+   pipeline what-if ``FileSystem(overlapped_writeback=True)`` of ``+cpu``):
 
    * ``disk only``: the calibrated disk, the file system, the page cache
-     size; everything else the model's defaults (``PageCache``: memory copy
-     1 GB/s, 1 us per application I/O call; ``cpu_per_file_operation_s`` 0);
-   * ``+cpu`` (the headline): also ``cpu_per_file_operation_s`` measured on
-     this machine without the disk, from one PostMark run of the same
-     workload on a tmpfs (no disk I/O at all): the tmpfs wall time less the
-     model's cache-side time, per file operation.
+     size; everything else the model's defaults (``PageCache``'s default
+     memory copy rate and cost per application I/O call;
+     ``cpu_per_file_operation_s`` 0);
+   * ``+cpu`` (the headline): also this machine's memory path measured
+     without the disk (:class:`MemoryPath`): the copy rate of ``dd`` in
+     4 KiB calls on a tmpfs, and ``cpu_per_file_operation_s`` from one
+     PostMark run of the same workload on that tmpfs (no disk I/O at all):
+     the tmpfs wall time less the model's cache-side time, per file
+     operation.
 
 Per-cell error = predicted / measured - 1 [%]; cells are (memory limit,
-read/write).  The last line is the median of the absolute ``+cpu`` errors.
+read/write).  The last line is ``median_cell_error_pct: X``, the median of
+the absolute ``+cpu`` errors.  Writes
+``benchmarks/results/host_postmark_check.json`` (see ``_artifact.py``);
+docs/benchmarks.md discusses the figures of earlier runs and why the
+agreement must not be over-read.
 
 Every loop device, mount, cgroup and scratch file is torn down on success,
 failure and Ctrl-C (HostExecutor, MemoryCgroup, Scratch; SIGINT/SIGTERM raise
 inside ``handle_signals``).
-
-Result (2026-11-22, this machine: 2 cores shared with other work, flash-backed
-virtio, kernel 6.18, cgroup v1 memory controller; defaults: 8,000 files of
-1-100 KiB (working set ~410 MB), 80,000 transactions, ext3 of 2 GiB, 2
-repeats; 263 s for the whole script, runs 10.7-35 s each).  Calibration:
-flat latency 102.0 us per 4 KiB read, 1532 MB/s; cpu_per_file_operation_s
-4.8 us (tmpfs run 3.3 s); non-cache memory of the cgroup 17-37 MiB::
-
-    memory limit  page cache  op     measured MiB/s (95% CI)  disk only   +cpu (headline)  pipeline
-          64 MiB       47Mi  read     72.2   [63.5, 81.0]     -24.4 %     +6.7 %          +15.4 %
-         128 MiB      101Mi  read     83.6   [59.0, 108.1]    -31.4 %     -0.4 %           +8.8 %
-         256 MiB      226Mi  read     94.5   [79.1, 110.0]    -31.4 %     +7.4 %          +21.1 %
-         512 MiB      475Mi  read    143.6  [110.3, 176.8]    -39.1 %    +24.3 %          +62.8 %
-            none    23488Mi  read    233.7  [222.2, 245.2]    -62.6 %    -23.6 %           -0.0 %
-    (write cells: the same errors within 0.5 %)
-    median_cell_error_pct: 7.2 (disk only 31.6; pipeline what-if 15.2)
-
-Do not read 7.2 % as "the model is within 10 % here".  Earlier runs of the
-same check gave 25.3 % (latency 97.7 us) and 65.3 % (56 us, 50,000
-transactions), and the agreement rests on errors that cancel:
-
-* The predicted time under a limit is mostly command overhead: disk
-  requests x the calibrated flat latency (26 of 33 s at 64 MiB).  That
-  latency, a mean of queue-depth-1 4 KiB O_DIRECT reads, came out 56, 85,
-  98 and 102 us in four calibrations within 40 minutes (other users' load);
-  the model charges writes the same (the harness measures reads only).
-* The loop device completed about twice the requests the model counts
-  (64 MiB: 446,589 per run against the model's data + metadata requests
-  227,975; 256 MiB: 336,062 vs 167,674; none: 106,086 vs 85,901, all
-  writes), each for about 0.6 of the QD-1 read latency (the 64 MiB run
-  less its CPU and transfer time, over its requests: ~62 us): write-back reaches
-  the flash with many requests in flight, reads of 12 KiB average.  Right
-  total, wrong parts: a model with the right request count would need a
-  per-request cost under load, not the QD-1 latency.
-* Under a limit the measured time falls smoothly from 64 to 512 MiB while
-  the model's P_H = min(1, C/W) reaches 1 at 512 MiB (cache 475 MiB >= the
-  ~410 MB working set); the device still read 591 MiB per run there, and
-  the runs take 1.6x the unlimited ones: a memory cgroup at its limit
-  reclaims (with cgroup v1, waiting on write-back of dirty pages) even when
-  the working set fits.
-* Without a limit the run is CPU-bound and ext3 writes back from kernel
-  threads on the second core: the serial sum of eq. (1) is 24 % too slow,
-  the pipeline what-if (``overlapped_writeback=True``) exact; under limits
-  the pipeline what-if is 9-63 % too fast.
-* "disk only" (the model's default page-cache CPU costs) charges 1 us for
-  each of PostMark's ~11.5 million 512-byte stdio calls, which stdio merges
-  into 4 KiB system calls (on a tmpfs the whole run takes 3.3 s; that
-  default alone charges 11.5 s).
 """
 from __future__ import annotations
 
@@ -118,12 +83,16 @@ from pathlib import Path
 
 import numpy as np
 
-from diskmodel.model import Disk
-from diskmodel.model.disk import flat_latency_disk
-from diskmodel.model.filesystem import FileSystem, PageCache
-from diskmodel.model.layouts import Partition
-from diskmodel.model.predict import predict
-from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+from diskmodel.model import Disk  # noqa: E402
+from diskmodel.model.disk import flat_latency_disk  # noqa: E402
+from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
+from diskmodel.model.layouts import Partition  # noqa: E402
+from diskmodel.model.predict import predict  # noqa: E402
+from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset  # noqa: E402
 
 KIB = 1024
 MIB = 1 << 20
@@ -511,6 +480,49 @@ def _size(text: str) -> int | None:
     return int(m.group(1)) * {"": 1, "K": KIB, "M": MIB, "G": GIB}[m.group(2).upper()]
 
 
+def result_figures(result: CheckResult) -> dict:
+    """The artifact's figures of a :class:`CheckResult`."""
+    variants = list(result.cells[0].predicted)
+    headline = "+cpu" if "+cpu" in variants else "disk only"
+    n = 2 * len(result.cells)
+    figures = {"median_cell_error_pct": figure(
+        result.median_error_pct(headline), "%",
+        f"median |error| of the {n} cells (memory limit x read/write), model variant {headline!r}",
+        decimals=1, headline=True)}
+    if headline != "disk only":
+        figures["disk_only_median_cell_error_pct"] = figure(
+            result.median_error_pct("disk only"), "%", "the same, model variant 'disk only'", decimals=1)
+    if "+cpu pipeline" in variants:
+        figures["pipeline_median_cell_error_pct"] = figure(
+            result.median_error_pct("+cpu pipeline"), "%", "the same, pipeline what-if (overlapped_writeback)",
+            decimals=1)
+    lm = result.calibration.latency_model
+    figures["calibrated_latency_us"] = figure(lm.mean_s * 1e6, "µs", "calibrated flat latency of a 4 KiB read",
+                                              decimals=1)
+    figures["wall_s"] = figure(result.wall_s, "s", "wall time of the check", decimals=0)
+    return figures
+
+
+def result_details(result: CheckResult) -> dict:
+    """Per-cell rows and the model's inputs of a :class:`CheckResult`, for the artifact."""
+    rows = []
+    for variant in result.cells[0].predicted:
+        for r in result.rows(variant):
+            rows.append({"variant": variant, "limit_bytes": r["limit_bytes"], "kind": r["kind"],
+                         "measured_bytes_per_s": r["measured"], "ci_bytes_per_s": list(r["ci"]),
+                         "predicted_bytes_per_s": r["predicted"], "error_pct": r["error_pct"]})
+    cells = [{"limit_bytes": c.limit_bytes, "page_cache_bytes": c.cache_bytes, "cgroup_other_bytes": c.other_bytes,
+              "device_requests_per_run": dict(zip(("reads", "bytes_read", "writes", "bytes_written"),
+                                                  c.device_requests))}
+             for c in result.cells]
+    lm = result.calibration.latency_model
+    memory = None if result.memory_path is None else dataclasses.asdict(result.memory_path)
+    return {"rows": rows, "cells": cells, "calibration": {
+                "latency_mean_s": lm.mean_s, "latency_p50_s": lm.p50_s, "latency_p99_s": lm.p99_s,
+                "rate_bytes_per_s": 1.0 / lm.per_byte_s, "wall_time_s": result.calibration.wall_time_s},
+            "memory_path": memory, "printed": result.lines}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=8000)
@@ -524,6 +536,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scratch-dir", default="/var/tmp")
     ap.add_argument("--budget-s", type=float, default=10.0, help="device time of the calibration [s]")
     ap.add_argument("--no-cpu", action="store_true", help="skip the tmpfs run (disk-only predictions)")
+    add_results_dir_option(ap)
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("needs root (loop devices, mounts, cgroups)", file=sys.stderr)
@@ -532,11 +545,13 @@ def main(argv=None) -> int:
                                              min_file_size_bytes=args.min_size, max_file_size_bytes=args.max_size)
     limits = [_size(x) for x in args.limits.split(",")]
     try:
-        run_check(config, limits=limits, repeats=args.repeats, fs_size_bytes=args.fs_size,
-                  scratch_dir=args.scratch_dir, budget_s=args.budget_s, with_cpu=not args.no_cpu)
+        result = run_check(config, limits=limits, repeats=args.repeats, fs_size_bytes=args.fs_size,
+                           scratch_dir=args.scratch_dir, budget_s=args.budget_s, with_cpu=not args.no_cpu)
     except KeyboardInterrupt as exc:
         print(f"{exc or 'interrupted'}: scratch files, loop devices, mounts and cgroups torn down", file=sys.stderr)
         return 130
+    write_result("host_postmark_check", result_figures(result), options=options_of(ap, args),
+                 results_dir=args.results_dir, details=result_details(result))
     return 0
 
 

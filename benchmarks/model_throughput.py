@@ -1,20 +1,29 @@
 """Speed of the vectorised expected service time (issue: model core, "Speed").
 
-Evaluates T_DST (eqs. 3-8) for 10 million random requests on the WD800BD
-preset, in chunks, and prints the rate and the peak resident memory. The last
-line is ``expected_service_time_requests_per_s: N``.
+Evaluates T_DST (eqs. 3-8) for ``--requests`` random 4 KiB requests (default
+10 million) on the WD800BD preset, in chunks of ``--chunk``, the best of
+``--repeats`` passes; the requests are drawn beforehand, so only the model is
+timed.  Prints the rate and the peak resident memory; the last line is
+``expected_service_time_requests_per_s: N``.  Writes
+``benchmarks/results/model_throughput.json`` (see ``_artifact.py``).
 
-    python benchmarks/model_throughput.py [--requests N] [--chunk N]
+    python benchmarks/model_throughput.py [--requests N] [--chunk N] [--repeats N]
 """
 from __future__ import annotations
 
 import argparse
 import resource
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from diskmodel.model import load_preset, service_time_s
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+from diskmodel.model import load_preset, service_time_s  # noqa: E402
 
 
 def main() -> None:
@@ -22,6 +31,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=10_000_000)
     parser.add_argument("--chunk", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    add_results_dir_option(parser)
     args = parser.parse_args()
 
     disk = load_preset("wd800bd")
@@ -49,6 +59,17 @@ def main() -> None:
     print(f"requests: {args.requests:,} in chunks of {args.chunk:,}; best of {args.repeats}: {best_s:.3f} s")
     print(f"mean expected service time: {checksum / args.requests * 1e3:.3f} ms")
     print(f"peak_rss_bytes: {peak_rss_bytes} ({peak_rss_bytes / 2**20:.0f} MiB)")
+    figures = {
+        "expected_service_time_requests_per_s": figure(
+            rate, "requests/s", "expected service times (eqs. 3-8) per second, WD800BD, 4 KiB random requests",
+            decimals=0, headline=True),
+        "peak_rss_mib": figure(peak_rss_bytes / 2**20, "MiB", "peak resident memory of the process",
+                               decimals=0, headline=True),
+        "best_pass_s": figure(best_s, "s", f"best pass over {args.requests:,} requests", decimals=3),
+        "mean_expected_service_time_ms": figure(checksum / args.requests * 1e3, "ms",
+                                                "mean expected service time (a checksum of the pass)", decimals=3),
+    }
+    write_result("model_throughput", figures, options=options_of(parser, args), results_dir=args.results_dir)
     print(f"expected_service_time_requests_per_s: {rate:.0f}")
 
 

@@ -18,15 +18,24 @@ curve), and for each:
   (RMS 0 by construction), so its RMS error is given on held-out points
   (the same folds; held-out points beyond the last training point are skipped).
 
+The last line is ``median_two_piece_cv_rms_ms: X``, the median over the
+drives of the two-piece curve's held-out RMS error.  Writes
+``benchmarks/results/seek_fits.json`` (see ``_artifact.py``).
+
     .venv/bin/python benchmarks/seek_fits.py [--folds 10]
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DISKSIM = ROOT.parent / "shared" / "data" / "disksim"
@@ -52,6 +61,7 @@ def cross_validated(d, t, folds, rng):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folds", type=int, default=10)
+    add_results_dir_option(parser)
     args = parser.parse_args(argv)
     if not DISKSIM.is_dir():
         print(f"DiskSim data folder {DISKSIM} is absent", file=sys.stderr)
@@ -74,6 +84,7 @@ def main(argv=None) -> int:
     print(f"{'disk':12s} {'file':28s} {'points':>6s} {'max d':>7s} {'knee':>7s} {'2-piece rms':>11s} "
           f"{'2-piece cv':>10s} {'free rms':>9s} {'table cv':>9s}   (ms)")
     rng = np.random.default_rng(0)
+    rows = []
     for path in files:
         table = read_seek_table(path)
         d = table.distance_cylinders.astype(float)
@@ -84,6 +95,31 @@ def main(argv=None) -> int:
         print(f"{path.parent.name:12s} {path.name:28s} {d.size:6d} {int(d.max()):7d} {fit.params['knee']:7.0f} "
               f"{fit.diagnostics['rms_s'] * 1e3:11.4f} {cv_two * 1e3:10.4f} {free.diagnostics['rms_s'] * 1e3:9.4f} "
               f"{cv_table * 1e3:9.4f}")
+        rows.append({"disk": path.parent.name, "file": path.name, "points": int(d.size), "max_distance": int(d.max()),
+                     "knee": float(fit.params["knee"]), "two_piece_rms_ms": fit.diagnostics["rms_s"] * 1e3,
+                     "two_piece_cv_rms_ms": cv_two * 1e3, "free_rms_ms": free.diagnostics["rms_s"] * 1e3,
+                     "table_cv_rms_ms": cv_table * 1e3})
+    median = lambda key: statistics.median(r[key] for r in rows)
+    n = len(rows)
+    figures = {
+        "median_two_piece_cv_rms_ms": figure(
+            median("two_piece_cv_rms_ms"), "ms",
+            f"two-piece seek curve (eq. 7), held-out RMS error, median over {n} DiskSim drives",
+            decimals=4, headline=True),
+        "median_table_cv_rms_ms": figure(
+            median("table_cv_rms_ms"), "ms", f"measured-table seek model, held-out RMS error, median over {n} drives",
+            decimals=4, headline=True),
+        "median_two_piece_rms_ms": figure(median("two_piece_rms_ms"), "ms",
+                                          f"two-piece seek curve, in-sample RMS residual, median over {n} drives",
+                                          decimals=4),
+        "max_two_piece_cv_rms_ms": figure(max(r["two_piece_cv_rms_ms"] for r in rows), "ms",
+                                          "two-piece seek curve, held-out RMS error, worst drive", decimals=4),
+        "max_table_cv_rms_ms": figure(max(r["table_cv_rms_ms"] for r in rows), "ms",
+                                      "measured-table seek model, held-out RMS error, worst drive", decimals=4),
+    }
+    write_result("seek_fits", figures, options=options_of(parser, args), results_dir=args.results_dir,
+                 details={"drives": rows})
+    print(f"median_two_piece_cv_rms_ms: {median('two_piece_cv_rms_ms'):.4f}")
     return 0
 
 

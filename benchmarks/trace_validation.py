@@ -3,26 +3,41 @@
 Prints, for each of the seven traced drives in ../shared/data/disksim, our
 demerit (RMS horizontal distance between measured and predicted service-time
 CDFs, exact quantiles at p = 0.0001 ... 1), DiskSim's published demerit and
-the ratio; then the simulation speed on a 10,000-request trace after warm-up;
-last line: ``median_demerit_ratio_to_disksim: X``.
+the ratio; then the simulation speed on the atlas10k trace after a warm-up
+run (numba compilation), the best of ``--runs`` runs; last line:
+``median_demerit_ratio_to_disksim: X``.  Writes
+``benchmarks/results/trace_validation.json`` (see ``_artifact.py``).
 
-Usage: python benchmarks/trace_validation.py [DISKSIM_DIR]
+Usage: python benchmarks/trace_validation.py [DISKSIM_DIR] [--runs N]
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive
-from diskmodel.model.simulate import simulate_requests
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive  # noqa: E402
+from diskmodel.model.simulate import simulate_requests  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "disksim"
 
 
-def main(argv: list[str]) -> int:
-    folder = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("disksim_dir", nargs="?", type=Path, default=DEFAULT_DIR,
+                        help="DiskSim's validation drives (default ../shared/data/disksim)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of the speed test (the best counts)")
+    add_results_dir_option(parser)
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+    folder = args.disksim_dir
     if not folder.is_dir():
         print(f"DiskSim data folder {folder} is absent", file=sys.stderr)
         return 2
@@ -30,12 +45,18 @@ def main(argv: list[str]) -> int:
           f"{'mean meas':>11}{'mean pred':>11}")
     ratios = []
     drives = {}
+    rows = []
     for name in DISKSIM_PUBLISHED_DEMERIT_MS:
         drive = load_disksim_drive(folder / name)
         drives[name] = drive
         result = validate_drive(drive)
         ratio = result.ratio_to_reference
         ratios.append(ratio)
+        rows.append({"disk": name, "requests": result.requests, "demerit_ms": result.demerit_ms,
+                     "demerit_pct_of_mean": result.demerit_pct_of_mean,
+                     "disksim_demerit_ms": result.reference_demerit_s * 1e3, "ratio_to_disksim": ratio,
+                     "mean_measured_ms": result.mean_measured_s * 1e3,
+                     "mean_predicted_ms": result.mean_predicted_s * 1e3})
         print(f"{name:<12}{result.requests:>9}{result.demerit_ms:>10.4f}{result.demerit_pct_of_mean:>8.2f}"
               f"{result.reference_demerit_s * 1e3:>12.3f}{ratio:>7.3f}"
               f"{result.mean_measured_s * 1e3:>11.3f}{result.mean_predicted_s * 1e3:>11.3f}")
@@ -43,13 +64,13 @@ def main(argv: list[str]) -> int:
     at_or_below = sum(r <= 1.0 for r in ratios)
     print(f"within 1.5x DiskSim: {within}/{len(ratios)}; at or below DiskSim: {at_or_below}/{len(ratios)}")
 
-    # speed: the 10,000-request atlas10k trace, after a warm-up run (JIT compilation)
+    # speed: the atlas10k trace, after a warm-up run (JIT compilation)
     drive = drives["atlas10k"]
     trace = drive.read_trace()
     params = drive.simulation_parameters()
     simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
     runs = []
-    for _ in range(5):
+    for _ in range(args.runs):
         start = time.perf_counter()
         simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
         runs.append(time.perf_counter() - start)
@@ -57,9 +78,24 @@ def main(argv: list[str]) -> int:
     print(f"simulation of {len(trace)} requests (atlas10k): best {best * 1e3:.1f} ms, "
           f"median {statistics.median(runs) * 1e3:.1f} ms over {len(runs)} runs")
     print(f"requests_per_s: {len(trace) / best:.0f}")
-    print(f"median_demerit_ratio_to_disksim: {statistics.median(ratios):.3f}")
+    median_ratio = statistics.median(ratios)
+    figures = {
+        "median_demerit_ratio_to_disksim": figure(
+            median_ratio, "", f"median over the {len(ratios)} traced drives of our demerit / DiskSim's",
+            decimals=3, headline=True),
+        "requests_per_s": figure(len(trace) / best, "requests/s",
+                                 f"simulated requests per second (atlas10k, {len(trace):,} requests)",
+                                 decimals=0, headline=True),
+        "drives_within_1_5x_disksim": figure(within, "", "drives with a demerit within 1.5x DiskSim's", decimals=0),
+        "drives_at_or_below_disksim": figure(at_or_below, "", "drives with a demerit at or below DiskSim's",
+                                             decimals=0),
+        "simulation_best_ms": figure(best * 1e3, "ms", "best simulation run of the atlas10k trace", decimals=1),
+    }
+    write_result("trace_validation", figures, options=options_of(parser, args), results_dir=args.results_dir,
+                 details={"drives": rows, "simulation_runs_s": runs})
+    print(f"median_demerit_ratio_to_disksim: {median_ratio:.3f}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

@@ -1,12 +1,12 @@
 """PostMark on native, LVM-1 and LVM-2 in the throwaway VM, against the model.
 
     python benchmarks/vm_postmark_check.py [--files N] [--transactions N] [--repeats 2]
-        [--vm-memory 256M] [--fs-size 512M]
+        [--vm-memory 192M] [--fs-size 512M] [--layouts native,lvm1,lvm2]
 
 Issue 5, "Checking the model", item 3.  THE VM RUNS UNDER TCG (qemu's
-software CPU emulation; KVM hangs on this machine and is never used): every
-timing here measures an emulator, not the storage, and every report this
-script prints says so.
+software CPU emulation; KVM is never chosen on its own): every timing here
+measures an emulator, not the storage, and every report this script prints
+says so.
 
 What the model is given (measured in a guest of the same VM configuration,
 not taken from the host):
@@ -17,9 +17,10 @@ not taken from the host):
    (so reads hit allocated blocks), ``dd iflag=direct`` times 4 KiB reads
    (per-request latency: the median of five rounds of 2,000) and 1 MiB
    reads (the transfer rate, the latency taken out), by /proc/uptime
-   (10 ms) over runs of about 1 s.  As on the host
-   (``host_postmark_check.flat_latency_disk``), the disk is a flat latency
-   model: the latency as command overhead, seek 0, rotation negligible.
+   (centisecond resolution; a span under half a second is warned about).
+   As on the host (``host_postmark_check``, :func:`flat_latency_disk`), the
+   disk is a flat latency model: the latency as command overhead, seek 0,
+   rotation negligible.
 2. **The memory path** of the guest, in the same timing VM: ``dd`` in 4 KiB
    calls to and from a file in the guest's tmpfs (R_CT of eq. 2; per-call
    ``syscall_s`` 0, as the 4 KiB calls are inside R_CT) and one PostMark
@@ -42,51 +43,17 @@ not taken from the host):
 
 Per-cell error = predicted / measured - 1 [%] over (layout, read/write);
 measured = PostMark's bytes over the guest's outside clock (/proc/uptime),
-mean and 95 % Student-t interval of the repeats.  The last line is the median
-of the absolute errors.  Every VM, loop device, VG/LV and mount is torn down
-by the VM script's trap and the VM teardown (also on Ctrl-C).
-
-Result (2026-11-22; TIMINGS MEASURE AN EMULATOR; 3,000 files of 1-100 KiB,
-3,000 transactions, ext3 of 512 MiB, VM RAM 192 MiB (page cache 87 MiB,
-working set ~150 MB), 2 repeats; 140 s per run of this script: two timing
-VMs ~21 s, each layout ~40 s with boot and build):
-
-    run  guest 4 KiB read           cpu/op   measured wall (native, lvm1, lvm2)  predicted  median error
-    1    1142 us (one round)        242 us   18.3, 20.5, 19.3 s                  14.6 s     33.7 %
-    2     532 us (one round)        189 us   15.8, 17.2, 15.9 s                   8.5 s     88.8 %
-    3     535 us (median of 390-595) 192 us  16.1, 17.1, 16.3 s                   8.6 s     91.1 %
-
-Run 3 is this script as it stands (median of five latency rounds, added
-after run 1 drew a latency twice the others while the host was busy):
-
-     layout    op    measured KiB/s (95% CI)  predicted   err %
-     native  read     5125.7  [-254.5, 10505.9]    9682.0   +88.9
-     native write    16290.4  [-808.7, 33389.4]   30379.3   +86.5
-       lvm1  read     4782.0  [4427.5, 5136.5]     9682.0  +102.5
-       lvm1 write    15198.0  [14071.4, 16324.7]  30379.3   +99.9
-       lvm2  read     5033.8  [1062.0, 9005.7]     9682.0   +92.3
-       lvm2 write    15998.4  [3375.1, 28621.7]   30379.3   +89.9
-     median_cell_error_pct: 91.1 (pipeline what-if 187.5)
-
-The model is about 2x too fast in the guest: it predicts 8.6 s (3.7 s of
-CPU and copies, the tmpfs run; ~4.9 s of disk requests at the dd latency)
-where the runs take 16-17 s.  Run 1 came closer only because its one-round
-latency was inflated by load on the host.  Not modelled, and expensive
-under TCG: the guest kernel's own CPU for ext3 (journal commits, jbd2,
-block layer, loop device with direct I/O) per request, which a dd of
-sequential reads does not exercise and a tmpfs run does not either; and
-the model may count fewer, larger write requests than ext3 ordered mode
-issues through the loop device (not checked here: the guest's
-/sys/block/*/stat before and after each run would settle it).  LVM-1 and
-LVM-2 measured 1-12 % slower than native, inside the (wide, two repeats
-under TCG) intervals; the model predicts them equal to native (no mapping
-costs given, flat disk), so they carry native's error plus that.  The
-pipeline what-if (``overlapped_writeback=True``) is further off: in a
-one-CPU guest the write-back cannot hide behind PostMark's CPU.
+mean and 95 % Student-t interval of the repeats.  The last line is
+``median_cell_error_pct: X``, the median of the absolute errors.  Writes
+``benchmarks/results/vm_postmark_check.json`` (see ``_artifact.py``);
+docs/benchmarks.md discusses the figures of earlier runs and what the model
+leaves out.  Every VM, loop device, VG/LV and mount is torn down by the VM
+script's trap and the VM teardown (also on Ctrl-C).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -96,6 +63,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from host_postmark_check import GIB, KIB, MIB, PIPELINE, _size  # noqa: E402
 
 from diskmodel.model.disk import flat_latency_disk  # noqa: E402
@@ -261,20 +229,22 @@ def filesystem_for(fs_size_bytes: int) -> FileSystem:
 
 
 def run_check(config: PostMarkConfig, *, layouts=("native", "lvm1", "lvm2"), repeats: int = 2,
-              fs_size_bytes: int = 512 * MIB, vm_memory_bytes: int = 192 * MIB, say=print):
+              fs_size_bytes: int = 512 * MIB, vm_memory_bytes: int = 192 * MIB, say=print, info=None):
     """Time the guest, run PostMark per layout in the VM, predict; returns (rows, median error %).
 
-    SIGINT and SIGTERM raise :class:`diskmodel.calibrate.layouts.Interrupted`
-    throughout; each VM (and what its script built) is gone by then.
+    *info*, a dict if given, receives the model's inputs (the guest calibration, the page cache,
+    ``cpu_per_file_operation_s``) and the wall time.  SIGINT and SIGTERM raise
+    :class:`diskmodel.calibrate.layouts.Interrupted` throughout; each VM (and what its script
+    built) is gone by then.
     """
     from diskmodel.calibrate import layouts as L
 
     with L.handle_signals():
         return _run_check(config, layouts=layouts, repeats=repeats, fs_size_bytes=fs_size_bytes,
-                          vm_memory_bytes=vm_memory_bytes, say=say)
+                          vm_memory_bytes=vm_memory_bytes, say=say, info={} if info is None else info)
 
 
-def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say):
+def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say, info):
     from diskmodel.calibrate import layouts as L
     from diskmodel.calibrate.postmark import run_on_layout
 
@@ -301,6 +271,8 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say)
         raise RuntimeError(f"the model's copy time ({copies:.2f} s) exceeds the guest's tmpfs run "
                            f"({cal.tmpfs_postmark_wall_s:.2f} s)")
     fs = fs.evolve(cpu_per_file_operation_s=cpu)
+    info.update(guest_calibration=dataclasses.asdict(cal), page_cache_bytes=cache.size_bytes,
+                cpu_per_file_operation_s=cpu, model_copies_s=copies)
     say(f"model: command overhead {disk.command_overhead_s * 1e6:.0f} us, seek 0, rate "
         f"{disk.zone_rates_bytes_per_s()[0] / 1e6:.1f} MB/s; page cache {cache.size_bytes / MIB:.0f} MiB, "
         f"R_CT {cache.rate_bytes_per_s / 1e6:.0f} MB/s; cpu_per_file_operation_s {cpu * 1e6:.0f} us "
@@ -344,7 +316,10 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say)
     if PIPELINE:
         say(f"median_cell_error_pct (pipeline what-if, FileSystem(overlapped_writeback=True)): "
             f"{statistics.median(abs(r['pipeline_error_pct']) for r in rows):.1f}")
-    say(f"wall time of the check: {time.monotonic() - t0:.0f} s")
+    info["wall_s"] = time.monotonic() - t0
+    if PIPELINE:
+        info["pipeline_median_cell_error_pct"] = float(statistics.median(abs(r["pipeline_error_pct"]) for r in rows))
+    say(f"wall time of the check: {info['wall_s']:.0f} s")
     say(f"median_cell_error_pct: {med:.1f}")
     return rows, med
 
@@ -359,15 +334,35 @@ def main(argv=None) -> int:
     ap.add_argument("--fs-size", type=_size, default=512 * MIB)
     ap.add_argument("--vm-memory", type=_size, default=192 * MIB)
     ap.add_argument("--layouts", default="native,lvm1,lvm2")
+    add_results_dir_option(ap)
     args = ap.parse_args(argv)
     config = postmark_preset("test1").evolve(number_of_files=args.files, transactions=args.transactions,
                                              min_file_size_bytes=args.min_size, max_file_size_bytes=args.max_size)
+    info: dict = {}
     try:
-        run_check(config, layouts=tuple(args.layouts.split(",")), repeats=args.repeats,
-                  fs_size_bytes=args.fs_size, vm_memory_bytes=args.vm_memory)
+        rows, med = run_check(config, layouts=tuple(args.layouts.split(",")), repeats=args.repeats,
+                              fs_size_bytes=args.fs_size, vm_memory_bytes=args.vm_memory, info=info)
     except KeyboardInterrupt as exc:
         print(f"{exc or 'interrupted'}: the VM and its files are gone", file=sys.stderr)
         return 130
+    accelerator = info["guest_calibration"]["accelerator"]
+    figures = {
+        "median_cell_error_pct": figure(
+            med, "%", f"median |error| of the {len(rows)} cells (layout x read/write) in the VM ({accelerator})",
+            decimals=1, headline=True),
+        "guest_read_latency_us": figure(info["guest_calibration"]["latency_s"] * 1e6, "µs",
+                                        "guest's 4 KiB O_DIRECT read latency (median of five rounds)", decimals=0),
+        "cpu_per_file_operation_us": figure(info["cpu_per_file_operation_s"] * 1e6, "µs",
+                                            "guest CPU per file operation (tmpfs PostMark run)", decimals=0),
+        "wall_s": figure(info["wall_s"], "s", "wall time of the check", decimals=0),
+    }
+    if "pipeline_median_cell_error_pct" in info:
+        figures["pipeline_median_cell_error_pct"] = figure(
+            info["pipeline_median_cell_error_pct"], "%", "the same, pipeline what-if (overlapped_writeback)",
+            decimals=1)
+    notes = [EMULATOR_NOTE] if accelerator == "tcg" else []
+    write_result("vm_postmark_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
+                 notes=notes, details={"rows": [{**r, "ci": list(r["ci"])} for r in rows], **info})
     return 0
 
 
