@@ -2,10 +2,10 @@
 
 For each simulated disk (the presets wd800bd, hp97560, hp_c2247a, and DiskSim
 drives from ../shared/data/disksim: G4_4TB, a 4 TB 7200 rpm drive, and
-atlas10k), runs :func:`diskmodel.calibrate.measure.calibrate` within a budget
+atlas10k), runs :func:`diskmodel.calibrate.harness.measure.calibrate` within a budget
 of device time (``--budget-s``: virtual time on the simulated disk) for
 ``--seeds`` seeds, and prints against the simulated truth
-(:func:`diskmodel.calibrate.simulated.calibration_errors`):
+(:func:`diskmodel.calibrate.harness.simulated.calibration_errors`):
 
 * the rotation period error,
 * the error of the mean seek time over uniformly random pairs of byte
@@ -42,8 +42,8 @@ def _abs_or_inf(x) -> float:
 
 
 def main(argv=None) -> int:
-    from diskmodel.calibrate.measure import calibrate
-    from diskmodel.calibrate.simulated import calibration_errors, simulated_disk
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget-s", type=float, default=120.0, help="device time per calibration [s]")

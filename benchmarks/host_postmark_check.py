@@ -7,7 +7,7 @@ Issue 5, "Checking the model", item 2.  Needs root (loop devices, mounts,
 cgroups) and postmark.  Steps:
 
 1. **Calibrate the storage** with the harness (real O_DIRECT backend,
-   :func:`diskmodel.calibrate.measure.calibrate`) on a fully written scratch
+   :func:`diskmodel.calibrate.harness.measure.calibrate`) on a fully written scratch
    file in ``--scratch-dir`` (default /var/tmp, the same file system the
    PostMark scratch lives on).  The check is written for flash-backed
    storage: there the harness reports no mechanical seek and gives a flat
@@ -32,8 +32,8 @@ cgroups) and postmark.  Steps:
    buffer heads), the mean over the repeats is subtracted.  Without a
    limit, the page cache is MemAvailable.
 3. **Run PostMark** (real ``postmark``) on native ext3 over a loop device
-   (``losetup --direct-io=on``; :mod:`diskmodel.calibrate.layouts`' plan and
-   :class:`~diskmodel.calibrate.layouts.HostExecutor`), one file system for
+   (``losetup --direct-io=on``; :mod:`diskmodel.calibrate.bench.provision`' plan and
+   :class:`~diskmodel.calibrate.bench.provision.HostExecutor`), one file system for
    all cells, at each memory limit (``run_postmark``: sync and drop caches
    before each run, a fresh memory cgroup per run), ``--repeats`` times.
    Measured throughput is PostMark's bytes over the outside wall clock
@@ -90,7 +90,7 @@ from _artifact import add_results_dir_option, figure, options_of, write_result  
 from diskmodel.model import Disk  # noqa: E402
 from diskmodel.model.disk import flat_latency_disk  # noqa: E402
 from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
-from diskmodel.model.layouts import Partition  # noqa: E402
+from diskmodel.model.volumes import Partition  # noqa: E402
 from diskmodel.model.predict import predict  # noqa: E402
 from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset  # noqa: E402
 
@@ -113,11 +113,11 @@ def disk_from_calibration(result, capacity_bytes: int) -> Disk:
 
 def calibrate_storage(directory: str, size_bytes: int, budget_s: float):
     """Calibrate the storage under *directory*: a new, fully written file, read with O_DIRECT, removed after."""
-    from diskmodel.calibrate.device import open_backend
-    from diskmodel.calibrate.measure import calibrate
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.device import open_backend
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
 
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     path = Path(directory) / f"diskmodel-hostcheck-cal-{os.getpid()}.img"
     with runstate.ensure_run("host check: calibrate the storage"), prepare_scratch(path, size_bytes) as scratch:
@@ -138,7 +138,7 @@ def filesystem_of(executor) -> tuple[FileSystem, dict]:
     inode = int(re.search(r"^Inode size:\s+(\d+)", text, re.M).group(1))
     journal = re.search(r"^(?:Total journal size|Journal size):\s+(\d+)([kKMG])", text, re.M)
     journal_bytes = int(journal.group(1)) * {"k": KIB, "K": KIB, "M": MIB, "G": GIB}[journal.group(2)]
-    from diskmodel.calibrate.postmark import describe_mount
+    from diskmodel.calibrate.bench.postmark import describe_mount
     dev, fstype, opts = describe_mount(executor.mountpoint)
     options = dict(o.split("=", 1) if "=" in o else (o, "") for o in opts.split(","))
     name = Path(os.path.realpath(executor.device)).name
@@ -288,8 +288,8 @@ class MemoryPath:
 
 def measure_memory_path(config: PostMarkConfig, disk: Disk, fs: FileSystem, layout, *, say=print) -> MemoryPath:
     """:class:`MemoryPath` of this machine, for workload *config* (a tmpfs mounted and removed here)."""
-    from diskmodel.calibrate import runstate
-    from diskmodel.calibrate.postmark import RunEnvironment, run_postmark_once
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.bench.postmark import RunEnvironment, run_postmark_once
 
     # The tmpfs is recorded before it is mounted, and the run's teardown unmounts it
     # (also after a SIGKILL, through `diskmodel cleanup`).
@@ -327,10 +327,10 @@ def run_check(config: PostMarkConfig, *, limits, repeats: int = 2, fs_size_bytes
               with_cpu: bool = True, say=print) -> CheckResult:
     """Calibrate, run PostMark at each memory limit, predict; see the module docstring.
 
-    SIGINT and SIGTERM raise :class:`diskmodel.calibrate.layouts.Interrupted`
+    SIGINT and SIGTERM raise :class:`diskmodel.calibrate.bench.provision.Interrupted`
     throughout, so every scratch file, loop device, mount and cgroup is removed.
     """
-    from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate.bench import provision as L
 
     limits = list(limits)
     if not limits or any(x is not None and (not isinstance(x, int) or x < 16 * MIB) for x in limits):
@@ -345,9 +345,9 @@ def run_check(config: PostMarkConfig, *, limits, repeats: int = 2, fs_size_bytes
 
 def _run_check(config, *, limits, repeats, fs_size_bytes, scratch_dir, calibration_bytes, budget_s, with_cpu,
                say) -> CheckResult:
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import postmark as P
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench import postmark as P
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
 
     t0 = time.monotonic()
     lines: list[str] = []

@@ -9,7 +9,7 @@ from ``maxtor300g_dual.seek``; hp_c2247a has an HPL formula, not a measured
 curve), and for each:
 
 * the two-piece curve of eq. (7), knee chosen by the data, continuous at the
-  knee, fitted robustly (:func:`diskmodel.calibrate.fit.fit_two_piece`, RLM):
+  knee, fitted robustly (:func:`diskmodel.calibrate.harness.fit.fit_two_piece`, RLM):
   its in-sample RMS residual, and its RMS error on held-out points (10-fold
   cross-validation, the knee profiled again in every fold); and the in-sample
   RMS of the free form (the two pieces fitted apart, "free rms");
@@ -42,7 +42,7 @@ DISKSIM = ROOT.parent / "shared" / "data" / "disksim"
 
 
 def cross_validated(d, t, folds, rng):
-    from diskmodel.calibrate.fit import fit_two_piece
+    from diskmodel.calibrate.harness.fit import fit_two_piece
     from diskmodel.model import TableSeek
 
     fold = rng.permutation(d.size) % folds
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     if not DISKSIM.is_dir():
         print(f"DiskSim data folder {DISKSIM} is absent", file=sys.stderr)
         return 1
-    from diskmodel.calibrate.fit import fit_two_piece
+    from diskmodel.calibrate.harness.fit import fit_two_piece
     from diskmodel.data.disksim import read_seek_table
 
     # One curve per drive folder; maxtor300g's plain .seek lacks the header line, so

@@ -1,7 +1,7 @@
 """How much does the harness's timing add to a read? The device backend against fio.
 
 Measures 4 KiB random O_DIRECT reads at queue depth 1 on the same written file
-with the harness (diskmodel.calibrate.device, both ``read()`` and
+with the harness (diskmodel.calibrate.harness.device, both ``read()`` and
 ``read_many()``) and with fio (psync engine, iodepth 1, completion latency of
 every read from its latency log, in ns),
 over the same offset distribution (uniform over 4 KiB-aligned offsets of the
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
-from diskmodel.calibrate.device import open_backend  # noqa: E402
+from diskmodel.calibrate.harness.device import open_backend  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCRATCH = REPO / ".bench-scratch"

@@ -32,7 +32,7 @@ not taken from the host):
    MemAvailable at the start of the timing VM (same kernel, initramfs and
    RAM), less 4 MiB for PostMark's own memory.
 4. **Layouts**: the same byte regions of the scratch disk as
-   :func:`diskmodel.calibrate.layouts.regions_for` builds (native: a
+   :func:`diskmodel.calibrate.bench.provision.regions_for` builds (native: a
    :class:`Partition`; LVM-1/LVM-2: :class:`LinearVolume` over one or two PVs,
    4 MiB extents, 1 MiB pe_start).  ``LvmMapping`` is left at zero: the
    mapping costs MD_mapping and FB_mapping are fitted coefficients and this
@@ -69,7 +69,7 @@ from host_postmark_check import GIB, KIB, MIB, PIPELINE, _size  # noqa: E402
 from diskmodel.model.disk import flat_latency_disk  # noqa: E402
 
 from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
-from diskmodel.model.layouts import LinearVolume, Partition  # noqa: E402
+from diskmodel.model.volumes import LinearVolume, Partition  # noqa: E402
 from diskmodel.model.predict import predict  # noqa: E402
 from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset  # noqa: E402
 
@@ -124,7 +124,7 @@ rm -rf "$work"
 
 def _tmpfs_postmark_script(config: PostMarkConfig) -> str:
     """Guest script: one PostMark run of *config* on the guest's tmpfs (no disk), timed by /proc/uptime."""
-    from diskmodel.calibrate.postmark import command_file
+    from diskmodel.calibrate.bench.postmark import command_file
 
     cfg = command_file(config, "$work/pm")
     return f"""set -e
@@ -142,7 +142,7 @@ echo "{_MARK} TMPFSPM 0 $t0 $t1"
 
 
 def _run_marked(script: str, *, memory_bytes: int, scratch_bytes: int, need: tuple):
-    from diskmodel.calibrate.vm import run_script_in_vm
+    from diskmodel.calibrate.bench.vm import run_script_in_vm
 
     res = run_script_in_vm(script, scratch_disk_bytes=scratch_bytes, memory_bytes=memory_bytes, timeout_s=3600)
     if res.returncode != 0:
@@ -205,7 +205,7 @@ def calibrate_guest(config: PostMarkConfig, *, memory_bytes: int, tmpfs_memory_b
 
 def model_layout(layout: str, fs_size_bytes: int):
     """The model's layout for the regions the VM builds (calibrate.layouts.regions_for)."""
-    from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate.bench import provision as L
 
     regions = L.regions_for(layout, fs_size_bytes)
     if layout == "native":
@@ -234,10 +234,10 @@ def run_check(config: PostMarkConfig, *, layouts=("native", "lvm1", "lvm2"), rep
 
     *info*, a dict if given, receives the model's inputs (the guest calibration, the page cache,
     ``cpu_per_file_operation_s``) and the wall time.  SIGINT and SIGTERM raise
-    :class:`diskmodel.calibrate.layouts.Interrupted` throughout; each VM (and what its script
+    :class:`diskmodel.calibrate.bench.provision.Interrupted` throughout; each VM (and what its script
     built) is gone by then.
     """
-    from diskmodel.calibrate import layouts as L
+    from diskmodel.calibrate.bench import provision as L
 
     with L.handle_signals():
         return _run_check(config, layouts=layouts, repeats=repeats, fs_size_bytes=fs_size_bytes,
@@ -245,8 +245,8 @@ def run_check(config: PostMarkConfig, *, layouts=("native", "lvm1", "lvm2"), rep
 
 
 def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say, info):
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate.postmark import run_on_layout
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.postmark import run_on_layout
 
     t0 = time.monotonic()
     say(EMULATOR_NOTE)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from diskmodel.calibrate.outputs import replace_file_atomically
+from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.data.tables import postmark_results
 from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 
@@ -135,8 +135,8 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
         scratch file created there (or a block device, which *destroy_data_on*
         must name again). Needs root.
     """
-    from diskmodel.calibrate.measure import calibrate
-    from diskmodel.calibrate.simulated import simulated_disk
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.simulated import simulated_disk
     from diskmodel.model.presets import load_preset
 
     out = Path(out_dir)
@@ -152,7 +152,7 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
             notes.append(f"calibrated the built-in simulated {preset} disk with the harness "
                          f"({calibration.device_time_s:.0f} s of simulated device time)")
         else:
-            from diskmodel.calibrate.device import open_backend
+            from diskmodel.calibrate.harness.device import open_backend
 
             with open_backend(device) as backend:
                 calibration = calibrate(backend, budget_s=budget_s or 60.0, seed=seed, progress=False, path=device)
@@ -200,7 +200,7 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
 
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
-    from diskmodel.calibrate.postmark import run_on_layout
+    from diskmodel.calibrate.bench.postmark import run_on_layout
     from diskmodel.model.workload import postmark_preset
 
     runs = []

@@ -13,7 +13,7 @@ physical concern, after Djordjevic & Timcenko (2015), section 3:
 from .cache import cache_service_time_s, hit_probability
 from .disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
 from .filesystem import FileSystem, PageCache, file_system_access_time
-from .layouts import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume, mapping_complexity,
+from .volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume, mapping_complexity,
                       paper_layout, region_access_time_s)
 from .predict import Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, predict
 from .presets import available_presets, disk_from_spec, load_preset

@@ -3,10 +3,10 @@
     T_FSA = T_DO + T_MO + T_FL + T_DFA + T_J                          (1)
 
 for a PostMark workload (:mod:`diskmodel.model.workload`) on an ext2/ext3
-file system placed on a disk through a layout (:mod:`diskmodel.model.layouts`),
+file system placed on a disk through a layout (:mod:`diskmodel.model.volumes`),
 in terms of the cache service time (eq. 2, :mod:`diskmodel.model.cache`) and
 the disk service time (eqs. 3-8, :mod:`diskmodel.model.disk`, evaluated through
-the layout's extent map by :func:`diskmodel.model.layouts.region_access_time_s`).
+the layout's extent map by :func:`diskmodel.model.volumes.region_access_time_s`).
 
 Which I/Os each term issues (B = block size; "active region" = the logical
 area the workload's files occupy, see below):
@@ -92,7 +92,7 @@ import numpy as np
 from ._checks import evolve as _evolve
 from ._checks import finite_scalar, flag, one_of, show, whole_number
 from .cache import _cache_service_time_s, hit_probability
-from .layouts import _distance_pmf, _occupancy, _region_service, cross_seek_time_s
+from .volumes import _distance_pmf, _occupancy, _region_service, cross_seek_time_s
 from .workload import as_counts
 
 KIB = 1024
@@ -542,7 +542,7 @@ def _plan(disk, layout, fs, counts, cache):
 def _batch_service(plan, k, size_bytes, *, is_write):
     """Per-request T_DST of one of k elevator-sorted random requests in the active region.
 
-    Same terms as :func:`diskmodel.model.layouts.region_access_time_s` over
+    Same terms as :func:`diskmodel.model.volumes.region_access_time_s` over
     the active region (whose distance distribution is computed once per
     plan), with the elevator's shorter seeks and, for writes, the drive's
     reordering (see ``FileSystem.write_reorder_depth``): positioning (seek,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .filesystem import FileSystem, PageCache
-from .layouts import LvmMapping, paper_layout
+from .volumes import LvmMapping, paper_layout
 from .predict import Case, FitResult, apply_io_parameters, fit_io_parameters, fit_lvm_mapping, predict
 from .workload import expected_counts, postmark_preset
 

@@ -3,7 +3,7 @@ model's free parameters to measurements.
 
 :func:`predict` evaluates Djordjevic & Timcenko (2015) eqs. (1)-(12) for a
 PostMark run: T_FSA (eq. 1, :mod:`diskmodel.model.filesystem`) plus, on an
-LVM layout, T_LVM_MO (eqs. 10-12, :mod:`diskmodel.model.layouts`), and
+LVM layout, T_LVM_MO (eqs. 10-12, :mod:`diskmodel.model.volumes`), and
 reports read and write throughput the way PostMark does (bytes read and
 written divided by the whole run's elapsed time).
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from ._checks import finite_scalar, show, whole_number
 from .filesystem import FileSystem, PageCache, file_system_access_time
-from .layouts import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
+from .volumes import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
 
 KIB = 1024

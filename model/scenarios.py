@@ -25,7 +25,7 @@ import numpy as np
 from ._checks import finite_array, show, whole_number
 from .disk import expected_random_service_time_s
 from .filesystem import FileSystem, PageCache
-from .layouts import LvmMapping, Partition, StripedVolume, mean_media_rate_bytes_per_s, region_access_time_s
+from .volumes import LvmMapping, Partition, StripedVolume, mean_media_rate_bytes_per_s, region_access_time_s
 from .predict import predict
 from .seek import random_pair_distance_pmf
 

@@ -16,7 +16,7 @@ a time (queue depth 1):
   time of the cylinder distance, at least the head-switch time when the
   surface changes, plus the extra write settle for writes; then the
   rotational latency until the block's angle (zones, track and cylinder skew,
-  spares and slips of :mod:`diskmodel.model.layout_g1`) passes under the head;
+  spares and slips of :mod:`diskmodel.model.disksim_mapping`) passes under the head;
   each sector takes ``T_rot / sectors_per_track``;
 * controller: per-request command overheads by kind (read/write, cache
   hit/miss, after a read/after a write), completion overheads, a per-block
@@ -56,7 +56,7 @@ from numba import njit
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, finite_scalar, flag, show, whole_number
-from .layout_g1 import ZoneLayout, lbn_to_pbn_one
+from .disksim_mapping import ZoneLayout, lbn_to_pbn_one
 
 __all__ = ["DriveParameters", "SimulationResult", "drive_parameters_from_disksim", "simulate_requests"]
 

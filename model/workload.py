@@ -103,7 +103,7 @@ MAX_COUNT = 2**53
 #: arithmetic in int64 stays far from overflow).
 MAX_SIZE_BYTES = 2**53
 
-#: Largest ``set seed``: the range diskmodel.calibrate.postmark passes to PostMark (a C int).
+#: Largest ``set seed``: the range diskmodel.calibrate.bench.postmark passes to PostMark (a C int).
 MAX_SEED = 2**31 - 1
 
 #: infer_transactions tries at most this many counts of each roundness (one

@@ -50,8 +50,8 @@ BACKENDS = """
 @pytest.fixture(scope="module")
 def calibration_dict():
     """A valid calibration result as a dict (a short simulated run)."""
-    from diskmodel.calibrate.measure import calibrate
-    from diskmodel.calibrate.simulated import simulated_disk
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.simulated import simulated_disk
 
     result = calibrate(simulated_disk("wd800bd", seed=0), budget_s=20, progress=False)
     return json.loads(result.to_json())
@@ -331,7 +331,7 @@ def test_an_interrupt_prints_the_teardown_report_it_carries(monkeypatch, capsys)
 def test_a_sigterm_exits_143(monkeypatch, capsys):
     import signal
 
-    from diskmodel.calibrate.layouts import Interrupted
+    from diskmodel.calibrate.bench.provision import Interrupted
 
     def terminated(args):
         raise Interrupted(signal.SIGTERM)
@@ -364,7 +364,7 @@ def test_any_exception_is_one_line(monkeypatch, capsys, exc, fragments):
 # ---------------------------------------------------------------------------- the schema itself
 
 def test_current_json_round_trips_and_validates(calibration_dict, tmp_path):
-    from diskmodel.calibrate.results import SCHEMA, CalibrationResult, validate_calibration_dict
+    from diskmodel.calibrate.harness.results import SCHEMA, CalibrationResult, validate_calibration_dict
 
     assert set(calibration_dict) == set(SCHEMA)  # the schema covers every key to_dict writes
     assert validate_calibration_dict(calibration_dict, "x.json") == 1
@@ -376,7 +376,7 @@ def test_current_json_round_trips_and_validates(calibration_dict, tmp_path):
 
 
 def test_a_file_of_the_previous_version_is_read(calibration_dict):
-    from diskmodel.calibrate.results import CalibrationResult
+    from diskmodel.calibrate.harness.results import CalibrationResult
 
     old = {k: v for k, v in calibration_dict.items() if k != "format_version"}
     old["format"] = "diskmodel-calibration/1"
@@ -384,7 +384,7 @@ def test_a_file_of_the_previous_version_is_read(calibration_dict):
 
 
 def test_errors_name_the_file_and_the_key(calibration_dict, tmp_path):
-    from diskmodel.calibrate.results import CalibrationFileError, CalibrationResult
+    from diskmodel.calibrate.harness.results import CalibrationFileError, CalibrationResult
 
     bad = dict(calibration_dict, size_bytes=-1)
     path = tmp_path / "calibration.json"

@@ -10,8 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from diskmodel.calibrate import checks, cli, measure, results  # noqa: F401 (imported before any run is timed)
-from diskmodel.calibrate.measure import (
+from diskmodel.calibrate.harness import checks
+from diskmodel.calibrate import cli
+from diskmodel.calibrate.harness import measure
+from diskmodel.calibrate.harness import results  # noqa: F401 (imported before any run is timed)
+from diskmodel.calibrate.harness.measure import (
     BackendProtocolError,
     BackendReadError,
     BudgetTooSmall,
@@ -22,7 +25,7 @@ from diskmodel.calibrate.measure import (
     measure_seek,
     minimum_reads,
 )
-from diskmodel.calibrate.simulated import calibration_errors, simulated_disk
+from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
 
 GIB = 1 << 30
 
@@ -260,7 +263,7 @@ def test_invalid_budgets_refused_before_any_read(bad):
 
 def test_budget_too_small_on_the_command_line_is_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "tiny_budget_backend.py").write_text(textwrap.dedent("""
-        from diskmodel.calibrate.simulated import simulated_disk
+        from diskmodel.calibrate.harness.simulated import simulated_disk
 
         def make():
             return simulated_disk("hp97560")

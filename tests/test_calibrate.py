@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from diskmodel.calibrate import cli
-from diskmodel.calibrate.fit import fit_table, fit_two_piece, segment_rates, test_flat
-from diskmodel.calibrate.measure import BackendProtocolError, backend_from_spec, calibrate, check_backend
-from diskmodel.calibrate.results import CalibrationResult
-from diskmodel.calibrate.simulated import calibration_errors, simulated_disk
+from diskmodel.calibrate.harness.fit import fit_table, fit_two_piece, segment_rates, test_flat
+from diskmodel.calibrate.harness.measure import BackendProtocolError, backend_from_spec, calibrate, check_backend
+from diskmodel.calibrate.harness.results import CalibrationResult
+from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
 from diskmodel.model import Disk, expected_random_service_time_s
 
 from conftest import require_root, require_tools
@@ -305,7 +305,7 @@ def write_module(tmp_path, monkeypatch, name, body):
 
 def test_backend_from_spec(tmp_path, monkeypatch):
     write_module(tmp_path, monkeypatch, "my_backends", """
-        from diskmodel.calibrate.simulated import simulated_disk
+        from diskmodel.calibrate.harness.simulated import simulated_disk
 
         def make():
             return simulated_disk("hp97560", seed=3)
@@ -415,7 +415,7 @@ def data_ok(data):
 
 @pytest.mark.integration
 def test_real_file_has_no_mechanical_seek(written_file):
-    from diskmodel.calibrate.device import open_backend
+    from diskmodel.calibrate.harness.device import open_backend
 
     start = time.perf_counter()
     with open_backend(written_file) as backend:
@@ -437,7 +437,7 @@ def test_real_file_has_no_mechanical_seek(written_file):
 def test_real_loop_device_has_no_mechanical_seek(written_file, request):
     require_root()
     require_tools("losetup")
-    from diskmodel.calibrate.device import open_backend
+    from diskmodel.calibrate.harness.device import open_backend
 
     loop = subprocess.run(["losetup", "--find", "--show", "--read-only", "--direct-io=on", written_file],
                           check=True, capture_output=True, text=True).stdout.strip()

@@ -10,8 +10,8 @@ import pytest
 
 from _loopdev import MiB, write_random_file
 from conftest import require_tools
-from diskmodel.calibrate import checks
-from diskmodel.calibrate.device import (
+from diskmodel.calibrate.harness import checks
+from diskmodel.calibrate.harness.device import (
     BackendError,
     DeviceBusyError,
     DeviceIOError,
@@ -269,7 +269,7 @@ def test_mounted_loop_device_is_refused_as_busy(loops, tmp_path):
 @pytest.mark.integration
 def test_swap_loop_device_is_refused_as_busy(loops, tmp_path):
     require_tools("mkswap", "swapon", "swapoff")
-    from diskmodel.calibrate.probe import probe
+    from diskmodel.calibrate.harness.probe import probe
 
     image = write_random_file(tmp_path / "swap.img", 16 * MiB, seed=8)
     dev = loops.attach(image)

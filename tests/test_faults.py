@@ -218,7 +218,7 @@ def test_sigkill_at_each_phase_then_cleanup_leaves_nothing(tmp_path, host_tools,
 @pytest.mark.integration
 def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
     require_tools("qemu-system-x86_64", "postmark", "lvm", "busybox")
-    from diskmodel.calibrate.vm import vm_available
+    from diskmodel.calibrate.bench.vm import vm_available
     ok, why = vm_available()
     if not ok:
         skip_or_fail(f"the throwaway VM cannot run here: {why}")
@@ -273,7 +273,7 @@ def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_pa
 # ---------------------------------------------------------------- the record itself (unit)
 
 def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tmp_path, monkeypatch):
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
     run = runstate.Run("test").start()
@@ -290,7 +290,7 @@ def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tm
 
 
 def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path, monkeypatch, caplog):
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
     dead = subprocess.Popen(["true"])
@@ -313,7 +313,7 @@ def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path,
 def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup")
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
     path = tmp_path / "held.img"
@@ -333,13 +333,13 @@ def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypat
 
 
 def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
     target = tmp_path / "target.img"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from diskmodel.calibrate import runstate\n"
+         "import sys, time; from diskmodel.calibrate.harness import runstate\n"
          f"with runstate.lock_target({str(target)!r}, purpose='test'):\n"
          "    print('held', flush=True); time.sleep(60)"],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.model.filesystem import TERMS, FileSystem, PageCache, _distinct_blocks, file_system_access_time
-from diskmodel.model.layouts import GB, paper_layout
+from diskmodel.model.volumes import GB, paper_layout
 from diskmodel.model.presets import load_preset
 from diskmodel.model.workload import MIB, PostMarkConfig, expected_counts, postmark_preset
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from diskmodel.calibrate import layouts as L
+from diskmodel.calibrate.bench import provision as L
 from conftest import require_root, require_tools
 
 MiB = 1 << 20
@@ -231,7 +231,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
     require_tools("losetup", "mkfs.ext3", "mount", "umount", "blockdev")
     fs = 64 * MiB
     backing = tmp_path / "scratch.img"
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
     with prepare_scratch(backing, L.backing_bytes_required("native", fs)) as scratch:
         plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs)
         ex = L.HostExecutor(plan)
@@ -258,7 +258,7 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
     require_root()
     require_tools("losetup", "mkfs.ext3", "mount")
     fs = 32 * MiB
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required("native", fs)) as scratch:
         plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs, mount_options=["no_such_option"])
         ex = L.HostExecutor(plan)

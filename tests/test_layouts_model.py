@@ -1,4 +1,4 @@
-"""model/layouts.py: partitions, LVM linear/striped volumes, access through the
+"""model/volumes.py: partitions, LVM linear/striped volumes, access through the
 extent map, and the LVM mapping overhead (eqs. 10-12)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.layouts import (
+from diskmodel.model.volumes import (
     GB, MIB, LinearVolume, LvmMapping, Partition, Segment, StripedVolume, cross_seek_time_s,
     lvm_mapping_overhead_s, mapping_complexity, paper_layout, region_access_time_s,
 )

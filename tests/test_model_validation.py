@@ -24,8 +24,8 @@ from diskmodel.model import (Case, FileSystem, Geometry, LinearVolume, LvmMappin
                              region_access_time_s, rotation_period_s, service_time_s, workload)
 from diskmodel.model.disk import ServiceTime, flat_latency_disk
 from diskmodel.model.filesystem import file_system_access_time
-from diskmodel.model.layout_g1 import ZoneLayout
-from diskmodel.model.layouts import cross_seek_time_s, lvm_mapping_overhead_s
+from diskmodel.model.disksim_mapping import ZoneLayout
+from diskmodel.model.volumes import cross_seek_time_s, lvm_mapping_overhead_s
 from diskmodel.model.predict import FitResult, fit_io_parameters, fit_lvm_mapping, format_postmark_rate
 from diskmodel.model.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions, striped_random_read_time_s,
                                        striping_table)

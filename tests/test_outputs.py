@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
-from diskmodel.calibrate import cli, outputs
+from diskmodel.calibrate import cli
+from diskmodel.calibrate.harness import outputs
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 MiB = 1 << 20
@@ -267,7 +268,7 @@ def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
 # ---------------------------------------------------------------------------- the lock on the output
 
 def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     out = tmp_path / "cal.json"
     with runstate.lock_target(str(out), purpose="output"):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from diskmodel.calibrate import layouts as L
-from diskmodel.calibrate import postmark as P
+from diskmodel.calibrate.bench import provision as L
+from diskmodel.calibrate.bench import postmark as P
 from diskmodel.model.workload import PostMarkConfig, postmark_preset
 from conftest import require_root, require_tools, skip_or_fail
 
@@ -272,7 +272,7 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
     """The body the VM runs, run by the host executor on a host layout: same shell, same parser."""
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount")
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
     cfg = postmark_preset("test2").evolve(number_of_files=500, transactions=1000)
     fs = 64 * MiB
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required("native", fs)) as scratch:
@@ -296,7 +296,7 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
 
 def _require_vm():
     require_tools("qemu-system-x86_64", "postmark", "lvm", "mkfs.ext3", "busybox")
-    from diskmodel.calibrate.vm import vm_available
+    from diskmodel.calibrate.bench.vm import vm_available
     ok, why = vm_available()
     if not ok:
         skip_or_fail(f"the throwaway VM cannot run here: {why}")
@@ -503,7 +503,7 @@ def test_cli_bad_input_names_the_parameter(tmp_path):
 
 @pytest.mark.integration
 def test_the_scratch_file_is_written_not_sparse_and_kept_only_on_request(tmp_path):
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
     for keep in (False, True):
         path = tmp_path / f"s-{keep}.img"
         with prepare_scratch(path, 16 * MiB, keep=keep) as s:

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
 from diskmodel.model.filesystem import FileSystem, PageCache
-from diskmodel.model.layouts import LvmMapping, paper_layout
+from diskmodel.model.volumes import LvmMapping, paper_layout
 from diskmodel.model.predict import (
     Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, format_postmark_rate, predict,
 )
@@ -292,7 +292,7 @@ def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
 
 
 def test_predict_refuses_a_layout_over_several_disks():
-    from diskmodel.model.layouts import Partition, StripedVolume
+    from diskmodel.model.volumes import Partition, StripedVolume
 
     disk = load_preset("wd800bd")
     volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))

@@ -9,9 +9,9 @@ import pytest
 
 from _loopdev import MiB, write_mbr, write_random_file
 from conftest import require_tools
-from diskmodel.calibrate import probe as probe_mod
+from diskmodel.calibrate.harness import probe as probe_mod
 from diskmodel.calibrate.cli import main
-from diskmodel.calibrate.probe import ProbeResult, probe
+from diskmodel.calibrate.harness.probe import ProbeResult, probe
 
 
 @pytest.fixture

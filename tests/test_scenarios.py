@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.layouts import MIB, GB, Partition, StripedVolume, paper_layout, region_access_time_s
+from diskmodel.model.volumes import MIB, GB, Partition, StripedVolume, paper_layout, region_access_time_s
 from diskmodel.model.predict import predict
 from diskmodel.model.presets import load_preset
 from diskmodel.model.scenarios import (location_table, plot_predicted_vs_measured, prediction_table,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive
-from diskmodel.model.layout_g1 import ZoneLayout
+from diskmodel.model.disksim_mapping import ZoneLayout
 from diskmodel.model.simulate import DriveParameters, simulate_requests
 from diskmodel.model.validation import TraceValidation, demerit_s, empirical_quantiles, probability_levels
 

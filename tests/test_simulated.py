@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskmodel.calibrate.simulated import SimulatedDisk, disk_from_name, simulated_disk
+from diskmodel.calibrate.harness.simulated import SimulatedDisk, disk_from_name, simulated_disk
 from diskmodel.model import load_preset
 
 

@@ -1,4 +1,4 @@
-"""The throwaway qemu VM (diskmodel.calibrate.vm), driven for real under TCG.
+"""The throwaway qemu VM (diskmodel.calibrate.bench.vm), driven for real under TCG.
 
 Every VM test boots Debian's kernel in qemu under TCG and
 checks real numbers coming back from the guest (about 5 s per boot on this
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tools, skip_or_fail
-from diskmodel.calibrate import vm
+from diskmodel.calibrate.bench import vm
 
 pytestmark = pytest.mark.integration
 
@@ -253,7 +253,7 @@ def test_timeout_kills_the_vm_and_removes_files(tmp_path, cache_dir):
 CHILD = textwrap.dedent("""\
     import logging, sys
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-    from diskmodel.calibrate.vm import run_script_in_vm
+    from diskmodel.calibrate.bench.vm import run_script_in_vm
     run_script_in_vm("echo script-running; sleep 600", scratch_disk_bytes=64 << 20,
                      memory_bytes=256 << 20, timeout_s=300,
                      workdir=sys.argv[1], cache_dir=sys.argv[2])

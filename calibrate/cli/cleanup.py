@@ -11,6 +11,6 @@ def add_parser(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     return runstate.cleanup_cli(dry_run=args.dry_run)

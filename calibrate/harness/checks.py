@@ -150,7 +150,7 @@ def written_data(path: str | os.PathLike) -> Verdict:
     (thin provisioning and discarded blocks may also read as zeros without I/O):
     the verdict is None.
     """
-    from diskmodel.calibrate.device import HOLES_EXPLANATION, unwritten_regions
+    from diskmodel.calibrate.harness.device import HOLES_EXPLANATION, unwritten_regions
 
     name = "written_data"
     path = os.fspath(path)
@@ -217,7 +217,7 @@ def timer_resolution(required_s: float = 1e-6, samples: int = 2001) -> Verdict:
 def queue_depth_one(backend: Any) -> Verdict:
     """Does BACKEND issue one request at a time?
 
-    The device backend (:class:`diskmodel.calibrate.device.DirectBackend`) does
+    The device backend (:class:`diskmodel.calibrate.harness.device.DirectBackend`) does
     by construction: each read is a synchronous ``os.preadv`` on one thread,
     and the next is issued only after it returned; it declares ``queue_depth = 1``.
     Simulated backends serve one request at a time too. A backend that does not

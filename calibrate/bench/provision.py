@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from . import runstate
-from ._process import communicate_or_kill, spawn
+from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 
 __all__ = [
     "LAYOUTS",
@@ -463,12 +463,12 @@ class HostExecutor:
     idempotent. Every command, its exit status and output go to the log.
 
     Every step that creates something is recorded in the run's state file
-    (:mod:`diskmodel.calibrate.runstate`) *before* it runs, with what finds it
+    (:mod:`diskmodel.calibrate.harness.runstate`) *before* it runs, with what finds it
     again (a loop device by its backing's inode and offset, a mount by its
     mount point). Teardown removes what it finds, not what the steps reported,
     so a signal that lands while ``losetup`` or ``mount`` runs, after it has
     done its work but before it has said so, leaves nothing behind; and it
-    checks that each thing is gone (:class:`~diskmodel.calibrate.runstate.TeardownReport`).
+    checks that each thing is gone (:class:`~diskmodel.calibrate.harness.runstate.TeardownReport`).
     """
 
     def __init__(self, plan: LayoutPlan, *, logger: logging.Logger | None = None, timeout_s: float = 600.0):
@@ -563,7 +563,7 @@ class HostExecutor:
     def teardown(self):
         """Remove what the steps created, in reverse, and check it is gone. Safe to call again.
 
-        Returns the :class:`~diskmodel.calibrate.runstate.TeardownReport`.
+        Returns the :class:`~diskmodel.calibrate.harness.runstate.TeardownReport`.
         """
         if not self._resources and self.report is not None:
             return self.report

@@ -3,8 +3,8 @@
 A backend is any object with ``size_bytes``, ``block_size_bytes`` and
 ``read(offset_bytes, length_bytes) -> seconds`` (optionally the vectorised
 ``read_many(offsets, length_bytes) -> ndarray`` and ``device_time_s``):
-the real O_DIRECT backend (:mod:`diskmodel.calibrate.device`), the simulated
-disk (:mod:`diskmodel.calibrate.simulated`) or a user's own
+the real O_DIRECT backend (:mod:`diskmodel.calibrate.harness.device`), the simulated
+disk (:mod:`diskmodel.calibrate.harness.simulated`) or a user's own
 (:func:`backend_from_spec`, ``--backend MODULE:FACTORY``).
 
 The measurements, each a function of a :class:`Meter`:
@@ -29,14 +29,14 @@ The measurements, each a function of a :class:`Meter`:
   same first block (so that both wait the same, almost full, revolution),
   differ by the transfer of L - 1 block; repeats until they agree. Zone
   boundaries by change-point detection
-  (:func:`diskmodel.calibrate.fit.segment_rates`).
+  (:func:`diskmodel.calibrate.harness.fit.segment_rates`).
 * :func:`measure_seek`: timed pairs of reads at chosen distances (geometric
   from a few blocks to the whole device), each pair from a start point drawn
   uniformly over the device, in random order, in rounds repeated until the
   budget is spent. Every read is kept with where it came from.
 
 :func:`calibrate` runs them all, fits, checks, and returns a
-:class:`diskmodel.calibrate.results.CalibrationResult`.
+:class:`diskmodel.calibrate.harness.results.CalibrationResult`.
 
 The budget is a hard cap: the :class:`Meter` prices every batch of reads from
 the reads so far and never starts one the budget cannot pay for
@@ -732,7 +732,7 @@ def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.0
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
     boundaries halfway between the last location of a segment and the first of the next."""
-    from .fit import segment_rates
+    from diskmodel.calibrate.harness.fit import segment_rates
 
     loc = np.asarray(locations, dtype=float)
     rate = np.asarray(rates, dtype=float)
@@ -1037,8 +1037,8 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     -------
     CalibrationResult
     """
-    from . import checks as chk
-    from .results import CalibrationResult
+    from diskmodel.calibrate.harness import checks as chk
+    from diskmodel.calibrate.harness.results import CalibrationResult
 
     budget = _check_budget(budget_s)
     if len(fractions) != 3 or any(f <= 0 for f in fractions):
@@ -1046,7 +1046,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     total = sum(fractions)
     f_rot, f_zone, f_seek = (f / total for f in fractions)
     if kind is None:
-        from .simulated import SimulatedDisk
+        from diskmodel.calibrate.harness.simulated import SimulatedDisk
 
         kind = "simulated" if isinstance(backend, SimulatedDisk) else (
             "device" if type(backend).__name__ == "DirectBackend" else "custom")

@@ -3,7 +3,7 @@
 Measures a device's rotation period, zone transfer rates and seek curve within
 a budget of device time, fits the model, runs the validity checks and prints
 a summary (and the JSON result with ``--json``). A real PATH is opened
-read-only with O_DIRECT (:func:`diskmodel.calibrate.device.open_backend`);
+read-only with O_DIRECT (:func:`diskmodel.calibrate.harness.device.open_backend`);
 ``--simulated`` takes a preset name or a DiskSim drive folder.
 """
 from __future__ import annotations
@@ -59,10 +59,10 @@ def add_parser(subparsers) -> None:
 def _open_target(args):
     """(backend, close, path, budget, source flag) for the target the arguments name."""
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.calibrate.measure import BackendProtocolError, backend_from_spec
+    from diskmodel.calibrate.harness.measure import BackendProtocolError, backend_from_spec
 
     if args.simulated is not None:
-        from diskmodel.calibrate.simulated import simulated_disk
+        from diskmodel.calibrate.harness.simulated import simulated_disk
 
         try:
             backend = simulated_disk(args.simulated, seed=args.seed)
@@ -79,7 +79,7 @@ def _open_target(args):
         except Exception as exc:  # the factory or the module failed in a way measure did not word
             raise UsageError(f"--backend {args.backend}: {type(exc).__name__}: {exc}") from exc
         return backend, getattr(backend, "close", None), None, args.budget_s or 60.0, f"--backend {args.backend}"
-    from diskmodel.calibrate.device import open_backend
+    from diskmodel.calibrate.harness.device import open_backend
 
     path = args.path
     try:
@@ -102,9 +102,9 @@ def _reason(exc: BaseException) -> str:
 
 
 def _run(args) -> int:
-    from diskmodel.calibrate import outputs
+    from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError, reword
-    from diskmodel.calibrate.measure import BudgetTooSmall, calibrate
+    from diskmodel.calibrate.harness.measure import BudgetTooSmall, calibrate
 
     measured = tuple(p for p in (args.path,) if p)
     # The output is checked before anything is opened or measured.
@@ -159,7 +159,7 @@ def _print_partitions(result, path) -> None:
     try:
         if not stat.S_ISBLK(os.stat(path).st_mode):
             return
-        from diskmodel.calibrate.probe import probe
+        from diskmodel.calibrate.harness.probe import probe
 
         device = probe(path).devices[0]
     except Exception as exc:  # the calibration stands; the partition list is extra

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import Verdict
-from .fit import (FlatLatencyModel, FlatTest, TableFit, TwoPieceFit, fit_flat_latency, fit_table,
+from diskmodel.calibrate.harness.checks import Verdict
+from diskmodel.calibrate.harness.fit import (FlatLatencyModel, FlatTest, TableFit, TwoPieceFit, fit_flat_latency, fit_table,
                   fit_two_piece, test_flat)
 
 __all__ = ["CalibrationResult", "CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA",
@@ -790,10 +790,10 @@ class CalibrationResult:
 
         A *path* is written atomically (a temporary file renamed over it), so a
         failure never leaves half a result; the command line checks the path
-        first (:mod:`diskmodel.calibrate.outputs`)."""
+        first (:mod:`diskmodel.calibrate.harness.outputs`)."""
         text = json.dumps(_finite(self.to_dict()), indent=indent, allow_nan=False)
         if path is not None:
-            from .outputs import write_output_atomically
+            from diskmodel.calibrate.harness.outputs import write_output_atomically
 
             write_output_atomically(path, text, kind="calibration", force=True, flag="path")
         return text

@@ -8,7 +8,7 @@ optional memory cgroup, and everything is torn down on success, failure, SIGINT
 and SIGTERM.
 
 With ``--vm``: the same layout plan is rendered as one shell script and run
-in a throwaway qemu VM (:mod:`diskmodel.calibrate.vm`) on a scratch disk of the
+in a throwaway qemu VM (:mod:`diskmodel.calibrate.bench.vm`) on a scratch disk of the
 size the layout needs; PATH is then not used. Under TCG the timings measure
 an emulator, and the report says so.
 """
@@ -145,16 +145,16 @@ def _json_text(summary) -> str:
     """The summary as JSON (postmark.to_json) with the diskmodel.postmark format marker first."""
     import json
 
-    from diskmodel.calibrate import outputs
-    from diskmodel.calibrate import postmark as P
+    from diskmodel.calibrate.harness import outputs
+    from diskmodel.calibrate.bench import postmark as P
 
     return json.dumps(outputs.mark(json.loads(P.to_json(summary)), "postmark"), indent=2, allow_nan=False) + "\n"
 
 
 def _run(args) -> int:
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import outputs
-    from diskmodel.calibrate import postmark as P
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness import outputs
+    from diskmodel.calibrate.bench import postmark as P
     from diskmodel.calibrate.cli import one_line, with_flags
 
     _setup_logging(args.quiet)
@@ -194,8 +194,8 @@ def _run(args) -> int:
 
 
 def _dispatch(args, config, mount_options, needed, drop):
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import postmark as P
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench import postmark as P
 
     if not args.vm:
         if not args.scratch:

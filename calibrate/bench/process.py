@@ -3,7 +3,7 @@
 Every child is started by :func:`spawn`: in a session (and so a process group)
 of its own, with ``PR_SET_PDEATHSIG`` set to SIGKILL so that the kernel kills
 it when its parent dies (even by SIGKILL, which runs no Python code), and,
-within a :class:`~diskmodel.calibrate.runstate.Run`, recorded in the run's
+within a :class:`~diskmodel.calibrate.harness.runstate.Run`, recorded in the run's
 state file as soon as it exists, so that ``diskmodel cleanup`` can find it.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 
-from . import runstate
+from diskmodel.calibrate.harness import runstate
 
 _PR_SET_PDEATHSIG = 1
 _libc = None

@@ -6,7 +6,7 @@ devices, their partitions and holders, their mount points and swap),
 source) and ``losetup -J`` (which files back which loop devices, by inode as
 well as by name, so an unlinked backing file is still found). Every safety
 check of the harness (:func:`busy_reasons`) and every teardown of a run
-(:mod:`diskmodel.calibrate.runstate`) asks these functions, never sysfs or
+(:mod:`diskmodel.calibrate.harness.runstate`) asks these functions, never sysfs or
 ``/proc/self/mountinfo`` by hand.
 """
 from __future__ import annotations

@@ -42,7 +42,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ._requests import check_length, check_offsets
+from diskmodel.calibrate.harness.backend import check_length, check_offsets
 
 __all__ = [
     "BackendError",
@@ -281,7 +281,7 @@ def measure_timer_overhead_ns(samples: int = 2001) -> int:
 def _busy_reason(path: str) -> str:
     """Why a block device may be busy, from probe (best effort, for the error message)."""
     try:
-        from diskmodel.calibrate.probe import probe
+        from diskmodel.calibrate.harness.probe import probe
 
         dev = probe(path, source="sysfs").devices[0]
     except Exception:  # the message is a courtesy; the refusal stands regardless

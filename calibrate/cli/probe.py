@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
 
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.calibrate.probe import format_table, probe
+    from diskmodel.calibrate.harness.probe import format_table, probe
 
     try:
         result = probe(args.device, source=args.source, include_empty=args.all)

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._process import communicate_or_kill, spawn
+from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 
 __all__ = [
     "COARSE_RUN_S",
@@ -515,7 +515,7 @@ class MemoryCgroup:
         return self.path / "cgroup.procs"
 
     def create(self) -> "MemoryCgroup":
-        from . import runstate
+        from diskmodel.calibrate.harness import runstate
         run = runstate.current_run()
         self._resource = run.intend("cgroup", path=str(self.path)) if run is not None else None
         if self.version == 2:
@@ -562,7 +562,7 @@ class MemoryCgroup:
         return None
 
     def _removed(self) -> None:
-        from . import runstate
+        from diskmodel.calibrate.harness import runstate
         run, res = runstate.current_run(), getattr(self, "_resource", None)
         if run is not None and res is not None:
             run.absent(res)
@@ -773,7 +773,7 @@ def run_postmark_once(
     if not os.path.isdir(location):
         raise ValueError(f"location {location!r} is not a directory")
     text = command_file(config, location)
-    from . import runstate
+    from diskmodel.calibrate.harness import runstate
     run = runstate.current_run()
     parent = run.work_dir() if run is not None else None
     with tempfile.TemporaryDirectory(prefix="diskmodel-postmark-", dir=parent) as tmp:
@@ -1028,18 +1028,18 @@ def run_on_layout(
     On the host (vm False): *scratch* is a new file (created, filled with
     data, removed afterwards unless *keep*) or an existing file or block device
     that *destroy_data_on* names again; busy devices are refused before any
-    write (:func:`diskmodel.calibrate.scratch.prepare_scratch`). LVM layouts need
-    device-mapper (:class:`~diskmodel.calibrate.layouts.LayoutUnavailable` says
+    write (:func:`diskmodel.calibrate.harness.scratch.prepare_scratch`). LVM layouts need
+    device-mapper (:class:`~diskmodel.calibrate.bench.provision.LayoutUnavailable` says
     to use vm=True). With vm=True the same plan runs as one script in a
-    throwaway qemu VM (:func:`diskmodel.calibrate.vm.run_script_in_vm`) whose
+    throwaway qemu VM (:func:`diskmodel.calibrate.bench.vm.run_script_in_vm`) whose
     scratch disk has the size the layout needs; *scratch* must then be None.
     *vm_accelerator* is "tcg" (emulation; every report says its timings
     measure the emulator) or "kvm" (where KVM works; never chosen on its own).
     SIGINT and SIGTERM tear everything down and raise
-    :class:`~diskmodel.calibrate.layouts.Interrupted` (a KeyboardInterrupt).
+    :class:`~diskmodel.calibrate.bench.provision.Interrupted` (a KeyboardInterrupt).
     """
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness import runstate
 
     needed = L.backing_bytes_required(layout, fs_size_bytes)
     if not vm and scratch is None:
@@ -1062,11 +1062,11 @@ def run_on_layout(
 def _run_on_layout_locked(layout, config, *, fs_size_bytes, scratch, vm, fs_type, mount_options, repeats,
                           memory_limit_bytes, drop_page_cache, destroy_data_on, keep, vm_memory_bytes,
                           vm_timeout_s, vm_accelerator, needed) -> PostMarkSummary:
-    from diskmodel.calibrate import layouts as L
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness import runstate
 
     if vm:
-        from diskmodel.calibrate.vm import SCRATCH_DEVICE, run_script_in_vm
+        from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
         plan = L.build_plan(layout, backing=SCRATCH_DEVICE, fs_size_bytes=fs_size_bytes, fs_type=fs_type,
                             mount_options=mount_options)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
@@ -1081,7 +1081,7 @@ def _run_on_layout_locked(layout, config, *, fs_size_bytes, scratch, vm, fs_type
                                   kernel_release=result.kernel_release, memory_limit_bytes=memory_limit_bytes,
                                   drop_page_cache=drop_page_cache, backing=f"{SCRATCH_DEVICE} (VM scratch disk)")
 
-    from diskmodel.calibrate.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
     L.require_device_mapper(layout)
     L.build_plan(layout, backing=os.fspath(scratch), fs_size_bytes=fs_size_bytes, fs_type=fs_type,
                  mount_options=mount_options)  # validates everything before the scratch is touched

@@ -33,7 +33,7 @@ def add_parser(subparsers) -> None:
 def _run(args) -> int:
     import os
 
-    from diskmodel.calibrate import outputs
+    from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.experiment import format_summary, run_experiment
     from diskmodel.model.presets import load_preset
@@ -64,7 +64,7 @@ def _run_experiment(args, run_experiment):
     import os
 
     from diskmodel.calibrate.cli import UsageError, reword
-    from diskmodel.calibrate.measure import BudgetTooSmall
+    from diskmodel.calibrate.harness.measure import BudgetTooSmall
 
     try:
         return run_experiment(args.out, preset=args.preset, device=args.device, budget_s=args.budget_s,

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import runstate
-from .devstate import busy_reasons
+from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness.devstate import busy_reasons
 
 __all__ = ["ScratchRefused", "Scratch", "busy_reasons", "prepare_scratch", "fill_file"]
 

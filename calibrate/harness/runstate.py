@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import devstate
+from diskmodel.calibrate.harness import devstate
 
 __all__ = [
     "RUN_DIR_ENV",

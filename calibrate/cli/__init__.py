@@ -21,13 +21,13 @@ import sys
 
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
-    "cmd_experiment",
-    "cmd_calibrate",
-    "cmd_predict",
-    "cmd_probe",
-    "cmd_postmark",
-    "cmd_validate_trace",
-    "cmd_cleanup",
+    "experiment",
+    "calibrate",
+    "predict",
+    "probe",
+    "postmark",
+    "validate_trace",
+    "cleanup",
 )
 
 # Exit code of a run whose standard output was closed by its reader (128 + SIGPIPE, as a shell shows it).
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the traceback of an error instead of one line (also DISKMODEL_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"diskmodel.calibrate.{name}")
+        module = importlib.import_module(f"diskmodel.calibrate.cli.{name}")
         module.add_parser(subparsers)
     return parser
 
@@ -95,7 +95,7 @@ def _filename(exc: OSError) -> str | None:
 
 def describe(exc: BaseException) -> tuple[str, int]:
     """The one-line message and the exit code for an exception a subcommand raised."""
-    from diskmodel.calibrate.outputs import OutputRefused, OutputWriteError
+    from diskmodel.calibrate.harness.outputs import OutputRefused, OutputWriteError
 
     if isinstance(exc, (UsageError, OutputRefused)):
         return one_line(exc), 2
@@ -204,6 +204,3 @@ def main(argv: list[str] | None = None) -> int:
         _stderr(f"diskmodel: error: {message}")
         return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())

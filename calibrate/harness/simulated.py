@@ -20,7 +20,7 @@ calibration has to see through:
   (an exponential delay, like an interrupt or a retry), from a seeded RNG;
   a returned time is never below 0 (as no timer's is).
 
-The backend protocol is the one of :mod:`diskmodel.calibrate.device`:
+The backend protocol is the one of :mod:`diskmodel.calibrate.harness.device`:
 ``size_bytes``, ``block_size_bytes``, ``read(offset_bytes, length_bytes) ->
 seconds`` and the vectorised ``read_many(offsets, length_bytes) -> ndarray``.
 ``device_time_s`` is the virtual time spent (service and think time).
@@ -35,7 +35,7 @@ import numpy as np
 
 from diskmodel.model import Disk, Geometry, load_preset
 
-from ._requests import check_length, check_offsets
+from diskmodel.calibrate.harness.backend import check_length, check_offsets
 
 __all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "calibration_errors"]
 

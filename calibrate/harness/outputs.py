@@ -15,7 +15,7 @@ Every subcommand that writes a result file goes through this module:
   new, empty, or an earlier experiment report (``report.md`` and an earlier
   ``calibration.json``); a folder holding other files needs ``--force``.
 - :func:`output_lock` takes the run's exclusive lock on the output path
-  (:func:`diskmodel.calibrate.runstate.lock_target`).
+  (:func:`diskmodel.calibrate.harness.runstate.lock_target`).
 - :func:`write_output_atomically` writes to a temporary file in the same
   directory, fsyncs it and renames it over the target, so a crash or a full
   disk never leaves half a result (nor destroys the earlier one).
@@ -301,12 +301,12 @@ def check_output_dir(path, *, kind: str = "experiment", force: bool = False, mea
 def output_lock(path):
     """Hold the run's exclusive lock on the output *path* (nothing for None or ``-``).
 
-    Raises :class:`diskmodel.calibrate.runstate.TargetLocked` when another
+    Raises :class:`diskmodel.calibrate.harness.runstate.TargetLocked` when another
     run holds it (its message names that run's PID)."""
     if path is None or os.fspath(path) in ("", "-"):
         yield
         return
-    from diskmodel.calibrate import runstate
+    from diskmodel.calibrate.harness import runstate
 
     with runstate.lock_target(os.fspath(path), purpose="output"):
         yield

@@ -91,7 +91,7 @@ def _disk(args):
     from diskmodel.calibrate.cli import UsageError
 
     if args.calibration:
-        from diskmodel.calibrate.results import CalibrationFileError, CalibrationResult
+        from diskmodel.calibrate.harness.results import CalibrationFileError, CalibrationResult
 
         path = args.calibration
         try:
@@ -106,7 +106,7 @@ def _disk(args):
             return result.to_disk()
         except ValueError as exc:
             raise UsageError(f"--calibration {path}: {exc}") from exc
-    from diskmodel.calibrate.simulated import disk_from_name
+    from diskmodel.calibrate.harness.simulated import disk_from_name
 
     try:
         return disk_from_name(args.disk)
@@ -117,7 +117,7 @@ def _disk(args):
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, reword
     from diskmodel.model.filesystem import FileSystem, PageCache
-    from diskmodel.model.layouts import LvmMapping, paper_layout
+    from diskmodel.model.volumes import LvmMapping, paper_layout
     from diskmodel.model.predict import predict
     from diskmodel.model.workload import postmark_preset
 

@@ -1,0 +1,1 @@
+"""The measurement harness: backends, measurement, device state and the safety of every run."""
