@@ -15,7 +15,8 @@ from .disk import Disk, ServiceTime, expected_random_service_time_s, service_tim
 from .filesystem import FileSystem, PageCache, file_system_access_time
 from .volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume, mapping_complexity,
                       paper_layout, region_access_time_s)
-from .predict import Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, predict
+from .fit.postmark import Case, FitResult, fit_io_parameters, fit_lvm_mapping
+from .predict import Prediction, predict
 from .presets import available_presets, disk_from_spec, load_preset
 from .rotation import mean_rotational_latency_s, rotation_period_s
 from .seek import TableSeek, TwoPieceSeek, mean_random_seek_time_s

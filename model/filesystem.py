@@ -173,7 +173,7 @@ class FileSystem:
         by buffer ahead of each commit); metadata and journal blocks, which
         JBD writes as whole blocks in batches, do not pay it.  A paper
         rarely reports it, so it is fitted on native runs
-        (:func:`diskmodel.model.predict.fit_io_parameters`).  None (the
+        (:func:`diskmodel.model.fit.postmark.fit_io_parameters`).  None (the
         default): no such cost.
     write_reorder_depth : int or None
         Writes the drive may hold and reorder in its write cache [count].

@@ -6,13 +6,13 @@ LVM-2; Tables 1-3): 18 cells. Two things are fitted, always on the training
 tests only; the model predicts the rest:
 
 1. on the training tests' native cells, the I/O-path parameters the paper
-   does not report (:func:`~diskmodel.model.predict.fit_io_parameters`):
+   does not report (:func:`~diskmodel.model.fit.postmark.fit_io_parameters`):
    by default the file-data path rate (``FileSystem.file_data_rate_bytes_per_s``:
    a host-side cost per byte of file data, which metadata and journal
    blocks do not pay) and the CPU time per file operation;
 2. per LVM layout, on that layout's training cells with step 1 held, the
    mapping costs MD_mapping and FB_mapping of eq. (12)
-   (:func:`~diskmodel.model.predict.fit_lvm_mapping`).
+   (:func:`~diskmodel.model.fit.postmark.fit_lvm_mapping`).
 
 Fixed in advance (:data:`DEFAULT_FILESYSTEM`, :data:`DEFAULT_CACHE`): the
 pipeline model ``FileSystem(overlapped_writeback=True)`` (PostMark never
@@ -34,7 +34,8 @@ import numpy as np
 
 from .filesystem import FileSystem, PageCache
 from .volumes import LvmMapping, paper_layout
-from .predict import Case, FitResult, apply_io_parameters, fit_io_parameters, fit_lvm_mapping, predict
+from .fit.postmark import Case, FitResult, apply_io_parameters, fit_io_parameters, fit_lvm_mapping
+from .predict import predict
 from .workload import expected_counts, postmark_preset
 
 TESTS = ("test1", "test2", "test3")
@@ -96,10 +97,10 @@ def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None
         same form).
     train_tests : sequence of "test1", "test2", "test3"
     filesystem, cache : default :data:`DEFAULT_FILESYSTEM`, :data:`DEFAULT_CACHE`
-    io_parameters : names for :func:`~diskmodel.model.predict.fit_io_parameters`
+    io_parameters : names for :func:`~diskmodel.model.fit.postmark.fit_io_parameters`
         (empty: fit none).
     lvm_parameters : two names of ``LvmMapping.BOUNDS`` for
-        :func:`~diskmodel.model.predict.fit_lvm_mapping`.
+        :func:`~diskmodel.model.fit.postmark.fit_lvm_mapping`.
     """
     train = _check_tests("train_tests", train_tests)
     filesystem = DEFAULT_FILESYSTEM if filesystem is None else filesystem

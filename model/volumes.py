@@ -40,7 +40,7 @@ made concrete in two parts:
     number of distinct disks N_D); optionally also a cost per data request
     (``request_mapping_s``, default 0).  Its coefficients are parameters with
     bounds (>= 0) to fit against measurements
-    (:func:`diskmodel.model.predict.fit_lvm_mapping`); a native partition has
+    (:func:`diskmodel.model.fit.postmark.fit_lvm_mapping`); a native partition has
     complexity 0 and no empirical overhead.
 """
 from __future__ import annotations

@@ -26,7 +26,8 @@ from diskmodel.model.disk import ServiceTime, flat_latency_disk
 from diskmodel.model.filesystem import file_system_access_time
 from diskmodel.model.disksim_mapping import ZoneLayout
 from diskmodel.model.volumes import cross_seek_time_s, lvm_mapping_overhead_s
-from diskmodel.model.predict import FitResult, fit_io_parameters, fit_lvm_mapping, format_postmark_rate
+from diskmodel.model.fit.postmark import FitResult, fit_io_parameters, fit_lvm_mapping
+from diskmodel.model.predict import format_postmark_rate
 from diskmodel.model.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions, striped_random_read_time_s,
                                        striping_table)
 from diskmodel.model.seek import random_pair_distance_pmf, two_piece_seek_time_s

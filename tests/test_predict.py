@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,13 +10,11 @@ from hypothesis import given, settings, strategies as st
 from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
 from diskmodel.model.filesystem import FileSystem, PageCache
 from diskmodel.model.volumes import LvmMapping, paper_layout
-from diskmodel.model.predict import (
-    Case, FitResult, Prediction, fit_io_parameters, fit_lvm_mapping, format_postmark_rate, predict,
-)
+from diskmodel.model.fit.postmark import Case, FitResult, fit_io_parameters, fit_lvm_mapping
+from diskmodel.model.predict import Prediction, format_postmark_rate, predict
 from diskmodel.model.presets import load_preset
 from diskmodel.model.workload import MIB, PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""Fitting: every fitter of the model, apart from the model (astropy.modeling / lmfit style)."""
