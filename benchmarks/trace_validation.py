@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
-from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive  # noqa: E402
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS  # noqa: E402
+from diskmodel.model.disksim import load_disksim_drive, validate_drive  # noqa: E402
 from diskmodel.model.simulate import simulate_requests  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "disksim"

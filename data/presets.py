@@ -52,7 +52,7 @@ HP_C2247A = {
         "cylinders; head switch 0.89 ms; additional write settle 0.65 ms; the eight "
         "zones with their sectors per track and track/cylinder skews transcribed from "
         "the same model file (spare sectors and slipped defects are not kept here: "
-        "read the drive with diskmodel.data.disksim for those)."
+        "load the drive with diskmodel.model.disksim for those)."
     ),
     "surfaces": 13,
     "zones": [

@@ -14,8 +14,6 @@ from importlib import resources
 import pandas as pd
 
 DOI = "10.17559/TV-20131113112940"
-KIB = 1024
-MIB = 1024 * 1024
 
 _FILES = {
     1: "table1_native_layout.csv",
@@ -26,7 +24,8 @@ _FILES = {
     6: "table6_postmark_test3.csv",
 }
 _TEST_OF_TABLE = {4: "test1", 5: "test2", 6: "test3"}
-_UNIT_BYTES = {"MB/s": MIB, "KB/s": KIB}
+# The paper (like PostMark) counts KB and MB in binary multiples.
+_UNIT_BYTES = {"MB/s": 2**20, "KB/s": 2**10}
 #: Layout names used across the project, by the paper's column names.
 LAYOUT_KEYS = {"ext3": "native", "LVM-1": "lvm1", "LVM-2": "lvm2"}
 

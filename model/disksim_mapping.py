@@ -19,8 +19,9 @@ DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
   track switch + one cylinder skew per cylinder switch (+ one sector per slip
   in earlier cylinders for per-cylinder schemes) + its sector, in revolutions.
 
-Everything is pure numpy (with numba kernels shared with
-:mod:`diskmodel.model.simulate`); no I/O.
+Everything is pure numpy (with numba kernels shared with the per-request
+simulation, :mod:`diskmodel.model.simulate`); no I/O. DiskSim's files become
+a :class:`ZoneLayout` in :func:`diskmodel.model.disksim.zone_layout`.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ._checks import evolve as _evolve
 from ._checks import finite_array, one_of, whole_number
 
 SUPPORTED_SPARING = (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)
@@ -109,28 +111,9 @@ class ZoneLayout:
             raise ValueError(f"block_count {total} exceeds what the zones hold ({int(first_lbn[-1])})")
         object.__setattr__(self, "_total", total)
 
-    @classmethod
-    def from_disksim(cls, model) -> "ZoneLayout":
-        """From a :class:`diskmodel.data.disksim.ModelFile` with a g1 layout."""
-        layout = model.layout
-        zones = layout.zones
-        probe = cls(
-            surfaces=model.surfaces,
-            first_cylinder=[z.first_cylinder for z in zones],
-            last_cylinder=[z.last_cylinder for z in zones],
-            sectors_per_track=[z.blocks_per_track for z in zones],
-            first_block_offset_sectors=[z.first_block_offset_sectors for z in zones],
-            track_skew_sectors=[z.track_skew_sectors for z in zones],
-            cylinder_skew_sectors=[z.cylinder_skew_sectors for z in zones],
-            empty_space_sectors=[z.empty_space_at_front_sectors for z in zones],
-            spares=[z.spares for z in zones],
-            slips=tuple(np.asarray(z.slips, dtype=np.int64) for z in zones),
-            sparing_scheme=layout.sparing_scheme, mapping_scheme=layout.mapping_scheme,
-            rangesize=layout.rangesize)
-        # DiskSim uses the blocks the zones hold ("checknumblocks"); the exported
-        # count is the smaller of that and the model file's block count.
-        from dataclasses import replace
-        return replace(probe, block_count=min(int(model.block_count), probe.zone_capacity_blocks))
+    def evolve(self, **changes) -> "ZoneLayout":
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
 
     # -- sizes
     def blocks_per_zone(self) -> np.ndarray:
@@ -301,3 +284,69 @@ def _map_many(lbn, arrays, cylinder, head, sector, angle, zone):
         sector[i] = s
         angle[i] = a
         zone[i] = z
+
+
+# ---------------------------------------------------------------------------
+# Track and cylinder boundaries (numba kernels of the per-request simulation)
+# ---------------------------------------------------------------------------
+
+@njit(cache=True)
+def _same_track(arrays, lbn, cyl, head):
+    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    return c == cyl and h == head
+
+
+@njit(cache=True)
+def track_last_lbn(arrays, lbn, total):
+    """The last block on the track holding *lbn* (binary search: slips only push blocks later)."""
+    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
+    hi = lbn + arrays[2][z] - 1 - s
+    if hi > total - 1:
+        hi = total - 1
+    lo = lbn
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _same_track(arrays, mid, c, h):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def track_first_lbn(arrays, lbn, lowest):
+    """The first block >= *lowest* on the track holding *lbn*."""
+    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
+    lo = lowest
+    hi = lbn
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _same_track(arrays, mid, c, h):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def track_end_lbn(arrays, lbn, total):
+    """One past the last block on the track holding *lbn*."""
+    return track_last_lbn(arrays, lbn, total) + 1
+
+
+@njit(cache=True)
+def cylinder_end_lbn(arrays, lbn, total):
+    """One past the last block on the cylinder holding *lbn*."""
+    c, _, _, _, z = lbn_to_pbn_one(lbn, arrays)
+    hi = lbn + arrays[2][z] * arrays[10][0]
+    if hi > total - 1:
+        hi = total - 1
+    lo = lbn
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        c2, _, _, _, _ = lbn_to_pbn_one(mid, arrays)
+        if c2 == c:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo + 1

@@ -44,219 +44,51 @@ No parameter was fitted to the traces.
 Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
 sequential state (head, phase, segments, read-ahead) is carried by a numba
 kernel, because the next request's time depends on the previous one's and a
-Python loop would run at ~10^4 requests per second instead of ~10^6.
+Python loop would run at ~10^4 requests per second instead of ~10^6. The
+drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`; its
+media accesses are :mod:`diskmodel.model.media_access`'s; DiskSim's files
+become parameters and traces in :mod:`diskmodel.model.disksim`.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 from numba import njit
 
-from ._checks import evolve as _evolve
-from ._checks import finite_array, finite_scalar, flag, show, whole_number
-from .disksim_mapping import ZoneLayout, lbn_to_pbn_one
+from ._checks import finite_array, show
+from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
+from .drive_parameters import DriveParameters
+from .media_access import access_media
 
-__all__ = ["DriveParameters", "SimulationResult", "drive_parameters_from_disksim", "simulate_requests"]
-
-
-@dataclass(frozen=True, eq=False)
-class DriveParameters:
-    """Everything the per-request simulation needs [s, blocks].
-
-    Attributes
-    ----------
-    name : str
-    layout : ZoneLayout
-        Zones, skews, spares and slips (LBN -> PBN).
-    seek_by_distance_s : ndarray
-        Seek time [s] for every whole cylinder distance 0..N-1 (read curve);
-        ``write_seek_by_distance_s`` the write curve (same as read if absent).
-    rpm : float
-    head_switch_s, write_settle_s : float
-        Head switch [s]; extra settle added to a non-zero move before a write
-        [s] (may be negative, as DiskSim allows, but a move never costs < 0).
-    command_overhead_s : ndarray, shape (2, 2, 2)
-        [kind (0 read, 1 write), hit (0 miss, 1 hit), previous (0 read, 1 write)] [s].
-    read_completion_s, write_completion_s, data_preparation_s, reselect_s : float
-        Controller overheads at completion, before a hit's transfer, and on
-        reconnecting to the bus for a miss's transfer [s].
-    bus_read_block_s, bus_write_block_s : float
-        Time to move one block between host and buffer [s].
-    read_watermark : float
-        Fraction of a read miss's blocks buffered before the bus transfer
-        starts (0: from the first block).
-    buffer_segments, segment_size_blocks, max_read_ahead_blocks : int
-    read_ahead_over_requested : bool
-        Read-ahead may replace the data just returned to the host (else it
-        stops when the segment is full).
-    read_ahead_on_idle_hit : bool
-        A read hit restarts the read-ahead at the segment's end.
-    fast_write_level : int
-        0 none, 1 only appending writes, 2 every write (immediate report).
-    read_hits_on_write_data, separate_write_segment : bool
-    read_ahead_scheme : int
-        DiskSim's "Buffer continuous read": 0 none, 1 to the end of the
-        track, 2 to the end of the cylinder, 3 until the segment is full,
-        4 to the end of the next track when a sequential stream is detected
-        (always bounded by ``max_read_ahead_blocks``).
-    minimum_write_seek_s : float
-        The shortest positioning before a non-sequential write [s]
-        (DiskSim's "Minimum seek delay").
-    write_disconnect_s : float
-        A write that is not reported immediately disconnects from the bus
-        after its command overhead, waits the minimum positioning time, and
-        reconnects (``reselect_s + data_preparation_s``) to take its data; a
-        sector whose data is not there in time costs a revolution [s]. (This
-        order of DiskSim's write overheads is what the hp_c2247a trace shows:
-        sequential writes lose a revolution exactly when their data would
-        arrive less than these ~0.95 ms before the last sector.)
-    read_any_free_blocks : bool
-        The drive keeps the sectors of the track that pass under the head
-        before the requested ones (during the rotational latency). With
-        scheme 4 such a drive buffers to the end of the track after every
-        read (DiskSim's code); without it, scheme 4 reads ahead only for a
-        detected sequential stream (DiskSim's manual), which is what the
-        measured atlas_III trace shows.
-    """
-
-    name: str
-    layout: ZoneLayout
-    seek_by_distance_s: np.ndarray
-    rpm: float
-    head_switch_s: float
-    write_settle_s: float
-    command_overhead_s: np.ndarray
-    read_completion_s: float = 0.0
-    write_completion_s: float = 0.0
-    data_preparation_s: float = 0.0
-    reselect_s: float = 0.0
-    bus_read_block_s: float = 0.0
-    bus_write_block_s: float = 0.0
-    read_watermark: float = 0.0
-    buffer_segments: int = 1
-    segment_size_blocks: int = 256
-    max_read_ahead_blocks: int = 0
-    read_ahead_over_requested: bool = False
-    read_ahead_on_idle_hit: bool = False
-    fast_write_level: int = 0
-    read_hits_on_write_data: bool = True
-    separate_write_segment: bool = False
-    write_seek_by_distance_s: np.ndarray | None = None
-    read_ahead_scheme: int = 3
-    minimum_write_seek_s: float = 0.0
-    read_any_free_blocks: bool = False
-    write_disconnect_s: float = 0.0
-
-    def __post_init__(self):
-        if not isinstance(self.layout, ZoneLayout):
-            raise ValueError(f"layout must be a ZoneLayout (got {show(self.layout)})")
-        finite_scalar("rpm", self.rpm, positive=True)
-        seek = finite_array("seek_by_distance_s", self.seek_by_distance_s, nonnegative=True)
-        if seek.ndim != 1 or seek.size < 2 or seek[0] != 0:
-            raise ValueError("seek_by_distance_s must be 1-D, start at distance 0 with 0 s")
-        cylinders = int(self.layout.last_cylinder.max()) + 1
-        if seek.size < cylinders:
-            raise ValueError(f"seek_by_distance_s covers {seek.size} distances but the layout spans "
-                             f"{cylinders} cylinders")
-        object.__setattr__(self, "seek_by_distance_s", seek)
-        write = seek if self.write_seek_by_distance_s is None else finite_array(
-            "write_seek_by_distance_s", self.write_seek_by_distance_s, nonnegative=True)
-        if write.shape != seek.shape:
-            raise ValueError("write_seek_by_distance_s must match seek_by_distance_s in length")
-        object.__setattr__(self, "write_seek_by_distance_s", write)
-        overhead = finite_array("command_overhead_s", self.command_overhead_s, nonnegative=True)
-        if overhead.shape != (2, 2, 2):
-            raise ValueError("command_overhead_s must have shape (2, 2, 2)")
-        object.__setattr__(self, "command_overhead_s", overhead)
-        finite_scalar("head_switch_s", self.head_switch_s, nonnegative=True)
-        finite_scalar("write_settle_s", self.write_settle_s)
-        for name in ("read_completion_s", "write_completion_s", "data_preparation_s", "reselect_s",
-                     "bus_read_block_s", "bus_write_block_s"):
-            finite_scalar(name, getattr(self, name), nonnegative=True)
-        watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
-        if watermark > 1:
-            raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
-        for name, minimum in (("buffer_segments", 1), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
-            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
-        object.__setattr__(self, "fast_write_level", whole_number(
-            "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
-        object.__setattr__(self, "read_ahead_scheme", whole_number(
-            "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
-        for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
-                     "separate_write_segment", "read_any_free_blocks"):
-            flag(name, getattr(self, name))
-        finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
-        finite_scalar("write_disconnect_s", self.write_disconnect_s, nonnegative=True)
-        if self.separate_write_segment and self.buffer_segments < 2:
-            raise ValueError("separate_write_segment needs buffer_segments >= 2")
-
-    @property
-    def rotation_period_s(self) -> float:
-        return 60.0 / self.rpm
-
-    def evolve(self, **changes) -> "DriveParameters":
-        """A copy with some parameters changed (validated again; unknown names raise ValueError), for what-ifs."""
-        return _evolve(self, changes)
+__all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
 
-def drive_parameters_from_disksim(drive) -> DriveParameters:
-    """:class:`DriveParameters` from a :class:`diskmodel.data.disksim.DiskSimDrive`.
+class HitKind(IntEnum):
+    """How the drive served a request (:attr:`SimulationResult.hit`)."""
 
-    Takes the seek curve of the model file (tabulated at every whole
-    distance), the g1 layout, the overheads, cache and fast-write level of
-    the diskspecs, and the bus block time of the parv (the larger of the
-    bus's and the disk's "Bulk sector transfer time", as DiskSim does).
-    """
-    model, specs = drive.model, drive.specs
-    if not hasattr(model.layout, "zones"):
-        raise ValueError(f"{drive.name}: the per-request simulation needs a g1 (zone list) layout; "
-                         f"this drive has {type(model.layout).__name__}")
-    layout = ZoneLayout.from_disksim(model)
-    span = max(model.span_cylinders, int(layout.last_cylinder.max()) + 1)
-    distance = np.arange(span, dtype=float)
-    seek = np.maximum(model.mech.seek_time_s(distance), 0.0)
-    write_seek = None
-    table = model.mech.seek_table
-    if table is not None and table.write_time_s is not None:
-        write_seek = np.maximum(model.mech.seek_time_s(distance, write=True), 0.0)
-    o = specs.command_overhead_s
-    overhead = np.zeros((2, 2, 2))
-    for k, kind in enumerate(("read", "write")):
-        for h, hit in enumerate(("miss", "hit")):
-            for p, previous in enumerate(("read", "write")):
-                overhead[k, h, p] = o[(kind, hit, previous)] + specs.per_request_overhead_s
-    read_block, write_block = drive.bus_block_transfer_s
-    water = float(specs.block.number("High (read) water mark", 0.0))
-    return DriveParameters(
-        name=drive.name, layout=layout, seek_by_distance_s=seek, rpm=model.mech.rpm,
-        head_switch_s=model.mech.head_switch_s, write_settle_s=model.mech.write_settle_s,
-        command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
-        write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
-        reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
-        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks,
-        write_disconnect_s=specs.write_disconnect_s, bus_read_block_s=read_block, bus_write_block_s=write_block,
-        read_watermark=min(max(water, 0.0), 1.0),
-        buffer_segments=specs.buffer_segments, segment_size_blocks=specs.segment_size_blocks,
-        max_read_ahead_blocks=specs.max_read_ahead_blocks,
-        read_ahead_over_requested=specs.read_ahead_over_requested,
-        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit,
-        fast_write_level=specs.fast_write_level,
-        read_hits_on_write_data=specs.read_hits_on_write_data,
-        separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
-        write_seek_by_distance_s=write_seek)
+    #: The mechanism moved and the blocks passed under the head.
+    MEDIA = 0
+    #: Every block was already in a buffer segment.
+    CACHE_HIT = 1
+    #: The blocks were being read ahead: the request waited for them, not for a seek.
+    READ_AHEAD_HIT = 2
+    #: A write reported done once its data were in the buffer (DiskSim's fast
+    #: write); its media work happened in the background.
+    FAST_WRITE = 3
 
 
 @dataclass(frozen=True, eq=False)
 class SimulationResult:
     """Per-request outcome of :func:`simulate_requests` [s].
 
-    ``service_s``: arrival to completion; ``arrival_s``; ``hit``: 1 a full
-    cache hit, 2 a hit on data still being read ahead, 3 a fast (immediately
-    reported) write, 0 a media access; ``seek_s``, ``latency_s``,
-    ``media_s``: the mechanical parts of a media access (0 for hits and
-    fast writes, whose media work happens in the background).
+    ``service_s``: arrival to completion; ``arrival_s``; ``hit``: how the
+    drive served each request, the values of :class:`HitKind` (as int8);
+    ``seek_s``, ``latency_s``, ``media_s``: the mechanical parts of a media
+    access (0 for hits and fast writes, whose media work happens in the
+    background).
     """
 
     service_s: np.ndarray
@@ -326,166 +158,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 
 
 # ---------------------------------------------------------------------------
-# numba kernels
+# numba kernels: the buffer cache and the request loop
 # ---------------------------------------------------------------------------
-
-_EPS_REV = 1e-7
-
-
-@njit(cache=True)
-def _wait_for_angle(t, angle, period):
-    """Time at or after *t* when the platter reaches *angle* [rev]."""
-    phase = t / period
-    phase -= np.floor(phase)
-    d = angle - phase
-    d -= np.floor(d)
-    if d > 1.0 - _EPS_REV:
-        d = 0.0
-    return t + d * period
-
-
-@njit(cache=True)
-def _move_time(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write_settle, is_write):
-    distance = abs(to_cyl - cyl)
-    if is_write:
-        s = write_seek[distance]
-    else:
-        s = seek[distance]
-    if to_head != head and head_switch > s:
-        s = head_switch
-    if s > 0.0 and is_write:
-        s += write_settle
-        if s < 0.0:
-            s = 0.0
-    return s
-
-
-@njit(cache=True)
-def _same_track(arrays, lbn, cyl, head):
-    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
-    return c == cyl and h == head
-
-
-@njit(cache=True)
-def _track_last(arrays, lbn, total):
-    """The last block on the track holding *lbn* (binary search: slips only push blocks later)."""
-    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
-    hi = lbn + arrays[2][z] - 1 - s
-    if hi > total - 1:
-        hi = total - 1
-    lo = lbn
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _same_track(arrays, mid, c, h):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-@njit(cache=True)
-def _track_first(arrays, lbn, lowest):
-    """The first block >= *lowest* on the track holding *lbn*."""
-    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
-    lo = lowest
-    hi = lbn
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _same_track(arrays, mid, c, h):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-@njit(cache=True)
-def _track_end(arrays, lbn, total):
-    """One past the last block on the track holding *lbn*."""
-    return _track_last(arrays, lbn, total) + 1
-
-
-@njit(cache=True)
-def _cylinder_end(arrays, lbn, total):
-    c, _, _, _, z = lbn_to_pbn_one(lbn, arrays)
-    hi = lbn + arrays[2][z] * arrays[10][0]
-    if hi > total - 1:
-        hi = total - 1
-    lo = lbn
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        c2, _, _, _, _ = lbn_to_pbn_one(mid, arrays)
-        if c2 == c:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo + 1
-
-
-@njit(cache=True)
-def _media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready, offset,
-           stats, min_first_move, total):
-    """Read or write *count* blocks from *start_lbn*, starting to move at *t*.
-
-    Works track run by track run: a run of blocks on one track passes under
-    the head in (last sector - first sector + 1) sector times (slipped
-    sectors included). Fills ready[offset + k] with the time block k is
-    done; returns (t_end, cyl, head). stats: first move, first latency, rest.
-    A write waits, sector by sector, for its data (*not_before*); a sector
-    whose data come too late costs a revolution.
-    """
-    period = real[0]
-    head_switch = real[1]
-    write_settle = real[2]
-    t_begin = t
-    k = 0
-    first_run = True
-    while k < count:
-        x = start_lbn + k
-        c, h, s, a, z = lbn_to_pbn_one(x, arrays)
-        sector_time = period / arrays[2][z]
-        if first_run or c != cyl or h != head:
-            move = _move_time(cyl, head, c, h, seek, write_seek, head_switch, write_settle, is_write)
-            if first_run and move < min_first_move:
-                move = min_first_move
-            t += move
-            if first_run:
-                stats[0] = t - t_begin
-            cyl = c
-            head = h
-        if is_write:
-            # block by block: each sector needs its data
-            t_ready = t
-            if not_before[k] > t_ready:
-                t_ready = not_before[k]
-            t_start = _wait_for_angle(t_ready, a, period)
-            if first_run:
-                stats[1] = t_start - t
-            t = t_start + sector_time
-            ready[offset + k] = t
-            k += 1
-            first_run = False
-            continue
-        last = _track_last(arrays, x, total)
-        if last > start_lbn + count - 1:
-            last = start_lbn + count - 1
-        run = last - x + 1
-        t_start = _wait_for_angle(t, a, period)
-        if first_run:
-            stats[1] = t_start - t
-        if run > 1:
-            _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
-            span = s_last - s + 1
-        else:
-            span = 1
-        for j in range(run - 1):
-            ready[offset + k + j] = t_start + (j + 1) * sector_time
-        t = t_start + span * sector_time
-        ready[offset + k + run - 1] = t
-        k += run
-        first_run = False
-    stats[2] = t - t_begin - stats[0] - stats[1]
-    return t, cyl, head
-
 
 @njit(cache=True)
 def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, keep, total, any_free):
@@ -497,22 +171,22 @@ def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, 
     if scheme == 0 or last >= total:
         return last
     if scheme == 1:
-        limit = _track_end(arrays, last - 1, total)
+        limit = track_end_lbn(arrays, last - 1, total)
     elif scheme == 2:
-        limit = _cylinder_end(arrays, last - 1, total)
+        limit = cylinder_end_lbn(arrays, last - 1, total)
     elif scheme == 4:
         # DEC: only for a detected sequential stream (*streaming*: the buffer
         # held the block before the request), to the end of the next track
         if any_free:
-            limit = _track_end(arrays, last, total)
+            limit = track_end_lbn(arrays, last, total)
             if streaming and limit < total:
-                limit = _track_end(arrays, limit, total)
+                limit = track_end_lbn(arrays, limit, total)
         elif not streaming:
             return last
         else:
-            limit = _track_end(arrays, last - 1, total)
+            limit = track_end_lbn(arrays, last - 1, total)
             if limit < total:
-                limit = _track_end(arrays, limit, total)
+                limit = track_end_lbn(arrays, limit, total)
     else:
         limit = last + (max_ra if max_ra > 0 else seg_size)
     if scheme != 4 and max_ra > 0 and limit > last + max_ra:
@@ -541,6 +215,16 @@ def _invalidate(seg_start, seg_end, nseg, first, last, keep):
         if i != keep and seg_start[i] < last and first < seg_end[i]:
             seg_start[i] = 0
             seg_end[i] = 0
+
+
+@njit(cache=True)
+def _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head):
+    """Where a stopped read-ahead leaves the head: on its last block read, or
+    where it started when it had read none."""
+    if pf_done > 0:
+        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
+        return cyl, head
+    return pf_cyl, pf_head
 
 
 @njit(cache=True)
@@ -599,7 +283,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     pf_done = 0               # blocks of the read-ahead already in the segment
     pf_cyl = 0                # head position when the read-ahead started
     pf_head = 0
-    last_write_end = -1
     prev_write = 0
     t = 0.0
 
@@ -614,7 +297,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         stats[0] = 0.0
         stats[1] = 0.0
         stats[2] = 0.0
-        hit = 0
+        hit = HitKind.MEDIA
 
         # --- background read-ahead: what it has read by the arrival
         if pf_active:
@@ -640,7 +323,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         break
             if s >= 0:
                 # full hit
-                hit = 1
+                hit = HitKind.CACHE_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
                 done = tb + read_done
                 seg_used[s] = arrival
@@ -654,8 +337,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         start = max(mech_free, arrival + overhead[0, 1, prev_write])
                         pf_cyl = cyl
                         pf_head = head
-                        _media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
-                               not_before, pf_ready, 0, scratch, 0.0, total)
+                        access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
+                                     not_before, pf_ready, 0, scratch, 0.0, total)
                         pf_active = True
                         pf_seg = s
                         pf_base = seg_end[s]
@@ -664,7 +347,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             elif pf_active and seg_start[pf_seg] <= first and last <= pf_base + pf_count \
                     and first <= pf_base + pf_done:
                 # the read-ahead is fetching these blocks: wait for them
-                hit = 2
+                hit = HitKind.READ_AHEAD_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep
                 for k in range(n):
                     j = first + k - pf_base
@@ -691,16 +374,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 ovh = overhead[0, 0, prev_write]
                 if pf_active:
                     pf_active = False
-                    if pf_done > 0:
-                        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
-                    else:
-                        cyl = pf_cyl
-                        head = pf_head
+                    cyl, head = _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head)
                     start = arrival + ovh
                 else:
                     start = max(arrival + ovh, mech_free)
-                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          False, not_before, ready, 0, stats, 0.0, total)
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                                False, not_before, ready, 0, stats, 0.0, total)
                 water = int(watermark * n)
                 if water < 1:
                     water = 1
@@ -722,7 +401,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     lowest = first - passed
                     if lowest < 0:
                         lowest = 0
-                    x = _track_first(arrays, first, lowest)
+                    x = track_first_lbn(arrays, first, lowest)
                     if last - x <= seg_size:
                         seg_start[s] = x
                 seg_end[s] = last
@@ -737,8 +416,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if count > 0:
                     pf_cyl = cyl
                     pf_head = head
-                    _media(arrays, seek, write_seek, real, last, count, t_end, cyl, head, False,
-                           not_before, pf_ready, 0, scratch, 0.0, total)
+                    access_media(arrays, seek, write_seek, real, last, count, t_end, cyl, head, False,
+                                 not_before, pf_ready, 0, scratch, 0.0, total)
                     pf_active = True
                     pf_seg = s
                     pf_base = last
@@ -755,28 +434,24 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if pf_active:
                 # a write stops the read-ahead
                 pf_active = False
-                if pf_done > 0:
-                    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
-                else:
-                    cyl = pf_cyl
-                    head = pf_head
+                cyl, head = _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head)
                 mech_free = arrival
             start = max(mech_free, arrival + ovh)
             if fast:
-                hit = 3
+                hit = HitKind.FAST_WRITE
                 # the host sends the data after the command overhead
                 for k in range(n):
                     not_before[k] = arrival + ovh + (k + 1) * bus_w
                 done = arrival + ovh + n * bus_w + write_done
-                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          True, not_before, ready, 0, scratch, min_move, total)
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                                True, not_before, ready, 0, scratch, min_move, total)
                 mech_free = t_end
             else:
                 data0 = arrival + ovh + write_disc + min_move + reselect + data_prep
                 for k in range(n):
                     not_before[k] = data0 + (k + 1) * bus_w
-                t_end, cyl, head = _media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                          True, not_before, ready, 0, stats, min_move, total)
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                                True, not_before, ready, 0, stats, min_move, total)
                 mech_free = t_end
                 done = t_end + write_done
             s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
@@ -788,10 +463,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             seg_write[s] = 1
             seg_used[s] = arrival
             _invalidate(seg_start, seg_end, nseg, first, last, s)
-            last_write_end = last
         out[0, i] = done - arrival
         out[1, i] = arrival
-        out[2, i] = hit
+        out[2, i] = hit.value
         out[3, i] = stats[0]
         out[4, i] = stats[1]
         out[5, i] = stats[2]

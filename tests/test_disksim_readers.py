@@ -1,14 +1,20 @@
-"""Readers of DiskSim's files, checked against the real files of ../shared/data/disksim."""
+"""Readers of DiskSim's files (diskmodel.data) and their model objects (diskmodel.model.disksim),
+checked against the real files of ../shared/data/disksim."""
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from diskmodel.data.disksim import (
-    DiskSimFormatError, G1Layout, G4Layout, load_disksim_drive, parse_text, read_diskspecs,
-    read_model_file, read_parv, read_seek_file, read_seek_table, read_trace,
-)
-from diskmodel.model import Disk, TableSeek
+from diskmodel.data.disksim import read_diskspecs, read_parv, read_trace
+from diskmodel.data.disksim_model_file import G1Layout, G4Layout, MechModel, read_model_file, read_seek_table
+from diskmodel.data.disksim_syntax import DiskSimFormatError, parse_text
+from diskmodel.model import Disk, TableSeek, load_preset
+from diskmodel.model.disksim import (block_transfer_time_s, load_disksim_drive, seek_curve, seek_time_s,
+                                     table_seek)
+from diskmodel.model.seek import two_piece_seek_time_s
 
 
 def test_hp_c2247a_model(disksim_dir):
@@ -28,7 +34,7 @@ def test_hp_c2247a_model(disksim_dir):
     assert mech.write_settle_s == pytest.approx(0.65e-3)
     assert mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
     # HPL: a + b sqrt(d) below the knee, c + e d beyond, the first ten from the table.
-    times = mech.seek_time_s(np.array([0, 1, 10, 100, 300, 1000]))
+    times = seek_time_s(mech, np.array([0, 1, 10, 100, 300, 1000]))
     expected = [0, 2.89e-3, 4.99e-3, (3.81 + 0.33 * 10) * 1e-3, (7.75 + 0.0059 * 300) * 1e-3,
                 (7.75 + 5.9) * 1e-3]
     np.testing.assert_allclose(times, expected, rtol=1e-12)
@@ -57,11 +63,11 @@ def test_dual_seek_table(disksim_dir):
     assert table.read_time_s[0] == pytest.approx(0.5257e-3)
     assert table.write_time_s[0] == pytest.approx(0.6757e-3)
     assert table.std_s[0] == pytest.approx(0.024385e-3)
-    write = read_seek_file(path, curve="write")
+    write = table_seek(table, curve="write")
     assert isinstance(write, TableSeek)
     assert write.seek_time_s(np.array([80000]))[0] == pytest.approx(9.7197e-3)
     with pytest.raises(ValueError, match="no write curve"):
-        read_seek_file(disksim_dir / "atlas10k" / "atlas10k.seek", curve="write")
+        table_seek(read_seek_table(disksim_dir / "atlas10k" / "atlas10k.seek"), curve="write")
 
 
 def test_extracted_seek_is_linear_and_extrapolated(disksim_dir):
@@ -70,9 +76,9 @@ def test_extracted_seek_is_linear_and_extrapolated(disksim_dir):
     assert table.distance_cylinders[-1] == 4986 and model.cylinders == 5172
     d0, d1 = table.distance_cylinders[-2:]
     t0, t1 = table.read_time_s[-2:]
-    beyond = model.mech.seek_time_s(np.array([5171]))[0]
+    beyond = seek_time_s(model.mech, np.array([5171]))[0]
     assert beyond == pytest.approx(t0 + (5171 - d0) * (t1 - t0) / (d1 - d0))
-    seek = model.seek()
+    seek = seek_curve(model)
     assert seek.max_distance_cylinders == 5171
 
 
@@ -98,7 +104,7 @@ def test_load_drive_gives_a_disk(disksim_dir):
     assert drive.disk.geometry.surfaces == 13 and drive.disk.geometry.cylinders == 2051
     assert drive.disk.geometry.zone_sectors_per_track.tolist() == [96, 92, 88, 84, 80, 72, 64, 56]
     assert drive.disk.rpm == 5400 and drive.disk.head_switch_s == pytest.approx(0.89e-3)
-    assert drive.bus_block_transfer_s == pytest.approx((0.17010e-3, 0.18686e-3))
+    assert block_transfer_time_s(drive) == pytest.approx((0.17010e-3, 0.18686e-3))
     trace = drive.read_trace()
     assert len(trace) == 9999
     assert trace.lbn[0] == 564347 and trace.blocks[0] == 2 and not trace.is_write[0]
@@ -116,36 +122,47 @@ def test_every_traced_drive_loads(disksim_dir, folder):
     assert len(drive.read_trace()) > 9000
 
 
-def test_malformed_file_names_file_and_line(tmp_path):
-    bad = tmp_path / "bad.model"
-    bad.write_text("dm_disk X {\n   Number of data surfaces = 4,\n   Number of cylinders 100,\n}\n")
-    with pytest.raises(DiskSimFormatError, match=r"bad\.model:3: expected '='"):
-        read_model_file(bad)
-    unterminated = tmp_path / "open.diskspecs"
-    unterminated.write_text("disksim_disk D {\n  Segment size (in blks) = 12,\n  Zones = [ 1, 2,\n")
-    with pytest.raises(DiskSimFormatError, match=r"open\.diskspecs:\d+: unterminated list"):
-        read_diskspecs(unterminated)
+def _model_text(mechanics: str, layout: str) -> str:
+    """A small dm_disk: 1 surface, 10 cylinders of 100 sectors, with the given mechanics and layout."""
+    return ("dm_disk M {\n  Block count = 1000,\n  Number of data surfaces = 1,\n  Number of cylinders = 10,\n"
+            f"  Mechanical Model = dm_mech_g1 {{\n    Seek type = hpl,\n    Head switch time = 1.0,\n"
+            f"    Rotation speed (in rpms) = 6000,\n    {mechanics}\n  }},\n"
+            f"  Layout Model = {layout}\n}}\n")
 
 
-def test_malformed_seek_and_trace_name_line(tmp_path):
-    seek = tmp_path / "x.seek"
-    seek.write_text("Seek distances measured: 3\n1, 1.0\n2, abc\n3, 2.0\n")
-    with pytest.raises(DiskSimFormatError, match=r"x\.seek:3: not a number"):
-        read_seek_table(seek)
-    seek.write_text("Seek distances measured: 3\n1, 1.0\n2, 1.5\n")
-    with pytest.raises(DiskSimFormatError, match="announces 3 seek distances but the file lists 2"):
-        read_seek_table(seek)
-    trace = tmp_path / "t.trace"
-    trace.write_text("R Miss 10 2 100.0 50.0\nX Hit 12 2 100.0 50.0\n")
-    with pytest.raises(DiskSimFormatError, match=r"t\.trace:2: first field must be R or W"):
-        read_trace(trace)
+G1_LAYOUT = ("dm_layout_g1 {\n    LBN-to-PBN mapping scheme = 0,\n    Sparing scheme used = 0,\n"
+             "    Zones = [ dm_layout_g1_zone { First cylinder number = 0, Last cylinder number = 9,\n"
+             "      Blocks per track = 100 } ]\n  }")
+HPL = "HPL seek equation values = [ {}, 3.81, 0.33, 7.75, 0.0059, -1 ],"
+
+MALFORMED = [
+    ("bad.model", "dm_disk X {\n   Number of data surfaces = 4,\n   Number of cylinders 100,\n}\n",
+     read_model_file, r"bad\.model:3: expected '='"),
+    ("open.diskspecs", "disksim_disk D {\n  Segment size (in blks) = 12,\n  Zones = [ 1, 2,\n",
+     read_diskspecs, r"open\.diskspecs:\d+: unterminated list"),
+    ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, abc\n3, 2.0\n", read_seek_table, r"x\.seek:3: not a number"),
+    ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, 1.5\n", read_seek_table,
+     "announces 3 seek distances but the file lists 2"),
+    ("t.trace", "R Miss 10 2 100.0 50.0\nX Hit 12 2 100.0 50.0\n", read_trace, r"t\.trace:2: first field must be R or W"),
+    ("m.model", "dm_disk M {\n  Number of data surfaces = 2,\n  Block count = 10\n}\n", read_model_file,
+     r"m\.model:1: .*lacks the parameter 'Layout Model'"),
+    # DiskSim's loader takes the first HPL value as whole cylinders >= 0
+    ("hpl.model", _model_text(HPL.format("299.5"), G1_LAYOUT), read_model_file,
+     r"hpl\.model:9: the first HPL seek equation value is a distance in whole cylinders, >= 0 \(got 299.5\)"),
+    ("hpl.model", _model_text(HPL.format("-3"), G1_LAYOUT), read_model_file, r"hpl\.model:9: .*\(got -3\)"),
+    # a g4 root entry covering no cylinder would give no zone
+    ("g4.model", _model_text(HPL.format("300"), "dm_layout_g4 {\n    TP = [ 0, 99, 100 ],\n"
+                                               "    IDX = [ [ 0, 0, 0, 100, 1, 100, 1000, 0, TRACK, 0, 0 ] ]\n  }"),
+     read_model_file, r"g4\.model:13: the root IDX section \(the last\) must list entries with positive"),
+]
 
 
-def test_missing_parameter_names_block(tmp_path):
-    path = tmp_path / "m.model"
-    path.write_text("dm_disk M {\n  Number of data surfaces = 2,\n  Block count = 10\n}\n")
-    with pytest.raises(DiskSimFormatError, match=r"m\.model:1: .*lacks the parameter 'Layout Model'"):
-        read_model_file(path)
+@pytest.mark.parametrize("name, text, reader, message", MALFORMED)
+def test_malformed_file_names_file_and_line(tmp_path, name, text, reader, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DiskSimFormatError, match=message):
+        reader(path)
 
 
 def test_parser_syntax():
@@ -170,3 +187,45 @@ def test_g4_drive_gives_an_approximate_disk(disksim_dir):
     assert rates[0] == pytest.approx(3072 * 512 / (60 / 7200))
     with pytest.raises(ValueError, match="g1"):
         drive.simulation_parameters()
+
+
+def test_hpl_seek_is_eq_7_with_disksims_strict_knee(disksim_dir):
+    mech = read_model_file(disksim_dir / "hp_c2247a" / "hp_c2247a_validate.model").mech
+    # V1 = 300: DiskSim's `dist < 300` puts 299 on the square-root branch and 300 on the line.
+    np.testing.assert_allclose(seek_time_s(mech, np.array([299, 300])),
+                               [(3.81 + 0.33 * np.sqrt(299)) * 1e-3, (7.75 + 0.0059 * 300) * 1e-3], rtol=1e-12)
+    # Beyond the first ten: eq. (7) with knee 299 (the last square-root distance), which is also
+    # the hp_c2247a preset's curve.
+    distance = np.arange(11, 2051)
+    expected = two_piece_seek_time_s(distance, 3.81e-3, 0.33e-3, 7.75e-3, 0.0059e-3, 299)
+    np.testing.assert_allclose(seek_time_s(mech, distance), expected, rtol=1e-12)
+    np.testing.assert_allclose(load_preset("hp_c2247a").seek_time_s(distance), expected, rtol=1e-12)
+
+
+def test_plain_hpl_single_cylinder_seek_and_whole_distances(tmp_path):
+    path = tmp_path / "hpl.model"
+    path.write_text(_model_text(HPL.format("300"), G1_LAYOUT))
+    mech = read_model_file(path).mech
+    assert mech.seek_type == "hpl" and mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
+    # flag -1: distance 1 is on the square-root branch
+    np.testing.assert_allclose(seek_time_s(mech, [0, 1, 299, 300]),
+                               [0.0, 4.14e-3, (3.81 + 0.33 * np.sqrt(299)) * 1e-3, 9.52e-3], rtol=1e-12)
+    own_single = MechModel("trackSwitchPlusRotation", "hpl", 1e-3, 0.0, 6000.0, 0.0, single_cylinder_seek_s=2.5e-3,
+                           hpl_seek=(300, 3.81, 0.33, 7.75, 0.0059, 1))
+    np.testing.assert_allclose(seek_time_s(own_single, [1, 2]), [2.5e-3, (3.81 + 0.33 * np.sqrt(2)) * 1e-3],
+                               rtol=1e-12)
+    # DiskSim's seek functions take whole distances; the knee conversion relies on it
+    with pytest.raises(ValueError, match="distance_cylinders must be whole numbers"):
+        seek_time_s(mech, [299.5])
+
+
+def test_reading_disksim_files_never_imports_the_model(disksim_dir):
+    code = ("import sys\n"
+            "from diskmodel.data.disksim import read_drive_folder\n"
+            "files = read_drive_folder(sys.argv[1])\n"
+            "assert len(files.read_trace()) == 9999 and files.model.mech.seek_type == 'hplplus10'\n"
+            "print(sorted(m for m in sys.modules if m.startswith('diskmodel.model')))\n")
+    run = subprocess.run([sys.executable, "-c", code, str(disksim_dir / "hp_c2247a")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

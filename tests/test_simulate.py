@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, load_disksim_drive, validate_drive
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS
+from diskmodel.model.disksim import load_disksim_drive, validate_drive, zone_layout
 from diskmodel.model.disksim_mapping import ZoneLayout
-from diskmodel.model.simulate import DriveParameters, simulate_requests
+from diskmodel.model.drive_parameters import DriveParameters
+from diskmodel.model.simulate import HitKind, simulate_requests
 from diskmodel.model.validation import TraceValidation, demerit_s, empirical_quantiles, probability_levels
 
 TRACED = sorted(DISKSIM_PUBLISHED_DEMERIT_MS)
@@ -27,7 +29,7 @@ def test_demerit_within_one_and_a_half_of_disksim(disksim_dir, name):
 
 def test_hp_c2247a_layout_golden(disksim_dir):
     drive = load_disksim_drive(disksim_dir / "hp_c2247a")
-    layout = ZoneLayout.from_disksim(drive.model)
+    layout = zone_layout(drive.model)
     assert layout.total_blocks == 2054864          # track sparing: exactly the model's block count
     # LBN 0: 1632 sectors of empty space = 17 tracks of 96 -> cylinder 1, head 4;
     # angle = (16 track switches * 14 + 1 cylinder switch * 32) mod 96 = 64 sectors.
@@ -67,11 +69,11 @@ def test_hand_checked_sequential_read_ahead_hit():
     # 10 sectors of 0.1 ms end at 11.0 ms; the bus sends each block 0.01 ms after it is
     # read (the last at 11.01 ms); completion 0.1 ms -> 11.11 ms.
     assert result.service_s[0] == pytest.approx(11.11e-3, abs=1e-9)
-    assert result.hit[0] == 0
+    assert result.hit[0] == HitKind.MEDIA
     assert result.latency_s[0] == pytest.approx(9.5e-3, abs=1e-9)
     # 2nd arrives at 16.11 ms; the read-ahead (LBN 10..59 from 11.0 ms at 0.1 ms each)
     # finished at 16.0 ms: a full hit: 0.2 ms overhead + 5 x 0.01 ms bus + 0.1 ms completion.
-    assert result.hit[1] == 1
+    assert result.hit[1] == HitKind.CACHE_HIT
     assert result.service_s[1] == pytest.approx(0.35e-3, abs=1e-9)
     assert result.arrival_s[1] == pytest.approx(16.11e-3, abs=1e-9)
 
@@ -79,16 +81,29 @@ def test_hand_checked_sequential_read_ahead_hit():
 def test_without_read_ahead_the_second_read_misses():
     params = _toy(max_read_ahead_blocks=0, read_ahead_scheme=0)
     result = simulate_requests(params, [False, False], [0, 10], [10, 5], [5e-3, 0.0])
-    assert result.hit[1] == 0
+    assert result.hit[1] == HitKind.MEDIA
     # at 16.61 ms (after the 0.5 ms overhead) the platter is at 0.661 rev; LBN 10 sits at
     # 0.1 rev: 4.39 ms latency, 0.5 ms transfer, +0.01 bus, +0.1 completion.
     assert result.service_s[1] == pytest.approx((0.5 + 4.39 + 0.5 + 0.01 + 0.1) * 1e-3, abs=1e-9)
 
 
+def test_hand_checked_read_waits_for_the_read_ahead():
+    result = simulate_requests(_toy(), [False, False], [0, 10], [10, 5], [0.0, 0.0])
+    # The 1st read ends at 11.11 ms (as above) and the read-ahead reads LBN 10, 11, ... from
+    # 11.0 ms, one every 0.1 ms. The 2nd (LBN 10..14) arrives at 11.11 ms with LBN 10 read:
+    # after the 0.2 ms hit overhead (11.31 ms) the bus sends LBN 10..12 at once (11.32, 11.33,
+    # 11.34 ms), LBN 13 when read at 11.4 ms (11.41), LBN 14 at 11.5 ms (11.51); completion
+    # 0.1 ms -> 11.61 ms, 0.50 ms after its arrival.
+    assert result.hit.tolist() == [HitKind.MEDIA, HitKind.READ_AHEAD_HIT]
+    assert result.arrival_s[1] == pytest.approx(11.11e-3, abs=1e-9)
+    assert result.service_s[1] == pytest.approx(0.50e-3, abs=1e-9)
+    assert result.seek_s[1] == result.latency_s[1] == result.media_s[1] == 0.0
+
+
 def test_fast_write_reports_when_data_is_buffered():
     slow = simulate_requests(_toy(), [True], [5000], [8], [0.0])
     fast = simulate_requests(_toy(fast_write_level=2), [True], [5000], [8], [0.0])
-    assert fast.hit[0] == 3
+    assert fast.hit[0] == HitKind.FAST_WRITE
     assert fast.service_s[0] == pytest.approx((0.3 + 8 * 0.01 + 0.1) * 1e-3, abs=1e-9)
     # the slow write seeks 25 cylinders (1 + 24 * 0.05 ms), settles 0.2 ms, rotates, writes
     assert slow.service_s[0] > (0.3 + 2.2 + 0.2 + 0.8) * 1e-3
@@ -110,7 +125,7 @@ def test_service_time_properties(reqs, fast, scheme):
     # never faster than moving the blocks over the bus
     assert np.all(result.service_s >= blocks * 0.01e-3 - 1e-12)
     # a media access is never faster than the sectors passing under the head
-    media = result.hit == 0
+    media = result.hit == HitKind.MEDIA
     sector_s = params.rotation_period_s / 100
     assert np.all(result.service_s[media] >= blocks[media] * sector_s - 1e-12)
     assert np.all(result.latency_s >= 0) and np.all(result.latency_s < params.rotation_period_s + 1e-12)

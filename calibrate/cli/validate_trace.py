@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
 def _run(args) -> int:
     from pathlib import Path
 
-    from diskmodel.data.disksim import load_disksim_drive, validate_drive
+    from diskmodel.model.disksim import load_disksim_drive, validate_drive
 
     from diskmodel.calibrate.cli import UsageError
 

@@ -1,0 +1,351 @@
+"""DiskSim's drive files as model objects, and a drive checked against its trace.
+
+:mod:`diskmodel.data` reads DiskSim 4.0's files into plain records
+(:mod:`~diskmodel.data.disksim_syntax`, :mod:`~diskmodel.data.disksim_model_file`,
+:mod:`~diskmodel.data.disksim`). This module is the one place that says what
+those records mean for the model:
+
+* :func:`seek_time_s`: DiskSim's seek functions of ``dm_mech_g1`` (an
+  ``extracted`` table, ``hpl``, ``hplplus10``), the HPL branches being eq. (7)
+  of :mod:`diskmodel.model.seek`; :func:`table_seek` and :func:`seek_curve`
+  as :class:`~diskmodel.model.seek.TableSeek`;
+* :func:`zone_geometry`: the zones as a :class:`~diskmodel.model.zones.Geometry`;
+* :func:`load_disksim_drive`: a drive folder as a :class:`DiskSimDrive`, its
+  files and the :class:`~diskmodel.model.disk.Disk` they describe;
+* :func:`zone_layout` and :func:`drive_parameters`: the LBN mapping and the
+  parameters of the per-request simulation (:mod:`diskmodel.model.simulate`);
+* :func:`simulate_trace` and :func:`validate_drive`: a drive's trace
+  simulated and compared with the measured service times.
+
+Files are read by :mod:`diskmodel.data`'s readers; all the rest is numpy.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, DiskSimFolder, Trace, read_drive_folder
+from diskmodel.data.disksim_model_file import G1Layout, G4Layout, MechModel, ModelFile, SeekTable
+from diskmodel.data.disksim_syntax import MS
+
+from ._checks import evolve as _evolve
+from ._checks import finite_array, show
+from .disk import Disk
+from .disksim_mapping import ZoneLayout
+from .drive_parameters import DriveParameters
+from .seek import TableSeek, two_piece_seek_time_s
+from .simulate import SimulationResult, simulate_requests
+from .validation import TraceValidation
+from .zones import Geometry, Zone
+
+__all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters", "extracted_seek_time_s",
+           "g4_zone_table", "load_disksim_drive", "seek_curve", "seek_time_s", "simulate_trace",
+           "span_cylinders", "table_seek", "validate_drive", "zone_geometry", "zone_layout"]
+
+
+# ---------------------------------------------------------------------------
+# Seek
+# ---------------------------------------------------------------------------
+
+def extracted_seek_time_s(distance_cylinders, table_distance, table_time_s) -> np.ndarray:
+    """Seek time [s] of DiskSim's ``extracted`` curve: linear between points.
+
+    0 at distance 0; linear interpolation between measured points; linear
+    extrapolation from the last two points beyond the table, as
+    ``dm_mech_g1_seek_extracted`` does. Distances below the first point are
+    interpolated from the first two points likewise.
+    """
+    distance = np.asarray(distance_cylinders, dtype=float)
+    x = np.asarray(table_distance, dtype=float)
+    y = np.asarray(table_time_s, dtype=float)
+    index = np.clip(np.searchsorted(x, distance, side="left"), 1, x.size - 1)
+    x0, x1, y0, y1 = x[index - 1], x[index], y[index - 1], y[index]
+    result = y0 + (distance - x0) * (y1 - y0) / (x1 - x0)
+    exact = np.searchsorted(x, distance, side="left")
+    hit = (exact < x.size) & (x[np.minimum(exact, x.size - 1)] == distance)
+    result = np.where(hit, y[np.minimum(exact, x.size - 1)], result)
+    return np.where(distance == 0, 0.0, result)
+
+
+def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False) -> np.ndarray:
+    """Seek time [s] as DiskSim's seek function of *mech*'s type computes it (no head switch).
+
+    *distance_cylinders* must be whole numbers >= 0: DiskSim's seek functions
+    take an ``int`` distance. *write* takes the write curve of a 4-column
+    table (the read curve where there is none).
+    """
+    if not isinstance(mech, MechModel):
+        raise ValueError(f"mech must be a MechModel (got {show(mech)})")
+    distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True, whole=True)
+    if mech.seek_type == "extracted":
+        table = mech.seek_table
+        times = table.write_time_s if (write and table.write_time_s is not None) else table.read_time_s
+        return extracted_seek_time_s(distance, table.distance_cylinders, times)
+    if mech.seek_type in ("hpl", "hplplus10"):
+        first_long_cylinders, a_ms, b_ms, c_ms, slope_ms, single_cylinder_flag = mech.hpl_seek
+        # DiskSim takes the square-root branch for `dist < V1` (diskmodel/mech_g1_seektime.c,
+        # dm_mech_g1_seek_hpl and dm_mech_g1_seek_1st10_plus_hpl; DiskSim 2.0's
+        # disk_seektime_hpl_equation alike), with dist an int and V1 whole cylinders
+        # (mech_g1_load.c). Eq. (7) takes it for d <= knee. On whole distances the two agree
+        # with knee = V1 - 1, so DiskSim's curve is eq. (7) with that knee.
+        result = two_piece_seek_time_s(distance, a_ms * MS, b_ms * MS, c_ms * MS, slope_ms * MS,
+                                       first_long_cylinders - 1)
+        if mech.seek_type == "hplplus10":
+            first = np.asarray(mech.first_ten_seek_s)
+            small = (distance >= 1) & (distance <= 10)
+            return np.where(small, first[np.clip(distance.astype(int) - 1, 0, 9)], result)
+        if single_cylinder_flag != -1:
+            return np.where(distance == 1, mech.single_cylinder_seek_s, result)
+        return result
+    raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
+
+
+def table_seek(table: SeekTable, curve: str = "read", reach_cylinders: int | None = None) -> TableSeek:
+    """The read or write curve of a ``.seek`` table as a :class:`TableSeek`.
+
+    With *reach_cylinders*, a table ending short of ``reach_cylinders - 1``
+    gets one more point there, extrapolated linearly from its last two
+    points as DiskSim does (``dm_mech_g1_seek_extracted``).
+    """
+    if curve not in ("read", "write"):
+        raise ValueError(f"curve must be 'read' or 'write' (got {curve!r})")
+    times = table.read_time_s if curve == "read" else table.write_time_s
+    if times is None:
+        raise ValueError(f"{table.path} has no write curve (it has {2 if table.std_s is None else 3} columns)")
+    distance = table.distance_cylinders.astype(float)
+    if reach_cylinders is not None and distance[-1] < reach_cylinders - 1:
+        last = float(reach_cylinders - 1)
+        extra = extracted_seek_time_s(np.array([last]), distance, times)[0]
+        distance = np.append(distance, last)
+        times = np.append(times, extra)
+    return TableSeek(distance, times)
+
+
+def seek_curve(model: ModelFile) -> TableSeek:
+    """The model file's seek curve as a :class:`TableSeek` reaching its last cylinder.
+
+    Extracted tables are extended to ``span_cylinders - 1`` by DiskSim's
+    linear extrapolation; HPL curves are tabulated at every whole distance,
+    so that the monotone interpolation reproduces DiskSim exactly there.
+    """
+    if model.mech.seek_type == "extracted":
+        return table_seek(model.mech.seek_table, "read", reach_cylinders=span_cylinders(model))
+    distance = np.arange(1, span_cylinders(model), dtype=float)
+    return TableSeek(distance, seek_time_s(model.mech, distance))
+
+
+# ---------------------------------------------------------------------------
+# Geometry
+# ---------------------------------------------------------------------------
+
+def g4_zone_table(layout: G4Layout, surfaces: int) -> np.ndarray:
+    """(n, 3) rows (first cylinder, last cylinder, mean sectors per track) of a g4 root index.
+
+    Each root entry covers ``cylrunlen`` cylinders holding ``runlen``
+    blocks; their mean sectors per track is ``runlen / (cylrunlen *
+    surfaces)`` (g4 layouts may give each surface its own track length).
+    """
+    root = layout.idx[-1]
+    first = root[:, 1].astype(np.int64)
+    cylinders = root[:, 7].astype(np.int64)
+    sectors_per_track = root[:, 6] / (cylinders * surfaces)
+    return np.column_stack((first, first + cylinders - 1, sectors_per_track))
+
+
+def span_cylinders(model: ModelFile) -> int:
+    """Cylinders the layout uses (one more than listed where the zones end past the count)."""
+    if isinstance(model.layout, G1Layout):
+        return max(model.cylinders, model.layout.zones[-1].last_cylinder + 1)
+    return max(model.cylinders, int(g4_zone_table(model.layout, model.surfaces)[-1, 1]) + 1)
+
+
+def zone_geometry(model: ModelFile) -> Geometry:
+    """The model file's zones as a :class:`Geometry`.
+
+    g1 layouts, approximated: no spares or slips, skews rounded to whole
+    sectors, and cylinders left unmapped between two zones counted in the
+    zone before the gap. g4 layouts: one zone per run of root entries with
+    the same (rounded) mean sectors per track, no skews; the real g4 layout
+    is serpentine (a run of cylinders on one surface, then back on the
+    next), so LBA -> CHS of this Geometry is not the drive's, but capacity
+    and zone transfer rates are kept (to rounding).
+    """
+    if isinstance(model.layout, G4Layout):
+        zones = []
+        for first, last, sectors_per_track in g4_zone_table(model.layout, model.surfaces):
+            sectors_per_track = max(int(round(sectors_per_track)), 1)
+            if zones and zones[-1].sectors_per_track == sectors_per_track \
+                    and zones[-1].last_cylinder + 1 == int(first):
+                zones[-1] = Zone(zones[-1].first_cylinder, int(last), sectors_per_track)
+            else:
+                zones.append(Zone(int(first), int(last), sectors_per_track))
+        return Geometry(model.surfaces, tuple(zones))
+    listed = model.zones
+    ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
+    zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track,
+                       int(round(z.track_skew_sectors)), int(round(z.cylinder_skew_sectors)))
+                  for z, end in zip(listed, ends))
+    return Geometry(model.surfaces, zones)
+
+
+def zone_layout(model: ModelFile) -> ZoneLayout:
+    """The g1 layout of a model file (zones, skews, spares, slips) as a :class:`ZoneLayout`."""
+    zones = model.zones
+    layout = ZoneLayout(
+        surfaces=model.surfaces,
+        first_cylinder=[z.first_cylinder for z in zones],
+        last_cylinder=[z.last_cylinder for z in zones],
+        sectors_per_track=[z.blocks_per_track for z in zones],
+        first_block_offset_sectors=[z.first_block_offset_sectors for z in zones],
+        track_skew_sectors=[z.track_skew_sectors for z in zones],
+        cylinder_skew_sectors=[z.cylinder_skew_sectors for z in zones],
+        empty_space_sectors=[z.empty_space_at_front_sectors for z in zones],
+        spares=[z.spares for z in zones],
+        slips=tuple(np.asarray(z.slips, dtype=np.int64) for z in zones),
+        sparing_scheme=model.layout.sparing_scheme, mapping_scheme=model.layout.mapping_scheme,
+        rangesize=model.layout.rangesize)
+    # DiskSim uses the blocks the zones hold ("checknumblocks"); the exported
+    # count is the smaller of that and the model file's block count.
+    return layout.evolve(block_count=min(int(model.block_count), layout.zone_capacity_blocks))
+
+
+# ---------------------------------------------------------------------------
+# A drive
+# ---------------------------------------------------------------------------
+
+def block_transfer_time_s(files: DiskSimFolder) -> tuple[float, float]:
+    """(read, write) time to move one block to the host [s]: the larger of the
+    disk's bulk sector time and its bus's block time (DiskSim's
+    ``disk_get_blktranstime``)."""
+    bus = files.parv.disk_bus_transfer_s if files.parv is not None else (0.0, 0.0)
+    bulk = max(files.specs.bulk_sector_transfer_s, 0.0)
+    return (max(bus[0], bulk), max(bus[1], bulk))
+
+
+@dataclass(frozen=True, eq=False)
+class DiskSimDrive(DiskSimFolder):
+    """A DiskSim drive folder's files and the :class:`Disk` they describe.
+
+    ``disk`` has the zones of the model file, the seek curve, rpm, head
+    switch and write settle; ``model``, ``specs`` and ``parv`` keep the
+    detailed layout, mechanics, cache and overheads that the per-request
+    simulation uses (:meth:`simulation_parameters`).
+    """
+
+    disk: Disk
+
+    def __post_init__(self):
+        if not isinstance(self.disk, Disk):
+            raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
+
+    def simulation_parameters(self) -> DriveParameters:
+        """The :class:`DriveParameters` of this drive (see :func:`drive_parameters`)."""
+        return drive_parameters(self)
+
+    def evolve(self, **changes) -> "DiskSimDrive":
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
+
+
+def _disk(files: DiskSimFolder) -> Disk:
+    model, specs = files.model, files.specs
+    mech = model.mech
+    estimates = []
+    if mech.write_settle_s < 0:
+        estimates.append(("write_settle_s", f"DiskSim lists a negative write settle "
+                                            f"({mech.write_settle_s * 1e3:g} ms); the Disk bundle keeps 0, "
+                                            "the simulation uses the listed value"))
+    if isinstance(model.layout, G4Layout):
+        estimates.append(("geometry", "g4 layout: zones from the root index runs with their mean sectors per "
+                                      "track; the drive's serpentine LBN order is not represented"))
+    read_block_s = block_transfer_time_s(files)[0]
+    return Disk(
+        name=files.name, geometry=zone_geometry(model), seek=seek_curve(model), rpm=mech.rpm,
+        command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
+        settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
+        interface_rate_bytes_per_s=512.0 / read_block_s if read_block_s > 0 else float("inf"),
+        cache_size_bytes=specs.cache_size_bytes,
+        provenance=f"DiskSim 4.0 validation files in {files.folder} (settle is inside the measured seek curve; "
+                   "spares, slips and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
+        estimates=tuple(estimates))
+
+
+def load_disksim_drive(folder) -> DiskSimDrive:
+    """Read a DiskSim drive folder (:func:`diskmodel.data.disksim.read_drive_folder`)
+    and build the :class:`Disk` its files describe."""
+    files = read_drive_folder(folder)
+    return DiskSimDrive(**{f.name: getattr(files, f.name) for f in dataclasses.fields(files)}, disk=_disk(files))
+
+
+# ---------------------------------------------------------------------------
+# The per-request simulation and validation against the traces
+# ---------------------------------------------------------------------------
+
+def drive_parameters(files: DiskSimFolder) -> DriveParameters:
+    """The :class:`DriveParameters` of a DiskSim drive folder's files.
+
+    Takes the seek curve of the model file (tabulated at every whole
+    distance), the g1 layout, the overheads, cache and fast-write level of
+    the diskspecs, and the bus block time (:func:`block_transfer_time_s`).
+    """
+    model, specs = files.model, files.specs
+    if not isinstance(model.layout, G1Layout):
+        raise ValueError(f"{files.name}: the per-request simulation needs a g1 (zone list) layout; "
+                         f"this drive has {type(model.layout).__name__}")
+    layout = zone_layout(model)
+    span = max(span_cylinders(model), int(layout.last_cylinder.max()) + 1)
+    distance = np.arange(span, dtype=float)
+    seek = np.maximum(seek_time_s(model.mech, distance), 0.0)
+    write_seek = None
+    table = model.mech.seek_table
+    if table is not None and table.write_time_s is not None:
+        write_seek = np.maximum(seek_time_s(model.mech, distance, write=True), 0.0)
+    overhead = np.zeros((2, 2, 2))
+    for k, kind in enumerate(("read", "write")):
+        for h, hit in enumerate(("miss", "hit")):
+            for p, previous in enumerate(("read", "write")):
+                overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)] + specs.per_request_overhead_s
+    read_block_s, write_block_s = block_transfer_time_s(files)
+    return DriveParameters(
+        name=files.name, layout=layout, seek_by_distance_s=seek, rpm=model.mech.rpm,
+        head_switch_s=model.mech.head_switch_s, write_settle_s=model.mech.write_settle_s,
+        command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
+        write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
+        reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
+        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks,
+        write_disconnect_s=specs.write_disconnect_s, bus_read_block_s=read_block_s,
+        bus_write_block_s=write_block_s, read_watermark=min(max(specs.read_high_water_mark, 0.0), 1.0),
+        buffer_segments=specs.buffer_segments, segment_size_blocks=specs.segment_size_blocks,
+        max_read_ahead_blocks=specs.max_read_ahead_blocks,
+        read_ahead_over_requested=specs.read_ahead_over_requested,
+        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit,
+        fast_write_level=specs.fast_write_level,
+        read_hits_on_write_data=specs.read_hits_on_write_data,
+        separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
+        write_seek_by_distance_s=write_seek)
+
+
+def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:
+    """Simulate a DiskSim trace's requests in order, with its inter-arrival gaps."""
+    return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
+
+
+def validate_drive(drive_or_folder, *, limit: int | None = None) -> TraceValidation:
+    """Simulate a drive folder's trace and compare with the measured times.
+
+    Returns a :class:`TraceValidation` (with DiskSim's published demerit as
+    the reference where known); *limit* keeps the trace's first requests.
+    """
+    drive = drive_or_folder if isinstance(drive_or_folder, DiskSimFolder) else read_drive_folder(drive_or_folder)
+    trace = drive.read_trace()
+    if limit is not None:
+        trace = trace.head(limit)
+    result = simulate_trace(drive_parameters(drive), trace)
+    reference = DISKSIM_PUBLISHED_DEMERIT_MS.get(drive.name)
+    details = {"is_write": trace.is_write, "label": trace.label, "lbn": trace.lbn, "blocks": trace.blocks,
+               "hit": result.hit, "seek_ms": result.seek_s * 1e3, "latency_ms": result.latency_s * 1e3,
+               "media_ms": result.media_s * 1e3, "arrival_s": result.arrival_s}
+    return TraceValidation(drive.name, trace.service_s, result.service_s, details,
+                           reference * MS if reference is not None else None)

@@ -1,0 +1,162 @@
+"""The drive the per-request simulation serves: :class:`DriveParameters`.
+
+Everything :func:`diskmodel.model.simulate.simulate_requests` needs to know
+about one drive, after DiskSim 4.0's disk model (Ganger, Worthington, Patt et
+al., CMU PDL): the LBN mapping (:class:`~diskmodel.model.disksim_mapping.ZoneLayout`),
+the seek curve tabulated at every whole cylinder distance, rotation, head
+switch and write settle, the controller's overheads, the bus, the buffer
+cache and its read-ahead and write policies. :func:`diskmodel.model.disksim.drive_parameters`
+builds one from DiskSim's files; tests and what-ifs build them directly.
+Pure validated data, no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import evolve as _evolve
+from ._checks import finite_array, finite_scalar, flag, show, whole_number
+from .disksim_mapping import ZoneLayout
+
+__all__ = ["DriveParameters"]
+
+
+@dataclass(frozen=True, eq=False)
+class DriveParameters:
+    """Everything the per-request simulation needs [s, blocks].
+
+    Attributes
+    ----------
+    name : str
+    layout : ZoneLayout
+        Zones, skews, spares and slips (LBN -> PBN).
+    seek_by_distance_s : ndarray
+        Seek time [s] for every whole cylinder distance 0..N-1 (read curve);
+        ``write_seek_by_distance_s`` the write curve (same as read if absent).
+    rpm : float
+    head_switch_s, write_settle_s : float
+        Head switch [s]; extra settle added to a non-zero move before a write
+        [s] (may be negative, as DiskSim allows, but a move never costs < 0).
+    command_overhead_s : ndarray, shape (2, 2, 2)
+        [kind (0 read, 1 write), hit (0 miss, 1 hit), previous (0 read, 1 write)] [s].
+    read_completion_s, write_completion_s, data_preparation_s, reselect_s : float
+        Controller overheads at completion, before a hit's transfer, and on
+        reconnecting to the bus for a miss's transfer [s].
+    bus_read_block_s, bus_write_block_s : float
+        Time to move one block between host and buffer [s].
+    read_watermark : float
+        Fraction of a read miss's blocks buffered before the bus transfer
+        starts (0: from the first block).
+    buffer_segments, segment_size_blocks, max_read_ahead_blocks : int
+    read_ahead_over_requested : bool
+        Read-ahead may replace the data just returned to the host (else it
+        stops when the segment is full).
+    read_ahead_on_idle_hit : bool
+        A read hit restarts the read-ahead at the segment's end.
+    fast_write_level : int
+        0 none, 1 only appending writes, 2 every write (immediate report).
+    read_hits_on_write_data, separate_write_segment : bool
+    read_ahead_scheme : int
+        DiskSim's "Buffer continuous read": 0 none, 1 to the end of the
+        track, 2 to the end of the cylinder, 3 until the segment is full,
+        4 to the end of the next track when a sequential stream is detected
+        (always bounded by ``max_read_ahead_blocks``).
+    minimum_write_seek_s : float
+        The shortest positioning before a non-sequential write [s]
+        (DiskSim's "Minimum seek delay").
+    write_disconnect_s : float
+        A write that is not reported immediately disconnects from the bus
+        after its command overhead, waits the minimum positioning time, and
+        reconnects (``reselect_s + data_preparation_s``) to take its data; a
+        sector whose data is not there in time costs a revolution [s]. (This
+        order of DiskSim's write overheads is what the hp_c2247a trace shows:
+        sequential writes lose a revolution exactly when their data would
+        arrive less than these ~0.95 ms before the last sector.)
+    read_any_free_blocks : bool
+        The drive keeps the sectors of the track that pass under the head
+        before the requested ones (during the rotational latency). With
+        scheme 4 such a drive buffers to the end of the track after every
+        read (DiskSim's code); without it, scheme 4 reads ahead only for a
+        detected sequential stream (DiskSim's manual), which is what the
+        measured atlas_III trace shows.
+    """
+
+    name: str
+    layout: ZoneLayout
+    seek_by_distance_s: np.ndarray
+    rpm: float
+    head_switch_s: float
+    write_settle_s: float
+    command_overhead_s: np.ndarray
+    read_completion_s: float = 0.0
+    write_completion_s: float = 0.0
+    data_preparation_s: float = 0.0
+    reselect_s: float = 0.0
+    bus_read_block_s: float = 0.0
+    bus_write_block_s: float = 0.0
+    read_watermark: float = 0.0
+    buffer_segments: int = 1
+    segment_size_blocks: int = 256
+    max_read_ahead_blocks: int = 0
+    read_ahead_over_requested: bool = False
+    read_ahead_on_idle_hit: bool = False
+    fast_write_level: int = 0
+    read_hits_on_write_data: bool = True
+    separate_write_segment: bool = False
+    write_seek_by_distance_s: np.ndarray | None = None
+    read_ahead_scheme: int = 3
+    minimum_write_seek_s: float = 0.0
+    read_any_free_blocks: bool = False
+    write_disconnect_s: float = 0.0
+
+    def __post_init__(self):
+        if not isinstance(self.layout, ZoneLayout):
+            raise ValueError(f"layout must be a ZoneLayout (got {show(self.layout)})")
+        finite_scalar("rpm", self.rpm, positive=True)
+        seek = finite_array("seek_by_distance_s", self.seek_by_distance_s, nonnegative=True)
+        if seek.ndim != 1 or seek.size < 2 or seek[0] != 0:
+            raise ValueError("seek_by_distance_s must be 1-D, start at distance 0 with 0 s")
+        cylinders = int(self.layout.last_cylinder.max()) + 1
+        if seek.size < cylinders:
+            raise ValueError(f"seek_by_distance_s covers {seek.size} distances but the layout spans "
+                             f"{cylinders} cylinders")
+        object.__setattr__(self, "seek_by_distance_s", seek)
+        write = seek if self.write_seek_by_distance_s is None else finite_array(
+            "write_seek_by_distance_s", self.write_seek_by_distance_s, nonnegative=True)
+        if write.shape != seek.shape:
+            raise ValueError("write_seek_by_distance_s must match seek_by_distance_s in length")
+        object.__setattr__(self, "write_seek_by_distance_s", write)
+        overhead = finite_array("command_overhead_s", self.command_overhead_s, nonnegative=True)
+        if overhead.shape != (2, 2, 2):
+            raise ValueError("command_overhead_s must have shape (2, 2, 2)")
+        object.__setattr__(self, "command_overhead_s", overhead)
+        finite_scalar("head_switch_s", self.head_switch_s, nonnegative=True)
+        finite_scalar("write_settle_s", self.write_settle_s)
+        for name in ("read_completion_s", "write_completion_s", "data_preparation_s", "reselect_s",
+                     "bus_read_block_s", "bus_write_block_s"):
+            finite_scalar(name, getattr(self, name), nonnegative=True)
+        watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
+        if watermark > 1:
+            raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
+        for name, minimum in (("buffer_segments", 1), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
+        object.__setattr__(self, "fast_write_level", whole_number(
+            "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
+        object.__setattr__(self, "read_ahead_scheme", whole_number(
+            "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
+        for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
+                     "separate_write_segment", "read_any_free_blocks"):
+            flag(name, getattr(self, name))
+        finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
+        finite_scalar("write_disconnect_s", self.write_disconnect_s, nonnegative=True)
+        if self.separate_write_segment and self.buffer_segments < 2:
+            raise ValueError("separate_write_segment needs buffer_segments >= 2")
+
+    @property
+    def rotation_period_s(self) -> float:
+        return 60.0 / self.rpm
+
+    def evolve(self, **changes) -> "DriveParameters":
+        """A copy with some parameters changed (validated again; unknown names raise ValueError), for what-ifs."""
+        return _evolve(self, changes)

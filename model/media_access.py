@@ -1,0 +1,122 @@
+"""The media part of serving a request: moving the head, waiting for the
+platter, passing sectors under the head (numba kernels).
+
+After DiskSim 4.0's ``diskmodel/mech_g1.c`` (``dm_seek_time_g1``,
+``dm_latency_g1``, ``dm_acctime_g1``), re-derived for requests served one at
+a time: the platter turns uniformly from angle 0 at time 0; a move costs the
+seek of its cylinder distance, at least the head switch when the surface
+changes, plus the write settle before a write; a run of blocks on one track
+passes under the head in (last sector - first sector + 1) sector times.
+Used by :mod:`diskmodel.model.simulate`; times in seconds, angles in
+revolutions.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .disksim_mapping import lbn_to_pbn_one, track_last_lbn
+
+__all__ = ["access_media", "move_time_s", "wait_for_angle"]
+
+#: An angle this close below a full turn counts as reached: rounding in the
+#: phase must not cost a spurious revolution.
+_EPS_REV = 1e-7
+
+
+@njit(cache=True)
+def wait_for_angle(t, angle, period):
+    """Time at or after *t* when the platter reaches *angle* [rev]."""
+    phase = t / period
+    phase -= np.floor(phase)
+    d = angle - phase
+    d -= np.floor(d)
+    if d > 1.0 - _EPS_REV:
+        d = 0.0
+    return t + d * period
+
+
+@njit(cache=True)
+def move_time_s(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write_settle, is_write):
+    """Time [s] to move the head to (to_cyl, to_head): the seek of the distance, at
+    least the head switch when the surface changes, plus the write settle for a
+    write that moves (a negative settle never makes a move cost < 0)."""
+    distance = abs(to_cyl - cyl)
+    if is_write:
+        s = write_seek[distance]
+    else:
+        s = seek[distance]
+    if to_head != head and head_switch > s:
+        s = head_switch
+    if s > 0.0 and is_write:
+        s += write_settle
+        if s < 0.0:
+            s = 0.0
+    return s
+
+
+@njit(cache=True)
+def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready,
+                 offset, stats, min_first_move, total):
+    """Read or write *count* blocks from *start_lbn*, starting to move at *t*.
+
+    Works track run by track run: a run of blocks on one track passes under
+    the head in (last sector - first sector + 1) sector times (slipped
+    sectors included). Fills ready[offset + k] with the time block k is
+    done; returns (t_end, cyl, head). stats: first move, first latency, rest.
+    A write waits, sector by sector, for its data (*not_before*); a sector
+    whose data come too late costs a revolution.
+    """
+    period = real[0]
+    head_switch = real[1]
+    write_settle = real[2]
+    t_begin = t
+    k = 0
+    first_run = True
+    while k < count:
+        x = start_lbn + k
+        c, h, s, a, z = lbn_to_pbn_one(x, arrays)
+        sector_time = period / arrays[2][z]
+        if first_run or c != cyl or h != head:
+            move = move_time_s(cyl, head, c, h, seek, write_seek, head_switch, write_settle, is_write)
+            if first_run and move < min_first_move:
+                move = min_first_move
+            t += move
+            if first_run:
+                stats[0] = t - t_begin
+            cyl = c
+            head = h
+        if is_write:
+            # block by block: each sector needs its data
+            t_ready = t
+            if not_before[k] > t_ready:
+                t_ready = not_before[k]
+            t_start = wait_for_angle(t_ready, a, period)
+            if first_run:
+                stats[1] = t_start - t
+            t = t_start + sector_time
+            ready[offset + k] = t
+            k += 1
+            first_run = False
+            continue
+        last = track_last_lbn(arrays, x, total)
+        if last > start_lbn + count - 1:
+            last = start_lbn + count - 1
+        run = last - x + 1
+        t_start = wait_for_angle(t, a, period)
+        if first_run:
+            stats[1] = t_start - t
+        if run > 1:
+            _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
+            span = s_last - s + 1
+        else:
+            span = 1
+        for j in range(run - 1):
+            ready[offset + k + j] = t_start + (j + 1) * sector_time
+        t = t_start + span * sector_time
+        ready[offset + k + run - 1] = t
+        k += run
+        first_run = False
+    stats[2] = t - t_begin - stats[0] - stats[1]
+    return t, cyl, head
+
