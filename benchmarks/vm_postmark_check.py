@@ -18,7 +18,7 @@ not taken from the host):
    (per-request latency: the median of five rounds of 2,000) and 1 MiB
    reads (the transfer rate, the latency taken out), by /proc/uptime
    (centisecond resolution; a span under half a second is warned about).
-   As on the host (``host_postmark_check``, :func:`flat_latency_disk`), the
+   As on the host (:mod:`diskmodel.calibrate.bench.hostcheck`, :func:`flat_latency_disk`), the
    disk is a flat latency model: the latency as command overhead, seek 0,
    rotation negligible.
 2. **The memory path** of the guest, in the same timing VM: ``dd`` in 4 KiB
@@ -31,10 +31,10 @@ not taken from the host):
    ``--vm-memory`` of RAM; the model's page cache is the guest's
    MemAvailable at the start of the timing VM (same kernel, initramfs and
    RAM), less 4 MiB for PostMark's own memory.
-4. **Layouts**: the same byte regions of the scratch disk as
-   :func:`diskmodel.calibrate.bench.provision.regions_for` builds (native: a
-   :class:`Partition`; LVM-1/LVM-2: :class:`LinearVolume` over one or two PVs,
-   4 MiB extents, 1 MiB pe_start).  ``LvmMapping`` is left at zero: the
+4. **Layouts**: the stacks the VM builds, the model's volumes taken from
+   the same descriptions (:func:`diskmodel.model.stack.paper_stack` with
+   ``fs_size_bytes``: native a :class:`Partition`; LVM-1/LVM-2 a
+   :class:`LinearVolume` over one or two PVs, 4 MiB extents, 1 MiB pe_start).  ``LvmMapping`` is left at zero: the
    mapping costs MD_mapping and FB_mapping are fitted coefficients and this
    check has nothing to fit them on without using the cells it predicts.
    With a flat disk the mechanistic part of T_LVM_MO is 0 too, so the
@@ -64,14 +64,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
-from host_postmark_check import GIB, KIB, MIB, PIPELINE, _size  # noqa: E402
+from host_postmark_check import _size, add_workload_options, workload_from  # noqa: E402
+
+from diskmodel.calibrate.bench.hostcheck import PIPELINE  # noqa: E402
+from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
 
 from diskmodel.model.disk import flat_latency_disk  # noqa: E402
 
 from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
-from diskmodel.model.volumes import LinearVolume, Partition  # noqa: E402
 from diskmodel.model.predict import predict  # noqa: E402
-from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset  # noqa: E402
+from diskmodel.model.stack import paper_stack, stack_on  # noqa: E402
+from diskmodel.model.workload import PostMarkConfig, expected_counts  # noqa: E402
 
 EMULATOR_NOTE = ("NOTE: timings measure an emulator (qemu TCG, software CPU emulation), "
                  "not the storage's speed")
@@ -124,7 +127,7 @@ rm -rf "$work"
 
 def _tmpfs_postmark_script(config: PostMarkConfig) -> str:
     """Guest script: one PostMark run of *config* on the guest's tmpfs (no disk), timed by /proc/uptime."""
-    from diskmodel.calibrate.bench.postmark import command_file
+    from diskmodel.calibrate.bench.postmark_text import command_file
 
     cfg = command_file(config, "$work/pm")
     return f"""set -e
@@ -203,17 +206,6 @@ def calibrate_guest(config: PostMarkConfig, *, memory_bytes: int, tmpfs_memory_b
     return cal
 
 
-def model_layout(layout: str, fs_size_bytes: int):
-    """The model's layout for the regions the VM builds (calibrate.layouts.regions_for)."""
-    from diskmodel.calibrate.bench import provision as L
-
-    regions = L.regions_for(layout, fs_size_bytes)
-    if layout == "native":
-        return Partition(regions[0].offset_bytes, regions[0].size_bytes, "native")
-    pvs = tuple(Partition(r.offset_bytes, r.size_bytes, f"pv{i + 1}") for i, r in enumerate(regions))
-    return LinearVolume(pvs, extent_size_bytes=L.EXTENT_BYTES, pe_start_bytes=L.PE_START_BYTES, name=layout)
-
-
 def filesystem_for(fs_size_bytes: int) -> FileSystem:
     """ext3 as mke2fs 1.47 makes it for this size (see /etc/mke2fs.conf): 1 KiB blocks below
     512 MiB ("small"), else 4 KiB; 256-byte inodes; e2fsprogs' default journal size."""
@@ -234,19 +226,19 @@ def run_check(config: PostMarkConfig, *, layouts=("native", "lvm1", "lvm2"), rep
 
     *info*, a dict if given, receives the model's inputs (the guest calibration, the page cache,
     ``cpu_per_file_operation_s``) and the wall time.  SIGINT and SIGTERM raise
-    :class:`diskmodel.calibrate.bench.provision.Interrupted` throughout; each VM (and what its script
+    :class:`diskmodel.calibrate.bench.host_executor.Interrupted` throughout; each VM (and what its script
     built) is gone by then.
     """
-    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.host_executor import handle_signals
 
-    with L.handle_signals():
+    with handle_signals():
         return _run_check(config, layouts=layouts, repeats=repeats, fs_size_bytes=fs_size_bytes,
                           vm_memory_bytes=vm_memory_bytes, say=say, info={} if info is None else info)
 
 
 def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say, info):
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.bench.postmark import run_on_layout
+    from diskmodel.calibrate.bench.postmark import run_on_stack
 
     t0 = time.monotonic()
     say(EMULATOR_NOTE)
@@ -256,7 +248,8 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say,
     cal = calibrate_guest(config, memory_bytes=vm_memory_bytes, say=say)
     if cal.accelerator == "tcg":
         say(EMULATOR_NOTE)
-    needed = max(L.backing_bytes_required(name, fs_size_bytes) for name in ("native", "lvm1", "lvm2"))
+    stacks = {name: paper_stack(name, fs_size_bytes=fs_size_bytes) for name in ("native", "lvm1", "lvm2")}
+    needed = max(L.backing_bytes_required(stack) for stack in stacks.values())
     disk = flat_latency_disk(cal.latency_s, cal.rate_bytes_per_s, needed + MIB, name="emulated virtio disk",
                              provenance="timed in a TCG guest with dd iflag=direct")
     fs = filesystem_for(fs_size_bytes)
@@ -264,7 +257,7 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say,
     ops = counts.total.creates + counts.total.deletes + counts.total.reads + counts.total.appends
     cache = PageCache(size_bytes=float(max(cal.mem_available_bytes - 4 * MIB, 0)),
                       rate_bytes_per_s=cal.copy_rate_bytes_per_s, syscall_s=0.0)
-    copies = predict(disk, model_layout("native", fs_size_bytes), fs, counts,
+    copies = predict(stack_on(disk, stacks["native"].volume, fs), counts,
                      cache.evolve(size_bytes=float(64 * GIB))).dst_parts["cache_s"]
     cpu = (cal.tmpfs_postmark_wall_s - copies) / ops
     if cpu < 0:
@@ -282,14 +275,14 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say,
     rows = []
     for layout in layouts:
         t1 = time.monotonic()
-        summary = run_on_layout(layout, config, fs_size_bytes=fs_size_bytes, vm=True, repeats=repeats,
-                                vm_memory_bytes=vm_memory_bytes)
+        summary = run_on_stack(stacks[layout], config, vm=True, repeats=repeats, vm_memory_bytes=vm_memory_bytes)
         env = summary.environment
         walls = ", ".join(f"{r.wall_s:.1f}" for r in summary.runs)
         say(f"  ran {layout} in the VM ({env.accelerator}; {env.device}): wall {walls} s "
             f"({time.monotonic() - t1:.0f} s with boot and build)" + (f" - {env.note}" if env.note else ""))
-        p = predict(disk, model_layout(layout, fs_size_bytes), fs, counts, cache)
-        pp = (predict(disk, model_layout(layout, fs_size_bytes), fs.evolve(overlapped_writeback=True), counts, cache)
+        volume = stacks[layout].volume
+        p = predict(stack_on(disk, volume, fs), counts, cache)
+        pp = (predict(stack_on(disk, volume, fs.evolve(overlapped_writeback=True)), counts, cache)
               if PIPELINE else None)
         ci = summary.conf_int()
         for kind in ("read", "write"):
@@ -326,18 +319,13 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say,
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--files", type=int, default=3000)
-    ap.add_argument("--transactions", type=int, default=3000)
-    ap.add_argument("--min-size", type=int, default=1 * KIB)
-    ap.add_argument("--max-size", type=int, default=100 * KIB)
-    ap.add_argument("--repeats", type=int, default=2)
+    add_workload_options(ap, files=3000, transactions=3000)
     ap.add_argument("--fs-size", type=_size, default=512 * MIB)
     ap.add_argument("--vm-memory", type=_size, default=192 * MIB)
     ap.add_argument("--layouts", default="native,lvm1,lvm2")
     add_results_dir_option(ap)
     args = ap.parse_args(argv)
-    config = postmark_preset("test1").evolve(number_of_files=args.files, transactions=args.transactions,
-                                             min_file_size_bytes=args.min_size, max_file_size_bytes=args.max_size)
+    config = workload_from(args)
     info: dict = {}
     try:
         rows, med = run_check(config, layouts=tuple(args.layouts.split(",")), repeats=args.repeats,

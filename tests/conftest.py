@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,17 @@ def require_tools(*names: str) -> None:
 def require_root() -> None:
     if os.geteuid() != 0:
         skip_or_fail("needs root (loop devices, mounts)")
+
+
+def wait_for(cond, timeout_s: float, what: str, *, poll_s: float = 0.02):
+    """Poll *cond* until it returns something true, and return that; AssertionError naming *what* after *timeout_s*."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        value = cond()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 @pytest.fixture(scope="session")

@@ -12,22 +12,14 @@ import pytest
 
 from diskmodel.calibrate.harness import checks
 from diskmodel.calibrate import cli
-from diskmodel.calibrate.harness import measure
+from diskmodel.calibrate.harness import measure, stages
 from diskmodel.calibrate.harness import results  # noqa: F401 (imported before any run is timed)
-from diskmodel.calibrate.harness.measure import (
-    BackendProtocolError,
-    BackendReadError,
-    BudgetTooSmall,
-    Meter,
-    backend_from_spec,
-    calibrate,
-    measure_rotation,
-    measure_seek,
-    minimum_reads,
-)
+from diskmodel.calibrate.harness.backend import BackendProtocolError, BackendReadError, backend_from_spec
+from diskmodel.calibrate.harness.measure import BudgetTooSmall, calibrate
+from diskmodel.calibrate.harness.meter import Meter
+from diskmodel.calibrate.harness.stages import measure_rotation, measure_seek, minimum_reads
 from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
-
-GIB = 1 << 30
+from diskmodel.model.units import GIB
 
 
 class Sleepy:
@@ -123,12 +115,12 @@ def test_real_time_backend_with_a_2_s_budget_is_refused_up_front():
     except BudgetTooSmall as exc:
         wall = time.monotonic() - start
         assert wall < 1.0
-        assert backend.reads <= measure.PROBE_READS
+        assert backend.reads <= stages.PROBE_READS
         assert exc.budget_s == 2
         # the minimum reads at 0.05 s each, and the zone reads' transfers
         counts = minimum_reads(GIB, 4096)
         reads = sum(c[0] for c in counts.values())
-        expected = reads * 0.05 + sum(c[1] for c in counts.values()) * measure.ZONE_MIN_TRANSFER_S
+        expected = reads * 0.05 + sum(c[1] for c in counts.values()) * stages.ZONE_MIN_TRANSFER_S
         assert exc.minimum_s == pytest.approx(expected, rel=0.05)
         assert exc.minimum_s > 30
         message = str(exc)
@@ -176,18 +168,18 @@ def test_budgets_near_the_minimum_never_overrun(budget):
     else:
         assert result.device_time_s <= budget
         assert sim.device_time_s <= budget
-        assert result.seek_round.max() + 1 >= measure.SEEK_MIN_ROUNDS
-        assert len(result.zone_locations_bytes) >= measure.ZONE_MIN_LOCATIONS
+        assert result.seek_round.max() + 1 >= stages.SEEK_MIN_ROUNDS
+        assert len(result.zone_locations_bytes) >= stages.ZONE_MIN_LOCATIONS
 
 
 def test_reads_dearer_than_the_probe_said_stop_within_the_budget():
     """Accepted up front (cheap probe reads), then ten times dearer: BudgetTooSmall in flight,
     the device time still within the budget, and a minimum that would do."""
-    backend = Virtual(latency_s=1e-3, slow_after=measure.PROBE_READS, slow_factor=10.0)
+    backend = Virtual(latency_s=1e-3, slow_after=stages.PROBE_READS, slow_factor=10.0)
     with pytest.raises(BudgetTooSmall) as info:
         calibrate(backend, budget_s=3.0, progress=False)
     assert backend.device_time_s <= 3.0
-    assert backend.reads > measure.PROBE_READS  # not refused up front
+    assert backend.reads > stages.PROBE_READS  # not refused up front
     exc = info.value
     assert "before its minimum" in str(exc)
     assert exc.minimum_s > 3.0
@@ -198,7 +190,7 @@ def test_a_stage_beyond_its_minimum_stops_where_the_budget_runs_out():
     meter = Meter(sim, budget_s=5.0)
     seek = measure_seek(meter, np.random.default_rng(0), budget_s=100.0)
     assert sim.device_time_s <= 5.0
-    assert seek.rounds >= measure.SEEK_MIN_ROUNDS
+    assert seek.rounds >= stages.SEEK_MIN_ROUNDS
     assert "the budget ran out" in seek.detail
     assert seek.time_s.size == 2 * seek.distances_bytes.size * seek.rounds  # only whole rounds kept
 
@@ -231,7 +223,7 @@ def test_minimum_reads_are_the_stages_own_minimums():
     assert meter.reads == counts["rotation"][0]
     before = meter.reads
     measure_seek(meter, np.random.default_rng(0), budget_s=0.0)
-    assert meter.reads - before == counts["seek"][0] == measure.SEEK_MIN_ROUNDS * 2 * 48
+    assert meter.reads - before == counts["seek"][0] == stages.SEEK_MIN_ROUNDS * 2 * 48
 
 
 # ---------------------------------------------------------------------------
@@ -243,7 +235,7 @@ def test_tiny_budget_refused_after_the_probe_reads_with_the_minimum(vectorised):
     backend = Counting(simulated_disk("wd800bd", seed=0), vectorised=vectorised)
     with pytest.raises(BudgetTooSmall) as info:
         calibrate(backend, budget_s=1e-9, progress=False)
-    assert 1 <= backend.reads <= measure.PROBE_READS
+    assert 1 <= backend.reads <= stages.PROBE_READS
     exc = info.value
     assert exc.budget_s == 1e-9
     assert 5.0 < exc.minimum_s < 30.0  # a few hundred reads of ~10 ms on a 7200 rpm disk

@@ -23,8 +23,7 @@ from diskmodel.calibrate.harness.device import (
     open_backend,
     unwritten_regions,
 )
-
-KiB = 1024
+from diskmodel.model.units import KIB as KiB
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +253,7 @@ def test_mounted_loop_device_is_refused_as_busy(loops, tmp_path):
     mnt = loops.mount(dev, tmp_path / "mnt")
     with pytest.raises(DeviceBusyError, match="busy") as info:
         open_backend(dev)
-    assert dev in str(info.value) and "mounted at" in str(info.value)
+    assert f"{dev} is mounted on {mnt.resolve()}" in str(info.value)
     loops.umount(mnt)
     # Free again once unmounted: no longer busy. mkfs may have zeroed ranges with WRITE_ZEROES,
     # which the loop driver turns into unwritten extents of the backing file: then the honest
@@ -276,5 +275,5 @@ def test_swap_loop_device_is_refused_as_busy(loops, tmp_path):
     loops.swapon(dev)
     (d,) = probe(dev, source="sysfs").devices
     assert d.swap and d.swap_via == (os.path.basename(dev),) and not d.mounted and d.in_use
-    with pytest.raises(DeviceBusyError, match="swap"):
+    with pytest.raises(DeviceBusyError, match=f"{dev} is in use as swap"):
         open_backend(dev)

@@ -18,12 +18,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import require_root, require_tools, skip_or_fail
+from conftest import require_root, require_tools, skip_or_fail, wait_for
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 SMALL_RUN = ["--layout", "native", "--workload", "test1", "--size", "16M", "--files", "50",
@@ -75,16 +74,6 @@ def _assert_nothing_left(tmp: Path, run_dir: Path, pid: int, scratch: Path | Non
     assert list(run_dir.glob("*.json")) == [], [p.read_text() for p in run_dir.glob("*.json")]
     if scratch is not None:
         assert not scratch.exists()
-
-
-def _wait_for(cond, timeout_s: float, what: str):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def _wrapper_dir(tmp: Path, tool: str, when: str) -> Path:
@@ -144,7 +133,7 @@ def test_a_signal_while_the_tool_runs_leaves_nothing_20_times_out_of_20(tmp_path
                                 env=_env(run_dir, wrap, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         try:
-            _wait_for(mark.exists, 60, f"{tool} to succeed (trial {trial})")
+            wait_for(mark.exists, 60, f"{tool} to succeed (trial {trial})")
             proc.send_signal(signum)
             _, err = proc.communicate(timeout=60)
         finally:
@@ -191,12 +180,12 @@ def test_sigkill_at_each_phase_then_cleanup_leaves_nothing(tmp_path, host_tools,
                             stderr=subprocess.PIPE, text=True)
     try:
         if phase == "fill":
-            _wait_for(lambda: scratch.exists() and scratch.stat().st_size > 0, 60, "the fill")
+            wait_for(lambda: scratch.exists() and scratch.stat().st_size > 0, 60, "the fill")
         elif phase == "postmark":
-            _wait_for(lambda: _has(run_dir, "process", name="postmark"), 60, "postmark to start")
+            wait_for(lambda: _has(run_dir, "process", name="postmark"), 60, "postmark to start")
             child = [r["details"]["pid"] for r in _state(run_dir) if r["details"].get("name") == "postmark"][0]
         else:
-            _wait_for(mark.exists, 60, f"{phase} to succeed")
+            wait_for(mark.exists, 60, f"{phase} to succeed")
         proc.kill()
         proc.wait(timeout=30)
     finally:
@@ -205,7 +194,7 @@ def test_sigkill_at_each_phase_then_cleanup_leaves_nothing(tmp_path, host_tools,
     assert list(run_dir.glob("*.json")), "the killed run left no record"
     if phase == "postmark":
         # The postmark child dies with its parent (PR_SET_PDEATHSIG), before any cleanup.
-        _wait_for(lambda: child not in _processes_named("postmark"), 10, "postmark to die with its parent")
+        wait_for(lambda: child not in _processes_named("postmark"), 10, "postmark to die with its parent")
     res = _cleanup(run_dir)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "removed" in res.stdout
@@ -227,7 +216,7 @@ def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
                              "--size", "64M", "--files", "50", "--transactions", "2000000", "--quiet"],
                             env=_env(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: _has(run_dir, "process", name="qemu"), 300, "qemu to start")
+        wait_for(lambda: _has(run_dir, "process", name="qemu"), 300, "qemu to start")
         qemu = [r["details"]["pid"] for r in _state(run_dir) if r["details"].get("name") == "qemu"]
         folders = [r["details"]["path"] for r in _state(run_dir) if r["kind"] == "dir"]
         assert folders and all(Path(f).exists() for f in folders)
@@ -236,7 +225,7 @@ def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
     finally:
         _stop(proc)
     # qemu dies with its parent.
-    _wait_for(lambda: not Path(f"/proc/{qemu[0]}").exists()
+    wait_for(lambda: not Path(f"/proc/{qemu[0]}").exists()
               or "qemu" not in Path(f"/proc/{qemu[0]}/comm").read_text(), 30, "qemu to die")
     res = _cleanup(run_dir)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -254,7 +243,7 @@ def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_pa
                              env=_env(run_dir, wrap, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     try:
-        _wait_for(mark.exists, 60, "the first run to attach its loop device")
+        wait_for(mark.exists, 60, "the first run to attach its loop device")
         loops_before = _loops_over(tmp_path)
         # The second run confirms the overwrite, as the first's busy message would advise.
         second = subprocess.run([DISKMODEL, "postmark", *SMALL_RUN, "--scratch", str(scratch),
@@ -334,23 +323,24 @@ def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypat
 
 def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
     from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.locks import TargetLocked, lock_target
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
     target = tmp_path / "target.img"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from diskmodel.calibrate.harness import runstate\n"
-         f"with runstate.lock_target({str(target)!r}, purpose='test'):\n"
+         "import sys, time; from diskmodel.calibrate.harness.locks import lock_target\n"
+         f"with lock_target({str(target)!r}, purpose='test'):\n"
          "    print('held', flush=True); time.sleep(60)"],
         env=dict(os.environ), stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(runstate.TargetLocked, match=f"pid {holder.pid}"):
-            with runstate.lock_target(tmp_path / "." / "target.img", purpose="second"):
+        with pytest.raises(TargetLocked, match=f"pid {holder.pid}"):
+            with lock_target(tmp_path / "." / "target.img", purpose="second"):
                 pass
         holder.kill()
         holder.wait()
-        with runstate.lock_target(target, purpose="after the holder died"):
+        with lock_target(target, purpose="after the holder died"):
             pass
     finally:
         _stop(holder)

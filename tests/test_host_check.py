@@ -1,29 +1,19 @@
-"""A tiny end-to-end run of benchmarks/host_postmark_check.py: calibrate this machine's
-storage, run real PostMark on native ext3 over a loop device under one memory limit,
-predict with the model, and leave nothing behind."""
+"""A tiny end-to-end run of the host check (diskmodel.calibrate.bench.hostcheck, which
+benchmarks/host_postmark_check.py runs): calibrate this machine's storage, run real
+PostMark on native ext3 over a loop device under one memory limit, predict with the
+model, and leave nothing behind."""
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, require_root, require_tools
-
-MiB = 1 << 20
-
-
-def _load_check():
-    spec = importlib.util.spec_from_file_location("host_postmark_check",
-                                                  REPO_ROOT / "benchmarks" / "host_postmark_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from conftest import require_root, require_tools
+from diskmodel.calibrate.bench.hostcheck import run_check
+from diskmodel.model.units import MIB as MiB
 
 
 def _loops_backed_under(directory: Path) -> list[str]:
@@ -61,13 +51,12 @@ def test_flat_latency_disk_charges_latency_and_rate():
 def test_tiny_host_check_end_to_end(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "dumpe2fs", "dd")
-    check = _load_check()
     from diskmodel.model.workload import postmark_preset
 
     config = postmark_preset("test1").evolve(number_of_files=300, transactions=1500)
     mounts_before = _mountpoints()
     lines: list[str] = []
-    result = check.run_check(config, limits=[32 * MiB], repeats=2, fs_size_bytes=128 * MiB,
+    result = run_check(config, limits=[32 * MiB], repeats=2, fs_size_bytes=128 * MiB,
                              scratch_dir=str(tmp_path), calibration_bytes=128 * MiB, budget_s=2.0,
                              say=lines.append)
     # the calibration found this machine's flash (no mechanical seek) and the model got its numbers
@@ -102,13 +91,12 @@ def test_tiny_host_check_end_to_end(tmp_path):
 
 
 def test_bad_limits_are_refused_before_anything_is_built(tmp_path):
-    check = _load_check()
     from diskmodel.model.workload import postmark_preset
 
     config = postmark_preset("test1").evolve(number_of_files=10, transactions=10)
     for bad in ([], [8 * MiB], [float("nan")]):
         with pytest.raises(ValueError, match="limits"):
-            check.run_check(config, limits=bad, scratch_dir=str(tmp_path))
+            run_check(config, limits=bad, scratch_dir=str(tmp_path))
     with pytest.raises(ValueError, match="repeats"):
-        check.run_check(config, limits=[None], repeats=0, scratch_dir=str(tmp_path))
+        run_check(config, limits=[None], repeats=0, scratch_dir=str(tmp_path))
     assert list(tmp_path.iterdir()) == []

@@ -7,6 +7,7 @@ compared before and after.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -22,9 +23,9 @@ import pytest
 from conftest import require_root, require_tools
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness import outputs
+from diskmodel.model.units import MIB as MiB
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
-MiB = 1 << 20
 
 RECORDING_BACKEND = """
     import os
@@ -170,12 +171,16 @@ def loopdev(tmp_path, loops):
     return device, backing
 
 
+@pytest.fixture(params=[False, True], ids=["plain", "force"])
+def extra(request) -> list[str]:
+    """No flag, then ``--force``: these refusals hold either way."""
+    return ["--force"] if request.param else []
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
-def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, loopdev, force):
+def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
-    extra = ["--force"] if force else []
     res = run("calibrate", "--simulated", "wd800bd", "--budget-s", "3000", "--json", device, *extra,
               "--no-progress", cwd=tmp_path, env=env)
     assert_refused(res, "--json", device, "block device", "--force does not apply")
@@ -188,11 +193,9 @@ def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, lo
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
-def test_calibrating_a_loop_device_onto_itself_or_its_backing_file_is_refused(tmp_path, env, loopdev, force):
+def test_calibrating_a_loop_device_onto_itself_or_its_backing_file_is_refused(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
-    extra = ["--force"] if force else []
     res = run("calibrate", device, "--json", device, *extra, "--no-progress", cwd=tmp_path, env=env)
     assert_refused(res, "--json", "the run measures", "--force does not apply")
     res = run("calibrate", device, "--json", backing, *extra, "--no-progress", cwd=tmp_path, env=env)
@@ -212,7 +215,7 @@ def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     res = _calibrate_simulated(tmp_path, out, env=env)
     assert res.returncode == 0, res.stderr
     first = json.loads(out.read_text())
-    assert first["format"] == "diskmodel.calibration" and first["format_version"] == 1
+    assert first["format"] == "diskmodel.calibration" and first["format_version"] == 2
     os.chmod(out, 0o640)
     res = _calibrate_simulated(tmp_path, out, seed=1, env=env)
     assert res.returncode == 0, res.stderr
@@ -268,10 +271,10 @@ def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
 # ---------------------------------------------------------------------------- the lock on the output
 
 def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.locks import lock_target
 
     out = tmp_path / "cal.json"
-    with runstate.lock_target(str(out), purpose="output"):
+    with lock_target(str(out), purpose="output"):
         res = run("calibrate", "--backend", "recbackend:make", "--json", out, "--no-progress", cwd=tmp_path, env=env)
     assert res.returncode != 0
     assert_one_error_line(res, f"pid {os.getpid()}")
@@ -332,14 +335,22 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]
 
 
-@pytest.mark.integration
-def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env):
+@contextlib.contextmanager
+def _tmpfs(mnt: Path, options: str):
+    """A tmpfs with *options* mounted on the new folder *mnt* while the block runs (as root)."""
     require_root()
     require_tools("mount", "umount")
-    mnt = tmp_path / "small"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)], check=True)
     try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.mark.integration
+def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env):
+    with _tmpfs(tmp_path / "small", "size=64k") as mnt:
         earlier = mnt / "cal.json"
         original = '{"format": "diskmodel.calibration", "format_version": 1}'
         earlier.write_text(original)
@@ -348,24 +359,15 @@ def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env
         assert_one_error_line(res, "--json", "No space left on device", "free some space")
         assert earlier.read_text() == original
         assert sorted(p.name for p in mnt.iterdir()) == ["cal.json"]
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 @pytest.mark.integration
 def test_a_read_only_directory_is_refused_before_the_run(tmp_path, env):
-    require_root()
-    require_tools("mount", "umount")
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mnt)], check=True)
-    try:
+    with _tmpfs(tmp_path / "ro", "ro,size=64k") as mnt:
         res = run("calibrate", "--backend", "recbackend:make", "--json", mnt / "cal.json", "--no-progress",
                   cwd=tmp_path, env=env)
         assert_refused(res, "--json", "cannot write in the directory")
         assert not _reads(env)
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 # ---------------------------------------------------------------------------- postmark and experiment

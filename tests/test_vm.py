@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tools, skip_or_fail
-from diskmodel.calibrate.bench import vm
+from diskmodel.calibrate.bench import initramfs, vm
+from diskmodel.model.units import MIB as MiB
 
 pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def _qemu_processes_mentioning(text: str) -> list[int]:
 
 
 def _host_release() -> str:
-    kernel = vm._default_kernel()
+    kernel = initramfs.default_kernel()
     assert kernel is not None
     return kernel.name.removeprefix("vmlinuz-")
 
@@ -74,7 +74,7 @@ def test_missing_kernel_is_named_with_the_fix(tmp_path, cache_dir):
     ok, why = vm.vm_available(kernel_path=missing)
     assert not ok
     assert str(missing) in why and "linux-image-amd64" in why and ".ci/setup --system" in why
-    with pytest.raises(vm.VmUnavailableError) as info:
+    with pytest.raises(initramfs.VmUnavailableError) as info:
         vm.run_script_in_vm("true", scratch_disk_bytes=64 * MiB, kernel_path=missing,
                             cache_dir=cache_dir, workdir=tmp_path)
     assert str(missing) in str(info.value)
@@ -83,7 +83,7 @@ def test_missing_kernel_is_named_with_the_fix(tmp_path, cache_dir):
 
 
 def test_missing_qemu_is_named_with_the_fix(tmp_path, cache_dir):
-    with pytest.raises(vm.VmUnavailableError,
+    with pytest.raises(initramfs.VmUnavailableError,
                        match=r"qemu-system-nonexistent \(Debian package qemu-system-x86\).*"
                              r"\.ci/setup --system"):
         vm.run_script_in_vm("true", scratch_disk_bytes=64 * MiB, qemu="qemu-system-nonexistent",
@@ -106,10 +106,10 @@ def test_bad_parameters_are_named(kwargs, name):
 
 
 def test_initramfs_is_cached_and_keyed_by_kernel_and_packages(cache_dir):
-    first = vm.build_initramfs(cache_dir=cache_dir)
+    first = initramfs.build_initramfs(cache_dir=cache_dir)
     stamp = first.stat().st_mtime_ns
     start = time.monotonic()
-    second = vm.build_initramfs(cache_dir=cache_dir)
+    second = initramfs.build_initramfs(cache_dir=cache_dir)
     assert second == first and second.stat().st_mtime_ns == stamp
     assert time.monotonic() - start < 5
     assert _host_release() in first.name
@@ -120,6 +120,32 @@ def test_initramfs_is_cached_and_keyed_by_kernel_and_packages(cache_dir):
     assert any(f.endswith("/dm-mod.ko") or "dm-mod.ko" in f for f in manifest["files"])
     # A newc archive, starting with the magic number.
     assert first.read_bytes()[:6] == b"070701"
+
+
+def _cpio(archive: Path, *args: str) -> str:
+    with open(archive, "rb") as src:
+        return subprocess.run(["cpio", "--quiet", *args], stdin=src, capture_output=True, text=True,
+                              check=True).stdout
+
+
+def test_initramfs_holds_the_modules_in_load_order_and_every_library(cache_dir):
+    archive = initramfs.build_initramfs(cache_dir=cache_dir)
+    rows = [line.split() for line in _cpio(archive, "-tv").splitlines()]
+    names = {row[-1] if not row[0].startswith("l") else row[-3] for row in rows}
+    assert all(row[2:4] == ["root", "root"] for row in rows)          # cpio -R 0:0
+    assert "." not in names and "init" in names
+    modules = _cpio(archive, "-i", "--to-stdout", "etc/diskmodel/modules").split()
+    assert len(modules) == len(set(modules)) and all(m.lstrip("/") in names for m in modules)
+    order = [Path(m).name for m in modules]
+    # modprobe --show-depends: every dependency before the module needing it
+    for before, after in (("virtio_ring.ko", "virtio_blk.ko"), ("virtio.ko", "virtio_pci.ko"),
+                          ("jbd2.ko", "ext4.ko"), ("mbcache.ko", "ext4.ko"), ("libcrc32c.ko", "xfs.ko")):
+        assert order.index(before) < order.index(after), (before, after)
+    assert {"dm-mod.ko", "loop.ko", "crc32c_generic.ko"} <= set(order)
+    # lddtree: lvm's libraries and the ELF interpreter, where the loader looks for them
+    assert any(re.fullmatch(r"usr/lib/x86_64-linux-gnu/libdevmapper\.so\.[\d.]+", n) for n in names)
+    assert "usr/lib64/ld-linux-x86-64.so.2" in names
+    assert any(re.fullmatch(r"usr/lib/x86_64-linux-gnu/libblkid\.so\.1(\.[\d.]+)?", n) for n in names)
 
 
 def test_non_kernel_image_fails_with_qemu_message(tmp_path, cache_dir):
@@ -375,7 +401,7 @@ def test_kvm_that_cannot_be_opened_is_refused_before_anything_is_built(monkeypat
     missing = tmp_path / "no-kvm"
     monkeypatch.setattr(vm, "KVM_DEVICE", str(missing))
     cache = tmp_path / "cache"
-    with pytest.raises(vm.VmUnavailableError, match=r"no-kvm.*accelerator='tcg'"):
+    with pytest.raises(initramfs.VmUnavailableError, match=r"no-kvm.*accelerator='tcg'"):
         vm.run_script_in_vm("true", scratch_disk_bytes=64 * MiB, accelerator="kvm",
                             cache_dir=cache, workdir=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == []   # no cache, no run directory

@@ -15,6 +15,7 @@ import signal
 import subprocess
 
 from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness.resources import process_start_ticks
 
 _PR_SET_PDEATHSIG = 1
 _libc = None
@@ -47,7 +48,7 @@ def spawn(argv, *, name: str | None = None, **popen_kwargs) -> subprocess.Popen:
         proc = subprocess.Popen(argv, preexec_fn=_child_setup, **popen_kwargs)
         run = runstate.current_run()
         if run is not None:
-            res = run.intend("process", pid=proc.pid, start_ticks=runstate._process_start_ticks(proc.pid),
+            res = run.intend("process", pid=proc.pid, start_ticks=process_start_ticks(proc.pid),
                              group=bool(popen_kwargs["start_new_session"]),
                              name=name or os.path.basename(str(argv[0] if not isinstance(argv, str) else argv)))
             run.created(res)

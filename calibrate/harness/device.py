@@ -37,12 +37,12 @@ import struct
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
 from diskmodel.calibrate.harness.backend import check_length, check_offsets
+from diskmodel.calibrate.harness import devstate
 
 __all__ = [
     "BackendError",
@@ -279,22 +279,12 @@ def measure_timer_overhead_ns(samples: int = 2001) -> int:
 
 
 def _busy_reason(path: str) -> str:
-    """Why a block device may be busy, from probe (best effort, for the error message)."""
+    """Why a block device is busy, as every safety check of the harness sees it (for the error message)."""
     try:
-        from diskmodel.calibrate.harness.probe import probe
-
-        dev = probe(path, source="sysfs").devices[0]
-    except Exception:  # the message is a courtesy; the refusal stands regardless
-        return "it is mounted, swap, or held by another device"
-    why = []
-    if dev.mounted:
-        why.append("mounted at " + ", ".join(m.mount_point for m in dev.mounted_via))
-    if dev.swap:
-        why.append("in use as swap")
-    held = list(dev.holders) + [h for p in dev.partitions for h in p.holders]
-    if held:
-        why.append("held by " + ", ".join(held))
-    return "; ".join(why) or "another process holds it open exclusively"
+        reasons = devstate.busy_reasons(path)
+    except (OSError, devstate.DeviceStateError):  # the message is a courtesy; the refusal stands regardless
+        reasons = []
+    return "; ".join(reasons) or "another process holds it open exclusively"
 
 
 class DirectBackend:
@@ -340,7 +330,7 @@ class DirectBackend:
         except OSError as exc:
             if exc.errno == errno.EBUSY:
                 raise DeviceBusyError(
-                    self.path, f"is busy (O_EXCL refused: {_busy_reason(self.path)}); refusing to measure a device in use"
+                    self.path, f"is busy (O_EXCL refused; {_busy_reason(self.path)}); refusing to measure a device in use"
                 ) from None
             if exc.errno == errno.EINVAL:
                 raise DirectIOUnsupportedError(
@@ -362,7 +352,9 @@ class DirectBackend:
             buf = bytearray(4)
             fcntl.ioctl(fd, BLKSSZGET, buf, True)
             self.block_size_bytes = int.from_bytes(buf, "little")
-            self.backing_file, self.loop_direct_io = _loop_info(st)
+            loop = devstate.loop_device(self.path)
+            self.backing_file = (loop["back-file"] or None) if loop else None
+            self.loop_direct_io = bool(loop["dio"]) if loop else None
             if self.backing_file is not None and self.loop_direct_io is False and not self.allow_buffered_loop:
                 raise LoopBufferedError(
                     self.path,
@@ -531,18 +523,6 @@ class DirectBackend:
         )
 
 
-def _loop_info(st: os.stat_result) -> tuple[str | None, bool | None]:
-    """(backing file, direct I/O on) of a loop device; (None, None) for other block devices."""
-    loop = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve() / "loop"
-    try:
-        backing = (loop / "backing_file").read_text().strip() or None
-    except OSError:
-        return None, None
-    try:
-        dio = (loop / "dio").read_text().strip() == "1"
-    except OSError:
-        dio = None
-    return backing, dio
 
 
 def open_backend(path: str | os.PathLike, *, allow_buffered_loop: bool = False) -> DirectBackend:

@@ -5,22 +5,29 @@ devices, their partitions and holders, their mount points and swap),
 ``findmnt -J`` (every mount, including a file or a folder mounted as a
 source) and ``losetup -J`` (which files back which loop devices, by inode as
 well as by name, so an unlinked backing file is still found). Every safety
-check of the harness (:func:`busy_reasons`) and every teardown of a run
-(:mod:`diskmodel.calibrate.harness.runstate`) asks these functions, never sysfs or
+check of the harness (:func:`busy_reasons`, :func:`block_uses`: ``diskmodel probe``'s
+"in use" too) and every teardown of a run
+(:mod:`diskmodel.calibrate.harness.resources`) asks these functions, never sysfs or
 ``/proc/self/mountinfo`` by hand.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
 import stat
 import subprocess
+from dataclasses import dataclass
 
 __all__ = [
+    "BlockUse",
     "DeviceStateError",
     "block_device",
+    "block_devices",
+    "block_uses",
     "busy_reasons",
+    "loop_device",
     "loop_devices",
     "loops_over",
     "mounted_at",
@@ -48,18 +55,30 @@ def _json_of(argv: list[str]) -> dict:
 
 
 def loop_devices() -> list[dict]:
-    """Every loop device: name, back-file, offset, sizelimit, back-ino, back-maj:min (``losetup -J -l``).
+    """Every loop device: name, maj:min, back-file, dio, offset, sizelimit, back-ino, back-maj:min
+    (``losetup -J -l``).
 
-    back-maj:min comes padded with spaces; it is returned stripped.
+    The maj:min columns come padded with spaces; they are returned stripped.
     """
-    data = _json_of(["losetup", "-J", "-l", "-O", "NAME,BACK-FILE,OFFSET,SIZELIMIT,BACK-INO,BACK-MAJ:MIN"])
+    data = _json_of(["losetup", "-J", "-l", "-O",
+                     "NAME,MAJ:MIN,BACK-FILE,DIO,OFFSET,SIZELIMIT,BACK-INO,BACK-MAJ:MIN"])
     out = []
     for dev in data.get("loopdevices", []):
         dev = dict(dev)
-        dev["back-maj:min"] = str(dev.get("back-maj:min") or "").strip()
+        for key in ("maj:min", "back-maj:min"):
+            dev[key] = str(dev.get(key) or "").strip()
         dev["back-file"] = str(dev.get("back-file") or "")
         out.append(dev)
     return out
+
+
+def loop_device(path: str | os.PathLike) -> dict | None:
+    """The loop device at *path* as :func:`loop_devices` lists it; None for any other file or device."""
+    st = os.stat(path)
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    key = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    return next((dev for dev in loop_devices() if dev["maj:min"] == key), None)
 
 
 def _backing_matches(dev: dict, backing: str | None, ino=None, maj_min: str | None = None,
@@ -102,36 +121,72 @@ def block_device(path: str) -> dict:
     return devices[0]
 
 
+def block_devices() -> dict[str, dict]:
+    """Every block device lsblk knows (``lsblk -J -b -O -a``, empty ones too), by ``maj:min``,
+    each with its own tree below it (partitions, and the devices built on it)."""
+    found: dict[str, dict] = {}
+    for root in _json_of(["lsblk", "-J", "-b", "-O", "-a"]).get("blockdevices", []):
+        for node, _ in _walk(root):
+            found.setdefault(str(node.get("maj:min")), node)
+    return found
+
+
 def _walk(node: dict, depth: int = 0):
     yield node, depth
     for child in node.get("children", []) or []:
         yield from _walk(child, depth + 1)
 
 
+@dataclass(frozen=True)
+class BlockUse:
+    """One way a block device is in use, as lsblk shows it.
+
+    kind: "mount", "swap", "holder" (a device other than a partition built
+    directly on it) or "built_on" (one built further down, e.g. on a partition);
+    kname, path, type: the device that is so used (``sda1``, ``/dev/sda1``,
+    ``part``) or that holds it (``dm-0``, ``/dev/mapper/vg-lv``, ``lvm``);
+    target: the mount point of a mount.
+    """
+
+    kind: str
+    kname: str
+    path: str
+    type: str
+    target: str = ""
+
+
+def block_uses(node: dict) -> list[BlockUse]:
+    """Every use of the device lsblk describes as *node* ([] when it is free): mounts and
+    swap of it, of a partition or of anything built on it, and the devices built on it."""
+    uses: list[BlockUse] = []
+    for child, depth in _walk(node):
+        kname = str(child.get("kname") or child.get("name"))
+        path, kind = str(child.get("path") or child.get("name")), str(child.get("type"))
+        if depth >= 1 and kind != "part":
+            uses.append(BlockUse("holder" if depth == 1 else "built_on", kname, path, kind))
+        for target in dict.fromkeys(m for m in (child.get("mountpoints") or []) if m):
+            uses.append(BlockUse("swap", kname, path, kind) if target == "[SWAP]"
+                        else BlockUse("mount", kname, path, kind, target))
+    return uses
+
+
 def busy_reasons(path: str | os.PathLike) -> list[str]:
     """Why the block device or regular file at *path* is in use ([] when it is free).
 
-    Block device: a mount or swap of it, of a partition or of anything built
-    on it (``lsblk``'s tree: partitions, device-mapper, md, loop), a holder
-    of it, and an ``O_EXCL`` open that fails with EBUSY. Regular file: backing
-    a loop device (``losetup -J``), or mounted as a source (``findmnt -J``).
+    Block device: each of :func:`block_uses` (a mount or swap of it, of a
+    partition or of anything built on it; a holder of it; a device built
+    further down), and an ``O_EXCL`` open that fails with EBUSY. Regular file:
+    backing a loop device (``losetup -J``), or mounted as a source (``findmnt -J``).
     """
     path = os.path.realpath(os.fspath(path))
     st = os.stat(path)
     reasons: list[str] = []
     if stat.S_ISBLK(st.st_mode):
         root = block_device(path)
-        for node, depth in _walk(root):
-            name = node.get("path") or node.get("name")
-            if depth == 1 and node.get("type") != "part":
-                reasons.append(f"{root.get('path')} is held by {name} ({node.get('type')})")
-            elif depth >= 1 and node.get("type") != "part":
-                reasons.append(f"{name} ({node.get('type')}) is built on {root.get('path')}")
-            for target in [m for m in (node.get("mountpoints") or []) if m]:
-                if target == "[SWAP]":
-                    reasons.append(f"{name} is in use as swap")
-                else:
-                    reasons.append(f"{name} is mounted on {target}")
+        wording = {"holder": "{root} is held by {path} ({type})", "built_on": "{path} ({type}) is built on {root}",
+                   "swap": "{path} is in use as swap", "mount": "{path} is mounted on {target}"}
+        for use in block_uses(root):
+            reasons.append(wording[use.kind].format(root=root.get("path"), **dataclasses.asdict(use)))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
         except OSError as exc:

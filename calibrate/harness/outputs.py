@@ -15,7 +15,7 @@ Every subcommand that writes a result file goes through this module:
   new, empty, or an earlier experiment report (``report.md`` and an earlier
   ``calibration.json``); a folder holding other files needs ``--force``.
 - :func:`output_lock` takes the run's exclusive lock on the output path
-  (:func:`diskmodel.calibrate.harness.runstate.lock_target`).
+  (:func:`diskmodel.calibrate.harness.locks.lock_target`).
 - :func:`write_output_atomically` writes to a temporary file in the same
   directory, fsyncs it and renames it over the target, so a crash or a full
   disk never leaves half a result (nor destroys the earlier one).
@@ -42,7 +42,7 @@ FORMATS = {
     "postmark": "diskmodel.postmark",
     "experiment": "diskmodel.experiment",
 }
-FORMAT_VERSIONS = {"calibration": 1, "postmark": 1, "experiment": 1}
+FORMAT_VERSIONS = {"calibration": 2, "postmark": 1, "experiment": 1}
 # Markers written by earlier versions of diskmodel, still recognised as results of the kind.
 _LEGACY_FORMATS = {"calibration": ("diskmodel-calibration/1",)}
 # Postmark summaries written before the marker existed: recognised by their keys.
@@ -106,31 +106,24 @@ def is_earlier_result(path, kind: str) -> bool:
     return kind == "postmark" and "format" not in data and _LEGACY_POSTMARK_KEYS <= data.keys()
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISBLK, "a block device"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file"))
+
+
 def _what(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "not a regular file"
+    """What kind of file *mode* is, in words."""
+    return next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
 
 
-def _loop_backing_file(st: os.stat_result) -> str | None:
-    """The backing file of a loop device (by its device number), if it is one."""
-    if not stat.S_ISBLK(st.st_mode):
-        return None
+def _loop_backing_file(path: str) -> str | None:
+    """The backing file of the loop device at *path*, if it is one."""
+    from diskmodel.calibrate.harness import devstate
+
     try:
-        with open(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/loop/backing_file") as fh:
-            return fh.read().strip().removesuffix(" (deleted)") or None
-    except OSError:
+        loop = devstate.loop_device(path)
+    except (OSError, devstate.DeviceStateError):
         return None
+    return (loop["back-file"].removesuffix(" (deleted)") or None) if loop else None
 
 
 def _same_target(output: str, measured) -> bool:
@@ -151,7 +144,7 @@ def _same_target(output: str, measured) -> bool:
     if any(f(out_st.st_mode) for f in devices) and any(f(meas_st.st_mode) for f in devices):
         if out_st.st_rdev == meas_st.st_rdev:
             return True
-    backing = _loop_backing_file(meas_st)
+    backing = _loop_backing_file(measured)
     if backing is not None:
         try:
             b_st = os.stat(backing)
@@ -301,14 +294,14 @@ def check_output_dir(path, *, kind: str = "experiment", force: bool = False, mea
 def output_lock(path):
     """Hold the run's exclusive lock on the output *path* (nothing for None or ``-``).
 
-    Raises :class:`diskmodel.calibrate.harness.runstate.TargetLocked` when another
+    Raises :class:`diskmodel.calibrate.harness.locks.TargetLocked` when another
     run holds it (its message names that run's PID)."""
     if path is None or os.fspath(path) in ("", "-"):
         yield
         return
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.locks import lock_target
 
-    with runstate.lock_target(os.fspath(path), purpose="output"):
+    with lock_target(os.fspath(path), purpose="output"):
         yield
 
 

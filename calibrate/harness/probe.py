@@ -2,8 +2,12 @@
 
 Devices are listed through pyudev (imported lazily) where the udev database is
 present, and from plain sysfs (``/sys/class/block``) where it is absent, as in
-containers. The result says which source it used. Everything here is
-read-only: files under /sys and /proc are read, nothing is opened for I/O.
+containers. The result says which source it used. What uses a device (its
+mounts, swap and holders, and those of its partitions and of what is built on
+it) comes from util-linux (``lsblk -J``, ``findmnt -J``) through
+:func:`diskmodel.calibrate.harness.devstate.block_uses`, the view every safety
+check of the harness takes. Everything here is read-only: nothing is opened
+for I/O.
 
 The ``rotational`` flag is reported as the kernel gives it, but it is a hint
 only: virtual disks (virtio, many cloud volumes) routinely report 1 for
@@ -22,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from diskmodel.calibrate.harness import devstate
+
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 SYS_DEV_BLOCK = Path("/sys/dev/block")
 UDEV_DATA_DIR = Path("/run/udev/data")
-MOUNTINFO = Path("/proc/self/mountinfo")
-PROC_SWAPS = Path("/proc/swaps")
 SECTOR_BYTES = 512  # sysfs ``size`` and ``start`` are always in 512-byte sectors
 
 ROTATIONAL_NOTE = (
@@ -242,50 +246,6 @@ def _choose_source(source: Source) -> tuple[str, str, Callable[[], list[_Entry]]
     return "pyudev", "pyudev with the udev database", _pyudev_entries
 
 
-# --------------------------------------------------------------------------- mounts, swap
-
-
-def _mounts_by_devnum() -> tuple[dict[tuple[int, int], list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
-    """Mounts keyed by (major, minor) of st_dev, and by mount source path."""
-    by_num: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    by_source: dict[str, list[tuple[str, str]]] = {}
-    text = _read(MOUNTINFO) or ""
-    for line in text.splitlines():
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        rfields = right.split()
-        if len(fields) < 5 or len(rfields) < 2:
-            continue
-        major, _, minor = fields[2].partition(":")
-        mount_point = fields[4].replace("\\040", " ")
-        fs_type, source = rfields[0], rfields[1]
-        by_num.setdefault((int(major), int(minor)), []).append((mount_point, fs_type))
-        by_source.setdefault(source, []).append((mount_point, fs_type))
-    return by_num, by_source
-
-
-def _swap_devnums() -> set[tuple[int, int]]:
-    """(major, minor) of block devices that are active swap areas (swap files are skipped)."""
-    out = set()
-    text = _read(PROC_SWAPS) or ""
-    for line in text.splitlines()[1:]:
-        parts = line.split()
-        if len(parts) < 2 or parts[1] != "partition":
-            continue
-        try:
-            st = os.stat(parts[0])
-        except OSError:
-            name = os.path.basename(parts[0])
-            dev = _read(SYS_CLASS_BLOCK / name / "dev")
-            if dev:
-                major, _, minor = dev.partition(":")
-                out.add((int(major), int(minor)))
-            continue
-        if stat.S_ISBLK(st.st_mode):
-            out.add((os.major(st.st_rdev), os.minor(st.st_rdev)))
-    return out
-
-
 # --------------------------------------------------------------------------- virtualisation
 
 
@@ -351,22 +311,23 @@ def _bool(value: int | None) -> bool | None:
 
 
 class _Context:
+    """The entries by name, and what uses each: util-linux's view (:mod:`~diskmodel.calibrate.harness.devstate`),
+    the one every safety check of the harness asks."""
+
     def __init__(self, entries: list[_Entry]):
         self.entries = {e.name: e for e in entries}
-        self.mounts_by_num, self.mounts_by_source = _mounts_by_devnum()
-        self.swaps = _swap_devnums()
+        self.nodes = devstate.block_devices()
+        # The mounted file system's type, by (device number, mount point).
+        self.fs_types = {(fs.get("maj:min"), fs.get("target")): fs.get("fstype") for fs in devstate.mounts()}
 
-    def own_mounts(self, entry: _Entry) -> tuple[Mount, ...]:
-        found = {}
-        for mp, fs in self.mounts_by_num.get(_devnum(entry.sys_path), []):
-            found[mp] = Mount(entry.name, mp, fs)
-        for source in {entry.devnode, f"/dev/{entry.name}"}:
-            for mp, fs in self.mounts_by_source.get(source, []):
-                found.setdefault(mp, Mount(entry.name, mp, fs))
-        return tuple(found.values())
+    def uses(self, entry: _Entry) -> list[devstate.BlockUse]:
+        dev = _read(entry.sys_path / "dev")
+        return devstate.block_uses(self.nodes[dev]) if dev in self.nodes else []
 
-    def is_swap(self, entry: _Entry) -> bool:
-        return _devnum(entry.sys_path) in self.swaps
+    def mount(self, use: devstate.BlockUse) -> Mount:
+        node = next((n for n in self.nodes.values() if n.get("kname") == use.kname), {})
+        fs_type = self.fs_types.get((node.get("maj:min"), use.target)) or node.get("fstype") or ""
+        return Mount(use.kname, use.target, fs_type)
 
     def partitions_of(self, entry: _Entry) -> list[_Entry]:
         # Partitions are subdirectories of the disk's sysfs directory holding a ``partition`` file.
@@ -376,23 +337,12 @@ class _Context:
                 out.append(self.entries.get(child) or _Entry(child, entry.sys_path / child, f"/dev/{child}", "partition", {}))
         return sorted(out, key=lambda e: _read_int(e.sys_path / "partition") or 0)
 
-    def usage(self, entry: _Entry, seen: set[str] | None = None) -> tuple[list[Mount], list[str]]:
-        """Mounts and swap of this device, its partitions and its holders, recursively."""
-        seen = set() if seen is None else seen
-        if entry.name in seen:
-            return [], []
-        seen.add(entry.name)
-        mounts = list(self.own_mounts(entry))
-        swaps = [entry.name] if self.is_swap(entry) else []
-        related = self.partitions_of(entry) + [
-            self.entries.get(h) or _Entry(h, (SYS_CLASS_BLOCK / h).resolve(), f"/dev/{h}", "disk", {})
-            for h in _listdir(entry.sys_path / "holders")
-        ]
-        for other in related:
-            m, s = self.usage(other, seen)
-            mounts += m
-            swaps += s
-        return mounts, swaps
+    def usage(self, entry: _Entry) -> tuple[tuple[Mount, ...], tuple[Mount, ...], tuple[str, ...], tuple[str, ...]]:
+        """(its own mounts, the mounts of it, its partitions and holders, the swap areas among them, its holders)."""
+        uses = self.uses(entry)
+        mounts = tuple(self.mount(u) for u in uses if u.kind == "mount")
+        return (tuple(m for m in mounts if m.device == entry.name), mounts,
+                tuple(u.kname for u in uses if u.kind == "swap"), tuple(u.kname for u in uses if u.kind == "holder"))
 
     def build(self, entry: _Entry) -> BlockDevice:
         p = entry.sys_path
@@ -401,7 +351,7 @@ class _Context:
         active, available = _parse_scheduler(_read(p / "queue" / "scheduler"))
         parts = []
         for part in self.partitions_of(entry):
-            mounts, swaps = self.usage(part)
+            _, mounts, swaps, holders = self.usage(part)
             parts.append(
                 Partition(
                     name=part.name,
@@ -409,12 +359,12 @@ class _Context:
                     number=_read_int(part.sys_path / "partition"),
                     start_bytes=(_read_int(part.sys_path / "start") or 0) * SECTOR_BYTES,
                     size_bytes=(_read_int(part.sys_path / "size") or 0) * SECTOR_BYTES,
-                    mounts=tuple(mounts),
+                    mounts=mounts,
                     swap=bool(swaps),
-                    holders=_listdir(part.sys_path / "holders"),
+                    holders=holders,
                 )
             )
-        mounts_via, swaps_via = self.usage(entry)
+        own_mounts, mounts_via, swaps_via, holders = self.usage(entry)
         dm_uuid = _read(p / "dm" / "uuid") or props.get("DM_UUID") or None
         backing = _read(p / "loop" / "backing_file")
         dm_name = _read(p / "dm" / "name") or props.get("DM_NAME") or None
@@ -443,13 +393,13 @@ class _Context:
             read_ahead_kb=_read_int(queue / "read_ahead_kb"),
             read_only=_bool(_read_int(p / "ro")),
             removable=_bool(_read_int(p / "removable")),
-            holders=_listdir(p / "holders"),
+            holders=holders,
             slaves=_listdir(p / "slaves"),
-            mounts=self.own_mounts(entry),
+            mounts=own_mounts,
             mounted=bool(mounts_via),
-            mounted_via=tuple(mounts_via),
+            mounted_via=mounts_via,
             swap=bool(swaps_via),
-            swap_via=tuple(swaps_via),
+            swap_via=swaps_via,
             partitions=tuple(parts),
             dm_name=dm_name,
             dm_uuid=dm_uuid,

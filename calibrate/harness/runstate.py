@@ -12,15 +12,13 @@ image, temporary folders) does so through a :class:`Run`:
   absent. The undo does not trust the step to have reported back: it looks
   (``losetup -J``, ``findmnt -J``, the cgroup's folder) and removes what it finds.
 - **Verified teardown.** :meth:`Run.undo` removes resources in reverse order and
-  checks each one is gone; the :class:`TeardownReport` says what it checked and
-  what, if anything, it left. A scratch file is never unlinked while a loop
-  device still holds it, and a folder is never removed while something is
-  mounted below it.
-- **One owner per target.** :func:`lock_target` takes an exclusive ``flock`` on
-  a lock file named after the target (its device number for a block device,
-  else its real path), so that a second run on the same scratch, device or
-  output is refused with the first run's PID. The kernel drops the lock when
-  its holder dies, even by SIGKILL.
+  checks each one is gone; the
+  :class:`~diskmodel.calibrate.harness.resources.TeardownReport` says what it
+  checked and what, if anything, it left (how each kind of resource is found,
+  removed and checked: :mod:`diskmodel.calibrate.harness.resources`).
+- **One owner per target.** :func:`diskmodel.calibrate.harness.locks.lock_target`
+  refuses a second run on the same scratch, device or output, naming the
+  first run's PID; its lock files live in the run root.
 - **After SIGKILL.** The state file of a run that died stays behind;
   :func:`stale_runs` finds it (the PID is gone, or belongs to another process
   by its start time) and ``diskmodel cleanup`` (:func:`cleanup`) undoes what it
@@ -35,14 +33,10 @@ teardown.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import hashlib
 import json
 import logging
 import os
 import secrets
-import shutil
 import signal
 import stat
 import subprocess
@@ -50,23 +44,20 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from diskmodel.calibrate.harness import devstate
+from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
+                                                   process_start_ticks, undo_one)
 
 __all__ = [
     "RUN_DIR_ENV",
-    "Resource",
     "Run",
-    "TargetLocked",
-    "TeardownReport",
     "cleanup",
     "cleanup_cli",
     "current_run",
     "ensure_run",
-    "lock_target",
     "run_root",
     "signals_blocked",
     "stale_runs",
@@ -136,318 +127,6 @@ def run_root() -> Path:
     return root
 
 
-def _process_start_ticks(pid: int) -> int | None:
-    """The start time of process *pid* in clock ticks since boot (None: no such process).
-
-    A PID together with its start time names one process: PIDs are reused.
-    """
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[19])
-
-
-def process_alive(pid: int, start_ticks: int | None) -> bool:
-    now = _process_start_ticks(pid)
-    if now is None:
-        return False
-    if start_ticks is not None and now != start_ticks:
-        return False
-    try:  # a zombie has exited: it holds nothing but its entry
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-# --------------------------------------------------------------------------- locks
-
-class TargetLocked(RuntimeError):
-    """Another live run holds the target; nothing has been written."""
-
-
-def _lock_key(path: str | os.PathLike) -> str:
-    real = os.path.realpath(os.fspath(path))
-    try:
-        st = os.stat(real)
-    except OSError:
-        st = None
-    if st is not None and (stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode)):
-        # Every spelling of a device (/dev/loop0, /dev/block/7:0, a by-id link) is one lock.
-        return f"dev-{os.major(st.st_rdev)}-{os.minor(st.st_rdev)}"
-    return "path-" + hashlib.sha256(real.encode()).hexdigest()[:40]
-
-
-_held_locks: dict[str, int] = {}   # key -> fd, for locks this process holds
-_held_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def lock_target(path: str | os.PathLike, *, purpose: str) -> Iterator[None]:
-    """Hold an exclusive lock on *path* (a scratch, a device, an output) for this run.
-
-    Refuses with :class:`TargetLocked`, naming the holder's PID, when another
-    process holds it. Taking a lock this process already holds is allowed
-    (the outer holder releases it).
-    """
-    key = _lock_key(path)
-    with _held_lock:
-        if key in _held_locks:
-            reentrant = True
-        else:
-            reentrant = False
-            lock_file = run_root() / "locks" / f"{key}.lock"
-            fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = {}
-                with contextlib.suppress(OSError, ValueError):
-                    holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-                os.close(fd)
-                pid = holder.get("pid", "unknown")
-                what = holder.get("purpose", "a run")
-                raise TargetLocked(
-                    f"{os.fspath(path)} is in use by another diskmodel run (pid {pid}, {what}"
-                    f"{', run ' + holder['run_id'] if holder.get('run_id') else ''}); "
-                    "wait for it to end, or stop it") from None
-            except BaseException:
-                os.close(fd)
-                raise
-            run = current_run()
-            record = {"pid": os.getpid(), "purpose": purpose, "path": os.path.realpath(os.fspath(path)),
-                      "run_id": run.run_id if run else None}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(record).encode(), 0)
-            _held_locks[key] = fd
-    try:
-        yield
-    finally:
-        if not reentrant:
-            with _held_lock:
-                fd = _held_locks.pop(key)
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, 0)
-                os.close(fd)
-
-
-# --------------------------------------------------------------------------- device state
-
-def loops_over(details: dict) -> list[str]:
-    """Loop devices whose backing (and offset, where given) match a resource's *details*."""
-    return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
-                               maj_min=details.get("backing_dev"), offset=details.get("offset"))
-
-
-def _lvm_has(report: str, name: str) -> bool:
-    if shutil.which("lvs") is None:
-        return False
-    proc = subprocess.run([report, "--reportformat", "json", "--noheadings", name], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=120,
-                          env=dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1"))
-    return proc.returncode == 0
-
-
-# --------------------------------------------------------------------------- resources
-
-@dataclass
-class Resource:
-    """One thing a run creates: its kind, what finds it, and where it stands.
-
-    state: "intended" (recorded, its step may or may not have run), "created",
-    "removed" (checked gone) or "left" (teardown could not remove it).
-    """
-
-    id: int
-    kind: str
-    details: dict
-    state: str = "intended"
-    note: str = ""
-
-    def describe(self) -> str:
-        d = self.details
-        text = {
-            "file": lambda: f"scratch file {d.get('path')}",
-            "dir": lambda: f"folder {d.get('path')}",
-            "loop": lambda: (f"loop device {d.get('device') or '(not yet known)'} over {d.get('backing')} "
-                             f"at offset {d.get('offset', 0)}"),
-            "mount": lambda: f"mount on {d.get('mountpoint')}",
-            "cgroup": lambda: f"cgroup {d.get('path')}",
-            "process": lambda: f"process {d.get('pid')} ({d.get('name', '?')})",
-            "pv": lambda: f"LVM physical volume {d.get('device')}",
-            "vg": lambda: f"LVM volume group {d.get('name')}",
-            "lv": lambda: f"LVM logical volume {d.get('name')}",
-            "md": lambda: f"md array {d.get('device')}",
-            "command": lambda: f"what `{d.get('undo')}` undoes",
-        }.get(self.kind, lambda: f"{self.kind} {d}")
-        return text()
-
-
-def _run_quiet(argv: list[str]) -> tuple[int, str]:
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1"))
-    return proc.returncode, (proc.stderr or proc.stdout).strip()
-
-
-def _present(res: Resource) -> bool:
-    """Is the resource still there? Looks, rather than trusting the record."""
-    d = res.details
-    if res.kind in ("file", "dir"):
-        try:
-            st = os.lstat(d["path"])
-        except FileNotFoundError:
-            return False
-        return d.get("ino") is None or st.st_ino == d["ino"]
-    if res.kind == "loop":
-        return bool(loops_over(d))
-    if res.kind == "mount":
-        return devstate.mounted_at(d["mountpoint"])
-    if res.kind == "cgroup":
-        return os.path.isdir(d["path"])
-    if res.kind == "process":
-        return process_alive(int(d["pid"]), d.get("start_ticks"))
-    if res.kind == "pv":
-        return bool(d.get("device")) and _lvm_has("pvs", d["device"])
-    if res.kind == "vg":
-        return _lvm_has("vgs", d["name"])
-    if res.kind == "lv":
-        return _lvm_has("lvs", d["name"])
-    if res.kind == "md":
-        return os.path.exists(f"/sys/block/{os.path.basename(d['device'])}/md")
-    if res.kind == "command":  # an undo that finds nothing by itself: present until it has run
-        return not d.get("ran_ok", False)
-    raise ValueError(f"unknown resource kind {res.kind!r}")
-
-
-def _remove(res: Resource) -> str:
-    """Try once to remove the resource; '' on success, else why not."""
-    d = res.details
-    if res.kind == "process":
-        pid = int(d["pid"])
-        if not process_alive(pid, d.get("start_ticks")):
-            return ""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if d.get("group"):
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-        return ""
-    if res.kind == "mount":
-        rc, err = _run_quiet(["umount", d["mountpoint"]])
-        return "" if rc == 0 else f"umount: {err}"
-    if res.kind == "loop":
-        why = []
-        for dev in loops_over(d):
-            rc, err = _run_quiet(["losetup", "-d", dev])
-            if rc:
-                why.append(f"losetup -d {dev}: {err}")
-        return "; ".join(why)
-    if res.kind == "cgroup":
-        path = Path(d["path"])
-        with contextlib.suppress(OSError):
-            for pid in (path / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(pid), signal.SIGKILL)
-        try:
-            path.rmdir()
-        except FileNotFoundError:
-            return ""
-        except OSError as exc:
-            return f"rmdir: {exc.strerror}"
-        return ""
-    if res.kind == "file":
-        holders = loops_over({"backing": os.path.realpath(d["path"]), "backing_ino": d.get("ino"),
-                              "backing_dev": d.get("dev")})
-        if holders:
-            return f"still held by {', '.join(holders)}: not unlinked"
-        if d.get("ino") is None:
-            # Only intended: the file may be someone else's if it predates the run.
-            try:
-                if os.lstat(d["path"]).st_ctime < float(d.get("not_before", 0)):
-                    return "predates the run: not ours to remove"
-            except FileNotFoundError:
-                return ""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(d["path"])
-        return ""
-    if res.kind == "dir":
-        below = devstate.mounts_below(d["path"])
-        if below:
-            return f"{', '.join(below)} still mounted below it: not removed"
-        if os.path.isdir(d["path"]):
-            holders = [dev["name"] for dev in devstate.loop_devices()
-                       if str(dev.get("back-file") or "").startswith(d["path"].rstrip("/") + "/")]
-            if holders:
-                return f"files in it still back {', '.join(holders)}: not removed"
-        shutil.rmtree(d["path"], ignore_errors=True)
-        return ""
-    if res.kind == "pv":
-        rc, err = _run_quiet(["pvremove", "-ff", "-y", d["device"]])
-        return "" if rc == 0 else f"pvremove: {err}"
-    if res.kind == "vg":
-        rc, err = _run_quiet(["vgremove", "-f", d["name"]])
-        return "" if rc == 0 else f"vgremove: {err}"
-    if res.kind == "lv":
-        rc, err = _run_quiet(["lvremove", "-f", d["name"]])
-        return "" if rc == 0 else f"lvremove: {err}"
-    if res.kind == "md":
-        rc, err = _run_quiet(["mdadm", "--stop", d["device"]])
-        return "" if rc == 0 else f"mdadm --stop: {err}"
-    if res.kind == "command":
-        proc = subprocess.run(["/bin/sh", "-c", d["undo"]], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=600, env=dict(os.environ, **d.get("env", {})))
-        if proc.returncode == 0:
-            d["ran_ok"] = True
-            return ""
-        return f"{d['undo']}: exit {proc.returncode}: {proc.stderr.strip()}"
-    raise ValueError(f"unknown resource kind {res.kind!r}")
-
-
-def _undo_one(res: Resource, *, attempts: int = 6) -> None:
-    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'."""
-    why = ""
-    for attempt in range(attempts):
-        try:
-            if not _present(res):
-                res.state, res.note = "removed", ""
-                return
-            why = _remove(res)
-        except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
-            why = str(exc)
-        # umount and losetup -d race with a process that was just killed; retry.
-        time.sleep(0.1 * (attempt + 1))
-    try:
-        gone = not _present(res)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-        gone, why = False, why or str(exc)
-    res.state, res.note = ("removed", "") if gone else ("left", why or "still present")
-
-
-@dataclass
-class TeardownReport:
-    """What a teardown removed and checked gone, and what it left."""
-
-    removed: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.left
-
-    def __str__(self) -> str:
-        if self.left:
-            return ("teardown left behind: " + "; ".join(self.left)
-                    + " (`diskmodel cleanup` retries; `--dry-run` lists)")
-        if not self.removed:
-            return "this run had built nothing yet"
-        return f"everything this run built was torn down and checked gone ({len(self.removed)} item(s))"
-
-
 # --------------------------------------------------------------------------- the run
 
 class Run:
@@ -456,7 +135,7 @@ class Run:
     def __init__(self, command: str, *, root: Path | None = None):
         self.root = root or run_root()
         self.pid = os.getpid()
-        self.start_ticks = _process_start_ticks(self.pid)
+        self.start_ticks = process_start_ticks(self.pid)
         self.run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{self.pid}-{secrets.token_hex(3)}"
         self.command = command
         self.started = time.time()
@@ -539,7 +218,7 @@ class Run:
         with self._lock, _signals_ignored():
             for res in reversed(chosen):
                 if res.state in ("intended", "created", "left"):
-                    _undo_one(res)
+                    undo_one(res)
                     if res.state == "left":
                         report.left.append(f"{res.describe()}: {res.note}")
                     else:
@@ -620,7 +299,7 @@ def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> b
         if dry_run:
             for res in reversed(todo):
                 try:
-                    there = _present(res)
+                    there = present(res)
                 except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
                     there = f"unknown ({exc})"
                 say(f"  would remove {res.describe()}" if there is True else
@@ -628,7 +307,7 @@ def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> b
             continue
         with _signals_ignored():
             for res in reversed(todo):
-                _undo_one(res)
+                undo_one(res)
                 say(f"  removed {res.describe()}" if res.state == "removed"
                     else f"  could not remove {res.describe()}: {res.note}")
         left = [r for r in todo if r.state != "removed"]

@@ -21,15 +21,14 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness import resources, runstate
 from diskmodel.calibrate.harness.devstate import busy_reasons
+from diskmodel.model.units import MIB
 
-__all__ = ["ScratchRefused", "Scratch", "busy_reasons", "prepare_scratch", "fill_file"]
+__all__ = ["ScratchRefused", "Scratch", "prepare_scratch", "fill_file"]
 
 log = logging.getLogger(__name__)
-MIB = 1 << 20
 
 
 class ScratchRefused(ValueError):
@@ -89,7 +88,7 @@ class Scratch:
     created: bool
     size_bytes: int
     keep: bool = False
-    resource: object = None   # its record in the run's state file (runstate.Resource), if any
+    resource: object = None   # its record in the run's state file (resources.Resource), if any
 
     def close(self) -> None:
         """Delete the file if the tool created it and keep is False. Idempotent.
@@ -107,7 +106,7 @@ class Scratch:
             else:
                 log.info("removed scratch file %s", self.path)
             return
-        holders = runstate.loops_over({"backing": os.path.realpath(self.path)})
+        holders = resources.loops_over({"backing": os.path.realpath(self.path)})
         if holders:
             log.error("scratch file %s kept: still held by %s", self.path, ", ".join(holders))
             return

@@ -1,0 +1,268 @@
+"""What a run creates, how to find it again, remove it and check that it is gone.
+
+A :class:`Resource` is one thing a :class:`~diskmodel.calibrate.harness.runstate.Run`
+creates: a scratch file, a folder, a loop device, a mount, a cgroup, a child
+process, an LVM volume, an md array, or what a recorded shell command undoes.
+:func:`present` looks for it (``losetup -J`` and ``findmnt -J`` through
+:mod:`~diskmodel.calibrate.harness.devstate`, the cgroup's folder, the
+process's start time), never trusting the record alone; :func:`undo_one`
+removes it and checks that it is gone, and a :class:`TeardownReport` says
+what a teardown removed and what it left. A scratch file is never unlinked
+while a loop device still holds it, and a folder is never removed while
+something is mounted below it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from diskmodel.calibrate.harness import devstate
+
+__all__ = ["Resource", "TeardownReport", "loops_over", "present", "process_alive", "process_start_ticks",
+           "undo_one"]
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """The start time of process *pid* in clock ticks since boot (None: no such process).
+
+    A PID together with its start time names one process: PIDs are reused.
+    """
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[19])
+
+
+def process_alive(pid: int, start_ticks: int | None) -> bool:
+    now = process_start_ticks(pid)
+    if now is None:
+        return False
+    if start_ticks is not None and now != start_ticks:
+        return False
+    try:  # a zombie has exited: it holds nothing but its entry
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+
+def loops_over(details: dict) -> list[str]:
+    """Loop devices whose backing (and offset, where given) match a resource's *details*."""
+    return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
+                               maj_min=details.get("backing_dev"), offset=details.get("offset"))
+
+
+def _lvm_has(report: str, name: str) -> bool:
+    if shutil.which("lvs") is None:
+        return False
+    proc = subprocess.run([report, "--reportformat", "json", "--noheadings", name], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120,
+                          env=dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1"))
+    return proc.returncode == 0
+
+
+
+@dataclass
+class Resource:
+    """One thing a run creates: its kind, what finds it, and where it stands.
+
+    state: "intended" (recorded, its step may or may not have run), "created",
+    "removed" (checked gone) or "left" (teardown could not remove it).
+    """
+
+    id: int
+    kind: str
+    details: dict
+    state: str = "intended"
+    note: str = ""
+
+    def describe(self) -> str:
+        d = self.details
+        text = {
+            "file": lambda: f"scratch file {d.get('path')}",
+            "dir": lambda: f"folder {d.get('path')}",
+            "loop": lambda: (f"loop device {d.get('device') or '(not yet known)'} over {d.get('backing')} "
+                             f"at offset {d.get('offset', 0)}"),
+            "mount": lambda: f"mount on {d.get('mountpoint')}",
+            "cgroup": lambda: f"cgroup {d.get('path')}",
+            "process": lambda: f"process {d.get('pid')} ({d.get('name', '?')})",
+            "pv": lambda: f"LVM physical volume {d.get('device')}",
+            "vg": lambda: f"LVM volume group {d.get('name')}",
+            "lv": lambda: f"LVM logical volume {d.get('name')}",
+            "md": lambda: f"md array {d.get('device')}",
+            "command": lambda: f"what `{d.get('undo')}` undoes",
+        }.get(self.kind, lambda: f"{self.kind} {d}")
+        return text()
+
+
+def _run_quiet(argv: list[str]) -> tuple[int, str]:
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, LVM_SUPPRESS_FD_WARNINGS="1"))
+    return proc.returncode, (proc.stderr or proc.stdout).strip()
+
+
+def present(res: Resource) -> bool:
+    """Is the resource still there? Looks, rather than trusting the record."""
+    d = res.details
+    if res.kind in ("file", "dir"):
+        try:
+            st = os.lstat(d["path"])
+        except FileNotFoundError:
+            return False
+        return d.get("ino") is None or st.st_ino == d["ino"]
+    if res.kind == "loop":
+        return bool(loops_over(d))
+    if res.kind == "mount":
+        return devstate.mounted_at(d["mountpoint"])
+    if res.kind == "cgroup":
+        return os.path.isdir(d["path"])
+    if res.kind == "process":
+        return process_alive(int(d["pid"]), d.get("start_ticks"))
+    if res.kind == "pv":
+        return bool(d.get("device")) and _lvm_has("pvs", d["device"])
+    if res.kind == "vg":
+        return _lvm_has("vgs", d["name"])
+    if res.kind == "lv":
+        return _lvm_has("lvs", d["name"])
+    if res.kind == "md":
+        return os.path.exists(f"/sys/block/{os.path.basename(d['device'])}/md")
+    if res.kind == "command":  # an undo that finds nothing by itself: present until it has run
+        return not d.get("ran_ok", False)
+    raise ValueError(f"unknown resource kind {res.kind!r}")
+
+
+def _remove(res: Resource) -> str:
+    """Try once to remove the resource; '' on success, else why not."""
+    d = res.details
+    if res.kind == "process":
+        pid = int(d["pid"])
+        if not process_alive(pid, d.get("start_ticks")):
+            return ""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if d.get("group"):
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        return ""
+    if res.kind == "mount":
+        rc, err = _run_quiet(["umount", d["mountpoint"]])
+        return "" if rc == 0 else f"umount: {err}"
+    if res.kind == "loop":
+        why = []
+        for dev in loops_over(d):
+            rc, err = _run_quiet(["losetup", "-d", dev])
+            if rc:
+                why.append(f"losetup -d {dev}: {err}")
+        return "; ".join(why)
+    if res.kind == "cgroup":
+        path = Path(d["path"])
+        with contextlib.suppress(OSError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            return f"rmdir: {exc.strerror}"
+        return ""
+    if res.kind == "file":
+        holders = loops_over({"backing": os.path.realpath(d["path"]), "backing_ino": d.get("ino"),
+                              "backing_dev": d.get("dev")})
+        if holders:
+            return f"still held by {', '.join(holders)}: not unlinked"
+        if d.get("ino") is None:
+            # Only intended: the file may be someone else's if it predates the run.
+            try:
+                if os.lstat(d["path"]).st_ctime < float(d.get("not_before", 0)):
+                    return "predates the run: not ours to remove"
+            except FileNotFoundError:
+                return ""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(d["path"])
+        return ""
+    if res.kind == "dir":
+        below = devstate.mounts_below(d["path"])
+        if below:
+            return f"{', '.join(below)} still mounted below it: not removed"
+        if os.path.isdir(d["path"]):
+            holders = [dev["name"] for dev in devstate.loop_devices()
+                       if str(dev.get("back-file") or "").startswith(d["path"].rstrip("/") + "/")]
+            if holders:
+                return f"files in it still back {', '.join(holders)}: not removed"
+        shutil.rmtree(d["path"], ignore_errors=True)
+        return ""
+    if res.kind == "pv":
+        rc, err = _run_quiet(["pvremove", "-ff", "-y", d["device"]])
+        return "" if rc == 0 else f"pvremove: {err}"
+    if res.kind == "vg":
+        rc, err = _run_quiet(["vgremove", "-f", d["name"]])
+        return "" if rc == 0 else f"vgremove: {err}"
+    if res.kind == "lv":
+        rc, err = _run_quiet(["lvremove", "-f", d["name"]])
+        return "" if rc == 0 else f"lvremove: {err}"
+    if res.kind == "md":
+        rc, err = _run_quiet(["mdadm", "--stop", d["device"]])
+        return "" if rc == 0 else f"mdadm --stop: {err}"
+    if res.kind == "command":
+        proc = subprocess.run(["/bin/sh", "-c", d["undo"]], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=600, env=dict(os.environ, **d.get("env", {})))
+        if proc.returncode == 0:
+            d["ran_ok"] = True
+            return ""
+        return f"{d['undo']}: exit {proc.returncode}: {proc.stderr.strip()}"
+    raise ValueError(f"unknown resource kind {res.kind!r}")
+
+
+def undo_one(res: Resource, *, attempts: int = 6) -> None:
+    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'."""
+    why = ""
+    for attempt in range(attempts):
+        try:
+            if not present(res):
+                res.state, res.note = "removed", ""
+                return
+            why = _remove(res)
+        except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+            why = str(exc)
+        # umount and losetup -d race with a process that was just killed; retry.
+        time.sleep(0.1 * (attempt + 1))
+    try:
+        gone = not present(res)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        gone, why = False, why or str(exc)
+    res.state, res.note = ("removed", "") if gone else ("left", why or "still present")
+
+
+@dataclass
+class TeardownReport:
+    """What a teardown removed and checked gone, and what it left."""
+
+    removed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.left
+
+    def __str__(self) -> str:
+        if self.left:
+            return ("teardown left behind: " + "; ".join(self.left)
+                    + " (`diskmodel cleanup` retries; `--dry-run` lists)")
+        if not self.removed:
+            return "this run had built nothing yet"
+        return f"everything this run built was torn down and checked gone ({len(self.removed)} item(s))"
+
