@@ -36,7 +36,7 @@ batches and checkpoints metadata blocks the same way.  Page cache
 2 GiB desktop of 2009; the paper does not say), enough to hold every
 test's files, so reads hit and only write-back reaches the disk.
 Everything else is fixed in advance: the ``wd800bd`` preset, the paper's
-layouts (``paper_layout``), ext3 ``data=ordered`` with 4 KiB blocks and
+stacks (``paper_stack``), ext3 ``data=ordered`` with 4 KiB blocks and
 PostMark's defaults, and the workloads of ``postmark_preset`` (transaction
 counts inferred from the paper's volumes, not from its throughputs).
 Table 6 is read as MB/s (printed KB/s; see data/djordjevic2015/README.md).
@@ -66,6 +66,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from diskmodel.model.units import MIB
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -77,7 +78,6 @@ from diskmodel.model.paper import (DEFAULT_CACHE, DEFAULT_IO_PARAMETERS, DEFAULT
 from diskmodel.model.presets import load_preset  # noqa: E402
 from diskmodel.model.workload import PAPER_VOLUMES_BYTES, expected_counts, postmark_preset  # noqa: E402
 
-MIB = 2**20
 #: The issue's target for median_cell_error_pct [%].
 TARGET_PCT = 20.0
 #: The environment variables that set these what-ifs before they were options.
@@ -134,7 +134,7 @@ def parse_args(argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
 
 def _params(fit) -> str:
     return ", ".join(f"{_SHOWN[n][0]} {fit.params[n] * _SHOWN[n][1]:.4g} {_SHOWN[n][2]} "
-                     f"(se {fit.bse[n] * _SHOWN[n][1]:.2g})" for n in fit.names)
+                     f"(se {fit.bse[n] * _SHOWN[n][1]:.2g})" for n in fit.params.index)
 
 
 def main(argv=None) -> int:
@@ -191,8 +191,8 @@ def main(argv=None) -> int:
               "measured_bytes_per_s": r.measured_bytes_per_s, "predicted_bytes_per_s": r.predicted_bytes_per_s,
               "error_pct": r.error_pct} for r in frame.itertuples()]
     fitted = {held: {"train_tests": list(fit.train_tests),
-                     "io": {n: {"value": fit.io_fit.params[n], "se": fit.io_fit.bse[n]} for n in fit.io_fit.names},
-                     "lvm": {name: {n: {"value": lvm.params[n], "se": lvm.bse[n]} for n in lvm.names}
+                     "io": {n: {"value": fit.io_fit.params[n], "se": fit.io_fit.bse[n]} for n in fit.io_fit.params.index},
+                     "lvm": {name: {n: {"value": lvm.params[n], "se": lvm.bse[n]} for n in lvm.params.index}
                              for name, lvm in fit.lvm_fits.items()}}
               for held, fit in fits.items()}
     write_result("djordjevic_loo", figures, options=options_of(parser, args), results_dir=args.results_dir,

@@ -3,13 +3,13 @@
 For every measured seek curve in ../shared/data/disksim (the seven ``.seek``
 files of atlas10k, atlas_III, barracuda, cheetah4LP, hp_c2490a, ibm18es and
 maxtor300g, and G4_4TB's ``.seeks``), read with
-:func:`diskmodel.data.disksim.read_seek_table`
+:func:`diskmodel.data.disksim_model_file.read_seek_table`
 (maxtor300g's plain ``.seek`` lacks its header line, so its read curve comes
 from ``maxtor300g_dual.seek``; hp_c2247a has an HPL formula, not a measured
 curve), and for each:
 
 * the two-piece curve of eq. (7), knee chosen by the data, continuous at the
-  knee, fitted robustly (:func:`diskmodel.calibrate.harness.fit.fit_two_piece`, RLM):
+  knee, fitted robustly (:func:`diskmodel.model.fit.fit_two_piece`, RLM):
   its in-sample RMS residual, and its RMS error on held-out points (10-fold
   cross-validation, the knee profiled again in every fold); and the in-sample
   RMS of the free form (the two pieces fitted apart, "free rms");
@@ -42,7 +42,7 @@ DISKSIM = ROOT.parent / "shared" / "data" / "disksim"
 
 
 def cross_validated(d, t, folds, rng):
-    from diskmodel.calibrate.harness.fit import fit_two_piece
+    from diskmodel.model.fit import fit_two_piece
     from diskmodel.model import TableSeek
 
     fold = rng.permutation(d.size) % folds
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     if not DISKSIM.is_dir():
         print(f"DiskSim data folder {DISKSIM} is absent", file=sys.stderr)
         return 1
-    from diskmodel.calibrate.harness.fit import fit_two_piece
-    from diskmodel.data.disksim import read_seek_table
+    from diskmodel.model.fit import fit_two_piece
+    from diskmodel.data.disksim_model_file import read_seek_table
 
     # One curve per drive folder; maxtor300g's plain .seek lacks the header line, so
     # its read curve is taken from maxtor300g_dual.seek (the same read column).
@@ -92,11 +92,12 @@ def main(argv=None) -> int:
         fit = fit_two_piece(d, t, method="rlm", distance_unit="cylinders")
         free = fit_two_piece(d, t, method="rlm", continuous=False, distance_unit="cylinders")
         cv_two, cv_table = cross_validated(d, t, args.folds, rng)
-        print(f"{path.parent.name:12s} {path.name:28s} {d.size:6d} {int(d.max()):7d} {fit.params['knee']:7.0f} "
+        print(f"{path.parent.name:12s} {path.name:28s} {d.size:6d} {int(d.max()):7d} "
+              f"{fit.params['knee_cylinders']:7.0f} "
               f"{fit.diagnostics['rms_s'] * 1e3:11.4f} {cv_two * 1e3:10.4f} {free.diagnostics['rms_s'] * 1e3:9.4f} "
               f"{cv_table * 1e3:9.4f}")
         rows.append({"disk": path.parent.name, "file": path.name, "points": int(d.size), "max_distance": int(d.max()),
-                     "knee": float(fit.params["knee"]), "two_piece_rms_ms": fit.diagnostics["rms_s"] * 1e3,
+                     "knee": float(fit.params["knee_cylinders"]), "two_piece_rms_ms": fit.diagnostics["rms_s"] * 1e3,
                      "two_piece_cv_rms_ms": cv_two * 1e3, "free_rms_ms": free.diagnostics["rms_s"] * 1e3,
                      "table_cv_rms_ms": cv_table * 1e3})
     median = lambda key: statistics.median(r[key] for r in rows)

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from diskmodel.model.units import MIB as MiB
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -41,7 +42,6 @@ from diskmodel.calibrate.harness.device import open_backend  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCRATCH = REPO / ".bench-scratch"
-MiB = 1 << 20
 BLOCK = 4096
 SEED = 20261122
 #: The issue's target for harness_to_fio_latency_ratio.

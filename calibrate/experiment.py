@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import io
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +28,14 @@ import numpy as np
 import pandas as pd
 
 from diskmodel.calibrate.harness.outputs import replace_file_atomically
+from diskmodel.calibrate.harness.results import calibration_to_json
 from diskmodel.data.tables import postmark_results
 from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 
 _UNITS = {"test1": ("MB/s", 2**20), "test2": ("KB/s", 2**10), "test3": ("MB/s", 2**20)}
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class ExperimentReport:
     """What :func:`run_experiment` produced; ``out_dir`` holds the files."""
 
@@ -200,7 +200,8 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
 
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
-    from diskmodel.calibrate.bench.postmark import run_on_layout
+    from diskmodel.calibrate.bench.postmark import run_on_stack
+    from diskmodel.model.stack import paper_stack
     from diskmodel.model.workload import postmark_preset
 
     runs = []
@@ -208,8 +209,8 @@ def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list
         config = postmark_preset(test)
         config = config.evolve(number_of_files=min(files, config.number_of_files),
                                transactions=min(transactions, config.transactions))
-        summary = run_on_layout("native", config, fs_size_bytes=1 << 30, scratch=scratch,
-                                destroy_data_on=destroy_data_on, repeats=1)
+        summary = run_on_stack(paper_stack("native", fs_size_bytes=1 << 30), config, scratch=scratch,
+                               destroy_data_on=destroy_data_on, repeats=1)
         runs.append((test, config, summary))
     notes.append(f"ran real PostMark (native ext3 on a loop device over {scratch}; the paper's workloads "
                  f"scaled to at most {files} files and {transactions} transactions)")
@@ -226,7 +227,7 @@ def _write_report(report: ExperimentReport, fit) -> None:
     calibration = report.calibration
     # Every file of the report is replaced whole (temporary file, then rename): a crash
     # leaves the earlier report's file or the new one, never half of one.
-    replace_file_atomically(out / "calibration.json", calibration.to_json().encode())
+    replace_file_atomically(out / "calibration.json", calibration_to_json(calibration).encode())
     predictions = pd.concat([report.comparison.assign(fit="all tests"),
                              report.held_out.assign(fit="test held out")], ignore_index=True)
     replace_file_atomically(out / "predictions.csv", predictions.to_csv(index=False).encode())

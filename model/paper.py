@@ -6,13 +6,13 @@ LVM-2; Tables 1-3): 18 cells. Two things are fitted, always on the training
 tests only; the model predicts the rest:
 
 1. on the training tests' native cells, the I/O-path parameters the paper
-   does not report (:func:`~diskmodel.model.fit.postmark.fit_io_parameters`):
+   does not report (:func:`~diskmodel.model.fit.fit_io_parameters`):
    by default the file-data path rate (``FileSystem.file_data_rate_bytes_per_s``:
    a host-side cost per byte of file data, which metadata and journal
    blocks do not pay) and the CPU time per file operation;
 2. per LVM layout, on that layout's training cells with step 1 held, the
    mapping costs MD_mapping and FB_mapping of eq. (12)
-   (:func:`~diskmodel.model.fit.postmark.fit_lvm_mapping`).
+   (:func:`~diskmodel.model.fit.fit_lvm_mapping`).
 
 Fixed in advance (:data:`DEFAULT_FILESYSTEM`, :data:`DEFAULT_CACHE`): the
 pipeline model ``FileSystem(overlapped_writeback=True)`` (PostMark never
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .filesystem import FileSystem, PageCache
-from .volumes import LvmMapping, paper_layout
-from .fit.postmark import Case, FitResult, apply_io_parameters, fit_io_parameters, fit_lvm_mapping
+from .stack import paper_stack
+from .volumes import LvmMapping
+from .fit import Case, PostMarkFit, apply_io_parameters, fit_io_parameters, fit_lvm_mapping
 from .predict import predict
 from .workload import expected_counts, postmark_preset
 
@@ -72,7 +73,7 @@ class PaperFit:
     filesystem: FileSystem
     cache: PageCache
     mappings: dict
-    io_fit: FitResult | None
+    io_fit: PostMarkFit | None
     lvm_fits: dict
 
     def summary(self) -> str:
@@ -97,17 +98,17 @@ def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None
         same form).
     train_tests : sequence of "test1", "test2", "test3"
     filesystem, cache : default :data:`DEFAULT_FILESYSTEM`, :data:`DEFAULT_CACHE`
-    io_parameters : names for :func:`~diskmodel.model.fit.postmark.fit_io_parameters`
+    io_parameters : names for :func:`~diskmodel.model.fit.fit_io_parameters`
         (empty: fit none).
     lvm_parameters : two names of ``LvmMapping.BOUNDS`` for
-        :func:`~diskmodel.model.fit.postmark.fit_lvm_mapping`.
+        :func:`~diskmodel.model.fit.fit_lvm_mapping`.
     """
     train = _check_tests("train_tests", train_tests)
     filesystem = DEFAULT_FILESYSTEM if filesystem is None else filesystem
     cache = DEFAULT_CACHE if cache is None else cache
     io_initial = {**DEFAULT_IO_INITIAL, **(io_initial or {})}
     measured = _measured(results)
-    layouts = {name: paper_layout(name, disk.capacity_bytes) for name in LAYOUTS}
+    layouts = {name: paper_stack(name, disk=disk).volume for name in LAYOUTS}
     counts = {t: expected_counts(postmark_preset(t)) for t in train}
 
     def case(test, layout, d, fs, c, mapping=None):
@@ -124,14 +125,14 @@ def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None
                                    parameters=tuple(io_parameters),
                                    initial={k: v for k, v in io_initial.items() if k in io_parameters},
                                    cache_starts=cache_starts)
-        tuned_disk, tuned_fs, tuned_cache = apply_io_parameters(disk, filesystem, cache, io_fit.params)
+        tuned_disk, tuned_fs, tuned_cache = apply_io_parameters(disk, filesystem, cache, io_fit.params.to_dict())
     mappings = {"native": LvmMapping()}
     lvm_fits = {}
     for name in ("lvm1", "lvm2"):
         fit = fit_lvm_mapping([case(t, name, tuned_disk, tuned_fs, tuned_cache) for t in train],
                               parameters=tuple(lvm_parameters))
         lvm_fits[name] = fit
-        mappings[name] = LvmMapping(**fit.params)
+        mappings[name] = LvmMapping(**fit.params.to_dict())
     return PaperFit(train, tuned_disk, tuned_fs, tuned_cache, mappings, io_fit, lvm_fits)
 
 
@@ -151,8 +152,8 @@ def predict_paper(fit: PaperFit, results, tests=TESTS):
     for test in tests:
         counts = expected_counts(postmark_preset(test))
         for name in LAYOUTS:
-            layout = paper_layout(name, fit.disk.capacity_bytes)
-            p = predict(fit.disk, layout, fit.filesystem, counts, fit.cache, fit.mappings[name])
+            stack = paper_stack(name, disk=fit.disk, filesystem=fit.filesystem)
+            p = predict(stack, counts, fit.cache, fit.mappings[name])
             for op, value in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
                 truth = measured[(test, name, op)]
                 rows.append({"test": test, "layout": name, "operation": op,

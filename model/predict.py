@@ -1,10 +1,13 @@
-"""Predict PostMark throughput on a disk, layout and file system.
+"""Predict PostMark throughput on a storage stack.
 
 :func:`predict` evaluates Djordjevic & Timcenko (2015) eqs. (1)-(12) for a
-PostMark run: T_FSA (eq. 1, :mod:`diskmodel.model.filesystem`) plus, on an
-LVM layout, T_LVM_MO (eqs. 10-12, :mod:`diskmodel.model.volumes`), and
-reports read and write throughput the way PostMark does (bytes read and
-written divided by the whole run's elapsed time).
+PostMark run on a :class:`diskmodel.model.stack.Stack`, one layer on the
+next: the stack's volume placed on its disk, with the LVM mapping costs
+(:class:`diskmodel.model.volume_on_disk.VolumeOnDisk`), the file system on
+that volume (T_FSA, eq. 1, :mod:`diskmodel.model.filesystem`), the
+workload on the file system; then T_LVM_MO (eqs. 10-12) and read and write
+throughput the way PostMark reports it (bytes read and written divided by
+the whole run's elapsed time).
 
 The fitters of its free parameters are kept apart, in
 :mod:`diskmodel.model.fit.postmark`.
@@ -13,13 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._checks import finite_scalar
-from .filesystem import FileSystem, PageCache, file_system_access_time
-from .volumes import LvmMapping, Partition, lvm_mapping_overhead_s, mapping_complexity
+from ._checks import finite_scalar, show
+from .filesystem import PageCache, file_system_access_time
+from .stack import Stack
+from .volumes import LvmMapping
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
-
-KIB = 1024
-MIB = 1024 * 1024
+from .units import KIB, MIB
 
 
 def format_postmark_rate(bytes_per_s: float) -> str:
@@ -103,62 +105,44 @@ class Prediction:
         return head + self.to_frame()._repr_html_()
 
 
-def _native_twin(layout):
-    """A native partition at the layout's first physical byte with its size."""
-    start = int(layout.segment_table()["physical_start_bytes"][0])
-    return Partition(start, int(layout.size_bytes), "native twin")
-
-
-def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, cache: PageCache | None = None,
+def predict(stack: Stack, workload=None, cache: PageCache | None = None,
             lvm_mapping: LvmMapping | None = None) -> Prediction:
-    """PostMark read/write throughput and the eq. (1)/(10) breakdown.
+    """PostMark read/write throughput on *stack* and the eq. (1)/(10) breakdown.
 
     Parameters
     ----------
-    disk : Disk
-    layout : Partition, LinearVolume or StripedVolume
-    filesystem : FileSystem
-        Default ``FileSystem()`` (ext3, ordered, 4 KiB blocks).
+    stack : Stack
+        The disk, the volume and the file system (its model parameters,
+        ``stack.file_system.parameters``: ext2 or ext3); the volume must lie
+        on one disk.  :func:`diskmodel.model.stack.paper_stack` makes the
+        paper's three, :func:`diskmodel.model.stack.stack_on` one from a
+        Disk, a volume and a FileSystem.
     workload : PostMarkConfig or PostMarkCounts
         Default ``PostMarkConfig()`` (PostMark's defaults).
     cache : PageCache
         Default ``PageCache()``.
     lvm_mapping : LvmMapping
         Empirical MD_mapping/FB_mapping costs; default zero (mechanistic part only).
-        Ignored (no cost) on a native partition.
+        No cost on a native partition.
     """
-    filesystem = FileSystem() if filesystem is None else filesystem
+    if not isinstance(stack, Stack):
+        raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
+                         "from a disk, a volume and a FileSystem)")
+    filesystem = stack.file_system_parameters()
     workload = PostMarkConfig() if workload is None else workload
     cache = PageCache() if cache is None else cache
     lvm_mapping = LvmMapping() if lvm_mapping is None else lvm_mapping
     if not isinstance(lvm_mapping, LvmMapping):
         raise ValueError(f"lvm_mapping must be an LvmMapping (got {type(lvm_mapping).__name__})")
     counts = as_counts(workload)
-
-    complexity = mapping_complexity(layout)
-
-    def empirical(result):
-        md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"],
-                                        result.io_counts["data_block_ios"], lvm_mapping)
-        rq = complexity * lvm_mapping.request_mapping_s * result.io_counts["data_requests"]
-        return float(md) + float(fb) + float(rq)
-
-    if layout.n_disks > 1:
-        # The file-system model runs on one drive's geometry; spreading a run over
-        # several drives (and their parallelism) is not modelled, so refuse it.
-        raise ValueError(f"layout spans {layout.n_disks} disks: predict() models one disk; use "
-                         "diskmodel.model.scenarios for striping over independent disks")
-    is_lvm = mapping_complexity(layout) > 0
-    result = file_system_access_time(disk, layout, filesystem, counts, cache,
-                                     _extra_time_s=empirical if is_lvm else None)
-    md, fb = lvm_mapping_overhead_s(layout, result.io_counts["metadata_ios"], result.io_counts["data_block_ios"],
-                                    lvm_mapping)
-    md, fb = float(md), float(fb)
-    rq = float(complexity * lvm_mapping.request_mapping_s * result.io_counts["data_requests"])
+    volume = stack.volume_on_disk(lvm_mapping)
+    result = file_system_access_time(volume, filesystem, counts, cache)
+    mapping = result.mapping_parts
+    md, fb, rq = mapping["md_mapping_s"], mapping["fb_mapping_s"], mapping["request_mapping_s"]
     mechanistic = 0.0
     fsa_terms = dict(result.terms)
-    if is_lvm:
-        twin = file_system_access_time(disk, _native_twin(layout), filesystem, counts, cache)
+    if volume.volume.is_lvm:
+        twin = file_system_access_time(volume.native_twin(), filesystem, counts, cache)
         mechanistic = result.total_s - twin.total_s
         # T_FSA proper is the native twin's; the extent map's effect is reported in T_LVM_MO.
         fsa_terms = dict(twin.terms)
@@ -181,7 +165,3 @@ def predict(disk, layout, filesystem: FileSystem | None = None, workload=None, c
                    "request_mapping_s": rq},
         dst_parts=result.dst_breakdown(), term_parts=result.parts, io_counts=result.io_counts,
         details=details, counts=counts)
-
-
-# --------------------------------------------------------------------------
-# Fitting

@@ -7,8 +7,8 @@ engineers predicting a layout before deployment:
   (the Dagenais study's 2 GB partitions with 7 GB gaps, seed 000);
 * :func:`location_table`: per partition, the mean media rate, the expected
   random-read service time and, optionally, predicted PostMark throughput;
-* :func:`prediction_table`: PostMark throughput of several layouts under
-  several workloads (:func:`diskmodel.model.predict.predict` for each pair);
+* :func:`prediction_table`: PostMark throughput of several storage stacks
+  under several workloads (:func:`diskmodel.model.predict.predict` for each pair);
 * :func:`striped_random_read_time_s` and :func:`striping_table`: requests
   striped over N identical, independent disks, which serve their pieces in
   parallel (the request ends with the slowest disk);
@@ -25,15 +25,16 @@ import numpy as np
 from ._checks import finite_array, show, whole_number
 from .disk import expected_random_service_time_s
 from .filesystem import FileSystem, PageCache
-from .volumes import LvmMapping, Partition, StripedVolume, mean_media_rate_bytes_per_s, region_access_time_s
 from .predict import predict
+from .stack import Stack, stack_on
+from .volume_on_disk import VolumeOnDisk
+from .volumes import LvmMapping, Partition, StripedVolume
 from .seek import random_pair_distance_pmf
+from .units import KIB
 
 __all__ = ["spaced_partitions", "location_table", "prediction_table", "striped_random_read_time_s",
            "striped_volume_read_time_s", "striping_table", "plot_predicted_vs_measured"]
 
-KIB = 1024
-MIB = 1024 * KIB
 
 #: Most partitions spaced_partitions cuts: each is an object (and, in
 #: location_table, a row and possibly a predict() run); a tiny size over a
@@ -74,12 +75,13 @@ def location_table(disk, partitions, *, request_size_bytes: int = 4096, workload
     Parameters
     ----------
     disk : Disk
-    partitions : sequence of Partition (or any layout)
+    partitions : sequence of Partition (or any volume on *disk*)
     request_size_bytes : int
         Size of the random reads [bytes].
     workload : PostMarkConfig or PostMarkCounts, optional
         If given, PostMark read and write throughput is predicted on each
-        partition (with *filesystem* and *cache*, defaults as in ``predict``).
+        partition (an ext2/ext3 *filesystem*, default ``FileSystem()``, and
+        *cache*, default ``PageCache()``).
 
     Returns
     -------
@@ -101,52 +103,58 @@ def location_table(disk, partitions, *, request_size_bytes: int = 4096, workload
         if request > part.size_bytes:
             raise ValueError(f"request_size_bytes ({request}) exceeds partitions[{index}]'s size ({part.size_bytes})")
         first, end = part.physical_span
-        media = mean_media_rate_bytes_per_s(disk, part)
-        random_s = float(region_access_time_s(disk, part, request).total_s)
+        placed = VolumeOnDisk(disk, part)
+        media = placed.region().media_rate_bytes_per_s
+        random_s = float(placed.access_time_s(request).total_s)
         row = {"name": getattr(part, "name", "") or f"#{index + 1}", "start_bytes": int(first),
                "size_bytes": int(part.size_bytes), "media_rate_bytes_per_s": media,
                "sequential_rate_bytes_per_s": min(media, disk.interface_rate_bytes_per_s),
                "random_read_s": random_s, "random_iops": 1.0 / random_s}
         if workload is not None:
-            p = predict(disk, part, filesystem, workload, cache)
+            p = predict(stack_on(disk, part, filesystem), workload, cache)
             row["postmark_read_bytes_per_s"] = p.read_throughput_bytes_per_s
             row["postmark_write_bytes_per_s"] = p.write_throughput_bytes_per_s
         rows.append(row)
     return pd.DataFrame(rows).set_index("name")
 
 
-def prediction_table(disk, layouts: dict, workloads: dict, *, filesystem: FileSystem | None = None,
-                     cache: PageCache | None = None, mappings: dict | None = None):
-    """Predicted PostMark throughput for every (layout, workload) pair.
+def prediction_table(stacks: dict, workloads: dict, *, cache: PageCache | None = None,
+                     mappings: dict | None = None):
+    """Predicted PostMark throughput for every (stack, workload) pair.
 
     Parameters
     ----------
-    disk : Disk
-    layouts : dict {label: layout}
+    stacks : dict {label: Stack}
+        E.g. ``{name: paper_stack(name, disk=disk) for name in PAPER_STACKS}``.
     workloads : dict {label: PostMarkConfig or PostMarkCounts}
-    mappings : dict {layout label: LvmMapping}, optional
-        Empirical LVM mapping costs per layout (default none: the mechanistic
+    cache : PageCache, optional
+    mappings : dict {stack label: LvmMapping}, optional
+        Empirical LVM mapping costs per stack (default none: the mechanistic
         part of T_LVM_MO only).
 
     Returns
     -------
-    pandas.DataFrame with columns layout, workload, read_bytes_per_s,
-    write_bytes_per_s, elapsed_s and the terms T_DO ... T_LVM_MO [s].
+    pandas.DataFrame with columns layout (the stack's label), workload,
+    read_bytes_per_s, write_bytes_per_s, elapsed_s and the terms
+    T_DO ... T_LVM_MO [s].
     """
     import pandas as pd
 
-    if not layouts:
-        raise ValueError("layouts must not be empty")
+    if not stacks:
+        raise ValueError("stacks must not be empty")
+    bad = [label for label, stack in stacks.items() if not isinstance(stack, Stack)]
+    if bad:
+        raise ValueError(f"stacks[{bad[0]!r}] must be a Stack (got {show(stacks[bad[0]])})")
     if not workloads:
         raise ValueError("workloads must not be empty")
     mappings = dict(mappings or {})
-    unknown = set(mappings) - set(layouts)
+    unknown = set(mappings) - set(stacks)
     if unknown:
-        raise ValueError(f"mappings: no layout named {sorted(unknown)}")
+        raise ValueError(f"mappings: no stack named {sorted(unknown)}")
     rows = []
     for wname, workload in workloads.items():
-        for lname, layout in layouts.items():
-            p = predict(disk, layout, filesystem, workload, cache, mappings.get(lname, LvmMapping()))
+        for lname, stack in stacks.items():
+            p = predict(stack, workload, cache, mappings.get(lname, LvmMapping()))
             rows.append({"layout": lname, "workload": wname, "read_bytes_per_s": p.read_throughput_bytes_per_s,
                          "write_bytes_per_s": p.write_throughput_bytes_per_s, "elapsed_s": p.elapsed_s,
                          **p.terms})
@@ -276,7 +284,8 @@ def striping_table(disk, disk_counts, request_sizes_bytes, *, stripe_size_bytes:
                          nonempty=True).ravel()
     start = whole_number("region_start_bytes", region_start_bytes, minimum=0)
     length = disk.capacity_bytes - start if region_size_bytes is None else region_size_bytes
-    one = min(mean_media_rate_bytes_per_s(disk, Partition(start, length)), disk.interface_rate_bytes_per_s)
+    one = min(VolumeOnDisk(disk, Partition(start, length)).region().media_rate_bytes_per_s,
+              disk.interface_rate_bytes_per_s)
     rows = []
     for n in counts:
         times = striped_random_read_time_s(disk, sizes, n, stripe_size_bytes=stripe_size_bytes,

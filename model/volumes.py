@@ -1,7 +1,7 @@
-"""Volume layouts on a disk: partitions, LVM linear and striped volumes, and
-the LVM mapping overhead of Djordjevic & Timcenko (2015), eqs. (10)-(12).
+"""Volumes: partitions and LVM linear and striped logical volumes, with the
+empirical LVM mapping cost of Djordjevic & Timcenko (2015), eqs. (10)-(12).
 
-A *layout* presents a logical block device of ``size_bytes`` and maps its
+A *volume* presents a logical block device of ``size_bytes`` and maps its
 byte offsets to byte offsets of the disk (vectorised, invertible):
 
 * :class:`Partition` (start, size): the native case, offset + start.
@@ -14,7 +14,9 @@ byte offsets to byte offsets of the disk (vectorised, invertible):
 * :class:`StripedVolume`: chunks of ``stripe_size_bytes`` dealt round-robin
   over N PVs.
 
-The paper's three layouts (Tables 1-3) are :func:`paper_layout`.
+They are node types of a storage stack (:mod:`diskmodel.model.stack`, kinds
+"partition", "lvm_linear", "lvm_striped"); the paper's three stacks are
+:func:`diskmodel.model.stack.paper_stack`.
 
 LVM access time (eqs. 10-12)::
 
@@ -24,24 +26,24 @@ LVM access time (eqs. 10-12)::
 made concrete in two parts:
 
 (a) **mechanistic** -- the size S_FS and location L_FS of the file system on
-    the disk enter through the extent map: :func:`region_access_time_s` and
-    :func:`cross_seek_time_s` place the file system's I/O on the physical
-    cylinders the extents occupy, so that seeks (e.g. between metadata or the
-    journal and data on two PVs far apart) and zone transfer rates follow the
-    layout.  :mod:`diskmodel.model.filesystem` evaluates T_FSA through these;
+    the disk enter through the extent map: a volume placed on its disk
+    (:class:`diskmodel.model.volume_on_disk.VolumeOnDisk`) puts the file
+    system's I/O on the physical cylinders the extents occupy, so that seeks
+    (e.g. between metadata or the journal and data on two PVs far apart) and
+    zone transfer rates follow the layout.
     :func:`diskmodel.model.predict.predict` reports the difference against a
     native partition at the first PV's place as the mechanistic part of
     T_LVM_MO.
 (b) **empirical** -- :class:`LvmMapping`: a cost per metadata I/O
     (MD_mapping) and per data-block I/O (FB_mapping) for the device-mapper
-    remapping, multiplied by the layout's mapping complexity
-    (:func:`mapping_complexity`: the number of segments of the mapping table,
-    1 for one PV, 2 for two concatenated PVs, N for N stripes, times the
-    number of distinct disks N_D); optionally also a cost per data request
-    (``request_mapping_s``, default 0).  Its coefficients are parameters with
-    bounds (>= 0) to fit against measurements
-    (:func:`diskmodel.model.fit.postmark.fit_lvm_mapping`); a native partition has
-    complexity 0 and no empirical overhead.
+    remapping, multiplied by the volume's ``mapping_complexity`` (the number
+    of segments of the mapping table, 1 for one PV, 2 for two concatenated
+    PVs, N for N stripes, times the number of distinct disks N_D);
+    optionally also a cost per data request (``request_mapping_s``, default
+    0).  :func:`lvm_mapping_overhead_s` is eq. (12).  Its coefficients are
+    parameters with bounds (>= 0) to fit against measurements
+    (:func:`diskmodel.model.fit.postmark.fit_lvm_mapping`); a native
+    partition has complexity 0 and no empirical overhead.
 """
 from __future__ import annotations
 
@@ -50,11 +52,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._checks import evolve as _evolve
-from ._checks import finite_array, finite_scalar, flag, show, whole_number
+from ._checks import finite_array, finite_scalar, whole_number
+from .nodes import node_type, text_field
+from .units import KIB, MIB
 
-KIB = 1024
-MIB = 1024 * KIB
-GB = 10**9
 
 DEFAULT_EXTENT_SIZE_BYTES = 4 * MIB
 DEFAULT_PE_START_BYTES = 1 * MIB
@@ -71,6 +72,7 @@ def _offsets(name: str, values, size: int | None) -> np.ndarray:
     return array
 
 
+@node_type("partition")
 @dataclass(frozen=True)
 class Partition:
     """A contiguous region of a disk: the native layout, or one PV.
@@ -84,7 +86,8 @@ class Partition:
     name : str
         E.g. "/dev/sda3".
     disk : str
-        Which disk it is on (for N_D, the number of distinct disks).
+        The name of the disk it is on (a disk of the stack, e.g. "sda"; for
+        N_D, the number of distinct disks).
     """
 
     start_bytes: int
@@ -95,15 +98,26 @@ class Partition:
     def __post_init__(self):
         object.__setattr__(self, "start_bytes", whole_number("start_bytes", self.start_bytes, minimum=0))
         object.__setattr__(self, "size_bytes", whole_number("size_bytes", self.size_bytes, minimum=1))
+        text_field("name", self.name)
+        text_field("disk", self.disk, empty_ok=False)
 
     @property
     def end_bytes(self) -> int:
         return self.start_bytes + self.size_bytes
 
-    # the layout interface -------------------------------------------------
+    def describe(self) -> str:
+        return (f"partition {self.name or '(unnamed)'} on {self.disk}: bytes {self.start_bytes}..{self.end_bytes} "
+                f"({self.size_bytes / 1e9:.3f} GB)")
+
+    # the volume interface -------------------------------------------------
     @property
     def is_lvm(self) -> bool:
         return False
+
+    @property
+    def mapping_complexity(self) -> int:
+        """Mapping-table entries a request is resolved against: none (no device mapper)."""
+        return 0
 
     @property
     def n_physical_volumes(self) -> int:
@@ -121,6 +135,11 @@ class Partition:
     def physical_span(self) -> tuple[int, int]:
         """(first byte, end byte) of the disk area the layout touches."""
         return self.start_bytes, self.end_bytes
+
+    def physical_pieces(self, logical_start_bytes: int, logical_size_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first disk byte, length) of each disk piece a checked logical region occupies [bytes]."""
+        return (np.array([self.start_bytes + logical_start_bytes], dtype=np.int64),
+                np.array([logical_size_bytes], dtype=np.int64))
 
     def segment_table(self) -> dict[str, np.ndarray]:
         """Arrays logical_start_bytes, physical_start_bytes, length_bytes (logical order)."""
@@ -194,10 +213,31 @@ class _MappedVolume:
     physical_volumes: tuple[Partition, ...]
     extent_size_bytes: int
     pe_start_bytes: int
+    name: str
+
+    def _check_pvs_and_extents(self) -> tuple[Partition, ...]:
+        """Validate and store the PVs, extent size and PE start, and the name; returns the PVs."""
+        pvs = _check_pvs(self.physical_volumes)
+        object.__setattr__(self, "physical_volumes", pvs)
+        object.__setattr__(self, "extent_size_bytes",
+                           whole_number("extent_size_bytes", self.extent_size_bytes, minimum=1))
+        object.__setattr__(self, "pe_start_bytes", whole_number("pe_start_bytes", self.pe_start_bytes, minimum=0))
+        text_field("name", self.name)
+        return pvs
 
     @property
     def is_lvm(self) -> bool:
         return True
+
+    @property
+    def mapping_complexity(self) -> int:
+        """How many mapping-table entries a remapped request is resolved against.
+
+        The number of segments of the LV's table (1 for LVM-1, 2 for LVM-2,
+        N for N stripes) times the number of distinct disks N_D.  Never
+        decreases when PVs or disks are added.
+        """
+        return int(self.n_segments * self.n_disks)
 
     @property
     def n_physical_volumes(self) -> int:
@@ -245,6 +285,15 @@ class _MappedVolume:
             raise ValueError(f"physical_offset_bytes {bad} is not mapped by any extent of this volume")
         return table["logical_start_bytes"][row] + delta
 
+    def physical_pieces(self, logical_start_bytes: int, logical_size_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first disk byte, length) of each disk piece a checked logical region occupies [bytes]."""
+        table = self._table
+        ls, ps, ln = table["logical_start_bytes"], table["physical_start_bytes"], table["length_bytes"]
+        lo = np.maximum(ls, logical_start_bytes)
+        hi = np.minimum(ls + ln, logical_start_bytes + logical_size_bytes)
+        keep = hi > lo
+        return (ps + (lo - ls))[keep], (hi - lo)[keep]
+
     def segment_table(self) -> dict[str, np.ndarray]:
         """Arrays logical_start_bytes, physical_start_bytes, length_bytes (logical order)."""
         return {key: self._table[key].copy() for key in
@@ -256,7 +305,8 @@ class _MappedVolume:
         return pd.DataFrame(self.segment_table())
 
 
-@dataclass(frozen=True, eq=False)
+@node_type("lvm_linear")
+@dataclass(frozen=True)
 class LinearVolume(_MappedVolume):
     """An LVM linear logical volume over one or more physical volumes.
 
@@ -283,12 +333,10 @@ class LinearVolume(_MappedVolume):
     name: str = ""
     _table: dict = field(init=False, repr=False, compare=False)
 
+    JSON_RECORDS = {"segments": Segment}
+
     def __post_init__(self):
-        pvs = _check_pvs(self.physical_volumes)
-        object.__setattr__(self, "physical_volumes", pvs)
-        object.__setattr__(self, "extent_size_bytes",
-                           whole_number("extent_size_bytes", self.extent_size_bytes, minimum=1))
-        object.__setattr__(self, "pe_start_bytes", whole_number("pe_start_bytes", self.pe_start_bytes, minimum=0))
+        pvs = self._check_pvs_and_extents()
         if self.segments is None:
             segments, logical = [], 0
             for index in range(len(pvs)):
@@ -348,12 +396,18 @@ class LinearVolume(_MappedVolume):
     def n_segments(self) -> int:
         return len(self.segments)
 
+    def describe(self) -> str:
+        return (f"LVM linear volume {self.name or '(unnamed)'}: {self.size_bytes} bytes "
+                f"({self.size_bytes // self.extent_size_bytes} extents of {self.extent_size_bytes} bytes) "
+                f"in {self.n_segments} segment(s) over {self.n_physical_volumes} PV(s)")
+
     def evolve(self, **changes) -> "LinearVolume":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
         return _evolve(self, changes)
 
 
-@dataclass(frozen=True, eq=False)
+@node_type("lvm_striped")
+@dataclass(frozen=True)
 class StripedVolume(_MappedVolume):
     """An LVM striped logical volume: chunks of ``stripe_size_bytes`` dealt
     round-robin over the PVs (``lvcreate -i N -I stripe``).
@@ -370,10 +424,9 @@ class StripedVolume(_MappedVolume):
     _table: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        pvs = _check_pvs(self.physical_volumes)
-        object.__setattr__(self, "physical_volumes", pvs)
-        for name, minimum in (("stripe_size_bytes", 1), ("extent_size_bytes", 1), ("pe_start_bytes", 0)):
-            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
+        pvs = self._check_pvs_and_extents()
+        object.__setattr__(self, "stripe_size_bytes",
+                           whole_number("stripe_size_bytes", self.stripe_size_bytes, minimum=1))
         if self.extent_size_bytes % self.stripe_size_bytes:
             raise ValueError(f"stripe_size_bytes ({self.stripe_size_bytes}) must divide "
                              f"extent_size_bytes ({self.extent_size_bytes})")
@@ -398,6 +451,11 @@ class StripedVolume(_MappedVolume):
     def n_segments(self) -> int:
         return len(self.physical_volumes)
 
+    def describe(self) -> str:
+        return (f"LVM striped volume {self.name or '(unnamed)'}: {self.size_bytes} bytes in "
+                f"{self.stripe_size_bytes}-byte stripes over {self.n_physical_volumes} PV(s) "
+                f"({self.extent_size_bytes}-byte extents)")
+
     def segment_table(self) -> dict[str, np.ndarray]:
         """Per PV: the first logical byte it holds, its first data byte, bytes held."""
         t = self._table
@@ -409,6 +467,15 @@ class StripedVolume(_MappedVolume):
     def physical_span(self) -> tuple[int, int]:
         t = self._table
         return int(t["data_start"].min()), int((t["data_start"] + t["per_pv_bytes"]).max())
+
+    def physical_pieces(self, logical_start_bytes: int, logical_size_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first disk byte, length) per PV of a checked logical region [bytes]: any region longer
+        than a stripe row spreads evenly over the PVs, so it is taken as the whole rows it touches."""
+        n, stripe = self.n_physical_volumes, self.stripe_size_bytes
+        row_start = logical_start_bytes // (stripe * n)
+        row_end = -(-(logical_start_bytes + logical_size_bytes) // (stripe * n))
+        return (self._table["physical_start_bytes"] + row_start * stripe,
+                np.full(n, (row_end - row_start) * stripe, dtype=np.int64))
 
     def logical_to_physical(self, offset_bytes) -> np.ndarray:
         t = self._table
@@ -437,206 +504,11 @@ class StripedVolume(_MappedVolume):
         return _evolve(self, changes)
 
 
-Layout = Partition | LinearVolume | StripedVolume
-
-
-# --------------------------------------------------------------------------
-# The paper's layouts (Tables 1-3)
-
-def paper_layout(name: str, capacity_bytes: int, *, pv_gap_bytes: int = 0,
-                 extent_size_bytes: int = DEFAULT_EXTENT_SIZE_BYTES,
-                 pe_start_bytes: int = DEFAULT_PE_START_BYTES) -> Layout:
-    """The paper's test volumes on a disk of *capacity_bytes* (Tables 1-3).
-
-    ``"native"`` (Table 1): ``/dev/sda3``, 20 GB (10^9 bytes, as disk makers
-    count) at the end of the disk ("the last part of disk (20GB)", section
-    4.1), after the 58 GB root and 1 GB swap.
-    ``"lvm1"`` (Table 2): the same ``/dev/sda3`` as the one PV of a linear LV
-    using all its extents.
-    ``"lvm2"`` (Table 3): ``/dev/sda3`` and ``/dev/sda4``, 10 GB each,
-    concatenated.  The paper does not say where ``/dev/sda4`` lies; by
-    default it follows ``/dev/sda3`` directly (both in the last 20 GB);
-    *pv_gap_bytes* moves ``/dev/sda3`` that much towards the start of the disk
-    (a what-if: PVs far apart lengthen seeks between the two halves).
-    """
-    capacity = whole_number("capacity_bytes", capacity_bytes, minimum=1)
-    gap = whole_number("pv_gap_bytes", pv_gap_bytes, minimum=0)
-    if capacity < 20 * GB + gap:
-        raise ValueError(f"capacity_bytes ({capacity}) must hold the 20 GB test area plus pv_gap_bytes")
-    start = capacity - 20 * GB
-    if name == "native":
-        return Partition(start, 20 * GB, "/dev/sda3")
-    if name == "lvm1":
-        return LinearVolume((Partition(start, 20 * GB, "/dev/sda3"),), extent_size_bytes=extent_size_bytes,
-                            pe_start_bytes=pe_start_bytes, name="VolGroup00-LogVol02")
-    if name == "lvm2":
-        sda3 = Partition(start - gap, 10 * GB, "/dev/sda3")
-        sda4 = Partition(start + 10 * GB, 10 * GB, "/dev/sda4")
-        return LinearVolume((sda3, sda4), extent_size_bytes=extent_size_bytes, pe_start_bytes=pe_start_bytes,
-                            name="VolGroup00-LogVol02")
-    raise ValueError(f"name must be 'native', 'lvm1' or 'lvm2' (got {name!r})")
-
-
-# --------------------------------------------------------------------------
-# Access times through the extent map (the mechanistic part)
-
-def _region(layout, logical_start_bytes, logical_size_bytes) -> tuple[int, int]:
-    """(start, length) of a logical region of *layout* [bytes], checked (ValueError naming the parameter)."""
-    size = layout.size_bytes
-    start = whole_number("logical_start_bytes", logical_start_bytes, minimum=0, maximum=size - 1,
-                         maximum_is="the volume's last byte")
-    length = size - start if logical_size_bytes is None else whole_number(
-        "logical_size_bytes", logical_size_bytes, minimum=1)
-    if start + length > size:
-        raise ValueError(f"logical_start_bytes + logical_size_bytes ({start + length}) exceeds the "
-                         f"volume size ({size})")
-    return start, length
-
-
-def _occupancy(disk, layout, logical_start_bytes, logical_size_bytes):
-    """Byte weights per cylinder of a logical region, and per zone.
-
-    Returns (first_cylinder, weights over cylinders first..last summing to 1,
-    zone weights summing to 1).
-    """
-    start, length = _region(layout, logical_start_bytes, logical_size_bytes)
-    table = layout.segment_table()
-    if isinstance(layout, StripedVolume):
-        # Any region longer than a stripe row spreads evenly over the PVs.
-        n = layout.n_physical_volumes
-        row_start, row_end = start // (layout.stripe_size_bytes * n), -(-(start + length) // (layout.stripe_size_bytes * n))
-        pieces_start = table["physical_start_bytes"] + row_start * layout.stripe_size_bytes
-        pieces_len = np.full(n, (row_end - row_start) * layout.stripe_size_bytes, dtype=np.int64)
-    else:
-        ls, ps, ln = table["logical_start_bytes"], table["physical_start_bytes"], table["length_bytes"]
-        lo = np.maximum(ls, start)
-        hi = np.minimum(ls + ln, start + length)
-        keep = hi > lo
-        pieces_start = (ps + (lo - ls))[keep]
-        pieces_len = (hi - lo)[keep]
-    geometry = disk.geometry
-    capacity = geometry.capacity_bytes
-    if int((pieces_start + pieces_len).max()) > capacity:
-        raise ValueError(f"layout extends past the disk's capacity ({capacity} bytes)")
-    first = geometry.cylinder_of_byte(pieces_start)
-    last = geometry.cylinder_of_byte(pieces_start + pieces_len - 1)
-    c0, c1 = int(first.min()), int(last.max())
-    weights = np.zeros(c1 - c0 + 1)
-    # spread each piece's bytes evenly over its cylinders (cylinders of one zone hold equal bytes)
-    for f, l, n_bytes in zip(first, last, pieces_len):  # one iteration per segment, not per request
-        weights[f - c0:l - c0 + 1] += n_bytes / (l - f + 1)
-    weights /= weights.sum()
-    bounds = geometry.zone_bounds_bytes()
-    zone_w = np.zeros(len(bounds))
-    for s, n_bytes in zip(pieces_start, pieces_len):
-        zone_w += np.clip(np.minimum(bounds[:, 1], s + n_bytes) - np.maximum(bounds[:, 0], s), 0, None)
-    zone_w /= zone_w.sum()
-    return c0, weights, zone_w
-
-
-def _distance_pmf(weights_a, c0_a, weights_b=None, c0_b=None):
-    """PMF of |X - Y| for X ~ weights_a, Y ~ weights_b (default: an independent copy of X)."""
-    from scipy.signal import fftconvolve
-
-    if weights_b is None:
-        weights_b, c0_b = weights_a, c0_a
-    corr = np.clip(fftconvolve(weights_a, weights_b[::-1]), 0.0, None)
-    # corr[k] is P(X - Y = k - (len_b - 1) + (c0_a - c0_b))
-    diff = np.arange(corr.size) - (weights_b.size - 1) + (c0_a - c0_b)
-    distance = np.abs(diff)
-    pmf = np.bincount(distance, weights=corr)
-    pmf /= pmf.sum()
-    return np.arange(pmf.size, dtype=float), pmf
-
-
-def region_access_time_s(disk, layout, size_bytes, *, logical_start_bytes=0, logical_size_bytes=None,
-                         distance_scale=1.0, is_write=False):
-    """Expected T_DST (eqs. 3-8) of requests uniformly at random in a logical region.
-
-    Like :func:`diskmodel.model.disk.expected_random_service_time_s`, but
-    the region is logical: its bytes are placed on the disk through the
-    layout's extent map, so a region spread over two PVs far apart has the
-    seek-distance distribution of its two physical pieces, and the transfer
-    rate is averaged over the zones the pieces occupy.
-
-    Parameters
-    ----------
-    disk : Disk
-    layout : Partition, LinearVolume or StripedVolume
-    size_bytes : array_like
-        Request sizes [bytes]: whole numbers in [1, the region's size], at least one.
-    logical_start_bytes, logical_size_bytes : int
-        The logical region [bytes]; default the whole volume.
-    distance_scale : float
-        Multiplies seek distances, in (0, 1]: 1 for independent random
-        requests; ~3/(k+1) for a batch of k requests sorted by the elevator
-        (consecutive sorted points are span/(k+1) apart, random pairs span/3).
-    is_write : bool
-        Adds the disk's write settle time after a non-zero seek.
-
-    Returns a :class:`diskmodel.model.disk.ServiceTime` (arrays of size's shape).
-    """
-    scale = finite_scalar("distance_scale", distance_scale, positive=True, maximum=1.0)
-    is_write = flag("is_write", is_write)
-    start, length = _region(layout, logical_start_bytes, logical_size_bytes)
-    size = finite_array("size_bytes", size_bytes, positive=True, whole=True, nonempty=True, maximum=length,
-                        maximum_is="the logical region's size")
-    return _region_service(disk, layout, size, start, length, scale, is_write)
-
-
-def _region_service(disk, layout, size, logical_start_bytes, logical_size_bytes, scale, is_write):
-    """:func:`region_access_time_s` on checked arguments; *size* may hold mean sizes (file-system model)."""
-    from .disk import ServiceTime
-
-    c0, weights, zone_w = _occupancy(disk, layout, logical_start_bytes, logical_size_bytes)
-    distance, pmf = _distance_pmf(weights, c0)
-    seek_times = disk.seek_time_s(distance * scale)
-    seek = float(pmf @ seek_times)
-    p_moved = 1.0 - pmf[0]
-    settle = p_moved * (disk.settle_s + (disk.write_settle_s if is_write else 0.0))
-    inverse_rate = float(zone_w @ (1.0 / disk.zone_rates_bytes_per_s()))
-    shape = np.shape(size)
-    return ServiceTime(np.full(shape, disk.command_overhead_s), np.full(shape, seek), np.full(shape, settle),
-                       np.full(shape, disk.mean_rotational_latency_s), size * inverse_rate,
-                       size / disk.interface_rate_bytes_per_s)
-
-
-def cross_seek_time_s(disk, layout, region_a, region_b) -> float:
-    """Expected seek [s] from a uniform point of logical region *a* to one of *b*.
-
-    Regions are (logical_start_bytes, logical_size_bytes).  Used for the
-    trips between the file system's working area and its journal.
-    """
-    for name, region in (("region_a", region_a), ("region_b", region_b)):
-        if not isinstance(region, (tuple, list)) or len(region) != 2:
-            raise ValueError(f"{name} must be (logical_start_bytes, logical_size_bytes) (got {show(region)})")
-    c0a, wa, _ = _occupancy(disk, layout, *region_a)
-    c0b, wb, _ = _occupancy(disk, layout, *region_b)
-    distance, pmf = _distance_pmf(wa, c0a, wb, c0b)
-    return float(pmf @ disk.seek_time_s(distance))
-
-
-def mean_media_rate_bytes_per_s(disk, layout, logical_start_bytes=0, logical_size_bytes=None) -> float:
-    """Harmonic-mean media rate over a logical region's physical bytes [bytes/s]."""
-    _, _, zone_w = _occupancy(disk, layout, logical_start_bytes, logical_size_bytes)
-    return 1.0 / float(zone_w @ (1.0 / disk.zone_rates_bytes_per_s()))
+Volume = Partition | LinearVolume | StripedVolume
 
 
 # --------------------------------------------------------------------------
 # The empirical part of T_LVM_MO
-
-def mapping_complexity(layout) -> int:
-    """How many mapping-table entries a remapped request is resolved against.
-
-    0 for a native partition (no device mapper); otherwise the number of
-    segments of the LV's table (1 for LVM-1, 2 for LVM-2, N for N stripes)
-    times the number of distinct disks N_D.  Never decreases when PVs or
-    disks are added.
-    """
-    if not getattr(layout, "is_lvm", False):
-        return 0
-    return int(layout.n_segments * layout.n_disks)
-
 
 @dataclass(frozen=True)
 class LvmMapping:
@@ -655,7 +527,7 @@ class LvmMapping:
     md_mapping_s : float
         MD_mapping: cost per metadata I/O (directory, inode, bitmap, indirect
         and journal blocks reaching the block device) per unit of
-        :func:`mapping_complexity` [s], >= 0.
+        ``mapping_complexity`` [s], >= 0.
     fb_mapping_s : float
         FB_mapping: cost per data-block I/O (file-system blocks of file data
         reaching the block device) per unit of complexity [s], >= 0.
@@ -663,9 +535,7 @@ class LvmMapping:
         Cost per disk request (command) of file data -- a request the device
         mapper passes on that the disk serves as one command: each random
         read or write, each sequential piece -- per unit of complexity [s],
-        >= 0 (default 0: the paper's eq. 12 has MD and FB only; see
-        :func:`diskmodel.model.predict.predict`, which adds
-        ``complexity * request_mapping_s * data_requests``).
+        >= 0 (default 0: the paper's eq. 12 has MD and FB only).
     """
 
     md_mapping_s: float = 0.0
@@ -685,21 +555,27 @@ class LvmMapping:
         return _evolve(self, changes)
 
 
-def lvm_mapping_overhead_s(layout, metadata_ios, data_block_ios, mapping: LvmMapping):
+def lvm_mapping_overhead_s(volume, metadata_ios, data_block_ios, mapping: LvmMapping,
+                           data_requests=0.0) -> dict:
     """Empirical part of T_LVM_MO [s] (eqs. 11-12); see :class:`LvmMapping`.
 
     Parameters
     ----------
-    layout : Partition, LinearVolume or StripedVolume
-    metadata_ios, data_block_ios : array_like
-        Counts of metadata I/Os and data-block I/Os reaching the volume [count], >= 0.
+    volume : Partition, LinearVolume or StripedVolume
+    metadata_ios, data_block_ios, data_requests : array_like
+        Counts of metadata I/Os, data-block I/Os and data requests reaching
+        the volume [count], >= 0.
     mapping : LvmMapping
 
-    Returns (md_part_s, fb_part_s).
+    Returns {"md_mapping_s", "fb_mapping_s", "request_mapping_s"}: each
+    ``volume.mapping_complexity`` times its cost times its count.
     """
     if not isinstance(mapping, LvmMapping):
         raise ValueError(f"mapping must be an LvmMapping (got {type(mapping).__name__})")
     md = finite_array("metadata_ios", metadata_ios, nonnegative=True)
     fb = finite_array("data_block_ios", data_block_ios, nonnegative=True)
-    complexity = mapping_complexity(layout)
-    return complexity * mapping.md_mapping_s * md, complexity * mapping.fb_mapping_s * fb
+    rq = finite_array("data_requests", data_requests, nonnegative=True)
+    complexity = volume.mapping_complexity
+    return {"md_mapping_s": complexity * mapping.md_mapping_s * md,
+            "fb_mapping_s": complexity * mapping.fb_mapping_s * fb,
+            "request_mapping_s": complexity * mapping.request_mapping_s * rq}

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-MiB = 1 << 20
+from diskmodel.model.units import MIB as MiB
 
 
 def write_random_file(path: Path, size_bytes: int, seed: int = 0) -> Path:

@@ -51,10 +51,11 @@ BACKENDS = """
 def calibration_dict():
     """A valid calibration result as a dict (a short simulated run)."""
     from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.results import calibration_to_json
     from diskmodel.calibrate.harness.simulated import simulated_disk
 
     result = calibrate(simulated_disk("wd800bd", seed=0), budget_s=20, progress=False)
-    return json.loads(result.to_json())
+    return json.loads(calibration_to_json(result))
 
 
 @pytest.fixture
@@ -331,7 +332,7 @@ def test_an_interrupt_prints_the_teardown_report_it_carries(monkeypatch, capsys)
 def test_a_sigterm_exits_143(monkeypatch, capsys):
     import signal
 
-    from diskmodel.calibrate.bench.provision import Interrupted
+    from diskmodel.calibrate.bench.host_executor import Interrupted
 
     def terminated(args):
         raise Interrupted(signal.SIGTERM)
@@ -364,40 +365,41 @@ def test_any_exception_is_one_line(monkeypatch, capsys, exc, fragments):
 # ---------------------------------------------------------------------------- the schema itself
 
 def test_current_json_round_trips_and_validates(calibration_dict, tmp_path):
-    from diskmodel.calibrate.harness.results import SCHEMA, CalibrationResult, validate_calibration_dict
+    from diskmodel.calibrate.harness.results import (SCHEMA, calibration_from_dict, calibration_from_json,
+                                                     calibration_to_json, validate_calibration_dict)
 
     assert set(calibration_dict) == set(SCHEMA)  # the schema covers every key to_dict writes
-    assert validate_calibration_dict(calibration_dict, "x.json") == 1
-    again = CalibrationResult.from_dict(calibration_dict, source="x.json")
-    assert json.loads(again.to_json()) == calibration_dict
+    assert validate_calibration_dict(calibration_dict, "x.json") == 2
+    again = calibration_from_dict(calibration_dict, source="x.json")
+    assert json.loads(calibration_to_json(again)) == calibration_dict
     path = tmp_path / "c.json"
     path.write_text(json.dumps(calibration_dict))
-    assert CalibrationResult.from_json(path).zones == again.zones
+    assert calibration_from_json(path).zones == again.zones
 
 
 def test_a_file_of_the_previous_version_is_read(calibration_dict):
-    from diskmodel.calibrate.harness.results import CalibrationResult
+    from diskmodel.calibrate.harness.results import calibration_from_dict
 
     old = {k: v for k, v in calibration_dict.items() if k != "format_version"}
     old["format"] = "diskmodel-calibration/1"
-    assert CalibrationResult.from_dict(old).zones == CalibrationResult.from_dict(calibration_dict).zones
+    assert calibration_from_dict(old).zones == calibration_from_dict(calibration_dict).zones
 
 
 def test_errors_name_the_file_and_the_key(calibration_dict, tmp_path):
-    from diskmodel.calibrate.harness.results import CalibrationFileError, CalibrationResult
+    from diskmodel.calibrate.harness.results import CalibrationFileError, calibration_from_dict, calibration_from_json
 
     bad = dict(calibration_dict, size_bytes=-1)
     path = tmp_path / "calibration.json"
     path.write_text(json.dumps(bad))
     with pytest.raises(CalibrationFileError) as info:
-        CalibrationResult.from_json(path)
+        calibration_from_json(path)
     assert str(info.value) == f"{path}: key 'size_bytes' must be a positive integer (got -1)"
     assert info.value.key == "size_bytes" and isinstance(info.value, ValueError)
     with pytest.raises(CalibrationFileError, match=r"key 'zones\[0\]\.rate_bytes_per_s' must be a number > 0"):
         broken = copy.deepcopy(calibration_dict)
         broken["zones"][0]["rate_bytes_per_s"] = "fast"
-        CalibrationResult.from_dict(broken)
+        calibration_from_dict(broken)
     with pytest.raises(CalibrationFileError, match=r"key 'checks\[0\]\.passed' must be true or false or null"):
         broken = copy.deepcopy(calibration_dict)
         broken["checks"][0]["passed"] = "yes"
-        CalibrationResult.from_dict(broken)
+        calibration_from_dict(broken)

@@ -1,7 +1,6 @@
 """Calibration harness: parameter recovery on simulated disks, fits, result, CLI, real storage."""
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -16,11 +15,12 @@ import numpy as np
 import pytest
 
 from diskmodel.calibrate import cli
-from diskmodel.calibrate.harness.fit import fit_table, fit_two_piece, segment_rates, test_flat
-from diskmodel.calibrate.harness.measure import BackendProtocolError, backend_from_spec, calibrate, check_backend
-from diskmodel.calibrate.harness.results import CalibrationResult
+from diskmodel.calibrate.harness.backend import BackendProtocolError, backend_from_spec, check_backend
+from diskmodel.calibrate.harness.measure import calibrate
+from diskmodel.calibrate.harness.results import calibration_from_json, calibration_to_json
 from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
 from diskmodel.model import Disk, expected_random_service_time_s
+from diskmodel.model.fit import fit_table, fit_two_piece, fit_zones, flatness_test
 
 from conftest import require_root, require_tools
 
@@ -128,26 +128,27 @@ def test_seek_table_spans_the_device_from_spread_start_points(g4_run):
 def test_result_json_round_trip_and_contents(g4_run, tmp_path):
     _, result, _ = g4_run
     path = tmp_path / "r.json"
-    text = result.to_json(path)
+    text = calibration_to_json(result, path)
     data = json.loads(text)
     for key in ("rotation_period_s", "seek_curve_table", "seek_fit", "zones", "device_time_s", "checks"):
         assert key in data
     assert data["seek_fit"]["model"] == "two_piece"
+    assert data["format_version"] == 2
     assert set(data["seek_fit"]["params"]) == {"short_offset_s", "short_sqrt_s", "long_offset_s",
-                                               "long_slope_s", "knee"}
+                                               "long_per_cylinder_s", "knee_cylinders"}
     assert data["seek_fit"]["bse"]["short_offset_s"] > 0
     zones = data["zones"]
     assert zones[0]["start_byte"] == 0 and zones[-1]["end_byte"] == result.size_bytes
     assert all(a["end_byte"] == b["start_byte"] for a, b in zip(zones, zones[1:]))
     assert {c["name"] for c in data["checks"]} == {"reads_reached_device", "written_data", "timer_resolution",
                                                    "queue_depth_one", "repeatability", "plausibility"}
-    again = CalibrationResult.from_json(path)
+    again = calibration_from_json(path)
     assert again.params.equals(result.params)
     assert again.zones == result.zones
     assert again.seek_curve_table() == result.seek_curve_table()
     assert [v.to_dict() for v in again.checks] == [v.to_dict() for v in result.checks]
     with pytest.raises(ValueError, match="text_or_path"):
-        CalibrationResult.from_json('{"format": "other"}')
+        calibration_from_json('{"format": "other"}')
 
 
 def test_params_bse_conf_int_summary_html_plots(g4_run):
@@ -159,7 +160,7 @@ def test_params_bse_conf_int_summary_html_plots(g4_run):
     p, se, ci = result.params, result.bse, result.conf_int()
     assert p["rotation_period_s"] == pytest.approx(60 / 7200, rel=0.005)
     assert 0 < se["rotation_period_s"] < 1e-4
-    name = "seek_long_slope_s"
+    name = "seek_long_per_cylinder_s"
     assert ci.loc[name, "lower"] < p[name] < ci.loc[name, "upper"]
     assert "two-piece" in result.summary() and "plausibility" in result.summary()
     assert "<table>" in result._repr_html_()
@@ -189,10 +190,10 @@ def test_to_disk_predicts_like_the_simulated_truth(g4_run):
 def test_to_disk_says_when_the_fitted_knee_lies_beyond_the_disk(g4_run):
     """A knee past the last track is representable (short piece everywhere) and is said, not hidden."""
     _, result, _ = g4_run
-    params = result.two_piece.params.copy()
-    params["knee"] = 1e12
-    beyond = copy.copy(result)   # the fits are derived in __post_init__, not fields
-    beyond.two_piece = dataclasses.replace(result.two_piece, params=params)
+    two_piece = dataclasses.replace(result.two_piece,
+                                    parameters=result.two_piece.parameters.evolve(knee_cylinders=1e12))
+    beyond = dataclasses.replace(result, two_piece=two_piece)   # the fits are fields: replaced as given
+    params = two_piece.params
     disk = beyond.to_disk()
     cylinders = disk.geometry.cylinders
     assert disk.seek.knee_cylinders == cylinders - 1
@@ -218,7 +219,7 @@ def test_flash_like_backend_is_reported_flat():
     assert 1 / lm.per_byte_s == pytest.approx(900e6, rel=0.05)
     verdict = {v.name: v for v in result.checks}["plausibility"]
     assert verdict.passed is True and "no mechanical seek" in verdict.detail
-    data = json.loads(result.to_json())
+    data = json.loads(calibration_to_json(result))
     assert data["rotation_period_s"] is None and data["seek_fit"]["model"] == "flat"
     with pytest.raises(ValueError, match="no mechanical seek"):
         result.to_disk()
@@ -237,10 +238,10 @@ def test_two_piece_fit_recovers_known_parameters():
     y = truth + rng.uniform(-2e-3, 2e-3, d.size)  # rotational noise: uniform, like a real pair's wait
     y[rng.random(d.size) < 0.01] += 0.02  # outliers
     fit = fit_two_piece(d, y, distance_unit="cylinders")
-    assert 400 <= fit.params["knee"] <= 900
+    assert 400 <= fit.params["knee_cylinders"] <= 900
     ci = fit.conf_int()
     for name, value in (("short_offset_s", 1e-3), ("short_sqrt_s", 2e-4), ("long_offset_s", 4.5e-3),
-                        ("long_slope_s", 1e-6)):
+                        ("long_per_cylinder_s", 1e-6)):
         assert ci.loc[name, "lower"] - 2 * fit.bse[name] < value < ci.loc[name, "upper"] + 2 * fit.bse[name]
         assert fit.params[name] == pytest.approx(value, rel=0.25)
     assert fit.diagnostics["n"] == d.size
@@ -248,13 +249,13 @@ def test_two_piece_fit_recovers_known_parameters():
     seek = fit.as_seek()
     assert seek.seek_time_s(100) == pytest.approx(1e-3 + 2e-4 * 10, rel=0.05)
     wls = fit_two_piece(d, y, method="wls")
-    assert wls.params["long_slope_s"] == pytest.approx(1e-6, rel=0.3)
+    assert wls.params["long_per_cylinder_s"] == pytest.approx(1e-6, rel=0.3)
     # continuous by default: both pieces meet at the knee; the free form need not
     p = fit.params
-    assert p["short_offset_s"] + p["short_sqrt_s"] * np.sqrt(p["knee"]) == pytest.approx(
-        p["long_offset_s"] + p["long_slope_s"] * p["knee"], rel=1e-9)
+    assert p["short_offset_s"] + p["short_sqrt_s"] * np.sqrt(p["knee_cylinders"]) == pytest.approx(
+        p["long_offset_s"] + p["long_per_cylinder_s"] * p["knee_cylinders"], rel=1e-9)
     free = fit_two_piece(d, y, continuous=False)
-    assert not free.continuous and free.params["long_slope_s"] == pytest.approx(1e-6, rel=0.3)
+    assert not free.continuous and free.params["long_per_cylinder_s"] == pytest.approx(1e-6, rel=0.3)
     pred, lo, hi = fit.predict_band(np.array([10.0, 5000.0]))
     assert np.all(lo < pred) and np.all(pred < hi) and np.all(hi - lo < 1e-3)
 
@@ -278,19 +279,23 @@ def test_table_fit_and_flat_test():
     assert table.distance.size == 20 and np.all(table.count == 50)
     assert table.predict(np.array([0.0]))[0] == 0.0
     assert table.predict(d[:1])[0] == pytest.approx(1e-3 + 1e-5 * np.sqrt(d[0]), abs=1e-4)
-    assert not test_flat(d, y).flat
-    flat = test_flat(d, 60e-6 + rng.normal(0, 5e-6, d.size))
+    assert not flatness_test(d, y).flat
+    flat = flatness_test(d, 60e-6 + rng.normal(0, 5e-6, d.size))
     assert flat.flat and flat.rise_s < 1e-3
 
 
-def test_segment_rates_finds_change_points():
+def test_fit_zones_finds_change_points():
     rng = np.random.default_rng(3)
     loc = np.arange(300.0)
     truth = np.where(loc < 100, 100e6, np.where(loc < 220, 90e6, 70e6))
-    segments = segment_rates(loc, truth * (1 + rng.normal(0, 0.002, loc.size)))
-    assert [int(s.min()) for s in segments] == [0, 100, 220]
+    zones = fit_zones(loc, truth * (1 + rng.normal(0, 0.002, loc.size)))
+    assert [int(s.min()) for s in zones.segments] == [0, 100, 220]
+    np.testing.assert_allclose(zones.params.to_numpy(), [100e6, 90e6, 70e6], rtol=0.002)
+    # the standard error of a zone's rate: 0.2 % noise over its locations
+    np.testing.assert_allclose(zones.bse.to_numpy() / zones.params.to_numpy(),
+                               0.002 / np.sqrt([100, 120, 80]), rtol=0.25)
     with pytest.raises(ValueError, match="rate"):
-        segment_rates([0, 1], [1.0, -1.0])
+        fit_zones([0, 1], [1.0, -1.0])
 
 
 # ---------------------------------------------------------------------------
@@ -406,7 +411,7 @@ def assert_no_mechanical_seek(result, wall_s):
     assert verdicts["timer_resolution"].passed is True
     lm = result.latency_model
     assert 5e-6 < lm.p50_s < 5e-3  # tens of microseconds on this machine's storage
-    assert data_ok(json.loads(result.to_json()))
+    assert data_ok(json.loads(calibration_to_json(result)))
 
 
 def data_ok(data):

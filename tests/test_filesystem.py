@@ -7,10 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from diskmodel.model.filesystem import TERMS, FileSystem, PageCache, _distinct_blocks, file_system_access_time
-from diskmodel.model.volumes import GB, paper_layout
+from diskmodel.model.filesystem import FileSystem, PageCache, file_system_access_time
+from diskmodel.model.filesystem_terms import TERMS, distinct_blocks
 from diskmodel.model.presets import load_preset
-from diskmodel.model.workload import MIB, PostMarkConfig, expected_counts, postmark_preset
+from diskmodel.model.stack import paper_stack
+from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.units import GB
+from diskmodel.model.units import MIB
+from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset
 
 
 @pytest.fixture(scope="module")
@@ -18,9 +22,14 @@ def disk():
     return load_preset("wd800bd")
 
 
+def paper_volume(name, disk, **options):
+    """The paper's stack *name* on *disk*: its volume placed on the disk."""
+    return VolumeOnDisk(disk, paper_stack(name, disk=disk, **options).volume)
+
+
 @pytest.fixture(scope="module")
 def native(disk):
-    return paper_layout("native", disk.capacity_bytes)
+    return paper_volume("native", disk)
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +39,13 @@ def small_counts():
 
 
 def test_distinct_blocks_golden():
-    assert _distinct_blocks(100, 100) == pytest.approx(100 * (1 - math.exp(-1)))
-    assert _distinct_blocks(1e9, 50) == pytest.approx(50)
-    assert _distinct_blocks(1, 1e9) == pytest.approx(1, rel=1e-6)
+    assert distinct_blocks(100, 100) == pytest.approx(100 * (1 - math.exp(-1)))
+    assert distinct_blocks(1e9, 50) == pytest.approx(50)
+    assert distinct_blocks(1, 1e9) == pytest.approx(1, rel=1e-6)
 
 
 def test_terms_add_up_and_are_nonnegative(disk, native, small_counts):
-    r = file_system_access_time(disk, native, FileSystem(), small_counts, PageCache())
+    r = file_system_access_time(native, FileSystem(), small_counts, PageCache())
     assert set(r.terms) == set(TERMS)
     assert all(v >= 0 for v in r.terms.values())
     assert r.total_s == pytest.approx(sum(r.terms.values()))
@@ -47,9 +56,9 @@ def test_terms_add_up_and_are_nonnegative(disk, native, small_counts):
 
 
 def test_ext2_has_no_journal_time_and_data_journaling_costs_more(disk, native, small_counts):
-    ext2 = file_system_access_time(disk, native, FileSystem(kind="ext2"), small_counts)
-    ordered = file_system_access_time(disk, native, FileSystem(), small_counts)
-    journal = file_system_access_time(disk, native, FileSystem(journal_mode="journal"), small_counts)
+    ext2 = file_system_access_time(native, FileSystem(kind="ext2"), small_counts)
+    ordered = file_system_access_time(native, FileSystem(), small_counts)
+    journal = file_system_access_time(native, FileSystem(journal_mode="journal"), small_counts)
     assert ext2.terms["T_J"] == 0.0 and ext2.io_counts["commits"] == 0.0
     assert ordered.terms["T_J"] > 0.0
     assert journal.terms["T_J"] > 2 * ordered.terms["T_J"]
@@ -58,7 +67,7 @@ def test_ext2_has_no_journal_time_and_data_journaling_costs_more(disk, native, s
 
 def test_more_cache_is_never_slower(disk, native):
     counts = expected_counts(postmark_preset("test1"))
-    times = [file_system_access_time(disk, native, FileSystem(), counts, PageCache(size_bytes=c * MIB)).total_s
+    times = [file_system_access_time(native, FileSystem(), counts, PageCache(size_bytes=c * MIB)).total_s
              for c in (16, 64, 128, 256, 1024)]
     assert all(a >= b - 1e-9 for a, b in zip(times, times[1:]))
     assert times[0] > 1.5 * times[-1]
@@ -72,32 +81,31 @@ def test_data_access_dominates_tests_1_and_3(disk, native):
     cache between commits, see the module docstring.)
     """
     for name in ("test1", "test3"):
-        r = file_system_access_time(disk, native, FileSystem(), expected_counts(postmark_preset(name)),
+        r = file_system_access_time(native, FileSystem(), expected_counts(postmark_preset(name)),
                                     PageCache(size_bytes=128 * MIB))
         assert r.terms["T_DFA"] == max(r.terms.values())
         assert r.terms["T_DFA"] > 0.5 * r.total_s
 
 
 def test_reusing_freed_space_makes_creates_random_writes(disk, native, small_counts):
-    reuse = file_system_access_time(disk, native, FileSystem(write_reorder_depth=1), small_counts)
-    fresh = file_system_access_time(disk, native, FileSystem(write_reorder_depth=1, reuse_freed_space=False),
+    reuse = file_system_access_time(native, FileSystem(write_reorder_depth=1), small_counts)
+    fresh = file_system_access_time(native, FileSystem(write_reorder_depth=1, reuse_freed_space=False),
                                     small_counts)
     assert reuse.parts["T_DFA"]["rotation_s"] > fresh.parts["T_DFA"]["rotation_s"]
     assert reuse.terms["T_DFA"] > fresh.terms["T_DFA"]
 
 
 def test_cpu_per_operation_is_charged_to_directory_operations(disk, native, small_counts):
-    base = file_system_access_time(disk, native, FileSystem(), small_counts)
-    cpu = file_system_access_time(disk, native, FileSystem(cpu_per_file_operation_s=1e-4), small_counts)
+    base = file_system_access_time(native, FileSystem(), small_counts)
+    cpu = file_system_access_time(native, FileSystem(cpu_per_file_operation_s=1e-4), small_counts)
     ops = small_counts.total.creates + small_counts.total.deletes + small_counts.total.reads + small_counts.total.appends
     assert cpu.terms["T_DO"] - base.terms["T_DO"] == pytest.approx(1e-4 * ops, rel=0.05)
 
 
 def test_journal_far_away_costs_seeks_through_the_extent_map(disk, small_counts):
     fs = FileSystem(journal_offset_fraction=0.9)
-    near = file_system_access_time(disk, paper_layout("lvm2", disk.capacity_bytes), fs, small_counts)
-    far = file_system_access_time(disk, paper_layout("lvm2", disk.capacity_bytes, pv_gap_bytes=40 * GB), fs,
-                                  small_counts)
+    near = file_system_access_time(paper_volume("lvm2", disk), fs, small_counts)
+    far = file_system_access_time(paper_volume("lvm2", disk, pv_gap_bytes=40 * GB), fs, small_counts)
     # the journal (at 90 % of the LV) is on /dev/sda4, the files at the start on
     # /dev/sda3: moving sda3 40 GB away lengthens every commit's seeks
     assert far.parts["T_J"]["seek_s"] > 1.5 * near.parts["T_J"]["seek_s"]
@@ -109,10 +117,10 @@ def test_journal_far_away_costs_seeks_through_the_extent_map(disk, small_counts)
        mode=st.sampled_from(["ordered", "writeback", "journal"]), block=st.sampled_from([1024, 4096]))
 def test_any_workload_gives_positive_finite_times(files, tx, high_kib, cache_mib, kind, mode, block):
     disk = load_preset("wd800bd")
-    layout = paper_layout("lvm1", disk.capacity_bytes)
+    layout = paper_volume("lvm1", disk)
     cfg = PostMarkConfig(number_of_files=files, transactions=tx, min_file_size_bytes=1,
                          max_file_size_bytes=high_kib * 1024)
-    r = file_system_access_time(disk, layout, FileSystem(kind=kind, journal_mode=mode, block_size_bytes=block),
+    r = file_system_access_time(layout, FileSystem(kind=kind, journal_mode=mode, block_size_bytes=block),
                                 cfg, PageCache(size_bytes=cache_mib * MIB))
     assert np.isfinite(r.total_s) and r.total_s > 0
     assert all(v >= 0 for v in r.terms.values())
@@ -143,18 +151,20 @@ def test_bad_page_cache_names_the_field(kwargs, name):
 
 
 def test_bad_arguments(disk, native):
+    with pytest.raises(ValueError, match="volume must be a VolumeOnDisk"):
+        file_system_access_time(native.volume, FileSystem(), PostMarkConfig())
     with pytest.raises(ValueError, match="workload"):
-        file_system_access_time(disk, native, FileSystem(), workload={"files": 3})
+        file_system_access_time(native, FileSystem(), workload={"files": 3})
     with pytest.raises(ValueError, match="fs"):
-        file_system_access_time(disk, native, "ext3", PostMarkConfig())
+        file_system_access_time(native, "ext3", PostMarkConfig())
     with pytest.raises(ValueError, match="cache"):
-        file_system_access_time(disk, native, FileSystem(), PostMarkConfig(), cache=128)
+        file_system_access_time(native, FileSystem(), PostMarkConfig(), cache=128)
 
 
 def test_pipeline_stages_account_for_every_disk_and_cache_second(disk, native, small_counts):
     """overlapped_writeback: stages partition the busy time; elapsed is the busiest stage (fixed point)."""
     slow = disk.evolve(interface_rate_bytes_per_s=4e6)
-    r = file_system_access_time(slow, native, FileSystem(overlapped_writeback=True), small_counts)
+    r = file_system_access_time(native.evolve(disk=slow), FileSystem(overlapped_writeback=True), small_counts)
     st = r.stages
     assert sum(st.values()) == pytest.approx(r.total_s, rel=1e-9)
     assert st["cpu_s"] == pytest.approx(sum(r.parts[t]["cache_s"] for t in TERMS), rel=1e-9)
@@ -168,7 +178,7 @@ def test_pipeline_stages_account_for_every_disk_and_cache_second(disk, native, s
     assert r.pipeline_s() < r.total_s
     assert r.pipeline_s(10.0) == pytest.approx(stages["link_s"] + 10.0)
     # the serial model on the same input sums the terms instead
-    serial = file_system_access_time(slow, native, FileSystem(), small_counts)
+    serial = file_system_access_time(native.evolve(disk=slow), FileSystem(), small_counts)
     assert serial.details["elapsed_s"] == pytest.approx(serial.total_s, rel=1e-6)
     assert serial.details["elapsed_s"] > r.details["elapsed_s"]
 
@@ -181,7 +191,7 @@ def test_pipeline_golden_test1_link_bound(disk, native):
     journal); media and application are far below it.
     """
     counts = expected_counts(postmark_preset("test1"))
-    r = file_system_access_time(disk.evolve(interface_rate_bytes_per_s=4.5e6), native,
+    r = file_system_access_time(native.evolve(disk=disk.evolve(interface_rate_bytes_per_s=4.5e6)),
                                 FileSystem(overlapped_writeback=True), counts, PageCache(size_bytes=1536 * MIB))
     assert r.details["p_hit_data"] == 1.0
     assert r.stages["read_media_s"] == 0.0 and r.stages["read_link_s"] == 0.0
@@ -204,7 +214,7 @@ def test_file_data_rate_golden_test1_charges_file_data_only(disk, native):
     """
     counts = expected_counts(postmark_preset("test1"))
     fs = FileSystem(overlapped_writeback=True, file_data_rate_bytes_per_s=4.5e6)
-    r = file_system_access_time(disk, native, fs, counts, PageCache(size_bytes=1536 * MIB))
+    r = file_system_access_time(native, fs, counts, PageCache(size_bytes=1536 * MIB))
     assert disk.interface_rate_bytes_per_s == 150e6
     data_bytes = r.io_counts["data_block_ios"] * 4096
     assert r.io_counts["data_block_ios"] == pytest.approx(510579, rel=1e-4)
@@ -215,7 +225,7 @@ def test_file_data_rate_golden_test1_charges_file_data_only(disk, native):
     assert 0 < metadata_link < 5.0          # journal and home metadata at 150 MB/s, not 4.5 MB/s
     assert r.details["elapsed_s"] == pytest.approx(stages["link_s"], rel=1e-6)
     # without the file-data cost the same run is media-bound and far faster
-    fast = file_system_access_time(disk, native, FileSystem(overlapped_writeback=True), counts,
+    fast = file_system_access_time(native, FileSystem(overlapped_writeback=True), counts,
                                    PageCache(size_bytes=1536 * MIB))
     assert fast.details["elapsed_s"] < 0.5 * r.details["elapsed_s"]
     # the per-byte cost lands in T_DFA, exactly once per file-data byte

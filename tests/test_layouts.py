@@ -1,8 +1,9 @@
-"""Layouts as plans of undoable steps: sizes, rendering, host executor, VM script.
+"""Stacks as plans of undoable steps: sizes, rendering, host executor, VM script.
 
 Unit tests run the real executor and the real rendered script (``/bin/sh``)
 on plans of harmless steps (files in tmp_path); integration tests build the
-native layout on a loop device.
+native stack on a loop device. (That a plan from the paper's stacks equals
+the plans of before the stack descriptions is tests/test_stack.py.)
 """
 from __future__ import annotations
 
@@ -18,9 +19,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.calibrate.bench import provision as L
+from diskmodel.calibrate.bench import host_executor as X
+from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, PAPER_STACKS, FileSystemNode, Stack, paper_stack
+from diskmodel.model.volumes import (DEFAULT_EXTENT_SIZE_BYTES as EXTENT, DEFAULT_PE_START_BYTES as PE_START,
+                                     LinearVolume, Partition, Segment, StripedVolume)
 from conftest import require_root, require_tools
+from diskmodel.model.units import MIB as MiB
 
-MiB = 1 << 20
+
+def _plan(name, fs_size_bytes, backing="/dev/vda", **options):
+    """The plan of the paper's stack *name* with a file system of *fs_size_bytes* (options: kind, mount_options, ...)."""
+    build = {k: options.pop(k) for k in ("mount_parent", "mount_dir", "direct_io", "name_token") if k in options}
+    return L.build_plan(paper_stack(name, fs_size_bytes=fs_size_bytes, **options), backing=backing, **build)
 
 
 # ---------------------------------------------------------------- sizes
@@ -28,16 +38,21 @@ MiB = 1 << 20
 @given(st.integers(min_value=1, max_value=4096))
 @settings(max_examples=60, deadline=None)
 def test_every_layout_holds_exactly_the_same_file_system(units):
-    fs = units * 2 * L.EXTENT_BYTES
-    extents = fs // L.EXTENT_BYTES
-    for layout in L.LAYOUTS:
-        regions = L.regions_for(layout, fs)
-        # non-overlapping, MiB-aligned, inside the backing, first after the leading MiB
-        assert regions[0].offset_bytes == L.FIRST_REGION_OFFSET_BYTES
+    fs = units * 2 * EXTENT
+    extents = fs // EXTENT
+    for layout in PAPER_STACKS:
+        stack = paper_stack(layout, fs_size_bytes=fs)
+        regions = _plan(layout, fs).regions
+        # one region per partition, at its bytes; non-overlapping, MiB-aligned, inside the backing,
+        # first after the leading MiB
+        assert [(r.offset_bytes, r.size_bytes) for r in regions] == [
+            (p.start_bytes, p.size_bytes) for _, p in stack.partitions()]
+        assert regions[0].offset_bytes == FIRST_PARTITION_START_BYTES
         for a, b in zip(regions, regions[1:]):
             assert a.offset_bytes + a.size_bytes <= b.offset_bytes
         assert all(r.offset_bytes % MiB == 0 for r in regions)
-        assert regions[-1].offset_bytes + regions[-1].size_bytes <= L.backing_bytes_required(layout, fs)
+        assert regions[-1].offset_bytes + regions[-1].size_bytes <= L.backing_bytes_required(stack)
+        assert stack.volume.size_bytes == fs
         if layout == "native":
             assert [r.size_bytes for r in regions] == [fs]
         else:
@@ -45,38 +60,38 @@ def test_every_layout_holds_exactly_the_same_file_system(units):
             assert len(regions) == n
             for r in regions:
                 # pe_count LVM computes = floor((size - pe_start) / extent): exactly extents / n
-                assert (r.size_bytes - L.PE_START_BYTES) // L.EXTENT_BYTES == extents // n
+                assert (r.size_bytes - PE_START) // EXTENT == extents // n
 
 
 def test_sizes_for_the_paper_twenty_gigabytes():
     fs = 20 << 30
-    assert L.regions_for("native", fs)[0].size_bytes == fs
-    lvm1 = L.regions_for("lvm1", fs)
-    lvm2 = L.regions_for("lvm2", fs)
+    assert _plan("native", fs).regions[0].size_bytes == fs
+    lvm1 = _plan("lvm1", fs).regions
+    lvm2 = _plan("lvm2", fs).regions
     assert lvm1[0].size_bytes == fs + 3 * MiB
     assert [r.size_bytes for r in lvm2] == [10 * (1 << 30) + 3 * MiB] * 2
-    assert L.backing_bytes_required("lvm2", fs) == MiB + 2 * (10 * (1 << 30) + 3 * MiB)
+    assert L.backing_bytes_required(paper_stack("lvm2", fs_size_bytes=fs)) == MiB + 2 * (10 * (1 << 30) + 3 * MiB)
 
 
 @pytest.mark.parametrize("bad", [0, -8 * MiB, 7 * MiB, 12 * MiB, 1.5e9, True])
 def test_bad_sizes_are_refused_naming_the_parameter(bad):
     with pytest.raises(ValueError, match="fs_size_bytes"):
-        L.regions_for("native", bad)
+        paper_stack("native", fs_size_bytes=bad)
 
 
 def test_bad_layout_and_fs_are_refused():
-    with pytest.raises(ValueError, match="layout"):
-        L.build_plan("lvm3", backing="/x", fs_size_bytes=64 * MiB)
-    with pytest.raises(ValueError, match="fs_type"):
-        L.build_plan("native", backing="/x", fs_size_bytes=64 * MiB, fs_type="ntfs")
-    with pytest.raises(ValueError, match="mount_options"):
-        L.build_plan("native", backing="/x", fs_size_bytes=64 * MiB, mount_options=["a,b"])
+    with pytest.raises(ValueError, match="name must be one of 'native', 'lvm1', 'lvm2'"):
+        paper_stack("lvm3", fs_size_bytes=64 * MiB)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        paper_stack("native", fs_size_bytes=64 * MiB, kind="ntfs")
+    with pytest.raises(ValueError, match="mount_options must be single options"):
+        paper_stack("native", fs_size_bytes=64 * MiB, mount_options=["a,b"])
 
 
 # ---------------------------------------------------------------- plans
 
 def test_lvm2_plan_builds_two_pvs_one_vg_one_lv_of_exact_extents():
-    plan = L.build_plan("lvm2", backing="/dev/vda", fs_size_bytes=64 * MiB, name_token="abc123")
+    plan = _plan("lvm2", 64 * MiB, name_token="abc123")
     cmds = [s.command for s in plan.steps]
     assert sum(c.startswith("losetup --find --show --direct-io=on") for c in cmds) == 2
     assert "--offset 1048576 --sizelimit 36700160 /dev/vda" in cmds[0]
@@ -94,15 +109,58 @@ def test_lvm2_plan_builds_two_pvs_one_vg_one_lv_of_exact_extents():
 
 
 def test_xfs_and_options_reach_the_commands():
-    plan = L.build_plan("native", backing="/tmp/x img", fs_size_bytes=512 * MiB, fs_type="xfs",
-                        mount_options=["noatime", "nobarrier"], mkfs_options=["-b", "size=4096"])
+    plan = _plan("native", 512 * MiB, backing="/tmp/x img", kind="xfs", mount_options=["noatime", "nobarrier"],
+                 mkfs_options=["-b", "size=4096"])
     cmds = [s.command for s in plan.steps]
     assert "'/tmp/x img'" in cmds[0]  # quoted for the shell
     assert any(c.startswith("mkfs.xfs -f -q -b size=4096 ") for c in cmds)
     assert any(c.startswith("mount -t xfs -o noatime,nobarrier ") for c in cmds)
 
 
-def _toy_plan(tmp: Path, fail_at: int | None = None, sleep_at: int | None = None) -> L.LayoutPlan:
+def _stack_of(volume, disks=None) -> Stack:
+    return Stack(FileSystemNode(volume), disks or Stack(FileSystemNode(Partition(MiB, MiB))).disks)
+
+
+def test_a_striped_stack_becomes_lvcreate_with_its_stripes_and_every_step_is_recorded():
+    pvs = tuple(Partition(MiB + i * 40 * MiB, 40 * MiB, f"/dev/sdb{i + 1}") for i in range(3))
+    plan = L.build_plan(_stack_of(StripedVolume(pvs, stripe_size_bytes=128 * 1024, name="fast")),
+                        backing="/dev/vdb", name_token="t0")
+    cmds = [s.command for s in plan.steps]
+    # 3 PVs of (40 MiB - 1 MiB) // 4 MiB = 9 extents each
+    assert "lvcreate -y -W n -i 3 -I 128k -l 27 -n fast diskmodel_t0" in cmds
+    assert [(r.offset_bytes, r.size_bytes) for r in plan.regions] == [(p.start_bytes, p.size_bytes) for p in pvs]
+    assert sum(c.startswith("test \"$(pvs --noheadings -o pv_pe_alloc_count") and c.split(" = ")[1].startswith("9 ")
+               for c in cmds) == 3
+    assert plan.fs_size_bytes == 27 * EXTENT and plan.name == "ext3 on lvm_striped"
+    # every step that creates something names it for the run's record, before it runs
+    kinds = [s.resource[0] for s in plan.steps if s.resource is not None]
+    assert kinds == ["loop", "loop", "loop", "pv", "pv", "pv", "vg", "lv", "mount"]
+
+
+@pytest.mark.parametrize("volume, field", [
+    (Partition(0, 64 * MiB), r"file_system.volume \(partition\): start_bytes must be >= 1048576"),
+    (Partition(MiB + 100, 64 * MiB), r"file_system.volume \(partition\): start_bytes must be a multiple of 512"),
+    (LinearVolume((Partition(MiB, 64 * MiB),), segments=(Segment(0, 5, 0, 3),)),
+     r"file_system.volume \(lvm_linear\): segments: a plan builds an LV that uses every extent"),
+    (LinearVolume((Partition(MiB, 64 * MiB),), name="a b"), r"file_system.volume \(lvm_linear\): name 'a b'"),
+    (LinearVolume((Partition(MiB, 64 * MiB),), pe_start_bytes=1000),
+     r"file_system.volume \(lvm_linear\): pe_start_bytes must be a multiple of 1024"),
+])
+def test_stacks_a_plan_cannot_build_are_refused_naming_the_node_and_field(volume, field):
+    with pytest.raises(ValueError, match=field):
+        L.build_plan(_stack_of(volume), backing="/dev/vdb")
+
+
+def test_a_stack_over_two_disks_is_refused_for_one_scratch():
+    from diskmodel.model.drives import PresetDrive
+
+    volume = LinearVolume((Partition(MiB, 64 * MiB), Partition(MiB, 64 * MiB, disk="sdb")))
+    stack = _stack_of(volume, (PresetDrive("wd800bd"), PresetDrive("wd800bd", "sdb")))
+    with pytest.raises(ValueError, match="spans the disks sda, sdb"):
+        L.build_plan(stack, backing="/dev/vdb")
+
+
+def _toy_plan(tmp: Path, fail_at: int | None = None, sleep_at: int | None = None) -> L.StackPlan:
     """A plan whose steps create files and whose undos remove them, logging to tmp/log."""
     logf = tmp / "log"
     steps = []
@@ -116,7 +174,7 @@ def _toy_plan(tmp: Path, fail_at: int | None = None, sleep_at: int | None = None
         steps.append(L.Step(f"toy step {i}", cmd, undo=undo, capture="V1" if i == 1 else None))
     steps[0] = L.Step("toy step 1", f"echo do1 >> {logf}; touch {tmp}/made1; echo captured-1",
                       undo=f'echo undo1 "$V1" >> {logf}; rm {tmp}/made1', capture="V1")
-    return L.LayoutPlan(layout="native", fs_type="ext3", fs_size_bytes=8 * MiB, backing="/dev/null",
+    return L.StackPlan(name="native", fs_type="ext3", fs_size_bytes=8 * MiB, backing="/dev/null",
                         regions=(), steps=tuple(steps), device_expr='"$V1"', mount_var="V1")
 
 
@@ -126,7 +184,7 @@ def _log(tmp: Path) -> list[str]:
 
 def test_host_executor_builds_and_tears_down_in_reverse_once(tmp_path):
     plan = _toy_plan(tmp_path)
-    ex = L.HostExecutor(plan)
+    ex = X.HostExecutor(plan)
     with ex:
         assert ex.variables["V1"] == "captured-1"
         assert all((tmp_path / f"made{i}").exists() for i in (1, 2, 4))
@@ -139,20 +197,20 @@ def test_host_executor_builds_and_tears_down_in_reverse_once(tmp_path):
 
 def test_host_executor_rolls_back_completed_steps_on_failure(tmp_path):
     plan = _toy_plan(tmp_path, fail_at=4)
-    with pytest.raises(L.LayoutError, match=r"step 4 \(toy step 4\) failed with status 7"):
-        L.HostExecutor(plan).build()
+    with pytest.raises(X.LayoutError, match=r"step 4 \(toy step 4\) failed with status 7"):
+        X.HostExecutor(plan).build()
     assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "undo2 captured-1", "undo1 captured-1"]
 
 
 def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
     plan = _toy_plan(tmp_path, sleep_at=4)
-    ex = L.HostExecutor(plan)
+    ex = X.HostExecutor(plan)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
     t0 = time.monotonic()
     timer.start()
     try:
-        with pytest.raises(L.Interrupted, match="SIGTERM"):
-            with L.handle_signals():
+        with pytest.raises(X.Interrupted, match="SIGTERM"):
+            with X.handle_signals():
                 try:
                     ex.build()
                 finally:
@@ -168,7 +226,7 @@ def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
 
 # ---------------------------------------------------------------- the same plan as one script
 
-def _run_script(plan: L.LayoutPlan, body: str, tmp: Path, *, kill_after: float | None = None):
+def _run_script(plan: L.StackPlan, body: str, tmp: Path, *, kill_after: float | None = None):
     script = tmp / "plan.sh"
     script.write_text(plan.render_script(body))
     proc = subprocess.Popen(["/bin/sh", "-e", str(script)], stdout=subprocess.PIPE,
@@ -207,7 +265,7 @@ def test_rendered_script_tears_down_on_sigint(tmp_path):
 
 
 def test_rendered_script_of_a_real_layout_is_valid_sh():
-    plan = L.build_plan("lvm2", backing="/dev/vda", fs_size_bytes=64 * MiB)
+    plan = _plan("lvm2", 64 * MiB)
     res = subprocess.run(["/bin/sh", "-n"], input=plan.render_script("echo hi"), text=True,
                          capture_output=True)
     assert res.returncode == 0, res.stderr
@@ -219,8 +277,8 @@ def test_lvm_on_a_kernel_without_device_mapper_says_pass_vm():
     if L.device_mapper_available():
         pytest.skip("this kernel has device-mapper")
     with pytest.raises(L.LayoutUnavailable, match="--vm"):
-        L.require_device_mapper("lvm1")
-    L.require_device_mapper("native")  # needs none
+        L.require_device_mapper(paper_stack("lvm1", fs_size_bytes=64 * MiB))
+    L.require_device_mapper(paper_stack("native", fs_size_bytes=64 * MiB))  # needs none
 
 
 # ---------------------------------------------------------------- integration: native on a loop device
@@ -232,9 +290,9 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
     fs = 64 * MiB
     backing = tmp_path / "scratch.img"
     from diskmodel.calibrate.harness.scratch import prepare_scratch
-    with prepare_scratch(backing, L.backing_bytes_required("native", fs)) as scratch:
-        plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs)
-        ex = L.HostExecutor(plan)
+    with prepare_scratch(backing, L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) as scratch:
+        plan = _plan("native", fs, backing=scratch.path)
+        ex = X.HostExecutor(plan)
         with ex:
             mnt = ex.mountpoint
             dev = ex.device
@@ -245,7 +303,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
             (Path(mnt) / "probe").write_bytes(b"x" * 4096)
             listing = subprocess.check_output(["losetup", "-l", "-n", "-O", "NAME,OFFSET,SIZELIMIT,DIO", dev],
                                               text=True).split()
-            assert listing == [dev, str(L.FIRST_REGION_OFFSET_BYTES), str(fs), "1"]
+            assert listing == [dev, str(FIRST_PARTITION_START_BYTES), str(fs), "1"]
         assert ex.teardown().left == []
         assert f" {mnt} " not in Path("/proc/mounts").read_text()
         assert not Path(mnt).exists()
@@ -259,10 +317,11 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
     require_tools("losetup", "mkfs.ext3", "mount")
     fs = 32 * MiB
     from diskmodel.calibrate.harness.scratch import prepare_scratch
-    with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required("native", fs)) as scratch:
-        plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs, mount_options=["no_such_option"])
-        ex = L.HostExecutor(plan)
-        with pytest.raises(L.LayoutError, match="mount ext3"):
+    with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) \
+            as scratch:
+        plan = _plan("native", fs, backing=scratch.path, mount_options=["no_such_option"])
+        ex = X.HostExecutor(plan)
+        with pytest.raises(X.LayoutError, match="mount ext3"):
             ex.build()
         # the mount (never made), the mount point and the loop device: each looked for and checked gone
         assert len(ex.report.removed) == 3 and ex.report.left == []
@@ -273,5 +332,5 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
 
 def test_xfs_below_its_minimum_is_refused_before_anything_runs():
     with pytest.raises(ValueError, match="fs_size_bytes must be >= 318767104 for xfs"):
-        L.build_plan("native", backing="/x", fs_size_bytes=296 * MiB, fs_type="xfs")
-    L.build_plan("native", backing="/x", fs_size_bytes=304 * MiB, fs_type="xfs")
+        _plan("native", 296 * MiB, backing="/x", kind="xfs")
+    _plan("native", 304 * MiB, backing="/x", kind="xfs")

@@ -1,5 +1,5 @@
-"""model/volumes.py: partitions, LVM linear/striped volumes, access through the
-extent map, and the LVM mapping overhead (eqs. 10-12)."""
+"""model/volumes.py and model/volume_on_disk.py: partitions, LVM linear/striped
+volumes, access through the extent map, and the LVM mapping overhead (eqs. 10-12)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,11 +7,17 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.volumes import (
-    GB, MIB, LinearVolume, LvmMapping, Partition, Segment, StripedVolume, cross_seek_time_s,
-    lvm_mapping_overhead_s, mapping_complexity, paper_layout, region_access_time_s,
-)
 from diskmodel.model.presets import load_preset
+from diskmodel.model.stack import paper_stack
+from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.units import GB, MIB
+from diskmodel.model.volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume,
+                                     lvm_mapping_overhead_s)
+
+
+def paper_volume(name, capacity_bytes, **options):
+    """The volume of the paper's stack *name* on a disk of *capacity_bytes*."""
+    return paper_stack(name, capacity_bytes, **options).volume
 
 
 @pytest.fixture(scope="module")
@@ -23,19 +29,19 @@ def disk():
 
 def test_paper_layouts(disk):
     cap = disk.capacity_bytes
-    native = paper_layout("native", cap)
+    native = paper_volume("native", cap)
     assert (native.start_bytes, native.size_bytes) == (cap - 20 * GB, 20 * GB)
-    lvm1 = paper_layout("lvm1", cap)
+    lvm1 = paper_volume("lvm1", cap)
     # floor((20e9 - 1 MiB) / 4 MiB) = 4768 extents
     assert lvm1.size_bytes == 4768 * 4 * MIB
     assert lvm1.logical_to_physical(0) == cap - 20 * GB + MIB
-    lvm2 = paper_layout("lvm2", cap)
+    lvm2 = paper_volume("lvm2", cap)
     assert lvm2.size_bytes == 2 * 2383 * 4 * MIB
     assert lvm2.n_physical_volumes == 2 and lvm2.n_segments == 2
     # the first byte of logical extent 2383 is the first PE of /dev/sda4
     assert lvm2.logical_to_physical(2383 * 4 * MIB) == cap - 10 * GB + MIB
     assert lvm2.logical_to_physical(2383 * 4 * MIB - 1) == cap - 20 * GB + MIB + 2383 * 4 * MIB - 1
-    assert [mapping_complexity(x) for x in (native, lvm1, lvm2)] == [0, 1, 2]
+    assert [x.mapping_complexity for x in (native, lvm1, lvm2)] == [0, 1, 2]
 
 
 def test_explicit_segments_map_in_logical_order():
@@ -60,22 +66,24 @@ def test_striped_mapping_golden():
 
 
 def test_region_access_matches_the_disk_model_for_a_partition(disk):
-    native = paper_layout("native", disk.capacity_bytes)
-    ours = region_access_time_s(disk, native, np.array([4096.0, 65536.0]))
+    native = paper_volume("native", disk.capacity_bytes)
+    ours = VolumeOnDisk(disk, native).access_time_s(np.array([4096.0, 65536.0]))
     theirs = expected_random_service_time_s(disk, np.array([4096.0, 65536.0]), native.start_bytes, native.size_bytes)
     np.testing.assert_allclose(ours.total_s, theirs.total_s, rtol=1e-9)
     np.testing.assert_allclose(ours.seek_s, theirs.seek_s, rtol=1e-9)
 
 
 def test_pvs_far_apart_lengthen_seeks(disk):
-    near = paper_layout("lvm2", disk.capacity_bytes)
-    far = paper_layout("lvm2", disk.capacity_bytes, pv_gap_bytes=40 * GB)
-    t_near = region_access_time_s(disk, near, 4096.0).seek_s
-    t_far = region_access_time_s(disk, far, 4096.0).seek_s
+    near = paper_volume("lvm2", disk.capacity_bytes)
+    far = paper_volume("lvm2", disk.capacity_bytes, pv_gap_bytes=40 * GB)
+    t_near = VolumeOnDisk(disk, near).access_time_s(4096.0).seek_s
+    placed = VolumeOnDisk(disk, far)
+    t_far = placed.access_time_s(4096.0).seek_s
     assert float(t_far) > 1.5 * float(t_near)
     half = far.size_bytes // 2
-    across = cross_seek_time_s(disk, far, (0, 100 * MIB), (far.size_bytes - 100 * MIB, 100 * MIB))
-    within = cross_seek_time_s(disk, far, (0, 100 * MIB), (half - 200 * MIB, 100 * MIB))
+    start = placed.region(0, 100 * MIB)
+    across = start.seek_time_to_s(placed.region(far.size_bytes - 100 * MIB, 100 * MIB))
+    within = start.seek_time_to_s(placed.region(half - 200 * MIB, 100 * MIB))
     assert across > within > 0
 
 
@@ -123,9 +131,9 @@ def test_more_pvs_never_reduce_the_mapping_overhead(md, fb, m_ios, d_ios, n):
     def volume(count):
         return LinearVolume(tuple(Partition(i * 20 * MIB, 20 * MIB) for i in range(count)))
 
-    fewer = sum(lvm_mapping_overhead_s(volume(n), m_ios, d_ios, mapping))
-    more = sum(lvm_mapping_overhead_s(volume(n + 1), m_ios, d_ios, mapping))
-    native = sum(lvm_mapping_overhead_s(Partition(0, 20 * MIB), m_ios, d_ios, mapping))
+    fewer = sum(lvm_mapping_overhead_s(volume(n), m_ios, d_ios, mapping).values())
+    more = sum(lvm_mapping_overhead_s(volume(n + 1), m_ios, d_ios, mapping).values())
+    native = sum(lvm_mapping_overhead_s(Partition(0, 20 * MIB), m_ios, d_ios, mapping).values())
     assert native == 0.0
     assert more >= fewer >= 0.0
 
@@ -157,7 +165,7 @@ def test_bad_partition(kwargs, name):
 
 
 def test_bad_offsets_and_parameters(disk):
-    lv = paper_layout("lvm2", disk.capacity_bytes)
+    lv = paper_volume("lvm2", disk.capacity_bytes)
     with pytest.raises(ValueError, match="offset_bytes"):
         lv.logical_to_physical(np.array([lv.size_bytes]))
     with pytest.raises(ValueError, match="offset_bytes"):
@@ -175,19 +183,21 @@ def test_bad_offsets_and_parameters(disk):
     with pytest.raises(ValueError, match="fb_mapping_s"):
         LvmMapping(fb_mapping_s=float("nan"))
     with pytest.raises(ValueError, match="name"):
-        paper_layout("lvm3", disk.capacity_bytes)
+        paper_volume("lvm3", disk.capacity_bytes)
     with pytest.raises(ValueError, match="capacity_bytes"):
-        paper_layout("native", 10 * GB)
+        paper_volume("native", 10 * GB)
     with pytest.raises(ValueError, match="distance_scale"):
-        region_access_time_s(disk, lv, 4096.0, distance_scale=2.0)
+        VolumeOnDisk(disk, lv).access_time_s(4096.0, distance_scale=2.0)
     with pytest.raises(ValueError, match="logical_size_bytes"):
-        region_access_time_s(disk, lv, 4096.0, logical_start_bytes=lv.size_bytes - 10, logical_size_bytes=100)
+        VolumeOnDisk(disk, lv).access_time_s(4096.0, logical_start_bytes=lv.size_bytes - 10, logical_size_bytes=100)
+    with pytest.raises(ValueError, match="volume extends past the disk's capacity"):
+        VolumeOnDisk(disk, Partition(disk.capacity_bytes - MIB, 2 * MIB))
 
 
 def test_vectorised_mapping_is_fast(disk):
     import time
 
-    lv = paper_layout("lvm2", disk.capacity_bytes)
+    lv = paper_volume("lvm2", disk.capacity_bytes)
     x = np.random.default_rng(0).integers(0, lv.size_bytes, 2_000_000)
     start = time.perf_counter()
     back = lv.physical_to_logical(lv.logical_to_physical(x))

@@ -20,26 +20,30 @@ from hypothesis import strategies as st
 from diskmodel.model import (Case, FileSystem, Geometry, LinearVolume, LvmMapping, PageCache, Partition,
                              PostMarkConfig, Segment, StripedVolume, TableSeek, TwoPieceSeek, Zone,
                              cache_service_time_s, expected_random_service_time_s, hit_probability, load_preset,
-                             mean_random_seek_time_s, mean_rotational_latency_s, paper_layout, predict,
-                             region_access_time_s, rotation_period_s, service_time_s, workload)
+                             mean_random_seek_time_s, mean_rotational_latency_s, paper_stack, postmark_population,
+                             predict, rotation_period_s, service_time_s, stack_on, VolumeOnDisk)
 from diskmodel.model.disk import ServiceTime, flat_latency_disk
 from diskmodel.model.filesystem import file_system_access_time
 from diskmodel.model.disksim_mapping import ZoneLayout
-from diskmodel.model.volumes import cross_seek_time_s, lvm_mapping_overhead_s
-from diskmodel.model.fit.postmark import FitResult, fit_io_parameters, fit_lvm_mapping
+from diskmodel.model.volumes import lvm_mapping_overhead_s
+from diskmodel.model.fit import Parameter, Parameters, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import format_postmark_rate
 from diskmodel.model.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions, striped_random_read_time_s,
                                        striping_table)
 from diskmodel.model.seek import random_pair_distance_pmf, two_piece_seek_time_s
-from diskmodel.model.simulate import DriveParameters, simulate_requests
+from diskmodel.model.drive_parameters import DriveParameters
+from diskmodel.model.simulate import simulate_requests
 from diskmodel.model.validation import TraceValidation, mean_error_percent, probability_levels
 from diskmodel.model.workload import (MAX_COUNT, MAX_SEED, MAX_SIZE_BYTES, PhaseCounts, expected_counts,
                                       infer_transactions, postmark_preset)
 from diskmodel.model.zones import MAX_CYLINDERS
+from diskmodel.model.units import GB
 
 WD = load_preset("wd800bd")
 HP = load_preset("hp97560")
-NATIVE = paper_layout("native", WD.capacity_bytes)
+NATIVE = paper_stack("native", disk=WD).volume
+NATIVE_STACK = stack_on(WD, NATIVE)
+PLACED = VolumeOnDisk(WD, NATIVE)
 
 
 def refused(name: str, call):
@@ -91,7 +95,7 @@ def _toy_layout(**changes):
 PV = Partition(0, 64 * 2**20)
 CASE = Case(WD, NATIVE, PostMarkConfig(), read_throughput_bytes_per_s=1e6)
 COUNTS = expected_counts(PostMarkConfig())
-LVM_CASE = Case(WD, paper_layout("lvm1", WD.capacity_bytes), PostMarkConfig(), read_throughput_bytes_per_s=1e6)
+LVM_CASE = Case(WD, paper_stack("lvm1", disk=WD).volume, PostMarkConfig(), read_throughput_bytes_per_s=1e6)
 
 #: (label, factory taking field=value, numeric fields) for every public frozen parameter dataclass.
 NUMERIC_FIELDS = [
@@ -236,7 +240,7 @@ def test_seeks_within_the_disk_are_finite_and_nonnegative(distances):
     (lambda: expected_random_service_time_s(WD, np.array([])), "size_bytes"),
     (lambda: expected_random_service_time_s(WD, []), "size_bytes"),
     (lambda: service_time_s(WD, [], [], []), "size_bytes"),
-    (lambda: region_access_time_s(WD, NATIVE, []), "size_bytes"),
+    (lambda: PLACED.access_time_s([]), "size_bytes"),
     (lambda: striped_random_read_time_s(WD, [], 2), "size_bytes"),
     (lambda: striping_table(WD, [1, 2], []), "request_sizes_bytes"),
     (lambda: hit_probability(1.0, 2.0, request_size_bytes=[]), "request_size_bytes"),
@@ -256,8 +260,6 @@ def test_expected_random_service_time_of_no_requests_names_size_bytes():
 
 # ------------------------------------------------------------------ 4. request sizes
 
-GB = 10**9
-
 
 @pytest.mark.parametrize("call, name", [
     (lambda: expected_random_service_time_s(WD, 4096.5), "size_bytes"),
@@ -269,9 +271,9 @@ GB = 10**9
     (lambda: service_time_s(WD, WD.capacity_bytes - 512, 1024, 0), "offset_bytes"),
     (lambda: service_time_s(WD, 512.5, 512, 0), "offset_bytes"),
     (lambda: service_time_s(WD, 0, 512, 0.5), "head_offset_bytes"),
-    (lambda: region_access_time_s(WD, NATIVE, 4096.5), "size_bytes"),
-    (lambda: region_access_time_s(WD, NATIVE, 8192, logical_size_bytes=4096), "size_bytes"),
-    (lambda: region_access_time_s(WD, NATIVE, 21 * GB), "size_bytes"),
+    (lambda: PLACED.access_time_s(4096.5), "size_bytes"),
+    (lambda: PLACED.access_time_s(8192, logical_size_bytes=4096), "size_bytes"),
+    (lambda: PLACED.access_time_s(21 * GB), "size_bytes"),
     (lambda: striped_random_read_time_s(WD, 4096.5, 2), "size_bytes"),
     (lambda: striped_random_read_time_s(WD, 10**6, 1, region_size_bytes=4096), "size_bytes"),
     (lambda: striping_table(WD, [1], [4096.5]), "request_sizes_bytes"),
@@ -300,7 +302,7 @@ def test_any_valid_request_size_gives_finite_positive_times(start, data):
 @settings(max_examples=50, deadline=None)
 @given(size=st.integers(1, 20 * GB))
 def test_any_valid_request_size_through_a_layout_is_finite_and_positive(size):
-    total = float(region_access_time_s(WD, NATIVE, size).total_s)
+    total = float(PLACED.access_time_s(size).total_s)
     assert math.isfinite(total) and total > 0
 
 
@@ -326,7 +328,7 @@ def test_workloads_beyond_the_stated_limits_are_refused(field, value):
 def test_diskmodel_predict_transactions_1e30_is_refused_fast():
     workload = postmark_preset("test1")
     with time_limit(30):
-        refused("transactions", lambda: predict(WD, NATIVE, workload=workload.evolve(transactions=int(1e30))))
+        refused("transactions", lambda: predict(NATIVE_STACK, workload=workload.evolve(transactions=int(1e30))))
 
 
 @pytest.mark.parametrize("files, read_bias, create_bias", [(1, 9, 5), (1, 5, 6), (4000, 5, 5), (10**5, 0, 10)])
@@ -335,7 +337,7 @@ def test_predict_with_the_largest_allowed_workload_returns_within_seconds(files,
                               create_bias=create_bias)
     with time_limit(60):
         began = time.monotonic()
-        p = predict(WD, NATIVE, FileSystem(), workload)
+        p = predict(NATIVE_STACK, workload)
         took = time.monotonic() - began
     assert took < 10, f"predict took {took:.1f} s"
     assert math.isfinite(p.elapsed_s) and p.elapsed_s > 0
@@ -360,7 +362,7 @@ def test_the_steady_state_continuation_agrees_with_integrating_all_the_way(monke
     config = PostMarkConfig(number_of_files=files, transactions=transactions, read_bias=read_bias,
                             create_bias=create_bias, min_file_size_bytes=100, max_file_size_bytes=50_000)
     continued = expected_counts(config)
-    monkeypatch.setattr(workload, "_integrate_steady_phase",
+    monkeypatch.setattr(postmark_population, "integrate_steady_phase",
                         lambda integrate, rhs, y, start, stop, *rest: integrate(y, start, stop))
     integrated = expected_counts(config)
     for name, value in integrated.total.as_dict().items():
@@ -370,8 +372,8 @@ def test_the_steady_state_continuation_agrees_with_integrating_all_the_way(monke
 
 
 def test_a_workload_larger_than_the_file_system_is_refused():
-    refused("workload", lambda: predict(WD, NATIVE, workload=PostMarkConfig(number_of_files=10**8)))
-    refused("workload", lambda: file_system_access_time(WD, Partition(0, 2**30), FileSystem(),
+    refused("workload", lambda: predict(NATIVE_STACK, workload=PostMarkConfig(number_of_files=10**8)))
+    refused("workload", lambda: file_system_access_time(VolumeOnDisk(WD, Partition(0, 2**30)), FileSystem(),
                                                         PostMarkConfig(number_of_files=10**6)))
 
 
@@ -397,7 +399,7 @@ def test_infer_transactions_of_a_huge_volume_stays_bounded():
 # ------------------------------------------------------------------ 6. NaN, inf and meaningless negatives
 
 LAYOUT_SMALL = Partition(0, HP.capacity_bytes)
-FIT = FitResult(("a",), {"a": 1.0}, {"a": 0.1}, {"a": (0.0, 2.0)}, np.zeros(1), ["x"], True, "")
+FIT = PostMarkFit(Parameters([Parameter("a", 1.0, 0.0, 2.0)]), np.array([[0.01]]), np.zeros(1), ("x",), 0.0, True, "")
 
 
 @pytest.mark.parametrize("call, name", [
@@ -418,11 +420,11 @@ FIT = FitResult(("a",), {"a": 1.0}, {"a": 0.1}, {"a": (0.0, 2.0)}, np.zeros(1), 
     (lambda: expected_random_service_time_s(HP, 4096, 0, math.inf), "region_size_bytes"),
     (lambda: expected_random_service_time_s(HP, 4096, is_write="yes"), "is_write"),
     (lambda: service_time_s(HP, 0, 4096, 0, is_write="yes"), "is_write"),
-    (lambda: region_access_time_s(HP, LAYOUT_SMALL, 4096, distance_scale=math.nan), "distance_scale"),
-    (lambda: region_access_time_s(HP, LAYOUT_SMALL, 4096, distance_scale=1.5), "distance_scale"),
-    (lambda: region_access_time_s(HP, LAYOUT_SMALL, 4096, logical_start_bytes=-1), "logical_start_bytes"),
-    (lambda: region_access_time_s(HP, LAYOUT_SMALL, 4096, is_write=1), "is_write"),
-    (lambda: cross_seek_time_s(HP, LAYOUT_SMALL, (0, 4096), 7), "region_b"),
+    (lambda: VolumeOnDisk(HP, LAYOUT_SMALL).access_time_s(4096, distance_scale=math.nan), "distance_scale"),
+    (lambda: VolumeOnDisk(HP, LAYOUT_SMALL).access_time_s(4096, distance_scale=1.5), "distance_scale"),
+    (lambda: VolumeOnDisk(HP, LAYOUT_SMALL).access_time_s(4096, logical_start_bytes=-1), "logical_start_bytes"),
+    (lambda: VolumeOnDisk(HP, LAYOUT_SMALL).access_time_s(4096, is_write=1), "is_write"),
+    (lambda: VolumeOnDisk(HP, LAYOUT_SMALL).region(0, 4096).seek_time_to_s(7), "other"),
     (lambda: HP.geometry.media_rate_bytes_per_s(0, math.nan), "rotation_period_s"),
     (lambda: HP.geometry.chs_to_lba(1.5, 0, 0), "cylinder"),
     (lambda: LAYOUT_SMALL.logical_to_physical(np.array([True])), "offset_bytes"),

@@ -23,11 +23,15 @@ from pathlib import Path
 import pytest
 
 from diskmodel.calibrate.bench import provision as L
-from diskmodel.calibrate.bench import postmark as P
+from diskmodel.calibrate.bench import postmark_guest as G
+from diskmodel.calibrate.bench import postmark_results as R
+from diskmodel.calibrate.bench import postmark_text as T
+from diskmodel.calibrate.bench.host_executor import HostExecutor
+from diskmodel.model.stack import paper_stack
 from diskmodel.model.workload import PostMarkConfig, postmark_preset
-from conftest import require_root, require_tools, skip_or_fail
+from conftest import require_root, require_tools, skip_or_fail, wait_for
+from diskmodel.model.units import MIB as MiB
 
-MiB = 1 << 20
 PY = sys.executable
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 SMALL = dict(files=300, transactions=1500)
@@ -39,7 +43,7 @@ def test_command_file_sets_everything_postmark_needs():
     cfg = PostMarkConfig(number_of_files=123, min_file_size_bytes=7, max_file_size_bytes=999,
                          transactions=4567, subdirectories=3, read_block_size_bytes=4096,
                          write_block_size_bytes=1024, buffered_io=False, read_bias=2, create_bias=8, seed=9)
-    text = P.command_file(cfg, "/mnt/x")
+    text = T.command_file(cfg, "/mnt/x")
     assert text.splitlines() == [
         "set location /mnt/x",
         "set size 7 999",
@@ -60,7 +64,7 @@ def test_command_file_sets_everything_postmark_needs():
 
 
 def test_command_file_leaves_out_zero_subdirectories_which_postmark_rejects():
-    text = P.command_file(PostMarkConfig(), "/mnt/x")
+    text = T.command_file(PostMarkConfig(), "/mnt/x")
     assert "subdirectories" not in text
     assert "set buffering true" in text
 
@@ -68,42 +72,42 @@ def test_command_file_leaves_out_zero_subdirectories_which_postmark_rejects():
 @pytest.mark.parametrize("location", ["", "/mnt/with space", "/a\nb"])
 def test_command_file_refuses_locations_postmark_would_split(location):
     with pytest.raises(ValueError, match="location"):
-        P.command_file(PostMarkConfig(), location)
+        T.command_file(PostMarkConfig(), location)
 
 
 def test_data_amounts_use_binary_units():
-    a = P.DataAmount.parse("5.96", "megabytes")
+    a = T.DataAmount.parse("5.96", "megabytes")
     assert a.bytes == pytest.approx(5.96 * 2**20) and a.resolution_bytes == pytest.approx(0.005 * 2**20)
-    b = P.DataAmount.parse("9.77", "kilobytes")
+    b = T.DataAmount.parse("9.77", "kilobytes")
     assert b.bytes == pytest.approx(9.77 * 1024)
-    with pytest.raises(P.PostMarkError, match="unit"):
-        P.DataAmount.parse("1.0", "gigabytes")
+    with pytest.raises(T.PostMarkError, match="unit"):
+        T.DataAmount.parse("1.0", "gigabytes")
 
 
 def test_parser_refuses_reports_with_errors_or_gaps():
-    with pytest.raises(P.PostMarkError, match="cannot open"):
-        P.parse_report("Error: cannot open '/x/1' for writing\nTime:\n\t1 seconds total\n")
-    with pytest.raises(P.PostMarkError, match="Time:"):
-        P.parse_report("Creating files...Done\n")
-    with pytest.raises(P.PostMarkError, match="Mixed with transactions"):
-        P.parse_report("PostMark\nTime:\n\t3 seconds total\n")
+    with pytest.raises(T.PostMarkError, match="cannot open"):
+        T.parse_report("Error: cannot open '/x/1' for writing\nTime:\n\t1 seconds total\n")
+    with pytest.raises(T.PostMarkError, match="Time:"):
+        T.parse_report("Creating files...Done\n")
+    with pytest.raises(T.PostMarkError, match="Mixed with transactions"):
+        T.parse_report("PostMark\nTime:\n\t3 seconds total\n")
 
 
-def _fake_run(report: P.PostMarkReport, wall_s: float, elapsed_s: float) -> P.PostMarkRun:
-    env = P.RunEnvironment(layout="native", kernel_release="k", file_system="ext3", mount_options="rw",
+def _fake_run(report: T.PostMarkReport, wall_s: float, elapsed_s: float) -> R.PostMarkRun:
+    env = R.RunEnvironment(stack="native", kernel_release="k", file_system="ext3", mount_options="rw",
                            device="/dev/loop9", read_ahead_kb=128, scheduler="none", backing="/x")
-    return P.PostMarkRun(report=dataclasses.replace(report, elapsed_s=elapsed_s), wall_s=wall_s,
+    return R.PostMarkRun(report=dataclasses.replace(report, elapsed_s=elapsed_s), wall_s=wall_s,
                          environment=env, config=PostMarkConfig())
 
 
-def _any_report() -> P.PostMarkReport:
-    amt = P.DataAmount(1.0, "megabytes", float(MiB), 0.005 * MiB)
-    return P.PostMarkReport(1, 1, 10, 20, 20, 10, 10, 5, 5, 5, 5, 20, 20, 10, 10, amt, amt, amt, amt)
+def _any_report() -> T.PostMarkReport:
+    amt = T.DataAmount(1.0, "megabytes", float(MiB), 0.005 * MiB)
+    return T.PostMarkReport(1, 1, 10, 20, 20, 10, 10, 5, 5, 5, 5, 20, 20, 10, 10, amt, amt, amt, amt)
 
 
 def test_summary_mean_and_student_t_interval():
     runs = [_fake_run(_any_report(), wall_s=w, elapsed_s=w) for w in (11.0, 12.0, 13.0)]
-    s = P.summarize(runs)
+    s = R.summarize(runs)
     assert s.params["wall_s"] == pytest.approx(12.0)
     assert s.bse["wall_s"] == pytest.approx(1 / math.sqrt(3))
     # t(0.975, df=2) = 4.302652729911275 (tables)
@@ -111,32 +115,32 @@ def test_summary_mean_and_student_t_interval():
     assert (lo, hi) == pytest.approx((12 - 4.302652729911275 / math.sqrt(3), 12 + 4.302652729911275 / math.sqrt(3)))
     assert s.params["read_bytes_per_s_wall"] == pytest.approx(MiB * (1 / 11 + 1 / 12 + 1 / 13) / 3)
     assert not s.coarse
-    one = P.summarize(runs[:1])
+    one = R.summarize(runs[:1])
     assert all(math.isnan(v) for v in one.conf_int()["wall_s"])
-    assert P.summarize([_fake_run(_any_report(), 9.9, 9)]).coarse
-    assert "coarse" in P.summarize([_fake_run(_any_report(), 9.9, 9)]).summary()
+    assert R.summarize([_fake_run(_any_report(), 9.9, 9)]).coarse
+    assert "coarse" in R.summarize([_fake_run(_any_report(), 9.9, 9)]).summary()
 
 
 def test_emulated_runs_say_they_measure_an_emulator():
-    env = P.RunEnvironment(layout="lvm1", kernel_release="k", file_system="ext3", mount_options="rw",
+    env = R.RunEnvironment(stack="lvm1", kernel_release="k", file_system="ext3", mount_options="rw",
                            device="/dev/dm-0", read_ahead_kb=128, scheduler="none", backing="/dev/vda",
                            emulated=True, accelerator="tcg")
-    run = P.PostMarkRun(report=_any_report(), wall_s=12.0, environment=env, config=PostMarkConfig())
-    s = P.summarize([run])
+    run = R.PostMarkRun(report=_any_report(), wall_s=12.0, environment=env, config=PostMarkConfig())
+    s = R.summarize([run])
     assert "timings measure an emulator" in s.summary()
     assert "emulator" in s.to_dict()["environment"]["note"]
 
 
 def test_guest_body_is_valid_sh():
-    body = P.guest_body(PostMarkConfig(), repeats=2, memory_limit_bytes=64 * MiB)
-    plan = L.build_plan("lvm1", backing="/dev/vda", fs_size_bytes=64 * MiB)
+    body = G.guest_body(PostMarkConfig(), repeats=2, memory_limit_bytes=64 * MiB)
+    plan = L.build_plan(paper_stack("lvm1", fs_size_bytes=64 * MiB), backing="/dev/vda")
     res = subprocess.run(["/bin/sh", "-n"], input=plan.render_script(body), text=True, capture_output=True)
     assert res.returncode == 0, res.stderr
     assert "set location $DISKMODEL_MNT" in body
     with pytest.raises(ValueError, match="repeats"):
-        P.guest_body(PostMarkConfig(), repeats=0)
+        G.guest_body(PostMarkConfig(), repeats=0)
     with pytest.raises(ValueError, match="memory_limit_bytes"):
-        P.guest_body(PostMarkConfig(), memory_limit_bytes=1000)
+        G.guest_body(PostMarkConfig(), memory_limit_bytes=1000)
 
 
 # ---------------------------------------------------------------- parser on a real report
@@ -154,9 +158,9 @@ def test_parser_on_a_real_report_agrees_with_postmarks_terse_bytes(tmp_path):
     loc.mkdir()
     cfg = PostMarkConfig(number_of_files=400, min_file_size_bytes=500, max_file_size_bytes=20_000,
                          transactions=3000, seed=7)
-    verbose = _postmark(P.command_file(cfg, loc), tmp_path)
-    P.check_echoed_config(cfg, verbose)
-    r = P.parse_report(verbose)
+    verbose = _postmark(T.command_file(cfg, loc), tmp_path)
+    T.check_echoed_config(cfg, verbose)
+    r = T.parse_report(verbose)
     assert r.transactions == 3000
     assert r.files_created == r.files_created_alone + r.files_created_mixed
     assert r.files_deleted == r.files_deleted_alone + r.files_deleted_mixed
@@ -165,7 +169,7 @@ def test_parser_on_a_real_report_agrees_with_postmarks_terse_bytes(tmp_path):
     assert 0 < r.files_read + r.files_appended <= 3000
     assert r.data_read.unit == r.data_written.unit == "megabytes"
     # The same seeded run, terse: PostMark prints exact bytes per second and whole seconds.
-    terse = _postmark(P.command_file(cfg, loc).replace("set report verbose", "set report terse"), tmp_path)
+    terse = _postmark(T.command_file(cfg, loc).replace("set report verbose", "set report terse"), tmp_path)
     fields = terse.strip().splitlines()[-1].split()
     t_total = int(fields[0])
     exact_read, exact_written = float(fields[-2]) * t_total, float(fields[-1]) * t_total
@@ -181,9 +185,9 @@ def test_parser_on_a_real_report_agrees_with_postmarks_terse_bytes(tmp_path):
 def test_echoed_config_mismatch_is_an_error():
     text = ("The base number of files is 500\nTransactions: 500\nBiases are: read/append=5, create/delete=5\n"
             "Using Unix buffered file I/O\nRandom number generator seed is 42\n")
-    P.check_echoed_config(PostMarkConfig(), text)
-    with pytest.raises(P.PostMarkError, match="seed: 42 vs 43"):
-        P.check_echoed_config(PostMarkConfig(seed=43), text)
+    T.check_echoed_config(PostMarkConfig(), text)
+    with pytest.raises(T.PostMarkError, match="seed: 42 vs 43"):
+        T.check_echoed_config(PostMarkConfig(seed=43), text)
 
 
 # ---------------------------------------------------------------- CLI helpers
@@ -238,7 +242,9 @@ def test_native_ext3_run_gives_real_numbers_and_leaves_nothing(tmp_path):
     assert "mkfs.ext3" in res.stderr and "umount" in res.stderr  # every step logged
     doc = json.loads(out.read_text())
     env = doc["environment"]
-    assert env["layout"] == "native" and env["file_system"] == "ext3"
+    assert env["stack"] == "native" and env["file_system"] == "ext3"
+    assert env["stack_description"].startswith("stack native:\n  ext3 file system")
+    assert "stack native" in res.stdout
     assert env["kernel_release"] == platform.release()
     assert re.fullmatch(r"/dev/loop\d+", env["device"])
     assert env["read_ahead_kb"] > 0 and env["scheduler"]
@@ -275,14 +281,16 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     cfg = postmark_preset("test2").evolve(number_of_files=500, transactions=1000)
     fs = 64 * MiB
-    with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required("native", fs)) as scratch:
-        plan = L.build_plan("native", backing=scratch.path, fs_size_bytes=fs)
-        with L.HostExecutor(plan) as ex:
-            body = P.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device_expr=plan.device_expr)
+    stack = paper_stack("native", fs_size_bytes=fs)
+    with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(stack)) as scratch:
+        plan = L.build_plan(stack, backing=scratch.path)
+        with HostExecutor(plan) as ex:
+            body = G.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device_expr=plan.device_expr)
             res = ex.run_command(f"DISKMODEL_SCRATCH={scratch.path}\n{body}", "guest body on the host")
         assert ex.teardown().left == []
     assert res.returncode == 0, res.stdout + res.stderr
-    s = P.parse_guest_output(res.stdout, cfg, layout="native", accelerator="host", memory_limit_bytes=32 * MiB)
+    s = G.parse_guest_output(res.stdout, cfg, stack=stack, accelerator="host", memory_limit_bytes=32 * MiB)
+    assert s.environment.stack == "native" and "partition /dev/sda3" in s.environment.stack_description
     assert s.n == 2 and not s.environment.emulated
     assert s.environment.kernel_release == platform.release()
     assert s.environment.cgroup_version in (1, 2)
@@ -313,7 +321,7 @@ def test_lvm_layouts_in_the_vm_with_real_lvm2(tmp_path, layout, pvs):
     assert res.returncode == 0, res.stderr[-4000:]
     doc = json.loads(out.read_text())
     env = doc["environment"]
-    assert env["layout"] == layout
+    assert env["stack"] == layout
     assert re.fullmatch(r"/dev/mapper/diskmodel_[0-9a-f]+-LogVol02 \(dm-\d+\)", env["device"])
     assert env["file_system"] == "ext3" and env["cgroup_version"] == 2
     assert env["emulated"] is True and env["accelerator"] == "tcg"
@@ -326,8 +334,34 @@ def test_lvm_layouts_in_the_vm_with_real_lvm2(tmp_path, layout, pvs):
     per_pv = 16 // pvs
     assert len(re.findall(rf"guest\| diskmodel: step \d+: check \S+ uses all {per_pv} extents of PV \d",
                           res.stderr)) == pvs
-    assert f'Volume group "' in res.stderr and "successfully removed" in res.stderr
+    assert 'Volume group "' in res.stderr and "successfully removed" in res.stderr
     assert len(re.findall(r"Labels on physical volume \"/dev/loop\d\" successfully wiped", res.stderr)) == pvs
+
+
+@pytest.mark.integration
+def test_a_striped_stack_file_is_built_in_the_vm_as_described(tmp_path):
+    """--stack: an LVM striped volume over two partitions of the scratch, ext2, noatime: built as written."""
+    _require_vm()
+    from diskmodel.model.drives import PresetDrive
+    from diskmodel.model.stack import FileSystemNode, Stack
+    from diskmodel.model.volumes import Partition, StripedVolume
+
+    pvs = (Partition(MiB, 41 * MiB, "/dev/sda1"), Partition(48 * MiB, 41 * MiB, "/dev/sda2"))
+    stack = Stack(FileSystemNode(StripedVolume(pvs, stripe_size_bytes=64 * 1024, name="stripes"), kind="ext2",
+                                 mount_options=("noatime",)), (PresetDrive("wd800bd"),), "two stripes")
+    path, out = tmp_path / "stack.json", tmp_path / "out.json"
+    path.write_text(stack.to_json())
+    res = _cli("--stack", str(path), "--workload", "test1", "--vm", "--files", "100", "--transactions", "300",
+               "--max-size", "20000", "--json", str(out), timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    env = json.loads(out.read_text())["environment"]
+    assert env["stack"] == "two stripes" and "LVM striped volume stripes" in env["stack_description"]
+    assert re.fullmatch(r"/dev/mapper/diskmodel_[0-9a-f]+-stripes \(dm-\d+\)", env["device"])
+    assert env["file_system"] in ("ext2", "ext4") and "noatime" in env["mount_options"].split(",")
+    # two PVs of (41 - 1) MiB // 4 MiB = 10 extents, striped in 64 KiB chunks: 20 extents, 10 on each
+    assert "lvcreate -y -W n -i 2 -I 64k -l 20 -n stripes" in res.stderr
+    assert len(re.findall(r"guest\| diskmodel: step \d+: check \S+ uses all 10 extents of PV \d", res.stderr)) == 2
+    assert len(re.findall(r"Labels on physical volume \"/dev/loop\d\" successfully wiped", res.stderr)) == 2
 
 
 # ---------------------------------------------------------------- SIGINT leaves nothing behind
@@ -345,14 +379,21 @@ class _Reader(threading.Thread):
         return "".join(self.lines)
 
 
-def _wait_for(cond, timeout: float, what: str):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+def _interrupted(proc, err) -> int:
+    """SIGINT to a running `diskmodel postmark`, whose exit status (after up to 60 s) is returned;
+    it is killed if it is still there after that, or if the test fails before (the caller's finally)."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=60)
+    finally:
+        _kill(proc)
+        err.join(5)
+
+
+def _kill(proc) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.integration
@@ -367,19 +408,15 @@ def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path)
     err = _Reader(proc.stderr)
     err.start()
     try:
-        pm = _wait_for(lambda: [p for p, c in _children(proc.pid).items() if c == "postmark"], 60,
+        pm = wait_for(lambda: [p for p, c in _children(proc.pid).items() if c == "postmark"], 60,
                        "postmark to start")
         assert _loops_backed_by(scratch) and _our_cgroups(proc.pid)
         mnt = re.search(r"stdout: (/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
         assert _mounts_under(mnt)
         time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
+        rc = _interrupted(proc, err)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    err.join(5)
+        _kill(proc)
     assert rc == 130, err.text()[-3000:]
     assert "interrupted" in err.text()
     assert _loops_backed_by(scratch) == []
@@ -399,18 +436,14 @@ def test_sigint_during_a_vm_run_leaves_no_vm_behind(tmp_path):
     err = _Reader(proc.stderr)
     err.start()
     try:
-        _wait_for(lambda: "DISKMODEL_PM BEGIN 1" in err.text(), 240, "PostMark to start in the guest")
+        wait_for(lambda: "DISKMODEL_PM BEGIN 1" in err.text(), 240, "PostMark to start in the guest")
         qemu = [p for p, c in _children(proc.pid).items() if c.startswith("qemu")]
         assert qemu
         run_dir = re.search(r"vm: run directory (\S+)", err.text()).group(1)
         assert Path(run_dir).exists()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
+        rc = _interrupted(proc, err)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    err.join(5)
+        _kill(proc)
     assert rc == 130, err.text()[-3000:]
     for pid in qemu:
         assert not Path(f"/proc/{pid}").exists() or not Path(f"/proc/{pid}/comm").read_text().startswith("qemu")

@@ -9,11 +9,13 @@ from hypothesis import given, settings, strategies as st
 
 from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
 from diskmodel.model.filesystem import FileSystem, PageCache
-from diskmodel.model.volumes import LvmMapping, paper_layout
-from diskmodel.model.fit.postmark import Case, FitResult, fit_io_parameters, fit_lvm_mapping
+from diskmodel.model.volumes import LvmMapping
+from diskmodel.model.stack import paper_stack, stack_on
+from diskmodel.model.fit import Case, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import Prediction, format_postmark_rate, predict
 from diskmodel.model.presets import load_preset
-from diskmodel.model.workload import MIB, PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
+from diskmodel.model.units import MIB
+from diskmodel.model.workload import PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
 
 
 
@@ -85,7 +87,7 @@ def test_format_postmark_rate_golden():
 
 
 def test_prediction_consistency(disk, counts):
-    p = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), counts, PageCache())
+    p = predict(stack_on(disk, paper_stack("native", disk=disk).volume, FileSystem()), counts, PageCache())
     assert isinstance(p, Prediction)
     assert p.read_throughput_bytes_per_s == pytest.approx(counts.total.bytes_read / p.elapsed_s)
     assert p.write_throughput_bytes_per_s / p.read_throughput_bytes_per_s == pytest.approx(
@@ -100,11 +102,11 @@ def test_prediction_consistency(disk, counts):
 
 
 def test_lvm_costs_add_to_the_elapsed_time(disk, counts):
-    native = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), counts)
-    lvm1_free = predict(disk, paper_layout("lvm1", disk.capacity_bytes), FileSystem(), counts)
+    native = predict(stack_on(disk, paper_stack("native", disk=disk).volume, FileSystem()), counts)
+    lvm1_free = predict(stack_on(disk, paper_stack("lvm1", disk=disk).volume, FileSystem()), counts)
     mapping = LvmMapping(md_mapping_s=1e-4, fb_mapping_s=1e-5)
-    lvm1 = predict(disk, paper_layout("lvm1", disk.capacity_bytes), FileSystem(), counts, lvm_mapping=mapping)
-    lvm2 = predict(disk, paper_layout("lvm2", disk.capacity_bytes), FileSystem(), counts, lvm_mapping=mapping)
+    lvm1 = predict(stack_on(disk, paper_stack("lvm1", disk=disk).volume, FileSystem()), counts, lvm_mapping=mapping)
+    lvm2 = predict(stack_on(disk, paper_stack("lvm2", disk=disk).volume, FileSystem()), counts, lvm_mapping=mapping)
     # same place on the disk, no mapping cost: within 2 % of native (1 MiB shift, slightly smaller volume)
     assert lvm1_free.elapsed_s == pytest.approx(native.elapsed_s, rel=0.02)
     assert lvm1.lvm_parts["md_mapping_s"] == pytest.approx(1e-4 * lvm1.io_counts["metadata_ios"])
@@ -120,7 +122,7 @@ def test_throughput_is_positive(files, tx, high_kib, layout, md, fb):
     disk = load_preset("wd800bd")
     cfg = PostMarkConfig(number_of_files=files, transactions=tx, min_file_size_bytes=1,
                          max_file_size_bytes=high_kib * 1024)
-    p = predict(disk, paper_layout(layout, disk.capacity_bytes), FileSystem(), cfg,
+    p = predict(stack_on(disk, paper_stack(layout, disk=disk).volume, FileSystem()), cfg,
                 lvm_mapping=LvmMapping(md, fb))
     assert p.elapsed_s > 0 and math.isfinite(p.elapsed_s)
     assert p.write_throughput_bytes_per_s > 0
@@ -136,18 +138,18 @@ def test_fit_lvm_mapping_recovers_known_coefficients(disk):
         wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
                                             max_file_size_bytes=high))
         for name in ("lvm1", "lvm2"):
-            layout = paper_layout(name, disk.capacity_bytes)
-            p = predict(disk, layout, FileSystem(), wl, lvm_mapping=truth)
+            layout = paper_stack(name, disk=disk).volume
+            p = predict(stack_on(disk, layout, FileSystem()), wl, lvm_mapping=truth)
             cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s,
                               label=f"{high}/{name}"))
     fit = fit_lvm_mapping(cases)
-    assert isinstance(fit, FitResult) and fit.success
+    assert isinstance(fit, PostMarkFit) and fit.success
     assert fit.params["md_mapping_s"] == pytest.approx(2e-4, rel=0.02)
     assert fit.params["fb_mapping_s"] == pytest.approx(3e-5, rel=0.02)
     assert np.max(np.abs(fit.residuals)) < 1e-3
-    lo, hi = fit.conf_int()["md_mapping_s"]
-    assert lo <= fit.params["md_mapping_s"] <= hi
-    assert "md_mapping_s" in fit.summary() and "<pre>" in fit._repr_html_()
+    ci = fit.conf_int()
+    assert ci.loc["md_mapping_s", "lower"] <= fit.params["md_mapping_s"] <= ci.loc["md_mapping_s", "upper"]
+    assert "md_mapping_s" in fit.summary() and "<th>md_mapping_s</th>" in fit._repr_html_()
     import matplotlib
     matplotlib.use("Agg")
     ax = fit.plot()
@@ -162,8 +164,8 @@ def test_fit_io_parameters_recovers_a_host_rate(disk):
     for high, files in ((8 * 1024, 3000), (200 * 1024, 800), (64 * 1024, 3000)):
         wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
                                             max_file_size_bytes=high))
-        layout = paper_layout("native", disk.capacity_bytes)
-        p = predict(slow, layout, FileSystem(), wl, cache)
+        layout = paper_stack("native", disk=disk).volume
+        p = predict(stack_on(slow, layout, FileSystem()), wl, cache)
         cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s))
     fit = fit_io_parameters(cases, initial={"page_cache_bytes": 100 * MIB})
     assert fit.params["interface_rate_bytes_per_s"] == pytest.approx(8e6, rel=0.05)
@@ -175,12 +177,12 @@ def test_fit_io_parameters_recovers_a_file_data_rate(disk):
     truth = FileSystem(overlapped_writeback=True, file_data_rate_bytes_per_s=3.7e6)
     start = FileSystem(overlapped_writeback=True)
     cache = PageCache(size_bytes=1536 * MIB)
-    layout = paper_layout("native", disk.capacity_bytes)
+    layout = paper_stack("native", disk=disk).volume
     cases = []
     for high, files in ((100 * 1024, 2000), (300 * 1024, 1000)):
         wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=4000, min_file_size_bytes=1024,
                                             max_file_size_bytes=high))
-        p = predict(disk, layout, truth, wl, cache)
+        p = predict(stack_on(disk, layout, truth), wl, cache)
         cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s,
                           filesystem=start, cache=cache))
     fit = fit_io_parameters(cases, parameters=("file_data_rate_bytes_per_s",))
@@ -189,7 +191,7 @@ def test_fit_io_parameters_recovers_a_file_data_rate(disk):
 
 
 def test_fit_bad_input(disk, counts):
-    native = paper_layout("native", disk.capacity_bytes)
+    native = paper_stack("native", disk=disk).volume
     with pytest.raises(ValueError, match="cases"):
         fit_lvm_mapping([Case(disk, native, counts, 1e6, 1e6)])
     with pytest.raises(ValueError, match="read_throughput_bytes_per_s"):
@@ -197,19 +199,19 @@ def test_fit_bad_input(disk, counts):
     with pytest.raises(ValueError, match="read_throughput_bytes_per_s or write"):
         Case(disk, native, counts)
     with pytest.raises(ValueError, match="lvm_mapping"):
-        predict(disk, native, FileSystem(), counts, lvm_mapping=(1, 2))
+        predict(stack_on(disk, native, FileSystem()), counts, lvm_mapping=(1, 2))
 
 
 @pytest.mark.slow
 def test_pipeline_prediction_terms_sum_to_elapsed_and_lvm_cost_loads_the_link(disk, counts):
     fs = FileSystem(overlapped_writeback=True)
     slow = disk.evolve(interface_rate_bytes_per_s=4e6)
-    native = predict(slow, paper_layout("native", disk.capacity_bytes), fs, counts)
+    native = predict(stack_on(slow, paper_stack("native", disk=disk).volume, fs), counts)
     assert native.terms["T_overlap"] < 0
     assert native.elapsed_s == pytest.approx(sum(native.terms.values()))
     assert native.elapsed_s == pytest.approx(max(native.details["stages"].values()), rel=1e-6)
     mapping = LvmMapping(md_mapping_s=1e-4, fb_mapping_s=1e-5)
-    lvm1 = predict(slow, paper_layout("lvm1", disk.capacity_bytes), fs, counts, lvm_mapping=mapping)
+    lvm1 = predict(stack_on(slow, paper_stack("lvm1", disk=disk).volume, fs), counts, lvm_mapping=mapping)
     assert lvm1.elapsed_s == pytest.approx(sum(lvm1.terms.values()))
     added = lvm1.lvm_parts["md_mapping_s"] + lvm1.lvm_parts["fb_mapping_s"]
     assert added == pytest.approx(1e-4 * lvm1.io_counts["metadata_ios"] + 1e-5 * lvm1.io_counts["data_block_ios"])
@@ -218,7 +220,7 @@ def test_pipeline_prediction_terms_sum_to_elapsed_and_lvm_cost_loads_the_link(di
     assert stages["link_s"] == max(stages.values())
     assert lvm1.elapsed_s > native.elapsed_s + 0.9 * added
     # serial model: no overlap term
-    serial = predict(slow, paper_layout("native", disk.capacity_bytes), FileSystem(), counts)
+    serial = predict(stack_on(slow, paper_stack("native", disk=disk).volume, FileSystem()), counts)
     assert serial.terms["T_overlap"] == 0.0
     assert serial.elapsed_s > native.elapsed_s
 
@@ -230,14 +232,14 @@ def test_request_mapping_cost_and_choice_of_fitted_coefficients(disk):
     for high, files in ((8 * 1024, 3000), (200 * 1024, 800)):
         wl = expected_counts(PostMarkConfig(number_of_files=files, transactions=3000, min_file_size_bytes=1,
                                             max_file_size_bytes=high))
-        layout = paper_layout("lvm2", disk.capacity_bytes)
-        p = predict(disk, layout, FileSystem(), wl, lvm_mapping=truth)
+        layout = paper_stack("lvm2", disk=disk).volume
+        p = predict(stack_on(disk, layout, FileSystem()), wl, lvm_mapping=truth)
         # complexity 2 (two segments on one disk) times the cost times the data requests
         assert p.lvm_parts["request_mapping_s"] == pytest.approx(2 * 2e-3 * p.io_counts["data_requests"])
         assert p.lvm_parts["md_mapping_s"] == 0.0
         cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s))
     fit = fit_lvm_mapping(cases, parameters=("request_mapping_s", "fb_mapping_s"))
-    assert fit.names == ("request_mapping_s", "fb_mapping_s")
+    assert list(fit.params.index) == ["request_mapping_s", "fb_mapping_s"]
     assert fit.params["request_mapping_s"] == pytest.approx(2e-3, rel=0.02)
     assert fit.params["fb_mapping_s"] == pytest.approx(3e-5, rel=0.05)
     with pytest.raises(ValueError, match="parameters"):
@@ -253,7 +255,7 @@ def test_data_requests_count_by_hand(disk):
     cfg = PostMarkConfig(number_of_files=1000, transactions=2000, min_file_size_bytes=4096,
                          max_file_size_bytes=4096)
     wl = expected_counts(cfg)
-    p = predict(disk, paper_layout("native", disk.capacity_bytes), FileSystem(), wl, PageCache(size_bytes=1 << 30))
+    p = predict(stack_on(disk, paper_stack("native", disk=disk).volume, FileSystem()), wl, PageCache(size_bytes=1 << 30))
     fresh_pieces = math.ceil(1000 * 4096 / (512 * 1024))   # 8
     expected = fresh_pieces + (wl.total.creates - 1000) + wl.total.appends
     assert p.io_counts["data_requests"] == pytest.approx(expected)
@@ -271,10 +273,10 @@ def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
     truth = LvmMapping(md_mapping_s=1e-2)
     cases = []
     for name in ("lvm1", "lvm2"):
-        layout = paper_layout(name, disk.capacity_bytes)
-        p = predict(disk, layout, fs, wl, lvm_mapping=truth)
+        layout = paper_stack(name, disk=disk).volume
+        p = predict(stack_on(disk, layout, fs), wl, lvm_mapping=truth)
         assert p.details["stages"]["link_s"] == max(p.details["stages"].values())   # the cost shows
-        free = predict(disk, layout, fs, wl)
+        free = predict(stack_on(disk, layout, fs), wl)
         assert free.details["stages"]["link_s"] < free.details["stages"]["media_s"]   # without it: hidden
         cases.append(Case(disk, layout, wl, p.read_throughput_bytes_per_s, p.write_throughput_bytes_per_s,
                           filesystem=fs))
@@ -293,5 +295,5 @@ def test_predict_refuses_a_layout_over_several_disks():
 
     disk = load_preset("wd800bd")
     volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))
-    with pytest.raises(ValueError, match="layout spans 2 disks"):
-        predict(disk, volume)
+    with pytest.raises(ValueError, match="spans 2 disks"):
+        predict(stack_on(disk, volume))

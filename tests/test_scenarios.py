@@ -5,13 +5,16 @@ import numpy as np
 import pytest
 
 from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.volumes import MIB, GB, Partition, StripedVolume, paper_layout, region_access_time_s
+from diskmodel.model.units import GB, MIB
+from diskmodel.model.volumes import LvmMapping, Partition, StripedVolume
+from diskmodel.model.volume_on_disk import VolumeOnDisk
 from diskmodel.model.predict import predict
 from diskmodel.model.presets import load_preset
 from diskmodel.model.scenarios import (location_table, plot_predicted_vs_measured, prediction_table,
                                        spaced_partitions, striped_random_read_time_s, striped_volume_read_time_s,
                                        striping_table)
 from diskmodel.model.seek import TwoPieceSeek, random_pair_distance_pmf
+from diskmodel.model.stack import paper_stack, stack_on
 from diskmodel.model.workload import PostMarkConfig
 
 
@@ -43,7 +46,8 @@ def test_location_table(disk):
     # outer zones are faster: the rate never rises inward, and the first 2 GB lie in the outer zone
     assert np.all(np.diff(rates) <= 0) and rates[0] > 1.5 * rates[-1]
     assert rates[0] == pytest.approx(disk.zone_rates_bytes_per_s()[0])
-    assert table["random_read_s"].iloc[3] == pytest.approx(float(region_access_time_s(disk, parts[3], 4096).total_s))
+    assert table["random_read_s"].iloc[3] == pytest.approx(
+        float(VolumeOnDisk(disk, parts[3]).access_time_s(4096).total_s))
     assert np.allclose(table["random_iops"], 1 / table["random_read_s"])
 
 
@@ -51,23 +55,26 @@ def test_location_table_with_postmark(disk):
     parts = spaced_partitions(disk.capacity_bytes, 2 * GB, 70 * GB)
     workload = PostMarkConfig(number_of_files=200, transactions=200)
     table = location_table(disk, parts, workload=workload)
-    direct = predict(disk, parts[1], workload=workload)
+    direct = predict(stack_on(disk, parts[1]), workload)
     assert table["postmark_read_bytes_per_s"].iloc[1] == pytest.approx(direct.read_throughput_bytes_per_s)
     with pytest.raises(ValueError, match="request_size_bytes"):
         location_table(disk, parts, request_size_bytes=float("nan"))
 
 
 def test_prediction_table(disk):
-    layouts = {name: paper_layout(name, disk.capacity_bytes) for name in ("native", "lvm2")}
+    stacks = {name: paper_stack(name, disk=disk) for name in ("native", "lvm2")}
     workloads = {"small": PostMarkConfig(number_of_files=200, transactions=200)}
-    table = prediction_table(disk, layouts, workloads)
+    mapping = LvmMapping(md_mapping_s=1e-3)
+    table = prediction_table(stacks, workloads, mappings={"lvm2": mapping})
     assert len(table) == 2 and set(table["layout"]) == {"native", "lvm2"}
-    direct = predict(disk, layouts["lvm2"], workload=workloads["small"])
+    direct = predict(stacks["lvm2"], workloads["small"], lvm_mapping=mapping)
     row = table.set_index("layout").loc["lvm2"]
-    assert row["write_bytes_per_s"] == pytest.approx(direct.write_throughput_bytes_per_s)
-    assert row["T_LVM_MO"] == pytest.approx(direct.terms["T_LVM_MO"])
+    assert row["write_bytes_per_s"] == direct.write_throughput_bytes_per_s
+    assert row["T_LVM_MO"] == direct.terms["T_LVM_MO"] > predict(stacks["lvm2"], workloads["small"]).terms["T_LVM_MO"]
     with pytest.raises(ValueError, match="mappings"):
-        prediction_table(disk, layouts, workloads, mappings={"lvm9": None})
+        prediction_table(stacks, workloads, mappings={"lvm9": None})
+    with pytest.raises(ValueError, match=r"stacks\['native'\] must be a Stack"):
+        prediction_table({"native": stacks["native"].volume}, workloads)
 
 
 def test_striped_one_disk_is_the_plain_random_read(disk):
@@ -141,7 +148,7 @@ def test_striped_volume(disk):
                                       region_start_bytes=MIB, region_size_bytes=per_pv)
     assert np.allclose(got, want)
     # 1 MiB over four 256 KiB chunks on four disks beats one disk reading it all
-    assert got[1] < float(region_access_time_s(disk, Partition(0, 20 * GB), 1 * MIB).total_s)
+    assert got[1] < float(VolumeOnDisk(disk, Partition(0, 20 * GB)).access_time_s(1 * MIB).total_s)
     one_disk = StripedVolume(tuple(Partition(k * 20 * GB, 20 * GB, f"sda{k}") for k in range(2)))
     with pytest.raises(ValueError, match="volume"):
         striped_volume_read_time_s(disk, one_disk, 4096)

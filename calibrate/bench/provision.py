@@ -1,96 +1,70 @@
-"""Native, LVM-1 and LVM-2 storage layouts as plans of undoable shell steps.
+"""Storage stacks built on a scratch file or device, as plans of undoable shell steps.
 
-Djordjevic & Timcenko (2015), section 4.1, Tables 1-3:
+A :class:`diskmodel.model.stack.Stack` (the paper's native, LVM-1 and
+LVM-2 stacks are :func:`diskmodel.model.stack.paper_stack`) becomes a
+:class:`StackPlan`, a sequence of :class:`Step` objects, each a shell command
+with the shell command that undoes it. The scratch file or block device
+stands for the stack's disk: every partition becomes a loop device over the
+same byte range of it (``losetup --offset --sizelimit``, with
+``--direct-io=on`` so the backing file's page cache does not cache the data a
+second time, outside any memory limit); on them the LVM volume (``pvcreate``,
+``vgcreate``, ``lvcreate`` with the exact extent count, checked) and the file
+system (``mkfs``, a fresh mount point, ``mount``) are built. Each node type of
+the stack has its builder here (:func:`builds`); a new node type (RAID, a
+thin pool, a loop file) adds its own without touching the others.
 
-- ``native``: a file system directly on one block device (Table 1);
-- ``lvm1``: one physical volume, one volume group, one logical volume using
-  all of it (Table 2);
-- ``lvm2``: two physical volumes of half the size each, concatenated into one
-  volume group and one logical volume of the same total size (Table 3).
+The same plan drives
 
-The file system has exactly the same size in all three layouts, as in the
-paper: the logical volume is created with an exact extent count, and the
-physical volumes are sized so that they hold exactly that many extents.
-
-A layout is a :class:`LayoutPlan`, a sequence of :class:`Step` objects, each a
-shell command with the shell command that undoes it. The same plan drives
-
-- the host, through :class:`HostExecutor` (``/bin/sh -c`` per step, every step
-  logged, completed steps undone in reverse on failure, SIGINT and SIGTERM turned
-  into exceptions so that a ``finally`` tears everything down, teardown
-  idempotent), and
-- a throwaway VM, through :meth:`LayoutPlan.render_script`, one shell script
+- the host, through :class:`diskmodel.calibrate.bench.host_executor.HostExecutor`
+  (``/bin/sh -c`` per step, every step logged, completed steps undone in
+  reverse on failure, SIGINT and SIGTERM turned into exceptions so that a
+  ``finally`` tears everything down, teardown idempotent), and
+- a throwaway VM, through :meth:`StackPlan.render_script`, one shell script
   with a ``trap`` that runs the undo commands of the steps that completed.
 
 Steps may capture their standard output into a shell variable (``capture``);
 later commands and undo commands refer to it as ``"$NAME"``. On the host the
 captured values are passed to later steps as environment variables, so the
-command text is identical in both places.
-
-Every block device a plan builds on is a loop device over a region of the
-scratch file or scratch block device (``losetup --offset --sizelimit``, with
-``--direct-io=on`` so the backing file's page cache does not cache the data a
-second time, outside any memory limit). All three layouts share that base, so
-the differences measured between them are those of LVM.
+command text is identical in both places. Every step that creates something
+carries a ``resource`` record, which the run writes down before the step runs
+(:mod:`diskmodel.calibrate.harness.runstate`).
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
 import secrets
 import shlex
-import signal
-import stat
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable
 
-from diskmodel.calibrate.harness import runstate
-from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
+from diskmodel.model.nodes import kind_of
+from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
+from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.units import MIB
 
 __all__ = [
-    "LAYOUTS",
-    "FILE_SYSTEMS",
-    "EXTENT_BYTES",
-    "PV_SLACK_BYTES",
     "Step",
     "Region",
-    "LayoutPlan",
-    "LayoutError",
+    "StackPlan",
     "LayoutUnavailable",
-    "Interrupted",
-    "HostExecutor",
+    "builds",
     "build_plan",
-    "regions_for",
     "backing_bytes_required",
     "device_mapper_available",
     "require_device_mapper",
-    "handle_signals",
 ]
 
 log = logging.getLogger(__name__)
 
-LAYOUTS: tuple[str, ...] = ("native", "lvm1", "lvm2")
-FILE_SYSTEMS: tuple[str, ...] = ("ext3", "ext2", "ext4", "xfs")
-
-MIB = 1 << 20
-#: LVM physical extent size used for every volume group [bytes] (vgcreate -s 4m).
-EXTENT_BYTES = 4 * MIB
-#: Data area start of every physical volume [bytes] (pvcreate --dataalignment 1m).
-PE_START_BYTES = 1 * MIB
-#: Extra room in every physical volume beyond pe_start + its extents, less than
-#: one extent so it never adds one [bytes].
-PV_SLACK_BYTES = 2 * MIB
-#: Regions of the scratch space start on MiB boundaries.
-REGION_ALIGN_BYTES = 1 * MIB
-#: The first region starts this far into the scratch [bytes], like a first
-#: partition: an LVM label at the start of the first loop device must not
-#: also appear at the start of the scratch device itself (LVM would see the
-#: scratch device as a duplicate PV and refuse to use it).
-FIRST_REGION_OFFSET_BYTES = 1 * MIB
+#: Loop devices over the scratch use direct I/O: their byte ranges must be whole sectors [bytes].
+SECTOR_BYTES = 512
+#: Units of the LVM sizes given to pvcreate and vgcreate (their "k" suffix) [bytes].
+LVM_SIZE_UNIT_BYTES = 1024
+#: An LVM name: letters, digits and + _ . - (not starting with -).
+_LVM_NAME_RE = re.compile(r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$")
 
 #: Smallest xfs mkfs.xfs (xfsprogs >= 5.19) accepts, rounded up to 8 MiB [bytes].
 XFS_MIN_BYTES = 304 * MIB
@@ -105,20 +79,8 @@ _MKFS_ARGS: dict[str, tuple[str, ...]] = {
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class LayoutError(RuntimeError):
-    """A layout step failed; what was built has been rolled back."""
-
-
 class LayoutUnavailable(RuntimeError):
-    """The layout cannot be built on this kernel (e.g. no device-mapper)."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived; raised so ``finally`` blocks tear down."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
+    """The stack cannot be built on this kernel (e.g. no device-mapper)."""
 
 
 @dataclass(frozen=True)
@@ -156,68 +118,35 @@ class Region:
     size_bytes: int
 
 
-def _check_fs_size(fs_size_bytes: int) -> None:
-    if not isinstance(fs_size_bytes, int) or isinstance(fs_size_bytes, bool):
-        raise ValueError(f"fs_size_bytes must be an int, got {fs_size_bytes!r}")
-    unit = 2 * EXTENT_BYTES
-    if fs_size_bytes <= 0 or fs_size_bytes % unit:
-        lower = max(unit, fs_size_bytes // unit * unit)
-        raise ValueError(
-            f"fs_size_bytes must be a positive multiple of {unit} (two LVM extents, so that "
-            f"LVM-2's halves hold whole extents); got {fs_size_bytes}, try {lower}"
-        )
-
-
 def _align_up(value: int, align: int) -> int:
     return -(-value // align) * align
 
 
-def regions_for(layout: str, fs_size_bytes: int) -> tuple[Region, ...]:
-    """The regions of the scratch space each layout uses [bytes].
-
-    native: one region of exactly the file-system size. lvm1: one PV holding
-    fs_size/extent extents. lvm2: two PVs holding half of them each. The first
-    region starts at FIRST_REGION_OFFSET_BYTES.
-    """
-    _check_layout(layout)
-    _check_fs_size(fs_size_bytes)
-    if layout == "native":
-        sizes = [fs_size_bytes]
-    elif layout == "lvm1":
-        sizes = [PE_START_BYTES + fs_size_bytes + PV_SLACK_BYTES]
-    else:
-        half = fs_size_bytes // 2
-        sizes = [PE_START_BYTES + half + PV_SLACK_BYTES] * 2
-    regions, offset = [], FIRST_REGION_OFFSET_BYTES
-    for size in sizes:
-        regions.append(Region(offset, size))
-        offset = _align_up(offset + size, REGION_ALIGN_BYTES)
-    return tuple(regions)
+def backing_bytes_required(stack: Stack) -> int:
+    """Bytes of scratch space *stack* needs: up to its last partition's end, rounded up to a MiB."""
+    return _align_up(max(p.end_bytes for _, p in stack.partitions()), MIB)
 
 
-def backing_bytes_required(layout: str, fs_size_bytes: int) -> int:
-    """Bytes of scratch space a layout needs for a file system of fs_size_bytes."""
-    last = regions_for(layout, fs_size_bytes)[-1]
-    return _align_up(last.offset_bytes + last.size_bytes, REGION_ALIGN_BYTES)
-
-
-def _check_layout(layout: str) -> None:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+def _check_one_disk(stack: Stack) -> None:
+    names = list(dict.fromkeys(p.disk for _, p in stack.partitions()))
+    if len(names) != 1:
+        raise ValueError(f"file_system.volume spans the disks {', '.join(names)}: a plan builds on one scratch, "
+                         "which stands for one disk")
 
 
 @dataclass(frozen=True)
-class LayoutPlan:
-    """The steps that build one layout, and what they leave mounted where.
+class StackPlan:
+    """The steps that build one stack, and what they leave mounted where.
 
-    layout: "native", "lvm1" or "lvm2". fs_type: file system. fs_size_bytes:
-    size of the file system's block device [bytes]. backing: path of the scratch
-    file or block device. regions: byte ranges of it used. device_expr: shell
-    expression of the file system's block device. mount_var: variable holding
-    the mount point. vg_name/lv_name: LVM names (None for native).
+    name: the stack's short name ("native", "lvm1", "lvm2", ...). fs_type:
+    file system. fs_size_bytes: size of the file system's block device
+    [bytes]. backing: path of the scratch file or block device. regions: byte
+    ranges of it used, one per partition. device_expr: shell expression of
+    the file system's block device. mount_var: variable holding the mount
+    point. vg_name/lv_name: LVM names (None without LVM).
     """
 
-    layout: str
+    name: str
     fs_type: str
     fs_size_bytes: int
     backing: str
@@ -230,14 +159,14 @@ class LayoutPlan:
     mount_options: tuple[str, ...] = field(default_factory=tuple)
 
     def describe(self) -> str:
-        lines = [f"# layout {self.layout}: {self.fs_type} of {self.fs_size_bytes} bytes on {self.backing}"]
+        lines = [f"# stack {self.name}: {self.fs_type} of {self.fs_size_bytes} bytes on {self.backing}"]
         for i, step in enumerate(self.steps, 1):
             cap = f"{step.capture}=$( {step.command} )" if step.capture else step.command
             lines.append(f"{i:2d}. {step.description}\n      do:   {cap}\n      undo: {step.undo or '-'}")
         return "\n".join(lines)
 
     def render_script(self, body: str = "", *, preamble: str = "") -> str:
-        """One POSIX/busybox ``sh`` script: build the layout, run *body*, tear down.
+        """One POSIX/busybox ``sh`` script: build the stack, run *body*, tear down.
 
         The script keeps a list of undo commands of the steps that completed
         and runs it in reverse from an EXIT trap (INT, TERM and HUP exit through
@@ -246,7 +175,7 @@ class LayoutPlan:
         """
         out = [
             "#!/bin/sh",
-            f"# diskmodel layout {self.layout} ({self.fs_type}, {self.fs_size_bytes} bytes): generated",
+            f"# diskmodel stack {self.name} ({self.fs_type}, {self.fs_size_bytes} bytes): generated",
             "DISKMODEL_UNDO=''",
             "diskmodel_teardown() {",
             "  status=$?",
@@ -282,100 +211,164 @@ class LayoutPlan:
         return "\n".join(out) + "\n"
 
 
+class _Plan:
+    """The steps of a plan being built, and what the builders share."""
+
+    def __init__(self, backing: str, direct_io: bool, token: str):
+        self.backing, self.direct_io, self.token = backing, direct_io, token
+        self.steps: list[Step] = []
+        self.regions: list[Region] = []
+        self.vg_name: str | None = None
+        self.lv_name: str | None = None
+
+
+#: Builder of each node type: (node, plan, path) -> the shell expression of the block device it made.
+_BUILDERS: dict[type, Callable] = {}
+
+
+def builds(node_class: type):
+    """Decorator: register the builder of a volume node type (see :data:`_BUILDERS`)."""
+    def register(builder):
+        _BUILDERS[node_class] = builder
+        return builder
+    return register
+
+
+def _build(node, plan: _Plan, path: str) -> str:
+    builder = _BUILDERS.get(type(node))
+    if builder is None:
+        raise ValueError(f"{path} ({kind_of(node)}): a plan cannot build this node type (it builds "
+                         f"{', '.join(sorted(cls.__name__ for cls in _BUILDERS))})")
+    return builder(node, plan, path)
+
+
+@builds(Partition)
+def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
+    """A loop device over the partition's bytes of the scratch."""
+    where = f"{path} (partition)"
+    if partition.start_bytes < FIRST_PARTITION_START_BYTES:
+        raise ValueError(f"{where}: start_bytes must be >= {FIRST_PARTITION_START_BYTES}: the first MiB of the "
+                         f"scratch stays unused, as before a first partition (got {partition.start_bytes})")
+    for name in ("start_bytes", "size_bytes"):
+        if getattr(partition, name) % SECTOR_BYTES:
+            raise ValueError(f"{where}: {name} must be a multiple of {SECTOR_BYTES} for a direct-I/O loop device "
+                             f"(got {getattr(partition, name)})")
+    i = len(plan.regions)
+    region = Region(partition.start_bytes, partition.size_bytes)
+    plan.regions.append(region)
+    var = f"DISKMODEL_DEV{i}"
+    dio = " --direct-io=on" if plan.direct_io else ""
+    plan.steps.append(Step(
+        f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of the scratch",
+        f"losetup --find --show{dio} --offset {region.offset_bytes} --sizelimit {region.size_bytes} "
+        f"{shlex.quote(plan.backing)}",
+        undo=f'losetup -d "${var}"',
+        capture=var,
+        resource=("loop", (("backing", plan.backing), ("offset", region.offset_bytes),
+                           ("sizelimit", region.size_bytes), ("device", f"${var}"))),
+    ))
+    return f'"${var}"'
+
+
+@builds(LinearVolume)
+@builds(StripedVolume)
+def _logical_volume(volume, plan: _Plan, path: str) -> str:
+    """PVs on the volume's partitions, one VG, one LV of exactly the volume's extents."""
+    kind = kind_of(volume)
+    where = f"{path} ({kind})"
+    if plan.vg_name is not None:
+        raise ValueError(f"{where}: a plan builds one LVM volume group; this stack has a second LVM volume")
+    for name in ("extent_size_bytes", "pe_start_bytes"):
+        if getattr(volume, name) % LVM_SIZE_UNIT_BYTES:
+            raise ValueError(f"{where}: {name} must be a multiple of {LVM_SIZE_UNIT_BYTES} "
+                             f"(got {getattr(volume, name)})")
+    if isinstance(volume, LinearVolume) and volume != LinearVolume(
+            volume.physical_volumes, extent_size_bytes=volume.extent_size_bytes,
+            pe_start_bytes=volume.pe_start_bytes, name=volume.name):
+        raise ValueError(f"{where}: segments: a plan builds an LV that uses every extent of its PVs in order "
+                         "(lvcreate -l N); other segment maps are modelled, not built")
+    lv = volume.name or "lv0"
+    if not _LVM_NAME_RE.match(lv):
+        raise ValueError(f"{where}: name {lv!r} is not an LVM name (letters, digits, + _ . -)")
+    devs = [_build(pv, plan, f"{path}.physical_volumes[{i}]") for i, pv in enumerate(volume.physical_volumes)]
+    vg = f"diskmodel_{plan.token}"  # never the stack's own names: the host's VGs must not clash
+    plan.vg_name, plan.lv_name = vg, lv
+    for i, dev in enumerate(devs):
+        plan.steps.append(Step(
+            f"physical volume {i + 1} of {len(devs)}",
+            f"pvcreate -ff -y --dataalignment {volume.pe_start_bytes // LVM_SIZE_UNIT_BYTES}k {dev}",
+            undo=f"pvremove -ff -y {dev}",
+            resource=("pv", (("device", dev.strip('"')),)),
+        ))
+    plan.steps.append(Step(
+        f"volume group {vg} over {len(devs)} PV(s)",
+        f"vgcreate -s {volume.extent_size_bytes // LVM_SIZE_UNIT_BYTES}k {vg} {' '.join(devs)}",
+        undo=f"vgremove -f {vg}",
+        resource=("vg", (("name", vg),)),
+    ))
+    extents = volume.size_bytes // volume.extent_size_bytes
+    stripes = (f"-i {len(devs)} -I {volume.stripe_size_bytes // LVM_SIZE_UNIT_BYTES}k "
+               if isinstance(volume, StripedVolume) else "")
+    plan.steps.append(Step(
+        f"logical volume {vg}/{lv} of {extents} extents",
+        f"lvcreate -y -W n {stripes}-l {extents} -n {lv} {vg}",
+        undo=f"lvremove -f {vg}/{lv}",
+        resource=("lv", (("name", f"{vg}/{lv}"),)),
+    ))
+    for i, dev in enumerate(devs):
+        per_pv = (extents // len(devs) if isinstance(volume, StripedVolume)
+                  else sum(s.extent_count for s in volume.segments if s.pv_index == i))
+        plan.steps.append(Step(
+            f"check {vg}/{lv} uses all {per_pv} extents of PV {i + 1}",
+            f'test "$(pvs --noheadings -o pv_pe_alloc_count {dev} | tr -d " ")" = {per_pv}'
+            f' || {{ pvs -o pv_name,pv_pe_count,pv_pe_alloc_count >&2; false; }}',
+        ))
+    return f"/dev/{vg}/{lv}"
+
+
 def build_plan(
-    layout: str,
+    stack: Stack,
     *,
     backing: str | os.PathLike,
-    fs_size_bytes: int,
-    fs_type: str = "ext3",
-    mount_options: Iterable[str] = (),
-    mkfs_options: Iterable[str] = (),
     mount_parent: str = "/tmp",
     mount_dir: str | None = None,
     direct_io: bool = True,
     name_token: str | None = None,
-) -> LayoutPlan:
-    """The plan of steps that builds *layout* on regions of *backing*.
+) -> StackPlan:
+    """The plan of steps that builds *stack* on *backing*, which stands for its disk.
 
-    backing: scratch file or block device (already sized and safe to destroy;
-    this function checks nothing on disk). fs_size_bytes: file-system size,
-    identical for all layouts [bytes]; a multiple of 8 MiB. fs_type: ext3 (the
-    paper's), ext2, ext4 or xfs. mount_parent: directory in which a fresh mount
-    point is made with ``mktemp -d``; mount_dir: instead, the exact mount point
-    to create (a new path, e.g. inside the run's own folder, so that the run's
-    record names it before it exists). direct_io: loop devices use O_DIRECT on
-    the backing. name_token: suffix of the VG name (random when None).
+    backing: scratch file or block device (already sized, at least
+    :func:`backing_bytes_required`, and safe to destroy; this function checks
+    nothing on disk). mount_parent: directory in which a fresh mount point is
+    made with ``mktemp -d``; mount_dir: instead, the exact mount point to
+    create (a new path, e.g. inside the run's own folder, so that the run's
+    record names it before it exists). direct_io: loop devices use O_DIRECT
+    on the backing. name_token: suffix of the VG name (random when None).
+    Everything is checked before a step exists: a stack this cannot build is a
+    ValueError naming the node and the field.
     """
-    _check_layout(layout)
-    if fs_type not in FILE_SYSTEMS:
-        raise ValueError(f"fs_type must be one of {', '.join(FILE_SYSTEMS)}; got {fs_type!r}")
-    regions = regions_for(layout, fs_size_bytes)
-    if fs_type == "xfs" and fs_size_bytes < XFS_MIN_BYTES:
-        raise ValueError(f"fs_size_bytes must be >= {XFS_MIN_BYTES} for xfs (mkfs.xfs refuses file "
-                         f"systems under 300 MB); got {fs_size_bytes}")
-    backing = os.fspath(backing)
-    mount_options = tuple(mount_options)
-    for opt in mount_options:
-        if not opt or "," in opt or any(c.isspace() for c in opt):
-            raise ValueError(f"mount_options must be single options without commas or spaces; got {opt!r}")
+    if not isinstance(stack, Stack):
+        raise ValueError(f"stack must be a Stack (got {type(stack).__name__})")
+    _check_one_disk(stack)
+    fs: FileSystemNode = stack.file_system
+    fs_size_bytes = int(stack.volume.size_bytes)
+    if fs.kind == "xfs" and fs_size_bytes < XFS_MIN_BYTES:
+        raise ValueError(f"file_system (xfs): fs_size_bytes must be >= {XFS_MIN_BYTES} for xfs (mkfs.xfs refuses "
+                         f"file systems under 300 MB); got {fs_size_bytes}")
     token = name_token or secrets.token_hex(4)
     if not re.match(r"^[A-Za-z0-9]+$", token):
         raise ValueError(f"name_token must be alphanumeric; got {token!r}")
+    plan = _Plan(os.fspath(backing), direct_io, token)
+    device_expr = _build(stack.volume, plan, "file_system.volume")
     q = shlex.quote
-    steps: list[Step] = []
-    devs: list[str] = []
-    dio = " --direct-io=on" if direct_io else ""
-    for i, region in enumerate(regions):
-        var = f"DISKMODEL_DEV{i}"
-        steps.append(Step(
-            f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of the scratch",
-            f"losetup --find --show{dio} --offset {region.offset_bytes} --sizelimit {region.size_bytes} {q(backing)}",
-            undo=f'losetup -d "${var}"',
-            capture=var,
-            resource=("loop", (("backing", backing), ("offset", region.offset_bytes),
-                               ("sizelimit", region.size_bytes), ("device", f"${var}"))),
-        ))
-        devs.append(f'"${var}"')
-    vg = lv = None
-    if layout == "native":
-        device_expr = devs[0]
-    else:
-        vg, lv = f"diskmodel_{token}", "LogVol02"
-        for i, dev in enumerate(devs):
-            steps.append(Step(
-                f"physical volume {i + 1} of {len(devs)}",
-                f"pvcreate -ff -y --dataalignment {PE_START_BYTES // 1024}k {dev}",
-                undo=f"pvremove -ff -y {dev}",
-                resource=("pv", (("device", dev.strip('"')),)),
-            ))
-        steps.append(Step(
-            f"volume group {vg} over {len(devs)} PV(s)",
-            f"vgcreate -s {EXTENT_BYTES // 1024}k {vg} {' '.join(devs)}",
-            undo=f"vgremove -f {vg}",
-            resource=("vg", (("name", vg),)),
-        ))
-        extents = fs_size_bytes // EXTENT_BYTES
-        steps.append(Step(
-            f"logical volume {vg}/{lv} of {extents} extents",
-            f"lvcreate -y -W n -l {extents} -n {lv} {vg}",
-            undo=f"lvremove -f {vg}/{lv}",
-            resource=("lv", (("name", f"{vg}/{lv}"),)),
-        ))
-        device_expr = f"/dev/{vg}/{lv}"
-        per_pv = extents // len(devs)
-        for i, dev in enumerate(devs):
-            steps.append(Step(
-                f"check {vg}/{lv} uses all {per_pv} extents of PV {i + 1}",
-                f'test "$(pvs --noheadings -o pv_pe_alloc_count {dev} | tr -d " ")" = {per_pv}'
-                f' || {{ pvs -o pv_name,pv_pe_count,pv_pe_alloc_count >&2; false; }}',
-            ))
+    steps = plan.steps
     steps.append(Step(
         f"check the file-system device has exactly {fs_size_bytes} bytes",
         f'test "$(blockdev --getsize64 {device_expr})" = {fs_size_bytes}'
         f' || {{ echo "device size $(blockdev --getsize64 {device_expr}) != {fs_size_bytes}" >&2; false; }}',
     ))
-    mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs_type], *mkfs_options))
-    steps.append(Step(f"{fs_type} file system", f"{mkfs} {device_expr}"))
+    mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs.kind], *fs.mkfs_options))
+    steps.append(Step(f"{fs.kind} file system", f"{mkfs} {device_expr}"))
     if mount_dir is None:
         steps.append(Step(
             "mount point",
@@ -391,17 +384,17 @@ def build_plan(
             capture="DISKMODEL_MNT",
             resource=("dir", (("path", mount_dir),)),
         ))
-    opt = f" -o {','.join(mount_options)}" if mount_options else ""
+    opt = f" -o {','.join(fs.mount_options)}" if fs.mount_options else ""
     steps.append(Step(
-        f"mount {fs_type}",
-        f'mount -t {fs_type}{opt} {device_expr} "$DISKMODEL_MNT"',
+        f"mount {fs.kind}",
+        f'mount -t {fs.kind}{opt} {device_expr} "$DISKMODEL_MNT"',
         undo='umount "$DISKMODEL_MNT"',
         resource=("mount", (("mountpoint", "$DISKMODEL_MNT"),)),
     ))
-    return LayoutPlan(
-        layout=layout, fs_type=fs_type, fs_size_bytes=fs_size_bytes, backing=backing,
-        regions=regions, steps=tuple(steps), device_expr=device_expr,
-        mount_var="DISKMODEL_MNT", vg_name=vg, lv_name=lv, mount_options=mount_options,
+    return StackPlan(
+        name=stack.short_name, fs_type=fs.kind, fs_size_bytes=fs_size_bytes, backing=plan.backing,
+        regions=tuple(plan.regions), steps=tuple(steps), device_expr=device_expr,
+        mount_var="DISKMODEL_MNT", vg_name=plan.vg_name, lv_name=plan.lv_name, mount_options=fs.mount_options,
     )
 
 
@@ -415,189 +408,12 @@ def device_mapper_available() -> bool:
     return Path("/sys/module/dm_mod").exists()
 
 
-def require_device_mapper(layout: str) -> None:
-    """Raise LayoutUnavailable, with what to do, when *layout* needs device-mapper and it is absent."""
-    _check_layout(layout)
-    if layout != "native" and not device_mapper_available():
+def require_device_mapper(stack: Stack) -> None:
+    """Raise LayoutUnavailable, with what to do, when *stack* needs device-mapper and it is absent."""
+    needs = [path for path, node, _ in stack.nodes() if getattr(node, "is_lvm", False)]
+    if needs and not device_mapper_available():
         raise LayoutUnavailable(
-            f"layout {layout} needs LVM, and this kernel has no device-mapper "
+            f"stack {stack.short_name} needs LVM ({needs[0]}), and this kernel has no device-mapper "
             "(no 'device-mapper' in /proc/misc, no /sys/module/dm_mod); "
             "pass --vm to build it in a throwaway VM"
         )
-
-
-class handle_signals:
-    """Context manager: SIGINT and SIGTERM raise :class:`Interrupted` inside it.
-
-    Only in the main thread (elsewhere it does nothing). The previous handlers
-    come back on exit.
-    """
-
-    def __init__(self) -> None:
-        self._old: dict[int, object] = {}
-
-    def __enter__(self) -> "handle_signals":
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return self
-
-        def _raise(signum, frame):
-            raise Interrupted(signum)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, _raise)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
-
-
-class HostExecutor:
-    """Runs a :class:`LayoutPlan` on this machine, step by step, with rollback.
-
-    Use as a context manager: ``with HostExecutor(plan) as ex: ex.mountpoint``.
-    Entering builds the layout (rolling back in reverse on a failing step and
-    raising :class:`LayoutError`); leaving tears it down. :meth:`teardown` is
-    idempotent. Every command, its exit status and output go to the log.
-
-    Every step that creates something is recorded in the run's state file
-    (:mod:`diskmodel.calibrate.harness.runstate`) *before* it runs, with what finds it
-    again (a loop device by its backing's inode and offset, a mount by its
-    mount point). Teardown removes what it finds, not what the steps reported,
-    so a signal that lands while ``losetup`` or ``mount`` runs, after it has
-    done its work but before it has said so, leaves nothing behind; and it
-    checks that each thing is gone (:class:`~diskmodel.calibrate.harness.runstate.TeardownReport`).
-    """
-
-    def __init__(self, plan: LayoutPlan, *, logger: logging.Logger | None = None, timeout_s: float = 600.0):
-        self.plan = plan
-        self.log = logger or log
-        self.timeout_s = timeout_s
-        self.variables: dict[str, str] = {}
-        self._resources: list = []
-        self._run_context = None
-        self.history: list[tuple[str, str, int]] = []  # (what, command, returncode)
-        self.report = None
-
-    # -- running one command -------------------------------------------------
-    def _sh(self, what: str, command: str) -> subprocess.CompletedProcess:
-        env = dict(os.environ)
-        env.update(self.variables)
-        env.setdefault("LVM_SUPPRESS_FD_WARNINGS", "1")
-        self.log.info("%s: %s", what, command)
-        proc = spawn(["/bin/sh", "-c", command], name=what, env=env, stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True)
-        # Interrupted or timed out: the command must not outlive us.
-        out, err = communicate_or_kill(proc, self.timeout_s)
-        self.history.append((what, command, proc.returncode))
-        if out.strip():
-            self.log.info("  stdout: %s", out.strip())
-        if err.strip():
-            self.log.info("  stderr: %s", err.strip())
-        self.log.info("  exit status %d", proc.returncode)
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-    def run_command(self, command: str, what: str = "command") -> subprocess.CompletedProcess:
-        """Run a shell command with the plan's variables (e.g. "$DISKMODEL_MNT") set."""
-        return self._sh(what, command)
-
-    def _expand(self, value):
-        if isinstance(value, str):
-            for name, val in self.variables.items():
-                value = value.replace(f"${name}", val)
-        return value
-
-    def _intend(self, step: Step):
-        if step.resource is None:
-            return None
-        kind, pairs = step.resource
-        details = {k: self._expand(v) for k, v in pairs}
-        details = {k: v for k, v in details.items() if not (isinstance(v, str) and v.startswith("$"))}
-        if kind == "loop":
-            backing = os.path.realpath(details["backing"])
-            st = os.stat(backing)
-            details["backing"] = backing
-            if stat.S_ISREG(st.st_mode):  # a regular file: found again by inode, even once unlinked
-                details["backing_ino"], details["backing_dev"] = st.st_ino, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        res = self._run.intend(kind, **details)
-        self._resources.append(res)
-        return res
-
-    # -- building and tearing down -------------------------------------------
-    def build(self) -> "HostExecutor":
-        if runstate.current_run() is None:
-            self._run_context = runstate.ensure_run(f"layout {self.plan.layout} on {self.plan.backing}")
-            self._run = self._run_context.__enter__()
-        else:
-            self._run = runstate.current_run()
-        try:
-            for i, step in enumerate(self.plan.steps, 1):
-                res = self._intend(step)
-                res_ = self._sh(f"step {i}/{len(self.plan.steps)} {step.description}", step.command)
-                if res_.returncode != 0:
-                    msg = (f"layout {self.plan.layout}: step {i} ({step.description}) failed with status "
-                           f"{res_.returncode}: {step.command}\n{res_.stderr.strip()}")
-                    self.log.error(msg)
-                    raise LayoutError(msg)
-                if step.capture:
-                    value = res_.stdout.strip()
-                    if not value:
-                        raise LayoutError(f"step {i} ({step.description}) printed nothing to capture")
-                    self.variables[step.capture] = value
-                if res is not None:
-                    self._run.created(res, **{k: self._expand(v) for k, v in step.resource[1]
-                                              if isinstance(v, str) and v.startswith("$")})
-                elif step.undo:
-                    # Nothing to look for: the undo command itself is recorded, once the step is done.
-                    self._resources.append(self._run.intend("command", undo=step.undo,
-                                                            env=dict(self.variables)))
-        except BaseException as exc:
-            report = self.teardown()
-            with contextlib.suppress(AttributeError, TypeError):
-                exc.teardown_report = str(report)
-            raise
-        return self
-
-    def teardown(self):
-        """Remove what the steps created, in reverse, and check it is gone. Safe to call again.
-
-        Returns the :class:`~diskmodel.calibrate.harness.runstate.TeardownReport`.
-        """
-        if not self._resources and self.report is not None:
-            return self.report
-        report = self._run.undo(self._resources) if self._resources else runstate.TeardownReport()
-        self._resources = [r for r in self._resources if r.state != "removed"]
-        if report.left:
-            self.log.error("teardown left things behind: %s", "; ".join(report.left))
-        self.report = report
-        context, self._run_context = self._run_context, None
-        if context is not None:
-            # The run this executor opened ends here; its state file stays if anything was left.
-            with contextlib.suppress(RuntimeError):
-                context.__exit__(None, None, None)
-        return report
-
-    @property
-    def mountpoint(self) -> str:
-        return self.variables[self.plan.mount_var]
-
-    @property
-    def device(self) -> str:
-        """The file system's block device path (/dev/loopN or /dev/VG/LV)."""
-        expr = self.plan.device_expr
-        for name, value in self.variables.items():
-            expr = expr.replace(f'"${name}"', value)
-        return expr
-
-    def __enter__(self) -> "HostExecutor":
-        return self.build()
-
-    def __exit__(self, *exc) -> None:
-        report = self.teardown()
-        if exc[1] is not None:
-            with contextlib.suppress(AttributeError, TypeError):
-                exc[1].teardown_report = str(report)
-        if report.left and exc[0] is None:
-            raise LayoutError("teardown failed: " + "; ".join(report.left))

@@ -51,6 +51,19 @@ def reword(message, names: dict[str, str]) -> str:
     return text
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (argparse names the flag in its error)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (got {text!r})")
+    return value
+
+
 def with_flags(message, names: dict[str, str]) -> str:
     """*message* prefixed with the flags whose internal field names it mentions (the names are kept).
 
@@ -195,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         report = getattr(exc, "teardown_report", None)
         if isinstance(report, str) and report.strip():
             _stderr(report.rstrip("\n"))
-        signum = getattr(exc, "signum", None)  # layouts.Interrupted: SIGINT or SIGTERM
+        signum = getattr(exc, "signum", None)  # host_executor.Interrupted: SIGINT or SIGTERM
         return 128 + signum if isinstance(signum, int) and 0 < signum < 64 else 130
     except Exception as exc:
         if debug:

@@ -8,20 +8,9 @@ read-only with O_DIRECT (:func:`diskmodel.calibrate.harness.device.open_backend`
 """
 from __future__ import annotations
 
-import math
 import sys
 
-
-def _positive_seconds(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--budget-s must be a number of seconds (got {text!r})") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"--budget-s must be a finite number > 0 (got {text!r})")
-    return value
+from diskmodel.calibrate.cli import positive_seconds
 
 
 def add_parser(subparsers) -> None:
@@ -43,7 +32,7 @@ def add_parser(subparsers) -> None:
     target.add_argument("--simulated", metavar="PRESET",
                         help="a simulated disk: a preset name (hp97560, hp_c2247a, wd800bd) or a DiskSim drive "
                              "folder (e.g. ../shared/data/disksim/G4_4TB)")
-    parser.add_argument("--budget-s", type=_positive_seconds, default=None, metavar="S",
+    parser.add_argument("--budget-s", type=positive_seconds, default=None, metavar="S",
                         help="device time to spend [s] (default 120 for a simulated disk, 60 for real storage)")
     parser.add_argument("--json", metavar="OUT", default=None,
                         help="write the result as JSON to OUT ('-': stdout); OUT must be new or an earlier "
@@ -59,7 +48,7 @@ def add_parser(subparsers) -> None:
 def _open_target(args):
     """(backend, close, path, budget, source flag) for the target the arguments name."""
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.calibrate.harness.measure import BackendProtocolError, backend_from_spec
+    from diskmodel.calibrate.harness.backend import BackendProtocolError, backend_from_spec
 
     if args.simulated is not None:
         from diskmodel.calibrate.harness.simulated import simulated_disk
@@ -105,6 +94,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError, reword
     from diskmodel.calibrate.harness.measure import BudgetTooSmall, calibrate
+    from diskmodel.calibrate.harness.results import calibration_to_json
 
     measured = tuple(p for p in (args.path,) if p)
     # The output is checked before anything is opened or measured.
@@ -138,7 +128,7 @@ def _run(args) -> int:
         finally:
             if close is not None:
                 close()
-        text = result.to_json()
+        text = calibration_to_json(result)
         if args.json == "-":
             outputs.write_output_atomically("-", text, kind="calibration")
             return 0

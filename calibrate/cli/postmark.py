@@ -1,31 +1,32 @@
-"""``diskmodel postmark``: build a native, LVM-1 or LVM-2 layout, run PostMark on it, tear it down.
+"""``diskmodel postmark``: build a storage stack, run PostMark on it, tear it down.
 
-On the host: the scratch PATH (a new file the tool creates and fills, or an
-existing file or block device named twice, with ``--destroy-data-on``) is cut
-into loop devices, the layout is built step by step (each step logged), PostMark
-runs ``--repeats`` times with the page cache dropped before each run and an
-optional memory cgroup, and everything is torn down on success, failure, SIGINT
-and SIGTERM.
+The stack is one of the paper's (``--layout native|lvm1|lvm2``, a file
+system of ``--size`` bytes in all three) or a stack description
+(``--stack FILE.json``, :mod:`diskmodel.model.stack`). On the host: the
+scratch PATH (a new file the tool creates and fills, or an existing file or
+block device named twice, with ``--destroy-data-on``) stands for the stack's
+disk and is cut into loop devices, the stack is built step by step (each
+step logged), PostMark runs ``--repeats`` times with the page cache dropped
+before each run and an optional memory cgroup, and everything is torn down
+on success, failure, SIGINT and SIGTERM.
 
-With ``--vm``: the same layout plan is rendered as one shell script and run
-in a throwaway qemu VM (:mod:`diskmodel.calibrate.bench.vm`) on a scratch disk of the
-size the layout needs; PATH is then not used. Under TCG the timings measure
-an emulator, and the report says so.
+With ``--vm``: the same plan is rendered as one shell script and run in a
+throwaway qemu VM (:mod:`diskmodel.calibrate.bench.vm`) on a scratch disk of
+the size the stack needs; PATH is then not used. Under TCG the timings
+measure an emulator, and the report says so.
 """
 from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 
-from diskmodel.calibrate.cli import UsageError
+from diskmodel.calibrate.cli import UsageError, positive_seconds
+from diskmodel.model.units import GIB, MIB
 
 log = logging.getLogger("diskmodel.postmark")
 
-GIB = 1 << 30
-MIB = 1 << 20
 
 _OVERRIDES = (
     ("files", "number_of_files", "number of files (set number)"),
@@ -63,21 +64,16 @@ def _bytes(text: str) -> int:
     return value
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (got {text!r})")
-    return value
-
-
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "postmark", help="run PostMark on a native, LVM-1 or LVM-2 layout",
+        "postmark", help="run PostMark on a native, LVM-1 or LVM-2 stack, or on a stack description",
         description=__doc__.split("\n\n", 1)[0])
-    p.add_argument("--layout", required=True, choices=("native", "lvm1", "lvm2"))
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
+                       help="the paper's stacks (Tables 1-3), each with a file system of --size bytes")
+    which.add_argument("--stack", metavar="FILE.json",
+                       help="a stack description (disks, partitions, LVM, file system); the scratch stands for "
+                            "its disk")
     p.add_argument("--workload", required=True, choices=("test1", "test2", "test3"),
                    help="the paper's PostMark workload (section 4.2); override its fields below")
     p.add_argument("--scratch", metavar="PATH",
@@ -85,23 +81,23 @@ def add_parser(subparsers) -> None:
     p.add_argument("--destroy-data-on", metavar="PATH",
                    help="confirm that the existing file or block device PATH may be overwritten")
     p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created")
-    p.add_argument("--vm", action="store_true", help="build the layout in a throwaway qemu VM")
+    p.add_argument("--vm", action="store_true", help="build the stack in a throwaway qemu VM")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
                    help="qemu accelerator with --vm: tcg (default; emulated, timings measure qemu) or kvm "
                         "(only where KVM works; it hangs on some hosts)")
     p.add_argument("--vm-memory", type=_bytes, default=1 * GIB, metavar="BYTES",
                    help="guest RAM with --vm (default 1G)")
-    p.add_argument("--vm-timeout", type=_positive_seconds, default=3600.0, metavar="S",
+    p.add_argument("--vm-timeout", type=positive_seconds, default=3600.0, metavar="S",
                    help="limit for the whole VM run [s] (default 3600)")
     p.add_argument("--repeats", type=int, default=1, metavar="N")
     p.add_argument("--memory-limit", type=_bytes, default=None, metavar="BYTES",
                    help="run PostMark in a memory cgroup with this limit (page cache included)")
     p.add_argument("--no-drop-caches", action="store_true",
                    help="do not sync and drop caches before each run")
-    p.add_argument("--fs", default="ext3", choices=("ext3", "ext2", "ext4", "xfs"))
-    p.add_argument("--mount-options", default="", metavar="OPTS", help="comma-separated mount options")
-    p.add_argument("--size", type=_bytes, default=2 * GIB, metavar="BYTES",
-                   help="file-system size, the same for every layout; a multiple of 8M (default 2G)")
+    p.add_argument("--fs", choices=("ext3", "ext2", "ext4", "xfs"), help="with --layout (default ext3)")
+    p.add_argument("--mount-options", metavar="OPTS", help="with --layout: comma-separated mount options")
+    p.add_argument("--size", type=_bytes, metavar="BYTES",
+                   help="with --layout: file-system size, the same for every layout; a multiple of 8M (default 2G)")
     p.add_argument("--json", metavar="OUT",
                    help="write the runs and summary as JSON to OUT ('-': stdout, instead of the summary); OUT must "
                         "be new or an earlier postmark result (checked before anything is built)")
@@ -135,26 +131,59 @@ def _setup_logging(quiet: bool) -> None:
     root.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
-# Fields of the layout and workload code that a flag sets, for error messages.
-_FLAG_OF_FIELD = {"fs_size_bytes": "--size", "fs_type": "--fs", "mount_options": "--mount-options",
+# Flags that describe the paper's stacks, which a stack file describes instead (name -> default).
+_LAYOUT_FLAGS = {"size": 2 * GIB, "fs": "ext3", "mount_options": ""}
+
+# Fields of the stack and workload code that a flag sets, for error messages.
+_FLAG_OF_FIELD = {"fs_size_bytes": "--size", "kind": "--fs", "mount_options": "--mount-options",
                   "memory_limit_bytes": "--memory-limit", "repeats": "--repeats",
                   **{field: f"--{flag.replace('_', '-')}" for flag, field, _ in _OVERRIDES}}
 
 
 def _json_text(summary) -> str:
-    """The summary as JSON (postmark.to_json) with the diskmodel.postmark format marker first."""
+    """The summary as JSON (postmark_results.to_json) with the diskmodel.postmark format marker first."""
     import json
 
+    from diskmodel.calibrate.bench.postmark_results import to_json
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.bench import postmark as P
 
-    return json.dumps(outputs.mark(json.loads(P.to_json(summary)), "postmark"), indent=2, allow_nan=False) + "\n"
+    return json.dumps(outputs.mark(json.loads(to_json(summary)), "postmark"), indent=2, allow_nan=False) + "\n"
+
+
+def _stack(args):
+    """The stack of --stack FILE, or the paper's --layout with --size, --fs and --mount-options; checked for building."""
+    from diskmodel.calibrate import stacks
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.cli import with_flags
+    from diskmodel.model.stack import paper_stack
+
+    if args.stack:
+        given = [f"--{name.replace('_', '-')}" for name in _LAYOUT_FLAGS if getattr(args, name) is not None]
+        try:
+            stack = stacks.read_stack(args.stack, also_given=given)
+        except ValueError as exc:
+            raise UsageError(f"--stack {exc}") from exc
+        try:
+            L.build_plan(stack, backing="/dev/null")  # everything checked before anything is built
+        except ValueError as exc:
+            raise UsageError(f"--stack {args.stack}: {exc}") from exc
+        return stack
+    for name, default in _LAYOUT_FLAGS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    try:
+        stack = paper_stack(args.layout, fs_size_bytes=args.size, kind=args.fs,
+                            mount_options=tuple(o for o in args.mount_options.split(",") if o))
+        L.build_plan(stack, backing="/dev/null")
+    except ValueError as exc:
+        raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+    return stack
 
 
 def _run(args) -> int:
-    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.host_executor import LayoutError
+    from diskmodel.calibrate.bench.postmark_text import PostMarkError
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.bench import postmark as P
     from diskmodel.calibrate.cli import one_line, with_flags
 
     _setup_logging(args.quiet)
@@ -164,10 +193,9 @@ def _run(args) -> int:
         raise UsageError(f"--memory-limit must be at least 16M, got {args.memory_limit}")
     try:
         config = _config(args)
-        mount_options = tuple(o for o in args.mount_options.split(",") if o)
-        needed = L.backing_bytes_required(args.layout, args.size)  # validates --size (ValueError)
     except ValueError as exc:
         raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+    stack = _stack(args)
     drop = not args.no_drop_caches
     measured = tuple(p for p in (args.scratch, args.destroy_data_on) if p)
     # The output is checked before anything is built.
@@ -175,8 +203,8 @@ def _run(args) -> int:
 
     with outputs.output_lock(args.json):
         try:
-            summary = _dispatch(args, config, mount_options, needed, drop)
-        except (P.PostMarkError, L.LayoutError, RuntimeError) as exc:
+            summary = _dispatch(args, stack, config, drop)
+        except (PostMarkError, LayoutError, RuntimeError) as exc:
             print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
             return 1
         except ValueError as exc:
@@ -193,9 +221,9 @@ def _run(args) -> int:
     return 0
 
 
-def _dispatch(args, config, mount_options, needed, drop):
+def _dispatch(args, stack, config, drop):
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.bench import postmark as P
+    from diskmodel.calibrate.bench.postmark import run_on_stack
 
     if not args.vm:
         if not args.scratch:
@@ -203,13 +231,12 @@ def _dispatch(args, config, mount_options, needed, drop):
         if os.geteuid() != 0:
             raise UsageError("diskmodel postmark needs root on the host (loop devices, mount, drop_caches)")
         try:
-            L.require_device_mapper(args.layout)
+            L.require_device_mapper(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
-    return P.run_on_layout(
-        args.layout, config, fs_size_bytes=args.size, scratch=args.scratch, vm=args.vm, fs_type=args.fs,
-        mount_options=mount_options, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
+    return run_on_stack(
+        stack, config, scratch=args.scratch, vm=args.vm, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
         drop_page_cache=drop, destroy_data_on=args.destroy_data_on, keep=args.keep,
         vm_memory_bytes=args.vm_memory, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)

@@ -1,49 +1,66 @@
-"""``diskmodel predict``: PostMark throughput for a disk, layout, file system and workload.
+"""``diskmodel predict``: PostMark throughput for a storage stack and a workload.
 
 Evaluates :func:`diskmodel.model.predict.predict` and prints read and write
 throughput the way PostMark reports them, with the breakdown by equation term
 (T_DO, T_MO, T_FL, T_DFA, T_J, T_LVM_MO; within T_DST seek, rotation,
-transfer). The disk is a preset, a DiskSim drive folder, or a calibration
-saved by ``diskmodel calibrate --json``.
+transfer). The stack is one of the paper's (``--layout``) on a disk (a
+preset, a DiskSim drive folder, or a calibration saved by ``diskmodel
+calibrate --json``) with ``--fs`` and ``--journal-mode``, or a stack
+description (``--stack FILE.json``, :mod:`diskmodel.model.stack`) that names
+its disks, file system and options itself.
 """
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
+
+# Flags that describe the stack, which a stack file describes instead (name -> default).
+_STACK_FLAGS = {"disk": "wd800bd", "calibration": None, "layout": "native", "fs": "ext3", "journal_mode": "ordered"}
 
 
-def _nonnegative(name):
+def _number(name: str, convert, check, requirement: str):
+    """An argparse type: *convert* the text, then refuse it unless *check* (naming the flag)."""
     def parse(text):
         import argparse
 
         try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number (got {text!r})") from None
-        if not math.isfinite(value) or value < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be finite and >= 0 (got {text!r})")
+            raise argparse.ArgumentTypeError(f"{name} must be {requirement} (got {text!r})") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"{name} must be {requirement} (got {text!r})")
         return value
     return parse
 
 
+def _nonnegative(name):
+    return _number(name, float, lambda v: math.isfinite(v) and v >= 0, "finite and >= 0")
+
+
+def _positive_int(name):
+    return _number(name, int, lambda v: v > 0, "a whole number > 0")
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "predict", help="predict PostMark throughput for a disk, layout, file system and workload",
+        "predict", help="predict PostMark throughput for a storage stack and a workload",
         description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", metavar="FILE.json",
+                        help="a stack description (disks, partitions, LVM, file system); instead of --layout, "
+                             "--disk, --calibration, --fs and --journal-mode")
     disk = parser.add_mutually_exclusive_group()
-    disk.add_argument("--disk", default="wd800bd",
-                      help="a preset (wd800bd, hp97560, hp_c2247a) or a DiskSim drive folder (default: %(default)s)")
+    disk.add_argument("--disk", help="a preset (wd800bd, hp97560, hp_c2247a) or a DiskSim drive folder "
+                                     "(default: wd800bd)")
     disk.add_argument("--calibration", metavar="JSON", help="a result saved by `diskmodel calibrate --json`")
-    parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"), default="native",
-                        help="the paper's layouts in the last 20 GB of the disk (Tables 1-3)")
+    parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
+                        help="the paper's stacks in the last 20 GB of the disk (Tables 1-3; default: native)")
     parser.add_argument("--workload", choices=("test1", "test2", "test3"), default="test1",
                         help="the paper's PostMark workloads")
     parser.add_argument("--transactions", type=_positive_int("--transactions"),
                         help="override the workload's transaction count")
     parser.add_argument("--files", type=_positive_int("--files"), help="override the workload's number of files")
-    parser.add_argument("--fs", choices=("ext2", "ext3"), default="ext3")
-    parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"), default="ordered")
+    parser.add_argument("--fs", choices=("ext2", "ext3"), help="default: ext3")
+    parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"), help="default: ordered")
     parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"),
                         help="memory the page cache gives the workload [bytes]")
     parser.add_argument("--md-mapping-s", type=_nonnegative("--md-mapping-s"), default=0.0,
@@ -52,20 +69,6 @@ def add_parser(subparsers) -> None:
                         help="LVM file-block mapping cost per data-block I/O [s] (eq. 12)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=_run)
-
-
-def _positive_int(name):
-    def parse(text):
-        import argparse
-
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number (got {text!r})") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0 (got {text!r})")
-        return value
-    return parse
 
 
 # Fields of the model that a flag of `diskmodel predict` sets, for error messages.
@@ -88,24 +91,15 @@ def _flags_given(args) -> dict[str, str]:
 
 
 def _disk(args):
+    from diskmodel.calibrate import stacks
     from diskmodel.calibrate.cli import UsageError
+    from diskmodel.model.drives import FileDrive
 
     if args.calibration:
-        from diskmodel.calibrate.harness.results import CalibrationFileError, CalibrationResult
-
-        path = args.calibration
         try:
-            result = CalibrationResult.from_json(Path(path))
-        except CalibrationFileError as exc:
-            raise UsageError(f"--calibration {exc}") from exc
-        except FileNotFoundError as exc:
-            raise UsageError(f"--calibration {path}: no such file") from exc
-        except OSError as exc:
-            raise UsageError(f"--calibration {path}: cannot read it: {exc.strerror or exc}") from exc
-        try:
-            return result.to_disk()
+            return stacks.disk_of(FileDrive("calibration", args.calibration))
         except ValueError as exc:
-            raise UsageError(f"--calibration {path}: {exc}") from exc
+            raise UsageError(f"--calibration {exc}") from exc
     from diskmodel.calibrate.harness.simulated import disk_from_name
 
     try:
@@ -114,36 +108,68 @@ def _disk(args):
         raise UsageError(f"--disk {args.disk}: {exc}") from exc
 
 
+def _stack(args):
+    """The stack of --stack FILE (its disks loaded), or the paper's --layout on --disk or --calibration."""
+    from diskmodel.calibrate import stacks
+    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.model.filesystem import FileSystem
+    from diskmodel.model.stack import paper_stack
+
+    if args.stack:
+        given = [f"--{name.replace('_', '-')}" for name in _STACK_FLAGS if getattr(args, name) is not None]
+        try:
+            stack = stacks.read_stack(args.stack, also_given=given)
+            return stacks.resolve_drives(stack, relative_to=_folder_of(args.stack))
+        except ValueError as exc:
+            raise UsageError(f"--stack {exc}") from exc
+    for name, default in _STACK_FLAGS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    disk = _disk(args)
+    try:
+        filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
+    except ValueError as exc:
+        raise UsageError(reword(exc, _flags_given(args))) from exc
+    try:
+        return paper_stack(args.layout, disk=disk, filesystem=filesystem)
+    except ValueError as exc:
+        raise UsageError(f"--layout {args.layout} on {disk.name}: {exc}") from exc
+
+
+def _folder_of(path: str) -> str:
+    import os
+
+    return os.path.dirname(os.path.abspath(path))
+
+
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, reword
-    from diskmodel.model.filesystem import FileSystem, PageCache
-    from diskmodel.model.volumes import LvmMapping, paper_layout
+    from diskmodel.model.filesystem import PageCache
     from diskmodel.model.predict import predict
+    from diskmodel.model.volumes import LvmMapping
     from diskmodel.model.workload import postmark_preset
 
-    disk = _disk(args)
+    stack = _stack(args)
     try:
         workload = postmark_preset(args.workload)
         changes = {k: v for k, v in (("transactions", args.transactions), ("number_of_files", args.files))
                    if v is not None}
         if changes:
             workload = workload.evolve(**changes)
-        filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
         cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
         mapping = LvmMapping(md_mapping_s=args.md_mapping_s, fb_mapping_s=args.fb_mapping_s)
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
     try:
-        layout = paper_layout(args.layout, disk.capacity_bytes)
+        prediction = predict(stack, workload, cache, mapping)
+        disk = stack.model_disk()
     except ValueError as exc:
-        raise UsageError(f"--layout {args.layout} on {disk.name}: {exc}") from exc
-    try:
-        prediction = predict(disk, layout, filesystem, workload, cache, mapping)
-    except ValueError as exc:
-        raise UsageError(reword(exc, _flags_given(args))) from exc
+        where = f"--stack {args.stack}: " if args.stack else ""
+        raise UsageError(where + reword(exc, _flags_given(args))) from exc
+    fs = stack.file_system.parameters
     if args.json:
         print(json.dumps({
-            "disk": disk.name, "layout": args.layout, "workload": args.workload,
+            "disk": disk.name, "layout": stack.short_name, "stack": stack.short_name, "workload": args.workload,
             "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
             "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
             "elapsed_s": prediction.elapsed_s, "terms_s": prediction.terms,
@@ -151,8 +177,10 @@ def _run(args) -> int:
         }))
         return 0
     units = prediction.postmark_units()
-    print(f"{disk.name}, {args.layout}, {args.fs} ({args.journal_mode}), PostMark {args.workload}: "
+    print(f"{disk.name}, {stack.short_name}, {fs.kind} ({fs.journal_mode}), PostMark {args.workload}: "
           f"{workload.number_of_files} files, {workload.transactions} transactions")
+    if args.stack:
+        print(stack.describe())
     print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
     print(prediction.to_frame().to_string())
     return 0

@@ -25,8 +25,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from diskmodel.calibrate.harness import devstate
+from diskmodel.model.fit.calibration import Verdict  # the record of a check, kept with the result it checks
+
 __all__ = [
-    "Verdict",
     "DeviceStat",
     "stat_path_for",
     "read_device_stat",
@@ -38,16 +40,6 @@ __all__ = [
 ]
 
 SECTOR_BYTES = 512
-
-
-@dataclass(frozen=True)
-class Verdict:
-    name: str
-    passed: bool | None  # None: could not be checked here (detail says why)
-    detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -157,13 +149,8 @@ def written_data(path: str | os.PathLike) -> Verdict:
     st = os.stat(path)
     target = path
     if stat.S_ISBLK(st.st_mode):
-        dev = _devnum_name(os.major(st.st_rdev), os.minor(st.st_rdev))
-        backing = None
-        if dev is not None:
-            try:
-                backing = Path(f"/sys/class/block/{dev}/loop/backing_file").read_text().strip() or None
-            except OSError:
-                backing = None
+        loop = devstate.loop_device(path)
+        backing = (loop["back-file"] or None) if loop else None
         if backing is None:
             return Verdict(name, None, f"unknown: {path} is a block device; holes cannot be detected on it")
         if not os.path.isfile(backing):

@@ -1,39 +1,40 @@
-"""The result of a calibration: measurements, fits with uncertainty, verdicts.
+"""The calibration file: its JSON format, declared schema, validation, reading and writing.
 
-:class:`CalibrationResult` keeps every seek sample, the rotation and zone
-measurements and the checks; on construction it derives the seek curve
-(the time of each read less the mean rotational wait, half a period, and the
-minimum per-request overhead with a block's transfer), drops outliers, tests
-whether latency is flat against distance, and fits: the two-piece curve and
-the measured table where there is a mechanical seek, a flat latency model
-where there is none. It offers ``params``, ``bse``, ``conf_int()``,
-``summary()``, ``plot(ax=None)``, ``plot_zones(ax=None)``, ``_repr_html_``,
-``to_json()``/``from_json()``, and :meth:`CalibrationResult.to_disk` to
-predict with :mod:`diskmodel.model`.
+A calibration result (:class:`diskmodel.model.fit.CalibrationResult`, made by
+:func:`diskmodel.model.fit.fit_calibration`) is written as one JSON object:
+the ``format`` marker and ``format_version``, then the keys of
+:meth:`CalibrationResult.to_dict` (measurements, and derived keys for
+readers), checked against :data:`SCHEMA` when read. Reading fits the
+measurements again (deterministically): the derived keys are never trusted.
+
+Versions: 2 (written now) and 1 (read). They hold the same measurements;
+version 2 adds the key ``model`` ("calibration", as every fit result's
+``to_dict()`` names its class), and its derived fit objects (``seek_fit``,
+``seek_fit_table``, ``latency_model``, ``flat_test``) are the fit results'
+``to_dict()``, whose two-piece parameters carry TwoPieceSeek's names
+(``long_per_cylinder_s``, ``knee_cylinders``; version 1 wrote
+``long_slope_s``, ``knee``). Files of an earlier diskmodel with the marker
+``diskmodel-calibration/1`` and no ``format_version`` read as version 1.
 """
 from __future__ import annotations
 
-import html
 import json
 import math
-from dataclasses import dataclass, field
+import os
+import stat
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from diskmodel.calibrate.harness import outputs
+from diskmodel.model.fit import CalibrationResult
 
-from diskmodel.calibrate.harness.checks import Verdict
-from diskmodel.calibrate.harness.fit import (FlatLatencyModel, FlatTest, TableFit, TwoPieceFit, fit_flat_latency, fit_table,
-                  fit_two_piece, test_flat)
+__all__ = ["CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA", "validate_calibration_dict",
+           "calibration_to_dict", "calibration_to_json", "calibration_from_dict", "calibration_from_json"]
 
-__all__ = ["CalibrationResult", "CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA",
-           "validate_calibration_dict"]
-
-# The "format" marker and "format_version" of the JSON that to_json writes.
-JSON_FORMAT = "diskmodel.calibration"
-FORMAT_VERSION = 1
+# The "format" marker and "format_version" of the JSON that calibration_to_json writes.
+JSON_FORMAT = outputs.format_marker("calibration")
+FORMAT_VERSION = outputs.FORMAT_VERSIONS["calibration"]
 # Versions this diskmodel reads.
-KNOWN_FORMAT_VERSIONS = (1,)
+KNOWN_FORMAT_VERSIONS = (1, 2)
 # Markers of earlier diskmodel versions (no "format_version" key): read as version 1
 # when they otherwise validate (the keys and their meaning did not change).
 LEGACY_FORMATS = {"diskmodel-calibration/1": 1}
@@ -53,7 +54,7 @@ class CalibrationFileError(ValueError):
         self.key = key
 
 
-# The declared schema of a calibration JSON (format_version 1): key -> (type, constraint).
+# The declared schema of a calibration JSON (format_version 1 and 2): key -> (type, constraint).
 #
 # type: "int", "number" (int or float, finite, never a bool), "str", "bool",
 #   "object", "list", with "|null" where null is allowed; "list[T]": a list of T.
@@ -87,6 +88,7 @@ _FLAT_TEST_SCHEMA = {"flat": ("bool", None), "detail": ("str", None), "slope_pva
 SCHEMA: dict[str, tuple] = {
     "format": ("str", None),
     "format_version": ("int", "> 0"),
+    "model": ("str", None),
     "target": ("str", None),
     "kind": ("str", None),
     "size_bytes": ("int", "> 0"),
@@ -114,10 +116,10 @@ SCHEMA: dict[str, tuple] = {
     "reads": ("int", ">= 0"),
     "checks": ("list[object]", _CHECK_SCHEMA),
 }
-# Keys to_dict writes for readers that from_dict recomputes from the samples:
+# Keys to_dict writes for readers that reading recomputes from the samples:
 # type-checked where present, not required.
-DERIVED_KEYS = frozenset({"mechanical_seek", "flat_test", "seek_curve_table", "seek_curve_spread", "seek_fit",
-                          "seek_fit_table", "latency_model", "mean_random_seek_time_s"})
+DERIVED_KEYS = frozenset({"model", "mechanical_seek", "flat_test", "seek_curve_table", "seek_curve_spread",
+                          "seek_fit", "seek_fit_table", "latency_model", "mean_random_seek_time_s"})
 # Keys of nested objects that are derived likewise.
 _DERIVED_NESTED = {"seek_samples": frozenset({"baseline_s"})}
 
@@ -132,42 +134,32 @@ def _shown(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _wanted(type_: str, constraints: tuple) -> str:
-    """How a type and constraint read in a message: 'a positive integer', 'a number >= 0 or null', ..."""
+_NUMBER_WORDS = {  # (singular, plural) by base type and sign
+    "int": {"> 0": ("a positive integer", "positive integers"), ">= 0": ("an integer >= 0", "integers >= 0"),
+            None: ("an integer", "integers")},
+    "number": {"> 0": ("a number > 0", "numbers > 0"), ">= 0": ("a number >= 0", "numbers >= 0"),
+               None: ("a finite number", "finite numbers")},
+}
+_OTHER_WORDS = {"str": ("a string", "strings"), "bool": ("true or false", "true or false values"),
+                "object": ("an object", "objects"), "list": ("a list", "lists")}
+
+
+def _wanted(type_: str, constraints: tuple, plural: bool = False) -> str:
+    """How a type and constraint read in a message: 'a positive integer', 'a number >= 0 or null',
+    'a non-empty list of integers >= 0', or with *plural* the elements of a list: 'finite numbers or nulls'."""
     nullable = type_.endswith("|null")
     base = type_.removesuffix("|null")
     sign = next((c for c in constraints if c in ("> 0", ">= 0")), None)
-    if base == "int":
-        text = {"> 0": "a positive integer", ">= 0": "an integer >= 0", None: "an integer"}[sign]
-    elif base == "number":
-        text = {"> 0": "a number > 0", ">= 0": "a number >= 0", None: "a finite number"}[sign]
-    elif base == "str":
-        text = "a string"
-    elif base == "bool":
-        text = "true or false"
-    elif base == "object":
-        text = "an object"
-    elif base.startswith("list"):
-        text = "a non-empty list" if "non-empty" in constraints else "a list"
-        if base != "list":
-            text += " of " + _plural(base[5:-1], constraints)
-    else:  # pragma: no cover - the schema uses the types above only
-        text = base
-    return text + (" or null" if nullable else "")
-
-
-def _plural(type_: str, constraints: tuple) -> str:
-    """The elements of a list in a message: 'integers >= 0', 'finite numbers or nulls', 'objects'."""
-    nullable = type_.endswith("|null")
-    base = type_.removesuffix("|null")
-    sign = next((c for c in constraints if c in ("> 0", ">= 0")), None)
-    if base == "int":
-        text = {"> 0": "positive integers", ">= 0": "integers >= 0", None: "integers"}[sign]
-    elif base == "number":
-        text = {"> 0": "numbers > 0", ">= 0": "numbers >= 0", None: "finite numbers"}[sign]
+    if base in _NUMBER_WORDS:
+        text = _NUMBER_WORDS[base][sign][plural]
+    elif base.startswith("list[") and not plural:
+        text = ("a non-empty list" if "non-empty" in constraints else "a list") + " of " + \
+            _wanted(base[5:-1], constraints, plural=True)
+    elif base == "list" and not plural and "non-empty" in constraints:
+        text = "a non-empty list"
     else:
-        text = {"str": "strings", "bool": "true or false values", "object": "objects", "list": "lists"}[base]
-    return text + (" or nulls" if nullable else "")
+        text = _OTHER_WORDS[base][plural]
+    return text + ((" or nulls" if plural else " or null") if nullable else "")
 
 
 def _type_ok(base: str, value) -> bool:
@@ -321,554 +313,73 @@ def validate_calibration_dict(data, source: str = "calibration") -> int:
     return version
 
 
-def _finite(value):
-    """JSON-safe: NaN and inf (e.g. an undefined standard error) become None."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
+
+def calibration_to_dict(result: CalibrationResult) -> dict:
+    """The JSON object of a calibration file: the format marker and version, then ``result.to_dict()``."""
+    return outputs.mark(result.to_dict(), "calibration")
 
 
-def _arr(values, dtype=float) -> np.ndarray:
-    return np.asarray(values, dtype=dtype).reshape(-1)
+def calibration_to_json(result: CalibrationResult, path: str | Path | None = None, indent: int | None = 1) -> str:
+    """The calibration file's text (and written to *path* if given); NaN and inf are null.
+
+    A *path* is written atomically (a temporary file renamed over it), so a
+    failure never leaves half a result; the command line checks the path
+    first (:mod:`diskmodel.calibrate.harness.outputs`)."""
+    text = json.dumps(calibration_to_dict(result), indent=indent, allow_nan=False)
+    if path is not None:
+        outputs.write_output_atomically(path, text, kind="calibration", force=True, flag="path")
+    return text
 
 
-@dataclass(eq=False)
-class CalibrationResult:
-    """A calibration's measurements, fits and verdicts (see the module doc).
+def calibration_from_dict(data, *, source: str = "calibration") -> CalibrationResult:
+    """The result a parsed calibration file holds, its measurements fitted again.
 
-    Units: bytes and seconds. ``seek_*`` arrays hold one entry per read of
-    the seek stage (where the head came from, where it went, the read time,
-    whether its distance was a design distance, its round).
-    """
+    Checked against :data:`SCHEMA` first (:func:`validate_calibration_dict`; errors
+    name *source* and the key); samples that do not make a calibration (e.g. too
+    few to fit) raise :class:`CalibrationFileError` too."""
+    validate_calibration_dict(data, source)
+    try:
+        return CalibrationResult.from_dict(data)
+    except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError) as exc:
+        # The schema holds, but the samples do not make a calibration (e.g. too few to fit).
+        raise CalibrationFileError(source, f"the samples do not make a calibration ({exc})") from None
 
-    target: str
-    kind: str
-    size_bytes: int
-    block_size_bytes: int
-    budget_s: float
-    rotation_period_s: float | None
-    rotation_period_bse_s: float | None
-    rotation_period_samples_s: list
-    overhead_s: float | None
-    block_transfer_s: float | None
-    rotation_detail: str
-    zone_locations_bytes: np.ndarray
-    zone_rates_bytes_per_s: np.ndarray
-    zone_read_length_bytes: int
-    zones: list
-    zone_detail: str
-    seek_from_bytes: np.ndarray
-    seek_to_bytes: np.ndarray
-    seek_time_s: np.ndarray
-    seek_designed: np.ndarray
-    seek_round: np.ndarray
-    seek_distances_bytes: np.ndarray
-    seek_detail: str
-    checks: list = field(default_factory=list)
-    device_time_s: float = 0.0
-    wall_time_s: float = 0.0
-    reads: int = 0
 
-    # derived ---------------------------------------------------------------
-    def __post_init__(self):
-        self.zone_locations_bytes = _arr(self.zone_locations_bytes, np.int64)
-        self.zone_rates_bytes_per_s = _arr(self.zone_rates_bytes_per_s)
-        self.zones = [(int(a), int(b), float(r)) for a, b, r in self.zones]
-        self.seek_from_bytes = _arr(self.seek_from_bytes, np.int64)
-        self.seek_to_bytes = _arr(self.seek_to_bytes, np.int64)
-        self.seek_time_s = _arr(self.seek_time_s)
-        self.seek_designed = _arr(self.seek_designed, bool)
-        self.seek_round = _arr(self.seek_round, np.int64)
-        self.seek_distances_bytes = _arr(self.seek_distances_bytes, np.int64)
-        distance = self.seek_distance_bytes
-        moved = distance > 0
-        d = self.seek_distances_bytes.astype(float)
-        self._bins = np.concatenate(([0.0], np.sqrt(d[:-1] * d[1:]), [2.0 * self.size_bytes]))
-        bin_of = np.searchsorted(self._bins, distance, side="right") - 1
-        if self.rotation_period_s is not None:
-            # the floor of a one-block read and the mean rotational wait (eq. 8)
-            self.seek_baseline_s = float(self.overhead_s + self.rotation_period_s / 2)
-        else:
-            # no rotation: latency in excess of the median latency at the shortest distances
-            first = moved & (bin_of == bin_of[moved].min())
-            self.seek_baseline_s = float(np.median(self.seek_time_s[first]))
-        seek = self.seek_time_s - self.seek_baseline_s
-        keep = moved.copy()
-        for k in np.unique(bin_of[moved]):
-            m = moved & (bin_of == k)
-            q1, q3 = np.percentile(seek[m], [25, 75])
-            keep &= ~(m & (seek > q3 + 3 * (q3 - q1)))
-        self.seek_kept = keep
-        self.flat_test: FlatTest = test_flat(distance[keep], self.seek_time_s[keep])
-        self.mechanical_seek = bool(self.rotation_period_s is not None and not self.flat_test.flat)
-        self.table: TableFit = fit_table(distance[keep], seek[keep], bins=self._bins)
-        self.two_piece: TwoPieceFit | None = None
-        self.latency_model: FlatLatencyModel | None = None
-        self.two_piece_error: str | None = None
-        if self.mechanical_seek:
-            # The two-piece curve is fitted against the distance in tracks, the
-            # physical coordinate of a seek: a track holds rate * T_rot bytes, so
-            # outer zones hold more bytes per track than inner ones.
-            tracks = np.abs(self.track_of_bytes(self.seek_to_bytes) - self.track_of_bytes(self.seek_from_bytes))
-            ok = keep & (tracks > 0)
-            try:
-                self.two_piece = fit_two_piece(tracks[ok], seek[ok], method="rlm", distance_unit="tracks")
-            except ValueError as exc:
-                self.two_piece_error = str(exc)
-        else:
-            rates = self.zone_rates_bytes_per_s
-            good = np.isfinite(rates) & (rates > 0)
-            per_byte = float(np.median(1.0 / rates[good])) if good.any() else float("nan")
-            self.latency_model = fit_flat_latency(self.seek_time_s[keep], per_byte)
+def calibration_from_json(text_or_path) -> CalibrationResult:
+    """The result in a calibration file (a path) or its text (JSON).
 
-    def track_of_bytes(self, offset_bytes) -> np.ndarray:
-        """Position in tracks of byte offsets [tracks]: the bytes before each offset
-        divided by the bytes of a track (rate * T_rot) of the zones they lie in."""
-        if self.rotation_period_s is None:
-            raise ValueError("there is no rotation period, hence no tracks, on this device")
-        starts = np.array([z[0] for z in self.zones] + [self.zones[-1][1]], dtype=float)
-        per_track = np.array([z[2] for z in self.zones]) * self.rotation_period_s
-        knots = np.concatenate(([0.0], np.cumsum(np.diff(starts) / per_track)))
-        return np.interp(np.asarray(offset_bytes, dtype=float), starts, knots)
-
-    @property
-    def mean_bytes_per_track(self) -> float:
-        return float(self.size_bytes / self.track_of_bytes(self.size_bytes))
-
-    @property
-    def seek_distance_bytes(self) -> np.ndarray:
-        return np.abs(self.seek_to_bytes - self.seek_from_bytes)
-
-    @property
-    def seek_fit(self):
-        """The chosen seek model: the two-piece fit, the flat latency model where
-        there is no mechanical seek, or the table where the two-piece fit failed."""
-        if self.two_piece is not None:
-            return self.two_piece
-        if self.latency_model is not None:
-            return self.latency_model
-        return self.table
-
-    def plausibility(self) -> Verdict:
-        """Is a mechanical seek present, and is the result consistent about it?"""
-        flat = self.flat_test
-        if self.mechanical_seek:
-            return Verdict("plausibility", True, f"mechanical seek present: rotation period "
-                                                 f"{self.rotation_period_s * 1e3:.4f} ms; {flat.detail}")
-        if self.rotation_period_s is None and flat.flat:
-            return Verdict("plausibility", True,
-                           "no mechanical seek curve: no rotation and latency flat against distance "
-                           f"({flat.detail}); a flat latency model is given, not a two-piece fit")
-        why = ("a rotation period but latency flat against distance" if flat.flat
-               else "latency grows with distance but no rotation was found")
-        return Verdict("plausibility", False, f"inconsistent: {why} ({flat.detail}); no two-piece fit is given")
-
-    # statsmodels-like ------------------------------------------------------
-    @property
-    def params(self) -> pd.Series:
-        """Rotation period, overhead and the seek model's parameters [s, bytes]."""
-        values = {"rotation_period_s": self.rotation_period_s, "overhead_s": self.overhead_s}
-        fit = self.seek_fit
-        if isinstance(fit, TwoPieceFit):
-            values.update({f"seek_{k}": float(v) for k, v in fit.params.items()})
-        elif isinstance(fit, FlatLatencyModel):
-            values.update({"latency_s": fit.mean_s, "per_byte_s": fit.per_byte_s})
-        return pd.Series(values, dtype=float)
-
-    @property
-    def bse(self) -> pd.Series:
-        values = {"rotation_period_s": self.rotation_period_bse_s, "overhead_s": None}
-        fit = self.seek_fit
-        if isinstance(fit, TwoPieceFit):
-            values.update({f"seek_{k}": float(v) for k, v in fit.bse.items()})
-        elif isinstance(fit, FlatLatencyModel):
-            values.update({"latency_s": fit.std_s / math.sqrt(max(fit.n, 1)), "per_byte_s": None})
-        return pd.Series(values, dtype=float)
-
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Normal-approximation intervals from ``params`` and ``bse`` (the seek
-        coefficients from the fitted pieces' own intervals)."""
-        from scipy.stats import norm
-
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
-        z = norm.ppf(1 - alpha / 2)
-        p, s = self.params, self.bse
-        out = pd.DataFrame({"lower": p - z * s, "upper": p + z * s})
-        if isinstance(self.seek_fit, TwoPieceFit):
-            ci = self.seek_fit.conf_int(alpha)
-            for name in ci.index:
-                out.loc[f"seek_{name}"] = ci.loc[name].values
-        return out
-
-    # derived quantities --------------------------------------------------------
-    def seek_time_at_s(self, distance_bytes, model: str | None = None) -> np.ndarray:
-        """Seek time [s] at byte distances from the chosen (or named) model (the
-        two-piece curve, fitted in tracks, at the mean bytes per track)."""
-        fit = self._model(model)
-        d = np.asarray(distance_bytes, dtype=float)
-        if isinstance(fit, FlatLatencyModel):
-            return np.zeros_like(d)
-        if isinstance(fit, TwoPieceFit):
-            d = d / self.mean_bytes_per_track
-        return np.maximum(fit.predict(d), 0.0)
-
-    def seek_time_between_s(self, from_bytes, to_bytes, model: str | None = None) -> np.ndarray:
-        """Seek time [s] between byte offsets (the two-piece curve at their distance in tracks)."""
-        fit = self._model(model)
-        a = np.asarray(from_bytes, dtype=float)
-        b = np.asarray(to_bytes, dtype=float)
-        if isinstance(fit, FlatLatencyModel):
-            return np.zeros(np.broadcast(a, b).shape)
-        if isinstance(fit, TwoPieceFit):
-            return np.maximum(fit.predict(np.abs(self.track_of_bytes(b) - self.track_of_bytes(a))), 0.0)
-        return np.maximum(fit.predict(np.abs(b - a)), 0.0)
-
-    def _model(self, model):
-        if model is None:
-            return self.seek_fit
-        if model == "two_piece":
-            if self.two_piece is None:
-                raise ValueError("model='two_piece': there is no two-piece fit "
-                                 + ("(no mechanical seek)" if not self.mechanical_seek else f"({self.two_piece_error})"))
-            return self.two_piece
-        if model == "table":
-            return self.table
-        raise ValueError(f"model must be 'two_piece', 'table' or None (got {model!r})")
-
-    def mean_random_seek_time_s(self, model: str | None = None, samples: int = 400_000, seed: int = 12345) -> float:
-        """Mean seek time [s] between uniformly random pairs of byte offsets."""
-        rng = np.random.default_rng(seed)
-        a = rng.integers(0, self.size_bytes, samples)
-        b = rng.integers(0, self.size_bytes, samples)
-        return float(self.seek_time_between_s(a, b, model).mean())
-
-    def rate_at_bytes(self, offset_bytes) -> np.ndarray:
-        """Transfer rate [bytes/s] of the zone holding each byte offset."""
-        offset = np.asarray(offset_bytes)
-        if np.any(offset < 0) or np.any(offset >= self.size_bytes):
-            raise ValueError(f"offset_bytes must lie in [0, {self.size_bytes})")
-        starts = np.array([z[0] for z in self.zones])
-        rates = np.array([z[2] for z in self.zones])
-        return rates[np.searchsorted(starts, offset, side="right") - 1]
-
-    def partition_rates(self, partitions) -> list[dict]:
-        """Rate at each partition's start and middle; *partitions* are objects or
-        dicts with ``name``, ``start_bytes``, ``size_bytes``."""
-        out = []
-        for p in partitions:
-            get = (lambda k: p[k]) if isinstance(p, dict) else (lambda k: getattr(p, k))
-            start, size = int(get("start_bytes")), int(get("size_bytes"))
-            mid = min(start + size // 2, self.size_bytes - 1)
-            out.append({"name": get("name"), "start_byte": start, "size_bytes": size,
-                        "rate_at_start_bytes_per_s": float(self.rate_at_bytes(min(start, self.size_bytes - 1))),
-                        "rate_at_middle_bytes_per_s": float(self.rate_at_bytes(mid))})
-        return out
-
-    def seek_curve_table(self) -> list[list[float]]:
-        """[[distance_bytes, seek_time_s], ...]: the mean seek time per distance bin."""
-        t = self.table
-        return [[float(d), float(m)] for d, m in zip(t.distance, t.mean_s)]
-
-    def seek_curve_spread(self) -> list[dict]:
-        t = self.table
-        return [{"distance_bytes": float(d), "seek_time_s": float(m), "std_s": float(s), "n": int(n)}
-                for d, m, s, n in zip(t.distance, t.mean_s, t.std_s, t.count)]
-
-    def to_disk(self, seek: str = "two_piece", name: str | None = None):
-        """A :class:`diskmodel.model.Disk` for prediction: rpm from the rotation
-        period, zones from the measured rates, the fitted seek, the overhead.
-
-        The geometry is a stand-in: one surface, each zone's sectors per track
-        from its rate (``rate * T_rot / sector``) and as many tracks ("cylinders")
-        as fill its bytes. The two-piece curve is fitted in tracks already; the
-        table (against bytes) is rescaled by the mean bytes per track. Raises ValueError where the
-        device shows no mechanical seek (use ``latency_model``).
-        """
-        from diskmodel.model import Disk, Geometry, Zone
-
-        knee_note = None
-        if seek == "flat":
-            from diskmodel.model.disk import flat_latency_disk
-
-            model = self.latency_model
-            if model is None:
-                raise ValueError("seek='flat': the calibration found a mechanical seek; use seek='two_piece' or 'table'")
-            return flat_latency_disk(
-                model.mean_s, 1.0 / model.per_byte_s, int(self.size_bytes), block_bytes=self.block_size_bytes,
-                name=name or f"calibrated {self.target}",
-                provenance=f"flat latency model calibrated by diskmodel from {self.target}: mean "
-                           f"{model.mean_s * 1e6:.1f} us per {self.block_size_bytes}-byte read, "
-                           f"{1e-6 / model.per_byte_s:.0f} MB/s")
-        if not self.mechanical_seek or self.rotation_period_s is None:
-            raise ValueError("no mechanical seek was found on this device: a Disk (rotation, seek curve) "
-                             "would be meaningless; use to_disk(seek='flat') for its flat latency model")
-        period = self.rotation_period_s
-        sector = 512 if self.block_size_bytes % 512 == 0 else self.block_size_bytes
-        zones, first = [], 0
-        for start, end, rate in self.zones:
-            spt = max(1, int(round(rate * period / sector)))
-            tracks = max(1, int(round((end - start) / (spt * sector))))
-            zones.append(Zone(first, first + tracks - 1, spt))
-            first += tracks
-        geometry = Geometry(1, tuple(zones), sector)
-        scale = self.size_bytes / geometry.cylinders
-        if seek == "two_piece":
-            if self.two_piece is None:
-                raise ValueError(f"seek='two_piece': there is no two-piece fit ({self.two_piece_error})")
-            model = self.two_piece.as_seek(1.0)  # fitted in tracks, the stand-in's cylinders
-            if model.knee_cylinders >= geometry.cylinders:
-                # every distance the disk has is a short seek: the same curve with the knee on the
-                # last track (d <= knee takes a + b*sqrt(d)); said in the disk's estimates
-                knee_note = (f"the two-piece knee was fitted at {model.knee_cylinders:.6g} tracks, beyond the "
-                             f"stand-in's {geometry.cylinders} tracks: a + b*sqrt(d) covers every distance, "
-                             f"and the knee is put on the last track")
-                model = model.evolve(knee_cylinders=geometry.cylinders - 1)
-        elif seek == "table":
-            model = self.table.as_seek(scale, reach=geometry.cylinders - 1)
-        else:
-            raise ValueError(f"seek must be 'two_piece', 'table' or 'flat' (got {seek!r})")
-        # overhead_s is the floor of a one-block read: the command overhead and the block's transfer.
-        rates = np.array([z[2] for z in self.zones])
-        overhead = max((self.overhead_s or 0.0) - self.block_size_bytes / float(np.median(rates)), 0.0)
-        return Disk(name=name or f"calibrated {self.target}", geometry=geometry, seek=model,
-                    rpm=60.0 / period, command_overhead_s=overhead,
-                    provenance=f"calibrated by diskmodel from {self.target} ({self.kind}); "
-                               f"{self.device_time_s:.1f} s of device time",
-                    estimates=(("geometry", "one surface; tracks sized from the measured zone rates"),
-                               ("seek", "two-piece fit against the distance in tracks" if seek == "two_piece" else
-                                f"table against byte distance, rescaled by {scale:.0f} bytes per track"))
-                    + ((("seek knee", knee_note),) if knee_note else ()))
-
-    # reporting -------------------------------------------------------------
-    def summary(self) -> str:
-        lines = [f"calibration of {self.target} ({self.kind}): {self.size_bytes} bytes, "
-                 f"block {self.block_size_bytes} bytes; {self.device_time_s:.2f} s of device time, "
-                 f"{self.wall_time_s:.2f} s wall, {self.reads} reads"]
-        if self.rotation_period_s is not None:
-            lines.append(f"rotation period {self.rotation_period_s * 1e3:.4f} ms "
-                         f"(se {self.rotation_period_bse_s * 1e6:.2f} us, {60 / self.rotation_period_s:.1f} rpm); "
-                         f"minimum one-block read {self.overhead_s * 1e3:.4f} ms (command overhead and transfer)")
-        else:
-            lines.append(f"rotation: none found ({self.rotation_detail})")
-        lines.append(f"mechanical seek: {'yes' if self.mechanical_seek else 'NO'}")
-        fit = self.seek_fit
-        if isinstance(fit, TwoPieceFit):
-            lines.append(fit.summary())
-            lines.append(f"mean seek over random pairs: {self.mean_random_seek_time_s() * 1e3:.3f} ms "
-                         f"(table model {self.mean_random_seek_time_s('table') * 1e3:.3f} ms)")
-        elif isinstance(fit, FlatLatencyModel):
-            lines.append(f"flat latency model: mean {fit.mean_s * 1e6:.1f} us, p50 {fit.p50_s * 1e6:.1f} us, "
-                         f"p90 {fit.p90_s * 1e6:.1f} us, p99 {fit.p99_s * 1e6:.1f} us, "
-                         f"{1 / fit.per_byte_s / 1e6:.1f} MB/s transfer")
-        else:
-            lines.append(f"seek: measured table only ({self.two_piece_error})")
-        rates = np.array([z[2] for z in self.zones])
-        lines.append(f"zones: {len(self.zones)}, rates {rates.min() / 1e6:.2f}..{rates.max() / 1e6:.2f} MB/s "
-                     f"({self.zone_detail})")
-        lines.append("checks:")
-        for v in self.checks:
-            mark = {True: "PASS", False: "FAIL", None: "n/a "}[v.passed]
-            lines.append(f"  [{mark}] {v.name}: {v.detail}")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (f"<CalibrationResult {self.target} ({self.kind}): mechanical_seek={self.mechanical_seek}, "
-                f"rotation_period_s={self.rotation_period_s}, {len(self.zones)} zones, "
-                f"{self.device_time_s:.1f} s device time>")
-
-    def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{v:.6g}</td><td>{s:.3g}</td></tr>"
-                       for (k, v), s in zip(self.params.items(), self.bse.fillna(np.nan)))
-        checks = "".join(
-            f"<tr><td>{html.escape(v.name)}</td><td>{ {True: 'pass', False: 'FAIL', None: 'n/a'}[v.passed]}</td>"
-            f"<td>{html.escape(v.detail)}</td></tr>" for v in self.checks)
-        return (f"<div><b>CalibrationResult</b> {html.escape(self.target)} ({html.escape(self.kind)}), "
-                f"mechanical seek: <b>{'yes' if self.mechanical_seek else 'no'}</b>, "
-                f"{self.device_time_s:.1f} s device time"
-                f"<table><tr><th>param</th><th>value</th><th>se</th></tr>{rows}</table>"
-                f"<table><tr><th>check</th><th>verdict</th><th>detail</th></tr>{checks}</table></div>")
-
-    def plot(self, ax=None, *, model: str | None = None, alpha: float = 0.05):
-        """Seek samples (light), means per distance with standard errors, the fit
-        and its confidence band, against byte distance (log axis). Returns the Axes."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots()
-        distance = self.seek_distance_bytes
-        seek = self.seek_time_s - self.seek_baseline_s
-        k = self.seek_kept
-        ax.scatter(distance[k], seek[k] * 1e3, s=2, alpha=0.15, color="grey", label="pairs")
-        t = self.table
-        ax.errorbar(t.distance, t.mean_s * 1e3, yerr=t.std_s / np.sqrt(t.count) * 1e3, fmt="o", ms=3,
-                    color="C0", label="mean per distance")
-        grid = np.geomspace(max(distance[k].min(), 1), self.size_bytes, 300)
-        fit = self._model(model)
-        if isinstance(fit, TwoPieceFit):
-            pred, lo, hi = fit.predict_band(grid / self.mean_bytes_per_track, alpha)
-            ax.plot(grid, pred * 1e3, color="C1",
-                    label=f"two-piece fit (knee {fit.params['knee']:.4g} tracks; at the mean track size)")
-            ax.fill_between(grid, lo * 1e3, hi * 1e3, color="C1", alpha=0.3, label=f"{100 * (1 - alpha):g}% band")
-        elif isinstance(fit, TableFit):
-            ax.plot(grid, fit.predict(grid) * 1e3, color="C2", label="table")
-        else:
-            ax.axhline(0.0, color="C3", label=f"flat: latency {fit.mean_s * 1e6:.0f} us, no seek")
-        ax.set_xscale("log")
-        ax.set_xlabel("seek distance [bytes]")
-        ax.set_ylabel("seek time [ms]")
-        ax.set_title(f"{self.target}: seek curve" + ("" if self.mechanical_seek else " (no mechanical seek)"))
-        ax.legend(fontsize="small")
-        return ax
-
-    def plot_zones(self, ax=None):
-        """Transfer rate against location, with the zones found. Returns the Axes."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots()
-        ax.plot(self.zone_locations_bytes / 1e9, self.zone_rates_bytes_per_s / 1e6, ".", label="measured")
-        xs, ys = [], []
-        for start, end, rate in self.zones:
-            xs += [start / 1e9, end / 1e9]
-            ys += [rate / 1e6, rate / 1e6]
-        ax.plot(xs, ys, color="C1", label=f"{len(self.zones)} zones")
-        ax.set_xlabel("location [GB]")
-        ax.set_ylabel("transfer rate [MB/s]")
-        ax.legend(fontsize="small")
-        return ax
-
-    # JSON --------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        fit = self.seek_fit
-        seek_fit = fit.to_dict()
-        if isinstance(fit, TableFit):
-            seek_fit["params"] = {}
-            seek_fit["bse"] = {}
-        return {
-            "format": JSON_FORMAT, "format_version": FORMAT_VERSION,
-            "target": self.target, "kind": self.kind,
-            "size_bytes": self.size_bytes, "block_size_bytes": self.block_size_bytes, "budget_s": self.budget_s,
-            "rotation_period_s": self.rotation_period_s,
-            "rotation_period_bse_s": self.rotation_period_bse_s,
-            "rotation_period_samples_s": list(self.rotation_period_samples_s),
-            "rotation_detail": self.rotation_detail,
-            "overhead_s": self.overhead_s, "block_transfer_s": self.block_transfer_s,
-            "mechanical_seek": self.mechanical_seek,
-            "flat_test": {"flat": self.flat_test.flat, "detail": self.flat_test.detail,
-                          "slope_pvalue": self.flat_test.slope_pvalue, "rise_s": self.flat_test.rise_s},
-            "seek_curve_table": self.seek_curve_table(),
-            "seek_curve_spread": self.seek_curve_spread(),
-            "seek_fit": seek_fit,
-            "seek_fit_table": self.table.to_dict(),
-            "latency_model": self.latency_model.to_dict() if self.latency_model is not None else None,
-            "mean_random_seek_time_s": self.mean_random_seek_time_s() if self.mechanical_seek else None,
-            "zones": [{"start_byte": a, "end_byte": b, "rate_bytes_per_s": r} for a, b, r in self.zones],
-            "zone_samples": {"location_bytes": self.zone_locations_bytes.tolist(),
-                             "rate_bytes_per_s": [None if not np.isfinite(r) else float(r)
-                                                  for r in self.zone_rates_bytes_per_s],
-                             "read_length_bytes": self.zone_read_length_bytes, "detail": self.zone_detail},
-            "seek_samples": {"from_bytes": self.seek_from_bytes.tolist(), "to_bytes": self.seek_to_bytes.tolist(),
-                             "time_s": self.seek_time_s.tolist(), "designed": self.seek_designed.tolist(),
-                             "round": self.seek_round.tolist(),
-                             "design_distances_bytes": self.seek_distances_bytes.tolist(),
-                             "baseline_s": self.seek_baseline_s, "detail": self.seek_detail},
-            "device_time_s": self.device_time_s, "wall_time_s": self.wall_time_s, "reads": self.reads,
-            "checks": [v.to_dict() for v in self.checks],
-        }
-
-    def to_json(self, path: str | Path | None = None, indent: int | None = 1) -> str:
-        """The result as JSON (and written to *path* if given); NaN and inf become null.
-
-        A *path* is written atomically (a temporary file renamed over it), so a
-        failure never leaves half a result; the command line checks the path
-        first (:mod:`diskmodel.calibrate.harness.outputs`)."""
-        text = json.dumps(_finite(self.to_dict()), indent=indent, allow_nan=False)
-        if path is not None:
-            from diskmodel.calibrate.harness.outputs import write_output_atomically
-
-            write_output_atomically(path, text, kind="calibration", force=True, flag="path")
-        return text
-
-    @classmethod
-    def from_json(cls, text_or_path) -> "CalibrationResult":
-        """Rebuild a result from :meth:`to_json` output (a JSON string or a file path);
-        the fits are recomputed from the samples (deterministically).
-
-        The JSON is checked against :data:`SCHEMA` first: a file that is not a
-        calibration result, lacks a key, or holds a value of the wrong type or
-        sign raises :class:`CalibrationFileError` (a ``ValueError``) naming the
-        file and the key. A path that cannot be read raises the ``OSError``."""
-        import os
-        import stat
-
-        is_text = isinstance(text_or_path, str) and text_or_path.lstrip()[:1] in ("{", "[") \
-            and not os.path.exists(text_or_path)
-        if isinstance(text_or_path, (str, os.PathLike)) and not is_text:
-            source = os.fspath(text_or_path)
-            st = os.stat(source)
-            if stat.S_ISDIR(st.st_mode):
-                raise CalibrationFileError(source, "is a directory, not a calibration JSON file "
-                                                   "(give the file `diskmodel calibrate --json` wrote)")
-            if not stat.S_ISREG(st.st_mode):
-                raise CalibrationFileError(source, "is not a regular file (a device, a FIFO or a socket); give "
-                                                   "the JSON file `diskmodel calibrate --json` wrote")
-            if st.st_size > MAX_FILE_BYTES:
-                raise CalibrationFileError(source, f"is {st.st_size} bytes, too large for a calibration result")
-            raw = Path(source).read_bytes()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise CalibrationFileError(source, "is not a UTF-8 text file, hence not a calibration JSON") from None
-        elif isinstance(text_or_path, str):
-            source, text = "text_or_path (JSON text)", text_or_path
-        else:
-            raise TypeError(f"text_or_path must be JSON text or a path (got {type(text_or_path).__name__})")
+    A file that is not a calibration result, lacks a key, or holds a value of
+    the wrong type or sign raises :class:`CalibrationFileError` (a
+    ``ValueError``) naming the file and the key. A path that cannot be read
+    raises the ``OSError``."""
+    is_text = isinstance(text_or_path, str) and text_or_path.lstrip()[:1] in ("{", "[") \
+        and not os.path.exists(text_or_path)
+    if isinstance(text_or_path, (str, os.PathLike)) and not is_text:
+        source = os.fspath(text_or_path)
+        st = os.stat(source)
+        if stat.S_ISDIR(st.st_mode):
+            raise CalibrationFileError(source, "is a directory, not a calibration JSON file "
+                                               "(give the file `diskmodel calibrate --json` wrote)")
+        if not stat.S_ISREG(st.st_mode):
+            raise CalibrationFileError(source, "is not a regular file (a device, a FIFO or a socket); give "
+                                               "the JSON file `diskmodel calibrate --json` wrote")
+        if st.st_size > MAX_FILE_BYTES:
+            raise CalibrationFileError(source, f"is {st.st_size} bytes, too large for a calibration result")
+        raw = Path(source).read_bytes()
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            what = "is empty" if not text.strip() else (f"is not valid JSON ({exc.msg} at line {exc.lineno} "
-                                                         f"column {exc.colno}; truncated?)")
-            raise CalibrationFileError(source, what) from None
-        except RecursionError:
-            raise CalibrationFileError(source, "is not a calibration result (nested too deeply)") from None
-        return cls.from_dict(data, source=source)
-
-    @classmethod
-    def from_dict(cls, data, *, source: str = "calibration") -> "CalibrationResult":
-        """Rebuild a result from :meth:`to_dict` output, checked against :data:`SCHEMA`
-        (see :func:`validate_calibration_dict`; errors name *source* and the key)."""
-        validate_calibration_dict(data, source)
-        z, s = data["zone_samples"], data["seek_samples"]
-        period = data["rotation_period_s"]
-        bse = data["rotation_period_bse_s"]
-        if period is not None and bse is None:
-            bse = math.nan  # an undefined standard error, written as null
-        try:
-            return cls(
-                target=data["target"], kind=data["kind"], size_bytes=data["size_bytes"],
-                block_size_bytes=data["block_size_bytes"], budget_s=data["budget_s"],
-                rotation_period_s=period, rotation_period_bse_s=bse,
-                rotation_period_samples_s=[math.nan if v is None else v for v in data["rotation_period_samples_s"]],
-                overhead_s=data["overhead_s"],
-                block_transfer_s=data["block_transfer_s"], rotation_detail=data["rotation_detail"],
-                zone_locations_bytes=z["location_bytes"],
-                zone_rates_bytes_per_s=[np.nan if r is None else r for r in z["rate_bytes_per_s"]],
-                zone_read_length_bytes=z["read_length_bytes"],
-                zones=[(q["start_byte"], q["end_byte"], q["rate_bytes_per_s"]) for q in data["zones"]],
-                zone_detail=z["detail"], seek_from_bytes=s["from_bytes"], seek_to_bytes=s["to_bytes"],
-                seek_time_s=s["time_s"], seek_designed=s["designed"], seek_round=s["round"],
-                seek_distances_bytes=s["design_distances_bytes"], seek_detail=s["detail"],
-                checks=[Verdict(c["name"], c["passed"], c["detail"]) for c in data["checks"]],
-                device_time_s=data["device_time_s"], wall_time_s=data["wall_time_s"], reads=data["reads"])
-        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError) as exc:
-            # The schema holds, but the samples do not make a calibration (e.g. too few to fit).
-            raise CalibrationFileError(source, f"the samples do not make a calibration ({exc})") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CalibrationFileError(source, "is not a UTF-8 text file, hence not a calibration JSON") from None
+    elif isinstance(text_or_path, str):
+        source, text = "text_or_path (JSON text)", text_or_path
+    else:
+        raise TypeError(f"text_or_path must be JSON text or a path (got {type(text_or_path).__name__})")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "is empty" if not text.strip() else (f"is not valid JSON ({exc.msg} at line {exc.lineno} "
+                                                     f"column {exc.colno}; truncated?)")
+        raise CalibrationFileError(source, what) from None
+    except RecursionError:
+        raise CalibrationFileError(source, "is not a calibration result (nested too deeply)") from None
+    return calibration_from_dict(data, source=source)

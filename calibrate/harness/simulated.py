@@ -217,11 +217,11 @@ def disk_from_name(name: str | Path) -> Disk:
     """A preset name (``load_preset``) or a DiskSim drive folder as a :class:`Disk`."""
     path = Path(name)
     if path.is_dir():
-        from diskmodel.data.disksim import load_disksim_drive
+        from diskmodel.model.disksim import load_disksim_drive
 
         drive = load_disksim_drive(path)
         if drive.disk is None:
-            raise ValueError(f"preset {name!r}: diskmodel.data.disksim gives no Disk for this drive")
+            raise ValueError(f"preset {name!r}: diskmodel.model.disksim gives no Disk for this drive")
         return drive.disk
     try:
         return load_preset(str(name))

@@ -5,23 +5,25 @@ Fitters are kept apart from the model (astropy.modeling / lmfit style):
 (2015), eq. (12) (MD_mapping, FB_mapping, bounded >= 0), and
 :func:`fit_io_parameters` the I/O-path parameters a paper does not report
 (file-data path rate, effective host transfer rate, page cache size, CPU per
-file operation), both with ``scipy.optimize.least_squares`` on log
-throughput ratios.
+file operation), both with ``scipy.optimize.least_squares`` on one log
+elapsed-time ratio per measured cell (:class:`PostMarkFit`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from .._checks import finite_scalar, show, whole_number
 from ..filesystem import FileSystem, PageCache
 from ..predict import predict
-from ..volumes import LvmMapping, Partition, mapping_complexity
+from ..stack import stack_on
+from ..volumes import LvmMapping, Partition
 from ..workload import PostMarkConfig, as_counts
-
-MIB = 1024 * 1024
+from .base import FitResult, Parameter, Parameters, frozen_array
+from ..units import MIB
 
 
 @dataclass(frozen=True)
@@ -60,70 +62,60 @@ class Case:
                 raise ValueError(f"{name} must be a {kind.__name__} (got {show(getattr(self, name))})")
 
 
-@dataclass(frozen=True)
-class FitResult:
-    """Parameters fitted by least squares on log(predicted/measured) throughput.
+@dataclass(frozen=True, eq=False)
+class PostMarkFit(FitResult):
+    """Parameters fitted by least squares on log elapsed-time ratios, one per PostMark cell.
 
     Attributes
     ----------
-    names : tuple of str
-    params : dict
-        Best-fit values.
-    bse : dict
-        Standard errors from the Jacobian at the optimum (covariance
-        s^2 (J^T J)^-1, s^2 = residual sum of squares / max(1, n - p));
-        nan where a parameter sits at a bound or is not identified.
-    bounds : dict
-        (lower, upper) per parameter.
+    parameters : Parameters
+        Best-fit values with the fit's bounds and units.
+    covariance : ndarray
+        s^2 (J^T J)^-1 over the parameters off their bounds, from the
+        Jacobian at the optimum (s^2 = residual sum of squares / df_resid);
+        NaN for a parameter at a bound, and everywhere when there are no
+        more cells than parameters (nothing is left to estimate s^2 from).
     residuals : ndarray
-        log(predicted / measured) per measured cell at the optimum.
-    cells : list of str
+        log(predicted / measured throughput) per cell at the optimum: a
+        cell's read and write throughput are bytes over one elapsed time, so
+        the cell gives one residual, log(implied / predicted elapsed time),
+        with the measured elapsed time implied by the throughput(s) given
+        (the geometric mean where both are).
+    cells : tuple of str
         Labels of the residuals.
+    df_resid : float
+        Cells less the parameters off their bounds.
     success : bool
     message : str
     """
 
-    names: tuple
-    params: dict
-    bse: dict
-    bounds: dict
+    parameters: Parameters
+    covariance: np.ndarray
     residuals: np.ndarray
-    cells: list
+    cells: tuple
+    df_resid: float
     success: bool
     message: str
+    model: ClassVar[str] = "postmark"
 
-    def conf_int(self, alpha: float = 0.05) -> dict:
-        """Normal-approximation confidence intervals {name: (low, high)}."""
-        from scipy.stats import norm
+    def __post_init__(self):
+        p = len(self.parameters)
+        object.__setattr__(self, "covariance", frozen_array("covariance", self.covariance).reshape(p, p))
+        object.__setattr__(self, "residuals", frozen_array("residuals", self.residuals).reshape(-1))
+        object.__setattr__(self, "cells", tuple(self.cells))
+        if len(self.cells) != self.residuals.size:
+            raise ValueError(f"cells must label every residual ({self.residuals.size}; got {len(self.cells)})")
 
-        alpha = finite_scalar("alpha", alpha, positive=True)
-        if alpha >= 1:
-            raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
-        z = float(norm.ppf(1 - alpha / 2))
-        return {n: (self.params[n] - z * self.bse[n], self.params[n] + z * self.bse[n]) for n in self.names}
+    @property
+    def nobs(self) -> int:
+        return int(self.residuals.size)
 
-    def to_frame(self):
-        import pandas as pd
+    def _summary_title(self) -> str:
+        rms = float(np.sqrt(np.mean(self.residuals ** 2))) if self.nobs else 0.0
+        return (f"least squares on log elapsed time: {self.nobs} cells, rms {rms:.3f}, "
+                f"{'converged' if self.success else 'NOT converged'} ({self.message})")
 
-        ci = self.conf_int()
-        return pd.DataFrame({"value": [self.params[n] for n in self.names],
-                             "bse": [self.bse[n] for n in self.names],
-                             "ci_low": [ci[n][0] for n in self.names], "ci_high": [ci[n][1] for n in self.names],
-                             "lower_bound": [self.bounds[n][0] for n in self.names],
-                             "upper_bound": [self.bounds[n][1] for n in self.names]},
-                            index=list(self.names))
-
-    def summary(self) -> str:
-        lines = [f"least squares on log throughput: {len(self.residuals)} cells, "
-                 f"rms {float(np.sqrt(np.mean(self.residuals ** 2))) if len(self.residuals) else 0:.3f}, "
-                 f"{'converged' if self.success else 'NOT converged'} ({self.message})"]
-        lines.append(self.to_frame().to_string())
-        return "\n".join(lines)
-
-    def _repr_html_(self):
-        return f"<pre>{self.summary()}</pre>"
-
-    def plot(self, ax=None):
+    def plot(self, ax=None, alpha: float = 0.05):
         """Residuals per cell (percent); returns the Axes."""
         import matplotlib.pyplot as plt
 
@@ -133,37 +125,49 @@ class FitResult:
         ax.bar(range(len(pct)), pct)
         ax.set_xticks(range(len(pct)))
         ax.set_xticklabels(self.cells, rotation=60, ha="right")
-        ax.set_ylabel("predicted / measured - 1 [%]")
+        ax.set_ylabel("predicted / measured throughput - 1 [%]")
         ax.axhline(0, color="k", lw=0.8)
         return ax
 
 
-def _fit(cases, names, initial, bounds, apply, x_scale):
+def _cell_residual(case, prediction) -> float:
+    """log(implied / predicted elapsed time): one residual per cell, whatever it measured.
+
+    PostMark reports bytes read and written over one elapsed time, so a cell's
+    read and write throughput carry one piece of information, not two.
+    """
+    total = prediction.counts.total
+    implied = []
+    for kind, moved in (("read", total.bytes_read), ("write", total.bytes_written)):
+        measured = getattr(case, f"{kind}_throughput_bytes_per_s")
+        if measured is None:
+            continue
+        if moved <= 0:
+            raise ValueError(f"cases: {case.label or 'a case'} gives {kind}_throughput_bytes_per_s={measured!r}, "
+                             f"but its workload moves no {kind} bytes")
+        implied.append(math.log(moved / float(measured)))
+    return float(np.mean(implied)) - math.log(prediction.elapsed_s)
+
+
+def _fit(cases, names, initial, bounds, apply, x_scale, units):
     from scipy.optimize import least_squares
 
     cases = list(cases)
     if not cases or not all(isinstance(c, Case) for c in cases):
         raise ValueError("cases must be a non-empty sequence of Case")
     counts = {}
-    labels = []
-    for i, case in enumerate(cases):
-        for kind in ("read", "write"):
-            if getattr(case, f"{kind}_throughput_bytes_per_s") is not None:
-                labels.append(f"{case.label or i}:{kind}")
+    labels = tuple(case.label or str(i) for i, case in enumerate(cases))
 
     def residuals(x):
         out = []
-        for i, case in enumerate(cases):
+        for case in cases:
             key = id(case.workload)
             if key not in counts:
                 counts[key] = as_counts(case.workload)
             kwargs = apply(case, dict(zip(names, x)))
-            p = predict(kwargs["disk"], case.layout, kwargs["filesystem"], counts[key], kwargs["cache"],
+            p = predict(stack_on(kwargs["disk"], case.layout, kwargs["filesystem"]), counts[key], kwargs["cache"],
                         kwargs["lvm_mapping"])
-            for kind, predicted in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
-                measured = getattr(case, f"{kind}_throughput_bytes_per_s")
-                if measured is not None:
-                    out.append(math.log(predicted / float(measured)))
+            out.append(_cell_residual(case, p))
         return np.array(out)
 
     lower = np.array([bounds[n][0] for n in names], dtype=float)
@@ -171,25 +175,25 @@ def _fit(cases, names, initial, bounds, apply, x_scale):
     x0 = np.clip(np.array(initial, dtype=float), lower, upper)
     solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale=np.asarray(x_scale, dtype=float),
                              diff_step=1e-3, method="trf")
-    r = solution.fun
-    J = solution.jac
-    dof = max(1, len(r) - len(names))
-    s2 = float(r @ r) / dof
-    bse = {}
-    try:
-        cov = np.linalg.pinv(J.T @ J) * s2
-        for i, n in enumerate(names):
-            at_bound = solution.active_mask[i] != 0
-            bse[n] = float(np.sqrt(cov[i, i])) if (not at_bound and cov[i, i] > 0) else float("nan")
-    except np.linalg.LinAlgError:  # pragma: no cover
-        bse = {n: float("nan") for n in names}
-    return FitResult(tuple(names), dict(zip(names, map(float, solution.x))), bse,
-                     {n: tuple(bounds[n]) for n in names}, r, labels, bool(solution.success),
-                     str(solution.message))
+    r, J = solution.fun, solution.jac
+    free = solution.active_mask == 0  # a parameter at a bound is held there
+    dof = r.size - int(free.sum())
+    covariance = np.full((len(names), len(names)), np.nan)
+    if dof > 0 and free.any():
+        s2 = float(r @ r) / dof
+        Jf = J[:, free]
+        block = np.linalg.pinv(Jf.T @ Jf) * s2
+        unidentified = np.diag(block) <= 0
+        block[unidentified, :] = np.nan
+        block[:, unidentified] = np.nan
+        covariance[np.ix_(free, free)] = block
+    parameters = Parameters(Parameter(n, float(v), float(lo), float(hi), units[n])
+                            for n, v, lo, hi in zip(names, solution.x, lower, upper))
+    return PostMarkFit(parameters, covariance, r, labels, float(dof), bool(solution.success), str(solution.message))
 
 
 def fit_lvm_mapping(cases, *, initial=None, bounds=None,
-                    parameters=("md_mapping_s", "fb_mapping_s"), start_factors=(1.0, 30.0)) -> FitResult:
+                    parameters=("md_mapping_s", "fb_mapping_s"), start_factors=(1.0, 30.0)) -> PostMarkFit:
     """Fit MD_mapping and FB_mapping (:class:`LvmMapping`, bounded >= 0).
 
     *parameters*: which coefficients of :class:`LvmMapping` to fit (default
@@ -202,13 +206,13 @@ def fit_lvm_mapping(cases, *, initial=None, bounds=None,
     under another pipeline stage, where the residuals do not depend on it
     and a single start would stay where it began.
 
-    Minimises the squared log ratios of predicted to measured throughput over
-    the cases' measured cells with everything else held as given in each
-    :class:`Case`.  Cases on native layouts carry no information about these
+    Minimises the squared log ratios of measured to predicted elapsed time,
+    one per case (:class:`PostMarkFit`), with everything else held as given
+    in each :class:`Case`.  Cases on native layouts carry no information about these
     parameters (complexity 0) and are rejected.
     """
     cases = list(cases)
-    if any(mapping_complexity(c.layout) == 0 for c in cases):
+    if any(c.layout.mapping_complexity == 0 for c in cases):
         raise ValueError("cases: every case must be on an LVM layout (a native one has no mapping cost)")
     names = tuple(parameters)
     if not names or len(set(names)) != len(names) or any(n not in LvmMapping.BOUNDS for n in names):
@@ -237,12 +241,17 @@ def fit_lvm_mapping(cases, *, initial=None, bounds=None,
     fits = []
     for f in factors:
         start = [f * v for v in initial]
-        fit = _fit(cases, names, start, bounds, apply, x_scale=[scale[n] for n in names])
+        fit = _fit(cases, names, start, bounds, apply, [scale[n] for n in names], _UNITS)
         fits.append(fit)
         if all(fit.params[n] != x0 for n, x0 in zip(names, start)):
             break  # every coefficient moved: not stuck on a flat stretch, no further start needed
     return min(fits, key=lambda fit: float(fit.residuals @ fit.residuals))
 
+
+#: Units of every parameter these fitters fit (LvmMapping's and the I/O path's).
+_UNITS = {"md_mapping_s": "s", "fb_mapping_s": "s", "request_mapping_s": "s",
+          "interface_rate_bytes_per_s": "bytes/s", "page_cache_bytes": "bytes", "cpu_per_file_operation_s": "s",
+          "file_data_rate_bytes_per_s": "bytes/s"}
 
 #: Bounds of the I/O-path parameters fitted by fit_io_parameters [their units].
 IO_PARAMETER_BOUNDS = {
@@ -297,7 +306,8 @@ def _apply_io(case, values):
 
 
 def apply_io_parameters(disk, filesystem: FileSystem, cache: PageCache, params: dict):
-    """(disk, filesystem, cache) with fitted I/O-path *params* applied."""
+    """(disk, filesystem, cache) with fitted I/O-path *params* (a dict, or a fit's ``params``) applied."""
+    params = dict(params)
     unknown = set(params) - set(IO_PARAMETER_BOUNDS)
     if unknown:
         raise ValueError(f"params: unknown I/O parameter(s) {sorted(unknown)}")
@@ -306,7 +316,7 @@ def apply_io_parameters(disk, filesystem: FileSystem, cache: PageCache, params: 
 
 
 def fit_io_parameters(cases, *, parameters=("interface_rate_bytes_per_s", "page_cache_bytes"), initial=None,
-                      bounds=None, cache_starts=8) -> FitResult:
+                      bounds=None, cache_starts=8) -> PostMarkFit:
     """Fit I/O-path parameters a paper does not report, on native runs.
 
     *parameters* is any subset of :data:`IO_PARAMETER_BOUNDS`:
@@ -342,7 +352,7 @@ def fit_io_parameters(cases, *, parameters=("interface_rate_bytes_per_s", "page_
     if "page_cache_bytes" in names:
         lo, hi = bounds["page_cache_bytes"]
         starts += [{**initial, "page_cache_bytes": c} for c in np.geomspace(max(lo, 8.0 * MIB), hi, whole)]
-    fits = [_fit(cases, names, [start[n] for n in names], bounds, _apply_io, x_scale) for start in starts]
+    fits = [_fit(cases, names, [start[n] for n in names], bounds, _apply_io, x_scale, _UNITS) for start in starts]
     costs = np.array([float(f.residuals @ f.residuals) for f in fits])
     best = costs.min()
     good = [f for f, c in zip(fits, costs) if c <= best * 1.001 + 1e-12]

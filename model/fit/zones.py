@@ -1,0 +1,129 @@
+"""Zones of a transfer-rate profile: change points by optimal partitioning.
+
+:func:`fit_zones` splits log(rate), in location order, into constant pieces
+minimising the squared error plus a penalty per piece (optimal partitioning,
+Jackson et al. 2005: exact, O(n^2), fine for the few hundred locations a
+calibration measures). Each piece is a zone; its rate, the exponential of
+the piece's mean log-rate, is a parameter of the result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .base import FitResult, Parameter, Parameters, frozen_array
+
+__all__ = ["ZoneFit", "fit_zones"]
+
+
+@dataclass(frozen=True, eq=False)
+class ZoneFit(FitResult):
+    """The zones found in a rate profile.
+
+    ``segments``: one index array (into *location* and *rate* as given) per
+    zone, in location order. Parameters ``rate_bytes_per_s[k]``: the zone's
+    geometric mean rate, its standard error by the delta method from the
+    spread of log-rate within the zone (NaN for a zone of one location).
+    """
+
+    location: np.ndarray
+    rate: np.ndarray
+    segments: tuple[np.ndarray, ...]
+    penalty: float
+    model: ClassVar[str] = "zones"
+
+    def __post_init__(self):
+        object.__setattr__(self, "location", frozen_array("location", self.location).reshape(-1))
+        object.__setattr__(self, "rate", frozen_array("rate", self.rate).reshape(-1))
+        object.__setattr__(self, "segments", tuple(frozen_array("segments", s, np.int64).reshape(-1)
+                                                   for s in self.segments))
+
+    def _log_stats(self):
+        logs = [np.log(self.rate[s]) for s in self.segments]
+        mean = np.array([v.mean() for v in logs])
+        se = np.array([v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan for v in logs])
+        return mean, se
+
+    @property
+    def parameters(self) -> Parameters:
+        mean, _ = self._log_stats()
+        return Parameters(Parameter(f"rate_bytes_per_s[{k}]", float(np.exp(m)), 0.0, np.inf, "bytes/s")
+                          for k, m in enumerate(mean))
+
+    @property
+    def covariance(self) -> np.ndarray:
+        mean, se = self._log_stats()
+        return np.diag((np.exp(mean) * se) ** 2)
+
+    @property
+    def nobs(self) -> int:
+        return int(self.rate.size)
+
+    @property
+    def df_resid(self) -> float:
+        return float(self.rate.size - len(self.segments))
+
+    def _summary_title(self) -> str:
+        return f"zones: {len(self.segments)} found in {self.nobs} locations (penalty {self.penalty:.3g})"
+
+    def plot(self, ax=None, alpha: float = 0.05):
+        """Rate against location, with the zones' rates. Returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        ax.plot(self.location, self.rate, ".", label="measured")
+        for k, (s, rate) in enumerate(zip(self.segments, self.params)):
+            ax.hlines(rate, self.location[s].min(), self.location[s].max(), color="C1",
+                      label=f"{len(self.segments)} zones" if k == 0 else None)
+        ax.set_xlabel("location")
+        ax.set_ylabel("rate [bytes/s]")
+        ax.legend(fontsize="small")
+        return ax
+
+
+def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1) -> ZoneFit:
+    """Change points of a rate profile: the optimal partition of log(rate) (in
+    location order) into constant pieces of at least *min_size* points, minimising
+    the squared error plus *penalty* per piece (default ``6 * sigma^2 * log(n)``,
+    sigma from the median absolute first difference)."""
+    loc = np.asarray(location, dtype=float).reshape(-1)
+    r = np.asarray(rate, dtype=float).reshape(-1)
+    if loc.shape != r.shape or loc.size == 0:
+        raise ValueError("location and rate must be non-empty and of one length")
+    if np.any(~np.isfinite(r)) or np.any(r <= 0):
+        raise ValueError("rate must be finite and > 0")
+    order = np.argsort(loc, kind="stable")
+    y = np.log(r[order])
+    n = y.size
+    if penalty is None:
+        if n > 2:
+            sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2)
+        else:
+            sigma = 0.0
+        sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
+        penalty = 3.0 * sigma ** 2 * np.log(max(n, 2)) * 2
+    c1 = np.concatenate(([0.0], np.cumsum(y)))
+    c2 = np.concatenate(([0.0], np.cumsum(y * y)))
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    prev = np.zeros(n + 1, dtype=int)
+    for end in range(1, n + 1):
+        starts = np.arange(0, end - min_size + 1)
+        if starts.size == 0:
+            continue
+        m = end - starts
+        cost = (c2[end] - c2[starts]) - (c1[end] - c1[starts]) ** 2 / m
+        total = best[starts] + cost + penalty
+        k = int(np.argmin(total))
+        best[end] = total[k]
+        prev[end] = starts[k]
+    segments = []
+    end = n
+    while end > 0:
+        start = prev[end]
+        segments.append(order[start:end])
+        end = start
+    return ZoneFit(loc, r, tuple(segments[::-1]), float(penalty))

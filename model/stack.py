@@ -1,0 +1,460 @@
+"""One declarative description of a storage stack, for the model, provisioning and reports.
+
+A :class:`Stack` is a tree of frozen dataclasses, from the top down:
+
+* a file system (:class:`FileSystemNode`, kinds "ext2", "ext3", "ext4",
+  "xfs"): its model parameters (:class:`diskmodel.model.filesystem.FileSystem`,
+  for the kinds the model covers, ext2 and ext3) and the ``mkfs`` and
+  ``mount`` options it is built with;
+* the volume it is made on: a partition, or an LVM linear or striped
+  logical volume over partitions as physical volumes
+  (:mod:`diskmodel.model.volumes`: extent size, PE start, segments, stripe
+  size);
+* the disks the partitions name (``Partition.disk``): a preset, a DiskSim
+  drive folder, a saved calibration or a :class:`~diskmodel.model.disk.Disk`
+  in memory (:mod:`diskmodel.model.drives`).
+
+Every node type is registered by its ``kind`` (:mod:`diskmodel.model.nodes`),
+which is how a stack reads from and writes to JSON
+(:meth:`Stack.to_json`, :meth:`Stack.from_json`); RAID, thin pools, loop
+files or network block devices come as new node types without touching
+these.  Bad input is a one-line ValueError naming the node (its path in the
+tree, e.g. ``file_system.volume.physical_volumes[1] (partition)``) and the
+field.
+
+The same stack drives
+
+* the model: :func:`diskmodel.model.predict.predict` places the volume on
+  its disk (:meth:`Stack.volume_on_disk`) and evaluates the file system on it;
+* provisioning: :func:`diskmodel.calibrate.bench.provision.build_plan` turns
+  each partition into a loop device over the same byte range of a scratch
+  file or device that stands for the disk, and builds the LVM volume and the
+  file system on them;
+* reports: :attr:`Stack.short_name` and :meth:`Stack.describe`.
+
+The paper's native, LVM-1 and LVM-2 stacks (Tables 1-3) are :func:`paper_stack`.
+Files named by drives (DiskSim folders, calibrations) are read by
+:mod:`diskmodel.calibrate.stacks`; the model itself reads no file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from ._checks import evolve as _evolve
+from ._checks import one_of, show, whole_number
+from .disk import Disk
+from .drives import PresetDrive, as_drive
+from .filesystem import FileSystem
+from .nodes import from_json_data, is_node, kind_of, node_type, record_from_json, text_field, to_json_data, walk
+from .volume_on_disk import VolumeOnDisk
+from .units import GB, MIB
+from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, LvmMapping,
+                      Partition)
+
+FORMAT = "diskmodel.stack"
+FORMAT_VERSION = 1
+
+FILE_SYSTEM_KINDS = ("ext2", "ext3", "ext4", "xfs")
+#: The file systems the model covers (:class:`diskmodel.model.filesystem.FileSystem`).
+MODELLED_FILE_SYSTEMS = ("ext2", "ext3")
+
+PAPER_STACKS = ("native", "lvm1", "lvm2")
+#: The paper's test area: the last 20 GB of the disk (Table 1), halved for LVM-2 (Table 3) [bytes].
+PAPER_TEST_AREA_BYTES = 20 * GB
+#: Room in every physical volume of the equal-file-system sizing beyond pe_start and its
+#: extents, less than one extent so it never adds one [bytes].
+PV_SLACK_BYTES = 2 * MIB
+#: Partitions of the equal-file-system sizing start on MiB boundaries.
+PARTITION_ALIGN_BYTES = 1 * MIB
+#: The first partition of the equal-file-system sizing starts this far into the disk [bytes],
+#: like a first partition after a partition table: an LVM label at the start of the first PV must
+#: not also appear at the start of the disk (the scratch device standing for it) itself.
+FIRST_PARTITION_START_BYTES = 1 * MIB
+
+
+# ------------------------------------------------------------------ the file system
+
+def _options(name: str, options, *, single: bool) -> tuple[str, ...]:
+    if isinstance(options, str) or not isinstance(options, (tuple, list)):
+        raise ValueError(f"{name} must be a list of strings (got {show(options)})")
+    for option in options:
+        text_field(name, option, empty_ok=False)
+        if single and ("," in option or any(c.isspace() for c in option)):
+            raise ValueError(f"{name} must be single options without commas or spaces (got {option!r})")
+    return tuple(options)
+
+
+def _option_value(options: tuple[str, ...], flag: str) -> str | None:
+    """The value given to a short mkfs flag ("-b 4096" or "-b4096"), or None."""
+    for i, option in enumerate(options):
+        if option == flag and i + 1 < len(options):
+            return options[i + 1]
+        if option.startswith(flag) and len(option) > len(flag):
+            return option[len(flag):]
+    return None
+
+
+def _number(where: str, text: str, kind: type):
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a number") from None
+
+
+def parameters_from_options(mkfs_options: tuple[str, ...], mount_options: tuple[str, ...]) -> dict:
+    """The model parameters (FileSystem fields) that ext2/ext3 options set, by field name.
+
+    mkfs ``-b`` (block_size_bytes) and ``-I`` (inode_size_bytes); mount
+    ``data=`` (journal_mode), ``commit=`` (commit_interval_s) and
+    ``noatime`` / ``atime``, ``relatime``, ``strictatime`` (atime_updates).
+    """
+    out = {}
+    for flag, name in (("-b", "block_size_bytes"), ("-I", "inode_size_bytes")):
+        text = _option_value(mkfs_options, flag)
+        if text is not None:
+            out[name] = _number("mkfs_options", text, int)
+    for option in mount_options:
+        key, _, value = option.partition("=")
+        if key == "data":
+            out["journal_mode"] = value
+        elif key == "commit":
+            out["commit_interval_s"] = _number("mount_options", value, float)
+        elif key in ("noatime", "atime", "relatime", "strictatime"):
+            out["atime_updates"] = key != "noatime"
+    return out
+
+
+@node_type(*FILE_SYSTEM_KINDS)
+@dataclass(frozen=True)
+class FileSystemNode:
+    """The file system at the top of a stack and the volume it is made on.
+
+    Attributes
+    ----------
+    volume : Partition, LinearVolume or StripedVolume (any volume node)
+    kind : str
+        "ext2", "ext3" (modelled), "ext4" or "xfs" (built, not modelled);
+        default the kind of *parameters*, else "ext3".
+    parameters : FileSystem or None
+        The model's parameters (block size, journal mode, commit interval,
+        ...) for ext2 and ext3; default ``FileSystem(kind=kind)``.  None for
+        the kinds the model does not cover.
+    mkfs_options, mount_options : tuple of str
+        What ``mkfs.<kind>`` and ``mount -o`` are given (mount options one
+        each, without commas).  The model's parameters describe what these
+        build: when *parameters* are not given, the options set them
+        (:func:`parameters_from_options`); when they are, an option that
+        contradicts them is refused.
+    """
+
+    volume: object
+    kind: str | None = None
+    parameters: FileSystem | None = None
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not is_node(self.volume) or not hasattr(self.volume, "size_bytes"):
+            raise ValueError(f"volume must be a volume node, e.g. a Partition or LinearVolume (got {show(self.volume)})")
+        kind = self.kind
+        if kind is None:
+            kind = self.parameters.kind if isinstance(self.parameters, FileSystem) else "ext3"
+        object.__setattr__(self, "kind", one_of("kind", kind, FILE_SYSTEM_KINDS))
+        object.__setattr__(self, "mkfs_options", _options("mkfs_options", self.mkfs_options, single=False))
+        object.__setattr__(self, "mount_options", _options("mount_options", self.mount_options, single=True))
+        if kind in MODELLED_FILE_SYSTEMS:
+            if self.parameters is None:
+                derived = parameters_from_options(self.mkfs_options, self.mount_options)
+                try:
+                    object.__setattr__(self, "parameters", FileSystem(kind=kind, **derived))
+                except ValueError as exc:
+                    raise ValueError(f"mkfs_options/mount_options: {exc}") from None
+            if not isinstance(self.parameters, FileSystem):
+                raise ValueError(f"parameters must be a FileSystem (got {show(self.parameters)})")
+            if self.parameters.kind != kind:
+                raise ValueError(f"parameters.kind {self.parameters.kind!r} differs from kind {kind!r}")
+            for name, value in parameters_from_options(self.mkfs_options, self.mount_options).items():
+                if getattr(self.parameters, name) != value:
+                    where = "mkfs_options" if name.endswith("size_bytes") else "mount_options"
+                    raise ValueError(f"{where} set {name} to {value!r}, which contradicts "
+                                     f"parameters.{name} {getattr(self.parameters, name)!r}")
+        elif self.parameters is not None:
+            raise ValueError(f"parameters: the model has none for {kind} (it covers "
+                             f"{' and '.join(MODELLED_FILE_SYSTEMS)}); leave them out")
+
+    def evolve(self, **changes) -> "FileSystemNode":
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
+
+    @property
+    def modelled(self) -> bool:
+        return self.parameters is not None
+
+    def describe(self) -> str:
+        text = f"{self.kind} file system"
+        p = self.parameters
+        if p is not None:
+            text += f" ({p.journal_mode + ', ' if p.journaled else ''}{p.block_size_bytes}-byte blocks)"
+        if self.mkfs_options:
+            text += f", mkfs {' '.join(self.mkfs_options)}"
+        if self.mount_options:
+            text += f", mounted -o {','.join(self.mount_options)}"
+        return text
+
+    def json_fields(self) -> dict:
+        parameters = None
+        if self.parameters is not None:
+            parameters = {f.name: getattr(self.parameters, f.name) for f in dataclasses.fields(FileSystem)
+                          if f.name != "kind"}  # the node's kind says it
+        return {"volume": self.volume, "parameters": parameters, "mkfs_options": self.mkfs_options,
+                "mount_options": self.mount_options}
+
+    @classmethod
+    def from_json_fields(cls, kind: str, fields: dict, path: str) -> dict:
+        parameters = fields.get("parameters")
+        if isinstance(parameters, dict):
+            fields["parameters"] = record_from_json(FileSystem, {"kind": kind, **parameters},
+                                                    f"{path}.parameters" if path else "parameters")
+        return {**fields, "kind": kind}
+
+
+# ------------------------------------------------------------------ the stack
+
+@dataclass(frozen=True)
+class Stack:
+    """A file system, the volume it is made on, and the disks below.
+
+    Attributes
+    ----------
+    file_system : FileSystemNode
+    disks : tuple of drive nodes
+        Every disk a partition of the tree names (by ``Partition.disk``),
+        with distinct names; default the ``wd800bd`` preset as "sda".
+    name : str
+        A short name for reports (e.g. "lvm2"); default made from the tree.
+    """
+
+    file_system: FileSystemNode
+    disks: tuple = (PresetDrive("wd800bd"),)
+    name: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.file_system, FileSystemNode):
+            raise ValueError(f"file_system must be a FileSystemNode (got {show(self.file_system)})")
+        if isinstance(self.disks, (str, bytes)) or not isinstance(self.disks, (tuple, list)) or not self.disks:
+            raise ValueError(f"disks must be a non-empty list of drives (got {show(self.disks)})")
+        object.__setattr__(self, "disks", tuple(self.disks))
+        text_field("name", self.name)
+        seen = {}
+        for i, drive in enumerate(self.disks):
+            if not is_node(drive) or not hasattr(drive, "model_disk"):
+                raise ValueError(f"disks[{i}]: must be a drive node, e.g. PresetDrive (got {show(drive)})")
+            if drive.name in seen:
+                raise ValueError(f"disks[{i}] ({kind_of(drive)}): name {drive.name!r} is taken by disks[{seen[drive.name]}]")
+            seen[drive.name] = i
+        for path, partition in self.partitions():
+            if partition.disk not in seen:
+                raise ValueError(f"{path} (partition): disk {partition.disk!r} is not one of the stack's disks "
+                                 f"({', '.join(seen)})")
+
+    def evolve(self, **changes) -> "Stack":
+        """A copy with some fields changed, validated again (unknown names raise ValueError)."""
+        return _evolve(self, changes)
+
+    # -- the tree ------------------------------------------------------------
+    @property
+    def volume(self):
+        """The volume the file system is made on."""
+        return self.file_system.volume
+
+    def nodes(self):
+        """(path, node, depth) of every node of the file system's tree, parents first."""
+        return walk(self.file_system, "file_system")
+
+    def partitions(self) -> tuple[tuple[str, Partition], ...]:
+        """(path, partition) of every partition in the tree, in tree order."""
+        return tuple((path, node) for path, node, _ in self.nodes() if isinstance(node, Partition))
+
+    def drive(self, name: str):
+        for drive in self.disks:
+            if drive.name == name:
+                return drive
+        raise ValueError(f"disk {name!r} is not one of the stack's disks ({', '.join(d.name for d in self.disks)})")
+
+    @property
+    def short_name(self) -> str:
+        """The name, or one made from the kinds of the file system and its volume (e.g. "ext3 on lvm_linear")."""
+        return self.name or f"{self.file_system.kind} on {kind_of(self.volume)}"
+
+    def describe(self) -> str:
+        """The tree, one node a line, indented by depth, then the disks."""
+        lines = [f"stack {self.short_name}:"]
+        lines += [f"{'  ' * (depth + 1)}{node.describe()}" for _, node, depth in self.nodes()]
+        lines += [f"  {drive.describe()}" for drive in self.disks]
+        return "\n".join(lines)
+
+    # -- the model -----------------------------------------------------------
+    def model_disk(self) -> Disk:
+        """The one Disk the volume lies on (ValueError when it spans several, or the disk is a file to read)."""
+        names = list(dict.fromkeys(p.disk for _, p in self.partitions()))
+        if len(names) != 1:
+            raise ValueError(f"file_system.volume spans {len(names)} disks ({', '.join(names)}): the model predicts "
+                             "one disk; use diskmodel.model.scenarios for striping over independent disks")
+        return self.drive(names[0]).model_disk()
+
+    def volume_on_disk(self, mapping: LvmMapping | None = None) -> VolumeOnDisk:
+        """The volume placed on its disk, with the LVM mapping costs *mapping* (default none)."""
+        return VolumeOnDisk(self.model_disk(), self.volume, LvmMapping() if mapping is None else mapping)
+
+    def file_system_parameters(self) -> FileSystem:
+        """The model's parameters of the file system (ValueError for a kind the model does not cover)."""
+        if not self.file_system.modelled:
+            raise ValueError(f"file_system: the model covers {' and '.join(MODELLED_FILE_SYSTEMS)}, "
+                             f"not {self.file_system.kind}")
+        return self.file_system.parameters
+
+    # -- JSON ----------------------------------------------------------------
+    def to_json_data(self) -> dict:
+        return {"format": FORMAT, "format_version": FORMAT_VERSION, "name": self.name,
+                "disks": [to_json_data(d, f"disks[{i}]") for i, d in enumerate(self.disks)],
+                "file_system": to_json_data(self.file_system, "file_system")}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_json_data(), indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_json_data(cls, data) -> "Stack":
+        """The stack of :meth:`to_json_data`'s form (ValueError naming the node and the field)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a stack must be one JSON object (got {show(data)})")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ValueError(f"format must be {FORMAT!r} (got {show(data.get('format'))})")
+        if data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
+            raise ValueError(f"format_version {show(data.get('format_version'))} is not one this version "
+                             f"reads ({FORMAT_VERSION})")
+        unknown = sorted(set(data) - {"format", "format_version", "name", "disks", "file_system"})
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r} (keys: format, format_version, name, disks, file_system)")
+        if "file_system" not in data:
+            raise ValueError("key 'file_system' is missing")
+        disks = data.get("disks", [{"kind": "preset", "preset": "wd800bd"}])
+        if not isinstance(disks, list):
+            raise ValueError(f"disks must be a list of drives (got {show(disks)})")
+        drives = tuple(from_json_data(d, f"disks[{i}]") for i, d in enumerate(disks))
+        file_system = from_json_data(data["file_system"], "file_system")
+        if not isinstance(file_system, FileSystemNode):
+            raise ValueError(f"file_system: must be a file system (kind {', '.join(FILE_SYSTEM_KINDS)}), "
+                             f"not {kind_of(file_system)}")
+        return cls(file_system, drives, data.get("name", ""))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Stack":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        return cls.from_json_data(data)
+
+
+def stack_on(disk, volume, filesystem: FileSystem | None = None, *, name: str = "") -> Stack:
+    """A stack of an ext2/ext3 file system (*filesystem*, default ``FileSystem()``) on *volume* on *disk*.
+
+    *disk* is a Disk, a preset name or a drive node; a Disk (or preset) stands
+    for every disk the volume's partitions name (identical drives).
+    """
+    file_system = FileSystemNode(volume, parameters=FileSystem() if filesystem is None else filesystem)
+    names = list(dict.fromkeys(p.disk for path, p, _ in walk(file_system) if isinstance(p, Partition)))
+    drives = tuple(as_drive(disk, n) for n in names) if isinstance(disk, (Disk, str)) else (as_drive(disk),)
+    return Stack(file_system, drives, name)
+
+
+# ------------------------------------------------------------------ the paper's stacks
+
+def _align_up(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+def _paper_partitions(name, capacity_bytes, fs_size_bytes, gap, extent, pe_start):
+    """(start, size) of /dev/sda3 (and /dev/sda4 for lvm2) in either sizing [bytes]."""
+    pvs = 2 if name == "lvm2" else 1
+    if fs_size_bytes is None:  # the paper's: equal partitions in the last 20 GB
+        if capacity_bytes < PAPER_TEST_AREA_BYTES + gap:
+            raise ValueError(f"capacity_bytes ({capacity_bytes}) must hold the 20 GB test area plus pv_gap_bytes")
+        start = capacity_bytes - PAPER_TEST_AREA_BYTES
+        if pvs == 1:
+            return [(start, PAPER_TEST_AREA_BYTES)]
+        half = PAPER_TEST_AREA_BYTES // 2
+        return [(start - gap, half), (start + half, half)]
+    # the bench's: equal file systems, partitions from the first MiB
+    unit = 2 * extent
+    fs_size = whole_number("fs_size_bytes", fs_size_bytes, minimum=1)
+    if fs_size % unit:
+        lower = max(unit, fs_size // unit * unit)
+        raise ValueError(f"fs_size_bytes must be a positive multiple of {unit} (two LVM extents, so that "
+                         f"LVM-2's halves hold whole extents); got {fs_size}, try {lower}")
+    size = fs_size if name == "native" else pe_start + fs_size // pvs + PV_SLACK_BYTES
+    first = FIRST_PARTITION_START_BYTES
+    out = [(first, size)]
+    if pvs == 2:
+        out.append((_align_up(first + size, PARTITION_ALIGN_BYTES) + gap, size))
+    return out
+
+
+def paper_stack(name: str, capacity_bytes: int | None = None, *, fs_size_bytes: int | None = None, disk=None,
+                filesystem: FileSystem | None = None, kind: str | None = None, mkfs_options=(), mount_options=(),
+                pv_gap_bytes: int = 0, extent_size_bytes: int = DEFAULT_EXTENT_SIZE_BYTES,
+                pe_start_bytes: int = DEFAULT_PE_START_BYTES) -> Stack:
+    """The paper's test stacks (Djordjevic & Timcenko 2015, Tables 1-3), named *name*.
+
+    ``"native"`` (Table 1): the file system on ``/dev/sda3``; ``"lvm1"``
+    (Table 2): ``/dev/sda3`` the one PV of a linear LV (``LogVol02``) using
+    all its extents; ``"lvm2"`` (Table 3): ``/dev/sda3`` and ``/dev/sda4``,
+    half the size each, concatenated.  The paper does not say where
+    ``/dev/sda4`` lies; it follows ``/dev/sda3``, *pv_gap_bytes* of free
+    disk between them (a what-if: PVs far apart lengthen seeks between the
+    two halves).
+
+    Two sizings of the same three stacks:
+
+    * the paper's (*fs_size_bytes* None): equal partitions in the last 20 GB
+      (10^9 bytes, as disk makers count) of a disk of *capacity_bytes*
+      (default the disk's capacity) -- "the last part of disk (20GB)",
+      section 4.1, after the 58 GB root and 1 GB swap; with a gap,
+      ``/dev/sda3`` moves towards the start.  The LV holds the partitions'
+      whole extents, so the file system is a little smaller on LVM;
+    * the bench's (*fs_size_bytes* given, a multiple of two extents): a file
+      system of exactly that size in all three, so the differences measured
+      between them are LVM's: partitions from the first MiB of the disk, a
+      PV holding ``pe_start_bytes`` + its share + ``PV_SLACK_BYTES`` (less
+      than an extent), ``/dev/sda4`` on the next MiB boundary after the gap.
+
+    *disk*: a Disk, a preset name or a drive node (default the ``wd800bd``
+    preset, the paper's drive); *filesystem*: the model's parameters
+    (default: ext3, or *kind*, as the options set it); *kind*,
+    *mkfs_options*, *mount_options*: as :class:`FileSystemNode` (kind
+    "ext4" or "xfs" for a stack that is built and not modelled).
+    """
+    one_of("name", name, PAPER_STACKS)
+    drive = as_drive("wd800bd" if disk is None else disk)
+    gap = whole_number("pv_gap_bytes", pv_gap_bytes, minimum=0)
+    extent = whole_number("extent_size_bytes", extent_size_bytes, minimum=1)
+    pe_start = whole_number("pe_start_bytes", pe_start_bytes, minimum=0)
+    if fs_size_bytes is not None and capacity_bytes is not None:
+        raise ValueError("give capacity_bytes (the paper's sizing) or fs_size_bytes (equal file systems), not both")
+    if fs_size_bytes is None:
+        capacity_bytes = whole_number("capacity_bytes", drive.model_disk().capacity_bytes
+                                      if capacity_bytes is None else capacity_bytes, minimum=1)
+    pieces = _paper_partitions(name, capacity_bytes, fs_size_bytes, gap, extent, pe_start)
+    partitions = tuple(Partition(start, size, f"/dev/sda{3 + i}", disk=drive.name)
+                       for i, (start, size) in enumerate(pieces))
+    volume = partitions[0] if name == "native" else LinearVolume(
+        partitions, extent_size_bytes=extent, pe_start_bytes=pe_start, name="LogVol02")
+    file_system = FileSystemNode(volume, kind=kind, parameters=filesystem, mkfs_options=tuple(mkfs_options),
+                                 mount_options=tuple(mount_options))
+    return Stack(file_system, (drive,), name)
+
+
+__all__ = ["FILE_SYSTEM_KINDS", "MODELLED_FILE_SYSTEMS", "PAPER_STACKS", "FileSystemNode", "Stack", "paper_stack",
+           "parameters_from_options", "stack_on"]
