@@ -286,9 +286,14 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
         plan = L.build_plan(stack, backing=scratch.path)
         with HostExecutor(plan) as ex:
             body = G.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device_expr=plan.device_expr)
-            res = ex.run_command(f"DISKMODEL_SCRATCH={scratch.path}\n{body}", "guest body on the host")
+            tmp = tmp_path / "tmp"
+            tmp.mkdir()
+            # As in the VM's script: the body's undo list runs from an EXIT trap.
+            res = ex.run_command(f"export TMPDIR={tmp}\nDISKMODEL_SCRATCH={scratch.path}\nDISKMODEL_UNDO=''\n"
+                                 f"trap 'eval \"$DISKMODEL_UNDO\"' EXIT\n{body}", "guest body on the host")
         assert ex.teardown().left == []
     assert res.returncode == 0, res.stdout + res.stderr
+    assert list(tmp.iterdir()) == []   # its temporary folder (a mktemp name) is gone
     s = G.parse_guest_output(res.stdout, cfg, stack=stack, accelerator="host", memory_limit_bytes=32 * MiB)
     assert s.environment.stack == "native" and "partition /dev/sda3" in s.environment.stack_description
     assert s.n == 2 and not s.environment.emulated
