@@ -28,9 +28,10 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
+
+from diskmodel.calibrate.harness.outputs import replace_file_atomically
 
 #: Version of the artifact format; readme_figures.py treats other versions as "not run under this version".
 SCHEMA = 1
@@ -188,16 +189,6 @@ def write_result(name: str, figures: dict, *, options: dict, details: dict | Non
     }
     text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     target = folder / f"{name}.json"
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".json.tmp", dir=folder)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file_atomically(target, text.encode("utf-8"))
     print(f"(result artifact: {target})", file=sys.stderr)
     return target

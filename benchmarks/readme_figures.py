@@ -17,14 +17,14 @@ import argparse
 import ast
 import difflib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import BENCHMARKS, REPO, RESULTS_DIR, SCHEMA  # noqa: E402
+
+from diskmodel.calibrate.harness.outputs import replace_file_atomically  # noqa: E402
 
 BEGIN = "<!-- figures:begin -->"
 END = "<!-- figures:end -->"
@@ -140,15 +140,7 @@ def main(argv=None) -> int:
         print(f"{args.readme}: figures out of date; run python benchmarks/readme_figures.py", file=sys.stderr)
         return 1
     if new != old:
-        fd, tmp = tempfile.mkstemp(prefix=".README.", suffix=".tmp", dir=args.readme.parent)
-        try:
-            os.fchmod(fd, os.stat(args.readme).st_mode & 0o7777)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(new)
-            os.replace(tmp, args.readme)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file_atomically(args.readme, new.encode("utf-8"))
     print(f"{args.readme}: figures {'rewritten' if new != old else 'already up to date'}")
     return 0
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
                                                    process_start_ticks, undo_one)
 
@@ -153,14 +154,8 @@ class Run:
             "resources": [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details, "note": r.note}
                           for r in self.resources],
         }
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, json.dumps(data, indent=1).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        # Whole or absent: a reader (cleanup, a killed run's successor) never sees half a record.
+        replace_file_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def start(self) -> "Run":
         with signals_blocked():
