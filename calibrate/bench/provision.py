@@ -264,8 +264,8 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
         f"{shlex.quote(plan.backing)}",
         undo=f'losetup -d "${var}"',
         capture=var,
-        resource=("loop", (("backing", plan.backing), ("offset", region.offset_bytes),
-                           ("sizelimit", region.size_bytes), ("device", f"${var}"))),
+        resource=("loop", (("backing", plan.backing), ("offset_bytes", region.offset_bytes),
+                           ("size_bytes", region.size_bytes), ("device", f"${var}"))),
     ))
     return f'"${var}"'
 

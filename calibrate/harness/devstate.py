@@ -82,19 +82,20 @@ def loop_device(path: str | os.PathLike) -> dict | None:
 
 
 def _backing_matches(dev: dict, backing: str | None, ino=None, maj_min: str | None = None,
-                     offset: int | None = None) -> bool:
+                     offset_bytes: int | None = None) -> bool:
     if ino is not None and maj_min is not None:
         # By inode: still right after the backing file was unlinked ("... (deleted)").
         if str(dev.get("back-ino")) != str(ino) or dev["back-maj:min"] != maj_min:
             return False
     elif os.path.realpath(dev["back-file"].removesuffix(" (deleted)")) != backing:
         return False
-    return offset is None or int(dev.get("offset") or 0) == int(offset)
+    return offset_bytes is None or int(dev.get("offset") or 0) == int(offset_bytes)
 
 
-def loops_over(backing: str | None, *, ino=None, maj_min: str | None = None, offset: int | None = None) -> list[str]:
-    """Loop devices over *backing* (a real path), or over the file with that inode, at *offset* if given."""
-    return [d["name"] for d in loop_devices() if _backing_matches(d, backing, ino, maj_min, offset)]
+def loops_over(backing: str | None, *, ino=None, maj_min: str | None = None,
+               offset_bytes: int | None = None) -> list[str]:
+    """Loop devices over *backing* (a real path), or over the file with that inode, at *offset_bytes* if given."""
+    return [d["name"] for d in loop_devices() if _backing_matches(d, backing, ino, maj_min, offset_bytes)]
 
 
 def mounts() -> list[dict]:

@@ -59,7 +59,7 @@ def process_alive(pid: int, start_ticks: int | None) -> bool:
 def loops_over(details: dict) -> list[str]:
     """Loop devices whose backing (and offset, where given) match a resource's *details*."""
     return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
-                               maj_min=details.get("backing_dev"), offset=details.get("offset"))
+                               maj_min=details.get("backing_dev"), offset_bytes=details.get("offset_bytes"))
 
 
 def _lvm_has(report: str, name: str) -> bool:
@@ -92,7 +92,7 @@ class Resource:
             "file": lambda: f"scratch file {d.get('path')}",
             "dir": lambda: f"folder {d.get('path')}",
             "loop": lambda: (f"loop device {d.get('device') or '(not yet known)'} over {d.get('backing')} "
-                             f"at offset {d.get('offset', 0)}"),
+                             f"at offset {d.get('offset_bytes', 0)} bytes"),
             "mount": lambda: f"mount on {d.get('mountpoint')}",
             "cgroup": lambda: f"cgroup {d.get('path')}",
             "process": lambda: f"process {d.get('pid')} ({d.get('name', '?')})",
