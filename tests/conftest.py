@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DISKSIM = REPO_ROOT.parent / "shared" / "data" / "disksim"
+BUNDLED_DISKSIM = REPO_ROOT / "data" / "disksim"
 REQUIRE_INTEGRATION = os.environ.get("DISKMODEL_REQUIRE_INTEGRATION") == "1"
 
 
@@ -50,10 +50,9 @@ def wait_for(cond, timeout_s: float, what: str, *, poll_s: float = 0.02):
 
 @pytest.fixture(scope="session")
 def disksim_dir() -> Path:
-    """../shared/data/disksim, DiskSim's measured drives (read in place, never copied)."""
-    if not SHARED_DISKSIM.is_dir():
-        skip_or_fail(f"DiskSim data folder {SHARED_DISKSIM} is absent")
-    return SHARED_DISKSIM
+    """data/disksim, DiskSim's measured drives as the package ships them."""
+    assert BUNDLED_DISKSIM.is_dir(), f"the bundled DiskSim data {BUNDLED_DISKSIM} is missing from the checkout"
+    return BUNDLED_DISKSIM
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .disksim_syntax import MS, Block, DiskSimFormatError, read_text, resolve_block, single_block
+from .syntax import MS, Block, DiskSimFormatError, read_text, resolve_block, single_block
 
 __all__ = ["G1Layout", "G1Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable", "read_model_file",
            "read_seek_table"]

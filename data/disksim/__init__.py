@@ -6,13 +6,13 @@ DiskSim's validation drives (``valid/`` of DiskSim 4.0) each sit in a folder:
   topology), and the ``.diskspecs`` it sources;
 * :func:`read_diskspecs`: the ``disksim_disk`` block (controller overheads,
   the buffer cache, and the link to the ``.model`` file, read by
-  :mod:`diskmodel.data.disksim_model_file`);
+  :mod:`diskmodel.data.disksim.model_file`);
 * :func:`read_trace`: DiskSim's ``validate`` traces;
 * :func:`read_drive_folder`: all of a folder as a :class:`DiskSimFolder`.
 
 Everything returned is plain data, times in seconds (``_s``) unless the name
 says otherwise (DiskSim writes milliseconds, traces microseconds); every
-error in a file raises :class:`~diskmodel.data.disksim_syntax.DiskSimFormatError`
+error in a file raises :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError`
 naming the file and the line. Turning these files into model objects (a
 :class:`~diskmodel.model.Disk`, the per-request simulation's parameters) and
 validating a drive against its trace is :mod:`diskmodel.model.disksim`'s.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .disksim_model_file import ModelFile, read_model_file
-from .disksim_syntax import MS, Block, DiskSimFormatError, Source, Statement, parse_file, read_text
+from .model_file import ModelFile, read_model_file
+from .syntax import MS, Block, DiskSimFormatError, Source, Statement, parse_file, read_text
 
 __all__ = ["DISKSIM_PUBLISHED_DEMERIT_MS", "DiskSimFolder", "DiskSpecs", "Parv", "Trace", "read_diskspecs",
            "read_drive_folder", "read_parv", "read_trace"]

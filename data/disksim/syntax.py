@@ -13,7 +13,7 @@ the seek tables and traces written in one nested syntax::
 
 This module has the one tokenizer and recursive-descent parser of that syntax
 (:func:`parse_file`, :func:`parse_text`); the readers of each kind of file
-(:mod:`diskmodel.data.disksim_model_file`, :mod:`diskmodel.data.disksim`)
+(:mod:`diskmodel.data.disksim.model_file`, :mod:`diskmodel.data.disksim`)
 are built on it. Every error in a file raises :class:`DiskSimFormatError`
 (a ValueError) naming the file and the line.
 """
