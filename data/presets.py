@@ -9,6 +9,13 @@ from __future__ import annotations
 
 MS = 1e-3
 
+#: How a preset's skews given as None are derived (diskmodel.model.presets), not fitted: a drive's
+#: formatter chooses them so that a sequential transfer loses no revolution at a track change.
+_DERIVED_SKEWS = ("derived, not published: the track skew is the fewest sectors that pass under the head "
+                  "during a head switch, ceil(head_switch_s / (T_rot / sectors_per_track)); the cylinder skew "
+                  "the fewest that pass during a one-cylinder move, the seek of distance 1 plus settle_s (or "
+                  "the head switch if longer)")
+
 HP97560 = {
     "name": "HP 97560",
     "provenance": (
@@ -20,7 +27,8 @@ HP97560 = {
     "surfaces": 19,
     "zones": [
         # first cylinder, last cylinder, sectors per track, track skew, cylinder skew
-        (0, 1961, 72, 0, 0),
+        # (None: derived from the head switch and the one-cylinder seek, see estimates)
+        (0, 1961, 72, None, None),
     ],
     "sector_size_bytes": 512,
     "rpm": 4002.0,
@@ -40,6 +48,7 @@ HP97560 = {
     "estimates": [
         ("command_overhead_s, head_switch_s, cache_size_bytes",
          "not given with the seek formula; left at 0 so the preset is the published formula alone"),
+        ("track and cylinder skews", _DERIVED_SKEWS),
     ],
 }
 
@@ -50,20 +59,21 @@ HP_C2247A = {
         "valid/hp_c2247a_validate.model): HPL seek 3.81 + 0.33*sqrt(d) ms for d < 300 "
         "cylinders, 7.75 + 0.0059*d ms otherwise; 5400 rpm; 13 data surfaces; 2051 "
         "cylinders; head switch 0.89 ms; additional write settle 0.65 ms; the eight "
-        "zones with their sectors per track and track/cylinder skews transcribed from "
+        "zones with their sectors per track and track skews transcribed from "
         "the same model file (spare sectors and slipped defects are not kept here: "
         "load the drive with diskmodel.model.disksim for those)."
     ),
     "surfaces": 13,
     "zones": [
-        (0, 558, 96, 14, 32),
-        (559, 760, 92, 13, 30),
-        (761, 901, 88, 13, 29),
-        (902, 1051, 84, 12, 28),
-        (1052, 1193, 80, 12, 27),
-        (1194, 1519, 72, 11, 24),
-        (1520, 1793, 64, 10, 22),
-        (1794, 2050, 56, 9, 19),
+        # cylinder skews None: derived (see estimates); the model file's are 32, 30, 29, 28, 27, 24, 22, 19
+        (0, 558, 96, 14, None),
+        (559, 760, 92, 13, None),
+        (761, 901, 88, 13, None),
+        (902, 1051, 84, 12, None),
+        (1052, 1193, 80, 12, None),
+        (1194, 1519, 72, 11, None),
+        (1520, 1793, 64, 10, None),
+        (1794, 2050, 56, 9, None),
     ],
     "sector_size_bytes": 512,
     "rpm": 5400.0,
@@ -84,6 +94,10 @@ HP_C2247A = {
     "estimates": [
         ("interface_rate_bytes_per_s", "fast SCSI-2 bus, 10 MB/s"),
         ("cache_size_bytes", "DiskSim spec: 2 buffer segments of 256 blocks"),
+        ("cylinder skews", "derived, not the model file's: the model file's cylinder skews cover the drive's "
+                           "one-cylinder seek of its first-ten seek table (2.89 ms), not the 4.14 ms that this "
+                           "preset's HPL formula gives at one cylinder, with which a sequential transfer would "
+                           "lose a revolution at every cylinder; so, as for the other presets, " + _DERIVED_SKEWS),
     ],
 }
 
@@ -101,7 +115,7 @@ WD800BD = {
     ),
     "surfaces": 2,
     "zones": [
-        (i * _WD_CYLINDERS_PER_ZONE, (i + 1) * _WD_CYLINDERS_PER_ZONE - 1, spt, 0, 0)
+        (i * _WD_CYLINDERS_PER_ZONE, (i + 1) * _WD_CYLINDERS_PER_ZONE - 1, spt, None, None)
         for i, spt in enumerate(_WD_ZONE_SPT)
     ],
     "sector_size_bytes": 512,
@@ -134,6 +148,7 @@ WD800BD = {
                                "report 0.1-0.5 ms)"),
         ("head_switch_s", "1.0 ms, typical of the time"),
         ("cache_size_bytes", "2 MiB, from WD's model-number convention (B = 2 MB buffer)"),
+        ("track and cylinder skews", _DERIVED_SKEWS),
     ],
 }
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, finite_scalar, flag, positive_rate, show, whole_number
+from .drive_cache import DriveCache
 from .rotation import rotation_period_s as _rotation_period_s
-from .seek import TableSeek, TwoPieceSeek, random_pair_distance_pmf
+from .seek import TableSeek, TwoPieceSeek, random_pair_distance_pmf, table_seek_one, two_piece_seek_one
 from .zones import MAX_CYLINDERS, Geometry
 
 
@@ -49,6 +51,10 @@ class Disk:
         R of the host interface, giving T_I = S_R / R [bytes/s].
     cache_size_bytes : int
         The drive's buffer [bytes].
+    drive_cache : DriveCache or None
+        Segments, read-ahead and write policy of that buffer, for the
+        per-request simulation (None: every request goes to the media).
+        Its size must equal ``cache_size_bytes``, in whole sectors.
     provenance : str
         Where the values come from.
     estimates : tuple of (field, how it was derived)
@@ -65,6 +71,7 @@ class Disk:
     head_switch_s: float = 0.0
     interface_rate_bytes_per_s: float = float("inf")
     cache_size_bytes: int = 0
+    drive_cache: DriveCache | None = None
     provenance: str = ""
     estimates: tuple[tuple[str, str], ...] = field(default=())
 
@@ -78,6 +85,16 @@ class Disk:
             finite_scalar(name, getattr(self, name), nonnegative=True)
         positive_rate("interface_rate_bytes_per_s", self.interface_rate_bytes_per_s)
         whole_number("cache_size_bytes", self.cache_size_bytes)
+        if self.drive_cache is not None:
+            if not isinstance(self.drive_cache, DriveCache):
+                raise ValueError(f"drive_cache must be a DriveCache or None (got {show(self.drive_cache)})")
+            if self.drive_cache.size_bytes != self.cache_size_bytes:
+                raise ValueError(f"drive_cache holds {self.drive_cache.size_bytes} bytes but cache_size_bytes is "
+                                 f"{self.cache_size_bytes}")
+            for name in ("segment_size_bytes", "read_ahead_bytes"):
+                if getattr(self.drive_cache, name) % self.geometry.sector_size_bytes:
+                    raise ValueError(f"drive_cache.{name} ({getattr(self.drive_cache, name)}) must be a whole "
+                                     f"number of {self.geometry.sector_size_bytes}-byte sectors")
         cylinders = self.geometry.cylinders
         if isinstance(self.seek, TwoPieceSeek) and self.seek.knee_cylinders >= cylinders:
             raise ValueError(f"seek.knee_cylinders ({self.seek.knee_cylinders:g}) must lie inside the "
@@ -135,6 +152,8 @@ class Disk:
             f"{self.mean_rotational_latency_s * 1e3:.3f} ms",
             f"  media rate {self.zone_rates_bytes_per_s()[-1] / 1e6:.1f}..{self.zone_rates_bytes_per_s()[0] / 1e6:.1f} MB/s",
         ]
+        if self.drive_cache is not None:
+            lines.append(f"  cache: {self.drive_cache.describe()}")
         if self.provenance:
             lines.append(f"  provenance: {self.provenance}")
         for name, how in self.estimates:
@@ -144,7 +163,11 @@ class Disk:
 
 @dataclass(frozen=True)
 class ServiceTime:
-    """The terms of T_DST (eqs. 3-4), each [s], scalars or arrays of one shape."""
+    """The terms of T_DST (eqs. 3-4), each [s], scalars or arrays of one shape.
+
+    *total* is their sum when the caller has it already (:func:`service_time_s`
+    computes it in the same pass); otherwise :attr:`total_s` adds the terms.
+    """
 
     command_overhead_s: np.ndarray
     seek_s: np.ndarray
@@ -152,6 +175,7 @@ class ServiceTime:
     rotation_s: np.ndarray
     transfer_s: np.ndarray
     interface_s: np.ndarray
+    total: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     TERMS = ("command_overhead_s", "seek_s", "settle_s", "rotation_s", "transfer_s", "interface_s")
 
@@ -163,6 +187,8 @@ class ServiceTime:
     @property
     def total_s(self):
         """T_DST = T_A + T_M + T_I (eq. 3) [s]."""
+        if self.total is not None:
+            return self.total
         return self.access_s + self.transfer_s + self.interface_s
 
     def mean(self) -> "ServiceTime":
@@ -199,6 +225,86 @@ def _is_write(is_write) -> np.ndarray:
     return flags
 
 
+#: Buckets of the zone lookup of :func:`service_time_s`: a table this small
+#: stays in the cache (a table per MiB of a large disk does not, and a binary
+#: search for every offset costs several times more).
+_ZONE_BUCKETS = 4096
+
+
+def _zone_buckets(geometry: Geometry):
+    """(bucket size [bytes], zone where each bucket's predecessor starts): a lower
+    bound of the zone of any offset in the bucket, from which :func:`_locate` walks on."""
+    first_byte = geometry.zone_first_byte
+    bucket_bytes = float(-(-geometry.capacity_bytes // _ZONE_BUCKETS))
+    starts = np.maximum(np.arange(_ZONE_BUCKETS + 1) - 1, 0) * bucket_bytes
+    return bucket_bytes, np.searchsorted(first_byte, starts, side="right") - 1
+
+
+@njit(cache=True, inline="always")
+def _locate(offset, zones, per_bucket, bucket_zone):
+    """(zone, cylinder) of a byte offset: the bucket's lower bound, then forward
+    while the next zone starts at or before the offset. Multiplications by
+    reciprocals instead of divisions (the bucket's bound tolerates a rounded
+    index; the cylinder is corrected to the exact floor)."""
+    first_byte, first_cylinder, bytes_per_cylinder, cylinders_per_byte = zones
+    zone = bucket_zone[np.int64(offset * per_bucket)]
+    while zone + 1 < first_byte.size and first_byte[zone + 1] <= offset:
+        zone += 1
+    into = offset - first_byte[zone]
+    width = bytes_per_cylinder[zone]
+    cylinder = np.floor(into * cylinders_per_byte[zone])
+    if (cylinder + 1.0) * width <= into:
+        cylinder += 1.0
+    elif cylinder * width > into:
+        cylinder -= 1.0
+    return zone, first_cylinder[zone] + cylinder
+
+
+@njit(cache=True)
+def _service_terms(offset, size, head, is_write, capacity, zones, per_bucket, bucket_zone, seconds_per_byte,
+                   seek_kind, seek_coefficients, table_distance, table_time, overhead, settle, write_settle,
+                   half_turn, interface_s_per_byte, out, all_terms):
+    """Seek, settle, rotation, transfer, interface and total of each request (with
+    *all_terms*; else the total alone), in one pass that also checks the inputs. Returns (problem, index): problem 0
+    when all is well, else the number of the first check that failed."""
+    a, b, c, f, knee = seek_coefficients
+    seek_out, settle_out, rotation_out, transfer_out, interface_out, total_out = out
+    for i in range(total_out.size):
+        o = float(offset[i])
+        n = float(size[i])
+        h = float(head[i])
+        if not (n >= 1.0 and n <= capacity):
+            return 1, i
+        if n != np.floor(n):
+            return 2, i
+        if not (o >= 0.0 and o < capacity) or o != np.floor(o):
+            return 3, i
+        if not (h >= 0.0 and h <= capacity) or h != np.floor(h):
+            return 4, i
+        if o + n > capacity:
+            return 5, i
+        zone, cylinder = _locate(o, zones, per_bucket, bucket_zone)
+        # the head rests just past the last byte after a request that ended the disk: its last cylinder
+        _, head_cylinder = _locate(min(h, capacity - 1.0), zones, per_bucket, bucket_zone)
+        distance = abs(cylinder - head_cylinder)
+        if seek_kind == 0:
+            seek = two_piece_seek_one(distance, a, b, c, f, knee)
+        else:
+            seek = table_seek_one(distance, table_distance, table_time)
+        moved_settle = (settle + (write_settle if is_write[i] else 0.0)) if distance > 0.0 else 0.0
+        rotation = 0.0 if o == h else half_turn
+        transfer = n * seconds_per_byte[zone]
+        interface = n * interface_s_per_byte
+        if all_terms:
+            seek_out[i] = seek
+            settle_out[i] = moved_settle
+            rotation_out[i] = rotation
+            transfer_out[i] = transfer
+            interface_out[i] = interface
+        total_out[i] = overhead + seek + moved_settle + rotation + transfer + interface
+    return 0, 0
+
+
 def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, is_write=False) -> ServiceTime:
     """Expected T_DST of requests, given where the head is (vectorised).
 
@@ -218,45 +324,83 @@ def service_time_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, i
     is_write : bool or array_like of bool
         Writes add ``disk.write_settle_s`` after a non-zero seek.
 
+    Notes
+    -----
     The transfer time is S_R / R_T at the zone of the request's start (eq. 6);
     a request crossing into the next zone is charged at the first zone's rate.
+    All terms come from one numba pass (eq. 7 and the seek tables through
+    :mod:`diskmodel.model.seek`'s kernels), which also checks the inputs.
     """
+    shape, out = _evaluate(disk, offset_bytes, size_bytes, head_offset_bytes, is_write, all_terms=True)
+    terms = [term.reshape(shape) for term in out]
+    return ServiceTime(np.broadcast_to(disk.command_overhead_s, shape), *terms[:5], total=terms[5])
+
+
+def service_time_total_s(disk: Disk, offset_bytes, size_bytes, head_offset_bytes, *, is_write=False) -> np.ndarray:
+    """T_DST alone of requests, given where the head is [s]: :func:`service_time_s`'s
+    ``total_s``, in the same pass without keeping the terms (one output array
+    instead of six, for bulk evaluation). Same parameters and checks."""
+    shape, out = _evaluate(disk, offset_bytes, size_bytes, head_offset_bytes, is_write, all_terms=False)
+    return out[5].reshape(shape)
+
+
+def _evaluate(disk, offset_bytes, size_bytes, head_offset_bytes, is_write, *, all_terms):
     geometry = disk.geometry
     capacity = geometry.capacity_bytes
-    size = _sizes(size_bytes, capacity, "the disk's capacity")
     is_write = _is_write(is_write)
-    offset = np.asarray(offset_bytes)
-    head = np.asarray(head_offset_bytes)
-    if offset.dtype.kind not in "iu":
-        offset = finite_array("offset_bytes", offset, whole=True)
-    if head.dtype.kind not in "iu":
-        head = finite_array("head_offset_bytes", head, whole=True)
-    if head.size and (head.min() < 0 or head.max() > capacity):
-        raise ValueError(f"head_offset_bytes must lie in [0, {capacity}] "
-                         f"(got {show(head.min())} .. {show(head.max())})")
-    target_zone, target_cylinder = geometry.locate_bytes(offset)
+    arrays = []
+    for name, values in (("offset_bytes", offset_bytes), ("size_bytes", size_bytes),
+                         ("head_offset_bytes", head_offset_bytes)):
+        array = np.asarray(values)
+        if array.dtype.kind not in "iuf":
+            array = finite_array(name, array)  # raises, naming the parameter, unless numbers as objects
+        if array.dtype.kind == "u" or array.dtype.itemsize != 8:
+            array = array.astype(float)
+        arrays.append(array)
     try:
-        end = np.broadcast_arrays(offset, size)
+        shape = np.broadcast_shapes(*(a.shape for a in arrays), is_write.shape)
     except ValueError:
-        raise ValueError(f"offset_bytes and size_bytes must broadcast together (shapes {offset.shape} "
-                         f"and {size.shape})") from None
-    over = end[0] + end[1] > capacity
-    if np.any(over):
-        first = np.flatnonzero(over.ravel())[0]
-        raise ValueError(f"offset_bytes + size_bytes must not exceed the disk's capacity ({capacity}): "
-                         f"got {show(end[0].ravel()[first])} + {show(end[1].ravel()[first])}")
-    # The head rests just past the last byte after a request that ended the disk: its last cylinder.
-    head_cylinder = geometry.cylinder_of_byte(np.minimum(head, capacity - 1))
-    distance = np.abs(target_cylinder - head_cylinder)
-    seek = disk.seek_time_s(distance)
-    moved = distance > 0
-    settle = np.where(moved, disk.settle_s + np.where(is_write, disk.write_settle_s, 0.0), 0.0)
-    sequential = offset == head
-    rotation = np.where(sequential, 0.0, disk.mean_rotational_latency_s)
-    transfer = size / disk.zone_rates_bytes_per_s()[target_zone]
-    interface = size / disk.interface_rate_bytes_per_s
-    overhead = np.full(np.broadcast(offset, size).shape, disk.command_overhead_s)
-    return ServiceTime(overhead, seek, settle, rotation, transfer, interface)
+        raise ValueError(f"offset_bytes, size_bytes, head_offset_bytes and is_write must broadcast together "
+                         f"(shapes {arrays[0].shape}, {arrays[1].shape}, {arrays[2].shape}, "
+                         f"{is_write.shape})") from None
+    if arrays[1].size == 0:
+        raise ValueError(f"size_bytes must not be empty (got {show(size_bytes)})")
+    # inputs as they are (int64 or float64) unless broadcast: the kernel reads each element once
+    flat = [np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1) for a in arrays]
+    writes = np.ascontiguousarray(np.broadcast_to(is_write, shape)).reshape(-1)
+    # six arrays rather than one block: glibc keeps blocks of this size on its heap
+    # for the next call, where one block of six times the size would be mapped
+    # afresh each time (page faults cost more than the whole computation)
+    count = int(np.prod(shape))
+    out = tuple(np.empty(count if all_terms or k == 5 else 0) for k in range(6))
+    seek = disk.seek
+    if isinstance(seek, TwoPieceSeek):
+        kind, coefficients = 0, (seek.short_offset_s, seek.short_sqrt_s, seek.long_offset_s,
+                                 seek.long_per_cylinder_s, seek.knee_cylinders)
+        table_distance = table_time = np.zeros(1)
+    else:
+        kind, coefficients = 1, (0.0, 0.0, 0.0, 0.0, 0.0)
+        table_distance, table_time = seek.distance_cylinders, seek.seek_time_s_at_distance
+    seconds_per_byte = 1.0 / disk.zone_rates_bytes_per_s()
+    bytes_per_cylinder = geometry.surfaces * geometry.zone_sectors_per_track * float(geometry.sector_size_bytes)
+    zones = (geometry.zone_first_byte.astype(float), np.array([z.first_cylinder for z in geometry.zones], dtype=float),
+             bytes_per_cylinder, 1.0 / bytes_per_cylinder)
+    bucket_bytes, bucket_zone = _zone_buckets(geometry)
+    problem, index = _service_terms(
+        flat[0], flat[1], flat[2], writes, float(capacity), zones, 1.0 / bucket_bytes, bucket_zone, seconds_per_byte,
+        kind, coefficients, table_distance, table_time, disk.command_overhead_s, disk.settle_s,
+        disk.write_settle_s, disk.mean_rotational_latency_s, 1.0 / disk.interface_rate_bytes_per_s, out,
+        all_terms)
+    if problem:
+        offset, size, head = (show(v[index]) for v in flat)
+        raise ValueError({
+            1: f"size_bytes must lie in [1, {capacity}] (the disk's capacity; got {size})",
+            2: f"size_bytes must be whole numbers (got {size})",
+            3: f"offset_bytes must be whole numbers in [0, {capacity}) (got {offset})",
+            4: f"head_offset_bytes must be whole numbers in [0, {capacity}] (got {head})",
+            5: f"offset_bytes + size_bytes must not exceed the disk's capacity ({capacity}): got {offset} + {size}",
+        }[problem])
+    return shape, out
 
 
 def expected_random_service_time_s(disk: Disk, size_bytes, region_start_bytes=0,

@@ -1,13 +1,13 @@
 """DiskSim's drive files as model objects, and a drive checked against its trace.
 
 :mod:`diskmodel.data` reads DiskSim 4.0's files into plain records
-(:mod:`~diskmodel.data.disksim_syntax`, :mod:`~diskmodel.data.disksim_model_file`,
+(:mod:`~diskmodel.data.disksim.syntax`, :mod:`~diskmodel.data.disksim.model_file`,
 :mod:`~diskmodel.data.disksim`). This module is the one place that says what
 those records mean for the model:
 
 * :func:`seek_time_s`: DiskSim's seek functions of ``dm_mech_g1`` (an
-  ``extracted`` table, ``hpl``, ``hplplus10``), the HPL branches being eq. (7)
-  of :mod:`diskmodel.model.seek`; :func:`table_seek` and :func:`seek_curve`
+  ``extracted`` table, ``hpl``, ``hplplus10``), through the one table rule
+  and eq. (7) of :mod:`diskmodel.model.seek`; :func:`table_seek` and :func:`seek_curve`
   as :class:`~diskmodel.model.seek.TableSeek`;
 * :func:`zone_geometry`: the zones as a :class:`~diskmodel.model.zones.Geometry`;
 * :func:`load_disksim_drive`: a drive folder as a :class:`DiskSimDrive`, its
@@ -27,47 +27,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, DiskSimFolder, Trace, read_drive_folder
-from diskmodel.data.disksim_model_file import G1Layout, G4Layout, MechModel, ModelFile, SeekTable
-from diskmodel.data.disksim_syntax import MS
+from diskmodel.data.disksim.model_file import G1Layout, G4Layout, MechModel, ModelFile, SeekTable
+from diskmodel.data.disksim.syntax import MS
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, show
 from .disk import Disk
+from .drive_cache import DriveCache
 from .disksim_mapping import ZoneLayout
-from .drive_parameters import DriveParameters
-from .seek import TableSeek, two_piece_seek_time_s
+from .disksim_support import check_honoured
+from .drive_parameters import DriveParameters, buffer_fields
+from .presets import covering_skews_sectors
+from .seek import TableSeek, table_seek_time_s, two_piece_seek_time_s
 from .simulate import SimulationResult, simulate_requests
 from .validation import TraceValidation
 from .zones import Geometry, Zone
 
-__all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters", "extracted_seek_time_s",
-           "g4_zone_table", "load_disksim_drive", "seek_curve", "seek_time_s", "simulate_trace",
-           "span_cylinders", "table_seek", "validate_drive", "zone_geometry", "zone_layout"]
+__all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters",
+           "drive_cache", "g4_zone_table", "load_disksim_drive", "seek_curve", "seek_time_s", "simulate_trace",
+           "span_cylinders", "table_seek", "validate_drive", "validate_trace", "zone_geometry", "zone_layout"]
 
 
 # ---------------------------------------------------------------------------
 # Seek
 # ---------------------------------------------------------------------------
-
-def extracted_seek_time_s(distance_cylinders, table_distance, table_time_s) -> np.ndarray:
-    """Seek time [s] of DiskSim's ``extracted`` curve: linear between points.
-
-    0 at distance 0; linear interpolation between measured points; linear
-    extrapolation from the last two points beyond the table, as
-    ``dm_mech_g1_seek_extracted`` does. Distances below the first point are
-    interpolated from the first two points likewise.
-    """
-    distance = np.asarray(distance_cylinders, dtype=float)
-    x = np.asarray(table_distance, dtype=float)
-    y = np.asarray(table_time_s, dtype=float)
-    index = np.clip(np.searchsorted(x, distance, side="left"), 1, x.size - 1)
-    x0, x1, y0, y1 = x[index - 1], x[index], y[index - 1], y[index]
-    result = y0 + (distance - x0) * (y1 - y0) / (x1 - x0)
-    exact = np.searchsorted(x, distance, side="left")
-    hit = (exact < x.size) & (x[np.minimum(exact, x.size - 1)] == distance)
-    result = np.where(hit, y[np.minimum(exact, x.size - 1)], result)
-    return np.where(distance == 0, 0.0, result)
-
 
 def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False) -> np.ndarray:
     """Seek time [s] as DiskSim's seek function of *mech*'s type computes it (no head switch).
@@ -82,7 +65,7 @@ def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False) -> 
     if mech.seek_type == "extracted":
         table = mech.seek_table
         times = table.write_time_s if (write and table.write_time_s is not None) else table.read_time_s
-        return extracted_seek_time_s(distance, table.distance_cylinders, times)
+        return table_seek_time_s(distance, table.distance_cylinders, times)
     if mech.seek_type in ("hpl", "hplplus10"):
         first_long_cylinders, a_ms, b_ms, c_ms, slope_ms, single_cylinder_flag = mech.hpl_seek
         # DiskSim takes the square-root branch for `dist < V1` (diskmodel/mech_g1_seektime.c,
@@ -117,7 +100,7 @@ def table_seek(table: SeekTable, curve: str = "read", reach_cylinders: int | Non
     distance = table.distance_cylinders.astype(float)
     if reach_cylinders is not None and distance[-1] < reach_cylinders - 1:
         last = float(reach_cylinders - 1)
-        extra = extracted_seek_time_s(np.array([last]), distance, times)[0]
+        extra = table_seek_time_s(np.array([last]), distance, times)[0]
         distance = np.append(distance, last)
         times = np.append(times, extra)
     return TableSeek(distance, times)
@@ -127,8 +110,8 @@ def seek_curve(model: ModelFile) -> TableSeek:
     """The model file's seek curve as a :class:`TableSeek` reaching its last cylinder.
 
     Extracted tables are extended to ``span_cylinders - 1`` by DiskSim's
-    linear extrapolation; HPL curves are tabulated at every whole distance,
-    so that the monotone interpolation reproduces DiskSim exactly there.
+    linear extrapolation; HPL curves are tabulated at every whole distance
+    (exact there; linear between, as every table).
     """
     if model.mech.seek_type == "extracted":
         return table_seek(model.mech.seek_table, "read", reach_cylinders=span_cylinders(model))
@@ -167,20 +150,27 @@ def zone_geometry(model: ModelFile) -> Geometry:
     g1 layouts, approximated: no spares or slips, skews rounded to whole
     sectors, and cylinders left unmapped between two zones counted in the
     zone before the gap. g4 layouts: one zone per run of root entries with
-    the same (rounded) mean sectors per track, no skews; the real g4 layout
-    is serpentine (a run of cylinders on one surface, then back on the
-    next), so LBA -> CHS of this Geometry is not the drive's, but capacity
-    and zone transfer rates are kept (to rounding).
+    the same (rounded) mean sectors per track; the real g4 layout is
+    serpentine (a run of cylinders on one surface, then back on the next),
+    so LBA -> CHS of this Geometry is not the drive's, but capacity and zone
+    transfer rates are kept (to rounding). Its skews are not the g4 tables'
+    (which belong to the serpentine order) but those covering the head
+    switch and the one-cylinder seek (:func:`~diskmodel.model.presets.covering_skews_sectors`),
+    so that a sequential transfer over this Geometry, as over the drive,
+    loses no revolution at a track change.
     """
     if isinstance(model.layout, G4Layout):
+        one_cylinder_s = float(seek_curve(model).seek_time_s(1.0))
         zones = []
         for first, last, sectors_per_track in g4_zone_table(model.layout, model.surfaces):
             sectors_per_track = max(int(round(sectors_per_track)), 1)
             if zones and zones[-1].sectors_per_track == sectors_per_track \
                     and zones[-1].last_cylinder + 1 == int(first):
-                zones[-1] = Zone(zones[-1].first_cylinder, int(last), sectors_per_track)
+                zones[-1] = dataclasses.replace(zones[-1], last_cylinder=int(last))
             else:
-                zones.append(Zone(int(first), int(last), sectors_per_track))
+                skews = covering_skews_sectors(sectors_per_track, model.mech.rpm, model.mech.head_switch_s,
+                                               one_cylinder_s)
+                zones.append(Zone(int(first), int(last), sectors_per_track, *skews))
         return Geometry(model.surfaces, tuple(zones))
     listed = model.zones
     ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
@@ -249,6 +239,20 @@ class DiskSimDrive(DiskSimFolder):
         return _evolve(self, changes)
 
 
+def drive_cache(specs) -> DriveCache:
+    """The diskspecs' buffer as a :class:`DriveCache` (blocks of 512 bytes)."""
+    scheme = specs.buffer_continuous_read if specs.max_read_ahead_blocks > 0 else 0
+    return DriveCache(
+        specs.buffer_segments, specs.segment_size_blocks * 512,
+        read_ahead_bytes=specs.max_read_ahead_blocks * 512 if scheme else 0,
+        write_back=specs.fast_write_level > 0, fast_write_level=specs.fast_write_level, read_ahead_scheme=scheme,
+        read_ahead_over_requested=specs.read_ahead_over_requested,
+        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit, read_any_free_blocks=specs.read_any_free_blocks,
+        read_hits_on_write_data=specs.read_hits_on_write_data,
+        separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
+        read_watermark=min(max(specs.read_high_water_mark, 0.0), 1.0))
+
+
 def _disk(files: DiskSimFolder) -> Disk:
     model, specs = files.model, files.specs
     mech = model.mech
@@ -259,14 +263,15 @@ def _disk(files: DiskSimFolder) -> Disk:
                                             "the simulation uses the listed value"))
     if isinstance(model.layout, G4Layout):
         estimates.append(("geometry", "g4 layout: zones from the root index runs with their mean sectors per "
-                                      "track; the drive's serpentine LBN order is not represented"))
+                                      "track, skews covering the head switch and the one-cylinder seek; the "
+                                      "drive's serpentine LBN order is not represented"))
     read_block_s = block_transfer_time_s(files)[0]
     return Disk(
         name=files.name, geometry=zone_geometry(model), seek=seek_curve(model), rpm=mech.rpm,
         command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
         settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
         interface_rate_bytes_per_s=512.0 / read_block_s if read_block_s > 0 else float("inf"),
-        cache_size_bytes=specs.cache_size_bytes,
+        cache_size_bytes=specs.cache_size_bytes, drive_cache=drive_cache(specs),
         provenance=f"DiskSim 4.0 validation files in {files.folder} (settle is inside the measured seek curve; "
                    "spares, slips and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
         estimates=tuple(estimates))
@@ -289,11 +294,12 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
     Takes the seek curve of the model file (tabulated at every whole
     distance), the g1 layout, the overheads, cache and fast-write level of
     the diskspecs, and the bus block time (:func:`block_transfer_time_s`).
+    A parameter the simulation does not honour raises DiskSimFormatError
+    naming the file, line and parameter
+    (:func:`~diskmodel.model.disksim_support.check_honoured`).
     """
     model, specs = files.model, files.specs
-    if not isinstance(model.layout, G1Layout):
-        raise ValueError(f"{files.name}: the per-request simulation needs a g1 (zone list) layout; "
-                         f"this drive has {type(model.layout).__name__}")
+    check_honoured(specs.block, model)
     layout = zone_layout(model)
     span = max(span_cylinders(model), int(layout.last_cylinder.max()) + 1)
     distance = np.arange(span, dtype=float)
@@ -314,22 +320,35 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
         command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
         write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
         reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
-        read_ahead_scheme=specs.buffer_continuous_read, read_any_free_blocks=specs.read_any_free_blocks,
         write_disconnect_s=specs.write_disconnect_s, bus_read_block_s=read_block_s,
-        bus_write_block_s=write_block_s, read_watermark=min(max(specs.read_high_water_mark, 0.0), 1.0),
-        buffer_segments=specs.buffer_segments, segment_size_blocks=specs.segment_size_blocks,
-        max_read_ahead_blocks=specs.max_read_ahead_blocks,
-        read_ahead_over_requested=specs.read_ahead_over_requested,
-        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit,
-        fast_write_level=specs.fast_write_level,
-        read_hits_on_write_data=specs.read_hits_on_write_data,
-        separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
+        bus_write_block_s=write_block_s, **buffer_fields(drive_cache(specs), 512),
         write_seek_by_distance_s=write_seek)
 
 
 def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:
-    """Simulate a DiskSim trace's requests in order, with its inter-arrival gaps."""
+    """Simulate a DiskSim trace's requests in order, with its inter-arrival gaps.
+
+    A request reaching beyond the drive's last block raises ValueError naming
+    the trace file and line.
+    """
+    end = trace.lbn + trace.blocks
+    beyond = np.flatnonzero(end > params.layout.total_blocks)
+    if beyond.size:
+        i = int(beyond[0])
+        raise ValueError(f"{trace.where(i)}: LBN {int(trace.lbn[i])} + {int(trace.blocks[i])} blocks reaches "
+                         f"beyond the drive {params.name!r} ({params.layout.total_blocks} blocks)")
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
+
+
+def validate_trace(params: DriveParameters, trace: Trace, reference_demerit_s: float | None = None
+                   ) -> TraceValidation:
+    """Simulate *trace* on *params* and compare with its measured times (a
+    :class:`TraceValidation`, with *reference_demerit_s* as the reference)."""
+    result = simulate_trace(params, trace)
+    details = {"is_write": trace.is_write, "label": trace.label, "lbn": trace.lbn, "blocks": trace.blocks,
+               "hit": result.hit, "seek_ms": result.seek_s * 1e3, "latency_ms": result.latency_s * 1e3,
+               "media_ms": result.media_s * 1e3, "arrival_s": result.arrival_s}
+    return TraceValidation(params.name, trace.service_s, result.service_s, details, reference_demerit_s)
 
 
 def validate_drive(drive_or_folder, *, limit: int | None = None) -> TraceValidation:
@@ -342,10 +361,5 @@ def validate_drive(drive_or_folder, *, limit: int | None = None) -> TraceValidat
     trace = drive.read_trace()
     if limit is not None:
         trace = trace.head(limit)
-    result = simulate_trace(drive_parameters(drive), trace)
     reference = DISKSIM_PUBLISHED_DEMERIT_MS.get(drive.name)
-    details = {"is_write": trace.is_write, "label": trace.label, "lbn": trace.lbn, "blocks": trace.blocks,
-               "hit": result.hit, "seek_ms": result.seek_s * 1e3, "latency_ms": result.latency_s * 1e3,
-               "media_ms": result.media_s * 1e3, "arrival_s": result.arrival_s}
-    return TraceValidation(drive.name, trace.service_s, result.service_s, details,
-                           reference * MS if reference is not None else None)
+    return validate_trace(drive_parameters(drive), trace, reference * MS if reference is not None else None)

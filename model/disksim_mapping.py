@@ -7,17 +7,21 @@ This module follows the mapping of DiskSim's ``dm_layout_g1`` (Ganger et al.,
 DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
 ``g1_map_pbn_skew``), re-derived here:
 
-* sparing schemes 0 (none), 1 (spare tracks at the end of each zone, slips are
-  track numbers), 2/4/5/6/7 (spare sectors per cylinder; 4, 6 and 7 "slip to
-  end": a slip in an earlier cylinder moves later blocks by one), 8 (spare
-  sectors per range of ``rangesize`` cylinders), 9/10 (spare sectors per zone);
-  slips are sector numbers within the zone (tracks for scheme 1);
+* every sparing scheme of DiskSim's ``layout_g1.h``: 0 (none), 1 (spare
+  tracks at the end of each zone, slips are track numbers), 2/4/5/6/7 (spare
+  sectors per cylinder; 4, 6 and 7 "slip to end": a slip in an earlier
+  cylinder moves later blocks by one), 3 (spare sectors per track,
+  ``g1_ltop_sectpertrackspare``), 8 (spare sectors per range of ``rangesize``
+  cylinders), 9/10 (spare sectors per zone); slips are sector numbers within
+  the zone (tracks for scheme 1);
 * mapping schemes 0 (head order 0..S-1 on every cylinder), 1 (reversed on
   every odd cylinder of a zone), 2 (reversed on every odd cylinder);
 * "Empty space at zone front" [sectors] skipped before the first block;
 * the angle of a block: offset of the zone's first block + one track skew per
   track switch + one cylinder skew per cylinder switch (+ one sector per slip
-  in earlier cylinders for per-cylinder schemes) + its sector, in revolutions.
+  in earlier cylinders for schemes 2, 4, 5 and 6, in earlier tracks for
+  scheme 3: DiskSim's ``issectpercyl``, which leaves out 7) + its sector, in
+  revolutions.
 
 Everything is pure numpy (with numba kernels shared with the per-request
 simulation, :mod:`diskmodel.model.simulate`); no I/O. DiskSim's files become
@@ -33,7 +37,7 @@ from numba import njit
 from ._checks import evolve as _evolve
 from ._checks import finite_array, one_of, whole_number
 
-SUPPORTED_SPARING = (0, 1, 2, 4, 5, 6, 7, 8, 9, 10)
+SUPPORTED_SPARING = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 _SLIP_TO_END = (4, 6, 7)
 _PER_CYLINDER = (2, 4, 5, 6, 7)
 
@@ -124,6 +128,8 @@ class ZoneLayout:
         scheme = self.sparing_scheme
         if scheme == 1:
             blocks = blocks - self.spares * self.sectors_per_track
+        elif scheme == 3:
+            blocks = blocks - self.spares * cylinders * self.surfaces
         elif scheme == 7:
             blocks = blocks - nslips
         elif scheme == 9:
@@ -180,7 +186,7 @@ class ZoneLayout:
                 angle.reshape(shape), zone.reshape(shape))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _zone_of(lbn, first_lbn):
     lo = 0
     hi = first_lbn.size - 2
@@ -193,7 +199,7 @@ def _zone_of(lbn, first_lbn):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lbn_to_pbn_one(lbn, arrays):
     """One block: (cylinder, head, sector, angle_rev, zone). Numba kernel."""
     (first_lbn, first_cyl, spt_a, dead, spares, first_off, tskew, cskew, sp_ptr, sp_val, misc) = arrays
@@ -215,6 +221,18 @@ def lbn_to_pbn_one(lbn, arrays):
         cyl_in_zone = track // surfaces
         head = track % surfaces
         sector = l % spt
+    elif scheme == 3:
+        # g1_ltop_sectpertrackspare: spares at the end of every track
+        lbn_per_track = spt - spares[z]
+        track = l // lbn_per_track
+        l = l % lbn_per_track
+        first_on_track = track * spt
+        for i in range(s0, s1):
+            if sp_val[i] >= first_on_track and sp_val[i] - first_on_track <= l:
+                l += 1
+        cyl_in_zone = track // surfaces
+        head = track % surfaces
+        sector = l
     elif scheme == 2 or scheme == 4 or scheme == 5 or scheme == 6 or scheme == 7:
         lbn_per_cyl = per_cyl - spares[z]
         cyl_in_zone = l // lbn_per_cyl
@@ -266,12 +284,16 @@ def lbn_to_pbn_one(lbn, arrays):
     # angle (g1_map_pbn_skew): the logical track index counts the switches
     switches = logical_head + (surfaces - 1) * cyl_in_zone
     offset = first_off[z] + switches * tskew[z] + cyl_in_zone * cskew[z] + sector
-    if scheme == 2 or scheme == 4 or scheme == 5 or scheme == 6 or scheme == 7:
-        cutoff = cyl_in_zone * per_cyl
+    if scheme == 2 or scheme == 3 or scheme == 4 or scheme == 5 or scheme == 6:
+        # g1_map_pbn_skew: slips before the track (scheme 3) or cylinder push the skew on,
+        # for the per-cylinder and per-track schemes only (issectpercyl: not 7, "at end")
+        cutoff = (cyl_in_zone * surfaces + (logical_head if scheme == 3 else 0)) * spt
         for i in range(s0, s1):
             if sp_val[i] < cutoff:
                 offset += 1
-    angle = (offset % spt) / spt
+    # offset mod spt without a float modulo (numba's calls fmod, a tenth of the simulation's time)
+    turns = offset / spt
+    angle = turns - np.floor(turns)
     return cylinder, head, sector, angle, z
 
 
@@ -297,12 +319,23 @@ def _same_track(arrays, lbn, cyl, head):
 
 
 @njit(cache=True)
-def track_last_lbn(arrays, lbn, total):
-    """The last block on the track holding *lbn* (binary search: slips only push blocks later)."""
-    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
+def track_last_from(arrays, lbn, c, h, s, z, total):
+    """(last block, its sector) on the track (c, h) holding *lbn*, whose sector
+    *s* and zone *z* are known.
+
+    The block ``spt - 1 - s`` later is the track's last when it lies on the same
+    track (no slip or spare between: its sector is then spt - 1); otherwise a
+    binary search (slips only push blocks later).
+    """
     hi = lbn + arrays[2][z] - 1 - s
     if hi > total - 1:
         hi = total - 1
+    if hi == lbn:
+        return lbn, s
+    c2, h2, s2, _, _ = lbn_to_pbn_one(hi, arrays)
+    if c2 == c and h2 == h:
+        return hi, s2
+    hi -= 1
     lo = lbn
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -310,14 +343,33 @@ def track_last_lbn(arrays, lbn, total):
             lo = mid
         else:
             hi = mid - 1
-    return lo
+    _, _, s2, _, _ = lbn_to_pbn_one(lo, arrays)
+    return lo, s2
+
+
+@njit(cache=True)
+def track_last_lbn(arrays, lbn, total):
+    """The last block on the track holding *lbn*."""
+    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
+    last, _ = track_last_from(arrays, lbn, c, h, s, z, total)
+    return last
 
 
 @njit(cache=True)
 def track_first_lbn(arrays, lbn, lowest):
-    """The first block >= *lowest* on the track holding *lbn*."""
-    c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
-    lo = lowest
+    """The first block >= *lowest* on the track holding *lbn*.
+
+    The block *sector* earlier is the track's first when it lies on the same
+    track at sector 0 (no slip between); otherwise a binary search.
+    """
+    c, h, s, _, _ = lbn_to_pbn_one(lbn, arrays)
+    guess = lbn - s
+    if guess < lowest:
+        guess = lowest
+    c2, h2, s2, _, _ = lbn_to_pbn_one(guess, arrays)
+    if c2 == c and h2 == h and (guess == lowest or s2 == 0):
+        return guess
+    lo = guess
     hi = lbn
     while lo < hi:
         mid = (lo + hi) // 2

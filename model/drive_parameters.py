@@ -5,7 +5,9 @@ about one drive, after DiskSim 4.0's disk model (Ganger, Worthington, Patt et
 al., CMU PDL): the LBN mapping (:class:`~diskmodel.model.disksim_mapping.ZoneLayout`),
 the seek curve tabulated at every whole cylinder distance, rotation, head
 switch and write settle, the controller's overheads, the bus, the buffer
-cache and its read-ahead and write policies. :func:`diskmodel.model.disksim.drive_parameters`
+cache and its read-ahead and write policies. :meth:`DriveParameters.from_disk`
+is the bridge from a :class:`~diskmodel.model.disk.Disk` (a preset, a
+calibration's ``to_disk()``); :func:`diskmodel.model.disksim.drive_parameters`
 builds one from DiskSim's files; tests and what-ifs build them directly.
 Pure validated data, no I/O.
 """
@@ -17,9 +19,11 @@ import numpy as np
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, finite_scalar, flag, show, whole_number
+from .disk import Disk
+from .drive_cache import DriveCache
 from .disksim_mapping import ZoneLayout
 
-__all__ = ["DriveParameters"]
+__all__ = ["DriveParameters", "buffer_fields"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +53,7 @@ class DriveParameters:
         Fraction of a read miss's blocks buffered before the bus transfer
         starts (0: from the first block).
     buffer_segments, segment_size_blocks, max_read_ahead_blocks : int
+        ``buffer_segments`` 0: no buffer, every request goes to the media.
     read_ahead_over_requested : bool
         Read-ahead may replace the data just returned to the host (else it
         stops when the segment is full).
@@ -139,7 +144,7 @@ class DriveParameters:
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
         if watermark > 1:
             raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
-        for name, minimum in (("buffer_segments", 1), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
+        for name, minimum in (("buffer_segments", 0), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         object.__setattr__(self, "fast_write_level", whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
@@ -152,6 +157,41 @@ class DriveParameters:
         finite_scalar("write_disconnect_s", self.write_disconnect_s, nonnegative=True)
         if self.separate_write_segment and self.buffer_segments < 2:
             raise ValueError("separate_write_segment needs buffer_segments >= 2")
+        if self.buffer_segments == 0 and (self.fast_write_level or self.max_read_ahead_blocks
+                                          or self.read_ahead_scheme):
+            raise ValueError("without a buffer (buffer_segments 0) there is no read-ahead and no fast write")
+
+    @classmethod
+    def from_disk(cls, disk: Disk) -> "DriveParameters":
+        """The simulation's drive for a :class:`~diskmodel.model.disk.Disk`: the one bridge.
+
+        Honours the geometry (surfaces, zones, track and cylinder skews; no
+        spares: blocks are the geometry's sectors), the seek curve tabulated at
+        every whole cylinder distance plus ``settle_s`` for a move, rpm, head
+        switch, write settle, ``command_overhead_s`` for every kind of request,
+        the interface rate as the bus time of one sector, and ``drive_cache``
+        (None: no buffer).
+        """
+        if not isinstance(disk, Disk):
+            raise ValueError(f"disk must be a Disk (got {show(disk)})")
+        geometry = disk.geometry
+        zones = geometry.zones
+        n = len(zones)
+        layout = ZoneLayout(
+            surfaces=geometry.surfaces, first_cylinder=[z.first_cylinder for z in zones],
+            last_cylinder=[z.last_cylinder for z in zones], sectors_per_track=[z.sectors_per_track for z in zones],
+            first_block_offset_sectors=np.zeros(n), track_skew_sectors=[z.track_skew_sectors for z in zones],
+            cylinder_skew_sectors=[z.cylinder_skew_sectors for z in zones], empty_space_sectors=np.zeros(n, int),
+            spares=np.zeros(n, int), slips=tuple(np.zeros(0, np.int64) for _ in zones))
+        distance = np.arange(geometry.cylinders, dtype=float)
+        seek = disk.seek.seek_time_s(distance) + np.where(distance > 0, disk.settle_s, 0.0)
+        sector = geometry.sector_size_bytes
+        bus_block_s = sector / disk.interface_rate_bytes_per_s
+        buffer = buffer_fields(disk.drive_cache, sector)
+        return cls(name=disk.name, layout=layout, seek_by_distance_s=seek, rpm=disk.rpm,
+                   head_switch_s=disk.head_switch_s, write_settle_s=disk.write_settle_s,
+                   command_overhead_s=np.full((2, 2, 2), disk.command_overhead_s),
+                   bus_read_block_s=bus_block_s, bus_write_block_s=bus_block_s, **buffer)
 
     @property
     def rotation_period_s(self) -> float:
@@ -160,3 +200,18 @@ class DriveParameters:
     def evolve(self, **changes) -> "DriveParameters":
         """A copy with some parameters changed (validated again; unknown names raise ValueError), for what-ifs."""
         return _evolve(self, changes)
+
+
+def buffer_fields(cache: DriveCache | None, block_bytes: int) -> dict:
+    """The :class:`DriveParameters` fields of a :class:`DriveCache` (None: no buffer),
+    in blocks of *block_bytes*: the one translation of a drive's cache."""
+    if cache is None:
+        return dict(buffer_segments=0, read_ahead_scheme=0)
+    return dict(
+        buffer_segments=cache.segments, segment_size_blocks=cache.segment_size_bytes // block_bytes,
+        max_read_ahead_blocks=cache.read_ahead_bytes // block_bytes, read_ahead_scheme=cache.read_ahead_scheme,
+        read_ahead_over_requested=cache.read_ahead_over_requested,
+        read_ahead_on_idle_hit=cache.read_ahead_on_idle_hit, fast_write_level=cache.fast_write_level,
+        read_hits_on_write_data=cache.read_hits_on_write_data,
+        separate_write_segment=cache.separate_write_segment, read_any_free_blocks=cache.read_any_free_blocks,
+        read_watermark=cache.read_watermark)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .disksim_mapping import lbn_to_pbn_one, track_last_lbn
+from .disksim_mapping import lbn_to_pbn_one, track_last_from
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
 
@@ -99,18 +99,15 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
             k += 1
             first_run = False
             continue
-        last = track_last_lbn(arrays, x, total)
+        last, s_last = track_last_from(arrays, x, c, h, s, z, total)
         if last > start_lbn + count - 1:
             last = start_lbn + count - 1
+            _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
         run = last - x + 1
         t_start = wait_for_angle(t, a, period)
         if first_run:
             stats[1] = t_start - t
-        if run > 1:
-            _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
-            span = s_last - s + 1
-        else:
-            span = 1
+        span = s_last - s + 1 if run > 1 else 1
         for j in range(run - 1):
             ready[offset + k + j] = t_start + (j + 1) * sector_time
         t = t_start + span * sector_time

@@ -6,9 +6,14 @@ Two curves:
   ``0`` at d = 0, ``a + b*sqrt(d)`` for 0 < d <= e (acceleration-limited),
   ``c + f*d`` beyond the knee e (coast at full speed).
 * :class:`TableSeek`, a measured curve (DiskSim's ``.seek`` files, or the
-  harness's own measurements), interpolated monotonically (PCHIP) so that it
-  never overshoots between measured points.
+  harness's own measurements), interpolated linearly between measured points,
+  DiskSim 4.0's rule (``dm_mech_g1_seek_extracted`` in
+  ``diskmodel/mech_g1_seektime.c``), so that a measured table means the same
+  thing to the fitters, the DiskSim reader and the simulators.
 
+Each formula is written once, as a numba scalar kernel
+(:func:`two_piece_seek_one`, :func:`table_seek_one`) that the vectorised
+functions and the per-request simulation both call.
 Distances are in cylinders, times in seconds.
 """
 from __future__ import annotations
@@ -16,15 +21,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
+from numba import njit
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, finite_scalar, whole_number
 
 
+@njit(cache=True)
+def two_piece_seek_one(d, a, b, c, f, knee):
+    """Eq. (7) at one distance *d* [cylinders]: 0 at 0, ``a + b*sqrt(d)`` for
+    d <= knee, ``c + f*d`` beyond [s]. Numba kernel."""
+    if d == 0.0:
+        return 0.0
+    if d <= knee:
+        return a + b * np.sqrt(d)
+    return c + f * d
+
+
+@njit(cache=True)
+def _two_piece_many(distance, a, b, c, f, knee, out):
+    for i in range(distance.size):
+        out[i] = two_piece_seek_one(distance[i], a, b, c, f, knee)
+
+
 def two_piece_seek_time_s(distance_cylinders, short_offset_s, short_sqrt_s,
                           long_offset_s, long_per_cylinder_s, knee_cylinders):
-    """Seek time [s] of eq. (7) for distances [cylinders].
+    """Seek time [s] of eq. (7) for distances [cylinders] (vectorised :func:`two_piece_seek_one`).
 
     Parameters
     ----------
@@ -38,9 +60,62 @@ def two_piece_seek_time_s(distance_cylinders, short_offset_s, short_sqrt_s,
         e [cylinders]: the last distance served by the short branch.
     """
     distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True)
-    short = short_offset_s + short_sqrt_s * np.sqrt(distance)
-    long = long_offset_s + long_per_cylinder_s * distance
-    return np.where(distance == 0, 0.0, np.where(distance <= knee_cylinders, short, long))
+    out = np.empty(distance.size)
+    _two_piece_many(np.ascontiguousarray(distance, dtype=float).ravel(), float(short_offset_s),
+                    float(short_sqrt_s), float(long_offset_s), float(long_per_cylinder_s),
+                    float(knee_cylinders), out)
+    return out.reshape(distance.shape) if distance.ndim else float(out[0])
+
+
+@njit(cache=True)
+def table_seek_one(d, table_distance, table_time):
+    """A measured seek table at one distance *d* [cylinders] [s]. Numba kernel.
+
+    DiskSim 4.0's rule (``dm_mech_g1_seek_extracted``): 0 at distance 0, the
+    listed time at a listed distance, linear interpolation between the two
+    listed points around *d*, and linear extrapolation from the last two
+    points beyond the table. Below the first point the line runs from (0, 0)
+    (DiskSim's tables start at distance 1 and its distances are whole).
+    """
+    if d == 0.0:
+        return 0.0
+    n = table_distance.size
+    if d <= table_distance[0]:
+        return table_time[0] * d / table_distance[0]
+    lo = 0
+    hi = n - 1
+    if d < table_distance[n - 1]:
+        # binary search: table_distance[lo] < d <= table_distance[hi]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if table_distance[mid] < d:
+                lo = mid
+            else:
+                hi = mid
+    else:
+        lo = n - 2
+    x0 = table_distance[lo]
+    x1 = table_distance[hi]
+    if d == x1:
+        return table_time[hi]
+    return table_time[lo] + (d - x0) * (table_time[hi] - table_time[lo]) / (x1 - x0)
+
+
+@njit(cache=True)
+def _table_many(distance, table_distance, table_time, out):
+    for i in range(distance.size):
+        out[i] = table_seek_one(distance[i], table_distance, table_time)
+
+
+def table_seek_time_s(distance_cylinders, table_distance_cylinders, table_time_s):
+    """A measured seek table at distances [cylinders] [s] (vectorised :func:`table_seek_one`,
+    extrapolating linearly beyond the last point as DiskSim does)."""
+    distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True)
+    out = np.empty(distance.size)
+    _table_many(np.ascontiguousarray(distance, dtype=float).ravel(),
+                np.ascontiguousarray(table_distance_cylinders, dtype=float),
+                np.ascontiguousarray(table_time_s, dtype=float), out)
+    return out.reshape(distance.shape) if distance.ndim else float(out[0])
 
 
 @dataclass(frozen=True)
@@ -84,11 +159,12 @@ class TwoPieceSeek:
 
 @dataclass(frozen=True, eq=False)
 class TableSeek:
-    """A measured seek curve: monotone (PCHIP) interpolation between points.
+    """A measured seek curve, linear between points (:func:`table_seek_one`, DiskSim's rule).
 
     ``distance_cylinders`` must be strictly increasing and positive; the point
     (0, 0) is implied. A distance beyond the last measured point raises
-    ValueError rather than extrapolating.
+    ValueError rather than extrapolating (:func:`table_seek_time_s` extends a
+    table as DiskSim does).
     """
 
     distance_cylinders: np.ndarray
@@ -104,8 +180,6 @@ class TableSeek:
             raise ValueError("distance_cylinders must be strictly increasing")
         object.__setattr__(self, "distance_cylinders", distance)
         object.__setattr__(self, "seek_time_s_at_distance", times)
-        object.__setattr__(self, "_interpolator", PchipInterpolator(
-            np.concatenate(([0.0], distance)), np.concatenate(([0.0], times)), extrapolate=False))
 
     @property
     def max_distance_cylinders(self) -> float:
@@ -117,8 +191,7 @@ class TableSeek:
         if distance.size and distance.max() > self.distance_cylinders[-1]:
             raise ValueError(f"distance_cylinders {distance.max():g} lies beyond the measured "
                              f"table (last point {self.distance_cylinders[-1]:g})")
-        times = self._interpolator(distance)
-        return np.where(distance == 0, 0.0, times)
+        return table_seek_time_s(distance, self.distance_cylinders, self.seek_time_s_at_distance)
 
     def evolve(self, **changes) -> "TableSeek":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -130,7 +203,7 @@ class TableSeek:
 
 
 def random_pair_distance_pmf(cylinders: int):
-    """Distances and probabilities of |X - Y| for X, Y uniform on 0..cylinders-1.
+    """Distances and probabilities of ``|X - Y|`` for X, Y uniform on 0..cylinders-1.
 
     P(0) = 1/C, P(d) = 2 (C - d) / C^2 for 0 < d < C.
     """

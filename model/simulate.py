@@ -45,7 +45,10 @@ Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
 sequential state (head, phase, segments, read-ahead) is carried by a numba
 kernel, because the next request's time depends on the previous one's and a
 Python loop would run at ~10^4 requests per second instead of ~10^6. The
-drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`; its
+drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`
+(``DriveParameters.from_disk`` for a :class:`~diskmodel.model.disk.Disk`, e.g.
+a calibration's ``to_disk()``); a simulation can continue from where another
+left off (``start_s``, ``start_cylinder``, ``start_head``); its
 media accesses are :mod:`diskmodel.model.media_access`'s; DiskSim's files
 become parameters and traces in :mod:`diskmodel.model.disksim`.
 """
@@ -58,7 +61,7 @@ from enum import IntEnum
 import numpy as np
 from numba import njit
 
-from ._checks import finite_array, show
+from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
 from .drive_parameters import DriveParameters
 from .media_access import access_media
@@ -88,7 +91,9 @@ class SimulationResult:
     drive served each request, the values of :class:`HitKind` (as int8);
     ``seek_s``, ``latency_s``, ``media_s``: the mechanical parts of a media
     access (0 for hits and fast writes, whose media work happens in the
-    background).
+    background). ``end_s``, ``end_cylinder``, ``end_head``: the completion of
+    the last request and where the head is then (to continue a simulation:
+    ``simulate_requests(..., start_s=..., start_cylinder=..., start_head=...)``).
     """
 
     service_s: np.ndarray
@@ -97,13 +102,18 @@ class SimulationResult:
     seek_s: np.ndarray
     latency_s: np.ndarray
     media_s: np.ndarray
+    end_s: float = 0.0
+    end_cylinder: int = 0
+    end_head: int = 0
 
     def to_frame(self):
         import pandas as pd
-        return pd.DataFrame({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        return pd.DataFrame({name: getattr(self, name)
+                             for name in ("service_s", "arrival_s", "hit", "seek_s", "latency_s", "media_s")})
 
 
-def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarrival_s) -> SimulationResult:
+def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarrival_s, *, start_s: float = 0.0,
+                      start_cylinder: int = 0, start_head: int = 0) -> SimulationResult:
     """Simulate requests issued one at a time; returns each one's service time.
 
     Parameters
@@ -114,7 +124,11 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         First logical block and length [512-byte blocks] of each request.
     interarrival_s : array_like
         Gap [s] between the completion of request i and the arrival of
-        request i+1 (the first request arrives at t = 0; the last gap is unused).
+        request i+1 (the first request arrives at *start_s*; the last gap is
+        unused).
+    start_s, start_cylinder, start_head
+        Where the simulation starts: the clock [s] (the platter's phase is
+        ``t / T_rot mod 1``) and the head; the buffer starts empty.
     """
     if not isinstance(params, DriveParameters):
         raise ValueError(f"params must be DriveParameters (got {type(params).__name__})")
@@ -139,7 +153,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         raise ValueError(f"blocks must be >= 1 (got {show(blocks.min())})")
     if n and (lbn + blocks).max() > params.layout.total_blocks:
         raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
-    if n and blocks.max() > params.segment_size_blocks * params.buffer_segments:
+    if n and params.buffer_segments and blocks.max() > params.segment_size_blocks * params.buffer_segments:
         raise ValueError("a request is larger than the whole buffer")
     p = params
     real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
@@ -151,10 +165,14 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
                      int(p.read_any_free_blocks)],
                     dtype=np.int64)
+    start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
+                      whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
+                      whole_number("start_head", start_head, maximum=p.layout.surfaces - 1)])
     out = np.zeros((6, n))
     _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
-              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out)
-    return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5])
+              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start)
+    return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
+                            float(start[0]), int(start[1]), int(start[2]))
 
 
 # ---------------------------------------------------------------------------
@@ -228,7 +246,8 @@ def _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head):
 
 
 @njit(cache=True)
-def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out):
+def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state):
+    """The request loop; *state* holds (clock, cylinder, head) on entry and on return."""
     period = real[0]
     read_done = real[3]
     write_done = real[4]
@@ -273,8 +292,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     stats = np.zeros(3)
     scratch = np.zeros(3)
 
-    cyl = 0
-    head = 0
+    cyl = int(state[1])
+    head = int(state[2])
     mech_free = 0.0           # when the mechanism finishes its current (background) work
     pf_active = False
     pf_seg = -1
@@ -284,7 +303,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     pf_cyl = 0                # head position when the read-ahead started
     pf_head = 0
     prev_write = 0
-    t = 0.0
+    t = state[0]
 
     for i in range(lbn.size):
         if i > 0:
@@ -301,9 +320,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
 
         # --- background read-ahead: what it has read by the arrival
         if pf_active:
+            # blocks done by now: pf_ready rises along the read-ahead, so a binary search
             k = pf_done
-            while k < pf_count and pf_ready[k] <= arrival:
-                k += 1
+            hi = pf_count
+            while k < hi:
+                mid = (k + hi) // 2
+                if pf_ready[mid] <= arrival:
+                    k = mid + 1
+                else:
+                    hi = mid
             if k > pf_done:
                 pf_done = k
                 seg_end[pf_seg] = pf_base + k
@@ -345,8 +370,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_count = count
                         pf_done = 0
             elif pf_active and seg_start[pf_seg] <= first and last <= pf_base + pf_count \
-                    and first <= pf_base + pf_done:
-                # the read-ahead is fetching these blocks: wait for them
+                    and first < pf_base + pf_done:
+                # the read-ahead has fetched the first block and is fetching the rest: wait for them.
+                # A request starting at the very block being read ahead is a miss: DiskSim's
+                # "Allow almost read hits" = 0 (disk_buffer_check_segments), the only value honoured.
                 hit = HitKind.READ_AHEAD_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep
                 for k in range(n):
@@ -393,6 +420,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 mech_free = t_end
                 s = _lru(seg_used, nseg, wseg)
+            if hit == HitKind.MEDIA and s >= 0:
+                # the miss's blocks, and what the read-ahead adds, go to segment s (none without a buffer)
                 seg_start[s] = first
                 if any_free and stats[1] > 0.0:
                     # sectors of the track passing under the head before the first one
@@ -455,14 +484,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 mech_free = t_end
                 done = t_end + write_done
             s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
-            if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
-                seg_end[s] = last
-            else:
-                seg_start[s] = first
-                seg_end[s] = last
-            seg_write[s] = 1
-            seg_used[s] = arrival
-            _invalidate(seg_start, seg_end, nseg, first, last, s)
+            if s >= 0:
+                if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
+                    seg_end[s] = last
+                else:
+                    seg_start[s] = first
+                    seg_end[s] = last
+                seg_write[s] = 1
+                seg_used[s] = arrival
+                _invalidate(seg_start, seg_end, nseg, first, last, s)
         out[0, i] = done - arrival
         out[1, i] = arrival
         out[2, i] = hit.value
@@ -471,3 +501,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         out[5, i] = stats[2]
         prev_write = w
         t = done
+    state[0] = t
+    state[1] = cyl
+    state[2] = head

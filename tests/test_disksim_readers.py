@@ -1,5 +1,5 @@
 """Readers of DiskSim's files (diskmodel.data) and their model objects (diskmodel.model.disksim),
-checked against the real files of ../shared/data/disksim."""
+checked against the real files of the bundled data/disksim."""
 from __future__ import annotations
 
 import subprocess
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from diskmodel.data.disksim import read_diskspecs, read_parv, read_trace
-from diskmodel.data.disksim_model_file import G1Layout, G4Layout, MechModel, read_model_file, read_seek_table
-from diskmodel.data.disksim_syntax import DiskSimFormatError, parse_text
+from diskmodel.data.disksim.model_file import G1Layout, G4Layout, MechModel, read_model_file, read_seek_table
+from diskmodel.data.disksim.syntax import DiskSimFormatError, parse_text
 from diskmodel.model import Disk, TableSeek, load_preset
 from diskmodel.model.disksim import (block_transfer_time_s, load_disksim_drive, seek_curve, seek_time_s,
                                      table_seek)
@@ -229,3 +229,49 @@ def test_reading_disksim_files_never_imports_the_model(disksim_dir):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------
+# Sparing scheme 3, and what the simulation does not honour
+# ---------------------------------------------------------------------------
+
+def test_sparing_scheme_3_spares_at_the_end_of_every_track():
+    from diskmodel.model.disksim_mapping import ZoneLayout
+
+    # DiskSim's g1_ltop_sectpertrackspare: 10 sectors per track, 2 spare, 2 surfaces, 3 cylinders;
+    # slip 13 = track 1, sector 3. Hand-computed.
+    layout = ZoneLayout(surfaces=2, first_cylinder=[0], last_cylinder=[2], sectors_per_track=[10],
+                        first_block_offset_sectors=[0], track_skew_sectors=[1], cylinder_skew_sectors=[2],
+                        empty_space_sectors=[0], spares=[2], slips=(np.array([13]),), sparing_scheme=3)
+    assert layout.total_blocks == 3 * 2 * (10 - 2)
+    cylinder, head, sector, angle, _ = layout.lbn_to_pbn(np.array([0, 7, 8, 10, 11, 16]))
+    assert cylinder.tolist() == [0, 0, 0, 0, 0, 1]
+    assert head.tolist() == [0, 0, 1, 1, 1, 0]
+    # lbn 8..10 on track 1 at sectors 0, 2, then the slip at sector 3 moves lbn 11 to sector 4
+    assert sector.tolist() == [0, 7, 0, 2, 4, 0]
+    # skew: track switches * 1 + cylinder switches * 2, plus one per slip on earlier tracks (lbn 16: track 2)
+    assert angle[3] == pytest.approx((1 + 2) / 10)
+    assert angle[5] == pytest.approx(((1 * 1 + 2) + 1) / 10)
+
+
+def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parameter(disksim_dir, tmp_path):
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+
+    with pytest.raises(DiskSimFormatError, match=r"maxtor300g\.diskspecs:\d+: Allow almost read hits = 1 is not "
+                                                 r"honoured"):
+        drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
+    with pytest.raises(DiskSimFormatError, match=r"G4_LBA_64bit_4T\.model:\d+: Layout Model G4Layout is not "
+                                                 r"honoured"):
+        drive_parameters(load_disksim_drive(disksim_dir / "G4_4TB"))
+    folder = tmp_path / "barracuda"
+    shutil.copytree(disksim_dir / "barracuda", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    lines = specs.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "Print stats" in line)
+    lines.insert(at, "   Frobnicate the platters = 1,")
+    specs.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DiskSimFormatError, match=rf"barracuda\.diskspecs:{at + 1}: parameter 'Frobnicate the "
+                                                 r"platters' is not honoured"):
+        drive_parameters(load_disksim_drive(folder))

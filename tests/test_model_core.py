@@ -252,3 +252,65 @@ def test_evolve_makes_what_ifs():
     assert disk.rpm == 7200
     with pytest.raises(dataclasses.FrozenInstanceError):
         disk.rpm = 1  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------
+# One seek implementation (DiskSim's table rule) and the fused service-time kernel
+# ---------------------------------------------------------------------------
+
+def test_seek_table_rule_is_disksims_linear_interpolation():
+    from diskmodel.model.seek import table_seek_time_s
+
+    # dm_mech_g1_seek_extracted: listed points exact, linear between, extrapolated from the last two
+    x = np.array([1.0, 2.0, 10.0, 12.0])
+    y = np.array([1.0, 1.5, 3.0, 2.9])   # the dip atlas10k's table has (10 -> 12 falls)
+    got = table_seek_time_s([0, 1, 2, 6, 10, 11, 12, 14], x, y)
+    assert got.tolist() == pytest.approx([0.0, 1.0, 1.5, 2.25, 3.0, 2.95, 2.9, 2.8])
+    seek = TableSeek(x, y)
+    assert seek.seek_time_s([0.5, 6.0]) == pytest.approx([0.5, 2.25])   # (0, 0) implied below the first point
+    with pytest.raises(ValueError, match="beyond the measured table"):
+        seek.seek_time_s(13.0)
+
+
+def test_two_piece_kernel_is_eq_7_at_the_knee():
+    from diskmodel.model.seek import two_piece_seek_time_s
+
+    got = two_piece_seek_time_s([0, 4, 100, 101], 1e-3, 0.5e-3, 5e-3, 1e-5, 100)
+    assert got.tolist() == pytest.approx([0.0, 2e-3, 6e-3, 5e-3 + 101e-5])   # d <= knee: a + b sqrt(d)
+
+
+def test_service_time_total_equals_the_sum_of_the_terms_and_checks_inputs():
+    from diskmodel.model.disk import service_time_total_s
+
+    disk = load_preset("wd800bd")
+    rng = np.random.default_rng(5)
+    offsets = rng.integers(0, disk.geometry.total_sectors - 16, 5000) * 512
+    heads = np.roll(offsets, 1) + 4096
+    heads[::7] = offsets[::7]                 # some sequential requests
+    writes = rng.random(5000) < 0.5
+    terms = service_time_s(disk, offsets, 4096, heads, is_write=writes)
+    assert service_time_total_s(disk, offsets, 4096, heads, is_write=writes) == pytest.approx(terms.total_s)
+    summed = (terms.command_overhead_s + terms.seek_s + terms.settle_s + terms.rotation_s + terms.transfer_s
+              + terms.interface_s)
+    assert terms.total_s == pytest.approx(summed, rel=1e-12)
+    assert (terms.rotation_s[::7] == 0).all()
+    capacity = disk.capacity_bytes
+    for args, message in (((capacity, 512, 0), "offset_bytes must be whole numbers in"),
+                          ((0, 0.5, 0), r"size_bytes must lie in \[1"),
+                          ((0, 512, capacity + 1), "head_offset_bytes must be whole numbers in"),
+                          ((capacity - 512, 1024, 0), "must not exceed the disk's capacity")):
+        with pytest.raises(ValueError, match=message):
+            service_time_total_s(disk, *args)
+
+
+def test_service_time_cylinders_exact_at_cylinder_boundaries():
+    disk = load_preset("wd800bd")
+    geometry = disk.geometry
+    starts = geometry.zone_first_byte
+    per_cylinder = geometry.surfaces * geometry.zone_sectors_per_track * geometry.sector_size_bytes
+    # the first byte of cylinders 0..2 of each zone, and the byte before each
+    offsets = np.concatenate([starts + k * per_cylinder for k in range(3)])
+    offsets = np.concatenate((offsets, offsets[offsets > 0] - 1))
+    got = service_time_s(disk, offsets, 512, np.zeros_like(offsets)).seek_s
+    expected = disk.seek_time_s(geometry.cylinder_of_byte(offsets))
+    assert got == pytest.approx(expected, abs=0)

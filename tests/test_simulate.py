@@ -186,3 +186,126 @@ def test_cli_error_names_file_and_line(tmp_path, capsys):
     (tmp_path / "x.parv").write_text("disksim_global G { Init Seed = 42 }\nnonsense here {\n")
     assert main(["validate-trace", str(tmp_path)]) == 2
     assert "x.parv:3" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# A Disk (a preset, a calibration) as the simulation's drive: the one bridge
+# ---------------------------------------------------------------------------
+
+def test_from_disk_random_reads_average_the_expected_service_time():
+    from diskmodel.model import expected_random_service_time_s, load_preset
+
+    disk = load_preset("hp97560")
+    params = DriveParameters.from_disk(disk)
+    assert params.layout.total_blocks * 512 == disk.capacity_bytes
+    assert params.buffer_segments == 0                      # no drive_cache: every request goes to the media
+    distance = np.arange(disk.geometry.cylinders)
+    assert params.seek_by_distance_s == pytest.approx(disk.seek_time_s(distance))
+    rng = np.random.default_rng(7)
+    n = 20_000
+    lbn = rng.integers(0, params.layout.total_blocks - 8, n)
+    result = simulate_requests(params, np.zeros(n, bool), lbn, np.full(n, 8), np.zeros(n))
+    expected = expected_random_service_time_s(disk, 4096).total_s.mean()
+    # eqs. 3-8 average what the simulation does request by request (uniform latency, random seeks)
+    assert result.service_s.mean() == pytest.approx(expected, rel=0.02)
+    assert (result.hit == HitKind.MEDIA).all()
+
+
+def test_from_disk_honours_the_drive_cache():
+    from diskmodel.model import load_preset
+    from diskmodel.model.drive_cache import DriveCache
+
+    disk = load_preset("hp97560")
+    cache = DriveCache(4, 64 * 1024, read_ahead_bytes=32 * 1024, write_back=True)
+    params = DriveParameters.from_disk(disk.evolve(cache_size_bytes=cache.size_bytes, drive_cache=cache))
+    assert (params.buffer_segments, params.segment_size_blocks, params.max_read_ahead_blocks) == (4, 128, 64)
+    assert params.fast_write_level == 2 and params.read_ahead_scheme == 3
+    n = 64
+    seq = simulate_requests(params, np.zeros(n, bool), np.arange(n) * 8, np.full(n, 8), np.full(n, 1e-3))
+    # a sequential stream: after the first miss the read-ahead serves the rest
+    assert seq.hit[0] == HitKind.MEDIA and (seq.hit[1:] != HitKind.MEDIA).mean() > 0.8
+    writes = simulate_requests(params, np.ones(4, bool), np.arange(4) * 1000, np.full(4, 8), np.full(4, 0.1))
+    assert (writes.hit == HitKind.FAST_WRITE).all()
+    with pytest.raises(ValueError, match="drive_cache holds"):
+        disk.evolve(drive_cache=cache)                      # cache_size_bytes disagrees
+    with pytest.raises(ValueError, match="read_ahead_scheme 3 contradicts read_ahead_bytes=0"):
+        DriveCache(2, 4096, read_ahead_scheme=3)
+    with pytest.raises(ValueError, match="fast_write_level 0 contradicts write_back=True"):
+        DriveCache(2, 4096, write_back=True, fast_write_level=0)
+
+
+def test_simulation_continues_from_a_state():
+    params = _toy()
+    rng = np.random.default_rng(3)
+    lbn = rng.integers(0, params.layout.total_blocks - 8, 40)
+    gap = rng.uniform(0, 2e-3, 40)
+    whole = simulate_requests(params.evolve(buffer_segments=0, read_ahead_scheme=0, max_read_ahead_blocks=0),
+                              np.zeros(40, bool), lbn, np.full(40, 8), gap)
+    bare = params.evolve(buffer_segments=0, read_ahead_scheme=0, max_read_ahead_blocks=0)
+    first = simulate_requests(bare, np.zeros(20, bool), lbn[:20], np.full(20, 8), gap[:20])
+    second = simulate_requests(bare, np.zeros(20, bool), lbn[20:], np.full(20, 8), gap[20:],
+                               start_s=first.end_s + gap[19], start_cylinder=first.end_cylinder,
+                               start_head=first.end_head)
+    assert np.concatenate((first.service_s, second.service_s)) == pytest.approx(whole.service_s, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Traces: bad input, comments, a calibration simulated against a trace
+# ---------------------------------------------------------------------------
+
+def _write_trace(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_trace_comments_and_header_are_counted_and_bad_lines_named(tmp_path):
+    from diskmodel.data.disksim import read_trace
+    from diskmodel.data.disksim.syntax import DiskSimFormatError
+    from diskmodel.model.disksim import simulate_trace
+
+    good = _write_trace(tmp_path / "a.trace", ["# measured somewhere", "op label lbn blocks service interarrival",
+                                               "R Hit 100 8 5000.0 100.0", "", "# a comment", "W Miss 9 4 6000 0"])
+    trace = read_trace(good)
+    assert trace.ignored_lines == 3 and len(trace) == 2 and trace.line.tolist() == [3, 6]
+    for lines, where, what in (
+            (["R Hit 100 8 5000.0 100.0", "R Hit x 8 1 1"], ":2:", "whole numbers"),
+            (["R Hit 100 -8 5000.0 100.0"], ":1:", "block count -8"),
+            (["R Hit -100 8 5000.0 100.0"], ":1:", "negative LBN"),
+            (["R Hit 100 8 5000.0"], ":1:", "expected 6 fields")):
+        with pytest.raises(DiskSimFormatError, match=f"{where}.*{what}"):
+            read_trace(_write_trace(tmp_path / "b.trace", lines))
+    beyond = read_trace(_write_trace(tmp_path / "c.trace", ["R Hit 0 8 1 1", "R Hit 19990 20 1 1"]))
+    with pytest.raises(ValueError, match=r"c\.trace:2: LBN 19990 \+ 20 blocks reaches beyond the drive 'toy' "
+                                         r"\(20000 blocks\)"):
+        simulate_trace(_toy(), beyond)
+
+
+def test_cli_validates_a_calibration_against_a_trace(tmp_path, capsys):
+    """A calibration of a simulated drive, simulated per request (to_disk + from_disk) on
+    a trace of the true drive's simulated times: the two agree (reads within a track)."""
+    from diskmodel.calibrate.cli import main
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.results import calibration_to_json
+    from diskmodel.calibrate.harness.simulated import simulated_disk
+    from diskmodel.model import load_preset
+
+    calibration = calibrate(simulated_disk("hp97560"), budget_s=30.0, progress=False)
+    calibration_to_json(calibration, tmp_path / "cal.json")
+    truth = DriveParameters.from_disk(load_preset("hp97560"))
+    rng = np.random.default_rng(1)
+    n = 400
+    lbn = rng.integers(0, truth.layout.total_blocks - 64, n)
+    gap = rng.uniform(0, 5e-3, n)
+    measured = simulate_requests(truth, np.zeros(n, bool), lbn, np.full(n, 8), gap).service_s
+    _write_trace(tmp_path / "t.trace", ["# the truth's own simulation", "op label lbn blocks service_us gap_us"]
+                 + [f"R Miss {lbn[i]} 8 {measured[i] * 1e6:.3f} {gap[i] * 1e6:.3f}" for i in range(n)])
+    assert main(["validate-trace", "--calibration", str(tmp_path / "cal.json"), str(tmp_path / "t.trace"),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"] == n and out["ignored_lines"] == 2
+    assert out["mean_measured_ms"] == pytest.approx(measured.mean() * 1e3, rel=1e-6)
+    assert abs(out["mean_error_pct"]) < 15.0 and out["demerit_pct_of_mean"] < 20.0
+    assert main(["validate-trace", "--calibration", str(tmp_path / "cal.json")]) == 2
+    assert "needs a trace file" in capsys.readouterr().err
+    assert main(["validate-trace", "--calibration", str(tmp_path / "missing.json"), str(tmp_path / "t.trace")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -1,20 +1,24 @@
 """A simulated hard disk: the calibration backend for tests, teaching and demos.
 
 :class:`SimulatedDisk` serves reads from a :class:`diskmodel.model.Disk` (a
-preset, or a DiskSim drive) on a virtual clock, with the mechanics a
-calibration has to see through:
+preset, or a DiskSim drive) on a virtual clock. It is a backend over the one
+per-request simulation, :func:`diskmodel.model.simulate.simulate_requests`
+(the drive is ``DriveParameters.from_disk(disk)``), which carries the
+mechanics a calibration has to see through:
 
 - the platter turns all the time, also while the host thinks between two
-  requests: its angle is ``(clock / T_rot) mod 1``, and a read waits until
-  the target sector's start (:meth:`Geometry.angular_position`, with track and
+  requests, and a read waits until its first sector (zones, track and
   cylinder skews) comes under the head;
-- a read first pays the command overhead T_CO, then the seek from the head's
-  current cylinder (``disk.seek_time_s`` plus ``disk.settle_s``), or a head
-  switch where only the surface changes;
-- the transfer runs at the zone rate of every byte read (a read crossing a
-  zone boundary pays each zone's rate for its part), or at the interface
-  rate where that is slower; a transfer crossing onto the next track pays no
-  head switch (the skew hides it), and the head ends on the last sector read;
+- a read first pays the command overhead, then the seek from the head's
+  current cylinder (with settle), or a head switch where only the surface
+  changes; a transfer crossing a track boundary pays the head switch or the
+  one-cylinder seek, which the skew hides when it covers them (as a drive's
+  formatter chooses it, and as the presets derive it);
+- sectors pass under the head at the zone's rate, and go to the host over
+  the interface, one sector's bus time each, overlapped with the media;
+- the drive's buffer is off by default (``drive_cache=False``): a
+  calibration reads with the read cache disabled, as DIXtrac does through
+  the SCSI caching mode page, so repeated reads reach the media;
 - between two reads the host thinks ``host_think_s`` plus a uniform jitter;
 - each returned time carries Gaussian noise and, rarely, an outlier
   (an exponential delay, like an interrupt or a retry), from a seeded RNG;
@@ -34,10 +38,19 @@ from pathlib import Path
 import numpy as np
 
 from diskmodel.model import Disk, Geometry, load_preset
+from diskmodel.model.drive_parameters import DriveParameters
+from diskmodel.model.simulate import simulate_requests
 
 from diskmodel.calibrate.harness.backend import check_length, check_offsets
 
 __all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "calibration_errors"]
+
+
+def _time_lost_s(move_s: float, skew_s: float, period_s: float) -> float:
+    """Time a sequential transfer loses at a track change: the skew, plus whole
+    revolutions while the skew is shorter than the move [s]."""
+    skew_s %= period_s
+    return skew_s + period_s * max(0, math.ceil((move_s - skew_s) / period_s - 1e-9))
 
 
 def _nonnegative(name: str, value) -> float:
@@ -67,13 +80,17 @@ class SimulatedDisk:
         ``host_think_s + U(0, host_think_jitter_s)``. The platter turns meanwhile.
     seed : int
         Seed of the random generator (noise, outliers, think jitter).
+    drive_cache : bool
+        Simulate the disk's buffer (``disk.drive_cache``: read-ahead, hits);
+        default off, as a calibration reads with the read cache disabled.
     """
 
     queue_depth = 1
 
     def __init__(self, disk: Disk, *, block_size_bytes: int | None = None, noise_s: float = 5e-6,
                  outlier_probability: float = 1e-3, outlier_scale_s: float = 2e-3,
-                 host_think_s: float = 20e-6, host_think_jitter_s: float = 20e-6, seed: int = 0):
+                 host_think_s: float = 20e-6, host_think_jitter_s: float = 20e-6, seed: int = 0,
+                 drive_cache: bool = False):
         if not isinstance(disk, Disk):
             raise ValueError(f"disk must be a diskmodel.model.Disk (got {type(disk).__name__})")
         self.disk = disk
@@ -96,11 +113,9 @@ class SimulatedDisk:
         self.seed = seed
         self._rng = np.random.default_rng(seed)
         self.rotation_period_s = disk.rotation_period_s
-        # Cumulative transfer time against byte offset: piecewise linear through the zone bounds.
-        bounds = geometry.zone_bounds_bytes().astype(float)
-        rates = self.zone_rates_bytes_per_s()
-        self._xfer_x = np.append(bounds[:, 0], bounds[-1, 1])
-        self._xfer_t = np.concatenate(([0.0], np.cumsum((bounds[:, 1] - bounds[:, 0]) / rates)))
+        if drive_cache not in (True, False):
+            raise ValueError(f"drive_cache must be True or False (got {drive_cache!r})")
+        self.params = DriveParameters.from_disk(disk if drive_cache else disk.evolve(drive_cache=None))
         self._clock_s = 0.0
         self._cylinder = 0
         self._head = 0
@@ -108,12 +123,31 @@ class SimulatedDisk:
 
     # -- truth, for tests and benchmarks --------------------------------------
     def zone_rates_bytes_per_s(self) -> np.ndarray:
-        """Effective transfer rate of each zone [bytes/s]: the media rate, or the
-        interface rate where that is slower."""
+        """Sustained sequential transfer rate of each zone [bytes/s]: what a long
+        read sees, the media rate slowed by what each track change loses (the
+        skew, plus a revolution when the skew does not cover the head switch or
+        the one-cylinder move), or the interface rate where that is slower."""
+        disk, params = self.disk, self.params
+        period = disk.rotation_period_s
+        surfaces = self.geometry.surfaces
+        cylinder_move_s = max(float(params.seek_by_distance_s[1]) if params.seek_by_distance_s.size > 1 else 0.0,
+                              disk.head_switch_s if surfaces > 1 else 0.0)
+        rates = []
+        for zone in self.geometry.zones:
+            sector_s = period / zone.sectors_per_track
+            lost_track = _time_lost_s(disk.head_switch_s, zone.track_skew_sectors * sector_s, period)
+            lost_cylinder = _time_lost_s(cylinder_move_s, zone.cylinder_skew_sectors * sector_s, period)
+            per_cylinder_s = surfaces * period + (surfaces - 1) * lost_track + lost_cylinder
+            rates.append(surfaces * zone.sectors_per_track * self.geometry.sector_size_bytes / per_cylinder_s)
+        return np.minimum(np.array(rates), disk.interface_rate_bytes_per_s)
+
+    def media_rates_bytes_per_s(self) -> np.ndarray:
+        """Transfer rate within one track of each zone [bytes/s]: a sector per
+        ``T_rot / sectors_per_track``, or the interface rate where that is slower."""
         return np.minimum(self.disk.zone_rates_bytes_per_s(), self.disk.interface_rate_bytes_per_s)
 
     def rate_at_bytes(self, offset_bytes) -> np.ndarray:
-        """Effective transfer rate at byte offsets [bytes/s]."""
+        """Sustained transfer rate at byte offsets [bytes/s] (:meth:`zone_rates_bytes_per_s`)."""
         zone = self.geometry.zone_index_of_lba(np.asarray(offset_bytes) // self.geometry.sector_size_bytes)
         return self.zone_rates_bytes_per_s()[zone]
 
@@ -162,40 +196,22 @@ class SimulatedDisk:
         if offs.size == 0:
             return np.empty(0, dtype=np.float64)
         n = offs.size
-        geometry, disk = self.geometry, self.disk
-        sector = geometry.sector_size_bytes
-        first = offs // sector
-        last = (offs + length - 1) // sector
-        cyl, head, _ = geometry.lba_to_chs(first)
-        cyl_end, head_end, _ = geometry.lba_to_chs(last)
-        theta = geometry.angular_position(first)
-        prev_cyl = np.concatenate(([self._cylinder], cyl_end[:-1]))
-        prev_head = np.concatenate(([self._head], head_end[:-1]))
-        before = disk.command_overhead_s + self._positioning(prev_cyl, prev_head, cyl, head)
-        media = np.interp(offs + length, self._xfer_x, self._xfer_t) - np.interp(offs, self._xfer_x, self._xfer_t)
-        transfer = np.maximum(media, length / disk.interface_rate_bytes_per_s)
+        sector = self.geometry.sector_size_bytes
         rng = self._rng
         think = self.host_think_s + rng.uniform(0.0, self.host_think_jitter_s, n)
         noise = rng.normal(0.0, self.noise_s, n)
         outlier = rng.random(n) < self.outlier_probability
         noise[outlier] += rng.exponential(self.outlier_scale_s, int(outlier.sum()))
-        period = self.rotation_period_s
-        clock = self._clock_s
-        out = np.empty(n)
-        floor = math.floor
-        for i, (pre, angle, xfer, gap) in enumerate(zip(before.tolist(), theta.tolist(),
-                                                        transfer.tolist(), think.tolist())):
-            issue = clock + gap
-            arrive = issue + pre
-            phase = arrive / period
-            wait = angle - (phase - floor(phase))
-            if wait < 0.0:
-                wait += 1.0
-            clock = arrive + wait * period + xfer
-            out[i] = clock - issue
-        self._clock_s = clock
-        self._cylinder = int(cyl_end[-1])
-        self._head = int(head_end[-1])
+        # the host thinks before each read: the first arrives think[0] after the clock,
+        # read i + 1 think[i + 1] after read i completes
+        result = simulate_requests(self.params, np.zeros(n, dtype=bool), offs // sector,
+                                   np.full(n, length // sector, dtype=np.int64), np.append(think[1:], 0.0),
+                                   start_s=self._clock_s + think[0], start_cylinder=self._cylinder,
+                                   start_head=self._head)
+        out = result.service_s
+        self._clock_s = result.end_s
+        self._cylinder = result.end_cylinder
+        self._head = result.end_head
         self.reads += n
         # A timer never reads less than zero: the noise cannot take a read's time
         # below 0 (a read caught at once, with little overhead, takes microseconds).
@@ -241,7 +257,7 @@ def calibration_errors(sim: SimulatedDisk, result) -> dict:
     ``mean_seek_table``: of the mean seek time over uniformly random pairs of
     byte offsets (the same pairs for both sides); ``zone_rate_max`` and
     ``zone_rate_mean``: the largest and the byte-weighted mean of
-    |measured rate at each true zone's middle - true rate| / true rate.
+    ``|measured rate at each true zone's middle - true rate| / true rate``.
     """
     out = {}
     truth_period = sim.rotation_period_s

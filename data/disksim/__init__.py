@@ -287,7 +287,10 @@ class Trace:
     ``is_write``; ``label`` (the Hit/Miss/Doub/Trip column, a label only);
     ``lbn`` and ``blocks`` [512-byte blocks]; ``service_s`` measured;
     ``interarrival_s``: the gap between the completion of row i and the
-    arrival of row i+1 (the first request arrives at time 0).
+    arrival of row i+1 (the first request arrives at time 0); ``line``: the
+    line of the file each request is written on (for error messages);
+    ``ignored_lines``: comment lines (``#``) and a header line of column names
+    the reader skipped, said so that nothing is skipped silently.
     """
 
     path: Path | None
@@ -297,25 +300,61 @@ class Trace:
     blocks: np.ndarray
     service_s: np.ndarray
     interarrival_s: np.ndarray
+    line: np.ndarray
+    ignored_lines: int = 0
 
     def __len__(self) -> int:
         return int(self.lbn.size)
 
     def head(self, n: int) -> "Trace":
-        return Trace(self.path, *(getattr(self, f.name)[:n] for f in dataclasses.fields(self)[1:]))
+        arrays = ("is_write", "label", "lbn", "blocks", "service_s", "interarrival_s", "line")
+        return Trace(self.path, *(getattr(self, name)[:n] for name in arrays), ignored_lines=self.ignored_lines)
+
+    def where(self, index: int) -> str:
+        """``path:line`` of request *index* (for one-line errors)."""
+        return f"{self.path}:{int(self.line[index])}"
 
 
 _LABELS = ("Hit", "Miss", "Doub", "Trip")
 
 
+def _is_header(fields: list[str]) -> bool:
+    """A line of column names: words, none a number, the first not R or W."""
+    if fields[0] in ("R", "W"):
+        return False
+    for field_ in fields:
+        try:
+            float(field_)
+            return False
+        except ValueError:
+            pass
+    return True
+
+
 def read_trace(path) -> Trace:
-    """Read a DiskSim validate trace: ``R|W Hit|Miss|Doub|Trip LBN blocks service_us interarrival_us``."""
+    """Read a DiskSim validate trace: ``R|W Hit|Miss|Doub|Trip LBN blocks service_us interarrival_us``.
+
+    Blank lines, comment lines (starting with ``#``) and one header line of
+    column names before the first request are skipped and counted
+    (``Trace.ignored_lines``); any other line that does not parse, a negative
+    LBN or a block count below 1 raises DiskSimFormatError naming the file and
+    the line.
+    """
     path = Path(path)
     text = read_text(path, "trace file")
-    is_write, label, lbn, blocks, service, inter = [], [], [], [], [], []
+    is_write, label, lbn, blocks, service, inter, lines = [], [], [], [], [], [], []
+    ignored = 0
+    header = False
     for number, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split()
         if not fields:
+            continue
+        if fields[0].startswith("#"):
+            ignored += 1
+            continue
+        if not lbn and not header and _is_header(fields):
+            header = True
+            ignored += 1
             continue
         if len(fields) != 6:
             raise DiskSimFormatError(path, number, f"expected 6 fields 'R|W Hit|Miss|Doub|Trip LBN blocks "
@@ -328,19 +367,24 @@ def read_trace(path) -> Trace:
             values = (int(fields[2]), int(fields[3]), float(fields[4]), float(fields[5]))
         except ValueError:
             raise DiskSimFormatError(path, number, f"LBN and blocks must be whole numbers and times numbers in {raw.strip()!r}") from None
-        if values[0] < 0 or values[1] < 1 or not all(math.isfinite(v) and v >= 0 for v in values[2:]):
-            raise DiskSimFormatError(path, number, f"negative LBN, non-positive size or negative/non-finite time in {raw.strip()!r}")
+        if values[0] < 0:
+            raise DiskSimFormatError(path, number, f"negative LBN {values[0]} in {raw.strip()!r}")
+        if values[1] < 1:
+            raise DiskSimFormatError(path, number, f"block count {values[1]} must be >= 1 in {raw.strip()!r}")
+        if not all(math.isfinite(v) and v >= 0 for v in values[2:]):
+            raise DiskSimFormatError(path, number, f"negative or non-finite time in {raw.strip()!r}")
         is_write.append(fields[0] == "W")
         label.append(fields[1])
         lbn.append(values[0])
         blocks.append(values[1])
         service.append(values[2])
         inter.append(values[3])
+        lines.append(number)
     if not lbn:
-        raise DiskSimFormatError(path, 1, "the trace holds no requests")
+        raise DiskSimFormatError(path, 1, f"the trace holds no requests ({ignored} comment or header lines)")
     return Trace(path, np.array(is_write), np.array(label), np.array(lbn, dtype=np.int64),
-                 np.array(blocks, dtype=np.int64), np.array(service) * US, np.array(inter) * US)
-
+                 np.array(blocks, dtype=np.int64), np.array(service) * US, np.array(inter) * US,
+                 np.array(lines, dtype=np.int64), ignored)
 
 
 # ---------------------------------------------------------------------------
@@ -397,3 +441,6 @@ def read_drive_folder(folder) -> DiskSimFolder:
     model = read_model_file(specs.model_source.path)
     trace_path = _one(folder, "*.trace", "trace", required=False)
     return DiskSimFolder(folder.name, folder, model, specs, parv, trace_path)
+
+
+from .bundled import BUNDLED_DRIVES, TRACED_DRIVES, disksim_drive_folder, load_disksim_drive  # noqa: E402,F401

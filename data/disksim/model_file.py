@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +110,8 @@ class G1Zone:
     spares: int
     slips: tuple[int, ...]
     defects: tuple[tuple[int, int], ...]
+    #: where the zone's block (and its ``defects``) is written in the file
+    line: int = field(default=0, compare=False)
 
     @property
     def cylinders(self) -> int:
@@ -184,6 +186,8 @@ class ModelFile:
     block_count: int
     mech: MechModel
     layout: G1Layout | G4Layout
+    #: where ``Layout Model`` is written in the file
+    layout_line: int = field(default=0, compare=False)
 
     @property
     def zones(self) -> tuple[G1Zone, ...]:
@@ -216,6 +220,7 @@ def _g1_zone(block: Block) -> G1Zone:
         spares=int(block.number("Number of spares", 0.0)),
         slips=_list_of_ints(block, "slips"),
         defects=tuple(zip(defects[::2], defects[1::2])),
+        line=block.line_of("defects"),
     )
     if zone.last_cylinder < zone.first_cylinder or zone.blocks_per_track < 1:
         raise DiskSimFormatError(block.path, block.line, "zone has last cylinder < first or no blocks per track")
@@ -335,7 +340,8 @@ def _model_from_block(block: Block) -> ModelFile:
                       surfaces=block.number("Number of data surfaces", integer=True),
                       cylinders=block.number("Number of cylinders", integer=True),
                       block_count=block.number("Block count", integer=True),
-                      mech=_mech(mech_block, block.path), layout=layout)
+                      mech=_mech(mech_block, block.path), layout=layout,
+                      layout_line=block.line_of("Layout Model"))
     if model.surfaces < 1 or model.cylinders < 1 or model.block_count < 1:
         raise DiskSimFormatError(block.path, block.line, "surfaces, cylinders and block count must be >= 1")
     # hp_c2490a's zones end at cylinder 2629 of "2629 cylinders": DiskSim tolerates one past the end.
