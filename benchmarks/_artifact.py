@@ -51,7 +51,10 @@ def figure(value, unit: str, label: str, *, decimals: int, headline: bool = Fals
     value = None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
     out = {"value": value, "unit": unit, "decimals": int(decimals), "label": label, "headline": bool(headline)}
     if target is not None:
-        out["target"] = target
+        # a target is an upper bound in the figure's own unit; the README table prints it as "≤ target unit"
+        if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
+            raise ValueError(f"target must be a finite number in {unit or 'the figure unit'} (got {target!r})")
+        out["target"] = float(target)
     return out
 
 

@@ -1,9 +1,9 @@
 """How well do the two seek models fit DiskSim's measured seek curves?
 
-For every measured seek curve in ../shared/data/disksim (the seven ``.seek``
+For every measured seek curve of the bundled DiskSim drives, data/disksim (the seven ``.seek``
 files of atlas10k, atlas_III, barracuda, cheetah4LP, hp_c2490a, ibm18es and
 maxtor300g, and G4_4TB's ``.seeks``), read with
-:func:`diskmodel.data.disksim_model_file.read_seek_table`
+:func:`diskmodel.data.disksim.model_file.read_seek_table`
 (maxtor300g's plain ``.seek`` lacks its header line, so its read curve comes
 from ``maxtor300g_dual.seek``; hp_c2247a has an HPL formula, not a measured
 curve), and for each:
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DISKSIM = ROOT.parent / "shared" / "data" / "disksim"
+DISKSIM = ROOT / "data" / "disksim"
 
 
 def cross_validated(d, t, folds, rng):
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         print(f"DiskSim data folder {DISKSIM} is absent", file=sys.stderr)
         return 1
     from diskmodel.model.fit import fit_two_piece
-    from diskmodel.data.disksim_model_file import read_seek_table
+    from diskmodel.data.disksim.model_file import read_seek_table
 
     # One curve per drive folder; maxtor300g's plain .seek lacks the header line, so
     # its read curve is taken from maxtor300g_dual.seek (the same read column).

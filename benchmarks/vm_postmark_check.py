@@ -290,7 +290,8 @@ def _run_check(config, *, layouts, repeats, fs_size_bytes, vm_memory_bytes, say,
             m = summary.params[key]
             pred = getattr(p, f"{kind}_throughput_bytes_per_s")
             pipe = getattr(pp, f"{kind}_throughput_bytes_per_s") if pp is not None else math.nan
-            rows.append({"layout": layout, "kind": kind, "measured": m, "ci": ci[key], "predicted": pred,
+            rows.append({"layout": layout, "kind": kind, "measured": m,
+                         "ci": (ci.loc[key, "lower"], ci.loc[key, "upper"]), "predicted": pred,
                          "error_pct": 100 * (pred / m - 1), "wall_s": summary.params["wall_s"],
                          "predicted_elapsed_s": p.elapsed_s, "emulated": env.emulated,
                          "pipeline": pipe, "pipeline_error_pct": 100 * (pipe / m - 1)})

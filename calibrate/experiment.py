@@ -15,7 +15,8 @@
    real PostMark runs on this machine;
 5. write a report folder: ``report.md``, PNG plots (the seek curve with its
    fit and confidence band, zone rates against location, predicted against
-   measured throughput), ``calibration.json`` and ``predictions.csv``.
+   measured throughput), ``calibration.json``, ``predictions.csv`` and
+   ``lvm_costs.json`` (the fitted LVM mapping costs, for ``diskmodel predict --costs``).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import pandas as pd
 
 from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.calibrate.harness.results import calibration_to_json
+from diskmodel.calibrate.lvm_costs import costs_to_json
 from diskmodel.data.tables import postmark_results
 from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 
@@ -231,6 +233,11 @@ def _write_report(report: ExperimentReport, fit) -> None:
     predictions = pd.concat([report.comparison.assign(fit="all tests"),
                              report.held_out.assign(fit="test held out")], ignore_index=True)
     replace_file_atomically(out / "predictions.csv", predictions.to_csv(index=False).encode())
+    # The fitted LVM mapping costs, for `diskmodel predict --costs FILE`.
+    provenance = (f"`diskmodel experiment` (diskmodel.model.paper.fit_paper) on Djordjevic & Timcenko (2015), "
+                  f"Tables 4-6, tests {', '.join(fit.train_tests)}; disk: {report.disk.name}; "
+                  f"{report.notes[0] if report.notes else ''}")
+    replace_file_atomically(out / "lvm_costs.json", costs_to_json(fit, provenance=provenance).encode())
 
     def save_png(fig, name: str) -> None:
         buffer = io.BytesIO()

@@ -315,7 +315,7 @@ def test_an_interrupt_says_interrupted_and_no_more(monkeypatch, capsys):
         raise KeyboardInterrupt
 
     assert _main_with_handler(monkeypatch, interrupted) == 130
-    assert capsys.readouterr().err == "diskmodel: interrupted\n"
+    assert capsys.readouterr().err == "diskmodel: error: interrupted by SIGINT; the run did not finish\n"
 
 
 def test_an_interrupt_prints_the_teardown_report_it_carries(monkeypatch, capsys):
@@ -325,7 +325,7 @@ def test_an_interrupt_prints_the_teardown_report_it_carries(monkeypatch, capsys)
         raise exc
 
     assert _main_with_handler(monkeypatch, interrupted) == 130
-    assert capsys.readouterr().err == ("diskmodel: interrupted\n"
+    assert capsys.readouterr().err == ("diskmodel: error: interrupted by SIGINT; the run did not finish\n"
                                        "teardown: 2 loop devices detached and checked gone\n")
 
 
@@ -338,7 +338,7 @@ def test_a_sigterm_exits_143(monkeypatch, capsys):
         raise Interrupted(signal.SIGTERM)
 
     assert _main_with_handler(monkeypatch, terminated) == 128 + signal.SIGTERM
-    assert capsys.readouterr().err == "diskmodel: interrupted\n"
+    assert capsys.readouterr().err == "diskmodel: error: interrupted by SIGTERM; the run did not finish\n"
 
 
 @pytest.mark.parametrize("exc, fragments", [
@@ -369,7 +369,7 @@ def test_current_json_round_trips_and_validates(calibration_dict, tmp_path):
                                                      calibration_to_json, validate_calibration_dict)
 
     assert set(calibration_dict) == set(SCHEMA)  # the schema covers every key to_dict writes
-    assert validate_calibration_dict(calibration_dict, "x.json") == 2
+    assert validate_calibration_dict(calibration_dict, "x.json") == 3
     again = calibration_from_dict(calibration_dict, source="x.json")
     assert json.loads(calibration_to_json(again)) == calibration_dict
     path = tmp_path / "c.json"

@@ -243,7 +243,7 @@ def test_a_version_1_calibration_file_is_read(calibration):
                                                      validate_calibration_dict)
 
     data = json.loads(json.dumps(calibration_to_dict(calibration)))
-    assert data["format_version"] == 2
+    assert data["format_version"] == 3
     old = dict(data, format_version=1)
     fit = dict(old["seek_fit"])
     fit["params"] = {"short_offset_s": 1e-3, "short_sqrt_s": 1e-4, "long_offset_s": 3e-3, "long_slope_s": 1e-9,
@@ -252,5 +252,5 @@ def test_a_version_1_calibration_file_is_read(calibration):
     assert validate_calibration_dict(old, "old.json") == 1
     read = calibration_from_dict(old, source="old.json")
     pd.testing.assert_series_equal(read.params, calibration.params)
-    with pytest.raises(ValueError, match="format_version 3"):
-        calibration_from_dict(dict(data, format_version=3))
+    with pytest.raises(ValueError, match="format_version 4"):
+        calibration_from_dict(dict(data, format_version=4))

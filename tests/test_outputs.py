@@ -215,7 +215,7 @@ def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     res = _calibrate_simulated(tmp_path, out, env=env)
     assert res.returncode == 0, res.stderr
     first = json.loads(out.read_text())
-    assert first["format"] == "diskmodel.calibration" and first["format_version"] == 2
+    assert first["format"] == "diskmodel.calibration" and first["format_version"] == 3
     os.chmod(out, 0o640)
     res = _calibrate_simulated(tmp_path, out, seed=1, env=env)
     assert res.returncode == 0, res.stderr

@@ -111,12 +111,14 @@ def test_summary_mean_and_student_t_interval():
     assert s.params["wall_s"] == pytest.approx(12.0)
     assert s.bse["wall_s"] == pytest.approx(1 / math.sqrt(3))
     # t(0.975, df=2) = 4.302652729911275 (tables)
-    lo, hi = s.conf_int()["wall_s"]
+    assert list(s.conf_int().columns) == ["lower", "upper"]  # the fit results' convention (model/fit/base.py)
+    assert list(s.conf_int().index) == list(s.params.index) == list(s.bse.index)
+    lo, hi = s.conf_int().loc["wall_s", ["lower", "upper"]]
     assert (lo, hi) == pytest.approx((12 - 4.302652729911275 / math.sqrt(3), 12 + 4.302652729911275 / math.sqrt(3)))
     assert s.params["read_bytes_per_s_wall"] == pytest.approx(MiB * (1 / 11 + 1 / 12 + 1 / 13) / 3)
     assert not s.coarse
     one = R.summarize(runs[:1])
-    assert all(math.isnan(v) for v in one.conf_int()["wall_s"])
+    assert all(math.isnan(v) for v in one.conf_int().loc["wall_s"])
     assert R.summarize([_fake_run(_any_report(), 9.9, 9)]).coarse
     assert "coarse" in R.summarize([_fake_run(_any_report(), 9.9, 9)]).summary()
 

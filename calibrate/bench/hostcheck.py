@@ -213,7 +213,7 @@ class Cell:
 
     def measured(self, kind: str) -> tuple[float, float, float]:
         key = f"{kind}_bytes_per_s_wall"
-        lo, hi = self.summary.conf_int()[key]
+        lo, hi = self.summary.conf_int().loc[key, ["lower", "upper"]]
         return self.summary.params[key], lo, hi
 
 

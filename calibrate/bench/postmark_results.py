@@ -112,8 +112,11 @@ _METRICS = (
 class PostMarkSummary:
     """N PostMark runs: per-metric mean, sample standard deviation and Student-t CI.
 
-    params: metric -> mean. bse: metric -> standard error of the mean.
-    conf_int(alpha): metric -> (low, high), NaN with fewer than two runs.
+    As the fit results of :mod:`diskmodel.model.fit.base` (though nothing is
+    fitted): ``params`` (pandas Series, metric -> mean), ``bse`` (metric ->
+    standard error of the mean, NaN with fewer than two runs) and
+    ``conf_int(alpha)`` (a DataFrame indexed by metric with columns ``lower``
+    and ``upper``: the Student-t interval, NaN with fewer than two runs).
     Metrics: elapsed_s and wall_s [s], transactions_per_s [1/s], read/write
     bytes per second by PostMark's clock and by the outside (``_wall``) clock.
     """
@@ -129,30 +132,38 @@ class PostMarkSummary:
         return len(self.runs)
 
     @property
-    def params(self) -> dict[str, float]:
-        return {m: float(np.mean(self._values(m))) for m, _, _ in _METRICS}
+    def params(self):
+        import pandas as pd
+
+        return pd.Series({m: float(np.mean(self._values(m))) for m, _, _ in _METRICS}, name="mean")
 
     @property
-    def bse(self) -> dict[str, float]:
-        if self.n < 2:
-            return {m: math.nan for m, _, _ in _METRICS}
-        return {m: float(np.std(self._values(m), ddof=1) / math.sqrt(self.n)) for m, _, _ in _METRICS}
+    def bse(self):
+        import pandas as pd
 
-    def conf_int(self, alpha: float = 0.05) -> dict[str, tuple[float, float]]:
+        if self.n < 2:
+            return pd.Series({m: math.nan for m, _, _ in _METRICS}, name="bse")
+        return pd.Series({m: float(np.std(self._values(m), ddof=1) / math.sqrt(self.n)) for m, _, _ in _METRICS},
+                         name="bse")
+
+    def conf_int(self, alpha: float = 0.05):
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        import pandas as pd
         from scipy import stats
-        out = {}
+
+        params, bse = self.params, self.bse
+        rows = {}
         for m, _, _ in _METRICS:
-            mean, se = self.params[m], self.bse[m]
+            mean, se = params[m], bse[m]
             if self.n < 2 or not math.isfinite(se):
-                out[m] = (math.nan, math.nan)
+                rows[m] = (math.nan, math.nan)
             elif se == 0:
-                out[m] = (mean, mean)
+                rows[m] = (mean, mean)
             else:
                 lo, hi = stats.t.interval(1 - alpha, self.n - 1, loc=mean, scale=se)
-                out[m] = (float(lo), float(hi))
-        return out
+                rows[m] = (float(lo), float(hi))
+        return pd.DataFrame.from_dict(rows, orient="index", columns=["lower", "upper"])
 
     @property
     def coarse(self) -> bool:
@@ -164,7 +175,7 @@ class PostMarkSummary:
 
     def summary(self) -> str:
         env = self.environment
-        ci = self.conf_int()
+        ci, params = self.conf_int(), self.params
         lines = [
             f"PostMark, {self.n} run(s), stack {env.stack}, {env.file_system} ({env.mount_options}) on {env.device}",
             f"kernel {env.kernel_release}; read_ahead_kb {env.read_ahead_kb}; scheduler {env.scheduler}; "
@@ -180,8 +191,8 @@ class PostMarkSummary:
                          "own rates coarse; prefer the *_wall figures")
         lines.append(f"{'metric':<24}{'mean':>14}{'95% CI low':>14}{'95% CI high':>14}  unit")
         for m, _, unit in _METRICS:
-            mean = self.params[m]
-            lo, hi = ci[m]
+            mean = params[m]
+            lo, hi = ci.loc[m, "lower"], ci.loc[m, "upper"]
             scale, u = (1 << 20, "MiB/s") if unit == "bytes/s" else (1, unit)
             lines.append(f"{m:<24}{mean / scale:>14.4g}{lo / scale:>14.4g}{hi / scale:>14.4g}  {u}")
         return "\n".join(lines)
@@ -197,9 +208,9 @@ class PostMarkSummary:
             "config": dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(vars(cfg)),
             "n": self.n,
             "coarse": self.coarse,
-            "mean": self.params,
-            "bse": self.bse,
-            "conf_int_95": {k: list(v) for k, v in self.conf_int().items()},
+            "mean": self.params.to_dict(),
+            "bse": self.bse.to_dict(),
+            "conf_int_95": {k: [row.lower, row.upper] for k, row in self.conf_int().iterrows()},
             "runs": [r.to_dict() for r in self.runs],
         }
 

@@ -17,6 +17,7 @@ import errno
 import importlib
 import os
 import re
+import signal
 import sys
 
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
@@ -27,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probe",
     "postmark",
     "validate_trace",
+    "bench",
     "cleanup",
 )
 
@@ -87,13 +89,18 @@ def _debug_from_env() -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``diskmodel`` argument parser, with the subcommand of each module of COMMAND_MODULES.
+
+    The documentation's command-line pages are generated from it (docs/conf.py).
+    """
     parser = argparse.ArgumentParser(
         prog="diskmodel",
         description="Predict how fast a storage layout will be, and why.",
         epilog="Errors are one line on stderr; --debug (or DISKMODEL_DEBUG=1) shows the traceback instead.",
     )
     parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an error instead of one line (also DISKMODEL_DEBUG=1)")
+                        help="show the traceback of an error instead of one line (also DISKMODEL_DEBUG=1) "
+                             "(default: off)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"diskmodel.calibrate.cli.{name}")
@@ -179,9 +186,28 @@ def _silence_stdout() -> None:
         pass
 
 
+def _interrupted(exc: BaseException) -> int:
+    """Say that the run was interrupted (one line, then the teardown's own report if it carries one)."""
+    # What was torn down is said by the teardown itself (runstate attaches its verified
+    # report as ``teardown_report``); nothing more is claimed here.
+    signum = getattr(exc, "signum", None)  # host_executor.Interrupted: SIGINT or SIGTERM
+    if not (isinstance(signum, int) and 0 < signum < 64):
+        signum = signal.SIGINT
+    _stderr(f"diskmodel: error: interrupted by {signal.Signals(signum).name}; the run did not finish")
+    report = getattr(exc, "teardown_report", None)
+    if isinstance(report, str) and report.strip():
+        _stderr(report.rstrip("\n"))
+    return 128 + signum
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # a Ctrl-C while the subcommands' modules load is an interrupted run too
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt as exc:
+        if _debug_from_env():
+            raise
+        return _interrupted(exc)
     debug = bool(getattr(args, "debug", False)) or _debug_from_env()
     if args.command is None:
         parser.print_help()
@@ -202,14 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        # What was torn down is said by the teardown itself (runstate attaches its verified
-        # report as ``teardown_report``); nothing more is claimed here.
-        _stderr("diskmodel: interrupted")
-        report = getattr(exc, "teardown_report", None)
-        if isinstance(report, str) and report.strip():
-            _stderr(report.rstrip("\n"))
-        signum = getattr(exc, "signum", None)  # host_executor.Interrupted: SIGINT or SIGTERM
-        return 128 + signum if isinstance(signum, int) and 0 < signum < 64 else 130
+        return _interrupted(exc)
     except Exception as exc:
         if debug:
             raise

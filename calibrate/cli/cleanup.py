@@ -5,8 +5,9 @@ from __future__ import annotations
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "cleanup", help="list and remove what killed runs left behind (loops, mounts, cgroups, VMs, files)",
-        description=__doc__.splitlines()[0])
-    parser.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+        description="Remove what runs killed with SIGKILL left behind (loop devices, mounts, cgroups, VMs, "
+                    "files), as their state files list it.")
+    parser.add_argument("--dry-run", action="store_true", help="only show what would be removed (default: off)")
     parser.set_defaults(handler=_run)
 
 

@@ -16,17 +16,25 @@ def add_parser(subparsers) -> None:
                         help="report folder: new, empty, or an earlier experiment report (default: %(default)s)")
     parser.add_argument("--force", action="store_true",
                         help="write the report into a folder holding other files (files of the report's names "
-                             "in it are overwritten)")
+                             "in it are overwritten) (default: off)")
     parser.add_argument("--preset", default="wd800bd", help="simulated disk to calibrate (default: %(default)s)")
-    parser.add_argument("--device", help="calibrate this block device or written file instead (read-only)")
-    parser.add_argument("--budget-s", type=float, default=None, help="device time for the calibration [s]")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", metavar="PATH",
+                        help="calibrate this block device or written file instead, read-only (default: none, the "
+                             "simulated --preset)")
+    parser.add_argument("--budget-s", type=float, default=None, metavar="S",
+                        help="device time for the calibration [s] (default: 120 for the simulated disk, 60 with "
+                             "--device)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the measurement design and of the simulated disk (default: %(default)s)")
     parser.add_argument("--postmark-scratch", metavar="PATH",
                         help="also run real PostMark (native layout) on a scratch file created at PATH "
-                             "(or a block device, with --destroy-data-on PATH); needs root")
+                             "(or a block device, with --destroy-data-on PATH); needs root (default: none, no real "
+                             "PostMark)")
     parser.add_argument("--destroy-data-on", metavar="PATH",
-                        help="confirm that the block device given as --postmark-scratch may be overwritten")
-    parser.add_argument("--no-progress", action="store_true")
+                        help="confirm that the block device given as --postmark-scratch may be overwritten "
+                             "(default: none)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (default: a progress bar when stderr is a terminal)")
     parser.set_defaults(handler=_run)
 
 

@@ -67,48 +67,60 @@ def _bytes(text: str) -> int:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "postmark", help="run PostMark on a native, LVM-1 or LVM-2 stack, or on a stack description",
-        description=__doc__.split("\n\n", 1)[0])
+        description="Build a storage stack, run PostMark on it, tear it down.")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
-                       help="the paper's stacks (Tables 1-3), each with a file system of --size bytes")
+                       help="the paper's stacks (Tables 1-3), each with a file system of --size bytes (default: "
+                            "none; give --layout or --stack)")
     which.add_argument("--stack", metavar="FILE.json",
                        help="a stack description (disks, partitions, LVM, file system); the scratch stands for "
-                            "its disk")
+                            "its disk (default: none)")
     p.add_argument("--workload", required=True, choices=("test1", "test2", "test3"),
-                   help="the paper's PostMark workload (section 4.2); override its fields below")
+                   help="the paper's PostMark workload (section 4.2); override its fields below (no default)")
     p.add_argument("--scratch", metavar="PATH",
-                   help="scratch file to create (or an existing file / block device with --destroy-data-on)")
+                   help="scratch file to create (or an existing file / block device with --destroy-data-on) "
+                        "(default: none; required without --vm)")
     p.add_argument("--destroy-data-on", metavar="PATH",
-                   help="confirm that the existing file or block device PATH may be overwritten")
-    p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created")
-    p.add_argument("--vm", action="store_true", help="build the stack in a throwaway qemu VM")
+                   help="confirm that the existing file or block device PATH may be overwritten (default: none)")
+    p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created (default: deleted)")
+    p.add_argument("--vm", action="store_true", help="build the stack in a throwaway qemu VM (default: on the host)")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
                    help="qemu accelerator with --vm: tcg (default; emulated, timings measure qemu) or kvm "
                         "(only where KVM works; it hangs on some hosts)")
     p.add_argument("--vm-memory", type=_bytes, default=1 * GIB, metavar="BYTES",
-                   help="guest RAM with --vm (default 1G)")
+                   help="guest RAM with --vm [bytes; K, M, G: powers of 1024] (default 1G)")
     p.add_argument("--vm-timeout", type=positive_seconds, default=3600.0, metavar="S",
                    help="limit for the whole VM run [s] (default 3600)")
-    p.add_argument("--repeats", type=int, default=1, metavar="N")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="PostMark runs on the stack (default: %(default)s)")
     p.add_argument("--memory-limit", type=_bytes, default=None, metavar="BYTES",
-                   help="run PostMark in a memory cgroup with this limit (page cache included)")
+                   help="run PostMark in a memory cgroup with this limit, page cache included [bytes; K, M, G: "
+                        "powers of 1024] (default: none, no cgroup)")
     p.add_argument("--no-drop-caches", action="store_true",
-                   help="do not sync and drop caches before each run")
-    p.add_argument("--fs", choices=("ext3", "ext2", "ext4", "xfs"), help="with --layout (default ext3)")
-    p.add_argument("--mount-options", metavar="OPTS", help="with --layout: comma-separated mount options")
+                   help="do not sync and drop caches before each run (default: they are dropped)")
+    p.add_argument("--fs", choices=("ext3", "ext2", "ext4", "xfs", "btrfs"), help="with --layout (default ext3)")
+    p.add_argument("--mkfs-options", metavar="OPTS",
+                   help="with --layout: options of mkfs.<fs>, as one string (e.g. '-b size=4096 -d agcount=8') "
+                        "(default: none)")
+    p.add_argument("--mount-options", metavar="OPTS",
+                   help="with --layout: comma-separated mount options (default: none)")
     p.add_argument("--size", type=_bytes, metavar="BYTES",
-                   help="with --layout: file-system size, the same for every layout; a multiple of 8M (default 2G)")
+                   help="with --layout: file-system size, the same for every layout [bytes; K, M, G: powers of "
+                        "1024]; a multiple of 8M (default 2G)")
     p.add_argument("--json", metavar="OUT",
                    help="write the runs and summary as JSON to OUT ('-': stdout, instead of the summary); OUT must "
-                        "be new or an earlier postmark result (checked before anything is built)")
+                        "be new or an earlier postmark result (checked before anything is built) (default: none, "
+                        "no file)")
     p.add_argument("--force", action="store_true",
                    help="let --json overwrite a regular file that is not an earlier postmark result "
-                        "(never a device, a directory or the scratch target)")
-    p.add_argument("--quiet", action="store_true", help="print only warnings and errors on stderr (not every layout step)")
+                        "(never a device, a directory or the scratch target) (default: off)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only warnings and errors on stderr (default: every layout step too)")
     for flag, _, helptext in _OVERRIDES:
-        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=int, default=None, help=helptext)
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=int, default=None,
+                       help=f"{helptext} (default: the --workload's)")
     p.add_argument("--buffering", choices=("true", "false"), default=None,
-                   help="buffered (stdio) I/O or not (set buffering)")
+                   help="buffered (stdio) I/O or not (set buffering) (default: the --workload's)")
     p.set_defaults(handler=_run)
 
 
@@ -132,10 +144,11 @@ def _setup_logging(quiet: bool) -> None:
 
 
 # Flags that describe the paper's stacks, which a stack file describes instead (name -> default).
-_LAYOUT_FLAGS = {"size": 2 * GIB, "fs": "ext3", "mount_options": ""}
+_LAYOUT_FLAGS = {"size": 2 * GIB, "fs": "ext3", "mkfs_options": "", "mount_options": ""}
 
 # Fields of the stack and workload code that a flag sets, for error messages.
 _FLAG_OF_FIELD = {"fs_size_bytes": "--size", "kind": "--fs", "mount_options": "--mount-options",
+                  "mkfs_options": "--mkfs-options",
                   "memory_limit_bytes": "--memory-limit", "repeats": "--repeats",
                   **{field: f"--{flag.replace('_', '-')}" for flag, field, _ in _OVERRIDES}}
 
@@ -173,6 +186,7 @@ def _stack(args):
             setattr(args, name, default)
     try:
         stack = paper_stack(args.layout, fs_size_bytes=args.size, kind=args.fs,
+                            mkfs_options=tuple(args.mkfs_options.split()),
                             mount_options=tuple(o for o in args.mount_options.split(",") if o))
         L.build_plan(stack, backing="/dev/null")
     except ValueError as exc:

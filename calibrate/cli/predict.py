@@ -8,14 +8,27 @@ preset, a DiskSim drive folder, or a calibration saved by ``diskmodel
 calibrate --json``) with ``--fs`` and ``--journal-mode``, or a stack
 description (``--stack FILE.json``, :mod:`diskmodel.model.stack`) that names
 its disks, file system and options itself.
+
+The LVM mapping costs of eq. (12) are 0 s unless given, which makes LVM
+free: ``--fitted`` takes those the main job fits on the paper (shipped,
+:func:`diskmodel.calibrate.lvm_costs.fitted_costs`) and ``--costs FILE``
+those of an ``experiment`` run, each with the I/O path it was fitted on. The
+paper's layouts need the disk's last 20 GB; a smaller disk is refused with
+the ``--fs-size`` to give instead (the bench's sizing of
+:func:`~diskmodel.model.stack.paper_stack`).
 """
 from __future__ import annotations
 
 import json
 import math
 
+# The block layers' workloads (diskmodel.model.block_workloads): issue 14's fio jobs and seed 003's copy.
+_BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k", "randread_1m",
+                    "randwrite_4k", "randwrite_1m", "copy")
+
 # Flags that describe the stack, which a stack file describes instead (name -> default).
-_STACK_FLAGS = {"disk": "wd800bd", "calibration": None, "layout": "native", "fs": "ext3", "journal_mode": "ordered"}
+_STACK_FLAGS = {"disk": "wd800bd", "calibration": None, "layout": "native", "fs": "ext3", "journal_mode": None,
+                "fs_size": None}
 
 
 def _number(name: str, convert, check, requirement: str):
@@ -33,6 +46,13 @@ def _number(name: str, convert, check, requirement: str):
     return parse
 
 
+def _bytes(text: str) -> int:
+    """A byte count, as `diskmodel postmark --size` reads it (K, M, G, T: powers of 1024)."""
+    from diskmodel.calibrate.cli.postmark import _bytes as byte_count
+
+    return byte_count(text)
+
+
 def _nonnegative(name):
     return _number(name, float, lambda v: math.isfinite(v) and v >= 0, "finite and >= 0")
 
@@ -44,30 +64,58 @@ def _positive_int(name):
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict PostMark throughput for a storage stack and a workload",
-        description=__doc__.splitlines()[0])
+        description="PostMark throughput for a storage stack and a workload, with the time of each term of the model.",
+        epilog="The LVM mapping costs of eq. 12 are 0 s unless given, which makes LVM free: LVM-1 and LVM-2 "
+               "then differ from native only by where their blocks lie. --fitted takes the costs the main job "
+               "fits on the paper; --costs FILE those of your own 'diskmodel experiment' run; --md-mapping-s and "
+               "--fb-mapping-s set them by hand.")
     parser.add_argument("--stack", metavar="FILE.json",
-                        help="a stack description (disks, partitions, LVM, file system); instead of --layout, "
-                             "--disk, --calibration, --fs and --journal-mode")
+                        help="a stack description (disks, partitions, LVM, file system), instead of --layout, "
+                             "--disk, --calibration, --fs, --journal-mode and --fs-size (default: none, the "
+                             "paper's --layout)")
     disk = parser.add_mutually_exclusive_group()
-    disk.add_argument("--disk", help="a preset (wd800bd, hp97560, hp_c2247a) or a DiskSim drive folder "
-                                     "(default: wd800bd)")
-    disk.add_argument("--calibration", metavar="JSON", help="a result saved by `diskmodel calibrate --json`")
+    disk.add_argument("--disk", metavar="NAME|DIR",
+                      help="a preset (wd800bd, hp97560, hp_c2247a), a bundled DiskSim drive (atlas10k, G4_4TB, ...; "
+                           "'diskmodel validate-trace --list') or a DiskSim drive folder (default: wd800bd)")
+    disk.add_argument("--calibration", metavar="JSON",
+                      help="a result saved by 'diskmodel calibrate --json', instead of --disk (default: none)")
     parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
-                        help="the paper's stacks in the last 20 GB of the disk (Tables 1-3; default: native)")
-    parser.add_argument("--workload", choices=("test1", "test2", "test3"), default="test1",
-                        help="the paper's PostMark workloads")
-    parser.add_argument("--transactions", type=_positive_int("--transactions"),
-                        help="override the workload's transaction count")
-    parser.add_argument("--files", type=_positive_int("--files"), help="override the workload's number of files")
-    parser.add_argument("--fs", choices=("ext2", "ext3"), help="default: ext3")
-    parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"), help="default: ordered")
-    parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"),
-                        help="memory the page cache gives the workload [bytes]")
-    parser.add_argument("--md-mapping-s", type=_nonnegative("--md-mapping-s"), default=0.0,
-                        help="LVM metadata mapping cost per metadata I/O [s] (eq. 12)")
-    parser.add_argument("--fb-mapping-s", type=_nonnegative("--fb-mapping-s"), default=0.0,
-                        help="LVM file-block mapping cost per data-block I/O [s] (eq. 12)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+                        help="the paper's stacks (Tables 1-3), in the last 20 GB of the disk (default: native)")
+    parser.add_argument("--fs-size", type=_bytes, metavar="BYTES",
+                        help="for a disk smaller than the paper's 20 GB test area: a file system of BYTES "
+                             "(K, M, G suffixes: powers of 1024; a multiple of 8M) at the start of the disk in every "
+                             "layout, as 'diskmodel postmark --size' builds it (default: none, the paper's 20 GB "
+                             "at the end of the disk)")
+    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default="test1",
+                        help="the paper's PostMark workloads (default: test1); on a --stack of any block layers "
+                             "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or seed 003's "
+                             "file copy (copy)")
+    parser.add_argument("--transactions", type=_positive_int("--transactions"), metavar="N",
+                        help="the number of transactions (default: the workload's; test1 50000)")
+    parser.add_argument("--files", type=_positive_int("--files"), metavar="N",
+                        help="the number of files (default: the workload's; test1 4000)")
+    parser.add_argument("--fs", choices=("ext2", "ext3"), help="the file system (default: ext3)")
+    parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"),
+                        help="ext3's journal mode (default: ordered; ext2 has no journal)")
+    parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"), metavar="BYTES",
+                        help="memory the page cache gives the workload [bytes] (default: 268435456, 256 MiB; "
+                             "with --fitted or --costs 1610612736, 1.5 GiB, as the fit assumed)")
+    costs = parser.add_mutually_exclusive_group()
+    costs.add_argument("--fitted", action="store_true",
+                       help="the LVM mapping costs the main job fits on the paper's Tables 4-6, shipped with "
+                            "diskmodel, with the I/O path they were fitted on (host cost per byte of file data, "
+                            "CPU time per file operation, pipelined write-back, 1.5 GiB page cache) (default: "
+                            "off, costs 0 s)")
+    costs.add_argument("--costs", metavar="FILE",
+                       help="as --fitted, from the lvm_costs.json that 'diskmodel experiment' writes in its "
+                            "report folder (default: none, costs 0 s)")
+    parser.add_argument("--md-mapping-s", type=_nonnegative("--md-mapping-s"), default=None, metavar="S",
+                        help="LVM metadata mapping cost per metadata I/O [s] (eq. 12; default: 0, which makes "
+                             "LVM free)")
+    parser.add_argument("--fb-mapping-s", type=_nonnegative("--fb-mapping-s"), default=None, metavar="S",
+                        help="LVM file-block mapping cost per data-block I/O [s] (eq. 12; default: 0, which makes "
+                             "LVM free)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (default: a text table)")
     parser.set_defaults(handler=_run)
 
 
@@ -101,25 +149,38 @@ def _disk(args):
         except ValueError as exc:
             raise UsageError(f"--calibration {exc}") from exc
     from diskmodel.calibrate.harness.simulated import disk_from_name
+    from diskmodel.data.disksim import BUNDLED_DRIVES
+    from diskmodel.data.disksim.bundled import preset_or_drive
+    from pathlib import Path
 
     try:
-        return disk_from_name(args.disk)
+        return disk_from_name(preset_or_drive(args.disk))
     except (ValueError, OSError) as exc:
-        raise UsageError(f"--disk {args.disk}: {exc}") from exc
+        reason = str(exc)
+        if "/" not in args.disk and not Path(args.disk).exists():
+            reason += f"; nor is it a bundled DiskSim drive ({', '.join(BUNDLED_DRIVES)})"
+        raise UsageError(f"--disk {args.disk}: {reason}") from exc
 
 
-def _stack(args):
-    """The stack of --stack FILE (its disks loaded), or the paper's --layout on --disk or --calibration."""
+def _stack(args, fitted):
+    """(stack, page cache): the stack of --stack FILE (its disks loaded), or the paper's --layout on --disk or
+    --calibration, with the I/O path the costs of *fitted* (--fitted, --costs) were fitted with."""
     from diskmodel.calibrate import stacks
     from diskmodel.calibrate.cli import UsageError, reword
-    from diskmodel.model.filesystem import FileSystem
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.filesystem import FileSystem, PageCache
+    from diskmodel.model.fit import apply_io_parameters
+    from diskmodel.model.paper import DEFAULT_CACHE, DEFAULT_FILESYSTEM
+    from diskmodel.model.stack import PAPER_TEST_AREA_BYTES, paper_stack
 
+    try:
+        cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
+    except ValueError as exc:
+        raise UsageError(reword(exc, _flags_given(args))) from exc
     if args.stack:
         given = [f"--{name.replace('_', '-')}" for name in _STACK_FLAGS if getattr(args, name) is not None]
         try:
             stack = stacks.read_stack(args.stack, also_given=given)
-            return stacks.resolve_drives(stack, relative_to=_folder_of(args.stack))
+            return stacks.resolve_drives(stack, relative_to=_folder_of(args.stack)), cache
         except ValueError as exc:
             raise UsageError(f"--stack {exc}") from exc
     for name, default in _STACK_FLAGS.items():
@@ -127,13 +188,65 @@ def _stack(args):
             setattr(args, name, default)
     disk = _disk(args)
     try:
-        filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
+        if fitted is None:
+            filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
+        else:  # the path the costs were fitted on: model.paper's, with the fitted I/O parameters
+            filesystem = DEFAULT_FILESYSTEM.evolve(kind=args.fs, journal_mode=args.journal_mode)
+            disk, filesystem, fitted_cache = apply_io_parameters(disk, filesystem, DEFAULT_CACHE, fitted.io_path)
+            cache = fitted_cache if args.page_cache_bytes is None else cache
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
+    if args.fs_size is None and disk.capacity_bytes < PAPER_TEST_AREA_BYTES:
+        raise UsageError(_too_small(args, disk))
     try:
-        return paper_stack(args.layout, disk=disk, filesystem=filesystem)
+        return paper_stack(args.layout, disk=disk, filesystem=filesystem, fs_size_bytes=args.fs_size), cache
     except ValueError as exc:
-        raise UsageError(f"--layout {args.layout} on {disk.name}: {exc}") from exc
+        raise UsageError(f"--layout {args.layout} on {disk.name}: "
+                         f"{reword(exc, {'fs_size_bytes': '--fs-size'})}") from exc
+
+
+def _too_small(args, disk) -> str:
+    """What to do about a disk smaller than the paper's 20 GB test area (one line)."""
+    from diskmodel.model.units import MIB
+
+    quarter = max(8 * MIB, int(disk.capacity_bytes // 4) // (8 * MIB) * (8 * MIB))
+    source = f"--disk {args.disk}" if args.calibration is None else f"--calibration {args.calibration}"
+    return (f"{source}: {disk.name} holds {disk.capacity_bytes / 1e9:.2f} GB, less than the paper's 20 GB test "
+            f"area (Tables 1-3 put the file systems in the last 20 GB of the disk); give --fs-size "
+            f"{quarter // MIB}M for a file system of that size at the start of the disk (a quarter of it, as "
+            f"20 GB is of the paper's 80 GB disk), or --stack FILE.json for a layout of your own")
+
+
+def _fitted(args):
+    """The costs file of --fitted or --costs FILE (a FittedCosts), or None; checked before anything else."""
+    from diskmodel.calibrate import lvm_costs
+    from diskmodel.calibrate.cli import UsageError
+
+    source = "--fitted" if args.fitted else ("--costs" if args.costs is not None else None)
+    if source is None:
+        return None
+    by_hand = [flag for flag in ("--md-mapping-s", "--fb-mapping-s")
+               if getattr(args, flag[2:].replace("-", "_")) is not None]
+    if by_hand:
+        raise UsageError(f"{source} gives the LVM mapping costs; {' and '.join(by_hand)} cannot be given with it")
+    if args.stack:
+        raise UsageError(f"{source} holds costs fitted for the paper's layouts (--layout lvm1, lvm2); for "
+                         f"--stack give --md-mapping-s and --fb-mapping-s")
+    try:
+        return lvm_costs.fitted_costs() if args.fitted else lvm_costs.read_costs(args.costs)
+    except ValueError as exc:
+        raise UsageError(f"{source} {exc}") from exc
+    except OSError as exc:  # a missing or unreadable file: one line naming the flag, not a traceback
+        raise UsageError(f"{source} {args.costs}: cannot read it ({exc.strerror or exc})") from exc
+
+
+def _mapping(args, fitted):
+    """The LVM mapping costs of --fitted or --costs for --layout, else --md-mapping-s and --fb-mapping-s (0 s)."""
+    from diskmodel.model.volumes import LvmMapping
+
+    if fitted is not None:
+        return fitted.mappings[args.layout]
+    return LvmMapping(md_mapping_s=args.md_mapping_s or 0.0, fb_mapping_s=args.fb_mapping_s or 0.0)
 
 
 def _folder_of(path: str) -> str:
@@ -144,20 +257,20 @@ def _folder_of(path: str) -> str:
 
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, reword
-    from diskmodel.model.filesystem import PageCache
     from diskmodel.model.predict import predict
-    from diskmodel.model.volumes import LvmMapping
     from diskmodel.model.workload import postmark_preset
 
-    stack = _stack(args)
+    fitted = _fitted(args)
+    stack, cache = _stack(args, fitted)
+    if args.workload in _BLOCK_WORKLOADS:
+        return _run_block(args, stack)
     try:
         workload = postmark_preset(args.workload)
         changes = {k: v for k, v in (("transactions", args.transactions), ("number_of_files", args.files))
                    if v is not None}
         if changes:
             workload = workload.evolve(**changes)
-        cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
-        mapping = LvmMapping(md_mapping_s=args.md_mapping_s, fb_mapping_s=args.fb_mapping_s)
+        mapping = _mapping(args, fitted)
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
     try:
@@ -165,6 +278,8 @@ def _run(args) -> int:
         disk = stack.model_disk()
     except ValueError as exc:
         where = f"--stack {args.stack}: " if args.stack else ""
+        if not args.stack and args.fs_size is not None:  # the bench's sizing may not fit a small disk
+            where = f"--fs-size {args.fs_size} (bytes) with --layout {args.layout} on {stack.model_disk().name}: "
         raise UsageError(where + reword(exc, _flags_given(args))) from exc
     fs = stack.file_system.parameters
     if args.json:
@@ -182,5 +297,32 @@ def _run(args) -> int:
     if args.stack:
         print(stack.describe())
     print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
+    print(prediction.to_frame().to_string())
+    return 0
+
+
+def _run_block(args, stack) -> int:
+    """An fio job or seed 003's copy on the stack, through the block layers (any node types)."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.model.predict import predict
+    from diskmodel.model.workload import FileCopy, fio_jobs
+
+    workload = FileCopy() if args.workload == "copy" else fio_jobs()[args.workload]
+    try:
+        prediction = predict(stack, workload)
+    except ValueError as exc:
+        raise UsageError((f"--stack {args.stack}: " if args.stack else "") + str(exc)) from exc
+    if args.workload == "copy":
+        figures = {"write_throughput_bytes_per_s": prediction.write_bytes_per_s,
+                   "read_throughput_bytes_per_s": prediction.read_bytes_per_s,
+                   "per_file": [dict(row) for row in prediction.rows]}
+    else:
+        figures = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s, "iops": prediction.iops,
+                   "latency_s": prediction.latency_s, "parts_s": prediction.parts}
+    if args.json:
+        print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures}))
+        return 0
+    print(f"{stack.short_name}, {args.workload}:")
+    print(stack.describe())
     print(prediction.to_frame().to_string())
     return 0

@@ -12,14 +12,15 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument("device", nargs="?", default=None, help="a device name or path (default: all)")
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts (default: a table)")
     parser.add_argument(
         "--source",
         choices=("auto", "pyudev", "sysfs"),
         default="auto",
         help="force the device source (default: pyudev where the udev database exists, else sysfs)",
     )
-    parser.add_argument("--all", action="store_true", help="also list devices of size 0 (unattached loop devices)")
+    parser.add_argument("--all", action="store_true",
+                        help="also list devices of size 0, such as unattached loop devices (default: off)")
     parser.set_defaults(handler=_run)
 
 

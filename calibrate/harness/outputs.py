@@ -42,7 +42,7 @@ FORMATS = {
     "postmark": "diskmodel.postmark",
     "experiment": "diskmodel.experiment",
 }
-FORMAT_VERSIONS = {"calibration": 2, "postmark": 1, "experiment": 1}
+FORMAT_VERSIONS = {"calibration": 3, "postmark": 1, "experiment": 1}
 # Markers written by earlier versions of diskmodel, still recognised as results of the kind.
 _LEGACY_FORMATS = {"calibration": ("diskmodel-calibration/1",)}
 # Postmark summaries written before the marker existed: recognised by their keys.
@@ -51,7 +51,7 @@ _LEGACY_POSTMARK_KEYS = frozenset({"environment", "config", "n", "mean", "bse", 
 MAX_RESULT_BYTES = 1 << 30
 # The files `diskmodel experiment` writes into its report folder.
 EXPERIMENT_FILES = ("report.md", "calibration.json", "predictions.csv", "seek_curve.png",
-                    "zone_rates.png", "throughput.png")
+                    "zone_rates.png", "throughput.png", "lvm_costs.json")
 
 
 class OutputRefused(ValueError):

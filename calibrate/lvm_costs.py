@@ -1,0 +1,173 @@
+"""The LVM mapping costs of eq. (12) that the main job fits, as a JSON file.
+
+``diskmodel experiment`` fits, per LVM layout, the mapping costs
+``md_mapping_s`` and ``fb_mapping_s`` of eq. (12) (Djordjevic & Timcenko
+2015) on the paper's Tables 4-6 (:func:`diskmodel.model.paper.fit_paper`),
+and writes them to ``lvm_costs.json`` in its report folder
+(:func:`costs_to_json`). ``diskmodel predict --costs FILE`` reads such a file
+(:func:`read_costs`); ``predict --fitted`` reads the one shipped with the
+package, ``diskmodel/data/lvm_costs_paper.json`` (:func:`fitted_costs`),
+which is the ``lvm_costs.json`` of a default ``diskmodel experiment`` run
+(see its ``provenance`` key).
+
+The file::
+
+    {"format": "diskmodel.lvm-costs", "format_version": 1,
+     "provenance": "...", "disk": "...", "fitted_on": ["test1", "test2", "test3"],
+     "layouts": {"lvm1": {"md_mapping_s": ..., "fb_mapping_s": ...}, "lvm2": {...}},
+     "bse": {"lvm1": {...}, "lvm2": {...}},
+     "io_path": {"file_data_rate_bytes_per_s": ..., "cpu_per_file_operation_s": ...}}
+
+``layouts`` holds the costs [s]; ``io_path`` the I/O-path parameters
+fitted with them on the native cells (``IO_PARAMETER_BOUNDS`` of
+:mod:`diskmodel.model.fit.postmark`): the costs were fitted on top of that
+path, so they are used with it (:class:`FittedCosts`). ``bse`` (the fit's
+standard errors, NaN written as null), ``provenance``, ``disk`` and
+``fitted_on`` are for the reader. A file that breaks the schema raises
+:class:`CostsFileError` naming the file and the key.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass
+from importlib import resources
+
+FORMAT = "diskmodel.lvm-costs"
+FORMAT_VERSION = 1
+#: The layouts that have mapping costs (native has none: it maps nothing).
+LVM_LAYOUTS = ("lvm1", "lvm2")
+#: The costs of eq. (12) a file gives per layout [s].
+COST_KEYS = ("md_mapping_s", "fb_mapping_s")
+#: The shipped file of ``predict --fitted``, in :mod:`diskmodel.data`.
+FITTED_FILE = "lvm_costs_paper.json"
+# A costs file is a few hundred bytes; anything much larger is not one.
+_MAX_FILE_BYTES = 1 << 20
+
+
+class CostsFileError(ValueError):
+    """A costs JSON that cannot be used; the message names the file and the key."""
+
+    def __init__(self, source: str, message: str):
+        super().__init__(f"{source}: {message}")
+        self.source = source
+
+
+@dataclass(frozen=True)
+class FittedCosts:
+    """A costs file read: ``mappings`` {"native", "lvm1", "lvm2": LvmMapping} and the fitted ``io_path``."""
+
+    mappings: dict
+    io_path: dict
+    provenance: str
+
+
+def _finite(value) -> float | None:
+    """A finite float, or None for NaN (JSON has no NaN)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def costs_to_dict(fit, *, provenance: str) -> dict:
+    """The costs file of a :class:`~diskmodel.model.paper.PaperFit` (the main job's fit)."""
+    layouts, bse = {}, {}
+    for name in LVM_LAYOUTS:
+        params, errors = fit.lvm_fits[name].params, fit.lvm_fits[name].bse
+        layouts[name] = {key: float(params[key]) for key in COST_KEYS}
+        bse[name] = {key: _finite(errors[key]) for key in COST_KEYS}
+    io_path = {} if fit.io_fit is None else {k: float(v) for k, v in fit.io_fit.params.items()}
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "provenance": provenance,
+            "disk": str(getattr(fit.disk, "name", fit.disk)), "fitted_on": list(fit.train_tests),
+            "layouts": layouts, "bse": bse, "io_path": io_path}
+
+
+def costs_to_json(fit, *, provenance: str) -> str:
+    return json.dumps(costs_to_dict(fit, provenance=provenance), indent=1, allow_nan=False) + "\n"
+
+
+def _number(source: str, key: str, value, what: str = "a finite number >= 0") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise CostsFileError(source, f"key '{key}' must be {what} (got {value!r})")
+    return float(value)
+
+
+def costs_from_dict(data, source: str = "costs") -> FittedCosts:
+    """The :class:`FittedCosts` of a costs file's object (checked against the schema above)."""
+    from diskmodel.model.fit import IO_PARAMETER_BOUNDS
+    from diskmodel.model.volumes import LvmMapping
+
+    if not isinstance(data, dict):
+        raise CostsFileError(source, f"must hold one JSON object (got {type(data).__name__}); give the "
+                                     f"lvm_costs.json that `diskmodel experiment` writes")
+    if data.get("format") != FORMAT:
+        raise CostsFileError(source, f"key 'format' must be {FORMAT!r} (got {data.get('format')!r}): this is not "
+                                     f"an lvm_costs.json that `diskmodel experiment` writes")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise CostsFileError(source, f"key 'format_version' must be {FORMAT_VERSION} (got {version!r})")
+    layouts = data.get("layouts")
+    if not isinstance(layouts, dict):
+        raise CostsFileError(source, "key 'layouts' is missing" if layouts is None else
+                             f"key 'layouts' must be an object (got {type(layouts).__name__})")
+    mappings = {"native": LvmMapping()}
+    for name in LVM_LAYOUTS:
+        costs = layouts.get(name)
+        if not isinstance(costs, dict):
+            raise CostsFileError(source, f"key 'layouts.{name}' is missing" if costs is None else
+                                 f"key 'layouts.{name}' must be an object (got {type(costs).__name__})")
+        for key in COST_KEYS:
+            if key not in costs:
+                raise CostsFileError(source, f"key 'layouts.{name}.{key}' is missing")
+            _number(source, f"layouts.{name}.{key}", costs[key], "a finite number of seconds >= 0")
+        mappings[name] = LvmMapping(**{key: float(costs[key]) for key in COST_KEYS})
+    io_path = data.get("io_path", {})
+    if not isinstance(io_path, dict):
+        raise CostsFileError(source, f"key 'io_path' must be an object (got {type(io_path).__name__})")
+    for key, value in io_path.items():
+        if key not in IO_PARAMETER_BOUNDS:
+            raise CostsFileError(source, f"key 'io_path.{key}' is not an I/O-path parameter (known: "
+                                         f"{', '.join(IO_PARAMETER_BOUNDS)})")
+        _number(source, f"io_path.{key}", value)
+    provenance = data.get("provenance", "")
+    return FittedCosts(mappings, {k: float(v) for k, v in io_path.items()},
+                       provenance if isinstance(provenance, str) else "")
+
+
+def read_costs(path) -> FittedCosts:
+    """The :class:`FittedCosts` of a costs file (:func:`costs_from_dict`); OSError if it cannot be read."""
+    source = os.fspath(path)
+    st = os.stat(source)
+    if stat.S_ISDIR(st.st_mode):
+        raise CostsFileError(source, "is a directory (give the lvm_costs.json that `diskmodel experiment` "
+                                     "writes in its report folder)")
+    if not stat.S_ISREG(st.st_mode):
+        raise CostsFileError(source, "is not a regular file (a device, a FIFO or a socket)")
+    if st.st_size > _MAX_FILE_BYTES:
+        raise CostsFileError(source, f"is {st.st_size} bytes, too large for a costs file")
+    with open(source, "rb") as fh:
+        raw = fh.read(_MAX_FILE_BYTES + 1)
+    return _parse(raw, source)
+
+
+def _parse(raw: bytes, source: str) -> FittedCosts:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CostsFileError(source, "is not a UTF-8 text file, hence not a costs JSON") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CostsFileError(source, "is empty" if not text.strip() else
+                             f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
+                             f"truncated?)") from None
+    except RecursionError:
+        raise CostsFileError(source, "is not a costs file (nested too deeply)") from None
+    return costs_from_dict(data, source)
+
+
+def fitted_costs() -> FittedCosts:
+    """The costs shipped with the package: the main job's fit on the paper (``predict --fitted``)."""
+    data_file = resources.files("diskmodel.data").joinpath(FITTED_FILE)
+    return _parse(data_file.read_bytes(), f"diskmodel/data/{FITTED_FILE}")
