@@ -21,7 +21,31 @@ changes here or in the other node types.  What a node type may offer:
   file system of kind ext2, ext3, ...), the instance's own kind.
 
 Consumers of the tree (the model, provisioning) look at nodes through
-:func:`child_nodes` and :func:`walk`. A *volume* node (what a file system is
+:func:`child_nodes` and :func:`walk`.
+
+A *block* node (anything a file system or another layer may sit on: a
+partition, an LVM volume, a RAID array, a thin volume, a loop file, a
+network block device) follows the block-layer protocol of
+:mod:`diskmodel.model.block`:
+
+* ``size_bytes``: what it presents to the layer above [bytes];
+* ``block_time(requests, env) -> BlockTime``: the expected cost of one of
+  *requests* (:class:`~diskmodel.model.block.BlockRequests`: size, read or
+  write, sequential or random, queue depth, fresh blocks or not) on it,
+  made from ``child.block_time(...)`` of the requests it sends to the nodes
+  below (in series: :func:`~diskmodel.model.block.serial`; at once on
+  several members: :func:`~diskmodel.model.block.parallel`) plus its own
+  costs as named parts (``BlockTime.plus(name_s=...)``); *env*
+  (:class:`~diskmodel.model.block.BlockEnv`) gives the Disk of a disk name;
+* children as fields holding nodes or tuples of nodes (found by :func:`walk`),
+  and sizes that do not fit them refused in ``__post_init__`` naming the field.
+
+A new layer implements those and registers itself with :func:`node_type`;
+``diskmodel predict --stack`` and the block workloads
+(:mod:`diskmodel.model.block_workloads`) then take it with no other change
+(the NBD example in :mod:`diskmodel.model.block`'s docstring).
+
+A *volume* node (what a file system is
 made on) offers the model ``size_bytes``, ``physical_span``,
 ``physical_pieces(start, size)`` (where a logical region lies on the disk),
 ``segment_table()``, ``is_lvm`` and ``mapping_complexity``

@@ -11,6 +11,13 @@ the whole run's elapsed time).
 
 The fitters of its free parameters are kept apart, in
 :mod:`diskmodel.model.fit.postmark`.
+
+The block workloads (:mod:`diskmodel.model.block_workloads`: fio jobs,
+seed 003's file copy) are predicted on any stack, whatever block nodes it
+holds (RAID, thin volumes, loop files, ...), through the block protocol
+(:mod:`diskmodel.model.block`): :func:`predict` returns a
+:class:`BlockPrediction` or a :class:`CopyPrediction` for them, and
+:func:`predict_block` takes a bare block node and its disks.
 """
 from __future__ import annotations
 
@@ -18,8 +25,10 @@ from dataclasses import dataclass, field
 
 from ._checks import finite_scalar, show
 from .filesystem import PageCache, file_system_access_time
+from .block import BlockEnv, BlockRequests, BlockTime, block_time_of
+from .block_workloads import JOURNALED, FileCopy, FioJob
 from .stack import Stack
-from .volumes import LvmMapping
+from .volumes import LinearVolume, LvmMapping, Partition, StripedVolume
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
 from .units import KIB, MIB
 
@@ -128,6 +137,13 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
+    if isinstance(workload, FioJob):
+        return predict_block(stack.volume, workload, stack.block_env())
+    if isinstance(workload, FileCopy):
+        return predict_copy(stack.volume, workload, stack.block_env(), kind=stack.file_system.kind)
+    if not isinstance(stack.volume, (Partition, LinearVolume, StripedVolume)):
+        raise ValueError(f"file_system.volume: PostMark is predicted on a partition or an LVM volume on one disk, "
+                         f"not on a {type(stack.volume).__name__}; give a block workload (FioJob, FileCopy)")
     filesystem = stack.file_system_parameters()
     workload = PostMarkConfig() if workload is None else workload
     cache = PageCache() if cache is None else cache
@@ -165,3 +181,138 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
                    "request_mapping_s": rq},
         dst_parts=result.dst_breakdown(), term_parts=result.parts, io_counts=result.io_counts,
         details=details, counts=counts)
+
+
+# ------------------------------------------------------------------ block workloads
+
+@dataclass(frozen=True)
+class BlockPrediction:
+    """A fio job predicted on a block node.
+
+    Attributes
+    ----------
+    job : FioJob
+    per_request : BlockTime
+        One request's latency, the stream's interval and the breakdown by layer.
+    throughput_bytes_per_s, iops, latency_s, elapsed_s : float
+        The job's bandwidth [bytes/s], requests per second, mean completion
+        latency [s] and run time (requests x interval) [s].
+    """
+
+    job: FioJob
+    per_request: BlockTime
+    throughput_bytes_per_s: float
+    iops: float
+    latency_s: float
+    elapsed_s: float
+
+    @property
+    def parts(self) -> dict:
+        return dict(self.per_request.parts)
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = [("throughput", self.throughput_bytes_per_s, "bytes/s"), ("iops", self.iops, "1/s"),
+                ("latency", self.latency_s, "s"), ("elapsed", self.elapsed_s, "s")]
+        rows += [(f"latency.{name}", value, "s") for name, value in self.per_request.parts.items()]
+        return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+
+    def _repr_html_(self):
+        return (f"<p><b>{self.job.label}</b>: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, "
+                f"{self.iops:.0f} IOPS</p>" + self.to_frame()._repr_html_())
+
+
+def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
+    """*job* (a FioJob) on *node* (any block node), its disks from *env* (``Stack.block_env()``)."""
+    if not isinstance(job, FioJob):
+        raise ValueError(f"job must be a FioJob (got {show(job)})")
+    requests = job.requests()
+    if job.size_bytes > node.size_bytes:
+        raise ValueError(f"size_bytes: the job moves {job.size_bytes} bytes, more than the device's "
+                         f"{node.size_bytes}")
+    per = block_time_of(node, requests, env)
+    count = job.expected_counts()["requests"]
+    return BlockPrediction(job, per, per.rate_bytes_per_s, per.iops, per.time_s, count * per.interval_s)
+
+
+@dataclass(frozen=True)
+class CopyPrediction:
+    """Seed 003's file copy predicted on a block node under a file system.
+
+    Attributes
+    ----------
+    copy : FileCopy
+    kind : str
+        The file system (its journal decides the metadata written).
+    rows : tuple of dict
+        Per file size: size_bytes, write_s, read_s (mean over the repeats) and
+        write_bytes_per_s, read_bytes_per_s.
+    """
+
+    copy: FileCopy
+    kind: str
+    rows: tuple
+
+    @property
+    def mean_write_s(self) -> float:
+        return float(sum(r["write_s"] for r in self.rows) / len(self.rows))
+
+    @property
+    def mean_read_s(self) -> float:
+        return float(sum(r["read_s"] for r in self.rows) / len(self.rows))
+
+    @property
+    def write_bytes_per_s(self) -> float:
+        """All sizes' bytes over all their write times [bytes/s]."""
+        return sum(r["size_bytes"] for r in self.rows) / sum(r["write_s"] for r in self.rows)
+
+    @property
+    def read_bytes_per_s(self) -> float:
+        return sum(r["size_bytes"] for r in self.rows) / sum(r["read_s"] for r in self.rows)
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows)).set_index("size_bytes")
+
+    def _repr_html_(self):
+        return self.to_frame()._repr_html_()
+
+
+def predict_copy(node, copy: FileCopy, env: BlockEnv, *, kind: str = "ext3") -> CopyPrediction:
+    """Seed 003's copy (:class:`FileCopy`) on a file system of *kind* on *node* (any block node).
+
+    Write time per file: the page-cache copy, its data written back in
+    sequential requests (fresh blocks on the first repeat, or every one with
+    ``keep_files``), its metadata as random 4 KiB writes; read time: the
+    copy and sequential reads of the read-ahead window.  Counts:
+    :meth:`FileCopy.expected_counts`.
+    """
+    if not isinstance(copy, FileCopy):
+        raise ValueError(f"copy must be a FileCopy (got {show(copy)})")
+    if kind not in JOURNALED:
+        raise ValueError(f"kind must be one of {', '.join(JOURNALED)} (got {show(kind)})")
+    share = copy.fresh_share
+
+    def write_time(size_bytes: int) -> float:
+        request = BlockRequests(size_bytes, is_write=True, sequential=True)
+        fresh = block_time_of(node, request.evolve(fresh=True), env).interval_s
+        again = block_time_of(node, request, env).interval_s
+        return share * fresh + (1.0 - share) * again
+
+    metadata = block_time_of(node, BlockRequests(4096, is_write=True), env).time_s
+    rows = []
+    for counts in copy.expected_counts(kind):
+        size = counts["size_bytes"]
+        cached = size / copy.copy_rate_bytes_per_s
+        full, rest = divmod(size, copy.write_request_bytes)
+        write = cached + full * write_time(copy.write_request_bytes) + (write_time(rest) if rest else 0.0) \
+            + counts["metadata_writes"] * metadata
+        full, rest = divmod(size, copy.read_request_bytes)
+        reads = [block_time_of(node, BlockRequests(b, sequential=True), env).interval_s * n
+                 for b, n in ((copy.read_request_bytes, full), (rest, 1)) if b and n]
+        read = cached + sum(reads)
+        rows.append({"size_bytes": size, "write_s": write, "read_s": read, "write_bytes_per_s": size / write,
+                     "read_bytes_per_s": size / read})
+    return CopyPrediction(copy, kind, tuple(rows))

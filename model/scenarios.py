@@ -13,7 +13,13 @@ engineers predicting a layout before deployment:
   striped over N identical, independent disks, which serve their pieces in
   parallel (the request ends with the slowest disk);
 * :func:`plot_predicted_vs_measured`: predicted against measured throughput
-  from a frame such as :func:`diskmodel.model.paper.predict_paper` returns.
+  from a frame such as :func:`diskmodel.model.paper.predict_paper` returns;
+* the block layers' what-ifs (fio jobs, :mod:`diskmodel.model.block_workloads`):
+  :func:`block_table` (any block nodes), :func:`mirror_table` (RAID 1 over
+  two disks that differ, by read policy), :func:`raid_level_table` (one
+  disk, RAID 0, 1, 5, 6 and degraded RAID 5 over N alike),
+  :func:`thin_table` (first write against overwrite by chunk size) and
+  :func:`loop_depth_table` (0..N nested loop files, sparse or zero-filled).
 
 Units: bytes and seconds in every column (``*_bytes``, ``*_s``,
 ``*_bytes_per_s``); ms and MB only when formatting.
@@ -33,7 +39,8 @@ from .seek import random_pair_distance_pmf
 from .units import KIB
 
 __all__ = ["spaced_partitions", "location_table", "prediction_table", "striped_random_read_time_s",
-           "striped_volume_read_time_s", "striping_table", "plot_predicted_vs_measured"]
+           "striped_volume_read_time_s", "striping_table", "plot_predicted_vs_measured", "block_table",
+           "mirror_table", "raid_level_table", "thin_table", "loop_depth_table"]
 
 
 #: Most partitions spaced_partitions cuts: each is an object (and, in
@@ -322,3 +329,124 @@ def plot_predicted_vs_measured(frame, ax=None, *, by: str = "layout"):
     ax.set_ylabel("predicted throughput [MB/s]")
     ax.legend(fontsize="small")
     return ax
+
+
+# ------------------------------------------------------------------ the block layers
+
+def block_table(nodes: dict, jobs: dict | None = None, env=None):
+    """Predicted fio jobs on block nodes: one row per (layer, job).
+
+    Parameters
+    ----------
+    nodes : dict {label: block node}
+    jobs : dict {label: FioJob}, default :func:`diskmodel.model.block_workloads.fio_jobs`
+    env : BlockEnv
+        The disks the nodes' partitions name.
+
+    Notes
+    -----
+    Returns a pandas.DataFrame with columns layer, job, throughput_bytes_per_s,
+    iops, latency_s, member_ios and the latency's parts [s] (0 where a layer
+    has no such part).
+    """
+    import pandas as pd
+
+    from .block import BlockEnv
+    from .block_workloads import fio_jobs
+    from .predict import predict_block
+
+    if not nodes:
+        raise ValueError("nodes must not be empty")
+    if not isinstance(env, BlockEnv):
+        raise ValueError(f"env must be a BlockEnv (got {show(env)})")
+    jobs = fio_jobs() if jobs is None else jobs
+    rows = []
+    for label, node in nodes.items():
+        for name, job in jobs.items():
+            p = predict_block(node, job, env)
+            rows.append({"layer": label, "job": name, "throughput_bytes_per_s": p.throughput_bytes_per_s,
+                         "iops": p.iops, "latency_s": p.latency_s, "member_ios": p.per_request.member_ios,
+                         **p.parts})
+    return pd.DataFrame(rows).fillna(0.0)
+
+
+def _whole_disk_partition(disk_name: str, disk, size_bytes: int | None) -> Partition:
+    size = disk.capacity_bytes if size_bytes is None else whole_number("size_bytes", size_bytes, minimum=1,
+                                                                        maximum=disk.capacity_bytes)
+    return Partition(0, size, f"/dev/{disk_name}1", disk_name)
+
+
+def mirror_table(disk_a, disk_b, jobs: dict | None = None, *, size_bytes: int | None = None):
+    """RAID 1 over two disks that may differ (two presets, two calibrations), against each alone.
+
+    Rows for each member alone and for the mirror under each read policy
+    (:data:`diskmodel.model.raid.READ_POLICIES`); members of *size_bytes*
+    (default the smaller disk) from the start of each disk.  See :func:`block_table`.
+    """
+    from .block import BlockEnv
+    from .raid import READ_POLICIES, mirror
+
+    size = min(disk_a.capacity_bytes, disk_b.capacity_bytes) if size_bytes is None else size_bytes
+    a, b = _whole_disk_partition("a", disk_a, size), _whole_disk_partition("b", disk_b, size)
+    nodes = {f"{disk_a.name} alone": a, f"{disk_b.name} alone": b}
+    nodes.update({f"raid1 ({policy})": mirror((a, b), read_policy=policy) for policy in READ_POLICIES})
+    return block_table(nodes, jobs, BlockEnv({"a": disk_a, "b": disk_b}))
+
+
+def raid_level_table(disk, members: int = 4, jobs: dict | None = None, *, chunk_size_bytes: int = 64 * KIB,
+                     size_bytes: int | None = None):
+    """One disk against RAID 0, 1, 5, 6 (and RAID 5 with one member failed) over *members* alike disks."""
+    from .block import BlockEnv
+    from .raid import RaidArray
+
+    n = whole_number("members", members, minimum=4)
+    names = [f"d{i}" for i in range(n)]
+    parts = tuple(_whole_disk_partition(name, disk, size_bytes) for name in names)
+    nodes = {"one disk": parts[0]}
+    for kind in ("raid0", "raid1", "raid5", "raid6"):
+        nodes[kind] = RaidArray(kind, parts, chunk_size_bytes=chunk_size_bytes)
+    nodes["raid5 degraded"] = RaidArray("raid5", parts, chunk_size_bytes=chunk_size_bytes, failed_members=(0,))
+    return block_table(nodes, jobs, BlockEnv(dict.fromkeys(names, disk)))
+
+
+def thin_table(disk, chunk_sizes_bytes=(64 * KIB, 256 * KIB, 1024 * KIB), jobs: dict | None = None, *,
+               pool_size_bytes: int | None = None):
+    """A thin volume's first write against its overwrite, by pool chunk size (and the disk alone).
+
+    Rows of :func:`block_table` with a ``pass`` column: "first write"
+    (``FioJob.fresh``) or "overwrite"; reads are the same in both.
+    """
+    import pandas as pd
+
+    from .block import BlockEnv
+    from .block_workloads import fio_jobs
+    from .thin import ThinVolume
+
+    base = _whole_disk_partition("a", disk, None)
+    pool = base.size_bytes // 2 if pool_size_bytes is None else pool_size_bytes
+    nodes = {"disk alone": base}
+    nodes.update({f"thin, {c // KIB} KiB chunks": ThinVolume(base, pool, pool, chunk_size_bytes=c)
+                  for c in chunk_sizes_bytes})
+    jobs = {k: j for k, j in (fio_jobs() if jobs is None else jobs).items() if j.is_write}
+    env = BlockEnv({"a": disk})
+    frames = [block_table(nodes, {k: j.evolve(fresh=fresh) for k, j in jobs.items()}, env).assign(
+        **{"pass": "first write" if fresh else "overwrite"}) for fresh in (True, False)]
+    return pd.concat(frames, ignore_index=True).fillna(0.0)
+
+
+def loop_depth_table(disk, depths=(0, 1, 2, 3), jobs: dict | None = None, *,
+                     allocations=("sparse", "zero_filled"), fresh: bool = True):
+    """0..N nested loop files over *disk*, sparse or zero-filled (first writes when *fresh*)."""
+    from .block import BlockEnv
+    from .block_workloads import fio_jobs
+    from .loop_file import nested_loop_files
+
+    base = _whole_disk_partition("a", disk, None)
+    nodes = {}
+    for allocation in allocations:
+        for depth in depths:
+            label = "disk" if depth == 0 else f"{depth} loop, {allocation.replace('_', '-')}"
+            nodes.setdefault(label, nested_loop_files(base, depth, allocation=allocation))
+    jobs = fio_jobs() if jobs is None else jobs
+    jobs = {k: j.evolve(fresh=fresh and j.is_write) for k, j in jobs.items()}
+    return block_table(nodes, jobs, BlockEnv({"a": disk}))

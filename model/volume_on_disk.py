@@ -171,7 +171,7 @@ class VolumeOnDisk:
     Attributes
     ----------
     disk : Disk
-    volume : Partition, LinearVolume or StripedVolume
+    volume : volumes.Partition, volumes.LinearVolume or volumes.StripedVolume
         Its physical span must lie on the disk.
     mapping : LvmMapping
         The empirical MD/FB mapping costs (eq. 12); default none.  A native

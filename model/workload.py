@@ -458,6 +458,8 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
     read_tolerance, write_tolerance : float
         Accepted relative error of each volume [dimensionless], in [0, 1).
 
+    Notes
+    -----
     Raises ValueError when no count within 20 % of the least-squares one
     matches every volume within tolerance (the volumes are inconsistent with
     the configuration).
@@ -506,3 +508,7 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
     raise ValueError(
         f"bytes_read/bytes_written: no transaction count near {best} matches the volumes within "
         f"the tolerances {read_tolerance!r}/{write_tolerance!r}")
+
+
+# The block layers' workloads (fio jobs, seed 003's file copy) are workloads of this module too.
+from .block_workloads import FileCopy, FioJob, fio_jobs  # noqa: E402  (after the PostMark definitions)

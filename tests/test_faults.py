@@ -344,3 +344,60 @@ def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
             pass
     finally:
         _stop(holder)
+
+
+# ---------------------------------------------------------------- the block layers' provisioners (issue 14)
+
+def _layer_stack_file(tmp: Path, layer: str) -> Path:
+    from diskmodel.model.drives import PresetDrive
+    from diskmodel.model.loop_file import nested_loop_files
+    from diskmodel.model.raid import RaidArray
+    from diskmodel.model.stack import FileSystemNode, Stack
+    from diskmodel.model.volumes import Partition
+
+    mib = 1 << 20
+    if layer == "loop_file":
+        stack = Stack(FileSystemNode(nested_loop_files(Partition(mib, 192 * mib), 2), kind="ext3"))
+    else:
+        members = (Partition(mib, 160 * mib), Partition(mib, 160 * mib, disk="sdb"))
+        stack = Stack(FileSystemNode(RaidArray("raid1", members, tool="btrfs"), kind="btrfs"),
+                      (PresetDrive("wd800bd"), PresetDrive("wd800bd", "sdb")))
+    path = tmp / f"{layer}.json"
+    path.write_text(stack.to_json())
+    return path
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("layer, tools", [("loop_file", ("mkfs.ext4", "fio")), ("btrfs_raid1", ("mkfs.btrfs", "fio"))])
+def test_sigint_at_random_points_of_a_layer_bench_leaves_nothing(tmp_path, layer, tools):
+    """SIGINT at random moments of `diskmodel bench` (building, throttling a member, running fio)."""
+    import random
+    import time
+
+    require_root()
+    require_tools("losetup", "mount", *tools)
+    stack_file = _layer_stack_file(tmp_path, layer)
+    slow = ["--slow", "sdb=8M"] if layer == "btrfs_raid1" else []
+    rng = random.Random(f"issue 14 {layer}")
+    interrupted = 0
+    for trial in range(2):
+        trial_dir = tmp_path / f"t{trial}"
+        trial_dir.mkdir()
+        run_dir, scratch = trial_dir / "run", trial_dir / "scratch.img"
+        proc = subprocess.Popen([DISKMODEL, "bench", "--stack", str(stack_file), "--workload", "seqwrite_1m",
+                                 "--size", "24M", "--scratch", str(scratch), *slow],
+                                env=_env(run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # a random moment after the run has started (its record exists): building, throttling, fio
+            wait_for(lambda: list(run_dir.glob("*.json")) if run_dir.exists() else None, 60, "the run to start")
+            time.sleep(rng.uniform(0.0, 3.0))
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            _stop(proc)
+        interrupted += proc.returncode == 128 + signal.SIGINT
+        assert proc.returncode in (0, 128 + signal.SIGINT), err[-2000:]
+        _assert_nothing_left(trial_dir, run_dir, proc.pid, scratch)
+        assert not list(Path("/sys/fs/cgroup/blkio").glob(f"diskmodel-blkio-{proc.pid}-*"))
+        assert not [m for m in Path("/proc/mounts").read_text().splitlines() if str(trial_dir) in m]
+    assert interrupted >= 1, "the signal came after the runs had ended: nothing was interrupted"

@@ -151,13 +151,15 @@ def test_stacks_a_plan_cannot_build_are_refused_naming_the_node_and_field(volume
         L.build_plan(_stack_of(volume), backing="/dev/vdb")
 
 
-def test_a_stack_over_two_disks_is_refused_for_one_scratch():
+def test_a_stack_over_two_disks_lays_the_disks_one_after_the_other_in_the_scratch():
     from diskmodel.model.drives import PresetDrive
 
     volume = LinearVolume((Partition(MiB, 64 * MiB), Partition(MiB, 64 * MiB, disk="sdb")))
     stack = _stack_of(volume, (PresetDrive("wd800bd"), PresetDrive("wd800bd", "sdb")))
-    with pytest.raises(ValueError, match="spans the disks sda, sdb"):
-        L.build_plan(stack, backing="/dev/vdb")
+    plan = L.build_plan(stack, backing="/dev/vdb")
+    # sda spans 65 MiB of the scratch, sdb starts after it: its partition at 65 + 1 MiB
+    assert [(r.offset_bytes, r.size_bytes) for r in plan.regions] == [(MiB, 64 * MiB), (66 * MiB, 64 * MiB)]
+    assert L.backing_bytes_required(stack) == 130 * MiB
 
 
 def _toy_plan(tmp: Path, fail_at: int | None = None, sleep_at: int | None = None) -> L.StackPlan:

@@ -53,8 +53,12 @@ __all__ = [
     "builds",
     "build_plan",
     "backing_bytes_required",
+    "disk_bases",
+    "mount_steps",
     "device_mapper_available",
     "require_device_mapper",
+    "require_kernel",
+    "md_available",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +78,7 @@ _MKFS_ARGS: dict[str, tuple[str, ...]] = {
     "ext3": ("mkfs.ext3", "-F", "-q"),
     "ext4": ("mkfs.ext4", "-F", "-q"),
     "xfs": ("mkfs.xfs", "-f", "-q"),
+    "btrfs": ("mkfs.btrfs", "-f", "-q"),
 }
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -87,11 +92,11 @@ class LayoutUnavailable(RuntimeError):
 class Step:
     """One shell command and the shell command that undoes it.
 
-    description: what the step does, for the log.
-    command: ``sh`` command text; may refer to earlier captures as ``"$NAME"``.
-    undo: ``sh`` command undoing it, or None when nothing needs undoing.
-    capture: name of a shell variable that receives the command's stripped
-        standard output, or None.
+    * description: what the step does, for the log.
+    * command: ``sh`` command text; may refer to earlier captures as ``"$NAME"``.
+    * undo: ``sh`` command undoing it, or None when nothing needs undoing.
+    * capture: name of a shell variable that receives the command's stripped
+      standard output, or None.
     """
 
     description: str
@@ -112,26 +117,41 @@ class Step:
 
 @dataclass(frozen=True)
 class Region:
-    """A byte range of the scratch space that becomes one block device [bytes]."""
+    """A byte range of the scratch space that becomes one block device [bytes], and the disk it stands for."""
 
     offset_bytes: int
     size_bytes: int
+    disk: str = "sda"
+    #: The shell variable the loop device's path is captured into.
+    variable: str = ""
 
 
 def _align_up(value: int, align: int) -> int:
     return -(-value // align) * align
 
 
+def disk_bases(stack: Stack) -> dict[str, int]:
+    """Where each disk the stack's partitions name starts in the scratch [bytes].
+
+    One scratch stands for every disk: the disks follow each other in the
+    order of ``stack.disks``, each from a MiB boundary and as long as its
+    last partition's end, so a one-disk stack starts at 0 as before.
+    """
+    ends: dict[str, int] = {}
+    for _, p in stack.partitions():
+        ends[p.disk] = max(ends.get(p.disk, 0), p.end_bytes)
+    bases, at = {}, 0
+    for drive in stack.disks:
+        if drive.name in ends:
+            bases[drive.name] = at
+            at = _align_up(at + ends[drive.name], MIB)
+    return bases
+
+
 def backing_bytes_required(stack: Stack) -> int:
-    """Bytes of scratch space *stack* needs: up to its last partition's end, rounded up to a MiB."""
-    return _align_up(max(p.end_bytes for _, p in stack.partitions()), MIB)
-
-
-def _check_one_disk(stack: Stack) -> None:
-    names = list(dict.fromkeys(p.disk for _, p in stack.partitions()))
-    if len(names) != 1:
-        raise ValueError(f"file_system.volume spans the disks {', '.join(names)}: a plan builds on one scratch, "
-                         "which stands for one disk")
+    """Bytes of scratch space *stack* needs: every disk's span up to its last partition's end, in MiB."""
+    bases = disk_bases(stack)
+    return max(_align_up(bases[p.disk] + p.end_bytes, MIB) for _, p in stack.partitions())
 
 
 @dataclass(frozen=True)
@@ -214,12 +234,24 @@ class StackPlan:
 class _Plan:
     """The steps of a plan being built, and what the builders share."""
 
-    def __init__(self, backing: str, direct_io: bool, token: str):
+    def __init__(self, backing: str, direct_io: bool, token: str, disk_base_bytes: dict[str, int]):
         self.backing, self.direct_io, self.token = backing, direct_io, token
+        self.disk_base_bytes = disk_base_bytes
         self.steps: list[Step] = []
         self.regions: list[Region] = []
         self.vg_name: str | None = None
         self.lv_name: str | None = None
+        #: Set by a builder that makes the file system itself (btrfs over several devices): its type.
+        self.fs_made: str | None = None
+        self.mount_parent: str = "/tmp"
+        self.mount_dir: str | None = None
+        self._serial = 0
+
+    def unique(self, prefix: str) -> str:
+        """A name no other builder of this plan gets: *prefix*, the plan's token and a serial number."""
+        self._serial += 1
+        # a trailing "_" so that no name is the start of another ("$V1_" is not in "$V10_")
+        return f"{prefix}{self.token}n{self._serial}_"
 
 
 #: Builder of each node type: (node, plan, path) -> the shell expression of the block device it made.
@@ -254,9 +286,10 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
             raise ValueError(f"{where}: {name} must be a multiple of {SECTOR_BYTES} for a direct-I/O loop device "
                              f"(got {getattr(partition, name)})")
     i = len(plan.regions)
-    region = Region(partition.start_bytes, partition.size_bytes)
-    plan.regions.append(region)
     var = f"DISKMODEL_DEV{i}"
+    region = Region(plan.disk_base_bytes[partition.disk] + partition.start_bytes, partition.size_bytes,
+                    partition.disk, var)
+    plan.regions.append(region)
     dio = " --direct-io=on" if plan.direct_io else ""
     plan.steps.append(Step(
         f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of the scratch",
@@ -326,6 +359,35 @@ def _logical_volume(volume, plan: _Plan, path: str) -> str:
     return f"/dev/{vg}/{lv}"
 
 
+def mount_steps(plan: "_Plan", device_expr: str, fs_type: str, *, options=(), var: str = "DISKMODEL_MNT",
+                mount_dir: str | None = None) -> None:
+    """Steps: a fresh mount point (*mount_dir*, recorded before it exists, or ``mktemp -d`` in the
+    plan's mount parent), captured into *var*, and the mount of *device_expr* on it."""
+    q = shlex.quote
+    if mount_dir is None:
+        plan.steps.append(Step(
+            "mount point",
+            f"mktemp -d {q(plan.mount_parent.rstrip('/') + '/diskmodel-mnt.XXXXXX')}",
+            undo=f'rmdir "${var}"',
+            capture=var,
+        ))
+    else:
+        plan.steps.append(Step(
+            "mount point",
+            f"mkdir -m 700 {q(mount_dir)} && printf '%s\\n' {q(mount_dir)}",
+            undo=f'rmdir "${var}"',
+            capture=var,
+            resource=("dir", (("path", mount_dir),)),
+        ))
+    opt = f" -o {','.join(options)}" if options else ""
+    plan.steps.append(Step(
+        f"mount {fs_type}",
+        f'mount -t {fs_type}{opt} {device_expr} "${var}"',
+        undo=f'umount "${var}"',
+        resource=("mount", (("mountpoint", f"${var}"),)),
+    ))
+
+
 def build_plan(
     stack: Stack,
     *,
@@ -334,65 +396,60 @@ def build_plan(
     mount_dir: str | None = None,
     direct_io: bool = True,
     name_token: str | None = None,
+    file_system: bool = True,
 ) -> StackPlan:
-    """The plan of steps that builds *stack* on *backing*, which stands for its disk.
+    """The plan of steps that builds *stack* on *backing*, which stands for its disks.
 
     backing: scratch file or block device (already sized, at least
     :func:`backing_bytes_required`, and safe to destroy; this function checks
-    nothing on disk). mount_parent: directory in which a fresh mount point is
-    made with ``mktemp -d``; mount_dir: instead, the exact mount point to
-    create (a new path, e.g. inside the run's own folder, so that the run's
-    record names it before it exists). direct_io: loop devices use O_DIRECT
-    on the backing. name_token: suffix of the VG name (random when None).
+    nothing on disk); a stack over several disks lays them one after the
+    other in it (:func:`disk_bases`). mount_parent: directory in which a fresh
+    mount point is made with ``mktemp -d``; mount_dir: instead, the exact
+    mount point to create (a new path, e.g. inside the run's own folder, so
+    that the run's record names it before it exists; the mount points of
+    layers below, such as a loop file's host file system, are made next to
+    it as ``mount_dir.N``). direct_io: loop devices over the scratch use
+    O_DIRECT on it. name_token: suffix of the VG name (random when None).
+    file_system: False builds the volume only (no mkfs, no mount), for
+    benchmarks of the block device itself (``StackPlan.device_expr``).
     Everything is checked before a step exists: a stack this cannot build is a
     ValueError naming the node and the field.
     """
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {type(stack).__name__})")
-    _check_one_disk(stack)
     fs: FileSystemNode = stack.file_system
     fs_size_bytes = int(stack.volume.size_bytes)
-    if fs.kind == "xfs" and fs_size_bytes < XFS_MIN_BYTES:
+    if file_system and fs.kind == "xfs" and fs_size_bytes < XFS_MIN_BYTES:
         raise ValueError(f"file_system (xfs): fs_size_bytes must be >= {XFS_MIN_BYTES} for xfs (mkfs.xfs refuses "
                          f"file systems under 300 MB); got {fs_size_bytes}")
     token = name_token or secrets.token_hex(4)
     if not re.match(r"^[A-Za-z0-9]+$", token):
         raise ValueError(f"name_token must be alphanumeric; got {token!r}")
-    plan = _Plan(os.fspath(backing), direct_io, token)
+    plan = _Plan(os.fspath(backing), direct_io, token, disk_bases(stack))
+    plan.mount_parent, plan.mount_dir = mount_parent, mount_dir
     device_expr = _build(stack.volume, plan, "file_system.volume")
+    fs_type = plan.fs_made or fs.kind
+    if plan.fs_made is not None and plan.fs_made != fs.kind:
+        raise ValueError(f"file_system ({fs.kind}): kind must be {plan.fs_made}: the {plan.fs_made} array below "
+                         "is the file system")
+    if plan.fs_made is not None and not file_system:
+        raise ValueError(f"file_system.volume: a {plan.fs_made} array is a file system, not a block device; "
+                         "it is built with its file system")
     q = shlex.quote
     steps = plan.steps
-    steps.append(Step(
-        f"check the file-system device has exactly {fs_size_bytes} bytes",
-        f'test "$(blockdev --getsize64 {device_expr})" = {fs_size_bytes}'
-        f' || {{ echo "device size $(blockdev --getsize64 {device_expr}) != {fs_size_bytes}" >&2; false; }}',
-    ))
-    mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs.kind], *fs.mkfs_options))
-    steps.append(Step(f"{fs.kind} file system", f"{mkfs} {device_expr}"))
-    if mount_dir is None:
+    if plan.fs_made is None:
         steps.append(Step(
-            "mount point",
-            f"mktemp -d {q(mount_parent.rstrip('/') + '/diskmodel-mnt.XXXXXX')}",
-            undo='rmdir "$DISKMODEL_MNT"',
-            capture="DISKMODEL_MNT",
+            f"check the file-system device has exactly {fs_size_bytes} bytes",
+            f'test "$(blockdev --getsize64 {device_expr})" = {fs_size_bytes}'
+            f' || {{ echo "device size $(blockdev --getsize64 {device_expr}) != {fs_size_bytes}" >&2; false; }}',
         ))
-    else:
-        steps.append(Step(
-            "mount point",
-            f"mkdir -m 700 {q(mount_dir)} && printf '%s\\n' {q(mount_dir)}",
-            undo='rmdir "$DISKMODEL_MNT"',
-            capture="DISKMODEL_MNT",
-            resource=("dir", (("path", mount_dir),)),
-        ))
-    opt = f" -o {','.join(fs.mount_options)}" if fs.mount_options else ""
-    steps.append(Step(
-        f"mount {fs.kind}",
-        f'mount -t {fs.kind}{opt} {device_expr} "$DISKMODEL_MNT"',
-        undo='umount "$DISKMODEL_MNT"',
-        resource=("mount", (("mountpoint", "$DISKMODEL_MNT"),)),
-    ))
+    if file_system:
+        if plan.fs_made is None:
+            mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs.kind], *fs.mkfs_options))
+            steps.append(Step(f"{fs.kind} file system", f"{mkfs} {device_expr}"))
+        mount_steps(plan, device_expr, fs_type, options=fs.mount_options, mount_dir=mount_dir)
     return StackPlan(
-        name=stack.short_name, fs_type=fs.kind, fs_size_bytes=fs_size_bytes, backing=plan.backing,
+        name=stack.short_name, fs_type=fs_type, fs_size_bytes=fs_size_bytes, backing=plan.backing,
         regions=tuple(plan.regions), steps=tuple(steps), device_expr=device_expr,
         mount_var="DISKMODEL_MNT", vg_name=plan.vg_name, lv_name=plan.lv_name, mount_options=fs.mount_options,
     )
@@ -417,3 +474,26 @@ def require_device_mapper(stack: Stack) -> None:
             "(no 'device-mapper' in /proc/misc, no /sys/module/dm_mod); "
             "pass --vm to build it in a throwaway VM"
         )
+
+
+def md_available() -> bool:
+    """True when this kernel has md (software RAID): /proc/mdstat or the md_mod module."""
+    return Path("/proc/mdstat").exists() or Path("/sys/module/md_mod").exists()
+
+
+def require_kernel(stack: Stack) -> None:
+    """Raise LayoutUnavailable, with what to do, when *stack* needs md or device-mapper and this kernel lacks it."""
+    from diskmodel.calibrate.bench.layers_provision import needs_vm_kernel
+
+    have = {"md": md_available(), "device-mapper": device_mapper_available()}
+    missing = [what for what in needs_vm_kernel(stack) if not have[what]]
+    if missing:
+        raise LayoutUnavailable(
+            f"stack {stack.short_name} needs {' and '.join(missing)}, which this kernel lacks "
+            "(no /proc/mdstat or /sys/module/md_mod; no 'device-mapper' in /proc/misc); "
+            "pass --vm to build it in a throwaway VM")
+
+
+# The builders of the block layers (RAID, thin pools, loop files) register themselves.
+from diskmodel.calibrate.bench import layers_provision as _layers  # noqa: E402,F401
+

@@ -1,0 +1,502 @@
+"""Every block layer of issue 14 on this machine, against the model from this machine's calibration.
+
+    python benchmarks/layers_check.py [--scratch-dir /var/tmp] [--budget-s 15] [--slow-rate 20M]
+        [--vm-slow-rate 4M] [--repeats 3] [--copy-repeats 2] [--no-vm]
+
+Needs root (loop devices, mounts, cgroups), fio, btrfs-progs and, for the
+VM part, qemu with Debian's kernel (md, LVM).  Method:
+
+1. **Calibrate** this machine's storage with the harness (O_DIRECT reads
+   for ``--budget-s``) twice: a fully written scratch file in
+   ``--scratch-dir``, and a member as the stacks see it, a direct-I/O loop
+   device over such a file.  On flash each gives a flat-latency
+   :class:`~diskmodel.model.Disk`
+   (:func:`diskmodel.calibrate.bench.hostcheck.disk_from_calibration`).
+2. **Each member alone**: fio's jobs on one loop device over the scratch
+   (a partition of the stack), unthrottled and throttled to ``--slow-rate``
+   bytes/s for reads and writes (cgroup v1 blkio, :mod:`diskmodel.calibrate.bench.blkio`).
+   Each member's Disks ("fast", "slow") are flat-latency Disks from its own
+   fio figures, a request's time a + S / R through two points (the mean
+   4 KiB random latency and the time of a 1 MiB sequential request): one
+   Disk of its reads, one of its writes (the host's storage acknowledges
+   writes from its cache, at another pace), the write jobs of every layer
+   predicted on the latter.  A throttled member is the same device behind
+   blkio's token bucket, which passes a small request at the device's pace:
+   its fixed cost a is the unthrottled member's and R comes from its 1 MiB
+   job.  These are the members' calibrations, the Disks of every layer
+   above; their rows are shown but left out of the median error.  Every row is also
+   predicted with the harness's calibrations as the fast Disk, of a member
+   (column ``harness%``) and of the scratch file itself (column ``file%``),
+   since the calibrations differ where the loop worker's hand-off (a thread
+   wake-up per request) costs more under fio's one-request-at-a-time
+   stream than in the harness's batches.
+3. **Layers on the host** (loop and btrfs; this kernel has no md or
+   device-mapper): btrfs RAID 1 over a fast and a slow member, btrfs RAID 0
+   over two fast members, loop files over sparse images nested 0 to 3 deep
+   (fio on the bare device; the write is each image's first, ``fresh``),
+   and seed 003's copy on native ext3 and on ext3 in a loop file over a
+   sparse and over a zero-filled image (host ext4, buffered loop).
+4. **Layers in the VM** (unless ``--no-vm``): md RAID 1 (unthrottled, and with
+   one member throttled to ``--vm-slow-rate`` by the guest's cgroup v2
+   ``io.max``, compared with the unthrottled mirror and the throttle's
+   rate), md RAID 5 and an LVM
+   thin volume (random writes of one pool chunk each, so that every request
+   of the first pass allocates a chunk, then the same job again: the
+   overwrite).  Under TCG the timings measure an emulator: these rows give
+   orderings only; their errors are printed for completeness and left out
+   of the median.
+Each host stack is built and measured ``--repeats`` times (afresh, so a
+first write stays a first write) and each rate is the median of the
+repeats: on a shared host the load varies from run to run.
+
+5. **Predict** each (layer, workload) with :func:`diskmodel.model.predict.predict`
+   on the same stack, its disks the calibrated ones, and what the host has
+   where the model asks for it: the loop layers' read-ahead window and
+   write-back depth are a live loop device's ``read_ahead_kb`` and
+   ``nr_requests`` (each run's loop devices are checked against it and any
+   difference printed), their page-cache copy rates are measured (buffered
+   writes of a new file, reads of it from the cache:
+   :func:`~diskmodel.calibrate.bench.layers_bench.page_cache_copy_rate`) and
+   their dirty limit is the host's (``vm.dirty_bytes`` or ``vm.dirty_ratio``
+   of the memory available); the copy's read-ahead window and copy rate are
+   the same.  fio's write jobs end with fsync (``FioJob.end_fsync``), as the
+   model assumes.  btrfs's pid read policy sends each fio process to one
+   mirror: which one is observed from the members' I/O counters during the
+   job (the one most repeats used) and given to the model
+   (``RaidArray.read_member``).  Every other parameter is the model's
+   default.  Error = predicted / measured - 1 [%].
+
+The seeds' findings are checked as orderings (each printed with its
+figures): RAID 1 writes track the slower member and reads the faster (seed
+000; btrfs on the host, md in the VM), each nested loop layer lowers throughput (seed 000, fig. 5), native
+ext3 writes about twice as fast as loop-file writes with reads alike (seed
+003: write ratio >= 1.5, read ratio within 1/1.5..1.5), RAID 5 small writes
+slower than RAID 1's while large sequential ones are not (at least 0.9 of
+RAID 1's) (seed 002), the first write into a thin pool slower than an
+overwrite (seed 002).  The last two lines are ``orderings_held: K/N`` and
+``median_layer_error_pct: X`` (median |error| of the host rows, calibration
+rows excluded).  Writes ``benchmarks/results/layers_check.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+from diskmodel.calibrate.bench.hostcheck import calibrate_storage, disk_from_calibration  # noqa: E402
+from diskmodel.calibrate.bench.layers_bench import dirty_limit_bytes, measure_stack, page_cache_copy_rate  # noqa: E402
+from diskmodel.calibrate.harness import runstate  # noqa: E402
+from diskmodel.model.block_workloads import FileCopy, FioJob  # noqa: E402
+from diskmodel.model.disk import flat_latency_disk  # noqa: E402
+from diskmodel.model.drives import InMemoryDrive  # noqa: E402
+from diskmodel.model.loop_file import LoopFile, nested_loop_files  # noqa: E402
+from diskmodel.model.predict import predict  # noqa: E402
+from diskmodel.model.raid import RaidArray  # noqa: E402
+from diskmodel.model.stack import FileSystemNode, Stack  # noqa: E402
+from diskmodel.model.thin import ThinVolume  # noqa: E402
+from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
+from diskmodel.model.volumes import Partition  # noqa: E402
+
+SEQ_BYTES = 64 * MIB
+RAND_BYTES = 8 * MIB
+VM_SEQ_BYTES = 32 * MIB
+VM_RAND_BYTES = 4 * MIB
+
+
+def _size(text: str) -> int:
+    units = {"K": KIB, "M": MIB, "G": GIB}
+    t = text.strip().upper()
+    return int(t[:-1]) * units[t[-1]] if t[-1:] in units else int(t)
+
+
+def _jobs(seq_bytes=SEQ_BYTES, rand_bytes=RAND_BYTES, *, fresh_writes=False) -> list[FioJob]:
+    return [FioJob("write", MIB, seq_bytes, fresh=fresh_writes), FioJob("read", MIB, seq_bytes),
+            FioJob("randwrite", 4 * KIB, rand_bytes), FioJob("randread", 4 * KIB, rand_bytes)]
+
+
+class Check:
+    """The rows, orderings and measurements of one run, and what it printed."""
+
+    def __init__(self, args):
+        self.args = args
+        self.rows: list[dict] = []
+        self.orderings: list[dict] = []
+        self.measured: dict = {}
+        self.lines: list[str] = []
+        self.scratch_n = 0
+        self.harness_disk = self.fast = None   # the harness's member Disk; the fio one once measured
+        self.file_disk = None                  # the harness's Disk of the scratch file itself
+        self.loop_fields: dict = {}            # what the host's page cache and loop queues are (LoopFile fields)
+        self.read_ahead_bytes = 128 * KIB      # a loop device's read-ahead window, as the host has it
+        self.write_disks: dict = {}            # id(a member's Disk of its reads) -> the Disk of its writes
+
+    def say(self, line: str = "") -> None:
+        self.lines.append(line)
+        print(line, flush=True)
+
+    def scratch(self) -> str:
+        self.scratch_n += 1
+        return os.path.join(self.args.scratch_dir, f"diskmodel-layers-{os.getpid()}-{self.scratch_n}.img")
+
+    def run(self, layer: str, stack: Stack, workloads, *, vm=False, slow=None, calibration: str | None = None,
+            unthrottled=None, observed=None):
+        """Measure *workloads* on *stack* and predict them; one row per rate.
+
+        calibration: a name for the member Disk made of these very measurements
+        (:func:`member_disk`: one Disk of its reads, and one of its writes, kept
+        in ``write_disks``; *unthrottled*: the same device's Disk without the
+        throttle, whose fixed costs a throttled member keeps); the stack's disk
+        becomes it and the rows are marked as calibration rows. observed: (stack, measurement) -> the stack
+        with what the measurement observed of the host's hidden state (which
+        mirror btrfs's pid policy chose). Returns the rates by workload label
+        (and the Disk, with *calibration*).
+        """
+        t0 = time.monotonic()
+        # on the host, the stack is built afresh for each repeat (a fresh job's first write stays a first
+        # write) and each rate is the median of the repeats: a loaded 2-core host varies run to run
+        runs = [measure_stack(stack, workloads, slow_disks=slow, **({"vm": True} if vm else
+                                                                    {"scratch": self.scratch()}))
+                for _ in range(1 if vm else self.args.repeats)]
+        results = [dataclasses.replace(
+            first, rates={k: statistics.median(run[i].rates[k] for run in runs) for k in first.rates},
+            details={**first.details, "mean_latency_s": statistics.median(
+                run[i].details.get("mean_latency_s", 0.0) for run in runs), "repeats": len(runs)})
+            for i, first in enumerate(runs[0])]
+        for run in runs:     # the loop devices' queues as the host set them, against what the model was given
+            for var, q in run[0].details.get("queues", {}).items():
+                if q["read_ahead_kb"] * KIB != self.read_ahead_bytes:
+                    self.say(f"  note: {var} had read_ahead_kb {q['read_ahead_kb']}, the model "
+                             f"{self.read_ahead_bytes // KIB}")
+        disk, given = None, stack     # given: the stack as called, its fast Disk the one the harness stands in for
+        if calibration is not None:
+            fixed = (None, None) if unthrottled is None else \
+                (unthrottled.command_overhead_s, self.write_disks[id(unthrottled)].command_overhead_s)
+            disk = member_disk(results, calibration, fixed[0])
+            self.write_disks[id(disk)] = member_disk(results, f"{calibration}, writes", fixed[1], writes=True)
+            stack = stack.evolve(disks=(InMemoryDrive(disk, stack.disks[0].name),))
+            for what, d in (("reads", disk), ("writes", self.write_disks[id(disk)])):
+                self.say(f"{calibration}: Disk of its {what}: fixed cost {d.command_overhead_s * 1e6:.0f} µs per "
+                         f"request, rate {d.zone_rates_bytes_per_s()[0] / 1e6:.1f} MB/s")
+        out = {}
+        for i, m in enumerate(results):
+            repeats = [run[i] for run in runs]
+            seen, seen_given = ((observed(st, repeats) if observed is not None else st) for st in (stack, given))
+            # the same stack with the harness's calibrations (of a member, of the file) as the fast Disk
+            harness, on_file = (seen_given.evolve(disks=tuple(InMemoryDrive(other if d.disk is self.fast else d.disk,
+                                                                            d.name) for d in seen_given.disks))
+                                for other in (self.harness_disk, self.file_disk))
+            predicted, by_harness = self.predicted(seen, m.workload), _predicted(harness, m.workload)
+            by_file = _predicted(on_file, m.workload)
+            for name, value in m.rates.items():
+                label = m.label if name == "throughput_bytes_per_s" else f"copy {name.split('_')[0]}"
+                if isinstance(m.workload, FioJob) and m.workload.fresh:
+                    label += " (fresh)"
+                row = {"layer": layer, "workload": label, "measured_bytes_per_s": value,
+                       "predicted_bytes_per_s": predicted[name],
+                       "error_pct": 100.0 * (predicted[name] / value - 1.0),
+                       "harness_error_pct": 100.0 * (by_harness[name] / value - 1.0),
+                       "file_error_pct": 100.0 * (by_file[name] / value - 1.0),
+                       "where": m.where, "accelerator": m.accelerator, "calibration": calibration is not None,
+                       "read_member": getattr(seen.volume, "read_member", None)}
+                self.rows.append(row)
+                out[label] = value
+                tag = " (calibration)" if calibration else " (TCG)" if m.emulated else ""
+                if row["read_member"] is not None:
+                    tag += f" (reads on member {row['read_member']}, observed)"
+                self.say(f"{layer:<30} {label:<20} {value / 1e6:>9.2f} {predicted[name] / 1e6:>9.2f} "
+                         f"{row['error_pct']:>+8.1f} {row['harness_error_pct']:>+8.1f} "
+                         f"{row['file_error_pct']:>+8.1f}{tag}")
+        self.measured[layer] = out
+        self.say(f"{'':<30} ({time.monotonic() - t0:.0f} s)")
+        return (out, disk) if calibration is not None else out
+
+    def predicted(self, stack: Stack, workload) -> dict:
+        """:func:`_predicted`, the writes on the members' Disks of their writes (:attr:`write_disks`)."""
+        reads = _predicted(stack, workload)
+        writing = stack.evolve(disks=tuple(InMemoryDrive(self.write_disks.get(id(d.disk), d.disk), d.name)
+                                           for d in stack.disks))
+        writes = _predicted(writing, workload)
+        if isinstance(workload, FioJob):
+            return writes if workload.is_write else reads
+        return {"write_bytes_per_s": writes["write_bytes_per_s"], "read_bytes_per_s": reads["read_bytes_per_s"]}
+
+    def ordering(self, name: str, held: bool, detail: str) -> None:
+        self.orderings.append({"ordering": name, "held": bool(held), "detail": detail})
+        self.say(f"  {'held' if held else 'NOT held'}: {name} ({detail})")
+
+
+def calibrate_member(scratch_dir: str, size_bytes: int, budget_s: float):
+    """The harness's calibration of a member as the stacks see it: a direct-I/O loop device over a
+    fully written scratch file (the loop worker's hand-off included), read with O_DIRECT; and that loop
+    device's queue as the host set it ({"read_ahead_kb", "nr_requests"})."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.host_executor import HostExecutor
+    from diskmodel.calibrate.harness.device import open_backend
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
+
+    stack = Stack(FileSystemNode(Partition(MIB, size_bytes), kind="ext3"))
+    path = os.path.join(scratch_dir, f"diskmodel-layers-cal-{os.getpid()}.img")
+    with runstate.ensure_run("layers_check: calibrate a member"), \
+            prepare_scratch(path, L.backing_bytes_required(stack)) as scratch, \
+            HostExecutor(L.build_plan(stack, backing=scratch.path, file_system=False)) as ex:
+        queue = Path("/sys/block", os.path.basename(os.path.realpath(ex.device)), "queue")
+        loop_queue = {name: int((queue / name).read_text()) for name in ("read_ahead_kb", "nr_requests")}
+        backend = open_backend(ex.device)
+        try:
+            return calibrate(backend, budget_s=budget_s, progress=False), loop_queue
+        finally:
+            backend.close()
+
+
+def _predicted(stack: Stack, workload) -> dict:
+    prediction = predict(stack, workload)
+    if isinstance(workload, FioJob):
+        return {"throughput_bytes_per_s": prediction.throughput_bytes_per_s}
+    return {"write_bytes_per_s": prediction.write_bytes_per_s, "read_bytes_per_s": prediction.read_bytes_per_s}
+
+
+def member_disk(results, name: str, fixed_s: float | None = None, *, writes: bool = False):
+    """A member's flat-latency Disk from its own fio figures, two points of a request's time a + S / R:
+    the mean 4 KiB random-read latency, and the time of a 1 MiB sequential read (1 MiB over the job's
+    rate). R is the slope between them, so that the Disk's 1 MiB read takes what fio measured (the
+    1 MiB rate itself as R would count the fixed cost twice).  writes: the same of the write jobs (the
+    host's storage acknowledges writes from its cache, at another pace than reads).
+
+    fixed_s: a member throttled in bytes/s (blkio) is the same device behind a token bucket, which lets
+    a small request through at the device's pace and holds the stream to the throttle's rate, so its
+    4 KiB point says nothing of R: then a is the device's own fixed cost *fixed_s* (the unthrottled
+    member's) and R is from the 1 MiB point alone."""
+    by = {m.label: m for m in results}
+    small_job, large_job = ("randwrite_4k", "seqwrite_1m") if writes else ("randread_4k", "seqread_1m")
+    large_s = MIB / by[large_job].rates["throughput_bytes_per_s"]
+    if fixed_s is not None:
+        if large_s <= fixed_s:
+            raise RuntimeError(f"{name}: a 1 MiB request ({large_s * 1e6:.0f} µs) took no longer than the device's "
+                               f"fixed cost ({fixed_s * 1e6:.0f} µs)")
+        rate = MIB / (large_s - fixed_s)
+        return _flat(fixed_s + 4 * KIB / rate, rate, name)
+    small_s = by[small_job].details["mean_latency_s"]
+    if large_s <= small_s:
+        raise RuntimeError(f"{name}: a 1 MiB request ({large_s * 1e6:.0f} µs) measured no slower than a 4 KiB one "
+                           f"({small_s * 1e6:.0f} µs); no transfer rate follows (rerun on a quieter host)")
+    return _flat(small_s, (MIB - 4 * KIB) / (large_s - small_s), name)
+
+
+def _flat(latency_s: float, rate_bytes_per_s: float, name: str):
+    return flat_latency_disk(latency_s, rate_bytes_per_s, 4 * GIB, name=name)
+
+
+def _read_mirror(stack: Stack, repeats) -> Stack:
+    """The btrfs mirror's stack with the member fio's reads went to (btrfs's pid policy sends one process
+    to one mirror): in each repeat the disk whose devices read the most sectors during the job, from their
+    counters; over the repeats (each its own fio process) the one most of them used, as the median rate is
+    theirs."""
+    chosen = []
+    for m in repeats:
+        sectors = m.details.get("disk_sectors", {})
+        if not m.workload.is_write and any(v["read"] for v in sectors.values()):
+            chosen.append(max(sectors, key=lambda d: sectors[d]["read"]))
+    if not chosen:
+        return stack
+    disk = max(sorted(set(chosen)), key=chosen.count)
+    array = stack.volume
+    index = next(i for i, p in enumerate(array.members) if p.disk == disk)
+    return stack.evolve(file_system=stack.file_system.evolve(volume=array.evolve(read_member=index)))
+
+
+def _closer(value: float, to: float, other: float) -> bool:
+    return abs(math.log(value / to)) < abs(math.log(value / other))
+
+
+def host_part(c: Check) -> None:
+    rate = c.args.slow_rate
+    slow_limits = {"read_bytes_per_s": rate, "write_bytes_per_s": rate}
+    member = Partition(MIB, 256 * MIB)
+    alone = Stack(FileSystemNode(member, kind="ext3"), (InMemoryDrive(c.harness_disk, "sda"),), "member")
+    c.say("-- each member alone (fio on the bare loop device): the members' Disks")
+    fast_m, fast = c.run("member", alone, _jobs(), calibration="member (fio)")
+    c.fast = fast
+    slow_m, slow = c.run("member (throttled)", alone, _jobs(), slow={"sda": slow_limits},
+                         calibration=f"member throttled to {rate} bytes/s (fio)", unthrottled=fast)
+
+    c.say("-- btrfs RAID 1 (fast sda, throttled sdb) and RAID 0 (two fast members), fio on a file")
+    two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(MIB, 256 * MIB, disk="sdb"))
+    mirror = Stack(FileSystemNode(RaidArray("raid1", two, tool="btrfs"), kind="btrfs"),
+                   (InMemoryDrive(c.fast, "sda"), InMemoryDrive(slow, "sdb")), "btrfs raid1")
+    r1 = c.run("btrfs RAID 1 (fast + slow)", mirror, _jobs(), slow={"sdb": slow_limits}, observed=_read_mirror)
+    stripe = Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs"), kind="btrfs"),
+                   (InMemoryDrive(c.fast, "sda"), InMemoryDrive(c.fast, "sdb")), "btrfs raid0")
+    c.run("btrfs RAID 0 (fast + fast)", stripe, _jobs())
+    c.ordering("RAID 1 writes track the slower member (seed 000)",
+               _closer(r1["seqwrite_1m"], slow_m["seqwrite_1m"], fast_m["seqwrite_1m"]),
+               f"mirror {r1['seqwrite_1m'] / 1e6:.1f} MB/s; members {fast_m['seqwrite_1m'] / 1e6:.1f} and "
+               f"{slow_m['seqwrite_1m'] / 1e6:.1f}")
+    c.ordering("RAID 1 reads track the faster member (seed 000)",
+               _closer(r1["seqread_1m"], fast_m["seqread_1m"], slow_m["seqread_1m"]),
+               f"mirror {r1['seqread_1m'] / 1e6:.1f} MB/s; members {fast_m['seqread_1m'] / 1e6:.1f} and "
+               f"{slow_m['seqread_1m'] / 1e6:.1f} (btrfs reads by pid: one mirror per process)")
+
+    c.say("-- loop files over sparse images, nested 0..3 deep (fio on the bare device; first writes)")
+    base = Partition(MIB, 512 * MIB)
+    depth_rates = []
+    for depth in range(4):
+        node = nested_loop_files(base, depth, allocation="sparse", host_file_system="ext4", **c.loop_fields)
+        stack = Stack(FileSystemNode(node, kind="ext3"), (InMemoryDrive(c.fast, "sda"),), f"loop x{depth}")
+        m = c.run(f"loop file x{depth} (sparse)", stack, _jobs(rand_bytes=RAND_BYTES, fresh_writes=depth > 0)[:2])
+        depth_rates.append((m.get("seqwrite_1m (fresh)", m.get("seqwrite_1m")), m["seqread_1m"]))
+    for i, what in enumerate(("writes", "reads")):
+        values = [r[i] for r in depth_rates]
+        c.ordering(f"each nested loop layer lowers {what} (seed 000, fig. 5)",
+                   all(b < a for a, b in zip(values, values[1:])),
+                   " > ".join(f"{v / 1e6:.0f}" for v in values) + " MB/s at depth 0..3")
+
+    c.say("-- seed 003's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
+    copy = FileCopy(repeats=c.args.copy_repeats, read_request_bytes=c.read_ahead_bytes,
+                    copy_rate_bytes_per_s=c.loop_fields["copy_rate_bytes_per_s"])
+    native = Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind="ext3"), (InMemoryDrive(c.fast, "sda"),), "native")
+    n = c.run("native ext3", native, [copy])
+    for allocation in ("sparse", "zero_filled"):
+        loop = LoopFile(Partition(MIB, 512 * MIB), 448 * MIB, allocation=allocation, host_file_system="ext4",
+                        **c.loop_fields)
+        stack = Stack(FileSystemNode(loop, kind="ext3"), (InMemoryDrive(c.fast, "sda"),), f"loop {allocation}")
+        m = c.run(f"ext3 on loop file ({allocation})", stack, [copy])
+        w, r = n["copy write"] / m["copy write"], n["copy read"] / m["copy read"]
+        c.ordering(f"native ext3 writes about twice as fast as on a {allocation} loop file (seed 003)", w >= 1.5,
+                   f"native / loop write = {w:.2f}")
+        c.ordering(f"native ext3 reads alike on a {allocation} loop file (seed 003)", 1 / 1.5 <= r <= 1.5,
+                   f"native / loop read = {r:.2f}")
+
+
+def vm_part(c: Check) -> None:
+    c.say("-- in the VM under TCG (timings measure an emulator: orderings only)")
+    drives = tuple(InMemoryDrive(c.fast, d) for d in ("sda", "sdb", "sdc"))
+    members = tuple(Partition(MIB, 128 * MIB, disk=d) for d in ("sda", "sdb", "sdc"))
+    jobs = [FioJob("randwrite", 4 * KIB, VM_RAND_BYTES), FioJob("write", MIB, VM_SEQ_BYTES)]
+    mirror = RaidArray("raid1", members[:2], tool="md", array_size_bytes=127 * MIB)
+    mirror_stack = Stack(FileSystemNode(mirror, kind="ext3"), drives[:2], "md raid1")
+    r1 = c.run("md RAID 1", mirror_stack, [*jobs, FioJob("read", MIB, VM_SEQ_BYTES)], vm=True)
+    # md's read_balance with a member throttled in the guest (cgroup v2 io.max): compared with the
+    # same mirror unthrottled (the fast pair) and with the throttle's rate (the slow member)
+    rate = c.args.vm_slow_rate
+    seq = [FioJob("write", MIB, VM_SEQ_BYTES // 4), FioJob("read", MIB, VM_SEQ_BYTES)]
+    r1s = c.run("md RAID 1 (sdb throttled)", mirror_stack, seq, vm=True,
+                slow={"sdb": {"read_bytes_per_s": rate, "write_bytes_per_s": rate}})
+    c.ordering("md RAID 1 writes track the slower member (seed 000)",
+               _closer(r1s["seqwrite_1m"], rate, r1["seqwrite_1m"]),
+               f"mirror {r1s['seqwrite_1m'] / 1e6:.1f} MB/s; throttle {rate / 1e6:.1f}, unthrottled mirror "
+               f"{r1['seqwrite_1m'] / 1e6:.1f} (TCG)")
+    c.ordering("md RAID 1 reads track the faster member (seed 000)",
+               _closer(r1s["seqread_1m"], r1["seqread_1m"], rate),
+               f"mirror {r1s['seqread_1m'] / 1e6:.1f} MB/s; unthrottled mirror {r1['seqread_1m'] / 1e6:.1f}, "
+               f"throttle {rate / 1e6:.1f} (TCG)")
+    parity = RaidArray("raid5", members, tool="md", chunk_size_bytes=64 * KIB, array_size_bytes=2 * 127 * MIB)
+    r5 = c.run("md RAID 5", Stack(FileSystemNode(parity, kind="ext3"), drives, "md raid5"), jobs, vm=True)
+    c.ordering("RAID 5 small writes slower than RAID 1's (seed 002)", r5["randwrite_4k"] < r1["randwrite_4k"],
+               f"RAID 5 {r5['randwrite_4k'] / 1e6:.2f} vs RAID 1 {r1['randwrite_4k'] / 1e6:.2f} MB/s (TCG)")
+    c.ordering("RAID 5 large sequential writes not slower than RAID 1's (seed 002)",
+               r5["seqwrite_1m"] >= 0.9 * r1["seqwrite_1m"],
+               f"RAID 5 {r5['seqwrite_1m'] / 1e6:.2f} vs RAID 1 {r1['seqwrite_1m'] / 1e6:.2f} MB/s (TCG)")
+    thin = ThinVolume(Partition(MIB, 256 * MIB), 128 * MIB, 256 * MIB, metadata_size_bytes=4 * MIB)
+    # one pool chunk per request, so that every request of the first pass allocates one (FioJob.fresh)
+    first = FioJob("randwrite", thin.chunk_size_bytes, 2 * VM_RAND_BYTES, fresh=True)
+    t = c.run("LVM thin volume", Stack(FileSystemNode(thin, kind="ext3"), drives[:1], "thin"),
+              [first, first.evolve(fresh=False)], vm=True)
+    c.ordering("the first write into a thin pool is slower than an overwrite (seed 002)",
+               t["randwrite_64k (fresh)"] < t["randwrite_64k"],
+               f"first {t['randwrite_64k (fresh)'] / 1e6:.2f} vs overwrite {t['randwrite_64k'] / 1e6:.2f} MB/s (TCG)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scratch-dir", default="/var/tmp")
+    ap.add_argument("--budget-s", type=float, default=15.0, help="device time of the calibration [s]")
+    ap.add_argument("--slow-rate", type=_size, default=20 * MIB,
+                    help="throttle of the slow member, reads and writes [bytes/s] (default 20M)")
+    ap.add_argument("--vm-slow-rate", type=_size, default=4 * MIB,
+                    help="throttle of the slow member in the VM, reads and writes [bytes/s] (default 4M)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="host runs of each stack and workload; each rate is their median (default 3)")
+    ap.add_argument("--copy-repeats", type=int, default=2, help="copies of each file size (seed 003: 10)")
+    ap.add_argument("--no-vm", action="store_true", help="skip the VM part (md, LVM)")
+    add_results_dir_option(ap)
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("needs root (loop devices, mounts, cgroups)", file=sys.stderr)
+        return 2
+    c = Check(args)
+    start = time.monotonic()
+    try:
+        with runstate.ensure_run("layers_check: calibrate the storage"):
+            on_file = calibrate_storage(args.scratch_dir, 1 * GIB, args.budget_s)
+        c.say(f"calibration of a scratch file: flat latency {on_file.latency_model.mean_s * 1e6:.1f} µs per 4 KiB "
+              f"read, rate {1 / on_file.latency_model.per_byte_s / 1e6:.0f} MB/s (harness, O_DIRECT, "
+              f"{args.scratch_dir})")
+        c.file_disk = disk_from_calibration(on_file, 4 * GIB)
+        result, loop_queue = calibrate_member(args.scratch_dir, 1 * GIB, args.budget_s)
+        rates = page_cache_copy_rate(args.scratch_dir)
+        c.read_ahead_bytes = loop_queue["read_ahead_kb"] * KIB
+        c.loop_fields = {"readahead_bytes": c.read_ahead_bytes, "writeback_queue_depth": loop_queue["nr_requests"],
+                         "copy_rate_bytes_per_s": rates["write_bytes_per_s"],
+                         "read_copy_rate_bytes_per_s": rates["read_bytes_per_s"],
+                         "dirty_limit_bytes": dirty_limit_bytes()}
+        c.say(f"the host's page cache and loop queues: read_ahead_kb {loop_queue['read_ahead_kb']}, nr_requests "
+              f"{loop_queue['nr_requests']}, dirty limit {c.loop_fields['dirty_limit_bytes'] / GIB:.1f} GiB, copy "
+              f"{rates['write_bytes_per_s'] / 1e9:.2f} GB/s on a write, {rates['read_bytes_per_s'] / 1e9:.2f} GB/s "
+              "on a read from the cache")
+        c.harness_disk = c.fast = disk_from_calibration(result, 4 * GIB)
+        lm = result.latency_model
+        c.say(f"calibration of a member (direct-I/O loop device over a scratch file): flat latency "
+              f"{lm.mean_s * 1e6:.1f} µs per 4 KiB read, rate {1 / lm.per_byte_s / 1e6:.0f} MB/s: the 'harness' Disk")
+        c.say(f"{'layer':<30} {'workload':<20} {'meas MB/s':>9} {'pred MB/s':>9} {'error %':>8} {'harness%':>8} {'file%':>8}")
+        host_part(c)
+        if not args.no_vm:
+            vm_part(c)
+    except KeyboardInterrupt as exc:
+        print(f"{exc or 'interrupted'}: everything built was torn down", file=sys.stderr)
+        return 130
+    host = [r for r in c.rows if r["where"] == "host" and not r["calibration"]]
+    median = statistics.median(abs(r["error_pct"]) for r in host)
+    median_harness = statistics.median(abs(r["harness_error_pct"]) for r in host)
+    median_file = statistics.median(abs(r["file_error_pct"]) for r in host)
+    held = sum(o["held"] for o in c.orderings)
+    if not args.no_vm:
+        c.say("note: the VM rows ran under TCG; their timings measure an emulator and count for orderings only")
+    c.say(f"median |error| of the host rows with the harness's calibration of a member as the members' Disk: "
+          f"{median_harness:.1f} %; of the scratch file: {median_file:.1f} %")
+    c.say(f"orderings_held: {held}/{len(c.orderings)}")
+    c.say(f"median_layer_error_pct: {median:.1f}")
+    figures = {
+        "median_layer_error_pct": figure(median, "%", f"median |error| of the {len(host)} host (layer, workload) "
+                                                      "rows, members' Disks from fio, calibration rows excluded", decimals=1,
+                                         headline=True, target=25.0),
+        "median_layer_error_harness_pct": figure(median_harness, "%", "the same, the harness's calibration of a "
+                                                 "member as the members' Disk", decimals=1),
+        "median_layer_error_file_pct": figure(median_file, "%", "the same, the harness's calibration of the "
+                                              "scratch file as the members' Disk", decimals=1),
+        "orderings_held": figure(held, "count", f"seed orderings held, of {len(c.orderings)}", decimals=0,
+                                 headline=True),
+        "orderings_checked": figure(len(c.orderings), "count", "seed orderings checked", decimals=0),
+        "calibrated_latency_us": figure(lm.mean_s * 1e6, "µs", "calibrated flat latency of a 4 KiB read on a "
+                                        "member (direct-I/O loop device)", decimals=1),
+        "file_latency_us": figure(on_file.latency_model.mean_s * 1e6, "µs", "calibrated flat latency of a 4 KiB "
+                                  "read on the scratch file itself", decimals=1),
+        "wall_s": figure(time.monotonic() - start, "s", "wall time of the check", decimals=0),
+    }
+    write_result("layers_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
+                 details={"rows": c.rows, "orderings": c.orderings, "printed": c.lines},
+                 notes=["VM rows ran under TCG: orderings only"] if not args.no_vm else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Seed 003's file copy: write files of 1, 5, 10, 25 and 50 MB into a file system, then read them back.
+
+Seed 003 copied files of these sizes into a native ext3 and into ext3/ext2
+file systems on loop devices over a sparse and a zero-filled image, then read
+the copies, and averaged each latency over ten iterations.  Here one
+iteration of one size is:
+
+1. **write**: the file's bytes in 1 MiB ``write`` calls from ``/dev/zero``
+   (no layer here compresses or skips zeros: ext2/3/4, btrfs without
+   ``compress``, loop images and dm-thin all write them), then ``fsync``
+   (``dd conv=fsync``); the time includes the ``fsync``,
+   so the write is counted when it has reached the device below, through
+   every layer's page cache;
+2. ``sync`` and drop the page cache, dentries and inodes
+   (``/proc/sys/vm/drop_caches``), so the read comes from the device and
+   not from memory (every layer's cache: a loop image's pages too);
+3. **read**: the whole file in 1 MiB ``read`` calls;
+4. the file is removed, and ``sync``.
+
+The workload is the model's :class:`diskmodel.model.block_workloads.FileCopy`
+(its sizes and repeats).  The steps are shell (:func:`copy_shell`: ``dd`` with
+``conv=fsync``), so that the same text runs on the host and in the
+throwaway VM, and inside a cgroup when a member is throttled; the clock is
+a shell expression (the host's ``date +%s.%N``; the guest's busybox has no
+``%N``, so ``/proc/uptime``, 10 ms).  :func:`parse_copy_output` gives the
+mean over the repeats of each size's write and read time, and the rates
+(size / mean time).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from diskmodel.model.block_workloads import FileCopy
+
+__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_shell", "parse_copy_output"]
+
+_CHUNK_BYTES = 1 << 20
+_MARK = "DISKMODEL_COPY"
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    """Mean write and read time of each file size [s], over *repeats*; rates are size over mean time."""
+
+    sizes_bytes: tuple[int, ...]
+    write_s: tuple[float, ...]
+    read_s: tuple[float, ...]
+    repeats: int
+
+    @property
+    def write_bytes_per_s(self) -> float:
+        """All sizes' bytes over all sizes' mean write times [bytes/s]."""
+        return sum(self.sizes_bytes) / sum(self.write_s)
+
+    @property
+    def read_bytes_per_s(self) -> float:
+        return sum(self.sizes_bytes) / sum(self.read_s)
+
+    def as_dict(self) -> dict:
+        return {"sizes_bytes": list(self.sizes_bytes), "write_s": list(self.write_s), "read_s": list(self.read_s),
+                "repeats": self.repeats, "write_bytes_per_s": self.write_bytes_per_s,
+                "read_bytes_per_s": self.read_bytes_per_s}
+
+
+def _check(workload) -> tuple[tuple[int, ...], int]:
+    if not isinstance(workload, FileCopy):
+        raise ValueError(f"workload must be a FileCopy (got {type(workload).__name__})")
+    sizes = workload.file_sizes_bytes
+    if any(s % _CHUNK_BYTES for s in sizes):
+        raise ValueError(f"file_sizes_bytes must be multiples of {_CHUNK_BYTES} to be copied in 1 MiB calls "
+                         f"(got {sizes!r})")
+    return sizes, workload.repeats
+
+
+HOST_CLOCK = "date +%s.%N"
+GUEST_CLOCK = "cut -d' ' -f1 /proc/uptime"
+
+
+def copy_shell(directory_expr: str, workload: FileCopy, *, tag: str = "copy", clock: str = HOST_CLOCK) -> str:
+    """The copy as shell (dash; GNU or busybox dd): one line per size and repeat, its four clock readings."""
+    sizes, repeats = _check(workload)
+    mib = " ".join(str(s // _CHUNK_BYTES) for s in sizes)
+    return f"""r=1
+while [ $r -le {repeats} ]; do
+  for n in {mib}; do
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    t0=$({clock})
+    dd if=/dev/zero of={directory_expr}/diskmodel-copy.dat bs=1048576 count=$n conv=fsync 2>/dev/null || exit 1
+    t1=$({clock})
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    t2=$({clock})
+    dd if={directory_expr}/diskmodel-copy.dat of=/dev/null bs=1048576 2>/dev/null || exit 1
+    t3=$({clock})
+    rm -f {directory_expr}/diskmodel-copy.dat; sync
+    echo "{_MARK} {tag} $n $t0 $t1 $t2 $t3"
+  done
+  r=$((r + 1))
+done
+"""
+
+
+def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:
+    """The :class:`CopyResult` of what :func:`copy_shell` printed under *tag*."""
+    writes: dict[int, list[float]] = {}
+    reads: dict[int, list[float]] = {}
+    for line in text.replace("\r", "").splitlines():
+        parts = line.split()
+        if len(parts) == 7 and parts[0] == _MARK and parts[1] == tag:
+            size = int(parts[2]) * _CHUNK_BYTES
+            t0, t1, t2, t3 = map(float, parts[3:])
+            writes.setdefault(size, []).append(t1 - t0)
+            reads.setdefault(size, []).append(t3 - t2)
+    if not writes:
+        raise ValueError(f"the output holds no copy line tagged {tag!r}")
+    sizes = tuple(sorted(writes))
+    repeats = min(len(v) for v in writes.values())
+    return CopyResult(sizes, tuple(statistics.fmean(writes[s]) for s in sizes),
+                      tuple(statistics.fmean(reads[s]) for s in sizes), repeats)

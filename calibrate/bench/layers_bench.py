@@ -1,0 +1,357 @@
+"""Measure block workloads (fio jobs, seed 003's copy) on a stack of block layers, on the host or in the VM.
+
+:func:`measure_stack` builds a :class:`diskmodel.model.stack.Stack` with
+:func:`diskmodel.calibrate.bench.provision.build_plan` (the layers'
+builders are :mod:`diskmodel.calibrate.bench.layers_provision`), runs the
+workloads in order on it and tears it down:
+
+- **fio jobs** (:class:`diskmodel.model.block_workloads.FioJob`) run on the
+  stack's block device itself (the plan is built without a file system),
+  the way the model predicts them (:func:`diskmodel.model.predict.predict_block`);
+  a btrfs array, which is a file system and no block device, runs them on a
+  file in it. Jobs run in the order given on the same device, so a job
+  marked ``fresh`` (the first write into a thin volume or a sparse image)
+  comes before the overwrite that repeats it. ``sync`` and drop the caches
+  before each job: a loop device over a buffered image keeps blocks in the
+  host's page cache.
+- **the copy** (:class:`diskmodel.model.block_workloads.FileCopy`) runs in
+  the stack's file system (:mod:`diskmodel.calibrate.bench.copy`).
+
+Everything runs as one shell body, the same text on the host
+(:class:`~diskmodel.calibrate.bench.host_executor.HostExecutor`'s
+variables) and in the throwaway VM (:meth:`StackPlan.render_script`).
+
+**Slower members.** *slow_disks* maps a disk name of the stack to limits
+(``read_bytes_per_s``, ``write_bytes_per_s``, ``read_iops``, ``write_iops``):
+every loop device standing for a partition of that disk is throttled. On
+the host, with a cgroup v1 blkio throttle (:mod:`diskmodel.calibrate.bench.blkio`,
+recorded in the run and removed on every exit path) that the body runs in;
+in the VM, with cgroup v2 ``io.max`` (the guest mounts cgroup2), made by the
+body and removed by its EXIT trap.
+
+**What the host really has.** The body prints, for every loop device of
+the plan, its queue's ``read_ahead_kb`` and ``nr_requests`` and, before
+and after each fio job, its I/O counters (``/sys/block/loopN/stat``): the
+measurement's ``details`` carry the queues and the sectors each disk's
+devices read and wrote during the job (which mirror a btrfs reader used).
+:func:`dirty_limit_bytes` reads the page cache's dirty limit and
+:func:`page_cache_copy_rate` measures its copy rate, for the loop layers'
+model parameters.
+
+Where: the host, unless the stack needs md or device-mapper and the kernel
+lacks them (:func:`~diskmodel.calibrate.bench.provision.require_kernel`),
+then ``vm=True``. The host's scratch file is made by
+:func:`diskmodel.calibrate.harness.scratch.prepare_scratch` (new file, or
+``destroy_data_on`` naming an existing one) and locked for the run.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+
+from diskmodel.calibrate.bench import provision as L
+from diskmodel.calibrate.bench.blkio import Throttle, ThrottleCgroup
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK, HOST_CLOCK, copy_shell, parse_copy_output
+from diskmodel.calibrate.bench.fio import fio_command, parse_fio_json
+from diskmodel.model.block_workloads import FileCopy, FioJob
+from diskmodel.model.stack import Stack
+
+__all__ = ["GUEST_PREAMBLE", "LayerMeasurement", "dirty_limit_bytes", "measure_stack", "measurements_json",
+           "page_cache_copy_rate", "parse_devices", "workload_body"]
+
+_FIO = "DISKMODEL_FIO"
+_DEV = "DISKMODEL_DEV"
+_LIMIT_NAMES = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
+#: cgroup v2 io.max keys of the limits.
+_IO_MAX_KEYS = {"read_bytes_per_s": "rbps", "write_bytes_per_s": "wbps", "read_iops": "riops",
+                "write_iops": "wiops"}
+
+
+@dataclass(frozen=True)
+class LayerMeasurement:
+    """What one workload measured on one stack.
+
+    workload: the FioJob or FileCopy; rates: {"throughput_bytes_per_s"} for
+    a fio job, {"write_bytes_per_s", "read_bytes_per_s"} for the copy
+    [bytes/s]; where: "host" or "vm"; accelerator: the VM's ("tcg": timings
+    measure an emulator) or None on the host; details: fio's or the copy's
+    figures.
+    """
+
+    workload: object
+    rates: dict
+    where: str
+    accelerator: str | None = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.workload.label if isinstance(self.workload, FioJob) else "copy"
+
+    @property
+    def emulated(self) -> bool:
+        return self.accelerator == "tcg"
+
+
+def _check_workloads(workloads) -> tuple:
+    workloads = tuple(workloads)
+    if not workloads:
+        raise ValueError("workloads must name at least one FioJob or FileCopy")
+    kinds = {type(w) for w in workloads}
+    if not kinds <= {FioJob, FileCopy}:
+        raise ValueError(f"workloads must be FioJob or FileCopy (got {', '.join(sorted(k.__name__ for k in kinds))})")
+    if len(kinds) > 1:
+        raise ValueError("workloads: fio jobs run on the bare device and the copy in the file system; "
+                         "measure them separately")
+    return workloads
+
+
+def _check_slow(stack: Stack, slow_disks) -> dict:
+    slow = dict(slow_disks or {})
+    names = {p.disk for _, p in stack.partitions()}
+    for disk, limits in slow.items():
+        if disk not in names:
+            raise ValueError(f"slow_disks: {disk!r} is not a disk of the stack ({', '.join(sorted(names))})")
+        unknown = set(limits) - set(_LIMIT_NAMES)
+        if unknown or not limits:
+            raise ValueError(f"slow_disks[{disk!r}]: limits are {', '.join(_LIMIT_NAMES)} (got {sorted(limits)})")
+        Throttle(device=disk, **limits)   # validates the values
+    return slow
+
+
+def _loop_variables(plan: L.StackPlan) -> list[str]:
+    """The shell variables holding the plan's loop devices (the scratch's regions and the loop-file layers)."""
+    return [step.capture for step in plan.steps
+            if step.capture and step.resource is not None and step.resource[0] == "loop"]
+
+
+def _device_lines(plan: L.StackPlan, tag: str) -> list[str]:
+    """Shell printing, for each loop device of *plan*, its queue's read-ahead and depth and its I/O counters
+    (``/sys/block/loopN/stat``): what the host really has, for the model, and which member served a job."""
+    return [f'd="${{{var}##*/}}"; echo "{_DEV} {tag} {var} $(cat /sys/block/$d/queue/read_ahead_kb) '
+            f'$(cat /sys/block/$d/queue/nr_requests) $(cat /sys/block/$d/stat)"' for var in _loop_variables(plan)]
+
+
+def workload_body(plan: L.StackPlan, workloads, *, clock: str, fio_filename_expr: str) -> str:
+    """Shell running *workloads* on the built *plan*: fio's JSON between markers, the copy's lines, and the
+    loop devices' queues and counters before and after each fio job."""
+    lines = ["set +e", *_device_lines(plan, "start")]
+    for i, workload in enumerate(workloads):
+        if isinstance(workload, FioJob):
+            lines += [
+                "sync; echo 3 > /proc/sys/vm/drop_caches",
+                *_device_lines(plan, f"before{i}"),
+                f"echo '{_FIO} BEGIN {i}'",
+                f"{fio_command(workload, fio_filename_expr)}",
+                "rc=$?",
+                f'echo "{_FIO} END {i} $rc"',
+                *_device_lines(plan, f"after{i}"),
+                '[ "$rc" = 0 ] || exit "$rc"',
+            ]
+        else:
+            lines.append(copy_shell(f'"${plan.mount_var}"', workload, tag=f"copy{i}", clock=clock))
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
+
+
+def parse_devices(text: str) -> dict:
+    """What :func:`_device_lines` printed: {tag: {variable: {"read_ahead_kb", "nr_requests", "stat"}}}
+    (``stat``: the 11+ counters of ``/sys/block/<dev>/stat``; [2] sectors read, [6] sectors written)."""
+    out: dict = {}
+    for line in text.replace("\r", "").splitlines():
+        parts = line.split()
+        if len(parts) >= 16 and parts[0] == _DEV and all(p.isdigit() for p in parts[3:]):
+            out.setdefault(parts[1], {})[parts[2]] = {"read_ahead_kb": int(parts[3]), "nr_requests": int(parts[4]),
+                                                      "stat": [int(p) for p in parts[5:]]}
+    return out
+
+
+def _sectors(devices: dict, i: int, plan_regions) -> dict:
+    """Sectors each disk's regions read and wrote during fio job *i*: {disk: {"read", "written"}}."""
+    before, after = devices.get(f"before{i}", {}), devices.get(f"after{i}", {})
+    out: dict = {}
+    for region in plan_regions:
+        if region.variable in before and region.variable in after:
+            a, b = before[region.variable]["stat"], after[region.variable]["stat"]
+            moved = out.setdefault(region.disk, {"read": 0, "written": 0})
+            moved["read"] += b[2] - a[2]
+            moved["written"] += b[6] - a[6]
+    return out
+
+
+def _parse(output: str, workloads, where: str, accelerator: str | None, plan: L.StackPlan) -> list[LayerMeasurement]:
+    text = output.replace("\r", "")
+    devices = parse_devices(text)
+    queues = {var: {k: v for k, v in q.items() if k != "stat"} for var, q in devices.get("start", {}).items()}
+    out = []
+    for i, workload in enumerate(workloads):
+        if isinstance(workload, FioJob):
+            m = re.search(rf"^{_FIO} BEGIN {i}\n(.*?)^{_FIO} END {i} (-?\d+)$", text, re.S | re.M)
+            if m is None or m.group(2) != "0":
+                raise RuntimeError(f"fio {workload.label} did not complete:\n{text[-2000:]}")
+            result = parse_fio_json(m.group(1), workload)
+            out.append(LayerMeasurement(workload, {"throughput_bytes_per_s": result.rate_bytes_per_s}, where,
+                                        accelerator, {**result.as_dict(), "queues": queues,
+                                                      "disk_sectors": _sectors(devices, i, plan.regions)}))
+        else:
+            result = parse_copy_output(text, tag=f"copy{i}")
+            out.append(LayerMeasurement(workload, {"write_bytes_per_s": result.write_bytes_per_s,
+                                                   "read_bytes_per_s": result.read_bytes_per_s}, where,
+                                        accelerator, {**result.as_dict(), "queues": queues}))
+    return out
+
+
+def _fio_target(plan: L.StackPlan, file_system: bool) -> str:
+    return f'"${plan.mount_var}"/diskmodel-fio.dat' if file_system else plan.device_expr
+
+
+def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, destroy_data_on=None,
+                  slow_disks: dict | None = None, vm_memory_bytes: int = 1 << 30, vm_timeout_s: float = 1800,
+                  vm_accelerator: str = "tcg", timeout_s: float = 1800) -> list[LayerMeasurement]:
+    """Build *stack*, run *workloads* (FioJobs, or one FileCopy) in order on it, tear it down; the measurements.
+
+    Everything is checked (the plan built on paper, the workloads, the
+    slow disks) before anything is created. On the host *scratch* is a new
+    file (or an existing one named again by *destroy_data_on*) that stands
+    for the stack's disks; ``vm=True`` uses the VM's own scratch disk.
+    """
+    from diskmodel.calibrate.bench.host_executor import handle_signals
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.locks import lock_target
+
+    workloads = _check_workloads(workloads)
+    slow = _check_slow(stack, slow_disks)
+    copy = isinstance(workloads[0], FileCopy)
+    btrfs = any(getattr(node, "tool", None) == "btrfs" for _, node, _ in stack.nodes())
+    file_system = copy or btrfs
+    if vm and btrfs:
+        raise ValueError("a btrfs array is built on the host (the VM's guest carries no btrfs); leave out vm")
+    if not vm and scratch is None:
+        raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
+    if vm and (scratch is not None or destroy_data_on is not None):
+        raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
+    L.build_plan(stack, backing=os.fspath(scratch) if scratch is not None else "/dev/null",
+                 file_system=file_system)
+    if not vm:
+        L.require_kernel(stack)
+    with handle_signals(), \
+            (contextlib.nullcontext() if vm else lock_target(scratch, purpose=f"bench {stack.short_name} scratch")), \
+            runstate.ensure_run(f"bench {stack.short_name} {'in a VM' if vm else scratch}"):
+        if vm:
+            return _in_vm(stack, workloads, slow, file_system, vm_memory_bytes, vm_timeout_s, vm_accelerator)
+        return _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s)
+
+
+def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s):
+    from diskmodel.calibrate.bench.host_executor import HostExecutor
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
+
+    run = runstate.current_run()
+    space = None
+    try:
+        space = prepare_scratch(scratch, L.backing_bytes_required(stack), destroy_data_on=destroy_data_on)
+        plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"),
+                            file_system=file_system)
+        L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
+        body = workload_body(plan, workloads, clock=HOST_CLOCK, fio_filename_expr=_fio_target(plan, file_system))
+        with HostExecutor(plan, timeout_s=timeout_s) as ex:
+            throttles = [Throttle(ex.variables[r.variable], **slow[r.disk]) for r in plan.regions if r.disk in slow]
+            with (ThrottleCgroup(throttles) if throttles else contextlib.nullcontext()) as cgroup:
+                enter = f'echo $$ > "{cgroup.path}/cgroup.procs" || exit 1\n' if cgroup is not None else ""
+                result = ex.run_command(enter + body, what=f"workloads on {stack.short_name}")
+        if result.returncode != 0:
+            raise RuntimeError(f"the workloads on {stack.short_name} failed with status {result.returncode}:\n"
+                               f"{(result.stdout + result.stderr)[-3000:]}")
+        return _parse(result.stdout, workloads, "host", None, plan)
+    finally:
+        if space is not None:
+            space.close()
+
+
+def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
+    """Shell (guest): a cgroup v2 with io.max on the slow disks' loop devices, the shell moved into it."""
+    if not slow:
+        return ""
+    lines = ["echo +io > /sys/fs/cgroup/cgroup.subtree_control || exit 1",
+             "cg=/sys/fs/cgroup/diskmodel-slow; mkdir $cg || exit 1",
+             "DISKMODEL_UNDO=\"echo \\$\\$ > /sys/fs/cgroup/cgroup.procs; rmdir $cg;\n$DISKMODEL_UNDO\""]
+    for region in plan.regions:
+        if region.disk in slow:
+            limits = " ".join(f"{_IO_MAX_KEYS[k]}={v}" for k, v in slow[region.disk].items())
+            lines.append(f'mm=$(lsblk -dno MAJ:MIN "${region.variable}" | tr -d " ")')
+            lines.append(f'echo "$mm {limits}" > $cg/io.max || exit 1')
+    lines.append("echo $$ > $cg/cgroup.procs || exit 1")
+    return "\n".join(lines) + "\n"
+
+
+#: Guest preamble: the md and dm-thin modules the layers need, loaded on demand (initramfs.py).
+GUEST_PREAMBLE = ('while read -r m; do [ -n "$m" ] && { insmod "$m" 2>/dev/null || :; }; '
+                  "done < /etc/diskmodel/modules.layers")
+
+
+def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator):
+    from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
+
+    plan = L.build_plan(stack, backing=SCRATCH_DEVICE, file_system=file_system)
+    body = _guest_throttle(plan, slow) + workload_body(plan, workloads, clock=GUEST_CLOCK,
+                                                       fio_filename_expr=_fio_target(plan, file_system))
+    L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
+    result = run_script_in_vm(plan.render_script(body, preamble=GUEST_PREAMBLE),
+                              scratch_disk_bytes=L.backing_bytes_required(stack), memory_bytes=memory_bytes,
+                              timeout_s=timeout_s, accelerator=accelerator)
+    if result.returncode != 0:
+        raise RuntimeError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
+    return _parse(result.output, workloads, "vm", result.accelerator, plan)
+
+
+def dirty_limit_bytes(vm_dir: str = "/proc/sys/vm", meminfo: str = "/proc/meminfo") -> int:
+    """Written bytes the host's page cache holds before writers wait for write-back [bytes]:
+    ``vm.dirty_bytes`` if set, else ``vm.dirty_ratio`` percent of the memory available (the kernel's
+    "dirtyable" memory, free and reclaimable pages, which ``MemAvailable`` estimates)."""
+    with open(os.path.join(vm_dir, "dirty_bytes")) as f:
+        limit = int(f.read())
+    if limit:
+        return limit
+    with open(os.path.join(vm_dir, "dirty_ratio")) as f:
+        ratio = int(f.read())
+    with open(meminfo) as f:
+        available_kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+    return available_kib * 1024 * ratio // 100
+
+
+def page_cache_copy_rate(directory: str, size_bytes: int = 256 << 20, trials: int = 3) -> dict:
+    """The host's page-cache copy rates [bytes/s], the median of *trials*: buffered writes of a new
+    file in *directory* in 1 MiB calls, no fsync (what a buffered loop worker pays per byte it
+    writes), then reads of it from the cache. The file is removed before its pages are written back."""
+    import statistics
+    import time
+
+    chunk = b"\xa5" * (1 << 20)
+    writes, reads = [], []
+    for trial in range(trials):
+        path = os.path.join(directory, f"diskmodel-copyrate-{os.getpid()}-{trial}.dat")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(size_bytes // len(chunk)):
+                os.write(fd, chunk)
+            writes.append(size_bytes / (time.perf_counter() - t0))
+            os.close(fd)
+            fd = os.open(path, os.O_RDONLY)
+            t0 = time.perf_counter()
+            while os.read(fd, len(chunk)):
+                pass
+            reads.append(size_bytes / (time.perf_counter() - t0))
+        finally:
+            os.close(fd)
+            os.unlink(path)
+    return {"write_bytes_per_s": statistics.median(writes), "read_bytes_per_s": statistics.median(reads)}
+
+
+def measurements_json(measurements: list[LayerMeasurement]) -> list[dict]:
+    """JSON data of *measurements* (for --json and the benchmark's artifact)."""
+    return [{"workload": m.label, "rates": m.rates, "where": m.where, "accelerator": m.accelerator,
+             "details": m.details} for m in measurements]
