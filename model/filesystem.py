@@ -2,8 +2,9 @@
 
     T_FSA = T_DO + T_MO + T_FL + T_DFA + T_J                          (1)
 
-for a PostMark workload (:mod:`diskmodel.model.workload`) on an ext2/ext3
-file system made on a volume placed on its disk
+for a PostMark workload (:mod:`diskmodel.model.workload`) on an ext2, ext3,
+ext4, xfs or btrfs file system (:mod:`diskmodel.model.fs_kinds` holds what
+each kind can be and its defaults) made on a volume placed on its disk
 (:class:`diskmodel.model.volume_on_disk.VolumeOnDisk`), in terms of the
 cache service time (eq. 2, :mod:`diskmodel.model.cache`) and the disk
 service time (eqs. 3-8) of requests in the volume's regions, which is all
@@ -27,11 +28,13 @@ fixed point is unique).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
 from ._checks import finite_scalar, flag, one_of, show, whole_number
 from .filesystem_terms import FsaResult, evaluate_io, plan_io
+from .fs_kinds import CHOICES, DEFAULTS, KINDS, check_kind
 from .volume_on_disk import VolumeOnDisk
 from .workload import as_counts
 from .units import KIB, MIB
@@ -39,25 +42,39 @@ from .units import KIB, MIB
 
 @dataclass(frozen=True)
 class FileSystem:
-    """An ext2/ext3 file system's parameters for eq. (1).
+    """A file system's parameters for eq. (1): ext2, ext3, ext4, xfs or btrfs.
+
+    Parameters left None take the kind's default
+    (:data:`diskmodel.model.fs_kinds.DEFAULTS`, from today's mkfs and mount
+    defaults; the defaults of ext2 and ext3 are the model's of the paper's
+    era, unchanged), and a value the kind cannot take is refused naming the
+    field, the value and the kind (:data:`diskmodel.model.fs_kinds.CHOICES`).
 
     Attributes
     ----------
     kind : str
-        "ext2" (no journal) or "ext3".
+        "ext2" (no journal), "ext3", "ext4", "xfs" or "btrfs".
     journal_mode : str
-        ext3's ``data=``: "ordered" (default), "writeback" or "journal".
+        ext3/ext4 ``data=``: "ordered" (default), "writeback" or "journal"
+        (ext4 also "none": made with ``-O ^has_journal``); ext2 "none"; xfs
+        "metadata" (its log holds metadata only); btrfs "cow" (no journal:
+        each transaction commit writes the changed tree blocks to new places).
     block_size_bytes : int
-        B [bytes]: 1024, 2048 or 4096.
+        B [bytes]: 1024, 2048 or 4096 (ext; xfs up to 65536; btrfs 4096,
+        its sector size).
     inode_size_bytes : int
-        [bytes]: 128 or 256 (mke2fs of 2008 defaulted to 256).
+        [bytes]: ext 128-1024 (default 256), xfs 512-2048 (default 512),
+        btrfs 160 (an inode item in a B-tree leaf).
     commit_interval_s : float
-        ext3 ``commit=`` [s], > 0 (default 5).
+        How often the journal commits [s], > 0: ext3/ext4 ``commit=`` (5),
+        xfs's log force (``xfssyncd_centisecs``, 30), btrfs ``commit=`` (30).
     writeback_interval_s : float
         Age at which dirty pages and checkpointed metadata are written home
         (``dirty_expire_centisecs``, 30 s) [s], > 0.
     journal_size_bytes : int
-        [bytes] (mke2fs: 128 MiB for file systems of this size).
+        [bytes] (mke2fs: 128 MiB for file systems of the paper's size; the
+        xfs log 64 MiB; btrfs: the metadata block group its commits write
+        to, 256 MiB).
     journal_offset_fraction : float
         Where the journal starts, as a fraction of the file system [0..1)
         (ext3 of the paper's era places it early; default 0.0).
@@ -110,6 +127,43 @@ class FileSystem:
         rarely reports it, so it is fitted on native runs
         (:func:`diskmodel.model.fit.postmark.fit_io_parameters`).  None (the
         default): no such cost.
+    extents : bool
+        Files map their blocks by extents held in the inode (ext4, xfs,
+        btrfs) instead of indirect blocks (ext2, ext3): no indirect block is
+        read or written.
+    delayed_allocation : bool
+        Blocks are allocated when dirty data are written back, not at
+        write() (ext4 ``delalloc``, xfs, btrfs): a flush's new files get
+        consecutive free space (creates are written as sequential runs, not
+        into the holes deletes left), and ``data=ordered`` commits have no
+        data to flush (data go at the write-back interval).
+    allocation_groups : int or None
+        xfs ``agcount`` (default 4): a directory's files are allocated in
+        its allocation group, so the active region is at most one group.
+        None for the other kinds.
+    metadata_copies : int
+        Copies of every metadata block written (btrfs ``-m dup``: 2; 1 for
+        the others).
+    metadata_node_bytes : int or None
+        btrfs B-tree node size (``-n``, 16 KiB): the unit metadata is read,
+        dirtied and written in.  None for the other kinds (their unit is the
+        block).
+    data_checksums : bool
+        btrfs data checksums (crc32c, 4 bytes per block in the checksum
+        tree, updated with every data write).
+    copy_on_write : bool
+        btrfs: rewritten data go to new places (with delayed allocation, as
+        new files do).
+    inline_data_max_bytes : int
+        Files up to this size keep their data in the metadata (btrfs
+        ``max_inline``, 2048; ext4 ``-O inline_data``; 0 for the rest):
+        they have no data blocks, and their bytes are written as metadata.
+    commit_overhead_s : float
+        Time each journal commit (and each fsync) costs beyond the blocks
+        it writes [s], >= 0: the cache flush and FUA write the commit
+        block waits for, and the journal thread's work.  A paper does not
+        report it; it is fitted per kind
+        (:mod:`diskmodel.model.fit.filesystems`).  Default 0.
     write_reorder_depth : int or None
         Writes the drive may hold and reorder in its write cache [count].
         None: as many as fit ``disk.cache_size_bytes`` (write caching is on
@@ -122,12 +176,12 @@ class FileSystem:
     """
 
     kind: str = "ext3"
-    journal_mode: str = "ordered"
+    journal_mode: str | None = None
     block_size_bytes: int = 4096
-    inode_size_bytes: int = 256
-    commit_interval_s: float = 5.0
+    inode_size_bytes: int | None = None
+    commit_interval_s: float | None = None
     writeback_interval_s: float = 30.0
-    journal_size_bytes: int = 128 * MIB
+    journal_size_bytes: int | None = None
     journal_offset_fraction: float = 0.0
     atime_updates: bool = True
     dir_index: bool = True
@@ -138,16 +192,35 @@ class FileSystem:
     file_data_rate_bytes_per_s: float | None = None
     reuse_freed_space: bool = True
     overlapped_writeback: bool = False
+    extents: bool | None = None
+    delayed_allocation: bool | None = None
+    allocation_groups: int | None = None
+    metadata_copies: int | None = None
+    metadata_node_bytes: int | None = None
+    data_checksums: bool | None = None
+    copy_on_write: bool | None = None
+    inline_data_max_bytes: int | None = None
+    commit_overhead_s: float = 0.0
 
     def __post_init__(self):
-        one_of("kind", self.kind, ("ext2", "ext3"))
-        one_of("journal_mode", self.journal_mode, ("ordered", "writeback", "journal"))
-        block = one_of("block_size_bytes", whole_number("block_size_bytes", self.block_size_bytes, minimum=1),
-                       (1024, 2048, 4096))
+        kind = one_of("kind", self.kind, KINDS)
+        for name, default in DEFAULTS[kind].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
+        check_kind(kind, {f: getattr(self, f) for f in CHOICES})  # first: its message names the kind
+        block = whole_number("block_size_bytes", self.block_size_bytes, minimum=1)
         object.__setattr__(self, "block_size_bytes", block)
-        object.__setattr__(self, "inode_size_bytes", one_of(
-            "inode_size_bytes", whole_number("inode_size_bytes", self.inode_size_bytes, minimum=1),
-            (128, 256, 512, 1024)))
+        object.__setattr__(self, "inode_size_bytes", whole_number("inode_size_bytes", self.inode_size_bytes,
+                                                                  minimum=1))
+        for name in ("extents", "delayed_allocation", "data_checksums", "copy_on_write"):
+            flag(name, getattr(self, name))
+        object.__setattr__(self, "metadata_copies", whole_number("metadata_copies", self.metadata_copies, minimum=1))
+        object.__setattr__(self, "inline_data_max_bytes", whole_number(
+            "inline_data_max_bytes", self.inline_data_max_bytes, minimum=0))
+        for name in ("allocation_groups", "metadata_node_bytes"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=1))
+        finite_scalar("commit_overhead_s", self.commit_overhead_s, nonnegative=True)
         finite_scalar("commit_interval_s", self.commit_interval_s, positive=True)
         finite_scalar("writeback_interval_s", self.writeback_interval_s, positive=True)
         object.__setattr__(self, "journal_size_bytes", whole_number(
@@ -170,7 +243,13 @@ class FileSystem:
 
     @property
     def journaled(self) -> bool:
-        return self.kind == "ext3"
+        """The file system commits transactions (a journal, xfs's log, or btrfs's copy-on-write commits)."""
+        return self.journal_mode != "none"
+
+    @property
+    def metadata_unit_bytes(self) -> int:
+        """The unit metadata is read, dirtied and written in [bytes]: a B-tree node (btrfs) or a block."""
+        return self.block_size_bytes if self.metadata_node_bytes is None else self.metadata_node_bytes
 
     @property
     def blocks_per_group(self) -> int:
@@ -183,7 +262,7 @@ class FileSystem:
     @property
     def data_flush_interval_s(self) -> float:
         """How often dirty file data reach the disk [s]."""
-        if self.journaled and self.journal_mode in ("ordered", "journal"):
+        if self.journal_mode in ("ordered", "journal") and not self.delayed_allocation:
             return self.commit_interval_s
         return self.writeback_interval_s
 
@@ -237,6 +316,8 @@ def file_system_access_time(volume: VolumeOnDisk, fs: FileSystem, workload,
     cache : PageCache
         Default ``PageCache()``.
 
+    Notes
+    -----
     The fixed point is ``details["elapsed_s"]``.
     """
     if cache is None:
@@ -274,3 +355,90 @@ def file_system_access_time(volume: VolumeOnDisk, fs: FileSystem, workload,
     result, _ = elapsed_for(root)
     result.details["elapsed_s"] = root
     return result
+
+
+#: A synchronous write's journal traffic, per kind (:func:`synchronous_write_time_s`).
+_LOG_ITEM_OVERHEAD_BYTES = 512 + 128  # an xfs log record header + the inode log item's format headers
+
+
+def _journal_requests_bytes(fs: FileSystem, data_bytes: float) -> list[float]:
+    """The writes one fsync() of an overwrite makes besides the data [bytes each], in order.
+
+    ext2: the inode block (written in place).  ext3/ext4 (JBD2): the
+    descriptor block with the inode's block (and the data under
+    ``data=journal``), then the commit block after a cache flush.  xfs: one
+    log write holding the inode's log item, in whole blocks.  btrfs: the
+    log tree's leaf and the log root tree's leaf, each ``metadata_copies``
+    times, then the superblock.
+    """
+    B = fs.block_size_bytes
+    if fs.journal_mode == "none":
+        return [float(B)]
+    if fs.journal_mode == "metadata":
+        return [float(math.ceil((fs.inode_size_bytes + _LOG_ITEM_OVERHEAD_BYTES) / B) * B)]
+    if fs.journal_mode == "cow":
+        return [float(fs.metadata_unit_bytes)] * (2 * fs.metadata_copies) + [4096.0]
+    first = 2.0 * B + (data_bytes if fs.journal_mode == "journal" else 0.0)
+    return [first, float(B)]
+
+
+def synchronous_write_time_s(volume: VolumeOnDisk, fs: FileSystem, request_bytes: float) -> dict:
+    """One write() of *request_bytes* over a file's allocated blocks, then fsync() (fio ``--fsync=1``) [s].
+
+    Returns ``data_s`` (the data: a random write in the volume, at a new
+    place under copy-on-write, which costs the same), ``journal_s`` (the
+    writes :func:`_journal_requests_bytes` lists, each a request of its own
+    in the journal's region: a commit waits for each before the next) and
+    ``overhead_s`` (``fs.commit_overhead_s``), and ``total_s``.
+    """
+    if not isinstance(volume, VolumeOnDisk):
+        raise ValueError(f"volume must be a VolumeOnDisk (got {type(volume).__name__})")
+    if not isinstance(fs, FileSystem):
+        raise ValueError(f"fs must be a FileSystem (got {type(fs).__name__})")
+    size = finite_scalar("request_bytes", request_bytes, positive=True)
+    data = float(volume.region(0, None).batch_service_time(1, size, is_write=True).total_s)
+    start = int(fs.journal_offset_fraction * volume.size_bytes)
+    journal = volume.region(start, min(fs.journal_size_bytes, volume.size_bytes - start))
+    journal_s = sum(float(journal.batch_service_time(1, b, is_write=True).total_s)
+                    for b in _journal_requests_bytes(fs, size))
+    return {"data_s": data, "journal_s": journal_s, "overhead_s": fs.commit_overhead_s,
+            "total_s": data + journal_s + fs.commit_overhead_s}
+
+
+def sequential_write_time_s(volume: VolumeOnDisk, fs: FileSystem, file_bytes: float,
+                            cache: PageCache | None = None) -> dict:
+    """Writing a new file of *file_bytes* sequentially through the page cache, then fsync() (fio ``--end_fsync=1``) [s].
+
+    Returns ``copy_s`` (the copy into the page cache at R_CT), ``data_s``
+    (one positioning, the transfer, a command per ``max_request_bytes``,
+    and the file-data path's cost per byte, ``file_data_rate_bytes_per_s``),
+    ``metadata_s`` (indirect blocks, one per B/4 blocks, without extents;
+    btrfs's checksums, 4 bytes a block, times ``metadata_copies``; the
+    bitmap or free-space blocks; written as one sequential batch),
+    ``overhead_s`` (one commit) and ``total_s``.
+    """
+    if cache is None:
+        cache = PageCache()
+    if not isinstance(volume, VolumeOnDisk):
+        raise ValueError(f"volume must be a VolumeOnDisk (got {type(volume).__name__})")
+    if not isinstance(fs, FileSystem):
+        raise ValueError(f"fs must be a FileSystem (got {type(fs).__name__})")
+    size = finite_scalar("file_bytes", file_bytes, positive=True)
+    B = fs.block_size_bytes
+    blocks = math.ceil(size / B)
+    region = volume.region(0, min(volume.size_bytes, max(int(size), B)))
+    piece = region.batch_service_time(1, float(fs.max_request_bytes), is_write=True)
+    pieces = math.ceil(size / fs.max_request_bytes)
+    data = float(piece.access_s) + pieces * float(piece.command_overhead_s) + size * (
+        float(piece.transfer_s + piece.interface_s) / fs.max_request_bytes)
+    if fs.file_data_rate_bytes_per_s is not None:
+        data += size / fs.file_data_rate_bytes_per_s
+    meta_bytes = math.ceil(blocks / (8 * B)) * B  # allocation bitmaps / free-space records
+    if not fs.extents:
+        meta_bytes += math.ceil(blocks / (B // 4)) * B
+    if fs.data_checksums:
+        meta_bytes += math.ceil(blocks * 4 / fs.metadata_unit_bytes) * fs.metadata_unit_bytes * fs.metadata_copies
+    metadata = float(region.batch_service_time(1, float(meta_bytes), is_write=True).total_s)
+    copy = size / cache.rate_bytes_per_s
+    return {"copy_s": copy, "data_s": data, "metadata_s": metadata, "overhead_s": fs.commit_overhead_s,
+            "total_s": copy + data + metadata + fs.commit_overhead_s}

@@ -49,12 +49,27 @@ T_DFA, direct file access
     blocks freed by deletes (``reuse_freed_space``): one random run each,
     in the same sorted batch.  ext3 ``ordered``/``journal`` flush data at
     every commit; ``writeback`` and ext2 with the write-back interval.
-T_J, journaling (ext3 only)
+    With delayed allocation or copy-on-write (ext4, xfs, btrfs) every
+    create is written as a sequential run in fresh space, and data go at
+    the write-back interval; files up to ``inline_data_max_bytes`` (btrfs)
+    have no data blocks: their bytes are metadata.  Every byte of file data
+    moved also costs 1 / ``file_data_rate_bytes_per_s`` on the link stage.
+T_J, journaling (ext3, ext4, xfs, btrfs)
     At every commit (every ``commit_interval_s``): a seek from the active
-    region to the journal and back, a rotational latency, and a sequential
-    write of the distinct metadata blocks dirtied since the last commit,
-    their descriptor blocks and the commit block (in ``journal`` mode also
-    the data written since).  ext2 has T_J = 0.
+    region to the journal and back, a rotational latency, a sequential
+    write of what the commit holds (:func:`_commit_bytes`: ext3/ext4 the
+    distinct metadata blocks dirtied since the last commit, their
+    descriptor blocks and the commit block, in ``journal`` mode also the
+    data written since; xfs the dirty inodes' log items and the other dirty
+    blocks; btrfs the dirty tree nodes, ``metadata_copies`` times, and the
+    superblocks), and ``commit_overhead_s``.  ext2 has T_J = 0.
+
+Metadata by kind (:func:`_metadata_sets`): ext has block groups (bitmaps,
+group descriptors, inode tables, indirect blocks without extents); xfs has
+allocation groups (free-space and inode B+trees, AG headers); btrfs keeps
+everything in B-trees of ``metadata_node_bytes`` nodes, written only at
+commits, copy-on-write (no home write-back: T_DO, T_MO and T_FL hold only
+its reads and cache time, its writes are in T_J).
 
 The active region: ext2/3 place a directory's files in and near its block
 group, so PostMark's files (one directory, or ``subdirectories`` spread by
@@ -155,14 +170,14 @@ def distinct_blocks(updates, blocks):
 class _Ledger:
     """Accumulates time per (term, part)."""
 
-    def __init__(self, data_link_scale: float = 1.0):
-        # file data's link time is T_I times this (T_I + the file-data path's per-byte cost)
-        self.data_link_scale = float(data_link_scale)
+    def __init__(self, data_s_per_byte: float = 0.0):
+        # the file-data path's cost per byte of file data, on the link stage besides T_I
+        self.data_s_per_byte = float(data_s_per_byte)
         self.parts = {t: dict.fromkeys(DST_PARTS, 0.0) for t in TERMS}
         self.stages = dict.fromkeys(("cpu_s", "read_media_s", "read_link_s", "write_media_s", "write_link_s"), 0.0)
 
-    def disk(self, term, count, service, *, is_write):
-        """*count* disk I/Os each costing *service* (a ServiceTime of scalars)."""
+    def disk(self, term, count, service, *, is_write, data_bytes=0.0):
+        """*count* disk I/Os each costing *service* (a ServiceTime of scalars), each moving *data_bytes* of file data."""
         if count <= 0:
             return
         p = self.parts[term]
@@ -171,8 +186,7 @@ class _Ledger:
         transfer = count * float(np.mean(service.transfer_s))
         mechanics = count * float(np.mean(service.command_overhead_s + service.settle_s))
         link = count * float(np.mean(service.interface_s))
-        if term == "T_DFA":
-            link *= self.data_link_scale
+        link += count * float(data_bytes) * self.data_s_per_byte
         p["seek_s"] += seek
         p["rotation_s"] += rotation
         p["transfer_s"] += transfer
@@ -202,7 +216,10 @@ def plan_io(volume, fs, counts, cache) -> dict:
     cfg = counts.config
     total = counts.total
     B = fs.block_size_bytes
+    unit = fs.metadata_unit_bytes  # B, or a btrfs B-tree node
     fs_size = volume.size_bytes
+    # files small enough to keep their data in the metadata (btrfs max_inline, ext4 inline_data)
+    inline = _fraction_at_most(cfg.min_file_size_bytes, cfg.max_file_size_bytes, fs.inline_data_max_bytes)
 
     # ---- workload quantities
     live_files = max(counts.mean_live_files, 1.0)
@@ -215,18 +232,22 @@ def plan_io(volume, fs, counts, cache) -> dict:
                          f"{live_blocks} blocks of {B} bytes) but the file system holds {fs_size} bytes")
     # the region the files occupy, from the start of the file system
     inode_bytes = live_files * fs.inode_size_bytes
-    active = min(fs_size, int(fs.allocation_spread * live_bytes + inode_bytes + fs.group_bytes))
+    if fs.kind == "xfs":
+        # a directory's files and inodes are allocated in its allocation group, near the directory
+        active = min(fs_size // fs.allocation_groups, int(fs.allocation_spread * live_bytes + inode_bytes + B))
+    elif fs.journal_mode == "cow":
+        # btrfs: data block groups hold only data; the tree blocks go to the metadata block group (the "journal")
+        active = min(fs_size, int(fs.allocation_spread * live_bytes * (1.0 - inline) + unit))
+    else:
+        active = min(fs_size, int(fs.allocation_spread * live_bytes + inode_bytes + fs.group_bytes))
     journal_start = int(fs.journal_offset_fraction * fs_size)
     journal_size = min(fs.journal_size_bytes, fs_size - journal_start)
 
-    # ---- working sets of metadata blocks
+    # ---- working sets of metadata blocks (of ``unit`` bytes)
     directories = max(1, cfg.subdirectories)
-    entry_bytes = 16  # 8-byte header + a name of up to 8 characters (PostMark numbers its files)
-    dir_blocks = max(directories, math.ceil(live_files * entry_bytes / B))
-    inode_blocks = max(1.0, inode_bytes / B)
-    groups = max(1, math.ceil(active / fs.group_bytes))
-    bitmap_blocks = 2 * groups  # block + inode bitmaps
-    gdt_blocks = max(1, math.ceil(groups * 32 / B))
+    sets = _metadata_sets(fs, live_files, live_bytes, inline, mean_live_size, active, unit)
+    dir_blocks = max(directories, sets["dir"])
+    inode_blocks, bitmap_blocks, gdt_blocks = sets["inode"], sets["bitmap"], sets["gdt"]
     direct_limit = 12 * B
 
     # fraction of files beyond the 12 direct blocks (they have an indirect
@@ -235,6 +256,8 @@ def plan_io(volume, fs, counts, cache) -> dict:
     high, low = cfg.max_file_size_bytes, cfg.min_file_size_bytes
 
     def beyond_direct(mean_size):
+        if fs.extents:  # PostMark's files fit in the extents the inode holds: no indirect block
+            return 0.0
         lo = max(float(low), 2.0 * mean_size - high)
         if high <= lo:
             return 1.0 if high > direct_limit else 0.0
@@ -245,7 +268,7 @@ def plan_io(volume, fs, counts, cache) -> dict:
     create_size = cfg.mean_initial_size_bytes
 
     # ---- hit probabilities (eq. 2 with cache.hit_probability)
-    meta_ws = (dir_blocks + inode_blocks + bitmap_blocks + gdt_blocks) * B
+    meta_ws = (dir_blocks + inode_blocks + bitmap_blocks + gdt_blocks) * unit
     data_cache = max(0.0, cache.size_bytes - meta_ws)
     p_meta = float(hit_probability(cache.size_bytes, max(meta_ws, 1.0)))
     p_data = float(hit_probability(data_cache, max(live_bytes, 1.0)))
@@ -255,11 +278,24 @@ def plan_io(volume, fs, counts, cache) -> dict:
     dir_updates = (creates + deletes) * (2.0 if (fs.dir_index and dir_blocks > 1) else 1.0)
     inode_updates = creates + deletes + appends + (reads if fs.atime_updates else 0.0)
     indirect_updates = creates * beyond_direct(create_size) + appends * beyond_direct(counts.mean_file_size_at_end_bytes)
-    bitmap_updates = 2.0 * (creates + deletes) + appends
-    gdt_updates = creates + deletes + appends
+    if fs.kind == "xfs":
+        # free-space B+trees by block and by size, inode B+trees (inobt, finobt); AGF and AGI headers
+        bitmap_updates = 4.0 * (creates + deletes) + 2.0 * appends
+        gdt_updates = creates + deletes + appends
+    elif fs.journal_mode == "cow":
+        # btrfs: the extent tree and the free-space tree for every data extent allocated or freed;
+        # the checksum tree for every data extent written or freed
+        extents_changed = (creates + deletes + appends) * (1.0 - inline)
+        bitmap_updates = 2.0 * extents_changed
+        gdt_updates = extents_changed if fs.data_checksums else 0.0
+    else:
+        bitmap_updates = 2.0 * (creates + deletes) + appends
+        gdt_updates = creates + deletes + appends
     lookups = creates + deletes + reads + appends
     # metadata reads on misses
     inode_reads = (reads + appends + deletes) * (1.0 - p_meta)
+    # an inline file's data are read with its metadata: a node read on a miss, no data read
+    inode_reads += reads * inline * (1.0 - p_data)
     dir_reads = lookups * (1.0 - p_meta) * math.log2(dir_blocks + 1) / max(1.0, math.log2(dir_blocks + 1))
     indirect_reads = (reads * beyond_direct(read_size) + deletes * beyond_direct(mean_live_size)) * (1.0 - p_data)
 
@@ -274,8 +310,95 @@ def plan_io(volume, fs, counts, cache) -> dict:
         "reads_meta": {"T_DO": dir_reads, "T_MO": inode_reads + indirect_reads},
         "p_meta": p_meta, "p_data": p_data, "fragments": fragments,
         "read_size": read_size, "append_size": append_size, "create_size": create_size,
-        "live_bytes": live_bytes, "live_files": live_files,
+        "live_bytes": live_bytes, "live_files": live_files, "inline": inline, "unit": unit,
     }
+
+
+def _fraction_at_most(low, high, limit) -> float:
+    """The fraction of PostMark's file sizes (uniform over low .. high-1) of at most *limit* bytes."""
+    if limit <= 0 or limit < low:
+        return 0.0
+    if high <= low:
+        return 1.0 if low <= limit else 0.0
+    return float(np.clip((limit - low + 1) / (high - low), 0.0, 1.0))
+
+
+#: btrfs item sizes in a leaf, with the 25-byte item header [bytes]: dir item + dir index item
+#: (30 + an 8-character name each); inode item (160) + inode ref (10 + name) + file extent item
+#: (53; 21 + the data when inline); extent item with its back reference (53) + free-space entry;
+#: a 4-byte crc32c per data block.
+_BTRFS_DIR_ITEMS = 2 * (25 + 30 + 8)
+_BTRFS_INODE_ITEMS = (25 + 160) + (25 + 10 + 8)
+_BTRFS_FILE_EXTENT = 25 + 53
+_BTRFS_EXTENT_ITEMS = (25 + 53) + 25
+
+
+def _metadata_sets(fs, live_files, live_bytes, inline, mean_live_size, active, unit) -> dict:
+    """Blocks (of *unit* bytes) of each metadata class the live files keep: dir, inode, bitmap, gdt.
+
+    ext: directory entries of 16 bytes, inode tables, a block and an inode
+    bitmap per block group and 32-byte group descriptors.  xfs: directory
+    entries with their hash (32 bytes), inode chunks, the free-space and
+    inode B+trees (8 and 16 bytes a record), the AG headers (AGF, AGI,
+    AGFL).  btrfs: the fs tree's directory items, inode items and file
+    extent items (or inline data), the extent and free-space trees, the
+    checksum tree (:data:`_BTRFS_DIR_ITEMS` ...).
+    """
+    B = fs.block_size_bytes
+    if fs.kind == "xfs":
+        return {"dir": math.ceil(live_files * 32 / B), "inode": max(1.0, live_files * fs.inode_size_bytes / B),
+                "bitmap": 2 * math.ceil(live_files * 8 / B) + 2 * math.ceil(live_files / 64 * 16 / B),
+                "gdt": 3}
+    if fs.journal_mode == "cow":
+        inline_bytes = live_files * inline * mean_live_size
+        data_blocks = live_bytes * (1.0 - inline) / B
+        return {"dir": math.ceil(live_files * _BTRFS_DIR_ITEMS / unit),
+                "inode": max(1.0, (live_files * (_BTRFS_INODE_ITEMS + _BTRFS_FILE_EXTENT) + inline_bytes) / unit),
+                "bitmap": max(1, math.ceil(live_files * (1.0 - inline) * _BTRFS_EXTENT_ITEMS / unit)),
+                "gdt": max(1, math.ceil(data_blocks * 4 / unit))}
+    groups = max(1, math.ceil(active / fs.group_bytes))
+    return {"dir": math.ceil(live_files * 16 / B),  # 8-byte header + a name of up to 8 characters
+            "inode": max(1.0, live_files * fs.inode_size_bytes / B),
+            "bitmap": 2 * groups,  # block + inode bitmaps
+            "gdt": max(1, math.ceil(groups * 32 / B))}
+
+
+#: btrfs: a node's key pointer [bytes] (fan-out = node size / 33); the trees whose roots every commit
+#: rewrites (root, fs, extent, checksum, free-space); the superblock [bytes] and where its copies lie.
+_BTRFS_KEY_PTR_BYTES = 33
+_BTRFS_TREES = 5
+_SUPERBLOCK_BYTES = 4096
+_BTRFS_SUPER_OFFSETS = (64 * 1024, 64 * 1024 ** 2, 256 * 1024 ** 3)
+#: xfs: a log record's header per log buffer (``logbsize`` 32 KiB) [bytes].
+_XFS_LOG_HEADER_BYTES, _XFS_LOG_BUFFER_BYTES = 512, 32 * 1024
+
+
+def _commit_bytes(plan, commits, classes) -> float:
+    """Bytes one commit writes, on average: the journal's (ext3/4 JBD2), the log's (xfs), the trees' (btrfs).
+
+    ext: every distinct metadata block dirtied since the last commit, one
+    descriptor block per 500 and the commit block.  xfs (delayed logging):
+    each dirty inode's core and fork (``inode_size_bytes``), each other
+    dirty block whole, a record header per 32 KiB log buffer, rounded up to
+    a block.  btrfs: each dirty leaf, the interior nodes above them (copy-on-
+    write rewrites the path to the root) and the five trees' roots, times
+    ``metadata_copies``, plus the superblock copies that lie in the file system.
+    """
+    fs, B, unit = plan["fs"], plan["B"], plan["unit"]
+    dirty = {n: distinct_blocks(plan[n][0] / commits, plan[n][1]) for names in classes.values() for n in names}
+    if fs.journal_mode == "metadata":
+        logged = dirty["inode"] * fs.inode_size_bytes + (sum(dirty.values()) - dirty["inode"]) * B
+        logged += math.ceil(logged / _XFS_LOG_BUFFER_BYTES) * _XFS_LOG_HEADER_BYTES
+        return math.ceil(logged / B) * B
+    if fs.journal_mode == "cow":
+        leaves = sum(dirty.values())
+        all_leaves = sum(plan[n][1] for names in classes.values() for n in names)
+        interior = distinct_blocks(leaves, max(1.0, all_leaves * _BTRFS_KEY_PTR_BYTES / unit))
+        supers = sum(1 for offset in _BTRFS_SUPER_OFFSETS if offset + _SUPERBLOCK_BYTES <= plan["fs_size"])
+        return (leaves + interior + _BTRFS_TREES) * unit * fs.metadata_copies + supers * _SUPERBLOCK_BYTES
+    per_commit = sum(dirty.values())
+    per_commit += 1.0 + math.ceil(per_commit / 500.0)  # commit + descriptor blocks
+    return per_commit * B
 
 
 def _batch_service(plan, k, size_bytes, *, is_write):
@@ -287,9 +410,10 @@ def _batch_service(plan, k, size_bytes, *, is_write):
 def evaluate_io(plan, elapsed_s) -> FsaResult:
     """Every term's I/O and its cost for a run lasting *elapsed_s* [s] (which sets the commits and flushes)."""
     volume, fs, counts, cache, B = (plan[k] for k in ("volume", "fs", "counts", "cache", "B"))
+    unit, inline = plan["unit"], plan["inline"]
+    cow_metadata = fs.journal_mode == "cow"  # btrfs: metadata reach the disk only in commits
     total = counts.total
-    ledger = _Ledger(1.0 if fs.file_data_rate_bytes_per_s is None
-                     else 1.0 + volume.interface_rate_bytes_per_s / fs.file_data_rate_bytes_per_s)
+    ledger = _Ledger(0.0 if fs.file_data_rate_bytes_per_s is None else 1.0 / fs.file_data_rate_bytes_per_s)
     elapsed_s = max(float(elapsed_s), 1e-9)
     flushes_meta = max(1.0, elapsed_s / fs.writeback_interval_s)
     flushes_data = max(1.0, elapsed_s / fs.data_flush_interval_s)
@@ -299,14 +423,14 @@ def evaluate_io(plan, elapsed_s) -> FsaResult:
     classes = {"T_DO": ["dir"], "T_MO": ["inode", "indirect"], "T_FL": ["bitmap", "gdt"]}
     home_writes = {}
     for term, names in classes.items():
-        home_writes[term] = sum(flushes_meta * distinct_blocks(plan[n][0] / flushes_meta, plan[n][1])
-                                for n in names)
+        home_writes[term] = 0.0 if cow_metadata else sum(
+            flushes_meta * distinct_blocks(plan[n][0] / flushes_meta, plan[n][1]) for n in names)
     batch = sum(home_writes.values()) / flushes_meta
-    meta_write = _batch_service(plan, batch, B, is_write=True)
+    meta_write = _batch_service(plan, batch if batch > 0 else 1.0, unit, is_write=True)
     for term, count in home_writes.items():
         ledger.disk(term, count, meta_write, is_write=True)
     # metadata reads on misses: random, unsorted
-    meta_read = _batch_service(plan, 1, B, is_write=False)
+    meta_read = _batch_service(plan, 1, unit, is_write=False)
     for term, count in plan["reads_meta"].items():
         ledger.disk(term, count, meta_read, is_write=False)
     # lookups and metadata updates served by the cache (eq. 2 hits): one block copy each
@@ -318,15 +442,17 @@ def evaluate_io(plan, elapsed_s) -> FsaResult:
     # ---------------- T_DFA: file data
     p_data = plan["p_data"]
     # reads: hits copy from the cache, misses go to disk (eq. 2)
-    read_miss = total.reads * (1.0 - p_data)
+    read_miss = total.reads * (1.0 - p_data) * (1.0 - inline)
     read_service = _batch_service(plan, 1, max(plan["read_size"], 1.0), is_write=False)
     positioning = _batch_service(plan, 1, 1.0, is_write=False)
     # one positioning per fragment, transfer of the whole file once
-    ledger.disk("T_DFA", read_miss, _without_positioning(read_service), is_write=False)
+    ledger.disk("T_DFA", read_miss, _without_positioning(read_service), is_write=False,
+                data_bytes=max(plan["read_size"], 1.0))
     ledger.disk("T_DFA", read_miss * plan["fragments"], dataclasses.replace(
         positioning, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)), is_write=False)
     # the partial last block of an appended file, read first when not cached
-    ledger.disk("T_DFA", total.appends * (1.0 - p_data), _batch_service(plan, 1, B, is_write=False), is_write=False)
+    ledger.disk("T_DFA", total.appends * (1.0 - p_data) * (1.0 - inline), _batch_service(plan, 1, B, is_write=False),
+                is_write=False, data_bytes=B)
     # copies through the cache: bytes read on hits, every byte written
     ledger.add("T_DFA", "cache_s", float(_cache_service_time_s(
         p_data, plan["read_size"], cache.rate_bytes_per_s, 0.0)) * total.reads, stage="cpu_s")
@@ -337,44 +463,46 @@ def evaluate_io(plan, elapsed_s) -> FsaResult:
     # max_request pieces with one positioning each.  Creates of the
     # transaction phase fill space freed by deletes: one run each at a random
     # place, sorted with the appends of the same flush.
+    # Delayed allocation and copy-on-write place every flush's new data in consecutive free space,
+    # so the transaction phase's creates are written as sequential runs too.  Inline files have
+    # no data blocks (their bytes travel with the metadata).
     blocks_per_create = math.ceil(max(plan["create_size"], 1.0) / B)
-    fresh_creates = counts.creation.creates if fs.reuse_freed_space else total.creates
-    reused_creates = total.creates - fresh_creates
+    in_place = fs.reuse_freed_space and not (fs.delayed_allocation or fs.copy_on_write)
+    data_creates = total.creates * (1.0 - inline)
+    data_appends = total.appends * (1.0 - inline)
+    fresh_creates = counts.creation.creates * (1.0 - inline) if in_place else data_creates
+    reused_creates = data_creates - fresh_creates
     fresh_bytes = fresh_creates * B * blocks_per_create
     requests_fresh = math.ceil(fresh_bytes / fs.max_request_bytes) if fresh_bytes > 0 else 0
-    random_per_flush = (reused_creates + total.appends) / flushes_data
+    random_per_flush = (reused_creates + data_appends) / flushes_data
     k = random_per_flush + requests_fresh / flushes_data
     if fresh_bytes > 0:
         write_seq = _batch_service(plan, max(k, 1.0), fs.max_request_bytes, is_write=True)
         ledger.disk("T_DFA", requests_fresh, dataclasses.replace(
             write_seq, transfer_s=np.float64(0.0), interface_s=np.float64(0.0)), is_write=True)
         per_byte = _batch_service(plan, 1, float(fresh_bytes), is_write=True)
-        ledger.disk("T_DFA", 1.0, _without_positioning(per_byte), is_write=True)
+        ledger.disk("T_DFA", 1.0, _without_positioning(per_byte), is_write=True, data_bytes=fresh_bytes)
     if reused_creates > 0:
         ledger.disk("T_DFA", reused_creates,
-                    _batch_service(plan, max(k, 1.0), float(blocks_per_create * B), is_write=True), is_write=True)
-    if total.appends > 0:
+                    _batch_service(plan, max(k, 1.0), float(blocks_per_create * B), is_write=True), is_write=True,
+                    data_bytes=blocks_per_create * B)
+    if data_appends > 0:
         append_bytes = B * (plan["append_size"] / B + 1.0)  # the rewritten tail block + new blocks
         write_app = _batch_service(plan, max(k, 1.0), append_bytes, is_write=True)
-        ledger.disk("T_DFA", total.appends, write_app, is_write=True)
-    data_block_ios = (read_miss * plan["read_size"] / B + total.appends * (1.0 - p_data)
-                      + total.creates * blocks_per_create + total.appends * (plan["append_size"] / B + 1.0))
+        ledger.disk("T_DFA", data_appends, write_app, is_write=True, data_bytes=append_bytes)
+    data_block_ios = (read_miss * plan["read_size"] / B + data_appends * (1.0 - p_data)
+                      + data_creates * blocks_per_create + data_appends * (plan["append_size"] / B + 1.0))
     # disk requests (commands) of file data: one per fragment read on a miss,
     # per tail block read before an append, per max_request piece of fresh
     # space, per reused-space create and per append
-    data_requests = (read_miss * plan["fragments"] + total.appends * (1.0 - p_data) + requests_fresh
-                     + reused_creates + total.appends)
+    data_requests = (read_miss * plan["fragments"] + data_appends * (1.0 - p_data) + requests_fresh
+                     + reused_creates + data_appends)
 
     # ---------------- T_J: journal commits
     journal_blocks = 0.0
     journal_requests = 0.0
     if fs.journaled:
-        per_commit = 0.0
-        for names in classes.values():
-            for n in names:
-                per_commit += distinct_blocks(plan[n][0] / commits, plan[n][1])
-        per_commit += 1.0 + math.ceil(per_commit / 500.0)  # commit + descriptor blocks
-        journal_bytes = per_commit * B
+        journal_bytes = _commit_bytes(plan, commits, classes)
         if fs.journal_mode == "journal":
             journal_bytes += total.bytes_written / commits
         journal_blocks = commits * journal_bytes / B
@@ -383,10 +511,13 @@ def evaluate_io(plan, elapsed_s) -> FsaResult:
         there = plan["active_region"].seek_time_to_s(journal_region)
         # journal_bytes is a mean per commit (fractional in journal mode), not one request's size
         journal_service = journal_region.service_time(np.float64(journal_bytes))
-        ledger.add("T_J", "seek_s", commits * 2.0 * there, stage="write_media_s")
-        ledger.add("T_J", "rotation_s", commits * float(journal_service.rotation_s), stage="write_media_s")
+        # btrfs writes each copy of its DUP metadata in its own stripe of the block group
+        positionings = commits * (fs.metadata_copies if cow_metadata else 1)
+        ledger.add("T_J", "seek_s", positionings * 2.0 * there, stage="write_media_s")
+        ledger.add("T_J", "rotation_s", positionings * float(journal_service.rotation_s), stage="write_media_s")
         ledger.add("T_J", "transfer_s", commits * float(journal_service.transfer_s), stage="write_media_s")
-        ledger.add("T_J", "overhead_s", commits * float(journal_service.command_overhead_s), stage="write_media_s")
+        ledger.add("T_J", "overhead_s", positionings * float(journal_service.command_overhead_s)
+                   + commits * fs.commit_overhead_s, stage="write_media_s")
         ledger.add("T_J", "overhead_s", commits * float(journal_service.interface_s), stage="write_link_s")
         if fs.journal_mode == "journal":
             # journaled data are written twice: to the journal above, and home (already in T_DFA)

@@ -3,13 +3,16 @@
 A :class:`Stack` is a tree of frozen dataclasses, from the top down:
 
 * a file system (:class:`FileSystemNode`, kinds "ext2", "ext3", "ext4",
-  "xfs"): its model parameters (:class:`diskmodel.model.filesystem.FileSystem`,
-  for the kinds the model covers, ext2 and ext3) and the ``mkfs`` and
-  ``mount`` options it is built with;
+  "xfs", "btrfs"): its model parameters
+  (:class:`diskmodel.model.filesystem.FileSystem`) and the ``mkfs`` and
+  ``mount`` options it is built with, which set those parameters
+  (:func:`diskmodel.model.fs_kinds.parameters_from_options`);
 * the volume it is made on: a partition, or an LVM linear or striped
   logical volume over partitions as physical volumes
   (:mod:`diskmodel.model.volumes`: extent size, PE start, segments, stripe
-  size);
+  size), or any block node over those: a RAID array
+  (:mod:`diskmodel.model.raid`), a thin volume (:mod:`diskmodel.model.thin`),
+  a loop file nested N deep (:mod:`diskmodel.model.loop_file`);
 * the disks the partitions name (``Partition.disk``): a preset, a DiskSim
   drive folder, a saved calibration or a :class:`~diskmodel.model.disk.Disk`
   in memory (:mod:`diskmodel.model.drives`).
@@ -47,8 +50,11 @@ from ._checks import one_of, show, whole_number
 from .disk import Disk
 from .drives import PresetDrive, as_drive
 from .filesystem import FileSystem
+from .fs_kinds import KINDS, parameters_from_options
 from .nodes import from_json_data, is_node, kind_of, node_type, record_from_json, text_field, to_json_data, walk
 from .volume_on_disk import VolumeOnDisk
+from .block import BlockEnv
+from . import loop_file, network, raid, thin  # noqa: F401  (their node types join the JSON registry)
 from .units import GB, MIB
 from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, LvmMapping,
                       Partition)
@@ -56,9 +62,8 @@ from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearV
 FORMAT = "diskmodel.stack"
 FORMAT_VERSION = 1
 
-FILE_SYSTEM_KINDS = ("ext2", "ext3", "ext4", "xfs")
-#: The file systems the model covers (:class:`diskmodel.model.filesystem.FileSystem`).
-MODELLED_FILE_SYSTEMS = ("ext2", "ext3")
+#: The file systems a stack can have; the model covers them all (:mod:`diskmodel.model.fs_kinds`).
+FILE_SYSTEM_KINDS = KINDS
 
 PAPER_STACKS = ("native", "lvm1", "lvm2")
 #: The paper's test area: the last 20 GB of the disk (Table 1), halved for LVM-2 (Table 3) [bytes].
@@ -86,46 +91,6 @@ def _options(name: str, options, *, single: bool) -> tuple[str, ...]:
     return tuple(options)
 
 
-def _option_value(options: tuple[str, ...], flag: str) -> str | None:
-    """The value given to a short mkfs flag ("-b 4096" or "-b4096"), or None."""
-    for i, option in enumerate(options):
-        if option == flag and i + 1 < len(options):
-            return options[i + 1]
-        if option.startswith(flag) and len(option) > len(flag):
-            return option[len(flag):]
-    return None
-
-
-def _number(where: str, text: str, kind: type):
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{where}: {text!r} is not a number") from None
-
-
-def parameters_from_options(mkfs_options: tuple[str, ...], mount_options: tuple[str, ...]) -> dict:
-    """The model parameters (FileSystem fields) that ext2/ext3 options set, by field name.
-
-    mkfs ``-b`` (block_size_bytes) and ``-I`` (inode_size_bytes); mount
-    ``data=`` (journal_mode), ``commit=`` (commit_interval_s) and
-    ``noatime`` / ``atime``, ``relatime``, ``strictatime`` (atime_updates).
-    """
-    out = {}
-    for flag, name in (("-b", "block_size_bytes"), ("-I", "inode_size_bytes")):
-        text = _option_value(mkfs_options, flag)
-        if text is not None:
-            out[name] = _number("mkfs_options", text, int)
-    for option in mount_options:
-        key, _, value = option.partition("=")
-        if key == "data":
-            out["journal_mode"] = value
-        elif key == "commit":
-            out["commit_interval_s"] = _number("mount_options", value, float)
-        elif key in ("noatime", "atime", "relatime", "strictatime"):
-            out["atime_updates"] = key != "noatime"
-    return out
-
-
 @node_type(*FILE_SYSTEM_KINDS)
 @dataclass(frozen=True)
 class FileSystemNode:
@@ -133,20 +98,21 @@ class FileSystemNode:
 
     Attributes
     ----------
-    volume : Partition, LinearVolume or StripedVolume (any volume node)
+    volume : volumes.Partition, volumes.LinearVolume or volumes.StripedVolume (any volume node)
     kind : str
-        "ext2", "ext3" (modelled), "ext4" or "xfs" (built, not modelled);
-        default the kind of *parameters*, else "ext3".
-    parameters : FileSystem or None
+        "ext2", "ext3", "ext4", "xfs" or "btrfs"; default the kind of
+        *parameters*, else "ext3".
+    parameters : FileSystem
         The model's parameters (block size, journal mode, commit interval,
-        ...) for ext2 and ext3; default ``FileSystem(kind=kind)``.  None for
-        the kinds the model does not cover.
+        ...); default the kind's, as the options set them.
     mkfs_options, mount_options : tuple of str
         What ``mkfs.<kind>`` and ``mount -o`` are given (mount options one
         each, without commas).  The model's parameters describe what these
         build: when *parameters* are not given, the options set them
-        (:func:`parameters_from_options`); when they are, an option that
-        contradicts them is refused.
+        (:func:`diskmodel.model.fs_kinds.parameters_from_options`); when
+        they are, an option that contradicts them is refused.  An option
+        the kind does not have (``data=journal`` for xfs) is refused naming
+        it and the kind.
     """
 
     volume: object
@@ -164,39 +130,33 @@ class FileSystemNode:
         object.__setattr__(self, "kind", one_of("kind", kind, FILE_SYSTEM_KINDS))
         object.__setattr__(self, "mkfs_options", _options("mkfs_options", self.mkfs_options, single=False))
         object.__setattr__(self, "mount_options", _options("mount_options", self.mount_options, single=True))
-        if kind in MODELLED_FILE_SYSTEMS:
-            if self.parameters is None:
-                derived = parameters_from_options(self.mkfs_options, self.mount_options)
-                try:
-                    object.__setattr__(self, "parameters", FileSystem(kind=kind, **derived))
-                except ValueError as exc:
-                    raise ValueError(f"mkfs_options/mount_options: {exc}") from None
-            if not isinstance(self.parameters, FileSystem):
-                raise ValueError(f"parameters must be a FileSystem (got {show(self.parameters)})")
-            if self.parameters.kind != kind:
-                raise ValueError(f"parameters.kind {self.parameters.kind!r} differs from kind {kind!r}")
-            for name, value in parameters_from_options(self.mkfs_options, self.mount_options).items():
-                if getattr(self.parameters, name) != value:
-                    where = "mkfs_options" if name.endswith("size_bytes") else "mount_options"
-                    raise ValueError(f"{where} set {name} to {value!r}, which contradicts "
-                                     f"parameters.{name} {getattr(self.parameters, name)!r}")
-        elif self.parameters is not None:
-            raise ValueError(f"parameters: the model has none for {kind} (it covers "
-                             f"{' and '.join(MODELLED_FILE_SYSTEMS)}); leave them out")
+        derived = parameters_from_options(kind, self.mkfs_options, self.mount_options)
+        from_mkfs = parameters_from_options(kind, self.mkfs_options, ())
+        if self.parameters is None:
+            try:
+                object.__setattr__(self, "parameters", FileSystem(kind=kind, **derived))
+            except ValueError as exc:  # a value the kind cannot take: name the options that set it
+                field = str(exc).split()[0].rstrip(":")
+                where = "mkfs_options" if field in from_mkfs else "mount_options"
+                raise ValueError(f"{where}: {exc}") from None
+        if not isinstance(self.parameters, FileSystem):
+            raise ValueError(f"parameters must be a FileSystem (got {show(self.parameters)})")
+        if self.parameters.kind != kind:
+            raise ValueError(f"parameters.kind {self.parameters.kind!r} differs from kind {kind!r}")
+        for name, value in derived.items():
+            if getattr(self.parameters, name) != value:
+                where = "mkfs_options" if name in from_mkfs else "mount_options"
+                raise ValueError(f"{where} set {name} to {value!r}, which contradicts "
+                                 f"parameters.{name} {getattr(self.parameters, name)!r}")
 
     def evolve(self, **changes) -> "FileSystemNode":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
         return _evolve(self, changes)
 
-    @property
-    def modelled(self) -> bool:
-        return self.parameters is not None
-
     def describe(self) -> str:
         text = f"{self.kind} file system"
         p = self.parameters
-        if p is not None:
-            text += f" ({p.journal_mode + ', ' if p.journaled else ''}{p.block_size_bytes}-byte blocks)"
+        text += f" ({p.journal_mode + ', ' if p.journaled else ''}{p.block_size_bytes}-byte blocks)"
         if self.mkfs_options:
             text += f", mkfs {' '.join(self.mkfs_options)}"
         if self.mount_options:
@@ -204,10 +164,8 @@ class FileSystemNode:
         return text
 
     def json_fields(self) -> dict:
-        parameters = None
-        if self.parameters is not None:
-            parameters = {f.name: getattr(self.parameters, f.name) for f in dataclasses.fields(FileSystem)
-                          if f.name != "kind"}  # the node's kind says it
+        parameters = {f.name: getattr(self.parameters, f.name) for f in dataclasses.fields(FileSystem)
+                      if f.name != "kind"}  # the node's kind says it
         return {"volume": self.volume, "parameters": parameters, "mkfs_options": self.mkfs_options,
                 "mount_options": self.mount_options}
 
@@ -308,11 +266,13 @@ class Stack:
         """The volume placed on its disk, with the LVM mapping costs *mapping* (default none)."""
         return VolumeOnDisk(self.model_disk(), self.volume, LvmMapping() if mapping is None else mapping)
 
+    def block_env(self) -> BlockEnv:
+        """The Disk of every disk the tree's partitions name, for the block protocol (:mod:`diskmodel.model.block`)."""
+        names = dict.fromkeys(p.disk for _, p in self.partitions())
+        return BlockEnv({name: self.drive(name).model_disk() for name in names})
+
     def file_system_parameters(self) -> FileSystem:
-        """The model's parameters of the file system (ValueError for a kind the model does not cover)."""
-        if not self.file_system.modelled:
-            raise ValueError(f"file_system: the model covers {' and '.join(MODELLED_FILE_SYSTEMS)}, "
-                             f"not {self.file_system.kind}")
+        """The model's parameters of the file system."""
         return self.file_system.parameters
 
     # -- JSON ----------------------------------------------------------------
@@ -359,7 +319,7 @@ class Stack:
 
 
 def stack_on(disk, volume, filesystem: FileSystem | None = None, *, name: str = "") -> Stack:
-    """A stack of an ext2/ext3 file system (*filesystem*, default ``FileSystem()``) on *volume* on *disk*.
+    """A stack of a file system (*filesystem*, default ``FileSystem()``, ext3) on *volume* on *disk*.
 
     *disk* is a Disk, a preset name or a drive node; a Disk (or preset) stands
     for every disk the volume's partitions name (identical drives).
@@ -433,8 +393,7 @@ def paper_stack(name: str, capacity_bytes: int | None = None, *, fs_size_bytes: 
     *disk*: a Disk, a preset name or a drive node (default the ``wd800bd``
     preset, the paper's drive); *filesystem*: the model's parameters
     (default: ext3, or *kind*, as the options set it); *kind*,
-    *mkfs_options*, *mount_options*: as :class:`FileSystemNode` (kind
-    "ext4" or "xfs" for a stack that is built and not modelled).
+    *mkfs_options*, *mount_options*: as :class:`FileSystemNode`.
     """
     one_of("name", name, PAPER_STACKS)
     drive = as_drive("wd800bd" if disk is None else disk)
@@ -456,5 +415,4 @@ def paper_stack(name: str, capacity_bytes: int | None = None, *, fs_size_bytes: 
     return Stack(file_system, (drive,), name)
 
 
-__all__ = ["FILE_SYSTEM_KINDS", "MODELLED_FILE_SYSTEMS", "PAPER_STACKS", "FileSystemNode", "Stack", "paper_stack",
-           "parameters_from_options", "stack_on"]
+__all__ = ["FILE_SYSTEM_KINDS", "PAPER_STACKS", "FileSystemNode", "Stack", "paper_stack", "stack_on"]

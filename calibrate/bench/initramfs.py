@@ -70,15 +70,26 @@ _PROGRAMS: dict[str, str] = {
     "mkfs.xfs": "xfsprogs", "postmark": "postmark", "mount": "mount", "umount": "mount", "losetup": "mount",
     "blockdev": "util-linux", "blkid": "util-linux", "wipefs": "util-linux", "lsblk": "util-linux",
     "findmnt": "util-linux",
+    # The network layers (diskmodel.calibrate.bench.network): NBD and NFS servers and clients, and tc.
+    "nbd-server": "nbd-server", "nbd-client": "nbd-client", "rpcbind": "rpcbind", "rpc.nfsd": "nfs-kernel-server",
+    "rpc.mountd": "nfs-kernel-server", "exportfs": "nfs-kernel-server", "mount.nfs": "nfs-common",
+    "ip": "iproute2", "tc": "iproute2",
+    # The block layers (diskmodel.calibrate.bench.layers_provision): md RAID, LVM thin pools, fio.
+    "mdadm": "mdadm", "thin_check": "thin-provisioning-tools", "fio": "fio",
 }
 # Host tools the builder itself runs.
 _BUILD_TOOLS: dict[str, str] = {"lddtree": "pax-utils", "modprobe": "kmod", "cpio": "cpio",
                                 "dpkg-query": "dpkg"}
 # Packages whose versions are recorded in the cache manifest and key.
 _PACKAGES = ("busybox-static", "dash", "lvm2", "dmsetup", "libdevmapper1.02.1", "e2fsprogs",
-             "xfsprogs", "postmark", "util-linux", "mount", "libc6")
+             "xfsprogs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client", "rpcbind",
+             "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio")
 # Kernel modules loaded at boot (modprobe adds their dependencies, soft ones included).
 _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs", "loop")
+# Modules carried but loaded only on demand, since every boot under TCG would pay for them: a script
+# loads set NAME with `while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.NAME`.
+_ON_DEMAND_MODULES = {"network": ("nbd", "nfsv3", "nfsv4", "nfsd", "veth", "sch_netem", "sch_tbf"),
+                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool")}
 _SEARCH_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 # The builder's tools run with the system's PATH: lddtree is a Python script started
 # through `/usr/bin/env python3`, and only Debian's python3 has its pyelftools.
@@ -263,9 +274,9 @@ def _tool(host: Host, name: str, *args: str) -> subprocess.CompletedProcess:
 
 # --------------------------------------------------------------------------- what the guest holds
 
-def module_load_order(host: Host) -> list[Path]:
-    """Module files of _MODULES and their dependencies, dependencies first (``modprobe --show-depends``)."""
-    proc = _tool(host, "modprobe", "-a", "-C", "/dev/null", "-S", host.release, "--show-depends", *_MODULES)
+def module_load_order(host: Host, modules: Iterable[str] = _MODULES) -> list[Path]:
+    """Module files of *modules* and their dependencies, dependencies first (``modprobe --show-depends``)."""
+    proc = _tool(host, "modprobe", "-a", "-C", "/dev/null", "-S", host.release, "--show-depends", *modules)
     if proc.returncode != 0:
         said = " ".join(proc.stderr.split())
         raise VmUnavailableError(f"the kernel modules the guest needs are not all in {host.modules_dir}"
@@ -398,8 +409,10 @@ def _collect(host: Host) -> dict[str, _Entry]:
 
     # Configuration.
     entries["etc/lvm/lvm.conf"] = _Entry(0o100644, data=_LVM_CONF.encode())
-    if Path("/etc/mke2fs.conf").is_file():
-        entries["etc/mke2fs.conf"] = _Entry(0o100644, source=Path("/etc/mke2fs.conf"))
+    # netconfig: libtirpc's transports (rpcbind, rpc.mountd, mount.nfs); services, protocols: their names.
+    for config in ("mke2fs.conf", "netconfig", "services", "protocols"):
+        if (Path("/etc") / config).is_file():
+            entries[f"etc/{config}"] = _Entry(0o100644, source=Path("/etc") / config)
     entries["etc/passwd"] = _Entry(0o100644, data=b"root:x:0:0:root:/root:/bin/sh\n")
     entries["etc/group"] = _Entry(0o100644, data=b"root:x:0:\n")
     entries["init"] = _Entry(0o100755, data=_INIT.encode())
@@ -412,6 +425,15 @@ def _collect(host: Host) -> dict[str, _Entry]:
         entries[guest] = _Entry(0o100644, source=module)
         module_paths.append("/" + guest)
     entries["etc/diskmodel/modules"] = _Entry(0o100644, data=("\n".join(module_paths) + "\n").encode())
+    for name, modules in _ON_DEMAND_MODULES.items():
+        later = []
+        for module in module_load_order(host, modules):
+            guest = f"usr/lib/modules/{host.release}/" + module.name.removesuffix(".xz").removesuffix(".gz")
+            if "/" + guest not in module_paths + later:
+                _add_dirs(entries, guest)
+                entries[guest] = _Entry(0o100644, source=module)
+                later.append("/" + guest)
+        entries[f"etc/diskmodel/modules.{name}"] = _Entry(0o100644, data=("\n".join(later) + "\n").encode())
     return entries
 
 

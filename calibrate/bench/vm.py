@@ -42,6 +42,9 @@ What the guest offers (the contract for generated scripts)
       virtio_blk, dm-mod (linear and striped targets), ext4 (also serves ext2
       and ext3), crc32c, xfs, loop. ``/proc/sys/vm/drop_caches`` works;
       ``/sys/block/*/queue/{scheduler,read_ahead_kb}`` are readable and writable.
+    - Carried but loaded only on demand (``while read -r m; do insmod "$m";
+      done < /etc/diskmodel/modules.network``): nbd, nfsv3, nfsv4, nfsd (with
+      sunrpc, lockd and the rest), veth, sch_netem, sch_tbf.
     - Commands: busybox applets for everything below that the real
       programs do not provide (cat, dd, sync, sleep, awk, sed, grep, date,
       stat, truncate, timeout, insmod, ...); from lvm2 ``lvm`` and all its
@@ -58,7 +61,12 @@ What the guest offers (the contract for generated scripts)
       file, metadata backups in ``/run/lvm/backup`` (RAM), no archives, no
       monitoring; libdevmapper creates the
       ``/dev/mapper`` and ``/dev/<vg>/<lv>`` nodes itself.
-    - No network, no udev, no systemd.
+    - Network programs, for :mod:`diskmodel.calibrate.bench.network`:
+      nbd-server, nbd-client, rpcbind, rpc.nfsd, rpc.mountd, exportfs,
+      mount.nfs, ip and tc (iproute2), with ``/etc/netconfig``,
+      ``/etc/services`` and ``/etc/protocols``.
+    - No network interface but ``lo`` (down until a script brings it up), no
+      udev, no systemd.
 
 Results travel over the second serial port (ttyS1) between per-run random
 markers, so a script cannot forge them and kernel messages (on ttyS0, the

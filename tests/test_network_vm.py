@@ -1,0 +1,84 @@
+"""NBD and NFS in the throwaway VM over a shaped veth link (diskmodel.calibrate.bench.network), for real.
+
+One test, two boots under TCG (about a minute on this 2-core machine, more
+under load): a measurement at 10 Mb/s with a 10 ms round trip, whose times
+must respect what the shaping allows at best (no request faster than its
+round trip plus its bytes over the link less a full tbf bucket, no throughput above the link's
+payload rate, the NFS phases no faster than the model's round trips with
+zero overheads), and a client pointed at an address nobody serves, which
+must fail with one line naming that address, with the guest's teardown
+reporting everything gone and nothing of the VM left on the host.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import require_tools, skip_or_fail
+from diskmodel.calibrate.bench import vm
+from diskmodel.calibrate.bench.network import ServerUnreachableError, run_network_bench, shaped
+from diskmodel.model.block import BlockEnv
+from diskmodel.model.disk import flat_latency_disk
+from diskmodel.model.network import Network, NfsMount, nfs_phase
+from diskmodel.model.stack import FileSystemNode
+from diskmodel.model.units import GIB, KIB, MIB
+from diskmodel.model.volumes import Partition
+
+pytestmark = pytest.mark.integration
+
+SHAPED = shaped(1.25e6, 10e-3)     # 10 Mb/s, 10 ms, tbf's usual bucket
+
+
+def _leftovers(tmp: Path) -> list[str]:
+    """qemu processes and run folders of ours still there."""
+    found = [str(p) for p in tmp.glob("diskmodel-*")]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if argv.startswith("qemu-system") and str(tmp) in argv:
+                found.append(f"qemu pid {entry.name}")
+    return found
+
+
+def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_path, monkeypatch):
+    require_tools("qemu-system-x86_64", "nbd-server", "nbd-client", "rpc.nfsd", "mount.nfs", "tc", "ip")
+    ok, why = vm.vm_available()
+    if not ok:
+        skip_or_fail(why)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path / "runs"))
+    size = 64 * KIB
+    run = run_network_bench([Network(None, 0.0), SHAPED], nbd_sizes=(size,), nbd_bytes=8 * size,
+                            nfs_versions=("4.2",), nfs_exports=("async",), nfs_files=3, nfs_file_size_bytes=size,
+                            export_bytes=8 * MIB, timeout_s=600)
+    assert run.accelerator == "tcg"
+    assert run.ping_rtt_s[1] >= SHAPED.rtt_s
+    for op in ("read", "write"):
+        shaped = run.find(1, "nbd", op, size)
+        floor = SHAPED.rtt_s + float(SHAPED.transfer_s(size + 44, idle_s=1.0))   # a full bucket at best
+        assert shaped.count == 8 and shaped.per_op_s >= floor, (op, shaped)
+        assert shaped.rate_bytes_per_s <= SHAPED.payload_rate_bytes_per_s
+        assert shaped.per_op_s > run.find(0, "nbd", op, size).per_op_s
+    # the model's NFS phases with no overheads and no disk time: the network's share alone
+    mount = NfsMount(FileSystemNode(Partition(0, 1 * GIB, disk="vda"), kind="ext4"), SHAPED, version="4.2",
+                     sync_export=False, client_overhead_s=0.0, server_op_s=0.0)
+    env = BlockEnv({"vda": flat_latency_disk(60e-6, 1e9, 4 * GIB)})
+    for phase in ("write", "read", "remove"):
+        measured = run.find(1, "nfs", phase, size, "4.2", "async")
+        assert measured.count == 3
+        assert measured.elapsed_s >= 0.9 * nfs_phase(mount, env, phase, 3, size).elapsed_s, phase
+
+    with pytest.raises(ServerUnreachableError) as info:
+        run_network_bench([Network(None, 0.0)], nbd_sizes=(4 * KIB,), nbd_bytes=32 * KIB, nfs_versions=(),
+                          export_bytes=8 * MIB, server_ip="10.77.0.9", timeout_s=300)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("cannot reach the NBD server at 10.77.0.9:10809: ")
+    assert "@@NET TEARDOWN clean" in info.value.output
+    assert _leftovers(tmp_path) == []
+    assert sorted((tmp_path / "runs").glob("*.json")) == []     # every run's state file removed by its teardown
