@@ -31,9 +31,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass
 from importlib import resources
+
+from diskmodel.calibrate.harness.outputs import parse_input_json, read_input_bytes
 
 FORMAT = "diskmodel.lvm-costs"
 FORMAT_VERSION = 1
@@ -138,33 +139,13 @@ def costs_from_dict(data, source: str = "costs") -> FittedCosts:
 def read_costs(path) -> FittedCosts:
     """The :class:`FittedCosts` of a costs file (:func:`costs_from_dict`); OSError if it cannot be read."""
     source = os.fspath(path)
-    st = os.stat(source)
-    if stat.S_ISDIR(st.st_mode):
-        raise CostsFileError(source, "is a directory (give the lvm_costs.json that `diskmodel experiment` "
-                                     "writes in its report folder)")
-    if not stat.S_ISREG(st.st_mode):
-        raise CostsFileError(source, "is not a regular file (a device, a FIFO or a socket)")
-    if st.st_size > _MAX_FILE_BYTES:
-        raise CostsFileError(source, f"is {st.st_size} bytes, too large for a costs file")
-    with open(source, "rb") as fh:
-        raw = fh.read(_MAX_FILE_BYTES + 1)
+    raw = read_input_bytes(source, what="a costs JSON file", max_bytes=_MAX_FILE_BYTES, error=CostsFileError,
+                           hint="give the lvm_costs.json that `diskmodel experiment` writes in its report folder")
     return _parse(raw, source)
 
 
 def _parse(raw: bytes, source: str) -> FittedCosts:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CostsFileError(source, "is not a UTF-8 text file, hence not a costs JSON") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CostsFileError(source, "is empty" if not text.strip() else
-                             f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
-                             f"truncated?)") from None
-    except RecursionError:
-        raise CostsFileError(source, "is not a costs file (nested too deeply)") from None
-    return costs_from_dict(data, source)
+    return costs_from_dict(parse_input_json(raw, source, what="a costs file", error=CostsFileError), source)
 
 
 def fitted_costs() -> FittedCosts:

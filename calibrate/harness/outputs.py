@@ -83,6 +83,42 @@ def mark(data: dict, kind: str) -> dict:
     return {"format": format_marker(kind), "format_version": FORMAT_VERSIONS[kind], **rest}
 
 
+def read_input_bytes(path, *, what: str, hint: str, max_bytes: int, error) -> bytes:
+    """The bytes of an input file the user named (a calibration, a costs file, ...).
+
+    A directory, a device, a FIFO or a socket, and a file over *max_bytes* are
+    refused with ``error(source, message)`` naming *what* the file should be and
+    *hint* (how to get one); a path that cannot be read raises the ``OSError``."""
+    source = os.fspath(path)
+    st = os.stat(source)
+    if stat.S_ISDIR(st.st_mode):
+        raise error(source, f"is a directory, not {what} ({hint})")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(source, f"is not a regular file (a device, a FIFO or a socket); {hint}")
+    if st.st_size > max_bytes:
+        raise error(source, f"is {st.st_size} bytes, too large for {what}")
+    with open(source, "rb") as fh:
+        return fh.read(max_bytes + 1)
+
+
+def parse_input_json(raw: bytes | str, source: str, *, what: str, error):
+    """The JSON value in *raw* (an input file's bytes, or text), or ``error(source, message)``
+    saying it is not UTF-8, empty, not valid JSON (where, and that it may be truncated) or
+    nested too deeply."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise error(source, f"is not a UTF-8 text file, hence not {what}") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise error(source, "is empty" if not raw.strip() else
+                    f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated?)") from None
+    except RecursionError:
+        raise error(source, f"is not {what} (nested too deeply)") from None
+
+
 def _load_json_object(path) -> dict | None:
     try:
         st = os.stat(path)
