@@ -17,7 +17,8 @@ from diskmodel.calibrate.harness import results  # noqa: F401 (imported before a
 from diskmodel.calibrate.harness.backend import BackendProtocolError, BackendReadError, backend_from_spec
 from diskmodel.calibrate.harness.measure import BudgetTooSmall, calibrate
 from diskmodel.calibrate.harness.meter import Meter
-from diskmodel.calibrate.harness.stages import measure_rotation, measure_seek, minimum_reads
+from diskmodel.calibrate.harness.mechanics import measure_buffer
+from diskmodel.calibrate.harness.stages import measure_seek, minimum_reads
 from diskmodel.calibrate.harness.simulated import calibration_errors, simulated_disk
 from diskmodel.model.units import GIB
 
@@ -219,8 +220,9 @@ def test_minimum_reads_are_the_stages_own_minimums():
     sim = Virtual()
     counts = minimum_reads(sim.size_bytes, sim.block_size_bytes)
     meter = Meter(sim)
-    measure_rotation(meter, np.random.default_rng(0), budget_s=0.0)  # flash: no drop, the full search
-    assert meter.reads == counts["rotation"][0]
+    found = measure_buffer(meter, np.random.default_rng(0))  # flash: no read-ahead, the test alone
+    assert not found.detected
+    assert meter.reads == counts["buffer"][0] == stages.BUFFER_MIN_READS
     before = meter.reads
     measure_seek(meter, np.random.default_rng(0), budget_s=0.0)
     assert meter.reads - before == counts["seek"][0] == stages.SEEK_MIN_ROUNDS * 2 * 48
@@ -348,7 +350,7 @@ def test_read_many_returning_too_few_times():
             return super().read_many(offsets, length_bytes)[:-1] if len(offsets) > 1 else super().read_many(
                 offsets, length_bytes)
 
-    with pytest.raises(BackendReadError, match="returned 7 times for 8 reads"):
+    with pytest.raises(BackendReadError, match="returned 2 times for 3 reads"):  # the read-ahead test
         calibrate(Short(), budget_s=30, progress=False)
 
 

@@ -1,10 +1,13 @@
-"""``diskmodel calibrate (PATH | --backend MODULE:FACTORY | --simulated PRESET) [--budget-s S] [--json OUT]``.
+"""``diskmodel calibrate (PATH | --backend MODULE:FACTORY | --simulated PRESET) [--budget-s S] [--json OUT] [--destroy-data-on TARGET]``.
 
 Measures a device's rotation period, zone transfer rates and seek curve within
 a budget of device time, fits the model, runs the validity checks and prints
 a summary (and the JSON result with ``--json``). A real PATH is opened
 read-only with O_DIRECT (:func:`diskmodel.calibrate.harness.device.open_backend`);
-``--simulated`` takes a preset name or a DiskSim drive folder.
+``--simulated`` takes a preset name or a DiskSim drive folder. Nothing is
+written unless ``--destroy-data-on`` names the target again (then writes of
+zeros over random blocks time the writes and find the write cache:
+:mod:`diskmodel.calibrate.harness.writes`).
 """
 from __future__ import annotations
 
@@ -26,22 +29,32 @@ def add_parser(subparsers) -> None:
         ),
     )
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("path", nargs="?", default=None, help="a block device or a written regular file (read-only)")
+    target.add_argument("path", nargs="?", default=None,
+                        help="a block device or a written regular file, read-only (no default: give PATH, "
+                             "--backend or --simulated)")
     target.add_argument("--backend", metavar="MODULE:FACTORY",
-                        help="import MODULE from the Python path and call FACTORY() to get the backend")
+                        help="import MODULE from the Python path and call FACTORY() to get the backend "
+                             "(default: none)")
     target.add_argument("--simulated", metavar="PRESET",
-                        help="a simulated disk: a preset name (hp97560, hp_c2247a, wd800bd) or a DiskSim drive "
-                             "folder (e.g. ../shared/data/disksim/G4_4TB)")
+                        help="a simulated disk: a preset name (hp97560, hp_c2247a, wd800bd), a bundled DiskSim "
+                             "drive (e.g. G4_4TB; 'diskmodel validate-trace --list') or a DiskSim drive folder "
+                             "(default: none)")
     parser.add_argument("--budget-s", type=positive_seconds, default=None, metavar="S",
                         help="device time to spend [s] (default 120 for a simulated disk, 60 for real storage)")
     parser.add_argument("--json", metavar="OUT", default=None,
                         help="write the result as JSON to OUT ('-': stdout); OUT must be new or an earlier "
-                             "calibration result (checked before the run starts)")
+                             "calibration result (checked before the run starts) (default: none, no file)")
     parser.add_argument("--force", action="store_true",
                         help="let --json overwrite a regular file that is not an earlier calibration result "
-                             "(never a device, a directory or the target measured)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the measurement design (and the simulation)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+                             "(never a device, a directory or the target measured) (default: off)")
+    parser.add_argument("--destroy-data-on", metavar="TARGET", default=None,
+                        help="also time writes and find whether the write cache is on: writes zeros over "
+                             "random blocks of TARGET, DESTROYING its data; TARGET must name the target "
+                             "again (the same PATH, or the same --backend spec) (default: none, read-only)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the measurement design and of the simulation (default: %(default)s)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (default: a progress bar when stderr is a terminal)")
     parser.set_defaults(handler=_run)
 
 
@@ -53,8 +66,10 @@ def _open_target(args):
     if args.simulated is not None:
         from diskmodel.calibrate.harness.simulated import simulated_disk
 
+        from diskmodel.data.disksim.bundled import preset_or_drive
+
         try:
-            backend = simulated_disk(args.simulated, seed=args.seed)
+            backend = simulated_disk(preset_or_drive(args.simulated), seed=args.seed)
         except (ValueError, OSError) as exc:
             raise UsageError(f"--simulated {args.simulated}: {_reason(exc)}") from exc
         return backend, None, None, args.budget_s or 120.0, f"the simulated disk {args.simulated}"
@@ -67,6 +82,9 @@ def _open_target(args):
                 from exc
         except Exception as exc:  # the factory or the module failed in a way measure did not word
             raise UsageError(f"--backend {args.backend}: {type(exc).__name__}: {exc}") from exc
+        except SystemExit as exc:  # e.g. --backend sys:exit: the factory ended the interpreter, not the run
+            raise UsageError(f"--backend {args.backend}: importing or calling it called exit({exc.code!r}) "
+                             f"instead of returning a backend") from exc
         return backend, getattr(backend, "close", None), None, args.budget_s or 60.0, f"--backend {args.backend}"
     from diskmodel.calibrate.harness.device import open_backend
 
@@ -84,6 +102,22 @@ def _open_target(args):
     return backend, backend.close, path, args.budget_s or 60.0, path
 
 
+def _check_destroy(args) -> None:
+    """--destroy-data-on must name the target again; checked before anything is opened."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.calibrate.harness.writes import same_target
+
+    destroy = args.destroy_data_on
+    if destroy is None:
+        return
+    if args.simulated is not None:
+        raise UsageError(f"--destroy-data-on {destroy}: a simulated disk (--simulated) has no writes to calibrate")
+    target = args.path if args.path is not None else args.backend
+    if not same_target(destroy, target, is_path=args.path is not None):
+        raise UsageError(f"--destroy-data-on {destroy} does not name the target {target}: refusing to write "
+                         f"(give the target again to destroy its data; without the flag nothing is written)")
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror + (f": {exc.filename}" if exc.filename else "")
@@ -97,18 +131,27 @@ def _run(args) -> int:
     from diskmodel.calibrate.harness.results import calibration_to_json
 
     measured = tuple(p for p in (args.path,) if p)
+    _check_destroy(args)
     # The output is checked before anything is opened or measured.
     outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
     with outputs.output_lock(args.json):
         backend, close, path, budget, source = _open_target(args)
+        writer = None
         try:
             backend_path = getattr(backend, "path", None)
             if args.json is not None and isinstance(backend_path, str) and backend_path not in measured:
                 measured += (backend_path,)
                 outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
+            if args.destroy_data_on is not None:
+                from diskmodel.calibrate.harness.writes import writer_for
+
+                try:
+                    writer = writer_for(backend, path)
+                except (ValueError, OSError) as exc:
+                    raise UsageError(f"--destroy-data-on {args.destroy_data_on}: {_reason(exc)}") from exc
             try:
                 result = calibrate(backend, budget_s=budget, seed=args.seed, path=path,
-                                   progress=False if args.no_progress else None)
+                                   progress=False if args.no_progress else None, writer=writer)
             except BudgetTooSmall as exc:
                 shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
                 raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration of "
@@ -128,6 +171,8 @@ def _run(args) -> int:
         finally:
             if close is not None:
                 close()
+            if writer is not None and writer is not backend:
+                writer.close()
         text = calibration_to_json(result)
         if args.json == "-":
             outputs.write_output_atomically("-", text, kind="calibration")

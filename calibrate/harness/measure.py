@@ -2,9 +2,15 @@
 
 :func:`calibrate` measures a device through any backend
 (:mod:`diskmodel.calibrate.harness.backend`): a probe of a few reads prices a
-read, then the stages (:mod:`diskmodel.calibrate.harness.stages`: rotation,
-zones, seek) measure through one :class:`~diskmodel.calibrate.harness.meter.Meter`,
-and it checks, fits (:func:`diskmodel.model.fit.fit_calibration`), and returns a
+read, then the stages measure through one :class:`~diskmodel.calibrate.harness.meter.Meter`:
+the drive's buffer first (:mod:`diskmodel.calibrate.harness.mechanics`: is there
+read-ahead?), the zones (:mod:`diskmodel.calibrate.harness.stages`), the
+rotation with patterns no buffer serves, then, where the budget pays, the
+buffer's segments and the track changes (skews, surfaces, head switch,
+command overhead), and the seek curve; with a ``writer`` (only where the user
+named the target twice: ``--destroy-data-on``) the writes
+(:mod:`diskmodel.calibrate.harness.writes`). It checks, fits
+(:func:`diskmodel.model.fit.fit_calibration`), and returns a
 :class:`diskmodel.model.fit.CalibrationResult`.
 
 The budget is a hard cap: the Meter prices every batch of reads from the
@@ -27,10 +33,12 @@ import numpy as np
 
 from diskmodel.calibrate.harness.backend import check_backend
 from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
+from diskmodel.calibrate.harness.mechanics import (measure_buffer, measure_rotation, measure_tracks,
+                                                   size_buffer)
+from diskmodel.calibrate.harness.writes import WRITE_COUNT, WriteMeasurement, measure_writes
 from diskmodel.calibrate.harness.stages import (PROBE_READS, ROTATION_MIN_STARTS, SEEK_MIN_ROUNDS,
-                                                ZONE_MIN_LOCATIONS, ZONE_MIN_TRANSFER_S, measure_rotation,
-                                                measure_seek, measure_zones, minimum_reads, refine_rotation,
-                                                zone_rate_at)
+                                                ZONE_MIN_LOCATIONS, ZONE_MIN_TRANSFER_S, measure_seek,
+                                                measure_zones, minimum_reads, zone_rate_at)
 
 __all__ = ["BudgetTooSmall", "calibrate", "WALL_TIME_MULTIPLE", "FIT_ALLOWANCE_S"]
 
@@ -48,6 +56,8 @@ __all__ = ["BudgetTooSmall", "calibrate", "WALL_TIME_MULTIPLE", "FIT_ALLOWANCE_S
 # (FIT_ALLOWANCE_S: what the stated bound allows for them; they are not cut off).
 WALL_TIME_MULTIPLE = 2.0
 FIT_ALLOWANCE_S = 10.0
+# Reads the track changes take (mechanics.measure_tracks: four chains of 121, a bisection of 24 x 16)
+TRACK_READS = 4 * 121 + 24 * 16
 
 
 def _round_up(x: float) -> float:
@@ -107,9 +117,9 @@ def _check_budget(budget_s) -> float:
     return budget
 
 
-_STAGES = ("probe", "rotation", "zones", "seek")
-_STAGE_MINIMUM = {"rotation": f"{ROTATION_MIN_STARTS} start points", "zones": f"{ZONE_MIN_LOCATIONS} locations",
-                  "seek": f"{SEEK_MIN_ROUNDS} rounds"}
+_STAGES = ("probe", "buffer", "zones", "rotation", "seek")
+_STAGE_MINIMUM = {"buffer": "its test for read-ahead", "rotation": f"{ROTATION_MIN_STARTS} start points",
+                  "zones": f"{ZONE_MIN_LOCATIONS} locations", "seek": f"{SEEK_MIN_ROUNDS} rounds"}
 
 
 def _minimum_cost_s(counts: dict, per_read_s: float, stages) -> float:
@@ -147,7 +157,7 @@ def _progress_bar(total_s: float, enabled):
 
 
 def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None, path=None,
-              kind: str | None = None, fractions=(0.08, 0.37, 0.55)):
+              kind: str | None = None, fractions=(0.15, 0.30, 0.55), writer=None):
     """Measure rotation, zones and the seek curve of *backend*, fit, check.
 
     Parameters
@@ -173,6 +183,10 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     kind : "device", "simulated" or "custom"; default from the backend's type.
     fractions : (rotation, zones, seek)
         Shares of the budget.
+    writer : None (the default: read-only, nothing is written), or what writes the target
+        (:func:`diskmodel.calibrate.harness.writes.writer_for`): then, after the
+        reads, ``WRITE_COUNT`` one-block writes of zeros at random offsets time the
+        writes and find whether a write cache is on. DESTROYS the data there.
 
     Notes
     -----
@@ -180,11 +194,13 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     taken out of every seek pair with half a revolution, is known to within
     the time one block takes to pass under the head: use the device's
     smallest block (its logical sector) for the best seek times. A drive
-    whose read cache serves an immediate re-read of the same block shows no
-    sawtooth (disable its read cache, as DIXtrac does, to measure rotation).
+    that reads ahead needs no change of settings: the buffer is found first,
+    and the rotation and the seek pairs use patterns it cannot serve (reads
+    below the last one). A drive that buffers whole tracks, the blocks before
+    a read too, is not covered: its descending chains would be hits.
 
-    Each stage has a minimum (4 start points of the sawtooth, 16 zone
-    locations, 3 rounds of seek pairs: the ``*_MIN_*`` constants, counted by
+    Each stage has a minimum (the read-ahead test, 16 zone locations, 3 start
+    points of the rotation, 3 rounds of seek pairs: the ``*_MIN_*`` constants, counted by
     :func:`minimum_reads`); a stage gets its share of the budget, or its minimum
     where that is more, and leaves the later stages' minimums (priced by the
     probe) paid for. A budget too small for the minimums is refused:
@@ -248,19 +264,33 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
                        f"calibration stops at {WALL_TIME_MULTIPLE:g} x budget_s of wall time")
         if len(costs) < PROBE_READS or need > budget:
             raise BudgetTooSmall(budget, need, reads=n_min, per_read_s=fastest, long_reads=n_long, why=why)
-        stage, stage_reads = "rotation", meter.reads
+        stage, stage_reads = "buffer", meter.reads
         try:
-            later = _minimum_cost_s(counts, typical, ("zones", "seek"))
-            rotation = measure_rotation(meter, rng, budget_s=min(f_rot * budget, max(meter.remaining_s - later, 0.0)))
+            buffer = measure_buffer(meter, rng)
             stage, stage_reads = "zones", meter.reads
-            est = meter.cost_estimate(meter.block_size_bytes, "rotation")  # dearer than the probe said?
-            later = _minimum_cost_s(counts, max(typical, est[0] if est is not None else 0.0), ("seek",))
+            later = _minimum_cost_s(counts, typical, ("rotation", "seek"))
             zones = measure_zones(meter, rng, budget_s=min(f_zone * budget, max(meter.remaining_s - later, 0.0)),
-                                  rotation_period_s=rotation.period_s)
-            rotation = refine_rotation(rotation, meter.block_size_bytes,
-                                       lambda o: zone_rate_at(zones.zones, o))
+                                  rotation_period_s=buffer.rough_period_s)
+
+            def rate_at(o):
+                return zone_rate_at(zones.zones, o)
+
+            stage, stage_reads = "rotation", meter.reads
+            est = meter.cost_estimate(meter.block_size_bytes, "zones")  # dearer than the probe said?
+            later = _minimum_cost_s(counts, max(typical, est[0] if est is not None else 0.0), ("seek",))
+            share = min(f_rot * budget, max(meter.remaining_s - later, 0.0))
+            used0 = meter.used_s
+            rotation = measure_rotation(meter, rng, budget_s=0.3 * share, buffer=buffer, rate_at=rate_at)
+            # beyond the minimums: the buffer's size and the track changes, where the budget pays
+            buffer, tracks = _beyond_minimum(meter, rng, buffer, rotation, rate_at, used0 + share, later)
             stage, stage_reads = "seek", meter.reads
-            seek = measure_seek(meter, rng, budget_s=max(meter.remaining_s, 0.0))
+            period = rotation.period_s
+            seek_budget = max(meter.remaining_s, 0.0)
+            if writer is not None:  # room for the writes and their reads (and the wall time they take)
+                price = max(typical, est[0] if est else 0.0)
+                seek_budget = max(seek_budget - max(8 * WRITE_COUNT * price, 0.05 * budget), 0.0)
+            seek = measure_seek(meter, rng, budget_s=seek_budget, backward=buffer.detected,
+                                bytes_per_track_at=None if period is None else (lambda o: rate_at(o) * period))
         except BudgetExhausted as exc:
             # The reads were dearer than the probe said. The minimum: the budget (it did not
             # do), and the rest of this stage's minimum and the later stages' minimums at this
@@ -281,6 +311,12 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
     finally:
         if bar is not None:
             bar.close()
+    writes = None
+    if writer is not None:
+        try:
+            writes = measure_writes(meter, rng, writer)
+        except BudgetExhausted:
+            writes = WriteMeasurement(None, None, "not measured: the budget ran out before the writes")
     stat_after = chk.read_device_stat(path) if path is not None else None
     verdicts = []
     if kind == "simulated":
@@ -312,11 +348,81 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         target=str(path) if path is not None else type(backend).__name__, kind=kind,
         size_bytes=meter.size_bytes, block_size_bytes=meter.block_size_bytes, budget_s=budget,
         rotation_period_s=rotation.period_s, rotation_period_bse_s=rotation.period_bse_s,
-        rotation_period_samples_s=list(rotation.period_samples_s), overhead_s=rotation.overhead_s,
+        rotation_period_samples_s=list(rotation.period_samples_s),
+        overhead_s=_media_floor(rotation, tracks),
         block_transfer_s=rotation.block_transfer_s, rotation_detail=rotation.detail,
         zone_locations_bytes=zones.locations_bytes, zone_rates_bytes_per_s=zones.rates_bytes_per_s,
         zone_read_length_bytes=zones.read_length_bytes, zones=zones.zones, zone_detail=zones.detail,
         seek_from_bytes=seek.from_bytes, seek_to_bytes=seek.to_bytes, seek_time_s=seek.time_s,
         seek_designed=seek.designed, seek_round=seek.round, seek_distances_bytes=seek.distances_bytes,
         seek_detail=seek.detail, checks=tuple(verdicts), device_time_s=float(meter.spent_s),
-        wall_time_s=float(time.perf_counter() - wall0), reads=int(meter.reads)))
+        wall_time_s=float(time.perf_counter() - wall0), reads=int(meter.reads),
+        **_drive_figures(buffer, rotation, tracks, writes)))
+
+
+def _media_floor(rotation, tracks):
+    """The floor of a one-block read from the media: the command overhead and a block's passage."""
+    if rotation.period_s is None:
+        return None
+    overhead = tracks.command_overhead.value
+    if overhead is None:
+        return rotation.overhead_s
+    return overhead + rotation.block_transfer_s
+
+
+def _beyond_minimum(meter: Meter, rng, buffer, rotation, rate_at, until_s: float, later_s: float):
+    """The buffer's segment size and count, and the track changes, while the budget (up to
+    *until_s* of it used, and *later_s* left for the later stages) pays; what it cannot pay
+    for is not visible, and says so."""
+    from diskmodel.calibrate.harness.mechanics import NOT_VISIBLE, Quantity, TrackMeasurement
+
+    tracks = None
+    why = "the budget ran out before it was measured"
+    try:
+        if buffer.detected and meter.used_s < until_s:
+            buffer = size_buffer(meter, rng, buffer, rate_at)
+        # the track changes take about TRACK_READS reads of under a revolution each
+        cost = TRACK_READS * 0.7 * (rotation.period_s or 0.0)
+        if (rotation.period_s is not None and meter.used_s < until_s
+                and meter.remaining_s - later_s > 1.5 * cost):
+            tracks = measure_tracks(meter, rng, rotation, buffer)
+    except BudgetExhausted:
+        pass
+    if tracks is None:
+        if rotation.period_s is None:
+            why = "no rotation: no tracks"
+        missing = Quantity(None, NOT_VISIBLE, why)
+        overhead = (Quantity(None, NOT_VISIBLE, "no rotation: a flat latency model holds the per-request time")
+                    if rotation.period_s is None else missing)
+        tracks = TrackMeasurement(missing, missing, missing, missing, overhead, [], why)
+    return buffer, tracks
+
+
+def _drive_figures(buffer, rotation, tracks, writes) -> dict:
+    """The drive's figures of a calibration (CalibrationMeasurements' keywords), each with its status."""
+    from diskmodel.model.fit.calibration import ParameterStatus
+
+    status = [ParameterStatus("rotation_period_s", "measured" if rotation.period_s is not None else "not visible",
+                              rotation.detail)]
+    if not buffer.detected:
+        ra = (False, None, None)
+        status.append(ParameterStatus("read_ahead", "measured", buffer.detail))
+    else:
+        ra = (True, buffer.segment_bytes, buffer.segments)
+        sized = buffer.segment_bytes is not None and buffer.segments is not None
+        status.append(ParameterStatus("read_ahead", "measured" if sized else "estimated", buffer.detail))
+    figures = {"read_ahead": ra}
+    for key, q in (("head_switch_s", tracks.head_switch), ("track_skew_fraction", tracks.track_skew),
+                   ("cylinder_skew_fraction", tracks.cylinder_skew), ("surfaces", tracks.surfaces),
+                   ("command_overhead_s", tracks.command_overhead)):
+        figures[key] = q.value
+        status.append(ParameterStatus(key, q.status, q.detail))
+    if writes is None:
+        status.append(ParameterStatus("write_cache", "not visible", "not measured: the calibration was read-only "
+                                                                    "(writes only with --destroy-data-on)"))
+    else:
+        figures["write_cache"], figures["write_service_s"] = writes.write_cache, writes.median_write_s
+        status.append(ParameterStatus("write_cache", "not visible" if writes.write_cache is None else "measured",
+                                      writes.detail))
+    figures["parameter_status"] = tuple(status)
+    return figures

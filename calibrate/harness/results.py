@@ -7,7 +7,15 @@ the ``format`` marker and ``format_version``, then the keys of
 readers), checked against :data:`SCHEMA` when read. Reading fits the
 measurements again (deterministically): the derived keys are never trusted.
 
-Versions: 2 (written now) and 1 (read). They hold the same measurements;
+Versions: 3 (written now), 2 and 1 (read). Version 3 adds the drive's
+figures: ``head_switch_s``, ``track_skew_fraction`` and
+``cylinder_skew_fraction`` (of a revolution), ``surfaces``, ``read_ahead``
+(``{"detected", "segment_bytes", "segments"}``), ``command_overhead_s``,
+``write_cache`` and ``write_service_s`` (null unless the calibration wrote), each
+null where the timing does not show it, and ``detail``: for each figure and
+the rotation period, ``{"status": "measured" | "estimated" | "not visible",
+"detail": why}``. A file of version 1 or 2 reads with those figures not
+visible (and says so). Versions 1 and 2 hold the same measurements;
 version 2 adds the key ``model`` ("calibration", as every fit result's
 ``to_dict()`` names its class), and its derived fit objects (``seek_fit``,
 ``seek_fit_table``, ``latency_model``, ``flat_test``) are the fit results'
@@ -21,20 +29,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from pathlib import Path
 
 from diskmodel.calibrate.harness import outputs
+from diskmodel.calibrate.harness.outputs import parse_input_json, read_input_bytes
 from diskmodel.model.fit import CalibrationResult
 
-__all__ = ["CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA", "validate_calibration_dict",
+__all__ = ["CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA", "SCHEMA_V3", "validate_calibration_dict",
            "calibration_to_dict", "calibration_to_json", "calibration_from_dict", "calibration_from_json"]
 
 # The "format" marker and "format_version" of the JSON that calibration_to_json writes.
 JSON_FORMAT = outputs.format_marker("calibration")
 FORMAT_VERSION = outputs.FORMAT_VERSIONS["calibration"]
 # Versions this diskmodel reads.
-KNOWN_FORMAT_VERSIONS = (1, 2)
+KNOWN_FORMAT_VERSIONS = (1, 2, 3)
 # Markers of earlier diskmodel versions (no "format_version" key): read as version 1
 # when they otherwise validate (the keys and their meaning did not change).
 LEGACY_FORMATS = {"diskmodel-calibration/1": 1}
@@ -54,7 +62,8 @@ class CalibrationFileError(ValueError):
         self.key = key
 
 
-# The declared schema of a calibration JSON (format_version 1 and 2): key -> (type, constraint).
+# The declared schema of a calibration JSON (format_version 3; 1 and 2 lack SCHEMA_V3's keys):
+# key -> (type, constraint).
 #
 # type: "int", "number" (int or float, finite, never a bool), "str", "bool",
 #   "object", "list", with "|null" where null is allowed; "list[T]": a list of T.
@@ -116,6 +125,22 @@ SCHEMA: dict[str, tuple] = {
     "reads": ("int", ">= 0"),
     "checks": ("list[object]", _CHECK_SCHEMA),
 }
+# The keys version 3 adds (required there; absent from versions 1 and 2).
+_READ_AHEAD_SCHEMA = {"detected": ("bool|null", None), "segment_bytes": ("int|null", "> 0"),
+                      "segments": ("int|null", "> 0")}
+SCHEMA_V3: dict[str, tuple] = {
+    "head_switch_s": ("number|null", ">= 0"),
+    "track_skew_fraction": ("number|null", ">= 0"),
+    "cylinder_skew_fraction": ("number|null", ">= 0"),
+    "surfaces": ("int|null", "> 0"),
+    "read_ahead": ("object", _READ_AHEAD_SCHEMA),
+    "command_overhead_s": ("number|null", ">= 0"),
+    "write_cache": ("bool|null", None),
+    "write_service_s": ("number|null", ">= 0"),
+    "detail": ("object", None),
+}
+_STATUS_SCHEMA = {"status": ("str", None), "detail": ("str", None)}
+SCHEMA.update(SCHEMA_V3)  # the current version's keys: all of them
 # Keys to_dict writes for readers that reading recomputes from the samples:
 # type-checked where present, not required.
 DERIVED_KEYS = frozenset({"model", "mechanical_seek", "flat_test", "seek_curve_table", "seek_curve_spread",
@@ -269,7 +294,16 @@ def validate_calibration_dict(data, source: str = "calibration") -> int:
         what = "no 'format' key" if "format" not in data else f"key 'format' is {_shown(marker)}"
         raise CalibrationFileError(source, f"not a diskmodel calibration result ({what}; expected "
                                            f"{JSON_FORMAT!r}, as `diskmodel calibrate --json` writes)", "format")
+    if version < 3:
+        schema = {k: v for k, v in schema.items() if k not in SCHEMA_V3}
     _check_object(source, "", data, schema, derived=DERIVED_KEYS)
+    if version >= 3:
+        for name, entry in data["detail"].items():
+            _check_value(source, f"detail.{name}", entry, "object", _STATUS_SCHEMA)
+            if entry["status"] not in ("measured", "estimated", "not visible"):
+                raise CalibrationFileError(source, f"key 'detail.{name}.status' must be 'measured', 'estimated' "
+                                                   f"or 'not visible' (got {_shown(entry['status'])})",
+                                           f"detail.{name}.status")
 
     def bad(key: str, message: str):
         raise CalibrationFileError(source, f"key '{key}' {message}", key)
@@ -356,30 +390,12 @@ def calibration_from_json(text_or_path) -> CalibrationResult:
         and not os.path.exists(text_or_path)
     if isinstance(text_or_path, (str, os.PathLike)) and not is_text:
         source = os.fspath(text_or_path)
-        st = os.stat(source)
-        if stat.S_ISDIR(st.st_mode):
-            raise CalibrationFileError(source, "is a directory, not a calibration JSON file "
-                                               "(give the file `diskmodel calibrate --json` wrote)")
-        if not stat.S_ISREG(st.st_mode):
-            raise CalibrationFileError(source, "is not a regular file (a device, a FIFO or a socket); give "
-                                               "the JSON file `diskmodel calibrate --json` wrote")
-        if st.st_size > MAX_FILE_BYTES:
-            raise CalibrationFileError(source, f"is {st.st_size} bytes, too large for a calibration result")
-        raw = Path(source).read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise CalibrationFileError(source, "is not a UTF-8 text file, hence not a calibration JSON") from None
+        text = read_input_bytes(source, what="a calibration JSON file", max_bytes=MAX_FILE_BYTES,
+                                error=CalibrationFileError,
+                                hint="give the JSON file `diskmodel calibrate --json` wrote")
     elif isinstance(text_or_path, str):
         source, text = "text_or_path (JSON text)", text_or_path
     else:
         raise TypeError(f"text_or_path must be JSON text or a path (got {type(text_or_path).__name__})")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        what = "is empty" if not text.strip() else (f"is not valid JSON ({exc.msg} at line {exc.lineno} "
-                                                     f"column {exc.colno}; truncated?)")
-        raise CalibrationFileError(source, what) from None
-    except RecursionError:
-        raise CalibrationFileError(source, "is not a calibration result (nested too deeply)") from None
+    data = parse_input_json(text, source, what="a calibration result", error=CalibrationFileError)
     return calibration_from_dict(data, source=source)

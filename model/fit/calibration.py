@@ -5,8 +5,8 @@ sample, the rotation and zone measurements, the checks it made).
 :func:`fit_calibration` derives the seek curve (the time of each read less the
 mean rotational wait, half a period, and the minimum per-request overhead
 with a block's transfer), drops outliers, tests whether latency is flat
-against distance, and fits: the two-piece curve and the measured table where
-there is a mechanical seek, a flat latency model where there is none; it adds
+against distance, and fits: the two-piece curve and the measured table (the
+bin means as a non-negative, non-decreasing curve) where there is a mechanical seek, a flat latency model where there is none; it adds
 the ``plausibility`` check, which says whether that picture holds together.
 
 :class:`CalibrationResult` is the frozen outcome: the measurements' fields,
@@ -32,10 +32,13 @@ from .base import FitResult, Parameter, Parameters, frozen_array, json_safe
 from .latency import FlatLatencyFit, FlatnessTest, fit_flat_latency, flatness_test
 from .seek import TableFit, TwoPieceFit, fit_table, fit_two_piece
 
-__all__ = ["Verdict", "CalibrationMeasurements", "CalibrationResult", "fit_calibration", "PLAUSIBILITY"]
+__all__ = ["Verdict", "ParameterStatus", "STATUSES", "CalibrationMeasurements", "CalibrationResult",
+           "fit_calibration", "PLAUSIBILITY"]
 
 #: The name of the check fit_calibration derives from the fits (any check of that name measured is replaced).
 PLAUSIBILITY = "plausibility"
+#: Seek pairs closer than this [tracks] are left out of the seek curve's fits (see fit_calibration).
+SHORTEST_SEEK_TRACKS = 2.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,26 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+#: How a calibrated figure was obtained.
+STATUSES = ("measured", "estimated", "not visible")
+
+
+@dataclass(frozen=True)
+class ParameterStatus:
+    """How one figure of a calibration was obtained: ``status`` one of :data:`STATUSES`, and why."""
+
+    name: str
+    status: str
+    detail: str
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status of {self.name} must be one of {', '.join(STATUSES)} (got {show(self.status)})")
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "detail": self.detail}
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,9 +117,29 @@ class CalibrationMeasurements:
     device_time_s: float = 0.0
     wall_time_s: float = 0.0
     reads: int = 0
+    head_switch_s: float | None = None
+    track_skew_fraction: float | None = None
+    cylinder_skew_fraction: float | None = None
+    surfaces: int | None = None
+    read_ahead: tuple = (None, None, None)
+    command_overhead_s: float | None = None
+    write_cache: bool | None = None
+    write_service_s: float | None = None
+    parameter_status: tuple = ()
 
     def __post_init__(self):
         set_ = object.__setattr__
+        if len(self.read_ahead) != 3:
+            raise ValueError(f"read_ahead must be (detected, segment_bytes, segments) (got {show(self.read_ahead)})")
+        set_(self, "read_ahead", tuple(self.read_ahead))
+        set_(self, "parameter_status", tuple(ParameterStatus(*p) if not isinstance(p, ParameterStatus) else p
+                                             for p in self.parameter_status))
+        if self.surfaces is not None:
+            whole_number("surfaces", self.surfaces, minimum=1)
+        for name in ("head_switch_s", "command_overhead_s", "write_service_s"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0 or None (got {show(v)})")
         whole_number("size_bytes", self.size_bytes, minimum=1)
         whole_number("block_size_bytes", self.block_size_bytes, minimum=1)
         for name, dtype in (("zone_locations_bytes", np.int64), ("zone_rates_bytes_per_s", float),
@@ -177,12 +220,21 @@ def fit_calibration(measurements: CalibrationMeasurements) -> "CalibrationResult
         q1, q3 = np.percentile(seek[in_bin], [25, 75])
         keep &= ~(in_bin & (seek > q3 + 3 * (q3 - q1)))
     flat = flatness_test(distance[keep], m.seek_time_s[keep])
-    fits = {"table": fit_table(distance[keep], seek[keep], bins=bins)}
+    if m.rotation_period_s is not None and not flat.flat:
+        # Within two tracks a pair's positioning is none or a head switch (measured on its own),
+        # and its rotational wait is set by the geometry, not spread over a revolution: such
+        # pairs say nothing of the seek curve and are left out of its fits.
+        tracks = np.abs(m.track_of_bytes(m.seek_to_bytes) - m.track_of_bytes(m.seek_from_bytes))
+        keep &= tracks >= SHORTEST_SEEK_TRACKS
+    # a mechanical seek's table is a physical seek curve: non-negative and non-decreasing in distance
+    # (the means of short distances, where a uniform rotational wait is only approached, may fall
+    # below 0 by chance)
+    mechanical = m.rotation_period_s is not None and not flat.flat
+    fits = {"table": fit_table(distance[keep], seek[keep], bins=bins, physical=mechanical)}
     if m.rotation_period_s is not None and not flat.flat:
         # The two-piece curve is fitted against the distance in tracks, the
         # physical coordinate of a seek: a track holds rate * T_rot bytes, so
         # outer zones hold more bytes per track than inner ones.
-        tracks = np.abs(m.track_of_bytes(m.seek_to_bytes) - m.track_of_bytes(m.seek_from_bytes))
         ok = keep & (tracks > 0)
         try:
             fits["two_piece"] = fit_two_piece(tracks[ok], seek[ok], method="rlm", distance_unit="tracks")
@@ -197,6 +249,27 @@ def fit_calibration(measurements: CalibrationMeasurements) -> "CalibrationResult
     measured = {f.name: getattr(m, f.name) for f in dataclasses.fields(CalibrationMeasurements)}
     return CalibrationResult(**{**measured, "checks": checks}, seek_baseline_s=baseline, seek_kept=keep,
                              flat_test=flat, **fits)
+
+
+#: The drive's figures a calibration file of format 3 holds (each null where not visible).
+DRIVE_FIGURES = ("head_switch_s", "track_skew_fraction", "cylinder_skew_fraction", "surfaces", "read_ahead",
+                 "command_overhead_s", "write_cache")
+
+
+def _drive_figures(data: dict) -> dict:
+    """The drive's figures of a :meth:`CalibrationResult.to_dict` output; those of a file of
+    an earlier format (which has none) are not visible, and say so."""
+    if "read_ahead" not in data:
+        why = "not measured: calibrated by a diskmodel that wrote calibration format 1 or 2"
+        return {"parameter_status": tuple(ParameterStatus(k, "not visible", why) for k in DRIVE_FIGURES)}
+    ra = data["read_ahead"]
+    return {"head_switch_s": data["head_switch_s"], "track_skew_fraction": data["track_skew_fraction"],
+            "cylinder_skew_fraction": data["cylinder_skew_fraction"], "surfaces": data["surfaces"],
+            "read_ahead": (ra["detected"], ra["segment_bytes"], ra["segments"]),
+            "command_overhead_s": data["command_overhead_s"],
+            "write_cache": data["write_cache"], "write_service_s": data["write_service_s"],
+            "parameter_status": tuple(ParameterStatus(k, v["status"], v["detail"])
+                                      for k, v in data.get("detail", {}).items())}
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -393,6 +466,7 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
             lines.append(fit._summary_title())
         else:
             lines.append(f"seek: measured table only ({self.two_piece_error})")
+        lines += self._drive_lines()
         rates = np.array([z[2] for z in self.zones])
         lines.append(f"zones: {len(self.zones)}, rates {rates.min() / 1e6:.2f}..{rates.max() / 1e6:.2f} MB/s "
                      f"({self.zone_detail})")
@@ -401,6 +475,32 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
             mark = {True: "PASS", False: "FAIL", None: "n/a "}[v.passed]
             lines.append(f"  [{mark}] {v.name}: {v.detail}")
         return "\n".join(lines)
+
+    def _drive_lines(self) -> list:
+        """The drive's figures, each with how it was obtained."""
+        status = {p.name: p for p in self.parameter_status}
+        ra = self.read_ahead
+        shown = {
+            "read_ahead": ("not measured" if ra[0] is None else "none" if not ra[0] else
+                           f"yes, {'?' if ra[2] is None else ra[2]} segment(s) of "
+                           f"{'?' if ra[1] is None else ra[1]} bytes"),
+            "head_switch_s": None if self.head_switch_s is None else f"{self.head_switch_s * 1e3:.4f} ms",
+            "track_skew_fraction": None if self.track_skew_fraction is None else f"{self.track_skew_fraction:.4f} rev",
+            "cylinder_skew_fraction": (None if self.cylinder_skew_fraction is None
+                                       else f"{self.cylinder_skew_fraction:.4f} rev"),
+            "surfaces": None if self.surfaces is None else str(self.surfaces),
+            "command_overhead_s": (None if self.command_overhead_s is None
+                                   else f"{self.command_overhead_s * 1e6:.1f} us"),
+            "write_cache": (None if self.write_cache is None else
+                            f"{'on' if self.write_cache else 'off'} (a write takes {self.write_service_s * 1e6:.1f} us)"),
+        }
+        lines = []
+        for name, text in shown.items():
+            p = status.get(name)
+            how = f" [{p.status}]" if p is not None else ""
+            lines.append(f"{name}: {text if text is not None else 'null'}{how}"
+                         + (f" ({p.detail})" if p is not None and text is None else ""))
+        return lines
 
     def _summary_title(self) -> str:
         return (f"calibration of {self.target} ({self.kind}), mechanical seek: "
@@ -461,6 +561,13 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
                              "baseline_s": self.seek_baseline_s, "detail": self.seek_detail},
             "device_time_s": self.device_time_s, "wall_time_s": self.wall_time_s, "reads": self.reads,
             "checks": [v.to_dict() for v in self.checks],
+            "head_switch_s": self.head_switch_s, "track_skew_fraction": self.track_skew_fraction,
+            "cylinder_skew_fraction": self.cylinder_skew_fraction, "surfaces": self.surfaces,
+            "read_ahead": {"detected": self.read_ahead[0], "segment_bytes": self.read_ahead[1],
+                           "segments": self.read_ahead[2]},
+            "command_overhead_s": self.command_overhead_s,
+            "write_cache": self.write_cache, "write_service_s": self.write_service_s,
+            "detail": {p.name: p.to_dict() for p in self.parameter_status},
         })
 
     @classmethod
@@ -487,4 +594,5 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
             seek_time_s=s["time_s"], seek_designed=s["designed"], seek_round=s["round"],
             seek_distances_bytes=s["design_distances_bytes"], seek_detail=s["detail"],
             checks=[Verdict(c["name"], c["passed"], c["detail"]) for c in data["checks"]],
-            device_time_s=data["device_time_s"], wall_time_s=data["wall_time_s"], reads=data["reads"]))
+            device_time_s=data["device_time_s"], wall_time_s=data["wall_time_s"], reads=data["reads"],
+            **_drive_figures(data)))

@@ -14,17 +14,28 @@ __all__ = ["calibrated_disk", "plot_seek_calibration", "plot_zone_calibration"]
 
 def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
     """A :class:`diskmodel.model.Disk` from a calibration: rpm from the rotation
-    period, zones from the measured rates, the fitted seek, the overhead.
+    period, zones from the measured rates, the fitted seek, the command overhead,
+    and what the calibration saw of the drive's mechanics and buffer.
 
-    The geometry is a stand-in: one surface, each zone's sectors per track
-    from its rate (``rate * T_rot / sector``) and as many tracks ("cylinders")
-    as fill its bytes. The two-piece curve is fitted in tracks already; the
-    table (against bytes) is rescaled by the mean bytes per track. *seek*:
-    ``"two_piece"``, ``"table"``, or ``"flat"`` for a device with no
-    mechanical seek (its flat latency model); the first two raise ValueError
-    where the device shows no mechanical seek.
+    The geometry has the surfaces measured (one where they were not visible, a
+    stand-in said in the estimates), each zone's sectors per track from its
+    rate under the head (the measured sustained rate and the time its track
+    changes lose to the skews: ``rate * (1 + w) * T_rot / sector``, ``w`` the
+    mean skew of a track change in revolutions), the track and cylinder skews
+    measured (as whole sectors), and as many cylinders as fill the zone's
+    bytes. The head switch and the command overhead are the measured ones;
+    a read-ahead found becomes a :class:`diskmodel.model.drive_cache.DriveCache` of its
+    segments, reading ahead a segment. The two-piece curve, fitted against
+    the calibration's tracks (``rate * T_rot`` bytes), is rescaled to the
+    geometry's cylinders (``surfaces * (1 + w)`` such tracks); the table
+    (against bytes) by the bytes per cylinder. *seek*: ``"two_piece"``,
+    ``"table"``, or ``"flat"`` for a device with no mechanical seek (its flat
+    latency model); the first two raise ValueError where the device shows no
+    mechanical seek.
     """
     from ..disk import Disk, flat_latency_disk
+    from ..drive_cache import DriveCache
+    from ..seek import TwoPieceSeek
     from ..zones import Geometry, Zone
 
     knee_note = None
@@ -43,53 +54,97 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
                          "would be meaningless; use to_disk(seek='flat') for its flat latency model")
     period = result.rotation_period_s
     sector = 512 if result.block_size_bytes % 512 == 0 else result.block_size_bytes
+    estimates = []
+    surfaces = result.surfaces
+    if surfaces is None:
+        surfaces = 1
+        estimates.append(("geometry", "one surface: the surfaces were not visible in the timing"))
+    track_skew = result.track_skew_fraction or 0.0
+    cylinder_skew = result.cylinder_skew_fraction if result.cylinder_skew_fraction is not None else track_skew
+    if result.track_skew_fraction is None and result.cylinder_skew_fraction is None:
+        estimates.append(("skews", "none: no track change was measured"))
+    # the mean time a track change loses to its skew [rev]: surfaces - 1 head switches, one cylinder switch
+    lost = ((surfaces - 1) * track_skew + cylinder_skew) / surfaces
     zones, first = [], 0
     for start, end, rate in result.zones:
-        spt = max(1, int(round(rate * period / sector)))
-        tracks = max(1, int(round((end - start) / (spt * sector))))
-        zones.append(Zone(first, first + tracks - 1, spt))
-        first += tracks
-    geometry = Geometry(1, tuple(zones), sector)
+        spt = max(1, int(round(rate * (1 + lost) * period / sector)))
+        cylinders = max(1, int(round((end - start) / (spt * sector * surfaces))))
+        zones.append(Zone(first, first + cylinders - 1, spt, int(round(track_skew * spt)) % spt,
+                          int(round(cylinder_skew * spt)) % spt))
+        first += cylinders
+    geometry = Geometry(surfaces, tuple(zones), sector)
     scale = result.size_bytes / geometry.cylinders
     if seek == "two_piece":
         if result.two_piece is None:
             raise ValueError(f"seek='two_piece': there is no two-piece fit ({result.two_piece_error})")
-        model = result.two_piece.as_seek(1.0)  # fitted in tracks, the stand-in's cylinders
-        if model.knee_cylinders >= geometry.cylinders:
-            # every distance the disk has is a short seek: the same curve with the knee on the
-            # last track (d <= knee takes a + b*sqrt(d)); said in the disk's estimates
-            knee_note = (f"the two-piece knee was fitted at {model.knee_cylinders:.6g} tracks, beyond the "
-                         f"stand-in's {geometry.cylinders} tracks: a + b*sqrt(d) covers every distance, "
-                         f"and the knee is put on the last track")
-            model = model.evolve(knee_cylinders=geometry.cylinders - 1)
+        per = surfaces * (1 + lost)  # the calibration's tracks in one of the disk's cylinders
+        p = result.two_piece.params
+        knee = float(p["knee_cylinders"]) / per
+        if knee >= geometry.cylinders - 1:
+            # every distance the disk has is a short seek: a + b*sqrt(d), with the knee on the last
+            # cylinder and the long piece (fitted beyond the disk, unused) continuing it flat;
+            # said in the disk's estimates
+            knee_note = (f"the two-piece knee was fitted at {float(p['knee_cylinders']):.6g} of the calibration's "
+                         f"tracks ({knee:.6g} cylinders), beyond the disk's "
+                         f"{geometry.cylinders}: a + b*sqrt(d) covers every distance, and the knee is put on "
+                         f"the last cylinder")
+            knee = geometry.cylinders - 1
+            a, b = float(p["short_offset_s"]), float(p["short_sqrt_s"]) * float(np.sqrt(per))
+            model = TwoPieceSeek(a, b, a + b * float(np.sqrt(knee)), 0.0, knee)
+        else:
+            try:
+                model = result.two_piece.as_seek(per)
+            except ValueError as exc:
+                raise ValueError(f"seek='two_piece': the fitted curve is not a seek curve ({exc}); use "
+                                 f"seek='table' (the measured means)") from None
     elif seek == "table":
         model = result.table.as_seek(scale, reach=geometry.cylinders - 1)
     else:
         raise ValueError(f"seek must be 'two_piece', 'table' or 'flat' (got {seek!r})")
-    # overhead_s is the floor of a one-block read: the command overhead and the block's transfer.
-    rates = np.array([z[2] for z in result.zones])
-    overhead = max((result.overhead_s or 0.0) - result.block_size_bytes / float(np.median(rates)), 0.0)
+    if result.command_overhead_s is not None:
+        overhead = float(result.command_overhead_s)
+    else:  # overhead_s is the floor of a one-block read: the command overhead and the block's transfer
+        rates = np.array([z[2] for z in result.zones])
+        overhead = max((result.overhead_s or 0.0) - result.block_size_bytes / float(np.median(rates)), 0.0)
+        estimates.append(("command_overhead_s", "the floor of a one-block read less a block's transfer"))
+    detected, segment_bytes, segments = result.read_ahead
+    cache = None
+    if detected and segment_bytes is not None and segments is not None:
+        segment = max(sector, int(round(segment_bytes / sector)) * sector)
+        cache = DriveCache(int(segments), segment, read_ahead_bytes=segment)
+    elif detected:
+        estimates.append(("drive_cache", "none: read-ahead was found but its segments were not measured"))
     return Disk(name=name or f"calibrated {result.target}", geometry=geometry, seek=model,
-                rpm=60.0 / period, command_overhead_s=overhead,
+                rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=float(result.head_switch_s or 0.0),
+                cache_size_bytes=0 if cache is None else cache.size_bytes, drive_cache=cache,
                 provenance=f"calibrated by diskmodel from {result.target} ({result.kind}); "
                            f"{result.device_time_s:.1f} s of device time",
-                estimates=(("geometry", "one surface; tracks sized from the measured zone rates"),
-                           ("seek", "two-piece fit against the distance in tracks" if seek == "two_piece" else
-                            f"table against byte distance, rescaled by {scale:.0f} bytes per track"))
+                estimates=tuple(estimates)
+                + (("seek", "two-piece fit against the calibration's tracks, rescaled to cylinders"
+                    if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
+                                                f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
 
 
 def plot_seek_calibration(result, ax=None, *, model: str | None = None, alpha: float = 0.05):
-    """Seek samples (light), means per distance with standard errors, the fit
-    and its confidence band, against byte distance (log axis). Returns the Axes."""
+    """Seek pairs (light: each pair's seek and rotational wait, above the floor of a read), the
+    seek's means per distance with standard errors, the fit and its confidence band, against
+    byte distance (log axis). Pairs closer than two tracks are not shown (their positioning is a
+    head switch or none, measured on its own). Returns the Axes."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots()
     distance = result.seek_distance_bytes
-    seek = result.seek_time_s - result.seek_baseline_s
     k = result.seek_kept
-    ax.scatter(distance[k], seek[k] * 1e3, s=2, alpha=0.15, color="grey", label="pairs")
+    if result.rotation_period_s is not None:
+        # each pair's own time holds its rotational wait (0 to a revolution): shown above the floor
+        # of a read, it is never negative; the means per distance less half a revolution are the seek
+        pairs = result.seek_time_s - (result.overhead_s or 0.0)
+        label = "pairs (seek and rotational wait)"
+    else:
+        pairs, label = result.seek_time_s - result.seek_baseline_s, "pairs"
+    ax.scatter(distance[k], pairs[k] * 1e3, s=2, alpha=0.15, color="grey", label=label)
     t = result.table
     ax.errorbar(t.distance, t.mean_s * 1e3, yerr=t.std_s / np.sqrt(t.count) * 1e3, fmt="o", ms=3,
                 color="C0", label="mean per distance")

@@ -6,8 +6,8 @@
   over candidate knees (least squares for each), then the fit at the best
   knee with statsmodels, robustly (RLM, Huber's T) or by WLS. Its parameters
   carry the names of :class:`diskmodel.model.seek.TwoPieceSeek`'s fields.
-* :func:`fit_table`: the measured-table curve (means per distance, monotone
-  PCHIP interpolation as :class:`diskmodel.model.TableSeek`).
+* :func:`fit_table`: the measured-table curve (means per distance, linear
+  between points as :class:`diskmodel.model.TableSeek`, DiskSim's rule).
 
 Distances are in whatever unit the caller gives (bytes for the harness,
 tracks for a calibration, cylinders for DiskSim's tables); ``distance_unit``
@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..seek import TableSeek, TwoPieceSeek, two_piece_seek_time_s
+from ..seek import TableSeek, TwoPieceSeek, table_seek_time_s, two_piece_seek_time_s
 from .base import TRANSIENT, FitResult, Parameter, Parameters, frozen_array
 
 __all__ = ["TwoPieceFit", "TableFit", "fit_two_piece", "fit_table", "residual_diagnostics", "TWO_PIECE_PARAMS"]
@@ -272,7 +272,7 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
 @dataclass(frozen=True, eq=False)
 class TableFit(FitResult):
     """The measured-table seek curve: the mean seek time per distance, with its
-    spread, interpolated monotonically (PCHIP) between the points.
+    spread, interpolated linearly between the points (DiskSim's rule).
 
     Its parameters are the means (``mean_s[<distance>]``), their standard
     errors ``std_s / sqrt(count)`` (NaN for a single sample).
@@ -310,14 +310,10 @@ class TableFit(FitResult):
         return float(self.nobs - self.distance.size)
 
     def predict(self, distance) -> np.ndarray:
-        """Seek time [s]; 0 at distance 0; the last point's value beyond the table."""
-        from scipy.interpolate import PchipInterpolator
-
-        d = np.asarray(distance, dtype=float)
-        xs = np.concatenate(([0.0], self.distance))
-        ys = np.concatenate(([0.0], self.mean_s))
-        inside = np.clip(d, 0.0, xs[-1])
-        return np.where(d == 0, 0.0, PchipInterpolator(xs, ys, extrapolate=False)(inside))
+        """Seek time [s]; 0 at distance 0; the last point's value beyond the table
+        (linear between points: :func:`~diskmodel.model.seek.table_seek_time_s`, DiskSim's rule)."""
+        d = np.abs(np.asarray(distance, dtype=float))
+        return table_seek_time_s(np.minimum(d, self.distance[-1]), self.distance, self.mean_s)
 
     def as_seek(self, scale: float = 1.0, reach=None) -> TableSeek:
         """A :class:`TableSeek` in units of *scale* fit units; with *reach*, extended flat
@@ -346,7 +342,7 @@ class TableFit(FitResult):
         ax.errorbar(self.distance, self.mean_s * 1e3, yerr=(ci["upper"].to_numpy() - self.mean_s) * 1e3, fmt="o",
                     ms=3, color="C0", label="mean per distance")
         grid = np.geomspace(self.distance[0], self.distance[-1], 300)
-        ax.plot(grid, self.predict(grid) * 1e3, color="C2", label="table (PCHIP)")
+        ax.plot(grid, self.predict(grid) * 1e3, color="C2", label="table (linear)")
         ax.set_xscale("log")
         ax.set_xlabel(f"seek distance [{self.distance_unit}]")
         ax.set_ylabel("seek time [ms]")
@@ -354,9 +350,18 @@ class TableFit(FitResult):
         return ax
 
 
-def fit_table(distance, seek_time_s, *, bins=None, distance_unit: str = "bytes") -> TableFit:
+def fit_table(distance, seek_time_s, *, bins=None, distance_unit: str = "bytes",
+              physical: bool = False) -> TableFit:
     """The measured-table curve: group samples by distance (or by *bins*, an
-    array of bin edges), mean, standard deviation and count per group."""
+    array of bin edges), mean, standard deviation and count per group.
+
+    *physical*: the means are those of the least-squares curve (weighted by the
+    counts) that is non-negative and non-decreasing in distance, as a seek time
+    is (a longer move never takes less time; none takes less than nothing):
+    isotonic regression by pool-adjacent-violators (Barlow et al. 1972), then
+    bounded below by 0, which is the constrained least-squares solution for an
+    isotonic fit with a lower bound. The standard deviations stay each group's
+    spread around its own mean."""
     x, y = seek_samples(distance, seek_time_s)
     if bins is None:
         keys, inverse = np.unique(x, return_inverse=True)
@@ -374,5 +379,10 @@ def fit_table(distance, seek_time_s, *, bins=None, distance_unit: str = "bytes")
     sq = np.bincount(inverse, weights=y * y) / count
     std = np.sqrt(np.maximum(sq - mean ** 2, 0.0) * count / np.maximum(count - 1, 1))
     order = np.argsort(centres)
+    if physical:
+        from scipy.optimize import isotonic_regression
+
+        fitted = isotonic_regression(mean[order], weights=count[order].astype(float), increasing=True).x
+        mean[order] = np.maximum(fitted, 0.0)
     fit = TableFit(centres[order], mean[order], std[order], count[order], distance_unit, {})
     return dataclasses.replace(fit, diagnostics=residual_diagnostics(x, y - fit.predict(x)))

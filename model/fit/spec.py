@@ -54,6 +54,8 @@ def solve_two_piece_seek_from_spec(track_to_track_s: float, full_stroke_s: float
     cylinders : int
         Cylinders of the drive (>= 3).
 
+    Notes
+    -----
     The knee is returned as solved (not a whole number of cylinders). Raises
     ValueError where no knee in (1, cylinders - 1) gives the mean, or the
     solution has a negative coefficient.

@@ -1,0 +1,636 @@
+"""The drive's buffer, its rotation and its track changes, measured so that no buffer can fool them.
+
+Most hard disks read ahead after every read and keep what they read in a
+buffer of a few segments; Linux cannot always turn that off. A read of the
+block right after the last one then comes from the buffer, and a sawtooth
+that assumes adjacency (Skippy; Talagala et al. 2000) sees no rotation.
+So, as DIXtrac (Schindler & Ganger 1999) and Skippy do, the buffer is
+found first, and the rest is measured with patterns it cannot serve:
+
+* :func:`measure_buffer`: whether the block after a fresh read is served at
+  once (read-ahead), the segment size (the farthest stride still served once
+  the read-ahead has had time to get there; the time is filled with re-reads
+  of the first block, which the buffer serves), and the number of segments
+  (how many fresh reads the first one survives).
+* :func:`measure_rotation`: a descending chain ``c, c - 1, c - 2 ..`` (each
+  read below every read before it: nothing buffered) waits nearly a whole
+  revolution each time, ``T - x - g`` (x: a block's passage under the head,
+  g: the host's gap between reads); a forward chain ``c, c + s, c + 2s ..``
+  on the same track, its target not yet passed, waits ``s x - g`` whether the
+  drive reads it for this request or for its read-ahead. The two share g:
+  ``T = d_back + x - d_fwd(s) + s x``, with x from the forward chain's slope.
+  Medians over the chains reject the rare steps that changed track.
+* :func:`measure_tracks`: a forward chain with a third of a track's stride
+  changes track on a third of its steps, each of which waits the skew
+  longer: the groups of those excess waits are the track skew (after a head
+  switch: the commonest) and the cylinder skew; on a conventional layout a
+  cylinder switch comes every ``surfaces`` track changes, which counts the
+  surfaces. Where only every H-th track change shows (H >= 2 tracks apart:
+  head switches covered by a skew of a few sectors wait too little to see),
+  those are the cylinder switches: H surfaces, the track skew and head switch
+  not visible. A descending chain whose stride lets the wait after a head
+  switch run out shows the head switch time: the least time of such a read
+  is the command overhead, the head switch and one block's passage.
+
+Every quantity comes with how it was obtained: ``measured``, ``estimated``
+(from a related figure, said in the detail) or ``not visible`` (null).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
+from diskmodel.model.units import KIB, MIB
+
+__all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
+           "measure_rotation", "measure_tracks", "Quantity", "chain"]
+
+MEASURED, ESTIMATED, NOT_VISIBLE = "measured", "estimated", "not visible"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A figure of the drive with how it was obtained (``measured``, ``estimated``, ``not visible``)."""
+
+    value: float | int | None
+    status: str
+    detail: str
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "status": self.status, "detail": self.detail}
+
+
+def chain(meter: Meter, start: int, step_blocks: int, reads: int, tag: str) -> np.ndarray:
+    """Times of a chain ``start, start + step, ..`` (step in blocks, may be negative): *reads*
+    timed reads after one untimed (which puts the head there)."""
+    b = meter.block_size_bytes
+    steps = np.arange(reads + 1, dtype=np.int64) * (step_blocks * b)
+    room = meter.size_bytes - b - (int(steps.max()) - int(steps.min()))
+    if room <= 0:
+        raise ValueError(f"a chain of {reads + 1} reads {step_blocks} blocks apart does not fit the device")
+    low = start + int(steps.min())
+    if low < 0 or low >= room:  # off the device: wrapped round onto it
+        start = (low % room) // b * b - int(steps.min())
+    return meter.read_many(start + steps, b, tag=tag)[1:]
+
+
+def _fresh(meter: Meter, rng: np.random.Generator, room_bytes: int, low: bool = False) -> int:
+    """A random aligned offset with *room_bytes* after it (or before it, *low*) on the device."""
+    size, b = meter.size_bytes, meter.block_size_bytes
+    room = min(int(room_bytes), size - 2 * b)
+    o = int(rng.uniform(0, size - room - b)) // b * b
+    return o + room if low else o
+
+
+# ---------------------------------------------------------------------------
+# The buffer
+# ---------------------------------------------------------------------------
+
+@dataclass
+class BufferMeasurement:
+    """Read-ahead found or not; its segment size [bytes] and segments (None: not measured);
+    the time of a read served by the buffer [s]; a rough revolution [s] (a descending
+    read's time), or None where reads take under a millisecond."""
+
+    detected: bool
+    segment_bytes: int | None
+    segments: int | None
+    hit_s: float | None
+    rough_period_s: float | None
+    detail: str
+    reads: int = 0
+    bus_block_s: float = 0.0  # a hit's time per block more (the bus transfer of a block)
+
+
+def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5) -> BufferMeasurement:
+    """Find the read-ahead (see module doc), and a buffer hit's time; :func:`size_buffer` sizes it."""
+    b = meter.block_size_bytes
+    reads0 = meter.reads
+    fwd, back, again = [], [], []
+    for _ in range(locations):
+        o = _fresh(meter, rng, 4 * b)
+        t = meter.read_many([o, o + b, o], b, tag="buffer")
+        fwd.append(t[1])
+        again.append(t[2])
+        o = _fresh(meter, rng, 4 * b, low=True)
+        back.append(meter.read_many([o, o - b], b, tag="buffer")[1])
+    f, bk, hit = float(np.median(fwd)), float(np.median(back)), float(np.median(again))
+    rough = bk if bk > 1e-3 else None
+    if rough is None or not (f < 0.5 * bk and bk - f > 1e-3):
+        why = ("the block after a fresh read takes as long as the one before it "
+               f"({f * 1e3:.3f} ms against {bk * 1e3:.3f} ms): no read-ahead")
+        return BufferMeasurement(False, None, None, None, rough, why, meter.reads - reads0)
+    hit_s = min(f, hit)
+    # a hit of two blocks against one: the bus's time per block
+    o = _fresh(meter, rng, 8 * b)
+    meter.read(o, b, tag="buffer")
+    one = meter.read_many(np.full(6, o), b, tag="buffer")
+    two = meter.read_many(np.full(6, o), 2 * b, tag="buffer")
+    bus = max(float(np.median(two) - np.median(one)), 0.0)
+    detail = (f"read-ahead: the block after a fresh read takes {f * 1e3:.3f} ms, the one before it "
+              f"{bk * 1e3:.3f} ms")
+    return BufferMeasurement(True, None, None, hit_s, rough, detail, meter.reads - reads0, bus)
+
+
+def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement, rate_at, *,
+                max_segment_bytes: int = 32 * MIB, max_segments: int = 32) -> BufferMeasurement:
+    """The segment size and number of segments of a buffer :func:`measure_buffer` found
+    (``rate_at``: offsets -> bytes/s, the zone rates, to time the read-ahead)."""
+    b = meter.block_size_bytes
+    reads0 = meter.reads
+    hit_s, rough, detail = found.hit_s, found.rough_period_s, found.detail
+    threshold = math.sqrt(hit_s * rough)
+
+    def served(stride: int) -> bool:
+        """Is the block *stride* blocks after a fresh read served from the buffer, once the
+        read-ahead has had the time to get there? (twice, at two places: a miss can be fast)"""
+        for _ in range(2):
+            o = _fresh(meter, rng, (stride + 2) * b)
+            meter.read(o, b, tag="buffer")
+            need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
+            count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
+            meter.read_many(np.full(count, o), b, tag="buffer")
+            if meter.read(o + stride * b, b, tag="buffer") > threshold:
+                return False
+        return True
+
+    # Segment size: the farthest stride served, by doubling from 8 KiB, then bisection to 1/16.
+    lo, hi = 0, None
+    s = max(1, 8 * KIB // b)
+    while s * b <= max_segment_bytes:
+        if not served(s):
+            hi = s
+            break
+        lo = s
+        s *= 2
+    if hi is None:
+        seg_bytes = None
+        detail += f"; every stride up to {max_segment_bytes // MIB} MiB was served: segment larger than that"
+    else:
+        while lo and hi - lo > max(1, lo // 16):
+            mid = (lo + hi) // 2
+            if served(mid):
+                lo = mid
+            else:
+                hi = mid
+        seg_bytes = (lo + 1) * b if lo else b
+        detail += (f"; the read-ahead serves strides up to {lo * b} bytes, not {hi * b}: segment "
+                   f"{seg_bytes} bytes")
+    # Segments: how many fresh reads (far apart) the first one's data survives.
+    span = max(seg_bytes or MIB, MIB) * 4
+
+    def survives(n: int) -> bool:
+        offs = [_fresh(meter, rng, span) for _ in range(n + 1)]
+        t = meter.read_many(np.array(offs + [offs[0]], dtype=np.int64), b, tag="buffer")
+        return t[-1] < threshold
+
+    lo, hi = 0, None
+    n = 1
+    while n <= max_segments:
+        if not survives(n):
+            hi = n
+            break
+        lo = n
+        n *= 2
+    if hi is None:
+        segments = None
+        detail += f"; a read's data survived {max_segments} other reads: more than {max_segments} segments"
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if survives(mid):
+                lo = mid
+            else:
+                hi = mid
+        segments = lo + 1  # its own and lo others
+        detail += f"; a read's data survives {lo} other reads, not {hi}: {segments} segments"
+    return BufferMeasurement(True, seg_bytes, segments, hit_s, rough, detail, found.reads + meter.reads - reads0,
+                             found.bus_block_s)
+
+
+# ---------------------------------------------------------------------------
+# Rotation
+# ---------------------------------------------------------------------------
+
+@dataclass
+class RotationMeasurement:
+    """Rotation period [s] (None where no rotation shows), its standard error, the period
+    of each start point, the floor of a one-block read on the same track [s] (command
+    overhead and a block's passage; a buffer hit's time where the drive reads ahead), the
+    time a block takes to pass under the head [s], the host's gap [s] and the start points."""
+
+    period_s: float | None
+    period_bse_s: float | None
+    period_samples_s: list
+    overhead_s: float | None
+    block_transfer_s: float | None
+    starts_bytes: list
+    detail: str
+    reads: int = 0
+    gap_s: float | None = None
+    overhead_status: str = MEASURED
+    used_s: float = 0.0
+    stopped: str = ""
+    transfer_samples_s: list = field(default_factory=list)
+
+
+def _beyond(meter: Meter, buffer: BufferMeasurement, o: int, reads: int, stride: int) -> int:
+    """A start for the next forward chain past a chain of *reads* + 1 at *stride* from *o*, and past
+    what the buffer may hold from it: its first read is then a fresh one."""
+    b = meter.block_size_bytes
+    segment = (buffer.segment_bytes or 64 * MIB) if buffer.detected else 0
+    return o + (reads + 2) * stride * b + segment + 16 * b
+
+
+def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
+    """The least forward stride whose read waits for its sector on the same track (not a buffer
+    hit, not a revolution missed), doubled for a guard; and the floor of a same-track read."""
+    s = 1
+    limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
+    while s < limit:
+        t = chain(meter, o, s, chain_reads, "rotation")
+        o = _beyond(meter, buffer, o, chain_reads, s)
+        med = float(np.median(t))
+        if buffer.detected:
+            if med > buffer.hit_s + 0.1e-3 and med < 0.5 * rough:
+                return 2 * s, buffer.hit_s, o
+        elif med < 0.5 * rough:
+            # the first stride not missed, found to the block by bisection: the least of its
+            # reads is a same-track read's floor (the command overhead and a block's passage)
+            lo, hi, best = s // 2, s, t
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                tm = chain(meter, o, mid, chain_reads, "rotation")
+                o = _beyond(meter, buffer, o, chain_reads, mid)
+                if float(np.median(tm)) < 0.5 * rough:
+                    hi, best = mid, tm
+                else:
+                    lo = mid
+            return 2 * s, float(np.min(best[best < 0.5 * rough])), o
+        s *= 2
+    return None, None, o
+
+
+def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
+                     rate_at, starts: int = 6, min_starts: int = 3, chain_reads: int = 9) -> RotationMeasurement:
+    """Rotation period from a descending chain and forward chains (see the module doc), at
+    *starts* start points spread over the device (at least *min_starts*, more while
+    *budget_s* lasts)."""
+    b = meter.block_size_bytes
+    reads0, spent0 = meter.reads, meter.used_s
+    rough = buffer.rough_period_s
+    if rough is None:
+        return RotationMeasurement(None, None, [], None, None, [],
+                                   f"no rotation: a read of the block before the last one takes under 1 ms "
+                                   f"({buffer.detail})", meter.reads - reads0)
+    periods, floors, xs, gaps, points = [], [], [], [], []
+    grid = (np.arange(starts) + rng.uniform(0.1, 0.6, starts)) / starts
+    stopped = ""
+    failed = 0
+    for i, g in enumerate(grid):
+        if i >= min_starts and meter.used_s - spent0 > budget_s:
+            break
+        room = 6 * (buffer.segment_bytes or 64 * MIB) + 64 * MIB
+        o = int(meter.align(g * max(meter.size_bytes - room, meter.size_bytes // 4))) + 6 * (chain_reads + 2) * b
+        try:
+            back = chain(meter, o, -1, chain_reads, "rotation")
+            # the host's jitter (a uniform spread's interquartile range is half of it) sets
+            # how many reads a median needs
+            jitter = 2 * float(np.subtract(*np.percentile(back, [75, 25])))
+            n = int(np.clip(chain_reads * (jitter / 60e-6) ** 2, chain_reads, 5 * chain_reads))
+            if n > chain_reads:
+                back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
+                                                   "rotation")))
+            x_rough = b / float(rate_at(np.array([o]))[0])
+            s1, floor, cursor = _forward_start(meter, buffer, o + b * 8, chain_reads, rough)
+            if s1 is None:
+                failed += 1
+                if failed >= min_starts and not periods:
+                    break  # no forward stride waits less than a revolution: no rotation (flash)
+                continue
+            s1 += int(math.ceil(jitter / x_rough))
+            n_track = max(8.0, rough / x_rough)
+            s2 = s1 + max(4, int(n_track / 8))
+            if (s2 * x_rough) > 0.6 * rough:
+                s2 = s1 + max(2, int(0.3 * rough / x_rough))
+            f1 = chain(meter, cursor, s1, n, "rotation")
+            f2 = chain(meter, _beyond(meter, buffer, cursor, n, s1), s2, n, "rotation")
+        except BudgetExhausted as exc:
+            if i < min_starts:
+                raise
+            stopped = f"; stopped at start point {i + 1}: the {exc.limit} ran out"
+            break
+        m1, m2 = float(np.median(f1)), float(np.median(f2))
+        x = (m2 - m1) / (s2 - s1)
+        if not 0 < x < 0.5 * rough / max(s1, 1):
+            continue
+        period = float(np.median(back)) + x - m1 + s1 * x
+        points.append(o)
+        periods.append(period)
+        floors.append(floor)
+        xs.append(x)
+        gaps.append(s1 * x - m1)
+    used = meter.used_s - spent0
+    if len(periods) < 2:
+        return RotationMeasurement(None, None, periods, None, None, points,
+                                   f"no rotation period: only {len(periods)} start points gave a forward chain "
+                                   f"on its sector's track{stopped}", meter.reads - reads0, used_s=used,
+                                   stopped=stopped)
+    p = np.asarray(periods)
+    period = float(np.median(p))
+    bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
+    how = ("the floor of a same-track read is a buffer hit's time" if buffer.detected
+           else "the floor of a same-track read from the forward drop")
+    return RotationMeasurement(
+        period, bse, p.tolist(), float(np.median(floors)), float(np.median(xs)), points,
+        f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
+        f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
+        meter.reads - reads0, float(np.median(gaps)), ESTIMATED if buffer.detected else MEASURED, used, stopped,
+        xs)
+
+
+# ---------------------------------------------------------------------------
+# Track changes: skews, surfaces, head switch
+# ---------------------------------------------------------------------------
+
+@dataclass
+class TrackMeasurement:
+    """Track skew, cylinder skew [fractions of a revolution], surfaces, head switch [s], command
+    overhead [s], each a :class:`Quantity`; the excess waits of the track changes seen [s]."""
+
+    track_skew: Quantity
+    cylinder_skew: Quantity
+    surfaces: Quantity
+    head_switch: Quantity
+    command_overhead: Quantity
+    changes_s: list
+    detail: str
+    reads: int = 0
+
+
+def _not_visible(why: str) -> Quantity:
+    return Quantity(None, NOT_VISIBLE, why)
+
+
+def _groups(excess: np.ndarray, period: float, jitter: float):
+    """The excess waits of track changes in groups: [(centre, members)], the largest first, at
+    most two. Values are split where neighbours lie further apart than the host's jitter
+    allows; a group of fewer than 3, or under 5 % of the values, is outliers, not a kind."""
+    e = np.sort(excess)
+    if e.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(e) > max(0.005 * period, 1.2 * jitter)) + 1
+    parts = [p for p in np.split(e, cut) if p.size >= max(3, 0.05 * e.size)]
+    parts = sorted(parts, key=len, reverse=True)[:2]
+    return [(float(np.median(p)), p) for p in parts]
+
+
+def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMeasurement,
+                   buffer: BufferMeasurement, *, chains: int = 4, steps: int = 120) -> TrackMeasurement:
+    """Track and cylinder skew, surfaces, head switch and command overhead (see module doc)."""
+    b = meter.block_size_bytes
+    reads0 = meter.reads
+    period = rotation.period_s
+    none = _not_visible("no rotation: no tracks")
+    if period is None:
+        return TrackMeasurement(none, none, none, none,
+                                _not_visible("no rotation: the latency model holds the per-request time"),
+                                [], "no rotation", 0)
+    x = rotation.block_transfer_s
+    gap = rotation.gap_s or 0.0
+    jitter = 0.0
+    labels_per_chain, tracks_per_step = [], []
+    for j in range(chains):
+        x_here = rotation.transfer_samples_s[j % len(rotation.transfer_samples_s)]
+        start = rotation.starts_bytes[j % len(rotation.starts_bytes)]
+        n_track = period / x_here
+        s = max(1, int(round(n_track / 3)))
+        o = min(start + 64 * MIB + j * b, meter.size_bytes - (steps + 2) * s * b)
+        t = chain(meter, o, s, steps, "tracks")
+        base = float(np.median(t))
+        jitter = max(jitter, 2 * float(np.subtract(*np.percentile(t[np.abs(t - base) < 0.02 * period], [75, 25]))))
+        dev = (t - base + 0.1 * period) % period - 0.1 * period
+        labels_per_chain.append(dev)
+        tracks_per_step.append(s / n_track)
+    all_dev = np.concatenate(labels_per_chain)
+    threshold = max(0.03 * period, 3 * jitter)
+    crossing = all_dev > threshold
+    groups = _groups(all_dev[crossing], period, jitter)
+    detail = (f"{all_dev.size} forward reads a third of a track apart, {int(crossing.sum())} changed track: "
+              + ", ".join(f"{len(m)} waited {c / period:.4f} rev longer" for c, m in groups))
+    if not groups:
+        return TrackMeasurement(_not_visible(detail), _not_visible(detail), _not_visible(detail),
+                                _not_visible(detail), _overhead(rotation, buffer, x), [], detail,
+                                meter.reads - reads0)
+    periodic = (_periodic_kind(labels_per_chain, threshold, (groups[0][1].min(), groups[0][1].max()), 0.01 * period,
+                               tracks_per_step)
+                if len(groups) == 1 else None)
+    if periodic is not None:
+        h, ca, cb, t_stat = periodic
+        groups = [(ca, None), (cb, None)]
+        track = Quantity(ca / period, MEASURED, f"the skew of the track changes between cylinder switches (head "
+                                               f"switches); {detail}")
+        cyl = Quantity(cb / period, MEASURED, f"the skew of every {h}th track change (a cylinder switch, "
+                                             f"t = {t_stat:.1f}); {detail}")
+        surfaces = Quantity(h, MEASURED, f"every {h}th track change waits {1e6 * abs(ca - cb):.0f} us {'less' if cb < ca else 'more'} than the "
+                                         f"others (t = {t_stat:.1f}): a cylinder switch every {h} track changes")
+        kind_centre, other = ca, cb
+    elif len(groups) == 1 and (every := _visible_every(labels_per_chain, tracks_per_step, threshold,
+                                                         (groups[0][1].min(), groups[0][1].max()))) is not None:
+        # only every H-th track change shows: the cylinder switches of H surfaces, whose head
+        # switches wait less than the threshold longer than a same-track read (a skew of a few
+        # sectors covering a short head switch): they pass unseen
+        h, spacings = every
+        unseen = (f"the head switches between them wait less than {threshold / period:.3f} rev longer than a "
+                  f"same-track read: below what the timing resolves")
+        track = _not_visible(unseen)
+        cyl = Quantity(groups[0][0] / period, MEASURED, f"the skew of the track changes that show, every {h} "
+                                                        f"tracks (cylinder switches); {detail}")
+        surfaces = Quantity(h, MEASURED, f"only every {h}th track change shows ({len(spacings)} spacings of "
+                                         f"{np.min(spacings):.2f}..{np.max(spacings):.2f} tracks): a cylinder "
+                                         f"switch every {h} tracks; {unseen}")
+        return TrackMeasurement(track, cyl, surfaces, _not_visible(unseen), _overhead(rotation, buffer, x),
+                                all_dev[crossing].tolist(), detail, meter.reads - reads0)
+    elif len(groups) == 1:
+        why = ("every track change seen waited alike: one kind of track change (one surface, or a "
+               "serpentine layout whose tracks follow each other across cylinders), or head and cylinder "
+               "switches whose skews the host's jitter does not tell apart")
+        skew = groups[0][0] / period
+        track = Quantity(skew, ESTIMATED, "the skew of every track change seen (head and cylinder switches "
+                                          "not told apart); " + detail)
+        cyl = Quantity(skew, ESTIMATED, track.detail)
+        kind_centre, other = groups[0][0], None
+        surfaces = _not_visible(why)
+    else:
+        (ca, ma), (cb, mb) = groups
+        if len(ma) < 2.5 * len(mb) and cb < ca:  # about as many of each (few surfaces): the faster is the head switch
+            (ca, ma), (cb, mb) = (cb, mb), (ca, ma)
+        track = Quantity(ca / period, MEASURED, "the skew of the commonest track change (a head switch); " + detail)
+        cyl = Quantity(cb / period, MEASURED, "the skew of the rarer track change (a cylinder switch); " + detail)
+        kind_centre, other = ca, cb
+        # surfaces: on a conventional layout a cylinder switch comes every `surfaces` track changes
+        spacings = []
+        tol = 0.5 * abs(cb - ca)
+        for dev in labels_per_chain:
+            changes = dev[dev > threshold]
+            rare = np.flatnonzero(np.abs(changes - cb) < tol)
+            spacings += np.diff(rare).tolist()
+        # the spacing most seen, where at least three in four agree (a track change put in the
+        # wrong group, by the host's jitter, splits or joins one spacing, not the layout)
+        values, counts = np.unique(spacings, return_counts=True) if spacings else (np.array([]), np.array([]))
+        common = int(values[np.argmax(counts)]) if values.size else 0
+        if len(spacings) >= 2 and common >= 2 and counts.max() >= 0.75 * len(spacings):
+            surfaces = Quantity(common, MEASURED, f"a cylinder switch every {common} track changes "
+                                                  f"({counts.max()} of {len(spacings)} spacings)")
+        else:
+            surfaces = _not_visible(f"the rarer track change does not come at a fixed spacing "
+                                    f"({spacings[:8]}): not a conventional layout")
+    head = _head_switch(meter, rotation, buffer, kind_centre, other, gap, jitter, len(groups) == 2)
+    return TrackMeasurement(track, cyl, surfaces, head, _overhead(rotation, buffer, x),
+                            all_dev[crossing].tolist(), detail, meter.reads - reads0)
+
+
+def _visible_every(chains_dev, tracks_per_step, threshold: float, band, max_surfaces: int = 16):
+    """Where the track changes that show (those within *band*: the group of track changes, not
+    outliers) come every H tracks (H >= 2, the spacing of every pair of consecutive ones within
+    half a track of H, over at least two chains): ``(H, spacings in tracks)``, else None (every
+    track change shows, or no fixed spacing)."""
+    spacings = []
+    used = 0
+    for dev, per_step in zip(chains_dev, tracks_per_step):
+        steps = np.diff(np.flatnonzero((dev > threshold) & (dev >= band[0]) & (dev <= band[1])))
+        if steps.size:
+            used += 1
+            spacings += (steps * per_step).tolist()
+    if used < 2 or len(spacings) < 3:
+        return None
+    sp = np.asarray(spacings)
+    h = int(round(float(np.median(sp))))
+    if not 2 <= h <= max_surfaces or np.any(np.abs(sp - h) > 0.5):
+        return None
+    return h, sp
+
+
+def _periodic_kind(chains_dev, threshold: float, band, min_effect_s: float, tracks_per_step,
+                   max_surfaces: int = 16, min_t: float = 6.0):
+    """Head and cylinder switches told apart by where they come, where their skews are too
+    close for the host's jitter: on a conventional layout every ``surfaces``-th track change
+    of a chain is a cylinder switch. For each period H (2..*max_surfaces*) and each chain's
+    best phase, the t statistic of those changes' excess waits against the others'; the
+    least H where t >= *min_t* (many H and phases are tried; a multiple of the period shows
+    too) and the difference is at least
+    *min_effect_s*: ``(H, head centre, cylinder centre, t)``, else None. Only the changes
+    within *band* (the group of track changes; not outliers) count, in runs whose changes follow
+    each other a track apart, each run with its own phase (an outlier read taken for a change,
+    or a change missed, would shift the count of every change after it)."""
+    changes = []
+    for dev, per_step in zip(chains_dev, tracks_per_step):
+        at = np.flatnonzero((dev > threshold) & (dev >= band[0]) & (dev <= band[1]))
+        breaks = np.flatnonzero(np.abs(np.diff(at) * per_step - 1.0) > 0.5) + 1
+        changes += [dev[run] for run in np.split(at, breaks) if run.size >= 4]
+    for h in range(2, max_surfaces + 1):
+        picked, rest = [], []
+        for c in changes:
+            if c.size < 2 * h:
+                continue
+            means = [c[p::h].mean() - np.delete(c, np.arange(p, c.size, h)).mean() for p in range(h)]
+            p = int(np.argmax(np.abs(means)))
+            picked.append(c[p::h])
+            rest.append(np.delete(c, np.arange(p, c.size, h)))
+        if len(picked) < 2:
+            continue
+        a, r = np.concatenate(picked), np.concatenate(rest)
+        if a.size < 4:
+            continue
+        se = math.sqrt(a.var(ddof=1) / a.size + r.var(ddof=1) / r.size)
+        t = abs(a.mean() - r.mean()) / se if se > 0 else 0.0
+        # every chain must pick the same side (all lower, or all higher)
+        sides = {np.sign(p_.mean() - q_.mean()) for p_, q_ in zip(picked, rest)}
+        effect = abs(a.mean() - r.mean())
+        if t >= min_t and len(sides) == 1 and effect > min_effect_s:
+            return h, float(np.median(r)), float(np.median(a)), t  # the least period that shows
+    return None
+
+
+def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float) -> Quantity:
+    if buffer.detected:
+        return Quantity(max(rotation.overhead_s - buffer.bus_block_s, 0.0), ESTIMATED,
+                        f"a buffer hit's time less its bus transfer ({buffer.bus_block_s * 1e6:.2f} us a block): "
+                        "the overhead of a hit, taken as a miss's")
+    return Quantity(max(rotation.overhead_s - x, 0.0), MEASURED,
+                    "the least time of a forward read on the same track, less one block's passage")
+
+
+def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: bool) -> Quantity:
+    """The least time of a descending read after the commonest track change, near the stride at
+    which its wait runs out (bisection on the share of such reads that missed a revolution),
+    less the same-track floor."""
+    b = meter.block_size_bytes
+    period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
+    # our kind of read: its excess wait within 0.45 of the way to the other kind's, or (where the
+    # two are closer than the host's jitter) any track change's: the least such read is still
+    # ours where the other kind waits longer after its change
+    apart = abs(kind - other) if other is not None else kind
+    tol = 0.45 * (apart if apart > 2 * jitter else kind)
+    start = rotation.starts_bytes[0] + 16 * MIB
+    cursor = [min(start, meter.size_bytes - 1)]
+
+    def wrapped_share(k: int):
+        reads = 15
+        o = cursor[0]
+        if o - (reads + 2) * k * b < 0:
+            o = cursor[0] = meter.size_bytes - b
+        t = chain(meter, o, -k, reads, "tracks")
+        cursor[0] = o - (reads + 3) * k * b
+        r = t + k * x - (period - gap)  # 0 for no track change, -kind for ours, + period if missed
+        ours = np.abs((r + kind + 0.5 * period) % period - 0.5 * period) < tol
+        if not ours.any():
+            return None, t, ours
+        return float(np.mean(t[ours] > 0.5 * period)), t, ours
+
+    k_lo = max(1, int((period - kind - gap - floor0 - 4e-3) / x))
+    k_hi = max(k_lo + 1, int((period - kind - gap - floor0) / x) + 1)
+    lows, highs = [], []
+    for _ in range(24):
+        if k_hi - k_lo <= 1:
+            break
+        mid = (k_lo + k_hi) // 2
+        share, t, ours = wrapped_share(mid)
+        if share is None:
+            break
+        lows += t[ours & (t < 0.5 * period)].tolist()
+        highs += (t[ours & (t >= 0.5 * period)] - period).tolist()
+        if share > 0.5:
+            k_hi = mid
+        else:
+            k_lo = mid
+    if not lows:
+        return _not_visible("no descending read after the commonest track change was caught near its limit")
+    # a read that still caught its sector waited >= 0 past the limit, one that missed it by
+    # less than a stride's step: the limit lies between the least of the first and the most
+    # of the second (less a revolution)
+    floor = float(np.min(lows))
+    if highs and max(highs) < floor:
+        floor = 0.5 * (floor + max(highs))
+    # the same-track floor is the command overhead and a block's passage; a buffer hit's time
+    # is the command overhead and the block's bus transfer
+    same_track = floor0 - buffer.bus_block_s + x if buffer.detected else floor0
+    value = max(floor - same_track, 0.0)
+    if not two_kinds:
+        return _not_visible(f"one kind of track change only: its positioning (a one-cylinder seek) takes "
+                            f"{value * 1e3:.3f} ms")
+    if apart <= 2 * jitter:
+        # the reads after a head switch and after a cylinder switch are not told apart by their
+        # wait: the least of them is the faster of a head switch and a one-cylinder move
+        return Quantity(value, ESTIMATED, f"the least time of a read after a track change {floor * 1e3:.4f} ms, "
+                                          f"less the same-track floor {same_track * 1e3:.4f} ms: the faster of a "
+                                          f"head switch and a one-cylinder move (the two kinds of track change "
+                                          f"wait within the host's jitter of each other)")
+    status = ESTIMATED if buffer.detected else MEASURED
+    return Quantity(value, status, f"least time of a read after a head switch {floor * 1e3:.4f} ms, less the "
+                                   f"same-track floor {same_track * 1e3:.4f} ms"
+                                   + (" (a buffer hit's time, less its bus transfer, plus a block's passage)"
+                                      if buffer.detected else ""))
