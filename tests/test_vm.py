@@ -249,7 +249,7 @@ def test_failing_script_returns_status_and_output(tmp_path, cache_dir):
     # A forged end marker (wrong nonce) is just output.
     script = ("echo before\necho on-stderr >&2\nprintf '\\n@@DISKMODEL-END 0123 0\\n'\n"
               "sh -c 'exit 7'\necho never\n")
-    result = vm.run_script_in_vm(script, scratch_disk_bytes=16 * MiB, memory_bytes=256 * MiB,
+    result = vm.run_script_in_vm(script, scratch_disk_bytes=16 * MiB, memory_bytes=512 * MiB,
                                  timeout_s=120, cache_dir=cache_dir, workdir=tmp_path)
     assert result.returncode == 7                             # sh -e stops at the failure
     assert result.output == "before\non-stderr\n\n@@DISKMODEL-END 0123 0\n"
@@ -259,7 +259,7 @@ def test_failing_script_returns_status_and_output(tmp_path, cache_dir):
 def test_guest_dying_mid_script_raises_with_output(tmp_path, cache_dir):
     script = "echo partial-output\nsync\npoweroff -f\nsleep 30\n"
     with pytest.raises(vm.VmBootError, match="died before the script ended") as info:
-        vm.run_script_in_vm(script, scratch_disk_bytes=16 * MiB, memory_bytes=256 * MiB,
+        vm.run_script_in_vm(script, scratch_disk_bytes=16 * MiB, memory_bytes=512 * MiB,
                             timeout_s=120, cache_dir=cache_dir, workdir=tmp_path)
     assert "partial-output" in info.value.output
     assert "Power down" in info.value.console_tail            # the guest console's tail
@@ -269,7 +269,7 @@ def test_guest_dying_mid_script_raises_with_output(tmp_path, cache_dir):
 def test_timeout_kills_the_vm_and_removes_files(tmp_path, cache_dir):
     start = time.monotonic()
     with pytest.raises(vm.VmTimeoutError, match=r"timeout_s=2 s while booting"):
-        vm.run_script_in_vm("sleep 600", scratch_disk_bytes=16 * MiB, memory_bytes=256 * MiB,
+        vm.run_script_in_vm("sleep 600", scratch_disk_bytes=16 * MiB, memory_bytes=512 * MiB,
                             timeout_s=2, cache_dir=cache_dir, workdir=tmp_path)
     assert time.monotonic() - start < 20
     assert list(tmp_path.iterdir()) == []
@@ -281,7 +281,7 @@ CHILD = textwrap.dedent("""\
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     from diskmodel.calibrate.bench.vm import run_script_in_vm
     run_script_in_vm("echo script-running; sleep 600", scratch_disk_bytes=64 << 20,
-                     memory_bytes=256 << 20, timeout_s=300,
+                     memory_bytes=512 << 20, timeout_s=300,
                      workdir=sys.argv[1], cache_dir=sys.argv[2])
     """)
 
