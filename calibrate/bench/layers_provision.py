@@ -40,7 +40,7 @@ its members is a ValueError naming the node and the field.
 """
 from __future__ import annotations
 
-from diskmodel.calibrate.bench.provision import (LVM_SIZE_UNIT_BYTES, Step, _build, _Plan, builds,
+from diskmodel.calibrate.bench.provision import (Step, _build, _Plan, add_pvs_and_vg, builds,
                                                  mount_steps)
 from diskmodel.model.loop_file import LoopFile
 from diskmodel.model.raid import RaidArray
@@ -146,19 +146,8 @@ def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
 
 def _pvs_and_vg(plan: _Plan, devs: list[str], extent_bytes: int, what: str) -> str:
     vg = plan.unique("diskmodel_")
-    for i, dev in enumerate(devs):
-        plan.steps.append(Step(
-            f"physical volume {i + 1} of {len(devs)} ({what})",
-            f"pvcreate -ff -y --dataalignment {PE_START_BYTES // LVM_SIZE_UNIT_BYTES}k {dev}",
-            undo=f"pvremove -ff -y {dev}",
-            resource=("pv", (("device", dev.strip('"')),)),
-        ))
-    plan.steps.append(Step(
-        f"volume group {vg} ({what})",
-        f"vgcreate -s {extent_bytes // LVM_SIZE_UNIT_BYTES}k {vg} {' '.join(devs)}",
-        undo=f"vgremove -f {vg}",
-        resource=("vg", (("name", vg),)),
-    ))
+    add_pvs_and_vg(plan, devs, vg, pe_start_bytes=PE_START_BYTES, extent_bytes=extent_bytes,
+                   vg_description=f"volume group {vg} ({what})", what=what)
     return vg
 
 

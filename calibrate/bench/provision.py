@@ -303,6 +303,25 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
     return f'"${var}"'
 
 
+def add_pvs_and_vg(plan, devs: list[str], vg: str, *, pe_start_bytes: int, extent_bytes: int,
+                   vg_description: str, what: str = "") -> None:
+    """Steps making each of *devs* an LVM physical volume and *vg* a volume group over them (each undone)."""
+    suffix = f" ({what})" if what else ""
+    for i, dev in enumerate(devs):
+        plan.steps.append(Step(
+            f"physical volume {i + 1} of {len(devs)}{suffix}",
+            f"pvcreate -ff -y --dataalignment {pe_start_bytes // LVM_SIZE_UNIT_BYTES}k {dev}",
+            undo=f"pvremove -ff -y {dev}",
+            resource=("pv", (("device", dev.strip('"')),)),
+        ))
+    plan.steps.append(Step(
+        vg_description,
+        f"vgcreate -s {extent_bytes // LVM_SIZE_UNIT_BYTES}k {vg} {' '.join(devs)}",
+        undo=f"vgremove -f {vg}",
+        resource=("vg", (("name", vg),)),
+    ))
+
+
 @builds(LinearVolume)
 @builds(StripedVolume)
 def _logical_volume(volume, plan: _Plan, path: str) -> str:
@@ -326,19 +345,8 @@ def _logical_volume(volume, plan: _Plan, path: str) -> str:
     devs = [_build(pv, plan, f"{path}.physical_volumes[{i}]") for i, pv in enumerate(volume.physical_volumes)]
     vg = f"diskmodel_{plan.token}"  # never the stack's own names: the host's VGs must not clash
     plan.vg_name, plan.lv_name = vg, lv
-    for i, dev in enumerate(devs):
-        plan.steps.append(Step(
-            f"physical volume {i + 1} of {len(devs)}",
-            f"pvcreate -ff -y --dataalignment {volume.pe_start_bytes // LVM_SIZE_UNIT_BYTES}k {dev}",
-            undo=f"pvremove -ff -y {dev}",
-            resource=("pv", (("device", dev.strip('"')),)),
-        ))
-    plan.steps.append(Step(
-        f"volume group {vg} over {len(devs)} PV(s)",
-        f"vgcreate -s {volume.extent_size_bytes // LVM_SIZE_UNIT_BYTES}k {vg} {' '.join(devs)}",
-        undo=f"vgremove -f {vg}",
-        resource=("vg", (("name", vg),)),
-    ))
+    add_pvs_and_vg(plan, devs, vg, pe_start_bytes=volume.pe_start_bytes, extent_bytes=volume.extent_size_bytes,
+                   vg_description=f"volume group {vg} over {len(devs)} PV(s)")
     extents = volume.size_bytes // volume.extent_size_bytes
     stripes = (f"-i {len(devs)} -I {volume.stripe_size_bytes // LVM_SIZE_UNIT_BYTES}k "
                if isinstance(volume, StripedVolume) else "")
