@@ -31,10 +31,40 @@ import pandas as pd
 from .._checks import evolve as _evolve
 from .._checks import _is_number, finite_scalar, flag, show
 
-__all__ = ["Parameter", "Parameters", "FitResult", "json_safe", "frozen_array", "TRANSIENT"]
+__all__ = ["Parameter", "Parameters", "FitResult", "json_safe", "frozen_array", "least_squares_covariance",
+           "TRANSIENT"]
 
 #: Field metadata of a result field that to_dict leaves out (from_dict gives its default).
 TRANSIENT = {"transient": True}
+
+
+def least_squares_covariance(solution, x_scale) -> tuple[np.ndarray, float]:
+    """(covariance, df_resid) of a ``scipy.optimize.least_squares`` *solution*: s^2 (J^T J)^-1.
+
+    A parameter held at a bound (``active_mask`` != 0) is not free: its row
+    and column are NaN, and it takes no degree of freedom.  J^T J is
+    inverted in units of *x_scale* (the parameters' typical sizes), then
+    scaled back: parameters of very different sizes (a rate of 1e9 bytes/s
+    beside a time of 1e-5 s) put J^T J's eigenvalues 1e30 apart, and a
+    pseudo-inverse of the raw matrix drops the small ones as if they were
+    zero, which reads as a variance of zero.  A direction the data do not
+    fix (a zero diagonal) is NaN too.  With no degree of freedom left, all
+    is NaN.
+    """
+    r, J = np.asarray(solution.fun, dtype=float), np.asarray(solution.jac, dtype=float)
+    scale = np.broadcast_to(np.asarray(x_scale, dtype=float), (J.shape[1],))
+    free = np.asarray(solution.active_mask) == 0
+    dof = r.size - int(free.sum())
+    covariance = np.full((J.shape[1], J.shape[1]), np.nan)
+    if dof > 0 and free.any():
+        Js = J[:, free] * scale[free]
+        block = np.linalg.pinv(Js.T @ Js) * (float(r @ r) / dof)
+        block = block * np.outer(scale[free], scale[free])
+        unidentified = np.diag(block) <= 0
+        block[unidentified, :] = np.nan
+        block[:, unidentified] = np.nan
+        covariance[np.ix_(free, free)] = block
+    return covariance, float(dof)
 
 
 def frozen_array(name: str, values, dtype=float) -> np.ndarray:

@@ -33,7 +33,7 @@ from ..filesystem import (FileSystem, PageCache, file_system_access_time, sequen
                           synchronous_write_time_s)
 from ..volume_on_disk import VolumeOnDisk
 from ..workload import PostMarkConfig, PostMarkCounts, as_counts
-from .base import Parameter, Parameters
+from .base import Parameter, Parameters, least_squares_covariance
 from .postmark import PostMarkFit
 
 __all__ = ["BOUNDS", "PARAMETERS", "FsCase", "SequentialWrite", "SyncWrites", "fit_file_system_costs", "leave_one_out",
@@ -171,14 +171,8 @@ def fit_file_system_costs(cases, *, parameters=PARAMETERS,
     x0 = np.clip(x0, lower, upper)
     solution = least_squares(lambda x: _residuals(cases, names, x), x0, bounds=(lower, upper),
                              x_scale=np.array([_SCALE[n] for n in names]), diff_step=1e-3, method="trf")
-    r, J = solution.fun, solution.jac
-    free = solution.active_mask == 0
-    dof = r.size - int(free.sum())
-    covariance = np.full((len(names), len(names)), np.nan)
-    if dof > 0 and free.any():
-        Jf = J[:, free]
-        block = np.linalg.pinv(Jf.T @ Jf) * float(r @ r) / dof
-        covariance[np.ix_(free, free)] = block
+    r = solution.fun
+    covariance, dof = least_squares_covariance(solution, [_SCALE[n] for n in names])
     params = Parameters(Parameter(n, float(v), float(lo), float(hi), _UNITS[n])
                         for n, v, lo, hi in zip(names, solution.x, lower, upper))
     labels = tuple(c.label or str(i) for i, c in enumerate(cases))

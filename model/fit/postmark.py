@@ -22,7 +22,7 @@ from ..predict import predict
 from ..stack import stack_on
 from ..volumes import LvmMapping, Partition
 from ..workload import PostMarkConfig, as_counts
-from .base import FitResult, Parameter, Parameters, frozen_array
+from .base import FitResult, Parameter, Parameters, frozen_array, least_squares_covariance
 from ..units import MIB
 
 
@@ -175,18 +175,8 @@ def _fit(cases, names, initial, bounds, apply, x_scale, units):
     x0 = np.clip(np.array(initial, dtype=float), lower, upper)
     solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale=np.asarray(x_scale, dtype=float),
                              diff_step=1e-3, method="trf")
-    r, J = solution.fun, solution.jac
-    free = solution.active_mask == 0  # a parameter at a bound is held there
-    dof = r.size - int(free.sum())
-    covariance = np.full((len(names), len(names)), np.nan)
-    if dof > 0 and free.any():
-        s2 = float(r @ r) / dof
-        Jf = J[:, free]
-        block = np.linalg.pinv(Jf.T @ Jf) * s2
-        unidentified = np.diag(block) <= 0
-        block[unidentified, :] = np.nan
-        block[:, unidentified] = np.nan
-        covariance[np.ix_(free, free)] = block
+    r = solution.fun
+    covariance, dof = least_squares_covariance(solution, x_scale)  # a parameter at a bound is held there
     parameters = Parameters(Parameter(n, float(v), float(lo), float(hi), units[n])
                             for n, v, lo, hi in zip(names, solution.x, lower, upper))
     return PostMarkFit(parameters, covariance, r, labels, float(dof), bool(solution.success), str(solution.message))
