@@ -33,6 +33,10 @@ Three node types (:mod:`diskmodel.model.nodes`) and the throughput they predict:
   time over the link, the server's disk or the client's copy, whichever is
   slowest.  For the three phases modelled the Linux client's v3 and v4
   exchanges take the same number of round trips (:data:`ROUND_TRIPS`).
+  An NFS mount may be the top of a :class:`~diskmodel.model.stack.Stack`
+  (the tree below it the server's), which
+  :func:`diskmodel.model.predict.predict_nfs` predicts under PostMark and
+  seed 003's file copy.
 
 Throughput with N requests in flight is the asymptotic bound of an
 operational (closed) queueing model (Lazowska, Zahorjan, Graham & Sevcik,

@@ -18,6 +18,12 @@ holds (RAID, thin volumes, loop files, ...), through the block protocol
 (:mod:`diskmodel.model.block`): :func:`predict` returns a
 :class:`BlockPrediction` or a :class:`CopyPrediction` for them, and
 :func:`predict_block` takes a bare block node and its disks.
+
+A stack whose top is an NFS mount (:class:`diskmodel.model.network.NfsMount`)
+is predicted per NFS operation (:func:`diskmodel.model.network.nfs_phase`,
+on the server's file system and disks): PostMark (:func:`predict_nfs`,
+a :class:`NfsPostMarkPrediction`) and the file copy; a block workload (a
+FioJob) has no block device to run on there and is refused.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from ._checks import finite_scalar, show
 from .filesystem import PageCache, file_system_access_time
 from .block import BlockEnv, BlockRequests, BlockTime, block_time_of
 from .block_workloads import JOURNALED, FileCopy, FioJob
+from .network import NfsMount, NfsPrediction, nfs_phase
 from .stack import Stack
 from .volumes import LinearVolume, LvmMapping, Partition, StripedVolume
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
@@ -45,8 +52,26 @@ def format_postmark_rate(bytes_per_s: float) -> str:
     return f"{value / KIB:.2f} kilobytes per second"
 
 
+class _PostMarkRates:
+    """What a PostMark prediction reports as PostMark does: its throughputs and elapsed time."""
+
+    def postmark_units(self) -> dict:
+        """Read and write throughput as PostMark prints them."""
+        return {"read": format_postmark_rate(self.read_throughput_bytes_per_s),
+                "write": format_postmark_rate(self.write_throughput_bytes_per_s)}
+
+    def to_frame(self):
+        """A pandas DataFrame: one row per quantity (value, unit)."""
+        import pandas as pd
+
+        rows = [("read_throughput", self.read_throughput_bytes_per_s, "bytes/s"),
+                ("write_throughput", self.write_throughput_bytes_per_s, "bytes/s"),
+                ("elapsed", self.elapsed_s, "s")] + self._detail_rows()
+        return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+
+
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(_PostMarkRates):
     """Predicted PostMark results and their breakdown by equation term.
 
     Attributes
@@ -89,23 +114,10 @@ class Prediction:
     details: dict
     counts: PostMarkCounts = field(repr=False)
 
-    def postmark_units(self) -> dict:
-        """Read and write throughput as PostMark prints them."""
-        return {"read": format_postmark_rate(self.read_throughput_bytes_per_s),
-                "write": format_postmark_rate(self.write_throughput_bytes_per_s)}
-
-    def to_frame(self):
-        """A pandas DataFrame: one row per quantity (value, unit)."""
-        import pandas as pd
-
-        rows = [("read_throughput", self.read_throughput_bytes_per_s, "bytes/s"),
-                ("write_throughput", self.write_throughput_bytes_per_s, "bytes/s"),
-                ("elapsed", self.elapsed_s, "s")]
-        rows += [(name, value, "s") for name, value in self.terms.items()]
-        rows += [(f"T_LVM_MO.{name}", value, "s") for name, value in self.lvm_parts.items()]
-        rows += [(f"T_DST.{name}", value, "s") for name, value in self.dst_parts.items()]
-        frame = pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
-        return frame
+    def _detail_rows(self) -> list:
+        return ([(name, value, "s") for name, value in self.terms.items()]
+                + [(f"T_LVM_MO.{name}", value, "s") for name, value in self.lvm_parts.items()]
+                + [(f"T_DST.{name}", value, "s") for name, value in self.dst_parts.items()])
 
     def _repr_html_(self):
         units = self.postmark_units()
@@ -122,12 +134,15 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     ----------
     stack : Stack
         The disk, the volume and the file system (its model parameters,
-        ``stack.file_system.parameters``: ext2 or ext3); the volume must lie
+        ``stack.file_system.parameters``, any kind); the volume must lie
         on one disk.  :func:`diskmodel.model.stack.paper_stack` makes the
         paper's three, :func:`diskmodel.model.stack.stack_on` one from a
-        Disk, a volume and a FileSystem.
+        Disk, a volume and a FileSystem.  A stack whose top is an NFS mount
+        goes to :func:`predict_nfs` (PostMark or a FileCopy; no *cache* or
+        *lvm_mapping*).
     workload : PostMarkConfig or PostMarkCounts
-        Default ``PostMarkConfig()`` (PostMark's defaults).
+        Default ``PostMarkConfig()`` (PostMark's defaults); or a FioJob
+        (:func:`predict_block`) or a FileCopy (:func:`predict_copy`).
     cache : PageCache
         Default ``PageCache()``.
     lvm_mapping : LvmMapping
@@ -137,6 +152,11 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
+    if stack.is_nfs:
+        if (cache is not None and cache != PageCache()) or (lvm_mapping is not None and lvm_mapping != LvmMapping()):
+            raise ValueError("cache and lvm_mapping: the NFS model takes neither (reads are cold at the client; "
+                             "the server's LVM costs are not modelled); leave them out")
+        return predict_nfs(stack.file_system, workload, stack.block_env())
     if isinstance(workload, FioJob):
         return predict_block(stack.volume, workload, stack.block_env())
     if isinstance(workload, FileCopy):
@@ -316,3 +336,93 @@ def predict_copy(node, copy: FileCopy, env: BlockEnv, *, kind: str = "ext3") -> 
         rows.append({"size_bytes": size, "write_s": write, "read_s": read, "write_bytes_per_s": size / write,
                      "read_bytes_per_s": size / read})
     return CopyPrediction(copy, kind, tuple(rows))
+
+
+# ------------------------------------------------------------------ NFS
+
+#: PostMark's operations as NFS phases (:data:`diskmodel.model.network.NFS_PHASES`).
+_NFS_PHASE_OF = {"create": "write", "append": "write", "read": "read", "delete": "remove"}
+
+
+@dataclass(frozen=True)
+class NfsPostMarkPrediction(_PostMarkRates):
+    """PostMark predicted on an NFS mount, operation by operation.
+
+    Attributes
+    ----------
+    read_throughput_bytes_per_s, write_throughput_bytes_per_s, elapsed_s : float
+        As :class:`Prediction`: bytes read / written over the whole run [bytes/s], the run [s].
+    parts : dict
+        create_s, append_s, read_s, delete_s: the time of each kind of
+        operation over the run [s]; they sum to elapsed_s.
+    per_operation : dict
+        Each kind of operation done at least once: the
+        :class:`~diskmodel.model.network.NfsPrediction` of one of them, at
+        the workload's mean size of that operation.
+    counts : PostMarkCounts
+    """
+
+    read_throughput_bytes_per_s: float
+    write_throughput_bytes_per_s: float
+    elapsed_s: float
+    parts: dict
+    per_operation: dict
+    counts: PostMarkCounts = field(repr=False)
+
+    def _detail_rows(self) -> list:
+        return ([(name, value, "s") for name, value in self.parts.items()]
+                + [(f"per_{op}.{name}", value, "s") for op, one in self.per_operation.items()
+                   for name, value in one.parts.items()])
+
+    def _repr_html_(self):
+        units = self.postmark_units()
+        return (f"<p><b>PostMark on NFS</b>: read {units['read']}, write {units['write']}, "
+                f"elapsed {self.elapsed_s:.1f} s</p>" + self.to_frame()._repr_html_())
+
+
+def predict_nfs(mount: NfsMount, workload, env: BlockEnv):
+    """PostMark (a :class:`NfsPostMarkPrediction`) or seed 003's copy (a :class:`CopyPrediction`) on *mount*.
+
+    PostMark: each create and each append is a "write" of
+    :func:`~diskmodel.model.network.nfs_phase` (an append opens the file
+    rather than creating it, but the Linux client's exchange is the same
+    number of round trips: lookup or open, the data, commit at close), each
+    read a "read", each delete a "remove", at the workload's mean size of
+    the operation, times their expected counts (nfs_phase is linear in the
+    number of files).  The copy: per file size, the client's page-cache copy
+    (``FileCopy.copy_rate_bytes_per_s``) plus a "write" of the file; the
+    read back, the copy plus a "read".  Reads are cold at the client, as
+    after ``drop_caches`` (the client's page cache, which would serve a
+    re-read after close-to-open revalidation, is not modelled) and at the
+    server.  *env* gives the disks of the server's volume.  A block
+    workload (FioJob) is refused: an NFS mount is no block device.
+    """
+    if not isinstance(mount, NfsMount):
+        raise ValueError(f"mount must be an NfsMount (got {show(mount)})")
+    if isinstance(workload, FileCopy):
+        rows = []
+        for size in workload.file_sizes_bytes:
+            cached = size / workload.copy_rate_bytes_per_s
+            write = cached + nfs_phase(mount, env, "write", 1, size).elapsed_s
+            read = cached + nfs_phase(mount, env, "read", 1, size).elapsed_s
+            rows.append({"size_bytes": size, "write_s": write, "read_s": read, "write_bytes_per_s": size / write,
+                         "read_bytes_per_s": size / read})
+        return CopyPrediction(workload, "nfs", tuple(rows))
+    if workload is not None and not isinstance(workload, (PostMarkConfig, PostMarkCounts)):
+        name = workload.label if isinstance(workload, FioJob) else type(workload).__name__
+        raise ValueError(f"workload {name}: file_system (nfs, {mount.server}) is a file system over the network, "
+                         "not a block device; give PostMark (PostMarkConfig, PostMarkCounts) or a FileCopy")
+    counts = as_counts(PostMarkConfig() if workload is None else workload)
+    total = counts.total
+    done = {"create": (total.creates, total.bytes_created), "append": (total.appends, total.bytes_appended),
+            "read": (total.reads, total.bytes_read), "delete": (total.deletes, 0.0)}
+    parts, per_operation = {}, {}
+    for op, (number, size_bytes) in done.items():
+        parts[f"{op}_s"] = 0.0
+        if number > 0:
+            one: NfsPrediction = nfs_phase(mount, env, _NFS_PHASE_OF[op], 1, round(size_bytes / number))
+            per_operation[op] = one
+            parts[f"{op}_s"] = float(number * one.elapsed_s)
+    elapsed = sum(parts.values())
+    return NfsPostMarkPrediction(float(total.bytes_read / elapsed), float(total.bytes_written / elapsed), elapsed,
+                                 parts, per_operation, counts)

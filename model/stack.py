@@ -17,6 +17,10 @@ A :class:`Stack` is a tree of frozen dataclasses, from the top down:
   drive folder, a saved calibration or a :class:`~diskmodel.model.disk.Disk`
   in memory (:mod:`diskmodel.model.drives`).
 
+The top may instead be an NFS mount (:class:`diskmodel.model.network.NfsMount`,
+kind "nfs"): the client's view of the server's file system, its ``export``,
+the tree below being the server's; it has no :attr:`Stack.volume` of its own.
+
 Every node type is registered by its ``kind`` (:mod:`diskmodel.model.nodes`),
 which is how a stack reads from and writes to JSON
 (:meth:`Stack.to_json`, :meth:`Stack.from_json`); RAID, thin pools, loop
@@ -55,6 +59,7 @@ from .nodes import from_json_data, is_node, kind_of, node_type, record_from_json
 from .volume_on_disk import VolumeOnDisk
 from .block import BlockEnv
 from . import loop_file, network, raid, thin  # noqa: F401  (their node types join the JSON registry)
+from .network import NfsMount
 from .units import GB, MIB
 from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, LvmMapping,
                       Partition)
@@ -186,7 +191,11 @@ class Stack:
 
     Attributes
     ----------
-    file_system : FileSystemNode
+    file_system : FileSystemNode or NfsMount
+        The file system the workload runs on: a local one, or an NFS mount
+        whose ``export`` is the server's file system (on the server's volume
+        and disks, which the rest of the tree describes); an NFS mount has
+        no :attr:`volume` of its own.
     disks : tuple of drive nodes
         Every disk a partition of the tree names (by ``Partition.disk``),
         with distinct names; default the ``wd800bd`` preset as "sda".
@@ -194,13 +203,13 @@ class Stack:
         A short name for reports (e.g. "lvm2"); default made from the tree.
     """
 
-    file_system: FileSystemNode
+    file_system: FileSystemNode | NfsMount
     disks: tuple = (PresetDrive("wd800bd"),)
     name: str = ""
 
     def __post_init__(self):
-        if not isinstance(self.file_system, FileSystemNode):
-            raise ValueError(f"file_system must be a FileSystemNode (got {show(self.file_system)})")
+        if not isinstance(self.file_system, (FileSystemNode, NfsMount)):
+            raise ValueError(f"file_system must be a FileSystemNode or an NfsMount (got {show(self.file_system)})")
         if isinstance(self.disks, (str, bytes)) or not isinstance(self.disks, (tuple, list)) or not self.disks:
             raise ValueError(f"disks must be a non-empty list of drives (got {show(self.disks)})")
         object.__setattr__(self, "disks", tuple(self.disks))
@@ -223,9 +232,20 @@ class Stack:
 
     # -- the tree ------------------------------------------------------------
     @property
+    def is_nfs(self) -> bool:
+        """Is the top an NFS mount (the tree below it the server's)?"""
+        return isinstance(self.file_system, NfsMount)
+
+    def _local_file_system(self) -> FileSystemNode:
+        if self.is_nfs:
+            raise ValueError("file_system (nfs): an NFS mount has no volume of its own (the server's file system "
+                             "and volume are file_system.export)")
+        return self.file_system
+
+    @property
     def volume(self):
-        """The volume the file system is made on."""
-        return self.file_system.volume
+        """The volume the file system is made on (ValueError for an NFS mount)."""
+        return self._local_file_system().volume
 
     def nodes(self):
         """(path, node, depth) of every node of the file system's tree, parents first."""
@@ -244,6 +264,9 @@ class Stack:
     @property
     def short_name(self) -> str:
         """The name, or one made from the kinds of the file system and its volume (e.g. "ext3 on lvm_linear")."""
+        if self.is_nfs:
+            export = self.file_system.export
+            return self.name or f"nfs to {export.kind} on {kind_of(export.volume)}"
         return self.name or f"{self.file_system.kind} on {kind_of(self.volume)}"
 
     def describe(self) -> str:
@@ -272,8 +295,8 @@ class Stack:
         return BlockEnv({name: self.drive(name).model_disk() for name in names})
 
     def file_system_parameters(self) -> FileSystem:
-        """The model's parameters of the file system."""
-        return self.file_system.parameters
+        """The model's parameters of the file system (ValueError for an NFS mount)."""
+        return self._local_file_system().parameters
 
     # -- JSON ----------------------------------------------------------------
     def to_json_data(self) -> dict:
@@ -304,9 +327,9 @@ class Stack:
             raise ValueError(f"disks must be a list of drives (got {show(disks)})")
         drives = tuple(from_json_data(d, f"disks[{i}]") for i, d in enumerate(disks))
         file_system = from_json_data(data["file_system"], "file_system")
-        if not isinstance(file_system, FileSystemNode):
-            raise ValueError(f"file_system: must be a file system (kind {', '.join(FILE_SYSTEM_KINDS)}), "
-                             f"not {kind_of(file_system)}")
+        if not isinstance(file_system, (FileSystemNode, NfsMount)):
+            raise ValueError(f"file_system: must be a file system (kind {', '.join(FILE_SYSTEM_KINDS)}) or an NFS "
+                             f"mount (kind nfs), not {kind_of(file_system)}")
         return cls(file_system, drives, data.get("name", ""))
 
     @classmethod

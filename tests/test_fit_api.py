@@ -33,6 +33,28 @@ def test_every_fitter_is_importable_from_the_package():
         assert name in fit_api.__all__ and hasattr(fit_api, name), name
 
 
+def test_every_fit_function_of_the_model_is_exported_by_the_fit_package():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import diskmodel.model as model
+
+    found = {}
+    for info in pkgutil.walk_packages(model.__path__, "diskmodel.model."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if name.startswith("fit_") and inspect.isfunction(value) and value.__module__ == info.name:
+                found[name] = value
+    # the fitters of model/fit/ and the paper's (model/paper.py), the newer file-system fitters among them
+    assert {"fit_two_piece", "fit_file_system_costs", "fit_paper", "fit_calibration"} <= set(found)
+    for name, function in found.items():
+        assert name in fit_api.__all__ and getattr(fit_api, name) is function, name
+    for name in ("leave_one_out", "leave_one_test_out", "FsCase", "SyncWrites", "SequentialWrite", "PaperFit"):
+        assert name in fit_api.__all__, name
+    assert all(hasattr(fit_api, name) for name in fit_api.__all__)
+
+
 def _seek_data():
     rng = np.random.default_rng(1)
     d = np.repeat(np.unique(np.geomspace(1, 10_000, 60).round()), 30)

@@ -301,3 +301,138 @@ def test_bad_network_and_json_name_the_field():
     with pytest.raises(ValueError) as info:
         Stack.from_json_data(data)
     assert str(info.value) == "file_system.volume.network (Network): rtt_s must be a number (got '2ms')"
+
+
+# --------------------------------------------------------------------------- stacks predicted end to end
+
+def _nfs_stack(**changes) -> Stack:
+    return Stack(_mount(**changes), (PresetDrive("wd800bd", name="srv"),), "")
+
+
+def test_nbd_over_a_loop_file_and_the_remote_mirror_are_stacks_predicted_with_fio():
+    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.loop_file import LoopFile
+    from diskmodel.model.predict import predict
+
+    drives = (PresetDrive("wd800bd", name="sda"), PresetDrive("wd800bd", name="srv"))
+    image = LoopFile(Partition(1 * MIB, 8 * GIB, "/dev/sdb1", disk="srv"), 4 * GIB)   # nbd-server's file
+    nbd = NbdDevice(image, SLOW, server="10.77.0.1:10809")
+    over_file = Stack(FileSystemNode(nbd, kind="ext4"), drives[1:], "nbd over a loop file")
+    mirror = Stack(FileSystemNode(RaidArray("raid1", (Partition(1 * MIB, 4 * GIB, "/dev/sda3", disk="sda"), nbd)),
+                                  kind="ext3"), drives, "remote mirror")
+    write = FioJob("write", block_size_bytes=64 * KIB, size_bytes=64 * MIB)
+    read = FioJob("read", block_size_bytes=64 * KIB, size_bytes=64 * MIB)
+    for stack in (over_file, mirror):
+        again = Stack.from_json(stack.to_json())
+        assert again == stack and predict(again, write) == predict(stack, write)
+    env = over_file.block_env()
+    # NBD over the file: the protocol's answer, one request at a time; the file's own cost is in it
+    p = predict(over_file, write)
+    assert p.latency_s == block_time_of(nbd, write.requests(), env).time_s
+    assert p.latency_s > block_time_of(image, write.requests(), env).time_s + SLOW.rtt_s
+    # the mirror's writes wait for the network leg; its reads come from the local disk (md's first member)
+    m = predict(mirror, write)
+    assert m.throughput_bytes_per_s == pytest.approx(p.throughput_bytes_per_s, rel=1e-12)
+    local = Stack(FileSystemNode(mirror.volume.members[0], kind="ext3"), drives)
+    assert predict(mirror, read).throughput_bytes_per_s == pytest.approx(
+        predict(local, read).throughput_bytes_per_s, rel=1e-12)
+    assert m.throughput_bytes_per_s < predict(local, write).throughput_bytes_per_s / 5
+
+
+def test_an_nfs_mount_is_a_stack_that_round_trips_through_json():
+    stack = _nfs_stack(version="4.2", sync_export=True)
+    text = stack.to_json()
+    again = Stack.from_json(text)
+    assert again == stack and again.to_json() == text
+    data = json.loads(text)
+    assert data["file_system"]["kind"] == "nfs" and data["file_system"]["export"]["kind"] == "ext4"
+    assert stack.short_name == "nfs to ext4 on partition"
+    assert stack.describe().splitlines()[1:3] == [
+        "  nfs v4.2 10.0.0.1:/srv/export (sync export), network 100 Mb/s, rtt 2 ms, mtu 1500",
+        "    ext4 file system (ordered, 4096-byte blocks)"]
+    assert [path for path, _ in stack.partitions()] == ["file_system.export.volume"]
+    # the mount has no volume of its own: what asks for one (the model of a local file system, the stack
+    # builder) is told so in one line
+    for ask in (lambda: stack.volume, stack.file_system_parameters, stack.volume_on_disk):
+        with pytest.raises(ValueError, match=r"^file_system \(nfs\): an NFS mount has no volume of its own"):
+            ask()
+    data["file_system"] = data["file_system"]["export"]["volume"]
+    with pytest.raises(ValueError, match=r"^file_system: must be a file system \(kind ext2, .*\) or an NFS mount"):
+        Stack.from_json_data(data)
+
+
+def test_predict_postmark_on_an_nfs_stack_sums_its_operations_by_hand():
+    from diskmodel.model.predict import NfsPostMarkPrediction, predict
+    from diskmodel.model.workload import PostMarkConfig, expected_counts
+
+    stack = _nfs_stack(client_overhead_s=50e-6, server_op_s=50e-6)
+    counts = expected_counts(PostMarkConfig(number_of_files=300, transactions=1000))
+    p = predict(stack, counts)
+    assert isinstance(p, NfsPostMarkPrediction)
+    t = counts.total
+    env = stack.block_env()
+    want = {"create_s": t.creates * nfs_phase(stack.file_system, env, "write", 1,
+                                              round(t.bytes_created / t.creates)).elapsed_s,
+            "append_s": t.appends * nfs_phase(stack.file_system, env, "write", 1,
+                                              round(t.bytes_appended / t.appends)).elapsed_s,
+            "read_s": t.reads * nfs_phase(stack.file_system, env, "read", 1, round(t.bytes_read / t.reads)).elapsed_s,
+            "delete_s": t.deletes * nfs_phase(stack.file_system, env, "remove", 1, 0).elapsed_s}
+    assert p.parts == pytest.approx(want, rel=1e-12)
+    assert p.elapsed_s == pytest.approx(sum(want.values()), rel=1e-12)
+    assert p.read_throughput_bytes_per_s == pytest.approx(t.bytes_read / p.elapsed_s, rel=1e-12)
+    assert p.write_throughput_bytes_per_s == pytest.approx(t.bytes_written / p.elapsed_s, rel=1e-12)
+    # PostMark's small files are bound by round trips: a longer round trip costs, a faster link hardly helps
+    longer = predict(_nfs_stack(client_overhead_s=50e-6, server_op_s=50e-6, network=SLOW.evolve(rtt_s=4e-3)), counts)
+    faster = predict(_nfs_stack(client_overhead_s=50e-6, server_op_s=50e-6, network=SLOW.evolve(
+        rate_bytes_per_s=125e6)), counts)
+    assert longer.elapsed_s > 1.5 * p.elapsed_s and faster.elapsed_s > 0.7 * p.elapsed_s
+    # a sync export waits for the server's disk on every create, append and delete
+    assert predict(_nfs_stack(sync_export=True), counts).elapsed_s > predict(_nfs_stack(), counts).elapsed_s
+
+
+def test_predict_copy_on_an_nfs_stack_and_refusals():
+    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.predict import predict
+    from diskmodel.model.volumes import LvmMapping
+    from diskmodel.model.workload import FileCopy
+    from diskmodel.model.filesystem import PageCache
+
+    stack = _nfs_stack()
+    copy = FileCopy(file_sizes_bytes=(8 * MIB,), repeats=2)
+    p = predict(stack, copy)
+    env = stack.block_env()
+    cached = 8 * MIB / copy.copy_rate_bytes_per_s
+    assert p.kind == "nfs" and p.rows[0]["write_s"] == pytest.approx(
+        cached + nfs_phase(stack.file_system, env, "write", 1, 8 * MIB).elapsed_s, rel=1e-12)
+    assert p.rows[0]["read_s"] == pytest.approx(
+        cached + nfs_phase(stack.file_system, env, "read", 1, 8 * MIB).elapsed_s, rel=1e-12)
+    assert p.read_bytes_per_s < SLOW.payload_rate_bytes_per_s     # over 100 Mb/s: the link binds
+    job = FioJob("randread", block_size_bytes=4 * KIB, size_bytes=16 * MIB)
+    with pytest.raises(ValueError, match=r"^workload randread_4k: file_system \(nfs, 10.0.0.1:/srv/export\) is a "
+                                         r"file system over the network, not a block device"):
+        predict(stack, job)
+    for options in ({"cache": PageCache(size_bytes=1 * GIB)}, {"lvm_mapping": LvmMapping(md_mapping_s=1e-4)}):
+        with pytest.raises(ValueError, match=r"^cache and lvm_mapping: the NFS model takes neither"):
+            predict(stack, copy, **options)
+
+
+def test_diskmodel_predict_takes_an_nfs_stack_file(tmp_path, capsys):
+    from diskmodel.calibrate import cli
+    from diskmodel.model.predict import predict
+    from diskmodel.model.workload import postmark_preset
+
+    stack = _nfs_stack(sync_export=True, client_overhead_s=50e-6, server_op_s=50e-6)
+    path = tmp_path / "nfs.json"
+    path.write_text(stack.to_json())
+    assert cli.main(["predict", "--stack", str(path), "--workload", "test2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    want = predict(stack, postmark_preset("test2"))
+    assert out["stack"] == "nfs to ext4 on partition"
+    assert out["read_throughput_bytes_per_s"] == want.read_throughput_bytes_per_s
+    assert out["elapsed_s"] == want.elapsed_s and out["parts_s"] == want.parts
+    assert cli.main(["predict", "--stack", str(path), "--workload", "randread_4k"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"diskmodel: error: --stack {path}: workload randread_4k: file_system (nfs")
+    assert cli.main(["predict", "--stack", str(path), "--page-cache-bytes", "1000"]) == 2
+    assert capsys.readouterr().err.startswith(f"diskmodel: error: --page-cache-bytes does not apply to --stack {path}")

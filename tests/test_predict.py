@@ -297,3 +297,69 @@ def test_predict_refuses_a_layout_over_several_disks():
     volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))
     with pytest.raises(ValueError, match="spans 2 disks"):
         predict(stack_on(disk, volume))
+
+
+# ---------------------------------------------------------------- diskmodel predict --fs: every kind
+
+def _cli_json(capsys, *argv) -> dict:
+    import json
+
+    from diskmodel.calibrate import cli
+
+    assert cli.main(["predict", *argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_predict_cli_takes_every_kind_with_its_options_as_the_api_builds_them(capsys):
+    from diskmodel.model.fs_kinds import KINDS
+    from diskmodel.model.stack import FileSystemNode
+    from diskmodel.model.workload import postmark_preset
+
+    workload = postmark_preset("test1").evolve(number_of_files=500, transactions=2000)
+    options = {"ext2": ((), ()), "ext3": ((), ("data=writeback",)), "ext4": (("-I", "512"), ("noatime",)),
+               "xfs": (("-d", "agcount=8"), ("noatime",)), "btrfs": (("-m", "single"), ("nodatacow",))}
+    assert set(options) == set(KINDS)
+    base = paper_stack("native")
+    rates = {}
+    for kind, (mkfs, mount) in options.items():
+        argv = ["--fs", kind, "--files", "500", "--transactions", "2000"]
+        argv += [f"--mkfs-options={' '.join(mkfs)}"] if mkfs else []
+        argv += [f"--mount-options={','.join(mount)}"] if mount else []
+        got = _cli_json(capsys, *argv)
+        node = FileSystemNode(base.volume, kind=kind, mkfs_options=mkfs, mount_options=mount)
+        want = predict(base.evolve(file_system=node), workload)
+        assert got["read_throughput_bytes_per_s"] == want.read_throughput_bytes_per_s, kind
+        assert got["write_throughput_bytes_per_s"] == want.write_throughput_bytes_per_s, kind
+        assert got["elapsed_s"] == want.elapsed_s, kind
+        rates[kind] = got["read_throughput_bytes_per_s"]
+    # the options reached the model: btrfs without them (dup metadata, copy-on-write) predicts otherwise
+    assert rates["btrfs"] != _cli_json(capsys, "--fs", "btrfs", "--files", "500", "--transactions",
+                                       "2000")["read_throughput_bytes_per_s"]
+    ext3 = _cli_json(capsys, "--files", "500", "--transactions", "2000", "--journal-mode", "ordered")
+    for kind in ("ext4", "xfs", "btrfs"):
+        plain = _cli_json(capsys, "--fs", kind, "--files", "500", "--transactions", "2000")
+        assert plain["read_throughput_bytes_per_s"] != ext3["read_throughput_bytes_per_s"], kind
+        assert plain["elapsed_s"] != ext3["elapsed_s"], kind
+    # --journal-mode is data=MODE: the same prediction as the mount option
+    assert _cli_json(capsys, "--fs", "ext4", "--journal-mode", "journal", "--files", "500", "--transactions",
+                     "2000") == _cli_json(capsys, "--fs", "ext4", "--mount-options", "data=journal", "--files",
+                                          "500", "--transactions", "2000")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fs", "xfs", "--journal-mode", "journal"], "--journal-mode journal: data=journal is not a mount option of xfs"),
+    (["--fs", "ext2", "--journal-mode", "ordered"],
+     "--journal-mode ordered: data=ordered is not a mount option of ext2"),
+    (["--fs", "xfs", "--mount-options", "data=journal"], "--mount-options: data=journal is not a mount option of xfs"),
+    (["--fs", "xfs", "--mkfs-options=-O extent"], "--mkfs-options: -O is not an option of mkfs.xfs"),
+    (["--fs", "ext4", "--mkfs-options=-b 8192"],
+     "--mkfs-options: block_size_bytes must be one of 1024, 2048, 4096 for ext4 (got 8192)"),
+    (["--fs", "ext4", "--journal-mode", "journal", "--mount-options", "data=ordered"],
+     "--journal-mode journal: --mount-options sets data= already; give one"),
+])
+def test_predict_cli_refuses_an_option_the_kind_lacks_in_one_line(capsys, argv, message):
+    from diskmodel.calibrate import cli
+
+    assert cli.main(["predict", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err == f"diskmodel: error: {message}\n"

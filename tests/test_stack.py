@@ -396,6 +396,26 @@ def test_postmark_with_a_bad_stack_file_is_refused_before_anything_is_built(tmp_
     assert res.returncode == 2 and f"--stack {path}: --size does not apply with a stack file" in res.stderr
 
 
+def test_postmark_refuses_an_nfs_stack_in_one_line_before_anything_is_built(tmp_path, capsys):
+    """An NFS mount is predicted (tests/test_network_model.py), not built on a scratch: one line, nothing made."""
+    from diskmodel.calibrate import cli
+    from diskmodel.model.network import Network, NfsMount
+
+    export = FileSystemNode(Partition(MIB, GB, "/dev/sdb1", "srv"), kind="xfs")
+    path = tmp_path / "nfs.json"
+    path.write_text(Stack(NfsMount(export, Network(12.5e6, 2e-3)), (PresetDrive("wd800bd", "srv"),)).to_json())
+    scratch = tmp_path / "s.img"
+    assert cli.main(["postmark", "--stack", str(path), "--workload", "test1", "--scratch", str(scratch)]) == 2
+    assert capsys.readouterr().err == (f"diskmodel: error: --stack {path}: file_system (nfs): an NFS mount has no "
+                                       "volume of its own (the server's file system and volume are "
+                                       "file_system.export)\n")
+    assert not scratch.exists()
+    # bench names the file too
+    assert cli.main(["bench", "--stack", str(path), "--workload", "randread_4k"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"diskmodel: error: --stack {path}: file_system (nfs): ") and err.count("\n") == 1
+
+
 def test_predict_takes_a_stack_file_of_block_layers(tmp_path):
     """RAID 1 over two different presets under a thin volume, from JSON, through `diskmodel predict`."""
     from diskmodel.model.predict import predict_block

@@ -92,9 +92,12 @@ def _stack(args):
 
     try:
         stack = stacks.resolve_drives(stacks.read_stack(args.stack), os.path.dirname(os.path.abspath(args.stack)))
+    except ValueError as exc:  # read_stack's errors name the file
+        raise UsageError(f"--stack {exc}") from exc
+    try:
         L.build_plan(stack, backing="/dev/null")  # everything checked before anything is built
     except ValueError as exc:
-        raise UsageError(f"--stack {exc}") from exc
+        raise UsageError(f"--stack {args.stack}: {exc}") from exc
     return stack
 
 

@@ -5,9 +5,14 @@ throughput the way PostMark reports them, with the breakdown by equation term
 (T_DO, T_MO, T_FL, T_DFA, T_J, T_LVM_MO; within T_DST seek, rotation,
 transfer). The stack is one of the paper's (``--layout``) on a disk (a
 preset, a DiskSim drive folder, or a calibration saved by ``diskmodel
-calibrate --json``) with ``--fs`` and ``--journal-mode``, or a stack
-description (``--stack FILE.json``, :mod:`diskmodel.model.stack`) that names
-its disks, file system and options itself.
+calibrate --json``) with ``--fs`` (any kind of
+:data:`diskmodel.model.fs_kinds.KINDS`), ``--mkfs-options``,
+``--mount-options`` and ``--journal-mode`` (``data=``, where the kind has
+one), the options mapped onto the model's parameters as ``diskmodel
+postmark --fs`` builds them (:func:`diskmodel.model.fs_kinds.parameters_from_options`),
+or a stack description (``--stack FILE.json``, :mod:`diskmodel.model.stack`)
+that names its disks, file system and options itself; its top may be an NFS
+mount, predicted per NFS operation (:mod:`diskmodel.model.network`).
 
 The LVM mapping costs of eq. (12) are 0 s unless given, which makes LVM
 free: ``--fitted`` takes those the main job fits on the paper (shipped,
@@ -19,8 +24,11 @@ the ``--fs-size`` to give instead (the bench's sizing of
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+
+from diskmodel.model.fs_kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.block_workloads): issue 14's fio jobs and seed 003's copy.
 _BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k", "randread_1m",
@@ -28,7 +36,7 @@ _BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "r
 
 # Flags that describe the stack, which a stack file describes instead (name -> default).
 _STACK_FLAGS = {"disk": "wd800bd", "calibration": None, "layout": "native", "fs": "ext3", "journal_mode": None,
-                "fs_size": None}
+                "mkfs_options": "", "mount_options": "", "fs_size": None}
 
 
 def _number(name: str, convert, check, requirement: str):
@@ -70,9 +78,9 @@ def add_parser(subparsers) -> None:
                "fits on the paper; --costs FILE those of your own 'diskmodel experiment' run; --md-mapping-s and "
                "--fb-mapping-s set them by hand.")
     parser.add_argument("--stack", metavar="FILE.json",
-                        help="a stack description (disks, partitions, LVM, file system), instead of --layout, "
-                             "--disk, --calibration, --fs, --journal-mode and --fs-size (default: none, the "
-                             "paper's --layout)")
+                        help="a stack description (disks, partitions, LVM, RAID, NBD, file system or NFS mount), "
+                             "instead of --layout, --disk, --calibration, --fs, --mkfs-options, --mount-options, "
+                             "--journal-mode and --fs-size (default: none, the paper's --layout)")
     disk = parser.add_mutually_exclusive_group()
     disk.add_argument("--disk", metavar="NAME|DIR",
                       help="a preset (wd800bd, hp97560, hp_c2247a), a bundled DiskSim drive (atlas10k, G4_4TB, ...; "
@@ -94,9 +102,16 @@ def add_parser(subparsers) -> None:
                         help="the number of transactions (default: the workload's; test1 50000)")
     parser.add_argument("--files", type=_positive_int("--files"), metavar="N",
                         help="the number of files (default: the workload's; test1 4000)")
-    parser.add_argument("--fs", choices=("ext2", "ext3"), help="the file system (default: ext3)")
+    parser.add_argument("--fs", choices=KINDS, help="the file system (default: ext3)")
+    parser.add_argument("--mkfs-options", metavar="OPTS",
+                        help="options of mkfs.<fs>, as one string (e.g. '-b size=4096 -d agcount=8'), as "
+                             "'diskmodel postmark' gives them; they set the model's parameters (default: none)")
+    parser.add_argument("--mount-options", metavar="OPTS",
+                        help="comma-separated mount options (e.g. 'noatime,commit=15'); they set the model's "
+                             "parameters (default: none)")
     parser.add_argument("--journal-mode", choices=("ordered", "writeback", "journal"),
-                        help="ext3's journal mode (default: ordered; ext2 has no journal)")
+                        help="the journal mode of ext3 and ext4, the mount option data=MODE (default: ordered; "
+                             "ext2, xfs and btrfs have none to choose)")
     parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"), metavar="BYTES",
                         help="memory the page cache gives the workload [bytes] (default: 268435456, 256 MiB; "
                              "with --fitted or --costs 1610612736, 1.5 GiB, as the fit assumed)")
@@ -124,6 +139,8 @@ _FLAG_OF_FIELD = {
     "transactions": "--transactions",
     "number_of_files": "--files",
     "journal_mode": "--journal-mode",
+    "mkfs_options": "--mkfs-options",
+    "mount_options": "--mount-options",
     "md_mapping_s": "--md-mapping-s",
     "fb_mapping_s": "--fb-mapping-s",
 }
@@ -170,7 +187,7 @@ def _stack(args, fitted):
     from diskmodel.model.filesystem import FileSystem, PageCache
     from diskmodel.model.fit import apply_io_parameters
     from diskmodel.model.paper import DEFAULT_CACHE, DEFAULT_FILESYSTEM
-    from diskmodel.model.stack import PAPER_TEST_AREA_BYTES, paper_stack
+    from diskmodel.model.stack import PAPER_TEST_AREA_BYTES
 
     try:
         cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
@@ -186,23 +203,59 @@ def _stack(args, fitted):
     for name, default in _STACK_FLAGS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
+    mkfs_options, mount_options = _fs_options(args)
     disk = _disk(args)
-    try:
-        if fitted is None:
-            filesystem = FileSystem(kind=args.fs, journal_mode=args.journal_mode)
-        else:  # the path the costs were fitted on: model.paper's, with the fitted I/O parameters
-            filesystem = DEFAULT_FILESYSTEM.evolve(kind=args.fs, journal_mode=args.journal_mode)
-            disk, filesystem, fitted_cache = apply_io_parameters(disk, filesystem, DEFAULT_CACHE, fitted.io_path)
-            cache = fitted_cache if args.page_cache_bytes is None else cache
-    except ValueError as exc:
-        raise UsageError(reword(exc, _flags_given(args))) from exc
     if args.fs_size is None and disk.capacity_bytes < PAPER_TEST_AREA_BYTES:
         raise UsageError(_too_small(args, disk))
-    try:
-        return paper_stack(args.layout, disk=disk, filesystem=filesystem, fs_size_bytes=args.fs_size), cache
+    # the file system as its options build it (the parameters of fs_kinds), as `diskmodel postmark --fs` does
+    stack = _paper_stack(args, disk, None, mkfs_options, mount_options)
+    if fitted is None:
+        return stack, cache
+    try:  # the path the costs were fitted on: model.paper's I/O path, with the fitted I/O parameters
+        io_path = {f.name: getattr(DEFAULT_FILESYSTEM, f.name) for f in dataclasses.fields(FileSystem)
+                   if getattr(DEFAULT_FILESYSTEM, f.name) != getattr(FileSystem(), f.name)}
+        filesystem = stack.file_system.parameters.evolve(**io_path)
+        disk, filesystem, fitted_cache = apply_io_parameters(disk, filesystem, DEFAULT_CACHE, fitted.io_path)
+        cache = fitted_cache if args.page_cache_bytes is None else cache
     except ValueError as exc:
-        raise UsageError(f"--layout {args.layout} on {disk.name}: "
-                         f"{reword(exc, {'fs_size_bytes': '--fs-size'})}") from exc
+        raise UsageError(reword(exc, _flags_given(args))) from exc
+    return _paper_stack(args, disk, filesystem, mkfs_options, mount_options), cache
+
+
+def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(mkfs options, mount options) of --mkfs-options, --mount-options and --journal-mode (a data= mount
+    option, refused naming the option and the kind where the kind has none)."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.model.fs_kinds import parameters_from_options
+
+    mkfs_options = tuple(args.mkfs_options.split())
+    mount_options = tuple(o for o in args.mount_options.split(",") if o)
+    if args.journal_mode is not None:
+        option = f"data={args.journal_mode}"
+        if any(o.startswith("data=") for o in mount_options):
+            raise UsageError(f"--journal-mode {args.journal_mode}: --mount-options sets data= already; give one")
+        try:
+            parameters_from_options(args.fs, (), (option,))
+        except ValueError as exc:
+            raise UsageError(f"--journal-mode {args.journal_mode}: {str(exc).removeprefix('mount_options: ')}") from exc
+        mount_options += (option,)
+    return mkfs_options, mount_options
+
+
+def _paper_stack(args, disk, filesystem, mkfs_options, mount_options):
+    """The paper's --layout on *disk* with the file system of --fs and its options (a UsageError naming the flag)."""
+    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.model.stack import paper_stack
+
+    try:
+        return paper_stack(args.layout, disk=disk, filesystem=filesystem, kind=args.fs, mkfs_options=mkfs_options,
+                           mount_options=mount_options, fs_size_bytes=args.fs_size)
+    except ValueError as exc:
+        text = reword(exc, {"mkfs_options": "--mkfs-options", "mount_options": "--mount-options",
+                            "fs_size_bytes": "--fs-size"})
+        if not text.startswith(("--mkfs-options", "--mount-options")):
+            text = f"--layout {args.layout} on {disk.name}: {text}"
+        raise UsageError(text) from exc
 
 
 def _too_small(args, disk) -> str:
@@ -262,6 +315,12 @@ def _run(args) -> int:
 
     fitted = _fitted(args)
     stack, cache = _stack(args, fitted)
+    if stack.is_nfs:
+        by_hand = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s")
+                   if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if by_hand:
+            raise UsageError(f"{by_hand[0]} does not apply to --stack {args.stack}: its top is an NFS mount, whose "
+                             "model has no client page cache and no LVM mapping costs")
     if args.workload in _BLOCK_WORKLOADS:
         return _run_block(args, stack)
     try:
@@ -273,6 +332,8 @@ def _run(args) -> int:
         mapping = _mapping(args, fitted)
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
+    if stack.is_nfs:
+        return _run_nfs(args, stack, workload)
     try:
         prediction = predict(stack, workload, cache, mapping)
         disk = stack.model_disk()
@@ -296,6 +357,33 @@ def _run(args) -> int:
           f"{workload.number_of_files} files, {workload.transactions} transactions")
     if args.stack:
         print(stack.describe())
+    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
+    print(prediction.to_frame().to_string())
+    return 0
+
+
+def _run_nfs(args, stack, workload) -> int:
+    """PostMark on a stack whose top is an NFS mount: per NFS operation, on the server's file system."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.model.predict import predict
+
+    try:
+        prediction = predict(stack, workload)
+    except ValueError as exc:
+        raise UsageError(f"--stack {args.stack}: {exc}") from exc
+    if args.json:
+        print(json.dumps({
+            "stack": stack.short_name, "workload": args.workload,
+            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
+            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
+            "elapsed_s": prediction.elapsed_s, "parts_s": prediction.parts,
+            "bottleneck": {op: one.bottleneck for op, one in prediction.per_operation.items()},
+        }))
+        return 0
+    units = prediction.postmark_units()
+    print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
+          f"{workload.transactions} transactions")
+    print(stack.describe())
     print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
     print(prediction.to_frame().to_string())
     return 0
