@@ -189,6 +189,27 @@ def test_the_fit_recovers_the_costs_it_was_made_with(flash, small_files):
     assert all(math.isfinite(h["error_pct"]) for h in held)
 
 
+def test_a_floor_on_the_cpu_per_operation_holds_it_and_the_others_refit(flash, small_files):
+    """Cases made with 5 us per operation, fitted with a floor of 20 us: the CPU sits on the floor, held
+    there (no variance, no degree of freedom), and the leave-one-out fits keep it there too."""
+    truth = FileSystem(kind="ext4", cpu_per_file_operation_s=5e-6, commit_overhead_s=1e-3,
+                       file_data_rate_bytes_per_s=5e8)
+    workloads = [small_files, SyncWrites(4096), SyncWrites(65536), SequentialWrite(64 * MIB)]
+    cases = [FsCase(flash, truth, w, predicted_time_s(FsCase(flash, truth, w, 1.0))) for w in workloads]
+    floor = {"cpu_per_file_operation_s": (20e-6, 0.01)}
+    fit = fit_file_system_costs(cases, bounds=floor)
+    assert fit.params["cpu_per_file_operation_s"] == pytest.approx(20e-6)
+    assert math.isnan(fit.bse["cpu_per_file_operation_s"]) and fit.df_resid == 2
+    assert fit_file_system_costs(cases).params["cpu_per_file_operation_s"] == pytest.approx(5e-6, rel=0.02)
+    assert all(h["params"]["cpu_per_file_operation_s"] >= 20e-6 for h in leave_one_out(cases, bounds=floor))
+    for bad, match in (({"cpu": (0, 1)}, "bounds must be one of"),
+                       ({"commit_overhead_s": (1.0, 0.5)}, r"bounds\['commit_overhead_s'\]: lower must be below"),
+                       ({"commit_overhead_s": 3}, "must be a .lower, upper. pair"),
+                       ({"commit_overhead_s": (0, float("nan"))}, "upper")):
+        with pytest.raises(ValueError, match=match):
+            fit_file_system_costs(cases, bounds=bad)
+
+
 def test_the_fit_refuses_cases_of_several_kinds(flash):
     cases = [FsCase(flash, FileSystem(kind=k), SyncWrites(4096), 1e-3) for k in ("ext4", "xfs")]
     with pytest.raises(ValueError, match="cases must all be of one kind"):

@@ -136,14 +136,31 @@ def _residuals(cases, names, x):
     return np.array(out)
 
 
-def fit_file_system_costs(cases, *, parameters=PARAMETERS,
-                          initial=None) -> PostMarkFit:
+def _bounds(bounds) -> dict:
+    """:data:`BOUNDS` with *bounds* (name -> (lower, upper)) in place of some, each checked."""
+    out = dict(BOUNDS)
+    for name, pair in dict(bounds or {}).items():
+        one_of("bounds", name, tuple(BOUNDS))
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"bounds[{name!r}] must be a (lower, upper) pair (got {show(pair)})")
+        lower = finite_scalar(f"bounds[{name!r}] lower", pair[0])
+        upper = finite_scalar(f"bounds[{name!r}] upper", pair[1])
+        if not lower < upper:
+            raise ValueError(f"bounds[{name!r}]: lower must be below upper (got {lower!r}, {upper!r})")
+        out[name] = (lower, upper)
+    return out
+
+
+def fit_file_system_costs(cases, *, parameters=PARAMETERS, initial=None, bounds=None) -> PostMarkFit:
     """Fit *parameters* (names of :data:`BOUNDS`) on *cases* of one kind; a :class:`PostMarkFit`.
 
     Residuals are log(measured / predicted time), one per case; the
     covariance is s^2 (J^T J)^-1 over the parameters off their bounds (NaN
     when no degree of freedom is left).  *initial*: starting values by name
-    (default each case's own value, clipped into the bounds).
+    (default each case's own value, clipped into the bounds).  *bounds*:
+    (lower, upper) by name, in place of :data:`BOUNDS` (e.g. a measured
+    floor: the CPU per file operation of a disk file system is at least
+    tmpfs's, which does the same VFS work without a disk).
     """
     from scipy.optimize import least_squares
 
@@ -159,8 +176,9 @@ def fit_file_system_costs(cases, *, parameters=PARAMETERS,
     for n in names:
         one_of("parameters", n, tuple(BOUNDS))
     initial = dict(initial or {})
-    lower = np.array([BOUNDS[n][0] for n in names])
-    upper = np.array([BOUNDS[n][1] for n in names])
+    limits = _bounds(bounds)
+    lower = np.array([limits[n][0] for n in names])
+    upper = np.array([limits[n][1] for n in names])
     def start(n):
         if n in initial:
             return finite_scalar(f"initial[{n!r}]", initial[n])
@@ -179,8 +197,8 @@ def fit_file_system_costs(cases, *, parameters=PARAMETERS,
     return PostMarkFit(params, covariance, r, labels, float(dof), bool(solution.success), str(solution.message))
 
 
-def leave_one_out(cases, *, parameters=PARAMETERS) -> list[dict]:
-    """Each case predicted from a fit on the other cases of its kind.
+def leave_one_out(cases, *, parameters=PARAMETERS, bounds=None) -> list[dict]:
+    """Each case predicted from a fit on the other cases of its kind (with *bounds*, as the fit takes them).
 
     Returns one dict per case: label, kind, measured_s, predicted_s (held
     out), error_pct (100 (predicted / measured - 1)) and the held-out fit's
@@ -192,7 +210,7 @@ def leave_one_out(cases, *, parameters=PARAMETERS) -> list[dict]:
         rest = [c for j, c in enumerate(cases) if j != i and c.kind == case.kind]
         if not rest:
             raise ValueError(f"cases: {case.label or i} is the only case of {case.kind}; nothing to fit it from")
-        fit = fit_file_system_costs(rest, parameters=parameters)
+        fit = fit_file_system_costs(rest, parameters=parameters, bounds=bounds)
         fs = case.filesystem.evolve(**dict(fit.params))
         predicted = predicted_time_s(case, fs)
         out.append({"label": case.label, "kind": case.kind, "measured_s": case.measured_s, "predicted_s": predicted,
