@@ -28,9 +28,14 @@ found first, and the rest is measured with patterns it cannot serve:
   surfaces. Where only every H-th track change shows (H >= 2 tracks apart:
   head switches covered by a skew of a few sectors wait too little to see),
   those are the cylinder switches: H surfaces, the track skew and head switch
-  not visible. A descending chain whose stride lets the wait after a head
-  switch run out shows the head switch time: the least time of such a read
-  is the command overhead, the head switch and one block's passage.
+  not visible. Where the two skews lie within the host's jitter of each
+  other, the kinds are told apart by position instead (every H-th track
+  change of a run: :mod:`~diskmodel.calibrate.harness.head_switch`). A
+  descending chain whose stride lets the wait after a head switch run out
+  shows the head switch time: the least time of such a read is the command
+  overhead, the head switch and one block's passage. The reads after a head
+  switch are told by their wait, or, where the kinds were told apart by
+  position, by their position below a cylinder switch found.
 
 Every quantity comes with how it was obtained: ``measured``, ``estimated``
 (from a related figure, said in the detail) or ``not visible`` (null).
@@ -42,6 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
+                                                     wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
 from diskmodel.model.units import KIB, MIB
 
@@ -375,19 +382,6 @@ def _not_visible(why: str) -> Quantity:
     return Quantity(None, NOT_VISIBLE, why)
 
 
-def _groups(excess: np.ndarray, period: float, jitter: float):
-    """The excess waits of track changes in groups: [(centre, members)], the largest first, at
-    most two. Values are split where neighbours lie further apart than the host's jitter
-    allows; a group of fewer than 3, or under 5 % of the values, is outliers, not a kind."""
-    e = np.sort(excess)
-    if e.size == 0:
-        return []
-    cut = np.flatnonzero(np.diff(e) > max(0.005 * period, 1.2 * jitter)) + 1
-    parts = [p for p in np.split(e, cut) if p.size >= max(3, 0.05 * e.size)]
-    parts = sorted(parts, key=len, reverse=True)[:2]
-    return [(float(np.median(p)), p) for p in parts]
-
-
 def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMeasurement,
                    buffer: BufferMeasurement, *, chains: int = 4, steps: int = 120) -> TrackMeasurement:
     """Track and cylinder skew, surfaces, head switch and command overhead (see module doc)."""
@@ -402,7 +396,7 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
     x = rotation.block_transfer_s
     gap = rotation.gap_s or 0.0
     jitter = 0.0
-    labels_per_chain, tracks_per_step = [], []
+    labels_per_chain, tracks_per_step, origins, strides = [], [], [], []
     for j in range(chains):
         x_here = rotation.transfer_samples_s[j % len(rotation.transfer_samples_s)]
         start = rotation.starts_bytes[j % len(rotation.starts_bytes)]
@@ -415,21 +409,23 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         dev = (t - base + 0.1 * period) % period - 0.1 * period
         labels_per_chain.append(dev)
         tracks_per_step.append(s / n_track)
+        origins.append(o)
+        strides.append(s)
     all_dev = np.concatenate(labels_per_chain)
     threshold = max(0.03 * period, 3 * jitter)
     crossing = all_dev > threshold
-    groups = _groups(all_dev[crossing], period, jitter)
+    groups = without_echoes(wait_groups(all_dev[crossing], period, jitter), labels_per_chain, threshold)
     detail = (f"{all_dev.size} forward reads a third of a track apart, {int(crossing.sum())} changed track: "
               + ", ".join(f"{len(m)} waited {c / period:.4f} rev longer" for c, m in groups))
     if not groups:
         return TrackMeasurement(_not_visible(detail), _not_visible(detail), _not_visible(detail),
                                 _not_visible(detail), _overhead(rotation, buffer, x), [], detail,
                                 meter.reads - reads0)
-    periodic = (_periodic_kind(labels_per_chain, threshold, (groups[0][1].min(), groups[0][1].max()), 0.01 * period,
-                               tracks_per_step)
+    periodic = (periodic_kind(labels_per_chain, threshold, (groups[0][1].min(), groups[0][1].max()), 0.01 * period,
+                              tracks_per_step)
                 if len(groups) == 1 else None)
     if periodic is not None:
-        h, ca, cb, t_stat = periodic
+        h, ca, cb, t_stat = periodic.surfaces, periodic.head_s, periodic.cylinder_s, periodic.t
         groups = [(ca, None), (cb, None)]
         track = Quantity(ca / period, MEASURED, f"the skew of the track changes between cylinder switches (head "
                                                f"switches); {detail}")
@@ -438,8 +434,8 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         surfaces = Quantity(h, MEASURED, f"every {h}th track change waits {1e6 * abs(ca - cb):.0f} us {'less' if cb < ca else 'more'} than the "
                                          f"others (t = {t_stat:.1f}): a cylinder switch every {h} track changes")
         kind_centre, other = ca, cb
-    elif len(groups) == 1 and (every := _visible_every(labels_per_chain, tracks_per_step, threshold,
-                                                         (groups[0][1].min(), groups[0][1].max()))) is not None:
+    elif len(groups) == 1 and (every := visible_every(labels_per_chain, tracks_per_step, threshold,
+                                                        (groups[0][1].min(), groups[0][1].max()))) is not None:
         # only every H-th track change shows: the cylinder switches of H surfaces, whose head
         # switches wait less than the threshold longer than a same-track read (a skew of a few
         # sectors covering a short head switch): they pass unseen
@@ -472,12 +468,13 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         cyl = Quantity(cb / period, MEASURED, "the skew of the rarer track change (a cylinder switch); " + detail)
         kind_centre, other = ca, cb
         # surfaces: on a conventional layout a cylinder switch comes every `surfaces` track changes
+        # (in tracks: each change has its track's index along its run of changes, so that an
+        # outlier taken for a change, or a change it hid, does not shift the count)
         spacings = []
         tol = 0.5 * abs(cb - ca)
-        for dev in labels_per_chain:
-            changes = dev[dev > threshold]
-            rare = np.flatnonzero(np.abs(changes - cb) < tol)
-            spacings += np.diff(rare).tolist()
+        band = (min(ma.min(), mb.min()), max(ma.max(), mb.max()))
+        for _, _, index, waits in track_runs(labels_per_chain, threshold, band, tracks_per_step)[0]:
+            spacings += np.diff(index[np.abs(waits - cb) < tol]).tolist()
         # the spacing most seen, where at least three in four agree (a track change put in the
         # wrong group, by the host's jitter, splits or joins one spacing, not the layout)
         values, counts = np.unique(spacings, return_counts=True) if spacings else (np.array([]), np.array([]))
@@ -488,71 +485,10 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         else:
             surfaces = _not_visible(f"the rarer track change does not come at a fixed spacing "
                                     f"({spacings[:8]}): not a conventional layout")
-    head = _head_switch(meter, rotation, buffer, kind_centre, other, gap, jitter, len(groups) == 2)
+    by_position = (periodic, origins, strides) if periodic is not None else None
+    head = _head_switch(meter, rotation, buffer, kind_centre, other, gap, jitter, len(groups) == 2, by_position)
     return TrackMeasurement(track, cyl, surfaces, head, _overhead(rotation, buffer, x),
                             all_dev[crossing].tolist(), detail, meter.reads - reads0)
-
-
-def _visible_every(chains_dev, tracks_per_step, threshold: float, band, max_surfaces: int = 16):
-    """Where the track changes that show (those within *band*: the group of track changes, not
-    outliers) come every H tracks (H >= 2, the spacing of every pair of consecutive ones within
-    half a track of H, over at least two chains): ``(H, spacings in tracks)``, else None (every
-    track change shows, or no fixed spacing)."""
-    spacings = []
-    used = 0
-    for dev, per_step in zip(chains_dev, tracks_per_step):
-        steps = np.diff(np.flatnonzero((dev > threshold) & (dev >= band[0]) & (dev <= band[1])))
-        if steps.size:
-            used += 1
-            spacings += (steps * per_step).tolist()
-    if used < 2 or len(spacings) < 3:
-        return None
-    sp = np.asarray(spacings)
-    h = int(round(float(np.median(sp))))
-    if not 2 <= h <= max_surfaces or np.any(np.abs(sp - h) > 0.5):
-        return None
-    return h, sp
-
-
-def _periodic_kind(chains_dev, threshold: float, band, min_effect_s: float, tracks_per_step,
-                   max_surfaces: int = 16, min_t: float = 6.0):
-    """Head and cylinder switches told apart by where they come, where their skews are too
-    close for the host's jitter: on a conventional layout every ``surfaces``-th track change
-    of a chain is a cylinder switch. For each period H (2..*max_surfaces*) and each chain's
-    best phase, the t statistic of those changes' excess waits against the others'; the
-    least H where t >= *min_t* (many H and phases are tried; a multiple of the period shows
-    too) and the difference is at least
-    *min_effect_s*: ``(H, head centre, cylinder centre, t)``, else None. Only the changes
-    within *band* (the group of track changes; not outliers) count, in runs whose changes follow
-    each other a track apart, each run with its own phase (an outlier read taken for a change,
-    or a change missed, would shift the count of every change after it)."""
-    changes = []
-    for dev, per_step in zip(chains_dev, tracks_per_step):
-        at = np.flatnonzero((dev > threshold) & (dev >= band[0]) & (dev <= band[1]))
-        breaks = np.flatnonzero(np.abs(np.diff(at) * per_step - 1.0) > 0.5) + 1
-        changes += [dev[run] for run in np.split(at, breaks) if run.size >= 4]
-    for h in range(2, max_surfaces + 1):
-        picked, rest = [], []
-        for c in changes:
-            if c.size < 2 * h:
-                continue
-            means = [c[p::h].mean() - np.delete(c, np.arange(p, c.size, h)).mean() for p in range(h)]
-            p = int(np.argmax(np.abs(means)))
-            picked.append(c[p::h])
-            rest.append(np.delete(c, np.arange(p, c.size, h)))
-        if len(picked) < 2:
-            continue
-        a, r = np.concatenate(picked), np.concatenate(rest)
-        if a.size < 4:
-            continue
-        se = math.sqrt(a.var(ddof=1) / a.size + r.var(ddof=1) / r.size)
-        t = abs(a.mean() - r.mean()) / se if se > 0 else 0.0
-        # every chain must pick the same side (all lower, or all higher)
-        sides = {np.sign(p_.mean() - q_.mean()) for p_, q_ in zip(picked, rest)}
-        effect = abs(a.mean() - r.mean())
-        if t >= min_t and len(sides) == 1 and effect > min_effect_s:
-            return h, float(np.median(r)), float(np.median(a)), t  # the least period that shows
-    return None
 
 
 def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float) -> Quantity:
@@ -564,12 +500,37 @@ def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float
                     "the least time of a forward read on the same track, less one block's passage")
 
 
-def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: bool) -> Quantity:
-    """The least time of a descending read after the commonest track change, near the stride at
-    which its wait runs out (bisection on the share of such reads that missed a revolution),
-    less the same-track floor."""
+def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: bool, by_position=None) -> Quantity:
+    """The least time of a descending read after a head switch, near the stride at which its wait
+    runs out (bisection on the share of such reads that missed a revolution), less the same-track
+    floor. The reads after a head switch are told by their wait (the commonest track change), or,
+    where the forward chains told the two kinds apart by position (*by_position*: the periodic
+    kinds, the forward chains' origins and strides), by position
+    (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
     b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
+    # the same-track floor is the command overhead and a block's passage; a buffer hit's time
+    # is the command overhead and the block's bus transfer
+    same_track = floor0 - buffer.bus_block_s + x if buffer.detected else floor0
+    status = ESTIMATED if buffer.detected else MEASURED
+    hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if buffer.detected else ""
+    if by_position is not None:
+        kinds, origins, strides = by_position
+        lows, highs, chains_read, told = descending_by_position(
+            meter, period_s=period, gap_s=gap, floor_s=floor0, block_s=x, kinds=kinds, origins_bytes=origins,
+            strides_blocks=strides)
+        how = (f"{chains_read} descending chains from the cylinder switches found (every {kinds.surfaces}th track "
+               f"change), {told} reads after a head switch told by position")
+        if not lows:
+            return _not_visible(f"{how}: none caught its sector near the limit")
+        # each read less its own block's passage (the chains lie in several zones)
+        floor = float(np.min(lows))
+        if highs and max(highs) < floor:
+            floor = 0.5 * (floor + max(highs))
+        value = max(floor - (same_track - x), 0.0)
+        return Quantity(value, status, f"{how}: least time of one that caught its sector, less its block's passage, "
+                                       f"{floor * 1e3:.4f} ms, less the same-track floor less a block's passage "
+                                       f"{(same_track - x) * 1e3:.4f} ms{hit}")
     # our kind of read: its excess wait within 0.45 of the way to the other kind's, or (where the
     # two are closer than the host's jitter) any track change's: the least such read is still
     # ours where the other kind waits longer after its change
@@ -615,13 +576,11 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     floor = float(np.min(lows))
     if highs and max(highs) < floor:
         floor = 0.5 * (floor + max(highs))
-    # the same-track floor is the command overhead and a block's passage; a buffer hit's time
-    # is the command overhead and the block's bus transfer
-    same_track = floor0 - buffer.bus_block_s + x if buffer.detected else floor0
     value = max(floor - same_track, 0.0)
     if not two_kinds:
-        return _not_visible(f"one kind of track change only: its positioning (a one-cylinder seek) takes "
-                            f"{value * 1e3:.3f} ms")
+        return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
+                            f"cylinder switches told apart neither by their wait nor by their position): the "
+                            f"positioning after one takes {value * 1e3:.3f} ms")
     if apart <= 2 * jitter:
         # the reads after a head switch and after a cylinder switch are not told apart by their
         # wait: the least of them is the faster of a head switch and a one-cylinder move
@@ -629,8 +588,5 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
                                           f"less the same-track floor {same_track * 1e3:.4f} ms: the faster of a "
                                           f"head switch and a one-cylinder move (the two kinds of track change "
                                           f"wait within the host's jitter of each other)")
-    status = ESTIMATED if buffer.detected else MEASURED
     return Quantity(value, status, f"least time of a read after a head switch {floor * 1e3:.4f} ms, less the "
-                                   f"same-track floor {same_track * 1e3:.4f} ms"
-                                   + (" (a buffer hit's time, less its bus transfer, plus a block's passage)"
-                                      if buffer.detected else ""))
+                                   f"same-track floor {same_track * 1e3:.4f} ms{hit}")
