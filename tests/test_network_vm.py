@@ -6,7 +6,7 @@ must respect what the shaping allows at best (no request faster than its
 round trip plus its bytes over the link less a full tbf bucket, no throughput above the link's
 payload rate, the NFS phases no faster than the model's round trips with
 zero overheads), and a client pointed at an address nobody serves, which
-must fail with one line naming that address, with the guest's teardown
+must fail with one line naming that address (an NBD and an NFS client, a boot each), with the guest's teardown
 reporting everything gone and nothing of the VM left on the host.
 """
 from __future__ import annotations
@@ -79,6 +79,14 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("cannot reach the NBD server at 10.77.0.9:10809: ")
+    assert "@@NET TEARDOWN clean" in info.value.output
+    # an NFS server nobody serves: its mount gives up (retry=0, within 30 s), named in one line
+    with pytest.raises(ServerUnreachableError) as info:
+        run_network_bench([Network(None, 0.0)], nbd_sizes=(), nfs_versions=("3",), nfs_exports=("sync",),
+                          nfs_files=1, export_bytes=8 * MIB, server_ip="10.77.0.9", timeout_s=300)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("cannot reach the NFS server at 10.77.0.9:/srv/sync: ")
     assert "@@NET TEARDOWN clean" in info.value.output
     assert _leftovers(tmp_path) == []
     assert sorted((tmp_path / "runs").glob("*.json")) == []     # every run's state file removed by its teardown
