@@ -12,6 +12,7 @@ files), that nothing is left.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -401,3 +402,65 @@ def test_sigint_at_random_points_of_a_layer_bench_leaves_nothing(tmp_path, layer
         assert not list(Path("/sys/fs/cgroup/blkio").glob(f"diskmodel-blkio-{proc.pid}-*"))
         assert not [m for m in Path("/proc/mounts").read_text().splitlines() if str(trial_dir) in m]
     assert interrupted >= 1, "the signal came after the runs had ended: nothing was interrupted"
+
+
+@pytest.mark.integration
+def test_a_killed_process_group_is_waited_for_until_its_last_member_has_exited(tmp_path):
+    """A member inside a system call takes its SIGKILL only when the call returns, after its leader has died.
+
+    Here the member is dd reading with O_DIRECT from a loop device throttled to 64 KiB/s (an uninterruptible
+    wait of about 2 s); in `diskmodel bench` it was mount(2) of btrfs, whose mount appeared after teardown
+    had found the mount point empty.  The teardown must not pass the group as removed while dd still runs.
+    """
+    import time
+
+    from diskmodel.calibrate.harness import resources
+
+    require_root()
+    require_tools("losetup", "dd")
+    blkio = Path("/sys/fs/cgroup/blkio")
+    if not (blkio / "blkio.throttle.read_bps_device").exists():
+        skip_or_fail("no cgroup v1 blkio throttle")
+    image = tmp_path / "slow.img"
+    with open(image, "wb") as f:
+        f.write(os.urandom(1 << 20))
+    loop = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(image)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    group = blkio / f"diskmodel-test-{os.getpid()}"
+    leader = None
+    try:
+        group.mkdir()
+        rdev = os.stat(loop).st_rdev
+        (group / "blkio.throttle.read_bps_device").write_text(f"{os.major(rdev)}:{os.minor(rdev)} 65536\n")
+        # `; true` keeps sh as the group's leader, dd its child (no exec)
+        leader = subprocess.Popen(["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs; '
+                                   f'dd if={loop} of=/dev/null bs=128k count=1 iflag=direct 2>/dev/null; true'],
+                                  start_new_session=True)
+
+        def dd_waiting():
+            for pid in resources.live_group_members(leader.pid):
+                with contextlib.suppress(OSError):
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    if "(dd)" in stat and stat.rsplit(")", 1)[1].split()[0] == "D":
+                        return pid
+            return None
+
+        dd = wait_for(dd_waiting, 10, "dd to wait on the throttled device")
+        res = resources.Resource(0, "process", {"pid": leader.pid, "group": True,
+                                                "start_ticks": resources.process_start_ticks(leader.pid)})
+        resources.undo_one(res)
+        assert res.state == "removed", res.note
+        assert resources.live_group_members(leader.pid) == []
+        with contextlib.suppress(FileNotFoundError):  # gone, or a zombie that holds nothing
+            assert Path(f"/proc/{dd}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    finally:
+        if leader is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leader.pid, signal.SIGKILL)
+            leader.wait()
+        deadline = time.monotonic() + 10
+        while group.exists() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                group.rmdir()
+            time.sleep(0.1)
+        subprocess.run(["losetup", "-d", loop], check=False)

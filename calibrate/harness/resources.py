@@ -56,6 +56,27 @@ def process_alive(pid: int, start_ticks: int | None) -> bool:
 
 
 
+def live_group_members(pgid: int) -> list[int]:
+    """The processes of process group *pgid* that have not exited (zombies left out)."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+#: How long a teardown waits for a killed process group to be gone [s]: a member inside a system call
+#: (mount(2) of btrfs, a loop ioctl) takes its SIGKILL only when the call returns, and what the call
+#: makes (a mount, a loop device) exists only then.
+GROUP_EXIT_WAIT_S = 30.0
+
+
 def loops_over(details: dict) -> list[str]:
     """Loop devices whose backing (and offset, where given) match a resource's *details*."""
     return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
@@ -153,8 +174,23 @@ def _remove(res: Resource) -> str:
                 os.killpg(pid, signal.SIGKILL)
             else:
                 os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+        # The leader was alive, so the group is this run's: wait until every member has exited,
+        # or the resources made after this one would be checked before what the members make
+        # (a SIGINT during `sh -c 'mount ...'` killed the sh at once, and the mount, still in
+        # mount(2), mounted after its mount point had been found empty and passed as removed).
+        deadline = time.monotonic() + (GROUP_EXIT_WAIT_S if d.get("group") else 0.0)
+        while True:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            members = live_group_members(pid) if d.get("group") else []
+            if not members or time.monotonic() > deadline:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        if members:
+            return (f"process group {pid}: {', '.join(map(str, members))} still running "
+                    f"{GROUP_EXIT_WAIT_S:g} s after SIGKILL")
         return ""
     if res.kind == "mount":
         rc, err = _run_quiet(["umount", d["mountpoint"]])
