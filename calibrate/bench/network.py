@@ -189,6 +189,8 @@ net_teardown() {
         killall rpc.mountd rpcbind >/dev/null 2>&1
         umount /proc/fs/nfsd 2>/dev/null
     fi
+    # killall only sends the signal: wait (up to 5 s) for the servers to be gone before checking
+    i=0; while pidof nbd-server rpc.mountd rpcbind >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     ip link del dmv0 2>/dev/null
     ip netns del dmcli 2>/dev/null
     grep -q ' /srv ' /proc/mounts && umount /srv
@@ -299,7 +301,12 @@ def network_script(settings, *, nbd_sizes=(4 * KIB, 64 * KIB, 1 * MIB), nbd_byte
     parts = [_PRELUDE.replace("SERVER", SERVER_IP).replace("CLIENT", CLIENT_IP)]
     if sizes:
         parts.append(f"""dd if=/dev/zero of=/srv/nbd.img bs=1M count={export // MIB} 2>/dev/null
+DM_NBD_PID=starting  # the teardown kills nbd-server by name, whether or not its pid file came
 nbd-server -C /dev/null {SERVER_IP}:{NBD_PORT} /srv/nbd.img -p /run/nbd.pid 2>/dev/null
+# nbd-server writes its pid file after it has forked into the background: wait for it (under load it came
+# after a bare `cat` had already failed)
+i=0; while [ ! -s /run/nbd.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s /run/nbd.pid ] || {{ echo "nbd-server wrote no pid file in 10 s"; exit 3; }}
 DM_NBD_PID=$(cat /run/nbd.pid)""")
     if versions and exports:
         parts.append(f"""DM_NFSD=1
