@@ -41,6 +41,7 @@ from diskmodel.model import Disk, Geometry, load_preset
 from diskmodel.model.drive_parameters import DriveParameters
 from diskmodel.model.simulate import simulate_requests
 
+from diskmodel.calibrate.harness.accuracy import common_errors
 from diskmodel.calibrate.harness.backend import check_length, check_offsets
 
 __all__ = ["SimulatedDisk", "simulated_disk", "disk_from_name", "calibration_errors"]
@@ -256,31 +257,10 @@ def simulated_disk(name: str | Path, **options) -> SimulatedDisk:
 
 
 def calibration_errors(sim: SimulatedDisk, result) -> dict:
-    """Relative errors of a calibration against the simulated truth.
-
-    ``rotation_period``: (measured - true) / true; ``mean_seek_two_piece`` and
-    ``mean_seek_table``: of the mean seek time over uniformly random pairs of
-    byte offsets (the same pairs for both sides); ``zone_rate_max`` and
-    ``zone_rate_mean``: the largest and the byte-weighted mean of
-    ``|measured rate at each true zone's middle - true rate| / true rate``.
-    """
-    out = {}
-    truth_period = sim.rotation_period_s
-    out["rotation_period"] = (None if result.rotation_period_s is None
-                              else (result.rotation_period_s - truth_period) / truth_period)
-    truth_seek = sim.mean_random_seek_time_s()
-    for model in ("two_piece", "table"):
-        try:
-            out[f"mean_seek_{model}"] = (result.mean_random_seek_time_s(model) - truth_seek) / truth_seek
-        except ValueError:
-            out[f"mean_seek_{model}"] = None
+    """Relative errors of a calibration against the simulated truth
+    (:func:`diskmodel.calibrate.harness.accuracy.common_errors`; the zones cut at the disk's end)."""
     bounds = sim.geometry.zone_bounds_bytes()
     bounds[:, 1] = np.minimum(bounds[:, 1], sim.size_bytes)
-    middle = (bounds[:, 0] + bounds[:, 1]) // 2
-    truth = sim.zone_rates_bytes_per_s()
-    err = np.abs(result.rate_at_bytes(middle) - truth) / truth
-    weight = (bounds[:, 1] - bounds[:, 0]).astype(float)
-    out["zone_rate_max"] = float(err.max())
-    out["zone_rate_mean"] = float(np.dot(err, weight) / weight.sum())
-    out["true_mean_seek_s"] = truth_seek
-    return out
+    return common_errors(result, rotation_period_s=sim.rotation_period_s,
+                         mean_random_seek_s=sim.mean_random_seek_time_s(), zone_bounds_bytes=bounds,
+                         zone_rates_bytes_per_s=sim.zone_rates_bytes_per_s())

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from diskmodel.calibrate.harness.accuracy import common_errors, relative_error
+
 from .drive import DriveSpec, ReferenceDrive
 from .geometry import Layout
 
@@ -113,32 +115,16 @@ def calibration_errors(drive: ReferenceDrive, result) -> dict:
     skews [rev] (the track skew against the skew of the commonest track change); whether the
     read-ahead was found right, and the relative error of its segment size."""
     t = truth(drive)
-    out = {}
-
-    def rel(measured, true):
-        return None if measured is None or true is None else (measured - true) / true
-
-    out["rotation_period"] = rel(result.rotation_period_s, t["rotation_period_s"])
-    for model in ("two_piece", "table"):
-        try:
-            out[f"mean_seek_{model}"] = rel(result.mean_random_seek_time_s(model), t["mean_random_seek_s"])
-        except ValueError:
-            out[f"mean_seek_{model}"] = None
-    bounds = drive.zone_bounds_bytes()
-    middle = (bounds[:, 0] + bounds[:, 1]) // 2
-    true_rates = drive.zone_rates_bytes_per_s()
-    err = np.abs(result.rate_at_bytes(middle) - true_rates) / true_rates
-    weight = (bounds[:, 1] - bounds[:, 0]).astype(float)
-    out["zone_rate_max"] = float(err.max())
-    out["zone_rate_mean"] = float(np.dot(err, weight) / weight.sum())
-    out["head_switch"] = rel(result.head_switch_s, t["head_switch_s"])
+    out = common_errors(result, rotation_period_s=t["rotation_period_s"], mean_random_seek_s=t["mean_random_seek_s"],
+                        zone_bounds_bytes=drive.zone_bounds_bytes(),
+                        zone_rates_bytes_per_s=drive.zone_rates_bytes_per_s())
+    out["head_switch"] = relative_error(result.head_switch_s, t["head_switch_s"])
     commonest = t["track_skew_fraction"] if t["track_skew_fraction"] is not None else t["cylinder_skew_fraction"]
     out["track_skew_rev"] = (None if result.track_skew_fraction is None
                              else result.track_skew_fraction - commonest)
     ra = result.read_ahead
     out["read_ahead_detected_right"] = ra[0] == t["read_ahead"]["detected"]
-    out["segment_size"] = rel(ra[1], t["read_ahead"]["segment_bytes"]) if ra[0] else None
+    out["segment_size"] = relative_error(ra[1], t["read_ahead"]["segment_bytes"]) if ra[0] else None
     out["segments_right"] = (ra[2] == t["read_ahead"]["segments"]) if ra[0] else None
     out["surfaces"] = (result.surfaces, t["surfaces"])
-    out["true_mean_seek_s"] = t["mean_random_seek_s"]
     return out
