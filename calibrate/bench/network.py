@@ -180,6 +180,11 @@ def _shape(setting: Network) -> str:
 _PRELUDE = r"""
 now_ns() { awk '/^now at/ {print $3; exit}' /proc/timer_list; }
 mark() { echo "@@NET $*"; }
+live_servers() {  # the pids of the servers that have not exited (a zombie, not yet reaped, holds nothing)
+    for p in $(pidof nbd-server rpc.mountd rpcbind 2>/dev/null); do
+        [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] || echo "$p"
+    done
+}
 net_teardown() {
     set +e
     [ -n "$DM_NBD" ] && nbd-client -d /dev/nbd0 >/dev/null 2>&1
@@ -189,15 +194,19 @@ net_teardown() {
         killall rpc.mountd rpcbind >/dev/null 2>&1
         umount /proc/fs/nfsd 2>/dev/null
     fi
-    # killall only sends the signal: wait (up to 5 s) for the servers to be gone before checking
-    i=0; while pidof nbd-server rpc.mountd rpcbind >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    # killall only sends the signal: wait (up to 5 s) for the servers to be gone, then SIGKILL what is
+    # left (twice in full-suite runs a server was still listed after the SIGTERM) and wait again
+    i=0; while [ -n "$(live_servers)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    killall -9 nbd-server rpc.mountd rpcbind >/dev/null 2>&1
+    i=0; while [ -n "$(live_servers)" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
     ip link del dmv0 2>/dev/null
     ip netns del dmcli 2>/dev/null
     grep -q ' /srv ' /proc/mounts && umount /srv
     left=""
     ip link show dmv0 >/dev/null 2>&1 && left="$left veth"
     ip netns list 2>/dev/null | grep -q dmcli && left="$left netns"
-    pidof nbd-server rpc.mountd rpcbind >/dev/null 2>&1 && left="$left servers"
+    servers=$(live_servers | tr '\n' ' ')
+    [ -n "$servers" ] && left="$left servers(${servers% })"
     grep -q ' /srv ' /proc/mounts && left="$left /srv"
     [ "$(cat /sys/block/nbd0/size 2>/dev/null || echo 0)" = 0 ] || left="$left nbd0"
     echo "@@NET TEARDOWN ${left:-clean}"
