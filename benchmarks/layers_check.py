@@ -1,7 +1,7 @@
 """Every block layer of issue 14 on this machine, against the model from this machine's calibration.
 
     python benchmarks/layers_check.py [--scratch-dir /var/tmp] [--budget-s 15] [--slow-rate 20M]
-        [--vm-slow-rate 4M] [--repeats 3] [--copy-repeats 2] [--no-vm]
+        [--vm-slow-rate 4M] [--repeats 3] [--copy-repeats 2] [--no-vm] [--memory-dir /dev/shm]
 
 Needs root (loop devices, mounts, cgroups), fio, btrfs-progs and, for the
 VM part, qemu with Debian's kernel (md, LVM).  Method:
@@ -30,9 +30,27 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    since the calibrations differ where the loop worker's hand-off (a thread
    wake-up per request) costs more under fio's one-request-at-a-time
    stream than in the harness's batches.
+2b. **The layers' own costs, on a null device**: the same fio jobs on a
+   member over a file in memory (``--memory-dir``, tmpfs: a "memory member",
+   its Disks made as in 2), on btrfs RAID 0 over two such members, and a
+   first sequential write through one buffered loop layer (sparse image) on
+   it.  Where the device costs almost nothing, what a layer measures beyond
+   the model of the same stack without the layer's own cost is that cost:
+   btrfs's data path (a fixed and a per-byte cost of reads and of writes,
+   through the 4 KiB and 1 MiB points: ``RaidArray.fs_*``; on Linux >= 6.14
+   an ``O_DIRECT`` write to a checksummed btrfs file falls back to a
+   buffered write, written back and waited for), and a buffered loop
+   layer's per-byte cost of a write (the copy into the image's page cache
+   *and* its write-back, which a bare buffered write does not pay: the
+   loop layers' ``copy_rate_bytes_per_s``).  A cost the null device does not
+   resolve (negative) is printed and taken as 0.  These costs are CPU work,
+   which the shared host's load moves by up to twice from run to run: each
+   is the median of at least 5 runs.  These rows are calibration rows.
 3. **Layers on the host** (loop and btrfs; this kernel has no md or
    device-mapper): btrfs RAID 1 over a fast and a slow member, btrfs RAID 0
-   over two fast members, loop files over sparse images nested 0 to 3 deep
+   over two fast members (two regions of one scratch file: the stack says
+   they share one device, ``sda``, and the model serves pieces on one device
+   together), loop files over sparse images nested 0 to 3 deep
    (fio on the bare device; the write is each image's first, ``fresh``),
    and seed 003's copy on native ext3 and on ext3 in a loop file over a
    sparse and over a zero-filled image (host ext4, buffered loop).
@@ -54,12 +72,12 @@ repeats: on a shared host the load varies from run to run.
    where the model asks for it: the loop layers' read-ahead window and
    write-back depth are a live loop device's ``read_ahead_kb`` and
    ``nr_requests`` (each run's loop devices are checked against it and any
-   difference printed), their page-cache copy rates are measured (buffered
-   writes of a new file, reads of it from the cache:
-   :func:`~diskmodel.calibrate.bench.layers_bench.page_cache_copy_rate`) and
+   difference printed), their copy rate on a write is measured on memory
+   (2b) and on a read from the cache
+   (:func:`~diskmodel.calibrate.bench.layers_bench.page_cache_copy_rate`), and
    their dirty limit is the host's (``vm.dirty_bytes`` or ``vm.dirty_ratio``
-   of the memory available); the copy's read-ahead window and copy rate are
-   the same.  fio's write jobs end with fsync (``FioJob.end_fsync``), as the
+   of the memory available); the copy's read-ahead window is the same, its
+   copy rate the page cache's on a write (a buffered write of a new file).  fio's write jobs end with fsync (``FioJob.end_fsync``), as the
    model assumes.  btrfs's pid read policy sends each fio process to one
    mirror: which one is observed from the members' I/O counters during the
    job (the one most repeats used) and given to the model
@@ -76,6 +94,17 @@ RAID 1's) (seed 002), the first write into a thin pool slower than an
 overwrite (seed 002).  The last two lines are ``orderings_held: K/N`` and
 ``median_layer_error_pct: X`` (median |error| of the host rows, calibration
 rows excluded).  Writes ``benchmarks/results/layers_check.json``.
+
+**Revised after seeing its figure.** The first runs gave a median of
+29.0 %; after seeing it (2026-11-23) three model changes were made, each a
+physical term whose value comes from a measurement independent of the row
+it predicts: members on one device share it (RAID 0 here is two regions of
+one scratch file), btrfs's data-path costs, and a loop layer's write cost
+measured on memory (2b) in place of a bare buffered write's copy rate;
+and one measurement change: longer fio jobs (``SEQ_BYTES``, ``RAND_BYTES``).
+Reads before each fio job come from the device: the body syncs and drops
+the page cache first (every loop image's pages too), which the members'
+counters show.
 """
 from __future__ import annotations
 
@@ -106,8 +135,13 @@ from diskmodel.model.thin import ThinVolume  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
 from diskmodel.model.volumes import Partition  # noqa: E402
 
-SEQ_BYTES = 64 * MIB
-RAND_BYTES = 8 * MIB
+# fio jobs long enough to outlast a scheduling hiccup of the shared host (a 64 MiB read took 60 ms):
+# 256 MiB sequential, 32 MiB random; btrfs's copy-on-write needs room for a second copy of the file
+# (128 MiB in a 512 MiB file system); a throttled member moves less (64 MiB at 20 MB/s is 3 s)
+SEQ_BYTES = 256 * MIB
+RAND_BYTES = 32 * MIB
+BTRFS_SEQ_BYTES = 128 * MIB
+THROTTLED_BYTES = {"seq_bytes": 64 * MIB, "rand_bytes": 8 * MIB}
 VM_SEQ_BYTES = 32 * MIB
 VM_RAND_BYTES = 4 * MIB
 
@@ -138,17 +172,20 @@ class Check:
         self.loop_fields: dict = {}            # what the host's page cache and loop queues are (LoopFile fields)
         self.read_ahead_bytes = 128 * KIB      # a loop device's read-ahead window, as the host has it
         self.write_disks: dict = {}            # id(a member's Disk of its reads) -> the Disk of its writes
+        self.page_copy_rate = None             # the page cache's copy rate on a write (the copy's workload)
+        self.btrfs_costs: dict = {}            # btrfs's data path, measured on memory (RaidArray fs_* fields)
 
     def say(self, line: str = "") -> None:
         self.lines.append(line)
         print(line, flush=True)
 
-    def scratch(self) -> str:
+    def scratch(self, directory: str | None = None) -> str:
         self.scratch_n += 1
-        return os.path.join(self.args.scratch_dir, f"diskmodel-layers-{os.getpid()}-{self.scratch_n}.img")
+        return os.path.join(directory or self.args.scratch_dir, f"diskmodel-layers-{os.getpid()}-{self.scratch_n}.img")
 
     def run(self, layer: str, stack: Stack, workloads, *, vm=False, slow=None, calibration: str | None = None,
-            unthrottled=None, observed=None):
+            unthrottled=None, observed=None, directory: str | None = None, calibration_of_layer: bool = False,
+            repeats: int | None = None):
         """Measure *workloads* on *stack* and predict them; one row per rate.
 
         calibration: a name for the member Disk made of these very measurements
@@ -157,15 +194,18 @@ class Check:
         throttle, whose fixed costs a throttled member keeps); the stack's disk
         becomes it and the rows are marked as calibration rows. observed: (stack, measurement) -> the stack
         with what the measurement observed of the host's hidden state (which
-        mirror btrfs's pid policy chose). Returns the rates by workload label
-        (and the Disk, with *calibration*).
+        mirror btrfs's pid policy chose). directory: where the scratch file goes (default
+        ``--scratch-dir``). repeats: host runs (default ``--repeats``). calibration_of_layer: the rows
+        measure a layer's own cost (on memory): marked as calibration rows, and the result is
+        {label: (measured, predicted)}. Returns the rates by workload label (and the Disk, with
+        *calibration*).
         """
         t0 = time.monotonic()
         # on the host, the stack is built afresh for each repeat (a fresh job's first write stays a first
         # write) and each rate is the median of the repeats: a loaded 2-core host varies run to run
         runs = [measure_stack(stack, workloads, slow_disks=slow, **({"vm": True} if vm else
-                                                                    {"scratch": self.scratch()}))
-                for _ in range(1 if vm else self.args.repeats)]
+                                                                    {"scratch": self.scratch(directory)}))
+                for _ in range(1 if vm else repeats or self.args.repeats)]
         results = [dataclasses.replace(
             first, rates={k: statistics.median(run[i].rates[k] for run in runs) for k in first.rates},
             details={**first.details, "mean_latency_s": statistics.median(
@@ -205,11 +245,12 @@ class Check:
                        "error_pct": 100.0 * (predicted[name] / value - 1.0),
                        "harness_error_pct": 100.0 * (by_harness[name] / value - 1.0),
                        "file_error_pct": 100.0 * (by_file[name] / value - 1.0),
-                       "where": m.where, "accelerator": m.accelerator, "calibration": calibration is not None,
+                       "where": m.where, "accelerator": m.accelerator,
+                       "calibration": calibration is not None or calibration_of_layer,
                        "read_member": getattr(seen.volume, "read_member", None)}
                 self.rows.append(row)
-                out[label] = value
-                tag = " (calibration)" if calibration else " (TCG)" if m.emulated else ""
+                out[label] = (value, predicted[name]) if calibration_of_layer else value
+                tag = " (calibration)" if calibration or calibration_of_layer else " (TCG)" if m.emulated else ""
                 if row["read_member"] is not None:
                     tag += f" (reads on member {row['read_member']}, observed)"
                 self.say(f"{layer:<30} {label:<20} {value / 1e6:>9.2f} {predicted[name] / 1e6:>9.2f} "
@@ -318,6 +359,68 @@ def _closer(value: float, to: float, other: float) -> bool:
     return abs(math.log(value / to)) < abs(math.log(value / other))
 
 
+def _stripe_on_one_device(disk, costs: dict, name: str = "btrfs raid0") -> Stack:
+    """btrfs RAID 0 over two regions of one device (sda): the members are loop devices over one scratch
+    file, so they share its bandwidth (:func:`diskmodel.model.raid.pieces_time`)."""
+    two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
+    return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs", **costs),
+                                kind="btrfs"), (InMemoryDrive(disk, "sda"),), name)
+
+
+def _affine(name: str, small_s: float, large_s: float, c: Check) -> tuple[float, float]:
+    """(fixed [s], per byte [s/B]) through a 4 KiB and a 1 MiB request's extra time over the bare memory
+    member. A cost the null device does not resolve (negative: the request measured faster through the
+    layer than on the bare member, whose own figures vary from run to run on memory) is printed and taken
+    as 0: a negative fixed cost leaves the per-byte cost from the 1 MiB point alone."""
+    per_byte = (large_s - small_s) / (MIB - 4 * KIB)
+    fixed = small_s - 4 * KIB * per_byte
+    if fixed < 0:
+        c.say(f"  note: {name}: a 4 KiB request's extra time {small_s * 1e6:+.0f} µs gives a negative fixed cost; "
+              "fixed cost 0, per byte from the 1 MiB request")
+        fixed, per_byte = 0.0, large_s / MIB
+    if per_byte < 0:
+        c.say(f"  note: {name}: a 1 MiB request's extra time {large_s * 1e6:+.0f} µs is negative; per-byte cost 0")
+        per_byte = 0.0
+    return fixed, per_byte
+
+
+def null_device_part(c: Check) -> None:
+    """The layers' own costs where the device costs almost nothing: every stack over a file in memory
+    (``--memory-dir``, tmpfs), its members' Disks calibrated there too; a layer's cost is what it measured
+    beyond the model of the same stack without that cost (:meth:`Check.run` rows, calibration rows)."""
+    mem = c.args.memory_dir
+    # CPU-bound: a burst of the shared host's load moves one run by 2x; the median of at least 5
+    repeats = max(5, c.args.repeats)
+    member = Stack(FileSystemNode(Partition(MIB, 256 * MIB), kind="ext3"), (InMemoryDrive(c.harness_disk, "sda"),),
+                   "memory member")
+    c.say(f"-- the layers' own costs, on memory ({mem}): a memory member, btrfs RAID 0 on it, one loop layer")
+    _, disk = c.run("memory member", member, _jobs(), calibration="memory member (fio)", directory=mem,
+                    repeats=repeats)
+    costs = {}
+    measured = c.run("btrfs RAID 0 on memory", _stripe_on_one_device(disk, {}, "btrfs on memory"),
+                     _jobs(BTRFS_SEQ_BYTES),
+                     calibration_of_layer=True, directory=mem, repeats=repeats)
+    for side, small, large in (("read", "randread_4k", "seqread_1m"), ("write", "randwrite_4k", "seqwrite_1m")):
+        extra = [s / measured[k][0] - s / measured[k][1] for k, s in ((small, 4 * KIB), (large, MIB))]
+        costs[f"fs_{side}_request_s"], costs[f"fs_{side}_s_per_byte"] = _affine(f"btrfs {side}s", *extra, c)
+        c.say(f"btrfs's data path on {side}s: {costs[f'fs_{side}_request_s'] * 1e6:.1f} µs per request + "
+              f"{costs[f'fs_{side}_s_per_byte'] * 1e9:.2f} ns per byte")
+    c.btrfs_costs = costs
+    free = {**c.loop_fields, "copy_rate_bytes_per_s": math.inf}
+    loop = LoopFile(Partition(MIB, 512 * MIB), 448 * MIB, allocation="sparse", host_file_system="ext4", **free)
+    loop_stack = Stack(FileSystemNode(loop, kind="ext3"), (InMemoryDrive(disk, "sda"),), "loop on memory")
+    m = c.run("loop file x1 on memory", loop_stack, [FioJob("write", MIB, SEQ_BYTES, fresh=True)],
+              calibration_of_layer=True, directory=mem, repeats=repeats)
+    per_byte = 1 / m["seqwrite_1m (fresh)"][0] - 1 / m["seqwrite_1m (fresh)"][1]
+    if per_byte <= 0:
+        raise RuntimeError("a buffered loop layer on memory measured no slower than the model without its copy; "
+                           "rerun on a quieter host")
+    c.loop_fields["copy_rate_bytes_per_s"] = 1 / per_byte
+    c.say(f"a buffered loop layer's writes (the copy into the image's page cache and its write-back): "
+          f"{per_byte * 1e9:.2f} ns per byte ({1 / per_byte / 1e9:.2f} GB/s; the bare copy: "
+          f"{c.page_copy_rate / 1e9:.2f} GB/s)")
+
+
 def host_part(c: Check) -> None:
     rate = c.args.slow_rate
     slow_limits = {"read_bytes_per_s": rate, "write_bytes_per_s": rate}
@@ -326,17 +429,17 @@ def host_part(c: Check) -> None:
     c.say("-- each member alone (fio on the bare loop device): the members' Disks")
     fast_m, fast = c.run("member", alone, _jobs(), calibration="member (fio)")
     c.fast = fast
-    slow_m, slow = c.run("member (throttled)", alone, _jobs(), slow={"sda": slow_limits},
+    slow_m, slow = c.run("member (throttled)", alone, _jobs(**THROTTLED_BYTES), slow={"sda": slow_limits},
                          calibration=f"member throttled to {rate} bytes/s (fio)", unthrottled=fast)
 
     c.say("-- btrfs RAID 1 (fast sda, throttled sdb) and RAID 0 (two fast members), fio on a file")
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(MIB, 256 * MIB, disk="sdb"))
-    mirror = Stack(FileSystemNode(RaidArray("raid1", two, tool="btrfs"), kind="btrfs"),
+    mirror = Stack(FileSystemNode(RaidArray("raid1", two, tool="btrfs", **c.btrfs_costs), kind="btrfs"),
                    (InMemoryDrive(c.fast, "sda"), InMemoryDrive(slow, "sdb")), "btrfs raid1")
-    r1 = c.run("btrfs RAID 1 (fast + slow)", mirror, _jobs(), slow={"sdb": slow_limits}, observed=_read_mirror)
-    stripe = Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs"), kind="btrfs"),
-                   (InMemoryDrive(c.fast, "sda"), InMemoryDrive(c.fast, "sdb")), "btrfs raid0")
-    c.run("btrfs RAID 0 (fast + fast)", stripe, _jobs())
+    r1 = c.run("btrfs RAID 1 (fast + slow)", mirror, _jobs(**THROTTLED_BYTES), slow={"sdb": slow_limits},
+               observed=_read_mirror)
+    c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast, c.btrfs_costs),
+          _jobs(BTRFS_SEQ_BYTES))
     c.ordering("RAID 1 writes track the slower member (seed 000)",
                _closer(r1["seqwrite_1m"], slow_m["seqwrite_1m"], fast_m["seqwrite_1m"]),
                f"mirror {r1['seqwrite_1m'] / 1e6:.1f} MB/s; members {fast_m['seqwrite_1m'] / 1e6:.1f} and "
@@ -362,7 +465,7 @@ def host_part(c: Check) -> None:
 
     c.say("-- seed 003's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
     copy = FileCopy(repeats=c.args.copy_repeats, read_request_bytes=c.read_ahead_bytes,
-                    copy_rate_bytes_per_s=c.loop_fields["copy_rate_bytes_per_s"])
+                    copy_rate_bytes_per_s=c.page_copy_rate)
     native = Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind="ext3"), (InMemoryDrive(c.fast, "sda"),), "native")
     n = c.run("native ext3", native, [copy])
     for allocation in ("sparse", "zero_filled"):
@@ -428,6 +531,8 @@ def main(argv=None) -> int:
                     help="host runs of each stack and workload; each rate is their median (default 3)")
     ap.add_argument("--copy-repeats", type=int, default=2, help="copies of each file size (seed 003: 10)")
     ap.add_argument("--no-vm", action="store_true", help="skip the VM part (md, LVM)")
+    ap.add_argument("--memory-dir", default="/dev/shm",
+                    help="a memory file system (tmpfs) for the layers' own costs (default /dev/shm)")
     add_results_dir_option(ap)
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
@@ -444,6 +549,7 @@ def main(argv=None) -> int:
         c.file_disk = disk_from_calibration(on_file, 4 * GIB)
         result, loop_queue = calibrate_member(args.scratch_dir, 1 * GIB, args.budget_s)
         rates = page_cache_copy_rate(args.scratch_dir)
+        c.page_copy_rate = rates["write_bytes_per_s"]
         c.read_ahead_bytes = loop_queue["read_ahead_kb"] * KIB
         c.loop_fields = {"readahead_bytes": c.read_ahead_bytes, "writeback_queue_depth": loop_queue["nr_requests"],
                          "copy_rate_bytes_per_s": rates["write_bytes_per_s"],
@@ -458,6 +564,7 @@ def main(argv=None) -> int:
         c.say(f"calibration of a member (direct-I/O loop device over a scratch file): flat latency "
               f"{lm.mean_s * 1e6:.1f} µs per 4 KiB read, rate {1 / lm.per_byte_s / 1e6:.0f} MB/s: the 'harness' Disk")
         c.say(f"{'layer':<30} {'workload':<20} {'meas MB/s':>9} {'pred MB/s':>9} {'error %':>8} {'harness%':>8} {'file%':>8}")
+        null_device_part(c)
         host_part(c)
         if not args.no_vm:
             vm_part(c)

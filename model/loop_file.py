@@ -87,8 +87,12 @@ class LoopFile:
     direct_io : bool
         ``losetup --direct-io=on``: no page-cache copy.
     copy_rate_bytes_per_s : float
-        Memory copy rate of the page cache on a write (buffered ``write``
-        of new pages) [bytes/s], > 0 (inf: free).
+        The layer's own rate on a write [bytes/s], > 0 (inf: free): the
+        copy into the image's page cache and the CPU work of writing it
+        back (at fsync each layer's write-back waits for the one above,
+        so the layers pay it in series).  At least the bare buffered
+        ``write`` of new pages; measured where the device costs nothing,
+        one layer over memory (``benchmarks/layers_check.py``).
     read_copy_rate_bytes_per_s : float or None
         The same on a read (from cached pages) [bytes/s], > 0; None: as
         on a write.

@@ -48,6 +48,23 @@ then the writes (two phases).  **Degraded** (``failed_members``): a piece
 on a failed member is rebuilt from the same bytes of every surviving member
 of its row; writes to a row with a failed member use reconstruct-write.
 
+**Members on one device.** Members that are partitions of the same disk
+(their ``disk`` names one device: two regions of one drive, two loop
+devices over files on one scratch device) do not add their bandwidth: the
+device serves the pieces it holds together, as one request of their summed
+size (its fixed cost paid once, overlapped; the transfers one after the
+other), so striping over them is never faster than the device itself.
+
+**btrfs's data path** (``tool="btrfs"``): a file in btrfs costs more than
+its blocks on the members: data checksums (crc32c, a csum-tree item per
+extent), copy-on-write allocation and, since Linux 6.14 (commit 968f19c5b1b7,
+"btrfs: always fallback to buffered write if the inode requires checksum"),
+an ``O_DIRECT`` write to a checksummed file falls back to a buffered write
+that is written back and waited for.  Each request pays, in series with its
+member I/O, ``fs_<read|write>_request_s + size * fs_<read|write>_s_per_byte``
+(0 by default: measured, e.g. by btrfs over a memory-backed device, where
+the members cost almost nothing).
+
 Not modelled: md's write-intent bitmap and resync, the stripe cache
 holding a row across requests (a sequential stream of small writes pays
 its reads on every request, as at queue depth 1 md has nothing to merge),
@@ -62,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import evolve as _evolve
-from ._checks import one_of, show, whole_number
+from ._checks import finite_scalar, one_of, show, whole_number
 from .block import BlockRequests, BlockTime, block_time_of, chunk_size, mixture, parallel, serial
 from .nodes import is_node, node_type, text_field
 from .units import KIB
@@ -79,6 +96,8 @@ TOOLS = ("md", "lvm", "btrfs")
 DEFAULT_CHUNK_BYTES = 512 * KIB
 #: Offsets enumerated per layout period at most; beyond, a uniform grid of this many.
 MAX_OFFSETS = 4096
+#: btrfs's data-path costs (RaidArray fields).
+_FS_COSTS = ("fs_read_request_s", "fs_read_s_per_byte", "fs_write_request_s", "fs_write_s_per_byte")
 
 
 def stripe_layout(size_bytes: int, chunk_bytes: int, data_members: int, *, parity: int = 0) -> list[dict]:
@@ -161,11 +180,31 @@ class _MemberTimes:
         return self.cache[key]
 
 
+def device_of(member) -> str | None:
+    """The device a member lies on (a partition's ``disk``), or None: a device of its own."""
+    return getattr(member, "disk", None)
+
+
+def pieces_time(times: _MemberTimes, size_bytes: int, pieces: dict, **kind) -> BlockTime:
+    """Pieces {member: bytes} served at once: members on one device (:func:`device_of`) as one request of
+    their summed bytes on it (the fixed cost overlapped, the transfer shared), the devices in parallel."""
+    groups: dict = {}
+    for member, b in pieces.items():
+        device = device_of(times.members[member])
+        key = ("device", device) if device is not None else ("member", member)
+        first, total = groups.get(key, (member, 0))
+        groups[key] = (first, total + b)
+    served = [times(first, total, **kind) for first, total in groups.values()]
+    result = parallel(size_bytes, served)
+    ios = sum(times(m, b, **kind).member_ios for m, b in pieces.items())
+    return BlockTime(result.size_bytes, result.time_s, result.interval_s, result.parts, ios)
+
+
 def striped_block_time(members, chunk_bytes: int, requests: BlockRequests, env) -> BlockTime:
     """RAID 0 over *members* (block nodes) with *chunk_bytes*: each outcome's pieces at once, averaged."""
     times = _MemberTimes(tuple(members), requests, env)
     layout = stripe_layout(requests.size_bytes, chunk_bytes, len(members))
-    outcomes = [parallel(requests.size_bytes, [times(m, b) for m, b in o["data"].items()]) for o in layout]
+    outcomes = [pieces_time(times, requests.size_bytes, o["data"]) for o in layout]
     result = mixture(requests.size_bytes, outcomes, [o["weight"] for o in layout])
     return _spread(result, requests, len(members), sum(o["weight"] * len(o["data"]) for o in layout))
 
@@ -209,6 +248,12 @@ class RaidArray:
     tool : str
         "md" (mdadm), "lvm" (lvcreate --type raidN / striped) or "btrfs"
         (mkfs.btrfs -d raid0/raid1; RAID 0 and 1 only).
+    fs_read_request_s, fs_write_request_s : float
+        btrfs's data path: fixed cost per read / write request [s], >= 0
+        (tool "btrfs" only; default 0).
+    fs_read_s_per_byte, fs_write_s_per_byte : float
+        btrfs's data path: cost per byte read / written [s/byte], >= 0
+        (checksums, copy-on-write, the buffered fallback of O_DIRECT writes).
     name : str
     """
 
@@ -220,6 +265,10 @@ class RaidArray:
     failed_members: tuple = ()
     array_size_bytes: int | None = None
     tool: str = "md"
+    fs_read_request_s: float = 0.0
+    fs_read_s_per_byte: float = 0.0
+    fs_write_request_s: float = 0.0
+    fs_write_s_per_byte: float = 0.0
     name: str = ""
 
     def __post_init__(self):
@@ -240,6 +289,11 @@ class RaidArray:
         one_of("tool", self.tool, TOOLS)
         if self.tool == "btrfs" and self.kind not in ("raid0", "raid1"):
             raise ValueError(f"tool: btrfs builds raid0 and raid1 only here (got kind {self.kind!r})")
+        for cost in _FS_COSTS:
+            value = finite_scalar(cost, getattr(self, cost), nonnegative=True)
+            if value and self.tool != "btrfs":
+                raise ValueError(f"{cost} is btrfs's data path: tool 'btrfs' only (got tool {self.tool!r})")
+            object.__setattr__(self, cost, value)
         policy = self.read_policy
         if policy is None:
             policy = "btrfs" if self.tool == "btrfs" else "md"
@@ -324,17 +378,21 @@ class RaidArray:
     # -- the block protocol --------------------------------------------------
     def block_time(self, requests: BlockRequests, env) -> BlockTime:
         if self.kind == "raid0":
-            return striped_block_time(self.members, self.chunk_size_bytes, requests, env)
-        if self.kind == "raid1":
-            return self._mirror(requests, env)
-        return self._parity(requests, env)
+            result = striped_block_time(self.members, self.chunk_size_bytes, requests, env)
+        elif self.kind == "raid1":
+            result = self._mirror(requests, env)
+        else:
+            result = self._parity(requests, env)
+        side = "write" if requests.is_write else "read"
+        cost = getattr(self, f"fs_{side}_request_s") + requests.size_bytes * getattr(self, f"fs_{side}_s_per_byte")
+        return result.plus(btrfs_data_path_s=cost) if cost else result
 
     def _mirror(self, requests: BlockRequests, env) -> BlockTime:
         live = self.live_members
         times = [block_time_of(self.members[i], requests, env) for i in live]
         size = requests.size_bytes
-        if requests.is_write:
-            return parallel(size, times)
+        if requests.is_write:   # every copy at once; copies on one device share it
+            return pieces_time(_MemberTimes(self.members, requests, env), size, {i: size for i in live})
         policy = self.read_policy
         deep = requests.queue_depth > 1
         if policy == "btrfs" and self.read_member is not None:
@@ -364,10 +422,9 @@ class RaidArray:
                 reads, writes = self._read_plan(o, failed), {}
             phases = []
             if reads:
-                phases.append(parallel(requests.size_bytes, [
-                    _renamed(times(m, b, is_write=False), "raid_read_") for m, b in reads.items()]))
+                phases.append(_renamed(pieces_time(times, requests.size_bytes, reads, is_write=False), "raid_read_"))
             if writes:
-                phases.append(parallel(requests.size_bytes, [times(m, b, is_write=True) for m, b in writes.items()]))
+                phases.append(pieces_time(times, requests.size_bytes, writes, is_write=True))
             outcomes.append(serial(requests.size_bytes, *phases))
         result = mixture(requests.size_bytes, outcomes, [o["weight"] for o in layout])
         per_request = sum(o["weight"] * len(o["data"]) for o in layout)
@@ -426,5 +483,5 @@ def mirror(members, **fields) -> RaidArray:
     return RaidArray("raid1", tuple(members), **fields)
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "mirror", "stripe_layout",
-           "stripe_split", "striped_block_time"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "device_of", "mirror",
+           "pieces_time", "stripe_layout", "stripe_split", "striped_block_time"]
