@@ -34,7 +34,7 @@ from ._checks import evolve as _evolve
 from ._checks import finite_array, show
 from .disk import Disk
 from .drive_cache import DriveCache
-from .disksim_mapping import ZoneLayout
+from .disksim_mapping import G4ZoneLayout, ZoneLayout
 from .disksim_support import check_honoured
 from .drive_parameters import DriveParameters, buffer_fields
 from .presets import covering_skews_sectors
@@ -181,19 +181,27 @@ def zone_geometry(model: ModelFile) -> Geometry:
 
 
 def zone_layout(model: ModelFile) -> ZoneLayout:
-    """The g1 layout of a model file (zones, skews, spares, slips) as a :class:`ZoneLayout`."""
+    """The layout of a model file as a :class:`ZoneLayout`: g1 zones (skews,
+    spares, slips, defects), or a g4 layout's tables as a :class:`G4ZoneLayout`."""
+    if isinstance(model.layout, G4Layout):
+        g4 = model.layout
+        return G4ZoneLayout.from_tables(model.surfaces, g4.tp, g4.idx, g4.idx_child_types, g4.slips, g4.remaps,
+                                        model.block_count)
     zones = model.zones
     layout = ZoneLayout(
         surfaces=model.surfaces,
         first_cylinder=[z.first_cylinder for z in zones],
         last_cylinder=[z.last_cylinder for z in zones],
         sectors_per_track=[z.blocks_per_track for z in zones],
-        first_block_offset_sectors=[z.first_block_offset_sectors for z in zones],
-        track_skew_sectors=[z.track_skew_sectors for z in zones],
-        cylinder_skew_sectors=[z.cylinder_skew_sectors for z in zones],
+        # DiskSim takes these in whole sectors: "(int)d * result->sector_width"
+        # (diskmodel/modules/layout_g1_zone.modspec, skew units "sectors")
+        first_block_offset_sectors=[float(int(z.first_block_offset_sectors)) for z in zones],
+        track_skew_sectors=[float(int(z.track_skew_sectors)) for z in zones],
+        cylinder_skew_sectors=[float(int(z.cylinder_skew_sectors)) for z in zones],
         empty_space_sectors=[z.empty_space_at_front_sectors for z in zones],
         spares=[z.spares for z in zones],
         slips=tuple(np.asarray(z.slips, dtype=np.int64) for z in zones),
+        defects=tuple(np.asarray(z.defects, dtype=np.int64).reshape(-1, 2) for z in zones),
         sparing_scheme=model.layout.sparing_scheme, mapping_scheme=model.layout.mapping_scheme,
         rangesize=model.layout.rangesize)
     # DiskSim uses the blocks the zones hold ("checknumblocks"); the exported
@@ -320,7 +328,13 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
         command_overhead_s=overhead, read_completion_s=specs.read_completion_s,
         write_completion_s=specs.write_completion_s, data_preparation_s=specs.data_preparation_s,
         reselect_s=specs.first_reselect_s, minimum_write_seek_s=specs.minimum_seek_delay_s,
-        write_disconnect_s=specs.write_disconnect_s, bus_read_block_s=read_block_s,
+        write_disconnect_s=specs.write_disconnect_s, stop_read_ahead_in_sector=specs.stop_prefetch_in_sector,
+        other_reselect_s=specs.other_reselect_s, extra_write_disconnect=specs.extra_write_disconnect,
+        extra_disconnect_command_s=specs.extradisc_command_s, extra_disconnect_s=specs.extradisc_disconnect_s,
+        extra_inter_disconnect_s=specs.extradisc_inter_disconnect_s,
+        extra_second_disconnect_s=specs.extradisc_second_disconnect_s,
+        extra_disconnect_seek_delta_s=specs.extradisc_seek_delta_s,
+        bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer_fields(drive_cache(specs), 512),
         write_seek_by_distance_s=write_seek)
 

@@ -1,4 +1,4 @@
-"""LBN -> PBN mapping with spare sectors and slipped defects (DiskSim's g1 layout).
+"""LBN -> PBN mapping with spare sectors, slips and defects (DiskSim's g1 layout; kernels shared with g4).
 
 :class:`diskmodel.model.Geometry` lays blocks out track by track with no
 spares. Real drives reserve spare sectors or tracks and *slip* defective ones,
@@ -13,7 +13,8 @@ DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
   cylinder moves later blocks by one), 3 (spare sectors per track,
   ``g1_ltop_sectpertrackspare``), 8 (spare sectors per range of ``rangesize``
   cylinders), 9/10 (spare sectors per zone); slips are sector numbers within
-  the zone (tracks for scheme 1);
+  the zone (tracks for scheme 1), counted in the order the file lists them
+  (whether a slip counts can depend on those counted before it);
 * mapping schemes 0 (head order 0..S-1 on every cylinder), 1 (reversed on
   every odd cylinder of a zone), 2 (reversed on every odd cylinder);
 * "Empty space at zone front" [sectors] skipped before the first block;
@@ -21,7 +22,20 @@ DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
   track switch + one cylinder skew per cylinder switch (+ one sector per slip
   in earlier cylinders for schemes 2, 4, 5 and 6, in earlier tracks for
   scheme 3: DiskSim's ``issectpercyl``, which leaves out 7) + its sector, in
-  revolutions.
+  revolutions;
+* defects remapped elsewhere (a zone's ``defects`` list of (defect, remap)
+  pairs, in the units of its slips), looked up after the slips as each
+  ``g1_ltop_*`` does: scheme 1 moves the track, 3 the sector to the remap's
+  track and sector (the last match wins), 2/4-7 to the remap's cylinder,
+  head and sector in the zone (the first match whose remap differs), 8
+  within the range, 9/10 within the zone; the block's angle is then the
+  remap's (``g1_map_pbn_skew`` of the new PBN). A defect remapped to itself
+  is a slipped defect: nothing moves. Scheme 0 ignores defects, as
+  ``g1_ltop_nosparing`` does.
+
+DiskSim's g4 layout (:mod:`diskmodel.model.disksim_g4`) compiles into the same
+kernel arrays as a :class:`G4ZoneLayout`, one "zone" per leaf range of its
+tree, so the kernels below serve both.
 
 Everything is pure numpy (with numba kernels shared with the per-request
 simulation, :mod:`diskmodel.model.simulate`); no I/O. DiskSim's files become
@@ -29,13 +43,18 @@ a :class:`ZoneLayout` in :func:`diskmodel.model.disksim.zone_layout`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaIRAssumptionWarning
+from numba.extending import overload
 
 from ._checks import evolve as _evolve
-from ._checks import finite_array, one_of, whole_number
+from ._checks import finite_array, one_of, show, whole_number
+from .disksim_g4 import (G4_ROW_FIELDS, g4_lbn_to_pbn_one, g4_mapped_blocks, g4_remap_table, g4_row_cylinders,
+                         g4_rows, g4_slip_table)
 
 SUPPORTED_SPARING = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 _SLIP_TO_END = (4, 6, 7)
@@ -52,10 +71,11 @@ class ZoneLayout:
     first_cylinder, last_cylinder, sectors_per_track : int arrays
     first_block_offset_sectors, track_skew_sectors, cylinder_skew_sectors : float arrays
     empty_space_sectors, spares : int arrays
-    slips : tuple of int arrays (one per zone; sector or track numbers in the zone)
+    slips : tuple of int arrays (one per zone; sector or track numbers in the zone), or () for none
     sparing_scheme, mapping_scheme, rangesize : int
     block_count : int
         Blocks the drive exports (may be fewer than the zones could hold).
+    defects : tuple of (k, 2) int arrays (one per zone: defect, remap; units of the slips), or () for none
     """
 
     surfaces: int
@@ -72,6 +92,7 @@ class ZoneLayout:
     mapping_scheme: int = 0
     rangesize: int = 1
     block_count: int | None = None
+    defects: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "surfaces", whole_number("surfaces", self.surfaces, minimum=1))
@@ -96,20 +117,29 @@ class ZoneLayout:
             zone = int(np.flatnonzero(self.last_cylinder < self.first_cylinder)[0])
             raise ValueError(f"last_cylinder must be >= first_cylinder in every zone (zone {zone}: "
                              f"{self.first_cylinder[zone]} .. {self.last_cylinder[zone]})")
-        if len(self.slips) != n:
-            raise ValueError(f"slips must hold one array per zone ({n})")
+        if len(self.slips) not in (0, n):
+            raise ValueError(f"slips must hold one array per zone ({n}) or none (got {len(self.slips)})")
         slips = tuple(finite_array(f"slips[{index}]", s, whole=True, nonnegative=True).astype(np.int64)
                       for index, s in enumerate(self.slips))
-        slips = tuple(np.sort(s) for s in slips)
+        # kept in the file's order: DiskSim's g1_ltop_* count slips in list order, and where
+        # a slip counts can depend on those counted before it (atlas_III lists one zone's out of order)
         object.__setattr__(self, "slips", slips)
+        if len(self.defects) not in (0, n):
+            raise ValueError(f"defects must hold one array per zone ({n}) or none (got {len(self.defects)})")
+        defects = tuple(finite_array(f"defects[{index}]", np.reshape(d, (-1, 2)), whole=True,
+                                     nonnegative=True).astype(np.int64).reshape(-1, 2)
+                        for index, d in enumerate(self.defects))
+        object.__setattr__(self, "defects", defects)
         if self.block_count is not None:
             object.__setattr__(self, "block_count", whole_number("block_count", self.block_count, minimum=1))
         zone_blocks = self.blocks_per_zone()
         first_lbn = np.concatenate(([0], np.cumsum(zone_blocks)))
         object.__setattr__(self, "_first_lbn", first_lbn)
-        pointer = np.concatenate(([0], np.cumsum([s.size for s in slips]))).astype(np.int64)
-        object.__setattr__(self, "_slip_pointer", pointer)
+        object.__setattr__(self, "_slip_pointer", _pointer(slips, n))
         object.__setattr__(self, "_slip_values", np.concatenate(slips + (np.zeros(0, np.int64),)).astype(np.int64))
+        object.__setattr__(self, "_defect_pointer", _pointer(defects, n))
+        object.__setattr__(self, "_defect_values",
+                           np.concatenate(defects + (np.zeros((0, 2), np.int64),)).astype(np.int64))
         total = int(first_lbn[-1]) if self.block_count is None else int(self.block_count)
         if total > first_lbn[-1]:
             raise ValueError(f"block_count {total} exceeds what the zones hold ({int(first_lbn[-1])})")
@@ -124,7 +154,7 @@ class ZoneLayout:
         """Logical blocks each zone holds (DiskSim's ``blksinband``)."""
         cylinders = self.last_cylinder - self.first_cylinder + 1
         blocks = cylinders * self.sectors_per_track * self.surfaces - self.empty_space_sectors
-        nslips = np.array([s.size for s in self.slips], dtype=np.int64)
+        nslips = np.diff(_pointer(self.slips, cylinders.size))
         scheme = self.sparing_scheme
         if scheme == 1:
             blocks = blocks - self.spares * self.sectors_per_track
@@ -157,11 +187,22 @@ class ZoneLayout:
         return self._first_lbn[:-1].copy()
 
     def kernel_arrays(self):
-        """The tuple of arrays the numba kernels take (see :func:`lbn_to_pbn_one`)."""
+        """The tuple of arrays the numba kernels take (see :func:`lbn_to_pbn_one`).
+
+        Element 0 holds each zone's first block (and the blocks the zones
+        hold), 2 each zone's sectors per track, 10 (surfaces, sparing scheme,
+        mapping scheme, rangesize); 11 and 12 the defects. A g4 layout's
+        tuple has three more elements, its tables: the kernels are compiled
+        for each length, so a g1 layout pays nothing for g4's code.
+        """
         return (self._first_lbn, self.first_cylinder, self.sectors_per_track, self.empty_space_sectors,
                 self.spares, self.first_block_offset_sectors, self.track_skew_sectors,
                 self.cylinder_skew_sectors, self._slip_pointer, self._slip_values,
-                np.array([self.surfaces, self.sparing_scheme, self.mapping_scheme, self.rangesize], dtype=np.int64))
+                np.array([self.surfaces, self.sparing_scheme, self.mapping_scheme, self.rangesize], dtype=np.int64),
+                self._defect_pointer, self._defect_values, *self._g4_tables())
+
+    def _g4_tables(self) -> tuple:
+        return ()
 
     # -- mapping
     def lbn_to_pbn(self, lbn):
@@ -186,7 +227,68 @@ class ZoneLayout:
                 angle.reshape(shape), zone.reshape(shape))
 
 
-@njit(cache=True, inline="always")
+def _pointer(per_zone, n) -> np.ndarray:
+    """Start of each zone's entries in the concatenated arrays (and their count)."""
+    sizes = [len(a) for a in per_zone] if per_zone else [0] * n
+    return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class G4ZoneLayout(ZoneLayout):
+    """DiskSim's g4 layout for the kernels: one "zone" per leaf range of its tree.
+
+    Build with :meth:`from_tables`. Each zone is a row of
+    :func:`~diskmodel.model.disksim_g4.g4_rows` (one head, a run of
+    cylinders, its track pattern's sectors per track); the g1 fields hold
+    what the simulation reads of a zone (cylinders spanned, sectors per
+    track) and zeros elsewhere. ``g4_rows``, ``g4_slips``, ``g4_remaps``:
+    the tables of :mod:`~diskmodel.model.disksim_g4`.
+    """
+
+    g4_rows: np.ndarray | None = None
+    g4_slips: np.ndarray | None = None
+    g4_remaps: np.ndarray | None = None
+
+    @classmethod
+    def from_tables(cls, surfaces, tp, idx, child_types, slips, remaps, block_count) -> "G4ZoneLayout":
+        """From a ``dm_layout_g4``'s tables (as
+        :class:`~diskmodel.data.disksim.model_file.G4Layout` holds them) and the
+        drive's surfaces and block count."""
+        rows = g4_rows(tp, idx, child_types)
+        slip_table = g4_slip_table(slips)
+        first, last = g4_row_cylinders(rows)
+        zeros = np.zeros(rows.shape[0])
+        return cls(surfaces=surfaces, first_cylinder=first, last_cylinder=last, sectors_per_track=rows[:, 7],
+                   first_block_offset_sectors=zeros, track_skew_sectors=zeros, cylinder_skew_sectors=zeros,
+                   empty_space_sectors=zeros.astype(np.int64), spares=zeros.astype(np.int64), slips=(),
+                   block_count=g4_mapped_blocks(rows, slip_table, block_count), g4_rows=rows,
+                   g4_slips=slip_table, g4_remaps=g4_remap_table(remaps))
+
+    def __post_init__(self):
+        for name, width in (("g4_rows", len(G4_ROW_FIELDS)), ("g4_slips", 2), ("g4_remaps", 5)):
+            array = np.asarray(getattr(self, name))
+            if array.dtype.kind != "i" or array.ndim != 2 or array.shape[1] != width:
+                raise ValueError(f"{name} must be an int array of {width} columns (got {show(array)})")
+            object.__setattr__(self, name, np.ascontiguousarray(array, dtype=np.int64))
+        if self.g4_rows.shape[0] != np.size(self.first_cylinder):
+            raise ValueError(f"g4_rows must hold one row per zone ({np.size(self.first_cylinder)}; "
+                             f"got {self.g4_rows.shape[0]})")
+        if self.sparing_scheme or self.mapping_scheme or self.slips or self.defects:
+            raise ValueError("a G4ZoneLayout takes its slips and remaps in g4_slips and g4_remaps "
+                             "(g1 sparing, mapping, slips and defects must be left out)")
+        super().__post_init__()
+        if np.any(self._first_lbn[:-1] != self.g4_rows[:, 0]):
+            raise ValueError("g4_rows must cover the blocks in order without a gap")
+
+    def blocks_per_zone(self) -> np.ndarray:
+        """Blocks each leaf range holds (before slips)."""
+        return self.g4_rows[:, 4].copy()
+
+    def _g4_tables(self) -> tuple:
+        return self.g4_rows, self.g4_slips, self.g4_remaps
+
+
+@njit(cache=True)
 def _zone_of(lbn, first_lbn):
     lo = 0
     hi = first_lbn.size - 2
@@ -199,10 +301,38 @@ def _zone_of(lbn, first_lbn):
     return lo
 
 
-@njit(cache=True, inline="always")
 def lbn_to_pbn_one(lbn, arrays):
-    """One block: (cylinder, head, sector, angle_rev, zone). Numba kernel."""
-    (first_lbn, first_cyl, spt_a, dead, spares, first_off, tskew, cskew, sp_ptr, sp_val, misc) = arrays
+    """One block: (cylinder, head, sector, angle_rev, zone). Numba kernel (for njit code).
+
+    *arrays*: :meth:`ZoneLayout.kernel_arrays` (a g4 layout's "zone" is its
+    leaf range). Which layout is chosen when the caller is compiled, by the
+    length of *arrays* (a run-time test made the g1 mapping about 1.7 times slower).
+    """
+    raise NotImplementedError("lbn_to_pbn_one is for numba-compiled code; use ZoneLayout.lbn_to_pbn")
+
+
+# Numba's pedantic SSA check flags the variables of an overload inlined at the typed
+# level ("... is not in scope", ssa.py); the code is right (the golden tests check it
+# against DiskSim), so only that notice about this kernel's own variables is silenced.
+warnings.filterwarnings("ignore", message=r"variable '_g1_lbn_to_pbn_one_", category=NumbaIRAssumptionWarning)
+
+
+@overload(lbn_to_pbn_one, inline="always")
+def _lbn_to_pbn_one_for(lbn, arrays):
+    if len(arrays) == _G4_TUPLE:
+        def g4(lbn, arrays):
+            return g4_lbn_to_pbn_one(lbn, arrays[0], arrays[13], arrays[14], arrays[15])
+        return g4
+    return _g1_lbn_to_pbn_one
+
+
+_G4_TUPLE = 16
+
+
+def _g1_lbn_to_pbn_one(lbn, arrays):
+    # compiled as lbn_to_pbn_one's implementation for g1 tuples (inlined where called)
+    (first_lbn, first_cyl, spt_a, dead, spares, first_off, tskew, cskew, sp_ptr, sp_val, misc,
+     df_ptr, df_val) = arrays
     surfaces = misc[0]
     scheme = misc[1]
     mapping = misc[2]
@@ -212,12 +342,19 @@ def lbn_to_pbn_one(lbn, arrays):
     l = lbn - first_lbn[z] + dead[z]
     s0 = sp_ptr[z]
     s1 = sp_ptr[z + 1]
+    d0 = df_ptr[z]
+    d1 = df_ptr[z + 1]
     per_cyl = spt * surfaces
     if scheme == 1:
         track = l // spt
         for i in range(s0, s1):
             if sp_val[i] <= track:
                 track += 1
+        for i in range(d0, d1):
+            # g1_ltop_trackspare: the defective track's blocks move to the remap track
+            if df_val[i, 0] == track:
+                track = df_val[i, 1]
+                break
         cyl_in_zone = track // surfaces
         head = track % surfaces
         sector = l % spt
@@ -230,6 +367,12 @@ def lbn_to_pbn_one(lbn, arrays):
         for i in range(s0, s1):
             if sp_val[i] >= first_on_track and sp_val[i] - first_on_track <= l:
                 l += 1
+        at = first_on_track + l
+        for i in range(d0, d1):
+            # g1_ltop_sectpertrackspare: every match moves the block (the last wins)
+            if df_val[i, 0] == at:
+                track = df_val[i, 1] // spt
+                l = df_val[i, 1] % spt
         cyl_in_zone = track // surfaces
         head = track % surfaces
         sector = l
@@ -245,8 +388,17 @@ def lbn_to_pbn_one(lbn, arrays):
             if (to_end and s // per_cyl < cyl_in_zone) or (s >= first_on_cyl and s - first_on_cyl <= l + slips):
                 slips += 1
         l += slips
-        cyl_in_zone += l // lbn_per_cyl
-        l = l % lbn_per_cyl
+        moved = False
+        for i in range(d0, d1):
+            # g1_ltop_sectpercylspare: the first defect remapped elsewhere moves the block
+            if df_val[i, 0] == first_on_cyl + l and df_val[i, 1] != df_val[i, 0]:
+                cyl_in_zone = df_val[i, 1] // per_cyl
+                l = df_val[i, 1] % per_cyl
+                moved = True
+                break
+        if not moved:
+            cyl_in_zone += l // lbn_per_cyl
+            l = l % lbn_per_cyl
         head = l // spt
         sector = l % spt
     elif scheme == 8:
@@ -261,6 +413,11 @@ def lbn_to_pbn_one(lbn, arrays):
             if s >= first_in_range and s - first_in_range <= l + slips:
                 slips += 1
         l += slips
+        for i in range(d0, d1):
+            # g1_ltop_sectperrangespare: moved within the range
+            if df_val[i, 0] == first_in_range + l and df_val[i, 1] != df_val[i, 0]:
+                l = df_val[i, 1] % per_range
+                break
         cyl_in_zone = rangeno * rangesize + l // per_cyl
         head = (l % per_cyl) // spt
         sector = l % spt
@@ -270,6 +427,11 @@ def lbn_to_pbn_one(lbn, arrays):
             if sp_val[i] <= l + slips:
                 slips += 1
         l += slips
+        for i in range(d0, d1):
+            # g1_ltop_sectperzonespare: moved within the zone
+            if df_val[i, 0] == l and df_val[i, 1] != df_val[i, 0]:
+                l = df_val[i, 1]
+                break
         cyl_in_zone = l // per_cyl
         head = (l % per_cyl) // spt
         sector = l % spt

@@ -19,7 +19,7 @@ the line and the parameter, never a silent default.
 """
 from __future__ import annotations
 
-from diskmodel.data.disksim.model_file import G1Layout, ModelFile
+from diskmodel.data.disksim.model_file import G1Layout, G4Layout, ModelFile
 from diskmodel.data.disksim.syntax import Block, DiskSimFormatError, _normalise_key
 
 __all__ = ["check_honoured"]
@@ -33,6 +33,9 @@ HONOURED = (
     "Minimum seek delay", "Number of buffer segments", "Segment size (in blks)", "Use separate write segment",
     "High (read) water mark", "Buffer continuous read", "Maximum read-ahead (blks)", "Read-ahead over requested",
     "Read-ahead on idle hit", "Read any free blocks", "Fast write level", "Allow read hits on write data",
+    "Stop prefetch in sector", "Other reselect overhead", "Extra write disconnect", "Extradisc command overhead",
+    "Extradisc disconnect overhead", "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
+    "Extradisc seek delta",
 )
 
 #: Keys that cannot act when requests come one at a time (why, for the docs).
@@ -78,17 +81,10 @@ APPROXIMATED = {
     "Hold bus entire write xfer": "as for reads",
     "Immediate buffer read": "buffered reads start their transfer at once either way",
     "Immediate buffer write": "as for reads",
-    "Stop prefetch in sector": "the read-ahead stops at the arrival of the next request, within a sector",
-    "Low (write) water mark": "writes transfer block by block ahead of the media",
-    "Other reselect overhead": "the first reselect overhead is used for every reconnection",
+    "Low (write) water mark": "writes take all their data at once (it acts only for requests larger than "
+                              "the segment)",
     "Read disconnect afterread": "folded into the command overheads",
     "Read disconnect afterwrite": "folded into the command overheads",
-    "Extra write disconnect": "approximated by Write disconnect overhead",
-    "Extradisc command overhead": "approximated by Write disconnect overhead",
-    "Extradisc disconnect overhead": "approximated by Write disconnect overhead",
-    "Extradisc inter-disconnect delay": "approximated by Write disconnect overhead",
-    "Extradisc 2nd disconnect overhead": "approximated by Write disconnect overhead",
-    "Extradisc seek delta": "approximated by Write disconnect overhead",
 }
 
 _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IRRELEVANT_ONE_AT_A_TIME}
@@ -110,15 +106,10 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
             raise DiskSimFormatError(specs_block.path, specs_block.line_of(name),
                                      f"{name} = {value!r} is not honoured by the per-request simulation "
                                      f"(it implements {', '.join(repr(v) for v in allowed)})")
-    layout = model.layout
-    if not isinstance(layout, G1Layout):
+    # Every layout DiskSim defines is honoured: g1 (every sparing scheme, slips, defects
+    # remapped in place or elsewhere) and g4 (tables, slips, remaps), see
+    # diskmodel.model.disksim_mapping and diskmodel.model.disksim_g4.
+    if not isinstance(model.layout, (G1Layout, G4Layout)):
         raise DiskSimFormatError(model.path, model.layout_line,
-                                 f"Layout Model {type(layout).__name__} is not honoured by the per-request "
-                                 "simulation (it implements dm_layout_g1)")
-    for zone in layout.zones:
-        moved = [(defect, remap) for defect, remap in zone.defects if defect != remap]
-        if moved:
-            raise DiskSimFormatError(model.path, zone.line,
-                                     f"defects remapped elsewhere ({moved[0][0]} -> {moved[0][1]}, zone from "
-                                     f"cylinder {zone.first_cylinder}) are not honoured by the per-request "
-                                     "simulation (a defect remapped to itself is)")
+                                 f"Layout Model {type(model.layout).__name__} is not honoured by the per-request "
+                                 "simulation (it implements dm_layout_g1 and dm_layout_g4)")

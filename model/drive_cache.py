@@ -46,14 +46,15 @@ class DriveCache:
         Write cache on: a write completes once its data are in the buffer.
     fast_write_level : int
         DiskSim's "Fast write level": 0 with write-through; 1 (only writes
-        appending to dirty data) or 2 (every write) with write-back. One request
-        at a time the two behave alike. Default: 2 if write_back else 0.
+        appending to dirty data, or arriving once it is on the media) or 2
+        (every write) with write-back. Default: 2 if write_back else 0.
     read_ahead_scheme : int
         DiskSim's "Buffer continuous read" (:data:`READ_AHEAD_SCHEMES`);
         default 3 (fill the segment) when read_ahead_bytes > 0, else 0.
     read_ahead_over_requested : bool
-        The read-ahead may overwrite the data just returned to the host (else
-        it stops when the segment is full).
+        Without a read-ahead bound (``read_ahead_bytes`` 0) the read-ahead
+        may overwrite the data just returned to the host (else it stops when
+        the segment is full); a bound is read up to either way (DiskSim).
     read_ahead_on_idle_hit : bool
         A read hit restarts the read-ahead at the end of its segment.
     read_any_free_blocks : bool

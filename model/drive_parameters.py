@@ -55,8 +55,9 @@ class DriveParameters:
     buffer_segments, segment_size_blocks, max_read_ahead_blocks : int
         ``buffer_segments`` 0: no buffer, every request goes to the media.
     read_ahead_over_requested : bool
-        Read-ahead may replace the data just returned to the host (else it
-        stops when the segment is full).
+        Without a maximum read-ahead, the read-ahead may replace the data
+        just returned to the host (else it stops when the segment is full);
+        with a maximum, the read-ahead goes that far either way (DiskSim).
     read_ahead_on_idle_hit : bool
         A read hit restarts the read-ahead at the segment's end.
     fast_write_level : int
@@ -71,13 +72,38 @@ class DriveParameters:
         The shortest positioning before a non-sequential write [s]
         (DiskSim's "Minimum seek delay").
     write_disconnect_s : float
-        A write that is not reported immediately disconnects from the bus
-        after its command overhead, waits the minimum positioning time, and
-        reconnects (``reselect_s + data_preparation_s``) to take its data; a
-        sector whose data is not there in time costs a revolution [s]. (This
-        order of DiskSim's write overheads is what the hp_c2247a trace shows:
-        sequential writes lose a revolution exactly when their data would
-        arrive less than these ~0.95 ms before the last sector.)
+        A write that is not reported immediately takes its data after the
+        command overhead and ``data_preparation_s`` (a sector whose data is
+        not there in time costs a revolution), then disconnects from the bus
+        for this long; it reconnects (``reselect_s``) to report completion
+        once its last sector is written and the disconnection is over [s]
+        (DiskSim 4.0, ``src/disksim_diskctlr.c``).
+    other_reselect_s : float
+        DiskSim's "Other reselect overhead": the reconnection for the
+        completion of a write that had an extra disconnect [s].
+    extra_write_disconnect : bool
+        DiskSim's "Extra write disconnect": a write-through write after a
+        write that it does not append to disconnects at once
+        (``disk_buffer_select_segment``, ``src/disksim_diskcache.c``): the
+        mechanism starts after ``extra_disconnect_command_s +
+        extra_disconnect_seek_delta_s``; the data come after the command
+        overhead, ``extra_disconnect_s``, ``extra_inter_disconnect_s``,
+        ``reselect_s`` and ``data_preparation_s``; the disconnection after
+        the data takes ``extra_second_disconnect_s``, the completion's
+        reconnection ``other_reselect_s``.
+    extra_disconnect_command_s, extra_disconnect_s, extra_inter_disconnect_s, extra_second_disconnect_s, \
+extra_disconnect_seek_delta_s : float
+        DiskSim's "Extradisc command overhead", "... disconnect overhead",
+        "... inter-disconnect delay", "... 2nd disconnect overhead", "...
+        seek delta" [s].
+    stop_read_ahead_in_sector : bool
+        DiskSim's "Stop prefetch in sector": a request that needs the
+        mechanism stops a running read-ahead at once, within a sector; else
+        (False) at the end of the sector being read or waited for, and
+        the request's seek starts that much after its command overhead
+        (``disk_buffer_stopable_access`` and ``disk_check_hda``,
+        ``src/disksim_diskctlr.c``). A move to the next track under way is
+        finished either way.
     read_any_free_blocks : bool
         The drive keeps the sectors of the track that pass under the head
         before the requested ones (during the rotational latency). With
@@ -114,6 +140,14 @@ class DriveParameters:
     minimum_write_seek_s: float = 0.0
     read_any_free_blocks: bool = False
     write_disconnect_s: float = 0.0
+    stop_read_ahead_in_sector: bool = False
+    other_reselect_s: float = 0.0
+    extra_write_disconnect: bool = False
+    extra_disconnect_command_s: float = 0.0
+    extra_disconnect_s: float = 0.0
+    extra_inter_disconnect_s: float = 0.0
+    extra_second_disconnect_s: float = 0.0
+    extra_disconnect_seek_delta_s: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -151,10 +185,13 @@ class DriveParameters:
         object.__setattr__(self, "read_ahead_scheme", whole_number(
             "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
         for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
-                     "separate_write_segment", "read_any_free_blocks"):
+                     "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
+                     "extra_write_disconnect"):
             flag(name, getattr(self, name))
         finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
-        finite_scalar("write_disconnect_s", self.write_disconnect_s, nonnegative=True)
+        for name in ("write_disconnect_s", "other_reselect_s", "extra_disconnect_command_s", "extra_disconnect_s",
+                     "extra_inter_disconnect_s", "extra_second_disconnect_s", "extra_disconnect_seek_delta_s"):
+            finite_scalar(name, getattr(self, name), nonnegative=True)
         if self.separate_write_segment and self.buffer_segments < 2:
             raise ValueError("separate_write_segment needs buffer_segments >= 2")
         if self.buffer_segments == 0 and (self.fast_write_level or self.max_read_ahead_blocks

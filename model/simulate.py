@@ -25,20 +25,42 @@ a time (queue depth 1):
   the media write of a block only once the host has sent it;
 * cache: ``buffer_segments`` segments of ``segment_size_blocks`` blocks,
   replaced least-recently-used; after a read miss the drive keeps reading
-  ahead (up to ``max_read_ahead_blocks``, within the segment) until the next
+  ahead (up to ``max_read_ahead_blocks``; a segment keeps the last blocks read) until the next
   request needs the mechanism; a read whose blocks are in a segment (read
   earlier, read ahead, or written earlier when the drive allows read hits on
   write data) is a hit; a read of blocks that the read-ahead is still
   fetching waits for them; "fast write" (immediate report) completes a write
   once its data is in the buffer and writes it to the media in the
-  background (levels 1 and 2 differ only for requests queued behind dirty
-  data, which one-at-a-time traces never have).
+  background (at level 1 only a write appending to the previous one, or
+  arriving once that one's data are on the media; another waits for them).
 
-Known gaps against the measured traces (see ``benchmarks/trace_validation.py``):
-accesses that need no seek take ~0.7-1 ms longer on the real ibm18es,
-barracuda and atlas_III than any positioning time in their files gives;
-hp_c2247a's reads are ~0.3 ms faster after a write and its writes ~0.35 ms
-slower after a read than its (equal) after-read/after-write overheads say.
+DiskSim's rules followed exactly (checked request by request against DiskSim
+4.0 itself, ``tests/golden/disksim_service_times``; each cites its source in
+the code): the read-ahead bound of ``disk_buffer_get_max_readahead`` (a
+maximum read-ahead may push a request's own blocks out of its circular
+segment); a running read-ahead stops only at the end of its pending sector or
+move, and the next request's seek waits for that stop on top of its command
+overhead (``disk_buffer_stopable_access``, ``disk_check_hda``); a read served
+from a segment being read ahead carries the read-ahead on to its own limit
+(``disk_buffer_set_segment``), and a read whose first blocks are buffered is a
+partial hit (its buffered part sent after the hit overhead, the rest read by
+the mechanism); a write-through write reconnects for its completion (first
+reselect overhead), and on drives with "Extra write disconnect" a write not
+appending to the previous write disconnects at once (the Extradisc overheads,
+the other reselect overhead) and writes no sector before min(blocks, 10) (15
+for >= 45 blocks) of its blocks are buffered (``disk_buffer_block_available``).
+A fast write at level 1 that does not append to the previous write, still
+being written, takes its data only once that write is on the media. With
+these, the five drives other than the atlases give DiskSim's own times
+(within 10 us) for all their requests but a handful.
+
+Known gaps against DiskSim: the atlas drives' read-ahead scheme 4 (DEC)
+follows DiskSim's manual (a read-ahead only for a detected sequential stream
+when the drive does not read free blocks), not its code, which is what the
+measured atlas_III trace shows (about 10 % of atlas_III's and atlas10k's
+requests differ from DiskSim's). Against the measured traces: accesses that need no seek take
+~0.7-1 ms longer on the real ibm18es, barracuda and atlas_III than any
+positioning time in their files gives (DiskSim misses this too).
 No parameter was fitted to the traces.
 
 Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
@@ -64,7 +86,7 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
 from .drive_parameters import DriveParameters
-from .media_access import access_media
+from .media_access import access_media, move_time_s
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -159,11 +181,13 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
                      p.write_completion_s, p.data_preparation_s, p.reselect_s, p.bus_read_block_s,
                      p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
-                     p.write_disconnect_s])
+                     p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
+                     p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
+                     p.extra_disconnect_seek_delta_s])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
-                     int(p.read_any_free_blocks)],
+                     int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -183,8 +207,14 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, keep, total, any_free):
     """One past the last block the drive reads ahead after reading [first, last).
 
-    With *keep* 0 the read-ahead stops when the segment is full, keeping the
-    request's own blocks (DiskSim's "Read-ahead over requested" = 0).
+    DiskSim's ``disk_buffer_get_max_readahead`` (``src/disksim_diskcache.c``):
+    a maximum read-ahead > 0 bounds it at ``last + max_ra`` whatever the
+    segment size (the segment is circular, ``disk_buffer_segment_wrap``: it
+    keeps the last ``seg_size`` blocks read, so a read-ahead longer than the
+    room left pushes the request's own blocks out). Only without a maximum
+    does "Read-ahead over requested" act: with *keep* 0 (over requested = 0,
+    DiskSim's ``keeprequestdata`` 1) the read-ahead stops when the segment
+    is full, keeping the request's blocks; else it reads a segment's worth.
     """
     if scheme == 0 or last >= total:
         return last
@@ -207,10 +237,15 @@ def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, 
                 limit = track_end_lbn(arrays, limit, total)
     else:
         limit = last + (max_ra if max_ra > 0 else seg_size)
-    if scheme != 4 and max_ra > 0 and limit > last + max_ra:
-        limit = last + max_ra
-    if keep == 0 and limit > first + seg_size:
-        limit = first + seg_size
+    if scheme != 4:
+        if max_ra > 0:
+            if limit > last + max_ra:
+                limit = last + max_ra
+        elif keep == 0:
+            if limit > first + seg_size:
+                limit = first + seg_size
+        elif limit > last + seg_size:
+            limit = last + seg_size
     if limit > total:
         limit = total
     return limit
@@ -236,13 +271,67 @@ def _invalidate(seg_start, seg_end, nseg, first, last, keep):
 
 
 @njit(cache=True)
-def _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head):
-    """Where a stopped read-ahead leaves the head: on its last block read, or
-    where it started when it had read none."""
-    if pf_done > 0:
-        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
-        return cyl, head
-    return pf_cyl, pf_head
+def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready, pf_start, pf_cyl, pf_head, arrival,
+                     in_sector):
+    """When a read-ahead still running at *arrival* stops, and where it leaves the head.
+
+    DiskSim stops a read-ahead only between two of its events
+    (``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``, with
+    "Stop prefetch in sector" 0 or during a seek): the pending event is
+    taken off the queue and its time, ``disk_seek_stoptime``, is when the
+    mechanism is free. The pending event is the move to the next track when
+    that move is still under way (``DEVICE_BUFFER_SEEKDONE``: the head ends
+    on the new track), else the end of the sector being read (or waited
+    for) next (``DEVICE_BUFFER_SECTOR_DONE``); with *in_sector* ("Stop
+    prefetch in sector" 1) a sector is left at once, at *arrival*. Returns
+    (stop time, cylinder, head); the blocks whose sector ended by *arrival*
+    are in the segment.
+    """
+    k = pf_done
+    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + k, arrays)
+    if k > 0:
+        from_cyl, from_head, _, _, _ = lbn_to_pbn_one(pf_base + k - 1, arrays)
+        t0 = pf_ready[k - 1]
+    else:
+        from_cyl = pf_cyl
+        from_head = pf_head
+        t0 = pf_start
+    if k == 0 or from_cyl != cyl or from_head != head:
+        move_end = t0 + move_time_s(from_cyl, from_head, cyl, head, seek, write_seek, real[1], real[2], False)
+        if arrival < move_end:
+            return move_end, cyl, head
+    if in_sector:
+        return arrival, cyl, head
+    return pf_ready[k], cyl, head
+
+
+@njit(cache=True)
+def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                       pf_head, limit, scratch, total):
+    """A running read-ahead carried on to *limit*: a read served from its segment raises the
+    segment's ``maxreadaheadblkno`` to its own read-ahead limit (DiskSim's
+    ``disk_buffer_set_segment``, ``src/disksim_diskcache.c``), and the read-ahead goes on
+    from its last block. Returns (pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head):
+    when *pf_ready* is full, the blocks already read are dropped from its front."""
+    extra = limit - (pf_base + pf_count)
+    if extra <= 0:
+        return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
+    if pf_count + extra > pf_ready.size and pf_done > 0:
+        pf_start = pf_ready[pf_done - 1]
+        pf_cyl, pf_head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
+        for j in range(pf_count - pf_done):
+            pf_ready[j] = pf_ready[pf_done + j]
+        pf_base += pf_done
+        pf_count -= pf_done
+        pf_done = 0
+    if pf_count + extra > pf_ready.size:
+        extra = pf_ready.size - pf_count
+    if extra > 0:
+        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+        access_media(arrays, seek, write_seek, real, pf_base + pf_count, extra, pf_ready[pf_count - 1], cyl, head,
+                     False, pf_ready, pf_ready, pf_count, scratch, 0.0, total)
+        pf_count += extra
+    return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
 
 
 @njit(cache=True)
@@ -258,6 +347,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     watermark = real[9]
     min_write_seek = real[10]
     write_disc = real[11]
+    reselect_other = real[12]
+    xd_command = real[13]
+    xd_disc1 = real[14]
+    xd_inter = real[15]
+    xd_disc2 = real[16]
+    xd_seek_delta = real[17]
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -268,6 +363,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     separate_w = ints[7]
     scheme = ints[8]
     any_free = ints[9]
+    stop_in_sector = ints[10]
+    extra_disc = ints[11]
     total = arrays[0][arrays[0].size - 1]
     max_spt = 1
     for z in range(arrays[2].size):
@@ -302,7 +399,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     pf_done = 0               # blocks of the read-ahead already in the segment
     pf_cyl = 0                # head position when the read-ahead started
     pf_head = 0
+    pf_start = 0.0            # and when
     prev_write = 0
+    prev_end = -1
+    dirty_end = 0.0           # when the last fast write's data are on the media
     t = state[0]
 
     for i in range(lbn.size):
@@ -352,7 +452,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
                 done = tb + read_done
                 seg_used[s] = arrival
-                if ra_idle_hit and not pf_active and seg_write[s] == 0:
+                if pf_active and s == pf_seg:
+                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
+                                              seg_size, ra_over, total, any_free)
+                    pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
+                        arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                        pf_head, limit, scratch, total)
+                elif ra_idle_hit and not pf_active and seg_write[s] == 0:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
                                               seg_size, ra_over, total, any_free)
                     count = limit - seg_end[s]
@@ -362,6 +468,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         start = max(mech_free, arrival + overhead[0, 1, prev_write])
                         pf_cyl = cyl
                         pf_head = head
+                        pf_start = start
                         access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
                                      not_before, pf_ready, 0, scratch, 0.0, total)
                         pf_active = True
@@ -369,12 +476,18 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_base = seg_end[s]
                         pf_count = count
                         pf_done = 0
-            elif pf_active and seg_start[pf_seg] <= first and last <= pf_base + pf_count \
-                    and first < pf_base + pf_done:
-                # the read-ahead has fetched the first block and is fetching the rest: wait for them.
+            elif pf_active and seg_start[pf_seg] <= first and first < pf_base + pf_done:
+                # the read-ahead has fetched the first block and is fetching the rest: wait for them
+                # (DiskSim's partial hit on a segment being read, disk_buffer_select_read_segment, which
+                # carries the read-ahead on past the request's end: _extend_read_ahead).
                 # A request starting at the very block being read ahead is a miss: DiskSim's
                 # "Allow almost read hits" = 0 (disk_buffer_check_segments), the only value honoured.
                 hit = HitKind.READ_AHEAD_HIT
+                limit = _read_ahead_limit(arrays, scheme, first, last, True, max_ra, seg_size, ra_over, total,
+                                          any_free)
+                pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
+                    arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                    pf_head, max(limit, last), scratch, total)
                 tb = arrival + overhead[0, 1, prev_write] + data_prep
                 for k in range(n):
                     j = first + k - pf_base
@@ -401,29 +514,56 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 ovh = overhead[0, 0, prev_write]
                 if pf_active:
                     pf_active = False
-                    cyl, head = _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head)
-                    start = arrival + ovh
+                    stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
+                                                       pf_start, pf_cyl, pf_head, arrival, stop_in_sector)
+                    # DiskSim's disk_check_hda delays the seek by the command overhead AND by the time
+                    # to the read-ahead's stop, both counted from the arrival (the two add up)
+                    start = arrival + ovh + max(stop - arrival, 0.0)
                 else:
                     start = max(arrival + ovh, mech_free)
-                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                                False, not_before, ready, 0, stats, 0.0, total)
-                water = int(watermark * n)
+                # A partial hit (DiskSim's BUFFER_PARTIAL, disk_buffer_select_read_segment in
+                # src/disksim_diskcache.c): the first blocks are in a segment (not the dedicated write
+                # segment; written data only where reads may hit on them). They go to the host at once,
+                # after the read hit overhead; the mechanism reads the rest into that segment.
+                s = -1
+                buffered = 0
+                for j in range(nseg):
+                    if j != wseg and seg_end[j] > seg_start[j] and seg_start[j] <= first < seg_end[j] \
+                            and (seg_write[j] == 0 or hits_on_writes):
+                        s = j
+                        buffered = seg_end[j] - first
+                        break
+                kept = seg_start[s] if s >= 0 else first
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
+                                                start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
+                # the bus reconnects once the watermark's blocks (of the whole request, DiskSim's
+                # "Set watermark by reqsize") are read, or all of them
+                water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
                 if water < 1:
                     water = 1
+                if water > n - buffered:
+                    water = n - buffered
                 tb = ready[water - 1] + reselect + data_prep
-                if tb < arrival + ovh:
+                if buffered > 0:
+                    tb_hit = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
+                    if tb < tb_hit:
+                        tb = tb_hit
+                elif tb < arrival + ovh:
                     tb = arrival + ovh
-                for k in range(n):
+                for k in range(n - buffered):
                     if ready[k] > tb:
                         tb = ready[k]
                     tb += bus_r
                 done = tb + read_done
                 mech_free = t_end
-                s = _lru(seg_used, nseg, wseg)
+                if s < 0:
+                    s = _lru(seg_used, nseg, wseg)
             if hit == HitKind.MEDIA and s >= 0:
                 # the miss's blocks, and what the read-ahead adds, go to segment s (none without a buffer)
                 seg_start[s] = first
-                if any_free and stats[1] > 0.0:
+                if buffered > 0:
+                    seg_start[s] = kept if last - kept <= seg_size else last - seg_size
+                elif any_free and stats[1] > 0.0:
                     # sectors of the track passing under the head before the first one
                     _, _, _, _, z0 = lbn_to_pbn_one(first, arrays)
                     passed = int(stats[1] / (period / arrays[2][z0]))
@@ -445,6 +585,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if count > 0:
                     pf_cyl = cyl
                     pf_head = head
+                    pf_start = t_end
                     access_media(arrays, seek, write_seek, real, last, count, t_end, cyl, head, False,
                                  not_before, pf_ready, 0, scratch, 0.0, total)
                     pf_active = True
@@ -453,36 +594,72 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_count = count
                     pf_done = 0
         else:
-            # Level 1 differs from 2 only for requests queued behind dirty data,
-            # which never happens one request at a time.
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being
             # written at the moment the next write arrives: never one at a time.
             min_move = min_write_seek
             ovh = overhead[1, 1 if fast else 0, prev_write]
+            extra = not fast and extra_disc and prev_write == 1 and nseg > 0 and first != prev_end
+            # the mechanism waits for the command overhead (DiskSim's overhead_done)
+            mech_ovh = xd_command + xd_seek_delta if extra else ovh
+            # A drive with extra write disconnects writes no sector before the buffer holds
+            # min(blocks, 10) of the request's blocks (15 for 45 blocks or more): DiskSim's
+            # disk_buffer_block_available (src/disksim_diskcache.c).
+            held = 1
+            if extra_disc:
+                held = min(n, 10) if n < 45 else 15
             if pf_active:
-                # a write stops the read-ahead
+                # a write stops the read-ahead, and waits for the stop on top of its overhead (as a read miss)
                 pf_active = False
-                cyl, head = _head_after_read_ahead(arrays, pf_base, pf_done, pf_cyl, pf_head)
-                mech_free = arrival
-            start = max(mech_free, arrival + ovh)
+                stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
+                                                   pf_start, pf_cyl, pf_head, arrival, stop_in_sector)
+                mech_free = arrival + mech_ovh + max(stop - arrival, 0.0)
+            start = max(mech_free, arrival + mech_ovh)
             if fast:
                 hit = HitKind.FAST_WRITE
-                # the host sends the data after the command overhead
+                # the host sends the data after the command overhead. At level 1 (DiskSim's
+                # LIMITED_FASTWRITE) a write that does not append to the previous write, whose data
+                # are still being written, disconnects and takes its data only once they are on the
+                # media, reconnecting with the reselect and data preparation overheads
+                # (disk_buffer_stopable_access, disk_bus_ownership_grant in src/disksim_diskctlr.c).
+                data0 = arrival + ovh
+                if fast_level == 1 and dirty_end > arrival and first != prev_end:
+                    data0 = max(data0, dirty_end + reselect + data_prep)
                 for k in range(n):
-                    not_before[k] = arrival + ovh + (k + 1) * bus_w
-                done = arrival + ovh + n * bus_w + write_done
+                    not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
+                done = data0 + n * bus_w + write_done
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
                                                 True, not_before, ready, 0, scratch, min_move, total)
                 mech_free = t_end
+                dirty_end = t_end
             else:
-                data0 = arrival + ovh + write_disc + min_move + reselect + data_prep
+                # DiskSim's write that is not reported at once (disk_write_arrive, disk_reconnection_
+                # or_transfer_complete, disk_bus_ownership_grant in src/disksim_diskctlr.c): the
+                # mechanism starts at the command overhead; the host's data flow from the overhead
+                # plus the data preparation, one bus block time each; after the data the drive
+                # disconnects; once the last sector is written and the disconnection is over, it
+                # reconnects (first reselect overhead) and sends the completion. A write after a write
+                # that does not append to it suffers DiskSim's "extra write disconnect" when the drive
+                # has one (disk_buffer_select_segment, src/disksim_diskcache.c: the write segment is
+                # the most recently used one, its last access a write, the request not at its end):
+                # the mechanism starts after the extra-disconnect command overhead and seek delta;
+                # the drive disconnects, waits the inter-disconnect delay, reconnects (first reselect,
+                # data preparation) for the data, disconnects again (second disconnect overhead),
+                # and reconnects for the completion with the other reselect overhead.
+                if extra:
+                    data0 = arrival + xd_command + xd_disc1 + xd_inter + reselect + data_prep
+                    disconnect = xd_disc2
+                    reconnect = reselect_other
+                else:
+                    data0 = arrival + ovh + data_prep
+                    disconnect = write_disc
+                    reconnect = reselect
                 for k in range(n):
-                    not_before[k] = data0 + (k + 1) * bus_w
+                    not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
                                                 True, not_before, ready, 0, stats, min_move, total)
                 mech_free = t_end
-                done = t_end + write_done
+                done = max(t_end, data0 + n * bus_w + disconnect) + reconnect + write_done
             s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
             if s >= 0:
                 if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
@@ -500,6 +677,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         out[4, i] = stats[1]
         out[5, i] = stats[2]
         prev_write = w
+        prev_end = last
         t = done
     state[0] = t
     state[1] = cyl

@@ -111,6 +111,13 @@ class DiskSpecs:
     hold_bus_write: bool
     max_queue_length: int
     read_high_water_mark: float
+    stop_prefetch_in_sector: bool
+    extra_write_disconnect: bool
+    extradisc_command_s: float
+    extradisc_disconnect_s: float
+    extradisc_inter_disconnect_s: float
+    extradisc_second_disconnect_s: float
+    extradisc_seek_delta_s: float
     block: Block = field(repr=False, compare=False)
 
     @property
@@ -164,6 +171,13 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
         hold_bus_read=flag("Hold bus entire read xfer"), hold_bus_write=flag("Hold bus entire write xfer"),
         max_queue_length=count("Max queue length", 1.0),
         read_high_water_mark=block.number("High (read) water mark", 0.0),
+        stop_prefetch_in_sector=flag("Stop prefetch in sector"),
+        extra_write_disconnect=flag("Extra write disconnect"),
+        extradisc_command_s=ms("Extradisc command overhead", 0.0),
+        extradisc_disconnect_s=ms("Extradisc disconnect overhead", 0.0),
+        extradisc_inter_disconnect_s=ms("Extradisc inter-disconnect delay", 0.0),
+        extradisc_second_disconnect_s=ms("Extradisc 2nd disconnect overhead", 0.0),
+        extradisc_seek_delta_s=ms("Extradisc seek delta", 0.0),
         block=block)
     if specs.buffer_segments < 1 or specs.segment_size_blocks < 1:
         raise DiskSimFormatError(block.path, block.line_of("Number of buffer segments"),

@@ -3,8 +3,10 @@
 A ``.model`` file holds one ``dm_disk`` block: the geometry (surfaces,
 cylinders, block count), the mechanics (``dm_mech_g1``: seek curve, head
 switch, write settle, rpm) and the layout (``dm_layout_g1``: zones with
-spares, slips and defects; or ``dm_layout_g4``: DiskSim 4's table-driven
-layout). An ``extracted`` seek curve lives in its own ``.seek`` file (2
+spares, slips and defects, DiskSim's ``diskmodel/layout_g1_load.c``; or
+``dm_layout_g4``: DiskSim 4's table-driven layout, ``layout_g4_load.c``:
+track patterns, index sections, slips and remaps, often ``source``-d from a
+file of its own). An ``extracted`` seek curve lives in its own ``.seek`` file (2
 columns; 3 with a standard deviation; 4: read, std, write).
 
 Everything returned is plain data: frozen dataclasses of numbers, strings,
@@ -98,7 +100,8 @@ def read_seek_table(path) -> SeekTable:
 
 @dataclass(frozen=True)
 class G1Zone:
-    """One ``dm_layout_g1_zone``. Skews and offsets in sectors (DiskSim allows fractions)."""
+    """One ``dm_layout_g1_zone``. Skews and offsets in sectors, as written (DiskSim's
+    loader, ``layout_g1_zone.modspec``, truncates them to whole sectors)."""
 
     first_cylinder: int
     last_cylinder: int
@@ -109,6 +112,9 @@ class G1Zone:
     cylinder_skew_sectors: float
     spares: int
     slips: tuple[int, ...]
+    #: (defect, remap) pairs: zone-relative sector numbers (track numbers for
+    #: sparing scheme 1); a pair whose remap equals its defect is a slipped
+    #: defect, any other moves the block to the remap (layout_g1.c ``g1_ltop_*``)
     defects: tuple[tuple[int, int], ...]
     #: where the zone's block (and its ``defects``) is written in the file
     line: int = field(default=0, compare=False)
@@ -132,19 +138,28 @@ class G1Layout:
 class G4Layout:
     """``dm_layout_g4`` (DiskSim 4's table-driven layout), kept as its tables.
 
-    ``tp``: (n, 3) rows of the track-pattern table; ``idx``: one array per
-    index section, rows of (lbn, cyl, off, len, cyllen, alen, runlen,
-    cylrunlen, child, head) with the child type (TRACK/IDX) in
-    ``idx_child_types``; the last section is the root index, whose every
-    entry covers a positive run of cylinders (``cylrunlen``, column 7).
+    As ``diskmodel/layout_g4_load.c`` (``g4_load_tp``, ``g4_load_idx``,
+    ``g4_load_slips``, ``g4_load_remaps``) reads them; what they mean is
+    :mod:`diskmodel.model.disksim_g4`'s business.
+
+    ``tp``: (n, 3) rows (low, high, spt) of the track-pattern table; ``idx``:
+    one array per index section, rows of (lbn, cyl, off, len, cyllen, alen,
+    runlen, cylrunlen, child, head) with the child type (TRACK/IDX) in
+    ``idx_child_types`` (head -1 for IDX children; off and alen are
+    fractions of a revolution); the last section is the root index, whose
+    every entry covers a positive run of cylinders (``cylrunlen``, column 7).
+    ``slips``: (n, 2) rows (lbn, count) as written: each adds *count*
+    (negative for a spare) to the running slip total from *lbn* on;
+    ``remaps``: (n, 6) rows (lbn, count, cylinder, head, sector, spt): *count*
+    blocks from *lbn* live from (cylinder, head, sector) on.
     """
 
     path: Path
     tp: np.ndarray
     idx: tuple[np.ndarray, ...]
     idx_child_types: tuple[tuple[str, ...], ...]
-    slips: tuple
-    remaps: tuple
+    slips: np.ndarray
+    remaps: np.ndarray
 
     @property
     def track_patterns(self) -> int:
@@ -206,9 +221,10 @@ def _list_of_ints(block: Block, key: str) -> tuple[int, ...]:
 def _g1_zone(block: Block) -> G1Zone:
     if block.type != "dm_layout_g1_zone":
         raise DiskSimFormatError(block.path, block.line, f"expected a dm_layout_g1_zone block (found {block.type!r})")
+    _sectors_only(block)
     defects = _list_of_ints(block, "defects")
     if len(defects) % 2:
-        raise DiskSimFormatError(block.path, block.line_of("defects"), "defects must list (cylinder, sector) pairs")
+        raise DiskSimFormatError(block.path, block.line_of("defects"), "defects must list (defect, remap) pairs")
     zone = G1Zone(
         first_cylinder=block.number("First cylinder number", integer=True),
         last_cylinder=block.number("Last cylinder number", integer=True),
@@ -227,7 +243,15 @@ def _g1_zone(block: Block) -> G1Zone:
     return zone
 
 
+def _sectors_only(block: Block) -> None:
+    # DiskSim's default; "revolutions" (dm_angle_dtoi of the value) is not implemented here
+    if "Skew units" in block and block.word("Skew units") != "sectors":
+        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
+                                 f"Skew units = {block.word('Skew units')!r} is not supported (sectors is)")
+
+
 def _g1_layout(block: Block) -> G1Layout:
+    _sectors_only(block)
     zones_value = block.require("Zones")
     if not isinstance(zones_value, list) or not zones_value:
         raise DiskSimFormatError(block.path, block.line_of("Zones"), "Zones must be a non-empty list of zone blocks")
@@ -281,8 +305,27 @@ def _g4_layout(block: Block) -> G4Layout:
     if not idx or np.any(idx[-1][:, 7] <= 0):
         raise DiskSimFormatError(block.path, block.line_of("IDX"),
                                  "the root IDX section (the last) must list entries with positive cylinder runs")
+    for number, kinds in enumerate(child_types):
+        for row, kind in zip(idx[number], kinds):
+            limit = len(tp) // 3 if kind == "TRACK" else len(sections)
+            if not 0 <= row[8] < limit or (kind == "IDX" and row[8] >= number):
+                raise DiskSimFormatError(block.path, block.line_of("IDX"),
+                                         f"IDX section {number}: child {row[8]:g} of a {kind} entry names no "
+                                         f"{'track pattern' if kind == 'TRACK' else 'earlier IDX section'}")
+            if row[3] < 1 or row[4] < 1 or row[6] < 1:
+                raise DiskSimFormatError(block.path, block.line_of("IDX"),
+                                         f"IDX section {number}: len, cyllen and runlen must be >= 1 "
+                                         f"(entry at lbn {row[0]:g})")
     return G4Layout(block.path, np.array(tp, dtype=np.int64).reshape(-1, 3), tuple(idx), tuple(child_types),
-                    tuple(block.get("Slips", [])), tuple(block.get("Remaps", [])))
+                    _int_rows(block, "Slips", 2), _int_rows(block, "Remaps", 6))
+
+
+def _int_rows(block: Block, key: str, width: int) -> np.ndarray:
+    value = block.get(key, [])
+    if not isinstance(value, list) or len(value) % width \
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise DiskSimFormatError(block.path, block.line_of(key), f"{key} must list whole numbers in groups of {width}")
+    return np.array(value, dtype=np.int64).reshape(-1, width)
 
 
 def _mech(block: Block, path: Path) -> MechModel:
