@@ -53,6 +53,7 @@ from numba.extending import overload
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, one_of, show, whole_number
+from .disksim_g4 import _row_of as _zone_of  # one binary search over first blocks, g1 zones and g4 rows alike
 from .disksim_g4 import (G4_ROW_FIELDS, g4_lbn_to_pbn_one, g4_mapped_blocks, g4_remap_table, g4_row_cylinders,
                          g4_rows, g4_slip_table)
 
@@ -286,19 +287,6 @@ class G4ZoneLayout(ZoneLayout):
 
     def _g4_tables(self) -> tuple:
         return self.g4_rows, self.g4_slips, self.g4_remaps
-
-
-@njit(cache=True)
-def _zone_of(lbn, first_lbn):
-    lo = 0
-    hi = first_lbn.size - 2
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if first_lbn[mid] <= lbn:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def lbn_to_pbn_one(lbn, arrays):
