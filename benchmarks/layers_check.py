@@ -95,8 +95,8 @@ overwrite (seed 002).  The last two lines are ``orderings_held: K/N`` and
 ``median_layer_error_pct: X`` (median |error| of the host rows, calibration
 rows excluded).  Writes ``benchmarks/results/layers_check.json``.
 
-**Revised after seeing its figure.** The first runs gave a median of
-29.0 %; after seeing it (2026-11-23) three model changes were made, each a
+**Revised after seeing its figure.** The first runs' median was above the
+target (docs/benchmarks.md has the figure); after seeing it three model changes were made, each a
 physical term whose value comes from a measurement independent of the row
 it predicts: members on one device share it (RAID 0 here is two regions of
 one scratch file), btrfs's data-path costs, and a loop layer's write cost
