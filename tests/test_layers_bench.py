@@ -270,6 +270,28 @@ def test_a_thin_volume_on_an_md_mirror_in_the_vm_first_write_then_overwrite(tmp_
     assert list((tmp_path / "run").glob("*.json")) == []
 
 
+@pytest.mark.integration
+def test_md_raid5_with_every_member_throttled_in_the_vm_writes_at_the_members_pace(tmp_path, monkeypatch):
+    # RAID 5's member I/O is submitted by md's raid5d thread: unless the throttle's cgroup holds it too,
+    # io.max never sees it and the array writes at the emulator's pace (over 100 MB/s here)
+    require_tools("qemu-system-x86_64", "mdadm", "fio")
+    from diskmodel.calibrate.bench.vm import vm_available
+    from diskmodel.calibrate.harness import runstate
+
+    ok, why = vm_available()
+    if not ok:
+        skip_or_fail(f"the throwaway VM cannot run here: {why}")
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    array = RaidArray("raid5", _members(3), tool="md", chunk_size_bytes=64 * KIB, array_size_bytes=2 * 127 * MIB)
+    rate = 2 * MIB
+    limits = {"read_bytes_per_s": rate, "write_bytes_per_s": rate}
+    (write,) = measure_stack(_stack(array, 3), [FioJob("write", MIB, 4 * MIB)], vm=True,
+                             slow_disks={d.name: limits for d in DISKS[:3]})
+    # full-stripe writes: each of the 3 members writes half of the data's bytes (data or parity)
+    assert 1.4 * rate < write.rates["throughput_bytes_per_s"] < 2.2 * rate
+    assert list((tmp_path / "run").glob("*.json")) == []
+
+
 # ---------------------------------------------------------------- the command line refuses before building
 
 @pytest.mark.parametrize("extra, message", [

@@ -272,18 +272,29 @@ def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, time
 
 
 def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
-    """Shell (guest): a cgroup v2 with io.max on the slow disks' loop devices, the shell moved into it."""
+    """Shell (guest): a cgroup v2 with io.max on the slow disks' loop devices, the shell moved into it,
+    and with it the md arrays' kernel threads (``mdN_raidK``).
+
+    Why the threads: io.max limits a bio by the cgroup it is charged to, which a bio takes from the
+    task that submits it (``bio_associate_blkg`` -> ``blkcg_css()``, block/blk-cgroup.c) unless it is a
+    clone of one already charged. md RAID 1 clones the writer's bio (charged to the shell's cgroup), but
+    RAID 5's member I/O is new bios that its ``raid5d`` thread submits (``ops_run_io``,
+    drivers/md/raid5.c): in the root cgroup, which io.max cannot limit, a "throttled" RAID 5 ran at the
+    emulator's pace. The undo moves every task back to the root first (rmdir needs the cgroup empty)."""
     if not slow:
         return ""
     lines = ["echo +io > /sys/fs/cgroup/cgroup.subtree_control || exit 1",
              "cg=/sys/fs/cgroup/diskmodel-slow; mkdir $cg || exit 1",
-             "DISKMODEL_UNDO=\"echo \\$\\$ > /sys/fs/cgroup/cgroup.procs; rmdir $cg;\n$DISKMODEL_UNDO\""]
+             "DISKMODEL_UNDO=\"for p in \\$(cat $cg/cgroup.procs); do echo \\$p > /sys/fs/cgroup/cgroup.procs; "
+             "done; rmdir $cg;\n$DISKMODEL_UNDO\""]
     for region in plan.regions:
         if region.disk in slow:
             limits = " ".join(f"{_IO_MAX_KEYS[k]}={v}" for k, v in slow[region.disk].items())
             lines.append(f'mm=$(lsblk -dno MAJ:MIN "${region.variable}" | tr -d " ")')
             lines.append(f'echo "$mm {limits}" > $cg/io.max || exit 1')
     lines.append("echo $$ > $cg/cgroup.procs || exit 1")
+    lines.append('for t in /proc/[0-9]*; do read -r n < "$t/comm" 2>/dev/null || continue; '
+                 'case "$n" in md*_raid*) echo "${t#/proc/}" > $cg/cgroup.procs || exit 1;; esac; done')
     return "\n".join(lines) + "\n"
 
 
