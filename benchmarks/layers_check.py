@@ -1,8 +1,8 @@
 """Every block layer of issue 14 on this machine, against the model from this machine's calibration.
 
     python benchmarks/layers_check.py [--scratch-dir /var/tmp] [--budget-s 15] [--slow-rate 20M]
-        [--vm-slow-rate 4M] [--vm-member-rate 1M] [--repeats 3] [--copy-repeats 2] [--no-vm]
-        [--vm-only --results-dir DIR] [--memory-dir /dev/shm]
+        [--vm-slow-rate 4M] [--vm-member-rate 1M] [--vm-member-delay-ms 20] [--repeats 3] [--copy-repeats 2]
+        [--no-vm] [--vm-only --results-dir DIR] [--memory-dir /dev/shm]
 
 Needs root (loop devices, mounts, cgroups), fio, btrfs-progs and, for the
 VM part, qemu with Debian's kernel (md, LVM).  Method:
@@ -65,22 +65,28 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    orderings only; their errors are printed for completeness and left out
    of the median.  Unthrottled, md RAID 5 computes its parity in the
    emulated CPU, which bounds its writes, whereas seed 002's disks bounded
-   theirs: so md RAID 1 and RAID 5 run again with **every member throttled**
-   to ``--vm-member-rate`` (``io.max``; md's kernel threads join the
-   throttle's cgroup, since RAID 5's member I/O is theirs), a rate the
-   emulated CPU outpaces (the jobs, ``VM_THROTTLED_*_BYTES``, take a few
-   seconds at the default).  Such a row is device-bound when it runs at
-   most ``DEVICE_BOUND_FRACTION`` of the same job on the same array
+   theirs: so md RAID 1 and RAID 5 run again with **every member a
+   disk-like device**: a fixed delay per request of ``--vm-member-delay-ms``
+   (a device-mapper ``delay`` target under each member, below md:
+   ``slow_disks``' ``delay_s``) and a rate of ``--vm-member-rate``
+   (``io.max``; md's kernel threads join the throttle's cgroup, since RAID
+   5's member I/O is theirs), both of which the emulated CPU outpaces (the
+   jobs, ``VM_THROTTLED_*_BYTES``, take seconds at the defaults).  Such a
+   row is device-bound when it runs at most ``DEVICE_BOUND_FRACTION`` of
+   the same job on the same array
    unthrottled (:func:`device_bound`), and seed 002's RAID 5 vs RAID 1
    orderings are decided on these rows, held only when device-bound
    (:func:`parity_orderings`); the unthrottled rows stay printed, as TCG's
    pace.  The model's members are then throttled Disks (the fio member's
-   fixed cost, the throttle's rate: :func:`throttled_disk`; so is the
-   mirror's one throttled member), and each ordering prints the model's
-   ratio next to the measured one.  Note that ``io.max`` is a token bucket
-   per direction, not a disk: a request waits only when its direction's
-   budget is spent, so md's read before a small write costs no device
-   time, where on a disk (and in the model) it costs one access.
+   fixed cost plus the delay, the throttle's rate: :func:`throttled_disk`;
+   the mirror's one throttled member has no delay), and each ordering
+   prints the model's ratio next to the measured one.  The delay is what
+   makes the members disks: ``io.max`` alone is a token bucket per
+   direction, under which a request waits only when its direction's budget
+   is spent, so md's read before a small write would cost no device time,
+   where on a disk (and in the model) it costs one access.  dm-delay's
+   timer counts in the guest kernel's ticks (1/HZ), which is why the default delay
+   is several of them.
    ``--vm-only`` runs the calibrations, the member's Disks and this part
    alone, a check that writes its partial artifact to ``--results-dir``.
 Each host stack is built and measured ``--repeats`` times (afresh, so a
@@ -165,8 +171,9 @@ BTRFS_SEQ_BYTES = 128 * MIB
 THROTTLED_BYTES = {"seq_bytes": 64 * MIB, "rand_bytes": 8 * MIB}
 VM_SEQ_BYTES = 32 * MIB
 VM_RAND_BYTES = 4 * MIB
-# the device-bound md arrays (every member throttled to --vm-member-rate): a few seconds each at the
-# default rate (RAID 1 writes at the rate, RAID 5's full-stripe writes at about twice it)
+# the device-bound md arrays (every member delayed by --vm-member-delay-ms and throttled to --vm-member-rate):
+# seconds each at the defaults (512 small writes of one or two delays each; RAID 1's large writes at the rate,
+# RAID 5's full-stripe writes at about twice it)
 VM_THROTTLED_SEQ_BYTES = 4 * MIB
 VM_THROTTLED_RAND_BYTES = 2 * MIB
 #: Seed 002's large sequential writes: RAID 5's "not slower" than RAID 1's, at least this fraction of them.
@@ -305,14 +312,15 @@ class Check:
         self.orderings.append({"ordering": name, "held": bool(held), "detail": detail, **extra})
         self.say(f"  {'held' if held else 'NOT held'}: {name} ({detail})")
 
-    def throttled_member(self, rate_bytes_per_s: float):
+    def throttled_member(self, rate_bytes_per_s: float, delay_s: float = 0.0):
         """The Disk of a member throttled to *rate_bytes_per_s* (reads and writes; :func:`throttled_disk`
-        with the fio member's fixed costs), its writes' Disk registered in :attr:`write_disks`."""
-        reads = throttled_disk(self.fast.command_overhead_s, rate_bytes_per_s,
-                               f"member throttled to {rate_bytes_per_s:g} bytes/s")
-        self.write_disks[id(reads)] = throttled_disk(self.write_disks[id(self.fast)].command_overhead_s,
-                                                     rate_bytes_per_s,
-                                                     f"member throttled to {rate_bytes_per_s:g} bytes/s, writes")
+        with the fio member's fixed costs plus *delay_s*, a dm-delay under the member in the VM), its
+        writes' Disk registered in :attr:`write_disks`."""
+        name = f"member throttled to {rate_bytes_per_s:g} bytes/s" + (f", delayed {delay_s * 1e3:g} ms"
+                                                                      if delay_s else "")
+        reads = throttled_disk(self.fast.command_overhead_s + delay_s, rate_bytes_per_s, name)
+        self.write_disks[id(reads)] = throttled_disk(self.write_disks[id(self.fast)].command_overhead_s + delay_s,
+                                                     rate_bytes_per_s, f"{name}, writes")
         return reads
 
 
@@ -398,8 +406,10 @@ def device_bound(throttled_bytes_per_s: float, unthrottled_bytes_per_s: float) -
     return throttled_bytes_per_s <= DEVICE_BOUND_FRACTION * unthrottled_bytes_per_s
 
 
-def parity_orderings(measured: dict, predicted: dict, unthrottled: dict, rate_bytes_per_s: float) -> list[dict]:
-    """Seed 002's RAID 5 vs RAID 1 orderings on md arrays whose members are all throttled to one rate.
+def parity_orderings(measured: dict, predicted: dict, unthrottled: dict, rate_bytes_per_s: float,
+                     delay_s: float = 0.0) -> list[dict]:
+    """Seed 002's RAID 5 vs RAID 1 orderings on md arrays whose members are all throttled to one rate
+    (and, *delay_s* > 0, delayed by that much per request: dm-delay).
 
     *measured*, *predicted* (the model, members as :func:`throttled_disk`) and *unthrottled* (the same
     arrays unthrottled: the emulator's pace) map "raid1" and "raid5" to {"randwrite_4k", "seqwrite_1m"}
@@ -422,7 +432,9 @@ def parity_orderings(measured: dict, predicted: dict, unthrottled: dict, rate_by
         model_held = holds(p5, p1)
         out.append({"ordering": name, "held": holds(m5, m1) and not unbound, "model_held": model_held,
                     "device_bound": not unbound,
-                    "detail": f"members throttled to {rate_bytes_per_s / 1e6:.1f} MB/s ({tag}): RAID 5 "
+                    "detail": f"members throttled to {rate_bytes_per_s / 1e6:.1f} MB/s"
+                              + (f", delayed {delay_s * 1e3:g} ms per request" if delay_s else "")
+                              + f" ({tag}): RAID 5 "
                               f"{m5 / 1e6:.2f} vs RAID 1 {m1 / 1e6:.2f} MB/s, ratio {m5 / m1:.2f}; model "
                               f"{p5 / 1e6:.2f} vs {p1 / 1e6:.2f}, ratio {p5 / p1:.2f} "
                               f"({'holds' if model_held else 'does not hold'})"})
@@ -614,17 +626,18 @@ def vm_part(c: Check) -> None:
     r5 = c.run("md RAID 5", parity_stack, jobs, vm=True)
     c.say(f"  unthrottled (TCG-bound): RAID 5 / RAID 1 small writes {r5['randwrite_4k'] / r1['randwrite_4k']:.2f}, "
           f"large writes {r5['seqwrite_1m'] / r1['seqwrite_1m']:.2f} (not the orderings' basis)")
-    # device-bound, as seed 002's disks were: every member of both arrays throttled to one rate that the
-    # emulated CPU outpaces (the model's members: throttled Disks of the fio member's fixed costs)
-    member_rate = c.args.vm_member_rate
-    limits = {"read_bytes_per_s": member_rate, "write_bytes_per_s": member_rate}
+    # device-bound, as seed 002's disks were: every member of both arrays a disk-like device, a fixed delay per
+    # request (dm-delay) and a rate (io.max) that the emulated CPU outpaces; the model's members: throttled
+    # Disks whose fixed cost is the fio member's plus the delay
+    member_rate, delay_s = c.args.vm_member_rate, c.args.vm_member_delay_ms / 1000
+    limits = {"read_bytes_per_s": member_rate, "write_bytes_per_s": member_rate, "delay_s": delay_s}
     bound_jobs = [FioJob("randwrite", 4 * KIB, VM_THROTTLED_RAND_BYTES), FioJob("write", MIB, VM_THROTTLED_SEQ_BYTES)]
     measured, predicted = {}, {}
-    for kind, stack in zip(("raid1", "raid5"), vm_arrays(c.throttled_member(member_rate))):
-        label = f"md RAID {kind[4:]} (all throttled)"
+    for kind, stack in zip(("raid1", "raid5"), vm_arrays(c.throttled_member(member_rate, delay_s))):
+        label = f"md RAID {kind[4:]} (delayed+throttled)"
         measured[kind] = c.run(label, stack, bound_jobs, vm=True, slow={d.name: limits for d in stack.disks})
         predicted[kind] = {j.label: c.predicted(stack, j)["throughput_bytes_per_s"] for j in bound_jobs}
-    for o in parity_orderings(measured, predicted, {"raid1": r1, "raid5": r5}, member_rate):
+    for o in parity_orderings(measured, predicted, {"raid1": r1, "raid5": r5}, member_rate, delay_s):
         c.ordering(o.pop("ordering"), o.pop("held"), o.pop("detail"), **o)
     thin = ThinVolume(Partition(MIB, 256 * MIB), 128 * MIB, 256 * MIB, metadata_size_bytes=4 * MIB)
     # one pool chunk per request, so that every request of the first pass allocates one (FioJob.fresh)
@@ -650,6 +663,9 @@ def main(argv=None) -> int:
     ap.add_argument("--vm-member-rate", type=_size, default=1 * MIB,
                     help="throttle of every member of the device-bound md RAID 1 and RAID 5 in the VM, reads and "
                          "writes [bytes/s] (default 1M)")
+    ap.add_argument("--vm-member-delay-ms", type=int, default=20,
+                    help="fixed delay per request (dm-delay) under every member of the device-bound md RAID 1 "
+                         "and RAID 5 in the VM, whole ms (default 20: several of the guest's 4 ms ticks)")
     ap.add_argument("--no-vm", action="store_true", help="skip the VM part (md, LVM)")
     ap.add_argument("--vm-only", action="store_true",
                     help="a check of the VM part: the calibrations and the member's Disks, then the VM part, no "
@@ -660,6 +676,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.vm_only and args.no_vm:
         ap.error("--vm-only runs the VM part: leave out --no-vm")
+    if args.vm_member_delay_ms <= 0:
+        ap.error(f"--vm-member-delay-ms must be > 0 (got {args.vm_member_delay_ms})")
     if args.vm_only and args.results_dir is None:
         ap.error("--vm-only needs --results-dir: its partial artifact is no run of record")
     if os.geteuid() != 0:

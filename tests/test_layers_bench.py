@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -183,6 +184,61 @@ def test_jobs_and_the_copy_are_not_mixed_and_slow_disks_must_be_the_stacks():
     assert 'd="${DISKMODEL_DEV0##*/}"' in body and "/sys/block/$d/queue/read_ahead_kb" in body
 
 
+@pytest.mark.parametrize("bad", [0, -0.005, 0.0005, 0.0055, float("nan"), float("inf"), "0.005", True, None])
+def test_a_members_delay_is_a_positive_whole_number_of_milliseconds(bad):
+    stack = _stack(Partition(MIB, 64 * MIB))
+    with pytest.raises(ValueError, match=r"^slow_disks\['sda'\]: delay_s must be a finite number > 0 of whole "
+                                         r"milliseconds .*\(got " + re.escape(repr(bad)) + r"\)$"):
+        measure_stack(stack, [FioJob("randwrite", 4096, MIB)], vm=True, slow_disks={"sda": {"delay_s": bad}})
+
+
+def test_a_members_delay_is_built_in_the_vm_only_and_may_come_alone_or_with_a_rate():
+    stack = _stack(Partition(MIB, 64 * MIB))
+    with pytest.raises(ValueError, match=r"delay_s is a dm-delay target, built in the VM only"):
+        measure_stack(stack, [FioJob("randwrite", 4096, MIB)], scratch="/nonexistent/x",
+                      slow_disks={"sda": {"delay_s": 0.005}})
+    with pytest.raises(ValueError, match=r"limits are read_bytes_per_s, .*, delay_s \(got \['delay_ms'\]\)"):
+        measure_stack(stack, [FioJob("randwrite", 4096, MIB)], vm=True, slow_disks={"sda": {"delay_ms": 5}})
+    with pytest.raises(ValueError, match="write_bytes_per_s must be a positive int"):
+        measure_stack(stack, [FioJob("randwrite", 4096, MIB)], vm=True,
+                      slow_disks={"sda": {"delay_s": 0.005, "write_bytes_per_s": 0}})
+    # a delay alone makes no throttle (no cgroup in the guest), a rate with it does
+    from diskmodel.calibrate.bench.layers_bench import _guest_throttle
+
+    plan = L.build_plan(stack, backing="/dev/vda", file_system=False)
+    assert _guest_throttle(plan, {"sda": {"delay_s": 0.005}}) == ""
+    assert '"$mm wbps=1048576" > $cg/io.max' in _guest_throttle(plan, {"sda": {"delay_s": 0.005,
+                                                                                "write_bytes_per_s": MIB}})
+
+
+def test_md_is_built_on_the_delayed_members_and_the_delay_is_undone_between_md_and_the_loop_device():
+    from diskmodel.calibrate.bench.layers_bench import with_member_delays
+
+    array = RaidArray("raid5", _members(3), tool="md", chunk_size_bytes=64 * KIB, array_size_bytes=2 * 127 * MIB)
+    plan = with_member_delays(L.build_plan(_stack(array, 3), backing="/dev/vda", file_system=False),
+                              {"sdb": {"delay_s": 0.008}, "sdc": {"delay_s": 0.012, "read_iops": 50}})
+    text = _commands(plan)
+    # sda stays a bare loop device; sdb and sdc get their delays, in ms, over their own loop devices
+    assert 'dmsetup create diskmodel-delay1 --noudevsync --table "0 $(blockdev --getsz "$DISKMODEL_DEV1") ' \
+           'delay $DISKMODEL_DEV1 0 8"' in text
+    assert 'delay $DISKMODEL_DEV2 0 12"' in text and "diskmodel-delay0" not in text
+    assert '--assume-clean "$DISKMODEL_DEV0" "$DISKMODEL_DELAY1" "$DISKMODEL_DELAY2"' in text
+    # the throttle and the counters stay on the loop devices (the regions)
+    assert [r.variable for r in plan.regions] == ["DISKMODEL_DEV0", "DISKMODEL_DEV1", "DISKMODEL_DEV2"]
+    script = plan.render_script("true")
+    # the undo list runs in reverse: md stopped, then its members' delays removed, then the loop devices
+    undo = [line for line in script.splitlines() if line.startswith("DISKMODEL_UNDO='echo")]
+    order = [next(w for w in ("mdadm --stop", "dmsetup remove diskmodel-delay1", "dmsetup remove diskmodel-delay2",
+                              'losetup -d "$DISKMODEL_DEV1"', 'losetup -d "$DISKMODEL_DEV2"',
+                              'losetup -d "$DISKMODEL_DEV0"') if w in line) for line in undo][::-1]
+    assert order == ["mdadm --stop", "dmsetup remove diskmodel-delay2", 'losetup -d "$DISKMODEL_DEV2"',
+                     "dmsetup remove diskmodel-delay1", 'losetup -d "$DISKMODEL_DEV1"', 'losetup -d "$DISKMODEL_DEV0"']
+    # a bare member: the plan's device (fio's target) is the delayed one
+    bare = with_member_delays(L.build_plan(_stack(Partition(MIB, 64 * MIB)), backing="/dev/vda", file_system=False),
+                              {"sda": {"delay_s": 0.005}})
+    assert bare.device_expr == '"$DISKMODEL_DELAY0"'
+
+
 def test_device_lines_give_the_queues_and_each_disks_sectors():
     from diskmodel.calibrate.bench.layers_bench import _sectors, parse_devices
 
@@ -289,6 +345,42 @@ def test_md_raid5_with_every_member_throttled_in_the_vm_writes_at_the_members_pa
                              slow_disks={d.name: limits for d in DISKS[:3]})
     # full-stripe writes: each of the 3 members writes half of the data's bytes (data or parity)
     assert 1.4 * rate < write.rates["throughput_bytes_per_s"] < 2.2 * rate
+    assert list((tmp_path / "run").glob("*.json")) == []
+
+
+@pytest.mark.integration
+def test_md_mirror_on_delayed_members_in_the_vm_waits_the_delay_per_write_and_leaves_nothing(tmp_path, monkeypatch):
+    # dm-delay under each member (slow_disks' delay_s): every 4 KiB write of fio's queue-depth-1 job waits
+    # at least the delay; after the script's teardown the guest has no dm device, loop device or md array
+    require_tools("qemu-system-x86_64", "mdadm", "fio")
+    from diskmodel.calibrate.bench.layers_bench import _parse, _vm_script
+    from diskmodel.calibrate.bench.vm import run_script_in_vm, vm_available
+    from diskmodel.calibrate.harness import runstate
+
+    ok, why = vm_available()
+    if not ok:
+        skip_or_fail(f"the throwaway VM cannot run here: {why}")
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    stack = _stack(RaidArray("raid1", _members(2, 64 * MIB), tool="md", array_size_bytes=63 * MIB), 2)
+    delay_s = 0.008
+    job = FioJob("randwrite", 4 * KIB, 256 * KIB)
+    plan, script = _vm_script(stack, [job], {d.name: {"delay_s": delay_s} for d in DISKS[:2]}, False)
+    assert '--raid-devices=2 --size=64512K --data-offset=1024K --bitmap=none --assume-clean ' \
+           '"$DISKMODEL_DELAY0" "$DISKMODEL_DELAY1"' in script
+    outer = (f"cat > /tmp/stack.sh <<'DISKMODEL_EOF'\n{script}DISKMODEL_EOF\n"
+             "rc=0; sh /tmp/stack.sh || rc=$?; echo \"stack status $rc\"\n"
+             "echo \"left dm: $(dmsetup ls 2>&1)\"; echo \"left loop: $(losetup -a)\"; "
+             "echo \"left md: $(grep ^md /proc/mdstat)\"\n"
+             "echo \"targets: $(dmsetup targets | cut -d' ' -f1 | tr '\\n' ' ')\"\n")
+    result = run_script_in_vm(outer, scratch_disk_bytes=L.backing_bytes_required(stack))
+    assert result.returncode == 0 and "stack status 0" in result.output, result.output[-3000:]
+    (m,) = _parse(result.output, [job], "vm", result.accelerator, plan)
+    # fio's mean completion latency of a 4 KiB write: the delay (both members' writes wait it at once) and more
+    assert m.details["mean_latency_s"] >= delay_s, m.details
+    assert m.details["bytes_moved"] == 256 * KIB
+    lines = result.output.replace("\r", "").splitlines()
+    assert "left dm: No devices found" in lines and "left loop: " in lines and "left md: " in lines
+    assert " delay " in next(x for x in lines if x.startswith("targets: "))
     assert list((tmp_path / "run").glob("*.json")) == []
 
 

@@ -17,6 +17,9 @@ import pytest
 
 from conftest import REPO_ROOT
 from diskmodel.model.block_workloads import FioJob
+from diskmodel.model.drives import InMemoryDrive
+from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.volumes import Partition
 from diskmodel.model.predict import predict
 from diskmodel.model.units import KIB, MIB
 
@@ -67,6 +70,28 @@ def test_the_model_predicts_seed_002s_orderings_with_every_member_throttled(lc, 
     orderings = lc.parity_orderings(measured, measured, unthrottled, rate)
     assert [o["held"] for o in orderings] == [True, True]
     assert [o["model_held"] for o in orderings] == [True, True]
+
+
+def test_delayed_members_cost_the_delay_per_request_and_the_model_halves_raid5s_small_writes(lc):
+    # a dm-delay of 20 ms under every member: the Disk's fixed cost is the fio member's plus the delay, so a
+    # 4 KiB write costs at least 135 µs + 20 ms + 4096 B / 1 MiB/s = 24.041 ms; a RAID 1's writes both
+    # members at once, one member's time
+    disk = lc.throttled_disk(135e-6 + 0.020, 1 * MIB, "delayed member")
+    assert disk.command_overhead_s == pytest.approx(0.020135, rel=1e-9)
+    mirror, parity = lc.vm_arrays(disk)
+    alone = Stack(FileSystemNode(Partition(MIB, 128 * MIB), kind="ext3"), (InMemoryDrive(disk, "sda"),))
+    member_s = 4096 / predict(alone, SMALL).throughput_bytes_per_s
+    assert 0.024041 <= member_s < 1.02 * 0.024041
+    raid1 = predict(mirror, SMALL).throughput_bytes_per_s
+    assert 4096 / raid1 == pytest.approx(member_s, rel=1e-6)
+    # RAID 5: the read phase, then the write phase, each one such request
+    assert predict(parity, SMALL).throughput_bytes_per_s / raid1 == pytest.approx(0.5, abs=0.02)
+    measured = {"raid1": {"randwrite_4k": 0.166e6, "seqwrite_1m": 1.03e6},
+                "raid5": {"randwrite_4k": 0.111e6, "seqwrite_1m": 2.04e6}}
+    small, large = lc.parity_orderings(measured, MODEL, UNTHROTTLED, 1 * MIB, 0.020)
+    assert small["held"] and large["held"]
+    assert "members throttled to 1.0 MB/s, delayed 20 ms per request (device-bound)" in small["detail"]
+    assert "ratio 0.67" in small["detail"]
 
 
 # rates [bytes/s]: the arrays unthrottled under TCG (the run of record) and the model's at 1 MiB/s members

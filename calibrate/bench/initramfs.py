@@ -89,7 +89,7 @@ _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs
 # Modules carried but loaded only on demand, since every boot under TCG would pay for them: a script
 # loads set NAME with `while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.NAME`.
 _ON_DEMAND_MODULES = {"network": ("nbd", "nfsv3", "nfsv4", "nfsd", "veth", "sch_netem", "sch_tbf"),
-                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool")}
+                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay")}
 _SEARCH_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 # The builder's tools run with the system's PATH: lddtree is a Python script started
 # through `/usr/bin/env python3`, and only Debian's python3 has its pyelftools.

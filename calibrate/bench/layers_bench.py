@@ -27,7 +27,12 @@ every loop device standing for a partition of that disk is throttled. On
 the host, with a cgroup v1 blkio throttle (:mod:`diskmodel.calibrate.bench.blkio`,
 recorded in the run and removed on every exit path) that the body runs in;
 in the VM, with cgroup v2 ``io.max`` (the guest mounts cgroup2), made by the
-body and removed by its EXIT trap.
+body and removed by its EXIT trap. A throttle is a token bucket per
+direction, not a disk: a request waits only when its direction's budget is
+spent. In the VM a limit ``delay_s`` (whole milliseconds) adds what a disk
+has and a throttle lacks, a fixed cost per request: a device-mapper
+``delay`` target (dm-delay) over each of the disk's loop devices, built
+before the layers above, which are built on it (:func:`with_member_delays`).
 
 **What the host really has.** The body prints, for every loop device of
 the plan, its queue's ``read_ahead_kb`` and ``nr_requests`` and, before
@@ -47,6 +52,8 @@ then ``vm=True``. The host's scratch file is made by
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -59,11 +66,13 @@ from diskmodel.model.block_workloads import FileCopy, FioJob
 from diskmodel.model.stack import Stack
 
 __all__ = ["GUEST_PREAMBLE", "LayerMeasurement", "dirty_limit_bytes", "measure_stack", "measurements_json",
-           "page_cache_copy_rate", "parse_devices", "workload_body"]
+           "page_cache_copy_rate", "parse_devices", "with_member_delays", "workload_body"]
 
 _FIO = "DISKMODEL_FIO"
 _DEV = "DISKMODEL_DEV"
 _LIMIT_NAMES = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
+#: The slow_disks key of a fixed delay per request (dm-delay, in the VM) [s].
+_DELAY = "delay_s"
 #: cgroup v2 io.max keys of the limits.
 _IO_MAX_KEYS = {"read_bytes_per_s": "rbps", "write_bytes_per_s": "wbps", "read_iops": "riops",
                 "write_iops": "wiops"}
@@ -108,16 +117,32 @@ def _check_workloads(workloads) -> tuple:
     return workloads
 
 
-def _check_slow(stack: Stack, slow_disks) -> dict:
+def _check_delay(disk: str, value) -> None:
+    """dm-delay takes whole milliseconds (``delay_ctr``, drivers/md/dm-delay.c): anything else is refused."""
+    ms = value * 1000 if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(ms) and ms > 0 and abs(ms - round(ms)) < 1e-6 and round(ms) >= 1):
+        raise ValueError(f"slow_disks[{disk!r}]: {_DELAY} must be a finite number > 0 of whole milliseconds "
+                         f"(dm-delay's unit) [s] (got {value!r})")
+
+
+def _check_slow(stack: Stack, slow_disks, *, vm: bool) -> dict:
     slow = dict(slow_disks or {})
     names = {p.disk for _, p in stack.partitions()}
     for disk, limits in slow.items():
         if disk not in names:
             raise ValueError(f"slow_disks: {disk!r} is not a disk of the stack ({', '.join(sorted(names))})")
-        unknown = set(limits) - set(_LIMIT_NAMES)
+        unknown = set(limits) - {*_LIMIT_NAMES, _DELAY}
         if unknown or not limits:
-            raise ValueError(f"slow_disks[{disk!r}]: limits are {', '.join(_LIMIT_NAMES)} (got {sorted(limits)})")
-        Throttle(device=disk, **limits)   # validates the values
+            raise ValueError(f"slow_disks[{disk!r}]: limits are {', '.join((*_LIMIT_NAMES, _DELAY))} "
+                             f"(got {sorted(limits)})")
+        if _DELAY in limits:
+            _check_delay(disk, limits[_DELAY])
+            if not vm:
+                raise ValueError(f"slow_disks[{disk!r}]: {_DELAY} is a dm-delay target, built in the VM only "
+                                 "(pass vm=True)")
+        rates = {k: v for k, v in limits.items() if k != _DELAY}
+        if rates:
+            Throttle(device=disk, **rates)   # validates the values
     return slow
 
 
@@ -222,7 +247,7 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
     from diskmodel.calibrate.harness.locks import lock_target
 
     workloads = _check_workloads(workloads)
-    slow = _check_slow(stack, slow_disks)
+    slow = _check_slow(stack, slow_disks, vm=vm)
     copy = isinstance(workloads[0], FileCopy)
     btrfs = any(getattr(node, "tool", None) == "btrfs" for _, node, _ in stack.nodes())
     file_system = copy or btrfs
@@ -281,6 +306,8 @@ def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
     RAID 5's member I/O is new bios that its ``raid5d`` thread submits (``ops_run_io``,
     drivers/md/raid5.c): in the root cgroup, which io.max cannot limit, a "throttled" RAID 5 ran at the
     emulator's pace. The undo moves every task back to the root first (rmdir needs the cgroup empty)."""
+    slow = {disk: {k: v for k, v in limits.items() if k != _DELAY} for disk, limits in slow.items()}
+    slow = {disk: limits for disk, limits in slow.items() if limits}
     if not slow:
         return ""
     lines = ["echo +io > /sys/fs/cgroup/cgroup.subtree_control || exit 1",
@@ -298,20 +325,78 @@ def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Guest preamble: the md and dm-thin modules the layers need, loaded on demand (initramfs.py).
+def with_member_delays(plan: L.StackPlan, slow: dict) -> L.StackPlan:
+    """*plan* with a dm-delay device over each loop device of a disk whose limits have ``delay_s``, and
+    every layer above built on it instead of on the loop device.
+
+    A step right after the loop device's makes ``diskmodel-delayN`` (``dmsetup create`` with the table
+    ``0 <sectors> delay <loop> 0 <ms>``: reads and writes delayed alike; ``delay_ctr`` and ``delay_bio``,
+    drivers/md/dm-delay.c), its undo ``dmsetup remove`` (which runs after the layers above are taken
+    down and before the loop device is detached: the undo list runs in reverse). The later steps'
+    commands, undos and records, and the plan's device, name the dm device (``"$DISKMODEL_DELAYN"``)
+    where they named the loop device: a builder returns a member as that quoted expression. The loop
+    device stays the region's: the throttle (io.max) and the I/O counters stay on it, below the delay.
+
+    dm-delay counts its delay in jiffies from the one a bio arrives in (``jiffies + msecs_to_jiffies(delay)``,
+    rounded up; a timer, then a work queue submits the bio), and the timer wheel never fires a timer early
+    (it rounds the expiry up to the next tick, ``calc_index`` in kernel/time/timer.c): a bio waits at least
+    the delay, rounded up to the guest's 4 ms ticks (HZ=250), and about one tick more."""
+    delayed = {r.variable: slow[r.disk][_DELAY] for r in plan.regions if _DELAY in slow.get(r.disk, {})}
+    if not delayed:
+        return plan
+    steps, names, device_expr = [], {}, plan.device_expr
+
+    def rename(text):
+        for old, new in names.items():
+            text = text.replace(old, new)
+        return text
+
+    for step in plan.steps:
+        step = dataclasses.replace(step, command=rename(step.command),
+                                   undo=None if step.undo is None else rename(step.undo),
+                                   resource=None if step.resource is None else (step.resource[0], tuple(
+                                       (k, rename(v) if isinstance(v, str) else v) for k, v in step.resource[1])))
+        steps.append(step)
+        if step.capture in delayed:
+            i = step.capture.removeprefix("DISKMODEL_DEV")
+            name, var, ms = f"diskmodel-delay{i}", f"DISKMODEL_DELAY{i}", round(delayed[step.capture] * 1000)
+            loop = f'"${step.capture}"'
+            steps.append(L.Step(
+                f"dm-delay of {ms} ms on reads and writes over {step.capture}",
+                f'dmsetup create {name} --noudevsync --table "0 $(blockdev --getsz {loop}) delay ${step.capture} 0 '
+                f'{ms}" && dmsetup mknodes {name} && echo /dev/mapper/{name}',
+                undo=f"dmsetup remove {name}",
+                capture=var,     # no run record: the VM's script alone builds it (refused on the host)
+            ))
+            names[loop] = f'"${var}"'
+    device_expr = rename(device_expr)
+    for new in names.values():     # the dm device is used: by a later step, or as the plan's device
+        if not any(new in s.command for s in steps) and new not in device_expr:
+            raise ValueError(f"slow_disks: {_DELAY}: no layer of the plan is built on {new}")
+    return dataclasses.replace(plan, steps=tuple(steps), device_expr=device_expr)
+
+
+#: Guest preamble: the md, dm-thin and dm-delay modules the layers need, loaded on demand (initramfs.py).
 GUEST_PREAMBLE = ('while read -r m; do [ -n "$m" ] && { insmod "$m" 2>/dev/null || :; }; '
                   "done < /etc/diskmodel/modules.layers")
 
 
-def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator):
-    from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
+def _vm_script(stack, workloads, slow, file_system) -> tuple[L.StackPlan, str]:
+    """The plan in the VM (the slow disks' delays under it) and the guest's script: build, throttle, run, undo."""
+    from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE
 
-    plan = L.build_plan(stack, backing=SCRATCH_DEVICE, file_system=file_system)
+    plan = with_member_delays(L.build_plan(stack, backing=SCRATCH_DEVICE, file_system=file_system), slow)
     body = _guest_throttle(plan, slow) + workload_body(plan, workloads, clock=GUEST_CLOCK,
                                                        fio_filename_expr=_fio_target(plan, file_system))
+    return plan, plan.render_script(body, preamble=GUEST_PREAMBLE)
+
+
+def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator):
+    from diskmodel.calibrate.bench.vm import run_script_in_vm
+
+    plan, script = _vm_script(stack, workloads, slow, file_system)
     L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
-    result = run_script_in_vm(plan.render_script(body, preamble=GUEST_PREAMBLE),
-                              scratch_disk_bytes=L.backing_bytes_required(stack), memory_bytes=memory_bytes,
+    result = run_script_in_vm(script, scratch_disk_bytes=L.backing_bytes_required(stack), memory_bytes=memory_bytes,
                               timeout_s=timeout_s, accelerator=accelerator)
     if result.returncode != 0:
         raise RuntimeError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
