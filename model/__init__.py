@@ -28,7 +28,8 @@ from .zones import Geometry, Zone, uniform_geometry
 
 _LAZY = {
     "DriveParameters": "drive_parameters", "SimulationResult": "simulate", "simulate_requests": "simulate",
-    "ZoneLayout": "disksim_mapping", "TraceValidation": "validation", "demerit_s": "validation",
+    "ZoneLayout": "disksim_mapping", "TraceValidation": "validation", "disksim_demerit_s": "validation",
+    "quantile_demerit_s": "validation",
     "empirical_quantiles": "validation", "mean_error_percent": "validation",
 }
 

@@ -238,9 +238,9 @@ class DiskSimDrive(DiskSimFolder):
         if not isinstance(self.disk, Disk):
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
 
-    def simulation_parameters(self) -> DriveParameters:
+    def simulation_parameters(self, *, disksim_code: bool = False) -> DriveParameters:
         """The :class:`DriveParameters` of this drive (see :func:`drive_parameters`)."""
-        return drive_parameters(self)
+        return drive_parameters(self, disksim_code=disksim_code)
 
     def evolve(self, **changes) -> "DiskSimDrive":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -296,7 +296,7 @@ def load_disksim_drive(folder) -> DiskSimDrive:
 # The per-request simulation and validation against the traces
 # ---------------------------------------------------------------------------
 
-def drive_parameters(files: DiskSimFolder) -> DriveParameters:
+def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> DriveParameters:
     """The :class:`DriveParameters` of a DiskSim drive folder's files.
 
     Takes the seek curve of the model file (tabulated at every whole
@@ -305,7 +305,18 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
     A parameter the simulation does not honour raises DiskSimFormatError
     naming the file, line and parameter
     (:func:`~diskmodel.model.disksim_support.check_honoured`).
+
+    *disksim_code*: False (the default) takes every parameter as DiskSim's
+    manual defines it, the drive property DIXtrac measured; True runs as
+    DiskSim 4.0's code does, which differs in one parameter: "Read any free
+    blocks" (the drive keeps the sectors passing under the head before a
+    read's first one) changed none of DiskSim's own times
+    (tests/golden/disksim_variants: atlas10k and ibm18es 1 -> 0, cheetah4LP
+    and hp_c2247a 0 -> 1), though its code means to (disk_buffer_seekdone).
+    True is what agrees request by request with DiskSim's own runs.
     """
+    if not isinstance(disksim_code, bool):
+        raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")
     model, specs = files.model, files.specs
     check_honoured(specs.block, model)
     layout = zone_layout(model)
@@ -322,6 +333,14 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
             for p, previous in enumerate(("read", "write")):
                 overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)] + specs.per_request_overhead_s
     read_block_s, write_block_s = block_transfer_time_s(files)
+    buffer = buffer_fields(drive_cache(specs), 512)
+    if disksim_code:   # DiskSim 4.0 keeps none of them, whatever the parameter says (docstring)
+        buffer["read_any_free_blocks"] = False
+    # DiskSim's disk_postpass_perdisk: no minimum without a read-ahead scheme, and a maximum
+    # below the minimum is raised to it
+    min_read_ahead = int(specs.block.number("Minimum read-ahead (blks)", 0.0)) if buffer["read_ahead_scheme"] else 0
+    if min_read_ahead > buffer["max_read_ahead_blocks"]:
+        buffer["max_read_ahead_blocks"] = min_read_ahead
     return DriveParameters(
         name=files.name, layout=layout, seek_by_distance_s=seek, rpm=model.mech.rpm,
         head_switch_s=model.mech.head_switch_s, write_settle_s=model.mech.write_settle_s,
@@ -334,8 +353,13 @@ def drive_parameters(files: DiskSimFolder) -> DriveParameters:
         extra_inter_disconnect_s=specs.extradisc_inter_disconnect_s,
         extra_second_disconnect_s=specs.extradisc_second_disconnect_s,
         extra_disconnect_seek_delta_s=specs.extradisc_seek_delta_s,
+        hold_bus_read=specs.hold_bus_read,
+        read_disconnect_s=(specs.read_disconnect_after_read_s, specs.read_disconnect_after_write_s),
+        almost_read_hits=bool(specs.block.number("Allow almost read hits", 0.0)),
+        never_disconnect=bool(specs.block.number("Never disconnect", 0.0)),
+        min_read_ahead_blocks=min_read_ahead,
         bus_read_block_s=read_block_s,
-        bus_write_block_s=write_block_s, **buffer_fields(drive_cache(specs), 512),
+        bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)
 
 

@@ -61,13 +61,18 @@ class DriveParameters:
     read_ahead_on_idle_hit : bool
         A read hit restarts the read-ahead at the segment's end.
     fast_write_level : int
-        0 none, 1 only appending writes, 2 every write (immediate report).
+        0 none; 1 and 2: a write is reported once its data are in the
+        buffer, and one not appending to a write still being written waits
+        for it to reach the media (DiskSim's LIMITED and FULL fast write
+        differ only for queued requests, ``src/disksim_diskctlr.c``).
     read_hits_on_write_data, separate_write_segment : bool
     read_ahead_scheme : int
         DiskSim's "Buffer continuous read": 0 none, 1 to the end of the
-        track, 2 to the end of the cylinder, 3 until the segment is full,
-        4 to the end of the next track when a sequential stream is detected
-        (always bounded by ``max_read_ahead_blocks``).
+        track, 2 to the end of the cylinder, 3 until the segment is full
+        (bounded by ``max_read_ahead_blocks``), 4 (DEC) to the end of the
+        track holding the block after the request, and a track further when
+        the segment starts before that track (DiskSim's code,
+        ``disk_buffer_get_max_readahead``, not bounded by the maximum).
     minimum_write_seek_s : float
         The shortest positioning before a non-sequential write [s]
         (DiskSim's "Minimum seek delay").
@@ -106,11 +111,44 @@ extra_disconnect_seek_delta_s : float
         finished either way.
     read_any_free_blocks : bool
         The drive keeps the sectors of the track that pass under the head
-        before the requested ones (during the rotational latency). With
-        scheme 4 such a drive buffers to the end of the track after every
-        read (DiskSim's code); without it, scheme 4 reads ahead only for a
-        detected sequential stream (DiskSim's manual), which is what the
-        measured atlas_III trace shows.
+        before the requested ones (during the rotational latency), as
+        DiskSim's "Read any free blocks" means to (``disk_buffer_sector_done``).
+        DiskSim 4.0's own times do not show it: DiskSim's drives take the
+        drive's value, or False as DiskSim runs
+        (:func:`diskmodel.model.disksim.drive_parameters`, ``disksim_code``).
+    hold_bus_read : bool
+        DiskSim's "Hold bus entire read xfer": when the host has taken every
+        buffered block of a read before the next one is read, the drive
+        keeps the bus and sends each block as it is read (True); else
+        (False) it disconnects (``read_disconnect_s``) and reconnects
+        (``reselect_s`` + ``data_preparation_s``) once the watermark's
+        blocks, or the rest of the request, are buffered
+        (``disk_buffer_transfer_size``, ``disk_request_needs_bus``,
+        ``src/disksim_diskctlr.c``).
+    read_disconnect_s : tuple of float
+        DiskSim's "Read disconnect afterread" and "... afterwrite" [s]: a
+        read miss disconnects after its command overhead plus this (by the
+        previous request's kind), and reconnects no earlier; a read
+        disconnecting during its transfer takes it too
+        (``disk_read_arrive``, ``disk_reconnection_or_transfer_complete``).
+    never_disconnect : bool
+        DiskSim's "Never disconnect": a read miss keeps the bus from its
+        arrival (its data start after the command overhead and
+        ``data_preparation_s``, with no reconnection) and holds it as
+        ``hold_bus_read`` (``disk_read_arrive``,
+        ``disk_buffer_transfer_size``); a write never suffers the extra
+        write disconnect (``disk_buffer_select_segment``). Only without
+        fast writes (with them DiskSim's write path changes too).
+    min_read_ahead_blocks : int
+        DiskSim's "Minimum read-ahead (blks)": a read-ahead that has not
+        reached this many blocks past the request's end when the next
+        request needs the mechanism cannot be stopped; it reads on to that
+        block and ends there (``disk_buffer_stopable_access``).
+    almost_read_hits : bool
+        DiskSim's "Allow almost read hits": a read whose first block is the
+        one the running read-ahead reads next is a partial hit on the
+        read-ahead's segment, not a miss (``disk_buffer_check_segments``,
+        ``src/disksim_diskcache.c``; ``disk_buffer_stopable_access``).
     """
 
     name: str
@@ -148,6 +186,11 @@ extra_disconnect_seek_delta_s : float
     extra_inter_disconnect_s: float = 0.0
     extra_second_disconnect_s: float = 0.0
     extra_disconnect_seek_delta_s: float = 0.0
+    hold_bus_read: bool = True
+    read_disconnect_s: tuple = (0.0, 0.0)
+    almost_read_hits: bool = False
+    never_disconnect: bool = False
+    min_read_ahead_blocks: int = 0
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -178,7 +221,8 @@ extra_disconnect_seek_delta_s : float
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
         if watermark > 1:
             raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
-        for name, minimum in (("buffer_segments", 0), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0)):
+        for name, minimum in (("buffer_segments", 0), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0),
+                              ("min_read_ahead_blocks", 0)):
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         object.__setattr__(self, "fast_write_level", whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
@@ -186,12 +230,21 @@ extra_disconnect_seek_delta_s : float
             "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
         for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
                      "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
-                     "extra_write_disconnect"):
+                     "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
+                     "never_disconnect"):
             flag(name, getattr(self, name))
+        disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
+        if disconnect.shape != (2,):
+            raise ValueError(f"read_disconnect_s must hold 2 times (after a read, after a write) "
+                             f"(got {show(self.read_disconnect_s)})")
+        object.__setattr__(self, "read_disconnect_s", (float(disconnect[0]), float(disconnect[1])))
         finite_scalar("minimum_write_seek_s", self.minimum_write_seek_s, nonnegative=True)
         for name in ("write_disconnect_s", "other_reselect_s", "extra_disconnect_command_s", "extra_disconnect_s",
                      "extra_inter_disconnect_s", "extra_second_disconnect_s", "extra_disconnect_seek_delta_s"):
             finite_scalar(name, getattr(self, name), nonnegative=True)
+        if self.never_disconnect and self.fast_write_level:
+            raise ValueError(f"never_disconnect is simulated without fast writes only "
+                             f"(got fast_write_level {self.fast_write_level})")
         if self.separate_write_segment and self.buffer_segments < 2:
             raise ValueError("separate_write_segment needs buffer_segments >= 2")
         if self.buffer_segments == 0 and (self.fast_write_level or self.max_read_ahead_blocks

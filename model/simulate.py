@@ -49,18 +49,28 @@ reselect overhead), and on drives with "Extra write disconnect" a write not
 appending to the previous write disconnects at once (the Extradisc overheads,
 the other reselect overhead) and writes no sector before min(blocks, 10) (15
 for >= 45 blocks) of its blocks are buffered (``disk_buffer_block_available``).
-A fast write at level 1 that does not append to the previous write, still
-being written, takes its data only once that write is on the media. With
-these, the five drives other than the atlases give DiskSim's own times
-(within 10 us) for all their requests but a handful.
+A fast write (level 1 or 2) that does not append to the previous write,
+still being written, takes its data only once that write is on the media
+(``disk_buffer_stopable_access``: a write being written can be stopped only
+for a write appending to it). A read miss disconnects after its command
+overhead plus the read disconnect overhead and reconnects at the watermark;
+when the host has taken every buffered block of a read, the drive holds the
+bus ("Hold bus entire read xfer") or disconnects and reconnects
+(``disk_buffer_transfer_size``); "Allow almost read hits" makes a read
+starting at the block being read ahead a hit. The DEC read-ahead (scheme 4)
+follows DiskSim's code (``disk_buffer_get_max_readahead``); a read-ahead
+short of its "Minimum read-ahead" is not stopped. With these, the seven
+traced drives give DiskSim's own times (within 10 us) for all but 7 of the
+69 983 requests of their traces (``tests/golden/disksim_service_times``;
+``tests/golden/disksim_variants`` checks the options on variants of the
+drives).
 
-Known gaps against DiskSim: the atlas drives' read-ahead scheme 4 (DEC)
-follows DiskSim's manual (a read-ahead only for a detected sequential stream
-when the drive does not read free blocks), not its code, which is what the
-measured atlas_III trace shows (about 10 % of atlas_III's and atlas10k's
-requests differ from DiskSim's). Against the measured traces: accesses that need no seek take
-~0.7-1 ms longer on the real ibm18es, barracuda and atlas_III than any
-positioning time in their files gives (DiskSim misses this too).
+Known gaps against DiskSim: back-to-back fast writes (no gap) where an
+appending write joins a write still being written sometimes take a
+revolution more in DiskSim (a synthetic trace, not the drives' own).
+Against the measured traces: accesses that need no seek take ~0.7-1 ms
+longer on the real ibm18es, barracuda and atlas_III than any positioning
+time in their files gives (DiskSim misses this too).
 No parameter was fitted to the traces.
 
 Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
@@ -84,9 +94,11 @@ import numpy as np
 from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
-from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
+from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
+from .disksim_readahead import (_extend_read_ahead, _invalidate, _lru, _read_ahead_limit, _read_to_minimum,
+                                _send_read_blocks, _stop_read_ahead)
 from .drive_parameters import DriveParameters
-from .media_access import access_media, move_time_s
+from .media_access import access_media
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -183,11 +195,13 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
-                     p.extra_disconnect_seek_delta_s])
+                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1]])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
-                     int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect)],
+                     int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
+                     int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
+                     p.min_read_ahead_blocks],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -200,139 +214,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 
 
 # ---------------------------------------------------------------------------
-# numba kernels: the buffer cache and the request loop
+# numba kernel: the request loop (the buffer's helpers: diskmodel.model.disksim_readahead)
 # ---------------------------------------------------------------------------
-
-@njit(cache=True)
-def _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, keep, total, any_free):
-    """One past the last block the drive reads ahead after reading [first, last).
-
-    DiskSim's ``disk_buffer_get_max_readahead`` (``src/disksim_diskcache.c``):
-    a maximum read-ahead > 0 bounds it at ``last + max_ra`` whatever the
-    segment size (the segment is circular, ``disk_buffer_segment_wrap``: it
-    keeps the last ``seg_size`` blocks read, so a read-ahead longer than the
-    room left pushes the request's own blocks out). Only without a maximum
-    does "Read-ahead over requested" act: with *keep* 0 (over requested = 0,
-    DiskSim's ``keeprequestdata`` 1) the read-ahead stops when the segment
-    is full, keeping the request's blocks; else it reads a segment's worth.
-    """
-    if scheme == 0 or last >= total:
-        return last
-    if scheme == 1:
-        limit = track_end_lbn(arrays, last - 1, total)
-    elif scheme == 2:
-        limit = cylinder_end_lbn(arrays, last - 1, total)
-    elif scheme == 4:
-        # DEC: only for a detected sequential stream (*streaming*: the buffer
-        # held the block before the request), to the end of the next track
-        if any_free:
-            limit = track_end_lbn(arrays, last, total)
-            if streaming and limit < total:
-                limit = track_end_lbn(arrays, limit, total)
-        elif not streaming:
-            return last
-        else:
-            limit = track_end_lbn(arrays, last - 1, total)
-            if limit < total:
-                limit = track_end_lbn(arrays, limit, total)
-    else:
-        limit = last + (max_ra if max_ra > 0 else seg_size)
-    if scheme != 4:
-        if max_ra > 0:
-            if limit > last + max_ra:
-                limit = last + max_ra
-        elif keep == 0:
-            if limit > first + seg_size:
-                limit = first + seg_size
-        elif limit > last + seg_size:
-            limit = last + seg_size
-    if limit > total:
-        limit = total
-    return limit
-
-
-@njit(cache=True)
-def _lru(seg_used, nseg, skip):
-    best = -1
-    for i in range(nseg):
-        if i == skip:
-            continue
-        if best < 0 or seg_used[i] < seg_used[best]:
-            best = i
-    return best
-
-
-@njit(cache=True)
-def _invalidate(seg_start, seg_end, nseg, first, last, keep):
-    for i in range(nseg):
-        if i != keep and seg_start[i] < last and first < seg_end[i]:
-            seg_start[i] = 0
-            seg_end[i] = 0
-
-
-@njit(cache=True)
-def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready, pf_start, pf_cyl, pf_head, arrival,
-                     in_sector):
-    """When a read-ahead still running at *arrival* stops, and where it leaves the head.
-
-    DiskSim stops a read-ahead only between two of its events
-    (``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``, with
-    "Stop prefetch in sector" 0 or during a seek): the pending event is
-    taken off the queue and its time, ``disk_seek_stoptime``, is when the
-    mechanism is free. The pending event is the move to the next track when
-    that move is still under way (``DEVICE_BUFFER_SEEKDONE``: the head ends
-    on the new track), else the end of the sector being read (or waited
-    for) next (``DEVICE_BUFFER_SECTOR_DONE``); with *in_sector* ("Stop
-    prefetch in sector" 1) a sector is left at once, at *arrival*. Returns
-    (stop time, cylinder, head); the blocks whose sector ended by *arrival*
-    are in the segment.
-    """
-    k = pf_done
-    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + k, arrays)
-    if k > 0:
-        from_cyl, from_head, _, _, _ = lbn_to_pbn_one(pf_base + k - 1, arrays)
-        t0 = pf_ready[k - 1]
-    else:
-        from_cyl = pf_cyl
-        from_head = pf_head
-        t0 = pf_start
-    if k == 0 or from_cyl != cyl or from_head != head:
-        move_end = t0 + move_time_s(from_cyl, from_head, cyl, head, seek, write_seek, real[1], real[2], False)
-        if arrival < move_end:
-            return move_end, cyl, head
-    if in_sector:
-        return arrival, cyl, head
-    return pf_ready[k], cyl, head
-
-
-@njit(cache=True)
-def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                       pf_head, limit, scratch, total):
-    """A running read-ahead carried on to *limit*: a read served from its segment raises the
-    segment's ``maxreadaheadblkno`` to its own read-ahead limit (DiskSim's
-    ``disk_buffer_set_segment``, ``src/disksim_diskcache.c``), and the read-ahead goes on
-    from its last block. Returns (pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head):
-    when *pf_ready* is full, the blocks already read are dropped from its front."""
-    extra = limit - (pf_base + pf_count)
-    if extra <= 0:
-        return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
-    if pf_count + extra > pf_ready.size and pf_done > 0:
-        pf_start = pf_ready[pf_done - 1]
-        pf_cyl, pf_head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
-        for j in range(pf_count - pf_done):
-            pf_ready[j] = pf_ready[pf_done + j]
-        pf_base += pf_done
-        pf_count -= pf_done
-        pf_done = 0
-    if pf_count + extra > pf_ready.size:
-        extra = pf_ready.size - pf_count
-    if extra > 0:
-        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
-        access_media(arrays, seek, write_seek, real, pf_base + pf_count, extra, pf_ready[pf_count - 1], cyl, head,
-                     False, pf_ready, pf_ready, pf_count, scratch, 0.0, total)
-        pf_count += extra
-    return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
-
 
 @njit(cache=True)
 def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state):
@@ -353,6 +236,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     xd_inter = real[15]
     xd_disc2 = real[16]
     xd_seek_delta = real[17]
+    read_disc = real[18:20]
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -365,6 +249,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     any_free = ints[9]
     stop_in_sector = ints[10]
     extra_disc = ints[11]
+    never_disc = ints[14]
+    min_ra = ints[15]
+    # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
+    hold_read = ints[12] or never_disc
+    almost = ints[13]
     total = arrays[0][arrays[0].size - 1]
     max_spt = 1
     for z in range(arrays[2].size):
@@ -400,6 +289,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     pf_cyl = 0                # head position when the read-ahead started
     pf_head = 0
     pf_start = 0.0            # and when
+    pf_min = 0                # the read-ahead cannot be stopped before this block (DiskSim's minreadaheadblkno)
     prev_write = 0
     prev_end = -1
     dirty_end = 0.0           # when the last fast write's data are on the media
@@ -440,6 +330,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
 
         if w == 0:
+            # the watermark: blocks buffered before the bus (re)connects, a fraction of the whole
+            # request (DiskSim's "Set watermark by reqsize"), at least one
+            water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
+            if water < 1:
+                water = 1
             s = -1
             for j in range(nseg):
                 if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
@@ -453,14 +348,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 seg_used[s] = arrival
                 if pf_active and s == pf_seg:
-                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
-                                              seg_size, ra_over, total, any_free)
+                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
+                                              total, min_ra)
                     pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
+                    pf_min = max(pf_min, min(last + min_ra, total))
                 elif ra_idle_hit and not pf_active and seg_write[s] == 0:
-                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s] < first, max_ra,
-                                              seg_size, ra_over, total, any_free)
+                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
+                                              total, min_ra)
                     count = limit - seg_end[s]
                     if count > pf_size:
                         count = pf_size
@@ -476,24 +372,24 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_base = seg_end[s]
                         pf_count = count
                         pf_done = 0
-            elif pf_active and seg_start[pf_seg] <= first and first < pf_base + pf_done:
+                        pf_min = min(last + min_ra, total)
+            elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
+                                                                  or (almost and first == pf_base + pf_done)):
                 # the read-ahead has fetched the first block and is fetching the rest: wait for them
                 # (DiskSim's partial hit on a segment being read, disk_buffer_select_read_segment, which
                 # carries the read-ahead on past the request's end: _extend_read_ahead).
-                # A request starting at the very block being read ahead is a miss: DiskSim's
-                # "Allow almost read hits" = 0 (disk_buffer_check_segments), the only value honoured.
+                # A request starting at the very block being read ahead is such a hit only with
+                # DiskSim's "Allow almost read hits" (disk_buffer_check_segments), else a miss.
                 hit = HitKind.READ_AHEAD_HIT
-                limit = _read_ahead_limit(arrays, scheme, first, last, True, max_ra, seg_size, ra_over, total,
-                                          any_free)
+                limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
+                                          ra_over, total, min_ra)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
-                tb = arrival + overhead[0, 1, prev_write] + data_prep
-                for k in range(n):
-                    j = first + k - pf_base
-                    if j >= 0 and pf_ready[j] > tb:
-                        tb = pf_ready[j]
-                    tb += bus_r
+                pf_min = max(pf_min, min(last + min_ra, total))
+                # "Immed transfer partial hit" 1: connected from the hit overhead
+                tb = _send_read_blocks(pf_ready, first - pf_base, n, arrival + overhead[0, 1, prev_write] + data_prep,
+                                       water, hold_read, read_disc[prev_write], reselect + data_prep, bus_r)
                 done = tb + read_done
                 pf_done = last - pf_base
                 seg_end[pf_seg] = last
@@ -506,13 +402,19 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
             else:
                 # miss: stop the read-ahead, move, read
-                streaming = False
-                if first > 0:
-                    for j in range(nseg):
-                        if seg_write[j] == 0 and seg_start[j] <= first - 1 and first - 1 < seg_end[j]:
-                            streaming = True
                 ovh = overhead[0, 0, prev_write]
-                if pf_active:
+                if pf_active and pf_base + pf_done < pf_min:
+                    # short of its minimum the read-ahead cannot be stopped: it reads on to the minimum
+                    # and ends there; the seek waits for it and for the overhead (disk_check_hda)
+                    pf_active = False
+                    stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                        arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                        pf_head, pf_min, scratch, total)
+                    seg_end[pf_seg] = pf_min
+                    if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
+                        seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                    start = max(arrival + ovh, stop)
+                elif pf_active:
                     pf_active = False
                     stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
                                                        pf_start, pf_cyl, pf_head, arrival, stop_in_sector)
@@ -536,24 +438,20 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                # the bus reconnects once the watermark's blocks (of the whole request, DiskSim's
-                # "Set watermark by reqsize") are read, or all of them
-                water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
-                if water < 1:
-                    water = 1
-                if water > n - buffered:
-                    water = n - buffered
-                tb = ready[water - 1] + reselect + data_prep
                 if buffered > 0:
-                    tb_hit = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
-                    if tb < tb_hit:
-                        tb = tb_hit
-                elif tb < arrival + ovh:
-                    tb = arrival + ovh
-                for k in range(n - buffered):
-                    if ready[k] > tb:
-                        tb = ready[k]
-                    tb += bus_r
+                    # the partial hit is connected from its hit overhead and sends the buffered part
+                    tb = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
+                elif never_disc:
+                    # "Never disconnect": the miss keeps the bus from its overhead on (disk_read_arrive)
+                    tb = arrival + ovh + data_prep
+                else:
+                    # a miss disconnects after its command overhead and the read disconnect overhead
+                    # (disk_read_arrive), and reconnects once the watermark's blocks (or all of them)
+                    # are buffered and the disconnection is over (disk_request_needs_bus)
+                    w0 = water if water < n else n
+                    tb = max(arrival + ovh + read_disc[prev_write], ready[w0 - 1]) + reselect + data_prep
+                tb = _send_read_blocks(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
+                                       reselect + data_prep, bus_r)
                 done = tb + read_done
                 mech_free = t_end
                 if s < 0:
@@ -577,8 +475,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_used[s] = arrival
                 seg_write[s] = 0
                 _invalidate(seg_start, seg_end, nseg, seg_start[s], last, s)
-                limit = _read_ahead_limit(arrays, scheme, first, last, streaming, max_ra, seg_size, ra_over,
-                                          total, any_free)
+                # DiskSim computes it when the segment is set (disk_buffer_set_segment): a miss's
+                # segment starts at its first block, a partial hit's where it started
+                limit = _read_ahead_limit(arrays, scheme, first, last, kept, max_ra, seg_size, ra_over, total,
+                                          min_ra)
                 count = limit - last
                 if count > pf_size:
                     count = pf_size
@@ -593,13 +493,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_base = last
                     pf_count = count
                     pf_done = 0
+                    pf_min = min(last + min_ra, total)
         else:
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being
             # written at the moment the next write arrives: never one at a time.
             min_move = min_write_seek
             ovh = overhead[1, 1 if fast else 0, prev_write]
-            extra = not fast and extra_disc and prev_write == 1 and nseg > 0 and first != prev_end
+            # (a drive that never disconnects has no extra write disconnect: disk_buffer_select_segment)
+            extra = not fast and extra_disc and not never_disc and prev_write == 1 and nseg > 0 \
+                and first != prev_end
             # the mechanism waits for the command overhead (DiskSim's overhead_done)
             mech_ovh = xd_command + xd_seek_delta if extra else ovh
             # A drive with extra write disconnects writes no sector before the buffer holds
@@ -608,7 +511,19 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             held = 1
             if extra_disc:
                 held = min(n, 10) if n < 45 else 15
-            if pf_active:
+            ra_held = 0.0
+            if pf_active and pf_base + pf_done < pf_min:
+                # as for a read miss: the read-ahead goes on to its minimum first
+                pf_active = False
+                stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                    arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                    pf_head, pf_min, scratch, total)
+                seg_end[pf_seg] = pf_min
+                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
+                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                mech_free = max(arrival + mech_ovh, stop)
+                ra_held = stop
+            elif pf_active:
                 # a write stops the read-ahead, and waits for the stop on top of its overhead (as a read miss)
                 pf_active = False
                 stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
@@ -617,14 +532,18 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             start = max(mech_free, arrival + mech_ovh)
             if fast:
                 hit = HitKind.FAST_WRITE
-                # the host sends the data after the command overhead. At level 1 (DiskSim's
-                # LIMITED_FASTWRITE) a write that does not append to the previous write, whose data
-                # are still being written, disconnects and takes its data only once they are on the
-                # media, reconnecting with the reselect and data preparation overheads
-                # (disk_buffer_stopable_access, disk_bus_ownership_grant in src/disksim_diskctlr.c).
+                # the host sends the data after the command overhead. At either level a write that
+                # does not append to the previous write, whose data are still being written, cannot
+                # stop that write (disk_buffer_stopable_access wants BUFFER_APPEND), so it disconnects
+                # and takes its data only once they are on the media, reconnecting with the reselect
+                # and data preparation overheads (disk_bus_ownership_grant in src/disksim_diskctlr.c).
+                # Likewise after a read-ahead short of its minimum (disk_write_arrive's disconnection:
+                # write hit overhead plus write disconnect overhead).
                 data0 = arrival + ovh
-                if fast_level == 1 and dirty_end > arrival and first != prev_end:
+                if dirty_end > arrival and first != prev_end:
                     data0 = max(data0, dirty_end + reselect + data_prep)
+                if ra_held > 0.0:
+                    data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
                 for k in range(n):
                     not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
                 done = data0 + n * bus_w + write_done

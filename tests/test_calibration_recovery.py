@@ -58,7 +58,7 @@ def test_the_calibrated_disk_replays_a_trace_like_the_drive():
     the per-request simulation from it serves a random trace like the drive (CDF demerit)."""
     from diskmodel.model.drive_parameters import DriveParameters
     from diskmodel.model.simulate import simulate_requests
-    from diskmodel.model.validation import demerit_s
+    from diskmodel.model.validation import quantile_demerit_s
 
     drive, result = run("desktop_7200")
     disk = result.to_disk(seek="table")
@@ -74,7 +74,7 @@ def test_the_calibrated_disk_replays_a_trace_like_the_drive():
     gap = replay.spec.host_gap_s + replay.spec.host_gap_jitter_s / 2
     simulated = simulate_requests(DriveParameters.from_disk(disk), np.zeros(n, dtype=bool), lbn,
                                   np.full(n, blocks), np.full(n, gap)).service_s
-    assert demerit_s(measured, simulated) <= 0.10 * measured.mean()
+    assert quantile_demerit_s(measured, simulated) <= 0.10 * measured.mean()
 
 
 # ---------------------------------------------------------------------------

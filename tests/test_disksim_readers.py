@@ -259,13 +259,14 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
 
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
 
-    with pytest.raises(DiskSimFormatError, match=r"maxtor300g\.diskspecs:\d+: Allow almost read hits = 1 is not "
-                                                 r"honoured"):
-        drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
     folder = tmp_path / "barracuda"
     shutil.copytree(disksim_dir / "barracuda", folder)
     specs = next(folder.glob("*.diskspecs"))
-    lines = specs.read_text().splitlines()
+    original = specs.read_text()
+    specs.write_text(original.replace("Preseeking level = 0,", "Preseeking level = 2,"))
+    with pytest.raises(DiskSimFormatError, match=r"barracuda\.diskspecs:\d+: Preseeking level = 2 is not honoured"):
+        drive_parameters(load_disksim_drive(folder))
+    lines = original.splitlines()
     at = next(i for i, line in enumerate(lines) if "Print stats" in line)
     lines.insert(at, "   Frobnicate the platters = 1,")
     specs.write_text("\n".join(lines) + "\n")

@@ -14,7 +14,10 @@ def add_parser(subparsers) -> None:
             "a folder laid out like them (a .parv, its .diskspecs, .model, .seek and one .trace), simulate every "
             "request of the trace one at a time, "
             "and compare the predicted with the measured service times: the demerit is the RMS "
-            "horizontal distance between the two CDFs over probability levels 0.0001 ... 1."
+            "horizontal distance between the two CDFs over probability levels 0.0001 ... 1, computed as "
+            "DiskSim computes its published demerits (both samples counted into DiskSim's access-time "
+            "buckets, linear interpolation between the bucket edges); quantile_demerit_ms is the same "
+            "distance on exact empirical quantiles."
         ),
     )
     parser.add_argument("diskdir", metavar="NAME|DISKDIR", nargs="?", default=None,

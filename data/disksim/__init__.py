@@ -29,7 +29,7 @@ import numpy as np
 from .model_file import ModelFile, read_model_file
 from .syntax import MS, Block, DiskSimFormatError, Source, Statement, parse_file, read_text
 
-__all__ = ["DISKSIM_PUBLISHED_DEMERIT_MS", "DiskSimFolder", "DiskSpecs", "Parv", "Trace", "read_diskspecs",
+__all__ = ["DISKSIM_COMPUTED_DEMERIT_MS", "DISKSIM_PUBLISHED_DEMERIT_MS", "DiskSimFolder", "DiskSpecs", "Parv", "Trace", "read_diskspecs",
            "read_drive_folder", "read_parv", "read_trace"]
 
 #: Seconds per microsecond: the traces' unit.
@@ -46,6 +46,24 @@ DISKSIM_PUBLISHED_DEMERIT_MS = {
     "atlas10k": 0.268,
     "hp_c2247a": 0.090,
     "hp_c2490a": 0.254,
+}
+
+#: The same demerits [ms] as DiskSim 4.0 itself computes them: its ``rms`` tool
+#: on the distributions it prints for each validation run (``valid/runvalid``),
+#: with 17 digits. Provenance: tests/golden/disksim_full/README.md (DiskSim 4.0
+#: built from source; ``rms_full_precision.txt``). The published figures above
+#: are ``runvalid``'s rounded "should be about" values: barracuda's 0.349 and
+#: ibm18es's 0.135 are not what DiskSim prints (0.348 and 0.136 rounded).
+#: The issue's targets are the published figures; these say how far DiskSim
+#: itself lands from them.
+DISKSIM_COMPUTED_DEMERIT_MS = {
+    "atlas_III": 0.37795234183101228,
+    "barracuda": 0.3475702394015272,
+    "cheetah4LP": 0.31797204993613565,
+    "ibm18es": 0.1358839803866268,
+    "atlas10k": 0.26772074068001844,
+    "hp_c2247a": 0.089931497068033647,
+    "hp_c2490a": 0.25376179116673026,
 }
 
 

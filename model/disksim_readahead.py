@@ -1,0 +1,194 @@
+"""DiskSim 4.0's buffer cache for the per-request simulation: read-ahead and bus transfer.
+
+numba helpers of :func:`diskmodel.model.simulate.simulate_requests`'s
+kernel, each after the DiskSim function it cites (``src/disksim_diskcache.c``,
+``src/disksim_diskctlr.c``, DiskSim 4.0, Ganger, Worthington, Patt et al.,
+CMU PDL): how far a read-ahead goes, where and when a running one stops,
+carrying one on for a hit, the segments' replacement, and how a read's
+blocks cross the bus (holding it, or disconnecting and reconnecting at the
+watermark). Pure functions of arrays.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
+from .media_access import access_media, move_time_s
+
+__all__ = []
+
+
+@njit(cache=True)
+def _read_ahead_limit(arrays, scheme, first, last, seg_first, max_ra, seg_size, keep, total, min_ra):
+    """One past the last block the drive reads ahead after reading [first, last).
+
+    DiskSim's ``disk_buffer_get_max_readahead`` (``src/disksim_diskcache.c``):
+    a maximum read-ahead > 0 bounds it at ``last + max_ra`` whatever the
+    segment size (the segment is circular, ``disk_buffer_segment_wrap``: it
+    keeps the last ``seg_size`` blocks read, so a read-ahead longer than the
+    room left pushes the request's own blocks out). Only without a maximum
+    does "Read-ahead over requested" act: with *keep* 0 (over requested = 0,
+    DiskSim's ``keeprequestdata`` 1) the read-ahead stops when the segment
+    is full, keeping the request's blocks, unless that leaves less than the
+    minimum read-ahead *min_ra* (then ``last + min_ra``); else it reads a
+    segment's worth.
+    Scheme 4 (DEC) reads to the end of the track holding block *last*, and
+    one track's worth of blocks (those per track of *first*'s zone) further
+    when the segment starts before that track (*seg_first*: the segment's
+    first block when DiskSim asks, the request's first for a miss), with no
+    other bound: DiskSim's code, not its manual (which says a read-ahead
+    follows only a detected sequential stream).
+    """
+    if scheme == 0 or last >= total:
+        return last
+    if scheme == 1:
+        limit = track_end_lbn(arrays, last - 1, total)
+    elif scheme == 2:
+        limit = cylinder_end_lbn(arrays, last - 1, total)
+    elif scheme == 4:
+        limit = track_end_lbn(arrays, last, total)
+        if seg_first < track_first_lbn(arrays, last, 0):
+            _, _, _, _, z = lbn_to_pbn_one(first, arrays)
+            limit += arrays[2][z]
+    else:
+        limit = last + (max_ra if max_ra > 0 else seg_size)
+    if scheme != 4:
+        if max_ra > 0:
+            if limit > last + max_ra:
+                limit = last + max_ra
+        elif keep == 0:
+            if last - first >= seg_size or seg_size - (last - first) < min_ra:
+                limit = last + min_ra
+            elif limit > first + seg_size:
+                limit = first + seg_size
+        elif limit > last + seg_size:
+            limit = last + seg_size
+    if limit > total:
+        limit = total
+    return limit
+
+
+@njit(cache=True)
+def _lru(seg_used, nseg, skip):
+    best = -1
+    for i in range(nseg):
+        if i == skip:
+            continue
+        if best < 0 or seg_used[i] < seg_used[best]:
+            best = i
+    return best
+
+
+@njit(cache=True)
+def _invalidate(seg_start, seg_end, nseg, first, last, keep):
+    for i in range(nseg):
+        if i != keep and seg_start[i] < last and first < seg_end[i]:
+            seg_start[i] = 0
+            seg_end[i] = 0
+
+
+@njit(cache=True)
+def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready, pf_start, pf_cyl, pf_head, arrival,
+                     in_sector):
+    """When a read-ahead still running at *arrival* stops, and where it leaves the head.
+
+    DiskSim stops a read-ahead only between two of its events
+    (``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``, with
+    "Stop prefetch in sector" 0 or during a seek): the pending event is
+    taken off the queue and its time, ``disk_seek_stoptime``, is when the
+    mechanism is free. The pending event is the move to the next track when
+    that move is still under way (``DEVICE_BUFFER_SEEKDONE``: the head ends
+    on the new track), else the end of the sector being read (or waited
+    for) next (``DEVICE_BUFFER_SECTOR_DONE``); with *in_sector* ("Stop
+    prefetch in sector" 1) a sector is left at once, at *arrival*. Returns
+    (stop time, cylinder, head); the blocks whose sector ended by *arrival*
+    are in the segment.
+    """
+    k = pf_done
+    cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + k, arrays)
+    if k > 0:
+        from_cyl, from_head, _, _, _ = lbn_to_pbn_one(pf_base + k - 1, arrays)
+        t0 = pf_ready[k - 1]
+    else:
+        from_cyl = pf_cyl
+        from_head = pf_head
+        t0 = pf_start
+    if k == 0 or from_cyl != cyl or from_head != head:
+        move_end = t0 + move_time_s(from_cyl, from_head, cyl, head, seek, write_seek, real[1], real[2], False)
+        if arrival < move_end:
+            return move_end, cyl, head
+    if in_sector:
+        return arrival, cyl, head
+    return pf_ready[k], cyl, head
+
+
+@njit(cache=True)
+def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                       pf_head, limit, scratch, total):
+    """A running read-ahead carried on to *limit*: a read served from its segment raises the
+    segment's ``maxreadaheadblkno`` to its own read-ahead limit (DiskSim's
+    ``disk_buffer_set_segment``, ``src/disksim_diskcache.c``), and the read-ahead goes on
+    from its last block. Returns (pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head):
+    when *pf_ready* is full, the blocks already read are dropped from its front."""
+    extra = limit - (pf_base + pf_count)
+    if extra <= 0:
+        return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
+    if pf_count + extra > pf_ready.size and pf_done > 0:
+        pf_start = pf_ready[pf_done - 1]
+        pf_cyl, pf_head, _, _, _ = lbn_to_pbn_one(pf_base + pf_done - 1, arrays)
+        for j in range(pf_count - pf_done):
+            pf_ready[j] = pf_ready[pf_done + j]
+        pf_base += pf_done
+        pf_count -= pf_done
+        pf_done = 0
+    if pf_count + extra > pf_ready.size:
+        extra = pf_ready.size - pf_count
+    if extra > 0:
+        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+        access_media(arrays, seek, write_seek, real, pf_base + pf_count, extra, pf_ready[pf_count - 1], cyl, head,
+                     False, pf_ready, pf_ready, pf_count, scratch, 0.0, total)
+        pf_count += extra
+    return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
+
+
+@njit(cache=True)
+def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s):
+    """When the host has the last of *count* read blocks; the bus is the drive's from *tb* [s].
+
+    Block k is in the buffer from ``ready[offset + k]`` (already there when
+    ``offset + k < 0``). DiskSim's ``disk_buffer_transfer_size``
+    (``src/disksim_diskctlr.c``) sends what the buffer holds; when the host
+    has taken it all before the next block is read, the drive either holds
+    the bus and sends each block as it is read (*hold*: "Hold bus entire
+    read xfer"), or disconnects (*disconnect_s*, the
+    read disconnect overhead) and reconnects (*reconnect_s*: first reselect
+    plus data preparation) once *water* more blocks, or the rest of the
+    request, are buffered and the disconnection is over
+    (``disk_request_needs_bus``, ``disk_check_bus``).
+    """
+    for k in range(count):
+        j = offset + k
+        if j >= 0 and ready[j] > tb:
+            if hold:
+                tb = ready[j]
+            else:
+                last = k + water
+                if last > count:
+                    last = count
+                tb = max(tb + disconnect_s, ready[offset + last - 1]) + reconnect_s
+        tb += bus_s
+    return tb
+
+
+@njit(cache=True)
+def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                     pf_head, pf_min, scratch, total):
+    """A read-ahead short of its minimum when a request arrives: it cannot be stopped
+    (``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``, which lowers its limit to the
+    minimum, ``minreadaheadblkno``), reads on to block *pf_min* and ends there. Returns (end
+    time, cylinder, head, pf_base, pf_count)."""
+    pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
+        arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl, pf_head, pf_min,
+        scratch, total)
+    cyl, head, _, _, _ = lbn_to_pbn_one(pf_min - 1, arrays)
+    return pf_ready[pf_min - pf_base - 1], cyl, head, pf_base, pf_count

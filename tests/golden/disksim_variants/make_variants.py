@@ -1,0 +1,45 @@
+"""Regenerate the golden per-request times of DiskSim 4.0 for the variants in variants.json.
+
+Needs DiskSim 4.0 built as tests/golden/disksim_service_times/README.md says (here
+/tmp/disksim-build, its run_drive.sh and valid/statdefs); not run by the tests.
+Usage: python make_variants.py [DISKSIM_BUILD_DIR]
+"""
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).parent
+DRIVES = HERE.parents[2] / "data" / "disksim"
+BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/disksim-build")
+
+
+def make_folder(variant, where: Path) -> Path:
+    folder = where / variant["name"]
+    shutil.copytree(DRIVES / variant["drive"], folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text()
+    for key, value in variant["changes"].items():
+        pattern = re.compile(r"^(\s*)" + re.escape(key) + r"\s*=\s*[^,\n]*,", re.M)
+        assert pattern.search(text), key
+        text = pattern.sub(lambda m: f"{m.group(1)}{key} = {value},", text, count=1)
+    specs.write_text(text)
+    if variant["trace"]:
+        shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
+    return folder
+
+
+if __name__ == "__main__":
+    for variant in json.loads((HERE / "variants.json").read_text()):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = make_folder(variant, Path(tmp))
+            shutil.copy(BUILD / "valid" / "statdefs", folder / "statdefs")
+            parv, trace = next(folder.glob("*.parv")), next(folder.glob("*.trace"))
+            out = subprocess.run([str(BUILD / "run_drive.sh"), str(parv), str(trace), str(folder / "out.outv")],
+                                 check=True, capture_output=True, text=True).stdout.split()
+        rows = [f"{i},{float(v):.6f}" for i, v in enumerate(out[:variant["requests"]])]
+        (HERE / f"{variant['name']}.csv").write_text("request,disksim_service_ms\n" + "\n".join(rows) + "\n")
+        print(variant["name"], len(rows))

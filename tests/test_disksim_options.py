@@ -1,0 +1,298 @@
+"""DiskSim's disk-controller options, checked against DiskSim 4.0 itself on variants of the drives.
+
+tests/golden/disksim_variants holds DiskSim 4.0's own per-request times for
+variants of the bundled traced drives with one option changed (README.md
+there: provenance, the changes, the command). Each variant is simulated here
+and compared request by request; hand-computed cases pin each rule down.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diskmodel.data.disksim.syntax import DiskSimFormatError
+from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+from diskmodel.model.disksim_mapping import ZoneLayout
+from diskmodel.model.disksim_readahead import _read_ahead_limit
+from diskmodel.model.drive_parameters import DriveParameters
+from diskmodel.model.simulate import HitKind, simulate_requests
+
+GOLDEN = Path(__file__).parent / "golden" / "disksim_variants"
+VARIANTS = json.loads((GOLDEN / "variants.json").read_text())
+BUNDLED = Path(__file__).parent / "golden" / "disksim_service_times"
+#: Agreement: within 10 us of DiskSim's own service time.
+TOLERANCE_MS = 0.01
+#: Requests of the hp_c2247a "Hold bus entire read xfer = 0" variant (600) that the simulation
+#: gets wrong when it holds the bus (measured; 0 when it lets the bus go, as DiskSim does).
+HELD_DISAGREE = 8
+
+
+def _make_variants():
+    spec = importlib.util.spec_from_file_location("make_variants", GOLDEN / "make_variants.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _golden(name: str) -> np.ndarray:
+    return np.loadtxt(GOLDEN / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
+
+
+def _simulate_variant(variant, tmp_path, **changes):
+    folder = _make_variants().make_folder(variant, tmp_path)
+    drive = load_disksim_drive(folder)
+    trace = drive.read_trace().head(variant["requests"])
+    params = drive_parameters(drive, disksim_code=True)   # DiskSim's own runs are the reference
+    if changes:
+        params = params.evolve(**changes)
+    return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v["name"] for v in VARIANTS])
+def test_variant_matches_disksims_own_times(variant, tmp_path):
+    disksim_ms = _golden(variant["name"])
+    assert disksim_ms.size == variant["requests"]
+    ours_ms = _simulate_variant(variant, tmp_path)
+    agree = np.abs(ours_ms - disksim_ms) < TOLERANCE_MS
+    assert agree.mean() >= variant["agreement"], np.flatnonzero(~agree)[:10]
+    if "same_as" in variant:
+        # the option did not change DiskSim's own times (disksim_support.NO_EFFECT_IN_DISKSIM)
+        np.testing.assert_allclose(disksim_ms, _golden(variant["same_as"]), rtol=0, atol=1e-6)
+
+
+def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
+    by_name = {v["name"]: v for v in VARIANTS}
+    # Hold bus entire read xfer = 0 changes 41 of hp_c2247a's first 400 requests; simulated
+    # holding the bus (the bundled value) they disagree with DiskSim's variant
+    hold0 = by_name["hp_c2247a_hold_bus_read_0"]
+    base = np.loadtxt(BUNDLED / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    changed = np.abs(_golden(hold0["name"])[:400] - base) > 1e-6
+    assert changed.sum() == 41
+    held = _simulate_variant(hold0, tmp_path / "a", hold_bus_read=True)
+    assert (np.abs(held - _golden(hold0["name"])) >= TOLERANCE_MS).sum() == HELD_DISAGREE
+    # the read disconnect overheads change 41 of cheetah4LP's; without them 8 of ours disagree
+    disc = by_name["cheetah4LP_read_disconnect"]
+    base = np.loadtxt(BUNDLED / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
+    changed = np.abs(_golden(disc["name"])[:400] - base) > 1e-6
+    assert changed.sum() == 41
+    plain = _simulate_variant(disc, tmp_path / "b", read_disconnect_s=(0.0, 0.0))
+    assert (np.abs(plain - _golden(disc["name"])) >= TOLERANCE_MS).sum() == 8
+    # almost read hits change 6 of the synthetic pairs' first 400 requests; simulated without
+    # them, 10 of the 600 disagree with DiskSim's variant
+    almost = np.abs(_golden("cheetah4LP_almost_read_hits_1") - _golden("cheetah4LP_almost_read_hits_0")) > 1e-6
+    assert almost[:400].sum() == 6
+    no_almost = _simulate_variant(by_name["cheetah4LP_almost_read_hits_1"], tmp_path / "c", almost_read_hits=False)
+    assert (np.abs(no_almost - _golden("cheetah4LP_almost_read_hits_1")) >= TOLERANCE_MS).sum() == 10
+    # Enable caching in buffer = 2 is 1; Read any free blocks changes nothing in DiskSim
+    for name, drive in (("cheetah4LP_enable_caching_2", "cheetah4LP"), ("atlas10k_read_any_free_0", "atlas10k"),
+                        ("cheetah4LP_read_any_free_1", "cheetah4LP")):
+        np.testing.assert_allclose(_golden(name), np.loadtxt(BUNDLED / f"{drive}.csv", delimiter=",",
+                                                             skiprows=1)[:, 1], atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Hand-computed cases
+# ---------------------------------------------------------------------------
+
+def _toy(**changes) -> DriveParameters:
+    """One zone, 2 surfaces, 100 cylinders, 100 sectors per track, 6000 rpm (10 ms period);
+    a bus (0.01 ms a block) faster than the media (0.1 ms a sector)."""
+    layout = ZoneLayout(
+        surfaces=2, first_cylinder=[0], last_cylinder=[99], sectors_per_track=[100],
+        first_block_offset_sectors=[0], track_skew_sectors=[0], cylinder_skew_sectors=[0],
+        empty_space_sectors=[0], spares=[0], slips=(np.zeros(0, np.int64),))
+    overhead = np.zeros((2, 2, 2))
+    overhead[0, 0] = 0.5e-3      # read miss
+    overhead[0, 1] = 0.2e-3      # read hit
+    overhead[1] = 0.3e-3         # writes
+    params = dict(
+        name="toy", layout=layout, seek_by_distance_s=np.r_[0.0, 1e-3 + 0.05e-3 * np.arange(99)],
+        rpm=6000.0, head_switch_s=0.5e-3, write_settle_s=0.2e-3, command_overhead_s=overhead,
+        read_completion_s=0.1e-3, write_completion_s=0.1e-3, bus_read_block_s=0.01e-3,
+        bus_write_block_s=0.01e-3, buffer_segments=2, segment_size_blocks=200,
+        max_read_ahead_blocks=50, read_ahead_scheme=3, read_ahead_over_requested=True)
+    params.update(changes)
+    return DriveParameters(**params)
+
+
+def test_a_read_holding_the_bus_or_disconnecting():
+    # LBN 0..9 at t=0: the 0.5 ms overhead, then LBN 0 (angle 0) comes at 10.0 ms; block k is
+    # buffered at 10.1 + 0.1 k ms. Reconnection 0.05 ms, read disconnect 0.02 ms, watermark 1 block.
+    # Holding the bus: connect at 10.1 + 0.05, then each block 0.01 ms after it is read: the
+    # last at 11.01 ms, completion 0.1 -> 11.11 ms.
+    args = ([False], [0], [10], [0.0])
+    held = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0)), *args)
+    assert held.service_s[0] == pytest.approx(11.11e-3, abs=1e-9)
+    # Disconnecting: the host has block k at 10.15 + 0.1 k + 0.01; block k+1 is read 0.04 ms
+    # later, so the drive disconnects (0.02 ms) and reconnects (0.05 ms) when it is there: the
+    # last block goes at 11.0 + 0.05 + 0.01, completion -> 11.16 ms.
+    let_go = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False),
+                               *args)
+    assert let_go.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+    # Watermark 0.3 (3 blocks): connect at 10.3 + 0.05, blocks 0-2 to 10.38; block 3 (10.4) is not
+    # there: disconnect until 10.40, reconnect once blocks 3-5 are buffered (10.6) + 0.05 = 10.65,
+    # blocks 3-5 to 10.68; again for 6-8: 10.9 + 0.05 -> 10.98; block 9 (11.0): 11.05 -> 11.06;
+    # completion -> 11.16 ms.
+    water = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False,
+                                   read_watermark=0.3), *args)
+    assert water.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+
+
+def test_a_read_miss_reconnects_no_earlier_than_its_disconnection():
+    # LBN 6 at t=0: after the 0.5 ms overhead the platter is at 0.05 rev, sector 6 is read from
+    # 0.6 to 0.7 ms. The miss disconnected at 0.5 + 0.3 ms (read disconnect after a read), so it
+    # reconnects at 0.8 + 0.05, sends the block (0.01) and completes (0.1): 0.96 ms. Without the
+    # disconnect overhead: 0.7 + 0.05 + 0.01 + 0.1 = 0.86 ms; the after-write overhead does not
+    # apply after a read.
+    args = ([False], [6], [1], [0.0])
+    assert simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.3e-3, 0.0)),
+                             *args).service_s[0] == pytest.approx(0.96e-3, abs=1e-9)
+    assert simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.0, 0.3e-3)),
+                             *args).service_s[0] == pytest.approx(0.86e-3, abs=1e-9)
+
+
+def test_almost_read_hit_on_the_block_being_read_ahead():
+    # LBN 0..9 done at 11.11 ms; the read-ahead buffers LBN 10 + j at 11.1 + 0.1 j ms. The next
+    # read (LBN 12..16) arrives at 11.25 ms, while LBN 12 is being read.
+    args = ([False, False], [0, 12], [10, 5], [0.14e-3, 0.0])
+    almost = simulate_requests(_toy(almost_read_hits=True), *args)
+    # a hit: 11.25 + 0.2 ms hit overhead = 11.45; LBN 12, 13 (11.3, 11.4) at once -> 11.47;
+    # LBN 14, 15, 16 as read (11.5, 11.6, 11.7) -> 11.71; completion -> 11.81: 0.56 ms
+    assert almost.hit[1] == HitKind.READ_AHEAD_HIT
+    assert almost.service_s[1] == pytest.approx(0.56e-3, abs=1e-9)
+    # a miss: the read-ahead stops at the end of sector 12 (11.3 ms); the mechanism starts at
+    # 11.25 + 0.5 + 0.05 = 11.8 ms (platter at 0.18 rev), sector 12 (0.12 rev) comes at 21.2 ms;
+    # LBN 12..16 read by 21.7, the last sent at 21.71, completion 21.81: 10.56 ms
+    miss = simulate_requests(_toy(almost_read_hits=False), *args)
+    assert miss.hit[1] == HitKind.MEDIA
+    assert miss.service_s[1] == pytest.approx(10.56e-3, abs=1e-9)
+
+
+def test_dec_read_ahead_follows_disksims_code():
+    # DiskSim's disk_buffer_get_max_readahead for "Buffer continuous read" 4: to the end of the
+    # track holding the block after the request, and one more track's worth (100 blocks) when
+    # the segment starts before that track; no other bound.
+    arrays = _toy().layout.kernel_arrays()
+    total = 2 * 100 * 100
+
+    def limit(first, last, seg_first):
+        return _read_ahead_limit(arrays, 4, first, last, seg_first, 50, 200, 1, total, 0)
+
+    assert limit(10, 20, 10) == 100          # within track 0
+    assert limit(10, 20, 5) == 100           # the segment starts on the same track
+    assert limit(90, 100, 90) == 300         # block 100 is on track 1; the segment starts on track 0
+    assert limit(110, 120, 50) == 300        # a segment reaching back to track 0
+    assert limit(110, 120, 110) == 200
+    assert limit(19950, total, 19950) == total
+
+
+def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir, tmp_path):
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    original = specs.read_text()
+    lines = original.splitlines()
+    for key, value, message in (("Enable caching in buffer", "0", r"it implements 1, 2"),
+                                ("Immediate buffer read", "2", r"it implements 0, 1"),
+                                ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
+
+                                ("Preseeking level", "1", r"it implements 0")):
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
+        specs.write_text("\n".join(lines[:at] + [f"   {key} = {value},"] + lines[at + 1:]) + "\n")
+        where = rf"cheetah4LP\.diskspecs:{at + 1}: {re.escape(key)} = "
+        with pytest.raises(DiskSimFormatError, match=where + rf".*{message}"):
+            drive_parameters(load_disksim_drive(folder))
+    specs.write_text(original.replace("Low (write) water mark = 0.000000", "Low (write) water mark = 0.5"))
+    assert drive_parameters(load_disksim_drive(folder)).name == "cheetah4LP"
+
+
+def test_never_disconnect_only_without_fast_writes(disksim_dir, tmp_path):
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text().replace("Never disconnect = 0,", "Never disconnect = 1,")
+    specs.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines()) if "Never disconnect" in row) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Never disconnect = 1 is honoured "
+                                                 r".* only with Fast write level = 0 \(got 1\)"):
+        drive_parameters(load_disksim_drive(folder))
+    specs.write_text(text.replace("Fast write level = 1,", "Fast write level = 0,"))
+    assert drive_parameters(load_disksim_drive(folder)).never_disconnect
+    with pytest.raises(ValueError, match="never_disconnect is simulated without fast writes only"):
+        _toy(never_disconnect=True, fast_write_level=2)
+
+
+def test_never_disconnect_keeps_the_bus():
+    # LBN 6 at t=0 (as in the disconnection case): read 0.6 to 0.7 ms. Never disconnecting, the
+    # drive is connected from 0.5 ms (overhead) + 0.02 (data preparation), waits for the block
+    # (0.7), sends it (0.01) and completes (0.1): 0.81 ms; disconnecting it reconnects at
+    # 0.7 + 0.05 + 0.02: 0.88 ms.
+    args = ([False], [6], [1], [0.0])
+    common = dict(reselect_s=0.05e-3, data_preparation_s=0.02e-3, hold_bus_read=False)
+    assert simulate_requests(_toy(never_disconnect=True, **common), *args).service_s[0] == pytest.approx(
+        0.81e-3, abs=1e-9)
+    assert simulate_requests(_toy(**common), *args).service_s[0] == pytest.approx(0.88e-3, abs=1e-9)
+
+
+def test_a_read_ahead_short_of_its_minimum_is_not_stopped():
+    # LBN 0..9 done at 11.11 ms; the read-ahead buffers LBN 10 + j at 11.1 + 0.1 j ms (up to LBN 59).
+    # The next read (LBN 5050: cylinder 25, head 0, angle 0.5) arrives at 11.13 ms.
+    args = ([False, False], [0, 5050], [10, 1], [0.02e-3, 0.0])
+    # No minimum: the read-ahead stops at the end of sector 11 (11.2 ms); seek from 11.13 + 0.5 +
+    # 0.07 = 11.7 ms, 2.2 ms -> 13.9 (platter at 0.39 rev); angle 0.5 at 15.0 ms; read, bus and
+    # completion -> 15.21 ms: 4.08 ms.
+    assert simulate_requests(_toy(), *args).service_s[1] == pytest.approx(4.08e-3, abs=1e-9)
+    # A minimum of 30 blocks: the read-ahead reads on to LBN 39 (14.0 ms) and ends there; the seek
+    # starts then (the overhead is long over): 16.2 ms, platter at 0.62 rev; angle 0.5 at 25.0 ms
+    # -> 25.21 ms: 14.08 ms.
+    result = simulate_requests(_toy(min_read_ahead_blocks=30), *args)
+    assert result.service_s[1] == pytest.approx(14.08e-3, abs=1e-9)
+    assert result.seek_s[1] == pytest.approx(2.2e-3, abs=1e-9)
+    # A fast write then disconnects (write overhead 0.3 ms) and takes its data once the read-ahead
+    # ends (14.0 ms; reselect and data preparation 0): 14.0 + 0.01 + 0.1 -> 2.98 ms; without a
+    # minimum it is reported at once: 0.41 ms.
+    write = ([False, True], [0, 5050], [10, 1], [0.02e-3, 0.0])
+    assert simulate_requests(_toy(min_read_ahead_blocks=30, fast_write_level=2),
+                             *write).service_s[1] == pytest.approx(2.98e-3, abs=1e-9)
+    assert simulate_requests(_toy(fast_write_level=2), *write).service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
+
+
+def test_minimum_read_ahead_only_with_fast_writes(disksim_dir, tmp_path):
+    # DiskSim 4.0 itself fails on the write-through hp drives with a minimum read-ahead
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text().replace("Minimum read-ahead (blks) = 0,", "Minimum read-ahead (blks) = 100,")
+    specs.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines()) if "Minimum read-ahead" in row) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.diskspecs:{line}: Minimum read-ahead \(blks\) = 100 "
+                                                 r"is honoured .* only with fast writes"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_maxtor300g_simulates(disksim_dir):
+    # its almost read hits and write prebuffering (1) are now honoured; it has no trace
+    params = drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
+    assert params.almost_read_hits and not params.hold_bus_read
+    # a read right after another starts at the block being read ahead: an almost read hit
+    args = (np.array([False, False, True]), [1000, 1008, 5000000], [8, 8, 8], [0.0, 1e-3, 0.0])
+    result = simulate_requests(params, *args)
+    assert result.hit.tolist() == [HitKind.MEDIA, HitKind.READ_AHEAD_HIT, HitKind.FAST_WRITE]
+    assert simulate_requests(params.evolve(almost_read_hits=False), *args).hit[1] == HitKind.MEDIA
+
+
+def test_drive_parameters_refuse_bad_read_options():
+    with pytest.raises(ValueError, match="read_disconnect_s must hold 2 times"):
+        _toy(read_disconnect_s=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="read_disconnect_s"):
+        _toy(read_disconnect_s=(-1e-3, 0.0))
+    with pytest.raises(ValueError, match="hold_bus_read must be True or False"):
+        _toy(hold_bus_read=1)
+    with pytest.raises(ValueError, match="almost_read_hits must be True or False"):
+        _toy(almost_read_hits="yes")
