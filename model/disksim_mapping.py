@@ -447,7 +447,9 @@ def _g1_lbn_to_pbn_one(lbn, arrays):
     return cylinder, head, sector, angle, z
 
 
-@njit(cache=True)
+# _nrt=False: allocates nothing; numba's reference counting of the unpacked layout arrays costs
+# more than the mapping itself
+@njit(cache=True, _nrt=False)
 def _map_many(lbn, arrays, cylinder, head, sector, angle, zone):
     for i in range(lbn.size):
         c, h, s, a, z = lbn_to_pbn_one(lbn[i], arrays)
@@ -461,14 +463,16 @@ def _map_many(lbn, arrays, cylinder, head, sector, angle, zone):
 # ---------------------------------------------------------------------------
 # Track and cylinder boundaries (numba kernels of the per-request simulation)
 # ---------------------------------------------------------------------------
+# (_nrt=False, as _map_many: no allocation, and numba's reference counting of the layout's
+# arrays on every call took most of the simulation's time)
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _same_track(arrays, lbn, cyl, head):
     c, h, _, _, _ = lbn_to_pbn_one(lbn, arrays)
     return c == cyl and h == head
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def track_last_from(arrays, lbn, c, h, s, z, total):
     """(last block, its sector) on the track (c, h) holding *lbn*, whose sector
     *s* and zone *z* are known.
@@ -497,7 +501,7 @@ def track_last_from(arrays, lbn, c, h, s, z, total):
     return lo, s2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def track_last_lbn(arrays, lbn, total):
     """The last block on the track holding *lbn*."""
     c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
@@ -505,7 +509,7 @@ def track_last_lbn(arrays, lbn, total):
     return last
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def track_first_lbn(arrays, lbn, lowest):
     """The first block >= *lowest* on the track holding *lbn*.
 
@@ -530,13 +534,13 @@ def track_first_lbn(arrays, lbn, lowest):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def track_end_lbn(arrays, lbn, total):
     """One past the last block on the track holding *lbn*."""
     return track_last_lbn(arrays, lbn, total) + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def cylinder_end_lbn(arrays, lbn, total):
     """One past the last block on the cylinder holding *lbn*."""
     c, _, _, _, z = lbn_to_pbn_one(lbn, arrays)

@@ -17,8 +17,12 @@ from .media_access import access_media, move_time_s
 
 __all__ = []
 
+# The kernels run without numba's reference counting (_nrt=False): they allocate nothing, and
+# counting the references of the layout's arrays on every call took most of the simulation's
+# time (diskmodel.model.simulate._simulate).
 
-@njit(cache=True)
+
+@njit(cache=True, _nrt=False)
 def _read_ahead_limit(arrays, scheme, first, last, seg_first, max_ra, seg_size, keep, total, min_ra):
     """One past the last block the drive reads ahead after reading [first, last).
 
@@ -68,7 +72,7 @@ def _read_ahead_limit(arrays, scheme, first, last, seg_first, max_ra, seg_size, 
     return limit
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _lru(seg_used, nseg, skip):
     best = -1
     for i in range(nseg):
@@ -79,7 +83,7 @@ def _lru(seg_used, nseg, skip):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _invalidate(seg_start, seg_end, nseg, first, last, keep):
     for i in range(nseg):
         if i != keep and seg_start[i] < last and first < seg_end[i]:
@@ -87,7 +91,7 @@ def _invalidate(seg_start, seg_end, nseg, first, last, keep):
             seg_end[i] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready, pf_start, pf_cyl, pf_head, arrival,
                      in_sector):
     """When a read-ahead still running at *arrival* stops, and where it leaves the head.
@@ -122,7 +126,7 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
     return pf_ready[k], cyl, head
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                        pf_head, limit, scratch, total):
     """A running read-ahead carried on to *limit*: a read served from its segment raises the
@@ -151,7 +155,7 @@ def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_don
     return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s):
     """When the host has the last of *count* read blocks; the bus is the drive's from *tb* [s].
 
@@ -180,7 +184,7 @@ def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, recon
     return tb
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                      pf_head, pf_min, scratch, total):
     """A read-ahead short of its minimum when a request arrives: it cannot be stopped

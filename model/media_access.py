@@ -19,12 +19,16 @@ from .disksim_mapping import lbn_to_pbn_one, track_last_from
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
 
+# The kernels run without numba's reference counting (_nrt=False): they allocate nothing, and
+# counting the references of the layout's arrays on every call took most of the simulation's
+# time (diskmodel.model.simulate._simulate).
+
 #: An angle this close below a full turn counts as reached: rounding in the
 #: phase must not cost a spurious revolution.
 _EPS_REV = 1e-7
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def wait_for_angle(t, angle, period):
     """Time at or after *t* when the platter reaches *angle* [rev]."""
     phase = t / period
@@ -36,7 +40,7 @@ def wait_for_angle(t, angle, period):
     return t + d * period
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def move_time_s(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write_settle, is_write):
     """Time [s] to move the head to (to_cyl, to_head): the seek of the distance, at
     least the head switch when the surface changes, plus the write settle for a
@@ -55,7 +59,7 @@ def move_time_s(cyl, head, to_cyl, to_head, seek, write_seek, head_switch, write
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head, is_write, not_before, ready,
                  offset, stats, min_first_move, total):
     """Read or write *count* blocks from *start_lbn*, starting to move at *t*.

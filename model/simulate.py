@@ -207,8 +207,18 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
                       whole_number("start_head", start_head, maximum=p.layout.surfaces - 1)])
     out = np.zeros((6, n))
+    # the kernel's working arrays, made here: the kernel runs without numba's reference counting
+    # (_nrt=False, see _simulate), which cannot allocate
+    longest = int(blocks.max()) if n else 1
+    segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
+    seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
+    work = np.zeros((4, max(longest + 1, 3)))               # ready, not_before, stats, scratch
+    # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
+    pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
+                        + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
     _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
-              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start)
+              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start, segments, seg_used, work,
+              pf_ready)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
 
@@ -217,9 +227,15 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 # numba kernel: the request loop (the buffer's helpers: diskmodel.model.disksim_readahead)
 # ---------------------------------------------------------------------------
 
-@njit(cache=True)
-def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state):
-    """The request loop; *state* holds (clock, cylinder, head) on entry and on return."""
+# _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
+# every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
+# the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
+@njit(cache=True, _nrt=False)
+def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
+              seg_used, work, pf_ready):
+    """The request loop; *state* holds (clock, cylinder, head) on entry and on return; the
+    segments (first block, end, written; last use), ready, not_before, stats, scratch and the
+    read-ahead's block times are zeroed working arrays of the caller."""
     period = real[0]
     read_done = real[3]
     write_done = real[4]
@@ -255,28 +271,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     hold_read = ints[12] or never_disc
     almost = ints[13]
     total = arrays[0][arrays[0].size - 1]
-    max_spt = 1
-    for z in range(arrays[2].size):
-        if arrays[2][z] > max_spt:
-            max_spt = arrays[2][z]
-
-    seg_start = np.zeros(nseg, np.int64)
-    seg_end = np.zeros(nseg, np.int64)
-    seg_used = np.zeros(nseg)
-    seg_write = np.zeros(nseg, np.int64)
+    seg_start = segments[0]
+    seg_end = segments[1]
+    seg_write = segments[2]
     wseg = nseg - 1 if separate_w else -1
-
-    maxblocks = 1
-    for i in range(blocks.size):
-        if blocks[i] > maxblocks:
-            maxblocks = blocks[i]
-    ready = np.zeros(maxblocks + 1)
-    not_before = np.zeros(maxblocks + 1)
+    ready = work[0]
+    not_before = work[1]
+    stats = work[2]
+    scratch = work[3]
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
-    pf_size = max(max_ra, seg_size) + 3 * max_spt + maxblocks + 2
-    pf_ready = np.zeros(pf_size)
-    stats = np.zeros(3)
-    scratch = np.zeros(3)
+    pf_size = pf_ready.size
 
     cyl = int(state[1])
     head = int(state[2])
