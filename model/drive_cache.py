@@ -47,7 +47,11 @@ class DriveCache:
     fast_write_level : int
         DiskSim's "Fast write level": 0 with write-through; 1 (only writes
         appending to dirty data, or arriving once it is on the media) or 2
-        (every write) with write-back. Default: 2 if write_back else 0.
+        (every write) with write-back, as DiskSim's manual puts it. One
+        request at a time DiskSim's code treats 1 and 2 alike: a write that
+        does not append to an earlier write still going to the media waits
+        for it (``disk_buffer_stopable_access``), and the per-request
+        simulation follows the code. Default: 2 if write_back else 0.
     read_ahead_scheme : int
         DiskSim's "Buffer continuous read" (:data:`READ_AHEAD_SCHEMES`);
         default 3 (fill the segment) when read_ahead_bytes > 0, else 0.
