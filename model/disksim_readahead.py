@@ -185,6 +185,15 @@ def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, recon
 
 
 @njit(cache=True, _nrt=False)
+def _segment_end_at(seg_start, seg_end, seg, end, seg_size):
+    """Segment *seg* now ends at block *end* and keeps its last *seg_size* blocks: the segment is
+    circular (``disk_buffer_segment_wrap``, ``src/disksim_diskcache.c``)."""
+    seg_end[seg] = end
+    if end - seg_start[seg] > seg_size:
+        seg_start[seg] = end - seg_size
+
+
+@njit(cache=True, _nrt=False)
 def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                      pf_head, pf_min, scratch, total):
     """A read-ahead short of its minimum when a request arrives: it cannot be stopped

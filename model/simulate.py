@@ -96,7 +96,7 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _invalidate, _lru, _read_ahead_limit, _read_to_minimum,
-                                _send_read_blocks, _stop_read_ahead)
+                                _segment_end_at, _send_read_blocks, _stop_read_ahead)
 from .drive_parameters import DriveParameters
 from .media_access import access_media
 
@@ -325,9 +325,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     hi = mid
             if k > pf_done:
                 pf_done = k
-                seg_end[pf_seg] = pf_base + k
-                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
-                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                _segment_end_at(seg_start, seg_end, pf_seg, pf_base + k, seg_size)
             if pf_done >= pf_count:
                 pf_active = False
                 mech_free = pf_ready[pf_count - 1]
@@ -396,9 +394,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                        water, hold_read, read_disc[prev_write], reselect + data_prep, bus_r)
                 done = tb + read_done
                 pf_done = last - pf_base
-                seg_end[pf_seg] = last
-                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
-                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
                 if pf_done >= pf_count:
                     pf_active = False
@@ -414,9 +410,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     stop, cyl, head, pf_base, pf_count = _read_to_minimum(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, pf_min, scratch, total)
-                    seg_end[pf_seg] = pf_min
-                    if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
-                        seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                    _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
                     start = max(arrival + ovh, stop)
                 elif pf_active:
                     pf_active = False
@@ -522,9 +516,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 stop, cyl, head, pf_base, pf_count = _read_to_minimum(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, pf_min, scratch, total)
-                seg_end[pf_seg] = pf_min
-                if seg_end[pf_seg] - seg_start[pf_seg] > seg_size:
-                    seg_start[pf_seg] = seg_end[pf_seg] - seg_size
+                _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
                 mech_free = max(arrival + mech_ovh, stop)
                 ra_held = stop
             elif pf_active:
