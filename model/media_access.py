@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .disksim_mapping import lbn_to_pbn_one, track_last_from
+from .disksim_mapping import lbn_to_pbn_one, track_last_from, writes_step_over_holes
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
 
@@ -77,6 +77,8 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     t_begin = t
     k = 0
     first_run = True
+    step_over = writes_step_over_holes(arrays)
+    written_on_track = False
     while k < count:
         x = start_lbn + k
         c, h, s, a, z = lbn_to_pbn_one(x, arrays)
@@ -90,16 +92,24 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
                 stats[0] = t - t_begin
             cyl = c
             head = h
+            written_on_track = False
         if is_write:
             # block by block: each sector needs its data
             t_ready = t
             if not_before[k] > t_ready:
                 t_ready = not_before[k]
-            t_start = wait_for_angle(t_ready, a, period)
+            if step_over and written_on_track:
+                # g2: DiskSim writes the track's next block one sector time on, its unmapped
+                # sectors skipped (writes_step_over_holes): the head's angle now, not the block's
+                phase = t / period
+                t_start = wait_for_angle(t_ready, phase - np.floor(phase), period)
+            else:
+                t_start = wait_for_angle(t_ready, a, period)
             if first_run:
                 stats[1] = t_start - t
             t = t_start + sector_time
             ready[offset + k] = t
+            written_on_track = True
             k += 1
             first_run = False
             continue
