@@ -12,8 +12,9 @@ those records mean for the model:
 * :func:`zone_geometry`: the zones as a :class:`~diskmodel.model.zones.Geometry`;
 * :func:`load_disksim_drive`: a drive folder as a :class:`DiskSimDrive`, its
   files and the :class:`~diskmodel.model.disk.Disk` they describe;
-* :func:`zone_layout` and :func:`drive_parameters`: the LBN mapping and the
-  parameters of the per-request simulation (:mod:`diskmodel.model.simulate`);
+* :func:`zone_layout` and :func:`drive_parameters`: the LBN mapping (a g1,
+  g2 or g4 layout) and the parameters of the per-request simulation
+  (:mod:`diskmodel.model.simulate`);
 * :func:`simulate_trace` and :func:`validate_drive`: a drive's trace
   simulated and compared with the measured service times.
 

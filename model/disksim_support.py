@@ -18,6 +18,12 @@ file, is in one of four groups:
 A key in no group, or a value the simulation does not implement, raises
 :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError` naming the file,
 the line and the parameter, never a silent default.
+
+Every layout DiskSim 4.0 defines is honoured: ``dm_layout_g1`` (every sparing
+and mapping scheme, slips, defects; :mod:`diskmodel.model.disksim_mapping`),
+``dm_layout_g2`` (zones and an extent map, DiskSim's skew rule;
+:mod:`diskmodel.model.disksim_g2`) and ``dm_layout_g4`` (tables, slips,
+remaps; :mod:`diskmodel.model.disksim_g4`).
 """
 from __future__ import annotations
 

@@ -270,3 +270,15 @@ def _copy(folder: Path, tmp_path: Path) -> Path:
     copy = tmp_path / folder.name
     shutil.copytree(folder, copy)
     return copy
+
+
+def test_an_extent_whose_blocks_lie_in_another_zone_is_an_error(folders, tmp_path):
+    # DiskSim takes a block's sectors per track by its number (st_lbn) but its angle by its
+    # cylinder (pbn_skew_new): the simulation needs the two zones to be one
+    folder = _copy(folders["hp_c2247a_g2"], tmp_path)
+    model = next(folder.glob("*.model"))
+    text = model.read_text().replace("Last LBN = 664799,", "Last LBN = 664699,", 1)
+    model.write_text(text.replace("First LBN = 664800,", "First LBN = 664700,", 1))
+    with pytest.raises(DiskSimFormatError, match=r"hp_c2247a\.g2map:6927: the extent's blocks 664608\.\.664703 "
+                                                 r"are not all in the zone of its cylinder 534"):
+        read_model_file(model)

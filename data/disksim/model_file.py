@@ -533,22 +533,23 @@ def _check_g2_extents(path, zones, extents, numbers, block, cylinders) -> None:
     first_lbn = np.array([z.first_lbn for z in zones])
     last_lbn = np.array([z.last_lbn for z in zones])
     spt = np.array([z.blocks_per_track for z in zones])
-    for column, end, what in ((0, 0, "first"), (0, 4, "last")):
-        lbn = extents[:, 0] + (extents[:, 4] - 1 if end else 0)
-        by_lbn = np.searchsorted(first_lbn, lbn, side="right") - 1
-        bad = (by_lbn < 0) | (lbn > last_lbn[np.maximum(by_lbn, 0)])
+    by_lbn = []
+    for what, lbn in (("first", extents[:, 0]), ("last", extents[:, 0] + extents[:, 4] - 1)):
+        holder = np.searchsorted(first_lbn, lbn, side="right") - 1
+        bad = (holder < 0) | (lbn > last_lbn[np.maximum(holder, 0)])
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DiskSimFormatError(path, int(numbers[i]), f"the extent's {what} block {lbn[i]} is in no zone's "
                                      f"First LBN .. Last LBN (DiskSim's find_zone_lbn fails)")
-        if end:
-            across = by_lbn != (np.searchsorted(first_lbn, extents[:, 0], side="right") - 1)
-            wrong = across | (by_lbn != zone)
-            if wrong.any():
-                i = int(np.flatnonzero(wrong)[0])
-                raise DiskSimFormatError(path, int(numbers[i]), f"the extent's blocks {extents[i, 0]}.."
-                                         f"{lbn[i]} are not all in the zone of its cylinder {extents[i, 1]} "
-                                         "(the simulation takes a block's zone by its cylinder)")
+        by_lbn.append(holder)
+    # DiskSim's st_lbn takes a block's zone by its number, st_pbn, sector_width and pbn_skew by its
+    # cylinder; the simulation has one zone per block, so the two must agree
+    wrong = (by_lbn[0] != by_lbn[1]) | (by_lbn[0] != zone)
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise DiskSimFormatError(path, int(numbers[i]), f"the extent's blocks {extents[i, 0]}.."
+                                 f"{extents[i, 0] + extents[i, 4] - 1} are not all in the zone of its cylinder "
+                                 f"{extents[i, 1]} (the simulation takes a block's zone by its cylinder)")
     over = extents[:, 3] + extents[:, 4] > spt[zone]
     if over.any():
         i = int(np.flatnonzero(over)[0])
