@@ -282,3 +282,15 @@ def test_an_extent_whose_blocks_lie_in_another_zone_is_an_error(folders, tmp_pat
     with pytest.raises(DiskSimFormatError, match=r"hp_c2247a\.g2map:6927: the extent's blocks 664608\.\.664703 "
                                                  r"are not all in the zone of its cylinder 534"):
         read_model_file(model)
+
+
+def test_map_lines_are_read_as_disksims_fscanf_reads_them(folders, tmp_path):
+    # a blank in fscanf's format matches any white space or none; a count word other than
+    # "seqcnt" is the number of blocks itself (layout_g2_loadmap)
+    folder = _copy(folders["hp_c2247a_g2"], tmp_path)
+    path = folder / "hp_c2247a.g2map"
+    _edit(path, 4, "lbn 0-->cyl 1,head  4,sect 0,len 96")
+    _edit(path, 3, "2051 cylinders,0 rot,   13 heads")
+    layout = read_model_file(next(folder.glob("*.model"))).layout
+    assert layout.extents[0].tolist() == [0, 1, 4, 0, 96]
+    assert (layout.map_cylinders, layout.map_heads) == (2051, 13)

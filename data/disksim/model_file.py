@@ -26,8 +26,8 @@ import numpy as np
 
 from .syntax import MS, Block, DiskSimFormatError, read_text, resolve_block, single_block
 
-__all__ = ["G1Layout", "G1Zone", "G2Layout", "G2Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable", "read_model_file",
-           "read_seek_table"]
+__all__ = ["G1Layout", "G1Zone", "G2Layout", "G2Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable",
+           "read_g2_map", "read_model_file", "read_seek_table"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -415,9 +415,11 @@ def _g2_zone(block: Block) -> G2Zone:
     return zone
 
 
-_G2_HEADER = re.compile(r"\s*(-?\d+) cylinders, (-?\d+) rot, (-?\d+) heads\s*")
-_G2_EXTENT = re.compile(r"\s*lbn (-?\d+) --> cyl (-?\d+), head (-?\d+), sect (-?\d+), (\S+) (-?\d+)\s*")
-_G2_DEFECT = re.compile(r"\s*Defect at cyl (-?\d+), head (-?\d+), sect (-?\d+)\s*")
+# layout_g2_loadmap's fscanf formats: a blank in the format matches any white space, none too
+_G2_HEADER = re.compile(r"\s*([-+]?\d+)\s*cylinders,\s*[-+]?\d+\s*rot,\s*([-+]?\d+)\s*heads\s*")
+_G2_EXTENT = re.compile(r"\s*lbn\s*([-+]?\d+)\s*-->\s*cyl\s*([-+]?\d+),\s*head\s*([-+]?\d+),\s*sect\s*"
+                        r"([-+]?\d+),\s*(\S+)\s+([-+]?\d+)\s*")
+_G2_DEFECT = re.compile(r"\s*Defect\s*at\s*cyl\s*([-+]?\d+),\s*head\s*([-+]?\d+),\s*sect\s*([-+]?\d+)\s*")
 
 
 def read_g2_map(path) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
@@ -439,7 +441,7 @@ def read_g2_map(path) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
     match = _G2_HEADER.fullmatch(lines[2])
     if match is None:
         raise DiskSimFormatError(path, 3, f"expected 'C cylinders, R rot, H heads' (got {lines[2].strip()!r})")
-    cylinders, heads = int(match.group(1)), int(match.group(3))
+    cylinders, heads = int(match.group(1)), int(match.group(2))
     if cylinders < 1 or heads < 1:
         raise DiskSimFormatError(path, 3, f"cylinders and heads must be >= 1 (got {cylinders}, {heads})")
     extents, numbers, defects = [], [], []

@@ -9,9 +9,10 @@ Usage: python make_g2.py [DISKSIM_BUILD_DIR]
    raw layout map of hp_c2247a's own g1 layout: every LBN through DiskSim's
    ``dm_translate_ltop``, runs on one track joined into extents (``hp_c2247a.g2map``).
 2. :func:`odd_map` edits that map into layouts a g1 layout cannot express
-   (:data:`ODD`; :func:`make_folder` applies them for a variant with ``"odd": true``): whole tracks moved to spare tracks of their
-   zone, sectors left unmapped inside a track (listed as defects) with the blocks
-   that no longer fit put on a spare track, a track whose first sectors are unmapped.
+   (:data:`ODD`; :func:`make_folder` applies them for a variant with ``"odd": true``): whole
+   tracks moved to spare tracks of their zone, sectors left unmapped inside a track
+   (listed as defects) with the blocks that no longer fit put on a spare track, a track
+   whose first sectors are unmapped.
 3. :func:`make_folder` writes a variant drive folder: the bundled drive with its
    ``dm_layout_g1`` replaced by a ``dm_layout_g2`` naming the map (zones: the g1
    zones' cylinders, blocks per track and skews, their first and last LBN read from
