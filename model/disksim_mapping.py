@@ -390,25 +390,26 @@ _G4_TUPLE = 16
 _G2_TUPLE = 17
 
 
-def writes_step_over_holes(arrays):
-    """Whether a write passes an unmapped sector of a track in no time (a g2 layout). For njit code.
+def steps_over_unmapped_sectors(arrays):
+    """Whether the media pass a track's unmapped sectors in no time (a g2 layout). For njit code.
 
-    DiskSim's controller writes a track one block a sector time
+    DiskSim's controller reads and writes a track one block a sector time
     (``disk_buffer_sector_done``, src/disksim_diskctlr.c: ``curr->blkno++`` and
-    one ``dm_xfertime`` of a sector per step), so a g2 track's unmapped
-    sectors (``ptol`` gives ``DM_NX``) cost a write nothing: DiskSim 4.0's
-    times on the odd g2 map of tests/golden/disksim_g2 (a write over 3
-    unmapped sectors took 3 sector times less than the platter's turn), while
-    a read over them took their time. A constant when the caller is compiled
-    (by the length of *arrays*, as :func:`lbn_to_pbn_one`): g1 and g4 layouts
-    keep their code and speed (whether g1's slipped sectors behave alike in
-    DiskSim was not checked).
+    one ``dm_xfertime`` of a sector per step), so the sectors of a g2 track
+    that no extent maps (``ptol`` gives ``DM_NX``) cost nothing: DiskSim 4.0's
+    own times on the odd g2 map of tests/golden/disksim_g2 (a write over 3
+    unmapped sectors took 3 sector times less than the platter's turn would;
+    a 2-block read over them 0.105 ms less, the rest hidden behind the bus).
+    A constant when the caller is compiled (by the length of *arrays*, as
+    :func:`lbn_to_pbn_one`): g1 and g4 layouts keep their code and speed, and
+    g1's slipped sectors keep their time (whether DiskSim passes those in no
+    time too was not checked).
     """
-    raise NotImplementedError("writes_step_over_holes is for numba-compiled code")
+    raise NotImplementedError("steps_over_unmapped_sectors is for numba-compiled code")
 
 
-@overload(writes_step_over_holes, inline="always")
-def _writes_step_over_holes_for(arrays):
+@overload(steps_over_unmapped_sectors, inline="always")
+def _steps_over_unmapped_sectors_for(arrays):
     flag = len(arrays) == _G2_TUPLE
 
     def constant(arrays):

@@ -180,7 +180,10 @@ def make_folder(variant, where: Path) -> Path:
     model = next(folder.glob("*.model"))
     model.write_text(g2_model_text(model.read_text(), map_name, extents))
     if variant["trace"]:
-        shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
+        text = (HERE / variant["trace"]).read_text()
+        if variant.get("reads_only"):
+            text = re.sub(r"^W ", "R ", text, flags=re.M)
+        next(folder.glob("*.trace")).write_text(text)
     return folder
 
 
