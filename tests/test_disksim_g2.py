@@ -294,3 +294,31 @@ def test_map_lines_are_read_as_disksims_fscanf_reads_them(folders, tmp_path):
     layout = read_model_file(next(folder.glob("*.model"))).layout
     assert layout.extents[0].tolist() == [0, 1, 4, 0, 96]
     assert (layout.map_cylinders, layout.map_heads) == (2051, 13)
+
+
+def test_the_map_is_found_beside_the_file_holding_the_layout_block(tmp_path):
+    # DiskSim's lp_search_path(lp_cwd, name): lp_cwd is the folder of the file the layout block
+    # comes from (lp_loadparams), here a sourced layout in a sub-folder, not the model's folder
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "tiny.g2map").write_text("# tiny\n# 1 surface, 10 cylinders of 100 sectors\n10 cylinders, 6000 rot, 1 heads\n"
+                                   + "".join(f"lbn {100 * c} --> cyl {c}, head 0, sect 0, seqcnt 99\n"
+                                             for c in range(10)))
+    (sub / "layout.model").write_text(
+        "dm_layout_g2 {\n  Layout Map File = tiny.g2map,\n  Zones = [ dm_layout_g2_zone {\n"
+        "    First cylinder number = 0, Last cylinder number = 9, First LBN = 0, Last LBN = 999,\n"
+        "    Blocks per track = 100, Zone Skew = 10, Skew for track switch = 5, Skew for cylinder switch = 20 } ]\n}\n")
+    (tmp_path / "m.model").write_text(
+        "dm_disk M {\n  Block count = 1000,\n  Number of data surfaces = 1,\n  Number of cylinders = 10,\n"
+        "  Mechanical Model = dm_mech_g1 {\n    Seek type = hpl,\n    Head switch time = 1.0,\n"
+        "    Rotation speed (in rpms) = 6000,\n    HPL seek equation values = [ 300, 3.81, 0.33, 7.75, 0.0059, -1 ],\n"
+        "  },\n  Layout Model = source sub/layout.model\n}\n")
+    model = read_model_file(tmp_path / "m.model")
+    assert model.layout.map_path == sub / "tiny.g2map"
+    layout = zone_layout(model)
+    # cylinder 0 keeps 0 (precompute_skews never "meets" it), cylinder 1 gets 0 + 20 sectors,
+    # cylinder 2 40, ...: the zone skew (10) would go to the zone's first cylinder, 0, which is
+    # preset and so never gets it; a block's angle adds its sector; a sector is 2^32 // 100
+    _, _, _, a, _ = layout.lbn_to_pbn(np.array([0, 5, 100, 250, 999]))
+    sectors = np.array([0, 5, 20, 40 + 50, 9 * 20 + 99])
+    np.testing.assert_array_equal(a, (sectors * (_TURN // 100) % _TURN) / _TURN)
