@@ -54,8 +54,8 @@ from numba.extending import overload
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, one_of, show, whole_number
-from .disksim_g4 import _row_of as _zone_of  # one binary search over first blocks, g1 zones and g4 rows alike
 from .disksim_g2 import G2_EXTENT_FIELDS, g2_lbn_to_pbn_one, g2_tables
+from .disksim_g4 import _row_of as _zone_of  # one binary search over first blocks, g1 zones and g4 rows alike
 from .disksim_g4 import (G4_ROW_FIELDS, g4_lbn_to_pbn_one, g4_mapped_blocks, g4_remap_table, g4_row_cylinders,
                          g4_rows, g4_slip_table)
 
