@@ -322,3 +322,12 @@ def test_the_map_is_found_beside_the_file_holding_the_layout_block(tmp_path):
     _, _, _, a, _ = layout.lbn_to_pbn(np.array([0, 5, 100, 250, 999]))
     sectors = np.array([0, 5, 20, 40 + 50, 9 * 20 + 99])
     np.testing.assert_array_equal(a, (sectors * (_TURN // 100) % _TURN) / _TURN)
+
+
+def test_skews_in_revolutions():
+    # "Skew units = revolutions": dm_angle_dtoi of the value (0.5 turn = 2^31). Cylinder 1 gets
+    # cylinder 0's switch (0.5), passes it on to cylinder 2, which adds its own: 1.0 turn = 0
+    layout = G2ZoneLayout.from_map(1, [(0, 2)], [4], [(0.25, 0.125, 0.5)], ["revolutions"],
+                                   [(4 * c, c, 0, 0, 4) for c in range(3)], 3, 12)
+    _, _, _, a, _ = layout.lbn_to_pbn(np.array([0, 4, 8, 9]))
+    np.testing.assert_array_equal(a, [0.0, 0.5, 0.0, 0.25])
