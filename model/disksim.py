@@ -12,8 +12,9 @@ those records mean for the model:
 * :func:`zone_geometry`: the zones as a :class:`~diskmodel.model.zones.Geometry`;
 * :func:`load_disksim_drive`: a drive folder as a :class:`DiskSimDrive`, its
   files and the :class:`~diskmodel.model.disk.Disk` they describe;
-* :func:`zone_layout` and :func:`drive_parameters`: the LBN mapping and the
-  parameters of the per-request simulation (:mod:`diskmodel.model.simulate`);
+* :func:`zone_layout` and :func:`drive_parameters`: the LBN mapping (a g1,
+  g2 or g4 layout) and the parameters of the per-request simulation
+  (:mod:`diskmodel.model.simulate`);
 * :func:`simulate_trace` and :func:`validate_drive`: a drive's trace
   simulated and compared with the measured service times.
 
@@ -27,14 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, DiskSimFolder, Trace, read_drive_folder
-from diskmodel.data.disksim.model_file import G1Layout, G4Layout, MechModel, ModelFile, SeekTable
+from diskmodel.data.disksim.model_file import G1Layout, G2Layout, G4Layout, MechModel, ModelFile, SeekTable
 from diskmodel.data.disksim.syntax import MS
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, show
 from .disk import Disk
 from .drive_cache import DriveCache
-from .disksim_mapping import G4ZoneLayout, ZoneLayout
+from .disksim_mapping import G2ZoneLayout, G4ZoneLayout, ZoneLayout
 from .disksim_support import check_honoured
 from .drive_parameters import DriveParameters, buffer_fields
 from .presets import covering_skews_sectors
@@ -139,7 +140,7 @@ def g4_zone_table(layout: G4Layout, surfaces: int) -> np.ndarray:
 
 def span_cylinders(model: ModelFile) -> int:
     """Cylinders the layout uses (one more than listed where the zones end past the count)."""
-    if isinstance(model.layout, G1Layout):
+    if isinstance(model.layout, (G1Layout, G2Layout)):
         return max(model.cylinders, model.layout.zones[-1].last_cylinder + 1)
     return max(model.cylinders, int(g4_zone_table(model.layout, model.surfaces)[-1, 1]) + 1)
 
@@ -172,6 +173,15 @@ def zone_geometry(model: ModelFile) -> Geometry:
                                                one_cylinder_s)
                 zones.append(Zone(int(first), int(last), sectors_per_track, *skews))
         return Geometry(model.surfaces, tuple(zones))
+    if isinstance(model.layout, G2Layout):
+        listed = model.layout.zones
+        ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
+
+        def sectors(z, skew):
+            return int(round(skew * z.blocks_per_track if z.skew_units == "revolutions" else skew))
+        zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track, sectors(z, z.track_skew),
+                           sectors(z, z.cylinder_skew)) for z, end in zip(listed, ends))
+        return Geometry(model.surfaces, zones)
     listed = model.zones
     ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
     zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track,
@@ -182,7 +192,15 @@ def zone_geometry(model: ModelFile) -> Geometry:
 
 def zone_layout(model: ModelFile) -> ZoneLayout:
     """The layout of a model file as a :class:`ZoneLayout`: g1 zones (skews,
-    spares, slips, defects), or a g4 layout's tables as a :class:`G4ZoneLayout`."""
+    spares, slips, defects), a g2 layout's zones and extent map as a
+    :class:`G2ZoneLayout`, or a g4 layout's tables as a :class:`G4ZoneLayout`."""
+    if isinstance(model.layout, G2Layout):
+        g2 = model.layout
+        return G2ZoneLayout.from_map(
+            model.surfaces, [(z.first_cylinder, z.last_cylinder) for z in g2.zones],
+            [z.blocks_per_track for z in g2.zones],
+            [(z.zone_skew, z.track_skew, z.cylinder_skew) for z in g2.zones], [z.skew_units for z in g2.zones],
+            g2.extents, model.cylinders, model.block_count)
     if isinstance(model.layout, G4Layout):
         g4 = model.layout
         return G4ZoneLayout.from_tables(model.surfaces, g4.tp, g4.idx, g4.idx_child_types, g4.slips, g4.remaps,
@@ -273,6 +291,9 @@ def _disk(files: DiskSimFolder) -> Disk:
         estimates.append(("geometry", "g4 layout: zones from the root index runs with their mean sectors per "
                                       "track, skews covering the head switch and the one-cylinder seek; the "
                                       "drive's serpentine LBN order is not represented"))
+    if isinstance(model.layout, G2Layout):
+        estimates.append(("geometry", "g2 layout: the zones' cylinders, sectors per track and skews; the extent "
+                                      "map (moved or unmapped tracks and sectors) is not represented"))
     read_block_s = block_transfer_time_s(files)[0]
     return Disk(
         name=files.name, geometry=zone_geometry(model), seek=seek_curve(model), rpm=mech.rpm,
@@ -281,7 +302,7 @@ def _disk(files: DiskSimFolder) -> Disk:
         interface_rate_bytes_per_s=512.0 / read_block_s if read_block_s > 0 else float("inf"),
         cache_size_bytes=specs.cache_size_bytes, drive_cache=drive_cache(specs),
         provenance=f"DiskSim 4.0 validation files in {files.folder} (settle is inside the measured seek curve; "
-                   "spares, slips and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
+                   "spares, slips, g2 extents and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
         estimates=tuple(estimates))
 
 

@@ -35,7 +35,8 @@ DiskSim 4.0, diskmodel/layout_g1.c, functions ``g1_ltop_*`` and
 
 DiskSim's g4 layout (:mod:`diskmodel.model.disksim_g4`) compiles into the same
 kernel arrays as a :class:`G4ZoneLayout`, one "zone" per leaf range of its
-tree, so the kernels below serve both.
+tree, and its g2 layout (:mod:`diskmodel.model.disksim_g2`, an extent map) as a
+:class:`G2ZoneLayout`, so the kernels below serve all three.
 
 Everything is pure numpy (with numba kernels shared with the per-request
 simulation, :mod:`diskmodel.model.simulate`); no I/O. DiskSim's files become
@@ -53,6 +54,7 @@ from numba.extending import overload
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, one_of, show, whole_number
+from .disksim_g2 import G2_EXTENT_FIELDS, g2_lbn_to_pbn_one, g2_tables
 from .disksim_g4 import _row_of as _zone_of  # one binary search over first blocks, g1 zones and g4 rows alike
 from .disksim_g4 import (G4_ROW_FIELDS, g4_lbn_to_pbn_one, g4_mapped_blocks, g4_remap_table, g4_row_cylinders,
                          g4_rows, g4_slip_table)
@@ -193,8 +195,9 @@ class ZoneLayout:
         Element 0 holds each zone's first block (and the blocks the zones
         hold), 2 each zone's sectors per track, 10 (surfaces, sparing scheme,
         mapping scheme, rangesize); 11 and 12 the defects. A g4 layout's
-        tuple has three more elements, its tables: the kernels are compiled
-        for each length, so a g1 layout pays nothing for g4's code.
+        tuple has three more elements, its tables, a g2 layout's four: the
+        kernels are compiled for each length, so a g1 layout pays nothing for
+        the others' code.
         """
         return (self._first_lbn, self.first_cylinder, self.sectors_per_track, self.empty_space_sectors,
                 self.spares, self.first_block_offset_sectors, self.track_skew_sectors,
@@ -289,6 +292,71 @@ class G4ZoneLayout(ZoneLayout):
         return self.g4_rows, self.g4_slips, self.g4_remaps
 
 
+@dataclass(frozen=True, eq=False)
+class G2ZoneLayout(ZoneLayout):
+    """DiskSim's g2 layout for the kernels: its zones, and its extent map.
+
+    Build with :meth:`from_map`. The g1 fields hold what the simulation reads
+    of a zone (cylinders, sectors per track) and zeros elsewhere; a block's
+    zone is the zone of its cylinder (DiskSim's ``find_zone_pbn``).
+    ``g2_first_lbn``, ``g2_extents``, ``g2_width``, ``g2_track_angle``: the
+    tables of :func:`~diskmodel.model.disksim_g2.g2_tables`.
+    """
+
+    g2_first_lbn: np.ndarray | None = None
+    g2_extents: np.ndarray | None = None
+    g2_width: np.ndarray | None = None
+    g2_track_angle: np.ndarray | None = None
+
+    @classmethod
+    def from_map(cls, surfaces, zone_cylinders, sectors_per_track, skews, units, extents, cylinders,
+                 block_count) -> "G2ZoneLayout":
+        """From a ``dm_layout_g2``'s zones ((z, 2) cylinders, spt, (z, 3) skews as
+        written, their units) and extents ((n, 5): lbn, cylinder, head, sector,
+        blocks), the disk's cylinders and block count (as
+        :class:`~diskmodel.data.disksim.model_file.G2Layout` holds them)."""
+        first_lbn, rows, width, track_angle = g2_tables(extents, zone_cylinders, sectors_per_track, skews, units,
+                                                        cylinders)
+        zone_cylinders = np.asarray(zone_cylinders, dtype=np.int64).reshape(-1, 2)
+        zeros = np.zeros(zone_cylinders.shape[0])
+        return cls(surfaces=surfaces, first_cylinder=zone_cylinders[:, 0], last_cylinder=zone_cylinders[:, 1],
+                   sectors_per_track=sectors_per_track, first_block_offset_sectors=zeros,
+                   track_skew_sectors=zeros, cylinder_skew_sectors=zeros,
+                   empty_space_sectors=zeros.astype(np.int64), spares=zeros.astype(np.int64), slips=(),
+                   block_count=min(int(block_count), int(first_lbn[-1])), g2_first_lbn=first_lbn,
+                   g2_extents=rows, g2_width=width, g2_track_angle=track_angle)
+
+    def __post_init__(self):
+        for name, ndim in (("g2_first_lbn", 1), ("g2_extents", 2), ("g2_width", 1), ("g2_track_angle", 2)):
+            array = np.asarray(getattr(self, name))
+            if array.dtype.kind != "i" or array.ndim != ndim:
+                raise ValueError(f"{name} must be a {ndim}-d int array (got {show(array)})")
+            object.__setattr__(self, name, np.ascontiguousarray(array, dtype=np.int64))
+        if self.g2_extents.shape != (self.g2_first_lbn.size - 1, len(G2_EXTENT_FIELDS)):
+            raise ValueError(f"g2_extents must hold {len(G2_EXTENT_FIELDS)} columns and one row per extent "
+                             f"({self.g2_first_lbn.size - 1}; got shape {self.g2_extents.shape})")
+        if self.sparing_scheme or self.mapping_scheme or self.slips or self.defects:
+            raise ValueError("a G2ZoneLayout takes its mapping from its extents "
+                             "(g1 sparing, mapping, slips and defects must be left out)")
+        if self.g2_width.size != np.size(self.first_cylinder):
+            raise ValueError(f"g2_width must hold one value per zone ({np.size(self.first_cylinder)}; "
+                             f"got {self.g2_width.size})")
+        if self.g2_extents.size and (self.g2_extents[:, 3].min() < 0
+                                     or self.g2_extents[:, 3].max() >= self.g2_width.size):
+            raise ValueError("g2_extents' zone column must name a zone")
+        super().__post_init__()
+
+    def blocks_per_zone(self) -> np.ndarray:
+        """Blocks the extents put on each zone's cylinders."""
+        blocks = np.diff(self.g2_first_lbn)
+        return np.bincount(self.g2_extents[:, 3], weights=blocks,
+                           minlength=np.size(self.first_cylinder)).astype(np.int64)
+
+    def _g4_tables(self) -> tuple:
+        # one element more than a g4 layout's tables: the kernels tell them apart by length
+        return self.g2_first_lbn, self.g2_extents, self.g2_width, self.g2_track_angle
+
+
 def lbn_to_pbn_one(lbn, arrays):
     """One block: (cylinder, head, sector, angle_rev, zone). Numba kernel (for njit code).
 
@@ -311,10 +379,42 @@ def _lbn_to_pbn_one_for(lbn, arrays):
         def g4(lbn, arrays):
             return g4_lbn_to_pbn_one(lbn, arrays[0], arrays[13], arrays[14], arrays[15])
         return g4
+    if len(arrays) == _G2_TUPLE:
+        def g2(lbn, arrays):
+            return g2_lbn_to_pbn_one(lbn, arrays[13], arrays[14], arrays[15])
+        return g2
     return _g1_lbn_to_pbn_one
 
 
 _G4_TUPLE = 16
+_G2_TUPLE = 17
+
+
+def steps_over_unmapped_sectors(arrays):
+    """Whether the media pass a track's unmapped sectors in no time (a g2 layout). For njit code.
+
+    DiskSim's controller reads and writes a track one block a sector time
+    (``disk_buffer_sector_done``, src/disksim_diskctlr.c: ``curr->blkno++`` and
+    one ``dm_xfertime`` of a sector per step), so the sectors of a g2 track
+    that no extent maps (``ptol`` gives ``DM_NX``) cost nothing: DiskSim 4.0's
+    own times on the odd g2 map of tests/golden/disksim_g2 (a write over 3
+    unmapped sectors took 3 sector times less than the platter's turn would;
+    a 2-block read over them 0.105 ms less, the rest hidden behind the bus).
+    A constant when the caller is compiled (by the length of *arrays*, as
+    :func:`lbn_to_pbn_one`): g1 and g4 layouts keep their code and speed, and
+    g1's slipped sectors keep their time (whether DiskSim passes those in no
+    time too was not checked).
+    """
+    raise NotImplementedError("steps_over_unmapped_sectors is for numba-compiled code")
+
+
+@overload(steps_over_unmapped_sectors, inline="always")
+def _steps_over_unmapped_sectors_for(arrays):
+    flag = len(arrays) == _G2_TUPLE
+
+    def constant(arrays):
+        return flag
+    return constant
 
 
 def _g1_lbn_to_pbn_one(lbn, arrays):

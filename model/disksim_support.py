@@ -18,10 +18,16 @@ file, is in one of four groups:
 A key in no group, or a value the simulation does not implement, raises
 :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError` naming the file,
 the line and the parameter, never a silent default.
+
+Every layout DiskSim 4.0 defines is honoured: ``dm_layout_g1`` (every sparing
+and mapping scheme, slips, defects; :mod:`diskmodel.model.disksim_mapping`),
+``dm_layout_g2`` (zones and an extent map, DiskSim's skew rule;
+:mod:`diskmodel.model.disksim_g2`) and ``dm_layout_g4`` (tables, slips,
+remaps; :mod:`diskmodel.model.disksim_g4`).
 """
 from __future__ import annotations
 
-from diskmodel.data.disksim.model_file import G1Layout, G4Layout, ModelFile
+from diskmodel.data.disksim.model_file import G1Layout, G2Layout, G4Layout, ModelFile
 from diskmodel.data.disksim.syntax import Block, DiskSimFormatError, _normalise_key
 
 __all__ = ["check_honoured"]
@@ -139,9 +145,9 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
                                  f"Minimum read-ahead (blks) = {minimum!r} is honoured by the per-request "
                                  "simulation only with fast writes (DiskSim 4.0 fails without them)")
     # Every layout DiskSim defines is honoured: g1 (every sparing scheme, slips, defects
-    # remapped in place or elsewhere) and g4 (tables, slips, remaps), see
-    # diskmodel.model.disksim_mapping and diskmodel.model.disksim_g4.
-    if not isinstance(model.layout, (G1Layout, G4Layout)):
+    # remapped in place or elsewhere), g2 (zones and an extent map, its skew rule) and g4
+    # (tables, slips, remaps), see diskmodel.model.disksim_mapping, disksim_g2 and disksim_g4.
+    if not isinstance(model.layout, (G1Layout, G2Layout, G4Layout)):
         raise DiskSimFormatError(model.path, model.layout_line,
                                  f"Layout Model {type(model.layout).__name__} is not honoured by the per-request "
-                                 "simulation (it implements dm_layout_g1 and dm_layout_g4)")
+                                 "simulation (it implements dm_layout_g1, dm_layout_g2 and dm_layout_g4)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .disksim_mapping import lbn_to_pbn_one, track_last_from
+from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_last_from
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
 
@@ -66,7 +66,8 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
 
     Works track run by track run: a run of blocks on one track passes under
     the head in (last sector - first sector + 1) sector times (slipped
-    sectors included). Fills ready[offset + k] with the time block k is
+    sectors included; a g2 track's unmapped sectors not, as DiskSim steps a
+    block a sector time there: ``steps_over_unmapped_sectors``). Fills ready[offset + k] with the time block k is
     done; returns (t_end, cyl, head). stats: first move, first latency, rest.
     A write waits, sector by sector, for its data (*not_before*); a sector
     whose data come too late costs a revolution.
@@ -77,6 +78,8 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     t_begin = t
     k = 0
     first_run = True
+    step_over = steps_over_unmapped_sectors(arrays)
+    written_on_track = False
     while k < count:
         x = start_lbn + k
         c, h, s, a, z = lbn_to_pbn_one(x, arrays)
@@ -90,16 +93,24 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
                 stats[0] = t - t_begin
             cyl = c
             head = h
+            written_on_track = False
         if is_write:
             # block by block: each sector needs its data
             t_ready = t
             if not_before[k] > t_ready:
                 t_ready = not_before[k]
-            t_start = wait_for_angle(t_ready, a, period)
+            if step_over and written_on_track:
+                # g2: DiskSim writes the track's next block one sector time on, its unmapped
+                # sectors skipped (steps_over_unmapped_sectors): the head's angle now, not the block's
+                phase = t / period
+                t_start = wait_for_angle(t_ready, phase - np.floor(phase), period)
+            else:
+                t_start = wait_for_angle(t_ready, a, period)
             if first_run:
                 stats[1] = t_start - t
             t = t_start + sector_time
             ready[offset + k] = t
+            written_on_track = True
             k += 1
             first_run = False
             continue
@@ -112,6 +123,9 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
         if first_run:
             stats[1] = t_start - t
         span = s_last - s + 1 if run > 1 else 1
+        if step_over:
+            # g2: one sector time a block, the track's unmapped sectors skipped (steps_over_unmapped_sectors)
+            span = run
         for j in range(run - 1):
             ready[offset + k + j] = t_start + (j + 1) * sector_time
         t = t_start + span * sector_time

@@ -6,7 +6,8 @@ switch, write settle, rpm) and the layout (``dm_layout_g1``: zones with
 spares, slips and defects, DiskSim's ``diskmodel/layout_g1_load.c``; or
 ``dm_layout_g4``: DiskSim 4's table-driven layout, ``layout_g4_load.c``:
 track patterns, index sections, slips and remaps, often ``source``-d from a
-file of its own). An ``extracted`` seek curve lives in its own ``.seek`` file (2
+file of its own; or ``dm_layout_g2``: zones and an extent map read from a raw
+"Layout Map File", ``layout_g2_load.c``). An ``extracted`` seek curve lives in its own ``.seek`` file (2
 columns; 3 with a standard deviation; 4: read, std, write).
 
 Everything returned is plain data: frozen dataclasses of numbers, strings,
@@ -25,8 +26,8 @@ import numpy as np
 
 from .syntax import MS, Block, DiskSimFormatError, read_text, resolve_block, single_block
 
-__all__ = ["G1Layout", "G1Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable", "read_model_file",
-           "read_seek_table"]
+__all__ = ["G1Layout", "G1Zone", "G2Layout", "G2Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable",
+           "read_g2_map", "read_model_file", "read_seek_table"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,6 +168,54 @@ class G4Layout:
 
 
 @dataclass(frozen=True)
+class G2Zone:
+    """One ``dm_layout_g2_zone`` (``diskmodel/modules/layout_g2_zone.modspec``).
+
+    Skews as written, in ``skew_units`` ("sectors", DiskSim's default, or
+    "revolutions"); what they mean is :mod:`diskmodel.model.disksim_g2`'s business.
+    """
+
+    first_cylinder: int
+    last_cylinder: int
+    first_lbn: int
+    last_lbn: int
+    blocks_per_track: int
+    zone_skew: float
+    track_skew: float
+    cylinder_skew: float
+    skew_units: str = "sectors"
+    line: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class G2Layout:
+    """``dm_layout_g2``: zones and the raw layout map DiskSim reads (``layout_g2_loadmap``).
+
+    ``map_path``: the "Layout Map File", resolved as DiskSim's
+    ``lp_search_path`` does: beside the file holding the layout block.
+    ``extents``: (n, 5) int64 rows (lbn, cylinder, head, sector, blocks) in
+    the file's order (increasing lbn, without gap or overlap: checked);
+    ``extent_lines``: each row's line in the map; ``defects``: (k, 3) rows
+    (cylinder, head, sector) of the map's ``Defect at`` lines (DiskSim keeps
+    them for ``dm_defect_count`` only); ``map_cylinders``, ``map_heads``: the
+    map's header, which sizes DiskSim's tables.
+    """
+
+    path: Path
+    map_path: Path
+    zones: tuple[G2Zone, ...]
+    extents: np.ndarray
+    extent_lines: np.ndarray
+    defects: np.ndarray
+    map_cylinders: int
+    map_heads: int
+
+    @property
+    def mapped_blocks(self) -> int:
+        return int(self.extents[-1, 0] + self.extents[-1, 4])
+
+
+@dataclass(frozen=True)
 class MechModel:
     """``dm_mech_g1``: seek, head switch, settle, rotation [s, rpm].
 
@@ -200,7 +249,7 @@ class ModelFile:
     cylinders: int
     block_count: int
     mech: MechModel
-    layout: G1Layout | G4Layout
+    layout: G1Layout | G2Layout | G4Layout
     #: where ``Layout Model`` is written in the file
     layout_line: int = field(default=0, compare=False)
 
@@ -320,6 +369,210 @@ def _g4_layout(block: Block) -> G4Layout:
                     _int_rows(block, "Slips", 2), _int_rows(block, "Remaps", 6))
 
 
+_SKEW_KEYS = ("Zone Skew", "Skew for track switch", "Skew for cylinder switch")
+
+
+def _g2_zone(block: Block) -> G2Zone:
+    if not isinstance(block, Block) or block.type != "dm_layout_g2_zone":
+        raise DiskSimFormatError(getattr(block, "path", "?"), getattr(block, "line", 0),
+                                 f"expected a dm_layout_g2_zone block (found {getattr(block, 'type', block)!r})")
+    units = block.word("Skew units", "sectors")
+    if units not in ("sectors", "revolutions"):
+        # layout_g2_zone.modspec: ddbg_assert(0) on any other word
+        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
+                                 f"Skew units must be sectors or revolutions (got {units!r})")
+    if units == "revolutions":
+        # lp_loadparams converts each skew when it reaches it, in the file's order: a skew
+        # written before "Skew units" is taken in sectors. Not followed: refused.
+        early = [k for k in _SKEW_KEYS if k in block and block.line_of(k) < block.line_of("Skew units")]
+        if early:
+            raise DiskSimFormatError(block.path, block.line_of(early[0]),
+                                     f"{early[0]!r} is written before 'Skew units = revolutions', which DiskSim "
+                                     "then takes in sectors; write Skew units first")
+    zone = G2Zone(
+        first_cylinder=block.number("First cylinder number", integer=True),
+        last_cylinder=block.number("Last cylinder number", integer=True),
+        first_lbn=block.number("First LBN", integer=True),
+        last_lbn=block.number("Last LBN", integer=True),
+        blocks_per_track=block.number("Blocks per track", integer=True),
+        zone_skew=block.number("Zone Skew", 0.0),
+        track_skew=block.number("Skew for track switch", 0.0),
+        cylinder_skew=block.number("Skew for cylinder switch", 0.0),
+        skew_units=units, line=block.line)
+    for key, value in (("First cylinder number", zone.first_cylinder), ("First LBN", zone.first_lbn)):
+        if value < 0:
+            raise DiskSimFormatError(block.path, block.line_of(key), f"{key} must be >= 0 (got {value})")
+    if zone.last_cylinder < zone.first_cylinder:
+        raise DiskSimFormatError(block.path, block.line_of("Last cylinder number"),
+                                 f"Last cylinder number {zone.last_cylinder} < First cylinder number "
+                                 f"{zone.first_cylinder}")
+    if zone.last_lbn < zone.first_lbn:
+        raise DiskSimFormatError(block.path, block.line_of("Last LBN"),
+                                 f"Last LBN {zone.last_lbn} < First LBN {zone.first_lbn}")
+    if zone.blocks_per_track < 1:
+        raise DiskSimFormatError(block.path, block.line_of("Blocks per track"),
+                                 f"Blocks per track must be >= 1 (got {zone.blocks_per_track})")
+    return zone
+
+
+# layout_g2_loadmap's fscanf formats: a blank in the format matches any white space, none too
+_G2_HEADER = re.compile(r"\s*([-+]?\d+)\s*cylinders,\s*[-+]?\d+\s*rot,\s*([-+]?\d+)\s*heads\s*")
+_G2_EXTENT = re.compile(r"\s*lbn\s*([-+]?\d+)\s*-->\s*cyl\s*([-+]?\d+),\s*head\s*([-+]?\d+),\s*sect\s*"
+                        r"([-+]?\d+),\s*(\S+)\s+([-+]?\d+)\s*")
+_G2_DEFECT = re.compile(r"\s*Defect\s*at\s*cyl\s*([-+]?\d+),\s*head\s*([-+]?\d+),\s*sect\s*([-+]?\d+)\s*")
+
+
+def read_g2_map(path) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Read a DiskSim g2 raw layout map, as ``layout_g2_loadmap`` (layout_g2_load.c) does.
+
+    Two lines ignored, then ``C cylinders, R rot, H heads``, then one extent a
+    line, ``lbn L --> cyl C, head H, sect S, seqcnt K`` (K + 1 blocks; any word
+    other than ``seqcnt``: K blocks), then ``Defect at cyl C, head H, sect S``
+    lines. Blank lines are skipped (fscanf's ``\n`` skips white space). DiskSim
+    stops reading at the first line it cannot scan; here that line is an error.
+    Returns (cylinders, heads, extents (n, 5) rows (lbn, cyl, head, sector,
+    blocks), their line numbers, defects (k, 3)).
+    """
+    path = Path(path)
+    lines = read_text(path, "DiskSim g2 layout map").splitlines()
+    if len(lines) < 3:
+        raise DiskSimFormatError(path, len(lines), "a g2 layout map needs two header lines and "
+                                 "'C cylinders, R rot, H heads'")
+    match = _G2_HEADER.fullmatch(lines[2])
+    if match is None:
+        raise DiskSimFormatError(path, 3, f"expected 'C cylinders, R rot, H heads' (got {lines[2].strip()!r})")
+    cylinders, heads = int(match.group(1)), int(match.group(2))
+    if cylinders < 1 or heads < 1:
+        raise DiskSimFormatError(path, 3, f"cylinders and heads must be >= 1 (got {cylinders}, {heads})")
+    extents, numbers, defects = [], [], []
+    for number, line in enumerate(lines[3:], start=4):
+        if not line.strip():
+            continue
+        match = _G2_EXTENT.fullmatch(line)
+        if match is not None and not defects:
+            lbn, cyl, head, sect, word, count = match.groups()
+            blocks = int(count) + (word == "seqcnt")
+            row = (int(lbn), int(cyl), int(head), int(sect), blocks)
+            if min(row[:4]) < 0 or blocks < 1:
+                raise DiskSimFormatError(path, number, f"extent with a negative number or no block: {line.strip()!r}")
+            if not (cyl_ok := row[1] < cylinders) or row[2] >= heads:
+                raise DiskSimFormatError(path, number, f"extent on {'cylinder' if not cyl_ok else 'head'} "
+                                         f"{row[1] if not cyl_ok else row[2]}, beyond the header's {cylinders} "
+                                         f"cylinders and {heads} heads")
+            if extents and row[0] != extents[-1][0] + extents[-1][4]:
+                before = extents[-1][0] + extents[-1][4]
+                what = (f"blocks {before}..{row[0] - 1} are in no extent" if row[0] > before else
+                        f"lbn {row[0]} overlaps the extent of line {numbers[-1]} (blocks "
+                        f"{extents[-1][0]}..{before - 1}) or comes before it")
+                raise DiskSimFormatError(path, number, what + " (DiskSim binary-searches extents in lbn order)")
+            if not extents and row[0] != 0:
+                raise DiskSimFormatError(path, number, f"blocks 0..{row[0] - 1} are in no extent")
+            extents.append(row)
+            numbers.append(number)
+            continue
+        match = _G2_DEFECT.fullmatch(line)
+        if match is not None:
+            defect = tuple(int(v) for v in match.groups())
+            if min(defect) < 0 or defect[0] >= cylinders or defect[1] >= heads:
+                raise DiskSimFormatError(path, number, f"defect outside the header's {cylinders} cylinders and "
+                                         f"{heads} heads: {line.strip()!r}")
+            defects.append(defect)
+            continue
+        expected = "'Defect at cyl C, head H, sect S'" if defects else \
+            "'lbn L --> cyl C, head H, sect S, seqcnt K' or 'Defect at cyl C, head H, sect S'"
+        raise DiskSimFormatError(path, number, f"expected {expected} (got {line.strip()!r})")
+    if not extents:
+        raise DiskSimFormatError(path, len(lines), "the map lists no extent")
+    # layout_g2_loadmap's ltop table: cylinders * heads * 2, plus a quarter
+    room = cylinders * heads * 2
+    room += room // 4
+    if len(extents) > room:
+        raise DiskSimFormatError(path, numbers[room], f"more extents ({len(extents)}) than DiskSim's table for "
+                                 f"{cylinders} cylinders and {heads} heads holds ({room})")
+    return (cylinders, heads, np.array(extents, dtype=np.int64), np.array(numbers, dtype=np.int64),
+            np.array(defects, dtype=np.int64).reshape(-1, 3))
+
+
+def _g2_layout(block: Block) -> G2Layout:
+    name = block.word("Layout Map File")
+    # lp_search_path(lp_cwd, name): "<dir of the file holding the block>/<name>", also for
+    # a name starting with "/" (LP_PATH's further folders are not searched here)
+    map_path = Path(f"{block.path.parent}/{name}")
+    if not map_path.is_file():
+        raise DiskSimFormatError(block.path, block.line_of("Layout Map File"),
+                                 f"Layout Map File {name!r}: no file {map_path}")
+    zones_value = block.require("Zones")
+    if not isinstance(zones_value, list) or not zones_value:
+        raise DiskSimFormatError(block.path, block.line_of("Zones"), "Zones must be a non-empty list of zone blocks")
+    zones = tuple(_g2_zone(item) for item in zones_value)
+    for before, after in zip(zones, zones[1:]):
+        # find_zone_pbn / find_zone_lbn take the first zone listed that holds a cylinder or block;
+        # here zones come in increasing, disjoint cylinder and lbn ranges
+        if after.first_cylinder <= before.last_cylinder or after.first_lbn <= before.last_lbn:
+            raise DiskSimFormatError(block.path, after.line,
+                                     f"zone of cylinders {after.first_cylinder}..{after.last_cylinder}, blocks "
+                                     f"{after.first_lbn}..{after.last_lbn} overlaps or precedes the one before "
+                                     f"(cylinders ..{before.last_cylinder}, blocks ..{before.last_lbn})")
+    cylinders, heads, extents, numbers, defects = read_g2_map(map_path)
+    _check_g2_extents(map_path, zones, extents, numbers, block, cylinders)
+    return G2Layout(block.path, map_path, zones, extents, numbers, defects, cylinders, heads)
+
+
+def _check_g2_extents(path, zones, extents, numbers, block, cylinders) -> None:
+    """Each extent within one zone's cylinders, blocks and track; no sector mapped twice; a
+    track's blocks one run in sector order (what DiskSim's ltop, ptol and track_boundaries need)."""
+    first_cyl = np.array([z.first_cylinder for z in zones])
+    last_cyl = np.array([z.last_cylinder for z in zones])
+    if last_cyl[-1] >= cylinders:
+        raise DiskSimFormatError(block.path, zones[-1].line, f"zone ends at cylinder {last_cyl[-1]} but the map "
+                                 f"{path.name} has {cylinders} cylinders")
+    zone = np.searchsorted(first_cyl, extents[:, 1], side="right") - 1
+    outside = (zone < 0) | (extents[:, 1] > last_cyl[np.maximum(zone, 0)])
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        raise DiskSimFormatError(path, int(numbers[i]), f"cylinder {extents[i, 1]} is in no zone of "
+                                 f"{block.path.name} (DiskSim's find_zone_pbn fails)")
+    first_lbn = np.array([z.first_lbn for z in zones])
+    last_lbn = np.array([z.last_lbn for z in zones])
+    spt = np.array([z.blocks_per_track for z in zones])
+    by_lbn = []
+    for what, lbn in (("first", extents[:, 0]), ("last", extents[:, 0] + extents[:, 4] - 1)):
+        holder = np.searchsorted(first_lbn, lbn, side="right") - 1
+        bad = (holder < 0) | (lbn > last_lbn[np.maximum(holder, 0)])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DiskSimFormatError(path, int(numbers[i]), f"the extent's {what} block {lbn[i]} is in no zone's "
+                                     f"First LBN .. Last LBN (DiskSim's find_zone_lbn fails)")
+        by_lbn.append(holder)
+    # DiskSim's st_lbn takes a block's zone by its number, st_pbn, sector_width and pbn_skew by its
+    # cylinder; the simulation has one zone per block, so the two must agree
+    wrong = (by_lbn[0] != by_lbn[1]) | (by_lbn[0] != zone)
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise DiskSimFormatError(path, int(numbers[i]), f"the extent's blocks {extents[i, 0]}.."
+                                 f"{extents[i, 0] + extents[i, 4] - 1} are not all in the zone of its cylinder "
+                                 f"{extents[i, 1]} (the simulation takes a block's zone by its cylinder)")
+    over = extents[:, 3] + extents[:, 4] > spt[zone]
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise DiskSimFormatError(path, int(numbers[i]), f"sectors {extents[i, 3]}..{extents[i, 3] + extents[i, 4] - 1}"
+                                 f" run past the zone's {spt[zone[i]]} blocks per track")
+    order = np.lexsort((extents[:, 3], extents[:, 2], extents[:, 1]))
+    e = extents[order]
+    same = (e[1:, 1] == e[:-1, 1]) & (e[1:, 2] == e[:-1, 2])
+    overlap = same & (e[1:, 3] < e[:-1, 3] + e[:-1, 4])
+    if overlap.any():
+        k = int(np.flatnonzero(overlap)[0])
+        raise DiskSimFormatError(path, int(numbers[order[k + 1]]), f"sector {e[k + 1, 3]} of cylinder {e[k + 1, 1]},"
+                                 f" head {e[k + 1, 2]} is mapped by the extent of line {numbers[order[k]]} too")
+    apart = same & (e[1:, 0] != e[:-1, 0] + e[:-1, 4])
+    if apart.any():
+        k = int(np.flatnonzero(apart)[0])
+        raise DiskSimFormatError(path, int(numbers[order[k + 1]]), f"cylinder {e[k + 1, 1]}, head {e[k + 1, 2]} "
+                                 f"holds blocks that are not one run in sector order (with line "
+                                 f"{numbers[order[k]]}): DiskSim's track_boundaries would span other tracks' blocks")
+
+
 def _int_rows(block: Block, key: str, width: int) -> np.ndarray:
     value = block.get(key, [])
     if not isinstance(value, list) or len(value) % width \
@@ -376,8 +629,10 @@ def _mech(block: Block, path: Path) -> MechModel:
 def _model_from_block(block: Block) -> ModelFile:
     if block.type != "dm_disk":
         raise DiskSimFormatError(block.path, block.line, f"expected a dm_disk block (found {block.type!r})")
-    layout_block = resolve_block(block.require("Layout Model"), block, "Layout Model", ("dm_layout_g1", "dm_layout_g4"))
-    layout = _g1_layout(layout_block) if layout_block.type == "dm_layout_g1" else _g4_layout(layout_block)
+    layout_block = resolve_block(block.require("Layout Model"), block, "Layout Model",
+                                 ("dm_layout_g1", "dm_layout_g2", "dm_layout_g4"))
+    layout = {"dm_layout_g1": _g1_layout, "dm_layout_g2": _g2_layout,
+              "dm_layout_g4": _g4_layout}[layout_block.type](layout_block)
     mech_block = resolve_block(block.require("Mechanical Model"), block, "Mechanical Model", ("dm_mech_g1",))
     model = ModelFile(block.path, block.name,
                       surfaces=block.number("Number of data surfaces", integer=True),
@@ -392,6 +647,17 @@ def _model_from_block(block: Block) -> ModelFile:
         raise DiskSimFormatError(block.path, block.line_of("Layout Model"),
                                  f"zones end at cylinder {layout.zones[-1].last_cylinder} but the disk has "
                                  f"{model.cylinders} cylinders")
+    if isinstance(layout, G2Layout):
+        # layout_g2.c sizes its per-cylinder table by the map's header and walks dm_cyls of it
+        # (precompute_skews); ptol asserts the head < the disk's surfaces
+        if layout.map_cylinders < model.cylinders:
+            raise DiskSimFormatError(layout.map_path, 3, f"the map has {layout.map_cylinders} cylinders, fewer "
+                                     f"than the disk's {model.cylinders} ({block.path.name})")
+        heads = int(layout.extents[:, 2].max())
+        if heads >= model.surfaces:
+            i = int(np.flatnonzero(layout.extents[:, 2] == heads)[0])
+            raise DiskSimFormatError(layout.map_path, int(layout.extent_lines[i]),
+                                     f"head {heads} beyond the disk's {model.surfaces} surfaces")
     return model
 
 
