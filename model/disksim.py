@@ -256,7 +256,7 @@ class DiskSimDrive(DiskSimFolder):
         if not isinstance(self.disk, Disk):
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
 
-    def simulation_parameters(self, *, disksim_code: bool = False) -> DriveParameters:
+    def simulation_parameters(self, *, disksim_code: bool = True) -> DriveParameters:
         """The :class:`DriveParameters` of this drive (see :func:`drive_parameters`)."""
         return drive_parameters(self, disksim_code=disksim_code)
 
@@ -317,7 +317,7 @@ def load_disksim_drive(folder) -> DiskSimDrive:
 # The per-request simulation and validation against the traces
 # ---------------------------------------------------------------------------
 
-def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> DriveParameters:
+def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> DriveParameters:
     """The :class:`DriveParameters` of a DiskSim drive folder's files.
 
     Takes the seek curve of the model file (tabulated at every whole
@@ -327,14 +327,17 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> Dri
     naming the file, line and parameter
     (:func:`~diskmodel.model.disksim_support.check_honoured`).
 
-    *disksim_code*: False (the default) takes every parameter as DiskSim's
-    manual defines it, the drive property DIXtrac measured; True runs as
-    DiskSim 4.0's code does, which differs in one parameter: "Read any free
-    blocks" (the drive keeps the sectors passing under the head before a
-    read's first one) changed none of DiskSim's own times
+    *disksim_code*: True (the default) runs every parameter as DiskSim 4.0's
+    code does, the reference the simulation is checked against request by
+    request. False takes "Read any free blocks" as DiskSim's manual defines
+    it (the drive keeps the sectors passing under the head before a read's
+    first one, a property DIXtrac measured), where DiskSim's code never acts
+    on it: DiskSim's own times did not change when it was flipped
     (tests/golden/disksim_variants: atlas10k and ibm18es 1 -> 0, cheetah4LP
     and hp_c2247a 0 -> 1), though its code means to (disk_buffer_seekdone).
-    True is what agrees request by request with DiskSim's own runs.
+    One rule for every parameter where DiskSim's code and manual differ: the
+    code ("Read-ahead over requested" and read-ahead scheme 4 follow it too;
+    docs/benchmarks.md gives the figures of both readings).
     """
     if not isinstance(disksim_code, bool):
         raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")

@@ -45,8 +45,8 @@ HONOURED = (
     "Extradisc disconnect overhead", "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
     "Extradisc seek delta", "Hold bus entire read xfer", "Read disconnect afterread", "Read disconnect afterwrite",
     "Allow almost read hits", "Never disconnect", "Minimum read-ahead (blks)",
-    # as DiskSim's manual defines it; DiskSim 4.0's code does not act on it, which
-    # drive_parameters(..., disksim_code=True) follows
+    # DiskSim 4.0's code does not act on it, and drive_parameters follows the code by default;
+    # drive_parameters(..., disksim_code=False) honours it as DiskSim's manual defines it
     "Read any free blocks",
 )
 

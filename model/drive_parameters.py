@@ -113,9 +113,10 @@ extra_disconnect_seek_delta_s : float
         The drive keeps the sectors of the track that pass under the head
         before the requested ones (during the rotational latency), as
         DiskSim's "Read any free blocks" means to (``disk_buffer_sector_done``).
-        DiskSim 4.0's own times do not show it: DiskSim's drives take the
-        drive's value, or False as DiskSim runs
-        (:func:`diskmodel.model.disksim.drive_parameters`, ``disksim_code``).
+        DiskSim 4.0's own times do not show it: DiskSim's drives take False
+        as DiskSim runs (the default of
+        :func:`diskmodel.model.disksim.drive_parameters`), or the drive's
+        value with ``disksim_code=False``.
     hold_bus_read : bool
         DiskSim's "Hold bus entire read xfer": when the host has taken every
         buffered block of a read before the next one is read, the drive
