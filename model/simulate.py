@@ -65,9 +65,10 @@ traced drives give DiskSim's own times (within 10 us) for all but 7 of the
 ``tests/golden/disksim_variants`` checks the options on variants of the
 drives).
 
-Known gaps against DiskSim: back-to-back fast writes (no gap) where an
-appending write joins a write still being written sometimes take a
-revolution more in DiskSim (a synthetic trace, not the drives' own).
+A fast write appending to a write still on its way to the media waits in
+DiskSim's queue and is written by its own access once that one ends (a
+revolution later: its first sector has just passed), and a further appending
+write arriving meanwhile waits for both (``disk_buffer_stopable_access``).
 Against the measured traces: accesses that need no seek take ~0.7-1 ms
 longer on the real ibm18es, barracuda and atlas_III than any positioning
 time in their files gives (DiskSim misses this too).
@@ -297,6 +298,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     prev_write = 0
     prev_end = -1
     dirty_end = 0.0           # when the last fast write's data are on the media
+    queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
     t = state[0]
 
     for i in range(lbn.size):
@@ -536,8 +538,23 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # Likewise after a read-ahead short of its minimum (disk_write_arrive's disconnection:
                 # write hit overhead plus write disconnect overhead).
                 data0 = arrival + ovh
-                if dirty_end > arrival and first != prev_end:
+                # An appending write is refused too while the write it appends to still waits in the
+                # queue for its own access (disk_buffer_stopable_access: ioqueue_show_next_request is
+                # that earlier write, not this one).
+                if dirty_end > arrival and (first != prev_end or arrival < queued_until):
                     data0 = max(data0, dirty_end + reselect + data_prep)
+                    queued_until = 0.0
+                elif dirty_end > arrival:
+                    # An appending write taken while the previous write is on its way to the media is
+                    # not added to that access: it waits in the queue, and once that access ends
+                    # (disk_release_hda, disk_find_new_seg_owner) a new access starts at the block
+                    # that has just passed under the head: a revolution (disk_buffer_seekdone's
+                    # latency from the integer time dm_time_dtoi, past the sector's start).
+                    if start <= dirty_end:
+                        start = dirty_end + 1e-9
+                    queued_until = start
+                else:
+                    queued_until = 0.0
                 if ra_held > 0.0:
                     data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
                 for k in range(n):
