@@ -99,7 +99,7 @@ from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _invalidate, _lru, _read_ahead_limit, _read_to_minimum,
                                 _segment_end_at, _send_read_blocks, _stop_read_ahead)
 from .drive_parameters import DriveParameters
-from .media_access import access_media
+from .media_access import _EPS_REV, access_media
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -231,6 +231,28 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
 # every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
 # the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
+@njit(cache=True, _nrt=False)
+def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
+    """When an access that has written block *last_written* at *t0* has gone on to write the
+    blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
+    (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
+    buffered data or of the track): the next sectors of the same track, each while its data (the
+    k-th at data0 + (k + 1) bus_s) are in the buffer when the head reaches it."""
+    c0, h0, s0, a0, z0 = lbn_to_pbn_one(last_written, arrays)
+    sector_s = real[0] / arrays[2][z0]
+    t = t0
+    angle = a0
+    for k in range(count):
+        c, h, s, a, z = lbn_to_pbn_one(first + k, arrays)
+        step = a - angle
+        step -= np.floor(step)
+        if c != c0 or h != h0 or abs(step * arrays[2][z0] - 1.0) > 1e-6 or data0 + (k + 1) * bus_s > t:
+            break
+        angle = a
+        t += sector_s
+    return t
+
+
 @njit(cache=True, _nrt=False)
 def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
               seg_used, work, pf_ready):
@@ -551,8 +573,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # that has just passed under the head: a revolution (disk_buffer_seekdone's
                     # latency from the integer time dm_time_dtoi, past the sector's start).
                     if start <= dirty_end:
-                        start = dirty_end + 1e-9
-                    queued_until = start
+                        start = dirty_end + 2.0 * _EPS_REV * real[0]
+                    # Until then the access under way goes on writing the appended blocks that it
+                    # meets on its track with their data in the buffer (disk_buffer_sector_done:
+                    # up to min(seg->endblkno, next)), the write stays queued meanwhile.
+                    queued_until = max(start, _written_on(arrays, real, prev_end - 1, first, n, dirty_end,
+                                                          data0, bus_w))
                 else:
                     queued_until = 0.0
                 if ra_held > 0.0:
