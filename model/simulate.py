@@ -96,8 +96,8 @@ from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
-from .disksim_readahead import (_extend_read_ahead, _invalidate, _lru, _read_ahead_limit, _read_to_minimum,
-                                _segment_end_at, _send_read_blocks, _stop_read_ahead)
+from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
+                                _read_to_minimum, _segment_end_at, _send_read_blocks, _stop_read_ahead)
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media
 
@@ -380,6 +380,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, min(last + min_ra, total))
+                    _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                     seg_size, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, done, scratch,
+                                     total)
                 elif ra_idle_hit and not pf_active and seg_write[s] == 0:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)

@@ -93,3 +93,26 @@ def test_appending_fast_writes_queue_as_in_disksim(case, tmp_path):
     variant = {"seed": 0, "drive": "barracuda", "changes": {}, "rpm": None}
     ours = _simulate(make, variant, tmp_path, lines)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on the bundled atlas_III (segments of 64 blocks, DEC read-ahead)
+# for seed 14's first 13 requests: 8-block sequential reads served from the read-ahead.
+HELD_READ_AHEAD = (["R Hit 0 2 1000 0", "R Hit 9991152 8 1000 137.78684", "R Hit 9991160 8 1000 297.45789",
+                    "R Hit 9991168 8 1000 182.10209", "R Hit 9991176 8 1000 106.63330",
+                    "R Hit 9991184 8 1000 247.11855", "R Hit 9991192 8 1000 82.95652",
+                    "R Hit 9991200 8 1000 71.23329", "R Hit 9991208 8 1000 51.73747",
+                    "R Hit 9991216 8 1000 207.17982", "R Hit 9991224 8 1000 273.00892",
+                    "R Hit 9991232 8 1000 5.80188", "R Hit 9991240 8 1000 89.99091"],
+                   [5.5180, 14.7978, 1.2220, 1.2220, 1.2220, 1.2220, 1.2220, 1.2220, 1.2220, 3.1522, 1.2220,
+                    1.2220, 1.2220])
+
+
+def test_read_ahead_held_while_a_hit_is_sent(tmp_path):
+    # While the hit on 9991232.. is sent (its 1.2 ms), DiskSim's read-ahead reads no block at or
+    # past the host's next block + 64 (disk_buffer_block_available): it stops at 9991296 instead
+    # of running on to 9991320 and pushing 9991240 out of the circular segment, so the last
+    # read is a hit (1.222 ms), not a miss (6.39 ms without the hold).
+    lines, disksim = HELD_READ_AHEAD
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
