@@ -228,9 +228,6 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 # numba kernel: the request loop (the buffer's helpers: diskmodel.model.disksim_readahead)
 # ---------------------------------------------------------------------------
 
-# _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
-# every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
-# the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
 @njit(cache=True, _nrt=False)
 def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
     """When an access that has written block *last_written* at *t0* has gone on to write the
@@ -238,12 +235,12 @@ def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
     (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
     buffered data or of the track): the next sectors of the same track, each while its data (the
     k-th at data0 + (k + 1) bus_s) are in the buffer when the head reaches it."""
-    c0, h0, s0, a0, z0 = lbn_to_pbn_one(last_written, arrays)
+    c0, h0, _, a0, z0 = lbn_to_pbn_one(last_written, arrays)
     sector_s = real[0] / arrays[2][z0]
     t = t0
     angle = a0
     for k in range(count):
-        c, h, s, a, z = lbn_to_pbn_one(first + k, arrays)
+        c, h, _, a, _ = lbn_to_pbn_one(first + k, arrays)
         step = a - angle
         step -= np.floor(step)
         if c != c0 or h != h0 or abs(step * arrays[2][z0] - 1.0) > 1e-6 or data0 + (k + 1) * bus_s > t:
@@ -253,6 +250,9 @@ def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
     return t
 
 
+# _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
+# every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
+# the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
 @njit(cache=True, _nrt=False)
 def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
               seg_used, work, pf_ready):
