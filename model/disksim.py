@@ -308,11 +308,14 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> Dri
 
     *disksim_code*: False (the default) takes every parameter as DiskSim's
     manual defines it, the drive property DIXtrac measured; True runs as
-    DiskSim 4.0's code does, which differs in one parameter: "Read any free
+    DiskSim 4.0's code does, which differs in two parameters: "Read any free
     blocks" (the drive keeps the sectors passing under the head before a
     read's first one) changed none of DiskSim's own times
     (tests/golden/disksim_variants: atlas10k and ibm18es 1 -> 0, cheetah4LP
-    and hp_c2247a 0 -> 1), though its code means to (disk_buffer_seekdone).
+    and hp_c2247a 0 -> 1), though its code means to (disk_buffer_seekdone);
+    and "Maximum read-ahead (blks)" = 0, which the manual makes no read-ahead
+    and DiskSim's code no bound on it (disk_buffer_get_max_readahead: the
+    segment bounds it; tests/golden/disksim_random).
     True is what agrees request by request with DiskSim's own runs.
     """
     if not isinstance(disksim_code, bool):
@@ -336,6 +339,11 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> Dri
     buffer = buffer_fields(drive_cache(specs), 512)
     if disksim_code:   # DiskSim 4.0 keeps none of them, whatever the parameter says (docstring)
         buffer["read_any_free_blocks"] = False
+        # and a "Maximum read-ahead" of 0 is no maximum, not no read-ahead: only "Buffer
+        # continuous read" 0 turns it off (disk_buffer_get_max_readahead falls through to the
+        # segment, src/disksim_diskcache.c; the manual: "the maximum number of disk sectors that
+        # may be prefetched")
+        buffer["read_ahead_scheme"] = specs.buffer_continuous_read
     # DiskSim's disk_postpass_perdisk: no minimum without a read-ahead scheme, and a maximum
     # below the minimum is raised to it
     min_read_ahead = int(specs.block.number("Minimum read-ahead (blks)", 0.0)) if buffer["read_ahead_scheme"] else 0
