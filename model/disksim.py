@@ -329,12 +329,19 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
 
     *disksim_code*: True (the default) runs every parameter as DiskSim 4.0's
     code does, the reference the simulation is checked against request by
-    request. False takes "Read any free blocks" as DiskSim's manual defines
-    it (the drive keeps the sectors passing under the head before a read's
-    first one, a property DIXtrac measured), where DiskSim's code never acts
-    on it: DiskSim's own times did not change when it was flipped
-    (tests/golden/disksim_variants: atlas10k and ibm18es 1 -> 0, cheetah4LP
-    and hp_c2247a 0 -> 1), though its code means to (disk_buffer_seekdone).
+    request. False takes two parameters as DiskSim's manual defines them
+    where its code differs:
+
+    * "Read any free blocks" (the drive keeps the sectors passing under the
+      head before a read's first one, a property DIXtrac measured), which
+      DiskSim's code never acts on: DiskSim's own times did not change when
+      it was flipped (tests/golden/disksim_variants: atlas10k and ibm18es
+      1 -> 0, cheetah4LP and hp_c2247a 0 -> 1), though its code means to
+      (disk_buffer_seekdone);
+    * "Maximum read-ahead (blks)" = 0, which the manual makes no read-ahead
+      and DiskSim's code no bound on it (disk_buffer_get_max_readahead: the
+      segment bounds it; tests/golden/disksim_random).
+
     One rule for every parameter where DiskSim's code and manual differ: the
     code ("Read-ahead over requested" and read-ahead scheme 4 follow it too;
     docs/benchmarks.md gives the figures of both readings).
@@ -360,6 +367,11 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
     buffer = buffer_fields(drive_cache(specs), 512)
     if disksim_code:   # DiskSim 4.0 keeps none of them, whatever the parameter says (docstring)
         buffer["read_any_free_blocks"] = False
+        # and a "Maximum read-ahead" of 0 is no maximum, not no read-ahead: only "Buffer
+        # continuous read" 0 turns it off (disk_buffer_get_max_readahead falls through to the
+        # segment, src/disksim_diskcache.c; the manual: "the maximum number of disk sectors that
+        # may be prefetched")
+        buffer["read_ahead_scheme"] = specs.buffer_continuous_read
     # DiskSim's disk_postpass_perdisk: no minimum without a read-ahead scheme, and a maximum
     # below the minimum is raised to it
     min_read_ahead = int(specs.block.number("Minimum read-ahead (blks)", 0.0)) if buffer["read_ahead_scheme"] else 0

@@ -10,6 +10,7 @@ watermark). Pure functions of arrays.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
@@ -123,6 +124,13 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
             return move_end, cyl, head
     if in_sector:
         return arrival, cyl, head
+    if k > 0 and from_cyl == cyl and from_head == head:
+        # a gap on the track (a block held back, _hold_read_ahead): the head passes the
+        # sectors one by one, each a pending event, and stops at the end of the one under it
+        _, _, _, _, z = lbn_to_pbn_one(pf_base + k, arrays)
+        sector_s = real[0] / arrays[2][z]
+        if arrival < pf_ready[k] - sector_s and t0 <= arrival:
+            return t0 + np.ceil((arrival - t0) / sector_s) * sector_s, cyl, head
     return pf_ready[k], cyl, head
 
 
@@ -205,3 +213,31 @@ def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         scratch, total)
     cyl, head, _, _, _ = lbn_to_pbn_one(pf_min - 1, arrays)
     return pf_ready[pf_min - pf_base - 1], cyl, head, pf_base, pf_count
+
+
+@njit(cache=True, _nrt=False)
+def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n, seg_size,
+                     sent_from, bus_s, done, scratch, total):
+    """A read-ahead held back while a read served from its segment is sent to the host.
+
+    DiskSim's ``disk_buffer_block_available`` (``src/disksim_diskcache.c``), asked by
+    ``disk_buffer_sector_done`` at the end of each sector about the next: until the
+    segment's owner (the read being served) has sent its completion (*done*), no block at
+    or past the owner's next block for the host plus the segment size is read (the host
+    takes block j of *first* .. at ``sent_from + (j + 1) bus_s``). The head passes such a
+    block, and reads it and the rest when it comes round after *done*. *pf_ready* is
+    rewritten from there.
+    """
+    for k in range(max(first + seg_size - pf_base, pf_done), pf_count):
+        lbn = pf_base + k
+        c, h, _, _, z = lbn_to_pbn_one(lbn, arrays)
+        t_ask = pf_ready[k] - real[0] / arrays[2][z]
+        if t_ask >= done:
+            return
+        sent = 0
+        if t_ask >= sent_from + bus_s:
+            sent = min(int((t_ask - sent_from) / bus_s), n)
+        if lbn - (first + sent) >= seg_size:
+            access_media(arrays, seek, write_seek, real, lbn, pf_count - k, done, c, h, False, pf_ready, pf_ready,
+                         k, scratch, 0.0, total)
+            return

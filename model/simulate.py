@@ -65,9 +65,10 @@ traced drives give DiskSim's own times (within 10 us) for all but 7 of the
 ``tests/golden/disksim_variants`` checks the options on variants of the
 drives).
 
-Known gaps against DiskSim: back-to-back fast writes (no gap) where an
-appending write joins a write still being written sometimes take a
-revolution more in DiskSim (a synthetic trace, not the drives' own).
+A fast write appending to a write still on its way to the media waits in
+DiskSim's queue and is written by its own access once that one ends (a
+revolution later: its first sector has just passed), and a further appending
+write arriving meanwhile waits for both (``disk_buffer_stopable_access``).
 Against the measured traces: accesses that need no seek take ~0.7-1 ms
 longer on the real ibm18es, barracuda and atlas_III than any positioning
 time in their files gives (DiskSim misses this too).
@@ -95,10 +96,10 @@ from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
-from .disksim_readahead import (_extend_read_ahead, _invalidate, _lru, _read_ahead_limit, _read_to_minimum,
-                                _segment_end_at, _send_read_blocks, _stop_read_ahead)
+from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
+                                _read_to_minimum, _segment_end_at, _send_read_blocks, _stop_read_ahead)
 from .drive_parameters import DriveParameters
-from .media_access import access_media
+from .media_access import _EPS_REV, access_media
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -227,6 +228,28 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
 # numba kernel: the request loop (the buffer's helpers: diskmodel.model.disksim_readahead)
 # ---------------------------------------------------------------------------
 
+@njit(cache=True, _nrt=False)
+def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
+    """When an access that has written block *last_written* at *t0* has gone on to write the
+    blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
+    (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
+    buffered data or of the track): the next sectors of the same track, each while its data (the
+    k-th at data0 + (k + 1) bus_s) are in the buffer when the head reaches it."""
+    c0, h0, _, a0, z0 = lbn_to_pbn_one(last_written, arrays)
+    sector_s = real[0] / arrays[2][z0]
+    t = t0
+    angle = a0
+    for k in range(count):
+        c, h, _, a, _ = lbn_to_pbn_one(first + k, arrays)
+        step = a - angle
+        step -= np.floor(step)
+        if c != c0 or h != h0 or abs(step * arrays[2][z0] - 1.0) > 1e-6 or data0 + (k + 1) * bus_s > t:
+            break
+        angle = a
+        t += sector_s
+    return t
+
+
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
 # every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
 # the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
@@ -297,6 +320,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     prev_write = 0
     prev_end = -1
     dirty_end = 0.0           # when the last fast write's data are on the media
+    queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
     t = state[0]
 
     for i in range(lbn.size):
@@ -356,6 +380,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, min(last + min_ra, total))
+                    _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                     seg_size, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, done, scratch,
+                                     total)
                 elif ra_idle_hit and not pf_active and seg_write[s] == 0:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -536,8 +563,27 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # Likewise after a read-ahead short of its minimum (disk_write_arrive's disconnection:
                 # write hit overhead plus write disconnect overhead).
                 data0 = arrival + ovh
-                if dirty_end > arrival and first != prev_end:
+                # An appending write is refused too while the write it appends to still waits in the
+                # queue for its own access (disk_buffer_stopable_access: ioqueue_show_next_request is
+                # that earlier write, not this one).
+                if dirty_end > arrival and (first != prev_end or arrival < queued_until):
                     data0 = max(data0, dirty_end + reselect + data_prep)
+                    queued_until = 0.0
+                elif dirty_end > arrival:
+                    # An appending write taken while the previous write is on its way to the media is
+                    # not added to that access: it waits in the queue, and once that access ends
+                    # (disk_release_hda, disk_find_new_seg_owner) a new access starts at the block
+                    # that has just passed under the head: a revolution (disk_buffer_seekdone's
+                    # latency from the integer time dm_time_dtoi, past the sector's start).
+                    if start <= dirty_end:
+                        start = dirty_end + 2.0 * _EPS_REV * real[0]
+                    # Until then the access under way goes on writing the appended blocks that it
+                    # meets on its track with their data in the buffer (disk_buffer_sector_done:
+                    # up to min(seg->endblkno, next)), the write stays queued meanwhile.
+                    queued_until = max(start, _written_on(arrays, real, prev_end - 1, first, n, dirty_end,
+                                                          data0, bus_w))
+                else:
+                    queued_until = 0.0
                 if ra_held > 0.0:
                     data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
                 for k in range(n):
