@@ -358,6 +358,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = False) -> Dri
         almost_read_hits=bool(specs.block.number("Allow almost read hits", 0.0)),
         never_disconnect=bool(specs.block.number("Never disconnect", 0.0)),
         min_read_ahead_blocks=min_read_ahead,
+        preseeking_level=int(specs.block.number("Preseeking level", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)

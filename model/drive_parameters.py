@@ -144,6 +144,15 @@ extra_disconnect_seek_delta_s : float
         reached this many blocks past the request's end when the next
         request needs the mechanism cannot be stopped; it reads on to that
         block and ends there (``disk_buffer_stopable_access``).
+    preseeking_level : int
+        DiskSim's "Preseeking level" (0, 1, 2): above 0 a read gives up the
+        mechanism once its completion is sent (2: even before), and DiskSim
+        then marks its segment empty (``disk_release_hda``,
+        ``src/disksim_diskctlr.c``, assigns the truth value 1 of its caching
+        test to the segment's state, which is ``BUFFER_EMPTY``). One request
+        at a time this is all it does, at 1 and 2 alike: a read whose media
+        access, read-ahead included, ends before the host has its completion
+        leaves no hits behind, and its segment is the first replaced.
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -191,6 +200,7 @@ extra_disconnect_seek_delta_s : float
     almost_read_hits: bool = False
     never_disconnect: bool = False
     min_read_ahead_blocks: int = 0
+    preseeking_level: int = 0
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -226,6 +236,8 @@ extra_disconnect_seek_delta_s : float
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         object.__setattr__(self, "fast_write_level", whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
+        object.__setattr__(self, "preseeking_level", whole_number(
+            "preseeking_level", self.preseeking_level, maximum=2, maximum_is="DiskSim's levels 0..2"))
         object.__setattr__(self, "read_ahead_scheme", whole_number(
             "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
         for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",

@@ -102,6 +102,10 @@ from .media_access import access_media
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
+#: Taken off an emptied segment's last use, so that the replacement takes it before any segment
+#: holding blocks (and the least recently used of the emptied ones first) [s]
+_EMPTIED_S = 1e12
+
 
 class HitKind(IntEnum):
     """How the drive served a request (:attr:`SimulationResult.hit`)."""
@@ -201,7 +205,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
                      int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
-                     p.min_read_ahead_blocks],
+                     p.min_read_ahead_blocks, p.preseeking_level],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -267,6 +271,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     extra_disc = ints[11]
     never_disc = ints[14]
     min_ra = ints[15]
+    preseek = ints[16]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -297,6 +302,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     prev_write = 0
     prev_end = -1
     dirty_end = 0.0           # when the last fast write's data are on the media
+    emptied = -1              # the segment a preseeking read leaves empty (applied at the next arrival)
     t = state[0]
 
     for i in range(lbn.size):
@@ -330,25 +336,41 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 pf_active = False
                 mech_free = pf_ready[pf_count - 1]
                 cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+        if emptied >= 0:
+            # DiskSim's disk_release_hda with preseeking sets the read's segment's state to the
+            # truth value of its caching test, 1, which is BUFFER_EMPTY: its blocks are no longer
+            # hits, and disk_buffer_select_read_segment takes an empty segment before a clean one
+            # (the least recently used first: the segment list is in LRU order)
+            seg_end[emptied] = seg_start[emptied]
+            seg_used[emptied] -= _EMPTIED_S
+            emptied = -1
 
         if w == 0:
+            own = -1          # the segment of this read (it holds the mechanism: "Preseeking level")
             # the watermark: blocks buffered before the bus (re)connects, a fraction of the whole
             # request (DiskSim's "Set watermark by reqsize"), at least one
             water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
             if water < 1:
                 water = 1
             s = -1
+            # of the segments holding every block, the one being read ahead, else the least recently
+            # used (disk_buffer_select_read_segment: a reading segment ranks above a clean one, and
+            # of equals the first in its list, which is in LRU order)
             for j in range(nseg):
                 if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
                     if seg_write[j] == 0 or hits_on_writes:
-                        s = j
-                        break
+                        if pf_active and j == pf_seg:
+                            s = j
+                            break
+                        if s < 0 or seg_used[j] < seg_used[s]:
+                            s = j
             if s >= 0:
                 # full hit
                 hit = HitKind.CACHE_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
                 done = tb + read_done
                 seg_used[s] = arrival
+                own = s
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -363,7 +385,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     if count > pf_size:
                         count = pf_size
                     if count > 0:
-                        start = max(mech_free, arrival + overhead[0, 1, prev_write])
+                        # the mechanism starts after the read MISS overhead (disk_check_hda's
+                        # delay; DiskSim's seek of such a read-ahead ends at the arrival plus it)
+                        start = max(mech_free, arrival + overhead[0, 0, prev_write])
                         pf_cyl = cyl
                         pf_head = head
                         pf_start = start
@@ -383,6 +407,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # A request starting at the very block being read ahead is such a hit only with
                 # DiskSim's "Allow almost read hits" (disk_buffer_check_segments), else a miss.
                 hit = HitKind.READ_AHEAD_HIT
+                own = pf_seg
                 limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
                                           ra_over, total, min_ra)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
@@ -472,7 +497,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_end[s] = last
                 seg_used[s] = arrival
                 seg_write[s] = 0
-                _invalidate(seg_start, seg_end, nseg, seg_start[s], last, s)
+                own = s
+                # (a read leaves other segments holding its blocks as they are: DiskSim's
+                # disk_buffer_set_segment empties overlapping segments for writes only)
                 # DiskSim computes it when the segment is set (disk_buffer_set_segment): a miss's
                 # segment starts at its first block, a partial hit's where it started
                 limit = _read_ahead_limit(arrays, scheme, first, last, kept, max_ra, seg_size, ra_over, total,
@@ -492,6 +519,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_count = count
                     pf_done = 0
                     pf_min = min(last + min_ra, total)
+            if preseek and own >= 0:
+                # "Preseeking level" 1 or 2: a read whose media access (its read-ahead included) ends
+                # before the host has its completion gives up the mechanism (disk_release_hda, at
+                # either level once the completion is sent), which leaves its segment empty
+                # (applied at the next arrival, after the read-ahead's bookkeeping)
+                if (pf_ready[pf_count - 1] if pf_active else mech_free) <= done:
+                    emptied = own
         else:
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being

@@ -31,6 +31,9 @@ TOLERANCE_MS = 0.01
 #: Requests of the hp_c2247a "Hold bus entire read xfer = 0" variant (600) that the simulation
 #: gets wrong when it holds the bus (measured; 0 when it lets the bus go, as DiskSim does).
 HELD_DISAGREE = 8
+#: Requests of cheetah4LP's "Preseeking level = 1" variant (600) the simulation gets wrong without
+#: preseeking (measured; 0 with it, as DiskSim)
+PRESEEK_DISAGREE = 47
 
 
 def _make_variants():
@@ -89,6 +92,13 @@ def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
     assert almost[:400].sum() == 6
     no_almost = _simulate_variant(by_name["cheetah4LP_almost_read_hits_1"], tmp_path / "c", almost_read_hits=False)
     assert (np.abs(no_almost - _golden("cheetah4LP_almost_read_hits_1")) >= TOLERANCE_MS).sum() == 10
+    # Preseeking changes 80 of cheetah4LP's first 400 requests in DiskSim; simulated without it,
+    # 45 of the 600 disagree with DiskSim's variant
+    pre = by_name["cheetah4LP_preseeking_1"]
+    base = np.loadtxt(BUNDLED / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
+    assert (np.abs(_golden(pre["name"])[:400] - base) > 1e-6).sum() == 80
+    plain = _simulate_variant(pre, tmp_path / "d", preseeking_level=0)
+    assert (np.abs(plain - _golden(pre["name"])) >= TOLERANCE_MS).sum() == PRESEEK_DISAGREE
     # Enable caching in buffer = 2 is 1; Read any free blocks changes nothing in DiskSim
     for name, drive in (("cheetah4LP_enable_caching_2", "cheetah4LP"), ("atlas10k_read_any_free_0", "atlas10k"),
                         ("cheetah4LP_read_any_free_1", "cheetah4LP")):
@@ -155,6 +165,27 @@ def test_almost_read_hit_on_the_block_being_read_ahead():
     assert miss.service_s[1] == pytest.approx(10.56e-3, abs=1e-9)
 
 
+def test_preseeking_empties_the_segment_of_a_read_done_before_its_completion():
+    # No read-ahead: LBN 0..9 at t=0 is read from 10.0 to 11.0 ms and completes at 11.11 ms.
+    # Without preseeking the same read again is a hit: 0.2 ms overhead + 10 blocks on the bus +
+    # 0.1 ms completion = 0.4 ms. With preseeking the first read's media access ended (11.0 ms)
+    # before its completion, its segment is empty: a miss, 0.5 ms overhead (11.61 ms), LBN 0
+    # under the head at 20.0 ms, read to 21.0, sent and completed at 21.11 ms: 10.0 ms.
+    args = ([False] * 3, [0] * 3, [10] * 3, [0.0] * 3)
+    common = dict(read_ahead_scheme=0, max_read_ahead_blocks=0)
+    plain = simulate_requests(_toy(**common), *args)
+    np.testing.assert_allclose(plain.service_s, [11.11e-3, 0.4e-3, 0.4e-3], atol=1e-9)
+    for level in (1, 2):
+        pre = simulate_requests(_toy(preseeking_level=level, **common), *args)
+        np.testing.assert_allclose(pre.service_s, [11.11e-3, 10.0e-3, 10.0e-3], atol=1e-9)
+        assert list(pre.hit) == [HitKind.MEDIA] * 3
+    # with a read-ahead (50 blocks, to 16.0 ms) still running at the completion the segment
+    # keeps its blocks: the second read is a hit either way
+    ahead = simulate_requests(_toy(preseeking_level=1), *args)
+    assert ahead.hit[1] == HitKind.CACHE_HIT
+    assert ahead.service_s[1] == pytest.approx(0.4e-3, abs=1e-9)
+
+
 def test_dec_read_ahead_follows_disksims_code():
     # DiskSim's disk_buffer_get_max_readahead for "Buffer continuous read" 4: to the end of the
     # track holding the block after the request, and one more track's worth (100 blocks) when
@@ -183,7 +214,7 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
                                 ("Immediate buffer read", "2", r"it implements 0, 1"),
                                 ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
 
-                                ("Preseeking level", "1", r"it implements 0")):
+                                ("Preseeking level", "3", r"it implements 0, 1, 2")):
         at = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
         specs.write_text("\n".join(lines[:at] + [f"   {key} = {value},"] + lines[at + 1:]) + "\n")
         where = rf"cheetah4LP\.diskspecs:{at + 1}: {re.escape(key)} = "
@@ -277,3 +308,37 @@ def test_drive_parameters_refuse_bad_read_options():
         _toy(hold_bus_read=1)
     with pytest.raises(ValueError, match="almost_read_hits must be True or False"):
         _toy(almost_read_hits="yes")
+
+
+def test_disconnect_write_if_seek_only_without_read_ahead(disksim_dir, tmp_path):
+    # DiskSim 4.0 loses requests with it once a request arrives during a read-ahead (README of
+    # tests/golden/disksim_variants); without read-ahead its times are those at 0
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text().replace("Disconnect write if seek = 0,", "Disconnect write if seek = 1,")
+    specs.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines()) if "Disconnect write if seek" in row) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Disconnect write if seek = 1 is "
+                                                 r"honoured .* only without read-ahead .*DiskSim 4\.0 loses requests"):
+        drive_parameters(load_disksim_drive(folder))
+    specs.write_text(text.replace("Buffer continuous read = 3,", "Buffer continuous read = 0,"))
+    assert drive_parameters(load_disksim_drive(folder)).read_ahead_scheme == 0
+
+
+def test_calc_sector_by_sector_is_accepted_at_0_and_1(disksim_dir, tmp_path):
+    # DiskSim 4.0 never reads it (sectbysect is only stored by its parameter loader)
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text()
+    drive = load_disksim_drive(folder)
+    trace = drive.read_trace().head(300)
+    args = (trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
+    reference = simulate_requests(drive_parameters(drive), *args).service_s
+    specs.write_text(text.replace("Calc sector by sector = 1,", "Calc sector by sector = 0,"))
+    np.testing.assert_array_equal(simulate_requests(drive_parameters(load_disksim_drive(folder)), *args).service_s,
+                                  reference)
+    specs.write_text(text.replace("Calc sector by sector = 1,", "Calc sector by sector = 2,"))
+    with pytest.raises(DiskSimFormatError, match=r"Calc sector by sector = 2 is not honoured .*it implements 0, 1"):
+        drive_parameters(load_disksim_drive(folder))
