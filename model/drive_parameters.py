@@ -153,6 +153,24 @@ extra_disconnect_seek_delta_s : float
         at a time this is all it does, at 1 and 2 alike: a read whose media
         access, read-ahead included, ends before the host has its completion
         leaves no hits behind, and its segment is the first replaced.
+    watermark_by_request_size : bool
+        DiskSim's "Set watermark by reqsize": ``read_watermark`` is a
+        fraction of the request (of at most a segment), at least one block
+        (True); else of the segment, rounded up (``disk_buffer_set_segment``,
+        ``src/disksim_diskcache.c``).
+    immediate_partial_hit_transfer : bool
+        DiskSim's "Immed transfer partial hit": a read whose first blocks are
+        buffered, or being read ahead, takes the bus after the read hit
+        overhead (True); else, with fewer of its blocks buffered than the
+        watermark, it disconnects as a miss (read miss overhead plus the
+        read disconnect) and reconnects once the watermark's blocks are
+        there (``disk_read_arrive``, ``src/disksim_diskctlr.c``).
+    write_hit_stops_read_ahead : bool
+        DiskSim's "Write hit stop prefetch": a write overlapping the blocks a
+        running read-ahead has buffered stops it even short of its
+        ``min_read_ahead_blocks`` (True); else the read-ahead reads on to its
+        minimum first (``disk_buffer_stopable_access``). Without a minimum
+        it changes nothing.
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -201,6 +219,9 @@ extra_disconnect_seek_delta_s : float
     never_disconnect: bool = False
     min_read_ahead_blocks: int = 0
     preseeking_level: int = 0
+    watermark_by_request_size: bool = True
+    immediate_partial_hit_transfer: bool = True
+    write_hit_stops_read_ahead: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -243,7 +264,8 @@ extra_disconnect_seek_delta_s : float
         for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
                      "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
-                     "never_disconnect"):
+                     "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
+                     "write_hit_stops_read_ahead"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

@@ -59,7 +59,12 @@ bus ("Hold bus entire read xfer") or disconnects and reconnects
 (``disk_buffer_transfer_size``); "Allow almost read hits" makes a read
 starting at the block being read ahead a hit. The DEC read-ahead (scheme 4)
 follows DiskSim's code (``disk_buffer_get_max_readahead``); a read-ahead
-short of its "Minimum read-ahead" is not stopped. With these, the seven
+short of its "Minimum read-ahead" is not stopped (unless "Write hit stop
+prefetch" and a write overlaps what it buffered). "Preseeking level" 1 and 2
+empty the segment of a read whose media access ends before its completion
+(``disk_release_hda``); "Set watermark by reqsize" 0 takes the watermark of
+the segment; "Immed transfer partial hit" 0 makes a partial hit short of the
+watermark disconnect as a miss. With these, the seven
 traced drives give DiskSim's own times (within 10 us) for all but 7 of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
@@ -205,7 +210,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
                      int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
-                     p.min_read_ahead_blocks, p.preseeking_level],
+                     p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
+                     int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -272,6 +278,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     never_disc = ints[14]
     min_ra = ints[15]
     preseek = ints[16]
+    by_request = ints[17]
+    immed_partial = ints[18]
+    write_hit_stop = ints[19]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -348,8 +357,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         if w == 0:
             own = -1          # the segment of this read (it holds the mechanism: "Preseeking level")
             # the watermark: blocks buffered before the bus (re)connects, a fraction of the whole
-            # request (DiskSim's "Set watermark by reqsize"), at least one
-            water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
+            # request ("Set watermark by reqsize" 1) or of the segment, rounded up (0), at least one
+            # (disk_buffer_set_segment; DiskSim reconnects on a buffered block at the least)
+            if by_request:
+                water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
+            else:
+                water = int(seg_size * watermark + 0.9999999999)
             if water < 1:
                 water = 1
             s = -1
@@ -408,15 +421,25 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # DiskSim's "Allow almost read hits" (disk_buffer_check_segments), else a miss.
                 hit = HitKind.READ_AHEAD_HIT
                 own = pf_seg
+                have = pf_base + pf_done - first        # of its blocks buffered at the arrival
                 limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
                                           ra_over, total, min_ra)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
                 pf_min = max(pf_min, min(last + min_ra, total))
-                # "Immed transfer partial hit" 1: connected from the hit overhead
-                tb = _send_read_blocks(pf_ready, first - pf_base, n, arrival + overhead[0, 1, prev_write] + data_prep,
-                                       water, hold_read, read_disc[prev_write], reselect + data_prep, bus_r)
+                w0 = water if water < n else n
+                if immed_partial or have >= w0:
+                    # connected from the hit overhead ("Immed transfer partial hit" 1, or the
+                    # watermark's blocks are there)
+                    tb = arrival + overhead[0, 1, prev_write] + data_prep
+                else:
+                    # "Immed transfer partial hit" 0 short of the watermark: it disconnects as a miss
+                    # (disk_read_arrive) and reconnects once the watermark's blocks are buffered
+                    tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write],
+                             pf_ready[first - pf_base + w0 - 1]) + reselect + data_prep
+                tb = _send_read_blocks(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
+                                       reselect + data_prep, bus_r)
                 done = tb + read_done
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
@@ -461,9 +484,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                if buffered > 0:
+                if buffered > 0 and (immed_partial or buffered >= min(water, n)):
                     # the partial hit is connected from its hit overhead and sends the buffered part
                     tb = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
+                elif buffered > 0:
+                    # "Immed transfer partial hit" 0, fewer blocks buffered than the watermark: it
+                    # disconnects as a miss and reconnects once the watermark's blocks are there
+                    tb = max(arrival + ovh + read_disc[prev_write], ready[min(water, n) - buffered - 1]) \
+                        + reselect + data_prep + buffered * bus_r
                 elif never_disc:
                     # "Never disconnect": the miss keeps the bus from its overhead on (disk_read_arrive)
                     tb = arrival + ovh + data_prep
@@ -544,6 +572,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if extra_disc:
                 held = min(n, 10) if n < 45 else 15
             ra_held = 0.0
+            if pf_active and write_hit_stop and pf_base + pf_done < pf_min:
+                # "Write hit stop prefetch": a write overlapping the blocks the read-ahead has
+                # buffered takes its minimum away (disk_buffer_stopable_access; disk_buffer_overlap)
+                have = pf_base + pf_done
+                seg_first = seg_start[pf_seg]
+                if (seg_first <= first < have) or (seg_first < last <= have) or (first <= seg_first and last >= have):
+                    pf_min = have
             if pf_active and pf_base + pf_done < pf_min:
                 # as for a read miss: the read-ahead goes on to its minimum first
                 pf_active = False
