@@ -386,3 +386,45 @@ def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tm
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 0 is "
                                                  r"honoured .* only without defects remapped elsewhere"):
         drive_parameters(load_disksim_drive(folder))
+
+
+def test_watermark_of_the_request_or_of_the_segment():
+    # LBN 0..9 at t=0, block k buffered at 10.1 + 0.1 k ms, reselect 0.05 ms, watermark 0.3,
+    # disconnecting. Of the request (3 blocks): 11.16 ms (test_a_read_holding_the_bus_or_disconnecting).
+    # Of the 200-block segment ("Set watermark by reqsize" 0): 60 blocks, more than the request, so
+    # the drive reconnects once all 10 are buffered: 11.0 + 0.05, sends them (0.1) and completes
+    # (0.1): 11.25 ms.
+    common = dict(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False, read_watermark=0.3)
+    args = ([False], [0], [10], [0.0])
+    assert simulate_requests(_toy(**common), *args).service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+    assert simulate_requests(_toy(watermark_by_request_size=False, **common),
+                             *args).service_s[0] == pytest.approx(11.25e-3, abs=1e-9)
+
+
+def test_a_partial_hit_short_of_the_watermark_disconnects_unless_immediate():
+    # LBN 0..9 done at 11.11 ms (watermark 0.6 changes nothing, the bus is held); the read-ahead
+    # buffers LBN 10 + j at 11.1 + 0.1 j ms. LBN 11..15 arrives at 11.25 ms with LBN 11 buffered.
+    args = ([False, False], [0, 11], [10, 5], [0.14e-3, 0.0])
+    # at once: connected after the 0.2 ms hit overhead (11.45), LBN 11-13 sent by 11.48, LBN 14
+    # and 15 as read (11.5, 11.6) -> 11.61, completion 11.71: 0.46 ms
+    at_once = simulate_requests(_toy(read_watermark=0.6), *args)
+    assert at_once.service_s[1] == pytest.approx(0.46e-3, abs=1e-9)
+    # "Immed transfer partial hit" 0: 1 block buffered, fewer than the watermark's 3: it disconnects
+    # after the 0.5 ms miss overhead (11.75; LBN 13 is there since 11.4), sends the 5 blocks (all
+    # read by 11.6) by 11.80 and completes at 11.90: 0.65 ms
+    waiting = simulate_requests(_toy(read_watermark=0.6, immediate_partial_hit_transfer=False), *args)
+    assert waiting.hit[1] == HitKind.READ_AHEAD_HIT
+    assert waiting.service_s[1] == pytest.approx(0.65e-3, abs=1e-9)
+
+
+def test_a_write_on_what_the_read_ahead_buffered_stops_it_short_of_its_minimum():
+    # LBN 0..9 done at 11.11 ms; the read-ahead (minimum 30 blocks) has LBN 10 from 11.1 ms. A fast
+    # write of LBN 10 at 11.13 ms overlaps it: with "Write hit stop prefetch" the read-ahead stops
+    # and the write is reported after its 0.3 ms overhead, 1 block and completion: 0.41 ms; without,
+    # the read-ahead reads on to LBN 39 (14.0 ms) first: 14.0 + 0.01 + 0.1 -> 2.98 ms (as for a
+    # write elsewhere, test_a_read_ahead_short_of_its_minimum_is_not_stopped)
+    write = ([False, True], [0, 10], [10, 1], [0.02e-3, 0.0])
+    common = dict(min_read_ahead_blocks=30, fast_write_level=2)
+    assert simulate_requests(_toy(**common), *write).service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
+    assert simulate_requests(_toy(write_hit_stops_read_ahead=False, **common),
+                             *write).service_s[1] == pytest.approx(2.98e-3, abs=1e-9)
