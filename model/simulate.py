@@ -92,8 +92,10 @@ become parameters and traces in :mod:`diskmodel.model.disksim`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from enum import IntEnum
+from fractions import Fraction
 
 import numpy as np
 from numba import njit
@@ -204,7 +206,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
-                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1]])
+                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
+                     _segment_watermark(p)])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -222,7 +225,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
-    work = np.zeros((4, max(longest + 1, 3)))               # ready, not_before, stats, scratch
+    work = np.zeros((5, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks
+    work[4, :longest + 1] = _request_watermarks(p.read_watermark, longest)
     # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
     pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
@@ -231,6 +235,25 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
               pf_ready)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
+
+
+def _request_watermarks(fraction, longest):
+    """DiskSim's read watermark of a request of m = 0..*longest* blocks [blocks].
+
+    ``(int) (min(seg->size, bcount) * readwater)`` (``disk_buffer_set_segment``), as DiskSim
+    4.0 computes it on x87: the product of the double and the whole number is exact there
+    before the truncation (0.3 x 20 is 5.99999999999999977796..., so 5, where a double
+    product rounds to 6.0 first).
+    """
+    exact = Fraction(float(fraction))
+    return np.array([math.floor(exact * m) for m in range(longest + 1)], dtype=float)
+
+
+def _segment_watermark(p):
+    """DiskSim's read watermark of a segment ("Set watermark by reqsize" 0) [blocks]:
+    ``(int) (seg->size * readwater + 0.9999999999)``, exactly as above."""
+    return float(math.floor(Fraction(p.segment_size_blocks) * Fraction(float(p.read_watermark))
+                            + Fraction(0.9999999999)))
 
 
 # ---------------------------------------------------------------------------
@@ -253,7 +276,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     reselect = real[6]
     bus_r = real[7]
     bus_w = real[8]
-    watermark = real[9]
     min_write_seek = real[10]
     write_disc = real[11]
     reselect_other = real[12]
@@ -263,6 +285,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     xd_disc2 = real[16]
     xd_seek_delta = real[17]
     read_disc = real[18:20]
+    seg_water = int(real[20])
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -293,6 +316,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     not_before = work[1]
     stats = work[2]
     scratch = work[3]
+    water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -360,9 +384,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # request ("Set watermark by reqsize" 1) or of the segment, rounded up (0), at least one
             # (disk_buffer_set_segment; DiskSim reconnects on a buffered block at the least)
             if by_request:
-                water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
+                water = int(water_of[min(seg_size, n) if nseg > 0 else n])
             else:
-                water = int(seg_size * watermark + 0.9999999999)
+                water = seg_water
             if water < 1:
                 water = 1
             s = -1

@@ -153,13 +153,14 @@ def test_a_read_holding_the_bus_or_disconnecting():
     let_go = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False),
                                *args)
     assert let_go.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
-    # Watermark 0.3 (3 blocks): connect at 10.3 + 0.05, blocks 0-2 to 10.38; block 3 (10.4) is not
-    # there: disconnect until 10.40, reconnect once blocks 3-5 are buffered (10.6) + 0.05 = 10.65,
-    # blocks 3-5 to 10.68; again for 6-8: 10.9 + 0.05 -> 10.98; block 9 (11.0): 11.05 -> 11.06;
-    # completion -> 11.16 ms.
+    # Watermark 0.3 of 10 blocks: 2, as DiskSim truncates the product on x87 (0.3 x 10 is
+    # 2.99999999999999988898 there, 3.0 in doubles): connect at 10.2 + 0.05, blocks 0-1 to 10.27;
+    # block 2 (10.3) is not there: disconnect until 10.29, reconnect once blocks 2-3 are buffered
+    # (10.4) + 0.05 = 10.45, to 10.47; again for 4-5 (10.65 -> 10.67), 6-7 (10.85 -> 10.87), 8-9
+    # (11.05 -> 11.07); completion -> 11.17 ms.
     water = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False,
                                    read_watermark=0.3), *args)
-    assert water.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+    assert water.service_s[0] == pytest.approx(11.17e-3, abs=1e-9)
 
 
 def test_a_read_miss_reconnects_no_earlier_than_its_disconnection():
@@ -390,13 +391,13 @@ def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tm
 
 def test_watermark_of_the_request_or_of_the_segment():
     # LBN 0..9 at t=0, block k buffered at 10.1 + 0.1 k ms, reselect 0.05 ms, watermark 0.3,
-    # disconnecting. Of the request (3 blocks): 11.16 ms (test_a_read_holding_the_bus_or_disconnecting).
+    # disconnecting. Of the request (2 blocks): 11.17 ms (test_a_read_holding_the_bus_or_disconnecting).
     # Of the 200-block segment ("Set watermark by reqsize" 0): 60 blocks, more than the request, so
     # the drive reconnects once all 10 are buffered: 11.0 + 0.05, sends them (0.1) and completes
     # (0.1): 11.25 ms.
     common = dict(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False, read_watermark=0.3)
     args = ([False], [0], [10], [0.0])
-    assert simulate_requests(_toy(**common), *args).service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+    assert simulate_requests(_toy(**common), *args).service_s[0] == pytest.approx(11.17e-3, abs=1e-9)
     assert simulate_requests(_toy(watermark_by_request_size=False, **common),
                              *args).service_s[0] == pytest.approx(11.25e-3, abs=1e-9)
 
@@ -409,9 +410,10 @@ def test_a_partial_hit_short_of_the_watermark_disconnects_unless_immediate():
     # and 15 as read (11.5, 11.6) -> 11.61, completion 11.71: 0.46 ms
     at_once = simulate_requests(_toy(read_watermark=0.6), *args)
     assert at_once.service_s[1] == pytest.approx(0.46e-3, abs=1e-9)
-    # "Immed transfer partial hit" 0: 1 block buffered, fewer than the watermark's 3: it disconnects
-    # after the 0.5 ms miss overhead (11.75; LBN 13 is there since 11.4), sends the 5 blocks (all
-    # read by 11.6) by 11.80 and completes at 11.90: 0.65 ms
+    # "Immed transfer partial hit" 0: 1 block buffered, fewer than the watermark's 2 (0.6 x 5,
+    # truncated as DiskSim computes it): it disconnects after the 0.5 ms miss overhead (11.75; LBN
+    # 12 is there since 11.3), sends the 5 blocks (all read by 11.6) by 11.80 and completes at
+    # 11.90: 0.65 ms
     waiting = simulate_requests(_toy(read_watermark=0.6, immediate_partial_hit_transfer=False), *args)
     assert waiting.hit[1] == HitKind.READ_AHEAD_HIT
     assert waiting.service_s[1] == pytest.approx(0.65e-3, abs=1e-9)
