@@ -61,24 +61,18 @@ IRRELEVANT_ONE_AT_A_TIME = {
     "Allow sneaky intermediate read hits": "hits on data of requests still queued",
     "Maximum number of write segments": "write segments for several queued writes",
     "Combine seq writes": "combines queued sequential writes",
-    "Set watermark by reqsize": "watermarks are fractions of the request here, as this flag says",
-    "Write hit stop prefetch": "a write stops the read-ahead here, as this flag says",
-    "Calc sector by sector": "the simulation works sector by sector, as this flag says",
-    "Read directly to buffer": "reads go through the buffer here, as this flag says",
-    "Immed transfer partial hit": "partial hits transfer the buffered part at once here, as this flag says",
 }
 
 #: Keys honoured at these values only (the simulation implements no other).
 ONLY_VALUES = {
     # DiskSim tests this flag for truth only (disksim_diskctlr.c, disksim_diskcache.c): 1 and 2 alike
     "Enable caching in buffer": (1, 2),
-    "Preseeking level": (0,),
-    "Disconnect write if seek": (0,),
-    "Set watermark by reqsize": (1,),
-    "Write hit stop prefetch": (1,),
-    "Calc sector by sector": (1,),
-    "Read directly to buffer": (1,),
-    "Immed transfer partial hit": (1,),
+    # DiskSim's own ranges; each value simulated (drive_parameters: preseeking_level,
+    # watermark_by_request_size, write_hit_stops_read_ahead, immediate_partial_hit_transfer)
+    "Preseeking level": (0, 1, 2),
+    "Set watermark by reqsize": (0, 1),
+    "Write hit stop prefetch": (0, 1),
+    "Immed transfer partial hit": (0, 1),
 }
 
 #: Any value in [0, 1] (DiskSim's own range for a water mark).
@@ -104,10 +98,38 @@ NO_EFFECT_IN_DISKSIM = {
                                          "access that cannot be stopped (a fast write being written, which "
                                          "it does not append to): the same at 0 and 1 on 400 such writes "
                                          "on ibm18es and cheetah4LP"),
+    # src/modules/disksim_disk_param.c stores it in disk->sectbysect, which no other line of
+    # DiskSim 4.0 reads (grep sectbysect: the parameter loader and disksim_disk.h only); its
+    # manual: "the simulator currently functions as if the value were always true"
+    "Calc sector by sector": ((0, 1), "DiskSim 4.0's code never reads it (sectbysect is set by the "
+                                      "parameter loader only); the simulation works sector by sector"),
+    "Read directly to buffer": ((0, 1), "at 0 a read does not wait for room in its segment "
+                                        "(disk_buffer_sector_done, disk_get_remapped_sector): DiskSim's times "
+                                        "were the same on the traces of cheetah4LP, ibm18es, hp_c2247a and "
+                                        "atlas10k, and within 0.2 us (rounding) on 300 reads of 283-800 "
+                                        "blocks, larger than a segment, on cheetah4LP and ibm18es (257-500 "
+                                        "on hp_c2247a: identical); with defects remapped elsewhere, not "
+                                        "tried, 0 is refused (check_honoured)"),
+    "Disconnect write if seek": ((0, 1), "read only by disk_buffer_stopable_access when a request would "
+                                         "stop a read-ahead; at 1 DiskSim 4.0 loses requests there (see "
+                                         "check_honoured), so 1 is accepted without read-ahead only, where "
+                                         "DiskSim's times were the same at 0 and 1 on 600 requests arriving "
+                                         "0-3 ms after a read (cheetah4LP and atlas10k, Buffer continuous "
+                                         "read = 0)"),
 }
 
 _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IRRELEVANT_ONE_AT_A_TIME}
           | {_normalise_key(k) for k in ONLY_VALUES} | {_normalise_key(k) for k in NO_EFFECT_IN_DISKSIM})
+
+
+def _remaps_elsewhere(model: ModelFile) -> bool:
+    """Whether the layout moves a defective block elsewhere (not slipped in place)."""
+    layout = model.layout
+    if isinstance(layout, G1Layout):
+        return any(defect != remap for zone in layout.zones for defect, remap in zone.defects)
+    if isinstance(layout, G4Layout):
+        return len(layout.remaps) > 0
+    return False
 
 
 def check_honoured(specs_block: Block, model: ModelFile) -> None:
@@ -137,6 +159,21 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
         raise DiskSimFormatError(specs_block.path, specs_block.line_of("Never disconnect"),
                                  "Never disconnect = 1 is honoured by the per-request simulation only with "
                                  f"Fast write level = 0 (got {specs_block.get('Fast write level')!r})")
+    # DiskSim 4.0 loses requests with "Disconnect write if seek" = 1 once one arrives during a
+    # read-ahead (disk_buffer_stopable_access marks the read-ahead preempted; the request never
+    # completes: 1438 of cheetah4LP's 10000 requests complete, 231 of ibm18es's, 8 of
+    # hp_c2490a's, 10 of 600 on atlas10k with such arrivals): nothing to follow
+    if specs_block.get("Disconnect write if seek") == 1 and specs_block.get("Buffer continuous read") not in (None, 0):
+        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Disconnect write if seek"),
+                                 "Disconnect write if seek = 1 is honoured by the per-request simulation only "
+                                 "without read-ahead (Buffer continuous read = 0): DiskSim 4.0 loses requests "
+                                 "with it")
+    # "Read directly to buffer" = 0 also changes how DiskSim reads a block remapped elsewhere
+    # (disk_get_remapped_sector); no bundled drive has one, so that was never compared
+    if specs_block.get("Read directly to buffer") == 0 and _remaps_elsewhere(model):
+        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Read directly to buffer"),
+                                 "Read directly to buffer = 0 is honoured by the per-request simulation only "
+                                 "without defects remapped elsewhere (never compared with DiskSim there)")
     # DiskSim 4.0 itself fails on write-through drives with a minimum read-ahead (hp_c2247a:
     # a segmentation fault; hp_c2490a: disk_buffer_sector_done's fpcheck assertion): nothing to follow
     minimum = specs_block.get("Minimum read-ahead (blks)")

@@ -145,6 +145,33 @@ extra_disconnect_seek_delta_s : float
         reached this many blocks past the request's end when the next
         request needs the mechanism cannot be stopped; it reads on to that
         block and ends there (``disk_buffer_stopable_access``).
+    preseeking_level : int
+        DiskSim's "Preseeking level" (0, 1, 2): above 0 a read gives up the
+        mechanism once its completion is sent (2: even before), and DiskSim
+        then marks its segment empty (``disk_release_hda``,
+        ``src/disksim_diskctlr.c``, assigns the truth value 1 of its caching
+        test to the segment's state, which is ``BUFFER_EMPTY``). One request
+        at a time this is all it does, at 1 and 2 alike: a read whose media
+        access, read-ahead included, ends before the host has its completion
+        leaves no hits behind, and its segment is the first replaced.
+    watermark_by_request_size : bool
+        DiskSim's "Set watermark by reqsize": ``read_watermark`` is a
+        fraction of the request (of at most a segment), at least one block
+        (True); else of the segment, rounded up (``disk_buffer_set_segment``,
+        ``src/disksim_diskcache.c``).
+    immediate_partial_hit_transfer : bool
+        DiskSim's "Immed transfer partial hit": a read whose first blocks are
+        buffered, or being read ahead, takes the bus after the read hit
+        overhead (True); else, with fewer of its blocks buffered than the
+        watermark, it disconnects as a miss (read miss overhead plus the
+        read disconnect) and reconnects once the watermark's blocks are
+        there (``disk_read_arrive``, ``src/disksim_diskctlr.c``).
+    write_hit_stops_read_ahead : bool
+        DiskSim's "Write hit stop prefetch": a write overlapping the blocks a
+        running read-ahead has buffered stops it even short of its
+        ``min_read_ahead_blocks`` (True); else the read-ahead reads on to its
+        minimum first (``disk_buffer_stopable_access``). Without a minimum
+        it changes nothing.
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -192,6 +219,10 @@ extra_disconnect_seek_delta_s : float
     almost_read_hits: bool = False
     never_disconnect: bool = False
     min_read_ahead_blocks: int = 0
+    preseeking_level: int = 0
+    watermark_by_request_size: bool = True
+    immediate_partial_hit_transfer: bool = True
+    write_hit_stops_read_ahead: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -227,12 +258,15 @@ extra_disconnect_seek_delta_s : float
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         object.__setattr__(self, "fast_write_level", whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))
+        object.__setattr__(self, "preseeking_level", whole_number(
+            "preseeking_level", self.preseeking_level, maximum=2, maximum_is="DiskSim's levels 0..2"))
         object.__setattr__(self, "read_ahead_scheme", whole_number(
             "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4"))
         for name in ("read_ahead_over_requested", "read_ahead_on_idle_hit", "read_hits_on_write_data",
                      "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
-                     "never_disconnect"):
+                     "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
+                     "write_hit_stops_read_ahead"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

@@ -59,7 +59,12 @@ bus ("Hold bus entire read xfer") or disconnects and reconnects
 (``disk_buffer_transfer_size``); "Allow almost read hits" makes a read
 starting at the block being read ahead a hit. The DEC read-ahead (scheme 4)
 follows DiskSim's code (``disk_buffer_get_max_readahead``); a read-ahead
-short of its "Minimum read-ahead" is not stopped. With these, the seven
+short of its "Minimum read-ahead" is not stopped (unless "Write hit stop
+prefetch" and a write overlaps what it buffered). "Preseeking level" 1 and 2
+empty the segment of a read whose media access ends before its completion
+(``disk_release_hda``); "Set watermark by reqsize" 0 takes the watermark of
+the segment; "Immed transfer partial hit" 0 makes a partial hit short of the
+watermark disconnect as a miss. With these, the seven
 traced drives give DiskSim's own times (within 10 us) for all but 7 of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
@@ -88,8 +93,10 @@ become parameters and traces in :mod:`diskmodel.model.disksim`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from enum import IntEnum
+from fractions import Fraction
 
 import numpy as np
 from numba import njit
@@ -102,6 +109,10 @@ from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
+
+#: Taken off an emptied segment's last use, so that the replacement takes it before any segment
+#: holding blocks (and the least recently used of the emptied ones first) [s]
+_EMPTIED_S = 1e12
 
 
 class HitKind(IntEnum):
@@ -196,13 +207,15 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
-                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1]])
+                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
+                     _segment_watermark(p)])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
                      int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
-                     p.min_read_ahead_blocks],
+                     p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
+                     int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -213,7 +226,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
-    work = np.zeros((4, max(longest + 1, 3)))               # ready, not_before, stats, scratch
+    work = np.zeros((5, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks
+    work[4, :longest + 1] = _request_watermarks(p.read_watermark, longest)
     # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
     pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
@@ -222,6 +236,25 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
               pf_ready)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
+
+
+def _request_watermarks(fraction, longest):
+    """DiskSim's read watermark of a request of m = 0..*longest* blocks [blocks].
+
+    ``(int) (min(seg->size, bcount) * readwater)`` (``disk_buffer_set_segment``), as DiskSim
+    4.0 computes it on x87: the product of the double and the whole number is exact there
+    before the truncation (0.3 x 20 is 5.99999999999999977796..., so 5, where a double
+    product rounds to 6.0 first).
+    """
+    exact = Fraction(float(fraction))
+    return np.array([math.floor(exact * m) for m in range(longest + 1)], dtype=float)
+
+
+def _segment_watermark(p):
+    """DiskSim's read watermark of a segment ("Set watermark by reqsize" 0) [blocks]:
+    ``(int) (seg->size * readwater + 0.9999999999)``, exactly as above."""
+    return float(math.floor(Fraction(p.segment_size_blocks) * Fraction(float(p.read_watermark))
+                            + Fraction(0.9999999999)))
 
 
 # ---------------------------------------------------------------------------
@@ -266,7 +299,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     reselect = real[6]
     bus_r = real[7]
     bus_w = real[8]
-    watermark = real[9]
     min_write_seek = real[10]
     write_disc = real[11]
     reselect_other = real[12]
@@ -276,6 +308,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     xd_disc2 = real[16]
     xd_seek_delta = real[17]
     read_disc = real[18:20]
+    seg_water = int(real[20])
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -290,6 +323,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     extra_disc = ints[11]
     never_disc = ints[14]
     min_ra = ints[15]
+    preseek = ints[16]
+    by_request = ints[17]
+    immed_partial = ints[18]
+    write_hit_stop = ints[19]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -302,6 +339,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     not_before = work[1]
     stats = work[2]
     scratch = work[3]
+    water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -321,6 +359,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     prev_end = -1
     dirty_end = 0.0           # when the last fast write's data are on the media
     queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
+    emptied = -1              # the segment a preseeking read leaves empty (applied at the next arrival)
     t = state[0]
 
     for i in range(lbn.size):
@@ -354,25 +393,45 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 pf_active = False
                 mech_free = pf_ready[pf_count - 1]
                 cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+        if emptied >= 0:
+            # DiskSim's disk_release_hda with preseeking sets the read's segment's state to the
+            # truth value of its caching test, 1, which is BUFFER_EMPTY: its blocks are no longer
+            # hits, and disk_buffer_select_read_segment takes an empty segment before a clean one
+            # (the least recently used first: the segment list is in LRU order)
+            seg_end[emptied] = seg_start[emptied]
+            seg_used[emptied] -= _EMPTIED_S
+            emptied = -1
 
         if w == 0:
+            own = -1          # the segment of this read (it holds the mechanism: "Preseeking level")
             # the watermark: blocks buffered before the bus (re)connects, a fraction of the whole
-            # request (DiskSim's "Set watermark by reqsize"), at least one
-            water = int(watermark * min(seg_size, n)) if nseg > 0 else int(watermark * n)
+            # request ("Set watermark by reqsize" 1) or of the segment, rounded up (0), at least one
+            # (disk_buffer_set_segment; DiskSim reconnects on a buffered block at the least)
+            if by_request:
+                water = int(water_of[min(seg_size, n) if nseg > 0 else n])
+            else:
+                water = seg_water
             if water < 1:
                 water = 1
             s = -1
+            # of the segments holding every block, the one being read ahead, else the least recently
+            # used (disk_buffer_select_read_segment: a reading segment ranks above a clean one, and
+            # of equals the first in its list, which is in LRU order)
             for j in range(nseg):
                 if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
                     if seg_write[j] == 0 or hits_on_writes:
-                        s = j
-                        break
+                        if pf_active and j == pf_seg:
+                            s = j
+                            break
+                        if s < 0 or seg_used[j] < seg_used[s]:
+                            s = j
             if s >= 0:
                 # full hit
                 hit = HitKind.CACHE_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
                 done = tb + read_done
                 seg_used[s] = arrival
+                own = s
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -390,7 +449,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     if count > pf_size:
                         count = pf_size
                     if count > 0:
-                        start = max(mech_free, arrival + overhead[0, 1, prev_write])
+                        # the mechanism starts after the read MISS overhead (disk_check_hda's
+                        # delay; DiskSim's seek of such a read-ahead ends at the arrival plus it)
+                        start = max(mech_free, arrival + overhead[0, 0, prev_write])
                         pf_cyl = cyl
                         pf_head = head
                         pf_start = start
@@ -410,15 +471,26 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # A request starting at the very block being read ahead is such a hit only with
                 # DiskSim's "Allow almost read hits" (disk_buffer_check_segments), else a miss.
                 hit = HitKind.READ_AHEAD_HIT
+                own = pf_seg
+                have = pf_base + pf_done - first        # of its blocks buffered at the arrival
                 limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
                                           ra_over, total, min_ra)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
                 pf_min = max(pf_min, min(last + min_ra, total))
-                # "Immed transfer partial hit" 1: connected from the hit overhead
-                tb = _send_read_blocks(pf_ready, first - pf_base, n, arrival + overhead[0, 1, prev_write] + data_prep,
-                                       water, hold_read, read_disc[prev_write], reselect + data_prep, bus_r)
+                w0 = water if water < n else n
+                if immed_partial or have >= w0:
+                    # connected from the hit overhead ("Immed transfer partial hit" 1, or the
+                    # watermark's blocks are there)
+                    tb = arrival + overhead[0, 1, prev_write] + data_prep
+                else:
+                    # "Immed transfer partial hit" 0 short of the watermark: it disconnects as a miss
+                    # (disk_read_arrive) and reconnects once the watermark's blocks are buffered
+                    tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write],
+                             pf_ready[first - pf_base + w0 - 1]) + reselect + data_prep
+                tb = _send_read_blocks(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
+                                       reselect + data_prep, bus_r)
                 done = tb + read_done
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
@@ -463,9 +535,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                if buffered > 0:
+                if buffered > 0 and (immed_partial or buffered >= min(water, n)):
                     # the partial hit is connected from its hit overhead and sends the buffered part
                     tb = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
+                elif buffered > 0:
+                    # "Immed transfer partial hit" 0, fewer blocks buffered than the watermark: it
+                    # disconnects as a miss and reconnects once the watermark's blocks are there
+                    tb = max(arrival + ovh + read_disc[prev_write], ready[min(water, n) - buffered - 1]) \
+                        + reselect + data_prep + buffered * bus_r
                 elif never_disc:
                     # "Never disconnect": the miss keeps the bus from its overhead on (disk_read_arrive)
                     tb = arrival + ovh + data_prep
@@ -499,7 +576,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_end[s] = last
                 seg_used[s] = arrival
                 seg_write[s] = 0
-                _invalidate(seg_start, seg_end, nseg, seg_start[s], last, s)
+                own = s
+                # (a read leaves other segments holding its blocks as they are: DiskSim's
+                # disk_buffer_set_segment empties overlapping segments for writes only)
                 # DiskSim computes it when the segment is set (disk_buffer_set_segment): a miss's
                 # segment starts at its first block, a partial hit's where it started
                 limit = _read_ahead_limit(arrays, scheme, first, last, kept, max_ra, seg_size, ra_over, total,
@@ -519,6 +598,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_count = count
                     pf_done = 0
                     pf_min = min(last + min_ra, total)
+            if preseek and own >= 0:
+                # "Preseeking level" 1 or 2: a read whose media access (its read-ahead included) ends
+                # before the host has its completion gives up the mechanism (disk_release_hda, at
+                # either level once the completion is sent), which leaves its segment empty
+                # (applied at the next arrival, after the read-ahead's bookkeeping)
+                if (pf_ready[pf_count - 1] if pf_active else mech_free) <= done:
+                    emptied = own
         else:
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being
@@ -537,6 +623,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if extra_disc:
                 held = min(n, 10) if n < 45 else 15
             ra_held = 0.0
+            if pf_active and write_hit_stop and pf_base + pf_done < pf_min:
+                # "Write hit stop prefetch": a write overlapping the blocks the read-ahead has
+                # buffered takes its minimum away (disk_buffer_stopable_access; disk_buffer_overlap)
+                have = pf_base + pf_done
+                seg_first = seg_start[pf_seg]
+                if (seg_first <= first < have) or (seg_first < last <= have) or (first <= seg_first and last >= have):
+                    pf_min = have
             if pf_active and pf_base + pf_done < pf_min:
                 # as for a read miss: the read-ahead goes on to its minimum first
                 pf_active = False

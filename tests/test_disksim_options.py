@@ -31,6 +31,9 @@ TOLERANCE_MS = 0.01
 #: Requests of the hp_c2247a "Hold bus entire read xfer = 0" variant (600) that the simulation
 #: gets wrong when it holds the bus (measured; 0 when it lets the bus go, as DiskSim does).
 HELD_DISAGREE = 8
+#: Requests of cheetah4LP's "Preseeking level = 1" variant (600) the simulation gets wrong without
+#: preseeking (measured; 0 with it, as DiskSim)
+PRESEEK_DISAGREE = 47
 
 
 def _make_variants():
@@ -64,6 +67,10 @@ def test_variant_matches_disksims_own_times(variant, tmp_path):
     if "same_as" in variant:
         # the option did not change DiskSim's own times (disksim_support.NO_EFFECT_IN_DISKSIM)
         np.testing.assert_allclose(disksim_ms, _golden(variant["same_as"]), rtol=0, atol=1e-6)
+    if "close_to" in variant:
+        # ... beyond DiskSim's rounding (a different chain of events to the same times)
+        difference = np.abs(disksim_ms - _golden(variant["close_to"]))
+        assert 0 < difference.max() <= variant["within_ms"]
 
 
 def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
@@ -89,6 +96,36 @@ def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
     assert almost[:400].sum() == 6
     no_almost = _simulate_variant(by_name["cheetah4LP_almost_read_hits_1"], tmp_path / "c", almost_read_hits=False)
     assert (np.abs(no_almost - _golden("cheetah4LP_almost_read_hits_1")) >= TOLERANCE_MS).sum() == 10
+    # Preseeking changes 80 of cheetah4LP's first 400 requests in DiskSim; simulated without it,
+    # 45 of the 600 disagree with DiskSim's variant
+    pre = by_name["cheetah4LP_preseeking_1"]
+    base = np.loadtxt(BUNDLED / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
+    assert (np.abs(_golden(pre["name"])[:400] - base) > 1e-6).sum() == 80
+    plain = _simulate_variant(pre, tmp_path / "d", preseeking_level=0)
+    assert (np.abs(plain - _golden(pre["name"])) >= TOLERANCE_MS).sum() == PRESEEK_DISAGREE
+    # "Set watermark by reqsize" = 0 changes 251 of hp_c2247a's first 400 requests (its read
+    # watermark 0.75 of the 256-block segment, not of the request); with the request's, 297 of
+    # the 600 disagree
+    req0 = by_name["hp_c2247a_reqwater_0"]
+    base = np.loadtxt(BUNDLED / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    assert (np.abs(_golden(req0["name"])[:400] - base) > 1e-6).sum() == 251
+    by_request = _simulate_variant(req0, tmp_path / "e", watermark_by_request_size=True)
+    assert (np.abs(by_request - _golden(req0["name"])) >= TOLERANCE_MS).sum() == 297
+    # "Immed transfer partial hit" = 0 changes 280 of the 600 synthetic pairs (hp_c2247a, watermark
+    # 0.75); transferring at once, 196 of ours disagree there, and 457 of the 600 partial hits on
+    # clean segments (synthetic_hp_tails)
+    pairs = _golden("hp_c2247a_immed_partial_0_pairs")
+    assert (np.abs(pairs - _golden("hp_c2247a_hp_pairs")) > 1e-6).sum() == 280
+    for name, wrong in (("hp_c2247a_immed_partial_0_pairs", 196), ("hp_c2247a_immed_partial_0_tails", 457)):
+        at_once = _simulate_variant(by_name[name], tmp_path / name, immediate_partial_hit_transfer=True)
+        assert (np.abs(at_once - _golden(name)) >= TOLERANCE_MS).sum() == wrong
+    # "Write hit stop prefetch" changes 490 of 600 requests of ibm18es with a minimum read-ahead
+    # when writes overlap what the read-ahead buffered; simulated with the other value, 427 disagree
+    stop, go_on = "ibm18es_min_read_ahead_400_overlapping_writes", "ibm18es_min_read_ahead_400_write_hit_stop_0"
+    assert (np.abs(_golden(stop) - _golden(go_on)) > 1e-6).sum() == 490
+    for name, other in ((stop, False), (go_on, True)):
+        swapped = _simulate_variant(by_name[name], tmp_path / name, write_hit_stops_read_ahead=other)
+        assert (np.abs(swapped - _golden(name)) >= TOLERANCE_MS).sum() == 427
     # Enable caching in buffer = 2 is 1; Read any free blocks changes nothing in DiskSim
     for name, drive in (("cheetah4LP_enable_caching_2", "cheetah4LP"), ("atlas10k_read_any_free_0", "atlas10k"),
                         ("cheetah4LP_read_any_free_1", "cheetah4LP")):
@@ -116,13 +153,14 @@ def test_a_read_holding_the_bus_or_disconnecting():
     let_go = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False),
                                *args)
     assert let_go.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
-    # Watermark 0.3 (3 blocks): connect at 10.3 + 0.05, blocks 0-2 to 10.38; block 3 (10.4) is not
-    # there: disconnect until 10.40, reconnect once blocks 3-5 are buffered (10.6) + 0.05 = 10.65,
-    # blocks 3-5 to 10.68; again for 6-8: 10.9 + 0.05 -> 10.98; block 9 (11.0): 11.05 -> 11.06;
-    # completion -> 11.16 ms.
+    # Watermark 0.3 of 10 blocks: 2, as DiskSim truncates the product on x87 (0.3 x 10 is
+    # 2.99999999999999988898 there, 3.0 in doubles): connect at 10.2 + 0.05, blocks 0-1 to 10.27;
+    # block 2 (10.3) is not there: disconnect until 10.29, reconnect once blocks 2-3 are buffered
+    # (10.4) + 0.05 = 10.45, to 10.47; again for 4-5 (10.65 -> 10.67), 6-7 (10.85 -> 10.87), 8-9
+    # (11.05 -> 11.07); completion -> 11.17 ms.
     water = simulate_requests(_toy(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False,
                                    read_watermark=0.3), *args)
-    assert water.service_s[0] == pytest.approx(11.16e-3, abs=1e-9)
+    assert water.service_s[0] == pytest.approx(11.17e-3, abs=1e-9)
 
 
 def test_a_read_miss_reconnects_no_earlier_than_its_disconnection():
@@ -155,6 +193,27 @@ def test_almost_read_hit_on_the_block_being_read_ahead():
     assert miss.service_s[1] == pytest.approx(10.56e-3, abs=1e-9)
 
 
+def test_preseeking_empties_the_segment_of_a_read_done_before_its_completion():
+    # No read-ahead: LBN 0..9 at t=0 is read from 10.0 to 11.0 ms and completes at 11.11 ms.
+    # Without preseeking the same read again is a hit: 0.2 ms overhead + 10 blocks on the bus +
+    # 0.1 ms completion = 0.4 ms. With preseeking the first read's media access ended (11.0 ms)
+    # before its completion, its segment is empty: a miss, 0.5 ms overhead (11.61 ms), LBN 0
+    # under the head at 20.0 ms, read to 21.0, sent and completed at 21.11 ms: 10.0 ms.
+    args = ([False] * 3, [0] * 3, [10] * 3, [0.0] * 3)
+    common = dict(read_ahead_scheme=0, max_read_ahead_blocks=0)
+    plain = simulate_requests(_toy(**common), *args)
+    np.testing.assert_allclose(plain.service_s, [11.11e-3, 0.4e-3, 0.4e-3], atol=1e-9)
+    for level in (1, 2):
+        pre = simulate_requests(_toy(preseeking_level=level, **common), *args)
+        np.testing.assert_allclose(pre.service_s, [11.11e-3, 10.0e-3, 10.0e-3], atol=1e-9)
+        assert list(pre.hit) == [HitKind.MEDIA] * 3
+    # with a read-ahead (50 blocks, to 16.0 ms) still running at the completion the segment
+    # keeps its blocks: the second read is a hit either way
+    ahead = simulate_requests(_toy(preseeking_level=1), *args)
+    assert ahead.hit[1] == HitKind.CACHE_HIT
+    assert ahead.service_s[1] == pytest.approx(0.4e-3, abs=1e-9)
+
+
 def test_dec_read_ahead_follows_disksims_code():
     # DiskSim's disk_buffer_get_max_readahead for "Buffer continuous read" 4: to the end of the
     # track holding the block after the request, and one more track's worth (100 blocks) when
@@ -183,7 +242,7 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
                                 ("Immediate buffer read", "2", r"it implements 0, 1"),
                                 ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
 
-                                ("Preseeking level", "1", r"it implements 0")):
+                                ("Preseeking level", "3", r"it implements 0, 1, 2")):
         at = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
         specs.write_text("\n".join(lines[:at] + [f"   {key} = {value},"] + lines[at + 1:]) + "\n")
         where = rf"cheetah4LP\.diskspecs:{at + 1}: {re.escape(key)} = "
@@ -277,3 +336,97 @@ def test_drive_parameters_refuse_bad_read_options():
         _toy(hold_bus_read=1)
     with pytest.raises(ValueError, match="almost_read_hits must be True or False"):
         _toy(almost_read_hits="yes")
+
+
+def test_disconnect_write_if_seek_only_without_read_ahead(disksim_dir, tmp_path):
+    # DiskSim 4.0 loses requests with it once a request arrives during a read-ahead (README of
+    # tests/golden/disksim_variants); without read-ahead its times are those at 0
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text().replace("Disconnect write if seek = 0,", "Disconnect write if seek = 1,")
+    specs.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines()) if "Disconnect write if seek" in row) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Disconnect write if seek = 1 is "
+                                                 r"honoured .* only without read-ahead .*DiskSim 4\.0 loses requests"):
+        drive_parameters(load_disksim_drive(folder))
+    specs.write_text(text.replace("Buffer continuous read = 3,", "Buffer continuous read = 0,"))
+    assert drive_parameters(load_disksim_drive(folder)).read_ahead_scheme == 0
+
+
+def test_calc_sector_by_sector_is_accepted_at_0_and_1(disksim_dir, tmp_path):
+    # DiskSim 4.0 never reads it (sectbysect is only stored by its parameter loader)
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text()
+    drive = load_disksim_drive(folder)
+    trace = drive.read_trace().head(300)
+    args = (trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
+    reference = simulate_requests(drive_parameters(drive), *args).service_s
+    specs.write_text(text.replace("Calc sector by sector = 1,", "Calc sector by sector = 0,"))
+    np.testing.assert_array_equal(simulate_requests(drive_parameters(load_disksim_drive(folder)), *args).service_s,
+                                  reference)
+    specs.write_text(text.replace("Calc sector by sector = 1,", "Calc sector by sector = 2,"))
+    with pytest.raises(DiskSimFormatError, match=r"Calc sector by sector = 2 is not honoured .*it implements 0, 1"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tmp_path):
+    # DiskSim reads a block remapped elsewhere another way at 0 (disk_get_remapped_sector);
+    # never compared, so refused there
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text().replace("Read directly to buffer = 1,", "Read directly to buffer = 0,")
+    specs.write_text(text)
+    assert drive_parameters(load_disksim_drive(folder)).name == "cheetah4LP"
+    model = folder / "cheetah4LP.model"
+    model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 71 ]", 1))
+    line = next(i for i, row in enumerate(text.splitlines()) if "Read directly to buffer" in row) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 0 is "
+                                                 r"honoured .* only without defects remapped elsewhere"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_watermark_of_the_request_or_of_the_segment():
+    # LBN 0..9 at t=0, block k buffered at 10.1 + 0.1 k ms, reselect 0.05 ms, watermark 0.3,
+    # disconnecting. Of the request (2 blocks): 11.17 ms (test_a_read_holding_the_bus_or_disconnecting).
+    # Of the 200-block segment ("Set watermark by reqsize" 0): 60 blocks, more than the request, so
+    # the drive reconnects once all 10 are buffered: 11.0 + 0.05, sends them (0.1) and completes
+    # (0.1): 11.25 ms.
+    common = dict(reselect_s=0.05e-3, read_disconnect_s=(0.02e-3, 0.0), hold_bus_read=False, read_watermark=0.3)
+    args = ([False], [0], [10], [0.0])
+    assert simulate_requests(_toy(**common), *args).service_s[0] == pytest.approx(11.17e-3, abs=1e-9)
+    assert simulate_requests(_toy(watermark_by_request_size=False, **common),
+                             *args).service_s[0] == pytest.approx(11.25e-3, abs=1e-9)
+
+
+def test_a_partial_hit_short_of_the_watermark_disconnects_unless_immediate():
+    # LBN 0..9 done at 11.11 ms (watermark 0.6 changes nothing, the bus is held); the read-ahead
+    # buffers LBN 10 + j at 11.1 + 0.1 j ms. LBN 11..15 arrives at 11.25 ms with LBN 11 buffered.
+    args = ([False, False], [0, 11], [10, 5], [0.14e-3, 0.0])
+    # at once: connected after the 0.2 ms hit overhead (11.45), LBN 11-13 sent by 11.48, LBN 14
+    # and 15 as read (11.5, 11.6) -> 11.61, completion 11.71: 0.46 ms
+    at_once = simulate_requests(_toy(read_watermark=0.6), *args)
+    assert at_once.service_s[1] == pytest.approx(0.46e-3, abs=1e-9)
+    # "Immed transfer partial hit" 0: 1 block buffered, fewer than the watermark's 2 (0.6 x 5,
+    # truncated as DiskSim computes it): it disconnects after the 0.5 ms miss overhead (11.75; LBN
+    # 12 is there since 11.3), sends the 5 blocks (all read by 11.6) by 11.80 and completes at
+    # 11.90: 0.65 ms
+    waiting = simulate_requests(_toy(read_watermark=0.6, immediate_partial_hit_transfer=False), *args)
+    assert waiting.hit[1] == HitKind.READ_AHEAD_HIT
+    assert waiting.service_s[1] == pytest.approx(0.65e-3, abs=1e-9)
+
+
+def test_a_write_on_what_the_read_ahead_buffered_stops_it_short_of_its_minimum():
+    # LBN 0..9 done at 11.11 ms; the read-ahead (minimum 30 blocks) has LBN 10 from 11.1 ms. A fast
+    # write of LBN 10 at 11.13 ms overlaps it: with "Write hit stop prefetch" the read-ahead stops
+    # and the write is reported after its 0.3 ms overhead, 1 block and completion: 0.41 ms; without,
+    # the read-ahead reads on to LBN 39 (14.0 ms) first: 14.0 + 0.01 + 0.1 -> 2.98 ms (as for a
+    # write elsewhere, test_a_read_ahead_short_of_its_minimum_is_not_stopped)
+    write = ([False, True], [0, 10], [10, 1], [0.02e-3, 0.0])
+    common = dict(min_read_ahead_blocks=30, fast_write_level=2)
+    assert simulate_requests(_toy(**common), *write).service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
+    assert simulate_requests(_toy(write_hit_stops_read_ahead=False, **common),
+                             *write).service_s[1] == pytest.approx(2.98e-3, abs=1e-9)

@@ -263,8 +263,8 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
     shutil.copytree(disksim_dir / "barracuda", folder)
     specs = next(folder.glob("*.diskspecs"))
     original = specs.read_text()
-    specs.write_text(original.replace("Preseeking level = 0,", "Preseeking level = 2,"))
-    with pytest.raises(DiskSimFormatError, match=r"barracuda\.diskspecs:\d+: Preseeking level = 2 is not honoured"):
+    specs.write_text(original.replace("Preseeking level = 0,", "Preseeking level = 3,"))
+    with pytest.raises(DiskSimFormatError, match=r"barracuda\.diskspecs:\d+: Preseeking level = 3 is not honoured"):
         drive_parameters(load_disksim_drive(folder))
     lines = original.splitlines()
     at = next(i for i, line in enumerate(lines) if "Print stats" in line)

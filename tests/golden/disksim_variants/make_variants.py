@@ -2,7 +2,7 @@
 
 Needs DiskSim 4.0 built as tests/golden/disksim_service_times/README.md says (here
 /tmp/disksim-build, its run_drive.sh and valid/statdefs); not run by the tests.
-Usage: python make_variants.py [DISKSIM_BUILD_DIR]
+Usage: python make_variants.py [DISKSIM_BUILD_DIR [NAME ...]] (the NAMEs only, else every variant)
 """
 import json
 import re
@@ -33,7 +33,10 @@ def make_folder(variant, where: Path) -> Path:
 
 
 if __name__ == "__main__":
+    only = set(sys.argv[2:])
     for variant in json.loads((HERE / "variants.json").read_text()):
+        if only and variant["name"] not in only:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             folder = make_folder(variant, Path(tmp))
             shutil.copy(BUILD / "valid" / "statdefs", folder / "statdefs")
