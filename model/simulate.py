@@ -714,7 +714,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                                 True, not_before, ready, 0, stats, min_move, total)
                 mech_free = t_end
                 done = max(t_end, data0 + n * bus_w + disconnect) + reconnect + write_done
-            s = wseg if wseg >= 0 else _lru(seg_used, nseg, -1)
+            s = wseg
+            if s < 0:
+                # a clean segment holding some of the write's blocks first, the least recently used
+                # of them (disk_buffer_select_write_segment: value 4, above an empty or other clean one)
+                for j in range(nseg):
+                    if seg_write[j] == 0 and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
+                        if s < 0 or seg_used[j] < seg_used[s]:
+                            s = j
+                if s < 0:
+                    s = _lru(seg_used, nseg, -1)
             if s >= 0:
                 if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
                     seg_end[s] = last
