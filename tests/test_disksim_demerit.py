@@ -266,7 +266,8 @@ def test_seconds_path_differs_only_on_bucket_edges(disksim_dir, name):
 #: DiskSim's own, over the whole trace. At commit f48ec37: atlas10k 0.9254, atlas_III 0.8940, barracuda
 #: 0.9996, cheetah4LP 0.9997, hp_c2247a 0.9998, hp_c2490a 1.0, ibm18es 1.0; after DiskSim's remaining
 #: controller options and its read-ahead scheme 4: 1.0 except barracuda 0.9996 (4 requests) and
-#: cheetah4LP 0.9997 (3; 1.0 since the write segment choice of disk_buffer_select_write_segment). The bounds sit just below, so that a change that loses agreement fails.
+#: cheetah4LP 0.9997 (3; 1.0 since the write segment choice of disk_buffer_select_write_segment).
+#: The bounds sit just below, so that a change that loses agreement fails.
 AGREEMENT_AT_LEAST = {"atlas10k": 0.9999, "atlas_III": 0.9999, "barracuda": 0.9995, "cheetah4LP": 0.9999,
                       "hp_c2247a": 0.9999, "hp_c2490a": 0.9999, "ibm18es": 0.9999}
 
