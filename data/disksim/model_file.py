@@ -428,7 +428,7 @@ def read_g2_map(path) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
     Two lines ignored, then ``C cylinders, R rot, H heads``, then one extent a
     line, ``lbn L --> cyl C, head H, sect S, seqcnt K`` (K + 1 blocks; any word
     other than ``seqcnt``: K blocks), then ``Defect at cyl C, head H, sect S``
-    lines. Blank lines are skipped (fscanf's ``\n`` skips white space). DiskSim
+    lines. Blank lines are skipped (fscanf's ``\\n`` skips white space). DiskSim
     stops reading at the first line it cannot scan; here that line is an error.
     Returns (cylinders, heads, extents (n, 5) rows (lbn, cyl, head, sector,
     blocks), their line numbers, defects (k, 3)).
