@@ -10,7 +10,6 @@ the odd map. Hand-computed cases pin down DiskSim's skew rule
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -27,6 +26,8 @@ from diskmodel.model.disksim import drive_parameters, load_disksim_drive, zone_l
 from diskmodel.model.disksim_mapping import G2ZoneLayout, track_first_lbn, track_last_lbn
 from diskmodel.model.simulate import simulate_requests
 
+from _scripts import load_script
+
 GOLDEN = Path(__file__).parent / "golden" / "disksim_g2"
 VARIANTS = json.loads((GOLDEN / "variants.json").read_text())
 BY_NAME = {v["name"]: v for v in VARIANTS}
@@ -36,10 +37,7 @@ _TURN = 2 ** 32
 
 
 def _make_g2():
-    spec = importlib.util.spec_from_file_location("make_g2", GOLDEN / "make_g2.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GOLDEN / "make_g2.py")
 
 
 @pytest.fixture(scope="module")

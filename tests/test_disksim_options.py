@@ -7,7 +7,6 @@ and compared request by request; hand-computed cases pin each rule down.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -21,6 +20,7 @@ from diskmodel.model.disksim import drive_parameters, load_disksim_drive
 from diskmodel.model.disksim_readahead import _read_ahead_limit
 from diskmodel.model.simulate import HitKind, simulate_requests
 
+from _scripts import load_script
 from _toy_drive import toy_drive as _toy
 
 GOLDEN = Path(__file__).parent / "golden" / "disksim_variants"
@@ -37,10 +37,7 @@ PRESEEK_DISAGREE = 47
 
 
 def _make_variants():
-    spec = importlib.util.spec_from_file_location("make_variants", GOLDEN / "make_variants.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GOLDEN / "make_variants.py")
 
 
 def _golden(name: str) -> np.ndarray:

@@ -10,7 +10,6 @@ queues fast writes appending to a write still on its way to the media.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
@@ -19,6 +18,8 @@ import pytest
 
 from diskmodel.model.validation import disksim_demerit_s
 
+from _scripts import load_script
+
 GOLDEN = Path(__file__).parent / "golden" / "disksim_random"
 KEPT = json.loads((GOLDEN / "variants.json").read_text())
 #: Agreement: within 10 us of DiskSim's own service time.
@@ -26,10 +27,7 @@ TOLERANCE_MS = 0.01
 
 
 def _make_random():
-    spec = importlib.util.spec_from_file_location("make_random", GOLDEN / "make_random.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GOLDEN / "make_random.py")
 
 
 def _disksim_ms(seed: int) -> np.ndarray:

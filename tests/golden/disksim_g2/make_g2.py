@@ -41,6 +41,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _disksim_run import run_disksim  # noqa: E402
+
 HERE = Path(__file__).parent
 DRIVES = HERE.parents[2] / "data" / "disksim"
 BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/disksim-build")
@@ -257,10 +260,7 @@ if __name__ == "__main__":
         for variant in json.loads((HERE / "variants.json").read_text()):
             with tempfile.TemporaryDirectory() as tmp:
                 folder = make_folder(variant, Path(tmp))
-                shutil.copy(BUILD / "valid" / "statdefs", folder / "statdefs")
-                parv, trace = next(folder.glob("*.parv")), next(folder.glob("*.trace"))
-                out = subprocess.run([str(fixed / "run_drive.sh"), str(parv), str(trace), str(folder / "out.outv")],
-                                     check=True, capture_output=True, text=True).stdout.split()
+                out = run_disksim(fixed, folder)
             rows = [f"{i},{float(v):.6f}" for i, v in enumerate(out[:variant["requests"]])]
             (HERE / f"{variant['name']}.csv").write_text("request,disksim_service_ms\n" + "\n".join(rows) + "\n")
             print(variant["name"], len(rows))

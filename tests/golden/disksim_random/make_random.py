@@ -28,6 +28,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _disksim_run import run_disksim  # noqa: E402
+
 HERE = Path(__file__).parent
 DRIVES = HERE.parents[2] / "data" / "disksim"
 #: The bundled drives, the only ones varied (DiskSim's other validation drives are held out).
@@ -235,17 +238,6 @@ def simulate(folder: Path):
 def total_blocks(folder: Path) -> int:
     from diskmodel.model.disksim import load_disksim_drive, zone_layout
     return int(zone_layout(load_disksim_drive(folder).model).total_blocks)
-
-
-def run_disksim(build: Path, folder: Path) -> list[float]:
-    shutil.copy(build / "valid" / "statdefs", folder / "statdefs")
-    parv, trace = next(folder.glob("*.parv")), next(folder.glob("*.trace"))
-    done = subprocess.run([str(build / "run_drive.sh"), str(parv), str(trace), str(folder / "out.outv")],
-                          capture_output=True, text=True, timeout=600)
-    out = done.stdout.split()
-    if done.returncode != 0 or len(out) != len(trace.read_text().splitlines()):
-        raise RuntimeError(f"DiskSim failed (rc {done.returncode}, {len(out)} times): {done.stderr[-300:]}")
-    return [float(v) for v in out]
 
 
 def run(first: int, count: int, out_path: Path, build: Path) -> None:
