@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.data.disksim import DISKSIM_COMPUTED_DEMERIT_MS, DISKSIM_PUBLISHED_DEMERIT_MS  # noqa: E402
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive, validate_drive, validate_trace  # noqa: E402
+from diskmodel.model.disksim import load_disksim_drive, validate_drive  # noqa: E402
 from diskmodel.model.simulate import simulate_requests  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1] / "data" / "disksim"
@@ -81,9 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = result.ratio_to_reference
         quantile_ratio = result.quantile_demerit_s / result.reference_demerit_s
         own_ratio = result.demerit_ms / DISKSIM_COMPUTED_DEMERIT_MS[name]
-        manual = validate_trace(drive_parameters(drive, disksim_code=False), drive.read_trace(),
-                                result.reference_demerit_s)
-        manual_ratio = manual.ratio_to_reference
+        manual_ratio = validate_drive(drive, disksim_code=False).ratio_to_reference
         ratios.append(ratio)
         rows.append({"disk": name, "requests": result.requests,
                      "demerit_ms": result.demerit_ms, "demerit_method": "disksim_binned",

@@ -93,6 +93,7 @@ become parameters and traces in :mod:`diskmodel.model.disksim`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from enum import IntEnum
@@ -227,7 +228,9 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
     work = np.zeros((5, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks
-    work[4, :longest + 1] = _request_watermarks(p.read_watermark, longest)
+    # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
+    reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
+    work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
     # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
     pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
@@ -238,16 +241,22 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                             float(start[0]), int(start[1]), int(start[2]))
 
 
-def _request_watermarks(fraction, longest):
-    """DiskSim's read watermark of a request of m = 0..*longest* blocks [blocks].
+@functools.lru_cache(maxsize=64)
+def _request_watermarks(fraction: float, longest: int) -> np.ndarray:
+    """DiskSim's read watermark of a request of m = 0..*longest* blocks [blocks] (read-only).
+
+    Cached: a drive asks for the same table on every call (a simulated disk's reads come one
+    call at a time), and the exact arithmetic is a Python loop.
 
     ``(int) (min(seg->size, bcount) * readwater)`` (``disk_buffer_set_segment``), as DiskSim
     4.0 computes it on x87: the product of the double and the whole number is exact there
     before the truncation (0.3 x 20 is 5.99999999999999977796..., so 5, where a double
     product rounds to 6.0 first).
     """
-    exact = Fraction(float(fraction))
-    return np.array([math.floor(exact * m) for m in range(longest + 1)], dtype=float)
+    exact = Fraction(fraction)
+    table = np.array([math.floor(exact * m) for m in range(longest + 1)], dtype=float)
+    table.setflags(write=False)
+    return table
 
 
 def _segment_watermark(p):

@@ -320,3 +320,17 @@ def test_computed_demerits_are_disksims_own_rms():
     rounded = {name: round(value, 3) for name, value in DISKSIM_COMPUTED_DEMERIT_MS.items()}
     differ = {name for name in rounded if rounded[name] != DISKSIM_PUBLISHED_DEMERIT_MS[name]}
     assert differ == {"barracuda", "ibm18es"}
+
+
+def test_validate_drive_runs_disksims_code_by_default_and_the_manual_on_request(disksim_dir):
+    """atlas10k sets "Read any free blocks" = 1, which DiskSim 4.0's code never acts on: by
+    default the demerit is DiskSim's own (its rms tool prints 0.267721 ms), with the manual's
+    reading the drive keeps the passing sectors and the measured trace is matched far closer."""
+    from diskmodel.data.disksim import DISKSIM_COMPUTED_DEMERIT_MS
+    drive = load_disksim_drive(disksim_dir / "atlas10k")
+    code = validate_drive(drive)
+    manual = validate_drive(drive, disksim_code=False)
+    assert code.demerit_ms == pytest.approx(DISKSIM_COMPUTED_DEMERIT_MS["atlas10k"], rel=1e-3)
+    assert manual.demerit_ms < 0.4 * code.demerit_ms
+    with pytest.raises(ValueError, match="disksim_code must be True or False"):
+        validate_drive(drive, disksim_code="yes")

@@ -40,6 +40,21 @@ def _make_variants():
     return load_script(GOLDEN / "make_variants.py")
 
 
+def _edited_copy(disksim_dir, tmp_path, drive: str, old: str, new: str):
+    """A copy of a bundled drive folder with *old* replaced by *new* in its diskspecs:
+    (folder, diskspecs path, its edited text, the 1-based line of the edited key)."""
+    folder = tmp_path / drive
+    shutil.copytree(disksim_dir / drive, folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text()
+    assert old in text, old
+    text = text.replace(old, new)
+    specs.write_text(text)
+    key = new.split("=")[0].strip()
+    line = next(i for i, row in enumerate(text.splitlines()) if key in row) + 1
+    return folder, specs, text, line
+
+
 def _golden(name: str) -> np.ndarray:
     return np.loadtxt(GOLDEN / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
 
@@ -250,12 +265,8 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
 
 
 def test_never_disconnect_only_without_fast_writes(disksim_dir, tmp_path):
-    folder = tmp_path / "cheetah4LP"
-    shutil.copytree(disksim_dir / "cheetah4LP", folder)
-    specs = next(folder.glob("*.diskspecs"))
-    text = specs.read_text().replace("Never disconnect = 0,", "Never disconnect = 1,")
-    specs.write_text(text)
-    line = next(i for i, row in enumerate(text.splitlines()) if "Never disconnect" in row) + 1
+    folder, specs, text, line = _edited_copy(disksim_dir, tmp_path, "cheetah4LP",
+                                             "Never disconnect = 0,", "Never disconnect = 1,")
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Never disconnect = 1 is honoured "
                                                  r".* only with Fast write level = 0 \(got 1\)"):
         drive_parameters(load_disksim_drive(folder))
@@ -302,12 +313,8 @@ def test_a_read_ahead_short_of_its_minimum_is_not_stopped():
 
 def test_minimum_read_ahead_only_with_fast_writes(disksim_dir, tmp_path):
     # DiskSim 4.0 itself fails on the write-through hp drives with a minimum read-ahead
-    folder = tmp_path / "hp_c2247a"
-    shutil.copytree(disksim_dir / "hp_c2247a", folder)
-    specs = next(folder.glob("*.diskspecs"))
-    text = specs.read_text().replace("Minimum read-ahead (blks) = 0,", "Minimum read-ahead (blks) = 100,")
-    specs.write_text(text)
-    line = next(i for i, row in enumerate(text.splitlines()) if "Minimum read-ahead" in row) + 1
+    folder, _, _, line = _edited_copy(disksim_dir, tmp_path, "hp_c2247a",
+                                      "Minimum read-ahead (blks) = 0,", "Minimum read-ahead (blks) = 100,")
     with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.diskspecs:{line}: Minimum read-ahead \(blks\) = 100 "
                                                  r"is honoured .* only with fast writes"):
         drive_parameters(load_disksim_drive(folder))
@@ -338,12 +345,8 @@ def test_drive_parameters_refuse_bad_read_options():
 def test_disconnect_write_if_seek_only_without_read_ahead(disksim_dir, tmp_path):
     # DiskSim 4.0 loses requests with it once a request arrives during a read-ahead (README of
     # tests/golden/disksim_variants); without read-ahead its times are those at 0
-    folder = tmp_path / "cheetah4LP"
-    shutil.copytree(disksim_dir / "cheetah4LP", folder)
-    specs = next(folder.glob("*.diskspecs"))
-    text = specs.read_text().replace("Disconnect write if seek = 0,", "Disconnect write if seek = 1,")
-    specs.write_text(text)
-    line = next(i for i, row in enumerate(text.splitlines()) if "Disconnect write if seek" in row) + 1
+    folder, specs, text, line = _edited_copy(disksim_dir, tmp_path, "cheetah4LP",
+                                             "Disconnect write if seek = 0,", "Disconnect write if seek = 1,")
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Disconnect write if seek = 1 is "
                                                  r"honoured .* only without read-ahead .*DiskSim 4\.0 loses requests"):
         drive_parameters(load_disksim_drive(folder))
@@ -372,15 +375,11 @@ def test_calc_sector_by_sector_is_accepted_at_0_and_1(disksim_dir, tmp_path):
 def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tmp_path):
     # DiskSim reads a block remapped elsewhere another way at 0 (disk_get_remapped_sector);
     # never compared, so refused there
-    folder = tmp_path / "cheetah4LP"
-    shutil.copytree(disksim_dir / "cheetah4LP", folder)
-    specs = next(folder.glob("*.diskspecs"))
-    text = specs.read_text().replace("Read directly to buffer = 1,", "Read directly to buffer = 0,")
-    specs.write_text(text)
+    folder, specs, text, line = _edited_copy(disksim_dir, tmp_path, "cheetah4LP", "Read directly to buffer = 1,",
+                                             "Read directly to buffer = 0,")
     assert drive_parameters(load_disksim_drive(folder)).name == "cheetah4LP"
     model = folder / "cheetah4LP.model"
     model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 71 ]", 1))
-    line = next(i for i, row in enumerate(text.splitlines()) if "Read directly to buffer" in row) + 1
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 0 is "
                                                  r"honoured .* only without defects remapped elsewhere"):
         drive_parameters(load_disksim_drive(folder))
