@@ -92,7 +92,7 @@ class Disk:
                 raise ValueError(f"drive_cache holds {self.drive_cache.size_bytes} bytes but cache_size_bytes is "
                                  f"{self.cache_size_bytes}")
             for name in ("segment_size_bytes", "read_ahead_bytes"):
-                if getattr(self.drive_cache, name) % self.geometry.sector_size_bytes:
+                if (getattr(self.drive_cache, name) or 0) % self.geometry.sector_size_bytes:
                     raise ValueError(f"drive_cache.{name} ({getattr(self.drive_cache, name)}) must be a whole "
                                      f"number of {self.geometry.sector_size_bytes}-byte sectors")
         cylinders = self.geometry.cylinders

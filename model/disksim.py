@@ -265,21 +265,41 @@ class DiskSimDrive(DiskSimFolder):
         return _evolve(self, changes)
 
 
-def drive_cache(specs) -> DriveCache:
-    """The diskspecs' buffer as a :class:`DriveCache` (blocks of 512 bytes)."""
-    scheme = specs.buffer_continuous_read if specs.max_read_ahead_blocks > 0 else 0
+def drive_cache(specs, *, disksim_code: bool = True) -> DriveCache:
+    """The diskspecs' buffer as a :class:`DriveCache` (blocks of 512 bytes): the
+    one translation of a DiskSim drive's cache, for its :class:`Disk` and for
+    :func:`drive_parameters` alike.
+
+    *disksim_code* (see :func:`drive_parameters`): True takes "Read any free
+    blocks" as DiskSim 4.0's code does (no effect) and a "Maximum read-ahead"
+    of 0 with a read-ahead scheme as no maximum (``read_ahead_bytes=None``:
+    ``disk_buffer_get_max_readahead`` falls through to the segment); False
+    takes both as DiskSim's manual defines them (the sectors passing under the
+    head are kept; a maximum of 0 is no read-ahead).
+    """
+    if not isinstance(disksim_code, bool):
+        raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")
+    if disksim_code:
+        scheme = specs.buffer_continuous_read
+        ahead = specs.max_read_ahead_blocks * 512 if specs.max_read_ahead_blocks > 0 else None
+        if not scheme:
+            ahead = 0
+    else:
+        scheme = specs.buffer_continuous_read if specs.max_read_ahead_blocks > 0 else 0
+        ahead = specs.max_read_ahead_blocks * 512 if scheme else 0
     return DriveCache(
         specs.buffer_segments, specs.segment_size_blocks * 512,
-        read_ahead_bytes=specs.max_read_ahead_blocks * 512 if scheme else 0,
+        read_ahead_bytes=ahead,
         write_back=specs.fast_write_level > 0, fast_write_level=specs.fast_write_level, read_ahead_scheme=scheme,
         read_ahead_over_requested=specs.read_ahead_over_requested,
-        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit, read_any_free_blocks=specs.read_any_free_blocks,
+        read_ahead_on_idle_hit=specs.read_ahead_on_idle_hit,
+        read_any_free_blocks=specs.read_any_free_blocks and not disksim_code,
         read_hits_on_write_data=specs.read_hits_on_write_data,
         separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
-        read_watermark=min(max(specs.read_high_water_mark, 0.0), 1.0))
+        read_watermark=specs.read_high_water_mark)
 
 
-def _disk(files: DiskSimFolder) -> Disk:
+def _disk(files: DiskSimFolder, disksim_code: bool) -> Disk:
     model, specs = files.model, files.specs
     mech = model.mech
     estimates = []
@@ -300,17 +320,19 @@ def _disk(files: DiskSimFolder) -> Disk:
         command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
         settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
         interface_rate_bytes_per_s=512.0 / read_block_s if read_block_s > 0 else float("inf"),
-        cache_size_bytes=specs.cache_size_bytes, drive_cache=drive_cache(specs),
+        cache_size_bytes=specs.cache_size_bytes, drive_cache=drive_cache(specs, disksim_code=disksim_code),
         provenance=f"DiskSim 4.0 validation files in {files.folder} (settle is inside the measured seek curve; "
                    "spares, slips, g2 extents and g4 tables are in DiskSimDrive.model, not in Disk.geometry)",
         estimates=tuple(estimates))
 
 
-def load_disksim_drive(folder) -> DiskSimDrive:
+def load_disksim_drive(folder, *, disksim_code: bool = True) -> DiskSimDrive:
     """Read a DiskSim drive folder (:func:`diskmodel.data.disksim.read_drive_folder`)
-    and build the :class:`Disk` its files describe."""
+    and build the :class:`Disk` its files describe (its cache read as in
+    :func:`drive_parameters`, *disksim_code* alike)."""
     files = read_drive_folder(folder)
-    return DiskSimDrive(**{f.name: getattr(files, f.name) for f in dataclasses.fields(files)}, disk=_disk(files))
+    return DiskSimDrive(**{f.name: getattr(files, f.name) for f in dataclasses.fields(files)},
+                        disk=_disk(files, disksim_code))
 
 
 # ---------------------------------------------------------------------------
@@ -364,14 +386,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
             for p, previous in enumerate(("read", "write")):
                 overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)] + specs.per_request_overhead_s
     read_block_s, write_block_s = block_transfer_time_s(files)
-    buffer = buffer_fields(drive_cache(specs), 512)
-    if disksim_code:   # DiskSim 4.0 keeps none of them, whatever the parameter says (docstring)
-        buffer["read_any_free_blocks"] = False
-        # and a "Maximum read-ahead" of 0 is no maximum, not no read-ahead: only "Buffer
-        # continuous read" 0 turns it off (disk_buffer_get_max_readahead falls through to the
-        # segment, src/disksim_diskcache.c; the manual: "the maximum number of disk sectors that
-        # may be prefetched")
-        buffer["read_ahead_scheme"] = specs.buffer_continuous_read
+    buffer = buffer_fields(drive_cache(specs, disksim_code=disksim_code), 512)
     # DiskSim's disk_postpass_perdisk: no minimum without a read-ahead scheme, and a maximum
     # below the minimum is raised to it
     min_read_ahead = int(specs.block.number("Minimum read-ahead (blks)", 0.0)) if buffer["read_ahead_scheme"] else 0

@@ -40,8 +40,12 @@ class DriveCache:
         Buffer segments, >= 1.
     segment_size_bytes : int
         Bytes in one segment (a whole number of sectors when attached to a disk).
-    read_ahead_bytes : int
-        How far the drive reads ahead after a read miss [bytes]; 0 = no read-ahead.
+    read_ahead_bytes : int or None
+        How far the drive reads ahead after a read miss [bytes]; 0 = no
+        read-ahead; None = no maximum of its own, the scheme and the segment
+        bound it (DiskSim's code for a "Maximum read-ahead" of 0 with a
+        read-ahead scheme, ``disk_buffer_get_max_readahead``; needs
+        ``read_ahead_scheme`` > 0).
     write_back : bool
         Write cache on: a write completes once its data are in the buffer.
     fast_write_level : int
@@ -75,7 +79,7 @@ class DriveCache:
 
     segments: int
     segment_size_bytes: int
-    read_ahead_bytes: int = 0
+    read_ahead_bytes: int | None = 0
     write_back: bool = False
     fast_write_level: int | None = None
     read_ahead_scheme: int | None = None
@@ -90,7 +94,9 @@ class DriveCache:
         object.__setattr__(self, "segments", whole_number("segments", self.segments, minimum=1))
         object.__setattr__(self, "segment_size_bytes", whole_number(
             "segment_size_bytes", self.segment_size_bytes, minimum=1))
-        object.__setattr__(self, "read_ahead_bytes", whole_number("read_ahead_bytes", self.read_ahead_bytes))
+        unbounded = self.read_ahead_bytes is None
+        if not unbounded:
+            object.__setattr__(self, "read_ahead_bytes", whole_number("read_ahead_bytes", self.read_ahead_bytes))
         for name in ("write_back", "read_ahead_over_requested", "read_ahead_on_idle_hit", "read_any_free_blocks",
                      "read_hits_on_write_data", "separate_write_segment"):
             flag(name, getattr(self, name))
@@ -100,10 +106,13 @@ class DriveCache:
             raise ValueError(f"fast_write_level {level} contradicts write_back={self.write_back} "
                              "(0 is write-through, 1 and 2 write-back)")
         object.__setattr__(self, "fast_write_level", level)
-        scheme = (3 if self.read_ahead_bytes > 0 else 0) if self.read_ahead_scheme is None else whole_number(
+        if unbounded and self.read_ahead_scheme in (None, 0):
+            raise ValueError(f"read_ahead_bytes=None (no maximum) needs a read_ahead_scheme 1..4 "
+                             f"(got {self.read_ahead_scheme!r})")
+        scheme = (3 if self.read_ahead_bytes else 0) if self.read_ahead_scheme is None else whole_number(
             "read_ahead_scheme", self.read_ahead_scheme, maximum=4, maximum_is="DiskSim's schemes 0..4")
         object.__setattr__(self, "read_ahead_scheme", scheme)
-        if (scheme == 0) != (self.read_ahead_bytes == 0):
+        if not unbounded and (scheme == 0) != (self.read_ahead_bytes == 0):
             raise ValueError(f"read_ahead_scheme {scheme} contradicts read_ahead_bytes={self.read_ahead_bytes} "
                              "(scheme 0 is no read-ahead, and so is 0 bytes)")
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
@@ -123,6 +132,7 @@ class DriveCache:
 
     def describe(self) -> str:
         write = f"write-back (fast write level {self.fast_write_level})" if self.write_back else "write-through"
-        ahead = (f"read-ahead {self.read_ahead_bytes} bytes, {READ_AHEAD_SCHEMES[self.read_ahead_scheme]}"
+        bound = "no maximum" if self.read_ahead_bytes is None else f"{self.read_ahead_bytes} bytes"
+        ahead = (f"read-ahead {bound}, {READ_AHEAD_SCHEMES[self.read_ahead_scheme]}"
                  if self.read_ahead_scheme else "no read-ahead")
         return f"{self.segments} x {self.segment_size_bytes} bytes, {ahead}, {write}"

@@ -334,7 +334,8 @@ def buffer_fields(cache: DriveCache | None, block_bytes: int) -> dict:
         return dict(buffer_segments=0, read_ahead_scheme=0)
     return dict(
         buffer_segments=cache.segments, segment_size_blocks=cache.segment_size_bytes // block_bytes,
-        max_read_ahead_blocks=cache.read_ahead_bytes // block_bytes, read_ahead_scheme=cache.read_ahead_scheme,
+        # None is no maximum, which the simulation takes as a maximum of 0 with a scheme (DiskSim's code)
+        max_read_ahead_blocks=(cache.read_ahead_bytes or 0) // block_bytes, read_ahead_scheme=cache.read_ahead_scheme,
         read_ahead_over_requested=cache.read_ahead_over_requested,
         read_ahead_on_idle_hit=cache.read_ahead_on_idle_hit, fast_write_level=cache.fast_write_level,
         read_hits_on_write_data=cache.read_hits_on_write_data,

@@ -273,3 +273,48 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
     with pytest.raises(DiskSimFormatError, match=rf"barracuda\.diskspecs:{at + 1}: parameter 'Frobnicate the "
                                                  r"platters' is not honoured"):
         drive_parameters(load_disksim_drive(folder))
+
+
+@pytest.mark.parametrize("disksim_code", [True, False])
+@pytest.mark.parametrize("folder", ["atlas10k", "atlas_III", "barracuda", "cheetah4LP", "ibm18es", "hp_c2247a",
+                                    "hp_c2490a", "maxtor300g"])
+def test_the_disk_and_the_simulation_read_one_cache(disksim_dir, folder, disksim_code):
+    """One translation of a DiskSim drive's buffer: the Disk's drive_cache, bridged by
+    DriveParameters.from_disk, gives the simulation the buffer drive_parameters gives it."""
+    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.drive_parameters import DriveParameters
+    drive = load_disksim_drive(disksim_dir / folder, disksim_code=disksim_code)
+    direct = drive_parameters(drive, disksim_code=disksim_code)
+    bridged = DriveParameters.from_disk(drive.disk)
+    for name in ("buffer_segments", "segment_size_blocks", "read_ahead_scheme", "read_ahead_over_requested",
+                 "read_ahead_on_idle_hit", "fast_write_level", "read_hits_on_write_data", "separate_write_segment",
+                 "read_any_free_blocks", "read_watermark"):
+        assert getattr(bridged, name) == getattr(direct, name), name
+    if not direct.min_read_ahead_blocks:   # drive_parameters raises a maximum below the minimum
+        assert bridged.max_read_ahead_blocks == direct.max_read_ahead_blocks
+
+
+def test_disksim_code_reading_of_the_cache(disksim_dir):
+    """atlas10k sets "Read any free blocks" 1 (no effect in DiskSim's code); the code reading drops it."""
+    code = load_disksim_drive(disksim_dir / "atlas10k").disk.drive_cache
+    manual = load_disksim_drive(disksim_dir / "atlas10k", disksim_code=False).disk.drive_cache
+    assert manual.read_any_free_blocks and not code.read_any_free_blocks
+    with pytest.raises(ValueError, match="read_ahead_bytes=None .* needs a read_ahead_scheme"):
+        code.evolve(read_ahead_bytes=None, read_ahead_scheme=0)
+    unbounded = code.evolve(read_ahead_bytes=None)
+    assert "no maximum" in unbounded.describe()
+
+
+def test_water_mark_outside_disksims_range_names_file_and_line(disksim_dir, tmp_path):
+    import shutil
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = next(folder.glob("*.diskspecs"))
+    text = specs.read_text()
+    start = text.index("High (read) water mark")
+    end = text.index("\n", start)
+    specs.write_text(text[:start] + "High (read) water mark = 1.5," + text[end:])
+    line = text[:start].count("\n") + 1
+    with pytest.raises(DiskSimFormatError, match=rf"{specs.name}:{line}: 'High \(read\) water mark' must lie in "
+                                                 r"\[0, 1\] \(got 1.5\)"):
+        load_disksim_drive(folder)

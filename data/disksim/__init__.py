@@ -160,6 +160,13 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
     def count(key, default=None):
         return int(block.number(key, default))
 
+    def fraction(key, default):
+        # DiskSim's own range for a water mark (disk.modspec: RANGE(d,0.0,1.0))
+        value = block.number(key, default)
+        if not 0.0 <= value <= 1.0:
+            raise DiskSimFormatError(block.path, block.line_of(key), f"{key!r} must lie in [0, 1] (got {value!r})")
+        return value
+
     specs = DiskSpecs(
         path=block.path, name=block.name, model_source=model if isinstance(model, Source) else None,
         per_request_overhead_s=ms("Per-request overhead time", 0.0), time_scale=scale,
@@ -188,7 +195,7 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
         read_hits_on_write_data=flag("Allow read hits on write data"),
         hold_bus_read=flag("Hold bus entire read xfer"), hold_bus_write=flag("Hold bus entire write xfer"),
         max_queue_length=count("Max queue length", 1.0),
-        read_high_water_mark=block.number("High (read) water mark", 0.0),
+        read_high_water_mark=fraction("High (read) water mark", 0.0),
         stop_prefetch_in_sector=flag("Stop prefetch in sector"),
         extra_write_disconnect=flag("Extra write disconnect"),
         extradisc_command_s=ms("Extradisc command overhead", 0.0),
