@@ -444,15 +444,20 @@ def validate_trace(params: DriveParameters, trace: Trace, reference_demerit_s: f
     return TraceValidation(params.name, trace.service_s, result.service_s, details, reference_demerit_s)
 
 
-def validate_drive(drive_or_folder, *, limit: int | None = None, disksim_code: bool = True) -> TraceValidation:
+def validate_drive(drive_or_folder, *, limit: int | None = None, disksim_code: bool = True,
+                   trace: Trace | None = None) -> TraceValidation:
     """Simulate a drive folder's trace and compare with the measured times.
 
     Returns a :class:`TraceValidation` (with DiskSim's published demerit as
     the reference where known); *limit* keeps the trace's first requests;
-    *disksim_code*: as in :func:`drive_parameters`.
+    *disksim_code*: as in :func:`drive_parameters`; *trace*: the folder's
+    trace already read (``drive.read_trace()``), else it is read here.
     """
     drive = drive_or_folder if isinstance(drive_or_folder, DiskSimFolder) else read_drive_folder(drive_or_folder)
-    trace = drive.read_trace()
+    if trace is None:
+        trace = drive.read_trace()
+    elif not isinstance(trace, Trace):
+        raise ValueError(f"trace must be a Trace (got {show(trace)})")
     if limit is not None:
         trace = trace.head(limit)
     reference = DISKSIM_PUBLISHED_DEMERIT_MS.get(drive.name)

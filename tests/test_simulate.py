@@ -409,3 +409,22 @@ def test_fast_write_waits_for_the_previous_write_it_does_not_append_to(level):
     # once write 1 is on the media (gap 20 ms), write 2 is reported at once
     later = simulate_requests(_toy(fast_write_level=level), [True, True], [0, 5], [1, 1], [20e-3, 0.0])
     assert later.service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
+
+
+def test_cli_says_how_many_lines_of_a_drive_folders_trace_were_ignored(tmp_path, capsys, disksim_dir):
+    """A DiskSim drive folder whose trace has a comment and a header: both counted, in the
+    text and in the JSON, and the requests after them simulated."""
+    import shutil
+
+    from diskmodel.calibrate.cli import main
+
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    trace_path = next(folder.glob("*.trace"))
+    rows = trace_path.read_text().splitlines()[:50]
+    _write_trace(trace_path, ["# the first 50 requests", "op label lbn blocks service_us gap_us"] + rows)
+    assert main(["validate-trace", str(folder)]) == 0
+    assert f"{trace_path}: ignored 2 comment or header line(s)" in capsys.readouterr().out
+    assert main(["validate-trace", str(folder), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"] == 50 and out["ignored_lines"] == 2

@@ -60,10 +60,12 @@ def _run(args) -> int:
         raise UsageError(f"{args.diskdir}: {folder} holds no .trace file to validate against "
                          f"(`diskmodel validate-trace --list` names the bundled drives that have one)")
     try:
-        result = validate_drive(drive)
+        trace = drive.read_trace()
+        result = validate_drive(drive, trace=trace)
     except (ValueError, OSError) as exc:
         raise UsageError(f"DISKDIR {folder}: {_reason(exc)}") from exc
-    _print(result, args.json)
+    _report_ignored(trace, args.json)
+    _print(result, args.json, {"ignored_lines": trace.ignored_lines})
     return 0
 
 
@@ -94,10 +96,15 @@ def _run_calibration(args) -> int:
         result = validate_trace(params, trace)
     except (ValueError, OSError) as exc:
         raise UsageError(f"TRACE {args.diskdir}: {_reason(exc)}") from None
-    if trace.ignored_lines and not args.json:
-        print(f"{trace.path}: ignored {trace.ignored_lines} comment or header line(s)")
+    _report_ignored(trace, args.json)
     _print(result, args.json, {"ignored_lines": trace.ignored_lines})
     return 0
+
+
+def _report_ignored(trace, as_json: bool) -> None:
+    """Say how many comment or header lines of the trace were not read as requests."""
+    if trace.ignored_lines and not as_json:
+        print(f"{trace.path}: ignored {trace.ignored_lines} comment or header line(s)")
 
 
 def _print(result, as_json: bool, extra: dict | None = None) -> None:
