@@ -36,7 +36,7 @@ from ._checks import finite_array, show
 from .disk import Disk
 from .drive_cache import DriveCache
 from .disksim_mapping import G2ZoneLayout, G4ZoneLayout, ZoneLayout
-from .disksim_support import check_honoured
+from .disksim_support import check_honoured, check_parv_honoured
 from .drive_parameters import DriveParameters, buffer_fields
 from .presets import covering_skews_sectors
 from .seek import TableSeek, table_seek_time_s, two_piece_seek_time_s
@@ -372,6 +372,8 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
         raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")
     model, specs = files.model, files.specs
     check_honoured(specs.block, model)
+    if files.parv is not None:
+        check_parv_honoured(files.parv)
     layout = zone_layout(model)
     span = max(span_cylinders(model), int(layout.last_cylinder.max()) + 1)
     distance = np.arange(span, dtype=float)

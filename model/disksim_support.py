@@ -18,6 +18,11 @@ file, is in one of five groups:
   (:data:`ACTS_WHERE_NOT_FOLLOWED`): accepted at those values, with the
   situation in which DiskSim's times differ from the simulation's.
 
+The ``.parv``'s driver, buses and controller on the way to the disk are
+checked too (:func:`check_parv_honoured`): a value that adds time in DiskSim
+(an arbitration time, a controller's delays or type, a constant access time)
+is an error unless it is the no-time value the simulation follows.
+
 A key in no group, or a value the simulation does not implement, raises
 :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError` naming the file,
 the line and the parameter, never a silent default.
@@ -30,10 +35,11 @@ remaps; :mod:`diskmodel.model.disksim_g4`).
 """
 from __future__ import annotations
 
+from diskmodel.data.disksim import Parv
 from diskmodel.data.disksim.model_file import G1Layout, G2Layout, G4Layout, ModelFile
 from diskmodel.data.disksim.syntax import Block, DiskSimFormatError, _normalise_key
 
-__all__ = ["check_honoured"]
+__all__ = ["check_honoured", "check_parv_honoured"]
 
 HONOURED = (
     "Model", "Per-request overhead time", "Time scale for overheads", "Bulk sector transfer time",
@@ -208,3 +214,64 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
         raise DiskSimFormatError(model.path, model.layout_line,
                                  f"Layout Model {type(model.layout).__name__} is not honoured by the per-request "
                                  "simulation (it implements dm_layout_g1, dm_layout_g2 and dm_layout_g4)")
+
+
+#: Parameters of the .parv's driver, buses and controllers on the way to the disk that add
+#: time in DiskSim 4.0: the value the simulation honours (it adds no time for them) and the
+#: evidence that another value acts (DiskSim 4.0 on hp_c2247a's trace, first 300 requests, with
+#: that one value changed). The disk's own bus's block transfer times are honoured
+#: (``block_transfer_time_s``). Accepted at any value because they changed none of those 300
+#: times: another bus's block transfer times (0.5 ms: the pass-thru controller moves no data
+#: itself), the controller's "Bulk sector transfer time" (0.5 ms: only the 53C700 and smart
+#: controllers use it) and "Arbitration type" (one request at a time, no contention); the
+#: schedulers' keys order queues that never hold more than one request.
+PARV_ONLY_VALUES = {
+    ("disksim_iodriver", "Constant access time"): (0.0, "a positive value replaces every access time (5.0: "
+                                                        "every request 5.000 ms); -1, -2 and -3 take times "
+                                                        "from the trace"),
+    ("disksim_bus", "type"): (1, "type 2 (interleaved transfers): DiskSim 4.0 completed 4 of the 300 requests"),
+    ("disksim_bus", "Arbitration time"): (0.0, "added at every bus acquisition (0.1 ms: +0.1 to +0.4 ms a "
+                                               "request)"),
+    ("disksim_ctlr", "type"): (1, "2 (53C700) and 3 (smart: its own queue, cache and overheads) add controller "
+                                  "time"),
+    ("disksim_ctlr", "Scale for delays"): (0.0, "the pass-thru controller's delay per message (0.1: +0.3 to "
+                                                "+0.4 ms a request)"),
+}
+
+
+def _path_to_disk(node, path=()):
+    """The topology nodes (kind, instance) from the root to the first disk, or None."""
+    kind, name, children = node
+    path = path + ((kind, name),)
+    if kind == "disksim_disk":
+        return path
+    for child in children:
+        found = _path_to_disk(child, path)
+        if found:
+            return found
+    return None
+
+
+def check_parv_honoured(parv: Parv) -> None:
+    """Raise DiskSimFormatError (file, line, parameter) for a .parv whose driver, buses or
+    controllers between the trace and the disk would add time the simulation does not
+    (:data:`PARV_ONLY_VALUES`)."""
+    path = next((found for node in parv.topology if (found := _path_to_disk(node))), None)
+    if path is None:
+        return
+    blocks = {block.name: block for block in parv.blocks if block.name}
+    for kind, instance in path[:-1]:
+        if kind not in ("disksim_iodriver", "disksim_bus", "disksim_ctlr"):
+            raise DiskSimFormatError(parv.path, 1, f"the topology reaches the disk through {kind} {instance!r}, "
+                                                   "which the per-request simulation does not honour")
+        block = blocks.get(parv.instances.get(instance))
+        if block is None:
+            continue
+        for (block_kind, name), (value, evidence) in PARV_ONLY_VALUES.items():
+            if block_kind != kind or name not in block:
+                continue
+            got = block.get(name)
+            if got != value:
+                raise DiskSimFormatError(block.path, block.line_of(name),
+                                         f"{name} = {got!r} in {kind} {block.name} is not honoured by the "
+                                         f"per-request simulation (it implements {value!r}: {evidence})")

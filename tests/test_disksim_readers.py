@@ -318,3 +318,54 @@ def test_water_mark_outside_disksims_range_names_file_and_line(disksim_dir, tmp_
     with pytest.raises(DiskSimFormatError, match=rf"{specs.name}:{line}: 'High \(read\) water mark' must lie in "
                                                  r"\[0, 1\] \(got 1.5\)"):
         load_disksim_drive(folder)
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("Constant access time = 0.0", "Constant access time = 5.0", "Constant access time = 5.0 in disksim_iodriver DRIVER0"),
+    ("Arbitration time = 0.0", "Arbitration time = 0.1", "Arbitration time = 0.1 in disksim_bus BUS0"),
+    ("type = 1,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
+     "type = 2,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
+     "type = 2 in disksim_bus BUS1"),
+    ("type = 1,\nScale for delays", "type = 3,\nScale for delays", "type = 3 in disksim_ctlr CTLR0"),
+    ("Scale for delays = 0.0", "Scale for delays = 0.1", "Scale for delays = 0.1 in disksim_ctlr CTLR0"),
+])
+def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp_path, old, new, where):
+    """The driver, buses and controller on the way to the disk: a value that adds time in
+    DiskSim 4.0 (disksim_support.PARV_ONLY_VALUES) names the .parv's line and parameter."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    text = parv.read_text()
+    assert text.count(old) >= 1, old
+    edited = text.replace(old, new, 1)
+    parv.write_text(edited)
+    first_changed = next(i for i, (a, b) in enumerate(zip(text.splitlines(), edited.splitlines())) if a != b) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.parv:{first_changed}: {where} is not honoured"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_parv_values_without_effect_in_disksim_are_accepted(disksim_dir, tmp_path):
+    """Another bus's block times, the pass-thru controller's bulk sector time and the
+    arbitration type changed none of DiskSim 4.0's times: accepted, and the simulation's
+    times stay those of the unchanged drive."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters, simulate_trace
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    text = parv.read_text()
+    for old, new in (("Read block transfer time = 0.0,\nWrite block transfer time = 0.0,",
+                      "Read block transfer time = 0.5,\nWrite block transfer time = 0.5,"),
+                     ("Bulk sector transfer time = 0.0,", "Bulk sector transfer time = 0.5,"),
+                     ("Arbitration type = 1", "Arbitration type = 2")):
+        assert old in text, old
+        text = text.replace(old, new)
+    parv.write_text(text)
+    changed, base = load_disksim_drive(folder), load_disksim_drive(disksim_dir / "hp_c2247a")
+    trace = base.read_trace().head(300)
+    assert np.array_equal(simulate_trace(drive_parameters(changed), trace).service_s,
+                          simulate_trace(drive_parameters(base), trace).service_s)
