@@ -53,15 +53,29 @@ __all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters",
 # Seek
 # ---------------------------------------------------------------------------
 
-def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False) -> np.ndarray:
+def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False,
+                disksim_code: bool = True) -> np.ndarray:
     """Seek time [s] as DiskSim's seek function of *mech*'s type computes it (no head switch).
 
     *distance_cylinders* must be whole numbers >= 0: DiskSim's seek functions
     take an ``int`` distance. *write* takes the write curve of a 4-column
     table (the read curve where there is none).
+
+    *disksim_code* (see :func:`drive_parameters`) matters for seek type
+    ``hpl`` only. DiskSim's manual (diskmodel/doc/dm_param.tex) gives V6 for
+    one cylinder (unless -1), V2 + V3 sqrt(d) below V1 cylinders and V4 + V5 d
+    from there: eq. (7) of the model. DiskSim 4.0's ``dm_mech_g1_seek_hpl``
+    compares the distance with ``hpseek[0]``, which its loader never sets (V1
+    goes to ``hpseek_v1``), so every seek of one cylinder or more but the
+    one-cylinder seek takes the line V4 + V5 d; its one-cylinder seek is
+    ``MechModel.hpl_one_cylinder_code_s`` (checked with DiskSim's own
+    ``mech_seek`` tool and request by request, tests/golden/disksim_variants).
+    ``hplplus10`` uses V1 as the manual says, in both readings.
     """
     if not isinstance(mech, MechModel):
         raise ValueError(f"mech must be a MechModel (got {show(mech)})")
+    if not isinstance(disksim_code, bool):
+        raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")
     distance = finite_array("distance_cylinders", distance_cylinders, nonnegative=True, whole=True)
     if mech.seek_type == "extracted":
         table = mech.seek_table
@@ -80,8 +94,13 @@ def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False) -> 
             first = np.asarray(mech.first_ten_seek_s)
             small = (distance >= 1) & (distance <= 10)
             return np.where(small, first[np.clip(distance.astype(int) - 1, 0, 9)], result)
+        if disksim_code:
+            result = np.where(distance > 0, c_ms * MS + slope_ms * MS * distance, 0.0)
         if single_cylinder_flag != -1:
-            return np.where(distance == 1, mech.single_cylinder_seek_s, result)
+            one_cylinder_s = single_cylinder_flag * MS
+            if disksim_code and mech.hpl_one_cylinder_code_s is not None:
+                one_cylinder_s = mech.hpl_one_cylinder_code_s
+            return np.where(distance == 1, one_cylinder_s, result)
         return result
     raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
 
@@ -107,7 +126,7 @@ def table_seek(table: SeekTable, curve: str = "read", reach_cylinders: int | Non
     return TableSeek(distance, times)
 
 
-def seek_curve(model: ModelFile) -> TableSeek:
+def seek_curve(model: ModelFile, *, disksim_code: bool = True) -> TableSeek:
     """The model file's seek curve as a :class:`TableSeek` reaching its last cylinder.
 
     Extracted tables are extended to ``span_cylinders - 1`` by DiskSim's
@@ -117,7 +136,7 @@ def seek_curve(model: ModelFile) -> TableSeek:
     if model.mech.seek_type == "extracted":
         return table_seek(model.mech.seek_table, "read", reach_cylinders=span_cylinders(model))
     distance = np.arange(1, span_cylinders(model), dtype=float)
-    return TableSeek(distance, seek_time_s(model.mech, distance))
+    return TableSeek(distance, seek_time_s(model.mech, distance, disksim_code=disksim_code))
 
 
 # ---------------------------------------------------------------------------
@@ -316,7 +335,8 @@ def _disk(files: DiskSimFolder, disksim_code: bool) -> Disk:
                                       "map (moved or unmapped tracks and sectors) is not represented"))
     read_block_s = block_transfer_time_s(files)[0]
     return Disk(
-        name=files.name, geometry=zone_geometry(model), seek=seek_curve(model), rpm=mech.rpm,
+        name=files.name, geometry=zone_geometry(model), seek=seek_curve(model, disksim_code=disksim_code),
+        rpm=mech.rpm,
         command_overhead_s=specs.command_overhead_s[("read", "miss", "read")],
         settle_s=0.0, write_settle_s=max(mech.write_settle_s, 0.0), head_switch_s=mech.head_switch_s,
         interface_rate_bytes_per_s=512.0 / read_block_s if read_block_s > 0 else float("inf"),
@@ -377,7 +397,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
     layout = zone_layout(model)
     span = max(span_cylinders(model), int(layout.last_cylinder.max()) + 1)
     distance = np.arange(span, dtype=float)
-    seek = np.maximum(seek_time_s(model.mech, distance), 0.0)
+    seek = np.maximum(seek_time_s(model.mech, distance, disksim_code=disksim_code), 0.0)
     write_seek = None
     table = model.mech.seek_table
     if table is not None and table.write_time_s is not None:

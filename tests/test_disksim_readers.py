@@ -207,13 +207,20 @@ def test_plain_hpl_single_cylinder_seek_and_whole_distances(tmp_path):
     path.write_text(_model_text(HPL.format("300"), G1_LAYOUT))
     mech = read_model_file(path).mech
     assert mech.seek_type == "hpl" and mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
-    # flag -1: distance 1 is on the square-root branch
-    np.testing.assert_allclose(seek_time_s(mech, [0, 1, 299, 300]),
+    # DiskSim's manual: V6 = -1 puts distance 1 on the square-root branch
+    np.testing.assert_allclose(seek_time_s(mech, [0, 1, 299, 300], disksim_code=False),
                                [0.0, 4.14e-3, (3.81 + 0.33 * np.sqrt(299)) * 1e-3, 9.52e-3], rtol=1e-12)
+    # DiskSim 4.0's code: the square-root branch is never taken (hpseek[0] is never set), every
+    # distance >= 1 is on the line; DiskSim's own mech_seek tool prints 7.7559 ms (+ 0.65 write
+    # settle) for one cylinder of hp_c2247a's values
+    np.testing.assert_allclose(seek_time_s(mech, [0, 1, 299, 300]),
+                               [0.0, 7.7559e-3, (7.75 + 0.0059 * 299) * 1e-3, 9.52e-3], rtol=1e-12)
+    # V6 is the one-cylinder seek in both readings, not "Single cylinder seek time"
     own_single = MechModel("trackSwitchPlusRotation", "hpl", 1e-3, 0.0, 6000.0, 0.0, single_cylinder_seek_s=2.5e-3,
-                           hpl_seek=(300, 3.81, 0.33, 7.75, 0.0059, 1))
-    np.testing.assert_allclose(seek_time_s(own_single, [1, 2]), [2.5e-3, (3.81 + 0.33 * np.sqrt(2)) * 1e-3],
-                               rtol=1e-12)
+                           hpl_seek=(300, 3.81, 0.33, 7.75, 0.0059, 1.5))
+    np.testing.assert_allclose(seek_time_s(own_single, [1, 2], disksim_code=False),
+                               [1.5e-3, (3.81 + 0.33 * np.sqrt(2)) * 1e-3], rtol=1e-12)
+    np.testing.assert_allclose(seek_time_s(own_single, [1, 2]), [1.5e-3, (7.75 + 0.0059 * 2) * 1e-3], rtol=1e-12)
     # DiskSim's seek functions take whole distances; the knee conversion relies on it
     with pytest.raises(ValueError, match="distance_cylinders must be whole numbers"):
         seek_time_s(mech, [299.5])
@@ -369,3 +376,28 @@ def test_parv_values_without_effect_in_disksim_are_accepted(disksim_dir, tmp_pat
     trace = base.read_trace().head(300)
     assert np.array_equal(simulate_trace(drive_parameters(changed), trace).service_s,
                           simulate_trace(drive_parameters(base), trace).service_s)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Access time type = trackSwitchPlusRotation", "Access time type 'fastest' is not one of DiskSim's"),
+    ("Percent error in rpms = 0.000000", r"Percent error in rpms must lie in \[0, 100\] \(got 150\)"),
+])
+def test_mechanics_outside_disksims_values_name_file_and_line(disksim_dir, tmp_path, text, message):
+    import shutil
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    model = folder / "hp_c2247a_validate.model"
+    original = model.read_text()
+    assert text in original
+    bad = text.split("=")[0] + ("= fastest" if "Access" in text else "= 150")
+    model.write_text(original.replace(text, bad))
+    line = original[:original.index(text)].count("\n") + 1
+    with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a_validate\.model:{line}: {message}"):
+        read_model_file(model)
+
+
+def test_hpl_sixth_value_is_a_time_or_minus_one(tmp_path):
+    path = tmp_path / "hpl.model"
+    path.write_text(_model_text(HPL.format("300").replace("-1", "-2"), G1_LAYOUT))
+    with pytest.raises(DiskSimFormatError, match="sixth HPL seek equation value is a one-cylinder seek time"):
+        read_model_file(path)

@@ -221,8 +221,12 @@ class MechModel:
 
     ``hpl_seek`` holds DiskSim's six "HPL seek equation values" as written:
     (V1 [whole cylinders]: the first distance of the linear branch, a [ms],
-    b [ms], c [ms], slope [ms per cylinder], single-cylinder flag (-1: no
-    special single-cylinder seek)).
+    b [ms], c [ms], slope [ms per cylinder], V6 [ms]: the one-cylinder seek
+    time, -1 for none). ``hpl_one_cylinder_code_s`` is the one-cylinder seek
+    DiskSim 4.0's loader leaves for a seek type ``hpl`` with V6 != -1
+    (``seekone``, mech_g1_load.c): V6, or, when "Single cylinder seek time"
+    is listed after the HPL values, that value's milliseconds stored as
+    picoseconds without conversion (its loader has no ``dm_time_dtoi``).
     """
 
     access_time_type: str
@@ -237,6 +241,7 @@ class MechModel:
     hpl_seek: tuple[float, ...] | None = None
     first_ten_seek_s: tuple[float, ...] | None = None
     seek_table: SeekTable | None = None
+    hpl_one_cylinder_code_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -581,10 +586,15 @@ def _int_rows(block: Block, key: str, width: int) -> np.ndarray:
     return np.array(value, dtype=np.int64).reshape(-1, width)
 
 
+#: DiskSim's access time types (dm_mech_g1_param.c); DiskSim 4.0's mechanical model stores the
+#: choice (``acctime``) but no line of its code reads it, so all three time alike
+_ACCESS_TIME_TYPES = ("constant", "averageRotation", "trackSwitchPlusRotation")
+
+
 def _mech(block: Block, path: Path) -> MechModel:
     seek_type = block.word("Seek type")
     table = None
-    hpl = first_ten = None
+    hpl = first_ten = one_cylinder_s = None
     if seek_type == "extracted":
         name = block.word("Full seek curve")
         table = read_seek_table(path.parent / name)
@@ -598,6 +608,15 @@ def _mech(block: Block, path: Path) -> MechModel:
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
                                      f"the first HPL seek equation value is a distance in whole cylinders, "
                                      f">= 0 (got {hpl[0]:g})")
+        if hpl[5] != -1 and hpl[5] < 0:
+            raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
+                                     f"the sixth HPL seek equation value is a one-cylinder seek time >= 0 or -1 "
+                                     f"(got {hpl[5]:g})")
+        if seek_type == "hpl" and hpl[5] != -1:
+            one_cylinder_s = hpl[5] * MS
+            key = "Single cylinder seek time"
+            if key in block and block.line_of(key) > block.line_of("HPL seek equation values"):
+                one_cylinder_s = int(block.number(key)) * 1e-12
         if seek_type == "hplplus10":
             first_ten = tuple(v * MS for v in block.numbers("First ten seek times"))
             if len(first_ten) != 10:
@@ -610,20 +629,29 @@ def _mech(block: Block, path: Path) -> MechModel:
     def optional_ms(key):
         return block.number(key) * MS if key in block else None
 
+    access = block.word("Access time type", "trackSwitchPlusRotation")
+    if access not in _ACCESS_TIME_TYPES:
+        raise DiskSimFormatError(block.path, block.line_of("Access time type"),
+                                 f"Access time type {access!r} is not one of DiskSim's "
+                                 f"({', '.join(_ACCESS_TIME_TYPES)})")
+    rpm_error = block.number("Percent error in rpms", 0.0)
+    if not 0.0 <= rpm_error <= 100.0:
+        raise DiskSimFormatError(block.path, block.line_of("Percent error in rpms"),
+                                 f"Percent error in rpms must lie in [0, 100] (got {rpm_error:g})")
     rpm = block.number("Rotation speed (in rpms)")
     if not rpm > 0:
         raise DiskSimFormatError(block.path, block.line_of("Rotation speed (in rpms)"), f"rpm must be > 0 (got {rpm})")
     return MechModel(
-        access_time_type=block.word("Access time type", "trackSwitchPlusRotation"),
+        access_time_type=access,
         seek_type=seek_type,
         head_switch_s=block.number("Head switch time") * MS,
         write_settle_s=block.number("Add. write settling delay", 0.0) * MS,
         rpm=rpm,
-        rpm_error_percent=block.number("Percent error in rpms", 0.0),
+        rpm_error_percent=rpm_error,
         single_cylinder_seek_s=optional_ms("Single cylinder seek time"),
         average_seek_s=optional_ms("Average seek time"),
         full_strobe_seek_s=optional_ms("Full strobe seek time"),
-        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table)
+        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table, hpl_one_cylinder_code_s=one_cylinder_s)
 
 
 def _model_from_block(block: Block) -> ModelFile:

@@ -29,6 +29,12 @@ def make_folder(variant, where: Path) -> Path:
         assert pattern.search(text), key
         text = pattern.sub(lambda m: f"{m.group(1)}{key} = {value},", text, count=1)
     specs.write_text(text)
+    # literal edits of the model file (the mechanics and layout are not key = value lines alone)
+    for old, new in variant.get("model_edits", []):
+        model = next(folder.glob("*.model"))
+        text = model.read_text()
+        assert old in text, old
+        model.write_text(text.replace(old, new, 1))
     if variant["trace"]:
         shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
     return folder
