@@ -401,3 +401,20 @@ def test_hpl_sixth_value_is_a_time_or_minus_one(tmp_path):
     path.write_text(_model_text(HPL.format("300").replace("-1", "-2"), G1_LAYOUT))
     with pytest.raises(DiskSimFormatError, match="sixth HPL seek equation value is a one-cylinder seek time"):
         read_model_file(path)
+
+
+@pytest.mark.parametrize("anchor", ["      Seek type = extracted,", "            Blocks per track = "])
+def test_a_key_disksim_does_not_define_in_a_model_file_names_file_and_line(disksim_dir, tmp_path, anchor):
+    """Unknown keys in the mechanics or a zone are errors, as for DiskSim's own loader, never ignored."""
+    import shutil
+    folder = tmp_path / "ibm18es"
+    shutil.copytree(disksim_dir / "ibm18es", folder)
+    model = folder / "ibm18es.model"
+    text = model.read_text()
+    at = text.index(anchor)
+    indent = anchor[:len(anchor) - len(anchor.lstrip())]
+    model.write_text(text[:at] + f"{indent}Frobnicate = 1,\n" + text[at:])
+    line = text[:at].count("\n") + 1
+    with pytest.raises(DiskSimFormatError, match=rf"ibm18es\.model:{line}: 'Frobnicate' is not a parameter of a "
+                                                 r"DiskSim dm_(mech_g1|layout_g1_zone) block"):
+        load_disksim_drive(folder)

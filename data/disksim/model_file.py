@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .syntax import MS, Block, DiskSimFormatError, read_text, resolve_block, single_block
+from .syntax import MS, Block, DiskSimFormatError, _normalise_key, read_text, resolve_block, single_block
 
 __all__ = ["G1Layout", "G1Zone", "G2Layout", "G2Zone", "G4Layout", "MechModel", "ModelFile", "SeekTable",
            "read_g2_map", "read_model_file", "read_seek_table"]
@@ -272,9 +272,46 @@ def _list_of_ints(block: Block, key: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+#: Every parameter DiskSim 4.0 defines for each block type of a model file
+#: (diskmodel/modules/*.modspec); another is an error, as it is for DiskSim's loader.
+_DISKSIM_KEYS = {
+    "dm_disk": ("Block count", "Number of data surfaces", "Number of cylinders", "Mechanical Model",
+                "Layout Model"),
+    "dm_mech_g1": ("Access time type", "Constant access time", "Seek type", "Average seek time",
+                   "Constant seek time", "Single cylinder seek time", "Full strobe seek time", "Full seek curve",
+                   "Add. write settling delay", "Head switch time", "Rotation speed (in rpms)",
+                   "Percent error in rpms", "First ten seek times", "HPL seek equation values"),
+    "dm_layout_g1": ("LBN-to-PBN mapping scheme", "Sparing scheme used", "Rangesize for sparing", "Skew units",
+                     "Zones"),
+    "dm_layout_g1_zone": ("First cylinder number", "Last cylinder number", "Blocks per track",
+                          "Offset of first block", "Skew units", "Empty space at zone front",
+                          "Skew for track switch", "Skew for cylinder switch", "Number of spares", "slips",
+                          "defects"),
+    "dm_layout_g2": ("Layout Map File", "Zones"),
+    "dm_layout_g2_zone": ("First cylinder number", "Last cylinder number", "First LBN", "Last LBN",
+                          "Blocks per track", "Zone Skew", "Skew units", "Skew for track switch",
+                          "Skew for cylinder switch"),
+    "dm_layout_g4": ("TP", "IDX", "Slips", "Remaps"),
+}
+_DISKSIM_KEY_SETS = {kind: {_normalise_key(key) for key in keys} for kind, keys in _DISKSIM_KEYS.items()}
+
+
+def _known_keys_only(block: Block) -> None:
+    """A key DiskSim does not define for this block type is an error naming file and line."""
+    known = _DISKSIM_KEY_SETS.get(block.type)
+    if known is None:
+        return
+    for key in block.entries:
+        if key not in known:
+            name = block.original_keys.get(key, key)
+            raise DiskSimFormatError(block.path, block.line_of(name),
+                                     f"{name!r} is not a parameter of a DiskSim {block.type} block")
+
+
 def _g1_zone(block: Block) -> G1Zone:
     if block.type != "dm_layout_g1_zone":
         raise DiskSimFormatError(block.path, block.line, f"expected a dm_layout_g1_zone block (found {block.type!r})")
+    _known_keys_only(block)
     _sectors_only(block)
     defects = _list_of_ints(block, "defects")
     if len(defects) % 2:
@@ -305,6 +342,7 @@ def _sectors_only(block: Block) -> None:
 
 
 def _g1_layout(block: Block) -> G1Layout:
+    _known_keys_only(block)
     _sectors_only(block)
     zones_value = block.require("Zones")
     if not isinstance(zones_value, list) or not zones_value:
@@ -326,6 +364,7 @@ def _g1_layout(block: Block) -> G1Layout:
 
 
 def _g4_layout(block: Block) -> G4Layout:
+    _known_keys_only(block)
     tp = block.require("TP")
     if not isinstance(tp, list) or len(tp) % 3 or not all(isinstance(v, (int, float)) for v in tp):
         raise DiskSimFormatError(block.path, block.line_of("TP"), "TP must be a list of numbers in triples")
@@ -381,6 +420,7 @@ def _g2_zone(block: Block) -> G2Zone:
     if not isinstance(block, Block) or block.type != "dm_layout_g2_zone":
         raise DiskSimFormatError(getattr(block, "path", "?"), getattr(block, "line", 0),
                                  f"expected a dm_layout_g2_zone block (found {getattr(block, 'type', block)!r})")
+    _known_keys_only(block)
     units = block.word("Skew units", "sectors")
     if units not in ("sectors", "revolutions"):
         # layout_g2_zone.modspec: ddbg_assert(0) on any other word
@@ -499,6 +539,7 @@ def read_g2_map(path) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _g2_layout(block: Block) -> G2Layout:
+    _known_keys_only(block)
     name = block.word("Layout Map File")
     # lp_search_path(lp_cwd, name): "<dir of the file holding the block>/<name>", also for
     # a name starting with "/" (LP_PATH's further folders are not searched here)
@@ -592,6 +633,7 @@ _ACCESS_TIME_TYPES = ("constant", "averageRotation", "trackSwitchPlusRotation")
 
 
 def _mech(block: Block, path: Path) -> MechModel:
+    _known_keys_only(block)
     seek_type = block.word("Seek type")
     table = None
     hpl = first_ten = one_cylinder_s = None
@@ -657,6 +699,7 @@ def _mech(block: Block, path: Path) -> MechModel:
 def _model_from_block(block: Block) -> ModelFile:
     if block.type != "dm_disk":
         raise DiskSimFormatError(block.path, block.line, f"expected a dm_disk block (found {block.type!r})")
+    _known_keys_only(block)
     layout_block = resolve_block(block.require("Layout Model"), block, "Layout Model",
                                  ("dm_layout_g1", "dm_layout_g2", "dm_layout_g4"))
     layout = {"dm_layout_g1": _g1_layout, "dm_layout_g2": _g2_layout,
