@@ -165,6 +165,12 @@ def test_reads_after_writes_are_not_plain_hits(tmp_path):
         plain_ms = (p.command_overhead_s[0, 1, 1] + p.data_preparation_s + n * p.bus_read_block_s
                     + p.read_completion_s) * 1e3
         assert (inside & (np.abs(plain_ms - _golden(name)) >= TOLERANCE_MS)).sum() == wrong, drive
+    # "Allow sneaky partial read hits" = 1 changes 86 of cheetah4LP's 500 in DiskSim (a partial hit
+    # during the write sends its buffered blocks at once); simulated without it, 20 disagree
+    sneaky = by_name["cheetah4LP_sneaky_partial_1"]
+    assert (np.abs(_golden(sneaky["name"]) - _golden("cheetah4LP_reads_after_writes")) > 1e-6).sum() == 86
+    plain = _simulate_variant(sneaky, tmp_path / "sneaky", sneaky_partial_read_hits=False)
+    assert (np.abs(plain - _golden(sneaky["name"])) >= TOLERANCE_MS).sum() == 20
 
 
 # ---------------------------------------------------------------------------
