@@ -177,6 +177,12 @@ extra_disconnect_seek_delta_s : float
         one the running read-ahead reads next is a partial hit on the
         read-ahead's segment, not a miss (``disk_buffer_check_segments``,
         ``src/disksim_diskcache.c``; ``disk_buffer_stopable_access``).
+    sneaky_full_read_hits, sneaky_partial_read_hits : bool
+        DiskSim's "Allow sneaky full/partial read hits": a read whose blocks
+        are all (full) or first (partial) in the buffer is served at once
+        even while the mechanism is busy writing a fast write (True); else
+        it disconnects as a miss and is served once that write's access
+        ends (``disk_read_arrive``, ``disk_activate_read``).
     """
 
     name: str
@@ -223,6 +229,8 @@ extra_disconnect_seek_delta_s : float
     watermark_by_request_size: bool = True
     immediate_partial_hit_transfer: bool = True
     write_hit_stops_read_ahead: bool = True
+    sneaky_full_read_hits: bool = False
+    sneaky_partial_read_hits: bool = False
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -266,7 +274,7 @@ extra_disconnect_seek_delta_s : float
                      "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
-                     "write_hit_stops_read_ahead"):
+                     "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

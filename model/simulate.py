@@ -28,7 +28,9 @@ a time (queue depth 1):
   ahead (up to ``max_read_ahead_blocks``; a segment keeps the last blocks read) until the next
   request needs the mechanism; a read whose blocks are in a segment (read
   earlier, read ahead, or written earlier when the drive allows read hits on
-  write data) is a hit; a read of blocks that the read-ahead is still
+  write data, never in a dedicated write segment) is a hit, but one arriving
+  while a fast write is being written waits for that write's access to end
+  (``disk_activate_read``); a read of blocks that the read-ahead is still
   fetching waits for them; "fast write" (immediate report) completes a write
   once its data is in the buffer and writes it to the media in the
   background (at level 1 only a write appending to the previous one, or
@@ -216,7 +218,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
-                     int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead)],
+                     int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
+                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -336,6 +339,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     by_request = ints[17]
     immed_partial = ints[18]
     write_hit_stop = ints[19]
+    sneaky_full = ints[20]
+    sneaky_partial = ints[21]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -426,9 +431,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # of the segments holding every block, the one being read ahead, else the least recently
             # used (disk_buffer_select_read_segment: a reading segment ranks above a clean one, and
             # of equals the first in its list, which is in LRU order)
+            # (never the dedicated write segment: disk_buffer_check_read_segments and
+            # disk_buffer_select_read_segment only look there for collisions with dirty data)
             for j in range(nseg):
                 if seg_end[j] > seg_start[j] and seg_start[j] <= first and last <= seg_end[j]:
-                    if seg_write[j] == 0 or hits_on_writes:
+                    if j != wseg and (seg_write[j] == 0 or hits_on_writes):
                         if pf_active and j == pf_seg:
                             s = j
                             break
@@ -438,6 +445,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # full hit
                 hit = HitKind.CACHE_HIT
                 tb = arrival + overhead[0, 1, prev_write] + data_prep + n * bus_r
+                if dirty_end > arrival and not sneaky_full:
+                    # the mechanism is still writing a fast write, an access a read cannot stop
+                    # (disk_buffer_stopable_access): disk_read_arrive disconnects the read as a
+                    # miss (read miss overhead and read disconnect), disk_activate_read drops its
+                    # segment while the hda is taken, and once the write's access ends
+                    # disk_get_effectivehda selects the segment again, a hit now: the read
+                    # reconnects (reselect) and sends its blocks (src/disksim_diskctlr.c).
+                    # "Allow sneaky full read hits" serves it at once instead (disk_read_arrive).
+                    tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write], dirty_end) \
+                        + reselect + data_prep + n * bus_r
                 done = tb + read_done
                 seg_used[s] = arrival
                 own = s
@@ -451,7 +468,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
                                      seg_size, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, done, scratch,
                                      total)
-                elif ra_idle_hit and not pf_active and seg_write[s] == 0:
+                elif ra_idle_hit and not pf_active:
+                    # (a hit on written data too: disk_check_hda_pending reads ahead from the end
+                    # of whatever segment the hit took)
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
                     count = limit - seg_end[s]
@@ -544,7 +563,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                if buffered > 0 and (immed_partial or buffered >= min(water, n)):
+                if buffered > 0 and dirty_end > arrival and not sneaky_partial \
+                        and (immed_partial or buffered >= min(water, n)):
+                    # arriving while a fast write is being written, it disconnects as a miss and
+                    # becomes a partial hit when the write's access ends (as a full hit above;
+                    # short of the watermark without "Immed transfer partial hit" it waits for the
+                    # watermark's blocks, below, which come after that end)
+                    tb = max(arrival + ovh + read_disc[prev_write], dirty_end) + reselect + data_prep \
+                        + buffered * bus_r
+                elif buffered > 0 and (immed_partial or buffered >= min(water, n)):
                     # the partial hit is connected from its hit overhead and sends the buffered part
                     tb = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
                 elif buffered > 0:

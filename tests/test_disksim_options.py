@@ -145,9 +145,65 @@ def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
                                                              skiprows=1)[:, 1], atol=1e-6)
 
 
+def test_reads_after_writes_are_not_plain_hits(tmp_path):
+    """The unchanged drives on synthetic_reads_after_writes (a write, then a read of its blocks or
+    near them): the 95 reads of blocks the write before them has just written, timed as plain
+    hits (read hit overhead, the blocks on the bus, completion), disagree with DiskSim on 95 of
+    hp_c2247a (its dedicated write segment never serves a read), 76 of cheetah4LP and 67 of
+    atlas10k (arriving while the fast write is being written: served once its access ends), none
+    of hp_c2490a; the simulation agrees with DiskSim on all 500 requests of each
+    (test_variant_matches_disksims_own_times; 284, 328, 346 and 484 before these rules)."""
+    from diskmodel.data.disksim import read_trace
+    trace = read_trace(GOLDEN / "synthetic_reads_after_writes.trace")
+    w, lbn, n = np.asarray(trace.is_write), np.asarray(trace.lbn), np.asarray(trace.blocks)
+    inside = np.r_[False, ~w[1:] & w[:-1] & (lbn[1:] >= lbn[:-1]) & (lbn[1:] + n[1:] <= lbn[:-1] + n[:-1])]
+    assert inside.sum() == 95
+    by_name = {v["name"]: v for v in VARIANTS}
+    for drive, wrong in (("hp_c2247a", 95), ("cheetah4LP", 76), ("atlas10k", 67), ("hp_c2490a", 0)):
+        name = f"{drive}_reads_after_writes"
+        p = drive_parameters(load_disksim_drive(_make_variants().make_folder(by_name[name], tmp_path / name)))
+        plain_ms = (p.command_overhead_s[0, 1, 1] + p.data_preparation_s + n * p.bus_read_block_s
+                    + p.read_completion_s) * 1e3
+        assert (inside & (np.abs(plain_ms - _golden(name)) >= TOLERANCE_MS)).sum() == wrong, drive
+    # "Allow sneaky partial read hits" = 1 changes 86 of cheetah4LP's 500 in DiskSim (a partial hit
+    # during the write sends its buffered blocks at once); simulated without it, 20 disagree
+    sneaky = by_name["cheetah4LP_sneaky_partial_1"]
+    assert (np.abs(_golden(sneaky["name"]) - _golden("cheetah4LP_reads_after_writes")) > 1e-6).sum() == 86
+    plain = _simulate_variant(sneaky, tmp_path / "sneaky", sneaky_partial_read_hits=False)
+    assert (np.abs(plain - _golden(sneaky["name"])) >= TOLERANCE_MS).sum() == 20
+
+
 # ---------------------------------------------------------------------------
 # Hand-computed cases
 # ---------------------------------------------------------------------------
+
+
+def test_a_read_of_blocks_being_written_waits_for_the_write():
+    # Fast write of LBN 0..9 at t=0: 0.3 ms overhead, data to 0.4, completion 0.5 ms; the media
+    # write starts at 0.3 ms (platter at 0.03 rev), LBN 0 comes at 10.0: written to 11.0 ms. The
+    # read of the same blocks arrives at 0.5 ms while they are being written: DiskSim disconnects
+    # it as a miss and serves it from the buffer once the write's access ends (11.0), reconnecting
+    # (0.05 ms), sending 10 blocks (0.1) and completing (0.1): 11.25 ms, 10.75 ms after its arrival.
+    # The same read again (arriving at 11.25, the write done) is a plain hit: 0.2 + 0.1 + 0.1 ms.
+    args = ([True, False, False], [0, 0, 0], [10, 10, 10], [0.0, 0.0, 0.0])
+    result = simulate_requests(_toy(fast_write_level=2, reselect_s=0.05e-3), *args)
+    assert result.service_s[1] == pytest.approx(10.75e-3, abs=1e-9)
+    assert result.service_s[2] == pytest.approx(0.4e-3, abs=1e-9)
+    assert list(result.hit) == [HitKind.FAST_WRITE, HitKind.CACHE_HIT, HitKind.CACHE_HIT]
+    # "Allow sneaky full read hits" (maxtor300g) serves it at once, a plain hit: 0.4 ms (random
+    # variant seed 11 of tests/golden/disksim_random loses 8 requests without it)
+    sneaky = simulate_requests(_toy(fast_write_level=2, reselect_s=0.05e-3, sneaky_full_read_hits=True), *args)
+    assert sneaky.service_s[1] == pytest.approx(0.4e-3, abs=1e-9)
+    # Write-through with a dedicated write segment: the read after the write (done at 11.1 ms) is
+    # a miss: overhead to 11.6, LBN 0 at 20.0, read to 21.0, sent 21.01, completion 21.11 ms;
+    # without the dedicated segment the written blocks are a hit (0.4 ms)
+    args = ([True, False], [0, 0], [10, 10], [0.0, 0.0])
+    separate = simulate_requests(_toy(separate_write_segment=True), *args)
+    assert separate.hit[1] == HitKind.MEDIA
+    assert separate.service_s[1] == pytest.approx(10.01e-3, abs=1e-9)
+    shared = simulate_requests(_toy(separate_write_segment=False), *args)
+    assert shared.hit[1] == HitKind.CACHE_HIT
+    assert shared.service_s[1] == pytest.approx(0.4e-3, abs=1e-9)
 
 
 

@@ -63,6 +63,35 @@ def big_reads(seed, n, total, low, high):
     return [("R", r.randrange(0, total - 1000), r.randint(low, high), r.uniform(0, 30)) for _ in range(n)]
 
 
+def reads_after_writes(seed, n, total):
+    """A write of 1-128 blocks, then 0-8 ms after its completion a read of the same blocks, of some
+    of them, running past their end, starting just past them or just before, or the same blocks
+    and, 0-2 ms later, the blocks just past them; a read elsewhere 5-20 ms later moves the head."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b = r.choice([1, 2, 4, 8, 16, 32, 64, 128])
+        lbn = r.randrange(1000, total - 1000)
+        rows.append(("W", lbn, b, r.choice([0.0, r.uniform(0.0, 2.0), r.uniform(2.0, 8.0)])))
+        kind = r.randrange(6)
+        if kind == 0:
+            rows.append(("R", lbn, b, r.uniform(5, 20)))
+        elif kind == 1:
+            part = r.randint(1, b)
+            rows.append(("R", lbn + r.randint(0, b - part), part, r.uniform(5, 20)))
+        elif kind == 2:
+            rows.append(("R", lbn + r.randint(0, b - 1), r.randint(2, 64), r.uniform(5, 20)))
+        elif kind == 3:
+            rows.append(("R", lbn + b, r.randint(1, 16), r.uniform(5, 20)))
+        elif kind == 4:
+            rows.append(("R", max(0, lbn - r.randint(1, 8)), r.randint(1, b + 8), r.uniform(5, 20)))
+        else:
+            rows.append(("R", lbn, b, r.uniform(0.0, 2.0)))
+            rows.append(("R", lbn + b, r.randint(1, 16), r.uniform(5, 20)))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -73,3 +102,4 @@ if __name__ == "__main__":
     write("synthetic_hp_tails.trace", tails(24, 600, 2054864, 128))            # its maximum read-ahead
     write("synthetic_overlapping_writes.trace", overlapping_writes(25, 600, 17916240))   # ibm18es's
     write("synthetic_big_reads.trace", big_reads(26, 300, 8887200, 283, 800))   # cheetah4LP: 282-block segments
+    write("synthetic_reads_after_writes.trace", reads_after_writes(27, 500, 2054864))   # hp_c2247a's blocks
