@@ -68,7 +68,9 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     the head in (last sector - first sector + 1) sector times (slipped
     sectors included; a g2 track's unmapped sectors not, as DiskSim steps a
     block a sector time there: ``steps_over_unmapped_sectors``). Fills ready[offset + k] with the time block k is
-    done; returns (t_end, cyl, head). stats: first move, first latency, rest.
+    done; returns (t_end, cyl, head). stats: first move, first rotational
+    latency (for a write, from when both the head and the first block's
+    data are ready: under one revolution), rest.
     A write waits, sector by sector, for its data (*not_before*); a sector
     whose data come too late costs a revolution.
     """
@@ -107,7 +109,8 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
             else:
                 t_start = wait_for_angle(t_ready, a, period)
             if first_run:
-                stats[1] = t_start - t
+                # the rotational wait only; a wait for the host's data is in the rest (media)
+                stats[1] = t_start - t_ready
             t = t_start + sector_time
             ready[offset + k] = t
             written_on_track = True

@@ -140,7 +140,10 @@ class SimulationResult:
     drive served each request, the values of :class:`HitKind` (as int8);
     ``seek_s``, ``latency_s``, ``media_s``: the mechanical parts of a media
     access (0 for hits and fast writes, whose media work happens in the
-    background). ``end_s``, ``end_cylinder``, ``end_head``: the completion of
+    background): the first move, the rotational wait for the first block
+    (a write's from when its data are in the buffer too, so under one
+    revolution), and the rest (transfer, later moves, waits for the host's
+    data). ``end_s``, ``end_cylinder``, ``end_head``: the completion of
     the last request and where the head is then (to continue a simulation:
     ``simulate_requests(..., start_s=..., start_cylinder=..., start_head=...)``).
     """

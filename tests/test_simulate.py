@@ -428,3 +428,14 @@ def test_cli_says_how_many_lines_of_a_drive_folders_trace_were_ignored(tmp_path,
     assert main(["validate-trace", str(folder), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["requests"] == 50 and out["ignored_lines"] == 2
+
+
+def test_a_writes_rotational_latency_excludes_its_wait_for_data():
+    """Found by test_service_time_properties: a write-through write of block 0 right after
+    one of blocks 0-59 waited 10.0085 ms "latency" on a 10 ms revolution, its wait for the
+    host's block counted in. The rotational wait is under a revolution; the rest is media."""
+    result = simulate_requests(_toy(fast_write_level=0, read_ahead_scheme=0), [True, True], [0, 0], [60, 1],
+                               [0.023591478473023925, 0.0])
+    assert np.all(result.latency_s < 10e-3)
+    assert result.latency_s[1] == pytest.approx(9.99852e-3, abs=1e-8)
+    assert result.media_s[1] == pytest.approx(0.11e-3, abs=1e-9)   # the block's data (0.01 ms) and one sector
