@@ -105,7 +105,8 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
-                                _read_to_minimum, _segment_end_at, _send_read_blocks, _stop_read_ahead)
+                                _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
+                                _sent_back_to_back, _stop_read_ahead)
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media
 
@@ -227,7 +228,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
-    work = np.zeros((5, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks
+    work = np.zeros((6, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks, sent_at
     # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
     reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
     work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
@@ -349,6 +350,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     stats = work[2]
     scratch = work[3]
     water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
+    sent_at = work[5]         # when the host has block j of the read being served (_hold_read_ahead)
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -441,6 +443,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 seg_used[s] = arrival
                 own = s
+                _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r)
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -449,8 +452,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, min(last + min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, done, scratch,
-                                     total)
+                                     seg_size, sent_at, done, scratch, total)
                 elif ra_idle_hit and not pf_active and seg_write[s] == 0:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -472,6 +474,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_count = count
                         pf_done = 0
                         pf_min = min(last + min_ra, total)
+                        _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
+                                         n, seg_size, sent_at, done, scratch, total)
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
                                                                   or (almost and first == pf_base + pf_done)):
                 # the read-ahead has fetched the first block and is fetching the rest: wait for them
@@ -498,9 +502,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # (disk_read_arrive) and reconnects once the watermark's blocks are buffered
                     tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write],
                              pf_ready[first - pf_base + w0 - 1]) + reselect + data_prep
-                tb = _send_read_blocks(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
-                                       reselect + data_prep, bus_r)
+                tb = _send_read_blocks_at(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
+                                          reselect + data_prep, bus_r, sent_at, 0)
                 done = tb + read_done
+                _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                 seg_size, sent_at, done, scratch, total)
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
@@ -561,8 +567,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # are buffered and the disconnection is over (disk_request_needs_bus)
                     w0 = water if water < n else n
                     tb = max(arrival + ovh + read_disc[prev_write], ready[w0 - 1]) + reselect + data_prep
-                tb = _send_read_blocks(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
-                                       reselect + data_prep, bus_r)
+                _sent_back_to_back(sent_at, buffered, tb - buffered * bus_r, bus_r)
+                tb = _send_read_blocks_at(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
+                                          reselect + data_prep, bus_r, sent_at, buffered)
                 done = tb + read_done
                 mech_free = t_end
                 if s < 0:
@@ -607,6 +614,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_count = count
                     pf_done = 0
                     pf_min = min(last + min_ra, total)
+                    _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                     seg_size, sent_at, done, scratch, total)
             if preseek and own >= 0:
                 # "Preseeking level" 1 or 2: a read whose media access (its read-ahead included) ends
                 # before the host has its completion gives up the mechanism (disk_release_hda, at
