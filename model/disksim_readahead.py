@@ -124,12 +124,15 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
             return move_end, cyl, head
     if in_sector:
         return arrival, cyl, head
-    if k > 0 and from_cyl == cyl and from_head == head:
+    if from_cyl == cyl and from_head == head:
         # a gap on the track (a block held back, _hold_read_ahead): the head passes the
-        # sectors one by one, each a pending event, and stops at the end of the one under it
+        # sectors one by one, each a pending event, and stops at the end of the one under it.
+        # Before the first block, only a gap of a revolution or more is a held block: a shorter
+        # one is the rotational latency of a new access, a single event (disk_buffer_seekdone)
         _, _, _, _, z = lbn_to_pbn_one(pf_base + k, arrays)
         sector_s = real[0] / arrays[2][z]
-        if arrival < pf_ready[k] - sector_s and t0 <= arrival:
+        if (k > 0 or pf_ready[k] - sector_s - t0 >= real[0] * (1.0 - 1e-9)) \
+                and arrival < pf_ready[k] - sector_s and t0 <= arrival:
             return t0 + np.ceil((arrival - t0) / sector_s) * sector_s, cyl, head
     return pf_ready[k], cyl, head
 

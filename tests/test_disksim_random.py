@@ -137,3 +137,28 @@ def test_read_ahead_held_by_a_miss_and_by_a_hit_on_blocks_being_read(tmp_path):
     make = _make_random()
     ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on random variant seed 495 (barracuda, segments of 33 blocks,
+# maximum read-ahead 5, high water mark 1.0, read disconnect afterread 0.0884 ms): its 33-block
+# sequential reads 6-10, 4 decimals.
+SEED_495 = {"Allow read hits on write data": "0", "High (read) water mark": "1.0",
+            "Hold bus entire read xfer": "0", "Maximum read-ahead (blks)": "5", "Per-request overhead time": "0.0",
+            "Read disconnect afterread": "0.0884", "Segment size (in blks)": "33"}
+HELD_FROM_ITS_FIRST_BLOCK = (["R Hit 2188674 33 1000 72.47772", "R Hit 2188707 33 1000 212.41723",
+                              "R Hit 2188740 33 1000 127.18413", "R Hit 2188773 33 1000 253.95842",
+                              "R Hit 2188806 33 1000 255.59746"],
+                             [25.3259, 9.8146, 9.6747, 9.7599, 9.6331])
+
+
+def test_a_read_ahead_held_from_its_first_block_stops_at_the_next_sector(tmp_path):
+    # A 33-block miss fills its 33-block segment, and the host takes nothing before the whole
+    # request is buffered (water mark 1.0): its read-ahead's first block (first + 33) is held, so
+    # the next read, at that very block, is a miss (9.81 ms; 9.14 as a partial hit without the
+    # hold). The head passes the held sectors one event each, so the next read's seek waits only
+    # for the end of the sector under the head (disk_buffer_sector_done), not for the held block
+    # to come round a revolution later (18.15 ms each).
+    lines, disksim = HELD_FROM_ITS_FIRST_BLOCK
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "barracuda", "changes": SEED_495, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
