@@ -108,7 +108,7 @@ from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidat
                                 _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
 from .drive_parameters import DriveParameters
-from .media_access import _EPS_REV, access_media
+from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -272,25 +272,38 @@ def _segment_watermark(p):
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, _nrt=False)
-def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
+def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, data0, bus_s):
     """When an access that has written block *last_written* at *t0* has gone on to write the
     blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
     (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
-    buffered data or of the track): the next sectors of the same track, each while its data (the
-    k-th at data0 + (k + 1) bus_s) are in the buffer when the head reaches it."""
+    buffered data or of the track): the next sectors, each while its data (the k-th at
+    data0 + (k + 1) bus_s) are in the buffer when the head reaches it. At the end of a track
+    with the next block's data buffered the access is not done (disk_buffer_request_complete: a
+    background write is done when it has written all its segment's data, seg->endblkno) and
+    moves on to the next track (disk_initiate_seek). Returns (time, cylinder, head) at its end."""
     c0, h0, _, a0, z0 = lbn_to_pbn_one(last_written, arrays)
     sector_s = real[0] / arrays[2][z0]
     t = t0
     angle = a0
     for k in range(count):
-        c, h, _, a, _ = lbn_to_pbn_one(first + k, arrays)
+        if data0 + (k + 1) * bus_s > t:
+            break
+        c, h, _, a, z = lbn_to_pbn_one(first + k, arrays)
+        if c != c0 or h != h0:
+            t += move_time_s(c0, h0, c, h, seek, write_seek, real[1], real[2], True)
+            c0 = c
+            h0 = h
+            sector_s = real[0] / arrays[2][z]
+            t = wait_for_angle(t, a, real[0]) + sector_s
+            angle = a
+            continue
         step = a - angle
         step -= np.floor(step)
-        if c != c0 or h != h0 or abs(step * arrays[2][z0] - 1.0) > 1e-6 or data0 + (k + 1) * bus_s > t:
+        if abs(step * arrays[2][z0] - 1.0) > 1e-6:
             break
         angle = a
         t += sector_s
-    return t
+    return t, c0, h0
 
 
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
@@ -691,8 +704,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # Until then the access under way goes on writing the appended blocks that it
                     # meets on its track with their data in the buffer (disk_buffer_sector_done:
                     # up to min(seg->endblkno, next)), the write stays queued meanwhile.
-                    queued_until = max(start, _written_on(arrays, real, prev_end - 1, first, n, dirty_end,
-                                                          data0, bus_w))
+                    t_on, c_on, h_on = _written_on(arrays, seek, write_seek, real, prev_end - 1, first, n,
+                                                   dirty_end, data0, bus_w)
+                    queued_until = max(start, t_on)
+                    if c_on != cyl or h_on != head:
+                        # it went on to the next track: the queued write's own access starts there,
+                        # once that access ends, and its first block has passed (a revolution)
+                        start = max(start, t_on)
+                        cyl = c_on
+                        head = h_on
                 else:
                     queued_until = 0.0
                 if ra_held > 0.0:

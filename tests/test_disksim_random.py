@@ -162,3 +162,24 @@ def test_a_read_ahead_held_from_its_first_block_stops_at_the_next_sector(tmp_pat
     make = _make_random()
     ours = _simulate(make, {"seed": 0, "drive": "barracuda", "changes": SEED_495, "rpm": None}, tmp_path, lines)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on the bundled cheetah4LP (fast write level 1): 9-block appending
+# writes, seed 58's first six requests of the unchanged drive, 4 decimals.
+ACROSS_THE_TRACK = (["W Hit 4385297 9 1000 287.57502", "W Hit 4385306 9 1000 291.66461",
+                     "W Hit 4385315 9 1000 130.82651", "W Hit 4385324 9 1000 283.16682",
+                     "W Hit 4385333 9 1000 248.35981", "W Hit 4385342 9 1000 217.75160"],
+                    [1.4280, 1.0490, 15.3628, 1.0490, 11.7888, 1.0490])
+
+
+def test_a_write_access_goes_on_to_the_next_track_for_an_appended_write(tmp_path):
+    # The third write's access ends its track at 4385323; the fourth write, appended and queued,
+    # has its data buffered, so the access is not done (disk_buffer_request_complete wants all of
+    # the segment's data written) and moves on to the next track to write them (23.75-24.74 ms in
+    # DiskSim's events). Only then does the fourth write's own access start, its first block just
+    # passed: a revolution, and the fifth write, refused while the fourth is queued, waits for it
+    # (11.79 ms; 5.81 when the access stopped at the end of the track).
+    lines, disksim = ACROSS_THE_TRACK
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "cheetah4LP", "changes": {}, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
