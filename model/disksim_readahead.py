@@ -124,12 +124,15 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
             return move_end, cyl, head
     if in_sector:
         return arrival, cyl, head
-    if k > 0 and from_cyl == cyl and from_head == head:
+    if from_cyl == cyl and from_head == head:
         # a gap on the track (a block held back, _hold_read_ahead): the head passes the
-        # sectors one by one, each a pending event, and stops at the end of the one under it
+        # sectors one by one, each a pending event, and stops at the end of the one under it.
+        # Before the first block, only a gap of a revolution or more is a held block: a shorter
+        # one is the rotational latency of a new access, a single event (disk_buffer_seekdone)
         _, _, _, _, z = lbn_to_pbn_one(pf_base + k, arrays)
         sector_s = real[0] / arrays[2][z]
-        if arrival < pf_ready[k] - sector_s and t0 <= arrival:
+        if (k > 0 or pf_ready[k] - sector_s - t0 >= real[0] * (1.0 - 1e-9)) \
+                and arrival < pf_ready[k] - sector_s and t0 <= arrival:
             return t0 + np.ceil((arrival - t0) / sector_s) * sector_s, cyl, head
     return pf_ready[k], cyl, head
 
@@ -178,6 +181,13 @@ def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, recon
     request, are buffered and the disconnection is over
     (``disk_request_needs_bus``, ``disk_check_bus``).
     """
+    return _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, ready, -1)
+
+
+@njit(cache=True, _nrt=False)
+def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, sent_at, at):
+    """:func:`_send_read_blocks`, writing when the host has block k to ``sent_at[at + k]``
+    (nothing written when *at* < 0)."""
     for k in range(count):
         j = offset + k
         if j >= 0 and ready[j] > tb:
@@ -189,7 +199,16 @@ def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, recon
                     last = count
                 tb = max(tb + disconnect_s, ready[offset + last - 1]) + reconnect_s
         tb += bus_s
+        if at >= 0:
+            sent_at[at + k] = tb
     return tb
+
+
+@njit(cache=True, _nrt=False)
+def _sent_back_to_back(sent_at, count, t0, bus_s):
+    """``sent_at[j]``: when the host has block j of *count* blocks sent one after the other from *t0*."""
+    for j in range(count):
+        sent_at[j] = t0 + (j + 1) * bus_s
 
 
 @njit(cache=True, _nrt=False)
@@ -217,27 +236,41 @@ def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
 
 @njit(cache=True, _nrt=False)
 def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n, seg_size,
-                     sent_from, bus_s, done, scratch, total):
-    """A read-ahead held back while a read served from its segment is sent to the host.
+                     sent_at, done, scratch, total):
+    """A read-ahead held back while the read that owns its segment is sent to the host.
 
     DiskSim's ``disk_buffer_block_available`` (``src/disksim_diskcache.c``), asked by
-    ``disk_buffer_sector_done`` at the end of each sector about the next: until the
-    segment's owner (the read being served) has sent its completion (*done*), no block at
-    or past the owner's next block for the host plus the segment size is read (the host
-    takes block j of *first* .. at ``sent_from + (j + 1) bus_s``). The head passes such a
-    block, and reads it and the rest when it comes round after *done*. *pf_ready* is
-    rewritten from there.
+    ``disk_buffer_sector_done`` at the end of each sector about the sector just passed:
+    until the segment's owner (the read being served: a hit, a hit on blocks being read
+    ahead, or a miss whose own access reads on ahead) has sent its completion (*done*), no
+    block at or past the owner's next block for the host plus the segment size is read. The
+    host has block j of *first* .. from ``sent_at[j]``; the owner's next block is counted as
+    ``disk_buffer_update_outbuffer`` left it at the end of the sector before. The head passes
+    a held block, and reads it (and on from it) when it comes round with the block
+    available: a revolution later, or more. *pf_ready* is rewritten from there; a block
+    after it may be held again.
     """
-    for k in range(max(first + seg_size - pf_base, pf_done), pf_count):
+    period = real[0]
+    sent = 0
+    k = max(first + seg_size - pf_base, pf_done)
+    while k < pf_count:
+        if pf_ready[k] >= done:
+            return
         lbn = pf_base + k
         c, h, _, _, z = lbn_to_pbn_one(lbn, arrays)
-        t_ask = pf_ready[k] - real[0] / arrays[2][z]
-        if t_ask >= done:
-            return
-        sent = 0
-        if t_ask >= sent_from + bus_s:
-            sent = min(int((t_ask - sent_from) / bus_s), n)
+        sector_s = period / arrays[2][z]
+        t_ask = pf_ready[k] - sector_s
+        while sent < n and sent_at[sent] <= t_ask:
+            sent += 1
         if lbn - (first + sent) >= seg_size:
-            access_media(arrays, seek, write_seek, real, lbn, pf_count - k, done, c, h, False, pf_ready, pf_ready,
+            # the sector passes unread; the next passes, a revolution apart, until one is allowed
+            t_ask += period
+            while t_ask + sector_s < done:
+                while sent < n and sent_at[sent] <= t_ask:
+                    sent += 1
+                if lbn - (first + sent) < seg_size:
+                    break
+                t_ask += period
+            access_media(arrays, seek, write_seek, real, lbn, pf_count - k, t_ask, c, h, False, pf_ready, pf_ready,
                          k, scratch, 0.0, total)
-            return
+        k += 1

@@ -107,9 +107,10 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
-                                _read_to_minimum, _segment_end_at, _send_read_blocks, _stop_read_ahead)
+                                _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
+                                _sent_back_to_back, _stop_read_ahead)
 from .drive_parameters import DriveParameters
-from .media_access import _EPS_REV, access_media
+from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -233,7 +234,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
-    work = np.zeros((5, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks
+    work = np.zeros((6, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks, sent_at
     # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
     reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
     work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
@@ -277,25 +278,38 @@ def _segment_watermark(p):
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, _nrt=False)
-def _written_on(arrays, real, last_written, first, count, t0, data0, bus_s):
+def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, data0, bus_s):
     """When an access that has written block *last_written* at *t0* has gone on to write the
     blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
     (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
-    buffered data or of the track): the next sectors of the same track, each while its data (the
-    k-th at data0 + (k + 1) bus_s) are in the buffer when the head reaches it."""
+    buffered data or of the track): the next sectors, each while its data (the k-th at
+    data0 + (k + 1) bus_s) are in the buffer when the head reaches it. At the end of a track
+    with the next block's data buffered the access is not done (disk_buffer_request_complete: a
+    background write is done when it has written all its segment's data, seg->endblkno) and
+    moves on to the next track (disk_initiate_seek). Returns (time, cylinder, head) at its end."""
     c0, h0, _, a0, z0 = lbn_to_pbn_one(last_written, arrays)
     sector_s = real[0] / arrays[2][z0]
     t = t0
     angle = a0
     for k in range(count):
-        c, h, _, a, _ = lbn_to_pbn_one(first + k, arrays)
+        if data0 + (k + 1) * bus_s > t:
+            break
+        c, h, _, a, z = lbn_to_pbn_one(first + k, arrays)
+        if c != c0 or h != h0:
+            t += move_time_s(c0, h0, c, h, seek, write_seek, real[1], real[2], True)
+            c0 = c
+            h0 = h
+            sector_s = real[0] / arrays[2][z]
+            t = wait_for_angle(t, a, real[0]) + sector_s
+            angle = a
+            continue
         step = a - angle
         step -= np.floor(step)
-        if c != c0 or h != h0 or abs(step * arrays[2][z0] - 1.0) > 1e-6 or data0 + (k + 1) * bus_s > t:
+        if abs(step * arrays[2][z0] - 1.0) > 1e-6:
             break
         angle = a
         t += sector_s
-    return t
+    return t, c0, h0
 
 
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
@@ -357,6 +371,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     stats = work[2]
     scratch = work[3]
     water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
+    sent_at = work[5]         # when the host has block j of the read being served (_hold_read_ahead)
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -461,6 +476,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 seg_used[s] = arrival
                 own = s
+                _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r)
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
@@ -469,8 +485,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, min(last + min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, done, scratch,
-                                     total)
+                                     seg_size, sent_at, done, scratch, total)
                 elif ra_idle_hit and not pf_active:
                     # (a hit on written data too: disk_check_hda_pending reads ahead from the end
                     # of whatever segment the hit took)
@@ -494,6 +509,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_count = count
                         pf_done = 0
                         pf_min = min(last + min_ra, total)
+                        _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
+                                         n, seg_size, sent_at, done, scratch, total)
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
                                                                   or (almost and first == pf_base + pf_done)):
                 # the read-ahead has fetched the first block and is fetching the rest: wait for them
@@ -520,9 +537,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # (disk_read_arrive) and reconnects once the watermark's blocks are buffered
                     tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write],
                              pf_ready[first - pf_base + w0 - 1]) + reselect + data_prep
-                tb = _send_read_blocks(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
-                                       reselect + data_prep, bus_r)
+                tb = _send_read_blocks_at(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
+                                          reselect + data_prep, bus_r, sent_at, 0)
                 done = tb + read_done
+                _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                 seg_size, sent_at, done, scratch, total)
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
@@ -591,8 +610,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # are buffered and the disconnection is over (disk_request_needs_bus)
                     w0 = water if water < n else n
                     tb = max(arrival + ovh + read_disc[prev_write], ready[w0 - 1]) + reselect + data_prep
-                tb = _send_read_blocks(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
-                                       reselect + data_prep, bus_r)
+                _sent_back_to_back(sent_at, buffered, tb - buffered * bus_r, bus_r)
+                tb = _send_read_blocks_at(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
+                                          reselect + data_prep, bus_r, sent_at, buffered)
                 done = tb + read_done
                 mech_free = t_end
                 if s < 0:
@@ -637,6 +657,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_count = count
                     pf_done = 0
                     pf_min = min(last + min_ra, total)
+                    _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
+                                     seg_size, sent_at, done, scratch, total)
             if preseek and own >= 0:
                 # "Preseeking level" 1 or 2: a read whose media access (its read-ahead included) ends
                 # before the host has its completion gives up the mechanism (disk_release_hda, at
@@ -712,8 +734,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # Until then the access under way goes on writing the appended blocks that it
                     # meets on its track with their data in the buffer (disk_buffer_sector_done:
                     # up to min(seg->endblkno, next)), the write stays queued meanwhile.
-                    queued_until = max(start, _written_on(arrays, real, prev_end - 1, first, n, dirty_end,
-                                                          data0, bus_w))
+                    t_on, c_on, h_on = _written_on(arrays, seek, write_seek, real, prev_end - 1, first, n,
+                                                   dirty_end, data0, bus_w)
+                    queued_until = max(start, t_on)
+                    if c_on != cyl or h_on != head:
+                        # it went on to the next track: the queued write's own access starts there,
+                        # once that access ends, and its first block has passed (a revolution)
+                        start = max(start, t_on)
+                        cyl = c_on
+                        head = h_on
                 else:
                     queued_until = 0.0
                 if ra_held > 0.0:

@@ -114,3 +114,72 @@ def test_read_ahead_held_while_a_hit_is_sent(tmp_path):
     make = _make_random()
     ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on the bundled atlas_III: 64-block sequential reads (seed 309's
+# requests 8-12 of the unchanged drive), 4 decimals.
+HELD_BY_EVERY_OWNER = (["R Hit 10213616 64 1000 143.14527", "R Hit 10213680 64 1000 264.09033",
+                        "R Hit 10213744 64 1000 130.69334", "R Hit 10213808 64 1000 224.58044",
+                        "R Hit 10213872 64 1000 91.86078"],
+                       [25.0132, 10.6096, 7.1580, 8.2945, 8.2190])
+
+
+def test_read_ahead_held_by_a_miss_and_by_a_hit_on_blocks_being_read(tmp_path):
+    # The hold of test_read_ahead_held_while_a_hit_is_sent binds whatever read owns the segment
+    # (disk_buffer_block_available asks disk_buffer_seg_owner): the third read, served while its
+    # blocks are being read ahead, keeps the read-ahead from 10213808 (its first block + 64)
+    # until the host has taken its first block; the head has passed 10213808 by then, and the
+    # fourth read, a miss, finds it a few sectors away (8.29 ms; 16.63 without the hold: the
+    # read-ahead had run on and pushed it out of the 64-block segment). The fourth read, a miss,
+    # holds its own read-ahead the same way, and the fifth is served from it (8.22 ms; a miss
+    # of 10.49 ms without).
+    lines, disksim = HELD_BY_EVERY_OWNER
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on random variant seed 495 (barracuda, segments of 33 blocks,
+# maximum read-ahead 5, high water mark 1.0, read disconnect afterread 0.0884 ms): its 33-block
+# sequential reads 6-10, 4 decimals.
+SEED_495 = {"Allow read hits on write data": "0", "High (read) water mark": "1.0",
+            "Hold bus entire read xfer": "0", "Maximum read-ahead (blks)": "5", "Per-request overhead time": "0.0",
+            "Read disconnect afterread": "0.0884", "Segment size (in blks)": "33"}
+HELD_FROM_ITS_FIRST_BLOCK = (["R Hit 2188674 33 1000 72.47772", "R Hit 2188707 33 1000 212.41723",
+                              "R Hit 2188740 33 1000 127.18413", "R Hit 2188773 33 1000 253.95842",
+                              "R Hit 2188806 33 1000 255.59746"],
+                             [25.3259, 9.8146, 9.6747, 9.7599, 9.6331])
+
+
+def test_a_read_ahead_held_from_its_first_block_stops_at_the_next_sector(tmp_path):
+    # A 33-block miss fills its 33-block segment, and the host takes nothing before the whole
+    # request is buffered (water mark 1.0): its read-ahead's first block (first + 33) is held, so
+    # the next read, at that very block, is a miss (9.81 ms; 9.14 as a partial hit without the
+    # hold). The head passes the held sectors one event each, so the next read's seek waits only
+    # for the end of the sector under the head (disk_buffer_sector_done), not for the held block
+    # to come round a revolution later (18.15 ms each).
+    lines, disksim = HELD_FROM_ITS_FIRST_BLOCK
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "barracuda", "changes": SEED_495, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on the bundled cheetah4LP (fast write level 1): 9-block appending
+# writes, seed 58's first six requests of the unchanged drive, 4 decimals.
+ACROSS_THE_TRACK = (["W Hit 4385297 9 1000 287.57502", "W Hit 4385306 9 1000 291.66461",
+                     "W Hit 4385315 9 1000 130.82651", "W Hit 4385324 9 1000 283.16682",
+                     "W Hit 4385333 9 1000 248.35981", "W Hit 4385342 9 1000 217.75160"],
+                    [1.4280, 1.0490, 15.3628, 1.0490, 11.7888, 1.0490])
+
+
+def test_a_write_access_goes_on_to_the_next_track_for_an_appended_write(tmp_path):
+    # The third write's access ends its track at 4385323; the fourth write, appended and queued,
+    # has its data buffered, so the access is not done (disk_buffer_request_complete wants all of
+    # the segment's data written) and moves on to the next track to write them (23.75-24.74 ms in
+    # DiskSim's events). Only then does the fourth write's own access start, its first block just
+    # passed: a revolution, and the fifth write, refused while the fourth is queued, waits for it
+    # (11.79 ms; 5.81 when the access stopped at the end of the track).
+    lines, disksim = ACROSS_THE_TRACK
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "cheetah4LP", "changes": {}, "rpm": None}, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
