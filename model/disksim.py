@@ -398,6 +398,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
         watermark_by_request_size=bool(specs.block.number("Set watermark by reqsize", 1.0)),
         immediate_partial_hit_transfer=bool(specs.block.number("Immed transfer partial hit", 1.0)),
         write_hit_stops_read_ahead=bool(specs.block.number("Write hit stop prefetch", 1.0)),
+        write_prebuffering=bool(specs.block.number("Allow write prebuffering", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)
