@@ -101,6 +101,22 @@ def test_appending_fast_writes_queue_as_in_disksim(case, tmp_path):
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
+
+# DiskSim 4.0's own times [ms] on barracuda with "Allow write prebuffering" = 1: back_to_back's
+# writes, then a read elsewhere
+PREBUFFERED = (BACK_TO_BACK[0] + ["R Hit 1000000 2 1000 0"], [1.2780] + [1.1971] * 5 + [60.0744])
+
+
+def test_prebuffered_writes_queue_as_in_disksim(tmp_path):
+    # With write prebuffering every appending write is taken at once (disk_write_arrive), none
+    # waits for the one queued before it (21.38 and 15.66 ms without); each queued write is written
+    # by its own access a revolution after the previous one (7200 rpm: 8.33 ms), and the read
+    # waits for all five: 60.07 ms (25.43 without prebuffering)
+    lines, disksim = PREBUFFERED
+    variant = {"seed": 0, "drive": "barracuda", "changes": {"Allow write prebuffering": "1"}, "rpm": None}
+    ours = _simulate(_make_random(), variant, tmp_path, lines)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
 # DiskSim 4.0's own times [ms] on the bundled atlas_III (segments of 64 blocks, DEC read-ahead)
 # for seed 14's first 13 requests: 8-block sequential reads served from the read-ahead.
 HELD_READ_AHEAD = (["R Hit 0 2 1000 0", "R Hit 9991152 8 1000 137.78684", "R Hit 9991160 8 1000 297.45789",
