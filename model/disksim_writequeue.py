@@ -93,6 +93,10 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
         # the next write's access starts once this one ends, at its own first block (just passed
         # when the chain is sequential: disk_buffer_seekdone's latency past the sector's start)
         start = t_end + 2.0 * _EPS_REV * real[0]
+        if j + 1 < qn and wq[2, j + 1] > start:
+            # and not before that write's command overhead is over (disk_write_arrive's
+            # overhead_done, which is its data0 here)
+            start = wq[2, j + 1]
         if j == -1:
             wq[3, 0] = start
             wq[3, 1] = cyl
