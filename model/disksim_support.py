@@ -57,6 +57,9 @@ HONOURED = (
     # a hit arriving while a fast write is being written is served at once, not after it
     # (disk_read_arrive; checked on random variant seed 11, maxtor300g)
     "Allow sneaky full read hits", "Allow sneaky partial read hits",
+    # appending fast writes taken at once and queued (diskmodel.model.disksim_writequeue); with
+    # one write segment and a first-come-first-served queue only (check_honoured)
+    "Allow write prebuffering",
     # DiskSim 4.0's code does not act on it, and drive_parameters follows the code by default;
     # drive_parameters(..., disksim_code=False) honours it as DiskSim's manual defines it
     "Read any free blocks",
@@ -116,9 +119,8 @@ NO_EFFECT_IN_DISKSIM = {
 
 #: Keys accepted at these values though DiskSim 4.0 acts on them in situations the simulation does
 #: not follow (found by the randomised differential test, tests/golden/disksim_random/README.md,
-#: open classes 3 and 4). They were in NO_EFFECT_IN_DISKSIM until that test found the situations;
-#: they stay accepted because the bundled drives set them (maxtor300g: write prebuffering 1), and
-#: none of the seven traces reaches those situations. The situation is in each entry.
+#: open class 3). They were in NO_EFFECT_IN_DISKSIM until that test found the situations; they stay
+#: accepted because none of the seven traces reaches those situations. The situation is in each entry.
 ACTS_WHERE_NOT_FOLLOWED = {
     "Hold bus entire write xfer": ((0, 1), "DiskSim fills a write's segment, disconnects and reconnects "
                                            "(disk_buffer_transfer_size, disk_request_needs_bus); the "
@@ -145,12 +147,6 @@ ACTS_WHERE_NOT_FOLLOWED = {
                                       "atlas10k (seeds 300-449, 16 traces) 128-191 of 1500 of DiskSim's "
                                       "times change at 0, and the simulation agrees with 98.2 % of them "
                                       "(94.9 % of DiskSim's at 1)"),
-    "Allow write prebuffering": ((0, 1), "disk_write_arrive: at 1 DiskSim takes every appending write "
-                                         "at once (writeprebuffering || skips the stoppable-access test) "
-                                         "and the writes queue on the media; the simulation runs 0. The "
-                                         "same at 0 and 1 on 400 writes on ibm18es and cheetah4LP, but "
-                                         "280 of 1500 times change on cheetah4LP's 36-block sequential "
-                                         "writes 30-300 us apart"),
 }
 
 _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IRRELEVANT_ONE_AT_A_TIME}
@@ -190,12 +186,27 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
             raise DiskSimFormatError(specs_block.path, specs_block.line_of(name),
                                      f"{name} = {value!r} is not honoured by the per-request simulation "
                                      f"(it implements {implemented})")
-    # "Never disconnect" with fast writes changes DiskSim's write path (disk_write_arrive,
-    # disk_buffer_transfer_size without a segment), which the simulation does not follow
-    if specs_block.get("Never disconnect") == 1 and specs_block.get("Fast write level") not in (None, 0):
-        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Never disconnect"),
-                                 "Never disconnect = 1 is honoured by the per-request simulation only with "
-                                 f"Fast write level = 0 (got {specs_block.get('Fast write level')!r})")
+    # "Allow write prebuffering" = 1 queues fast writes on the media (disk_write_arrive); the
+    # simulation follows a queue of writes appending to one write segment, served first come first
+    # served. With more write segments DiskSim also takes non-appending writes at once, into other
+    # segments, and its scheduler orders them (cheetah4LP, 2 write segments: 80 % of 600 requests
+    # within 10 us of DiskSim, 97 % with 1); another scheduling policy may serve a read first.
+    prebuffering = specs_block.get("Allow write prebuffering")
+    if prebuffering not in (None, 0, 1):
+        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
+                                 f"Allow write prebuffering must be 0 or 1 (got {prebuffering!r})")
+    if prebuffering == 1:
+        segments = specs_block.get("Maximum number of write segments")
+        if segments not in (None, 1):
+            raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
+                                     "Allow write prebuffering = 1 is honoured by the per-request simulation only "
+                                     f"with Maximum number of write segments = 1 (got {segments!r})")
+        scheduler = specs_block.get("Scheduler")
+        policy = scheduler.get("Scheduling policy") if isinstance(scheduler, Block) else None
+        if policy not in (None, 1):
+            raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
+                                     "Allow write prebuffering = 1 is honoured by the per-request simulation only "
+                                     f"with Scheduling policy = 1, first come first served (got {policy!r})")
     # DiskSim 4.0 loses requests with "Disconnect write if seek" = 1 once one arrives during a
     # read-ahead (disk_buffer_stopable_access marks the read-ahead preempted; the request never
     # completes: 1438 of cheetah4LP's 10000 requests complete, 231 of ibm18es's, 8 of

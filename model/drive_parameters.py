@@ -138,8 +138,9 @@ extra_disconnect_seek_delta_s : float
         ``data_preparation_s``, with no reconnection) and holds it as
         ``hold_bus_read`` (``disk_read_arrive``,
         ``disk_buffer_transfer_size``); a write never suffers the extra
-        write disconnect (``disk_buffer_select_segment``). Only without
-        fast writes (with them DiskSim's write path changes too).
+        write disconnect (``disk_buffer_select_segment``); with fast writes
+        an appending write is taken at once and queued, as with
+        ``write_prebuffering`` (``disk_write_arrive``: ``neverdisconnect ||``).
     min_read_ahead_blocks : int
         DiskSim's "Minimum read-ahead (blks)": a read-ahead that has not
         reached this many blocks past the request's end when the next
@@ -172,6 +173,17 @@ extra_disconnect_seek_delta_s : float
         ``min_read_ahead_blocks`` (True); else the read-ahead reads on to its
         minimum first (``disk_buffer_stopable_access``). Without a minimum
         it changes nothing.
+    write_prebuffering : bool
+        DiskSim's "Allow write prebuffering": a fast write appending to the
+        write segment while writes are on their way to the media is taken at
+        once (reported after its overhead and bus transfer) and queued: each
+        queued write gets its own media access from its first block once the
+        previous one ends, writing on through the segment's buffered data; a
+        read miss waits for them all (``disk_write_arrive``,
+        ``disk_buffer_sector_done``, ``disk_buffer_request_complete``;
+        :mod:`diskmodel.model.disksim_writequeue`). Without fast writes it
+        changes nothing here. As DiskSim with one write segment and a
+        first-come-first-served queue.
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -231,6 +243,7 @@ extra_disconnect_seek_delta_s : float
     write_hit_stops_read_ahead: bool = True
     sneaky_full_read_hits: bool = False
     sneaky_partial_read_hits: bool = False
+    write_prebuffering: bool = False
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -274,7 +287,8 @@ extra_disconnect_seek_delta_s : float
                      "separate_write_segment", "read_any_free_blocks", "stop_read_ahead_in_sector",
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
-                     "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits"):
+                     "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
+                     "write_prebuffering"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):
@@ -285,9 +299,6 @@ extra_disconnect_seek_delta_s : float
         for name in ("write_disconnect_s", "other_reselect_s", "extra_disconnect_command_s", "extra_disconnect_s",
                      "extra_inter_disconnect_s", "extra_second_disconnect_s", "extra_disconnect_seek_delta_s"):
             finite_scalar(name, getattr(self, name), nonnegative=True)
-        if self.never_disconnect and self.fast_write_level:
-            raise ValueError(f"never_disconnect is simulated without fast writes only "
-                             f"(got fast_write_level {self.fast_write_level})")
         if self.separate_write_segment and self.buffer_segments < 2:
             raise ValueError("separate_write_segment needs buffer_segments >= 2")
         if self.buffer_segments == 0 and (self.fast_write_level or self.max_read_ahead_blocks

@@ -75,7 +75,10 @@ drives).
 A fast write appending to a write still on its way to the media waits in
 DiskSim's queue and is written by its own access once that one ends (a
 revolution later: its first sector has just passed), and a further appending
-write arriving meanwhile waits for both (``disk_buffer_stopable_access``).
+write arriving meanwhile waits for both (``disk_buffer_stopable_access``). With "Allow write
+prebuffering" (or "Never disconnect") such writes are all taken at once and queued, each written
+by its own access from its first block on through the segment's buffered data
+(:mod:`diskmodel.model.disksim_writequeue`).
 Against the measured traces: accesses that need no seek take ~0.7-1 ms
 longer on the real ibm18es, barracuda and atlas_III than any positioning
 time in their files gives (DiskSim misses this too).
@@ -109,6 +112,7 @@ from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
+from .disksim_writequeue import _prebuffered, _start_chain
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -223,7 +227,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
-                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits)],
+                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p))],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -241,11 +245,21 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
     pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
+    # the prebuffered writes' queue: its writes and their blocks, at most a segment's beyond the
+    # write under way plus a request (diskmodel.model.disksim_writequeue)
+    wq = np.zeros((6, 2 * p.segment_size_blocks + longest + 2 if _writes_queue(p) else 1))
     _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
               p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start, segments, seg_used, work,
-              pf_ready)
+              pf_ready, wq)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
+
+
+def _writes_queue(p):
+    """Whether a fast write is taken at once while writes are on their way to the media, and queued
+    behind them (diskmodel.model.disksim_writequeue): DiskSim's disk_write_arrive takes it with
+    "Allow write prebuffering" or "Never disconnect"."""
+    return bool(p.fast_write_level) and (p.write_prebuffering or p.never_disconnect)
 
 
 @functools.lru_cache(maxsize=64)
@@ -317,10 +331,11 @@ def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, 
 # the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
 @njit(cache=True, _nrt=False)
 def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
-              seg_used, work, pf_ready):
+              seg_used, work, pf_ready, wq):
     """The request loop; *state* holds (clock, cylinder, head) on entry and on return; the
     segments (first block, end, written; last use), ready, not_before, stats, scratch and the
-    read-ahead's block times are zeroed working arrays of the caller."""
+    read-ahead's block times are zeroed working arrays of the caller; *wq* the prebuffered writes'
+    queue (diskmodel.model.disksim_writequeue)."""
     period = real[0]
     read_done = real[3]
     write_done = real[4]
@@ -358,6 +373,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     write_hit_stop = ints[19]
     sneaky_full = ints[20]
     sneaky_partial = ints[21]
+    prebuffer = ints[22]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -720,7 +736,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # An appending write is refused too while the write it appends to still waits in the
                 # queue for its own access (disk_buffer_stopable_access: ioqueue_show_next_request is
                 # that earlier write, not this one).
-                if dirty_end > arrival and (first != prev_end or arrival < queued_until):
+                # With "Allow write prebuffering" it is taken at once and queued behind the writes
+                # still on their way to the media, if the segment has room (_prebuffered).
+                taken = False
+                if prebuffer and dirty_end > arrival and first == prev_end:
+                    taken, t_end, cyl_q, head_q = _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0,
+                                                               bus_w, seg_size, arrival, scratch, total)
+                if taken:
+                    cyl = cyl_q
+                    head = head_q
+                elif dirty_end > arrival and (first != prev_end or arrival < queued_until or prebuffer):
                     data0 = max(data0, dirty_end + reselect + data_prep)
                     queued_until = 0.0
                 elif dirty_end > arrival:
@@ -745,13 +770,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         head = h_on
                 else:
                     queued_until = 0.0
-                if ra_held > 0.0:
+                if ra_held > 0.0 and not prebuffer:
                     data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
-                for k in range(n):
-                    not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
                 done = data0 + n * bus_w + write_done
-                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                                True, not_before, ready, 0, scratch, min_move, total)
+                if not taken:
+                    for k in range(n):
+                        not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
+                    if prebuffer:
+                        _start_chain(wq, first, n, data0, start, cyl, head, min_move)
+                    t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                                    True, not_before, ready, 0, scratch, min_move, total)
                 mech_free = t_end
                 dirty_end = t_end
             else:

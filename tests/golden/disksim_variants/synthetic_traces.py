@@ -89,6 +89,33 @@ def reads_after_writes(seed, n, total):
             rows.append(("R", lbn, b, r.uniform(0.0, 2.0)))
             rows.append(("R", lbn + b, r.randint(1, 16), r.uniform(5, 20)))
         rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+
+
+def queued_writes(seed, n, total, reread):
+    """Runs of 2-6 writes of 1, 8, 16 or 36 blocks each appending to the previous one, 0-50 us to
+    0-3 ms apart (most runs somewhere new), writes elsewhere, reads (a share *reread* of them 0-200
+    blocks before the last write's end, the others anywhere) 0-20 ms later: fast writes queued on
+    the media ("Allow write prebuffering", "Never disconnect"). Each run stays within a segment:
+    DiskSim 4.0 fails once the queued writes outgrow it (disk_buffer_transfer_size's assertion)."""
+    r = random.Random(seed)
+    rows = []
+    lbn = r.randrange(100000, total - 100000)
+    while len(rows) < n:
+        kind = r.random()
+        if kind < 0.55:
+            if r.random() < 0.7:
+                lbn = r.randrange(100000, total - 100000)
+            size = r.choice((1, 8, 16, 36))
+            top = r.choice((0.05, 0.3, 1.5, 3.0))
+            for _ in range(r.randint(2, 6)):
+                rows.append(("W", lbn, size, r.uniform(0.0, top)))
+                lbn += size
+        elif kind < 0.75:
+            lbn = r.randrange(100000, total - 100000)
+            rows.append(("W", lbn, r.choice((4, 8, 36)), r.uniform(0.0, 3.0)))
+        else:
+            where = lbn - r.randint(0, 200) if r.random() < reread else r.randrange(100000, total - 100000)
+            rows.append(("R", where, r.choice((1, 8, 64)), r.choice((0.0, 0.1, 2.0, 20.0))))
     return rows[:n]
 
 
@@ -103,3 +130,6 @@ if __name__ == "__main__":
     write("synthetic_overlapping_writes.trace", overlapping_writes(25, 600, 17916240))   # ibm18es's
     write("synthetic_big_reads.trace", big_reads(26, 300, 8887200, 283, 800))   # cheetah4LP: 282-block segments
     write("synthetic_reads_after_writes.trace", reads_after_writes(27, 500, 2054864))   # hp_c2247a's blocks
+    # cheetah4LP's blocks (the smallest of the drives it is run on: ibm18es, atlas10k)
+    write("synthetic_queued_writes.trace", queued_writes(27, 600, 8887200, 0.3))
+    write("synthetic_queued_writes_far_reads.trace", queued_writes(28, 600, 8887200, 0.0))
