@@ -76,6 +76,9 @@ IRRELEVANT_ONE_AT_A_TIME = {
     "Combine seq writes": "combines queued sequential writes",
 }
 
+#: Any value in [0, 1] (DiskSim's own range for a water mark).
+_ANY_FRACTION = "any value in [0, 1]"
+
 #: Keys honoured at these values only (the simulation implements no other).
 ONLY_VALUES = {
     # DiskSim tests this flag for truth only (disksim_diskctlr.c, disksim_diskcache.c): 1 and 2 alike
@@ -87,9 +90,6 @@ ONLY_VALUES = {
     "Write hit stop prefetch": (0, 1),
     "Immed transfer partial hit": (0, 1),
 }
-
-#: Any value in [0, 1] (DiskSim's own range for a water mark).
-_ANY_FRACTION = "any value in [0, 1]"
 
 #: Keys DiskSim 4.0's code reads but whose value did not change DiskSim's own
 #: per-request times in any experiment (tests/golden/disksim_variants): the
@@ -119,20 +119,23 @@ NO_EFFECT_IN_DISKSIM = {
 
 #: Keys accepted at these values though DiskSim 4.0 acts on them in situations the simulation does
 #: not follow (found by the randomised differential test, tests/golden/disksim_random/README.md,
-#: open class 3). They were in NO_EFFECT_IN_DISKSIM until that test found the situations; they stay
-#: accepted because none of the seven traces reaches those situations. The situation is in each entry.
+#: open classes 3 and 5). They were in NO_EFFECT_IN_DISKSIM until that test found the situations;
+#: they stay accepted because none of the seven traces reaches those situations. The situation is
+#: in each entry. The two write keys are honoured for transfers larger than a segment (drive_parameters passes them:
+#: hold_bus_write, write_watermark_fraction; diskmodel.model.disksim_big_transfer): every request
+#: of 398 writes and reads of 65-600 blocks within 10 us of DiskSim at 0 and 1 and at 0, 0.3 and
+#: 1.0 on atlas_III, hp_c2247a (segments of 256 and of 64) and cheetah4LP (segments of 100)
+#: (tests/golden/disksim_variants, big_transfers).
 ACTS_WHERE_NOT_FOLLOWED = {
-    "Hold bus entire write xfer": ((0, 1), "DiskSim fills a write's segment, disconnects and reconnects "
-                                           "(disk_buffer_transfer_size, disk_request_needs_bus); the "
-                                           "simulation does not limit a write by its segment. No effect at "
-                                           "0 and 1 on 400 writes of 100-500 blocks on hp_c2247a and "
-                                           "cheetah4LP, but on atlas_III (fast writes, segments of 64) "
-                                           "a 90-block write takes 13.42 ms in DiskSim at 0, 11.26 at 1, "
-                                           "9.95 in the simulation"),
-    "Low (write) water mark": (_ANY_FRACTION, "the reconnection of the write above "
-                                              "(disk_request_needs_bus): the same at 0-1 on the "
-                                              "hp_c2247a and cheetah4LP writes, but it moves DiskSim's "
-                                              "times of writes larger than a segment on atlas_III"),
+    "Hold bus entire write xfer": ((0, 1), "honoured for a write larger than its segment; not followed "
+                                           "for a fast write appending to a write whose blocks are "
+                                           "still in the segment, where DiskSim counts the room from "
+                                           "that write's next block to write (disk_buffer_transfer_size"
+                                           "'s seg_owner->inblkno): on atlas_III's 49-block sequential "
+                                           "fast writes (random seed 14) 107 of 1500 of DiskSim's times "
+                                           "change between water mark 0 and 1.0, ours not"),
+    "Low (write) water mark": (_ANY_FRACTION, "honoured for a write larger than its segment; not "
+                                              "followed for the appending fast write above"),
     "Immediate buffer read": ((0, 1), "zero-latency reads (disk_buffer_seekdone, g1_access_block): the bus "
                                       "sends blocks in order, so a read still waits for its first block; "
                                       "DiskSim's times were the same at 0 and 1 on 400 reads of 16-200 blocks "

@@ -184,6 +184,21 @@ extra_disconnect_seek_delta_s : float
         :mod:`diskmodel.model.disksim_writequeue`). Without fast writes it
         changes nothing here. As DiskSim with one write segment and a
         first-come-first-served queue.
+    hold_bus_write : bool
+        DiskSim's "Hold bus entire write xfer", for a write larger than its
+        segment (the segment holds at most ``segment_size_blocks`` blocks
+        not yet on the media): when the segment is full the drive keeps the
+        bus and sends a block as each one is written (True); else (False)
+        it disconnects (``write_disconnect_s``) and reconnects
+        (``reselect_s`` + ``data_preparation_s``) once the blocks not yet
+        written are down to the write watermark
+        (``disk_buffer_transfer_size``, ``disk_request_needs_bus``;
+        :mod:`diskmodel.model.disksim_big_transfer`).
+    write_watermark_fraction : float
+        DiskSim's "Low (write) water mark", in [0, 1]: the fraction of the
+        segment (at least one block with ``watermark_by_request_size``,
+        else rounded up) down to which the blocks not yet written must fall
+        before a disconnected write larger than its segment reconnects.
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -244,6 +259,8 @@ extra_disconnect_seek_delta_s : float
     sneaky_full_read_hits: bool = False
     sneaky_partial_read_hits: bool = False
     write_prebuffering: bool = False
+    hold_bus_write: bool = True
+    write_watermark_fraction: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -274,6 +291,10 @@ extra_disconnect_seek_delta_s : float
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
         if watermark > 1:
             raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
+        watermark = finite_scalar("write_watermark_fraction", self.write_watermark_fraction, nonnegative=True)
+        if watermark > 1:
+            raise ValueError(f"write_watermark_fraction must lie in [0, 1] (got {watermark})")
+        object.__setattr__(self, "write_watermark_fraction", float(watermark))
         for name, minimum in (("buffer_segments", 0), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0),
                               ("min_read_ahead_blocks", 0)):
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
@@ -288,7 +309,7 @@ extra_disconnect_seek_delta_s : float
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
-                     "write_prebuffering"):
+                     "write_prebuffering", "hold_bus_write"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

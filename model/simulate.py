@@ -66,7 +66,13 @@ prefetch" and a write overlaps what it buffered). "Preseeking level" 1 and 2
 empty the segment of a read whose media access ends before its completion
 (``disk_release_hda``); "Set watermark by reqsize" 0 takes the watermark of
 the segment; "Immed transfer partial hit" 0 makes a partial hit short of the
-watermark disconnect as a miss. With these, the seven
+watermark disconnect as a miss. A request larger than its segment goes through
+it as DiskSim's does (:mod:`diskmodel.model.disksim_big_transfer`): a write
+takes as many blocks as the segment has room for, then holds the bus ("Hold
+bus entire write xfer") or disconnects and reconnects at the "Low (write)
+water mark" (``disk_buffer_transfer_size``, ``disk_request_needs_bus``); a
+read's block without room (a segment ahead of the host) waits a revolution
+(``disk_buffer_block_available``). With these, the seven
 traced drives give DiskSim's own times (within 10 us) for all but 7 of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
@@ -113,6 +119,7 @@ from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidat
                                 _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
 from .disksim_writequeue import _prebuffered, _start_chain
+from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -210,8 +217,14 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         raise ValueError(f"blocks must be >= 1 (got {show(blocks.min())})")
     if n and (lbn + blocks).max() > params.layout.total_blocks:
         raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
-    if n and params.buffer_segments and blocks.max() > params.segment_size_blocks * params.buffer_segments:
-        raise ValueError("a request is larger than the whole buffer")
+    if n and _writes_queue(params) and params.buffer_segments:
+        big = np.flatnonzero(is_write & (blocks > params.segment_size_blocks))
+        if big.size:
+            i = int(big[0])
+            raise ValueError(f"request {i}: a write of {int(blocks[i])} blocks, larger than a segment "
+                             f"({params.segment_size_blocks}), is not simulated with queued fast writes "
+                             "(write_prebuffering or never_disconnect): DiskSim 4.0 fails once queued writes "
+                             "outgrow a segment")
     p = params
     real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
                      p.write_completion_s, p.data_preparation_s, p.reselect_s, p.bus_read_block_s,
@@ -219,7 +232,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
                      p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
-                     _segment_watermark(p)])
+                     _segment_watermark(p), _write_watermark(p)])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -227,7 +240,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
-                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p))],
+                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
+                     int(p.hold_bus_write)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -280,11 +294,23 @@ def _request_watermarks(fraction: float, longest: int) -> np.ndarray:
     return table
 
 
-def _segment_watermark(p):
+def _segment_watermark(p, fraction=None):
     """DiskSim's read watermark of a segment ("Set watermark by reqsize" 0) [blocks]:
-    ``(int) (seg->size * readwater + 0.9999999999)``, exactly as above."""
-    return float(math.floor(Fraction(p.segment_size_blocks) * Fraction(float(p.read_watermark))
+    ``(int) (seg->size * readwater + 0.9999999999)``, exactly as above (of *fraction*, the
+    write's low watermark, instead of the read's when given)."""
+    fraction = p.read_watermark if fraction is None else fraction
+    return float(math.floor(Fraction(p.segment_size_blocks) * Fraction(float(fraction))
                             + Fraction(0.9999999999)))
+
+
+def _write_watermark(p):
+    """DiskSim's low watermark of a write larger than its segment [blocks]: of the segment,
+    ``max(1, (int) (min(seg->size, bcount) * writewater))`` with "Set watermark by reqsize" 1,
+    else rounded up as :func:`_segment_watermark` (``disk_buffer_set_segment``,
+    ``src/disksim_diskcache.c``); only such writes read it (diskmodel.model.disksim_big_transfer)."""
+    if not p.watermark_by_request_size:
+        return _segment_watermark(p, p.write_watermark_fraction)
+    return float(max(1, math.floor(Fraction(float(p.write_watermark_fraction)) * p.segment_size_blocks)))
 
 
 # ---------------------------------------------------------------------------
@@ -353,6 +379,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     xd_seek_delta = real[17]
     read_disc = real[18:20]
     seg_water = int(real[20])
+    write_water = int(real[21])
     nseg = ints[0]
     seg_size = ints[1]
     max_ra = ints[2]
@@ -374,6 +401,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     sneaky_full = ints[20]
     sneaky_partial = ints[21]
     prebuffer = ints[22]
+    # a drive that never disconnects holds the bus for a write too (disk_buffer_transfer_size)
+    hold_write = ints[23] or never_disc
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -627,6 +656,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     w0 = water if water < n else n
                     tb = max(arrival + ovh + read_disc[prev_write], ready[w0 - 1]) + reselect + data_prep
                 _sent_back_to_back(sent_at, buffered, tb - buffered * bus_r, bus_r)
+                if buffered == 0 and nseg > 0 and n > seg_size:
+                    # larger than its segment: a block is read only with room for it (disksim_big_transfer)
+                    t_end, cyl, head = _read_through_segment(
+                        arrays, seek, write_seek, real, first, n, ready, not_before, tb, water, hold_read,
+                        read_disc[prev_write], reselect + data_prep, bus_r, seg_size, stats, scratch, total, cyl,
+                        head, t_end)
                 tb = _send_read_blocks_at(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
                                           reselect + data_prep, bus_r, sent_at, buffered)
                 done = tb + read_done
@@ -648,7 +683,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     x = track_first_lbn(arrays, first, lowest)
                     if last - x <= seg_size:
                         seg_start[s] = x
-                seg_end[s] = last
+                # (a read larger than the segment leaves its last blocks: disk_buffer_segment_wrap)
+                _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 seg_used[s] = arrival
                 seg_write[s] = 0
                 own = s
@@ -772,14 +808,23 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     queued_until = 0.0
                 if ra_held > 0.0 and not prebuffer:
                     data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
-                done = data0 + n * bus_w + write_done
-                if not taken:
-                    for k in range(n):
-                        not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
-                    if prebuffer:
-                        _start_chain(wq, first, n, data0, start, cyl, head, min_move)
-                    t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                                    True, not_before, ready, 0, scratch, min_move, total)
+                if nseg > 0 and n > seg_size:
+                    # larger than its segment: sent as the segment has room (disksim_big_transfer);
+                    # never with queued writes (simulate_requests refuses it: DiskSim 4.0 fails there)
+                    t_end, cyl, head, tb = _write_through_segment(
+                        arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
+                        write_water, hold_write, write_disc, reselect + data_prep, bus_w, not_before, ready,
+                        scratch, scratch, min_move, total)
+                    done = tb + write_done
+                else:
+                    done = data0 + n * bus_w + write_done
+                    if not taken:
+                        for k in range(n):
+                            not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
+                        if prebuffer:
+                            _start_chain(wq, first, n, data0, start, cyl, head, min_move)
+                        t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl,
+                                                        head, True, not_before, ready, 0, scratch, min_move, total)
                 mech_free = t_end
                 dirty_end = t_end
             else:
@@ -804,12 +849,20 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     data0 = arrival + ovh + data_prep
                     disconnect = write_disc
                     reconnect = reselect
-                for k in range(n):
-                    not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
-                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
-                                                True, not_before, ready, 0, stats, min_move, total)
+                if nseg > 0 and n > seg_size:
+                    # larger than its segment: sent as the segment has room (disksim_big_transfer)
+                    t_end, cyl, head, tb = _write_through_segment(
+                        arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
+                        write_water, hold_write, disconnect, reconnect + data_prep, bus_w, not_before, ready,
+                        stats, scratch, min_move, total)
+                else:
+                    for k in range(n):
+                        not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w
+                    t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, n, start, cyl, head,
+                                                    True, not_before, ready, 0, stats, min_move, total)
+                    tb = data0 + n * bus_w
                 mech_free = t_end
-                done = max(t_end, data0 + n * bus_w + disconnect) + reconnect + write_done
+                done = max(t_end, tb + disconnect) + reconnect + write_done
             s = wseg
             if s < 0:
                 # a clean segment holding some of the write's blocks first, the least recently used
@@ -825,7 +878,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     seg_end[s] = last
                 else:
                     seg_start[s] = first
-                    seg_end[s] = last
+                    # (a write larger than the segment leaves its last blocks: disk_buffer_segment_wrap)
+                    _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 seg_write[s] = 1
                 seg_used[s] = arrival
                 _invalidate(seg_start, seg_end, nseg, first, last, s)

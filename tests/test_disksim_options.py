@@ -548,3 +548,69 @@ def test_plain_hpl_seeks_follow_disksims_code_not_its_manual(tmp_path):
     # the three variants differ from one another in DiskSim itself
     assert (np.abs(_golden("hp_c2247a_hpl") - _golden("hp_c2247a_hpl_v6_1_5")) > 1e-6).sum() > 0
     assert (np.abs(_golden("hp_c2247a_hpl_v6_1_5") - _golden("hp_c2247a_hpl_v6_1_5_single_after")) > 1e-6).sum() > 0
+
+
+def test_transfers_larger_than_a_segment_change_disksims_times_and_follow_the_keys(tmp_path):
+    # DiskSim's own times of the 398 writes and reads of 65-600 blocks change with the two keys
+    # (requests differing by more than 1 ns from the bundled values')
+    def changed(a, b):
+        return int((np.abs(_golden(a) - _golden(b)) > 1e-6).sum())
+    atlas, hp, cheetah = "atlas_III_big_transfers", "hp_c2247a_seg64_big_transfers", "cheetah4LP_seg100_big_transfers"
+    assert [changed(atlas, atlas + s) for s in ("_low_water_0_3", "_low_water_1", "_hold_bus_write")] == [348, 349, 349]
+    assert [changed(hp, hp + s) for s in ("_low_water_0_3", "_low_water_1", "_hold_bus_write")] == [248, 284, 295]
+    assert changed(cheetah, cheetah + "_hold_bus_write") == 34
+    # holding the bus and reconnecting as soon as a block has room give the same times in DiskSim
+    assert changed(atlas + "_low_water_1", atlas + "_hold_bus_write") == 0
+    # simulated with the other value of a key, these many of the 398 disagree with DiskSim's variant
+    # (every request agrees with the variant's own values: test_variant_matches_disksims_own_times)
+    by_name = {v["name"]: v for v in VARIANTS}
+    for name, other, wrong in ((atlas, dict(hold_bus_write=True), 329),
+                               (atlas + "_hold_bus_write", dict(hold_bus_write=False), 329),
+                               (atlas + "_low_water_0_3", dict(write_watermark_fraction=0.0), 328),
+                               (hp, dict(hold_bus_write=True), 196),
+                               (hp + "_low_water_1", dict(write_watermark_fraction=0.0), 194)):
+        ours = _simulate_variant(by_name[name], tmp_path / name, **other)
+        assert (np.abs(ours - _golden(name)) >= TOLERANCE_MS).sum() == wrong, name
+
+
+def test_a_write_larger_than_its_segment():
+    # A fast write of LBN 0..9 at t=0 through segments of 4 blocks: the mechanism writes LBN k from
+    # 10.0 + 0.1 k ms; the host's data come after the 0.3 ms overhead, 0.01 ms a block, while the
+    # segment has room (at most 4 blocks sent and not yet written).
+    args = ([True], [0], [10], [0.0])
+    common = dict(fast_write_level=2, segment_size_blocks=4, reselect_s=0.05e-3, write_disconnect_s=0.02e-3)
+    # Holding the bus: LBN 0-3 by 0.34 ms; then a block as each is written: LBN 4 + k at
+    # 10.1 + 0.1 k + 0.01 (the last at 10.61), completion 0.1: 10.71 ms
+    held = _toy(hold_bus_write=True, **common)
+    assert simulate_requests(held, *args).service_s[0] == pytest.approx(10.71e-3, abs=1e-9)
+    # Disconnecting, low watermark 0.5 (2 blocks): disconnected 0.34-0.36 ms; back once 2 are left
+    # to write (LBN 1 written, 10.2) plus the reselect, 10.25: LBN 4, 5 by 10.27 (LBN 2 is written
+    # at 10.3: no room); LBN 3 written at 10.4 -> 10.45: LBN 6, 7 by 10.47; LBN 5 at 10.6 -> 10.65:
+    # LBN 8, 9 by 10.67; completion: 10.77 ms
+    half = _toy(hold_bus_write=False, write_watermark_fraction=0.5, **common)
+    assert simulate_requests(half, *args).service_s[0] == pytest.approx(10.77e-3, abs=1e-9)
+    # Low watermark 1.0 (4 blocks): back as soon as a block has room, one block a reconnection:
+    # LBN 4 + k at 10.1 + 0.1 k + 0.05 + 0.01 (the last at 10.66): 10.76 ms
+    full = half.evolve(write_watermark_fraction=1.0)
+    assert simulate_requests(full, *args).service_s[0] == pytest.approx(10.76e-3, abs=1e-9)
+    # a segment of 200 blocks takes it all at once: 0.3 + 0.1 + 0.1 ms
+    assert simulate_requests(half.evolve(segment_size_blocks=200), *args).service_s[0] == pytest.approx(
+        0.5e-3, abs=1e-9)
+    with pytest.raises(ValueError, match=r"write_watermark_fraction must lie in \[0, 1\] \(got 1.5\)"):
+        half.evolve(write_watermark_fraction=1.5)
+    with pytest.raises(ValueError, match="hold_bus_write must be True or False"):
+        half.evolve(hold_bus_write=1)
+
+
+def test_a_read_larger_than_its_segment():
+    # A read of LBN 0..9 at t=0, segments of 4 blocks, a bus slower than the media (0.25 ms a
+    # block), holding it: LBN k is read by 10.1 + 0.1 k ms unhindered; the host takes LBN 0 from
+    # 10.1, LBN k by 10.35 + 0.25 k. LBN 4 (sector from 10.4) has room (LBN 0 sent at 10.35); LBN 5
+    # (10.5) has none until LBN 1 is sent (10.6): passed, read a revolution later, 20.5-20.6, and
+    # LBN 6-9 after it (by 21.0). The host: LBN 4 by 11.35, LBN 5 at 20.6 by 20.85, LBN 6-9 by
+    # 21.85; completion 0.1: 21.95 ms (12.7 ms with room for all: LBN 9 sent by 12.6)
+    args = ([False], [0], [10], [0.0])
+    slow = _toy(bus_read_block_s=0.25e-3, segment_size_blocks=4)
+    assert simulate_requests(slow, *args).service_s[0] == pytest.approx(21.95e-3, abs=1e-9)
+    assert simulate_requests(slow.evolve(segment_size_blocks=200), *args).service_s[0] == pytest.approx(
+        12.7e-3, abs=1e-9)

@@ -125,7 +125,8 @@ def variant(seed: int) -> dict:
     if "Minimum read-ahead (blks)" in keys and "Minimum read-ahead (blks)" in specs:
         changes["Minimum read-ahead (blks)"] = rng.randint(0, max(maximum, 1))
     rpm = rng.choice(RPMS) if rng.random() < 0.3 else None
-    # requests no larger than a segment (the simulation refuses one larger than the whole buffer)
+    # requests no larger than a segment (as the seeds' traces were made; larger ones, which the
+    # simulation follows since, are checked by ../disksim_variants' big_transfers variants)
     return {"seed": seed, "drive": drive, "changes": {k: str(v) for k, v in sorted(changes.items())},
             "rpm": rpm, "requests": REQUESTS, "max_blocks": min(600, segment)}
 

@@ -1,0 +1,152 @@
+"""DiskSim 4.0's reads and writes larger than their segment, for the per-request simulation (numba helpers).
+
+Writes:
+
+A write's data cross the bus into its buffer segment while the mechanism writes them to the
+media; the segment holds at most ``seg_size`` blocks not yet written. DiskSim 4.0 (Ganger,
+Worthington, Patt et al., CMU PDL; ``src/disksim_diskctlr.c``) runs it so:
+
+* ``disk_request_needs_bus`` connects a write first for ``min(bcount, seg->size)`` blocks;
+  ``disk_buffer_transfer_size`` then sends, each time a transfer ends, as many blocks as the
+  segment has room for (``seg->size - (outblkno - seg_owner->inblkno)``: the segment's size
+  less the blocks sent and not yet written), without disconnecting while there is room;
+* with no room left the drive holds the bus ("Hold bus entire write xfer" 1, or "Never
+  disconnect"): ``disk_buffer_request_complete`` hands the held transfer back at the end of
+  every sector written, and it sends what has room then (a block a sector, the bus being the
+  faster);
+* or ("Hold bus entire write xfer" 0) it disconnects (``disk_reconnection_or_transfer_complete``:
+  the write disconnect overhead, or the second extra-disconnect overhead for an extra write
+  disconnect) and reconnects (``disk_request_needs_bus``, asked at the end of the disconnection,
+  ``disk_disconnect``, and at the end of every sector written, ``disk_buffer_request_complete``)
+  once the blocks sent and not yet written are at most the write's low watermark and fewer than
+  the segment: ``watermark`` = ``max(1, (int) (min(seg->size, bcount) * writewater))`` with "Set
+  watermark by reqsize" 1, else ``(int) (seg->size * writewater + 0.9999999999)``
+  (``disk_buffer_set_segment``, ``src/disksim_diskcache.c``). The reconnection costs the reselect
+  overhead (the other one after an extra write disconnect) plus the data preparation
+  (``disk_check_bus``); the room is counted again when it is over.
+
+The mechanism writes a block only once it is in the buffer (``disk_buffer_block_available``):
+a block whose data come after its sector has passed waits a revolution. A write of at most a
+segment never runs out of room (one transfer), so this applies to writes larger than a segment
+only; there every transfer's blocks are known when it starts, and the media access is run
+transfer by transfer, continuing where it stopped.
+
+Reads (``_read_through_segment``): the mechanism reads a block into the segment only while it is
+less than a segment ahead of the host's next block (``disk_buffer_block_available``, asked at the
+start of each sector while the read has not sent its completion: ``blkno - seg_owner->outblkno >=
+seg->size`` is no room). The host takes the blocks as ``_send_read_blocks`` says (by the start of
+a sector it holds those whose bus time is over: ``disk_buffer_update_outbuffer``); a block without
+room is passed and read when its sector comes round again with room. A block's room depends on the
+host's progress with blocks at least a segment earlier, whose reconnection (at the watermark, at
+most a segment) waits for earlier blocks only: the access is run again from each passed block.
+
+Not followed: a fast write appending to a write whose blocks are still in the segment counts
+the room from that write's next block to write in DiskSim (``seg_owner->inblkno``); here from
+its own.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from .disksim_mapping import lbn_to_pbn_one
+from .media_access import access_media
+
+__all__ = []
+
+
+@njit(cache=True, _nrt=False)
+def _write_through_segment(arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
+                           watermark, hold, disconnect_s, reconnect_s, bus_s, not_before, ready, stats, scratch,
+                           min_move, total):
+    """Write blocks *first* .. *first* + *n* - 1 through a segment of *seg_size* blocks (the rules
+    in this module's docstring). The host's data start at *data0* (the drive connected, the data
+    preparation over); the mechanism at *start*; a drive with an extra write disconnect writes
+    no sector before *held* blocks are buffered. *reconnect_s*: reselect plus data preparation.
+    Fills ``ready[k]`` (block k on the media) and *stats* (first move, latency, rest); returns
+    (media end, cylinder, head, when the host has sent the last block)."""
+    sent = 0              # blocks the host has sent (DiskSim's outblkno - first)
+    written = 0           # blocks on the media by tb (inblkno - first)
+    tb = data0            # the bus is the drive's from tb
+    t = start
+    t_end = start
+    while sent < n:
+        while written < sent and ready[written] <= tb:
+            written += 1
+        room = seg_size - (sent - written)
+        if room > 0:
+            c = n - sent
+            if c > room:
+                c = room
+            for k in range(c):
+                j = sent + k
+                not_before[k] = tb + (k + 1) * bus_s
+                if j < held - 1:
+                    not_before[k] = data0 + held * bus_s
+            if sent == 0:
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, c, t, cyl, head, True,
+                                                not_before, ready, 0, stats, min_move, total)
+            else:
+                # the same access going on: from the end of the last sector written
+                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + sent, c, t_end, cyl, head,
+                                                True, not_before, ready, sent, scratch, 0.0, total)
+            sent += c
+            tb += c * bus_s
+        elif hold:
+            # the held bus sends again at the end of the next sector written
+            tb = ready[written]
+        else:
+            # disconnected; back once the unwritten blocks are at most the watermark, and fewer than
+            # the segment, and the disconnection is over
+            need = sent - watermark
+            if need < sent - seg_size + 1:
+                need = sent - seg_size + 1
+            tb += disconnect_s
+            if need >= 1 and ready[need - 1] > tb:
+                tb = ready[need - 1]
+            tb += reconnect_s
+    stats[2] = t_end - start - stats[0] - stats[1]
+    return t_end, cyl, head, tb
+
+
+@njit(cache=True, _nrt=False)
+def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_at, tb, water, hold, disconnect_s,
+                          reconnect_s, bus_s, seg_size, stats, scratch, total, cyl, head, t_end):
+    """Hold back the blocks of a read of *n* > *seg_size* blocks from *first* that have no room in
+    the segment (this module's docstring). *ready* holds the unconstrained access's block times
+    (rewritten from the first block held back); the host is connected from *tb* and sends as
+    ``_send_read_blocks`` (*water*, *hold*, *disconnect_s*, *reconnect_s*, *bus_s*), block k's
+    transfer over at ``sent_at[k]`` (scratch, filled). Returns the access's (end, cylinder, head)
+    and adds its delay to ``stats[2]``."""
+    period = real[0]
+    end0 = t_end
+    done = 0              # sent_at[0 .. done - 1] are final
+    k = seg_size
+    while k < n:
+        # the host's times of blocks up to k - seg_size (they wait for ready[< k] only)
+        while done <= k - seg_size:
+            j = done
+            if ready[j] > tb:
+                if hold:
+                    tb = ready[j]
+                else:
+                    last = j + water
+                    if last > n:
+                        last = n
+                    tb = max(tb + disconnect_s, ready[last - 1]) + reconnect_s
+            tb += bus_s
+            sent_at[j] = tb
+            done += 1
+        _, _, _, _, z = lbn_to_pbn_one(first + k, arrays)
+        asked = ready[k] - period / arrays[2][z]
+        if sent_at[k - seg_size] <= asked:
+            k += 1
+            continue
+        # no room when its sector starts: passed, read a revolution (or more) later
+        while sent_at[k - seg_size] > asked:
+            asked += period
+        c, h, _, _, _ = lbn_to_pbn_one(first + k, arrays)
+        t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + k, n - k, asked, c, h, False,
+                                        scratch, ready, k, scratch, 0.0, total)
+        k += 1
+    stats[2] += t_end - end0
+    return t_end, cyl, head
