@@ -92,6 +92,34 @@ def reads_after_writes(seed, n, total):
     return rows[:n]
 
 
+def writes_into_reads(seed, n, total):
+    """A read of 8-64 blocks, then 0-3 ms after its completion (its read-ahead still running) or
+    15-30 ms after (read-ahead done) a write of its blocks, into its middle, over its start or its
+    end, or just past it, then 1-20 ms later the read again, then a read elsewhere 5-20 ms later."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b = r.choice([8, 16, 32, 64])
+        lbn = r.randrange(1000, total - 1000)
+        rows.append(("R", lbn, b, r.choice([r.uniform(0.0, 3.0), r.uniform(15.0, 30.0)])))
+        kind = r.randrange(5)
+        if kind == 0:
+            w_lbn, w_n = lbn, b
+        elif kind == 1:
+            w_n = r.randint(1, b - 2)
+            w_lbn = lbn + r.randint(1, b - w_n - 1)
+        elif kind == 2:
+            w_lbn, w_n = lbn - r.randint(1, 8), r.randint(9, b + 8)
+        elif kind == 3:
+            w_lbn, w_n = lbn + r.randint(1, b - 1), r.randint(b, b + 16)
+        else:
+            w_lbn, w_n = lbn + b + r.randint(0, 40), r.randint(1, 16)
+        rows.append(("W", w_lbn, w_n, r.uniform(1.0, 20.0)))
+        rows.append(("R", lbn, b, r.uniform(5.0, 20.0)))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -103,3 +131,4 @@ if __name__ == "__main__":
     write("synthetic_overlapping_writes.trace", overlapping_writes(25, 600, 17916240))   # ibm18es's
     write("synthetic_big_reads.trace", big_reads(26, 300, 8887200, 283, 800))   # cheetah4LP: 282-block segments
     write("synthetic_reads_after_writes.trace", reads_after_writes(27, 500, 2054864))   # hp_c2247a's blocks
+    write("synthetic_writes_into_reads.trace", writes_into_reads(28, 400, 2054864))   # hp_c2247a's blocks
