@@ -228,6 +228,21 @@ def test_a_write_into_blocks_being_read_ahead_leaves_them_in_their_segment():
         assert later.service_s[2] == pytest.approx(10.41e-3, abs=1e-9)
 
 
+def test_an_appending_fast_write_joins_the_segment_of_the_write_being_written():
+    # A read of LBN 500..509 at 0 (done 11.11 ms) takes a segment; 30 ms later (41.11) fast writes
+    # of LBN 0..9 (completion 0.5 ms; the head back on cylinder 0, LBN 0 at 50.0, written to 51.0)
+    # and at 41.61 of 10..19 (completion 0.5): the second appends to the first while it is being
+    # written, so it joins its segment (BUFFER_APPEND in disk_buffer_select_write_segment), not
+    # the least recently used one. Its own access starts after the first's (51.0), LBN 10 just
+    # passed: 61.0 to 62.0. The read of 0..19 arriving at 42.11 is a hit on that one segment,
+    # served once the access ends: 62.0 + 20 * 0.01 + 0.1 = 62.3 ms, 20.19 ms after its arrival
+    # (a media read, 30.0 ms, when the second write takes a segment of its own).
+    result = simulate_requests(_toy(fast_write_level=1), [False, True, True, False], [500, 0, 10, 0],
+                               [10, 10, 10, 20], [30e-3, 0.0, 0.0, 0.0])
+    assert list(result.hit) == [HitKind.MEDIA, HitKind.FAST_WRITE, HitKind.FAST_WRITE, HitKind.CACHE_HIT]
+    assert result.service_s[3] == pytest.approx(20.19e-3, abs=1e-9)
+
+
 def test_a_read_holding_the_bus_or_disconnecting():
     # LBN 0..9 at t=0: the 0.5 ms overhead, then LBN 0 (angle 0) comes at 10.0 ms; block k is
     # buffered at 10.1 + 0.1 k ms. Reconnection 0.05 ms, read disconnect 0.02 ms, watermark 1 block.

@@ -120,6 +120,22 @@ def writes_into_reads(seed, n, total):
     return rows[:n]
 
 
+def appended_writes(seed, n, total):
+    """A write of 1-32 blocks, 0-1 ms after its completion a write of the blocks just past it (still
+    being written by a fast write), 0-5 ms later a read of both, of the first or of the second,
+    then a read elsewhere 5-20 ms later."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b, b2 = r.randint(1, 32), r.randint(1, 32)
+        lbn = r.randrange(1000, total - 1000)
+        rows.append(("W", lbn, b, r.uniform(0.0, 1.0)))
+        rows.append(("W", lbn + b, b2, r.uniform(0.0, 5.0)))
+        rows.append(r.choice([("R", lbn, b + b2), ("R", lbn, b), ("R", lbn + b, b2)]) + (r.uniform(5.0, 20.0),))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -132,3 +148,4 @@ if __name__ == "__main__":
     write("synthetic_big_reads.trace", big_reads(26, 300, 8887200, 283, 800))   # cheetah4LP: 282-block segments
     write("synthetic_reads_after_writes.trace", reads_after_writes(27, 500, 2054864))   # hp_c2247a's blocks
     write("synthetic_writes_into_reads.trace", writes_into_reads(28, 400, 2054864))   # hp_c2247a's blocks
+    write("synthetic_appended_writes.trace", appended_writes(29, 400, 2054864))   # hp_c2247a's blocks
