@@ -85,9 +85,9 @@ def _lru(seg_used, nseg, skip):
 
 
 @njit(cache=True, _nrt=False)
-def _invalidate(seg_start, seg_end, nseg, first, last, keep):
+def _invalidate(seg_start, seg_end, nseg, first, last, keep, keep_too):
     for i in range(nseg):
-        if i != keep and seg_start[i] < last and first < seg_end[i]:
+        if i != keep and i != keep_too and seg_start[i] < last and first < seg_end[i]:
             seg_start[i] = 0
             seg_end[i] = 0
 

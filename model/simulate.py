@@ -719,6 +719,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if (pf_ready[pf_count - 1] if pf_active else mech_free) <= done:
                     emptied = own
         else:
+            # the segment a read-ahead is still filling at the arrival (BUFFER_READING in DiskSim)
+            reading = pf_seg if pf_active else -1
+            # a fast write still being written at the arrival (its segment BUFFER_DIRTY/WRITING)
+            still_dirty = dirty_end > arrival
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being
             # written at the moment the next write arrives: never one at a time.
@@ -867,12 +871,29 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if s < 0:
                 # a clean segment holding some of the write's blocks first, the least recently used
                 # of them (disk_buffer_select_write_segment: value 4, above an empty or other clean one)
+                # (a segment still being read ahead ranks last, value 1: the write does not take
+                # it while another is free, and it keeps its blocks, read-ahead stopped)
+                # Above all, a write appending to a fast write still being written joins that
+                # write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on every
+                # bundled drive); it does not take a segment of its own
+                append = -1
+                if still_dirty:
+                    for j in range(nseg):
+                        if seg_write[j] == 1 and seg_start[j] < seg_end[j] == first and last - seg_start[j] <= seg_size:
+                            append = j
+                            break
                 for j in range(nseg):
-                    if seg_write[j] == 0 and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
+                    if append >= 0:
+                        s = append
+                        break
+                    if j != reading and seg_write[j] == 0 and seg_end[j] > seg_start[j] and seg_start[j] < last \
+                            and first < seg_end[j]:
                         if s < 0 or seg_used[j] < seg_used[s]:
                             s = j
                 if s < 0:
-                    s = _lru(seg_used, nseg, -1)
+                    s = _lru(seg_used, nseg, reading)
+                if s < 0:
+                    s = reading
             if s >= 0:
                 if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
                     seg_end[s] = last
@@ -882,7 +903,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 seg_write[s] = 1
                 seg_used[s] = arrival
-                _invalidate(seg_start, seg_end, nseg, first, last, s)
+                # the write empties the other clean segments holding some of its blocks, not one
+                # still being read ahead (disk_buffer_set_segment: "clear out clean, non-active,
+                # overlapping segments if write"; that one is BUFFER_READING when the write arrives)
+                _invalidate(seg_start, seg_end, nseg, first, last, s, reading)
         out[0, i] = done - arrival
         out[1, i] = arrival
         out[2, i] = hit.value

@@ -206,6 +206,42 @@ def test_a_read_of_blocks_being_written_waits_for_the_write():
     assert shared.service_s[1] == pytest.approx(0.4e-3, abs=1e-9)
 
 
+def test_a_write_into_blocks_being_read_ahead_leaves_them_in_their_segment():
+    # Read of LBN 0..9 at t=0: done at 11.11 ms, its read-ahead (50 blocks) runs on from 11.0 ms
+    # to 16.0. A write of LBN 3..5 arriving at 11.11 finds that segment still being read ahead
+    # (DiskSim's BUFFER_READING, value 1 in disk_buffer_select_write_segment): the write takes
+    # the other segment, and disk_buffer_set_segment empties only clean, non-active segments, so
+    # the read's blocks stay. The write: overhead to 11.41, LBN 3 at 20.3, written to 20.6,
+    # completion 20.7 (9.59 ms). The same read again at 20.7 is a plain hit: 0.2 + 0.1 + 0.1 ms
+    # (a miss, 10.41 ms, when the write empties or takes that segment).
+    for separate in (False, True):
+        near = simulate_requests(_toy(separate_write_segment=separate), [False, True, False], [0, 3, 0],
+                                 [10, 3, 10], [0.0, 0.0, 0.0])
+        assert near.service_s[1] == pytest.approx(9.59e-3, abs=1e-9)
+        assert near.hit[2] == HitKind.CACHE_HIT
+        assert near.service_s[2] == pytest.approx(0.4e-3, abs=1e-9)
+        # 30 ms later the read-ahead is over, its segment clean: the write takes it (value 4,
+        # clean and overlapping) or empties it, and the read again is a miss
+        later = simulate_requests(_toy(separate_write_segment=separate), [False, True, False], [0, 3, 0],
+                                  [10, 3, 10], [30e-3, 0.0, 0.0])
+        assert later.hit[2] == HitKind.MEDIA
+        assert later.service_s[2] == pytest.approx(10.41e-3, abs=1e-9)
+
+
+def test_an_appending_fast_write_joins_the_segment_of_the_write_being_written():
+    # A read of LBN 500..509 at 0 (done 11.11 ms) takes a segment; 30 ms later (41.11) fast writes
+    # of LBN 0..9 (completion 0.5 ms; the head back on cylinder 0, LBN 0 at 50.0, written to 51.0)
+    # and at 41.61 of 10..19 (completion 0.5): the second appends to the first while it is being
+    # written, so it joins its segment (BUFFER_APPEND in disk_buffer_select_write_segment), not
+    # the least recently used one. Its own access starts after the first's (51.0), LBN 10 just
+    # passed: 61.0 to 62.0. The read of 0..19 arriving at 42.11 is a hit on that one segment,
+    # served once the access ends: 62.0 + 20 * 0.01 + 0.1 = 62.3 ms, 20.19 ms after its arrival
+    # (a media read, 30.0 ms, when the second write takes a segment of its own).
+    result = simulate_requests(_toy(fast_write_level=1), [False, True, True, False], [500, 0, 10, 0],
+                               [10, 10, 10, 20], [30e-3, 0.0, 0.0, 0.0])
+    assert list(result.hit) == [HitKind.MEDIA, HitKind.FAST_WRITE, HitKind.FAST_WRITE, HitKind.CACHE_HIT]
+    assert result.service_s[3] == pytest.approx(20.19e-3, abs=1e-9)
+
 
 def test_a_read_holding_the_bus_or_disconnecting():
     # LBN 0..9 at t=0: the 0.5 ms overhead, then LBN 0 (angle 0) comes at 10.0 ms; block k is

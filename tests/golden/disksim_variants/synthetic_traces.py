@@ -135,6 +135,50 @@ def big_transfers(seed, n, total, write_share):
     return [row for row in rows if row[1] not in (2037955, 2052871)]
 
 
+def writes_into_reads(seed, n, total):
+    """A read of 8-64 blocks, then 0-3 ms after its completion (its read-ahead still running) or
+    15-30 ms after (read-ahead done) a write of its blocks, into its middle, over its start or its
+    end, or just past it, then 1-20 ms later the read again, then a read elsewhere 5-20 ms later."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b = r.choice([8, 16, 32, 64])
+        lbn = r.randrange(1000, total - 1000)
+        rows.append(("R", lbn, b, r.choice([r.uniform(0.0, 3.0), r.uniform(15.0, 30.0)])))
+        kind = r.randrange(5)
+        if kind == 0:
+            w_lbn, w_n = lbn, b
+        elif kind == 1:
+            w_n = r.randint(1, b - 2)
+            w_lbn = lbn + r.randint(1, b - w_n - 1)
+        elif kind == 2:
+            w_lbn, w_n = lbn - r.randint(1, 8), r.randint(9, b + 8)
+        elif kind == 3:
+            w_lbn, w_n = lbn + r.randint(1, b - 1), r.randint(b, b + 16)
+        else:
+            w_lbn, w_n = lbn + b + r.randint(0, 40), r.randint(1, 16)
+        rows.append(("W", w_lbn, w_n, r.uniform(1.0, 20.0)))
+        rows.append(("R", lbn, b, r.uniform(5.0, 20.0)))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
+def appended_writes(seed, n, total):
+    """A write of 1-32 blocks, 0-1 ms after its completion a write of the blocks just past it (still
+    being written by a fast write), 0-5 ms later a read of both, of the first or of the second,
+    then a read elsewhere 5-20 ms later."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b, b2 = r.randint(1, 32), r.randint(1, 32)
+        lbn = r.randrange(1000, total - 1000)
+        rows.append(("W", lbn, b, r.uniform(0.0, 1.0)))
+        rows.append(("W", lbn + b, b2, r.uniform(0.0, 5.0)))
+        rows.append(r.choice([("R", lbn, b + b2), ("R", lbn, b), ("R", lbn + b, b2)]) + (r.uniform(5.0, 20.0),))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -150,3 +194,5 @@ if __name__ == "__main__":
     write("synthetic_queued_writes.trace", queued_writes(27, 600, 8887200, 0.3))
     write("synthetic_queued_writes_far_reads.trace", queued_writes(28, 600, 8887200, 0.0))
     write("synthetic_big_transfers.trace", big_transfers(27, 400, 2054864, 0.6))     # within hp_c2247a's blocks
+    write("synthetic_writes_into_reads.trace", writes_into_reads(28, 400, 2054864))   # hp_c2247a's blocks
+    write("synthetic_appended_writes.trace", appended_writes(29, 400, 2054864))   # hp_c2247a's blocks
