@@ -73,7 +73,6 @@ IRRELEVANT_ONE_AT_A_TIME = {
     "Print stats": "output only",
     "Allow sneaky intermediate read hits": "hits on data of requests still queued",
     "Maximum number of write segments": "write segments for several queued writes",
-    "Combine seq writes": "combines queued sequential writes",
 }
 
 #: Any value in [0, 1] (DiskSim's own range for a water mark).
@@ -89,6 +88,9 @@ ONLY_VALUES = {
     "Set watermark by reqsize": (0, 1),
     "Write hit stop prefetch": (0, 1),
     "Immed transfer partial hit": (0, 1),
+    # a fast write appending to one still being written joins its segment (disk_buffer_select_write_
+    # segment's BUFFER_APPEND, which DiskSim takes only with it); every bundled drive has 1
+    "Combine seq writes": (1,),
 }
 
 #: Keys DiskSim 4.0's code reads but whose value did not change DiskSim's own

@@ -418,3 +418,18 @@ def test_a_key_disksim_does_not_define_in_a_model_file_names_file_and_line(disks
     with pytest.raises(DiskSimFormatError, match=rf"ibm18es\.model:{line}: 'Frobnicate' is not a parameter of a "
                                                  r"DiskSim dm_(mech_g1|layout_g1_zone) block"):
         load_disksim_drive(folder)
+
+
+def test_combine_seq_writes_0_is_refused(disksim_dir, tmp_path):
+    """The simulation's appending fast write joins the segment of the write still being written,
+    which DiskSim does only with "Combine seq writes" 1 (every bundled drive's value)."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    specs = folder / "cheetah4LP.diskspecs"
+    specs.write_text(specs.read_text().replace("Combine seq writes = 1,", "Combine seq writes = 0,"))
+    with pytest.raises(DiskSimFormatError, match=r"cheetah4LP\.diskspecs:52: Combine seq writes = 0 is not "
+                                                 r"honoured by the per-request simulation \(it implements 1\)"):
+        drive_parameters(load_disksim_drive(folder))
