@@ -49,6 +49,7 @@ from __future__ import annotations
 from numba import njit
 
 from .disksim_mapping import lbn_to_pbn_one
+from .disksim_readahead import _block_sent
 from .media_access import access_media
 
 __all__ = []
@@ -124,17 +125,8 @@ def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_
     while k < n:
         # the host's times of blocks up to k - seg_size (they wait for ready[< k] only)
         while done <= k - seg_size:
-            j = done
-            if ready[j] > tb:
-                if hold:
-                    tb = ready[j]
-                else:
-                    last = j + water
-                    if last > n:
-                        last = n
-                    tb = max(tb + disconnect_s, ready[last - 1]) + reconnect_s
-            tb += bus_s
-            sent_at[j] = tb
+            tb = _block_sent(ready, 0, done, n, tb, water, hold, disconnect_s, reconnect_s, bus_s)
+            sent_at[done] = tb
             done += 1
         _, _, _, _, z = lbn_to_pbn_one(first + k, arrays)
         asked = ready[k] - period / arrays[2][z]

@@ -185,20 +185,29 @@ def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, recon
 
 
 @njit(cache=True, _nrt=False)
+def _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnect_s, bus_s):
+    """When the host has block k of *count* (buffered at ``ready[offset + k]``), the bus free at
+    *tb*: at once if buffered; else holding the bus, as it is buffered; else disconnected and
+    back once the watermark's blocks from k are buffered (disk_buffer_transfer_size,
+    disk_request_needs_bus)."""
+    j = offset + k
+    if j >= 0 and ready[j] > tb:
+        if hold:
+            tb = ready[j]
+        else:
+            last = k + water
+            if last > count:
+                last = count
+            tb = max(tb + disconnect_s, ready[offset + last - 1]) + reconnect_s
+    return tb + bus_s
+
+
+@njit(cache=True, _nrt=False)
 def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, sent_at, at):
     """:func:`_send_read_blocks`, writing when the host has block k to ``sent_at[at + k]``
     (nothing written when *at* < 0)."""
     for k in range(count):
-        j = offset + k
-        if j >= 0 and ready[j] > tb:
-            if hold:
-                tb = ready[j]
-            else:
-                last = k + water
-                if last > count:
-                    last = count
-                tb = max(tb + disconnect_s, ready[offset + last - 1]) + reconnect_s
-        tb += bus_s
+        tb = _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnect_s, bus_s)
         if at >= 0:
             sent_at[at + k] = tb
     return tb
