@@ -34,7 +34,7 @@ transfer by transfer, continuing where it stopped.
 Reads (``_read_through_segment``): the mechanism reads a block into the segment only while it is
 less than a segment ahead of the host's next block (``disk_buffer_block_available``, asked at the
 start of each sector while the read has not sent its completion: ``blkno - seg_owner->outblkno >=
-seg->size`` is no room). The host takes the blocks as ``_send_read_blocks`` says (by the start of
+seg->size`` is no room). The host takes the blocks as ``_send_read_blocks_at`` says (by the start of
 a sector it holds those whose bus time is over: ``disk_buffer_update_outbuffer``); a block without
 room is passed and read when its sector comes round again with room. A block's room depends on the
 host's progress with blocks at least a segment earlier, whose reconnection (at the watermark, at
@@ -115,7 +115,7 @@ def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_
     """Hold back the blocks of a read of *n* > *seg_size* blocks from *first* that have no room in
     the segment (this module's docstring). *ready* holds the unconstrained access's block times
     (rewritten from the first block held back); the host is connected from *tb* and sends as
-    ``_send_read_blocks`` (*water*, *hold*, *disconnect_s*, *reconnect_s*, *bus_s*), block k's
+    ``_send_read_blocks_at`` (*water*, *hold*, *disconnect_s*, *reconnect_s*, *bus_s*), block k's
     transfer over at ``sent_at[k]`` (scratch, filled). Returns the access's (end, cylinder, head)
     and adds its delay to ``stats[2]``."""
     period = real[0]

@@ -167,24 +167,6 @@ def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_don
 
 
 @njit(cache=True, _nrt=False)
-def _send_read_blocks(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s):
-    """When the host has the last of *count* read blocks; the bus is the drive's from *tb* [s].
-
-    Block k is in the buffer from ``ready[offset + k]`` (already there when
-    ``offset + k < 0``). DiskSim's ``disk_buffer_transfer_size``
-    (``src/disksim_diskctlr.c``) sends what the buffer holds; when the host
-    has taken it all before the next block is read, the drive either holds
-    the bus and sends each block as it is read (*hold*: "Hold bus entire
-    read xfer"), or disconnects (*disconnect_s*, the
-    read disconnect overhead) and reconnects (*reconnect_s*: first reselect
-    plus data preparation) once *water* more blocks, or the rest of the
-    request, are buffered and the disconnection is over
-    (``disk_request_needs_bus``, ``disk_check_bus``).
-    """
-    return _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, ready, -1)
-
-
-@njit(cache=True, _nrt=False)
 def _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnect_s, bus_s):
     """When the host has block k of *count* (buffered at ``ready[offset + k]``), the bus free at
     *tb*: at once if buffered; else holding the bus, as it is buffered; else disconnected and
@@ -204,8 +186,20 @@ def _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnec
 
 @njit(cache=True, _nrt=False)
 def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, sent_at, at):
-    """:func:`_send_read_blocks`, writing when the host has block k to ``sent_at[at + k]``
-    (nothing written when *at* < 0)."""
+    """When the host has the last of *count* read blocks; the bus is the drive's from *tb* [s];
+    when it has block k goes to ``sent_at[at + k]`` (nothing written when *at* < 0).
+
+    Block k is in the buffer from ``ready[offset + k]`` (already there when
+    ``offset + k < 0``). DiskSim's ``disk_buffer_transfer_size``
+    (``src/disksim_diskctlr.c``) sends what the buffer holds; when the host
+    has taken it all before the next block is read, the drive either holds
+    the bus and sends each block as it is read (*hold*: "Hold bus entire
+    read xfer"), or disconnects (*disconnect_s*, the
+    read disconnect overhead) and reconnects (*reconnect_s*: first reselect
+    plus data preparation) once *water* more blocks, or the rest of the
+    request, are buffered and the disconnection is over
+    (``disk_request_needs_bus``, ``disk_check_bus``; :func:`_block_sent`).
+    """
     for k in range(count):
         tb = _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnect_s, bus_s)
         if at >= 0:

@@ -55,7 +55,9 @@ HONOURED = (
     "Extradisc seek delta", "Hold bus entire read xfer", "Read disconnect afterread", "Read disconnect afterwrite",
     "Allow almost read hits", "Never disconnect", "Minimum read-ahead (blks)",
     # a hit arriving while a fast write is being written is served at once, not after it
-    # (disk_read_arrive; checked on random variant seed 11, maxtor300g)
+    # (disk_read_arrive): partial hits checked on tests/golden/disksim_variants'
+    # cheetah4LP_sneaky_partial_1; full hits follow the code only (DiskSim 4.0 fails with them on
+    # cheetah4LP and atlas10k, and maxtor300g, the bundled drive that had shown them, is refused)
     "Allow sneaky full read hits", "Allow sneaky partial read hits",
     # appending fast writes taken at once and queued (diskmodel.model.disksim_writequeue); with
     # one write segment and a first-come-first-served queue only (check_honoured)
@@ -123,8 +125,9 @@ NO_EFFECT_IN_DISKSIM = {
 #: not follow (found by the randomised differential test, tests/golden/disksim_random/README.md,
 #: open classes 3 and 5). They were in NO_EFFECT_IN_DISKSIM until that test found the situations;
 #: they stay accepted because none of the seven traces reaches those situations. The situation is
-#: in each entry. The two write keys are honoured for transfers larger than a segment (drive_parameters passes them:
-#: hold_bus_write, write_watermark_fraction; diskmodel.model.disksim_big_transfer): every request
+#: in each entry. The two write keys are honoured for transfers larger than a segment
+#: (drive_parameters passes them: hold_bus_write, write_watermark_fraction;
+#: diskmodel.model.disksim_big_transfer): every request
 #: of 398 writes and reads of 65-600 blocks within 10 us of DiskSim at 0 and 1 and at 0, 0.3 and
 #: 1.0 on atlas_III, hp_c2247a (segments of 256 and of 64) and cheetah4LP (segments of 100)
 #: (tests/golden/disksim_variants, big_transfers).

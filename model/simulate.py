@@ -73,7 +73,7 @@ bus entire write xfer") or disconnects and reconnects at the "Low (write)
 water mark" (``disk_buffer_transfer_size``, ``disk_request_needs_bus``); a
 read's block without room (a segment ahead of the host) waits a revolution
 (``disk_buffer_block_available``). With these, the seven
-traced drives give DiskSim's own times (within 10 us) for all but 7 of the
+traced drives give DiskSim's own times (within 10 us) for every one of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
 drives).
@@ -114,12 +114,12 @@ import numpy as np
 from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
+from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
-                                _read_to_minimum, _segment_end_at, _send_read_blocks, _send_read_blocks_at,
+                                _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
 from .disksim_writequeue import _prebuffered, _start_chain
-from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
