@@ -315,7 +315,9 @@ def drive_cache(specs, *, disksim_code: bool = True) -> DriveCache:
         read_any_free_blocks=specs.read_any_free_blocks and not disksim_code,
         read_hits_on_write_data=specs.read_hits_on_write_data,
         separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
-        read_watermark=specs.read_high_water_mark)
+        read_watermark=specs.read_high_water_mark,
+        # DiskSim tests "Enable caching in buffer" for truth only (1 and 2 alike)
+        caching=specs.enable_caching != 0)
 
 
 def _disk(files: DiskSimFolder, disksim_code: bool) -> Disk:
