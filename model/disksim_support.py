@@ -28,7 +28,8 @@ A key in no group, or a value the simulation does not implement, raises
 the line and the parameter, never a silent default.
 
 Every layout DiskSim 4.0 defines is honoured: ``dm_layout_g1`` (every sparing
-and mapping scheme, slips, defects; :mod:`diskmodel.model.disksim_mapping`),
+and mapping scheme, slips, defects, skews in either of DiskSim's "Skew units", sectors
+or revolutions; :mod:`diskmodel.model.disksim_mapping`),
 ``dm_layout_g2`` (zones and an extent map, DiskSim's skew rule;
 :mod:`diskmodel.model.disksim_g2`) and ``dm_layout_g4`` (tables, slips,
 remaps; :mod:`diskmodel.model.disksim_g4`).

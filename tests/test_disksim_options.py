@@ -746,3 +746,60 @@ def test_caching_0_needs_no_read_ahead_no_fast_writes_no_free_blocks(disksim_dir
     with pytest.raises(ValueError, match=r"caching=False .* allows no write_back"):
         DriveCache(2, 65536, write_back=True, caching=False)
     assert "no caching" in DriveCache(2, 65536, caching=False).describe()
+
+
+# --- g1 "Skew units" (data/disksim/model_file.py: _g1_skew_units; model/disksim.py: g1_skews_sectors)
+
+FULL = Path(__file__).parent / "golden" / "disksim_full"
+#: (variant, its drive, DiskSim's times of the first 2000 more than 10 us from the sector version's,
+#: ours disagreeing with DiskSim when every value is read in sectors, and in revolutions: measured)
+SKEW_UNITS = (("hp_c2247a_skews_in_revolutions", "hp_c2247a", 0, 1437, 0),
+              ("hp_c2247a_skew_fractions", "hp_c2247a", 1436, 1439, 0),
+              ("hp_c2247a_skew_units_in_file_order", "hp_c2247a", 1365, 1368, 1416),
+              ("cheetah4LP_skew_fractions", "cheetah4LP", 773, 798, 0))
+
+
+def test_skew_units_change_disksims_times_as_the_loader_reads_them(tmp_path):
+    import dataclasses
+
+    from diskmodel.model.disksim import zone_layout
+    by_name = {v["name"]: v for v in VARIANTS}
+    for name, drive, changed, wrong_sectors, wrong_revolutions in SKEW_UNITS:
+        disksim_ms = _golden(name)
+        sectors_ms = np.loadtxt(FULL / f"{drive}.service_ms.txt.gz")[:disksim_ms.size]
+        difference = np.abs(disksim_ms - sectors_ms)
+        assert (difference >= TOLERANCE_MS).sum() == changed
+        if changed == 0:
+            # k sectors written as k / spt revolutions: DiskSim's own times are the sector
+            # version's to its rounding (dm_angle_dtoi truncates to 2^-32 of a turn)
+            assert 0 < difference.max() < 0.0002
+        folder = _make_variants().make_folder(by_name[name], tmp_path / name)
+        drive_files = load_disksim_drive(folder)
+        trace = drive_files.read_trace().head(disksim_ms.size)
+        params = drive_parameters(drive_files)
+        for units, wrong in ((("sectors",) * 3, wrong_sectors), (("revolutions",) * 3, wrong_revolutions)):
+            # every zone's offset and skews read in one unit, whatever the file's order says
+            model = drive_files.model
+            zones = tuple(dataclasses.replace(zone, skew_units=units) for zone in model.zones)
+            model = dataclasses.replace(model, layout=dataclasses.replace(model.layout, zones=zones))
+            ours = simulate_requests(params.evolve(layout=zone_layout(model)), trace.is_write, trace.lbn,
+                                     trace.blocks, trace.interarrival_s).service_s * 1e3
+            assert (np.abs(ours - disksim_ms) >= TOLERANCE_MS).sum() == wrong
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2000), st.data())
+def test_whole_sectors_in_revolutions_are_the_sectors(spt, data):
+    # k / spt revolutions is k sector widths to DiskSim's rounding: dm_angle_dtoi truncates
+    # k / spt x 2^32, which is at least k x (2^32 // spt) less a unit and at most k x spt
+    # 2^-32 of a turn more; a half sector likewise
+    from diskmodel.data.disksim.model_file import G1Zone
+    from diskmodel.model.disksim import g1_skews_sectors
+    k = data.draw(st.integers(0, spt - 1))
+    zone = G1Zone(0, 9, spt, k / spt, 0, k + 0.7, (k + 0.5) / spt, 0, (), (),
+                  skew_units=("revolutions", "sectors", "revolutions"))
+    offset, track, cylinder = g1_skews_sectors(zone)
+    width = (1 << 32) // spt
+    assert k - 1.0 / width <= offset <= k + (k + 1) * spt / 2.0 ** 32
+    assert track == float(k)      # in sectors: whole ones, (int)d
+    assert k + 0.5 - 1.0 / width <= cylinder <= k + 0.5 + (k + 1) * spt / 2.0 ** 32
