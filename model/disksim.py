@@ -197,10 +197,10 @@ def zone_geometry(model: ModelFile) -> Geometry:
         listed = model.layout.zones
         ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
 
-        def sectors(z, skew):
-            return int(round(skew * z.blocks_per_track if z.skew_units == "revolutions" else skew))
-        zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track, sectors(z, z.track_skew),
-                           sectors(z, z.cylinder_skew)) for z, end in zip(listed, ends))
+        def sectors(z, skew, units):
+            return int(round(skew * z.blocks_per_track if units == "revolutions" else skew))
+        zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track, sectors(z, z.track_skew, z.skew_units[1]),
+                           sectors(z, z.cylinder_skew, z.skew_units[2])) for z, end in zip(listed, ends))
         return Geometry(model.surfaces, zones)
     listed = model.zones
     ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]

@@ -748,7 +748,7 @@ def test_caching_0_needs_no_read_ahead_no_fast_writes_no_free_blocks(disksim_dir
     assert "no caching" in DriveCache(2, 65536, caching=False).describe()
 
 
-# --- g1 "Skew units" (data/disksim/model_file.py: _g1_skew_units; model/disksim.py: g1_skews_sectors)
+# --- g1 "Skew units" (data/disksim/model_file.py: _skew_units_by_value; model/disksim.py: g1_skews_sectors)
 
 FULL = Path(__file__).parent / "golden" / "disksim_full"
 #: (variant, its drive, DiskSim's times of the first 2000 more than 10 us from the sector version's,

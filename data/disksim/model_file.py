@@ -105,7 +105,7 @@ class G1Zone:
     written, each in the unit of ``skew_units`` (offset, track skew, cylinder skew):
     "sectors" (DiskSim's default; its loader, ``layout_g1_zone.modspec``, truncates them
     to whole sectors) or "revolutions" (``dm_angle_dtoi``), the unit in force where
-    DiskSim's loader reaches the value (:func:`_g1_skew_units`); what they mean is
+    DiskSim's loader reaches the value (:func:`_skew_units_by_value`); what they mean is
     :func:`diskmodel.model.disksim.zone_layout`'s business."""
 
     first_cylinder: int
@@ -177,8 +177,10 @@ class G4Layout:
 class G2Zone:
     """One ``dm_layout_g2_zone`` (``diskmodel/modules/layout_g2_zone.modspec``).
 
-    Skews as written, in ``skew_units`` ("sectors", DiskSim's default, or
-    "revolutions"); what they mean is :mod:`diskmodel.model.disksim_g2`'s business.
+    Skews as written, each in its unit of ``skew_units`` (zone, track switch, cylinder
+    switch: "sectors", DiskSim's default, or "revolutions"; the unit in force where DiskSim's
+    loader reaches the value, :func:`_skew_units_by_value`); what they mean is
+    :mod:`diskmodel.model.disksim_g2`'s business.
     """
 
     first_cylinder: int
@@ -189,7 +191,7 @@ class G2Zone:
     zone_skew: float
     track_skew: float
     cylinder_skew: float
-    skew_units: str = "sectors"
+    skew_units: tuple[str, str, str] = ("sectors", "sectors", "sectors")
     line: int = field(default=0, compare=False)
 
 
@@ -338,8 +340,9 @@ def _position(block: Block, key: str) -> int:
     return list(block.entries).index(_normalise_key(key))
 
 
-def _g1_skew_units(block: Block, inherited: str) -> tuple[str, str, str]:
-    """The unit DiskSim takes each of the zone's offset and skews in (:data:`_G1_SKEWED`).
+def _skew_units_by_value(block: Block, inherited: str, keys=_G1_SKEWED) -> tuple[str, str, str]:
+    """The unit DiskSim takes each of the zone's *keys* in (the offset and skews: :data:`_G1_SKEWED`;
+    a g2 zone's: :data:`_SKEW_KEYS`, its ``layout_g2_zone.modspec`` loading them alike, from sectors).
 
     DiskSim's ``lp_loadparams`` (libparam/util.c) converts each parameter when it reaches it in
     the file's order (a parameter needing "Blocks per track" has it loaded first, then is
@@ -350,7 +353,7 @@ def _g1_skew_units(block: Block, inherited: str) -> tuple[str, str, str]:
     """
     own = _skew_units_word(block)
     units = []
-    for key in _G1_SKEWED:
+    for key in keys:
         if own is not None and key in block and _position(block, "Skew units") < _position(block, key):
             units.append(own)
         else:
@@ -377,7 +380,7 @@ def _g1_zone(block: Block, inherited: str = "sectors") -> G1Zone:
         slips=_list_of_ints(block, "slips"),
         defects=tuple(zip(defects[::2], defects[1::2])),
         line=block.line_of("defects"),
-        skew_units=_g1_skew_units(block, inherited),
+        skew_units=_skew_units_by_value(block, inherited),
     )
     if zone.last_cylinder < zone.first_cylinder or zone.blocks_per_track < 1:
         raise DiskSimFormatError(block.path, block.line, "zone has last cylinder < first or no blocks per track")
@@ -468,19 +471,9 @@ def _g2_zone(block: Block) -> G2Zone:
         raise DiskSimFormatError(getattr(block, "path", "?"), getattr(block, "line", 0),
                                  f"expected a dm_layout_g2_zone block (found {getattr(block, 'type', block)!r})")
     _known_keys_only(block)
-    units = block.word("Skew units", "sectors")
-    if units not in ("sectors", "revolutions"):
-        # layout_g2_zone.modspec: ddbg_assert(0) on any other word
-        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
-                                 f"Skew units must be sectors or revolutions (got {units!r})")
-    if units == "revolutions":
-        # lp_loadparams converts each skew when it reaches it, in the file's order: a skew
-        # written before "Skew units" is taken in sectors. Not followed: refused.
-        early = [k for k in _SKEW_KEYS if k in block and block.line_of(k) < block.line_of("Skew units")]
-        if early:
-            raise DiskSimFormatError(block.path, block.line_of(early[0]),
-                                     f"{early[0]!r} is written before 'Skew units = revolutions', which DiskSim "
-                                     "then takes in sectors; write Skew units first")
+    # lp_loadparams converts each skew when it reaches it, in the file's order: one written
+    # before "Skew units" is taken in sectors (the zone is zeroed first: layout_g2_load.c)
+    units = _skew_units_by_value(block, "sectors", _SKEW_KEYS)
     zone = G2Zone(
         first_cylinder=block.number("First cylinder number", integer=True),
         last_cylinder=block.number("Last cylinder number", integer=True),
