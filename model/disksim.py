@@ -35,6 +35,7 @@ from ._checks import evolve as _evolve
 from ._checks import finite_array, show
 from .disk import Disk
 from .drive_cache import DriveCache
+from .disksim_g4 import angle_dtoi
 from .disksim_mapping import G2ZoneLayout, G4ZoneLayout, ZoneLayout
 from .disksim_support import check_honoured, check_parv_honoured
 from .drive_parameters import DriveParameters, buffer_fields
@@ -44,9 +45,9 @@ from .simulate import SimulationResult, simulate_requests
 from .validation import TraceValidation
 from .zones import Geometry, Zone
 
-__all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters",
-           "drive_cache", "g4_zone_table", "load_disksim_drive", "seek_curve", "seek_time_s", "simulate_trace",
-           "span_cylinders", "table_seek", "validate_drive", "validate_trace", "zone_geometry", "zone_layout"]
+__all__ = ["DiskSimDrive", "block_transfer_time_s", "drive_parameters", "drive_cache", "g1_skews_sectors",
+           "g4_zone_table", "load_disksim_drive", "seek_curve", "seek_time_s", "simulate_trace", "span_cylinders",
+           "table_seek", "validate_drive", "validate_trace", "zone_geometry", "zone_layout"]
 
 
 # ---------------------------------------------------------------------------
@@ -196,17 +197,33 @@ def zone_geometry(model: ModelFile) -> Geometry:
         listed = model.layout.zones
         ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
 
-        def sectors(z, skew):
-            return int(round(skew * z.blocks_per_track if z.skew_units == "revolutions" else skew))
-        zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track, sectors(z, z.track_skew),
-                           sectors(z, z.cylinder_skew)) for z, end in zip(listed, ends))
+        def sectors(z, skew, units):
+            return int(round(skew * z.blocks_per_track if units == "revolutions" else skew))
+        zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track, sectors(z, z.track_skew, z.skew_units[1]),
+                           sectors(z, z.cylinder_skew, z.skew_units[2])) for z, end in zip(listed, ends))
         return Geometry(model.surfaces, zones)
     listed = model.zones
     ends = [after.first_cylinder - 1 for after in listed[1:]] + [listed[-1].last_cylinder]
     zones = tuple(Zone(z.first_cylinder, end, z.blocks_per_track,
-                       int(round(z.track_skew_sectors)), int(round(z.cylinder_skew_sectors)))
+                       *(int(round(skew)) for skew in g1_skews_sectors(z)[1:]))
                   for z, end in zip(listed, ends))
     return Geometry(model.surfaces, zones)
+
+
+def g1_skews_sectors(zone) -> tuple[float, float, float]:
+    """DiskSim's (offset of the first block, track skew, cylinder skew) of a g1 zone
+    (:class:`~diskmodel.data.disksim.model_file.G1Zone`) in sector widths.
+
+    ``layout_g1_zone.modspec`` (DiskSim 4.0's loader): in sectors ``(int)d * sector_width``,
+    whole sectors (C truncates toward zero); in revolutions ``dm_angle_dtoi(d)``: the whole
+    turns of a value above 1 dropped, truncated to 2^-32 of a turn (``angle_dtoi``), here divided
+    by the sector width ``2^32 // spt``, so a fraction of a sector. The mapping adds them up
+    in sector widths (``g1_map_pbn_skew``'s ``addmult`` in units of ``sector_width``).
+    """
+    width = (1 << 32) // zone.blocks_per_track
+    values = (zone.first_block_offset_sectors, zone.track_skew_sectors, zone.cylinder_skew_sectors)
+    return tuple(float(int(angle_dtoi(value))) / width if units == "revolutions" else float(int(value))
+                 for value, units in zip(values, zone.skew_units))
 
 
 def zone_layout(model: ModelFile) -> ZoneLayout:
@@ -230,11 +247,10 @@ def zone_layout(model: ModelFile) -> ZoneLayout:
         first_cylinder=[z.first_cylinder for z in zones],
         last_cylinder=[z.last_cylinder for z in zones],
         sectors_per_track=[z.blocks_per_track for z in zones],
-        # DiskSim takes these in whole sectors: "(int)d * result->sector_width"
-        # (diskmodel/modules/layout_g1_zone.modspec, skew units "sectors")
-        first_block_offset_sectors=[float(int(z.first_block_offset_sectors)) for z in zones],
-        track_skew_sectors=[float(int(z.track_skew_sectors)) for z in zones],
-        cylinder_skew_sectors=[float(int(z.cylinder_skew_sectors)) for z in zones],
+        # as DiskSim's loader takes them: whole sectors, or in revolutions a fraction of one
+        first_block_offset_sectors=[g1_skews_sectors(z)[0] for z in zones],
+        track_skew_sectors=[g1_skews_sectors(z)[1] for z in zones],
+        cylinder_skew_sectors=[g1_skews_sectors(z)[2] for z in zones],
         empty_space_sectors=[z.empty_space_at_front_sectors for z in zones],
         spares=[z.spares for z in zones],
         slips=tuple(np.asarray(z.slips, dtype=np.int64) for z in zones),
@@ -315,7 +331,9 @@ def drive_cache(specs, *, disksim_code: bool = True) -> DriveCache:
         read_any_free_blocks=specs.read_any_free_blocks and not disksim_code,
         read_hits_on_write_data=specs.read_hits_on_write_data,
         separate_write_segment=specs.separate_write_segment and specs.buffer_segments >= 2,
-        read_watermark=specs.read_high_water_mark)
+        read_watermark=specs.read_high_water_mark,
+        # DiskSim tests "Enable caching in buffer" for truth only (1 and 2 alike)
+        caching=specs.enable_caching != 0)
 
 
 def _disk(files: DiskSimFolder, disksim_code: bool) -> Disk:

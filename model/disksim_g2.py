@@ -59,7 +59,8 @@ def g2_zone_angles(spt, skews, units) -> tuple[np.ndarray, np.ndarray]:
     """(sector width, (n, 3) skews: zone, track switch, cylinder switch) in ``dm_angle_t`` (int64).
 
     *spt*: blocks per track of each zone; *skews*: (n, 3) as written; *units*:
-    "sectors" or "revolutions" per zone (``layout_g2_zone.modspec``).
+    "sectors" or "revolutions" per zone, or per value ((n, 3): the unit DiskSim's loader had
+    when it reached each skew, ``layout_g2_zone.modspec``).
     """
     spt = np.asarray(spt, dtype=np.int64)
     if np.any(spt < 1):
@@ -69,7 +70,9 @@ def g2_zone_angles(spt, skews, units) -> tuple[np.ndarray, np.ndarray]:
     # (int)d * sector_width: C truncates toward zero, the product wraps in 32 bits
     in_sectors = (np.trunc(skews).astype(np.int64) * width[:, None]) & _MASK
     in_turns = angle_dtoi(skews)
-    revolutions = np.asarray([u == "revolutions" for u in units])[:, None]
+    revolutions = np.asarray(units, dtype=object) == "revolutions"
+    if revolutions.ndim == 1:
+        revolutions = revolutions[:, None]
     return width, np.where(revolutions, in_turns, in_sectors).astype(np.int64)
 
 

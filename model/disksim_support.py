@@ -28,7 +28,8 @@ A key in no group, or a value the simulation does not implement, raises
 the line and the parameter, never a silent default.
 
 Every layout DiskSim 4.0 defines is honoured: ``dm_layout_g1`` (every sparing
-and mapping scheme, slips, defects; :mod:`diskmodel.model.disksim_mapping`),
+and mapping scheme, slips, defects, skews in either of DiskSim's "Skew units", sectors
+or revolutions; :mod:`diskmodel.model.disksim_mapping`),
 ``dm_layout_g2`` (zones and an extent map, DiskSim's skew rule;
 :mod:`diskmodel.model.disksim_g2`) and ``dm_layout_g4`` (tables, slips,
 remaps; :mod:`diskmodel.model.disksim_g4`).
@@ -82,8 +83,11 @@ _ANY_FRACTION = "any value in [0, 1]"
 
 #: Keys honoured at these values only (the simulation implements no other).
 ONLY_VALUES = {
-    # DiskSim tests this flag for truth only (disksim_diskctlr.c, disksim_diskcache.c): 1 and 2 alike
-    "Enable caching in buffer": (1, 2),
+    # DiskSim tests this flag for truth only (disksim_diskctlr.c, disksim_diskcache.c): 1 and 2 alike;
+    # 0: the segments keep nothing between requests (drive_parameters: caching; diskmodel.model.
+    # disksim_nocache), checked on tests/golden/disksim_variants' *_caching_0 variants (hp_c2247a,
+    # cheetah4LP, atlas10k); DiskSim's own range is 0..2 (disk.modspec)
+    "Enable caching in buffer": (0, 1, 2),
     # DiskSim's own ranges; each value simulated (drive_parameters: preseeking_level,
     # watermark_by_request_size, write_hit_stops_read_ahead, immediate_partial_hit_transfer)
     "Preseeking level": (0, 1, 2),

@@ -75,6 +75,15 @@ class DriveCache:
     read_watermark : float
         Fraction [0, 1] of a read miss's blocks buffered before the bus
         transfer starts (0: from the first block).
+    caching : bool
+        The segments keep their blocks once a request is done, for later
+        read hits (True); else (DiskSim's "Enable caching in buffer" 0) they
+        only stage each request's transfer between the media and the host
+        and are empty again once it is over: no read hit, no read-ahead, no
+        fast write (``disk_buffer_check_read_segments``,
+        ``disk_reconnection_or_transfer_complete``, ``disk_release_hda``;
+        DiskSim's ``disk_postpass_perdisk`` refuses read-ahead, fast writes
+        and "Read any free blocks" without caching, and so does this).
     """
 
     segments: int
@@ -89,6 +98,7 @@ class DriveCache:
     read_hits_on_write_data: bool = True
     separate_write_segment: bool = False
     read_watermark: float = 0.0
+    caching: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "segments", whole_number("segments", self.segments, minimum=1))
@@ -98,7 +108,7 @@ class DriveCache:
         if not unbounded:
             object.__setattr__(self, "read_ahead_bytes", whole_number("read_ahead_bytes", self.read_ahead_bytes))
         for name in ("write_back", "read_ahead_over_requested", "read_ahead_on_idle_hit", "read_any_free_blocks",
-                     "read_hits_on_write_data", "separate_write_segment"):
+                     "read_hits_on_write_data", "separate_write_segment", "caching"):
             flag(name, getattr(self, name))
         level = (2 if self.write_back else 0) if self.fast_write_level is None else whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write")
@@ -120,6 +130,12 @@ class DriveCache:
             raise ValueError(f"read_watermark must lie in [0, 1] (got {watermark})")
         if self.separate_write_segment and self.segments < 2:
             raise ValueError("separate_write_segment needs segments >= 2")
+        if not self.caching:
+            # DiskSim's disk_postpass_perdisk stops on each of these without caching
+            for name, on in (("read_ahead_scheme", scheme), ("write_back", self.write_back),
+                             ("read_any_free_blocks", self.read_any_free_blocks)):
+                if on:
+                    raise ValueError(f"caching=False (segments keep nothing) allows no {name} (got {on!r})")
 
     @property
     def size_bytes(self) -> int:
@@ -135,4 +151,5 @@ class DriveCache:
         bound = "no maximum" if self.read_ahead_bytes is None else f"{self.read_ahead_bytes} bytes"
         ahead = (f"read-ahead {bound}, {READ_AHEAD_SCHEMES[self.read_ahead_scheme]}"
                  if self.read_ahead_scheme else "no read-ahead")
-        return f"{self.segments} x {self.segment_size_bytes} bytes, {ahead}, {write}"
+        kept = "" if self.caching else ", no caching (segments stage transfers only)"
+        return f"{self.segments} x {self.segment_size_bytes} bytes, {ahead}, {write}{kept}"

@@ -210,6 +210,17 @@ extra_disconnect_seek_delta_s : float
         even while the mechanism is busy writing a fast write (True); else
         it disconnects as a miss and is served once that write's access
         ends (``disk_read_arrive``, ``disk_activate_read``).
+    caching : bool
+        DiskSim's "Enable caching in buffer": the segments keep their blocks
+        for later read hits (True, DiskSim's 1 and 2 alike); else (0) they
+        stage each request's transfer only and are empty when the next
+        request arrives: every read is a miss (``disk_buffer_check_read_segments``
+        finds no hit; ``disk_reconnection_or_transfer_complete`` and
+        ``disk_release_hda`` leave a read's or a write's segment
+        ``BUFFER_EMPTY``), the watermarks and the segment size still act on
+        the transfer. Needs ``read_ahead_scheme`` 0, ``fast_write_level`` 0 and
+        no ``read_any_free_blocks`` (DiskSim's ``disk_postpass_perdisk``
+        stops on each).
     """
 
     name: str
@@ -261,6 +272,7 @@ extra_disconnect_seek_delta_s : float
     write_prebuffering: bool = False
     hold_bus_write: bool = True
     write_watermark_fraction: float = 0.0
+    caching: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -309,7 +321,7 @@ extra_disconnect_seek_delta_s : float
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
-                     "write_prebuffering", "hold_bus_write"):
+                     "write_prebuffering", "hold_bus_write", "caching"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):
@@ -325,6 +337,12 @@ extra_disconnect_seek_delta_s : float
         if self.buffer_segments == 0 and (self.fast_write_level or self.max_read_ahead_blocks
                                           or self.read_ahead_scheme):
             raise ValueError("without a buffer (buffer_segments 0) there is no read-ahead and no fast write")
+        if not self.caching:
+            # DiskSim's disk_postpass_perdisk stops on each of these without caching
+            for name in ("read_ahead_scheme", "fast_write_level", "read_any_free_blocks"):
+                if getattr(self, name):
+                    raise ValueError(f"caching=False (segments keep nothing between requests) allows no {name} "
+                                     f"(got {getattr(self, name)!r})")
 
     @classmethod
     def from_disk(cls, disk: Disk) -> "DriveParameters":
@@ -380,4 +398,4 @@ def buffer_fields(cache: DriveCache | None, block_bytes: int) -> dict:
         read_ahead_on_idle_hit=cache.read_ahead_on_idle_hit, fast_write_level=cache.fast_write_level,
         read_hits_on_write_data=cache.read_hits_on_write_data,
         separate_write_segment=cache.separate_write_segment, read_any_free_blocks=cache.read_any_free_blocks,
-        read_watermark=cache.read_watermark)
+        read_watermark=cache.read_watermark, caching=cache.caching)

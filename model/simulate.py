@@ -116,6 +116,7 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
+from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
@@ -241,7 +242,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
                      int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
-                     int(p.hold_bus_write)],
+                     int(p.hold_bus_write), int(p.caching)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -406,6 +407,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
+    caching = ints[24]        # "Enable caching in buffer" (diskmodel.model.disksim_nocache)
     total = arrays[0][arrays[0].size - 1]
     seg_start = segments[0]
     seg_end = segments[1]
@@ -478,6 +480,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             seg_end[emptied] = seg_start[emptied]
             seg_used[emptied] -= _EMPTIED_S
             emptied = -1
+        if not caching:
+            _forget_buffered(seg_start, seg_end, nseg)
 
         if w == 0:
             own = -1          # the segment of this read (it holds the mechanism: "Preseeking level")

@@ -150,6 +150,12 @@ MALFORMED = [
     ("hpl.model", _model_text(HPL.format("299.5"), G1_LAYOUT), read_model_file,
      r"hpl\.model:9: the first HPL seek equation value is a distance in whole cylinders, >= 0 \(got 299.5\)"),
     ("hpl.model", _model_text(HPL.format("-3"), G1_LAYOUT), read_model_file, r"hpl\.model:9: .*\(got -3\)"),
+    # DiskSim's g1 loaders know two skew units and stop on any other word (ddbg_assert)
+    ("units.model", _model_text(HPL.format("300"), G1_LAYOUT.replace("Zones", "Skew units = degrees,\n    Zones")),
+     read_model_file, r"units\.model:14: Skew units must be sectors or revolutions \(got 'degrees'\)"),
+    ("units.model", _model_text(HPL.format("300"), G1_LAYOUT.replace("Blocks per track = 100",
+                                                                     "Blocks per track = 100, Skew units = turns")),
+     read_model_file, r"units\.model:15: Skew units must be sectors or revolutions \(got 'turns'\)"),
     # a g4 root entry covering no cylinder would give no zone
     ("g4.model", _model_text(HPL.format("300"), "dm_layout_g4 {\n    TP = [ 0, 99, 100 ],\n"
                                                "    IDX = [ [ 0, 0, 0, 100, 1, 100, 1000, 0, TRACK, 0, 0 ] ]\n  }"),
@@ -433,3 +439,45 @@ def test_combine_seq_writes_0_is_refused(disksim_dir, tmp_path):
     with pytest.raises(DiskSimFormatError, match=r"cheetah4LP\.diskspecs:52: Combine seq writes = 0 is not "
                                                  r"honoured by the per-request simulation \(it implements 1\)"):
         drive_parameters(load_disksim_drive(folder))
+
+
+def _read_model(tmp_path, text):
+    path = tmp_path / "m.model"
+    path.write_text(text)
+    return read_model_file(path)
+
+
+def _g1_zone_units(tmp_path, layout_units: str, zone: str):
+    """The one zone of a small g1 model with *layout_units* lines before its Zones and *zone*'s lines."""
+    text = _model_text(HPL.format("300"), "dm_layout_g1 {\n    LBN-to-PBN mapping scheme = 0,\n"
+                       f"    Sparing scheme used = 0,\n{layout_units}    Zones = [ dm_layout_g1_zone {{\n"
+                       f"      First cylinder number = 0, Last cylinder number = 9,\n{zone}\n    }} ]\n  }}")
+    return _read_model(tmp_path, text).zones[0]
+
+
+def test_g1_skew_units_as_disksims_loader_reaches_them(tmp_path):
+    from diskmodel.model.disksim import g1_skews_sectors
+    skews = "      Blocks per track = 100,\n      Offset of first block = 0.25,\n" \
+            "      Skew for track switch = 12,\n      Skew for cylinder switch = 0.5"
+    # the default: sectors, truncated to whole ones ((int)d * sector_width)
+    zone = _g1_zone_units(tmp_path, "", skews)
+    assert zone.skew_units == ("sectors",) * 3
+    assert g1_skews_sectors(zone) == (0.0, 12.0, 0.0)
+    # the layout's unit before its Zones reaches the zone (disk_load_zones); 12 revolutions are no turn
+    # (dm_angle_dtoi drops whole turns), 0.25 and 0.5 of 2^32 in sector widths of 2^32 // 100 = 42949672
+    zone = _g1_zone_units(tmp_path, "    Skew units = revolutions,\n", skews)
+    assert zone.skew_units == ("revolutions",) * 3
+    assert g1_skews_sectors(zone) == (1073741824 / 42949672, 0.0, 2147483648 / 42949672)
+    # the zone's own unit acts on the values written after it only (lp_loadparams, the file's order)
+    zone = _g1_zone_units(tmp_path, "", skews.replace("      Skew for track switch", "      Skew units = revolutions,\n"
+                                                                              "      Skew for track switch"))
+    assert zone.skew_units == ("sectors", "revolutions", "revolutions")
+    assert g1_skews_sectors(zone) == (0.0, 0.0, 2147483648 / 42949672)
+    # the layout's unit written after its Zones reaches no zone; a zone's own sectors override it
+    text = _model_text(HPL.format("300"), G1_LAYOUT.replace("} ]\n", "} ],\n    Skew units = revolutions\n"))
+    assert _read_model(tmp_path, text).zones[0].skew_units == ("sectors",) * 3
+    zone = _g1_zone_units(tmp_path, "    Skew units = revolutions,\n", "      Skew units = sectors,\n" + skews)
+    assert zone.skew_units == ("sectors",) * 3
+    # a negative value wraps (the conversion to DiskSim's unsigned angle): -0.25 is 0.75 of a turn
+    zone = _g1_zone_units(tmp_path, "    Skew units = revolutions,\n", skews.replace("= 0.25", "= -0.25"))
+    assert g1_skews_sectors(zone)[0] == 3221225472 / 42949672

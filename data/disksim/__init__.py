@@ -210,6 +210,15 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
     if specs.fast_write_level not in (0, 1, 2):
         raise DiskSimFormatError(block.path, block.line_of("Fast write level"),
                                  f"Fast write level must be 0, 1 or 2 (got {specs.fast_write_level})")
+    if specs.enable_caching == 0:
+        # DiskSim 4.0's disk_postpass_perdisk stops (ddbg_assert) on each of these without caching
+        for key, value in (("Buffer continuous read", specs.buffer_continuous_read),
+                           ("Read any free blocks", int(specs.read_any_free_blocks)),
+                           ("Fast write level", specs.fast_write_level)):
+            if value:
+                raise DiskSimFormatError(block.path, block.line_of(key),
+                                         f"{key} = {value} with Enable caching in buffer = 0, which DiskSim 4.0 "
+                                         "refuses (disk_postpass_perdisk); set it to 0")
     return specs
 
 

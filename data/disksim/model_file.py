@@ -101,8 +101,12 @@ def read_seek_table(path) -> SeekTable:
 
 @dataclass(frozen=True)
 class G1Zone:
-    """One ``dm_layout_g1_zone``. Skews and offsets in sectors, as written (DiskSim's
-    loader, ``layout_g1_zone.modspec``, truncates them to whole sectors)."""
+    """One ``dm_layout_g1_zone``. The offset of the first block and the two skews as
+    written, each in the unit of ``skew_units`` (offset, track skew, cylinder skew):
+    "sectors" (DiskSim's default; its loader, ``layout_g1_zone.modspec``, truncates them
+    to whole sectors) or "revolutions" (``dm_angle_dtoi``), the unit in force where
+    DiskSim's loader reaches the value (:func:`_skew_units_by_value`); what they mean is
+    :func:`diskmodel.model.disksim.zone_layout`'s business."""
 
     first_cylinder: int
     last_cylinder: int
@@ -119,6 +123,8 @@ class G1Zone:
     defects: tuple[tuple[int, int], ...]
     #: where the zone's block (and its ``defects``) is written in the file
     line: int = field(default=0, compare=False)
+    #: the unit of (first_block_offset_sectors, track_skew_sectors, cylinder_skew_sectors)
+    skew_units: tuple[str, str, str] = ("sectors", "sectors", "sectors")
 
     @property
     def cylinders(self) -> int:
@@ -171,8 +177,10 @@ class G4Layout:
 class G2Zone:
     """One ``dm_layout_g2_zone`` (``diskmodel/modules/layout_g2_zone.modspec``).
 
-    Skews as written, in ``skew_units`` ("sectors", DiskSim's default, or
-    "revolutions"); what they mean is :mod:`diskmodel.model.disksim_g2`'s business.
+    Skews as written, each in its unit of ``skew_units`` (zone, track switch, cylinder
+    switch: "sectors", DiskSim's default, or "revolutions"; the unit in force where DiskSim's
+    loader reaches the value, :func:`_skew_units_by_value`); what they mean is
+    :mod:`diskmodel.model.disksim_g2`'s business.
     """
 
     first_cylinder: int
@@ -183,7 +191,7 @@ class G2Zone:
     zone_skew: float
     track_skew: float
     cylinder_skew: float
-    skew_units: str = "sectors"
+    skew_units: tuple[str, str, str] = ("sectors", "sectors", "sectors")
     line: int = field(default=0, compare=False)
 
 
@@ -308,11 +316,55 @@ def _known_keys_only(block: Block) -> None:
                                      f"{name!r} is not a parameter of a DiskSim {block.type} block")
 
 
-def _g1_zone(block: Block) -> G1Zone:
+_SKEW_UNITS = ("sectors", "revolutions")
+#: The g1 zone's values read in the skew units, in G1Zone.skew_units' order
+_G1_SKEWED = ("Offset of first block", "Skew for track switch", "Skew for cylinder switch")
+
+
+def _skew_units_word(block: Block) -> str | None:
+    """The block's "Skew units", or None; another word is an error (DiskSim's loader,
+    ``layout_g1.modspec`` and ``layout_g1_zone.modspec``, stops on it: ``ddbg_assert(0)``)."""
+    if "Skew units" not in block:
+        return None
+    units = block.word("Skew units")
+    if units not in _SKEW_UNITS:
+        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
+                                 f"Skew units must be sectors or revolutions (got {units!r}), the two words "
+                                 "DiskSim 4.0 accepts")
+    return units
+
+
+def _position(block: Block, key: str) -> int:
+    """Where *key* comes in the block, in the file's order (DiskSim's lp_loadparams reads a block's
+    parameters in that order)."""
+    return list(block.entries).index(_normalise_key(key))
+
+
+def _skew_units_by_value(block: Block, inherited: str, keys=_G1_SKEWED) -> tuple[str, str, str]:
+    """The unit DiskSim takes each of the zone's *keys* in (the offset and skews: :data:`_G1_SKEWED`;
+    a g2 zone's: :data:`_SKEW_KEYS`, its ``layout_g2_zone.modspec`` loading them alike, from sectors).
+
+    DiskSim's ``lp_loadparams`` (libparam/util.c) converts each parameter when it reaches it in
+    the file's order (a parameter needing "Blocks per track" has it loaded first, then is
+    converted at its own place). A zone starts with the layout's unit (``disk_load_zones`` copies
+    ``layout->skew_units`` into each zone before loading it), which is sectors unless the
+    layout's "Skew units" comes before its "Zones"; the zone's own "Skew units" acts on the values
+    written after it only (``layout_g1_zone.modspec``: the loaders read ``result->skew_units``).
+    """
+    own = _skew_units_word(block)
+    units = []
+    for key in keys:
+        if own is not None and key in block and _position(block, "Skew units") < _position(block, key):
+            units.append(own)
+        else:
+            units.append(inherited)
+    return tuple(units)
+
+
+def _g1_zone(block: Block, inherited: str = "sectors") -> G1Zone:
     if block.type != "dm_layout_g1_zone":
         raise DiskSimFormatError(block.path, block.line, f"expected a dm_layout_g1_zone block (found {block.type!r})")
     _known_keys_only(block)
-    _sectors_only(block)
     defects = _list_of_ints(block, "defects")
     if len(defects) % 2:
         raise DiskSimFormatError(block.path, block.line_of("defects"), "defects must list (defect, remap) pairs")
@@ -328,22 +380,20 @@ def _g1_zone(block: Block) -> G1Zone:
         slips=_list_of_ints(block, "slips"),
         defects=tuple(zip(defects[::2], defects[1::2])),
         line=block.line_of("defects"),
+        skew_units=_skew_units_by_value(block, inherited),
     )
     if zone.last_cylinder < zone.first_cylinder or zone.blocks_per_track < 1:
         raise DiskSimFormatError(block.path, block.line, "zone has last cylinder < first or no blocks per track")
     return zone
 
 
-def _sectors_only(block: Block) -> None:
-    # DiskSim's default; "revolutions" (dm_angle_dtoi of the value) is not implemented here
-    if "Skew units" in block and block.word("Skew units") != "sectors":
-        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
-                                 f"Skew units = {block.word('Skew units')!r} is not supported (sectors is)")
-
-
 def _g1_layout(block: Block) -> G1Layout:
     _known_keys_only(block)
-    _sectors_only(block)
+    # the layout's "Skew units" reaches the zones only when written before "Zones" (lp_loadparams
+    # loads the zones, disk_load_zones copying the unit into each, when it reaches "Zones")
+    units = _skew_units_word(block)
+    if units is None or ("Zones" in block and _position(block, "Zones") < _position(block, "Skew units")):
+        units = "sectors"
     zones_value = block.require("Zones")
     if not isinstance(zones_value, list) or not zones_value:
         raise DiskSimFormatError(block.path, block.line_of("Zones"), "Zones must be a non-empty list of zone blocks")
@@ -351,7 +401,7 @@ def _g1_layout(block: Block) -> G1Layout:
     for item in zones_value:
         if not isinstance(item, Block):
             raise DiskSimFormatError(block.path, block.line_of("Zones"), f"Zones lists a non-block {item!r}")
-        zones.append(_g1_zone(item))
+        zones.append(_g1_zone(item, units))
     for before, after in zip(zones, zones[1:]):
         # Real files leave unmapped cylinders between zones (barracuda, ibm18es); overlaps are errors.
         if after.first_cylinder <= before.last_cylinder:
@@ -421,19 +471,9 @@ def _g2_zone(block: Block) -> G2Zone:
         raise DiskSimFormatError(getattr(block, "path", "?"), getattr(block, "line", 0),
                                  f"expected a dm_layout_g2_zone block (found {getattr(block, 'type', block)!r})")
     _known_keys_only(block)
-    units = block.word("Skew units", "sectors")
-    if units not in ("sectors", "revolutions"):
-        # layout_g2_zone.modspec: ddbg_assert(0) on any other word
-        raise DiskSimFormatError(block.path, block.line_of("Skew units"),
-                                 f"Skew units must be sectors or revolutions (got {units!r})")
-    if units == "revolutions":
-        # lp_loadparams converts each skew when it reaches it, in the file's order: a skew
-        # written before "Skew units" is taken in sectors. Not followed: refused.
-        early = [k for k in _SKEW_KEYS if k in block and block.line_of(k) < block.line_of("Skew units")]
-        if early:
-            raise DiskSimFormatError(block.path, block.line_of(early[0]),
-                                     f"{early[0]!r} is written before 'Skew units = revolutions', which DiskSim "
-                                     "then takes in sectors; write Skew units first")
+    # lp_loadparams converts each skew when it reaches it, in the file's order: one written
+    # before "Skew units" is taken in sectors (the zone is zeroed first: layout_g2_load.c)
+    units = _skew_units_by_value(block, "sectors", _SKEW_KEYS)
     zone = G2Zone(
         first_cylinder=block.number("First cylinder number", integer=True),
         last_cylinder=block.number("Last cylinder number", integer=True),

@@ -141,26 +141,44 @@ def odd_map(header, extents):
 ODD_SPARE = {0: 557, 1: 900, 2: 1518}
 
 
-def g2_model_text(model_text: str, map_name: str, extents) -> str:
-    """The .model with its dm_layout_g1 block replaced by a dm_layout_g2 naming *map_name*."""
+def _skews(zone_number, spt, zone_skew, track_skew, cylinder_skew):
+    """A zone's skew lines with "Skew units = revolutions" where DiskSim's loader reads it in the
+    file's order (``"skew_units": "in_file_order"``): in even zones after the zone skew (kept in
+    sectors) and before the switch skews, (k + 0.5) / spt revolutions; in odd zones first, the
+    zone skew too ((k + 0.25) / spt revolutions)."""
+    def turns(k, f):
+        return repr((float(k) + f) / int(spt))
+    lines = ["Skew units = revolutions", f"Zone Skew = {turns(zone_skew, 0.25)}"] if zone_number % 2 else \
+        [f"Zone Skew = {zone_skew}", "Skew units = revolutions"]
+    return lines + [f"Skew for track switch = {turns(track_skew, 0.5)}",
+                    f"Skew for cylinder switch = {turns(cylinder_skew, 0.5)}"]
+
+
+def g2_model_text(model_text: str, map_name: str, extents, skew_units=None) -> str:
+    """The .model with its dm_layout_g1 block replaced by a dm_layout_g2 naming *map_name*
+    (the skews in sectors as the g1 zones', or in revolutions as :func:`_skews` writes them)."""
     start = model_text.index("Layout Model = dm_layout_g1")
     end = model_text.index("Mechanical Model")
     zones = re.findall(r"dm_layout_g1_zone \{(.*?)\n\s*\}", model_text[start:end], re.S)
     blocks = []
-    for zone in zones:
+    for number, zone in enumerate(zones):
         def value(key):
             return re.search(re.escape(key) + r"\s*=\s*([-\d.]+)", zone).group(1)
         low, high = int(value("First cylinder number")), int(value("Last cylinder number"))
         lbns = [(l, l + n - 1) for l, c, _, _, n in extents if low <= c <= high]
+        skews = [f"Zone Skew = {value('Offset of first block')}",
+                 f"Skew for track switch = {value('Skew for track switch')}",
+                 f"Skew for cylinder switch = {value('Skew for cylinder switch')}"]
+        if skew_units == "in_file_order":
+            skews = _skews(number, value("Blocks per track"), value("Offset of first block"),
+                           value("Skew for track switch"), value("Skew for cylinder switch"))
         blocks.append("         dm_layout_g2_zone {\n"
                       f"            First cylinder number = {low},\n"
                       f"            Last cylinder number = {high},\n"
                       f"            First LBN = {min(a for a, _ in lbns)},\n"
                       f"            Last LBN = {max(b for _, b in lbns)},\n"
                       f"            Blocks per track = {value('Blocks per track')},\n"
-                      f"            Zone Skew = {value('Offset of first block')},\n"
-                      f"            Skew for track switch = {value('Skew for track switch')},\n"
-                      f"            Skew for cylinder switch = {value('Skew for cylinder switch')}\n"
+                      + ",\n".join(f"            {line}" for line in skews) + "\n"
                       "         }")
     layout = ("Layout Model = dm_layout_g2 {\n"
               f"      Layout Map File = {map_name},\n"
@@ -181,7 +199,7 @@ def make_folder(variant, where: Path) -> Path:
         extents, defects = odd_map(header, extents)
         write_map(folder / map_name, header, extents, defects)
     model = next(folder.glob("*.model"))
-    model.write_text(g2_model_text(model.read_text(), map_name, extents))
+    model.write_text(g2_model_text(model.read_text(), map_name, extents, variant.get("skew_units")))
     if variant["trace"]:
         text = (HERE / variant["trace"]).read_text()
         if variant.get("reads_only"):

@@ -29,6 +29,9 @@ def make_folder(variant, where: Path) -> Path:
         assert pattern.search(text), key
         text = pattern.sub(lambda m: f"{m.group(1)}{key} = {value},", text, count=1)
     specs.write_text(text)
+    if variant.get("model"):
+        # a model file written for the variant (skew_unit_models.py) in place of the drive's
+        shutil.copy(HERE / variant["model"], next(folder.glob("*.model")))
     # literal edits of the model file (the mechanics and layout are not key = value lines alone)
     for old, new in variant.get("model_edits", []):
         model = next(folder.glob("*.model"))

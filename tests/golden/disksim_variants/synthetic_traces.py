@@ -179,6 +179,41 @@ def appended_writes(seed, n, total):
     return rows[:n]
 
 
+def rereads(seed, n, total):
+    """Runs of 2-6 sequential reads of 1-64 blocks (each starting at the previous one's end, 0-3 ms
+    after its completion), then 0-10 ms later a read of the run's first request again, of blocks
+    inside the run, or over its end; a fifth of the runs then a write into the run and a read of
+    its blocks; a tenth of the time a read of 100-500 blocks (larger than some segments), then a
+    read elsewhere 5-20 ms later: hits with caching, misses without ("Enable caching in buffer")."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        lbn = r.randrange(1000, total - 2000)
+        at, run = lbn, []
+        for _ in range(r.randint(2, 6)):
+            b = r.randint(1, 64)
+            rows.append(("R", at, b, r.uniform(0.0, 3.0)))
+            run.append((at, b))
+            at += b
+        kind = r.randrange(3)
+        if kind == 0:
+            rows.append(("R",) + run[0] + (r.uniform(0.0, 10.0),))
+        elif kind == 1:
+            first = r.randrange(lbn, at - 1)
+            rows.append(("R", first, r.randint(1, at - first), r.uniform(0.0, 10.0)))
+        else:
+            first = r.randrange(max(lbn, at - 16), at)
+            rows.append(("R", first, r.randint(at - first + 1, at - first + 32), r.uniform(0.0, 10.0)))
+        if r.random() < 0.2:
+            w = r.randrange(lbn, at)
+            rows.append(("W", w, r.randint(1, 16), r.uniform(0.0, 5.0)))
+            rows.append(("R", w, r.randint(1, 16), r.uniform(0.0, 10.0)))
+        if r.random() < 0.1:
+            rows.append(("R", r.randrange(0, total - 1000), r.randint(100, 500), r.uniform(0.0, 5.0)))
+        rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(5.0, 20.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -196,3 +231,4 @@ if __name__ == "__main__":
     write("synthetic_big_transfers.trace", big_transfers(27, 400, 2054864, 0.6))     # within hp_c2247a's blocks
     write("synthetic_writes_into_reads.trace", writes_into_reads(28, 400, 2054864))   # hp_c2247a's blocks
     write("synthetic_appended_writes.trace", appended_writes(29, 400, 2054864))   # hp_c2247a's blocks
+    write("synthetic_rereads.trace", rereads(30, 600, 2054864))   # hp_c2247a's blocks
