@@ -16,9 +16,18 @@ How those accesses write, followed here (``src/disksim_diskctlr.c``):
   ``disk_find_new_seg_owner``), again from its own first block, which the previous access has
   usually written already: a revolution; a read or a non-appending write waits for the whole queue.
 
+With more than one write segment ("Maximum number of write segments") DiskSim takes a fast write that
+does not append (or appends past its segment's room) at once too, into a segment of its own, while
+fewer segments than that hold data not yet written (``disk_buffer_select_write_segment``: an empty
+or clean segment, values 2-4, while ``numdirty < numwritesegs``; not one overlapping a dirty
+segment, BUFFER_COLLISION), and queues it (:func:`_prebuffered_new`). Served first come first
+served (scheduling policy 1), each queued write's access writes on through the buffered data of
+its own segment only.
+
 The chain is kept in ``wq`` (rows 0-2: each queued write's first block, blocks, the time its data start
 to arrive; row 3: the first access still under way: its start, cylinder and head before it, its
-minimum move, the number of writes; rows 4-5: the data and done times of the chain's blocks).
+minimum move, the number of writes; rows 4-5: the data and done times of the chain's blocks; row 6:
+each queued write's segment, a label).
 """
 from __future__ import annotations
 
@@ -39,6 +48,7 @@ def _start_chain(wq, first, n, data0, start, cyl, head, min_move):
     wq[3, 2] = head
     wq[3, 3] = min_move
     wq[3, 4] = 1
+    wq[6, 0] = 0.0
 
 
 @njit(cache=True, _nrt=False)
@@ -59,9 +69,14 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
     inblkno = int(wq[0, 0])
     while j < qn:
         f = int(wq[0, j])
-        count = chain_end - f
+        # the access goes on through the later writes of its own segment only (disk_buffer_sector_done:
+        # up to seg->endblkno); one segment, the whole chain
+        last_e = j
+        while last_e + 1 < qn and wq[6, last_e + 1] == wq[6, j]:
+            last_e += 1
+        count = chain_end - f if last_e == qn - 1 else int(wq[0, last_e] + wq[1, last_e]) - f
         k = 0
-        for e in range(j, qn):
+        for e in range(j, last_e + 1):
             for b in range(int(wq[1, e])):
                 not_before[k] = wq[2, e] + (b + 1) * bus_s
                 k += 1
@@ -81,18 +96,22 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
             for k in range(written):
                 if ready[k] <= arrival:
                     inblkno = f + k + 1
+        label = wq[6, j]
         if t_end <= arrival and j < qn - 1:
             # over before the arrival: final; the next write's access is now the first under way
             for e in range(j + 1, qn):
                 wq[0, e - j - 1] = wq[0, e]
                 wq[1, e - j - 1] = wq[1, e]
                 wq[2, e - j - 1] = wq[2, e]
+                wq[6, e - j - 1] = wq[6, e]
             qn -= j + 1
             j = -1
             wq[3, 4] = qn
         # the next write's access starts once this one ends, at its own first block (just passed
         # when the chain is sequential: disk_buffer_seekdone's latency past the sector's start)
         start = t_end + 2.0 * _EPS_REV * real[0]
+        if j + 1 < qn and wq[6, j + 1] != label:
+            start = t_end
         if j + 1 < qn and wq[2, j + 1] > start:
             # and not before that write's command overhead is over (disk_write_arrive's
             # overhead_done, which is its data0 here)
@@ -114,12 +133,48 @@ def _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, seg
     cylinder, head); not taken, the chain is left as it was."""
     t_end, cyl, head, inblkno = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     qn = int(wq[3, 4])
+    # the segment's first write still queued (its owner); the first access under way when the chain
+    # is one segment
+    own = qn - 1
+    while own > 0 and wq[6, own - 1] == wq[6, qn - 1]:
+        own -= 1
+    if own > 0:
+        inblkno = int(wq[0, own])
     if not seg_size > first - inblkno or qn >= wq.shape[1] \
-            or int(wq[0, qn - 1] + wq[1, qn - 1]) - int(wq[0, 0]) + n > wq.shape[1]:
+            or int(wq[0, qn - 1] + wq[1, qn - 1]) - int(wq[0, own]) + n > wq.shape[1] \
+            or (own > 0 and first != int(wq[0, qn - 1] + wq[1, qn - 1])):
         return False, t_end, cyl, head
     wq[0, qn] = first
     wq[1, qn] = n
     wq[2, qn] = data0
+    wq[6, qn] = wq[6, qn - 1]
+    wq[3, 4] = qn + 1
+    t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
+    return True, t_end, cyl, head
+
+
+@njit(cache=True, _nrt=False)
+def _prebuffered_new(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, write_segments, arrival, scratch,
+                     total):
+    """A fast write taken at once into a segment of its own while writes are on their way to the media
+    (``disk_buffer_select_write_segment`` with several write segments: an empty or clean segment while
+    fewer than *write_segments* hold data not yet written; none when it overlaps a queued write's
+    blocks, BUFFER_COLLISION), queued behind the chain, first come first served. Returns (taken, end
+    of the chain's last access, cylinder, head); not taken, the chain is left as it was."""
+    t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
+    qn = int(wq[3, 4])
+    dirty = 1
+    for e in range(qn):
+        if e > 0 and wq[6, e] != wq[6, e - 1]:
+            dirty += 1
+        if first < wq[0, e] + wq[1, e] and wq[0, e] < first + n:
+            return False, t_end, cyl, head
+    if dirty >= write_segments or qn >= wq.shape[1] or n > wq.shape[1]:
+        return False, t_end, cyl, head
+    wq[0, qn] = first
+    wq[1, qn] = n
+    wq[2, qn] = data0
+    wq[6, qn] = wq[6, qn - 1] + 1.0
     wq[3, 4] = qn + 1
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     return True, t_end, cyl, head

@@ -182,8 +182,8 @@ extra_disconnect_seek_delta_s : float
         read miss waits for them all (``disk_write_arrive``,
         ``disk_buffer_sector_done``, ``disk_buffer_request_complete``;
         :mod:`diskmodel.model.disksim_writequeue`). Without fast writes it
-        changes nothing here. As DiskSim with one write segment and a
-        first-come-first-served queue.
+        changes nothing here. As DiskSim with a first-come-first-served queue
+        (``write_segments`` for more than one write segment).
     hold_bus_write : bool
         DiskSim's "Hold bus entire write xfer", for a write larger than its
         segment (the segment holds at most ``segment_size_blocks`` blocks
@@ -199,6 +199,15 @@ extra_disconnect_seek_delta_s : float
         segment (at least one block with ``watermark_by_request_size``,
         else rounded up) down to which the blocks not yet written must fall
         before a disconnected write larger than its segment reconnects.
+    write_segments : int
+        DiskSim's "Maximum number of write segments", >= 1: with
+        ``write_prebuffering`` and more than one, a fast write that does not
+        append to the writes on their way to the media (or appends past the
+        room of their segment) is taken at once too, into a segment of its
+        own, while fewer than this many segments hold data not yet written,
+        and queued first come first served
+        (``disk_buffer_select_write_segment``: an empty or clean segment while
+        ``numdirty < numwritesegs``; :mod:`diskmodel.model.disksim_writequeue`).
     almost_read_hits : bool
         DiskSim's "Allow almost read hits": a read whose first block is the
         one the running read-ahead reads next is a partial hit on the
@@ -273,6 +282,7 @@ extra_disconnect_seek_delta_s : float
     hold_bus_write: bool = True
     write_watermark_fraction: float = 0.0
     caching: bool = True
+    write_segments: int = 1
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -308,7 +318,7 @@ extra_disconnect_seek_delta_s : float
             raise ValueError(f"write_watermark_fraction must lie in [0, 1] (got {watermark})")
         object.__setattr__(self, "write_watermark_fraction", float(watermark))
         for name, minimum in (("buffer_segments", 0), ("segment_size_blocks", 1), ("max_read_ahead_blocks", 0),
-                              ("min_read_ahead_blocks", 0)):
+                              ("min_read_ahead_blocks", 0), ("write_segments", 1)):
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
         object.__setattr__(self, "fast_write_level", whole_number(
             "fast_write_level", self.fast_write_level, maximum=2, maximum_is="0 none, 1 appending, 2 every write"))

@@ -84,7 +84,8 @@ revolution later: its first sector has just passed), and a further appending
 write arriving meanwhile waits for both (``disk_buffer_stopable_access``). With "Allow write
 prebuffering" (or "Never disconnect") such writes are all taken at once and queued, each written
 by its own access from its first block on through the segment's buffered data
-(:mod:`diskmodel.model.disksim_writequeue`).
+(:mod:`diskmodel.model.disksim_writequeue`); with several write segments the other fast writes
+too, each into a segment of its own, served first come first served.
 Against the measured traces: accesses that need no seek take ~0.7-1 ms
 longer on the real ibm18es, barracuda and atlas_III than any positioning
 time in their files gives (DiskSim misses this too).
@@ -120,7 +121,7 @@ from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
-from .disksim_writequeue import _prebuffered, _start_chain
+from .disksim_writequeue import _prebuffered, _prebuffered_new, _start_chain
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -242,7 +243,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
                      int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
-                     int(p.hold_bus_write), int(p.caching)],
+                     int(p.hold_bus_write), int(p.caching), p.write_segments],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -262,7 +263,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
     # the prebuffered writes' queue: its writes and their blocks, at most a segment's beyond the
     # write under way plus a request (diskmodel.model.disksim_writequeue)
-    wq = np.zeros((6, 2 * p.segment_size_blocks + longest + 2 if _writes_queue(p) else 1))
+    wq = np.zeros((7, 2 * p.segment_size_blocks + longest + 2 if _writes_queue(p) else 1))
     _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
               p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start, segments, seg_used, work,
               pf_ready, wq)
@@ -404,6 +405,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     prebuffer = ints[22]
     # a drive that never disconnects holds the bus for a write too (disk_buffer_transfer_size)
     hold_write = ints[23] or never_disc
+    write_segments = ints[25]
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -786,6 +788,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if prebuffer and dirty_end > arrival and first == prev_end:
                     taken, t_end, cyl_q, head_q = _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0,
                                                                bus_w, seg_size, arrival, scratch, total)
+                if prebuffer and write_segments > 1 and dirty_end > arrival and not taken:
+                    # with several write segments, into a segment of its own (_prebuffered_new)
+                    taken, t_end, cyl_q, head_q = _prebuffered_new(arrays, seek, write_seek, real, wq, first, n,
+                                                                   data0, bus_w, write_segments, arrival, scratch,
+                                                                   total)
                 if taken:
                     cyl = cyl_q
                     head = head_q

@@ -412,18 +412,16 @@ def test_minimum_read_ahead_only_with_fast_writes(disksim_dir, tmp_path):
 
 
 def test_maxtor300g_write_prebuffering_refused(disksim_dir, tmp_path):
-    # maxtor300g prebuffers writes into 128 write segments with a positioning-time scheduler: DiskSim
-    # then queues non-appending writes too and orders them, which the simulation does not follow
+    # maxtor300g prebuffers writes into 128 write segments with a positioning-time scheduler (policy 21):
+    # DiskSim then orders the queued writes and a read behind them, which the simulation does not follow
     with pytest.raises(DiskSimFormatError, match=r"maxtor300g\.diskspecs:13: Allow write prebuffering = 1 is "
-                                                 r"honoured .* only with Maximum number of write segments = 1 "
-                                                 r"\(got 128\)"):
+                                                 r"honoured .* only with Scheduling policy = 1, first come first "
+                                                 r"served \(got 21\)"):
         drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
-    folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Maximum number of write segments = 128,",
-                                          "Maximum number of write segments = 1,")
-    with pytest.raises(DiskSimFormatError, match=r"Allow write prebuffering = 1 is honoured .* only with Scheduling "
-                                                 r"policy = 1, first come first served \(got 21\)"):
-        drive_parameters(load_disksim_drive(folder))
-    specs.write_text(text.replace("Scheduling policy = 21,", "Scheduling policy = 1,"))
+    folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Scheduling policy = 21,",
+                                          "Scheduling policy = 1,")
+    assert drive_parameters(load_disksim_drive(folder)).write_segments == 128
+    specs.write_text(text.replace("Maximum number of write segments = 128,", "Maximum number of write segments = 1,"))
     params = drive_parameters(load_disksim_drive(folder))
     assert params.almost_read_hits and not params.hold_bus_read and params.write_prebuffering
     # a read right after another starts at the block being read ahead: an almost read hit
@@ -438,8 +436,10 @@ def test_write_prebuffering_values(disksim_dir, tmp_path):
                                              "Allow write prebuffering = 1,")
     assert drive_parameters(load_disksim_drive(folder)).write_prebuffering
     specs.write_text(text.replace("Maximum number of write segments = 1,", "Maximum number of write segments = 2,"))
+    assert drive_parameters(load_disksim_drive(folder)).write_segments == 2
+    specs.write_text(text.replace("Scheduling policy = 1,", "Scheduling policy = 4,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering = 1 .* "
-                                                 r"Maximum number of write segments = 1 \(got 2\)"):
+                                                 r"Scheduling policy = 1, first come first served \(got 4\)"):
         drive_parameters(load_disksim_drive(folder))
     specs.write_text(text.replace("Allow write prebuffering = 1,", "Allow write prebuffering = 2,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering must "
@@ -803,3 +803,15 @@ def test_whole_sectors_in_revolutions_are_the_sectors(spt, data):
     assert k - 1.0 / width <= offset <= k + (k + 1) * spt / 2.0 ** 32
     assert track == float(k)      # in sectors: whole ones, (int)d
     assert k + 0.5 - 1.0 / width <= cylinder <= k + 0.5 + (k + 1) * spt / 2.0 ** 32
+
+
+def test_write_segments_within_disksims_range(disksim_dir, tmp_path):
+    # DiskSim's range for "Maximum number of write segments" is 1..Number of buffer segments (disk.modspec)
+    folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Scheduling policy = 21,",
+                                          "Scheduling policy = 1,")
+    for bad in (0, 2049):
+        specs.write_text(text.replace("Maximum number of write segments = 128,",
+                                      f"Maximum number of write segments = {bad},"))
+        with pytest.raises(DiskSimFormatError, match=r"maxtor300g\.diskspecs:\d+: Maximum number of write segments "
+                                                     rf"must lie in 1\.\.Number of buffer segments \(got {bad}"):
+            drive_parameters(load_disksim_drive(folder))
