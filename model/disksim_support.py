@@ -74,11 +74,13 @@ HONOURED = (
     # 256 and of 64) and cheetah4LP (segments of 100) (tests/golden/disksim_variants,
     # big_transfers); on atlas_III's runs of appending fast writes (appending_runs: 114-151 of
     # DiskSim's 400 times change with the keys) 87.5-91.2 % of ours at each value (60.3-64.3 %
-    # before), the rest reads of the runs' blocks and writes refused behind a queued one; on the
-    # randomised test's traces of the unchanged atlas_III (seeds 150-299) the disagreeing requests
-    # went from 2709 to 353 of 24 000. Two situations are not followed, and DiskSim 4.0 fails in
-    # both (disk_buffer_transfer_size's assertion on seg_owner->inblkno): a write larger than its
-    # segment appending to one still being written (atlas_III, 65-300 blocks after 8-64), and
+    # before), the rest reads of the runs' blocks (and, holding the bus, the writes after one of
+    # them) and writes refused behind a queued one; on the randomised test's traces of the
+    # unchanged atlas_III (seeds 150-299) the disagreeing requests went from 2709 to 353 of 24 000.
+    # Two situations are not followed; DiskSim 4.0 failed on the one trace tried for each
+    # (disk_buffer_transfer_size's assertion on seg_owner->inblkno, at every value): a write
+    # larger than its segment appending to one still being written (atlas_III, 65-300 blocks
+    # after 8-64), and
     # queued writes with "Allow write prebuffering" outgrowing the room (atlas_III's appending
     # runs); where queued writes do not outgrow it the keys change nothing (cheetah4LP's queued
     # writes: none of 400 of DiskSim's times at 1.0 or holding the bus)
