@@ -27,9 +27,19 @@ Worthington, Patt et al., CMU PDL; ``src/disksim_diskctlr.c``) runs it so:
 
 The mechanism writes a block only once it is in the buffer (``disk_buffer_block_available``):
 a block whose data come after its sector has passed waits a revolution. A write of at most a
-segment never runs out of room (one transfer), so this applies to writes larger than a segment
-only; there every transfer's blocks are known when it starts, and the media access is run
-transfer by transfer, continuing where it stopped.
+segment into a segment of its own never runs out of room (one transfer), so this applies to writes
+larger than a segment, where every transfer's blocks are known when it starts, and the media
+access is run transfer by transfer, continuing where it stopped; and to a fast write appending to
+a write still being written (class 1 of ``tests/golden/disksim_random/README.md``): there the
+segment's owner is that write (``disk_buffer_seg_owner``), whose blocks not yet written count
+against the room too, until its access ends and the segment passes to the appended write
+(``disk_release_hda``, ``disk_find_new_seg_owner``: the reconnection is asked then, and at the end
+of every sector the appended write's own access writes). While the owner's access writes, a held
+bus sends again at the end of each of its sectors (``disk_buffer_request_complete`` re-queues
+``outwait``); a disconnected write is asked only at the end of its disconnection (that access is a
+background one, which asks no one). The reconnection's watermark is the appended write's own
+(``max(1, (int) (bcount * writewater))`` with "Set watermark by reqsize" 1), counted from its own
+next block to write (``currdiskreq->inblkno``), which only its own access moves.
 
 Reads (``_read_through_segment``): the mechanism reads a block into the segment only while it is
 less than a segment ahead of the host's next block (``disk_buffer_block_available``, asked at the
@@ -40,9 +50,8 @@ room is passed and read when its sector comes round again with room. A block's r
 host's progress with blocks at least a segment earlier, whose reconnection (at the watermark, at
 most a segment) waits for earlier blocks only: the access is run again from each passed block.
 
-Not followed: a fast write appending to a write whose blocks are still in the segment counts
-the room from that write's next block to write in DiskSim (``seg_owner->inblkno``); here from
-its own.
+Not followed: a write larger than its segment appending to a write still being written (its data
+taken as if the segment were its own; such requests are not in the randomised test's traces).
 """
 from __future__ import annotations
 
@@ -58,55 +67,92 @@ __all__ = []
 @njit(cache=True, _nrt=False)
 def _write_through_segment(arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
                            watermark, hold, disconnect_s, reconnect_s, bus_s, not_before, ready, stats, scratch,
-                           min_move, total):
+                           min_move, total, owner_n, sent, tb, connected, t_own):
     """Write blocks *first* .. *first* + *n* - 1 through a segment of *seg_size* blocks (the rules
     in this module's docstring). The host's data start at *data0* (the drive connected, the data
     preparation over); the mechanism at *start*; a drive with an extra write disconnect writes
     no sector before *held* blocks are buffered. *reconnect_s*: reselect plus data preparation.
-    Fills ``ready[k]`` (block k on the media) and *stats* (first move, latency, rest); returns
-    (media end, cylinder, head, when the host has sent the last block)."""
-    sent = 0              # blocks the host has sent (DiskSim's outblkno - first)
-    written = 0           # blocks on the media by tb (inblkno - first)
-    tb = data0            # the bus is the drive's from tb
-    t = start
+    Fills ``not_before[k]`` (block k's data in the buffer), ``ready[k]`` (block k on the media)
+    and *stats* (first move, latency, rest); returns (media end, cylinder, head, when the host has
+    sent the last block, blocks sent, connected).
+
+    A fast write appending to a write still being written (*owner_n* > 0: that write's access
+    under way writes its *owner_n* blocks at ``ready[:owner_n]``) counts that write's blocks not
+    yet written against the room too (DiskSim's ``seg_owner->inblkno``); its own access has not
+    started, so only the data are sent (from *sent* = 0 at *tb* = *data0*, *connected*), as long
+    as they need nothing of it, and it returns then. Called again with *owner_n* 0 and that
+    state, once the owner's access has ended (*t_own*: DiskSim's disk_release_hda gives the
+    segment to this write, disk_find_new_seg_owner, and asks it whether it needs the bus): the
+    blocks already sent are written by one access from *start*, and the rest goes on."""
+    written = 0           # blocks of this write on the media by tb (inblkno - first)
+    o = 0                 # blocks of the owner's on the media by tb
     t_end = start
+    if owner_n == 0 and sent > 0:
+        for j in range(min(sent, held - 1)):
+            not_before[j] = data0 + held * bus_s
+        t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, sent, start, cyl, head, True,
+                                        not_before, ready, 0, stats, min_move, total)
     while sent < n:
-        while written < sent and ready[written] <= tb:
-            written += 1
-        room = seg_size - (sent - written)
-        if room > 0:
+        if owner_n > 0:
+            while o < owner_n and ready[o] <= tb:
+                o += 1
+        else:
+            while written < sent and ready[written] <= tb:
+                written += 1
+        # the segment's size less the blocks sent and not yet written (seg->size - (outblkno -
+        # seg_owner->inblkno))
+        room = seg_size - (sent - written) - (owner_n - o)
+        if not connected:
+            # disconnected, the disconnection over by tb: back (disk_request_needs_bus) once the
+            # blocks of this write sent and not written are at most the watermark, with room, asked
+            # at the end of the disconnection, when the segment's owner changes and at the end of
+            # every sector this write's own access writes
+            if owner_n == 0 and tb < t_own:
+                tb = t_own
+                continue
+            if room <= 0 or sent - written > watermark:
+                if owner_n > 0:
+                    return t_end, cyl, head, tb, sent, False
+                need = sent - watermark
+                if need < sent - seg_size + 1:
+                    need = sent - seg_size + 1
+                if need >= 1 and ready[need - 1] > tb:
+                    tb = ready[need - 1]
+            tb += reconnect_s
+            connected = True
+        elif room > 0:
             c = n - sent
             if c > room:
                 c = room
             for k in range(c):
-                j = sent + k
-                not_before[k] = tb + (k + 1) * bus_s
-                if j < held - 1:
-                    not_before[k] = data0 + held * bus_s
-            if sent == 0:
-                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, c, t, cyl, head, True,
-                                                not_before, ready, 0, stats, min_move, total)
-            else:
-                # the same access going on: from the end of the last sector written
-                t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + sent, c, t_end, cyl, head,
-                                                True, not_before, ready, sent, scratch, 0.0, total)
+                not_before[sent + k] = tb + (k + 1) * bus_s
+            if owner_n == 0:
+                for j in range(sent, min(sent + c, held - 1)):
+                    not_before[j] = data0 + held * bus_s
+                if sent == 0:
+                    t_end, cyl, head = access_media(arrays, seek, write_seek, real, first, c, start, cyl, head, True,
+                                                    not_before, ready, 0, stats, min_move, total)
+                else:
+                    # the same access going on: from the end of the last sector written
+                    t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + sent, c, t_end, cyl,
+                                                    head, True, not_before[sent:], ready, sent, scratch, 0.0, total)
             sent += c
             tb += c * bus_s
         elif hold:
             # the held bus sends again at the end of the next sector written
-            tb = ready[written]
+            if owner_n > o:
+                tb = ready[o]
+            elif owner_n > 0:
+                return t_end, cyl, head, tb, sent, True
+            else:
+                tb = ready[written]
         else:
-            # disconnected; back once the unwritten blocks are at most the watermark, and fewer than
-            # the segment, and the disconnection is over
-            need = sent - watermark
-            if need < sent - seg_size + 1:
-                need = sent - seg_size + 1
+            # disconnected (the write disconnect overhead)
             tb += disconnect_s
-            if need >= 1 and ready[need - 1] > tb:
-                tb = ready[need - 1]
-            tb += reconnect_s
-    stats[2] = t_end - start - stats[0] - stats[1]
-    return t_end, cyl, head, tb
+            connected = False
+    if owner_n == 0:
+        stats[2] = t_end - start - stats[0] - stats[1]
+    return t_end, cyl, head, tb, sent, connected
 
 
 @njit(cache=True, _nrt=False)

@@ -81,7 +81,10 @@ drives).
 A fast write appending to a write still on its way to the media waits in
 DiskSim's queue and is written by its own access once that one ends (a
 revolution later: its first sector has just passed), and a further appending
-write arriving meanwhile waits for both (``disk_buffer_stopable_access``). With "Allow write
+write arriving meanwhile waits for both (``disk_buffer_stopable_access``). Such a write's data
+share its segment with the blocks of the write under way not yet written: it takes as many blocks
+as there is room for, then holds the bus or disconnects and reconnects at its low watermark once
+its own access writes (:mod:`diskmodel.model.disksim_big_transfer`). With "Allow write
 prebuffering" (or "Never disconnect") such writes are all taken at once and queued, each written
 by its own access from its first block on through the segment's buffered data
 (:mod:`diskmodel.model.disksim_writequeue`); with several write segments the other fast writes
@@ -254,10 +257,12 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
     seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
-    work = np.zeros((6, max(longest + 1, 3)))               # ready, not_before, stats, scratch, watermarks, sent_at
+    # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks
+    work = np.zeros((7, max(longest + 1, 3)))
     # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
     reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
     work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
+    work[6, :reachable + 1] = _request_watermarks(float(p.write_watermark_fraction), reachable)
     # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
     pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
@@ -320,12 +325,12 @@ def _write_watermark(p):
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, _nrt=False)
-def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, data0, bus_s):
+def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, data_at):
     """When an access that has written block *last_written* at *t0* has gone on to write the
     blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
     (src/disksim_diskctlr.c: a write access writes up to min(seg->endblkno, next), the end of the
     buffered data or of the track): the next sectors, each while its data (the k-th at
-    data0 + (k + 1) bus_s) are in the buffer when the head reaches it. At the end of a track
+    ``data_at[k]``) are in the buffer when the head reaches it. At the end of a track
     with the next block's data buffered the access is not done (disk_buffer_request_complete: a
     background write is done when it has written all its segment's data, seg->endblkno) and
     moves on to the next track (disk_initiate_seek). Returns (time, cylinder, head) at its end."""
@@ -334,7 +339,7 @@ def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, 
     t = t0
     angle = a0
     for k in range(count):
-        if data0 + (k + 1) * bus_s > t:
+        if data_at[k] > t:
             break
         c, h, _, a, z = lbn_to_pbn_one(first + k, arrays)
         if c != c0 or h != h0:
@@ -421,6 +426,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     scratch = work[3]
     water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
     sent_at = work[5]         # when the host has block j of the read being served (_hold_read_ahead)
+    write_water_of = work[6]  # the low (write) watermark of a write of m blocks ("Set watermark by reqsize")
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -785,6 +791,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # With "Allow write prebuffering" it is taken at once and queued behind the writes
                 # still on their way to the media, if the segment has room (_prebuffered).
                 taken = False
+                appended_q = False    # its data limited by the room the write it appends to leaves
+                sent_q = n            # blocks sent before this write's own access (all, unless appended)
+                tb_q = data0
+                connected_q = True
+                t_own = 0.0           # when the access of the write it appends to ends
+                water_w = write_water
                 if prebuffer and dirty_end > arrival and first == prev_end:
                     taken, t_end, cyl_q, head_q = _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0,
                                                                bus_w, seg_size, arrival, scratch, total)
@@ -807,11 +819,27 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # latency from the integer time dm_time_dtoi, past the sector's start).
                     if start <= dirty_end:
                         start = dirty_end + 2.0 * _EPS_REV * real[0]
+                    # It takes as many blocks as the segment has room for, the blocks of the write
+                    # under way not yet written counting against it (disk_buffer_transfer_size:
+                    # seg->size - (outblkno - seg_owner->inblkno)), then holds the bus or disconnects
+                    # (disksim_big_transfer; that write's block times are still in ready).
+                    if prev_write == 1 and nseg > 0 and n <= seg_size:
+                        appended_q = True
+                        if by_request:
+                            water_w = max(1, int(write_water_of[n]))
+                        _, _, _, tb_q, sent_q, connected_q = _write_through_segment(
+                            arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
+                            water_w, hold_write, write_disc, reselect + data_prep, bus_w, not_before, ready,
+                            scratch, scratch, min_move, total, blocks[i - 1], 0, data0, True, 0.0)
+                    else:
+                        for k in range(n):
+                            not_before[k] = data0 + (k + 1) * bus_w
                     # Until then the access under way goes on writing the appended blocks that it
                     # meets on its track with their data in the buffer (disk_buffer_sector_done:
                     # up to min(seg->endblkno, next)), the write stays queued meanwhile.
-                    t_on, c_on, h_on = _written_on(arrays, seek, write_seek, real, prev_end - 1, first, n,
-                                                   dirty_end, data0, bus_w)
+                    t_on, c_on, h_on = _written_on(arrays, seek, write_seek, real, prev_end - 1, first, sent_q,
+                                                   dirty_end, not_before)
+                    t_own = t_on
                     queued_until = max(start, t_on)
                     if c_on != cyl or h_on != head:
                         # it went on to the next track: the queued write's own access starts there,
@@ -826,10 +854,17 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if nseg > 0 and n > seg_size:
                     # larger than its segment: sent as the segment has room (disksim_big_transfer);
                     # never with queued writes (simulate_requests refuses it: DiskSim 4.0 fails there)
-                    t_end, cyl, head, tb = _write_through_segment(
+                    t_end, cyl, head, tb, _, _ = _write_through_segment(
                         arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
                         write_water, hold_write, write_disc, reselect + data_prep, bus_w, not_before, ready,
-                        scratch, scratch, min_move, total)
+                        scratch, scratch, min_move, total, 0, 0, data0, True, 0.0)
+                    done = tb + write_done
+                elif appended_q and (sent_q < n or tb_q != data0 + n * bus_w):
+                    # an appended write short of room: its data as the accesses make room
+                    t_end, cyl, head, tb, _, _ = _write_through_segment(
+                        arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
+                        water_w, hold_write, write_disc, reselect + data_prep, bus_w, not_before, ready,
+                        scratch, scratch, min_move, total, 0, sent_q, tb_q, connected_q, t_own)
                     done = tb + write_done
                 else:
                     done = data0 + n * bus_w + write_done
@@ -866,10 +901,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     reconnect = reselect
                 if nseg > 0 and n > seg_size:
                     # larger than its segment: sent as the segment has room (disksim_big_transfer)
-                    t_end, cyl, head, tb = _write_through_segment(
+                    t_end, cyl, head, tb, _, _ = _write_through_segment(
                         arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
                         write_water, hold_write, disconnect, reconnect + data_prep, bus_w, not_before, ready,
-                        stats, scratch, min_move, total)
+                        stats, scratch, min_move, total, 0, 0, data0, True, 0.0)
                 else:
                     for k in range(n):
                         not_before[k] = data0 + (max(k, held - 1) + 1) * bus_w

@@ -262,3 +262,30 @@ def test_fast_writes_queue_in_several_write_segments_as_in_disksim(case, tmp_pat
     variant = make.write_segment_variant("maxtor300g_fcfs", 0)
     ours = _simulate(make, variant, tmp_path, lines)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=TOLERANCE_MS)
+
+
+#: Class 5a's smallest reproduction (seed 310's unchanged atlas_III, requests 60-67, replayed alone):
+#: eight 41-block fast writes, each appending to the one before, and DiskSim 4.0's own times [ms] at
+#: the bundled values and with one key changed (tests/golden/disksim_random/README.md)
+ROOM_LINES = ["W Hit 13974412 41 1000 16964.45165", "W Hit 13974453 41 1000 0", "W Hit 13974494 41 1000 1094.24539",
+              "W Hit 13974535 41 1000 0", "W Hit 13974576 41 1000 0", "W Hit 13974617 41 1000 0",
+              "W Hit 13974658 41 1000 865.25919", "W Hit 13974699 41 1000 14499.45471"]
+ROOM_CASES = [({}, [4.7600, 4.7420, 4.7420, 17.0412, 4.7420, 16.7666, 16.7529, 4.7420]),
+              ({"Low (write) water mark": "1.0"}, [4.7600, 4.7420, 4.7420, 8.7479, 9.9760, 9.9760, 9.9760, 11.5547]),
+              ({"Low (write) water mark": "0.3"}, [4.7600, 4.7420, 4.7420, 16.6006, 4.7420, 17.2073, 16.3122, 4.7420]),
+              ({"Hold bus entire write xfer": "1"}, [4.7600, 4.7420, 4.7420, 6.2239, 14.0165, 5.9351, 14.0170, 5.0699])]
+
+
+@pytest.mark.parametrize("case", ROOM_CASES, ids=["bundled", "low_water_1", "low_water_0_3", "hold_bus_write"])
+def test_an_appending_write_gets_the_room_the_write_under_way_leaves(case, tmp_path):
+    # The fourth write arrives while the third's own access (queued behind the second's, class 1)
+    # waits for its first sector: it is taken, but the segment (64 blocks) still holds the third's
+    # 41 unwritten blocks, so it sends 23 (disk_buffer_transfer_size: seg->size - (outblkno -
+    # seg_owner->inblkno)); then it holds the bus, sending a block as each of the third's sectors is
+    # written, or disconnects and reconnects once its own buffered blocks are within its watermark
+    # ((int) (0.3 x 41) = 12; max(1, 0) = 1: when its own access has written 22 of them), asked at the
+    # end of the disconnection, when the segment passes to it and at the end of each sector it writes.
+    changes, disksim = case
+    make = _make_random()
+    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": changes, "rpm": None}, tmp_path, ROOM_LINES)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)

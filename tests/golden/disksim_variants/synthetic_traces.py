@@ -214,6 +214,27 @@ def rereads(seed, n, total):
     return rows[:n]
 
 
+def appending_runs(seed, n, total, largest):
+    """Runs of 3-8 writes of 8-*largest* blocks (at most a segment), each appending to the one before,
+    0 us (a third), 0-2 ms or 2-20 ms after its completion: fast writes taken while the one before is
+    still being written, with that one's blocks in the segment; after a run a read of some of its
+    blocks or elsewhere, 5-30 ms later."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        lbn = r.randrange(1000, total - 8 * largest - 1000)
+        start = lbn
+        for _ in range(r.randint(3, 8)):
+            b = r.randint(8, largest)
+            rows.append(("W", lbn, b, r.choice((0.0, r.uniform(0.0, 2.0), r.uniform(2.0, 20.0)))))
+            lbn += b
+        if r.random() < 0.5:
+            rows.append(("R", start + r.randint(0, lbn - start - 1), r.randint(1, 64), r.uniform(5.0, 30.0)))
+        else:
+            rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(5.0, 30.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -232,3 +253,4 @@ if __name__ == "__main__":
     write("synthetic_writes_into_reads.trace", writes_into_reads(28, 400, 2054864))   # hp_c2247a's blocks
     write("synthetic_appended_writes.trace", appended_writes(29, 400, 2054864))   # hp_c2247a's blocks
     write("synthetic_rereads.trace", rereads(30, 600, 2054864))   # hp_c2247a's blocks
+    write("synthetic_appending_runs.trace", appending_runs(30, 400, 2054864, 64))   # atlas_III's segments of 64
