@@ -439,6 +439,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
         sneaky_full_read_hits=bool(specs.block.number("Allow sneaky full read hits", 0.0)),
         sneaky_partial_read_hits=bool(specs.block.number("Allow sneaky partial read hits", 0.0)),
         write_prebuffering=bool(specs.block.number("Allow write prebuffering", 0.0)),
+        immediate_read=bool(specs.block.number("Immediate buffer read", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)
