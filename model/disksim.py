@@ -458,6 +458,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
         sneaky_partial_read_hits=bool(specs.block.number("Allow sneaky partial read hits", 0.0)),
         write_prebuffering=bool(specs.block.number("Allow write prebuffering", 0.0)),
         write_segments=specs.max_write_segments,
+        immediate_read=bool(specs.block.number("Immediate buffer read", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .disksim_immediate import _hold_immediate
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
 from .media_access import access_media, move_time_s
 
@@ -265,6 +266,13 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         t_ask = pf_ready[k] - sector_s
         while sent < n and sent_at[sent] <= t_ask:
             sent += 1
+        if lbn - (first + sent) >= seg_size and real[22] != 0.0:
+            # "Immediate buffer read": the sectors after it that may be read are read first
+            nxt = _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_ask, first, n,
+                                  seg_size, sent_at, done, scratch, total)
+            if nxt >= 0:
+                k = nxt
+                continue
         if lbn - (first + sent) >= seg_size:
             # the sector passes unread; the next passes, a revolution apart, until one is allowed
             t_ask += period

@@ -230,6 +230,17 @@ extra_disconnect_seek_delta_s : float
         the transfer. Needs ``read_ahead_scheme`` 0, ``fast_write_level`` 0 and
         no ``read_any_free_blocks`` (DiskSim's ``disk_postpass_perdisk``
         stops on each).
+    immediate_read : bool
+        DiskSim's "Immediate buffer read" (zero-latency reads) as DiskSim
+        4.0's code runs it: a read-ahead held back while the read owning its
+        segment is sent, let go mid-track, reads the sectors under the head
+        first and the front when it comes round, those sectors joining the
+        segment with the front's last block; meanwhile the circular segment
+        drops its first blocks for them (``disk_buffer_sector_done``'s
+        ``immedstart``/``immedend``, ``disk_buffer_segment_wrap``). An access
+        reaching its track waits for its first block either way (DiskSim's
+        ``g1_access_block`` never starts under the head;
+        :mod:`diskmodel.model.disksim_immediate`).
     """
 
     name: str
@@ -283,6 +294,7 @@ extra_disconnect_seek_delta_s : float
     write_watermark_fraction: float = 0.0
     caching: bool = True
     write_segments: int = 1
+    immediate_read: bool = False
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -331,7 +343,8 @@ extra_disconnect_seek_delta_s : float
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
-                     "write_prebuffering", "hold_bus_write", "caching"):
+                     "write_prebuffering", "hold_bus_write", "caching",
+                     "immediate_read"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

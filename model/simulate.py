@@ -72,7 +72,10 @@ takes as many blocks as the segment has room for, then holds the bus ("Hold
 bus entire write xfer") or disconnects and reconnects at the "Low (write)
 water mark" (``disk_buffer_transfer_size``, ``disk_request_needs_bus``); a
 read's block without room (a segment ahead of the host) waits a revolution
-(``disk_buffer_block_available``). With these, the seven
+(``disk_buffer_block_available``). With "Immediate buffer read" a read-ahead held
+back while a read is sent and let go mid-track reads the sectors under the head first, and
+its circular segment drops its first blocks for them
+(:mod:`diskmodel.model.disksim_immediate`). With these, the seven
 traced drives give DiskSim's own times (within 10 us) for every one of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
@@ -119,6 +122,7 @@ from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
+from .disksim_immediate import _immediate_front
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
@@ -237,7 +241,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
                      p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
-                     _segment_watermark(p), _write_watermark(p)])
+                     _segment_watermark(p), _write_watermark(p), float(p.immediate_read)])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -476,6 +480,12 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if k > pf_done:
                 pf_done = k
                 _segment_end_at(seg_start, seg_end, pf_seg, pf_base + k, seg_size)
+            if real[22] != 0.0:
+                # blocks read ahead of the front ("Immediate buffer read") push the circular
+                # segment's first blocks out (disk_buffer_segment_wrap to immedend)
+                front = _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival, total)
+                if front - seg_start[pf_seg] > seg_size:
+                    seg_start[pf_seg] = front - seg_size
             if pf_done >= pf_count:
                 pf_active = False
                 mech_free = pf_ready[pf_count - 1]

@@ -235,6 +235,28 @@ def appending_runs(seed, n, total, largest):
     return rows[:n]
 
 
+def sequential_reads(seed, n, total):
+    """Runs of 5-30 sequential reads of 1-16 blocks (0-300 us apart, a fifth 0-3 ms), the read-ahead
+    running more than a segment ahead of the host and held back while a read is sent; after a run, a
+    re-read of blocks of its first half (0-3 ms later: dropped from the circular segment or not),
+    and now and then a read elsewhere."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b = r.choice((1, 2, 4, 8, 8, 16, r.randint(1, 16)))
+        lbn = r.randrange(0, total - 1000)
+        start = lbn
+        slow = r.random() < 0.2
+        for _ in range(r.randint(5, 30)):
+            rows.append(("R", lbn, b, r.uniform(0.0, 3.0) if slow else r.uniform(0.0, 0.3)))
+            lbn += b
+        rows[-1] = rows[-1][:3] + (r.uniform(0.0, 3.0),)
+        rows.append(("R", start + r.randint(0, (lbn - start) // 2), r.randint(1, 16), r.uniform(0.0, 3.0)))
+        if r.random() < 0.3:
+            rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -254,3 +276,4 @@ if __name__ == "__main__":
     write("synthetic_appended_writes.trace", appended_writes(29, 400, 2054864))   # hp_c2247a's blocks
     write("synthetic_rereads.trace", rereads(30, 600, 2054864))   # hp_c2247a's blocks
     write("synthetic_appending_runs.trace", appending_runs(30, 400, 2054864, 64))   # atlas_III's segments of 64
+    write("synthetic_sequential_reads.trace", sequential_reads(30, 600, 8887200))   # cheetah4LP's blocks

@@ -1,0 +1,161 @@
+"""DiskSim 4.0's "Immediate buffer read" (zero-latency reads) for the per-request simulation.
+
+numba helpers of :func:`diskmodel.model.simulate.simulate_requests`'s kernel. Where DiskSim 4.0
+acts on "Immediate buffer read" = 1:
+
+* not when an access reaches its track: ``disk_buffer_seekdone`` asks ``dm_access_block``
+  (``g1_access_block``, ``diskmodel/mech_g1.c``) for the sector under the head, but that
+  function takes ``dm_convert_atop``'s result ``rv < 0`` for a failure, and ``DM_OK`` is -3
+  (``diskmodel/include/diskmodel/dm.h``), so it always returns the access's first sector: the
+  head waits for the first block as without the key (DiskSim's own times on plain read misses
+  are the same at 0 and 1);
+* but sector by sector (``disk_buffer_sector_done``, ``src/disksim_diskctlr.c``): a sector
+  that passes with a block the access wants beyond the next one it needs (``currblkno >
+  firstblkno``, before ``lastblkno``: the read-ahead's limit or the end of the track) is read
+  at once (``immedstart``, ``immedend``), and the following sectors with it; when the next
+  block needed comes round and is read, the blocks read ahead of it join the segment
+  (``firstblkno`` jumps from ``immedstart`` to ``immedend``). Meanwhile the circular segment
+  drops its first blocks for them (``disk_buffer_segment_wrap`` to ``immedend``). One request
+  at a time only a read-ahead held back while the read that owns its segment is sent
+  (``disk_buffer_block_available``, class 2 of tests/golden/disksim_random/README.md) leaves
+  such sectors passing: once it is let go mid-track, the sectors under the head are read
+  first.
+
+The read-ahead's block times (``pf_ready``) are when each block is in the segment (DiskSim's
+``seg->endblkno`` passes it): the blocks read ahead of the front share the time of the front's
+last block on the track; such a run of equal times, ending the track's part of the read-ahead,
+is how :func:`_immediate_front` finds them again. Pure functions of arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_end_lbn
+from .media_access import access_media
+
+__all__ = []
+
+#: A time this close past a sector's end [sectors] counts as at it (rounding)
+_EPS_SECTOR = 1e-6
+
+
+@njit(cache=True, _nrt=False)
+def _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival, total):
+    """One past the highest block a held read-ahead has read by *arrival*, its blocks read
+    ahead of the front included (:func:`_hold_immediate`); at least the front,
+    ``pf_base + pf_done``. The circular segment keeps the last ``seg_size`` blocks below it
+    (``disk_buffer_segment_wrap`` to ``immedend``).
+
+    The blocks read ahead of the front on the track of the front's next block are the run of
+    equal times ending that track's part of the read-ahead: the first of them was read a
+    revolution before the time they share, the others one sector after the other. The
+    segment wraps from the run's second block on (``disk_buffer_sector_done`` wraps it when
+    it extends the run, not when it starts it).
+    """
+    front = pf_base + pf_done
+    if pf_done >= pf_count:
+        return front
+    end = track_end_lbn(arrays, front, total)
+    if end > pf_base + pf_count:
+        end = pf_base + pf_count
+    te = end - 1 - pf_base
+    if te <= pf_done:
+        return front
+    jump = pf_ready[te]
+    lo = pf_done
+    hi = te
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pf_ready[mid] >= jump:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo >= te:
+        return front
+    # blocks lo + 1 .. te were read ahead of the front (lo: the front's last on the track)
+    _, _, _, _, z = lbn_to_pbn_one(front, arrays)
+    sector_s = real[0] / arrays[2][z]
+    first_read = jump - real[0] + sector_s
+    if arrival < first_read:
+        return front
+    read = int(np.floor((arrival - first_read) / sector_s + _EPS_SECTOR)) + 1
+    if read > te - lo:
+        read = te - lo
+    if read < 2:
+        # the run's first block moves immedend only: the segment wraps as the next one is read
+        return front
+    return pf_base + lo + 1 + read
+
+
+@njit(cache=True, _nrt=False)
+def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_ask, first, n, seg_size,
+                    sent_at, done, scratch, total):
+    """A held read-ahead block *k* (its sector starting at *t_ask*) with "Immediate buffer read".
+
+    The head passes the track's sectors one by one (``disk_buffer_sector_done``); a block
+    may be read when its sector starts once the owner has sent its completion (*done*), or
+    less than a segment past the owner's next block for the host (``sent_at``, as
+    :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it;
+    ``disk_buffer_block_available``, asked at the sector's start: "Read directly to
+    buffer"). The first sector after block k that may be read starts a run read ahead of
+    the front (``immedstart``, ``immedend``), each next one extends it, and one after a
+    sector that may not be read starts it again; when block k comes round and may be read,
+    the front is read up to the run, which joins it (``firstblkno = immedend``), and the
+    access goes on from the run's end (without a run, from block k when it may be read).
+    Rewrites ``pf_ready`` from k on; returns the index of the next block to check for a
+    hold, or -1 (``pf_ready`` untouched) when the run does not reach the end of the track's
+    part of the read-ahead (not followed) or the track has slipped or unmapped sectors there.
+    """
+    period = real[0]
+    lbn = pf_base + k
+    c, h, s, _, z = lbn_to_pbn_one(lbn, arrays)
+    sector_s = period / arrays[2][z]
+    end = track_end_lbn(arrays, lbn, total)
+    if end > pf_base + pf_count:
+        end = pf_base + pf_count
+    if end - lbn < 2 or steps_over_unmapped_sectors(arrays):
+        return -1
+    _, _, s_end, _, _ = lbn_to_pbn_one(end - 1, arrays)
+    if s_end - s != end - 1 - lbn:
+        return -1
+    run_first = -1
+    run_end = -1
+    sent = 0
+    t_pass = t_ask
+    while True:
+        if t_pass > t_ask:
+            while sent < n and sent_at[sent] <= t_pass:
+                sent += 1
+            if t_pass >= done or lbn - (first + sent) < seg_size:
+                break
+        for j in range(lbn + 1, end):
+            t_j = t_pass + (j - lbn) * sector_s
+            while sent < n and sent_at[sent] <= t_j:
+                sent += 1
+            if run_first <= j < run_end:
+                continue
+            if t_j >= done or j - (first + sent) < seg_size:
+                if j == run_end:
+                    run_end += 1
+                elif run_first < 0 or j > run_end:
+                    run_first = j
+                    run_end = j + 1
+        t_pass += period
+    if run_first < 0:
+        # nothing read ahead: block k is read when it comes round and may be read
+        access_media(arrays, seek, write_seek, real, lbn, pf_count - k, t_pass, c, h, False, pf_ready, pf_ready, k,
+                     scratch, 0.0, total)
+        return k + 1
+    if run_end != end:
+        return -1
+    for j in range(run_first - lbn):
+        pf_ready[k + j] = t_pass + (j + 1) * sector_s
+    jump = pf_ready[k + run_first - lbn - 1]
+    for j in range(run_first - pf_base, end - pf_base):
+        pf_ready[j] = jump
+    nxt = end - pf_base
+    if nxt < pf_count:
+        access_media(arrays, seek, write_seek, real, end, pf_count - nxt, jump, c, h, False, pf_ready, pf_ready, nxt,
+                     scratch, 0.0, total)
+    return nxt
