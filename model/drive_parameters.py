@@ -112,11 +112,12 @@ extra_disconnect_seek_delta_s : float
     read_any_free_blocks : bool
         The drive keeps the sectors of the track that pass under the head
         before the requested ones (during the rotational latency), as
-        DiskSim's "Read any free blocks" means to (``disk_buffer_sector_done``).
-        DiskSim 4.0's own times do not show it: DiskSim's drives take False
-        as DiskSim runs (the default of
-        :func:`diskmodel.model.disksim.drive_parameters`), or the drive's
-        value with ``disksim_code=False``.
+        DiskSim's manual describes "Read any free blocks" (our
+        ``disksim_code=False`` reading); with ``immediate_access_under_head``
+        it is DiskSim's code's immediate first-track access instead (see
+        there), the default of :func:`diskmodel.model.disksim.drive_parameters`;
+        DiskSim 4.0's own code never acts on it (``disksim_access_block_bug``
+        takes False).
     hold_bus_read : bool
         DiskSim's "Hold bus entire read xfer": when the host has taken every
         buffered block of a read before the next one is read, the drive
@@ -210,6 +211,24 @@ extra_disconnect_seek_delta_s : float
         even while the mechanism is busy writing a fast write (True); else
         it disconnects as a miss and is served once that write's access
         ends (``disk_read_arrive``, ``disk_activate_read``).
+    immediate_access_under_head : bool
+        An immediate access (a read's first track with
+        ``read_any_free_blocks`` unless it starts at the track's first block)
+        whose head lands strictly inside
+        its span on the track (the wanted block's sector to the track's last
+        sector) starts at the next sector boundary under the head, reads to
+        the end of the track and wraps round to its first sector; the blocks
+        read before the way round reach the segment, and the host, with the
+        last block before them, and the track's blocks before the first
+        wanted one join the segment (DiskSim's design as its manual and
+        DiskSim 3.0 define it: ``g1_access_block`` and ``dm_latency_g1`` of
+        ``diskmodel/mech_g1.c``, ``disk_buffer_seekdone`` and
+        ``disk_buffer_sector_done`` of ``src/disksim_diskctlr.c``;
+        :mod:`diskmodel.model.disksim_access_block`). With it
+        ``read_any_free_blocks`` means this, not the passing sectors above.
+        False: DiskSim 4.0's code, whose ``g1_access_block`` takes its
+        conversion's success value (negative) for failure, so an immediate
+        access always waits for its first wanted sector.
     """
 
     name: str
@@ -260,6 +279,7 @@ extra_disconnect_seek_delta_s : float
     sneaky_partial_read_hits: bool = False
     write_prebuffering: bool = False
     hold_bus_write: bool = True
+    immediate_access_under_head: bool = False
     write_watermark_fraction: float = 0.0
 
     def __post_init__(self):
@@ -309,7 +329,7 @@ extra_disconnect_seek_delta_s : float
                      "extra_write_disconnect", "hold_bus_read", "almost_read_hits",
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
-                     "write_prebuffering", "hold_bus_write"):
+                     "write_prebuffering", "hold_bus_write", "immediate_access_under_head"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):
