@@ -64,17 +64,23 @@ def _immediate_track(arrays, mode, x, c, h, s, z, total):
 
 
 @njit(cache=True, _nrt=False)
+def _head_sectors(period, s, a, spt, t):
+    """Where the head is at *t* on the track whose sector *s* starts at angle *a* [rev]: sectors
+    from the track's sector 0, in [0, spt)."""
+    phase = t / period
+    phase -= np.floor(phase)
+    u = phase - (a - s / spt)
+    u -= np.floor(u)
+    return u * spt
+
+
+@njit(cache=True, _nrt=False)
 def _start_under_head(arrays, period, s, end, a, z, t):
     """The sector where an immediate access of the span (*s* .. *end*; sector s at angle *a*
     [rev]) starts when the head lands at *t*: the next sector boundary under the head when it
     lands strictly inside the span (``g1_access_block``: the head's angle from the track's
     sector 0 rounded up to a sector), else -1 (the access waits for sector s)."""
-    spt = arrays[2][z]
-    phase = t / period
-    phase -= np.floor(phase)
-    u = phase - (a - s / spt)
-    u -= np.floor(u)
-    u *= spt
+    u = _head_sectors(period, s, a, arrays[2][z], t)
     if u <= s + _EPS_SECTOR or u >= end - _EPS_SECTOR:
         return -1
     return int(np.ceil(u - _EPS_SECTOR))
@@ -87,6 +93,8 @@ def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at
     in the segment (the blocks read before the way round with the last block before them), and
     returns when the access is done with the track (its last block in the segment); -1.0 when
     the access is not immediate or the head lands outside, for the caller's ordinary read."""
+    if _head_sectors(period, s, a, arrays[2][z], t) <= s + _EPS_SECTOR:
+        return -1.0             # before the wanted sector (the common case; the span's bounds not needed)
     s0, end, first, last = _immediate_track(arrays, mode, x, c, h, s, z, total)
     if s0 < 0:
         return -1.0
@@ -109,6 +117,10 @@ def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at
     hi = x + sb - s
     if hi > last + 1:
         hi = last + 1
+    if hi <= last:
+        _, _, sm, _, _ = lbn_to_pbn_one(hi, arrays)
+        if sm == sb:
+            lo = hi             # no slip between: the block sb - s after x (sectors rise with blocks)
     while lo < hi:
         mid = (lo + hi) // 2
         _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
@@ -142,6 +154,8 @@ def kept_track_front(arrays, period, mode, first, t_land, total):
     the track's first block (``disk_buffer_sector_done`` sets ``seg->startblkno`` to the blocks
     read before the wanted one); *first* itself when the head lands outside."""
     c, h, s, a, z = lbn_to_pbn_one(first, arrays)
+    if _head_sectors(period, s, a, arrays[2][z], t_land) <= s + _EPS_SECTOR:
+        return first
     s0, end, _, _ = _immediate_track(arrays, mode, first, c, h, s, z, total)
     if s0 < 0 or _start_under_head(arrays, period, s0, end, a, z, t_land) < 0:
         return first
