@@ -37,7 +37,7 @@ from .disk import Disk
 from .drive_cache import DriveCache
 from .disksim_g4 import angle_dtoi
 from .disksim_mapping import G2ZoneLayout, G4ZoneLayout, ZoneLayout
-from .disksim_support import check_honoured, check_parv_honoured
+from .disksim_support import check_honoured, check_immediate_access_honoured, check_parv_honoured
 from .drive_parameters import DriveParameters, buffer_fields
 from .presets import covering_skews_sectors
 from .seek import TableSeek, table_seek_time_s, two_piece_seek_time_s
@@ -291,9 +291,10 @@ class DiskSimDrive(DiskSimFolder):
         if not isinstance(self.disk, Disk):
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
 
-    def simulation_parameters(self, *, disksim_code: bool = True) -> DriveParameters:
+    def simulation_parameters(self, *, disksim_code: bool = True,
+                              disksim_access_block_bug: bool = True) -> DriveParameters:
         """The :class:`DriveParameters` of this drive (see :func:`drive_parameters`)."""
-        return drive_parameters(self, disksim_code=disksim_code)
+        return drive_parameters(self, disksim_code=disksim_code, disksim_access_block_bug=disksim_access_block_bug)
 
     def evolve(self, **changes) -> "DiskSimDrive":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -377,7 +378,8 @@ def load_disksim_drive(folder, *, disksim_code: bool = True) -> DiskSimDrive:
 # The per-request simulation and validation against the traces
 # ---------------------------------------------------------------------------
 
-def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> DriveParameters:
+def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
+                     disksim_access_block_bug: bool = True) -> DriveParameters:
     """The :class:`DriveParameters` of a DiskSim drive folder's files.
 
     Takes the seek curve of the model file (tabulated at every whole
@@ -405,11 +407,34 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
     One rule for every parameter where DiskSim's code and manual differ: the
     code ("Read-ahead over requested" and read-ahead scheme 4 follow it too;
     docs/benchmarks.md gives the figures of both readings).
+
+    *disksim_access_block_bug*: True (the default) is DiskSim 4.0 exactly,
+    the reference the simulation is checked against request by request
+    (tests/golden/disksim_full): its ``g1_access_block``
+    (``diskmodel/mech_g1.c``) takes its conversion's success value
+    (``DM_OK``, -3) for a failure, so an immediate (zero-latency) access
+    always waits for its first wanted sector and "Read any free blocks" has
+    no effect. False mends that one line, as DiskSim 3.0 has it: a read's
+    first track with "Read any free blocks" starts under the head
+    (``DriveParameters.immediate_access_under_head``; checked request by
+    request against a DiskSim 4.0 build with the line mended,
+    tests/golden/disksim_fixed, on the layouts of
+    :data:`~diskmodel.model.disksim_support.IMMEDIATE_ACCESS_SPARING`;
+    another layout with the flag set is refused). Not the default: it is
+    not followed for "Immediate buffer read" (which the mended build acts
+    on through its pending-request path) nor on other layouts, and a
+    held-out drive is checked against DiskSim 4.0's behaviour.
+    With ``disksim_code=False`` the manual's passing sectors above are kept
+    instead, whatever this says.
     """
     if not isinstance(disksim_code, bool):
         raise ValueError(f"disksim_code must be True or False (got {disksim_code!r})")
+    if not isinstance(disksim_access_block_bug, bool):
+        raise ValueError(f"disksim_access_block_bug must be True or False (got {disksim_access_block_bug!r})")
     model, specs = files.model, files.specs
     check_honoured(specs.block, model)
+    if disksim_code and not disksim_access_block_bug:
+        check_immediate_access_honoured(specs.block, model)
     if files.parv is not None:
         check_parv_honoured(files.parv)
     layout = zone_layout(model)
@@ -427,6 +452,9 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
                 overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)] + specs.per_request_overhead_s
     read_block_s, write_block_s = block_transfer_time_s(files)
     buffer = buffer_fields(drive_cache(specs, disksim_code=disksim_code), 512)
+    if disksim_code and not disksim_access_block_bug:
+        # "Read any free blocks" makes a read's first track an immediate access (the mended code)
+        buffer["read_any_free_blocks"] = bool(specs.read_any_free_blocks)
     # DiskSim's disk_postpass_perdisk: no minimum without a read-ahead scheme, and a maximum
     # below the minimum is raised to it
     min_read_ahead = int(specs.block.number("Minimum read-ahead (blks)", 0.0)) if buffer["read_ahead_scheme"] else 0
@@ -459,6 +487,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True) -> Driv
         write_prebuffering=bool(specs.block.number("Allow write prebuffering", 0.0)),
         write_segments=specs.max_write_segments,
         immediate_read=bool(specs.block.number("Immediate buffer read", 0.0)),
+        immediate_access_under_head=disksim_code and not disksim_access_block_bug,
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)
@@ -491,12 +520,12 @@ def validate_trace(params: DriveParameters, trace: Trace, reference_demerit_s: f
 
 
 def validate_drive(drive_or_folder, *, limit: int | None = None, disksim_code: bool = True,
-                   trace: Trace | None = None) -> TraceValidation:
+                   trace: Trace | None = None, disksim_access_block_bug: bool = True) -> TraceValidation:
     """Simulate a drive folder's trace and compare with the measured times.
 
     Returns a :class:`TraceValidation` (with DiskSim's published demerit as
     the reference where known); *limit* keeps the trace's first requests;
-    *disksim_code*: as in :func:`drive_parameters`; *trace*: the folder's
+    *disksim_code*, *disksim_access_block_bug*: as in :func:`drive_parameters`; *trace*: the folder's
     trace already read (``drive.read_trace()``), else it is read here.
     """
     drive = drive_or_folder if isinstance(drive_or_folder, DiskSimFolder) else read_drive_folder(drive_or_folder)
@@ -507,5 +536,6 @@ def validate_drive(drive_or_folder, *, limit: int | None = None, disksim_code: b
     if limit is not None:
         trace = trace.head(limit)
     reference = DISKSIM_PUBLISHED_DEMERIT_MS.get(drive.name)
-    return validate_trace(drive_parameters(drive, disksim_code=disksim_code), trace,
+    return validate_trace(drive_parameters(drive, disksim_code=disksim_code,
+                                           disksim_access_block_bug=disksim_access_block_bug), trace,
                           reference * MS if reference is not None else None)

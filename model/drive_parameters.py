@@ -112,11 +112,12 @@ extra_disconnect_seek_delta_s : float
     read_any_free_blocks : bool
         The drive keeps the sectors of the track that pass under the head
         before the requested ones (during the rotational latency), as
-        DiskSim's "Read any free blocks" means to (``disk_buffer_sector_done``).
-        DiskSim 4.0's own times do not show it: DiskSim's drives take False
-        as DiskSim runs (the default of
-        :func:`diskmodel.model.disksim.drive_parameters`), or the drive's
-        value with ``disksim_code=False``.
+        DiskSim's manual describes "Read any free blocks" (our
+        ``disksim_code=False`` reading); with ``immediate_access_under_head``
+        it is the mended DiskSim code's immediate first-track access instead
+        (see there; :func:`diskmodel.model.disksim.drive_parameters` with
+        ``disksim_access_block_bug=False``); DiskSim 4.0's own code never acts
+        on it (False, that function's default).
     hold_bus_read : bool
         DiskSim's "Hold bus entire read xfer": when the host has taken every
         buffered block of a read before the next one is read, the drive
@@ -241,6 +242,24 @@ extra_disconnect_seek_delta_s : float
         reaching its track waits for its first block either way (DiskSim's
         ``g1_access_block`` never starts under the head;
         :mod:`diskmodel.model.disksim_immediate`).
+    immediate_access_under_head : bool
+        An immediate access (a read's first track with
+        ``read_any_free_blocks`` unless it starts at the track's first block)
+        whose head lands strictly inside
+        its span on the track (the wanted block's sector to the track's last
+        sector) starts at the next sector boundary under the head, reads to
+        the end of the track and wraps round to its first sector; the blocks
+        read before the way round reach the segment, and the host, with the
+        last block before them, and the track's blocks before the first
+        wanted one join the segment (DiskSim's design as its manual and
+        DiskSim 3.0 define it: ``g1_access_block`` and ``dm_latency_g1`` of
+        ``diskmodel/mech_g1.c``, ``disk_buffer_seekdone`` and
+        ``disk_buffer_sector_done`` of ``src/disksim_diskctlr.c``;
+        :mod:`diskmodel.model.disksim_access_block`). With it
+        ``read_any_free_blocks`` means this, not the passing sectors above.
+        False: DiskSim 4.0's code, whose ``g1_access_block`` takes its
+        conversion's success value (negative) for failure, so an immediate
+        access always waits for its first wanted sector.
     """
 
     name: str
@@ -295,6 +314,7 @@ extra_disconnect_seek_delta_s : float
     caching: bool = True
     write_segments: int = 1
     immediate_read: bool = False
+    immediate_access_under_head: bool = False
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -344,7 +364,7 @@ extra_disconnect_seek_delta_s : float
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
                      "write_prebuffering", "hold_bus_write", "caching",
-                     "immediate_read"):
+                     "immediate_read", "immediate_access_under_head"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .disksim_access_block import immediate_read_run
 from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_last_from
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
@@ -73,8 +74,12 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     data are ready: under one revolution), rest.
     A write waits, sector by sector, for its data (*not_before*); a sector
     whose data come too late costs a revolution.
+    A read's first track is DiskSim's immediate access when ``real[23]`` is 1
+    ("Read any free blocks" with the mended ``g1_access_block``:
+    :mod:`diskmodel.model.disksim_access_block`).
     """
     period = real[0]
+    immediate = int(real[23]) if real.size > 23 else 0
     head_switch = real[1]
     write_settle = real[2]
     t_begin = t
@@ -122,6 +127,16 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
             last = start_lbn + count - 1
             _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
         run = last - x + 1
+        if immediate == 1 and first_run:
+            # an immediate access landing inside its span starts under the head
+            t_imm = immediate_read_run(arrays, period, immediate, x, run, c, h, s, a, z, t, ready, offset + k,
+                                       total)
+            if t_imm >= 0.0:
+                stats[1] = 0.0      # no wait for a first block: the wait for the boundary is in the rest
+                t = t_imm
+                k += run
+                first_run = False
+                continue
         t_start = wait_for_angle(t, a, period)
         if first_run:
             stats[1] = t_start - t

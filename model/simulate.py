@@ -79,7 +79,12 @@ its circular segment drops its first blocks for them
 traced drives give DiskSim's own times (within 10 us) for every one of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
-drives).
+drives), run as DiskSim 4.0 exactly (``drive_parameters(...,
+disksim_access_block_bug=True)``). By default "Read any free blocks" makes a
+read's first track DiskSim's immediate access, which starts under the head
+(:mod:`diskmodel.model.disksim_access_block`), as DiskSim 4.0 does once its
+``g1_access_block`` takes success for success: every request of atlas10k and
+ibm18es within 10 us of that mended build (``tests/golden/disksim_fixed``).
 
 A fast write appending to a write still on its way to the media waits in
 DiskSim's queue and is written by its own access once that one ends (a
@@ -121,6 +126,7 @@ import numpy as np
 from numba import njit
 
 from ._checks import finite_array, finite_scalar, show, whole_number
+from .disksim_access_block import kept_track_front
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
@@ -241,11 +247,13 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
                      p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
                      p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
-                     _segment_watermark(p), _write_watermark(p), float(p.immediate_read)])
+                     _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
+                     float(_immediate_mode(p))])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
-                     int(p.read_any_free_blocks), int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
+                     int(p.read_any_free_blocks and not p.immediate_access_under_head),
+                     int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
                      int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
@@ -278,6 +286,13 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
               pf_ready, wq)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
+
+
+def _immediate_mode(p):
+    """Which read accesses are DiskSim's immediate ones that start under the head
+    (diskmodel.model.disksim_access_block): 0 none (DiskSim 4.0's code), 1 a read's first
+    track ("Read any free blocks")."""
+    return int(p.immediate_access_under_head and p.read_any_free_blocks)
 
 
 def _writes_queue(p):
@@ -695,6 +710,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_start[s] = first
                 if buffered > 0:
                     seg_start[s] = kept if last - kept <= seg_size else last - seg_size
+                elif real[23] != 0.0:
+                    # an immediate access wrapping round keeps the track's front (disksim_access_block)
+                    seg_start[s] = kept_track_front(arrays, period, int(real[23]), first, start + stats[0], total)
                 elif any_free and stats[1] > 0.0:
                     # sectors of the track passing under the head before the first one
                     _, _, _, _, z0 = lbn_to_pbn_one(first, arrays)

@@ -277,8 +277,9 @@ AGREEMENT_AT_LEAST = {"atlas10k": 1.0, "atlas_III": 1.0, "barracuda": 1.0, "chee
 @pytest.mark.parametrize("name", TRACED)
 def test_simulation_agrees_with_disksim_per_request(disksim_dir, name):
     drive = load_disksim_drive(disksim_dir / name)
-    # as DiskSim runs ("Read any free blocks" unused: drive_parameters' disksim_code)
-    result = validate_trace(drive.simulation_parameters(disksim_code=True), drive.read_trace())
+    # as DiskSim 4.0 runs ("Read any free blocks" unused: its g1_access_block slip, disksim_access_block_bug)
+    result = validate_trace(drive.simulation_parameters(disksim_code=True, disksim_access_block_bug=True),
+                            drive.read_trace())
     disksim_ms = _disksim_service_ms(name)
     assert result.requests == disksim_ms.size
     within = np.abs(result.predicted_s * 1e3 - disksim_ms) <= 0.010
@@ -325,14 +326,21 @@ def test_computed_demerits_are_disksims_own_rms():
 
 
 def test_validate_drive_runs_disksims_code_by_default_and_the_manual_on_request(disksim_dir):
-    """atlas10k sets "Read any free blocks" = 1, which DiskSim 4.0's code never acts on: by
-    default the demerit is DiskSim's own (its rms tool prints 0.267721 ms), with the manual's
-    reading the drive keeps the passing sectors and the measured trace is matched far closer."""
+    """atlas10k sets "Read any free blocks" = 1, which DiskSim 4.0's code never acts on (its
+    g1_access_block slip): by default the demerit is DiskSim 4.0's own (its rms tool prints
+    0.267721 ms); with the line mended (disksim_access_block_bug=False) the mended build's own
+    (0.158898 ms, DiskSim 3.0's published "about 0.159"; tests/golden/disksim_fixed); with the
+    manual's reading the drive keeps the passing sectors and the measured trace is matched closer
+    still."""
     from diskmodel.data.disksim import DISKSIM_COMPUTED_DEMERIT_MS
     drive = load_disksim_drive(disksim_dir / "atlas10k")
     code = validate_drive(drive)
+    mended = validate_drive(drive, disksim_access_block_bug=False)
     manual = validate_drive(drive, disksim_code=False)
     assert code.demerit_ms == pytest.approx(DISKSIM_COMPUTED_DEMERIT_MS["atlas10k"], rel=1e-3)
+    assert mended.demerit_ms == pytest.approx(0.158898, rel=1e-3)
     assert manual.demerit_ms < 0.4 * code.demerit_ms
     with pytest.raises(ValueError, match="disksim_code must be True or False"):
         validate_drive(drive, disksim_code="yes")
+    with pytest.raises(ValueError, match="disksim_access_block_bug must be True or False"):
+        validate_drive(drive, disksim_access_block_bug=1)

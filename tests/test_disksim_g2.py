@@ -54,7 +54,7 @@ def _golden(name: str) -> np.ndarray:
 def _simulate(folder, requests):
     drive = load_disksim_drive(folder)
     trace = drive.read_trace().head(requests)
-    params = drive_parameters(drive, disksim_code=True)
+    params = drive_parameters(drive, disksim_code=True, disksim_access_block_bug=True)
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
 
 

@@ -65,7 +65,8 @@ def _simulate_variant(variant, tmp_path, **changes):
     folder = _make_variants().make_folder(variant, tmp_path)
     drive = load_disksim_drive(folder)
     trace = drive.read_trace().head(variant["requests"])
-    params = drive_parameters(drive, disksim_code=True)   # DiskSim's own runs are the reference
+    # DiskSim 4.0's own runs are the reference
+    params = drive_parameters(drive, disksim_code=True, disksim_access_block_bug=True)
     if changes:
         params = params.evolve(**changes)
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3

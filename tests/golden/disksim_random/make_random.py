@@ -231,7 +231,7 @@ def simulate(folder: Path):
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.simulate import simulate_requests
     drive = load_disksim_drive(folder)
-    params = drive_parameters(drive, disksim_code=True)
+    params = drive_parameters(drive, disksim_code=True, disksim_access_block_bug=True)   # DiskSim 4.0 exactly
     trace = drive.read_trace()
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
 

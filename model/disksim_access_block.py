@@ -1,0 +1,162 @@
+"""An immediate (zero-latency) read access that starts under the head, for the per-request simulation.
+
+numba helpers of :func:`diskmodel.model.media_access.access_media` and
+:func:`diskmodel.model.simulate.simulate_requests`'s kernel, after DiskSim's design as its
+manual and DiskSim 3.0 define it and as DiskSim 4.0's code does once the test of
+``g1_access_block`` (``diskmodel/mech_g1.c``) takes the layout's success value for success
+(4.0 tests the conversion's result for a negative value, and its success value is negative, so
+4.0 always starts at the first wanted sector: ``DriveParameters.immediate_access_under_head``
+False reproduces that).
+
+A read access is *immediate* on a track where DiskSim's ``disk_buffer_seekdone`` calls
+``dm_latency`` and ``dm_access_block`` with ``immed`` set; followed here: with "Read any free
+blocks", the first track of a read that does not start at the track's first block (the one
+case checked against the mended build: tests/golden/disksim_fixed; "Immediate buffer read"
+is not followed, see model/disksim_support.py). DiskSim's access there runs from the wanted block's
+sector to the track's end (its length is the track's block count, its end clipped to the last
+sector). When the head lands strictly inside that span, the access starts at the next sector
+boundary under the head, reads to the end of the track, and wraps round to the track's first
+sector (``dm_latency_g1``, ``g1_access_block``). The blocks it wants from that boundary on are
+read first but reach the segment (``seg->endblkno``, which the host follows) only when the
+blocks before them have been read on the way round (``disk_buffer_sector_done``: ``immedstart``,
+``immedend``); with "Read any free blocks" the track's blocks before the first wanted one, read
+on the way round, join the segment (``disk_buffer_sector_done``: ``seg->startblkno =
+currblkno``). A head landing before the wanted sector, or within the track's last sector, waits
+for the wanted sector as without it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .disksim_mapping import lbn_to_pbn_one, track_first_lbn, track_last_from
+
+__all__ = []
+
+#: A head this close to a sector boundary [sectors] is on it (rounding of the phase)
+_EPS_SECTOR = 1e-6
+#: As media_access._EPS_REV: an angle this close below a full turn is reached
+_EPS_REV = 1e-7
+
+
+@njit(cache=True, _nrt=False)
+def _immediate_track(arrays, mode, x, c, h, s, z, total):
+    """Whether the access of block *x* (cylinder c, head h, sector s, zone z) on its track is
+    immediate, and DiskSim's span there: (first wanted sector s, last sector of the span, the
+    track's first and last blocks), or (-1, -1, 0, 0). *mode*: 0 none, 1 "Read any free blocks"
+    (a read's first track, unless it starts at the track's first block: ``disk_buffer_seekdone``;
+    the caller asks for the first track only). The span's length is the track's block count from s, its end at most the track's
+    last sector (``dm_latency_g1``, ``g1_access_block``); an access of one sector is never
+    started under the head (their "corner case")."""
+    if mode == 0:
+        return -1, -1, 0, 0
+    first = track_first_lbn(arrays, x, 0)
+    if first == x:
+        return -1, -1, 0, 0
+    last, _ = track_last_from(arrays, x, c, h, s, z, total)
+    spt = arrays[2][z]
+    end = s + last - first
+    if end > spt - 1:
+        end = spt - 1
+    if end <= s:
+        return -1, -1, 0, 0
+    return s, end, first, last
+
+
+@njit(cache=True, _nrt=False)
+def _head_sectors(period, s, a, spt, t):
+    """Where the head is at *t* on the track whose sector *s* starts at angle *a* [rev]: sectors
+    from the track's sector 0, in [0, spt)."""
+    phase = t / period
+    phase -= np.floor(phase)
+    u = phase - (a - s / spt)
+    u -= np.floor(u)
+    return u * spt
+
+
+@njit(cache=True, _nrt=False)
+def _start_under_head(arrays, period, s, end, a, z, t):
+    """The sector where an immediate access of the span (*s* .. *end*; sector s at angle *a*
+    [rev]) starts when the head lands at *t*: the next sector boundary under the head when it
+    lands strictly inside the span (``g1_access_block``: the head's angle from the track's
+    sector 0 rounded up to a sector), else -1 (the access waits for sector s)."""
+    u = _head_sectors(period, s, a, arrays[2][z], t)
+    if u <= s + _EPS_SECTOR or u >= end - _EPS_SECTOR:
+        return -1
+    return int(np.ceil(u - _EPS_SECTOR))
+
+
+@njit(cache=True, _nrt=False)
+def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at, total):
+    """Read the *run* blocks from *x* on one track (the head there at *t*) as DiskSim's immediate
+    access does, if the head lands inside its span: fills ``ready[at + j]``, when block x + j is
+    in the segment (the blocks read before the way round with the last block before them), and
+    returns when the access is done with the track (its last block in the segment); -1.0 when
+    the access is not immediate or the head lands outside, for the caller's ordinary read."""
+    if _head_sectors(period, s, a, arrays[2][z], t) <= s + _EPS_SECTOR:
+        return -1.0             # before the wanted sector (the common case; the span's bounds not needed)
+    s0, end, first, last = _immediate_track(arrays, mode, x, c, h, s, z, total)
+    if s0 < 0:
+        return -1.0
+    sb = _start_under_head(arrays, period, s0, end, a, z, t)
+    if sb < 0:
+        return -1.0
+    spt = arrays[2][z]
+    sector_s = period / spt
+    a_b = a + (sb - s) / spt
+    a_b -= np.floor(a_b)
+    phase = t / period
+    d = a_b - (phase - np.floor(phase))
+    d -= np.floor(d)
+    if d > 1.0 - _EPS_REV:
+        d = 0.0
+    t_b = t + d * period
+    # the block where the access starts: the track's first at or after sector sb (a slip
+    # only pushes blocks to later sectors, so at most sb - s blocks after x)
+    lo = x + 1
+    hi = x + sb - s
+    if hi > last + 1:
+        hi = last + 1
+    if hi <= last:
+        _, _, sm, _, _ = lbn_to_pbn_one(hi, arrays)
+        if sm == sb:
+            lo = hi             # no slip between: the block sb - s after x (sectors rise with blocks)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
+        if sm >= sb:
+            hi = mid
+        else:
+            lo = mid + 1
+    x_b = lo
+    # From there DiskSim steps block by block, one sector time each (disk_buffer_sector_done:
+    # curr->blkno++, and from the track's last block to its first), so the unmapped sectors it
+    # passes (slips, spares after the last block) take no time on the way.
+    under = run                  # the first of the run's blocks read before the way round
+    for j in range(run):
+        if x + j >= x_b:
+            steps = x + j - x_b
+            if under == run:
+                under = j
+        else:
+            steps = last + 1 - x_b + x + j - first
+        ready[at + j] = t_b + (steps + 1) * sector_s
+    if 0 < under < run:
+        for j in range(under, run):
+            ready[at + j] = ready[at + under - 1]
+    return ready[at + run - 1]
+
+
+@njit(cache=True, _nrt=False)
+def kept_track_front(arrays, period, mode, first, t_land, total):
+    """With "Read any free blocks", the block from which a read miss starting at *first* keeps
+    its track in the segment when its immediate access (head landing at *t_land*) wraps round:
+    the track's first block (``disk_buffer_sector_done`` sets ``seg->startblkno`` to the blocks
+    read before the wanted one); *first* itself when the head lands outside."""
+    c, h, s, a, z = lbn_to_pbn_one(first, arrays)
+    if _head_sectors(period, s, a, arrays[2][z], t_land) <= s + _EPS_SECTOR:
+        return first
+    s0, end, _, _ = _immediate_track(arrays, mode, first, c, h, s, z, total)
+    if s0 < 0 or _start_under_head(arrays, period, s0, end, a, z, t_land) < 0:
+        return first
+    return track_first_lbn(arrays, first, 0)
