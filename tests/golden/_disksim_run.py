@@ -6,8 +6,10 @@ of the folder's trace [ms], one a line. Not used by the tests.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 
@@ -21,3 +23,13 @@ def run_disksim(build: Path, folder: Path) -> list[float]:
     if done.returncode != 0 or len(out) != len(trace.read_text().splitlines()):
         raise RuntimeError(f"DiskSim failed (rc {done.returncode}, {len(out)} times): {done.stderr[-300:]}")
     return [float(v) for v in out]
+
+
+def run_listed_variants(listing: Path, build: Path, make_folder, only=()):
+    """Yield (variant, DiskSim's times [ms]) for each variant of the JSON list *listing* (all, or
+    those named in *only*), each run in a fresh folder that ``make_folder(variant, where)`` makes."""
+    for variant in json.loads(listing.read_text()):
+        if only and variant["name"] not in only:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            yield variant, run_disksim(build, make_folder(variant, Path(tmp)))

@@ -6,27 +6,19 @@ of diskmodel/mech_g1.c changed, its run_drive.sh and valid/statdefs); not run by
 Usage: python make_fixed.py [BUILD_DIR [NAME ...]] (the NAMEs only, else every entry)
 """
 import gzip
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "disksim_variants"))
-from _disksim_run import run_disksim  # noqa: E402
+from _disksim_run import run_listed_variants  # noqa: E402
 from make_variants import make_folder  # noqa: E402
 
 BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/ds3/ds40")
 
 if __name__ == "__main__":
-    only = set(sys.argv[2:])
-    for variant in json.loads((HERE / "variants.json").read_text()):
-        if only and variant["name"] not in only:
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = make_folder(variant, Path(tmp))
-            out = run_disksim(BUILD, folder)
+    for variant, out in run_listed_variants(HERE / "variants.json", BUILD, make_folder, set(sys.argv[2:])):
         with gzip.GzipFile(HERE / f"{variant['name']}.service_ms.txt.gz", "wb", mtime=0) as f:
             f.write("".join(f"{v!r}\n" for v in out).encode())
         print(variant["name"], len(out))

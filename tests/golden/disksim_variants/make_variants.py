@@ -4,15 +4,13 @@ Needs DiskSim 4.0 built as tests/golden/disksim_service_times/README.md says (he
 /tmp/disksim-build, its run_drive.sh and valid/statdefs); not run by the tests.
 Usage: python make_variants.py [DISKSIM_BUILD_DIR [NAME ...]] (the NAMEs only, else every variant)
 """
-import json
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _disksim_run import run_disksim  # noqa: E402
+from _disksim_run import run_listed_variants  # noqa: E402
 
 HERE = Path(__file__).parent
 DRIVES = HERE.parents[2] / "data" / "disksim"
@@ -44,13 +42,7 @@ def make_folder(variant, where: Path) -> Path:
 
 
 if __name__ == "__main__":
-    only = set(sys.argv[2:])
-    for variant in json.loads((HERE / "variants.json").read_text()):
-        if only and variant["name"] not in only:
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = make_folder(variant, Path(tmp))
-            out = run_disksim(BUILD, folder)
+    for variant, out in run_listed_variants(HERE / "variants.json", BUILD, make_folder, set(sys.argv[2:])):
         rows = [f"{i},{float(v):.6f}" for i, v in enumerate(out[:variant["requests"]])]
         (HERE / f"{variant['name']}.csv").write_text("request,disksim_service_ms\n" + "\n".join(rows) + "\n")
         print(variant["name"], len(rows))
