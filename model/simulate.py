@@ -79,12 +79,13 @@ its circular segment drops its first blocks for them
 traced drives give DiskSim's own times (within 10 us) for every one of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
-drives), run as DiskSim 4.0 exactly (``drive_parameters(...,
-disksim_access_block_bug=True)``). By default "Read any free blocks" makes a
-read's first track DiskSim's immediate access, which starts under the head
-(:mod:`diskmodel.model.disksim_access_block`), as DiskSim 4.0 does once its
-``g1_access_block`` takes success for success: every request of atlas10k and
-ibm18es within 10 us of that mended build (``tests/golden/disksim_fixed``).
+drives), run as DiskSim 4.0 exactly (``drive_parameters``' default). With
+``drive_parameters(..., disksim_access_block_bug=False)`` "Read any free
+blocks" makes a read's first track DiskSim's immediate access, which starts
+under the head (:mod:`diskmodel.model.disksim_access_block`), as DiskSim 4.0
+does once its ``g1_access_block`` takes success for success: every request of
+atlas10k and ibm18es within 10 us of that mended build
+(``tests/golden/disksim_fixed``).
 
 A fast write appending to a write still on its way to the media waits in
 DiskSim's queue and is written by its own access once that one ends (a
