@@ -46,6 +46,12 @@ def _simulate(make, variant, where: Path, trace_lines=None) -> np.ndarray:
     return make.simulate(folder)
 
 
+def _replay(drive: str, lines, where: Path, changes=None) -> np.ndarray:
+    """Our times [ms] of hand-written trace *lines* on a bundled drive, its diskspecs keys
+    *changes* set (the variant machinery of make_random.py, no rpm change)."""
+    return _simulate(_make_random(), {"seed": 0, "drive": drive, "changes": changes or {}, "rpm": None}, where, lines)
+
+
 @pytest.mark.parametrize("kept", KEPT, ids=[f"seed{k['seed']}_{k['drive']}" for k in KEPT])
 def test_random_variant_agrees_with_disksims_own_times(kept, tmp_path):
     make = _make_random()
@@ -135,8 +141,7 @@ def test_read_ahead_held_while_a_hit_is_sent(tmp_path):
     # of running on to 9991320 and pushing 9991240 out of the circular segment, so the last
     # read is a hit (1.222 ms), not a miss (6.39 ms without the hold).
     lines, disksim = HELD_READ_AHEAD
-    make = _make_random()
-    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
+    ours = _replay("atlas_III", lines, tmp_path)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
@@ -158,8 +163,7 @@ def test_read_ahead_held_by_a_miss_and_by_a_hit_on_blocks_being_read(tmp_path):
     # holds its own read-ahead the same way, and the fifth is served from it (8.22 ms; a miss
     # of 10.49 ms without).
     lines, disksim = HELD_BY_EVERY_OWNER
-    make = _make_random()
-    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": {}, "rpm": None}, tmp_path, lines)
+    ours = _replay("atlas_III", lines, tmp_path)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
@@ -183,8 +187,7 @@ def test_a_read_ahead_held_from_its_first_block_stops_at_the_next_sector(tmp_pat
     # for the end of the sector under the head (disk_buffer_sector_done), not for the held block
     # to come round a revolution later (18.15 ms each).
     lines, disksim = HELD_FROM_ITS_FIRST_BLOCK
-    make = _make_random()
-    ours = _simulate(make, {"seed": 0, "drive": "barracuda", "changes": SEED_495, "rpm": None}, tmp_path, lines)
+    ours = _replay("barracuda", lines, tmp_path, SEED_495)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
@@ -204,8 +207,7 @@ def test_a_write_access_goes_on_to_the_next_track_for_an_appended_write(tmp_path
     # passed: a revolution, and the fifth write, refused while the fourth is queued, waits for it
     # (11.79 ms; 5.81 when the access stopped at the end of the track).
     lines, disksim = ACROSS_THE_TRACK
-    make = _make_random()
-    ours = _simulate(make, {"seed": 0, "drive": "cheetah4LP", "changes": {}, "rpm": None}, tmp_path, lines)
+    ours = _replay("cheetah4LP", lines, tmp_path)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
@@ -286,6 +288,5 @@ def test_an_appending_write_gets_the_room_the_write_under_way_leaves(case, tmp_p
     # ((int) (0.3 x 41) = 12; max(1, 0) = 1: when its own access has written 22 of them), asked at the
     # end of the disconnection, when the segment passes to it and at the end of each sector it writes.
     changes, disksim = case
-    make = _make_random()
-    ours = _simulate(make, {"seed": 0, "drive": "atlas_III", "changes": changes, "rpm": None}, tmp_path, ROOM_LINES)
+    ours = _replay("atlas_III", ROOM_LINES, tmp_path, changes)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
