@@ -130,29 +130,41 @@ ONLY_VALUES = {
     # blocks for them (disk_buffer_sector_done's immedstart/immedend, disk_buffer_segment_wrap).
     # DiskSim 4.0 never starts an access under the head (g1_access_block takes dm_convert_atop's
     # DM_OK, -3, for a failure), so plain read misses are the same at 0 and 1. Checked on
-    # tests/golden/disksim_variants' synthetic_sequential_reads (atlas10k at 1 and 0, atlas_III at 1);
-    # 2, which DiskSim's code takes as 1, was not tried
-    "Immediate buffer read": (0, 1),
+    # tests/golden/disksim_variants' synthetic_sequential_reads (atlas10k at 1 and 0, atlas_III at 1).
+    # DiskSim's range is 0..2 (disk.modspec) and its code tests currdisk->immed for truth only
+    # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1: DiskSim's times at 2 are those at 1 on
+    # both drives (variants *_sequential_reads_immediate_read_2, same_as)
+    "Immediate buffer read": (0, 1, 2),
 }
 
 #: Keys DiskSim 4.0's code reads but whose value did not change DiskSim's own
 #: per-request times in any experiment (tests/golden/disksim_variants): the
 #: values accepted, and the evidence. Another value is an error.
 NO_EFFECT_IN_DISKSIM = {
-    "Immediate buffer write": ((0, 1), "zero-latency writes: the same at 0 and 1 on 400 writes of 16-200 "
-                                       "blocks on hp_c2247a (write-through), cheetah4LP and ibm18es"),
+    # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
+    # (disksim_diskctlr.c, diskmodel/mech_g1.c): tests/golden/disksim_variants' hp_c2247a_immediate_write_0/
+    # _1/_2 (write-through) and atlas10k_queued_writes at 0, 1 (bundled) and 2 (fast writes) are identical
+    "Immediate buffer write": ((0, 1, 2), "zero-latency writes: the same at 0, 1 and 2 on 400 write-through "
+                                          "writes of 16-64 blocks on hp_c2247a and 600 queued fast writes on "
+                                          "atlas10k (and at 0 and 1 on cheetah4LP and ibm18es)"),
     # src/modules/disksim_disk_param.c stores it in disk->sectbysect, which no other line of
     # DiskSim 4.0 reads (grep sectbysect: the parameter loader and disksim_disk.h only); its
     # manual: "the simulator currently functions as if the value were always true"
     "Calc sector by sector": ((0, 1), "DiskSim 4.0's code never reads it (sectbysect is set by the "
                                       "parameter loader only); the simulation works sector by sector"),
+    # with defects remapped elsewhere too: DiskSim's times at 0 and 1 are identical on 400 requests
+    # ending 2-40 blocks before one of three blocks remapped to spares (cheetah4LP, tests/golden/
+    # disksim_variants' cheetah4LP_defects_remapped / _read_direct_0); an access covering a remapped
+    # block, or next to one, stops DiskSim 4.0 at either value (disk_buffer_sector_done's fpcheck
+    # assertion, disk_got_remapped_sector's "not next to read"), so nothing else is left to compare
     "Read directly to buffer": ((0, 1), "at 0 a read does not wait for room in its segment "
                                         "(disk_buffer_sector_done, disk_get_remapped_sector): DiskSim's times "
                                         "were the same on the traces of cheetah4LP, ibm18es, hp_c2247a and "
-                                        "atlas10k, and within 0.2 us (rounding) on 300 reads of 283-800 "
+                                        "atlas10k, within 0.2 us (rounding) on 300 reads of 283-800 "
                                         "blocks, larger than a segment, on cheetah4LP and ibm18es (257-500 "
-                                        "on hp_c2247a: identical); with defects remapped elsewhere, not "
-                                        "tried, 0 is refused (check_honoured)"),
+                                        "on hp_c2247a: identical), and identical on 400 requests near blocks "
+                                        "remapped elsewhere (DiskSim 4.0 fails on an access over one at 0 "
+                                        "and 1 alike)"),
     "Disconnect write if seek": ((0, 1), "read only by disk_buffer_stopable_access when a request would "
                                          "stop a read-ahead; at 1 DiskSim 4.0 loses requests there (see "
                                          "check_honoured), so 1 is accepted without read-ahead only, where "
@@ -173,16 +185,6 @@ ACTS_WHERE_NOT_FOLLOWED = {
 _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IRRELEVANT_ONE_AT_A_TIME}
           | {_normalise_key(k) for k in ONLY_VALUES} | {_normalise_key(k) for k in NO_EFFECT_IN_DISKSIM}
           | {_normalise_key(k) for k in ACTS_WHERE_NOT_FOLLOWED})
-
-
-def _remaps_elsewhere(model: ModelFile) -> bool:
-    """Whether the layout moves a defective block elsewhere (not slipped in place)."""
-    layout = model.layout
-    if isinstance(layout, G1Layout):
-        return any(defect != remap for zone in layout.zones for defect, remap in zone.defects)
-    if isinstance(layout, G4Layout):
-        return len(layout.remaps) > 0
-    return False
 
 
 #: Layouts where the immediate access of the mended g1_access_block ("Read any free blocks" = 1,
@@ -264,12 +266,6 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
                                  "Disconnect write if seek = 1 is honoured by the per-request simulation only "
                                  "without read-ahead (Buffer continuous read = 0): DiskSim 4.0 loses requests "
                                  "with it")
-    # "Read directly to buffer" = 0 also changes how DiskSim reads a block remapped elsewhere
-    # (disk_get_remapped_sector); no bundled drive has one, so that was never compared
-    if specs_block.get("Read directly to buffer") == 0 and _remaps_elsewhere(model):
-        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Read directly to buffer"),
-                                 "Read directly to buffer = 0 is honoured by the per-request simulation only "
-                                 "without defects remapped elsewhere (never compared with DiskSim there)")
     # DiskSim 4.0 itself fails on write-through drives with a minimum read-ahead (hp_c2247a:
     # a segmentation fault; hp_c2490a: disk_buffer_sector_done's fpcheck assertion): nothing to follow
     minimum = specs_block.get("Minimum read-ahead (blks)")

@@ -346,7 +346,7 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
     original = specs.read_text()
     lines = original.splitlines()
     for key, value, message in (("Enable caching in buffer", "3", r"it implements 0, 1, 2"),
-                                ("Immediate buffer read", "2", r"it implements 0, 1"),
+                                ("Immediate buffer read", "3", r"it implements 0, 1, 2"),
                                 ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
 
                                 ("Preseeking level", "3", r"it implements 0, 1, 2")):
@@ -515,16 +515,21 @@ def test_calc_sector_by_sector_is_accepted_at_0_and_1(disksim_dir, tmp_path):
         drive_parameters(load_disksim_drive(folder))
 
 
-def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tmp_path):
-    # DiskSim reads a block remapped elsewhere another way at 0 (disk_get_remapped_sector);
-    # never compared, so refused there
+def test_read_directly_to_buffer_0_with_defects_remapped_elsewhere(disksim_dir, tmp_path):
+    # cheetah4LP with blocks 10, 4000 and 9000 remapped to spares (sparing scheme 8), 400 requests
+    # ending 2-40 blocks before them, the read-ahead running on: DiskSim 4.0's times are the same at
+    # 0 and 1 (an access covering a remapped block, or next to one, stops DiskSim at either value)
+    at_1, at_0 = _golden("cheetah4LP_defects_remapped"), _golden("cheetah4LP_defects_remapped_read_direct_0")
+    np.testing.assert_array_equal(at_0, at_1)
+    np.testing.assert_allclose(at_1[[0, 1, 36, 168]], [5.835562, 9.887598, 1.022, 1.022], rtol=0, atol=1e-6)
     folder, specs, text, line = _edited_copy(disksim_dir, tmp_path, "cheetah4LP", "Read directly to buffer = 1,",
                                              "Read directly to buffer = 0,")
-    assert drive_parameters(load_disksim_drive(folder)).name == "cheetah4LP"
     model = folder / "cheetah4LP.model"
-    model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 71 ]", 1))
-    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 0 is "
-                                                 r"honoured .* only without defects remapped elsewhere"):
+    model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 18615 ]", 1))
+    params = drive_parameters(load_disksim_drive(folder))
+    assert params.layout.lbn_to_pbn(np.array([10]))[0][0] == 11   # on the range's spare cylinder
+    specs.write_text(text.replace("Read directly to buffer = 0,", "Read directly to buffer = 2,"))
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 2 "):
         drive_parameters(load_disksim_drive(folder))
 
 
