@@ -103,7 +103,22 @@ def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False,
                 one_cylinder_s = mech.hpl_one_cylinder_code_s
             return np.where(distance == 1, one_cylinder_s, result)
         return result
-    raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
+    if mech.seek_type in ("linear", "curve") and mech.three_point_code_ps is not None:
+        if not disksim_code:
+            raise ValueError(f"seek type {mech.seek_type} is followed as DiskSim 4.0's code runs it only "
+                             "(disksim_code=True)")
+        # DiskSim 4.0's dm_mech_g1_seek_3pt_line and _3pt_curve (diskmodel/mech_g1_seektime.c) on the
+        # times its loader stores as whole picoseconds (MechModel.three_point_code_ps). The line sets
+        # numcyls = cyls, so every distance of 2 or more takes the full strobe time; the curve is
+        # seekone + seekavg (d - 1) + seekfull sqrt32(d - 1), sqrt32 the integer square root (sqrt.c)
+        one_ps, average_ps, full_ps = mech.three_point_code_ps
+        if mech.seek_type == "linear":
+            ps = np.where(distance >= 2, full_ps, one_ps)
+        else:
+            rest = np.maximum(distance - 1, 0)
+            ps = one_ps + average_ps * rest + full_ps * np.floor(np.sqrt(rest))
+        return np.where(distance == 0, 0.0, ps * 1e-12)
+    raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10, linear, curve are)")
 
 
 def table_seek(table: SeekTable, curve: str = "read", reach_cylinders: int | None = None) -> TableSeek:

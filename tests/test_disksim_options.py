@@ -596,6 +596,38 @@ def test_plain_hpl_seeks_follow_disksims_code_not_its_manual(tmp_path):
     assert (np.abs(_golden("hp_c2247a_hpl_v6_1_5") - _golden("hp_c2247a_hpl_v6_1_5_single_after")) > 1e-6).sum() > 0
 
 
+def test_linear_and_curve_seeks_follow_disksims_code(disksim_dir, tmp_path):
+    """Seek types linear and curve (no bundled drive has them): DiskSim 4.0's loader stores hp_c2247a's
+    0.2, 1.1 and 2.3 ms as 0, 1 and 2 ps (mech_g1.modspec: no dm_time_dtoi), the line takes the full
+    strobe time from 2 cylinders on (numcyls = cyls), the curve seekone + seekavg (d - 1) + seekfull
+    sqrt32(d - 1): a seek costs the head switch, or nothing. DiskSim's own times (first 2000 requests
+    of hp_c2247a's trace) change from the bundled hplplus10 on 1430 (285 of the first 400); every one of ours agrees
+    (test_variant_matches_disksims_own_times). Seek type constant stops DiskSim 4.0 itself."""
+    bundled = np.loadtxt(BUNDLED / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    linear, curve = _golden("hp_c2247a_seek_linear"), _golden("hp_c2247a_seek_curve")
+    assert (np.abs(linear[:400] - bundled) > 1e-6).sum() == 285
+    np.testing.assert_allclose(linear[[0, 3, 4]], [10.538222, 6.043954, 10.214835], rtol=0, atol=1e-6)
+    assert 0 < np.abs(linear - curve).max() < 2e-5          # nanoseconds apart
+    by_name = {v["name"]: v for v in VARIANTS}
+    drive = load_disksim_drive(_make_variants().make_folder(by_name["hp_c2247a_seek_curve"], tmp_path / "c"))
+    np.testing.assert_allclose(drive_parameters(drive).seek_by_distance_s[[0, 1, 2, 5, 10]],
+                               [0.0, 0.0, 3e-12, 8e-12, 15e-12], rtol=0, atol=1e-18)
+    with pytest.raises(ValueError, match="seek type curve is followed as DiskSim 4.0's code runs it only"):
+        drive_parameters(drive, disksim_code=False)
+    folder, _, _, _ = _edited_copy(disksim_dir, tmp_path, "hp_c2247a", "Read directly to buffer = 1",
+                                   "Read directly to buffer = 1")
+    model = next(folder.glob("*.model"))
+    text = model.read_text()
+    line = text[:text.index("Seek type")].count("\n") + 1
+    model.write_text(text.replace("Seek type = hplplus10,", "Seek type = constant,"))
+    with pytest.raises(DiskSimFormatError, match=rf"\.model:{line}: seek type constant stops DiskSim 4.0 itself"):
+        load_disksim_drive(folder)
+    model.write_text(text.replace("Seek type = hplplus10,", "Seek type = linear,").replace(
+        "      Average seek time = 1.100000,\n", ""))
+    with pytest.raises(DiskSimFormatError, match="seek type linear needs 'Average seek time'"):
+        load_disksim_drive(folder)
+
+
 def test_transfers_larger_than_a_segment_change_disksims_times_and_follow_the_keys(tmp_path):
     # DiskSim's own times of the 398 writes and reads of 65-600 blocks change with the two keys
     # (requests differing by more than 1 ns from the bundled values')

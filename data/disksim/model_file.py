@@ -235,6 +235,10 @@ class MechModel:
     (``seekone``, mech_g1_load.c): V6, or, when "Single cylinder seek time"
     is listed after the HPL values, that value's milliseconds stored as
     picoseconds without conversion (its loader has no ``dm_time_dtoi``).
+    ``three_point_code_ps``: for seek types ``linear`` and ``curve``, the
+    (single cylinder, average, full strobe) seek times as DiskSim 4.0's loader
+    stores them (``mech_g1.modspec``: ``result->seekone = d``, no
+    ``dm_time_dtoi``): the milliseconds truncated to whole picoseconds.
     """
 
     access_time_type: str
@@ -250,6 +254,7 @@ class MechModel:
     first_ten_seek_s: tuple[float, ...] | None = None
     seek_table: SeekTable | None = None
     hpl_one_cylinder_code_s: float | None = None
+    three_point_code_ps: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -672,11 +677,16 @@ def _int_rows(block: Block, key: str, width: int) -> np.ndarray:
 _ACCESS_TIME_TYPES = ("constant", "averageRotation", "trackSwitchPlusRotation")
 
 
+#: The three times seek types linear and curve take, in DiskSim's (seekone, seekavg, seekfull) order
+_THREE_POINT_KEYS = ("Single cylinder seek time", "Average seek time", "Full strobe seek time")
+
+
 def _mech(block: Block, path: Path) -> MechModel:
     _known_keys_only(block)
     seek_type = block.word("Seek type")
     table = None
     hpl = first_ten = one_cylinder_s = None
+    three_point = []
     if seek_type == "extracted":
         name = block.word("Full seek curve")
         table = read_seek_table(path.parent / name)
@@ -704,9 +714,30 @@ def _mech(block: Block, path: Path) -> MechModel:
             if len(first_ten) != 10:
                 raise DiskSimFormatError(block.path, block.line_of("First ten seek times"),
                                          f"First ten seek times must hold 10 numbers (found {len(first_ten)})")
-    else:
+    elif seek_type in ("linear", "curve"):
+        # DiskSim 4.0 runs them (dm_mech_g1_seek_3pt_line, _3pt_curve) on the three times its loader
+        # stores unconverted (mech_g1.modspec: result->seekone = d): whole picoseconds
+        for key in _THREE_POINT_KEYS:
+            if key not in block:
+                # the loader leaves the field unset (dm_mech_g1_loadparams mallocs the model: garbage)
+                raise DiskSimFormatError(block.path, block.line_of("Seek type"),
+                                         f"seek type {seek_type} needs {key!r} (DiskSim 4.0 leaves it unset)")
+            value = block.number(key)
+            if value < 0:
+                raise DiskSimFormatError(block.path, block.line_of(key), f"{key} must be >= 0 (got {value:g})")
+            three_point.append(int(value))
+    elif seek_type == "constant":
+        # dm_mech_g1_seek_const asserts m->seektype == SEEK_CONST, a field the loader never sets:
+        # DiskSim 4.0 stops at the first seek (checked on hp_c2247a's trace)
         raise DiskSimFormatError(block.path, block.line_of("Seek type"),
-                                 f"seek type {seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
+                                 "seek type constant stops DiskSim 4.0 itself (dm_mech_g1_seek_const's assertion "
+                                 "on seektype, which its loader never sets): use extracted, hpl, hplplus10, linear "
+                                 "or curve")
+    else:
+        # mech_g1.modspec: "Unknown seek type", ddbg_assert(0)
+        raise DiskSimFormatError(block.path, block.line_of("Seek type"),
+                                 f"seek type {seek_type!r} is not one of DiskSim 4.0's (extracted, hpl, hplplus10, "
+                                 "linear, curve; constant stops DiskSim)")
 
     def optional_ms(key):
         return block.number(key) * MS if key in block else None
@@ -733,7 +764,8 @@ def _mech(block: Block, path: Path) -> MechModel:
         single_cylinder_seek_s=optional_ms("Single cylinder seek time"),
         average_seek_s=optional_ms("Average seek time"),
         full_strobe_seek_s=optional_ms("Full strobe seek time"),
-        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table, hpl_one_cylinder_code_s=one_cylinder_s)
+        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table, hpl_one_cylinder_code_s=one_cylinder_s,
+        three_point_code_ps=tuple(three_point) if seek_type in ("linear", "curve") else None)
 
 
 def _model_from_block(block: Block) -> ModelFile:
