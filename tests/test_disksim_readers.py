@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -342,6 +343,8 @@ def test_water_mark_outside_disksims_range_names_file_and_line(disksim_dir, tmp_
      "type = 2,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
      "type = 2 in disksim_bus BUS1"),
     ("type = 1,\nScale for delays", "type = 3,\nScale for delays", "type = 3 in disksim_ctlr CTLR0"),
+    ("type = 1,\nScale for delays", "type = 2,\nScale for delays", "type = 2 in disksim_ctlr CTLR0"),
+    ("Constant access time = 0.0", "Constant access time = -1.0", "Constant access time = -1.0 in disksim_iodriver DRIVER0"),
     ("Scale for delays = 0.0", "Scale for delays = 0.1", "Scale for delays = 0.1 in disksim_ctlr CTLR0"),
 ])
 def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp_path, old, new, where):
@@ -360,6 +363,41 @@ def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp
     first_changed = next(i for i, (a, b) in enumerate(zip(text.splitlines(), edited.splitlines())) if a != b) + 1
     with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.parv:{first_changed}: {where} is not honoured"):
         drive_parameters(load_disksim_drive(folder))
+
+
+def test_a_controller_type_disksim_fails_on_says_so(disksim_dir, tmp_path):
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    parv.write_text(parv.read_text().replace("type = 1,\nScale for delays", "type = 2,\nScale for delays"))
+    with pytest.raises(DiskSimFormatError, match=r"type = 2 in disksim_ctlr CTLR0 .*DiskSim 4\.0 itself fails"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_driver_traced_queue_times_add_nothing_to_a_validate_trace(disksim_dir, tmp_path):
+    """The driver's "Constant access time" = -2 starts each request at its traced queue time, 0 in a
+    validate trace: DiskSim 4.0's times are the bundled drive's (hp_c2247a, first 400 requests:
+    tests/golden/disksim_variants/hp_c2247a_traced_queue_times.csv; 2000 of 2000 checked), so it
+    is accepted and simulated as 0."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters, simulate_trace
+    golden = Path(__file__).parent / "golden"
+    disksim_ms = np.loadtxt(golden / "disksim_variants" / "hp_c2247a_traced_queue_times.csv", delimiter=",",
+                            skiprows=1)[:, 1]
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    assert disksim_ms[0] == pytest.approx(21.649335, abs=1e-6)
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    parv.write_text(parv.read_text().replace("Constant access time = 0.0", "Constant access time = -2.0"))
+    drive = load_disksim_drive(folder)
+    ours_ms = simulate_trace(drive_parameters(drive), drive.read_trace().head(400)).service_s * 1e3
+    assert (np.abs(ours_ms - disksim_ms) < 0.01).all()
 
 
 def test_parv_values_without_effect_in_disksim_are_accepted(disksim_dir, tmp_path):

@@ -210,7 +210,8 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
         block=block)
     if specs.buffer_segments < 1 or specs.segment_size_blocks < 1:
         raise DiskSimFormatError(block.path, block.line_of("Number of buffer segments"),
-                                 "buffer segments and segment size must be >= 1")
+                                 "buffer segments and segment size must be >= 1 (DiskSim 4.0 stops on 0 segments "
+                                 "itself, disk_postpass_perdisk; disk.modspec: segment size 1..the disk's blocks)")
     if specs.fast_write_level not in (0, 1, 2):
         raise DiskSimFormatError(block.path, block.line_of("Fast write level"),
                                  f"Fast write level must be 0, 1 or 2 (got {specs.fast_write_level})")

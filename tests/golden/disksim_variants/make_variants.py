@@ -36,6 +36,12 @@ def make_folder(variant, where: Path) -> Path:
         text = model.read_text()
         assert old in text, old
         model.write_text(text.replace(old, new, 1))
+    # literal edits of the .parv (its driver, buses and controller)
+    for old, new in variant.get("parv_edits", []):
+        parv = next(folder.glob("*.parv"))
+        text = parv.read_text()
+        assert old in text, old
+        parv.write_text(text.replace(old, new, 1))
     if variant["trace"]:
         shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
     return folder
