@@ -182,6 +182,15 @@ NO_EFFECT_IN_DISKSIM = {
 ACTS_WHERE_NOT_FOLLOWED = {
 }
 
+#: DiskSim 4.0's own ranges of the keys above (src/modules/disk.modspec, RANGE(i, low, high)): a value
+#: outside them stops DiskSim's loader too, and the error says so
+DISKSIM_RANGES = {
+    "Enable caching in buffer": (0, 1, 2), "Preseeking level": (0, 1, 2), "Set watermark by reqsize": (0, 1),
+    "Write hit stop prefetch": (0, 1), "Immed transfer partial hit": (0, 1), "Combine seq writes": (0, 1),
+    "Immediate buffer read": (0, 1, 2), "Immediate buffer write": (0, 1, 2), "Calc sector by sector": (0, 1),
+    "Read directly to buffer": (0, 1), "Disconnect write if seek": (0, 1),
+}
+
 _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IRRELEVANT_ONE_AT_A_TIME}
           | {_normalise_key(k) for k in ONLY_VALUES} | {_normalise_key(k) for k in NO_EFFECT_IN_DISKSIM}
           | {_normalise_key(k) for k in ACTS_WHERE_NOT_FOLLOWED})
@@ -230,9 +239,13 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
             allowed = (_ANY_FRACTION,)
         if value not in allowed:
             implemented = ", ".join(v if v == _ANY_FRACTION else repr(v) for v in allowed)
+            own = DISKSIM_RANGES.get(name, (_ANY_FRACTION,) if allowed == (_ANY_FRACTION,) else None)
+            also = ""
+            if own is not None and value not in own:
+                also = f"; DiskSim 4.0 refuses it too (disk.modspec: {', '.join(str(v) for v in own)})"
             raise DiskSimFormatError(specs_block.path, specs_block.line_of(name),
                                      f"{name} = {value!r} is not honoured by the per-request simulation "
-                                     f"(it implements {implemented})")
+                                     f"(it implements {implemented}){also}")
     # "Allow write prebuffering" = 1 queues fast writes on the media (disk_write_arrive); the
     # simulation follows that queue served first come first served (Scheduling policy 1): writes
     # appending to a write segment and, with more write segments, the others, each in a segment of

@@ -345,11 +345,13 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
     specs = next(folder.glob("*.diskspecs"))
     original = specs.read_text()
     lines = original.splitlines()
-    for key, value, message in (("Enable caching in buffer", "3", r"it implements 0, 1, 2"),
-                                ("Immediate buffer read", "3", r"it implements 0, 1, 2"),
-                                ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
-
-                                ("Preseeking level", "3", r"it implements 0, 1, 2")):
+    # each outside DiskSim 4.0's own range too (disk.modspec), which the error says
+    own = r"\); DiskSim 4\.0 refuses it too \(disk\.modspec: "
+    for key, value, message in (("Enable caching in buffer", "3", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Immediate buffer read", "3", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Immediate buffer write", "-1", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]" + own),
+                                ("Preseeking level", "3", r"it implements 0, 1, 2" + own + "0, 1, 2")):
         at = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
         specs.write_text("\n".join(lines[:at] + [f"   {key} = {value},"] + lines[at + 1:]) + "\n")
         where = rf"cheetah4LP\.diskspecs:{at + 1}: {re.escape(key)} = "
