@@ -142,8 +142,9 @@ MALFORMED = [
     ("open.diskspecs", "disksim_disk D {\n  Segment size (in blks) = 12,\n  Zones = [ 1, 2,\n",
      read_diskspecs, r"open\.diskspecs:\d+: unterminated list"),
     ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, abc\n3, 2.0\n", read_seek_table, r"x\.seek:3: not a number"),
-    ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, 1.5\n", read_seek_table,
-     "announces 3 seek distances but the file lists 2"),
+    ("x.seek", "2, 1.0\n3, 1.5\n", read_seek_table,
+     r"x\.seek:1: a seek file without the header .* must start at distance 1 \(got 2\): DiskSim 4\.0 reads before"),
+    ("x.seek", "Seek distances: 2\n1, 1.0\n3, 1.5\n", read_seek_table, r"x\.seek:1: expected the header"),
     ("t.trace", "R Miss 10 2 100.0 50.0\nX Hit 12 2 100.0 50.0\n", read_trace, r"t\.trace:2: first field must be R or W"),
     ("m.model", "dm_disk M {\n  Number of data surfaces = 2,\n  Block count = 10\n}\n", read_model_file,
      r"m\.model:1: .*lacks the parameter 'Layout Model'"),
@@ -521,3 +522,25 @@ def test_g1_skew_units_as_disksims_loader_reaches_them(tmp_path):
     # a negative value wraps (the conversion to DiskSim's unsigned angle): -0.25 is 0.75 of a turn
     zone = _g1_zone_units(tmp_path, "    Skew units = revolutions,\n", skews.replace("= 0.25", "= -0.25"))
     assert g1_skews_sectors(zone)[0] == 3221225472 / 42949672
+
+
+def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim_dir, tmp_path):
+    """DiskSim 4.0's dm_mech_g1_read_extracted_seek_curve takes a file without the header line (its
+    first line a row) and a header whose count is not the number of rows: cheetah4LP's times are
+    the bundled drive's either way (first 400 requests, tests/golden/disksim_variants'
+    cheetah4LP_seek_no_header and _seek_header_50), and so is the table read here."""
+    golden = Path(__file__).parent / "golden"
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
+    for name in ("cheetah4LP_seek_no_header", "cheetah4LP_seek_header_50"):
+        disksim_ms = np.loadtxt(golden / "disksim_variants" / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
+        np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    text = (disksim_dir / "cheetah4LP" / "cheetah4LP.seek").read_text()
+    bundled = read_seek_table(disksim_dir / "cheetah4LP" / "cheetah4LP.seek")
+    assert bundled.points == 103 and bundled.read_time_s[0] == pytest.approx(0.636e-3)
+    for edited in (text.replace("Seek distances measured: 103\n", ""),
+                   text.replace("Seek distances measured: 103", "Seek distances measured: 50")):
+        path = tmp_path / "c.seek"
+        path.write_text(edited)
+        table = read_seek_table(path)
+        np.testing.assert_array_equal(table.distance_cylinders, bundled.distance_cylinders)
+        np.testing.assert_array_equal(table.read_time_s, bundled.read_time_s)

@@ -51,7 +51,14 @@ class SeekTable:
 
 def read_seek_table(path) -> SeekTable:
     """Read a DiskSim ``.seek`` file: header ``Seek distances measured: N``, then
-    ``distance, time_ms[, std_ms[, write_time_ms]]`` per line."""
+    ``distance, time_ms[, std_ms[, write_time_ms]]`` per line.
+
+    As DiskSim 4.0's ``dm_mech_g1_read_extracted_seek_curve`` (mech_g1_load.c): the header is
+    optional (without it the first line is a row) and its N need not be the number of rows (the
+    loader only sizes its arrays with it); a file without the header must start at distance 1,
+    as DiskSim's seek function reads before its table for a shorter distance then
+    (``dm_mech_g1_seek_extracted``: ``xseekdists[i - 1]`` at ``i = 0``).
+    """
     path = Path(path)
     lines = read_text(path, "DiskSim seek file").splitlines()
     header = None
@@ -61,12 +68,14 @@ def read_seek_table(path) -> SeekTable:
         text = raw.split("#", 1)[0].strip()
         if not text:
             continue
-        if header is None:
+        if header is None and not rows:
             match = re.fullmatch(r"Seek distances measured:\s*(\d+)", text, re.IGNORECASE)
-            if match is None:
-                raise DiskSimFormatError(path, number, "expected the header 'Seek distances measured: N'")
-            header = int(match.group(1))
-            continue
+            if match is not None:
+                header = int(match.group(1))
+                continue
+            if not re.match(r"[-+]?\d", text):
+                raise DiskSimFormatError(path, number, "expected the header 'Seek distances measured: N' or a row "
+                                         "'distance, time_ms'")
         fields = [f for f in re.split(r"[,\s]+", text) if f]
         if columns is None:
             columns = len(fields)
@@ -82,15 +91,17 @@ def read_seek_table(path) -> SeekTable:
             raise DiskSimFormatError(path, number, f"non-finite value in {text!r}")
         if values[0] <= 0 or values[0] != int(values[0]):
             raise DiskSimFormatError(path, number, f"seek distance must be a positive whole number (got {fields[0]})")
+        if header is None and not rows and values[0] != 1:
+            raise DiskSimFormatError(path, number, f"a seek file without the header 'Seek distances measured: N' must "
+                                     f"start at distance 1 (got {fields[0]}): DiskSim 4.0 reads before its table "
+                                     "for a shorter seek")
         if any(v < 0 for v in values[1:]):
             raise DiskSimFormatError(path, number, f"negative time in {text!r}")
         if rows and values[0] <= rows[-1][1][0]:
             raise DiskSimFormatError(path, number, f"seek distances must increase (got {fields[0]} after {rows[-1][1][0]:g})")
         rows.append((number, values))
-    if header is None:
-        raise DiskSimFormatError(path, 1, "empty seek file (expected 'Seek distances measured: N')")
-    if len(rows) != header:
-        raise DiskSimFormatError(path, 1, f"header announces {header} seek distances but the file lists {len(rows)}")
+    if not rows:
+        raise DiskSimFormatError(path, 1, "empty seek file (expected 'Seek distances measured: N' and rows)")
     if len(rows) < 2:
         raise DiskSimFormatError(path, 1, "a seek table needs at least two points")
     data = np.array([values for _, values in rows])
