@@ -458,7 +458,11 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
     seek = np.maximum(seek_time_s(model.mech, distance, disksim_code=disksim_code), 0.0)
     write_seek = None
     table = model.mech.seek_table
-    if table is not None and table.write_time_s is not None:
+    # a fourth column of the seek file is a later release's write curve (maxtor300g's README);
+    # DiskSim 4.0's loader scans "%d, %lf, %lf" and ignores it (dm_mech_g1_read_extracted_seek_curve:
+    # tests/golden/disksim_variants' cheetah4LP_seek_fourth_column gives the bundled times), so it is
+    # followed with disksim_code=False only
+    if table is not None and table.write_time_s is not None and not disksim_code:
         write_seek = np.maximum(seek_time_s(model.mech, distance, write=True), 0.0)
     overhead = np.zeros((2, 2, 2))
     for k, kind in enumerate(("read", "write")):

@@ -531,7 +531,9 @@ def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim
     cheetah4LP_seek_no_header and _seek_header_50), and so is the table read here."""
     golden = Path(__file__).parent / "golden"
     bundled_ms = np.loadtxt(golden / "disksim_service_times" / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
-    for name in ("cheetah4LP_seek_no_header", "cheetah4LP_seek_header_50"):
+    # and a fourth column (a later release's write curve: each time + 1 ms here) changes nothing in
+    # DiskSim 4.0, which scans "%d, %lf, %lf"; drive_parameters takes it with disksim_code=False only
+    for name in ("cheetah4LP_seek_no_header", "cheetah4LP_seek_header_50", "cheetah4LP_seek_fourth_column"):
         disksim_ms = np.loadtxt(golden / "disksim_variants" / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
         np.testing.assert_array_equal(disksim_ms, bundled_ms)
     text = (disksim_dir / "cheetah4LP" / "cheetah4LP.seek").read_text()
@@ -544,3 +546,13 @@ def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim
         table = read_seek_table(path)
         np.testing.assert_array_equal(table.distance_cylinders, bundled.distance_cylinders)
         np.testing.assert_array_equal(table.read_time_s, bundled.read_time_s)
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    shutil.copy(golden / "disksim_variants" / "cheetah4LP_dual.seek", folder / "cheetah4LP.seek")
+    drive = load_disksim_drive(folder)
+    code = drive_parameters(drive)
+    np.testing.assert_array_equal(code.write_seek_by_distance_s, code.seek_by_distance_s)
+    assert drive_parameters(drive, disksim_code=False).write_seek_by_distance_s[1] == pytest.approx(1.636e-3)

@@ -36,6 +36,9 @@ def make_folder(variant, where: Path) -> Path:
         text = model.read_text()
         assert old in text, old
         model.write_text(text.replace(old, new, 1))
+    if variant.get("seek"):
+        # a seek file written for the variant in place of the drive's
+        shutil.copy(HERE / variant["seek"], next(folder.glob("*.seek")))
     # literal edits of the seek table
     for old, new in variant.get("seek_edits", []):
         seek = next(folder.glob("*.seek"))
