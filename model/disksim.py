@@ -419,6 +419,10 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
       and DiskSim's code no bound on it (disk_buffer_get_max_readahead: the
       segment bounds it; tests/golden/disksim_random).
 
+    It also takes a seek file's fourth column as the write seek curve (a
+    later release's "dual seek" table, maxtor300g's README), which DiskSim
+    4.0's loader ignores.
+
     One rule for every parameter where DiskSim's code and manual differ: the
     code ("Read-ahead over requested" and read-ahead scheme 4 follow it too;
     docs/benchmarks.md gives the figures of both readings).
