@@ -556,3 +556,26 @@ def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim
     code = drive_parameters(drive)
     np.testing.assert_array_equal(code.write_seek_by_distance_s, code.seek_by_distance_s)
     assert drive_parameters(drive, disksim_code=False).write_seek_by_distance_s[1] == pytest.approx(1.636e-3)
+
+
+def test_more_than_ten_first_ten_seek_times_take_the_first_ten(disksim_dir, tmp_path):
+    """DiskSim 4.0's do_1st10_seeks refuses fewer than ten values and takes the first ten of more:
+    with an eleventh (9 ms) hp_c2247a's 400 times are the bundled ones
+    (tests/golden/disksim_variants/hp_c2247a_first_ten_eleven.csv)."""
+    import shutil
+    golden = Path(__file__).parent / "golden"
+    disksim_ms = np.loadtxt(golden / "disksim_variants" / "hp_c2247a_first_ten_eleven.csv", delimiter=",",
+                            skiprows=1)[:, 1]
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    model = folder / "hp_c2247a_validate.model"
+    text = model.read_text()
+    model.write_text(text.replace("         4.990000\n      ],", "         4.990000,\n         9.000000\n      ],"))
+    mech = load_disksim_drive(folder).model.mech
+    assert mech.first_ten_seek_s == load_disksim_drive(disksim_dir / "hp_c2247a").model.mech.first_ten_seek_s
+    model.write_text(text.replace("         4.820000,\n         4.990000\n", "         4.820000\n"))
+    with pytest.raises(DiskSimFormatError, match=r"First ten seek times must hold 10 numbers \(found 9\), as "
+                                                 r"DiskSim 4\.0's loader requires"):
+        load_disksim_drive(folder)

@@ -722,9 +722,15 @@ def _mech(block: Block, path: Path) -> MechModel:
                 one_cylinder_s = int(block.number(key)) * 1e-12
         if seek_type == "hplplus10":
             first_ten = tuple(v * MS for v in block.numbers("First ten seek times"))
-            if len(first_ten) != 10:
+            # do_1st10_seeks (mech_g1_load.c) refuses fewer than 10 and takes the first 10 of more
+            if len(first_ten) < 10:
                 raise DiskSimFormatError(block.path, block.line_of("First ten seek times"),
-                                         f"First ten seek times must hold 10 numbers (found {len(first_ten)})")
+                                         f"First ten seek times must hold 10 numbers (found {len(first_ten)}), "
+                                         "as DiskSim 4.0's loader requires")
+            if any(v < 0 for v in first_ten[:10]):
+                raise DiskSimFormatError(block.path, block.line_of("First ten seek times"),
+                                         "First ten seek times must be >= 0, as DiskSim 4.0's loader requires")
+            first_ten = first_ten[:10]
     elif seek_type in ("linear", "curve"):
         # DiskSim 4.0 runs them (dm_mech_g1_seek_3pt_line, _3pt_curve) on the three times its loader
         # stores unconverted (mech_g1.modspec: result->seekone = d): whole picoseconds
