@@ -579,3 +579,22 @@ def test_more_than_ten_first_ten_seek_times_take_the_first_ten(disksim_dir, tmp_
     with pytest.raises(DiskSimFormatError, match=r"First ten seek times must hold 10 numbers \(found 9\), as "
                                                  r"DiskSim 4\.0's loader requires"):
         load_disksim_drive(folder)
+
+
+def test_hpl_values_as_disksims_loader_takes_them(tmp_path):
+    """do_hpl_seek takes the first 6 of more values and refuses fewer, or a negative V2..V5. With a
+    seventh value hp_c2247a's 400 times in DiskSim 4.0 are the bundled ones
+    (tests/golden/disksim_variants/hp_c2247a_hpl_seven_values.csv)."""
+    golden = Path(__file__).parent / "golden"
+    np.testing.assert_array_equal(
+        np.loadtxt(golden / "disksim_variants" / "hp_c2247a_hpl_seven_values.csv", delimiter=",", skiprows=1),
+        np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1))
+    path = tmp_path / "hpl.model"
+    path.write_text(_model_text(HPL.format("300").replace("-1 ]", "-1, 4.5 ]"), G1_LAYOUT))
+    assert read_model_file(path).mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
+    path.write_text(_model_text(HPL.format("300").replace(", -1 ]", " ]"), G1_LAYOUT))
+    with pytest.raises(DiskSimFormatError, match=r"must hold 6 numbers \(found 5\), as DiskSim 4\.0's loader"):
+        read_model_file(path)
+    path.write_text(_model_text(HPL.format("300").replace("0.33", "-0.33"), G1_LAYOUT))
+    with pytest.raises(DiskSimFormatError, match=r"V2\.\.V5 must be >= 0"):
+        read_model_file(path)

@@ -703,9 +703,16 @@ def _mech(block: Block, path: Path) -> MechModel:
         table = read_seek_table(path.parent / name)
     elif seek_type in ("hpl", "hplplus10"):
         hpl = tuple(block.numbers("HPL seek equation values"))
-        if len(hpl) != 6:
+        # do_hpl_seek (mech_g1_load.c) refuses fewer than 6, takes the first 6 of more, and refuses
+        # a negative V2..V5
+        if len(hpl) < 6:
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
-                                     f"HPL seek equation values must hold 6 numbers (found {len(hpl)})")
+                                     f"HPL seek equation values must hold 6 numbers (found {len(hpl)}), as "
+                                     "DiskSim 4.0's loader requires")
+        hpl = hpl[:6]
+        if any(v < 0 for v in hpl[1:5]):
+            raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
+                                     "HPL seek equation values V2..V5 must be >= 0, as DiskSim 4.0's loader requires")
         # DiskSim's loader (mech_g1_load.c) takes V1 as whole cylinders, >= 0.
         if hpl[0] < 0 or hpl[0] != int(hpl[0]):
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
