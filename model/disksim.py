@@ -101,7 +101,9 @@ def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False,
             one_cylinder_s = single_cylinder_flag * MS
             if disksim_code and mech.hpl_one_cylinder_code_s is not None:
                 one_cylinder_s = mech.hpl_one_cylinder_code_s
-            return np.where(distance == 1, one_cylinder_s, result)
+            # a negative V6 (DiskSim's loader takes any) seeks in no time: dm_seek_time_g1 takes
+            # max(head switch, seek), the head switch 0 on one surface (simulate adds the switch)
+            return np.where(distance == 1, max(one_cylinder_s, 0.0), result)
         return result
     if mech.seek_type in ("linear", "curve") and mech.three_point_code_ps is not None:
         if not disksim_code:

@@ -718,10 +718,10 @@ def _mech(block: Block, path: Path) -> MechModel:
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
                                      f"the first HPL seek equation value is a distance in whole cylinders, "
                                      f">= 0 (got {hpl[0]:g})")
-        if hpl[5] != -1 and hpl[5] < 0:
-            raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
-                                     f"the sixth HPL seek equation value is a one-cylinder seek time >= 0 or -1 "
-                                     f"(got {hpl[5]:g})")
+        # V6 may be any number: -1 is "none", anything else the one-cylinder seek (seekone), a negative
+        # one included, which dm_seek_time_g1 turns into the head switch or 0 (max(hst, seektime)),
+        # no write settle after 0; drive_parameters' seek table is clipped at 0 alike (hp_c2247a, seek
+        # type hpl, V6 = -0.5: 660 of DiskSim's 2000 times change from V6 = -1)
         if seek_type == "hpl" and hpl[5] != -1:
             one_cylinder_s = hpl[5] * MS
             key = "Single cylinder seek time"
