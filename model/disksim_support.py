@@ -319,7 +319,8 @@ PARV_ONLY_VALUES = {
     ("disksim_bus", "Arbitration time"): (0.0, "added at every bus acquisition (0.1 ms: +0.1 to +0.4 ms a "
                                                "request)"),
     ("disksim_ctlr", "type"): (1, "DiskSim 4.0 itself fails with 2 (53C700: disk_buffer_update_outbuffer's "
-                                  "assertion) and 3 (smart: a segmentation fault) on hp_c2247a's trace"),
+                                  "assertion) and 3 (smart: a segmentation fault) on hp_c2247a, cheetah4LP "
+                                  "and ibm18es"),
     ("disksim_ctlr", "Scale for delays"): (0.0, "the pass-thru controller's delay per message (0.1: +0.3 to "
                                                 "+0.4 ms a request)"),
 }
