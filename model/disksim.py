@@ -529,7 +529,8 @@ def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:
     if beyond.size:
         i = int(beyond[0])
         raise ValueError(f"{trace.where(i)}: LBN {int(trace.lbn[i])} + {int(trace.blocks[i])} blocks reaches "
-                         f"beyond the drive {params.name!r} ({params.layout.total_blocks} blocks)")
+                         f"beyond the drive {params.name!r} ({params.layout.total_blocks} blocks; DiskSim 4.0 stops on it too: "
+                         "disk_request_arrive)")
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
 
 
