@@ -297,7 +297,9 @@ def _list_of_ints(block: Block, key: str) -> tuple[int, ...]:
 
 
 #: Every parameter DiskSim 4.0 defines for each block type of a model file
-#: (diskmodel/modules/*.modspec); another is an error, as it is for DiskSim's loader.
+#: (diskmodel/modules/*.modspec); another is an error: DiskSim's loader warns ("not valid in
+#: context") and then crashes (hp_c2247a with one in dm_mech_g1 or a dm_layout_g1_zone: a
+#: segmentation fault).
 _DISKSIM_KEYS = {
     "dm_disk": ("Block count", "Number of data surfaces", "Number of cylinders", "Mechanical Model",
                 "Layout Model"),
@@ -329,7 +331,8 @@ def _known_keys_only(block: Block) -> None:
         if key not in known:
             name = block.original_keys.get(key, key)
             raise DiskSimFormatError(block.path, block.line_of(name),
-                                     f"{name!r} is not a parameter of a DiskSim {block.type} block")
+                                     f"{name!r} is not a parameter of a DiskSim {block.type} block (DiskSim 4.0 "
+                                     "warns, then crashes)")
 
 
 _SKEW_UNITS = ("sectors", "revolutions")
