@@ -101,9 +101,26 @@ def seek_time_s(mech: MechModel, distance_cylinders, *, write: bool = False,
             one_cylinder_s = single_cylinder_flag * MS
             if disksim_code and mech.hpl_one_cylinder_code_s is not None:
                 one_cylinder_s = mech.hpl_one_cylinder_code_s
-            return np.where(distance == 1, one_cylinder_s, result)
+            # a negative V6 (DiskSim's loader takes any) seeks in no time: dm_seek_time_g1 takes
+            # max(head switch, seek), the head switch 0 on one surface (simulate adds the switch)
+            return np.where(distance == 1, max(one_cylinder_s, 0.0), result)
         return result
-    raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
+    if mech.seek_type in ("linear", "curve") and mech.three_point_code_ps is not None:
+        if not disksim_code:
+            raise ValueError(f"seek type {mech.seek_type} is followed as DiskSim 4.0's code runs it only "
+                             "(disksim_code=True)")
+        # DiskSim 4.0's dm_mech_g1_seek_3pt_line and _3pt_curve (diskmodel/mech_g1_seektime.c) on the
+        # times its loader stores as whole picoseconds (MechModel.three_point_code_ps). The line sets
+        # numcyls = cyls, so every distance of 2 or more takes the full strobe time; the curve is
+        # seekone + seekavg (d - 1) + seekfull sqrt32(d - 1), sqrt32 the integer square root (sqrt.c)
+        one_ps, average_ps, full_ps = mech.three_point_code_ps
+        if mech.seek_type == "linear":
+            ps = np.where(distance >= 2, full_ps, one_ps)
+        else:
+            rest = np.maximum(distance - 1, 0)
+            ps = one_ps + average_ps * rest + full_ps * np.floor(np.sqrt(rest))
+        return np.where(distance == 0, 0.0, ps * 1e-12)
+    raise ValueError(f"seek type {mech.seek_type!r} is not supported (extracted, hpl, hplplus10, linear, curve are)")
 
 
 def table_seek(table: SeekTable, curve: str = "read", reach_cylinders: int | None = None) -> TableSeek:
@@ -404,6 +421,10 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
       and DiskSim's code no bound on it (disk_buffer_get_max_readahead: the
       segment bounds it; tests/golden/disksim_random).
 
+    It also takes a seek file's fourth column as the write seek curve (a
+    later release's "dual seek" table, maxtor300g's README), which DiskSim
+    4.0's loader ignores.
+
     One rule for every parameter where DiskSim's code and manual differ: the
     code ("Read-ahead over requested" and read-ahead scheme 4 follow it too;
     docs/benchmarks.md gives the figures of both readings).
@@ -443,7 +464,11 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
     seek = np.maximum(seek_time_s(model.mech, distance, disksim_code=disksim_code), 0.0)
     write_seek = None
     table = model.mech.seek_table
-    if table is not None and table.write_time_s is not None:
+    # a fourth column of the seek file is a later release's write curve (maxtor300g's README);
+    # DiskSim 4.0's loader scans "%d, %lf, %lf" and ignores it (dm_mech_g1_read_extracted_seek_curve:
+    # tests/golden/disksim_variants' cheetah4LP_seek_fourth_column gives the bundled times), so it is
+    # followed with disksim_code=False only
+    if table is not None and table.write_time_s is not None and not disksim_code:
         write_seek = np.maximum(seek_time_s(model.mech, distance, write=True), 0.0)
     overhead = np.zeros((2, 2, 2))
     for k, kind in enumerate(("read", "write")):
@@ -504,7 +529,8 @@ def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:
     if beyond.size:
         i = int(beyond[0])
         raise ValueError(f"{trace.where(i)}: LBN {int(trace.lbn[i])} + {int(trace.blocks[i])} blocks reaches "
-                         f"beyond the drive {params.name!r} ({params.layout.total_blocks} blocks)")
+                         f"beyond the drive {params.name!r} ({params.layout.total_blocks} blocks; DiskSim 4.0 stops on it too: "
+                         "disk_request_arrive)")
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
 
 

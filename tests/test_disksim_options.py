@@ -345,11 +345,13 @@ def test_options_not_honoured_are_errors_naming_file_line_parameter(disksim_dir,
     specs = next(folder.glob("*.diskspecs"))
     original = specs.read_text()
     lines = original.splitlines()
-    for key, value, message in (("Enable caching in buffer", "3", r"it implements 0, 1, 2"),
-                                ("Immediate buffer read", "2", r"it implements 0, 1"),
-                                ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]"),
-
-                                ("Preseeking level", "3", r"it implements 0, 1, 2")):
+    # each outside DiskSim 4.0's own range too (disk.modspec), which the error says
+    own = r"\); DiskSim 4\.0 refuses it too \(disk\.modspec: "
+    for key, value, message in (("Enable caching in buffer", "3", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Immediate buffer read", "3", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Immediate buffer write", "-1", r"it implements 0, 1, 2" + own + "0, 1, 2"),
+                                ("Low (write) water mark", "1.5", r"it implements any value in \[0, 1\]" + own),
+                                ("Preseeking level", "3", r"it implements 0, 1, 2" + own + "0, 1, 2")):
         at = next(i for i, line in enumerate(lines) if line.strip().startswith(key))
         specs.write_text("\n".join(lines[:at] + [f"   {key} = {value},"] + lines[at + 1:]) + "\n")
         where = rf"cheetah4LP\.diskspecs:{at + 1}: {re.escape(key)} = "
@@ -515,16 +517,21 @@ def test_calc_sector_by_sector_is_accepted_at_0_and_1(disksim_dir, tmp_path):
         drive_parameters(load_disksim_drive(folder))
 
 
-def test_read_directly_to_buffer_0_only_without_remapped_defects(disksim_dir, tmp_path):
-    # DiskSim reads a block remapped elsewhere another way at 0 (disk_get_remapped_sector);
-    # never compared, so refused there
+def test_read_directly_to_buffer_0_with_defects_remapped_elsewhere(disksim_dir, tmp_path):
+    # cheetah4LP with blocks 10, 4000 and 9000 remapped to spares (sparing scheme 8), 400 requests
+    # ending 2-40 blocks before them, the read-ahead running on: DiskSim 4.0's times are the same at
+    # 0 and 1 (an access covering a remapped block, or next to one, stops DiskSim at either value)
+    at_1, at_0 = _golden("cheetah4LP_defects_remapped"), _golden("cheetah4LP_defects_remapped_read_direct_0")
+    np.testing.assert_array_equal(at_0, at_1)
+    np.testing.assert_allclose(at_1[[0, 1, 36, 168]], [5.835562, 9.887598, 1.022, 1.022], rtol=0, atol=1e-6)
     folder, specs, text, line = _edited_copy(disksim_dir, tmp_path, "cheetah4LP", "Read directly to buffer = 1,",
                                              "Read directly to buffer = 0,")
-    assert drive_parameters(load_disksim_drive(folder)).name == "cheetah4LP"
     model = folder / "cheetah4LP.model"
-    model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 71 ]", 1))
-    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 0 is "
-                                                 r"honoured .* only without defects remapped elsewhere"):
+    model.write_text(model.read_text().replace("defects = []", "defects = [ 10, 18615 ]", 1))
+    params = drive_parameters(load_disksim_drive(folder))
+    assert params.layout.lbn_to_pbn(np.array([10]))[0][0] == 11   # on the range's spare cylinder
+    specs.write_text(text.replace("Read directly to buffer = 0,", "Read directly to buffer = 2,"))
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Read directly to buffer = 2 "):
         drive_parameters(load_disksim_drive(folder))
 
 
@@ -589,6 +596,38 @@ def test_plain_hpl_seeks_follow_disksims_code_not_its_manual(tmp_path):
     # the three variants differ from one another in DiskSim itself
     assert (np.abs(_golden("hp_c2247a_hpl") - _golden("hp_c2247a_hpl_v6_1_5")) > 1e-6).sum() > 0
     assert (np.abs(_golden("hp_c2247a_hpl_v6_1_5") - _golden("hp_c2247a_hpl_v6_1_5_single_after")) > 1e-6).sum() > 0
+
+
+def test_linear_and_curve_seeks_follow_disksims_code(disksim_dir, tmp_path):
+    """Seek types linear and curve (no bundled drive has them): DiskSim 4.0's loader stores hp_c2247a's
+    0.2, 1.1 and 2.3 ms as 0, 1 and 2 ps (mech_g1.modspec: no dm_time_dtoi), the line takes the full
+    strobe time from 2 cylinders on (numcyls = cyls), the curve seekone + seekavg (d - 1) + seekfull
+    sqrt32(d - 1): a seek costs the head switch, or nothing. DiskSim's own times (first 2000 requests
+    of hp_c2247a's trace) change from the bundled hplplus10 on 1430 (285 of the first 400); every one of ours agrees
+    (test_variant_matches_disksims_own_times). Seek type constant stops DiskSim 4.0 itself."""
+    bundled = np.loadtxt(BUNDLED / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    linear, curve = _golden("hp_c2247a_seek_linear"), _golden("hp_c2247a_seek_curve")
+    assert (np.abs(linear[:400] - bundled) > 1e-6).sum() == 285
+    np.testing.assert_allclose(linear[[0, 3, 4]], [10.538222, 6.043954, 10.214835], rtol=0, atol=1e-6)
+    assert 0 < np.abs(linear - curve).max() < 2e-5          # nanoseconds apart
+    by_name = {v["name"]: v for v in VARIANTS}
+    drive = load_disksim_drive(_make_variants().make_folder(by_name["hp_c2247a_seek_curve"], tmp_path / "c"))
+    np.testing.assert_allclose(drive_parameters(drive).seek_by_distance_s[[0, 1, 2, 5, 10]],
+                               [0.0, 0.0, 3e-12, 8e-12, 15e-12], rtol=0, atol=1e-18)
+    with pytest.raises(ValueError, match="seek type curve is followed as DiskSim 4.0's code runs it only"):
+        drive_parameters(drive, disksim_code=False)
+    folder, _, _, _ = _edited_copy(disksim_dir, tmp_path, "hp_c2247a", "Read directly to buffer = 1",
+                                   "Read directly to buffer = 1")
+    model = next(folder.glob("*.model"))
+    text = model.read_text()
+    line = text[:text.index("Seek type")].count("\n") + 1
+    model.write_text(text.replace("Seek type = hplplus10,", "Seek type = constant,"))
+    with pytest.raises(DiskSimFormatError, match=rf"\.model:{line}: seek type constant stops DiskSim 4.0 itself"):
+        load_disksim_drive(folder)
+    model.write_text(text.replace("Seek type = hplplus10,", "Seek type = linear,").replace(
+        "      Average seek time = 1.100000,\n", ""))
+    with pytest.raises(DiskSimFormatError, match="seek type linear needs 'Average seek time'"):
+        load_disksim_drive(folder)
 
 
 def test_transfers_larger_than_a_segment_change_disksims_times_and_follow_the_keys(tmp_path):

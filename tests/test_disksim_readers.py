@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,8 +142,9 @@ MALFORMED = [
     ("open.diskspecs", "disksim_disk D {\n  Segment size (in blks) = 12,\n  Zones = [ 1, 2,\n",
      read_diskspecs, r"open\.diskspecs:\d+: unterminated list"),
     ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, abc\n3, 2.0\n", read_seek_table, r"x\.seek:3: not a number"),
-    ("x.seek", "Seek distances measured: 3\n1, 1.0\n2, 1.5\n", read_seek_table,
-     "announces 3 seek distances but the file lists 2"),
+    ("x.seek", "2, 1.0\n3, 1.5\n", read_seek_table,
+     r"x\.seek:1: a seek file without the header .* must start at distance 1 \(got 2\): DiskSim 4\.0 reads before"),
+    ("x.seek", "Seek distances: 2\n1, 1.0\n3, 1.5\n", read_seek_table, r"x\.seek:1: expected the header"),
     ("t.trace", "R Miss 10 2 100.0 50.0\nX Hit 12 2 100.0 50.0\n", read_trace, r"t\.trace:2: first field must be R or W"),
     ("m.model", "dm_disk M {\n  Number of data surfaces = 2,\n  Block count = 10\n}\n", read_model_file,
      r"m\.model:1: .*lacks the parameter 'Layout Model'"),
@@ -283,9 +285,16 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
     at = next(i for i, line in enumerate(lines) if "Print stats" in line)
     lines.insert(at, "   Frobnicate the platters = 1,")
     specs.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DiskSimFormatError, match=rf"barracuda\.diskspecs:{at + 1}: parameter 'Frobnicate the "
-                                                 r"platters' is not honoured"):
-        drive_parameters(load_disksim_drive(folder))
+    # DiskSim 4.0's loader warns on a key it does not define and ignores it (hp_c2247a: its times
+    # unchanged); so does the simulation
+    with pytest.warns(UserWarning, match=rf"barracuda\.diskspecs:{at + 1}: parameter 'Frobnicate the "
+                                         r"platters' is not a DiskSim 4\.0 disksim_disk parameter; ignored"):
+        params = drive_parameters(load_disksim_drive(folder))
+    from diskmodel.model.disksim import simulate_trace
+    base = load_disksim_drive(disksim_dir / "barracuda")
+    trace = base.read_trace().head(200)
+    np.testing.assert_array_equal(simulate_trace(params, trace).service_s,
+                                  simulate_trace(drive_parameters(base), trace).service_s)
 
 
 @pytest.mark.parametrize("disksim_code", [True, False])
@@ -342,6 +351,8 @@ def test_water_mark_outside_disksims_range_names_file_and_line(disksim_dir, tmp_
      "type = 2,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
      "type = 2 in disksim_bus BUS1"),
     ("type = 1,\nScale for delays", "type = 3,\nScale for delays", "type = 3 in disksim_ctlr CTLR0"),
+    ("type = 1,\nScale for delays", "type = 2,\nScale for delays", "type = 2 in disksim_ctlr CTLR0"),
+    ("Constant access time = 0.0", "Constant access time = -1.0", "Constant access time = -1.0 in disksim_iodriver DRIVER0"),
     ("Scale for delays = 0.0", "Scale for delays = 0.1", "Scale for delays = 0.1 in disksim_ctlr CTLR0"),
 ])
 def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp_path, old, new, where):
@@ -360,6 +371,41 @@ def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp
     first_changed = next(i for i, (a, b) in enumerate(zip(text.splitlines(), edited.splitlines())) if a != b) + 1
     with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.parv:{first_changed}: {where} is not honoured"):
         drive_parameters(load_disksim_drive(folder))
+
+
+def test_a_controller_type_disksim_fails_on_says_so(disksim_dir, tmp_path):
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    parv.write_text(parv.read_text().replace("type = 1,\nScale for delays", "type = 2,\nScale for delays"))
+    with pytest.raises(DiskSimFormatError, match=r"type = 2 in disksim_ctlr CTLR0 .*DiskSim 4\.0 itself fails"):
+        drive_parameters(load_disksim_drive(folder))
+
+
+def test_driver_traced_queue_times_add_nothing_to_a_validate_trace(disksim_dir, tmp_path):
+    """The driver's "Constant access time" = -2 starts each request at its traced queue time, 0 in a
+    validate trace: DiskSim 4.0's times are the bundled drive's (hp_c2247a, first 400 requests:
+    tests/golden/disksim_variants/hp_c2247a_traced_queue_times.csv; 2000 of 2000 checked), so it
+    is accepted and simulated as 0."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters, simulate_trace
+    golden = Path(__file__).parent / "golden"
+    disksim_ms = np.loadtxt(golden / "disksim_variants" / "hp_c2247a_traced_queue_times.csv", delimiter=",",
+                            skiprows=1)[:, 1]
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    assert disksim_ms[0] == pytest.approx(21.649335, abs=1e-6)
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    parv = folder / "hp_c2247a.parv"
+    parv.write_text(parv.read_text().replace("Constant access time = 0.0", "Constant access time = -2.0"))
+    drive = load_disksim_drive(folder)
+    ours_ms = simulate_trace(drive_parameters(drive), drive.read_trace().head(400)).service_s * 1e3
+    assert (np.abs(ours_ms - disksim_ms) < 0.01).all()
 
 
 def test_parv_values_without_effect_in_disksim_are_accepted(disksim_dir, tmp_path):
@@ -404,11 +450,20 @@ def test_mechanics_outside_disksims_values_name_file_and_line(disksim_dir, tmp_p
         read_model_file(model)
 
 
-def test_hpl_sixth_value_is_a_time_or_minus_one(tmp_path):
+def test_hpl_sixth_value_may_be_negative_as_in_disksim(tmp_path):
+    """DiskSim 4.0's loader takes any V6 but -1 as the one-cylinder seek, a negative one too, which
+    dm_seek_time_g1's max(head switch, seek) makes 0 on one surface: hp_c2247a with seek type hpl and
+    V6 = -0.5 changes 660 of DiskSim's 2000 times from V6 = -1 (tests/golden/disksim_variants'
+    hp_c2247a_hpl_v6_negative and hp_c2247a_hpl; every one of ours agrees there)."""
+    golden = Path(__file__).parent / "golden" / "disksim_variants"
+    negative, none = (np.loadtxt(golden / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
+                      for name in ("hp_c2247a_hpl_v6_negative", "hp_c2247a_hpl"))
+    assert (np.abs(negative - none) > 1e-6).sum() == 660
     path = tmp_path / "hpl.model"
     path.write_text(_model_text(HPL.format("300").replace("-1", "-2"), G1_LAYOUT))
-    with pytest.raises(DiskSimFormatError, match="sixth HPL seek equation value is a one-cylinder seek time"):
-        read_model_file(path)
+    mech = read_model_file(path).mech
+    assert mech.hpl_seek[5] == -2
+    np.testing.assert_array_equal(seek_time_s(mech, np.array([0.0, 1.0])), [0.0, 0.0])
 
 
 @pytest.mark.parametrize("anchor", ["      Seek type = extracted,", "            Blocks per track = "])
@@ -483,3 +538,79 @@ def test_g1_skew_units_as_disksims_loader_reaches_them(tmp_path):
     # a negative value wraps (the conversion to DiskSim's unsigned angle): -0.25 is 0.75 of a turn
     zone = _g1_zone_units(tmp_path, "    Skew units = revolutions,\n", skews.replace("= 0.25", "= -0.25"))
     assert g1_skews_sectors(zone)[0] == 3221225472 / 42949672
+
+
+def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim_dir, tmp_path):
+    """DiskSim 4.0's dm_mech_g1_read_extracted_seek_curve takes a file without the header line (its
+    first line a row) and a header whose count is not the number of rows: cheetah4LP's times are
+    the bundled drive's either way (first 400 requests, tests/golden/disksim_variants'
+    cheetah4LP_seek_no_header and _seek_header_50), and so is the table read here."""
+    golden = Path(__file__).parent / "golden"
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "cheetah4LP.csv", delimiter=",", skiprows=1)[:, 1]
+    # and a fourth column (a later release's write curve: each time + 1 ms here) changes nothing in
+    # DiskSim 4.0, which scans "%d, %lf, %lf"; drive_parameters takes it with disksim_code=False only
+    for name in ("cheetah4LP_seek_no_header", "cheetah4LP_seek_header_50", "cheetah4LP_seek_fourth_column"):
+        disksim_ms = np.loadtxt(golden / "disksim_variants" / f"{name}.csv", delimiter=",", skiprows=1)[:, 1]
+        np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    text = (disksim_dir / "cheetah4LP" / "cheetah4LP.seek").read_text()
+    bundled = read_seek_table(disksim_dir / "cheetah4LP" / "cheetah4LP.seek")
+    assert bundled.points == 103 and bundled.read_time_s[0] == pytest.approx(0.636e-3)
+    for edited in (text.replace("Seek distances measured: 103\n", ""),
+                   text.replace("Seek distances measured: 103", "Seek distances measured: 50")):
+        path = tmp_path / "c.seek"
+        path.write_text(edited)
+        table = read_seek_table(path)
+        np.testing.assert_array_equal(table.distance_cylinders, bundled.distance_cylinders)
+        np.testing.assert_array_equal(table.read_time_s, bundled.read_time_s)
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    shutil.copy(golden / "disksim_variants" / "cheetah4LP_dual.seek", folder / "cheetah4LP.seek")
+    drive = load_disksim_drive(folder)
+    code = drive_parameters(drive)
+    np.testing.assert_array_equal(code.write_seek_by_distance_s, code.seek_by_distance_s)
+    assert drive_parameters(drive, disksim_code=False).write_seek_by_distance_s[1] == pytest.approx(1.636e-3)
+
+
+def test_more_than_ten_first_ten_seek_times_take_the_first_ten(disksim_dir, tmp_path):
+    """DiskSim 4.0's do_1st10_seeks refuses fewer than ten values and takes the first ten of more:
+    with an eleventh (9 ms) hp_c2247a's 400 times are the bundled ones
+    (tests/golden/disksim_variants/hp_c2247a_first_ten_eleven.csv)."""
+    import shutil
+    golden = Path(__file__).parent / "golden"
+    disksim_ms = np.loadtxt(golden / "disksim_variants" / "hp_c2247a_first_ten_eleven.csv", delimiter=",",
+                            skiprows=1)[:, 1]
+    bundled_ms = np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    np.testing.assert_array_equal(disksim_ms, bundled_ms)
+    folder = tmp_path / "hp_c2247a"
+    shutil.copytree(disksim_dir / "hp_c2247a", folder)
+    model = folder / "hp_c2247a_validate.model"
+    text = model.read_text()
+    model.write_text(text.replace("         4.990000\n      ],", "         4.990000,\n         9.000000\n      ],"))
+    mech = load_disksim_drive(folder).model.mech
+    assert mech.first_ten_seek_s == load_disksim_drive(disksim_dir / "hp_c2247a").model.mech.first_ten_seek_s
+    model.write_text(text.replace("         4.820000,\n         4.990000\n", "         4.820000\n"))
+    with pytest.raises(DiskSimFormatError, match=r"First ten seek times must hold 10 numbers \(found 9\), as "
+                                                 r"DiskSim 4\.0's loader requires"):
+        load_disksim_drive(folder)
+
+
+def test_hpl_values_as_disksims_loader_takes_them(tmp_path):
+    """do_hpl_seek takes the first 6 of more values and refuses fewer, or a negative V2..V5. With a
+    seventh value hp_c2247a's 400 times in DiskSim 4.0 are the bundled ones
+    (tests/golden/disksim_variants/hp_c2247a_hpl_seven_values.csv)."""
+    golden = Path(__file__).parent / "golden"
+    np.testing.assert_array_equal(
+        np.loadtxt(golden / "disksim_variants" / "hp_c2247a_hpl_seven_values.csv", delimiter=",", skiprows=1),
+        np.loadtxt(golden / "disksim_service_times" / "hp_c2247a.csv", delimiter=",", skiprows=1))
+    path = tmp_path / "hpl.model"
+    path.write_text(_model_text(HPL.format("300").replace("-1 ]", "-1, 4.5 ]"), G1_LAYOUT))
+    assert read_model_file(path).mech.hpl_seek == (300, 3.81, 0.33, 7.75, 0.0059, -1)
+    path.write_text(_model_text(HPL.format("300").replace(", -1 ]", " ]"), G1_LAYOUT))
+    with pytest.raises(DiskSimFormatError, match=r"must hold 6 numbers \(found 5\), as DiskSim 4\.0's loader"):
+        read_model_file(path)
+    path.write_text(_model_text(HPL.format("300").replace("0.33", "-0.33"), G1_LAYOUT))
+    with pytest.raises(DiskSimFormatError, match=r"V2\.\.V5 must be >= 0"):
+        read_model_file(path)

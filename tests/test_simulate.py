@@ -261,13 +261,13 @@ def test_trace_comments_and_header_are_counted_and_bad_lines_named(tmp_path):
     for lines, where, what in (
             (["R Hit 100 8 5000.0 100.0", "R Hit x 8 1 1"], ":2:", "whole numbers"),
             (["R Hit 100 -8 5000.0 100.0"], ":1:", "block count -8"),
-            (["R Hit -100 8 5000.0 100.0"], ":1:", "negative LBN"),
+            (["R Hit -100 8 5000.0 100.0"], ":1:", "negative LBN .*DiskSim 4.0 stops on it too"),
             (["R Hit 100 8 5000.0"], ":1:", "expected 6 fields")):
         with pytest.raises(DiskSimFormatError, match=f"{where}.*{what}"):
             read_trace(_write_trace(tmp_path / "b.trace", lines))
     beyond = read_trace(_write_trace(tmp_path / "c.trace", ["R Hit 0 8 1 1", "R Hit 19990 20 1 1"]))
     with pytest.raises(ValueError, match=r"c\.trace:2: LBN 19990 \+ 20 blocks reaches beyond the drive 'toy' "
-                                         r"\(20000 blocks\)"):
+                                         r"\(20000 blocks; DiskSim 4\.0 stops on it too"):
         simulate_trace(_toy(), beyond)
 
 

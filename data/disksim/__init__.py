@@ -210,7 +210,8 @@ def _diskspecs_from_block(block: Block) -> DiskSpecs:
         block=block)
     if specs.buffer_segments < 1 or specs.segment_size_blocks < 1:
         raise DiskSimFormatError(block.path, block.line_of("Number of buffer segments"),
-                                 "buffer segments and segment size must be >= 1")
+                                 "buffer segments and segment size must be >= 1 (DiskSim 4.0 stops on 0 segments "
+                                 "itself, disk_postpass_perdisk; disk.modspec: segment size 1..the disk's blocks)")
     if specs.fast_write_level not in (0, 1, 2):
         raise DiskSimFormatError(block.path, block.line_of("Fast write level"),
                                  f"Fast write level must be 0, 1 or 2 (got {specs.fast_write_level})")
@@ -420,9 +421,11 @@ def read_trace(path) -> Trace:
         except ValueError:
             raise DiskSimFormatError(path, number, f"LBN and blocks must be whole numbers and times numbers in {raw.strip()!r}") from None
         if values[0] < 0:
-            raise DiskSimFormatError(path, number, f"negative LBN {values[0]} in {raw.strip()!r}")
+            raise DiskSimFormatError(path, number, f"negative LBN {values[0]} in {raw.strip()!r} (DiskSim 4.0 stops on it too: "
+                                     "logorg_maprequest)")
         if values[1] < 1:
-            raise DiskSimFormatError(path, number, f"block count {values[1]} must be >= 1 in {raw.strip()!r}")
+            raise DiskSimFormatError(path, number, f"block count {values[1]} must be >= 1 in {raw.strip()!r} (DiskSim 4.0 stops "
+                                     "on it too: disk_request_arrive)")
         if not all(math.isfinite(v) and v >= 0 for v in values[2:]):
             raise DiskSimFormatError(path, number, f"negative or non-finite time in {raw.strip()!r}")
         is_write.append(fields[0] == "W")

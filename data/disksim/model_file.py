@@ -51,7 +51,14 @@ class SeekTable:
 
 def read_seek_table(path) -> SeekTable:
     """Read a DiskSim ``.seek`` file: header ``Seek distances measured: N``, then
-    ``distance, time_ms[, std_ms[, write_time_ms]]`` per line."""
+    ``distance, time_ms[, std_ms[, write_time_ms]]`` per line.
+
+    As DiskSim 4.0's ``dm_mech_g1_read_extracted_seek_curve`` (mech_g1_load.c): the header is
+    optional (without it the first line is a row) and its N need not be the number of rows (the
+    loader only sizes its arrays with it); a file without the header must start at distance 1,
+    as DiskSim's seek function reads before its table for a shorter distance then
+    (``dm_mech_g1_seek_extracted``: ``xseekdists[i - 1]`` at ``i = 0``).
+    """
     path = Path(path)
     lines = read_text(path, "DiskSim seek file").splitlines()
     header = None
@@ -61,12 +68,14 @@ def read_seek_table(path) -> SeekTable:
         text = raw.split("#", 1)[0].strip()
         if not text:
             continue
-        if header is None:
+        if header is None and not rows:
             match = re.fullmatch(r"Seek distances measured:\s*(\d+)", text, re.IGNORECASE)
-            if match is None:
-                raise DiskSimFormatError(path, number, "expected the header 'Seek distances measured: N'")
-            header = int(match.group(1))
-            continue
+            if match is not None:
+                header = int(match.group(1))
+                continue
+            if not re.match(r"[-+]?\d", text):
+                raise DiskSimFormatError(path, number, "expected the header 'Seek distances measured: N' or a row "
+                                         "'distance, time_ms'")
         fields = [f for f in re.split(r"[,\s]+", text) if f]
         if columns is None:
             columns = len(fields)
@@ -82,15 +91,17 @@ def read_seek_table(path) -> SeekTable:
             raise DiskSimFormatError(path, number, f"non-finite value in {text!r}")
         if values[0] <= 0 or values[0] != int(values[0]):
             raise DiskSimFormatError(path, number, f"seek distance must be a positive whole number (got {fields[0]})")
+        if header is None and not rows and values[0] != 1:
+            raise DiskSimFormatError(path, number, f"a seek file without the header 'Seek distances measured: N' must "
+                                     f"start at distance 1 (got {fields[0]}): DiskSim 4.0 reads before its table "
+                                     "for a shorter seek")
         if any(v < 0 for v in values[1:]):
             raise DiskSimFormatError(path, number, f"negative time in {text!r}")
         if rows and values[0] <= rows[-1][1][0]:
             raise DiskSimFormatError(path, number, f"seek distances must increase (got {fields[0]} after {rows[-1][1][0]:g})")
         rows.append((number, values))
-    if header is None:
-        raise DiskSimFormatError(path, 1, "empty seek file (expected 'Seek distances measured: N')")
-    if len(rows) != header:
-        raise DiskSimFormatError(path, 1, f"header announces {header} seek distances but the file lists {len(rows)}")
+    if not rows:
+        raise DiskSimFormatError(path, 1, "empty seek file (expected 'Seek distances measured: N' and rows)")
     if len(rows) < 2:
         raise DiskSimFormatError(path, 1, "a seek table needs at least two points")
     data = np.array([values for _, values in rows])
@@ -235,6 +246,10 @@ class MechModel:
     (``seekone``, mech_g1_load.c): V6, or, when "Single cylinder seek time"
     is listed after the HPL values, that value's milliseconds stored as
     picoseconds without conversion (its loader has no ``dm_time_dtoi``).
+    ``three_point_code_ps``: for seek types ``linear`` and ``curve``, the
+    (single cylinder, average, full strobe) seek times as DiskSim 4.0's loader
+    stores them (``mech_g1.modspec``: ``result->seekone = d``, no
+    ``dm_time_dtoi``): the milliseconds truncated to whole picoseconds.
     """
 
     access_time_type: str
@@ -250,6 +265,7 @@ class MechModel:
     first_ten_seek_s: tuple[float, ...] | None = None
     seek_table: SeekTable | None = None
     hpl_one_cylinder_code_s: float | None = None
+    three_point_code_ps: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -281,7 +297,9 @@ def _list_of_ints(block: Block, key: str) -> tuple[int, ...]:
 
 
 #: Every parameter DiskSim 4.0 defines for each block type of a model file
-#: (diskmodel/modules/*.modspec); another is an error, as it is for DiskSim's loader.
+#: (diskmodel/modules/*.modspec); another is an error: DiskSim's loader warns ("not valid in
+#: context") and then crashes (hp_c2247a with one in dm_mech_g1 or a dm_layout_g1_zone: a
+#: segmentation fault).
 _DISKSIM_KEYS = {
     "dm_disk": ("Block count", "Number of data surfaces", "Number of cylinders", "Mechanical Model",
                 "Layout Model"),
@@ -313,7 +331,8 @@ def _known_keys_only(block: Block) -> None:
         if key not in known:
             name = block.original_keys.get(key, key)
             raise DiskSimFormatError(block.path, block.line_of(name),
-                                     f"{name!r} is not a parameter of a DiskSim {block.type} block")
+                                     f"{name!r} is not a parameter of a DiskSim {block.type} block (DiskSim 4.0 "
+                                     "warns, then crashes)")
 
 
 _SKEW_UNITS = ("sectors", "revolutions")
@@ -672,28 +691,40 @@ def _int_rows(block: Block, key: str, width: int) -> np.ndarray:
 _ACCESS_TIME_TYPES = ("constant", "averageRotation", "trackSwitchPlusRotation")
 
 
+#: The three times seek types linear and curve take, in DiskSim's (seekone, seekavg, seekfull) order
+_THREE_POINT_KEYS = ("Single cylinder seek time", "Average seek time", "Full strobe seek time")
+
+
 def _mech(block: Block, path: Path) -> MechModel:
     _known_keys_only(block)
     seek_type = block.word("Seek type")
     table = None
     hpl = first_ten = one_cylinder_s = None
+    three_point = []
     if seek_type == "extracted":
         name = block.word("Full seek curve")
         table = read_seek_table(path.parent / name)
     elif seek_type in ("hpl", "hplplus10"):
         hpl = tuple(block.numbers("HPL seek equation values"))
-        if len(hpl) != 6:
+        # do_hpl_seek (mech_g1_load.c) refuses fewer than 6, takes the first 6 of more, and refuses
+        # a negative V2..V5
+        if len(hpl) < 6:
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
-                                     f"HPL seek equation values must hold 6 numbers (found {len(hpl)})")
+                                     f"HPL seek equation values must hold 6 numbers (found {len(hpl)}), as "
+                                     "DiskSim 4.0's loader requires")
+        hpl = hpl[:6]
+        if any(v < 0 for v in hpl[1:5]):
+            raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
+                                     "HPL seek equation values V2..V5 must be >= 0, as DiskSim 4.0's loader requires")
         # DiskSim's loader (mech_g1_load.c) takes V1 as whole cylinders, >= 0.
         if hpl[0] < 0 or hpl[0] != int(hpl[0]):
             raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
                                      f"the first HPL seek equation value is a distance in whole cylinders, "
                                      f">= 0 (got {hpl[0]:g})")
-        if hpl[5] != -1 and hpl[5] < 0:
-            raise DiskSimFormatError(block.path, block.line_of("HPL seek equation values"),
-                                     f"the sixth HPL seek equation value is a one-cylinder seek time >= 0 or -1 "
-                                     f"(got {hpl[5]:g})")
+        # V6 may be any number: -1 is "none", anything else the one-cylinder seek (seekone), a negative
+        # one included, which dm_seek_time_g1 turns into the head switch or 0 (max(hst, seektime)),
+        # no write settle after 0; drive_parameters' seek table is clipped at 0 alike (hp_c2247a, seek
+        # type hpl, V6 = -0.5: 660 of DiskSim's 2000 times change from V6 = -1)
         if seek_type == "hpl" and hpl[5] != -1:
             one_cylinder_s = hpl[5] * MS
             key = "Single cylinder seek time"
@@ -701,12 +732,39 @@ def _mech(block: Block, path: Path) -> MechModel:
                 one_cylinder_s = int(block.number(key)) * 1e-12
         if seek_type == "hplplus10":
             first_ten = tuple(v * MS for v in block.numbers("First ten seek times"))
-            if len(first_ten) != 10:
+            # do_1st10_seeks (mech_g1_load.c) refuses fewer than 10 and takes the first 10 of more
+            if len(first_ten) < 10:
                 raise DiskSimFormatError(block.path, block.line_of("First ten seek times"),
-                                         f"First ten seek times must hold 10 numbers (found {len(first_ten)})")
-    else:
+                                         f"First ten seek times must hold 10 numbers (found {len(first_ten)}), "
+                                         "as DiskSim 4.0's loader requires")
+            if any(v < 0 for v in first_ten[:10]):
+                raise DiskSimFormatError(block.path, block.line_of("First ten seek times"),
+                                         "First ten seek times must be >= 0, as DiskSim 4.0's loader requires")
+            first_ten = first_ten[:10]
+    elif seek_type in ("linear", "curve"):
+        # DiskSim 4.0 runs them (dm_mech_g1_seek_3pt_line, _3pt_curve) on the three times its loader
+        # stores unconverted (mech_g1.modspec: result->seekone = d): whole picoseconds
+        for key in _THREE_POINT_KEYS:
+            if key not in block:
+                # the loader leaves the field unset (dm_mech_g1_loadparams mallocs the model: garbage)
+                raise DiskSimFormatError(block.path, block.line_of("Seek type"),
+                                         f"seek type {seek_type} needs {key!r} (DiskSim 4.0 leaves it unset)")
+            value = block.number(key)
+            if value < 0:
+                raise DiskSimFormatError(block.path, block.line_of(key), f"{key} must be >= 0 (got {value:g})")
+            three_point.append(int(value))
+    elif seek_type == "constant":
+        # dm_mech_g1_seek_const asserts m->seektype == SEEK_CONST, a field the loader never sets:
+        # DiskSim 4.0 stops at the first seek (checked on hp_c2247a's trace)
         raise DiskSimFormatError(block.path, block.line_of("Seek type"),
-                                 f"seek type {seek_type!r} is not supported (extracted, hpl, hplplus10 are)")
+                                 "seek type constant stops DiskSim 4.0 itself (dm_mech_g1_seek_const's assertion "
+                                 "on seektype, which its loader never sets): use extracted, hpl, hplplus10, linear "
+                                 "or curve")
+    else:
+        # mech_g1.modspec: "Unknown seek type", ddbg_assert(0)
+        raise DiskSimFormatError(block.path, block.line_of("Seek type"),
+                                 f"seek type {seek_type!r} is not one of DiskSim 4.0's (extracted, hpl, hplplus10, "
+                                 "linear, curve; constant stops DiskSim)")
 
     def optional_ms(key):
         return block.number(key) * MS if key in block else None
@@ -733,7 +791,8 @@ def _mech(block: Block, path: Path) -> MechModel:
         single_cylinder_seek_s=optional_ms("Single cylinder seek time"),
         average_seek_s=optional_ms("Average seek time"),
         full_strobe_seek_s=optional_ms("Full strobe seek time"),
-        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table, hpl_one_cylinder_code_s=one_cylinder_s)
+        hpl_seek=hpl, first_ten_seek_s=first_ten, seek_table=table, hpl_one_cylinder_code_s=one_cylinder_s,
+        three_point_code_ps=tuple(three_point) if seek_type in ("linear", "curve") else None)
 
 
 def _model_from_block(block: Block) -> ModelFile:

@@ -36,6 +36,21 @@ def make_folder(variant, where: Path) -> Path:
         text = model.read_text()
         assert old in text, old
         model.write_text(text.replace(old, new, 1))
+    if variant.get("seek"):
+        # a seek file written for the variant in place of the drive's
+        shutil.copy(HERE / variant["seek"], next(folder.glob("*.seek")))
+    # literal edits of the seek table
+    for old, new in variant.get("seek_edits", []):
+        seek = next(folder.glob("*.seek"))
+        text = seek.read_text()
+        assert old in text, old
+        seek.write_text(text.replace(old, new, 1))
+    # literal edits of the .parv (its driver, buses and controller)
+    for old, new in variant.get("parv_edits", []):
+        parv = next(folder.glob("*.parv"))
+        text = parv.read_text()
+        assert old in text, old
+        parv.write_text(text.replace(old, new, 1))
     if variant["trace"]:
         shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
     return folder
