@@ -840,7 +840,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     head = head_q
                 elif dirty_end > arrival and (not _combines(combine, first, prev_end) or arrival < queued_until
                                               or prebuffer):
-                    data0 = max(data0, dirty_end + reselect + data_prep)
+                    # (disk_write_arrive disconnects it after its overhead and the write disconnect
+                    # overhead; it reconnects once that write's access has ended, as after a read-ahead)
+                    data0 = max(data0 + write_disc, dirty_end) + reselect + data_prep
                     queued_until = 0.0
                 elif dirty_end > arrival:
                     # An appending write taken while the previous write is on its way to the media is

@@ -262,6 +262,23 @@ def test_without_combining_an_appending_fast_write_waits_for_the_write_being_wri
     np.testing.assert_allclose(result.service_s * 1e3, [11.11, 0.5, 9.59, 20.91], rtol=0, atol=1e-9)
 
 
+def test_a_fast_write_that_cannot_stop_the_write_under_way_disconnects_and_reconnects():
+    # Write disconnect overhead 0.05 ms, first reselect 0.02 ms. LBN 0..9 at 0 (done 0.5; written
+    # 10.0 to 11.0). LBN 500..509 arrives at 10.8, that write still being written: it cannot stop
+    # it (no BUFFER_APPEND), so disk_write_arrive disconnects it after its overhead and the write
+    # disconnect (11.15); it reconnects once the access has ended and the disconnection is over
+    # (11.15 + 0.02), then sends its data: 11.17 + 0.1 + 0.1 = 11.37, 0.57 ms. Its access: seek
+    # to cylinder 2 (1.05 + 0.2 settle), LBN 500 at 20.0, written to 21.0. LBN 510..519 arrives at
+    # 11.37 appending to it: combining, it joins its segment and is done after its overhead, 0.5
+    # ms; without combining it waits as the one before, max(11.37 + 0.35, 21.0) + 0.02 + 0.2 =
+    # 21.22, 9.85 ms.
+    for combine, last_ms in ((True, 0.5), (False, 9.85)):
+        result = simulate_requests(_toy(fast_write_level=1, write_disconnect_s=0.05e-3, reselect_s=0.02e-3,
+                                        combine_seq_writes=combine),
+                                   [True, True, True], [0, 500, 510], [10, 10, 10], [10.3e-3, 0.0, 0.0])
+        np.testing.assert_allclose(result.service_s * 1e3, [0.5, 0.57, last_ms], rtol=0, atol=1e-9)
+
+
 #: "Combine seq writes" 0 (tests/golden/disksim_variants): of DiskSim's times, how many change
 #: against the bundled value 1, and how many of ours disagree with them when simulated combining
 COMBINE_0 = (("cheetah4LP_appended_writes", 295, 236), ("cheetah4LP_queued_writes", 508, 434),
