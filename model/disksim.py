@@ -513,6 +513,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
         write_segments=specs.max_write_segments,
         immediate_read=bool(specs.block.number("Immediate buffer read", 0.0)),
         immediate_access_under_head=disksim_code and not disksim_access_block_bug,
+        combine_seq_writes=specs.combine_seq_writes,
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)

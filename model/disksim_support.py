@@ -123,9 +123,23 @@ ONLY_VALUES = {
     "Set watermark by reqsize": (0, 1),
     "Write hit stop prefetch": (0, 1),
     "Immed transfer partial hit": (0, 1),
-    # a fast write appending to one still being written joins its segment (disk_buffer_select_write_
-    # segment's BUFFER_APPEND, which DiskSim takes only with it); every bundled drive has 1
-    "Combine seq writes": (1,),
+    # DiskSim's own range (disk.modspec: RANGE(i,0,1); disk_postpass_perdisk stops on another
+    # value). 1: a fast write appending to one still being written joins its segment
+    # (disk_buffer_select_write_segment's BUFFER_APPEND); 0: it cannot stop that write's access
+    # (disk_buffer_stopable_access wants BUFFER_APPEND), gets no segment while the write segments are
+    # dirty, and waits as a write that does not append (diskmodel.model.disksim_writequeue._combines;
+    # the other reading of writecomb, disk_buffer_check_write_segments, only feeds the schedulers'
+    # cache-aware estimates, disk_buffer_estimate_servtime/_seektime). Checked on
+    # tests/golden/disksim_variants' *_combine_0: every request of cheetah4LP's and atlas_III's
+    # appended writes and of cheetah4LP's appending runs, 99.5-99.7 % of atlas_III's appending runs
+    # and of the queued writes of cheetah4LP, ibm18es and atlas10k (257-514 of DiskSim's times
+    # change between 0 and 1; simulated combining, 236-450 of ours disagree). With prebuffering, a
+    # second write segment or "Never disconnect" DiskSim's times are those without (one write
+    # segment: no segment to prebuffer into); with two write segments and prebuffering 99.2 % agree;
+    # write-through hp_c2247a is unchanged (no dirty segment at an arrival, one request at a time).
+    # DiskSim 4.0 did not fail or lose a request at 0 in any of the 25 drive, trace and option
+    # combinations tried
+    "Combine seq writes": (0, 1),
     # honoured (HONOURED); DiskSim's own range
     "Low (write) water mark": _ANY_FRACTION,
     # zero-latency reads (drive_parameters: immediate_read; diskmodel.model.disksim_immediate): a

@@ -178,3 +178,16 @@ def _prebuffered_new(arrays, seek, write_seek, real, wq, first, n, data0, bus_s,
     wq[3, 4] = qn + 1
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     return True, t_end, cyl, head
+
+
+@njit(cache=True, _nrt=False)
+def _combines(combine, first, prev_end):
+    """Whether a fast write starting at block *first*, arriving while the write that ended at
+    *prev_end* is still on its way to the media, joins that write's segment: it appends to it and
+    the drive combines sequential writes ("Combine seq writes" 1). DiskSim takes BUFFER_APPEND (and
+    BUFFER_PREPEND) in ``disk_buffer_select_write_segment`` only with ``writecomb``, and
+    ``disk_buffer_check_write_segments`` returns BUFFER_NOMATCH at once without it
+    (``src/disksim_diskcache.c``); without BUFFER_APPEND the write cannot stop the access under way
+    (``disk_buffer_stopable_access``), nor, with one write segment, be prebuffered into it: it
+    waits, as a write that does not append (``disk_write_arrive``'s disconnection)."""
+    return combine != 0 and first == prev_end

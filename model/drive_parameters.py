@@ -260,6 +260,16 @@ extra_disconnect_seek_delta_s : float
         False: DiskSim 4.0's code, whose ``g1_access_block`` takes its
         conversion's success value (negative) for failure, so an immediate
         access always waits for its first wanted sector.
+    combine_seq_writes : bool
+        DiskSim's "Combine seq writes": a fast write appending to the data of
+        a write segment not yet on the media joins that segment
+        (``disk_buffer_select_write_segment``: BUFFER_APPEND, and BUFFER_PREPEND,
+        only with it), and so may stop the access under way for its own data
+        (``disk_buffer_stopable_access`` wants BUFFER_APPEND) or, with
+        ``write_prebuffering``, be queued behind it (True). Else (0) it is
+        taken as a write that does not append: it waits for the write under
+        way to reach the media and takes a segment of its own
+        (:func:`diskmodel.model.disksim_writequeue._combines`).
     """
 
     name: str
@@ -315,6 +325,7 @@ extra_disconnect_seek_delta_s : float
     write_segments: int = 1
     immediate_read: bool = False
     immediate_access_under_head: bool = False
+    combine_seq_writes: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -364,7 +375,7 @@ extra_disconnect_seek_delta_s : float
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
                      "write_prebuffering", "hold_bus_write", "caching",
-                     "immediate_read", "immediate_access_under_head"):
+                     "immediate_read", "immediate_access_under_head", "combine_seq_writes"):
             flag(name, getattr(self, name))
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

@@ -135,7 +135,7 @@ from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
-from .disksim_writequeue import _prebuffered, _prebuffered_new, _start_chain
+from .disksim_writequeue import _combines, _prebuffered, _prebuffered_new, _start_chain
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -259,7 +259,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
                      int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
-                     int(p.hold_bus_write), int(p.caching), p.write_segments],
+                     int(p.hold_bus_write), int(p.caching), p.write_segments, int(p.combine_seq_writes)],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -431,6 +431,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     # a drive that never disconnects holds the bus for a write too (disk_buffer_transfer_size)
     hold_write = ints[23] or never_disc
     write_segments = ints[25]
+    combine = ints[26]        # "Combine seq writes" (diskmodel.model.disksim_writequeue._combines)
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -826,7 +827,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 connected_q = True
                 t_own = 0.0           # when the access of the write it appends to ends
                 water_w = write_water
-                if prebuffer and dirty_end > arrival and first == prev_end:
+                if prebuffer and dirty_end > arrival and _combines(combine, first, prev_end):
                     taken, t_end, cyl_q, head_q = _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0,
                                                                bus_w, seg_size, arrival, scratch, total)
                 if prebuffer and write_segments > 1 and dirty_end > arrival and not taken:
@@ -837,8 +838,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if taken:
                     cyl = cyl_q
                     head = head_q
-                elif dirty_end > arrival and (first != prev_end or arrival < queued_until or prebuffer):
-                    data0 = max(data0, dirty_end + reselect + data_prep)
+                elif dirty_end > arrival and (not _combines(combine, first, prev_end) or arrival < queued_until
+                                              or prebuffer):
+                    # (disk_write_arrive disconnects it after its overhead and the write disconnect
+                    # overhead; it reconnects once that write's access has ended, as after a read-ahead)
+                    data0 = max(data0 + write_disc, dirty_end) + reselect + data_prep
                     queued_until = 0.0
                 elif dirty_end > arrival:
                     # An appending write taken while the previous write is on its way to the media is
@@ -950,9 +954,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # it while another is free, and it keeps its blocks, read-ahead stopped)
                 # Above all, a write appending to a fast write still being written joins that
                 # write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on every
-                # bundled drive); it does not take a segment of its own
+                # bundled drive); it does not take a segment of its own. Without combining (0) it
+                # waited for that write's access, takes a segment as any write and starts it afresh
+                # (BUFFER_NOMATCH: disk_buffer_attempt_seg_ownership; _combines)
                 append = -1
-                if still_dirty:
+                if still_dirty and combine:
                     for j in range(nseg):
                         if seg_write[j] == 1 and seg_start[j] < seg_end[j] == first and last - seg_start[j] <= seg_size:
                             append = j
@@ -970,7 +976,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if s < 0:
                     s = reading
             if s >= 0:
-                if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
+                if combine and seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
                     seg_end[s] = last
                 else:
                     seg_start[s] = first

@@ -246,6 +246,57 @@ def test_an_appending_fast_write_joins_the_segment_of_the_write_being_written():
     assert result.service_s[3] == pytest.approx(20.19e-3, abs=1e-9)
 
 
+def test_without_combining_an_appending_fast_write_waits_for_the_write_being_written():
+    # As above with "Combine seq writes" 0: the second write (LBN 10..19, arriving at 41.61) takes no
+    # BUFFER_APPEND (disk_buffer_select_write_segment), so it cannot stop the first write's access
+    # (disk_buffer_stopable_access) and, the one write segment being dirty, gets no segment:
+    # disk_write_arrive disconnects it, and it takes its data once that access ends (51.0):
+    # 51.0 + 10 * 0.01 + 0.1 = 51.2 ms, 9.59 ms after its arrival, into a segment of its own. Its
+    # access starts at 51.0 with LBN 10 just passed: 61.0 to 62.0. The read of 0..19 arriving at
+    # 51.2 is a partial hit on the first write's segment (0..9) arriving while that access is under
+    # way: its buffered blocks are sent once the access ends (62.0 + 10 * 0.01), the rest read
+    # from LBN 10's next pass, 71.0 to 72.0, the last sent at 72.01, completion 72.11: 20.91 ms.
+    result = simulate_requests(_toy(fast_write_level=1, combine_seq_writes=False), [False, True, True, False],
+                               [500, 0, 10, 0], [10, 10, 10, 20], [30e-3, 0.0, 0.0, 0.0])
+    assert list(result.hit) == [HitKind.MEDIA, HitKind.FAST_WRITE, HitKind.FAST_WRITE, HitKind.MEDIA]
+    np.testing.assert_allclose(result.service_s * 1e3, [11.11, 0.5, 9.59, 20.91], rtol=0, atol=1e-9)
+
+
+def test_a_fast_write_that_cannot_stop_the_write_under_way_disconnects_and_reconnects():
+    # Write disconnect overhead 0.05 ms, first reselect 0.02 ms. LBN 0..9 at 0 (done 0.5; written
+    # 10.0 to 11.0). LBN 500..509 arrives at 10.8, that write still being written: it cannot stop
+    # it (no BUFFER_APPEND), so disk_write_arrive disconnects it after its overhead and the write
+    # disconnect (11.15); it reconnects once the access has ended and the disconnection is over
+    # (11.15 + 0.02), then sends its data: 11.17 + 0.1 + 0.1 = 11.37, 0.57 ms. Its access: seek
+    # to cylinder 2 (1.05 + 0.2 settle), LBN 500 at 20.0, written to 21.0. LBN 510..519 arrives at
+    # 11.37 appending to it: combining, it joins its segment and is done after its overhead, 0.5
+    # ms; without combining it waits as the one before, max(11.37 + 0.35, 21.0) + 0.02 + 0.2 =
+    # 21.22, 9.85 ms.
+    for combine, last_ms in ((True, 0.5), (False, 9.85)):
+        result = simulate_requests(_toy(fast_write_level=1, write_disconnect_s=0.05e-3, reselect_s=0.02e-3,
+                                        combine_seq_writes=combine),
+                                   [True, True, True], [0, 500, 510], [10, 10, 10], [10.3e-3, 0.0, 0.0])
+        np.testing.assert_allclose(result.service_s * 1e3, [0.5, 0.57, last_ms], rtol=0, atol=1e-9)
+
+
+#: "Combine seq writes" 0 (tests/golden/disksim_variants): of DiskSim's times, how many change
+#: against the bundled value 1, and how many of ours disagree with them when simulated combining
+COMBINE_0 = (("cheetah4LP_appended_writes", 295, 236), ("cheetah4LP_queued_writes", 508, 434),
+             ("ibm18es_queued_writes", 507, 432), ("atlas10k_queued_writes", 512, 434),
+             ("atlas_III_appending_runs", 257, 243), ("cheetah4LP_far_reads", 514, 450))
+
+
+def test_combine_seq_writes_0_changes_disksims_times_and_is_followed(tmp_path):
+    by_name = {v["name"]: v for v in VARIANTS}
+    for base, changed, wrong in COMBINE_0:
+        name = f"{base}_combine_0"
+        assert (np.abs(_golden(name) - _golden(base)) > 1e-6).sum() == changed
+        combined = _simulate_variant(by_name[name], tmp_path / name, combine_seq_writes=True)
+        assert (np.abs(combined - _golden(name)) >= TOLERANCE_MS).sum() == wrong
+    # a write-through drive has no dirty segment when the next write arrives: no change
+    np.testing.assert_array_equal(_golden("hp_c2247a_appended_writes_combine_0"), _golden("hp_c2247a_appended_writes"))
+
+
 def test_a_read_holding_the_bus_or_disconnecting():
     # LBN 0..9 at t=0: the 0.5 ms overhead, then LBN 0 (angle 0) comes at 10.0 ms; block k is
     # buffered at 10.1 + 0.1 k ms. Reconnection 0.05 ms, read disconnect 0.02 ms, watermark 1 block.

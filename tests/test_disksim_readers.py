@@ -483,18 +483,22 @@ def test_a_key_disksim_does_not_define_in_a_model_file_names_file_and_line(disks
         load_disksim_drive(folder)
 
 
-def test_combine_seq_writes_0_is_refused(disksim_dir, tmp_path):
-    """The simulation's appending fast write joins the segment of the write still being written,
-    which DiskSim does only with "Combine seq writes" 1 (every bundled drive's value)."""
+def test_combine_seq_writes_outside_disksims_range_is_refused(disksim_dir, tmp_path):
+    """DiskSim's own range of "Combine seq writes" is 0..1 (disk.modspec: RANGE(i,0,1); its
+    disk_postpass_perdisk stops on any other value); both are simulated
+    (tests/test_disksim_options.py), another value names the file, line and parameter."""
     import shutil
 
     from diskmodel.model.disksim import drive_parameters
     folder = tmp_path / "cheetah4LP"
     shutil.copytree(disksim_dir / "cheetah4LP", folder)
     specs = folder / "cheetah4LP.diskspecs"
-    specs.write_text(specs.read_text().replace("Combine seq writes = 1,", "Combine seq writes = 0,"))
-    with pytest.raises(DiskSimFormatError, match=r"cheetah4LP\.diskspecs:52: Combine seq writes = 0 is not "
-                                                 r"honoured by the per-request simulation \(it implements 1\)"):
+    text = specs.read_text()
+    specs.write_text(text.replace("Combine seq writes = 1,", "Combine seq writes = 0,"))
+    assert not drive_parameters(load_disksim_drive(folder)).combine_seq_writes
+    specs.write_text(text.replace("Combine seq writes = 1,", "Combine seq writes = 2,"))
+    with pytest.raises(DiskSimFormatError, match=r"cheetah4LP\.diskspecs:52: Combine seq writes = 2 is not "
+                                                 r"honoured by the per-request simulation \(it implements 0, 1\)"):
         drive_parameters(load_disksim_drive(folder))
 
 
