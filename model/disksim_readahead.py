@@ -75,17 +75,6 @@ def _read_ahead_limit(arrays, scheme, first, last, seg_first, max_ra, seg_size, 
 
 
 @njit(cache=True, _nrt=False)
-def _lru(seg_used, nseg, skip):
-    best = -1
-    for i in range(nseg):
-        if i == skip:
-            continue
-        if best < 0 or seg_used[i] < seg_used[best]:
-            best = i
-    return best
-
-
-@njit(cache=True, _nrt=False)
 def _invalidate(seg_start, seg_end, nseg, first, last, keep, keep_too):
     for i in range(nseg):
         if i != keep and i != keep_too and seg_start[i] < last and first < seg_end[i]:

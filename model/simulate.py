@@ -75,7 +75,10 @@ read's block without room (a segment ahead of the host) waits a revolution
 (``disk_buffer_block_available``). With "Immediate buffer read" a read-ahead held
 back while a read is sent and let go mid-track reads the sectors under the head first, and
 its circular segment drops its first blocks for them
-(:mod:`diskmodel.model.disksim_immediate`). With these, the seven
+(:mod:`diskmodel.model.disksim_immediate`). A request that is no hit takes an empty segment before
+a clean one, the least recently used of either, and an appending fast write taken at once joins
+the segment of the write it appends to when there is room, past the segment's size too (the
+segment wraps; :mod:`diskmodel.model.disksim_segments`). With these, the seven
 traced drives give DiskSim's own times (within 10 us) for every one of the
 69 983 requests of their traces (``tests/golden/disksim_service_times``;
 ``tests/golden/disksim_variants`` checks the options on variants of the
@@ -132,19 +135,15 @@ from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
-from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _lru, _read_ahead_limit,
+from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
+from .disksim_segments import _appended_segment, _replacement, _room_to_append
 from .disksim_writequeue import _combines, _prebuffered, _prebuffered_new, _start_chain
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
-
-#: Taken off an emptied segment's last use, so that the replacement takes it before any segment
-#: holding blocks (and the least recently used of the emptied ones first) [s]
-_EMPTIED_S = 1e12
-
 
 class HitKind(IntEnum):
     """How the drive served a request (:attr:`SimulationResult.hit`)."""
@@ -269,7 +268,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     # (_nrt=False, see _simulate), which cannot allocate
     longest = int(blocks.max()) if n else 1
     segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
-    seg_used = np.zeros(p.buffer_segments)                  # last use (LRU)
+    # last use (LRU order); never used: before any use (DiskSim's segment list starts with them)
+    seg_used = np.full(p.buffer_segments, -np.inf)
     # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks
     work = np.zeros((7, max(longest + 1, 3)))
     # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
@@ -513,7 +513,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # hits, and disk_buffer_select_read_segment takes an empty segment before a clean one
             # (the least recently used first: the segment list is in LRU order)
             seg_end[emptied] = seg_start[emptied]
-            seg_used[emptied] -= _EMPTIED_S
             emptied = -1
         if not caching:
             _forget_buffered(seg_start, seg_end, nseg)
@@ -636,6 +635,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
+                # the read-ahead's segment ranks last for the miss when the read-ahead stops at the
+                # arrival; short of its minimum the segment is chosen once it has stopped, clean
+                # (disksim_segments)
+                reading = pf_seg if pf_active and pf_base + pf_done >= pf_min else -1
                 if pf_active and pf_base + pf_done < pf_min:
                     # short of its minimum the read-ahead cannot be stopped: it reads on to the minimum
                     # and ends there; the seek waits for it and for the overhead (disk_check_hda)
@@ -660,12 +663,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # after the read hit overhead; the mechanism reads the rest into that segment.
                 s = -1
                 buffered = 0
+                # (of several, the least recently used: disk_buffer_select_read_segment's first of
+                # equal value in its LRU list)
                 for j in range(nseg):
                     if j != wseg and seg_end[j] > seg_start[j] and seg_start[j] <= first < seg_end[j] \
                             and (seg_write[j] == 0 or hits_on_writes):
-                        s = j
-                        buffered = seg_end[j] - first
-                        break
+                        if s < 0 or seg_used[j] < seg_used[s]:
+                            s = j
+                            buffered = seg_end[j] - first
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
@@ -706,7 +711,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 mech_free = t_end
                 if s < 0:
-                    s = _lru(seg_used, nseg, wseg)
+                    s = _replacement(seg_start, seg_end, seg_write, seg_used, nseg, wseg, reading, hits_on_writes)
             if hit == HitKind.MEDIA and s >= 0:
                 # the miss's blocks, and what the read-ahead adds, go to segment s (none without a buffer)
                 seg_start[s] = first
@@ -763,8 +768,6 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         else:
             # the segment a read-ahead is still filling at the arrival (BUFFER_READING in DiskSim)
             reading = pf_seg if pf_active else -1
-            # a fast write still being written at the arrival (its segment BUFFER_DIRTY/WRITING)
-            still_dirty = dirty_end > arrival
             fast = fast_level >= 1
             # DiskSim waives the minimum only for a write stream still being
             # written at the moment the next write arrives: never one at a time.
@@ -782,6 +785,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             if extra_disc:
                 held = min(n, 10) if n < 45 else 15
             ra_held = 0.0
+            joined = False            # taken at once into the segment of the write it appends to
             if pf_active and write_hit_stop and pf_base + pf_done < pf_min:
                 # "Write hit stop prefetch": a write overlapping the blocks the read-ahead has
                 # buffered takes its minimum away (disk_buffer_stopable_access; disk_buffer_overlap)
@@ -789,6 +793,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_first = seg_start[pf_seg]
                 if (seg_first <= first < have) or (seg_first < last <= have) or (first <= seg_first and last >= have):
                     pf_min = have
+            if pf_active and pf_base + pf_done < pf_min and not prebuffer:
+                # the write's segment is chosen once the read-ahead has stopped, clean by then
+                # (disk_activate_write drops the choice made at the arrival: disksim_segments)
+                reading = -1
             if pf_active and pf_base + pf_done < pf_min:
                 # as for a read miss: the read-ahead goes on to its minimum first
                 pf_active = False
@@ -830,6 +838,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if prebuffer and dirty_end > arrival and _combines(combine, first, prev_end):
                     taken, t_end, cyl_q, head_q = _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0,
                                                                bus_w, seg_size, arrival, scratch, total)
+                    joined = taken
                 if prebuffer and write_segments > 1 and dirty_end > arrival and not taken:
                     # with several write segments, into a segment of its own (_prebuffered_new)
                     taken, t_end, cyl_q, head_q = _prebuffered_new(arrays, seek, write_seek, real, wq, first, n,
@@ -839,12 +848,16 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     cyl = cyl_q
                     head = head_q
                 elif dirty_end > arrival and (not _combines(combine, first, prev_end) or arrival < queued_until
-                                              or prebuffer):
+                                              or prebuffer or (
+                        prev_write == 1 and nseg > 0
+                        and not _room_to_append(ready, prev_end - blocks[i - 1], blocks[i - 1], first, arrival,
+                                                seg_size))):
                     # (disk_write_arrive disconnects it after its overhead and the write disconnect
                     # overhead; it reconnects once that write's access has ended, as after a read-ahead)
                     data0 = max(data0 + write_disc, dirty_end) + reselect + data_prep
                     queued_until = 0.0
                 elif dirty_end > arrival:
+                    joined = True
                     # An appending write taken while the previous write is on its way to the media is
                     # not added to that access: it waits in the queue, and once that access ends
                     # (disk_release_hda, disk_find_new_seg_owner) a new access starts at the block
@@ -946,6 +959,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     tb = data0 + n * bus_w
                 mech_free = t_end
                 done = max(t_end, tb + disconnect) + reconnect + write_done
+            # (a write appending with room, taken at once: past the segment's size the segment wraps,
+            # disk_buffer_segment_wrap; one not taken at once is given a segment when the write it
+            # appends to is on the media, a clean segment then: disksim_segments)
+            append = _appended_segment(seg_start, seg_end, seg_write, nseg, first) if joined else -1
             s = wseg
             if s < 0:
                 # a clean segment holding some of the write's blocks first, the least recently used
@@ -955,29 +972,23 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # Above all, a write appending to a fast write still being written joins that
                 # write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on every
                 # bundled drive); it does not take a segment of its own. Without combining (0) it
-                # waited for that write's access, takes a segment as any write and starts it afresh
-                # (BUFFER_NOMATCH: disk_buffer_attempt_seg_ownership; _combines)
-                append = -1
-                if still_dirty and combine:
-                    for j in range(nseg):
-                        if seg_write[j] == 1 and seg_start[j] < seg_end[j] == first and last - seg_start[j] <= seg_size:
-                            append = j
-                            break
+                # waited for that write's access (never joined), takes a segment as any write and
+                # starts it afresh (BUFFER_NOMATCH: disk_buffer_attempt_seg_ownership; _combines)
                 for j in range(nseg):
                     if append >= 0:
                         s = append
                         break
-                    if j != reading and seg_write[j] == 0 and seg_end[j] > seg_start[j] and seg_start[j] < last \
-                            and first < seg_end[j]:
+                    # (a written segment too, clean once its data are on the media where reads may hit
+                    # on written data; with write prebuffering others may still be dirty: left out)
+                    if j != reading and (seg_write[j] == 0 or (hits_on_writes and not prebuffer)) \
+                            and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
                         if s < 0 or seg_used[j] < seg_used[s]:
                             s = j
                 if s < 0:
-                    s = _lru(seg_used, nseg, reading)
-                if s < 0:
-                    s = reading
+                    s = _replacement(seg_start, seg_end, seg_write, seg_used, nseg, -1, reading, hits_on_writes)
             if s >= 0:
-                if combine and seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
-                    seg_end[s] = last
+                if s == append:
+                    _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 else:
                     seg_start[s] = first
                     # (a write larger than the segment leaves its last blocks: disk_buffer_segment_wrap)

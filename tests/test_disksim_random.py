@@ -290,3 +290,26 @@ def test_an_appending_write_gets_the_room_the_write_under_way_leaves(case, tmp_p
     changes, disksim = case
     ours = _replay("atlas_III", ROOM_LINES, tmp_path, changes)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+# Class 5d (README): atlas_III (fast writes, six segments of 64 blocks, reads hit on written data).
+# Request 1 appends to a 64-block write none of whose sectors is written yet: no room
+# (disk_buffer_select_write_segment: seg->size > blkno - seg_owner->inblkno fails), so it is no
+# append; it waits until that write is on the media and then takes an empty segment (value 3), not
+# the first write's, used at time 0: request 2's re-read of the first write's blocks is a hit that
+# waits for request 1's access (8.594 ms; 14.616, a miss, when request 1 took the first write's
+# segment). Request 5 appends to request 4 with room (24 blocks) and joins its segment past its 64
+# blocks: the segment wraps (disk_buffer_segment_wrap) to 2000016 .. 2000079, so request 7's re-read
+# of 2000000 is a miss (4.191 ms) and request 8's of 2000016 a hit. DiskSim 4.0's own times [ms]
+# (run_drive.sh on the bundled atlas_III with these lines).
+SEGMENT_CHOICE = (["W Hit 1000000 64 1000 0", "W Hit 1000064 8 1000 0", "R Hit 1000000 8 1000 0",
+                   "R Hit 1000064 8 1000 0", "W Hit 2000000 40 1000 0", "W Hit 2000040 40 1000 0",
+                   "W Hit 2000080 8 1000 50000", "R Hit 2000000 8 1000 0", "R Hit 2000016 8 1000 0",
+                   "R Hit 2000040 8 1000 0", "R Hit 2000080 8 1000 0"],
+                  [7.198000, 3.903902, 8.593782, 1.222000, 4.654000, 20.965776, 1.244000, 4.191227, 1.222000,
+                   1.222000, 1.222000])
+
+
+def test_an_empty_segment_first_and_an_append_with_room_wraps_its_segment(tmp_path):
+    lines, disksim = SEGMENT_CHOICE
+    np.testing.assert_allclose(_replay("atlas_III", lines, tmp_path), disksim, rtol=0, atol=5e-4)
