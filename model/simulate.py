@@ -840,6 +840,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 elif dirty_end > arrival and (first != prev_end or arrival < queued_until or prebuffer):
                     data0 = max(data0, dirty_end + reselect + data_prep)
                     queued_until = 0.0
+                    # it takes its segment once that write is on the media, the segment clean then
+                    still_dirty = False
                 elif dirty_end > arrival:
                     # An appending write taken while the previous write is on its way to the media is
                     # not added to that access: it waits in the queue, and once that access ends
@@ -970,7 +972,11 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if s < 0:
                     s = reading
             if s >= 0:
-                if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size:
+                # only a write taken while the segment's write is still on its way joins it
+                # (BUFFER_APPEND wants a dirty or writing segment); past a clean one's end it is
+                # no match and the segment starts again at its first block
+                # (disk_buffer_attempt_seg_ownership: BUFFER_NOMATCH, startblkno = inblkno)
+                if seg_write[s] == 1 and seg_end[s] == first and last - seg_start[s] <= seg_size and still_dirty:
                     seg_end[s] = last
                 else:
                     seg_start[s] = first
