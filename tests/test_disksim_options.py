@@ -507,8 +507,9 @@ def test_write_prebuffering_values(disksim_dir, tmp_path):
 #: writes (write_prebuffering / never_disconnect False; measured), against the golden agreement
 #: with them (variants.json: 98.3-100 %); DiskSim's own times change on 263-284 of the 600
 #: (re-measured with the other rules of the same session merged: cheetah4LP 249 -> 245, atlas10k
-#: 228 -> 227, cheetah4LP's far reads 235 -> 236; with the segment rules of class 5d cheetah4LP
-#: 245 -> 246, atlas10k 227 -> 228: without the queue, writes take other segments)
+#: 228 -> 227, cheetah4LP's far reads 235 -> 236; with the segment rules of class 5d (a refused
+#: write's segment starting again) cheetah4LP 245 -> 246, atlas10k 227 -> 228: without the queue,
+#: writes take other segments)
 WITHOUT_QUEUE_DISAGREE = {"cheetah4LP_prebuffering_1": 246, "ibm18es_prebuffering_1": 248,
                           "atlas10k_prebuffering_1": 228, "cheetah4LP_far_reads_prebuffering_1": 236}
 
