@@ -212,8 +212,9 @@ def test_a_write_access_goes_on_to_the_next_track_for_an_appended_write(tmp_path
 
 
 #: DiskSim 4.0's own times of drives prebuffering fast writes into several write segments, first come
-#: first served (make_random.py write_segments: maxtor300g at scheduling policy 1, atlas10k with 3
-#: write segments), and our agreement measured when kept.
+#: first served and at scheduling policy 21 ("_sptf": the least estimated positioning time first)
+#: (make_random.py write_segments: maxtor300g at policy 1 and as bundled, atlas10k with 3 write
+#: segments at policies 1 and 21), and our agreement measured when kept.
 WRITE_SEGMENTS = json.loads((GOLDEN / "write_segments.json").read_text())
 
 
@@ -238,6 +239,12 @@ def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
     # with one write segment (a write not appending waits for the queued writes) fewer agree
     one = np.abs(simulate_requests(params.evolve(write_segments=1), *args).service_s * 1e3 - disksim) < TOLERANCE_MS
     assert one.mean() < agree.mean() - 0.01, (one.mean(), agree.mean())
+    if kept["set"].endswith("_sptf"):
+        # DiskSim at scheduling policy 21: served first come first served, no more agree (fewer on all
+        # these traces but maxtor300g seed 28, 86.0 % either way)
+        assert params.queue_scheduling_policy == 21
+        fcfs = simulate_requests(params.evolve(queue_scheduling_policy=1), *args).service_s * 1e3
+        assert (np.abs(fcfs - disksim) < TOLERANCE_MS).mean() <= agree.mean(), (fcfs, agree.mean())
 
 
 # DiskSim 4.0's own times [ms] on maxtor300g at scheduling policy 1 (128 write segments of 128 blocks,
@@ -290,3 +297,24 @@ def test_an_appending_write_gets_the_room_the_write_under_way_leaves(case, tmp_p
     changes, disksim = case
     ours = _replay("atlas_III", ROOM_LINES, tmp_path, changes)
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+#: DiskSim 4.0's own policy-21 estimates [s] (disk_buffer_estimate_servtime, printed by an instrumented
+#: build) on maxtor300g (g4 layout, "Immediate buffer write" 1) with the head on cylinder 35735, surface
+#: 1, at angle 274054400 / 2**32 of a revolution (write_segments seed 25, the choice at 1356.28 ms):
+#: three queued 21-block writes; the head is inside the last one's span, a zero-latency access:
+#: 1.797 us to the next sector boundary plus one sector (g4_sector_width ignores its count).
+ESTIMATES = [(300165551, 5.411512909e-3), (300165614, 5.815317362e-3), (300165635, 8.204592e-6)]
+
+
+@pytest.mark.parametrize("lbn, disksim_s", ESTIMATES)
+def test_policy_21_estimate_is_disksims(lbn, disksim_s, disksim_dir):
+    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+    from diskmodel.model.disksim_writequeue import _positioning_estimate_s
+    p = drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
+    period = 60.0 / p.rpm
+    real = np.array([period, p.head_switch_s, p.write_settle_s])
+    t = (1000 + 274054400 / 2 ** 32) * period
+    est = _positioning_estimate_s(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s, real,
+                                  lbn, 21, t, 35735, 1, True, True, p.layout.total_blocks, True)
+    assert est == pytest.approx(disksim_s, abs=1e-8)
