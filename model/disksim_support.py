@@ -58,7 +58,8 @@ HONOURED = (
     # a hit arriving while a fast write is being written is served at once, not after it
     # (disk_read_arrive): partial hits checked on tests/golden/disksim_variants'
     # cheetah4LP_sneaky_partial_1; full hits follow the code only (DiskSim 4.0 fails with them on
-    # cheetah4LP and atlas10k, and maxtor300g, the bundled drive that had shown them, is refused)
+    # cheetah4LP and atlas10k, and maxtor300g, the bundled drive that had shown them, was refused
+    # until its scheduling policy 21 was followed)
     "Allow sneaky full read hits", "Allow sneaky partial read hits",
     # appending fast writes taken at once and queued (diskmodel.model.disksim_writequeue); with
     # one write segment and a first-come-first-served queue only (check_honoured)
