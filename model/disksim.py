@@ -395,6 +395,18 @@ def load_disksim_drive(folder, *, disksim_code: bool = True) -> DiskSimDrive:
 # The per-request simulation and validation against the traces
 # ---------------------------------------------------------------------------
 
+def _queue_policy(block) -> int:
+    """The disk queue's "Scheduling policy" (its Scheduler block; 1, FCFS, when absent). It orders
+    only the writes queued with "Allow write prebuffering" and a read behind them (other values are
+    refused there by check_honoured; without prebuffering the queue never holds two requests)."""
+    from diskmodel.data.disksim.syntax import Block
+    scheduler = block.get("Scheduler")
+    policy = scheduler.get("Scheduling policy") if isinstance(scheduler, Block) else None
+    if policy != 21 or block.get("Allow write prebuffering") != 1:
+        return 1
+    return 21
+
+
 def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
                      disksim_access_block_bug: bool = True) -> DriveParameters:
     """The :class:`DriveParameters` of a DiskSim drive folder's files.
@@ -514,6 +526,8 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
         immediate_read=bool(specs.block.number("Immediate buffer read", 0.0)),
         immediate_access_under_head=disksim_code and not disksim_access_block_bug,
         combine_seq_writes=specs.combine_seq_writes,
+        queue_scheduling_policy=_queue_policy(specs.block),
+        immediate_write=bool(specs.block.number("Immediate buffer write", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)

@@ -26,20 +26,121 @@ its own segment only.
 
 The chain is kept in ``wq`` (rows 0-2: each queued write's first block, blocks, the time its data start
 to arrive; row 3: the first access still under way: its start, cylinder and head before it, its
-minimum move, the number of writes; rows 4-5: the data and done times of the chain's blocks; row 6:
-each queued write's segment, a label).
+minimum move, the number of writes, then (columns 5-7, set once by ``simulate_requests``) the
+scheduling policy (:data:`SPTF`, else first come first served), "Immediate buffer write" and whether
+the layout is g4 (policy 21's estimate differs there); rows 4-5:
+the data and done times of the chain's blocks; row 6: each queued write's segment, a label; row 7: when
+each queued write entered DiskSim's queue, its arrival).
+
+Scheduling policy 21 (PRI_ASPCTF_OPT, maxtor300g's; :func:`_sptf_pick`): each time an access ends
+DiskSim's ``disk_get_effectivehda`` asks ``ioqueue_show_next_request``, which takes the queued request
+of least estimated positioning time (``ioqueue_get_request_from_opt_sptf_queue(queue, TRUE, 3, TRUE)``,
+``disk_buffer_estimate_servtime``): the seek from the head's cylinder and surface plus the rotational
+latency from the head's angle then to the first sector, for a zero-latency ("Immediate buffer
+write/read") access landing inside its span on the track plus the sectors of the track outside the
+span (``dm_latency_g1`` with DiskSim 4.0's ``g1_access_block``, which returns the first sector). Ageing
+is off ("Timeout time/weight" 0); a queued write's blocks are in a dirty segment, no cache hit
+(``disk_buffer_check_write_segments``: BUFFER_COLLISION), so the estimate is mechanical. Ties go to the
+request first in the queue's order, ascending cylinder, surface, block (``ioqueue_insert_ordered_to_queue``;
+here: the lower first block). A read miss arriving while writes are queued competes with them
+(:func:`_read_slot`): once chosen it is served from the end of the access before it, and the queued
+writes resume when its completion is received (``disk_check_prefetch_swap``).
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from .disksim_mapping import lbn_to_pbn_one
-from .media_access import _EPS_REV, access_media
+from .disksim_mapping import lbn_to_pbn_one, track_last_from
+from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
+
+#: ``wq[3, 5]``: DiskSim's Scheduling policy 21, PRI_ASPCTF_OPT (else 0, first come first served)
+SPTF = 21.0
+
+
+@njit(cache=True, _nrt=False)
+def _positioning_estimate_s(arrays, seek, write_seek, real, lbn, n, t, cyl, head, is_write, immed, total, g4):
+    """DiskSim's estimate of the positioning time of an access to *n* blocks from *lbn* with the head at
+    (*cyl*, *head*) at time *t* (``disk_buffer_estimate_servtime``, no cache hit: ``dm_acctime`` less
+    ``dm_xfertime`` of the blocks on the first track): the move (``dm_seek_time``: the write seek and
+    settle for a write), the latency from the head's angle after it to the first sector, and, for a
+    zero-latency access (*immed*) whose head lands strictly inside its span on the track (the first
+    sector to the last, at most the track's last sector): on a g1 layout the latency to the first
+    sector plus the track's sectors outside the span (``dm_latency_g1``'s ``addtolatency``; DiskSim
+    4.0's ``g1_access_block`` returns the first sector there); on a g4 layout (*g4*) the latency to the
+    next sector boundary plus one sector (``g1_access_block`` finds the boundary, ``g4_sector_width``
+    ignores its count)."""
+    period = real[0]
+    c, h, s, a, z = lbn_to_pbn_one(lbn, arrays)
+    t1 = t + move_time_s(cyl, head, c, h, seek, write_seek, real[1], real[2], is_write)
+    est = wait_for_angle(t1, a, period) - t
+    if immed:
+        spt = arrays[2][z]
+        last, _ = track_last_from(arrays, lbn, c, h, s, z, total)
+        ln = last - lbn + 1
+        if n < ln:
+            ln = n
+        e = s + ln - 1
+        if e > spt - 1:
+            e = spt - 1
+        if e != s:
+            end = a + (e - s) / spt
+            end -= np.floor(end)
+            theta = t1 / period
+            theta -= np.floor(theta)
+            inside = (a < theta < end) if a < end else (theta > a or theta < end)
+            if inside and ln != spt and g4:
+                # g4: g1_access_block finds the next sector boundary under the head, and
+                # g4_sector_width ignores its count: addtolatency is one sector (DiskSim's own
+                # estimate, printed: 1.797 us to the boundary + 6.408 us, maxtor300g)
+                d = (theta - a) * spt
+                d = np.ceil(d - 1e-9) - d
+                est = (t1 - t) + (d + 1.0) * period / spt
+            elif inside and ln != spt:
+                # g1: g1_access_block returns the first sector (DiskSim 4.0's convert_atop test),
+                # g1_get_sector_width the track's sectors outside the span
+                est += (spt - ln) * period / spt
+    return est
+
+
+@njit(cache=True, _nrt=False)
+def _sptf_pick(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total):
+    """The queued write (row lo..qn-1 of *wq*) DiskSim's policy 21 serves next when the mechanism is
+    free at *t* at (*cyl*, *head*): the least estimate of those queued by *t* (the earliest queued when
+    none is), ties to the lower first block (:func:`_positioning_estimate_s`). Returns (row, estimate)."""
+    best = -1
+    best_est = 1e300
+    immed = wq[3, 6] != 0.0
+    for e in range(lo, qn):
+        if wq[7, e] > t:
+            continue
+        est = _positioning_estimate_s(arrays, seek, write_seek, real, int(wq[0, e]), int(wq[1, e]), t, cyl, head,
+                                      True, immed, total, wq[3, 7] != 0.0)
+        if est < best_est or (est == best_est and wq[0, e] < wq[0, best]):
+            best = e
+            best_est = est
+    if best < 0:
+        best = lo
+        for e in range(lo + 1, qn):
+            if wq[7, e] < wq[7, best]:
+                best = e
+    return best, best_est
+
+
+@njit(cache=True, _nrt=False)
+def _move_row(wq, frm, to):
+    """Move queued write *frm* to row *to* (< frm), the rows between one on."""
+    for r in (0, 1, 2, 6, 7):
+        v = wq[r, frm]
+        for e in range(frm, to, -1):
+            wq[r, e] = wq[r, e - 1]
+        wq[r, to] = v
 
 
 @njit(cache=True, _nrt=False)
 def _start_chain(wq, first, n, data0, start, cyl, head, min_move):
-    """A write whose access starts afresh: the chain holds it alone."""
+    """A write whose access starts afresh: the chain holds it alone (queued since *start*, its
+    access's start, as far as the scheduler is concerned)."""
     wq[0, 0] = first
     wq[1, 0] = n
     wq[2, 0] = data0
@@ -49,6 +150,8 @@ def _start_chain(wq, first, n, data0, start, cyl, head, min_move):
     wq[3, 3] = min_move
     wq[3, 4] = 1
     wq[6, 0] = 0.0
+    if wq.shape[0] > 7:
+        wq[7, 0] = start
 
 
 @njit(cache=True, _nrt=False)
@@ -56,6 +159,19 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
     """Write the chain's accesses one after another from the first one still under way; drop those
     ending by *arrival* (the data arriving from then on cannot extend them). Returns (end of the last
     access, cylinder, head, the block the first access still under way writes next at *arrival*)."""
+    t_end, cyl, head, inblkno, _ = _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total,
+                                          -1, 0, 0.0, False)
+    return t_end, cyl, head, inblkno
+
+
+@njit(cache=True, _nrt=False)
+def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, rlbn, rn, rq, immed_read):
+    """:func:`_run_chain`, and with policy 21 a read miss of *rn* blocks from *rlbn* queued at *rq*
+    competing with the queued writes (*rlbn* < 0: none). Returns (end of the last access, cylinder,
+    head, the block the first access still under way writes next at *arrival*, whether the read was
+    chosen); when it was: the time it was chosen, the head's cylinder and head then, and the accesses
+    before it are dropped (the queued writes left wait for it)."""
+    sptf = wq.shape[1] > 6 and wq[3, 5] == SPTF
     qn = int(wq[3, 4])
     chain_end = int(wq[0, qn - 1] + wq[1, qn - 1])
     not_before = wq[4]
@@ -69,6 +185,72 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
     inblkno = int(wq[0, 0])
     while j < qn:
         f = int(wq[0, j])
+        if sptf:
+            # the queued writes of its segment following on from its blocks, in block order
+            # (the scheduler may have taken them out of their arrival order)
+            k = 0
+            at = f
+            found = True
+            while found:
+                found = False
+                for e in range(j, qn):
+                    if wq[6, e] == wq[6, j] and int(wq[0, e]) == at and k + int(wq[1, e]) <= not_before.size:
+                        for b in range(int(wq[1, e])):
+                            not_before[k] = wq[2, e] + (b + 1) * bus_s
+                            k += 1
+                        at += int(wq[1, e])
+                        found = True
+                        break
+            count = k
+            own = int(wq[1, j])
+            t_end, _, _ = access_media(arrays, seek, write_seek, real, f, count, start, cyl, head, True,
+                                       not_before, ready, 0, scratch, min_move, total)
+            written = count
+            for k in range(own, count):
+                if not_before[k] > ready[k - 1]:
+                    written = k
+                    break
+            t_end = ready[written - 1]
+            cyl, head, _, _, _ = lbn_to_pbn_one(f + written - 1, arrays)
+            if j == 0:
+                inblkno = f
+                for k in range(written):
+                    if ready[k] <= arrival:
+                        inblkno = f + k + 1
+            label = wq[6, j]
+            if j + 1 < qn:
+                # the next access: policy 21's choice at this end (the read, if it wins, takes it)
+                nxt, est = _sptf_pick(arrays, seek, write_seek, real, wq, j + 1, qn, t_end, cyl, head, total)
+                if rlbn >= 0 and rq <= t_end:
+                    r_est = _positioning_estimate_s(arrays, seek, write_seek, real, rlbn, rn, t_end, cyl, head,
+                                                    False, immed_read, total, wq[3, 7] != 0.0)
+                    if r_est < est or (r_est == est and rlbn < wq[0, nxt]) or wq[7, nxt] > t_end:
+                        for e in range(j + 1, qn):
+                            for r in (0, 1, 2, 6, 7):
+                                wq[r, e - j - 1] = wq[r, e]
+                        wq[3, 4] = qn - j - 1
+                        return t_end, cyl, head, inblkno, True
+                if nxt != j + 1:
+                    _move_row(wq, nxt, j + 1)
+            if t_end <= arrival and j < qn - 1:
+                for e in range(j + 1, qn):
+                    for r in (0, 1, 2, 6, 7):
+                        wq[r, e - j - 1] = wq[r, e]
+                qn -= j + 1
+                j = -1
+                wq[3, 4] = qn
+            start = t_end + 2.0 * _EPS_REV * real[0]
+            if j + 1 < qn and wq[6, j + 1] != label:
+                start = t_end
+            if j + 1 < qn and wq[2, j + 1] > start:
+                start = wq[2, j + 1]
+            if j == -1:
+                wq[3, 0] = start
+                wq[3, 1] = cyl
+                wq[3, 2] = head
+                wq[3, 3] = min_move
+            j += 1
+            continue
         # the access goes on through the later writes of its own segment only (disk_buffer_sector_done:
         # up to seg->endblkno); one segment, the whole chain
         last_e = j
@@ -104,6 +286,7 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
                 wq[1, e - j - 1] = wq[1, e]
                 wq[2, e - j - 1] = wq[2, e]
                 wq[6, e - j - 1] = wq[6, e]
+                wq[7, e - j - 1] = wq[7, e]
             qn -= j + 1
             j = -1
             wq[3, 4] = qn
@@ -122,7 +305,7 @@ def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, tota
             wq[3, 2] = head
             wq[3, 3] = min_move
         j += 1
-    return t_end, cyl, head, inblkno
+    return t_end, cyl, head, inblkno, False
 
 
 @njit(cache=True, _nrt=False)
@@ -133,6 +316,31 @@ def _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, seg
     cylinder, head); not taken, the chain is left as it was."""
     t_end, cyl, head, inblkno = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     qn = int(wq[3, 4])
+    if wq.shape[1] > 6 and wq[3, 5] == SPTF:
+        # rows out of arrival order: the write it appends to is the last queued; the segment's owner
+        # the access under way if it is that segment's, else its queued write of the lowest block
+        last = 0
+        for e in range(1, qn):
+            if wq[7, e] > wq[7, last]:
+                last = e
+        label = wq[6, last]
+        low = int(wq[0, last])
+        for e in range(qn):
+            if wq[6, e] == label and wq[0, e] < low:
+                low = int(wq[0, e])
+        if wq[6, 0] != label:
+            inblkno = low
+        if first != int(wq[0, last] + wq[1, last]) or not seg_size > first - inblkno or qn >= wq.shape[1] \
+                or first + n - low > wq.shape[1]:
+            return False, t_end, cyl, head
+        wq[0, qn] = first
+        wq[1, qn] = n
+        wq[2, qn] = data0
+        wq[6, qn] = label
+        wq[7, qn] = arrival
+        wq[3, 4] = qn + 1
+        t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
+        return True, t_end, cyl, head
     # the segment's first write still queued (its owner); the first access under way when the chain
     # is one segment
     own = qn - 1
@@ -148,6 +356,7 @@ def _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, seg
     wq[1, qn] = n
     wq[2, qn] = data0
     wq[6, qn] = wq[6, qn - 1]
+    wq[7, qn] = arrival
     wq[3, 4] = qn + 1
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     return True, t_end, cyl, head
@@ -164,17 +373,32 @@ def _prebuffered_new(arrays, seek, write_seek, real, wq, first, n, data0, bus_s,
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     qn = int(wq[3, 4])
     dirty = 1
+    top = wq[6, 0]
     for e in range(qn):
         if e > 0 and wq[6, e] != wq[6, e - 1]:
             dirty += 1
+        if wq[6, e] > top:
+            top = wq[6, e]
         if first < wq[0, e] + wq[1, e] and wq[0, e] < first + n:
             return False, t_end, cyl, head
+    if wq.shape[1] > 6 and wq[3, 5] == SPTF:
+        # rows out of arrival order: the segments holding queued writes, counted by label
+        dirty = 0
+        for e in range(qn):
+            seen = False
+            for d in range(e):
+                if wq[6, d] == wq[6, e]:
+                    seen = True
+                    break
+            if not seen:
+                dirty += 1
     if dirty >= write_segments or qn >= wq.shape[1] or n > wq.shape[1]:
         return False, t_end, cyl, head
     wq[0, qn] = first
     wq[1, qn] = n
     wq[2, qn] = data0
-    wq[6, qn] = wq[6, qn - 1] + 1.0
+    wq[6, qn] = top + 1.0
+    wq[7, qn] = arrival
     wq[3, 4] = qn + 1
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     return True, t_end, cyl, head
@@ -191,3 +415,35 @@ def _combines(combine, first, prev_end):
     (``disk_buffer_stopable_access``), nor, with one write segment, be prebuffered into it: it
     waits, as a write that does not append (``disk_write_arrive``'s disconnection)."""
     return combine != 0 and first == prev_end
+
+
+@njit(cache=True, _nrt=False)
+def _read_slot(arrays, seek, write_seek, real, wq, bus_s, arrival, rlbn, rn, scratch, total):
+    """Policy 21: a read miss of *rn* blocks from *rlbn* arriving at *arrival* while writes are queued
+    (DiskSim queues it with them, ``disk_request_arrive``) is served at the first end of an access where
+    its estimate is the least (:func:`_chain`). Returns (chosen, when, cylinder, head): chosen, the
+    accesses before are final and the writes left wait (:func:`_resume_after_read`); else the end of
+    the chain's last access, where the read is served as first come first served."""
+    t, cyl, head, _, won = _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, rlbn, rn,
+                                  arrival, real[22] != 0.0)
+    return won, t, cyl, head
+
+
+@njit(cache=True, _nrt=False)
+def _resume_after_read(arrays, seek, write_seek, real, wq, bus_s, t, cyl, head, scratch, total):
+    """The queued writes a read went before resume at *t* (its completion received:
+    ``disk_check_prefetch_swap``) from (*cyl*, *head*), policy 21 choosing the first. Returns (end of
+    the chain's last access, cylinder, head)."""
+    qn = int(wq[3, 4])
+    nxt, _ = _sptf_pick(arrays, seek, write_seek, real, wq, 0, qn, t, cyl, head, total)
+    if nxt != 0:
+        _move_row(wq, nxt, 0)
+    start = t
+    if wq[2, 0] > start:
+        start = wq[2, 0]
+    wq[3, 0] = start
+    wq[3, 1] = cyl
+    wq[3, 2] = head
+    wq[3, 3] = 0.0
+    t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, t, scratch, total)
+    return t_end, cyl, head

@@ -270,6 +270,19 @@ extra_disconnect_seek_delta_s : float
         taken as a write that does not append: it waits for the write under
         way to reach the media and takes a segment of its own
         (:func:`diskmodel.model.disksim_writequeue._combines`).
+    queue_scheduling_policy : int
+        The "Scheduling policy" of the disk's own queue, which orders the
+        writes queued with ``write_prebuffering`` and a read miss arriving
+        behind them: 1 first come first served, or 21 (PRI_ASPCTF_OPT) the
+        least estimated positioning time first
+        (``ioqueue_get_request_from_opt_sptf_queue``,
+        ``disk_buffer_estimate_servtime``;
+        :mod:`diskmodel.model.disksim_writequeue`).
+    immediate_write : bool
+        DiskSim's "Immediate buffer write": acts only on policy 21's estimate
+        (a zero-latency write landing inside its span on the track counts
+        the track's sectors outside the span, ``dm_latency_g1``); DiskSim 4.0
+        never starts a write under the head.
     """
 
     name: str
@@ -326,6 +339,8 @@ extra_disconnect_seek_delta_s : float
     immediate_read: bool = False
     immediate_access_under_head: bool = False
     combine_seq_writes: bool = True
+    queue_scheduling_policy: int = 1
+    immediate_write: bool = False
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -375,8 +390,12 @@ extra_disconnect_seek_delta_s : float
                      "never_disconnect", "watermark_by_request_size", "immediate_partial_hit_transfer",
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
                      "write_prebuffering", "hold_bus_write", "caching",
-                     "immediate_read", "immediate_access_under_head", "combine_seq_writes"):
+                     "immediate_read", "immediate_access_under_head", "combine_seq_writes",
+                     "immediate_write"):
             flag(name, getattr(self, name))
+        if self.queue_scheduling_policy not in (1, 21):
+            raise ValueError("queue_scheduling_policy must be 1 (FCFS) or 21 (PRI_ASPCTF_OPT) "
+                             f"(got {show(self.queue_scheduling_policy)})")
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):
             raise ValueError(f"read_disconnect_s must hold 2 times (after a read, after a write) "

@@ -133,13 +133,14 @@ from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_access_block import kept_track_front
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
-from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
+from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
 from .disksim_segments import _appended_segment, _replacement, _room_to_append
-from .disksim_writequeue import _combines, _prebuffered, _prebuffered_new, _start_chain
+from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
+                                 _start_chain)
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -258,7 +259,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
                      int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
                      int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
-                     int(p.hold_bus_write), int(p.caching), p.write_segments, int(p.combine_seq_writes)],
+                     int(p.hold_bus_write), int(p.caching), p.write_segments, int(p.combine_seq_writes),
+                     p.queue_scheduling_policy],
                     dtype=np.int64)
     start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
                       whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
@@ -281,7 +283,12 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
     # the prebuffered writes' queue: its writes and their blocks, at most a segment's beyond the
     # write under way plus a request (diskmodel.model.disksim_writequeue)
-    wq = np.zeros((7, 2 * p.segment_size_blocks + longest + 2 if _writes_queue(p) else 1))
+    wq = np.zeros((8, max(2 * p.segment_size_blocks + longest + 2, 8 if p.queue_scheduling_policy == 21 else 0)
+                   if _writes_queue(p) else 1))
+    if _writes_queue(p):
+        wq[3, 5] = p.queue_scheduling_policy
+        wq[3, 6] = float(p.immediate_write)
+        wq[3, 7] = float(isinstance(p.layout, G4ZoneLayout))
     _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
               p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start, segments, seg_used, work,
               pf_ready, wq)
@@ -432,6 +439,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     hold_write = ints[23] or never_disc
     write_segments = ints[25]
     combine = ints[26]        # "Combine seq writes" (diskmodel.model.disksim_writequeue._combines)
+    sched_sptf = ints[27] == 21 and prebuffer   # the queue's scheduling policy 21 (disksim_writequeue)
+    read_first = False
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
     almost = ints[13]
@@ -657,6 +666,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     start = arrival + ovh + max(stop - arrival, 0.0)
                 else:
                     start = max(arrival + ovh, mech_free)
+                    if sched_sptf and dirty_end > arrival:
+                        # policy 21: the read competes with the queued writes (disksim_writequeue._read_slot)
+                        read_first, t_q, cyl_q, head_q = _read_slot(arrays, seek, write_seek, real, wq, bus_w,
+                                                                     arrival, first, n, scratch, total)
+                        if read_first:
+                            start = max(arrival + ovh, t_q)
+                            cyl = cyl_q
+                            head = head_q
                 # A partial hit (DiskSim's BUFFER_PARTIAL, disk_buffer_select_read_segment in
                 # src/disksim_diskcache.c): the first blocks are in a segment (not the dedicated write
                 # segment; written data only where reads may hit on them). They go to the host at once,
@@ -758,6 +775,21 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_min = min(last + min_ra, total)
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
                                      seg_size, sent_at, done, scratch, total)
+            if read_first:
+                # the writes it went before resume once its completion is received, its read-ahead
+                # stopping there (disk_check_prefetch_swap; disksim_writequeue._resume_after_read)
+                read_first = False
+                t_q = max(done, mech_free)
+                if pf_active:
+                    while pf_done < pf_count and pf_ready[pf_done] <= done:
+                        pf_done += 1
+                    _segment_end_at(seg_start, seg_end, pf_seg, pf_base + pf_done, seg_size)
+                    pf_active = False
+                    t_q, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
+                                                      pf_start, pf_cyl, pf_head, done, stop_in_sector)
+                mech_free, cyl, head = _resume_after_read(arrays, seek, write_seek, real, wq, bus_w, t_q, cyl, head,
+                                                          scratch, total)
+                dirty_end = mech_free
             if preseek and own >= 0:
                 # "Preseeking level" 1 or 2: a read whose media access (its read-ahead included) ends
                 # before the host has its completion gives up the mechanism (disk_release_hda, at

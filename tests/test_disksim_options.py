@@ -465,16 +465,16 @@ def test_minimum_read_ahead_only_with_fast_writes(disksim_dir, tmp_path):
         drive_parameters(load_disksim_drive(folder))
 
 
-def test_maxtor300g_write_prebuffering_refused(disksim_dir, tmp_path):
-    # maxtor300g prebuffers writes into 128 write segments with a positioning-time scheduler (policy 21):
-    # DiskSim then orders the queued writes and a read behind them, which the simulation does not follow
-    with pytest.raises(DiskSimFormatError, match=r"maxtor300g\.diskspecs:13: Allow write prebuffering = 1 is "
-                                                 r"honoured .* only with Scheduling policy = 1, first come first "
-                                                 r"served \(got 21\)"):
-        drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
+def test_maxtor300g_write_prebuffering_policy_21(disksim_dir, tmp_path):
+    # maxtor300g prebuffers writes into 128 write segments with a positioning-time scheduler (policy
+    # 21, PRI_ASPCTF_OPT): followed since branch sptf (tests/test_disksim_random.py, "_sptf" sets)
+    params = drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
+    assert params.queue_scheduling_policy == 21 and params.immediate_write and params.write_segments == 128
+    with pytest.raises(ValueError, match=r"queue_scheduling_policy must be 1 \(FCFS\) or 21"):
+        params.evolve(queue_scheduling_policy=4)
     folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Scheduling policy = 21,",
                                           "Scheduling policy = 1,")
-    assert drive_parameters(load_disksim_drive(folder)).write_segments == 128
+    assert drive_parameters(load_disksim_drive(folder)).queue_scheduling_policy == 1
     specs.write_text(text.replace("Maximum number of write segments = 128,", "Maximum number of write segments = 1,"))
     params = drive_parameters(load_disksim_drive(folder))
     assert params.almost_read_hits and not params.hold_bus_read and params.write_prebuffering
@@ -493,7 +493,7 @@ def test_write_prebuffering_values(disksim_dir, tmp_path):
     assert drive_parameters(load_disksim_drive(folder)).write_segments == 2
     specs.write_text(text.replace("Scheduling policy = 1,", "Scheduling policy = 4,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering = 1 .* "
-                                                 r"Scheduling policy = 1, first come first served \(got 4\)"):
+                                                 r"Scheduling policy = 1, first come first served, or 21, .*\(got 4\)"):
         drive_parameters(load_disksim_drive(folder))
     specs.write_text(text.replace("Allow write prebuffering = 1,", "Allow write prebuffering = 2,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering must "

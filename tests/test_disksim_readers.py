@@ -299,7 +299,7 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
 
 @pytest.mark.parametrize("disksim_code", [True, False])
 @pytest.mark.parametrize("folder", ["atlas10k", "atlas_III", "barracuda", "cheetah4LP", "ibm18es", "hp_c2247a",
-                                    "hp_c2490a"])   # (maxtor300g's write prebuffering is refused)
+                                    "hp_c2490a"])   # (maxtor300g: not compared here; its queue policy 21 is no cache key)
 def test_the_disk_and_the_simulation_read_one_cache(disksim_dir, folder, disksim_code):
     """One translation of a DiskSim drive's buffer: the Disk's drive_cache, bridged by
     DriveParameters.from_disk, gives the simulation the buffer drive_parameters gives it."""

@@ -301,16 +301,21 @@ def keep_golden(results: Path, seeds: list[int]) -> None:
 
 #: Drives prebuffering fast writes into several write segments, served first come first served
 #: (disksim_support: "Maximum number of write segments" with "Allow write prebuffering" = 1): name ->
-#: (drive, keys changed, seeds of trace_lines, requests). maxtor300g's own scheduler (policy 21,
-#: shortest positioning time first) is refused, so it is run at policy 1; DiskSim 4.0 fails on most
-#: synthetic traces of the unchanged maxtor300g (disk_buffer_sector_done's fpcheck, an ioqueue
-#: assertion, "Tail hits not currently allowed"): of seeds 10-40 at 400 requests it completed
-#: 11, 12, 19, 23, 25, 28, 33 and 39, and at policy 1 all of them but 12. atlas10k with 3 write
-#: segments: DiskSim completed seeds 1, 3 and 5 of 1-6.
+#: (drive, keys changed, seeds of trace_lines, requests). maxtor300g run at policy 1 and at its own
+#: scheduler's policy 21 (shortest positioning time first, "_sptf"); DiskSim 4.0 fails on most
+#: synthetic traces of the unchanged maxtor300g (disk_buffer_sector_done's fpcheck, an
+#: ioqueue_get_specific_request_from_subqueue assertion, "Tail hits not currently allowed"): of
+#: seeds 10-40 at 400 requests it completed 11, 12, 19, 23, 25, 28, 33 and 39, and at policy 1 all
+#: of them but 12. atlas10k with 3 write segments: DiskSim completed seeds 1, 3 and 5 of 1-6 at
+#: policy 1, 1-4 of 1-6 at policy 21 (5 and 6: disk_buffer_transfer_size's seg_owner->inblkno
+#: assertion).
 WRITE_SEGMENT_SETS = {
     "maxtor300g_fcfs": ("maxtor300g", {"Scheduling policy": "1"}, (11, 19, 23, 25, 28, 33, 39), 400),
     "atlas10k_ws3": ("atlas10k", {"Allow write prebuffering": "1", "Maximum number of write segments": "3"},
                      (1, 3, 5), 1500),
+    "maxtor300g_sptf": ("maxtor300g", {}, (11, 12, 19, 23, 25, 28, 33, 39), 400),
+    "atlas10k_ws3_sptf": ("atlas10k", {"Allow write prebuffering": "1", "Maximum number of write segments": "3",
+                                       "Scheduling policy": "21"}, (1, 2, 3, 4), 1500),
 }
 
 
@@ -323,12 +328,16 @@ def write_segment_variant(name: str, seed: int) -> dict:
             "max_blocks": min(600, segment)}
 
 
-def keep_write_segments(build: Path) -> None:
-    """Run DiskSim on every WRITE_SEGMENT_SETS variant; keep its times (6 decimals) as
+def keep_write_segments(build: Path, names=()) -> None:
+    """Run DiskSim on every WRITE_SEGMENT_SETS variant (of the sets *names*, all when empty; the
+    others' entries of write_segments.json are kept as they are); keep its times (6 decimals) as
     ws_NAME_seedN.disksim_ms.txt.gz and write_segments.json (our agreement, 3 requests of slack)."""
     import numpy as np
-    kept = []
+    old = json.loads((HERE / "write_segments.json").read_text()) if names else []
+    kept = [k for k in old if k["set"] not in names]
     for name, (_, _, seeds, _) in WRITE_SEGMENT_SETS.items():
+        if names and name not in names:
+            continue
         for seed in seeds:
             var = write_segment_variant(name, seed)
             with tempfile.TemporaryDirectory() as tmp:
@@ -352,6 +361,6 @@ if __name__ == "__main__":
     elif sys.argv[1] == "golden":
         keep_golden(Path(sys.argv[2]), [int(s) for s in sys.argv[3:]])
     elif sys.argv[1] == "write_segments":
-        keep_write_segments(Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/disksim-build"))
+        keep_write_segments(Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/disksim-build"), tuple(sys.argv[3:]))
     else:
         raise SystemExit(__doc__)
