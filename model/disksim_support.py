@@ -160,12 +160,6 @@ ONLY_VALUES = {
 #: per-request times in any experiment (tests/golden/disksim_variants): the
 #: values accepted, and the evidence. Another value is an error.
 NO_EFFECT_IN_DISKSIM = {
-    # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
-    # (disksim_diskctlr.c, diskmodel/mech_g1.c): tests/golden/disksim_variants' hp_c2247a_immediate_write_0/
-    # _1/_2 (write-through) and atlas10k_queued_writes at 0, 1 (bundled) and 2 (fast writes) are identical
-    "Immediate buffer write": ((0, 1, 2), "zero-latency writes: the same at 0, 1 and 2 on 400 write-through "
-                                          "writes of 16-64 blocks on hp_c2247a and 600 queued fast writes on "
-                                          "atlas10k (and at 0 and 1 on cheetah4LP and ibm18es)"),
     # src/modules/disksim_disk_param.c stores it in disk->sectbysect, which no other line of
     # DiskSim 4.0 reads (grep sectbysect: the parameter loader and disksim_disk.h only); its
     # manual: "the simulator currently functions as if the value were always true"
@@ -194,11 +188,26 @@ NO_EFFECT_IN_DISKSIM = {
 
 #: Keys accepted at these values though DiskSim 4.0 acts on them in situations the simulation does
 #: not follow, each with that situation (found by the randomised differential test,
-#: tests/golden/disksim_random/README.md). Empty since 2026-11-24: the three keys that were here
-#: ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate buffer read":
-#: class 5b) are followed, and are in HONOURED or ONLY_VALUES with their evidence. A key found
-#: acting where it is not followed goes back here, or is refused.
+#: tests/golden/disksim_random/README.md, and the policy-21 work). The three keys that were here
+#: until 2026-11-24 ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate
+#: buffer read": class 5b) are followed, and are in HONOURED or ONLY_VALUES with their evidence. A
+#: key found acting where it is not followed comes here, or is refused.
 ACTS_WHERE_NOT_FOLLOWED = {
+    # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
+    # (disksim_diskctlr.c, diskmodel/mech_g1.c). On g1 layouts it has no effect on DiskSim's times:
+    # tests/golden/disksim_variants' hp_c2247a_immediate_write_0/_1/_2 (write-through) and
+    # atlas10k_queued_writes at 0, 1 (bundled) and 2 (fast writes) are identical, because
+    # g1_access_block never starts an access under the head (its DM_OK slip). On a g4 layout the
+    # conversion succeeds and a zero-latency write does start under the head (found with policy 21
+    # on maxtor300g, write_segments seeds 11, 19 and 23: 2-5 of DiskSim's 400 times differ between 1
+    # and 0, and ours equal DiskSim's at 0). Honoured in policy 21's estimate
+    # (DriveParameters.immediate_write); the g4 access itself is not followed.
+    "Immediate buffer write": ((0, 1, 2), "no effect on g1 layouts (the same at 0, 1 and 2 on 400 "
+                                          "write-through writes of 16-64 blocks on hp_c2247a and 600 queued "
+                                          "fast writes on atlas10k; at 0 and 1 on cheetah4LP and ibm18es); on "
+                                          "g4 layouts a zero-latency write starts under the head in DiskSim "
+                                          "4.0, which the simulation does not follow (2-5 of 400 times on "
+                                          "maxtor300g's write-segment traces)"),
 }
 
 #: DiskSim 4.0's own ranges of the keys above (src/modules/disk.modspec, RANGE(i, low, high)): a value
