@@ -155,6 +155,45 @@ def _start_chain(wq, first, n, data0, start, cyl, head, min_move):
 
 
 @njit(cache=True, _nrt=False)
+def _write_access(arrays, seek, write_seek, real, f, count, own, start, cyl, head, not_before, ready, scratch,
+                  min_move, total):
+    """One access of the queued writes from block *f*: its *own* blocks and up to *count* in all, the
+    data of block k in the buffer at ``not_before[k]``. Past its own blocks the access goes on while
+    the next block's data are in the buffer (disk_buffer_sector_done). Returns (its end, the head's
+    cylinder and head then, the blocks written)."""
+    access_media(arrays, seek, write_seek, real, f, count, start, cyl, head, True, not_before, ready, 0, scratch,
+                 min_move, total)
+    written = count
+    for k in range(own, count):
+        if not_before[k] > ready[k - 1]:
+            written = k
+            break
+    cyl, head, _, _, _ = lbn_to_pbn_one(f + written - 1, arrays)
+    return ready[written - 1], cyl, head, written
+
+
+@njit(cache=True, _nrt=False)
+def _next_block_at(f, written, ready, arrival):
+    """The block an access from *f* writes next at *arrival* (DiskSim's ``inblkno`` of the segment's
+    owner): one past the last block it has written by then."""
+    inblkno = f
+    for k in range(written):
+        if ready[k] <= arrival:
+            inblkno = f + k + 1
+    return inblkno
+
+
+@njit(cache=True, _nrt=False)
+def _drop_rows(wq, done, qn):
+    """Drop the first *done* of the *qn* queued writes (their accesses are final); returns how many
+    are left."""
+    for e in range(done, qn):
+        for r in (0, 1, 2, 6, 7):
+            wq[r, e - done] = wq[r, e]
+    return qn - done
+
+
+@njit(cache=True, _nrt=False)
 def _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total):
     """Write the chain's accesses one after another from the first one still under way; drop those
     ending by *arrival* (the data arriving from then on cannot extend them). Returns (end of the last
@@ -202,92 +241,37 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
                         found = True
                         break
             count = k
-            own = int(wq[1, j])
-            t_end, _, _ = access_media(arrays, seek, write_seek, real, f, count, start, cyl, head, True,
-                                       not_before, ready, 0, scratch, min_move, total)
-            written = count
-            for k in range(own, count):
-                if not_before[k] > ready[k - 1]:
-                    written = k
-                    break
-            t_end = ready[written - 1]
-            cyl, head, _, _, _ = lbn_to_pbn_one(f + written - 1, arrays)
-            if j == 0:
-                inblkno = f
-                for k in range(written):
-                    if ready[k] <= arrival:
-                        inblkno = f + k + 1
-            label = wq[6, j]
-            if j + 1 < qn:
-                # the next access: policy 21's choice at this end (the read, if it wins, takes it)
-                nxt, est = _sptf_pick(arrays, seek, write_seek, real, wq, j + 1, qn, t_end, cyl, head, total)
-                if rlbn >= 0 and rq <= t_end:
-                    r_est = _positioning_estimate_s(arrays, seek, write_seek, real, rlbn, rn, t_end, cyl, head,
-                                                    False, immed_read, total, wq[3, 7] != 0.0)
-                    if r_est < est or (r_est == est and rlbn < wq[0, nxt]) or wq[7, nxt] > t_end:
-                        for e in range(j + 1, qn):
-                            for r in (0, 1, 2, 6, 7):
-                                wq[r, e - j - 1] = wq[r, e]
-                        wq[3, 4] = qn - j - 1
-                        return t_end, cyl, head, inblkno, True
-                if nxt != j + 1:
-                    _move_row(wq, nxt, j + 1)
-            if t_end <= arrival and j < qn - 1:
-                for e in range(j + 1, qn):
-                    for r in (0, 1, 2, 6, 7):
-                        wq[r, e - j - 1] = wq[r, e]
-                qn -= j + 1
-                j = -1
-                wq[3, 4] = qn
-            start = t_end + 2.0 * _EPS_REV * real[0]
-            if j + 1 < qn and wq[6, j + 1] != label:
-                start = t_end
-            if j + 1 < qn and wq[2, j + 1] > start:
-                start = wq[2, j + 1]
-            if j == -1:
-                wq[3, 0] = start
-                wq[3, 1] = cyl
-                wq[3, 2] = head
-                wq[3, 3] = min_move
-            j += 1
-            continue
-        # the access goes on through the later writes of its own segment only (disk_buffer_sector_done:
-        # up to seg->endblkno); one segment, the whole chain
-        last_e = j
-        while last_e + 1 < qn and wq[6, last_e + 1] == wq[6, j]:
-            last_e += 1
-        count = chain_end - f if last_e == qn - 1 else int(wq[0, last_e] + wq[1, last_e]) - f
-        k = 0
-        for e in range(j, last_e + 1):
-            for b in range(int(wq[1, e])):
-                not_before[k] = wq[2, e] + (b + 1) * bus_s
-                k += 1
-        own = int(wq[1, j])
-        t_end, _, _ = access_media(arrays, seek, write_seek, real, f, count, start, cyl, head, True,
-                                   not_before, ready, 0, scratch, min_move, total)
-        # past its own blocks the access goes on while the next block's data are in the buffer
-        written = count
-        for k in range(own, count):
-            if not_before[k] > ready[k - 1]:
-                written = k
-                break
-        t_end = ready[written - 1]
-        cyl, head, _, _, _ = lbn_to_pbn_one(f + written - 1, arrays)
+        else:
+            # the access goes on through the later writes of its own segment only
+            # (disk_buffer_sector_done: up to seg->endblkno); one segment, the whole chain
+            last_e = j
+            while last_e + 1 < qn and wq[6, last_e + 1] == wq[6, j]:
+                last_e += 1
+            count = chain_end - f if last_e == qn - 1 else int(wq[0, last_e] + wq[1, last_e]) - f
+            k = 0
+            for e in range(j, last_e + 1):
+                for b in range(int(wq[1, e])):
+                    not_before[k] = wq[2, e] + (b + 1) * bus_s
+                    k += 1
+        t_end, cyl, head, written = _write_access(arrays, seek, write_seek, real, f, count, int(wq[1, j]), start,
+                                                  cyl, head, not_before, ready, scratch, min_move, total)
         if j == 0:
-            inblkno = f
-            for k in range(written):
-                if ready[k] <= arrival:
-                    inblkno = f + k + 1
+            inblkno = _next_block_at(f, written, ready, arrival)
         label = wq[6, j]
+        if sptf and j + 1 < qn:
+            # the next access: policy 21's choice at this end (the read, if it wins, takes it)
+            nxt, est = _sptf_pick(arrays, seek, write_seek, real, wq, j + 1, qn, t_end, cyl, head, total)
+            if rlbn >= 0 and rq <= t_end:
+                r_est = _positioning_estimate_s(arrays, seek, write_seek, real, rlbn, rn, t_end, cyl, head,
+                                                False, immed_read, total, wq[3, 7] != 0.0)
+                if r_est < est or (r_est == est and rlbn < wq[0, nxt]) or wq[7, nxt] > t_end:
+                    wq[3, 4] = _drop_rows(wq, j + 1, qn)
+                    return t_end, cyl, head, inblkno, True
+            if nxt != j + 1:
+                _move_row(wq, nxt, j + 1)
         if t_end <= arrival and j < qn - 1:
             # over before the arrival: final; the next write's access is now the first under way
-            for e in range(j + 1, qn):
-                wq[0, e - j - 1] = wq[0, e]
-                wq[1, e - j - 1] = wq[1, e]
-                wq[2, e - j - 1] = wq[2, e]
-                wq[6, e - j - 1] = wq[6, e]
-                wq[7, e - j - 1] = wq[7, e]
-            qn -= j + 1
+            qn = _drop_rows(wq, j + 1, qn)
             j = -1
             wq[3, 4] = qn
         # the next write's access starts once this one ends, at its own first block (just passed
