@@ -17,6 +17,15 @@ DRIVES = HERE.parents[2] / "data" / "disksim"
 BUILD = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/disksim-build")
 
 
+def _edit(folder: Path, pattern: str, edits) -> None:
+    """Apply literal (old, new) edits, each once, to the folder's file matching *pattern*."""
+    for old, new in edits:
+        path = next(folder.glob(pattern))
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+
+
 def make_folder(variant, where: Path) -> Path:
     folder = where / variant["name"]
     shutil.copytree(DRIVES / variant["drive"], folder)
@@ -31,26 +40,13 @@ def make_folder(variant, where: Path) -> Path:
         # a model file written for the variant (skew_unit_models.py) in place of the drive's
         shutil.copy(HERE / variant["model"], next(folder.glob("*.model")))
     # literal edits of the model file (the mechanics and layout are not key = value lines alone)
-    for old, new in variant.get("model_edits", []):
-        model = next(folder.glob("*.model"))
-        text = model.read_text()
-        assert old in text, old
-        model.write_text(text.replace(old, new, 1))
+    _edit(folder, "*.model", variant.get("model_edits", []))
     if variant.get("seek"):
         # a seek file written for the variant in place of the drive's
         shutil.copy(HERE / variant["seek"], next(folder.glob("*.seek")))
-    # literal edits of the seek table
-    for old, new in variant.get("seek_edits", []):
-        seek = next(folder.glob("*.seek"))
-        text = seek.read_text()
-        assert old in text, old
-        seek.write_text(text.replace(old, new, 1))
-    # literal edits of the .parv (its driver, buses and controller)
-    for old, new in variant.get("parv_edits", []):
-        parv = next(folder.glob("*.parv"))
-        text = parv.read_text()
-        assert old in text, old
-        parv.write_text(text.replace(old, new, 1))
+    # literal edits of the seek table, and of the .parv (its driver, buses and controller)
+    _edit(folder, "*.seek", variant.get("seek_edits", []))
+    _edit(folder, "*.parv", variant.get("parv_edits", []))
     if variant["trace"]:
         shutil.copy(HERE / variant["trace"], next(folder.glob("*.trace")))
     return folder
