@@ -297,6 +297,41 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
                                   simulate_trace(drive_parameters(base), trace).service_s)
 
 
+#: The 65 parameters of DiskSim 4.0's disksim_disk block, in the order of its src/modules/disk.modspec
+DISKSIM_DISK_KEYS = (
+    "Model", "Scheduler", "Max queue length", "Bulk sector transfer time", "Segment size (in blks)",
+    "Number of buffer segments", "Print stats", "Per-request overhead time", "Time scale for overheads",
+    "Hold bus entire read xfer", "Hold bus entire write xfer", "Allow almost read hits",
+    "Allow sneaky full read hits", "Allow sneaky partial read hits", "Allow sneaky intermediate read hits",
+    "Allow read hits on write data", "Allow write prebuffering", "Preseeking level", "Never disconnect",
+    "Avg sectors per cylinder", "Maximum number of write segments", "Use separate write segment",
+    "Low (write) water mark", "High (read) water mark", "Set watermark by reqsize", "Calc sector by sector",
+    "Enable caching in buffer", "Buffer continuous read", "Minimum read-ahead (blks)",
+    "Maximum read-ahead (blks)", "Read-ahead over requested", "Read-ahead on idle hit", "Read any free blocks",
+    "Fast write level", "Combine seq writes", "Stop prefetch in sector", "Disconnect write if seek",
+    "Write hit stop prefetch", "Read directly to buffer", "Immed transfer partial hit",
+    "Read hit over. after read", "Read hit over. after write", "Read miss over. after read",
+    "Read miss over. after write", "Write hit over. after read", "Write hit over. after write",
+    "Write miss over. after read", "Write miss over. after write", "Read completion overhead",
+    "Write completion overhead", "Data preparation overhead", "First reselect overhead",
+    "Other reselect overhead", "Read disconnect afterread", "Read disconnect afterwrite",
+    "Write disconnect overhead", "Extra write disconnect", "Extradisc command overhead",
+    "Extradisc disconnect overhead", "Extradisc inter-disconnect delay", "Extradisc 2nd disconnect overhead",
+    "Extradisc seek delta", "Minimum seek delay", "Immediate buffer read", "Immediate buffer write",
+)
+
+
+def test_every_parameter_disksim_defines_is_classified_and_only_those():
+    # a key DiskSim does not define is only warned about (above), so a real one missing from
+    # disksim_support's groups would be dropped with a warning instead of honoured or refused
+    from diskmodel.data.disksim.syntax import _normalise_key
+    from diskmodel.model import disksim_support
+    assert len(DISKSIM_DISK_KEYS) == 65
+    disksim = {_normalise_key(k) for k in DISKSIM_DISK_KEYS}
+    assert sorted(disksim - disksim_support._KNOWN) == []
+    assert sorted(disksim_support._KNOWN - disksim) == []
+
+
 @pytest.mark.parametrize("disksim_code", [True, False])
 @pytest.mark.parametrize("folder", ["atlas10k", "atlas_III", "barracuda", "cheetah4LP", "ibm18es", "hp_c2247a",
                                     "hp_c2490a"])   # (maxtor300g: not compared here; its queue policy 21 is no cache key)
