@@ -317,13 +317,18 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
                                  "Disconnect write if seek = 1 is honoured by the per-request simulation only "
                                  "without read-ahead (Buffer continuous read = 0): DiskSim 4.0 loses requests "
                                  "with it")
-    # DiskSim 4.0 itself fails on write-through drives with a minimum read-ahead (hp_c2247a:
-    # a segmentation fault; hp_c2490a: disk_buffer_sector_done's fpcheck assertion): nothing to follow
-    minimum = specs_block.get("Minimum read-ahead (blks)")
-    if minimum not in (None, 0) and specs_block.get("Fast write level") in (None, 0):
-        raise DiskSimFormatError(specs_block.path, specs_block.line_of("Minimum read-ahead (blks)"),
-                                 f"Minimum read-ahead (blks) = {minimum!r} is honoured by the per-request "
-                                 "simulation only with fast writes (DiskSim 4.0 fails without them)")
+    # "Minimum read-ahead (blks)" > 0 on a write-through drive ("Fast write level" 0) is accepted:
+    # DiskSim 4.0 fails there on some traces only, and sooner the larger the minimum, each time
+    # at a write following a read (the cause inside DiskSim not pinned down). hp_c2247a's bundled
+    # trace: a segmentation fault at request 1281 (minimum 16), 30 (64), 6 (130), 3 (400);
+    # hp_c2490a's: disk_buffer_sector_done's fpcheck assertion (6000 sectors without
+    # disk_check_hda: a read-ahead that does not stop) at 6937, 174, 9, 2; barracuda's at Fast
+    # write level 0: 3177 (200), 202 (400); ibm18es's: 221 (400). Every request DiskSim completes
+    # before, 12,042 compared, has our time within 10 us (tests/golden/disksim_variants,
+    # *_write_through_min_read_ahead_*; barracuda at 400 needs the minimum on 10 of 200).
+    # Of the development seeds 0-149 of tests/golden/disksim_random with this combination, DiskSim
+    # ran seed 13 (hp_c2247a, minimum 64; 1499 of 1500 within 10 us, the other not examined) and
+    # failed on the nine others.
     # Every layout DiskSim defines is honoured: g1 (every sparing scheme, slips, defects
     # remapped in place or elsewhere), g2 (zones and an extent map, its skew rule) and g4
     # (tables, slips, remaps), see diskmodel.model.disksim_mapping, disksim_g2 and disksim_g4.

@@ -456,13 +456,12 @@ def test_a_read_ahead_short_of_its_minimum_is_not_stopped():
     assert simulate_requests(_toy(fast_write_level=2), *write).service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
 
 
-def test_minimum_read_ahead_only_with_fast_writes(disksim_dir, tmp_path):
-    # DiskSim 4.0 itself fails on the write-through hp drives with a minimum read-ahead
-    folder, _, _, line = _edited_copy(disksim_dir, tmp_path, "hp_c2247a",
-                                      "Minimum read-ahead (blks) = 0,", "Minimum read-ahead (blks) = 100,")
-    with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.diskspecs:{line}: Minimum read-ahead \(blks\) = 100 "
-                                                 r"is honoured .* only with fast writes"):
-        drive_parameters(load_disksim_drive(folder))
+def test_minimum_read_ahead_without_fast_writes_is_accepted(disksim_dir, tmp_path):
+    # DiskSim 4.0 fails on some traces only (hp_c2247a's bundled one at request 1281) and agrees
+    # with us before that (variants.json: *_write_through_min_read_ahead_*, checked above)
+    folder, _, _, _ = _edited_copy(disksim_dir, tmp_path, "hp_c2247a",
+                                   "Minimum read-ahead (blks) = 0,", "Minimum read-ahead (blks) = 100,")
+    assert drive_parameters(load_disksim_drive(folder)).min_read_ahead_blocks == 100
 
 
 def test_maxtor300g_write_prebuffering_policy_21(disksim_dir, tmp_path):
