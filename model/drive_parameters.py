@@ -281,8 +281,10 @@ extra_disconnect_seek_delta_s : float
     immediate_write : bool
         DiskSim's "Immediate buffer write": acts only on policy 21's estimate
         (a zero-latency write landing inside its span on the track counts
-        the track's sectors outside the span, ``dm_latency_g1``); DiskSim 4.0
-        never starts a write under the head.
+        the track's sectors outside the span, ``dm_latency_g1``). On g1
+        layouts DiskSim 4.0 never starts a write under the head
+        (``g1_access_block``'s slip); on g4 layouts it does, which the
+        simulation does not follow (``disksim_support.ACTS_WHERE_NOT_FOLLOWED``).
     """
 
     name: str
