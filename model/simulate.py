@@ -119,7 +119,6 @@ become parameters and traces in :mod:`diskmodel.model.disksim`.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass

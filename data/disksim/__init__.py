@@ -19,7 +19,6 @@ validating a drive against its trace is :mod:`diskmodel.model.disksim`'s.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
