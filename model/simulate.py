@@ -853,7 +853,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # and data preparation overheads (disk_bus_ownership_grant in src/disksim_diskctlr.c).
                 # Likewise after a read-ahead short of its minimum (disk_write_arrive's disconnection:
                 # write hit overhead plus write disconnect overhead).
-                data0 = arrival + ovh
+                # Taken at once, the data follow the command overhead and the data preparation
+                # (disk_write_arrive's READY_TO_TRANSFER, at either fast-write level).
+                cmd_done = arrival + ovh
+                data0 = cmd_done + data_prep
                 # An appending write is refused too while the write it appends to still waits in the
                 # queue for its own access (disk_buffer_stopable_access: ioqueue_show_next_request is
                 # that earlier write, not this one).
@@ -885,7 +888,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                                 seg_size))):
                     # (disk_write_arrive disconnects it after its overhead and the write disconnect
                     # overhead; it reconnects once that write's access has ended, as after a read-ahead)
-                    data0 = max(data0 + write_disc, dirty_end) + reselect + data_prep
+                    data0 = max(cmd_done + write_disc, dirty_end) + reselect + data_prep
                     queued_until = 0.0
                 elif dirty_end > arrival:
                     joined = True
@@ -927,7 +930,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 else:
                     queued_until = 0.0
                 if ra_held > 0.0 and not prebuffer:
-                    data0 = max(data0 + write_disc, ra_held) + reselect + data_prep
+                    data0 = max(cmd_done + write_disc, ra_held) + reselect + data_prep
                 if nseg > 0 and n > seg_size:
                     # larger than its segment: sent as the segment has room (disksim_big_transfer);
                     # never with queued writes (simulate_requests refuses it: DiskSim 4.0 fails there)
