@@ -137,7 +137,8 @@ from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
-from .disksim_segments import _appended_segment, _replacement, _room_to_append
+from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
+                               _write_segment)
 from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
                                  _start_chain)
 from .drive_parameters import DriveParameters
@@ -807,6 +808,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # (a drive that never disconnects has no extra write disconnect: disk_buffer_select_segment)
             extra = not fast and extra_disc and not never_disc and prev_write == 1 and nseg > 0 \
                 and first != prev_end
+            if extra and wseg < 0 and nseg > 1:
+                # without a dedicated write segment, only when it takes the previous write's segment
+                extra = _extra_disconnect_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last,
+                                                  reading, hits_on_writes, prebuffer)
             # the mechanism waits for the command overhead (DiskSim's overhead_done)
             mech_ovh = xd_command + xd_seek_delta if extra else ovh
             # A drive with extra write disconnects writes no sector before the buffer holds
@@ -999,27 +1004,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             append = _appended_segment(seg_start, seg_end, seg_write, nseg, first) if joined else -1
             s = wseg
             if s < 0:
-                # a clean segment holding some of the write's blocks first, the least recently used
-                # of them (disk_buffer_select_write_segment: value 4, above an empty or other clean one)
-                # (a segment still being read ahead ranks last, value 1: the write does not take
-                # it while another is free, and it keeps its blocks, read-ahead stopped)
-                # Above all, a write appending to a fast write still being written joins that
-                # write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on every
-                # bundled drive); it does not take a segment of its own. Without combining (0) it
+                # a clean segment holding some of the write's blocks first, else an empty or clean one
+                # (_write_segment). Above all, a write appending to a fast write still being written
+                # joins that write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on
+                # every bundled drive); it does not take a segment of its own. Without combining (0) it
                 # waited for that write's access (never joined), takes a segment as any write and
                 # starts it afresh (BUFFER_NOMATCH: disk_buffer_attempt_seg_ownership; _combines)
-                for j in range(nseg):
-                    if append >= 0:
-                        s = append
-                        break
-                    # (a written segment too, clean once its data are on the media where reads may hit
-                    # on written data; with write prebuffering others may still be dirty: left out)
-                    if j != reading and (seg_write[j] == 0 or (hits_on_writes and not prebuffer)) \
-                            and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
-                        if s < 0 or seg_used[j] < seg_used[s]:
-                            s = j
-                if s < 0:
-                    s = _replacement(seg_start, seg_end, seg_write, seg_used, nseg, -1, reading, hits_on_writes)
+                s = _write_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last, reading,
+                                   hits_on_writes, prebuffer, append)
             if s >= 0:
                 if s == append:
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
