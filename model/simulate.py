@@ -134,7 +134,8 @@ from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
-from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _read_ahead_limit,
+from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _kept_read_ahead_limit,
+                                _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
 from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
@@ -269,7 +270,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     # the kernel's working arrays, made here: the kernel runs without numba's reference counting
     # (_nrt=False, see _simulate), which cannot allocate
     longest = int(blocks.max()) if n else 1
-    segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
+    # first block, end, holds written data, read-ahead limit
+    segments = np.zeros((4, p.buffer_segments), np.int64)
     # last use (LRU order); never used: before any use (DiskSim's segment list starts with them)
     seg_used = np.full(p.buffer_segments, -np.inf)
     # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks
@@ -449,6 +451,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     seg_start = segments[0]
     seg_end = segments[1]
     seg_write = segments[2]
+    seg_max_ra = segments[3]  # each segment's read-ahead limit (disksim_readahead._kept_read_ahead_limit)
     wseg = nseg - 1 if separate_w else -1
     ready = work[0]
     not_before = work[1]
@@ -572,6 +575,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
+                    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
                     pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
@@ -583,6 +587,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # of whatever segment the hit took)
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
+                    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
                     count = limit - seg_end[s]
                     if count > pf_size:
                         count = pf_size
@@ -615,6 +620,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 have = pf_base + pf_done - first        # of its blocks buffered at the arrival
                 limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
                                           ra_over, total, min_ra)
+                limit = _kept_read_ahead_limit(seg_max_ra, pf_seg, limit, False)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
@@ -758,6 +764,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # segment starts at its first block, a partial hit's where it started
                 limit = _read_ahead_limit(arrays, scheme, first, last, kept, max_ra, seg_size, ra_over, total,
                                           min_ra)
+                limit = _kept_read_ahead_limit(seg_max_ra, s, limit, buffered == 0)
                 count = limit - last
                 if count > pf_size:
                     count = pf_size
@@ -1017,6 +1024,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 else:
                     seg_start[s] = first
+                    seg_max_ra[s] = 0
                     # (a write larger than the segment leaves its last blocks: disk_buffer_segment_wrap)
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 seg_write[s] = 1
