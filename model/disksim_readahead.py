@@ -286,7 +286,10 @@ def _kept_read_ahead_limit(seg_max_ra, s, limit, fresh):
     idle hit": ``max(seg->maxreadaheadblkno, disk_buffer_get_max_readahead(...))``,
     ``src/disksim_diskcache.c``, ``src/disksim_diskctlr.c``). So a hit on a segment whose earlier
     read-ahead was stopped short reads ahead to the earlier limit when that is further, e.g. the DEC
-    scheme's extra track of a read whose segment then started on an earlier track."""
+    scheme's extra track of a read whose segment then started on an earlier track. A request
+    arriving while the read-ahead is short of its minimum lowers the kept limit to the minimum
+    (``disk_buffer_stopable_access``: ``seg->maxreadaheadblkno = seg->minreadaheadblkno``), a write
+    overlapping its blocks with "Write hit stop prefetch" to its end (the kernel sets those)."""
     if fresh or limit > seg_max_ra[s]:
         seg_max_ra[s] = limit
     return seg_max_ra[s]

@@ -662,6 +662,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, pf_min, scratch, total)
                     _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                    # (its kept limit falls to the minimum: disk_buffer_stopable_access)
+                    seg_max_ra[pf_seg] = pf_min
                     start = max(arrival + ovh, stop)
                 elif pf_active:
                     pf_active = False
@@ -836,6 +838,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_first = seg_start[pf_seg]
                 if (seg_first <= first < have) or (seg_first < last <= have) or (first <= seg_first and last >= have):
                     pf_min = have
+                    seg_max_ra[pf_seg] = have
             if pf_active and pf_base + pf_done < pf_min and not prebuffer:
                 # the write's segment is chosen once the read-ahead has stopped, clean by then
                 # (disk_activate_write drops the choice made at the arrival: disksim_segments)
@@ -847,6 +850,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, pf_min, scratch, total)
                 _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                seg_max_ra[pf_seg] = pf_min
                 mech_free = max(arrival + mech_ovh, stop)
                 ra_held = stop
             elif pf_active:
