@@ -274,3 +274,22 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
             access_media(arrays, seek, write_seek, real, lbn, pf_count - k, t_ask, c, h, False, pf_ready, pf_ready,
                          k, scratch, 0.0, total)
         k += 1
+
+
+@njit(cache=True, _nrt=False)
+def _kept_read_ahead_limit(seg_max_ra, s, limit, fresh):
+    """The read-ahead limit of segment *s* after a read set on it whose own limit is *limit*
+    (:func:`_read_ahead_limit`): DiskSim keeps it in the segment (``seg->maxreadaheadblkno``), resets
+    it for a request that is no hit (*fresh*: ``BUFFER_NOMATCH``, a write's too, -1) and else raises
+    it to the request's limit, never lowers it (``disk_buffer_set_segment``, and
+    ``disk_check_hda_pending`` for a hit starting a read-ahead on an idle segment, "Read-ahead on
+    idle hit": ``max(seg->maxreadaheadblkno, disk_buffer_get_max_readahead(...))``,
+    ``src/disksim_diskcache.c``, ``src/disksim_diskctlr.c``). So a hit on a segment whose earlier
+    read-ahead was stopped short reads ahead to the earlier limit when that is further, e.g. the DEC
+    scheme's extra track of a read whose segment then started on an earlier track. A request
+    arriving while the read-ahead is short of its minimum lowers the kept limit to the minimum
+    (``disk_buffer_stopable_access``: ``seg->maxreadaheadblkno = seg->minreadaheadblkno``), a write
+    overlapping its blocks with "Write hit stop prefetch" to its end (the kernel sets those)."""
+    if fresh or limit > seg_max_ra[s]:
+        seg_max_ra[s] = limit
+    return seg_max_ra[s]

@@ -89,3 +89,49 @@ def _room_to_append(ready, prev_first, prev_blocks, first, arrival, seg_size):
     while written < prev_blocks and ready[written] <= arrival:
         written += 1
     return first - (prev_first + written) < seg_size
+
+
+@njit(cache=True, _nrt=False)
+def _write_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last, reading, hits_on_writes,
+                   prebuffer, append):
+    """The segment a write takes on a drive without a dedicated write segment
+    (``disk_buffer_select_write_segment``): the segment *append* of the fast write it joins if any
+    (``BUFFER_APPEND``, value 6 or 7: :func:`_appended_segment`), else a clean segment holding some
+    of blocks *first* .. *last* - 1 (value 4, above an empty or other clean one), the least recently
+    used of them, else :func:`_replacement`'s. A written segment counts as clean once its data are on
+    the media where reads may hit on written data (with write prebuffering others may still be
+    dirty: left out); a segment still being read ahead (*reading*) ranks last, value 1: the write
+    does not take it while another is free, and it keeps its blocks, read-ahead stopped. Without
+    "Combine seq writes" a write never joins (*append* -1: disk_buffer_attempt_seg_ownership's
+    BUFFER_NOMATCH). -1 if there is none."""
+    if append >= 0:
+        return append
+    s = -1
+    for j in range(nseg):
+        if j != reading and (seg_write[j] == 0 or (hits_on_writes and not prebuffer)) \
+                and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
+            if s < 0 or seg_used[j] < seg_used[s]:
+                s = j
+    if s < 0:
+        s = _replacement(seg_start, seg_end, seg_write, seg_used, nseg, -1, reading, hits_on_writes)
+    return s
+
+
+@njit(cache=True, _nrt=False)
+def _extra_disconnect_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last, reading,
+                              hits_on_writes, prebuffer):
+    """Whether a write-through write after a write suffers DiskSim's extra write disconnect on a
+    drive without a dedicated write segment (``disk_buffer_select_segment``,
+    ``src/disksim_diskcache.c``): only when the segment it selects (:func:`_write_segment`) is the
+    most recently used one (the end of DiskSim's LRU list, ``!seg->next``), that is the previous
+    write's, and the write does not start at that segment's end. A write taking another segment (the
+    least recently used of equal value, e.g. any write not overlapping the previous one on a drive of
+    several segments) connects as after a read."""
+    s = _write_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last, reading, hits_on_writes,
+                       prebuffer, -1)
+    if s < 0:
+        return False
+    for j in range(nseg):
+        if seg_used[j] > seg_used[s]:
+            return False
+    return first != seg_end[s]

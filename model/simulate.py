@@ -134,10 +134,12 @@ from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
-from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _read_ahead_limit,
+from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _kept_read_ahead_limit,
+                                _read_ahead_limit,
                                 _read_to_minimum, _segment_end_at, _send_read_blocks_at,
                                 _sent_back_to_back, _stop_read_ahead)
-from .disksim_segments import _appended_segment, _replacement, _room_to_append
+from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
+                               _write_segment)
 from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
                                  _start_chain)
 from .drive_parameters import DriveParameters
@@ -268,7 +270,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     # the kernel's working arrays, made here: the kernel runs without numba's reference counting
     # (_nrt=False, see _simulate), which cannot allocate
     longest = int(blocks.max()) if n else 1
-    segments = np.zeros((3, p.buffer_segments), np.int64)   # first block, end, holds written data
+    # first block, end, holds written data, read-ahead limit
+    segments = np.zeros((4, p.buffer_segments), np.int64)
     # last use (LRU order); never used: before any use (DiskSim's segment list starts with them)
     seg_used = np.full(p.buffer_segments, -np.inf)
     # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks
@@ -448,6 +451,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     seg_start = segments[0]
     seg_end = segments[1]
     seg_write = segments[2]
+    seg_max_ra = segments[3]  # each segment's read-ahead limit (disksim_readahead._kept_read_ahead_limit)
     wseg = nseg - 1 if separate_w else -1
     ready = work[0]
     not_before = work[1]
@@ -571,6 +575,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
+                    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
                     pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
@@ -582,6 +587,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # of whatever segment the hit took)
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
+                    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
                     count = limit - seg_end[s]
                     if count > pf_size:
                         count = pf_size
@@ -614,6 +620,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 have = pf_base + pf_done - first        # of its blocks buffered at the arrival
                 limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[pf_seg], max_ra, seg_size,
                                           ra_over, total, min_ra)
+                limit = _kept_read_ahead_limit(seg_max_ra, pf_seg, limit, False)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
@@ -655,6 +662,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, pf_min, scratch, total)
                     _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                    # (its kept limit falls to the minimum: disk_buffer_stopable_access)
+                    seg_max_ra[pf_seg] = pf_min
                     start = max(arrival + ovh, stop)
                 elif pf_active:
                     pf_active = False
@@ -757,6 +766,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # segment starts at its first block, a partial hit's where it started
                 limit = _read_ahead_limit(arrays, scheme, first, last, kept, max_ra, seg_size, ra_over, total,
                                           min_ra)
+                limit = _kept_read_ahead_limit(seg_max_ra, s, limit, buffered == 0)
                 count = limit - last
                 if count > pf_size:
                     count = pf_size
@@ -807,6 +817,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             # (a drive that never disconnects has no extra write disconnect: disk_buffer_select_segment)
             extra = not fast and extra_disc and not never_disc and prev_write == 1 and nseg > 0 \
                 and first != prev_end
+            if extra and wseg < 0 and nseg > 1:
+                # without a dedicated write segment, only when it takes the previous write's segment
+                extra = _extra_disconnect_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last,
+                                                  reading, hits_on_writes, prebuffer)
             # the mechanism waits for the command overhead (DiskSim's overhead_done)
             mech_ovh = xd_command + xd_seek_delta if extra else ovh
             # A drive with extra write disconnects writes no sector before the buffer holds
@@ -824,6 +838,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_first = seg_start[pf_seg]
                 if (seg_first <= first < have) or (seg_first < last <= have) or (first <= seg_first and last >= have):
                     pf_min = have
+                    seg_max_ra[pf_seg] = have
             if pf_active and pf_base + pf_done < pf_min and not prebuffer:
                 # the write's segment is chosen once the read-ahead has stopped, clean by then
                 # (disk_activate_write drops the choice made at the arrival: disksim_segments)
@@ -835,6 +850,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, pf_min, scratch, total)
                 _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                seg_max_ra[pf_seg] = pf_min
                 mech_free = max(arrival + mech_ovh, stop)
                 ra_held = stop
             elif pf_active:
@@ -999,32 +1015,20 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
             append = _appended_segment(seg_start, seg_end, seg_write, nseg, first) if joined else -1
             s = wseg
             if s < 0:
-                # a clean segment holding some of the write's blocks first, the least recently used
-                # of them (disk_buffer_select_write_segment: value 4, above an empty or other clean one)
-                # (a segment still being read ahead ranks last, value 1: the write does not take
-                # it while another is free, and it keeps its blocks, read-ahead stopped)
-                # Above all, a write appending to a fast write still being written joins that
-                # write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on every
-                # bundled drive); it does not take a segment of its own. Without combining (0) it
+                # a clean segment holding some of the write's blocks first, else an empty or clean one
+                # (_write_segment). Above all, a write appending to a fast write still being written
+                # joins that write's segment (BUFFER_APPEND, value 6 or 7, "Combine seq writes" 1 on
+                # every bundled drive); it does not take a segment of its own. Without combining (0) it
                 # waited for that write's access (never joined), takes a segment as any write and
                 # starts it afresh (BUFFER_NOMATCH: disk_buffer_attempt_seg_ownership; _combines)
-                for j in range(nseg):
-                    if append >= 0:
-                        s = append
-                        break
-                    # (a written segment too, clean once its data are on the media where reads may hit
-                    # on written data; with write prebuffering others may still be dirty: left out)
-                    if j != reading and (seg_write[j] == 0 or (hits_on_writes and not prebuffer)) \
-                            and seg_end[j] > seg_start[j] and seg_start[j] < last and first < seg_end[j]:
-                        if s < 0 or seg_used[j] < seg_used[s]:
-                            s = j
-                if s < 0:
-                    s = _replacement(seg_start, seg_end, seg_write, seg_used, nseg, -1, reading, hits_on_writes)
+                s = _write_segment(seg_start, seg_end, seg_write, seg_used, nseg, first, last, reading,
+                                   hits_on_writes, prebuffer, append)
             if s >= 0:
                 if s == append:
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 else:
                     seg_start[s] = first
+                    seg_max_ra[s] = 0
                     # (a write larger than the segment leaves its last blocks: disk_buffer_segment_wrap)
                     _segment_end_at(seg_start, seg_end, s, last, seg_size)
                 seg_write[s] = 1

@@ -148,6 +148,21 @@ def test_the_variants_change_disksims_times_and_the_rules_are_needed(tmp_path):
                                                              skiprows=1)[:, 1], atol=1e-6)
 
 
+def test_without_a_dedicated_write_segment_only_a_write_into_the_last_segment_disconnects_extra(tmp_path):
+    by_name = {v["name"]: v for v in VARIANTS}
+    # "Use separate write segment" = 0 changes 182 of hp_c2247a's first 400 requests in DiskSim;
+    # simulated with the dedicated write segment, 661 of the 3000 disagree (0 without it)
+    name = "hp_c2247a_separate_write_segment_0"
+    base = np.loadtxt(BUNDLED / "hp_c2247a.csv", delimiter=",", skiprows=1)[:, 1]
+    assert (np.abs(_golden(name)[:400] - base) > 1e-6).sum() == 182
+    dedicated = _simulate_variant(by_name[name], tmp_path / "a", separate_write_segment=True)
+    assert (np.abs(dedicated - _golden(name)) >= TOLERANCE_MS).sum() == 661
+    # a second segment changes 817 of hp_c2490a's 3000 times with extra write disconnects: a
+    # write after a write elsewhere takes the other segment, and connects as after a read
+    two, one = "hp_c2490a_segments_2_extra_write_disconnect_1", "hp_c2490a_extra_write_disconnect_1"
+    assert (np.abs(_golden(two) - _golden(one)) > 1e-6).sum() == 817
+
+
 def test_reads_after_writes_are_not_plain_hits(tmp_path):
     """The unchanged drives on synthetic_reads_after_writes (a write, then a read of its blocks or
     near them): the 95 reads of blocks the write before them has just written, timed as plain

@@ -275,6 +275,27 @@ def before_defects(seed, n, total, defects):
                      r.uniform(0.0, 20.0)))
     return rows[:n]
 
+def idle_hit_runs(seed, n, total):
+    """Runs of 5-30 sequential reads of 40-120 blocks, 0-300 us apart (a fifth 0.3-20 ms), each a hit
+    on a segment read ahead while the drive was idle ("Read-ahead on idle hit") or a miss once the
+    read-ahead fell behind or was dropped from the circular segment; after a run, now and then a
+    re-read of blocks of its second half and a read elsewhere."""
+    r = random.Random(seed)
+    rows = []
+    while len(rows) < n:
+        b = r.randint(40, 120)
+        lbn = r.randrange(0, total - 10000)
+        start = lbn
+        for _ in range(r.randint(5, 30)):
+            rows.append(("R", lbn, b, r.uniform(0.3, 20.0) if r.random() < 0.2 else r.uniform(0.0, 0.3)))
+            lbn += b
+        if r.random() < 0.5:
+            rows.append(("R", lbn - r.randint(b, (lbn - start) // 2 + b), r.randint(1, 64), r.uniform(0.0, 3.0)))
+        if r.random() < 0.5:
+            rows.append(("R", r.randrange(0, total - 1000), r.randint(1, 64), r.uniform(0.0, 3.0)))
+    return rows[:n]
+
+
 def write(name, rows):
     (HERE / name).write_text("".join(f"{op} Miss {lbn} {b} 0.0 {gap * 1000:.1f}\n" for op, lbn, b, gap in rows))
 
@@ -297,3 +318,4 @@ if __name__ == "__main__":
     write("synthetic_sequential_reads.trace", sequential_reads(30, 600, 8887200))   # cheetah4LP's blocks
     # the blocks cheetah4LP_defects_remapped's model file moves to spare sectors (variants.json)
     write("synthetic_before_defects.trace", before_defects(31, 400, 8887200, (10, 4000, 9000)))
+    write("synthetic_idle_hit_runs.trace", idle_hit_runs(32, 600, 8887200))   # cheetah4LP's blocks
