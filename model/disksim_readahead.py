@@ -235,8 +235,11 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
     DiskSim's ``disk_buffer_block_available`` (``src/disksim_diskcache.c``), asked by
     ``disk_buffer_sector_done`` at the end of each sector about the sector just passed:
     until the segment's owner (the read being served: a hit, a hit on blocks being read
-    ahead, or a miss whose own access reads on ahead) has sent its completion (*done*), no
-    block at or past the owner's next block for the host plus the segment size is read. The
+    ahead, or a miss whose own access reads on ahead) has sent its completion (*done* less
+    the read completion overhead: ``disk_request_complete`` marks it sent at the end of the
+    transfer), no block at or past the owner's next block for the host plus the segment size
+    is read; the question about a sector is asked at the end of the sector before it (a
+    block whose sector starts before that moment is held though it ends after it). The
     host has block j of *first* .. from ``sent_at[j]``; the owner's next block is counted as
     ``disk_buffer_update_outbuffer`` left it at the end of the sector before. The head passes
     a held block, and reads it (and on from it) when it comes round with the block
@@ -244,15 +247,19 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
     after it may be held again.
     """
     period = real[0]
+    # the owner holds the read-ahead until it has sent its completion: the end of its transfer,
+    # before the completion overhead (disk_request_complete sets COMPLETION_SENT)
+    sent_done = done - real[3]
     sent = 0
     k = max(first + seg_size - pf_base, pf_done)
     while k < pf_count:
-        if pf_ready[k] >= done:
-            return
         lbn = pf_base + k
         c, h, _, _, z = lbn_to_pbn_one(lbn, arrays)
         sector_s = period / arrays[2][z]
+        # DiskSim asks about a sector at the end of the one before (disk_buffer_sector_done)
         t_ask = pf_ready[k] - sector_s
+        if t_ask >= sent_done:
+            return
         while sent < n and sent_at[sent] <= t_ask:
             sent += 1
         if lbn - (first + sent) >= seg_size and real[22] != 0.0:
@@ -265,7 +272,7 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         if lbn - (first + sent) >= seg_size:
             # the sector passes unread; the next passes, a revolution apart, until one is allowed
             t_ask += period
-            while t_ask + sector_s < done:
+            while t_ask < sent_done:
                 while sent < n and sent_at[sent] <= t_ask:
                     sent += 1
                 if lbn - (first + sent) < seg_size:

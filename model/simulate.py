@@ -44,7 +44,8 @@ segment); a running read-ahead stops only at the end of its pending sector or
 move, and the next request's seek waits for that stop on top of its command
 overhead (``disk_buffer_stopable_access``, ``disk_check_hda``); a read served
 from a segment being read ahead carries the read-ahead on to its own limit
-(``disk_buffer_set_segment``), and a read whose first blocks are buffered is a
+(``disk_buffer_set_segment``), a full hit in another segment stops it
+(``disk_activate_read``), and a read whose first blocks are buffered is a
 partial hit (its buffered part sent after the hit overhead, the rest read by
 the mechanism); a write-through write reconnects for its completion (first
 reselect overhead), and on drives with "Extra write disconnect" a write not
@@ -572,6 +573,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_used[s] = arrival
                 own = s
                 _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r)
+                if pf_active and s != pf_seg and pf_base + pf_done >= pf_min:
+                    # a hit in another segment stops the read-ahead (disk_activate_read:
+                    # disk_buffer_stop_access when the hit's segment is not the hda's)
+                    pf_active = False
+                    mech_free, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done,
+                                                            pf_ready, pf_start, pf_cyl, pf_head, arrival,
+                                                            stop_in_sector)
                 if pf_active and s == pf_seg:
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
