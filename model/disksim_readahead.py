@@ -300,3 +300,62 @@ def _kept_read_ahead_limit(seg_max_ra, s, limit, fresh):
     if fresh or limit > seg_max_ra[s]:
         seg_max_ra[s] = limit
     return seg_max_ra[s]
+
+
+@njit(cache=True, _nrt=False)
+def _minimum_covers(pf_active, pf_base, pf_done, pf_min, seg_start, pf_seg, seg_size, first, last):
+    """Whether a read that is a miss at its arrival (its first block not yet read ahead) finds
+    all its blocks in the read-ahead's segment once the read-ahead has gone on to its minimum.
+
+    DiskSim 4.0 (``src/disksim_diskcache.c``, ``disk_buffer_select_read_segment``): a request
+    starting at or past the block being read ahead is BUFFER_NOMATCH (without "Allow almost
+    read hits"), and a read-ahead short of its minimum cannot be stopped
+    (``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``, which lowers its limit to the
+    minimum): ``disk_activate_read`` drops the request's segment and it waits in the queue.
+    When the read-ahead ends at the minimum, ``disk_get_effectivehda`` selects a segment for
+    it again, and that segment (clean now) holds every block: BUFFER_WHOLE, a hit
+    (:func:`_hit_after_minimum`). The mechanism reads nothing for it. (*pf_seg* is the
+    read-ahead's segment, looked at only while it is active; a minimum beyond the segment's
+    *seg_size* pushes its first blocks out.)
+    """
+    if not pf_active or pf_base + pf_done >= pf_min or last > pf_min:
+        return False
+    # the segment is circular: reading on to the minimum, it keeps the last seg_size blocks only
+    # (disk_buffer_segment_wrap; _segment_end_at)
+    return max(seg_start[pf_seg], pf_min - seg_size) <= first
+
+
+@njit(cache=True, _nrt=False)
+def _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnect_s, bus_s):
+    """When the host has the last block of a read served as in :func:`_minimum_covers`.
+
+    ``disk_read_arrive`` (``src/disksim_diskctlr.c``) disconnects the BUFFER_NOMATCH read
+    after the read miss command overhead and the read disconnect overhead; the read-ahead
+    ends at *stop*; ``disk_check_hda_pending`` then finds the request's blocks in its segment
+    and ``disk_check_bus`` reconnects it (*reconnect_s*: reselection plus data preparation):
+    its *n* blocks cross the bus back to back."""
+    return max(arrival + miss_overhead_s + disconnect_s, stop) + reconnect_s + n * bus_s
+
+
+@njit(cache=True, _nrt=False)
+def _partial_hit_waits(dirty_end, held, sneaky_partial, on_read_ahead):
+    """Until when a partial hit (its first blocks buffered, found at its arrival or once a
+    read-ahead has gone on to its minimum) waits, disconnected, for the mechanism; at most
+    its arrival means not at all.
+
+    ``disk_read_arrive`` (``src/disksim_diskctlr.c``) connects a BUFFER_PARTIAL read at once
+    only while the access under way can be stopped (``disk_buffer_stopable_access``) or with
+    "Allow sneaky partial read hits"; else it disconnects after the read miss overhead, and
+    ``disk_activate_read`` drops its segment while the hda is taken. It waits for the fast
+    write being written (until *dirty_end*), or for a read-ahead short of its minimum (until
+    *held*, when that ends: ``disk_get_effectivehda`` then selects its segment again,
+    BUFFER_PARTIAL, and ``disk_check_hda_pending`` reconnects it). A read starting at the
+    block being read ahead (*on_read_ahead*, the read-ahead's own segment) is BUFFER_NOMATCH
+    at its arrival: sneaky partial hits do not serve it either.
+    """
+    wait = 0.0
+    if not sneaky_partial:
+        wait = max(dirty_end, held)
+    elif on_read_ahead:
+        wait = held
+    return wait

@@ -135,10 +135,10 @@ from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
-from .disksim_readahead import (_extend_read_ahead, _hold_read_ahead, _invalidate, _kept_read_ahead_limit,
-                                _read_ahead_limit,
-                                _read_to_minimum, _segment_end_at, _send_read_blocks_at,
-                                _sent_back_to_back, _stop_read_ahead)
+from .disksim_readahead import (_extend_read_ahead, _hit_after_minimum, _hold_read_ahead, _invalidate,
+                                _kept_read_ahead_limit, _minimum_covers, _partial_hit_waits, _read_ahead_limit,
+                                _read_to_minimum, _segment_end_at, _send_read_blocks_at, _sent_back_to_back,
+                                _stop_read_ahead)
 from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
                                _write_segment)
 from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
@@ -655,6 +655,46 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_active = False
                     mech_free = pf_ready[pf_count - 1]
                     cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+            elif _minimum_covers(pf_active, pf_base, pf_done, pf_min, seg_start, pf_seg, seg_size, first,
+                                   last):
+                # a miss at its arrival whose blocks the read-ahead, short of its minimum, reads
+                # before it can stop: it waits, disconnected, and is a hit when the read-ahead ends
+                # (disksim_readahead._minimum_covers)
+                hit = HitKind.READ_AHEAD_HIT
+                pf_active = False
+                stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                    arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                    pf_head, pf_min, scratch, total)
+                _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                s = pf_seg
+                own = s
+                seg_used[s] = arrival
+                mech_free = stop
+                tb = _hit_after_minimum(arrival, stop, n, overhead[0, 0, prev_write], read_disc[prev_write],
+                                        reselect + data_prep, bus_r)
+                done = tb + read_done
+                _sent_back_to_back(sent_at, n, tb - n * bus_r, bus_r)
+                if ra_idle_hit:
+                    # disk_check_hda_pending reads ahead from the segment's end as for a hit
+                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
+                                              total, min_ra)
+                    count = limit - seg_end[s]
+                    if count > pf_size:
+                        count = pf_size
+                    if count > 0:
+                        start = max(mech_free, arrival + overhead[0, 0, prev_write])
+                        pf_cyl = cyl
+                        pf_head = head
+                        pf_start = start
+                        access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
+                                     not_before, pf_ready, 0, scratch, 0.0, total)
+                        pf_active = True
+                        pf_base = seg_end[s]
+                        pf_count = count
+                        pf_done = 0
+                        pf_min = min(last + min_ra, total)
+                        _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
+                                         n, seg_size, sent_at, done, scratch, total)
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
@@ -662,6 +702,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # arrival; short of its minimum the segment is chosen once it has stopped, clean
                 # (disksim_segments)
                 reading = pf_seg if pf_active and pf_base + pf_done >= pf_min else -1
+                held = 0.0        # when a read-ahead short of its minimum ends (_partial_hit_waits)
                 if pf_active and pf_base + pf_done < pf_min:
                     # short of its minimum the read-ahead cannot be stopped: it reads on to the minimum
                     # and ends there; the seek waits for it and for the overhead (disk_check_hda)
@@ -673,6 +714,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # (its kept limit falls to the minimum: disk_buffer_stopable_access)
                     seg_max_ra[pf_seg] = pf_min
                     start = max(arrival + ovh, stop)
+                    held = stop
                 elif pf_active:
                     pf_active = False
                     stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
@@ -707,13 +749,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                if buffered > 0 and dirty_end > arrival and not sneaky_partial \
-                        and (immed_partial or buffered >= min(water, n)):
+                busy = _partial_hit_waits(dirty_end, held, sneaky_partial, s == pf_seg)
+                if buffered > 0 and busy > arrival and (immed_partial or buffered >= min(water, n)):
                     # arriving while a fast write is being written, it disconnects as a miss and
                     # becomes a partial hit when the write's access ends (as a full hit above;
                     # short of the watermark without "Immed transfer partial hit" it waits for the
-                    # watermark's blocks, below, which come after that end)
-                    tb = max(arrival + ovh + read_disc[prev_write], dirty_end) + reselect + data_prep \
+                    # watermark's blocks, below, which come after that end); likewise while a
+                    # read-ahead goes on to its minimum (disksim_readahead._partial_hit_waits)
+                    tb = max(arrival + ovh + read_disc[prev_write], busy) + reselect + data_prep \
                         + buffered * bus_r
                 elif buffered > 0 and (immed_partial or buffered >= min(water, n)):
                     # the partial hit is connected from its hit overhead and sends the buffered part

@@ -471,6 +471,48 @@ def test_a_read_ahead_short_of_its_minimum_is_not_stopped():
     assert simulate_requests(_toy(fast_write_level=2), *write).service_s[1] == pytest.approx(0.41e-3, abs=1e-9)
 
 
+def test_a_read_at_the_block_a_read_ahead_short_of_its_minimum_reads_next_waits_for_it():
+    # As above; the next read (LBN 11-12) arrives at 11.13 ms, LBN 11 being read (11.1-11.2 ms).
+    # It starts at the block being read ahead: no hit without "Allow almost read hits"
+    # (disk_buffer_select_read_segment). No minimum: a miss, the read-ahead stops at 11.2 ms and
+    # LBN 11 comes round at 21.1 ms; 21.3 + 0.01 + 0.1 -> 21.41 ms: 10.28 ms.
+    args = ([False, False], [0, 11], [10, 2], [0.02e-3, 0.0])
+    assert simulate_requests(_toy(), *args).service_s[1] == pytest.approx(10.28e-3, abs=1e-9)
+    # A minimum of 30: the read-ahead cannot stop and reads on to LBN 39 (14.0 ms), which holds
+    # the read's blocks: it waits, disconnected after the read miss overhead (11.63 ms), and is a
+    # hit when the read-ahead ends (disk_get_effectivehda): 14.0 + 2 x 0.01 + 0.1 -> 14.12 ms,
+    # 2.99 ms, nothing read for it. (The simulation used to read -1 blocks for it, out of range.)
+    result = simulate_requests(_toy(min_read_ahead_blocks=30), *args)
+    assert result.service_s[1] == pytest.approx(2.99e-3, abs=1e-9)
+    assert result.hit[1] == HitKind.READ_AHEAD_HIT and result.seek_s[1] == 0.0
+    # with almost read hits it is a hit at once: 11.13 + 0.2 (hit overhead) -> 11.33, LBN 12 is
+    # there (11.3); + 0.02 + 0.1 -> 11.45 ms: 0.32 ms
+    assert simulate_requests(_toy(min_read_ahead_blocks=30, almost_read_hits=True),
+                             *args).service_s[1] == pytest.approx(0.32e-3, abs=1e-9)
+
+
+def test_reads_waiting_for_a_read_ahead_short_of_its_minimum_agree_with_disksim(tmp_path):
+    by_name = {v["name"]: v for v in VARIANTS}
+    # random seed 615's trace on cheetah4LP with a minimum of 184: request 702 (LBN 7262072-3,
+    # 16.5 ms after a read of 7262070-1) starts at the block the read-ahead reads next and is all
+    # in what it reads before its minimum: a hit once it ends, DiskSim's 8.526757 ms (6.7519 ms
+    # on the unchanged drive). The simulation indexed out of range there (IndexError under
+    # NUMBA_BOUNDSCHECK=1, a corrupted heap without).
+    name = "cheetah4LP_min_read_ahead_184"
+    ours = _simulate_variant(by_name[name], tmp_path / "a")
+    assert _golden(name)[702] == pytest.approx(8.526757, abs=1e-6)
+    assert ours[702] == pytest.approx(8.526757, abs=TOLERANCE_MS)
+    np.testing.assert_allclose(ours, _golden(name), rtol=0, atol=TOLERANCE_MS)
+    # random seed 751's trace on atlas_III with a minimum of 63: 64-block sequential reads, each
+    # arriving at the block being read ahead, become partial hits (63 blocks) once the read-ahead
+    # reaches its minimum, their buffered blocks sent after a reconnection then, not from the
+    # arrival: 10.6-13.5 ms where the unchanged drive takes 7.158 ms
+    name = "atlas_III_min_read_ahead_63"
+    ours = _simulate_variant(by_name[name], tmp_path / "b")
+    np.testing.assert_allclose(ours[258:273], _golden(name)[258:273], rtol=0, atol=TOLERANCE_MS)
+    assert _golden(name)[258:273].min() > 10.6
+
+
 def test_minimum_read_ahead_without_fast_writes_is_accepted(disksim_dir, tmp_path):
     # DiskSim 4.0 fails on some traces only (hp_c2247a's bundled one at request 1281) and agrees
     # with us before that (variants.json: *_write_through_min_read_ahead_*, checked above)
