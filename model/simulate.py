@@ -702,7 +702,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # arrival; short of its minimum the segment is chosen once it has stopped, clean
                 # (disksim_segments)
                 reading = pf_seg if pf_active and pf_base + pf_done >= pf_min else -1
-                held = 0.0        # when a read-ahead short of its minimum ends (_partial_hit_waits)
+                minimum_end = 0.0  # when a read-ahead short of its minimum ends (_partial_hit_waits)
                 if pf_active and pf_base + pf_done < pf_min:
                     # short of its minimum the read-ahead cannot be stopped: it reads on to the minimum
                     # and ends there; the seek waits for it and for the overhead (disk_check_hda)
@@ -714,7 +714,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # (its kept limit falls to the minimum: disk_buffer_stopable_access)
                     seg_max_ra[pf_seg] = pf_min
                     start = max(arrival + ovh, stop)
-                    held = stop
+                    minimum_end = stop
                 elif pf_active:
                     pf_active = False
                     stop, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
@@ -749,7 +749,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 kept = seg_start[s] if s >= 0 else first
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
-                busy = _partial_hit_waits(dirty_end, held, sneaky_partial, s == pf_seg)
+                busy = _partial_hit_waits(dirty_end, minimum_end, sneaky_partial, s == pf_seg)
                 if buffered > 0 and busy > arrival and (immed_partial or buffered >= min(water, n)):
                     # arriving while a fast write is being written, it disconnects as a miss and
                     # becomes a partial hit when the write's access ends (as a full hit above;

@@ -36,14 +36,11 @@ KEPT_SEEDS = [k["seed"] for k in json.loads((GOLDEN / "disksim_random" / "varian
               if k["drive"] != "maxtor300g"]
 
 #: A minimum read-ahead cut short by a read that the read-ahead, read on to its minimum, then holds
-#: whole: the miss path's partial hit counts more blocks buffered than the read has, and
-#: access_media gets a negative count (seed 615's trace with "Minimum read-ahead (blks)" = 184
-#: alone, as /tmp/dev/minimise.py replays it, fails at request 702: reads of 2 blocks at 7262070
-#: and 7262072; the two reads below, 4 blocks apart, on cheetah4LP). Fixed on branch minra:
-#: remove the xfail marks once it is merged.
-MINRA_BUG = pytest.mark.xfail(strict=True, reason="minimum read-ahead: access_media with a negative count "
-                                                  "(fixed on branch minra; remove once merged)")
-
+#: whole: the miss path's partial hit counted more blocks buffered than the read has, and
+#: access_media got a negative count (seed 615's trace with "Minimum read-ahead (blks)" = 184
+#: alone fails at request 702: reads of 2 blocks at 7262070 and 7262072; the two reads below, 4
+#: blocks apart, on cheetah4LP). Such a read now waits for the minimum and is served as a hit
+#: (disksim_readahead._minimum_covers); these cases failed before that fix and guard it.
 MIN_RA = {"Minimum read-ahead (blks)": "184"}
 HYPOTHESIS = {
     # several write segments with prebuffering (queued fast writes)
@@ -84,7 +81,6 @@ def _cases():
 
 
 CASES = _cases()
-XFAIL = {"minra_seed615", "minra_two_reads", "hypothesis_barracuda_minimum_read_ahead_small_segments"}
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +98,7 @@ def bounds_checked(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [pytest.param(c["id"], marks=MINRA_BUG) if c["id"] in XFAIL else c["id"]
-                                  for c in CASES])
+@pytest.mark.parametrize("case", [c["id"] for c in CASES])
 def test_no_index_out_of_range(case, bounds_checked):
     result = bounds_checked[case]
     if "failing" in result:
