@@ -14,7 +14,7 @@ by bisecting the trace prefix, or null), and for a hypothesis case ``examples`` 
 - ``{"id", "kind": "variant", "name"}``: a variant of tests/golden/disksim_variants, its whole trace;
 - ``{"id", "kind": "random", "seed", "changed"}``: make_random.py's variant *seed* (or the unchanged
   drive, ``changed`` false) with its synthetic trace; with ``"changes"``, those keys set instead of
-  the variant's (as /tmp/dev/minimise.py replays one key), with ``"requests"`` its first requests only;
+  the variant's (one key replayed alone), with ``"requests"`` its first requests only;
 - ``{"id", "kind": "write_segments", "set", "seed"}``: make_random.py's WRITE_SEGMENT_SETS variant;
 - ``{"id", "kind": "rows", "drive", "changes", "rows"}``: hand-written requests on a bundled drive
   with its diskspecs keys *changes* set;
