@@ -3,8 +3,8 @@
 One test, two boots under TCG (about a minute on this 2-core machine, more
 under load): a measurement at 10 Mb/s with a 10 ms round trip, whose times
 must respect what the shaping allows at best (no request faster than its
-round trip plus its bytes over the link less a full tbf bucket, no throughput above the link's
-payload rate, the NFS phases no faster than the model's round trips with
+round trip plus its bytes over the link less a full tbf bucket, no run carrying more than
+a full bucket plus the link's payload rate over its time, the NFS phases no faster than the model's round trips with
 zero overheads), and a client pointed at an address nobody serves, which
 must fail with one line naming that address (an NBD and an NFS client, a boot each), with the guest's teardown
 reporting everything gone and nothing of the VM left on the host.
@@ -62,7 +62,10 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
         shaped = run.find(1, "nbd", op, size)
         floor = SHAPED.rtt_s + float(SHAPED.transfer_s(size + 44, idle_s=1.0))   # a full bucket at best
         assert shaped.count == 8 and shaped.per_op_s >= floor, (op, shaped)
-        assert shaped.rate_bytes_per_s <= SHAPED.payload_rate_bytes_per_s
+        # a token bucket passes at most its burst plus the rate over the run: throughput may
+        # exceed the payload rate by burst/elapsed, never the bucket's bound (stop 26's CI
+        # measured 1.19618 MB/s against a payload rate of 1.19551, within that allowance)
+        assert shaped.elapsed_s >= float(SHAPED.transfer_s(shaped.count * size, idle_s=1.0)), (op, shaped)
         assert shaped.per_op_s > run.find(0, "nbd", op, size).per_op_s
     # the model's NFS phases with no overheads and no disk time: the network's share alone
     mount = NfsMount(FileSystemNode(Partition(0, 1 * GIB, disk="vda"), kind="ext4"), SHAPED, version="4.2",
