@@ -75,6 +75,26 @@ def _read_ahead_limit(arrays, scheme, first, last, seg_first, max_ra, seg_size, 
 
 
 @njit(cache=True, _nrt=False)
+def _minimum_end(arrays, scheme, last, min_ra, total):
+    """One past the last block a read-ahead after a read ending at *last* reads before it can be
+    stopped (DiskSim's ``seg->minreadaheadblkno``: ``last`` + "Minimum read-ahead (blks)",
+    ``disk_buffer_set_segment``, ``src/disksim_diskcache.c``).
+
+    With "Buffer continuous read" 1 or 2 the read-ahead ends at the end of the track (cylinder)
+    of the read's last block whatever its minimum: ``disk_initiate_seek``
+    (``src/disksim_diskctlr.c``) refuses a background read's move to another track (cylinder),
+    and ``disk_buffer_sector_done`` then releases the hda (``disk_release_hda``) with the
+    segment short of its minimum. So a request arriving after that waits for nothing.
+    """
+    end = min(last + min_ra, total)
+    if scheme == 1:
+        end = min(end, track_end_lbn(arrays, last - 1, total))
+    elif scheme == 2:
+        end = min(end, cylinder_end_lbn(arrays, last - 1, total))
+    return end
+
+
+@njit(cache=True, _nrt=False)
 def _invalidate(seg_start, seg_end, nseg, first, last, keep, keep_too):
     for i in range(nseg):
         if i != keep and i != keep_too and seg_start[i] < last and first < seg_end[i]:

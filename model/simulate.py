@@ -136,9 +136,9 @@ from .disksim_immediate import _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hit_after_minimum, _hold_read_ahead, _invalidate,
-                                _kept_read_ahead_limit, _minimum_covers, _partial_hit_waits, _read_ahead_limit,
-                                _read_to_minimum, _segment_end_at, _send_read_blocks_at, _sent_back_to_back,
-                                _stop_read_ahead)
+                                _kept_read_ahead_limit, _minimum_covers, _minimum_end, _partial_hit_waits,
+                                _read_ahead_limit, _read_to_minimum, _segment_end_at, _send_read_blocks_at,
+                                _sent_back_to_back, _stop_read_ahead)
 from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
                                _write_segment)
 from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
@@ -573,6 +573,22 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 seg_used[s] = arrival
                 own = s
                 _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r)
+                if pf_active and s != pf_seg and pf_base + pf_done < pf_min and not sneaky_full:
+                    # a hit in another segment cannot stop a read-ahead short of its minimum
+                    # (disk_buffer_stopable_access): disk_read_arrive disconnects it as a miss, the
+                    # read-ahead reads on to its minimum and ends there, and the hit reconnects then
+                    # (disk_get_effectivehda, disk_check_hda_pending), as disksim_readahead._hit_after_minimum
+                    pf_active = False
+                    stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                        arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                        pf_head, pf_min, scratch, total)
+                    _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                    seg_max_ra[pf_seg] = pf_min
+                    mech_free = stop
+                    tb = _hit_after_minimum(arrival, stop, n, overhead[0, 0, prev_write], read_disc[prev_write],
+                                            reselect + data_prep, bus_r)
+                    done = tb + read_done
+                    _sent_back_to_back(sent_at, n, tb - n * bus_r, bus_r)
                 if pf_active and s != pf_seg and pf_base + pf_done >= pf_min:
                     # a hit in another segment stops the read-ahead (disk_activate_read:
                     # disk_buffer_stop_access when the hit's segment is not the hda's)
@@ -587,7 +603,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, limit, scratch, total)
-                    pf_min = max(pf_min, min(last + min_ra, total))
+                    pf_min = max(pf_min, _minimum_end(arrays, scheme, last, min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
                                      seg_size, sent_at, done, scratch, total)
                 elif ra_idle_hit and not pf_active:
@@ -613,7 +629,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_base = seg_end[s]
                         pf_count = count
                         pf_done = 0
-                        pf_min = min(last + min_ra, total)
+                        pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
                         _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
                                          n, seg_size, sent_at, done, scratch, total)
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
@@ -632,7 +648,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, max(limit, last), scratch, total)
-                pf_min = max(pf_min, min(last + min_ra, total))
+                pf_min = max(pf_min, _minimum_end(arrays, scheme, last, min_ra, total))
                 w0 = water if water < n else n
                 if immed_partial or have >= w0:
                     # connected from the hit overhead ("Immed transfer partial hit" 1, or the
@@ -692,7 +708,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_base = seg_end[s]
                         pf_count = count
                         pf_done = 0
-                        pf_min = min(last + min_ra, total)
+                        pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
                         _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
                                          n, seg_size, sent_at, done, scratch, total)
             else:
@@ -832,7 +848,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_base = last
                     pf_count = count
                     pf_done = 0
-                    pf_min = min(last + min_ra, total)
+                    pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
                                      seg_size, sent_at, done, scratch, total)
             if read_first:

@@ -211,6 +211,43 @@ def test_a_write_access_goes_on_to_the_next_track_for_an_appended_write(tmp_path
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
+# DiskSim 4.0's own times [ms] on the bundled barracuda with a minimum read-ahead: a 2-block read,
+# then a 21-block read elsewhere arriving at its completion (random seed 754's requests 110-111).
+# "Buffer continuous read" 3 (barracuda's) reads ahead to the minimum, 211 blocks, before the second
+# read may seek; 1 stops the read-ahead at the end of the first read's track, 2 at the end of its
+# cylinder, short of the minimum (211, 600 blocks).
+MINIMUM_TO_THE_TRACK_END = ["R Hit 462803 2 1000 0", "R Hit 1340829 21 1000 0"]
+MINIMUM_CASES = [("3", "211", [11.468710, 27.291330]), ("1", "211", [11.468710, 18.957897]),
+                 ("2", "600", [11.468710, 35.624751])]
+
+
+@pytest.mark.parametrize("scheme, minimum, disksim", MINIMUM_CASES, ids=[c[0] for c in MINIMUM_CASES])
+def test_a_minimum_read_ahead_ends_at_the_track_or_cylinder_end(scheme, minimum, disksim, tmp_path):
+    # disk_initiate_seek refuses a background read's move to another track (scheme 1) or cylinder
+    # (2), and disk_buffer_sector_done then releases the hda, the segment short of its minimum:
+    # the second read waits for the track's end only (18.96 ms; 27.29 reading on to the minimum,
+    # as we did), or for the cylinder's end (35.62; 52.29 reading on to the 600 blocks).
+    ours = _replay("barracuda", MINIMUM_TO_THE_TRACK_END, tmp_path,
+                   {"Buffer continuous read": scheme, "Minimum read-ahead (blks)": minimum})
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
+def test_a_hit_in_another_segment_waits_for_a_read_ahead_short_of_its_minimum(tmp_path):
+    # DiskSim 4.0's own times [ms], barracuda with a minimum read-ahead of 211 blocks: the third
+    # read is a full hit in the first read's segment, arriving while the second read's read-ahead
+    # is short of its minimum. disk_buffer_stopable_access says no, so disk_read_arrive disconnects
+    # it after the read miss overhead; it reconnects once the read-ahead has read on to its minimum
+    # (12.11 ms; 1.15 as an immediate hit, as we had). Random seed 754's request 1113.
+    lines = ["R Hit 462803 8 1000 0", "R Hit 1340829 1 1000 0", "R Hit 462803 8 1000 0"]
+    ours = _replay("barracuda", lines, tmp_path, {"Minimum read-ahead (blks)": "211"})
+    np.testing.assert_allclose(ours, [12.272710, 23.807338, 12.108593], rtol=0, atol=1e-3)
+    # "Allow sneaky full read hits" serves it at once (disk_read_arrive), the read-ahead going on:
+    # DiskSim 1.154 ms
+    sneaky = _replay("barracuda", lines, tmp_path / "s",
+                     {"Minimum read-ahead (blks)": "211", "Allow sneaky full read hits": "1"})
+    assert sneaky[2] == pytest.approx(1.154, abs=1e-3)
+
+
 #: DiskSim 4.0's own times of drives prebuffering fast writes into several write segments, first come
 #: first served and at scheduling policy 21 ("_sptf": the least estimated positioning time first)
 #: (make_random.py write_segments: maxtor300g at policy 1 and as bundled, atlas10k with 3 write
