@@ -358,6 +358,31 @@ def _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnec
 
 
 @njit(cache=True, _nrt=False)
+def _hit_once_minimum_read(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                           pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
+                           miss_overhead_s, disconnect_s, reconnect_s, bus_s, sent_at, scratch, total):
+    """A read hit that waits, disconnected, for a read-ahead short of its minimum (a read the
+    read-ahead itself covers, :func:`_minimum_covers`, or a full hit in another segment, which
+    cannot stop it: ``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``).
+
+    The read-ahead reads on to *pf_min* and ends there (:func:`_read_to_minimum`); its segment
+    ends there and keeps the minimum as its read-ahead limit (``disk_buffer_stopable_access``
+    lowers ``seg->maxreadaheadblkno`` to it: the read before has completed); the hit's *n*
+    blocks reach the host as in :func:`_hit_after_minimum`, back to back (*sent_at*).
+
+    Returns (mechanism free at, cylinder, head, pf_base, pf_count, when the host has the last
+    block)."""
+    stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+        arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl, pf_head, pf_min,
+        scratch, total)
+    _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+    seg_max_ra[pf_seg] = pf_min
+    tb = _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnect_s, bus_s)
+    _sent_back_to_back(sent_at, n, tb - n * bus_s, bus_s)
+    return stop, cyl, head, pf_base, pf_count, tb
+
+
+@njit(cache=True, _nrt=False)
 def _partial_hit_waits(dirty_end, held, sneaky_partial, on_read_ahead):
     """Until when a partial hit (its first blocks buffered, found at its arrival or once a
     read-ahead has gone on to its minimum) waits, disconnected, for the mechanism; at most
@@ -379,3 +404,33 @@ def _partial_hit_waits(dirty_end, held, sneaky_partial, on_read_ahead):
     elif on_read_ahead:
         wait = held
     return wait
+
+
+@njit(cache=True, _nrt=False)
+def _idle_hit_read_ahead(arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
+                         max_ra, seg_size, ra_over, total, min_ra, start, cyl, head, not_before, pf_ready, scratch,
+                         sent_at, done, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head):
+    """A read hit on segment *s* while the mechanism is idle, with "Read-ahead on idle hit":
+    the drive reads ahead from the segment's end (``disk_check_hda_pending``,
+    ``src/disksim_diskctlr.c``: the hit takes the hda; with ``readaheadifidle`` it seeks when the
+    segment ends before ``max(seg->maxreadaheadblkno, disk_buffer_get_max_readahead(...))``, the
+    limit kept in the segment, :func:`_kept_read_ahead_limit`), at most a read-ahead buffer's
+    (*pf_ready*) worth, the mechanism starting at *start* from (*cyl*, *head*). A hit on written
+    data too: it reads ahead from the end of whatever segment the hit took. The read-ahead is held
+    back while the hit is sent (:func:`_hold_read_ahead`).
+
+    Returns (started, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head): the
+    read-ahead's state, the one passed in when nothing is left to read ahead."""
+    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over, total, min_ra)
+    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
+    count = limit - seg_end[s]
+    if count > pf_ready.size:
+        count = pf_ready.size
+    if count <= 0:
+        return False, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head
+    access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False, not_before, pf_ready, 0,
+                 scratch, 0.0, total)
+    base = seg_end[s]
+    _hold_read_ahead(arrays, seek, write_seek, real, base, count, 0, pf_ready, first, n, seg_size, sent_at, done,
+                     scratch, total)
+    return True, base, count, 0, _minimum_end(arrays, scheme, last, min_ra, total), start, cyl, head

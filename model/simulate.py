@@ -135,10 +135,10 @@ from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
-from .disksim_readahead import (_extend_read_ahead, _hit_after_minimum, _hold_read_ahead, _invalidate,
-                                _kept_read_ahead_limit, _minimum_covers, _minimum_end, _partial_hit_waits,
-                                _read_ahead_limit, _read_to_minimum, _segment_end_at, _send_read_blocks_at,
-                                _sent_back_to_back, _stop_read_ahead)
+from .disksim_readahead import (_extend_read_ahead, _hit_once_minimum_read, _hold_read_ahead, _idle_hit_read_ahead,
+                                _invalidate, _kept_read_ahead_limit, _minimum_covers, _minimum_end,
+                                _partial_hit_waits, _read_ahead_limit, _read_to_minimum, _segment_end_at,
+                                _send_read_blocks_at, _sent_back_to_back, _stop_read_ahead)
 from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
                                _write_segment)
 from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
@@ -577,18 +577,14 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # a hit in another segment cannot stop a read-ahead short of its minimum
                     # (disk_buffer_stopable_access): disk_read_arrive disconnects it as a miss, the
                     # read-ahead reads on to its minimum and ends there, and the hit reconnects then
-                    # (disk_get_effectivehda, disk_check_hda_pending), as disksim_readahead._hit_after_minimum
+                    # (disk_get_effectivehda, disk_check_hda_pending): disksim_readahead._hit_once_minimum_read
                     pf_active = False
-                    stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                    mech_free, cyl, head, pf_base, pf_count, tb = _hit_once_minimum_read(
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                        pf_head, pf_min, scratch, total)
-                    _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
-                    seg_max_ra[pf_seg] = pf_min
-                    mech_free = stop
-                    tb = _hit_after_minimum(arrival, stop, n, overhead[0, 0, prev_write], read_disc[prev_write],
-                                            reselect + data_prep, bus_r)
+                        pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
+                        overhead[0, 0, prev_write], read_disc[prev_write], reselect + data_prep, bus_r, sent_at,
+                        scratch, total)
                     done = tb + read_done
-                    _sent_back_to_back(sent_at, n, tb - n * bus_r, bus_r)
                 if pf_active and s != pf_seg and pf_base + pf_done >= pf_min:
                     # a hit in another segment stops the read-ahead (disk_activate_read:
                     # disk_buffer_stop_access when the hit's segment is not the hda's)
@@ -607,31 +603,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
                                      seg_size, sent_at, done, scratch, total)
                 elif ra_idle_hit and not pf_active:
-                    # (a hit on written data too: disk_check_hda_pending reads ahead from the end
-                    # of whatever segment the hit took)
-                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
-                                              total, min_ra)
-                    limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
-                    count = limit - seg_end[s]
-                    if count > pf_size:
-                        count = pf_size
-                    if count > 0:
-                        # the mechanism starts after the read MISS overhead (disk_check_hda's
-                        # delay; DiskSim's seek of such a read-ahead ends at the arrival plus it)
-                        start = max(mech_free, arrival + overhead[0, 0, prev_write])
-                        pf_cyl = cyl
-                        pf_head = head
-                        pf_start = start
-                        access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
-                                     not_before, pf_ready, 0, scratch, 0.0, total)
-                        pf_active = True
+                    # the mechanism starts after the read MISS overhead (disk_check_hda's delay;
+                    # DiskSim's seek of such a read-ahead ends at the arrival plus it)
+                    pf_active, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head = _idle_hit_read_ahead(
+                        arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
+                        max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
+                        cyl, head, not_before, pf_ready, scratch, sent_at, done, pf_base, pf_count, pf_done, pf_min,
+                        pf_start, pf_cyl, pf_head)
+                    if pf_active:
                         pf_seg = s
-                        pf_base = seg_end[s]
-                        pf_count = count
-                        pf_done = 0
-                        pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
-                        _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
-                                         n, seg_size, sent_at, done, scratch, total)
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
                                                                   or (almost and first == pf_base + pf_done)):
                 # the read-ahead has fetched the first block and is fetching the rest: wait for them
@@ -678,39 +658,24 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # (disksim_readahead._minimum_covers)
                 hit = HitKind.READ_AHEAD_HIT
                 pf_active = False
-                stop, cyl, head, pf_base, pf_count = _read_to_minimum(
+                # its kept limit falls to the minimum as for a miss; the hit raises it again
+                # (_idle_hit_read_ahead)
+                mech_free, cyl, head, pf_base, pf_count, tb = _hit_once_minimum_read(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                    pf_head, pf_min, scratch, total)
-                _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
+                    pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
+                    overhead[0, 0, prev_write], read_disc[prev_write], reselect + data_prep, bus_r, sent_at,
+                    scratch, total)
                 s = pf_seg
                 own = s
                 seg_used[s] = arrival
-                mech_free = stop
-                tb = _hit_after_minimum(arrival, stop, n, overhead[0, 0, prev_write], read_disc[prev_write],
-                                        reselect + data_prep, bus_r)
                 done = tb + read_done
-                _sent_back_to_back(sent_at, n, tb - n * bus_r, bus_r)
                 if ra_idle_hit:
                     # disk_check_hda_pending reads ahead from the segment's end as for a hit
-                    limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
-                                              total, min_ra)
-                    count = limit - seg_end[s]
-                    if count > pf_size:
-                        count = pf_size
-                    if count > 0:
-                        start = max(mech_free, arrival + overhead[0, 0, prev_write])
-                        pf_cyl = cyl
-                        pf_head = head
-                        pf_start = start
-                        access_media(arrays, seek, write_seek, real, seg_end[s], count, start, cyl, head, False,
-                                     not_before, pf_ready, 0, scratch, 0.0, total)
-                        pf_active = True
-                        pf_base = seg_end[s]
-                        pf_count = count
-                        pf_done = 0
-                        pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
-                        _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
-                                         n, seg_size, sent_at, done, scratch, total)
+                    pf_active, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head = _idle_hit_read_ahead(
+                        arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
+                        max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
+                        cyl, head, not_before, pf_ready, scratch, sent_at, done, pf_base, pf_count, pf_done, pf_min,
+                        pf_start, pf_cyl, pf_head)
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
