@@ -589,7 +589,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, min(last + min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total)
+                                     seg_size, sent_at, done, scratch, total, arrival)
                 elif ra_idle_hit and not pf_active:
                     # (a hit on written data too: disk_check_hda_pending reads ahead from the end
                     # of whatever segment the hit took)
@@ -615,7 +615,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_done = 0
                         pf_min = min(last + min_ra, total)
                         _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
-                                         n, seg_size, sent_at, done, scratch, total)
+                                         n, seg_size, sent_at, done, scratch, total, arrival)
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
                                                                   or (almost and first == pf_base + pf_done)):
                 # the read-ahead has fetched the first block and is fetching the rest: wait for them
@@ -647,7 +647,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                           reselect + data_prep, bus_r, sent_at, 0)
                 done = tb + read_done
                 _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                 seg_size, sent_at, done, scratch, total)
+                                 seg_size, sent_at, done, scratch, total, arrival)
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
@@ -694,7 +694,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_done = 0
                         pf_min = min(last + min_ra, total)
                         _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first,
-                                         n, seg_size, sent_at, done, scratch, total)
+                                         n, seg_size, sent_at, done, scratch, total, arrival)
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
@@ -834,7 +834,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_done = 0
                     pf_min = min(last + min_ra, total)
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total)
+                                     seg_size, sent_at, done, scratch, total, arrival)
             if read_first:
                 # the writes it went before resume once its completion is received, its read-ahead
                 # stopping there (disk_check_prefetch_swap; disksim_writequeue._resume_after_read)
