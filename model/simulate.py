@@ -601,15 +601,15 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, _minimum_end(arrays, scheme, last, min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total)
+                                     seg_size, sent_at, done, scratch, total, arrival)
                 elif ra_idle_hit and not pf_active:
                     # the mechanism starts after the read MISS overhead (disk_check_hda's delay;
                     # DiskSim's seek of such a read-ahead ends at the arrival plus it)
                     pf_active, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head = _idle_hit_read_ahead(
                         arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
                         max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
-                        cyl, head, not_before, pf_ready, scratch, sent_at, done, pf_base, pf_count, pf_done, pf_min,
-                        pf_start, pf_cyl, pf_head)
+                        cyl, head, not_before, pf_ready, scratch, sent_at, done, arrival, pf_base, pf_count, pf_done,
+                        pf_min, pf_start, pf_cyl, pf_head)
                     if pf_active:
                         pf_seg = s
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
@@ -643,7 +643,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                           reselect + data_prep, bus_r, sent_at, 0)
                 done = tb + read_done
                 _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                 seg_size, sent_at, done, scratch, total)
+                                 seg_size, sent_at, done, scratch, total, arrival)
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
@@ -674,8 +674,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_active, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head = _idle_hit_read_ahead(
                         arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
                         max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
-                        cyl, head, not_before, pf_ready, scratch, sent_at, done, pf_base, pf_count, pf_done, pf_min,
-                        pf_start, pf_cyl, pf_head)
+                        cyl, head, not_before, pf_ready, scratch, sent_at, done, arrival, pf_base, pf_count, pf_done,
+                        pf_min, pf_start, pf_cyl, pf_head)
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
@@ -815,7 +815,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_done = 0
                     pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total)
+                                     seg_size, sent_at, done, scratch, total, arrival)
             if read_first:
                 # the writes it went before resume once its completion is received, its read-ahead
                 # stopping there (disk_check_prefetch_swap; disksim_writequeue._resume_after_read)

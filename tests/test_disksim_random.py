@@ -167,6 +167,26 @@ def test_read_ahead_held_by_a_miss_and_by_a_hit_on_blocks_being_read(tmp_path):
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
+# DiskSim 4.0's own times [ms] on the bundled atlas_III: 64-block sequential reads (development seed
+# 858's requests 1208-1213 of the unchanged drive), 4 decimals.
+HELD_FROM_THE_ARRIVAL = (["R Hit 2311212 64 1000 221.72436", "R Hit 2311276 64 1000 238.89634",
+                          "R Hit 2311340 64 1000 132.02913", "R Hit 2311404 64 1000 234.86879",
+                          "R Hit 2311468 64 1000 102.20690", "R Hit 2311532 64 1000 123.46753"],
+                         [16.9692, 12.0188, 8.1687, 7.1580, 7.6667, 8.3462])
+
+
+def test_a_read_holds_the_read_ahead_from_its_arrival_only(tmp_path):
+    # The fourth read, a full hit, arrives while 2311468 (its first block + 64) is under the head.
+    # DiskSim asked about that sector at the end of the one before ("Read directly to buffer"),
+    # when the third read, its completion sent, owned the segment: it is read, and the hold of
+    # the fourth (disk_buffer_block_available) begins with 2311469, a revolution later. So the
+    # fifth read finds its first block buffered, a partial hit (7.667 ms; 7.740 when 2311468 was
+    # held too), and the sixth is a partial hit as well (8.346; 12.430 before).
+    lines, disksim = HELD_FROM_THE_ARRIVAL
+    ours = _replay("atlas_III", lines, tmp_path)
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
 # DiskSim 4.0's own times [ms] on random variant seed 495 (barracuda, segments of 33 blocks,
 # maximum read-ahead 5, high water mark 1.0, read disconnect afterread 0.0884 ms): its 33-block
 # sequential reads 6-10, 4 decimals.
