@@ -41,6 +41,102 @@ _EPS_SECTOR = 1e-6
 
 
 @njit(cache=True, _nrt=False)
+def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, arrival, first, seg_size,
+                      done, scratch, total):
+    """A held read-ahead with a run read ahead of its front (:func:`_immediate_front`) taken over by a
+    read arriving at *arrival* for blocks *first* ..: returns one past the run's last block read
+    (at least the front), and re-times in *pf_ready* the run's blocks the new read's hold forbids.
+
+    A hit on the read-ahead's segment takes the access over as it is
+    (``disk_buffer_attempt_access_swap``, ``src/disksim_diskcache.c``): the pending sector event
+    stays queued. With "Read directly to buffer" DiskSim asks ``disk_buffer_block_available`` about
+    a sector when it starts (``disk_buffer_sector_done``, ``src/disksim_diskctlr.c``): the run's
+    sectors started by the arrival were asked under the hold of the read before and are read, the
+    one under the head at its end (``immedend``; the circular segment wraps to it,
+    ``disk_buffer_segment_wrap``, which the caller applies); a later one is asked under the new
+    read's hold (a block at or past its *first* plus *seg_size* may not be read,
+    :func:`~diskmodel.model.disksim_readahead._hold_read_ahead`) and, forbidden, ends the run. Its
+    blocks from there are read by the front, one sector after the other from the run's first block
+    read (the front jumps over the blocks read, ``firstblkno = immedend``), and on through the
+    read-ahead; the new read's own hold then applies to them. Once the new read has sent its
+    completion (*done*), the sectors still passing before the front comes round start a run again
+    (at the first one starting then). The run computed at the previous read's completion
+    (:func:`_hold_immediate`) assumed that read's hold lifted for good. Not followed: the new
+    read's hold is taken as at its arrival (the host's progress during its transfer, which lets
+    more blocks be read, is not counted).
+    E.g. atlas10k (bus 5x slower than the media), 111-block sequential reads 30-300 us apart:
+    the head reads two sectors of a run between one read's completion and the next one's
+    arrival, the second ending after the arrival, and the segment's first blocks are dropped;
+    40-block reads back to back: the next read arrives at the completion, before the run's first
+    sector, and no block is read ahead of the front (tests/test_disksim_options.py,
+    ``test_a_hit_taking_over_a_held_read_ahead_ends_its_run_ahead_of_the_front``)."""
+    front = pf_base + pf_done
+    lo, te, jump, first_read, sector_s = _run_of(arrays, real, pf_base, pf_count, pf_done, pf_ready, total)
+    if lo < 0:
+        return front
+    # the run's sectors started by the arrival (the one under the head included), then those the
+    # new read's hold allows
+    read = int(np.ceil((arrival - first_read) / sector_s - _EPS_SECTOR)) + 1
+    if read < 0:
+        read = 0
+    if read > te - lo:
+        read = te - lo
+    while lo + 1 + read <= te and pf_base + lo + 1 + read < first + seg_size:
+        read += 1
+    if lo + 1 + read <= te:
+        k = lo + 1 + read
+        # once the new read has sent its completion, the sectors passing before the front comes
+        # round start a run again (at the first starting then), to the end of the track
+        r = k
+        while r <= te and first_read + (r - lo - 2) * sector_s < done * (1.0 - 1e-12):
+            r += 1
+        for j in range(k, r):
+            pf_ready[j] = jump + (j - lo) * sector_s
+        t_run = pf_ready[r - 1] if r > lo + 1 else jump
+        for j in range(r, te + 1):
+            pf_ready[j] = t_run
+        if te + 1 < pf_count:
+            c, h, _, _, _ = lbn_to_pbn_one(pf_base + te, arrays)
+            access_media(arrays, seek, write_seek, real, pf_base + te + 1, pf_count - te - 1, t_run, c, h, False,
+                         pf_ready, pf_ready, te + 1, scratch, 0.0, total)
+    if read < 2:
+        # the run's first block moves immedend only: the segment wraps as the next one is read
+        return front
+    return pf_base + lo + 1 + read
+
+
+@njit(cache=True, _nrt=False)
+def _run_of(arrays, real, pf_base, pf_count, pf_done, pf_ready, total):
+    """The run read ahead of a held read-ahead's front on its track (:func:`_immediate_front`):
+    (lo, te, jump, first_read, sector_s): blocks lo + 1 .. te (indices of *pf_ready*) were read
+    ahead of the front, whose last block on the track, lo, is read at *jump*; the run's first
+    block was read at *first_read*. lo is -1 without a run."""
+    if pf_done >= pf_count:
+        return -1, 0, 0.0, 0.0, 0.0
+    front = pf_base + pf_done
+    end = track_end_lbn(arrays, front, total)
+    if end > pf_base + pf_count:
+        end = pf_base + pf_count
+    te = end - 1 - pf_base
+    if te <= pf_done:
+        return -1, 0, 0.0, 0.0, 0.0
+    jump = pf_ready[te]
+    lo = pf_done
+    hi = te
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pf_ready[mid] >= jump:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo >= te:
+        return -1, 0, 0.0, 0.0, 0.0
+    _, _, _, _, z = lbn_to_pbn_one(front, arrays)
+    sector_s = real[0] / arrays[2][z]
+    return lo, te, jump, jump - real[0] + sector_s, sector_s
+
+
+@njit(cache=True, _nrt=False)
 def _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival, total):
     """One past the highest block a held read-ahead has read by *arrival*, its blocks read
     ahead of the front included (:func:`_hold_immediate`); at least the front,
@@ -54,31 +150,10 @@ def _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival
     it extends the run, not when it starts it).
     """
     front = pf_base + pf_done
-    if pf_done >= pf_count:
-        return front
-    end = track_end_lbn(arrays, front, total)
-    if end > pf_base + pf_count:
-        end = pf_base + pf_count
-    te = end - 1 - pf_base
-    if te <= pf_done:
-        return front
-    jump = pf_ready[te]
-    lo = pf_done
-    hi = te
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if pf_ready[mid] >= jump:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo >= te:
+    lo, te, jump, first_read, sector_s = _run_of(arrays, real, pf_base, pf_count, pf_done, pf_ready, total)
+    if lo < 0 or arrival < first_read:
         return front
     # blocks lo + 1 .. te were read ahead of the front (lo: the front's last on the track)
-    _, _, _, _, z = lbn_to_pbn_one(front, arrays)
-    sector_s = real[0] / arrays[2][z]
-    first_read = jump - real[0] + sector_s
-    if arrival < first_read:
-        return front
     read = int(np.floor((arrival - first_read) / sector_s + _EPS_SECTOR)) + 1
     if read > te - lo:
         read = te - lo

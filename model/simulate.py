@@ -132,7 +132,7 @@ from numba import njit
 from ._checks import finite_array, finite_scalar, show, whole_number
 from .disksim_access_block import kept_track_front
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
-from .disksim_immediate import _immediate_front
+from .disksim_immediate import _front_after_swap, _immediate_front
 from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hit_once_minimum_read, _hold_read_ahead, _idle_hit_read_ahead,
@@ -593,6 +593,13 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                                             pf_ready, pf_start, pf_cyl, pf_head, arrival,
                                                             stop_in_sector)
                 if pf_active and s == pf_seg:
+                    if real[22] != 0.0:
+                        # taken over, the held read-ahead reads the run's sector under the head, and
+                        # no further run's sector this read's hold forbids (disksim_immediate._front_after_swap)
+                        front = _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready,
+                                                  arrival, first, seg_size, done, scratch, total)
+                        if front - seg_start[s] > seg_size:
+                            seg_start[s] = front - seg_size
                     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over,
                                               total, min_ra)
                     limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)

@@ -992,6 +992,36 @@ def test_a_held_read_ahead_let_go_mid_track_reads_the_sectors_under_the_head_fir
                                atol=TOLERANCE_MS)
 
 
+@pytest.mark.parametrize("lbn, n, gaps_us, disksim_ms", [
+    # seed 672: the next read arrives 97 us after the ninth's completion, as the head reads the second
+    # sector of a run ahead of the held front; that sector ends after the arrival, is read all the same
+    # (asked at its start, under the ninth's hold), and the segment drops the eleventh read's first
+    # blocks: a partial hit on an older segment (12.25 ms), not a full hit (11.17)
+    (796728, 111, [284.89984, 158.56550, 34.73733, 195.17418, 287.07178, 99.84405, 214.05967, 266.21342,
+                   36.50062, 97.37185, 169.16854, 289.85448],
+     [15.34338, 11.173, 11.173, 11.173, 11.173, 11.173, 11.173, 13.705418, 11.173, 11.173, 12.252803, 11.173]),
+    # seed 897: back to back, the next read arrives at the completion, before any sector of a run
+    # starts, and its own hold forbids them: nothing is read ahead of the front and the fifth read is
+    # a hit (4.144 ms, not a miss of 8.72)
+    (4394711, 40, [0.0, 0.0, 0.0, 0.0, 7303.41569, 0.0, 6038.50795],
+     [15.115845, 4.144, 4.144, 4.144, 4.144, 9.982283, 4.144]),
+])
+def test_a_hit_taking_over_a_held_read_ahead_ends_its_run_ahead_of_the_front(disksim_dir, lbn, n, gaps_us,
+                                                                              disksim_ms):
+    """"Immediate buffer read" = 1, unchanged atlas10k (bus 5x slower than the media), sequential reads
+    of the randomised test's development seeds 672 (requests 671-682) and 897 (892-898) replayed alone:
+    a hit that takes over the held read-ahead (disk_buffer_attempt_access_swap) keeps the run of
+    sectors read ahead of its front only up to the sector under the head at its arrival; the sectors
+    after it are asked under the hit's own hold (disk_buffer_sector_done, disk_buffer_block_available)
+    and read by the front (disksim_immediate._front_after_swap). DiskSim 4.0's own times."""
+    params = drive_parameters(load_disksim_drive(disksim_dir / "atlas10k"), disksim_code=True)
+    assert params.immediate_read
+    count = len(gaps_us)
+    ours = simulate_requests(params, np.zeros(count, bool), lbn + n * np.arange(count), np.full(count, n),
+                             np.array(gaps_us) * 1e-6).service_s * 1e3
+    np.testing.assert_allclose(ours, disksim_ms, rtol=0, atol=TOLERANCE_MS)
+
+
 def test_immediate_read_changes_disksims_times_and_is_followed(tmp_path):
     # DiskSim's own times on synthetic_sequential_reads (runs of small sequential reads, the
     # read-ahead held back while each is sent) change with the key: atlas10k at 1 (bundled) and 0,
