@@ -29,7 +29,7 @@ import numpy as np
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, DiskSimFolder, Trace, read_drive_folder
 from diskmodel.data.disksim.model_file import G1Layout, G2Layout, G4Layout, MechModel, ModelFile, SeekTable
-from diskmodel.data.disksim.syntax import MS
+from diskmodel.data.disksim.syntax import MS, DiskSimFormatError
 
 from ._checks import evolve as _evolve
 from ._checks import finite_array, show
@@ -37,7 +37,8 @@ from .disk import Disk
 from .drive_cache import DriveCache
 from .disksim_g4 import angle_dtoi
 from .disksim_mapping import G2ZoneLayout, G4ZoneLayout, ZoneLayout
-from .disksim_support import check_honoured, check_immediate_access_honoured, check_parv_honoured
+from .disksim_support import (check_honoured, check_immediate_access_honoured, check_parv_honoured,
+                              parv_host_path)
 from .drive_parameters import DriveParameters, buffer_fields
 from .presets import covering_skews_sectors
 from .seek import TableSeek, table_seek_time_s, two_piece_seek_time_s
@@ -468,8 +469,17 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
     check_honoured(specs.block, model)
     if disksim_code and not disksim_access_block_bug:
         check_immediate_access_honoured(specs.block, model)
+    constant_access, arbitration, controller_delay = None, 0.0, 0.0
     if files.parv is not None:
         check_parv_honoured(files.parv)
+        # the driver, the disk's bus and the pass-thru controller on the way to the disk
+        constant_access, arbitration, controller_delay = parv_host_path(files.parv)
+        if (arbitration or controller_delay) and specs.block.number("Never disconnect", 0.0) \
+                and specs.fast_write_level:
+            raise DiskSimFormatError(specs.block.path, specs.block.line_of("Never disconnect"),
+                                     "Never disconnect = 1 with fast writes is not honoured with the .parv's "
+                                     "Arbitration time or Scale for delays other than 0 (measured: "
+                                     "tests/golden/disksim_variants/README.md)")
     layout = zone_layout(model)
     span = max(span_cylinders(model), int(layout.last_cylinder.max()) + 1)
     distance = np.arange(span, dtype=float)
@@ -530,7 +540,8 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
         immediate_write=bool(specs.block.number("Immediate buffer write", 0.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
-        write_seek_by_distance_s=write_seek)
+        write_seek_by_distance_s=write_seek, constant_access_s=constant_access,
+        bus_arbitration_s=arbitration, controller_delay_s=controller_delay)
 
 
 def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:

@@ -20,8 +20,9 @@ file, is in one of five groups:
 
 The ``.parv``'s driver, buses and controller on the way to the disk are
 checked too (:func:`check_parv_honoured`): a value that adds time in DiskSim
-(an arbitration time, a controller's delays or type, a constant access time)
-is an error unless it is the no-time value the simulation follows.
+where the simulation does not follow it (a controller's or bus's type) is an
+error; the driver's constant access time, the disk's bus's arbitration time
+and the pass-thru controller's delays are followed (:func:`parv_host_path`).
 
 A value the simulation does not implement raises
 :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError` naming the file,
@@ -358,22 +359,87 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
 #: subsystem" 0, its scheduler's "Read initiation delay" and "Write initiation delay" 1.0 and
 #: "Scheduling policy" 2, the controller's "Maximum queue length" 5.
 PARV_ONLY_VALUES = {
-    # -2 (IODRIVER_TRACED_QUEUE_TIMES) starts each request at its traced queue time, which a validate
-    # trace leaves 0 (iotrace_validate_get_ioreq_event: tempint1 = 0): DiskSim's times are the
-    # bundled drive's (tests/golden/disksim_variants' hp_c2247a_traced_queue_times; 2000 of 2000)
-    ("disksim_iodriver", "Constant access time"): ((0.0, -2.0), "a positive value replaces every access time "
-                                                                "(5.0: every request 5.000 ms); -1 and -3 take "
-                                                                "the access times from the trace (all of "
-                                                                "hp_c2247a's 2000 times change)"),
+    # "Constant access time", the disk's bus's "Arbitration time" and the pass-thru controller's
+    # "Scale for delays" are followed (parv_host_path)
     ("disksim_bus", "type"): (1, "type 2 (interleaved transfers): DiskSim 4.0 completed 4 of the 300 requests"),
-    ("disksim_bus", "Arbitration time"): (0.0, "added at every bus acquisition (0.1 ms: +0.1 to +0.4 ms a "
-                                               "request)"),
     ("disksim_ctlr", "type"): (1, "DiskSim 4.0 itself fails with 2 (53C700: disk_buffer_update_outbuffer's "
                                   "assertion) and 3 (smart: a segmentation fault) on hp_c2247a, cheetah4LP "
                                   "and ibm18es"),
-    ("disksim_ctlr", "Scale for delays"): (0.0, "the pass-thru controller's delay per message (0.1: +0.3 to "
-                                                "+0.4 ms a request)"),
 }
+
+#: The .parv's keys on the way to the disk that the simulation follows (parv_host_path), with the
+#: evidence (tests/golden/disksim_variants: hp_c2247a_parv_*, cheetah4LP_parv_*; README.md).
+PARV_HONOURED = {
+    ("disksim_iodriver", "Constant access time"): "a positive value is every request's time (iodriver_schedule: "
+                                                  "5.0 gives 5.000 ms); -1 and -3 take the trace's, 0 in a "
+                                                  "validate trace (iotrace_validate_get_ioreq_event: tempint2 = 0; "
+                                                  "every request 0.0 ms); -2 the traced queue times, 0 there too",
+    ("disksim_bus", "Arbitration time"): "the disk's bus: waited at each acquisition (the controller's request "
+                                         "down, each reconnection of the disk); the bus above a controller at "
+                                         "depth 0 is never arbitrated (controller_get_upward_busno: -1; its 0.1 "
+                                         "changes none of hp_c2247a's 2000 times)",
+    ("disksim_ctlr", "Scale for delays"): "the pass-thru controller's delay, 1.0 ms x the scale, on each message "
+                                          "(controller_passthru_event_arrive)",
+}
+
+
+def _host_path_error(block, name: str, value, why: str) -> DiskSimFormatError:
+    return DiskSimFormatError(block.path, block.line_of(name),
+                              f"{name} = {value!r} in {block.type} {block.name} is not honoured by the "
+                              f"per-request simulation ({why})")
+
+
+def parv_host_path(parv: Parv) -> tuple[float | None, float, float]:
+    """(constant access [s] or None, the disk's bus arbitration [s], the pass-thru controller's
+    delay per message [s]) of the .parv's path to the disk, as DriveParameters'
+    ``constant_access_s``, ``bus_arbitration_s`` and ``controller_delay_s``.
+
+    The driver's "Constant access time" (DiskSim's range: >= 0, -1, -2, -3, iodriver.modspec):
+    a positive value replaces every request's time (``iodriver_schedule``); -1 and -3 take the
+    trace's access time, ``tempint2``, which ``iotrace_validate_get_ioreq_event`` sets to 0; 0
+    and -2 (traced queue times, 0 in a validate trace too) simulate the drive. The arbitration
+    and the delays are followed on DiskSim's validate topology, driver - bus - pass-thru
+    controller - bus - disk (``_host_path_s`` in :mod:`diskmodel.model.simulate`); elsewhere
+    a value but 0 is an error naming the file, line and parameter.
+    """
+    path = next((found for node in parv.topology if (found := _path_to_disk(node))), None)
+    if path is None:
+        return None, 0.0, 0.0
+    blocks = {block.name: block for block in parv.blocks if block.name}
+    on_path = [(kind, blocks.get(parv.instances.get(instance))) for kind, instance in path[:-1]]
+    constant = None
+    for kind, block in on_path:
+        if kind == "disksim_iodriver" and block is not None and "Constant access time" in block:
+            value = block.number("Constant access time")
+            if value > 0:
+                constant = value * 1e-3
+            elif value in (-1.0, -3.0):
+                constant = 0.0
+            elif value not in (0.0, -2.0):
+                raise _host_path_error(block, "Constant access time", block.get("Constant access time"),
+                                       "DiskSim 4.0 takes >= 0, -1, -2 or -3 only: iodriver.modspec")
+    kinds = tuple(kind for kind, _ in on_path)
+    validate_path = kinds == ("disksim_iodriver", "disksim_bus", "disksim_ctlr", "disksim_bus")
+    arbitration, delay = 0.0, 0.0
+    for k, (kind, block) in enumerate(on_path):
+        if block is None:
+            continue
+        if kind == "disksim_bus" and "Arbitration time" in block:
+            value = block.number("Arbitration time")
+            if value and validate_path and k == 3:
+                arbitration = value * 1e-3
+            elif value and not (validate_path and k == 1):
+                raise _host_path_error(block, "Arbitration time", block.get("Arbitration time"),
+                                       "followed on the path driver - bus - controller - bus - disk only")
+        if kind == "disksim_ctlr" and "Scale for delays" in block:
+            value = block.number("Scale for delays")
+            if value and validate_path and block.number("type", 1.0) == 1:
+                delay = value * 1e-3   # PASSTHRU_DELAY (1.0 ms) x the scale
+            elif value:
+                raise _host_path_error(block, "Scale for delays", block.get("Scale for delays"),
+                                       "followed for a pass-thru controller (type 1) on the path driver - bus - "
+                                       "controller - bus - disk only")
+    return constant, arbitration, delay
 
 
 def _path_to_disk(node, path=()):

@@ -243,15 +243,30 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                              f"({params.segment_size_blocks}), is not simulated with queued fast writes "
                              "(write_prebuffering or never_disconnect): DiskSim 4.0 fails once queued writes "
                              "outgrow a segment")
+    if n and params.controller_delay_s and params.buffer_segments and params.constant_access_s is None:
+        big = np.flatnonzero(~is_write & (blocks > params.segment_size_blocks))
+        if big.size:
+            i = int(big[0])
+            raise ValueError(f"request {i}: a read of {int(blocks[i])} blocks, larger than a segment "
+                             f"({params.segment_size_blocks}), is not simulated with a controller delay "
+                             f"(controller_delay_s {params.controller_delay_s!r}): DiskSim 4.0's disconnections "
+                             "and reconnections inside such a read overlap its controller's messages "
+                             "differently (tests/golden/disksim_variants/README.md)")
     p = params
-    real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s,
-                     p.write_completion_s, p.data_preparation_s, p.reselect_s, p.bus_read_block_s,
-                     p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
-                     p.write_disconnect_s, p.other_reselect_s, p.extra_disconnect_command_s,
-                     p.extra_disconnect_s, p.extra_inter_disconnect_s, p.extra_second_disconnect_s,
-                     p.extra_disconnect_seek_delta_s, p.read_disconnect_s[0], p.read_disconnect_s[1],
+    if p.constant_access_s is not None:
+        return _constant_access(p.constant_access_s, gap, float(start_s), start_cylinder, start_head)
+    # the path between the driver and the disk (pass-thru controller, the disk's bus), added to
+    # the disk's own overheads where DiskSim passes a message (_host_path_s; 0.0 adds nothing)
+    down, reconnect, answered, up = _host_path_s(p.bus_arbitration_s, p.controller_delay_s)
+    real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s + up,
+                     p.write_completion_s + up, p.data_preparation_s + answered, p.reselect_s + reconnect,
+                     p.bus_read_block_s, p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
+                     p.write_disconnect_s + answered, p.other_reselect_s + reconnect, p.extra_disconnect_command_s,
+                     p.extra_disconnect_s + answered, p.extra_inter_disconnect_s,
+                     p.extra_second_disconnect_s + answered, p.extra_disconnect_seek_delta_s,
+                     p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
                      _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
-                     float(_immediate_mode(p))])
+                     float(_immediate_mode(p)), down, answered, p.controller_delay_s])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -392,6 +407,47 @@ def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, 
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
 # every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
 # the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
+def _constant_access(access_s: float, gap: np.ndarray, start_s: float, start_cylinder: int,
+                     start_head: int) -> SimulationResult:
+    """Every request completes *access_s* after its arrival: DiskSim's driver "Constant access
+    time" (``iodriver_schedule``, src/disksim_iodriver.c, turns the request into its completion
+    interrupt at once; neither bus, controller nor disk sees it, so the head stays where it is)."""
+    n = gap.size
+    arrival = np.empty(n)
+    t = start_s
+    for i in range(n):
+        if i > 0:
+            t = t + access_s + gap[i - 1]
+        arrival[i] = t
+    zeros = np.zeros(n)
+    end = t + access_s if n else start_s
+    return SimulationResult(np.full(n, access_s), arrival, np.full(n, int(HitKind.MEDIA), np.int8), zeros,
+                            zeros.copy(), zeros.copy(), end, int(start_cylinder), int(start_head))
+
+
+def _host_path_s(arbitration_s: float, controller_s: float) -> tuple[float, float, float, float]:
+    """What the path from the driver to the disk adds [s]: (before the disk has a request, each
+    reconnection, each message the disk sends up and the driver answers: a disconnection, a
+    ready-to-transfer or reconnection before data, the completion).
+
+    DiskSim 4.0 passes every message through the pass-thru controller, PASSTHRU_DELAY x "Scale
+    for delays" each (``controller_passthru_event_arrive``, src/disksim_ctlrdumb.c), and waits the
+    bus's "Arbitration time" at each acquisition of the disk's bus (``bus_ownership_get``,
+    src/disksim_bus.c): the controller's for the request down, the disk's for each reconnection
+    (``disk_send_event_up_path``, src/disksim_diskctlr.c); a disk that holds the bus sends without
+    one. So: a request reaches the disk after arbitration plus one delay; a disconnection is over
+    (the bus free again) after its overhead plus two delays (DISCONNECT up, the driver's
+    IO_INTERRUPT_COMPLETE down); data flow after the data preparation plus two delays
+    (READY_TO_TRANSFER or RECONNECT up, the answer down); a reconnection waits the arbitration;
+    the completion takes one delay up; a write's final reconnection (FINAL_WRITE_RECONNECTION_1,
+    ``disk_request_needs_bus``) sends RECONNECT and waits the answer before its completion.
+    The disk keeps its bus until the driver's answer to the completion has come down (one delay
+    after the completion): a request arriving earlier waits for it (``bus_ownership_release``),
+    then for the arbitration.
+    """
+    return (arbitration_s + controller_s, arbitration_s, 2.0 * controller_s, controller_s)
+
+
 @njit(cache=True, _nrt=False)
 def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
               seg_used, work, pf_ready, wq):
@@ -482,11 +538,18 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
     emptied = -1              # the segment a preseeking read leaves empty (applied at the next arrival)
     t = state[0]
+    host_down = real[24]      # a request's way down to the disk (simulate_requests: _host_path_s)
+    final_reconnect = real[25]  # a write's final RECONNECT up and the answer down (_host_path_s)
+    # the disk holds its bus until the driver's answer to the completion comes down through the
+    # controller (real[26] after it); a request arriving before waits for the bus (_host_path_s)
+    answer_down = real[26]
+    bus_free = t
 
     for i in range(lbn.size):
         if i > 0:
             t = t + gap[i - 1]
-        arrival = t
+        # at the disk: after the controller and the disk's bus (simulate_requests: _host_path_s)
+        arrival = max(t, bus_free) + host_down
         first = lbn[i]
         n = blocks[i]
         last = first + n
@@ -1047,7 +1110,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                                                     True, not_before, ready, 0, stats, min_move, total)
                     tb = data0 + n * bus_w
                 mech_free = t_end
-                done = max(t_end, tb + disconnect) + reconnect + write_done
+                done = max(t_end, tb + disconnect) + reconnect + final_reconnect + write_done
             # (a write appending with room, taken at once: past the segment's size the segment wraps,
             # disk_buffer_segment_wrap; one not taken at once is given a segment when the write it
             # appends to is on the media, a clean segment then: disksim_segments)
@@ -1076,8 +1139,8 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # still being read ahead (disk_buffer_set_segment: "clear out clean, non-active,
                 # overlapping segments if write"; that one is BUFFER_READING when the write arrives)
                 _invalidate(seg_start, seg_end, nseg, first, last, s, reading)
-        out[0, i] = done - arrival
-        out[1, i] = arrival
+        out[0, i] = done - t
+        out[1, i] = t
         out[2, i] = hit.value
         out[3, i] = stats[0]
         out[4, i] = stats[1]
@@ -1085,6 +1148,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
         prev_write = w
         prev_end = last
         t = done
+        bus_free = done + answer_down
     state[0] = t
     state[1] = cyl
     state[2] = head

@@ -380,19 +380,20 @@ def test_water_mark_outside_disksims_range_names_file_and_line(disksim_dir, tmp_
 
 
 @pytest.mark.parametrize("old, new, where", [
-    ("Constant access time = 0.0", "Constant access time = 5.0", "Constant access time = 5.0 in disksim_iodriver DRIVER0"),
-    ("Arbitration time = 0.0", "Arbitration time = 0.1", "Arbitration time = 0.1 in disksim_bus BUS0"),
     ("type = 1,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
      "type = 2,\nArbitration type = 1,\nArbitration time = 0.0,\nRead block transfer time = 0.17010",
      "type = 2 in disksim_bus BUS1"),
     ("type = 1,\nScale for delays", "type = 3,\nScale for delays", "type = 3 in disksim_ctlr CTLR0"),
     ("type = 1,\nScale for delays", "type = 2,\nScale for delays", "type = 2 in disksim_ctlr CTLR0"),
-    ("Constant access time = 0.0", "Constant access time = -1.0", "Constant access time = -1.0 in disksim_iodriver DRIVER0"),
-    ("Scale for delays = 0.0", "Scale for delays = 0.1", "Scale for delays = 0.1 in disksim_ctlr CTLR0"),
+    # DiskSim 4.0's own range: >= 0, -1, -2, -3 (iodriver.modspec)
+    ("Constant access time = 0.0", "Constant access time = -0.5", "Constant access time = -0.5 in disksim_iodriver DRIVER0"),
 ])
 def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp_path, old, new, where):
     """The driver, buses and controller on the way to the disk: a value that adds time in
-    DiskSim 4.0 (disksim_support.PARV_ONLY_VALUES) names the .parv's line and parameter."""
+    DiskSim 4.0 where the simulation does not follow it (disksim_support.PARV_ONLY_VALUES,
+    parv_host_path) names the .parv's line and parameter. (The constant access time, the disk's
+    bus's arbitration time and the controller's scale for delays are followed: the variants
+    hp_c2247a_parv_* and cheetah4LP_parv_* of tests/golden/disksim_variants.)"""
     import shutil
 
     from diskmodel.model.disksim import drive_parameters
@@ -406,6 +407,47 @@ def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp
     first_changed = next(i for i, (a, b) in enumerate(zip(text.splitlines(), edited.splitlines())) if a != b) + 1
     with pytest.raises(DiskSimFormatError, match=rf"hp_c2247a\.parv:{first_changed}: {where} is not honoured"):
         drive_parameters(load_disksim_drive(folder))
+
+
+def test_host_path_delays_with_fast_writes_that_never_disconnect_are_an_error(disksim_dir, tmp_path):
+    """The disk's bus's arbitration and the controller's delays with "Never disconnect" 1 and
+    fast writes are not followed (cheetah4LP on synthetic_queued_writes_far_reads, arbitration 0.2
+    and scale 0.5: 531 of DiskSim's 600 times agree; without fast writes, hp_c2247a's 600 do): an
+    error naming the diskspecs' line."""
+    import shutil
+
+    from diskmodel.model.disksim import drive_parameters
+    folder = tmp_path / "cheetah4LP"
+    shutil.copytree(disksim_dir / "cheetah4LP", folder)
+    parv = folder / "cheetah4LP.parv"
+    parv.write_text(parv.read_text().replace("Scale for delays = 0.0", "Scale for delays = 0.5"))
+    specs = folder / "cheetah4LP.diskspecs"
+    text = specs.read_text()
+    assert "Never disconnect = 0" in text
+    specs.write_text(text.replace("Never disconnect = 0", "Never disconnect = 1"))
+    line = next(i for i, row in enumerate(text.splitlines()) if "Never disconnect" in row) + 1
+    drive = load_disksim_drive(folder)
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Never disconnect = 1 with fast "
+                                                 r"writes is not honoured"):
+        drive_parameters(drive)
+    parv.write_text(parv.read_text().replace("Scale for delays = 0.5", "Scale for delays = 0.0"))
+    assert drive_parameters(load_disksim_drive(folder)).never_disconnect
+
+
+def test_a_read_larger_than_a_segment_with_controller_delays_is_an_error(disksim_dir, tmp_path):
+    """Reads larger than a segment with the controller's delays are not followed (atlas_III on
+    synthetic_big_transfers: scale 0.1, 353 of DiskSim's 398 times agree; with the arbitration
+    0.1 alone all 398 do): simulate_requests refuses the first such read."""
+    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.simulate import simulate_requests
+    params = drive_parameters(load_disksim_drive(disksim_dir / "atlas_III")).evolve(controller_delay_s=1e-4)
+    size = params.segment_size_blocks
+    with pytest.raises(ValueError, match=rf"request 1: a read of {size + 1} blocks, larger than a segment"):
+        simulate_requests(params, np.array([True, False]), np.array([0, 1000]), np.array([size + 1, size + 1]),
+                          np.zeros(2))
+    simulate_requests(params, np.array([True, False]), np.array([0, 1000]), np.array([size + 1, size]), np.zeros(2))
+    simulate_requests(params.evolve(controller_delay_s=0.0, bus_arbitration_s=1e-4), np.array([True, False]),
+                      np.array([0, 1000]), np.array([size + 1, size + 1]), np.zeros(2))
 
 
 def test_a_controller_type_disksim_fails_on_says_so(disksim_dir, tmp_path):
