@@ -801,20 +801,22 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 t_end, cyl, head = access_media(arrays, seek, write_seek, real, first + buffered, n - buffered,
                                                 start, cyl, head, False, not_before, ready, 0, stats, 0.0, total)
                 busy = _partial_hit_waits(dirty_end, minimum_end, sneaky_partial, s == pf_seg)
-                if buffered > 0 and busy > arrival and (immed_partial or buffered >= min(water, n)):
+                if buffered > 0 and busy > arrival and buffered >= min(water, n):
                     # arriving while a fast write is being written, it disconnects as a miss and
-                    # becomes a partial hit when the write's access ends (as a full hit above;
-                    # short of the watermark without "Immed transfer partial hit" it waits for the
-                    # watermark's blocks, below, which come after that end); likewise while a
-                    # read-ahead goes on to its minimum (disksim_readahead._partial_hit_waits)
+                    # becomes a partial hit when the write's access ends (as a full hit above);
+                    # likewise while a read-ahead goes on to its minimum
+                    # (disksim_readahead._partial_hit_waits). Reconnected by disk_check_bus, it
+                    # needs the watermark's blocks whatever "Immed transfer partial hit" says
+                    # (disk_request_needs_bus with check_watermark): short of them it waits, below
                     tb = max(arrival + ovh + read_disc[prev_write], busy) + reselect + data_prep \
                         + buffered * bus_r
-                elif buffered > 0 and (immed_partial or buffered >= min(water, n)):
+                elif buffered > 0 and busy <= arrival and (immed_partial or buffered >= min(water, n)):
                     # the partial hit is connected from its hit overhead and sends the buffered part
                     tb = arrival + overhead[0, 1, prev_write] + data_prep + buffered * bus_r
                 elif buffered > 0:
-                    # "Immed transfer partial hit" 0, fewer blocks buffered than the watermark: it
-                    # disconnects as a miss and reconnects once the watermark's blocks are there
+                    # "Immed transfer partial hit" 0, or waiting for the mechanism as above, fewer
+                    # blocks buffered than the watermark: it disconnects as a miss and reconnects once
+                    # the watermark's blocks are there
                     tb = max(arrival + ovh + read_disc[prev_write], ready[min(water, n) - buffered - 1]) \
                         + reselect + data_prep + buffered * bus_r
                 elif never_disc:

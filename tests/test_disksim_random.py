@@ -268,6 +268,20 @@ def test_a_hit_in_another_segment_waits_for_a_read_ahead_short_of_its_minimum(tm
     assert sneaky[2] == pytest.approx(1.154, abs=1e-3)
 
 
+def test_a_partial_hit_waiting_for_a_minimum_read_ahead_reconnects_at_its_watermark(tmp_path):
+    # DiskSim 4.0's own times [ms], atlas_III (64-block segments, "Immed transfer partial hit" 1)
+    # with "High (read) water mark" 1.0 and a minimum read-ahead of 63 blocks: the second read, the
+    # next 64 blocks, arrives while the first one's read-ahead is short of its minimum (63 of its
+    # blocks). disk_read_arrive disconnects it; when the read-ahead ends it takes the hda as a
+    # partial hit and disk_check_bus reconnects it only once the watermark's 64 blocks are buffered
+    # (disk_request_needs_bus with check_watermark), one sector after the minimum: 12.647 ms (12.614
+    # reconnecting at the minimum's end, as we did). Random seed 751's requests 424-425.
+    lines = ["R Hit 3448983 64 1000 250", "R Hit 3449047 64 1000 0"]
+    ours = _replay("atlas_III", lines, tmp_path,
+                   {"High (read) water mark": "1.0", "Minimum read-ahead (blks)": "63"})
+    np.testing.assert_allclose(ours, [23.318378, 12.647025], rtol=0, atol=1e-3)
+
+
 #: DiskSim 4.0's own times of drives prebuffering fast writes into several write segments, first come
 #: first served and at scheduling policy 21 ("_sptf": the least estimated positioning time first)
 #: (make_random.py write_segments: maxtor300g at policy 1 and as bundled, atlas10k with 3 write
