@@ -528,6 +528,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
         combine_seq_writes=specs.combine_seq_writes,
         queue_scheduling_policy=_queue_policy(specs.block),
         immediate_write=bool(specs.block.number("Immediate buffer write", 0.0)),
+        read_direct_to_buffer=bool(specs.block.number("Read directly to buffer", 1.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,
         write_seek_by_distance_s=write_seek)

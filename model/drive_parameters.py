@@ -285,6 +285,14 @@ extra_disconnect_seek_delta_s : float
         layouts DiskSim 4.0 never starts a write under the head
         (``g1_access_block``'s slip); on g4 layouts it does, which the
         simulation does not follow (``disksim_support.ACTS_WHERE_NOT_FOLLOWED``).
+    read_direct_to_buffer : bool
+        DiskSim's "Read directly to buffer": whether a read sector's room in
+        the buffer is asked at the sector's start (True, DiskSim's 1) or at its
+        end, a separate sector buffer holding it meanwhile (False, 0:
+        ``disk_buffer_sector_done``, ``src/disksim_diskctlr.c``). It acts where
+        a sector may have no room: a read-ahead held while its segment's owner
+        is sent, a read larger than its segment
+        (:mod:`diskmodel.model.disksim_read_direct`).
     """
 
     name: str
@@ -343,6 +351,7 @@ extra_disconnect_seek_delta_s : float
     combine_seq_writes: bool = True
     queue_scheduling_policy: int = 1
     immediate_write: bool = False
+    read_direct_to_buffer: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -393,7 +402,7 @@ extra_disconnect_seek_delta_s : float
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
                      "write_prebuffering", "hold_bus_write", "caching",
                      "immediate_read", "immediate_access_under_head", "combine_seq_writes",
-                     "immediate_write"):
+                     "immediate_write", "read_direct_to_buffer"):
             flag(name, getattr(self, name))
         if self.queue_scheduling_policy not in (1, 21):
             raise ValueError("queue_scheduling_policy must be 1 (FCFS) or 21 (PRI_ASPCTF_OPT) "
