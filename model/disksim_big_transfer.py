@@ -175,11 +175,13 @@ def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_
             sent_at[done] = tb
             done += 1
         _, _, _, _, z = lbn_to_pbn_one(first + k, arrays)
+        # asked at the sector's start, or at its end with "Read directly to buffer" 0, the host's
+        # progress counted as at the start either way (disksim_read_direct): the same question
         asked = ready[k] - period / arrays[2][z]
         if sent_at[k - seg_size] <= asked:
             k += 1
             continue
-        # no room when its sector starts: passed, read a revolution (or more) later
+        # no room when asked: passed, read a revolution (or more) later
         while sent_at[k - seg_size] > asked:
             asked += period
         c, h, _, _, _ = lbn_to_pbn_one(first + k, arrays)

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_end_lbn
+from .disksim_read_direct import _ask_delay_s
 from .media_access import access_media
 
 __all__ = []
@@ -49,18 +50,20 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
 
     A hit on the read-ahead's segment takes the access over as it is
     (``disk_buffer_attempt_access_swap``, ``src/disksim_diskcache.c``): the pending sector event
-    stays queued. With "Read directly to buffer" DiskSim asks ``disk_buffer_block_available`` about
+    stays queued. With "Read directly to buffer" 1 DiskSim asks ``disk_buffer_block_available`` about
     a sector when it starts (``disk_buffer_sector_done``, ``src/disksim_diskctlr.c``): the run's
     sectors started by the arrival were asked under the hold of the read before and are read, the
     one under the head at its end (``immedend``; the circular segment wraps to it,
-    ``disk_buffer_segment_wrap``, which the caller applies); a later one is asked under the new
+    ``disk_buffer_segment_wrap``, which the caller applies). At 0 it asks when the sector ends
+    (:mod:`~diskmodel.model.disksim_read_direct`): the sectors ended by the arrival are read, the one
+    under the head is asked under the new read's hold. A later one is asked under the new
     read's hold (a block at or past its *first* plus *seg_size* may not be read,
     :func:`~diskmodel.model.disksim_readahead._hold_read_ahead`) and, forbidden, ends the run. Its
     blocks from there are read by the front, one sector after the other from the run's first block
     read (the front jumps over the blocks read, ``firstblkno = immedend``), and on through the
     read-ahead; the new read's own hold then applies to them. Once the new read has sent its
     completion (*done*), the sectors still passing before the front comes round start a run again
-    (at the first one starting then). The run computed at the previous read's completion
+    (at the first one asked then). The run computed at the previous read's completion
     (:func:`_hold_immediate`) assumed that read's hold lifted for good. Not followed: the new
     read's hold is taken as at its arrival (the host's progress during its transfer, which lets
     more blocks be read, is not counted).
@@ -76,7 +79,9 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
         return front
     # the run's sectors started by the arrival (the one under the head included), then those the
     # new read's hold allows
-    read = int(np.ceil((arrival - first_read) / sector_s - _EPS_SECTOR)) + 1
+    read = int(np.ceil((arrival - first_read) / sector_s - _EPS_SECTOR))
+    if real[27] != 0.0:
+        read += 1
     if read < 0:
         read = 0
     if read > te - lo:
@@ -88,7 +93,8 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
         # once the new read has sent its completion, the sectors passing before the front comes
         # round start a run again (at the first starting then), to the end of the track
         r = k
-        while r <= te and first_read + (r - lo - 2) * sector_s < done * (1.0 - 1e-12):
+        delay = _ask_delay_s(real, sector_s)
+        while r <= te and first_read + (r - lo - 2) * sector_s + delay < done * (1.0 - 1e-12):
             r += 1
         for j in range(k, r):
             pf_ready[j] = jump + (j - lo) * sector_s
@@ -172,8 +178,8 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     may be read when its sector starts once the owner has sent its completion (*done*), or
     less than a segment past the owner's next block for the host (``sent_at``, as
     :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it;
-    ``disk_buffer_block_available``, asked at the sector's start: "Read directly to
-    buffer"). The first sector after block k that may be read starts a run read ahead of
+    ``disk_buffer_block_available``, asked at the sector's start with "Read directly to
+    buffer" 1, at its end with 0: :mod:`~diskmodel.model.disksim_read_direct`). The first sector after block k that may be read starts a run read ahead of
     the front (``immedstart``, ``immedend``), each next one extends it, and one after a
     sector that may not be read starts it again; when block k comes round and may be read,
     the front is read up to the run, which joins it (``firstblkno = immedend``), and the
@@ -194,6 +200,8 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     _, _, s_end, _, _ = lbn_to_pbn_one(end - 1, arrays)
     if s_end - s != end - 1 - lbn:
         return -1
+    # asked at the sector's start, or its end with "Read directly to buffer" 0 (disksim_read_direct)
+    delay = _ask_delay_s(real, sector_s)
     run_first = -1
     run_end = -1
     sent = 0
@@ -202,7 +210,7 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
         if t_pass > t_ask:
             while sent < n and sent_at[sent] <= t_pass:
                 sent += 1
-            if t_pass >= done or lbn - (first + sent) < seg_size:
+            if t_pass + delay >= done or lbn - (first + sent) < seg_size:
                 break
         for j in range(lbn + 1, end):
             t_j = t_pass + (j - lbn) * sector_s
@@ -210,7 +218,7 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
                 sent += 1
             if run_first <= j < run_end:
                 continue
-            if t_j >= done or j - (first + sent) < seg_size:
+            if t_j + delay >= done or j - (first + sent) < seg_size:
                 if j == run_end:
                     run_end += 1
                 elif run_first < 0 or j > run_end:

@@ -15,6 +15,7 @@ from numba import njit
 
 from .disksim_immediate import _hold_immediate
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
+from .disksim_read_direct import _ask_delay_s
 from .media_access import access_media, move_time_s
 
 __all__ = []
@@ -251,15 +252,15 @@ def _read_to_minimum(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
 def _asked_before_owner(t_ask, arrival):
     """Whether DiskSim asked about a read-ahead sector (at *t_ask*, the end of the sector before:
     ``disk_buffer_sector_done`` with "Read directly to buffer" 1, every bundled drive's value; at 0
-    it asks at the sector's own end, not followed: ``disksim_support.ACTS_WHERE_NOT_FOLLOWED``)
-    before the read arriving at
+    at the sector's own end, :mod:`~diskmodel.model.disksim_read_direct`) before the read arriving at
     *arrival* took the segment over (``disk_buffer_attempt_access_swap``, ``src/disksim_diskctlr.c``).
     Such a sector, under the head at the arrival, is not held by the new read's progress: the
     answer was the read before's, and ``disk_buffer_block_available`` is not asked again.
     atlas_III (64-block segments), sequential 64-block reads 2311212 .. 2311468 after a miss:
     the fourth, a full hit arriving while 2311468 is under the head, lets it be read (the segment
     drops 2311404 for it) and holds 2311469 a revolution; the fifth is a partial hit (DiskSim
-    7.667 ms; 7.740 when 2311468 was held as well and the fifth found nothing of its own)."""
+    7.667 ms). With "Read directly to buffer" 0 DiskSim asks about 2311468 at its end, after the
+    arrival: it is held as well and the fifth finds nothing of its own (7.740 ms)."""
     return t_ask < arrival
 
 
@@ -269,13 +270,15 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
     """A read-ahead held back while the read that owns its segment is sent to the host.
 
     DiskSim's ``disk_buffer_block_available`` (``src/disksim_diskcache.c``), asked by
-    ``disk_buffer_sector_done`` at the end of each sector about the sector just passed:
+    ``disk_buffer_sector_done`` at the end of each sector about the next sector ("Read directly to
+    buffer" 1; about the sector just passed at 0, :mod:`~diskmodel.model.disksim_read_direct`):
     until the segment's owner (the read being served: a hit, a hit on blocks being read
     ahead, or a miss whose own access reads on ahead) has sent its completion (*done* less
     the read completion overhead: ``disk_request_complete`` marks it sent at the end of the
     transfer), no block at or past the owner's next block for the host plus the segment size
     is read; the question about a sector is asked at the end of the sector before it (a
-    block whose sector starts before that moment is held though it ends after it). The
+    block whose sector starts before that moment is held though it ends after it), or at its
+    own end ("Read directly to buffer" 0), the host's progress counted as at its start. The
     host has block j of *first* .. from ``sent_at[j]``; the owner's next block is counted as
     ``disk_buffer_update_outbuffer`` left it at the end of the sector before. The head passes
     a held block, and reads it (and on from it) when it comes round with the block
@@ -295,33 +298,37 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         lbn = pf_base + k
         c, h, _, _, z = lbn_to_pbn_one(lbn, arrays)
         sector_s = period / arrays[2][z]
-        # DiskSim asks about a sector at the end of the one before (disk_buffer_sector_done)
-        t_ask = pf_ready[k] - sector_s
+        # DiskSim asks about a sector at the end of the one before, or at its own end with "Read
+        # directly to buffer" 0 (disk_buffer_sector_done; disksim_read_direct), counting the
+        # host's progress as at the sector's start
+        t_start = pf_ready[k] - sector_s
+        delay = _ask_delay_s(real, sector_s)
+        t_ask = t_start + delay
         if t_ask >= sent_done:
             return
         if _asked_before_owner(t_ask, arrival):
             k += 1
             continue
-        while sent < n and sent_at[sent] <= t_ask:
+        while sent < n and sent_at[sent] <= t_start:
             sent += 1
         if lbn - (first + sent) >= seg_size and real[22] != 0.0:
             # "Immediate buffer read": the sectors after it that may be read are read first
-            nxt = _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_ask, first, n,
+            nxt = _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_start, first, n,
                                   seg_size, sent_at, done, scratch, total)
             if nxt >= 0:
                 k = nxt
                 continue
         if lbn - (first + sent) >= seg_size:
             # the sector passes unread; the next passes, a revolution apart, until one is allowed
-            t_ask += period
-            while t_ask < sent_done:
-                while sent < n and sent_at[sent] <= t_ask:
+            t_start += period
+            while t_start + delay < sent_done:
+                while sent < n and sent_at[sent] <= t_start:
                     sent += 1
                 if lbn - (first + sent) < seg_size:
                     break
-                t_ask += period
-            access_media(arrays, seek, write_seek, real, lbn, pf_count - k, t_ask, c, h, False, pf_ready, pf_ready,
-                         k, scratch, 0.0, total)
+                t_start += period
+            access_media(arrays, seek, write_seek, real, lbn, pf_count - k, t_start, c, h, False, pf_ready,
+                         pf_ready, k, scratch, 0.0, total)
         k += 1
 
 

@@ -155,6 +155,26 @@ ONLY_VALUES = {
     # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1: DiskSim's times at 2 are those at 1 on
     # both drives (variants *_sequential_reads_immediate_read_2, same_as)
     "Immediate buffer read": (0, 1, 2),
+    # DiskSim's own range (disk.modspec); drive_parameters: read_direct_to_buffer. disk_buffer_sector_done
+    # (src/disksim_diskctlr.c) asks disk_buffer_block_available about a read sector at the end of the
+    # sector before it at 1, at the end of the sector itself at 0, the host's progress counted as the
+    # event before left it (diskmodel.model.disksim_read_direct): a read-ahead held while its segment's
+    # owner is sent (disksim_readahead._hold_read_ahead: its owner's sent completion and a read taking
+    # the segment over are seen one sector later; with "Immediate buffer read", disksim_immediate's runs
+    # ahead of the front alike). A read larger than its segment asks the same question at 0 and 1 (its
+    # own outblkno, as at the sector's start): DiskSim's times within 0.2 us (rounding) on 300 reads of
+    # 283-800 blocks (tests/golden/disksim_variants' cheetah4LP_big_reads_read_direct_0). DiskSim's
+    # other reader of the key, disk_get_remapped_sector, acts next to a remapped sector only, where
+    # DiskSim 4.0 fails at either value (cheetah4LP_defects_remapped_read_direct_0). Checked on
+    # hand-written traces (tests/test_disksim_random.py: atlas_III's 64-block sequential reads, 7.740
+    # and 12.430 ms at 0 against 7.667 and 8.346 at 1; cheetah4LP's 47-block ones, a miss at 0 where 1
+    # has a hit) and on development seeds 600-899 of make_random.py with the key forced to 0
+    # (DiskSim's times at 0 differ from those at 1 in 150 of 467 traces): requests within 10 us of
+    # DiskSim at 0, variants 99.52 -> 99.72 % (p10 0.987 -> 0.993), unchanged drives 99.73 -> 99.90 %
+    # (p10 0.992 -> 0.997); at 1 the simulation has 99.74 % and 99.91 %. The host's progress counted
+    # at the sector's end instead (transfers ending within the sector) made 2401 requests of 18
+    # traces disagree, against 230
+    "Read directly to buffer": (0, 1),
 }
 
 #: Keys DiskSim 4.0's code reads but whose value did not change DiskSim's own
@@ -181,26 +201,6 @@ NO_EFFECT_IN_DISKSIM = {
 #: buffer read": class 5b) are followed, and are in HONOURED or ONLY_VALUES with their evidence. A
 #: key found acting where it is not followed comes here, or is refused.
 ACTS_WHERE_NOT_FOLLOWED = {
-    # DiskSim 4.0's disk_buffer_sector_done asks disk_buffer_block_available about a read-ahead
-    # sector at the end of the sector before it at 1, at the end of the sector itself at 0: a
-    # held read-ahead (disksim_readahead._hold_read_ahead) holds one sector more at 0. The bundled
-    # atlas_III with it at 0, 64-block sequential reads from 2311212 (tests/test_disksim_random.py's
-    # HELD_FROM_THE_ARRIVAL): DiskSim 7.740 and 12.430 ms for the last two, 7.667 and 8.346 at 1
-    # (the simulation follows 1, every bundled drive's value). Elsewhere DiskSim's times were the
-    # same at 0 and 1: with defects remapped elsewhere (cheetah4LP, tests/golden/
-    # disksim_variants' cheetah4LP_defects_remapped / _read_direct_0; an access covering a remapped
-    # block, or next to one, stops DiskSim 4.0 at either value: disk_buffer_sector_done's fpcheck
-    # assertion, disk_got_remapped_sector's "not next to read"), on the traces of cheetah4LP,
-    # ibm18es, hp_c2247a and atlas10k, and within 0.2 us on reads larger than a segment
-    "Read directly to buffer": ((0, 1), "DiskSim asks about a held read-ahead's sector one sector later at "
-                                        "0 (disk_buffer_sector_done): atlas_III's 64-block sequential reads "
-                                        "differ (7.740 / 12.430 ms at 0, 7.667 / 8.346 at 1; the simulation "
-                                        "follows 1); the same at 0 and 1 on the traces of cheetah4LP, "
-                                        "ibm18es, hp_c2247a and atlas10k, within 0.2 us (rounding) on 300 "
-                                        "reads of 283-800 blocks, larger than a segment, on cheetah4LP and "
-                                        "ibm18es (257-500 on hp_c2247a: identical), and identical on 400 "
-                                        "requests near blocks remapped elsewhere (DiskSim 4.0 fails on an "
-                                        "access over one at 0 and 1 alike)"),
     # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
     # (disksim_diskctlr.c, diskmodel/mech_g1.c). On g1 layouts it has no effect on DiskSim's times:
     # tests/golden/disksim_variants' hp_c2247a_immediate_write_0/_1/_2 (write-through) and

@@ -308,6 +308,14 @@ extra_disconnect_seek_delta_s : float
         ``src/disksim_controller.c``) [s]: a request down, each disconnect,
         ready-to-transfer and reconnect up and the driver's answer down, the
         completion up.
+    read_direct_to_buffer : bool
+        DiskSim's "Read directly to buffer": whether a read sector's room in
+        the buffer is asked at the sector's start (True, DiskSim's 1) or at its
+        end, a separate sector buffer holding it meanwhile (False, 0:
+        ``disk_buffer_sector_done``, ``src/disksim_diskctlr.c``). It acts where
+        a sector may have no room: a read-ahead held while its segment's owner
+        is sent, a read larger than its segment
+        (:mod:`diskmodel.model.disksim_read_direct`).
     """
 
     name: str
@@ -369,6 +377,7 @@ extra_disconnect_seek_delta_s : float
     constant_access_s: float | None = None
     bus_arbitration_s: float = 0.0
     controller_delay_s: float = 0.0
+    read_direct_to_buffer: bool = True
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -419,7 +428,7 @@ extra_disconnect_seek_delta_s : float
                      "write_hit_stops_read_ahead", "sneaky_full_read_hits", "sneaky_partial_read_hits",
                      "write_prebuffering", "hold_bus_write", "caching",
                      "immediate_read", "immediate_access_under_head", "combine_seq_writes",
-                     "immediate_write"):
+                     "immediate_write", "read_direct_to_buffer"):
             flag(name, getattr(self, name))
         if self.queue_scheduling_policy not in (1, 21):
             raise ValueError("queue_scheduling_policy must be 1 (FCFS) or 21 (PRI_ASPCTF_OPT) "

@@ -266,7 +266,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.extra_second_disconnect_s + answered, p.extra_disconnect_seek_delta_s,
                      p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
                      _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
-                     float(_immediate_mode(p)), down, answered, p.controller_delay_s])
+                     float(_immediate_mode(p)), down, answered, p.controller_delay_s,
+                     float(p.read_direct_to_buffer)])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,

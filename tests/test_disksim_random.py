@@ -187,6 +187,41 @@ def test_a_read_holds_the_read_ahead_from_its_arrival_only(tmp_path):
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
+# The same reads with "Read directly to buffer" 0: DiskSim asks about a read-ahead sector at its
+# own end (disk_buffer_sector_done; diskmodel.model.disksim_read_direct), so 2311468, under the
+# head at the fourth read's arrival, is asked under that read's hold and held a revolution too:
+# the fifth finds nothing of its own (7.740 ms) and the sixth waits (12.430 ms).
+HELD_FROM_THE_ARRIVAL_READ_DIRECT_0 = [16.9692, 12.0188, 8.1687, 7.1580, 7.7401, 12.4300]
+
+
+def test_a_read_ahead_sector_asked_at_its_end_with_read_directly_to_buffer_0(tmp_path):
+    lines, _ = HELD_FROM_THE_ARRIVAL
+    ours = _replay("atlas_III", lines, tmp_path, {"Read directly to buffer": "0"})
+    np.testing.assert_allclose(ours, HELD_FROM_THE_ARRIVAL_READ_DIRECT_0, rtol=0, atol=5e-4)
+
+
+# DiskSim 4.0's own times [ms] on the bundled cheetah4LP with "Read directly to buffer" 0 (segments
+# of 282 blocks, read-ahead of 282): 47-block sequential reads of development seed 601's unchanged
+# drive (its requests 1130-1142). The key changes only when disk_buffer_sector_done asks
+# disk_buffer_block_available about a read sector (at its end, not at its start), which acts on
+# the read-ahead held while each hit is sent: the last read is a miss at 0 (9.5455 ms), a hit at
+# 1 (5.0500, as every read but the first).
+SEQUENTIAL_47_READ_DIRECT_0 = (["R Hit 1045582 47 1000 181.87445", "R Hit 1045629 47 1000 32.90026",
+                                "R Hit 1045676 47 1000 59.25918", "R Hit 1045723 47 1000 169.26517",
+                                "R Hit 1045770 47 1000 259.26513", "R Hit 1045817 47 1000 167.53059",
+                                "R Hit 1045864 47 1000 139.16449", "R Hit 1045911 47 1000 272.17447",
+                                "R Hit 1045958 47 1000 131.24932", "R Hit 1046005 47 1000 73.82661",
+                                "R Hit 1046052 47 1000 229.06234", "R Hit 1046099 47 1000 54.18265",
+                                "R Hit 1046146 47 1000 237.99844"],
+                               [12.1803] + [5.0500] * 11 + [9.5455])
+
+
+def test_a_held_read_ahead_asked_at_the_sector_end_on_cheetah4lp(tmp_path):
+    lines, disksim = SEQUENTIAL_47_READ_DIRECT_0
+    ours = _replay("cheetah4LP", lines, tmp_path, {"Read directly to buffer": "0"})
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
 # DiskSim 4.0's own times [ms] on random variant seed 495 (barracuda, segments of 33 blocks,
 # maximum read-ahead 5, high water mark 1.0, read disconnect afterread 0.0884 ms): its 33-block
 # sequential reads 6-10, 4 decimals.
