@@ -160,3 +160,103 @@ def kept_track_front(arrays, period, mode, first, t_land, total):
     if s0 < 0 or _start_under_head(arrays, period, s0, end, a, z, t_land) < 0:
         return first
     return track_first_lbn(arrays, first, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _step_s(period, spt):
+    """DiskSim's time [s] of one step of ``disk_buffer_sector_done`` on a g4 track of *spt* sectors:
+    ``dm_xfertime_g1`` of one sector, ``dm_rottime_g1`` of the sector width (``g4_sector_width``,
+    ``dm_angle_dtoi(1.0 / spt)``) in DiskSim's fixed point: the angle's low 12 bits dropped, times
+    the period in picoseconds (``dm_time_dtoi``), over 2^20. A hair under the sector's time
+    (2.710 us for 2.713 on G4_4TB's 3072-sector tracks), which adds up over a revolution of
+    steps."""
+    sw = np.int64(4294967296.0 / spt)
+    rot_ps = np.int64(period * 1e12)
+    return np.float64(((sw >> 12) * rot_ps) >> 20) * 1e-12
+
+
+@njit(cache=True, _nrt=False)
+def immediate_write_track(arrays, period, x, m, c, h, s, a, z, t, not_before, nb0, ready, k0, total):
+    """Write the *m* blocks from *x* on one track (block x + j's data in the buffer from
+    ``not_before[nb0 + j]``; fills ``ready[k0 + j]``, when it is done), the head on the track at
+    *t*, as DiskSim 4.0 writes with "Immediate buffer write" on a g4 layout; returns when the access
+    is done with the track, or -1.0 when the head does not land inside the span of a wanted block
+    not yet at the span's end (the caller's ordinary write gives DiskSim's times there).
+
+    ``disk_buffer_seekdone`` calls ``dm_latency`` and ``dm_access_block`` with ``immed`` on every
+    track of the write, its span from the first wanted block's sector over the track's block
+    count (clipped to the last sector). On a g4 layout ``g1_access_block``'s conversion succeeds
+    (``g4_atop`` returns the block, not 4.0's negative ``DM_OK`` slip of g1 layouts), so a head
+    landing strictly inside the span starts at the next sector boundary
+    (:func:`_start_under_head`). From there ``disk_buffer_sector_done`` steps block by block, a
+    sector time each (from the track's last block to its first), a block's sector counting only
+    if its data are in the buffer when the sector starts (``disk_buffer_block_available``: from
+    the next block to write, ``inblkno``, to ``seg->endblkno``): the next block to write is
+    written; another one past it starts a run (``immedstart``, ``immedend``), the following one
+    extends it, one further on starts it afresh (the run before is forgotten and written again
+    when its blocks come round); when the next block to write reaches the run, the run joins it
+    (``firstblkno = immedend``), its blocks done then."""
+    if _head_sectors(period, s, a, arrays[2][z], t) <= s + _EPS_SECTOR:
+        return -1.0             # before the wanted sector: the ordinary write
+    first = track_first_lbn(arrays, x, 0)
+    last, _ = track_last_from(arrays, x, c, h, s, z, total)
+    spt = arrays[2][z]
+    end = s + last - first
+    if end > spt - 1:
+        end = spt - 1
+    if end <= s:
+        return -1.0
+    sb = _start_under_head(arrays, period, s, end, a, z, t)
+    if sb < 0:
+        return -1.0
+    _, _, s_m, _, _ = lbn_to_pbn_one(x + m - 1, arrays)
+    if sb > s_m:
+        return -1.0             # past the wanted blocks: they are written as they come round
+    sector_s = _step_s(period, spt)
+    a_b = a + (sb - s) / spt
+    a_b -= np.floor(a_b)
+    phase = t / period
+    d = a_b - (phase - np.floor(phase))
+    d -= np.floor(d)
+    if d > 1.0 - _EPS_REV:
+        d = 0.0
+    t_b = t + d * period
+    # the block where the stepping starts: the track's first at or after sector sb
+    lo = x + 1
+    hi = x + sb - s
+    if hi > last + 1:
+        hi = last + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
+        if sm >= sb:
+            hi = mid
+        else:
+            lo = mid + 1
+    q = lo
+    end_b = x + m
+    nxt = x                 # inblkno: the next block to write
+    run_s = -1              # immedstart (-1: none), immedend
+    run_e = -1
+    t0 = t_b
+    while True:
+        t1 = t0 + sector_s
+        if nxt <= q < end_b and not_before[nb0 + q - x] <= t0:
+            if q == nxt:
+                ready[k0 + q - x] = t1
+                nxt += 1
+                if nxt == run_s:
+                    for j in range(run_s, run_e):
+                        ready[k0 + j - x] = t1
+                    nxt = run_e
+                    run_s = -1
+                    run_e = -1
+                if nxt >= end_b:
+                    return t1
+            elif run_s < 0 or q > run_e:
+                run_s = q
+                run_e = q + 1
+            elif q == run_e:
+                run_e += 1
+        t0 = t1
+        q = first if q >= last else q + 1

@@ -175,6 +175,26 @@ ONLY_VALUES = {
     # at the sector's end instead (transfers ending within the sector) made 2401 requests of 18
     # traces disagree, against 230
     "Read directly to buffer": (0, 1),
+    # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
+    # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1 (DiskSim's times at 2 equal those at 1
+    # on all 15 maxtor300g write_segments traces, 6000 requests). On g1 and g2 layouts it has no
+    # effect on DiskSim's times: tests/golden/disksim_variants' hp_c2247a_immediate_write_0/_1/_2
+    # (write-through) and atlas10k_queued_writes at 0, 1 (bundled) and 2 (fast writes) are
+    # identical, because g1_access_block never starts an access under the head (its DM_OK slip;
+    # g2's atop returns DM_OK too). On a g4 layout the conversion succeeds (g4_atop returns the
+    # block) and each track of a write whose head lands inside its span starts under the head
+    # (disksim_access_block.immediate_write_track; DriveParameters.immediate_write). Checked
+    # against DiskSim 4.0: hand-written traces on G4_4TB (write-through and fast writes) and
+    # maxtor300g (write-through; bundled: prebuffered, policy 21), tests/test_disksim_g4_immediate_write.py,
+    # where DiskSim's times at 1 and 0 differ by 50-6000 us and ours follow 1 within 7 us; the
+    # maxtor300g write_segments traces (policy 21 and 1, 15 traces of 400): of the 124 requests
+    # whose DiskSim times differ between 1 and 0, ours at 1 agree with 1 on 36 (27 before; most
+    # of the others are policy 21's later choices, which the disagreements open elsewhere on these
+    # traces move); over all 6000, 5580 agree (5576 before). Not followed: a run broken by a
+    # sector whose data are late is not checked against DiskSim; its steps from the landing
+    # sector round to the first wanted one when the head lands past the wanted blocks (the
+    # ordinary wait instead: within 1.6 us on G4_4TB).
+    "Immediate buffer write": (0, 1, 2),
 }
 
 #: Keys DiskSim 4.0's code reads but whose value did not change DiskSim's own
@@ -196,26 +216,12 @@ NO_EFFECT_IN_DISKSIM = {
 
 #: Keys accepted at these values though DiskSim 4.0 acts on them in situations the simulation does
 #: not follow, each with that situation (found by the randomised differential test,
-#: tests/golden/disksim_random/README.md, and the policy-21 work). The three keys that were here
-#: until 2026-11-24 ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate
-#: buffer read": class 5b) are followed, and are in HONOURED or ONLY_VALUES with their evidence. A
-#: key found acting where it is not followed comes here, or is refused.
+#: tests/golden/disksim_random/README.md, and the policy-21 work). Empty since 2026-11-24: the five
+#: keys that were here ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate
+#: buffer read": class 5b; "Immediate buffer write": g4 layouts; "Read directly to buffer": a
+#: read sector asked at its end) are followed, and are in HONOURED or ONLY_VALUES with their
+#: evidence. A key found acting where it is not followed comes here, or is refused.
 ACTS_WHERE_NOT_FOLLOWED = {
-    # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
-    # (disksim_diskctlr.c, diskmodel/mech_g1.c). On g1 layouts it has no effect on DiskSim's times:
-    # tests/golden/disksim_variants' hp_c2247a_immediate_write_0/_1/_2 (write-through) and
-    # atlas10k_queued_writes at 0, 1 (bundled) and 2 (fast writes) are identical, because
-    # g1_access_block never starts an access under the head (its DM_OK slip). On a g4 layout the
-    # conversion succeeds and a zero-latency write does start under the head (found with policy 21
-    # on maxtor300g, write_segments seeds 11, 19 and 23: 2-5 of DiskSim's 400 times differ between 1
-    # and 0, and ours equal DiskSim's at 0). Honoured in policy 21's estimate
-    # (DriveParameters.immediate_write); the g4 access itself is not followed.
-    "Immediate buffer write": ((0, 1, 2), "no effect on g1 layouts (the same at 0, 1 and 2 on 400 "
-                                          "write-through writes of 16-64 blocks on hp_c2247a and 600 queued "
-                                          "fast writes on atlas10k; at 0 and 1 on cheetah4LP and ibm18es); on "
-                                          "g4 layouts a zero-latency write starts under the head in DiskSim "
-                                          "4.0, which the simulation does not follow (2-5 of 400 times on "
-                                          "maxtor300g's write-segment traces)"),
 }
 
 #: DiskSim 4.0's own ranges of the keys above (src/modules/disk.modspec, RANGE(i, low, high)): a value
@@ -295,9 +301,9 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
     # DiskSim's own times (tests/golden/disksim_random write_segments.json, "_sptf" sets): maxtor300g
     # 86.0-96.3 % of 400 within 10 us on 8 traces (FCFS there: 82.8-93.8 %; policy 1 against DiskSim
     # at policy 1 on 7 of them 87.5-97.0 %), atlas10k with 3 write segments 97.5-97.9 % of 1500 on 4
-    # (FCFS 96.5-97.7 %). Not followed: DiskSim's zero-latency writes on a g4 layout (maxtor300g,
-    # "Immediate buffer write" = 1) start under the head and end elsewhere, which moves policy 21's
-    # next choice. The other policies (2-20, 22-26) are refused.
+    # (FCFS 96.5-97.7 %). DiskSim's zero-latency writes on a g4 layout (maxtor300g, "Immediate
+    # buffer write" = 1) start under the head and end elsewhere, which moves policy 21's next
+    # choice: followed (disksim_access_block.immediate_write_track). The other policies (2-20, 22-26) are refused.
     prebuffering = specs_block.get("Allow write prebuffering")
     if prebuffering not in (None, 0, 1):
         raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),

@@ -279,12 +279,19 @@ extra_disconnect_seek_delta_s : float
         ``disk_buffer_estimate_servtime``;
         :mod:`diskmodel.model.disksim_writequeue`).
     immediate_write : bool
-        DiskSim's "Immediate buffer write": acts only on policy 21's estimate
-        (a zero-latency write landing inside its span on the track counts
-        the track's sectors outside the span, ``dm_latency_g1``). On g1
-        layouts DiskSim 4.0 never starts a write under the head
-        (``g1_access_block``'s slip); on g4 layouts it does, which the
-        simulation does not follow (``disksim_support.ACTS_WHERE_NOT_FOLLOWED``).
+        DiskSim's "Immediate buffer write" (zero-latency writes). On g4
+        layouts each track of a write whose head lands inside its span (the
+        first wanted sector to the track's last) starts at the next sector
+        boundary, writes the wanted blocks from there whose data are in the
+        buffer, and the blocks before them on the way round
+        (``g1_access_block`` with ``g4_atop``; ``disk_buffer_sector_done``'s
+        ``immedstart``/``immedend``:
+        :func:`diskmodel.model.disksim_access_block.immediate_write_track`).
+        On g1 and g2 layouts DiskSim 4.0 never starts a write under the head
+        (``g1_access_block``'s ``DM_OK`` slip), and the key acts only on
+        policy 21's estimate (a zero-latency write landing inside its span on
+        the track counts the track's sectors outside the span,
+        ``dm_latency_g1``).
     constant_access_s : float or None
         DiskSim's driver "Constant access time" (``iodriver_schedule``,
         ``src/disksim_iodriver.c``): a request does not reach the bus, the

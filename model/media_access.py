@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .disksim_access_block import immediate_read_run
+from .disksim_access_block import immediate_read_run, immediate_write_track
 from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_last_from
 
 __all__ = ["access_media", "move_time_s", "wait_for_angle"]
@@ -106,10 +106,13 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     whose data come too late costs a revolution.
     A read's first track is DiskSim's immediate access when ``real[23]`` is 1
     ("Read any free blocks" with the mended ``g1_access_block``:
-    :mod:`diskmodel.model.disksim_access_block`).
+    :mod:`diskmodel.model.disksim_access_block`); each track of a write is when
+    ``real[28]`` is 1 ("Immediate buffer write" on a g4 layout:
+    :func:`~diskmodel.model.disksim_access_block.immediate_write_track`).
     """
     period = real[0]
     immediate = int(real[23]) if real.size > 23 else 0
+    immediate_write = real.size > 28 and real[28] != 0.0
     head_switch = real[1]
     write_settle = real[2]
     t_begin = t
@@ -134,6 +137,21 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
             written_on_track = False
             cycle = 0.0
         if is_write:
+            if immediate_write and not written_on_track:
+                # a zero-latency write landing inside its span starts under the head
+                last, _ = track_last_from(arrays, x, c, h, s, z, total)
+                if last > start_lbn + count - 1:
+                    last = start_lbn + count - 1
+                t_imm = immediate_write_track(arrays, period, x, last - x + 1, c, h, s, a, z, t, not_before, k, ready,
+                                              offset + k, total)
+                if t_imm >= 0.0:
+                    if first_run:
+                        stats[1] = 0.0      # no wait for a first block, as the immediate read
+                    t = t_imm
+                    k += last - x + 1
+                    written_on_track = True
+                    first_run = False
+                    continue
             # block by block: each sector needs its data
             t_ready = t
             if not_before[k] > t_ready:

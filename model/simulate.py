@@ -267,7 +267,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
                      _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
                      float(_immediate_mode(p)), down, answered, p.controller_delay_s,
-                     float(p.read_direct_to_buffer)])
+                     float(p.read_direct_to_buffer), float(_immediate_write_g4(p))])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -313,6 +313,14 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
               pf_ready, wq)
     return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
                             float(start[0]), int(start[1]), int(start[2]))
+
+
+def _immediate_write_g4(p):
+    """Whether a write's tracks are DiskSim's zero-latency accesses that start under the head
+    ("Immediate buffer write" on a g4 layout, ``real[28]``:
+    :func:`diskmodel.model.disksim_access_block.immediate_write_track`; on g1 and g2 layouts
+    DiskSim 4.0's ``g1_access_block`` never starts one there)."""
+    return bool(p.immediate_write and isinstance(p.layout, G4ZoneLayout))
 
 
 def _immediate_mode(p):
