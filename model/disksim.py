@@ -498,7 +498,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
     for k, kind in enumerate(("read", "write")):
         for h, hit in enumerate(("miss", "hit")):
             for p, previous in enumerate(("read", "write")):
-                overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)] + specs.per_request_overhead_s
+                overhead[k, h, p] = specs.command_overhead_s[(kind, hit, previous)]
     read_block_s, write_block_s = block_transfer_time_s(files)
     buffer = buffer_fields(drive_cache(specs, disksim_code=disksim_code), 512)
     if disksim_code and not disksim_access_block_bug:
@@ -540,6 +540,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
         combine_seq_writes=specs.combine_seq_writes,
         queue_scheduling_policy=_queue_policy(specs.block),
         immediate_write=bool(specs.block.number("Immediate buffer write", 0.0)),
+        per_request_overhead_s=specs.per_request_overhead_s,
         read_direct_to_buffer=bool(specs.block.number("Read directly to buffer", 1.0)),
         bus_read_block_s=read_block_s,
         bus_write_block_s=write_block_s, **buffer,

@@ -326,6 +326,14 @@ extra_disconnect_seek_delta_s : float
         a sector may have no room: a read-ahead held while its segment's owner
         is sent, a read larger than its segment
         (:mod:`diskmodel.model.disksim_read_direct`).
+    per_request_overhead_s : float
+        DiskSim's "Per-request overhead time" (times the time scale) [s]: a
+        request reaches the disk's controller that long after it reaches the
+        disk (``disk_event_arrive``, ``src/disksim_diskctlr.c``:
+        DEVICE_OVERHEAD_COMPLETE, then ``disk_request_arrive``), so what the
+        buffer holds, whether the read-ahead may stop and every overhead count
+        from then; its service time counts from the arrival. Not part of
+        ``command_overhead_s``.
     """
 
     name: str
@@ -388,6 +396,7 @@ extra_disconnect_seek_delta_s : float
     bus_arbitration_s: float = 0.0
     controller_delay_s: float = 0.0
     read_direct_to_buffer: bool = True
+    per_request_overhead_s: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -413,7 +422,7 @@ extra_disconnect_seek_delta_s : float
         finite_scalar("head_switch_s", self.head_switch_s, nonnegative=True)
         finite_scalar("write_settle_s", self.write_settle_s)
         for name in ("read_completion_s", "write_completion_s", "data_preparation_s", "reselect_s",
-                     "bus_read_block_s", "bus_write_block_s"):
+                     "bus_read_block_s", "bus_write_block_s", "per_request_overhead_s"):
             finite_scalar(name, getattr(self, name), nonnegative=True)
         watermark = finite_scalar("read_watermark", self.read_watermark, nonnegative=True)
         if watermark > 1:

@@ -266,7 +266,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.extra_second_disconnect_s + answered, p.extra_disconnect_seek_delta_s,
                      p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
                      _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
-                     float(_immediate_mode(p)), down, answered, p.controller_delay_s,
+                     float(_immediate_mode(p)), down + p.per_request_overhead_s, answered, p.controller_delay_s,
                      float(p.read_direct_to_buffer), float(_immediate_write_g4(p))])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
@@ -547,7 +547,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
     emptied = -1              # the segment a preseeking read leaves empty (applied at the next arrival)
     t = state[0]
-    host_down = real[24]      # a request's way down to the disk (simulate_requests: _host_path_s)
+    # a request's way down to the disk (simulate_requests: _host_path_s) and the disk's "Per-request
+    # overhead time" before its controller takes it (disk_event_arrive: DEVICE_OVERHEAD_COMPLETE, then
+    # disk_request_arrive): the buffer's state, hits and holds are those of that moment
+    host_down = real[24]
     final_reconnect = real[25]  # a write's final RECONNECT up and the answer down (_host_path_s)
     # the disk holds its bus until the driver's answer to the completion comes down through the
     # controller (real[26] after it); a request arriving before waits for the bus (_host_path_s)
