@@ -89,6 +89,37 @@ def _start_under_head(arrays, period, s, end, a, z, t):
 
 
 @njit(cache=True, _nrt=False)
+def _sector_start(arrays, period, x, s, sb, last, a, spt, t):
+    """Where an access under the head starts: (the time at or after *t* when sector *sb* of the
+    track begins [s], the track's first block at or after sector *sb*), for block *x* at sector *s*
+    and angle *a* [rev] and the track's last block *last* (a slip only pushes blocks to later
+    sectors, so the block is at most sb - s blocks after x)."""
+    a_b = a + (sb - s) / spt
+    a_b -= np.floor(a_b)
+    phase = t / period
+    d = a_b - (phase - np.floor(phase))
+    d -= np.floor(d)
+    if d > 1.0 - _EPS_REV:
+        d = 0.0
+    lo = x + 1
+    hi = x + sb - s
+    if hi > last + 1:
+        hi = last + 1
+    if hi <= last:
+        _, _, sm, _, _ = lbn_to_pbn_one(hi, arrays)
+        if sm == sb:
+            lo = hi             # no slip between: the block sb - s after x (sectors rise with blocks)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
+        if sm >= sb:
+            hi = mid
+        else:
+            lo = mid + 1
+    return t + d * period, lo
+
+
+@njit(cache=True, _nrt=False)
 def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at, total):
     """Read the *run* blocks from *x* on one track (the head there at *t*) as DiskSim's immediate
     access does, if the head lands inside its span: fills ``ready[at + j]``, when block x + j is
@@ -105,32 +136,7 @@ def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at
         return -1.0
     spt = arrays[2][z]
     sector_s = period / spt
-    a_b = a + (sb - s) / spt
-    a_b -= np.floor(a_b)
-    phase = t / period
-    d = a_b - (phase - np.floor(phase))
-    d -= np.floor(d)
-    if d > 1.0 - _EPS_REV:
-        d = 0.0
-    t_b = t + d * period
-    # the block where the access starts: the track's first at or after sector sb (a slip
-    # only pushes blocks to later sectors, so at most sb - s blocks after x)
-    lo = x + 1
-    hi = x + sb - s
-    if hi > last + 1:
-        hi = last + 1
-    if hi <= last:
-        _, _, sm, _, _ = lbn_to_pbn_one(hi, arrays)
-        if sm == sb:
-            lo = hi             # no slip between: the block sb - s after x (sectors rise with blocks)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
-        if sm >= sb:
-            hi = mid
-        else:
-            lo = mid + 1
-    x_b = lo
+    t_b, x_b = _sector_start(arrays, period, x, s, sb, last, a, spt, t)
     # From there DiskSim steps block by block, one sector time each (disk_buffer_sector_done:
     # curr->blkno++, and from the track's last block to its first), so the unmapped sectors it
     # passes (slips, spares after the last block) take no time on the way.
@@ -219,27 +225,7 @@ def immediate_write_track(arrays, period, x, m, c, h, s, a, z, t, not_before, nb
     if sb > s_m:
         return -1.0             # past the wanted blocks: they are written as they come round
     sector_s = _step_s(period, spt)
-    a_b = a + (sb - s) / spt
-    a_b -= np.floor(a_b)
-    phase = t / period
-    d = a_b - (phase - np.floor(phase))
-    d -= np.floor(d)
-    if d > 1.0 - _EPS_REV:
-        d = 0.0
-    t_b = t + d * period
-    # the block where the stepping starts: the track's first at or after sector sb
-    lo = x + 1
-    hi = x + sb - s
-    if hi > last + 1:
-        hi = last + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        _, _, sm, _, _ = lbn_to_pbn_one(mid, arrays)
-        if sm >= sb:
-            hi = mid
-        else:
-            lo = mid + 1
-    q = lo
+    t_b, q = _sector_start(arrays, period, x, s, sb, last, a, spt, t)
     end_b = x + m
     nxt = x                 # inblkno: the next block to write
     run_s = -1              # immedstart (-1: none), immedend
