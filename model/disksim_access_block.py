@@ -42,6 +42,19 @@ _AT_SECTOR = 1e-3
 
 
 @njit(cache=True, _nrt=False)
+def _track_span(arrays, x, c, h, s, z, total):
+    """Block *x*'s track (at sector *s*): its first block, its last, and the last sector of a
+    zero-latency access from *s* (the track's block count from *s*, at most the track's last sector:
+    ``dm_latency_g1``, ``g1_access_block``)."""
+    first = track_first_lbn(arrays, x, 0)
+    last, _ = track_last_from(arrays, x, c, h, s, z, total)
+    end = s + last - first
+    if end > arrays[2][z] - 1:
+        end = arrays[2][z] - 1
+    return first, last, end
+
+
+@njit(cache=True, _nrt=False)
 def _immediate_track(arrays, mode, x, c, h, s, z, total):
     """Whether the access of block *x* (cylinder c, head h, sector s, zone z) on its track is
     immediate, and DiskSim's span there: (first wanted sector s, last sector of the span, the
@@ -52,15 +65,8 @@ def _immediate_track(arrays, mode, x, c, h, s, z, total):
     started under the head (their "corner case")."""
     if mode == 0:
         return -1, -1, 0, 0
-    first = track_first_lbn(arrays, x, 0)
-    if first == x:
-        return -1, -1, 0, 0
-    last, _ = track_last_from(arrays, x, c, h, s, z, total)
-    spt = arrays[2][z]
-    end = s + last - first
-    if end > spt - 1:
-        end = spt - 1
-    if end <= s:
+    first, last, end = _track_span(arrays, x, c, h, s, z, total)
+    if first == x or end <= s:
         return -1, -1, 0, 0
     return s, end, first, last
 
@@ -210,12 +216,8 @@ def immediate_write_track(arrays, period, x, m, c, h, s, a, z, t, not_before, nb
         # disksim_writequeue._chain, where DiskSim's times at 1 are those of the ordinary write:
         # tests/test_disksim_random.py's several write segments)
         return -1.0
-    first = track_first_lbn(arrays, x, 0)
-    last, _ = track_last_from(arrays, x, c, h, s, z, total)
+    first, last, end = _track_span(arrays, x, c, h, s, z, total)
     spt = arrays[2][z]
-    end = s + last - first
-    if end > spt - 1:
-        end = spt - 1
     if end <= s:
         return -1.0
     sb = _start_under_head(arrays, period, s, end, a, z, t)
