@@ -154,7 +154,7 @@ ONLY_VALUES = {
     # DiskSim's range is 0..2 (disk.modspec) and its code tests currdisk->immed for truth only
     # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1: DiskSim's times at 2 are those at 1 on
     # both drives (variants *_sequential_reads_immediate_read_2, same_as)
-    "Immediate buffer read": (0, 1, 2),
+    # The key itself is in ACTS_WHERE_NOT_FOLLOWED: on g4 layouts DiskSim does start reads under the head.
     # DiskSim's own range (disk.modspec); drive_parameters: read_direct_to_buffer. disk_buffer_sector_done
     # (src/disksim_diskctlr.c) asks disk_buffer_block_available about a read sector at the end of the
     # sector before it at 1, at the end of the sector itself at 0, the host's progress counted as the
@@ -216,12 +216,23 @@ NO_EFFECT_IN_DISKSIM = {
 
 #: Keys accepted at these values though DiskSim 4.0 acts on them in situations the simulation does
 #: not follow, each with that situation (found by the randomised differential test,
-#: tests/golden/disksim_random/README.md, and the policy-21 work). Empty since 2026-11-24: the five
-#: keys that were here ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate
-#: buffer read": class 5b; "Immediate buffer write": g4 layouts; "Read directly to buffer": a
-#: read sector asked at its end) are followed, and are in HONOURED or ONLY_VALUES with their
-#: evidence. A key found acting where it is not followed comes here, or is refused.
+#: tests/golden/disksim_random/README.md, and the policy-21 work). Four keys that were here are
+#: followed ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate buffer
+#: write": g4 layouts; "Read directly to buffer": a read sector asked at its end) and are in HONOURED
+#: or ONLY_VALUES with their evidence; "Immediate buffer read" (class 5b) is followed on g1 and g2
+#: layouts and came back for g4 layouts on 2026-11-24. A key found acting where it is not followed
+#: comes here, or is refused.
 ACTS_WHERE_NOT_FOLLOWED = {
+    # Followed on g1 and g2 layouts (the evidence above, in ONLY_VALUES' comment). On a g4 layout the
+    # conversion succeeds (g4_atop returns the block) and DiskSim starts a new track's read access
+    # under the head, reading the sectors passing before the wanted block up to the access's
+    # lastblkno (for a read taking over the read-ahead, the read's own end, so blocks past it are
+    # read again a revolution later); the simulation does not. Found on development seed 618
+    # (maxtor300g, "Segment size (in blks)" 1317 alone: 65 of DiskSim's 1500 times disagree; DiskSim
+    # fails on that trace with the unchanged drive). Not refused: the bundled maxtor300g has it at 1
+    "Immediate buffer read": ((0, 1, 2), "followed on g1 and g2 layouts; on g4 layouts DiskSim starts a "
+                                         "read's track under the head, which the simulation does not "
+                                         "follow (maxtor300g, development seed 618: 65 of 1500 times)"),
 }
 
 #: DiskSim 4.0's own ranges of the keys above (src/modules/disk.modspec, RANGE(i, low, high)): a value
