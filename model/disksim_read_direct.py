@@ -16,7 +16,7 @@ Where the answer depends on when it is asked (a read-ahead held while its segmen
 sent, :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` and
 :mod:`~diskmodel.model.disksim_immediate`; a read larger than its segment,
 :func:`~diskmodel.model.disksim_big_transfer._read_through_segment`), the question about a
-sector starting at *t* is asked at :func:`_asked_at` and a sector not allowed is passed either
+sector starting at *t* is asked at *t* + :func:`_ask_delay_s` and a sector not allowed is passed either
 way (read a revolution later, from its start). DiskSim's other reader of the key,
 ``disk_get_remapped_sector``, runs only next to a remapped sector, where DiskSim 4.0 fails at
 either value (``disksim_support``). Writes ask at the sector's start whatever the key.

@@ -422,14 +422,10 @@ def _constant_access(access_s: float, gap: np.ndarray, start_s: float, start_cyl
     time" (``iodriver_schedule``, src/disksim_iodriver.c, turns the request into its completion
     interrupt at once; neither bus, controller nor disk sees it, so the head stays where it is)."""
     n = gap.size
-    arrival = np.empty(n)
-    t = start_s
-    for i in range(n):
-        if i > 0:
-            t = t + access_s + gap[i - 1]
-        arrival[i] = t
+    # each request arrives its gap after the one before completed
+    arrival = start_s + np.concatenate(([0.0], np.cumsum(access_s + gap[:-1]))) if n else np.empty(0)
     zeros = np.zeros(n)
-    end = t + access_s if n else start_s
+    end = arrival[-1] + access_s if n else start_s
     return SimulationResult(np.full(n, access_s), arrival, np.full(n, int(HitKind.MEDIA), np.int8), zeros,
                             zeros.copy(), zeros.copy(), end, int(start_cylinder), int(start_head))
 
