@@ -567,10 +567,17 @@ def _resume_after_read(arrays, seek, write_seek, real, wq, bus_s, t, cyl, head, 
 def _read_ahead_stop_after_read(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                                 pf_head, done, in_sector):
     """When the read-ahead of a read that went before queued writes gives the mechanism back, its
-    completion received at *done* (``disk_check_prefetch_swap``), *pf_done* of its *pf_count* blocks
-    read by then: stopped then (:func:`~diskmodel.model.disksim_readahead._stop_read_ahead`), or,
-    all of its blocks read, at its end or at *done*, the later (as without a read-ahead: the
-    mechanism is free, the writes wait for the completion). Returns (time, cylinder, head)."""
+    completion received at *done*, *pf_done* of its *pf_count* blocks read by then. DiskSim decides
+    in ``disk_completion`` (COMPLETION_RECEIVED; "Preseeking level" 0): the read's access over (all
+    its blocks read: ``disk_buffer_request_complete`` set it to NULL_EVENT, ``disk_release_hda``
+    kept the mechanism for the read), ``disk_release_hda`` gives it to the queue's choice at once
+    (``disk_check_hda``, no delay): at *done* (the last block's end is not later: pf_done counts
+    the blocks read by *done*); else ``disk_check_prefetch_swap`` activates the choice, which stops
+    the read-ahead at its pending event (``disk_buffer_stopable_access``; ``disk_check_hda`` delays
+    the seek by ``disk_seek_stoptime``: :func:`~diskmodel.model.disksim_readahead._stop_read_ahead`).
+    Checked on an instrumented DiskSim 4.0 (the delay of the next write's ``disk_initiate_seek``
+    after ``disk_completion``; tests/golden/disksim_random/README.md, Session 9). Returns (time,
+    cylinder, head)."""
     if pf_done >= pf_count:
         cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
         return max(done, pf_ready[pf_count - 1]), cyl, head
