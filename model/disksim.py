@@ -398,14 +398,16 @@ def load_disksim_drive(folder, *, disksim_code: bool = True) -> DiskSimDrive:
 
 def _queue_policy(block) -> int:
     """The disk queue's "Scheduling policy" (its Scheduler block; 1, FCFS, when absent). It orders
-    only the writes queued with "Allow write prebuffering" and a read behind them (other values are
-    refused there by check_honoured; without prebuffering the queue never holds two requests)."""
+    only the writes queued with "Allow write prebuffering" and a read behind them (values not
+    followed are refused there by check_honoured, :data:`~diskmodel.model.disksim_support.
+    PREBUFFERING_POLICIES`; without prebuffering the queue never holds two requests: 1)."""
     from diskmodel.data.disksim.syntax import Block
+    from diskmodel.model.disksim_support import PREBUFFERING_POLICIES
     scheduler = block.get("Scheduler")
     policy = scheduler.get("Scheduling policy") if isinstance(scheduler, Block) else None
-    if policy != 21 or block.get("Allow write prebuffering") != 1:
+    if policy not in PREBUFFERING_POLICIES or block.get("Allow write prebuffering") != 1:
         return 1
-    return 21
+    return int(policy)
 
 
 def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,

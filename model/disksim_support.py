@@ -66,8 +66,8 @@ HONOURED = (
     # cheetah4LP and atlas10k, and maxtor300g, the bundled drive that had shown them, was refused
     # until its scheduling policy 21 was followed)
     "Allow sneaky full read hits", "Allow sneaky partial read hits",
-    # appending fast writes taken at once and queued (diskmodel.model.disksim_writequeue); with
-    # one write segment and a first-come-first-served queue only (check_honoured)
+    # appending fast writes taken at once and queued (diskmodel.model.disksim_writequeue), ordered
+    # by the scheduling policies of PREBUFFERING_POLICIES (check_honoured refuses the others)
     "Allow write prebuffering",
     # with prebuffering, the write segments that take fast writes at once and queue them
     # (diskmodel.model.disksim_writequeue._prebuffered_new); without it a fast write that cannot stop
@@ -235,6 +235,76 @@ ACTS_WHERE_NOT_FOLLOWED = {
                                          "follow (maxtor300g, development seed 618: 65 of 1500 times)"),
 }
 
+#: DiskSim 4.0's "Scheduling policy" values the simulation follows with "Allow write prebuffering" = 1,
+#: where the disk's queue holds the queued (prebuffered) writes and a read miss arriving behind them
+#: (diskmodel.model.disksim_writequeue._pick_next), and DiskSim's selection function. Checked against
+#: DiskSim's own times on hand-shaped traces of atlas10k with 9 write segments (groups of 2-9
+#: non-appending fast writes arriving back to back, then a read; tests/test_disksim_random.py,
+#: QUEUE_POLICY_TRACES). The LBN policies keep the queue in block order and DiskSim's disk only shows
+#: their choice (ioqueue_show_next_request restores queue->dir; ioqueue_get_next_request, which would
+#: turn it, is not called by the disk): the direction stays ASC. DiskSim 4.0 stops with a
+#: segmentation fault at policies 2, 4 and 17 once it shows the queue with no request ready
+#: (ioqueue_get_request_from_lbn_vscan_queue dereferences its NULL choice: a fast write appending
+#: past its segment's room behind the write under way, disk_enablement_function), where the
+#: simulation goes on. The positioning-time policies choose alike here (_pick_next): the
+#: requests compared are never cache hits (checkcache) and a validate trace's requests are never
+#: TIME_CRITICAL or TIME_LIMITED (PRI_ ageing); 14 and 15 age every request by "Timeout
+#: time/weight", accepted at 0 only (SCHEDULER_DEFAULTS_WITH_PREBUFFERING).
+PREBUFFERING_POLICIES = {
+    1: "FCFS (ioqueue_get_request_from_fcfs_queue)",
+    2: "ELEVATOR_LBN (ioqueue_get_request_from_lbn_vscan_queue, value = the drive's blocks)",
+    3: "CYCLE_LBN (ioqueue_get_request_from_lbn_scan_queue)",
+    4: "SSTF_LBN (ioqueue_get_request_from_lbn_vscan_queue, value 0)",
+    8: "SPTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, FALSE, 0, TRUE))",
+    9: "SPCTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, TRUE, 0, TRUE))",
+    14: "ASPTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, FALSE, 2, TRUE))",
+    15: "ASPCTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, TRUE, 2, TRUE))",
+    17: "VSCAN_LBN (ioqueue_get_request_from_lbn_vscan_queue with vscan_cyls, never set: SSTF_LBN)",
+    20: "PRI_ASPTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, FALSE, 3, TRUE))",
+    21: "PRI_ASPCTF_OPT (ioqueue_get_request_from_opt_sptf_queue(queue, TRUE, 3, TRUE))",
+}
+
+#: Why the other policies are refused with "Allow write prebuffering" = 1 (the error says it).
+PREBUFFERING_REFUSED = {
+    5: "ELEVATOR_CYL, cylinder-ordered (ioqueue_get_request_from_cyl_vscan_queue), not followed",
+    6: "CYCLE_CYL, cylinder-ordered (ioqueue_get_request_from_cyl_scan_queue), not followed",
+    7: "SSTF_CYL, cylinder-ordered (ioqueue_get_request_from_cyl_vscan_queue), not followed",
+    10: "SATF_OPT: DiskSim 4.0 stops once two requests are queued (disk_buffer_estimate_acctime's assertion)",
+    11: "WPTF_OPT, weighted by age (ageweight 1), not followed",
+    12: "WPCTF_OPT, weighted by age (ageweight 1), not followed",
+    13: "WATF_OPT: DiskSim 4.0 stops once two requests are queued (disk_buffer_estimate_acctime's assertion)",
+    16: "ASATF_OPT: DiskSim 4.0 stops once two requests are queued (disk_buffer_estimate_acctime's assertion)",
+    18: "VSCAN_CYL, cylinder-ordered (ioqueue_get_request_from_cyl_vscan_queue), not followed",
+    19: "PRI_VSCAN_LBN (ioqueue_get_request_from_pri_lbn_vscan_queue), not followed",
+    22: "SDF_APPROX (ioqueue_get_request_from_sdf_queue), not followed",
+    23: "SDF_EXACT (ioqueue_get_request_from_sdf_queue), not followed",
+    24: "SPTF_ROT_OPT (ioqueue_get_request_from_opt_sptf_rot_weight_queue), not followed",
+    25: "SPTF_ROT_WEIGHT (ioqueue_get_request_from_opt_sptf_weight_queue), not followed",
+    26: "SPTF_SEEK_WEIGHT (ioqueue_get_request_from_opt_sptf_seek_weight_queue), not followed",
+    27: "TSPS (ioqueue_get_request_from_opt_tsps_queue), not followed",
+    28: "BATCH_FCFS (ioqueue_get_request_from_batch_fcfs_queue), not followed",
+}
+
+#: Scheduler keys accepted at 0 only with "Allow write prebuffering" = 1 (at the policies named, every
+#: one when None; every bundled drive has 0), where they would act on the queued writes.
+SCHEDULER_DEFAULTS_WITH_PREBUFFERING = {
+    "Scheduling timeout scheme": None, "Scheduling priority scheme": None, "Maximum concat size": None,
+    "Sequential stream scheme": None, "Overlapping request scheme": None,
+    "Read initiation delay": (8, 9, 14, 15, 20, 21), "Write initiation delay": (8, 9, 14, 15, 20, 21),
+    "Timeout time/weight": (14, 15),
+}
+SCHEDULER_KEY_ACTS = {
+    "Scheduling timeout scheme": "a timeout subqueue (ioqueue_tick, ioqueue_implement_timeouts)",
+    "Scheduling priority scheme": "a priority subqueue (TWOQUEUE, ioqueue_add_new_request)",
+    "Maximum concat size": "queued sequential requests merged (ioqueue_check_concat)",
+    "Sequential stream scheme": "sequential streams kept together or merged (ioqueue_seqstream_head, "
+                                "ioqueue_check_concat)",
+    "Overlapping request scheme": "overlapping queued requests (ioqueue_clobber_overlaps_subqueue)",
+    "Read initiation delay": "added to a read's estimate (ioqueue_get_request_from_opt_sptf_queue)",
+    "Write initiation delay": "added to a write's estimate (ioqueue_get_request_from_opt_sptf_queue)",
+    "Timeout time/weight": "the age weight of policies 14 and 15 (ioqueue_get_request_from_opt_sptf_queue)",
+}
+
 #: DiskSim 4.0's own ranges of the keys above (src/modules/disk.modspec, RANGE(i, low, high)): a value
 #: outside them stops DiskSim's loader too, and the error says so
 DISKSIM_RANGES = {
@@ -314,7 +384,10 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
     # at policy 1 on 7 of them 87.5-97.0 %), atlas10k with 3 write segments 97.5-97.9 % of 1500 on 4
     # (FCFS 96.5-97.7 %). DiskSim's zero-latency writes on a g4 layout (maxtor300g, "Immediate
     # buffer write" = 1) start under the head and end elsewhere, which moves policy 21's next
-    # choice: followed (disksim_access_block.immediate_write_track). The other policies (2-20, 22-26) are refused.
+    # choice: followed (disksim_access_block.immediate_write_track). Since session 8 also the LBN
+    # policies 2, 3, 4, 17 and the positioning-time policies 8, 9, 14, 15, 20 (PREBUFFERING_POLICIES:
+    # every request within 10 us of DiskSim's at each, 1133 requests of three hand-shaped traces of
+    # atlas10k with 9 write segments); the others are refused, saying why (PREBUFFERING_REFUSED).
     prebuffering = specs_block.get("Allow write prebuffering")
     if prebuffering not in (None, 0, 1):
         raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
@@ -328,11 +401,21 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
                                      f"(got {segments!r})")
         scheduler = specs_block.get("Scheduler")
         policy = scheduler.get("Scheduling policy") if isinstance(scheduler, Block) else None
-        if policy not in (None, 1, 21):
+        if policy is not None and policy not in PREBUFFERING_POLICIES:
+            why = PREBUFFERING_REFUSED.get(policy, "not followed")
             raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
                                      "Allow write prebuffering = 1 is honoured by the per-request simulation only "
-                                     "with Scheduling policy = 1, first come first served, or 21, shortest "
-                                     f"positioning time first (got {policy!r})")
+                                     f"with Scheduling policy = 1, first come first served, or "
+                                     f"{', '.join(str(k) for k in PREBUFFERING_POLICIES if k != 1)} "
+                                     f"(got {policy!r}: {why})")
+        if isinstance(scheduler, Block):
+            for key, scope in SCHEDULER_DEFAULTS_WITH_PREBUFFERING.items():
+                if key in scheduler and scheduler.get(key) not in (0, 0.0) and (scope is None or policy in scope):
+                    raise DiskSimFormatError(scheduler.path, scheduler.line_of(key),
+                                             f"{key} = {scheduler.get(key)!r} is not honoured by the per-request "
+                                             "simulation with Allow write prebuffering = 1 and Scheduling policy = "
+                                             f"{policy!r} (it implements 0: "
+                                             f"{SCHEDULER_KEY_ACTS[key]})")
     # DiskSim 4.0 loses requests with "Disconnect write if seek" = 1 once one arrives during a
     # read-ahead (disk_buffer_stopable_access marks the read-ahead preempted; the request never
     # completes: 1438 of cheetah4LP's 10000 requests complete, 231 of ibm18es's, 8 of

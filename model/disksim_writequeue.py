@@ -32,6 +32,14 @@ the layout is g4 (policy 21's estimate differs there); rows 4-5:
 the data and done times of the chain's blocks; row 6: each queued write's segment, a label; row 7: when
 each queued write entered DiskSim's queue, its arrival).
 
+Other policies (:func:`_pick_next`, :data:`diskmodel.model.disksim_support.PREBUFFERING_POLICIES`):
+each time an access ends the queue's choice is taken the same way, by block number from the last
+request given the mechanism for ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN and VSCAN_LBN (:func:`_lbn_pick`),
+by the positioning-time estimate below for SPTF_OPT, SPCTF_OPT, ASPTF_OPT, ASPCTF_OPT, PRI_ASPTF_OPT
+and PRI_ASPCTF_OPT, which choose alike here (DiskSim's own times identical on three hand-shaped
+traces); ``wq[3, 8:10]`` keep the first block and size of a read that went before the queued writes
+(the last request given the mechanism when they resume).
+
 Scheduling policy 21 (PRI_ASPCTF_OPT, maxtor300g's; :func:`_sptf_pick`): each time an access ends
 DiskSim's ``disk_get_effectivehda`` asks ``ioqueue_show_next_request``, which takes the queued request
 of least estimated positioning time (``ioqueue_get_request_from_opt_sptf_queue(queue, TRUE, 3, TRUE)``,
@@ -52,10 +60,21 @@ import numpy as np
 from numba import njit
 
 from .disksim_mapping import lbn_to_pbn_one, track_last_from
+from .disksim_readahead import _stop_read_ahead
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
 #: ``wq[3, 5]``: DiskSim's Scheduling policy 21, PRI_ASPCTF_OPT (else 0, first come first served)
 SPTF = 21.0
+#: ``wq[3, 5]``: Scheduling policy 1, first come first served (every other policy reorders the queue)
+FCFS = 1.0
+#: The policies choosing by DiskSim's positioning-time estimate, which choose alike here
+#: (:func:`_pick_next`): SPTF_OPT, SPCTF_OPT, ASPTF_OPT, ASPCTF_OPT, PRI_ASPTF_OPT, PRI_ASPCTF_OPT
+SPTF_FAMILY = (8.0, 9.0, 14.0, 15.0, 20.0, 21.0)
+#: The LBN-ordered policies followed: ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN, VSCAN_LBN (:func:`_lbn_pick`)
+ELEVATOR_LBN = 2.0
+CYCLE_LBN = 3.0
+SSTF_LBN = 4.0
+VSCAN_LBN = 17.0
 
 
 @njit(cache=True, _nrt=False)
@@ -125,6 +144,114 @@ def _sptf_pick(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total):
             if wq[7, e] < wq[7, best]:
                 best = e
     return best, best_est
+
+
+@njit(cache=True, _nrt=False)
+def _lbn_pick(wq, lo, qn, t, last_lbn, last_n, rlbn, rq, r_on):
+    """The request an LBN-ordered policy serves next at *t* (``ioqueue_show_next_request``): of the
+    queued writes (rows lo..qn-1 of *wq*) queued by *t* and, when *r_on*, the read from *rlbn* queued
+    at *rq*; the last request given the mechanism started at *last_lbn* with *last_n* blocks.
+    Returns the row, -1 for the read, -2 when none is queued by *t*.
+
+    DiskSim keeps these queues in block order (``ioqueue_insert_ordered_to_queue``; the LBN
+    policies map every request to cylinder 0, surface 0, ``MAP_NONE``, in ``ioqueue_add_new_request``),
+    equal blocks in arrival order. Its ``lastblkno`` is set when a request is given the mechanism
+    (``ioqueue_get_specific_request_from_subqueue``): its first block for ELEVATOR_LBN and CYCLE_LBN,
+    one past its last for SSTF_LBN and VSCAN_LBN. The disk only ever shows the queue's choice
+    (``ioqueue_show_next_request`` restores ``queue->dir``; ``ioqueue_get_next_request``, which would
+    turn it, is never called by the disk), so the direction stays ASC, its initial value:
+
+    * ELEVATOR_LBN (``ioqueue_get_request_from_lbn_vscan_queue(queue, numblocks)``): the lowest
+      block at or above ``lastblkno`` (``top``); none, the highest below (``bottom``), whose distance
+      is raised by the drive's block count;
+    * CYCLE_LBN (``ioqueue_get_request_from_lbn_scan_queue``): the lowest block at or above
+      ``lastblkno``, else the lowest of all (the list wraps);
+    * SSTF_LBN (``..._lbn_vscan_queue(queue, 0)``) and VSCAN_LBN (the same call with
+      ``queue->vscan_cyls``, which DiskSim 4.0 never sets: 0): the nearer of ``top`` and ``bottom``,
+      a tie to ``top`` (``queue->sstfupdown`` starts at 0; DiskSim turns it at each tie shown, which
+      is not followed)."""
+    policy = wq[3, 5]
+    last = last_lbn if policy == ELEVATOR_LBN or policy == CYCLE_LBN else last_lbn + last_n
+    top = -2
+    bottom = -2
+    low = -2
+    top_b = 0.0
+    top_a = 0.0
+    bottom_b = 0.0
+    bottom_a = 0.0
+    low_b = 0.0
+    low_a = 0.0
+    for e in range(lo - 1, qn):
+        if e == lo - 1:
+            if not r_on:
+                continue
+            b = float(rlbn)
+            a = rq
+            idx = -1
+        else:
+            if wq[7, e] > t:
+                continue
+            b = wq[0, e]
+            a = wq[7, e]
+            idx = e
+        if b >= last:
+            if top == -2 or b < top_b or (b == top_b and a < top_a):
+                top = idx
+                top_b = b
+                top_a = a
+        elif bottom == -2 or b > bottom_b or (b == bottom_b and a < bottom_a):
+            bottom = idx
+            bottom_b = b
+            bottom_a = a
+        if low == -2 or b < low_b or (b == low_b and a < low_a):
+            low = idx
+            low_b = b
+            low_a = a
+    if top == -2:
+        return low if policy == CYCLE_LBN else bottom
+    if bottom == -2 or policy == ELEVATOR_LBN or policy == CYCLE_LBN:
+        return top
+    # SSTF_LBN, VSCAN_LBN: the nearer (ASC: bottom's distance raised by 0)
+    if last - bottom_b < top_b - last:
+        return bottom
+    return top
+
+
+@njit(cache=True, _nrt=False)
+def _pick_next(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total, last_lbn, last_n, rlbn, rn, rq,
+               r_on, immed_read):
+    """The request the queue's scheduling policy (``wq[3, 5]``) serves next when the mechanism is free
+    at *t* at (*cyl*, *head*): a queued write (rows lo..qn-1, queued by *t*; the earliest queued when
+    none is) or, when *r_on*, the read miss of *rn* blocks from *rlbn* queued at *rq*. Returns (the
+    row, whether the read goes first).
+
+    The positioning-time policies (:data:`SPTF_FAMILY`; :func:`_sptf_pick`) all call
+    ``ioqueue_get_request_from_opt_sptf_queue`` with ``posonly``; they differ by ``checkcache``
+    (9, 15, 21 count a cache hit's constant time: a queued write collides with its dirty segment and
+    a read miss has no hit, so it does not act on the requests compared here) and by ageing
+    (``ageweight`` 2, policies 14-15: ``age * weight``, "Timeout time/weight", which check_honoured
+    holds at 0; 3, policies 20-21: only for TIME_CRITICAL or TIME_LIMITED requests, which a
+    validate trace never makes, ``iotrace_validate_get_ioreq_event``: ``flags = val & READ``).
+    The LBN-ordered ones: :func:`_lbn_pick`."""
+    if wq[3, 5] == ELEVATOR_LBN or wq[3, 5] == CYCLE_LBN or wq[3, 5] == SSTF_LBN or wq[3, 5] == VSCAN_LBN:
+        nxt = _lbn_pick(wq, lo, qn, t, last_lbn, last_n, rlbn, rq, r_on)
+        if nxt == -1:
+            return lo, True
+        if nxt >= 0:
+            return nxt, False
+        # none queued by t: the first to arrive gets the idle mechanism
+        nxt = lo
+        for e in range(lo + 1, qn):
+            if wq[7, e] < wq[7, nxt]:
+                nxt = e
+        return nxt, False
+    nxt, est = _sptf_pick(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total)
+    if r_on:
+        r_est = _positioning_estimate_s(arrays, seek, write_seek, real, rlbn, rn, t, cyl, head,
+                                        False, immed_read, total, wq[3, 7] != 0.0)
+        if r_est < est or (r_est == est and rlbn < wq[0, nxt]) or wq[7, nxt] > t:
+            return nxt, True
+    return nxt, False
 
 
 @njit(cache=True, _nrt=False)
@@ -210,7 +337,7 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
     head, the block the first access still under way writes next at *arrival*, whether the read was
     chosen); when it was: the time it was chosen, the head's cylinder and head then, and the accesses
     before it are dropped (the queued writes left wait for it)."""
-    sptf = wq.shape[1] > 6 and wq[3, 5] == SPTF
+    sptf = wq.shape[1] > 6 and wq[3, 5] != FCFS   # a policy reordering the queue (_pick_next)
     qn = int(wq[3, 4])
     chain_end = int(wq[0, qn - 1] + wq[1, qn - 1])
     not_before = wq[4]
@@ -259,14 +386,16 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
             inblkno = _next_block_at(f, written, ready, arrival)
         label = wq[6, j]
         if sptf and j + 1 < qn:
-            # the next access: policy 21's choice at this end (the read, if it wins, takes it)
-            nxt, est = _sptf_pick(arrays, seek, write_seek, real, wq, j + 1, qn, t_end, cyl, head, total)
-            if rlbn >= 0 and rq <= t_end:
-                r_est = _positioning_estimate_s(arrays, seek, write_seek, real, rlbn, rn, t_end, cyl, head,
-                                                False, immed_read, total, wq[3, 7] != 0.0)
-                if r_est < est or (r_est == est and rlbn < wq[0, nxt]) or wq[7, nxt] > t_end:
-                    wq[3, 4] = _drop_rows(wq, j + 1, qn)
-                    return t_end, cyl, head, inblkno, True
+            # the next access: the policy's choice at this end (the read, if it wins, takes it); the
+            # last request given the mechanism is this write (ioqueue_get_specific_request's lastblkno)
+            nxt, read_wins = _pick_next(arrays, seek, write_seek, real, wq, j + 1, qn, t_end, cyl, head, total,
+                                        f, int(wq[1, j]), rlbn, rn, rq, rlbn >= 0 and rq <= t_end, immed_read)
+            if read_wins:
+                wq[3, 4] = _drop_rows(wq, j + 1, qn)
+                # (the read is the last request given the mechanism when the writes resume)
+                wq[3, 8] = rlbn
+                wq[3, 9] = rn
+                return t_end, cyl, head, inblkno, True
             if nxt != j + 1:
                 _move_row(wq, nxt, j + 1)
         if t_end <= arrival and j < qn - 1:
@@ -300,7 +429,7 @@ def _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, seg
     cylinder, head); not taken, the chain is left as it was."""
     t_end, cyl, head, inblkno = _run_chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total)
     qn = int(wq[3, 4])
-    if wq.shape[1] > 6 and wq[3, 5] == SPTF:
+    if wq.shape[1] > 6 and wq[3, 5] != FCFS:
         # rows out of arrival order: the write it appends to is the last queued; the segment's owner
         # the access under way if it is that segment's, else its queued write of the lowest block
         last = 0
@@ -365,7 +494,7 @@ def _prebuffered_new(arrays, seek, write_seek, real, wq, first, n, data0, bus_s,
             top = wq[6, e]
         if first < wq[0, e] + wq[1, e] and wq[0, e] < first + n:
             return False, t_end, cyl, head
-    if wq.shape[1] > 6 and wq[3, 5] == SPTF:
+    if wq.shape[1] > 6 and wq[3, 5] != FCFS:
         # rows out of arrival order: the segments holding queued writes, counted by label
         dirty = 0
         for e in range(qn):
@@ -419,7 +548,8 @@ def _resume_after_read(arrays, seek, write_seek, real, wq, bus_s, t, cyl, head, 
     ``disk_check_prefetch_swap``) from (*cyl*, *head*), policy 21 choosing the first. Returns (end of
     the chain's last access, cylinder, head)."""
     qn = int(wq[3, 4])
-    nxt, _ = _sptf_pick(arrays, seek, write_seek, real, wq, 0, qn, t, cyl, head, total)
+    nxt, _ = _pick_next(arrays, seek, write_seek, real, wq, 0, qn, t, cyl, head, total, int(wq[3, 8]), int(wq[3, 9]),
+                        -1, 0, 0.0, False, False)
     if nxt != 0:
         _move_row(wq, nxt, 0)
     start = t
@@ -431,3 +561,25 @@ def _resume_after_read(arrays, seek, write_seek, real, wq, bus_s, t, cyl, head, 
     wq[3, 3] = 0.0
     t_end, cyl, head, _ = _run_chain(arrays, seek, write_seek, real, wq, bus_s, t, scratch, total)
     return t_end, cyl, head
+
+
+@njit(cache=True, _nrt=False)
+def _read_ahead_stop_after_read(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
+                                pf_head, done, in_sector):
+    """When the read-ahead of a read that went before queued writes gives the mechanism back, its
+    completion received at *done*, *pf_done* of its *pf_count* blocks read by then. DiskSim decides
+    in ``disk_completion`` (COMPLETION_RECEIVED; "Preseeking level" 0): the read's access over (all
+    its blocks read: ``disk_buffer_request_complete`` set it to NULL_EVENT, ``disk_release_hda``
+    kept the mechanism for the read), ``disk_release_hda`` gives it to the queue's choice at once
+    (``disk_check_hda``, no delay): at *done* (the last block's end is not later: pf_done counts
+    the blocks read by *done*); else ``disk_check_prefetch_swap`` activates the choice, which stops
+    the read-ahead at its pending event (``disk_buffer_stopable_access``; ``disk_check_hda`` delays
+    the seek by ``disk_seek_stoptime``: :func:`~diskmodel.model.disksim_readahead._stop_read_ahead`).
+    Checked on an instrumented DiskSim 4.0 (the delay of the next write's ``disk_initiate_seek``
+    after ``disk_completion``; tests/golden/disksim_random/README.md, Session 9). Returns (time,
+    cylinder, head)."""
+    if pf_done >= pf_count:
+        cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
+        return max(done, pf_ready[pf_count - 1]), cyl, head
+    return _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready, pf_start, pf_cyl, pf_head,
+                            done, in_sector)

@@ -273,11 +273,14 @@ extra_disconnect_seek_delta_s : float
     queue_scheduling_policy : int
         The "Scheduling policy" of the disk's own queue, which orders the
         writes queued with ``write_prebuffering`` and a read miss arriving
-        behind them: 1 first come first served, or 21 (PRI_ASPCTF_OPT) the
-        least estimated positioning time first
+        behind them: 1 first come first served; 2, 3, 4, 17 (ELEVATOR_LBN,
+        CYCLE_LBN, SSTF_LBN, VSCAN_LBN) by block number from the last
+        request given the mechanism; 8, 9, 14, 15, 20, 21 (SPTF_OPT ...
+        PRI_ASPCTF_OPT) the least estimated positioning time first
         (``ioqueue_get_request_from_opt_sptf_queue``,
         ``disk_buffer_estimate_servtime``;
-        :mod:`diskmodel.model.disksim_writequeue`).
+        :mod:`diskmodel.model.disksim_writequeue`,
+        :data:`diskmodel.model.disksim_support.PREBUFFERING_POLICIES`).
     immediate_write : bool
         DiskSim's "Immediate buffer write" (zero-latency writes). On g4
         layouts each track of a write whose head lands inside its span (the
@@ -446,8 +449,10 @@ extra_disconnect_seek_delta_s : float
                      "immediate_read", "immediate_access_under_head", "combine_seq_writes",
                      "immediate_write", "read_direct_to_buffer"):
             flag(name, getattr(self, name))
-        if self.queue_scheduling_policy not in (1, 21):
-            raise ValueError("queue_scheduling_policy must be 1 (FCFS) or 21 (PRI_ASPCTF_OPT) "
+        from .disksim_support import PREBUFFERING_POLICIES
+        if isinstance(self.queue_scheduling_policy, bool) or self.queue_scheduling_policy not in PREBUFFERING_POLICIES:
+            raise ValueError("queue_scheduling_policy must be one of DiskSim's policies followed, "
+                             f"{', '.join(str(k) for k in PREBUFFERING_POLICIES)} "
                              f"(got {show(self.queue_scheduling_policy)})")
         disconnect = finite_array("read_disconnect_s", self.read_disconnect_s, nonnegative=True)
         if disconnect.shape != (2,):

@@ -141,8 +141,8 @@ from .disksim_readahead import (_extend_read_ahead, _hit_once_minimum_read, _hol
                                 _send_read_blocks_at, _sent_back_to_back, _stop_read_ahead)
 from .disksim_segments import (_appended_segment, _extra_disconnect_segment, _replacement, _room_to_append,
                                _write_segment)
-from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_slot, _resume_after_read,
-                                 _start_chain)
+from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _read_ahead_stop_after_read, _read_slot,
+                                 _resume_after_read, _start_chain)
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
 
@@ -302,7 +302,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                         + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
     # the prebuffered writes' queue: its writes and their blocks, at most a segment's beyond the
     # write under way plus a request (diskmodel.model.disksim_writequeue)
-    wq = np.zeros((8, max(2 * p.segment_size_blocks + longest + 2, 8 if p.queue_scheduling_policy == 21 else 0)
+    wq = np.zeros((8, max(2 * p.segment_size_blocks + longest + 2, 12 if p.queue_scheduling_policy != 1 else 0)
                    if _writes_queue(p) else 1))
     if _writes_queue(p):
         wq[3, 5] = p.queue_scheduling_policy
@@ -503,7 +503,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     hold_write = ints[23] or never_disc
     write_segments = ints[25]
     combine = ints[26]        # "Combine seq writes" (diskmodel.model.disksim_writequeue._combines)
-    sched_sptf = ints[27] == 21 and prebuffer   # the queue's scheduling policy 21 (disksim_writequeue)
+    sched_sptf = ints[27] != 1 and prebuffer   # a scheduling policy reordering the queue (disksim_writequeue)
     read_first = False
     # a drive that never disconnects holds the bus (disk_buffer_transfer_size)
     hold_read = ints[12] or never_disc
@@ -906,8 +906,9 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_done += 1
                     _segment_end_at(seg_start, seg_end, pf_seg, pf_base + pf_done, seg_size)
                     pf_active = False
-                    t_q, cyl, head = _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
-                                                      pf_start, pf_cyl, pf_head, done, stop_in_sector)
+                    t_q, cyl, head = _read_ahead_stop_after_read(arrays, seek, write_seek, real, pf_base, pf_count,
+                                                                 pf_done, pf_ready, pf_start, pf_cyl, pf_head, done,
+                                                                 stop_in_sector)
                 mech_free, cyl, head = _resume_after_read(arrays, seek, write_seek, real, wq, bus_w, t_q, cyl, head,
                                                           scratch, total)
                 dirty_end = mech_free

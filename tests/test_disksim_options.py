@@ -526,8 +526,9 @@ def test_maxtor300g_write_prebuffering_policy_21(disksim_dir, tmp_path):
     # 21, PRI_ASPCTF_OPT): followed since branch sptf (tests/test_disksim_random.py, "_sptf" sets)
     params = drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
     assert params.queue_scheduling_policy == 21 and params.immediate_write and params.write_segments == 128
-    with pytest.raises(ValueError, match=r"queue_scheduling_policy must be 1 \(FCFS\) or 21"):
-        params.evolve(queue_scheduling_policy=4)
+    with pytest.raises(ValueError, match=r"queue_scheduling_policy must be one of DiskSim's policies followed, "
+                                         r"1, 2, 3, 4, 8, 9, 14, 15, 17, 20, 21 \(got 5\)"):
+        params.evolve(queue_scheduling_policy=5)
     folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Scheduling policy = 21,",
                                           "Scheduling policy = 1,")
     assert drive_parameters(load_disksim_drive(folder)).queue_scheduling_policy == 1
@@ -547,10 +548,33 @@ def test_write_prebuffering_values(disksim_dir, tmp_path):
     assert drive_parameters(load_disksim_drive(folder)).write_prebuffering
     specs.write_text(text.replace("Maximum number of write segments = 1,", "Maximum number of write segments = 2,"))
     assert drive_parameters(load_disksim_drive(folder)).write_segments == 2
+    # the LBN and positioning-time policies are followed (tests/test_disksim_random.py,
+    # test_queue_policies_agree_with_disksim); the others refused, saying why
     specs.write_text(text.replace("Scheduling policy = 1,", "Scheduling policy = 4,"))
+    assert drive_parameters(load_disksim_drive(folder)).queue_scheduling_policy == 4
+    specs.write_text(text.replace("Scheduling policy = 1,", "Scheduling policy = 5,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering = 1 .* "
-                                                 r"Scheduling policy = 1, first come first served, or 21, .*\(got 4\)"):
+                                                 r"Scheduling policy = 1, first come first served, or 2, 3, 4, 8, 9, "
+                                                 r"14, 15, 17, 20, 21 \(got 5: ELEVATOR_CYL, cylinder-ordered"):
         drive_parameters(load_disksim_drive(folder))
+    specs.write_text(text.replace("Scheduling policy = 1,", "Scheduling policy = 10,"))
+    with pytest.raises(DiskSimFormatError, match=r"\(got 10: SATF_OPT: DiskSim 4\.0 stops once two requests"):
+        drive_parameters(load_disksim_drive(folder))
+    # scheduler keys acting on the queued writes: 0 only, the error naming the key's own line
+    edited = text.replace("Maximum concat size = 0,", "Maximum concat size = 64,")
+    assert edited != text
+    specs.write_text(edited)
+    concat_line = edited.splitlines().index(next(x for x in edited.splitlines() if "Maximum concat size" in x)) + 1
+    with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{concat_line}: Maximum concat size = 64 "
+                                                 r"is not honoured .* \(it implements 0: queued sequential requests"):
+        drive_parameters(load_disksim_drive(folder))
+    edited = text.replace("Scheduling policy = 1,", "Scheduling policy = 14,").replace(
+        "Timeout time/weight = 0,", "Timeout time/weight = 5,")
+    specs.write_text(edited)
+    with pytest.raises(DiskSimFormatError, match=r"Timeout time/weight = 5 is not honoured .* Scheduling policy = 14"):
+        drive_parameters(load_disksim_drive(folder))
+    specs.write_text(text.replace("Timeout time/weight = 0,", "Timeout time/weight = 5,"))
+    assert drive_parameters(load_disksim_drive(folder)).queue_scheduling_policy == 1
     specs.write_text(text.replace("Allow write prebuffering = 1,", "Allow write prebuffering = 2,"))
     with pytest.raises(DiskSimFormatError, match=rf"cheetah4LP\.diskspecs:{line}: Allow write prebuffering must "
                                                  r"be 0 or 1 \(got 2\)"):
