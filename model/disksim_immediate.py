@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_end_lbn
-from .disksim_read_direct import _ask_delay_s
+from .disksim_read_direct import _ask_delay_s, _host_progress
 from .media_access import access_media
 
 __all__ = []
@@ -171,7 +171,7 @@ def _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival
 
 @njit(cache=True, _nrt=False)
 def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_ask, first, n, seg_size,
-                    sent_at, done, scratch, total):
+                    sent_at, done, scratch, total, chunk_end):
     """A held read-ahead block *k* (its sector starting at *t_ask*) with "Immediate buffer read".
 
     The head passes the track's sectors one by one (``disk_buffer_sector_done``); a block
@@ -208,14 +208,12 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     t_pass = t_ask
     while True:
         if t_pass > t_ask:
-            while sent < n and sent_at[sent] <= t_pass:
-                sent += 1
+            sent = _host_progress(sent_at, chunk_end, n, sent, t_pass, t_pass + delay)
             if t_pass + delay >= done or lbn - (first + sent) < seg_size:
                 break
         for j in range(lbn + 1, end):
             t_j = t_pass + (j - lbn) * sector_s
-            while sent < n and sent_at[sent] <= t_j:
-                sent += 1
+            sent = _host_progress(sent_at, chunk_end, n, sent, t_j, t_j + delay)
             if run_first <= j < run_end:
                 continue
             if t_j + delay >= done or j - (first + sent) < seg_size:
