@@ -62,8 +62,9 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
     blocks from there are read by the front, one sector after the other from the run's first block
     read (the front jumps over the blocks read, ``firstblkno = immedend``), and on through the
     read-ahead; the new read's own hold then applies to them. Once the new read has sent its
-    completion (*done*), the sectors still passing before the front comes round start a run again
-    (at the first one asked then). The run computed at the previous read's completion
+    completion (*done* less the read completion overhead: ``disk_request_complete`` marks it
+    COMPLETION_SENT at the end of its transfer), the sectors still passing before the front comes
+    round start a run again (at the first one asked then). The run computed at the previous read's completion
     (:func:`_hold_immediate`) assumed that read's hold lifted for good. Not followed: the new
     read's hold is taken as at its arrival (the host's progress during its transfer, which lets
     more blocks be read, is not counted).
@@ -94,7 +95,8 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
         # round start a run again (at the first starting then), to the end of the track
         r = k
         delay = _ask_delay_s(real, sector_s)
-        while r <= te and first_read + (r - lo - 2) * sector_s + delay < done * (1.0 - 1e-12):
+        sent_done = done - real[3]
+        while r <= te and first_read + (r - lo - 2) * sector_s + delay < sent_done * (1.0 - 1e-12):
             r += 1
         for j in range(k, r):
             pf_ready[j] = jump + (j - lo) * sector_s
@@ -175,7 +177,9 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     """A held read-ahead block *k* (its sector starting at *t_ask*) with "Immediate buffer read".
 
     The head passes the track's sectors one by one (``disk_buffer_sector_done``); a block
-    may be read when its sector starts once the owner has sent its completion (*done*), or
+    may be read when its sector starts once the owner has sent its completion (*done*: the end
+    of its transfer, before the read completion overhead, as
+    :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it), or
     less than a segment past the owner's next block for the host (``sent_at``, as
     :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it;
     ``disk_buffer_block_available``, asked at the sector's start with "Read directly to

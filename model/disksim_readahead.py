@@ -334,7 +334,7 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         if lbn - (first + sent) >= seg_size and real[22] != 0.0:
             # "Immediate buffer read": the sectors after it that may be read are read first
             nxt = _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_start, first, n,
-                                  seg_size, sent_at, done, scratch, total, chunk_end)
+                                  seg_size, sent_at, sent_done, scratch, total, chunk_end)
             if nxt >= 0:
                 k = nxt
                 continue
