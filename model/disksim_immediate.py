@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .disksim_mapping import lbn_to_pbn_one, steps_over_unmapped_sectors, track_end_lbn
-from .disksim_read_direct import _ask_delay_s
+from .disksim_read_direct import _ask_delay_s, _host_progress
 from .media_access import access_media
 
 __all__ = []
@@ -62,8 +62,9 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
     blocks from there are read by the front, one sector after the other from the run's first block
     read (the front jumps over the blocks read, ``firstblkno = immedend``), and on through the
     read-ahead; the new read's own hold then applies to them. Once the new read has sent its
-    completion (*done*), the sectors still passing before the front comes round start a run again
-    (at the first one asked then). The run computed at the previous read's completion
+    completion (*done* less the read completion overhead: ``disk_request_complete`` marks it
+    COMPLETION_SENT at the end of its transfer), the sectors still passing before the front comes
+    round start a run again (at the first one asked then). The run computed at the previous read's completion
     (:func:`_hold_immediate`) assumed that read's hold lifted for good. Not followed: the new
     read's hold is taken as at its arrival (the host's progress during its transfer, which lets
     more blocks be read, is not counted).
@@ -94,7 +95,8 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
         # round start a run again (at the first starting then), to the end of the track
         r = k
         delay = _ask_delay_s(real, sector_s)
-        while r <= te and first_read + (r - lo - 2) * sector_s + delay < done * (1.0 - 1e-12):
+        sent_done = done - real[3]
+        while r <= te and first_read + (r - lo - 2) * sector_s + delay < sent_done * (1.0 - 1e-12):
             r += 1
         for j in range(k, r):
             pf_ready[j] = jump + (j - lo) * sector_s
@@ -171,11 +173,13 @@ def _immediate_front(arrays, real, pf_base, pf_count, pf_done, pf_ready, arrival
 
 @njit(cache=True, _nrt=False)
 def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_ask, first, n, seg_size,
-                    sent_at, done, scratch, total):
+                    sent_at, done, scratch, total, chunk_end):
     """A held read-ahead block *k* (its sector starting at *t_ask*) with "Immediate buffer read".
 
     The head passes the track's sectors one by one (``disk_buffer_sector_done``); a block
-    may be read when its sector starts once the owner has sent its completion (*done*), or
+    may be read when its sector starts once the owner has sent its completion (*done*: the end
+    of its transfer, before the read completion overhead, as
+    :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it), or
     less than a segment past the owner's next block for the host (``sent_at``, as
     :func:`~diskmodel.model.disksim_readahead._hold_read_ahead` counts it;
     ``disk_buffer_block_available``, asked at the sector's start with "Read directly to
@@ -208,14 +212,12 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     t_pass = t_ask
     while True:
         if t_pass > t_ask:
-            while sent < n and sent_at[sent] <= t_pass:
-                sent += 1
+            sent = _host_progress(sent_at, chunk_end, n, sent, t_pass, t_pass + delay)
             if t_pass + delay >= done or lbn - (first + sent) < seg_size:
                 break
         for j in range(lbn + 1, end):
             t_j = t_pass + (j - lbn) * sector_s
-            while sent < n and sent_at[sent] <= t_j:
-                sent += 1
+            sent = _host_progress(sent_at, chunk_end, n, sent, t_j, t_j + delay)
             if run_first <= j < run_end:
                 continue
             if t_j + delay >= done or j - (first + sent) < seg_size:

@@ -20,6 +20,13 @@ sector starting at *t* is asked at *t* + :func:`_ask_delay_s` and a sector not a
 way (read a revolution later, from its start). DiskSim's other reader of the key,
 ``disk_get_remapped_sector``, runs only next to a remapped sector, where DiskSim 4.0 fails at
 either value (``disksim_support``). Writes ask at the sector's start whatever the key.
+
+What the host has taken of the segment's owner (``seg_owner->outblkno``) when a sector is asked
+about is :func:`_host_progress`: ``disk_buffer_update_outbuffer`` counts the blocks whose bus time
+is over at each sector's event, and a transfer's end (``disk_buffer_transfer_size``: ``outblkno +=
+seg->outbcount``) adds its blocks at once. With the key 0 the question comes before the sector
+end's ``disk_buffer_update_outbuffer``, so the host's progress is the one counted at the sector's
+start, plus the blocks of a transfer that ended while the sector passed.
 """
 from __future__ import annotations
 
@@ -33,3 +40,20 @@ def _ask_delay_s(real, sector_s):
     """How long after a read sector's start DiskSim asks whether it may go into the buffer: 0
     with "Read directly to buffer" 1, the sector's time with 0 (this module's docstring)."""
     return 0.0 if real[27] != 0.0 else sector_s
+
+
+@njit(cache=True, _nrt=False)
+def _host_progress(sent_at, chunk_end, n, sent, t_start, t_ask):
+    """How many blocks of the segment's owner (*n* blocks, block j sent at ``sent_at[j]``, its
+    transfer ending at ``chunk_end[j]``) the host has when DiskSim asks at *t_ask* about a sector
+    starting at *t_start* (:func:`_ask_delay_s`), counting on from *sent*: those sent by the
+    sector's start (``disk_buffer_update_outbuffer`` at the event there) and those of a transfer
+    that ended by the question (``disk_buffer_transfer_size`` moves ``outblkno`` to the
+    transfer's end; asked at the sector's start with "Read directly to buffer" 1, the same).
+    cheetah4LP with 26-block segments at 0: a 16-block read takes over the read-ahead with 9 of
+    its blocks read, sends them as one transfer ending at 30.1972 ms while the sector of the
+    segment's block 26 past the read's next one passes (30.1715-30.2101): asked at its end, the
+    block is read (DiskSim's segment 6965868-6965894), at 1 it is held."""
+    while sent < n and (sent_at[sent] <= t_start or chunk_end[sent] <= t_ask):
+        sent += 1
+    return sent

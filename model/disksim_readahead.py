@@ -15,7 +15,7 @@ from numba import njit
 
 from .disksim_immediate import _hold_immediate
 from .disksim_mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
-from .disksim_read_direct import _ask_delay_s
+from .disksim_read_direct import _ask_delay_s, _host_progress
 from .media_access import access_media, move_time_s
 
 __all__ = []
@@ -196,9 +196,11 @@ def _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnec
 
 
 @njit(cache=True, _nrt=False)
-def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, sent_at, at):
+def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, reconnect_s, bus_s, sent_at, at,
+                         chunk_end):
     """When the host has the last of *count* read blocks; the bus is the drive's from *tb* [s];
-    when it has block k goes to ``sent_at[at + k]`` (nothing written when *at* < 0).
+    when it has block k goes to ``sent_at[at + k]``, and when the transfer carrying it ends to
+    ``chunk_end[at + k]`` (nothing written when *at* < 0).
 
     Block k is in the buffer from ``ready[offset + k]`` (already there when
     ``offset + k < 0``). DiskSim's ``disk_buffer_transfer_size``
@@ -209,20 +211,37 @@ def _send_read_blocks_at(ready, offset, count, tb, water, hold, disconnect_s, re
     read disconnect overhead) and reconnects (*reconnect_s*: first reselect
     plus data preparation) once *water* more blocks, or the rest of the
     request, are buffered and the disconnection is over
-    (``disk_request_needs_bus``, ``disk_check_bus``; :func:`_block_sent`).
+    (``disk_request_needs_bus``, ``disk_check_bus``; :func:`_block_sent`). A transfer carries the
+    blocks buffered when it starts (``disk_buffer_transfer_size``: ``min(seg->endblkno, ...) -
+    outblkno``); the next one starts at its end, or once the next block is buffered.
     """
+    t_chunk = tb          # when the current transfer started
+    k0 = 0                # its first block
     for k in range(count):
+        t_prev = tb
         tb = _block_sent(ready, offset, k, count, tb, water, hold, disconnect_s, reconnect_s, bus_s)
+        if k == 0 or (offset + k >= 0 and ready[offset + k] > t_chunk):
+            # not buffered when the transfer started: a new one
+            if at >= 0:
+                for m in range(k0, k):
+                    chunk_end[at + m] = t_prev
+            k0 = k
+            t_chunk = tb - bus_s
         if at >= 0:
             sent_at[at + k] = tb
+    if at >= 0:
+        for m in range(k0, count):
+            chunk_end[at + m] = tb
     return tb
 
 
 @njit(cache=True, _nrt=False)
-def _sent_back_to_back(sent_at, count, t0, bus_s):
-    """``sent_at[j]``: when the host has block j of *count* blocks sent one after the other from *t0*."""
+def _sent_back_to_back(sent_at, count, t0, bus_s, chunk_end):
+    """``sent_at[j]``: when the host has block j of *count* blocks sent one after the other from *t0*,
+    in one transfer (ending at ``chunk_end[j]``)."""
     for j in range(count):
         sent_at[j] = t0 + (j + 1) * bus_s
+        chunk_end[j] = t0 + count * bus_s
 
 
 @njit(cache=True, _nrt=False)
@@ -266,7 +285,7 @@ def _asked_before_owner(t_ask, arrival):
 
 @njit(cache=True, _nrt=False)
 def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n, seg_size,
-                     sent_at, done, scratch, total, arrival):
+                     sent_at, done, scratch, total, arrival, chunk_end):
     """A read-ahead held back while the read that owns its segment is sent to the host.
 
     DiskSim's ``disk_buffer_block_available`` (``src/disksim_diskcache.c``), asked by
@@ -278,9 +297,11 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
     transfer), no block at or past the owner's next block for the host plus the segment size
     is read; the question about a sector is asked at the end of the sector before it (a
     block whose sector starts before that moment is held though it ends after it), or at its
-    own end ("Read directly to buffer" 0), the host's progress counted as at its start. The
-    host has block j of *first* .. from ``sent_at[j]``; the owner's next block is counted as
-    ``disk_buffer_update_outbuffer`` left it at the end of the sector before. The head passes
+    own end ("Read directly to buffer" 0), the host's progress counted as at its start, plus a
+    transfer ended by then (:func:`~diskmodel.model.disksim_read_direct._host_progress`). The
+    host has block j of *first* .. from ``sent_at[j]``, its transfer over at ``chunk_end[j]``;
+    the owner's next block is counted as ``disk_buffer_update_outbuffer`` left it at the end of
+    the sector before. The head passes
     a held block, and reads it (and on from it) when it comes round with the block
     available: a revolution later, or more. *pf_ready* is rewritten from there; a block
     after it may be held again. The read owns the segment from its *arrival* on
@@ -309,12 +330,11 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         if _asked_before_owner(t_ask, arrival):
             k += 1
             continue
-        while sent < n and sent_at[sent] <= t_start:
-            sent += 1
+        sent = _host_progress(sent_at, chunk_end, n, sent, t_start, t_ask)
         if lbn - (first + sent) >= seg_size and real[22] != 0.0:
             # "Immediate buffer read": the sectors after it that may be read are read first
             nxt = _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready, k, t_start, first, n,
-                                  seg_size, sent_at, done, scratch, total)
+                                  seg_size, sent_at, sent_done, scratch, total, chunk_end)
             if nxt >= 0:
                 k = nxt
                 continue
@@ -322,8 +342,7 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
             # the sector passes unread; the next passes, a revolution apart, until one is allowed
             t_start += period
             while t_start + delay < sent_done:
-                while sent < n and sent_at[sent] <= t_start:
-                    sent += 1
+                sent = _host_progress(sent_at, chunk_end, n, sent, t_start, t_start + delay)
                 if lbn - (first + sent) < seg_size:
                     break
                 t_start += period
@@ -389,7 +408,7 @@ def _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnec
 @njit(cache=True, _nrt=False)
 def _hit_once_minimum_read(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                            pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
-                           miss_overhead_s, disconnect_s, reconnect_s, bus_s, sent_at, scratch, total):
+                           miss_overhead_s, disconnect_s, reconnect_s, bus_s, sent_at, scratch, total, chunk_end):
     """A read hit that waits, disconnected, for a read-ahead short of its minimum (a read the
     read-ahead itself covers, :func:`_minimum_covers`, or a full hit in another segment, which
     cannot stop it: ``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``).
@@ -407,7 +426,7 @@ def _hit_once_minimum_read(arrays, seek, write_seek, real, pf_base, pf_count, pf
     _segment_end_at(seg_start, seg_end, pf_seg, pf_min, seg_size)
     seg_max_ra[pf_seg] = pf_min
     tb = _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnect_s, bus_s)
-    _sent_back_to_back(sent_at, n, tb - n * bus_s, bus_s)
+    _sent_back_to_back(sent_at, n, tb - n * bus_s, bus_s, chunk_end)
     return stop, cyl, head, pf_base, pf_count, tb
 
 
@@ -438,7 +457,8 @@ def _partial_hit_waits(dirty_end, held, sneaky_partial, on_read_ahead):
 @njit(cache=True, _nrt=False)
 def _idle_hit_read_ahead(arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
                          max_ra, seg_size, ra_over, total, min_ra, start, cyl, head, not_before, pf_ready, scratch,
-                         sent_at, done, arrival, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head):
+                         sent_at, done, arrival, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head,
+                         chunk_end):
     """A read hit on segment *s* while the mechanism is idle, with "Read-ahead on idle hit":
     the drive reads ahead from the segment's end (``disk_check_hda_pending``,
     ``src/disksim_diskctlr.c``: the hit takes the hda; with ``readaheadifidle`` it seeks when the
@@ -461,5 +481,5 @@ def _idle_hit_read_ahead(arrays, seek, write_seek, real, scheme, first, last, n,
                  scratch, 0.0, total)
     base = seg_end[s]
     _hold_read_ahead(arrays, seek, write_seek, real, base, count, 0, pf_ready, first, n, seg_size, sent_at, done,
-                     scratch, total, arrival)
+                     scratch, total, arrival, chunk_end)
     return True, base, count, 0, _minimum_end(arrays, scheme, last, min_ra, total), start, cyl, head

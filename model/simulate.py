@@ -291,8 +291,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     segments = np.zeros((4, p.buffer_segments), np.int64)
     # last use (LRU order); never used: before any use (DiskSim's segment list starts with them)
     seg_used = np.full(p.buffer_segments, -np.inf)
-    # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks
-    work = np.zeros((7, max(longest + 1, 3)))
+    # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks, chunk_end
+    work = np.zeros((8, max(longest + 1, 3)))
     # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
     reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
     work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
@@ -522,6 +522,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     water_of = work[4]        # the watermark of a request of m blocks ("Set watermark by reqsize")
     sent_at = work[5]         # when the host has block j of the read being served (_hold_read_ahead)
     write_water_of = work[6]  # the low (write) watermark of a write of m blocks ("Set watermark by reqsize")
+    chunk_end = work[7]       # when the transfer carrying block j of the read being served ends (_send_read_blocks_at)
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
@@ -643,7 +644,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 done = tb + read_done
                 seg_used[s] = arrival
                 own = s
-                _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r)
+                _sent_back_to_back(sent_at, n, arrival + overhead[0, 1, prev_write] + data_prep, bus_r, chunk_end)
                 if pf_active and s != pf_seg and pf_base + pf_done < pf_min and not sneaky_full:
                     # a hit in another segment cannot stop a read-ahead short of its minimum
                     # (disk_buffer_stopable_access): disk_read_arrive disconnects it as a miss, the
@@ -654,7 +655,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                         pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
                         overhead[0, 0, prev_write], read_disc[prev_write], reselect + data_prep, bus_r, sent_at,
-                        scratch, total)
+                        scratch, total, chunk_end)
                     done = tb + read_done
                 if pf_active and s != pf_seg and pf_base + pf_done >= pf_min:
                     # a hit in another segment stops the read-ahead (disk_activate_read:
@@ -679,7 +680,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         pf_head, limit, scratch, total)
                     pf_min = max(pf_min, _minimum_end(arrays, scheme, last, min_ra, total))
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total, arrival)
+                                     seg_size, sent_at, done, scratch, total, arrival, chunk_end)
                 elif ra_idle_hit and not pf_active:
                     # the mechanism starts after the read MISS overhead (disk_check_hda's delay;
                     # DiskSim's seek of such a read-ahead ends at the arrival plus it)
@@ -687,7 +688,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
                         max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
                         cyl, head, not_before, pf_ready, scratch, sent_at, done, arrival, pf_base, pf_count, pf_done,
-                        pf_min, pf_start, pf_cyl, pf_head)
+                        pf_min, pf_start, pf_cyl, pf_head, chunk_end)
                     if pf_active:
                         pf_seg = s
             elif pf_active and seg_start[pf_seg] <= first and (first < pf_base + pf_done
@@ -718,10 +719,10 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     tb = max(arrival + overhead[0, 0, prev_write] + read_disc[prev_write],
                              pf_ready[first - pf_base + w0 - 1]) + reselect + data_prep
                 tb = _send_read_blocks_at(pf_ready, first - pf_base, n, tb, water, hold_read, read_disc[prev_write],
-                                          reselect + data_prep, bus_r, sent_at, 0)
+                                          reselect + data_prep, bus_r, sent_at, 0, chunk_end)
                 done = tb + read_done
                 _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                 seg_size, sent_at, done, scratch, total, arrival)
+                                 seg_size, sent_at, done, scratch, total, arrival, chunk_end)
                 pf_done = last - pf_base
                 _segment_end_at(seg_start, seg_end, pf_seg, last, seg_size)
                 seg_used[pf_seg] = arrival
@@ -742,7 +743,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
                     pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
                     overhead[0, 0, prev_write], read_disc[prev_write], reselect + data_prep, bus_r, sent_at,
-                    scratch, total)
+                    scratch, total, chunk_end)
                 s = pf_seg
                 own = s
                 seg_used[s] = arrival
@@ -753,7 +754,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
                         max_ra, seg_size, ra_over, total, min_ra, max(mech_free, arrival + overhead[0, 0, prev_write]),
                         cyl, head, not_before, pf_ready, scratch, sent_at, done, arrival, pf_base, pf_count, pf_done,
-                        pf_min, pf_start, pf_cyl, pf_head)
+                        pf_min, pf_start, pf_cyl, pf_head, chunk_end)
             else:
                 # miss: stop the read-ahead, move, read
                 ovh = overhead[0, 0, prev_write]
@@ -836,7 +837,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     # are buffered and the disconnection is over (disk_request_needs_bus)
                     w0 = water if water < n else n
                     tb = max(arrival + ovh + read_disc[prev_write], ready[w0 - 1]) + reselect + data_prep
-                _sent_back_to_back(sent_at, buffered, tb - buffered * bus_r, bus_r)
+                _sent_back_to_back(sent_at, buffered, tb - buffered * bus_r, bus_r, chunk_end)
                 if buffered == 0 and nseg > 0 and n > seg_size:
                     # larger than its segment: a block is read only with room for it (disksim_big_transfer)
                     t_end, cyl, head = _read_through_segment(
@@ -844,7 +845,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         read_disc[prev_write], reselect + data_prep, bus_r, seg_size, stats, scratch, total, cyl,
                         head, t_end)
                 tb = _send_read_blocks_at(ready, 0, n - buffered, tb, water, hold_read, read_disc[prev_write],
-                                          reselect + data_prep, bus_r, sent_at, buffered)
+                                          reselect + data_prep, bus_r, sent_at, buffered, chunk_end)
                 done = tb + read_done
                 mech_free = t_end
                 if s < 0:
@@ -895,7 +896,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                     pf_done = 0
                     pf_min = _minimum_end(arrays, scheme, last, min_ra, total)
                     _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, first, n,
-                                     seg_size, sent_at, done, scratch, total, arrival)
+                                     seg_size, sent_at, done, scratch, total, arrival, chunk_end)
             if read_first:
                 # the writes it went before resume once its completion is received, its read-ahead
                 # stopping there (disk_check_prefetch_swap; disksim_writequeue._resume_after_read)

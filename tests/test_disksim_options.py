@@ -1046,6 +1046,26 @@ def test_a_hit_taking_over_a_held_read_ahead_ends_its_run_ahead_of_the_front(dis
     np.testing.assert_allclose(ours, disksim_ms, rtol=0, atol=TOLERANCE_MS)
 
 
+def test_a_run_ahead_of_a_held_front_starts_once_the_completion_is_sent(disksim_dir, tmp_path):
+    """atlas10k with "Read completion overhead" 0.0934 ms (development seed 676's variant, requests
+    54-65: 46-block sequential reads replayed alone). The read-ahead's front is held while read 62
+    is sent; once the read has sent its completion (disk_request_complete sets COMPLETION_SENT at
+    the end of its transfer, the completion overhead after it) the sectors passing are read ahead
+    of the front ("Immediate buffer read", disk_buffer_sector_done): DiskSim reads 11830185-11830189
+    from 57.378 ms, before the completion (57.462 ms), and the segment wraps to 11829816, past the
+    next read's first block: read 63 is a miss (11.2023 ms). We let the run start at the completion
+    itself: no sector was left on the track, and read 63 was a hit (4.8314). DiskSim 4.0's times."""
+    folder, _, _, _ = _edited_copy(disksim_dir, tmp_path, "atlas10k", "Read completion overhead = 0.000000",
+                                   "Read completion overhead = 0.0934")
+    params = drive_parameters(load_disksim_drive(folder), disksim_code=True)
+    gaps_us = [52.16273, 207.91091, 225.55046, 136.99591, 194.78520, 203.89808, 138.63067, 277.70199,
+               204.99019, 182.40677, 140.18801, 1.46766]
+    count = len(gaps_us)
+    ours = simulate_requests(params, np.zeros(count, bool), 11829317 + 46 * np.arange(count), np.full(count, 46),
+                             np.array(gaps_us) * 1e-6).service_s * 1e3
+    np.testing.assert_allclose(ours, [17.3733] + [4.8314] * 8 + [11.2023, 4.8314, 4.8314], rtol=0, atol=5e-4)
+
+
 def test_immediate_read_changes_disksims_times_and_is_followed(tmp_path):
     # DiskSim's own times on synthetic_sequential_reads (runs of small sequential reads, the
     # read-ahead held back while each is sent) change with the key: atlas10k at 1 (bundled) and 0,

@@ -222,6 +222,31 @@ def test_a_held_read_ahead_asked_at_the_sector_end_on_cheetah4lp(tmp_path):
     np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
 
 
+# DiskSim 4.0's own times [ms] on development seed 636's variant (cheetah4LP, 26-block segments,
+# "Buffer continuous read" 4, high water mark 0.554, read-ahead on idle hit) with "Read directly to
+# buffer" 0: its 16-block sequential reads 1051-1062. At 0 disk_buffer_sector_done asks about a
+# read sector at its end, before that event's disk_buffer_update_outbuffer, but a transfer that
+# ended while the sector passed has already moved the owner's outblkno (disk_buffer_transfer_size):
+# read 1055 takes over the read-ahead with 9 of its blocks read and sends them as one transfer,
+# which ends at 30.1972 ms while the sector of 6965893 (26 blocks past the read's next one) passes;
+# DiskSim reads 6965893 and the seventh read finds one block more (4.7413 ms; 4.8087 at 1, as we
+# had at 0 too, and the three after it swapped).
+TRANSFER_ENDS_IN_THE_SECTOR_READ_DIRECT_0 = (
+    ["R Hit 6965795 16 1000 148.01424", "R Hit 6965811 16 1000 293.07114", "R Hit 6965827 16 1000 176.82031",
+     "R Hit 6965843 16 1000 103.52679", "R Hit 6965859 16 1000 234.15023", "R Hit 6965875 16 1000 198.29543",
+     "R Hit 6965891 16 1000 297.30919", "R Hit 6965907 16 1000 82.32145", "R Hit 6965923 16 1000 274.97644",
+     "R Hit 6965939 16 1000 288.34700", "R Hit 6965955 16 1000 288.28476", "R Hit 6965971 16 1000 79.67857"],
+    [15.74, 1.764, 4.8076, 6.1422, 1.764, 1.764, 4.7413, 1.764, 4.869, 6.7273, 1.764, 4.672])
+
+
+def test_a_transfer_ending_while_a_sector_passes_counts_with_read_directly_to_buffer_0(tmp_path):
+    lines, disksim = TRANSFER_ENDS_IN_THE_SECTOR_READ_DIRECT_0
+    ours = _replay("cheetah4LP", lines, tmp_path,
+                   {"Buffer continuous read": "4", "High (read) water mark": "0.554", "Hold bus entire read xfer": "0",
+                    "Read-ahead on idle hit": "1", "Segment size (in blks)": "26", "Read directly to buffer": "0"})
+    np.testing.assert_allclose(ours, disksim, rtol=0, atol=5e-4)
+
+
 # DiskSim 4.0's own times [ms] on random variant seed 495 (barracuda, segments of 33 blocks,
 # maximum read-ahead 5, high water mark 1.0, read disconnect afterread 0.0884 ms): its 33-block
 # sequential reads 6-10, 4 decimals.
