@@ -11,8 +11,9 @@ False reproduces that).
 A read access is *immediate* on a track where DiskSim's ``disk_buffer_seekdone`` calls
 ``dm_latency`` and ``dm_access_block`` with ``immed`` set; followed here: with "Read any free
 blocks", the first track of a read that does not start at the track's first block (the one
-case checked against the mended build: tests/golden/disksim_fixed; "Immediate buffer read"
-is not followed, see model/disksim_support.py). DiskSim's access there runs from the wanted block's
+case checked against the mended build: tests/golden/disksim_fixed), and with "Immediate buffer
+read" on a g4 layout every track of a read (DiskSim 4.0's own code: ``g4_atop`` finds the sector
+under the head; :func:`immediate_read_run`, mode 2). DiskSim's access there runs from the wanted block's
 sector to the track's end (its length is the track's block count, its end clipped to the last
 sector). When the head lands strictly inside that span, the access starts at the next sector
 boundary under the head, reads to the end of the track, and wraps round to the track's first
@@ -60,13 +61,15 @@ def _immediate_track(arrays, mode, x, c, h, s, z, total):
     immediate, and DiskSim's span there: (first wanted sector s, last sector of the span, the
     track's first and last blocks), or (-1, -1, 0, 0). *mode*: 0 none, 1 "Read any free blocks"
     (a read's first track, unless it starts at the track's first block: ``disk_buffer_seekdone``;
-    the caller asks for the first track only). The span's length is the track's block count from s, its end at most the track's
-    last sector (``dm_latency_g1``, ``g1_access_block``); an access of one sector is never
-    started under the head (their "corner case")."""
+    the caller asks for the first track only), 2 "Immediate buffer read" on a g4 layout (every
+    track a read's access reaches: ``disk_buffer_seekdone`` passes ``currdisk->immed``). The span's
+    length is the track's block count from s, its end at most the track's last sector
+    (``dm_latency_g1``, ``g1_access_block``); an access of one sector is never started under the
+    head (their "corner case")."""
     if mode == 0:
         return -1, -1, 0, 0
     first, last, end = _track_span(arrays, x, c, h, s, z, total)
-    if first == x or end <= s:
+    if (mode == 1 and first == x) or end <= s:
         return -1, -1, 0, 0
     return s, end, first, last
 
@@ -131,8 +134,16 @@ def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at
     access does, if the head lands inside its span: fills ``ready[at + j]``, when block x + j is
     in the segment (the blocks read before the way round with the last block before them), and
     returns when the access is done with the track (its last block in the segment); -1.0 when
-    the access is not immediate or the head lands outside, for the caller's ordinary read."""
-    if _head_sectors(period, s, a, arrays[2][z], t) <= s + _EPS_SECTOR:
+    the access is not immediate or the head lands outside, for the caller's ordinary read.
+    *mode* as :func:`_immediate_track`. In mode 2 (a g4 layout, where ``g1_access_block``'s
+    ``g4_atop`` finds the sector under the head) a head at its wanted sector's start (within
+    ``_AT_SECTOR``: an access following on from the one before, as the read-ahead after its read)
+    reads as the ordinary read, and a step is DiskSim's fixed-point sector time (:func:`_step_s`),
+    as for :func:`immediate_write_track`; the run read from the head's sector is the wanted blocks
+    from there (``disk_buffer_sector_done``: ``currblkno > firstblkno`` before ``lastblkno``, the
+    read's end or the read-ahead's limit on the track; a read's ``inblkno`` is its first block)."""
+    near = _AT_SECTOR if mode == 2 else _EPS_SECTOR
+    if _head_sectors(period, s, a, arrays[2][z], t) <= s + near:
         return -1.0             # before the wanted sector (the common case; the span's bounds not needed)
     s0, end, first, last = _immediate_track(arrays, mode, x, c, h, s, z, total)
     if s0 < 0:
@@ -141,7 +152,7 @@ def immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, at
     if sb < 0:
         return -1.0
     spt = arrays[2][z]
-    sector_s = period / spt
+    sector_s = _step_s(period, spt) if mode == 2 else period / spt
     t_b, x_b = _sector_start(arrays, period, x, s, sb, last, a, spt, t)
     # From there DiskSim steps block by block, one sector time each (disk_buffer_sector_done:
     # curr->blkno++, and from the track's last block to its first), so the unmapped sectors it

@@ -150,12 +150,19 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
 
 @njit(cache=True, _nrt=False)
 def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                       pf_head, limit, scratch, total):
+                       pf_head, limit, scratch, total, own_end=0):
     """A running read-ahead carried on to *limit*: a read served from its segment raises the
     segment's ``maxreadaheadblkno`` to its own read-ahead limit (DiskSim's
     ``disk_buffer_set_segment``, ``src/disksim_diskcache.c``), and the read-ahead goes on
     from its last block. Returns (pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head):
-    when *pf_ready* is full, the blocks already read are dropped from its front."""
+    when *pf_ready* is full, the blocks already read are dropped from its front.
+
+    The blocks up to *own_end* (the end of the read that took the access over) are read as that
+    read's: on a track the access reaches for them, a zero-latency access's ``lastblkno`` is the
+    read's end (``disk_buffer_sector_done``, foreground), so the blocks past it passing before the
+    way round are not read then ("Immediate buffer read" on a g4 layout,
+    :func:`~diskmodel.model.disksim_access_block.immediate_read_run`); the read-ahead goes on from
+    the read's end once its blocks are in."""
     extra = limit - (pf_base + pf_count)
     if extra <= 0:
         return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
@@ -171,8 +178,19 @@ def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_don
         extra = pf_ready.size - pf_count
     if extra > 0:
         cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
-        access_media(arrays, seek, write_seek, real, pf_base + pf_count, extra, pf_ready[pf_count - 1], cyl, head,
-                     False, pf_ready, pf_ready, pf_count, scratch, 0.0, total)
+        # (only where it matters: elsewhere one access, as before)
+        own = own_end - (pf_base + pf_count) if real.size > 29 and real[29] != 0.0 else 0
+        if own > extra:
+            own = extra
+        t_own = pf_ready[pf_count - 1]
+        if own > 0:
+            t_own, cyl, head = access_media(arrays, seek, write_seek, real, pf_base + pf_count, own, t_own, cyl,
+                                            head, False, pf_ready, pf_ready, pf_count, scratch, 0.0, total)
+        else:
+            own = 0
+        if extra > own:
+            access_media(arrays, seek, write_seek, real, pf_base + pf_count + own, extra - own, t_own, cyl, head,
+                         False, pf_ready, pf_ready, pf_count + own, scratch, 0.0, total)
         pf_count += extra
     return pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head
 

@@ -148,13 +148,24 @@ ONLY_VALUES = {
     # read-ahead held back while its segment's read is sent (disk_buffer_block_available) and let go
     # mid-track reads the sectors under the head first, and the circular segment drops its front
     # blocks for them (disk_buffer_sector_done's immedstart/immedend, disk_buffer_segment_wrap).
-    # DiskSim 4.0 never starts an access under the head (g1_access_block takes dm_convert_atop's
+    # On g1 and g2 layouts DiskSim 4.0 never starts an access under the head (g1_access_block takes dm_convert_atop's
     # DM_OK, -3, for a failure), so plain read misses are the same at 0 and 1. Checked on
     # tests/golden/disksim_variants' synthetic_sequential_reads (atlas10k at 1 and 0, atlas_III at 1).
     # DiskSim's range is 0..2 (disk.modspec) and its code tests currdisk->immed for truth only
     # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1: DiskSim's times at 2 are those at 1 on
     # both drives (variants *_sequential_reads_immediate_read_2, same_as)
-    # The key itself is in ACTS_WHERE_NOT_FOLLOWED: on g4 layouts DiskSim does start reads under the head.
+    # On a g4 layout DiskSim 4.0 does start a read's track under the head: g1_access_block's
+    # dm_convert_atop (g4_atop) returns the block, so disk_buffer_seekdone's zero-latency access of
+    # every track a read reaches (immed = currdisk->immedread) starts at the next sector boundary when
+    # the head lands inside its span, reads the wanted blocks from there to lastblkno (the read's end,
+    # also for a read taking over the read-ahead, or the read-ahead's limit) and the ones before on the
+    # way round (disksim_access_block.immediate_read_run, mode 2; disksim_readahead._extend_read_ahead).
+    # Hand traces with DiskSim's own times (tests/test_disksim_g4_immediate_read.py:
+    # G4_4TB 256-block and maxtor300g 64/128-block misses, 30 us to 0.63 ms from the times at 0, within
+    # 10 us; maxtor300g sequential reads taken over, the same times as at 0); development seed 618
+    # (maxtor300g, the only development variant of it DiskSim completes): 55 -> 31 of 1500 requests
+    # more than 10 us from DiskSim (DiskSim with the key at 0 against the simulation without it: 30).
+    # The key itself stays in ACTS_WHERE_NOT_FOLLOWED for the situation named there.
     # DiskSim's own range (disk.modspec); drive_parameters: read_direct_to_buffer. disk_buffer_sector_done
     # (src/disksim_diskctlr.c) asks disk_buffer_block_available about a read sector at the end of the
     # sector before it at 1, at the end of the sector itself at 0, the host's progress counted as the
@@ -219,20 +230,24 @@ NO_EFFECT_IN_DISKSIM = {
 #: tests/golden/disksim_random/README.md, and the policy-21 work). Four keys that were here are
 #: followed ("Hold bus entire write xfer", "Low (write) water mark": class 5a; "Immediate buffer
 #: write": g4 layouts; "Read directly to buffer": a read sector asked at its end) and are in HONOURED
-#: or ONLY_VALUES with their evidence; "Immediate buffer read" (class 5b) is followed on g1 and g2
-#: layouts and came back for g4 layouts on 2026-11-24. A key found acting where it is not followed
-#: comes here, or is refused.
+#: or ONLY_VALUES with their evidence; "Immediate buffer read" is followed on g1 and g2 layouts
+#: (class 5b) and on g4 layouts for a read's own tracks (ONLY_VALUES' comment), and stays here for a
+#: read-ahead crossing tracks on a g4 layout. A key found acting where it is not followed comes
+#: here, or is refused.
 ACTS_WHERE_NOT_FOLLOWED = {
-    # Followed on g1 and g2 layouts (the evidence above, in ONLY_VALUES' comment). On a g4 layout the
-    # conversion succeeds (g4_atop returns the block) and DiskSim starts a new track's read access
-    # under the head, reading the sectors passing before the wanted block up to the access's
-    # lastblkno (for a read taking over the read-ahead, the read's own end, so blocks past it are
-    # read again a revolution later); the simulation does not. Found on development seed 618
-    # (maxtor300g, "Segment size (in blks)" 1317 alone: 65 of DiskSim's 1500 times disagree; DiskSim
-    # fails on that trace with the unchanged drive). Not refused: the bundled maxtor300g has it at 1
-    "Immediate buffer read": ((0, 1, 2), "followed on g1 and g2 layouts; on g4 layouts DiskSim starts a "
-                                         "read's track under the head, which the simulation does not "
-                                         "follow (maxtor300g, development seed 618: 65 of 1500 times)"),
+    # Followed on g1 and g2 layouts, and on g4 layouts for a read miss's tracks and a read taking over
+    # the read-ahead (the evidence in ONLY_VALUES' comment above). Not followed throughout: the reads
+    # served from a background read-ahead that crossed tracks on a g4 layout (each of its tracks started
+    # under the head, as the simulation does; hits and misses on them differ). maxtor300g with "Segment size (in blks)" 1317 and "Read-ahead over requested" 1
+    # ("Buffer continuous read" 4, as bundled), 60 sequential 300-block reads 0-3 ms apart: DiskSim's
+    # times at 1 differ from those at 0 on 12 requests; the simulation is within 10 us of DiskSim at 0
+    # on all 60, at 1 on 50 (42 before the g4 rule; 4 of its 10 were right before: full hits in
+    # DiskSim that the simulation misses). Not refused: the bundled maxtor300g has it at 1
+    "Immediate buffer read": ((0, 1, 2), "followed on g1 and g2 layouts and for a read's own tracks on g4 "
+                                         "layouts; reads served from a read-ahead that crossed tracks on a "
+                                         "g4 layout, its tracks started under the head, are not all "
+                                         "followed (maxtor300g, sequential reads with 'Buffer continuous "
+                                         "read' 4: 10 of 60 times)"),
 }
 
 #: DiskSim 4.0's "Scheduling policy" values the simulation follows with "Allow write prebuffering" = 1,

@@ -238,10 +238,15 @@ extra_disconnect_seek_delta_s : float
         first and the front when it comes round, those sectors joining the
         segment with the front's last block; meanwhile the circular segment
         drops its first blocks for them (``disk_buffer_sector_done``'s
-        ``immedstart``/``immedend``, ``disk_buffer_segment_wrap``). An access
-        reaching its track waits for its first block either way (DiskSim's
-        ``g1_access_block`` never starts under the head;
-        :mod:`diskmodel.model.disksim_immediate`).
+        ``immedstart``/``immedend``, ``disk_buffer_segment_wrap``). On g1 and
+        g2 layouts an access reaching its track waits for its first block
+        either way (DiskSim's ``g1_access_block`` never starts under the head;
+        :mod:`diskmodel.model.disksim_immediate`); on a g4 layout each track a
+        read reaches whose head lands inside its span starts at the next
+        sector boundary, reads the wanted blocks from there (to the read's
+        end, or the read-ahead's limit) and the ones before on the way round
+        (``g4_atop`` finds the sector: ``real[29]``,
+        :func:`diskmodel.model.disksim_access_block.immediate_read_run`).
     immediate_access_under_head : bool
         An immediate access (a read's first track with
         ``read_any_free_blocks`` unless it starts at the track's first block)

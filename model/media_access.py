@@ -106,13 +106,16 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
     whose data come too late costs a revolution.
     A read's first track is DiskSim's immediate access when ``real[23]`` is 1
     ("Read any free blocks" with the mended ``g1_access_block``:
-    :mod:`diskmodel.model.disksim_access_block`); each track of a write is when
-    ``real[28]`` is 1 ("Immediate buffer write" on a g4 layout:
+    :mod:`diskmodel.model.disksim_access_block`), and each track of a read is when
+    ``real[29]`` is 1 ("Immediate buffer read" on a g4 layout:
+    :func:`~diskmodel.model.disksim_access_block.immediate_read_run`, mode 2); each track of a
+    write is when ``real[28]`` is 1 ("Immediate buffer write" on a g4 layout:
     :func:`~diskmodel.model.disksim_access_block.immediate_write_track`).
     """
     period = real[0]
     immediate = int(real[23]) if real.size > 23 else 0
     immediate_write = real.size > 28 and real[28] != 0.0
+    immediate_read_g4 = real.size > 29 and real[29] != 0.0
     head_switch = real[1]
     write_settle = real[2]
     t_begin = t
@@ -186,12 +189,17 @@ def access_media(arrays, seek, write_seek, real, start_lbn, count, t, cyl, head,
             last = start_lbn + count - 1
             _, _, s_last, _, _ = lbn_to_pbn_one(last, arrays)
         run = last - x + 1
+        mode = 0
         if immediate == 1 and first_run:
+            mode = 1
+        elif immediate_read_g4:
+            mode = 2        # every track the read reaches (each a new track: a run ends at its track's end)
+        if mode != 0:
             # an immediate access landing inside its span starts under the head
-            t_imm = immediate_read_run(arrays, period, immediate, x, run, c, h, s, a, z, t, ready, offset + k,
-                                       total)
+            t_imm = immediate_read_run(arrays, period, mode, x, run, c, h, s, a, z, t, ready, offset + k, total)
             if t_imm >= 0.0:
-                stats[1] = 0.0      # no wait for a first block: the wait for the boundary is in the rest
+                if first_run:
+                    stats[1] = 0.0  # no wait for a first block: the wait for the boundary is in the rest
                 t = t_imm
                 k += run
                 first_run = False

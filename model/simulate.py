@@ -267,7 +267,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
                      p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
                      _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
                      float(_immediate_mode(p)), down + p.per_request_overhead_s, answered, p.controller_delay_s,
-                     float(p.read_direct_to_buffer), float(_immediate_write_g4(p))])
+                     float(p.read_direct_to_buffer), float(_immediate_write_g4(p)), float(_immediate_read_g4(p))])
     ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
                      int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
                      int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
@@ -321,6 +321,14 @@ def _immediate_write_g4(p):
     :func:`diskmodel.model.disksim_access_block.immediate_write_track`; on g1 and g2 layouts
     DiskSim 4.0's ``g1_access_block`` never starts one there)."""
     return bool(p.immediate_write and isinstance(p.layout, G4ZoneLayout))
+
+
+def _immediate_read_g4(p):
+    """Whether a read's tracks are DiskSim's zero-latency accesses that start under the head
+    ("Immediate buffer read" on a g4 layout, ``real[29]``:
+    :func:`diskmodel.model.disksim_access_block.immediate_read_run`, mode 2; on g1 and g2 layouts
+    DiskSim 4.0's ``g1_access_block`` never starts one there)."""
+    return bool(p.immediate_read and isinstance(p.layout, G4ZoneLayout))
 
 
 def _immediate_mode(p):
@@ -706,7 +714,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 limit = _kept_read_ahead_limit(seg_max_ra, pf_seg, limit, False)
                 pf_base, pf_count, pf_done, pf_start, pf_cyl, pf_head = _extend_read_ahead(
                     arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                    pf_head, max(limit, last), scratch, total)
+                    pf_head, max(limit, last), scratch, total, last)
                 pf_min = max(pf_min, _minimum_end(arrays, scheme, last, min_ra, total))
                 w0 = water if water < n else n
                 if immed_partial or have >= w0:
