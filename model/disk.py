@@ -240,7 +240,7 @@ def _zone_buckets(geometry: Geometry):
     return bucket_bytes, np.searchsorted(first_byte, starts, side="right") - 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)  # inlined by LLVM, not copied by numba (compile time)
 def _locate(offset, zones, per_bucket, bucket_zone):
     """(zone, cylinder) of a byte offset: the bucket's lower bound, then forward
     while the next zone starts at or before the offset. Multiplications by
