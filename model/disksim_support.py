@@ -263,7 +263,7 @@ ACTS_WHERE_NOT_FOLLOWED = {
 #: past its segment's room behind the write under way, disk_enablement_function), where the
 #: simulation goes on. The positioning-time policies choose alike here (_pick_next): the
 #: requests compared are never cache hits (checkcache) and a validate trace's requests are never
-#: TIME_CRITICAL or TIME_LIMITED (PRI_ ageing); 14 and 15 age every request by "Timeout
+#: TIME_CRITICAL or TIME_LIMITED (``PRI_`` ageing); 14 and 15 age every request by "Timeout
 #: time/weight", accepted at 0 only (SCHEDULER_DEFAULTS_WITH_PREBUFFERING).
 PREBUFFERING_POLICIES = {
     1: "FCFS (ioqueue_get_request_from_fcfs_queue)",
