@@ -26,3 +26,11 @@ def toy_drive(**changes) -> DriveParameters:
         max_read_ahead_blocks=50, read_ahead_scheme=3, read_ahead_over_requested=True)
     params.update(changes)
     return DriveParameters(**params)
+
+
+def hundred_sector_track_arrays():
+    """The kernel arrays of a one-surface, ten-cylinder g1 layout of 100 sectors a track with no
+    skew: block b is sector b % 100 of track b // 100 (the zero-latency access tests' hand track)."""
+    return ZoneLayout(surfaces=1, first_cylinder=[0], last_cylinder=[9], sectors_per_track=[100],
+                      first_block_offset_sectors=[0.0], track_skew_sectors=[0.0], cylinder_skew_sectors=[0.0],
+                      empty_space_sectors=[0], spares=[0], slips=()).kernel_arrays()

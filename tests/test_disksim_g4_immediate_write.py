@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from _scripts import load_script
+from _toy_drive import hundred_sector_track_arrays
 
 GOLDEN = Path(__file__).parent / "golden" / "disksim_random"
 #: Agreement: within 10 us of DiskSim's own service time.
@@ -98,11 +99,8 @@ def test_immediate_write_track_writes_the_run_under_the_head_first():
     from numba import njit
 
     from diskmodel.model.disksim_access_block import _step_s, immediate_write_track
-    from diskmodel.model.disksim_mapping import ZoneLayout, lbn_to_pbn_one
-    layout = ZoneLayout(surfaces=1, first_cylinder=[0], last_cylinder=[9], sectors_per_track=[100],
-                        first_block_offset_sectors=[0.0], track_skew_sectors=[0.0], cylinder_skew_sectors=[0.0],
-                        empty_space_sectors=[0], spares=[0], slips=())
-    arrays = layout.kernel_arrays()
+    from diskmodel.model.disksim_mapping import lbn_to_pbn_one
+    arrays = hundred_sector_track_arrays()
 
     @njit
     def run(t, not_before, ready):
