@@ -27,10 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _scripts import load_script
+from _scripts import hand_trace_run
 from _toy_drive import hundred_sector_track_arrays
 
-GOLDEN = Path(__file__).parent / "golden" / "disksim_random"
 #: Agreement: within 10 us of DiskSim's own service time.
 TOLERANCE_MS = 0.01
 
@@ -71,17 +70,9 @@ CASES = {
 def _ours(drive, changes, lines, where: Path):
     """Our times [ms] of *lines* on the bundled *drive* with *changes* ("Immediate buffer read" 1),
     and with the flag evolved off (the same folder: maxtor300g's layout takes long to read)."""
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.simulate import simulate_requests
-    make = load_script(GOLDEN / "make_random.py")
-    folder = make.make_folder({"seed": 0, "drive": drive, "changes": {**changes, "Immediate buffer read": "1"},
-                               "rpm": None}, where)
-    (folder / "hand.trace").write_text("\n".join(lines) + "\n")
-    loaded = load_disksim_drive(folder)
-    params = drive_parameters(loaded, disksim_code=True, disksim_access_block_bug=True)
+    params, args = hand_trace_run(drive, {**changes, "Immediate buffer read": "1"}, lines, where)
     assert params.immediate_read
-    trace = loaded.read_trace()
-    args = (trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
     return (simulate_requests(params, *args).service_s * 1e3,
             simulate_requests(params.evolve(immediate_read=False), *args).service_s * 1e3)
 
