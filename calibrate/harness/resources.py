@@ -2,7 +2,10 @@
 
 A :class:`Resource` is one thing a :class:`~diskmodel.calibrate.harness.runstate.Run`
 creates: a scratch file, a folder, a loop device, a mount, a cgroup, a child
-process, an LVM volume, an md array, or what a recorded shell command undoes.
+process, an LVM volume, an md array, a device-mapper device, or the devices
+of a btrfs the kernel scanned. Every kind is typed: nothing here runs a
+command string from a record (a state file naming the old "command" kind is
+refused, not run).
 :func:`present` looks for it (``losetup -J`` and ``findmnt -J`` through
 :mod:`~diskmodel.calibrate.harness.devstate`, the cgroup's folder, the
 process's start time), never trusting the record alone; :func:`undo_one`
@@ -121,9 +124,16 @@ class Resource:
             "vg": lambda: f"LVM volume group {d.get('name')}",
             "lv": lambda: f"LVM logical volume {d.get('name')}",
             "md": lambda: f"md array {d.get('device')}",
-            "command": lambda: f"what `{d.get('undo')}` undoes",
+            "dm": lambda: f"device-mapper device {d.get('name')}",
+            "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
+
+
+#: Why a record of the old "command" kind is not undone: its undo was shell text, which a planted
+#: state file could make root run.
+_REFUSED_COMMAND = ('resource kind "command" (a shell command to run) is refused: nothing was run; '
+                    "remove what it made by hand, then the state file")
 
 
 def _run_quiet(argv: list[str]) -> tuple[int, str]:
@@ -157,8 +167,12 @@ def present(res: Resource) -> bool:
         return _lvm_has("lvs", d["name"])
     if res.kind == "md":
         return os.path.exists(f"/sys/block/{os.path.basename(d['device'])}/md")
-    if res.kind == "command":  # an undo that finds nothing by itself: present until it has run
-        return not d.get("ran_ok", False)
+    if res.kind == "dm":
+        return os.path.exists(f"/dev/mapper/{d['name']}")
+    if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
+        return not d.get("forgotten", False)
+    if res.kind == "command":
+        raise RuntimeError(_REFUSED_COMMAND)
     raise ValueError(f"unknown resource kind {res.kind!r}")
 
 
@@ -253,18 +267,24 @@ def _remove(res: Resource) -> str:
     if res.kind == "md":
         rc, err = _run_quiet(["mdadm", "--stop", d["device"]])
         return "" if rc == 0 else f"mdadm --stop: {err}"
+    if res.kind == "dm":
+        rc, err = _run_quiet(["dmsetup", "remove", d["name"]])
+        return "" if rc == 0 else f"dmsetup remove: {err}"
+    if res.kind == "btrfs":
+        # fails when a device is already gone (its loop detached): then there is nothing to forget
+        _run_quiet(["btrfs", "device", "scan", "--forget", *map(str, d["devices"])])
+        d["forgotten"] = True
+        return ""
     if res.kind == "command":
-        proc = subprocess.run(["/bin/sh", "-c", d["undo"]], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=600, env=dict(os.environ, **d.get("env", {})))
-        if proc.returncode == 0:
-            d["ran_ok"] = True
-            return ""
-        return f"{d['undo']}: exit {proc.returncode}: {proc.stderr.strip()}"
+        raise RuntimeError(_REFUSED_COMMAND)
     raise ValueError(f"unknown resource kind {res.kind!r}")
 
 
 def undo_one(res: Resource, *, attempts: int = 6) -> None:
     """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'."""
+    if res.kind == "command":
+        res.state, res.note = "left", _REFUSED_COMMAND
+        return
     why = ""
     for attempt in range(attempts):
         try:
