@@ -140,14 +140,10 @@ def run_postmark_once(
         if cgroup is not None:
             cgroup.create()
         try:
-            if cgroup is not None:
-                argv = ["/bin/sh", "-c", 'echo $$ > "$1" && exec "$2" "$3"', "sh",
-                        str(cgroup.procs_file), postmark, str(cfg)]
-            else:
-                argv = [postmark, str(cfg)]
             t0 = time.monotonic()
-            proc = spawn(argv, name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, cwd=tmp)
+            proc = spawn([postmark, str(cfg)], name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, cwd=tmp,
+                         cgroup_procs=cgroup.procs_file if cgroup is not None else None)
             out, _ = communicate_or_kill(proc, timeout_s)
             wall = time.monotonic() - t0
             oom = cgroup.oom_kills() if cgroup is not None else 0
