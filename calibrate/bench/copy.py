@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from diskmodel.model.block_workloads import FileCopy
 
-__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_shell", "parse_copy_output"]
+__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output"]
 
 _CHUNK_BYTES = 1 << 20
 _MARK = "DISKMODEL_COPY"
@@ -98,6 +98,37 @@ while [ $r -le {repeats} ]; do
   r=$((r + 1))
 done
 """
+
+
+def copy_on_host(directory: str, workload: FileCopy, *, run, drop_caches, clock=None, tag: str = "copy") -> str:
+    """The copy of :func:`copy_shell` on this machine, with no shell: ``dd`` argument vectors run by
+    *run* (argv -> CompletedProcess; e.g. inside a throttled cgroup), the caches dropped by
+    *drop_caches* and the clock read in Python (*clock*, default ``time.time``, the clock of ``date +%s.%N``).
+    Returns the same lines :func:`parse_copy_output` reads; RuntimeError when a ``dd`` fails."""
+    import os
+    import time
+
+    clock = clock or time.time
+    sizes, repeats = _check(workload)
+    path = os.path.join(directory, "diskmodel-copy.dat")
+    lines = []
+    for _ in range(repeats):
+        for n in (s // _CHUNK_BYTES for s in sizes):
+            steps = (["dd", "if=/dev/zero", f"of={path}", "bs=1048576", f"count={n}", "conv=fsync"],
+                     ["dd", f"if={path}", "of=/dev/null", "bs=1048576"])
+            times = []
+            for argv in steps:
+                drop_caches()
+                times.append(clock())
+                proc = run(argv)
+                times.append(clock())
+                if proc.returncode != 0:
+                    raise RuntimeError(f"the copy's {argv[0]} {argv[2]} failed with status {proc.returncode}: "
+                                       f"{(proc.stderr or '').strip()[-500:]}")
+            os.unlink(path)
+            os.sync()
+            lines.append(f"{_MARK} {tag} {n} " + " ".join(f"{t:.9f}" for t in times))
+    return "\n".join(lines) + "\n"
 
 
 def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:
