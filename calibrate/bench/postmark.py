@@ -260,7 +260,7 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
         from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
         plan = L.build_plan(stack, backing=SCRATCH_DEVICE)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
-                          drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device_expr=plan.device_expr)
+                          drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device=plan.device)
         L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
         result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
                                   memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,
