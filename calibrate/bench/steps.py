@@ -190,14 +190,20 @@ diskmodel_capture() {
   eval "$n=\$v"
   echo "diskmodel:   $n=$v" >&2
 }
+diskmodel_out() {  # the output of "$@" without the blanks at its ends (the host's str.strip())
+  o=$("$@") || return $?
+  b=$(printf ' \t')
+  o=${o#"${o%%[!$b]*}"}
+  printf '%s' "${o%"${o##*[!$b]}"}"
+}
 diskmodel_check() {
   want=$1; shift
-  got=$("$@" | tr -d ' ')
+  got=$(diskmodel_out "$@")
   [ "$got" = "$want" ] || { echo "diskmodel: $* printed '$got', not '$want'" >&2; exit 1; }
 }
 diskmodel_wait() {
   want=$1; shift
-  while [ "$("$@" | tr -d ' ')" != "$want" ]; do sleep 1; done
+  while [ "$(diskmodel_out "$@")" != "$want" ]; do sleep 1; done
 }
 diskmodel_first_free_md() {  # the first md minor from 100 not taken (the host's arrays are never touched)
   i=100; while [ -e /sys/block/md$i ] || [ -e /dev/md$i ]; do i=$((i + 1)); done; echo /dev/md$i
