@@ -209,7 +209,7 @@ def test_a_members_delay_is_built_in_the_vm_only_and_may_come_alone_or_with_a_ra
 
     plan = L.build_plan(stack, backing="/dev/vda", file_system=False)
     assert _guest_throttle(plan, {"sda": {"delay_s": 0.005}}) == ""
-    assert '"$mm wbps=1048576" > $cg/io.max' in _guest_throttle(plan, {"sda": {"delay_s": 0.005,
+    assert 'echo "$mm" wbps=1048576 > $cg/io.max' in _guest_throttle(plan, {"sda": {"delay_s": 0.005,
                                                                                 "write_bytes_per_s": MIB}})
 
 

@@ -325,6 +325,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
             assert re.fullmatch(r"/dev/loop\d+", dev)
             line = [ln for ln in Path("/proc/mounts").read_text().splitlines() if f" {mnt} " in ln]
             assert line and line[0].split()[2] in ("ext3", "ext4")  # ext3 is served by the ext4 driver
+            assert {"nosuid", "nodev"} <= set(line[0].split()[3].split(","))   # a scratch mount: no suid, no devices
             assert int(subprocess.check_output(["blockdev", "--getsize64", dev])) == fs
             (Path(mnt) / "probe").write_bytes(b"x" * 4096)
             listing = subprocess.check_output(["losetup", "-l", "-n", "-O", "NAME,OFFSET,SIZELIMIT,DIO", dev],

@@ -421,7 +421,7 @@ def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path)
         pm = wait_for(lambda: [p for p, c in _children(proc.pid).items() if c == "postmark"], 60,
                        "postmark to start")
         assert _loops_backed_by(scratch) and _our_cgroups(proc.pid)
-        mnt = re.search(r"stdout: (/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
+        mnt = re.search(r"captured DISKMODEL_MNT=(/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
         assert _mounts_under(mnt)
         time.sleep(0.5)
         rc = _interrupted(proc, err)

@@ -207,6 +207,7 @@ class HostExecutor:
                     if not value:
                         raise LayoutError(f"step {i} ({step.description}) printed nothing to capture")
                     self.variables[step.capture] = value
+                    self.log.info("  captured %s=%s", step.capture, value)
                 if res is not None:
                     self._run.created(res, **{k: self.resolve(v) for k, v in pending.items()})
                 elif step.resource is not None:

@@ -364,7 +364,7 @@ def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
         if region.disk in slow:
             limits = " ".join(f"{_IO_MAX_KEYS[k]}={v}" for k, v in slow[region.disk].items())
             lines.append(f'mm=$(lsblk -dno MAJ:MIN "${region.variable}" | tr -d " ")')
-            lines.append(f'echo "$mm {limits}" > $cg/io.max || exit 1')
+            lines.append(f'echo "$mm" {sh_word(limits)} > $cg/io.max || exit 1')
     lines.append("echo $$ > $cg/cgroup.procs || exit 1")
     lines.append('for t in /proc/[0-9]*; do read -r n < "$t/comm" 2>/dev/null || continue; '
                  'case "$n" in md*_raid*) echo "${t#/proc/}" > $cg/cgroup.procs || exit 1;; esac; done')
