@@ -31,6 +31,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model.block_workloads import FileCopy
 
 __all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output"]
@@ -78,11 +79,14 @@ GUEST_CLOCK = "cut -d' ' -f1 /proc/uptime"
 
 
 def copy_shell(directory_expr: str, workload: FileCopy, *, tag: str = "copy", clock: str = HOST_CLOCK) -> str:
-    """The copy as shell (dash; GNU or busybox dd): one line per size and repeat, its four clock readings."""
+    """The copy as shell (dash; GNU or busybox dd): one line per size and repeat, its four clock readings.
+
+    *directory_expr* is one ``sh`` word (:func:`~diskmodel.calibrate.bench.steps.sh_word`); the
+    workload's numbers are rendered by it too."""
     sizes, repeats = _check(workload)
-    mib = " ".join(str(s // _CHUNK_BYTES) for s in sizes)
+    mib = " ".join(sh_word(str(s // _CHUNK_BYTES)) for s in sizes)
     return f"""r=1
-while [ $r -le {repeats} ]; do
+while [ $r -le {sh_word(str(repeats))} ]; do
   for n in {mib}; do
     sync; echo 3 > /proc/sys/vm/drop_caches
     t0=$({clock})

@@ -89,7 +89,7 @@ if [ -n "$limit" ]; then
   echo "{_MARK} CGROUP $cgv"
 fi
 i=1
-while [ $i -le {repeats} ]; do
+while [ $i -le {sh_word(str(repeats))} ]; do
   {"sync; echo 3 > /proc/sys/vm/drop_caches || exit 1" if drop_page_cache else ":"}
   cg=''
   if [ -n "$limit" ]; then
