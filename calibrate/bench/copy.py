@@ -18,11 +18,13 @@ iteration of one size is:
 4. the file is removed, and ``sync``.
 
 The workload is the model's :class:`diskmodel.model.block_workloads.FileCopy`
-(its sizes and repeats).  The steps are shell (:func:`copy_shell`: ``dd`` with
-``conv=fsync``), so that the same text runs on the host and in the
-throwaway VM, and inside a cgroup when a member is throttled; the clock is
-a shell expression (the host's ``date +%s.%N``; the guest's busybox has no
-``%N``, so ``/proc/uptime``, 10 ms).  :func:`parse_copy_output` gives the
+(its sizes and repeats).  In the throwaway VM, whose guest has no Python,
+the steps are shell (:func:`copy_shell`: ``dd`` with ``conv=fsync``, every
+value a word rendered by :func:`~diskmodel.calibrate.bench.steps.sh_word`),
+the clock ``/proc/uptime`` (busybox has no ``%N``; 10 ms); on the host they
+are ``dd`` argument vectors run with no shell (:func:`copy_on_host`, inside a
+cgroup when a member is throttled), the clock Python's (that of ``date
++%s.%N``).  Both print the same lines; :func:`parse_copy_output` gives the
 mean over the repeats of each size's write and read time, and the rates
 (size / mean time).
 """
