@@ -16,8 +16,10 @@ All refusals raise :class:`ScratchRefused` (a ValueError) naming the parameter.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import secrets
 import stat
 import time
 from dataclasses import dataclass
@@ -73,6 +75,20 @@ def fill_file(path: str | os.PathLike, size_bytes: int, *, chunk_bytes: int = 4 
     if st.st_blocks * 512 < size_bytes:
         raise RuntimeError(f"{path}: {st.st_blocks * 512} bytes allocated after writing {size_bytes}: "
                            "the file system keeps it sparse; use another scratch location")
+
+
+def _tag(fd: int, tag: str) -> bool:
+    """Write the run's tag into the new file's ``user.diskmodel.run`` attribute; False where the
+    file system keeps no user attributes (then only the run that made it removes it)."""
+    try:
+        os.setxattr(fd, resources.TAG_XATTR, tag.encode())
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTSUP, errno.EPERM):
+            raise
+        log.info("scratch file: its file system keeps no %s attribute (%s); if this run is killed, "
+                 "`diskmodel cleanup` will not remove it", resources.TAG_XATTR, exc.strerror)
+        return False
+    return True
 
 
 @dataclass
@@ -143,18 +159,30 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
         if not os.path.isdir(parent):
             raise ScratchRefused(f"scratch: directory {parent} does not exist")
         run = runstate.current_run()
-        # Recorded before it exists, so that a run killed while filling it is cleaned up.
-        res = run.intend("file", path=real, not_before=time.time() - 1) if run is not None else None
+        # Recorded before it exists, so that a run killed while filling it is cleaned up; the tag
+        # tells this file from a later one at the same path (resources.file_is_ours).
+        tag = f"{run.run_id if run is not None else os.getpid()}-{secrets.token_hex(8)}"
+        res = (run.intend("file", path=real, tag=tag, not_before=time.time() - 1)
+               if run is not None else None)
         try:
             fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except BaseException:
             if res is not None:
                 run.absent(res)
             raise
-        st_new = os.fstat(fd)
+        try:
+            tagged = _tag(fd, tag)
+            st_new = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(real)   # made by the O_EXCL open above, untagged: nothing else can tell it is ours
+            if res is not None:
+                run.absent(res)
+            raise
         os.close(fd)
         if res is not None:
-            run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}")
+            run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}",
+                        tagged=tagged)
         scratch = Scratch(real, "file", True, size_bytes, keep, resource=res)
         try:
             log.info("filling scratch file %s with %d bytes of data", real, size_bytes)
