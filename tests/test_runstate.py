@@ -238,11 +238,10 @@ _HOLD = ("import sys, time; from diskmodel.calibrate.harness.locks import lock_t
 
 def test_a_lock_holds_across_run_folders_and_leaves_no_lock_file(tmp_path, monkeypatch):
     from diskmodel.calibrate.harness import runstate
-    from diskmodel.calibrate.harness.locks import TargetLocked, lock_dir, lock_target
+    from diskmodel.calibrate.harness.locks import TargetLocked, lock_target
 
     target = tmp_path / "target.img"
     target.write_bytes(b"x")
-    before = set(lock_dir().iterdir()) if lock_dir().exists() else set()
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(target)], stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, DISKMODEL_RUN_DIR=str(tmp_path / "run-a")))
     try:
@@ -256,6 +255,9 @@ def test_a_lock_holds_across_run_folders_and_leaves_no_lock_file(tmp_path, monke
         with pytest.raises(TargetLocked, match=f"pid {holder.pid}"):
             with lock_target(tmp_path / "link.img", purpose="second"):
                 pass
+        from diskmodel.calibrate.harness.locks import lock_dir
+        held = {p for p in lock_dir().iterdir() if str(target) in p.read_text()}
+        assert held   # by path, and by inode
         holder.kill()
         holder.wait()
     finally:
@@ -263,7 +265,7 @@ def test_a_lock_holds_across_run_folders_and_leaves_no_lock_file(tmp_path, monke
     # The killed holder's lock files remain until the next taker, which removes them on release.
     with lock_target(target, purpose="after the holder died"):
         pass
-    assert set(lock_dir().iterdir()) - before == set()
+    assert not any(p.exists() for p in held)
     assert not any(p.suffix == ".lock" for p in tmp_path.rglob("*"))
 
 
