@@ -16,16 +16,18 @@ All refusals raise :class:`ScratchRefused` (a ValueError) naming the parameter.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import secrets
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diskmodel.calibrate.harness import resources, runstate
 from diskmodel.calibrate.harness.devstate import busy_reasons
+from diskmodel.calibrate.harness.locks import lock_target
 from diskmodel.model.units import MIB
 
 __all__ = ["ScratchRefused", "Scratch", "prepare_scratch", "fill_file"]
@@ -105,13 +107,20 @@ class Scratch:
     size_bytes: int
     keep: bool = False
     resource: object = None   # its record in the run's state file (resources.Resource), if any
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)  # its locks
 
     def close(self) -> None:
-        """Delete the file if the tool created it and keep is False. Idempotent.
+        """Delete the file if the tool created it and keep is False, and let go of its lock. Idempotent.
 
         Never while a loop device still holds it: the file is then kept, and
         the run's record (``diskmodel cleanup``) still lists it.
         """
+        try:
+            self._remove()
+        finally:
+            self.held.close()
+
+    def _remove(self) -> None:
         if not (self.kind == "file" and self.created and not self.keep):
             return
         run = runstate.current_run()
@@ -154,6 +163,21 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
     confirmed = destroy_data_on is not None and os.path.realpath(os.fspath(destroy_data_on)) == real
     if destroy_data_on is not None and not confirmed:
         raise ScratchRefused(f"destroy_data_on ({destroy_data_on}) must repeat the scratch path ({raw})")
+    # Locked first, then checked, then written: no other run can start on it between the check that it
+    # is free and the loop device built over it (the lock is held until Scratch.close).
+    held = contextlib.ExitStack()
+    held.enter_context(lock_target(real, purpose="scratch"))
+    try:
+        scratch = _prepare(raw, real, size_bytes, confirmed, keep, held)
+    except BaseException:
+        held.close()
+        raise
+    scratch.held = held
+    return scratch
+
+
+def _prepare(raw: str, real: str, size_bytes: int, confirmed: bool, keep: bool,
+             held: contextlib.ExitStack) -> Scratch:
     if not os.path.lexists(raw):
         parent = os.path.dirname(real) or "."
         if not os.path.isdir(parent):
@@ -183,8 +207,9 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
         if res is not None:
             run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}",
                         tagged=tagged)
-        scratch = Scratch(real, "file", True, size_bytes, keep, resource=res)
+        scratch = Scratch(real, "file", True, size_bytes, keep, resource=res, held=held)
         try:
+            held.enter_context(lock_target(real, purpose="scratch"))   # now by its inode too
             log.info("filling scratch file %s with %d bytes of data", real, size_bytes)
             fill_file(real, size_bytes)
         except BaseException:
