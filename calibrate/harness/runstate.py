@@ -182,8 +182,26 @@ class Run:
             "resources": [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details, "note": r.note}
                           for r in self.resources],
         }
+        text = json.dumps(data, indent=1).encode()
         # Whole or absent: a reader (cleanup, a killed run's successor) never sees half a record.
-        replace_file_atomically(self.path, json.dumps(data, indent=1).encode())
+        if self.path.exists():
+            replace_file_atomically(self.path, text)   # keeps the file's mode, 0600
+            return
+        # The first record: 0600 from the start, whatever the umask (readers refuse one others may write).
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.run_id}.", suffix=".tmp", dir=self.root)
+        try:
+            try:
+                view = memoryview(text)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def start(self) -> "Run":
         with signals_blocked():
