@@ -382,3 +382,51 @@ def test_a_teardown_that_leaves_something_with_no_state_written_names_it_and_cle
         shutil.rmtree(tmp_path / "run", ignore_errors=True)
         if mnt is not None:
             shutil.rmtree(mnt.parent, ignore_errors=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_run_whose_run_folder_fills_up_tears_everything_down(tmp_path):
+    require_root()
+    require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt")
+    run_dir, mark, go, scratch = tmp_path / "run", tmp_path / "mark", tmp_path / "go", tmp_path / "scratch.img"
+    run_dir.mkdir(mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(run_dir)], check=True)
+    try:
+        # losetup runs, then waits until the run folder is full.
+        wrap = tmp_path / "wrap"
+        wrap.mkdir()
+        (wrap / "losetup").write_text(f"""#!/bin/sh
+{shutil.which("losetup")} "$@"
+rc=$?
+case " $* " in
+  *" --find "*) touch "{mark}"; while [ ! -e "{go}" ]; do sleep 0.05; done ;;
+esac
+exit $rc
+""")
+        (wrap / "losetup").chmod(0o755)
+        proc = subprocess.Popen([DISKMODEL, "postmark", *QUICK_RUN, "--scratch", str(scratch)],
+                                env=dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir),
+                                         PATH=f"{wrap}:{os.environ['PATH']}"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(mark.exists, 120, "losetup to attach the loop device")
+            fd = os.open(run_dir / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                with pytest.raises(OSError) as full:
+                    while True:
+                        os.write(fd, b"\0" * 4096)
+            finally:
+                os.close(fd)
+            assert full.value.errno == errno.ENOSPC
+            go.touch()
+            _, err = proc.communicate(timeout=120)
+        finally:
+            _stop(proc)
+        assert proc.returncode == 1, err[-3000:]
+        line = assert_one_error_line(err, "No space left on device")
+        assert str(run_dir) in line and "torn down and checked gone" in line, line
+        (run_dir / "filler").unlink()
+        _assert_nothing_left(tmp_path, run_dir, proc.pid, scratch)
+    finally:
+        subprocess.run(["umount", str(run_dir)], check=False)
