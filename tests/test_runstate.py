@@ -429,4 +429,7 @@ exit $rc
         (run_dir / "filler").unlink()
         _assert_nothing_left(tmp_path, run_dir, proc.pid, scratch)
     finally:
+        # Whatever a failed check left is removed while its record is still there.
+        (run_dir / "filler").unlink(missing_ok=True)
+        _diskmodel(["cleanup"], run_dir)
         subprocess.run(["umount", str(run_dir)], check=False)
