@@ -94,6 +94,9 @@ def _take(lock_file: Path, shown: str, record: dict) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not _same_file(fd, lock_file):   # its holder was removing it (a release, a sweep): again
+                os.close(fd)
+                continue
             holder = {}
             with contextlib.suppress(OSError, ValueError):
                 holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
@@ -178,6 +181,9 @@ def sweep() -> int:
             os.close(fd)   # a live run holds it
             continue
         if _same_file(fd, lock_file):
+            with contextlib.suppress(OSError):   # a run refused meanwhile names who held it
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps({"pid": os.getpid(), "purpose": "diskmodel cleanup"}).encode(), 0)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(lock_file)
                 removed += 1
