@@ -286,8 +286,12 @@ def test_cleanup_removes_the_lock_files_of_killed_runs(tmp_path, monkeypatch):
         holder.wait()
     finally:
         _stop(holder)
+    legacy = runstate.run_root() / "locks"     # where earlier versions kept one lock file per target
+    legacy.mkdir()
+    (legacy / "path-0123.lock").write_text("")
     assert runstate.cleanup(say=lambda _: None)
     assert not any(p.exists() for p in left)
+    assert not legacy.exists()
 
 
 @pytest.mark.integration

@@ -166,9 +166,10 @@ def lock_target(path: str | os.PathLike, *, purpose: str) -> Iterator[None]:
                 _release(folder / f"{key}.lock", _held_locks.pop(key))
 
 
-def sweep() -> int:
-    """Remove the lock files that no process holds (left by killed runs); how many were removed."""
-    folder = lock_dir()
+def sweep(folder: Path | None = None) -> int:
+    """Remove the lock files in *folder* (default :func:`lock_dir`) that no process holds (left by
+    killed runs); how many were removed."""
+    folder = folder or lock_dir()
     removed = 0
     for lock_file in folder.glob("*.lock"):
         try:

@@ -484,6 +484,11 @@ def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> b
         ok = _clean_one(run, dry_run=dry_run, say=say) and ok
     if not dry_run:
         locks.sweep()
+        legacy = run_root() / "locks"   # where earlier versions kept their lock files
+        if legacy.is_dir() and not legacy.is_symlink():
+            locks.sweep(legacy)
+            with contextlib.suppress(OSError):
+                legacy.rmdir()
     return ok
 
 
