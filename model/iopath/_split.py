@@ -1,0 +1,127 @@
+"""Vectorised splitting and assembly shared by the block layers (numpy only).
+
+The split functions take the byte ranges of the ranged requests (reads, writes, discards) and return,
+per piece, the index of the request it came from plus its offset and size; pieces of one request come
+out in address order, requests in input order.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .stream import Flag, Op, Stream, concat
+
+__all__ = [
+    "split_periodic",
+    "split_at",
+    "split_max",
+    "ranged",
+    "flushes_of",
+    "strip_preflush",
+    "assemble",
+    "positive_int",
+    "device_names",
+]
+
+
+def positive_int(layer: str, name: str, value) -> int:
+    """``value`` as an int > 0, or one ValueError line naming the layer's parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{layer}: {name} = {value!r} must be a positive integer")
+    return int(value)
+
+
+def device_names(layer: str, devices, minimum: int) -> list[str]:
+    """The member device names (distinct strings), at least ``minimum`` of them."""
+    names = [str(d) for d in devices]
+    if len(names) < minimum:
+        raise ValueError(f"{layer}: devices = {names!r} needs at least {minimum} devices")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{layer}: devices = {names!r} names a device twice")
+    return names
+
+
+def _pieces(n: np.ndarray):
+    """Per piece: the request index and the piece's number within its request."""
+    idx = np.repeat(np.arange(n.size, dtype=np.int64), n)
+    k = np.arange(idx.size, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return idx, k
+
+
+def split_periodic(off: np.ndarray, size: np.ndarray, unit: int):
+    """Split each range at the multiples of ``unit`` (boundaries anchored at address 0)."""
+    first = off // unit
+    last = (off + size - 1) // unit
+    idx, k = _pieces(last - first + 1)
+    start = np.maximum(off[idx], (first[idx] + k) * unit)
+    end = np.minimum(off[idx] + size[idx], (first[idx] + k + 1) * unit)
+    return idx, start, end - start
+
+
+def split_at(off: np.ndarray, size: np.ndarray, bounds: np.ndarray):
+    """Split each range at the sorted addresses ``bounds`` that fall strictly inside it."""
+    end = off + size
+    lo = np.searchsorted(bounds, off, side="right")
+    hi = np.searchsorted(bounds, end, side="left")
+    idx, k = _pieces(np.maximum(hi - lo, 0) + 1)
+    n_cut = bounds.size
+    at = lo[idx] + k  # the bound after this piece's start
+    start = np.where(k == 0, off[idx], bounds[np.clip(at - 1, 0, max(n_cut - 1, 0))] if n_cut else 0)
+    is_last = at >= hi[idx]
+    stop = np.where(is_last, end[idx], bounds[np.clip(at, 0, max(n_cut - 1, 0))] if n_cut else 0)
+    return idx, start, stop - start
+
+
+def split_max(off: np.ndarray, size: np.ndarray, max_bytes: int):
+    """Split each range into pieces of ``max_bytes`` counted from its own start (the last shorter)."""
+    idx, k = _pieces((size + max_bytes - 1) // max_bytes)
+    start = off[idx] + k * max_bytes
+    return idx, start, np.minimum(max_bytes, off[idx] + size[idx] - start)
+
+
+def ranged(stream: Stream) -> np.ndarray:
+    """Indices of the requests that carry a byte range (everything but flushes)."""
+    return np.flatnonzero(stream.op != Op.FLUSH)
+
+
+def flushes_of(stream: Stream) -> Stream:
+    """An empty flush for every flush request and every request carrying REQ_PREFLUSH: a stacking
+    driver sends such a flush to each member before the data (block/blk-flush.c's flush sequence;
+    md_flush_request in drivers/md/md.c; __send_empty_flush in drivers/md/dm.c)."""
+    i = np.flatnonzero((stream.op == Op.FLUSH) | ((stream.flags & Flag.PREFLUSH) != 0))
+    n = i.size
+    return Stream(
+        stream.time_s[i],
+        np.full(n, Op.FLUSH, np.int8),
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        stream.flags[i] & (Flag.SYNC | Flag.META),
+        i,
+    )
+
+
+def strip_preflush(flags: np.ndarray) -> np.ndarray:
+    """The flags of a request's data part once its preflush went out as a separate flush."""
+    return (flags & ~np.int16(Flag.PREFLUSH)).astype(np.int16)
+
+
+def assemble(parts: Sequence[Stream]) -> Stream:
+    """Concatenate per-device parts and order them by parent (the input order), keeping each part's
+    order within one parent (stable sort); parentless requests go last, by time."""
+    s = concat(parts)
+    if len(s) == 0:
+        return s
+    key = np.where(s.parent < 0, np.iinfo(np.int64).max, s.parent)
+    order = np.lexsort((s.time_s * (s.parent < 0), key))
+    return s.take(order)
+
+
+def by_device(names: Sequence[str], dev: np.ndarray, pieces: Stream) -> dict[str, Stream]:
+    """Split ``pieces`` into one stream per device number ``dev``."""
+    return {name: pieces.take(dev == j) for j, name in enumerate(names)}
+
+
+def per_device(names: Sequence[str], parts: Mapping[str, list[Stream]]) -> dict[str, Stream]:
+    return {name: assemble(parts[name]) for name in names}
