@@ -7,7 +7,7 @@ out in address order, requests in input order.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -20,9 +20,9 @@ __all__ = [
     "ranged",
     "flushes_of",
     "strip_preflush",
-    "assemble",
     "positive_int",
     "device_names",
+    "route",
 ]
 
 
@@ -107,21 +107,26 @@ def strip_preflush(flags: np.ndarray) -> np.ndarray:
     return (flags & ~np.int16(Flag.PREFLUSH)).astype(np.int16)
 
 
-def assemble(parts: Sequence[Stream]) -> Stream:
-    """Concatenate per-device parts and order them by parent (the input order), keeping each part's
-    order within one parent (stable sort); parentless requests go last, by time."""
-    s = concat(parts)
-    if len(s) == 0:
-        return s
+def route(names: Sequence[str], parts: Sequence[tuple[np.ndarray | None, Stream]]) -> dict[str, Stream]:
+    """One stream per device from ``(device number per request, stream)`` parts (``None``: every
+    device gets the part, as flushes). Each device's stream is ordered by parent (the input order),
+    then by part, then as within the part; parentless requests go last, by time. One sort for all
+    devices instead of a mask per device."""
+    n_dev = len(names)
+    devs, streams, ranks = [], [], []
+    for rank, (dev, s) in enumerate(parts):
+        if dev is None:
+            dev = np.repeat(np.arange(n_dev, dtype=np.int64), len(s))
+            s = s.take(np.tile(np.arange(len(s)), n_dev))
+        devs.append(np.asarray(dev, np.int64))
+        streams.append(s)
+        ranks.append(np.full(len(s), rank, np.int64))
+    s = concat(streams)
+    dev = np.concatenate(devs) if devs else np.zeros(0, np.int64)
+    rank = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
     key = np.where(s.parent < 0, np.iinfo(np.int64).max, s.parent)
-    order = np.lexsort((s.time_s * (s.parent < 0), key))
-    return s.take(order)
-
-
-def by_device(names: Sequence[str], dev: np.ndarray, pieces: Stream) -> dict[str, Stream]:
-    """Split ``pieces`` into one stream per device number ``dev``."""
-    return {name: pieces.take(dev == j) for j, name in enumerate(names)}
-
-
-def per_device(names: Sequence[str], parts: Mapping[str, list[Stream]]) -> dict[str, Stream]:
-    return {name: assemble(parts[name]) for name in names}
+    late = np.where(s.parent < 0, s.time_s, 0.0)
+    order = np.lexsort((rank, late, key, dev))
+    s = s.take(order)
+    cuts = np.searchsorted(dev[order], np.arange(n_dev + 1))
+    return {name: s.take(slice(cuts[j], cuts[j + 1])) for j, name in enumerate(names)}

@@ -12,7 +12,7 @@ starts (a back merge or a front merge), as long as the result stays within ``max
 (ll_back_merge_fn / ll_front_merge_fn). Requests carrying REQ_FUA or REQ_PREFLUSH never merge
 (REQ_NOMERGE_FLAGS), and neither do flushes or discards here (discard merging is left out).
 A window is the interval ``[k * window_s, (k + 1) * window_s)`` of issue time (with ``window_s = 0``,
-the requests issued at the same instant: one plug). Within a window requests are merged in address
+consecutive requests issued at the same instant: one plug). Within a window requests are merged in address
 order, as the elevator's sorted queue meets them, greedily from the lowest address up to the size
 limit. The queue's max_segments limit is not modelled.
 """
@@ -56,7 +56,10 @@ def split(stream: Stream, max_sectors_kb: int, chunk_bytes: int | None = None, m
 def _windows(time_s: np.ndarray, window_s: float) -> np.ndarray:
     if window_s > 0:
         return np.floor(time_s / window_s).astype(np.int64)
-    return np.unique(time_s, return_inverse=True)[1].astype(np.int64)
+    # Runs of one issue instant: a stream in issue order has equal times next to each other.
+    change = np.ones(time_s.size, bool)
+    change[1:] = time_s[1:] != time_s[:-1]
+    return np.cumsum(change) - 1
 
 
 def merge(stream: Stream, max_sectors_kb: int, window_s: float = 0.0) -> Stream:
@@ -92,7 +95,9 @@ def merge(stream: Stream, max_sectors_kb: int, window_s: float = 0.0) -> Stream:
     m_flags = np.zeros(n_out, np.int16)
     np.bitwise_or.at(m_flags, out_id, stream.flags[c])
     merged = Stream(stream.time_s[m_parent], stream.op[m_parent], m_off, m_size, m_flags, m_parent)
-    rest = np.setdiff1d(np.arange(n), can)
+    rest_mask = np.ones(n, bool)
+    rest_mask[can] = False
+    rest = np.flatnonzero(rest_mask)
     out = concat([merged, stream.take(rest).replace(parent=rest)])
     return out.take(np.argsort(out.parent, kind="stable"))
 

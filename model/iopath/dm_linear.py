@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._split import assemble, flushes_of, ranged, split_at, strip_preflush
+from ._split import flushes_of, route, ranged, split_at, strip_preflush
 from .stream import Stream
 
 __all__ = ["Segment", "dm_linear"]
@@ -73,8 +73,4 @@ def dm_linear(stream: Stream, segments: Sequence[Segment]) -> dict[str, Stream]:
         strip_preflush(stream.flags[src]),
         src,
     )
-    flushes = flushes_of(stream)
-    out = {}
-    for j, name in enumerate(names):
-        out[name] = assemble([flushes, pieces.take(dev_no[seg] == j)])
-    return out
+    return route(names, [(None, flushes_of(stream)), (dev_no[seg], pieces)])

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._split import assemble, device_names, flushes_of, positive_int, ranged, split_periodic, strip_preflush
+from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .stream import Stream
 
 __all__ = ["dm_striped", "stripe_map"]
@@ -48,5 +48,4 @@ def striped_pieces(layer: str, stream: Stream, devices: Sequence[str], chunk_byt
 def dm_striped(stream: Stream, devices: Sequence[str], chunk_bytes: int, device_offset_bytes=0) -> dict[str, Stream]:
     """One stream per device of ``devices``; ``parent`` is the input index."""
     names, dev, pieces = striped_pieces("dm-striped", stream, devices, chunk_bytes, device_offset_bytes)
-    flushes = flushes_of(stream)
-    return {name: assemble([flushes, pieces.take(dev == j)]) for j, name in enumerate(names)}
+    return route(names, [(None, flushes_of(stream)), (dev, pieces)])

@@ -24,9 +24,9 @@ code), so ``rmw_level`` defaults to "enable" for both levels, as md's default PA
 Left out (said here so no one mistakes this for the full md): the stripe cache, so two requests that
 touch the same stripe_head are costed separately, each reading what it needs (md may find pages
 already up to date in the cache, or batch full-stripe writes across requests), and the raid5
-write-back journal and PPL. Every output page is its own request: merging neighbouring pages into
-larger requests is the block layer's job (block_layer.merge), as md's 4 KiB bios merge in the
-member's queue. Discards are refused: raid456 accepts discards only with the module parameter
+write-back journal and PPL. The pages of one request that are adjacent on one member come out as
+one request (md's per-page bios merged in the member's queue); merging across requests and splitting
+at the member's limits are the block layer's job (block_layer.merge and split). Discards are refused: raid456 accepts discards only with the module parameter
 devices_handle_discard_safely (default N), so md does not advertise discard support.
 """
 
@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._split import assemble, device_names, flushes_of, positive_int, ranged, split_periodic, strip_preflush
+from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .stream import Flag, Op, Stream
 
 __all__ = ["md_raid5", "md_raid6", "STRIPE_SIZE"]
@@ -100,7 +100,7 @@ def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: 
     full = size == STRIPE_SIZE
     rows_per_chunk = chunk_bytes // STRIPE_SIZE
     key = stripe * rows_per_chunk + row  # the stripe_head's page row across the array
-    order = np.lexsort((key, idx))
+    order = _sort_pairs(idx, key)
     idx, key, logical, full = idx[order], key[order], logical[order], full[order]
     new = np.ones(idx.size, bool)
     new[1:] = (idx[1:] != idx[:-1]) | (key[1:] != key[:-1])
@@ -125,13 +125,36 @@ def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: 
     return w[idx[first]], key[first] // rows_per_chunk, key[first] % rows_per_chunk, read, write
 
 
+def _sort_pairs(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """The order sorting by (major, minor), both non-negative: one stable sort of a combined key
+    when it fits in int64 (far faster than np.lexsort), else np.lexsort."""
+    if major.size == 0:
+        return np.zeros(0, np.int64)
+    span = int(minor.max()) + 1
+    if int(major.max()) < (2**62) // span:
+        return np.argsort(major * span + minor, kind="stable")
+    return np.lexsort((minor, major))
+
+
 def _pages(stream, plan, matrix, op, n, level, chunk_bytes, base, flags):
+    """The pages ``matrix`` marks, as requests: one request's pages that are adjacent on one member
+    are coalesced (md submits a bio per page and the member's queue merges a request's run of them;
+    merging across requests and splitting at the member's max_sectors_kb are block_layer's)."""
     src, stripe, row, _, _ = plan
     gi, col = np.nonzero(matrix)
     s = src[gi]
     dev = _members(level, stripe[gi], col, n)
     off = base + stripe[gi] * chunk_bytes + row[gi] * STRIPE_SIZE
-    pieces = Stream(stream.time_s[s], np.full(s.size, op, np.int8), off, np.full(s.size, STRIPE_SIZE, np.int64), flags[s], s)
+    # np.nonzero walks the stripe_heads in (request, address) order, so a stable sort on
+    # (request, member) leaves each member's pages of a request in address order.
+    order = np.argsort(s * n + dev, kind="stable")
+    s, dev, off = s[order], dev[order], off[order]
+    start = np.ones(s.size, bool)
+    start[1:] = (s[1:] != s[:-1]) | (dev[1:] != dev[:-1]) | (off[1:] != off[:-1] + STRIPE_SIZE)
+    first = np.flatnonzero(start)
+    size = np.diff(np.append(first, s.size)) * STRIPE_SIZE
+    s, dev, off = s[first], dev[first], off[first]
+    pieces = Stream(stream.time_s[s], np.full(s.size, op, np.int8), off, size.astype(np.int64), flags[s], s)
     return dev, pieces
 
 
@@ -152,14 +175,8 @@ def _md_parity(level, stream, devices, chunk_bytes, data_offset_bytes, rmw_level
     keep = (stream.flags & (Flag.SYNC | Flag.META)).astype(np.int16)
     pre_dev, pre_reads = _pages(stream, plan, plan[3], Op.READ, n, level, chunk_bytes, base, keep)
     wr_dev, wr_pages = _pages(stream, plan, plan[4], Op.WRITE, n, level, chunk_bytes, base, strip_preflush(stream.flags))
-    flushes = flushes_of(stream)
-    out = {}
-    for j, name in enumerate(names):
-        # Per request: its flush, then the reads a write needs, then the writes (they wait for the reads).
-        out[name] = assemble(
-            [flushes, read_pieces.take(read_dev == j), pre_reads.take(pre_dev == j), wr_pages.take(wr_dev == j)]
-        )
-    return out
+    # Per request: its flush, then the reads a write needs, then the writes (they wait for the reads).
+    return route(names, [(None, flushes_of(stream)), (read_dev, read_pieces), (pre_dev, pre_reads), (wr_dev, wr_pages)])
 
 
 def md_raid5(

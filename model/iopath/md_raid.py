@@ -23,7 +23,9 @@ since 6.9) and raid10.c's read_balance that needs no clock:
   3. with ``members_idle`` false (every member busy, a deep queue), the candidate whose head is
      nearest wins (``abs(sector - head_position)``; the first on a tie); every completed read or write
      moves its member's head to the request's end (update_head_pos).
-This loop is per request in Python: each choice depends on the heads the previous requests left.
+Rule 2 needs no loop: it sends every read to the first candidate (no other mirror ever gets the read
+that rule 1 would need). Rule 3 is a per-request Python loop: each choice depends on the heads the
+previous requests left.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._split import assemble, device_names, flushes_of, positive_int, ranged, split_periodic, strip_preflush
+from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .dm_striped import striped_pieces
 from .stream import Op, Stream
 
@@ -52,8 +54,7 @@ def md_raid0(stream: Stream, devices: Sequence[str], chunk_bytes: int, data_offs
     )
     if len(names) < 2:
         raise ValueError(f"md raid0: devices = {names!r} needs at least 2 devices")
-    flushes = flushes_of(stream)
-    return {name: assemble([flushes, pieces.take(dev == j)]) for j, name in enumerate(names)}
+    return route(names, [(None, flushes_of(stream)), (dev, pieces)])
 
 
 def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_idle: bool, sequential: bool) -> np.ndarray:
@@ -61,6 +62,10 @@ def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_i
 
     ``cand_dev``/``cand_off`` are (requests x copies) arrays of each copy's member and offset.
     """
+    if members_idle:
+        # Only a read continuing a mirror's previous read leaves the first candidate, and a mirror
+        # other than the first only gets reads that way: so every read goes to the first candidate.
+        return np.zeros(len(op), np.int64)
     head = [0] * n_devices
     next_seq = [-1] * n_devices
     choice = np.zeros(len(op), np.int64)
@@ -82,11 +87,8 @@ def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_i
                     best = k
                     break
         if best < 0:
-            if members_idle:
-                best = 0
-            else:
-                dist = [abs(o_row[k] - head[d_row[k]]) for k in range(n_copies)]
-                best = dist.index(min(dist))
+            dist = [abs(o_row[k] - head[d_row[k]]) for k in range(n_copies)]
+            best = dist.index(min(dist))
         choice[i] = best
         d = d_row[best]
         head[d] = next_seq[d] = o_row[best] + sizes[i]
@@ -105,8 +107,7 @@ def _mirrored(layer, stream, names, cand_dev, cand_off, src, size, members_idle,
     s = src[row]
     pieces = Stream(stream.time_s[s], op[row], cand_off[row, col], size[row], strip_preflush(stream.flags[s]), s)
     dev = cand_dev[row, col]
-    flushes = flushes_of(stream)
-    return {name: assemble([flushes, pieces.take(dev == j)]) for j, name in enumerate(names)}
+    return route(names, [(None, flushes_of(stream)), (dev, pieces)])
 
 
 def md_raid1(stream: Stream, devices: Sequence[str], data_offset_bytes: int = 0, members_idle: bool = True) -> dict[str, Stream]:

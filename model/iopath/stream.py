@@ -182,9 +182,20 @@ class Stream:
         """One past each request's last byte."""
         return self.offset_bytes + self.size_bytes
 
+    @classmethod
+    def _trusted(cls, *arrays) -> "Stream":
+        """A stream from arrays taken from validated streams (a selection or concatenation keeps
+        every request valid), skipping the checks: cheap for the layers' large streams."""
+        self = object.__new__(cls)
+        for name, arr in zip(_FIELDS, arrays):
+            arr = np.asarray(arr, dtype=_DTYPES[name])
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        return self
+
     def take(self, index) -> "Stream":
-        """The requests at ``index`` (a boolean mask or integer indices), in that order."""
-        return Stream(*(getattr(self, f)[index] for f in _FIELDS))
+        """The requests at ``index`` (a boolean mask, integer indices or a slice), in that order."""
+        return Stream._trusted(*(getattr(self, f)[index] for f in _FIELDS))
 
     def replace(self, **arrays) -> "Stream":
         """A copy with some fields replaced (validated again)."""
@@ -254,7 +265,7 @@ def concat(streams: Iterable[Stream]) -> Stream:
     streams = list(streams)
     if not streams:
         return Stream.empty()
-    return Stream(*(np.concatenate([getattr(s, f) for s in streams]) for f in _FIELDS))
+    return Stream._trusted(*(np.concatenate([getattr(s, f) for s in streams]) for f in _FIELDS))
 
 
 def device_totals(streams: Mapping[str, Stream]) -> dict[str, dict[str, int]]:
