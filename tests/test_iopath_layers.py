@@ -259,6 +259,18 @@ def test_raid5_one_page_write_rmw_and_rcw():
     assert [o.read_requests for o in out.values()] == [0, 1, 1, 1, 0]
 
 
+def test_raid5_partial_and_full_stripe_writes():
+    # 4 members, chunk 4 KiB (D = 3), stripe 0: P on d, data 0, 1, 2 on a, b, c. Writing 0..8192
+    # overwrites data 0 and 1: rmw = 2 + 1 = 3 > rcw = 3 - 2 = 1 -> read c, write a, b and P.
+    out = md_raid5(reqs((W, 0, 8192)), list("abcd"), 4096)
+    assert [rows(out[m]) for m in "abcd"] == [[(W, 0, 4096, 0)], [(W, 0, 4096, 0)], [(R, 0, 4096, 0)], [(W, 0, 4096, 0)]]
+    # 3 members, chunk 64 KiB (D = 2): a full stripe 0..128 KiB writes 16 pages to each member, a
+    # request's adjacent pages coming out as one 64 KiB request; no reads. 128 KiB * 3 / 2 = 192 KiB.
+    out = md_raid5(reqs((W, 0, 128 * KiB)), list("abc"), 64 * KiB)
+    assert [rows(out[m]) for m in "abc"] == [[(W, 0, 64 * KiB, 0)]] * 3
+    assert sum(o.write_bytes for o in out.values()) == 192 * KiB
+
+
 def test_raid5_layout_rotates_parity_left_symmetric():
     # 3 members, chunk 4 KiB (D = 2): stripe s has P on 2 - s % 3 and data l on (P + 1 + l) % 3.
     # Chunks 0..5: stripe 0 P=c, d0=a, d1=b; stripe 1 P=b, d0=c, d1=a; stripe 2 P=a, d0=b, d1=c.
