@@ -95,6 +95,8 @@ def test_stream_totals_histogram_and_frame():
         (dict(op=[R, R], offset_bytes=[0], size_bytes=[1, 1]), ("offset_bytes has 1 entries",)),
         (dict(op=[R], offset_bytes=[0], size_bytes=[512], flags=[1 << 10]), ("flags[0] = 1024",)),
         (dict(op=[R], offset_bytes=[0], size_bytes=[512], parent=[-2]), ("parent[0] = -2",)),
+        (dict(op=np.array([257]), offset_bytes=[0], size_bytes=[512]), ("op[0] = 257",)),
+        (dict(op=[R], offset_bytes=[0], size_bytes=[512], flags=np.array([65536 + 1])), ("flags[0] = 65537",)),
         (dict(op=[R], offset_bytes=[0.5], size_bytes=[512]), ("offset_bytes[0] = 0.5",)),
         (dict(time_s=[float("nan")], op=[R], offset_bytes=[0], size_bytes=[512]), ("time_s[0]",)),
     ],

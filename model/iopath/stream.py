@@ -100,6 +100,13 @@ class Stream:
                 if not whole.all():
                     i = _first(~whole)
                     raise _bad(name, i, arr[i].item())
+            if name in ("op", "flags") and arr.size:
+                # Check before the cast to a small integer type, which would wrap silently.
+                top = int(max(Op)) if name == "op" else _ALL_FLAGS
+                out = (arr < 0) | (arr > top)  # the flags are bits 0..5: any value in 0..63 is valid
+                if out.any():
+                    i = _first(out)
+                    raise _bad(name, i, arr[i].item())
             arr = np.array(arr, dtype=_DTYPES[name], copy=True)
             arr.setflags(write=False)
             if n is None:
