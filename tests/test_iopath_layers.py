@@ -353,6 +353,25 @@ def test_loop_direct_io_maps_extents_and_marks_allocation():
     one_line(e, "loop", "request 0", "file_bytes 1048576")
 
 
+@FAST
+@given(streams, st.lists(st.tuples(st.integers(0, 1023), st.integers(1, 64)), max_size=6))
+def test_loop_sends_every_write_once_and_allocates_only_holes(s, ext_pages):
+    # extents at page granularity, made disjoint, each at a disk offset 1 GiB apart
+    taken, extents = set(), []
+    for i, (start, n) in enumerate(ext_pages):
+        pages = set(range(start, start + n))
+        if not pages & taken:
+            taken |= pages
+            extents.append((start * 4096, n * 4096, (i + 1) << 30))
+    out = loop(s, 8 << 20, extents)
+    assert out.device.write_bytes + out.file.write_bytes == s.write_bytes
+    assert out.device.read_bytes + out.file.read_bytes <= s.read_bytes
+    for off, length in out.allocated.tolist():
+        assert all(p not in taken for p in range(off // 4096, (off + length) // 4096))
+    if not extents:
+        assert len(out.device) == 0
+
+
 # -- dm-thin ------------------------------------------------------------------------------------
 def test_dm_thin_provisions_in_first_write_order_and_zeroes():
     K = 64 * KiB

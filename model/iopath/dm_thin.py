@@ -16,7 +16,8 @@ Metadata commits (the counted stream on the metadata device; a documented approx
 commits its metadata transaction on a REQ_PREFLUSH or REQ_FUA bio when the device changed in this
 transaction (bio_triggers_commit) and every COMMIT_PERIOD (1 s) if anything changed
 (process_deferred_bios with need_commit_due_to_time). Here "changed" means a block was provisioned
-since the last commit. A commit writes, as 4 KiB metadata blocks: one btree leaf per group of
+since the last commit (provisioning at the end of the stream is committed at the next 1-s tick,
+as the pool's waker would). A commit writes, as 4 KiB metadata blocks: one btree leaf per group of
 252 consecutive thin blocks newly mapped (a leaf holds (4096 - 32) / 16 entries, rounded down to a
 multiple of 3, in persistent-data's btree), one data space-map bitmap block per group of 16320 data
 blocks newly allocated (dm-space-map-common.c, ENTRIES_PER_BLOCK), then a flush, the superblock
