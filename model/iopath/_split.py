@@ -124,9 +124,15 @@ def route(names: Sequence[str], parts: Sequence[tuple[np.ndarray | None, Stream]
     s = concat(streams)
     dev = np.concatenate(devs) if devs else np.zeros(0, np.int64)
     rank = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
-    key = np.where(s.parent < 0, np.iinfo(np.int64).max, s.parent)
-    late = np.where(s.parent < 0, s.time_s, 0.0)
-    order = np.lexsort((rank, late, key, dev))
+    n_rank = len(parts)
+    top = int(s.parent.max()) + 1 if len(s) else 0
+    if len(s) and s.parent.min() >= 0 and (n_dev + 1) * (top + 1) * n_rank < 2**62:
+        # One stable sort of a combined key: far faster than np.lexsort on large streams.
+        order = np.argsort((dev * (top + 1) + s.parent) * n_rank + rank, kind="stable")
+    else:
+        key = np.where(s.parent < 0, np.iinfo(np.int64).max, s.parent)
+        late = np.where(s.parent < 0, s.time_s, 0.0)
+        order = np.lexsort((rank, late, key, dev))
     s = s.take(order)
     cuts = np.searchsorted(dev[order], np.arange(n_dev + 1))
     return {name: s.take(slice(cuts[j], cuts[j + 1])) for j, name in enumerate(names)}
