@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -403,33 +404,36 @@ def test_the_error_names_the_node_the_field_the_option_and_what_works():
 
 # ------------------------------------------------------------------ the validator against the kernel
 
-# (kind, mkfs options, mount options, what /proc/mounts then shows for them, size of the file system)
+# (kind, mkfs options, mount options, what /proc/mounts then shows for them, a malformed option, size)
 KERNEL_CASES = [
     ("ext4", ("-L", "dm-lab", "-E", "lazy_itable_init=1,stride=4", "-I", "256", "-b", "4096"),
      ("noatime", "errors=remount-ro", "data=writeback", "commit=15", "inode_readahead_blks=64", "stripe=16",
       "nodelalloc"),
      ("noatime", "errors=remount-ro", "data=writeback", "commit=15", "inode_readahead_blks=64", "stripe=16",
-      "nodelalloc"), 64 * MIB),
+      "nodelalloc"), "inode_readahead_blks=100", 64 * MIB),
     ("ext3", ("-J", "size=4", "-m", "1"), ("data=journal", "barrier=1", "errors=continue", "commit=7", "resuid=0"),
-     ("data=journal", "commit=7"), 64 * MIB),
+     ("data=journal", "commit=7"), "data_err=maybe", 64 * MIB),
     ("xfs", ("-b", "size=4096", "-d", "agcount=4", "-i", "size=512", "-L", "dmxfs"),
      ("noatime", "allocsize=64k", "logbufs=8", "logbsize=64k", "nouuid", "inode64"),
-     ("noatime", "allocsize=64k", "logbufs=8", "logbsize=64k", "nouuid", "inode64"), 320 * MIB),
+     ("noatime", "allocsize=64k", "logbufs=8", "logbsize=64k", "nouuid", "inode64"), "logbufs=9", 320 * MIB),
     ("btrfs", ("-L", "dmbtrfs", "-m", "dup", "-n", "16384"),
      ("compress=zstd:3", "commit=60", "space_cache=v2", "discard=async", "subvol=/", "max_inline=1024",
       "fatal_errors=panic", "ssd"),
      ("compress=zstd:3", "commit=60", "space_cache=v2", "discard=async", "subvol=/", "max_inline=1024",
-      "fatal_errors=panic", "ssd"), 256 * MIB),
+      "fatal_errors=panic", "ssd"), "space_cache=v3", 256 * MIB),
 ]
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("kind,mkfs,mount,shown,size", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
+@pytest.mark.parametrize("kind,mkfs,mount,shown,malformed,size", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
 def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, tmp_path, kind, mkfs, mount, shown,
-                                                                       size):
+                                                                       malformed, size):
+    """The real mkfs and mount take what the model accepts, and refuse the malformed option the model refuses."""
     require_root()
     require_tools(f"mkfs.{kind}", "mount", "losetup")
     FileSystemNode(Partition(MIB, size), kind=kind, mkfs_options=mkfs, mount_options=mount)  # the model takes them
+    with pytest.raises(ValueError, match=f"^mount_options: {re.escape(malformed)} : "):
+        FileSystemNode(Partition(MIB, size), kind=kind, mount_options=(malformed,))
     image = tmp_path / "fs.img"
     with open(image, "wb") as f:
         f.truncate(size)
@@ -440,6 +444,9 @@ def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, t
     mount_point = tmp_path / "mnt"
     mount_point.mkdir()
     loops.mounts.append(str(mount_point.resolve()))  # recorded before it is made; teardown unmounts it
+    refused = subprocess.run(["mount", "-t", kind, "-o", malformed, device, str(mount_point)],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0, f"the kernel took {malformed}"
     done = subprocess.run(["mount", "-t", kind, "-o", ",".join(mount), device, str(mount_point)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -448,4 +455,3 @@ def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, t
     taken = line.split()[3].split(",")
     assert [o for o in shown if o not in taken] == [], line
     assert line.split()[2] == kind
-
