@@ -13,8 +13,11 @@ can be, and what it is when nothing is said, is kept here as data:
 * :func:`parameters_from_options`: the parameters that ``mkfs.<kind>`` and
   ``mount -o`` options set, so a stack's options and its model describe the
   same file system.  An option the kind's tools do not have is refused
-  naming the option and the kind; options the kind has that do not change
-  the model's cost (a label, ``-q``, ``errors=``) are accepted.
+  naming the option and the kind, and so is a value outside the option's
+  syntax (:mod:`diskmodel.model.fs_options`: enumerations, bounded whole
+  numbers, sizes, paths and names of a strict character set); options the
+  kind has that do not change the model's cost (a label, ``-q``,
+  ``errors=``) are accepted.
 
 Where each default comes from (``FileSystem`` field: value):
 
@@ -283,8 +286,10 @@ def parameters_from_options(kind: str, mkfs_options=(), mount_options=()) -> dic
     ``-i size=``, ``-l size=``, ``-d agcount=``.  btrfs: ``-s``, ``-n``,
     ``-m single|dup``; mount ``commit=``, ``max_inline=``, ``[no]datasum``,
     ``[no]datacow``.  All: ``noatime``/``atime``/``relatime``/``strictatime``.
-    Values are checked by ``FileSystem`` itself (e.g. a block size the kind
-    cannot use); an option the kind does not have is refused here.
+    An option the kind does not have, or a value its syntax does not allow
+    (:mod:`diskmodel.model.fs_options`), is refused here; what the values
+    set is checked by ``FileSystem`` itself (e.g. a block size the kind
+    cannot use).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r})")

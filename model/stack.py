@@ -119,8 +119,10 @@ class FileSystemNode:
         build: when *parameters* are not given, the options set them
         (:func:`diskmodel.model.fs_kinds.parameters_from_options`); when
         they are, an option that contradicts them is refused.  An option
-        the kind does not have (``data=journal`` for xfs) is refused naming
-        it and the kind.
+        the kind does not have (``data=journal`` for xfs), or a value outside
+        its syntax (``errors=`` other than continue, remount-ro or panic;
+        :mod:`diskmodel.model.fs_options`), is refused naming it and what
+        would work.
     """
 
     volume: object
