@@ -258,6 +258,9 @@ def test_every_cli_option_that_becomes_part_of_a_command_is_checked_first(tmp_pa
     for ident, argv, option, valid, names in options:
         for i, suffix in enumerate(SUFFIXES):
             cases[f"{ident} {i}"] = (argv + [option, valid + suffix.replace("{M}", str(marker))], names)
+    for ident, argv, flag in (("postmark", postmark, "--scratch"), ("bench", bench, "--scratch"),
+                              ("experiment", experiment, "--postmark-scratch")):  # read as an option of losetup
+        cases[f"{ident}-leading-dash"] = (argv + [f"{flag}=-f{marker}"], flag)
     for i, suffix in enumerate(SUFFIXES):  # --slow DISK=RATE: the disk's name
         cases[f"bench-slow {i}"] = (bench + ["--scratch", scratch, "--slow",
                                              "sda" + suffix.replace("{M}", str(marker)) + "=1M"], "--slow")

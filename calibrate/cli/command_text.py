@@ -4,7 +4,8 @@ A scratch path, a device, a disk name of ``--slow`` end up in ``losetup``,
 ``mkfs``, ``mount``, a cgroup's ``io.max`` or the script a VM runs.  They are
 held to the rule every text field of a stack is held to
 (:func:`diskmodel.model.nodes.text_field`: one line, no shell metacharacter,
-no control character), so that a bad one is refused in one line naming the
+no control character), and may not start with ``-`` (a command would read it
+as an option of its own), so that a bad one is refused in one line naming the
 flag before a file, a loop device or a mount is made.  Mount and mkfs options
 are checked by their file system's syntax (:mod:`diskmodel.model.fs_options`)
 where the stack is made from them.
@@ -28,3 +29,6 @@ def check_command_text(args, *flags: str) -> None:
                 text_field(flag, value, empty_ok=False)
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
+            if value.startswith("-"):  # a command would read it as one of its own options
+                raise UsageError(f"{flag} must not start with - (got {value!r}; write ./{value} for a file "
+                                 "of that name)")
