@@ -319,17 +319,26 @@ _MKXFS = {
 }
 
 _BTRFS_PROFILE = enum("raid0", "raid1", "raid1c3", "raid1c4", "raid5", "raid6", "raid10", "dup", "single")
+# mkfs.btrfs -O list-all and -R list-all of btrfs-progs 6.2; later versions take the runtime features
+# (quota, free-space-tree) and block-group-tree, squota, raid-stripe-tree under -O too.
 _BTRFS_FEATURES = ("mixed-bg", "extref", "raid56", "skinny-metadata", "no-holes", "raid1c34", "zoned",
-                   "block-group-tree", "free-space-tree", "quota", "list-all")
-_BTRFS_FEATURE_LIST = (f"features of {', '.join(_BTRFS_FEATURES)} (each may start with ^), joined by commas",
-                       lambda v: bool(v) and all(f.lstrip("^") in _BTRFS_FEATURES and f.count("^") <= 1
-                                                  for f in v.split(",")))
+                   "block-group-tree", "free-space-tree", "quota", "squota", "raid-stripe-tree")
+_BTRFS_RUNTIME_FEATURES = ("quota", "free-space-tree")
+
+
+def _feature_list(names):
+    return (f"features of {', '.join(names)} (each may start with ^), joined by commas",
+            lambda v: bool(v) and all(f.lstrip("^") in names and f.count("^") <= 1 for f in v.split(",")))
+
+
+_BTRFS_FEATURE_LIST = _feature_list(_BTRFS_FEATURES)
+_BTRFS_RUNTIME_LIST = _feature_list(_BTRFS_RUNTIME_FEATURES)
 _BTRFS_SIZE = size(4096, 65536, power_of_two=True, suffixes="k")
 _MKBTRFS = {
     "-n": _BTRFS_SIZE, "--nodesize": _BTRFS_SIZE, "-s": _BTRFS_SIZE, "--sectorsize": _BTRFS_SIZE,
     "-m": _BTRFS_PROFILE, "--metadata": _BTRFS_PROFILE, "-d": _BTRFS_PROFILE, "--data": _BTRFS_PROFILE,
     "-O": _BTRFS_FEATURE_LIST, "--features": _BTRFS_FEATURE_LIST,
-    "-R": _BTRFS_FEATURE_LIST, "--runtime-features": _BTRFS_FEATURE_LIST,
+    "-R": _BTRFS_RUNTIME_LIST, "--runtime-features": _BTRFS_RUNTIME_LIST,
     "-L": _LABEL, "--label": _LABEL, "-U": UUID, "--uuid": UUID,
     "--csum": enum("crc32c", "xxhash", "sha256", "blake2"), "--checksum": enum("crc32c", "xxhash", "sha256", "blake2"),
     "-b": size(1, 2**63 - 1, suffixes="kmgtpe"), "--byte-count": size(1, 2**63 - 1, suffixes="kmgtpe"),

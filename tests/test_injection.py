@@ -326,7 +326,7 @@ BAD_MOUNT = [
 ]
 
 VALID_MKFS = {
-    "ext4": [("-b", "1024"), ("-b4096",), ("-I", "128"), ("-J", "size=64"), ("-J", "size=16,location=1g"),
+    "ext4": [("-b", "1024"), ("-b4096",), ("-I", "128"), ("-J", "size=4"), ("-J", "size=4,location=1m"),
              ("-O", "^has_journal,extent,^dir_index,metadata_csum"), ("-E", "stride=16,stripe_width=32"),
              ("-E", "lazy_itable_init=0,lazy_journal_init,root_owner=0:0"), ("-L", "dm-lab_1"), ("-m", "0.5"),
              ("-m", "5"), ("-N", "4096"), ("-i", "16384"), ("-T", "small"), ("-U", "random"),
@@ -337,7 +337,7 @@ VALID_MKFS = {
             ("-m", "crc=1,finobt=1,reflink=1,bigtime=1"), ("-n", "size=8192,ftype=1"), ("-s", "size=4096"),
             ("-L", "xfslab"), ("-f",), ("-K",)],
     "btrfs": [("-n", "16384"), ("--nodesize", "32k"), ("-s", "4096"), ("-m", "single"), ("--metadata=dup",),
-              ("-d", "single"), ("-O", "no-holes,^free-space-tree"), ("-R", "quota"), ("-L", "lab"),
+              ("-d", "single"), ("-O", "no-holes,^mixed-bg"), ("-R", "quota,^free-space-tree"), ("-L", "lab"),
               ("--csum", "xxhash"), ("-b", "256m"), ("-U", "0b2c7f4e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"), ("-K",)],
 }
 
@@ -364,6 +364,7 @@ BAD_MKFS = [
     ("btrfs", ("-n", "12k"), "-n takes a size of 4096 to 65536 bytes, a power of two"),
     ("btrfs", ("--label=a|b",), "--label takes a label"),
     ("btrfs", ("-O", "mixed-bg;x"), "-O takes features of"),
+    ("btrfs", ("-R", "no-holes"), "-R takes features of quota, free-space-tree"),
 ]
 
 
@@ -458,3 +459,25 @@ def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, t
     taken = line.split()[3].split(",")
     assert [o for o in shown if o not in taken] == [], line
     assert line.split()[2] == kind
+
+
+MKFS_IMAGE_BYTES = {"ext4": 64 * MIB, "xfs": 1024 * MIB, "btrfs": 256 * MIB}  # sparse image files
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(VALID_MKFS))
+def test_each_mkfs_option_form_the_validator_accepts_is_taken_by_the_real_mkfs(tmp_path, kind):
+    """mkfs.<kind> makes a file system on an image file with each accepted form (no device needed)."""
+    require_tools(f"mkfs.{kind}")
+    force = "-F" if kind == "ext4" else "-f"
+    refused = []
+    for options in VALID_MKFS[kind]:
+        image = tmp_path / "fs.img"
+        with open(image, "wb") as f:
+            f.truncate(MKFS_IMAGE_BYTES[kind])
+        made = subprocess.run([f"mkfs.{kind}", force, "-q", *options, str(image)], capture_output=True, text=True)
+        if made.returncode != 0:
+            refused.append(f"{' '.join(options)}: {made.stderr.strip()[:200]}")
+        image.unlink()
+    assert refused == []
