@@ -252,6 +252,10 @@ def _mkfs_parameters(kind: str, options) -> dict:
 
 def _mount_parameters(kind: str, options) -> dict:
     out = {}
+    keys = {option.partition("=")[0]: option for option in options}
+    if kind == "xfs" and len({"sunit", "swidth"} & set(keys)) == 1:  # xfs(5): "must be specified together"
+        option = keys.get("sunit") or keys.get("swidth")
+        raise ValueError(f"mount_options: {shown(option)} : xfs takes sunit and swidth together")
     for option in options:
         key, value = check_mount_option(kind, option)
         where = f"mount_options {key}"

@@ -23,7 +23,7 @@ Sources (the options of the tools and kernel of Debian 12 and later kernels):
   a power of two);
 * btrfs mount: ``btrfs(5)`` (``compress=zlib[:1-9]|lzo|zstd[:1-15]|no``, level 0
   the default; ``space_cache=v1|v2``; ``discard=sync|async``;
-  ``fatal_errors=bug|panic``; ``rescue=`` modes joined by ``:``);
+  ``fatal_errors=bug|panic``; ``rescue=`` one mode each);
 * the VFS options of ``mount(8)`` every kind takes;
 * mkfs: ``mke2fs(8)``, ``mkfs.xfs(8)`` (xfsprogs 6.1) and ``mkfs.btrfs(8)``
   (btrfs-progs 6.2).
@@ -118,7 +118,8 @@ _VFS = {key: FLAG for key in (
     "iversion", "noiversion", "mand", "nomand", "noatime", "atime", "relatime", "strictatime")}
 
 _EXT_COMMON = {
-    **{key: FLAG for key in ("acl", "noacl", "user_xattr", "nouser_xattr", "grpid", "bsdgroups", "nogrpid",
+    # nouser_xattr: in ext4(5), but the ext4 driver that mounts ext2/3/4 no longer parses it (6.x)
+    **{key: FLAG for key in ("acl", "noacl", "user_xattr", "grpid", "bsdgroups", "nogrpid",
                              "sysvgroups", "bsddf", "minixdf", "nouid32", "debug", "oldalloc", "orlov", "quota",
                              "noquota", "usrquota", "grpquota", "nocheck")},
     "errors": enum("continue", "remount-ro", "panic"),
@@ -179,8 +180,10 @@ _BTRFS = {
     "fatal_errors": enum("bug", "panic"),
     "max_inline": size(0, _U32_MAX),
     "metadata_ratio": whole(0, _U32_MAX),
-    "rescue": _listing(":", enum("usebackuproot", "nologreplay", "ignorebadroots", "ibadroots", "ignoredatacsums",
-                                 "idatacsums", "ignoremetacsums", "ignoresuperflags", "all")),
+    # one mode per rescue= (several rescue= options for several modes): kernels from 6.8 (the new mount
+    # API) refuse the ":"-joined list that 5.9-6.7 took
+    "rescue": enum("usebackuproot", "nologreplay", "ignorebadroots", "ibadroots", "ignoredatacsums", "idatacsums",
+                   "ignoremetacsums", "ignoresuperflags", "all"),
     "space_cache": either(FLAG, enum("v1", "v2")),
     "subvol": PATH,
     "subvolid": whole(0, 2**64 - 1),
