@@ -31,11 +31,28 @@ Sources (the options of the tools and kernel of Debian 12 and later kernels):
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 EXT_KINDS = ("ext2", "ext3", "ext4")
 
 # ------------------------------------------------------------------ value types
-# A type is (what, check): *what* says what works, *check(value)* is True for a good value.
+
+@dataclass(frozen=True)
+class Syntax:
+    """What an option's value may be: *what* says it in words, *check(value)* is True for a good value.
+
+    bare_ok: the option may also come without a value (``compress`` and ``compress=zstd``); items: the
+    value is key[=value] items joined by commas, each key's value of the Syntax in *items* (``-E``, ``-d``).
+    """
+
+    what: str
+    check: Callable[[str], bool] | None = None
+    bare_ok: bool = False
+    items: dict | None = None
+
+
+FLAG = None  #: an option without a value
 
 _NAME_CHARS = r"[A-Za-z0-9._+@:-]"
 _PATH_RE = re.compile(rf"/?(?:{_NAME_CHARS}+/?)*")
@@ -51,11 +68,11 @@ def _join(words) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-def enum(*values: str):
-    return (_join(values), lambda v: v in values)
+def enum(*values: str) -> Syntax:
+    return Syntax(_join(values), lambda v: v in values)
 
 
-def whole(low: int, high: int, *, power_of_two: bool = False):
+def whole(low: int, high: int, *, power_of_two: bool = False) -> Syntax:
     def check(value: str) -> bool:
         if not _DIGITS_RE.fullmatch(value):
             return False
@@ -63,13 +80,13 @@ def whole(low: int, high: int, *, power_of_two: bool = False):
         return low <= n <= high and (not power_of_two or n == 0 or n & (n - 1) == 0)
 
     what = f"a whole number from {low} to {high}" + (" (0 or a power of two)" if power_of_two else "")
-    return (what, check)
+    return Syntax(what, check)
 
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50, "e": 1 << 60}
 
 
-def size(low: int, high: int, *, power_of_two: bool = False, suffixes: str = "kmg", blocks: bool = False):
+def size(low: int, high: int, *, power_of_two: bool = False, suffixes: str = "kmg", blocks: bool = False) -> Syntax:
     """A byte count with an optional binary suffix (*suffixes*; mkfs.xfs also counts in b (blocks), s (sectors))."""
     letters = suffixes + ("bs" if blocks else "")
     pattern = re.compile(rf"([0-9]{{1,19}})([{letters}{letters.upper()}]?)")
@@ -85,29 +102,32 @@ def size(low: int, high: int, *, power_of_two: bool = False, suffixes: str = "km
         return low <= n <= high and (not power_of_two or n & (n - 1) == 0)
 
     shown = f"{low} to {high} bytes" + (", a power of two" if power_of_two else "")
-    return (f"a size of {shown} (digits, optionally with {', '.join(letters)})", check)
+    return Syntax(f"a size of {shown} (digits, optionally with {', '.join(letters)})", check)
 
 
-PATH = ("a path of letters, digits and . _ + @ : - /", lambda v: bool(v) and bool(_PATH_RE.fullmatch(v)))
-NAME = ("a name of letters, digits and . _ + @ : -", lambda v: bool(_NAME_RE.fullmatch(v)))
-OPTIONAL_NAME = ("nothing or a name of letters, digits and . _ + @ : -",
-                 lambda v: v == "" or bool(_NAME_RE.fullmatch(v)))
-UUID = ("a UUID (8-4-4-4-12 hex digits)", lambda v: bool(_UUID_RE.fullmatch(v)))
+PATH = Syntax("a path of letters, digits and . _ + @ : - /", lambda v: bool(v) and bool(_PATH_RE.fullmatch(v)))
+OPTIONAL_NAME = Syntax("nothing or a name of letters, digits and . _ + @ : -",
+                       lambda v: v == "" or bool(_NAME_RE.fullmatch(v)))
+UUID = Syntax("a UUID (8-4-4-4-12 hex digits)", lambda v: bool(_UUID_RE.fullmatch(v)))
 BOOL01 = enum("0", "1")
-FLAG = None  #: an option without a value
 
 
-def either(*types):
+def label(limit: int) -> Syntax:
+    return Syntax(f"a label of at most {limit} letters, digits and . _ + @ : -",
+                  lambda v: bool(_NAME_RE.fullmatch(v)) and len(v) <= limit)
+
+
+def either(*types) -> Syntax:
     """A value of any of *types* (FLAG among them: the option may also come without a value)."""
-    valued = [t for t in types if t is not None]
-    what = _join([t[0] for t in valued]) + (" (or no value)" if FLAG in types else "")
-    return (what, lambda v: any(t[1](v) for t in valued), FLAG in types)
+    valued = [t for t in types if t is not FLAG]
+    what = _join([t.what for t in valued]) + (" (or no value)" if FLAG in types else "")
+    return Syntax(what, lambda v: any(t.check(v) for t in valued), bare_ok=FLAG in types)
 
 
-def _listing(separator: str, item):
-    """Items of type *item* joined by *separator* (``rescue=usebackuproot:nologreplay``)."""
-    return (f"{item[0]}, several joined by {separator}",
-            lambda v: bool(v) and all(item[1](part) for part in v.split(separator)))
+def _listing(separator: str, item: Syntax) -> Syntax:
+    """Items of *item* joined by *separator* (``quotatype=usrquota:grpquota``)."""
+    return Syntax(f"{item.what}, several joined by {separator}",
+                  lambda v: bool(v) and all(item.check(part) for part in v.split(separator)))
 
 
 # ------------------------------------------------------------------ mount options
@@ -165,8 +185,8 @@ _XFS = {
     "sunit": whole(0, _INT_MAX), "swidth": whole(0, _INT_MAX),
     "dax": either(FLAG, enum("always", "never", "inode")),
 }
-_COMPRESS = ("zlib, zlib:0 to zlib:9, lzo, zstd, zstd:0 to zstd:15 or no",
-             lambda v: bool(re.fullmatch(r"zlib(:[0-9])?|lzo|zstd(:([0-9]|1[0-5]))?|no", v)))
+_COMPRESS = Syntax("zlib, zlib:0 to zlib:9, lzo, zstd, zstd:0 to zstd:15 or no",
+                   lambda v: bool(re.fullmatch(r"zlib(:[0-9])?|lzo|zstd(:([0-9]|1[0-5]))?|no", v)))
 _BTRFS = {
     **{key: FLAG for key in ("acl", "noacl", "autodefrag", "noautodefrag", "barrier", "nobarrier", "clear_cache",
                              "datacow", "nodatacow", "datasum", "nodatasum", "degraded", "nodiscard", "enospc_debug",
@@ -219,14 +239,18 @@ def _check_value(where: str, option: str, key: str, value: str | None, kind_type
         if value is not None:
             raise ValueError(f"{where}: {shown(option)} : {key} takes no value")
         return
-    what, check = kind_type[0], kind_type[1]
-    takes_flag = len(kind_type) > 2 and kind_type[2]
     if value is None:
-        if not takes_flag:
-            raise ValueError(f"{where}: {shown(option)} : {key} needs a value, {what}")
+        if not kind_type.bare_ok:
+            raise ValueError(f"{where}: {shown(option)} : {key} needs a value, {kind_type.what}")
         return
-    if not check(value):
-        raise ValueError(f"{where}: {shown(option)} : {key} takes {what}")
+    if kind_type.items is not None:
+        for item in value.split(","):
+            sub_key, eq, sub_value = item.partition("=")
+            if sub_key not in kind_type.items:
+                raise ValueError(f"{where}: {shown(option)} : {key} takes {kind_type.what}")
+            _check_value(where, option, f"{key} {sub_key}", sub_value if eq else None, kind_type.items[sub_key])
+    elif not kind_type.check(value):
+        raise ValueError(f"{where}: {shown(option)} : {key} takes {kind_type.what}")
 
 
 def check_mount_option(kind: str, option: str) -> tuple[str, str | None]:
@@ -246,16 +270,17 @@ _EXT_FEATURES = ("has_journal", "ext_attr", "resize_inode", "dir_index", "filety
                  "extents", "flex_bg", "meta_bg", "mmp", "bigalloc", "quota", "inline_data", "metadata_csum",
                  "metadata_csum_seed", "encrypt", "project", "ea_inode", "large_dir", "casefold", "fname_encoding",
                  "verity", "stable_inodes", "64bit", "journal_dev", "orphan_file", "fast_commit", "stable_inodes")
-_FEATURE_LIST = (f"features of {', '.join(sorted(set(_EXT_FEATURES)))} (each may start with ^), joined by commas",
-                 lambda v: bool(v) and all(f.lstrip("^") in _EXT_FEATURES and f.count("^") <= 1
-                                            for f in v.split(",")))
+_FEATURE_LIST = Syntax(f"features of {', '.join(sorted(set(_EXT_FEATURES)))} (each may start with ^), joined by "
+                       "commas", lambda v: bool(v) and all(f.lstrip("^") in _EXT_FEATURES and f.count("^") <= 1
+                                                           for f in v.split(",")))
 _EXT_EXTENDED = {
     "mmp_update_interval": whole(0, _U32_MAX), "stride": whole(0, _U32_MAX), "stripe_width": whole(0, _U32_MAX),
     "stripe-width": whole(0, _U32_MAX), "offset": whole(0, 2**63 - 1), "resize": whole(0, 2**63 - 1),
     "packed_meta_blocks": either(FLAG, BOOL01), "lazy_itable_init": either(FLAG, BOOL01),
     "lazy_journal_init": either(FLAG, BOOL01), "assume_storage_prezeroed": either(FLAG, BOOL01),
     "no_copy_xattrs": FLAG, "num_backup_sb": enum("0", "1", "2"),
-    "root_owner": either(FLAG, ("uid:gid, whole numbers", lambda v: bool(re.fullmatch(r"[0-9]{1,10}:[0-9]{1,10}", v)))),
+    "root_owner": either(FLAG, Syntax("uid:gid, whole numbers",
+                                      lambda v: bool(re.fullmatch(r"[0-9]{1,10}:[0-9]{1,10}", v)))),
     "test_fs": FLAG, "discard": FLAG, "nodiscard": FLAG,
     "quotatype": _listing(":", enum("usrquota", "grpquota", "prjquota")),
     "encoding": enum("utf8", "utf8-12.1"), "encoding_flags": enum("strict"),
@@ -264,29 +289,24 @@ _EXT_EXTENDED = {
 _EXT_JOURNAL_OPTIONS = {"size": whole(1, 10240000), "fast_commit_size": whole(0, 10240000), "device": PATH,
                         "location": size(0, 2**63 - 1, suffixes="kmgt")}
 _EXT_SIZE = size(1024, 65536, power_of_two=True)
-_EXT_USAGE = ("usage types of mke2fs.conf (e.g. small, largefile), joined by commas",
-              lambda v: bool(re.fullmatch(r"[a-z0-9_]+(,[a-z0-9_]+)*", v)))
-_LABEL = ("a label of letters, digits and . _ + @ : -", lambda v: bool(_NAME_RE.fullmatch(v)) and len(v) <= 255)
+_EXT_USAGE = Syntax("usage types of mke2fs.conf (e.g. small, largefile), joined by commas",
+                    lambda v: bool(re.fullmatch(r"[a-z0-9_]+(,[a-z0-9_]+)*", v)))
 
 
-def _suboption_list(table: dict):
+def _suboption_list(table: dict) -> Syntax:
     """key[=value] items of *table*, joined by commas (``-E stride=16,stripe_width=64``, ``-d agcount=4``)."""
-    def what_of() -> str:
-        return f"key[=value] items of {', '.join(table)}, joined by commas"
-
-    return ("suboptions", table, what_of)
+    return Syntax(f"key[=value] items of {', '.join(table)}, joined by commas", items=table)
 
 
 _MKE2FS = {
-    "-b": _EXT_SIZE, "-C": size(1024, 1 << 30, power_of_two=True), "-d": PATH, "-e": enum("continue", "remount-ro", "panic"),
-    "-E": _suboption_list(_EXT_EXTENDED), "-g": whole(8, _U32_MAX), "-G": whole(1, _U32_MAX),
-    "-i": whole(1024, 1 << 26), "-I": whole(128, 65536, power_of_two=True), "-J": _suboption_list(_EXT_JOURNAL_OPTIONS),
-    "-L": ("a label of at most 16 letters, digits and . _ + @ : -",
-           lambda v: bool(_NAME_RE.fullmatch(v)) and len(v) <= 16),
-    "-m": ("a percentage from 0 to 50", lambda v: bool(re.fullmatch(r"[0-9]{1,2}(\.[0-9]{1,6})?", v))
-           and float(v) <= 50),
+    "-b": _EXT_SIZE, "-C": size(1024, 1 << 30, power_of_two=True), "-d": PATH,
+    "-e": enum("continue", "remount-ro", "panic"), "-E": _suboption_list(_EXT_EXTENDED), "-g": whole(8, _U32_MAX),
+    "-G": whole(1, _U32_MAX), "-i": whole(1024, 1 << 26), "-I": whole(128, 65536, power_of_two=True),
+    "-J": _suboption_list(_EXT_JOURNAL_OPTIONS), "-L": label(16),
+    "-m": Syntax("a percentage from 0 to 50", lambda v: bool(re.fullmatch(r"[0-9]{1,2}(\.[0-9]{1,6})?", v))
+                 and float(v) <= 50),
     "-M": PATH, "-N": whole(1, _U32_MAX), "-o": enum("Linux", "GNU", "hurd", "Masix", "FreeBSD", "Lites"),
-    "-O": _FEATURE_LIST, "-r": enum("0", "1"), "-t": None, "-T": _EXT_USAGE,
+    "-O": _FEATURE_LIST, "-r": enum("0", "1"), "-T": _EXT_USAGE,  # -t: the kind itself (mkfs_table)
     "-U": either(UUID, enum("clear", "random", "time")), "-z": PATH,
     **{flag: FLAG for flag in ("-c", "-D", "-F", "-q", "-v", "-S", "-K", "-n", "-j")},
 }
@@ -315,9 +335,7 @@ _XFS_SUB = {
 }
 _MKXFS = {
     **{flag: _suboption_list(table) for flag, table in _XFS_SUB.items()},
-    "-L": ("a label of at most 12 letters, digits and . _ + @ : -",
-           lambda v: bool(_NAME_RE.fullmatch(v)) and len(v) <= 12),
-    "-p": PATH, "-c": _suboption_list({"options": PATH}),
+    "-L": label(12), "-p": PATH, "-c": _suboption_list({"options": PATH}),
     **{flag: FLAG for flag in ("-f", "-q", "-K", "-N")},
 }
 
@@ -329,9 +347,9 @@ _BTRFS_FEATURES = ("mixed-bg", "extref", "raid56", "skinny-metadata", "no-holes"
 _BTRFS_RUNTIME_FEATURES = ("quota", "free-space-tree")
 
 
-def _feature_list(names):
-    return (f"features of {', '.join(names)} (each may start with ^), joined by commas",
-            lambda v: bool(v) and all(f.lstrip("^") in names and f.count("^") <= 1 for f in v.split(",")))
+def _feature_list(names) -> Syntax:
+    return Syntax(f"features of {', '.join(names)} (each may start with ^), joined by commas",
+                  lambda v: bool(v) and all(f.lstrip("^") in names and f.count("^") <= 1 for f in v.split(",")))
 
 
 _BTRFS_FEATURE_LIST = _feature_list(_BTRFS_FEATURES)
@@ -342,7 +360,7 @@ _MKBTRFS = {
     "-m": _BTRFS_PROFILE, "--metadata": _BTRFS_PROFILE, "-d": _BTRFS_PROFILE, "--data": _BTRFS_PROFILE,
     "-O": _BTRFS_FEATURE_LIST, "--features": _BTRFS_FEATURE_LIST,
     "-R": _BTRFS_RUNTIME_LIST, "--runtime-features": _BTRFS_RUNTIME_LIST,
-    "-L": _LABEL, "--label": _LABEL, "-U": UUID, "--uuid": UUID,
+    "-L": label(255), "--label": label(255), "-U": UUID, "--uuid": UUID,
     "--csum": enum("crc32c", "xxhash", "sha256", "blake2"), "--checksum": enum("crc32c", "xxhash", "sha256", "blake2"),
     "-b": size(1, 2**63 - 1, suffixes="kmgtpe"), "--byte-count": size(1, 2**63 - 1, suffixes="kmgtpe"),
     "-r": PATH, "--rootdir": PATH,
@@ -365,19 +383,7 @@ def takes_value(kind_type) -> bool:
 
 def check_mkfs_value(kind: str, flag: str, value: str | None) -> None:
     """Refuse *value* of mkfs flag *flag* unless the flag takes it (suboption lists checked item by item)."""
-    kind_type = mkfs_table(kind)[flag]
-    option = flag if value is None else f"{flag} {value}"
-    if kind_type is FLAG or value is None or kind_type[0] != "suboptions":
-        _check_value("mkfs_options", option, flag, value, kind_type)
-        return
-    table = kind_type[1]
-    if not value:
-        raise ValueError(f"mkfs_options: {shown(option)} : {flag} takes {kind_type[2]()}")
-    for item in value.split(","):
-        key, eq, sub = item.partition("=")
-        if key not in table:
-            raise ValueError(f"mkfs_options: {shown(option)} : {flag} takes {kind_type[2]()}")
-        _check_value("mkfs_options", option, f"{flag} {key}", sub if eq else None, table[key])
+    _check_value("mkfs_options", flag if value is None else f"{flag} {value}", flag, value, mkfs_table(kind)[flag])
 
 
-__all__ = ["check_mkfs_value", "check_mount_option", "mkfs_table", "mount_table", "shown", "takes_value"]
+__all__ = ["Syntax", "check_mkfs_value", "check_mount_option", "mkfs_table", "mount_table", "shown", "takes_value"]
