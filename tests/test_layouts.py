@@ -346,8 +346,8 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) \
             as scratch:
-        # an option ext3 has, with a value the kernel refuses (the model checks names, not every value)
-        plan = _plan("native", fs, backing=scratch.path, mount_options=["errors=bogus"])
+        # a well-formed option of ext3 the kernel refuses here: a journal device path that does not exist
+        plan = _plan("native", fs, backing=scratch.path, mount_options=["journal_path=/nonexistent-diskmodel-journal"])
         ex = X.HostExecutor(plan)
         with pytest.raises(X.LayoutError, match="mount ext3"):
             ex.build()

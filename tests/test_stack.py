@@ -327,7 +327,7 @@ PARTITION = {"kind": "partition", "start_bytes": MIB, "size_bytes": 64 * MIB}
     (_document(PARTITION, parameters={"commit_interval_s": 5}, mount_options=["commit=10"]),
      r"^file_system \(ext3\): mount_options set commit_interval_s to 10.0, which contradicts"),
     (_document(PARTITION, mount_options=["data=sometimes"]),
-     r"^file_system \(ext3\): mount_options: journal_mode must be one of"),
+     r"^file_system \(ext3\): mount_options: data=sometimes : data takes journal, ordered or writeback$"),
     (_document(PARTITION, mount_options="noatime"), r"^file_system \(ext3\): mount_options must be a list"),
     ({**_document(PARTITION), "file_system": {"kind": "jfs", "volume": PARTITION}},
      r"^file_system: unknown kind 'jfs'"),
