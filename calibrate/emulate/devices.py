@@ -173,7 +173,14 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
 
 
-def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | None, index: int) -> None:
+def _socket_path(dir_fd: int) -> str:
+    # A unix socket's path must fit in 108 bytes; the run's folder may be deeper. Both nbdkit and nbdfuse
+    # inherit the folder's descriptor and reach the socket through it.
+    return f"/proc/self/fd/{dir_fd}/nbd.sock"
+
+
+def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | None, index: int,
+                  dir_fd: int) -> None:
     from diskmodel.calibrate.bench.process import spawn
 
     spec, folder = drv.spec, drv.folder
@@ -198,9 +205,9 @@ def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | No
                                      "sys_path": _sys_path()}))
     pidfile, errlog = folder / "nbdkit.pid", folder / "nbdkit.log"
     with open(errlog, "wb") as err:
-        drv.nbdkit = spawn(["nbdkit", "--foreground", "--exit-with-parent", "--unix", str(folder / "nbd.sock"),
+        drv.nbdkit = spawn(["nbdkit", "--foreground", "--exit-with-parent", "--unix", _socket_path(dir_fd),
                             "--pidfile", str(pidfile), "python", str(PLUGIN), f"spec={spec_path}"],
-                           name="nbdkit", stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+                           name="nbdkit", stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(dir_fd,))
     drv.resources.append(drv.nbdkit._diskmodel_resource)  # noqa: SLF001 - spawn's record of it
     _wait_for(_pidfile_written(pidfile), READY_TIMEOUT_S, drv.nbdkit, f"nbdkit serving {spec.name}", errlog)
 
@@ -209,7 +216,7 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "drive"
 
 
-def _start_nbdfuse(run, drv: _Drive) -> Path:
+def _start_nbdfuse(run, drv: _Drive, dir_fd: int) -> Path:
     from diskmodel.calibrate.bench.process import spawn
     from diskmodel.calibrate.harness import devstate
 
@@ -221,8 +228,8 @@ def _start_nbdfuse(run, drv: _Drive) -> Path:
     pidfile, errlog = folder / "nbdfuse.pid", folder / "nbdfuse.log"
     with open(errlog, "wb") as err:
         drv.nbdfuse = spawn(["nbdfuse", "-C", "1", "-P", str(pidfile), str(mountpoint / "nbd"),
-                             "--unix", str(folder / "nbd.sock")],
-                            name="nbdfuse", stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+                             "--unix", _socket_path(dir_fd)],
+                            name="nbdfuse", stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(dir_fd,))
     drv.resources.append(drv.nbdfuse._diskmodel_resource)  # noqa: SLF001
     _wait_for(_pidfile_written(pidfile), MOUNT_TIMEOUT_S, drv.nbdfuse, f"nbdfuse exposing {drv.spec.name}", errlog)
     if not devstate.mounted_at(str(mountpoint)):
@@ -237,8 +244,9 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
     st = os.stat(file)
     if st.st_size != drv.spec.capacity_bytes:
         raise RuntimeError(f"nbdfuse shows {file} with {st.st_size} bytes, not the drive's {drv.spec.capacity_bytes}")
-    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), backing_ino=st.st_ino,
-                              backing_dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", offset_bytes=0)
+    # Found again by the backing file's path alone (it names the run): once nbdfuse is gone, losetup can no
+    # longer stat the file and lists no inode to match.
+    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0)
     drv.resources.append(drv.loop_res)
     proc = _run(["losetup", "--direct-io=on", "--find", "--show", str(file)])
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -273,8 +281,12 @@ def _measure_fixed_cost(device: str, capacity_bytes: int) -> float:
 
 
 def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int) -> None:
-    _start_nbdkit(run, drv, backing_dir, log_dir, index)
-    file = _start_nbdfuse(run, drv)
+    dir_fd = os.open(drv.folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _start_nbdkit(run, drv, backing_dir, log_dir, index, dir_fd)
+        file = _start_nbdfuse(run, drv, dir_fd)
+    finally:
+        os.close(dir_fd)
     device = _attach_loop(run, drv, file)
     fixed = _measure_fixed_cost(device, drv.spec.capacity_bytes)
     control = drv.folder / "control.json"
