@@ -16,7 +16,7 @@ def add_parser(subparsers) -> None:
              "drive's simulation says",
         description=(
             "Serve each DRIVE as a block device: nbdkit serves the drive, nbdfuse exposes it as a file and "
-            "`losetup --direct-io=on` attaches that as /dev/loopN. Every request completes at the time the "
+            "losetup --direct-io=on attaches that as /dev/loopN. Every request completes at the time the "
             "drive's per-request simulation gives (a flat calibration: a latency drawn from its measured "
             "reads), less the path's own fixed cost measured at start; each request's lateness (actual "
             "minus simulated completion) is recorded. Serves until SIGINT or SIGTERM, or for --for-s "
@@ -40,10 +40,10 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=_run)
 
     log = subparsers.add_parser(
-        "emulate-log", help="summarise an emulated drive's request log (the .npz `diskmodel emulate --log-dir` keeps)",
+        "emulate-log", help="summarise an emulated drive's request log (the .npz that diskmodel emulate --log-dir keeps)",
         description="Summarise the request log of an emulated drive: requests by kind, bytes, hits, the simulated "
                     "service time and the lateness p50, p99 and max.")
-    log.add_argument("file", metavar="FILE", help="a request log (.npz) written by `diskmodel emulate --log-dir` "
+    log.add_argument("file", metavar="FILE", help="a request log (.npz) written by diskmodel emulate --log-dir "
                                                   "(no default)")
     log.add_argument("--json", action="store_true", help="print one JSON object (default: text)")
     log.add_argument("--lateness-bound-s", type=positive_seconds, default=None, metavar="S",

@@ -139,6 +139,10 @@ class DriveServer:
         backing = spec.get("backing")
         self.store = _FileStore(backing, self.capacity_bytes) if backing else _MemoryStore(self.capacity_bytes)
         self.session, self.timing_name = session_from_spec(spec["timing"])
+        if spec["timing"].get("kind") != "flat":
+            # A throwaway session serves one request first, so that the simulation is compiled (numba) before
+            # the device is offered, not inside its first request.
+            session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
         self.fixed_cost_s = 0.0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
