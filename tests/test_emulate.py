@@ -412,3 +412,20 @@ def test_short_trace_replay_takes_the_simulated_times(tmp_path):
     # what the replay saw: the simulated time, within the path's cost not taken off and the host's noise
     np.testing.assert_array_less(simulated - 1e-3, took)
     assert np.median(took - simulated) < 2e-3, took - simulated
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_server_that_dies_ends_the_run_in_one_line_and_leaves_nothing(isolated, flat_calibration):
+    require_emulation()
+    env, run_dir, tmp = isolated
+    proc = _start_emulate(flat_calibration, env)
+    json.loads(proc.stdout.readline())
+    state = json.loads(next(run_dir.glob("*.json")).read_text())
+    nbdkit = next(r["details"]["pid"] for r in state["resources"]
+                  if r["kind"] == "process" and r["details"]["name"] == "nbdkit")
+    os.kill(nbdkit, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert_one_error_line(err, "nbdkit serving calibration flat.json")
+    assert_nothing_left(run_dir, tmp)

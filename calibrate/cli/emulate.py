@@ -80,16 +80,18 @@ def _run(args) -> int:
                 print("serving " + (f"for {args.for_s:g} s" if args.for_s else "until SIGINT or SIGTERM"),
                       flush=True)
             serving = True
-            _serve(args.for_s)
+            _serve(args.for_s, devices)
     except KeyboardInterrupt:  # SIGINT or SIGTERM (host_executor.Interrupted) while serving: the normal end
         if not serving:
             raise
     return _report(devices, args.json, bound, args.log_dir is not None)
 
 
-def _serve(for_s: float | None) -> None:
+def _serve(for_s: float | None, devices) -> None:
     end = time.monotonic() + for_s if for_s else None
     while end is None or time.monotonic() < end:
+        for d in devices:
+            d.check_serving()
         time.sleep(0.2 if end is None else max(min(0.2, end - time.monotonic()), 0.0))
 
 

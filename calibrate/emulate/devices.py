@@ -88,9 +88,17 @@ class EmulatedDevice:
     timing: str | None = None
     fixed_cost_s: float | None = None
     summary: dict | None = None
+    _processes: tuple = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
         return {"drive": self.drive, "path": self.path, "size_bytes": self.size_bytes}
+
+    def check_serving(self) -> None:
+        """RuntimeError if nbdkit or nbdfuse, which serve the device, has exited."""
+        for name, proc in self._processes:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} serving {self.drive} ({self.path}) exited with status {proc.returncode}; "
+                                   f"the device no longer works")
 
 
 @dataclass
@@ -294,6 +302,7 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int) -> None:
     tmp.write_text(json.dumps({"fixed_cost_s": fixed}))
     os.replace(tmp, control)
     drv.device.path, drv.device.fixed_cost_s = device, fixed
+    drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))
 
 
 def _unmount_users(device: str, say) -> None:
