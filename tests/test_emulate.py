@@ -188,6 +188,7 @@ def assert_nothing_left(run_dir: Path, tmp: Path) -> None:
     (["no-such-drive"], "DRIVE 'no-such-drive' is not a folder"),
     (["atlas10k", "--for-s", "0"], "--for-s"),
     (["atlas10k", "--for-s", "-1"], "--for-s"),
+    (["hp97560", "--realtime-priority", "0"], "--realtime-priority must be a whole number from 1 to 99 (got 0)"),
 ])
 def test_bad_drive_or_duration_is_one_line(isolated, args, fragment):
     env, run_dir, tmp = isolated

@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
                         help="keep each drive's request log there as DRIVE-N.npz (default: not kept)")
     parser.add_argument("--lateness-bound-s", type=positive_seconds, default=None, metavar="S",
                         help="warn when the lateness p99 exceeds S seconds (default: 0.0005)")
+    parser.add_argument("--realtime-priority", type=int, default=None, metavar="N",
+                        help="serve under the real-time scheduler (SCHED_FIFO) at priority N, 1-99, so that a busy "
+                             "host delays the requests' completions less (default: the normal scheduler)")
     parser.set_defaults(handler=_run)
 
     log = subparsers.add_parser(
@@ -70,7 +73,7 @@ def _run(args) -> int:
     devices = []
     try:
         with emulated_drives(specs, backing_dir=args.backing_dir, log_dir=args.log_dir, lateness_bound_s=bound,
-                             say=_stderr) as devices:
+                             realtime_priority=args.realtime_priority, say=_stderr) as devices:
             if args.json:
                 print(json.dumps({"devices": [d.as_dict() for d in devices]}), flush=True)
             else:

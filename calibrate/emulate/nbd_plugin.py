@@ -47,6 +47,13 @@ def config_complete():
     from diskmodel.calibrate.emulate.server import DriveServer
 
     _server = DriveServer(spec)
+    priority = spec.get("realtime_priority")
+    if priority:
+        # Real-time (SCHED_FIFO) from here on: the threads nbdkit starts to serve requests inherit it, so
+        # that a deadline's wake-up does not wait behind other processes' time slices.
+        import os
+
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
 
 
 def thread_model():
