@@ -24,9 +24,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskmodel.calibrate.emulate.timing import BLOCK_BYTES
+from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, drive_parameters_of
 
-__all__ = ["DriveSpec", "drive_parameters_of", "flat_drive", "resolve_drive"]
+__all__ = ["DriveSpec", "flat_drive", "resolve_drive"]
 
 
 @dataclass
@@ -122,24 +122,3 @@ def _capacity_of(timing: dict, text: str) -> int:
         why = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"DRIVE {text}: {why}") from None
     return int(params.layout.total_blocks) * BLOCK_BYTES
-
-
-def drive_parameters_of(timing: dict):
-    """The :class:`~diskmodel.model.drive_parameters.DriveParameters` of a mechanical timing spec."""
-    from diskmodel.model.drive_parameters import DriveParameters
-
-    kind = timing["kind"]
-    if kind == "disksim":
-        from diskmodel.data.disksim import disksim_drive_folder, read_drive_folder
-        from diskmodel.model.disksim import drive_parameters
-
-        return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
-    if kind == "preset":
-        from diskmodel.model.presets import load_preset
-
-        return DriveParameters.from_disk(load_preset(timing["name"]))
-    if kind == "calibration":
-        from diskmodel.calibrate.harness.results import calibration_from_json
-
-        return DriveParameters.from_disk(calibration_from_json(timing["path"]).to_disk())
-    raise ValueError(f"timing kind {kind!r} has no drive parameters")

@@ -36,8 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "FlatLatencySession", "HeadAndClockAdapter", "Served", "drive_session",
-           "session_from_spec"]
+__all__ = ["BLOCK_BYTES", "FlatLatencySession", "HeadAndClockAdapter", "Served", "drive_parameters_of",
+           "drive_session", "session_from_spec"]
 
 #: The simulation's block [bytes] (DiskSim's and DriveParameters' blocks are 512 bytes).
 BLOCK_BYTES = 512
@@ -169,7 +169,27 @@ def session_from_spec(timing: dict):
                                      seed=int(timing.get("seed", 0)))
         return session, "FlatLatencySession (the calibration's latency distribution)"
     if kind in ("disksim", "preset", "calibration"):
-        from diskmodel.calibrate.emulate.drives import drive_parameters_of
-
         return drive_session(drive_parameters_of(timing))
     raise ValueError(f"timing kind must be 'flat', 'disksim', 'preset' or 'calibration' (got {kind!r})")
+
+
+def drive_parameters_of(timing: dict):
+    """The :class:`~diskmodel.model.drive_parameters.DriveParameters` of a mechanical timing spec
+    (:class:`diskmodel.calibrate.emulate.drives.DriveSpec`'s ``timing``)."""
+    from diskmodel.model.drive_parameters import DriveParameters
+
+    kind = timing["kind"]
+    if kind == "disksim":
+        from diskmodel.data.disksim import disksim_drive_folder, read_drive_folder
+        from diskmodel.model.disksim import drive_parameters
+
+        return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
+    if kind == "preset":
+        from diskmodel.model.presets import load_preset
+
+        return DriveParameters.from_disk(load_preset(timing["name"]))
+    if kind == "calibration":
+        from diskmodel.calibrate.harness.results import calibration_from_json
+
+        return DriveParameters.from_disk(calibration_from_json(timing["path"]).to_disk())
+    raise ValueError(f"timing kind {kind!r} has no drive parameters")
