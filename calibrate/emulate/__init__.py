@@ -2,7 +2,7 @@
 
 ``with emulated_drives(["wd800bd"]) as devices: ...`` yields
 :class:`EmulatedDevice` objects whose ``path`` is a loop device
-(``/dev/loopN``): nbdkit serves the drive (:mod:`.nbd_plugin`,
+(``/dev/loopN``): nbdkit serves the drive (:mod:`._nbd_plugin`,
 :mod:`.server`), nbdfuse exposes it as a file and ``losetup --direct-io=on``
 attaches that (:mod:`.devices`). Each request completes when the drive's
 simulation says (:mod:`.timing`); every request is logged (:mod:`.requestlog`,

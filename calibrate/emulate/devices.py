@@ -7,7 +7,7 @@ For each drive, in a folder of the run's work folder
    :data:`~diskmodel.calibrate.emulate.server.MEMORY_MAX_BYTES`; smaller ones
    keep their data in memory), in *backing_dir* if given;
 2. ``nbdkit`` serving the drive on a unix socket, with the plugin
-   :mod:`diskmodel.calibrate.emulate.nbd_plugin`;
+   :mod:`diskmodel.calibrate.emulate._nbd_plugin`;
 3. ``nbdfuse`` exposing the NBD export as the file ``fuse/nbd`` on a FUSE mount;
 4. ``losetup --direct-io=on --find --show`` on that file: the device.
 
@@ -51,7 +51,7 @@ __all__ = ["EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools
 
 log = logging.getLogger(__name__)
 
-PLUGIN = Path(__file__).resolve().with_name("nbd_plugin.py")
+PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
 #: O_DIRECT reads of one 4 KiB block that measure the path's fixed cost (the first quarter warm it up).

@@ -15,7 +15,9 @@ temporary name and renamed, so a reader never sees half a log). Columns:
 ``service_s``      float64  simulated service time (start to completion)
 ``hit``            int8     the simulation's HitKind (0 media, 1 cache hit,
                             2 read-ahead hit, 3 fast write), -1 not known
-``lateness_s``     float64  actual completion minus the simulated one
+``lateness_s``     float64  actual completion minus the simulated one, as
+                            the server sees it (the way back to the
+                            caller is part of the fixed cost taken off)
 ``probe``          bool     a read of the start-up measurement of the path's
                             fixed cost (served at once, not simulated)
 ``error``          int16    errno of a failed request (0: none)

@@ -1,7 +1,7 @@
 """One emulated drive's server: its data, its timing and its request log (runs inside nbdkit).
 
 :class:`DriveServer` is what the nbdkit plugin
-(:mod:`diskmodel.calibrate.emulate.nbd_plugin`) calls for every request. It
+(:mod:`diskmodel.calibrate.emulate._nbd_plugin`) calls for every request. It
 keeps no thread of its own and knows nothing of nbdkit, so it is tested
 directly too.
 

@@ -2,7 +2,7 @@
 
 Run by :mod:`diskmodel.calibrate.emulate.devices` as
 
-    ``nbdkit --foreground --unix SOCKET --pidfile PIDFILE python nbd_plugin.py spec=SPEC.json``
+    ``nbdkit --foreground --unix SOCKET --pidfile PIDFILE python _nbd_plugin.py spec=SPEC.json``
 
 nbdkit embeds the system's Python, not the one diskmodel runs in, so this
 file imports only the standard library and nbdkit until ``config_complete``;
