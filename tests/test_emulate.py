@@ -307,9 +307,12 @@ def test_odirect_reads_take_the_flat_models_time(tmp_path):
     assert len(served) == n and (served["service_s"] == latency).all()
     assert (served["lateness_s"] >= 0).all()
     assert devices[0].summary["lateness_p99_s"] == pytest.approx(np.percentile(served["lateness_s"], 99))
-    # the time a reader sees: the model's, within the path's cost not taken off and the host's noise
-    assert latency - 0.5e-3 < np.median(took) < latency + slack, took
-    assert (took > latency - 1e-3).all(), took
+    # the time a reader sees: never shorter than the model's less the fixed cost taken off (the path takes at
+    # least that), and the model's within the path's cost not taken off and the host's noise: other processes
+    # only add to it, so the test asks that of the lower quartile (a busy shared host delays reads by ms)
+    fixed = devices[0].fixed_cost_s
+    assert (took > latency - fixed - 0.2e-3).all(), (fixed, took)
+    assert np.percentile(took, 25) < latency + slack, (fixed, took)
 
 
 def _start_emulate(cal: Path, env: dict) -> subprocess.Popen:
@@ -410,9 +413,11 @@ def test_short_trace_replay_takes_the_simulated_times(tmp_path):
     assert list(served["op"]) == [1 if w else 0 for w in trace.is_write]
     simulated = served["service_s"].to_numpy()
     assert set(np.round(simulated - (trace.blocks * 512 - 512) * 1e-8, 9)) <= {2e-3, 4e-3}
-    # what the replay saw: the simulated time, within the path's cost not taken off and the host's noise
-    np.testing.assert_array_less(simulated - 1e-3, took)
-    assert np.median(took - simulated) < 2e-3, took - simulated
+    # what the replay saw: the simulated time less at most the fixed cost taken off, and within the path's
+    # cost not taken off and the host's noise for a quarter of the requests at least (see the O_DIRECT test)
+    fixed = devices[0].fixed_cost_s
+    np.testing.assert_array_less(simulated - fixed - 0.2e-3, took)
+    assert np.percentile(took - simulated, 25) < 2e-3, (fixed, took - simulated)
 
 
 @pytest.mark.integration
