@@ -217,7 +217,10 @@ def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | No
                             "--pidfile", str(pidfile), "python", str(PLUGIN), f"spec={spec_path}"],
                            name="nbdkit", stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(dir_fd,))
     drv.resources.append(drv.nbdkit._diskmodel_resource)  # noqa: SLF001 - spawn's record of it
-    _wait_for(_pidfile_written(pidfile), READY_TIMEOUT_S, drv.nbdkit, f"nbdkit serving {spec.name}", errlog)
+    what = f"nbdkit serving {spec.name}"
+    if spec.timing.get("kind") != "flat":
+        what += " (its simulation is compiled on its first use, which takes minutes; later runs reuse it)"
+    _wait_for(_pidfile_written(pidfile), READY_TIMEOUT_S, drv.nbdkit, what, errlog)
 
 
 def _safe(name: str) -> str:
