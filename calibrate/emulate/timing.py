@@ -108,8 +108,9 @@ class HeadAndClockAdapter:
 
     Carries the clock and the head (cylinder, surface) across requests; the
     buffer starts empty at every request (see the module doc). A request
-    larger than a buffer segment is served as back-to-back pieces of at most
-    a segment, which the batch simulation requires of some drives.
+    larger than a buffer segment that the batch simulation refuses whole on
+    this drive (a read with a controller delay, a write with queued fast
+    writes) is served as back-to-back pieces of at most a segment.
     """
 
     def __init__(self, params, *, start_s: float = 0.0, start_cylinder: int = 0, start_head: int = 0):
@@ -128,19 +129,29 @@ class HeadAndClockAdapter:
         _check_request(lbn, blocks, arrival_s, self.total_blocks, self._last_arrival_s)
         self._last_arrival_s = arrival_s
         start = max(float(arrival_s), self._clock_s)
+        try:
+            t, hit = self._pieces(is_write, lbn, blocks, start, blocks)
+        except ValueError:  # refused whole by the batch simulation on this drive (see the class doc)
+            if not self._piece_blocks or blocks <= self._piece_blocks:
+                raise
+            t, hit = self._pieces(is_write, lbn, blocks, start, self._piece_blocks)
+        self._clock_s = t
+        return Served(float(arrival_s), start, t, t - start, hit)
+
+    def _pieces(self, is_write, lbn, blocks, start, step):
         t = start
         hit = 0
-        step = self._piece_blocks or blocks
+        cylinder, head = self._cylinder, self._head
         for first in range(lbn, lbn + blocks, step):
             count = min(step, lbn + blocks - first)
             result = self._simulate(self.params, np.array([bool(is_write)]), np.array([first], np.int64),
                                     np.array([count], np.int64), np.zeros(1), start_s=t,
-                                    start_cylinder=self._cylinder, start_head=self._head)
+                                    start_cylinder=cylinder, start_head=head)
             t += float(result.service_s[0])
-            self._cylinder, self._head = result.end_cylinder, result.end_head
+            cylinder, head = result.end_cylinder, result.end_head
             hit = int(result.hit[0]) if first == lbn else hit
-        self._clock_s = t
-        return Served(float(arrival_s), start, t, t - start, hit)
+        self._cylinder, self._head = cylinder, head
+        return t, hit
 
 
 def drive_session(params):
