@@ -29,15 +29,33 @@ DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
 RECORDING_BACKEND = """
     import os
+    import shutil
+
+    def _at_first_read():
+        # DISKMODEL_TEST_FILL: a file to grow until its file system is full; DISKMODEL_TEST_RMTREE: a folder
+        # to remove (what happens to the output's place while a run measures).
+        fill = os.environ.get("DISKMODEL_TEST_FILL")
+        if fill:
+            with open(fill, "ab", buffering=0) as fh:
+                try:
+                    while True:
+                        fh.write(b"x" * 4096)
+                except OSError:
+                    pass
+        if os.environ.get("DISKMODEL_TEST_RMTREE"):
+            shutil.rmtree(os.environ["DISKMODEL_TEST_RMTREE"])
 
     class Recording:
         size_bytes = 1 << 28
         block_size_bytes = 4096
 
         def read(self, offset_bytes, length_bytes):
+            first = not os.path.exists(os.environ["DISKMODEL_TEST_READS"])
             with open(os.environ["DISKMODEL_TEST_READS"], "a") as fh:
                 fh.write(f"{offset_bytes}\\n")
-            return 1e-4 + length_bytes / 1e8
+            if first:
+                _at_first_read()
+            return float(os.environ.get("DISKMODEL_TEST_READ_S", "1e-4")) + length_bytes / 1e8
 
     def make():
         return Recording()
@@ -46,9 +64,11 @@ RECORDING_BACKEND = """
 
 @pytest.fixture(autouse=True)
 def run_dir(tmp_path_factory, monkeypatch):
-    """Run state and locks of these runs in a folder of their own (not in the cwd the tests watch)."""
+    """Run state and locks of these runs in a folder of their own (not in the cwd the tests watch), and
+    results that could not be written kept in a state folder of their own (not in the user's)."""
     folder = tmp_path_factory.mktemp("runstate")
     monkeypatch.setenv("DISKMODEL_RUN_DIR", str(folder))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     return folder
 
 
@@ -368,6 +388,92 @@ def test_a_read_only_directory_is_refused_before_the_run(tmp_path, env):
                   cwd=tmp_path, env=env)
         assert_refused(res, "--json", "cannot write in the directory")
         assert not _reads(env)
+
+
+def _fill(folder: Path) -> None:
+    """Fill the file system of *folder* (a small tmpfs) with one file."""
+    with open(folder / "filler", "wb", buffering=0) as fh:
+        with contextlib.suppress(OSError):
+            while True:
+                fh.write(b"x" * 4096)
+
+
+def _temp_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.integration
+def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
+    with _tmpfs(tmp_path / "full", "size=256k") as mnt:
+        earlier = mnt / "cal.json"
+        original = '{"format": "diskmodel.calibration", "format_version": 1}'
+        earlier.write_text(original)
+        _fill(mnt)
+        res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "5", "--json", earlier, "--no-progress",
+                  cwd=tmp_path, env=env)
+        assert res.returncode == 1, res.stderr
+        assert_one_error_line(res, f"--json {earlier}", "No space left on device", "nothing was measured")
+        assert not _reads(env), "the backend was read although the result could not be written"
+        assert earlier.read_text() == original and _temp_files(mnt) == []
+
+
+@pytest.mark.integration
+def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path, env):
+    with _tmpfs(tmp_path / "filling", "size=1m") as mnt:
+        out = mnt / "cal.json"
+        # The backend fills the file system at its first read, after the run has started.
+        env = dict(env, DISKMODEL_TEST_FILL=str(mnt / "filler"), DISKMODEL_TEST_READ_S="2e-3", PYTHONWARNINGS="ignore")
+        res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
+                  cwd=tmp_path, env=env)
+        assert res.returncode == 0, res.stderr
+        assert _reads(env) and (mnt / "filler").stat().st_size > 0
+        assert json.loads(out.read_text())["format"] == "diskmodel.calibration"
+        assert _temp_files(mnt) == []
+
+
+def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_where(tmp_path, env):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    out = folder / "cal.json"
+    # The output's folder disappears while the run measures.
+    env = dict(env, DISKMODEL_TEST_RMTREE=str(folder), DISKMODEL_TEST_READ_S="2e-3", PYTHONWARNINGS="ignore")
+    res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
+              cwd=tmp_path, env=env)
+    assert res.returncode == 1, res.stderr
+    line = assert_one_error_line(res, f"--json {out}", "the result was not written", "the result is kept in ")
+    kept = Path(line.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
+    assert kept.parent == Path(env["XDG_STATE_HOME"]) / "diskmodel" / "unsaved"
+    assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
+    assert _reads(env) and not folder.exists()
+
+
+def test_a_failed_write_names_the_path(tmp_path, monkeypatch):
+    out = tmp_path / "report" / "calibration.json"
+    out.parent.mkdir()
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "write", full)
+    with pytest.raises(OSError) as info:
+        outputs.replace_file_atomically(out, b"{}")
+    monkeypatch.undo()
+    message, code = cli.describe(info.value)
+    assert str(out) in message and "No space left on device" in message and code == 1
+    assert list(out.parent.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built(tmp_path, env):
+    require_tools("postmark", "losetup", "mkfs.ext3")
+    scratch = tmp_path / "scratch.img"
+    with _tmpfs(tmp_path / "full", "size=256k") as mnt:
+        _fill(mnt)
+        res = run("postmark", "--layout", "native", "--workload", "test2", "--size", "16M", "--files", "50",
+                  "--transactions", "100", "--scratch", scratch, "--json", mnt / "pm.json", cwd=tmp_path, env=env)
+        assert res.returncode == 1, res.stderr
+        assert_one_error_line(res, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
+        assert not scratch.exists() and _temp_files(mnt) == []
 
 
 # ---------------------------------------------------------------------------- postmark and experiment
