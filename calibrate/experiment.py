@@ -146,7 +146,8 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
     """
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.harness.report_dir import ReportStaging
-    from diskmodel.calibrate.harness.reserve import calibration_reserve_bytes
+    from diskmodel.calibrate.harness.outputs import OutputWriteError
+    from diskmodel.calibrate.harness.reserve import calibration_reserve_bytes, keep_unsaved
 
     out = Path(out_dir)
     budget_s = budget_s or (120.0 if device is None else 60.0)
@@ -157,8 +158,13 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
                                            postmark_scratch=postmark_scratch, destroy_data_on=destroy_data_on,
                                            postmark_files=postmark_files, postmark_transactions=postmark_transactions,
                                            progress=progress)
-        _write_report(report, fit, staging.write)
-        staging.commit()
+        try:
+            _write_report(report, fit, staging.write)
+            staging.commit()
+        except OutputWriteError as exc:  # the measurement is not lost: its calibration is kept
+            kept = keep_unsaved(calibration_to_json(report.calibration), kind="calibration")
+            raise OutputWriteError(exc.errno, f"{exc}; {kept.replace('the result', 'its calibration', 1)}") \
+                from exc
     return report
 
 

@@ -516,9 +516,12 @@ def test_check_output_dir_accepts_new_empty_and_earlier_report_folders(tmp_path)
     outputs.check_output_dir(tmp_path / "empty")
     earlier = tmp_path / "earlier"
     earlier.mkdir()
-    (earlier / "report.md").write_text("# diskmodel experiment\n")
-    (earlier / "calibration.json").write_text(json.dumps({"format": "diskmodel.calibration", "format_version": 1}))
-    (earlier / "seek_curve.png").write_bytes(b"\x89PNG")
+    files = {"report.md": b"# diskmodel experiment\n", "seek_curve.png": b"\x89PNG",
+             "calibration.json": json.dumps({"format": "diskmodel.calibration", "format_version": 1}).encode()}
+    for name, data in files.items():
+        (earlier / name).write_bytes(data)
+    assert not outputs.is_experiment_report_dir(earlier)  # no manifest: perhaps cut short
+    (earlier / "manifest.json").write_text(outputs.experiment_manifest(files))
     assert outputs.is_experiment_report_dir(earlier)
     outputs.check_output_dir(earlier)
     other = tmp_path / "other"

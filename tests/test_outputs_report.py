@@ -214,3 +214,27 @@ def test_a_signal_while_the_report_is_written_leaves_the_earlier_report_or_nothi
         assert not out.exists()
     assert _beside(out) == []
     assert [p.name for p in Path(run_dir).glob("*.json")] == []  # the teardown finished the run
+
+
+def test_a_report_that_cannot_be_written_keeps_its_calibration(tmp_path, monkeypatch, measured, capsys):
+    import errno
+
+    from diskmodel.calibrate.harness import report_dir
+
+    _patch_here(monkeypatch, measured)
+    real = report_dir._write_file
+
+    def full_at_the_plots(path, data):
+        if path.name.endswith(".png"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(report_dir, "_write_file", full_at_the_plots)
+    out = tmp_path / "report"
+    assert _experiment(out) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "No space left on device" in err, err
+    kept = Path(err.split("its calibration is kept in ", 1)[1].split()[0].rstrip(";"))
+    assert kept.parent == Path(os.environ["XDG_STATE_HOME"]) / "diskmodel" / "unsaved"
+    assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
+    assert not out.exists() and _beside(out) == []
