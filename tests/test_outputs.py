@@ -343,14 +343,20 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     original = '{"format": "diskmodel.calibration", "format_version": 1}'
     out.write_text(original)
 
-    def failing_fsync(fd):
-        raise OSError(errno.EIO, "Input/output error")
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):  # the output's disk fails; the run state's and the kept result's do not
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path)):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
 
     monkeypatch.setattr(outputs.os, "fsync", failing_fsync)
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("diskmodel: error: --json") and "Input/output error" in err
+    kept = Path(err.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
+    assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
     assert out.read_text() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]
 
