@@ -16,7 +16,13 @@
 5. write a report folder: ``report.md``, PNG plots (the seek curve with its
    fit and confidence band, zone rates against location, predicted against
    measured throughput), ``calibration.json``, ``predictions.csv`` and
-   ``lvm_costs.json`` (the fitted LVM mapping costs, for ``diskmodel predict --costs``).
+   ``lvm_costs.json`` (the fitted LVM mapping costs, for ``diskmodel predict --costs``),
+   and ``manifest.json`` last.
+
+The report is built in a temporary folder beside the report folder, made
+(and its space reserved) before anything is measured, and swapped in whole
+when it is complete (:class:`diskmodel.calibrate.harness.report_dir.ReportStaging`):
+a failure or a signal leaves the earlier report, or nothing.
 """
 from __future__ import annotations
 
@@ -28,7 +34,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.calibrate.harness.results import calibration_to_json
 from diskmodel.calibrate.lvm_costs import costs_to_json
 from diskmodel.data.tables import postmark_results
@@ -124,7 +129,9 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
     Parameters
     ----------
     out_dir : path
-        The report folder (created; files in it are overwritten).
+        The report folder: created, or replaced whole when it holds only an
+        earlier report's files; into a folder holding other files, the
+        report's files are moved one by one (the others are kept).
     preset : str
         The simulated disk calibrated when no *device* is given.
     device : path, optional
@@ -137,12 +144,41 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
         scratch file created there (or a block device, which *destroy_data_on*
         must name again). Needs root.
     """
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.report_dir import ReportStaging
+    from diskmodel.calibrate.harness.outputs import OutputWriteError
+    from diskmodel.calibrate.harness.reserve import calibration_reserve_bytes, keep_unsaved
+
+    out = Path(out_dir)
+    budget_s = budget_s or (120.0 if device is None else 60.0)
+    with runstate.ensure_run(f"experiment --out {out}") as run, \
+            ReportStaging(out, run=run, reserve_bytes=calibration_reserve_bytes(budget_s) + REPORT_EXTRA_BYTES) \
+            as staging:
+        report, fit = _measure_and_predict(out, preset=preset, device=device, budget_s=budget_s, seed=seed,
+                                           postmark_scratch=postmark_scratch, destroy_data_on=destroy_data_on,
+                                           postmark_files=postmark_files, postmark_transactions=postmark_transactions,
+                                           progress=progress)
+        try:
+            _write_report(report, fit, staging.write)
+            staging.commit()
+        except OutputWriteError as exc:  # the measurement is not lost: its calibration is kept
+            kept = keep_unsaved(calibration_to_json(report.calibration), kind="calibration")
+            raise OutputWriteError(exc.errno, f"{exc}; {kept.replace('the result', 'its calibration', 1)}") \
+                from exc
+    return report
+
+
+# The space a report takes besides its calibration.json (the plots, the tables, the report), reserved
+# before the run.
+REPORT_EXTRA_BYTES = 2 << 20
+
+
+def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratch, destroy_data_on, postmark_files,
+                         postmark_transactions, progress):
     from diskmodel.calibrate.harness.measure import calibrate
     from diskmodel.calibrate.harness.simulated import simulated_disk
     from diskmodel.model.presets import load_preset
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     timings, notes = {}, []
     bar = _progress(6 if postmark_scratch else 5, progress)
     try:
@@ -150,14 +186,14 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
         started = time.perf_counter()
         if device is None:
             backend = simulated_disk(preset, seed=seed)
-            calibration = calibrate(backend, budget_s=budget_s or 120.0, seed=seed, progress=False)
+            calibration = calibrate(backend, budget_s=budget_s, seed=seed, progress=False)
             notes.append(f"calibrated the built-in simulated {preset} disk with the harness "
                          f"({calibration.device_time_s:.0f} s of simulated device time)")
         else:
             from diskmodel.calibrate.harness.device import open_backend
 
             with open_backend(device) as backend:
-                calibration = calibrate(backend, budget_s=budget_s or 60.0, seed=seed, progress=False, path=device)
+                calibration = calibrate(backend, budget_s=budget_s, seed=seed, progress=False, path=device)
             notes.append(f"calibrated {device} read-only ({calibration.device_time_s:.1f} s of device time)")
         timings["calibrate_s"] = time.perf_counter() - started
         bar.update()
@@ -192,13 +228,10 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
         if postmark_scratch:
             runs = _real_postmark(postmark_scratch, destroy_data_on, postmark_files, postmark_transactions, notes)
             bar.update()
-
-        report = ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings)
-        _write_report(report, fit)
         bar.update()
     finally:
         bar.close()
-    return report
+    return ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings), fit
 
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
@@ -219,31 +252,29 @@ def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list
     return runs
 
 
-def _write_report(report: ExperimentReport, fit) -> None:
+def _write_report(report: ExperimentReport, fit, write) -> None:
+    """Write the report's files with ``write(name, data)``, report.md last."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    out = report.out_dir
     calibration = report.calibration
-    # Every file of the report is replaced whole (temporary file, then rename): a crash
-    # leaves the earlier report's file or the new one, never half of one.
-    replace_file_atomically(out / "calibration.json", calibration_to_json(calibration).encode())
+    write("calibration.json", calibration_to_json(calibration).encode())
     predictions = pd.concat([report.comparison.assign(fit="all tests"),
                              report.held_out.assign(fit="test held out")], ignore_index=True)
-    replace_file_atomically(out / "predictions.csv", predictions.to_csv(index=False).encode())
+    write("predictions.csv", predictions.to_csv(index=False).encode())
     # The fitted LVM mapping costs, for `diskmodel predict --costs FILE`.
     provenance = (f"`diskmodel experiment` (diskmodel.model.paper.fit_paper) on Djordjevic & Timcenko (2015), "
                   f"Tables 4-6, tests {', '.join(fit.train_tests)}; disk: {report.disk.name}; "
                   f"{report.notes[0] if report.notes else ''}")
-    replace_file_atomically(out / "lvm_costs.json", costs_to_json(fit, provenance=provenance).encode())
+    write("lvm_costs.json", costs_to_json(fit, provenance=provenance).encode())
 
     def save_png(fig, name: str) -> None:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=110)
         plt.close(fig)
-        replace_file_atomically(out / name, buffer.getvalue())
+        write(name, buffer.getvalue())
 
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -305,7 +336,7 @@ def _write_report(report: ExperimentReport, fit) -> None:
             lines += [f"### {test}: {config.number_of_files} files, {config.transactions} transactions", "",
                       "```", summary.summary(), "```", ""]
     lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.timings_s.items())]
-    replace_file_atomically(out / "report.md", ("\n".join(lines) + "\n").encode())
+    write("report.md", ("\n".join(lines) + "\n").encode())
 
 
 def format_summary(report: ExperimentReport) -> str:

@@ -29,15 +29,33 @@ DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
 RECORDING_BACKEND = """
     import os
+    import shutil
+
+    def _at_first_read():
+        # DISKMODEL_TEST_FILL: a file to grow until its file system is full; DISKMODEL_TEST_RMTREE: a folder
+        # to remove (what happens to the output's place while a run measures).
+        fill = os.environ.get("DISKMODEL_TEST_FILL")
+        if fill:
+            with open(fill, "ab", buffering=0) as fh:
+                try:
+                    while True:
+                        fh.write(b"x" * 4096)
+                except OSError:
+                    pass
+        if os.environ.get("DISKMODEL_TEST_RMTREE"):
+            shutil.rmtree(os.environ["DISKMODEL_TEST_RMTREE"])
 
     class Recording:
         size_bytes = 1 << 28
         block_size_bytes = 4096
 
         def read(self, offset_bytes, length_bytes):
+            first = not os.path.exists(os.environ["DISKMODEL_TEST_READS"])
             with open(os.environ["DISKMODEL_TEST_READS"], "a") as fh:
                 fh.write(f"{offset_bytes}\\n")
-            return 1e-4 + length_bytes / 1e8
+            if first:
+                _at_first_read()
+            return float(os.environ.get("DISKMODEL_TEST_READ_S", "1e-4")) + length_bytes / 1e8
 
     def make():
         return Recording()
@@ -46,9 +64,11 @@ RECORDING_BACKEND = """
 
 @pytest.fixture(autouse=True)
 def run_dir(tmp_path_factory, monkeypatch):
-    """Run state and locks of these runs in a folder of their own (not in the cwd the tests watch)."""
+    """Run state and locks of these runs in a folder of their own (not in the cwd the tests watch), and
+    results that could not be written kept in a state folder of their own (not in the user's)."""
     folder = tmp_path_factory.mktemp("runstate")
     monkeypatch.setenv("DISKMODEL_RUN_DIR", str(folder))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     return folder
 
 
@@ -323,14 +343,20 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     original = '{"format": "diskmodel.calibration", "format_version": 1}'
     out.write_text(original)
 
-    def failing_fsync(fd):
-        raise OSError(errno.EIO, "Input/output error")
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):  # the output's disk fails; the run state's and the kept result's do not
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path)):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
 
     monkeypatch.setattr(outputs.os, "fsync", failing_fsync)
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("diskmodel: error: --json") and "Input/output error" in err
+    kept = Path(err.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
+    assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
     assert out.read_text() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]
 
@@ -368,6 +394,92 @@ def test_a_read_only_directory_is_refused_before_the_run(tmp_path, env):
                   cwd=tmp_path, env=env)
         assert_refused(res, "--json", "cannot write in the directory")
         assert not _reads(env)
+
+
+def _fill(folder: Path) -> None:
+    """Fill the file system of *folder* (a small tmpfs) with one file."""
+    with open(folder / "filler", "wb", buffering=0) as fh:
+        with contextlib.suppress(OSError):
+            while True:
+                fh.write(b"x" * 4096)
+
+
+def _temp_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.integration
+def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
+    with _tmpfs(tmp_path / "full", "size=256k") as mnt:
+        earlier = mnt / "cal.json"
+        original = '{"format": "diskmodel.calibration", "format_version": 1}'
+        earlier.write_text(original)
+        _fill(mnt)
+        res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "5", "--json", earlier, "--no-progress",
+                  cwd=tmp_path, env=env)
+        assert res.returncode == 1, res.stderr
+        assert_one_error_line(res, f"--json {earlier}", "No space left on device", "nothing was measured")
+        assert not _reads(env), "the backend was read although the result could not be written"
+        assert earlier.read_text() == original and _temp_files(mnt) == []
+
+
+@pytest.mark.integration
+def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path, env):
+    with _tmpfs(tmp_path / "filling", "size=1m") as mnt:
+        out = mnt / "cal.json"
+        # The backend fills the file system at its first read, after the run has started.
+        env = dict(env, DISKMODEL_TEST_FILL=str(mnt / "filler"), DISKMODEL_TEST_READ_S="2e-3", PYTHONWARNINGS="ignore")
+        res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
+                  cwd=tmp_path, env=env)
+        assert res.returncode == 0, res.stderr
+        assert _reads(env) and (mnt / "filler").stat().st_size > 0
+        assert json.loads(out.read_text())["format"] == "diskmodel.calibration"
+        assert _temp_files(mnt) == []
+
+
+def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_where(tmp_path, env):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    out = folder / "cal.json"
+    # The output's folder disappears while the run measures.
+    env = dict(env, DISKMODEL_TEST_RMTREE=str(folder), DISKMODEL_TEST_READ_S="2e-3", PYTHONWARNINGS="ignore")
+    res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
+              cwd=tmp_path, env=env)
+    assert res.returncode == 1, res.stderr
+    line = assert_one_error_line(res, f"--json {out}", "the result was not written", "the result is kept in ")
+    kept = Path(line.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
+    assert kept.parent == Path(env["XDG_STATE_HOME"]) / "diskmodel" / "unsaved"
+    assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
+    assert _reads(env) and not folder.exists()
+
+
+def test_a_failed_write_names_the_path(tmp_path, monkeypatch):
+    out = tmp_path / "report" / "calibration.json"
+    out.parent.mkdir()
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "write", full)
+    with pytest.raises(OSError) as info:
+        outputs.replace_file_atomically(out, b"{}")
+    monkeypatch.undo()
+    message, code = cli.describe(info.value)
+    assert str(out) in message and "No space left on device" in message and code == 1
+    assert list(out.parent.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built(tmp_path, env):
+    require_tools("postmark", "losetup", "mkfs.ext3")
+    scratch = tmp_path / "scratch.img"
+    with _tmpfs(tmp_path / "full", "size=256k") as mnt:
+        _fill(mnt)
+        res = run("postmark", "--layout", "native", "--workload", "test2", "--size", "16M", "--files", "50",
+                  "--transactions", "100", "--scratch", scratch, "--json", mnt / "pm.json", cwd=tmp_path, env=env)
+        assert res.returncode == 1, res.stderr
+        assert_one_error_line(res, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
+        assert not scratch.exists() and _temp_files(mnt) == []
 
 
 # ---------------------------------------------------------------------------- postmark and experiment
@@ -410,9 +522,12 @@ def test_check_output_dir_accepts_new_empty_and_earlier_report_folders(tmp_path)
     outputs.check_output_dir(tmp_path / "empty")
     earlier = tmp_path / "earlier"
     earlier.mkdir()
-    (earlier / "report.md").write_text("# diskmodel experiment\n")
-    (earlier / "calibration.json").write_text(json.dumps({"format": "diskmodel.calibration", "format_version": 1}))
-    (earlier / "seek_curve.png").write_bytes(b"\x89PNG")
+    files = {"report.md": b"# diskmodel experiment\n", "seek_curve.png": b"\x89PNG",
+             "calibration.json": json.dumps({"format": "diskmodel.calibration", "format_version": 1}).encode()}
+    for name, data in files.items():
+        (earlier / name).write_bytes(data)
+    assert not outputs.is_experiment_report_dir(earlier)  # no manifest: perhaps cut short
+    (earlier / "manifest.json").write_text(outputs.experiment_manifest(files))
     assert outputs.is_experiment_report_dir(earlier)
     outputs.check_output_dir(earlier)
     other = tmp_path / "other"

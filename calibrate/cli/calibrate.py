@@ -11,9 +11,11 @@ zeros over random blocks time the writes and find the write cache:
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from diskmodel.calibrate.cli import positive_seconds
+
 
 
 def add_parser(subparsers) -> None:
@@ -124,6 +126,24 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
+def _reserve_output(args, stack: contextlib.ExitStack, measured):
+    """The --json file's place and space, taken before the run (in a run state, with SIGINT and SIGTERM
+    tearing it down); nothing for no --json or '-'."""
+    from diskmodel.calibrate.bench.host_executor import handle_signals
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.reserve import OutputReservation, calibration_reserve_bytes
+
+    reservation = OutputReservation(args.json, kind="calibration", run=None, reserve_bytes=0, force=args.force,
+                                    measured_paths=measured)
+    if not reservation.active:
+        return reservation
+    stack.enter_context(handle_signals())
+    reservation.run = stack.enter_context(runstate.ensure_run(f"calibrate --json {args.json}"))
+    budget_s = args.budget_s or (120.0 if args.simulated is not None else 60.0)
+    reservation.reserve_bytes = calibration_reserve_bytes(budget_s, args.json)
+    return stack.enter_context(reservation)
+
+
 def _run(args) -> int:
     from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError, reword
@@ -134,7 +154,9 @@ def _run(args) -> int:
     _check_destroy(args)
     # The output is checked before anything is opened or measured.
     outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
-    with outputs.output_lock(args.json):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(outputs.output_lock(args.json))
+        reservation = _reserve_output(args, stack, measured)
         backend, close, path, budget, source = _open_target(args)
         writer = None
         try:
@@ -142,6 +164,7 @@ def _run(args) -> int:
             if args.json is not None and isinstance(backend_path, str) and backend_path not in measured:
                 measured += (backend_path,)
                 outputs.check_output_path(args.json, kind="calibration", force=args.force, measured_paths=measured)
+                reservation.measured_paths = measured
             if args.destroy_data_on is not None:
                 from diskmodel.calibrate.harness.writes import writer_for
 
@@ -178,8 +201,7 @@ def _run(args) -> int:
             outputs.write_output_atomically("-", text, kind="calibration")
             return 0
         if args.json is not None:
-            outputs.write_output_atomically(args.json, text, kind="calibration", force=args.force,
-                                            measured_paths=measured)
+            reservation.commit(text)
     print(result.summary())
     if path is not None:
         _print_partitions(result, path)

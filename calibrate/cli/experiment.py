@@ -13,10 +13,11 @@ def add_parser(subparsers) -> None:
                      "workloads, compare with the paper's Tables 4-6 and write a report folder."),
     )
     parser.add_argument("--out", default="reports/experiment",
-                        help="report folder: new, empty, or an earlier experiment report (default: %(default)s)")
+                        help="report folder: new, empty, or a complete earlier experiment report, which is "
+                             "replaced whole once the new report is complete (default: %(default)s)")
     parser.add_argument("--force", action="store_true",
-                        help="write the report into a folder holding other files (files of the report's names "
-                             "in it are overwritten) (default: off)")
+                        help="write the report into a folder holding other files (they are kept; files of the "
+                             "report's names in it are overwritten) or an incomplete report (default: off)")
     parser.add_argument("--preset", default="wd800bd", help="simulated disk to calibrate (default: %(default)s)")
     parser.add_argument("--device", metavar="PATH",
                         help="calibrate this block device or written file instead, read-only (default: none, the "
@@ -41,6 +42,7 @@ def add_parser(subparsers) -> None:
 def _run(args) -> int:
     import os
 
+    from diskmodel.calibrate.bench.host_executor import handle_signals
     from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.experiment import format_summary, run_experiment
@@ -60,7 +62,9 @@ def _run(args) -> int:
     # The report folder is checked before anything is measured.
     outputs.check_output_dir(args.out, force=args.force, measured_paths=measured)
     created = _missing_folders(args.out)
-    with outputs.output_lock(args.out):
+    # SIGINT and SIGTERM raise, so that the run's teardown removes the report's temporary folder
+    # and the earlier report (or nothing) stays.
+    with outputs.output_lock(args.out), handle_signals():
         try:
             report = _run_experiment(args, run_experiment)
         except BaseException:

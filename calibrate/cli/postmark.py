@@ -18,6 +18,7 @@ measure an emulator, and the report says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -217,7 +218,9 @@ def _run(args) -> int:
     # The output is checked before anything is built.
     outputs.check_output_path(args.json, kind="postmark", force=args.force, measured_paths=measured)
 
-    with outputs.output_lock(args.json):
+    with contextlib.ExitStack() as held:
+        held.enter_context(outputs.output_lock(args.json))
+        reservation = _reserve_output(args, held, measured)
         try:
             summary = _dispatch(args, stack, config, drop)
         except (PostMarkError, LayoutError, RuntimeError) as exc:
@@ -231,10 +234,32 @@ def _run(args) -> int:
             return 0
         print(summary.summary())
         if args.json:
-            outputs.write_output_atomically(args.json, _json_text(summary), kind="postmark", force=args.force,
-                                            measured_paths=measured)
+            reservation.commit(_json_text(summary))
             log.info("wrote %s", args.json)
     return 0
+
+
+# The size of a PostMark result's JSON: a fixed part and a part per run (--repeats), for the space
+# reserved for --json before the run (diskmodel.calibrate.harness.reserve).
+POSTMARK_JSON_BYTES = 8 << 10
+POSTMARK_JSON_BYTES_PER_RUN = 4 << 10
+
+
+def _reserve_output(args, held: contextlib.ExitStack, measured):
+    """The --json file's place and space, taken before anything is built (in the run state, with SIGINT
+    and SIGTERM tearing it down); nothing for no --json or '-'."""
+    from diskmodel.calibrate.bench.host_executor import handle_signals
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.reserve import OutputReservation, reserve_bytes_for
+
+    reservation = OutputReservation(
+        args.json, kind="postmark", run=None, force=args.force, measured_paths=measured,
+        reserve_bytes=reserve_bytes_for(POSTMARK_JSON_BYTES + args.repeats * POSTMARK_JSON_BYTES_PER_RUN, args.json))
+    if not reservation.active:
+        return reservation
+    held.enter_context(handle_signals())
+    reservation.run = held.enter_context(runstate.ensure_run(f"postmark --json {args.json}"))
+    return held.enter_context(reservation)
 
 
 def _dispatch(args, stack, config, drop):

@@ -12,13 +12,23 @@ Every subcommand that writes a result file goes through this module:
   a missing parent directory, a directory one cannot write in, and another
   regular file (allowed with ``--force`` only).
 - :func:`check_output_dir` is the same for a report folder (``experiment --out``):
-  new, empty, or an earlier experiment report (``report.md`` and an earlier
-  ``calibration.json``); a folder holding other files needs ``--force``.
+  new, empty, or a complete earlier experiment report (its ``manifest.json``,
+  written last, lists every file of it with its size and SHA-256, and nothing
+  else is in the folder); a folder holding other files, or an incomplete or
+  changed report, needs ``--force``.
 - :func:`output_lock` takes the run's exclusive lock on the output path
   (:func:`diskmodel.calibrate.harness.locks.lock_target`).
 - :func:`write_output_atomically` writes to a temporary file in the same
   directory, fsyncs it and renames it over the target, so a crash or a full
   disk never leaves half a result (nor destroys the earlier one).
+- :class:`~diskmodel.calibrate.harness.reserve.OutputReservation` does the same for a result that takes a run to
+  make: before the run it creates the temporary file and takes the space the
+  result will need (``posix_fallocate``), so a full file system is found
+  before anything is measured and cannot fill up under the result during the
+  run; if the final write fails all the same, the result is kept
+  (:func:`~diskmodel.calibrate.harness.reserve.keep_unsaved`) and the error line says where.
+
+Every write error names the path it could not write.
 """
 from __future__ import annotations
 
@@ -33,7 +43,8 @@ import tempfile
 __all__ = [
     "FORMATS", "FORMAT_VERSIONS", "OutputRefused", "OutputWriteError", "format_marker", "mark",
     "is_earlier_result", "check_output_path", "check_output_dir", "is_experiment_report_dir",
-    "output_lock", "write_output_atomically", "EXPERIMENT_FILES",
+    "output_lock", "write_output_atomically", "EXPERIMENT_FILES", "EXPERIMENT_MANIFEST", "EXPERIMENT_ENTRIES",
+    "experiment_manifest", "write_error", "match_mode", "fsync_directory",
 ]
 
 # The "format" marker each kind of result carries, and the format_version this diskmodel writes.
@@ -52,6 +63,10 @@ MAX_RESULT_BYTES = 1 << 30
 # The files `diskmodel experiment` writes into its report folder.
 EXPERIMENT_FILES = ("report.md", "calibration.json", "predictions.csv", "seek_curve.png",
                     "zone_rates.png", "throughput.png", "lvm_costs.json")
+# Written last into a report folder: the report's files with their sizes and SHA-256; a folder is an
+# earlier report only if every file it lists is there as listed.
+EXPERIMENT_MANIFEST = "manifest.json"
+EXPERIMENT_ENTRIES = EXPERIMENT_FILES + (EXPERIMENT_MANIFEST,)
 
 
 class OutputRefused(ValueError):
@@ -252,18 +267,51 @@ def check_output_path(path, *, kind: str, force: bool = False, measured_paths=()
     _check_parent_writable(os.path.realpath(path), flag, shown)
 
 
-def is_experiment_report_dir(path) -> bool:
-    """Is *path* a folder written by ``diskmodel experiment`` (report.md and an earlier calibration.json)?"""
-    report = os.path.join(path, "report.md")
+def _sha256_of(path) -> str | None:
+    import hashlib
+
+    digest = hashlib.sha256()
     try:
-        if not stat.S_ISREG(os.lstat(report).st_mode):
-            return False
-        with open(report, "rb") as fh:
-            head = fh.read(64)
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
     except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def experiment_manifest(files: dict[str, bytes]) -> str:
+    """The manifest of a report whose files (name -> bytes) are *files*: written last into the folder."""
+    import hashlib
+
+    listed = {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
+    return json.dumps(mark({"files": listed}, "experiment"), indent=1) + "\n"
+
+
+def is_experiment_report_dir(path) -> bool:
+    """Is *path* a complete report folder written by ``diskmodel experiment``?
+
+    Its manifest (``manifest.json``, written last) must list report.md and an
+    earlier calibration.json, and every file it lists must be there, a regular
+    file with the size and SHA-256 it lists: a report cut short, or mixed with
+    another one, is not."""
+    manifest = _load_json_object(os.path.join(path, EXPERIMENT_MANIFEST))
+    if manifest is None or manifest.get("format") != format_marker("experiment"):
         return False
-    return head.startswith(b"# diskmodel experiment") and is_earlier_result(os.path.join(path, "calibration.json"),
-                                                                             "calibration")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not {"report.md", "calibration.json"} <= files.keys():
+        return False
+    for name, listed in files.items():
+        if name not in EXPERIMENT_FILES or not isinstance(listed, dict):
+            return False
+        file = os.path.join(path, name)
+        try:
+            st = os.lstat(file)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_size != listed.get("bytes") or _sha256_of(file) != listed.get("sha256"):
+            return False
+    return is_earlier_result(os.path.join(path, "calibration.json"), "calibration")
 
 
 def check_output_dir(path, *, kind: str = "experiment", force: bool = False, measured_paths=(),
@@ -308,7 +356,7 @@ def check_output_dir(path, *, kind: str = "experiment", force: bool = False, mea
     if not os.access(path, os.W_OK | os.X_OK):
         raise OutputRefused(f"{flag} {path}: cannot write in this folder (no permission, or a read-only file "
                             f"system); choose another folder", path=path)
-    for name in EXPERIMENT_FILES:
+    for name in EXPERIMENT_ENTRIES:
         try:
             mode = os.lstat(os.path.join(path, name)).st_mode
         except FileNotFoundError:
@@ -318,12 +366,17 @@ def check_output_dir(path, *, kind: str = "experiment", force: bool = False, mea
                                 f"which the report would overwrite; choose another folder (--force does not apply)",
                                 path=path)
     entries = os.listdir(path)
-    if not entries or is_experiment_report_dir(path) or force:
+    others = sorted(set(entries) - set(EXPERIMENT_ENTRIES))
+    if not entries or force or (not others and is_experiment_report_dir(path)):
         return
-    shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
-    raise OutputRefused(f"{flag} {path} holds other files ({shown}) and is not an earlier diskmodel experiment "
-                        f"report; choose a new or empty folder, or pass --force to write the report into it",
-                        path=path, forceable=True)
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise OutputRefused(f"{flag} {path} holds other files ({shown}) and is not an earlier diskmodel experiment "
+                            f"report; choose a new or empty folder, or pass --force to write the report into "
+                            f"it (the other files are kept)", path=path, forceable=True)
+    raise OutputRefused(f"{flag} {path} holds an incomplete or changed experiment report (its {EXPERIMENT_MANIFEST} "
+                        f"is missing or does not match its files); choose a new or empty folder, or pass --force to "
+                        f"replace it", path=path, forceable=True)
 
 
 @contextlib.contextmanager
@@ -365,18 +418,30 @@ def write_output_atomically(path, text: str, *, kind: str, force: bool = False, 
         sys.stdout.flush()
         return
     check_output_path(path, kind=kind, force=force, measured_paths=measured_paths, flag=flag)
-    shown = os.fspath(path)
     existed = os.path.exists(path)
     try:
         replace_file_atomically(path, text.encode("utf-8"))
     except OSError as exc:
-        why = exc.strerror or str(exc)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            hint = "free some space, or choose another path"
-        else:
-            hint = "choose another path"
-        kept = "; the earlier file is intact" if existed else ""
-        raise OutputWriteError(exc.errno, f"{flag} {shown}: cannot write the result: {why} ({hint}){kept}") from exc
+        raise write_error(exc, path, flag=flag, existed=existed) from exc
+
+
+def write_error(exc: OSError, path, *, flag: str, existed: bool, kept: str = "",
+                reserved_bytes: int | None = None) -> OutputWriteError:
+    """The one-line :class:`OutputWriteError` for a failed write of the output *path* (named in it).
+
+    *kept* says where the result went instead, if it was kept somewhere;
+    *reserved_bytes*: the space for the result could not be reserved before the run, which did not start."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = "free some space, or choose another path"
+    else:
+        hint = "choose another path"
+    tail = "; the earlier file is intact" if existed else ""
+    tail += f"; {kept}" if kept else ""
+    when = (f" (checked before the run by reserving {reserved_bytes} bytes for it; nothing was measured)"
+            if reserved_bytes is not None else "")
+    return OutputWriteError(exc.errno, f"{flag} {os.fspath(path)}: cannot write the result{when}: {why} "
+                                       f"({hint}){tail}")
 
 
 def replace_file_atomically(path, data: bytes) -> None:
@@ -386,23 +451,47 @@ def replace_file_atomically(path, data: bytes) -> None:
     A symbolic link is followed; a replaced file keeps its mode (a new one
     gets 0666 less the umask). Raises OSError; the temporary file is removed.
     """
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target) or "."
+    try:
+        _replace_file(path, data)
+    except OSError as exc:
+        # Name the path: os.write and os.fsync raise without one ("No space left on device").
+        if exc.filename is not None and os.fsdecode(exc.filename) == os.fspath(path):
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from exc
+
+
+def match_mode(fd: int, target: str) -> None:
+    """Give the open file *fd*, about to replace *target*, target's mode and owner (0666 less the umask
+    for a new file)."""
     try:
         old = os.stat(target)
     except FileNotFoundError:
-        old = None
+        os.fchmod(fd, 0o666 & ~_umask())
+        return
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def fsync_directory(directory: str) -> None:
+    """Make a rename in *directory* durable (best effort: not every file system allows it)."""
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _replace_file(path, data: bytes) -> None:
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target) or "."
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
         try:
-            if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-                    with contextlib.suppress(OSError):
-                        os.fchown(fd, old.st_uid, old.st_gid)
-            else:
-                os.fchmod(fd, 0o666 & ~_umask())
+            match_mode(fd, target)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
@@ -416,10 +505,4 @@ def replace_file_atomically(path, data: bytes) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    # The rename is durable once the directory is on disk (best effort: not every file system allows it).
-    with contextlib.suppress(OSError):
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    fsync_directory(directory)
