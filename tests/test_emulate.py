@@ -64,29 +64,37 @@ def test_flat_session_serves_in_arrival_order_with_its_latency():
 
 
 @pytest.mark.slow
-def test_head_and_clock_adapter_steps_a_bufferless_drive_as_the_batch_simulation_does():
-    # Without a buffer the drive's only state is the clock (the platter's angle) and the head, which the
-    # adapter carries: stepping one request at a time must give the batch simulation's times.
-    from diskmodel.calibrate.emulate.timing import HeadAndClockAdapter
-    from diskmodel.model.drive_parameters import DriveParameters
-    from diskmodel.model.presets import load_preset
+def test_a_mechanical_drive_is_served_by_the_whole_state_simulation_as_the_batch_simulation_times_it():
+    # The emulator's session for a drive with a buffer (read-ahead, cache hits) stepped one request at a
+    # time, each arriving at the last completion plus the gap, gives the batch simulation's times to the bit.
+    from diskmodel.calibrate.emulate.timing import drive_parameters_of, drive_session
     from diskmodel.model.simulate import simulate_requests
 
-    params = DriveParameters.from_disk(load_preset("hp97560").evolve(drive_cache=None))
+    params = drive_parameters_of({"kind": "disksim", "folder": "atlas10k"})
+    assert params.buffer_segments > 0
     rng = np.random.default_rng(5)
     n = 300
     is_write = rng.random(n) < 0.3
     blocks = rng.integers(1, 64, n)
-    lbn = rng.integers(0, params.layout.total_blocks - 64, n)
+    # half the reads follow the previous request, so the read-ahead serves some of them
+    lbn = rng.integers(0, params.layout.total_blocks - 64 * n, n)
+    follow = rng.random(n) < 0.5
+    for i in range(1, n):
+        if follow[i]:
+            lbn[i] = lbn[i - 1] + blocks[i - 1]
     gap = rng.exponential(0.004, n)
     batch = simulate_requests(params, is_write, lbn, blocks, gap)
-    adapter = HeadAndClockAdapter(params)
-    arrival, service = 0.0, []
+    session, name = drive_session(params)
+    assert name == "DriveSession"
+    arrival, service, hits = 0.0, [], []
     for i in range(n):
-        served = adapter.serve(bool(is_write[i]), int(lbn[i]), int(blocks[i]), arrival)
+        served = session.serve(bool(is_write[i]), int(lbn[i]), int(blocks[i]), arrival)
         service.append(served.completion_s - served.arrival_s)
+        hits.append(int(served.hit))
         arrival = served.completion_s + gap[i]
-    np.testing.assert_allclose(service, batch.service_s, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(service, batch.service_s)
+    np.testing.assert_array_equal(hits, batch.hit)
+    assert (batch.hit != 0).any()  # the buffer was used: some requests hit
 
 
 def _server(tmp_path, capacity, latency_s, backing=False):

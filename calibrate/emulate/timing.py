@@ -19,15 +19,10 @@ Sessions here:
   from the measured one-block reads, plus its bytes beyond one block at the
   measured per-byte time ("a flat (flash) calibration is emulated as its
   latency distribution", issue 31).
-* :class:`HeadAndClockAdapter`: a DiskSim-style drive
-  (:class:`~diskmodel.model.drive_parameters.DriveParameters`) served through
-  :func:`~diskmodel.model.simulate.simulate_requests`, one request per call,
-  carrying the clock (so the platter's angle) and the head's cylinder and
-  surface from one request to the next, but **not** the buffer: every call
-  starts with an empty buffer, so there are no cache hits between requests,
-  no read-ahead and no write-back. It stands in until ``DriveSession`` is in
-  the package; :func:`drive_session` takes ``DriveSession`` when it is there
-  and says which one it chose.
+* ``DriveSession`` (:mod:`diskmodel.model.simulate_session`): a DiskSim
+  drive, a preset or a mechanical calibration, whose whole state (clock and
+  platter angle, head, buffer segments, read-ahead, queued writes) is kept
+  from one request to the next, as in the batch simulation.
 """
 from __future__ import annotations
 
@@ -36,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "FlatLatencySession", "HeadAndClockAdapter", "Served", "drive_parameters_of",
+__all__ = ["BLOCK_BYTES", "FlatLatencySession", "Served", "drive_parameters_of",
            "drive_session", "session_from_spec"]
 
 #: The simulation's block [bytes] (DiskSim's and DriveParameters' blocks are 512 bytes).
@@ -103,70 +98,10 @@ class FlatLatencySession:
         return Served(arrival_s, start, self._busy_until_s, service, HIT_UNKNOWN)
 
 
-class HeadAndClockAdapter:
-    """A :class:`DriveParameters` drive, one request per :func:`simulate_requests` call.
-
-    Carries the clock and the head (cylinder, surface) across requests; the
-    buffer starts empty at every request (see the module doc). A request
-    larger than a buffer segment that the batch simulation refuses whole on
-    this drive (a read with a controller delay, a write with queued fast
-    writes) is served as back-to-back pieces of at most a segment.
-    """
-
-    def __init__(self, params, *, start_s: float = 0.0, start_cylinder: int = 0, start_head: int = 0):
-        from diskmodel.model.simulate import simulate_requests
-
-        self._simulate = simulate_requests
-        self.params = params
-        self.total_blocks = int(params.layout.total_blocks)
-        self._piece_blocks = int(params.segment_size_blocks) if params.buffer_segments else None
-        self._clock_s = float(start_s)
-        self._cylinder = int(start_cylinder)
-        self._head = int(start_head)
-        self._last_arrival_s = -math.inf
-
-    def serve(self, is_write: bool, lbn: int, blocks: int, arrival_s: float) -> Served:
-        _check_request(lbn, blocks, arrival_s, self.total_blocks, self._last_arrival_s)
-        self._last_arrival_s = arrival_s
-        start = max(float(arrival_s), self._clock_s)
-        try:
-            t, hit = self._pieces(is_write, lbn, blocks, start, blocks)
-        except ValueError:  # refused whole by the batch simulation on this drive (see the class doc)
-            if not self._piece_blocks or blocks <= self._piece_blocks:
-                raise
-            t, hit = self._pieces(is_write, lbn, blocks, start, self._piece_blocks)
-        self._clock_s = t
-        return Served(float(arrival_s), start, t, t - start, hit)
-
-    def _pieces(self, is_write, lbn, blocks, start, step):
-        t = start
-        hit = 0
-        cylinder, head = self._cylinder, self._head
-        for first in range(lbn, lbn + blocks, step):
-            count = min(step, lbn + blocks - first)
-            result = self._simulate(self.params, np.array([bool(is_write)]), np.array([first], np.int64),
-                                    np.array([count], np.int64), np.zeros(1), start_s=t,
-                                    start_cylinder=cylinder, start_head=head)
-            t += float(result.service_s[0])
-            cylinder, head = result.end_cylinder, result.end_head
-            hit = int(result.hit[0]) if first == lbn else hit
-        self._cylinder, self._head = cylinder, head
-        return t, hit
-
-
 def drive_session(params):
-    """``(session, name)``: the steppable simulation of *params* and what it is.
+    """``(session, name)``: the steppable simulation of *params* (``DriveSession``) and its name."""
+    from diskmodel.model.simulate_session import DriveSession
 
-    ``DriveSession`` (``diskmodel.model.simulate_session``) carries the whole
-    drive state; until it is in the package this is :class:`HeadAndClockAdapter`,
-    whose name says what it leaves out (the emulator reports it).
-    """
-    try:
-        from diskmodel.model.simulate_session import DriveSession  # the steppable simulation, when present
-    except ImportError:
-        return HeadAndClockAdapter(params), ("HeadAndClockAdapter (clock and head carried across requests; "
-                                             "the buffer is not: no cache hits, read-ahead or write-back "
-                                             "between requests)")
     return DriveSession(params), "DriveSession"
 
 
