@@ -223,6 +223,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     for name, array in (("lbn", lbn), ("blocks", blocks)):
         if array.dtype.kind not in "iu":
             raise ValueError(f"{name} must hold whole numbers as integers (got {show(array)})")
+        if array.size and array.dtype.kind == "u" and array.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{name} must be < 2**63 (got {show(array.max())})")
     lbn = lbn.astype(np.int64).ravel()
     blocks = blocks.astype(np.int64).ravel()
     gap = finite_array("interarrival_s", interarrival_s, nonnegative=True).ravel()
@@ -233,7 +235,8 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         raise ValueError(f"lbn must be >= 0 (got {show(lbn.min())})")
     if n and blocks.min() < 1:
         raise ValueError(f"blocks must be >= 1 (got {show(blocks.min())})")
-    if n and (lbn + blocks).max() > params.layout.total_blocks:
+    # lbn > total - blocks, not lbn + blocks > total: the sum overflows int64 for an LBN near 2**63
+    if n and np.any(lbn > params.layout.total_blocks - blocks):
         raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
     if n and _writes_queue(params) and params.buffer_segments:
         big = np.flatnonzero(is_write & (blocks > params.segment_size_blocks))

@@ -20,6 +20,9 @@ import re
 import signal
 import sys
 
+# What an error line quotes of an input value at most, and how: one helper for every reader.
+from diskmodel.data.input_files import QUOTE_MAX_CHARS, quote  # noqa: F401
+
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "experiment",
@@ -88,12 +91,27 @@ def _debug_from_env() -> bool:
     return os.environ.get("DISKMODEL_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``diskmodel: error: <what> (see ... --help)``, exit 2.
+
+    argparse's own ``error()`` prints the whole usage first (6-18 lines); the house rule is one line.
+    The subcommands' parsers are of this class too (``add_subparsers`` uses the parent's class).
+    """
+
+    def error(self, message: str):
+        text = one_line(message)
+        if len(text) > 4 * QUOTE_MAX_CHARS:
+            text = text[:4 * QUOTE_MAX_CHARS] + "…"
+        _stderr(f"diskmodel: error: {text} (see `{self.prog} --help`)")
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``diskmodel`` argument parser, with the subcommand of each module of COMMAND_MODULES.
 
     The documentation's command-line pages are generated from it (docs/conf.py).
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="diskmodel",
         description="Predict how fast a storage layout will be, and why.",
         epilog="Errors are one line on stderr; --debug (or DISKMODEL_DEBUG=1) shows the traceback instead.",
