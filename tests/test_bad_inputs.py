@@ -510,9 +510,10 @@ def test_simulate_requests_refuses_an_lbn_whose_end_overflows_int64(tmp_path):
     # in a child: on an unchecked range the simulator's kernel reads out of bounds (SIGSEGV)
     code = textwrap.dedent("""
         import numpy as np
-        from diskmodel.data.disksim.bundled import load_disksim_drive
+        from diskmodel.data.disksim.bundled import disksim_drive_folder
+        from diskmodel.model.disksim import load_disksim_drive
         from diskmodel.model.simulate import simulate_requests
-        params = load_disksim_drive("atlas10k").simulation_parameters()
+        params = load_disksim_drive(disksim_drive_folder("atlas10k")).simulation_parameters()
         try:
             simulate_requests(params, np.array([False]), np.array([2**63 - 1]), np.array([4]), np.array([0.0]))
         except ValueError as exc:
@@ -521,3 +522,61 @@ def test_simulate_requests_refuses_an_lbn_whose_end_overflows_int64(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     assert "refused: a request ends beyond the last block" in res.stdout, res.stdout
+
+
+# ---------------------------------------------------------------------------- postmark and bench: refused up front
+
+def test_a_kept_scratch_file_survives_the_runs_teardown(tmp_path, monkeypatch, caplog):
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.scratch import prepare_scratch
+
+    monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path / "runstate"))
+    path = tmp_path / "kept.img"
+    with caplog.at_level("WARNING", logger="diskmodel"):
+        with runstate.ensure_run("test keep"):
+            space = prepare_scratch(path, 1 << 20, keep=True)
+            space.close()
+    assert path.is_file() and path.stat().st_size == 1 << 20, "--keep: the run's teardown deleted the scratch"
+    assert any(str(path) in r.getMessage() and "kept" in r.getMessage() for r in caplog.records)
+    dropped = tmp_path / "dropped.img"
+    with runstate.ensure_run("test no keep"):
+        prepare_scratch(dropped, 1 << 20).close()
+    assert not dropped.exists()
+
+
+def _postmark_args(scratch, *more):
+    return ["postmark", "--layout", "native", "--workload", "test1", "--scratch", str(scratch), "--quiet", *more]
+
+
+@pytest.mark.integration
+def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(tmp_path, workdir, env):
+    if os.geteuid() != 0:
+        pytest.skip("diskmodel postmark on the host needs root")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    scratch = tmp_path / "s.img"
+    res = _run_bounded(_postmark_args(scratch, "--size", "16M"), workdir, dict(env, PATH=str(empty)))
+    assert res.returncode == 1, res.stderr
+    line = assert_one_error_line(res.stderr, "postmark (Debian package postmark)")
+    assert "losetup (Debian package mount)" in line and "mkfs.ext3 (Debian package e2fsprogs)" in line, line
+    assert not scratch.exists()
+
+
+@pytest.mark.integration
+def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir, env):
+    if os.geteuid() != 0:
+        pytest.skip("diskmodel postmark on the host needs root")
+    scratch = tmp_path / "s.img"
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    res = _run_bounded(_postmark_args(scratch, "--size", "9999999G"), workdir, env)
+    assert res.returncode == 2, res.stderr
+    line = assert_one_error_line(res.stderr, "--scratch")
+    assert "free" in line and str(free)[:3] in line, line
+    assert not scratch.exists()
+
+
+def test_bench_refuses_a_throttle_beyond_the_kernels_u64(workdir, env):
+    res = _run_bounded(["bench", "--stack", "x.json", "--workload", "copy", "--slow", "sdb=" + "1" + "0" * 23],
+                       workdir, env)
+    assert res.returncode == 2
+    assert_one_error_line(res.stderr, "--slow")

@@ -235,6 +235,19 @@ def _run(args) -> int:
     return 0
 
 
+def _check_host_run(stack, scratch) -> None:
+    """Before anything is created: every program the run calls is installed, and a new scratch file fits."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
+
+    plan = L.build_plan(stack, backing=os.path.realpath(scratch))
+    require_tools(["postmark", "sync", *tools_of_plan(plan)], "diskmodel postmark")
+    try:
+        require_free_space(scratch, L.backing_bytes_required(stack), what="--scratch")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _dispatch(args, stack, config, drop):
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.postmark import run_on_stack
@@ -248,6 +261,7 @@ def _dispatch(args, stack, config, drop):
             L.require_device_mapper(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
+        _check_host_run(stack, args.scratch)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
     return run_on_stack(

@@ -96,6 +96,12 @@ class Scratch:
         Never while a loop device still holds it: the file is then kept, and
         the run's record (``diskmodel cleanup``) still lists it.
         """
+        if self.kind == "file" and self.created and self.keep:
+            run = runstate.current_run()
+            if self.resource is not None and run is not None and self.resource.state == "created":
+                run.release(self.resource)  # else the run's teardown would delete it after all
+                log.warning("kept scratch file %s (--keep); delete it when done", self.path)
+            return
         if not (self.kind == "file" and self.created and not self.keep):
             return
         run = runstate.current_run()
