@@ -550,8 +550,9 @@ def _postmark_args(scratch, *more):
 
 @pytest.mark.integration
 def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(tmp_path, workdir, env):
-    if os.geteuid() != 0:
-        pytest.skip("diskmodel postmark on the host needs root")
+    from conftest import require_root
+
+    require_root()
     empty = tmp_path / "bin"
     empty.mkdir()
     scratch = tmp_path / "s.img"
@@ -564,8 +565,9 @@ def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(
 
 @pytest.mark.integration
 def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir, env):
-    if os.geteuid() != 0:
-        pytest.skip("diskmodel postmark on the host needs root")
+    from conftest import require_root
+
+    require_root()
     scratch = tmp_path / "s.img"
     free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
     res = _run_bounded(_postmark_args(scratch, "--size", "9999999G"), workdir, env)
@@ -580,3 +582,20 @@ def test_bench_refuses_a_throttle_beyond_the_kernels_u64(workdir, env):
                        workdir, env)
     assert res.returncode == 2
     assert_one_error_line(res.stderr, "--slow")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_mkfs_refusing_its_options_is_one_line_even_quiet(tmp_path, workdir, env):
+    """mkfs.ext3 refuses ``-m 60`` (the options' check lets it pass): one line, no log line before it."""
+    from conftest import require_root, require_tools
+
+    require_root()
+    require_tools("mkfs.ext3", "losetup", "postmark")
+    scratch = tmp_path / "s.img"
+    res = _run_bounded(_postmark_args(scratch, "--size", "16M", "--mkfs-options", "-m 60"), workdir, env,
+                       timeout_s=300)
+    assert res.returncode == 1, res.stderr
+    line = assert_one_error_line(res.stderr, "invalid reserved blocks percent")
+    assert len(line) < 500, line
+    assert not scratch.exists()

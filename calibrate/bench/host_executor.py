@@ -150,7 +150,7 @@ class HostExecutor:
                 if res_.returncode != 0:
                     msg = (f"stack {self.plan.name}: step {i} ({step.description}) failed with status "
                            f"{res_.returncode}: {step.command}\n{res_.stderr.strip()}")
-                    self.log.error(msg)
+                    self.log.debug(msg)  # the error carries it: the command line prints it once, as one line
                     raise LayoutError(msg)
                 if step.capture:
                     value = res_.stdout.strip()

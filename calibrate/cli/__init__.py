@@ -81,10 +81,21 @@ def with_flags(message, names: dict[str, str]) -> str:
     return f"{', '.join(flags)}: {text}" if flags else text
 
 
-def one_line(text) -> str:
-    """*text* on one line: its non-empty lines joined by '; '."""
+# What an error line holds at most of a tool's output or an argument parser's message [characters].
+ERROR_MAX_CHARS = 4 * QUOTE_MAX_CHARS
+
+
+# Any error line is cut there [characters]: a message quoting a huge input is never echoed whole.
+_LINE_MAX_CHARS = 1000
+
+
+def one_line(text, limit: int | None = None) -> str:
+    """*text* on one line: its non-empty lines joined by '; ', cut to *limit* characters ("…" marks a cut)."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return "; ".join(lines)
+    joined = "; ".join(lines)
+    if limit is not None and len(joined) > limit:
+        return joined[:limit] + "…"
+    return joined
 
 
 def _debug_from_env() -> bool:
@@ -99,9 +110,7 @@ class OneLineParser(argparse.ArgumentParser):
     """
 
     def error(self, message: str):
-        text = one_line(message)
-        if len(text) > 4 * QUOTE_MAX_CHARS:
-            text = text[:4 * QUOTE_MAX_CHARS] + "…"
+        text = one_line(message, ERROR_MAX_CHARS)
         _stderr(f"diskmodel: error: {text} (see `{self.prog} --help`)")
         self.exit(2)
 
@@ -241,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         message, code = describe(exc)
-        _stderr(f"diskmodel: error: {message}")
+        _stderr(f"diskmodel: error: {one_line(message, _LINE_MAX_CHARS)}")
         return code
     except KeyboardInterrupt as exc:
         if debug:
@@ -251,6 +260,6 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         message, code = describe(exc)
-        _stderr(f"diskmodel: error: {message}")
+        _stderr(f"diskmodel: error: {one_line(message, _LINE_MAX_CHARS)}")
         return code
 

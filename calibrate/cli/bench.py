@@ -142,7 +142,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.host_executor import LayoutError
     from diskmodel.calibrate.bench.layers_bench import measure_stack, measurements_json
-    from diskmodel.calibrate.cli import one_line
+    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line
     from diskmodel.model.predict import predict
 
     if args.repeats < 1:
@@ -172,7 +172,7 @@ def _run(args) -> int:
                                        destroy_data_on=args.destroy_data_on, slow_disks=slow,
                                        vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)
     except (LayoutError, RuntimeError) as exc:
-        print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
+        print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1
     except ValueError as exc:
         raise UsageError(reword(one_line(exc), {"slow_disks": "--slow", "vm": "--vm"})) from exc

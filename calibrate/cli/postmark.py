@@ -198,7 +198,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench.host_executor import LayoutError
     from diskmodel.calibrate.bench.postmark_text import PostMarkError
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.cli import one_line, with_flags
+    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line, with_flags
 
     _setup_logging(args.quiet)
     if args.repeats < 1:
@@ -219,7 +219,7 @@ def _run(args) -> int:
         try:
             summary = _dispatch(args, stack, config, drop)
         except (PostMarkError, LayoutError, RuntimeError) as exc:
-            print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
+            print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
             return 1
         except ValueError as exc:
             raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
