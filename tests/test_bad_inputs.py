@@ -599,3 +599,21 @@ def test_mkfs_refusing_its_options_is_one_line_even_quiet(tmp_path, workdir, env
     line = assert_one_error_line(res.stderr, "invalid reserved blocks percent")
     assert len(line) < 500, line
     assert not scratch.exists()
+
+
+# ---------------------------------------------------------------------------- the budget advice
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", ["5", "8"])
+def test_the_budget_advice_is_accepted_when_followed(budget, workdir, env):
+    """Refused with "give --budget-s X": a rerun with X succeeds (the advice does not go round in circles)."""
+    import re
+
+    args = ["calibrate", "--simulated", "wd800bd", "--no-progress", "--budget-s"]
+    res = _run_bounded([*args, budget], workdir, env, timeout_s=600)
+    assert res.returncode == 2, res.stderr
+    line = assert_one_error_line(res.stderr, "--budget-s")
+    advised = re.search(r"give --budget-s ([0-9.e+]+) or more", line).group(1)
+    assert float(advised) > float(budget)
+    res = _run_bounded([*args, advised], workdir, env, timeout_s=600)
+    assert res.returncode == 0, res.stderr
