@@ -81,8 +81,16 @@ def _run_experiment(args, run_experiment):
                               progress=False if args.no_progress else None)
     except BudgetTooSmall as exc:
         shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
-        raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration needs at least "
-                         f"~{exc.minimum_s:g} s of device time; give --budget-s {exc.minimum_s:g} or more") from exc
+        minimum, checked = exc.minimum_s, False
+        if args.device is None:  # the simulated preset, deterministic for its seed: the advice is checked
+            from diskmodel.calibrate.harness.budget_advice import verified_minimum_s
+            from diskmodel.calibrate.harness.simulated import simulated_disk
+
+            minimum, checked = verified_minimum_s(exc, lambda: simulated_disk(args.preset, seed=args.seed),
+                                                  {"seed": args.seed})
+        how = f"{minimum:g} s of device time (checked)" if checked else f"at least ~{minimum:g} s of device time"
+        raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration needs {how}; "
+                         f"give --budget-s {minimum:g} or more") from exc
     except PermissionError as exc:
         if args.device is not None and exc.filename is not None and os.fspath(exc.filename) == args.device:
             hint = ("even root may not open it here: a container or device policy forbids it"
