@@ -288,7 +288,7 @@ def test_every_subcommand_refuses_an_unknown_flag_in_one_line(battery):
     for name in names:
         res, fragment, listing = results[f"unknown-flag-{name}"]
         assert res["code"] == 2, (name, res["stderr"])
-        line = assert_one_error_line(res["stderr"], "--no-such-flag")
+        line = assert_one_error_line(res["stderr"], fragment)  # argparse may name a missing required one first
         assert "--help" in line, line
 
 
