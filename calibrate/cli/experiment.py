@@ -54,6 +54,8 @@ def _run(args) -> int:
         load_preset(args.preset)
     except ValueError as exc:
         raise UsageError(f"--preset {args.preset}: {exc}") from exc
+    if args.postmark_scratch:
+        _check_postmark_run(args.postmark_scratch)
     measured = tuple(p for p in (args.device, args.postmark_scratch, args.destroy_data_on) if p)
     # The report folder is checked before anything is measured.
     outputs.check_output_dir(args.out, force=args.force, measured_paths=measured)
@@ -66,6 +68,26 @@ def _run(args) -> int:
             raise
     print(format_summary(report))
     return 0
+
+
+def _check_postmark_run(scratch) -> None:
+    """Before the calibration: PostMark on the native stack can run here (root, its programs, the space)."""
+    import os
+
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
+    from diskmodel.model.stack import paper_stack
+
+    if os.geteuid() != 0:
+        raise UsageError("--postmark-scratch: real PostMark needs root on the host (loop devices, mount, drop_caches)")
+    stack = paper_stack("native", fs_size_bytes=1 << 30)  # what calibrate/experiment.py runs PostMark on
+    require_tools(["postmark", "sync", *tools_of_plan(L.build_plan(stack, backing=os.path.realpath(scratch)))],
+                  "diskmodel experiment --postmark-scratch")
+    try:
+        require_free_space(scratch, L.backing_bytes_required(stack), what="--postmark-scratch")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _run_experiment(args, run_experiment):
