@@ -20,8 +20,9 @@ __all__ = ["MAX_DISKSIM_FILE_BYTES", "MAX_TRACE_FILE_BYTES", "MAX_TRACE_LINE_BYT
 #: A DiskSim parameter, seek or layout file larger than this is refused [bytes]; the bundled
 #: drives' largest (a g4 layout map) is under 2 MB.
 MAX_DISKSIM_FILE_BYTES = 64 << 20
-#: A request trace larger than this is refused [bytes].
-MAX_TRACE_FILE_BYTES = 1 << 30
+#: A request trace larger than this is refused [bytes]: over a million requests (the bundled traces
+#: hold 10 000), parsed into Python lists of a few hundred bytes a request before the arrays are made.
+MAX_TRACE_FILE_BYTES = 64 << 20
 #: A trace line longer than this is refused [bytes]: six numbers and words fit in far less.
 MAX_TRACE_LINE_BYTES = 4096
 #: A JSON input (a calibration, a costs file) larger than this is refused [bytes].

@@ -617,3 +617,28 @@ def test_the_budget_advice_is_accepted_when_followed(budget, workdir, env):
     assert float(advised) > float(budget)
     res = _run_bounded([*args, advised], workdir, env, timeout_s=600)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.integration
+def test_experiment_names_a_missing_postmark_before_calibrating(tmp_path, workdir, env):
+    from conftest import require_root
+
+    require_root()
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    scratch = tmp_path / "p.img"
+    res = _run_bounded(["experiment", "--postmark-scratch", str(scratch), "--out", str(workdir / "report"),
+                        "--no-progress"], workdir, dict(env, PATH=str(empty)), timeout_s=120)
+    assert res.returncode == 1, res.stderr
+    assert_one_error_line(res.stderr, "postmark (Debian package postmark)")
+    assert not scratch.exists() and list(workdir.iterdir()) == []
+
+
+def test_a_trace_larger_than_the_cap_is_refused_without_reading_it_all(tmp_path, monkeypatch):
+    from diskmodel.data import disksim, input_files
+
+    monkeypatch.setattr(disksim, "MAX_TRACE_FILE_BYTES", 4096)
+    trace = tmp_path / "t.trace"
+    trace.write_text("R Miss 8 8 1.0 1.0\n" * 1000)
+    with pytest.raises(input_files.InputFileError, match="larger than 4096 bytes"):
+        disksim.read_trace(trace)
