@@ -279,3 +279,23 @@ def test_a_trace_larger_than_the_cap_is_refused_without_reading_it_all(tmp_path,
     trace.write_text("R Miss 8 8 1.0 1.0\n" * 1000)
     with pytest.raises(input_files.InputFileError, match="larger than 4096 bytes"):
         disksim.read_trace(trace)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "destroy-alone", "exists-unconfirmed"])
+def test_experiment_refuses_a_bad_postmark_scratch_before_calibrating(kind, tmp_path, workdir, env):
+    """Refused up front, not after the whole calibration (the run would end in a hang or a late error)."""
+    target = tmp_path / "scratch"
+    if kind == "fifo":
+        os.mkfifo(target)
+        more = ["--postmark-scratch", str(target)]
+    elif kind == "destroy-alone":
+        target.write_bytes(b"")
+        more = ["--destroy-data-on", str(target)]
+    else:
+        target.write_bytes(b"\0" * 4096)
+        more = ["--postmark-scratch", str(target)]
+    res = _run_bounded(["experiment", "--out", str(workdir / "report"), "--no-progress", *more], workdir, env,
+                       timeout_s=60)
+    assert res.returncode == 2, res.stderr
+    assert_one_error_line(res.stderr, more[0])
+    assert list(workdir.iterdir()) == []

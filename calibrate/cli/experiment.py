@@ -54,7 +54,11 @@ def _run(args) -> int:
         load_preset(args.preset)
     except ValueError as exc:
         raise UsageError(f"--preset {args.preset}: {exc}") from exc
+    if args.destroy_data_on is not None and not args.postmark_scratch:
+        raise UsageError(f"--destroy-data-on {args.destroy_data_on}: applies only with --postmark-scratch "
+                         "(it confirms that an existing scratch may be overwritten)")
     if args.postmark_scratch:
+        _check_postmark_scratch(args.postmark_scratch, args.destroy_data_on)
         _check_postmark_run(args.postmark_scratch)
     measured = tuple(p for p in (args.device, args.postmark_scratch, args.destroy_data_on) if p)
     # The report folder is checked before anything is measured.
@@ -68,6 +72,26 @@ def _run(args) -> int:
             raise
     print(format_summary(report))
     return 0
+
+
+def _check_postmark_scratch(scratch, destroy_data_on) -> None:
+    """An existing --postmark-scratch must be a regular file or a block device that --destroy-data-on names."""
+    import os
+    import stat
+
+    from diskmodel.calibrate.cli import UsageError
+
+    if not os.path.lexists(scratch):
+        if destroy_data_on is not None:
+            raise UsageError(f"--destroy-data-on {destroy_data_on}: --postmark-scratch {scratch} does not exist "
+                             "(a new scratch file needs no confirmation)")
+        return
+    mode = os.stat(scratch).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
+        raise UsageError(f"--postmark-scratch {scratch} is neither a regular file nor a block device")
+    if destroy_data_on is None or os.path.realpath(destroy_data_on) != os.path.realpath(scratch):
+        raise UsageError(f"--postmark-scratch {scratch} exists; its data would be destroyed: pass "
+                         f"--destroy-data-on {scratch} to confirm, or name a new file")
 
 
 def _check_postmark_run(scratch) -> None:
