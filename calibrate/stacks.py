@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from diskmodel.data.input_files import read_text_bounded
 from diskmodel.model.disk import Disk
 from diskmodel.model.drives import FileDrive, InMemoryDrive
 from diskmodel.model.stack import Stack
@@ -31,9 +32,7 @@ def read_stack(path: str | os.PathLike, *, also_given=()) -> Stack:
     if also_given:
         raise ValueError(f"{path}: {also_given[0]} does not apply with a stack file (the file describes the stack)")
     try:
-        if path.stat().st_size > MAX_STACK_FILE_BYTES:
-            raise ValueError(f"{path}: larger than {MAX_STACK_FILE_BYTES} bytes, not a stack description")
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, "stack file", MAX_STACK_FILE_BYTES)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -554,8 +554,8 @@ def simulate_trace(params: DriveParameters, trace: Trace) -> SimulationResult:
     A request reaching beyond the drive's last block raises ValueError naming
     the trace file and line.
     """
-    end = trace.lbn + trace.blocks
-    beyond = np.flatnonzero(end > params.layout.total_blocks)
+    # lbn > total - blocks, not lbn + blocks > total: the sum overflows int64 for an LBN near 2**63
+    beyond = np.flatnonzero(trace.lbn > params.layout.total_blocks - trace.blocks)
     if beyond.size:
         i = int(beyond[0])
         raise ValueError(f"{trace.where(i)}: LBN {int(trace.lbn[i])} + {int(trace.blocks[i])} blocks reaches "

@@ -1,10 +1,10 @@
 """Bad inputs to every subcommand (issue #16, "Errors"): one line on stderr, never a traceback.
 
 Each case runs the installed ``diskmodel`` in a fresh working folder and
-checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (or
-argparse's usage lines and its ``diskmodel CMD: error: ...`` line); no
-traceback; the line names the flag (or path) at fault; and no file appeared
-in the working folder or beside the inputs.
+checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (the
+argument parser's errors too, with no usage dump); no traceback; the line
+names the flag (or path) at fault; and no file appeared in the working
+folder or beside the inputs.
 """
 from __future__ import annotations
 
@@ -203,19 +203,13 @@ def _run(args, cwd, env):
 
 
 def assert_one_error_line(stderr: str, fragment: str | None = None) -> str:
+    """stderr is exactly one line ``diskmodel: error: ...`` (argparse's errors too: no usage dump)."""
     assert "Traceback" not in stderr, stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert lines, "no error message"
-    if lines[0].startswith("usage: "):
-        # argparse: its usage (wrapped over indented lines), then one error line
-        assert all(line.startswith(" ") for line in lines[1:-1]), stderr
-        last = lines[-1]
-        assert last.startswith("diskmodel") and ": error: " in last, stderr
-        assert last.split(": error: ")[0].startswith("diskmodel"), stderr
-    else:
-        assert len(lines) == 1, stderr
-        last = lines[0]
-        assert last.startswith("diskmodel: error: "), stderr
+    assert len(lines) == 1, stderr
+    last = lines[0]
+    assert last.startswith("diskmodel: error: "), stderr
     if fragment is not None:
         assert fragment in last, stderr
     return last

@@ -200,7 +200,7 @@ class HostExecutor:
                            f"printed {done.stdout.strip()!r}, not {step.expect!r}")
                     msg = (f"stack {self.plan.name}: step {i} ({step.description}) {why}: "
                            f"{done.args}\n{done.stderr.strip()}")
-                    self.log.error(msg)
+                    self.log.debug(msg)  # the error carries it: the command line prints it once, as one line
                     raise LayoutError(msg)
                 if step.capture:
                     value = step.value if step.value is not None else done.stdout.strip()

@@ -20,6 +20,9 @@ import re
 import signal
 import sys
 
+# What an error line quotes of an input value at most, and how: one helper for every reader.
+from diskmodel.data.input_files import QUOTE_MAX_CHARS, quote  # noqa: F401
+
 # Modules of diskmodel.calibrate that each add one subcommand, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "experiment",
@@ -79,14 +82,38 @@ def with_flags(message, names: dict[str, str]) -> str:
     return f"{', '.join(flags)}: {text}" if flags else text
 
 
-def one_line(text) -> str:
-    """*text* on one line: its non-empty lines joined by '; '."""
+# What an error line holds at most of a tool's output or an argument parser's message [characters].
+ERROR_MAX_CHARS = 4 * QUOTE_MAX_CHARS
+
+
+# Any error line is cut there [characters]: a message quoting a huge input is never echoed whole.
+_LINE_MAX_CHARS = 1000
+
+
+def one_line(text, limit: int | None = None) -> str:
+    """*text* on one line: its non-empty lines joined by '; ', cut to *limit* characters ("…" marks a cut)."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return "; ".join(lines)
+    joined = "; ".join(lines)
+    if limit is not None and len(joined) > limit:
+        return joined[:limit] + "…"
+    return joined
 
 
 def _debug_from_env() -> bool:
     return os.environ.get("DISKMODEL_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``diskmodel: error: <what> (see ... --help)``, exit 2.
+
+    argparse's own ``error()`` prints the whole usage first (6-18 lines); the house rule is one line.
+    The subcommands' parsers are of this class too (``add_subparsers`` uses the parent's class).
+    """
+
+    def error(self, message: str):
+        text = one_line(message, ERROR_MAX_CHARS)
+        _stderr(f"diskmodel: error: {text} (see `{self.prog} --help`)")
+        self.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     The documentation's command-line pages are generated from it (docs/conf.py).
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="diskmodel",
         description="Predict how fast a storage layout will be, and why.",
         epilog="Errors are one line on stderr; --debug (or DISKMODEL_DEBUG=1) shows the traceback instead.",
@@ -224,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         message, code = describe(exc)
-        _stderr(f"diskmodel: error: {message}")
+        _stderr(f"diskmodel: error: {one_line(message, _LINE_MAX_CHARS)}")
         return code
     except KeyboardInterrupt as exc:
         if debug:
@@ -234,6 +261,6 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         message, code = describe(exc)
-        _stderr(f"diskmodel: error: {message}")
+        _stderr(f"diskmodel: error: {one_line(message, _LINE_MAX_CHARS)}")
         return code
 

@@ -21,9 +21,11 @@ import json
 import os
 import sys
 
-from diskmodel.calibrate.cli import UsageError, positive_seconds, reword
+from diskmodel.calibrate.cli import UsageError, positive_seconds, quote, reword
 
 COPY = "copy"
+# The kernel's throttle limits are u64 and U64_MAX means "no limit" (block/blk-throttle.c, tg_set_conf).
+_BLK_THROTTLE_MAX = (1 << 64) - 1
 
 
 def _slow(text: str) -> tuple[str, int]:
@@ -33,8 +35,12 @@ def _slow(text: str) -> tuple[str, int]:
 
     disk, sep, rate = text.partition("=")
     if not sep or not disk:
-        raise argparse.ArgumentTypeError(f"not DISK=BYTES_PER_S: {text!r}")
-    return disk, _bytes(rate)
+        raise argparse.ArgumentTypeError(f"not DISK=BYTES_PER_S: {quote(text)}")
+    value = _bytes(rate)
+    if value >= _BLK_THROTTLE_MAX:
+        raise argparse.ArgumentTypeError(f"{quote(text)}: BYTES_PER_S must be below 2**64 - 1 (the kernel's "
+                                         "throttle limit is a u64, and its maximum means no limit)")
+    return disk, value
 
 
 def add_parser(subparsers) -> None:
@@ -101,6 +107,26 @@ def _stack(args):
     return stack
 
 
+def _check_host_run(stack, args) -> None:
+    """Before anything is created: every program the run calls is installed, and a new scratch file fits."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
+
+    plan = L.build_plan(stack, backing=os.path.realpath(args.scratch), file_system=True)
+    needed = tools_of_plan(plan) + (["fio"] if args.workload != COPY else [])
+    require_tools(needed, "diskmodel bench")
+    if args.slow:
+        from diskmodel.calibrate.bench.blkio import blkio_available
+
+        ok, why = blkio_available()
+        if not ok:
+            raise UsageError(f"--slow: cannot throttle on this host: {why}")
+    try:
+        require_free_space(args.scratch, L.backing_bytes_required(stack), what="--scratch")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def rows_of(measurement, prediction) -> list[dict]:
     """(quantity, measured, predicted, error_pct) rows of one workload [bytes/s]."""
     if "throughput_bytes_per_s" in measurement.rates:
@@ -116,7 +142,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.host_executor import LayoutError
     from diskmodel.calibrate.bench.layers_bench import measure_stack, measurements_json
-    from diskmodel.calibrate.cli import one_line
+    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line
     from diskmodel.model.predict import predict
     from diskmodel.calibrate.cli.command_text import check_command_text
 
@@ -140,6 +166,7 @@ def _run(args) -> int:
             L.require_kernel(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
+        _check_host_run(stack, args)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
     try:
@@ -147,7 +174,7 @@ def _run(args) -> int:
                                        destroy_data_on=args.destroy_data_on, slow_disks=slow,
                                        vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)
     except (LayoutError, RuntimeError) as exc:
-        print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
+        print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1
     except ValueError as exc:
         raise UsageError(reword(one_line(exc), {"slow_disks": "--slow", "vm": "--vm"})) from exc

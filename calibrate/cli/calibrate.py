@@ -176,11 +176,7 @@ def _run(args) -> int:
                 result = calibrate(backend, budget_s=budget, seed=args.seed, path=path,
                                    progress=False if args.no_progress else None, writer=writer)
             except BudgetTooSmall as exc:
-                shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
-                raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration of "
-                                 f"{source.replace('--backend ', 'the backend ')} needs at "
-                                 f"least ~{exc.minimum_s:g} s of device time; give --budget-s {exc.minimum_s:g} "
-                                 f"or more") from exc
+                raise UsageError(_budget_advice(args, exc, source)) from exc
             except ValueError as exc:  # BackendReadError, BackendProtocolError, a measurement that failed
                 raise UsageError(f"{source}: {reword(exc, {'budget_s': '--budget-s'})}") from exc
             except OSError as exc:
@@ -206,6 +202,27 @@ def _run(args) -> int:
     if path is not None:
         _print_partitions(result, path)
     return 0
+
+
+def _budget_advice(args, exc, source: str) -> str:
+    """The refusal of a budget too small, naming a budget that is accepted (checked on a simulated disk)."""
+    shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
+    minimum, checked = exc.minimum_s, False
+    if args.simulated is not None:  # deterministic for its seed: rerun at the estimate until one is accepted
+        from diskmodel.calibrate.harness.budget_advice import verified_minimum_s
+        from diskmodel.calibrate.harness.simulated import simulated_disk
+        from diskmodel.data.disksim.bundled import preset_or_drive
+
+        disk = preset_or_drive(args.simulated)
+        minimum, checked = verified_minimum_s(exc, lambda: simulated_disk(disk, seed=args.seed),
+                                              {"seed": args.seed})
+    what = source.replace("--backend ", "the backend ")
+    if checked:
+        return (f"{shown} {exc.budget_s:g} is too small: one calibration of {what} needs {minimum:g} s of device "
+                f"time (a calibration at --budget-s {minimum:g} was checked to succeed); give --budget-s "
+                f"{minimum:g} or more")
+    return (f"{shown} {exc.budget_s:g} is too small: one calibration of {what} needs at least ~{minimum:g} s "
+            f"of device time (estimated from the reads so far); give --budget-s {minimum:g} or more")
 
 
 def _print_partitions(result, path) -> None:

@@ -58,6 +58,12 @@ def _run(args) -> int:
         load_preset(args.preset)
     except ValueError as exc:
         raise UsageError(f"--preset {args.preset}: {exc}") from exc
+    if args.destroy_data_on is not None and not args.postmark_scratch:
+        raise UsageError(f"--destroy-data-on {args.destroy_data_on}: applies only with --postmark-scratch "
+                         "(it confirms that an existing scratch may be overwritten)")
+    if args.postmark_scratch:
+        _check_postmark_scratch(args.postmark_scratch, args.destroy_data_on)
+        _check_postmark_run(args.postmark_scratch)
     measured = tuple(p for p in (args.device, args.postmark_scratch, args.destroy_data_on) if p)
     # The report folder is checked before anything is measured.
     outputs.check_output_dir(args.out, force=args.force, measured_paths=measured)
@@ -74,6 +80,46 @@ def _run(args) -> int:
     return 0
 
 
+def _check_postmark_scratch(scratch, destroy_data_on) -> None:
+    """An existing --postmark-scratch must be a regular file or a block device that --destroy-data-on names."""
+    import os
+    import stat
+
+    from diskmodel.calibrate.cli import UsageError
+
+    if not os.path.lexists(scratch):
+        if destroy_data_on is not None:
+            raise UsageError(f"--destroy-data-on {destroy_data_on}: --postmark-scratch {scratch} does not exist "
+                             "(a new scratch file needs no confirmation)")
+        return
+    mode = os.stat(scratch).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISBLK(mode)):
+        raise UsageError(f"--postmark-scratch {scratch} is neither a regular file nor a block device")
+    if destroy_data_on is None or os.path.realpath(destroy_data_on) != os.path.realpath(scratch):
+        raise UsageError(f"--postmark-scratch {scratch} exists; its data would be destroyed: pass "
+                         f"--destroy-data-on {scratch} to confirm, or name a new file")
+
+
+def _check_postmark_run(scratch) -> None:
+    """Before the calibration: PostMark on the native stack can run here (root, its programs, the space)."""
+    import os
+
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
+    from diskmodel.model.stack import paper_stack
+
+    if os.geteuid() != 0:
+        raise UsageError("--postmark-scratch: real PostMark needs root on the host (loop devices, mount, drop_caches)")
+    stack = paper_stack("native", fs_size_bytes=1 << 30)  # what calibrate/experiment.py runs PostMark on
+    require_tools(["postmark", "sync", *tools_of_plan(L.build_plan(stack, backing=os.path.realpath(scratch)))],
+                  "diskmodel experiment --postmark-scratch")
+    try:
+        require_free_space(scratch, L.backing_bytes_required(stack), what="--postmark-scratch")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _run_experiment(args, run_experiment):
     import os
 
@@ -87,8 +133,16 @@ def _run_experiment(args, run_experiment):
                               progress=False if args.no_progress else None)
     except BudgetTooSmall as exc:
         shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
-        raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration needs at least "
-                         f"~{exc.minimum_s:g} s of device time; give --budget-s {exc.minimum_s:g} or more") from exc
+        minimum, checked = exc.minimum_s, False
+        if args.device is None:  # the simulated preset, deterministic for its seed: the advice is checked
+            from diskmodel.calibrate.harness.budget_advice import verified_minimum_s
+            from diskmodel.calibrate.harness.simulated import simulated_disk
+
+            minimum, checked = verified_minimum_s(exc, lambda: simulated_disk(args.preset, seed=args.seed),
+                                                  {"seed": args.seed})
+        how = f"{minimum:g} s of device time (checked)" if checked else f"at least ~{minimum:g} s of device time"
+        raise UsageError(f"{shown} {exc.budget_s:g} is too small: one calibration needs {how}; "
+                         f"give --budget-s {minimum:g} or more") from exc
     except PermissionError as exc:
         if args.device is not None and exc.filename is not None and os.fspath(exc.filename) == args.device:
             hint = ("even root may not open it here: a container or device policy forbids it"

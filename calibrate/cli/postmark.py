@@ -199,7 +199,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench.host_executor import LayoutError
     from diskmodel.calibrate.bench.postmark_text import PostMarkError
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.cli import one_line, with_flags
+    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line, with_flags
     from diskmodel.calibrate.cli.command_text import check_command_text
 
     _setup_logging(args.quiet)
@@ -224,7 +224,7 @@ def _run(args) -> int:
         try:
             summary = _dispatch(args, stack, config, drop)
         except (PostMarkError, LayoutError, RuntimeError) as exc:
-            print(f"diskmodel: error: {one_line(exc)}", file=sys.stderr)
+            print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
             return 1
         except ValueError as exc:
             raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
@@ -262,6 +262,19 @@ def _reserve_output(args, held: contextlib.ExitStack, measured):
     return held.enter_context(reservation)
 
 
+def _check_host_run(stack, scratch) -> None:
+    """Before anything is created: every program the run calls is installed, and a new scratch file fits."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
+
+    plan = L.build_plan(stack, backing=os.path.realpath(scratch))
+    require_tools(["postmark", "sync", *tools_of_plan(plan)], "diskmodel postmark")
+    try:
+        require_free_space(scratch, L.backing_bytes_required(stack), what="--scratch")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _dispatch(args, stack, config, drop):
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.postmark import run_on_stack
@@ -275,6 +288,7 @@ def _dispatch(args, stack, config, drop):
             L.require_device_mapper(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
+        _check_host_run(stack, args.scratch)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
     return run_on_stack(

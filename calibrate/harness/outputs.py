@@ -104,16 +104,20 @@ def read_input_bytes(path, *, what: str, hint: str, max_bytes: int, error) -> by
     A directory, a device, a FIFO or a socket, and a file over *max_bytes* are
     refused with ``error(source, message)`` naming *what* the file should be and
     *hint* (how to get one); a path that cannot be read raises the ``OSError``."""
+    from diskmodel.data.input_files import InputFileError, open_regular
+
     source = os.fspath(path)
-    st = os.stat(source)
-    if stat.S_ISDIR(st.st_mode):
-        raise error(source, f"is a directory, not {what} ({hint})")
-    if not stat.S_ISREG(st.st_mode):
-        raise error(source, f"is not a regular file (a device, a FIFO or a socket); {hint}")
-    if st.st_size > max_bytes:
-        raise error(source, f"is {st.st_size} bytes, too large for {what}")
-    with open(source, "rb") as fh:
-        return fh.read(max_bytes + 1)
+    try:
+        fh = open_regular(source, what)  # the shared bounded-input helper: no FIFO blocks, no device is read
+    except IsADirectoryError:
+        raise error(source, f"is a directory, not {what} ({hint})") from None
+    except InputFileError:
+        raise error(source, f"is not a regular file (a device, a FIFO or a socket); {hint}") from None
+    with fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise error(source, f"is larger than {max_bytes} bytes, too large for {what}")
+    return data
 
 
 def parse_input_json(raw: bytes | str, source: str, *, what: str, error):

@@ -240,6 +240,12 @@ class Run:
             res.state = "removed"
             self._save()
 
+    def release(self, res: Resource) -> None:
+        """*res* is handed to the user (a scratch file kept on request): no teardown removes it."""
+        with self._lock, signals_blocked():
+            res.state = "kept"
+            self._save()
+
     def work_dir(self) -> Path:
         """The run's own folder for temporary files (unique name, removed by teardown)."""
         with self._lock:

@@ -116,7 +116,13 @@ class Scratch:
         the run's record (``diskmodel cleanup``) still lists it.
         """
         try:
-            self._remove()
+            if self.kind == "file" and self.created and self.keep:
+                run = runstate.current_run()
+                if self.resource is not None and run is not None and self.resource.state == "created":
+                    run.release(self.resource)  # else the run's teardown would delete it after all
+                    log.warning("kept scratch file %s (--keep); delete it when done", self.path)
+            else:
+                self._remove()
         finally:
             self.held.close()
 

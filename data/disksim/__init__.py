@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..input_files import MAX_TRACE_FILE_BYTES, MAX_TRACE_LINE_BYTES, bounded_lines, quote
 from .model_file import ModelFile, read_model_file
 from .syntax import MS, Block, DiskSimFormatError, Source, Statement, parse_file, read_text
 
@@ -383,6 +384,19 @@ def _is_header(fields: list[str]) -> bool:
     return True
 
 
+# The largest LBN or block count an int64 array holds.
+_INT64_MAX = (1 << 63) - 1
+
+
+def _trace_lines(path: Path):
+    """The trace's numbered lines, read as a stream with the file and line caps of diskmodel.data.input_files."""
+    try:
+        yield from bounded_lines(path, "trace file", max_bytes=MAX_TRACE_FILE_BYTES,
+                                 max_line_bytes=MAX_TRACE_LINE_BYTES)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"trace file {path} does not exist") from None
+
+
 def read_trace(path) -> Trace:
     """Read a DiskSim validate trace: ``R|W Hit|Miss|Doub|Trip LBN blocks service_us interarrival_us``.
 
@@ -393,11 +407,10 @@ def read_trace(path) -> Trace:
     the line.
     """
     path = Path(path)
-    text = read_text(path, "trace file")
     is_write, label, lbn, blocks, service, inter, lines = [], [], [], [], [], [], []
     ignored = 0
     header = False
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in _trace_lines(path):
         fields = raw.split()
         if not fields:
             continue
@@ -412,21 +425,23 @@ def read_trace(path) -> Trace:
             raise DiskSimFormatError(path, number, f"expected 6 fields 'R|W Hit|Miss|Doub|Trip LBN blocks "
                                      f"service_us interarrival_us' (found {len(fields)})")
         if fields[0] not in ("R", "W"):
-            raise DiskSimFormatError(path, number, f"first field must be R or W (got {fields[0]!r})")
+            raise DiskSimFormatError(path, number, f"first field must be R or W (got {quote(fields[0])})")
         if fields[1] not in _LABELS:
-            raise DiskSimFormatError(path, number, f"second field must be one of {', '.join(_LABELS)} (got {fields[1]!r})")
+            raise DiskSimFormatError(path, number, f"second field must be one of {', '.join(_LABELS)} (got {quote(fields[1])})")
         try:
             values = (int(fields[2]), int(fields[3]), float(fields[4]), float(fields[5]))
         except ValueError:
-            raise DiskSimFormatError(path, number, f"LBN and blocks must be whole numbers and times numbers in {raw.strip()!r}") from None
+            raise DiskSimFormatError(path, number, f"LBN and blocks must be whole numbers and times numbers in {quote(raw.strip())}") from None
         if values[0] < 0:
-            raise DiskSimFormatError(path, number, f"negative LBN {values[0]} in {raw.strip()!r} (DiskSim 4.0 stops on it too: "
+            raise DiskSimFormatError(path, number, f"negative LBN {values[0]} in {quote(raw.strip())} (DiskSim 4.0 stops on it too: "
                                      "logorg_maprequest)")
         if values[1] < 1:
-            raise DiskSimFormatError(path, number, f"block count {values[1]} must be >= 1 in {raw.strip()!r} (DiskSim 4.0 stops "
+            raise DiskSimFormatError(path, number, f"block count {values[1]} must be >= 1 in {quote(raw.strip())} (DiskSim 4.0 stops "
                                      "on it too: disk_request_arrive)")
         if not all(math.isfinite(v) and v >= 0 for v in values[2:]):
-            raise DiskSimFormatError(path, number, f"negative or non-finite time in {raw.strip()!r}")
+            raise DiskSimFormatError(path, number, f"negative or non-finite time in {quote(raw.strip())}")
+        if values[0] > _INT64_MAX or values[1] > _INT64_MAX:
+            raise DiskSimFormatError(path, number, f"LBN or block count beyond 2**63 - 1 in {quote(raw.strip())}")
         is_write.append(fields[0] == "W")
         label.append(fields[1])
         lbn.append(values[0])

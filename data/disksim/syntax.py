@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..input_files import MAX_DISKSIM_FILE_BYTES, read_text_bounded
+
 __all__ = ["MS", "Block", "DiskSimFormatError", "Source", "Statement", "parse_file", "parse_text", "read_text",
            "resolve_block", "single_block"]
 
@@ -323,10 +325,11 @@ def read_text(path: Path, what: str) -> str:
     """The text of a DiskSim file; FileNotFoundError "*what* PATH does not exist" without it.
 
     Undecodable bytes are replaced rather than fatal: every token the
-    readers use is ASCII.
+    readers use is ASCII. Only a regular file is read, and at most
+    ``MAX_DISKSIM_FILE_BYTES`` of it (see diskmodel.data.input_files).
     """
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_text_bounded(path, what, MAX_DISKSIM_FILE_BYTES, errors="replace")
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {path} does not exist") from None
 
