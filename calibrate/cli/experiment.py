@@ -175,5 +175,7 @@ def _remove_empty(folders) -> None:
     for folder in folders:
         try:
             os.rmdir(folder)
+        except FileNotFoundError:
+            continue  # the report's own folder is made (and removed) by its staging, not here
         except OSError:
             break
