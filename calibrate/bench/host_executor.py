@@ -3,19 +3,20 @@
 :class:`HostExecutor` runs each step with ``/bin/sh -c``, logs it, records
 what it creates before creating it (:mod:`diskmodel.calibrate.harness.runstate`)
 and tears everything down in reverse, by looking, on failure, on exit and on
-a signal (:class:`handle_signals` turns SIGINT and SIGTERM into
-:class:`Interrupted`, so that ``finally`` blocks run).
+a signal (:class:`handle_signals` turns SIGINT, SIGTERM, SIGHUP and SIGQUIT
+into :class:`Interrupted`, so that ``finally`` blocks run; both live in
+:mod:`diskmodel.calibrate.harness.interrupts` and are re-exported here).
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
-import signal
 import stat
 import subprocess
 
 from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness.interrupts import Interrupted, handle_signals
 from diskmodel.calibrate.harness.resources import TeardownReport
 from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 from diskmodel.calibrate.bench.provision import StackPlan, Step
@@ -27,42 +28,6 @@ log = logging.getLogger("diskmodel.calibrate.bench.provision")
 
 class LayoutError(RuntimeError):
     """A step of a plan failed; what was built has been rolled back."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived; raised so ``finally`` blocks tear down."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
-
-
-class handle_signals:
-    """Context manager: SIGINT and SIGTERM raise :class:`Interrupted` inside it.
-
-    Only in the main thread (elsewhere it does nothing). The previous handlers
-    come back on exit.
-    """
-
-    def __init__(self) -> None:
-        self._old: dict[int, object] = {}
-
-    def __enter__(self) -> "handle_signals":
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return self
-
-        def _raise(signum, frame):
-            raise Interrupted(signum)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, _raise)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
 
 
 class HostExecutor:
