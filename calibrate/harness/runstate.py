@@ -145,6 +145,7 @@ class Run:
         self.path = self.root / f"{self.run_id}.json"
         self._work_dir: Path | None = None
         self._lock = threading.RLock()
+        self._undone: list[str] = []   # what earlier undo() calls removed (a scratch file), for finish()
 
     # -- the state file
     def _save(self) -> None:
@@ -219,12 +220,17 @@ class Run:
                         report.left.append(f"{res.describe()}: {res.note}")
                     else:
                         report.removed.append(res.describe())
+                        self._undone.append(res.describe())
                 self._save()
         return report
 
     def finish(self) -> TeardownReport:
         """Undo everything; remove the state file when all is checked gone."""
+        earlier = list(self._undone)
         report = self.undo()
+        # The report names what was torn down earlier in the run too (a scratch file removed when its
+        # fill was interrupted), not only what this last undo found.
+        report.removed[:0] = earlier
         if report.complete:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
