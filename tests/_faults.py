@@ -271,7 +271,7 @@ class Trial:
         (pause / "sitecustomize.py").write_text(_SITECUSTOMIZE)
         env["PYTHONPATH"] = f"{pause}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(pause)
         env["DISKMODEL_TEST_PAUSE"] = _CALIBRATE_PAUSE[self.phase]
-        return [DISKMODEL, "calibrate", str(self.target), "--budget-s", "2", "--json", str(self.output),
+        return [DISKMODEL, "calibrate", str(self.target), "--budget-s", "8", "--json", str(self.output),
                 "--no-progress"], env
 
     def start(self) -> "Trial":

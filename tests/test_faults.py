@@ -112,6 +112,88 @@ def test_the_repeat_count_is_checked(monkeypatch):
     assert _faults.repeats() == 1
 
 
+# ---------------------------------------------------------------- every subcommand, by the command line
+
+# The smallest command line each subcommand parses; a new subcommand needs its line here.
+SUBCOMMAND_ARGV = {
+    "experiment": ["experiment"], "calibrate": ["calibrate", "--simulated", "hp97560"],
+    "predict": ["predict", "--layout", "native", "--workload", "test1"], "probe": ["probe"],
+    "postmark": ["postmark", "--layout", "native", "--workload", "test1"], "validate-trace": ["validate-trace"],
+    "bench": ["bench", "--stack", "x.json", "--workload", "seqwrite_1m"], "cleanup": ["cleanup"],
+}
+
+# Run in a child: every subcommand's handler replaced by one that signals its own process and waits;
+# main() must turn each of the four signals into the one line and 128+N, and put the handlers back.
+_EVERY_SUBCOMMAND = """
+import json, os, signal, sys, time
+from diskmodel.calibrate import cli
+argvs, real_build = json.loads(sys.argv[1]), cli.build_parser
+
+def signal_myself(args):
+    os.kill(os.getpid(), int(os.environ["DISKMODEL_TEST_SIGNAL"]))
+    time.sleep(30)
+    return 0
+
+def build():
+    parser = real_build()
+    for action in parser._subparsers._group_actions:
+        for sub in action.choices.values():
+            sub.set_defaults(handler=signal_myself)
+    print(json.dumps({"subcommands": [n for a in parser._subparsers._group_actions for n in a.choices]}),
+          flush=True)
+    return parser
+
+cli.build_parser = build
+for name, argv in argvs.items():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        before = signal.getsignal(sig)
+        os.environ["DISKMODEL_TEST_SIGNAL"] = str(int(sig))
+        code = cli.main(argv)
+        print(json.dumps({"name": name, "signal": sig.name, "code": code,
+                          "restored": signal.getsignal(sig) == before}), flush=True)
+"""
+
+
+def test_every_subcommand_turns_the_four_signals_into_one_line_and_128_plus_n():
+    res = subprocess.run([sys.executable, "-c", _EVERY_SUBCOMMAND, json.dumps(SUBCOMMAND_ARGV)],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ, DISKMODEL_DEBUG=""))
+    rows = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    parsed = next((r["subcommands"] for r in rows if "subcommands" in r), None)
+    assert parsed is not None, res.stdout + res.stderr
+    assert sorted(parsed) == sorted(SUBCOMMAND_ARGV), "give SUBCOMMAND_ARGV a command line for each subcommand"
+    got = {(r["name"], r["signal"]): (r["code"], r["restored"]) for r in rows if "code" in r}
+    want = {(name, sig.name): (128 + sig, True) for name in SUBCOMMAND_ARGV for sig in _faults.CAUGHT_SIGNALS}
+    assert got == want, res.stderr[-3000:]
+    lines = res.stderr.splitlines()
+    for sig in _faults.CAUGHT_SIGNALS:
+        line = f"diskmodel: error: interrupted by {sig.name}; the run did not finish"
+        assert lines.count(line) == len(SUBCOMMAND_ARGV), res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_an_experiment_says_so(tmp_path, signum):
+    """`experiment --device FILE` paused in its calibration's reads (tests/_faults.py's sitecustomize)."""
+    trial = _faults.Trial(tmp_path / "t", "calibrate", "probe")
+    argv, env = trial._argv_env()
+    out = tmp_path / "report"
+    proc = subprocess.Popen([DISKMODEL, "experiment", "--device", str(trial.target), "--budget-s", "2",
+                             "--out", str(out), "--no-progress"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _faults.wait_until(trial.mark.exists, 120, "the experiment's calibration to read", proc)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        _stop(proc)
+    assert proc.returncode == 128 + signum, err[-2000:]
+    assert f"diskmodel: error: interrupted by {signum.name}; the run did not finish" in err.splitlines()
+    assert "Traceback" not in err
+    assert _faults.processes_marked(trial.mark) == []
+    assert not (out / "summary.txt").exists() and not (out / "report.json").exists()
+
+
 # ---------------------------------------------------------------- SIGKILL in a VM, then cleanup
 
 def _state(run_dir: Path) -> list[dict]:

@@ -178,8 +178,12 @@ def _run(args) -> int:
             outputs.write_output_atomically("-", text, kind="calibration")
             return 0
         if args.json is not None:
-            outputs.write_output_atomically(args.json, text, kind="calibration", force=args.force,
-                                            measured_paths=measured)
+            from diskmodel.calibrate.harness import runstate
+
+            # In a run of its own: a SIGKILL while the temporary file exists leaves it to `diskmodel cleanup`.
+            with runstate.ensure_run(f"calibrate --json {args.json}") as run:
+                outputs.write_output_atomically(args.json, text, kind="calibration", force=args.force,
+                                                measured_paths=measured, run=run)
     print(result.summary())
     if path is not None:
         _print_partitions(result, path)
