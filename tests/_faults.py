@@ -220,7 +220,7 @@ elif _phase == "fsync:output":
     os.fsync = _paused_fsync
 '''
 
-_CALIBRATE_PAUSE = {"probe": "read:1", "measure": "read:2000", "write": "fsync:output"}
+_CALIBRATE_PAUSE = {"probe": "read:1", "measure": "read:300", "write": "fsync:output"}
 
 
 def _bench_stack(folder: Path) -> Path:

@@ -323,10 +323,20 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     original = '{"format": "diskmodel.calibration", "format_version": 1}'
     out.write_text(original)
 
+    real_fsync = os.fsync
+
     def failing_fsync(fd):
-        raise OSError(errno.EIO, "Input/output error")
+        # the output's temporary file only: the run's state file (which records it) is written as before
+        try:
+            name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        except (OSError, TypeError):
+            name = ""
+        if name.startswith(".cal.json."):
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
 
     monkeypatch.setattr(outputs.os, "fsync", failing_fsync)
+    monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path.parent / f"{tmp_path.name}-run"))
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1

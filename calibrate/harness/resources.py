@@ -85,7 +85,8 @@ def _orphaned_members(d: dict) -> list[int]:
     pid = int(d["pid"])
     if not d.get("group"):
         return []
-    if os.path.exists(f"/proc/{pid}") and process_start_ticks(pid) != d.get("start_ticks"):
+    ticks = process_start_ticks(pid)   # None: no process has the number (or its zombie was just reaped)
+    if ticks is not None and ticks != d.get("start_ticks"):
         return []   # the number is another process's now: the group is long gone
     return live_group_members(pid)
 
