@@ -135,11 +135,9 @@ def run_fio(job: str, directory: str, *, limit_bytes: int, runtime_s: float) -> 
     drop_caches()
     cgroup = MemoryCgroup(limit_bytes).create()
     try:
-        argv = ["/bin/sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", str(cgroup.procs_file),
-                *fio_argv(job, directory, runtime_s)]
         t0 = time.monotonic()
-        proc = spawn(argv, name="fio", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     text=True)
+        proc = spawn(fio_argv(job, directory, runtime_s), name="fio", stdin=subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cgroup_procs=cgroup.procs_file)
         out, err = communicate_or_kill(proc, 600)
         wall = time.monotonic() - t0
     finally:

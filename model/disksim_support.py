@@ -514,7 +514,7 @@ def parv_host_path(parv: Parv) -> tuple[float | None, float, float]:
     trace's access time, ``tempint2``, which ``iotrace_validate_get_ioreq_event`` sets to 0; 0
     and -2 (traced queue times, 0 in a validate trace too) simulate the drive. The arbitration
     and the delays are followed on DiskSim's validate topology, driver - bus - pass-thru
-    controller - bus - disk (``_host_path_s`` in :mod:`diskmodel.model.simulate`); elsewhere
+    controller - bus - disk (``_host_path_s`` in :mod:`diskmodel.model.simulate_inputs`); elsewhere
     a value but 0 is an error naming the file, line and parameter.
     """
     path = next((found for node in parv.topology if (found := _path_to_disk(node))), None)

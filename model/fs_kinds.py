@@ -13,8 +13,11 @@ can be, and what it is when nothing is said, is kept here as data:
 * :func:`parameters_from_options`: the parameters that ``mkfs.<kind>`` and
   ``mount -o`` options set, so a stack's options and its model describe the
   same file system.  An option the kind's tools do not have is refused
-  naming the option and the kind; options the kind has that do not change
-  the model's cost (a label, ``-q``, ``errors=``) are accepted.
+  naming the option and the kind, and so is a value outside the option's
+  syntax (:mod:`diskmodel.model.fs_options`: enumerations, bounded whole
+  numbers, sizes, paths and names of a strict character set); options the
+  kind has that do not change the model's cost (a label, ``-q``,
+  ``errors=``) are accepted.
 
 Where each default comes from (``FileSystem`` field: value):
 
@@ -53,6 +56,7 @@ inode_size_bytes for btrfs (160) is the size of an inode item in a leaf.
 """
 from __future__ import annotations
 
+from .fs_options import check_mkfs_value, check_mount_option, mkfs_table, shown, takes_value
 from .units import KIB, MIB
 
 #: The tools whose mkfs defaults :data:`DEFAULTS` follows (Debian 12 packages).
@@ -137,54 +141,13 @@ def mkfs_journal_bytes(kind: str, fs_size_bytes: int, block_size_bytes: int = 40
 
 # ------------------------------------------------------------------ options
 
-#: Mount options every kind takes (the VFS's): they do not change the model's cost, except the atime ones.
-_VFS_MOUNT = {"defaults", "rw", "ro", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "auto", "noauto",
-              "nouser", "user", "nofail", "lazytime", "nolazytime", "nodiratime", "diratime", "silent", "loud",
-              "iversion", "noiversion", "mand", "nomand"}
+#: The atime mount options and whether each lets reads update access times.
 _ATIME = {"noatime": False, "atime": True, "relatime": True, "strictatime": True}
-_EXT_COMMON_MOUNT = {"acl", "noacl", "user_xattr", "nouser_xattr", "errors", "grpid", "bsdgroups", "nogrpid",
-                     "sysvgroups", "resgid", "resuid", "sb", "bsddf", "minixdf", "nouid32", "debug", "oldalloc",
-                     "orlov", "quota", "noquota", "usrquota", "grpquota", "dax", "check", "nocheck"}
-_JOURNAL_MOUNT = {"journal_dev", "journal_path", "norecovery", "noload", "barrier", "nobarrier",
-                  "journal_checksum", "nojournal_checksum", "journal_async_commit", "jqfmt", "usrjquota",
-                  "grpjquota", "data_err"}
-_EXT4_MOUNT = {"inode_readahead_blks", "stripe", "max_batch_time", "min_batch_time", "journal_ioprio", "discard",
-               "nodiscard", "dioread_nolock", "dioread_lock", "auto_da_alloc", "noauto_da_alloc", "init_itable",
-               "noinit_itable", "block_validity", "noblock_validity", "nombcache", "prjquota", "i_version",
-               "test_dummy_encryption", "inlinecrypt", "mb_optimize_scan", "abort"}
-_XFS_MOUNT = {"allocsize", "attr2", "noattr2", "discard", "nodiscard", "grpid", "bsdgroups", "nogrpid",
-              "sysvgroups", "filestreams", "ikeep", "noikeep", "inode32", "inode64", "largeio", "nolargeio",
-              "logbufs", "logbsize", "logdev", "noalign", "norecovery", "nouuid", "noquota", "uquota", "usrquota",
-              "quota", "uqnoenforce", "qnoenforce", "gquota", "grpquota", "gqnoenforce", "pquota", "prjquota",
-              "pqnoenforce", "sunit", "swidth", "swalloc", "wsync", "dax", "rtdev"}
-_BTRFS_MOUNT = {"acl", "noacl", "autodefrag", "noautodefrag", "barrier", "nobarrier", "check_int", "clear_cache",
-                "compress", "compress-force", "datacow", "nodatacow", "datasum", "nodatasum", "degraded", "device",
-                "discard", "nodiscard", "enospc_debug", "noenospc_debug", "fatal_errors", "flushoncommit",
-                "noflushoncommit", "max_inline", "metadata_ratio", "norecovery", "rescan_uuid_tree", "rescue",
-                "skip_balance", "space_cache", "nospace_cache", "ssd", "ssd_spread", "nossd", "nossd_spread",
-                "subvol", "subvolid", "thread_pool", "treelog", "notreelog", "usebackuproot", "user_subvol_rm_allowed",
-                "commit"}
-
-#: mkfs flags each kind's mkfs has: True when the flag takes a value (the next argument, or glued on).
-_MKE2FS_FLAGS = {"-b": True, "-I": True, "-J": True, "-O": True, "-E": True, "-G": True, "-N": True, "-i": True,
-                 "-m": True, "-L": True, "-M": True, "-U": True, "-T": True, "-t": True, "-r": True, "-g": True,
-                 "-C": True, "-e": True, "-o": True, "-d": True, "-z": True, "-c": False, "-D": False, "-F": False,
-                 "-q": False, "-v": False, "-S": False, "-K": False, "-n": False, "-j": False}
-_MKXFS_FLAGS = {"-b": True, "-d": True, "-i": True, "-l": True, "-m": True, "-n": True, "-r": True, "-s": True,
-                "-L": True, "-p": True, "-c": True, "-f": False, "-q": False, "-K": False, "-N": False}
-_MKBTRFS_FLAGS = {"-n": True, "--nodesize": True, "-s": True, "--sectorsize": True, "-m": True, "--metadata": True,
-                  "-d": True, "--data": True, "-O": True, "--features": True, "-R": True, "--runtime-features": True,
-                  "-L": True, "--label": True, "-U": True, "--uuid": True, "--csum": True, "--checksum": True,
-                  "-b": True, "--byte-count": True, "-r": True, "--rootdir": True, "-f": False, "--force": False,
-                  "-q": False, "--quiet": False, "-K": False, "--nodiscard": False, "-M": False, "--mixed": False,
-                  "-v": False, "--verbose": False}
-_MKFS_FLAGS = {"ext2": _MKE2FS_FLAGS, "ext3": _MKE2FS_FLAGS, "ext4": _MKE2FS_FLAGS, "xfs": _MKXFS_FLAGS,
-               "btrfs": _MKBTRFS_FLAGS}
 
 
 def _mkfs_pairs(kind: str, options) -> list[tuple[str, str | None]]:
-    """(flag, value) of each option of ``mkfs.<kind>``; an unknown flag is refused naming it and the kind."""
-    flags = _MKFS_FLAGS[kind]
+    """(flag, value) of each option of ``mkfs.<kind>``; an unknown flag or a bad value is refused naming it."""
+    flags = {flag: takes_value(kind_type) for flag, kind_type in mkfs_table(kind).items()}
     out, i = [], 0
     options = list(options)
     while i < len(options):
@@ -195,7 +158,7 @@ def _mkfs_pairs(kind: str, options) -> list[tuple[str, str | None]]:
             flag, value = option, None
             if flags[option]:
                 if i + 1 >= len(options):
-                    raise ValueError(f"mkfs_options: {option} of mkfs.{kind} needs a value")
+                    raise ValueError(f"mkfs_options: {shown(option)} of mkfs.{kind} needs a value")
                 i += 1
                 value = options[i]
         elif option[:2] in flags and not option.startswith("--") and flags[option[:2]]:
@@ -203,7 +166,8 @@ def _mkfs_pairs(kind: str, options) -> list[tuple[str, str | None]]:
         else:
             flag, value = option, None
         if flag not in flags:
-            raise ValueError(f"mkfs_options: {flag} is not an option of mkfs.{kind}")
+            raise ValueError(f"mkfs_options: {shown(flag)} is not an option of mkfs.{kind}")
+        check_mkfs_value(kind, flag, value)
         out.append((flag, value))
         i += 1
     return out
@@ -287,22 +251,13 @@ def _mkfs_parameters(kind: str, options) -> dict:
 
 
 def _mount_parameters(kind: str, options) -> dict:
-    known = set(_VFS_MOUNT) | set(_ATIME)
-    if kind in EXT_KINDS:
-        known |= _EXT_COMMON_MOUNT
-        if kind != "ext2":
-            known |= _JOURNAL_MOUNT | {"data", "commit"}
-        if kind == "ext4":
-            known |= _EXT4_MOUNT | {"delalloc", "nodelalloc"}
-    elif kind == "xfs":
-        known |= _XFS_MOUNT
-    else:
-        known |= _BTRFS_MOUNT
     out = {}
+    keys = {option.partition("=")[0]: option for option in options}
+    if kind == "xfs" and len({"sunit", "swidth"} & set(keys)) == 1:  # xfs(5): "must be specified together"
+        option = keys.get("sunit") or keys.get("swidth")
+        raise ValueError(f"mount_options: {shown(option)} : xfs takes sunit and swidth together")
     for option in options:
-        key, _, value = option.partition("=")
-        if key not in known:
-            raise ValueError(f"mount_options: {option} is not a mount option of {kind}")
+        key, value = check_mount_option(kind, option)
         where = f"mount_options {key}"
         if key in _ATIME:
             out["atime_updates"] = _ATIME[key]
@@ -311,10 +266,8 @@ def _mount_parameters(kind: str, options) -> dict:
             if value == "journal" and kind == "ext4":
                 out["delayed_allocation"] = False  # ext4 turns delalloc off under data=journal
         elif key == "commit":
-            try:
-                out["commit_interval_s"] = float(value)
-            except ValueError:
-                raise ValueError(f"{where}: {value!r} is not a number") from None
+            # commit=0 is the default interval (ext4(5), btrfs(5))
+            out["commit_interval_s"] = float(value) or DEFAULTS[kind]["commit_interval_s"]
         elif key in ("delalloc", "nodelalloc"):
             out["delayed_allocation"] = key == "delalloc"
         elif key == "max_inline":
@@ -337,8 +290,10 @@ def parameters_from_options(kind: str, mkfs_options=(), mount_options=()) -> dic
     ``-i size=``, ``-l size=``, ``-d agcount=``.  btrfs: ``-s``, ``-n``,
     ``-m single|dup``; mount ``commit=``, ``max_inline=``, ``[no]datasum``,
     ``[no]datacow``.  All: ``noatime``/``atime``/``relatime``/``strictatime``.
-    Values are checked by ``FileSystem`` itself (e.g. a block size the kind
-    cannot use); an option the kind does not have is refused here.
+    An option the kind does not have, or a value its syntax does not allow
+    (:mod:`diskmodel.model.fs_options`), is refused here; what the values
+    set is checked by ``FileSystem`` itself (e.g. a block size the kind
+    cannot use).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r})")

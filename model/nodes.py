@@ -82,10 +82,22 @@ def node_type(*kinds: str):
     return register
 
 
+#: Characters no text field of a node may hold: the shell's command separators, substitutions, redirections
+#: and quotes (POSIX sh, "Shell Command Language" 2.2 and 2.4), so that no name, path or option can end or
+#: start a command wherever it is written (a device name, a script the VM runs).
+SHELL_METACHARACTERS = frozenset(";|&$`<>()\\'\"")
+
+
 def text_field(name: str, value, *, empty_ok: bool = True) -> str:
-    """A node's text field: a one-line str (non-empty unless *empty_ok*), or ValueError naming *name*."""
+    """A node's text field: a one-line str (non-empty unless *empty_ok*) with no shell metacharacter or
+    control character (:data:`SHELL_METACHARACTERS`), or ValueError naming *name*."""
     if not isinstance(value, str) or (not empty_ok and not value) or "\n" in value:
         raise ValueError(f"{name} must be a {'' if empty_ok else 'non-empty '}one-line string (got {show(value)})")
+    bad = sorted({c for c in value if c in SHELL_METACHARACTERS or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        shown = " ".join(repr(c)[1:-1] for c in bad)
+        raise ValueError(f"{name} must hold no shell metacharacter or control character: {show(value)} holds "
+                         f"{shown} (use letters, digits, spaces and . _ - / : + @ , =)")
     return value
 
 

@@ -114,26 +114,26 @@ Python loop would run at ~10^4 requests per second instead of ~10^6. The
 drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`
 (``DriveParameters.from_disk`` for a :class:`~diskmodel.model.disk.Disk`, e.g.
 a calibration's ``to_disk()``); a simulation can continue from where another
-left off (``start_s``, ``start_cylinder``, ``start_head``); its
+left off (``start_s``, ``start_cylinder``, ``start_head``), or take requests as
+they arrive, its whole state kept between calls
+(:class:`~diskmodel.model.simulate_session.DriveSession`: the kernel's carried
+state is the record :data:`~diskmodel.model.simulate_inputs.CARRIED`); its
 media accesses are :mod:`diskmodel.model.media_access`'s; DiskSim's files
 become parameters and traces in :mod:`diskmodel.model.disksim`.
 """
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
 from enum import IntEnum
-from fractions import Fraction
 
 import numpy as np
 from numba import njit
 
-from ._checks import finite_array, finite_scalar, show, whole_number
+from ._checks import finite_array
 from .disksim_access_block import kept_track_front
 from .disksim_big_transfer import _read_through_segment, _write_through_segment
 from .disksim_immediate import _front_after_swap, _immediate_front
-from .disksim_mapping import G4ZoneLayout, lbn_to_pbn_one, track_first_lbn
+from .disksim_mapping import lbn_to_pbn_one, track_first_lbn
 from .disksim_nocache import _forget_buffered
 from .disksim_readahead import (_extend_read_ahead, _hit_once_minimum_read, _hold_read_ahead, _idle_hit_read_ahead,
                                 _invalidate, _kept_read_ahead_limit, _minimum_covers, _minimum_end,
@@ -145,6 +145,9 @@ from .disksim_writequeue import (_combines, _prebuffered, _prebuffered_new, _rea
                                  _resume_after_read, _start_chain)
 from .drive_parameters import DriveParameters
 from .media_access import _EPS_REV, access_media, move_time_s, wait_for_angle
+from .simulate_inputs import (OUT_ARRIVAL, OUT_COMPLETION, OUT_HIT, OUT_LATENCY, OUT_MEDIA, OUT_ROWS, OUT_SEEK,
+                              OUT_SERVICE, check_requests, kernel_inputs, new_carried)
+from .simulate_inputs import _writes_queue  # noqa: F401  (tests/_simulate_bounds_run.py takes it from here)
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
 
@@ -212,174 +215,23 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
         Where the simulation starts: the clock [s] (the platter's phase is
         ``t / T_rot mod 1``) and the head; the buffer starts empty.
     """
-    if not isinstance(params, DriveParameters):
-        raise ValueError(f"params must be DriveParameters (got {type(params).__name__})")
-    is_write = np.asarray(is_write)
-    if is_write.dtype.kind != "b":
-        raise ValueError(f"is_write must hold True or False (got {show(is_write)})")
-    is_write = is_write.ravel()
-    lbn = np.asarray(lbn)
-    blocks = np.asarray(blocks)
-    for name, array in (("lbn", lbn), ("blocks", blocks)):
-        if array.dtype.kind not in "iu":
-            raise ValueError(f"{name} must hold whole numbers as integers (got {show(array)})")
-    lbn = lbn.astype(np.int64).ravel()
-    blocks = blocks.astype(np.int64).ravel()
+    is_write, lbn, blocks = check_requests(params, is_write, lbn, blocks)
     gap = finite_array("interarrival_s", interarrival_s, nonnegative=True).ravel()
     n = lbn.size
-    if not (is_write.size == blocks.size == gap.size == n):
+    if gap.size != n:
         raise ValueError("is_write, lbn, blocks and interarrival_s must have the same length")
-    if n and lbn.min() < 0:
-        raise ValueError(f"lbn must be >= 0 (got {show(lbn.min())})")
-    if n and blocks.min() < 1:
-        raise ValueError(f"blocks must be >= 1 (got {show(blocks.min())})")
-    if n and (lbn + blocks).max() > params.layout.total_blocks:
-        raise ValueError(f"a request ends beyond the last block ({params.layout.total_blocks})")
-    if n and _writes_queue(params) and params.buffer_segments:
-        big = np.flatnonzero(is_write & (blocks > params.segment_size_blocks))
-        if big.size:
-            i = int(big[0])
-            raise ValueError(f"request {i}: a write of {int(blocks[i])} blocks, larger than a segment "
-                             f"({params.segment_size_blocks}), is not simulated with queued fast writes "
-                             "(write_prebuffering or never_disconnect): DiskSim 4.0 fails once queued writes "
-                             "outgrow a segment")
-    if n and params.controller_delay_s and params.buffer_segments and params.constant_access_s is None:
-        big = np.flatnonzero(~is_write & (blocks > params.segment_size_blocks))
-        if big.size:
-            i = int(big[0])
-            raise ValueError(f"request {i}: a read of {int(blocks[i])} blocks, larger than a segment "
-                             f"({params.segment_size_blocks}), is not simulated with a controller delay "
-                             f"(controller_delay_s {params.controller_delay_s!r}): DiskSim 4.0's disconnections "
-                             "and reconnections inside such a read overlap its controller's messages "
-                             "differently (tests/golden/disksim_variants/README.md)")
     p = params
     if p.constant_access_s is not None:
         return _constant_access(p.constant_access_s, gap, float(start_s), start_cylinder, start_head)
-    # the path between the driver and the disk (pass-thru controller, the disk's bus), added to
-    # the disk's own overheads where DiskSim passes a message (_host_path_s; 0.0 adds nothing)
-    down, reconnect, answered, up = _host_path_s(p.bus_arbitration_s, p.controller_delay_s)
-    real = np.array([60.0 / p.rpm, p.head_switch_s, p.write_settle_s, p.read_completion_s + up,
-                     p.write_completion_s + up, p.data_preparation_s + answered, p.reselect_s + reconnect,
-                     p.bus_read_block_s, p.bus_write_block_s, p.read_watermark, p.minimum_write_seek_s,
-                     p.write_disconnect_s + answered, p.other_reselect_s + reconnect, p.extra_disconnect_command_s,
-                     p.extra_disconnect_s + answered, p.extra_inter_disconnect_s,
-                     p.extra_second_disconnect_s + answered, p.extra_disconnect_seek_delta_s,
-                     p.read_disconnect_s[0] + answered, p.read_disconnect_s[1] + answered,
-                     _segment_watermark(p), _write_watermark(p), float(p.immediate_read),
-                     float(_immediate_mode(p)), down + p.per_request_overhead_s, answered, p.controller_delay_s,
-                     float(p.read_direct_to_buffer), float(_immediate_write_g4(p)), float(_immediate_read_g4(p))])
-    ints = np.array([p.buffer_segments, p.segment_size_blocks, p.max_read_ahead_blocks,
-                     int(p.read_ahead_over_requested), int(p.read_ahead_on_idle_hit), p.fast_write_level,
-                     int(p.read_hits_on_write_data), int(p.separate_write_segment), p.read_ahead_scheme,
-                     int(p.read_any_free_blocks and not p.immediate_access_under_head),
-                     int(p.stop_read_ahead_in_sector), int(p.extra_write_disconnect),
-                     int(p.hold_bus_read), int(p.almost_read_hits), int(p.never_disconnect),
-                     p.min_read_ahead_blocks, p.preseeking_level, int(p.watermark_by_request_size),
-                     int(p.immediate_partial_hit_transfer), int(p.write_hit_stops_read_ahead),
-                     int(p.sneaky_full_read_hits), int(p.sneaky_partial_read_hits), int(_writes_queue(p)),
-                     int(p.hold_bus_write), int(p.caching), p.write_segments, int(p.combine_seq_writes),
-                     p.queue_scheduling_policy],
-                    dtype=np.int64)
-    start = np.array([finite_scalar("start_s", start_s, nonnegative=True),
-                      whole_number("start_cylinder", start_cylinder, maximum=int(p.layout.last_cylinder.max())),
-                      whole_number("start_head", start_head, maximum=p.layout.surfaces - 1)])
-    out = np.zeros((6, n))
-    # the kernel's working arrays, made here: the kernel runs without numba's reference counting
-    # (_nrt=False, see _simulate), which cannot allocate
-    longest = int(blocks.max()) if n else 1
-    # first block, end, holds written data, read-ahead limit
-    segments = np.zeros((4, p.buffer_segments), np.int64)
-    # last use (LRU order); never used: before any use (DiskSim's segment list starts with them)
-    seg_used = np.full(p.buffer_segments, -np.inf)
-    # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks, chunk_end
-    work = np.zeros((8, max(longest + 1, 3)))
-    # the kernel reads the watermark of min(segment, request) blocks (of the request without a buffer)
-    reachable = min(longest, p.segment_size_blocks) if p.buffer_segments else longest
-    work[4, :reachable + 1] = _request_watermarks(float(p.read_watermark), reachable)
-    work[6, :reachable + 1] = _request_watermarks(float(p.write_watermark_fraction), reachable)
-    # the read-ahead's block times: its limit, 3 tracks (schemes 1, 2, 4) and a request
-    pf_ready = np.zeros(max(p.max_read_ahead_blocks, p.segment_size_blocks)
-                        + 3 * max(int(p.layout.sectors_per_track.max()), 1) + longest + 2)
-    # the prebuffered writes' queue: its writes and their blocks, at most a segment's beyond the
-    # write under way plus a request (diskmodel.model.disksim_writequeue)
-    wq = np.zeros((8, max(2 * p.segment_size_blocks + longest + 2, 12 if p.queue_scheduling_policy != 1 else 0)
-                   if _writes_queue(p) else 1))
-    if _writes_queue(p):
-        wq[3, 5] = p.queue_scheduling_policy
-        wq[3, 6] = float(p.immediate_write)
-        wq[3, 7] = float(isinstance(p.layout, G4ZoneLayout))
-    _simulate(p.layout.kernel_arrays(), p.seek_by_distance_s, p.write_seek_by_distance_s,
-              p.command_overhead_s, real, ints, is_write, lbn, blocks, gap, out, start, segments, seg_used, work,
-              pf_ready, wq)
-    return SimulationResult(out[0], out[1], out[2].astype(np.int8), out[3], out[4], out[5],
-                            float(start[0]), int(start[1]), int(start[2]))
-
-
-def _immediate_write_g4(p):
-    """Whether a write's tracks are DiskSim's zero-latency accesses that start under the head
-    ("Immediate buffer write" on a g4 layout, ``real[28]``:
-    :func:`diskmodel.model.disksim_access_block.immediate_write_track`; on g1 and g2 layouts
-    DiskSim 4.0's ``g1_access_block`` never starts one there)."""
-    return bool(p.immediate_write and isinstance(p.layout, G4ZoneLayout))
-
-
-def _immediate_read_g4(p):
-    """Whether a read's tracks are DiskSim's zero-latency accesses that start under the head
-    ("Immediate buffer read" on a g4 layout, ``real[29]``:
-    :func:`diskmodel.model.disksim_access_block.immediate_read_run`, mode 2; on g1 and g2 layouts
-    DiskSim 4.0's ``g1_access_block`` never starts one there)."""
-    return bool(p.immediate_read and isinstance(p.layout, G4ZoneLayout))
-
-
-def _immediate_mode(p):
-    """Which read accesses are DiskSim's immediate ones that start under the head
-    (diskmodel.model.disksim_access_block): 0 none (DiskSim 4.0's code), 1 a read's first
-    track ("Read any free blocks")."""
-    return int(p.immediate_access_under_head and p.read_any_free_blocks)
-
-
-def _writes_queue(p):
-    """Whether a fast write is taken at once while writes are on their way to the media, and queued
-    behind them (diskmodel.model.disksim_writequeue): DiskSim's disk_write_arrive takes it with
-    "Allow write prebuffering" or "Never disconnect"."""
-    return bool(p.fast_write_level) and (p.write_prebuffering or p.never_disconnect)
-
-
-@functools.lru_cache(maxsize=64)
-def _request_watermarks(fraction: float, longest: int) -> np.ndarray:
-    """DiskSim's read watermark of a request of m = 0..*longest* blocks [blocks] (read-only).
-
-    Cached: a drive asks for the same table on every call (a simulated disk's reads come one
-    call at a time), and the exact arithmetic is a Python loop.
-
-    ``(int) (min(seg->size, bcount) * readwater)`` (``disk_buffer_set_segment``), as DiskSim
-    4.0 computes it on x87: the product of the double and the whole number is exact there
-    before the truncation (0.3 x 20 is 5.99999999999999977796..., so 5, where a double
-    product rounds to 6.0 first).
-    """
-    exact = Fraction(fraction)
-    table = np.array([math.floor(exact * m) for m in range(longest + 1)], dtype=float)
-    table.setflags(write=False)
-    return table
-
-
-def _segment_watermark(p, fraction=None):
-    """DiskSim's read watermark of a segment ("Set watermark by reqsize" 0) [blocks]:
-    ``(int) (seg->size * readwater + 0.9999999999)``, exactly as above (of *fraction*, the
-    write's low watermark, instead of the read's when given)."""
-    fraction = p.read_watermark if fraction is None else fraction
-    return float(math.floor(Fraction(p.segment_size_blocks) * Fraction(float(fraction))
-                            + Fraction(0.9999999999)))
-
-
-def _write_watermark(p):
-    """DiskSim's low watermark of a write larger than its segment [blocks]: of the segment,
-    ``max(1, (int) (min(seg->size, bcount) * writewater))`` with "Set watermark by reqsize" 1,
-    else rounded up as :func:`_segment_watermark` (``disk_buffer_set_segment``,
-    ``src/disksim_diskcache.c``); only such writes read it (diskmodel.model.disksim_big_transfer)."""
-    if not p.watermark_by_request_size:
-        return _segment_watermark(p, p.write_watermark_fraction)
-    return float(max(1, math.floor(Fraction(float(p.write_watermark_fraction)) * p.segment_size_blocks)))
+    carried = new_carried(start_s, start_cylinder, start_head, p)
+    k = kernel_inputs(p, int(blocks.max()) if n else 1)
+    out = np.zeros((OUT_ROWS, n))
+    _simulate(k.arrays, k.seek, k.write_seek, k.overhead, k.real, k.ints, is_write, lbn, blocks, gap, False, out,
+              carried, k.segments, k.seg_used, k.work, k.pf_ready, k.wq)
+    end = carried[0]
+    return SimulationResult(out[OUT_SERVICE], out[OUT_ARRIVAL], out[OUT_HIT].astype(np.int8), out[OUT_SEEK],
+                            out[OUT_LATENCY], out[OUT_MEDIA], float(end["clock_s"]), int(end["cylinder"]),
+                            int(end["head"]))
 
 
 # ---------------------------------------------------------------------------
@@ -421,9 +273,6 @@ def _written_on(arrays, seek, write_seek, real, last_written, first, count, t0, 
     return t, c0, h0
 
 
-# _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
-# every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
-# the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
 def _constant_access(access_s: float, gap: np.ndarray, start_s: float, start_cylinder: int,
                      start_head: int) -> SimulationResult:
     """Every request completes *access_s* after its arrival: DiskSim's driver "Constant access
@@ -438,36 +287,20 @@ def _constant_access(access_s: float, gap: np.ndarray, start_s: float, start_cyl
                             zeros.copy(), zeros.copy(), end, int(start_cylinder), int(start_head))
 
 
-def _host_path_s(arbitration_s: float, controller_s: float) -> tuple[float, float, float, float]:
-    """What the path from the driver to the disk adds [s]: (before the disk has a request, each
-    reconnection, each message the disk sends up and the driver answers: a disconnection, a
-    ready-to-transfer or reconnection before data, the completion).
-
-    DiskSim 4.0 passes every message through the pass-thru controller, PASSTHRU_DELAY x "Scale
-    for delays" each (``controller_passthru_event_arrive``, src/disksim_ctlrdumb.c), and waits the
-    bus's "Arbitration time" at each acquisition of the disk's bus (``bus_ownership_get``,
-    src/disksim_bus.c): the controller's for the request down, the disk's for each reconnection
-    (``disk_send_event_up_path``, src/disksim_diskctlr.c); a disk that holds the bus sends without
-    one. So: a request reaches the disk after arbitration plus one delay; a disconnection is over
-    (the bus free again) after its overhead plus two delays (DISCONNECT up, the driver's
-    IO_INTERRUPT_COMPLETE down); data flow after the data preparation plus two delays
-    (READY_TO_TRANSFER or RECONNECT up, the answer down); a reconnection waits the arbitration;
-    the completion takes one delay up; a write's final reconnection (FINAL_WRITE_RECONNECTION_1,
-    ``disk_request_needs_bus``) sends RECONNECT and waits the answer before its completion.
-    The disk keeps its bus until the driver's answer to the completion has come down (one delay
-    after the completion): a request arriving earlier waits for it (``bus_ownership_release``),
-    then for the arbitration.
-    """
-    return (arbitration_s + controller_s, arbitration_s, 2.0 * controller_s, controller_s)
-
-
+# _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
+# every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took ~60 % of
+# the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
 @njit(cache=True, _nrt=False)
-def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, gap, out, state, segments,
-              seg_used, work, pf_ready, wq):
-    """The request loop; *state* holds (clock, cylinder, head) on entry and on return; the
-    segments (first block, end, written; last use), ready, not_before, stats, scratch and the
-    read-ahead's block times are zeroed working arrays of the caller; *wq* the prebuffered writes'
-    queue (diskmodel.model.disksim_writequeue)."""
+def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blocks, times, absolute, out, carried,
+              segments, seg_used, work, pf_ready, wq):
+    """The request loop; *carried* (one record of simulate_inputs.CARRIED) holds the state carried
+    from request to request on entry and on return, so a call continues where the last one ended;
+    the segments (first block, end, written; last use), ready, not_before, stats, scratch and the
+    read-ahead's block times are working arrays of the caller (zeroed before the first call, kept
+    between calls); *wq* the prebuffered writes' queue (diskmodel.model.disksim_writequeue).
+    *times*: with *absolute*, each request's arrival [s] (served once the last one has completed);
+    else the gap after each request's completion before the next one arrives (the first arriving at
+    the carried clock). *out*: rows OUT_SERVICE .. OUT_COMPLETION per request."""
     period = real[0]
     read_done = real[3]
     write_done = real[4]
@@ -534,38 +367,45 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
     # the read-ahead: blocks pf_base .. pf_base + pf_count - 1, done at pf_ready[j]
     pf_size = pf_ready.size
 
-    cyl = int(state[1])
-    head = int(state[2])
-    mech_free = 0.0           # when the mechanism finishes its current (background) work
-    pf_active = False
-    pf_seg = -1
-    pf_base = 0
-    pf_count = 0
-    pf_done = 0               # blocks of the read-ahead already in the segment
-    pf_cyl = 0                # head position when the read-ahead started
-    pf_head = 0
-    pf_start = 0.0            # and when
-    pf_min = 0                # the read-ahead cannot be stopped before this block (DiskSim's minreadaheadblkno)
-    prev_write = 0
-    prev_end = -1
-    dirty_end = 0.0           # when the last fast write's data are on the media
-    queued_until = 0.0        # an appended fast write waits in DiskSim's queue until its own access starts
-    emptied = -1              # the segment a preseeking read leaves empty (applied at the next arrival)
-    t = state[0]
-    # a request's way down to the disk (simulate_requests: _host_path_s) and the disk's "Per-request
+    # the state carried from the last request (simulate_inputs.CARRIED), in locals while the loop runs
+    c = carried[0]
+    cyl = c.cylinder
+    head = c.head
+    mech_free = c.mechanism_free_s  # when the mechanism finishes its current (background) work
+    pf_active = c.read_ahead_active
+    pf_seg = c.read_ahead_segment
+    pf_base = c.read_ahead_first
+    pf_count = c.read_ahead_count
+    pf_done = c.read_ahead_done     # blocks of the read-ahead already in the segment
+    pf_cyl = c.read_ahead_cylinder  # head position when the read-ahead started
+    pf_head = c.read_ahead_head
+    pf_start = c.read_ahead_start_s  # and when
+    pf_min = c.read_ahead_minimum   # the read-ahead cannot be stopped before this block (DiskSim's minreadaheadblkno)
+    prev_write = c.previous_write
+    prev_end = c.previous_end
+    prev_blocks = c.previous_blocks
+    dirty_end = c.dirty_until_s     # when the last fast write's data are on the media
+    queued_until = c.queued_until_s  # an appended fast write waits in DiskSim's queue until its own access starts
+    emptied = c.emptied_segment     # the segment a preseeking read leaves empty (applied at the next arrival)
+    t = c.clock_s
+    # a request's way down to the disk (simulate_inputs._host_path_s) and the disk's "Per-request
     # overhead time" before its controller takes it (disk_event_arrive: DEVICE_OVERHEAD_COMPLETE, then
     # disk_request_arrive): the buffer's state, hits and holds are those of that moment
     host_down = real[24]
-    final_reconnect = real[25]  # a write's final RECONNECT up and the answer down (_host_path_s)
+    final_reconnect = real[25]  # a write's final RECONNECT up and the answer down (simulate_inputs._host_path_s)
     # the disk holds its bus until the driver's answer to the completion comes down through the
-    # controller (real[26] after it); a request arriving before waits for the bus (_host_path_s)
+    # controller (real[26] after it); a request arriving before waits for the bus (simulate_inputs._host_path_s)
     answer_down = real[26]
-    bus_free = t
+    bus_free = c.bus_free_s
 
     for i in range(lbn.size):
-        if i > 0:
-            t = t + gap[i - 1]
-        # at the disk: after the controller and the disk's bus (simulate_requests: _host_path_s)
+        if absolute:
+            # queue depth 1: a request arriving before the last one completed waits for it
+            if times[i] > t:
+                t = times[i]
+        elif i > 0:
+            t = t + times[i - 1]
+        # at the disk: after the controller and the disk's bus (simulate_inputs._host_path_s)
         arrival = max(t, bus_free) + host_down
         first = lbn[i]
         n = blocks[i]
@@ -1022,7 +862,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 elif dirty_end > arrival and (not _combines(combine, first, prev_end) or arrival < queued_until
                                               or prebuffer or (
                         prev_write == 1 and nseg > 0
-                        and not _room_to_append(ready, prev_end - blocks[i - 1], blocks[i - 1], first, arrival,
+                        and not _room_to_append(ready, prev_end - prev_blocks, prev_blocks, first, arrival,
                                                 seg_size))):
                     # (disk_write_arrive disconnects it after its overhead and the write disconnect
                     # overhead; it reconnects once that write's access has ended, as after a read-ahead)
@@ -1048,7 +888,7 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                         _, _, _, tb_q, sent_q, connected_q = _write_through_segment(
                             arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
                             water_w, hold_write, write_disc, reselect + data_prep, bus_w, not_before, ready,
-                            scratch, scratch, min_move, total, blocks[i - 1], 0, data0, True, 0.0)
+                            scratch, scratch, min_move, total, prev_blocks, 0, data0, True, 0.0)
                     else:
                         for k in range(n):
                             not_before[k] = data0 + (k + 1) * bus_w
@@ -1159,16 +999,36 @@ def _simulate(arrays, seek, write_seek, overhead, real, ints, is_write, lbn, blo
                 # still being read ahead (disk_buffer_set_segment: "clear out clean, non-active,
                 # overlapping segments if write"; that one is BUFFER_READING when the write arrives)
                 _invalidate(seg_start, seg_end, nseg, first, last, s, reading)
-        out[0, i] = done - t
-        out[1, i] = t
-        out[2, i] = hit.value
-        out[3, i] = stats[0]
-        out[4, i] = stats[1]
-        out[5, i] = stats[2]
+        out[OUT_SERVICE, i] = done - t
+        out[OUT_ARRIVAL, i] = t
+        out[OUT_HIT, i] = hit.value
+        out[OUT_SEEK, i] = stats[0]
+        out[OUT_LATENCY, i] = stats[1]
+        out[OUT_MEDIA, i] = stats[2]
+        out[OUT_COMPLETION, i] = done
         prev_write = w
         prev_end = last
+        prev_blocks = n
         t = done
         bus_free = done + answer_down
-    state[0] = t
-    state[1] = cyl
-    state[2] = head
+    c.clock_s = t
+    c.bus_free_s = bus_free
+    c.cylinder = cyl
+    c.head = head
+    c.mechanism_free_s = mech_free
+    c.read_ahead_active = pf_active
+    c.read_ahead_segment = pf_seg
+    c.read_ahead_first = pf_base
+    c.read_ahead_count = pf_count
+    c.read_ahead_done = pf_done
+    c.read_ahead_cylinder = pf_cyl
+    c.read_ahead_head = pf_head
+    c.read_ahead_start_s = pf_start
+    c.read_ahead_minimum = pf_min
+    c.previous_write = prev_write
+    c.previous_end = prev_end
+    c.previous_blocks = prev_blocks
+    c.dirty_until_s = dirty_end
+    c.queued_until_s = queued_until
+    c.emptied_segment = emptied
+    c.requests += lbn.size

@@ -90,7 +90,10 @@ def _options(name: str, options, *, single: bool) -> tuple[str, ...]:
     if isinstance(options, str) or not isinstance(options, (tuple, list)):
         raise ValueError(f"{name} must be a list of strings (got {show(options)})")
     for option in options:
-        text_field(name, option, empty_ok=False)
+        # the characters of each option are checked by its kind's syntax (parameters_from_options,
+        # diskmodel.model.fs_options), which names the option and what it takes
+        if not isinstance(option, str) or not option:
+            raise ValueError(f"{name} must be non-empty strings (got {show(option)})")
         if single and ("," in option or any(c.isspace() for c in option)):
             raise ValueError(f"{name} must be single options without commas or spaces (got {option!r})")
     return tuple(options)
@@ -116,8 +119,10 @@ class FileSystemNode:
         build: when *parameters* are not given, the options set them
         (:func:`diskmodel.model.fs_kinds.parameters_from_options`); when
         they are, an option that contradicts them is refused.  An option
-        the kind does not have (``data=journal`` for xfs) is refused naming
-        it and the kind.
+        the kind does not have (``data=journal`` for xfs), or a value outside
+        its syntax (``errors=`` other than continue, remount-ro or panic;
+        :mod:`diskmodel.model.fs_options`), is refused naming it and what
+        would work.
     """
 
     volume: object

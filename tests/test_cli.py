@@ -13,9 +13,10 @@ from diskmodel.calibrate.cli import COMMAND_MODULES, main
 def test_help_lists_every_subcommand():
     out = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
-    for name in ("experiment", "calibrate", "predict", "probe", "postmark", "validate-trace", "cleanup", "bench"):
+    for name in ("experiment", "calibrate", "predict", "probe", "postmark", "validate-trace", "cleanup", "bench",
+                 "emulate", "emulate-log"):
         assert name in out
-    assert len(COMMAND_MODULES) == 8
+    assert len(COMMAND_MODULES) == 9
     assert "--debug" in out
 
 

@@ -273,13 +273,14 @@ def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tm
     run = runstate.Run("test").start()
     keep = tmp_path / "stays"
     keep.mkdir()
-    ok = run.intend("command", undo=f"rmdir {tmp_path / 'gone-already'} 2>/dev/null || true")
+    (keep / "a file").write_text("x")   # a "cgroup" folder that rmdir cannot remove
+    ok = run.intend("dir", path=str(tmp_path / "gone-already"))
     run.created(ok)
-    bad = run.intend("command", undo="exit 3")
+    bad = run.intend("cgroup", path=str(keep))
     run.created(bad)
     report = run.finish()
     assert not report.complete
-    assert "left behind" in str(report) and "exit 3" in str(report)
+    assert "left behind" in str(report) and "rmdir: Directory not empty" in str(report)
     assert run.path.exists()            # the record stays for `diskmodel cleanup`
 
 

@@ -21,6 +21,7 @@ from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.copy import copy_shell, parse_copy_output
 from diskmodel.calibrate.bench.fio import fio_argv, parse_fio_json
 from diskmodel.calibrate.bench.layers_bench import measure_stack, workload_body
+from diskmodel.calibrate.bench.steps import render_step
 from diskmodel.model.block_workloads import FileCopy, FioJob
 from diskmodel.model.drives import PresetDrive
 from diskmodel.model.loop_file import LoopFile, nested_loop_files
@@ -42,7 +43,8 @@ def _stack(volume, n_disks: int = 1, kind: str = "ext3") -> Stack:
 
 
 def _commands(plan) -> str:
-    return "\n".join(step.command for step in plan.steps)
+    """The plan's steps as the guest script's lines (each word rendered by sh_word)."""
+    return "\n".join(render_step(step) for step in plan.steps)
 
 
 # ---------------------------------------------------------------- plans: hand-worked sizes
@@ -53,9 +55,9 @@ def test_md_raid5_gets_its_level_chunk_and_exact_per_member_size():
     plan = L.build_plan(_stack(array, 3), backing="/dev/vda")
     text = _commands(plan)
     assert "--level=5 --raid-devices=3 --chunk=64K --size=130048K --data-offset=1024K" in text
-    assert f"= {2 * 127 * MIB} " in text                     # the file-system device is checked exactly
+    assert f"diskmodel_check {2 * 127 * MIB} blockdev --getsize64 " in text   # the device is checked exactly
     assert [r.offset_bytes for r in plan.regions] == [MIB, 130 * MIB, 259 * MIB]
-    assert [s.resource[0] for s in plan.steps if s.resource] == ["loop", "loop", "loop", "md", "mount"]
+    assert [s.resource[0] for s in plan.steps if s.resource] == ["loop", "loop", "loop", "md", "dir", "mount"]
 
 
 def test_md_raid1_has_no_chunk_and_raid0_must_state_the_size_md_gives_it():
@@ -179,7 +181,7 @@ def test_jobs_and_the_copy_are_not_mixed_and_slow_disks_must_be_the_stacks():
                       slow_disks={"sdz": {"read_bytes_per_s": MIB}})
     plan = L.build_plan(stack, backing="/x", file_system=False)
     body = workload_body(plan, [FioJob("randwrite", 4096, MIB, fresh=True)], clock="date +%s.%N",
-                         fio_filename_expr=plan.device_expr)
+                         fio_target=plan.device)
     assert '--filename="$DISKMODEL_DEV0"' in body and "drop_caches" in body
     assert 'd="${DISKMODEL_DEV0##*/}"' in body and "/sys/block/$d/queue/read_ahead_kb" in body
 
@@ -207,7 +209,7 @@ def test_a_members_delay_is_built_in_the_vm_only_and_may_come_alone_or_with_a_ra
 
     plan = L.build_plan(stack, backing="/dev/vda", file_system=False)
     assert _guest_throttle(plan, {"sda": {"delay_s": 0.005}}) == ""
-    assert '"$mm wbps=1048576" > $cg/io.max' in _guest_throttle(plan, {"sda": {"delay_s": 0.005,
+    assert 'echo "$mm" wbps=1048576 > $cg/io.max' in _guest_throttle(plan, {"sda": {"delay_s": 0.005,
                                                                                 "write_bytes_per_s": MIB}})
 
 
@@ -219,9 +221,10 @@ def test_md_is_built_on_the_delayed_members_and_the_delay_is_undone_between_md_a
                               {"sdb": {"delay_s": 0.008}, "sdc": {"delay_s": 0.012, "read_iops": 50}})
     text = _commands(plan)
     # sda stays a bare loop device; sdb and sdc get their delays, in ms, over their own loop devices
-    assert 'dmsetup create diskmodel-delay1 --noudevsync --table "0 $(blockdev --getsz "$DISKMODEL_DEV1") ' \
-           'delay $DISKMODEL_DEV1 0 8"' in text
-    assert 'delay $DISKMODEL_DEV2 0 12"' in text and "diskmodel-delay0" not in text
+    assert 'diskmodel_capture DISKMODEL_SECTORS1 blockdev --getsz "$DISKMODEL_DEV1"' in text
+    assert ("dmsetup create diskmodel-delay1 --noudevsync --table '0 '\"$DISKMODEL_SECTORS1\"' delay '"
+            "\"$DISKMODEL_DEV1\"' 0 8'") in text
+    assert "' delay '\"$DISKMODEL_DEV2\"' 0 12'" in text and "diskmodel-delay0" not in text
     assert '--assume-clean "$DISKMODEL_DEV0" "$DISKMODEL_DELAY1" "$DISKMODEL_DELAY2"' in text
     # the throttle and the counters stay on the loop devices (the regions)
     assert [r.variable for r in plan.regions] == ["DISKMODEL_DEV0", "DISKMODEL_DEV1", "DISKMODEL_DEV2"]

@@ -20,6 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench import host_executor as X
+from diskmodel.calibrate.bench.steps import words_of
 from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, PAPER_STACKS, FileSystemNode, Stack, paper_stack
 from diskmodel.model.volumes import (DEFAULT_EXTENT_SIZE_BYTES as EXTENT, DEFAULT_PE_START_BYTES as PE_START,
                                      LinearVolume, Partition, Segment, StripedVolume)
@@ -90,31 +91,37 @@ def test_bad_layout_and_fs_are_refused():
 
 # ---------------------------------------------------------------- plans
 
+def _argvs(plan) -> list[tuple]:
+    """Each step's words, a reference read back as ``$NAME`` (as the guest's shell reads its rendering)."""
+    return [tuple(words_of(w) for w in s.words()) for s in plan.steps]
+
+
 def test_lvm2_plan_builds_two_pvs_one_vg_one_lv_of_exact_extents():
     plan = _plan("lvm2", 64 * MiB, name_token="abc123")
-    cmds = [s.command for s in plan.steps]
-    assert sum(c.startswith("losetup --find --show --direct-io=on") for c in cmds) == 2
-    assert "--offset 1048576 --sizelimit 36700160 /dev/vda" in cmds[0]
-    assert "--offset 37748736 --sizelimit 36700160 /dev/vda" in cmds[1]
-    assert sum(c.startswith("pvcreate") for c in cmds) == 2
-    assert 'vgcreate -s 4096k diskmodel_abc123 "$DISKMODEL_DEV0" "$DISKMODEL_DEV1"' in cmds
-    assert "lvcreate -y -W n -l 16 -n LogVol02 diskmodel_abc123" in cmds
-    assert any(c.startswith("mkfs.ext3 -F -q /dev/diskmodel_abc123/LogVol02") for c in cmds)
-    assert plan.device_expr == "/dev/diskmodel_abc123/LogVol02"
-    # every step that creates something has an undo
+    cmds = _argvs(plan)
+    assert sum(c[:4] == ("losetup", "--find", "--show", "--direct-io=on") for c in cmds) == 2
+    assert cmds[0][4:] == ("--offset", "1048576", "--sizelimit", "36700160", "/dev/vda")
+    assert cmds[1][4:] == ("--offset", "37748736", "--sizelimit", "36700160", "/dev/vda")
+    assert sum(c[0] == "pvcreate" for c in cmds) == 2
+    assert ("vgcreate", "-s", "4096k", "diskmodel_abc123", "$DISKMODEL_DEV0", "$DISKMODEL_DEV1") in cmds
+    assert ("lvcreate", "-y", "-W", "n", "-l", "16", "-n", "LogVol02", "diskmodel_abc123") in cmds
+    assert ("mkfs.ext3", "-F", "-q", "/dev/diskmodel_abc123/LogVol02") in cmds
+    assert plan.device == plan.device_expr == "/dev/diskmodel_abc123/LogVol02"
+    # every step that creates something has a typed undo, derived from its record
     undos = {s.description.split()[0]: s.undo for s in plan.steps}
-    assert undos["physical"].startswith("pvremove") and undos["volume"].startswith("vgremove")
-    assert undos["logical"] == "lvremove -f diskmodel_abc123/LogVol02"
-    assert plan.steps[-1].undo == 'umount "$DISKMODEL_MNT"'
+    assert undos["physical"][0] == "pvremove" and undos["volume"][0] == "vgremove"
+    assert undos["logical"] == ("lvremove", "-f", "diskmodel_abc123/LogVol02")
+    assert plan.steps[-1].undo == ("umount", L.Ref("DISKMODEL_MNT"))
 
 
 def test_xfs_and_options_reach_the_commands():
     plan = _plan("native", 512 * MiB, backing="/tmp/x img", kind="xfs", mount_options=["noatime", "inode64"],
                  mkfs_options=["-b", "size=4096"])
-    cmds = [s.command for s in plan.steps]
-    assert "'/tmp/x img'" in cmds[0]  # quoted for the shell
-    assert any(c.startswith("mkfs.xfs -f -q -b size=4096 ") for c in cmds)
-    assert any(c.startswith("mount -t xfs -o noatime,inode64 ") for c in cmds)
+    cmds = _argvs(plan)
+    assert cmds[0][-1] == "/tmp/x img"  # one word, whatever it holds
+    assert any(c[:6] == ("mkfs.xfs", "-f", "-q", "-b", "size=4096", "$DISKMODEL_DEV0") for c in cmds)
+    # the scratch mount: the user's options, then nosuid,nodev
+    assert any(c[:5] == ("mount", "-t", "xfs", "-o", "noatime,inode64,nosuid,nodev") for c in cmds)
 
 
 def _stack_of(volume, disks=None) -> Stack:
@@ -125,16 +132,16 @@ def test_a_striped_stack_becomes_lvcreate_with_its_stripes_and_every_step_is_rec
     pvs = tuple(Partition(MiB + i * 40 * MiB, 40 * MiB, f"/dev/sdb{i + 1}") for i in range(3))
     plan = L.build_plan(_stack_of(StripedVolume(pvs, stripe_size_bytes=128 * 1024, name="fast")),
                         backing="/dev/vdb", name_token="t0")
-    cmds = [s.command for s in plan.steps]
+    cmds = _argvs(plan)
     # 3 PVs of (40 MiB - 1 MiB) // 4 MiB = 9 extents each
-    assert "lvcreate -y -W n -i 3 -I 128k -l 27 -n fast diskmodel_t0" in cmds
+    assert ("lvcreate", "-y", "-W", "n", "-i", "3", "-I", "128k", "-l", "27", "-n", "fast", "diskmodel_t0") in cmds
     assert [(r.offset_bytes, r.size_bytes) for r in plan.regions] == [(p.start_bytes, p.size_bytes) for p in pvs]
-    assert sum(c.startswith("test \"$(pvs --noheadings -o pv_pe_alloc_count") and c.split(" = ")[1].startswith("9 ")
-               for c in cmds) == 3
+    assert sum(s.argv[:4] == ("pvs", "--noheadings", "-o", "pv_pe_alloc_count") and s.expect == "9"
+               for s in plan.steps) == 3
     assert plan.fs_size_bytes == 27 * EXTENT and plan.name == "ext3 on lvm_striped"
     # every step that creates something names it for the run's record, before it runs
     kinds = [s.resource[0] for s in plan.steps if s.resource is not None]
-    assert kinds == ["loop", "loop", "loop", "pv", "pv", "pv", "vg", "lv", "mount"]
+    assert kinds == ["loop", "loop", "loop", "pv", "pv", "pv", "vg", "lv", "dir", "mount"]  # mktemp's folder too
 
 
 @pytest.mark.parametrize("volume, field", [
@@ -163,45 +170,55 @@ def test_a_stack_over_two_disks_lays_the_disks_one_after_the_other_in_the_scratc
 
 
 def _toy_plan(tmp: Path, fail_at: int | None = None, sleep_at: int | None = None) -> L.StackPlan:
-    """A plan whose steps create files and whose undos remove them, logging to tmp/log."""
-    logf = tmp / "log"
-    steps = []
-    for i in range(1, 5):
-        cmd = f"echo do{i} >> {logf}; touch {tmp}/made{i}"
+    """A plan whose steps make folders in tmp (typed records: their undo removes them); step 1 captures
+    the path it prints, step 3 creates nothing, *fail_at* fails and *sleep_at* sleeps."""
+    steps = [L.Step("toy step 1", ("mktemp", "-d", f"{tmp}/made1.XXXXXX"), capture="V1",
+                    resource=("dir", (("path", L.Ref("V1")),)))]
+    for i in range(2, 5):
+        argv = ("mkdir", f"{tmp}/made{i}") if i != 3 else ("test", "-d", L.Ref("V1"))
         if i == fail_at:
-            cmd = f"echo do{i} >> {logf}; exit 7"
+            argv = ("sh", "-c", "exit 7")
         if i == sleep_at:
-            cmd = f"echo do{i} >> {logf}; sleep 30"
-        undo = f'echo undo{i} "$V1" >> {logf}; rm {tmp}/made{i}' if i != 3 else None
-        steps.append(L.Step(f"toy step {i}", cmd, undo=undo, capture="V1" if i == 1 else None))
-    steps[0] = L.Step("toy step 1", f"echo do1 >> {logf}; touch {tmp}/made1; echo captured-1",
-                      undo=f'echo undo1 "$V1" >> {logf}; rm {tmp}/made1', capture="V1")
+            argv = ("sleep", "30")
+        steps.append(L.Step(f"toy step {i}", argv,
+                            resource=("dir", (("path", f"{tmp}/made{i}"),)) if i != 3 else None))
     return L.StackPlan(name="native", fs_type="ext3", fs_size_bytes=8 * MiB, backing="/dev/null",
-                        regions=(), steps=tuple(steps), device_expr='"$V1"', mount_var="V1")
+                       regions=(), steps=tuple(steps), device=L.Ref("V1"), mount_var="V1")
 
 
-def _log(tmp: Path) -> list[str]:
-    return (tmp / "log").read_text().split("\n")[:-1]
+def _made(tmp: Path) -> list[str]:
+    return sorted(p.name.split(".")[0] for p in tmp.glob("made*"))
 
 
 def test_host_executor_builds_and_tears_down_in_reverse_once(tmp_path):
     plan = _toy_plan(tmp_path)
     ex = X.HostExecutor(plan)
     with ex:
-        assert ex.variables["V1"] == "captured-1"
-        assert all((tmp_path / f"made{i}").exists() for i in (1, 2, 4))
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "undo4 captured-1", "undo2 captured-1",
-                              "undo1 captured-1"]
-    assert not list(tmp_path.glob("made*")) or list(tmp_path.glob("made*")) == [tmp_path / "made3"]
+        assert ex.variables["V1"].startswith(f"{tmp_path}/made1.")
+        assert ex.device == ex.variables["V1"]
+        assert _made(tmp_path) == ["made1", "made2", "made4"]
+        kinds = [(r.kind, r.details["path"]) for r in ex._resources]
+        assert kinds == [("dir", ex.variables["V1"]), ("dir", f"{tmp_path}/made2"), ("dir", f"{tmp_path}/made4")]
+        # each argv ran as itself: no shell between
+        assert [h[1][0] for h in ex.history] == ["mktemp", "mkdir", "test", "mkdir"]
+    assert _made(tmp_path) == []
     assert ex.teardown().left == []  # idempotent: nothing more to undo
-    assert len(_log(tmp_path)) == 7
+    assert ex.report.removed == [] or _made(tmp_path) == []
 
 
 def test_host_executor_rolls_back_completed_steps_on_failure(tmp_path):
     plan = _toy_plan(tmp_path, fail_at=4)
     with pytest.raises(X.LayoutError, match=r"step 4 \(toy step 4\) failed with status 7"):
         X.HostExecutor(plan).build()
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "undo2 captured-1", "undo1 captured-1"]
+    assert _made(tmp_path) == []
+
+
+def test_a_check_step_compares_the_output_with_the_expected_value(tmp_path):
+    steps = (L.Step("echo", ("echo", "  8 "), expect="8"), L.Step("echo", ("echo", "9"), expect="8"))
+    plan = L.StackPlan(name="native", fs_type="ext3", fs_size_bytes=8 * MiB, backing="/dev/null",
+                       regions=(), steps=steps, device="/dev/null", mount_var="V1")
+    with pytest.raises(X.LayoutError, match=r"step 2 \(echo\) printed '9', not '8'"):
+        X.HostExecutor(plan).build()
 
 
 def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
@@ -220,7 +237,7 @@ def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
     finally:
         timer.cancel()
     assert time.monotonic() - t0 < 10  # the 30-s sleep was killed
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "undo2 captured-1", "undo1 captured-1"]
+    assert _made(tmp_path) == []
     out = subprocess.run(["pgrep", "-f", "sleep 30"], capture_output=True, text=True).stdout.split()
     assert out == [] or all(int(p) != os.getpid() for p in out)
     assert signal.getsignal(signal.SIGTERM) is not None
@@ -240,19 +257,25 @@ def _run_script(plan: L.StackPlan, body: str, tmp: Path, *, kill_after: float | 
     return proc.returncode, out, err
 
 
+def _undone(err: str) -> list[int]:
+    return [int(m) for m in re.findall(r"^diskmodel: undo (\d+):", err, re.M)]
+
+
 def test_rendered_script_builds_runs_body_and_undoes_in_reverse(tmp_path):
     plan = _toy_plan(tmp_path)
-    rc, out, err = _run_script(plan, f'echo body "$V1" >> {tmp_path}/log; exit 0', tmp_path)
+    rc, out, err = _run_script(plan, f'[ -d "$V1" ] && echo body "$V1" >> {tmp_path}/log; exit 0', tmp_path)
     assert rc == 0, err
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "body captured-1", "undo4 captured-1",
-                              "undo2 captured-1", "undo1 captured-1"]
+    assert (tmp_path / "log").read_text().startswith(f"body {tmp_path}/made1.")
+    assert _undone(err) == [4, 2, 1]
+    assert _made(tmp_path) == []
 
 
 def test_rendered_script_rolls_back_on_a_failing_step_and_keeps_its_status(tmp_path):
     plan = _toy_plan(tmp_path, fail_at=4)
     rc, out, err = _run_script(plan, f"echo body >> {tmp_path}/log", tmp_path)
     assert rc == 7
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "undo2 captured-1", "undo1 captured-1"]
+    assert _undone(err) == [2, 1] and not (tmp_path / "log").exists()
+    assert _made(tmp_path) == []
 
 
 def test_rendered_script_tears_down_on_sigint(tmp_path):
@@ -262,8 +285,9 @@ def test_rendered_script_tears_down_on_sigint(tmp_path):
                                tmp_path, kill_after=1.0)
     assert time.monotonic() - t0 < 10
     assert rc == 130
-    assert _log(tmp_path) == ["do1", "do2", "do3", "do4", "body", "undo4 captured-1",
-                              "undo2 captured-1", "undo1 captured-1"]
+    assert (tmp_path / "log").read_text() == "body\n"
+    assert _undone(err) == [4, 2, 1]
+    assert _made(tmp_path) == []
 
 
 def test_rendered_script_of_a_real_layout_is_valid_sh():
@@ -301,6 +325,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
             assert re.fullmatch(r"/dev/loop\d+", dev)
             line = [ln for ln in Path("/proc/mounts").read_text().splitlines() if f" {mnt} " in ln]
             assert line and line[0].split()[2] in ("ext3", "ext4")  # ext3 is served by the ext4 driver
+            assert {"nosuid", "nodev"} <= set(line[0].split()[3].split(","))   # a scratch mount: no suid, no devices
             assert int(subprocess.check_output(["blockdev", "--getsize64", dev])) == fs
             (Path(mnt) / "probe").write_bytes(b"x" * 4096)
             listing = subprocess.check_output(["losetup", "-l", "-n", "-O", "NAME,OFFSET,SIZELIMIT,DIO", dev],
@@ -321,8 +346,8 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) \
             as scratch:
-        # an option ext3 has, with a value the kernel refuses (the model checks names, not every value)
-        plan = _plan("native", fs, backing=scratch.path, mount_options=["errors=bogus"])
+        # a well-formed option of ext3 the kernel refuses here: a journal device path that does not exist
+        plan = _plan("native", fs, backing=scratch.path, mount_options=["journal_path=/nonexistent-diskmodel-journal"])
         ex = X.HostExecutor(plan)
         with pytest.raises(X.LayoutError, match="mount ext3"):
             ex.build()

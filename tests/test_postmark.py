@@ -138,7 +138,8 @@ def test_guest_body_is_valid_sh():
     plan = L.build_plan(paper_stack("lvm1", fs_size_bytes=64 * MiB), backing="/dev/vda")
     res = subprocess.run(["/bin/sh", "-n"], input=plan.render_script(body), text=True, capture_output=True)
     assert res.returncode == 0, res.stderr
-    assert "set location $DISKMODEL_MNT" in body
+    # the command file's location is the mount point's reference, one word with its line
+    assert "printf '%s\\n' 'set location '\"$DISKMODEL_MNT\" " in body
     with pytest.raises(ValueError, match="repeats"):
         G.guest_body(PostMarkConfig(), repeats=0)
     with pytest.raises(ValueError, match="memory_limit_bytes"):
@@ -287,12 +288,14 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(stack)) as scratch:
         plan = L.build_plan(stack, backing=scratch.path)
         with HostExecutor(plan) as ex:
-            body = G.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device_expr=plan.device_expr)
+            body = G.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device=plan.device)
             tmp = tmp_path / "tmp"
             tmp.mkdir()
-            # As in the VM's script: the body's undo list runs from an EXIT trap.
-            res = ex.run_command(f"export TMPDIR={tmp}\nDISKMODEL_SCRATCH={scratch.path}\nDISKMODEL_UNDO=''\n"
-                                 f"trap 'eval \"$DISKMODEL_UNDO\"' EXIT\n{body}", "guest body on the host")
+            # As in the VM's script: the body's undo list runs from an EXIT trap; the plan's captures are
+            # its variables (the test runs the guest's shell here; the product's host path runs no shell).
+            env = dict(os.environ, TMPDIR=str(tmp), DISKMODEL_SCRATCH=str(scratch.path), **ex.variables)
+            res = subprocess.run(["/bin/sh", "-c", "DISKMODEL_UNDO=''\ntrap 'eval \"$DISKMODEL_UNDO\"' EXIT\n"
+                                  + body], env=env, capture_output=True, text=True, timeout=600)
         assert ex.teardown().left == []
     assert res.returncode == 0, res.stdout + res.stderr
     assert list(tmp.iterdir()) == []   # its temporary folder (a mktemp name) is gone
@@ -418,7 +421,7 @@ def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path)
         pm = wait_for(lambda: [p for p, c in _children(proc.pid).items() if c == "postmark"], 60,
                        "postmark to start")
         assert _loops_backed_by(scratch) and _our_cgroups(proc.pid)
-        mnt = re.search(r"stdout: (/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
+        mnt = re.search(r"captured DISKMODEL_MNT=(/tmp/diskmodel-run-\S+/mnt)$", err.text(), re.M).group(1)
         assert _mounts_under(mnt)
         time.sleep(0.5)
         rc = _interrupted(proc, err)

@@ -104,9 +104,10 @@ class ThrottleCgroup:
                         raise RuntimeError(f"{self.path / file} took {got!r} instead of {number} {value}")
         return self
 
-    def prefix(self) -> tuple[str, ...]:
-        """argv to put before a command so that it runs inside this cgroup."""
-        return ("/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path))
+    @property
+    def procs_file(self) -> Path:
+        """The cgroup's ``cgroup.procs``: pass it as ``spawn(..., cgroup_procs=)`` to run a child inside it."""
+        return self.path / "cgroup.procs"
 
     def remove(self) -> None:
         """Remove the cgroup (killing what is left in it) and check it is gone. Idempotent."""

@@ -18,11 +18,13 @@ iteration of one size is:
 4. the file is removed, and ``sync``.
 
 The workload is the model's :class:`diskmodel.model.block_workloads.FileCopy`
-(its sizes and repeats).  The steps are shell (:func:`copy_shell`: ``dd`` with
-``conv=fsync``), so that the same text runs on the host and in the
-throwaway VM, and inside a cgroup when a member is throttled; the clock is
-a shell expression (the host's ``date +%s.%N``; the guest's busybox has no
-``%N``, so ``/proc/uptime``, 10 ms).  :func:`parse_copy_output` gives the
+(its sizes and repeats).  In the throwaway VM, whose guest has no Python,
+the steps are shell (:func:`copy_shell`: ``dd`` with ``conv=fsync``, every
+value a word rendered by :func:`~diskmodel.calibrate.bench.steps.sh_word`),
+the clock ``/proc/uptime`` (busybox has no ``%N``; 10 ms); on the host they
+are ``dd`` argument vectors run with no shell (:func:`copy_on_host`, inside a
+cgroup when a member is throttled), the clock Python's (that of ``date
++%s.%N``).  Both print the same lines; :func:`parse_copy_output` gives the
 mean over the repeats of each size's write and read time, and the rates
 (size / mean time).
 """
@@ -31,9 +33,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model.block_workloads import FileCopy
 
-__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_shell", "parse_copy_output"]
+__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output"]
 
 _CHUNK_BYTES = 1 << 20
 _MARK = "DISKMODEL_COPY"
@@ -78,11 +81,14 @@ GUEST_CLOCK = "cut -d' ' -f1 /proc/uptime"
 
 
 def copy_shell(directory_expr: str, workload: FileCopy, *, tag: str = "copy", clock: str = HOST_CLOCK) -> str:
-    """The copy as shell (dash; GNU or busybox dd): one line per size and repeat, its four clock readings."""
+    """The copy as shell (dash; GNU or busybox dd): one line per size and repeat, its four clock readings.
+
+    *directory_expr* is one ``sh`` word (:func:`~diskmodel.calibrate.bench.steps.sh_word`); the
+    workload's numbers are rendered by it too."""
     sizes, repeats = _check(workload)
-    mib = " ".join(str(s // _CHUNK_BYTES) for s in sizes)
+    mib = " ".join(sh_word(str(s // _CHUNK_BYTES)) for s in sizes)
     return f"""r=1
-while [ $r -le {repeats} ]; do
+while [ $r -le {sh_word(str(repeats))} ]; do
   for n in {mib}; do
     sync; echo 3 > /proc/sys/vm/drop_caches
     t0=$({clock})
@@ -98,6 +104,37 @@ while [ $r -le {repeats} ]; do
   r=$((r + 1))
 done
 """
+
+
+def copy_on_host(directory: str, workload: FileCopy, *, run, drop_caches, clock=None, tag: str = "copy") -> str:
+    """The copy of :func:`copy_shell` on this machine, with no shell: ``dd`` argument vectors run by
+    *run* (argv -> CompletedProcess; e.g. inside a throttled cgroup), the caches dropped by
+    *drop_caches* and the clock read in Python (*clock*, default ``time.time``, the clock of ``date +%s.%N``).
+    Returns the same lines :func:`parse_copy_output` reads; RuntimeError when a ``dd`` fails."""
+    import os
+    import time
+
+    clock = clock or time.time
+    sizes, repeats = _check(workload)
+    path = os.path.join(directory, "diskmodel-copy.dat")
+    lines = []
+    for _ in range(repeats):
+        for n in (s // _CHUNK_BYTES for s in sizes):
+            steps = (["dd", "if=/dev/zero", f"of={path}", "bs=1048576", f"count={n}", "conv=fsync"],
+                     ["dd", f"if={path}", "of=/dev/null", "bs=1048576"])
+            times = []
+            for argv in steps:
+                drop_caches()
+                times.append(clock())
+                proc = run(argv)
+                times.append(clock())
+                if proc.returncode != 0:
+                    raise RuntimeError(f"the copy's {argv[0]} {argv[2]} failed with status {proc.returncode}: "
+                                       f"{(proc.stderr or '').strip()[-500:]}")
+            os.unlink(path)
+            os.sync()
+            lines.append(f"{_MARK} {tag} {n} " + " ".join(f"{t:.9f}" for t in times))
+    return "\n".join(lines) + "\n"
 
 
 def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:

@@ -9,8 +9,8 @@ the page cache of the target dropped first (``--invalidate=1``) and, for
 writes, the job's own ``--end_fsync=1`` (:attr:`FioJob.end_fsync`, on by
 default: fio counts the fsync in the job's time; a loop device over a
 buffered image holds O_DIRECT writes in the host's page cache until then). The same text runs on the
-host and in the throwaway VM (:func:`fio_command`; its initramfs carries
-the host's ``fio``). :func:`parse_fio_json` reads fio's JSON report (fio
+host and in the throwaway VM (:func:`fio_words`, rendered for the guest by
+:func:`fio_command`, word by word; its initramfs carries the host's ``fio``). :func:`parse_fio_json` reads fio's JSON report (fio
 3.x: per job ``read``/``write`` with ``io_bytes``, ``iops``, ``runtime``
 [ms] and ``clat_ns``), and :func:`run_fio` runs one job here, as a recorded
 child (:func:`diskmodel.calibrate.bench.process.spawn`), optionally inside a
@@ -21,14 +21,14 @@ fio's report is the measurement: bytes moved over fio's runtime of the job.
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from dataclasses import dataclass
 
 from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
+from diskmodel.calibrate.bench.steps import Concat, sh_words
 from diskmodel.model.block_workloads import FioJob
 
-__all__ = ["FioResult", "fio_argv", "fio_command", "parse_fio_json", "run_fio"]
+__all__ = ["FioResult", "fio_argv", "fio_command", "fio_words", "parse_fio_json", "run_fio"]
 
 
 def fio_argv(job: FioJob, filename: str, *, seed: int = 1, runtime_s: float | None = None) -> list[str]:
@@ -44,10 +44,23 @@ def fio_argv(job: FioJob, filename: str, *, seed: int = 1, runtime_s: float | No
     return argv
 
 
-def fio_command(job: FioJob, filename_expr: str, *, seed: int = 1, runtime_s: float | None = None) -> str:
-    """:func:`fio_argv` as shell text, *filename_expr* a shell expression (e.g. ``"$DISKMODEL_MNT"/fio.dat``)."""
-    argv = fio_argv(job, "@FILE@", seed=seed, runtime_s=runtime_s)
-    return " ".join(shlex.quote(a) if "@FILE@" not in a else a.replace("@FILE@", filename_expr) for a in argv)
+def fio_words(job: FioJob, target, *, seed: int = 1, runtime_s: float | None = None) -> tuple:
+    """:func:`fio_argv` as words, *target* a word (a path, or a
+    :class:`~diskmodel.calibrate.bench.steps.Ref` / :class:`~diskmodel.calibrate.bench.steps.Concat`
+    to a captured one) placed as the whole value of ``--filename=``."""
+    out = []
+    for arg in fio_argv(job, "@FILE@", seed=seed, runtime_s=runtime_s):
+        if "@FILE@" in arg:
+            head, tail = arg.split("@FILE@", 1)
+            parts = target.parts if isinstance(target, Concat) else (target,)
+            arg = Concat(tuple(p for p in (head, *parts, tail) if p != ""))
+        out.append(arg)
+    return tuple(out)
+
+
+def fio_command(job: FioJob, target, *, seed: int = 1, runtime_s: float | None = None) -> str:
+    """:func:`fio_words` as one ``sh`` line, every word by :func:`~diskmodel.calibrate.bench.steps.sh_word`."""
+    return sh_words(fio_words(job, target, seed=seed, runtime_s=runtime_s))
 
 
 @dataclass(frozen=True)
@@ -94,12 +107,12 @@ def parse_fio_json(text: str, job: FioJob) -> FioResult:
                      iops=float(side["iops"]), mean_latency_s=float(lat.get("mean", 0.0)) / 1e9)
 
 
-def run_fio(job: FioJob, filename: str, *, prefix: tuple[str, ...] = (), runtime_s: float | None = None,
+def run_fio(job: FioJob, filename: str, *, cgroup_procs=None, runtime_s: float | None = None,
             timeout_s: float = 600.0) -> FioResult:
-    """Run *job* on *filename* here; *prefix* is put before fio's argv (e.g. a cgroup's
-    :meth:`~diskmodel.calibrate.bench.blkio.ThrottleCgroup.prefix`)."""
-    proc = spawn([*prefix, *fio_argv(job, filename, runtime_s=runtime_s)], name="fio", stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    """Run *job* on *filename* here; with *cgroup_procs* (a cgroup's ``cgroup.procs``, e.g.
+    :attr:`~diskmodel.calibrate.bench.blkio.ThrottleCgroup.procs_file`) inside that cgroup."""
+    proc = spawn(fio_argv(job, filename, runtime_s=runtime_s), name="fio", stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cgroup_procs=cgroup_procs)
     out, err = communicate_or_kill(proc, timeout_s)
     if proc.returncode != 0:
         raise RuntimeError(f"fio {job.label} on {filename} exited with status {proc.returncode}: "

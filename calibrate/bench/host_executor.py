@@ -1,11 +1,16 @@
 """Running a :class:`~diskmodel.calibrate.bench.provision.StackPlan` on this machine, step by step.
 
-:class:`HostExecutor` runs each step with ``/bin/sh -c``, logs it, records
-what it creates before creating it (:mod:`diskmodel.calibrate.harness.runstate`)
-and tears everything down in reverse, by looking, on failure, on exit and on
-a signal (:class:`handle_signals` turns SIGINT, SIGTERM, SIGHUP and SIGQUIT
+:class:`HostExecutor` runs each step's argument vector with ``subprocess``,
+never through a shell: a :class:`~diskmodel.calibrate.bench.steps.Ref` is
+replaced by the value an earlier step captured, as (part of) one whole word;
+a check compares the step's stripped output with its expected value in
+Python. It logs every step, records what a step creates before creating it
+(:mod:`diskmodel.calibrate.harness.runstate`; the kinds are typed, none is a
+command) and tears everything down in reverse, by looking, on failure, on
+exit and on a signal (:class:`handle_signals` turns SIGINT, SIGTERM, SIGHUP and SIGQUIT
 into :class:`Interrupted`, so that ``finally`` blocks run; both live in
-:mod:`diskmodel.calibrate.harness.interrupts` and are re-exported here).
+:mod:`diskmodel.calibrate.harness.interrupts` and are re-exported here). :meth:`HostExecutor.run`
+runs a caller's argument vector the same way.
 """
 from __future__ import annotations
 
@@ -14,12 +19,15 @@ import logging
 import os
 import stat
 import subprocess
+import time
+from pathlib import Path
 
 from diskmodel.calibrate.harness import runstate
 from diskmodel.calibrate.harness.interrupts import Interrupted, handle_signals
 from diskmodel.calibrate.harness.resources import TeardownReport
 from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 from diskmodel.calibrate.bench.provision import StackPlan, Step
+from diskmodel.calibrate.bench.steps import Concat, Ref, UNDO_ARGV
 
 __all__ = ["LayoutError", "Interrupted", "handle_signals", "HostExecutor"]
 
@@ -54,43 +62,73 @@ class HostExecutor:
         self.variables: dict[str, str] = {}
         self._resources: list = []
         self._run_context = None
-        self.history: list[tuple[str, str, int]] = []  # (what, command, returncode)
+        self.history: list[tuple[str, list, int]] = []  # (what, argv, returncode)
         self.report = None
 
-    # -- running one command -------------------------------------------------
-    def _sh(self, what: str, command: str) -> subprocess.CompletedProcess:
+    # -- running one argument vector -----------------------------------------
+    def resolve(self, word) -> str:
+        """A word of a step as the one argument it is: a Ref by the value captured into it."""
+        if isinstance(word, Ref):
+            if word.name not in self.variables:
+                raise LayoutError(f"stack {self.plan.name}: {word.name} has no value yet (no earlier step captured it)")
+            return self.variables[word.name]
+        if isinstance(word, Concat):
+            return "".join(self.resolve(p) for p in word.parts)
+        if isinstance(word, tuple):
+            return [self.resolve(w) for w in word]
+        return word
+
+    def run(self, argv, what: str = "command", *, timeout_s: float | None = None) -> subprocess.CompletedProcess:
+        """Run one argument vector (words: str, Ref, Concat) with ``subprocess``, no shell; logged, recorded."""
+        args = [self.resolve(w) for w in argv]
         env = dict(os.environ)
-        env.update(self.variables)
         env.setdefault("LVM_SUPPRESS_FD_WARNINGS", "1")
-        self.log.info("%s: %s", what, command)
-        proc = spawn(["/bin/sh", "-c", command], name=what, env=env, stdout=subprocess.PIPE,
+        self.log.info("%s: %s", what, args)
+        proc = spawn(args, name=what, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                      stderr=subprocess.PIPE, text=True)
         # Interrupted or timed out: the command must not outlive us.
-        out, err = communicate_or_kill(proc, self.timeout_s)
-        self.history.append((what, command, proc.returncode))
+        out, err = communicate_or_kill(proc, self.timeout_s if timeout_s is None else timeout_s)
+        self.history.append((what, args, proc.returncode))
         if out.strip():
             self.log.info("  stdout: %s", out.strip())
         if err.strip():
             self.log.info("  stderr: %s", err.strip())
         self.log.info("  exit status %d", proc.returncode)
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
-    def run_command(self, command: str, what: str = "command") -> subprocess.CompletedProcess:
-        """Run a shell command with the plan's variables (e.g. "$DISKMODEL_MNT") set."""
-        return self._sh(what, command)
+    def _action(self, step: Step) -> subprocess.CompletedProcess:
+        """A built-in operation (:data:`~diskmodel.calibrate.bench.steps.ACTIONS`), here in Python."""
+        if step.action == "diskmodel_first_free_md":
+            i = 100
+            while Path(f"/sys/block/md{i}").exists() or Path(f"/dev/md{i}").exists():
+                i += 1
+            return subprocess.CompletedProcess([step.action], 0, f"/dev/md{i}\n", "")
+        raise LayoutError(f"unknown action {step.action!r}")
 
-    def _expand(self, value):
-        if isinstance(value, str):
-            for name, val in self.variables.items():
-                value = value.replace(f"${name}", val)
-        return value
+    def _step(self, i: int, step: Step) -> subprocess.CompletedProcess:
+        what = f"step {i}/{len(self.plan.steps)} {step.description}"
+        if step.action is not None:
+            return self._action(step)
+        if not step.wait:
+            return self.run(step.argv, what)
+        while True:  # a wait: poll once a second until the output is the expected one
+            res = self.run(step.argv, what)
+            if res.returncode != 0 or res.stdout.strip() == step.expect:
+                return res
+            time.sleep(1.0)
 
-    def _intend(self, step: Step):
+    def _intend(self, step: Step, *, after: bool = False):
+        """Record what *step* creates: before it runs, with what is known then (a word captured by the
+        step itself comes with :meth:`Run.created`); a folder whose path the step itself prints
+        (``mktemp -d``) only after it (*after*), since nothing could find it before."""
         if step.resource is None:
             return None
         kind, pairs = step.resource
-        details = {k: self._expand(v) for k, v in pairs}
-        details = {k: v for k, v in details.items() if not (isinstance(v, str) and v.startswith("$"))}
+        key = UNDO_ARGV[kind][1]
+        known = {k: v for k, v in pairs if not self._unresolved(v)}
+        if not after and key not in known and kind != "loop":
+            return None
+        details = {k: self.resolve(v) for k, v in (pairs if after else known.items())}
         if kind == "loop":
             backing = os.path.realpath(details["backing"])
             st = os.stat(backing)
@@ -101,6 +139,15 @@ class HostExecutor:
         self._resources.append(res)
         return res
 
+    def _unresolved(self, value) -> bool:
+        if isinstance(value, Ref):
+            return value.name not in self.variables
+        if isinstance(value, Concat):
+            return any(self._unresolved(p) for p in value.parts)
+        if isinstance(value, tuple):
+            return any(self._unresolved(p) for p in value)
+        return False
+
     # -- building and tearing down -------------------------------------------
     def build(self) -> "HostExecutor":
         if runstate.current_run() is None:
@@ -110,25 +157,26 @@ class HostExecutor:
             self._run = runstate.current_run()
         try:
             for i, step in enumerate(self.plan.steps, 1):
+                pending = {k: v for k, v in (step.resource[1] if step.resource else ()) if self._unresolved(v)}
                 res = self._intend(step)
-                res_ = self._sh(f"step {i}/{len(self.plan.steps)} {step.description}", step.command)
-                if res_.returncode != 0:
-                    msg = (f"stack {self.plan.name}: step {i} ({step.description}) failed with status "
-                           f"{res_.returncode}: {step.command}\n{res_.stderr.strip()}")
+                done = self._step(i, step)
+                if done.returncode != 0 or (step.expect is not None and done.stdout.strip() != step.expect):
+                    why = (f"failed with status {done.returncode}" if done.returncode != 0 else
+                           f"printed {done.stdout.strip()!r}, not {step.expect!r}")
+                    msg = (f"stack {self.plan.name}: step {i} ({step.description}) {why}: "
+                           f"{done.args}\n{done.stderr.strip()}")
                     self.log.error(msg)
                     raise LayoutError(msg)
                 if step.capture:
-                    value = res_.stdout.strip()
+                    value = step.value if step.value is not None else done.stdout.strip()
                     if not value:
                         raise LayoutError(f"step {i} ({step.description}) printed nothing to capture")
                     self.variables[step.capture] = value
+                    self.log.info("  captured %s=%s", step.capture, value)
                 if res is not None:
-                    self._run.created(res, **{k: self._expand(v) for k, v in step.resource[1]
-                                              if isinstance(v, str) and v.startswith("$")})
-                elif step.undo:
-                    # Nothing to look for: the undo command itself is recorded, once the step is done.
-                    self._resources.append(self._run.intend("command", undo=step.undo,
-                                                            env=dict(self.variables)))
+                    self._run.created(res, **{k: self.resolve(v) for k, v in pending.items()})
+                elif step.resource is not None:
+                    self._run.created(self._intend(step, after=True))
         except BaseException as exc:
             report = self.teardown()
             with contextlib.suppress(AttributeError, TypeError):
@@ -162,10 +210,7 @@ class HostExecutor:
     @property
     def device(self) -> str:
         """The file system's block device path (/dev/loopN or /dev/VG/LV)."""
-        expr = self.plan.device_expr
-        for name, value in self.variables.items():
-            expr = expr.replace(f'"${name}"', value)
-        return expr
+        return self.resolve(self.plan.device)
 
     def __enter__(self) -> "HostExecutor":
         return self.build()

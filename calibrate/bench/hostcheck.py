@@ -120,7 +120,7 @@ def calibrate_storage(directory: str, size_bytes: int, budget_s: float):
 
 def filesystem_of(executor) -> tuple[FileSystem, dict]:
     """The model's :class:`FileSystem` for the mounted ext2/3 of a HostExecutor, read off the real one."""
-    out = executor.run_command(f'dumpe2fs -h {executor.plan.device_expr} 2>/dev/null', "dumpe2fs -h")
+    out = executor.run(("dumpe2fs", "-h", executor.plan.device), "dumpe2fs -h")
     if out.returncode != 0:
         raise RuntimeError(f"dumpe2fs failed: {out.stderr}")
     text = out.stdout

@@ -17,9 +17,13 @@ workloads in order on it and tears it down:
 - **the copy** (:class:`diskmodel.model.block_workloads.FileCopy`) runs in
   the stack's file system (:mod:`diskmodel.calibrate.bench.copy`).
 
-Everything runs as one shell body, the same text on the host
-(:class:`~diskmodel.calibrate.bench.host_executor.HostExecutor`'s
-variables) and in the throwaway VM (:meth:`StackPlan.render_script`).
+On the host the workloads run as argument vectors (fio's and ``dd``'s, in the
+throttle's cgroup when a member is throttled) and the queues are read in
+Python, with no shell; in the throwaway VM, whose guest has no Python, they
+are one shell body after the plan's script (:meth:`StackPlan.render_script`)
+in which every value (fio's target, the mount point) is a word rendered by
+:func:`~diskmodel.calibrate.bench.steps.sh_word`. Both print the same lines,
+which one parser reads.
 
 **Slower members.** *slow_disks* maps a disk name of the stack to limits
 (``read_bytes_per_s``, ``write_bytes_per_s``, ``read_iops``, ``write_iops``):
@@ -60,8 +64,9 @@ from dataclasses import dataclass, field
 
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.blkio import Throttle, ThrottleCgroup
-from diskmodel.calibrate.bench.copy import GUEST_CLOCK, HOST_CLOCK, copy_shell, parse_copy_output
-from diskmodel.calibrate.bench.fio import fio_command, parse_fio_json
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_on_host, copy_shell, parse_copy_output
+from diskmodel.calibrate.bench.fio import fio_command, fio_words, parse_fio_json
+from diskmodel.calibrate.bench.steps import Concat, Ref, sh_word
 from diskmodel.model.block_workloads import FileCopy, FioJob
 from diskmodel.model.stack import Stack
 
@@ -159,9 +164,10 @@ def _device_lines(plan: L.StackPlan, tag: str) -> list[str]:
             f'$(cat /sys/block/$d/queue/nr_requests) $(cat /sys/block/$d/stat)"' for var in _loop_variables(plan)]
 
 
-def workload_body(plan: L.StackPlan, workloads, *, clock: str, fio_filename_expr: str) -> str:
-    """Shell running *workloads* on the built *plan*: fio's JSON between markers, the copy's lines, and the
-    loop devices' queues and counters before and after each fio job."""
+def workload_body(plan: L.StackPlan, workloads, *, clock: str, fio_target) -> str:
+    """Shell (the guest's) running *workloads* on the built *plan*: fio's JSON between markers, the copy's
+    lines, and the loop devices' queues and counters before and after each fio job. *fio_target* is a
+    word (:func:`_fio_target`); every value is rendered by :func:`sh_word`."""
     lines = ["set +e", *_device_lines(plan, "start")]
     for i, workload in enumerate(workloads):
         if isinstance(workload, FioJob):
@@ -169,14 +175,14 @@ def workload_body(plan: L.StackPlan, workloads, *, clock: str, fio_filename_expr
                 "sync; echo 3 > /proc/sys/vm/drop_caches",
                 *_device_lines(plan, f"before{i}"),
                 f"echo '{_FIO} BEGIN {i}'",
-                f"{fio_command(workload, fio_filename_expr)}",
+                fio_command(workload, fio_target),
                 "rc=$?",
                 f'echo "{_FIO} END {i} $rc"',
                 *_device_lines(plan, f"after{i}"),
                 '[ "$rc" = 0 ] || exit "$rc"',
             ]
         else:
-            lines.append(copy_shell(f'"${plan.mount_var}"', workload, tag=f"copy{i}", clock=clock))
+            lines.append(copy_shell(sh_word(Ref(plan.mount_var)), workload, tag=f"copy{i}", clock=clock))
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
 
@@ -228,8 +234,52 @@ def _parse(output: str, workloads, where: str, accelerator: str | None, plan: L.
     return out
 
 
-def _fio_target(plan: L.StackPlan, file_system: bool) -> str:
-    return f'"${plan.mount_var}"/diskmodel-fio.dat' if file_system else plan.device_expr
+def _fio_target(plan: L.StackPlan, file_system: bool):
+    """fio's target, a word: a file in the mounted file system, or the plan's block device."""
+    return Concat((Ref(plan.mount_var), "/diskmodel-fio.dat")) if file_system else plan.device
+
+
+def _host_devices(ex, plan: L.StackPlan, tag: str) -> list[str]:
+    """:func:`_device_lines`'s lines, read here in Python from ``/sys/block/<loop>/``."""
+    from pathlib import Path
+
+    lines = []
+    for var in _loop_variables(plan):
+        q = Path("/sys/block") / os.path.basename(ex.variables[var])
+        ra, nr = ((q / "queue" / f).read_text().strip() for f in ("read_ahead_kb", "nr_requests"))
+        lines.append(f"{_DEV} {tag} {var} {ra} {nr} {' '.join((q / 'stat').read_text().split())}")
+    return lines
+
+
+def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_procs, timeout_s: float) -> str:
+    """The workloads run here as argument vectors (in the cgroup of *cgroup_procs*, if any); the same lines
+    :func:`workload_body` prints in the guest. RuntimeError (with the lines so far) when one fails."""
+    import subprocess
+
+    from diskmodel.calibrate.bench.memory_cgroup import drop_caches
+    from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
+
+    def run(argv):
+        proc = spawn([ex.resolve(w) for w in argv], name=os.path.basename(str(argv[0])), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cgroup_procs=cgroup_procs)
+        out, err = communicate_or_kill(proc, timeout_s)
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    lines = _host_devices(ex, plan, "start")
+    for i, workload in enumerate(workloads):
+        if isinstance(workload, FioJob):
+            drop_caches()
+            lines += _host_devices(ex, plan, f"before{i}")
+            done = run(fio_words(workload, _fio_target(plan, file_system)))
+            lines += [f"{_FIO} BEGIN {i}", done.stdout.rstrip("\n"), f"{_FIO} END {i} {done.returncode}"]
+            lines += _host_devices(ex, plan, f"after{i}")
+            if done.returncode != 0:
+                raise RuntimeError(f"fio {workload.label} failed with status {done.returncode}:\n"
+                                   f"{(chr(10).join(lines) + done.stderr)[-3000:]}")
+        else:
+            lines.append(copy_on_host(ex.mountpoint, workload, run=run, drop_caches=drop_caches,
+                                      tag=f"copy{i}").rstrip("\n"))
+    return "\n".join(lines) + "\n"
 
 
 def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, destroy_data_on=None,
@@ -281,16 +331,12 @@ def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, time
         plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"),
                             file_system=file_system)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
-        body = workload_body(plan, workloads, clock=HOST_CLOCK, fio_filename_expr=_fio_target(plan, file_system))
         with HostExecutor(plan, timeout_s=timeout_s) as ex:
             throttles = [Throttle(ex.variables[r.variable], **slow[r.disk]) for r in plan.regions if r.disk in slow]
             with (ThrottleCgroup(throttles) if throttles else contextlib.nullcontext()) as cgroup:
-                enter = f'echo $$ > "{cgroup.path}/cgroup.procs" || exit 1\n' if cgroup is not None else ""
-                result = ex.run_command(enter + body, what=f"workloads on {stack.short_name}")
-        if result.returncode != 0:
-            raise RuntimeError(f"the workloads on {stack.short_name} failed with status {result.returncode}:\n"
-                               f"{(result.stdout + result.stderr)[-3000:]}")
-        return _parse(result.stdout, workloads, "host", None, plan)
+                output = _host_workloads(ex, plan, workloads, file_system,
+                                         cgroup.procs_file if cgroup is not None else None, timeout_s)
+        return _parse(output, workloads, "host", None, plan)
     finally:
         if space is not None:
             space.close()
@@ -318,7 +364,7 @@ def _guest_throttle(plan: L.StackPlan, slow: dict) -> str:
         if region.disk in slow:
             limits = " ".join(f"{_IO_MAX_KEYS[k]}={v}" for k, v in slow[region.disk].items())
             lines.append(f'mm=$(lsblk -dno MAJ:MIN "${region.variable}" | tr -d " ")')
-            lines.append(f'echo "$mm {limits}" > $cg/io.max || exit 1')
+            lines.append(f'echo "$mm" {sh_word(limits)} > $cg/io.max || exit 1')
     lines.append("echo $$ > $cg/cgroup.procs || exit 1")
     lines.append('for t in /proc/[0-9]*; do read -r n < "$t/comm" 2>/dev/null || continue; '
                  'case "$n" in md*_raid*) echo "${t#/proc/}" > $cg/cgroup.procs || exit 1;; esac; done')
@@ -329,13 +375,14 @@ def with_member_delays(plan: L.StackPlan, slow: dict) -> L.StackPlan:
     """*plan* with a dm-delay device over each loop device of a disk whose limits have ``delay_s``, and
     every layer above built on it instead of on the loop device.
 
-    A step right after the loop device's makes ``diskmodel-delayN`` (``dmsetup create`` with the table
-    ``0 <sectors> delay <loop> 0 <ms>``: reads and writes delayed alike; ``delay_ctr`` and ``delay_bio``,
-    drivers/md/dm-delay.c), its undo ``dmsetup remove`` (which runs after the layers above are taken
-    down and before the loop device is detached: the undo list runs in reverse). The later steps'
-    commands, undos and records, and the plan's device, name the dm device (``"$DISKMODEL_DELAYN"``)
-    where they named the loop device: a builder returns a member as that quoted expression. The loop
-    device stays the region's: the throttle (io.max) and the I/O counters stay on it, below the delay.
+    Steps right after the loop device's read its size (``blockdev --getsz``) and make ``diskmodel-delayN``
+    (``dmsetup create`` with the table ``0 <sectors> delay <loop> 0 <ms>``, one word: reads and writes
+    delayed alike; ``delay_ctr`` and ``delay_bio``, drivers/md/dm-delay.c), recorded as a ``dm`` resource
+    whose undo, ``dmsetup remove``, runs after the layers above are taken down and before the loop device
+    is detached (the undo list runs in reverse). The later steps' words and records, and the plan's
+    device, refer to the dm device (``Ref("DISKMODEL_DELAYN")``) where they referred to the loop device.
+    The loop device stays the region's: the throttle (io.max) and the I/O counters stay on it, below
+    the delay.
 
     dm-delay counts its delay in jiffies from the one a bio arrives in (``jiffies + msecs_to_jiffies(delay)``,
     rounded up; a timer, then a work queue submits the bio), and the timer wheel never fires a timer early
@@ -344,36 +391,54 @@ def with_member_delays(plan: L.StackPlan, slow: dict) -> L.StackPlan:
     delayed = {r.variable: slow[r.disk][_DELAY] for r in plan.regions if _DELAY in slow.get(r.disk, {})}
     if not delayed:
         return plan
-    steps, names, device_expr = [], {}, plan.device_expr
+    steps, names = [], {}
 
-    def rename(text):
-        for old, new in names.items():
-            text = text.replace(old, new)
-        return text
+    def rename(word):
+        if isinstance(word, Ref):
+            return Ref(names.get(word.name, word.name))
+        if isinstance(word, Concat):
+            return Concat(tuple(rename(p) for p in word.parts))
+        if isinstance(word, tuple):
+            return tuple(rename(w) for w in word)
+        return word
 
     for step in plan.steps:
-        step = dataclasses.replace(step, command=rename(step.command),
-                                   undo=None if step.undo is None else rename(step.undo),
+        step = dataclasses.replace(step, argv=rename(step.argv),
                                    resource=None if step.resource is None else (step.resource[0], tuple(
-                                       (k, rename(v) if isinstance(v, str) else v) for k, v in step.resource[1])))
+                                       (k, rename(v)) for k, v in step.resource[1])))
         steps.append(step)
         if step.capture in delayed:
             i = step.capture.removeprefix("DISKMODEL_DEV")
             name, var, ms = f"diskmodel-delay{i}", f"DISKMODEL_DELAY{i}", round(delayed[step.capture] * 1000)
-            loop = f'"${step.capture}"'
+            sectors, loop = f"DISKMODEL_SECTORS{i}", Ref(step.capture)
+            steps.append(L.Step(f"size of {step.capture} in sectors", ("blockdev", "--getsz", loop),
+                                capture=sectors))
             steps.append(L.Step(
                 f"dm-delay of {ms} ms on reads and writes over {step.capture}",
-                f'dmsetup create {name} --noudevsync --table "0 $(blockdev --getsz {loop}) delay ${step.capture} 0 '
-                f'{ms}" && dmsetup mknodes {name} && echo /dev/mapper/{name}',
-                undo=f"dmsetup remove {name}",
-                capture=var,     # no run record: the VM's script alone builds it (refused on the host)
+                ("dmsetup", "create", name, "--noudevsync", "--table",
+                 Concat(("0 ", Ref(sectors), " delay ", loop, f" 0 {ms}"))),
+                resource=("dm", (("name", name),)),
             ))
-            names[loop] = f'"${var}"'
-    device_expr = rename(device_expr)
+            steps.append(L.Step(f"device node of {name}", ("dmsetup", "mknodes", name),
+                                capture=var, value=f"/dev/mapper/{name}"))
+            names[step.capture] = var
+    device = rename(plan.device)
+
+    def uses(word, name) -> bool:
+        return name in {p.name for p in _refs(word)}
+
     for new in names.values():     # the dm device is used: by a later step, or as the plan's device
-        if not any(new in s.command for s in steps) and new not in device_expr:
-            raise ValueError(f"slow_disks: {_DELAY}: no layer of the plan is built on {new}")
-    return dataclasses.replace(plan, steps=tuple(steps), device_expr=device_expr)
+        if not any(uses(w, new) for s in steps for w in s.argv) and not uses(device, new):
+            raise ValueError(f"slow_disks: {_DELAY}: no layer of the plan is built on ${new}")
+    return dataclasses.replace(plan, steps=tuple(steps), device=device)
+
+
+def _refs(word) -> list:
+    if isinstance(word, Ref):
+        return [word]
+    if isinstance(word, Concat):
+        return [p for p in word.parts if isinstance(p, Ref)]
+    return []
 
 
 #: Guest preamble: the md, dm-thin and dm-delay modules the layers need, loaded on demand (initramfs.py).
@@ -387,7 +452,7 @@ def _vm_script(stack, workloads, slow, file_system) -> tuple[L.StackPlan, str]:
 
     plan = with_member_delays(L.build_plan(stack, backing=SCRATCH_DEVICE, file_system=file_system), slow)
     body = _guest_throttle(plan, slow) + workload_body(plan, workloads, clock=GUEST_CLOCK,
-                                                       fio_filename_expr=_fio_target(plan, file_system))
+                                                       fio_target=_fio_target(plan, file_system))
     return plan, plan.render_script(body, preamble=GUEST_PREAMBLE)
 
 

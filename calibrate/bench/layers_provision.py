@@ -7,9 +7,12 @@ so :func:`~diskmodel.calibrate.bench.provision.build_plan` builds any stack
 made of them, on the host (:class:`~diskmodel.calibrate.bench.host_executor.HostExecutor`)
 or in the throwaway VM (:meth:`~diskmodel.calibrate.bench.provision.StackPlan.render_script`).
 Every builder first builds its children (members, pool data, host device),
-then adds its own steps, each with the command that undoes it and, where it
-creates something, the record that finds it again (``md``, ``pv``, ``vg``,
-``lv``, ``loop``, ``mount``, ``dir``), written before the step runs.
+then adds its own steps, each an argument vector of words (a member is a
+:class:`~diskmodel.calibrate.bench.steps.Ref` to the variable its device's
+path was captured into) and, where it creates something, the typed record
+that finds it again and from which its undo is derived (``md``, ``pv``,
+``vg``, ``lv``, ``loop``, ``mount``, ``dir``, ``btrfs``), written before the
+step runs.
 Sizes are checked before any step exists: a stack whose sizes do not fit
 its members is a ValueError naming the node and the field.
 
@@ -40,7 +43,7 @@ its members is a ValueError naming the node and the field.
 """
 from __future__ import annotations
 
-from diskmodel.calibrate.bench.provision import (Step, _build, _Plan, add_pvs_and_vg, builds,
+from diskmodel.calibrate.bench.provision import (Concat, Ref, Step, _build, _Plan, add_pvs_and_vg, builds,
                                                  mount_steps)
 from diskmodel.model.loop_file import LoopFile
 from diskmodel.model.raid import RaidArray
@@ -61,8 +64,8 @@ LVM_RAID6_MIN_MEMBERS = 5
 #: Smallest device mkfs.btrfs (btrfs-progs 6.2) accepts [bytes].
 BTRFS_MIN_DEVICE_BYTES = 131072000
 #: Host file systems a loop image's host can be made with, and their mkfs.
-_HOST_MKFS = {"ext2": "mkfs.ext2 -F -q", "ext3": "mkfs.ext3 -F -q", "ext4": "mkfs.ext4 -F -q",
-              "xfs": "mkfs.xfs -f -q", "btrfs": "mkfs.btrfs -f -q"}
+_HOST_MKFS = {"ext2": ("mkfs.ext2", "-F", "-q"), "ext3": ("mkfs.ext3", "-F", "-q"),
+              "ext4": ("mkfs.ext4", "-F", "-q"), "xfs": ("mkfs.xfs", "-f", "-q"), "btrfs": ("mkfs.btrfs", "-f", "-q")}
 #: Room a host file system needs besides the image: the model's default image leaves 1/16.
 HOST_FS_SHARE = 16
 
@@ -89,7 +92,7 @@ def _where(path: str, node) -> str:
     return f"{path} ({getattr(node, 'kind', None) or type(node).__name__.lower()})"
 
 
-def _members(array, plan: _Plan, path: str) -> list[str]:
+def _members(array, plan: _Plan, path: str) -> list:
     return [_build(m, plan, f"{path}.members[{i}]") for i, m in enumerate(array.members)]
 
 
@@ -128,23 +131,21 @@ def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
     devs = _members(array, plan, path)
     var = _dev_var(plan, "md")
     level = array.kind.removeprefix("raid")
-    chunk = "" if array.kind == "raid1" else f" --chunk={array.chunk_size_bytes // KIB}K"
-    sized = "" if per_member is None else f" --size={per_member // KIB}K"
-    bitmap = "" if array.kind == "raid0" else " --bitmap=none"     # RAID 0 has no bitmap to refuse
-    # The first md minor not taken (the host's own arrays, if any, are never touched).
-    pick = 'i=100; while [ -e /sys/block/md$i ] || [ -e /dev/md$i ]; do i=$((i + 1)); done; echo /dev/md$i'
-    plan.steps.append(Step(f"md device name for {array.kind}", pick, capture=var))
+    chunk = () if array.kind == "raid1" else (f"--chunk={array.chunk_size_bytes // KIB}K",)
+    sized = () if per_member is None else (f"--size={per_member // KIB}K",)
+    bitmap = () if array.kind == "raid0" else ("--bitmap=none",)     # RAID 0 has no bitmap to refuse
+    plan.steps.append(Step(f"md device name for {array.kind}", action="diskmodel_first_free_md", capture=var))
     plan.steps.append(Step(
         f"md {array.kind} over {len(devs)} members",
-        f'mdadm --create "${var}" --run --quiet --metadata=1.2 --level={level} --raid-devices={n}{chunk}{sized} '
-        f'--data-offset={MD_DATA_OFFSET_BYTES // KIB}K{bitmap} --assume-clean {" ".join(devs)}',
-        undo=f'mdadm --stop "${var}"',
-        resource=("md", (("device", f"${var}"),)),
+        ("mdadm", "--create", Ref(var), "--run", "--quiet", "--metadata=1.2", f"--level={level}",
+         f"--raid-devices={n}", *chunk, *sized, f"--data-offset={MD_DATA_OFFSET_BYTES // KIB}K", *bitmap,
+         "--assume-clean", *devs),
+        resource=("md", (("device", Ref(var)),)),
     ))
-    return f'"${var}"'
+    return Ref(var)
 
 
-def _pvs_and_vg(plan: _Plan, devs: list[str], extent_bytes: int, what: str) -> str:
+def _pvs_and_vg(plan: _Plan, devs: list, extent_bytes: int, what: str) -> str:
     vg = plan.unique("diskmodel_")
     add_pvs_and_vg(plan, devs, vg, pe_start_bytes=PE_START_BYTES, extent_bytes=extent_bytes,
                    vg_description=f"volume group {vg} ({what})", what=what)
@@ -173,19 +174,21 @@ def _lvm_raid(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
     devs = _members(array, plan, path)
     vg = _pvs_and_vg(plan, devs, extent, array.kind)
     lv = "raid"
-    chunk = f"-I {array.chunk_size_bytes // KIB}k "
-    kind = {"raid0": f"--type striped -i {n} {chunk}", "raid1": f"--type raid1 -m {n - 1} --nosync ",
-            "raid5": f"--type raid5 -i {n - 1} {chunk}--nosync ", "raid6": f"--type raid6 -i {n - 2} {chunk}"}
+    chunk = ("-I", f"{array.chunk_size_bytes // KIB}k")
+    kind = {"raid0": ("--type", "striped", "-i", str(n), *chunk),
+            "raid1": ("--type", "raid1", "-m", str(n - 1), "--nosync"),
+            "raid5": ("--type", "raid5", "-i", str(n - 1), *chunk, "--nosync"),
+            "raid6": ("--type", "raid6", "-i", str(n - 2), *chunk)}
     plan.steps.append(Step(
         f"logical volume {vg}/{lv}: {array.kind} of {size // extent} extents",
-        f"lvcreate -y -W n -Z n {kind[array.kind]}-l {size // extent} -n {lv} {vg} {' '.join(devs)}",
-        undo=f"lvremove -f {vg}/{lv}",
+        ("lvcreate", "-y", "-W", "n", "-Z", "n", *kind[array.kind], "-l", str(size // extent), "-n", lv, vg, *devs),
         resource=("lv", (("name", f"{vg}/{lv}"),)),
     ))
     if array.kind == "raid6":
         plan.steps.append(Step(
             f"wait for {vg}/{lv} to synchronise",
-            f'while [ "$(lvs --noheadings -o sync_percent {vg}/{lv} | tr -d " ")" != 100.00 ]; do sleep 1; done',
+            ("lvs", "--noheadings", "-o", "sync_percent", f"{vg}/{lv}"),
+            expect="100.00", wait=True,
         ))
     return f"/dev/{vg}/{lv}"
 
@@ -201,9 +204,12 @@ def _btrfs_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
     profile = array.kind
     plan.steps.append(Step(
         f"btrfs {profile} file system over {len(devs)} devices",
-        f"mkfs.btrfs -f -q -d {profile} -m {profile} {' '.join(devs)} && btrfs device scan {' '.join(devs)}",
-        # The kernel remembers the devices of a btrfs it has seen: make it forget them.
-        undo=f"btrfs device scan --forget {' '.join(devs)} || true",
+        ("mkfs.btrfs", "-f", "-q", "-d", profile, "-m", profile, *devs),
+    ))
+    plan.steps.append(Step(
+        f"btrfs device scan of the {len(devs)} devices",
+        ("btrfs", "device", "scan", *devs),
+        resource=("btrfs", (("devices", tuple(devs)),)),
     ))
     return devs[0]
 
@@ -235,21 +241,21 @@ def _thin(volume: ThinVolume, plan: _Plan, path: str) -> str:
     zero = "y" if volume.zero_new_chunks else "n"
     plan.steps.append(Step(
         f"thin pool {vg}/pool: {pool} extents, {volume.chunk_size_bytes}-byte chunks",
-        f"lvcreate -y --type thin-pool -l {pool} --poolmetadatasize {metadata * THIN_EXTENT_BYTES // KIB}k "
-        f"--poolmetadataspare n --chunksize {volume.chunk_size_bytes // KIB}k -Z {zero} -n pool {vg}",
-        undo=f"lvremove -f {vg}/pool",
+        ("lvcreate", "-y", "--type", "thin-pool", "-l", str(pool),
+         "--poolmetadatasize", f"{metadata * THIN_EXTENT_BYTES // KIB}k", "--poolmetadataspare", "n",
+         "--chunksize", f"{volume.chunk_size_bytes // KIB}k", "-Z", zero, "-n", "pool", vg),
         resource=("lv", (("name", f"{vg}/pool"),)),
     ))
     plan.steps.append(Step(
         f"thin volume {vg}/thin of {volume.virtual_size_bytes} bytes",
-        f"lvcreate -y -V {virtual * THIN_EXTENT_BYTES // KIB}k --thin -n thin {vg}/pool",
-        undo=f"lvremove -f {vg}/thin",
+        ("lvcreate", "-y", "-V", f"{virtual * THIN_EXTENT_BYTES // KIB}k", "--thin", "-n", "thin", f"{vg}/pool"),
         resource=("lv", (("name", f"{vg}/thin"),)),
     ))
     if volume.used_bytes:
         plan.steps.append(Step(
             f"allocate the first {volume.used_bytes} bytes of {vg}/thin (used_bytes)",
-            f"dd if=/dev/zero of=/dev/{vg}/thin bs=1M count={volume.used_bytes // MIB} oflag=direct 2>/dev/null",
+            ("dd", "if=/dev/zero", f"of=/dev/{vg}/thin", "bs=1M", f"count={volume.used_bytes // MIB}",
+             "oflag=direct"),
         ))
     return f"/dev/{vg}/thin"
 
@@ -268,24 +274,23 @@ def _loop_file(loop: LoopFile, plan: _Plan, path: str) -> str:
         raise ValueError(f"{where}: image_size_bytes must be a multiple of 4096 (got {loop.image_size_bytes})")
     host = _build(loop.host, plan, f"{path}.host")
     plan.steps.append(Step(f"{loop.host_file_system} host file system for a loop image",
-                           f"{_HOST_MKFS[loop.host_file_system]} {host}"))
+                           (*_HOST_MKFS[loop.host_file_system], host)))
     var = _dev_var(plan, "hostmnt")
     mount_dir = None if plan.mount_dir is None else f"{plan.mount_dir}.{var.lower()}"
     mount_steps(plan, host, loop.host_file_system, var=var, mount_dir=mount_dir)
-    image = f'"${var}/image.img"'
+    image = Concat((Ref(var), "/image.img"))
     if loop.allocation == "sparse":
-        make = f"truncate -s {loop.image_size_bytes} {image}"
+        make = ("truncate", "-s", str(loop.image_size_bytes), image)
     else:  # written, so that every block is allocated (fallocate's unwritten extents would read as holes)
-        make = f"dd if=/dev/zero of={image} bs=4096 count={loop.image_size_bytes // 4096} conv=fsync 2>/dev/null"
+        make = ("dd", "if=/dev/zero", Concat(("of=", Ref(var), "/image.img")), "bs=4096", f"count={loop.image_size_bytes // 4096}",
+                "conv=fsync")
     plan.steps.append(Step(f"{loop.allocation.replace('_', '-')} image of {loop.image_size_bytes} bytes", make))
     dev = _dev_var(plan, "loopfile")
-    dio = " --direct-io=on" if loop.direct_io else ""
+    dio = ("--direct-io=on",) if loop.direct_io else ()
     plan.steps.append(Step(
         f"loop device over the {loop.allocation.replace('_', '-')} image",
-        f"losetup --find --show{dio} {image}",
-        undo=f'losetup -d "${dev}"',
+        ("losetup", "--find", "--show", *dio, image),
         capture=dev,
-        resource=("loop", (("backing", f"${var}/image.img"), ("offset_bytes", 0), ("device", f"${dev}"))),
+        resource=("loop", (("backing", image), ("offset_bytes", 0), ("device", Ref(dev)))),
     ))
-    return f'"${dev}"'
-
+    return Ref(dev)

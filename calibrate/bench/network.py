@@ -38,6 +38,11 @@ Times come from the guest kernel's clock (``now at`` of
 TCG: every time measures an emulator; reports built from these runs give
 orderings and ratios, and say so (:attr:`NetworkRun.accelerator`).
 
+The guest has no Python: the script is ``sh`` text, and every value in it
+that comes from the settings or the options (rates, delays, sizes, counts,
+addresses, NFS versions and exports) is a word rendered by
+:func:`~diskmodel.calibrate.bench.steps.sh_word`, after its check.
+
 Teardown: the guest script's EXIT trap disconnects ``/dev/nbd0``, unmounts,
 stops nfsd, mountd, rpcbind and nbd-server, removes the qdiscs, the veth
 pair and the namespace, unmounts ``/srv`` and prints a marker the parser
@@ -53,6 +58,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model._checks import one_of, show, whole_number
 from diskmodel.model.network import NFS_VERSIONS, Network
 from diskmodel.model.units import KIB, MIB
@@ -162,6 +168,11 @@ def _ipv4(name: str, value: str) -> str:
     return value
 
 
+def _w(value) -> str:
+    """A value as one word of the guest's shell (:func:`sh_word` of its text)."""
+    return sh_word(str(value))
+
+
 def _shape(setting: Network) -> str:
     """Shell that shapes both veth ends for *setting* (or unshapes them)."""
     lines = []
@@ -171,9 +182,10 @@ def _shape(setting: Network) -> str:
             rate = int(round(setting.rate_bytes_per_s))
             burst = setting.burst_bytes
             delay_us = max(1, int(round(setting.rtt_s / 2 * 1e6)))
-            lines.append(f"{prefix}tc qdisc add dev {dev} root handle 1: netem delay {delay_us}us limit 10000")
-            lines.append(f"{prefix}tc qdisc add dev {dev} parent 1: handle 2: tbf rate {rate * 8}bit "
-                         f"burst {burst} latency 100ms")
+            lines.append(f"{prefix}tc qdisc add dev {dev} root handle 1: netem delay {_w(f'{delay_us}us')} "
+                         "limit 10000")
+            lines.append(f"{prefix}tc qdisc add dev {dev} parent 1: handle 2: tbf rate {_w(f'{rate * 8}bit')} "
+                         f"burst {_w(burst)} latency 100ms")
     return "\n".join(lines)
 
 
@@ -230,17 +242,19 @@ mount /dev/vda /srv
 
 
 def _nbd_body(setting: int, sizes, total_bytes: int, connect_ip: str) -> str:
+    ip, port = _w(connect_ip), _w(NBD_PORT)
     lines = [f"""DM_NBD=1
-if ! ip netns exec dmcli nbd-client -L {connect_ip} {NBD_PORT} /dev/nbd0 -b 4096 >/tmp/nbdc.log 2>&1; then
-    mark UNREACHABLE nbd {connect_ip}:{NBD_PORT} "$(tail -n 1 /tmp/nbdc.log)"
+if ! ip netns exec dmcli nbd-client -L {ip} {port} /dev/nbd0 -b 4096 >/tmp/nbdc.log 2>&1; then
+    mark UNREACHABLE nbd {_w(f"{connect_ip}:{NBD_PORT}")} "$(tail -n 1 /tmp/nbdc.log)"
     exit 3
 fi"""]
     for size in sizes:
         count = min(max(8, total_bytes // size), NBD_MAX_REQUESTS)
         for op, flags in (("write", "if=/dev/zero of=/dev/nbd0 oflag=direct"),
                           ("read", "if=/dev/nbd0 of=/dev/null iflag=direct")):
-            lines.append(f"t0=$(now_ns); dd {flags} bs={size} count={count} 2>/dev/null; t1=$(now_ns)\n"
-                         f"mark TIME {setting} nbd {op} {size} {count} $((t1 - t0)) - -")
+            lines.append(f"t0=$(now_ns); dd {flags} {_w(f'bs={size}')} {_w(f'count={count}')} 2>/dev/null; "
+                         f"t1=$(now_ns)\n"
+                         f"mark TIME {_w(setting)} nbd {op} {_w(size)} {_w(count)} $((t1 - t0)) - -")
     lines.append("nbd-client -d /dev/nbd0 >/dev/null 2>&1; DM_NBD=")
     return "\n".join(lines)
 
@@ -251,27 +265,30 @@ def _nfs_body(setting: int, versions, exports, files: int, file_size: int, conne
         options = "vers=3,nolock" if version == "3" else f"vers={version}"
         for export in exports:
             where = f"{connect_ip}:/srv/{export}"
-            mount = (f"timeout 30 mount -t nfs -o {options},proto=tcp,retry=0 {where} /mnt/nfs "
+            mount = (f"timeout 30 mount -t nfs -o {_w(f'{options},proto=tcp,retry=0')} {_w(where)} /mnt/nfs "
                      f">/tmp/mnt.log 2>&1 || {{ echo \"mount failed: $(tail -n 1 /tmp/mnt.log)\"; exit 3; }}")
-            key = f"{setting} nfs %s {file_size} {files} $((t1 - t0)) {version} {export}"
+            n, size = _w(files), _w(file_size)
+
+            def key(op):
+                return (f"{_w(setting)} nfs {op} {size} {n} \"$((t1 - t0))\" {_w(version)} {_w(export)}")
             lines.append(f"""cat > /tmp/nfs.sh <<'DM_NFS_EOF'
 set -e
 now_ns() {{ awk '/^now at/ {{print $3; exit}}' /proc/timer_list; }}
 mkdir -p /mnt/nfs
 {mount}
-t0=$(now_ns); i=0; while [ $i -lt {files} ]; do dd if=/dev/zero of=/mnt/nfs/f$i bs={file_size} count=1 2>/dev/null; i=$((i + 1)); done; t1=$(now_ns)
-echo "@@NET TIME {key % 'write'}"
+t0=$(now_ns); i=0; while [ $i -lt {n} ]; do dd if=/dev/zero of=/mnt/nfs/f$i {_w(f"bs={file_size}")} count=1 2>/dev/null; i=$((i + 1)); done; t1=$(now_ns)
+echo @@NET TIME {key('write')}
 umount /mnt/nfs
 {mount}
-t0=$(now_ns); i=0; while [ $i -lt {files} ]; do cat /mnt/nfs/f$i >/dev/null; i=$((i + 1)); done; t1=$(now_ns)
-echo "@@NET TIME {key % 'read'}"
-t0=$(now_ns); i=0; while [ $i -lt {files} ]; do rm /mnt/nfs/f$i; i=$((i + 1)); done; t1=$(now_ns)
-echo "@@NET TIME {key % 'remove'}"
+t0=$(now_ns); i=0; while [ $i -lt {n} ]; do cat /mnt/nfs/f$i >/dev/null; i=$((i + 1)); done; t1=$(now_ns)
+echo @@NET TIME {key('read')}
+t0=$(now_ns); i=0; while [ $i -lt {n} ]; do rm /mnt/nfs/f$i; i=$((i + 1)); done; t1=$(now_ns)
+echo @@NET TIME {key('remove')}
 umount /mnt/nfs
 DM_NFS_EOF
 if ! ip netns exec dmcli sh /tmp/nfs.sh >/tmp/nfs.log 2>&1; then
     cat /tmp/nfs.log
-    if grep -q "mount failed" /tmp/nfs.log; then mark UNREACHABLE nfs {where} "$(grep 'mount failed' /tmp/nfs.log | tail -n 1)"; fi
+    if grep -q "mount failed" /tmp/nfs.log; then mark UNREACHABLE nfs {_w(where)} "$(grep 'mount failed' /tmp/nfs.log | tail -n 1)"; fi
     exit 3
 fi
 grep '^@@NET ' /tmp/nfs.log""")
@@ -309,7 +326,7 @@ def network_script(settings, *, nbd_sizes=(4 * KIB, 64 * KIB, 1 * MIB), nbd_byte
     rounds = whole_number("rounds", rounds, minimum=1)
     parts = [_PRELUDE.replace("SERVER", SERVER_IP).replace("CLIENT", CLIENT_IP)]
     if sizes:
-        parts.append(f"""dd if=/dev/zero of=/srv/nbd.img bs=1M count={export // MIB} 2>/dev/null
+        parts.append(f"""dd if=/dev/zero of=/srv/nbd.img bs=1M {_w(f"count={export // MIB}")} 2>/dev/null
 DM_NBD_PID=starting  # the teardown kills nbd-server by name, whether or not its pid file came
 nbd-server -C /dev/null {SERVER_IP}:{NBD_PORT} /srv/nbd.img -p /run/nbd.pid 2>/dev/null
 # nbd-server writes its pid file after it has forked into the background: wait for it (under load it came
@@ -337,7 +354,7 @@ rpc.nfsd 2
 echo Y > /proc/fs/nfsd/v4_end_grace""")
     for i, setting in [(i, s) for _ in range(rounds) for i, s in enumerate(settings)]:
         parts.append(_shape(setting))
-        parts.append(f"mark PING {i} $(ip netns exec dmcli ping -c 5 -i 0.2 -q {SERVER_IP} | "
+        parts.append(f"mark PING {_w(i)} $(ip netns exec dmcli ping -c 5 -i 0.2 -q {SERVER_IP} | "
                      "awk -F/ '/round-trip|rtt/ {print $4}')")
         if sizes:
             parts.append(_nbd_body(i, sizes, nbd_bytes, ip))

@@ -140,14 +140,10 @@ def run_postmark_once(
         if cgroup is not None:
             cgroup.create()
         try:
-            if cgroup is not None:
-                argv = ["/bin/sh", "-c", 'echo $$ > "$1" && exec "$2" "$3"', "sh",
-                        str(cgroup.procs_file), postmark, str(cfg)]
-            else:
-                argv = [postmark, str(cfg)]
             t0 = time.monotonic()
-            proc = spawn(argv, name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, cwd=tmp)
+            proc = spawn([postmark, str(cfg)], name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, cwd=tmp,
+                         cgroup_procs=cgroup.procs_file if cgroup is not None else None)
             out, _ = communicate_or_kill(proc, timeout_s)
             wall = time.monotonic() - t0
             oom = cgroup.oom_kills() if cgroup is not None else 0
@@ -264,7 +260,7 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
         from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
         plan = L.build_plan(stack, backing=SCRATCH_DEVICE)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
-                          drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device_expr=plan.device_expr)
+                          drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device=plan.device)
         L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
         result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
                                   memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,

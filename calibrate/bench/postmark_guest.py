@@ -4,6 +4,12 @@ The body runs after the stack is built by the plan's script
 (:meth:`diskmodel.calibrate.bench.provision.StackPlan.render_script`), in
 the throwaway VM (:mod:`diskmodel.calibrate.bench.vm`) or, for tests, on the
 host; it mirrors :func:`diskmodel.calibrate.bench.postmark.run_postmark_once`.
+
+The guest has no Python: the body is ``sh`` text, and every value in it (the
+command file's lines, the mount point, the file system's device) is a word
+rendered by :func:`~diskmodel.calibrate.bench.steps.sh_word`, or a checked
+integer; the command file is written by ``printf '%s\n'`` with one word per
+line, never through a here-document that would expand it.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Any
 
 from diskmodel.calibrate.bench.postmark_text import PostMarkError, check_echoed_config, command_file, parse_report
 from diskmodel.calibrate.bench.postmark_results import PostMarkRun, PostMarkSummary, RunEnvironment, summarize
+from diskmodel.calibrate.bench.steps import Concat, Ref, check_name, sh_word, sh_words
 
 __all__ = ["guest_body", "parse_guest_output"]
 
@@ -22,8 +29,9 @@ _MARK = "DISKMODEL_PM"
 
 def guest_body(config: Any, *, repeats: int = 1, memory_limit_bytes: int | None = None,
                drop_page_cache: bool = True, mount_var: str = "DISKMODEL_MNT",
-               device_expr: str = '"$DISKMODEL_DEV0"') -> str:
-    """Shell (busybox ash) that runs PostMark *repeats* times in ``"$<mount_var>"``.
+               device=Ref("DISKMODEL_DEV0")) -> str:
+    """Shell (busybox ash) that runs PostMark *repeats* times in ``"$<mount_var>"`` on *device* (a word,
+    e.g. the plan's :attr:`~diskmodel.calibrate.bench.provision.StackPlan.device`).
 
     To be passed as the body of
     :meth:`~diskmodel.calibrate.bench.provision.StackPlan.render_script`. It prints the
@@ -40,31 +48,34 @@ def guest_body(config: Any, *, repeats: int = 1, memory_limit_bytes: int | None 
     if memory_limit_bytes is not None:
         if not isinstance(memory_limit_bytes, int) or memory_limit_bytes < 16 * (1 << 20):
             raise ValueError(f"memory_limit_bytes must be an int >= 16 MiB, got {memory_limit_bytes!r}")
-    # The command file's location is expanded by the unquoted here-document.
-    cfg_text = command_file(config, f"${mount_var}")
+    check_name(mount_var, "mount_var")
+    mnt = Ref(mount_var)
+    # One word per line of the command file; the location is the mount point, a reference.
+    marker = "/diskmodel-location"
+    cfg_words = [Concat(("set location ", mnt)) if line == f"set location {marker}" else line
+                 for line in command_file(config, marker).splitlines()]
     limit = "" if memory_limit_bytes is None else str(memory_limit_bytes)
     return f"""set +e
 pmdir=$(mktemp -d "${{TMPDIR:-/tmp}}/diskmodel-postmark.XXXXXX") || exit 1
 DISKMODEL_UNDO="rm -rf '$pmdir';
 $DISKMODEL_UNDO"
 pmcfg="$pmdir/postmark.cfg"
-cat > "$pmcfg" <<DISKMODEL_CFG_EOF
-{cfg_text}DISKMODEL_CFG_EOF
+printf '%s\\n' {sh_words(cfg_words)} > "$pmcfg" || exit 1
 diskmodel_queue() {{  # sysfs queue directory of block device $1 (by its major:minor)
   q=/sys/dev/block/$(($(printf '0x%s' "$(stat -L -c %t "$1")"))):$(($(printf '0x%s' "$(stat -L -c %T "$1")")))
   [ -d "$q/queue" ] || q="$q/.."
   echo "$q/queue"
 }}
-fsdev=$(readlink -f {device_expr})
+fsdev=$(readlink -f {sh_word(device)})
 fsq=$(diskmodel_queue "$fsdev")
 echo "{_MARK} KERNEL $(uname -r)"
 echo "{_MARK} DEVICE $fsdev $(basename "$(readlink -f "$fsq/..")")"
-echo "{_MARK} MOUNT $(grep " ${mount_var} " /proc/mounts)"
+echo "{_MARK} MOUNT $(grep -F " ${mount_var} " /proc/mounts)"
 echo "{_MARK} READ_AHEAD_KB $(cat "$fsq/read_ahead_kb" 2>/dev/null)"
 echo "{_MARK} SCHEDULER $(cat "$fsq/scheduler" 2>/dev/null)"
 bq=$(diskmodel_queue "$DISKMODEL_SCRATCH")
 echo "{_MARK} BACKING $DISKMODEL_SCRATCH $(cat "$bq/read_ahead_kb" 2>/dev/null) $(cat "$bq/scheduler" 2>/dev/null)"
-limit='{limit}'
+limit={sh_word(limit)}
 cgv=''
 if [ -n "$limit" ]; then
   if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
@@ -78,7 +89,7 @@ if [ -n "$limit" ]; then
   echo "{_MARK} CGROUP $cgv"
 fi
 i=1
-while [ $i -le {repeats} ]; do
+while [ $i -le {sh_word(str(repeats))} ]; do
   {"sync; echo 3 > /proc/sys/vm/drop_caches || exit 1" if drop_page_cache else ":"}
   cg=''
   if [ -n "$limit" ]; then
@@ -106,7 +117,7 @@ $DISKMODEL_UNDO"
   fi
   echo "{_MARK} END $i $rc $t0 $t1 ${{oom:-0}}"
   [ "$rc" = 0 ] || exit "$rc"
-  left=$(ls -A "${mount_var}" | grep -v '^lost+found$' | wc -l)
+  left=$(ls -A {sh_word(mnt)} | grep -v '^lost+found$' | wc -l)
   [ "$left" = 0 ] || {{ echo "{_MARK} ERROR postmark left $left entries"; exit 1; }}
   i=$((i + 1))
 done

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -30,15 +31,25 @@ def _load_libc():
     return _libc
 
 
-def _child_setup() -> None:
-    """In the child, before exec: unblock the signals the parent held; die with the parent."""
+def _child_setup(cgroup_procs: str | None = None) -> None:
+    """In the child, before exec: unblock the signals the parent held; die with the parent; with
+    *cgroup_procs*, move itself into that cgroup (its pid written to the cgroup's ``cgroup.procs``), so
+    that what it execs runs there from its first instruction, with no shell in between."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if cgroup_procs is not None:
+        fd = os.open(cgroup_procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
 
 
-def spawn(argv, *, name: str | None = None, **popen_kwargs) -> subprocess.Popen:
-    """``subprocess.Popen(argv, ...)`` in a new session, dying with its parent, recorded in the run.
+def spawn(argv, *, name: str | None = None, cgroup_procs: str | os.PathLike | None = None,
+          **popen_kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(argv, ...)`` in a new session, dying with its parent, recorded in the run;
+    with *cgroup_procs* (a cgroup's ``cgroup.procs`` file), inside that cgroup.
 
     The signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT) are held
     from before the fork until the child is recorded, so an interrupt cannot
@@ -49,7 +60,9 @@ def spawn(argv, *, name: str | None = None, **popen_kwargs) -> subprocess.Popen:
     _load_libc()
     popen_kwargs.setdefault("start_new_session", True)
     with runstate.signals_blocked():
-        proc = subprocess.Popen(argv, preexec_fn=_child_setup, **popen_kwargs)
+        setup = (_child_setup if cgroup_procs is None
+                 else functools.partial(_child_setup, os.fspath(cgroup_procs)))
+        proc = subprocess.Popen(argv, preexec_fn=setup, **popen_kwargs)
         run = runstate.current_run()
         if run is not None:
             res = run.intend("process", pid=proc.pid, start_ticks=process_start_ticks(proc.pid),

@@ -1,33 +1,43 @@
-"""Storage stacks built on a scratch file or device, as plans of undoable shell steps.
+"""Storage stacks built on a scratch file or device, as plans of undoable argument vectors.
 
 A :class:`diskmodel.model.stack.Stack` (the paper's native, LVM-1 and
 LVM-2 stacks are :func:`diskmodel.model.stack.paper_stack`) becomes a
-:class:`StackPlan`, a sequence of :class:`Step` objects, each a shell command
-with the shell command that undoes it. The scratch file or block device
-stands for the stack's disk: every partition becomes a loop device over the
-same byte range of it (``losetup --offset --sizelimit``, with
-``--direct-io=on`` so the backing file's page cache does not cache the data a
-second time, outside any memory limit); on them the LVM volume (``pvcreate``,
-``vgcreate``, ``lvcreate`` with the exact extent count, checked) and the file
-system (``mkfs``, a fresh mount point, ``mount``) are built. Each node type of
-the stack has its builder here (:func:`builds`); a new node type (RAID, a
-thin pool, a loop file) adds its own without touching the others.
+:class:`StackPlan`, a sequence of :class:`Step` objects. A step is an
+*argument vector* (a tuple of words), never shell text: a word is a ``str``,
+a :class:`Ref` to a value an earlier step captured (a loop device's path, a
+mount point) or a :class:`Concat` of both (``Ref("M")`` + ``"/image.img"``).
+A step that checks (a device's size, a PV's extents) is an argv whose
+stripped standard output must equal ``expect``; what a step creates is a
+typed record (``resource``: a loop device, a mount, a folder, a PV/VG/LV, an
+md array, a dm device, the btrfs devices the kernel scanned), and the undo of
+the step is derived from it (:func:`undo_argv`): detach this loop device,
+unmount this path, remove this LV, ... never a command string.
+
+The scratch file or block device stands for the stack's disk: every
+partition becomes a loop device over the same byte range of it (``losetup
+--offset --sizelimit``, with ``--direct-io=on`` so the backing file's page
+cache does not cache the data a second time, outside any memory limit); on
+them the LVM volume (``pvcreate``, ``vgcreate``, ``lvcreate`` with the exact
+extent count, checked) and the file system (``mkfs``, a fresh mount point,
+``mount -o ...,nosuid,nodev``) are built. Each node type of the stack has its
+builder here (:func:`builds`); a new node type (RAID, a thin pool, a loop
+file) adds its own without touching the others.
 
 The same plan drives
 
 - the host, through :class:`diskmodel.calibrate.bench.host_executor.HostExecutor`
-  (``/bin/sh -c`` per step, every step logged, completed steps undone in
-  reverse on failure, SIGINT and SIGTERM turned into exceptions so that a
-  ``finally`` tears everything down, teardown idempotent), and
-- a throwaway VM, through :meth:`StackPlan.render_script`, one shell script
-  with a ``trap`` that runs the undo commands of the steps that completed.
+  (``subprocess`` with the argv, references replaced by the captured values
+  as whole words, every step logged, what it creates recorded before it
+  runs and removed in reverse on failure, exit and signals), and
+- a throwaway VM, through :meth:`StackPlan.render_script`: its guest has no
+  Python (busybox and dash in an initramfs), so the argv is rendered into a
+  ``sh`` script word by word by ONE function, :func:`sh_word`
+  (``shlex.quote`` of a string, ``"$NAME"`` of a reference), so that a value
+  arrives as exactly one word and is never interpreted; a ``trap`` runs the
+  undos of the steps that completed. Guest bodies (PostMark, fio, the
+  network layers) take values only through :func:`sh_word` too.
 
-Steps may capture their standard output into a shell variable (``capture``);
-later commands and undo commands refer to it as ``"$NAME"``. On the host the
-captured values are passed to later steps as environment variables, so the
-command text is identical in both places. Every step that creates something
-carries a ``resource`` record, which the run writes down before the step runs
-(:mod:`diskmodel.calibrate.harness.runstate`).
+No value from a user, a file or the environment ever reaches a shell as text.
 """
 from __future__ import annotations
 
@@ -35,7 +45,6 @@ import logging
 import os
 import re
 import secrets
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -44,9 +53,14 @@ from diskmodel.model.nodes import kind_of
 from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
 from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
+from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
+                                             sh_word)
 
 __all__ = [
     "Step",
+    "Ref",
+    "Concat",
+    "sh_word",
     "Region",
     "StackPlan",
     "LayoutUnavailable",
@@ -81,38 +95,8 @@ _MKFS_ARGS: dict[str, tuple[str, ...]] = {
     "btrfs": ("mkfs.btrfs", "-f", "-q"),
 }
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 class LayoutUnavailable(RuntimeError):
     """The stack cannot be built on this kernel (e.g. no device-mapper)."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One shell command and the shell command that undoes it.
-
-    * description: what the step does, for the log.
-    * command: ``sh`` command text; may refer to earlier captures as ``"$NAME"``.
-    * undo: ``sh`` command undoing it, or None when nothing needs undoing.
-    * capture: name of a shell variable that receives the command's stripped
-      standard output, or None.
-    """
-
-    description: str
-    command: str
-    undo: str | None = None
-    capture: str | None = None
-    #: What the step creates, for the run's record (:mod:`runstate`): a kind
-    #: ("loop", "dir", "mount", "pv", "vg", "lv") and (key, value) pairs that
-    #: find it again; values may name captures as "$NAME".
-    resource: tuple[str, tuple[tuple[str, object], ...]] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.command.strip():
-            raise ValueError("command must not be empty")
-        if self.capture is not None and not _NAME_RE.match(self.capture):
-            raise ValueError(f"capture must be a shell variable name, got {self.capture!r}")
 
 
 @dataclass(frozen=True)
@@ -122,7 +106,7 @@ class Region:
     offset_bytes: int
     size_bytes: int
     disk: str = "sda"
-    #: The shell variable the loop device's path is captured into.
+    #: The variable the loop device's path is captured into.
     variable: str = ""
 
 
@@ -161,9 +145,10 @@ class StackPlan:
     name: the stack's short name ("native", "lvm1", "lvm2", ...). fs_type:
     file system. fs_size_bytes: size of the file system's block device
     [bytes]. backing: path of the scratch file or block device. regions: byte
-    ranges of it used, one per partition. device_expr: shell expression of
-    the file system's block device. mount_var: variable holding the mount
-    point. vg_name/lv_name: LVM names (None without LVM).
+    ranges of it used, one per partition. device: the file system's block
+    device, a word (a path, or a :class:`Ref` to a captured one). mount_var:
+    variable holding the mount point. vg_name/lv_name: LVM names (None
+    without LVM).
     """
 
     name: str
@@ -172,26 +157,33 @@ class StackPlan:
     backing: str
     regions: tuple[Region, ...]
     steps: tuple[Step, ...]
-    device_expr: str
+    device: Word
     mount_var: str
     vg_name: str | None = None
     lv_name: str | None = None
     mount_options: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def device_expr(self) -> str:
+        """The file system's block device as one ``sh`` word (:func:`sh_word`), for guest bodies."""
+        return sh_word(self.device)
+
     def describe(self) -> str:
         lines = [f"# stack {self.name}: {self.fs_type} of {self.fs_size_bytes} bytes on {self.backing}"]
         for i, step in enumerate(self.steps, 1):
-            cap = f"{step.capture}=$( {step.command} )" if step.capture else step.command
-            lines.append(f"{i:2d}. {step.description}\n      do:   {cap}\n      undo: {step.undo or '-'}")
+            undo = render_undo(step)
+            lines.append(f"{i:2d}. {step.description}\n      do:   {render_step(step)}\n      undo: {undo or '-'}")
         return "\n".join(lines)
 
     def render_script(self, body: str = "", *, preamble: str = "") -> str:
         """One POSIX/busybox ``sh`` script: build the stack, run *body*, tear down.
 
-        The script keeps a list of undo commands of the steps that completed
-        and runs it in reverse from an EXIT trap (INT, TERM and HUP exit through
-        it too), so a failure, the end of the body or a signal all tear down.
-        The script exits with the status of the first failing step or of *body*.
+        Each step is one line, a fixed function of :data:`~diskmodel.calibrate.bench.steps.GUEST_FUNCTIONS`
+        and the step's words, each rendered by :func:`sh_word`. The script keeps
+        a list of the undos of the steps that completed (typed, rendered the same
+        way) and runs it in reverse from an EXIT trap (INT, TERM and HUP exit
+        through it too), so a failure, the end of the body or a signal all tear
+        down. The script exits with the status of the first failing step or of *body*.
         """
         out = [
             "#!/bin/sh",
@@ -210,21 +202,23 @@ class StackPlan:
             "trap 'exit 130' INT",
             "trap 'exit 143' TERM",
             "trap 'exit 129' HUP",
+            GUEST_FUNCTIONS.rstrip("\n"),
         ]
         if preamble:
             out.append(preamble.rstrip("\n"))
         for i, step in enumerate(self.steps, 1):
-            out.append(f"# step {i}: {step.description}")
-            out.append(f"echo {shlex.quote(f'diskmodel: step {i}: {step.description}')} >&2")
-            if step.capture:
-                out.append(f"{step.capture}=$( {step.command} ) || exit $?")
-                out.append(f'echo "diskmodel:   {step.capture}=${step.capture}" >&2')
-            else:
-                out.append(f"{{ {step.command} ; }} || exit $?")
-            if step.undo:
-                # Prepend, so the list runs in reverse order of completion.
-                undo_line = f"echo {shlex.quote(f'diskmodel: undo {i}: {step.description}')} >&2; {step.undo} || echo 'diskmodel: undo {i} failed' >&2\n"
-                out.append(f"DISKMODEL_UNDO={shlex.quote(undo_line)}\"$DISKMODEL_UNDO\"")
+            out.append(f"# step {i}")
+            out.append(f"echo {sh_word(f'diskmodel: step {i}: {step.description}')} >&2")
+            out.append(render_step(step))
+            if step.capture and step.value is not None:
+                out.append(f"{step.capture}={sh_word(step.value)}")
+            undo = render_undo(step)
+            if undo:
+                # Prepend, so the list runs in reverse order of completion. The undo's words are quoted
+                # (sh_word) and the whole line quoted again: eval sees exactly these words.
+                undo_line = (f"echo {sh_word(f'diskmodel: undo {i}: {step.description}')} >&2; {undo} "
+                             f"|| echo {sh_word(f'diskmodel: undo {i} failed')} >&2\n")
+                out.append(f"DISKMODEL_UNDO={sh_word(undo_line)}\"$DISKMODEL_UNDO\"")
         out.append("# body")
         out.append(body.rstrip("\n") if body else ":")
         out.append("exit $?")
@@ -254,7 +248,7 @@ class _Plan:
         return f"{prefix}{self.token}n{self._serial}_"
 
 
-#: Builder of each node type: (node, plan, path) -> the shell expression of the block device it made.
+#: Builder of each node type: (node, plan, path) -> the block device it made, a word (a path or a Ref).
 _BUILDERS: dict[type, Callable] = {}
 
 
@@ -290,34 +284,31 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
     region = Region(plan.disk_base_bytes[partition.disk] + partition.start_bytes, partition.size_bytes,
                     partition.disk, var)
     plan.regions.append(region)
-    dio = " --direct-io=on" if plan.direct_io else ""
+    dio = ("--direct-io=on",) if plan.direct_io else ()
     plan.steps.append(Step(
         f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of the scratch",
-        f"losetup --find --show{dio} --offset {region.offset_bytes} --sizelimit {region.size_bytes} "
-        f"{shlex.quote(plan.backing)}",
-        undo=f'losetup -d "${var}"',
+        ("losetup", "--find", "--show", *dio, "--offset", str(region.offset_bytes),
+         "--sizelimit", str(region.size_bytes), plan.backing),
         capture=var,
         resource=("loop", (("backing", plan.backing), ("offset_bytes", region.offset_bytes),
-                           ("size_bytes", region.size_bytes), ("device", f"${var}"))),
+                           ("size_bytes", region.size_bytes), ("device", Ref(var)))),
     ))
-    return f'"${var}"'
+    return Ref(var)
 
 
-def add_pvs_and_vg(plan, devs: list[str], vg: str, *, pe_start_bytes: int, extent_bytes: int,
+def add_pvs_and_vg(plan, devs: list, vg: str, *, pe_start_bytes: int, extent_bytes: int,
                    vg_description: str, what: str = "") -> None:
-    """Steps making each of *devs* an LVM physical volume and *vg* a volume group over them (each undone)."""
+    """Steps making each of *devs* (words) an LVM physical volume and *vg* a volume group over them."""
     suffix = f" ({what})" if what else ""
     for i, dev in enumerate(devs):
         plan.steps.append(Step(
             f"physical volume {i + 1} of {len(devs)}{suffix}",
-            f"pvcreate -ff -y --dataalignment {pe_start_bytes // LVM_SIZE_UNIT_BYTES}k {dev}",
-            undo=f"pvremove -ff -y {dev}",
-            resource=("pv", (("device", dev.strip('"')),)),
+            ("pvcreate", "-ff", "-y", "--dataalignment", f"{pe_start_bytes // LVM_SIZE_UNIT_BYTES}k", dev),
+            resource=("pv", (("device", dev),)),
         ))
     plan.steps.append(Step(
         vg_description,
-        f"vgcreate -s {extent_bytes // LVM_SIZE_UNIT_BYTES}k {vg} {' '.join(devs)}",
-        undo=f"vgremove -f {vg}",
+        ("vgcreate", "-s", f"{extent_bytes // LVM_SIZE_UNIT_BYTES}k", vg, *devs),
         resource=("vg", (("name", vg),)),
     ))
 
@@ -348,12 +339,11 @@ def _logical_volume(volume, plan: _Plan, path: str) -> str:
     add_pvs_and_vg(plan, devs, vg, pe_start_bytes=volume.pe_start_bytes, extent_bytes=volume.extent_size_bytes,
                    vg_description=f"volume group {vg} over {len(devs)} PV(s)")
     extents = volume.size_bytes // volume.extent_size_bytes
-    stripes = (f"-i {len(devs)} -I {volume.stripe_size_bytes // LVM_SIZE_UNIT_BYTES}k "
-               if isinstance(volume, StripedVolume) else "")
+    stripes = (("-i", str(len(devs)), "-I", f"{volume.stripe_size_bytes // LVM_SIZE_UNIT_BYTES}k")
+               if isinstance(volume, StripedVolume) else ())
     plan.steps.append(Step(
         f"logical volume {vg}/{lv} of {extents} extents",
-        f"lvcreate -y -W n {stripes}-l {extents} -n {lv} {vg}",
-        undo=f"lvremove -f {vg}/{lv}",
+        ("lvcreate", "-y", "-W", "n", *stripes, "-l", str(extents), "-n", lv, vg),
         resource=("lv", (("name", f"{vg}/{lv}"),)),
     ))
     for i, dev in enumerate(devs):
@@ -361,38 +351,39 @@ def _logical_volume(volume, plan: _Plan, path: str) -> str:
                   else sum(s.extent_count for s in volume.segments if s.pv_index == i))
         plan.steps.append(Step(
             f"check {vg}/{lv} uses all {per_pv} extents of PV {i + 1}",
-            f'test "$(pvs --noheadings -o pv_pe_alloc_count {dev} | tr -d " ")" = {per_pv}'
-            f' || {{ pvs -o pv_name,pv_pe_count,pv_pe_alloc_count >&2; false; }}',
+            ("pvs", "--noheadings", "-o", "pv_pe_alloc_count", dev),
+            expect=str(per_pv),
         ))
     return f"/dev/{vg}/{lv}"
 
 
-def mount_steps(plan: "_Plan", device_expr: str, fs_type: str, *, options=(), var: str = "DISKMODEL_MNT",
+#: Options every scratch mount gets after the user's: no set-user-ID programs, no device files from it.
+SCRATCH_MOUNT_OPTIONS = ("nosuid", "nodev")
+
+
+def mount_steps(plan: "_Plan", device: Word, fs_type: str, *, options=(), var: str = "DISKMODEL_MNT",
                 mount_dir: str | None = None) -> None:
     """Steps: a fresh mount point (*mount_dir*, recorded before it exists, or ``mktemp -d`` in the
-    plan's mount parent), captured into *var*, and the mount of *device_expr* on it."""
-    q = shlex.quote
+    plan's mount parent), captured into *var*, and the mount of *device* on it, with *options* and
+    :data:`SCRATCH_MOUNT_OPTIONS`."""
     if mount_dir is None:
         plan.steps.append(Step(
             "mount point",
-            f"mktemp -d {q(plan.mount_parent.rstrip('/') + '/diskmodel-mnt.XXXXXX')}",
-            undo=f'rmdir "${var}"',
+            ("mktemp", "-d", plan.mount_parent.rstrip("/") + "/diskmodel-mnt.XXXXXX"),
             capture=var,
+            resource=("dir", (("path", Ref(var)),)),
         ))
     else:
         plan.steps.append(Step(
             "mount point",
-            f"mkdir -m 700 {q(mount_dir)} && printf '%s\\n' {q(mount_dir)}",
-            undo=f'rmdir "${var}"',
-            capture=var,
+            ("mkdir", "-m", "700", mount_dir),
+            capture=var, value=mount_dir,
             resource=("dir", (("path", mount_dir),)),
         ))
-    opt = f" -o {','.join(options)}" if options else ""
     plan.steps.append(Step(
         f"mount {fs_type}",
-        f'mount -t {fs_type}{opt} {device_expr} "${var}"',
-        undo=f'umount "${var}"',
-        resource=("mount", (("mountpoint", f"${var}"),)),
+        ("mount", "-t", fs_type, "-o", ",".join((*options, *SCRATCH_MOUNT_OPTIONS)), device, Ref(var)),
+        resource=("mount", (("mountpoint", Ref(var)),)),
     ))
 
 
@@ -419,7 +410,7 @@ def build_plan(
     it as ``mount_dir.N``). direct_io: loop devices over the scratch use
     O_DIRECT on it. name_token: suffix of the VG name (random when None).
     file_system: False builds the volume only (no mkfs, no mount), for
-    benchmarks of the block device itself (``StackPlan.device_expr``).
+    benchmarks of the block device itself (``StackPlan.device``).
     Everything is checked before a step exists: a stack this cannot build is a
     ValueError naming the node and the field.
     """
@@ -435,7 +426,7 @@ def build_plan(
         raise ValueError(f"name_token must be alphanumeric; got {token!r}")
     plan = _Plan(os.fspath(backing), direct_io, token, disk_bases(stack))
     plan.mount_parent, plan.mount_dir = mount_parent, mount_dir
-    device_expr = _build(stack.volume, plan, "file_system.volume")
+    device = _build(stack.volume, plan, "file_system.volume")
     fs_type = plan.fs_made or fs.kind
     if plan.fs_made is not None and plan.fs_made != fs.kind:
         raise ValueError(f"file_system ({fs.kind}): kind must be {plan.fs_made}: the {plan.fs_made} array below "
@@ -443,22 +434,20 @@ def build_plan(
     if plan.fs_made is not None and not file_system:
         raise ValueError(f"file_system.volume: a {plan.fs_made} array is a file system, not a block device; "
                          "it is built with its file system")
-    q = shlex.quote
     steps = plan.steps
     if plan.fs_made is None:
         steps.append(Step(
             f"check the file-system device has exactly {fs_size_bytes} bytes",
-            f'test "$(blockdev --getsize64 {device_expr})" = {fs_size_bytes}'
-            f' || {{ echo "device size $(blockdev --getsize64 {device_expr}) != {fs_size_bytes}" >&2; false; }}',
+            ("blockdev", "--getsize64", device),
+            expect=str(fs_size_bytes),
         ))
     if file_system:
         if plan.fs_made is None:
-            mkfs = " ".join(q(a) for a in (*_MKFS_ARGS[fs.kind], *fs.mkfs_options))
-            steps.append(Step(f"{fs.kind} file system", f"{mkfs} {device_expr}"))
-        mount_steps(plan, device_expr, fs_type, options=fs.mount_options, mount_dir=mount_dir)
+            steps.append(Step(f"{fs.kind} file system", (*_MKFS_ARGS[fs.kind], *fs.mkfs_options, device)))
+        mount_steps(plan, device, fs_type, options=fs.mount_options, mount_dir=mount_dir)
     return StackPlan(
         name=stack.short_name, fs_type=fs_type, fs_size_bytes=fs_size_bytes, backing=plan.backing,
-        regions=tuple(plan.regions), steps=tuple(steps), device_expr=device_expr,
+        regions=tuple(plan.regions), steps=tuple(steps), device=device,
         mount_var="DISKMODEL_MNT", vg_name=plan.vg_name, lv_name=plan.lv_name, mount_options=fs.mount_options,
     )
 

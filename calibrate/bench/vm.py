@@ -22,6 +22,12 @@ Accelerator
     built from a :class:`VmResult` must say so (``VmResult.accelerator``).
 
 What the guest offers (the contract for generated scripts)
+    - The guest has no Python. A script is generated on the host from
+      argument vectors: each word is rendered by ONE function,
+      :func:`diskmodel.calibrate.bench.steps.sh_word` (``shlex.quote``, and
+      ``"$NAME"`` for a value an earlier step captured), so a value from a
+      user, a file or the environment arrives as exactly one word and is
+      never interpreted (:meth:`~diskmodel.calibrate.bench.provision.StackPlan.render_script`).
     - The script runs as root with ``sh -e``, where ``sh`` is dash, Debian's
       ``/bin/sh`` (the host's own binary, so scripts behave as on the host;
       busybox's ash is not used because it runs its own applets ahead of the

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "postmark",
     "validate_trace",
     "bench",
+    "emulate",
     "cleanup",
 )
 

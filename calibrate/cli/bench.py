@@ -118,7 +118,9 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench.layers_bench import measure_stack, measurements_json
     from diskmodel.calibrate.cli import one_line
     from diskmodel.model.predict import predict
+    from diskmodel.calibrate.cli.command_text import check_command_text
 
+    check_command_text(args, "--scratch", "--destroy-data-on", "--slow")
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     workload = _workload(args)

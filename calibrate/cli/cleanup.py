@@ -6,7 +6,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "cleanup", help="list and remove what killed runs left behind (loops, mounts, cgroups, VMs, files)",
         description="Remove what runs killed with SIGKILL left behind (loop devices, mounts, cgroups, VMs, "
-                    "files), as their state files list it.")
+                    "files), as their state files list it. Only state files that the running user owns, in a "
+                    "run-state folder no one else may write, are acted on (any other is named and skipped); "
+                    "what a live run holds the lock of is left alone.")
     parser.add_argument("--dry-run", action="store_true", help="only show what would be removed (default: off)")
     parser.set_defaults(handler=_run)
 

@@ -45,7 +45,9 @@ def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.experiment import format_summary, run_experiment
     from diskmodel.model.presets import load_preset
+    from diskmodel.calibrate.cli.command_text import check_command_text
 
+    check_command_text(args, "--device", "--postmark-scratch", "--destroy-data-on")
     if args.budget_s is not None and not (math.isfinite(args.budget_s) and args.budget_s > 0):
         raise UsageError(f"--budget-s must be a finite number > 0 (got {args.budget_s})")
     if args.device is not None and not os.path.exists(args.device):

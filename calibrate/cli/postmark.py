@@ -199,8 +199,10 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench.postmark_text import PostMarkError
     from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import one_line, with_flags
+    from diskmodel.calibrate.cli.command_text import check_command_text
 
     _setup_logging(args.quiet)
+    check_command_text(args, "--scratch", "--destroy-data-on")
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     if args.memory_limit is not None and args.memory_limit < 16 * MIB:

@@ -2,7 +2,10 @@
 
 A :class:`Resource` is one thing a :class:`~diskmodel.calibrate.harness.runstate.Run`
 creates: a scratch file, a folder, a loop device, a mount, a cgroup, a child
-process, an LVM volume, an md array, or what a recorded shell command undoes.
+process, an LVM volume, an md array, a device-mapper device, or the devices
+of a btrfs the kernel scanned. Every kind is typed: nothing here runs a
+command string from a record (a state file naming the old "command" kind is
+refused, not run).
 :func:`present` looks for it (``losetup -J`` and ``findmnt -J`` through
 :mod:`~diskmodel.calibrate.harness.devstate`, the cgroup's folder, the
 process's start time), never trusting the record alone; :func:`undo_one`
@@ -14,6 +17,7 @@ something is mounted below it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -24,8 +28,11 @@ from pathlib import Path
 
 from diskmodel.calibrate.harness import devstate
 
-__all__ = ["Resource", "TeardownReport", "loops_over", "present", "process_alive", "process_start_ticks",
-           "undo_one"]
+__all__ = ["TAG_XATTR", "Resource", "TeardownReport", "loops_over", "present", "process_alive",
+           "process_start_ticks", "undo_one"]
+
+#: The extended attribute that ties a scratch file to the record of the run that made it.
+TAG_XATTR = "user.diskmodel.run"
 
 
 def process_start_ticks(pid: int) -> int | None:
@@ -141,9 +148,16 @@ class Resource:
             "vg": lambda: f"LVM volume group {d.get('name')}",
             "lv": lambda: f"LVM logical volume {d.get('name')}",
             "md": lambda: f"md array {d.get('device')}",
-            "command": lambda: f"what `{d.get('undo')}` undoes",
+            "dm": lambda: f"device-mapper device {d.get('name')}",
+            "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
+
+
+#: Why a record of the old "command" kind is not undone: its undo was shell text, which a planted
+#: state file could make root run.
+_REFUSED_COMMAND = ('resource kind "command" (a shell command to run) is refused: nothing was run; '
+                    "remove what it made by hand, then the state file")
 
 
 def _run_quiet(argv: list[str]) -> tuple[int, str]:
@@ -152,10 +166,59 @@ def _run_quiet(argv: list[str]) -> tuple[int, str]:
     return proc.returncode, (proc.stderr or proc.stdout).strip()
 
 
-def present(res: Resource) -> bool:
-    """Is the resource still there? Looks, rather than trusting the record."""
+def _dev_of(st: os.stat_result) -> str:
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+
+
+def file_is_ours(d: dict, *, foreign: bool = False) -> bool:
+    """Is the file at the record's path the one the record's run created?
+
+    A path and an inode number do not say so: after a run is killed, its
+    scratch removed by hand and a new one made at that path, the new file
+    may get the same inode. A record made by
+    :func:`~diskmodel.calibrate.harness.scratch.prepare_scratch` carries a
+    random tag that the run writes into the file's ``user.diskmodel.run``
+    extended attribute as soon as it has created it: an attribute belongs to
+    the inode, so it names this file and no later one, and it survives the
+    data written over the file (a file system made on it). ext4, XFS, btrfs
+    and tmpfs (Linux 6.6 on) keep user attributes. A file without the tag is
+    this run's own only if the file system refused the tag and the run that
+    asks is the one that made it (not *foreign*, the cleanup of a dead run):
+    otherwise nothing proves it, and RuntimeError says so.
+    """
+    path = d["path"]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if "tag" not in d:   # recorded by hand (Run.intend): device and inode are all there is
+        return d.get("ino") is None or (st.st_ino == d["ino"] and d.get("dev") in (None, _dev_of(st)))
+    try:
+        have = os.getxattr(path, TAG_XATTR, follow_symlinks=False).decode(errors="replace")
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.ENOTSUP):
+            raise
+        have = None
+    if have is not None:
+        return have == d["tag"]
+    if d.get("tagged"):
+        return False   # ours carried the tag and this one does not: another file at that path
+    if not foreign and d.get("ino") == st.st_ino and d.get("dev") == _dev_of(st):
+        return True
+    raise RuntimeError(f"{path} carries no {TAG_XATTR} tag, so nothing shows it is the file this run made "
+                       "(its file system keeps no user extended attributes, or the run died before tagging "
+                       "it): not removed; remove it by hand if it is")
+
+
+def present(res: Resource, *, foreign: bool = False) -> bool:
+    """Is the resource still there? Looks, rather than trusting the record.
+
+    *foreign*: asked on behalf of a run that is gone (``diskmodel cleanup``).
+    """
     d = res.details
-    if res.kind in ("file", "dir"):
+    if res.kind == "file":
+        return file_is_ours(d, foreign=foreign)
+    if res.kind == "dir":
         try:
             st = os.lstat(d["path"])
         except FileNotFoundError:
@@ -177,12 +240,16 @@ def present(res: Resource) -> bool:
         return _lvm_has("lvs", d["name"])
     if res.kind == "md":
         return os.path.exists(f"/sys/block/{os.path.basename(d['device'])}/md")
-    if res.kind == "command":  # an undo that finds nothing by itself: present until it has run
-        return not d.get("ran_ok", False)
+    if res.kind == "dm":
+        return os.path.exists(f"/dev/mapper/{d['name']}")
+    if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
+        return not d.get("forgotten", False)
+    if res.kind == "command":
+        raise RuntimeError(_REFUSED_COMMAND)
     raise ValueError(f"unknown resource kind {res.kind!r}")
 
 
-def _remove(res: Resource) -> str:
+def _remove(res: Resource, foreign: bool) -> str:
     """Try once to remove the resource; '' on success, else why not."""
     d = res.details
     if res.kind == "process":
@@ -236,11 +303,13 @@ def _remove(res: Resource) -> str:
             return f"rmdir: {exc.strerror}"
         return ""
     if res.kind == "file":
+        if not file_is_ours(d, foreign=foreign):
+            return ""
         holders = loops_over({"backing": os.path.realpath(d["path"]), "backing_ino": d.get("ino"),
                               "backing_dev": d.get("dev")})
         if holders:
             return f"still held by {', '.join(holders)}: not unlinked"
-        if d.get("ino") is None:
+        if d.get("ino") is None and "tag" not in d:
             # Only intended: the file may be someone else's if it predates the run.
             try:
                 if os.lstat(d["path"]).st_ctime < float(d.get("not_before", 0)):
@@ -273,31 +342,40 @@ def _remove(res: Resource) -> str:
     if res.kind == "md":
         rc, err = _run_quiet(["mdadm", "--stop", d["device"]])
         return "" if rc == 0 else f"mdadm --stop: {err}"
+    if res.kind == "dm":
+        rc, err = _run_quiet(["dmsetup", "remove", d["name"]])
+        return "" if rc == 0 else f"dmsetup remove: {err}"
+    if res.kind == "btrfs":
+        # fails when a device is already gone (its loop detached): then there is nothing to forget
+        _run_quiet(["btrfs", "device", "scan", "--forget", *map(str, d["devices"])])
+        d["forgotten"] = True
+        return ""
     if res.kind == "command":
-        proc = subprocess.run(["/bin/sh", "-c", d["undo"]], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=600, env=dict(os.environ, **d.get("env", {})))
-        if proc.returncode == 0:
-            d["ran_ok"] = True
-            return ""
-        return f"{d['undo']}: exit {proc.returncode}: {proc.stderr.strip()}"
+        raise RuntimeError(_REFUSED_COMMAND)
     raise ValueError(f"unknown resource kind {res.kind!r}")
 
 
-def undo_one(res: Resource, *, attempts: int = 6) -> None:
-    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'."""
+def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None:
+    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'.
+
+    *foreign*: on behalf of a run that is gone (``diskmodel cleanup``).
+    """
+    if res.kind == "command":
+        res.state, res.note = "left", _REFUSED_COMMAND
+        return
     why = ""
     for attempt in range(attempts):
         try:
-            if not present(res):
+            if not present(res, foreign=foreign):
                 res.state, res.note = "removed", ""
                 return
-            why = _remove(res)
+            why = _remove(res, foreign)
         except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
             why = str(exc)
         # umount and losetup -d race with a process that was just killed; retry.
         time.sleep(0.1 * (attempt + 1))
     try:
-        gone = not present(res)
+        gone = not present(res, foreign=foreign)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         gone, why = False, why or str(exc)
     res.state, res.note = ("removed", "") if gone else ("left", why or "still present")
@@ -309,6 +387,10 @@ class TeardownReport:
 
     removed: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
+    unsaved: str = ""   # why the run state file could not be updated during the teardown, if it could not
+
+    def _unsaved(self) -> str:
+        return f"; the run state file could not be updated ({self.unsaved})" if self.unsaved else ""
 
     @property
     def complete(self) -> bool:
@@ -316,9 +398,10 @@ class TeardownReport:
 
     def __str__(self) -> str:
         if self.left:
-            return ("teardown left behind: " + "; ".join(self.left)
+            return ("teardown left behind: " + "; ".join(self.left) + self._unsaved()
                     + " (`diskmodel cleanup` retries; `--dry-run` lists)")
         if not self.removed:
-            return "this run had built nothing yet"
-        return f"everything this run built was torn down and checked gone ({len(self.removed)} item(s))"
+            return "this run had built nothing yet" + self._unsaved()
+        return (f"everything this run built was torn down and checked gone ({len(self.removed)} item(s))"
+                + self._unsaved())
 

@@ -17,13 +17,20 @@ image, temporary folders) does so through a :class:`Run`:
   :class:`~diskmodel.calibrate.harness.resources.TeardownReport` says what it
   checked and what, if anything, it left (how each kind of resource is found,
   removed and checked: :mod:`diskmodel.calibrate.harness.resources`).
+  A teardown never depends on writing the state file: a record that cannot
+  be saved (a full file system) is said in the report, and the teardown goes on.
 - **One owner per target.** :func:`diskmodel.calibrate.harness.locks.lock_target`
   refuses a second run on the same scratch, device or output, naming the
-  first run's PID; its lock files live in the run root.
+  first run's PID; its locks do not depend on the run root.
 - **After SIGKILL.** The state file of a run that died stays behind;
   :func:`stale_runs` finds it (the PID is gone, or belongs to another process
   by its start time) and ``diskmodel cleanup`` (:func:`cleanup`) undoes what it
-  lists. A new run that sees one says so and names ``diskmodel cleanup``.
+  lists, holding the locks of the targets it names (so it never touches what
+  a live run holds). A new run that sees one says so and names ``diskmodel cleanup``.
+- **Only our own records.** A state file is acted on only when it is a
+  regular file owned by the running user in a folder no one else may write,
+  and its fields have the types written here; any other is reported once, in
+  one line, and skipped.
 
 The run root is ``/run/diskmodel`` for root, else ``$XDG_RUNTIME_DIR/diskmodel``
 (else ``/tmp/diskmodel-UID``); ``DISKMODEL_RUN_DIR`` overrides it. Each run
@@ -49,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from diskmodel.calibrate.harness import locks
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
 from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
@@ -109,7 +117,7 @@ def _signals_ignored():
 # --------------------------------------------------------------------------- the root
 
 def run_root() -> Path:
-    """The folder of state files and lock files (created 0700, owned by us)."""
+    """The folder of state files (created 0700; one that is not ours alone is refused)."""
     env = os.environ.get(RUN_DIR_ENV)
     if env:
         root = Path(env)
@@ -120,13 +128,27 @@ def run_root() -> Path:
     else:
         root = Path(tempfile.gettempdir()) / f"diskmodel-{os.geteuid()}"
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(root)
-    # A folder someone else made (or a symlink planted in /tmp) is not ours to trust.
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise RuntimeError(f"run state folder {root} is not a directory owned by uid {os.geteuid()}; "
-                           f"remove it or set {RUN_DIR_ENV}")
-    (root / "locks").mkdir(mode=0o700, exist_ok=True)
+    _check_folder(root)
     return root
+
+
+def _check_folder(root: Path) -> None:
+    """Refuse a run state folder that others made or may write to.
+
+    ``diskmodel cleanup`` acts on the records in it with the rights of whoever
+    runs it (root, for loop devices and mounts): a record another user could
+    plant there would have root remove what that user names.
+    """
+    st = os.lstat(root)
+    uid = os.geteuid()
+    # A folder someone else made (or a symlink planted in /tmp) is not ours to trust.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise RuntimeError(f"run state folder {root} is not a directory owned by uid {uid}; "
+                           f"remove it or set {RUN_DIR_ENV}")
+    if st.st_mode & 0o022:
+        raise RuntimeError(f"run state folder {root} may be written by other users "
+                           f"(mode {stat.filemode(st.st_mode)}), so its records cannot be trusted: "
+                           f"`chmod 700 {root}` if every file in it is yours, or set {RUN_DIR_ENV}")
 
 
 # --------------------------------------------------------------------------- the run
@@ -149,6 +171,12 @@ class Run:
 
     # -- the state file
     def _save(self) -> None:
+        try:
+            self._write()
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
+
+    def _write(self) -> None:
         data = {
             "format": STATE_FORMAT, "format_version": STATE_FORMAT_VERSION,
             "run_id": self.run_id, "pid": self.pid, "start_ticks": self.start_ticks,
@@ -156,8 +184,26 @@ class Run:
             "resources": [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details, "note": r.note}
                           for r in self.resources],
         }
+        text = json.dumps(data, indent=1).encode()
         # Whole or absent: a reader (cleanup, a killed run's successor) never sees half a record.
-        replace_file_atomically(self.path, json.dumps(data, indent=1).encode())
+        if self.path.exists():
+            replace_file_atomically(self.path, text)   # keeps the file's mode, 0600
+            return
+        # The first record: 0600 from the start, whatever the umask (readers refuse one others may write).
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.run_id}.", suffix=".tmp", dir=self.root)
+        try:
+            try:
+                view = memoryview(text)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def start(self) -> "Run":
         with signals_blocked():
@@ -176,7 +222,11 @@ class Run:
         with self._lock, signals_blocked():
             res = Resource(len(self.resources), kind, dict(details))
             self.resources.append(res)
-            self._save()
+            try:
+                self._save()
+            except BaseException:
+                self.resources.remove(res)   # not recorded, so its step is not run
+                raise
         return res
 
     def created(self, res: Resource, **details) -> None:
@@ -221,7 +271,11 @@ class Run:
                     else:
                         report.removed.append(res.describe())
                         self._undone.append(res.describe())
-                self._save()
+                try:
+                    self._save()
+                except OSError as exc:
+                    # The teardown goes on: what it removes is checked by looking, not by the record.
+                    report.unsaved = f"{exc.filename}: {exc.strerror}"
         return report
 
     def finish(self) -> TeardownReport:
@@ -246,33 +300,112 @@ class StaleRun:
     pid: int
     command: str
     resources: list[Resource]
+    start_ticks: int | None = None
 
     def open_resources(self) -> list[Resource]:
         return [r for r in self.resources if r.state in ("intended", "created", "left")]
 
 
-def _read_state(path: Path) -> dict | None:
+class StateSkipped(Exception):
+    """A state file that is not acted on; the message is its one-line reason."""
+
+
+_STATES = ("intended", "created", "removed", "left")
+_reported: set[str] = set()   # state files this process has already said it skips
+
+
+def _read_own(path: Path) -> bytes:
+    """The bytes of *path* if it is a regular file of ours that no one else may write (else StateSkipped)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        return None
-    return data
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise StateSkipped("a symbolic link" if os.path.islink(path) else f"cannot open it ({exc.strerror})") \
+            from None
+    try:
+        st = os.fstat(fd)
+        uid = os.geteuid()
+        if not stat.S_ISREG(st.st_mode):
+            raise StateSkipped("not a regular file")
+        if st.st_uid != uid:
+            raise StateSkipped(f"owned by uid {st.st_uid}, not by uid {uid} who runs diskmodel")
+        if st.st_mode & 0o022:
+            raise StateSkipped(f"other users may write it (mode {stat.filemode(st.st_mode)})")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _field(obj: dict, key: str, types: tuple, where: str = ""):
+    if key not in obj:
+        raise StateSkipped(f"{where}field {key!r} is missing")
+    value = obj[key]
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+        raise StateSkipped(f"{where}field {key!r} is {json.dumps(value)[:40]}, "
+                           f"not {' or '.join(t.__name__ for t in types)}")
+    return value
+
+
+def _parse_state(path: Path) -> tuple[dict, list[Resource]]:
+    """The fields of a state file, checked against what :meth:`Run._write` writes (else StateSkipped)."""
+    try:
+        data = json.loads(_read_own(path))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StateSkipped(f"not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise StateSkipped("not a JSON object")
+    if data.get("format") != STATE_FORMAT:
+        raise StateSkipped(f"field 'format' is not {STATE_FORMAT!r}")
+    _field(data, "run_id", (str,))
+    if _field(data, "pid", (int,)) <= 0:
+        raise StateSkipped(f"field 'pid' is {data['pid']}, not a process ID")
+    if "start_ticks" in data:
+        _field(data, "start_ticks", (int, type(None)))
+    _field(data, "command", (str,))
+    resources = []
+    for i, r in enumerate(_field(data, "resources", (list,))):
+        where = f"resource {i}: "
+        if not isinstance(r, dict):
+            raise StateSkipped(f"{where}not a JSON object")
+        if _field(r, "state", (str,), where) not in _STATES:
+            raise StateSkipped(f"{where}field 'state' is {json.dumps(r['state'])[:40]}, not one of {_STATES}")
+        resources.append(Resource(_field(r, "id", (int,), where), _field(r, "kind", (str,), where),
+                                  _field(r, "details", (dict,), where), r["state"],
+                                  _field(r, "note", (str,), where) if "note" in r else ""))
+    return data, resources
+
+
+def _scan(root: Path) -> tuple[list[StaleRun], list[str]]:
+    """The dead runs whose state files are in *root*, and one line for each state file skipped."""
+    _check_folder(root)
+    stale, skipped = [], []
+    for path in sorted(root.glob("*.json")):
+        try:
+            data, resources = _parse_state(path)
+        except StateSkipped as exc:
+            skipped.append(f"run state file {path} skipped: {exc}; not acted on (remove it by hand "
+                           "once you know no run of yours wrote it)")
+            continue
+        if process_alive(data["pid"], data.get("start_ticks")):
+            continue
+        stale.append(StaleRun(path, data["run_id"], data["pid"], data["command"], resources,
+                              data.get("start_ticks")))
+    return stale, skipped
 
 
 def stale_runs(root: Path | None = None) -> list[StaleRun]:
-    """Runs whose state file remains but whose process is gone (killed, e.g. by SIGKILL)."""
-    root = root or run_root()
-    out = []
-    for path in sorted(root.glob("*.json")):
-        data = _read_state(path)
-        if data is None or process_alive(int(data["pid"]), data.get("start_ticks")):
-            continue
-        resources = [Resource(r["id"], r["kind"], r["details"], r["state"], r.get("note", ""))
-                     for r in data.get("resources", [])]
-        out.append(StaleRun(path, data["run_id"], int(data["pid"]), data.get("command", ""), resources))
-    return out
+    """Runs whose state file remains but whose process is gone (killed, e.g. by SIGKILL).
+
+    A state file that is not ours or not well formed is skipped, and said once (a warning).
+    """
+    stale, skipped = _scan(root or run_root())
+    for line in skipped:
+        if line not in _reported:
+            _reported.add(line)
+            log.warning("%s", line)
+    return stale
 
 
 def stale_holders_of(path: str | os.PathLike) -> list[str]:
@@ -288,39 +421,81 @@ def stale_holders_of(path: str | os.PathLike) -> list[str]:
     return found
 
 
-def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> bool:
-    """Remove what dead runs left, in reverse order of creation; True when nothing is left."""
-    ok = True
-    stale = stale_runs()
-    if not stale:
-        say("diskmodel cleanup: no run left anything behind")
-        return True
-    for run in stale:
-        todo = run.open_resources()
-        say(f"run {run.run_id} (pid {run.pid}, dead: {run.command}): {len(todo)} item(s)")
+def _targets(run: StaleRun) -> list[str]:
+    """The scratch files and loop backings a dead run's records name: what a live run would lock."""
+    found = []
+    for res in run.open_resources():
+        target = res.details.get("path") if res.kind == "file" else res.details.get("backing")
+        if res.kind in ("file", "loop") and isinstance(target, str) and target.startswith("/") \
+                and "$" not in target and target not in found:
+            found.append(target)
+    return found
+
+
+def _save_left(run: StaleRun, say: Callable[[str], object]) -> None:
+    data = {"format": STATE_FORMAT, "format_version": STATE_FORMAT_VERSION, "run_id": run.run_id,
+            "pid": run.pid, "start_ticks": run.start_ticks, "command": run.command,
+            "resources": [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details, "note": r.note}
+                          for r in run.resources]}
+    try:
+        replace_file_atomically(run.path, json.dumps(data, indent=1).encode())
+    except OSError as exc:
+        say(f"  could not update {run.path} ({exc.strerror}); it still lists what was removed")
+
+
+def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) -> bool:
+    todo = run.open_resources()
+    say(f"run {run.run_id} (pid {run.pid}, dead: {run.command}): {len(todo)} item(s)")
+    with contextlib.ExitStack() as held:
+        # What a live run holds (the same scratch, made again at that path) is never touched.
+        try:
+            for target in _targets(run):
+                held.enter_context(locks.lock_target(target, purpose=f"diskmodel cleanup of run {run.run_id}"))
+        except locks.TargetLocked as exc:
+            say(f"  left for now: {exc}; run `diskmodel cleanup` again when it has ended")
+            return False
         if dry_run:
             for res in reversed(todo):
                 try:
-                    there = present(res)
+                    there = present(res, foreign=True)
                 except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
                     there = f"unknown ({exc})"
                 say(f"  would remove {res.describe()}" if there is True else
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
-            continue
+            return True
         with _signals_ignored():
             for res in reversed(todo):
-                undo_one(res)
+                undo_one(res, foreign=True)
                 say(f"  removed {res.describe()}" if res.state == "removed"
                     else f"  could not remove {res.describe()}: {res.note}")
-        left = [r for r in todo if r.state != "removed"]
-        if left:
-            ok = False
-            data = _read_state(run.path) or {}
-            data["resources"] = [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details,
-                                  "note": r.note} for r in run.resources]
-            run.path.write_text(json.dumps(data, indent=1))
-        else:
-            run.path.unlink(missing_ok=True)
+    if any(r.state != "removed" for r in todo):
+        _save_left(run, say)
+        return False
+    run.path.unlink(missing_ok=True)
+    return True
+
+
+def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> bool:
+    """Remove what dead runs left, in reverse order of creation; True when nothing is left.
+
+    Only state files of ours are acted on (any other is named, in one line, and
+    skipped), and nothing a live run holds the lock of is touched.
+    """
+    stale, skipped = _scan(run_root())
+    for line in skipped:
+        say(line)
+    ok = not skipped
+    if not stale and not skipped:
+        say("diskmodel cleanup: no run left anything behind")
+    for run in stale:
+        ok = _clean_one(run, dry_run=dry_run, say=say) and ok
+    if not dry_run:
+        locks.sweep()
+        legacy = run_root() / "locks"   # where earlier versions kept their lock files
+        if legacy.is_dir() and not legacy.is_symlink():
+            locks.sweep(legacy)
+            with contextlib.suppress(OSError):
+                legacy.rmdir()
     return ok
 
 
@@ -337,6 +512,9 @@ def current_run() -> Run | None:
     return _current
 
 
+locks.run_id_source = lambda: _current.run_id if _current is not None else None
+
+
 @contextlib.contextmanager
 def ensure_run(command: str | None = None) -> Iterator[Run]:
     """The run in progress, or a new one that is torn down (and checked) on leaving.
@@ -350,7 +528,12 @@ def ensure_run(command: str | None = None) -> Iterator[Run]:
         yield _current
         return
     run = Run(command or " ".join(sys.argv))
-    run.start()
+    try:
+        run.start()
+    except BaseException:
+        with contextlib.suppress(OSError):   # it has built nothing: its record goes with it
+            run.path.unlink()
+        raise
     _current = run
     try:
         yield run
@@ -358,6 +541,10 @@ def ensure_run(command: str | None = None) -> Iterator[Run]:
         report = run.finish()
         with contextlib.suppress(AttributeError, TypeError):
             exc.teardown_report = str(report)
+        if isinstance(exc, Exception) and (report.left or report.unsaved):
+            # The one line the command line prints names what was left and what removes it.
+            why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else exc
+            raise RuntimeError(f"{why}; {report}") from exc
         if not report.complete:
             log.error("%s", report)
         raise

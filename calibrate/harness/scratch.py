@@ -16,14 +16,18 @@ All refusals raise :class:`ScratchRefused` (a ValueError) naming the parameter.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
+import secrets
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diskmodel.calibrate.harness import resources, runstate
 from diskmodel.calibrate.harness.devstate import busy_reasons
+from diskmodel.calibrate.harness.locks import lock_target
 from diskmodel.model.units import MIB
 
 __all__ = ["ScratchRefused", "Scratch", "prepare_scratch", "fill_file"]
@@ -75,6 +79,20 @@ def fill_file(path: str | os.PathLike, size_bytes: int, *, chunk_bytes: int = 4 
                            "the file system keeps it sparse; use another scratch location")
 
 
+def _tag(fd: int, tag: str) -> bool:
+    """Write the run's tag into the new file's ``user.diskmodel.run`` attribute; False where the
+    file system keeps no user attributes (then only the run that made it removes it)."""
+    try:
+        os.setxattr(fd, resources.TAG_XATTR, tag.encode())
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTSUP, errno.EPERM):
+            raise
+        log.info("scratch file: its file system keeps no %s attribute (%s); if this run is killed, "
+                 "`diskmodel cleanup` will not remove it", resources.TAG_XATTR, exc.strerror)
+        return False
+    return True
+
+
 @dataclass
 class Scratch:
     """A scratch file or device the tool may destroy. Use as a context manager.
@@ -89,13 +107,20 @@ class Scratch:
     size_bytes: int
     keep: bool = False
     resource: object = None   # its record in the run's state file (resources.Resource), if any
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)  # its locks
 
     def close(self) -> None:
-        """Delete the file if the tool created it and keep is False. Idempotent.
+        """Delete the file if the tool created it and keep is False, and let go of its lock. Idempotent.
 
         Never while a loop device still holds it: the file is then kept, and
         the run's record (``diskmodel cleanup``) still lists it.
         """
+        try:
+            self._remove()
+        finally:
+            self.held.close()
+
+    def _remove(self) -> None:
         if not (self.kind == "file" and self.created and not self.keep):
             return
         run = runstate.current_run()
@@ -138,25 +163,53 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
     confirmed = destroy_data_on is not None and os.path.realpath(os.fspath(destroy_data_on)) == real
     if destroy_data_on is not None and not confirmed:
         raise ScratchRefused(f"destroy_data_on ({destroy_data_on}) must repeat the scratch path ({raw})")
+    # Locked first, then checked, then written: no other run can start on it between the check that it
+    # is free and the loop device built over it (the lock is held until Scratch.close).
+    held = contextlib.ExitStack()
+    held.enter_context(lock_target(real, purpose="scratch"))
+    try:
+        scratch = _prepare(raw, real, size_bytes, confirmed, keep, held)
+    except BaseException:
+        held.close()
+        raise
+    scratch.held = held
+    return scratch
+
+
+def _prepare(raw: str, real: str, size_bytes: int, confirmed: bool, keep: bool,
+             held: contextlib.ExitStack) -> Scratch:
     if not os.path.lexists(raw):
         parent = os.path.dirname(real) or "."
         if not os.path.isdir(parent):
             raise ScratchRefused(f"scratch: directory {parent} does not exist")
         run = runstate.current_run()
-        # Recorded before it exists, so that a run killed while filling it is cleaned up.
-        res = run.intend("file", path=real, not_before=time.time() - 1) if run is not None else None
+        # Recorded before it exists, so that a run killed while filling it is cleaned up; the tag
+        # tells this file from a later one at the same path (resources.file_is_ours).
+        tag = f"{run.run_id if run is not None else os.getpid()}-{secrets.token_hex(8)}"
+        res = (run.intend("file", path=real, tag=tag, not_before=time.time() - 1)
+               if run is not None else None)
         try:
             fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except BaseException:
             if res is not None:
                 run.absent(res)
             raise
-        st_new = os.fstat(fd)
+        try:
+            tagged = _tag(fd, tag)
+            st_new = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(real)   # made by the O_EXCL open above, untagged: nothing else can tell it is ours
+            if res is not None:
+                run.absent(res)
+            raise
         os.close(fd)
         if res is not None:
-            run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}")
-        scratch = Scratch(real, "file", True, size_bytes, keep, resource=res)
+            run.created(res, ino=st_new.st_ino, dev=f"{os.major(st_new.st_dev)}:{os.minor(st_new.st_dev)}",
+                        tagged=tagged)
+        scratch = Scratch(real, "file", True, size_bytes, keep, resource=res, held=held)
         try:
+            held.enter_context(lock_target(real, purpose="scratch"))   # now by its inode too
             log.info("filling scratch file %s with %d bytes of data", real, size_bytes)
             fill_file(real, size_bytes)
         except BaseException:

@@ -1,0 +1,424 @@
+"""Emulated drives as real block devices: :func:`emulated_drives`.
+
+For each drive, in a folder of the run's work folder
+(:meth:`~diskmodel.calibrate.harness.runstate.Run.work_dir`):
+
+1. the data's sparse backing file (a drive larger than
+   :data:`~diskmodel.calibrate.emulate.server.MEMORY_MAX_BYTES`; smaller ones
+   keep their data in memory), in *backing_dir* if given;
+2. ``nbdkit`` serving the drive on a unix socket, with the plugin
+   :mod:`diskmodel.calibrate.emulate._nbd_plugin`;
+3. ``nbdfuse`` exposing the NBD export as the file ``fuse/nbd`` on a FUSE mount;
+4. ``losetup --direct-io=on --find --show`` on that file: the device.
+
+Each is recorded in the run's state before it is created (processes as they
+are forked, with the signals held) and torn down in reverse, checked gone, on
+success, failure, SIGINT and SIGTERM; ``diskmodel cleanup`` removes them after
+a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent:
+``PR_SET_PDEATHSIG``). A file system still mounted on an emulated device at
+teardown is named and unmounted before the device goes.
+
+Once a device is attached, its path's fixed cost (loop, FUSE, nbdfuse, NBD and
+the plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads
+served :data:`PROBE_DELAY_S` after they reach the server; the fastest less
+that delay is taken off every request's deadline from then on (:mod:`diskmodel.calibrate.emulate.server`).
+
+Every command is an argument vector; nothing goes through a shell.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import mmap
+import os
+import shutil
+import signal
+import site
+import stat
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
+from diskmodel.calibrate.emulate.requestlog import read_log, summarize
+from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
+
+__all__ = ["EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools", "emulated_drives"]
+
+log = logging.getLogger(__name__)
+
+PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
+#: The lateness p99 above which a run warns that requests completed later than simulated [s].
+LATENESS_P99_BOUND_S = 0.5e-3
+#: O_DIRECT reads of one 4 KiB block that measure the path's fixed cost (the first quarter warm it up).
+PROBE_READS = 40
+#: Each probe read is served this long after it reaches the server: the path's threads go idle meanwhile,
+#: as between a drive's requests, so that their wake-ups are measured too [s].
+PROBE_DELAY_S = 2e-3
+#: How long nbdkit may take to load the drive's simulation (and compile it on a first run) [s].
+READY_TIMEOUT_S = 600.0
+#: How long nbdfuse may take to mount, and a process to exit once asked [s].
+MOUNT_TIMEOUT_S = 30.0
+EXIT_TIMEOUT_S = 20.0
+#: A backing file system must have at least this much free (or the drive's capacity, if smaller) [bytes].
+BACKING_RESERVE_BYTES = 256 << 20
+FUSE_DEVICE = "/dev/fuse"
+#: Tool -> the Debian package that installs it.
+TOOLS = {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "losetup": "mount",
+         "umount": "mount", "findmnt": "util-linux", "lsblk": "util-linux"}
+
+
+@dataclass
+class EmulatedDevice:
+    """One emulated drive as a block device.
+
+    ``summary`` (the request log's :func:`~diskmodel.calibrate.emulate.requestlog.summarize`)
+    is filled in at teardown; ``log_path`` is where the request log was
+    written (kept only with *log_dir*).
+    """
+
+    drive: str
+    path: str | None
+    size_bytes: int
+    log_path: str
+    timing: str | None = None
+    fixed_cost_s: float | None = None
+    summary: dict | None = None
+    _processes: tuple = field(default=(), repr=False)
+
+    def as_dict(self) -> dict:
+        return {"drive": self.drive, "path": self.path, "size_bytes": self.size_bytes}
+
+    def check_serving(self) -> None:
+        """RuntimeError if nbdkit or nbdfuse, which serve the device, has exited."""
+        for name, proc in self._processes:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} serving {self.drive} ({self.path}) exited with status {proc.returncode}; "
+                                   f"the device no longer works")
+
+
+@dataclass
+class _Drive:
+    spec: DriveSpec
+    folder: Path
+    device: EmulatedDevice
+    resources: list = field(default_factory=list)
+    nbdkit: subprocess.Popen | None = None
+    nbdfuse: subprocess.Popen | None = None
+    loop_res: object = None
+    mount_res: object = None
+
+
+def check_tools() -> None:
+    """RuntimeError naming the missing tool and its Debian package, or root, or /dev/fuse."""
+    if os.geteuid() != 0:
+        raise RuntimeError("emulated drives need root (loop devices and a FUSE mount); run as root")
+    for tool, package in TOOLS.items():
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not installed (Debian package {package}); emulated drives need it")
+    proc = subprocess.run(["nbdkit", "--dump-plugin", "python"], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError("nbdkit's Python plugin is not installed (Debian package nbdkit-plugin-python): "
+                           + (proc.stderr.strip().splitlines() or ["nbdkit --dump-plugin python failed"])[-1])
+    try:
+        fuse = os.stat(FUSE_DEVICE)
+    except FileNotFoundError:
+        raise RuntimeError(f"{FUSE_DEVICE} is missing: the kernel's fuse module is not loaded (modprobe fuse; "
+                           f"Debian package fuse3)") from None
+    if not stat.S_ISCHR(fuse.st_mode):
+        raise RuntimeError(f"{FUSE_DEVICE} is not a character device (Debian package fuse3; modprobe fuse)")
+
+
+def _check_backing_dir(backing_dir: Path, specs: list[DriveSpec]) -> None:
+    if not backing_dir.is_dir():
+        raise ValueError(f"--backing-dir {backing_dir}: not a directory")
+    need = sum(min(s.capacity_bytes, BACKING_RESERVE_BYTES) for s in specs if s.capacity_bytes > MEMORY_MAX_BYTES)
+    vfs = os.statvfs(backing_dir)
+    free = vfs.f_bavail * vfs.f_frsize
+    if free < need:
+        raise ValueError(f"--backing-dir {backing_dir}: its file system has {free} bytes free, too small for the "
+                         f"emulated drives' data (at least {need} bytes: each sparse backing file grows as its "
+                         f"drive is written, up to the drive's capacity); choose a larger file system")
+
+
+def _sys_path() -> list[str]:
+    """Package folders of this interpreter for the plugin's (the system's) Python: site folders only."""
+    paths = list(site.getsitepackages())
+    with contextlib.suppress(AttributeError):
+        paths.append(site.getusersitepackages())
+    paths += [p for p in sys.path if "site-packages" in p]
+    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    with contextlib.suppress(OSError):
+        text = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        return "; ".join(text[-lines:])
+    return ""
+
+
+def _wait_for(cond, timeout_s: float, proc: subprocess.Popen, what: str, errlog: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {proc.returncode} before it was ready: "
+                               f"{_tail(errlog) or 'no message'}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} was not ready after {timeout_s:g} s: {_tail(errlog) or 'no message'}")
+        time.sleep(0.02)
+
+
+def _pidfile_written(path: Path):
+    return lambda: path.exists() and path.stat().st_size > 0
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+
+
+def _socket_path(dir_fd: int) -> str:
+    # A unix socket's path must fit in 108 bytes; the run's folder may be deeper. Both nbdkit and nbdfuse
+    # inherit the folder's descriptor and reach the socket through it.
+    return f"/proc/self/fd/{dir_fd}/nbd.sock"
+
+
+def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | None, index: int,
+                  dir_fd: int, realtime_priority: int | None) -> None:
+    from diskmodel.calibrate.bench.process import spawn
+
+    spec, folder = drv.spec, drv.folder
+    backing = None
+    if spec.capacity_bytes > MEMORY_MAX_BYTES:
+        backing = (backing_dir or folder) / f"diskmodel-emulated-{run.run_id}-{index}.img"
+        res = run.intend("file", path=str(backing), not_before=time.time())
+        drv.resources.append(res)
+        fd = os.open(backing, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, spec.capacity_bytes)  # sparse: no block is allocated until written
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    log_path = (log_dir / f"{_safe(spec.name)}-{index}.npz") if log_dir else folder / "requests.npz"
+    drv.device.log_path = str(log_path)
+    spec_path = folder / "spec.json"
+    spec_path.write_text(json.dumps({**spec.as_dict(), "backing": str(backing) if backing else None,
+                                     "log_path": str(log_path), "control_path": str(folder / "control.json"),
+                                     "probe_delay_s": PROBE_DELAY_S, "realtime_priority": realtime_priority,
+                                     "sys_path": _sys_path()}))
+    pidfile, errlog = folder / "nbdkit.pid", folder / "nbdkit.log"
+    with open(errlog, "wb") as err:
+        drv.nbdkit = spawn(["nbdkit", "--foreground", "--exit-with-parent", "--unix", _socket_path(dir_fd),
+                            "--pidfile", str(pidfile), "python", str(PLUGIN), f"spec={spec_path}"],
+                           name="nbdkit", stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(dir_fd,))
+    drv.resources.append(drv.nbdkit._diskmodel_resource)  # noqa: SLF001 - spawn's record of it
+    what = f"nbdkit serving {spec.name}"
+    if spec.timing.get("kind") != "flat":
+        what += " (its simulation is compiled on its first use, which takes minutes; later runs reuse it)"
+    _wait_for(_pidfile_written(pidfile), READY_TIMEOUT_S, drv.nbdkit, what, errlog)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "drive"
+
+
+def _start_nbdfuse(run, drv: _Drive, dir_fd: int, realtime_priority: int | None) -> Path:
+    from diskmodel.calibrate.bench.process import spawn
+    from diskmodel.calibrate.harness import devstate
+
+    folder = drv.folder
+    mountpoint = folder / "fuse"
+    mountpoint.mkdir()
+    drv.mount_res = run.intend("mount", mountpoint=str(mountpoint))
+    drv.resources.append(drv.mount_res)
+    pidfile, errlog = folder / "nbdfuse.pid", folder / "nbdfuse.log"
+    with open(errlog, "wb") as err:
+        chrt = ["chrt", "--fifo", str(realtime_priority)] if realtime_priority else []
+        drv.nbdfuse = spawn([*chrt, "nbdfuse", "-C", "1", "-P", str(pidfile), str(mountpoint / "nbd"),
+                             "--unix", _socket_path(dir_fd)],
+                            name="nbdfuse", stdin=subprocess.DEVNULL, stdout=err, stderr=err, pass_fds=(dir_fd,))
+    drv.resources.append(drv.nbdfuse._diskmodel_resource)  # noqa: SLF001
+    _wait_for(_pidfile_written(pidfile), MOUNT_TIMEOUT_S, drv.nbdfuse, f"nbdfuse exposing {drv.spec.name}", errlog)
+    if not devstate.mounted_at(str(mountpoint)):
+        raise RuntimeError(f"nbdfuse said it was ready but nothing is mounted on {mountpoint}")
+    run.created(drv.mount_res)
+    return mountpoint / "nbd"
+
+
+def _attach_loop(run, drv: _Drive, file: Path) -> str:
+    from diskmodel.calibrate.harness import devstate
+
+    st = os.stat(file)
+    if st.st_size != drv.spec.capacity_bytes:
+        raise RuntimeError(f"nbdfuse shows {file} with {st.st_size} bytes, not the drive's {drv.spec.capacity_bytes}")
+    # Found again by the backing file's path alone (it names the run): once nbdfuse is gone, losetup can no
+    # longer stat the file and lists no inode to match.
+    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0)
+    drv.resources.append(drv.loop_res)
+    proc = _run(["losetup", "--direct-io=on", "--find", "--show", str(file)])
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"losetup --direct-io=on --find --show {file} failed: "
+                           f"{proc.stderr.strip() or f'status {proc.returncode}'}")
+    device = proc.stdout.strip().splitlines()[-1]
+    run.created(drv.loop_res, device=device)
+    info = devstate.loop_device(device)
+    if info is None or str(info.get("dio")).lower() not in ("1", "true"):
+        # Without direct I/O the loop device would cache the emulated drive's data in the page cache
+        # a second time, and serve reads the drive never sees.
+        raise RuntimeError(f"{device} over {file} runs without direct I/O (losetup --direct-io=on was not honoured)")
+    return device
+
+
+def _measure_fixed_cost(device: str, capacity_bytes: int) -> float:
+    """The path's own fixed cost [s]: the fastest O_DIRECT 4 KiB read less the delay it was served at."""
+    fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+    buf = mmap.mmap(-1, 4096)
+    times = []
+    try:
+        span = max(capacity_bytes // 4096 - 1, 1)
+        for i in range(PROBE_READS):
+            t = time.monotonic()
+            os.preadv(fd, [buf], (i * 7919 % span) * 4096)
+            times.append(time.monotonic() - t)
+    finally:
+        os.close(fd)
+        buf.close()
+    # Another process's time only ever adds to a read: the fastest read is the cost the path always takes,
+    # and taking off no more than that, a request never completes before its simulated time.
+    return max(min(times[PROBE_READS // 4:]) - PROBE_DELAY_S, 0.0)
+
+
+def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_priority: int | None) -> None:
+    dir_fd = os.open(drv.folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _start_nbdkit(run, drv, backing_dir, log_dir, index, dir_fd, realtime_priority)
+        file = _start_nbdfuse(run, drv, dir_fd, realtime_priority)
+    finally:
+        os.close(dir_fd)
+    device = _attach_loop(run, drv, file)
+    fixed = _measure_fixed_cost(device, drv.spec.capacity_bytes)
+    control = drv.folder / "control.json"
+    tmp = drv.folder / ".control.json.tmp"
+    tmp.write_text(json.dumps({"fixed_cost_s": fixed}))
+    os.replace(tmp, control)
+    drv.device.path, drv.device.fixed_cost_s = device, fixed
+    drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))
+
+
+def _unmount_users(device: str, say) -> None:
+    """Unmount file systems still mounted on *device* or its partitions, naming each."""
+    from diskmodel.calibrate.harness import devstate
+
+    try:
+        uses = devstate.block_uses(devstate.block_device(device))
+    except (devstate.DeviceStateError, OSError):
+        return
+    for use in uses:
+        if use.kind == "mount":
+            say(f"WARNING: {use.path} (emulated) is still mounted on {use.target}: unmounting it before the "
+                f"device goes")
+            proc = _run(["umount", use.target])
+            if proc.returncode != 0:
+                say(f"WARNING: umount {use.target} failed: {proc.stderr.strip()}")
+
+
+def _end_process(proc: subprocess.Popen | None, *, terminate: bool) -> None:
+    from diskmodel.calibrate.bench.process import reaped
+
+    if proc is None:
+        return
+    if terminate and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=EXIT_TIMEOUT_S)
+    if proc.returncode is not None:
+        reaped(proc)
+
+
+def _stop_drive(run, drv: _Drive, say, lateness_bound_s: float) -> None:
+    """Tear one drive down in reverse (device, FUSE mount, nbdfuse, nbdkit, files) and summarise its log."""
+    if drv.device.path:
+        _unmount_users(drv.device.path, say)
+    if drv.loop_res is not None:
+        run.undo([drv.loop_res])
+    if drv.mount_res is not None:
+        run.undo([drv.mount_res])  # nbdfuse exits when its mount goes, closing the NBD connection
+    _end_process(drv.nbdfuse, terminate=False)
+    _end_process(drv.nbdkit, terminate=True)  # nbdkit writes the request log as it unloads the plugin
+    run.undo(drv.resources)
+    if os.path.exists(drv.device.log_path) and drv.device.path:
+        with contextlib.suppress(OSError, ValueError):
+            frame = read_log(drv.device.log_path)
+            drv.device.timing = frame.attrs.get("timing")
+            drv.device.summary = summarize(frame, lateness_bound_s=lateness_bound_s)
+
+
+@contextlib.contextmanager
+def _signals_ignored():
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: float = LATENESS_P99_BOUND_S,
+                    realtime_priority: int | None = None, say=None):
+    """Serve each of *drives* as a block device; yields a list of :class:`EmulatedDevice`.
+
+    *drives*: DRIVE arguments (:func:`~diskmodel.calibrate.emulate.drives.resolve_drive`)
+    or :class:`~diskmodel.calibrate.emulate.drives.DriveSpec` objects (e.g.
+    :func:`~diskmodel.calibrate.emulate.drives.flat_drive`). *backing_dir*:
+    where the sparse backing files go (default: the run's work folder).
+    *log_dir*: where the request logs are kept (default: not kept; each
+    device's ``summary`` is filled in at teardown either way).
+    *realtime_priority*: run nbdkit and nbdfuse under SCHED_FIFO at this
+    priority (1-99; default None: the normal scheduler), so that a busy host
+    delays their wake-ups less; the wait before each deadline is a sleep and
+    at most :data:`~diskmodel.calibrate.emulate.server.SPIN_S` of spinning,
+    so they never hold a CPU for long. SIGTERM is
+    turned into an interrupt inside (as SIGINT is), so that it tears down too.
+    """
+    from diskmodel.calibrate.bench.host_executor import handle_signals
+    from diskmodel.calibrate.harness import runstate
+
+    say = say or (lambda line: log.warning("%s", line))
+    specs = [resolve_drive(d) for d in drives]
+    if not specs:
+        raise ValueError("give at least one drive to emulate")
+    backing_dir = Path(backing_dir) if backing_dir is not None else None
+    log_dir = Path(log_dir) if log_dir is not None else None
+    if backing_dir is not None:
+        _check_backing_dir(backing_dir, specs)
+    if log_dir is not None and not log_dir.is_dir():
+        raise ValueError(f"--log-dir {log_dir}: not a directory")
+    if realtime_priority is not None and (isinstance(realtime_priority, bool) or not isinstance(realtime_priority, int)
+                                          or not 1 <= realtime_priority <= 99):
+        raise ValueError(f"--realtime-priority must be a whole number from 1 to 99 (got {realtime_priority!r})")
+    check_tools()
+    with handle_signals(), runstate.ensure_run("diskmodel emulate") as run:
+        if backing_dir is None:
+            _check_backing_dir(run.work_dir(), specs)
+        built: list[_Drive] = []
+        try:
+            for i, spec in enumerate(specs):
+                folder = run.temp_dir(f"drive{i}-")
+                drv = _Drive(spec, folder, EmulatedDevice(spec.name, None, spec.capacity_bytes, ""))
+                built.append(drv)
+                _start_drive(run, drv, backing_dir, log_dir, i, realtime_priority)
+            yield [d.device for d in built]
+        finally:
+            with _signals_ignored():
+                for drv in reversed(built):
+                    _stop_drive(run, drv, say, lateness_bound_s)

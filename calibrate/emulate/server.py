@@ -1,0 +1,221 @@
+"""One emulated drive's server: its data, its timing and its request log (runs inside nbdkit).
+
+:class:`DriveServer` is what the nbdkit plugin
+(:mod:`diskmodel.calibrate.emulate._nbd_plugin`) calls for every request. It
+keeps no thread of its own and knows nothing of nbdkit, so it is tested
+directly too.
+
+Data: in memory for a drive of at most :data:`MEMORY_MAX_BYTES`, else in a
+sparse backing file the caller made with the drive's capacity (its blocks
+are allocated as they are written; a write of zeros punches a hole).
+
+Timing: a request reaches :meth:`DriveServer.read` (or write, flush, zero) at
+``t_entry`` on the monotonic clock. It arrived at the drive a fixed cost
+earlier, the time the path (loop device, FUSE, nbdfuse, NBD) takes to bring
+a request in and carry its completion back, measured at start with reads
+served a fixed delay after they reach the server (:attr:`probing`; a delay,
+not at once, so that the path's threads have gone idle as they do between a
+drive's requests, and their wake-ups are part of the cost). The simulation serves it at ``arrival_s = t_entry
+- fixed_cost_s`` on its own clock (zero when the server started), its data
+are moved, and the call returns at the simulated completion: an absolute
+deadline on the monotonic clock, slept to within :data:`SPIN_S` and then
+spun. The request's lateness is the time the call returns minus that
+deadline (late only when the work or the host made it miss the deadline:
+the wait never ends early).
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import time
+
+from diskmodel.calibrate.emulate.requestlog import RequestRecorder
+from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
+
+__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "wait_until"]
+
+#: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
+MEMORY_MAX_BYTES = 64 << 20
+#: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
+SPIN_S = 300e-6
+OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
+_FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+_ZERO_CHUNK_BYTES = 1 << 20
+
+
+def wait_until(deadline_s: float, monotonic=time.monotonic) -> float:
+    """Return at *deadline_s* on the monotonic clock, never before it; returns the time it returned."""
+    remaining = deadline_s - monotonic()
+    if remaining > SPIN_S:
+        time.sleep(remaining - SPIN_S)
+    now = monotonic()
+    while now < deadline_s:
+        now = monotonic()
+    return now
+
+
+class _MemoryStore:
+    def __init__(self, capacity_bytes: int):
+        self.data = bytearray(capacity_bytes)
+        self.view = memoryview(self.data)
+
+    def read(self, buf, offset: int) -> None:
+        buf[:] = self.view[offset:offset + len(buf)]
+
+    def write(self, buf, offset: int) -> None:
+        self.view[offset:offset + len(buf)] = buf
+
+    def zero(self, count: int, offset: int) -> None:
+        end = offset + count
+        while offset < end:
+            n = min(_ZERO_CHUNK_BYTES, end - offset)
+            self.view[offset:offset + n] = bytes(n)
+            offset += n
+
+    def close(self) -> None:
+        self.view.release()
+
+
+class _FileStore:
+    def __init__(self, path: str, capacity_bytes: int):
+        self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        size = os.fstat(self.fd).st_size
+        if size != capacity_bytes:
+            os.close(self.fd)
+            raise ValueError(f"backing file {path} holds {size} bytes, not the drive's {capacity_bytes}")
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long)
+
+    def read(self, buf, offset: int) -> None:
+        view = memoryview(buf)
+        done = 0
+        while done < len(view):
+            n = os.preadv(self.fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise OSError(errno.EIO, f"short read of the backing file at {offset + done}")
+            done += n
+
+    def write(self, buf, offset: int) -> None:
+        view = memoryview(buf)
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self.fd, view[done:], offset + done)
+
+    def zero(self, count: int, offset: int) -> None:
+        # A hole reads back as zeros and keeps the file sparse.
+        if self._libc.fallocate(self.fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, offset, count) == 0:
+            return
+        end = offset + count
+        while offset < end:
+            n = min(_ZERO_CHUNK_BYTES, end - offset)
+            self.write(bytes(n), offset)
+            offset += n
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class DriveServer:
+    """Serves one drive's requests: data from its store, completion when its simulation says.
+
+    *spec*: ``name``, ``capacity_bytes``, ``timing`` (a
+    :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
+    (the sparse file's path, or None for memory), ``log_path`` (the request
+    log, written by :meth:`save_log`), ``control_path`` (where the caller
+    writes ``{"fixed_cost_s": ...}`` once it has measured the path; until
+    then every request is served ``probe_delay_s`` after it reached the
+    server, not simulated, and marked as a probe).
+    """
+
+    def __init__(self, spec: dict, *, monotonic=time.monotonic):
+        self.name = spec["name"]
+        self.capacity_bytes = int(spec["capacity_bytes"])
+        self.rotational = bool(spec.get("rotational", False))
+        self.log_path = spec.get("log_path")
+        self.control_path = spec.get("control_path")
+        self.monotonic = monotonic
+        backing = spec.get("backing")
+        self.store = _FileStore(backing, self.capacity_bytes) if backing else _MemoryStore(self.capacity_bytes)
+        self.session, self.timing_name = session_from_spec(spec["timing"])
+        if spec["timing"].get("kind") != "flat":
+            # A throwaway session serves one request first, so that the simulation is compiled (numba) before
+            # the device is offered, not inside its first request.
+            session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
+        self.fixed_cost_s = 0.0
+        self.probing = self.control_path is not None
+        self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
+        self.t0 = monotonic()
+        self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
+                                         "timing": self.timing_name, "store": "file" if backing else "memory",
+                                         "fixed_cost_s": None, "started_unix_s": time.time()})
+
+    # -- the fixed cost
+    def _check_control(self) -> None:
+        try:
+            with open(self.control_path) as f:
+                control = json.load(f)
+        except FileNotFoundError:
+            return
+        self.fixed_cost_s = float(control["fixed_cost_s"])
+        self.recorder.meta["fixed_cost_s"] = self.fixed_cost_s
+        self.probing = False
+
+    # -- serving
+    def _serve(self, op: int, offset: int, size: int, move) -> None:
+        t_entry = self.monotonic()
+        if self.probing:
+            self._check_control()
+        if self.probing:
+            error = self._move(move)
+            deadline = t_entry + self.probe_delay_s
+            done = wait_until(deadline, self.monotonic)
+            self.recorder.add(t_entry - self.t0, op, offset, size, 0.0, self.probe_delay_s, HIT_UNKNOWN,
+                              done - deadline, True, error)
+            if error:
+                raise OSError(error, os.strerror(error))
+            return
+        arrival = t_entry - self.fixed_cost_s - self.t0
+        if op == OP_FLUSH or size == 0:
+            wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
+        else:
+            first = offset // BLOCK_BYTES
+            blocks = (offset + size + BLOCK_BYTES - 1) // BLOCK_BYTES - first
+            served = self.session.serve(op != OP_READ, first, blocks, arrival)
+            wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
+            deadline = self.t0 + served.completion_s
+        error = self._move(move)
+        done = wait_until(deadline, self.monotonic)
+        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
+        if error:
+            raise OSError(error, os.strerror(error))
+
+    @staticmethod
+    def _move(move) -> int:
+        try:
+            move()
+        except OSError as exc:
+            return exc.errno or errno.EIO
+        return 0
+
+    def read(self, buf, offset: int) -> None:
+        self._serve(OP_READ, offset, len(buf), lambda: self.store.read(buf, offset))
+
+    def write(self, buf, offset: int) -> None:
+        self._serve(OP_WRITE, offset, len(buf), lambda: self.store.write(buf, offset))
+
+    def zero(self, count: int, offset: int) -> None:
+        self._serve(OP_ZERO, offset, count, lambda: self.store.zero(count, offset))
+
+    def flush(self) -> None:
+        self._serve(OP_FLUSH, 0, 0, lambda: None)
+
+    # -- the log
+    def save_log(self) -> None:
+        if self.log_path:
+            self.recorder.save(self.log_path)
+
+    def close(self) -> None:
+        self.save_log()
+        self.store.close()

@@ -1,0 +1,206 @@
+"""The timing side of an emulated drive: simulation sessions that serve one request at a time.
+
+The emulator (:mod:`diskmodel.calibrate.emulate.server`) asks a *session*
+when each request completes. A session has one method,
+
+    ``serve(is_write, lbn, blocks, arrival_s) -> Served``
+
+with ``lbn`` and ``blocks`` in 512-byte blocks and ``arrival_s`` on the
+session's own clock (seconds, nondecreasing), and it keeps the drive's state
+between calls; a request that arrives before the previous one completed waits
+for it (one request at a time, in arrival order). This is the interface of
+the steppable per-request simulation, ``DriveSession`` (of
+``diskmodel.model.simulate_session``).
+
+Sessions here:
+
+* :class:`FlatLatencySession`: a drive without mechanics (flash), served as
+  a calibration's latency distribution: each request takes one latency drawn
+  from the measured one-block reads, plus its bytes beyond one block at the
+  measured per-byte time ("a flat (flash) calibration is emulated as its
+  latency distribution", issue 31).
+* :class:`HeadAndClockAdapter`: a DiskSim-style drive
+  (:class:`~diskmodel.model.drive_parameters.DriveParameters`) served through
+  :func:`~diskmodel.model.simulate.simulate_requests`, one request per call,
+  carrying the clock (so the platter's angle) and the head's cylinder and
+  surface from one request to the next, but **not** the buffer: every call
+  starts with an empty buffer, so there are no cache hits between requests,
+  no read-ahead and no write-back. It stands in until ``DriveSession`` is in
+  the package; :func:`drive_session` takes ``DriveSession`` when it is there
+  and says which one it chose.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["BLOCK_BYTES", "FlatLatencySession", "HeadAndClockAdapter", "Served", "drive_parameters_of",
+           "drive_session", "session_from_spec"]
+
+#: The simulation's block [bytes] (DiskSim's and DriveParameters' blocks are 512 bytes).
+BLOCK_BYTES = 512
+
+#: How a request was served when the session does not say (a flat drive has no cache).
+HIT_UNKNOWN = -1
+
+
+class Served(NamedTuple):
+    """When one request was served [s, on the session's clock]; ``hit``: the simulation's HitKind, or -1."""
+
+    arrival_s: float
+    start_s: float
+    completion_s: float
+    service_s: float
+    hit: int
+
+
+def _check_request(lbn, blocks, arrival_s, total_blocks: int, last_arrival_s: float) -> None:
+    if not isinstance(lbn, (int, np.integer)) or lbn < 0:
+        raise ValueError(f"lbn must be a whole number >= 0 (got {lbn!r})")
+    if not isinstance(blocks, (int, np.integer)) or blocks < 1:
+        raise ValueError(f"blocks must be a whole number >= 1 (got {blocks!r})")
+    if lbn > total_blocks - blocks:  # overflow-free form of lbn + blocks > total_blocks
+        raise ValueError(f"a request of {blocks} blocks at lbn {lbn} ends beyond the drive's last block "
+                         f"({total_blocks})")
+    if not math.isfinite(arrival_s) or arrival_s < last_arrival_s:
+        raise ValueError(f"arrival_s must be finite and nondecreasing (got {arrival_s!r} after {last_arrival_s!r})")
+
+
+class FlatLatencySession:
+    """A drive without mechanics: each request takes a latency drawn from *samples_s* (one-block
+    reads of *sample_bytes*) plus ``per_byte_s`` for each byte beyond *sample_bytes*.
+
+    Draws are made with a seeded generator, so a replay is repeatable.
+    """
+
+    def __init__(self, samples_s, *, total_blocks: int, per_byte_s: float = 0.0, sample_bytes: int = BLOCK_BYTES,
+                 seed: int = 0):
+        samples = np.asarray(samples_s, dtype=float).ravel()
+        if samples.size == 0 or not np.all(np.isfinite(samples)) or samples.min() < 0:
+            raise ValueError(f"samples_s must be one or more finite latencies >= 0 (got {samples_s!r})")
+        if not math.isfinite(per_byte_s) or per_byte_s < 0:
+            raise ValueError(f"per_byte_s must be finite and >= 0 (got {per_byte_s!r})")
+        if int(total_blocks) < 1:
+            raise ValueError(f"total_blocks must be >= 1 (got {total_blocks!r})")
+        self.samples_s = samples
+        self.per_byte_s = float(per_byte_s)
+        self.sample_bytes = int(sample_bytes)
+        self.total_blocks = int(total_blocks)
+        self._rng = np.random.default_rng(seed)
+        self._busy_until_s = 0.0
+        self._last_arrival_s = -math.inf
+
+    def serve(self, is_write: bool, lbn: int, blocks: int, arrival_s: float) -> Served:
+        _check_request(lbn, blocks, arrival_s, self.total_blocks, self._last_arrival_s)
+        self._last_arrival_s = arrival_s
+        draw = self.samples_s[self._rng.integers(self.samples_s.size)] if self.samples_s.size > 1 \
+            else self.samples_s[0]
+        service = float(draw) + max(blocks * BLOCK_BYTES - self.sample_bytes, 0) * self.per_byte_s
+        start = max(arrival_s, self._busy_until_s)
+        self._busy_until_s = start + service
+        return Served(arrival_s, start, self._busy_until_s, service, HIT_UNKNOWN)
+
+
+class HeadAndClockAdapter:
+    """A :class:`DriveParameters` drive, one request per :func:`simulate_requests` call.
+
+    Carries the clock and the head (cylinder, surface) across requests; the
+    buffer starts empty at every request (see the module doc). A request
+    larger than a buffer segment that the batch simulation refuses whole on
+    this drive (a read with a controller delay, a write with queued fast
+    writes) is served as back-to-back pieces of at most a segment.
+    """
+
+    def __init__(self, params, *, start_s: float = 0.0, start_cylinder: int = 0, start_head: int = 0):
+        from diskmodel.model.simulate import simulate_requests
+
+        self._simulate = simulate_requests
+        self.params = params
+        self.total_blocks = int(params.layout.total_blocks)
+        self._piece_blocks = int(params.segment_size_blocks) if params.buffer_segments else None
+        self._clock_s = float(start_s)
+        self._cylinder = int(start_cylinder)
+        self._head = int(start_head)
+        self._last_arrival_s = -math.inf
+
+    def serve(self, is_write: bool, lbn: int, blocks: int, arrival_s: float) -> Served:
+        _check_request(lbn, blocks, arrival_s, self.total_blocks, self._last_arrival_s)
+        self._last_arrival_s = arrival_s
+        start = max(float(arrival_s), self._clock_s)
+        try:
+            t, hit = self._pieces(is_write, lbn, blocks, start, blocks)
+        except ValueError:  # refused whole by the batch simulation on this drive (see the class doc)
+            if not self._piece_blocks or blocks <= self._piece_blocks:
+                raise
+            t, hit = self._pieces(is_write, lbn, blocks, start, self._piece_blocks)
+        self._clock_s = t
+        return Served(float(arrival_s), start, t, t - start, hit)
+
+    def _pieces(self, is_write, lbn, blocks, start, step):
+        t = start
+        hit = 0
+        cylinder, head = self._cylinder, self._head
+        for first in range(lbn, lbn + blocks, step):
+            count = min(step, lbn + blocks - first)
+            result = self._simulate(self.params, np.array([bool(is_write)]), np.array([first], np.int64),
+                                    np.array([count], np.int64), np.zeros(1), start_s=t,
+                                    start_cylinder=cylinder, start_head=head)
+            t += float(result.service_s[0])
+            cylinder, head = result.end_cylinder, result.end_head
+            hit = int(result.hit[0]) if first == lbn else hit
+        self._cylinder, self._head = cylinder, head
+        return t, hit
+
+
+def drive_session(params):
+    """``(session, name)``: the steppable simulation of *params* and what it is.
+
+    ``DriveSession`` (``diskmodel.model.simulate_session``) carries the whole
+    drive state; until it is in the package this is :class:`HeadAndClockAdapter`,
+    whose name says what it leaves out (the emulator reports it).
+    """
+    try:
+        from diskmodel.model.simulate_session import DriveSession  # the steppable simulation, when present
+    except ImportError:
+        return HeadAndClockAdapter(params), ("HeadAndClockAdapter (clock and head carried across requests; "
+                                             "the buffer is not: no cache hits, read-ahead or write-back "
+                                             "between requests)")
+    return DriveSession(params), "DriveSession"
+
+
+def session_from_spec(timing: dict):
+    """``(session, name)`` for a drive's timing spec (:class:`diskmodel.calibrate.emulate.drives.DriveSpec`)."""
+    kind = timing.get("kind")
+    if kind == "flat":
+        session = FlatLatencySession(timing["samples_s"], total_blocks=int(timing["total_blocks"]),
+                                     per_byte_s=float(timing.get("per_byte_s", 0.0)),
+                                     sample_bytes=int(timing.get("sample_bytes", BLOCK_BYTES)),
+                                     seed=int(timing.get("seed", 0)))
+        return session, "FlatLatencySession (the calibration's latency distribution)"
+    if kind in ("disksim", "preset", "calibration"):
+        return drive_session(drive_parameters_of(timing))
+    raise ValueError(f"timing kind must be 'flat', 'disksim', 'preset' or 'calibration' (got {kind!r})")
+
+
+def drive_parameters_of(timing: dict):
+    """The :class:`~diskmodel.model.drive_parameters.DriveParameters` of a mechanical timing spec
+    (:class:`diskmodel.calibrate.emulate.drives.DriveSpec`'s ``timing``)."""
+    from diskmodel.model.drive_parameters import DriveParameters
+
+    kind = timing["kind"]
+    if kind == "disksim":
+        from diskmodel.data.disksim import disksim_drive_folder, read_drive_folder
+        from diskmodel.model.disksim import drive_parameters
+
+        return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
+    if kind == "preset":
+        from diskmodel.model.presets import load_preset
+
+        return DriveParameters.from_disk(load_preset(timing["name"]))
+    if kind == "calibration":
+        from diskmodel.calibrate.harness.results import calibration_from_json
+
+        return DriveParameters.from_disk(calibration_from_json(timing["path"]).to_disk())
+    raise ValueError(f"timing kind {kind!r} has no drive parameters")
