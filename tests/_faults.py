@@ -288,7 +288,9 @@ class Trial:
         elif self.subcommand == "postmark" and self.phase == "postmark":
             wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
         elif self.subcommand == "bench" and self.phase == "workload":
-            wait_until(lambda: has_process(self.run_dir, "workloads on"), PHASE_TIMEOUT_S, what, proc)
+            # fio recorded in the run (started as itself, or by the workload's shell), and running
+            wait_until(lambda: has_process(self.run_dir, "fio") or has_process(self.run_dir, "workloads on"),
+                       PHASE_TIMEOUT_S, what, proc)
             wait_until(lambda: any(p.endswith(" fio") for p in processes_marked(self.mark)), PHASE_TIMEOUT_S,
                        "fio to start", proc)
         else:

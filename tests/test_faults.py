@@ -120,6 +120,7 @@ SUBCOMMAND_ARGV = {
     "predict": ["predict", "--layout", "native", "--workload", "test1"], "probe": ["probe"],
     "postmark": ["postmark", "--layout", "native", "--workload", "test1"], "validate-trace": ["validate-trace"],
     "bench": ["bench", "--stack", "x.json", "--workload", "seqwrite_1m"], "cleanup": ["cleanup"],
+    "emulate": ["emulate", "hp97560"], "emulate-log": ["emulate-log", "x.npz"],
 }
 
 # Run in a child: every subcommand's handler replaced by one that signals its own process and waits;
