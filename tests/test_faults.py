@@ -1,8 +1,12 @@
-"""Faults: signals while ``losetup`` and ``mount`` run, SIGKILL at every phase, two runs on one scratch.
+"""Faults: a signal at every phase of postmark, bench and calibrate, two runs on one scratch.
 
-A wrapper placed first on PATH runs the real ``losetup`` (or ``mount``) and
-then pauses, so that a signal lands deterministically after the tool has done
-its work and before the run has heard back: the window in which a run that
+The fault matrix (tests/_faults.py) delivers SIGINT, SIGTERM, SIGHUP, SIGQUIT
+and SIGKILL (then ``diskmodel cleanup``) at each phase of ``postmark``,
+``bench`` and ``calibrate``, each cell $DISKMODEL_FAULT_REPEATS times
+(default 1; benchmarks/faults_check.py runs it 20 times a cell). A wrapper
+placed first on PATH runs the real ``losetup`` (``mkfs``, ``mount``) and then
+pauses, so that a signal lands deterministically after the tool has done its
+work and before the run has heard back: the window in which a run that
 records its undo only after a step returns leaks what the step built.
 
 Each test runs the real ``diskmodel`` command line in a child process with a
@@ -15,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,18 +26,11 @@ from pathlib import Path
 
 import pytest
 
+import _faults
 from conftest import require_root, require_tools, skip_or_fail, wait_for
+from _faults import DISKMODEL, loops_over as _loops_over, run_folders as _run_folders
 
-DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
-SMALL_RUN = ["--layout", "native", "--workload", "test1", "--size", "16M", "--files", "50",
-             "--transactions", "200000", "--max-size", "8000", "--quiet"]
-
-
-# ---------------------------------------------------------------- looking at the system
-
-def _loops_over(folder: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if str(folder) in ln]
+SMALL_RUN = _faults.POSTMARK_RUN
 
 
 def _diskmodel_mounts() -> list[str]:
@@ -42,29 +38,7 @@ def _diskmodel_mounts() -> list[str]:
 
 
 def _cgroups_of(pid: int) -> list[Path]:
-    found = []
-    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/unified")):
-        found += list(root.glob(f"diskmodel-postmark-{pid}-*"))
-    return found
-
-
-def _processes_named(name: str) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if (d / "comm").read_text().strip() == name:
-                    state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state != "Z":
-                        out.append(int(d.name))
-            except OSError:
-                pass
-    return out
-
-
-def _run_folders(pid: int) -> list[Path]:
-    import tempfile
-    return list(Path(tempfile.gettempdir()).glob(f"diskmodel-run-*-{pid}-*"))
+    return [p for p in _faults.cgroups_of(pid) if p.name.startswith("diskmodel-postmark-")]
 
 
 def _assert_nothing_left(tmp: Path, run_dir: Path, pid: int, scratch: Path | None = None) -> None:
@@ -78,22 +52,7 @@ def _assert_nothing_left(tmp: Path, run_dir: Path, pid: int, scratch: Path | Non
 
 
 def _wrapper_dir(tmp: Path, tool: str, when: str) -> Path:
-    """A folder holding a *tool* that runs the real one, then (when its arguments
-    contain *when*) touches $DISKMODEL_TEST_MARK and sleeps: the signal's window."""
-    real = shutil.which(tool)
-    folder = tmp / f"wrap-{tool}"
-    folder.mkdir()
-    script = folder / tool
-    script.write_text(f"""#!/bin/sh
-{real} "$@"
-rc=$?
-case " $* " in
-  *" {when} "*) [ "$rc" = 0 ] && touch "$DISKMODEL_TEST_MARK" && sleep 30 ;;
-esac
-exit $rc
-""")
-    script.chmod(0o755)
-    return folder
+    return _faults.wrapper_dir(tmp, tool, when)
 
 
 def _env(run_dir: Path, wrap: Path | None = None, mark: Path | None = None) -> dict:
@@ -117,47 +76,129 @@ def host_tools():
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt")
 
 
-# ---------------------------------------------------------------- a signal while losetup / mount runs
+# ---------------------------------------------------------------- the fault matrix
+
+def _require_cell(subcommand: str) -> None:
+    if subcommand != "calibrate":
+        require_root()
+    require_tools(*_faults.TOOLS[subcommand])
+
+
+_CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
+          for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.ALL_SIGNALS]
+
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.parametrize("tool, when", [("losetup", "--find"), ("mount", "-t")])
-def test_a_signal_while_the_tool_runs_leaves_nothing_20_times_out_of_20(tmp_path, host_tools, tool, when):
-    wrap = _wrapper_dir(tmp_path, tool, when)
+@pytest.mark.parametrize("subcommand, phase, signum", _CELLS)
+def test_a_signal_at_each_phase_of_each_subcommand_leaves_nothing(tmp_path, subcommand, phase, signum):
+    """SIGINT, SIGTERM, SIGHUP, SIGQUIT (torn down by the run) and SIGKILL (then ``diskmodel cleanup``) at
+    each phase of postmark, bench and calibrate: $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py
+    runs the matrix 20 times a cell)."""
+    _require_cell(subcommand)
     failures = []
-    for trial in range(20):
-        signum = signal.SIGINT if trial % 2 == 0 else signal.SIGTERM
-        trial_dir = tmp_path / f"t{trial}"
-        trial_dir.mkdir()
-        run_dir, mark, scratch = trial_dir / "run", trial_dir / "mark", trial_dir / "scratch.img"
-        proc = subprocess.Popen([DISKMODEL, "postmark", *SMALL_RUN, "--scratch", str(scratch)],
-                                env=_env(run_dir, wrap, mark), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        try:
-            wait_for(mark.exists, 60, f"{tool} to succeed (trial {trial})")
-            proc.send_signal(signum)
-            _, err = proc.communicate(timeout=60)
-        finally:
-            _stop(proc)
-        try:
-            _assert_nothing_left(trial_dir, run_dir, proc.pid, scratch)
-            assert proc.returncode == 128 + signum, err[-2000:]
-            assert "torn down and checked gone" in err, err[-2000:]
-        except AssertionError as exc:
-            failures.append(f"trial {trial} ({signum.name}): {exc}")
+    for trial in range(_faults.repeats()):
+        problems = _faults.run_cell(tmp_path / f"t{trial}", subcommand, phase, signum)
+        if problems:
+            failures.append(f"trial {trial}: " + "\n  ".join(problems))
     assert failures == [], "\n".join(failures)
 
 
-# ---------------------------------------------------------------- SIGKILL at each phase, then cleanup
+def test_the_repeat_count_is_checked(monkeypatch):
+    monkeypatch.setenv(_faults.REPEATS_ENV, "twenty")
+    with pytest.raises(ValueError, match="DISKMODEL_FAULT_REPEATS must be a whole number >= 1 .got 'twenty'."):
+        _faults.repeats()
+    monkeypatch.delenv(_faults.REPEATS_ENV)
+    assert _faults.repeats() == 1
+
+
+# ---------------------------------------------------------------- every subcommand, by the command line
+
+# The smallest command line each subcommand parses; a new subcommand needs its line here.
+SUBCOMMAND_ARGV = {
+    "experiment": ["experiment"], "calibrate": ["calibrate", "--simulated", "hp97560"],
+    "predict": ["predict", "--layout", "native", "--workload", "test1"], "probe": ["probe"],
+    "postmark": ["postmark", "--layout", "native", "--workload", "test1"], "validate-trace": ["validate-trace"],
+    "bench": ["bench", "--stack", "x.json", "--workload", "seqwrite_1m"], "cleanup": ["cleanup"],
+    "emulate": ["emulate", "hp97560"], "emulate-log": ["emulate-log", "x.npz"],
+}
+
+# Run in a child: every subcommand's handler replaced by one that signals its own process and waits;
+# main() must turn each of the four signals into the one line and 128+N, and put the handlers back.
+_EVERY_SUBCOMMAND = """
+import json, os, signal, sys, time
+from diskmodel.calibrate import cli
+argvs, real_build = json.loads(sys.argv[1]), cli.build_parser
+
+def signal_myself(args):
+    os.kill(os.getpid(), int(os.environ["DISKMODEL_TEST_SIGNAL"]))
+    time.sleep(30)
+    return 0
+
+def build():
+    parser = real_build()
+    for action in parser._subparsers._group_actions:
+        for sub in action.choices.values():
+            sub.set_defaults(handler=signal_myself)
+    print(json.dumps({"subcommands": [n for a in parser._subparsers._group_actions for n in a.choices]}),
+          flush=True)
+    return parser
+
+cli.build_parser = build
+for name, argv in argvs.items():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        before = signal.getsignal(sig)
+        os.environ["DISKMODEL_TEST_SIGNAL"] = str(int(sig))
+        code = cli.main(argv)
+        print(json.dumps({"name": name, "signal": sig.name, "code": code,
+                          "restored": signal.getsignal(sig) == before}), flush=True)
+"""
+
+
+def test_every_subcommand_turns_the_four_signals_into_one_line_and_128_plus_n():
+    res = subprocess.run([sys.executable, "-c", _EVERY_SUBCOMMAND, json.dumps(SUBCOMMAND_ARGV)],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ, DISKMODEL_DEBUG=""))
+    rows = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    parsed = next((r["subcommands"] for r in rows if "subcommands" in r), None)
+    assert parsed is not None, res.stdout + res.stderr
+    assert sorted(parsed) == sorted(SUBCOMMAND_ARGV), "give SUBCOMMAND_ARGV a command line for each subcommand"
+    got = {(r["name"], r["signal"]): (r["code"], r["restored"]) for r in rows if "code" in r}
+    want = {(name, sig.name): (128 + sig, True) for name in SUBCOMMAND_ARGV for sig in _faults.CAUGHT_SIGNALS}
+    assert got == want, res.stderr[-3000:]
+    lines = res.stderr.splitlines()
+    for sig in _faults.CAUGHT_SIGNALS:
+        line = f"diskmodel: error: interrupted by {sig.name}; the run did not finish"
+        assert lines.count(line) == len(SUBCOMMAND_ARGV), res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_an_experiment_says_so(tmp_path, signum):
+    """`experiment --device FILE` paused in its calibration's reads (tests/_faults.py's sitecustomize)."""
+    trial = _faults.Trial(tmp_path / "t", "calibrate", "probe")
+    argv, env = trial._argv_env()
+    out = tmp_path / "report"
+    proc = subprocess.Popen([DISKMODEL, "experiment", "--device", str(trial.target), "--budget-s", "2",
+                             "--out", str(out), "--no-progress"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _faults.wait_until(trial.mark.exists, 120, "the experiment's calibration to read", proc)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        _stop(proc)
+    assert proc.returncode == 128 + signum, err[-2000:]
+    assert f"diskmodel: error: interrupted by {signum.name}; the run did not finish" in err.splitlines()
+    assert "Traceback" not in err
+    assert _faults.processes_marked(trial.mark) == []
+    assert not (out / "summary.txt").exists() and not (out / "report.json").exists()
+
+
+# ---------------------------------------------------------------- SIGKILL in a VM, then cleanup
 
 def _state(run_dir: Path) -> list[dict]:
-    out = []
-    for path in run_dir.glob("*.json"):
-        try:
-            out += json.loads(path.read_text())["resources"]
-        except (OSError, ValueError, KeyError):
-            pass
-    return out
+    return _faults.state(run_dir)
 
 
 def _has(run_dir: Path, kind: str, state: str = "created", name: str | None = None) -> bool:
@@ -166,43 +207,7 @@ def _has(run_dir: Path, kind: str, state: str = "created", name: str | None = No
 
 
 def _cleanup(run_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([DISKMODEL, "cleanup"], env=_env(run_dir), capture_output=True, text=True, timeout=120)
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("phase", ["fill", "losetup", "mkfs", "mount", "postmark"])
-def test_sigkill_at_each_phase_then_cleanup_leaves_nothing(tmp_path, host_tools, phase):
-    run_dir, mark, scratch = tmp_path / "run", tmp_path / "mark", tmp_path / "scratch.img"
-    wrap = {"losetup": ("losetup", "--find"), "mkfs": ("mkfs.ext3", "-q"), "mount": ("mount", "-t")}.get(phase)
-    wrap_dir = _wrapper_dir(tmp_path, *wrap) if wrap else None
-    size = ["--size", "512M"] if phase == "fill" else []   # a fill long enough to be caught in
-    proc = subprocess.Popen([DISKMODEL, "postmark", *SMALL_RUN, *size, "--scratch", str(scratch)],
-                            env=_env(run_dir, wrap_dir, mark), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        if phase == "fill":
-            wait_for(lambda: scratch.exists() and scratch.stat().st_size > 0, 60, "the fill")
-        elif phase == "postmark":
-            wait_for(lambda: _has(run_dir, "process", name="postmark"), 60, "postmark to start")
-            child = [r["details"]["pid"] for r in _state(run_dir) if r["details"].get("name") == "postmark"][0]
-        else:
-            wait_for(mark.exists, 60, f"{phase} to succeed")
-        proc.kill()
-        proc.wait(timeout=30)
-    finally:
-        _stop(proc)
-    pid = proc.pid
-    assert list(run_dir.glob("*.json")), "the killed run left no record"
-    if phase == "postmark":
-        # The postmark child dies with its parent (PR_SET_PDEATHSIG), before any cleanup.
-        wait_for(lambda: child not in _processes_named("postmark"), 10, "postmark to die with its parent")
-    res = _cleanup(run_dir)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "removed" in res.stdout
-    _assert_nothing_left(tmp_path, run_dir, pid, scratch)
-    # A second cleanup finds nothing more to do.
-    again = _cleanup(run_dir)
-    assert again.returncode == 0 and "no run left anything behind" in again.stdout
+    return _faults.cleanup(run_dir)
 
 
 @pytest.mark.integration

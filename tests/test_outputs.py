@@ -351,6 +351,7 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
         real_fsync(fd)
 
     monkeypatch.setattr(outputs.os, "fsync", failing_fsync)
+    monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path.parent / f"{tmp_path.name}-run"))
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1

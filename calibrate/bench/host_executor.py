@@ -7,8 +7,9 @@ a check compares the step's stripped output with its expected value in
 Python. It logs every step, records what a step creates before creating it
 (:mod:`diskmodel.calibrate.harness.runstate`; the kinds are typed, none is a
 command) and tears everything down in reverse, by looking, on failure, on
-exit and on a signal (:class:`handle_signals` turns SIGINT and SIGTERM into
-:class:`Interrupted`, so that ``finally`` blocks run). :meth:`HostExecutor.run`
+exit and on a signal (:class:`handle_signals` turns SIGINT, SIGTERM, SIGHUP and SIGQUIT
+into :class:`Interrupted`, so that ``finally`` blocks run; both live in
+:mod:`diskmodel.calibrate.harness.interrupts` and are re-exported here). :meth:`HostExecutor.run`
 runs a caller's argument vector the same way.
 """
 from __future__ import annotations
@@ -16,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import stat
 import subprocess
 import time
 from pathlib import Path
 
 from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness.interrupts import Interrupted, handle_signals
 from diskmodel.calibrate.harness.resources import TeardownReport
 from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 from diskmodel.calibrate.bench.provision import StackPlan, Step
@@ -35,42 +36,6 @@ log = logging.getLogger("diskmodel.calibrate.bench.provision")
 
 class LayoutError(RuntimeError):
     """A step of a plan failed; what was built has been rolled back."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived; raised so ``finally`` blocks tear down."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
-
-
-class handle_signals:
-    """Context manager: SIGINT and SIGTERM raise :class:`Interrupted` inside it.
-
-    Only in the main thread (elsewhere it does nothing). The previous handlers
-    come back on exit.
-    """
-
-    def __init__(self) -> None:
-        self._old: dict[int, object] = {}
-
-    def __enter__(self) -> "handle_signals":
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return self
-
-        def _raise(signum, frame):
-            raise Interrupted(signum)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, _raise)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
 
 
 class HostExecutor:

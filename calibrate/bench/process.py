@@ -16,6 +16,7 @@ import signal
 import subprocess
 
 from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS
 from diskmodel.calibrate.harness.resources import process_start_ticks
 
 _PR_SET_PDEATHSIG = 1
@@ -34,7 +35,7 @@ def _child_setup(cgroup_procs: str | None = None) -> None:
     """In the child, before exec: unblock the signals the parent held; die with the parent; with
     *cgroup_procs*, move itself into that cgroup (its pid written to the cgroup's ``cgroup.procs``), so
     that what it execs runs there from its first instruction, with no shell in between."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if cgroup_procs is not None:
@@ -50,8 +51,11 @@ def spawn(argv, *, name: str | None = None, cgroup_procs: str | os.PathLike | No
     """``subprocess.Popen(argv, ...)`` in a new session, dying with its parent, recorded in the run;
     with *cgroup_procs* (a cgroup's ``cgroup.procs`` file), inside that cgroup.
 
-    SIGINT and SIGTERM are held from before the fork until the child is
-    recorded, so an interrupt cannot fall between the two.
+    The signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT) are held
+    from before the fork until the child is recorded, so an interrupt cannot
+    fall between the two. In a session of its own the child is outside the
+    terminal's foreground process group: a Ctrl-C or a hang-up reaches the
+    run alone, which then kills its children by their record.
     """
     _load_libc()
     popen_kwargs.setdefault("start_new_session", True)

@@ -218,7 +218,7 @@ def _interrupted(exc: BaseException) -> int:
     """Say that the run was interrupted (one line, then the teardown's own report if it carries one)."""
     # What was torn down is said by the teardown itself (runstate attaches its verified
     # report as ``teardown_report``); nothing more is claimed here.
-    signum = getattr(exc, "signum", None)  # host_executor.Interrupted: SIGINT or SIGTERM
+    signum = getattr(exc, "signum", None)  # interrupts.Interrupted: SIGINT, SIGTERM, SIGHUP or SIGQUIT
     if not (isinstance(signum, int) and 0 < signum < 64):
         signum = signal.SIGINT
     _stderr(f"diskmodel: error: interrupted by {signal.Signals(signum).name}; the run did not finish")
@@ -229,7 +229,22 @@ def _interrupted(exc: BaseException) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:  # a Ctrl-C while the subcommands' modules load is an interrupted run too
+    """Run one ``diskmodel`` command line; returns its exit status.
+
+    SIGINT, SIGTERM, SIGHUP and SIGQUIT raise
+    :class:`~diskmodel.calibrate.harness.interrupts.Interrupted` for the whole
+    run, from before the subcommands' modules load to the last line printed,
+    so every subcommand tears down what it built and says so in one line
+    (:func:`_interrupted`); the handlers in place before come back on return.
+    """
+    from diskmodel.calibrate.harness.interrupts import handle_signals
+
+    with handle_signals():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:  # a signal while the subcommands' modules load is an interrupted run too
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt as exc:

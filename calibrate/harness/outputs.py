@@ -36,9 +36,11 @@ import contextlib
 import errno
 import json
 import os
+import secrets
 import stat
 import sys
 import tempfile
+import time
 
 __all__ = [
     "FORMATS", "FORMAT_VERSIONS", "OutputRefused", "OutputWriteError", "format_marker", "mark",
@@ -405,7 +407,7 @@ def _umask() -> int:
 
 
 def write_output_atomically(path, text: str, *, kind: str, force: bool = False, flag: str = "--json",
-                            measured_paths=()) -> None:
+                            measured_paths=(), run=None) -> None:
     """Write *text* to *path* (``-``: standard output) so that a failure never leaves half a result.
 
     The path is checked again (:func:`check_output_path`; it may have changed
@@ -415,7 +417,10 @@ def write_output_atomically(path, text: str, *, kind: str, force: bool = False, 
     replaced). The mode of a replaced file is kept; a new file gets 0666 less
     the umask. On failure the temporary file is removed and
     :class:`OutputWriteError` (an ``OSError``, one line) is raised; the earlier
-    file, if any, is intact.
+    file, if any, is intact. With *run* (a
+    :class:`~diskmodel.calibrate.harness.runstate.Run`) the temporary file is
+    recorded in it before it is created, so ``diskmodel cleanup`` removes it
+    after a SIGKILL.
     """
     if path == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -424,7 +429,7 @@ def write_output_atomically(path, text: str, *, kind: str, force: bool = False, 
     check_output_path(path, kind=kind, force=force, measured_paths=measured_paths, flag=flag)
     existed = os.path.exists(path)
     try:
-        replace_file_atomically(path, text.encode("utf-8"))
+        replace_file_atomically(path, text.encode("utf-8"), run=run)
     except OSError as exc:
         raise write_error(exc, path, flag=flag, existed=existed) from exc
 
@@ -448,15 +453,17 @@ def write_error(exc: OSError, path, *, flag: str, existed: bool, kept: str = "",
                                        f"({hint}){tail}")
 
 
-def replace_file_atomically(path, data: bytes) -> None:
+def replace_file_atomically(path, data: bytes, *, run=None) -> None:
     """Put *data* at *path* through a temporary file in the same folder, fsync and rename.
 
     A crash leaves either the earlier file or the new one, never half of one.
     A symbolic link is followed; a replaced file keeps its mode (a new one
     gets 0666 less the umask). Raises OSError; the temporary file is removed.
+    With *run* the temporary file is recorded in it before it is created
+    (a name of its own, made with O_EXCL) and marked gone once renamed or removed.
     """
     try:
-        _replace_file(path, data)
+        _replace_file(path, data, run)
     except OSError as exc:
         # Name the path: os.write and os.fsync raise without one ("No space left on device").
         if exc.filename is not None and os.fsdecode(exc.filename) == os.fspath(path):
@@ -488,12 +495,20 @@ def fsync_directory(directory: str) -> None:
             os.close(dfd)
 
 
-def _replace_file(path, data: bytes) -> None:
+def _replace_file(path, data: bytes, run=None) -> None:
     target = os.path.realpath(path)
     directory = os.path.dirname(target) or "."
-    tmp = None
+    tmp = res = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+        if run is None:
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+        else:
+            name = os.path.join(directory, f".{os.path.basename(target)}.{secrets.token_hex(6)}.tmp")
+            res = run.intend("file", path=name, not_before=time.time() - 1)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            tmp = name
+            st = os.fstat(fd)
+            run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
         try:
             match_mode(fd, target)
             view = memoryview(data)
@@ -509,4 +524,6 @@ def _replace_file(path, data: bytes) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        if res is not None:
+            run.absent(res)   # renamed over the target, or removed
     fsync_directory(directory)

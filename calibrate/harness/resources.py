@@ -78,6 +78,26 @@ def live_group_members(pgid: int) -> list[int]:
     return members
 
 
+def _orphaned_members(d: dict) -> list[int]:
+    """The live members of a recorded process group whose leader is gone.
+
+    A run killed by SIGKILL takes the leader with it (PR_SET_PDEATHSIG), not
+    what the leader started (a shell's fio, a wrapper's sleep): those stay in
+    the group. While any member lives the group's number stays allocated and
+    no new process can take it (the kernel frees a PID only when no process
+    uses it as its PID, process group or session: ``free_pid`` in
+    kernel/pid.c), so members found under the number while no process has
+    it, or while the leader's zombie has it, are this run's.
+    """
+    pid = int(d["pid"])
+    if not d.get("group"):
+        return []
+    ticks = process_start_ticks(pid)   # None: no process has the number (or its zombie was just reaped)
+    if ticks is not None and ticks != d.get("start_ticks"):
+        return []   # the number is another process's now: the group is long gone
+    return live_group_members(pid)
+
+
 #: How long a teardown waits for a killed process group to be gone [s]: a member inside a system call
 #: (mount(2) of btrfs, a loop ioctl) takes its SIGKILL only when the call returns, and what the call
 #: makes (a mount, a loop device) exists only then.
@@ -211,7 +231,7 @@ def present(res: Resource, *, foreign: bool = False) -> bool:
     if res.kind == "cgroup":
         return os.path.isdir(d["path"])
     if res.kind == "process":
-        return process_alive(int(d["pid"]), d.get("start_ticks"))
+        return process_alive(int(d["pid"]), d.get("start_ticks")) or bool(_orphaned_members(d))
     if res.kind == "pv":
         return bool(d.get("device")) and _lvm_has("pvs", d["device"])
     if res.kind == "vg":
@@ -234,7 +254,7 @@ def _remove(res: Resource, foreign: bool) -> str:
     d = res.details
     if res.kind == "process":
         pid = int(d["pid"])
-        if not process_alive(pid, d.get("start_ticks")):
+        if not process_alive(pid, d.get("start_ticks")) and not _orphaned_members(d):
             return ""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if d.get("group"):

@@ -7,9 +7,10 @@ image, temporary folders) does so through a :class:`Run`:
 - **Intent first.** :meth:`Run.intend` records a resource in the run's state
   file, ``<run root>/RUN-ID.json``, *before* the step that creates it runs,
   with what is needed to find it again (a loop device by its backing file's
-  inode and offset, a mount by its mount point, a cgroup by its path). SIGINT
-  and SIGTERM are blocked while a record is written, so a record is whole or
-  absent. The undo does not trust the step to have reported back: it looks
+  inode and offset, a mount by its mount point, a cgroup by its path). The
+  signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT:
+  :mod:`diskmodel.calibrate.harness.interrupts`) are blocked while a record is
+  written, so a record is whole or absent. The undo does not trust the step to have reported back: it looks
   (``losetup -J``, ``findmnt -J``, the cgroup's folder) and removes what it finds.
 - **Verified teardown.** :meth:`Run.undo` removes resources in reverse order and
   checks each one is gone; the
@@ -56,6 +57,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from diskmodel.calibrate.harness import locks
+from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
 from diskmodel.calibrate.harness.outputs import replace_file_atomically
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
                                                    process_start_ticks, undo_one)
@@ -77,14 +79,13 @@ log = logging.getLogger(__name__)
 RUN_DIR_ENV = "DISKMODEL_RUN_DIR"
 STATE_FORMAT = "diskmodel.runstate"
 STATE_FORMAT_VERSION = 1
-_HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 # --------------------------------------------------------------------------- signals
 
 @contextlib.contextmanager
 def signals_blocked():
-    """Hold SIGINT and SIGTERM (delivered on leaving) while a step and its record happen.
+    """Hold SIGINT, SIGTERM, SIGHUP and SIGQUIT (delivered on leaving) while a step and its record happen.
 
     Only the main thread receives Python's signal handlers; elsewhere this is
     a no-op.
@@ -101,7 +102,7 @@ def signals_blocked():
 
 @contextlib.contextmanager
 def _signals_ignored():
-    """SIGINT and SIGTERM ignored while tearing down, so a second Ctrl-C cannot cut it short."""
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored while tearing down, so a second Ctrl-C cannot cut it short."""
     old = {}
     if threading.current_thread() is threading.main_thread():
         for sig in _HANDLED_SIGNALS:
@@ -166,6 +167,7 @@ class Run:
         self.path = self.root / f"{self.run_id}.json"
         self._work_dir: Path | None = None
         self._lock = threading.RLock()
+        self._undone: list[str] = []   # what earlier undo() calls removed (a scratch file), for finish()
 
     # -- the state file
     def _save(self) -> None:
@@ -274,6 +276,7 @@ class Run:
                         report.left.append(f"{res.describe()}: {res.note}")
                     else:
                         report.removed.append(res.describe())
+                        self._undone.append(res.describe())
                 try:
                     self._save()
                 except OSError as exc:
@@ -283,7 +286,11 @@ class Run:
 
     def finish(self) -> TeardownReport:
         """Undo everything; remove the state file when all is checked gone."""
+        earlier = list(self._undone)
         report = self.undo()
+        # The report names what was torn down earlier in the run too (a scratch file removed when its
+        # fill was interrupted), not only what this last undo found.
+        report.removed[:0] = earlier
         if report.complete:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()

@@ -1,0 +1,142 @@
+"""The fault matrix, many times a cell: a signal at each phase of postmark, bench and calibrate.
+
+    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate]
+        [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--time-limit-s S] [--keep-going]
+
+The cells and the method are tests/_faults.py's (its module docstring holds
+them): a real ``diskmodel`` run is caught at a phase (a wrapper around the
+tool, a paused read or fsync, the run's state file), sent the signal, and the
+system is looked at afterwards (loop devices, mounts, cgroups, the run's
+folders, the state folder, the scratch, the output, the run's descendants);
+SIGKILL is followed by ``diskmodel cleanup``. tests/test_faults.py runs each
+cell $DISKMODEL_FAULT_REPEATS times (default 1); this script runs each cell
+``--repeats`` times, round-robin over the cells (so that a run stopped by
+``--time-limit-s`` has counted every cell about as often), and stops at the
+first failing trial unless ``--keep-going``.
+
+Needs root (loop devices, mounts, cgroups), postmark, fio, mkfs.ext3/ext4.
+Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
+share of trials that left nothing and said so (headline), the trial count,
+and per cell the trials run and passed and the first problems seen.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+import _faults  # noqa: E402
+
+
+def _names(allowed):
+    def parse(text: str) -> list[str]:
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [n for n in names if n not in allowed]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(allowed)}")
+        return names
+    return parse
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=_positive(int), default=20, help="trials per cell (default 20)")
+    p.add_argument("--subcommands", type=_names(tuple(_faults.PHASES)), default=list(_faults.PHASES),
+                   help="comma-separated (default postmark,bench,calibrate)")
+    p.add_argument("--signals", type=_names(tuple(s.name for s in _faults.ALL_SIGNALS)),
+                   default=[s.name for s in _faults.ALL_SIGNALS],
+                   help="comma-separated (default SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL)")
+    p.add_argument("--time-limit-s", type=_positive(float), default=None,
+                   help="stop starting trials after this long [s] (default: none)")
+    p.add_argument("--keep-going", action="store_true", help="go on after a failing trial (default: stop)")
+    add_results_dir_option(p)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        parser.error("needs root (loop devices, mounts, cgroups)")
+    missing = sorted({t for s in args.subcommands for t in _faults.TOOLS[s] if shutil.which(t) is None})
+    if missing:
+        parser.error(f"missing tools: {', '.join(missing)}")
+    cells = [(sub, phase, getattr(signal, name)) for sub in args.subcommands for phase in _faults.PHASES[sub]
+             for name in args.signals]
+    counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": []} for s, p, g in cells}
+    t0 = time.monotonic()
+    stopped = None
+    root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
+    try:
+        for rep in range(args.repeats):
+            for sub, phase, sig in cells:
+                if args.time_limit_s is not None and time.monotonic() - t0 > args.time_limit_s:
+                    stopped = f"--time-limit-s {args.time_limit_s:g} reached during repeat {rep + 1}"
+                    break
+                key = f"{sub}-{phase}-{sig.name}"
+                folder = root / f"{key}-{rep}"
+                problems = _faults.run_cell(folder, sub, phase, sig)
+                cell = counts[key]
+                cell["trials"] += 1
+                cell["passed"] += not problems
+                print(f"{key} #{rep + 1}: {'ok' if not problems else 'FAILED'}", flush=True)
+                if problems:
+                    cell["problems"].append(problems[:6])
+                    print("  " + "\n  ".join(problems), flush=True)
+                    if not args.keep_going:
+                        stopped = f"stopped at the first failing trial ({key} #{rep + 1})"
+                        break
+                else:
+                    shutil.rmtree(folder, ignore_errors=True)
+            if stopped:
+                break
+    finally:
+        wall_s = time.monotonic() - t0
+    trials = sum(c["trials"] for c in counts.values())
+    passed = sum(c["passed"] for c in counts.values())
+    full = [k for k, c in counts.items() if c["trials"] >= args.repeats and c["passed"] == c["trials"]]
+    figures = {
+        "trials_clean_pct": figure(100.0 * passed / trials if trials else None, "%",
+                                   "trials that said so and left nothing (signal at a phase, or SIGKILL "
+                                   "then cleanup)", decimals=1, headline=True),
+        "trials": figure(trials, "count", "trials run", decimals=0),
+        "cells_clean_at_full_repeats": figure(len(full), "count",
+                                              f"cells with all of --repeats trials clean, of {len(cells)}",
+                                              decimals=0),
+        "wall_s": figure(wall_s, "s", "wall time of the whole matrix", decimals=0),
+    }
+    notes = [stopped] if stopped else []
+    if any(c["problems"] for c in counts.values()):
+        notes.append(f"failing trials' folders kept under {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    write_result("faults_check", figures, options=options_of(parser, args), details={"cells": counts},
+                 notes=notes, results_dir=args.results_dir)
+    print(f"trials_clean: {passed} of {trials}; cells clean at {args.repeats} trials: {len(full)} of {len(cells)}")
+    return 0 if passed == trials and not stopped else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

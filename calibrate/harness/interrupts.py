@@ -1,0 +1,91 @@
+"""The signals that end a run the way Ctrl-C does, and the exception they raise.
+
+SIGINT (Ctrl-C), SIGTERM (``kill``, a service manager, a batch scheduler),
+SIGHUP (the terminal or the ssh connection closed) and SIGQUIT (Ctrl-\\) each
+end a run with the same teardown: inside :class:`handle_signals` they raise
+:class:`Interrupted` (a :class:`KeyboardInterrupt`), so that every ``finally``
+and every :func:`~diskmodel.calibrate.harness.runstate.ensure_run` undoes
+what it built. Left at their default dispositions, SIGTERM, SIGHUP and SIGQUIT
+kill the interpreter at once and run no Python code at all (signal(7)).
+
+The command line (:func:`diskmodel.calibrate.cli.main`) holds
+:class:`handle_signals` for the whole of a run, so no subcommand is left out;
+library entry points that build things (``run_on_stack``, ``measure_stack``)
+hold it too, for callers that are not the command line. The run state
+(:mod:`diskmodel.calibrate.harness.runstate`) blocks :data:`HANDLED_SIGNALS`
+while it writes a record and ignores them while it tears down.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+
+__all__ = ["HANDLED_SIGNALS", "Interrupted", "handle_signals"]
+
+# The signals a run turns into a teardown; SIGKILL and SIGSTOP cannot be caught (signal(7)), and a
+# run killed by SIGKILL is undone afterwards by `diskmodel cleanup`.
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+class Interrupted(KeyboardInterrupt):
+    """One of :data:`HANDLED_SIGNALS` arrived; raised so ``finally`` blocks tear down."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class handle_signals:
+    """Context manager: each of :data:`HANDLED_SIGNALS` raises :class:`Interrupted` inside it.
+
+    The first signal raises; a later one (a second Ctrl-C, the SIGTERM a
+    closing terminal may send after its SIGHUP) is dropped until the
+    outermost context is left, so that it cannot cut short the teardown the
+    first one started, nor the report that follows it. Contexts nest: only
+    the outermost installs handlers (an inner one inside the command line's
+    is a no-op) and its exit puts back the handlers that were there before.
+    Only in the main thread (elsewhere it does nothing, as Python runs
+    handlers only there).
+    """
+
+    def __init__(self) -> None:
+        self._old: dict[int, object] = {}
+        self._active = False
+
+    def __enter__(self) -> "handle_signals":
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._active = True
+        _state["depth"] += 1
+        if _state["depth"] == 1:
+            _state["received"] = None
+            for sig in HANDLED_SIGNALS:
+                self._old[sig] = signal.signal(sig, _raise)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._active:
+            return
+        self._active = False
+        _state["depth"] -= 1
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+        if _state["depth"] == 0:
+            _state["received"] = None
+
+
+def received() -> int | None:
+    """The signal that interrupted the current outermost :class:`handle_signals` context, if any."""
+    return _state["received"]
+
+
+# How deep the main thread is in handle_signals contexts, and the first signal received inside them.
+_state: dict = {"depth": 0, "received": None}
+
+
+def _raise(signum, frame) -> None:
+    if _state["received"] is not None:
+        return
+    _state["received"] = signum
+    raise Interrupted(signum)

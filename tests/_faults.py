@@ -1,0 +1,370 @@
+"""A signal at a chosen phase of a real ``diskmodel`` run, then a look at the system: the fault matrix.
+
+Used by tests/test_faults.py (each cell :data:`REPEATS` times, default 1) and
+by benchmarks/faults_check.py (each cell 20 times). A cell is (subcommand,
+phase, signal):
+
+- ``postmark`` on a native ext3 stack over a new scratch file; phases: the
+  scratch fill, ``losetup``, ``mkfs.ext3``, ``mount``, PostMark running;
+- ``bench`` on a host stack (ext4 over a loop device holding an image file
+  under a loop device, throttled by a blkio cgroup where cgroup v1 has one);
+  phases: ``losetup``, ``mkfs.ext4``, ``mount``, the fio workload running;
+- ``calibrate`` of a written regular file, with ``--json OUT``; phases: the
+  first read (the probe), a read in the middle of the stages, the JSON
+  output's temporary file written and fsynced but not yet renamed.
+
+A phase is caught deterministically: a wrapper first on PATH runs the real
+tool and then touches a mark file and sleeps (the window after the tool has
+done its work and before the run has heard back); PostMark and fio are seen
+in the run's state file; calibrate's reads and fsync are paused the same way
+by a ``sitecustomize`` module put on PYTHONPATH for the child alone.
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT must end the run with status 128+N, the
+line ``diskmodel: error: interrupted by SIGNAME; the run did not finish`` and
+(where something was built) the teardown's report; SIGKILL leaves a state
+file that ``diskmodel cleanup`` must undo. Either way nothing may be left:
+looked for in ``losetup``, /proc/mounts, the cgroup folders, the run's
+folders, the state folder, the scratch, the output, and every process whose
+environment carries the trial's mark (every descendant of the run inherits it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
+CAUGHT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+ALL_SIGNALS = (*CAUGHT_SIGNALS, signal.SIGKILL)
+PHASES = {
+    "postmark": ("fill", "losetup", "mkfs", "mount", "postmark"),
+    "bench": ("losetup", "mkfs", "mount", "workload"),
+    "calibrate": ("probe", "measure", "write"),
+}
+TOOLS = {
+    "postmark": ("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt"),
+    "bench": ("fio", "losetup", "mkfs.ext4", "mount", "umount", "findmnt", "truncate", "blockdev"),
+    "calibrate": (),
+}
+REPEATS_ENV = "DISKMODEL_FAULT_REPEATS"
+PHASE_TIMEOUT_S = 120.0
+EXIT_TIMEOUT_S = 120.0
+_WRAPPED = {("postmark", "losetup"): ("losetup", "--find"), ("postmark", "mkfs"): ("mkfs.ext3", "-q"),
+            ("postmark", "mount"): ("mount", "-t"), ("bench", "losetup"): ("losetup", "--find"),
+            ("bench", "mkfs"): ("mkfs.ext4", "-q"), ("bench", "mount"): ("mount", "-t")}
+POSTMARK_RUN = ["--layout", "native", "--workload", "test1", "--size", "16M", "--files", "50",
+                "--transactions", "200000", "--max-size", "8000", "--quiet"]
+MIB = 1 << 20
+
+
+def repeats() -> int:
+    """How many times each cell runs: $DISKMODEL_FAULT_REPEATS (a whole number >= 1), default 1."""
+    text = os.environ.get(REPEATS_ENV, "1")
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{REPEATS_ENV} must be a whole number >= 1 (got {text!r})")
+    return value
+
+
+def wait_until(cond, timeout_s: float, what: str, proc: subprocess.Popen | None = None, poll_s: float = 0.02):
+    """Poll *cond* until it is true and return it; AssertionError naming *what* on a timeout or an early exit."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        value = cond()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended (status {proc.returncode}) before {what}")
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+# ---------------------------------------------------------------- the system, looked at
+
+def loops_over(folder: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if str(folder) in ln]
+
+
+def mounts_of(folder: Path, pid: int) -> list[str]:
+    return [ln for ln in Path("/proc/mounts").read_text().splitlines()
+            if str(folder) in ln or ("/diskmodel-run-" in ln and f"-{pid}-" in ln)]
+
+
+def cgroups_of(pid: int) -> list[Path]:
+    found = []
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/unified"),
+                 Path("/sys/fs/cgroup/blkio")):
+        found += list(root.glob(f"diskmodel-*-{pid}-*"))
+    return found
+
+
+def run_folders(pid: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"diskmodel-run-*-{pid}-*"))
+
+
+def processes_marked(mark: Path) -> list[str]:
+    """Live processes whose environment holds this trial's mark (every descendant of the run does)."""
+    needle = f"DISKMODEL_TEST_MARK={mark}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if needle not in (d / "environ").read_bytes().split(b"\0"):
+                continue
+            if (d / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            found.append(f"{d.name} {(d / 'comm').read_text().strip()}")
+        except OSError:
+            pass
+    return found
+
+
+def state(run_dir: Path) -> list[dict]:
+    out = []
+    for path in run_dir.glob("*.json"):
+        try:
+            out += json.loads(path.read_text())["resources"]
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
+
+def has_process(run_dir: Path, name_prefix: str) -> bool:
+    return any(r["kind"] == "process" and r["state"] == "created"
+               and str(r["details"].get("name", "")).startswith(name_prefix) for r in state(run_dir))
+
+
+def left_behind(trial: "Trial", pid: int) -> list[str]:
+    """What the run left on the system (empty: nothing)."""
+    left = [f"loop device {ln}" for ln in loops_over(trial.folder)]
+    left += [f"mount {ln}" for ln in mounts_of(trial.folder, pid)]
+    left += [f"cgroup {p}" for p in cgroups_of(pid)]
+    left += [f"run folder {p}" for p in run_folders(pid)]
+    left += [f"state file {p}" for p in trial.run_dir.glob("*.json")]
+    left += [f"process {p}" for p in processes_marked(trial.mark)]
+    if trial.subcommand in ("postmark", "bench") and trial.scratch.exists():
+        left.append(f"scratch {trial.scratch}")
+    if trial.subcommand == "calibrate":
+        left += [f"output {p}" for p in trial.folder.glob("*out.json*")]
+        if not trial.target.exists():
+            left.append(f"the calibrated file {trial.target} is gone")
+    return left
+
+
+# ---------------------------------------------------------------- catching a phase
+
+def wrapper_dir(folder: Path, tool: str, when: str) -> Path:
+    """A folder holding a *tool* that runs the real one, then (when its arguments
+    contain *when*) touches $DISKMODEL_TEST_MARK and sleeps: the signal's window."""
+    real = shutil.which(tool)
+    if real is None:
+        raise FileNotFoundError(f"{tool} is not installed")
+    wrap = folder / f"wrap-{tool}"
+    wrap.mkdir()
+    script = wrap / tool
+    script.write_text(f"""#!/bin/sh
+{real} "$@"
+rc=$?
+case " $* " in
+  *" {when} "*) [ "$rc" = 0 ] && touch "$DISKMODEL_TEST_MARK" && sleep 60 ;;
+esac
+exit $rc
+""")
+    script.chmod(0o755)
+    return wrap
+
+
+# Loaded by the calibrate child alone (PYTHONPATH): pauses after the Nth read, or after the fsync
+# of the output's temporary file, touching the mark first.
+_SITECUSTOMIZE = '''
+import os, time
+_phase = os.environ.get("DISKMODEL_TEST_PAUSE", "")
+_mark = os.environ.get("DISKMODEL_TEST_MARK", "")
+
+def _pause():
+    open(_mark, "w").close()
+    time.sleep(60)
+
+if _phase.startswith("read:"):
+    _n, _count, _preadv = int(_phase[5:]), [0], os.preadv
+
+    def _counted_preadv(*args, **kwargs):
+        out = _preadv(*args, **kwargs)
+        _count[0] += 1
+        if _count[0] == _n:
+            _pause()
+        return out
+    os.preadv = _counted_preadv
+elif _phase == "fsync:output":
+    _fsync = os.fsync
+
+    def _paused_fsync(fd):
+        _fsync(fd)
+        try:
+            name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        except (OSError, TypeError):
+            return
+        if name.startswith(".out.json.") and name.endswith(".tmp"):
+            _pause()
+    os.fsync = _paused_fsync
+'''
+
+_CALIBRATE_PAUSE = {"probe": "read:1", "measure": "read:300", "write": "fsync:output"}
+
+
+def _bench_stack(folder: Path) -> Path:
+    from diskmodel.model.loop_file import nested_loop_files
+    from diskmodel.model.stack import FileSystemNode, Stack
+    from diskmodel.model.volumes import Partition
+
+    stack = Stack(FileSystemNode(nested_loop_files(Partition(MIB, 96 * MIB), 1), kind="ext3"))
+    path = folder / "stack.json"
+    path.write_text(stack.to_json())
+    return path
+
+
+def _blkio_v1() -> bool:
+    return Path("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device").exists()
+
+
+class Trial:
+    """One run of *subcommand*, caught at *phase*, in a folder of its own."""
+
+    def __init__(self, folder: Path, subcommand: str, phase: str) -> None:
+        if phase not in PHASES[subcommand]:
+            raise ValueError(f"phase {phase!r} is not one of {subcommand}'s {PHASES[subcommand]}")
+        folder.mkdir(parents=True)
+        self.folder, self.subcommand, self.phase = folder, subcommand, phase
+        self.run_dir, self.mark = folder / "run", folder / "mark"
+        self.scratch, self.target, self.output = folder / "scratch.img", folder / "disk.img", folder / "out.json"
+        self.proc: subprocess.Popen | None = None
+
+    def _argv_env(self) -> tuple[list[str], dict]:
+        env = dict(os.environ, DISKMODEL_RUN_DIR=str(self.run_dir), DISKMODEL_TEST_MARK=str(self.mark))
+        env.pop("DISKMODEL_DEBUG", None)
+        wrapped = _WRAPPED.get((self.subcommand, self.phase))
+        if wrapped is not None:
+            env["PATH"] = f"{wrapper_dir(self.folder, *wrapped)}:{env['PATH']}"
+        if self.subcommand == "postmark":
+            size = ["--size", "256M"] if self.phase == "fill" else []  # a fill long enough to be caught in
+            return [DISKMODEL, "postmark", *POSTMARK_RUN, *size, "--scratch", str(self.scratch)], env
+        if self.subcommand == "bench":
+            slow = ["--slow", "sda=4M"] if _blkio_v1() else []  # a throttle cgroup, and fio slow enough to catch
+            return [DISKMODEL, "bench", "--stack", str(_bench_stack(self.folder)), "--workload", "seqwrite_1m",
+                    "--size", "24M", "--scratch", str(self.scratch), *slow], env
+        with open(self.target, "wb") as f:
+            f.write(os.urandom(32 * MIB))
+            os.fsync(f.fileno())
+        pause = self.folder / "pause"
+        pause.mkdir()
+        (pause / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        env["PYTHONPATH"] = f"{pause}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(pause)
+        env["DISKMODEL_TEST_PAUSE"] = _CALIBRATE_PAUSE[self.phase]
+        return [DISKMODEL, "calibrate", str(self.target), "--budget-s", "8", "--json", str(self.output),
+                "--no-progress"], env
+
+    def start(self) -> "Trial":
+        argv, env = self._argv_env()
+        self._out = open(self.folder / "stdout", "wb")
+        self._err = open(self.folder / "stderr", "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL)
+        return self
+
+    def wait_for_phase(self) -> None:
+        proc, what = self.proc, f"phase {self.phase} of {self.subcommand}"
+        if self.subcommand == "postmark" and self.phase == "fill":
+            wait_until(lambda: self.scratch.exists() and self.scratch.stat().st_size > 0, PHASE_TIMEOUT_S, what, proc)
+        elif self.subcommand == "postmark" and self.phase == "postmark":
+            wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
+        elif self.subcommand == "bench" and self.phase == "workload":
+            # fio recorded in the run (started as itself, or by the workload's shell), and running
+            wait_until(lambda: has_process(self.run_dir, "fio") or has_process(self.run_dir, "workloads on"),
+                       PHASE_TIMEOUT_S, what, proc)
+            wait_until(lambda: any(p.endswith(" fio") for p in processes_marked(self.mark)), PHASE_TIMEOUT_S,
+                       "fio to start", proc)
+        else:
+            wait_until(self.mark.exists, PHASE_TIMEOUT_S, what, proc)
+
+    def stderr(self) -> str:
+        return (self.folder / "stderr").read_text(errors="replace")
+
+    def stop(self) -> None:
+        """Kill the run if it still runs (a failed trial), and close its output files."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+            if f is not None:
+                f.close()
+
+
+def cleanup(run_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([DISKMODEL, "cleanup"], env=dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir)),
+                          capture_output=True, text=True, timeout=300)
+
+
+def run_cell(folder: Path, subcommand: str, phase: str, signum: int) -> list[str]:
+    """One trial of a cell: what went wrong (empty: the run said so and left nothing)."""
+    trial = Trial(folder, subcommand, phase)
+    name = signal.Signals(signum).name
+    problems: list[str] = []
+    try:
+        trial.start()
+        trial.wait_for_phase()
+        trial.proc.send_signal(signum)
+        try:
+            trial.proc.wait(timeout=EXIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            problems.append(f"still running {EXIT_TIMEOUT_S:g} s after {name}")
+    except (AssertionError, OSError) as exc:
+        problems.append(str(exc))
+    finally:
+        trial.stop()
+    pid, err = trial.proc.pid if trial.proc else -1, trial.stderr() if trial.proc else ""
+    if problems:
+        return problems + [f"stderr: {err[-1500:]}"]
+    if signum == signal.SIGKILL:
+        problems += _after_sigkill(trial)
+    else:
+        line = f"diskmodel: error: interrupted by {name}; the run did not finish"
+        if trial.proc.returncode != 128 + signum:
+            problems.append(f"exit status {trial.proc.returncode}, not {128 + signum}")
+        if line not in err.splitlines():
+            problems.append(f"no line {line!r}")
+        if subcommand != "calibrate" and "torn down and checked gone" not in err:
+            problems.append("no teardown report")
+        if "Traceback" in err:
+            problems.append("a traceback")
+    problems += [f"left behind: {x}" for x in left_behind(trial, pid)]
+    if problems:
+        problems.append(f"stderr: {err[-1500:]}")
+    return problems
+
+
+def _after_sigkill(trial: Trial) -> list[str]:
+    problems = []
+    # The tools the run started die with it (PR_SET_PDEATHSIG); what they started (a wrapper's sleep) is
+    # killed by cleanup, by its recorded process group.
+    try:
+        wait_until(lambda: not [p for p in processes_marked(trial.mark) if p.endswith((" postmark", " fio"))],
+                   10, "postmark or fio to die with the run")
+    except AssertionError as exc:
+        problems.append(str(exc))
+    res = cleanup(trial.run_dir)
+    if res.returncode != 0:
+        problems.append(f"cleanup failed ({res.returncode}): {res.stdout[-800:]} {res.stderr[-800:]}")
+    again = cleanup(trial.run_dir)
+    if again.returncode != 0 or "no run left anything behind" not in again.stdout:
+        problems.append(f"a second cleanup found more: {again.stdout[-800:]}")
+    return problems
