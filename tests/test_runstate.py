@@ -71,8 +71,9 @@ def _plant_as_nobody(run_dir: Path, victim: Path, proof: Path) -> Path:
         {"id": 0, "kind": "dir", "state": "created", "details": {"path": str(victim)}},
         {"id": 1, "kind": "command", "state": "created", "details": {"undo": f"touch {proof}"}}])
     path = run_dir / "planted.json"
-    subprocess.run([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
-                    str(path), json.dumps(state)], preexec_fn=_as_nobody, check=True)
+    # coreutils' tee, not this venv's python: nobody may not reach an interpreter under /root
+    subprocess.run(["tee", str(path)], input=json.dumps(state), text=True, stdout=subprocess.DEVNULL,
+                   preexec_fn=_as_nobody, check=True)
     assert path.stat().st_uid == NOBODY
     return path
 

@@ -38,7 +38,6 @@ import site
 import stat
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -360,19 +359,6 @@ def _stop_drive(run, drv: _Drive, say, lateness_bound_s: float) -> None:
 
 
 @contextlib.contextmanager
-def _signals_ignored():
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
 def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: float = LATENESS_P99_BOUND_S,
                     realtime_priority: int | None = None, say=None):
     """Serve each of *drives* as a block device; yields a list of :class:`EmulatedDevice`.
@@ -419,6 +405,6 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
                 _start_drive(run, drv, backing_dir, log_dir, i, realtime_priority)
             yield [d.device for d in built]
         finally:
-            with _signals_ignored():
+            with runstate.signals_ignored():
                 for drv in reversed(built):
                     _stop_drive(run, drv, say, lateness_bound_s)

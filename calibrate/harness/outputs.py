@@ -485,6 +485,14 @@ def match_mode(fd: int, target: str) -> None:
             os.fchown(fd, old.st_uid, old.st_gid)
 
 
+def write_fully(fd: int, data: bytes) -> None:
+    """Write all of *data* to the open file *fd* (os.write may take part of it) and fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
 def fsync_directory(directory: str) -> None:
     """Make a rename in *directory* durable (best effort: not every file system allows it)."""
     with contextlib.suppress(OSError):
@@ -511,11 +519,7 @@ def _replace_file(path, data: bytes, run=None) -> None:
             run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
         try:
             match_mode(fd, target)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
+            write_fully(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, target)

@@ -59,10 +59,7 @@ def exchange_paths(a, b) -> None:
 def _write_file(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        outputs.write_fully(fd, data)
     finally:
         os.close(fd)
 

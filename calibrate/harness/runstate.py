@@ -58,7 +58,7 @@ from typing import Callable, Iterable, Iterator
 
 from diskmodel.calibrate.harness import locks
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
-from diskmodel.calibrate.harness.outputs import replace_file_atomically
+from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
                                                    process_start_ticks, undo_one)
 
@@ -71,6 +71,7 @@ __all__ = [
     "ensure_run",
     "run_root",
     "signals_blocked",
+    "signals_ignored",
     "stale_runs",
 ]
 
@@ -101,7 +102,7 @@ def signals_blocked():
 
 
 @contextlib.contextmanager
-def _signals_ignored():
+def signals_ignored():
     """SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored while tearing down, so a second Ctrl-C cannot cut it short."""
     old = {}
     if threading.current_thread() is threading.main_thread():
@@ -193,10 +194,7 @@ class Run:
         fd, tmp = tempfile.mkstemp(prefix=f".{self.run_id}.", suffix=".tmp", dir=self.root)
         try:
             try:
-                view = memoryview(text)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
+                write_fully(fd, text)
             finally:
                 os.close(fd)
             os.rename(tmp, self.path)
@@ -268,7 +266,7 @@ class Run:
         """Remove *resources* (default: all of this run's) in reverse order, checking each is gone."""
         chosen = list(self.resources if resources is None else resources)
         report = TeardownReport()
-        with self._lock, _signals_ignored():
+        with self._lock, signals_ignored():
             for res in reversed(chosen):
                 if res.state in ("intended", "created", "left"):
                     undo_one(res)
@@ -469,7 +467,7 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                 say(f"  would remove {res.describe()}" if there is True else
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
             return True
-        with _signals_ignored():
+        with signals_ignored():
             for res in reversed(todo):
                 undo_one(res, foreign=True)
                 say(f"  removed {res.describe()}" if res.state == "removed"

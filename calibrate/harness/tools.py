@@ -12,7 +12,6 @@ filled.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 
 __all__ = ["DEBIAN_PACKAGES", "MissingTools", "require_tools", "tools_of_plan", "require_free_space"]
@@ -38,13 +37,15 @@ class MissingTools(RuntimeError):
 
 
 def tools_of_plan(plan) -> list[str]:
-    """The programs of DEBIAN_PACKAGES that the steps of a stack's plan (provision.StackPlan) call, in order."""
+    """The programs the steps of a stack's plan (provision.StackPlan) run, and those their undos run, in order."""
+    from diskmodel.calibrate.bench.steps import UNDO_ARGV
+
     found: dict[str, None] = {}
     for step in plan.steps:
-        text = " ".join(t for t in (step.command, step.undo) if t)
-        for name in DEBIAN_PACKAGES:
-            if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w.-])", text):
-                found[name] = None
+        if step.argv and isinstance(step.argv[0], str):
+            found[step.argv[0]] = None
+        if step.resource is not None and step.resource[0] in UNDO_ARGV:
+            found[UNDO_ARGV[step.resource[0]][0][0]] = None
     return list(found)
 
 
