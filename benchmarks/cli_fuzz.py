@@ -13,16 +13,14 @@ child with a wall-time limit (``--timeout-s``) and an address-space limit
 
 The cases come from the parser itself (:func:`diskmodel.calibrate.cli.build_parser`): for each option
 that takes a value, bad values chosen by its kind (a number, a byte count, a choice, a file), plus each
-subcommand with an unknown flag, a missing value and no arguments. Prints the counts and writes them,
-with every case's class, as JSON (``--out``).
+subcommand with an unknown flag, a missing value and no arguments. Prints the counts and writes
+``benchmarks/results/cli_fuzz.json`` (see ``_artifact.py``), with every case's class in its details.
 
-Run as root (the postmark and bench cases check root first):
-``python benchmarks/cli_fuzz.py --out benchmarks/results/cli_fuzz.json``.
+Run as root (the postmark and bench cases check root first): ``python benchmarks/cli_fuzz.py``.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -34,6 +32,9 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
@@ -177,7 +178,7 @@ def run_case(args: list[str], inputs: Path, root: Path, ident: str, timeout_s: f
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="write the counts and the cases as JSON here (default: none)")
+    add_results_dir_option(parser)
     parser.add_argument("--timeout-s", type=float, default=90.0, help="wall-time limit of a case (default 90)")
     parser.add_argument("--memory-bytes", type=int, default=6 << 30, help="RLIMIT_AS of a case (default 6 GiB)")
     parser.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
@@ -199,8 +200,19 @@ def main(argv=None) -> int:
     for r in results:
         if r["class"] not in ("one_line", "accepted"):
             print(f"  {r['class']:<13} {r['id']}: {' '.join(r['args'])[:160]} -> {r['stderr'][:200]!r}")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"counts": dict(counts), "cases": results}, indent=1) + "\n")
+    n = len(results)
+    figures = {
+        "one_line_pct": figure(100.0 * counts["one_line"] / n if n else None, "%",
+                               "bad command lines answered with one error line, nothing written",
+                               decimals=1, headline=True),
+        "cases": figure(n, "count", "command lines tried", decimals=0),
+        **{f"{kind}_cases": figure(counts[kind], "count", f"cases classed {kind}", decimals=0)
+           for kind in ("accepted", "traceback", "usage_dump", "multi_line", "hang", "crash", "memory",
+                        "files_written")},
+    }
+    write_result("cli_fuzz", figures, options=options_of(parser, args), details={"cases": results},
+                 results_dir=args.results_dir)
+    print(f"one_line: {counts['one_line']} of {n}")
     return 0
 
 
