@@ -141,7 +141,8 @@ class OutputReservation:
             self.run.absent(res)
             raise self._error(exc, before_run=True) from exc
         st = os.fstat(self._fd)
-        self.run.created(res, ino=st.st_ino, dev=st.st_dev)
+        # "major:minor", as every file record keeps its device (resources.file_is_ours compares them)
+        self.run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
         try:
             self._reserve()
         except OSError as exc:
