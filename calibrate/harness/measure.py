@@ -181,8 +181,8 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         The device or file measured (for the reads-reached-device and
         written-data checks of a real target).
     kind : "device", "simulated" or "custom"; default from the backend's type.
-    fractions : (rotation, zones, seek)
-        Shares of the budget.
+    fractions : tuple of three floats
+        Shares of the budget: rotation, zones and the seek curve.
     writer : None (the default: read-only, nothing is written), or what writes the target
         (:func:`diskmodel.calibrate.harness.writes.writer_for`): then, after the
         reads, ``WRITE_COUNT`` one-block writes of zeros at random offsets time the

@@ -7,12 +7,14 @@ through the file's extent map (``[(file_offset, length, disk_offset), ...]``, wh
 prints), splitting it at extent boundaries.
 
 What the host file system must handle itself goes to the ``file`` stream, in file offsets:
+
 - writes into a hole of a sparse image: the file system allocates there (where is its decision, and
   its cost is the file-system layer's); the first write to each ``block_bytes`` block of a hole is
   flagged ALLOC, and ``allocated`` lists the newly allocated ranges;
 - reads of a hole after part of it was written (the data's place is the file system's);
 - flushes (loop.c, lo_req_flush: vfs_fsync of the backing file) and discards (lo_fallocate with
   FALLOC_FL_PUNCH_HOLE).
+
 A read of a hole never written returns zeros without device I/O.
 
 Buffered loop (direct I/O off) caches the image's pages a second time in the host's page cache and

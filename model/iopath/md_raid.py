@@ -15,14 +15,16 @@ Every level adds the members' ``data_offset_bytes`` (where md's data starts afte
 
 Read balancing (:func:`read_balance`), a simplification of raid1.c's read_balance (choose_best_rdev
 since 6.9) and raid10.c's read_balance that needs no clock:
-  1. RAID 1 only: a read that starts where the previous read sent to a mirror ended stays on that
-     mirror (``next_seq_sect``: "Don't change to another disk for sequential reads");
-  2. with ``members_idle`` true (queue depth 1: no member has a request pending), the first
-     candidate wins: raid1 takes the least-pending mirror (the first with 0 pending) when any mirror
-     is idle, and raid10's near layout gives an idle copy distance 0;
-  3. with ``members_idle`` false (every member busy, a deep queue), the candidate whose head is
-     nearest wins (``abs(sector - head_position)``; the first on a tie); every completed read or write
-     moves its member's head to the request's end (update_head_pos).
+
+1. RAID 1 only: a read that starts where the previous read sent to a mirror ended stays on that
+   mirror (``next_seq_sect``: "Don't change to another disk for sequential reads");
+2. with ``members_idle`` true (queue depth 1: no member has a request pending), the first
+   candidate wins: raid1 takes the least-pending mirror (the first with 0 pending) when any mirror
+   is idle, and raid10's near layout gives an idle copy distance 0;
+3. with ``members_idle`` false (every member busy, a deep queue), the candidate whose head is
+   nearest wins (``abs(sector - head_position)``; the first on a tie); every completed read or write
+   moves its member's head to the request's end (update_head_pos).
+
 Rule 2 needs no loop: it sends every read to the first candidate (no other mirror ever gets the read
 that rule 1 would need). Rule 3 is a per-request Python loop: each choice depends on the heads the
 previous requests left.
