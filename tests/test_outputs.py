@@ -346,7 +346,7 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     real_fsync = os.fsync
 
     def failing_fsync(fd):  # the output's disk fails; the run state's and the kept result's do not
-        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path)):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(f"{tmp_path}/"):  # not the run folder beside it
             raise OSError(errno.EIO, "Input/output error")
         real_fsync(fd)
 
