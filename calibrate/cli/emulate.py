@@ -74,6 +74,9 @@ def _run(args) -> int:
     try:
         with emulated_drives(specs, backing_dir=args.backing_dir, log_dir=args.log_dir, lateness_bound_s=bound,
                              realtime_priority=args.realtime_priority, say=_stderr) as devices:
+            # serving from here on: a SIGINT that lands while the ready line is printed (a caller that
+            # reads it may signal at once) is the normal end, not an interrupted set-up
+            serving = True
             if args.json:
                 print(json.dumps({"devices": [d.as_dict() for d in devices]}), flush=True)
             else:
@@ -82,7 +85,6 @@ def _run(args) -> int:
                           f"{d.fixed_cost_s * 1e3:.3f} ms)", flush=True)
                 print("serving " + (f"for {args.for_s:g} s" if args.for_s else "until SIGINT or SIGTERM"),
                       flush=True)
-            serving = True
             _serve(args.for_s, devices)
     except KeyboardInterrupt:  # SIGINT or SIGTERM (host_executor.Interrupted) while serving: the normal end
         if not serving:
