@@ -298,8 +298,11 @@ class _Fs:
             self.j.write_inplace(t)
 
 
-def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0) -> FsResult:
-    """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``."""
+def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
+                sparse: bool = False) -> FsResult:
+    """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
+    the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
+    (a sparse loop image: its blocks are allocated by their first write)."""
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -309,7 +312,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         ino = fs.new_inode(f, int(ops.dir_of_file[f]))
         fs.dir_block(None, ino.dir, 1)
         n = -(-int(ops.initial_bytes[f]) // fs.bs)
-        if n:
+        if n and not sparse:
             for db, k in fs.alloc.data(ino.group, n, None):
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k

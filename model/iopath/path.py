@@ -1,0 +1,166 @@
+"""The whole I/O path of a stack: workload -> page cache -> file system -> block layers -> devices.
+
+:func:`run` takes a :class:`diskmodel.model.stack.Stack` (the JSON stack nodes) and a workload's
+:class:`~.fileops.FileOps`, and returns ``{device: Stream}`` for every device of the stack, from the
+file system's volume down to the disks, each as its queue sends it (merged within one issue instant,
+split at ``max_sectors_kb``: :mod:`.block_layer`).
+
+Nodes (model/volumes.py, raid.py, thin.py, loop_file.py):
+
+- ``partition``: :func:`.partition.partition` onto its disk;
+- ``lvm_linear``: dm-linear over the physical volumes (each a partition);
+- ``lvm_striped``: dm-striped over them;
+- ``raid`` (md): RAID 0/1/5/6 (:mod:`.md_raid`, :mod:`.md_parity`), 512 KiB chunks by default;
+- ``thin``: dm-thin onto its pool's data device, the metadata commits on a ``<name>-meta`` device;
+- ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
+  page cache (buffered: the image's pages cached a second time and written back by the host's
+  write-back; direct I/O: passed through the cache), flushes an fsync of the image; the host
+  file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
+  first write; a zero-filled one is allocated from the start.
+
+Bad input: one ValueError line naming the node (its path in the stack) and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from . import block_layer
+from .dm_linear import dm_linear
+from .dm_striped import dm_striped
+from .dm_thin import dm_thin
+from .fileops import FileOps, Kind
+from .fs import file_system
+from .fs_layout import FS_KINDS, FsParams
+from .md_parity import md_raid5, md_raid6
+from .md_raid import md_raid0, md_raid1
+from .pagecache import CacheParams, page_cache
+from .partition import partition
+from .stream import Op, Stream, concat
+
+__all__ = ["run", "fs_params_of", "queue"]
+
+DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
+
+
+def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Stream:
+    """A device's stream as its queue issues it: merged within each issue instant, then split."""
+    if not len(stream):
+        return stream
+    order = np.argsort(stream.time_s, kind="stable")
+    s = stream.take(order)
+    return block_layer.split(block_layer.merge(s, max_sectors_kb), max_sectors_kb)
+
+
+def _name(node, default: str) -> str:
+    return getattr(node, "name", "") or default
+
+
+def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams:
+    """The file-system layer's settings from a stack's file-system node."""
+    params = node.parameters
+    kind = node.kind
+    try:
+        return FsParams(kind=kind, device_bytes=int(device_bytes), block_bytes=int(params.block_size_bytes),
+                        inode_bytes=int(params.inode_size_bytes),
+                        journal_mode=params.journal_mode if kind in ("ext3", "ext4") else "ordered",
+                        commit_interval_s=float(params.commit_interval_s),
+                        journal_bytes=int(params.journal_size_bytes or (128 << 20)))
+    except ValueError as exc:
+        raise ValueError(f"{path} ({kind}): {str(exc).removeprefix('file system: ')}") from None
+
+
+def _merge(into: dict[str, Stream], more: dict[str, Stream]):
+    for name, s in more.items():
+        if name in into:
+            both = concat([into[name], s])
+            into[name] = both.take(np.argsort(both.time_s, kind="stable"))
+        else:
+            into[name] = s
+
+
+def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream]):
+    """Record ``stream`` as device ``name`` and pass it down through ``node``."""
+    stream = queue(stream)
+    _merge(out, {name: stream})
+    kind = type(node).__name__
+    if kind == "Partition":
+        _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes))})
+        return
+    if kind in ("LinearVolume", "StripedVolume"):
+        pvs = node.physical_volumes
+        names = [_name(pv, f"{name}-pv{i}") for i, pv in enumerate(pvs)]
+        if kind == "LinearVolume":
+            t = node.segment_table()
+            segs = []
+            for ls, ps, ln in zip(t["logical_start_bytes"].tolist(), t["physical_start_bytes"].tolist(), t["length_bytes"].tolist()):
+                i = next(k for k, pv in enumerate(pvs) if pv.start_bytes <= ps < pv.start_bytes + pv.size_bytes)
+                segs.append((ls, ln, names[i], ps - pvs[i].start_bytes))
+            parts = dm_linear(stream, segs)
+        else:
+            parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
+        for i, pv in enumerate(pvs):
+            if names[i] in parts:
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out)
+        return
+    if kind == "RaidArray":
+        members = node.members
+        names = [_name(m, f"{name}-m{i}") for i, m in enumerate(members)]
+        if node.tool != "md":
+            raise ValueError(f"{path} (raid): tool = {node.tool!r}: only md arrays are on the request-level path")
+        fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
+        parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
+        for i, m in enumerate(members):
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out)
+        return
+    if kind == "ThinVolume":
+        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
+        _merge(out, {f"{name}-meta": res.metadata})
+        _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out)
+        return
+    if kind == "LoopFile":
+        _loop(node, stream, name, path, cache, out)
+        return
+    raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
+
+
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
+    """The loop device's requests as file operations on its image, through the host's cache and
+    file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked; lo_req_flush is vfs_fsync)."""
+    host_kind = node.host_file_system
+    if host_kind not in FS_KINDS:
+        raise ValueError(f"{path} (loop_file): host_file_system = {host_kind!r} must be one of {', '.join(FS_KINDS)}")
+    keep = stream.op != Op.DISCARD
+    s = stream.take(keep)
+    kind = np.where(s.op == Op.READ, Kind.READ, np.where(s.op == Op.WRITE, Kind.WRITE, Kind.FSYNC)).astype(np.int8)
+    n = len(s)
+    ops = FileOps(
+        time_s=s.time_s.copy(), kind=kind, file=np.zeros(n, np.int64), offset_bytes=s.offset_bytes.copy(),
+        size_bytes=s.size_bytes.copy(), chunk_bytes=s.size_bytes.copy(), direct=np.full(n, bool(node.direct_io)),
+        dir_of_file=np.zeros(1, np.int64), initial_bytes=np.array([node.image_size_bytes], np.int64),
+    )
+    host_bytes = int(node.host.size_bytes)
+    try:
+        p = FsParams(kind=host_kind, device_bytes=host_bytes)
+    except ValueError as exc:
+        raise ValueError(f"{path}.host: {exc}") from None
+    res = page_cache(ops, cache)
+    fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out)
+
+
+def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:
+    """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring)."""
+    cache = cache or CacheParams()
+    if stack.is_nfs:
+        raise ValueError("file_system (nfs): an NFS mount is not on the request-level I/O path")
+    fs_node = stack.file_system
+    volume = stack.volume
+    p = fs_params_of(fs_node, int(volume.size_bytes))
+    res = page_cache(ops, cache)
+    fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
+    out: dict[str, Stream] = {}
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out)
+    return out
