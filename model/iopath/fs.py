@@ -45,6 +45,7 @@ from .stream import Flag, Op, Stream
 __all__ = ["FsResult", "file_system"]
 
 INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
+BIO_MAX_BYTES = 256 * 4096  # a bio holds at most BIO_MAX_VECS (256) pages: data goes down in such pieces
 DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
 
 
@@ -82,6 +83,11 @@ class _Fs:
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
+
+    def emit_data(self, t, op, off, size, flags):
+        """A data run as the bios the file system builds: pieces of at most BIO_MAX_BYTES."""
+        for o in range(off, off + size, BIO_MAX_BYTES):
+            self.rows.append((t, int(op), o, min(BIO_MAX_BYTES, off + size - o), flags))
 
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
@@ -250,7 +256,7 @@ class _Fs:
         flags = int(Flag.SYNC) if sync else 0
         if op == Op.READ:
             for db, n in self.map(ino, fb0, fb1):
-                self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
+                self.emit_data(t, Op.READ, db * self.bs, n * self.bs, flags)
             return
         kind = self.p.kind
         if kind == "btrfs":
@@ -278,7 +284,7 @@ class _Fs:
                     self.j.dirty(t, b, "data")
             return
         for db, n in self.map(ino, fb0, fb1):
-            self.emit(t, Op.WRITE, db * self.bs, n * self.bs, flags)
+            self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags)
 
     def fsync(self, t, f: int):
         if self.p.kind == "ext2":
