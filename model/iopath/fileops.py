@@ -26,8 +26,10 @@ The generators follow the real programs:
   ``size``; ``direct``; ``fsync`` every N writes; ``iodepth`` concurrent requests, issued at one
   instant each batch); a random job touches every block once (fio's random map, ``norandommap``
   off).
-- :func:`copy` reads a file in 128 KiB calls and writes its copy (coreutils ``cp``'s buffer,
-  io_blksize in src/ioblksize.h).
+- :func:`copy` is coreutils 9's ``cp``: it first asks for a clone (``--reflink=auto``, FICLONE),
+  which xfs and btrfs grant (blocks shared, no data copied); where refused it reads the file in
+  128 KiB calls and writes the copy (io_blksize in src/ioblksize.h). Those ops are marked
+  ``fallback``; :func:`resolve_clones` keeps one branch or the other.
 - :func:`metadata` creates, stats or deletes many small files in one directory.
 
 Every workload ends with a ``sync`` (the measurement's end: a benchmark syncs before it reads the
@@ -43,7 +45,7 @@ from enum import IntEnum
 
 import numpy as np
 
-__all__ = ["Kind", "FileOps", "postmark", "fio", "copy", "metadata", "WORKLOADS"]
+__all__ = ["Kind", "FileOps", "postmark", "fio", "copy", "metadata", "resolve_clones", "WORKLOADS"]
 
 
 class Kind(IntEnum):
@@ -54,6 +56,8 @@ class Kind(IntEnum):
     FSYNC = 4
     STAT = 5
     SYNC = 6
+    DROP = 7  # posix_fadvise(POSIX_FADV_DONTNEED): the file's clean pages leave the cache
+    CLONE = 8  # FICLONE: ``file`` becomes a copy sharing the blocks of file ``offset_bytes``
 
 
 _FIELDS = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")
@@ -72,6 +76,7 @@ class FileOps:
     direct: np.ndarray
     dir_of_file: np.ndarray
     initial_bytes: np.ndarray
+    fallback: np.ndarray | None = None  # ops done only when the CLONE before them is refused
 
     def __len__(self) -> int:
         return int(self.kind.size)
@@ -95,10 +100,13 @@ class _Builder:
         self.call_s, self.rate = float(call_s), float(copy_bytes_per_s)
         self.t = 0.0
         self.rows: list[tuple] = []
+        self.fallback: list[bool] = []
 
-    def add(self, kind: Kind, file: int, offset: int = 0, size: int = 0, chunk: int = 0, direct: bool = False, at=None):
+    def add(self, kind: Kind, file: int, offset: int = 0, size: int = 0, chunk: int = 0, direct: bool = False, at=None,
+            fallback: bool = False):
         calls = max(1, -(-size // chunk)) if chunk else 1
         self.rows.append((self.t if at is None else at, int(kind), file, offset, size, chunk or size, direct))
+        self.fallback.append(fallback)
         self.t += calls * self.call_s + (0.0 if direct else size / self.rate)
 
     def build(self, dir_of_file, initial_bytes, sync_at_end: bool) -> FileOps:
@@ -107,7 +115,8 @@ class _Builder:
         cols = list(zip(*self.rows)) if self.rows else [[]] * 7
         dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool)
         arrays = [np.asarray(c, dtype=d) for c, d in zip(cols, dtypes)]
-        return FileOps(*arrays, np.asarray(dir_of_file, np.int64), np.asarray(initial_bytes, np.int64))
+        return FileOps(*arrays, np.asarray(dir_of_file, np.int64), np.asarray(initial_bytes, np.int64),
+                       np.asarray(self.fallback, bool))
 
 
 def _whole(name: str, value, minimum: int) -> int:
@@ -190,8 +199,8 @@ def postmark(config, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, syn
 
 def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, fsync: int = 0,
         seed: int = 1, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, sync_at_end: bool = True) -> FileOps:
-    """One fio job on a laid-out file of ``size`` bytes (fio lays the file out and drops its cache
-    first, so it starts on the device and uncached)."""
+    """One fio job on a new file of ``size`` bytes; a read job's file is laid out first (written,
+    fsynced and dropped from the cache, as fio does before reading)."""
     if rw not in ("read", "write", "randread", "randwrite"):
         raise ValueError(f"workload: rw = {rw!r} must be read, write, randread or randwrite")
     bs = _whole("bs", bs, 1)
@@ -206,6 +215,12 @@ def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, 
         order = np.random.default_rng(seed).permutation(n)
     kind = Kind.READ if rw.endswith("read") else Kind.WRITE
     b = _Builder(call_s, copy_bytes_per_s)
+    b.add(Kind.CREATE, 0)
+    if kind == Kind.READ:
+        # fio lays a read job's file out (written whole), then drops it from the cache (invalidate=1).
+        b.add(Kind.WRITE, 0, 0, size, min(bs, 1 << 20))
+        b.add(Kind.FSYNC, 0)
+        b.add(Kind.DROP, 0)
     writes = 0
     for i, blk in enumerate(order.tolist()):
         # A batch of iodepth requests goes out at one instant (io_submit of the queue's fill).
@@ -215,7 +230,7 @@ def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, 
             writes += 1
             if fsync and writes % fsync == 0:
                 b.add(Kind.FSYNC, 0)
-    return b.build([0], [size], sync_at_end)
+    return b.build([0], [0], sync_at_end)
 
 
 def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
@@ -225,10 +240,11 @@ def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = 2e-6, copy
     chunk_bytes = _whole("chunk_bytes", chunk_bytes, 1)
     b = _Builder(call_s, copy_bytes_per_s)
     b.add(Kind.CREATE, 1)
+    b.add(Kind.CLONE, 1, 0, size)
     for off in range(0, size, chunk_bytes):
         n = min(chunk_bytes, size - off)
-        b.add(Kind.READ, 0, off, n, chunk_bytes)
-        b.add(Kind.WRITE, 1, off, n, chunk_bytes)
+        b.add(Kind.READ, 0, off, n, chunk_bytes, fallback=True)
+        b.add(Kind.WRITE, 1, off, n, chunk_bytes, fallback=True)
     return b.build([0, 0], [size, 0], sync_at_end)
 
 
@@ -250,6 +266,15 @@ def metadata(op: str, files: int, *, file_bytes: int = 0, call_s: float = 2e-6, 
             b.add(Kind.STAT if op == "stat" else Kind.DELETE, f)
     initial = np.zeros(files, np.int64) if op == "create" else np.full(files, file_bytes, np.int64)
     return b.build(np.zeros(files, np.int64), initial, sync_at_end)
+
+
+def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
+    """``ops`` on a file system that grants clones (``reflink``: drop the fallback ops) or not (drop
+    the clones)."""
+    if ops.fallback is None:
+        return ops
+    keep = ~ops.fallback if reflink else ops.kind != Kind.CLONE
+    return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None)
 
 
 #: Workload names ``diskmodel iopath --workload`` accepts, with their generator.

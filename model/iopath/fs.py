@@ -28,11 +28,13 @@ Reads of metadata: an inode not cached (a ``STAT`` from the cache) reads its ino
 reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its 8 KiB inode cluster,
 btrfs its 16 KiB leaf; a directory's blocks are read at the first lookup in it.
 
-fsync and sync commit (:mod:`.fs_journal`); ext2's fsync writes the inode's block and flushes.
+A clone (cp's FICLONE, granted by xfs and btrfs) shares the source's blocks: only extent references
+change. fsync and sync commit (:mod:`.fs_journal`); ext2's fsync writes the inode's block and flushes.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,10 +61,11 @@ class FsResult:
 
 
 class _Inode:
-    __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect")
+    __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect", "slot")
 
     def __init__(self, group: int, index: int, d: int):
         self.group, self.index, self.dir = group, index, d
+        self.slot = 0
         self.extents: list[list[int]] = []  # [file_block, count, device_block], by file_block
         self.blocks = 0
         self.inline = False
@@ -77,8 +80,10 @@ class _Fs:
         self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
         self.files: dict[int, _Inode] = {}
         self.next_ino = [0] * p.groups
+        self.free_ino: list[list[int]] = [[] for _ in range(p.groups)]
         self.dirs: dict[int, list[int]] = {}  # directory -> its blocks
-        self.entries: dict[int, int] = {}
+        self.entries: dict[int, int] = {}  # directory -> slots ever used
+        self.free_slots: dict[int, list[int]] = {}
         self.read_meta: set = set()
 
     def emit(self, t, op, off, size, flags=0):
@@ -92,30 +97,59 @@ class _Fs:
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
         g = self.alloc.group_of_dir(d)
-        ino = _Inode(g, self.next_ino[g], d)
-        self.next_ino[g] += 1
+        free = self.free_ino[g]
+        if free and self.p.kind != "btrfs":  # ext and xfs take the lowest free inode; btrfs never reuses one
+            index = heapq.heappop(free)
+        else:
+            index = self.next_ino[g]
+            self.next_ino[g] += 1
+        ino = _Inode(g, index, d)
         self.files[f] = ino
         return ino
 
+    def free_inode(self, ino: _Inode):
+        heapq.heappush(self.free_ino[ino.group], ino.index)
+        heapq.heappush(self.free_slots.setdefault(ino.dir, []), ino.slot)
+
     def inode_block(self, ino: _Inode):
+        """The inode's journal item: its table block (ext), the inode itself (xfs logs inodes, not
+        their buffers), its fs-tree leaf (btrfs)."""
         if self.p.kind == "btrfs":
             return ("fs", ino.group * 10**9 + ino.index // 40)
-        return self.p.inode_block(ino.group, ino.index)
+        blk = self.p.inode_block(ino.group, ino.index)
+        return ("xino", blk, ino.index) if self.p.kind == "xfs" else blk
 
-    def dir_block(self, t, d: int, add: int):
-        """The directory block holding entry number ``entries[d]``, allocating a new one when full."""
+    def meta(self, t, blk: int):
+        """Dirty a metadata block that is on the device already (a bitmap, a descriptor, an AG
+        header or btree block), reading it first when it is not cached (ext4_read_block_bitmap,
+        xfs_read_agf...)."""
+        if blk not in self.read_meta:
+            self.read_meta.add(blk)
+            self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
+        self.j.dirty(t, blk)
+
+    def dir_block(self, t, d: int, slot: int):
+        """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
         if self.p.kind == "btrfs":
-            return ("dir", d * 10**9 + self.entries.get(d, 0) // 80)
-        n = self.entries.get(d, 0)
+            return ("dir", d * 10**9 + slot // 80)
         blocks = self.dirs.setdefault(d, [])
         per = self.bs // DIRENT_BYTES
-        while len(blocks) <= n // per:
+        while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
             if t is not None:
-                self.j.dirty(t, self.bitmap(blk))
-        self.entries[d] = n + add
-        return blocks[n // per]
+                self.meta(t, self.bitmap(blk))
+        return blocks[slot // per]
+
+    def new_slot(self, d: int) -> int:
+        """The entry's place: the first freed one (ext reuses a deleted entry's space; btrfs's
+        directory index only grows)."""
+        free = self.free_slots.get(d)
+        if free and self.p.kind != "btrfs":
+            return heapq.heappop(free)
+        n = self.entries.get(d, 0)
+        self.entries[d] = n + 1
+        return n
 
     def bitmap(self, blk: int) -> int:
         """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
@@ -173,13 +207,13 @@ class _Fs:
                 self.j.dirty(t, ("csum", c))
             return
         g = db // self.alloc.group_blocks
-        self.j.dirty(t, self.bitmap(db))
-        self.j.dirty(t, self.descriptor(g))
+        self.meta(t, self.bitmap(db))
+        self.meta(t, self.descriptor(g))
         self.j.dirty(t, self.inode_block(ino), "inode")
         if kind == "xfs":
             base = g * self.alloc.group_blocks
-            self.j.dirty(t, base + 5)
-            self.j.dirty(t, base + 6)
+            self.meta(t, base + 5)
+            self.meta(t, base + 6)
         elif kind in ("ext2", "ext3"):
             # Block map: file blocks past the first 12 need indirect blocks, one per bs/4 blocks
             # (the double-indirect level is left out).
@@ -197,30 +231,32 @@ class _Fs:
     # -- operations -------------------------------------------------------------------------------
     def create(self, t, f: int, d: int):
         ino = self.new_inode(f, d)
+        ino.slot = self.new_slot(d)
         kind = self.p.kind
         self.j.dirty(t, self.inode_block(ino), "inode")
-        self.j.dirty(t, self.dir_block(t, d, 1))
+        self.j.dirty(t, self.dir_block(t, d, ino.slot))
         if kind == "btrfs":
             return
         base = ino.group * self.alloc.group_blocks
-        self.j.dirty(t, base + 1 if kind != "xfs" else base + 3)  # inode bitmap / inode btree
-        self.j.dirty(t, self.descriptor(ino.group))
+        self.meta(t, base + 1 if kind != "xfs" else base + 3)  # inode bitmap / inode btree
+        self.meta(t, self.descriptor(ino.group))
 
     def delete(self, t, f: int):
         ino = self.files.pop(f)
+        self.free_inode(ino)
         self.j.dirty(t, self.inode_block(ino), "inode")
-        self.j.dirty(t, self.dir_block(t, ino.dir, 0))
+        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot))
         if self.p.kind == "btrfs":
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
         base = ino.group * self.alloc.group_blocks
-        self.j.dirty(t, base + 1 if self.p.kind != "xfs" else base + 3)
-        self.j.dirty(t, self.descriptor(ino.group))
+        self.meta(t, base + 1 if self.p.kind != "xfs" else base + 3)
+        self.meta(t, self.descriptor(ino.group))
         for _, n, db in ino.extents:
-            self.j.dirty(t, self.bitmap(db))
+            self.meta(t, self.bitmap(db))
             if self.p.kind == "xfs":
-                self.j.dirty(t, self.bitmap(db) + 4)
+                self.meta(t, self.bitmap(db) + 4)
 
     def read_meta_block(self, t, key, blk: int, count: int):
         if key in self.read_meta:
@@ -286,11 +322,24 @@ class _Fs:
         for db, n in self.map(ino, fb0, fb1):
             self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags)
 
+    def clone(self, t, f: int, src: int):
+        """FICLONE: ``f`` shares ``src``'s blocks; the extent references change (btrfs: the extent
+        tree's leaves; xfs: the refcount btree block of each AG and the inode)."""
+        dst, s = self.files[f], self.files[src]
+        dst.extents = [list(e) for e in s.extents]
+        dst.blocks = s.blocks
+        self.j.dirty(t, self.inode_block(dst), "inode")
+        for _, n, db in s.extents:
+            if self.p.kind == "btrfs":
+                self.j.dirty(t, ("ext", db // 100))
+            else:
+                self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 7)
+
     def fsync(self, t, f: int):
         if self.p.kind == "ext2":
             ino = self.files.get(f)
             if ino is not None:
-                blk = self.inode_block(ino)
+                blk = self.p.inode_block(ino.group, ino.index)
                 self.j.inplace.pop(blk, None)
                 self.emit(t, Op.WRITE, blk * self.bs, self.bs, META)
             if self.p.barrier:
@@ -316,7 +365,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         if f in created and ops.initial_bytes[f] == 0:
             continue
         ino = fs.new_inode(f, int(ops.dir_of_file[f]))
-        fs.dir_block(None, ino.dir, 1)
+        ino.slot = fs.new_slot(ino.dir)
+        fs.dir_block(None, ino.dir, ino.slot)
         n = -(-int(ops.initial_bytes[f]) // fs.bs)
         if n and not sparse:
             for db, k in fs.alloc.data(ino.group, n, None):
@@ -333,7 +383,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.data(t, Op.WRITE, f, off, size, s)
         elif kind == Kind.CREATE:
             if f in fs.files:
-                fs.files.pop(f)
+                fs.free_inode(fs.files.pop(f))
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
             fs.delete(t, f)
@@ -343,6 +393,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.fsync(t, f)
         elif kind == Kind.SYNC:
             fs.sync(t)
+        elif kind == Kind.CLONE:
+            fs.clone(t, f, off)
     rows = fs.rows
     cols = list(zip(*rows)) if rows else [[]] * 5
     t, op, off, size, flags = (np.asarray(c) for c in cols)

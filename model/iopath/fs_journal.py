@@ -12,8 +12,8 @@ block dirtied twice in one transaction is written once) and, at a commit, append
   are dirty in the block device's cache and written in place by write-back when they have been
   dirty ``dirty_expire_s``, at sync, or when the journal is three quarters full (checkpoint).
   ext2 has no journal: its metadata is dirty in place at once.
-- **xfs** (fs/xfs/xfs_log_cil.c, delayed logging): a checkpoint logs each dirty inode whole
-  (``inode_bytes`` + a 56-byte item header) and each dirty buffer's changed regions (one 128-byte
+- **xfs** (fs/xfs/xfs_log_cil.c, delayed logging): a checkpoint logs each dirty inode's core
+  (the 176-byte xfs_log_dinode, the 56-byte inode log format and two 12-byte op headers: 256 bytes) and each dirty buffer's changed regions (one 128-byte
   chunk + a 64-byte header, a changed block's typical share); the log is written in
   ``log_buffer_bytes`` iclogs, each rounded up to 512 bytes, with ``PREFLUSH | FUA``. The log is
   forced at fsync, sync and every 30 s (xfssyncd_centisecs, the log worker). Logged metadata is
@@ -122,7 +122,7 @@ class Journal:
             self.write_inplace(t)
 
     def _xfs(self, t):
-        inode_item = self.p.inode_bytes + 56
+        inode_item = 176 + 56 + 2 * 12
         size = sum(inode_item if w == "inode" else 192 for w in self.tx.values())
         buf = self.p.log_buffer_bytes
         while size > 0:
@@ -135,7 +135,7 @@ class Journal:
             self.head = (self.head + blocks) % jn
             self.used += blocks
             size -= buf
-        self._inplace(t, [b for b in self.tx if isinstance(b, int)])
+        self._inplace(t, [b if isinstance(b, int) else b[1] for b in self.tx])
         if self.used > 3 * self.p.journal_blocks // 4:
             self.write_inplace(t)
 

@@ -28,6 +28,7 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   their pages, a dirty file written back first (the flusher, woken by reclaim).
 - **Deletes** drop the file's pages, dirty ones unwritten (truncate_inode_pages):
   ``dropped_dirty_bytes`` counts them.
+- **fadvise DONTNEED** drops a file's clean pages; a **clone** passes to the file system.
 - **Direct I/O** writes back and drops the cached range, then passes the request through.
 - **Inodes**: a file not created by the workload is read from the device at its first use (a
   ``STAT`` passed down); created files' inodes stay cached.
@@ -336,6 +337,17 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
             if f in c.files:
                 c.writeback(t, f, True)
             c.emit(t, Kind.FSYNC, f)
+        elif kind == Kind.DROP:
+            st = c.files.get(f)
+            if st is not None:  # only clean pages go (invalidate_mapping_pages)
+                gone = st.cached & ~st.dirty
+                c.cached -= gone.bit_count()
+                st.cached &= st.dirty
+                st.ra_end = st.ra_win = st.ra_last = 0
+        elif kind == Kind.CLONE:
+            src = c.files.get(off)
+            c.file(t, f).size = src.size if src is not None else int(ops.initial_bytes[off])
+            c.emit(t, Kind.CLONE, f, off, size)
         elif kind == Kind.SYNC:
             for g in list(c.dirty_order):
                 c.writeback(t, g, True)

@@ -31,7 +31,7 @@ from . import block_layer
 from .dm_linear import dm_linear
 from .dm_striped import dm_striped
 from .dm_thin import dm_thin
-from .fileops import FileOps, Kind
+from .fileops import FileOps, Kind, resolve_clones
 from .fs import file_system
 from .fs_layout import FS_KINDS, FsParams
 from .md_parity import md_raid5, md_raid6
@@ -42,6 +42,8 @@ from .stream import Op, Stream, concat
 
 __all__ = ["run", "fs_params_of", "queue"]
 
+#: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
+REFLINK_KINDS = ("xfs", "btrfs")
 DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
 
 
@@ -159,6 +161,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     fs_node = stack.file_system
     volume = stack.volume
     p = fs_params_of(fs_node, int(volume.size_bytes))
+    ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     res = page_cache(ops, cache)
     fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
     out: dict[str, Stream] = {}
