@@ -175,17 +175,23 @@ class _Fs:
 
     def allocate(self, t, ino: _Inode, fb0: int, fb1: int):
         """Allocate the unallocated file blocks of [fb0, fb1), dirtying the allocation's metadata."""
-        have = np.zeros(fb1 - fb0, bool)
-        for fb, n, _ in ino.extents:
-            a, b = max(fb, fb0), min(fb + n, fb1)
-            if a < b:
-                have[a - fb0 : b - fb0] = True
-        if have.all():
+        gaps = []
+        cur = fb0
+        for fb, n, _ in ino.extents:  # sorted by file block
+            if fb + n <= cur:
+                continue
+            if fb >= fb1:
+                break
+            if fb > cur:
+                gaps.append((cur, fb))
+            cur = fb + n
+            if cur >= fb1:
+                break
+        if cur < fb1:
+            gaps.append((cur, fb1))
+        if not gaps:
             return
-        kind = self.p.kind
-        idx = np.flatnonzero(~have) + fb0
-        cuts = np.flatnonzero(np.diff(idx) != 1) + 1
-        for s, e in zip(idx[np.concatenate([[0], cuts])].tolist(), (idx[np.concatenate([cuts - 1, [idx.size - 1]])] + 1).tolist()):
+        for s, e in gaps:
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
             for db, n in self.alloc.data(ino.group, e - s, after):
@@ -197,7 +203,7 @@ class _Fs:
                 s += n
                 self._alloc_meta(t, ino, db, n)
         ino.extents.sort()
-        ino.blocks += int(idx.size)
+        ino.blocks += sum(e - s for s, e in gaps)
 
     def _alloc_meta(self, t, ino: _Inode, db: int, n: int):
         kind = self.p.kind

@@ -22,6 +22,7 @@ its last extent when that end is free, else the group's cursor; freed blocks are
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class FsParams:
     def journaled(self) -> bool:
         return self.kind in ("ext3", "ext4")
 
-    @property
+    @cached_property
     def group_bytes(self) -> int:
         if self.kind == "xfs":
             return max(self.device_bytes // self.ag_count, 16 << 20)
@@ -74,15 +75,15 @@ class FsParams:
             return self.device_bytes
         return 8 * self.block_bytes * self.block_bytes
 
-    @property
+    @cached_property
     def groups(self) -> int:
         return max(1, -(-self.device_bytes // self.group_bytes))
 
-    @property
+    @cached_property
     def inodes_per_group(self) -> int:
         return max(16, self.group_bytes // 16384)
 
-    @property
+    @cached_property
     def metadata_head_blocks(self) -> int:
         """Blocks at each group's start before its data: bitmaps and inode table (ext), headers and
         the first inode chunks (xfs)."""
@@ -100,13 +101,13 @@ class FsParams:
             return base + 4 + (index // 64) * chunk_blocks + (index % 64) // per_block
         return base + 2 + index // per_block
 
-    @property
+    @cached_property
     def journal_block(self) -> int:
         """The first block of the ext journal or the xfs log (the middle group)."""
         mid = self.groups // 2
         return mid * (self.group_bytes // self.block_bytes) + self.metadata_head_blocks
 
-    @property
+    @cached_property
     def journal_blocks(self) -> int:
         size = self.journal_bytes if self.kind != "xfs" else min(self.device_bytes // 64, 2 << 30)
         return max(256, size // self.block_bytes)
@@ -124,6 +125,7 @@ class Allocator:
         self.p = p
         self.group_blocks = p.group_bytes // p.block_bytes
         self.total_blocks = p.device_bytes // p.block_bytes
+        self.groups = p.groups
         head = p.metadata_head_blocks if p.kind != "btrfs" else (1 << 20) // p.block_bytes
         self.cursor = [g * self.group_blocks + head for g in range(p.groups)]
         self.meta_cursor = self.total_blocks // 2
@@ -132,17 +134,18 @@ class Allocator:
 
     def group_of_dir(self, d: int) -> int:
         # Orlov: top-level directories spread over the groups; xfs: directories rotor over the AGs.
-        return (d * 7919) % self.p.groups if self.p.kind != "btrfs" else 0
+        return (d * 7919) % self.groups if self.p.kind != "btrfs" else 0
 
     def data(self, group: int, n: int, after: int | None) -> list[tuple[int, int]]:
         """``n`` blocks for a file in ``group``, following block ``after`` when it is the cursor:
         ``[(device_block, count), ...]``."""
         out = []
         g = group
-        for _ in range(self.p.groups):
+        groups = self.groups
+        for _ in range(groups):
             start = self.cursor[g]
             end = min((g + 1) * self.group_blocks, self.total_blocks)
-            if g == self.p.groups // 2 and self.p.kind != "btrfs" and start < self.journal_hi and start + n > self.journal_lo:
+            if g == groups // 2 and self.p.kind != "btrfs" and start < self.journal_hi and start + n > self.journal_lo:
                 start = self.cursor[g] = max(start, self.journal_hi)
             take = min(n, end - start)
             if take > 0:
@@ -151,7 +154,7 @@ class Allocator:
                 n -= take
             if n == 0:
                 return out
-            g = (g + 1) % self.p.groups
+            g = (g + 1) % groups
         raise ValueError(f"file system: device_bytes = {self.p.device_bytes} is full ({self.p.kind})")
 
     def metadata(self, n: int) -> int:

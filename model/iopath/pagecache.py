@@ -21,8 +21,10 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   for longer than ``dirty_expire_s`` (``dirty_expire_centisecs``). Above
   ``dirty_background_ratio`` of the memory the flusher writes the oldest-dirtied files until below
   it; above ``dirty_ratio`` the writer is throttled (balance_dirty_pages) while the same happens,
-  counted in ``throttled``. The memory is the cgroup's limit when there is one
-  (the memcg's own dirty limits, mm/page-writeback.c mdtc), else ``memory_bytes``.
+  counted in ``throttled``. The ratios are of ``memory_bytes``; with ``cgroup_dirty_limits`` (cgroup
+  v2, whose memcg has its own dirty limits: mm/page-writeback.c mdtc) of the cgroup's limit instead.
+  Under cgroup v1 (no cgroup writeback) a memory-limited group's dirty pages are held to the
+  global limits only, and its reclaim writes them back.
 - **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
 - **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
   their pages, a dirty file written back first (the flusher, woken by reclaim).
@@ -58,6 +60,7 @@ class CacheParams:
     dirty_background_ratio: float = 0.10
     dirty_ratio: float = 0.20
     page_bytes: int = 4096
+    cgroup_dirty_limits: bool = False
 
     def __post_init__(self):
         ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
@@ -141,7 +144,7 @@ class _Cache:
         self.dirty_order: OrderedDict[int, float] = OrderedDict()  # file -> dirtied_when, oldest first
         self.inode_cached: set[int] = set()
         self.cached = self.dirty = 0
-        mem = p.memory_limit_bytes if p.memory_limit_bytes is not None else p.memory_bytes
+        mem = p.memory_limit_bytes if p.memory_limit_bytes is not None and p.cgroup_dirty_limits else p.memory_bytes
         self.limit = (p.memory_limit_bytes // self.pg) if p.memory_limit_bytes is not None else None
         self.bg = int(p.dirty_background_ratio * mem) // self.pg
         self.hard = int(p.dirty_ratio * mem) // self.pg
