@@ -154,7 +154,7 @@ class _Fs:
     def bitmap(self, blk: int) -> int:
         """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
         g = blk // self.alloc.group_blocks
-        return g * self.alloc.group_blocks + (1 if self.p.kind == "xfs" else 0)
+        return g * self.alloc.group_blocks + (1 if self.p.kind == "xfs" else 2)
 
     def descriptor(self, g: int) -> int:
         if self.p.kind == "xfs":
@@ -244,7 +244,7 @@ class _Fs:
         if kind == "btrfs":
             return
         base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 1 if kind != "xfs" else base + 3)  # inode bitmap / inode btree
+        self.meta(t, base + 3)  # the inode bitmap (ext) / the inode btree root (xfs)
         self.meta(t, self.descriptor(ino.group))
 
     def delete(self, t, f: int):
@@ -257,7 +257,7 @@ class _Fs:
                 self.j.dirty(t, ("ext", db // 100))
             return
         base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 1 if self.p.kind != "xfs" else base + 3)
+        self.meta(t, base + 3)
         self.meta(t, self.descriptor(ino.group))
         for _, n, db in ino.extents:
             self.meta(t, self.bitmap(db))

@@ -3,12 +3,14 @@
 Geometry (:class:`FsParams`, from ``mke2fs``/``mkfs.xfs``/``mkfs.btrfs`` defaults):
 
 - ext2/3/4: block groups of ``8 * block_bytes`` blocks (one bitmap block maps a group), each starting
-  with its block bitmap, inode bitmap and inode table (``inodes_per_group`` inodes of
+  with two blocks of superblock and descriptors (the primary or a backup copy; the descriptors of
+  group g in block ``1 + g * 64 // block_bytes``), its block bitmap, inode bitmap and inode table (``inodes_per_group`` inodes of
   ``inode_bytes``: one inode per 16 KiB of space, mke2fs.conf's inode_ratio); the journal
   (``journal_bytes``) in the middle group (ext2fs_mkjournal's goal). ext4 reads
   ``inode_readahead_blks`` (32) inode-table blocks when it reads an inode from the device.
 - xfs: ``ag_count`` allocation groups (4 for a device below 4 TiB: mkfs.xfs's calc_default_ag_geometry),
-  inode chunks of 64 in the directory's AG, its log inside the middle AG, ``log_buffer_bytes``
+  each starting with its superblock, AGF, AGI, the inode, free-space (by block and by size) and
+  refcount btree roots (blocks 0-7), inode chunks of 64 in the directory's AG, its log inside the middle AG, ``log_buffer_bytes``
   (logbsize, 32 KiB) per log write.
 - btrfs: one data area and one metadata area (the chunks the allocator fills from the start),
   ``node_bytes`` (16 KiB) tree blocks, metadata duplicated (the DUP profile, mkfs.btrfs's default on
@@ -88,8 +90,8 @@ class FsParams:
         """Blocks at each group's start before its data: bitmaps and inode table (ext), headers and
         the first inode chunks (xfs)."""
         if self.kind == "xfs":
-            return 8
-        return 2 + -(-self.inodes_per_group * self.inode_bytes // self.block_bytes)
+            return 8 + 1024
+        return 4 + -(-self.inodes_per_group * self.inode_bytes // self.block_bytes)
 
     def inode_block(self, group: int, index: int) -> int:
         """The device block holding inode ``index`` of ``group`` (ext's table, xfs's chunks)."""
@@ -98,8 +100,8 @@ class FsParams:
         if self.kind == "xfs":
             # 64-inode chunks, allocated in the AG after its headers.
             chunk_blocks = 64 * self.inode_bytes // self.block_bytes
-            return base + 4 + (index // 64) * chunk_blocks + (index % 64) // per_block
-        return base + 2 + index // per_block
+            return base + 8 + (index // 64) * chunk_blocks + (index % 64) // per_block
+        return base + 4 + index // per_block
 
     @cached_property
     def journal_block(self) -> int:
