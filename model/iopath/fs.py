@@ -47,7 +47,9 @@ from .stream import Flag, Op, Stream
 __all__ = ["FsResult", "file_system"]
 
 INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
-BIO_MAX_BYTES = 256 * 4096  # a bio holds at most BIO_MAX_VECS (256) pages: data goes down in such pieces
+# Write-back builds bios of at most BIO_MAX_VECS (256) pages, which the queue does not merge past
+# max_sectors_kb; read-ahead's bios carry large folios and reach the queue's limit.
+BIO_MAX_BYTES = 256 * 4096
 DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
 
 
@@ -298,7 +300,7 @@ class _Fs:
         flags = int(Flag.SYNC) if sync else 0
         if op == Op.READ:
             for db, n in self.map(ino, fb0, fb1):
-                self.emit_data(t, Op.READ, db * self.bs, n * self.bs, flags)
+                self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
             return
         kind = self.p.kind
         if kind == "btrfs":
