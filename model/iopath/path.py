@@ -40,7 +40,7 @@ from .pagecache import CacheParams, page_cache
 from .partition import partition
 from .stream import Op, Stream, concat
 
-__all__ = ["run", "fs_params_of", "queue"]
+__all__ = ["run", "frames", "fs_params_of", "queue"]
 
 #: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
 REFLINK_KINDS = ("xfs", "btrfs")
@@ -167,3 +167,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     out: dict[str, Stream] = {}
     _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out)
     return out
+
+
+def frames(stack, ops: FileOps, cache: CacheParams | None = None) -> dict:
+    """:func:`run`'s streams as pandas DataFrames (one row per request; :meth:`Stream.to_frame`)."""
+    return {name: s.to_frame() for name, s in run(stack, ops, cache).items()}
