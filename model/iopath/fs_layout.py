@@ -43,7 +43,7 @@ class FsParams:
     inode_bytes: int = 256
     journal_mode: str = "ordered"  # ext3/ext4 data=: ordered, writeback, journal
     commit_interval_s: float = 5.0
-    journal_bytes: int = 128 << 20
+    journal_bytes: int | None = None  # None: mke2fs's default for the size (ext2fs_default_journal_size)
     barrier: bool = True
     inode_readahead_blocks: int = 32
     ag_count: int = 4
@@ -111,8 +111,17 @@ class FsParams:
 
     @cached_property
     def journal_blocks(self) -> int:
-        size = self.journal_bytes if self.kind != "xfs" else min(self.device_bytes // 64, 2 << 30)
-        return max(256, size // self.block_bytes)
+        if self.kind == "xfs":
+            return max(256, min(self.device_bytes // 64, 2 << 30) // self.block_bytes)
+        if self.journal_bytes is not None:
+            return max(256, self.journal_bytes // self.block_bytes)
+        # e2fsprogs lib/ext2fs/mkjournal.c, ext2fs_default_journal_size: journal blocks by fs blocks.
+        n = self.device_bytes // self.block_bytes
+        for limit, blocks in ((32768, 1024), (256 << 10, 4096), (512 << 10, 8192), (4096 << 10, 16384),
+                              (8192 << 10, 32768), (16384 << 10, 65536), (32768 << 10, 131072)):
+            if n < limit:
+                return blocks
+        return 262144
 
     def superblocks(self) -> list[int]:
         """btrfs's superblock copies (byte offsets) inside the device."""

@@ -38,7 +38,7 @@ from .md_parity import md_raid5, md_raid6
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
-from .stream import Op, Stream, concat
+from .stream import Flag, Op, Stream, concat
 
 __all__ = ["run", "frames", "fs_params_of", "queue"]
 
@@ -69,7 +69,7 @@ def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams
                         inode_bytes=int(params.inode_size_bytes),
                         journal_mode=params.journal_mode if kind in ("ext3", "ext4") else "ordered",
                         commit_interval_s=float(params.commit_interval_s),
-                        journal_bytes=int(params.journal_size_bytes or (128 << 20)))
+                        journal_bytes=int(params.journal_size_bytes) if params.journal_size_bytes else None)
     except ValueError as exc:
         raise ValueError(f"{path} ({kind}): {str(exc).removeprefix('file system: ')}") from None
 
@@ -83,7 +83,8 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
             into[name] = s
 
 
-def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream]):
+def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
+           final_sync: float | None = None):
     """Record ``stream`` as device ``name`` and pass it down through ``node``."""
     stream = queue(stream)
     _merge(out, {name: stream})
@@ -105,7 +106,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
         for i, pv in enumerate(pvs):
             if names[i] in parts:
-                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out)
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, final_sync)
         return
     if kind == "RaidArray":
         members = node.members
@@ -115,42 +116,60 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
         parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
         for i, m in enumerate(members):
-            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out)
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, final_sync)
         return
     if kind == "ThinVolume":
         res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
         _merge(out, {f"{name}-meta": res.metadata})
-        _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out)
+        _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
         return
     if kind == "LoopFile":
-        _loop(node, stream, name, path, cache, out)
+        _loop(node, stream, name, path, cache, out, final_sync)
         return
     raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
 
 
-def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, final_sync: float | None):
     """The loop device's requests as file operations on its image, through the host's cache and
-    file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked; lo_req_flush is vfs_fsync)."""
+    file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked). A flush, and a write's
+    REQ_PREFLUSH, is an fsync of the image before it (lo_req_flush: vfs_fsync); loop has a volatile
+    write cache and no FUA, so the block layer turns a write's REQ_FUA into a flush after it. The
+    workload's closing sync reaches the host file system too (sync(2) syncs every file system)."""
     host_kind = node.host_file_system
     if host_kind not in FS_KINDS:
         raise ValueError(f"{path} (loop_file): host_file_system = {host_kind!r} must be one of {', '.join(FS_KINDS)}")
-    keep = stream.op != Op.DISCARD
-    s = stream.take(keep)
-    kind = np.where(s.op == Op.READ, Kind.READ, np.where(s.op == Op.WRITE, Kind.WRITE, Kind.FSYNC)).astype(np.int8)
+    s = stream.take(stream.op != Op.DISCARD)
+    pre = (s.op == Op.FLUSH) | ((s.flags & Flag.PREFLUSH) != 0)
+    post = (s.op != Op.FLUSH) & ((s.flags & Flag.FUA) != 0)
+    data = s.op != Op.FLUSH
+    # Each request as up to three rows: fsync before, the data, fsync after; kept in that order.
     n = len(s)
+    rank = np.concatenate([np.flatnonzero(pre) * 3, np.flatnonzero(data) * 3 + 1, np.flatnonzero(post) * 3 + 2])
+    src = rank // 3
+    kind = np.concatenate([np.full(int(pre.sum()), Kind.FSYNC), np.where(s.op[data] == Op.READ, Kind.READ, Kind.WRITE),
+                           np.full(int(post.sum()), Kind.FSYNC)]).astype(np.int8)
+    is_data = kind != Kind.FSYNC
+    order = np.argsort(rank, kind="stable")
+    src, kind, is_data = src[order], kind[order], is_data[order]
+    time_s = s.time_s[src]
+    m = src.size
+    if final_sync is not None:
+        time_s, kind = np.append(time_s, max(final_sync, float(time_s.max()) if m else 0.0)), np.append(kind, np.int8(Kind.SYNC))
+        src, is_data = np.append(src, 0), np.append(is_data, False)
+    size = np.where(is_data, s.size_bytes[src] if n else 0, 0)
     ops = FileOps(
-        time_s=s.time_s.copy(), kind=kind, file=np.zeros(n, np.int64), offset_bytes=s.offset_bytes.copy(),
-        size_bytes=s.size_bytes.copy(), chunk_bytes=s.size_bytes.copy(), direct=np.full(n, bool(node.direct_io)),
+        time_s=time_s, kind=kind, file=np.where(kind == Kind.SYNC, -1, 0), offset_bytes=np.where(is_data, s.offset_bytes[src] if n else 0, 0),
+        size_bytes=size, chunk_bytes=size, direct=np.full(kind.size, bool(node.direct_io)),
         dir_of_file=np.zeros(1, np.int64), initial_bytes=np.array([node.image_size_bytes], np.int64),
     )
     host_bytes = int(node.host.size_bytes)
     try:
         p = FsParams(kind=host_kind, device_bytes=host_bytes)
+        res = page_cache(ops, cache)
+        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
     except ValueError as exc:
-        raise ValueError(f"{path}.host: {exc}") from None
-    res = page_cache(ops, cache)
-    fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
-    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out)
+        raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, final_sync)
 
 
 def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:
@@ -163,9 +182,13 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     p = fs_params_of(fs_node, int(volume.size_bytes))
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     res = page_cache(ops, cache)
-    fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
+    try:
+        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
+    except ValueError as exc:
+        raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
+    final_sync = float(ops.time_s[-1]) if len(ops) and ops.kind[-1] == Kind.SYNC else None
     out: dict[str, Stream] = {}
-    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out)
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, final_sync)
     return out
 
 
