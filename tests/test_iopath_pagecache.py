@@ -225,3 +225,13 @@ def test_full_size_postmark_test1_path_runs_within_ten_seconds():
     assert out["sda"].write_bytes > 0
     # CPU time, not wall time: the machine is shared; the path itself is what must be fast.
     assert cpu_s <= 10.0, cpu_s
+
+
+def test_an_ordered_journal_commit_writes_the_transactions_data():
+    # ext3 data=ordered: the commit 5 s after the transaction's first change writes the dirty data
+    # (here at t = 1 + 5), long before dirty_expire (30 s) would.
+    o = ops((0, Kind.CREATE, 0, 0, 0), (1.0, W, 0, 0, 2 * PG), (7.0, Kind.CREATE, 1, 0, 0), initial=[0, 0])
+    r = page_cache(o, CacheParams(commit_writeback_s=5.0))
+    assert io(r) == [(W, 0, 0, 2 * PG)]
+    assert r.ops.time_s[r.ops.kind == W].tolist() == [6.0]
+    assert io(page_cache(o)) == []

@@ -25,6 +25,10 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   v2, whose memcg has its own dirty limits: mm/page-writeback.c mdtc) of the cgroup's limit instead.
   Under cgroup v1 (no cgroup writeback) a memory-limited group's dirty pages are held to the
   global limits only, and its reclaim writes them back.
+- **Journal commits** (``commit_writeback_s``): where the file system allocates at ``write()`` and
+  journals in ordered or journal mode (ext3; ext3/ext4 with ``data=journal``), a commit writes the
+  running transaction's dirty data first (jbd2's journal_submit_data_buffers): every dirty file
+  is written back ``commit_writeback_s`` after the transaction's first change.
 - **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
 - **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
   their pages, a dirty file written back first (the flusher, woken by reclaim).
@@ -61,6 +65,7 @@ class CacheParams:
     dirty_ratio: float = 0.20
     page_bytes: int = 4096
     cgroup_dirty_limits: bool = False
+    commit_writeback_s: float | None = None
 
     def __post_init__(self):
         ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
@@ -71,6 +76,9 @@ class CacheParams:
         lim = self.memory_limit_bytes
         if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, np.integer)) or lim < self.page_bytes):
             raise ValueError(f"page cache: memory_limit_bytes = {lim!r} must be an integer >= page_bytes or None")
+        if self.commit_writeback_s is not None and (not isinstance(self.commit_writeback_s, (int, float))
+                                                    or not np.isfinite(self.commit_writeback_s) or self.commit_writeback_s <= 0):
+            raise ValueError(f"page cache: commit_writeback_s = {self.commit_writeback_s!r} must be a finite number > 0 or None")
         for name in ("dirty_expire_s", "writeback_interval_s"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
@@ -314,7 +322,13 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
     next_timer = p.writeback_interval_s
     cols = [ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), ops.chunk_bytes.tolist(), ops.direct.tolist()]
+    commit_s = p.commit_writeback_s
     for t, kind, f, off, size, chunk, direct in zip(*cols):
+        if commit_s is not None and c.dirty_order:
+            tx_start = next(iter(c.dirty_order.values()))
+            if t >= tx_start + commit_s:
+                for g in list(c.dirty_order):
+                    c.writeback(tx_start + commit_s, g, False)
         while next_timer <= t:
             if c.dirty_order:
                 c.timer(next_timer)

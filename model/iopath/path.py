@@ -181,6 +181,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     volume = stack.volume
     p = fs_params_of(fs_node, int(volume.size_bytes))
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
+    if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
+        cache = replace(cache, commit_writeback_s=p.commit_interval_s)
     res = page_cache(ops, cache)
     try:
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
