@@ -48,8 +48,11 @@ __all__ = ["FsResult", "file_system"]
 
 INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
 # Write-back builds bios of at most BIO_MAX_VECS (256) pages, which the queue does not merge past
-# max_sectors_kb; read-ahead's bios carry large folios and reach the queue's limit.
+# max_sectors_kb; read-ahead's bios carry large folios and reach the queue's limit. A bio of
+# folios made by small writes is held to MAX_SEGMENTS folios (the queue's max_segments, 128 on
+# loop and SCSI disks): 512 KiB of 4 KiB folios.
 BIO_MAX_BYTES = 256 * 4096
+MAX_SEGMENTS = 128
 DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
 
 
@@ -91,10 +94,16 @@ class _Fs:
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
 
-    def emit_data(self, t, op, off, size, flags):
-        """A data run as the bios the file system builds: pieces of at most BIO_MAX_BYTES."""
-        for o in range(off, off + size, BIO_MAX_BYTES):
-            self.rows.append((t, int(op), o, min(BIO_MAX_BYTES, off + size - o), flags))
+    def emit_data(self, t, op, off, size, flags, chunk: int):
+        """A data run as the bios write-back builds (see BIO_MAX_BYTES), for folios of about the
+        size of the ``chunk``-byte write calls that dirtied them."""
+        folio = 1 << max(12, min(int(chunk), 1 << 21).bit_length() - 1)
+        most = min(BIO_MAX_BYTES, MAX_SEGMENTS * folio)
+        for k, o in enumerate(range(off, off + size, most)):
+            n = min(most, off + size - o)
+            # A full bio takes no more merges (its segments or the request size are used up): it is
+            # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
+            self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
 
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
@@ -294,7 +303,7 @@ class _Fs:
             first = blk - blk % ra if ra > 1 else blk
             self.read_meta_block(t, ("ino", first), first, max(ra, 1))
 
-    def data(self, t, op: int, f: int, off: int, size: int, sync: bool):
+    def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int = BIO_MAX_BYTES):
         ino = self.files[f]
         fb0, fb1 = off // self.bs, -(-(off + size) // self.bs)
         flags = int(Flag.SYNC) if sync else 0
@@ -328,7 +337,7 @@ class _Fs:
                     self.j.dirty(t, b, "data")
             return
         for db, n in self.map(ino, fb0, fb1):
-            self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags)
+            self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags, chunk)
 
     def clone(self, t, f: int, src: int):
         """FICLONE: ``f`` shares ``src``'s blocks; the extent references change (btrfs: the extent
@@ -382,13 +391,13 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
                 ino.blocks += k
     sync = np.zeros(len(ops), bool) if sync is None else sync
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
-            ops.size_bytes.tolist(), sync.tolist())
-    for t, kind, f, off, size, s in zip(*cols):
+            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
+    for t, kind, f, off, size, s, chunk in zip(*cols):
         fs.j.due(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)
         elif kind == Kind.WRITE:
-            fs.data(t, Op.WRITE, f, off, size, s)
+            fs.data(t, Op.WRITE, f, off, size, s, chunk)
         elif kind == Kind.CREATE:
             if f in fs.files:
                 fs.free_inode(fs.files.pop(f))

@@ -3,7 +3,9 @@
 Input: a workload's :class:`~.fileops.FileOps`. Output (:class:`CacheResult`): another ``FileOps``
 whose reads and writes are the cache's misses and write-backs, in file offsets (the file system maps
 them to the device), with the metadata operations passed through for the file system; ``sync``
-marks the writes a caller waits for (fsync, sync, direct I/O: ``REQ_SYNC``).
+marks the writes a caller waits for (fsync, sync, direct I/O: ``REQ_SYNC``). A write-back's
+``chunk_bytes`` is the smallest write call that dirtied the file: the size of the folios the
+cache made for it, which bounds how much one bio can carry.
 
 What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeback.c):
 
@@ -133,7 +135,7 @@ def _runs(bits: int):
 class _File:
     """A file's pages as bitsets (Python ints: bit k is page k), cheap for small files and big."""
 
-    __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end")
+    __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk")
 
     def __init__(self, size: int):
         self.cached = self.dirty = 0
@@ -141,6 +143,7 @@ class _File:
         self.dirtied = None
         self.ra_end = self.ra_win = self.ra_last = 0
         self.prev_end = 0
+        self.chunk = 0  # the smallest write call since the file was last clean (its folios' size)
 
 
 class _Cache:
@@ -161,8 +164,8 @@ class _Cache:
         self.dropped = self.reclaimed = self.throttled = 0
 
     # -- output ----------------------------------------------------------------------------------
-    def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False):
-        self.out.append((t, int(kind), f, off, size, size, direct, sync))
+    def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
+        self.out.append((t, int(kind), f, off, size, size if chunk is None else chunk, direct, sync))
 
     def file(self, t, f: int) -> _File:
         st = self.files.get(f)
@@ -188,7 +191,7 @@ class _Cache:
             off = a * self.pg
             size = min(b * self.pg, st.size) - off
             if size > 0:
-                self.emit(t, Kind.WRITE, f, off, size, sync)
+                self.emit(t, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
         st.dirty &= ~bits
         self.dirty -= bits.bit_count()
         if not st.dirty:
@@ -265,8 +268,9 @@ class _Cache:
                 st.ra_end = stop
         self.reclaim(t)
 
-    def write(self, t, f, off, size):
+    def write(self, t, f, off, size, chunk):
         st = self.file(t, f)
+        st.chunk = min(st.chunk, chunk) if st.dirty else chunk
         end = off + size
         a, b = off // self.pg, -(-end // self.pg)
         for p, partial in ((a, off % self.pg), (b - 1, end % self.pg)):
@@ -343,7 +347,7 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
         elif kind == Kind.READ:
             c.read(t, f, off, size, chunk)
         elif kind == Kind.WRITE:
-            c.write(t, f, off, size)
+            c.write(t, f, off, size, chunk)
         elif kind == Kind.DELETE:
             c.delete(t, f)
         elif kind == Kind.STAT:
