@@ -315,3 +315,26 @@ def test_postmark_under_a_64mib_cgroup_writes_almost_nothing_when_its_files_fit(
     assert measured < 4 << 20, measured
     assert model < 4 << 20, model
     assert abs(model - measured) <= 0.5 * measured, (model, measured)
+
+
+def test_a_workload_the_stack_cannot_hold_is_one_line_naming_the_node(tmp_path):
+    stack = Stack(FileSystemNode(kind="ext4", volume=Partition(0, 64 << 20, "sda1", "sda")))
+    path = tmp_path / "small.json"
+    path.write_text(stack.to_json())
+    p = cli("--stack", str(path), "--workload", "fio:rw=write,bs=1M,size=128M")
+    assert p.returncode == 2
+    line = assert_one_error_line(p.stderr, "file_system (ext4)")
+    assert "full" in line
+
+
+def test_a_sparse_image_allocates_on_the_host_at_first_write():
+    # The same writes through a loop device over a sparse image and over a zero-filled one: the
+    # host file system allocates (and journals the allocation) only for the sparse image.
+    host = Partition(1 << 20, 2 * GiB, "sda1", "sda")
+    meta = {}
+    for alloc in ("sparse", "zero_filled"):
+        loop = LoopFile(host, GiB, allocation=alloc, host_file_system="ext4", direct_io=True, name="loop0")
+        s = run(Stack(FileSystemNode(kind="ext2", volume=loop)), parse_workload("fio:rw=write,bs=1M,size=16M"))["sda1"]
+        meta[alloc] = int(s.size_bytes[(s.op == W) & ((s.flags & META) != 0)].sum())
+        assert s.write_bytes >= 16 << 20
+    assert meta["sparse"] > meta["zero_filled"]
