@@ -207,6 +207,8 @@ def test_cli_json_and_streams(tmp_path):
     (("--stack", "native", "--workload", "tar:x=1"), "'tar' is not one of"),
     (("--stack", "native", "--workload", "postmark:files=0"), "number_of_files"),
     (("--stack", "/nonexistent/stack.json", "--workload", "copy"), "/nonexistent/stack.json"),
+    (("--stack", "native", "--workload", "copy", "--memory-limit", "1"), "--memory-limit 1"),
+    (("--stack", "native", "--workload", "copy", "--memory-limit", "lots"), "--memory-limit"),
 ])
 def test_cli_bad_input_is_one_line(args, fragment):
     p = cli(*args)

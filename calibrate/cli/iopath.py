@@ -83,9 +83,11 @@ def _run(args) -> int:
     if args.memory_limit is not None:
         try:
             limit = size_value("", "--memory-limit", args.memory_limit)
-            cache = CacheParams(memory_limit_bytes=limit)
         except ValueError as exc:
             raise UsageError(str(exc).removeprefix("workload : ")) from exc
+        if limit < 4096:
+            raise UsageError(f"--memory-limit {args.memory_limit}: must be at least 4096 bytes (one page)")
+        cache = CacheParams(memory_limit_bytes=limit)
     else:
         cache = CacheParams()
     try:
