@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probe",
     "postmark",
     "validate_trace",
+    "iopath",
     "bench",
     "emulate",
     "cleanup",

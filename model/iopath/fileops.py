@@ -1,0 +1,292 @@
+"""Workloads as file-level operations: what an application asks of the file system, before the page cache.
+
+A :class:`FileOps` is a set of equal-length numpy arrays, one element per operation, in issue order:
+
+- ``time_s`` (float64): when the operation is issued, seconds from the workload's start;
+- ``kind`` (int8): a :class:`Kind` (create, write, read, delete, fsync, stat, sync);
+- ``file`` (int64): the file's number (``-1`` for a sync);
+- ``offset_bytes``, ``size_bytes`` (int64): the byte range of a read or write (0 for the others);
+- ``chunk_bytes`` (int64): the size of the application's calls the range is done in (the
+  read-ahead's request size; the same range in one call or many reaches the cache alike otherwise);
+- ``direct`` (bool): ``O_DIRECT``: the range bypasses the page cache.
+
+``dir_of_file`` gives each file's directory (the file systems place a directory's files together),
+``initial_bytes`` the size of each file already on the device, not cached, when the workload starts
+(fio's laid-out file, a copy's source, the files a stat or delete workload finds).
+
+The generators follow the real programs:
+
+- :func:`postmark` is PostMark 1.5's algorithm (postmark-1.5.c): create ``number`` files of sizes
+  uniform on ``low .. high-1`` (each written whole), then ``transactions`` transactions, each a read
+  (whole file) or an append (``1 .. high - size`` bytes, uniform; none when the file is full) by
+  ``bias read``, then a create or a delete by ``bias create``, each on a file picked at random; then
+  delete every file. Its random numbers are numpy's (seeded by ``seed``), not the C library's, so a
+  run matches the real one in distribution, not file by file.
+- :func:`fio` is one fio job on one laid-out file (``rw`` read, write, randread, randwrite; ``bs``;
+  ``size``; ``direct``; ``fsync`` every N writes; ``iodepth`` concurrent requests, issued at one
+  instant each batch); a random job touches every block once (fio's random map, ``norandommap``
+  off).
+- :func:`copy` is coreutils 9's ``cp``: it first asks for a clone (``--reflink=auto``, FICLONE),
+  which xfs and btrfs grant (blocks shared, no data copied); where refused it reads the file in
+  128 KiB calls and writes the copy (io_blksize in src/ioblksize.h). Those ops are marked
+  ``fallback``; :func:`resolve_clones` keeps one branch or the other.
+- :func:`metadata` creates, stats or deletes many small files in one directory.
+
+Every workload ends with a ``sync`` (the measurement's end: a benchmark syncs before it reads the
+device counters) unless ``sync_at_end`` is False. Time advances by ``call_s`` per system call,
+``bytes / copy_bytes_per_s`` per byte copied through the cache and, for PostMark and the metadata
+workloads, ``file_op_s`` per file operation (an open, create, stat or unlink with its path lookup
+and journal handle): the pace, which decides what write-back's timers see. The default
+``file_op_s`` makes PostMark's pace the one measured on this project's test machine (PostMark 1.5,
+test1's sizes, ext4 on a loop device: about 1,800 transactions per second, each two file
+operations); the device's speed is not modelled at this level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+__all__ = ["Kind", "FileOps", "postmark", "fio", "copy", "metadata", "resolve_clones", "WORKLOADS"]
+
+
+class Kind(IntEnum):
+    CREATE = 0
+    WRITE = 1
+    READ = 2
+    DELETE = 3
+    FSYNC = 4
+    STAT = 5
+    SYNC = 6
+    DROP = 7  # posix_fadvise(POSIX_FADV_DONTNEED): the file's clean pages leave the cache
+    CLONE = 8  # FICLONE: ``file`` becomes a copy sharing the blocks of file ``offset_bytes``
+
+
+_FIELDS = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")
+
+
+@dataclass(frozen=True, eq=False)
+class FileOps:
+    """File-level operations (see the module docstring)."""
+
+    time_s: np.ndarray
+    kind: np.ndarray
+    file: np.ndarray
+    offset_bytes: np.ndarray
+    size_bytes: np.ndarray
+    chunk_bytes: np.ndarray
+    direct: np.ndarray
+    dir_of_file: np.ndarray
+    initial_bytes: np.ndarray
+    fallback: np.ndarray | None = None  # ops done only when the CLONE before them is refused
+
+    def __len__(self) -> int:
+        return int(self.kind.size)
+
+    def to_frame(self):
+        import pandas as pd
+
+        frame = pd.DataFrame({f: getattr(self, f) for f in _FIELDS})
+        frame["kind"] = pd.Categorical(np.array([k.name.lower() for k in Kind])[self.kind])
+        return frame
+
+
+class _Builder:
+    """Collects operations and advances the workload's clock."""
+
+    def __init__(self, call_s: float, copy_bytes_per_s: float, file_op_s: float = 0.0):
+        if not (isinstance(file_op_s, (int, float)) and np.isfinite(file_op_s) and file_op_s >= 0):
+            raise ValueError(f"workload: file_op_s = {file_op_s!r} must be a finite number >= 0")
+        if not (isinstance(call_s, (int, float)) and np.isfinite(call_s) and call_s >= 0):
+            raise ValueError(f"workload: call_s = {call_s!r} must be a finite number >= 0")
+        if not (isinstance(copy_bytes_per_s, (int, float)) and copy_bytes_per_s > 0):
+            raise ValueError(f"workload: copy_bytes_per_s = {copy_bytes_per_s!r} must be > 0")
+        self.call_s, self.rate = float(call_s), float(copy_bytes_per_s)
+        self.t = 0.0
+        self.rows: list[tuple] = []
+        self.fallback: list[bool] = []
+
+    def add(self, kind: Kind, file: int, offset: int = 0, size: int = 0, chunk: int = 0, direct: bool = False, at=None,
+            fallback: bool = False, op_s: float = 0.0):
+        calls = max(1, -(-size // chunk)) if chunk else 1
+        self.rows.append((self.t if at is None else at, int(kind), file, offset, size, chunk or size, direct))
+        self.fallback.append(fallback)
+        self.t += op_s + calls * self.call_s + (0.0 if direct else size / self.rate)
+
+    def build(self, dir_of_file, initial_bytes, sync_at_end: bool) -> FileOps:
+        if sync_at_end:
+            self.add(Kind.SYNC, -1)
+        cols = list(zip(*self.rows)) if self.rows else [[]] * 7
+        dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool)
+        arrays = [np.asarray(c, dtype=d) for c, d in zip(cols, dtypes)]
+        return FileOps(*arrays, np.asarray(dir_of_file, np.int64), np.asarray(initial_bytes, np.int64),
+                       np.asarray(self.fallback, bool))
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"workload: {name} = {value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+class _Uniform:
+    """Integers uniform on ``lo .. hi-1`` from numpy's generator, drawn in blocks (one numpy call per
+    draw would cost more than the whole model of a draw)."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.buf: list[float] = []
+
+    def integers(self, lo: int, hi: int) -> int:
+        if not self.buf:
+            self.buf = self.rng.random(65536).tolist()
+        return lo + int(self.buf.pop() * (hi - lo))
+
+
+#: Seconds per file operation (see the module docstring).
+FILE_OP_S = 250e-6
+
+
+def postmark(config, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S,
+             sync_at_end: bool = True) -> FileOps:
+    """PostMark 1.5 on ``config`` (a :class:`diskmodel.model.workload.PostMarkConfig`)."""
+    rng = _Uniform(config.seed)
+    low, high = config.min_file_size_bytes, config.max_file_size_bytes
+    # stdio buffers a buffered PostMark's calls into st_blksize (4 KiB) pieces.
+    rchunk = 4096 if config.buffered_io else config.read_block_size_bytes
+    wchunk = 4096 if config.buffered_io else config.write_block_size_bytes
+    nsub = max(config.subdirectories, 1)
+    b = _Builder(call_s, copy_bytes_per_s, file_op_s)
+    size: list[int] = []
+    dirs: list[int] = []
+    live: list[int] = []  # live file numbers; a slot array with swap-remove keeps picks O(1)
+    pos: dict[int, int] = {}
+
+    def create():
+        f = len(size)
+        s = int(low + rng.integers(0, high - low)) if high > low else low
+        size.append(s)
+        dirs.append((rng.integers(0, nsub)) if nsub > 1 else 0)
+        pos[f] = len(live)
+        live.append(f)
+        b.add(Kind.CREATE, f, op_s=file_op_s)
+        if s:
+            b.add(Kind.WRITE, f, 0, s, wchunk)
+
+    def delete(f):
+        i = pos.pop(f)
+        last = live.pop()
+        if last != f:
+            live[i] = last
+            pos[last] = i
+        b.add(Kind.DELETE, f, op_s=file_op_s)
+
+    for _ in range(config.number_of_files):
+        create()
+    cap = 2 * config.number_of_files
+    for _ in range(config.transactions):
+        if not live:
+            raise ValueError("workload: transactions: PostMark ran out of files (every file was deleted)")
+        f = live[(rng.integers(0, len(live)))]
+        if rng.integers(0, 10) < config.read_bias:
+            b.add(Kind.READ, f, 0, size[f], rchunk, op_s=file_op_s)
+        else:
+            gap = high - size[f]
+            if gap > 0:
+                n = (rng.integers(1, gap + 1))
+                b.add(Kind.WRITE, f, size[f], n, wchunk, op_s=file_op_s)
+                size[f] += n
+        if rng.integers(0, 10) < config.create_bias:
+            if len(live) < cap:
+                create()
+        else:
+            delete(live[(rng.integers(0, len(live)))])
+    for f in list(live):
+        delete(f)
+    return b.build(dirs, np.zeros(len(size), np.int64), sync_at_end)
+
+
+def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, fsync: int = 0,
+        seed: int = 1, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, sync_at_end: bool = True) -> FileOps:
+    """One fio job on a new file of ``size`` bytes; a read job's file is laid out first (written,
+    fsynced and dropped from the cache, as fio does before reading)."""
+    if rw not in ("read", "write", "randread", "randwrite"):
+        raise ValueError(f"workload: rw = {rw!r} must be read, write, randread or randwrite")
+    bs = _whole("bs", bs, 1)
+    size = _whole("size", size, bs)
+    iodepth = _whole("iodepth", iodepth, 1)
+    fsync = _whole("fsync", fsync, 0)
+    if direct and bs % 512:
+        raise ValueError(f"workload: bs = {bs} must be a multiple of 512 with direct=1")
+    n = size // bs
+    order = np.arange(n, dtype=np.int64)
+    if rw.startswith("rand"):
+        order = np.random.default_rng(seed).permutation(n)
+    kind = Kind.READ if rw.endswith("read") else Kind.WRITE
+    b = _Builder(call_s, copy_bytes_per_s)
+    b.add(Kind.CREATE, 0)
+    if kind == Kind.READ:
+        # fio lays a read job's file out (written whole), then drops it from the cache (invalidate=1).
+        b.add(Kind.WRITE, 0, 0, size, min(bs, 1 << 20))
+        b.add(Kind.FSYNC, 0)
+        b.add(Kind.DROP, 0)
+    writes = 0
+    for i, blk in enumerate(order.tolist()):
+        # A batch of iodepth requests goes out at one instant (io_submit of the queue's fill).
+        at = b.rows[-1][0] if (iodepth > 1 and i % iodepth and b.rows) else None
+        b.add(kind, 0, blk * bs, bs, bs, direct, at=at)
+        if kind == Kind.WRITE:
+            writes += 1
+            if fsync and writes % fsync == 0:
+                b.add(Kind.FSYNC, 0)
+    return b.build([0], [0], sync_at_end)
+
+
+def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+         sync_at_end: bool = True) -> FileOps:
+    """``cp`` of a ``size``-byte file (file 0, on the device) to a new file (file 1)."""
+    size = _whole("size", size, 1)
+    chunk_bytes = _whole("chunk_bytes", chunk_bytes, 1)
+    b = _Builder(call_s, copy_bytes_per_s)
+    b.add(Kind.CREATE, 1)
+    b.add(Kind.CLONE, 1, 0, size)
+    for off in range(0, size, chunk_bytes):
+        n = min(chunk_bytes, size - off)
+        b.add(Kind.READ, 0, off, n, chunk_bytes, fallback=True)
+        b.add(Kind.WRITE, 1, off, n, chunk_bytes, fallback=True)
+    return b.build([0, 0], [size, 0], sync_at_end)
+
+
+def metadata(op: str, files: int, *, file_bytes: int = 0, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+             file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
+    """``op`` (create, stat or delete) of ``files`` files of ``file_bytes`` each in one directory; a
+    stat or delete finds the files already on the device, their inodes not cached."""
+    if op not in ("create", "stat", "delete"):
+        raise ValueError(f"workload: op = {op!r} must be create, stat or delete")
+    files = _whole("files", files, 1)
+    file_bytes = _whole("file_bytes", file_bytes, 0)
+    b = _Builder(call_s, copy_bytes_per_s, file_op_s)
+    for f in range(files):
+        if op == "create":
+            b.add(Kind.CREATE, f, op_s=file_op_s)
+            if file_bytes:
+                b.add(Kind.WRITE, f, 0, file_bytes, file_bytes)
+        else:
+            b.add(Kind.STAT if op == "stat" else Kind.DELETE, f, op_s=file_op_s)
+    initial = np.zeros(files, np.int64) if op == "create" else np.full(files, file_bytes, np.int64)
+    return b.build(np.zeros(files, np.int64), initial, sync_at_end)
+
+
+def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
+    """``ops`` on a file system that grants clones (``reflink``: drop the fallback ops) or not (drop
+    the clones)."""
+    if ops.fallback is None:
+        return ops
+    keep = ~ops.fallback if reflink else ops.kind != Kind.CLONE
+    return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None)
+
+
+#: Workload names ``diskmodel iopath --workload`` accepts, with their generator.
+WORKLOADS = ("postmark", "fio", "copy", "metadata")

@@ -1,0 +1,422 @@
+"""A file system: the page cache's file-level reads and write-backs, and the metadata operations,
+as requests on the file system's device.
+
+Data: a file's blocks are allocated when its pages are first written back (delayed allocation:
+ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, which moves where,
+not how much), from the group of the file's directory (:mod:`.fs_layout`). A read or write of a
+file range becomes one request per run of contiguous device blocks, whole blocks of
+``block_bytes``. btrfs copies on write: every write-back goes to newly allocated blocks, and a
+file of at most 2048 bytes written whole is stored inline in its tree leaf (``max_inline``'s
+default), with no data block. ``data=journal`` (ext3/ext4) sends data blocks through the journal
+and writes them in place at the checkpoint: data is written twice.
+
+Metadata blocks each operation changes (fs/ext4/ialloc.c, namei.c, balloc.c, extents.c;
+fs/xfs/libxfs; fs/btrfs/inode.c):
+
+- ext2/3/4: create: the inode's table block, the group's inode bitmap, the directory block of the
+  new entry (a new directory block every ``block_bytes // 32`` entries, taking a data block), the
+  group descriptor block; allocation: the block bitmap, the descriptor, the inode (ext4: extents in
+  the inode; ext2/ext3: one indirect block per ``block_bytes // 4`` blocks past the first 12);
+  delete: the inode, both bitmaps, the directory block, the descriptor.
+- xfs: create: the inode (logged whole), the directory block, the AGI and the inode btree block;
+  allocation: the inode, the AGF and the two free-space btree blocks; delete: all of these.
+- btrfs: the fs-tree leaf of the inode (40 inodes' items per leaf), of the directory entries (80 per
+  leaf), the extent tree leaf of each new extent (100 per leaf) and the checksum tree leaf of its
+  blocks (4 bytes per block).
+
+Reads of metadata: an inode not cached (a ``STAT`` from the cache) reads its inode-table block; ext
+reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its 8 KiB inode cluster,
+btrfs its 16 KiB leaf; a directory's blocks are read at the first lookup in it.
+
+A clone (cp's FICLONE, granted by xfs and btrfs) shares the source's blocks: only extent references
+change. fsync and sync commit (:mod:`.fs_journal`); ext2's fsync writes the inode's block and flushes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fileops import FileOps, Kind
+from .fs_journal import META, Journal
+from .fs_layout import Allocator, FsParams
+from .stream import Flag, Op, Stream
+
+__all__ = ["FsResult", "file_system"]
+
+INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
+# Write-back builds bios of at most BIO_MAX_VECS (256) pages, which the queue does not merge past
+# max_sectors_kb; read-ahead's bios carry large folios and reach the queue's limit. A bio of
+# folios made by small writes is held to MAX_SEGMENTS folios (the queue's max_segments, 128 on
+# loop and SCSI disks): 512 KiB of 4 KiB folios.
+BIO_MAX_BYTES = 256 * 4096
+MAX_SEGMENTS = 128
+DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
+
+
+@dataclass(frozen=True)
+class FsResult:
+    """``stream``: the requests on the file system's device, in issue order (``parent`` -1)."""
+
+    stream: Stream
+    data_write_bytes: int
+    metadata_write_bytes: int
+
+
+class _Inode:
+    __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect", "slot")
+
+    def __init__(self, group: int, index: int, d: int):
+        self.group, self.index, self.dir = group, index, d
+        self.slot = 0
+        self.extents: list[list[int]] = []  # [file_block, count, device_block], by file_block
+        self.blocks = 0
+        self.inline = False
+        self.indirect: dict[int, int] = {}
+
+
+class _Fs:
+    def __init__(self, p: FsParams, dirty_expire_s: float):
+        self.p, self.bs = p, p.block_bytes
+        self.alloc = Allocator(p)
+        self.rows: list[tuple] = []
+        self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
+        self.files: dict[int, _Inode] = {}
+        self.next_ino = [0] * p.groups
+        self.free_ino: list[list[int]] = [[] for _ in range(p.groups)]
+        self.dirs: dict[int, list[int]] = {}  # directory -> its blocks
+        self.entries: dict[int, int] = {}  # directory -> slots ever used
+        self.free_slots: dict[int, list[int]] = {}
+        self.read_meta: set = set()
+
+    def emit(self, t, op, off, size, flags=0):
+        self.rows.append((t, int(op), off, size, flags))
+
+    def emit_data(self, t, op, off, size, flags, chunk: int):
+        """A data run as the bios write-back builds (see BIO_MAX_BYTES), for folios of about the
+        size of the ``chunk``-byte write calls that dirtied them."""
+        folio = 1 << max(12, min(int(chunk), 1 << 21).bit_length() - 1)
+        most = min(BIO_MAX_BYTES, MAX_SEGMENTS * folio)
+        for k, o in enumerate(range(off, off + size, most)):
+            n = min(most, off + size - o)
+            # A full bio takes no more merges (its segments or the request size are used up): it is
+            # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
+            self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
+
+    # -- placement --------------------------------------------------------------------------------
+    def new_inode(self, f: int, d: int) -> _Inode:
+        g = self.alloc.group_of_dir(d)
+        free = self.free_ino[g]
+        if free and self.p.kind != "btrfs":  # ext and xfs take the lowest free inode; btrfs never reuses one
+            index = heapq.heappop(free)
+        else:
+            index = self.next_ino[g]
+            self.next_ino[g] += 1
+        ino = _Inode(g, index, d)
+        self.files[f] = ino
+        return ino
+
+    def free_inode(self, ino: _Inode):
+        heapq.heappush(self.free_ino[ino.group], ino.index)
+        heapq.heappush(self.free_slots.setdefault(ino.dir, []), ino.slot)
+
+    def inode_block(self, ino: _Inode):
+        """The inode's journal item: its table block (ext), the inode itself (xfs logs inodes, not
+        their buffers), its fs-tree leaf (btrfs)."""
+        if self.p.kind == "btrfs":
+            return ("fs", ino.group * 10**9 + ino.index // 40)
+        blk = self.p.inode_block(ino.group, ino.index)
+        return ("xino", blk, ino.index) if self.p.kind == "xfs" else blk
+
+    def meta(self, t, blk: int):
+        """Dirty a metadata block that is on the device already (a bitmap, a descriptor, an AG
+        header or btree block), reading it first when it is not cached (ext4_read_block_bitmap,
+        xfs_read_agf...)."""
+        if blk not in self.read_meta:
+            self.read_meta.add(blk)
+            self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
+        self.j.dirty(t, blk)
+
+    def dir_block(self, t, d: int, slot: int):
+        """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
+        if self.p.kind == "btrfs":
+            return ("dir", d * 10**9 + slot // 80)
+        blocks = self.dirs.setdefault(d, [])
+        per = self.bs // DIRENT_BYTES
+        while len(blocks) <= slot // per:
+            (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
+            blocks.append(blk)
+            if t is not None:
+                self.meta(t, self.bitmap(blk))
+        return blocks[slot // per]
+
+    def new_slot(self, d: int) -> int:
+        """The entry's place: the first freed one (ext reuses a deleted entry's space; btrfs's
+        directory index only grows)."""
+        free = self.free_slots.get(d)
+        if free and self.p.kind != "btrfs":
+            return heapq.heappop(free)
+        n = self.entries.get(d, 0)
+        self.entries[d] = n + 1
+        return n
+
+    def bitmap(self, blk: int) -> int:
+        """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
+        g = blk // self.alloc.group_blocks
+        return g * self.alloc.group_blocks + (1 if self.p.kind == "xfs" else 2)
+
+    def descriptor(self, g: int) -> int:
+        if self.p.kind == "xfs":
+            return g * self.alloc.group_blocks + 2  # the AGI
+        return 1 + g * 64 // self.bs
+
+    def map(self, ino: _Inode, fb0: int, fb1: int):
+        """Device runs ``(device_block, count)`` of file blocks [fb0, fb1) that are allocated."""
+        runs = []
+        for fb, n, db in ino.extents:
+            a, b = max(fb, fb0), min(fb + n, fb1)
+            if a < b:
+                if runs and runs[-1][0] + runs[-1][1] == db + a - fb:
+                    runs[-1][1] += b - a
+                else:
+                    runs.append([db + a - fb, b - a])
+        return runs
+
+    def allocate(self, t, ino: _Inode, fb0: int, fb1: int):
+        """Allocate the unallocated file blocks of [fb0, fb1), dirtying the allocation's metadata."""
+        gaps = []
+        cur = fb0
+        for fb, n, _ in ino.extents:  # sorted by file block
+            if fb + n <= cur:
+                continue
+            if fb >= fb1:
+                break
+            if fb > cur:
+                gaps.append((cur, fb))
+            cur = fb + n
+            if cur >= fb1:
+                break
+        if cur < fb1:
+            gaps.append((cur, fb1))
+        if not gaps:
+            return
+        for s, e in gaps:
+            last = ino.extents[-1] if ino.extents else None
+            after = last[2] + last[1] if last and last[0] + last[1] == s else None
+            for db, n in self.alloc.data(ino.group, e - s, after):
+                if last is not None and last[0] + last[1] == s and last[2] + last[1] == db:
+                    last[1] += n
+                else:
+                    last = [s, n, db]
+                    ino.extents.append(last)
+                s += n
+                self._alloc_meta(t, ino, db, n)
+        ino.extents.sort()
+        ino.blocks += sum(e - s for s, e in gaps)
+
+    def _alloc_meta(self, t, ino: _Inode, db: int, n: int):
+        kind = self.p.kind
+        if kind == "btrfs":
+            self.j.dirty(t, ("ext", db // 100))
+            for c in range(db // (self.bs // 4 * 4), (db + n - 1) // (self.bs // 4 * 4) + 1):
+                self.j.dirty(t, ("csum", c))
+            return
+        g = db // self.alloc.group_blocks
+        self.meta(t, self.bitmap(db))
+        self.meta(t, self.descriptor(g))
+        self.j.dirty(t, self.inode_block(ino), "inode")
+        if kind == "xfs":
+            base = g * self.alloc.group_blocks
+            self.meta(t, base + 5)
+            self.meta(t, base + 6)
+        elif kind in ("ext2", "ext3"):
+            # Block map: file blocks past the first 12 need indirect blocks, one per bs/4 blocks
+            # (the double-indirect level is left out).
+            per = self.bs // 4
+            first = ino.blocks
+            for k in range(max(first - 12, 0) // per, max(first + n - 12, 0) // per + 1):
+                if first + n <= 12:
+                    break
+                blk = ino.indirect.get(k)
+                if blk is None:
+                    (blk, _), = self.alloc.data(ino.group, 1, None)
+                    ino.indirect[k] = blk
+                self.j.dirty(t, blk)
+
+    # -- operations -------------------------------------------------------------------------------
+    def create(self, t, f: int, d: int):
+        ino = self.new_inode(f, d)
+        ino.slot = self.new_slot(d)
+        kind = self.p.kind
+        self.j.dirty(t, self.inode_block(ino), "inode")
+        self.j.dirty(t, self.dir_block(t, d, ino.slot))
+        if kind == "btrfs":
+            return
+        base = ino.group * self.alloc.group_blocks
+        self.meta(t, base + 3)  # the inode bitmap (ext) / the inode btree root (xfs)
+        self.meta(t, self.descriptor(ino.group))
+
+    def delete(self, t, f: int):
+        ino = self.files.pop(f)
+        self.free_inode(ino)
+        self.j.dirty(t, self.inode_block(ino), "inode")
+        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot))
+        if self.p.kind == "btrfs":
+            for _, n, db in ino.extents:
+                self.j.dirty(t, ("ext", db // 100))
+            return
+        base = ino.group * self.alloc.group_blocks
+        self.meta(t, base + 3)
+        self.meta(t, self.descriptor(ino.group))
+        for _, n, db in ino.extents:
+            self.meta(t, self.bitmap(db))
+            if self.p.kind == "xfs":
+                self.meta(t, self.bitmap(db) + 4)
+
+    def read_meta_block(self, t, key, blk: int, count: int):
+        if key in self.read_meta:
+            return
+        self.read_meta.add(key)
+        self.emit(t, Op.READ, blk * self.bs, count * self.bs, int(Flag.META))
+
+    def stat(self, t, f: int):
+        ino = self.files[f]
+        d = ino.dir
+        if ("dir", d) not in self.read_meta and self.dirs.get(d):
+            self.read_meta.add(("dir", d))
+            for b in self.dirs[d]:
+                self.emit(t, Op.READ, b * self.bs, self.bs, int(Flag.META))
+        kind = self.p.kind
+        if kind == "btrfs":
+            key = self.inode_block(ino)
+            self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4, self.p.node_bytes // self.bs)
+        elif kind == "xfs":
+            cluster = max(1, 8192 // self.bs)
+            blk = self.p.inode_block(ino.group, ino.index)
+            first = blk - blk % cluster
+            self.read_meta_block(t, ("ino", first), first, cluster)
+        else:
+            ra = self.p.inode_readahead_blocks
+            blk = self.p.inode_block(ino.group, ino.index)
+            first = blk - blk % ra if ra > 1 else blk
+            self.read_meta_block(t, ("ino", first), first, max(ra, 1))
+
+    def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int = BIO_MAX_BYTES):
+        ino = self.files[f]
+        fb0, fb1 = off // self.bs, -(-(off + size) // self.bs)
+        flags = int(Flag.SYNC) if sync else 0
+        if op == Op.READ:
+            for db, n in self.map(ino, fb0, fb1):
+                self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
+            return
+        kind = self.p.kind
+        if kind == "btrfs":
+            if off == 0 and size <= INLINE_MAX_BYTES and not ino.extents:
+                ino.inline = True
+                self.j.dirty(t, self.inode_block(ino))
+                return
+            for ext in ino.extents:  # copy on write: the old blocks are freed, new ones written
+                self.j.dirty(t, ("ext", ext[2] // 100))
+            keep = [e for e in ino.extents if e[0] + e[1] <= fb0 or e[0] >= fb1]
+            cut = [e for e in ino.extents if not (e[0] + e[1] <= fb0 or e[0] >= fb1)]
+            for fb, n, db in cut:  # the parts outside [fb0, fb1) stay where they are
+                if fb < fb0:
+                    keep.append([fb, fb0 - fb, db])
+                if fb + n > fb1:
+                    keep.append([fb1, fb + n - fb1, db + fb1 - fb])
+            ino.extents = sorted(keep)
+            self.j.dirty(t, self.inode_block(ino))
+        self.allocate(t, ino, fb0, fb1)
+        if kind != "btrfs":
+            self.j.dirty(t, self.inode_block(ino), "inode")
+        if self.p.journal_mode == "journal" and self.p.journaled:
+            for db, n in self.map(ino, fb0, fb1):
+                for b in range(db, db + n):
+                    self.j.dirty(t, b, "data")
+            return
+        for db, n in self.map(ino, fb0, fb1):
+            self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags, chunk)
+
+    def clone(self, t, f: int, src: int):
+        """FICLONE: ``f`` shares ``src``'s blocks; the extent references change (btrfs: the extent
+        tree's leaves; xfs: the refcount btree block of each AG and the inode)."""
+        dst, s = self.files[f], self.files[src]
+        dst.extents = [list(e) for e in s.extents]
+        dst.blocks = s.blocks
+        self.j.dirty(t, self.inode_block(dst), "inode")
+        for _, n, db in s.extents:
+            if self.p.kind == "btrfs":
+                self.j.dirty(t, ("ext", db // 100))
+            else:
+                self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 7)
+
+    def fsync(self, t, f: int):
+        if self.p.kind == "ext2":
+            ino = self.files.get(f)
+            if ino is not None:
+                blk = self.p.inode_block(ino.group, ino.index)
+                self.j.inplace.pop(blk, None)
+                self.emit(t, Op.WRITE, blk * self.bs, self.bs, META)
+            if self.p.barrier:
+                self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
+            return
+        self.j.commit(t, flush_if_empty=True)
+
+    def sync(self, t):
+        self.j.commit(t)
+        if self.p.kind != "xfs":
+            self.j.write_inplace(t)
+
+
+def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
+                sparse: bool = False) -> FsResult:
+    """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
+    the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
+    (a sparse loop image: its blocks are allocated by their first write)."""
+    fs = _Fs(p, dirty_expire_s)
+    created = set(ops.file[ops.kind == Kind.CREATE].tolist())
+    for f in range(ops.initial_bytes.size):
+        # Files on the device before the workload: placed, nothing written.
+        if f in created and ops.initial_bytes[f] == 0:
+            continue
+        ino = fs.new_inode(f, int(ops.dir_of_file[f]))
+        ino.slot = fs.new_slot(ino.dir)
+        fs.dir_block(None, ino.dir, ino.slot)
+        n = -(-int(ops.initial_bytes[f]) // fs.bs)
+        if n and not sparse:
+            for db, k in fs.alloc.data(ino.group, n, None):
+                ino.extents.append([ino.blocks, k, db])
+                ino.blocks += k
+    sync = np.zeros(len(ops), bool) if sync is None else sync
+    cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
+            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
+    for t, kind, f, off, size, s, chunk in zip(*cols):
+        fs.j.due(t)
+        if kind == Kind.READ:
+            fs.data(t, Op.READ, f, off, size, s)
+        elif kind == Kind.WRITE:
+            fs.data(t, Op.WRITE, f, off, size, s, chunk)
+        elif kind == Kind.CREATE:
+            if f in fs.files:
+                fs.free_inode(fs.files.pop(f))
+            fs.create(t, f, int(ops.dir_of_file[f]))
+        elif kind == Kind.DELETE:
+            fs.delete(t, f)
+        elif kind == Kind.STAT:
+            fs.stat(t, f)
+        elif kind == Kind.FSYNC:
+            fs.fsync(t, f)
+        elif kind == Kind.SYNC:
+            fs.sync(t)
+        elif kind == Kind.CLONE:
+            fs.clone(t, f, off)
+    rows = fs.rows
+    cols = list(zip(*rows)) if rows else [[]] * 5
+    t, op, off, size, flags = (np.asarray(c) for c in cols)
+    stream = Stream.from_arrays(time_s=np.asarray(t, float), op=np.asarray(op, np.int8), offset_bytes=np.asarray(off, np.int64),
+                                size_bytes=np.asarray(size, np.int64), flags=np.asarray(flags, np.int16))
+    meta = (stream.flags & Flag.META) != 0
+    w = stream.op == Op.WRITE
+    return FsResult(stream, int(stream.size_bytes[w & ~meta].sum()), int(stream.size_bytes[w & meta].sum()))

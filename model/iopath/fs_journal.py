@@ -1,0 +1,155 @@
+"""What a file system writes to make its metadata durable: the ext journal (jbd2), the xfs log and
+btrfs's transaction commit, and the in-place metadata write-back after them.
+
+Each is a :class:`Journal` that collects the metadata blocks dirtied by operations (a set: a
+block dirtied twice in one transaction is written once) and, at a commit, appends the requests:
+
+- **jbd2** (fs/jbd2/commit.c, ext3/ext4): descriptor blocks (``(block - 16) // 16`` tags each:
+  the v3 checksummed tag of 16 bytes), the journaled blocks, then the commit block, in order at the
+  journal's head (circular); with barriers the commit block carries ``PREFLUSH | FUA``.
+  ``data=journal`` journals data blocks too. A commit happens ``commit_interval_s`` after the
+  transaction's first change (the ``commit=`` mount option), at fsync and at sync. Committed blocks
+  are dirty in the block device's cache and written in place by write-back when they have been
+  dirty ``dirty_expire_s``, at sync, or when the journal is three quarters full (checkpoint).
+  ext2 has no journal: its metadata is dirty in place at once.
+- **xfs** (fs/xfs/xfs_log_cil.c, delayed logging): a checkpoint logs each dirty inode's core
+  (the 176-byte xfs_log_dinode, the 56-byte inode log format and two 12-byte op headers: 256 bytes) and each dirty buffer's changed regions (one 128-byte
+  chunk + a 64-byte header, a changed block's typical share); the log is written in
+  ``log_buffer_bytes`` iclogs, each rounded up to 512 bytes, with ``PREFLUSH | FUA``. The log is
+  forced at fsync, sync and every 30 s (xfssyncd_centisecs, the log worker). Logged metadata is
+  written in place when the AIL is pushed: when the log is three quarters used.
+- **btrfs** (fs/btrfs/transaction.c, disk-io.c): a commit every 30 s (``commit=``), at fsync and at
+  sync copies every changed tree leaf, and each leaf's parent (one per 120 leaves) and tree root, to
+  new places, ``metadata_copies`` times (DUP); then an empty flush, then the superblock copies, the
+  first with FUA (write_all_supers).
+"""
+
+from __future__ import annotations
+
+from .fs_layout import Allocator, FsParams
+from .stream import Flag, Op
+
+__all__ = ["Journal", "META", "COMMIT"]
+
+META = int(Flag.META | Flag.SYNC)
+COMMIT = int(Flag.META | Flag.SYNC | Flag.PREFLUSH | Flag.FUA)
+
+
+class Journal:
+    """The running transaction and the metadata waiting to be written in place."""
+
+    def __init__(self, p: FsParams, alloc: Allocator, emit, dirty_expire_s: float):
+        self.p, self.alloc, self.emit, self.expire = p, alloc, emit, dirty_expire_s
+        self.bs = p.block_bytes
+        self.tx: dict = {}  # block (or btrfs leaf key) -> "inode" | "buffer" | "data"
+        self.start = None  # time of the running transaction's first change
+        self.inplace: dict[int, None] = {}  # blocks waiting for in-place write-back
+        self.inplace_since = None
+        self.head = 0  # journal/log position in blocks
+        self.used = 0  # journal/log blocks since the last checkpoint
+        if p.kind == "btrfs":
+            self.interval = 30.0
+        elif p.kind == "xfs":
+            self.interval = 30.0
+        else:
+            self.interval = p.commit_interval_s
+
+    # -- collecting -------------------------------------------------------------------------------
+    def dirty(self, t: float, block, what: str = "buffer"):
+        if self.p.kind == "ext2":
+            self._inplace(t, [block])
+            return
+        if self.start is None:
+            self.start = t
+        self.tx.setdefault(block, what)
+
+    def _inplace(self, t, blocks):
+        if not self.inplace and blocks:
+            self.inplace_since = t
+        for b in blocks:
+            self.inplace[b] = None
+
+    # -- timers -----------------------------------------------------------------------------------
+    def due(self, t: float):
+        """Commits and write-backs whose time came before ``t``."""
+        if self.start is not None and t >= self.start + self.interval:
+            self.commit(self.start + self.interval)
+        if self.inplace and self.p.kind != "xfs" and t >= self.inplace_since + self.expire:
+            self.write_inplace(self.inplace_since + self.expire, 0)
+
+    def write_inplace(self, t, flags=0):
+        for b in sorted(self.inplace):
+            self.emit(t, Op.WRITE, b * self.bs, self.bs, int(Flag.META) | flags)
+        self.inplace.clear()
+        self.inplace_since = None
+        self.used = 0
+
+    # -- commits ----------------------------------------------------------------------------------
+    def commit(self, t: float, flush_if_empty: bool = False):
+        if not self.tx:
+            if flush_if_empty and self.p.barrier:
+                self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
+            self.start = None
+            return
+        kind = self.p.kind
+        if kind in ("ext3", "ext4"):
+            self._jbd2(t)
+        elif kind == "xfs":
+            self._xfs(t)
+        else:
+            self._btrfs(t)
+        self.tx.clear()
+        self.start = None
+
+    def _log_write(self, t, blocks: int, flags: int):
+        """``blocks`` at the journal's head, split where it wraps; returns nothing."""
+        jb, jn = self.p.journal_block, self.p.journal_blocks
+        while blocks > 0:
+            n = min(blocks, jn - self.head)
+            self.emit(t, Op.WRITE, (jb + self.head) * self.bs, n * self.bs, flags)
+            self.head = (self.head + n) % jn
+            blocks -= n
+            self.used += n
+
+    def _jbd2(self, t):
+        n = len(self.tx)
+        tags = (self.bs - 16) // 16
+        desc = -(-n // tags)
+        self._log_write(t, desc + n, META)
+        self._log_write(t, 1, COMMIT if self.p.barrier else META)
+        self._inplace(t, [b for b in self.tx])
+        if self.used > 3 * self.p.journal_blocks // 4:
+            self.write_inplace(t)
+
+    def _xfs(self, t):
+        inode_item = 176 + 56 + 2 * 12
+        size = sum(inode_item if w == "inode" else 192 for w in self.tx.values())
+        buf = self.p.log_buffer_bytes
+        while size > 0:
+            n = min(size, buf)
+            n = -(-n // 512) * 512
+            blocks = -(-n // self.bs)
+            jb, jn = self.p.journal_block, self.p.journal_blocks
+            off = (jb + self.head) * self.bs
+            self.emit(t, Op.WRITE, off, n, COMMIT if self.p.barrier else META)
+            self.head = (self.head + blocks) % jn
+            self.used += blocks
+            size -= buf
+        self._inplace(t, [b if isinstance(b, int) else b[1] for b in self.tx])
+        if self.used > 3 * self.p.journal_blocks // 4:
+            self.write_inplace(t)
+
+    def _btrfs(self, t):
+        leaves = set(self.tx)
+        parents = {(k[0], k[1] // 120) for k in leaves}
+        roots = {k[0] for k in leaves}
+        nodes = len(leaves) + len(parents) + len(roots) + 1  # + the root tree's leaf
+        per = self.p.node_bytes // self.bs
+        for copy in range(max(1, self.p.metadata_copies)):
+            first = self.alloc.metadata(nodes * per)
+            self.emit(t, Op.WRITE, first * self.bs, nodes * self.p.node_bytes, META)
+        if self.p.barrier:
+            self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
+        for i, off in enumerate(self.p.superblocks()):
+            fua = int(Flag.FUA) if i == 0 and self.p.barrier else 0
+            self.emit(t, Op.WRITE, off, 4096, META | fua)

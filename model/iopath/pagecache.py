@@ -1,0 +1,381 @@
+"""The page cache: which file reads and writes reach the file system's mapping, and when.
+
+Input: a workload's :class:`~.fileops.FileOps`. Output (:class:`CacheResult`): another ``FileOps``
+whose reads and writes are the cache's misses and write-backs, in file offsets (the file system maps
+them to the device), with the metadata operations passed through for the file system; ``sync``
+marks the writes a caller waits for (fsync, sync, direct I/O: ``REQ_SYNC``). A write-back's
+``chunk_bytes`` is the smallest write call that dirtied the file: the size of the folios the
+cache made for it, which bounds how much one bio can carry.
+
+What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeback.c):
+
+- **Pages** of ``page_bytes``; a file's cached and dirty pages are bitmaps; a write of part of a
+  page inside the file's old size whose page is not cached reads it first (write_begin).
+- **Read-ahead** (ondemand_readahead): a read continuing where the file's last read ended (or
+  starting at 0) is sequential: its first window is get_init_ra_size of the call's pages
+  (``4x`` the call rounded up to a power of two when that is at most ``max/32``, ``2x`` up to ``max/4``,
+  else ``max``), each next one get_next_ra_size of the last (``4x`` below ``max/16``, ``2x`` up
+  to ``max/2``, else ``max``), with ``max`` = ``read_ahead_kb``; windows stop at end of file, and
+  one more is issued when a read enters the last window (the async read-ahead). Any other read
+  reads just its missing pages. Cached pages inside a window are skipped.
+- **Dirty data and write-back**: each file records when it became dirty (inode dirtied_when). Every
+  ``writeback_interval_s`` (``dirty_writeback_centisecs``) the flusher writes back the files dirty
+  for longer than ``dirty_expire_s`` (``dirty_expire_centisecs``). Above
+  ``dirty_background_ratio`` of the memory the flusher writes the oldest-dirtied files until below
+  it; above ``dirty_ratio`` the writer is throttled (balance_dirty_pages) while the same happens,
+  counted in ``throttled``. The ratios are of ``memory_bytes``; with ``cgroup_dirty_limits`` (cgroup
+  v2, whose memcg has its own dirty limits: mm/page-writeback.c mdtc) of the cgroup's limit instead.
+  Under cgroup v1 (no cgroup writeback) a memory-limited group's dirty pages are held to the
+  global limits only, and its reclaim writes them back.
+- **Journal commits** (``commit_writeback_s``): where the file system allocates at ``write()`` and
+  journals in ordered or journal mode (ext3; ext3/ext4 with ``data=journal``), a commit writes the
+  running transaction's dirty data first (jbd2's journal_submit_data_buffers): every dirty file
+  is written back ``commit_writeback_s`` after the transaction's first change.
+- **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
+- **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
+  their pages, a dirty file written back first (the flusher, woken by reclaim).
+- **Deletes** drop the file's pages, dirty ones unwritten (truncate_inode_pages):
+  ``dropped_dirty_bytes`` counts them.
+- **fadvise DONTNEED** drops a file's clean pages; a **clone** passes to the file system.
+- **Direct I/O** writes back and drops the cached range, then passes the request through.
+- **Inodes**: a file not created by the workload is read from the device at its first use (a
+  ``STAT`` passed down); created files' inodes stay cached.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fileops import FileOps, Kind
+
+__all__ = ["CacheParams", "CacheResult", "page_cache"]
+
+
+@dataclass(frozen=True)
+class CacheParams:
+    """The cache's settings (defaults: Linux's, with 128 KiB read-ahead and no cgroup)."""
+
+    memory_bytes: int = 4 << 30
+    memory_limit_bytes: int | None = None
+    read_ahead_kb: int = 128
+    dirty_expire_s: float = 30.0
+    writeback_interval_s: float = 5.0
+    dirty_background_ratio: float = 0.10
+    dirty_ratio: float = 0.20
+    page_bytes: int = 4096
+    cgroup_dirty_limits: bool = False
+    commit_writeback_s: float | None = None
+
+    def __post_init__(self):
+        ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
+        for name, low in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"page cache: {name} = {v!r} must be an integer >= {low}")
+        lim = self.memory_limit_bytes
+        if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, np.integer)) or lim < self.page_bytes):
+            raise ValueError(f"page cache: memory_limit_bytes = {lim!r} must be an integer >= page_bytes or None")
+        if self.commit_writeback_s is not None and (not isinstance(self.commit_writeback_s, (int, float))
+                                                    or not np.isfinite(self.commit_writeback_s) or self.commit_writeback_s <= 0):
+            raise ValueError(f"page cache: commit_writeback_s = {self.commit_writeback_s!r} must be a finite number > 0 or None")
+        for name in ("dirty_expire_s", "writeback_interval_s"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"page cache: {name} = {v!r} must be a finite number > 0")
+        for name in ("dirty_background_ratio", "dirty_ratio"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"page cache: {name} = {v!r} must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class CacheResult:
+    ops: FileOps
+    sync: np.ndarray
+    dropped_dirty_bytes: int
+    reclaimed_bytes: int
+    throttled: int
+
+
+def _init_ra(req: int, mx: int) -> int:
+    n = 1 << max(req - 1, 0).bit_length()
+    if n <= mx // 32:
+        return min(4 * n, mx)
+    if n <= mx // 4:
+        return min(2 * n, mx)
+    return mx
+
+
+def _next_ra(cur: int, mx: int) -> int:
+    if cur < mx // 16:
+        return min(4 * cur, mx)
+    if cur <= mx // 2:
+        return min(2 * cur, mx)
+    return mx
+
+
+def _mask(a: int, b: int) -> int:
+    return ((1 << (b - a)) - 1) << a if b > a else 0
+
+
+def _runs(bits: int):
+    """(start, end) page runs of the set bits of ``bits``, lowest first."""
+    while bits:
+        low = bits & -bits
+        a = low.bit_length() - 1
+        t = bits >> a
+        n = ((t ^ (t + 1)) >> 1).bit_length()
+        yield a, a + n
+        bits &= ~_mask(a, a + n)
+
+
+class _File:
+    """A file's pages as bitsets (Python ints: bit k is page k), cheap for small files and big."""
+
+    __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk")
+
+    def __init__(self, size: int):
+        self.cached = self.dirty = 0
+        self.size = size
+        self.dirtied = None
+        self.ra_end = self.ra_win = self.ra_last = 0
+        self.prev_end = 0
+        self.chunk = 0  # the smallest write call since the file was last clean (its folios' size)
+
+
+class _Cache:
+    def __init__(self, ops: FileOps, p: CacheParams):
+        self.p, self.pg = p, p.page_bytes
+        self.initial = ops.initial_bytes
+        self.files: dict[int, _File] = {}
+        self.lru: OrderedDict[int, None] = OrderedDict()
+        self.dirty_order: OrderedDict[int, float] = OrderedDict()  # file -> dirtied_when, oldest first
+        self.inode_cached: set[int] = set()
+        self.cached = self.dirty = 0
+        mem = p.memory_limit_bytes if p.memory_limit_bytes is not None and p.cgroup_dirty_limits else p.memory_bytes
+        self.limit = (p.memory_limit_bytes // self.pg) if p.memory_limit_bytes is not None else None
+        self.bg = int(p.dirty_background_ratio * mem) // self.pg
+        self.hard = int(p.dirty_ratio * mem) // self.pg
+        self.mx = max(1, p.read_ahead_kb * 1024 // self.pg) if p.read_ahead_kb else 0
+        self.out: list[tuple] = []
+        self.dropped = self.reclaimed = self.throttled = 0
+
+    # -- output ----------------------------------------------------------------------------------
+    def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
+        self.out.append((t, int(kind), f, off, size, size if chunk is None else chunk, direct, sync))
+
+    def file(self, t, f: int) -> _File:
+        st = self.files.get(f)
+        if st is None:
+            size = int(self.initial[f]) if 0 <= f < self.initial.size else 0
+            st = self.files[f] = _File(size)
+            if f not in self.inode_cached:
+                self.inode_cached.add(f)
+                self.emit(t, Kind.STAT, f)
+        self.lru[f] = None
+        self.lru.move_to_end(f)
+        return st
+
+    # -- write-back ------------------------------------------------------------------------------
+    def writeback(self, t, f: int, sync: bool, lo: int = 0, hi: int | None = None):
+        st = self.files[f]
+        if not st.dirty:
+            return
+        bits = st.dirty if hi is None and not lo else st.dirty & _mask(lo, hi if hi is not None else st.dirty.bit_length())
+        if not bits:
+            return
+        for a, b in _runs(bits):
+            off = a * self.pg
+            size = min(b * self.pg, st.size) - off
+            if size > 0:
+                self.emit(t, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
+        st.dirty &= ~bits
+        self.dirty -= bits.bit_count()
+        if not st.dirty:
+            st.dirtied = None
+            self.dirty_order.pop(f, None)
+
+    def flush_oldest(self, t, target: int):
+        while self.dirty > target and self.dirty_order:
+            f = next(iter(self.dirty_order))
+            self.writeback(t, f, False)
+
+    def timer(self, t):
+        expired = [f for f, when in self.dirty_order.items() if when <= t - self.p.dirty_expire_s]
+        for f in expired:
+            self.writeback(t, f, False)
+        self.flush_oldest(t, self.bg)
+
+    def reclaim(self, t):
+        if self.limit is None:
+            return
+        while self.cached > self.limit and self.lru:
+            f = next(iter(self.lru))
+            st = self.files[f]
+            if st.dirty:
+                self.writeback(t, f, False)
+            n = st.cached.bit_count()
+            self.cached -= n
+            self.reclaimed += n * self.pg
+            st.cached = 0
+            st.ra_end = st.ra_win = st.ra_last = 0
+            self.lru.pop(f)
+
+    # -- operations ------------------------------------------------------------------------------
+    def fill(self, st: _File, a: int, b: int) -> None:
+        m = _mask(a, b)
+        self.cached += (m & ~st.cached).bit_count()
+        st.cached |= m
+
+    def read_pages(self, t, f, st: _File, a: int, b: int):
+        """Read the missing pages of [a, b), one request per run of missing pages."""
+        miss = _mask(a, b) & ~st.cached
+        for s, e in _runs(miss):
+            self.emit(t, Kind.READ, f, s * self.pg, min(e * self.pg, st.size) - s * self.pg)
+        self.fill(st, a, b)
+
+    def read(self, t, f, off, size, chunk):
+        st = self.file(t, f)
+        end = min(off + size, st.size)
+        if end <= off:
+            return
+        eof = -(-st.size // self.pg)
+        a, b = off // self.pg, -(-end // self.pg)
+        sequential = off == st.prev_end or off == 0
+        st.prev_end = end
+        if not sequential or not self.mx:
+            self.read_pages(t, f, st, a, b)
+            st.ra_end = st.ra_win = st.ra_last = 0
+        else:
+            if off == 0 or st.ra_end < a:
+                st.ra_end, st.ra_win = a, 0
+            while st.ra_end < b:
+                st.ra_win = _init_ra(-(-chunk // self.pg), self.mx) if not st.ra_win else _next_ra(st.ra_win, self.mx)
+                st.ra_last = st.ra_end
+                stop = min(st.ra_end + st.ra_win, eof)
+                self.read_pages(t, f, st, st.ra_end, stop)
+                st.ra_end = stop
+                if stop >= eof:
+                    break
+            if st.ra_end < eof and b > st.ra_last:
+                st.ra_win = _next_ra(st.ra_win, self.mx)
+                st.ra_last = st.ra_end
+                stop = min(st.ra_end + st.ra_win, eof)
+                self.read_pages(t, f, st, st.ra_end, stop)
+                st.ra_end = stop
+        self.reclaim(t)
+
+    def write(self, t, f, off, size, chunk):
+        st = self.file(t, f)
+        st.chunk = min(st.chunk, chunk) if st.dirty else chunk
+        end = off + size
+        a, b = off // self.pg, -(-end // self.pg)
+        for p, partial in ((a, off % self.pg), (b - 1, end % self.pg)):
+            if partial and p * self.pg < st.size and not (st.cached >> p) & 1:
+                self.read_pages(t, f, st, p, p + 1)
+        st.size = max(st.size, end)
+        self.fill(st, a, b)
+        m = _mask(a, b)
+        self.dirty += (m & ~st.dirty).bit_count()
+        st.dirty |= m
+        if st.dirtied is None and st.dirty:
+            st.dirtied = t
+            self.dirty_order[f] = t
+        if self.dirty > self.hard:
+            self.throttled += 1
+        if self.dirty > self.bg:
+            self.flush_oldest(t, self.bg)
+        self.reclaim(t)
+
+    def direct(self, t, kind, f, off, size):
+        st = self.file(t, f)
+        a, b = off // self.pg, -(-(off + size) // self.pg)
+        self.writeback(t, f, True, a, b)
+        m = _mask(a, b)
+        self.cached -= (st.cached & m).bit_count()
+        st.cached &= ~m
+        if kind == Kind.WRITE:
+            st.size = max(st.size, off + size)
+        self.emit(t, kind, f, off, size, kind == Kind.WRITE, True)
+
+    def delete(self, t, f):
+        st = self.files.pop(f, None)
+        if st is None:
+            if f not in self.inode_cached:
+                self.emit(t, Kind.STAT, f)  # unlink reads the inode (and the directory) first
+            self.inode_cached.discard(f)
+            self.emit(t, Kind.DELETE, f)
+            return
+        nd = st.dirty.bit_count()
+        self.dropped += min(nd * self.pg, st.size)
+        self.dirty -= nd
+        self.cached -= st.cached.bit_count()
+        self.dirty_order.pop(f, None)
+        self.lru.pop(f, None)
+        self.inode_cached.discard(f)
+        self.emit(t, Kind.DELETE, f)
+
+
+def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
+    """The file-level I/O that passes the page cache (see the module docstring)."""
+    p = params or CacheParams()
+    c = _Cache(ops, p)
+    next_timer = p.writeback_interval_s
+    cols = [ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
+            ops.size_bytes.tolist(), ops.chunk_bytes.tolist(), ops.direct.tolist()]
+    commit_s = p.commit_writeback_s
+    for t, kind, f, off, size, chunk, direct in zip(*cols):
+        if commit_s is not None and c.dirty_order:
+            tx_start = next(iter(c.dirty_order.values()))
+            if t >= tx_start + commit_s:
+                for g in list(c.dirty_order):
+                    c.writeback(tx_start + commit_s, g, False)
+        while next_timer <= t:
+            if c.dirty_order:
+                c.timer(next_timer)
+            next_timer += p.writeback_interval_s
+        if kind == Kind.CREATE:
+            c.inode_cached.add(f)
+            c.files[f] = _File(0)
+            c.lru[f] = None
+            c.emit(t, Kind.CREATE, f)
+        elif kind in (Kind.READ, Kind.WRITE) and direct:
+            c.direct(t, kind, f, off, size)
+        elif kind == Kind.READ:
+            c.read(t, f, off, size, chunk)
+        elif kind == Kind.WRITE:
+            c.write(t, f, off, size, chunk)
+        elif kind == Kind.DELETE:
+            c.delete(t, f)
+        elif kind == Kind.STAT:
+            if f not in c.inode_cached:
+                c.inode_cached.add(f)
+                c.emit(t, Kind.STAT, f)
+        elif kind == Kind.FSYNC:
+            if f in c.files:
+                c.writeback(t, f, True)
+            c.emit(t, Kind.FSYNC, f)
+        elif kind == Kind.DROP:
+            st = c.files.get(f)
+            if st is not None:  # only clean pages go (invalidate_mapping_pages)
+                gone = st.cached & ~st.dirty
+                c.cached -= gone.bit_count()
+                st.cached &= st.dirty
+                st.ra_end = st.ra_win = st.ra_last = 0
+        elif kind == Kind.CLONE:
+            src = c.files.get(off)
+            c.file(t, f).size = src.size if src is not None else int(ops.initial_bytes[off])
+            c.emit(t, Kind.CLONE, f, off, size)
+        elif kind == Kind.SYNC:
+            for g in list(c.dirty_order):
+                c.writeback(t, g, True)
+            c.emit(t, Kind.SYNC, -1)
+    rows = c.out
+    cols = list(zip(*rows)) if rows else [[]] * 8
+    dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool)
+    arr = [np.asarray(x, dtype=d) for x, d in zip(cols, dtypes)]
+    out = FileOps(*arr[:7], ops.dir_of_file, ops.initial_bytes)
+    return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled))

@@ -1,0 +1,199 @@
+"""The whole I/O path of a stack: workload -> page cache -> file system -> block layers -> devices.
+
+:func:`run` takes a :class:`diskmodel.model.stack.Stack` (the JSON stack nodes) and a workload's
+:class:`~.fileops.FileOps`, and returns ``{device: Stream}`` for every device of the stack, from the
+file system's volume down to the disks, each as its queue sends it (merged within one issue instant,
+split at ``max_sectors_kb``: :mod:`.block_layer`).
+
+Nodes (model/volumes.py, raid.py, thin.py, loop_file.py):
+
+- ``partition``: :func:`.partition.partition` onto its disk;
+- ``lvm_linear``: dm-linear over the physical volumes (each a partition);
+- ``lvm_striped``: dm-striped over them;
+- ``raid`` (md): RAID 0/1/5/6 (:mod:`.md_raid`, :mod:`.md_parity`), 512 KiB chunks by default;
+- ``thin``: dm-thin onto its pool's data device, the metadata commits on a ``<name>-meta`` device;
+- ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
+  page cache (buffered: the image's pages cached a second time and written back by the host's
+  write-back; direct I/O: passed through the cache), flushes an fsync of the image; the host
+  file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
+  first write; a zero-filled one is allocated from the start.
+
+Bad input: one ValueError line naming the node (its path in the stack) and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from . import block_layer
+from .dm_linear import dm_linear
+from .dm_striped import dm_striped
+from .dm_thin import dm_thin
+from .fileops import FileOps, Kind, resolve_clones
+from .fs import file_system
+from .fs_layout import FS_KINDS, FsParams
+from .md_parity import md_raid5, md_raid6
+from .md_raid import md_raid0, md_raid1
+from .pagecache import CacheParams, page_cache
+from .partition import partition
+from .stream import Flag, Op, Stream, concat
+
+__all__ = ["run", "frames", "fs_params_of", "queue"]
+
+#: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
+REFLINK_KINDS = ("xfs", "btrfs")
+DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
+
+
+def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Stream:
+    """A device's stream as its queue issues it: merged within each issue instant, then split."""
+    if not len(stream):
+        return stream
+    order = np.argsort(stream.time_s, kind="stable")
+    s = stream.take(order)
+    return block_layer.split(block_layer.merge(s, max_sectors_kb), max_sectors_kb)
+
+
+def _name(node, default: str) -> str:
+    return getattr(node, "name", "") or default
+
+
+def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams:
+    """The file-system layer's settings from a stack's file-system node."""
+    params = node.parameters
+    kind = node.kind
+    try:
+        return FsParams(kind=kind, device_bytes=int(device_bytes), block_bytes=int(params.block_size_bytes),
+                        inode_bytes=int(params.inode_size_bytes),
+                        journal_mode=params.journal_mode if kind in ("ext3", "ext4") else "ordered",
+                        commit_interval_s=float(params.commit_interval_s),
+                        journal_bytes=int(params.journal_size_bytes) if params.journal_size_bytes else None)
+    except ValueError as exc:
+        raise ValueError(f"{path} ({kind}): {str(exc).removeprefix('file system: ')}") from None
+
+
+def _merge(into: dict[str, Stream], more: dict[str, Stream]):
+    for name, s in more.items():
+        if name in into:
+            both = concat([into[name], s])
+            into[name] = both.take(np.argsort(both.time_s, kind="stable"))
+        else:
+            into[name] = s
+
+
+def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
+           final_sync: float | None = None):
+    """Record ``stream`` as device ``name`` and pass it down through ``node``."""
+    stream = queue(stream)
+    _merge(out, {name: stream})
+    kind = type(node).__name__
+    if kind == "Partition":
+        _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes))})
+        return
+    if kind in ("LinearVolume", "StripedVolume"):
+        pvs = node.physical_volumes
+        names = [_name(pv, f"{name}-pv{i}") for i, pv in enumerate(pvs)]
+        if kind == "LinearVolume":
+            t = node.segment_table()
+            segs = []
+            for ls, ps, ln in zip(t["logical_start_bytes"].tolist(), t["physical_start_bytes"].tolist(), t["length_bytes"].tolist()):
+                i = next(k for k, pv in enumerate(pvs) if pv.start_bytes <= ps < pv.start_bytes + pv.size_bytes)
+                segs.append((ls, ln, names[i], ps - pvs[i].start_bytes))
+            parts = dm_linear(stream, segs)
+        else:
+            parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
+        for i, pv in enumerate(pvs):
+            if names[i] in parts:
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, final_sync)
+        return
+    if kind == "RaidArray":
+        members = node.members
+        names = [_name(m, f"{name}-m{i}") for i, m in enumerate(members)]
+        if node.tool != "md":
+            raise ValueError(f"{path} (raid): tool = {node.tool!r}: only md arrays are on the request-level path")
+        fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
+        parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
+        for i, m in enumerate(members):
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, final_sync)
+        return
+    if kind == "ThinVolume":
+        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
+        _merge(out, {f"{name}-meta": res.metadata})
+        _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
+        return
+    if kind == "LoopFile":
+        _loop(node, stream, name, path, cache, out, final_sync)
+        return
+    raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
+
+
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, final_sync: float | None):
+    """The loop device's requests as file operations on its image, through the host's cache and
+    file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked). A flush, and a write's
+    REQ_PREFLUSH, is an fsync of the image before it (lo_req_flush: vfs_fsync); loop has a volatile
+    write cache and no FUA, so the block layer turns a write's REQ_FUA into a flush after it. The
+    workload's closing sync reaches the host file system too (sync(2) syncs every file system)."""
+    host_kind = node.host_file_system
+    if host_kind not in FS_KINDS:
+        raise ValueError(f"{path} (loop_file): host_file_system = {host_kind!r} must be one of {', '.join(FS_KINDS)}")
+    s = stream.take(stream.op != Op.DISCARD)
+    pre = (s.op == Op.FLUSH) | ((s.flags & Flag.PREFLUSH) != 0)
+    post = (s.op != Op.FLUSH) & ((s.flags & Flag.FUA) != 0)
+    data = s.op != Op.FLUSH
+    # Each request as up to three rows: fsync before, the data, fsync after; kept in that order.
+    n = len(s)
+    rank = np.concatenate([np.flatnonzero(pre) * 3, np.flatnonzero(data) * 3 + 1, np.flatnonzero(post) * 3 + 2])
+    src = rank // 3
+    kind = np.concatenate([np.full(int(pre.sum()), Kind.FSYNC), np.where(s.op[data] == Op.READ, Kind.READ, Kind.WRITE),
+                           np.full(int(post.sum()), Kind.FSYNC)]).astype(np.int8)
+    is_data = kind != Kind.FSYNC
+    order = np.argsort(rank, kind="stable")
+    src, kind, is_data = src[order], kind[order], is_data[order]
+    time_s = s.time_s[src]
+    m = src.size
+    if final_sync is not None:
+        time_s, kind = np.append(time_s, max(final_sync, float(time_s.max()) if m else 0.0)), np.append(kind, np.int8(Kind.SYNC))
+        src, is_data = np.append(src, 0), np.append(is_data, False)
+    size = np.where(is_data, s.size_bytes[src] if n else 0, 0)
+    ops = FileOps(
+        time_s=time_s, kind=kind, file=np.where(kind == Kind.SYNC, -1, 0), offset_bytes=np.where(is_data, s.offset_bytes[src] if n else 0, 0),
+        size_bytes=size, chunk_bytes=size, direct=np.full(kind.size, bool(node.direct_io)),
+        dir_of_file=np.zeros(1, np.int64), initial_bytes=np.array([node.image_size_bytes], np.int64),
+    )
+    host_bytes = int(node.host.size_bytes)
+    try:
+        p = FsParams(kind=host_kind, device_bytes=host_bytes)
+        res = page_cache(ops, cache)
+        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
+    except ValueError as exc:
+        raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, final_sync)
+
+
+def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:
+    """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring)."""
+    cache = cache or CacheParams()
+    if stack.is_nfs:
+        raise ValueError("file_system (nfs): an NFS mount is not on the request-level I/O path")
+    fs_node = stack.file_system
+    volume = stack.volume
+    p = fs_params_of(fs_node, int(volume.size_bytes))
+    ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
+    if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
+        cache = replace(cache, commit_writeback_s=p.commit_interval_s)
+    res = page_cache(ops, cache)
+    try:
+        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
+    except ValueError as exc:
+        raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
+    final_sync = float(ops.time_s[-1]) if len(ops) and ops.kind[-1] == Kind.SYNC else None
+    out: dict[str, Stream] = {}
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, final_sync)
+    return out
+
+
+def frames(stack, ops: FileOps, cache: CacheParams | None = None) -> dict:
+    """:func:`run`'s streams as pandas DataFrames (one row per request; :meth:`Stream.to_frame`)."""
+    return {name: s.to_frame() for name, s in run(stack, ops, cache).items()}

@@ -1,0 +1,96 @@
+"""A workload named in one string, as ``diskmodel iopath --workload`` takes it: ``NAME[:KEY=VALUE,...]``.
+
+- ``postmark:test1`` (the paper's presets test1, test2, test3), or ``postmark:files=N,low=B,high=B,
+  transactions=N,read=B,write=B,bias_read=N,bias_create=N,seed=N,buffered=0|1,subdirectories=N``;
+- ``fio:rw=randwrite,bs=4k,size=64M,iodepth=32,direct=1,fsync=0``;
+- ``copy:size=64M``;
+- ``metadata:op=create,files=1000,file_bytes=0`` (op create, stat or delete).
+
+Sizes take the suffixes k, M, G (powers of 1024, as fio reads them). A bad key or value is one
+ValueError line naming the workload, the key and the value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import fileops
+from .fileops import FileOps
+
+__all__ = ["parse_workload", "size_value"]
+
+_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_POSTMARK_KEYS = {
+    "files": "number_of_files", "low": "min_file_size_bytes", "high": "max_file_size_bytes",
+    "transactions": "transactions", "read": "read_block_size_bytes", "write": "write_block_size_bytes",
+    "bias_read": "read_bias", "bias_create": "create_bias", "seed": "seed", "buffered": "buffered_io",
+    "subdirectories": "subdirectories",
+}
+_KEYS = {
+    "fio": {"rw", "bs", "size", "iodepth", "direct", "fsync", "seed"},
+    "copy": {"size"},
+    "metadata": {"op", "files", "file_bytes"},
+}
+
+
+def size_value(workload: str, key: str, text: str) -> int:
+    m = re.fullmatch(r"(\d+)([kKmMgG]?)(i?[bB])?", text.strip())
+    if not m:
+        raise ValueError(f"workload {workload}: {key} = {text!r} is not a size (a number with k, M or G)")
+    return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def _pairs(workload: str, text: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"workload {workload}: {item!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:
+    """The :class:`~.fileops.FileOps` of the workload ``text`` names (see the module docstring)."""
+    from diskmodel.model.workload import PostMarkConfig, postmark_preset
+
+    name, _, rest = str(text).partition(":")
+    if name not in fileops.WORKLOADS:
+        raise ValueError(f"workload {text!r}: {name!r} is not one of {', '.join(fileops.WORKLOADS)}")
+    if name == "postmark":
+        if rest in ("test1", "test2", "test3"):
+            return fileops.postmark(postmark_preset(rest), sync_at_end=sync_at_end)
+        fields = {}
+        for key, value in _pairs(name, rest).items():
+            if key not in _POSTMARK_KEYS:
+                raise ValueError(f"workload postmark: key {key!r} is not one of {', '.join(_POSTMARK_KEYS)}")
+            if key == "buffered":
+                fields[_POSTMARK_KEYS[key]] = value not in ("0", "false")
+            else:
+                fields[_POSTMARK_KEYS[key]] = size_value(name, key, value)
+        try:
+            config = PostMarkConfig(**fields)
+        except ValueError as exc:
+            raise ValueError(f"workload postmark: {exc}") from None
+        return fileops.postmark(config, sync_at_end=sync_at_end)
+    pairs = _pairs(name, rest)
+    unknown = sorted(set(pairs) - _KEYS[name])
+    if unknown:
+        raise ValueError(f"workload {name}: key {unknown[0]!r} is not one of {', '.join(sorted(_KEYS[name]))}")
+    if name == "fio":
+        kw = {"rw": pairs.get("rw", "read")}
+        for key in ("bs", "size", "iodepth", "fsync", "seed"):
+            if key in pairs:
+                kw[key] = size_value(name, key, pairs[key])
+        if "direct" in pairs:
+            if pairs["direct"] not in ("0", "1"):
+                raise ValueError(f"workload fio: direct = {pairs['direct']!r} must be 0 or 1")
+            kw["direct"] = pairs["direct"] == "1"
+        kw.setdefault("bs", 4096)
+        kw.setdefault("size", 64 << 20)
+        return fileops.fio(sync_at_end=sync_at_end, **kw)
+    if name == "copy":
+        return fileops.copy(size_value(name, "size", pairs.get("size", "64M")), sync_at_end=sync_at_end)
+    files = size_value(name, "files", pairs.get("files", "1000"))
+    file_bytes = size_value(name, "file_bytes", pairs.get("file_bytes", "0"))
+    return fileops.metadata(pairs.get("op", "create"), files, file_bytes=file_bytes, sync_at_end=sync_at_end)

@@ -1,0 +1,342 @@
+"""The file systems and the whole I/O path (model/iopath/fs*.py, path.py, ``diskmodel iopath``):
+streams worked out by hand from each file system's layout and journal rules, properties of the path
+through the stack's block layers, and the real kernel: a workload on a loop device with a real file
+system, counted in /sys/block/loopN/stat."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import require_root, require_tools
+from diskmodel.model.iopath import Flag, Op
+from diskmodel.model.iopath.fileops import FileOps, Kind
+from diskmodel.model.iopath.fs import file_system
+from diskmodel.model.iopath.fs_layout import FsParams
+from diskmodel.model.iopath.pagecache import CacheParams, page_cache
+from diskmodel.model.iopath.path import run
+from diskmodel.model.iopath.workload_spec import parse_workload
+from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.raid import RaidArray
+from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
+from diskmodel.model.drives import PresetDrive
+from diskmodel.model.volumes import Partition
+from test_bad_inputs import assert_one_error_line
+
+B = 4096
+GiB = 1 << 30
+R, W, F = int(Op.READ), int(Op.WRITE), int(Op.FLUSH)
+META, SYNC, COMMIT = int(Flag.META), int(Flag.SYNC), int(Flag.META | Flag.SYNC | Flag.PREFLUSH | Flag.FUA)
+
+
+def ops(*rows, initial=(0,)) -> FileOps:
+    """Operations as (time_s, kind, file, offset, size)."""
+    full = [tuple(r) + (r[4], False) for r in rows]
+    cols = list(zip(*full))
+    dt = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool)
+    return FileOps(*(np.asarray(c, d) for c, d in zip(cols, dt)), np.zeros(len(initial), np.int64),
+                   np.asarray(initial, np.int64))
+
+
+def fs_rows(kind, o, **kw):
+    """(time_s, op, block, size_bytes, flags) of the file system's stream for ``o`` after the cache."""
+    r = page_cache(o)
+    s = file_system(r.ops, FsParams(kind, GiB, **kw), sync=r.sync).stream
+    return list(zip(s.time_s.tolist(), s.op.tolist(), (s.offset_bytes // B).tolist(), s.size_bytes.tolist(), s.flags.tolist()))
+
+
+CREATE_WRITE_SYNC = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 8192), (1, Kind.SYNC, -1, 0, 0))
+
+# ext on 1 GiB with 4 KiB blocks: groups of 32768 blocks (128 MiB), 8192 inodes of 256 bytes each
+# (512 table blocks); group 0: descriptors in block 1, block bitmap 2, inode bitmap 3, inode table
+# from 4, data from 516. The journal is in the middle group (4): 4 * 32768 + 516 = 131588.
+EXT_READS = [(0.0, R, 2, B, META), (0.0, R, 3, B, META), (0.0, R, 1, B, META)]  # bitmaps read before they change
+IN_PLACE = [(1.0, W, b, B, META) for b in (1, 2, 3, 4, 516)]  # descriptor, bitmaps, inode block, directory block
+
+
+def test_ext4_create_write_sync_by_hand():
+    # Create: the directory gets its first block (516), reading the block bitmap; the inode bitmap and
+    # descriptor are read. At sync: the 8 KiB of data (blocks 517-518, delayed allocation), then the
+    # transaction: 5 blocks + 1 descriptor block at the journal's head, the commit block with
+    # PREFLUSH|FUA; then the 5 metadata blocks in place.
+    assert fs_rows("ext4", CREATE_WRITE_SYNC) == EXT_READS + [
+        (1.0, W, 517, 8192, SYNC),
+        (1.0, W, 131588, 6 * B, META | SYNC),
+        (1.0, W, 131594, B, COMMIT),
+    ] + IN_PLACE
+
+
+def test_ext2_has_no_journal():
+    assert fs_rows("ext2", CREATE_WRITE_SYNC) == EXT_READS + [(1.0, W, 517, 8192, SYNC)] + IN_PLACE
+
+
+def test_data_journal_writes_data_twice():
+    rows = fs_rows("ext4", CREATE_WRITE_SYNC, journal_mode="journal")
+    # The 2 data blocks join the transaction (7 blocks + descriptor), then go in place with the rest.
+    assert rows == EXT_READS + [
+        (1.0, W, 131588, 8 * B, META | SYNC),
+        (1.0, W, 131596, B, COMMIT),
+    ] + IN_PLACE + [(1.0, W, 517, B, META), (1.0, W, 518, B, META)]
+
+
+def test_xfs_logs_inode_cores_and_buffer_regions():
+    rows = fs_rows("xfs", CREATE_WRITE_SYNC)
+    # AG 0: AGF 1, AGI 2, inode btree 3, free-space btrees 5 and 6, inode chunks from 8, data from
+    # 1032 (the directory's block, then the file's 1033). The log (middle AG, 2 of 4: 2 * 65536 + 1032):
+    # one inode core (256 bytes) and 6 buffers (192 bytes each): 1408 bytes, rounded up to 1536.
+    assert rows == [
+        (0.0, R, 1, B, META), (0.0, R, 3, B, META), (0.0, R, 2, B, META),
+        (1.0, R, 5, B, META), (1.0, R, 6, B, META),
+        (1.0, W, 1033, 8192, SYNC),
+        (1.0, W, 132104, 1536, COMMIT),
+    ]
+
+
+def test_btrfs_commit_copies_tree_blocks_twice_then_the_superblocks():
+    rows = fs_rows("btrfs", CREATE_WRITE_SYNC)
+    # Data from 1 MiB (block 256). Changed leaves: the inode's, the directory's, one extent-tree
+    # leaf and one checksum leaf (4), their 4 parents, 4 tree roots and the root tree's leaf: 13 nodes
+    # of 16 KiB, written at the metadata area (block 131072), DUP: a second copy after the first;
+    # then a flush, the primary superblock (64 KiB) with FUA and the copy at 64 MiB.
+    assert rows == [
+        (1.0, W, 256, 8192, SYNC),
+        (1.0, W, 131072, 13 * 16384, META | SYNC),
+        (1.0, W, 131072 + 13 * 4, 13 * 16384, META | SYNC),
+        (1.0, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
+        (1.0, W, 16, B, META | SYNC | int(Flag.FUA)),
+        (1.0, W, 16384, B, META | SYNC),
+    ]
+
+
+def test_btrfs_copies_on_write_and_keeps_small_files_inline():
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 8192), (1, Kind.SYNC, -1, 0, 0),
+            (2, Kind.WRITE, 0, 0, 8192), (3, Kind.SYNC, -1, 0, 0),
+            (4, Kind.CREATE, 1, 0, 0), (4, Kind.WRITE, 1, 0, 1000), (5, Kind.SYNC, -1, 0, 0), initial=(0, 0))
+    data = [(t, b) for t, op, b, size, fl in fs_rows("btrfs", o) if op == W and not fl & META]
+    # The overwrite goes to new blocks (258, after the first copy's 256-257); the 1000-byte file
+    # has no data block at all.
+    assert data == [(1.0, 256), (3.0, 258)]
+
+
+def test_block_size_sets_the_data_write_size():
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 1000), (1, Kind.SYNC, -1, 0, 0))
+    for bs in (1024, 4096):
+        r = page_cache(o)
+        s = file_system(r.ops, FsParams("ext4", GiB, block_bytes=bs), sync=r.sync).stream
+        data = s.size_bytes[(s.op == W) & ((s.flags & META) == 0)]
+        assert data.tolist() == [bs]
+
+
+def test_deleted_files_leave_only_metadata_on_the_device():
+    # PostMark test1's sizes, scaled to fit 64 MiB and to run in seconds: its data never reaches
+    # the device (deleted before write-back); what does is the journal and the metadata.
+    devs = run(paper_stack("native"), parse_workload("postmark:files=300,low=1024,high=102400,transactions=3000"),
+               CacheParams(memory_limit_bytes=64 << 20))
+    s = devs["sda"]
+    assert ((s.op == W) & ((s.flags & META) == 0)).sum() == 0
+    assert 0 < s.write_bytes < 2 << 20
+
+
+# -- the stack's block layers --------------------------------------------------------------------
+def two_disk_stack(volume, kind="ext4"):
+    return Stack(FileSystemNode(kind=kind, volume=volume), disks=(PresetDrive("wd800bd", name="sda"), PresetDrive("wd800bd", name="sdb")))
+
+
+def test_raid1_writes_every_byte_to_each_member():
+    parts = (Partition(1 << 20, GiB, "sda1", "sda"), Partition(1 << 20, GiB, "sdb1", "sdb"))
+    devs = run(two_disk_stack(RaidArray("raid1", parts, name="md0")), parse_workload("fio:rw=write,bs=1M,size=32M"))
+    assert devs["sda1"].write_bytes == devs["sdb1"].write_bytes == devs["md0"].write_bytes > 32 << 20
+
+
+def test_buffered_loop_caches_the_image_a_second_time():
+    # Read a file on a loop device, drop it from the upper cache, read it again: the loop device
+    # sees both reads; the host device only the first when the loop is buffered (the image's pages
+    # stay in the host's cache), both with direct I/O.
+    host = Partition(1 << 20, 2 * GiB, "sda1", "sda")
+    o = ops((0, Kind.READ, 0, 0, 8 << 20), (1, Kind.DROP, 0, 0, 0), (2, Kind.READ, 0, 0, 8 << 20), initial=(8 << 20,))
+    got = {}
+    for direct in (False, True):
+        loop = LoopFile(host, GiB, allocation="zero_filled", host_file_system="ext4", direct_io=direct, name="loop0")
+        devs = run(Stack(FileSystemNode(kind="ext4", volume=loop)), o)
+        got[direct] = (devs["loop0"].read_bytes, devs["sda1"].read_bytes)
+    loop_reads, host_reads = got[False]
+    assert loop_reads >= 2 * (8 << 20)
+    assert (8 << 20) <= host_reads < loop_reads - (7 << 20)
+    assert got[True][1] >= 2 * (8 << 20)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["native", "lvm1", "lvm2"]), st.sampled_from(["ext2", "ext4", "xfs", "btrfs"]),
+       st.sampled_from(["fio:rw=write,bs=64k,size=4M", "fio:rw=randread,bs=4k,size=2M", "metadata:op=create,files=300"]))
+def test_linear_layers_conserve_bytes_from_volume_to_disks(name, kind, workload):
+    stack = paper_stack(name, kind=kind)
+    devs = run(stack, parse_workload(workload))
+    top = devs[stack.volume.name or "volume"]
+    disks = [d.name for d in stack.disks]
+    assert sum(devs[d].write_bytes for d in disks) == top.write_bytes
+    assert sum(devs[d].read_bytes for d in disks) == top.read_bytes
+
+
+# -- the command ---------------------------------------------------------------------------------
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "iopath", *args], capture_output=True, text=True)
+
+
+def test_cli_json_and_streams(tmp_path):
+    p = cli("--stack", "lvm2", "--workload", "fio:rw=write,bs=1M,size=8M", "--json", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert set(doc["devices"]) == {"LogVol02", "/dev/sda3", "/dev/sda4", "sda"}
+    for totals in doc["devices"].values():
+        assert set(totals) == {"read_bytes", "write_bytes", "read_requests", "write_requests"}
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "sda.csv")
+    assert int(frame.loc[frame.op == "write", "size_bytes"].sum()) == doc["devices"]["sda"]["write_bytes"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("--stack", "native", "--workload", "fio:rw=sideways"), "rw = 'sideways'"),
+    (("--stack", "native", "--workload", "fio:bs=4q"), "bs = '4q'"),
+    (("--stack", "native", "--workload", "tar:x=1"), "'tar' is not one of"),
+    (("--stack", "native", "--workload", "postmark:files=0"), "number_of_files"),
+    (("--stack", "/nonexistent/stack.json", "--workload", "copy"), "/nonexistent/stack.json"),
+    (("--stack", "native", "--workload", "copy", "--memory-limit", "1"), "--memory-limit 1"),
+    (("--stack", "native", "--workload", "copy", "--memory-limit", "lots"), "--memory-limit"),
+])
+def test_cli_bad_input_is_one_line(args, fragment):
+    p = cli(*args)
+    assert p.returncode == 2
+    assert_one_error_line(p.stderr, fragment)
+
+
+def test_cli_bad_stack_node_names_node_and_field(tmp_path):
+    doc = json.loads(paper_stack("native", kind="xfs").to_json())
+    doc["file_system"]["parameters"]["block_size_bytes"] = 3000
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    p = cli("--stack", str(path), "--workload", "copy")
+    assert p.returncode == 2
+    line = assert_one_error_line(p.stderr)
+    assert "block_size" in line and "3000" in line
+
+
+# -- the real kernel -----------------------------------------------------------------------------
+MKFS = {"ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        "xfs": ["mkfs.xfs", "-f", "-q"], "ext2": ["mkfs.ext2", "-F", "-q"]}
+
+
+def loop_stat(dev: str) -> dict[str, int]:
+    f = open(f"/sys/block/{os.path.basename(dev)}/stat").read().split()
+    return {"read_requests": int(f[0]), "read_bytes": int(f[2]) * 512, "write_requests": int(f[4]), "write_bytes": int(f[6]) * 512}
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["ext4", "xfs"])
+def test_what_reaches_a_loop_device_matches_the_kernel(kind, loops, tmp_path):
+    require_root()
+    require_tools("fio", MKFS[kind][0])
+    img = tmp_path / "img"
+    with open(img, "wb") as f:
+        f.truncate(GiB)
+    dev = loops.attach(img)
+    subprocess.run(MKFS[kind] + [dev], check=True, capture_output=True)
+    mnt = loops.mount(dev, tmp_path / "mnt")
+    ra_kb = int(open(f"/sys/block/{os.path.basename(dev)}/queue/read_ahead_kb").read())
+    stack = Stack(FileSystemNode(kind=kind, volume=Partition(0, GiB, "loop", "sda")))
+    checked = 0
+    for workload, fio_args in [("fio:rw=write,bs=1M,size=64M", ["--rw=write", "--bs=1M", "--size=64M"]),
+                               ("fio:rw=read,bs=1M,size=32M", ["--rw=read", "--bs=1M", "--size=32M"])]:
+        subprocess.run(["sync"], check=True)
+        before = loop_stat(dev)
+        subprocess.run(["fio", "--name=j", f"--filename={mnt}/f{checked}", "--ioengine=psync", "--invalidate=1", *fio_args],
+                       check=True, capture_output=True)
+        subprocess.run(["sync"], check=True)
+        after = loop_stat(dev)
+        measured = {k: after[k] - before[k] for k in after}
+        model = run(stack, parse_workload(workload), CacheParams(read_ahead_kb=ra_kb))["loop"].totals()
+        for key in ("read_bytes", "write_bytes"):
+            if measured[key] > 1 << 20:
+                assert abs(model[key] - measured[key]) <= 0.10 * measured[key], (workload, key, model, measured)
+        for key in ("read_requests", "write_requests"):
+            if measured[key] > 10:
+                assert abs(model[key] - measured[key]) <= 0.30 * measured[key], (workload, key, model, measured)
+        checked += 1
+    assert checked == 2
+
+
+CGROUP_V1_MEMORY = "/sys/fs/cgroup/memory"
+# Run argv[2:] inside the memory cgroup argv[1]: join it, then exec (no shell).
+JOIN_AND_EXEC = "import os, sys; open(sys.argv[1] + '/cgroup.procs', 'w').write(str(os.getpid())); os.execvp(sys.argv[2], sys.argv[2:])"
+
+
+def postmark_in_cgroup(cgroup: str, location, files: int, low: int, high: int, transactions: int) -> None:
+    script = (f"set location {location}\nset number {files}\nset size {low} {high}\n"
+              f"set transactions {transactions}\nrun\nquit\n")
+    subprocess.run([sys.executable, "-c", JOIN_AND_EXEC, cgroup, "postmark"], input=script, text=True,
+                   check=True, capture_output=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_postmark_under_a_64mib_cgroup_writes_almost_nothing_when_its_files_fit(loops, tmp_path):
+    require_tools("postmark", "mkfs.ext4")
+    if not os.path.isdir(CGROUP_V1_MEMORY):
+        pytest.skip("no cgroup v1 memory controller on this host (the model's default dirty limits are v1's)")
+    img = tmp_path / "img"
+    with open(img, "wb") as f:
+        f.truncate(GiB)
+    dev = loops.attach(img)
+    subprocess.run(MKFS["ext4"] + [dev], check=True, capture_output=True)
+    mnt = loops.mount(dev, tmp_path / "mnt")
+    cgroup = f"{CGROUP_V1_MEMORY}/diskmodel-test-{os.getpid()}"
+    os.mkdir(cgroup)
+    try:
+        with open(f"{cgroup}/memory.limit_in_bytes", "w") as f:
+            f.write(str(64 << 20))
+        subprocess.run(["sync"], check=True)
+        before = loop_stat(dev)
+        # PostMark test1's file sizes (1-100 KiB), 300 files (about 15 MB: they fit), 3000 transactions.
+        postmark_in_cgroup(cgroup, mnt, 300, 1024, 102400, 3000)
+        subprocess.run(["sync"], check=True)
+        after = loop_stat(dev)
+    finally:
+        os.rmdir(cgroup)
+    measured = after["write_bytes"] - before["write_bytes"]
+    stack = Stack(FileSystemNode(kind="ext4", volume=Partition(0, GiB, "loop", "sda")))
+    model = run(stack, parse_workload("postmark:files=300,low=1024,high=102400,transactions=3000"),
+                CacheParams(memory_limit_bytes=64 << 20))["loop"].write_bytes
+    # The workload writes about 90 MB (creates and appends); the device gets only metadata.
+    assert measured < 4 << 20, measured
+    assert model < 4 << 20, model
+    assert abs(model - measured) <= 0.5 * measured, (model, measured)
+
+
+def test_a_workload_the_stack_cannot_hold_is_one_line_naming_the_node(tmp_path):
+    stack = Stack(FileSystemNode(kind="ext4", volume=Partition(0, 64 << 20, "sda1", "sda")))
+    path = tmp_path / "small.json"
+    path.write_text(stack.to_json())
+    p = cli("--stack", str(path), "--workload", "fio:rw=write,bs=1M,size=128M")
+    assert p.returncode == 2
+    line = assert_one_error_line(p.stderr, "file_system (ext4)")
+    assert "full" in line
+
+
+def test_a_sparse_image_allocates_on_the_host_at_first_write():
+    # The same writes through a loop device over a sparse image and over a zero-filled one: the
+    # host file system allocates (and journals the allocation) only for the sparse image.
+    host = Partition(1 << 20, 2 * GiB, "sda1", "sda")
+    meta = {}
+    for alloc in ("sparse", "zero_filled"):
+        loop = LoopFile(host, GiB, allocation=alloc, host_file_system="ext4", direct_io=True, name="loop0")
+        s = run(Stack(FileSystemNode(kind="ext2", volume=loop)), parse_workload("fio:rw=write,bs=1M,size=16M"))["sda1"]
+        meta[alloc] = int(s.size_bytes[(s.op == W) & ((s.flags & META) != 0)].sum())
+        assert s.write_bytes >= 16 << 20
+    assert meta["sparse"] > meta["zero_filled"]

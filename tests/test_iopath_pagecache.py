@@ -1,0 +1,237 @@
+"""The workloads and the page cache of the I/O path (model/iopath/fileops.py, pagecache.py): each
+against a stream worked out by hand from the kernel's rules, plus hypothesis properties."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from diskmodel.model.iopath.fileops import FileOps, Kind, copy, fio, metadata, postmark, resolve_clones
+from diskmodel.model.iopath.pagecache import CacheParams, page_cache
+from diskmodel.model.workload import PostMarkConfig
+
+PG = 4096
+R, W = int(Kind.READ), int(Kind.WRITE)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def ops(*rows, initial=(0,), dirs=None) -> FileOps:
+    """Operations as (time_s, kind, file, offset, size[, chunk[, direct]])."""
+    full = [tuple(r) + (r[4] if len(r) < 6 else r[5],) * (len(r) < 6) + (False,) * (len(r) < 7) for r in rows]
+    cols = list(zip(*full))
+    dt = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool)
+    initial = np.asarray(initial, np.int64)
+    return FileOps(*(np.asarray(c, d) for c, d in zip(cols, dt)),
+                   np.zeros(initial.size, np.int64) if dirs is None else np.asarray(dirs), initial)
+
+
+def io(result, kind=None):
+    """(kind, file, offset, size) of the cache's reads and writes."""
+    o = result.ops
+    keep = (o.kind == R) | (o.kind == W) if kind is None else o.kind == kind
+    return list(zip(o.kind[keep].tolist(), o.file[keep].tolist(), o.offset_bytes[keep].tolist(), o.size_bytes[keep].tolist()))
+
+
+# -- read-ahead ---------------------------------------------------------------------------------
+def test_sequential_read_ramps_the_readahead_window():
+    # A 100-page file on the device, read whole in 4 KiB calls, read_ahead_kb 128 (max 32 pages).
+    # get_init_ra_size(1 page, 32): 1 <= 32/32 -> 4 pages; then get_next_ra_size: 4 <= 16 -> 8,
+    # 8 <= 16 -> 16, 16 <= 16 -> 32, then 32 (max), and the last window stops at page 100 (EOF).
+    r = page_cache(ops((0, Kind.READ, 0, 0, 100 * PG, PG), initial=[100 * PG]), CacheParams(read_ahead_kb=128))
+    assert [s // PG for _, _, _, s in io(r)] == [4, 8, 16, 32, 32, 8]
+    assert [o // PG for _, _, o, _ in io(r)] == [0, 4, 12, 28, 60, 92]
+    # The inode was not cached: one STAT goes down before the first read.
+    assert r.ops.kind.tolist()[0] == Kind.STAT
+
+
+def test_random_reads_read_only_their_pages_and_cache_them():
+    r = page_cache(ops((0, R, 0, 40 * PG, PG), (0, R, 0, 7 * PG, 2 * PG), (0, R, 0, 40 * PG, PG), initial=[64 * PG]))
+    # Neither read continues the last one: no read-ahead; the third is a cache hit.
+    assert io(r) == [(R, 0, 40 * PG, PG), (R, 0, 7 * PG, 2 * PG)]
+
+
+def test_reads_stop_at_end_of_file_with_a_partial_last_page():
+    r = page_cache(ops((0, R, 0, 0, 10_000, 10_000), initial=[10_000]), CacheParams(read_ahead_kb=128))
+    # 10,000 bytes = 3 pages (the last partial); the window (4x the 3-page call rounded up to 4 -> 16)
+    # is cut at EOF: one read of the file's 10,000 bytes.
+    assert io(r) == [(R, 0, 0, 10_000)]
+
+
+# -- dirty data and write-back -------------------------------------------------------------------
+def test_a_file_deleted_before_write_back_is_never_written():
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0.1, W, 0, 0, 20 * PG), (10.0, Kind.DELETE, 0, 0, 0), (11.0, Kind.SYNC, -1, 0, 0))
+    r = page_cache(o)
+    assert io(r) == []
+    assert r.dropped_dirty_bytes == 20 * PG
+
+
+def test_dirty_pages_expire_at_the_first_flusher_wakeup_after_dirty_expire():
+    # Dirtied at t=1; wake-ups every 5 s; expired once dirty for 30 s: the wake-up at t=35 writes it.
+    o = ops((0, Kind.CREATE, 0, 0, 0), (1.0, W, 0, 0, 3 * PG + 100), (40.0, Kind.DELETE, 0, 0, 0))
+    r = page_cache(o)
+    assert io(r) == [(W, 0, 0, 3 * PG + 100)]
+    assert r.ops.time_s[r.ops.kind == W].tolist() == [35.0]
+    assert r.dropped_dirty_bytes == 0
+
+
+def test_background_threshold_starts_write_back_of_the_oldest_file():
+    # 1 MiB of memory: background threshold 10 % = 25 pages, dirty_ratio 20 % = 51 pages.
+    p = CacheParams(memory_bytes=1 << 20)
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.CREATE, 1, 0, 0),
+            (1, W, 0, 0, 20 * PG), (2, W, 1, 0, 10 * PG), initial=[0, 0])
+    r = page_cache(o, p)
+    # After the second write 30 pages are dirty (> 25): file 0, the oldest dirtied, is written back.
+    assert io(r) == [(W, 0, 0, 20 * PG)]
+    assert r.ops.time_s[r.ops.kind == W].tolist() == [2.0]
+    assert r.throttled == 0
+
+
+def test_fsync_writes_the_file_back_as_sync_writes():
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, W, 0, 0, 2 * PG), (0, W, 0, 5 * PG, PG), (0, Kind.FSYNC, 0, 0, 0))
+    r = page_cache(o)
+    # Two runs of dirty pages: [0, 2) and [5, 6); both sync.
+    assert io(r) == [(W, 0, 0, 2 * PG), (W, 0, 5 * PG, PG)]
+    assert r.sync[(r.ops.kind == W)].all()
+    assert r.ops.kind.tolist()[-1] == Kind.FSYNC
+
+
+def test_a_partial_page_write_inside_the_file_reads_the_page_first():
+    o = ops((0, W, 0, 2 * PG + 100, 50), (0, Kind.SYNC, -1, 0, 0), initial=[8 * PG])
+    r = page_cache(o)
+    assert io(r) == [(R, 0, 2 * PG, PG), (W, 0, 2 * PG, PG)]
+
+
+# -- reclaim -------------------------------------------------------------------------------------
+def test_reclaim_drops_the_least_recently_used_file():
+    # Limit 64 pages; two 40-page files read in turn, then the first again: it was reclaimed when the
+    # second came in (80 > 64 pages), so it is read again from the device.
+    p = CacheParams(memory_limit_bytes=64 * PG, read_ahead_kb=160)
+    o = ops((0, R, 0, 0, 40 * PG, 40 * PG), (1, R, 1, 0, 40 * PG, 40 * PG), (2, R, 0, 0, 40 * PG, 40 * PG),
+            initial=[40 * PG, 40 * PG])
+    r = page_cache(o, p)
+    assert [(k, f, s) for k, f, _, s in io(r)] == [(R, 0, 40 * PG), (R, 1, 40 * PG), (R, 0, 40 * PG)]
+    assert r.reclaimed_bytes == 2 * 40 * PG
+
+
+def test_reclaim_writes_a_dirty_file_back_before_dropping_it():
+    p = CacheParams(memory_limit_bytes=16 * PG, dirty_background_ratio=1.0, dirty_ratio=1.0)
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, W, 0, 0, 12 * PG), (1, R, 1, 0, 8 * PG, 8 * PG), initial=[0, 8 * PG])
+    r = page_cache(o, p)
+    assert [(k, f) for k, f, _, _ in io(r)] == [(R, 1), (W, 0)]
+
+
+def test_direct_io_bypasses_the_cache():
+    o = ops((0, W, 0, 0, 8 * PG, 8 * PG, True), (0, R, 0, 0, 8 * PG, 8 * PG, True), initial=[8 * PG])
+    r = page_cache(o)
+    assert io(r) == [(W, 0, 0, 8 * PG), (R, 0, 0, 8 * PG)]
+
+
+# -- workloads -----------------------------------------------------------------------------------
+def test_postmark_follows_its_algorithm():
+    cfg = PostMarkConfig(number_of_files=50, min_file_size_bytes=1000, max_file_size_bytes=2000, transactions=200, seed=7)
+    o = postmark(cfg, sync_at_end=False)
+    kind = o.kind
+    creates, deletes = int((kind == Kind.CREATE).sum()), int((kind == Kind.DELETE).sum())
+    # Every file created is deleted at the end; the pool is made first; each transaction does one
+    # read-or-append and one create-or-delete (a create when the pool is full may be refused).
+    assert creates == deletes
+    assert kind[: 2 * 50].tolist() == [Kind.CREATE, Kind.WRITE] * 50
+    sizes = o.size_bytes[: 100][1::2]
+    assert ((sizes >= 1000) & (sizes < 2000)).all()
+    # No file grows past the high bound: appended bytes per file never exceed high - first size.
+    grown = {}
+    for k, f, off, size in zip(kind.tolist(), o.file.tolist(), o.offset_bytes.tolist(), o.size_bytes.tolist()):
+        if k == Kind.WRITE:
+            assert off == grown.get(f, 0)
+            grown[f] = off + size
+        if k == Kind.READ:
+            assert (off, size) == (0, grown[f])
+    assert max(grown.values()) <= 2000
+    appends = (kind == Kind.WRITE) & (o.offset_bytes > 0)
+    assert int((kind == Kind.READ).sum() + appends.sum()) <= 200
+
+
+def test_copy_clones_or_falls_back():
+    o = copy(1 << 20)
+    cloned = resolve_clones(o, reflink=True)
+    assert Kind.CLONE in cloned.kind.tolist() and Kind.READ not in cloned.kind.tolist()
+    copied = resolve_clones(o, reflink=False)
+    assert Kind.CLONE not in copied.kind.tolist()
+    assert int(copied.size_bytes[copied.kind == Kind.WRITE].sum()) == 1 << 20
+
+
+def test_fio_random_job_touches_every_block_once():
+    o = fio("randwrite", 4096, 1 << 20, sync_at_end=False)
+    w = np.sort(o.offset_bytes[o.kind == Kind.WRITE])
+    assert w.tolist() == list(range(0, 1 << 20, 4096))
+
+
+def test_postmark_deletes_drop_dirty_data_under_a_64mib_cgroup_when_files_fit():
+    # A scaled PostMark test1 (files of 1-100 KiB) whose pool fits 64 MiB, run in seconds: every
+    # file is deleted before its data expires, so the cache writes nothing.
+    cfg = PostMarkConfig(number_of_files=300, min_file_size_bytes=1024, max_file_size_bytes=100 * 1024, transactions=3000)
+    r = page_cache(postmark(cfg), CacheParams(memory_limit_bytes=64 << 20))
+    assert io(r, W) == []
+    assert r.dropped_dirty_bytes > 10 << 20
+
+
+# -- properties ----------------------------------------------------------------------------------
+writes = st.lists(st.tuples(st.integers(0, 200_000), st.integers(1, 30_000)), min_size=1, max_size=25)
+
+
+@FAST
+@given(writes)
+def test_sync_writes_each_dirtied_page_once_clipped_to_the_file(ws):
+    rows = [(0, Kind.CREATE, 0, 0, 0)] + [(i * 1e-3, W, 0, off, size) for i, (off, size) in enumerate(ws)]
+    r = page_cache(ops(*rows, (1.0, Kind.SYNC, -1, 0, 0)))
+    pages = set()
+    for off, size in ws:
+        pages.update(range(off // PG, -(-(off + size) // PG)))
+    end = max(off + size for off, size in ws)
+    expect = sum(min((p + 1) * PG, end) - p * PG for p in pages)
+    got = io(r, W)
+    assert sum(s for *_, s in got) == expect
+    # No page is written twice and no write overlaps another.
+    spans = sorted((o, o + s) for _, _, o, s in got)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 63), st.integers(1, 16)), min_size=1, max_size=20), st.integers(4, 64))
+def test_reads_never_fetch_a_cached_page_without_reclaim(reads, limit_pages):
+    rows = [(i * 1e-3, R, 0, a * PG, n * PG, n * PG) for i, (a, n) in enumerate(reads)]
+    r = page_cache(ops(*rows, initial=[64 * PG]), CacheParams(read_ahead_kb=64))
+    got = [(o // PG, s // PG) for _, _, o, s in io(r, R)]
+    seen = set()
+    for a, n in got:
+        block = set(range(a, a + n))
+        assert not block & seen
+        seen |= block
+    assert seen <= set(range(64))
+
+
+@pytest.mark.slow
+def test_full_size_postmark_test1_path_runs_within_ten_seconds():
+    from diskmodel.model.iopath.path import run
+    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.workload import postmark_preset
+
+    t0 = time.process_time()
+    out = run(paper_stack("native"), postmark(postmark_preset("test1")), CacheParams(memory_limit_bytes=64 << 20))
+    cpu_s = time.process_time() - t0
+    assert out["sda"].write_bytes > 0
+    # CPU time, not wall time: the machine is shared; the path itself is what must be fast.
+    assert cpu_s <= 10.0, cpu_s
+
+
+def test_an_ordered_journal_commit_writes_the_transactions_data():
+    # ext3 data=ordered: the commit 5 s after the transaction's first change writes the dirty data
+    # (here at t = 1 + 5), long before dirty_expire (30 s) would.
+    o = ops((0, Kind.CREATE, 0, 0, 0), (1.0, W, 0, 0, 2 * PG), (7.0, Kind.CREATE, 1, 0, 0), initial=[0, 0])
+    r = page_cache(o, CacheParams(commit_writeback_s=5.0))
+    assert io(r) == [(W, 0, 0, 2 * PG)]
+    assert r.ops.time_s[r.ops.kind == W].tolist() == [6.0]
+    assert io(page_cache(o)) == []
