@@ -80,7 +80,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--stack", metavar="FILE.json",
                         help="a stack description (disks, partitions, LVM, RAID, NBD, file system or NFS mount), "
                              "instead of --layout, --disk, --calibration, --fs, --mkfs-options, --mount-options, "
-                             "--journal-mode and --fs-size (default: none, the paper's --layout)")
+                             "--journal-mode and --fs-size; every node kind's fields, units and defaults: "
+                             "'diskmodel stack-schema' (default: none, the paper's --layout)")
     disk = parser.add_mutually_exclusive_group()
     disk.add_argument("--disk", metavar="NAME|DIR",
                       help="a preset (wd800bd, hp97560, hp_c2247a), a bundled DiskSim drive (atlas10k, G4_4TB, ...; "
