@@ -162,3 +162,102 @@ def test_a_bad_flag_of_every_subcommand_is_one_line(capsys):
         one_error_line(capsys.readouterr().err, "--no-such-flag", f"diskmodel {name} --help")
     assert _exit_code(["stack-schema", "--kind", "floppy"]) == 2
     one_error_line(capsys.readouterr().err, "--kind", "floppy", "partition")
+
+
+# ------------------------------------------------------------------ a flat (flash) calibration
+
+@pytest.fixture(scope="module")
+def flat_calibration(tmp_path_factory):
+    """A calibration by `diskmodel calibrate` of a written regular file: no mechanical seek, a flat latency model."""
+    folder = tmp_path_factory.mktemp("flat")
+    image = folder / "image"
+    with open(image, "wb") as out:
+        out.write(bytes(range(256)) * (32 * 4096))  # 32 MiB of written data (no holes)
+    res = run("calibrate", image, "--budget-s", "3", "--json", folder / "cal.json", "--no-progress")
+    assert res.returncode == 0, res.stderr
+    data = json.loads((folder / "cal.json").read_text())
+    if data["mechanical_seek"]:
+        pytest.skip("this machine's file storage showed a mechanical seek")
+    return folder / "cal.json", data
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tmp_path):
+    path, data = flat_calibration
+    stack = {"format": "diskmodel.stack", "disks": [{"kind": "calibration", "path": str(path), "name": "sda"}],
+             "file_system": {"kind": "ext4", "volume": {"kind": "partition", "start_bytes": 0,
+                                                        "size_bytes": 16_000_000, "disk": "sda"}}}
+    (tmp_path / "stack.json").write_text(json.dumps(stack))
+    res = run("predict", "--stack", tmp_path / "stack.json", "--workload", "randread_4k", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    # the calibration's own flat model: a mean latency per block read plus its bytes at the measured rate
+    model = data["latency_model"]
+    assert out["parts_s"]["seek_s"] == 0.0
+    assert out["latency_s"] == pytest.approx(model["mean_s"] + 4096 * model["per_byte_s"], rel=0.35)
+    assert out["assumptions"] == []
+    res = run("predict", "--stack", tmp_path / "stack.json", "--workload", "randread_4k", "--complete-from",
+              "wd800bd")
+    one_error_line(res.stderr, "--complete-from wd800bd", "flat latency model")
+
+
+# ------------------------------------------------------------------ a calibrated hard disk and its preset
+
+@pytest.fixture
+def calibrated_wd800bd(monkeypatch, tmp_path):
+    """--calibration FILE giving the wd800bd preset as a calibration gives it: no drive cache, no interface
+    rate (model.fit.calibration_views.calibrated_disk sets neither)."""
+    from diskmodel.calibrate import stacks
+    from diskmodel.model.presets import load_preset
+
+    preset = load_preset("wd800bd")
+    assert preset.cache_size_bytes > 0 and math.isfinite(preset.interface_rate_bytes_per_s)
+    calibrated = preset.evolve(cache_size_bytes=0, drive_cache=None, interface_rate_bytes_per_s=float("inf"))
+    monkeypatch.setattr(stacks, "disk_of", lambda drive, relative_to=None: calibrated)
+    path = tmp_path / "cal.json"
+    path.write_text("{}")
+    return str(path)
+
+
+def test_a_calibrated_hard_disk_says_in_the_first_line_that_its_cache_is_absent(calibrated_wd800bd, capsys):
+    assert main(["predict", "--calibration", calibrated_wd800bd, "--workload", "test2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("note: --calibration ") and "no drive cache" in first
+    assert "infinite interface rate" in first and "--complete-from" in first
+
+
+def test_complete_from_the_same_drives_preset_gives_the_presets_prediction(calibrated_wd800bd, capsys):
+    assert main(["predict", "--json", "--disk", "wd800bd", "--workload", "test2"]) == 0
+    preset = json.loads(capsys.readouterr().out)
+    assert main(["predict", "--json", "--calibration", calibrated_wd800bd, "--workload", "test2"]) == 0
+    bare = json.loads(capsys.readouterr().out)
+    assert main(["predict", "--json", "--calibration", calibrated_wd800bd, "--workload", "test2",
+                 "--complete-from", "wd800bd"]) == 0
+    completed = json.loads(capsys.readouterr().out)
+    assert bare["elapsed_s"] != pytest.approx(preset["elapsed_s"], rel=0.01)  # the cache and the link matter
+    assert completed["elapsed_s"] == pytest.approx(preset["elapsed_s"], rel=1e-9)
+    assert completed["assumptions"][0].startswith("assumption: --calibration ")
+    assert "from preset wd800bd" in completed["assumptions"][0]
+    assert main(["predict", "--disk", "wd800bd", "--complete-from", "wd800bd"]) == 2
+    one_error_line(capsys.readouterr().err, "--complete-from", "--disk wd800bd")
+    assert main(["predict", "--calibration", calibrated_wd800bd, "--complete-from", "floppy"]) == 2
+    one_error_line(capsys.readouterr().err, "--complete-from floppy", "wd800bd")
+
+
+# ------------------------------------------------------------------ one unit convention
+
+def test_predict_prints_si_megabytes_and_no_scientific_notation(capsys):
+    assert main(["predict", "--json", "--workload", "test1"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert main(["predict", "--workload", "test1"]) == 0
+    out = capsys.readouterr().out
+    assert f"read {figures['read_throughput_bytes_per_s'] / 1e6:.2f} MB/s" in out
+    assert f"write {figures['write_throughput_bytes_per_s'] / 1e6:.2f} MB/s" in out
+    assert "MB = 10^6 bytes" in out
+    assert not re.search(r"\d[eE][+-]?\d", out), out
+    # every term of eq. (1) is explained on its line
+    for term in ("T_DO", "T_MO", "T_FL", "T_DFA", "T_J"):
+        line = next(line for line in out.splitlines() if line.startswith(term + " "))
+        assert "(eq. 1)" in line
+    assert "MiB" not in run("predict", "--help").stdout

@@ -28,6 +28,8 @@ import dataclasses
 import json
 import math
 
+from diskmodel.calibrate.cli.predict_complete import complete
+from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
 from diskmodel.model.fs_kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.block_workloads): issue 14's fio jobs and seed 003's copy.
@@ -88,6 +90,11 @@ def add_parser(subparsers) -> None:
                            "'diskmodel validate-trace --list') or a DiskSim drive folder (default: wd800bd)")
     disk.add_argument("--calibration", metavar="JSON",
                       help="a result saved by 'diskmodel calibrate --json', instead of --disk (default: none)")
+    parser.add_argument("--complete-from", metavar="PRESET",
+                        help="for a calibrated hard disk (--calibration, or a calibration disk of --stack): take what "
+                             "the calibration does not measure, the drive's cache and its interface rate, from "
+                             "PRESET (the preset of the same drive, e.g. wd800bd), said in the first line (default: "
+                             "none; the first line says the cache is absent)")
     parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
                         help="the paper's stacks (Tables 1-3), in the last 20 GB of the disk (default: native)")
     parser.add_argument("--fs-size", type=_bytes, metavar="BYTES",
@@ -114,13 +121,13 @@ def add_parser(subparsers) -> None:
                         help="the journal mode of ext3 and ext4, the mount option data=MODE (default: ordered; "
                              "ext2, xfs and btrfs have none to choose)")
     parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"), metavar="BYTES",
-                        help="memory the page cache gives the workload [bytes] (default: 268435456, 256 MiB; "
-                             "with --fitted or --costs 1610612736, 1.5 GiB, as the fit assumed)")
+                        help="memory the page cache gives the workload [bytes] (default: 268435456, 268 MB; "
+                             "with --fitted or --costs 1610612736, 1611 MB, as the fit assumed)")
     costs = parser.add_mutually_exclusive_group()
     costs.add_argument("--fitted", action="store_true",
                        help="the LVM mapping costs the main job fits on the paper's Tables 4-6, shipped with "
                             "diskmodel, with the I/O path they were fitted on (host cost per byte of file data, "
-                            "CPU time per file operation, pipelined write-back, 1.5 GiB page cache) (default: "
+                            "CPU time per file operation, pipelined write-back, 1611 MB page cache) (default: "
                             "off, costs 0 s)")
     costs.add_argument("--costs", metavar="FILE",
                        help="as --fitted, from the lvm_costs.json that 'diskmodel experiment' writes in its "
@@ -198,7 +205,7 @@ def _stack(args, fitted):
         given = [f"--{name.replace('_', '-')}" for name in _STACK_FLAGS if getattr(args, name) is not None]
         try:
             stack = stacks.read_stack(args.stack, also_given=given)
-            return stacks.resolve_drives(stack, relative_to=_folder_of(args.stack)), cache
+            return _completed(args, stack, stacks.resolve_drives(stack, relative_to=_folder_of(args.stack))), cache
         except ValueError as exc:
             raise UsageError(f"--stack {exc}") from exc
     for name, default in _STACK_FLAGS.items():
@@ -206,6 +213,15 @@ def _stack(args, fitted):
             setattr(args, name, default)
     mkfs_options, mount_options = _fs_options(args)
     disk = _disk(args)
+    if args.calibration is None and args.complete_from is not None:
+        raise UsageError(f"--complete-from {args.complete_from} applies to a calibrated disk (--calibration, or a "
+                         f"calibration disk of --stack); --disk {args.disk} is complete")
+    if args.calibration is not None:
+        try:
+            disk, note = complete(disk, f"--calibration {args.calibration}", args.complete_from)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        args.notes += [note] if note else []
     if args.fs_size is None and disk.capacity_bytes < PAPER_TEST_AREA_BYTES:
         raise UsageError(_too_small(args, disk))
     # the file system as its options build it (the parameters of fs_kinds), as `diskmodel postmark --fs` does
@@ -221,6 +237,29 @@ def _stack(args, fitted):
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
     return _paper_stack(args, disk, filesystem, mkfs_options, mount_options), cache
+
+
+def _completed(args, stack, resolved):
+    """*resolved* (the stack with its drives loaded) with each calibrated hard disk completed from
+    --complete-from, or a note in ``args.notes`` saying what it lacks (:mod:`.predict_complete`)."""
+    from diskmodel.model.drives import FileDrive, InMemoryDrive
+
+    calibrated = {d.name: d.path for d in stack.disks if isinstance(d, FileDrive) and d.kind == "calibration"}
+    if not calibrated and args.complete_from is not None:
+        raise ValueError(f"{args.stack}: --complete-from {args.complete_from} applies to a calibration disk "
+                         "(kind \"calibration\"); this stack has none")
+    disks = []
+    for i, drive in enumerate(resolved.disks):
+        if drive.name in calibrated:
+            try:
+                disk, note = complete(drive.model_disk(), f"disks[{i}] ({drive.name}) {calibrated[drive.name]}",
+                                      args.complete_from)
+            except ValueError as exc:
+                raise ValueError(f"{args.stack}: {exc}") from None
+            drive = InMemoryDrive(disk, drive.name)
+            args.notes += [note] if note else []
+        disks.append(drive)
+    return resolved.evolve(disks=tuple(disks))
 
 
 def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -315,7 +354,11 @@ def _run(args) -> int:
     from diskmodel.model.workload import postmark_preset
 
     fitted = _fitted(args)
+    args.notes = []  # what the prediction assumes that the user did not give: printed first
     stack, cache = _stack(args, fitted)
+    for note in args.notes:
+        if not args.json:
+            print(note)
     if stack.is_nfs:
         by_hand = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s")
                    if getattr(args, flag[2:].replace("-", "_")) is not None]
@@ -351,15 +394,15 @@ def _run(args) -> int:
             "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
             "elapsed_s": prediction.elapsed_s, "terms_s": prediction.terms,
             "lvm_parts_s": prediction.lvm_parts, "dst_parts_s": prediction.dst_parts,
+            "assumptions": args.notes,
         }))
         return 0
-    units = prediction.postmark_units()
     print(f"{disk.name}, {stack.short_name}, {fs.kind} ({fs.journal_mode}), PostMark {args.workload}: "
           f"{workload.number_of_files} files, {workload.transactions} transactions")
     if args.stack:
         print(stack.describe())
-    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
-    print(prediction.to_frame().to_string())
+    print(postmark_rates_line(prediction))
+    print(breakdown(prediction.to_frame()))
     return 0
 
 
@@ -379,14 +422,14 @@ def _run_nfs(args, stack, workload) -> int:
             "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
             "elapsed_s": prediction.elapsed_s, "parts_s": prediction.parts,
             "bottleneck": {op: one.bottleneck for op, one in prediction.per_operation.items()},
+            "assumptions": args.notes,
         }))
         return 0
-    units = prediction.postmark_units()
     print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
           f"{workload.transactions} transactions")
     print(stack.describe())
-    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
-    print(prediction.to_frame().to_string())
+    print(postmark_rates_line(prediction))
+    print(breakdown(prediction.to_frame()))
     return 0
 
 
@@ -409,9 +452,10 @@ def _run_block(args, stack) -> int:
         figures = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s, "iops": prediction.iops,
                    "latency_s": prediction.latency_s, "parts_s": prediction.parts}
     if args.json:
-        print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures}))
+        print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures,
+                          "assumptions": args.notes}))
         return 0
     print(f"{stack.short_name}, {args.workload}:")
     print(stack.describe())
-    print(prediction.to_frame().to_string())
+    print(breakdown(prediction.to_frame()))
     return 0
