@@ -102,7 +102,12 @@ def add_parser(subparsers) -> None:
                              "(K, M, G suffixes: powers of 1024; a multiple of 8M) at the start of the disk in every "
                              "layout, as 'diskmodel postmark --size' builds it (default: none, the paper's 20 GB "
                              "at the end of the disk)")
-    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default="test1",
+    parser.add_argument("--fio-job", metavar="FILE",
+                        help="a fio job file, in a documented subset of fio's syntax (one job; keys rw, rwmixread, "
+                             "bs, iodepth, numjobs, size, io_size, direct=1, fsync=0, end_fsync, runtime; sizes in "
+                             "fio's k, m, g: powers of 1024), predicted on the stack and printed beside its "
+                             "definition, instead of --workload (default: none)")
+    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default=None,
                         help="the paper's PostMark workloads (default: test1); on a --stack of any block layers "
                              "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or seed 003's "
                              "file copy (copy)")
@@ -353,10 +358,14 @@ def _run(args) -> int:
     from diskmodel.model.predict import predict
     from diskmodel.model.workload import postmark_preset
 
+    if args.fio_job is not None:  # a bad job file is refused before the stack is built
+        from diskmodel.calibrate.cli import predict_fio
+
+        predict_fio.read_job(args.fio_job)
     fitted = _fitted(args)
     args.notes = []  # what the prediction assumes that the user did not give: printed first
     stack, cache = _stack(args, fitted)
-    for note in args.notes:
+    for note in args.notes if args.fio_job is None else ():  # the fio job prints them with its own
         if not args.json:
             print(note)
     if stack.is_nfs:
@@ -365,6 +374,15 @@ def _run(args) -> int:
         if by_hand:
             raise UsageError(f"{by_hand[0]} does not apply to --stack {args.stack}: its top is an NFS mount, whose "
                              "model has no client page cache and no LVM mapping costs")
+    if args.fio_job is not None:
+        from diskmodel.calibrate.cli import predict_fio
+
+        given = [flag for flag in ("--workload", "--transactions", "--files")
+                 if getattr(args, flag[2:]) is not None]
+        if given:
+            raise UsageError(f"--fio-job {args.fio_job} is the workload; {given[0]} cannot be given with it")
+        return predict_fio.run(args, stack, args.notes)
+    args.workload = args.workload or "test1"
     if args.workload in _BLOCK_WORKLOADS:
         return _run_block(args, stack)
     try:
