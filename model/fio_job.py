@@ -22,9 +22,11 @@ defaults of the job.  The keys read, with fio's meaning and defaults:
 * ``runtime``: a limit on the job's time (s, or with a suffix ms, s, m, h):
   a job predicted to take longer is cut there, and moves what it moved by then.
 
-Sizes take fio's suffixes with fio's default ``kb_base=1024``: k, m, g, t
-(any case, an optional trailing b or ib) are powers of 1024, as fio reads
-them; the definition is printed back in bytes and SI units (MB = 10^6 bytes).
+Sizes take fio's suffixes as fio reads them with its default
+``kb_base=1024`` (fio(1), "kb_base"): k, m, g, t (any case, an optional
+trailing b) are powers of 1024, and, inverted "for compatibility with old
+scripts", ki, mi, gi, ti (with b: KiB) are powers of 1000; the definition is
+printed back in bytes and SI units (MB = 10^6 bytes).
 ``name``, ``filename``, ``ioengine`` and ``description`` are read and ignored
 (the stack says where the job runs; the engine follows the queue depth);
 any other key is refused naming the key, its value and what would work.
@@ -147,8 +149,10 @@ def _bytes(key: str, value: str) -> int:
     match = _SIZE.fullmatch(value.strip())
     if not match or int(match.group(1)) <= 0:
         raise _error(key, value, "not a size fio reads here (a whole number > 0 with an optional k, m, g or t: "
-                                 "powers of 1024, fio's default kb_base; e.g. 4k, 64m)")
-    return int(match.group(1)) * 1024 ** _POWER[match.group(2).lower()]
+                                 "powers of 1024, fio's default kb_base; KiB, MiB: powers of 1000; e.g. 4k, 64m)")
+    # fio's default kb_base=1024 reads "k" as 1024 and "KiB" as 1000 (fio(1), kb_base)
+    base = 1000 if (match.group(3) or "").lower() == "ib" else 1024
+    return int(match.group(1)) * base ** _POWER[match.group(2).lower()]
 
 
 def _count(key: str, value: str, low: int, high: int | None = None) -> int:

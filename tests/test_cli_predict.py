@@ -189,15 +189,17 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
              "file_system": {"kind": "ext4", "volume": {"kind": "partition", "start_bytes": 0,
                                                         "size_bytes": 16_000_000, "disk": "sda"}}}
     (tmp_path / "stack.json").write_text(json.dumps(stack))
-    res = run("predict", "--stack", tmp_path / "stack.json", "--workload", "randread_4k", "--json")
+    (tmp_path / "job.fio").write_text("[flash]\nrw=randread\nbs=4k\nsize=8m\ndirect=1\n")
+    res = run("predict", "--stack", tmp_path / "stack.json", "--fio-job", tmp_path / "job.fio", "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     # the calibration's own flat model: a mean latency per block read plus its bytes at the measured rate
     model = data["latency_model"]
-    assert out["parts_s"]["seek_s"] == 0.0
-    assert out["latency_s"] == pytest.approx(model["mean_s"] + 4096 * model["per_byte_s"], rel=0.35)
-    assert out["assumptions"] == []
-    res = run("predict", "--stack", tmp_path / "stack.json", "--workload", "randread_4k", "--complete-from",
+    assert out["parts"]["randread"]["parts_s"]["seek_s"] == 0.0
+    assert out["latency_s"] == pytest.approx(model["mean_s"] + (4096 - data["block_size_bytes"]) * model["per_byte_s"],
+                                             rel=0.05)
+    assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive
+    res = run("predict", "--stack", tmp_path / "stack.json", "--fio-job", tmp_path / "job.fio", "--complete-from",
               "wd800bd")
     one_error_line(res.stderr, "--complete-from wd800bd", "flat latency model")
 
@@ -261,3 +263,112 @@ def test_predict_prints_si_megabytes_and_no_scientific_notation(capsys):
         line = next(line for line in out.splitlines() if line.startswith(term + " "))
         assert "(eq. 1)" in line
     assert "MiB" not in run("predict", "--help").stdout
+
+
+# ------------------------------------------------------------------ fio job files
+
+def _job_file(tmp_path, text: str, name: str = "job.fio") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _fio_json(tmp_path, job_text: str) -> dict:
+    data = tmp_path / "data"
+    res = subprocess.run(["fio", "--output-format=json", f"--filename={data}", _job_file(tmp_path, job_text, "f.fio")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout[res.stdout.index("{"):])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("text", [
+    "[global]\nsize=1m\ndirect=1\nbs=4k\n[seq]\nrw=read\nio_size=256k\n",
+    "[rand]\nrw=randwrite\nsize=2MiB\nbs=8k\nnumjobs=2\nio_size=1024KiB\ndirect=1\niodepth=1\n",
+    "[mix]\nrw=randrw\nrwmixread=50\nsize=512k\nbs=16k\ndirect=1\n",
+])
+def test_the_job_file_moves_what_fio_itself_moves(tmp_path, text):
+    """The sizes, the suffixes and the job counts read as fio reads them: fio runs the same file on a scratch file."""
+    from conftest import require_tools
+
+    from diskmodel.model.fio_job import parse_fio_job
+
+    require_tools("fio")
+    job = parse_fio_job(text)
+    ran = _fio_json(tmp_path, text)["jobs"]
+    moved = sum(j["read"]["io_bytes"] + j["write"]["io_bytes"] for j in ran)
+    requests = sum(j["read"]["total_ios"] + j["write"]["total_ios"] for j in ran)
+    assert len(ran) == job.numjobs
+    assert moved == job.total_bytes
+    assert requests == job.total_bytes // job.block_size_bytes
+    model_requests = sum(part.expected_counts()["requests"] for _, part in job.parts())
+    assert model_requests == pytest.approx(requests, abs=len(job.parts()))
+
+
+def test_predict_prints_the_jobs_definition_beside_its_result(tmp_path, capsys):
+    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.predict import predict
+    from diskmodel.model.stack import paper_stack
+
+    path = _job_file(tmp_path, "# a database's reads\n[global]\ndirect=1\n[db]\nrw=randread\nbs=8k\nsize=1g\n"
+                               "io_size=8m\niodepth=4\n")
+    assert main(["predict", "--fio-job", path]) == 0
+    out = capsys.readouterr().out
+    assert "job: [db] rw=randread bs=8192 bytes iodepth=4 numjobs=1 size=1073741824 bytes (1073.7 MB)" in out
+    result = next(line for line in out.splitlines() if line.startswith("result: "))
+    reference = predict(paper_stack("native"), FioJob("randread", 8192, 8 * 2**20, 4))
+    assert f"{reference.throughput_bytes_per_s / 1e6:.2f} MB/s" in result
+    assert out.splitlines()[0].startswith("assumption: ")
+    assert not re.search(r"\d[eE][+-]?\d", out), out
+
+
+def test_a_mixed_job_is_its_reads_and_writes_weighted(tmp_path, capsys):
+    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.predict import predict
+    from diskmodel.model.stack import paper_stack
+
+    path = _job_file(tmp_path, "[mix]\nrw=randrw\nrwmixread=70\nbs=4k\nsize=1g\nio_size=10m\ndirect=1\n")
+    assert main(["predict", "--json", "--fio-job", path]) == 0
+    out = json.loads(capsys.readouterr().out)
+    total = 10 * 2**20
+    read = predict(paper_stack("native"), FioJob("randread", 4096, round(0.7 * total), 1))
+    write = predict(paper_stack("native"), FioJob("randwrite", 4096, round(0.3 * total), 1))
+    assert out["latency_s"] == pytest.approx(0.7 * read.latency_s + 0.3 * write.latency_s, rel=1e-9)
+    assert out["elapsed_s"] == pytest.approx(read.elapsed_s + write.elapsed_s, rel=1e-9)
+    assert any("rw=randrw" in note for note in out["assumptions"])
+
+
+def test_runtime_cuts_a_long_job_and_says_so(tmp_path, capsys):
+    path = _job_file(tmp_path, "[slow]\nrw=randread\nbs=4k\nsize=1g\ndirect=1\nruntime=2s\n")
+    assert main(["predict", "--json", "--fio-job", path]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cut_by_runtime"] and out["elapsed_s"] == 2.0
+    assert out["bytes"] == pytest.approx(out["throughput_bytes_per_s"] * 2.0)
+    assert out["bytes"] < 2**30
+    assert any(note.startswith("runtime=2 s") for note in out["assumptions"])
+
+
+@pytest.mark.parametrize("text, fragments", [
+    ("[j]\nrw=read\nsize=1g\ndirect=1\nverify=md5\n", ("verify=md5", "line 5", "rw, rwmixread, bs")),
+    ("[j]\nrw=read\nsize=1g\n", ("direct=0", "direct=1")),
+    ("[j]\nrw=trim\nsize=1g\ndirect=1\n", ("rw=trim", "randread")),
+    ("[j]\nrw=write\nsize=1g\ndirect=1\nfsync=4\n", ("fsync=4", "fsync=0")),
+    ("[j]\nrw=read\nsize=1g\ndirect=1\nnumjobs=4\n", ("numjobs=4", "randread")),
+    ("[j]\nrw=read\nsize=1x\ndirect=1\n", ("size=1x", "64m")),
+    ("[j]\nrw=read\ndirect=1\n", ("size is missing",)),
+    ("[a]\nrw=read\nsize=1m\ndirect=1\n[b]\nrw=write\nsize=1m\ndirect=1\n", ("2 job sections (a, b)",)),
+    ("[j]\nrw=randread\nsize=30g\ndirect=1\n", ("size=32212254720 bytes", "20000.0 MB", "size= at most")),
+])
+def test_a_job_the_model_cannot_take_is_one_line_naming_the_key(tmp_path, capsys, text, fragments):
+    path = _job_file(tmp_path, text)
+    assert main(["predict", "--fio-job", path]) == 2
+    line = one_error_line(capsys.readouterr().err, f"--fio-job {path}", *fragments)
+    assert len(line) < 400
+
+
+def test_fio_job_is_the_workload(tmp_path, capsys):
+    path = _job_file(tmp_path, "[j]\nrw=read\nsize=1m\ndirect=1\n")
+    assert main(["predict", "--fio-job", path, "--workload", "test2"]) == 2
+    one_error_line(capsys.readouterr().err, "--workload cannot be given")
+    assert main(["predict", "--fio-job", str(tmp_path / "missing.fio")]) == 2
+    one_error_line(capsys.readouterr().err, "--fio-job", "missing.fio", "no such file")
