@@ -21,6 +21,12 @@ those of an ``experiment`` run, each with the I/O path it was fitted on. The
 paper's layouts need the disk's last 20 GB; a smaller disk is refused with
 the ``--fs-size`` to give instead (the bench's sizing of
 :func:`~diskmodel.model.stack.paper_stack`).
+
+``--fio-job FILE`` predicts a fio job file's job instead
+(:mod:`.predict_fio`, the syntax in :mod:`diskmodel.model.fio_job`). A
+calibrated hard disk's unmeasured cache and interface rate are said in the
+first line, or taken from ``--complete-from PRESET`` (:mod:`.predict_complete`);
+the output's units and terms are :mod:`.predict_text`'s.
 """
 from __future__ import annotations
 
@@ -74,7 +80,8 @@ def _positive_int(name):
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict PostMark throughput for a storage stack and a workload",
-        description="PostMark throughput for a storage stack and a workload, with the time of each term of the model.",
+        description="PostMark throughput (or a fio job's, --fio-job) for a storage stack and a workload, with the "
+                    "time of each term of the model. Units: SI, MB = 10^6 bytes.",
         epilog="The LVM mapping costs of eq. 12 are 0 s unless given, which makes LVM free: LVM-1 and LVM-2 "
                "then differ from native only by where their blocks lie. --fitted takes the costs the main job "
                "fits on the paper; --costs FILE those of your own 'diskmodel experiment' run; --md-mapping-s and "
@@ -353,6 +360,28 @@ def _folder_of(path: str) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
+def _refuse_unused(args) -> None:
+    """A block workload (--fio-job, an fio job of --workload, copy) takes no page cache, LVM costs or PostMark
+    counts: a flag that sets one is refused, not ignored."""
+    from diskmodel.calibrate.cli import UsageError
+
+    if args.fio_job is not None:
+        workload = f"--fio-job {args.fio_job}"
+        also = [flag for flag in ("--workload", "--transactions", "--files") if getattr(args, flag[2:]) is not None]
+        if also:
+            raise UsageError(f"{workload} is the workload; {also[0]} cannot be given with it")
+    elif args.workload in _BLOCK_WORKLOADS:
+        workload = f"--workload {args.workload}"
+    else:
+        return
+    unused = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s", "--costs", "--transactions",
+                                "--files") if getattr(args, flag[2:].replace("-", "_")) is not None]
+    unused += ["--fitted"] if args.fitted else []
+    if unused:
+        raise UsageError(f"{unused[0]} does not apply to {workload}: the model of a block workload (an fio job, "
+                         "the copy) takes no page-cache size, LVM mapping costs or PostMark counts")
+
+
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, reword
     from diskmodel.model.predict import predict
@@ -362,6 +391,7 @@ def _run(args) -> int:
         from diskmodel.calibrate.cli import predict_fio
 
         predict_fio.read_job(args.fio_job)
+    _refuse_unused(args)
     fitted = _fitted(args)
     args.notes = []  # what the prediction assumes that the user did not give: printed first
     stack, cache = _stack(args, fitted)
@@ -377,10 +407,6 @@ def _run(args) -> int:
     if args.fio_job is not None:
         from diskmodel.calibrate.cli import predict_fio
 
-        given = [flag for flag in ("--workload", "--transactions", "--files")
-                 if getattr(args, flag[2:]) is not None]
-        if given:
-            raise UsageError(f"--fio-job {args.fio_job} is the workload; {given[0]} cannot be given with it")
         return predict_fio.run(args, stack, args.notes)
     args.workload = args.workload or "test1"
     if args.workload in _BLOCK_WORKLOADS:
