@@ -383,3 +383,21 @@ def test_a_flag_a_block_workload_does_not_use_is_refused(tmp_path, capsys, extra
     one_error_line(capsys.readouterr().err, f"{flag} does not apply to --fio-job")
     assert main(["predict", "--workload", "randread_4k", *extra]) == 2
     one_error_line(capsys.readouterr().err, f"{flag} does not apply to --workload randread_4k")
+
+
+GOLDEN_CALIBRATION = Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
+
+
+def test_a_real_calibration_of_the_wd800bd_completed_from_its_preset_predicts_as_the_preset(capsys):
+    """A calibration made by `diskmodel calibrate --simulated wd800bd` (tests/golden/README.md): without its cache
+    and interface rate it is many times slower than the preset; completed from the preset it is close to it."""
+    assert main(["predict", "--json", "--disk", "wd800bd", "--workload", "test2"]) == 0
+    preset = json.loads(capsys.readouterr().out)["elapsed_s"]
+    assert main(["predict", "--json", "--calibration", str(GOLDEN_CALIBRATION), "--workload", "test2"]) == 0
+    bare = json.loads(capsys.readouterr().out)
+    assert bare["elapsed_s"] > 5 * preset and "no drive cache" in bare["assumptions"][0]
+    assert main(["predict", "--json", "--calibration", str(GOLDEN_CALIBRATION), "--workload", "test2",
+                 "--complete-from", "wd800bd"]) == 0
+    completed = json.loads(capsys.readouterr().out)
+    assert completed["elapsed_s"] == pytest.approx(preset, rel=0.15)
+    assert "drive cache 2.10 MB and interface rate 150.0 MB/s taken from preset wd800bd" in completed["assumptions"][0]
