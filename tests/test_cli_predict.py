@@ -401,3 +401,16 @@ def test_a_real_calibration_of_the_wd800bd_completed_from_its_preset_predicts_as
     completed = json.loads(capsys.readouterr().out)
     assert completed["elapsed_s"] == pytest.approx(preset, rel=0.15)
     assert "drive cache 2.10 MB and interface rate 150.0 MB/s taken from preset wd800bd" in completed["assumptions"][0]
+
+
+def test_a_postmark_workload_larger_than_the_stack_is_one_line_saying_what_fits(tmp_path, capsys):
+    stack = {"format": "diskmodel.stack",
+             "file_system": {"kind": "ext4", "volume": {"kind": "partition", "start_bytes": 0,
+                                                        "size_bytes": 100_000_000, "disk": "sda"}}}
+    (tmp_path / "stack.json").write_text(json.dumps(stack))
+    assert main(["predict", "--stack", str(tmp_path / "stack.json"), "--workload", "test1"]) == 2
+    line = one_error_line(capsys.readouterr().err, "100.0 MB", "give fewer files (at most about")
+    assert not re.search(r"\d[eE][+-]?\d", line), line
+    fits = int(re.search(r"at most about (\d+)", line).group(1))
+    assert main(["predict", "--json", "--stack", str(tmp_path / "stack.json"), "--workload", "test1",
+                 "--files", str(fits)]) == 0
