@@ -265,7 +265,8 @@ def schema_markdown(data: dict | None = None) -> str:
         for entry in fields:
             cells = [f"`{entry['name']}`", entry["type"], entry["unit"] or "", _shown_default(entry),
                      entry["meaning"]]
-            rows.append("| " + " | ".join(c.replace("|", "\\|").replace("*", "\\*").replace("<", "\\<") for c in cells) + " |")
+            escaped = (c.replace("|", "\\|").replace("*", "\\*").replace("<", "\\<") for c in cells)
+            rows.append("| " + " | ".join(escaped) + " |")
         return rows
 
     lines = ["# Stack file reference", "",

@@ -100,7 +100,7 @@ def test_stack_schema_text_shows_units_and_defaults_without_scientific_notation(
     # LoopFile.request_overhead_s defaults to 10 microseconds: printed as digits, with its unit
     assert "request_overhead_s [s]: float, default 0.00001 s" in out
     assert "image_size_bytes [bytes]: int, default required" in out
-    assert not re.search(r"\d[eE][+-]?\d", out), [line for line in out.splitlines() if re.search(r"\d[eE][+-]?\d", line)]
+    assert not re.search(r"\d[eE][+-]?\d", out), [ln for ln in out.splitlines() if re.search(r"\d[eE][+-]?\d", ln)]
     assert "1 MB = 10^6 bytes" in out
 
 
@@ -375,7 +375,8 @@ def test_fio_job_is_the_workload(tmp_path, capsys):
     one_error_line(capsys.readouterr().err, "--fio-job", "missing.fio", "no such file")
 
 
-@pytest.mark.parametrize("extra, flag", [(["--fitted"], "--fitted"), (["--page-cache-bytes", "1000"], "--page-cache-bytes"),
+@pytest.mark.parametrize("extra, flag", [(["--fitted"], "--fitted"),
+                                         (["--page-cache-bytes", "1000"], "--page-cache-bytes"),
                                          (["--md-mapping-s", "0.001"], "--md-mapping-s")])
 def test_a_flag_a_block_workload_does_not_use_is_refused(tmp_path, capsys, extra, flag):
     path = _job_file(tmp_path, "[j]\nrw=read\nsize=1m\ndirect=1\n")

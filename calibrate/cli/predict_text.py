@@ -89,7 +89,8 @@ def table(frame) -> str:
             return f"{float(value) / 1e6:.2f} MB"
         return quantity(value, unit) if unit else plain_number(value)
 
-    head = [f"{str(frame.index.name or '').removesuffix('_bytes')}" + (" [MB]" if _unit_of_column(str(frame.index.name)) == "bytes" else "")]
+    index = str(frame.index.name or "")
+    head = [index.removesuffix("_bytes") + (" [MB]" if _unit_of_column(index) == "bytes" else "")]
     head += [str(c).removesuffix("_bytes_per_s").removesuffix("_s") + {"bytes/s": " [MB/s]", "s": ""}.get(
         _unit_of_column(str(c)) or "", "") for c in frame.columns]
     rows = [head] + [[cell(index, frame.index.name).removesuffix(" MB")]
@@ -115,6 +116,7 @@ def postmark_rates_line(prediction) -> str:
     """read, write and elapsed in SI units, with what PostMark itself would print (its megabytes are 2^20 bytes)."""
     units = prediction.postmark_units()
     return (f"read {megabytes_per_s(prediction.read_throughput_bytes_per_s)}, "
-            f"write {megabytes_per_s(prediction.write_throughput_bytes_per_s)}, elapsed {seconds(prediction.elapsed_s)} "
+            f"write {megabytes_per_s(prediction.write_throughput_bytes_per_s)}, "
+            f"elapsed {seconds(prediction.elapsed_s)} "
             f"(MB = 10^6 bytes; PostMark itself prints read {units['read']}, write {units['write']}, "
             f"its megabytes being 2^20 bytes)")

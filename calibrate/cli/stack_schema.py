@@ -46,5 +46,8 @@ def _run(args) -> int:
     data = schema()
     if args.kind is not None:
         data = _only(data, args.kind)
-    print(json.dumps(data, indent=1, allow_nan=False) if args.json else schema_text(data), end="\n" if args.json else "")
+    if args.json:
+        print(json.dumps(data, indent=1, allow_nan=False))
+    else:
+        print(schema_text(data), end="")
     return 0
