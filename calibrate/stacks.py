@@ -79,8 +79,8 @@ def disk_of(drive, relative_to: str | os.PathLike | None = None) -> Disk:
             raise ValueError(f"{path}: no such file") from None
         except OSError as exc:
             raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-        try:
-            return result.to_disk()
+        try:  # a device with no mechanical seek (flash, a virtual disk) is its flat latency model
+            return result.to_disk(seek="two_piece" if result.mechanical_seek else "flat")
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
     return drive.model_disk()

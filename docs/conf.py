@@ -10,6 +10,8 @@ Pages that are made from the code are written into ``docs/_generated/`` when the
 * ``notebooks/``: a copy of the repository's ``notebooks/*.ipynb``, which myst-nb executes, since
   the notebooks are kept in git without outputs;
 * ``equations/``: one page per equation of the paper, from the table in ``docs/equations.py``;
+* ``stack/``: the stack file's field reference, each node kind's fields with units, defaults and
+  meaning, from the node definitions (:func:`diskmodel.model.stack_schema.schema_markdown`);
 * ``cli/``: one page per subcommand of ``diskmodel``, from the parser that
   :func:`diskmodel.calibrate.cli.build_parser` builds, so a new subcommand gets its page;
 * ``api/``: the API reference, one page per module of ``diskmodel.model``, ``diskmodel.data`` and
@@ -29,6 +31,8 @@ GENERATED = DOCS / "_generated"
 sys.path.insert(0, str(DOCS))
 
 import equations  # noqa: E402  (docs/equations.py, beside this file)
+
+from diskmodel.model import stack_schema  # noqa: E402  (the stack file's field reference page)
 
 project = "diskmodel"
 author = "the diskmodel authors"
@@ -191,6 +195,7 @@ _sync_folder(GENERATED / "api", api_pages())
 _sync_folder(GENERATED / "notebooks", {**notebook_pages(), **notebook_index()})
 _sync_folder(GENERATED / "equations", equation_pages())
 _sync_folder(GENERATED / "cli", cli_pages())
+_sync_folder(GENERATED / "stack", {"index.md": stack_schema.schema_markdown()})
 
 
 def _strict_references(app, env, node, contnode):

@@ -28,7 +28,15 @@ def _drive_name(name) -> str:
 @node_type("preset")
 @dataclass(frozen=True)
 class PresetDrive:
-    """A named preset (:func:`diskmodel.model.presets.load_preset`) as disk *name*."""
+    """A named preset (:func:`diskmodel.model.presets.load_preset`) as disk *name*.
+
+    Attributes
+    ----------
+    preset : str
+        The preset's name (:func:`diskmodel.model.presets.available_presets`: wd800bd, hp97560, ...).
+    name : str
+        The disk's name in the stack, which partitions name (e.g. "sda").
+    """
 
     preset: str
     name: str = "sda"
@@ -56,6 +64,15 @@ class FileDrive:
     Kind "disksim": a DiskSim drive folder; "calibration": a calibration
     saved by ``diskmodel calibrate --json``. :mod:`diskmodel.calibrate.stacks`
     loads them (a relative path from the stack file's folder).
+
+    Attributes
+    ----------
+    kind : str
+        "disksim" or "calibration".
+    path : str
+        The folder or file, relative to the stack file's folder unless absolute.
+    name : str
+        The disk's name in the stack, which partitions name (e.g. "sda").
     """
 
     kind: str
@@ -81,7 +98,16 @@ class InMemoryDrive:
     """A :class:`~diskmodel.model.disk.Disk` object as disk *name* (a fitted or what-if disk).
 
     It has no JSON form: save a calibration and name its file instead.
+
+    Attributes
+    ----------
+    disk : Disk
+        The disk's model parameters (a fitted or what-if disk).
+    name : str
+        The disk's name in the stack, which partitions name (e.g. "sda").
     """
+
+    JSON_FORM = False
 
     disk: Disk
     name: str = "sda"

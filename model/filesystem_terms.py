@@ -228,8 +228,10 @@ def plan_io(volume, fs, counts, cache) -> dict:
     live_bytes = live_files * live_blocks * B
     if live_bytes > fs_size:
         # the files would not fit: PostMark would fail with ENOSPC (no silent clamp to the volume)
-        raise ValueError(f"workload: its live files take about {live_bytes:.4g} bytes ({live_files:.4g} files of "
-                         f"{live_blocks} blocks of {B} bytes) but the file system holds {fs_size} bytes")
+        raise ValueError(f"workload: its live files take about {live_bytes / 1e6:.1f} MB ({live_files:.0f} files of "
+                         f"{live_blocks} blocks of {B} bytes) but the file system holds {fs_size / 1e6:.1f} MB "
+                         f"({fs_size} bytes); give fewer files (at most about {int(fs_size // (live_blocks * B))}) "
+                         "or a larger file system")
     # the region the files occupy, from the start of the file system
     inode_bytes = live_files * fs.inode_size_bytes
     if fs.kind == "xfs":

@@ -215,6 +215,7 @@ class NbdDevice:
         What the server exports, on the server's disk: a partition, an LVM
         volume, a loop file (the file nbd-server serves)...
     network : Network
+        The link between the client and the server (rate, round trip, MTU).
     server : str
         "host:port" of the NBD server (10809 is NBD's port).
     client_overhead_s : float
@@ -329,6 +330,7 @@ class NfsMount:
         The server's file system (its kind, block size and volume on the
         server's disk).
     network : Network
+        The link between the client and the server (rate, round trip, MTU).
     server : str
         "host:/path" of the export.
     version : str

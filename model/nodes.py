@@ -18,7 +18,17 @@ changes here or in the other node types.  What a node type may offer:
   fields are written and read (the file system writes its model parameters
   without repeating the kind);
 * a field named ``kind``: for a class registered under several kinds (a
-  file system of kind ext2, ext3, ...), the instance's own kind.
+  file system of kind ext2, ext3, ...), the instance's own kind;
+* ``JSON_FORM = False``: for a node that has no JSON form (a Disk object in
+  memory); the field reference says so.
+
+Field docs: each field of a node type (and of a record it holds) is
+described in its class docstring's numpy ``Attributes`` section, one entry
+``name : type`` with the meaning in its first sentence and the unit as
+``[unit]`` (or in the field's name: ``_bytes``, ``_s``, ``_bytes_per_s``).
+:mod:`diskmodel.model.stack_schema` builds the stack file's field reference
+(``diskmodel stack-schema``) from those entries, the fields' defaults and
+their types, so a new field is documented where it is declared.
 
 Consumers of the tree (the model, provisioning) look at nodes through
 :func:`child_nodes` and :func:`walk`.
@@ -116,6 +126,24 @@ def kind_of(node) -> str:
 
 def known_kinds() -> tuple[str, ...]:
     return tuple(sorted(_CLASS_OF_KIND))
+
+
+def is_node_type(cls) -> bool:
+    """Is *cls* a registered node type (a class, where :func:`is_node` takes an instance)?"""
+    return cls in _KINDS_OF_CLASS
+
+
+def class_of_kind(kind: str) -> type:
+    """The node type registered under *kind* (ValueError naming the known kinds)."""
+    cls = _CLASS_OF_KIND.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown kind {show(kind)} (known: {', '.join(known_kinds())})")
+    return cls
+
+
+def kinds_of_class(cls) -> tuple[str, ...]:
+    """The kinds *cls* is registered under (one, or several for a class with a ``kind`` field)."""
+    return _KINDS_OF_CLASS[cls]
 
 
 def _init_fields(cls) -> list:

@@ -255,6 +255,7 @@ class RaidArray:
         btrfs's data path: cost per byte read / written [s/byte], >= 0
         (checksums, copy-on-write, the buffered fallback of O_DIRECT writes).
     name : str
+        The array's device, e.g. "/dev/md0" (for reports; default none).
     """
 
     kind: str

@@ -106,7 +106,9 @@ class FileSystemNode:
 
     Attributes
     ----------
-    volume : volumes.Partition, volumes.LinearVolume or volumes.StripedVolume (any volume node)
+    volume : volume node
+        What the file system is made on: a partition, an LVM volume, or any
+        block node over them (RAID, thin, loop file, NBD).
     kind : str
         "ext2", "ext3", "ext4", "xfs" or "btrfs"; default the kind of
         *parameters*, else "ext3".

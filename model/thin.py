@@ -87,6 +87,7 @@ class ThinVolume:
     lookup_s : float
         Host time per request for the mapping lookup [s], >= 0 (default 0).
     name : str
+        The thin volume's device, e.g. "/dev/vg0/thin0" (for reports; default none).
     """
 
     data: object

@@ -330,6 +330,7 @@ class LinearVolume(_MappedVolume):
     pe_start_bytes : int
         Offset of the first PE inside each PV [bytes], >= 0 (LVM2 default 1 MiB).
     name : str
+        The LV's device, e.g. "/dev/vg0/lv0" (for reports; default none).
     """
 
     physical_volumes: tuple[Partition, ...]
@@ -434,6 +435,19 @@ class StripedVolume(_MappedVolume):
 
     Every PV contributes the same number of extents (the smallest PV's);
     ``stripe_size_bytes`` must divide ``extent_size_bytes``.
+
+    Attributes
+    ----------
+    physical_volumes : tuple of Partition
+        The PVs the stripes are dealt over, in the order ``lvcreate`` was given them.
+    stripe_size_bytes : int
+        The stripe chunk [bytes] (``lvcreate -I``; LVM2 default 64 KiB), a divisor of the extent size.
+    extent_size_bytes : int
+        PE/LE size [bytes], > 0 (LVM2 default 4 MiB).
+    pe_start_bytes : int
+        Offset of the first PE inside each PV [bytes], >= 0 (LVM2 default 1 MiB).
+    name : str
+        The LV's device, e.g. "/dev/vg0/lv0" (for reports; default none).
     """
 
     physical_volumes: tuple[Partition, ...]

@@ -35,6 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench",
     "emulate",
     "cleanup",
+    "stack_schema",
 )
 
 # Exit code of a run whose standard output was closed by its reader (128 + SIGPIPE, as a shell shows it).
@@ -116,6 +117,27 @@ class OneLineParser(argparse.ArgumentParser):
         _stderr(f"diskmodel: error: {text} (see `{self.prog} --help`)")
         self.exit(2)
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unrecognized argument is refused by the subcommand it was given to, so that
+        the error points to that subcommand's help (argparse refuses it at the top, pointing to its help)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            actions = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+            command = getattr(parsed, "command", None)
+            owner = next((a.choices[command] for a in actions if command in a.choices), self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _version() -> str:
+    """The installed distribution's version (setup.cfg's ``version``), as pip and the wheel's metadata give it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("diskmodel")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed; pip install -e . records it)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``diskmodel`` argument parser, with the subcommand of each module of COMMAND_MODULES.
@@ -127,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Predict how fast a storage layout will be, and why.",
         epilog="Errors are one line on stderr; --debug (or DISKMODEL_DEBUG=1) shows the traceback instead.",
     )
+    parser.add_argument("--version", action="version", version=f"diskmodel {_version()}",
+                        help="print the installed version of diskmodel and exit")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error instead of one line (also DISKMODEL_DEBUG=1) "
                              "(default: off)")

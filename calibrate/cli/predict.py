@@ -21,6 +21,12 @@ those of an ``experiment`` run, each with the I/O path it was fitted on. The
 paper's layouts need the disk's last 20 GB; a smaller disk is refused with
 the ``--fs-size`` to give instead (the bench's sizing of
 :func:`~diskmodel.model.stack.paper_stack`).
+
+``--fio-job FILE`` predicts a fio job file's job instead
+(:mod:`.predict_fio`, the syntax in :mod:`diskmodel.model.fio_job`). A
+calibrated hard disk's unmeasured cache and interface rate are said in the
+first line, or taken from ``--complete-from PRESET`` (:mod:`.predict_complete`);
+the output's units and terms are :mod:`.predict_text`'s.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ import dataclasses
 import json
 import math
 
+from diskmodel.calibrate.cli.predict_complete import complete
+from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
 from diskmodel.model.fs_kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.block_workloads): issue 14's fio jobs and seed 003's copy.
@@ -72,7 +80,8 @@ def _positive_int(name):
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help="predict PostMark throughput for a storage stack and a workload",
-        description="PostMark throughput for a storage stack and a workload, with the time of each term of the model.",
+        description="PostMark throughput (or a fio job's, --fio-job) for a storage stack and a workload, with the "
+                    "time of each term of the model. Units: SI, MB = 10^6 bytes.",
         epilog="The LVM mapping costs of eq. 12 are 0 s unless given, which makes LVM free: LVM-1 and LVM-2 "
                "then differ from native only by where their blocks lie. --fitted takes the costs the main job "
                "fits on the paper; --costs FILE those of your own 'diskmodel experiment' run; --md-mapping-s and "
@@ -80,13 +89,19 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--stack", metavar="FILE.json",
                         help="a stack description (disks, partitions, LVM, RAID, NBD, file system or NFS mount), "
                              "instead of --layout, --disk, --calibration, --fs, --mkfs-options, --mount-options, "
-                             "--journal-mode and --fs-size (default: none, the paper's --layout)")
+                             "--journal-mode and --fs-size; every node kind's fields, units and defaults: "
+                             "'diskmodel stack-schema' (default: none, the paper's --layout)")
     disk = parser.add_mutually_exclusive_group()
     disk.add_argument("--disk", metavar="NAME|DIR",
                       help="a preset (wd800bd, hp97560, hp_c2247a), a bundled DiskSim drive (atlas10k, G4_4TB, ...; "
                            "'diskmodel validate-trace --list') or a DiskSim drive folder (default: wd800bd)")
     disk.add_argument("--calibration", metavar="JSON",
                       help="a result saved by 'diskmodel calibrate --json', instead of --disk (default: none)")
+    parser.add_argument("--complete-from", metavar="PRESET",
+                        help="for a calibrated hard disk (--calibration, or a calibration disk of --stack): take what "
+                             "the calibration does not measure, the drive's cache and its interface rate, from "
+                             "PRESET (the preset of the same drive, e.g. wd800bd), said in the first line (default: "
+                             "none; the first line says the cache is absent)")
     parser.add_argument("--layout", choices=("native", "lvm1", "lvm2"),
                         help="the paper's stacks (Tables 1-3), in the last 20 GB of the disk (default: native)")
     parser.add_argument("--fs-size", type=_bytes, metavar="BYTES",
@@ -94,7 +109,12 @@ def add_parser(subparsers) -> None:
                              "(K, M, G suffixes: powers of 1024; a multiple of 8M) at the start of the disk in every "
                              "layout, as 'diskmodel postmark --size' builds it (default: none, the paper's 20 GB "
                              "at the end of the disk)")
-    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default="test1",
+    parser.add_argument("--fio-job", metavar="FILE",
+                        help="a fio job file, in a documented subset of fio's syntax (one job; keys rw, rwmixread, "
+                             "bs, iodepth, numjobs, size, io_size, direct=1, fsync=0, end_fsync, runtime; sizes in "
+                             "fio's k, m, g: powers of 1024), predicted on the stack and printed beside its "
+                             "definition, instead of --workload (default: none)")
+    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default=None,
                         help="the paper's PostMark workloads (default: test1); on a --stack of any block layers "
                              "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or seed 003's "
                              "file copy (copy)")
@@ -113,13 +133,13 @@ def add_parser(subparsers) -> None:
                         help="the journal mode of ext3 and ext4, the mount option data=MODE (default: ordered; "
                              "ext2, xfs and btrfs have none to choose)")
     parser.add_argument("--page-cache-bytes", type=_nonnegative("--page-cache-bytes"), metavar="BYTES",
-                        help="memory the page cache gives the workload [bytes] (default: 268435456, 256 MiB; "
-                             "with --fitted or --costs 1610612736, 1.5 GiB, as the fit assumed)")
+                        help="memory the page cache gives the workload [bytes] (default: 268435456, 268 MB; "
+                             "with --fitted or --costs 1610612736, 1611 MB, as the fit assumed)")
     costs = parser.add_mutually_exclusive_group()
     costs.add_argument("--fitted", action="store_true",
                        help="the LVM mapping costs the main job fits on the paper's Tables 4-6, shipped with "
                             "diskmodel, with the I/O path they were fitted on (host cost per byte of file data, "
-                            "CPU time per file operation, pipelined write-back, 1.5 GiB page cache) (default: "
+                            "CPU time per file operation, pipelined write-back, 1611 MB page cache) (default: "
                             "off, costs 0 s)")
     costs.add_argument("--costs", metavar="FILE",
                        help="as --fitted, from the lvm_costs.json that 'diskmodel experiment' writes in its "
@@ -197,7 +217,7 @@ def _stack(args, fitted):
         given = [f"--{name.replace('_', '-')}" for name in _STACK_FLAGS if getattr(args, name) is not None]
         try:
             stack = stacks.read_stack(args.stack, also_given=given)
-            return stacks.resolve_drives(stack, relative_to=_folder_of(args.stack)), cache
+            return _completed(args, stack, stacks.resolve_drives(stack, relative_to=_folder_of(args.stack))), cache
         except ValueError as exc:
             raise UsageError(f"--stack {exc}") from exc
     for name, default in _STACK_FLAGS.items():
@@ -205,6 +225,15 @@ def _stack(args, fitted):
             setattr(args, name, default)
     mkfs_options, mount_options = _fs_options(args)
     disk = _disk(args)
+    if args.calibration is None and args.complete_from is not None:
+        raise UsageError(f"--complete-from {args.complete_from} applies to a calibrated disk (--calibration, or a "
+                         f"calibration disk of --stack); --disk {args.disk} is complete")
+    if args.calibration is not None:
+        try:
+            disk, note = complete(disk, f"--calibration {args.calibration}", args.complete_from)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        args.notes += [note] if note else []
     if args.fs_size is None and disk.capacity_bytes < PAPER_TEST_AREA_BYTES:
         raise UsageError(_too_small(args, disk))
     # the file system as its options build it (the parameters of fs_kinds), as `diskmodel postmark --fs` does
@@ -220,6 +249,29 @@ def _stack(args, fitted):
     except ValueError as exc:
         raise UsageError(reword(exc, _flags_given(args))) from exc
     return _paper_stack(args, disk, filesystem, mkfs_options, mount_options), cache
+
+
+def _completed(args, stack, resolved):
+    """*resolved* (the stack with its drives loaded) with each calibrated hard disk completed from
+    --complete-from, or a note in ``args.notes`` saying what it lacks (:mod:`.predict_complete`)."""
+    from diskmodel.model.drives import FileDrive, InMemoryDrive
+
+    calibrated = {d.name: d.path for d in stack.disks if isinstance(d, FileDrive) and d.kind == "calibration"}
+    if not calibrated and args.complete_from is not None:
+        raise ValueError(f"{args.stack}: --complete-from {args.complete_from} applies to a calibration disk "
+                         "(kind \"calibration\"); this stack has none")
+    disks = []
+    for i, drive in enumerate(resolved.disks):
+        if drive.name in calibrated:
+            try:
+                disk, note = complete(drive.model_disk(), f"disks[{i}] ({drive.name}) {calibrated[drive.name]}",
+                                      args.complete_from)
+            except ValueError as exc:
+                raise ValueError(f"{args.stack}: {exc}") from None
+            drive = InMemoryDrive(disk, drive.name)
+            args.notes += [note] if note else []
+        disks.append(drive)
+    return resolved.evolve(disks=tuple(disks))
 
 
 def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -308,19 +360,55 @@ def _folder_of(path: str) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
+def _refuse_unused(args) -> None:
+    """A block workload (--fio-job, an fio job of --workload, copy) takes no page cache, LVM costs or PostMark
+    counts: a flag that sets one is refused, not ignored."""
+    from diskmodel.calibrate.cli import UsageError
+
+    if args.fio_job is not None:
+        workload = f"--fio-job {args.fio_job}"
+        also = [flag for flag in ("--workload", "--transactions", "--files") if getattr(args, flag[2:]) is not None]
+        if also:
+            raise UsageError(f"{workload} is the workload; {also[0]} cannot be given with it")
+    elif args.workload in _BLOCK_WORKLOADS:
+        workload = f"--workload {args.workload}"
+    else:
+        return
+    unused = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s", "--costs", "--transactions",
+                                "--files") if getattr(args, flag[2:].replace("-", "_")) is not None]
+    unused += ["--fitted"] if args.fitted else []
+    if unused:
+        raise UsageError(f"{unused[0]} does not apply to {workload}: the model of a block workload (an fio job, "
+                         "the copy) takes no page-cache size, LVM mapping costs or PostMark counts")
+
+
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, reword
     from diskmodel.model.predict import predict
     from diskmodel.model.workload import postmark_preset
 
+    if args.fio_job is not None:  # a bad job file is refused before the stack is built
+        from diskmodel.calibrate.cli import predict_fio
+
+        predict_fio.read_job(args.fio_job)
+    _refuse_unused(args)
     fitted = _fitted(args)
+    args.notes = []  # what the prediction assumes that the user did not give: printed first
     stack, cache = _stack(args, fitted)
+    for note in args.notes if args.fio_job is None else ():  # the fio job prints them with its own
+        if not args.json:
+            print(note)
     if stack.is_nfs:
         by_hand = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s")
                    if getattr(args, flag[2:].replace("-", "_")) is not None]
         if by_hand:
             raise UsageError(f"{by_hand[0]} does not apply to --stack {args.stack}: its top is an NFS mount, whose "
                              "model has no client page cache and no LVM mapping costs")
+    if args.fio_job is not None:
+        from diskmodel.calibrate.cli import predict_fio
+
+        return predict_fio.run(args, stack, args.notes)
+    args.workload = args.workload or "test1"
     if args.workload in _BLOCK_WORKLOADS:
         return _run_block(args, stack)
     try:
@@ -350,15 +438,15 @@ def _run(args) -> int:
             "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
             "elapsed_s": prediction.elapsed_s, "terms_s": prediction.terms,
             "lvm_parts_s": prediction.lvm_parts, "dst_parts_s": prediction.dst_parts,
+            "assumptions": args.notes,
         }))
         return 0
-    units = prediction.postmark_units()
     print(f"{disk.name}, {stack.short_name}, {fs.kind} ({fs.journal_mode}), PostMark {args.workload}: "
           f"{workload.number_of_files} files, {workload.transactions} transactions")
     if args.stack:
         print(stack.describe())
-    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
-    print(prediction.to_frame().to_string())
+    print(postmark_rates_line(prediction))
+    print(breakdown(prediction.to_frame()))
     return 0
 
 
@@ -378,14 +466,14 @@ def _run_nfs(args, stack, workload) -> int:
             "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
             "elapsed_s": prediction.elapsed_s, "parts_s": prediction.parts,
             "bottleneck": {op: one.bottleneck for op, one in prediction.per_operation.items()},
+            "assumptions": args.notes,
         }))
         return 0
-    units = prediction.postmark_units()
     print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
           f"{workload.transactions} transactions")
     print(stack.describe())
-    print(f"read {units['read']}, write {units['write']}, elapsed {prediction.elapsed_s:.1f} s")
-    print(prediction.to_frame().to_string())
+    print(postmark_rates_line(prediction))
+    print(breakdown(prediction.to_frame()))
     return 0
 
 
@@ -408,9 +496,10 @@ def _run_block(args, stack) -> int:
         figures = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s, "iops": prediction.iops,
                    "latency_s": prediction.latency_s, "parts_s": prediction.parts}
     if args.json:
-        print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures}))
+        print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures,
+                          "assumptions": args.notes}))
         return 0
     print(f"{stack.short_name}, {args.workload}:")
     print(stack.describe())
-    print(prediction.to_frame().to_string())
+    print(breakdown(prediction.to_frame()))
     return 0
