@@ -138,24 +138,52 @@ def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing
 
 
 def test_request_log_round_trip_and_emulate_log_command(tmp_path):
-    rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": 1e-4})
+    rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": 1e-4}, tmp_path / "r.reqlog")
     for i in range(100):
         rec.add(i * 0.01, i % 2, i * 4096, 4096, 0.0, 0.005, -1, (i % 10) * 1e-4, False, 0)
     rec.add(0.0, 0, 0, 4096, 0.0, 0.0, -1, 0.0, True, 0)  # a probe read: left out of the figures
-    rec.save(tmp_path / "r.npz")
-    frame = read_log(tmp_path / "r.npz")
-    assert len(frame) == 101 and frame.attrs["drive"] == "d"
+    rec.close()
+    frame = read_log(tmp_path / "r.reqlog")
+    assert len(frame) == 101 and frame.attrs["drive"] == "d" and frame.attrs["complete"] is True
     s = summarize(frame, lateness_bound_s=5e-4)
     assert s["requests"] == 100 and s["probe_reads"] == 1 and s["by_op"] == {"read": 50, "write": 50}
     lateness = np.array([(i % 10) * 1e-4 for i in range(100)])
     assert s["lateness_p50_s"] == pytest.approx(np.percentile(lateness, 50))
     assert s["lateness_p99_s"] == pytest.approx(np.percentile(lateness, 99))
     assert s["lateness_max_s"] == pytest.approx(9e-4) and s["lateness_within_bound"] is False
-    res = diskmodel("emulate-log", tmp_path / "r.npz", "--json")
+    res = diskmodel("emulate-log", tmp_path / "r.reqlog", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["requests"] == 100
-    res = diskmodel("emulate-log", tmp_path / "r.npz")
+    res = diskmodel("emulate-log", tmp_path / "r.reqlog")
     assert res.returncode == 0 and "WARNING: lateness p99" in res.stdout and "100 requests" in res.stdout
+
+
+def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_path):
+    # The rows reach the file in chunks while the recorder is open; a copy of the file taken at any moment
+    # (what a SIGKILL leaves, a last record possibly cut short) reads back as the rows written so far.
+    path = tmp_path / "r.reqlog"
+    rec = RequestRecorder({"drive": "d"}, path, flush_rows=10)
+    rec.update_meta(fixed_cost_s=2e-4)
+    for i in range(25):
+        rec.add(i * 0.01, 0, i * 4096, 4096, 0.0, 0.005, 0, 1e-5, False, 0)
+        if rec.due():
+            rec.flush()
+    data = path.read_bytes()
+    frame = read_log(path)  # 20 rows in two chunks; 5 still waiting in memory
+    assert list(frame["offset_bytes"]) == [i * 4096 for i in range(20)]
+    assert frame.attrs["fixed_cost_s"] == 2e-4 and frame.attrs["complete"] is False
+    for cut in (len(data) - 1, len(data) - 100, len(data) // 2):
+        (tmp_path / "cut.reqlog").write_bytes(data[:cut])
+        part = read_log(tmp_path / "cut.reqlog")
+        assert list(part["offset_bytes"]) == [i * 4096 for i in range(len(part))] and part.attrs["truncated_bytes"] > 0
+        assert len(part) in (0, 10, 20)
+    rec.close()
+    frame = read_log(path)
+    assert len(frame) == 25 and frame.attrs["complete"] is True and frame.attrs["truncated_bytes"] == 0
+    (tmp_path / "other.npz").write_bytes(b"PK\x03\x04 not a log")
+    res = diskmodel("emulate-log", tmp_path / "other.npz")
+    assert res.returncode == 2
+    assert_one_error_line(res.stderr, "not an emulator request log")
 
 
 # ---------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | No
         finally:
             os.close(fd)
         run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    log_path = (log_dir / f"{_safe(spec.name)}-{index}.npz") if log_dir else folder / "requests.npz"
+    log_path = (log_dir / f"{_safe(spec.name)}-{index}.reqlog") if log_dir else folder / "requests.reqlog"
     drv.device.log_path = str(log_path)
     spec_path = folder / "spec.json"
     spec_path.write_text(json.dumps({**spec.as_dict(), "backing": str(backing) if backing else None,

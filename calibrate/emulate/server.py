@@ -29,6 +29,7 @@ import ctypes
 import errno
 import json
 import os
+import threading
 import time
 
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
@@ -40,6 +41,8 @@ __all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "wait_until"]
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
+#: The request log's waiting rows are written before a request's deadline only when this much time is left [s].
+LOG_SLACK_S = 1e-3
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _ZERO_CHUNK_BYTES = 1 << 20
@@ -123,7 +126,7 @@ class DriveServer:
     *spec*: ``name``, ``capacity_bytes``, ``timing`` (a
     :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
     (the sparse file's path, or None for memory), ``log_path`` (the request
-    log, written by :meth:`save_log`), ``control_path`` (where the caller
+    log, appended to as requests are served), ``control_path`` (where the caller
     writes ``{"fixed_cost_s": ...}`` once it has measured the path; until
     then every request is served ``probe_delay_s`` after it reached the
     server, not simulated, and marked as a probe).
@@ -147,9 +150,14 @@ class DriveServer:
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self.t0 = monotonic()
+        self._lock = threading.Lock()
+        self._busy = False
+        self._last_done_s = monotonic()
+        self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
-                                         "fixed_cost_s": None, "started_unix_s": time.time()})
+                                         "fixed_cost_s": None, "started_unix_s": time.time()},
+                                        self.log_path, monotonic=monotonic)
 
     # -- the fixed cost
     def _check_control(self) -> None:
@@ -159,12 +167,21 @@ class DriveServer:
         except FileNotFoundError:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
-        self.recorder.meta["fixed_cost_s"] = self.fixed_cost_s
+        self.recorder.update_meta(fixed_cost_s=self.fixed_cost_s)
         self.probing = False
 
     # -- serving
     def _serve(self, op: int, offset: int, size: int, move) -> None:
         t_entry = self.monotonic()
+        with self._lock:
+            self._busy = True
+            try:
+                self._serve_locked(t_entry, op, offset, size, move)
+            finally:
+                self._busy = False
+                self._last_done_s = self.monotonic()
+
+    def _serve_locked(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
         if self.probing:
             self._check_control()
         if self.probing:
@@ -186,6 +203,8 @@ class DriveServer:
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
             deadline = self.t0 + served.completion_s
         error = self._move(move)
+        if self.recorder.due() and deadline - self.monotonic() > LOG_SLACK_S:
+            self.recorder.flush()  # the earlier requests' rows, in time this request waits anyway
         done = wait_until(deadline, self.monotonic)
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
         if error:
@@ -212,10 +231,31 @@ class DriveServer:
         self._serve(OP_FLUSH, 0, 0, lambda: None)
 
     # -- the log
+    def start_idle_flush(self) -> None:
+        """Write waiting rows once the drive has been idle for the recorder's ``flush_s`` (a thread), so that
+        a kill while idle loses none of them."""
+        thread = threading.Thread(target=self._idle_flush, name="request-log", daemon=True)
+        thread.start()
+
+    def _idle_flush(self) -> None:
+        period = self.recorder.flush_s
+        while not self._closed.wait(period):
+            if self._busy or self.monotonic() - self._last_done_s < period:
+                continue
+            if self._lock.acquire(blocking=False):
+                try:
+                    if self.recorder.due() and not self._closed.is_set():
+                        self.recorder.flush()
+                finally:
+                    self._lock.release()
+
     def save_log(self) -> None:
-        if self.log_path:
-            self.recorder.save(self.log_path)
+        """Write the rows still waiting (the log file itself is appended to as requests are served)."""
+        with self._lock:
+            self.recorder.flush()
 
     def close(self) -> None:
-        self.save_log()
-        self.store.close()
+        self._closed.set()
+        with self._lock:
+            self.recorder.close()
+            self.store.close()
