@@ -471,3 +471,51 @@ def test_a_server_that_dies_ends_the_run_in_one_line_and_leaves_nothing(isolated
     assert proc.returncode == 1, err
     assert_one_error_line(err, "nbdkit serving calibration flat.json")
     assert_nothing_left(run_dir, tmp)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigkill_with_a_file_system_mounted_then_cleanup_unmounts_it_and_the_log_holds_the_requests(
+        isolated, flat_calibration, tmp_path):
+    from diskmodel.calibrate.emulate.requestlog import FLUSH_S
+
+    require_emulation()
+    env, run_dir, tmp = isolated
+    logs, mnt = tmp_path / "logs", tmp_path / "mnt"
+    logs.mkdir()
+    mnt.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "emulate", str(flat_calibration),
+                             "--json", "--log-dir", str(logs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        device = json.loads(proc.stdout.readline())["devices"][0]["path"]
+        subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True, capture_output=True)
+        subprocess.run(["mount", device, str(mnt)], check=True)
+        (mnt / "f").write_bytes(b"x" * 100000)
+        os.sync()
+        offsets = [(i * 517 + 3) * 4096 for i in range(30)]  # within its 64 MiB
+        fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        try:
+            for offset in offsets:
+                os.preadv(fd, [buf], offset)
+        finally:
+            os.close(fd)
+        time.sleep(4 * FLUSH_S)  # the drive idle: the rows still waiting are written
+        proc.kill()
+        proc.communicate(timeout=60)
+        frame = read_log(next(logs.glob("*.reqlog")))  # nbdkit may have closed it on its way out, or not
+        reads = frame[(frame["op"] == 0) & ~frame["probe"]]
+        assert list(reads["offset_bytes"])[-len(offsets):] == offsets
+        assert (frame["op"] == 1).sum() > 0  # mkfs's and the file's writes
+        res = diskmodel("cleanup", env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"on {mnt}" in res.stdout and "unmounted first" in res.stdout, res.stdout
+        assert str(mnt) not in Path("/proc/mounts").read_text()
+        assert_nothing_left(run_dir, tmp)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if str(mnt) in Path("/proc/mounts").read_text():
+            subprocess.run(["umount", "-l", str(mnt)])
+        diskmodel("cleanup", env=env)  # after a failed assertion: the device, its FUSE mount and processes

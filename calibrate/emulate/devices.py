@@ -257,7 +257,9 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
         raise RuntimeError(f"nbdfuse shows {file} with {st.st_size} bytes, not the drive's {drv.spec.capacity_bytes}")
     # Found again by the backing file's path alone (it names the run): once nbdfuse is gone, losetup can no
     # longer stat the file and lists no inode to match.
-    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0)
+    # unmount_users: a file system a user left mounted on the device is unmounted before the device goes, also
+    # by `diskmodel cleanup` after a SIGKILL (the kernel would otherwise keep the device with I/O errors).
+    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0, unmount_users=True)
     drv.resources.append(drv.loop_res)
     proc = _run(["losetup", "--direct-io=on", "--find", "--show", str(file)])
     if proc.returncode != 0 or not proc.stdout.strip():

@@ -105,6 +105,10 @@ class RequestRecorder:
         return self._oldest_s is not None and (len(self.columns["op"]) >= self.flush_rows
                                                or self.monotonic() - self._oldest_s >= self.flush_s)
 
+    def overdue(self) -> bool:
+        """Whether the oldest waiting row has waited twice :data:`FLUSH_S`."""
+        return self._oldest_s is not None and self.monotonic() - self._oldest_s >= 2 * self.flush_s
+
     def flush(self) -> None:
         """Append the waiting rows to the file as one chunk."""
         import numpy as np

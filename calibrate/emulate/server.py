@@ -41,7 +41,8 @@ __all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "wait_until"]
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
-#: The request log's waiting rows are written before a request's deadline only when this much time is left [s].
+#: The request log's waiting rows are written before a request's deadline when this much time is left, or
+#: when they have waited twice the recorder's ``flush_s`` [s].
 LOG_SLACK_S = 1e-3
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
@@ -152,7 +153,6 @@ class DriveServer:
         self.t0 = monotonic()
         self._lock = threading.Lock()
         self._busy = False
-        self._last_done_s = monotonic()
         self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
@@ -179,7 +179,6 @@ class DriveServer:
                 self._serve_locked(t_entry, op, offset, size, move)
             finally:
                 self._busy = False
-                self._last_done_s = self.monotonic()
 
     def _serve_locked(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
         if self.probing:
@@ -203,7 +202,7 @@ class DriveServer:
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
             deadline = self.t0 + served.completion_s
         error = self._move(move)
-        if self.recorder.due() and deadline - self.monotonic() > LOG_SLACK_S:
+        if self.recorder.due() and (deadline - self.monotonic() > LOG_SLACK_S or self.recorder.overdue()):
             self.recorder.flush()  # the earlier requests' rows, in time this request waits anyway
         done = wait_until(deadline, self.monotonic)
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
@@ -232,15 +231,16 @@ class DriveServer:
 
     # -- the log
     def start_idle_flush(self) -> None:
-        """Write waiting rows once the drive has been idle for the recorder's ``flush_s`` (a thread), so that
-        a kill while idle loses none of them."""
+        """Write waiting rows between requests (a thread waking every recorder's ``flush_s``), so that a kill
+        while the drive is idle, or while each request leaves too little time before its deadline, loses
+        none of them."""
         thread = threading.Thread(target=self._idle_flush, name="request-log", daemon=True)
         thread.start()
 
     def _idle_flush(self) -> None:
         period = self.recorder.flush_s
         while not self._closed.wait(period):
-            if self._busy or self.monotonic() - self._last_done_s < period:
+            if self._busy:
                 continue
             if self._lock.acquire(blocking=False):
                 try:
