@@ -10,13 +10,15 @@ sparse backing file the caller made with the drive's capacity (its blocks
 are allocated as they are written; a write of zeros punches a hole).
 
 Timing: a request reaches :meth:`DriveServer.read` (or write, flush, zero) at
-``t_entry`` on the monotonic clock. It arrived at the drive a fixed cost
+``t_entry`` on the monotonic clock. It arrived at the drive the path's cost
 earlier, the time the path (loop device, FUSE, nbdfuse, NBD) takes to bring
-a request in and carry its completion back, measured at start with reads
-served a fixed delay after they reach the server (:attr:`probing`; a delay,
-not at once, so that the path's threads have gone idle as they do between a
-drive's requests, and their wake-ups are part of the cost). The simulation serves it at ``arrival_s = t_entry
-- fixed_cost_s`` on its own clock (zero when the server started), its data
+a request in and carry its completion back: a fixed part and a part per byte
+copied, measured at start with reads of two sizes served a fixed delay after
+they reach the server (:attr:`probing`; a delay, not at once, so that the
+path's threads have gone idle as they do between a drive's requests, and
+their wake-ups are part of the cost). The simulation serves it at
+``arrival_s = t_entry - fixed_cost_s - path_per_byte_s * size`` on its own
+clock (zero when the server started), its data
 are moved, and the call returns at the simulated completion: an absolute
 deadline on the monotonic clock, slept to within :data:`SPIN_S` and then
 spun. The request's lateness is the time the call returns minus that
@@ -25,6 +27,7 @@ the wait never ends early).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -35,7 +38,7 @@ import time
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
-__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "wait_until"]
+__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "realtime", "wait_until"]
 
 #: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
 MEMORY_MAX_BYTES = 64 << 20
@@ -56,8 +59,25 @@ def wait_until(deadline_s: float, monotonic=time.monotonic) -> float:
         time.sleep(remaining - SPIN_S)
     now = monotonic()
     while now < deadline_s:
+        time.sleep(0)  # lets another thread of the process take the interpreter's lock while this one spins
         now = monotonic()
     return now
+
+
+@contextlib.contextmanager
+def realtime(priority: int | None):
+    """Run the calling thread under SCHED_FIFO at *priority* (1-99) inside, as before outside; None: as is.
+
+    A deadline's wake-up then does not wait behind other processes' time slices (sched(7))."""
+    if priority is None:
+        yield
+        return
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, policy, param)
 
 
 class _MemoryStore:
@@ -128,7 +148,7 @@ class DriveServer:
     :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
     (the sparse file's path, or None for memory), ``log_path`` (the request
     log, appended to as requests are served), ``control_path`` (where the caller
-    writes ``{"fixed_cost_s": ...}`` once it has measured the path; until
+    writes ``{"fixed_cost_s": ..., "path_per_byte_s": ...}`` once it has measured the path; until
     then every request is served ``probe_delay_s`` after it reached the
     server, not simulated, and marked as a probe).
     """
@@ -148,6 +168,8 @@ class DriveServer:
             # the device is offered, not inside its first request.
             session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
         self.fixed_cost_s = 0.0
+        self.path_per_byte_s = 0.0
+        self._last_arrival_s = 0.0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self.t0 = monotonic()
@@ -167,7 +189,8 @@ class DriveServer:
         except FileNotFoundError:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
-        self.recorder.update_meta(fixed_cost_s=self.fixed_cost_s)
+        self.path_per_byte_s = float(control.get("path_per_byte_s", 0.0))
+        self.recorder.update_meta(fixed_cost_s=self.fixed_cost_s, path_per_byte_s=self.path_per_byte_s)
         self.probing = False
 
     # -- serving
@@ -192,7 +215,10 @@ class DriveServer:
             if error:
                 raise OSError(error, os.strerror(error))
             return
-        arrival = t_entry - self.fixed_cost_s - self.t0
+        # the path's cost grows with the bytes it copies; arrivals stay in order (a large request's earlier
+        # estimate must not put it before the request served just before it)
+        arrival = max(t_entry - self.fixed_cost_s - self.path_per_byte_s * size - self.t0, self._last_arrival_s)
+        self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
             wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
         else:
