@@ -256,6 +256,72 @@ def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
+    require_root()
+    require_tools("nbdkit")
+    env, run_dir, tmp = isolated
+    only_nbdkit = tmp_path / "bin"
+    only_nbdkit.mkdir()
+    (only_nbdkit / "nbdkit").symlink_to(subprocess.run(["which", "nbdkit"], capture_output=True, text=True)
+                                        .stdout.strip())
+    res = diskmodel("emulate", "hp97560", env=dict(env, PATH=str(only_nbdkit)))
+    assert res.returncode == 1
+    assert_one_error_line(res.stderr, "nbdfuse is not installed (Debian package libnbd-bin)")
+    assert_nothing_left(run_dir, tmp)
+
+
+def test_missing_dev_fuse_names_the_module_and_package(monkeypatch, tmp_path):
+    from diskmodel.calibrate.emulate import devices
+
+    require_emulation()
+    monkeypatch.setattr(devices, "FUSE_DEVICE", str(tmp_path / "no-fuse"))
+    with pytest.raises(RuntimeError, match=r"no-fuse is missing: the kernel's fuse module is not loaded "
+                                           r"\(modprobe fuse; Debian package fuse3\)"):
+        devices.check_tools()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isolated, tmp_path):
+    # The check at start passes (the file system has the reserve free), then the data written fill it: the
+    # writes fail (ENOSPC), the run ends with one line naming the failed requests and the full file system.
+    require_emulation()
+    env, run_dir, tmp = isolated
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300m", "diskmodel-test-small", str(small)], check=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "emulate", "hp97560", "--json",
+                                 "--backing-dir", str(small)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        try:
+            device = json.loads(proc.stdout.readline())["devices"][0]["path"]
+            chunk = np.random.default_rng(1).integers(0, 256, 4 * MiB, dtype=np.uint8).tobytes()
+            buf = mmap.mmap(-1, len(chunk))
+            buf.write(chunk)
+            fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
+            failed = None
+            try:
+                for i in range(100):  # 400 MiB into a 300 MiB file system
+                    try:
+                        os.pwritev(fd, [buf], i * len(chunk))
+                    except OSError as exc:
+                        failed = exc
+                        break
+            finally:
+                os.close(fd)
+            assert failed is not None and failed.errno in (28, 5), failed
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+    assert proc.returncode == 1, err
+    assert_one_error_line(err, "request(s) failed (errno [28])")
+    assert str(small) in err.strip().splitlines()[-1]
+    assert_nothing_left(run_dir, tmp)
+
+
 @pytest.mark.integration
 def test_backing_dir_on_a_too_small_file_system_is_one_line(isolated, tmp_path):
     require_root()

@@ -2,7 +2,9 @@
 request; ``diskmodel emulate-log FILE``: summarise an emulated drive's request log."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 import time
 
@@ -114,14 +116,18 @@ def _report(devices, as_json: bool, bound: float, kept: bool) -> int:
             _stderr(f"WARNING: {d.drive} ({d.path}): lateness p99 {s['lateness_p99_s'] * 1e3:.3f} ms exceeds the "
                     f"bound {bound * 1e3:.3f} ms: requests completed later than the simulation says")
         if s.get("errors"):
-            failed.append(f"{d.drive}: {s['errors']} request(s) failed (errno {s['error_errnos']})")
+            why = f"{d.drive}: {s['errors']} request(s) failed (errno {s['error_errnos']})"
+            if errno.ENOSPC in s["error_errnos"] and d.backing_path:
+                why += (f": the file system of {os.path.dirname(d.backing_path)}, which held its sparse backing "
+                        f"file, filled up under the data written (give --backing-dir a larger one)")
+            failed.append(why)
     if as_json:
         print(json.dumps({"devices": rows, "lateness_p99_bound_s": bound}), flush=True)
     else:
         for d in devices:
             print(format_summary(d.summary) if d.summary else f"{d.drive}: no request log", flush=True)
     if failed:
-        raise RuntimeError("; ".join(failed) + " (a backing file system that filled up fails writes with errno 28)")
+        raise RuntimeError("; ".join(failed))
     return 0
 
 

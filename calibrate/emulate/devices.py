@@ -18,10 +18,11 @@ a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent:
 ``PR_SET_PDEATHSIG``). A file system still mounted on an emulated device at
 teardown is named and unmounted before the device goes.
 
-Once a device is attached, its path's fixed cost (loop, FUSE, nbdfuse, NBD and
-the plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads
-served :data:`PROBE_DELAY_S` after they reach the server; the fastest less
-that delay is taken off every request's deadline from then on (:mod:`diskmodel.calibrate.emulate.server`).
+Once a device is attached, its path's cost (loop, FUSE, nbdfuse, NBD and the
+plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads of
+:data:`PROBE_BYTES` served :data:`PROBE_DELAY_S` after they reach the server:
+a fixed part and a part per byte, taken off every request's deadline from
+then on (:mod:`diskmodel.calibrate.emulate.server`).
 
 Every command is an argument vector; nothing goes through a shell.
 """
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
-#: O_DIRECT reads of one 4 KiB block that measure the path's fixed cost (the first quarter warm it up).
+#: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost (the first quarter warm it up).
 PROBE_READS = 80
 #: The sizes of the probe reads [bytes]: the path's cost is a fixed part and a part per byte.
 PROBE_BYTES = (4096, 131072)
@@ -93,6 +94,8 @@ class EmulatedDevice:
     timing: str | None = None
     fixed_cost_s: float | None = None
     summary: dict | None = None
+    #: the sparse file holding the data (None: in memory)
+    backing_path: str | None = None
     _processes: tuple = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
@@ -209,6 +212,7 @@ def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | No
         finally:
             os.close(fd)
         run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+        drv.device.backing_path = str(backing)
     log_path = (log_dir / f"{_safe(spec.name)}-{index}.reqlog") if log_dir else folder / "requests.reqlog"
     drv.device.log_path = str(log_path)
     spec_path = folder / "spec.json"

@@ -14,7 +14,7 @@ a kill is left out when read. Columns:
 =================  =======  ====================================================
 ``arrival_s``      float64  when the request reached the drive, on the drive's
                             simulated clock (s since the emulator started,
-                            the path's fixed cost taken off)
+                            the path's cost taken off)
 ``op``             int8     0 read, 1 write, 2 flush, 3 write of zeros
 ``offset_bytes``   int64    where it starts on the drive
 ``size_bytes``     int64    its length
@@ -24,14 +24,14 @@ a kill is left out when read. Columns:
                             2 read-ahead hit, 3 fast write), -1 not known
 ``lateness_s``     float64  actual completion minus the simulated one, as
                             the server sees it (the way back to the
-                            caller is part of the fixed cost taken off)
+                            caller is part of the path's cost taken off)
 ``probe``          bool     a read of the start-up measurement of the path's
-                            fixed cost (served at once, not simulated)
+                            cost (served after a fixed delay, not simulated)
 ``error``          int16    errno of a failed request (0: none)
 =================  =======  ====================================================
 
-The metadata: the drive, the timing used, the fixed cost taken off each
-deadline, the start time. :func:`read_log` reads the file in one line as a
+The metadata: the drive, the timing used, the path's cost taken off each
+deadline (``fixed_cost_s`` and ``path_per_byte_s``), the start time. :func:`read_log` reads the file in one line as a
 ``pandas.DataFrame`` (``df.attrs`` holds the metadata, and ``complete``:
 whether the emulator closed the log); :func:`summarize` gives the figures
 ``diskmodel emulate-log`` prints.
