@@ -203,10 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                                        "time, p50", decimals=3),
         "replay_excess_p99_ms": figure(c[99], "ms", "time taken as the replay sees it less the simulated "
                                        "time, p99", decimals=3),
-        "cache_hits_per_s": figure(hits_per_s, "1/s", f"{HIT_DRIVE} cache hits served per second", decimals=0,
-                                   headline=True),
+        "cache_hits_per_s": figure(hits_per_s, "1/s", f"{HIT_DRIVE} cache hits served per second (each takes "
+                                   f"its simulated time)", decimals=0, headline=True),
         "flat_zero_requests_per_s": figure(zero_per_s, "1/s", "requests per second of a zero-latency drive "
-                                           "(path and server alone)", decimals=0),
+                                           "(path and server alone)", decimals=0, headline=True),
     }
     details = {"drives": rows, "fixed_cost_s": fixed_costs, "emulator_summaries": summaries,
                "hits": {"drive": HIT_DRIVE, "per_s": hits_per_s, "summary": hit_summary,

@@ -292,7 +292,7 @@ def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isola
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300m", "diskmodel-test-small", str(small)], check=True)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "emulate", "hp97560", "--json",
-                                 "--backing-dir", str(small)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 "--backing-dir", str(small), "--lateness-bound-s", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env)
         try:
             device = json.loads(proc.stdout.readline())["devices"][0]["path"]

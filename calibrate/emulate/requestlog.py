@@ -237,7 +237,7 @@ def format_summary(summary: dict) -> str:
     def ms(value):
         return "-" if value is None else f"{value * 1e3:.3f} ms"
 
-    ops = ", ".join(f"{n} {op}s" for op, n in summary["by_op"].items()) or "none"
+    ops = ", ".join(f"{n} {op}{'es' if op == 'flush' else 's'}" for op, n in summary["by_op"].items()) or "none"
     lines = [f"{summary['drive']}: {summary['requests']} requests ({ops}); "
              f"{summary['bytes_read']} bytes read, {summary['bytes_written']} written",
              f"timing: {summary['timing']}; path's fixed cost taken off each deadline: {ms(summary['fixed_cost_s'])}",
