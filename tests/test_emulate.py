@@ -104,7 +104,7 @@ def _server(tmp_path, capacity, latency_s, backing=False):
         path = tmp_path / "backing.img"
         with open(path, "wb") as f:
             f.truncate(capacity)
-    return DriveServer({**spec, "backing": str(path) if path else None, "log_path": str(tmp_path / "log.npz"),
+    return DriveServer({**spec, "backing": str(path) if path else None, "log_path": str(tmp_path / "log.reqlog"),
                         "control_path": None})
 
 
@@ -127,7 +127,7 @@ def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing
     server.close()
     if backing:  # sparse: only the written blocks are allocated
         assert os.stat(tmp_path / "backing.img").st_blocks * 512 < 1 * MiB
-    frame = read_log(tmp_path / "log.npz")
+    frame = read_log(tmp_path / "log.reqlog")
     assert list(frame["op"]) == [1, 3, 0, 0, 0, 0, 0, 2]
     reads = frame[frame["op"] == 0]
     assert (reads["service_s"] == 0.002).all() and (reads["lateness_s"] >= 0).all()
@@ -135,6 +135,27 @@ def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing
     np.testing.assert_array_less(0.002, np.array(took))
     np.testing.assert_allclose(np.array(took), 0.002 + reads["lateness_s"].to_numpy(), atol=1e-3)
     assert frame.attrs["store"] == ("file" if backing else "memory")
+
+
+def test_server_takes_the_paths_fixed_and_per_byte_cost_off_each_arrival(tmp_path):
+    # Once the caller has written the path's cost, a request is taken to have arrived that cost (a fixed part
+    # and a part per byte) before it reached the server, and the call returns at that arrival plus its service.
+    control = tmp_path / "control.json"
+    server = DriveServer({**flat_drive(0.01, 8 * MiB).as_dict(), "backing": None,
+                          "log_path": str(tmp_path / "l.reqlog"), "control_path": str(control), "probe_delay_s": 0.0})
+    server.read(bytearray(4096), 0)  # before the cost is known: a probe, served after probe_delay_s
+    fixed, per_byte, size = 2e-3, 5e-8, 65536
+    control.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))
+    cost = fixed + per_byte * size
+    t_a = time.monotonic()
+    server.read(bytearray(size), 4096)
+    t_b = time.monotonic()
+    server.close()
+    frame = read_log(tmp_path / "l.reqlog")
+    assert list(frame["probe"]) == [True, False] and frame.attrs["path_per_byte_s"] == per_byte
+    arrival = frame["arrival_s"].iloc[1] + server.t0
+    assert t_a - cost <= arrival <= t_b - cost
+    assert t_b - t_a >= 0.01 - cost  # returned at its arrival plus the flat drive's 10 ms, not before
 
 
 def test_request_log_round_trip_and_emulate_log_command(tmp_path):
