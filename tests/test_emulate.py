@@ -104,7 +104,7 @@ def _server(tmp_path, capacity, latency_s, backing=False):
         path = tmp_path / "backing.img"
         with open(path, "wb") as f:
             f.truncate(capacity)
-    return DriveServer({**spec, "backing": str(path) if path else None, "log_path": str(tmp_path / "log.npz"),
+    return DriveServer({**spec, "backing": str(path) if path else None, "log_path": str(tmp_path / "log.reqlog"),
                         "control_path": None})
 
 
@@ -127,7 +127,7 @@ def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing
     server.close()
     if backing:  # sparse: only the written blocks are allocated
         assert os.stat(tmp_path / "backing.img").st_blocks * 512 < 1 * MiB
-    frame = read_log(tmp_path / "log.npz")
+    frame = read_log(tmp_path / "log.reqlog")
     assert list(frame["op"]) == [1, 3, 0, 0, 0, 0, 0, 2]
     reads = frame[frame["op"] == 0]
     assert (reads["service_s"] == 0.002).all() and (reads["lateness_s"] >= 0).all()
@@ -137,25 +137,74 @@ def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing
     assert frame.attrs["store"] == ("file" if backing else "memory")
 
 
+def test_server_takes_the_paths_fixed_and_per_byte_cost_off_each_arrival(tmp_path):
+    # Once the caller has written the path's cost, a request is taken to have arrived that cost (a fixed part
+    # and a part per byte) before it reached the server, and the call returns at that arrival plus its service.
+    control = tmp_path / "control.json"
+    server = DriveServer({**flat_drive(0.01, 8 * MiB).as_dict(), "backing": None,
+                          "log_path": str(tmp_path / "l.reqlog"), "control_path": str(control), "probe_delay_s": 0.0})
+    server.read(bytearray(4096), 0)  # before the cost is known: a probe, served after probe_delay_s
+    fixed, per_byte, size = 2e-3, 5e-8, 65536
+    control.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))
+    cost = fixed + per_byte * size
+    t_a = time.monotonic()
+    server.read(bytearray(size), 4096)
+    t_b = time.monotonic()
+    server.close()
+    frame = read_log(tmp_path / "l.reqlog")
+    assert list(frame["probe"]) == [True, False] and frame.attrs["path_per_byte_s"] == per_byte
+    arrival = frame["arrival_s"].iloc[1] + server.t0
+    assert t_a - cost <= arrival <= t_b - cost
+    assert t_b - t_a >= 0.01 - cost  # returned at its arrival plus the flat drive's 10 ms, not before
+
+
 def test_request_log_round_trip_and_emulate_log_command(tmp_path):
-    rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": 1e-4})
+    rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": 1e-4}, tmp_path / "r.reqlog")
     for i in range(100):
         rec.add(i * 0.01, i % 2, i * 4096, 4096, 0.0, 0.005, -1, (i % 10) * 1e-4, False, 0)
     rec.add(0.0, 0, 0, 4096, 0.0, 0.0, -1, 0.0, True, 0)  # a probe read: left out of the figures
-    rec.save(tmp_path / "r.npz")
-    frame = read_log(tmp_path / "r.npz")
-    assert len(frame) == 101 and frame.attrs["drive"] == "d"
+    rec.close()
+    frame = read_log(tmp_path / "r.reqlog")
+    assert len(frame) == 101 and frame.attrs["drive"] == "d" and frame.attrs["complete"] is True
     s = summarize(frame, lateness_bound_s=5e-4)
     assert s["requests"] == 100 and s["probe_reads"] == 1 and s["by_op"] == {"read": 50, "write": 50}
     lateness = np.array([(i % 10) * 1e-4 for i in range(100)])
     assert s["lateness_p50_s"] == pytest.approx(np.percentile(lateness, 50))
     assert s["lateness_p99_s"] == pytest.approx(np.percentile(lateness, 99))
     assert s["lateness_max_s"] == pytest.approx(9e-4) and s["lateness_within_bound"] is False
-    res = diskmodel("emulate-log", tmp_path / "r.npz", "--json")
+    res = diskmodel("emulate-log", tmp_path / "r.reqlog", "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["requests"] == 100
-    res = diskmodel("emulate-log", tmp_path / "r.npz")
+    res = diskmodel("emulate-log", tmp_path / "r.reqlog")
     assert res.returncode == 0 and "WARNING: lateness p99" in res.stdout and "100 requests" in res.stdout
+
+
+def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_path):
+    # The rows reach the file in chunks while the recorder is open; a copy of the file taken at any moment
+    # (what a SIGKILL leaves, a last record possibly cut short) reads back as the rows written so far.
+    path = tmp_path / "r.reqlog"
+    rec = RequestRecorder({"drive": "d"}, path, flush_rows=10)
+    rec.update_meta(fixed_cost_s=2e-4)
+    for i in range(25):
+        rec.add(i * 0.01, 0, i * 4096, 4096, 0.0, 0.005, 0, 1e-5, False, 0)
+        if rec.due():
+            rec.flush()
+    data = path.read_bytes()
+    frame = read_log(path)  # 20 rows in two chunks; 5 still waiting in memory
+    assert list(frame["offset_bytes"]) == [i * 4096 for i in range(20)]
+    assert frame.attrs["fixed_cost_s"] == 2e-4 and frame.attrs["complete"] is False
+    for cut in (len(data) - 1, len(data) - 100, len(data) // 2):
+        (tmp_path / "cut.reqlog").write_bytes(data[:cut])
+        part = read_log(tmp_path / "cut.reqlog")
+        assert list(part["offset_bytes"]) == [i * 4096 for i in range(len(part))] and part.attrs["truncated_bytes"] > 0
+        assert len(part) in (0, 10, 20)
+    rec.close()
+    frame = read_log(path)
+    assert len(frame) == 25 and frame.attrs["complete"] is True and frame.attrs["truncated_bytes"] == 0
+    (tmp_path / "other.npz").write_bytes(b"PK\x03\x04 not a log")
+    res = diskmodel("emulate-log", tmp_path / "other.npz")
+    assert res.returncode == 2
+    assert_one_error_line(res.stderr, "not an emulator request log")
 
 
 # ---------------------------------------------------------------------------
@@ -225,6 +274,72 @@ def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     res = diskmodel("emulate", "hp97560", env=dict(env, PATH=str(empty)))
     assert res.returncode == 1
     assert_one_error_line(res.stderr, "nbdkit is not installed (Debian package nbdkit)")
+    assert_nothing_left(run_dir, tmp)
+
+
+def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
+    require_root()
+    require_tools("nbdkit")
+    env, run_dir, tmp = isolated
+    only_nbdkit = tmp_path / "bin"
+    only_nbdkit.mkdir()
+    (only_nbdkit / "nbdkit").symlink_to(subprocess.run(["which", "nbdkit"], capture_output=True, text=True)
+                                        .stdout.strip())
+    res = diskmodel("emulate", "hp97560", env=dict(env, PATH=str(only_nbdkit)))
+    assert res.returncode == 1
+    assert_one_error_line(res.stderr, "nbdfuse is not installed (Debian package libnbd-bin)")
+    assert_nothing_left(run_dir, tmp)
+
+
+def test_missing_dev_fuse_names_the_module_and_package(monkeypatch, tmp_path):
+    from diskmodel.calibrate.emulate import devices
+
+    require_emulation()
+    monkeypatch.setattr(devices, "FUSE_DEVICE", str(tmp_path / "no-fuse"))
+    with pytest.raises(RuntimeError, match=r"no-fuse is missing: the kernel's fuse module is not loaded "
+                                           r"\(modprobe fuse; Debian package fuse3\)"):
+        devices.check_tools()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isolated, tmp_path):
+    # The check at start passes (the file system has the reserve free), then the data written fill it: the
+    # writes fail (ENOSPC), the run ends with one line naming the failed requests and the full file system.
+    require_emulation()
+    env, run_dir, tmp = isolated
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300m", "diskmodel-test-small", str(small)], check=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "emulate", "hp97560", "--json",
+                                 "--backing-dir", str(small), "--lateness-bound-s", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        try:
+            device = json.loads(proc.stdout.readline())["devices"][0]["path"]
+            chunk = np.random.default_rng(1).integers(0, 256, 4 * MiB, dtype=np.uint8).tobytes()
+            buf = mmap.mmap(-1, len(chunk))
+            buf.write(chunk)
+            fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
+            failed = None
+            try:
+                for i in range(100):  # 400 MiB into a 300 MiB file system
+                    try:
+                        os.pwritev(fd, [buf], i * len(chunk))
+                    except OSError as exc:
+                        failed = exc
+                        break
+            finally:
+                os.close(fd)
+            assert failed is not None and failed.errno in (28, 5), failed
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+    assert proc.returncode == 1, err
+    assert_one_error_line(err, "request(s) failed (errno [28])")
+    assert str(small) in err.strip().splitlines()[-1]
     assert_nothing_left(run_dir, tmp)
 
 
@@ -443,3 +558,51 @@ def test_a_server_that_dies_ends_the_run_in_one_line_and_leaves_nothing(isolated
     assert proc.returncode == 1, err
     assert_one_error_line(err, "nbdkit serving calibration flat.json")
     assert_nothing_left(run_dir, tmp)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigkill_with_a_file_system_mounted_then_cleanup_unmounts_it_and_the_log_holds_the_requests(
+        isolated, flat_calibration, tmp_path):
+    from diskmodel.calibrate.emulate.requestlog import FLUSH_S
+
+    require_emulation()
+    env, run_dir, tmp = isolated
+    logs, mnt = tmp_path / "logs", tmp_path / "mnt"
+    logs.mkdir()
+    mnt.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "emulate", str(flat_calibration),
+                             "--json", "--log-dir", str(logs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        device = json.loads(proc.stdout.readline())["devices"][0]["path"]
+        subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True, capture_output=True)
+        subprocess.run(["mount", device, str(mnt)], check=True)
+        (mnt / "f").write_bytes(b"x" * 100000)
+        os.sync()
+        offsets = [(i * 517 + 3) * 4096 for i in range(30)]  # within its 64 MiB
+        fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        try:
+            for offset in offsets:
+                os.preadv(fd, [buf], offset)
+        finally:
+            os.close(fd)
+        time.sleep(4 * FLUSH_S)  # the drive idle: the rows still waiting are written
+        proc.kill()
+        proc.communicate(timeout=60)
+        frame = read_log(next(logs.glob("*.reqlog")))  # nbdkit may have closed it on its way out, or not
+        reads = frame[(frame["op"] == 0) & ~frame["probe"]]
+        assert list(reads["offset_bytes"])[-len(offsets):] == offsets
+        assert (frame["op"] == 1).sum() > 0  # mkfs's and the file's writes
+        res = diskmodel("cleanup", env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"on {mnt}" in res.stdout and "unmounted first" in res.stdout, res.stdout
+        assert str(mnt) not in Path("/proc/mounts").read_text()
+        assert_nothing_left(run_dir, tmp)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if str(mnt) in Path("/proc/mounts").read_text():
+            subprocess.run(["umount", "-l", str(mnt)])
+        diskmodel("cleanup", env=env)  # after a failed assertion: the device, its FUSE mount and processes

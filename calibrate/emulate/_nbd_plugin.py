@@ -47,6 +47,7 @@ def config_complete():
     from diskmodel.calibrate.emulate.server import DriveServer
 
     _server = DriveServer(spec)
+    _server.start_idle_flush()
     priority = spec.get("realtime_priority")
     if priority:
         # Real-time (SCHED_FIFO) from here on: the threads nbdkit starts to serve requests inherit it, so

@@ -18,10 +18,11 @@ a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent:
 ``PR_SET_PDEATHSIG``). A file system still mounted on an emulated device at
 teardown is named and unmounted before the device goes.
 
-Once a device is attached, its path's fixed cost (loop, FUSE, nbdfuse, NBD and
-the plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads
-served :data:`PROBE_DELAY_S` after they reach the server; the fastest less
-that delay is taken off every request's deadline from then on (:mod:`diskmodel.calibrate.emulate.server`).
+Once a device is attached, its path's cost (loop, FUSE, nbdfuse, NBD and the
+plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads of
+:data:`PROBE_BYTES` served :data:`PROBE_DELAY_S` after they reach the server:
+a fixed part and a part per byte, taken off every request's deadline from
+then on (:mod:`diskmodel.calibrate.emulate.server`).
 
 Every command is an argument vector; nothing goes through a shell.
 """
@@ -53,8 +54,14 @@ log = logging.getLogger(__name__)
 PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
-#: O_DIRECT reads of one 4 KiB block that measure the path's fixed cost (the first quarter warm it up).
-PROBE_READS = 40
+#: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost (the first quarter warm it up).
+PROBE_READS = 80
+#: The sizes of the probe reads [bytes]: the path's cost is a fixed part and a part per byte.
+PROBE_BYTES = (4096, 131072)
+#: Which of the probe reads' times is the path's fixed cost [percentile]: the median, so that a request
+#: completes, as its caller sees it, as often before its simulated time as after it (other processes only
+#: ever add to a read's time; the fastest would leave every request late by the path's typical noise).
+FIXED_COST_PERCENTILE = 50
 #: Each probe read is served this long after it reaches the server: the path's threads go idle meanwhile,
 #: as between a drive's requests, so that their wake-ups are measured too [s].
 PROBE_DELAY_S = 2e-3
@@ -87,6 +94,8 @@ class EmulatedDevice:
     timing: str | None = None
     fixed_cost_s: float | None = None
     summary: dict | None = None
+    #: the sparse file holding the data (None: in memory)
+    backing_path: str | None = None
     _processes: tuple = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
@@ -203,7 +212,8 @@ def _start_nbdkit(run, drv: _Drive, backing_dir: Path | None, log_dir: Path | No
         finally:
             os.close(fd)
         run.created(res, ino=st.st_ino, dev=f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    log_path = (log_dir / f"{_safe(spec.name)}-{index}.npz") if log_dir else folder / "requests.npz"
+        drv.device.backing_path = str(backing)
+    log_path = (log_dir / f"{_safe(spec.name)}-{index}.reqlog") if log_dir else folder / "requests.reqlog"
     drv.device.log_path = str(log_path)
     spec_path = folder / "spec.json"
     spec_path.write_text(json.dumps({**spec.as_dict(), "backing": str(backing) if backing else None,
@@ -257,7 +267,9 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
         raise RuntimeError(f"nbdfuse shows {file} with {st.st_size} bytes, not the drive's {drv.spec.capacity_bytes}")
     # Found again by the backing file's path alone (it names the run): once nbdfuse is gone, losetup can no
     # longer stat the file and lists no inode to match.
-    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0)
+    # unmount_users: a file system a user left mounted on the device is unmounted before the device goes, also
+    # by `diskmodel cleanup` after a SIGKILL (the kernel would otherwise keep the device with I/O errors).
+    drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0, unmount_users=True)
     drv.resources.append(drv.loop_res)
     proc = _run(["losetup", "--direct-io=on", "--find", "--show", str(file)])
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -273,23 +285,37 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
     return device
 
 
-def _measure_fixed_cost(device: str, capacity_bytes: int) -> float:
-    """The path's own fixed cost [s]: the fastest O_DIRECT 4 KiB read less the delay it was served at."""
+def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> tuple[float, float]:
+    """The path's own cost: ``(fixed_s, per_byte_s)``, from O_DIRECT reads of :data:`PROBE_BYTES` (taken in
+    turn) served :data:`PROBE_DELAY_S` after they reach the server: the :data:`FIXED_COST_PERCENTILE` of each
+    size's times less that delay, and the line through the two (the path copies each request's data through
+    FUSE and NBD). Read under SCHED_FIFO at *realtime_priority*, as the path then serves."""
+    from diskmodel.calibrate.emulate.server import realtime
+
     fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
-    buf = mmap.mmap(-1, 4096)
-    times = []
+    sizes = [n for n in PROBE_BYTES if n <= capacity_bytes]
+    buf = mmap.mmap(-1, max(sizes))
+    times: dict[int, list[float]] = {n: [] for n in sizes}
     try:
-        span = max(capacity_bytes // 4096 - 1, 1)
-        for i in range(PROBE_READS):
-            t = time.monotonic()
-            os.preadv(fd, [buf], (i * 7919 % span) * 4096)
-            times.append(time.monotonic() - t)
+        span = max(capacity_bytes // 4096 - max(sizes) // 4096, 1)
+        with realtime(realtime_priority):
+            for i in range(PROBE_READS):
+                n = sizes[i % len(sizes)]
+                view = memoryview(buf)[:n]
+                t = time.monotonic()
+                os.preadv(fd, [view], (i * 7919 % span) * 4096)
+                times[n].append(time.monotonic() - t)
+                view.release()
     finally:
         os.close(fd)
         buf.close()
-    # Another process's time only ever adds to a read: the fastest read is the cost the path always takes,
-    # and taking off no more than that, a request never completes before its simulated time.
-    return max(min(times[PROBE_READS // 4:]) - PROBE_DELAY_S, 0.0)
+    cost = {}
+    for n, seen in times.items():
+        kept = sorted(seen[len(seen) // 4:])  # the first quarter warms the path up
+        cost[n] = max(kept[int(FIXED_COST_PERCENTILE / 100 * (len(kept) - 1))] - PROBE_DELAY_S, 0.0)
+    small, large = min(cost), max(cost)
+    per_byte = max((cost[large] - cost[small]) / (large - small), 0.0) if large > small else 0.0
+    return max(cost[small] - per_byte * small, 0.0), per_byte
 
 
 def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_priority: int | None) -> None:
@@ -300,10 +326,10 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     finally:
         os.close(dir_fd)
     device = _attach_loop(run, drv, file)
-    fixed = _measure_fixed_cost(device, drv.spec.capacity_bytes)
+    fixed, per_byte = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority)
     control = drv.folder / "control.json"
     tmp = drv.folder / ".control.json.tmp"
-    tmp.write_text(json.dumps({"fixed_cost_s": fixed}))
+    tmp.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))
     os.replace(tmp, control)
     drv.device.path, drv.device.fixed_cost_s = device, fixed
     drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))

@@ -17,15 +17,17 @@ import time
 
 import numpy as np
 
-from diskmodel.calibrate.emulate.server import wait_until
+from diskmodel.calibrate.emulate.server import realtime, wait_until
 
 __all__ = ["replay_trace"]
 
 BLOCK_BYTES = 512
 
 
-def replay_trace(device: str, trace, *, limit: int | None = None) -> np.ndarray:
-    """Each request's time [s] from issue to completion, replaying *trace* (its first *limit* requests)."""
+def replay_trace(device: str, trace, *, limit: int | None = None, realtime_priority: int | None = None) -> np.ndarray:
+    """Each request's time [s] from issue to completion, replaying *trace* (its first *limit* requests);
+    with *realtime_priority*, under SCHED_FIFO at that priority (a busy host then delays the replay's own
+    wake-ups less)."""
     n = len(trace) if limit is None else min(int(limit), len(trace))
     if n < 1:
         raise ValueError(f"limit must leave at least one request of the trace (got {limit!r})")
@@ -39,20 +41,25 @@ def replay_trace(device: str, trace, *, limit: int | None = None) -> np.ndarray:
         if ends.max() > size:
             i = int(np.argmax(ends > size))
             raise ValueError(f"request {i} of the trace ({trace.where(i)}) ends beyond {device} ({size} bytes)")
-        next_issue = time.monotonic()
-        for i in range(n):
-            view = memoryview(buf)[:int(trace.blocks[i]) * BLOCK_BYTES]
-            offset = int(trace.lbn[i]) * BLOCK_BYTES
-            start = wait_until(next_issue)
-            if trace.is_write[i]:
-                os.pwritev(fd, [view], offset)
-            else:
-                os.preadv(fd, [view], offset)
-            done = time.monotonic()
-            view.release()
-            took[i] = done - start
-            next_issue = done + float(trace.interarrival_s[i])
+        with realtime(realtime_priority):
+            _replay(fd, buf, trace, n, took)
     finally:
         os.close(fd)
         buf.close()
     return took
+
+
+def _replay(fd: int, buf, trace, n: int, took: np.ndarray) -> None:
+    next_issue = time.monotonic()
+    for i in range(n):
+        view = memoryview(buf)[:int(trace.blocks[i]) * BLOCK_BYTES]
+        offset = int(trace.lbn[i]) * BLOCK_BYTES
+        start = wait_until(next_issue)
+        if trace.is_write[i]:
+            os.pwritev(fd, [view], offset)
+        else:
+            os.preadv(fd, [view], offset)
+        done = time.monotonic()
+        view.release()
+        took[i] = done - start
+        next_issue = done + float(trace.interarrival_s[i])

@@ -1,13 +1,20 @@
 """The request log of an emulated drive: every request the kernel sent, in one columnar file.
 
 The emulator appends one row per request (:class:`RequestRecorder`, cheap
-appends to typed arrays) and writes them as a numpy ``.npz`` (written to a
-temporary name and renamed, so a reader never sees half a log). Columns:
+appends to typed arrays) and writes the rows to the log file in chunks as it
+goes (:meth:`RequestRecorder.flush`, at most :data:`FLUSH_ROWS` rows or
+:data:`FLUSH_S` seconds apart, when a request leaves time before its
+deadline), so that the log of an emulator killed by SIGKILL holds every
+request up to its last chunk. The file (``.reqlog``) is a sequence of numpy
+``.npy`` records, each written whole by one ``write``: first the metadata (a
+JSON string), then chunks of rows (a structured array of the columns below),
+then metadata updates (JSON strings, merged in order). A record cut short by
+a kill is left out when read. Columns:
 
 =================  =======  ====================================================
 ``arrival_s``      float64  when the request reached the drive, on the drive's
                             simulated clock (s since the emulator started,
-                            the path's fixed cost taken off)
+                            the path's cost taken off)
 ``op``             int8     0 read, 1 write, 2 flush, 3 write of zeros
 ``offset_bytes``   int64    where it starts on the drive
 ``size_bytes``     int64    its length
@@ -17,77 +24,179 @@ temporary name and renamed, so a reader never sees half a log). Columns:
                             2 read-ahead hit, 3 fast write), -1 not known
 ``lateness_s``     float64  actual completion minus the simulated one, as
                             the server sees it (the way back to the
-                            caller is part of the fixed cost taken off)
+                            caller is part of the path's cost taken off)
 ``probe``          bool     a read of the start-up measurement of the path's
-                            fixed cost (served at once, not simulated)
+                            cost (served after a fixed delay, not simulated)
 ``error``          int16    errno of a failed request (0: none)
 =================  =======  ====================================================
 
-and ``meta_json``: the drive, the timing used, the fixed cost taken off each
-deadline, the start time. :func:`read_log` reads it in one line as a
-``pandas.DataFrame`` (``df.attrs`` holds the metadata); :func:`summarize`
-gives the figures ``diskmodel emulate-log`` prints.
+The metadata: the drive, the timing used, the path's cost taken off each
+deadline (``fixed_cost_s`` and ``path_per_byte_s``), the start time. :func:`read_log` reads the file in one line as a
+``pandas.DataFrame`` (``df.attrs`` holds the metadata, and ``complete``:
+whether the emulator closed the log); :func:`summarize` gives the figures
+``diskmodel emulate-log`` prints.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import time
 from array import array
-from pathlib import Path
 
-__all__ = ["COLUMNS", "OPS", "RequestRecorder", "format_summary", "read_log", "summarize"]
+__all__ = ["COLUMNS", "FLUSH_ROWS", "FLUSH_S", "FORMAT", "OPS", "RequestRecorder", "format_summary", "read_log",
+           "summarize"]
 
 #: Column name -> array typecode (see the module doc).
 COLUMNS: dict[str, str] = {"arrival_s": "d", "op": "b", "offset_bytes": "q", "size_bytes": "q", "wait_s": "d",
                            "service_s": "d", "hit": "b", "lateness_s": "d", "probe": "B", "error": "h"}
 OPS = {0: "read", 1: "write", 2: "flush", 3: "zero"}
-_DTYPES = {"d": "float64", "b": "int8", "q": "int64", "B": "bool", "h": "int16"}
+_DTYPES = {"d": "<f8", "b": "i1", "q": "<i8", "B": "?", "h": "<i2"}
 HIT_NAMES = {-1: "unknown", 0: "media", 1: "cache hit", 2: "read-ahead hit", 3: "fast write"}
+#: The first record's ``format``: what :func:`read_log` recognises a request log by.
+FORMAT = "diskmodel.emulate.requestlog"
+#: Rows are written once this many are waiting, or once the oldest has waited :data:`FLUSH_S` [s].
+FLUSH_ROWS = 512
+FLUSH_S = 0.5
+
+
+def _record_bytes(array_) -> bytes:
+    import numpy as np
+
+    out = io.BytesIO()
+    np.lib.format.write_array(out, np.asarray(array_), allow_pickle=False)
+    return out.getvalue()
 
 
 class RequestRecorder:
-    """Rows of the request log, kept in memory until :meth:`save`."""
+    """Rows of the request log, appended to *path* in chunks (see the module doc).
 
-    def __init__(self, meta: dict):
-        self.meta = dict(meta)
+    Without a *path* the rows are counted and dropped as they are flushed.
+    """
+
+    def __init__(self, meta: dict, path: str | os.PathLike | None = None, *, flush_rows: int = FLUSH_ROWS,
+                 flush_s: float = FLUSH_S, monotonic=time.monotonic):
+        import numpy as np
+
+        self.meta = {"format": FORMAT, **meta}
+        self.flush_rows, self.flush_s, self.monotonic = int(flush_rows), float(flush_s), monotonic
+        self.dtype = np.dtype([(name, _DTYPES[code]) for name, code in COLUMNS.items()])
         self.columns = {name: array(code) for name, code in COLUMNS.items()}
         self._append = [self.columns[name].append for name in COLUMNS]
+        self.written = 0
+        self._oldest_s = None
+        self.fd = None
+        if path is not None:
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            self._write(_record_bytes(json.dumps(self.meta)))
 
     def __len__(self) -> int:
-        return len(self.columns["op"])
+        return self.written + len(self.columns["op"])
 
     def add(self, arrival_s, op, offset_bytes, size_bytes, wait_s, service_s, hit, lateness_s, probe, error) -> None:
+        if self._oldest_s is None:
+            self._oldest_s = self.monotonic()
         for append, value in zip(self._append, (arrival_s, op, offset_bytes, size_bytes, wait_s, service_s, hit,
                                                 lateness_s, probe, error)):
             append(value)
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the log to *path* (``.npz``) atomically."""
+    def due(self) -> bool:
+        """Whether rows wait to be written: :data:`FLUSH_ROWS` of them, or one for :data:`FLUSH_S`."""
+        return self._oldest_s is not None and (len(self.columns["op"]) >= self.flush_rows
+                                               or self.monotonic() - self._oldest_s >= self.flush_s)
+
+    def overdue(self) -> bool:
+        """Whether the oldest waiting row has waited twice :data:`FLUSH_S`."""
+        return self._oldest_s is not None and self.monotonic() - self._oldest_s >= 2 * self.flush_s
+
+    def flush(self) -> None:
+        """Append the waiting rows to the file as one chunk."""
         import numpy as np
 
-        path = Path(path)
-        arrays = {name: np.frombuffer(col, dtype=_DTYPES[COLUMNS[name]]) if len(col)
-                  else np.zeros(0, _DTYPES[COLUMNS[name]]) for name, col in self.columns.items()}
-        arrays["meta_json"] = np.array(json.dumps(self.meta))
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        n = len(self.columns["op"])
+        if not n:
+            return
+        rows = np.empty(n, self.dtype)
+        for name, col in self.columns.items():
+            rows[name] = np.frombuffer(col, dtype=self.dtype[name])
+        if self.fd is not None:
+            self._write(_record_bytes(rows))
+        self.written += n
+        for name, code in COLUMNS.items():
+            self.columns[name] = array(code)
+        self._append = [self.columns[name].append for name in COLUMNS]
+        self._oldest_s = None
+
+    def update_meta(self, **changes) -> None:
+        """Change metadata (e.g. the fixed cost once measured): appended as a record of its own."""
+        self.meta.update(changes)
+        if self.fd is not None:
+            self.flush()
+            self._write(_record_bytes(json.dumps(changes)))
+
+    def close(self) -> None:
+        """Write the waiting rows and a last record saying the log is complete."""
+        if self.fd is None:
+            self.flush()
+            return
+        self.update_meta(complete=True)
+        os.close(self.fd)
+        self.fd = None
+
+    def _write(self, data: bytes) -> None:
+        # One write per record on an O_APPEND file: a kill leaves at most the last record cut short.
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+
+def _records(path):
+    """The records of a request log, and the bytes of a last record cut short (0 when none)."""
+    import numpy as np
+
+    size = os.path.getsize(path)
+    records = []
+    with open(path, "rb") as f:
+        while f.tell() < size:
+            at = f.tell()
+            try:
+                records.append(np.lib.format.read_array(f, allow_pickle=False))
+            except (ValueError, EOFError, OSError):
+                if not records:
+                    raise
+                return records, size - at
+            if f.tell() > size:  # read_array read less than the record's header promised
+                return records[:-1], size - at
+    return records, 0
 
 
 def read_log(path: str | os.PathLike):
-    """The request log at *path* as a ``pandas.DataFrame`` (one row per request; ``.attrs``: its metadata)."""
+    """The request log at *path* as a ``pandas.DataFrame`` (one row per request; ``.attrs``: its metadata,
+    ``complete``: whether the emulator closed it, ``truncated_bytes``: a last record cut short by a kill)."""
     import numpy as np
     import pandas as pd
 
-    with np.load(os.fspath(path), allow_pickle=False) as data:
-        missing = [name for name in (*COLUMNS, "meta_json") if name not in data.files]
-        if missing:
-            raise ValueError(f"{path}: not an emulator request log (no {', '.join(missing)})")
-        frame = pd.DataFrame({name: data[name] for name in COLUMNS})
-        frame.attrs.update(json.loads(str(data["meta_json"])))
+    try:
+        records, cut = _records(path)
+        meta = json.loads(str(records[0])) if records and records[0].dtype.kind == "U" else None
+    except (ValueError, EOFError) as exc:
+        raise ValueError(f"{path}: not an emulator request log ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not an emulator request log (its first record is not {FORMAT}'s metadata)")
+    meta.setdefault("complete", False)
+    chunks = []
+    for record in records[1:]:
+        if record.dtype.kind == "U":
+            meta.update(json.loads(str(record)))
+        else:
+            chunks.append(record)
+    dtype = np.dtype([(name, _DTYPES[code]) for name, code in COLUMNS.items()])
+    rows = np.concatenate(chunks) if chunks else np.zeros(0, dtype)
+    if rows.dtype.names != dtype.names:
+        raise ValueError(f"{path}: not an emulator request log (columns {rows.dtype.names})")
+    frame = pd.DataFrame({name: rows[name] for name in COLUMNS})
+    frame.attrs.update(meta)
+    frame.attrs["truncated_bytes"] = cut
     return frame
 
 
@@ -101,7 +210,7 @@ def summarize(frame, *, lateness_bound_s: float | None = None) -> dict:
     timed = late[ok]
     out = {
         "drive": frame.attrs.get("drive"), "timing": frame.attrs.get("timing"),
-        "fixed_cost_s": frame.attrs.get("fixed_cost_s"),
+        "fixed_cost_s": frame.attrs.get("fixed_cost_s"), "complete": bool(frame.attrs.get("complete", True)),
         "requests": int(len(served)), "probe_reads": int(len(frame) - len(served)),
         "by_op": {OPS[int(k)]: int(v) for k, v in served["op"].value_counts().sort_index().items()},
         "bytes_read": int(served["size_bytes"][served["op"] == 0].sum()),
@@ -128,7 +237,7 @@ def format_summary(summary: dict) -> str:
     def ms(value):
         return "-" if value is None else f"{value * 1e3:.3f} ms"
 
-    ops = ", ".join(f"{n} {op}s" for op, n in summary["by_op"].items()) or "none"
+    ops = ", ".join(f"{n} {op}{'es' if op == 'flush' else 's'}" for op, n in summary["by_op"].items()) or "none"
     lines = [f"{summary['drive']}: {summary['requests']} requests ({ops}); "
              f"{summary['bytes_read']} bytes read, {summary['bytes_written']} written",
              f"timing: {summary['timing']}; path's fixed cost taken off each deadline: {ms(summary['fixed_cost_s'])}",
@@ -136,6 +245,8 @@ def format_summary(summary: dict) -> str:
              f"mean simulated service {ms(summary['mean_service_s'])}",
              f"lateness (actual minus simulated completion): p50 {ms(summary['lateness_p50_s'])}, "
              f"p99 {ms(summary['lateness_p99_s'])}, max {ms(summary['lateness_max_s'])}"]
+    if not summary.get("complete", True):
+        lines.append("the log was not closed (its emulator was killed): it holds the requests up to its last chunk")
     if summary["errors"]:
         lines.append(f"{summary['errors']} request(s) FAILED (errno {', '.join(map(str, summary['error_errnos']))})")
     if summary.get("lateness_within_bound") is False:

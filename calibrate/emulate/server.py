@@ -10,13 +10,15 @@ sparse backing file the caller made with the drive's capacity (its blocks
 are allocated as they are written; a write of zeros punches a hole).
 
 Timing: a request reaches :meth:`DriveServer.read` (or write, flush, zero) at
-``t_entry`` on the monotonic clock. It arrived at the drive a fixed cost
+``t_entry`` on the monotonic clock. It arrived at the drive the path's cost
 earlier, the time the path (loop device, FUSE, nbdfuse, NBD) takes to bring
-a request in and carry its completion back, measured at start with reads
-served a fixed delay after they reach the server (:attr:`probing`; a delay,
-not at once, so that the path's threads have gone idle as they do between a
-drive's requests, and their wake-ups are part of the cost). The simulation serves it at ``arrival_s = t_entry
-- fixed_cost_s`` on its own clock (zero when the server started), its data
+a request in and carry its completion back: a fixed part and a part per byte
+copied, measured at start with reads of two sizes served a fixed delay after
+they reach the server (:attr:`probing`; a delay, not at once, so that the
+path's threads have gone idle as they do between a drive's requests, and
+their wake-ups are part of the cost). The simulation serves it at
+``arrival_s = t_entry - fixed_cost_s - path_per_byte_s * size`` on its own
+clock (zero when the server started), its data
 are moved, and the call returns at the simulated completion: an absolute
 deadline on the monotonic clock, slept to within :data:`SPIN_S` and then
 spun. The request's lateness is the time the call returns minus that
@@ -25,21 +27,26 @@ the wait never ends early).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
+import threading
 import time
 
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
-__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "wait_until"]
+__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "realtime", "wait_until"]
 
 #: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
+#: The request log's waiting rows are written before a request's deadline when this much time is left, or
+#: when they have waited twice the recorder's ``flush_s`` [s].
+LOG_SLACK_S = 1e-3
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _ZERO_CHUNK_BYTES = 1 << 20
@@ -52,8 +59,25 @@ def wait_until(deadline_s: float, monotonic=time.monotonic) -> float:
         time.sleep(remaining - SPIN_S)
     now = monotonic()
     while now < deadline_s:
+        time.sleep(0)  # lets another thread of the process take the interpreter's lock while this one spins
         now = monotonic()
     return now
+
+
+@contextlib.contextmanager
+def realtime(priority: int | None):
+    """Run the calling thread under SCHED_FIFO at *priority* (1-99) inside, as before outside; None: as is.
+
+    A deadline's wake-up then does not wait behind other processes' time slices (sched(7))."""
+    if priority is None:
+        yield
+        return
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, policy, param)
 
 
 class _MemoryStore:
@@ -123,8 +147,8 @@ class DriveServer:
     *spec*: ``name``, ``capacity_bytes``, ``timing`` (a
     :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
     (the sparse file's path, or None for memory), ``log_path`` (the request
-    log, written by :meth:`save_log`), ``control_path`` (where the caller
-    writes ``{"fixed_cost_s": ...}`` once it has measured the path; until
+    log, appended to as requests are served), ``control_path`` (where the caller
+    writes ``{"fixed_cost_s": ..., "path_per_byte_s": ...}`` once it has measured the path; until
     then every request is served ``probe_delay_s`` after it reached the
     server, not simulated, and marked as a probe).
     """
@@ -144,12 +168,18 @@ class DriveServer:
             # the device is offered, not inside its first request.
             session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
         self.fixed_cost_s = 0.0
+        self.path_per_byte_s = 0.0
+        self._last_arrival_s = 0.0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self.t0 = monotonic()
+        self._lock = threading.Lock()
+        self._busy = False
+        self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
-                                         "fixed_cost_s": None, "started_unix_s": time.time()})
+                                         "fixed_cost_s": None, "started_unix_s": time.time()},
+                                        self.log_path, monotonic=monotonic)
 
     # -- the fixed cost
     def _check_control(self) -> None:
@@ -159,12 +189,21 @@ class DriveServer:
         except FileNotFoundError:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
-        self.recorder.meta["fixed_cost_s"] = self.fixed_cost_s
+        self.path_per_byte_s = float(control.get("path_per_byte_s", 0.0))
+        self.recorder.update_meta(fixed_cost_s=self.fixed_cost_s, path_per_byte_s=self.path_per_byte_s)
         self.probing = False
 
     # -- serving
     def _serve(self, op: int, offset: int, size: int, move) -> None:
         t_entry = self.monotonic()
+        with self._lock:
+            self._busy = True
+            try:
+                self._serve_locked(t_entry, op, offset, size, move)
+            finally:
+                self._busy = False
+
+    def _serve_locked(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
         if self.probing:
             self._check_control()
         if self.probing:
@@ -176,7 +215,10 @@ class DriveServer:
             if error:
                 raise OSError(error, os.strerror(error))
             return
-        arrival = t_entry - self.fixed_cost_s - self.t0
+        # the path's cost grows with the bytes it copies; arrivals stay in order (a large request's earlier
+        # estimate must not put it before the request served just before it)
+        arrival = max(t_entry - self.fixed_cost_s - self.path_per_byte_s * size - self.t0, self._last_arrival_s)
+        self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
             wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
         else:
@@ -186,6 +228,8 @@ class DriveServer:
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
             deadline = self.t0 + served.completion_s
         error = self._move(move)
+        if self.recorder.due() and (deadline - self.monotonic() > LOG_SLACK_S or self.recorder.overdue()):
+            self.recorder.flush()  # the earlier requests' rows, in time this request waits anyway
         done = wait_until(deadline, self.monotonic)
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
         if error:
@@ -212,10 +256,32 @@ class DriveServer:
         self._serve(OP_FLUSH, 0, 0, lambda: None)
 
     # -- the log
+    def start_idle_flush(self) -> None:
+        """Write waiting rows between requests (a thread waking every recorder's ``flush_s``), so that a kill
+        while the drive is idle, or while each request leaves too little time before its deadline, loses
+        none of them."""
+        thread = threading.Thread(target=self._idle_flush, name="request-log", daemon=True)
+        thread.start()
+
+    def _idle_flush(self) -> None:
+        period = self.recorder.flush_s
+        while not self._closed.wait(period):
+            if self._busy:
+                continue
+            if self._lock.acquire(blocking=False):
+                try:
+                    if self.recorder.due() and not self._closed.is_set():
+                        self.recorder.flush()
+                finally:
+                    self._lock.release()
+
     def save_log(self) -> None:
-        if self.log_path:
-            self.recorder.save(self.log_path)
+        """Write the rows still waiting (the log file itself is appended to as requests are served)."""
+        with self._lock:
+            self.recorder.flush()
 
     def close(self) -> None:
-        self.save_log()
-        self.store.close()
+        self._closed.set()
+        with self._lock:
+            self.recorder.close()
+            self.store.close()

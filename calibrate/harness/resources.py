@@ -140,7 +140,9 @@ class Resource:
             "file": lambda: f"scratch file {d.get('path')}",
             "dir": lambda: f"folder {d.get('path')}",
             "loop": lambda: (f"loop device {d.get('device') or '(not yet known)'} over {d.get('backing')} "
-                             f"at offset {d.get('offset_bytes', 0)} bytes"),
+                             f"at offset {d.get('offset_bytes', 0)} bytes"
+                             + (f" (a file system still mounted on it was unmounted first: "
+                                f"{', '.join(d['unmounted'])})" if d.get("unmounted") else "")),
             "mount": lambda: f"mount on {d.get('mountpoint')}",
             "cgroup": lambda: f"cgroup {d.get('path')}",
             "process": lambda: f"process {d.get('pid')} ({d.get('name', '?')})",
@@ -285,6 +287,8 @@ def _remove(res: Resource, foreign: bool) -> str:
     if res.kind == "loop":
         why = []
         for dev in loops_over(d):
+            if d.get("unmount_users"):
+                why += _unmount_users(res, dev)
             rc, err = _run_quiet(["losetup", "-d", dev])
             if rc:
                 why.append(f"losetup -d {dev}: {err}")
@@ -353,6 +357,23 @@ def _remove(res: Resource, foreign: bool) -> str:
     if res.kind == "command":
         raise RuntimeError(_REFUSED_COMMAND)
     raise ValueError(f"unknown resource kind {res.kind!r}")
+
+
+def _unmount_users(res: Resource, device: str) -> list[str]:
+    """Unmount the file systems mounted on *device* or its partitions (a loop device the tool serves, on which
+    a user mounted a file system), naming each in the record so that the teardown's report names it."""
+    try:
+        uses = devstate.block_uses(devstate.block_device(device))
+    except (devstate.DeviceStateError, OSError):
+        return []
+    why = []
+    for use in uses:
+        if use.kind == "mount" and use.target:
+            res.details.setdefault("unmounted", []).append(f"{use.path} on {use.target}")
+            rc, err = _run_quiet(["umount", use.target])
+            if rc:
+                why.append(f"umount {use.target} (still mounted on {use.path}): {err}")
+    return why
 
 
 def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None:

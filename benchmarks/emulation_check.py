@@ -1,0 +1,222 @@
+"""Emulated drives through the kernel: trace replays against DiskSim, lateness, throughput, calibration.
+
+Needs root, nbdkit with its Python plugin, nbdfuse and /dev/fuse (``diskmodel emulate``'s needs).
+
+1. **Trace replay.** Each of the seven traced DiskSim drives bundled in
+   ``diskmodel.data.disksim`` is served as a block device
+   (:func:`diskmodel.calibrate.emulate.emulated_drives`, all at once) and its
+   validation trace's first ``--requests`` requests are replayed on it
+   (:func:`~diskmodel.calibrate.emulate.replay.replay_trace`: O_DIRECT, queue
+   depth 1, the trace's gap between one completion and the next arrival). The
+   time each request takes as the replay sees it is compared with the trace's
+   measured times by DiskSim's demerit (``disksim_demerit_s``), and divided by
+   DiskSim's published demerit (on the whole trace). The same subset simulated
+   without the kernel (``simulate_requests``) gives the demerit the emulator
+   would reach if the path added nothing: a subset's demerit is not the whole
+   trace's, so the artifact holds both. The lateness (actual minus simulated
+   completion) is read from the drives' request logs (the server's side) and,
+   as the replay sees it, the time it took less the simulated wait and service.
+2. **Throughput.** 4 KiB O_DIRECT reads of one block, back to back, for
+   ``--hits-s`` seconds: on atlas10k (after the first, each is a cache hit of
+   its simulation, which also takes its simulated time) and on a flat drive of
+   zero latency (the emulator's own capacity: the path and the server alone).
+3. **Calibration through the kernel.** ``benchmarks/_emulation_calibration.py``'s
+   ``run(budget_s=...)`` when that file exists, else recorded as not run.
+
+The emulator (nbdkit and nbdfuse) and the replay run under SCHED_FIFO at
+``--realtime-priority`` (0: the normal scheduler). The load average is recorded
+beside each figure: on a shared host other processes delay the path's
+wake-ups. Writes ``benchmarks/results/emulation_check.json`` (see ``_artifact.py``).
+
+Usage: python benchmarks/emulation_check.py [--requests N] [--hits-s S] [--realtime-priority N]
+    [--calibration-budget-s S] [--no-calibration]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import mmap
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+
+from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, summarize  # noqa: E402
+from diskmodel.calibrate.emulate.replay import replay_trace  # noqa: E402
+from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder  # noqa: E402
+from diskmodel.model.disksim import drive_parameters  # noqa: E402
+from diskmodel.model.simulate import simulate_requests  # noqa: E402
+from diskmodel.model.validation import disksim_demerit_s  # noqa: E402
+
+BENCHMARKS = Path(__file__).resolve().parent
+#: The issue's bounds: demerit at most this times DiskSim's published one; lateness p99 [ms]; hits/s.
+DEMERIT_RATIO_TARGET = 1.2
+LATENESS_P99_TARGET_MS = 0.5
+HITS_PER_S_TARGET = 2000.0
+HIT_DRIVE = "atlas10k"
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _hammer(device: str, duration_s: float, realtime_priority) -> float:
+    """Back-to-back 4 KiB O_DIRECT reads of one block for *duration_s*: requests per second."""
+    from diskmodel.calibrate.emulate.server import realtime
+
+    fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+    buf = mmap.mmap(-1, 4096)
+    n = 0
+    try:
+        with realtime(realtime_priority):
+            start = time.monotonic()
+            end = start + duration_s
+            while time.monotonic() < end:
+                os.preadv(fd, [buf], 1 << 20)
+                n += 1
+            took = time.monotonic() - start
+    finally:
+        os.close(fd)
+        buf.close()
+    return n / took
+
+
+def _replay_rows(devices, traces, params, realtime_priority):
+    rows, replayed = [], {}
+    for dev, (name, trace) in zip(devices, traces.items()):
+        load = _load()
+        start = time.monotonic()
+        took = replay_trace(dev.path, trace, realtime_priority=realtime_priority)
+        replayed[name] = took
+        sim = simulate_requests(params[name], trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
+        published = DISKSIM_PUBLISHED_DEMERIT_MS[name]
+        emu_ms = disksim_demerit_s(trace.service_s, took) * 1e3
+        sim_ms = disksim_demerit_s(trace.service_s, sim.service_s) * 1e3
+        rows.append({"disk": name, "requests": len(trace), "replay_s": time.monotonic() - start,
+                     "load_average_before": load, "demerit_ms": emu_ms, "disksim_demerit_ms": published,
+                     "ratio_to_disksim": emu_ms / published, "simulated_subset_demerit_ms": sim_ms,
+                     "simulated_subset_ratio_to_disksim": sim_ms / published,
+                     "mean_measured_ms": float(trace.service_s.mean() * 1e3),
+                     "mean_replayed_ms": float(took.mean() * 1e3),
+                     "mean_simulated_ms": float(sim.service_s.mean() * 1e3)})
+        print(f"{name:<11}{len(trace):>6}{emu_ms:>10.3f}{emu_ms / published:>7.2f}{sim_ms:>10.3f}"
+              f"{sim_ms / published:>7.2f}{published:>9.3f}   load {load[0]:.1f}", flush=True)
+    return rows, replayed
+
+
+def _lateness(devices, traces, replayed):
+    """Per drive: the server's lateness (its log) and the replay's (time taken less simulated wait + service)."""
+    server, client = [], []
+    for dev, name in zip(devices, traces):
+        frame = read_log(dev.log_path)
+        served = frame[~frame["probe"].astype(bool) & (frame["op"] <= 1)]
+        served = served.iloc[-len(traces[name]):]  # the replay's requests (none else reach the device)
+        server.append(served["lateness_s"].to_numpy())
+        client.append(replayed[name] - (served["wait_s"] + served["service_s"]).to_numpy())
+    return np.concatenate(server), np.concatenate(client)
+
+
+def _calibration(budget_s: float, skip: bool):
+    path = BENCHMARKS / "_emulation_calibration.py"
+    if skip:
+        return None, "not run (--no-calibration)"
+    if not path.exists():
+        return None, "not run (benchmarks/_emulation_calibration.py is absent)"
+    spec = importlib.util.spec_from_file_location("_emulation_calibration", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.run(budget_s=budget_s)
+    if hasattr(module, "format_table"):
+        print(module.format_table(rows))
+    return rows, "run"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=600,
+                        help="requests of each trace replayed, from its start (default: 600; 0: the whole trace)")
+    parser.add_argument("--hits-s", type=float, default=5.0, help="seconds of each throughput run (default: 5)")
+    parser.add_argument("--realtime-priority", type=int, default=50,
+                        help="SCHED_FIFO priority of the emulator and the replay (default: 50; 0: not real-time)")
+    parser.add_argument("--calibration-budget-s", type=float, default=120.0,
+                        help="device-time budget of each calibration (default: 120)")
+    parser.add_argument("--no-calibration", action="store_true", help="skip the calibrations (default: run them)")
+    add_results_dir_option(parser)
+    args = parser.parse_args(argv)
+    if args.requests < 0 or args.hits_s <= 0 or not 0 <= args.realtime_priority <= 99:
+        parser.error("--requests must be >= 0, --hits-s > 0 and --realtime-priority 0-99")
+    rt = args.realtime_priority or None
+    traces, params = {}, {}
+    for name in DISKSIM_PUBLISHED_DEMERIT_MS:
+        files = read_drive_folder(disksim_drive_folder(name))
+        trace = files.read_trace()
+        traces[name] = trace.head(args.requests) if args.requests else trace
+        params[name] = drive_parameters(files)
+    notes = []
+    if args.requests:
+        notes.append(f"each trace's first {args.requests} requests replayed (the whole traces take about "
+                     f"8 minutes of device time each); DiskSim's published demerits are the whole traces'")
+    load_start = _load()
+    print(f"{'disk':<11}{'reqs':>6}{'demerit':>10}{'ratio':>7}{'sim only':>10}{'ratio':>7}{'DiskSim':>9}")
+    with tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
+        zero = flat_drive(0.0, 64 << 20, name="flat 0 s")
+        with emulated_drives([*traces, zero], log_dir=logs, realtime_priority=rt,
+                             say=lambda line: print(line, file=sys.stderr)) as devices:
+            fixed_costs = {d.drive: d.fixed_cost_s for d in devices}
+            rows, replayed = _replay_rows(devices[:len(traces)], traces, params, rt)
+            load_hits = _load()
+            hit_dev = devices[list(traces).index(HIT_DRIVE)]
+            hits_per_s = _hammer(hit_dev.path, args.hits_s, rt)
+            zero_per_s = _hammer(devices[-1].path, args.hits_s, rt)
+        server_late, client_late = _lateness(devices[:len(traces)], traces, replayed)
+        hit_frame = read_log(hit_dev.log_path)
+        hit_summary = summarize(hit_frame.iloc[-int(hits_per_s * args.hits_s * 0.9):])
+        summaries = {d.drive: d.summary for d in devices}
+    print(f"{HIT_DRIVE} cache hits: {hits_per_s:.0f}/s (hits {hit_summary['hits']}); flat 0 s drive: "
+          f"{zero_per_s:.0f}/s; load {load_hits[0]:.1f}")
+    p = {q: float(np.percentile(server_late, q) * 1e3) for q in (50, 99)}
+    c = {q: float(np.percentile(client_late, q) * 1e3) for q in (50, 99)}
+    print(f"lateness (server): p50 {p[50]:.3f} ms, p99 {p[99]:.3f} ms; as the replay sees it: p50 {c[50]:.3f} ms, "
+          f"p99 {c[99]:.3f} ms")
+    cal_rows, cal_status = _calibration(args.calibration_budget_s, args.no_calibration)
+    print(f"calibration through the kernel: {cal_status}")
+    worst = max(r["ratio_to_disksim"] for r in rows)
+    within = sum(r["ratio_to_disksim"] <= DEMERIT_RATIO_TARGET for r in rows)
+    print(f"demerit within {DEMERIT_RATIO_TARGET}x DiskSim's: {within}/{len(rows)}; worst ratio {worst:.2f}")
+    figures = {
+        "worst_demerit_ratio_to_disksim": figure(worst, "", "worst ratio of the replayed demerit to DiskSim's "
+                                                 "published one (7 drives)", decimals=2, headline=True,
+                                                 target=DEMERIT_RATIO_TARGET),
+        "drives_within_demerit_target": figure(within, "drives", f"drives whose replayed demerit is within "
+                                               f"{DEMERIT_RATIO_TARGET}x DiskSim's", decimals=0),
+        "lateness_p50_ms": figure(p[50], "ms", "lateness p50 on the trace replays (server)", decimals=3),
+        "lateness_p99_ms": figure(p[99], "ms", "lateness p99 on the trace replays (server)", decimals=3,
+                                  headline=True, target=LATENESS_P99_TARGET_MS),
+        "replay_excess_p50_ms": figure(c[50], "ms", "time taken as the replay sees it less the simulated "
+                                       "time, p50", decimals=3),
+        "replay_excess_p99_ms": figure(c[99], "ms", "time taken as the replay sees it less the simulated "
+                                       "time, p99", decimals=3),
+        "cache_hits_per_s": figure(hits_per_s, "1/s", f"{HIT_DRIVE} cache hits served per second (each takes "
+                                   f"its simulated time)", decimals=0, headline=True),
+        "flat_zero_requests_per_s": figure(zero_per_s, "1/s", "requests per second of a zero-latency drive "
+                                           "(path and server alone)", decimals=0, headline=True),
+    }
+    details = {"drives": rows, "fixed_cost_s": fixed_costs, "emulator_summaries": summaries,
+               "hits": {"drive": HIT_DRIVE, "per_s": hits_per_s, "summary": hit_summary,
+                        "flat_zero_per_s": zero_per_s, "load_average": load_hits},
+               "load_average_at_start": load_start, "load_average_at_end": _load(),
+               "realtime_priority": rt, "calibration": {"status": cal_status, "rows": cal_rows}}
+    write_result("emulation_check", figures, options=options_of(parser, args),
+                 details=details, notes=notes, results_dir=args.results_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
