@@ -269,6 +269,9 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
         plan = L.build_plan(stack, backing=disk)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
                           drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device=plan.device)
+        if vm_drives:  # the stack's disk, whose queue the run reports as its backing
+            from diskmodel.calibrate.bench.steps import sh_word
+            body = f"DISKMODEL_SCRATCH={sh_word(disk)}\n{body}"
         L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
         result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=1 << 20 if vm_drives else needed,
                                   memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,

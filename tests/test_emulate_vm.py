@@ -1,0 +1,178 @@
+"""Emulated drives in the throwaway VM (diskmodel.calibrate.emulate.for_vm) and ``--emulate DRIVE`` on the
+workload commands: LVM over two emulated drives keeps a file's data and both drives' request logs show it;
+``postmark --emulate`` on the host gives a result; SIGINT during a VM run on an emulated drive leaves nothing;
+bad DRIVE values give one line."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import skip_or_fail, wait_for
+from test_bad_inputs import assert_one_error_line
+from test_emulate import assert_nothing_left, diskmodel, flat_calibration, isolated, require_emulation  # noqa: F401
+
+MiB = 1 << 20
+
+
+def require_vm():
+    from diskmodel.calibrate.bench import vm
+
+    ok, why = vm.vm_available()
+    if not ok:
+        skip_or_fail(why)
+    proc = subprocess.run(["nbdkit", "--dump-plugin", "python"], capture_output=True)
+    if proc.returncode:
+        skip_or_fail("nbdkit's Python plugin is missing (Debian package nbdkit-plugin-python)")
+
+
+def _processes_with(tag: str, names: tuple[str, ...]) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if tag in cmd and any(n in cmd for n in names):
+                found.append(cmd)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Bad input (no devices): one line naming --emulate and the value
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--emulate", "no-such-drive"], "--emulate DRIVE 'no-such-drive' is not a folder"),
+    (["--emulate", "hp97560", "--size", "4G"], "--emulate hp97560: the stack needs a disk of"),
+    (["--emulate", "hp97560", "--scratch", "/tmp/x.img"], "--scratch and --destroy-data-on do not apply with "
+                                                          "--emulate"),
+])
+def test_bad_emulate_values_are_one_line(isolated, extra, fragment):
+    env, run_dir, tmp = isolated
+    res = diskmodel("postmark", "--layout", "native", "--workload", "test1", *extra, env=env, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert_one_error_line(res.stderr, fragment)
+    assert_nothing_left(run_dir, tmp)
+
+
+def test_a_calibration_json_that_does_not_parse_is_one_line_for_emulate(isolated, tmp_path):
+    env, run_dir, tmp = isolated
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    res = diskmodel("postmark", "--layout", "native", "--workload", "test1", "--emulate", bad, env=env, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert_one_error_line(res.stderr, "--emulate DRIVE")
+    assert str(bad) in res.stderr
+    assert_nothing_left(run_dir, tmp)
+
+
+# ---------------------------------------------------------------------------
+# The VM: LVM over two emulated drives
+# ---------------------------------------------------------------------------
+
+_LVM_SCRIPT = r"""
+pvcreate -q /dev/vdb /dev/vdc
+vgcreate -q emu /dev/vdb /dev/vdc
+lvcreate -q -y -i 2 -I 64 -l 100%FREE -n lv emu
+mkfs.ext4 -q /dev/emu/lv
+mount /dev/emu/lv /mnt
+dd if=/dev/urandom of=/mnt/f bs=1M count=8 2>/dev/null
+a=$(sha256sum /mnt/f | cut -d' ' -f1)
+sync
+umount /mnt
+echo 3 > /proc/sys/vm/drop_caches
+mount /dev/emu/lv /mnt
+b=$(sha256sum /mnt/f | cut -d' ' -f1)
+echo "SUMS $a $b"
+umount /mnt
+vgchange -q -an emu
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_lvm_over_two_emulated_drives_in_the_vm_keeps_data_and_both_drives_serve_it(tmp_path):
+    require_vm()
+    from diskmodel.calibrate.emulate import flat_drive, read_log
+    from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
+
+    drives = [flat_drive(1e-3, 64 * MiB, name="left"), flat_drive(1e-3, 64 * MiB, name="right")]
+    result, served = run_script_on_emulated_drives(_LVM_SCRIPT, drives, log_dir=tmp_path, timeout_s=900)
+    assert result.returncode == 0, result.output[-3000:]
+    sums = re.search(r"SUMS ([0-9a-f]{64}) ([0-9a-f]{64})", result.output)
+    assert sums, result.output[-3000:]
+    assert sums.group(1) == sums.group(2)  # read back from the drives after the caches were dropped
+    assert [d.guest_path for d in served] == ["/dev/vdb", "/dev/vdc"]
+    for d in served:
+        frame = read_log(d.log_path)
+        assert frame.attrs["drive"] == d.drive
+        assert not frame["probe"].any()
+        # the striped volume puts half of the 8 MiB file on each drive: written, then read back once the
+        # caches were dropped
+        writes = frame[frame["op"] == 1]["size_bytes"].sum()
+        reads = frame[frame["op"] == 0]["size_bytes"].sum()
+        assert writes >= 4 * MiB and reads >= 4 * MiB, (d.drive, writes, reads)
+        assert d.summary["requests"] == len(frame) and d.summary["errors"] == 0
+        # every request took the drive's time at least (never completed early)
+        assert (frame["lateness_s"] >= 0).all()
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".npz"]
+
+
+# ---------------------------------------------------------------------------
+# postmark --emulate
+# ---------------------------------------------------------------------------
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_postmark_emulate_on_the_host_gives_a_result(isolated, flat_calibration):
+    require_emulation()
+    env, run_dir, tmp = isolated
+    res = diskmodel("postmark", "--layout", "native", "--workload", "test1", "--emulate", flat_calibration,
+                    "--size", "48M", "--files", "100", "--transactions", "300", "--json", "-", env=env, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout)
+    run = out["runs"][0]
+    assert run["report"]["transactions"] == 300
+    assert run["environment"]["device"].startswith("/dev/loop")
+    m = re.search(r"emulated calibration flat\.json: (\d+) requests \((\d+) bytes read, (\d+) written\)", res.stderr)
+    assert m, res.stderr[-3000:]
+    assert int(m.group(1)) > 0 and int(m.group(3)) > 0
+    assert_nothing_left(run_dir, tmp)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigint_during_a_vm_run_on_an_emulated_drive_leaves_nothing(isolated, flat_calibration):
+    require_emulation()
+    require_vm()
+    env, run_dir, tmp = isolated
+    tag = str(tmp)
+    proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "postmark", "--layout", "lvm1",
+                             "--workload", "test1", "--vm", "--emulate", str(flat_calibration), "--size", "48M"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for(lambda: _processes_with(tag, ("qemu",)) or proc.poll() is not None, 300, "qemu to start")
+        assert proc.poll() is None, proc.communicate()
+        assert _processes_with(tag, ("nbdkit",))
+        assert list(tmp.rglob("nbd.sock"))
+        time.sleep(3)  # the guest is booting, with the drive attached
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode in (1, 128 + signal.SIGINT), (proc.returncode, err[-3000:])
+    assert "Traceback" not in err, err
+    assert not _processes_with(tag, ("qemu", "nbdkit")), "left running"
+    assert not list(tmp.rglob("nbd.sock"))
+    assert_nothing_left(run_dir, tmp)
