@@ -22,6 +22,21 @@ from test_emulate import assert_nothing_left, diskmodel, flat_calibration, isola
 MiB = 1 << 20
 
 
+@pytest.fixture
+def short_isolated():
+    """As test_emulate's ``isolated``, with a short temporary folder: PostMark 1.51 crashes (SIGSEGV) on a
+    working directory whose path is much longer than 100 characters, which pytest's folders reach."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="dmvm-", dir="/tmp"))
+    run_dir, tmp = base / "run", base / "tmp"
+    run_dir.mkdir()
+    tmp.mkdir()
+    yield dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir), TMPDIR=str(tmp)), run_dir, tmp
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def require_vm():
     from diskmodel.calibrate.bench import vm
 
@@ -61,6 +76,34 @@ def test_bad_emulate_values_are_one_line(isolated, extra, fragment):
     res = diskmodel("postmark", "--layout", "native", "--workload", "test1", *extra, env=env, timeout=300)
     assert res.returncode == 2, res.stdout + res.stderr
     assert_one_error_line(res.stderr, fragment)
+    assert_nothing_left(run_dir, tmp)
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--stack", "STACK", "--workload", "seqread_4k", "--size", "8M"],
+    ["experiment", "--out", "OUT"],
+])
+def test_bad_emulate_drive_is_one_line_for_bench_and_experiment(isolated, tmp_path, command):
+    from diskmodel.model.stack import FileSystemNode, Partition, Stack
+
+    env, run_dir, tmp = isolated
+    stack = tmp_path / "stack.json"
+    stack.write_text(Stack(FileSystemNode(Partition(MiB, 40 * MiB), kind="ext3")).to_json())
+    argv = [str(stack) if a == "STACK" else str(tmp_path / "out") if a == "OUT" else a for a in command]
+    res = diskmodel(*argv, "--emulate", "no-such-drive", env=env, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert_one_error_line(res.stderr, "--emulate DRIVE 'no-such-drive' is not a folder")
+    assert not (tmp_path / "out").exists()
+    assert_nothing_left(run_dir, tmp)
+
+
+def test_experiment_emulate_refuses_device_and_postmark_scratch_in_one_line(isolated, tmp_path):
+    env, run_dir, tmp = isolated
+    res = diskmodel("experiment", "--out", tmp_path / "out", "--emulate", "wd800bd", "--device", "/dev/null",
+                    env=env, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert_one_error_line(res.stderr, "--device, --postmark-scratch and --destroy-data-on do not apply with "
+                                      "--emulate")
     assert_nothing_left(run_dir, tmp)
 
 
@@ -133,16 +176,16 @@ def test_lvm_over_two_emulated_drives_in_the_vm_keeps_data_and_both_drives_serve
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_postmark_emulate_on_the_host_gives_a_result(isolated, flat_calibration):
+def test_postmark_emulate_on_the_host_gives_a_result(short_isolated, flat_calibration):
     require_emulation()
-    env, run_dir, tmp = isolated
+    env, run_dir, tmp = short_isolated
     res = diskmodel("postmark", "--layout", "native", "--workload", "test1", "--emulate", flat_calibration,
                     "--size", "48M", "--files", "100", "--transactions", "300", "--json", "-", env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout)
     run = out["runs"][0]
     assert run["report"]["transactions"] == 300
-    assert run["environment"]["device"].startswith("/dev/loop")
+    assert out["environment"]["backing"].startswith("/dev/loop")  # the emulated drive's loop device
     m = re.search(r"emulated calibration flat\.json: (\d+) requests \((\d+) bytes read, (\d+) written\)", res.stderr)
     assert m, res.stderr[-3000:]
     assert int(m.group(1)) > 0 and int(m.group(3)) > 0
@@ -151,10 +194,10 @@ def test_postmark_emulate_on_the_host_gives_a_result(isolated, flat_calibration)
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_sigint_during_a_vm_run_on_an_emulated_drive_leaves_nothing(isolated, flat_calibration):
+def test_sigint_during_a_vm_run_on_an_emulated_drive_leaves_nothing(short_isolated, flat_calibration):
     require_emulation()
     require_vm()
-    env, run_dir, tmp = isolated
+    env, run_dir, tmp = short_isolated
     tag = str(tmp)
     proc = subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "postmark", "--layout", "lvm1",
                              "--workload", "test1", "--vm", "--emulate", str(flat_calibration), "--size", "48M"],
