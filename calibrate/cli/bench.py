@@ -138,19 +138,13 @@ def _check_host_run(stack, args, scratch_file: bool = True) -> None:
 def _emulated_drive(args, stack):
     """The drive of --emulate (None without it), checked before anything is built."""
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.emulate.workloads import check_fits, drive_for_flag
+    from diskmodel.calibrate.emulate.workloads import emulate_flag
 
-    if args.emulate is None:
-        return None
-    if args.scratch or args.destroy_data_on:
-        raise UsageError("--scratch and --destroy-data-on do not apply with --emulate (the emulated drive stands "
-                         "for the stack's disks)")
     try:
-        spec = drive_for_flag(args.emulate)
-        check_fits(spec, L.backing_bytes_required(stack))
+        return emulate_flag(args.emulate, L.backing_bytes_required(stack), scratch=args.scratch,
+                            destroy_data_on=args.destroy_data_on)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return spec
 
 
 def _measure(args, stack, workload, slow, emulated):

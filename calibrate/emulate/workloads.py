@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 
-__all__ = ["EmulatedDisk", "check_fits", "drive_for_flag", "emulated_disk", "summary_line"]
+__all__ = ["EmulatedDisk", "check_fits", "drive_for_flag", "emulate_flag", "emulated_disk", "summary_line"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,22 @@ def check_fits(spec: DriveSpec, needed_bytes: int, flag: str = "--emulate") -> N
     if needed_bytes > spec.capacity_bytes:
         raise ValueError(f"{flag} {spec.name}: the stack needs a disk of {needed_bytes} bytes, the drive holds "
                          f"{spec.capacity_bytes}; choose a larger drive or a smaller --size")
+
+
+def emulate_flag(drive: str | None, needed_bytes: int, *, scratch=None, destroy_data_on=None) -> DriveSpec | None:
+    """``--emulate DRIVE`` of a workload command, checked before anything is built (None without it).
+
+    ValueError in one line: a bad DRIVE, a drive smaller than the stack's
+    disk (*needed_bytes*), or a scratch given as well.
+    """
+    if drive is None:
+        return None
+    if scratch or destroy_data_on:
+        raise ValueError("--scratch and --destroy-data-on do not apply with --emulate (the emulated drive is the "
+                         "stack's disk)")
+    spec = drive_for_flag(drive)
+    check_fits(spec, needed_bytes)
+    return spec
 
 
 @dataclass
