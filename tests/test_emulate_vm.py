@@ -219,3 +219,23 @@ def test_sigint_during_a_vm_run_on_an_emulated_drive_leaves_nothing(short_isolat
     assert not _processes_with(tag, ("qemu", "nbdkit")), "left running"
     assert not list(tmp.rglob("nbd.sock"))
     assert_nothing_left(run_dir, tmp)
+
+
+def test_ratio_table_sets_each_layout_against_native_beside_the_papers_ratio():
+    import pandas as pd
+
+    from diskmodel.calibrate.experiment_emulated import ratio_table
+    from diskmodel.data.tables import postmark_results
+
+    class Summary:  # what ratio_table reads of a PostMarkSummary: its means by the outside clock
+        def __init__(self, read, write):
+            self.params = pd.Series({"read_bytes_per_s_wall": read, "write_bytes_per_s_wall": write})
+
+    runs = [("test1 on native", None, Summary(4e6, 8e6)), ("test1 on lvm2", None, Summary(1e6, 6e6))]
+    table = ratio_table(runs, postmark_results()).set_index(["layout", "operation"])
+    assert table.loc[("lvm2", "read"), "ratio to native"] == pytest.approx(0.25)
+    assert table.loc[("lvm2", "write"), "ratio to native"] == pytest.approx(0.75)
+    assert table.loc[("native", "read"), "ratio to native"] == 1.0
+    # Table 4 (test1): LVM-2 reads 1.21 MB/s where native reads 2.99 MB/s
+    assert table.loc[("lvm2", "read"), "paper's ratio to native"] == pytest.approx(1268776.96 / 3135242.24)
+    assert table.loc[("lvm2", "read"), "measured MiB/s"] == pytest.approx(1e6 / 2**20)
