@@ -54,6 +54,8 @@ class ExperimentReport:
     postmark_runs: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     timings_s: dict = field(default_factory=dict)
+    #: With an emulated drive: each layout's PostMark rates against native's, beside the paper's ratios.
+    emulated_ratios: pd.DataFrame | None = None
 
     @property
     def median_fitted_error_pct(self) -> float:
@@ -123,7 +125,8 @@ def _progress(total: int, enabled):
 def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = None, budget_s: float | None = None,
                    seed: int = 0, postmark_scratch: str | None = None, destroy_data_on: str | None = None,
                    postmark_files: int = 1000, postmark_transactions: int = 5000,
-                   progress: bool | None = None) -> ExperimentReport:
+                   progress: bool | None = None, emulate=None, postmark_layouts=LAYOUTS,
+                   vm_timeout_s: float = 3600.0) -> ExperimentReport:
     """Run the main job and write its report folder (see the module docstring).
 
     Parameters
@@ -143,6 +146,11 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
         *postmark_files* files and *postmark_transactions* transactions) on a
         scratch file created there (or a block device, which *destroy_data_on*
         must name again). Needs root.
+    emulate : DRIVE or DriveSpec, optional
+        Calibrate this emulated drive through the kernel instead, and run real
+        PostMark on *postmark_layouts* in the throwaway VM on it
+        (:mod:`diskmodel.calibrate.experiment_emulated`). Needs root, nbdkit,
+        nbdfuse and qemu.
     """
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.harness.report_dir import ReportStaging
@@ -150,14 +158,20 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
     from diskmodel.calibrate.harness.reserve import calibration_reserve_bytes, keep_unsaved
 
     out = Path(out_dir)
+    if emulate is not None and (device is not None or postmark_scratch is not None):
+        raise ValueError("emulate replaces device and postmark_scratch: give one or the other")
     budget_s = budget_s or (120.0 if device is None else 60.0)
+    if emulate is not None:
+        from diskmodel.calibrate.emulate.drives import resolve_drive
+        emulate = resolve_drive(emulate)
     with runstate.ensure_run(f"experiment --out {out}") as run, \
             ReportStaging(out, run=run, reserve_bytes=calibration_reserve_bytes(budget_s) + REPORT_EXTRA_BYTES) \
             as staging:
         report, fit = _measure_and_predict(out, preset=preset, device=device, budget_s=budget_s, seed=seed,
                                            postmark_scratch=postmark_scratch, destroy_data_on=destroy_data_on,
                                            postmark_files=postmark_files, postmark_transactions=postmark_transactions,
-                                           progress=progress)
+                                           progress=progress, emulate=emulate, postmark_layouts=postmark_layouts,
+                                           vm_timeout_s=vm_timeout_s)
         try:
             _write_report(report, fit, staging.write)
             staging.commit()
@@ -174,17 +188,21 @@ REPORT_EXTRA_BYTES = 2 << 20
 
 
 def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratch, destroy_data_on, postmark_files,
-                         postmark_transactions, progress):
+                         postmark_transactions, progress, emulate=None, postmark_layouts=LAYOUTS, vm_timeout_s=3600.0):
     from diskmodel.calibrate.harness.measure import calibrate
     from diskmodel.calibrate.harness.simulated import simulated_disk
     from diskmodel.model.presets import load_preset
 
     timings, notes = {}, []
-    bar = _progress(6 if postmark_scratch else 5, progress)
+    bar = _progress(6 if postmark_scratch or emulate is not None else 5, progress)
+    ratios = None
     try:
         # 1. calibrate
         started = time.perf_counter()
-        if device is None:
+        if emulate is not None:
+            from diskmodel.calibrate.experiment_emulated import calibrate_emulated
+            calibration = calibrate_emulated(emulate, budget_s=budget_s, seed=seed, notes=notes)
+        elif device is None:
             backend = simulated_disk(preset, seed=seed)
             calibration = calibrate(backend, budget_s=budget_s, seed=seed, progress=False)
             notes.append(f"calibrated the built-in simulated {preset} disk with the harness "
@@ -203,7 +221,8 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
             spec = load_preset(preset)
             # Timing reads from outside cannot see the drive's buffer size or its
             # interface rate (the media overlaps the bus); take them from the spec.
-            disk = calibration.to_disk(name=f"calibrated {preset if device is None else device}").evolve(
+            what = f"emulated {emulate.name}" if emulate is not None else preset if device is None else device
+            disk = calibration.to_disk(name=f"calibrated {what}").evolve(
                 cache_size_bytes=spec.cache_size_bytes,
                 interface_rate_bytes_per_s=spec.interface_rate_bytes_per_s)
             notes.append(f"the model's disk is the calibration (seek curve, rotation, zones, overhead) with the "
@@ -228,10 +247,18 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
         if postmark_scratch:
             runs = _real_postmark(postmark_scratch, destroy_data_on, postmark_files, postmark_transactions, notes)
             bar.update()
+        elif emulate is not None:
+            from diskmodel.calibrate.experiment_emulated import postmark_on_emulated, ratio_table
+            started = time.perf_counter()
+            runs = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
+                                        transactions=postmark_transactions, notes=notes, vm_timeout_s=vm_timeout_s)
+            ratios = ratio_table(runs, results)
+            timings["postmark_s"] = time.perf_counter() - started
+            bar.update()
         bar.update()
     finally:
         bar.close()
-    return ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings), fit
+    return ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings, ratios), fit
 
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
@@ -330,6 +357,11 @@ def _write_report(report: ExperimentReport, fit, write) -> None:
         fit.summary(),
         "```",
     ]
+    if report.emulated_ratios is not None:
+        lines += ["", "## PostMark on the emulated drive: each layout against native, beside the paper", "",
+                  "Rates by the outside clock (PostMark's data over its wall time). Under TCG the guest's CPU is "
+                  "emulated while the drive keeps its own time: compare the ratios and orderings.", "",
+                  _markdown_table(report.emulated_ratios, floatfmt=".3f"), ""]
     if report.postmark_runs:
         lines += ["", "## Real PostMark runs on this machine", ""]
         for test, config, summary in report.postmark_runs:

@@ -284,13 +284,15 @@ def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_
 
 def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, destroy_data_on=None,
                   slow_disks: dict | None = None, vm_memory_bytes: int = 1 << 30, vm_timeout_s: float = 1800,
-                  vm_accelerator: str = "tcg", timeout_s: float = 1800) -> list[LayerMeasurement]:
+                  vm_accelerator: str = "tcg", timeout_s: float = 1800, vm_drives=()) -> list[LayerMeasurement]:
     """Build *stack*, run *workloads* (FioJobs, or one FileCopy) in order on it, tear it down; the measurements.
 
     Everything is checked (the plan built on paper, the workloads, the
     slow disks) before anything is created. On the host *scratch* is a new
     file (or an existing one named again by *destroy_data_on*) that stands
-    for the stack's disks; ``vm=True`` uses the VM's own scratch disk.
+    for the stack's disks; ``vm=True`` uses the VM's own scratch disk, or
+    the first of *vm_drives*, emulated drives served to the VM
+    (:func:`diskmodel.calibrate.emulate.for_vm.nbd_drives`).
     """
     from diskmodel.calibrate.bench.host_executor import handle_signals
     from diskmodel.calibrate.harness import runstate
@@ -307,6 +309,8 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
         raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
     if vm and (scratch is not None or destroy_data_on is not None):
         raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
+    if vm_drives and not vm:
+        raise ValueError("vm_drives apply only with vm=True (on the host, an emulated drive is the scratch device)")
     L.build_plan(stack, backing=os.fspath(scratch) if scratch is not None else "/dev/null",
                  file_system=file_system)
     if not vm:
@@ -315,7 +319,8 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
             (contextlib.nullcontext() if vm else lock_target(scratch, purpose=f"bench {stack.short_name} scratch")), \
             runstate.ensure_run(f"bench {stack.short_name} {'in a VM' if vm else scratch}"):
         if vm:
-            return _in_vm(stack, workloads, slow, file_system, vm_memory_bytes, vm_timeout_s, vm_accelerator)
+            return _in_vm(stack, workloads, slow, file_system, vm_memory_bytes, vm_timeout_s, vm_accelerator,
+                          tuple(vm_drives))
         return _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s)
 
 
@@ -446,23 +451,24 @@ GUEST_PREAMBLE = ('while read -r m; do [ -n "$m" ] && { insmod "$m" 2>/dev/null 
                   "done < /etc/diskmodel/modules.layers")
 
 
-def _vm_script(stack, workloads, slow, file_system) -> tuple[L.StackPlan, str]:
+def _vm_script(stack, workloads, slow, file_system, disk=None) -> tuple[L.StackPlan, str]:
     """The plan in the VM (the slow disks' delays under it) and the guest's script: build, throttle, run, undo."""
     from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE
 
-    plan = with_member_delays(L.build_plan(stack, backing=SCRATCH_DEVICE, file_system=file_system), slow)
+    plan = with_member_delays(L.build_plan(stack, backing=disk or SCRATCH_DEVICE, file_system=file_system), slow)
     body = _guest_throttle(plan, slow) + workload_body(plan, workloads, clock=GUEST_CLOCK,
                                                        fio_target=_fio_target(plan, file_system))
     return plan, plan.render_script(body, preamble=GUEST_PREAMBLE)
 
 
-def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator):
+def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator, vm_drives=()):
     from diskmodel.calibrate.bench.vm import run_script_in_vm
 
-    plan, script = _vm_script(stack, workloads, slow, file_system)
+    plan, script = _vm_script(stack, workloads, slow, file_system, vm_drives[0].guest_path if vm_drives else None)
     L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
-    result = run_script_in_vm(script, scratch_disk_bytes=L.backing_bytes_required(stack), memory_bytes=memory_bytes,
-                              timeout_s=timeout_s, accelerator=accelerator)
+    result = run_script_in_vm(script, scratch_disk_bytes=1 << 20 if vm_drives else L.backing_bytes_required(stack),
+                              memory_bytes=memory_bytes, timeout_s=timeout_s, accelerator=accelerator,
+                              nbd_sockets=[d.socket for d in vm_drives], pass_fds=[d.dir_fd for d in vm_drives])
     if result.returncode != 0:
         raise RuntimeError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
     return _parse(result.output, workloads, "vm", result.accelerator, plan)

@@ -208,6 +208,7 @@ def run_on_stack(
     vm_memory_bytes: int = 1 << 30,
     vm_timeout_s: float = 3600.0,
     vm_accelerator: str = "tcg",
+    vm_drives=(),
 ) -> PostMarkSummary:
     """Build *stack* (a :class:`~diskmodel.model.stack.Stack`), run PostMark *repeats* times on it, tear it down.
 
@@ -223,7 +224,9 @@ def run_on_stack(
     whose scratch disk has the size the stack needs; *scratch* must then be
     None. *vm_accelerator* is "tcg" (emulation; every report says its
     timings measure the emulator) or "kvm" (where KVM works; never chosen on
-    its own). SIGINT and SIGTERM tear everything down and raise
+    its own). *vm_drives*: emulated drives served to the VM
+    (:func:`diskmodel.calibrate.emulate.for_vm.nbd_drives`); the first is then
+    the stack's disk instead of the scratch disk. SIGINT and SIGTERM tear everything down and raise
     :class:`~diskmodel.calibrate.bench.host_executor.Interrupted` (a KeyboardInterrupt).
     """
     from diskmodel.calibrate.bench import provision as L
@@ -235,6 +238,8 @@ def run_on_stack(
         raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
     if vm and (scratch is not None or destroy_data_on is not None):
         raise ValueError("scratch and destroy_data_on do not apply with vm=True (the VM has its own scratch disk)")
+    if vm_drives and not vm:
+        raise ValueError("vm_drives apply only with vm=True (on the host, an emulated drive is the scratch device)")
     # Everything about the stack is checked before anything is locked, recorded or built.
     L.build_plan(stack, backing=os.fspath(scratch) if scratch is not None else "/dev/null")
     name = stack.short_name
@@ -246,11 +251,13 @@ def run_on_stack(
         return _run_on_stack_locked(
             stack, config, scratch=scratch, vm=vm, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
             drop_page_cache=drop_page_cache, destroy_data_on=destroy_data_on, keep=keep,
-            vm_memory_bytes=vm_memory_bytes, vm_timeout_s=vm_timeout_s, vm_accelerator=vm_accelerator)
+            vm_memory_bytes=vm_memory_bytes, vm_timeout_s=vm_timeout_s, vm_accelerator=vm_accelerator,
+            vm_drives=tuple(vm_drives))
 
 
 def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_bytes, drop_page_cache,
-                         destroy_data_on, keep, vm_memory_bytes, vm_timeout_s, vm_accelerator) -> PostMarkSummary:
+                         destroy_data_on, keep, vm_memory_bytes, vm_timeout_s, vm_accelerator,
+                         vm_drives) -> PostMarkSummary:
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.host_executor import HostExecutor
     from diskmodel.calibrate.harness import runstate
@@ -258,18 +265,25 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
     needed = L.backing_bytes_required(stack)
     if vm:
         from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
-        plan = L.build_plan(stack, backing=SCRATCH_DEVICE)
+        disk = vm_drives[0].guest_path if vm_drives else SCRATCH_DEVICE
+        plan = L.build_plan(stack, backing=disk)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
                           drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device=plan.device)
+        if vm_drives:  # the stack's disk, whose queue the run reports as its backing
+            from diskmodel.calibrate.bench.steps import sh_word
+            body = f"DISKMODEL_SCRATCH={sh_word(disk)}\n{body}"
         L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
-        result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=needed,
+        result = run_script_in_vm(plan.render_script(body), scratch_disk_bytes=1 << 20 if vm_drives else needed,
                                   memory_bytes=vm_memory_bytes, timeout_s=vm_timeout_s,
-                                  accelerator=vm_accelerator)
+                                  accelerator=vm_accelerator, nbd_sockets=[d.socket for d in vm_drives],
+                                  pass_fds=[d.dir_fd for d in vm_drives])
         if result.returncode != 0:
             raise PostMarkError(f"the VM script failed with status {result.returncode}:\n{result.output[-3000:]}")
         return parse_guest_output(result.output, config, stack=stack, accelerator=result.accelerator,
                                   kernel_release=result.kernel_release, memory_limit_bytes=memory_limit_bytes,
-                                  drop_page_cache=drop_page_cache, backing=f"{SCRATCH_DEVICE} (VM scratch disk)")
+                                  drop_page_cache=drop_page_cache,
+                                  backing=f"{disk} (emulated {vm_drives[0].drive})" if vm_drives
+                                  else f"{SCRATCH_DEVICE} (VM scratch disk)")
 
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     L.require_device_mapper(stack)

@@ -308,7 +308,8 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
                      kernel_path: str | os.PathLike | None = None,
                      qemu: str = "qemu-system-x86_64",
                      cache_dir: str | os.PathLike | None = None,
-                     workdir: str | os.PathLike | None = None) -> VmResult:
+                     workdir: str | os.PathLike | None = None,
+                     nbd_sockets=(), pass_fds=()) -> VmResult:
     """Boot a throwaway VM, run *script* with ``sh -e`` against a scratch disk, power off.
 
     Parameters
@@ -332,6 +333,9 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
     workdir : parent of the run's temporary directory (default the system's temp
         dir). Its file system must support O_DIRECT (qemu opens the scratch
         image with ``cache=none``; tmpfs does not, and qemu then fails to start).
+    nbd_sockets : unix sockets of NBD servers (:mod:`diskmodel.calibrate.emulate.for_vm`), attached in
+        order as virtio disks ``/dev/vdb``, ``/dev/vdc``, ...; *pass_fds*: descriptors qemu inherits
+        (a socket's path may reach it through ``/proc/self/fd/N``).
 
     Returns
     -------
@@ -439,12 +443,15 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
             "-serial", f"file:{_qemu_path(channel)}",
             "-drive", f"file={_qemu_path(disk)},if=virtio,format=raw,cache=none,aio=threads",
         ]
+        for sock in nbd_sockets:
+            cmd += ["-drive", f"driver=raw,file.driver=nbd,file.server.type=unix,"
+                              f"file.server.path={_qemu_path(sock)},if=virtio,cache=none"]
         say(f"vm: starting {' '.join(cmd)}")
         qemu_log = run_dir / "qemu.log"
         with runstate.signals_blocked(), open(qemu_log, "wb") as qemu_out:
             started = time.monotonic()
             teardown.proc = spawn(cmd, name="qemu", stdin=subprocess.DEVNULL, stdout=qemu_out,
-                                  stderr=subprocess.STDOUT)
+                                  stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
         proc = teardown.proc
         say(f"vm: qemu started (pid {proc.pid}, accelerator {accelerator}, "
             f"{memory_bytes >> 20} MiB, {cpus} cpu)")

@@ -70,6 +70,11 @@ def add_parser(subparsers) -> None:
                         "(repeatable; default: none, no throttle)")
     p.add_argument("--vm", action="store_true",
                    help="build the stack in a throwaway qemu VM (default: on the host)")
+    p.add_argument("--emulate", metavar="DRIVE",
+                   help="build the stack on an emulated drive the tool serves, which stands for the stack's disks "
+                        "as a scratch device does (a loop device on the host; /dev/vdb with --vm), each request "
+                        "timed by the drive's simulation; DRIVE as diskmodel emulate takes it; needs no --scratch "
+                        "or --destroy-data-on (default: none)")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
                    help="qemu accelerator with --vm (default tcg: emulated, timings measure qemu)")
     p.add_argument("--vm-timeout", type=positive_seconds, default=1800.0, metavar="S",
@@ -107,12 +112,13 @@ def _stack(args):
     return stack
 
 
-def _check_host_run(stack, args) -> None:
+def _check_host_run(stack, args, scratch_file: bool = True) -> None:
     """Before anything is created: every program the run calls is installed, and a new scratch file fits."""
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
 
-    plan = L.build_plan(stack, backing=os.path.realpath(args.scratch), file_system=True)
+    plan = L.build_plan(stack, backing=os.path.realpath(args.scratch) if scratch_file else "/dev/null",
+                        file_system=True)
     needed = tools_of_plan(plan) + (["fio"] if args.workload != COPY else [])
     require_tools(needed, "diskmodel bench")
     if args.slow:
@@ -121,10 +127,43 @@ def _check_host_run(stack, args) -> None:
         ok, why = blkio_available()
         if not ok:
             raise UsageError(f"--slow: cannot throttle on this host: {why}")
+    if not scratch_file:
+        return
     try:
         require_free_space(args.scratch, L.backing_bytes_required(stack), what="--scratch")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _emulated_drive(args, stack):
+    """The drive of --emulate (None without it), checked before anything is built."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.emulate.workloads import emulate_flag
+
+    try:
+        return emulate_flag(args.emulate, L.backing_bytes_required(stack), scratch=args.scratch,
+                            destroy_data_on=args.destroy_data_on)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _measure(args, stack, workload, slow, emulated):
+    """The workload measured on the stack: on the scratch, or on the emulated drive (*emulated*, a DriveSpec)."""
+    import contextlib
+
+    from diskmodel.calibrate.bench.layers_bench import measure_stack
+    from diskmodel.calibrate.emulate.workloads import emulated_disk
+
+    def say(line: str) -> None:
+        print(f"diskmodel: {line}", file=sys.stderr, flush=True)
+
+    with (emulated_disk(emulated, vm=args.vm, say=say) if emulated is not None
+          else contextlib.nullcontext()) as disk:
+        scratch = disk.path if disk is not None else args.scratch
+        destroy = disk.path if disk is not None else args.destroy_data_on
+        return measure_stack(stack, [workload], vm=args.vm, scratch=scratch, destroy_data_on=destroy,
+                             slow_disks=slow, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator,
+                             vm_drives=disk.vm_drives if disk is not None else ())
 
 
 def rows_of(measurement, prediction) -> list[dict]:
@@ -157,8 +196,9 @@ def _run(args) -> int:
     except ValueError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "
                          f"{reword(exc, {'size_bytes': '--size'})}") from exc
+    emulated = _emulated_drive(args, stack)
     if not args.vm:
-        if not args.scratch:
+        if not args.scratch and emulated is None:
             raise UsageError("--scratch PATH is required (or pass --vm)")
         if os.geteuid() != 0:
             raise UsageError("diskmodel bench needs root on the host (loop devices, mount, cgroups, drop_caches)")
@@ -166,13 +206,11 @@ def _run(args) -> int:
             L.require_kernel(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
-        _check_host_run(stack, args)
+        _check_host_run(stack, args, emulated is None)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
     try:
-        (measurement,) = measure_stack(stack, [workload], vm=args.vm, scratch=args.scratch,
-                                       destroy_data_on=args.destroy_data_on, slow_disks=slow,
-                                       vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)
+        (measurement,) = _measure(args, stack, workload, slow, emulated)
     except (LayoutError, RuntimeError) as exc:
         print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1

@@ -34,6 +34,17 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--destroy-data-on", metavar="PATH",
                         help="confirm that the block device given as --postmark-scratch may be overwritten "
                              "(default: none)")
+    parser.add_argument("--emulate", metavar="DRIVE",
+                        help="the mission's whole loop on an emulated drive (DRIVE as diskmodel emulate takes it, "
+                             "e.g. wd800bd): calibrate it through the kernel (a loop device), fit, predict, and run "
+                             "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, compared with the "
+                             "paper's ratios; needs root, nbdkit, nbdfuse and qemu (default: none, the simulated "
+                             "--preset without the kernel)")
+    parser.add_argument("--postmark-files", type=int, default=None, metavar="N",
+                        help="real PostMark's files at most, per test (default: 1000; 200 with --emulate, whose "
+                             "runs are in a VM under TCG)")
+    parser.add_argument("--postmark-transactions", type=int, default=None, metavar="N",
+                        help="real PostMark's transactions at most, per test (default: 5000; 500 with --emulate)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (default: a progress bar when stderr is a terminal)")
     parser.set_defaults(handler=_run)
@@ -61,6 +72,7 @@ def _run(args) -> int:
     if args.destroy_data_on is not None and not args.postmark_scratch:
         raise UsageError(f"--destroy-data-on {args.destroy_data_on}: applies only with --postmark-scratch "
                          "(it confirms that an existing scratch may be overwritten)")
+    _check_emulate(args)
     if args.postmark_scratch:
         _check_postmark_scratch(args.postmark_scratch, args.destroy_data_on)
         _check_postmark_run(args.postmark_scratch)
@@ -78,6 +90,46 @@ def _run(args) -> int:
             raise
     print(format_summary(report))
     return 0
+
+
+def _check_emulate(args) -> None:
+    """--emulate's drive (args.emulate_spec) and the PostMark scale, checked before anything is built."""
+    import os
+
+    from diskmodel.calibrate.cli import UsageError
+
+    emulated = args.emulate is not None
+    for flag, value, default in (("--postmark-files", args.postmark_files, 200 if emulated else 1000),
+                                 ("--postmark-transactions", args.postmark_transactions, 500 if emulated else 5000)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be >= 1, got {value}")
+        setattr(args, flag[2:].replace("-", "_"), default if value is None else value)
+    args.emulate_spec = None
+    if not emulated:
+        return
+    from diskmodel.calibrate.bench.vm import vm_available
+    from diskmodel.calibrate.emulate.devices import check_tools
+    from diskmodel.calibrate.emulate.workloads import check_fits, drive_for_flag
+    from diskmodel.calibrate.experiment_emulated import FS_SIZE_BYTES
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.model.stack import paper_stack
+
+    if args.device is not None or args.postmark_scratch is not None or args.destroy_data_on is not None:
+        raise UsageError("--device, --postmark-scratch and --destroy-data-on do not apply with --emulate (the "
+                         "emulated drive is both the calibrated device and PostMark's disk)")
+    try:
+        spec = drive_for_flag(args.emulate)
+        for layout in ("native", "lvm1", "lvm2"):
+            check_fits(spec, L.backing_bytes_required(paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES)))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if os.geteuid() != 0:
+        raise UsageError("--emulate needs root (a loop device and a FUSE mount on the host)")
+    check_tools()
+    ok, why = vm_available()
+    if not ok:
+        raise UsageError(f"--emulate runs PostMark in the throwaway VM, which cannot run here: {why}")
+    args.emulate_spec = spec
 
 
 def _check_postmark_scratch(scratch, destroy_data_on) -> None:
@@ -130,7 +182,8 @@ def _run_experiment(args, run_experiment):
         return run_experiment(args.out, preset=args.preset, device=args.device, budget_s=args.budget_s,
                               seed=args.seed, postmark_scratch=args.postmark_scratch,
                               destroy_data_on=args.destroy_data_on,
-                              progress=False if args.no_progress else None)
+                              progress=False if args.no_progress else None, emulate=args.emulate_spec,
+                              postmark_files=args.postmark_files, postmark_transactions=args.postmark_transactions)
     except BudgetTooSmall as exc:
         shown = "--budget-s" if args.budget_s is not None else "the default --budget-s"
         minimum, checked = exc.minimum_s, False

@@ -85,6 +85,11 @@ def add_parser(subparsers) -> None:
                    help="confirm that the existing file or block device PATH may be overwritten (default: none)")
     p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created (default: deleted)")
     p.add_argument("--vm", action="store_true", help="build the stack in a throwaway qemu VM (default: on the host)")
+    p.add_argument("--emulate", metavar="DRIVE",
+                   help="run on an emulated drive the tool serves as the stack's disk (a loop device on the host; "
+                        "/dev/vdb with --vm), each request timed by the drive's simulation; DRIVE as diskmodel "
+                        "emulate takes it (a bundled DiskSim drive, a folder, a preset, a calibration JSON); needs "
+                        "no --scratch or --destroy-data-on (default: none, a scratch file or device)")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
                    help="qemu accelerator with --vm: tcg (default; emulated, timings measure qemu) or kvm "
                         "(only where KVM works; it hangs on some hosts)")
@@ -213,6 +218,7 @@ def _run(args) -> int:
     except ValueError as exc:
         raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
     stack = _stack(args)
+    emulated = _emulated_drive(args, stack)
     drop = not args.no_drop_caches
     measured = tuple(p for p in (args.scratch, args.destroy_data_on) if p)
     # The output is checked before anything is built.
@@ -222,7 +228,7 @@ def _run(args) -> int:
         held.enter_context(outputs.output_lock(args.json))
         reservation = _reserve_output(args, held, measured)
         try:
-            summary = _dispatch(args, stack, config, drop)
+            summary = _dispatch(args, stack, config, drop, emulated)
         except (PostMarkError, LayoutError, RuntimeError) as exc:
             print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
             return 1
@@ -275,10 +281,24 @@ def _check_host_run(stack, scratch) -> None:
         raise UsageError(str(exc)) from None
 
 
-def _dispatch(args, stack, config, drop):
+def _emulated_drive(args, stack):
+    """The drive of --emulate (None without it), checked before anything is built."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.emulate.workloads import emulate_flag
+
+    try:
+        return emulate_flag(args.emulate, L.backing_bytes_required(stack), scratch=args.scratch,
+                            destroy_data_on=args.destroy_data_on)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _dispatch(args, stack, config, drop, emulated=None):
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.postmark import run_on_stack
 
+    if emulated is not None:
+        return _dispatch_emulated(args, stack, config, drop, emulated)
     if not args.vm:
         if not args.scratch:
             raise UsageError("--scratch PATH is required (or pass --vm)")
@@ -295,3 +315,30 @@ def _dispatch(args, stack, config, drop):
         stack, config, scratch=args.scratch, vm=args.vm, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
         drop_page_cache=drop, destroy_data_on=args.destroy_data_on, keep=args.keep,
         vm_memory_bytes=args.vm_memory, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator)
+
+
+def _dispatch_emulated(args, stack, config, drop, spec):
+    """PostMark on the stack built on the emulated drive *spec* (on the host or in the VM)."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.postmark import run_on_stack
+    from diskmodel.calibrate.emulate.workloads import emulated_disk
+    from diskmodel.calibrate.harness.tools import require_tools, tools_of_plan
+
+    if not args.vm:
+        if os.geteuid() != 0:
+            raise UsageError("diskmodel postmark --emulate needs root on the host (loop devices, a FUSE mount, "
+                             "mount, drop_caches)")
+        try:
+            L.require_device_mapper(stack)
+        except L.LayoutUnavailable as exc:
+            raise UsageError(str(exc)) from None
+        require_tools(["postmark", "sync", *tools_of_plan(L.build_plan(stack, backing="/dev/null"))],
+                      "diskmodel postmark")
+    def say(line: str) -> None:
+        (log.warning if "WARNING" in line else log.info)("%s", line)
+
+    with emulated_disk(spec, vm=args.vm, say=say) as disk:
+        return run_on_stack(
+            stack, config, scratch=disk.path, vm=args.vm, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
+            drop_page_cache=drop, destroy_data_on=disk.path, vm_memory_bytes=args.vm_memory,
+            vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator, vm_drives=disk.vm_drives)
