@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "validate_trace",
     "bench",
     "emulate",
+    "trace",
     "cleanup",
 )
 

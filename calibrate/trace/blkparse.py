@@ -74,8 +74,8 @@ def rwbs_to(rwbs: str, size_bytes: int) -> tuple[int, int]:
         raise ValueError(f"RWBS {rwbs!r} is not blkparse's [F]R|W|D|N[F][A][S][M]")
     pre, op_c, _secure, fua, _ra, sync, meta = m.groups()
     flags = (Flag.PREFLUSH if pre else 0) | (Flag.FUA if fua else 0) | (Flag.SYNC if sync else 0) | (Flag.META if meta else 0)
-    if op_c == "N" or (size_bytes == 0 and op_c == "W"):
-        if not pre and op_c == "N":
+    if op_c == "N" or (size_bytes == 0 and op_c == "W" and pre):
+        if not pre:
             raise ValueError(f"RWBS {rwbs!r} with no data is neither a flush nor a read or write")
         return int(Op.FLUSH), int(flags) & ~int(Flag.PREFLUSH)
     return {"R": int(Op.READ), "W": int(Op.WRITE), "D": int(Op.DISCARD)}[op_c], int(flags)

@@ -190,10 +190,10 @@ class BlkTracer:
         self._stop.set()
         self._thread.join(30)
         files = split_binary(b"".join(self._chunks))
-        for cpu, data in files.items():
-            (self.out_dir / f"{name}.blktrace.{cpu}").write_bytes(bytes(data))
-        if not files:  # blkparse needs an input file even for a trace with no event
-            (self.out_dir / f"{name}.blktrace.0").write_bytes(b"")
+        # blkparse looks for NAME.blktrace.0, .1, ... and stops at the first missing one: every CPU
+        # gets a file, empty when no event was on it.
+        for cpu in range(max([os.cpu_count() or 1, *(c + 1 for c in files)])):
+            (self.out_dir / f"{name}.blktrace.{cpu}").write_bytes(bytes(files.get(cpu, b"")))
         return [name]
 
     def __exit__(self, *exc) -> None:
