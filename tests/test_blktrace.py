@@ -36,6 +36,8 @@ SAMPLE = """\
   7,0    1       10     0.003500000   702  D   D 8192 + 2048 [fstrim]
   7,0    0        4     0.004000000    22  C FWFS 4096 + 16 [0]
   7,1    0        1     0.005000000   703  D   R 0 + 8 [cat]
+  9,0    0        5     0.006000000   704  Q   W 16 + 8 [fio]
+  9,0    0        6     0.006000000   704  X   W 16 / 20 [fio]
 CPU0 (7,0):
  Reads Queued:           0,        0KiB\t Writes Queued:           1,       64KiB
 Total (7,0):
@@ -44,7 +46,7 @@ Total (7,0):
 
 def test_blkparse_text_gives_each_devices_issues_with_ops_flags_and_completions():
     trace = parse_blkparse_text(SAMPLE.splitlines(), "sample", {"7,0": "loop0"})
-    assert list(trace.devices) == ["loop0", "7,1"]
+    assert list(trace.devices) == ["loop0", "7,1", "9,0"]
     dev = trace.devices["loop0"]
     s = dev.stream
     assert s.op.tolist() == [Op.WRITE, Op.FLUSH, Op.READ, Op.WRITE, Op.DISCARD]
@@ -57,6 +59,9 @@ def test_blkparse_text_gives_each_devices_issues_with_ops_flags_and_completions(
     assert np.isnan(dev.complete_s[4])
     assert trace.devices["7,1"].stream.totals() == {"read_bytes": 4096, "write_bytes": 0, "read_requests": 1,
                                                     "write_requests": 0}
+    # a bio-based device (md, dm) has no D: its queued bios are what it received
+    md = trace.devices["9,0"].stream
+    assert (md.op.tolist(), md.offset_bytes.tolist(), md.size_bytes.tolist()) == ([Op.WRITE], [16 * 512], [4096])
 
 
 def test_trace_file_round_trip_keeps_every_field(tmp_path):

@@ -8,8 +8,10 @@ then the action's own fields) is::
 device (major,minor), CPU, sequence number, seconds.nanoseconds since the trace started, pid, action,
 RWBS and, for an issue (``D``) or a completion (``C``) with data, ``sector + sectors``; the bracket
 holds the command (issue) or the error (completion). Only ``D`` (the request handed to the driver)
-and ``C`` (its completion) are kept: they are what the device sees. The other actions (queue,
-merge, split, remap, plug, ...) are recognised and skipped; the per-CPU summary blkparse prints
+and ``C`` (its completion) are kept: they are what the device sees. A bio-based device (md,
+device-mapper) has no request queue and so no ``D``: what it receives is its queued bios, ``Q``
+(blk_add_trace_bio_queue), which stand in for the issues of a device that has no ``D`` in the
+trace. The other actions (merge, split, remap, plug, ...) are recognised and skipped; the per-CPU summary blkparse prints
 after the events (from a line ``CPU0 (7,0):`` or ``Total (...)``) is skipped too.
 
 RWBS (blkparse's fill_rwbs, blktrace 1.3): a leading ``F`` is a preflush, then the operation ``R``,
@@ -95,6 +97,7 @@ def parse_blkparse_text(lines, source: str = "<text>", names: dict[str, str] | N
     """
     names = names or {}
     issues: dict[str, list] = defaultdict(list)
+    queued: dict[str, list] = defaultdict(list)
     completes: dict[str, list] = defaultdict(list)
     for no, line in enumerate(lines, 1):
         if not line.strip():
@@ -107,7 +110,7 @@ def parse_blkparse_text(lines, source: str = "<text>", names: dict[str, str] | N
         maj, mnr, _cpu, _seq, sec, frac, _pid, action, rwbs, rest = m.groups()
         if action not in _ACTIONS:
             raise ValueError(f"{source} line {no}: action {action!r} is not one of blkparse's")
-        if action not in ("D", "C"):
+        if action not in ("D", "C", "Q"):
             continue
         t = int(sec) + int(frac.ljust(9, "0")[:9]) * 1e-9
         rng = _range(rest)
@@ -119,15 +122,16 @@ def parse_blkparse_text(lines, source: str = "<text>", names: dict[str, str] | N
         if op != Op.FLUSH and sectors == 0:
             if action == "C":
                 continue  # the completion of a flush sequence's data part, reported with no range
-            raise ValueError(f"{source} line {no}: a {Op(op).name.lower()} issue with no 'sector + sectors' range")
+            raise ValueError(f"{source} line {no}: a {Op(op).name.lower()} {'issue' if action == 'D' else 'bio'} "
+                             "with no 'sector + sectors' range")
         dev = f"{maj},{mnr}"
         if op == Op.FLUSH:
             sector = sectors = 0
         row = (t, op, sector * SECTOR_BYTES, sectors * SECTOR_BYTES, flags)
-        (issues if action == "D" else completes)[dev].append(row)
+        {"D": issues, "Q": queued, "C": completes}[action][dev].append(row)
     trace = BlockTrace()
-    for dev in sorted(set(issues) | set(completes)):
-        rows = issues.get(dev, [])
+    for dev in sorted(set(issues) | set(queued) | set(completes)):
+        rows = issues.get(dev) or queued.get(dev, [])
         stream = Stream.from_records(rows) if rows else Stream.empty()
         trace.devices[names.get(dev, dev)] = DeviceTrace(names.get(dev, dev), stream, _pair(rows, completes.get(dev, [])))
     return trace

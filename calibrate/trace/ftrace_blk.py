@@ -32,8 +32,9 @@ _RECORD = struct.Struct("<IIQQIIIIIHH")  # struct blk_io_trace (include/uapi/lin
 _MAGIC = 0x65617400
 #: Per-CPU ring buffer while tracing [KiB]: a reader drains it, this only absorbs bursts.
 BUFFER_KB = 16384
-#: Only the issue and completion categories: blkparse's D and C (blk_trace_mask2str's names).
-ACT_MASK = "issue,complete"
+#: Only the queue, issue and completion categories: blkparse's Q, D and C (blk_trace_mask2str's
+#: names; Q is what a bio-based device receives).
+ACT_MASK = "queue,issue,complete"
 
 
 def split_binary(data: bytes) -> dict[int, bytearray]:
