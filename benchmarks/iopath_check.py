@@ -118,6 +118,9 @@ def main(argv=None) -> int:
     ap.add_argument("--vm-output", default=None,
                     help="read the VM's output from this file (kept by an earlier run) instead of booting it "
                          "(default: boot the VM)")
+    ap.add_argument("--host-rows-from", default=None,
+                    help="take the host cells' rows from this artifact of an earlier run (its VM stacks 'none') "
+                         "instead of running them (default: run them)")
     ap.add_argument("--keep-vm-output", default=None, help="write the VM's raw output there (default: not kept)")
     add_results_dir_option(ap)
     args = ap.parse_args(argv)
@@ -135,7 +138,12 @@ def main(argv=None) -> int:
     workloads = [wl[n] for n in pick(args.workloads, list(wl), "workloads")]
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.monotonic()
-    rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
+    if args.host_rows_from:
+        import json
+
+        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"] if r["where"] == "host"]
+    else:
+        rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
     vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
     if vm_stacks:
         vm_rows, output = _vm_rows(vm_stacks, workloads, args.vm_timeout, args.vm_output, say)

@@ -214,3 +214,93 @@ def test_loop_direct_io_passes_each_request_through_to_where_the_file_lies(tmp_p
     key = lambda s: sorted(zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()))  # noqa: E731
     assert len(predicted.device) == measured_inner.read_requests + measured_inner.write_requests > 400
     assert key(data) == key(predicted.device)
+
+
+# --------------------------------------------------------------------------- md and dm, in the VM
+
+def _key(s):
+    return sorted(zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()))
+
+
+@pytest.fixture(scope="module")
+def vm_small_writes():
+    """One VM run: 4 KiB random O_DIRECT writes (queue depth 1) on md RAID 1, 5, 6 and a thin volume,
+    each traced with blktrace on the array and its members: {stack: (top stream, BlockTrace, layer)}."""
+    require_root()
+    require_tools("qemu-system-x86_64", "blktrace", "blkparse", "mdadm", "dmsetup", "fio")
+    from diskmodel.calibrate.bench.vm import run_script_in_vm, vm_available
+    from diskmodel.calibrate.trace.matrix import WORKLOADS
+    from diskmodel.calibrate.trace.vm_cells import SCRATCH_BYTES, VM_STACKS, guest_script, parse_guest_output
+
+    ok, why = vm_available()
+    if not ok:
+        from conftest import skip_or_fail
+        skip_or_fail(f"no VM: {why}")
+    w = next(x for x in WORKLOADS if x.name == "randwrite_4k_qd1")
+    stacks = ("md_raid1", "md_raid5", "md_raid6", "thin")
+    res = run_script_in_vm(guest_script([(s, w) for s in stacks]), scratch_disk_bytes=SCRATCH_BYTES,
+                           memory_bytes=1 << 30, timeout_s=1500)
+    assert res.returncode == 0, res.output[-2000:]
+    return {s: (top, trace, VM_STACKS[s]()[2]) for s, _, top, trace, _ in parse_guest_output(res.output)}
+
+
+def _data_region(s, data_offset):
+    """The requests in md's data area (md's own superblock writes sit before its data offset)."""
+    return s.take((s.offset_bytes >= data_offset) & (s.op != Op.FLUSH))
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_raid1_writes_every_byte_to_both_mirrors_as_predicted(vm_small_writes):
+    from diskmodel.calibrate.trace.matrix import predict
+
+    top, trace, layer = vm_small_writes["md_raid1"]
+    predicted = predict(layer, top)
+    off = layer.params["data_offset_bytes"]
+    for member in layer.devices:
+        measured = _data_region(trace.devices[member].stream, off)
+        assert measured.write_bytes == top.write_bytes == 256 * 4096
+        assert _key(measured) == _key(predicted[member])
+    # the array's own stream is what fio logged
+    assert _key(trace.devices["top"].stream.take(trace.devices["top"].stream.op == Op.WRITE)) == _key(top)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", ["md_raid5", "md_raid6"])
+def test_parity_small_writes_read_what_the_stripe_arithmetic_says(vm_small_writes, stack):
+    """A 4 KiB write on RAID 5 (3 members) or RAID 6 (4 members) reads the stripe's other data page
+    (reconstruct-write) and writes the data page and the parities: the reads on each member are the
+    prediction's, request for request, but for writes whose stripe md still had cached."""
+    from diskmodel.calibrate.trace.matrix import predict
+
+    top, trace, layer = vm_small_writes[stack]
+    predicted = predict(layer, top)
+    off = layer.params["data_offset_bytes"]
+    pred_reads = sum(p.read_requests for p in predicted.values())
+    meas_reads = sum(_data_region(trace.devices[m].stream, off).read_requests for m in layer.devices)
+    assert pred_reads == top.write_requests > 0  # one read per small write: the other data page
+    assert abs(meas_reads - pred_reads) <= 0.05 * pred_reads, (meas_reads, pred_reads)
+    parities = 1 if stack == "md_raid5" else 2
+    meas_writes = sum(_data_region(trace.devices[m].stream, off).write_bytes for m in layer.devices)
+    assert meas_writes == (1 + parities) * top.write_bytes
+    common = 0
+    for m in layer.devices:
+        meas = _data_region(trace.devices[m].stream, off)
+        common += len(set(_key(meas.take(meas.op == Op.READ))) & set(_key(predicted[m].take(predicted[m].op == Op.READ))))
+    assert common >= 0.95 * pred_reads
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_thin_pool_zeroes_each_new_block_a_small_write_lands_in(vm_small_writes):
+    from diskmodel.calibrate.trace.matrix import predict
+
+    top, trace, layer = vm_small_writes["thin"]
+    predicted = predict(layer, top)
+    data = trace.devices["m0"].stream
+    pred = predicted["m0"]
+    zeros = int(np.count_nonzero((pred.flags & Flag.ZERO) != 0))
+    blocks = np.unique(top.offset_bytes // layer.params["chunk_bytes"]).size
+    assert zeros == blocks > 100  # every first write is 4 KiB of a 64 KiB block
+    assert data.write_bytes == pred.write_bytes == top.write_bytes + zeros * layer.params["chunk_bytes"]

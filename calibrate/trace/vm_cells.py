@@ -134,7 +134,7 @@ echo "@@CELL {stack} {w.name}"
 {setup}
 {maps}
 echo "@@MAXKB $(cat /sys/block/vda/queue/max_sectors_kb)"
-rm -rf /tmp/bt; mkdir /tmp/bt
+rm -rf /tmp/bt /tmp/iolog; mkdir /tmp/bt
 blktrace -D /tmp/bt {trace_args} >/dev/null 2>&1 &
 BT=$!
 sleep 1
