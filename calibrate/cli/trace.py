@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
     rec.add_argument("--timeout", type=float, metavar="SECONDS", default=None,
                      help="kill COMMAND after this long (default: none)")
     rec.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
-    rec.add_argument("command_argv", nargs="*", metavar="COMMAND", help="the command to run, after --")
+    rec.add_argument("command_argv", nargs="*", metavar="COMMAND", help="the command to run, after -- (no default)")
     rec.set_defaults(handler=_record)
     trace.set_defaults(handler=_trace_usage)
 
@@ -38,9 +38,9 @@ def add_parser(subparsers) -> None:
         description="Issue a recorded trace's requests (ours, .npz, or blkparse's text output) at their "
                     "recorded times to a stack's volume, through its block layers to its drives, and print "
                     "the elapsed time and per-disk totals.")
-    rep.add_argument("trace", metavar="TRACE", help="a trace written by 'diskmodel trace record', or blkparse's text")
+    rep.add_argument("trace", metavar="TRACE", help="a trace written by 'diskmodel trace record', or blkparse's text output (no default)")
     rep.add_argument("--stack", metavar="FILE.json", required=True,
-                     help="the stack to replay through (a stack description, as 'diskmodel predict --stack')")
+                     help="the stack to replay through (a stack description, as 'diskmodel predict --stack'; no default)")
     rep.add_argument("--device", metavar="NAME", default=None,
                      help="the traced device to replay (default: the trace's only device)")
     rep.add_argument("--json", action="store_true", help="print one JSON object (default: text)")
