@@ -102,6 +102,17 @@ def test_a_trace_that_does_not_parse_is_one_line_naming_the_file_and_the_line(tm
     assert str(bad) in msg
 
 
+def test_missing_blktrace_is_one_line_naming_the_debian_package(tmp_path):
+    # A PATH with blkparse (/usr/bin) but not blktrace (/usr/sbin).
+    env = dict(os.environ, PATH="/usr/bin")
+    res = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "trace", "record", "--device", "/dev/null",
+                          "--output", str(tmp_path / "t.npz"), "--", "true"], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode != 0
+    assert_one_error_line(res.stderr, "install the Debian package blktrace")
+    assert not (tmp_path / "t.npz").exists()
+
+
 def test_tracefs_binary_records_become_blktrace_files_per_cpu():
     # Two blk_io_trace records (magic | version 7) behind ftrace's 16-byte headers, on CPUs 1 and 0.
     def entry(cpu, sector, nbytes):
