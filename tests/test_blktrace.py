@@ -64,6 +64,12 @@ def test_blkparse_text_gives_each_devices_issues_with_ops_flags_and_completions(
     assert (md.op.tolist(), md.offset_bytes.tolist(), md.size_bytes.tolist()) == ([Op.WRITE], [16 * 512], [4096])
 
 
+def test_a_trace_with_no_event_is_empty_not_an_error():
+    # blkparse's whole output for a trace in which nothing happened
+    text = "\nThroughput (R/W): 0KiB/s / 0KiB/s\nEvents (loop0): 0 entries\nSkips: 0 forward (0 -   0.0%)\n"
+    assert parse_blkparse_text(text.splitlines(), "empty").devices == {}
+
+
 def test_trace_file_round_trip_keeps_every_field(tmp_path):
     trace = parse_blkparse_text(SAMPLE.splitlines(), "sample")
     path = save_trace(trace, tmp_path / "t.npz")

@@ -12,7 +12,8 @@ and ``C`` (its completion) are kept: they are what the device sees. A bio-based 
 device-mapper) has no request queue and so no ``D``: what it receives is its queued bios, ``Q``
 (blk_add_trace_bio_queue), which stand in for the issues of a device that has no ``D`` in the
 trace. The other actions (merge, split, remap, plug, ...) are recognised and skipped; the per-CPU summary blkparse prints
-after the events (from a line ``CPU0 (7,0):`` or ``Total (...)``) is skipped too.
+after the events (from a line ``CPU0 (7,0):``, ``Total (...)``, or, for a trace with no event,
+``Throughput (R/W):``) is skipped too.
 
 RWBS (blkparse's fill_rwbs, blktrace 1.3): a leading ``F`` is a preflush, then the operation ``R``,
 ``W``, ``D`` (discard, ``DE`` secure erase) or ``N`` (none: an empty flush), then ``F`` (FUA), ``A``
@@ -42,7 +43,7 @@ SECTOR_BYTES = 512
 _LINE = re.compile(r"^\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\.(\d+)\s+(\d+)\s+(\S+)\s+(\S+)(?:\s+(.*))?$")
 #: Every action blkparse prints (blkparse(1), "TRACE ACTIONS"; ``m`` is a message line).
 _ACTIONS = set("QGIDCMFPUTSXABRm") | {"UT"}
-_SUMMARY = re.compile(r"^\s*(CPU\d+|Total)\s*\(")
+_SUMMARY = re.compile(r"^\s*(CPU\d+|Total)\s*\(|^Throughput \(R/W\):|^Events \(")
 _RANGE = re.compile(r"^(\d+)\s*\+\s*(\d+)")
 _RWBS = re.compile(r"^(F?)([RWDN])(E?)(F?)(A?)(S?)(M?)$")
 
