@@ -134,6 +134,18 @@ def test_tracefs_binary_records_become_blktrace_files_per_cpu():
         split_binary(b"\0" * 64)
 
 
+def test_a_planted_tracer_record_makes_teardown_write_nothing_outside_the_tracer_settings(tmp_path):
+    from diskmodel.calibrate.harness.resources import Resource, undo_one
+
+    victim = tmp_path / "victim"
+    victim.write_text("1")
+    planted = {"enable": [str(victim)], "restore": {str(victim): "nop", "/sys/kernel/tracing/current_tracer": "x; rm"}}
+    undo_one(Resource(0, "blktracer", planted))
+    assert victim.read_text() == "1"
+    from diskmodel.calibrate.trace.ftrace_blk import restore
+    assert restore(planted).count("not a tracefs blk setting") == 3
+
+
 def test_replay_maps_the_trace_through_lvm_onto_the_disk():
     from diskmodel.calibrate.trace.replay import volume_streams
     from diskmodel.model.iopath import Stream

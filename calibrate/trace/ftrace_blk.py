@@ -93,6 +93,8 @@ def restore(details: dict) -> str:
 def still_set(details: dict) -> bool:
     """Is any of the recorded devices still traced, or the blk tracer still chosen?"""
     for path in details.get("enable", []):
+        if not (isinstance(path, str) and _SETTINGS.match(path)):
+            continue  # not a setting this module changes: nothing of ours to look at
         try:
             if _read(Path(path)) == "1":
                 return True
