@@ -105,7 +105,7 @@ HOST_STACKS = {
 
 
 def run_host_cell(stack: str, w: Workload):
-    """(top stream, BlockTrace, layer, max_sectors_kb of the traced device) of one host cell."""
+    """(top stream, BlockTrace, layer, the largest request the traced device takes [KiB]) of one host cell."""
     from diskmodel.calibrate.harness import runstate
 
     with runstate.ensure_run(f"iopath check cell {stack}/{w.name}") as run:
@@ -115,7 +115,11 @@ def run_host_cell(stack: str, w: Workload):
         trace, status = record(fio_argv(w, top, TOP_BYTES, str(iolog)), [traced], say=lambda line: None)
         if status != 0:
             raise RuntimeError(f"fio failed on {stack}/{w.name} (exit {status})")
-        max_kb = int(Path(f"/sys/block/{os.path.basename(traced)}/queue/max_sectors_kb").read_text())
+        queue = Path(f"/sys/block/{os.path.basename(traced)}/queue")
+        # A request is split at max_sectors_kb and at max_segments segments (block/blk-merge.c,
+        # bio_split_rw): fio's O_DIRECT buffer is user memory, whose pages are in general not
+        # physically contiguous, so each 4 KiB page is a segment of its own.
+        max_kb = min(int((queue / "max_sectors_kb").read_text()), int((queue / "max_segments").read_text()) * 4)
         top_stream = read_fio_iolog(iolog.read_text(), str(iolog))
         # run's teardown removes the stack; the layer names the traced device by its kernel name
     return top_stream, trace, layer, max_kb
