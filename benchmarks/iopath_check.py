@@ -53,7 +53,7 @@ def _host_rows(stacks, workloads, say):
 
 
 def _vm_rows(stacks, workloads, timeout_s, saved, say):
-    from diskmodel.calibrate.trace.matrix import compare, predict
+    from diskmodel.calibrate.trace.matrix import as_bios, compare, predict
     from diskmodel.calibrate.trace.vm_cells import SCRATCH_BYTES, VM_STACKS, guest_script, parse_guest_output
     from diskmodel.model.iopath import split
 
@@ -75,7 +75,7 @@ def _vm_rows(stacks, workloads, timeout_s, saved, say):
             continue
         w = by_name[wname]
         layer = VM_STACKS[stack]()[2]
-        for dev, pred in predict(layer, top, w.iodepth).items():
+        for dev, pred in as_bios(layer, top, predict(layer, top, w.iodepth)).items():
             if dev == "vda":  # the request-based scratch disk splits at its max_sectors_kb
                 pred = split(pred, max_kb)
             meas = trace.devices[dev].stream if dev in trace.devices else pred.take(slice(0, 0))

@@ -21,7 +21,8 @@ import numpy as np
 from diskmodel.model import iopath
 from diskmodel.model.iopath import Op, Stream
 
-__all__ = ["Workload", "WORKLOADS", "fio_argv", "read_fio_iolog", "Layer", "predict", "compare", "tv_distance"]
+__all__ = ["Workload", "WORKLOADS", "fio_argv", "read_fio_iolog", "Layer", "predict", "as_bios", "compare",
+           "tv_distance"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,27 @@ def predict(layer: Layer, top: Stream, iodepth: int = 1) -> dict[str, Stream]:
         res = iopath.dm_thin(top, p["chunk_bytes"], zero_new_blocks=True)
         return {names[0]: res.data, names[1]: res.metadata}
     raise ValueError(f"layer {layer.kind!r}: no prediction for it")
+
+
+def as_bios(layer: Layer, top: Stream, streams: dict[str, Stream]) -> dict[str, Stream]:
+    """*streams* as the bios a bio-based member (a dm device, traced by its Q events) receives:
+    md RAID 5/6 does a write's I/O through its stripe cache, one bio per 4 KiB page per member
+    (raid5.c, ops_run_io: a stripe_head's page per device), which model/iopath's md_parity
+    coalesces into requests as the member's queue would merge them; reads that bypass the cache
+    (chunk_aligned_read) stay whole. Other layers pass their bios as they are."""
+    if layer.kind not in ("raid5", "raid6"):
+        return streams
+    from diskmodel.model.iopath.md_parity import STRIPE_SIZE
+
+    out = {}
+    for name, s in streams.items():
+        of_write = (s.parent >= 0) & (top.op[np.maximum(s.parent, 0)] == Op.WRITE) & (s.op != Op.FLUSH)
+        paged = iopath.split(s.take(of_write), max_sectors_kb=STRIPE_SIZE // 1024)
+        paged = paged.replace(parent=s.parent[of_write][paged.parent])
+        rest = s.take(~of_write)
+        merged = iopath.concat([paged, rest])
+        out[name] = merged.take(np.argsort(merged.parent, kind="stable"))
+    return out
 
 
 def _loop_chain(top: Stream, images) -> Stream:
