@@ -333,3 +333,23 @@ def test_thin_pool_zeroes_each_new_block_a_small_write_lands_in(vm_small_writes)
     blocks = np.unique(top.offset_bytes // layer.params["chunk_bytes"]).size
     assert zeros == blocks > 100  # every first write is 4 KiB of a 64 KiB block
     assert data.write_bytes == pred.write_bytes == top.write_bytes + zeros * layer.params["chunk_bytes"]
+
+
+def test_fio_iolog_is_the_workloads_top_stream_and_raid5_writes_become_page_bios():
+    from diskmodel.calibrate.trace.matrix import Layer, as_bios, predict, read_fio_iolog
+
+    text = ("fio version 3 iolog\n27 /dev/md0 add\n148 /dev/md0 open\n153 /dev/md0 write 0 131072\n"
+            "160 /dev/md0 read 65536 8192\n170 /dev/md0 close\n")
+    top = read_fio_iolog(text)
+    assert (top.op.tolist(), top.offset_bytes.tolist(), top.size_bytes.tolist()) == ([Op.WRITE, Op.READ],
+                                                                                       [0, 65536], [131072, 8192])
+    with pytest.raises(ValueError, match="line 2"):
+        read_fio_iolog("fio version 3 iolog\n153 /dev/md0 write 0\n")
+    layer = Layer("raid5", ("m0", "m1", "m2"), {"chunk_bytes": 65536, "data_offset_bytes": 0})
+    bios = as_bios(layer, top, predict(layer, top))
+    # a full-stripe write: 16 pages on each data member and the parity member, one 4 KiB bio each;
+    # the read (chunk-aligned) stays one bio of 8 KiB
+    writes = [b.take(b.op == Op.WRITE) for b in bios.values()]
+    assert sorted(len(w) for w in writes) == [16, 16, 16] and all((w.size_bytes == 4096).all() for w in writes)
+    reads = [b.take(b.op == Op.READ) for b in bios.values()]
+    assert sorted(r.size_bytes.tolist() for r in reads if len(r)) == [[8192]]
