@@ -166,6 +166,11 @@ def main(argv=None) -> int:
     notes = ["O_DIRECT fio workloads only: the page-cache workloads (PostMark, copy, metadata) wait for the "
              "page-cache layer", "btrfs raid0/raid1 are not run: model/iopath has no btrfs layer",
              "the VM runs under TCG: counts and sizes do not depend on its speed",
+             "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
+             "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "
+             "reaches the device whole or in two",
+             "RAID 1 reads: model/iopath's read balancing sends every read at queue depth 1 to the first mirror; "
+             "the measured kernel spreads them",
              f"wall time {time.monotonic() - t0:.0f} s"]
     write_result("iopath_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
                  details={"rows": rows}, notes=notes)
