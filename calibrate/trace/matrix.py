@@ -49,7 +49,7 @@ def fio_argv(w: Workload, target: str, size_bytes: int, iolog: str) -> list[str]
     return ["fio", f"--name={w.name}", f"--filename={target}", "--direct=1", f"--rw={w.rw}", f"--bs={w.bs_bytes}",
             f"--size={size_bytes}", f"--io_size={w.io_bytes}", f"--iodepth={w.iodepth}",
             "--ioengine=" + ("psync" if w.iodepth == 1 else "libaio"), "--randseed=7", "--norandommap",
-            f"--write_iolog={iolog}", "--output=/dev/null"]
+            f"--write_iolog={iolog}", "--output=/dev/null", "--eta=never"]
 
 
 def read_fio_iolog(text: str, source: str = "fio iolog") -> Stream:

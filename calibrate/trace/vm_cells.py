@@ -162,6 +162,8 @@ def parse_guest_output(output: str):
     out = []
     cur = None
     for raw in output.replace("\r", "").splitlines():
+        if "@@" in raw[1:]:  # a marker after a line a program left unfinished (fio's progress line)
+            raw = raw[raw.index("@@", 1):]
         m = _CELL.match(raw)
         if m:
             cur = {"stack": m.group(1), "workload": m.group(2), "maps": {}, "iolog": [], "events": []}
