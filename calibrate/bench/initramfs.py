@@ -76,6 +76,7 @@ _PROGRAMS: dict[str, str] = {
     "ip": "iproute2", "tc": "iproute2",
     # The block layers (diskmodel.calibrate.bench.layers_provision): md RAID, LVM thin pools, fio.
     "mdadm": "mdadm", "thin_check": "thin-provisioning-tools", "fio": "fio",
+    "blktrace": "blktrace", "blkparse": "blktrace",  # what reaches each device (diskmodel.calibrate.trace)
 }
 # Host tools the builder itself runs.
 _BUILD_TOOLS: dict[str, str] = {"lddtree": "pax-utils", "modprobe": "kmod", "cpio": "cpio",
@@ -83,7 +84,7 @@ _BUILD_TOOLS: dict[str, str] = {"lddtree": "pax-utils", "modprobe": "kmod", "cpi
 # Packages whose versions are recorded in the cache manifest and key.
 _PACKAGES = ("busybox-static", "dash", "lvm2", "dmsetup", "libdevmapper1.02.1", "e2fsprogs",
              "xfsprogs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client", "rpcbind",
-             "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio")
+             "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio", "blktrace")
 # Kernel modules loaded at boot (modprobe adds their dependencies, soft ones included).
 _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs", "loop")
 # Modules carried but loaded only on demand, since every boot under TCG would pay for them: a script

@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "iopath",
     "bench",
     "emulate",
+    "trace",
     "cleanup",
     "stack_schema",
 )

@@ -152,6 +152,7 @@ class Resource:
             "md": lambda: f"md array {d.get('device')}",
             "dm": lambda: f"device-mapper device {d.get('name')}",
             "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
+            "blktracer": lambda: f"tracefs blk tracer on {', '.join(d.get('enable') or ())}",
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
 
@@ -244,6 +245,9 @@ def present(res: Resource, *, foreign: bool = False) -> bool:
         return os.path.exists(f"/sys/block/{os.path.basename(d['device'])}/md")
     if res.kind == "dm":
         return os.path.exists(f"/dev/mapper/{d['name']}")
+    if res.kind == "blktracer":
+        from diskmodel.calibrate.trace.ftrace_blk import still_set
+        return still_set(d)
     if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
         return not d.get("forgotten", False)
     if res.kind == "command":
@@ -281,6 +285,9 @@ def _remove(res: Resource, foreign: bool) -> str:
             return (f"process group {pid}: {', '.join(map(str, members))} still running "
                     f"{GROUP_EXIT_WAIT_S:g} s after SIGKILL")
         return ""
+    if res.kind == "blktracer":
+        from diskmodel.calibrate.trace.ftrace_blk import restore
+        return restore(d)
     if res.kind == "mount":
         rc, err = _run_quiet(["umount", d["mountpoint"]])
         return "" if rc == 0 else f"umount: {err}"

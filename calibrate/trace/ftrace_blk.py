@@ -1,0 +1,206 @@
+"""blktrace's events through tracefs, for a kernel whose debugfs blktrace may not read (lockdown).
+
+The kernel's ``blk`` tracer (kernel/trace/blktrace.c) sends the events of every device whose
+``/sys/class/block/DEV/trace/enable`` is 1 to the ftrace ring buffer; with the tracer option ``bin``
+each event is printed as the ``struct blk_io_trace`` blktrace itself writes (48 bytes plus
+``pdu_len`` bytes), after ftrace's 16-byte binary entry header (pid, cpu, timestamp:
+trace_output.c, trace_fn_bin / the blk tracer's ``print_binary``). :meth:`BlkTracer.stop_and_write`
+strips the headers and writes the records into one file per CPU, named as blktrace names them
+(``NAME.blktrace.CPU``), with each CPU's sequence numbers counted again from 1 (the tracer
+leaves them 0, and blkparse orders by them), so that blkparse reads them unchanged.
+
+Every tracefs setting changed is recorded in the run first (resource kind ``blktracer``, with the
+values to restore) and put back by teardown, on success, failure and signals.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import struct
+import threading
+import time
+from pathlib import Path
+
+from diskmodel.calibrate.harness import devstate
+
+__all__ = ["TRACEFS", "BlkTracer", "split_binary"]
+
+TRACEFS = Path("/sys/kernel/tracing")
+_HEADER_BYTES = 16
+_RECORD = struct.Struct("<IIQQIIIIIHH")  # struct blk_io_trace (include/uapi/linux/blktrace_api.h)
+_MAGIC = 0x65617400
+#: Per-CPU ring buffer while tracing [KiB]: a reader drains it, this only absorbs bursts.
+BUFFER_KB = 16384
+#: Only the queue, issue and completion categories: blkparse's Q, D and C (blk_trace_mask2str's
+#: names; Q is what a bio-based device receives).
+ACT_MASK = "queue,issue,complete"
+
+
+def split_binary(data: bytes) -> dict[int, bytearray]:
+    """The ``blk_io_trace`` records of the tracer's binary output, by CPU, sequence renumbered."""
+    out: dict[int, bytearray] = {}
+    seq: dict[int, int] = {}
+    i = 0
+    while i + _HEADER_BYTES + _RECORD.size <= len(data):
+        fields = _RECORD.unpack_from(data, i + _HEADER_BYTES)
+        magic, cpu, pdu = fields[0], fields[8], fields[10]
+        if magic & 0xFFFFFF00 != _MAGIC:
+            raise ValueError(f"tracefs blk output: no blk_io_trace magic at byte {i + _HEADER_BYTES}")
+        rec = bytearray(data[i + _HEADER_BYTES:i + _HEADER_BYTES + _RECORD.size + pdu])
+        seq[cpu] = seq.get(cpu, 0) + 1
+        struct.pack_into("<I", rec, 4, seq[cpu])
+        out.setdefault(cpu, bytearray()).extend(rec)
+        i += _HEADER_BYTES + _RECORD.size + pdu
+    if i != len(data):
+        raise ValueError(f"tracefs blk output: {len(data) - i} bytes left over after the last record")
+    return out
+
+
+def _read(path: Path) -> str:
+    return path.read_text().strip()
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+_SETTINGS = re.compile(r"^(/sys/kernel/tracing/(buffer_size_kb|options/bin|current_tracer|tracing_on)"
+                       r"|/sys/class/block/[A-Za-z0-9_.+-]+/trace/enable)$")
+_VALUES = re.compile(r"^[a-z0-9_,]{0,200}$")
+
+
+def restore(details: dict) -> str:
+    """Put the recorded tracefs settings back; '' on success, else what failed.
+
+    A record is read back from a state file, which someone may have planted: only the settings this
+    module changes are written, and only with values of their own form (numbers, names, masks)."""
+    why = []
+    for path, value in [*((d, "0") for d in details.get("enable", [])),
+                        *details.get("restore", {}).items()]:
+        if not (isinstance(path, str) and isinstance(value, str) and _SETTINGS.match(path) and _VALUES.match(value)):
+            why.append(f"{path!r}: not a tracefs blk setting this run changes: left as it is")
+            continue
+        try:
+            _write(Path(path), value)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # a device gone since needs no restoring
+                why.append(f"{path}: {exc.strerror}")
+    return "; ".join(why)
+
+
+def still_set(details: dict) -> bool:
+    """Is any of the recorded devices still traced, or the blk tracer still chosen?"""
+    for path in details.get("enable", []):
+        if not (isinstance(path, str) and _SETTINGS.match(path)):
+            continue  # not a setting this module changes: nothing of ours to look at
+        try:
+            if _read(Path(path)) == "1":
+                return True
+        except OSError:
+            pass
+    tracer = Path(details.get("tracefs", str(TRACEFS))) / "current_tracer"
+    try:
+        return _read(tracer) == "blk"
+    except OSError:
+        return False
+
+
+class BlkTracer:
+    """The blk tracer on *devices* while the ``with`` block runs, its output drained by a thread."""
+
+    def __init__(self, run, devices, out_dir: Path):
+        self.run, self.devices, self.out_dir = run, devices, out_dir
+        self._chunks: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = None
+        self._res = None
+
+    def _mount(self) -> None:
+        if (TRACEFS / "trace").exists():
+            return
+        import subprocess
+
+        res = self.run.intend("mount", mountpoint=str(TRACEFS), source="tracefs")
+        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS)], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=60)
+        if proc.returncode != 0 or not devstate.mounted_at(str(TRACEFS)):
+            self.run.absent(res)
+            raise RuntimeError(f"tracefs cannot be mounted on {TRACEFS} ({proc.stderr.strip()}): "
+                               "neither blktrace nor the kernel's blk tracer can be read")
+        self.run.created(res)
+
+    def __enter__(self) -> "BlkTracer":
+        self._mount()
+        tracer = _read(TRACEFS / "current_tracer")
+        if tracer != "nop":
+            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else: not changed")
+        enables = [f"/sys/class/block/{d.kernel_name}/trace/enable" for d in self.devices]
+        # A device's act_mask exists only while it is traced: disabling it drops the mask too.
+        masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]
+        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(TRACEFS / "buffer_size_kb"),
+                      str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
+                      str(TRACEFS / "tracing_on"): _read(TRACEFS / "tracing_on")}
+        self._res = self.run.intend("blktracer", tracefs=str(TRACEFS), enable=enables, restore=restore_to)
+        try:
+            _write(TRACEFS / "tracing_on", "0")
+            _write(TRACEFS / "buffer_size_kb", str(BUFFER_KB))
+            _write(TRACEFS / "current_tracer", "blk")
+            _write(TRACEFS / "options" / "bin", "1")
+            _write(TRACEFS / "trace", "")
+            for path in enables:
+                _write(Path(path), "1")
+            for path in masks:
+                _write(Path(path), ACT_MASK)
+            self.run.created(self._res)
+            self._thread = threading.Thread(target=self._drain, daemon=True)
+            self._thread.start()
+            _write(TRACEFS / "tracing_on", "1")
+        except BaseException:
+            self._finish()
+            raise
+        return self
+
+    def _drain(self) -> None:
+        fd = os.open(TRACEFS / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    chunk = b""
+                if chunk:
+                    self._chunks.append(chunk)
+                    continue
+                if self._stop.is_set():
+                    return
+                time.sleep(0.02)
+        finally:
+            os.close(fd)
+
+    def _finish(self) -> None:
+        if self._res is not None and self._res.state != "removed":
+            why = restore(self._res.details)
+            if why:
+                raise RuntimeError(f"tracefs settings not restored: {why}")
+            self.run.absent(self._res)
+
+    def stop_and_write(self, name: str) -> list[str]:
+        """Stop tracing, drain what is left and write the per-CPU files; the blkparse input names."""
+        _write(TRACEFS / "tracing_on", "0")
+        time.sleep(0.1)
+        self._stop.set()
+        self._thread.join(30)
+        files = split_binary(b"".join(self._chunks))
+        # blkparse looks for NAME.blktrace.0, .1, ... and stops at the first missing one: every CPU
+        # gets a file, empty when no event was on it.
+        for cpu in range(max([os.cpu_count() or 1, *(c + 1 for c in files)])):
+            (self.out_dir / f"{name}.blktrace.{cpu}").write_bytes(bytes(files.get(cpu, b"")))
+        return [name]
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        self._finish()
