@@ -14,9 +14,9 @@ def test_help_lists_every_subcommand():
     out = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
     for name in ("experiment", "calibrate", "predict", "probe", "postmark", "validate-trace", "cleanup", "bench",
-                 "emulate", "emulate-log", "iopath", "stack-schema"):
+                 "emulate", "emulate-log", "iopath", "stack-schema", "trace", "replay"):
         assert name in out
-    assert len(COMMAND_MODULES) == 11
+    assert len(COMMAND_MODULES) == 12
     assert "--debug" in out
 
 
