@@ -167,7 +167,7 @@ def test_lvm_over_two_emulated_drives_in_the_vm_keeps_data_and_both_drives_serve
         assert d.summary["requests"] == len(frame) and d.summary["errors"] == 0
         # every request took the drive's time at least (never completed early)
         assert (frame["lateness_s"] >= 0).all()
-    assert not [p for p in tmp_path.iterdir() if p.suffix != ".npz"]
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".reqlog"]  # only the two request logs are kept
 
 
 # ---------------------------------------------------------------------------
