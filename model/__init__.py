@@ -19,7 +19,7 @@ from .volume_on_disk import DiskRegion, VolumeOnDisk
 from .drives import PresetDrive
 from .stack import FileSystemNode, Stack, paper_stack, stack_on
 from .fit import Case, FitResult, fit_io_parameters, fit_lvm_mapping
-from .predict import Prediction, predict
+from .predict import Prediction  # the function: diskmodel.model.predict.predict (the name stays the module's)
 from .presets import available_presets, disk_from_spec, load_preset
 from .rotation import mean_rotational_latency_s, rotation_period_s
 from .seek import TableSeek, TwoPieceSeek, mean_random_seek_time_s
@@ -49,6 +49,6 @@ __all__ = [
     "TableSeek", "TwoPieceSeek", "Zone", "available_presets", "cache_service_time_s", "disk_from_spec",
     "expected_counts", "expected_random_service_time_s", "file_system_access_time", "fit_io_parameters",
     "fit_lvm_mapping", "hit_probability", "load_preset", "mean_random_seek_time_s",
-    "mean_rotational_latency_s", "paper_stack", "postmark_preset", "predict", "rotation_period_s",
+    "mean_rotational_latency_s", "paper_stack", "postmark_preset", "rotation_period_s",
     "service_time_s", "stack_on", "uniform_geometry", *_LAZY,
 ]

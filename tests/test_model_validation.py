@@ -21,13 +21,13 @@ from diskmodel.model import (Case, FileSystem, Geometry, LinearVolume, LvmMappin
                              PostMarkConfig, Segment, StripedVolume, TableSeek, TwoPieceSeek, Zone,
                              cache_service_time_s, expected_random_service_time_s, hit_probability, load_preset,
                              mean_random_seek_time_s, mean_rotational_latency_s, paper_stack, postmark_population,
-                             predict, rotation_period_s, service_time_s, stack_on, VolumeOnDisk)
+                             rotation_period_s, service_time_s, stack_on, VolumeOnDisk)
 from diskmodel.model.disk import ServiceTime, flat_latency_disk
 from diskmodel.model.filesystem import file_system_access_time
 from diskmodel.model.disksim_mapping import ZoneLayout
 from diskmodel.model.volumes import lvm_mapping_overhead_s
 from diskmodel.model.fit import Parameter, Parameters, PostMarkFit, fit_io_parameters, fit_lvm_mapping
-from diskmodel.model.predict import format_postmark_rate
+from diskmodel.model.predict import format_postmark_rate, predict
 from diskmodel.model.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions, striped_random_read_time_s,
                                        striping_table)
 from diskmodel.model.seek import random_pair_distance_pmf, two_piece_seek_time_s

@@ -17,8 +17,9 @@ named, bounded :class:`Parameters`.
 - the per-kind file-system costs: :func:`fit_file_system_costs` on :class:`FsCase`
   cells (PostMark, :class:`SyncWrites`, :class:`SequentialWrite`), checked by
   :func:`leave_one_out`;
-- the paper's Tables 4-6: :func:`fit_paper` (a :class:`PaperFit`), checked by
-  :func:`leave_one_test_out` (:mod:`diskmodel.model.paper`).
+- the paper's Tables 4-6 are fitted by :mod:`diskmodel.model.paper`
+  (``fit_paper``, checked by ``leave_one_test_out``), which builds on the
+  fitters here; this package does not import it back.
 """
 from .base import FitResult, Parameter, Parameters
 from .calibration import CalibrationMeasurements, CalibrationResult, Verdict, fit_calibration
@@ -29,14 +30,12 @@ from .postmark import (IO_PARAMETER_BOUNDS, Case, PostMarkFit, apply_io_paramete
 from .seek import TableFit, TwoPieceFit, fit_table, fit_two_piece, residual_diagnostics
 from .spec import solve_two_piece_seek_from_spec
 from .zones import ZoneFit, fit_zones
-# Last: diskmodel.model.paper imports this package's fitters above (Case, fit_io_parameters, ...).
-from ..paper import PaperFit, fit_paper, leave_one_test_out  # noqa: E402
 
 __all__ = [
     "CalibrationMeasurements", "CalibrationResult", "Case", "FitResult", "FlatLatencyFit", "FlatnessTest",
-    "FsCase", "IO_PARAMETER_BOUNDS", "PaperFit", "Parameter", "Parameters", "PostMarkFit", "SequentialWrite",
+    "FsCase", "IO_PARAMETER_BOUNDS", "Parameter", "Parameters", "PostMarkFit", "SequentialWrite",
     "SyncWrites", "TableFit", "TwoPieceFit", "Verdict", "ZoneFit", "apply_io_parameters", "fit_calibration",
-    "fit_file_system_costs", "fit_flat_latency", "fit_io_parameters", "fit_lvm_mapping", "fit_paper", "fit_table",
-    "fit_two_piece", "fit_zones", "flatness_test", "leave_one_out", "leave_one_test_out", "residual_diagnostics",
+    "fit_file_system_costs", "fit_flat_latency", "fit_io_parameters", "fit_lvm_mapping", "fit_table",
+    "fit_two_piece", "fit_zones", "flatness_test", "leave_one_out", "residual_diagnostics",
     "solve_two_piece_seek_from_spec",
 ]

@@ -1,0 +1,154 @@
+"""The house rules a reader relies on, checked on the source itself (an AST walk, no imports):
+model/ never depends on calibrate/, no import cycle, no module over 600 lines and no function over 150, and
+``diskmodel.model.predict`` is the module.
+
+What still breaks a rule is listed below by name, so that the lists can only shrink: a new breach fails, and so
+does a listed one that has been mended (take it off the list)."""
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"diskmodel.model": "model", "diskmodel.calibrate": "calibrate", "diskmodel.data": "data"}
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 150
+
+# Cycles among the imports, deferred ones (inside functions) included: a deferred import hides a cycle from
+# the interpreter, not from a reader.
+KNOWN_CYCLES = {
+    frozenset({"diskmodel.model.block", "diskmodel.model.raid", "diskmodel.model.volume_on_disk",
+               "diskmodel.model.volumes"}),
+    frozenset({"diskmodel.data.disksim", "diskmodel.data.disksim.bundled"}),
+    frozenset({"diskmodel.model.network", "diskmodel.model.stack"}),
+    frozenset({"diskmodel.calibrate.harness.head_switch", "diskmodel.calibrate.harness.mechanics"}),
+    frozenset({"diskmodel.calibrate.bench.layers_provision", "diskmodel.calibrate.bench.provision"}),
+}
+KNOWN_LONG_MODULES = {"model/disksim_mapping.py", "model/volumes.py", "model/simulate.py",
+                      "calibrate/bench/initramfs.py", "data/disksim/model_file.py"}
+KNOWN_LONG_FUNCTIONS = {"model/simulate.py:_simulate", "calibrate/harness/measure.py:calibrate",
+                        "calibrate/bench/vm.py:_run_script_in_vm"}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the three packages: its dotted name -> (file, is a package's __init__)."""
+    found = {}
+    for package, folder in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            found[".".join([package] + (parts[:-1] if is_package else parts))] = (path, is_package)
+    return found
+
+
+def _imports(name: str, path: Path, is_package: bool, modules) -> set[str]:
+    """The modules of the three packages that *name* imports anywhere in its text (TYPE_CHECKING blocks aside)."""
+    package = name if is_package else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []  # ast.walk has not entered it yet
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            source = (base + ("." + node.module if node.module else "")) if node.level else (node.module or "")
+            for alias in node.names:
+                target = f"{source}.{alias.name}"
+                found.add(target if target in modules else source)
+    return {m for m in found if m in modules and m != name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: set[frozenset[str]] = set()
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.add(frozenset(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def import_graph():
+    modules = _modules()
+    return {name: _imports(name, path, is_package, modules) for name, (path, is_package) in modules.items()}
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == {frozenset("abc")}
+
+
+def test_model_never_imports_calibrate(import_graph):
+    wrong = sorted(f"{m} -> {t}" for m, targets in import_graph.items() if m.startswith("diskmodel.model")
+                   for t in targets if t.startswith("diskmodel.calibrate"))
+    assert wrong == []
+
+
+def test_no_new_import_cycle(import_graph):
+    cycles = _cycles(import_graph)
+    assert sorted(map(sorted, cycles - KNOWN_CYCLES)) == [], "a new import cycle"
+    assert sorted(map(sorted, KNOWN_CYCLES - cycles)) == [], "a cycle was mended: take it off KNOWN_CYCLES"
+
+
+def test_module_and_function_sizes():
+    long_modules, long_functions = set(), set()
+    for folder in PACKAGES.values():
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT).as_posix()
+            text = path.read_text()
+            if len(text.splitlines()) > MAX_MODULE_LINES:
+                long_modules.add(rel)
+            for node in ast.walk(ast.parse(text, rel)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                        long_functions.add(f"{rel}:{node.name}")
+    assert sorted(long_modules - KNOWN_LONG_MODULES) == [], f"modules over {MAX_MODULE_LINES} lines"
+    assert sorted(long_functions - KNOWN_LONG_FUNCTIONS) == [], f"functions over {MAX_FUNCTION_LINES} lines"
+    assert sorted(KNOWN_LONG_MODULES - long_modules) == [], "mended: take it off KNOWN_LONG_MODULES"
+    assert sorted(KNOWN_LONG_FUNCTIONS - long_functions) == [], "mended: take it off KNOWN_LONG_FUNCTIONS"
+
+
+def test_predict_is_the_module_and_its_function_inside():
+    module = importlib.import_module("diskmodel.model.predict")
+    assert Path(module.__file__).name == "predict.py"
+    import diskmodel.model
+
+    assert diskmodel.model.predict is module, "the package's attribute `predict` shadows the module"
+    assert callable(module.predict)
