@@ -225,7 +225,7 @@ def immediate_write_track(arrays, period, x, m, c, h, s, a, z, t, not_before, nb
     if _head_sectors(period, s, a, arrays[LAYOUT_SECTORS_PER_TRACK][z], t) <= s + _AT_SECTOR:
         # before the wanted sector, or at its start: the ordinary write (a queued write's access
         # following on from the one before starts a hair past its sector,
-        # disksim_writequeue._chain, where DiskSim's times at 1 are those of the ordinary write:
+        # writequeue._chain, where DiskSim's times at 1 are those of the ordinary write:
         # tests/test_disksim_random.py's several write segments)
         return -1.0
     first, last, end = _track_span(arrays, x, c, h, s, z, total)

@@ -60,15 +60,14 @@ from numba import njit
 from .mapping import lbn_to_pbn_one
 from .readahead import _block_sent
 from .media_access import access_media
-from .state import LAYOUT_SECTORS_PER_TRACK, REAL_PERIOD_S, STAT_LATENCY, STAT_MEDIA, STAT_SEEK
+from .state import (INT_SEGMENT_BLOCKS, LAYOUT_FIRST_LBN, LAYOUT_SECTORS_PER_TRACK, REAL_PERIOD_S, STAT_LATENCY,
+                    STAT_MEDIA, STAT_SEEK)
 
 __all__ = []
 
 
 @njit(cache=True, _nrt=False)
-def _write_through_segment(arrays, seek, write_seek, real, first, n, start, cyl, head, data0, held, seg_size,
-                           watermark, hold, disconnect_s, reconnect_s, bus_s, not_before, ready, stats, scratch,
-                           min_move, total, owner_n, sent, tb, connected, t_own):
+def _write_through_segment(drive, request, mech, host, rows, resume):
     """Write blocks *first* .. *first* + *n* - 1 through a segment of *seg_size* blocks (the rules
     in this module's docstring). The host's data start at *data0* (the drive connected, the data
     preparation over); the mechanism at *start*; a drive with an extra write disconnect writes
@@ -84,7 +83,20 @@ def _write_through_segment(arrays, seek, write_seek, real, first, n, start, cyl,
     as they need nothing of it, and it returns then. Called again with *owner_n* 0 and that
     state, once the owner's access has ended (*t_own*: DiskSim's disk_release_hda gives the
     segment to this write, disk_find_new_seg_owner, and asks it whether it needs the bus): the
-    blocks already sent are written by one access from *start*, and the rest goes on."""
+    blocks already sent are written by one access from *start*, and the rest goes on.
+
+    The bundles: *request* (first, n, held, min_move: the least move of a write), *mech* (start,
+    cyl, head), *host* (data0, watermark, hold: the drive holds the bus, disconnect_s,
+    reconnect_s, bus_s), *rows* (not_before, ready, stats, scratch) and *resume* (owner_n, sent,
+    tb, connected, t_own)."""
+    arrays, seek, write_seek, overhead, real, ints = drive
+    first, n, held, min_move = request
+    start, cyl, head = mech
+    data0, watermark, hold, disconnect_s, reconnect_s, bus_s = host
+    not_before, ready, stats, scratch = rows
+    owner_n, sent, tb, connected, t_own = resume
+    seg_size = ints[INT_SEGMENT_BLOCKS]
+    total = arrays[LAYOUT_FIRST_LBN][arrays[LAYOUT_FIRST_LBN].size - 1]
     written = 0           # blocks of this write on the media by tb (inblkno - first)
     o = 0                 # blocks of the owner's on the media by tb
     t_end = start
@@ -157,14 +169,22 @@ def _write_through_segment(arrays, seek, write_seek, real, first, n, start, cyl,
 
 
 @njit(cache=True, _nrt=False)
-def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_at, tb, water, hold, disconnect_s,
-                          reconnect_s, bus_s, seg_size, stats, scratch, total, cyl, head, t_end):
+def _read_through_segment(drive, request, rows, host, mech):
     """Hold back the blocks of a read of *n* > *seg_size* blocks from *first* that have no room in
     the segment (this module's docstring). *ready* holds the unconstrained access's block times
     (rewritten from the first block held back); the host is connected from *tb* and sends as
     ``_send_read_blocks_at`` (*water*, *hold*, *disconnect_s*, *reconnect_s*, *bus_s*), block k's
     transfer over at ``sent_at[k]`` (scratch, filled). Returns the access's (end, cylinder, head)
-    and adds its delay to ``stats[STAT_MEDIA]``."""
+    and adds its delay to ``stats[STAT_MEDIA]``. The bundles: *request* (first, n), *rows* (ready,
+    sent_at, stats, scratch), *host* (tb, water, hold, disconnect_s, reconnect_s, bus_s) and *mech*
+    (cyl, head, t_end: where and when the unconstrained access ended)."""
+    arrays, seek, write_seek, overhead, real, ints = drive
+    first, n = request
+    ready, sent_at, stats, scratch = rows
+    tb, water, hold, disconnect_s, reconnect_s, bus_s = host
+    cyl, head, t_end = mech
+    seg_size = ints[INT_SEGMENT_BLOCKS]
+    total = arrays[LAYOUT_FIRST_LBN][arrays[LAYOUT_FIRST_LBN].size - 1]
     period = real[REAL_PERIOD_S]
     end0 = t_end
     done = 0              # sent_at[0 .. done - 1] are final
@@ -177,7 +197,7 @@ def _read_through_segment(arrays, seek, write_seek, real, first, n, ready, sent_
             done += 1
         _, _, _, _, z = lbn_to_pbn_one(first + k, arrays)
         # asked at the sector's start, or at its end with "Read directly to buffer" 0, the host's
-        # progress counted as at the start either way (disksim_read_direct): the same question
+        # progress counted as at the start either way (read_direct): the same question
         asked = ready[k] - period / arrays[LAYOUT_SECTORS_PER_TRACK][z]
         if sent_at[k - seg_size] <= asked:
             k += 1

@@ -184,8 +184,8 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     less than a segment past the owner's next block for the host (``sent_at``, as
     :func:`~diskmodel.model.simulator.readahead._hold_read_ahead` counts it;
     ``disk_buffer_block_available``, asked at the sector's start with "Read directly to
-    buffer" 1, at its end with 0: :mod:`~diskmodel.model.simulator.read_direct`). The first sector after block k that may be read starts a run read ahead of
-    the front (``immedstart``, ``immedend``), each next one extends it, and one after a
+    buffer" 1, at its end with 0: :mod:`~diskmodel.model.simulator.read_direct`). The first sector
+    after block k that may be read starts a run read ahead of the front (``immedstart``, ``immedend``), each next one extends it, and one after a
     sector that may not be read starts it again; when block k comes round and may be read,
     the front is read up to the run, which joins it (``firstblkno = immedend``), and the
     access goes on from the run's end (without a run, from block k when it may be read).
@@ -205,7 +205,7 @@ def _hold_immediate(arrays, seek, write_seek, real, pf_base, pf_count, pf_ready,
     _, _, s_end, _, _ = lbn_to_pbn_one(end - 1, arrays)
     if s_end - s != end - 1 - lbn:
         return -1
-    # asked at the sector's start, or its end with "Read directly to buffer" 0 (disksim_read_direct)
+    # asked at the sector's start, or its end with "Read directly to buffer" 0 (read_direct)
     delay = _ask_delay_s(real, sector_s)
     run_first = -1
     run_end = -1

@@ -1,4 +1,4 @@
-"""What the simulation kernel (:func:`diskmodel.model.simulator.simulate._simulate`) is given: the checked
+"""What the simulation kernel (:func:`diskmodel.model.simulator.kernel._simulate`) is given: the checked
 requests, the drive's numbers as the kernel's arrays, its working arrays, and the state it carries
 from one request to the next (:data:`CARRIED`), shared by the whole-trace simulation
 (:func:`~diskmodel.model.simulator.simulate.simulate_requests`) and the stepped one
@@ -160,6 +160,16 @@ class KernelInputs(NamedTuple):
     work: np.ndarray       # ready, not_before, stats, scratch, watermarks, sent_at, write watermarks, chunk_end
     pf_ready: np.ndarray   # the read-ahead's block times
     wq: np.ndarray         # the prebuffered writes' queue (diskmodel.model.simulator.writequeue)
+
+    @property
+    def drive(self) -> tuple:
+        """The drive's arrays as the kernel takes them: (arrays, seek, write_seek, overhead, real, ints)."""
+        return (self.arrays, self.seek, self.write_seek, self.overhead, self.real, self.ints)
+
+    @property
+    def buffer(self) -> tuple:
+        """The working arrays as the kernel takes them: (segments, seg_used, work, pf_ready, wq)."""
+        return (self.segments, self.seg_used, self.work, self.pf_ready, self.wq)
 
 
 def kernel_inputs(p: DriveParameters, longest: int) -> KernelInputs:

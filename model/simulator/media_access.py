@@ -24,7 +24,7 @@ __all__ = ["access_media", "move_time_s", "wait_for_angle"]
 
 # The kernels run without numba's reference counting (_nrt=False): they allocate nothing, and
 # counting the references of the layout's arrays on every call took most of the simulation's
-# time (diskmodel.model.simulator.simulate._simulate).
+# time (diskmodel.model.simulator.kernel._simulate).
 
 #: An angle this close below a full turn counts as reached: rounding in the
 #: phase must not cost a spurious revolution.

@@ -1,5 +1,5 @@
 """DiskSim 4.0's buffer with caching off ("Enable caching in buffer" = 0): a numba helper of
-:func:`diskmodel.model.simulator.simulate._simulate`.
+:func:`diskmodel.model.simulator.kernel._simulate`.
 
 Without caching DiskSim's segments still stage every transfer (the watermarks, the segment size and
 the bus rules act as with caching), but they keep nothing for later requests

@@ -17,14 +17,18 @@ from .immediate import _hold_immediate
 from .mapping import cylinder_end_lbn, lbn_to_pbn_one, track_end_lbn, track_first_lbn
 from .read_direct import _ask_delay_s, _host_progress
 from .media_access import access_media, move_time_s
-from .state import (LAYOUT_SECTORS_PER_TRACK, REAL_HEAD_SWITCH_S, REAL_IMMEDIATE_READ, REAL_IMMEDIATE_READ_G4,
-                    REAL_PERIOD_S, REAL_READ_DONE_S, REAL_WRITE_SETTLE_S)
+from .state import (INT_MAX_READ_AHEAD, INT_MIN_READ_AHEAD, INT_READ_AHEAD_OVER_REQUEST, INT_READ_AHEAD_SCHEME,
+                    INT_SEGMENT_BLOCKS, LAYOUT_FIRST_LBN, LAYOUT_SECTORS_PER_TRACK, OVH_MISS, OVH_READ,
+                    REAL_BUS_READ_BLOCK_S, REAL_DATA_PREP_S, REAL_HEAD_SWITCH_S, REAL_IMMEDIATE_READ,
+                    REAL_IMMEDIATE_READ_G4, REAL_PERIOD_S, REAL_READ_DISCONNECT_S, REAL_READ_DONE_S, REAL_RESELECT_S,
+                    REAL_WRITE_SETTLE_S, SEG_END, SEG_MAX_READ_AHEAD, SEG_START, WORK_CHUNK_END, WORK_NOT_BEFORE,
+                    WORK_SCRATCH, WORK_SENT_AT)
 
 __all__ = []
 
 # The kernels run without numba's reference counting (_nrt=False): they allocate nothing, and
 # counting the references of the layout's arrays on every call took most of the simulation's
-# time (diskmodel.model.simulator.simulate._simulate).
+# time (diskmodel.model.simulator.kernel._simulate).
 
 
 @njit(cache=True, _nrt=False)
@@ -132,7 +136,8 @@ def _stop_read_ahead(arrays, seek, write_seek, real, pf_base, pf_done, pf_ready,
         from_head = pf_head
         t0 = pf_start
     if k == 0 or from_cyl != cyl or from_head != head:
-        move_end = t0 + move_time_s(from_cyl, from_head, cyl, head, seek, write_seek, real[REAL_HEAD_SWITCH_S], real[REAL_WRITE_SETTLE_S], False)
+        move_end = t0 + move_time_s(from_cyl, from_head, cyl, head, seek, write_seek, real[REAL_HEAD_SWITCH_S],
+                                    real[REAL_WRITE_SETTLE_S], False)
         if arrival < move_end:
             return move_end, cyl, head
     if in_sector:
@@ -181,7 +186,8 @@ def _extend_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_don
     if extra > 0:
         cyl, head, _, _, _ = lbn_to_pbn_one(pf_base + pf_count - 1, arrays)
         # (only where it matters: elsewhere one access, as before)
-        own = own_end - (pf_base + pf_count) if real.size > REAL_IMMEDIATE_READ_G4 and real[REAL_IMMEDIATE_READ_G4] != 0.0 else 0
+        own = (own_end - (pf_base + pf_count) if real.size > REAL_IMMEDIATE_READ_G4
+                and real[REAL_IMMEDIATE_READ_G4] != 0.0 else 0)
         if own > extra:
             own = extra
         t_own = pf_ready[pf_count - 1]
@@ -340,7 +346,7 @@ def _hold_read_ahead(arrays, seek, write_seek, real, pf_base, pf_count, pf_done,
         c, h, _, _, z = lbn_to_pbn_one(lbn, arrays)
         sector_s = period / arrays[LAYOUT_SECTORS_PER_TRACK][z]
         # DiskSim asks about a sector at the end of the one before, or at its own end with "Read
-        # directly to buffer" 0 (disk_buffer_sector_done; disksim_read_direct), counting the
+        # directly to buffer" 0 (disk_buffer_sector_done; read_direct), counting the
         # host's progress as at the sector's start
         t_start = pf_ready[k] - sector_s
         delay = _ask_delay_s(real, sector_s)
@@ -426,9 +432,7 @@ def _hit_after_minimum(arrival, stop, n, miss_overhead_s, disconnect_s, reconnec
 
 
 @njit(cache=True, _nrt=False)
-def _hit_once_minimum_read(arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl,
-                           pf_head, pf_min, pf_seg, seg_start, seg_end, seg_max_ra, seg_size, arrival, n,
-                           miss_overhead_s, disconnect_s, reconnect_s, bus_s, sent_at, scratch, total, chunk_end):
+def _hit_once_minimum_read(drive, buf, c, n, arrival):
     """A read hit that waits, disconnected, for a read-ahead short of its minimum (a read the
     read-ahead itself covers, :func:`_minimum_covers`, or a full hit in another segment, which
     cannot stop it: ``disk_buffer_stopable_access``, ``src/disksim_diskctlr.c``).
@@ -439,7 +443,23 @@ def _hit_once_minimum_read(arrays, seek, write_seek, real, pf_base, pf_count, pf
     blocks reach the host as in :func:`_hit_after_minimum`, back to back (*sent_at*).
 
     Returns (mechanism free at, cylinder, head, pf_base, pf_count, when the host has the last
-    block)."""
+    block). The read-ahead is the carried record *c*'s; the hit waits as a read miss (the read
+    miss overhead and read disconnect after the last request's kind, then the reselect and data
+    preparation, its blocks at the bus's read block time)."""
+    arrays, seek, write_seek, overhead, real, ints = drive
+    segments, seg_used, work, pf_ready, wq = buf
+    (pf_base, pf_count, pf_done,
+     pf_start) = c.read_ahead_first, c.read_ahead_count, c.read_ahead_done, c.read_ahead_start_s
+    (pf_cyl, pf_head, pf_min,
+     pf_seg) = c.read_ahead_cylinder, c.read_ahead_head, c.read_ahead_minimum, c.read_ahead_segment
+    seg_start, seg_end, seg_max_ra = segments[SEG_START], segments[SEG_END], segments[SEG_MAX_READ_AHEAD]
+    seg_size = ints[INT_SEGMENT_BLOCKS]
+    miss_overhead_s = overhead[OVH_READ, OVH_MISS, c.previous_write]
+    disconnect_s = real[REAL_READ_DISCONNECT_S + c.previous_write]
+    reconnect_s = real[REAL_RESELECT_S] + real[REAL_DATA_PREP_S]
+    bus_s = real[REAL_BUS_READ_BLOCK_S]
+    sent_at, scratch, chunk_end = work[WORK_SENT_AT], work[WORK_SCRATCH], work[WORK_CHUNK_END]
+    total = arrays[LAYOUT_FIRST_LBN][arrays[LAYOUT_FIRST_LBN].size - 1]
     stop, cyl, head, pf_base, pf_count = _read_to_minimum(
         arrays, seek, write_seek, real, pf_base, pf_count, pf_done, pf_ready, pf_start, pf_cyl, pf_head, pf_min,
         scratch, total)
@@ -475,10 +495,7 @@ def _partial_hit_waits(dirty_end, held, sneaky_partial, on_read_ahead):
 
 
 @njit(cache=True, _nrt=False)
-def _idle_hit_read_ahead(arrays, seek, write_seek, real, scheme, first, last, n, s, seg_start, seg_end, seg_max_ra,
-                         max_ra, seg_size, ra_over, total, min_ra, start, cyl, head, not_before, pf_ready, scratch,
-                         sent_at, done, arrival, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head,
-                         chunk_end):
+def _idle_hit_read_ahead(drive, buf, c, first, n, s, done, arrival):
     """A read hit on segment *s* while the mechanism is idle, with "Read-ahead on idle hit":
     the drive reads ahead from the segment's end (``disk_check_hda_pending``,
     ``src/disksim_diskctlr.c``: the hit takes the hda; with ``readaheadifidle`` it seeks when the
@@ -489,7 +506,21 @@ def _idle_hit_read_ahead(arrays, seek, write_seek, real, scheme, first, last, n,
     back while the hit is sent (:func:`_hold_read_ahead`).
 
     Returns (started, pf_base, pf_count, pf_done, pf_min, pf_start, pf_cyl, pf_head): the
-    read-ahead's state, the one passed in when nothing is left to read ahead."""
+    read-ahead's state, the carried record *c*'s when nothing is left to read ahead. The mechanism
+    starts once it is free and the read miss overhead is over (disk_check_hda's delay)."""
+    arrays, seek, write_seek, overhead, real, ints = drive
+    segments, seg_used, work, pf_ready, wq = buf
+    scheme, max_ra, seg_size = ints[INT_READ_AHEAD_SCHEME], ints[INT_MAX_READ_AHEAD], ints[INT_SEGMENT_BLOCKS]
+    ra_over, min_ra = ints[INT_READ_AHEAD_OVER_REQUEST], ints[INT_MIN_READ_AHEAD]
+    seg_start, seg_end, seg_max_ra = segments[SEG_START], segments[SEG_END], segments[SEG_MAX_READ_AHEAD]
+    not_before, scratch = work[WORK_NOT_BEFORE], work[WORK_SCRATCH]
+    sent_at, chunk_end = work[WORK_SENT_AT], work[WORK_CHUNK_END]
+    total = arrays[LAYOUT_FIRST_LBN][arrays[LAYOUT_FIRST_LBN].size - 1]
+    last = first + n
+    start = max(c.mechanism_free_s, arrival + overhead[OVH_READ, OVH_MISS, c.previous_write])
+    cyl, head = c.cylinder, c.head
+    pf_base, pf_count, pf_done, pf_min = c.read_ahead_first, c.read_ahead_count, c.read_ahead_done, c.read_ahead_minimum
+    pf_start, pf_cyl, pf_head = c.read_ahead_start_s, c.read_ahead_cylinder, c.read_ahead_head
     limit = _read_ahead_limit(arrays, scheme, first, last, seg_start[s], max_ra, seg_size, ra_over, total, min_ra)
     limit = _kept_read_ahead_limit(seg_max_ra, s, limit, False)
     count = limit - seg_end[s]

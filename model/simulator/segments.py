@@ -1,5 +1,5 @@
 """DiskSim 4.0's choice of a buffer segment for a request that is not a hit: numba helpers of
-:func:`diskmodel.model.simulator.simulate._simulate`.
+:func:`diskmodel.model.simulator.kernel._simulate`.
 
 ``disk_buffer_select_read_segment`` and ``disk_buffer_select_write_segment``
 (``src/disksim_diskcache.c``, DiskSim 4.0, Ganger, Worthington, Patt et al., CMU PDL) give every
@@ -20,7 +20,7 @@ of either first. What DiskSim calls empty, in the simulation's segment arrays:
 * a segment holding no blocks: a clean segment overlapping a write (``disk_buffer_set_segment``:
   "clear out clean, non-active, overlapping segments if write"; ``_invalidate``), a read's segment
   given up with "Preseeking level" (``disk_release_hda``), every segment without caching
-  (``disksim_nocache``);
+  (``nocache``);
 * a written segment once its data are on the media, on a drive without "Allow read hits on write
   data" (``disk_release_hda``: ``BUFFER_CLEAN`` only if ``enablecache && readhitsonwritedata``,
   else ``BUFFER_EMPTY``).

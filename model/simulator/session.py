@@ -10,7 +10,7 @@ next call: the head, the platter's phase (the clock), the buffer's segments, a r
 running, fast writes still on their way to the media and the queue of prebuffered writes.
 
 It runs the same numba kernel as the whole-trace simulation
-(:func:`diskmodel.model.simulator.simulate._simulate`), entered once per call and resuming exactly: the
+(:func:`diskmodel.model.simulator.kernel._simulate`), entered once per call and resuming exactly: the
 kernel keeps nothing in its locals that it does not write back to the carried record
 (:data:`diskmodel.model.simulator.inputs.CARRIED`) and the working arrays this session owns. The
 kernel never looks at a request before it arrives: what the drive does while idle (read-ahead,
@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_MAX_BLOCKS", "DriveSession", "DriveState", "ReadAhead", "Seg
 
 #: The largest request [512-byte blocks] a session takes unless told otherwise: 32 MiB, past which
 #: the NBD protocol has portable clients not go without the server's say (nbdkit-blocksize-filter(1)).
-#: The kernel's working arrays are sized for it (simulate_inputs.kernel_inputs).
+#: The kernel's working arrays are sized for it (inputs.kernel_inputs).
 DEFAULT_MAX_BLOCKS = 65536
 
 
@@ -160,7 +160,7 @@ class DriveSession:
         # one request's arrays, reused by serve
         self._one = (np.zeros(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1),
                      np.zeros((OUT_ROWS, 1)))
-        # the sizes past which a single request needs the whole-array checks (simulate_inputs)
+        # the sizes past which a single request needs the whole-array checks (inputs)
         self._segment_blocks = params.segment_size_blocks if params.buffer_segments else None
 
     @property
@@ -194,7 +194,7 @@ class DriveSession:
         if arrival < self._last_arrival_s:
             raise ValueError(f"arrival_s must not go backwards (got {arrival!r}, after {self._last_arrival_s!r})")
         if self._segment_blocks is not None and blocks > self._segment_blocks:
-            # the refusals of requests larger than a segment (simulate_inputs.check_requests)
+            # the refusals of requests larger than a segment (inputs.check_requests)
             check_requests(self._params, np.array([bool(is_write)]), np.array([lbn]), np.array([blocks]),
                            self.requests)
         if self._constant_s is not None:
@@ -268,8 +268,7 @@ class DriveSession:
     # -----------------------------------------------------------------------------------------
     def _run(self, is_write, lbn, blocks, arrival, out):
         k = self._inputs
-        _simulate(k.arrays, k.seek, k.write_seek, k.overhead, k.real, k.ints, is_write, lbn, blocks, arrival, True,
-                  out, self._carried, k.segments, k.seg_used, k.work, k.pf_ready, k.wq)
+        _simulate(k.drive, k.buffer, (is_write, lbn, blocks, arrival), True, out, self._carried)
         self._last_arrival_s = float(arrival[-1])
 
     def _constant(self, arrival: float) -> Served:

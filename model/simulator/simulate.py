@@ -80,16 +80,15 @@ its circular segment drops its first blocks for them
 a clean one, the least recently used of either, and an appending fast write taken at once joins
 the segment of the write it appends to when there is room, past the segment's size too (the
 segment wraps; :mod:`diskmodel.model.simulator.segments`). With these, the seven
-traced drives give DiskSim's own times (within 10 us) for every one of the
-69 983 requests of their traces (``tests/golden/disksim_service_times``;
+traced drives give DiskSim's own times for every request of their traces
+(``tests/golden/disksim_service_times`` holds DiskSim's, and the tests the tolerance;
 ``tests/golden/disksim_variants`` checks the options on variants of the
 drives), run as DiskSim 4.0 exactly (``drive_parameters``' default). With
 ``drive_parameters(..., disksim_access_block_bug=False)`` "Read any free
 blocks" makes a read's first track DiskSim's immediate access, which starts
 under the head (:mod:`diskmodel.model.simulator.access_block`), as DiskSim 4.0
 does once its ``g1_access_block`` takes success for success: every request of
-atlas10k and ibm18es within 10 us of that mended build
-(``tests/golden/disksim_fixed``).
+atlas10k and ibm18es as that mended build gives it (``tests/golden/disksim_fixed``).
 
 A fast write appending to a write still on its way to the media waits in
 DiskSim's queue and is written by its own access once that one ends (a
@@ -102,15 +101,18 @@ prebuffering" (or "Never disconnect") such writes are all taken at once and queu
 by its own access from its first block on through the segment's buffered data
 (:mod:`diskmodel.model.simulator.writequeue`); with several write segments the other fast writes
 too, each into a segment of its own, served first come first served.
-Against the measured traces: accesses that need no seek take ~0.7-1 ms
-longer on the real ibm18es, barracuda and atlas_III than any positioning
-time in their files gives (DiskSim misses this too).
+Against the measured traces: accesses that need no seek take longer on the
+real ibm18es, barracuda and atlas_III than any positioning time in their files
+gives (DiskSim misses this too; ``benchmarks/trace_validation.py``).
 No parameter was fitted to the traces.
 
 Pure model code: numpy arrays in, arrays out; no I/O and no clocks. The
 sequential state (head, phase, segments, read-ahead) is carried by a numba
-kernel, because the next request's time depends on the previous one's and a
-Python loop would run at ~10^4 requests per second instead of ~10^6. The
+kernel (:mod:`~diskmodel.model.simulator.kernel`, its phases in
+:mod:`~diskmodel.model.simulator.read_path` and
+:mod:`~diskmodel.model.simulator.write_path`), because the next request's time
+depends on the previous one's and a Python loop would be two orders of magnitude
+slower. The
 drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`
 (``DriveParameters.from_disk`` for a :class:`~diskmodel.model.disk.Disk`, e.g.
 a calibration's ``to_disk()``); a simulation can continue from where another
@@ -131,8 +133,7 @@ from .._checks import finite_array
 from ..drive_parameters import DriveParameters
 from .inputs import (OUT_ARRIVAL, OUT_HIT, OUT_LATENCY, OUT_MEDIA, OUT_ROWS, OUT_SEEK, OUT_SERVICE, check_requests,
                      kernel_inputs, new_carried)
-from .inputs import _writes_queue  # noqa: F401  (tests/_simulate_bounds_run.py takes it from here)
-from .kernel import _simulate, _written_on  # noqa: F401  (the kernel, for DriveSession and the tests)
+from .kernel import _simulate
 from .state import HitKind
 
 __all__ = ["HitKind", "SimulationResult", "simulate_requests"]
@@ -198,8 +199,7 @@ def simulate_requests(params: DriveParameters, is_write, lbn, blocks, interarriv
     carried = new_carried(start_s, start_cylinder, start_head, p)
     k = kernel_inputs(p, int(blocks.max()) if n else 1)
     out = np.zeros((OUT_ROWS, n))
-    _simulate(k.arrays, k.seek, k.write_seek, k.overhead, k.real, k.ints, is_write, lbn, blocks, gap, False, out,
-              carried, k.segments, k.seg_used, k.work, k.pf_ready, k.wq)
+    _simulate(k.drive, k.buffer, (is_write, lbn, blocks, gap), False, out, carried)
     end = carried[0]
     return SimulationResult(out[OUT_SERVICE], out[OUT_ARRIVAL], out[OUT_HIT].astype(np.int8), out[OUT_SEEK],
                             out[OUT_LATENCY], out[OUT_MEDIA], float(end["clock_s"]), int(end["cylinder"]),

@@ -1,5 +1,5 @@
 """Fast writes queued behind one another in a write segment, as DiskSim 4.0 writes them (numba helpers
-of :func:`diskmodel.model.simulator.simulate._simulate`).
+of :func:`diskmodel.model.simulator.kernel._simulate`).
 
 With "Allow write prebuffering" = 1 DiskSim takes a write's data at once even while the mechanism is
 busy (``disk_write_arrive``: ``writeprebuffering ||`` skips ``disk_buffer_stopable_access``); a fast
@@ -37,7 +37,8 @@ each time an access ends the queue's choice is taken the same way, by block numb
 request given the mechanism for ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN and VSCAN_LBN (:func:`_lbn_pick`),
 by the positioning-time estimate below for SPTF_OPT, SPCTF_OPT, ASPTF_OPT, ASPCTF_OPT, PRI_ASPTF_OPT
 and PRI_ASPCTF_OPT, which choose alike here (DiskSim's own times identical on three hand-shaped
-traces); ``wq[WQ_STATE, WQS_READ_FIRST:WQS_READ_BLOCKS + 1]`` keep the first block and size of a read that went before the queued writes
+traces); ``wq[WQ_STATE, WQS_READ_FIRST:WQS_READ_BLOCKS + 1]`` keep the first block and size of a read
+that went before the queued writes
 (the last request given the mechanism when they resume).
 
 Scheduling policy 21 (PRI_ASPCTF_OPT, maxtor300g's; :func:`_sptf_pick`): each time an access ends
@@ -95,7 +96,8 @@ def _positioning_estimate_s(arrays, seek, write_seek, real, lbn, n, t, cyl, head
     ignores its count)."""
     period = real[REAL_PERIOD_S]
     c, h, s, a, z = lbn_to_pbn_one(lbn, arrays)
-    t1 = t + move_time_s(cyl, head, c, h, seek, write_seek, real[REAL_HEAD_SWITCH_S], real[REAL_WRITE_SETTLE_S], is_write)
+    t1 = t + move_time_s(cyl, head, c, h, seek, write_seek, real[REAL_HEAD_SWITCH_S], real[REAL_WRITE_SETTLE_S],
+                         is_write)
     est = wait_for_angle(t1, a, period) - t
     if immed:
         spt = arrays[LAYOUT_SECTORS_PER_TRACK][z]
@@ -137,7 +139,8 @@ def _sptf_pick(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total):
     for e in range(lo, qn):
         if wq[WQ_QUEUED_AT, e] > t:
             continue
-        est = _positioning_estimate_s(arrays, seek, write_seek, real, int(wq[WQ_FIRST, e]), int(wq[WQ_BLOCKS, e]), t, cyl, head,
+        est = _positioning_estimate_s(arrays, seek, write_seek, real, int(wq[WQ_FIRST, e]), int(wq[WQ_BLOCKS, e]), t,
+                                      cyl, head,
                                       True, immed, total, wq[WQ_STATE, WQS_G4] != 0.0)
         if est < best_est or (est == best_est and wq[WQ_FIRST, e] < wq[WQ_FIRST, best]):
             best = e
@@ -237,7 +240,8 @@ def _pick_next(arrays, seek, write_seek, real, wq, lo, qn, t, cyl, head, total, 
     holds at 0; 3, policies 20-21: only for TIME_CRITICAL or TIME_LIMITED requests, which a
     validate trace never makes, ``iotrace_validate_get_ioreq_event``: ``flags = val & READ``).
     The LBN-ordered ones: :func:`_lbn_pick`."""
-    if wq[WQ_STATE, WQS_POLICY] == ELEVATOR_LBN or wq[WQ_STATE, WQS_POLICY] == CYCLE_LBN or wq[WQ_STATE, WQS_POLICY] == SSTF_LBN or wq[WQ_STATE, WQS_POLICY] == VSCAN_LBN:
+    if wq[WQ_STATE, WQS_POLICY] == ELEVATOR_LBN or wq[WQ_STATE, WQS_POLICY] == CYCLE_LBN or wq[WQ_STATE,
+            WQS_POLICY] == SSTF_LBN or wq[WQ_STATE, WQS_POLICY] == VSCAN_LBN:
         nxt = _lbn_pick(wq, lo, qn, t, last_lbn, last_n, rlbn, rq, r_on)
         if nxt == -1:
             return lo, True
@@ -341,7 +345,8 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
     head, the block the first access still under way writes next at *arrival*, whether the read was
     chosen); when it was: the time it was chosen, the head's cylinder and head then, and the accesses
     before it are dropped (the queued writes left wait for it)."""
-    sptf = wq.shape[1] > WQS_IMMEDIATE_WRITE and wq[WQ_STATE, WQS_POLICY] != FCFS   # a policy reordering the queue (_pick_next)
+    # a policy reordering the queue (_pick_next)
+    sptf = wq.shape[1] > WQS_IMMEDIATE_WRITE and wq[WQ_STATE, WQS_POLICY] != FCFS
     qn = int(wq[WQ_STATE, WQS_WRITES])
     chain_end = int(wq[WQ_FIRST, qn - 1] + wq[WQ_BLOCKS, qn - 1])
     not_before = wq[WQ_BLOCK_DATA]
@@ -364,7 +369,8 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
             while found:
                 found = False
                 for e in range(j, qn):
-                    if wq[WQ_SEGMENT, e] == wq[WQ_SEGMENT, j] and int(wq[WQ_FIRST, e]) == at and k + int(wq[WQ_BLOCKS, e]) <= not_before.size:
+                    if wq[WQ_SEGMENT, e] == wq[WQ_SEGMENT, j] and int(wq[WQ_FIRST, e]) == at and k + int(wq[WQ_BLOCKS,
+                            e]) <= not_before.size:
                         for b in range(int(wq[WQ_BLOCKS, e])):
                             not_before[k] = wq[WQ_DATA_START, e] + (b + 1) * bus_s
                             k += 1
@@ -384,7 +390,8 @@ def _chain(arrays, seek, write_seek, real, wq, bus_s, arrival, scratch, total, r
                 for b in range(int(wq[WQ_BLOCKS, e])):
                     not_before[k] = wq[WQ_DATA_START, e] + (b + 1) * bus_s
                     k += 1
-        t_end, cyl, head, written = _write_access(arrays, seek, write_seek, real, f, count, int(wq[WQ_BLOCKS, j]), start,
+        t_end, cyl, head, written = _write_access(arrays, seek, write_seek, real, f, count, int(wq[WQ_BLOCKS, j]),
+                                                  start,
                                                   cyl, head, not_before, ready, scratch, min_move, total)
         if j == 0:
             inblkno = _next_block_at(f, written, ready, arrival)
@@ -447,7 +454,8 @@ def _prebuffered(arrays, seek, write_seek, real, wq, first, n, data0, bus_s, seg
                 low = int(wq[WQ_FIRST, e])
         if wq[WQ_SEGMENT, 0] != label:
             inblkno = low
-        if first != int(wq[WQ_FIRST, last] + wq[WQ_BLOCKS, last]) or not seg_size > first - inblkno or qn >= wq.shape[1] \
+        if first != int(wq[WQ_FIRST, last] + wq[WQ_BLOCKS,
+                                                last]) or not seg_size > first - inblkno or qn >= wq.shape[1] \
                 or first + n - low > wq.shape[1]:
             return False, t_end, cyl, head
         wq[WQ_FIRST, qn] = first
@@ -552,7 +560,8 @@ def _resume_after_read(arrays, seek, write_seek, real, wq, bus_s, t, cyl, head, 
     ``disk_check_prefetch_swap``) from (*cyl*, *head*), policy 21 choosing the first. Returns (end of
     the chain's last access, cylinder, head)."""
     qn = int(wq[WQ_STATE, WQS_WRITES])
-    nxt, _ = _pick_next(arrays, seek, write_seek, real, wq, 0, qn, t, cyl, head, total, int(wq[WQ_STATE, WQS_READ_FIRST]), int(wq[WQ_STATE, WQS_READ_BLOCKS]),
+    nxt, _ = _pick_next(arrays, seek, write_seek, real, wq, 0, qn, t, cyl, head, total, int(wq[WQ_STATE,
+            WQS_READ_FIRST]), int(wq[WQ_STATE, WQS_READ_BLOCKS]),
                         -1, 0, 0.0, False, False)
     if nxt != 0:
         _move_row(wq, nxt, 0)
