@@ -113,3 +113,42 @@ def test_no_module_over_600_lines():
     long = [f"{p.name} ({n} lines)" for p in sorted(SIMULATOR.glob("*.py"))
             if (n := len(p.read_text().splitlines())) > 600]
     assert not long, long
+
+
+#: The simulator's helpers that still take more than 8 parameters (to be bundled into the drive, buffer and
+#: carried records as the kernel's phases are): this list can only shrink.
+KNOWN_LONG_SIGNATURES = {
+    "access_block.py:_sector_start", "access_block.py:immediate_read_run", "access_block.py:immediate_write_track",
+    "immediate.py:_front_after_swap", "immediate.py:_hold_immediate", "media_access.py:_late_write_on_short_track",
+    "media_access.py:move_time_s", "media_access.py:access_media", "readahead.py:_read_ahead_limit",
+    "readahead.py:_stop_read_ahead", "readahead.py:_extend_read_ahead", "readahead.py:_block_sent",
+    "readahead.py:_send_read_blocks_at", "readahead.py:_read_to_minimum", "readahead.py:_hold_read_ahead",
+    "readahead.py:_minimum_covers", "segments.py:_write_segment", "segments.py:_extra_disconnect_segment",
+    "writequeue.py:_positioning_estimate_s", "writequeue.py:_sptf_pick", "writequeue.py:_lbn_pick",
+    "writequeue.py:_pick_next", "writequeue.py:_write_access", "writequeue.py:_run_chain", "writequeue.py:_chain",
+    "writequeue.py:_prebuffered", "writequeue.py:_prebuffered_new", "writequeue.py:_read_slot",
+    "writequeue.py:_resume_after_read", "writequeue.py:_read_ahead_stop_after_read",
+}
+
+
+def test_no_new_helper_over_8_parameters():
+    long = set()
+    for path in sorted(SIMULATOR.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and len(node.args.args) + len(node.args.kwonlyargs) > 8:
+                long.add(f"{path.name}:{node.name}")
+    assert sorted(long - KNOWN_LONG_SIGNATURES) == [], "a new helper over 8 parameters: bundle them"
+    assert sorted(KNOWN_LONG_SIGNATURES - long) == [], "bundled: take it off KNOWN_LONG_SIGNATURES"
+
+
+@pytest.mark.parametrize("module", ["kernel", "read_path", "write_path"])
+def test_the_kernels_phases_take_the_bundles(module):
+    # every phase of the request loop takes the drive, the buffer and the carried record, and at most 8 in all
+    tree = ast.parse((SIMULATOR / f"{module}.py").read_text())
+    phases = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert phases
+    for node in phases:
+        names = [a.arg for a in node.args.args]
+        assert len(names) <= 8, (node.name, names)
+        if node.name not in ("_simulate", "_written_on"):
+            assert names[:3] == ["drive", "buf", "c"], (node.name, names)
