@@ -29,6 +29,9 @@ from .write_path import _serve_write
 # _nrt=False (here and in the helpers it calls): numba's reference counting of the arrays that
 # every helper call and every inlined lbn_to_pbn_one unpack from the layout's tuple took most of
 # the run time (atomic increments and decrements); nothing here allocates, the caller owns the arrays.
+# The phases (here, read_path.py and write_path.py) are each called once per loop and inlined into it
+# at numba's IR level (inline="always"): compiled as functions of their own, each one typed, lowered
+# and optimised with its callees again, the cold compile took markedly longer.
 @njit(cache=True, _nrt=False)
 def _simulate(drive, buf, requests, absolute, out, carried):
     """The request loop. *drive*: the drive's arrays (:attr:`KernelInputs.drive
@@ -91,7 +94,7 @@ def _simulate(drive, buf, requests, absolute, out, carried):
     c.requests += lbn.size
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _catch_up(drive, buf, c, arrival):
     """What the drive has done in the background by the *arrival* of a request: the read-ahead's
     blocks read by then (its end, when it is over), a preseeking read's segment emptied, and

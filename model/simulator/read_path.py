@@ -35,7 +35,7 @@ from .state import (HitKind, INT_ALMOST_READ_HITS, INT_HITS_ON_WRITES, INT_HOLD_
 from .writequeue import _read_ahead_stop_after_read, _read_slot, _resume_after_read
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _serve_read(drive, buf, c, first, n, arrival):
     """A read of *n* blocks from *first* arriving at the disk at *arrival*, by case: every block
     in a segment, blocks being read ahead, blocks a read-ahead short of its minimum reads, or a
@@ -112,7 +112,7 @@ def _serve_read(drive, buf, c, first, n, arrival):
     return done, hit
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _read_full_hit(drive, buf, c, first, n, arrival, s):
     """A read whose blocks are all in segment *s* (a full hit). Returns its completion."""
     arrays, seek, write_seek, overhead, real, ints = drive
@@ -207,7 +207,7 @@ def _read_full_hit(drive, buf, c, first, n, arrival, s):
     return done
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _read_ahead_hit(drive, buf, c, first, n, arrival, water):
     """A read whose first block the running read-ahead has fetched and whose others it is
     fetching (DiskSim's partial hit on a segment being read). Returns its completion."""
@@ -278,7 +278,7 @@ def _read_ahead_hit(drive, buf, c, first, n, arrival, water):
     return done
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _read_minimum_hit(drive, buf, c, first, n, arrival):
     """A read the read-ahead, short of its minimum, reads before it can stop. Returns (completion,
     its segment)."""
@@ -306,7 +306,7 @@ def _read_minimum_hit(drive, buf, c, first, n, arrival):
     return done, own
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _read_miss(drive, buf, c, first, n, arrival, water):
     """A read miss, or a partial hit whose first blocks are in a segment: the read-ahead stopped,
     the mechanism moves and reads. Returns (completion, its segment or -1, whether it went
@@ -450,7 +450,7 @@ def _read_miss(drive, buf, c, first, n, arrival, water):
     return done, own, read_first
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _keep_read(drive, buf, c, first, n, arrival, s, at):
     """A read miss's blocks into segment *s*, and the read-ahead after them; *at*: (blocks already
     buffered, the segment's first block before, the mechanism's start, its end, the completion).
@@ -530,7 +530,7 @@ def _keep_read(drive, buf, c, first, n, arrival, s, at):
     return own
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _resume_queued_writes(drive, buf, c, done):
     """The queued writes a read went before resume once its completion (*done*) is received."""
     arrays, seek, write_seek, overhead, real, ints = drive

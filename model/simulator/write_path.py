@@ -30,7 +30,7 @@ from .state import (HitKind, INT_COMBINE_SEQ_WRITES, INT_EXTRA_WRITE_DISCONNECT,
 from .writequeue import _combines, _prebuffered, _prebuffered_new, _start_chain
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _written_on(drive, last_written, first, count, t0, data_at):
     """When an access that has written block *last_written* at *t0* has gone on to write the
     blocks *first* .. of a write appended to it, as DiskSim's disk_buffer_sector_done does
@@ -66,7 +66,7 @@ def _written_on(drive, last_written, first, count, t0, data_at):
     return t, c0, h0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _serve_write(drive, buf, c, first, n, arrival):
     """A write of *n* blocks from *first* arriving at the disk at *arrival*: the read-ahead
     stopped, then a fast write or a write-through, then its segment. Returns (completion,
@@ -162,7 +162,7 @@ def _serve_write(drive, buf, c, first, n, arrival):
     return done, hit
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _fast_write(drive, buf, c, first, n, arrival, plan):
     """A fast write (immediate report): done once its data are in the buffer, written in the
     background; *plan*: (the mechanism's start, the command overhead, the blocks held before
@@ -273,7 +273,7 @@ def _fast_write(drive, buf, c, first, n, arrival, plan):
     return done, joined
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _join_writing(drive, buf, c, first, n, arrival, plan):
     """A fast write appending to the write still on its way to the media, taken at once: it waits
     in DiskSim's queue for its own access. *plan*: (the mechanism's start, when its data
@@ -342,7 +342,7 @@ def _join_writing(drive, buf, c, first, n, arrival, plan):
     return start, appended_q, water_w, tb_q, sent_q, connected_q, t_own
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _write_through(drive, buf, c, first, n, arrival, plan):
     """A write reported once on the media (DiskSim's write that is not a fast write); *plan* as
     for :func:`_fast_write`. Returns its completion."""
@@ -410,7 +410,7 @@ def _write_through(drive, buf, c, first, n, arrival, plan):
     return done
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _keep_write(drive, buf, c, first, n, arrival, reading, joined):
     """A write's blocks into its segment (the dedicated write segment, the segment of the write
     it joined, or a clean or empty one), emptying the clean segments holding some of them."""
