@@ -245,7 +245,7 @@ extra_disconnect_seek_delta_s : float
         read reaches whose head lands inside its span starts at the next
         sector boundary, reads the wanted blocks from there (to the read's
         end, or the read-ahead's limit) and the ones before on the way round
-        (``g4_atop`` finds the sector: ``real[29]``,
+        (``g4_atop`` finds the sector: ``real[REAL_IMMEDIATE_READ_G4]``,
         :func:`diskmodel.model.disksim_access_block.immediate_read_run`).
     immediate_access_under_head : bool
         An immediate access (a read's first track with

@@ -1,7 +1,7 @@
 """Run cases of the per-request simulation with numba's bounds checks (a subprocess of
 tests/test_simulate_bounds.py).
 
-The numba kernel (``diskmodel.model.simulate._simulate`` and its helpers) does not check its
+The numba kernel (``diskmodel.model.simulator.kernel._simulate`` and its helpers) does not check its
 indices: one out of range reads or writes memory silently. With ``NUMBA_BOUNDSCHECK=1`` (set by
 the caller, with a private ``NUMBA_CACHE_DIR``, before numba compiles anything) every index is
 checked and an out-of-range one raises IndexError (numba names no line).
@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scripts import load_script  # noqa: E402
 
 from diskmodel.model.disksim import drive_parameters, load_disksim_drive  # noqa: E402
-from diskmodel.model.simulate import _writes_queue, simulate_requests  # noqa: E402
+from diskmodel.model.simulator.inputs import _writes_queue  # noqa: E402
+from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
 
 
 def _index_error_at(params, is_write, lbn, blocks, gap):

@@ -27,10 +27,8 @@ KNOWN_CYCLES = {
     frozenset({"diskmodel.calibrate.harness.head_switch", "diskmodel.calibrate.harness.mechanics"}),
     frozenset({"diskmodel.calibrate.bench.layers_provision", "diskmodel.calibrate.bench.provision"}),
 }
-KNOWN_LONG_MODULES = {"model/disksim_mapping.py", "model/volumes.py", "model/simulate.py",
-                      "calibrate/bench/initramfs.py", "data/disksim/model_file.py"}
-KNOWN_LONG_FUNCTIONS = {"model/simulate.py:_simulate", "calibrate/harness/measure.py:calibrate",
-                        "calibrate/bench/vm.py:_run_script_in_vm"}
+KNOWN_LONG_MODULES = {"model/volumes.py", "calibrate/bench/initramfs.py", "data/disksim/model_file.py"}
+KNOWN_LONG_FUNCTIONS = {"calibrate/harness/measure.py:calibrate", "calibrate/bench/vm.py:_run_script_in_vm"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -1,6 +1,6 @@
 """Memory safety of the simulation kernel: no index out of range, with numba's bounds checks on.
 
-numba does not check indices: an out-of-range one in ``diskmodel.model.simulate._simulate`` or
+numba does not check indices: an out-of-range one in ``diskmodel.model.simulator.kernel._simulate`` or
 its helpers corrupts memory silently (seen as "free(): invalid next size", or as wrong times).
 One subprocess (tests/_simulate_bounds_run.py) compiles the kernel with ``NUMBA_BOUNDSCHECK=1``
 into a private numba cache and simulates: every variant of tests/golden/disksim_variants (whole
