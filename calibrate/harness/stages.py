@@ -146,6 +146,8 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     scale = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), 1e-4)
     left = np.r_[0.0, d]     # y[i] - y[i - 1]
     right = np.r_[-d, 0.0]   # y[i] - y[i + 1]
+    # an end has one neighbour: its two nearest locations stand in for the two sides
+    left[0], right[-1] = y[0] - y[2], y[-1] - y[-3]
     spike = (np.abs(left) > k * scale) & (np.abs(right) > k * scale) & (np.sign(left) == np.sign(right))
     return loc[~spike], rate[~spike]
 
