@@ -62,7 +62,21 @@ def _simulated(drive: str, budget_s: float, seed: int) -> dict:
     return _row(drive, "simulated", budget_s, result, time.perf_counter() - start, drive_truth(params))
 
 
-def _emulated(drive: str, budget_s: float, seed: int) -> dict:
+#: SCHED_FIFO priorities of the emulator (nbdkit, nbdfuse) and of the calibration reading it, with
+#: ``realtime=True``: on a busy host the emulator's wake-ups come late by up to a revolution and more
+#: otherwise (its lateness), and the calibration's reads are timed late by its own wake-ups; both as a
+#: measurement on a real disk would be run on a busy host. The emulator above the calibration, so
+#: that the reader never delays the drive it reads.
+EMULATOR_PRIORITY, READER_PRIORITY = 50, 40
+
+
+def _calibrate_argv(device: str, budget_s: float, seed: int, out: Path, realtime: bool) -> list[str]:
+    argv = [sys.executable, "-m", "diskmodel.calibrate.cli", "calibrate", device, "--budget-s", f"{budget_s:g}",
+            "--seed", str(seed), "--json", str(out), "--no-progress"]
+    return (["chrt", "--fifo", str(READER_PRIORITY)] + argv) if realtime else argv
+
+
+def _emulated(drive: str, budget_s: float, seed: int, realtime: bool = False) -> dict:
     from diskmodel.calibrate.emulate.devices import emulated_drives
     from diskmodel.calibrate.harness.drive_truth import drive_truth
     from diskmodel.calibrate.harness.results import calibration_from_json
@@ -70,19 +84,18 @@ def _emulated(drive: str, budget_s: float, seed: int) -> dict:
     truth = drive_truth(_params(drive))
     with tempfile.TemporaryDirectory(prefix="diskmodel-emucal-") as tmp:
         out = Path(tmp) / "calibration.json"
-        with emulated_drives([drive]) as devices:
+        with emulated_drives([drive], realtime_priority=EMULATOR_PRIORITY if realtime else None) as devices:
             device = devices[0]
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "calibrate", device.path,
-                                   "--budget-s", f"{budget_s:g}", "--seed", str(seed), "--json", str(out),
-                                   "--no-progress"], capture_output=True, text=True)
+            proc = subprocess.run(_calibrate_argv(device.path, budget_s, seed, out, realtime),
+                                  capture_output=True, text=True)
             wall = time.perf_counter() - start
         if proc.returncode != 0:
             raise RuntimeError(f"calibrate on emulated {drive} failed: {proc.stderr.strip()[-400:]}")
         result = calibration_from_json(out)
         summary = getattr(device, "summary", None) or {}
     lateness = {f"lateness_{k}_s": summary.get(f"lateness_{k}_s") for k in ("p50", "p99", "max")}
-    return _row(drive, "emulated", budget_s, result, wall, truth, lateness)
+    return _row(drive, "emulated, real-time" if realtime else "emulated", budget_s, result, wall, truth, lateness)
 
 
 #: The partitions of the paper's Tables 1-3 on the 80 GB WD800BD [decimal GB]: the system's 59 GB
@@ -131,10 +144,15 @@ def _partitioned_loop(run, device: str) -> str:
         raise RuntimeError(f"losetup --partscan {backing} failed: {proc.stderr.strip()}")
     loop = proc.stdout.strip().splitlines()[-1]
     run.created(res, device=loop)
+    # partx reads the table and adds the partitions itself (BLKPG): this host's kernel scan finds none
+    # (its partitions go with the loop device)
+    proc = subprocess.run(["partx", "--add", loop], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"partx --add {loop} failed: {proc.stderr.strip()}")
     return loop
 
 
-def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd") -> list[dict]:
+def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd", realtime: bool = False) -> list[dict]:
     """Calibrate each partition of an emulated *drive* partitioned as the paper's Tables 1-3
     (PAPER_PARTITIONS_GB; a DOS partition table, attached with ``losetup -P``) through the
     kernel; one row per partition: its start and size, and its zone rates by location on the drive
@@ -150,7 +168,8 @@ def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd"
     truth = drive_truth(_params(drive))
     bounds, rates = truth["zone_bounds_bytes"], truth["zone_rates_bytes_per_s"]
     rows = []
-    with tempfile.TemporaryDirectory(prefix="diskmodel-emucal-") as tmp, emulated_drives([drive]) as devices:
+    with tempfile.TemporaryDirectory(prefix="diskmodel-emucal-") as tmp, emulated_drives(
+            [drive], realtime_priority=EMULATOR_PRIORITY if realtime else None) as devices:
         device = devices[0].path
         mbr, _ = _partition_table(devices[0].size_bytes)
         fd = os.open(device, os.O_WRONLY)  # the emulator's own device: its data are the tool's
@@ -172,9 +191,7 @@ def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd"
             size = int((sys_dir / "size").read_text()) * 512
             out = Path(tmp) / f"part{k}.json"
             began = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "calibrate", part,
-                                   "--budget-s", f"{budget_s:g}", "--seed", str(seed), "--json", str(out),
-                                   "--no-progress"], capture_output=True, text=True)
+            proc = subprocess.run(_calibrate_argv(part, budget_s, seed, out, realtime), capture_output=True, text=True)
             wall = time.perf_counter() - began
             if proc.returncode != 0:
                 raise RuntimeError(f"calibrate {part} failed: {proc.stderr.strip()[-400:]}")
@@ -195,14 +212,17 @@ def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd"
     return rows
 
 
-def run(drives=DRIVES, budget_s: float = 120.0, *, backend: str = "emulated", seed: int = 0) -> list[dict]:
+def run(drives=DRIVES, budget_s: float = 120.0, *, backend: str = "emulated", seed: int = 0,
+        realtime: bool = False) -> list[dict]:
     """Calibrate each of *drives* within *budget_s* of device time; one row per drive (see the module doc).
 
-    *backend*: ``"emulated"`` (through the kernel; root, nbdkit and nbdfuse) or ``"simulated"``."""
+    *backend*: ``"emulated"`` (through the kernel; root, nbdkit and nbdfuse) or ``"simulated"``;
+    *realtime*: the emulator and the calibration under SCHED_FIFO (EMULATOR_PRIORITY, READER_PRIORITY)."""
     if backend not in ("emulated", "simulated"):
         raise ValueError(f"backend must be 'emulated' or 'simulated' (got {backend!r})")
-    one = _emulated if backend == "emulated" else _simulated
-    return [one(drive, float(budget_s), seed) for drive in drives]
+    if backend == "simulated":
+        return [_simulated(drive, float(budget_s), seed) for drive in drives]
+    return [_emulated(drive, float(budget_s), seed, realtime) for drive in drives]
 
 
 def _fmt(value) -> str:
@@ -238,11 +258,12 @@ def main(argv=None) -> int:
     parser.add_argument("--budget-s", type=float, default=120.0)
     parser.add_argument("--simulated", action="store_true", help="the same timing without the kernel")
     parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--realtime", action="store_true", help="the emulator and the calibration under SCHED_FIFO")
     parser.add_argument("--partitions", action="store_true",
                         help="the paper's partitions of an emulated WD800BD, each calibrated")
     args = parser.parse_args(argv)
     if args.partitions:
-        rows = partitions(args.budget_s)
+        rows = partitions(args.budget_s, realtime=args.realtime)
         for row in rows:
             print(f"{row['partition']:7s} {row['device']:14s} start {row['start_bytes'] / 1e9:6.2f} GB "
                   f"size {row['size_bytes'] / 1e9:6.2f} GB zones found {row['zones_found']:3d} worst zone rate "
@@ -251,7 +272,8 @@ def main(argv=None) -> int:
                 print(f"        at {z['location_bytes'] / 1e9:7.2f} GB: truth {z['truth'] / 1e6:7.3f} MB/s, "
                       f"found {z['estimate'] / 1e6:7.3f} MB/s, {100 * z['error']:+.2f} %")
     else:
-        rows = run(args.drives, args.budget_s, backend="simulated" if args.simulated else "emulated")
+        rows = run(args.drives, args.budget_s, backend="simulated" if args.simulated else "emulated",
+                   realtime=args.realtime)
         print(format_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=float))
