@@ -146,8 +146,6 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     scale = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), 1e-4)
     left = np.r_[0.0, d]     # y[i] - y[i - 1]
     right = np.r_[-d, 0.0]   # y[i] - y[i + 1]
-    # an end has one neighbour: its two nearest locations stand in for the two sides
-    left[0], right[-1] = y[0] - y[2], y[-1] - y[-3]
     spike = (np.abs(left) > k * scale) & (np.abs(right) > k * scale) & (np.sign(left) == np.sign(right))
     return loc[~spike], rate[~spike]
 
@@ -175,7 +173,7 @@ def repeat_noise(repeats_rates) -> float | None:
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
     boundaries halfway between the last location of a segment and the first of the next.
-    *noise_sigma*: a location's log-rate noise known from its repeats (:func:`repeat_noise`)."""
+    *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`)."""
     from diskmodel.model.fit import fit_zones
 
     loc = np.asarray(locations, dtype=float)
@@ -185,7 +183,15 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
     if loc.size == 0:
         raise ValueError("rates: no valid transfer rate was measured")
     loc, rate = _without_outliers(loc, rate)
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma).segments
+    if noise_sigma is not None and loc.size > 2:
+        # A location's noise lies between what its neighbours say (the median first difference:
+        # blind to a noise that is zero at most locations and large at a few) and what its repeats
+        # say (blind to their anti-correlation: contiguous repeats share out the track changes, so
+        # their mean is steadier than their spread); the geometric mean of the two bounds.
+        d = np.diff(np.log(rate[np.argsort(loc)]))
+        neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
+        noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
