@@ -191,7 +191,8 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         d = np.diff(np.log(rate[np.argsort(loc)]))
         neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2).segments
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2,
+                         ends_single=True).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
