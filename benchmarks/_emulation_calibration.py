@@ -14,8 +14,15 @@ One row per drive: ``drive``, ``backend``, ``budget_s``, ``device_time_s``, ``wa
 emulated path the emulator's lateness (``lateness_p50_s``, ``lateness_p99_s``,
 ``lateness_max_s``), which is the timing noise every figure of the calibration carries.
 
+:func:`partitions` calibrates each partition of an emulated WD800BD laid out as the paper's
+Tables 1-3 and compares its zone rates, by location on the drive, with the drive's.
+
+With ``realtime=True`` (``--realtime``) the emulator and the calibration run under SCHED_FIFO:
+on a busy host the emulator's lateness otherwise reaches a revolution at p99, and every figure
+that a single read's time carries (rotation, head switch, skews, the buffer's hits) drowns in it.
+
 benchmarks/emulation_check.py calls :func:`run`; ``python benchmarks/_emulation_calibration.py
-[--simulated] [--budget-s S] [DRIVE ...]`` prints the table.
+[--simulated | --partitions] [--realtime] [--budget-s S] [DRIVE ...]`` prints the table.
 """
 from __future__ import annotations
 
