@@ -9,7 +9,10 @@ Two members are optional, and used where present:
   (the simulated disk, vectorised);
 * ``device_time_s`` (:class:`VirtualClock`): the backend's own clock of device
   time, which the budget is charged instead of the sum of the read times (a
-  simulation's virtual clock).
+  simulation's virtual clock);
+* ``idle(seconds)``: let the device's clock run on with no request (a
+  virtual clock's backend; on a backend without a virtual clock the harness
+  sleeps instead, and the device, a real one, keeps turning meanwhile).
 
 The real O_DIRECT backend (:mod:`diskmodel.calibrate.harness.device`), the
 simulated disk (:mod:`diskmodel.calibrate.harness.simulated`) and a user's own

@@ -158,8 +158,13 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
             o = _fresh(meter, rng, (stride + 2) * b)
             meter.read(o, b, tag="buffer")
             need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
-            count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
-            meter.read_many(np.full(count, o), b, tag="buffer")
+            if meter.can_idle():
+                # no request meanwhile: on some drives a request, even a hit, stops the read-ahead
+                # (DiskSim's read_ahead_on_idle_hit off)
+                meter.idle(need)
+            else:
+                count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
+                meter.read_many(np.full(count, o), b, tag="buffer")
             if meter.read(o + stride * b, b, tag="buffer") > threshold:
                 return False
         return True

@@ -253,6 +253,32 @@ class Meter:
             raise BackendReadError(f"backend read at offset {offset} (length {length}) raised "
                                    f"{type(exc).__name__}: {exc}") from exc
 
+    def can_idle(self) -> bool:
+        """Whether :meth:`idle` can leave the device alone: a backend with its own ``idle`` (a
+        virtual clock's), or one without a virtual clock (real time passes for it too)."""
+        return hasattr(self.backend, "idle") or not self.virtual
+
+    def idle(self, seconds: float) -> None:
+        """Leave the device without a request for *seconds* [s] (a drive's read-ahead runs on
+        meanwhile, where a request, even a buffer hit, can stop it), charged to the budget:
+        :class:`BudgetExhausted` where the rest of the budget (or of the wall time) cannot pay."""
+        seconds = float(seconds)
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"seconds must be a finite number >= 0 (got {seconds!r})")
+        if seconds > self.remaining_s or seconds > self.wall_limit_s - self.wall_s:
+            raise BudgetExhausted(f"the budget ({max(self.remaining_s, 0):.3g} s left) cannot pay for "
+                                  f"{seconds:.3g} s of idle time", reads=0)
+        before = self.used_s
+        if hasattr(self.backend, "idle"):
+            self.backend.idle(seconds)
+        elif self.virtual:
+            raise ValueError("a backend with a virtual clock and no idle() cannot be left idle")
+        else:
+            time.sleep(seconds)
+            self._sum_s += seconds
+        if self.progress is not None:
+            self.progress.update(max(self.used_s - before, 0.0))
+
     def align(self, offsets) -> np.ndarray:
         b = self.block_size_bytes
         return (np.asarray(offsets, dtype=np.int64) // b) * b

@@ -1,0 +1,161 @@
+"""Calibration of the drives the emulator serves: the truth read off their parameters, the zone
+segmentation of a quantised rate profile, the buffer sized with the drive left idle, and (integration)
+a calibration through the kernel on an emulated drive."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import require_root, require_tools
+
+
+def _params(drive: str):
+    from diskmodel.calibrate.emulate.drives import resolve_drive
+    from diskmodel.calibrate.emulate.timing import drive_parameters_of
+
+    return drive_parameters_of(resolve_drive(drive).timing)
+
+
+# -- the truth ------------------------------------------------------------------------------------
+
+def test_drive_truth_agrees_with_the_simulated_disk_of_the_preset():
+    """drive_truth (from the emulator's DriveParameters) against SimulatedDisk's own truth (from the
+    preset's Disk): rotation, the sustained zone rates and the mean random positioning time."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+    from diskmodel.calibrate.harness.simulated import simulated_disk
+
+    truth = drive_truth(_params("wd800bd"))
+    sim = simulated_disk("wd800bd")
+    assert truth["rotation_period_s"] == pytest.approx(sim.rotation_period_s, rel=1e-12)
+    np.testing.assert_allclose(truth["zone_rates_bytes_per_s"], sim.zone_rates_bytes_per_s(), rtol=1e-9)
+    np.testing.assert_array_equal(truth["zone_bounds_bytes"], sim.geometry.zone_bounds_bytes())
+    assert truth["mean_random_seek_s"] == pytest.approx(sim.mean_random_seek_time_s(), rel=0.01)
+    assert truth["zones"] == 16 and truth["surfaces"] == 2 and truth["read_ahead"] is False
+
+
+def test_drive_truth_merges_zones_no_rate_tells_apart():
+    """atlas10k's 24 zones all transfer at the interface's rate (99 us a block): one zone to a
+    calibration; ibm18es reads ahead into 7 segments of 511 blocks."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+
+    atlas = drive_truth(_params("atlas10k"))
+    assert len(atlas["zone_bounds_bytes"]) == 24 and atlas["zones"] == 1
+    assert atlas["zone_rates_bytes_per_s"] == pytest.approx(512 / 99e-6)
+    ibm = drive_truth(_params("ibm18es"))
+    assert ibm["read_ahead"] and ibm["segment_bytes"] == 511 * 512 and ibm["segments"] == 7
+
+
+# -- zone segmentation ----------------------------------------------------------------------------
+
+def _quantised_profile(seed: int = 0):
+    """A profile like hp_c2247a's: its 8 zones, 144 locations of 2 repeats each; a repeat's read
+    crosses a cylinder switch, which loses 0.23 rev more than a head switch, in about 3 of 10 reads
+    (4 % slower than the others, the zone's sustained rate between the two)."""
+    rng = np.random.default_rng(seed)
+    size = 1_091_690_496
+    edges = np.array([0, 357187584, 480882688, 563470336, 647335936, 722948096, 879177728, 995897344, size])
+    rates = np.array([3.80, 3.66, 3.48, 3.33, 3.16, 2.84, 2.51, 2.19]) * 1e6
+    loc = (np.arange(144) + rng.uniform(0.05, 0.95, 144)) / 144 * size
+    zone = np.searchsorted(edges, loc, side="right") - 1
+    crossed = rng.random((144, 2)) < 0.3
+    reps = rates[zone][:, None] * np.where(crossed, 0.9795, 1.0085)
+    return loc, reps, edges, size
+
+
+def test_quantised_profile_keeps_the_drives_zones():
+    from diskmodel.calibrate.harness.stages import repeat_noise, zones_from_profile
+
+    for seed in range(5):
+        loc, reps, edges, size = _quantised_profile(seed)
+        zones = zones_from_profile(loc, reps.mean(axis=1), size, 512, noise_sigma=repeat_noise(reps))
+        assert len(zones) == 8, (seed, len(zones))
+        found = np.array([z[0] for z in zones[1:]])
+        assert np.max(np.abs(found - edges[1:-1])) < 0.01 * size
+
+
+def test_repeat_noise_is_the_spread_of_a_locations_mean():
+    from diskmodel.calibrate.harness.stages import repeat_noise
+
+    rng = np.random.default_rng(1)
+    reps = np.exp(rng.normal(0.0, 0.01, (2000, 2)))
+    # the 5 % most scattered locations left out: a little below the spread of all
+    assert 0.85 * 0.01 / np.sqrt(2) < repeat_noise(reps) <= 0.01 / np.sqrt(2)
+    assert repeat_noise(np.ones((5, 1))) is None
+
+
+# -- the buffer, left idle ------------------------------------------------------------------------
+
+def test_meter_idle_charges_the_budget_and_refuses_beyond_it():
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
+
+    meter = Meter(ParametersDisk(_params("hp_c2247a")), budget_s=1.0)
+    meter.read(0, 512)
+    used = meter.used_s
+    meter.idle(0.25)
+    assert meter.used_s == pytest.approx(used + 0.25)
+    with pytest.raises(BudgetExhausted):
+        meter.idle(1.0)
+
+
+def test_segment_sized_with_the_drive_idle():
+    """ibm18es does not read ahead after a buffer hit: sizing its segment with hits as the wait found
+    a fraction of it; left idle, the read-ahead fills the segment (511 blocks) within 10 %."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth
+    from diskmodel.calibrate.harness.mechanics import measure_buffer, size_buffer
+    from diskmodel.calibrate.harness.meter import Meter
+
+    params = _params("ibm18es")
+    truth = drive_truth(params)
+    meter = Meter(ParametersDisk(params, seed=3), budget_s=60.0)
+    rng = np.random.default_rng(3)
+    found = measure_buffer(meter, rng)
+    assert found.detected
+    rate = float(np.min(truth["zone_rates_bytes_per_s"]))
+    sized = size_buffer(meter, rng, found, lambda o: np.full(np.size(o), rate))
+    assert sized.segment_bytes == pytest.approx(truth["segment_bytes"], rel=0.10)
+
+
+# -- whole calibrations ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_hp_c2247a_zones_on_the_emulators_timing():
+    """The issue's gap: hp_c2247a's calibration reported 57-59 zones where the drive has 8. Now within
+    twice the count (not yet the count itself), with every zone's rate within 3 %."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("hp_c2247a")
+    result = calibrate(ParametersDisk(params), budget_s=120.0, progress=False)
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+    assert 8 <= len(result.zones) < 16
+    for name in ("rotation_period_s", "mean_seek_s", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], rows[name]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
+    """`diskmodel calibrate DEV` on an emulated WD800BD (nbdkit, nbdfuse, loop, O_DIRECT): the
+    rotation within 0.5 %, the 16 zones and their rates within 3 %."""
+    from diskmodel.calibrate.emulate.devices import emulated_drives
+    from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.results import calibration_from_json
+
+    require_root()
+    require_tools("nbdkit", "nbdfuse", "fusermount3", "losetup")
+    out = tmp_path / "cal.json"
+    with emulated_drives(["wd800bd"]) as devices:
+        proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "calibrate", devices[0].path,
+                               "--budget-s", "60", "--json", str(out), "--no-progress"],
+                              capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(out.read_text())
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(_params("wd800bd")),
+                                                       calibration_from_json(out))}
+    for name in ("rotation_period_s", "zone_rate_worst_bytes_per_s", "zone_count", "zone_boundaries"):
+        assert rows[name]["passed"], rows[name]
