@@ -35,7 +35,8 @@ FIGURE_KEYS = ("value", "unit", "decimals", "label", "headline")
 
 
 def _benchmarks() -> list[str]:
-    return sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem not in NOT_BENCHMARKS)
+    return sorted(p.stem for p in BENCHMARKS.glob("*.py")
+                  if p.stem not in NOT_BENCHMARKS and not p.stem.startswith("_"))  # _name.py: a helper module
 
 
 def _artifacts() -> dict[str, dict]:
