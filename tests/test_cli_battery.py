@@ -332,7 +332,7 @@ def test_every_option_states_its_default():
     missing = []
     for name, parser, _ in _help_texts():
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
             if "default" not in (action.help or ""):
                 missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")

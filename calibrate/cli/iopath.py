@@ -35,7 +35,7 @@ def add_parser(subparsers) -> None:
                    help="the cgroup's memory limit, e.g. 64M (default: none)")
     p.add_argument("--no-sync", action="store_true", help="do not end the workload with a sync (default: sync)")
     p.add_argument("--json", action="store_true", help="print one JSON object (default: a table)")
-    p.add_argument("--out", metavar="DIR", default=None, help="write each device's stream as DIR/<device>.csv")
+    p.add_argument("--out", metavar="DIR", default=None, help="write each device's stream as DIR/<device>.csv (default: the streams are not written)")
     p.set_defaults(handler=_run)
 
 
