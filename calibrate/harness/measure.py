@@ -378,18 +378,14 @@ def _beyond_minimum(meter: Meter, rng, buffer, rotation, rate_at, until_s: float
 
     tracks = None
     why = "the budget ran out before it was measured"
-    # The track changes first: their cost is bounded (about TRACK_READS reads of under a
-    # revolution each) whatever the drive, where sizing the buffer grows with its segments; on a
-    # large drive with read-ahead the buffer took the share and left the track changes unmeasured.
-    cost = TRACK_READS * 0.7 * (rotation.period_s or 0.0)
-    try:
-        if rotation.period_s is not None and meter.remaining_s - later_s > 1.5 * cost:
-            tracks = measure_tracks(meter, rng, rotation, buffer)
-    except BudgetExhausted:
-        pass
     try:
         if buffer.detected and meter.used_s < until_s:
             buffer = size_buffer(meter, rng, buffer, rate_at)
+        # the track changes take about TRACK_READS reads of under a revolution each
+        cost = TRACK_READS * 0.7 * (rotation.period_s or 0.0)
+        if (rotation.period_s is not None and meter.used_s < until_s
+                and meter.remaining_s - later_s > 1.5 * cost):
+            tracks = measure_tracks(meter, rng, rotation, buffer)
     except BudgetExhausted:
         pass
     if tracks is None:

@@ -43,7 +43,7 @@ from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
 from diskmodel.model.units import MIB
 
 __all__ = [
-    "ZoneMeasurement", "SeekMeasurement", "measure_zones", "zones_from_profile", "repeat_noise", "zone_rate_at", "measure_seek", "seek_distances", "minimum_reads",
+    "ZoneMeasurement", "SeekMeasurement", "measure_zones", "zones_from_profile", "zone_rate_at", "measure_seek", "seek_distances", "minimum_reads",
     "PROBE_READS", "BUFFER_MIN_READS", "ROTATION_MIN_STARTS", "ROTATION_CHAIN_READS", "ZONE_MIN_LOCATIONS", "ZONE_MIN_TRANSFER_S", "SEEK_MIN_ROUNDS",
 ]
 
@@ -150,30 +150,9 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     return loc[~spike], rate[~spike]
 
 
-def repeat_noise(repeats_rates) -> float | None:
-    """The noise [log-rate] of a location's rate (the mean of its repeats), from how its repeats
-    disagree: the pooled variance of log-rate within a location, over the repeats per location,
-    without the 5 % most scattered locations (an interrupt's delay); None with no location of two
-    repeats. Unlike the profile's first differences it holds no zone step, and it sees the
-    quantisation of a long read's rate by the track changes it crosses, one more or fewer (a
-    cylinder switch loses more than a head switch), which leaves most neighbours equal."""
-    r = np.asarray(repeats_rates, dtype=float)
-    if r.ndim != 2:
-        return None
-    y = np.where(np.isfinite(r) & (r > 0), np.log(np.where(r > 0, r, 1.0)), np.nan)
-    count = np.sum(np.isfinite(y), axis=1)
-    y = y[count >= 2]
-    if y.shape[0] == 0:
-        return None
-    var = np.nanvar(y, axis=1, ddof=1) / np.sum(np.isfinite(y), axis=1)
-    var = np.sort(var)[:max(1, int(math.ceil(0.95 * var.size)))]
-    return float(np.sqrt(var.mean()))
-
-
-def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
+def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
-    boundaries halfway between the last location of a segment and the first of the next.
-    *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`)."""
+    boundaries halfway between the last location of a segment and the first of the next."""
     from diskmodel.model.fit import fit_zones
 
     loc = np.asarray(locations, dtype=float)
@@ -183,16 +162,7 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
     if loc.size == 0:
         raise ValueError("rates: no valid transfer rate was measured")
     loc, rate = _without_outliers(loc, rate)
-    if noise_sigma is not None and loc.size > 2:
-        # A location's noise lies between what its neighbours say (the median first difference:
-        # blind to a noise that is zero at most locations and large at a few) and what its repeats
-        # say (blind to their anti-correlation: contiguous repeats share out the track changes, so
-        # their mean is steadier than their spread); the geometric mean of the two bounds.
-        d = np.diff(np.log(rate[np.argsort(loc)]))
-        neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
-        noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2,
-                         ends_single=True).segments
+    segments = fit_zones(loc, rate).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
@@ -268,7 +238,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     valid = ~np.all(np.isnan(rates), axis=1)
     locs, rates = locs[valid], rates[valid]
     rate = np.nanmedian(rates, axis=1)
-    zones = zones_from_profile(locs, rate, size, b, noise_sigma=repeat_noise(rates))
+    zones = zones_from_profile(locs, rate, size, b)
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "
