@@ -131,22 +131,22 @@ def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = Non
 
     Parameters
     ----------
-    out_dir : path
+    out_dir : str or os.PathLike
         The report folder: created, or replaced whole when it holds only an
         earlier report's files; into a folder holding other files, the
         report's files are moved one by one (the others are kept).
     preset : str
         The simulated disk calibrated when no *device* is given.
-    device : path, optional
+    device : str or os.PathLike, optional
         A real block device or written file to calibrate instead (read-only).
     budget_s : float
         Device time for the calibration [s]; default 120 (simulated) or 60 (real).
-    postmark_scratch, destroy_data_on : path, optional
+    postmark_scratch, destroy_data_on : str or os.PathLike, optional
         Run real PostMark (native layout, the paper's three workloads scaled to
         *postmark_files* files and *postmark_transactions* transactions) on a
         scratch file created there (or a block device, which *destroy_data_on*
         must name again). Needs root.
-    emulate : DRIVE or DriveSpec, optional
+    emulate : str or diskmodel.calibrate.emulate.drives.DriveSpec, optional
         Calibrate this emulated drive through the kernel instead, and run real
         PostMark on *postmark_layouts* in the throwaway VM on it
         (:mod:`diskmodel.calibrate.experiment_emulated`). Needs root, nbdkit,

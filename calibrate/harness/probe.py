@@ -454,7 +454,8 @@ def probe(device: str | None = None, *, source: Source = "auto", include_empty: 
 
     Parameters
     ----------
-    device : a kernel name ("loop3") or path ("/dev/loop3"); None lists all.
+    device : str, optional
+        A kernel name ("loop3") or a device file ("/dev/loop3"); None lists all.
     source : "auto" (pyudev where the udev database exists, else sysfs),
         "pyudev" or "sysfs" to force one.
     include_empty : also list devices of size 0 (unattached loop devices, empty
