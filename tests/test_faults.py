@@ -121,6 +121,8 @@ SUBCOMMAND_ARGV = {
     "postmark": ["postmark", "--layout", "native", "--workload", "test1"], "validate-trace": ["validate-trace"],
     "bench": ["bench", "--stack", "x.json", "--workload", "seqwrite_1m"], "cleanup": ["cleanup"],
     "emulate": ["emulate", "hp97560"], "emulate-log": ["emulate-log", "x.npz"],
+    "iopath": ["iopath", "--stack", "native", "--workload", "postmark:test1"], "stack-schema": ["stack-schema"],
+    "trace": ["trace", "record", "--", "true"], "replay": ["replay", "--stack", "x.json", "x.npz"],
 }
 
 # Run in a child: every subcommand's handler replaced by one that signals its own process and waits;
@@ -135,11 +137,15 @@ def signal_myself(args):
     time.sleep(30)
     return 0
 
-def build():
-    parser = real_build()
-    for action in parser._subparsers._group_actions:
+def replace_handlers(parser):  # nested subcommands too (trace record): theirs are their own defaults
+    for action in (parser._subparsers._group_actions if parser._subparsers else []):
         for sub in action.choices.values():
             sub.set_defaults(handler=signal_myself)
+            replace_handlers(sub)
+
+def build():
+    parser = real_build()
+    replace_handlers(parser)
     print(json.dumps({"subcommands": [n for a in parser._subparsers._group_actions for n in a.choices]}),
           flush=True)
     return parser
