@@ -454,16 +454,15 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
                       provenance: str = "") -> Disk:
     """A :class:`Disk` standing for storage without a mechanical seek (flash, virtual disks).
 
-    A request of S bytes costs ``latency_s + (S - block_bytes) / rate`` on
-    average: the harness's flat latency model, whose latency [s] is measured
-    with reads of *block_bytes*, so one block's transfer is taken out of it.
-    Built from the model's own parts: the seek is 0 at every distance (a
-    TableSeek of zeros), and one zone of one 512-byte sector per track makes
-    the media rate *rate_bytes_per_s* [bytes/s]. That stand-in rotation has a
-    mean rotational latency of half a sector's transfer, which the measured
-    latency already contains, so ``command_overhead_s`` is the latency less
-    one block's transfer and less that half sector (at a slow rate the half
-    sector is a microsecond, 1 % of a flash read). *surfaces* only groups sectors into
+    A request of S bytes costs ``latency_s + (S - block_bytes) / rate``: the
+    harness's flat latency model, whose latency [s] is measured with reads of
+    *block_bytes*, so one block's transfer is taken out of it. Built from
+    the model's own parts: ``command_overhead_s`` is the latency less that
+    transfer, the seek is 0 at every distance (a TableSeek of zeros), and one
+    zone of one 512-byte sector per track makes the media rate
+    *rate_bytes_per_s* [bytes/s]; its mean rotational latency is half a
+    sector's transfer, charged on top of the latency (a microsecond on flash,
+    where it is 1-2 % of a read; more at a throttled rate). *surfaces* only groups sectors into
     "cylinders" to keep seek-distance arrays short; by default 1024, or as
     many more as keep the cylinders within ``zones.MAX_CYLINDERS`` (storage
     beyond 16 TiB).
@@ -477,10 +476,9 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
         surfaces = max(1024, -(-capacity // (sector * MAX_CYLINDERS)))
     per_cylinder = whole_number("surfaces", surfaces, minimum=1) * sector
     cylinders = max(2, -(-capacity // per_cylinder))
-    overhead = latency_s - (block_bytes + sector / 2) / rate
+    overhead = latency_s - block_bytes / rate
     if overhead <= 0:
-        raise ValueError(f"latency_s ({latency_s!r}) must exceed one block's transfer and the stand-in rotation's "
-                         f"mean latency ({(block_bytes + sector / 2) / rate!r} s)")
+        raise ValueError(f"latency_s ({latency_s!r}) must exceed one block's transfer ({block_bytes / rate!r} s)")
     from .zones import Zone
 
     geometry = Geometry(surfaces, (Zone(0, cylinders - 1, 1),), sector)
@@ -489,4 +487,4 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
                 provenance=provenance,
                 estimates=(("seek", "none: flat latency, no mechanical seek"),
                            ("rotation", "stand-in: one sector per track, T_rot = sector / rate"),
-                           ("command_overhead_s", "flat latency of a one-block read less its transfer and half a sector")))
+                           ("command_overhead_s", "flat latency of a one-block read less its transfer")))
