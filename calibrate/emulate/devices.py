@@ -377,11 +377,18 @@ def _stop_drive(run, drv: _Drive, say, lateness_bound_s: float) -> None:
     _end_process(drv.nbdfuse, terminate=False)
     _end_process(drv.nbdkit, terminate=True)  # nbdkit writes the request log as it unloads the plugin
     run.undo(drv.resources)
-    if os.path.exists(drv.device.log_path) and drv.device.path:
+    if drv.device.path:
+        _summarise_log(drv.device, lateness_bound_s)
+
+
+def _summarise_log(device, lateness_bound_s: float) -> None:
+    """The served drive's timing and request-log summary, from its log once nbdkit has closed it
+    (left None when there is no readable log: the report then says so)."""
+    if os.path.exists(device.log_path):
         with contextlib.suppress(OSError, ValueError):
-            frame = read_log(drv.device.log_path)
-            drv.device.timing = frame.attrs.get("timing")
-            drv.device.summary = summarize(frame, lateness_bound_s=lateness_bound_s)
+            frame = read_log(device.log_path)
+            device.timing = frame.attrs.get("timing")
+            device.summary = summarize(frame, lateness_bound_s=lateness_bound_s)
 
 
 @contextlib.contextmanager

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diskmodel.calibrate.emulate.devices import (LATENESS_P99_BOUND_S, EmulatedDevice, _check_backing_dir, _Drive,
-                                                 _end_process, _start_nbdkit)
+                                                 _end_process, _start_nbdkit, _summarise_log)
 from diskmodel.calibrate.emulate.drives import resolve_drive
-from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 
 __all__ = ["GUEST_FIRST_DEVICE", "VmDrive", "check_vm_tools", "guest_device", "nbd_drives",
            "run_script_on_emulated_drives"]
@@ -119,11 +118,8 @@ def _stop(run, served: _Served, say, lateness_bound_s: float) -> None:
     report = run.undo(drv.resources)
     if not report.complete:
         say(f"WARNING: {report}")
-    if drv.nbdkit is not None and os.path.exists(drv.device.log_path):
-        with contextlib.suppress(OSError, ValueError):
-            frame = read_log(drv.device.log_path)
-            drv.device.timing = frame.attrs.get("timing")
-            drv.device.summary = summarize(frame, lateness_bound_s=lateness_bound_s)
+    if drv.nbdkit is not None:
+        _summarise_log(drv.device, lateness_bound_s)
 
 
 @contextlib.contextmanager
