@@ -86,19 +86,22 @@ def _plot_throughput(report: ExperimentReport, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 5))
     markers = {"native": "o", "lvm1": "s", "lvm2": "^"}
+    colours = {"native": "C0", "lvm1": "C2", "lvm2": "C3"}
+    values = np.concatenate([report.comparison[c].to_numpy() for c in ("measured_bytes_per_s", "predicted_bytes_per_s")]
+                            + [report.held_out["predicted_bytes_per_s"].to_numpy()]) / 2**10
+    low, high = values.min() / 2, values.max() * 2
+    # the band and the diagonal go under the points (zorder), so that no point is hidden
+    ax.fill_between([low, high], [low / 1.2, high / 1.2], [low * 1.2, high * 1.2], color="0.9", zorder=0,
+                    label="within a factor 1.2")
+    ax.plot([low, high], [low, high], "k-", lw=0.8, zorder=1)
     for frame, filled, label in ((report.comparison, True, "fitted on all tests"),
                                  (report.held_out, False, "test held out")):
         for layout in LAYOUTS:
             part = frame[frame["layout"] == layout]
+            colour = colours[layout]
             ax.scatter(part["measured_bytes_per_s"] / 2**10, part["predicted_bytes_per_s"] / 2**10,
-                       marker=markers[layout], facecolors=None if filled else "none",
-                       edgecolors="C0" if filled else "C1", color="C0" if filled else None,
-                       label=f"{layout}, {label}")
-    values = np.concatenate([report.comparison[c].to_numpy() for c in ("measured_bytes_per_s", "predicted_bytes_per_s")]
-                            + [report.held_out["predicted_bytes_per_s"].to_numpy()]) / 2**10
-    low, high = values.min() / 2, values.max() * 2
-    ax.plot([low, high], [low, high], "k-", lw=0.8)
-    ax.fill_between([low, high], [low / 1.2, high / 1.2], [low * 1.2, high * 1.2], color="0.9", label="±20 %")
+                       marker=markers[layout], facecolors=colour if filled else "none", edgecolors=colour,
+                       zorder=3, label=f"{layout}, {label}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("measured, Tables 4-6 [KiB/s]")

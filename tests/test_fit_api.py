@@ -283,3 +283,49 @@ def test_a_version_1_calibration_file_is_read(calibration):
     pd.testing.assert_series_equal(read.params, calibration.params)
     with pytest.raises(ValueError, match="format_version 4"):
         calibration_from_dict(dict(data, format_version=4))
+
+
+# ---------------------------------------------------------------- what a reader of a fit must not miss
+
+def _cost_fit(md_s: float, md_var: float) -> PostMarkFit:
+    return PostMarkFit(Parameters([Parameter("md_mapping_s", md_s, 0.0, 1.0, "s"),
+                                   Parameter("fb_mapping_s", 3e-5, 0.0, 1.0, "s")]),
+                       np.array([[md_var, 0.0], [0.0, 9e-12]]), np.array([0.01, -0.02, 0.005]),
+                       ("a", "b", "c"), 1.0, True, "converged")
+
+
+def test_a_cost_interval_never_goes_negative_and_says_it_was_cut():
+    fit = _cost_fit(1e-5, (2e-5) ** 2)   # 1e-5 - 1.96 * 2e-5 < 0: a negative cost, outside its bound
+    ci = fit.conf_int()
+    assert ci.loc["md_mapping_s", "lower"] == 0.0
+    assert ci.loc["md_mapping_s", "upper"] == pytest.approx(1e-5 + Z95 * 2e-5, rel=1e-12)
+    frame = fit.to_frame()
+    assert frame.loc["md_mapping_s", "note"] == "interval cut at its bound"
+    assert frame.loc["fb_mapping_s", "note"] == ""
+    assert "interval cut at its bound" in fit.summary()
+
+
+def test_a_parameter_on_its_bound_without_a_standard_error_is_flagged():
+    fit = _cost_fit(0.0, math.nan)
+    assert fit.to_frame().loc["md_mapping_s", "note"] == "on its bound: no standard error"
+    assert "on its bound: no standard error" in fit.summary()
+    assert "on its bound" in fit._repr_html_()
+
+
+def test_two_piece_plot_draws_the_points_it_fitted():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d, y = _seek_data()
+    fit = fit_two_piece(d, y, distance_unit="cylinders")
+    ax = fit.plot()
+    (points,) = ax.collections[:1]
+    offsets = np.asarray(points.get_offsets())
+    distinct = np.unique(d)
+    assert offsets.shape == (distinct.size, 2)
+    np.testing.assert_allclose(offsets[:, 0], distinct)
+    np.testing.assert_allclose(offsets[:, 1], [np.mean(y[d == v]) * 1e3 for v in distinct], rtol=1e-12)
+    again = FitResult.from_dict(json.loads(json.dumps(fit.to_dict(), allow_nan=False)))
+    pd.testing.assert_frame_equal(again.points, fit.points, check_dtype=False)
+    plt.close("all")

@@ -2,7 +2,7 @@
 
 Each node type of :mod:`diskmodel.model.raid`, :mod:`diskmodel.model.thin`
 and :mod:`diskmodel.model.loop_file` gets its builder in the registry of
-:mod:`diskmodel.calibrate.bench.provision` (:func:`~diskmodel.calibrate.bench.provision.builds`),
+:mod:`diskmodel.calibrate.bench.builders` (:func:`~diskmodel.calibrate.bench.builders.builds`),
 so :func:`~diskmodel.calibrate.bench.provision.build_plan` builds any stack
 made of them, on the host (:class:`~diskmodel.calibrate.bench.host_executor.HostExecutor`)
 or in the throwaway VM (:meth:`~diskmodel.calibrate.bench.provision.StackPlan.render_script`).
@@ -43,8 +43,8 @@ its members is a ValueError naming the node and the field.
 """
 from __future__ import annotations
 
-from diskmodel.calibrate.bench.provision import (Concat, Ref, Step, _build, _Plan, add_pvs_and_vg, builds,
-                                                 mount_steps)
+from diskmodel.calibrate.bench.builders import _build, _Plan, add_pvs_and_vg, builds, mount_steps
+from diskmodel.calibrate.bench.steps import Concat, Ref, Step
 from diskmodel.model.loop_file import LoopFile
 from diskmodel.model.raid import RaidArray
 from diskmodel.model.thin import ThinVolume

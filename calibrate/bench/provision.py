@@ -47,7 +47,6 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from diskmodel.model.nodes import kind_of
 from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
@@ -55,6 +54,10 @@ from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
 from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
                                              sh_word)
+from diskmodel.calibrate.bench.builders import (LVM_SIZE_UNIT_BYTES, SCRATCH_MOUNT_OPTIONS, Region, _build,
+                                                _Plan, add_pvs_and_vg, builds, mount_steps)
+# The builders of the block layers (RAID, thin pools, loop files) register themselves with `builds` there.
+from diskmodel.calibrate.bench.layers_provision import needs_vm_kernel
 
 __all__ = [
     "Step",
@@ -79,8 +82,6 @@ log = logging.getLogger(__name__)
 
 #: Loop devices over the scratch use direct I/O: their byte ranges must be whole sectors [bytes].
 SECTOR_BYTES = 512
-#: Units of the LVM sizes given to pvcreate and vgcreate (their "k" suffix) [bytes].
-LVM_SIZE_UNIT_BYTES = 1024
 #: An LVM name: letters, digits and + _ . - (not starting with -).
 _LVM_NAME_RE = re.compile(r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$")
 
@@ -97,17 +98,6 @@ _MKFS_ARGS: dict[str, tuple[str, ...]] = {
 
 class LayoutUnavailable(RuntimeError):
     """The stack cannot be built on this kernel (e.g. no device-mapper)."""
-
-
-@dataclass(frozen=True)
-class Region:
-    """A byte range of the scratch space that becomes one block device [bytes], and the disk it stands for."""
-
-    offset_bytes: int
-    size_bytes: int
-    disk: str = "sda"
-    #: The variable the loop device's path is captured into.
-    variable: str = ""
 
 
 def _align_up(value: int, align: int) -> int:
@@ -225,49 +215,6 @@ class StackPlan:
         return "\n".join(out) + "\n"
 
 
-class _Plan:
-    """The steps of a plan being built, and what the builders share."""
-
-    def __init__(self, backing: str, direct_io: bool, token: str, disk_base_bytes: dict[str, int]):
-        self.backing, self.direct_io, self.token = backing, direct_io, token
-        self.disk_base_bytes = disk_base_bytes
-        self.steps: list[Step] = []
-        self.regions: list[Region] = []
-        self.vg_name: str | None = None
-        self.lv_name: str | None = None
-        #: Set by a builder that makes the file system itself (btrfs over several devices): its type.
-        self.fs_made: str | None = None
-        self.mount_parent: str = "/tmp"
-        self.mount_dir: str | None = None
-        self._serial = 0
-
-    def unique(self, prefix: str) -> str:
-        """A name no other builder of this plan gets: *prefix*, the plan's token and a serial number."""
-        self._serial += 1
-        # a trailing "_" so that no name is the start of another ("$V1_" is not in "$V10_")
-        return f"{prefix}{self.token}n{self._serial}_"
-
-
-#: Builder of each node type: (node, plan, path) -> the block device it made, a word (a path or a Ref).
-_BUILDERS: dict[type, Callable] = {}
-
-
-def builds(node_class: type):
-    """Decorator: register the builder of a volume node type (see :data:`_BUILDERS`)."""
-    def register(builder):
-        _BUILDERS[node_class] = builder
-        return builder
-    return register
-
-
-def _build(node, plan: _Plan, path: str) -> str:
-    builder = _BUILDERS.get(type(node))
-    if builder is None:
-        raise ValueError(f"{path} ({kind_of(node)}): a plan cannot build this node type (it builds "
-                         f"{', '.join(sorted(cls.__name__ for cls in _BUILDERS))})")
-    return builder(node, plan, path)
-
-
 @builds(Partition)
 def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
     """A loop device over the partition's bytes of the scratch."""
@@ -294,23 +241,6 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
                            ("size_bytes", region.size_bytes), ("device", Ref(var)))),
     ))
     return Ref(var)
-
-
-def add_pvs_and_vg(plan, devs: list, vg: str, *, pe_start_bytes: int, extent_bytes: int,
-                   vg_description: str, what: str = "") -> None:
-    """Steps making each of *devs* (words) an LVM physical volume and *vg* a volume group over them."""
-    suffix = f" ({what})" if what else ""
-    for i, dev in enumerate(devs):
-        plan.steps.append(Step(
-            f"physical volume {i + 1} of {len(devs)}{suffix}",
-            ("pvcreate", "-ff", "-y", "--dataalignment", f"{pe_start_bytes // LVM_SIZE_UNIT_BYTES}k", dev),
-            resource=("pv", (("device", dev),)),
-        ))
-    plan.steps.append(Step(
-        vg_description,
-        ("vgcreate", "-s", f"{extent_bytes // LVM_SIZE_UNIT_BYTES}k", vg, *devs),
-        resource=("vg", (("name", vg),)),
-    ))
 
 
 @builds(LinearVolume)
@@ -355,36 +285,6 @@ def _logical_volume(volume, plan: _Plan, path: str) -> str:
             expect=str(per_pv),
         ))
     return f"/dev/{vg}/{lv}"
-
-
-#: Options every scratch mount gets after the user's: no set-user-ID programs, no device files from it.
-SCRATCH_MOUNT_OPTIONS = ("nosuid", "nodev")
-
-
-def mount_steps(plan: "_Plan", device: Word, fs_type: str, *, options=(), var: str = "DISKMODEL_MNT",
-                mount_dir: str | None = None) -> None:
-    """Steps: a fresh mount point (*mount_dir*, recorded before it exists, or ``mktemp -d`` in the
-    plan's mount parent), captured into *var*, and the mount of *device* on it, with *options* and
-    :data:`SCRATCH_MOUNT_OPTIONS`."""
-    if mount_dir is None:
-        plan.steps.append(Step(
-            "mount point",
-            ("mktemp", "-d", plan.mount_parent.rstrip("/") + "/diskmodel-mnt.XXXXXX"),
-            capture=var,
-            resource=("dir", (("path", Ref(var)),)),
-        ))
-    else:
-        plan.steps.append(Step(
-            "mount point",
-            ("mkdir", "-m", "700", mount_dir),
-            capture=var, value=mount_dir,
-            resource=("dir", (("path", mount_dir),)),
-        ))
-    plan.steps.append(Step(
-        f"mount {fs_type}",
-        ("mount", "-t", fs_type, "-o", ",".join((*options, *SCRATCH_MOUNT_OPTIONS)), device, Ref(var)),
-        resource=("mount", (("mountpoint", Ref(var)),)),
-    ))
 
 
 def build_plan(
@@ -480,8 +380,6 @@ def md_available() -> bool:
 
 def require_kernel(stack: Stack) -> None:
     """Raise LayoutUnavailable, with what to do, when *stack* needs md or device-mapper and this kernel lacks it."""
-    from diskmodel.calibrate.bench.layers_provision import needs_vm_kernel
-
     have = {"md": md_available(), "device-mapper": device_mapper_available()}
     missing = [what for what in needs_vm_kernel(stack) if not have[what]]
     if missing:
@@ -489,8 +387,3 @@ def require_kernel(stack: Stack) -> None:
             f"stack {stack.short_name} needs {' and '.join(missing)}, which this kernel lacks "
             "(no /proc/mdstat or /sys/module/md_mod; no 'device-mapper' in /proc/misc); "
             "pass --vm to build it in a throwaway VM")
-
-
-# The builders of the block layers (RAID, thin pools, loop files) register themselves.
-from diskmodel.calibrate.bench import layers_provision as _layers  # noqa: E402,F401
-

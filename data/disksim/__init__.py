@@ -27,10 +27,12 @@ import numpy as np
 
 from ..input_files import MAX_TRACE_FILE_BYTES, MAX_TRACE_LINE_BYTES, bounded_lines, quote
 from .model_file import ModelFile, read_model_file
+from .bundled import BUNDLED_DRIVES, TRACED_DRIVES, disksim_drive_folder
 from .syntax import MS, Block, DiskSimFormatError, Source, Statement, parse_file, read_text
 
 __all__ = ["DISKSIM_COMPUTED_DEMERIT_MS", "DISKSIM_PUBLISHED_DEMERIT_MS", "DiskSimFolder", "DiskSpecs", "Parv", "Trace", "read_diskspecs",
-           "read_drive_folder", "read_parv", "read_trace"]
+           "read_drive_folder", "read_parv", "read_trace", "BUNDLED_DRIVES", "TRACED_DRIVES",
+           "disksim_drive_folder", "load_disksim_drive"]
 
 #: Seconds per microsecond: the traces' unit.
 US = 1e-6
@@ -512,4 +514,13 @@ def read_drive_folder(folder) -> DiskSimFolder:
     return DiskSimFolder(folder.name, folder, model, specs, parv, trace_path)
 
 
-from .bundled import BUNDLED_DRIVES, TRACED_DRIVES, disksim_drive_folder, load_disksim_drive  # noqa: E402,F401
+def load_disksim_drive(name_or_folder) -> DiskSimFolder:
+    """The files of a bundled drive (by name) or of a drive folder, read into a :class:`DiskSimFolder`.
+
+    Plain records only, as everything in :mod:`diskmodel.data`: the :class:`~diskmodel.model.Disk` they
+    describe is :func:`diskmodel.model.disksim.load_disksim_drive`'s.
+
+    >>> load_disksim_drive("atlas10k").trace_path.name
+    'atlas10k.trace'
+    """
+    return read_drive_folder(disksim_drive_folder(name_or_folder))

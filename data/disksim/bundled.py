@@ -9,22 +9,19 @@ turns a name or a folder into a folder:
   :data:`TRACED_DRIVES`: the seven of them with a validation trace;
 * :func:`disksim_drive_folder`: a bundled drive's name, or any folder laid
   out the same way, as a :class:`~pathlib.Path`;
-* :func:`load_disksim_drive`: that folder's files read
-  (:func:`~diskmodel.data.disksim.read_drive_folder`) into a
-  :class:`~diskmodel.data.disksim.DiskSimFolder`. Plain records only, as
-  everything in :mod:`diskmodel.data`: the :class:`~diskmodel.model.Disk`
-  they describe is :func:`diskmodel.model.disksim.load_disksim_drive`'s.
+* :func:`preset_or_drive`: a name for a reader that takes a preset or a folder.
 
->>> load_disksim_drive("atlas10k").trace_path.name
-'atlas10k.trace'
+Reading a folder's files is :func:`diskmodel.data.disksim.load_disksim_drive`'s.
+
+>>> disksim_drive_folder("atlas10k").name
+'atlas10k'
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["BUNDLED_DIR", "BUNDLED_DRIVES", "TRACED_DRIVES", "disksim_drive_folder", "load_disksim_drive",
-           "preset_or_drive"]
+__all__ = ["BUNDLED_DIR", "BUNDLED_DRIVES", "TRACED_DRIVES", "disksim_drive_folder", "preset_or_drive"]
 
 #: The folder that holds the bundled drives (this module's own folder).
 BUNDLED_DIR = Path(__file__).resolve().parent
@@ -83,11 +80,3 @@ def preset_or_drive(name):
     if isinstance(name, str) and name not in PRESETS and name in BUNDLED_DRIVES and not os.path.exists(name):
         return BUNDLED_DIR / name
     return name
-
-
-def load_disksim_drive(name_or_folder):
-    """The files of a bundled drive (by name) or of a drive folder, read into a
-    :class:`~diskmodel.data.disksim.DiskSimFolder`."""
-    from . import read_drive_folder
-
-    return read_drive_folder(disksim_drive_folder(name_or_folder))

@@ -236,7 +236,33 @@ class FitResult:
             raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
         z = float(norm.ppf(1 - alpha / 2))
         p, se = self.params, self.bse
-        return pd.DataFrame({"lower": p - z * se, "upper": p + z * se})
+        # an interval never leaves the parameter's domain (a cost is never negative): cut at the
+        # bounds, and to_frame's ``note`` says where it was cut
+        ps = self.parameters.values()
+        low = np.maximum(p - z * se, [q.lower for q in ps])
+        high = np.minimum(p + z * se, [q.upper for q in ps])
+        return pd.DataFrame({"lower": low, "upper": high}, index=p.index)
+
+    def notes(self, alpha: float = 0.05) -> pd.Series:
+        """Per parameter, what a reader must know beside its value: held (not fitted), on a bound
+        with no standard error, or an interval cut at a bound ("" otherwise)."""
+        from scipy.stats import norm
+
+        z = float(norm.ppf(1 - alpha / 2))
+        out = []
+        for q, estimate, se in zip(self.parameters.values(), self.params, self.bse):
+            on_bound = estimate in (q.lower, q.upper)
+            if not q.vary:
+                out.append("held, not fitted")
+            elif on_bound and not np.isfinite(se):
+                out.append("on its bound: no standard error")
+            elif not np.isfinite(se):
+                out.append("no standard error (not identified)")
+            elif estimate - z * se < q.lower or estimate + z * se > q.upper:
+                out.append("interval cut at its bound")
+            else:
+                out.append("")
+        return pd.Series(out, index=self.params.index, dtype=object)
 
     def to_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """One row per parameter: value, bse, the interval, the bounds, the unit, whether it was varied."""
@@ -244,7 +270,8 @@ class FitResult:
         ps = self.parameters.values()
         return pd.DataFrame({"value": self.params, "bse": self.bse, "lower": ci["lower"], "upper": ci["upper"],
                              "lower_bound": [p.lower for p in ps], "upper_bound": [p.upper for p in ps],
-                             "unit": [p.unit for p in ps], "vary": [p.vary for p in ps]},
+                             "unit": [p.unit for p in ps], "vary": [p.vary for p in ps],
+                             "note": self.notes(alpha)},
                             index=list(self.parameters.names))
 
     # reporting -----------------------------------------------------------------

@@ -152,8 +152,11 @@ def plot_seek_calibration(result, ax=None, *, model: str | None = None, alpha: f
     fit = result._model(model)
     if isinstance(fit, TwoPieceFit):
         pred, lo, hi = fit.predict_band(grid / result.mean_bytes_per_track, alpha)
+        # the fit's distances are the calibration's tracks (at the mean track size); the axis is bytes, so
+        # the knee is given in bytes too, not in tracks beside a disk described in cylinders
+        knee_mb = float(fit.params["knee_cylinders"]) * result.mean_bytes_per_track / 1e6
         ax.plot(grid, pred * 1e3, color="C1",
-                label=f"two-piece fit (knee {fit.params['knee_cylinders']:.4g} tracks; at the mean track size)")
+                label=f"two-piece fit (knee at {knee_mb:.3g} MB of seek distance)")
         ax.fill_between(grid, lo * 1e3, hi * 1e3, color="C1", alpha=0.3, label=f"{100 * (1 - alpha):g}% band")
     elif isinstance(fit, TableFit):
         ax.plot(grid, fit.predict(grid) * 1e3, color="C2", label="table")

@@ -89,6 +89,9 @@ class TwoPieceFit(FitResult):
     distance_max: float
     diagnostics: dict
     profile: pd.DataFrame
+    #: The data fitted, per distinct distance: ``distance``, ``mean_s`` and ``count`` (for plots and
+    #: readers; None in a fit saved before it was kept).
+    points: pd.DataFrame | None = None
     results: tuple | None = field(default=None, metadata=TRANSIENT)
     model: ClassVar[str] = "two_piece"
 
@@ -132,11 +135,15 @@ class TwoPieceFit(FitResult):
         return _diagnostic_lines(self.diagnostics)
 
     def plot(self, ax=None, alpha: float = 0.05):
-        """The fitted curve and its confidence band over the distances fitted. Returns the Axes."""
+        """The data fitted (mean per distance), the fitted curve and its confidence band over the
+        distances fitted. Returns the Axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
             _, ax = plt.subplots()
+        if self.points is not None:
+            ax.scatter(self.points["distance"], self.points["mean_s"] * 1e3, s=8, color="C0",
+                       label="mean per distance (fitted)")
         grid = np.geomspace(self.distance_min, self.distance_max, 300)
         pred, lo, hi = self.predict_band(grid, alpha)
         ax.plot(grid, pred * 1e3, color="C1", label="two-piece fit")
@@ -265,8 +272,11 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
     parameters = Parameters(Parameter(name, float(v), 0.0 if name == "knee_cylinders" else -np.inf, np.inf, unit)
                             for name, v, unit in zip(TWO_PIECE_PARAMS, values, units))
     residual = y - two_piece_seek_time_s(x, *values)
+    points = (pd.DataFrame({"distance": x, "seek_time_s": y}).groupby("distance")["seek_time_s"]
+              .agg(mean_s="mean", count="size").reset_index())
     return TwoPieceFit(parameters, covariance, int(x.size), df_resid, method, continuous, distance_unit,
-                       float(x.min()), float(x.max()), residual_diagnostics(x, residual), profile, results)
+                       float(x.min()), float(x.max()), residual_diagnostics(x, residual), profile,
+                       points=points, results=results)
 
 
 @dataclass(frozen=True, eq=False)
