@@ -52,6 +52,42 @@ def _host_rows(stacks, workloads, say):
     return rows
 
 
+def _fs_rows(kinds, workloads, memories, keep_dir, from_dir, say):
+    """The page-cache cells: each file system under each workload, without and with a memory cgroup.
+    A cell's measured trace is kept in *keep_dir* (``KIND-WORKLOAD-MEMORY.npz``, with the traced
+    device's name and read-ahead in a ``.json``); with *from_dir*, read from there instead of being
+    run, a cell it lacks being run and kept there."""
+    import json
+
+    from diskmodel.calibrate.trace import load_trace, save_trace
+    from diskmodel.calibrate.trace.fs_cells import predict_fs_cell, run_fs_cell
+    from diskmodel.calibrate.trace.matrix import compare
+
+    rows = []
+    for kind in kinds:
+        for w in workloads:
+            for memory in memories:
+                stem = f"{kind}-{w.name}-{memory}"
+                folder = Path(from_dir or keep_dir) if (from_dir or keep_dir) else None
+                if from_dir is not None and (folder / f"{stem}.json").exists():
+                    trace = load_trace(folder / f"{stem}.npz")
+                    info = json.loads((folder / f"{stem}.json").read_text())
+                    dev, ra_kb = info["device"], info["read_ahead_kb"]
+                else:
+                    trace, dev, ra_kb = run_fs_cell(kind, w, memory)
+                    if folder is not None:
+                        folder.mkdir(parents=True, exist_ok=True)
+                        save_trace(trace, folder / f"{stem}.npz")
+                        (folder / f"{stem}.json").write_text(json.dumps({"device": dev, "read_ahead_kb": ra_kb}))
+                pred = predict_fs_cell(kind, w, memory, dev, ra_kb)
+                row = {"where": "host", "stack": f"{kind}_{memory}", "layer": kind, "workload": w.name,
+                       "device": dev, **compare(pred, trace.devices[dev].stream)}
+                rows.append(row)
+                say(f"{stem}: bytes {row['predicted_bytes']} vs {row['measured_bytes']}, "
+                    f"requests {row['predicted_requests']} vs {row['measured_requests']}, tv {row['size_tv']:.2f}")
+    return rows
+
+
 def _vm_rows(stacks, workloads, timeout_s, saved, say):
     from diskmodel.calibrate.trace.matrix import as_bios, compare, predict
     from diskmodel.calibrate.trace.vm_cells import SCRATCH_BYTES, VM_STACKS, guest_script, parse_guest_output
@@ -103,6 +139,7 @@ def _table(rows) -> list[str]:
 
 
 def main(argv=None) -> int:
+    from diskmodel.calibrate.trace.fs_cells import FS_KINDS, FS_WORKLOADS, MEMORY_LIMITS
     from diskmodel.calibrate.trace.host_cells import HOST_STACKS
     from diskmodel.calibrate.trace.matrix import WORKLOADS
     from diskmodel.calibrate.trace.vm_cells import VM_STACKS
@@ -114,6 +151,18 @@ def main(argv=None) -> int:
                     help=f"VM stacks to run, comma-separated, or 'none' (default: all: {','.join(VM_STACKS)})")
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS),
                     help="workloads, comma-separated (default: all)")
+    ap.add_argument("--file-systems", default=",".join(FS_KINDS),
+                    help=f"file systems of the page-cache cells, comma-separated, or 'none' (default: all: "
+                         f"{','.join(FS_KINDS)})")
+    ap.add_argument("--fs-workloads", default=",".join(w.name for w in FS_WORKLOADS),
+                    help="page-cache workloads, comma-separated (default: all)")
+    ap.add_argument("--memory", default=",".join(MEMORY_LIMITS),
+                    help=f"memory limits of the page-cache cells, comma-separated (default: all: {','.join(MEMORY_LIMITS)})")
+    ap.add_argument("--keep-fs-traces", default=None,
+                    help="keep the page-cache cells' measured traces in this folder (default: not kept)")
+    ap.add_argument("--fs-traces-from", default=None,
+                    help="read the page-cache cells' measured traces from this folder (kept by an earlier run) "
+                         "instead of running them; the cells it lacks are run and kept there (default: run them)")
     ap.add_argument("--vm-timeout", type=float, default=3000.0, help="limit for the VM run [s] (default: 3000)")
     ap.add_argument("--vm-output", default=None,
                     help="read the VM's output from this file (kept by an earlier run) instead of booting it "
@@ -141,9 +190,14 @@ def main(argv=None) -> int:
     if args.host_rows_from:
         import json
 
-        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"] if r["where"] == "host"]
+        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"]
+                if r["where"] == "host" and r["layer"] == "loop"]
     else:
         rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
+    fs_wl = {w.name: w for w in FS_WORKLOADS}
+    rows += _fs_rows(pick(args.file_systems, list(FS_KINDS), "file-systems"),
+                     [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
+                     pick(args.memory, list(MEMORY_LIMITS), "memory"), args.keep_fs_traces, args.fs_traces_from, say)
     vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
     if vm_stacks:
         vm_rows, output = _vm_rows(vm_stacks, workloads, args.vm_timeout, args.vm_output, say)
