@@ -53,36 +53,59 @@ def fs_rows(kind, o, **kw):
 
 CREATE_WRITE_SYNC = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 8192), (1, Kind.SYNC, -1, 0, 0))
 
-# ext on 1 GiB with 4 KiB blocks: groups of 32768 blocks (128 MiB), 8192 inodes of 256 bytes each
-# (512 table blocks); group 0: descriptors in block 1, block bitmap 2, inode bitmap 3, inode table
-# from 4, data from 516. The journal is in the middle group (4): 4 * 32768 + 516 = 131588.
-EXT_READS = [(0.0, R, 2, B, META), (0.0, R, 3, B, META), (0.0, R, 1, B, META)]  # bitmaps read before they change
-IN_PLACE = [(1.0, W, b, B, META) for b in (1, 2, 3, 4, 516)]  # descriptor, bitmaps, inode block, directory block
+# ext4 on 1 GiB with 4 KiB blocks, as mke2fs lays it out (dumpe2fs): groups of 32768 blocks
+# (128 MiB), 8192 inodes of 256 bytes each (512 table blocks); group 0: superblock, descriptors in
+# block 1, 127 reserved descriptor blocks, then the 8 groups' block bitmaps (129-136), inode bitmaps
+# (137-144) and inode tables (145-4240, flex_bg); mke2fs's own files take 4241-4246, so new data
+# starts at 4247. The journal is at the middle group's start (4 * 32768), jbd2 writing from its
+# block 1.
+EXT_READS = [(0.0, R, 129, B, META), (0.0, R, 137, B, META), (0.0, R, 1, B, META)]  # read before they change
+IN_PLACE = [(1.0, W, b, B, META) for b in (1, 129, 137, 145, 4247)]  # descriptor, bitmaps, inode, directory
 
 
 def test_ext4_create_write_sync_by_hand():
-    # Create: the directory gets its first block (516), reading the block bitmap; the inode bitmap and
-    # descriptor are read. At sync: the 8 KiB of data (blocks 517-518, delayed allocation), then the
-    # transaction: 5 blocks + 1 descriptor block at the journal's head, the commit block with
-    # PREFLUSH|FUA; then the 5 metadata blocks in place.
+    # Create: the directory gets its first block (4247), reading the block bitmap; the inode bitmap
+    # and descriptor are read. At sync: the 8 KiB of data (blocks 4248-4249, delayed allocation),
+    # then the transaction: 5 blocks + 1 descriptor block at the journal's head, the commit block
+    # with PREFLUSH|FUA; then the 5 metadata blocks in place.
     assert fs_rows("ext4", CREATE_WRITE_SYNC) == EXT_READS + [
-        (1.0, W, 517, 8192, SYNC),
-        (1.0, W, 131588, 6 * B, META | SYNC),
-        (1.0, W, 131594, B, COMMIT),
+        (1.0, W, 4248, 8192, SYNC),
+        (1.0, W, 131073, 6 * B, META | SYNC),
+        (1.0, W, 131079, B, COMMIT),
     ] + IN_PLACE
 
 
+def test_ext_layout_is_mke2fs_layout():
+    # dumpe2fs of mkfs.ext2/ext3/ext4 -b 4096 on 1 GiB (e2fsprogs 1.47): ext2/ext3 keep each group's
+    # bitmaps and table in the group after its superblock copy (groups 0, 1, 3, 5, 7) and 63
+    # reserved descriptor blocks; ext4 (64-byte descriptors, 127 reserved, flex_bg) packs them in
+    # group 0. ext3's journal follows mke2fs's first files in group 0 (debugfs stat <8>: 585).
+    for kind in ("ext2", "ext3"):
+        p = FsParams(kind, GiB)
+        assert [p.block_bitmap(0), p.inode_bitmap(0), p.inode_table(0), p.data_start(0)] == [65, 66, 67, 579]
+        assert [p.block_bitmap(1), p.inode_table(1), p.block_bitmap(2), p.inode_table(2)] == [32833, 32835, 65536, 65538]
+    assert FsParams("ext3", GiB).journal_block == 585
+    p = FsParams("ext4", GiB)
+    assert [p.block_bitmap(1), p.inode_bitmap(1), p.inode_table(1), p.data_start(0), p.data_start(1)] == [
+        130, 138, 657, 4241, 32897]
+    assert p.journal_block == 131072
+
+
 def test_ext2_has_no_journal():
-    assert fs_rows("ext2", CREATE_WRITE_SYNC) == EXT_READS + [(1.0, W, 517, 8192, SYNC)] + IN_PLACE
+    # ext2 keeps group 0's bitmaps and table in the group (65, 66, 67-578); mke2fs's files take
+    # 579-584, so the directory's block is 585 and the data 586-587.
+    reads = [(0.0, R, 65, B, META), (0.0, R, 66, B, META), (0.0, R, 1, B, META)]
+    in_place = [(1.0, W, b, B, META) for b in (1, 65, 66, 67, 585)]
+    assert fs_rows("ext2", CREATE_WRITE_SYNC) == reads + [(1.0, W, 586, 8192, SYNC)] + in_place
 
 
 def test_data_journal_writes_data_twice():
     rows = fs_rows("ext4", CREATE_WRITE_SYNC, journal_mode="journal")
     # The 2 data blocks join the transaction (7 blocks + descriptor), then go in place with the rest.
     assert rows == EXT_READS + [
-        (1.0, W, 131588, 8 * B, META | SYNC),
-        (1.0, W, 131596, B, COMMIT),
-    ] + IN_PLACE + [(1.0, W, 517, B, META), (1.0, W, 518, B, META)]
+        (1.0, W, 131073, 8 * B, META | SYNC),
+        (1.0, W, 131081, B, COMMIT),
+    ] + IN_PLACE + [(1.0, W, 4248, B, META), (1.0, W, 4249, B, META)]
 
 
 def test_xfs_logs_inode_cores_and_buffer_regions():

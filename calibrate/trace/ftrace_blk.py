@@ -32,6 +32,8 @@ _RECORD = struct.Struct("<IIQQIIIIIHH")  # struct blk_io_trace (include/uapi/lin
 _MAGIC = 0x65617400
 #: Per-CPU ring buffer while tracing [KiB]: a reader drains it, this only absorbs bursts.
 BUFFER_KB = 16384
+#: How long a recording waits for another to give the machine's blk tracer back [s].
+TRACER_WAIT_S = 300.0
 #: Only the queue, issue and completion categories: blkparse's Q, D and C (blk_trace_mask2str's
 #: names; Q is what a bio-based device receives).
 ACT_MASK = "queue,issue,complete"
@@ -133,9 +135,15 @@ class BlkTracer:
 
     def __enter__(self) -> "BlkTracer":
         self._mount()
+        # The tracer is the machine's one: another recording holds it until it ends, so wait for it.
+        deadline = time.monotonic() + TRACER_WAIT_S
         tracer = _read(TRACEFS / "current_tracer")
+        while tracer != "nop" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            tracer = _read(TRACEFS / "current_tracer")
         if tracer != "nop":
-            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else: not changed")
+            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else for "
+                               f"{TRACER_WAIT_S:g} s: not changed")
         enables = [f"/sys/class/block/{d.kernel_name}/trace/enable" for d in self.devices]
         # A device's act_mask exists only while it is traced: disabling it drops the mask too.
         masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]

@@ -165,12 +165,20 @@ class _Fs:
     def bitmap(self, blk: int) -> int:
         """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
         g = blk // self.alloc.group_blocks
-        return g * self.alloc.group_blocks + (1 if self.p.kind == "xfs" else 2)
+        if self.p.kind == "xfs":
+            return g * self.alloc.group_blocks + 1
+        return self.p.block_bitmap(g)
+
+    def inode_bitmap(self, g: int) -> int:
+        """The inode bitmap (ext), the inode btree root (xfs)."""
+        if self.p.kind == "xfs":
+            return g * self.alloc.group_blocks + 3
+        return self.p.inode_bitmap(g)
 
     def descriptor(self, g: int) -> int:
         if self.p.kind == "xfs":
             return g * self.alloc.group_blocks + 2  # the AGI
-        return 1 + g * 64 // self.bs
+        return 1 + g * self.p.ext_desc_bytes // self.bs
 
     def map(self, ino: _Inode, fb0: int, fb1: int):
         """Device runs ``(device_block, count)`` of file blocks [fb0, fb1) that are allocated."""
@@ -254,8 +262,7 @@ class _Fs:
         self.j.dirty(t, self.dir_block(t, d, ino.slot))
         if kind == "btrfs":
             return
-        base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 3)  # the inode bitmap (ext) / the inode btree root (xfs)
+        self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
 
     def delete(self, t, f: int):
@@ -267,8 +274,7 @@ class _Fs:
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
-        base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 3)
+        self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
         for _, n, db in ino.extents:
             self.meta(t, self.bitmap(db))

@@ -45,7 +45,7 @@ class Journal:
         self.start = None  # time of the running transaction's first change
         self.inplace: dict[int, None] = {}  # blocks waiting for in-place write-back
         self.inplace_since = None
-        self.head = 0  # journal/log position in blocks
+        self.head = 1 if p.kind in ("ext3", "ext4") else 0  # journal/log position in blocks (jbd2: j_first, past its superblock)
         self.used = 0  # journal/log blocks since the last checkpoint
         if p.kind == "btrfs":
             self.interval = 30.0
