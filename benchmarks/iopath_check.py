@@ -2,24 +2,27 @@
 
 A matrix of cells, each a stack and a workload run for real under blktrace:
 
-- host stacks (loop devices): a loop file, zero-filled, sparse, and nested two deep;
+- host stacks (loop devices): a loop file, zero-filled, sparse, and nested two deep, under O_DIRECT fio;
+- host page-cache cells (calibrate/trace/fs_cells.py): ext2, ext3, ext4, xfs and btrfs on a loop
+  device under PostMark tests 1-3 (scaled to run in seconds), buffered fio (sequential and random
+  reads and writes at 4 KiB and 1 MiB), ``cp`` and the creation, stat and deletion of many small
+  files, each without a memory limit and in a 64 MiB memory cgroup;
 - VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md RAID 0, 1, 5 and 6; dm-linear;
   LVM-2 (a linear volume of two segments on two PVs, made with dmsetup as LVM makes it); dm-striped;
-  a thin volume;
-- workloads: fio's sequential and random reads and writes at 4 KiB and 1 MiB, at queue depth 1 and
-  32, with O_DIRECT (the page-cache workloads plug in through calibrate/trace/matrix.py's ``predict``
-  once the page cache is modelled).
+  a thin volume; under fio's sequential and random reads and writes at 4 KiB and 1 MiB, at queue
+  depth 1 and 32, with O_DIRECT.
 
-The prediction of a cell is a function of (stack, workload): fio's own log of the requests it issued
-(the top stream) through the stack's layer of model/iopath, split at the traced device's
-max_sectors_kb (host). Per device of every cell: bytes (read plus written) and request counts as
-the prediction's relative error, and the total-variation distance of the power-of-two
-request-size histograms. The table is by layer; the last four lines are ``cells: N``,
+The prediction of an O_DIRECT cell is a function of (stack, workload): fio's own log of the
+requests it issued (the top stream) through the stack's layer of model/iopath, split at the traced
+device's max_sectors_kb (host). The prediction of a page-cache cell is the workload's file
+operations through model/iopath's whole path (page cache, file system, the device's queue). Per
+device of every cell: bytes (read plus written) and request counts as the prediction's relative
+error, and the total-variation distance of the power-of-two request-size histograms. The table is
+by layer (a page-cache cell's layer is its file system); the last four lines are ``cells: N``,
 ``bytes_median_error_pct: X``, ``requests_median_error_pct: Y`` and ``size_tv_median: Z``.
 
-Left out, said so in the artifact's notes: btrfs raid0/raid1 (model/iopath has no btrfs layer),
-and the block layer's merging of adjacent requests (a deep sequential queue's requests merge in the
-device's queue; the cells show it as a request-count error).
+Left out, said so in the artifact's notes: btrfs raid0/raid1 (model/iopath has no btrfs
+multi-device layer), and the block layer's merging of adjacent requests across issue instants.
 """
 from __future__ import annotations
 
@@ -217,8 +220,8 @@ def main(argv=None) -> int:
         "size_tv_median": figure(tv_med, "", "request-size histogram: median total-variation distance",
                                  decimals=3, headline=True, target=0.2),
     }
-    notes = ["O_DIRECT fio workloads only: the page-cache workloads (PostMark, copy, metadata) wait for the "
-             "page-cache layer", "btrfs raid0/raid1 are not run: model/iopath has no btrfs layer",
+    notes = ["page-cache cells (file systems on a host loop device) run on the host only; the VM's stacks run "
+             "O_DIRECT fio", "btrfs raid0/raid1 are not run: model/iopath has no btrfs multi-device layer",
              "the VM runs under TCG: counts and sizes do not depend on its speed",
              "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
              "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "

@@ -130,11 +130,11 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
     if w.kind == "copy":
         _run(["dd", "if=/dev/urandom", f"of={mnt / 'source'}", "bs=1M", f"count={COPY_BYTES // MIB}"])
         return ["cp", str(mnt / "source"), str(mnt / "copy")]
-    d = mnt / "d"
-    d.mkdir()
+    # In the root directory, as PostMark's files: a new top-level directory's group is Orlov's random
+    # pick (fs/ext4/ialloc.c, find_group_orlov), a file's is its directory's.
     if w.params["op"] != "create":
-        _run([sys.executable, "-c", _SMALL_FILES, "create", str(d), str(SMALL_FILES)])
-    return [sys.executable, "-c", _SMALL_FILES, w.params["op"], str(d), str(SMALL_FILES)]
+        _run([sys.executable, "-c", _SMALL_FILES, "create", str(mnt), str(SMALL_FILES)])
+    return [sys.executable, "-c", _SMALL_FILES, w.params["op"], str(mnt), str(SMALL_FILES)]
 
 
 def run_fs_cell(kind: str, w: FsWorkload, memory: str):

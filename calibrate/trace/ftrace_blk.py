@@ -134,13 +134,18 @@ class BlkTracer:
         self.run.created(res)
 
     def __enter__(self) -> "BlkTracer":
-        self._mount()
-        # The tracer is the machine's one: another recording holds it until it ends, so wait for it.
+        # The tracer is the machine's one: another recording holds it until it ends, so wait for it
+        # (and mount tracefs again if that recording's teardown unmounted it).
         deadline = time.monotonic() + TRACER_WAIT_S
-        tracer = _read(TRACEFS / "current_tracer")
-        while tracer != "nop" and time.monotonic() < deadline:
+        while True:
+            self._mount()
+            try:
+                tracer = _read(TRACEFS / "current_tracer")
+            except FileNotFoundError:
+                tracer = "(tracefs unmounted)"
+            if tracer == "nop" or time.monotonic() >= deadline:
+                break
             time.sleep(0.5)
-            tracer = _read(TRACEFS / "current_tracer")
         if tracer != "nop":
             raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else for "
                                f"{TRACER_WAIT_S:g} s: not changed")
