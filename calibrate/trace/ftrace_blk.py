@@ -118,31 +118,32 @@ class BlkTracer:
         self._stop = threading.Event()
         self._thread = None
         self._res = None
+        self.root: Path | None = None  # this recording's own tracefs mount
 
     def _mount(self) -> None:
-        if (TRACEFS / "trace").exists():
+        """Mount tracefs at a folder of the run's own (recorded; teardown unmounts it): another
+        recording's teardown may unmount /sys/kernel/tracing while this one reads through it."""
+        if self.root is not None:
             return
         import subprocess
 
-        res = self.run.intend("mount", mountpoint=str(TRACEFS), source="tracefs")
-        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS)], capture_output=True, text=True,
+        where = self.run.temp_dir("tracefs-")
+        res = self.run.intend("mount", mountpoint=str(where), source="tracefs")
+        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(where)], capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=60)
-        if proc.returncode != 0 or not devstate.mounted_at(str(TRACEFS)):
+        if proc.returncode != 0 or not devstate.mounted_at(str(where)):
             self.run.absent(res)
-            raise RuntimeError(f"tracefs cannot be mounted on {TRACEFS} ({proc.stderr.strip()}): "
+            raise RuntimeError(f"tracefs cannot be mounted on {where} ({proc.stderr.strip()}): "
                                "neither blktrace nor the kernel's blk tracer can be read")
         self.run.created(res)
+        self.root = where
 
     def __enter__(self) -> "BlkTracer":
-        # The tracer is the machine's one: another recording holds it until it ends, so wait for it
-        # (and mount tracefs again if that recording's teardown unmounted it).
+        # The tracer is the machine's one: another recording holds it until it ends, so wait for it.
         deadline = time.monotonic() + TRACER_WAIT_S
         while True:
             self._mount()
-            try:
-                tracer = _read(TRACEFS / "current_tracer")
-            except FileNotFoundError:
-                tracer = "(tracefs unmounted)"
+            tracer = _read(self.root / "current_tracer")
             if tracer == "nop" or time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
@@ -152,16 +153,17 @@ class BlkTracer:
         enables = [f"/sys/class/block/{d.kernel_name}/trace/enable" for d in self.devices]
         # A device's act_mask exists only while it is traced: disabling it drops the mask too.
         masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]
-        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(TRACEFS / "buffer_size_kb"),
+        # Recorded by the settings' usual paths (the ones teardown may write), set through our mount.
+        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(self.root / "buffer_size_kb"),
                       str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
-                      str(TRACEFS / "tracing_on"): _read(TRACEFS / "tracing_on")}
+                      str(TRACEFS / "tracing_on"): _read(self.root / "tracing_on")}
         self._res = self.run.intend("blktracer", tracefs=str(TRACEFS), enable=enables, restore=restore_to)
         try:
-            _write(TRACEFS / "tracing_on", "0")
-            _write(TRACEFS / "buffer_size_kb", str(BUFFER_KB))
-            _write(TRACEFS / "current_tracer", "blk")
-            _write(TRACEFS / "options" / "bin", "1")
-            _write(TRACEFS / "trace", "")
+            _write(self.root / "tracing_on", "0")
+            _write(self.root / "buffer_size_kb", str(BUFFER_KB))
+            _write(self.root / "current_tracer", "blk")
+            _write(self.root / "options" / "bin", "1")
+            _write(self.root / "trace", "")
             for path in enables:
                 _write(Path(path), "1")
             for path in masks:
@@ -169,14 +171,14 @@ class BlkTracer:
             self.run.created(self._res)
             self._thread = threading.Thread(target=self._drain, daemon=True)
             self._thread.start()
-            _write(TRACEFS / "tracing_on", "1")
+            _write(self.root / "tracing_on", "1")
         except BaseException:
             self._finish()
             raise
         return self
 
     def _drain(self) -> None:
-        fd = os.open(TRACEFS / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(self.root / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
         try:
             while True:
                 try:
@@ -194,14 +196,23 @@ class BlkTracer:
 
     def _finish(self) -> None:
         if self._res is not None and self._res.state != "removed":
-            why = restore(self._res.details)
-            if why:
-                raise RuntimeError(f"tracefs settings not restored: {why}")
+            # Through our own mount: /sys/kernel/tracing may have been unmounted meanwhile.
+            d = self._res.details
+            ours = {self.root / Path(path).relative_to(TRACEFS): value for path, value in d.get("restore", {}).items()
+                    if path.startswith(str(TRACEFS) + "/")}
+            for path in d.get("enable", []):
+                try:
+                    _write(Path(path), "0")
+                except OSError as exc:
+                    if exc.errno != errno.ENOENT:
+                        raise
+            for path, value in ours.items():
+                _write(path, value)
             self.run.absent(self._res)
 
     def stop_and_write(self, name: str) -> list[str]:
         """Stop tracing, drain what is left and write the per-CPU files; the blkparse input names."""
-        _write(TRACEFS / "tracing_on", "0")
+        _write(self.root / "tracing_on", "0")
         time.sleep(0.1)
         self._stop.set()
         self._thread.join(30)
