@@ -111,13 +111,14 @@ def test_data_journal_writes_data_twice():
 def test_xfs_logs_inode_cores_and_buffer_regions():
     rows = fs_rows("xfs", CREATE_WRITE_SYNC)
     # AG 0: AGF 1, AGI 2, inode btree 3, free-space btrees 5 and 6, inode chunks from 8, data from
-    # 1032 (the directory's block, then the file's 1033). The log (middle AG, 2 of 4: 2 * 65536 + 1032):
-    # one inode core (256 bytes) and 6 buffers (192 bytes each): 1408 bytes, rounded up to 1536.
+    # 1032 (the directory's block, then the file's 1033). The log (xfs_db's logstart: the middle AG,
+    # 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode core (256 bytes) and 6
+    # buffers (192 bytes each): 1408 bytes, rounded up to 1536.
     assert rows == [
         (0.0, R, 1, B, META), (0.0, R, 3, B, META), (0.0, R, 2, B, META),
         (1.0, R, 5, B, META), (1.0, R, 6, B, META),
         (1.0, W, 1033, 8192, SYNC),
-        (1.0, W, 132104, 1536, COMMIT),
+        (1.0, W, 131078, 1536, COMMIT),
     ]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .host_cells import _image, _loop, _run
@@ -177,11 +177,16 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str):
 
 def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahead_kb: int):
     """The stream model/iopath predicts for the cell's loop device."""
-    from diskmodel.model.iopath import CacheParams, parse_workload, run
+    from diskmodel.model.iopath import CacheParams, FsParams, parse_workload, run
     from diskmodel.model.stack import FileSystemNode, Stack
     from diskmodel.model.volumes import Partition
 
-    stack = Stack(FileSystemNode(kind=kind, volume=Partition(0, DEVICE_BYTES, device, "sda")))
+    node = FileSystemNode(kind=kind, volume=Partition(0, DEVICE_BYTES, device, "sda"))
+    if kind in ("ext3", "ext4"):
+        # mke2fs's journal for the device's size (ext2fs_default_journal_size), not the kind's default.
+        journal = FsParams(kind, DEVICE_BYTES).journal_blocks * 4096
+        node = replace(node, parameters=replace(node.parameters, journal_size_bytes=journal))
+    stack = Stack(node)
     cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
                         memory_bytes=_dirtyable_bytes())
     return run(stack, parse_workload(w.model), cache)[device]

@@ -174,8 +174,8 @@ class FsParams:
         0 after the root directory, lost+found and the resize inode's block (mke2fs's first
         files), its first indirect block after 12 journal blocks left out."""
         if self.kind == "xfs":
-            mid = self.groups // 2
-            return mid * self.group_blocks + self.data_start(0)
+            # mkfs.xfs: the middle AG's first free block, after its headers and btree roots (0-5).
+            return self.groups // 2 * self.group_blocks + 6
         if self.kind == "ext3":
             return self.data_start(0) + ROOT_FILES_BLOCKS
         mid = max(0, (self.device_bytes // self.block_bytes) // 2 // self.group_blocks)
@@ -190,10 +190,10 @@ class FsParams:
 
     @cached_property
     def journal_blocks(self) -> int:
-        if self.kind == "xfs":
-            return max(256, min(self.device_bytes // 64, 2 << 30) // self.block_bytes)
         if self.journal_bytes is not None:
             return max(256, self.journal_bytes // self.block_bytes)
+        if self.kind == "xfs":  # mkfs.xfs: 64 MiB at least (xfsprogs 5.15 and later), at most 2 GiB
+            return max(64 << 20, min(self.device_bytes // 64, 2 << 30)) // self.block_bytes
         # e2fsprogs lib/ext2fs/mkjournal.c, ext2fs_default_journal_size: journal blocks by fs blocks.
         n = self.device_bytes // self.block_bytes
         for limit, blocks in ((32768, 1024), (256 << 10, 4096), (512 << 10, 8192), (4096 << 10, 16384),
