@@ -25,7 +25,8 @@ fs/xfs/libxfs; fs/btrfs/inode.c):
   blocks (4 bytes per block).
 
 Reads of metadata: an inode not cached (a ``STAT`` from the cache) reads its inode-table block; ext
-reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its 8 KiB inode cluster,
+reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its inode cluster (8 KiB
+scaled by the inode size: 16 KiB of 512-byte inodes),
 btrfs its 16 KiB leaf; a directory's blocks are read at the first lookup in it.
 
 A clone (cp's FICLONE, granted by xfs and btrfs) shares the source's blocks: only extent references
@@ -292,14 +293,18 @@ class _Fs:
         d = ino.dir
         if ("dir", d) not in self.read_meta and self.dirs.get(d):
             self.read_meta.add(("dir", d))
-            for b in self.dirs[d]:
-                self.emit(t, Op.READ, b * self.bs, self.bs, int(Flag.META))
+            # A lookup reads the directory's blocks one by one as it needs them (ext4_bread, xfs_da_read_buf):
+            # separate requests, a nanosecond apart so the queue's merge of one instant leaves them apart.
+            for k, b in enumerate(self.dirs[d]):
+                self.emit(t + k * 1e-9, Op.READ, b * self.bs, self.bs, int(Flag.META))
         kind = self.p.kind
         if kind == "btrfs":
             key = self.inode_block(ino)
             self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4, self.p.node_bytes // self.bs)
         elif kind == "xfs":
-            cluster = max(1, 8192 // self.bs)
+            # The inode cluster: 8 KiB of 256-byte inodes, scaled by the inode size on v5 file
+            # systems (fs/xfs/xfs_mount.c, xfs_set_inoalignment / inode_cluster_size).
+            cluster = max(1, 8192 * self.p.inode_bytes // 256 // self.bs)
             blk = self.p.inode_block(ino.group, ino.index)
             first = blk - blk % cluster
             self.read_meta_block(t, ("ino", first), first, cluster)
