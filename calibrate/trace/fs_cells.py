@@ -30,6 +30,14 @@ __all__ = ["FsWorkload", "FS_WORKLOADS", "FS_KINDS", "MEMORY_LIMITS", "run_fs_ce
 
 MIB = 1 << 20
 DEVICE_BYTES = 1 << 30
+#: btrfs on 1 GiB mixes data and metadata in its chunks (mkfs.btrfs's small-volume default) and
+#: flushes delayed allocation as soon as metadata reservations outgrow its little free space
+#: (fs/btrfs/space-info.c, flush_space: FLUSH_DELALLOC): on a large device neither happens.
+BTRFS_DEVICE_BYTES = 16 << 30
+
+
+def device_bytes(kind: str) -> int:
+    return BTRFS_DEVICE_BYTES if kind == "btrfs" else DEVICE_BYTES
 
 #: mkfs's argument vector for each kind (4 KiB blocks; ext's inode tables and journal written by
 #: mkfs, not by ext4lazyinit in the background of a trace).
@@ -148,7 +156,7 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str):
         raise ValueError(f"memory {memory!r}: not one of {', '.join(MEMORY_LIMITS)}")
     with runstate.ensure_run(f"iopath check cell {kind}/{w.name}/{memory}") as run:
         folder = run.temp_dir("fscell-")
-        dev = _loop(run, _image(folder / "image", DEVICE_BYTES, zero=False))
+        dev = _loop(run, _image(folder / "image", device_bytes(kind), zero=False))
         _run(MKFS[kind] + [dev])
         mnt = folder / "mnt"
         mnt.mkdir()
@@ -181,7 +189,7 @@ def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahe
     from diskmodel.model.stack import FileSystemNode, Stack
     from diskmodel.model.volumes import Partition
 
-    node = FileSystemNode(kind=kind, volume=Partition(0, DEVICE_BYTES, device, "sda"))
+    node = FileSystemNode(kind=kind, volume=Partition(0, device_bytes(kind), device, "sda"))
     if kind in ("ext3", "ext4"):
         # mke2fs's journal for the device's size (ext2fs_default_journal_size), not the kind's default.
         journal = FsParams(kind, DEVICE_BYTES).journal_blocks * 4096

@@ -73,19 +73,35 @@ _SETTINGS = re.compile(r"^(/sys/kernel/tracing/(buffer_size_kb|options/bin|curre
 _VALUES = re.compile(r"^[a-z0-9_,]{0,200}$")
 
 
+def _tracefs_root(details: dict) -> Path:
+    """Where the settings are written: the recording's own tracefs mount when it is still a tracefs
+    mount point (/proc/mounts says so), else /sys/kernel/tracing (which may have been unmounted)."""
+    root = details.get("tracefs")
+    if isinstance(root, str) and root != str(TRACEFS):
+        try:
+            mounts = Path("/proc/mounts").read_text().splitlines()
+        except OSError:
+            mounts = []
+        if any(len(f := line.split()) >= 3 and f[1] == root and f[2] == "tracefs" for line in mounts):
+            return Path(root)
+    return TRACEFS
+
+
 def restore(details: dict) -> str:
     """Put the recorded tracefs settings back; '' on success, else what failed.
 
     A record is read back from a state file, which someone may have planted: only the settings this
     module changes are written, and only with values of their own form (numbers, names, masks)."""
     why = []
+    root = _tracefs_root(details)
     for path, value in [*((d, "0") for d in details.get("enable", [])),
                         *details.get("restore", {}).items()]:
         if not (isinstance(path, str) and isinstance(value, str) and _SETTINGS.match(path) and _VALUES.match(value)):
             why.append(f"{path!r}: not a tracefs blk setting this run changes: left as it is")
             continue
+        target = root / Path(path).relative_to(TRACEFS) if path.startswith(str(TRACEFS) + "/") else Path(path)
         try:
-            _write(Path(path), value)
+            _write(target, value)
         except OSError as exc:
             if exc.errno != errno.ENOENT:  # a device gone since needs no restoring
                 why.append(f"{path}: {exc.strerror}")
@@ -102,7 +118,7 @@ def still_set(details: dict) -> bool:
                 return True
         except OSError:
             pass
-    tracer = Path(details.get("tracefs", str(TRACEFS))) / "current_tracer"
+    tracer = _tracefs_root(details) / "current_tracer"
     try:
         return _read(tracer) == "blk"
     except OSError:
@@ -157,7 +173,7 @@ class BlkTracer:
         restore_to = {str(TRACEFS / "buffer_size_kb"): _read(self.root / "buffer_size_kb"),
                       str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
                       str(TRACEFS / "tracing_on"): _read(self.root / "tracing_on")}
-        self._res = self.run.intend("blktracer", tracefs=str(TRACEFS), enable=enables, restore=restore_to)
+        self._res = self.run.intend("blktracer", tracefs=str(self.root), enable=enables, restore=restore_to)
         try:
             _write(self.root / "tracing_on", "0")
             _write(self.root / "buffer_size_kb", str(BUFFER_KB))
@@ -196,18 +212,9 @@ class BlkTracer:
 
     def _finish(self) -> None:
         if self._res is not None and self._res.state != "removed":
-            # Through our own mount: /sys/kernel/tracing may have been unmounted meanwhile.
-            d = self._res.details
-            ours = {self.root / Path(path).relative_to(TRACEFS): value for path, value in d.get("restore", {}).items()
-                    if path.startswith(str(TRACEFS) + "/")}
-            for path in d.get("enable", []):
-                try:
-                    _write(Path(path), "0")
-                except OSError as exc:
-                    if exc.errno != errno.ENOENT:
-                        raise
-            for path, value in ours.items():
-                _write(path, value)
+            why = restore(self._res.details)  # through our own mount (see _tracefs_root)
+            if why:
+                raise RuntimeError(f"tracefs settings not restored: {why}")
             self.run.absent(self._res)
 
     def stop_and_write(self, name: str) -> list[str]:
