@@ -125,16 +125,18 @@ def test_xfs_logs_inode_cores_and_buffer_regions():
 def test_btrfs_commit_copies_tree_blocks_twice_then_the_superblocks():
     rows = fs_rows("btrfs", CREATE_WRITE_SYNC)
     # Data from 1 MiB (block 256). Changed leaves: the inode's, the directory's, one extent-tree
-    # leaf and one checksum leaf (4), their 4 parents, 4 tree roots and the root tree's leaf: 13 nodes
-    # of 16 KiB, written at the metadata area (block 131072), DUP: a second copy after the first;
-    # then a flush, the primary superblock (64 KiB) with FUA and the copy at 64 MiB.
-    assert rows == [
-        (1.0, W, 256, 8192, SYNC),
-        (1.0, W, 131072, 13 * 16384, META | SYNC),
-        (1.0, W, 131072 + 13 * 4, 13 * 16384, META | SYNC),
-        (1.0, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
-        (1.0, W, 16, B, META | SYNC | int(Flag.FUA)),
-        (1.0, W, 16384, B, META | SYNC),
+    # leaf, one checksum leaf and the free-space tree's (5); each tree's root (5); a parent where a
+    # tree may hold more than a leaf (the free-space tree, whose size is not followed): 1; and the
+    # root tree's leaf: 12 nodes of 16 KiB, written at the metadata area (block 131072) one request
+    # each (a nanosecond apart),
+    # DUP: a second copy after the first; then a flush, the primary superblock (64 KiB) with FUA
+    # and the copy at 64 MiB.
+    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(24)]
+    end = 1.0 + 24 * 1e-9
+    assert rows == [(1.0, W, 256, 8192, SYNC)] + nodes + [
+        (end, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
+        (end, W, 16, B, META | SYNC | int(Flag.FUA)),
+        (end, W, 16384, B, META | SYNC),
     ]
 
 

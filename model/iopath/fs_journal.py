@@ -160,11 +160,17 @@ class Journal:
                 n = min(n, max(1, held))
             nodes += n + 1 + (-(-n // 120) if (held is None or held > 1) else 0)  # + the root, + parents
         per = self.p.node_bytes // self.bs
+        # Each tree block goes out as a bio of its own (fs/btrfs/extent_io.c, write_one_eb), the
+        # blocks in no order the queue could merge: one request per node and copy.
+        k = 0
         for copy in range(max(1, self.p.metadata_copies)):
             first = self.alloc.metadata(nodes * per)
-            self.emit(t, Op.WRITE, first * self.bs, nodes * self.p.node_bytes, META)
+            for i in range(nodes):
+                self.emit(t + k * 1e-9, Op.WRITE, (first + i * per) * self.bs, self.p.node_bytes, META)
+                k += 1
+        t_end = t + k * 1e-9
         if self.p.barrier:
-            self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
+            self.emit(t_end, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
         for i, off in enumerate(self.p.superblocks()):
             fua = int(Flag.FUA) if i == 0 and self.p.barrier else 0
-            self.emit(t, Op.WRITE, off, 4096, META | fua)
+            self.emit(t_end, Op.WRITE, off, 4096, META | fua)
