@@ -211,6 +211,11 @@ def main(argv=None) -> int:
     b_med = _median([r["bytes_error_pct"] for r in rows])
     r_med = _median([r["requests_error_pct"] for r in rows])
     tv_med = _median([r["size_tv"] for r in rows])
+    pc = [r for r in rows if r["layer"] in FS_KINDS]
+    pc_bytes = sorted(r["bytes_error_pct"] for r in pc)
+    pc_b, pc_r = _median(pc_bytes), _median([r["requests_error_pct"] for r in pc])
+    pc_b90 = pc_bytes[min(len(pc_bytes) - 1, int(round(0.9 * (len(pc_bytes) - 1))))] if pc else float("nan")
+    pc_tv = _median([r["size_tv"] for r in pc])
     figures = {
         "cells": figure(cells, "", "cells (stack x workload) run under blktrace", decimals=0),
         "bytes_median_error_pct": figure(b_med, "%", "bytes per device: median |error| of the prediction",
@@ -219,6 +224,14 @@ def main(argv=None) -> int:
                                             headline=True, target=20),
         "size_tv_median": figure(tv_med, "", "request-size histogram: median total-variation distance",
                                  decimals=3, headline=True, target=0.2),
+        "pagecache_bytes_median_error_pct": figure(pc_b, "%", "page-cache cells: bytes per device, median |error|",
+                                                   decimals=2, target=10),
+        "pagecache_bytes_p90_error_pct": figure(pc_b90, "%", "page-cache cells: bytes per device, 90th percentile "
+                                                "|error|", decimals=2, target=30),
+        "pagecache_requests_median_error_pct": figure(pc_r, "%", "page-cache cells: requests per device, median "
+                                                      "|error|", decimals=2, target=20),
+        "pagecache_size_tv_median": figure(pc_tv, "", "page-cache cells: request-size histogram, median TV distance",
+                                           decimals=3, target=0.2),
     }
     notes = ["page-cache cells (file systems on a host loop device) run on the host only; the VM's stacks run "
              "O_DIRECT fio", "btrfs raid0/raid1 are not run: model/iopath has no btrfs multi-device layer",
@@ -229,6 +242,14 @@ def main(argv=None) -> int:
              "RAID 1 reads: model/iopath's read balancing sends every read at queue depth 1 to the first mirror; "
              "the measured kernel spreads them",
              f"wall time {time.monotonic() - t0:.0f} s"]
+    if pc:
+        notes.append(f"page-cache cells alone ({len(pc)} device rows): bytes median |error| "
+                     f"{pc_b:.2f} %, 90th percentile {pc_b90:.2f} %; requests median |error| {pc_r:.2f} %; "
+                     f"size TV median {pc_tv:.3f}")
+    for opt, what in (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
+                      ("fs_traces_from", "page-cache cells' measured traces")):
+        if getattr(args, opt):
+            notes.append(f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)")
     write_result("iopath_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
                  details={"rows": rows}, notes=notes)
     for line in _table(rows):
