@@ -91,3 +91,20 @@ def test_btrfs_writes_only_the_trees_as_they_stand_when_postmark_deletes_its_fil
     pred = predict_fs_cell("btrfs", w, "nolimit", dev, ra_kb)
     assert meas.write_bytes < 2 * MIB, meas.totals()
     assert abs(pred.write_bytes - meas.write_bytes) <= 0.3 * meas.write_bytes, (pred.totals(), meas.totals())
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_data_journal_writes_the_data_twice_as_blktrace_sees_it():
+    # ext4 mounted data=journal: 32 MiB written by fio then synced go to the journal and then, at
+    # the checkpoint, in place: the device receives the data twice, and the model says so.
+    _require_cells("fio", "mkfs.ext4")
+    from diskmodel.calibrate.trace.fs_cells import FS_WORKLOADS, predict_fs_cell, run_fs_cell
+
+    w = {x.name: x for x in FS_WORKLOADS}["fio_write_1m"]
+    opts = ("data=journal",)
+    trace, dev, ra_kb = run_fs_cell("ext4", w, "nolimit", mount_options=opts)
+    meas = trace.devices[dev].stream
+    pred = predict_fs_cell("ext4", w, "nolimit", dev, ra_kb, mount_options=opts)
+    assert meas.write_bytes >= 2 * 32 * MIB, meas.totals()
+    assert abs(pred.write_bytes - meas.write_bytes) <= 0.1 * meas.write_bytes, (pred.totals(), meas.totals())

@@ -107,9 +107,9 @@ FS_WORKLOADS = (
 )
 
 
-def _mount(run, dev: str, where: Path):
+def _mount(run, dev: str, where: Path, options: tuple[str, ...] = ()):
     res = run.intend("mount", mountpoint=str(where))
-    _run(["mount", dev, str(where)])
+    _run(["mount", *(["-o", ",".join(options)] if options else []), dev, str(where)])
     run.created(res)
     return res
 
@@ -145,8 +145,9 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
     return [sys.executable, "-c", _SMALL_FILES, w.params["op"], str(mnt), str(SMALL_FILES)]
 
 
-def run_fs_cell(kind: str, w: FsWorkload, memory: str):
-    """(BlockTrace, the traced device's name, its read_ahead_kb) of one cell."""
+def run_fs_cell(kind: str, w: FsWorkload, memory: str, mount_options: tuple[str, ...] = ()):
+    """(BlockTrace, the traced device's name, its read_ahead_kb) of one cell; the file system mounted
+    with *mount_options* (each one option, e.g. ``data=journal``)."""
     from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
     from diskmodel.calibrate.harness import runstate
 
@@ -160,10 +161,10 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str):
         _run(MKFS[kind] + [dev])
         mnt = folder / "mnt"
         mnt.mkdir()
-        res = _mount(run, dev, mnt)
+        res = _mount(run, dev, mnt, mount_options)
         argv = _setup(w, mnt, folder)
         _umount(run, mnt, res)  # empties the file system's caches and the device's (see the module docstring)
-        _mount(run, dev, mnt)
+        _mount(run, dev, mnt, mount_options)
         name = os.path.basename(dev)
         ra_kb = int(Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text())
         limit = MEMORY_LIMITS[memory]
@@ -183,13 +184,15 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str):
     return trace, name, ra_kb
 
 
-def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahead_kb: int):
+def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahead_kb: int,
+                    mount_options: tuple[str, ...] = ()):
     """The stream model/iopath predicts for the cell's loop device."""
     from diskmodel.model.iopath import CacheParams, FsParams, parse_workload, run
     from diskmodel.model.stack import FileSystemNode, Stack
     from diskmodel.model.volumes import Partition
 
-    node = FileSystemNode(kind=kind, volume=Partition(0, device_bytes(kind), device, "sda"))
+    node = FileSystemNode(kind=kind, volume=Partition(0, device_bytes(kind), device, "sda"),
+                          mount_options=tuple(mount_options))
     if kind in ("ext3", "ext4"):
         # mke2fs's journal for the device's size (ext2fs_default_journal_size), not the kind's default.
         journal = FsParams(kind, DEVICE_BYTES).journal_blocks * 4096
