@@ -14,7 +14,8 @@ Metadata blocks each operation changes (fs/ext4/ialloc.c, namei.c, balloc.c, ext
 fs/xfs/libxfs; fs/btrfs/inode.c):
 
 - ext2/3/4: create: the inode's table block, the group's inode bitmap, the directory block of the
-  new entry (a new directory block every ``block_bytes // 32`` entries, taking a data block), the
+  new entry (a new directory block every ``block_bytes // 16`` entries, taking a data block; the root
+  directory, number 0, starts in the block mke2fs gave it), the
   group descriptor block; allocation: the block bitmap, the descriptor, the inode (ext4: extents in
   the inode; ext2/ext3: one indirect block per ``block_bytes // 4`` blocks past the first 12);
   delete: the inode, both bitmaps, the directory block, the descriptor.
@@ -54,7 +55,8 @@ INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
 # loop and SCSI disks): 512 KiB of 4 KiB folios.
 BIO_MAX_BYTES = 256 * 4096
 MAX_SEGMENTS = 128
-DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
+DIRENT_BYTES = 16  # an ext directory entry of a name of up to 8 bytes: 8 bytes of header + the name, rounded to 4
+FIRST_INODE = 11  # ext's reserved inodes come first in group 0 (EXT4_GOOD_OLD_FIRST_INO)
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,11 @@ class _Fs:
         """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
         if self.p.kind == "btrfs":
             return ("dir", d * 10**9 + slot // 80)
-        blocks = self.dirs.setdefault(d, [])
+        blocks = self.dirs.get(d)
+        if blocks is None:
+            # Directory 0 is the root, whose first block mke2fs wrote (ext: the first data block
+            # of group 0); other directories start empty.
+            blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
         per = self.bs // DIRENT_BYTES
         while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
@@ -320,10 +326,43 @@ class _Fs:
             first = blk - blk % cluster
             self.read_meta_block(t, ("ino", first), first, cluster)
         else:
-            ra = self.p.inode_readahead_blocks
-            blk = self.p.inode_block(ino.group, ino.index)
-            first = blk - blk % ra if ra > 1 else blk
-            self.read_meta_block(t, ("ino", first), first, max(ra, 1))
+            self.ext_inode_read(t, ino)
+
+    def ext_inode_read(self, t, ino: _Inode):
+        """Read an inode's table block (fs/ext4/inode.c, __ext4_get_inode_loc; the ext4 driver
+        mounts ext2 and ext3 too): the block itself as a metadata read, and ahead of it the table
+        blocks ``b .. b + inode_readahead_blocks`` (both ends included, ``b`` the block rounded down
+        to that many, not before the table, not past the inodes in use where the group counts them:
+        ext4's group descriptor checksums) that are not read yet, as plain reads apart from it."""
+        blk = self.p.inode_block(ino.group, ino.index)
+        if ("iblk", blk) in self.read_meta:
+            return
+        self.read_meta.add(("iblk", blk))
+        self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
+        ra = self.p.inode_readahead_blocks
+        if ra <= 1:
+            return
+        table = self.p.inode_table(ino.group)
+        b = max(blk - blk % ra, table)
+        end = b + ra
+        if self.p.kind == "ext4":
+            used = self.next_ino[ino.group] + (FIRST_INODE if ino.group == 0 else 0)
+            end = min(end, table + used // (self.bs // self.p.inode_bytes))
+        run = None
+        for n in range(b, end + 1):
+            if n != blk and ("iblk", n) not in self.read_meta:
+                self.read_meta.add(("iblk", n))
+                if run is not None and run[1] == n:
+                    run[1] += 1
+                    continue
+                if run is not None:
+                    self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                run = [n, n + 1]
+            elif run is not None:
+                self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                run = None
+        if run is not None:
+            self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
 
     def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int = BIO_MAX_BYTES):
         ino = self.files[f]
