@@ -55,7 +55,11 @@ INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
 # loop and SCSI disks): 512 KiB of 4 KiB folios.
 BIO_MAX_BYTES = 256 * 4096
 MAX_SEGMENTS = 128
-DIRENT_BYTES = 16  # an ext directory entry of a name of up to 8 bytes: 8 bytes of header + the name, rounded to 4
+# A directory entry of a name of up to 8 bytes: ext's 8 bytes of header and the name, rounded to 4
+# (ext4_dir_entry_2); xfs's inode number, name length, name, file type and tag, rounded to 8
+# (xfs_dir2_data_entsize).
+DIRENT_BYTES = {"xfs": 24}
+EXT_DIRENT_BYTES = 16
 FIRST_INODE = 11  # ext's reserved inodes come first in group 0 (EXT4_GOOD_OLD_FIRST_INO)
 
 
@@ -162,7 +166,7 @@ class _Fs:
             # Directory 0 is the root, whose first block mke2fs wrote (ext: the first data block
             # of group 0); other directories start empty.
             blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
-        per = self.bs // DIRENT_BYTES
+        per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
         while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
