@@ -108,3 +108,55 @@ def test_data_journal_writes_the_data_twice_as_blktrace_sees_it():
     pred = predict_fs_cell("ext4", w, "nolimit", dev, ra_kb, mount_options=opts)
     assert meas.write_bytes >= 2 * 32 * MIB, meas.totals()
     assert abs(pred.write_bytes - meas.write_bytes) <= 0.1 * meas.write_bytes, (pred.totals(), meas.totals())
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("direct_io", [False, True], ids=["buffered", "direct_io"])
+def test_a_buffered_loop_serves_reads_from_the_hosts_cache_where_direct_io_reaches_the_device(tmp_path, loops,
+                                                                                             direct_io):
+    # ext4 in an image on ext4 on a traced host loop device. fio lays its file out (written and
+    # fsynced: the loop device's flush fsyncs the image, so it reaches the host device), then reads
+    # it with O_DIRECT. A buffered loop device reads the image through the host's page cache, which
+    # still holds the pages it wrote (cached twice: double caching): no read reaches the host
+    # device. With direct I/O every read does. blktrace on the host device against the model.
+    _require_cells("fio", "mkfs.ext4")
+    import subprocess
+
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.trace.record import record
+    from diskmodel.model.iopath import parse_workload, run
+    from diskmodel.model.loop_file import LoopFile
+    from diskmodel.model.stack import FileSystemNode, Stack
+    from diskmodel.model.volumes import Partition
+
+    mkfs = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+    host_img = tmp_path / "host"
+    with open(host_img, "wb") as fh:
+        fh.truncate(1 << 30)
+    host = loops.attach(host_img)
+    subprocess.run(mkfs + [host], check=True, capture_output=True)
+    outer = loops.mount(host, tmp_path / "outer")
+    image = outer / "image"
+    with open(image, "wb") as fh:
+        fh.truncate(256 * MIB)
+    inner = loops.attach(image, direct_io=direct_io)
+    subprocess.run(mkfs + [inner], check=True, capture_output=True)
+    mnt = loops.mount(inner, tmp_path / "inner")
+    subprocess.run(["sync"], check=True)
+    argv = ["fio", "--name=j", f"--filename={mnt / 'f'}", "--rw=read", "--bs=1M", "--size=16M", "--direct=1",
+            "--ioengine=psync", "--output=/dev/null", "--eta=never"]
+    with runstate.ensure_run("test loop double caching"):
+        trace, status = record(argv, [host], say=lambda line: None)
+    assert status == 0
+    name = os.path.basename(host)
+    meas = trace.devices[name].stream
+    loop = LoopFile(Partition(0, 1 << 30, name, "sda"), 256 * MIB, allocation="sparse", host_file_system="ext4",
+                    direct_io=direct_io, name=os.path.basename(inner))
+    pred = run(Stack(FileSystemNode(kind="ext4", volume=loop)), parse_workload("fio:rw=read,bs=1M,size=16M,direct=1"))[name]
+    assert meas.write_bytes >= 16 * MIB and pred.write_bytes >= 16 * MIB, (pred.totals(), meas.totals())
+    if direct_io:
+        assert meas.read_bytes >= 16 * MIB, meas.totals()
+        assert abs(pred.read_bytes - meas.read_bytes) <= 0.1 * meas.read_bytes, (pred.totals(), meas.totals())
+    else:
+        assert meas.read_bytes < MIB and pred.read_bytes < MIB, (pred.totals(), meas.totals())
