@@ -4,13 +4,14 @@ A matrix of cells, each a stack and a workload run for real under blktrace:
 
 - host stacks (loop devices): a loop file, zero-filled, sparse, and nested two deep, under O_DIRECT fio;
 - host page-cache cells (calibrate/trace/fs_cells.py): ext2, ext3, ext4, xfs and btrfs on a loop
-  device under PostMark tests 1-3 (scaled to run in seconds), buffered fio (sequential and random
-  reads and writes at 4 KiB and 1 MiB), ``cp`` and the creation, stat and deletion of many small
-  files, each without a memory limit and in a 64 MiB memory cgroup;
-- VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md RAID 0, 1, 5 and 6; dm-linear;
-  LVM-2 (a linear volume of two segments on two PVs, made with dmsetup as LVM makes it); dm-striped;
-  a thin volume; under fio's sequential and random reads and writes at 4 KiB and 1 MiB, at queue
-  depth 1 and 32, with O_DIRECT.
+  device under PostMark tests 1-3 (scaled to run in seconds), buffered fio (sequential writes at 1
+  MiB and 4 KiB, random writes at 4 KiB, sequential reads at 1 MiB, random reads at 4 KiB), ``cp``
+  and the creation, stat and deletion of many small files, each without a memory limit and in a
+  64 MiB memory cgroup;
+- VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md
+  RAID 0, 1, 5 and 6; dm-linear; LVM-2 (a linear volume of two segments on two PVs, made with
+  dmsetup as LVM makes it); dm-striped; a thin volume; under fio's sequential and random reads
+  and writes at 4 KiB and 1 MiB, at queue depth 1 and 32, with O_DIRECT.
 
 The prediction of an O_DIRECT cell is a function of (stack, workload): fio's own log of the
 requests it issued (the top stream) through the stack's layer of model/iopath, split at the traced

@@ -45,7 +45,8 @@ class Journal:
         self.start = None  # time of the running transaction's first change
         self.inplace: dict[int, None] = {}  # blocks waiting for in-place write-back
         self.inplace_since = None
-        self.head = 1 if p.kind in ("ext3", "ext4") else 0  # journal/log position in blocks (jbd2: j_first, past its superblock)
+        # Journal/log position in blocks; jbd2 starts at j_first, past the journal's superblock.
+        self.head = 1 if p.kind in ("ext3", "ext4") else 0
         self.used = 0  # journal/log blocks since the last checkpoint
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
