@@ -160,3 +160,38 @@ def test_a_buffered_loop_serves_reads_from_the_hosts_cache_where_direct_io_reach
         assert abs(pred.read_bytes - meas.read_bytes) <= 0.1 * meas.read_bytes, (pred.totals(), meas.totals())
     else:
         assert meas.read_bytes < MIB and pred.read_bytes < MIB, (pred.totals(), meas.totals())
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigterm_during_a_page_cache_cell_tears_the_cell_down():
+    # The cell's loop device, mounts, memory cgroup and tracer are recorded in its run; SIGTERM
+    # while the traced command runs (inside the cgroup) ends the run with its teardown.
+    _require_cells("postmark", "mkfs.ext4")
+    import signal
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from conftest import wait_for
+
+    code = ("from diskmodel.calibrate.trace.fs_cells import FS_WORKLOADS, run_fs_cell; "
+            "run_fs_cell('ext4', {w.name: w for w in FS_WORKLOADS}['postmark_test3'], 'cg64m')")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cgroup = Path(f"/sys/fs/cgroup/memory/diskmodel-iopath-{child.pid}")
+    try:
+        wait_for(lambda: cgroup.is_dir() or child.poll() is not None, 120, "the cell's memory cgroup")
+        assert child.poll() is None, child.stderr.read()
+        time.sleep(1.0)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "SIGTERM" in err
+    assert not cgroup.exists()
+    marker = f"-{child.pid}-"
+    loops_left = subprocess.run(["losetup", "-l", "-n", "-O", "BACK-FILE"], capture_output=True, text=True).stdout
+    assert not [line for line in loops_left.splitlines() if marker in line and "fscell-" in line]
+    assert not [line for line in Path("/proc/mounts").read_text().splitlines() if marker in line]

@@ -150,12 +150,14 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str, mount_options: tuple[str,
     with *mount_options* (each one option, e.g. ``data=journal``)."""
     from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
     from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.interrupts import handle_signals
 
     if kind not in MKFS:
         raise ValueError(f"file system {kind!r}: not one of {', '.join(MKFS)}")
     if memory not in MEMORY_LIMITS:
         raise ValueError(f"memory {memory!r}: not one of {', '.join(MEMORY_LIMITS)}")
-    with runstate.ensure_run(f"iopath check cell {kind}/{w.name}/{memory}") as run:
+    # A signal (SIGTERM, SIGHUP, ...) raises inside, so the run tears the cell down.
+    with handle_signals(), runstate.ensure_run(f"iopath check cell {kind}/{w.name}/{memory}") as run:
         folder = run.temp_dir("fscell-")
         dev = _loop(run, _image(folder / "image", device_bytes(kind), zero=False))
         _run(MKFS[kind] + [dev])
