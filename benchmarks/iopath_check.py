@@ -2,24 +2,28 @@
 
 A matrix of cells, each a stack and a workload run for real under blktrace:
 
-- host stacks (loop devices): a loop file, zero-filled, sparse, and nested two deep;
-- VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md RAID 0, 1, 5 and 6; dm-linear;
-  LVM-2 (a linear volume of two segments on two PVs, made with dmsetup as LVM makes it); dm-striped;
-  a thin volume;
-- workloads: fio's sequential and random reads and writes at 4 KiB and 1 MiB, at queue depth 1 and
-  32, with O_DIRECT (the page-cache workloads plug in through calibrate/trace/matrix.py's ``predict``
-  once the page cache is modelled).
+- host stacks (loop devices): a loop file, zero-filled, sparse, and nested two deep, under O_DIRECT fio;
+- host page-cache cells (calibrate/trace/fs_cells.py): ext2, ext3, ext4, xfs and btrfs on a loop
+  device under PostMark tests 1-3 (scaled to run in seconds), buffered fio (sequential writes at 1
+  MiB and 4 KiB, random writes at 4 KiB, sequential reads at 1 MiB, random reads at 4 KiB), ``cp``
+  and the creation, stat and deletion of many small files, each without a memory limit and in a
+  64 MiB memory cgroup;
+- VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md
+  RAID 0, 1, 5 and 6; dm-linear; LVM-2 (a linear volume of two segments on two PVs, made with
+  dmsetup as LVM makes it); dm-striped; a thin volume; under fio's sequential and random reads
+  and writes at 4 KiB and 1 MiB, at queue depth 1 and 32, with O_DIRECT.
 
-The prediction of a cell is a function of (stack, workload): fio's own log of the requests it issued
-(the top stream) through the stack's layer of model/iopath, split at the traced device's
-max_sectors_kb (host). Per device of every cell: bytes (read plus written) and request counts as
-the prediction's relative error, and the total-variation distance of the power-of-two
-request-size histograms. The table is by layer; the last four lines are ``cells: N``,
+The prediction of an O_DIRECT cell is a function of (stack, workload): fio's own log of the
+requests it issued (the top stream) through the stack's layer of model/iopath, split at the traced
+device's max_sectors_kb (host). The prediction of a page-cache cell is the workload's file
+operations through model/iopath's whole path (page cache, file system, the device's queue). Per
+device of every cell: bytes (read plus written) and request counts as the prediction's relative
+error, and the total-variation distance of the power-of-two request-size histograms. The table is
+by layer (a page-cache cell's layer is its file system); the last four lines are ``cells: N``,
 ``bytes_median_error_pct: X``, ``requests_median_error_pct: Y`` and ``size_tv_median: Z``.
 
-Left out, said so in the artifact's notes: btrfs raid0/raid1 (model/iopath has no btrfs layer),
-and the block layer's merging of adjacent requests (a deep sequential queue's requests merge in the
-device's queue; the cells show it as a request-count error).
+Left out, said so in the artifact's notes: btrfs raid0/raid1 (model/iopath has no btrfs
+multi-device layer), and the block layer's merging of adjacent requests across issue instants.
 """
 from __future__ import annotations
 
@@ -49,6 +53,42 @@ def _host_rows(stacks, workloads, say):
                 rows.append({"where": "host", "stack": stack, "layer": layer.kind, "workload": w.name,
                              "device": dev, **compare(pred, meas)})
             say(f"{stack}/{w.name}: done")
+    return rows
+
+
+def _fs_rows(kinds, workloads, memories, keep_dir, from_dir, say):
+    """The page-cache cells: each file system under each workload, without and with a memory cgroup.
+    A cell's measured trace is kept in *keep_dir* (``KIND-WORKLOAD-MEMORY.npz``, with the traced
+    device's name and read-ahead in a ``.json``); with *from_dir*, read from there instead of being
+    run, a cell it lacks being run and kept there."""
+    import json
+
+    from diskmodel.calibrate.trace import load_trace, save_trace
+    from diskmodel.calibrate.trace.fs_cells import predict_fs_cell, run_fs_cell
+    from diskmodel.calibrate.trace.matrix import compare
+
+    rows = []
+    for kind in kinds:
+        for w in workloads:
+            for memory in memories:
+                stem = f"{kind}-{w.name}-{memory}"
+                folder = Path(from_dir or keep_dir) if (from_dir or keep_dir) else None
+                if from_dir is not None and (folder / f"{stem}.json").exists():
+                    trace = load_trace(folder / f"{stem}.npz")
+                    info = json.loads((folder / f"{stem}.json").read_text())
+                    dev, ra_kb = info["device"], info["read_ahead_kb"]
+                else:
+                    trace, dev, ra_kb = run_fs_cell(kind, w, memory)
+                    if folder is not None:
+                        folder.mkdir(parents=True, exist_ok=True)
+                        save_trace(trace, folder / f"{stem}.npz")
+                        (folder / f"{stem}.json").write_text(json.dumps({"device": dev, "read_ahead_kb": ra_kb}))
+                pred = predict_fs_cell(kind, w, memory, dev, ra_kb)
+                row = {"where": "host", "stack": f"{kind}_{memory}", "layer": kind, "workload": w.name,
+                       "device": dev, **compare(pred, trace.devices[dev].stream)}
+                rows.append(row)
+                say(f"{stem}: bytes {row['predicted_bytes']} vs {row['measured_bytes']}, "
+                    f"requests {row['predicted_requests']} vs {row['measured_requests']}, tv {row['size_tv']:.2f}")
     return rows
 
 
@@ -103,6 +143,7 @@ def _table(rows) -> list[str]:
 
 
 def main(argv=None) -> int:
+    from diskmodel.calibrate.trace.fs_cells import FS_KINDS, FS_WORKLOADS, MEMORY_LIMITS
     from diskmodel.calibrate.trace.host_cells import HOST_STACKS
     from diskmodel.calibrate.trace.matrix import WORKLOADS
     from diskmodel.calibrate.trace.vm_cells import VM_STACKS
@@ -114,6 +155,18 @@ def main(argv=None) -> int:
                     help=f"VM stacks to run, comma-separated, or 'none' (default: all: {','.join(VM_STACKS)})")
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS),
                     help="workloads, comma-separated (default: all)")
+    ap.add_argument("--file-systems", default=",".join(FS_KINDS),
+                    help=f"file systems of the page-cache cells, comma-separated, or 'none' (default: all: "
+                         f"{','.join(FS_KINDS)})")
+    ap.add_argument("--fs-workloads", default=",".join(w.name for w in FS_WORKLOADS),
+                    help="page-cache workloads, comma-separated (default: all)")
+    ap.add_argument("--memory", default=",".join(MEMORY_LIMITS),
+                    help=f"memory limits of the page-cache cells, comma-separated (default: all: {','.join(MEMORY_LIMITS)})")
+    ap.add_argument("--keep-fs-traces", default=None,
+                    help="keep the page-cache cells' measured traces in this folder (default: not kept)")
+    ap.add_argument("--fs-traces-from", default=None,
+                    help="read the page-cache cells' measured traces from this folder (kept by an earlier run) "
+                         "instead of running them; the cells it lacks are run and kept there (default: run them)")
     ap.add_argument("--vm-timeout", type=float, default=3000.0, help="limit for the VM run [s] (default: 3000)")
     ap.add_argument("--vm-output", default=None,
                     help="read the VM's output from this file (kept by an earlier run) instead of booting it "
@@ -141,9 +194,14 @@ def main(argv=None) -> int:
     if args.host_rows_from:
         import json
 
-        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"] if r["where"] == "host"]
+        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"]
+                if r["where"] == "host" and r["layer"] == "loop"]
     else:
         rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
+    fs_wl = {w.name: w for w in FS_WORKLOADS}
+    rows += _fs_rows(pick(args.file_systems, list(FS_KINDS), "file-systems"),
+                     [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
+                     pick(args.memory, list(MEMORY_LIMITS), "memory"), args.keep_fs_traces, args.fs_traces_from, say)
     vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
     if vm_stacks:
         vm_rows, output = _vm_rows(vm_stacks, workloads, args.vm_timeout, args.vm_output, say)
@@ -154,6 +212,11 @@ def main(argv=None) -> int:
     b_med = _median([r["bytes_error_pct"] for r in rows])
     r_med = _median([r["requests_error_pct"] for r in rows])
     tv_med = _median([r["size_tv"] for r in rows])
+    pc = [r for r in rows if r["layer"] in FS_KINDS]
+    pc_bytes = sorted(r["bytes_error_pct"] for r in pc)
+    pc_b, pc_r = _median(pc_bytes), _median([r["requests_error_pct"] for r in pc])
+    pc_b90 = pc_bytes[min(len(pc_bytes) - 1, int(round(0.9 * (len(pc_bytes) - 1))))] if pc else float("nan")
+    pc_tv = _median([r["size_tv"] for r in pc])
     figures = {
         "cells": figure(cells, "", "cells (stack x workload) run under blktrace", decimals=0),
         "bytes_median_error_pct": figure(b_med, "%", "bytes per device: median |error| of the prediction",
@@ -162,9 +225,17 @@ def main(argv=None) -> int:
                                             headline=True, target=20),
         "size_tv_median": figure(tv_med, "", "request-size histogram: median total-variation distance",
                                  decimals=3, headline=True, target=0.2),
+        "pagecache_bytes_median_error_pct": figure(pc_b, "%", "page-cache cells: bytes per device, median |error|",
+                                                   decimals=2, target=10),
+        "pagecache_bytes_p90_error_pct": figure(pc_b90, "%", "page-cache cells: bytes per device, 90th percentile "
+                                                "|error|", decimals=2, target=30),
+        "pagecache_requests_median_error_pct": figure(pc_r, "%", "page-cache cells: requests per device, median "
+                                                      "|error|", decimals=2, target=20),
+        "pagecache_size_tv_median": figure(pc_tv, "", "page-cache cells: request-size histogram, median TV distance",
+                                           decimals=3, target=0.2),
     }
-    notes = ["O_DIRECT fio workloads only: the page-cache workloads (PostMark, copy, metadata) wait for the "
-             "page-cache layer", "btrfs raid0/raid1 are not run: model/iopath has no btrfs layer",
+    notes = ["page-cache cells (file systems on a host loop device) run on the host only; the VM's stacks run "
+             "O_DIRECT fio", "btrfs raid0/raid1 are not run: model/iopath has no btrfs multi-device layer",
              "the VM runs under TCG: counts and sizes do not depend on its speed",
              "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
              "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "
@@ -172,6 +243,14 @@ def main(argv=None) -> int:
              "RAID 1 reads: model/iopath's read balancing sends every read at queue depth 1 to the first mirror; "
              "the measured kernel spreads them",
              f"wall time {time.monotonic() - t0:.0f} s"]
+    if pc:
+        notes.append(f"page-cache cells alone ({len(pc)} device rows): bytes median |error| "
+                     f"{pc_b:.2f} %, 90th percentile {pc_b90:.2f} %; requests median |error| {pc_r:.2f} %; "
+                     f"size TV median {pc_tv:.3f}")
+    for opt, what in (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
+                      ("fs_traces_from", "page-cache cells' measured traces")):
+        if getattr(args, opt):
+            notes.append(f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)")
     write_result("iopath_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
                  details={"rows": rows}, notes=notes)
     for line in _table(rows):

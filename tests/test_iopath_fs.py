@@ -53,64 +53,102 @@ def fs_rows(kind, o, **kw):
 
 CREATE_WRITE_SYNC = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 8192), (1, Kind.SYNC, -1, 0, 0))
 
-# ext on 1 GiB with 4 KiB blocks: groups of 32768 blocks (128 MiB), 8192 inodes of 256 bytes each
-# (512 table blocks); group 0: descriptors in block 1, block bitmap 2, inode bitmap 3, inode table
-# from 4, data from 516. The journal is in the middle group (4): 4 * 32768 + 516 = 131588.
-EXT_READS = [(0.0, R, 2, B, META), (0.0, R, 3, B, META), (0.0, R, 1, B, META)]  # bitmaps read before they change
-IN_PLACE = [(1.0, W, b, B, META) for b in (1, 2, 3, 4, 516)]  # descriptor, bitmaps, inode block, directory block
+# ext4 on 1 GiB with 4 KiB blocks, as mke2fs lays it out (dumpe2fs): groups of 32768 blocks
+# (128 MiB), 8192 inodes of 256 bytes each (512 table blocks); group 0: superblock, descriptors in
+# block 1, 127 reserved descriptor blocks, then the 8 groups' block bitmaps (129-136), inode bitmaps
+# (137-144) and inode tables (145-4240, flex_bg); the root directory is 4241 and mke2fs's other
+# files take 4242-4246, so new data starts at 4247. The journal is at the middle group's start
+# (4 * 32768), jbd2 writing from its block 1.
+EXT_READS = [(0.0, R, 137, B, META), (0.0, R, 1, B, META), (1.0, R, 129, B, META)]  # read before they change
+IN_PLACE = [(1.0, W, b, B, META) for b in (1, 129, 137, 145, 4241)]  # descriptor, bitmaps, inode, directory
 
 
 def test_ext4_create_write_sync_by_hand():
-    # Create: the directory gets its first block (516), reading the block bitmap; the inode bitmap and
-    # descriptor are read. At sync: the 8 KiB of data (blocks 517-518, delayed allocation), then the
-    # transaction: 5 blocks + 1 descriptor block at the journal's head, the commit block with
-    # PREFLUSH|FUA; then the 5 metadata blocks in place.
+    # Create (file 0 in the root directory, whose block 4241 exists): the inode bitmap and the
+    # descriptor are read. At sync: the 8 KiB of data are allocated (delayed allocation: the block
+    # bitmap read then) and written (4247-4248), then the transaction: 5 blocks + 1 descriptor block
+    # at the journal's head, the commit block with PREFLUSH|FUA; then the 5 metadata blocks in place.
     assert fs_rows("ext4", CREATE_WRITE_SYNC) == EXT_READS + [
-        (1.0, W, 517, 8192, SYNC),
-        (1.0, W, 131588, 6 * B, META | SYNC),
-        (1.0, W, 131594, B, COMMIT),
+        (1.0, W, 4247, 8192, SYNC),
+        (1.0, W, 131073, 6 * B, META | SYNC),
+        (1.0, W, 131079, B, COMMIT),
     ] + IN_PLACE
 
 
 def test_ext2_has_no_journal():
-    assert fs_rows("ext2", CREATE_WRITE_SYNC) == EXT_READS + [(1.0, W, 517, 8192, SYNC)] + IN_PLACE
+    # ext2 keeps group 0's bitmaps and table in the group (65, 66, 67-578); the root directory is
+    # 579 and mke2fs's other files take 580-584, so the data is 585-586.
+    reads = [(0.0, R, 66, B, META), (0.0, R, 1, B, META), (1.0, R, 65, B, META)]
+    in_place = [(1.0, W, b, B, META) for b in (1, 65, 66, 67, 579)]
+    assert fs_rows("ext2", CREATE_WRITE_SYNC) == reads + [(1.0, W, 585, 8192, SYNC)] + in_place
 
 
 def test_data_journal_writes_data_twice():
     rows = fs_rows("ext4", CREATE_WRITE_SYNC, journal_mode="journal")
     # The 2 data blocks join the transaction (7 blocks + descriptor), then go in place with the rest.
     assert rows == EXT_READS + [
-        (1.0, W, 131588, 8 * B, META | SYNC),
-        (1.0, W, 131596, B, COMMIT),
-    ] + IN_PLACE + [(1.0, W, 517, B, META), (1.0, W, 518, B, META)]
+        (1.0, W, 131073, 8 * B, META | SYNC),
+        (1.0, W, 131081, B, COMMIT),
+    ] + IN_PLACE + [(1.0, W, 4247, B, META), (1.0, W, 4248, B, META)]
+
+
+def test_ext_layout_is_mke2fs_layout():
+    # dumpe2fs of mkfs.ext2/ext3/ext4 -b 4096 on 1 GiB (e2fsprogs 1.47): ext2/ext3 keep each group's
+    # bitmaps and table in the group after its superblock copy (groups 0, 1, 3, 5, 7) and 63
+    # reserved descriptor blocks; ext4 (64-byte descriptors, 127 reserved, flex_bg) packs them in
+    # group 0. ext3's journal follows mke2fs's first files in group 0 (debugfs stat <8>: 585).
+    for kind in ("ext2", "ext3"):
+        p = FsParams(kind, GiB)
+        assert [p.block_bitmap(0), p.inode_bitmap(0), p.inode_table(0), p.data_start(0)] == [65, 66, 67, 579]
+        assert [p.block_bitmap(1), p.inode_table(1), p.block_bitmap(2), p.inode_table(2)] == [32833, 32835, 65536, 65538]
+    assert FsParams("ext3", GiB).journal_block == 585
+    p = FsParams("ext4", GiB)
+    assert [p.block_bitmap(1), p.inode_bitmap(1), p.inode_table(1), p.data_start(0), p.data_start(1)] == [
+        130, 138, 657, 4241, 32897]
+    assert p.journal_block == 131072
+
+
+def test_ext_inode_read_reads_ahead_in_the_table_as_blktrace_shows():
+    # stat of 40 files on the device (root directory): the lookup reads the root's block (4241);
+    # the first inode's block (145) is read as metadata, then the table blocks ahead of it, from
+    # 145 (32-block alignment gives 128, before the table) up to the inodes in use (51 with the 11
+    # reserved: blocks 145-148, ext4 counting them), as one plain read; the other inodes are then
+    # in the cache. (A measured ext2 trace: inode block 129 as RM, then 130-160 as R, apart.)
+    r = page_cache(parse_workload("metadata:op=stat,files=40"))
+    s = file_system(r.ops, FsParams("ext4", GiB), sync=r.sync).stream
+    reads = list(zip(s.op.tolist(), (s.offset_bytes // B).tolist(), s.size_bytes.tolist(), s.flags.tolist()))
+    assert reads == [(R, 4241, B, META), (R, 145, B, META), (R, 146, 3 * B, 0)]
 
 
 def test_xfs_logs_inode_cores_and_buffer_regions():
     rows = fs_rows("xfs", CREATE_WRITE_SYNC)
     # AG 0: AGF 1, AGI 2, inode btree 3, free-space btrees 5 and 6, inode chunks from 8, data from
-    # 1032 (the directory's block, then the file's 1033). The log (middle AG, 2 of 4: 2 * 65536 + 1032):
-    # one inode core (256 bytes) and 6 buffers (192 bytes each): 1408 bytes, rounded up to 1536.
+    # 1032 (the directory's block, then the file's 1033). The log (xfs_db's logstart: the middle AG,
+    # 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode core (256 bytes) and 6
+    # buffers (192 bytes each): 1408 bytes, rounded up to 1536.
     assert rows == [
         (0.0, R, 1, B, META), (0.0, R, 3, B, META), (0.0, R, 2, B, META),
         (1.0, R, 5, B, META), (1.0, R, 6, B, META),
         (1.0, W, 1033, 8192, SYNC),
-        (1.0, W, 132104, 1536, COMMIT),
+        (1.0, W, 131078, 1536, COMMIT),
     ]
 
 
 def test_btrfs_commit_copies_tree_blocks_twice_then_the_superblocks():
     rows = fs_rows("btrfs", CREATE_WRITE_SYNC)
     # Data from 1 MiB (block 256). Changed leaves: the inode's, the directory's, one extent-tree
-    # leaf and one checksum leaf (4), their 4 parents, 4 tree roots and the root tree's leaf: 13 nodes
-    # of 16 KiB, written at the metadata area (block 131072), DUP: a second copy after the first;
-    # then a flush, the primary superblock (64 KiB) with FUA and the copy at 64 MiB.
-    assert rows == [
-        (1.0, W, 256, 8192, SYNC),
-        (1.0, W, 131072, 13 * 16384, META | SYNC),
-        (1.0, W, 131072 + 13 * 4, 13 * 16384, META | SYNC),
-        (1.0, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
-        (1.0, W, 16, B, META | SYNC | int(Flag.FUA)),
-        (1.0, W, 16384, B, META | SYNC),
+    # leaf, one checksum leaf and the free-space tree's (5); each tree's root (5); a parent where a
+    # tree may hold more than a leaf (the free-space tree, whose size is not followed): 1; and the
+    # root tree's leaf: 12 nodes of 16 KiB, written at the metadata area (block 131072) one request
+    # each (a nanosecond apart),
+    # DUP: a second copy after the first; then a flush, the primary superblock (64 KiB) with FUA
+    # and the copy at 64 MiB.
+    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(24)]
+    end = 1.0 + 24 * 1e-9
+    assert rows == [(1.0, W, 256, 8192, SYNC)] + nodes + [
+        (end, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
+        (end, W, 16, B, META | SYNC | int(Flag.FUA)),
+        (end, W, 16384, B, META | SYNC),
     ]
 
 

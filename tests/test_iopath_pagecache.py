@@ -123,6 +123,17 @@ def test_reclaim_writes_a_dirty_file_back_before_dropping_it():
     assert [(k, f) for k, f, _, _ in io(r)] == [(R, 1), (W, 0)]
 
 
+def test_reclaim_meeting_a_dirty_file_has_the_flusher_write_back_every_dirty_file():
+    # Limit 16 pages: files 0 (6 pages) and 1 (6 pages) are dirty, then file 2 (8 pages) comes in:
+    # reclaim meets file 0 dirty and wakes the flusher, which writes back both dirty files, the
+    # oldest-dirtied first; file 0's pages then go.
+    p = CacheParams(memory_limit_bytes=16 * PG, dirty_background_ratio=1.0, dirty_ratio=1.0)
+    o = ops((0, Kind.CREATE, 0, 0, 0), (0, W, 0, 0, 6 * PG), (0.1, Kind.CREATE, 1, 0, 0), (0.1, W, 1, 0, 6 * PG),
+            (1, R, 2, 0, 8 * PG, 8 * PG), initial=[0, 0, 8 * PG])
+    r = page_cache(o, p)
+    assert [(k, f, s) for k, f, _, s in io(r)] == [(R, 2, 8 * PG), (W, 0, 6 * PG), (W, 1, 6 * PG)]
+
+
 def test_direct_io_bypasses_the_cache():
     o = ops((0, W, 0, 0, 8 * PG, 8 * PG, True), (0, R, 0, 0, 8 * PG, 8 * PG, True), initial=[8 * PG])
     r = page_cache(o)

@@ -32,6 +32,8 @@ _RECORD = struct.Struct("<IIQQIIIIIHH")  # struct blk_io_trace (include/uapi/lin
 _MAGIC = 0x65617400
 #: Per-CPU ring buffer while tracing [KiB]: a reader drains it, this only absorbs bursts.
 BUFFER_KB = 16384
+#: How long a recording waits for another to give the machine's blk tracer back [s].
+TRACER_WAIT_S = 300.0
 #: Only the queue, issue and completion categories: blkparse's Q, D and C (blk_trace_mask2str's
 #: names; Q is what a bio-based device receives).
 ACT_MASK = "queue,issue,complete"
@@ -71,19 +73,35 @@ _SETTINGS = re.compile(r"^(/sys/kernel/tracing/(buffer_size_kb|options/bin|curre
 _VALUES = re.compile(r"^[a-z0-9_,]{0,200}$")
 
 
+def _tracefs_root(details: dict) -> Path:
+    """Where the settings are written: the recording's own tracefs mount when it is still a tracefs
+    mount point (/proc/mounts says so), else /sys/kernel/tracing (which may have been unmounted)."""
+    root = details.get("tracefs")
+    if isinstance(root, str) and root != str(TRACEFS):
+        try:
+            mounts = Path("/proc/mounts").read_text().splitlines()
+        except OSError:
+            mounts = []
+        if any(len(f := line.split()) >= 3 and f[1] == root and f[2] == "tracefs" for line in mounts):
+            return Path(root)
+    return TRACEFS
+
+
 def restore(details: dict) -> str:
     """Put the recorded tracefs settings back; '' on success, else what failed.
 
     A record is read back from a state file, which someone may have planted: only the settings this
     module changes are written, and only with values of their own form (numbers, names, masks)."""
     why = []
+    root = _tracefs_root(details)
     for path, value in [*((d, "0") for d in details.get("enable", [])),
                         *details.get("restore", {}).items()]:
         if not (isinstance(path, str) and isinstance(value, str) and _SETTINGS.match(path) and _VALUES.match(value)):
             why.append(f"{path!r}: not a tracefs blk setting this run changes: left as it is")
             continue
+        target = root / Path(path).relative_to(TRACEFS) if path.startswith(str(TRACEFS) + "/") else Path(path)
         try:
-            _write(Path(path), value)
+            _write(target, value)
         except OSError as exc:
             if exc.errno != errno.ENOENT:  # a device gone since needs no restoring
                 why.append(f"{path}: {exc.strerror}")
@@ -100,7 +118,7 @@ def still_set(details: dict) -> bool:
                 return True
         except OSError:
             pass
-    tracer = Path(details.get("tracefs", str(TRACEFS))) / "current_tracer"
+    tracer = _tracefs_root(details) / "current_tracer"
     try:
         return _read(tracer) == "blk"
     except OSError:
@@ -116,39 +134,52 @@ class BlkTracer:
         self._stop = threading.Event()
         self._thread = None
         self._res = None
+        self.root: Path | None = None  # this recording's own tracefs mount
 
     def _mount(self) -> None:
-        if (TRACEFS / "trace").exists():
+        """Mount tracefs at a folder of the run's own (recorded; teardown unmounts it): another
+        recording's teardown may unmount /sys/kernel/tracing while this one reads through it."""
+        if self.root is not None:
             return
         import subprocess
 
-        res = self.run.intend("mount", mountpoint=str(TRACEFS), source="tracefs")
-        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS)], capture_output=True, text=True,
+        where = self.run.temp_dir("tracefs-")
+        res = self.run.intend("mount", mountpoint=str(where), source="tracefs")
+        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(where)], capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=60)
-        if proc.returncode != 0 or not devstate.mounted_at(str(TRACEFS)):
+        if proc.returncode != 0 or not devstate.mounted_at(str(where)):
             self.run.absent(res)
-            raise RuntimeError(f"tracefs cannot be mounted on {TRACEFS} ({proc.stderr.strip()}): "
+            raise RuntimeError(f"tracefs cannot be mounted on {where} ({proc.stderr.strip()}): "
                                "neither blktrace nor the kernel's blk tracer can be read")
         self.run.created(res)
+        self.root = where
 
     def __enter__(self) -> "BlkTracer":
-        self._mount()
-        tracer = _read(TRACEFS / "current_tracer")
+        # The tracer is the machine's one: another recording holds it until it ends, so wait for it.
+        deadline = time.monotonic() + TRACER_WAIT_S
+        while True:
+            self._mount()
+            tracer = _read(self.root / "current_tracer")
+            if tracer == "nop" or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
         if tracer != "nop":
-            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else: not changed")
+            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else for "
+                               f"{TRACER_WAIT_S:g} s: not changed")
         enables = [f"/sys/class/block/{d.kernel_name}/trace/enable" for d in self.devices]
         # A device's act_mask exists only while it is traced: disabling it drops the mask too.
         masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]
-        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(TRACEFS / "buffer_size_kb"),
+        # Recorded by the settings' usual paths (the ones teardown may write), set through our mount.
+        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(self.root / "buffer_size_kb"),
                       str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
-                      str(TRACEFS / "tracing_on"): _read(TRACEFS / "tracing_on")}
-        self._res = self.run.intend("blktracer", tracefs=str(TRACEFS), enable=enables, restore=restore_to)
+                      str(TRACEFS / "tracing_on"): _read(self.root / "tracing_on")}
+        self._res = self.run.intend("blktracer", tracefs=str(self.root), enable=enables, restore=restore_to)
         try:
-            _write(TRACEFS / "tracing_on", "0")
-            _write(TRACEFS / "buffer_size_kb", str(BUFFER_KB))
-            _write(TRACEFS / "current_tracer", "blk")
-            _write(TRACEFS / "options" / "bin", "1")
-            _write(TRACEFS / "trace", "")
+            _write(self.root / "tracing_on", "0")
+            _write(self.root / "buffer_size_kb", str(BUFFER_KB))
+            _write(self.root / "current_tracer", "blk")
+            _write(self.root / "options" / "bin", "1")
+            _write(self.root / "trace", "")
             for path in enables:
                 _write(Path(path), "1")
             for path in masks:
@@ -156,14 +187,14 @@ class BlkTracer:
             self.run.created(self._res)
             self._thread = threading.Thread(target=self._drain, daemon=True)
             self._thread.start()
-            _write(TRACEFS / "tracing_on", "1")
+            _write(self.root / "tracing_on", "1")
         except BaseException:
             self._finish()
             raise
         return self
 
     def _drain(self) -> None:
-        fd = os.open(TRACEFS / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(self.root / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
         try:
             while True:
                 try:
@@ -181,14 +212,14 @@ class BlkTracer:
 
     def _finish(self) -> None:
         if self._res is not None and self._res.state != "removed":
-            why = restore(self._res.details)
+            why = restore(self._res.details)  # through our own mount (see _tracefs_root)
             if why:
                 raise RuntimeError(f"tracefs settings not restored: {why}")
             self.run.absent(self._res)
 
     def stop_and_write(self, name: str) -> list[str]:
         """Stop tracing, drain what is left and write the per-CPU files; the blkparse input names."""
-        _write(TRACEFS / "tracing_on", "0")
+        _write(self.root / "tracing_on", "0")
         time.sleep(0.1)
         self._stop.set()
         self._thread.join(30)

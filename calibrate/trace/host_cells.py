@@ -107,8 +107,9 @@ HOST_STACKS = {
 def run_host_cell(stack: str, w: Workload):
     """(top stream, BlockTrace, layer, the largest request the traced device takes [KiB]) of one host cell."""
     from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.interrupts import handle_signals
 
-    with runstate.ensure_run(f"iopath check cell {stack}/{w.name}") as run:
+    with handle_signals(), runstate.ensure_run(f"iopath check cell {stack}/{w.name}") as run:
         folder = run.temp_dir("cell-")
         top, traced, layer = HOST_STACKS[stack](run, folder)
         iolog = folder / "iolog"

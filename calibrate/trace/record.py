@@ -130,9 +130,9 @@ def _stop_blktrace(proc) -> None:
         raise RuntimeError(f"blktrace failed (exit {proc.returncode}): {(out or '').strip()[:200]}")
 
 
-def _run_command(argv, timeout_s: float | None) -> int:
+def _run_command(argv, timeout_s: float | None, cgroup_procs=None) -> int:
     child = process.spawn(list(argv), name=os.path.basename(argv[0]), stdin=subprocess.DEVNULL,
-                          stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+                          stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), cgroup_procs=cgroup_procs)
     process.communicate_or_kill(child, timeout_s)
     return child.returncode
 
@@ -146,10 +146,12 @@ def _blkparse(out_dir: Path, inputs: list[str], text_path: Path) -> None:
         raise RuntimeError(f"blkparse failed (exit {proc.returncode}): {(proc.stderr or '').strip()[:200]}")
 
 
-def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy: Path | None = None):
+def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy: Path | None = None,
+           cgroup_procs=None):
     """Trace *devices* (paths) while the command *argv* runs: ``(BlockTrace, exit status)``.
 
     *text_copy*: where to keep blkparse's text too. *say*: where the route taken is told (stderr).
+    *cgroup_procs*: a cgroup's ``cgroup.procs`` file to run the command in (a memory limit).
     """
     say = say or (lambda line: print(f"diskmodel: {line}", file=sys.stderr))
     why = missing_tools()
@@ -171,12 +173,12 @@ def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy
             say(f"blktrace cannot read debugfs here ({refused.strip()}; the kernel is in lockdown): "
                 "reading the same kernel events through tracefs's blk tracer")
             with ftrace_blk.BlkTracer(run, devs, out_dir) as tracer:
-                status = _run_command(argv, timeout_s)
+                status = _run_command(argv, timeout_s, cgroup_procs)
                 time.sleep(DRAIN_S)
                 inputs = tracer.stop_and_write("trace")
         else:
             try:
-                status = _run_command(argv, timeout_s)
+                status = _run_command(argv, timeout_s, cgroup_procs)
                 time.sleep(DRAIN_S)
             finally:
                 _stop_blktrace(bt)

@@ -14,7 +14,8 @@ Metadata blocks each operation changes (fs/ext4/ialloc.c, namei.c, balloc.c, ext
 fs/xfs/libxfs; fs/btrfs/inode.c):
 
 - ext2/3/4: create: the inode's table block, the group's inode bitmap, the directory block of the
-  new entry (a new directory block every ``block_bytes // 32`` entries, taking a data block), the
+  new entry (a new directory block every ``block_bytes // 16`` entries, taking a data block; the root
+  directory, number 0, starts in the block mke2fs gave it), the
   group descriptor block; allocation: the block bitmap, the descriptor, the inode (ext4: extents in
   the inode; ext2/ext3: one indirect block per ``block_bytes // 4`` blocks past the first 12);
   delete: the inode, both bitmaps, the directory block, the descriptor.
@@ -25,7 +26,8 @@ fs/xfs/libxfs; fs/btrfs/inode.c):
   blocks (4 bytes per block).
 
 Reads of metadata: an inode not cached (a ``STAT`` from the cache) reads its inode-table block; ext
-reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its 8 KiB inode cluster,
+reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its inode cluster (8 KiB
+scaled by the inode size: 16 KiB of 512-byte inodes),
 btrfs its 16 KiB leaf; a directory's blocks are read at the first lookup in it.
 
 A clone (cp's FICLONE, granted by xfs and btrfs) shares the source's blocks: only extent references
@@ -53,7 +55,12 @@ INLINE_MAX_BYTES = 2048  # btrfs max_inline's default
 # loop and SCSI disks): 512 KiB of 4 KiB folios.
 BIO_MAX_BYTES = 256 * 4096
 MAX_SEGMENTS = 128
-DIRENT_BYTES = 32  # an ext directory entry of a short name: 8 bytes of header + the name, rounded
+# A directory entry of a name of up to 8 bytes: ext's 8 bytes of header and the name, rounded to 4
+# (ext4_dir_entry_2); xfs's inode number, name length, name, file type and tag, rounded to 8
+# (xfs_dir2_data_entsize).
+DIRENT_BYTES = {"xfs": 24}
+EXT_DIRENT_BYTES = 16
+FIRST_INODE = 11  # ext's reserved inodes come first in group 0 (EXT4_GOOD_OLD_FIRST_INO)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,8 @@ class _Fs:
         self.alloc = Allocator(p)
         self.rows: list[tuple] = []
         self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
+        if p.kind == "btrfs":
+            self.j.live_leaves = self.btrfs_live_leaves
         self.files: dict[int, _Inode] = {}
         self.next_ino = [0] * p.groups
         self.free_ino: list[list[int]] = [[] for _ in range(p.groups)]
@@ -104,6 +113,15 @@ class _Fs:
             # A full bio takes no more merges (its segments or the request size are used up): it is
             # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
             self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
+
+    def btrfs_live_leaves(self) -> dict:
+        """Leaves each btrfs tree's live items fill, in the keys' units: inode items 40 a leaf,
+        directory entries 80, extent items 100, checksums one leaf per 4096 blocks."""
+        files = self.files.values()
+        extents = sum(len(ino.extents) for ino in files)
+        blocks = sum(ino.blocks for ino in files)
+        return {"fs": -(-len(self.files) // 40), "dir": -(-len(self.files) // 80) + len(self.dirs),
+                "ext": -(-extents // 100), "csum": -(-blocks // 4096)}
 
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
@@ -143,8 +161,12 @@ class _Fs:
         """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
         if self.p.kind == "btrfs":
             return ("dir", d * 10**9 + slot // 80)
-        blocks = self.dirs.setdefault(d, [])
-        per = self.bs // DIRENT_BYTES
+        blocks = self.dirs.get(d)
+        if blocks is None:
+            # Directory 0 is the root, whose first block mke2fs wrote (ext: the first data block
+            # of group 0); other directories start empty.
+            blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
+        per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
         while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
@@ -165,12 +187,20 @@ class _Fs:
     def bitmap(self, blk: int) -> int:
         """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
         g = blk // self.alloc.group_blocks
-        return g * self.alloc.group_blocks + (1 if self.p.kind == "xfs" else 2)
+        if self.p.kind == "xfs":
+            return g * self.alloc.group_blocks + 1
+        return self.p.block_bitmap(g)
+
+    def inode_bitmap(self, g: int) -> int:
+        """The inode bitmap (ext), the inode btree root (xfs)."""
+        if self.p.kind == "xfs":
+            return g * self.alloc.group_blocks + 3
+        return self.p.inode_bitmap(g)
 
     def descriptor(self, g: int) -> int:
         if self.p.kind == "xfs":
             return g * self.alloc.group_blocks + 2  # the AGI
-        return 1 + g * 64 // self.bs
+        return 1 + g * self.p.ext_desc_bytes // self.bs
 
     def map(self, ino: _Inode, fb0: int, fb1: int):
         """Device runs ``(device_block, count)`` of file blocks [fb0, fb1) that are allocated."""
@@ -254,8 +284,7 @@ class _Fs:
         self.j.dirty(t, self.dir_block(t, d, ino.slot))
         if kind == "btrfs":
             return
-        base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 3)  # the inode bitmap (ext) / the inode btree root (xfs)
+        self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
 
     def delete(self, t, f: int):
@@ -267,8 +296,7 @@ class _Fs:
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
-        base = ino.group * self.alloc.group_blocks
-        self.meta(t, base + 3)
+        self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
         for _, n, db in ino.extents:
             self.meta(t, self.bitmap(db))
@@ -286,22 +314,59 @@ class _Fs:
         d = ino.dir
         if ("dir", d) not in self.read_meta and self.dirs.get(d):
             self.read_meta.add(("dir", d))
-            for b in self.dirs[d]:
-                self.emit(t, Op.READ, b * self.bs, self.bs, int(Flag.META))
+            # A lookup reads the directory's blocks one by one as it needs them (ext4_bread, xfs_da_read_buf):
+            # separate requests, a nanosecond apart so the queue's merge of one instant leaves them apart.
+            for k, b in enumerate(self.dirs[d]):
+                self.emit(t + k * 1e-9, Op.READ, b * self.bs, self.bs, int(Flag.META))
         kind = self.p.kind
         if kind == "btrfs":
             key = self.inode_block(ino)
             self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4, self.p.node_bytes // self.bs)
         elif kind == "xfs":
-            cluster = max(1, 8192 // self.bs)
+            # The inode cluster: 8 KiB of 256-byte inodes, scaled by the inode size on v5 file
+            # systems (fs/xfs/xfs_mount.c, xfs_set_inoalignment / inode_cluster_size).
+            cluster = max(1, 8192 * self.p.inode_bytes // 256 // self.bs)
             blk = self.p.inode_block(ino.group, ino.index)
             first = blk - blk % cluster
             self.read_meta_block(t, ("ino", first), first, cluster)
         else:
-            ra = self.p.inode_readahead_blocks
-            blk = self.p.inode_block(ino.group, ino.index)
-            first = blk - blk % ra if ra > 1 else blk
-            self.read_meta_block(t, ("ino", first), first, max(ra, 1))
+            self.ext_inode_read(t, ino)
+
+    def ext_inode_read(self, t, ino: _Inode):
+        """Read an inode's table block (fs/ext4/inode.c, __ext4_get_inode_loc; the ext4 driver
+        mounts ext2 and ext3 too): the block itself as a metadata read, and ahead of it the table
+        blocks ``b .. b + inode_readahead_blocks`` (both ends included, ``b`` the block rounded down
+        to that many, not before the table, not past the inodes in use where the group counts them:
+        ext4's group descriptor checksums) that are not read yet, as plain reads apart from it."""
+        blk = self.p.inode_block(ino.group, ino.index)
+        if ("iblk", blk) in self.read_meta:
+            return
+        self.read_meta.add(("iblk", blk))
+        self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
+        ra = self.p.inode_readahead_blocks
+        if ra <= 1:
+            return
+        table = self.p.inode_table(ino.group)
+        b = max(blk - blk % ra, table)
+        end = b + ra
+        if self.p.kind == "ext4":
+            used = self.next_ino[ino.group] + (FIRST_INODE if ino.group == 0 else 0)
+            end = min(end, table + used // (self.bs // self.p.inode_bytes))
+        run = None
+        for n in range(b, end + 1):
+            if n != blk and ("iblk", n) not in self.read_meta:
+                self.read_meta.add(("iblk", n))
+                if run is not None and run[1] == n:
+                    run[1] += 1
+                    continue
+                if run is not None:
+                    self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                run = [n, n + 1]
+            elif run is not None:
+                self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                run = None
+        if run is not None:
+            self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
 
     def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int = BIO_MAX_BYTES):
         ino = self.files[f]

@@ -45,8 +45,10 @@ class Journal:
         self.start = None  # time of the running transaction's first change
         self.inplace: dict[int, None] = {}  # blocks waiting for in-place write-back
         self.inplace_since = None
-        self.head = 0  # journal/log position in blocks
+        # Journal/log position in blocks; jbd2 starts at j_first, past the journal's superblock.
+        self.head = 1 if p.kind in ("ext3", "ext4") else 0
         self.used = 0  # journal/log blocks since the last checkpoint
+        self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
             self.interval = 30.0
         elif p.kind == "xfs":
@@ -140,16 +142,36 @@ class Journal:
             self.write_inplace(t)
 
     def _btrfs(self, t):
-        leaves = set(self.tx)
-        parents = {(k[0], k[1] // 120) for k in leaves}
-        roots = {k[0] for k in leaves}
-        nodes = len(leaves) + len(parents) + len(roots) + 1  # + the root tree's leaf
+        # The leaves written are leaves of the tree as it is at the commit: a leaf filled and emptied
+        # again inside the transaction is freed before it is ever written (fs/btrfs/ctree.c,
+        # btrfs_del_leaf -> btrfs_free_tree_block of a block of the running transaction). Each tree
+        # writes at most as many leaves as its live items fill (``live_leaves``).
+        by_tree: dict = {}
+        for k in self.tx:
+            by_tree[k[0]] = by_tree.get(k[0], 0) + 1
+        live = self.live_leaves() if self.live_leaves is not None else {}
+        # The commit's own changes: the root tree's leaf (the trees' new roots), and a leaf of the
+        # extent tree (the new tree blocks' items) and of the free-space tree (the space they take).
+        by_tree.setdefault("ext", 1)
+        by_tree.setdefault("free", 1)
+        nodes = 1
+        for tree, n in by_tree.items():
+            held = live.get(tree)
+            if held is not None:
+                n = min(n, max(1, held))
+            nodes += n + 1 + (-(-n // 120) if (held is None or held > 1) else 0)  # + the root, + parents
         per = self.p.node_bytes // self.bs
+        # Each tree block goes out as a bio of its own (fs/btrfs/extent_io.c, write_one_eb), the
+        # blocks in no order the queue could merge: one request per node and copy.
+        k = 0
         for copy in range(max(1, self.p.metadata_copies)):
             first = self.alloc.metadata(nodes * per)
-            self.emit(t, Op.WRITE, first * self.bs, nodes * self.p.node_bytes, META)
+            for i in range(nodes):
+                self.emit(t + k * 1e-9, Op.WRITE, (first + i * per) * self.bs, self.p.node_bytes, META)
+                k += 1
+        t_end = t + k * 1e-9
         if self.p.barrier:
-            self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
+            self.emit(t_end, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
         for i, off in enumerate(self.p.superblocks()):
             fua = int(Flag.FUA) if i == 0 and self.p.barrier else 0
-            self.emit(t, Op.WRITE, off, 4096, META | fua)
+            self.emit(t_end, Op.WRITE, off, 4096, META | fua)

@@ -31,6 +31,9 @@ import numpy as np
 __all__ = ["FS_KINDS", "FsParams", "Allocator"]
 
 FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+#: Blocks mke2fs gives its first files in group 0: the root directory, lost+found's four and the
+#: resize inode's double-indirect block.
+ROOT_FILES_BLOCKS = 6
 
 
 @dataclass(frozen=True)
@@ -85,36 +88,112 @@ class FsParams:
     def inodes_per_group(self) -> int:
         return max(16, self.group_bytes // 16384)
 
+    # -- ext geometry (e2fsprogs misc/mke2fs.c, lib/ext2fs/initialize.c, alloc_tables.c) ----------
     @cached_property
-    def metadata_head_blocks(self) -> int:
-        """Blocks at each group's start before its data: bitmaps and inode table (ext), headers and
-        the first inode chunks (xfs)."""
+    def group_blocks(self) -> int:
+        return self.group_bytes // self.block_bytes
+
+    @cached_property
+    def ext_desc_bytes(self) -> int:
+        return 64 if self.kind == "ext4" else 32  # ext4's 64bit feature doubles the descriptor
+
+    @cached_property
+    def _ext_gdt_blocks(self) -> int:
+        return -(-self.groups * self.ext_desc_bytes // self.block_bytes)
+
+    @cached_property
+    def _ext_reserved_gdt_blocks(self) -> int:
+        """resize_inode's reserve (calc_reserved_gdt_blocks): descriptors for 1024 times the blocks,
+        at most 2^32 blocks, less those in use; at most ``block_bytes / 4``."""
+        most = min(0xFFFFFFFF, self.device_bytes // self.block_bytes * 1024)
+        groups = -(-most // self.group_blocks)
+        per = self.block_bytes // self.ext_desc_bytes
+        return max(0, min(-(-groups // per) - self._ext_gdt_blocks, self.block_bytes // 4))
+
+    def _ext_head(self, g: int) -> int:
+        """Blocks of superblock and descriptors at group ``g``'s start: groups 0, 1 and the powers of
+        3, 5 and 7 carry a copy (sparse_super), the others none."""
+        def power(n, b):
+            while n > 1 and n % b == 0:
+                n //= b
+            return n == 1
+        backup = g in (0, 1) or any(power(g, b) for b in (3, 5, 7))
+        return 1 + self._ext_gdt_blocks + self._ext_reserved_gdt_blocks if backup else 0
+
+    @cached_property
+    def _itable_blocks(self) -> int:
+        return -(-self.inodes_per_group * self.inode_bytes // self.block_bytes)
+
+    def _flex(self, g: int) -> tuple[int, int]:
+        """(first group, groups) of ``g``'s flex group: ext4 packs 16 groups' bitmaps and inode
+        tables at the flex group's start (flex_bg); ext2 and ext3 keep each group's in the group."""
+        if self.kind != "ext4":
+            return g, 1
+        first = g - g % 16
+        return first, min(16, self.groups - first)
+
+    def block_bitmap(self, g: int) -> int:
+        first, _ = self._flex(g)
+        return first * self.group_blocks + self._ext_head(first) + g - first
+
+    def inode_bitmap(self, g: int) -> int:
+        first, n = self._flex(g)
+        return first * self.group_blocks + self._ext_head(first) + n + g - first
+
+    def inode_table(self, g: int) -> int:
+        first, n = self._flex(g)
+        return first * self.group_blocks + self._ext_head(first) + 2 * n + (g - first) * self._itable_blocks
+
+    def data_start(self, g: int) -> int:
+        """The first block of group ``g`` after its metadata (xfs: after the AG's headers and first
+        inode chunks; btrfs: 1 MiB in, past the superblock)."""
         if self.kind == "xfs":
-            return 8 + 1024
-        return 4 + -(-self.inodes_per_group * self.inode_bytes // self.block_bytes)
+            return g * self.group_blocks + 8 + 1024
+        if self.kind == "btrfs":
+            return (1 << 20) // self.block_bytes
+        first, n = self._flex(g)
+        if g == first:
+            return self.inode_table(first + n - 1) + self._itable_blocks
+        return g * self.group_blocks + self._ext_head(g)
 
     def inode_block(self, group: int, index: int) -> int:
         """The device block holding inode ``index`` of ``group`` (ext's table, xfs's chunks)."""
         per_block = self.block_bytes // self.inode_bytes
-        base = group * (self.group_bytes // self.block_bytes)
+        base = group * self.group_blocks
         if self.kind == "xfs":
             # 64-inode chunks, allocated in the AG after its headers.
             chunk_blocks = 64 * self.inode_bytes // self.block_bytes
             return base + 8 + (index // 64) * chunk_blocks + (index % 64) // per_block
-        return base + 4 + index // per_block
+        return self.inode_table(group) + index // per_block
 
     @cached_property
     def journal_block(self) -> int:
-        """The first block of the ext journal or the xfs log (the middle group)."""
-        mid = self.groups // 2
-        return mid * (self.group_bytes // self.block_bytes) + self.metadata_head_blocks
+        """The first block of the ext journal or the xfs log. xfs: inside the middle AG. ext4
+        (lib/ext2fs/mkjournal.c, get_midpoint_journal_block): the first block of the middle group or
+        a neighbour, whichever has the most free blocks. ext3 (block-mapped, no flex_bg): in group
+        0 after the root directory, lost+found and the resize inode's block (mke2fs's first
+        files), its first indirect block after 12 journal blocks left out."""
+        if self.kind == "xfs":
+            # mkfs.xfs: the middle AG's first free block, after its headers and btree roots (0-5).
+            return self.groups // 2 * self.group_blocks + 6
+        if self.kind == "ext3":
+            return self.data_start(0) + ROOT_FILES_BLOCKS
+        mid = max(0, (self.device_bytes // self.block_bytes) // 2 // self.group_blocks)
+        lo, hi = max(mid - 1, 0), min(mid + 1, self.groups - 1)
+        free = {g: (g + 1) * self.group_blocks - self.data_start(g) for g in range(lo, hi + 1)}
+        best = lo
+        for g in range(lo + 1, hi + 1):
+            if free[g] > free[best]:
+                best = g
+        return best * self.group_blocks + (self.data_start(best) - best * self.group_blocks
+                                             if best == self._flex(best)[0] else self._ext_head(best))
 
     @cached_property
     def journal_blocks(self) -> int:
-        if self.kind == "xfs":
-            return max(256, min(self.device_bytes // 64, 2 << 30) // self.block_bytes)
         if self.journal_bytes is not None:
             return max(256, self.journal_bytes // self.block_bytes)
+        if self.kind == "xfs":  # mkfs.xfs: 64 MiB at least (xfsprogs 5.15 and later), at most 2 GiB
+            return max(64 << 20, min(self.device_bytes // 64, 2 << 30)) // self.block_bytes
         # e2fsprogs lib/ext2fs/mkjournal.c, ext2fs_default_journal_size: journal blocks by fs blocks.
         n = self.device_bytes // self.block_bytes
         for limit, blocks in ((32768, 1024), (256 << 10, 4096), (512 << 10, 8192), (4096 << 10, 16384),
@@ -137,11 +216,16 @@ class Allocator:
         self.group_blocks = p.group_bytes // p.block_bytes
         self.total_blocks = p.device_bytes // p.block_bytes
         self.groups = p.groups
-        head = p.metadata_head_blocks if p.kind != "btrfs" else (1 << 20) // p.block_bytes
-        self.cursor = [g * self.group_blocks + head for g in range(p.groups)]
+        self.cursor = [p.data_start(g) for g in range(p.groups)]
+        if p.kind in FS_KINDS[:3]:
+            self.cursor[0] += ROOT_FILES_BLOCKS
         self.meta_cursor = self.total_blocks // 2
-        self.journal_lo = p.journal_block
-        self.journal_hi = p.journal_block + p.journal_blocks
+        journaled = p.kind in ("ext3", "ext4", "xfs")
+        self.journal_lo = p.journal_block if journaled else 0
+        # ext3's block-mapped journal has an indirect block per block_bytes/4 blocks and a double one.
+        extra = p.journal_blocks // (p.block_bytes // 4) + 2 if p.kind == "ext3" else 0
+        self.journal_hi = self.journal_lo + p.journal_blocks + extra if journaled else 0
+        self.journal_group = self.journal_lo // self.group_blocks
 
     def group_of_dir(self, d: int) -> int:
         # Orlov: top-level directories spread over the groups; xfs: directories rotor over the AGs.
@@ -156,7 +240,7 @@ class Allocator:
         for _ in range(groups):
             start = self.cursor[g]
             end = min((g + 1) * self.group_blocks, self.total_blocks)
-            if g == groups // 2 and self.p.kind != "btrfs" and start < self.journal_hi and start + n > self.journal_lo:
+            if g == self.journal_group and start < self.journal_hi and start + n > self.journal_lo:
                 start = self.cursor[g] = max(start, self.journal_hi)
             take = min(n, end - start)
             if take > 0:

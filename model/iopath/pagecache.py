@@ -33,7 +33,10 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   is written back ``commit_writeback_s`` after the transaction's first change.
 - **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
 - **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
-  their pages, a dirty file written back first (the flusher, woken by reclaim).
+  their pages. Reclaim does not write a dirty page itself: it wakes the flusher, which writes back
+  every dirty file, oldest-dirtied first (mm/vmscan.c, shrink_folio_list: only kswapd writes file
+  folios; wakeup_flusher_threads(WB_REASON_VMSCAN) -> wb_start_writeback: all dirty pages), and
+  the file's pages go once clean.
 - **Deletes** drop the file's pages, dirty ones unwritten (truncate_inode_pages):
   ``dropped_dirty_bytes`` counts them.
 - **fadvise DONTNEED** drops a file's clean pages; a **clone** passes to the file system.
@@ -216,7 +219,7 @@ class _Cache:
             f = next(iter(self.lru))
             st = self.files[f]
             if st.dirty:
-                self.writeback(t, f, False)
+                self.flush_oldest(t, 0)
             n = st.cached.bit_count()
             self.cached -= n
             self.reclaimed += n * self.pg
