@@ -13,7 +13,7 @@ manual page and readme.html (/usr/share/doc/bonnie++) state:
 - **read** (sequential input, block): each chunk read in order; then fsync (of a clean file).
 - **seeks**: ``seekers`` processes, together ``seeks`` times, move to a chunk chosen uniformly
   and read it; one seek in ten writes the chunk back (readme.html: "In 10% of cases, it is
-  dirtied and written back"); each process fsyncs at its end. Then the data files are removed.
+  dirtied and written back"); each process, and the parent, fsyncs at its end. Then the data files are removed.
 - **create_seq**, **stat_seq**, **delete_seq**: ``files`` files created in numeric order (the
   first half in the first directory, and so on, when ``directories`` > 1), each written with a
   size uniform on ``min_bytes .. max_bytes`` in ``file_chunk_bytes`` calls, then ``sync()``;
@@ -24,7 +24,9 @@ manual page and readme.html (/usr/share/doc/bonnie++) state:
 
 Directory order is modelled as creation order. Phases not selected leave what they would have
 made already on the device, not cached (``initial_bytes``): the ``read`` phase alone reads a
-file written before the workload. Random numbers are numpy's (seeded by ``seed``), not
+file written before the workload. ``direct`` (``-D``) opens the block write's file with O_DIRECT;
+bonnie++ 2.00a opens it again without the flag for the rewrite, read and seeks (strace shows
+it). Random numbers are numpy's (seeded by ``seed``), not
 bonnie++'s, so a run matches in distribution, not chunk by chunk.
 """
 
@@ -55,8 +57,8 @@ class BonnieConfig:
     size_bytes, chunk_bytes, seeks, seekers: ``-s size:chunk:seeks:seekers`` (chunk a power of two,
     256 B .. 1 MiB; 8192 seeks; 5 seekers). files, max_bytes, min_bytes, directories,
     file_chunk_bytes: ``-n`` (files counted one by one here, bonnie++ counts them in 1024s; 16 x
-    1024 files of 0 bytes in one directory; 8 KiB calls). direct: ``-D`` (O_DIRECT for the I/O
-    phases). seed: ``-z``. phases: which of :data:`PHASES` run.
+    1024 files of 0 bytes in one directory; 8 KiB calls). direct: ``-D`` (O_DIRECT for the block
+    write). seed: ``-z``. phases: which of :data:`PHASES` run.
     """
 
     size_bytes: int = 0
@@ -115,16 +117,25 @@ def bonnie_argv(config: BonnieConfig, directory: str, *, ram_mib: int = 0) -> li
     each group run is what it does."""
     io = any(p in IO_PHASES for p in config.phases)
     files = any(p in FILE_PHASES for p in config.phases)
+    for group, on in ((IO_PHASES, io), (FILE_PHASES, files)):
+        if on and not set(group) <= set(config.phases):
+            raise ValueError(f"workload bonnie: phases = {'+'.join(config.phases)!r}: bonnie++ runs "
+                             f"{', '.join(group)} all or none; name them all (phases=io, phases=files)")
     if files and config.files % 1024:
         raise ValueError(f"workload bonnie: files = {config.files} must be a multiple of 1024 to run bonnie++ "
                          "(its -n counts files in 1024s)")
     size = f"{config.size_bytes // (1 << 20)}:{config.chunk_bytes}:{config.seeks}:{config.seekers}" if io else "0"
     if io and config.size_bytes % (1 << 20):
         raise ValueError(f"workload bonnie: size = {config.size_bytes} must be whole MiB to run bonnie++ (its -s)")
-    n = (f"{config.files // 1024}:{config.max_bytes}:{config.min_bytes}:{config.directories}:"
-         f"{config.file_chunk_bytes}") if files else "0"
+    n = f"{config.files // 1024}:{config.max_bytes}:{config.min_bytes}:{config.directories}" if files else "0"
+    if files and config.file_chunk_bytes != 8192:
+        if io:
+            raise ValueError(f"workload bonnie: file_chunk = {config.file_chunk_bytes} with the I/O phases: Debian's "
+                             "bonnie++ 2.00a aborts (double free) when -n has a chunk size and -s is not 0; "
+                             "run the file phases apart")
+        n += f":{config.file_chunk_bytes}"
     argv = ["bonnie++", "-d", directory, "-s", size, "-n", n, "-r", str(ram_mib), "-u", "root", "-f", "-q",
-            "-z", str(config.seed), "-x", "1"]
+            "-z", str(config.seed)]
     if config.direct:
         argv.append("-D")
     return argv
@@ -159,8 +170,8 @@ class _Gen:
     def _add(self, kind, f, off=0, size=0, chunk=0, direct=False, at=None, op=False):
         self.b.add(kind, f, off, size, chunk, direct, at=at, op_s=self.op_s if op else 0.0)
 
-    def _chunks(self, f, kind, size):
-        ch, direct = self.c.chunk_bytes, self.c.direct
+    def _chunks(self, f, kind, size, direct=False):
+        ch = self.c.chunk_bytes
         for off in range(0, size, ch):
             self._add(kind, f, off, min(ch, size - off), ch, direct)
 
@@ -172,7 +183,7 @@ class _Gen:
             self._add(Kind.DELETE, self.probe, op=True)
             for f, size in zip(self.data, self.data_sizes):
                 self._add(Kind.CREATE, f, op=True)
-                self._chunks(f, Kind.WRITE, size)
+                self._chunks(f, Kind.WRITE, size, c.direct)
                 self._add(Kind.FSYNC, f)
         else:
             self.initial[self.data] = self.data_sizes
@@ -180,8 +191,8 @@ class _Gen:
             for f, size in zip(self.data, self.data_sizes):
                 for off in range(0, size, c.chunk_bytes):
                     n = min(c.chunk_bytes, size - off)
-                    self._add(Kind.READ, f, off, n, c.chunk_bytes, c.direct)
-                    self._add(Kind.WRITE, f, off, n, c.chunk_bytes, c.direct)
+                    self._add(Kind.READ, f, off, n, c.chunk_bytes)
+                    self._add(Kind.WRITE, f, off, n, c.chunk_bytes)
                 self._add(Kind.FSYNC, f)
         if "read" in phases:
             for f, size in zip(self.data, self.data_sizes):
@@ -209,13 +220,14 @@ class _Gen:
                 g = int(picks[k])
                 f = int(np.searchsorted(starts, g, side="right") - 1)
                 off = (g - int(starts[f])) * c.chunk_bytes
-                self._add(Kind.READ, self.data[f], off, c.chunk_bytes, c.chunk_bytes, c.direct, at=at)
+                self._add(Kind.READ, self.data[f], off, c.chunk_bytes, c.chunk_bytes, at=at)
                 at = self.b.rows[-1][0] if at is None else at
                 if update[k]:
-                    self._add(Kind.WRITE, self.data[f], off, c.chunk_bytes, c.chunk_bytes, c.direct, at=at)
+                    self._add(Kind.WRITE, self.data[f], off, c.chunk_bytes, c.chunk_bytes, at=at)
                 k += 1
+        # Each seeker fsyncs its descriptor at its end, and so does the parent, which opened the file too.
         for f in self.data:
-            for _ in range(c.seekers):
+            for _ in range(c.seekers + 1):
                 self._add(Kind.FSYNC, f)
 
     def files(self, phases, which: str):
