@@ -159,3 +159,30 @@ def test_the_cli_names_a_bad_workload_in_one_line(tmp_path):
                         "--workload", "bonnie:size=64M,chunk=3000"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "chunk = 3000" in assert_one_error_line(p.stderr)
+
+
+def test_a_missing_tool_is_one_line_naming_its_package_before_anything_is_made(tmp_path, monkeypatch):
+    from diskmodel.calibrate.bench.tool_workloads import measure
+
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    with pytest.raises(RuntimeError) as exc:
+        measure("tar:files=2,file_bytes=1k", tmp_path)
+    assert "Debian package tar" in str(exc.value) and "\n" not in str(exc.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+
+
+@pytest.mark.integration
+def test_a_measured_workload_is_printed_with_its_definition_and_leaves_nothing(tmp_path):
+    from conftest import require_root
+    from diskmodel.calibrate.bench.tool_workloads import measure
+
+    require_root()
+    require_tools("tar", "sync")
+    r = measure("tar:files=20,file_bytes=3000,dirs=2", tmp_path)
+    line = r.line()
+    assert line.startswith("tar:files=20,file_bytes=3000,dirs=2  [tar -cf: 20 files of 3000 B in 2 directories")
+    # The tree's bytes read, and the archive written: 23 headers, 20 x 6 data blocks, 2 end blocks,
+    # in whole 10240-byte records.
+    assert r.elapsed_s > 0 and r.bytes_moved == 20 * 3000 + 81920
+    assert list(tmp_path.iterdir()) == []
