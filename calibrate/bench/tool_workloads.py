@@ -15,8 +15,9 @@ Each workload is named by the same spec string the model reads
    the device as the model's ``initial_bytes`` say;
 4. the workload's commands run one after the other with no shell (:func:`steps`), then
    ``sync -f`` of the folder's file system (syncfs(2): the model's closing sync, without
-   waiting for every other file system of the machine): :func:`steps_argv` is that as one argument vector (this module run by the same
-   Python), so ``diskmodel trace record -- ARGV`` traces exactly the workload.
+   waiting for every other file system of the machine), timed by :func:`measure`;
+   :func:`steps_argv` is the same as one argument vector (this module run by the same Python),
+   so ``diskmodel trace record -- ARGV`` traces exactly the workload.
 
 :func:`measure` returns a :class:`ToolResult`: the workload's definition (the spec and one line
 saying what it does) beside the elapsed time and the rate.
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +58,8 @@ def missing_tools(spec: str) -> str | None:
     name, _ = _spec(spec)
     for prog, package in TOOLS[name]:
         if shutil.which(prog) is None:
-            return f"workload {name}: {prog} is not installed: install the Debian package {package} (apt-get install {package})"
+            return (f"workload {name}: {prog} is not installed: install the Debian package {package} "
+                    f"(apt-get install {package})")
     return None
 
 
@@ -130,8 +133,10 @@ def steps(spec: str, folder: Path) -> list[list[str]]:
 
 
 def steps_argv(spec: str, folder: Path) -> list[str]:
-    """:func:`steps` then ``sync -f FOLDER`` as one argument vector: this module, run by this Python."""
-    return [sys.executable, "-m", "diskmodel.calibrate.bench.tool_workloads", json.dumps(steps(spec, folder)), str(folder)]
+    """:func:`steps` then ``sync -f FOLDER`` as one argument vector: this module, run by this Python
+    (what ``diskmodel trace record -- ARGV`` traces)."""
+    return [sys.executable, "-m", "diskmodel.calibrate.bench.tool_workloads", json.dumps(steps(spec, folder)),
+            str(folder)]
 
 
 @dataclass(frozen=True)
@@ -183,24 +188,37 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
     if not directory.is_dir():
         raise ValueError(f"--directory {directory}: not a directory")
     with runstate.ensure_run(f"measure {spec}") as run:
-        folder = directory / f"diskmodel-workload-{run.run_id}-{os.getpid()}"
+        folder = directory / f"diskmodel-workload-{run.run_id}-{uuid.uuid4().hex[:8]}"
         res = run.intend("dir", path=str(folder))
-        folder.mkdir()
-        run.created(res, ino=os.lstat(folder).st_ino)
-        prepare(spec, folder)
-        t0 = time.monotonic()
-        proc = process.spawn(steps_argv(spec, folder), name="workload", stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        out, err = process.communicate_or_kill(proc, timeout_s)
-        elapsed = time.monotonic() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"workload {spec} in {directory} failed (exit {proc.returncode}): {err.strip()[-300:]}")
+        try:
+            folder.mkdir()
+            run.created(res, ino=os.lstat(folder).st_ino)
+            prepare(spec, folder)
+            # Timed here, each step a recorded child with no shell (not through steps_argv, whose
+            # Python start-up would be timed too).
+            t0 = time.monotonic()
+            outs = []
+            for argv in steps(spec, folder) + [["sync", "-f", str(folder)]]:
+                proc = process.spawn(argv, name=argv[0], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, text=True)
+                out, err = process.communicate_or_kill(proc, timeout_s)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"workload {spec} in {directory}: {argv[0]} exited with status "
+                                       f"{proc.returncode}: {(err or out).strip()[-300:]}")
+                outs.append(out)
+            elapsed = time.monotonic() - t0
+        finally:
+            # The folder goes now, not at the end of an enclosing run: the next workload finds the
+            # file system as this one did.
+            report = run.undo([res])
+        if report.left:
+            raise RuntimeError(f"workload {spec}: teardown left {'; '.join(report.left)}")
     bonnie = None
     if spec.startswith("bonnie"):
         from diskmodel.calibrate.bench.bonnie import parse_bonnie_csv
 
         config = workloads_bonnie.config_of(_spec(spec)[1], size_value)
-        bonnie = parse_bonnie_csv(out, config, elapsed).as_dict()
+        bonnie = parse_bonnie_csv(outs[0], config, elapsed).as_dict()
     return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie)
 
 
