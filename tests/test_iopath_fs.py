@@ -242,7 +242,7 @@ def test_cli_json_and_streams(tmp_path):
 @pytest.mark.parametrize("args, fragment", [
     (("--stack", "native", "--workload", "fio:rw=sideways"), "rw = 'sideways'"),
     (("--stack", "native", "--workload", "fio:bs=4q"), "bs = '4q'"),
-    (("--stack", "native", "--workload", "tar:x=1"), "'tar' is not one of"),
+    (("--stack", "native", "--workload", "zip:x=1"), "'zip' is not one of"),
     (("--stack", "native", "--workload", "postmark:files=0"), "number_of_files"),
     (("--stack", "/nonexistent/stack.json", "--workload", "copy"), "/nonexistent/stack.json"),
     (("--stack", "native", "--workload", "copy", "--memory-limit", "1"), "--memory-limit 1"),

@@ -4,7 +4,11 @@
   transactions=N,read=B,write=B,bias_read=N,bias_create=N,seed=N,buffered=0|1,subdirectories=N``;
 - ``fio:rw=randwrite,bs=4k,size=64M,iodepth=32,direct=1,fsync=0``;
 - ``copy:size=64M``;
-- ``metadata:op=create,files=1000,file_bytes=0`` (op create, stat or delete).
+- ``metadata:op=create,files=1000,file_bytes=0`` (op create, stat or delete);
+- ``bonnie:size=256M,chunk=8k,seeks=8192,seekers=5,files=16384,max=0,min=0,dirs=1,file_chunk=8k,
+  direct=0,seed=1,phases=io+files`` (:mod:`.workloads_bonnie`; without ``size``, the file phases alone);
+- ``tar:files=1000,file_bytes=16k,dirs=1,blocking=20``, ``image:size=64M,kind=zero|sparse``
+  (:mod:`.workloads_files`).
 
 Sizes take the suffixes k, M, G (powers of 1024, as fio reads them). A bad key or value is one
 ValueError line naming the workload, the key and the value.
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from . import fileops
+from . import fileops, workloads_bonnie, workloads_files
 from .fileops import FileOps
 
 __all__ = ["parse_workload", "size_value"]
@@ -50,13 +54,20 @@ def _pairs(workload: str, text: str) -> dict[str, str]:
     return out
 
 
+#: Workloads whose generator reads the spec's pairs itself: name -> (pairs, size_value) -> FileOps.
+NAMED = {"bonnie": workloads_bonnie.from_pairs, "tar": workloads_files.tar_pairs,
+         "image": workloads_files.image_pairs}
+
+
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:
     """The :class:`~.fileops.FileOps` of the workload ``text`` names (see the module docstring)."""
     from diskmodel.model.workload import PostMarkConfig, postmark_preset
 
     name, _, rest = str(text).partition(":")
+    if name in NAMED:
+        return NAMED[name](_pairs(name, rest), size_value, sync_at_end=sync_at_end)
     if name not in fileops.WORKLOADS:
-        raise ValueError(f"workload {text!r}: {name!r} is not one of {', '.join(fileops.WORKLOADS)}")
+        raise ValueError(f"workload {text!r}: {name!r} is not one of {', '.join(fileops.WORKLOADS + tuple(NAMED))}")
     if name == "postmark":
         if rest in ("test1", "test2", "test3"):
             return fileops.postmark(postmark_preset(rest), sync_at_end=sync_at_end)

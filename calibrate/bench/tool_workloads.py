@@ -1,0 +1,237 @@
+"""The everyday workloads measured with the real tools, in a directory of a mounted file system:
+bonnie++ (:mod:`.bonnie`), ``cp`` of a file, ``tar -cf`` of a tree of small files, and a disk
+image made by ``dd`` (zero-filled) or ``truncate`` (sparse).
+
+Each workload is named by the same spec string the model reads
+(:func:`diskmodel.model.iopath.workload_spec.parse_workload`: ``copy:size=64M``,
+``tar:files=1000,file_bytes=16k,dirs=4``, ``image:size=64M,kind=sparse``,
+``bonnie:size=64M,files=1024``) and measured as:
+
+1. the tools it needs are checked first (:func:`missing_tools`), before anything is made;
+2. a folder of the run is made in the directory, recorded in the run state before it is made
+   (kind ``dir``, removed with all it holds by the run's teardown);
+3. what the workload finds already there (the copy's source, the tar's tree) is written, then
+   ``sync`` and the caches dropped (``/proc/sys/vm/drop_caches``), so the workload reads from
+   the device as the model's ``initial_bytes`` say;
+4. the workload's commands run one after the other with no shell (:func:`steps`), then
+   ``sync -f`` of the folder's file system (syncfs(2): the model's closing sync, without
+   waiting for every other file system of the machine), timed by :func:`measure`;
+   :func:`steps_argv` is the same as one argument vector (this module run by the same Python),
+   so ``diskmodel trace record -- ARGV`` traces exactly the workload.
+
+:func:`measure` returns a :class:`ToolResult`: the workload's definition (the spec and one line
+saying what it does) beside the elapsed time and the rate.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from diskmodel.calibrate.bench.memory_cgroup import drop_caches
+from diskmodel.model.iopath import workloads_bonnie, workloads_files
+from diskmodel.model.iopath.workload_spec import _pairs, size_value
+
+__all__ = ["ToolResult", "missing_tools", "prepare", "steps", "steps_argv", "measure", "definition", "TOOLS"]
+
+#: The programs each workload runs, with the Debian package that has them.
+TOOLS = {"copy": (("cp", "coreutils"),), "tar": (("tar", "tar"),),
+         "image": (("dd", "coreutils"), ("truncate", "coreutils")), "bonnie": (("bonnie++", "bonnie++"),)}
+_FILL_BYTES = 1 << 20
+
+
+def _spec(spec: str) -> tuple[str, dict]:
+    name, _, rest = str(spec).partition(":")
+    if name not in TOOLS:
+        raise ValueError(f"workload {spec!r}: {name!r} is not one the tools measure ({', '.join(TOOLS)})")
+    return name, _pairs(name, rest)
+
+
+def missing_tools(spec: str) -> str | None:
+    """The one line to print when a program the workload runs is missing, else None."""
+    name, _ = _spec(spec)
+    for prog, package in TOOLS[name]:
+        if shutil.which(prog) is None:
+            return (f"workload {name}: {prog} is not installed: install the Debian package {package} "
+                    f"(apt-get install {package})")
+    return None
+
+
+def definition(spec: str) -> str:
+    """What the workload does, in one line (the model's parse of the same spec is checked too)."""
+    from diskmodel.model.iopath.workload_spec import parse_workload
+
+    parse_workload(spec)  # a bad key or value is the model's one line
+    name, p = _spec(spec)
+    if name == "copy":
+        return f"cp --reflink=auto of a {size_value(name, 'size', p.get('size', '64M'))} B file, then sync"
+    if name == "tar":
+        return workloads_files.describe_tar(size_value(name, "files", p.get("files", "1000")),
+                                            size_value(name, "file_bytes", p.get("file_bytes", "16k")),
+                                            size_value(name, "dirs", p.get("dirs", "1")),
+                                            size_value(name, "blocking", p.get("blocking", "20"))) + ", then sync"
+    if name == "image":
+        return workloads_files.describe_image(size_value(name, "size", p.get("size", "64M")), p.get("kind", "zero"))
+    return workloads_bonnie.describe(workloads_bonnie.config_of(p, size_value))
+
+
+def _write(path: Path, size: int) -> None:
+    block = bytes(min(size, _FILL_BYTES)) or b""
+    with open(path, "wb") as fh:
+        left = size
+        while left:
+            n = fh.write(block[:min(left, len(block))])
+            left -= n
+
+
+def prepare(spec: str, folder: Path) -> None:
+    """Write what the workload finds in *folder* before it starts (the copy's source, the tar's
+    tree), then sync and drop the caches."""
+    name, p = _spec(spec)
+    if name == "copy":
+        _write(folder / "source", size_value(name, "size", p.get("size", "64M")))
+    elif name == "tar":
+        files = size_value(name, "files", p.get("files", "1000"))
+        size = size_value(name, "file_bytes", p.get("file_bytes", "16k"))
+        dirs = size_value(name, "dirs", p.get("dirs", "1"))
+        tree = folder / "tree"
+        tree.mkdir()
+        for f in range(files):
+            d = tree / f"d{f * dirs // files}" if dirs > 1 else tree
+            d.mkdir(exist_ok=True)
+            _write(d / f"f{f:07d}", size)
+    elif name == "bonnie":
+        (folder / "bonnie").mkdir()
+    drop_caches()
+
+
+def steps(spec: str, folder: Path) -> list[list[str]]:
+    """The workload's commands (argument vectors), run in *folder* after :func:`prepare`."""
+    name, p = _spec(spec)
+    if name == "copy":
+        return [["cp", "--reflink=auto", str(folder / "source"), str(folder / "copy")]]
+    if name == "tar":
+        blocking = size_value(name, "blocking", p.get("blocking", "20"))
+        return [["tar", "-b", str(blocking), "-cf", str(folder / "archive.tar"), "-C", str(folder / "tree"), "."]]
+    if name == "image":
+        size = size_value(name, "size", p.get("size", "64M"))
+        kind = p.get("kind", "zero")
+        if kind == "sparse":
+            return [["truncate", "-s", str(size), str(folder / "image")]]
+        if size % (1 << 20):
+            raise ValueError(f"workload image: size = {size} must be whole MiB for dd bs=1M")
+        return [["dd", "if=/dev/zero", f"of={folder / 'image'}", "bs=1M", f"count={size >> 20}", "conv=fsync",
+                 "status=none"]]
+    config = workloads_bonnie.config_of(p, size_value)
+    return [workloads_bonnie.bonnie_argv(config, str(folder / "bonnie"))]
+
+
+def steps_argv(spec: str, folder: Path) -> list[str]:
+    """:func:`steps` then ``sync -f FOLDER`` as one argument vector: this module, run by this Python
+    (what ``diskmodel trace record -- ARGV`` traces)."""
+    return [sys.executable, "-m", "diskmodel.calibrate.bench.tool_workloads", json.dumps(steps(spec, folder)),
+            str(folder)]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One workload measured: its spec and definition, the time from its first command's start
+    to the end of the closing sync [s], the bytes it moves (read plus written by the workload
+    itself) and their rate [bytes/s], and bonnie++'s own report where it ran."""
+
+    spec: str
+    definition: str
+    elapsed_s: float
+    bytes_moved: int
+    bonnie: dict | None = None
+
+    @property
+    def rate_bytes_per_s(self) -> float:
+        return self.bytes_moved / self.elapsed_s if self.elapsed_s > 0 else float("nan")
+
+    def line(self) -> str:
+        return (f"{self.spec}  [{self.definition}]  elapsed {self.elapsed_s:.3f} s, "
+                f"{self.bytes_moved / 1e6:.1f} MB moved, {self.rate_bytes_per_s / 1e6:.1f} MB/s")
+
+    def as_dict(self) -> dict:
+        return {"spec": self.spec, "definition": self.definition, "elapsed_s": self.elapsed_s,
+                "bytes_moved": self.bytes_moved, "rate_bytes_per_s": self.rate_bytes_per_s, "bonnie": self.bonnie}
+
+
+def _bytes_moved(spec: str) -> int:
+    from diskmodel.model.iopath.fileops import Kind
+    from diskmodel.model.iopath.workload_spec import parse_workload
+
+    ops = parse_workload(spec)
+    moved = (ops.kind == Kind.READ) | (ops.kind == Kind.WRITE)
+    if ops.fallback is not None and spec.startswith("copy"):
+        moved &= ops.fallback  # cp's bytes: the read and write of a copy (a clone moves none)
+    return int(ops.size_bytes[moved].sum())
+
+
+def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.0) -> ToolResult:
+    """Run the workload *spec* in *directory* (a folder of a mounted file system) and time it."""
+    from diskmodel.calibrate.bench import process
+    from diskmodel.calibrate.harness import runstate
+
+    text = definition(spec)
+    why = missing_tools(spec)
+    if why:
+        raise RuntimeError(why)
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"--directory {directory}: not a directory")
+    with runstate.ensure_run(f"measure {spec}") as run:
+        folder = directory / f"diskmodel-workload-{run.run_id}-{uuid.uuid4().hex[:8]}"
+        res = run.intend("dir", path=str(folder))
+        try:
+            folder.mkdir()
+            run.created(res, ino=os.lstat(folder).st_ino)
+            prepare(spec, folder)
+            # Timed here, each step a recorded child with no shell (not through steps_argv, whose
+            # Python start-up would be timed too).
+            t0 = time.monotonic()
+            outs = []
+            for argv in steps(spec, folder) + [["sync", "-f", str(folder)]]:
+                proc = process.spawn(argv, name=argv[0], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, text=True)
+                out, err = process.communicate_or_kill(proc, timeout_s)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"workload {spec} in {directory}: {argv[0]} exited with status "
+                                       f"{proc.returncode}: {(err or out).strip()[-300:]}")
+                outs.append(out)
+            elapsed = time.monotonic() - t0
+        finally:
+            # The folder goes now, not at the end of an enclosing run: the next workload finds the
+            # file system as this one did.
+            report = run.undo([res])
+        if report.left:
+            raise RuntimeError(f"workload {spec}: teardown left {'; '.join(report.left)}")
+    bonnie = None
+    if spec.startswith("bonnie"):
+        from diskmodel.calibrate.bench.bonnie import parse_bonnie_csv
+
+        config = workloads_bonnie.config_of(_spec(spec)[1], size_value)
+        bonnie = parse_bonnie_csv(outs[0], config, elapsed).as_dict()
+    return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie)
+
+
+def _main(argv: list[str]) -> int:
+    """Run the JSON list of argument vectors in order (no shell), then syncfs of the folder's file
+    system (``sync -f``); stop at the first failure."""
+    for step in json.loads(argv[0]) + [["sync", "-f", argv[1]]]:
+        proc = subprocess.run(step, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            print(f"{step[0]} exited with status {proc.returncode}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
