@@ -37,7 +37,7 @@ import typing
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Discriminator, Strict, Tag, TypeAdapter,
-                      ValidationError, create_model)
+                      ValidationError, WithJsonSchema, create_model)
 from pydantic_core import PydanticCustomError
 
 from ._checks import show
@@ -123,29 +123,26 @@ class NodeSchema:
     def _build(self) -> TypeAdapter:
         models, records = [], {}
         choices = []
-        for cls in dict.fromkeys(self._class_of_kind.values()):
+        for kind, cls in self._class_of_kind.items():
             if not getattr(cls, "JSON_FORM", True):
                 continue
-            model = self._model(cls, cls, records, node=True)
+            model = self._model(cls, kind, records)
             models.append(model)
-            for kind in kinds_of_class(cls):
-                choices.append(Annotated[model, AfterValidator(_builder(cls, kind)), Tag(kind)])
+            choices.append(Annotated[model, AfterValidator(_builder(cls, kind)), Tag(kind)])
         node = Annotated[Union[tuple(choices)], Discriminator(_kind_tag)]
-        node_or_plain = Annotated[Union[(*choices, Annotated[Any, Tag(_PLAIN)])], Discriminator(_kind_or_plain)]
+        plain = Annotated[Any, Tag(_PLAIN), WithJsonSchema({"not": {"type": "object", "required": ["kind"]}})]
+        node_or_plain = Annotated[Union[(*choices, plain)], Discriminator(_kind_or_plain)]
         namespace = {"Node": node, "NodeOrPlain": node_or_plain}
         for model in [*models, *records.values()]:
             model.model_rebuild(_types_namespace=namespace)
         return TypeAdapter(node)
 
-    def _model(self, cls, owner, records: dict, *, node: bool, skip_kind: bool = False):
-        """The pydantic model of the fields of *cls* (a node type, or a record held by *owner*)."""
+    def _model(self, cls, kind: str | None, records: dict, *, skip_kind: bool = False):
+        """The pydantic model of the fields of *cls*: a node type read as *kind*, or (kind None) a record."""
         hints = typing.get_type_hints(cls)
-        several = node and len(kinds_of_class(cls)) > 1
         fields = {}
         for f in _init_fields(cls):
-            if f.name == "kind" and (skip_kind or node):
-                if several:
-                    fields["kind"] = (Literal[kinds_of_class(cls)], ...)
+            if f.name == "kind" and (skip_kind or kind is not None):
                 continue
             annotation = self._annotation(hints[f.name], cls, f.name, records)
             if f.default is not dataclasses.MISSING:
@@ -154,9 +151,9 @@ class NodeSchema:
                 fields[f.name] = (annotation, f.default_factory())
             else:
                 fields[f.name] = (annotation, ...)
-        if node and not several:
-            fields["kind"] = (Literal[kinds_of_class(cls)], ...)
-        name = f"{cls.__name__}Fields" if node else f"{cls.__name__}Record"
+        if kind is not None:
+            fields["kind"] = (Literal[kind], ...)
+        name = f"{cls.__name__}Record" if kind is None else f"{kind.title().replace('_', '')}Node"
         return create_model(name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
 
     def _annotation(self, hint, cls, name: str, records: dict):
@@ -180,7 +177,7 @@ class NodeSchema:
             taken = _record_kind_taken(cls, hint)
             key = (hint, taken)
             if key not in records:
-                records[key] = self._model(hint, cls, records, node=False, skip_kind=taken)
+                records[key] = self._model(hint, None, records, skip_kind=taken)
             return Annotated[records[key], AfterValidator(_record_builder(hint, deferred=taken))]
         return Any
 

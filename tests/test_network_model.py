@@ -302,7 +302,7 @@ def test_bad_network_and_json_name_the_field():
     data["file_system"]["volume"]["network"]["rtt_s"] = "2ms"
     with pytest.raises(ValueError) as info:
         Stack.from_json_data(data)
-    assert str(info.value) == "file_system.volume.network (Network): rtt_s must be a number (got '2ms')"
+    assert str(info.value) == "file_system.volume.network.rtt_s: must be a number (got '2ms')"
 
 
 # --------------------------------------------------------------------------- stacks predicted end to end
