@@ -51,7 +51,7 @@ import json
 from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
-from ._checks import one_of, show, whole_number
+from ._checks import FieldError, one_of, show, whole_number
 from .disk import Disk
 from .drives import PresetDrive, as_drive
 from .filesystem import FileSystem
@@ -153,9 +153,9 @@ class FileSystemNode:
             try:
                 object.__setattr__(self, "parameters", FileSystem(kind=kind, **derived))
             except ValueError as exc:  # a value the kind cannot take: name the options that set it
-                field = str(exc).split()[0].rstrip(":")
+                field = getattr(exc, "field", None) or str(exc).split()[0].rstrip(":")
                 where = "mkfs_options" if field in from_mkfs else "mount_options"
-                raise ValueError(f"{where}: {exc}") from None
+                raise FieldError(where, str(exc), ": ") from None
         if not isinstance(self.parameters, FileSystem):
             raise ValueError(f"parameters must be a FileSystem (got {show(self.parameters)})")
         if self.parameters.kind != kind:
@@ -163,8 +163,8 @@ class FileSystemNode:
         for name, value in derived.items():
             if getattr(self.parameters, name) != value:
                 where = "mkfs_options" if name in from_mkfs else "mount_options"
-                raise ValueError(f"{where} set {name} to {value!r}, which contradicts "
-                                 f"parameters.{name} {getattr(self.parameters, name)!r}")
+                raise FieldError(where, f"set {name} to {value!r}, which contradicts "
+                                        f"parameters.{name} {getattr(self.parameters, name)!r}")
 
     def evolve(self, **changes) -> "FileSystemNode":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -387,8 +387,8 @@ def _paper_partitions(name, capacity_bytes, fs_size_bytes, gap, extent, pe_start
     fs_size = whole_number("fs_size_bytes", fs_size_bytes, minimum=1)
     if fs_size % unit:
         lower = max(unit, fs_size // unit * unit)
-        raise ValueError(f"fs_size_bytes must be a positive multiple of {unit} (two LVM extents, so that "
-                         f"LVM-2's halves hold whole extents); got {fs_size}, try {lower}")
+        raise FieldError("fs_size_bytes", f"must be a positive multiple of {unit} (two LVM extents, so that "
+                                          f"LVM-2's halves hold whole extents); got {fs_size}, try {lower}")
     size = fs_size if name == "native" else pe_start + fs_size // pvs + PV_SLACK_BYTES
     first = FIRST_PARTITION_START_BYTES
     out = [(first, size)]
