@@ -333,6 +333,8 @@ def error_line(exc: ValidationError, data, prefix: str = "", schema: NodeSchema 
         field = ctx.get("field")
         node = _join(where, field) if field else where
         return f"{node or 'node'} ({ctx['what']}): {ctx['message']}"
+    if kind == "value_error":  # a reader's own check: its message names what the value must be, and the value
+        return f"{where or 'data'}: {ctx.get('error', error['msg'])}"
     if kind == "extra_forbidden":
         owner = seen[-2] if len(seen) >= 2 else None
         known = _fields_text(owner, schema, _owner_record(parts, seen, schema))

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 
 from diskmodel.calibrate.harness.results import (CalibrationFileError, calibration_from_dict, calibration_from_json,
@@ -196,3 +197,46 @@ def test_a_bad_calibration_file_names_the_key_path_and_the_value(golden, change,
         validate_calibration_dict(document, "c.json")
     assert str(info.value).startswith("c.json: ") and expected in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------ fit results
+
+def _fits() -> dict:
+    from diskmodel.model.fit import fit_flat_latency, fit_table, fit_two_piece, fit_zones, flatness_test
+
+    rng = np.random.default_rng(5)
+    distance = np.repeat(np.arange(1.0, 2001.0, 50.0), 3)
+    time_s = np.where(distance < 600, 1e-3 + 1e-4 * np.sqrt(distance), 2.5e-3 + 1e-6 * distance) \
+        * (1 + rng.normal(0, 0.01, distance.size))
+    location = np.arange(200.0)
+    rate = np.where(location < 120, 100e6, 80e6) * (1 + rng.normal(0, 0.002, location.size))
+    return {"two_piece": fit_two_piece(distance, time_s, distance_unit="cylinders"), "table": fit_table(distance, time_s),
+            "flatness_test": flatness_test(distance, time_s), "zones": fit_zones(location, rate),
+            "flat": fit_flat_latency(60e-6 + rng.normal(0, 5e-6, 100), 1e-9)}
+
+
+def test_every_fit_result_round_trips_through_json_field_by_field():
+    from diskmodel.model.fit import FitResult
+
+    for model, result in _fits().items():
+        text = json.dumps(result.to_dict(), allow_nan=False)
+        again = FitResult.from_dict(json.loads(text))
+        assert type(again) is type(result) and again.model == model
+        assert json.dumps(again.to_dict(), allow_nan=False) == text, model  # every written field read back
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: d.update(nobs="40"), "data (two_piece).nobs: must be a whole number (got '40')"),
+    (lambda d: d.update(continuous="yes"), "data (two_piece).continuous: must be true or false (got 'yes')"),
+    (lambda d: d.update(distance_min="far"), "data (two_piece).distance_min: must be a number (got 'far')"),
+    (lambda d: d.update(covariance=[[1.0]]), "data (two_piece).covariance: must be an array written by to_dict"),
+    (lambda d: d.pop("method"), "data (two_piece).method: required field is missing"),
+])
+def test_a_bad_fit_result_names_the_field_and_the_value(change, expected):
+    from diskmodel.model.fit import FitResult
+
+    data = json.loads(json.dumps(_fits()["two_piece"].to_dict(), allow_nan=False))
+    change(data)
+    with pytest.raises(ValueError) as info:
+        FitResult.from_dict(data)
+    assert str(info.value).startswith(expected) and "\n" not in str(info.value)
