@@ -2,22 +2,26 @@
 
 A storage stack (:mod:`diskmodel.model.stack`) is a tree of frozen
 dataclasses: a file system on a volume, a volume on partitions, partitions
-on named disks.  Each class in the tree is a *node type* registered here
-under one or more ``kind`` strings, which is how the tree reads from and
-writes to JSON: a node is an object ``{"kind": ..., field: value, ...}``.
+on named disks.  Each class in the tree is a *node type*, marked by
+:func:`node_type` with one or more ``kind`` strings, which is how the tree
+reads from and writes to JSON: a node is an object ``{"kind": ..., field:
+value, ...}``.  Marking registers nothing: the node types a stack file may
+hold are one explicit list, :data:`diskmodel.model.stack.NODE_TYPES`, and
+:class:`diskmodel.model.schema.NodeSchema` reads them (pydantic v2) from
+their dataclass fields, type hints and defaults.
 
 A new layer (RAID 1/5/6, a thin pool, a loop file, NBD or NFS) is a new
-class decorated with :func:`node_type` in its own module; nothing else
-changes here or in the other node types.  What a node type may offer:
+class decorated with :func:`node_type` in its own module, added to that
+list; nothing else changes here or in the other node types.  What a node
+type may offer:
 
 * ``describe() -> str``: one line for :meth:`Stack.describe`;
-* ``JSON_RECORDS``: {field: class} for fields holding plain frozen
-  dataclasses that are not nodes (e.g. an LV's segments), written as objects
-  without a kind;
-* ``json_fields()`` / ``from_json_fields(kind, fields, path)``: to change how its
-  fields are written and read (the file system writes its model parameters
-  without repeating the kind);
-* a field named ``kind``: for a class registered under several kinds (a
+* fields typed with plain frozen dataclasses that are not nodes (e.g. an
+  LV's segments): written and read as objects without a kind;
+* ``json_fields()``: to change how its fields are written (the file system
+  writes its model parameters without repeating the kind, which the schema
+  gives them back when reading);
+* a field named ``kind``: for a class of several kinds (a
   file system of kind ext2, ext3, ...), the instance's own kind;
 * ``JSON_FORM = False``: for a node that has no JSON form (a Disk object in
   memory); the field reference says so.
@@ -50,7 +54,7 @@ network block device) follows the block-layer protocol of
 * children as fields holding nodes or tuples of nodes (found by :func:`walk`),
   and sizes that do not fit them refused in ``__post_init__`` naming the field.
 
-A new layer implements those and registers itself with :func:`node_type`;
+A new layer implements those, is marked with :func:`node_type` and joins ``NODE_TYPES``;
 ``diskmodel predict --stack`` and the block workloads
 (:mod:`diskmodel.model.block_workloads`) then take it with no other change
 (the NBD example in :mod:`diskmodel.model.block`'s docstring).
