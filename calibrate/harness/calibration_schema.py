@@ -78,6 +78,7 @@ COUNT = _Type(Annotated[_INT, at.Ge(0)], "an integer >= 0", "integers >= 0")
 NUMBER = _Type(_NUMBER, "a finite number", "finite numbers")
 POSITIVE = _Type(Annotated[_NUMBER, at.Gt(0)], "a number > 0", "numbers > 0")
 NONNEGATIVE = _Type(Annotated[_NUMBER, at.Ge(0)], "a number >= 0", "numbers >= 0")
+SECONDS = _Type(Annotated[_NUMBER, at.Ge(0)], "a finite number of seconds >= 0", "finite numbers of seconds >= 0")
 TEXT = _Type(Annotated[str, Strict()], "a string", "strings")
 FLAG = _Type(Annotated[bool, Strict()], "true or false", "true or false values")
 OBJECT = _Type(Annotated[dict[str, Any], Strict()], "an object", "objects")
@@ -209,6 +210,8 @@ def first_error(exc: ValidationError) -> tuple[str, str]:
     key = _path(error["loc"])
     if error["type"] == "missing":
         return key, "is missing"
+    if error["type"] == "extra_forbidden":
+        return key, "is not a key this object may hold"
     if error["type"] == "wanted":
         return key, f"must be {error['ctx']['wanted']} (got {shown(error['input'])})"
     return key, f"{error['msg']} (got {shown(error['input'])})"  # pragma: no cover - every key has its words
