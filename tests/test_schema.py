@@ -240,3 +240,23 @@ def test_a_bad_fit_result_names_the_field_and_the_value(change, expected):
     with pytest.raises(ValueError) as info:
         FitResult.from_dict(data)
     assert str(info.value).startswith(expected) and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------ the command line's flags
+
+def test_the_command_line_names_the_flag_of_the_field_an_error_carries_never_one_it_mentions():
+    from diskmodel.calibrate.cli import flag_error
+    from diskmodel.calibrate.harness.measure import _check_budget
+
+    with pytest.raises(ValueError) as info:
+        _check_budget(-1.0)
+    assert flag_error(info.value, {"budget_s": "--budget-s"}) == \
+        "--budget-s: budget_s must be a finite number of seconds > 0 (got -1.0)"
+    with pytest.raises(ValueError) as info:
+        paper_stack("native", kind="xfs", mount_options=("data=journal",))
+    assert flag_error(info.value, {"mount_options": "--mount-options"}) == \
+        "--mount-options: data=journal is not a mount option of xfs"
+    # a message that only mentions a field's name is not about that field
+    assert flag_error(ValueError("budget_s=1 leaves no time for mount_options"),
+                      {"budget_s": "--budget-s", "mount_options": "--mount-options"}) == \
+        "budget_s=1 leaves no time for mount_options"
