@@ -260,3 +260,65 @@ def test_the_command_line_names_the_flag_of_the_field_an_error_carries_never_one
     assert flag_error(ValueError("budget_s=1 leaves no time for mount_options"),
                       {"budget_s": "--budget-s", "mount_options": "--mount-options"}) == \
         "budget_s=1 leaves no time for mount_options"
+
+
+# ------------------------------------------------------------------ the files in the tree keep loading
+
+RESULTS = Path(__file__).parent.parent / "benchmarks" / "results"
+
+
+def _artifact_module():
+    """benchmarks/_artifact.py, loaded once from its file (benchmarks/ is not a package)."""
+    import importlib.util
+    import sys
+
+    name = "benchmarks_artifact_under_test"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, RESULTS.parent / "_artifact.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # pydantic resolves the models' annotations in the module's namespace
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _fit_dicts(data, path=""):
+    """(path, object) of every fit result to_dict wrote inside *data* (it names its model and its parameters)."""
+    if isinstance(data, dict):
+        if isinstance(data.get("model"), str) and "parameters" in data and "covariance" in data:
+            yield path, data
+        for key, value in data.items():
+            yield from _fit_dicts(value, f"{path}.{key}")
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _fit_dicts(value, f"{path}[{i}]")
+
+
+def test_the_benchmark_artifacts_and_the_fit_results_in_them_read():
+    from diskmodel.model.fit import FitResult
+
+    check = _artifact_module().check_artifact
+    paths = sorted(RESULTS.glob("*.json"))
+    assert paths
+    fits = 0
+    for path in paths:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        assert check(document, path.name) is document
+        for where, data in _fit_dicts(document):
+            again = FitResult.from_dict(data)
+            assert again.to_dict()["parameters"] == data["parameters"], (path.name, where)
+            fits += 1
+    assert fits > 0
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: d["figures"][next(iter(d["figures"]))].update(decimals=-1), "decimals' must be an integer >= 0 (got -1)"),
+    (lambda d: d["figures"][next(iter(d["figures"]))].update(valeu=1), "valeu' is not a key this object may hold"),
+    (lambda d: d["environment"].pop("git_commit"), "key 'environment.git_commit' is missing"),
+    (lambda d: d.update(notes="one"), "key 'notes' must be a list of strings (got 'one')"),
+])
+def test_a_bad_artifact_names_the_key_and_the_value(change, expected):
+    document = json.loads((RESULTS / "seek_fits.json").read_text(encoding="utf-8"))
+    change(document)
+    with pytest.raises(ValueError) as info:
+        _artifact_module().check_artifact(document, "seek_fits.json")
+    assert str(info.value).startswith("seek_fits.json: key '") and expected in str(info.value)
