@@ -1,6 +1,7 @@
 """Input validation shared by the model modules.
 
-Every check raises ValueError with a one-line message naming the offending
+Every check raises ValueError (a :class:`FieldError`, which carries the
+parameter's name apart) with a one-line message naming the offending
 parameter and the value given; nothing is silently clamped or converted.
 A number is an int or float (or a numpy integer or float); a bool, a string
 or anything else is refused where a number goes, even where ``float()``
