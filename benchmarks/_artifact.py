@@ -30,7 +30,12 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
+from pydantic import ConfigDict, Field, ValidationError, create_model
+
+from diskmodel.calibrate.harness.calibration_schema import (COUNT, FLAG, NUMBER, OBJECT, TEXT, _Object, _object,
+                                                           _words, first_error)
 from diskmodel.calibrate.harness.outputs import replace_file_atomically
 
 #: Version of the artifact format; readme_figures.py treats other versions as "not run under this version".
@@ -44,6 +49,49 @@ ENVIRONMENT_KEYS = ("cpu_model", "cpu_count", "cpus_available", "kernel_release"
                     "packages", "git_commit", "git_dirty", "date_utc", "command_line", "load_average")
 #: Keys of a figure.
 FIGURE_KEYS = ("value", "unit", "decimals", "label", "headline")
+
+
+class Figure(_Object):
+    """A figure as :func:`figure` makes it (no other key)."""
+
+    model_config = ConfigDict(extra="forbid")
+    value: NUMBER.or_null()
+    unit: TEXT.field()
+    decimals: COUNT.field()
+    label: TEXT.field()
+    headline: FLAG.field()
+    target: NUMBER.field() = None
+
+
+Environment = create_model("Environment", __base__=_Object, **{key: (Any, ...) for key in ENVIRONMENT_KEYS})
+
+
+class Artifact(_Object):
+    """An artifact as :func:`write_result` writes it, read with pydantic v2 (the schema library of every JSON
+    of diskmodel, :mod:`diskmodel.calibrate.harness.calibration_schema`'s types)."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_: Annotated[Literal[1], _words("1")] = Field(alias="schema")
+    benchmark: TEXT.field()
+    script: TEXT.field()
+    figures: Annotated[dict[str, _object(Figure)], Field(min_length=1), _words("an object of figures")]
+    options: OBJECT.field()
+    non_default_options: OBJECT.field()
+    notes: TEXT.list()
+    environment: _object(Environment)
+    details: OBJECT.field()
+
+
+def check_artifact(document, source: str) -> dict:
+    """*document* if it is an artifact, else ValueError naming *source*, the key and the value (one line)."""
+    try:
+        Artifact.model_validate(document)
+    except ValidationError as exc:
+        key, problem = first_error(exc)
+        raise ValueError(f"{source}: key '{key}' {problem}") from None
+    if not any(f.get("headline") for f in document["figures"].values()):
+        raise ValueError(f"{source}: at least one headline figure is needed")
+    return document
 
 
 def figure(value, unit: str, label: str, *, decimals: int, headline: bool = False, target=None) -> dict:
@@ -170,12 +218,6 @@ def write_result(name: str, figures: dict, *, options: dict, details: dict | Non
     *notes*: sentences about the run (e.g. reduced options).  Returns None, having written
     nothing, when run inside a pytest test without an explicit *results_dir*.
     """
-    if not figures or not any(f.get("headline") for f in figures.values()):
-        raise ValueError(f"{name}: at least one headline figure is needed")
-    for key, fig in figures.items():
-        missing = [k for k in FIGURE_KEYS if k not in fig]
-        if missing:
-            raise ValueError(f"{name}: figure {key!r} lacks {missing}; make it with figure()")
     if "options" not in options:
         options = {"options": _jsonable(options), "non_default_options": {}}
     folder = Path(results_dir) if results_dir is not None else RESULTS_DIR
@@ -190,6 +232,7 @@ def write_result(name: str, figures: dict, *, options: dict, details: dict | Non
         "environment": environment(argv),
         "details": _jsonable(details or {}),
     }
+    check_artifact(document, name)
     text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     target = folder / f"{name}.json"
     replace_file_atomically(target, text.encode("utf-8"))

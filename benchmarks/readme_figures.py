@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import BENCHMARKS, REPO, RESULTS_DIR, SCHEMA  # noqa: E402
+from _artifact import BENCHMARKS, REPO, RESULTS_DIR, SCHEMA, check_artifact  # noqa: E402
 
 from diskmodel.calibrate.harness.outputs import replace_file_atomically  # noqa: E402
 
@@ -49,12 +49,13 @@ def description(script: Path) -> str:
 
 
 def load_artifact(name: str, results_dir: Path = RESULTS_DIR) -> dict | None:
-    """The artifact of benchmark *name*, or None if it is absent or of another format."""
+    """The artifact of benchmark *name*, or None if it is absent or of another format; an artifact that
+    breaks the schema (:func:`_artifact.check_artifact`) raises ValueError naming the file and the key."""
     path = results_dir / f"{name}.json"
     if not path.is_file():
         return None
     document = json.loads(path.read_text(encoding="utf-8"))
-    return document if document.get("schema") == SCHEMA else None
+    return check_artifact(document, str(path)) if document.get("schema") == SCHEMA else None
 
 
 def format_value(fig: dict) -> str:

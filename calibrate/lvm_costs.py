@@ -23,7 +23,8 @@ fitted with them on the native cells (``IO_PARAMETER_BOUNDS`` of
 :mod:`diskmodel.model.fit.postmark`): the costs were fitted on top of that
 path, so they are used with it (:class:`FittedCosts`). ``bse`` (the fit's
 standard errors, NaN written as null), ``provenance``, ``disk`` and
-``fitted_on`` are for the reader. A file that breaks the schema raises
+``fitted_on`` are for the reader. The file is read with a pydantic v2 model
+of these keys (:func:`costs_from_dict`); a file that breaks it raises
 :class:`CostsFileError` naming the file and the key.
 """
 from __future__ import annotations
@@ -34,6 +35,10 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 
+from pydantic import ConfigDict, ValidationError, create_model
+
+from diskmodel.calibrate.harness.calibration_schema import (NONNEGATIVE, SECONDS, TEXT, _Object, _object,
+                                                           first_error)
 from diskmodel.calibrate.harness.outputs import parse_input_json, read_input_bytes
 
 FORMAT = "diskmodel.lvm-costs"
@@ -88,15 +93,27 @@ def costs_to_json(fit, *, provenance: str) -> str:
     return json.dumps(costs_to_dict(fit, provenance=provenance), indent=1, allow_nan=False) + "\n"
 
 
-def _number(source: str, key: str, value, what: str = "a finite number >= 0") -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise CostsFileError(source, f"key '{key}' must be {what} (got {value!r})")
-    return float(value)
+_READER = None
+
+
+def _reader():
+    """The pydantic model of a costs file's keys (built on first use: the I/O-path bounds come from the fit)."""
+    global _READER
+    if _READER is None:
+        from diskmodel.model.fit import IO_PARAMETER_BOUNDS
+
+        layout = create_model("LayoutCosts", __base__=_Object, **{key: (SECONDS.field(), ...) for key in COST_KEYS})
+        io_path = create_model("IoPath", __config__=ConfigDict(extra="forbid"),
+                               **{key: (NONNEGATIVE.field(), None) for key in IO_PARAMETER_BOUNDS})
+        layouts = create_model("Layouts", __base__=_Object, **{name: (_object(layout), ...) for name in LVM_LAYOUTS})
+        _READER = create_model("CostsFile", __base__=_Object, layouts=(_object(layouts), ...),
+                               io_path=(_object(io_path), None), provenance=(TEXT.or_null(), None))
+    return _READER
 
 
 def costs_from_dict(data, source: str = "costs") -> FittedCosts:
-    """The :class:`FittedCosts` of a costs file's object (checked against the schema above)."""
-    from diskmodel.model.fit import IO_PARAMETER_BOUNDS
+    """The :class:`FittedCosts` of a costs file's object, checked by its pydantic model (the file and the
+    key named on error; an ``io_path`` key that is not an I/O-path parameter is an unknown field)."""
     from diskmodel.model.volumes import LvmMapping
 
     if not isinstance(data, dict):
@@ -108,32 +125,21 @@ def costs_from_dict(data, source: str = "costs") -> FittedCosts:
     version = data.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         raise CostsFileError(source, f"key 'format_version' must be {FORMAT_VERSION} (got {version!r})")
-    layouts = data.get("layouts")
-    if not isinstance(layouts, dict):
-        raise CostsFileError(source, "key 'layouts' is missing" if layouts is None else
-                             f"key 'layouts' must be an object (got {type(layouts).__name__})")
+    try:
+        _reader().model_validate(data)
+    except ValidationError as exc:
+        key, problem = first_error(exc)
+        if key.startswith("io_path.") and exc.errors()[0]["type"] == "extra_forbidden":
+            from diskmodel.model.fit import IO_PARAMETER_BOUNDS
+
+            problem = f"is not an I/O-path parameter (known: {', '.join(IO_PARAMETER_BOUNDS)})"
+        raise CostsFileError(source, f"key '{key}' {problem}") from None
     mappings = {"native": LvmMapping()}
     for name in LVM_LAYOUTS:
-        costs = layouts.get(name)
-        if not isinstance(costs, dict):
-            raise CostsFileError(source, f"key 'layouts.{name}' is missing" if costs is None else
-                                 f"key 'layouts.{name}' must be an object (got {type(costs).__name__})")
-        for key in COST_KEYS:
-            if key not in costs:
-                raise CostsFileError(source, f"key 'layouts.{name}.{key}' is missing")
-            _number(source, f"layouts.{name}.{key}", costs[key], "a finite number of seconds >= 0")
-        mappings[name] = LvmMapping(**{key: float(costs[key]) for key in COST_KEYS})
-    io_path = data.get("io_path", {})
-    if not isinstance(io_path, dict):
-        raise CostsFileError(source, f"key 'io_path' must be an object (got {type(io_path).__name__})")
-    for key, value in io_path.items():
-        if key not in IO_PARAMETER_BOUNDS:
-            raise CostsFileError(source, f"key 'io_path.{key}' is not an I/O-path parameter (known: "
-                                         f"{', '.join(IO_PARAMETER_BOUNDS)})")
-        _number(source, f"io_path.{key}", value)
-    provenance = data.get("provenance", "")
-    return FittedCosts(mappings, {k: float(v) for k, v in io_path.items()},
-                       provenance if isinstance(provenance, str) else "")
+        mappings[name] = LvmMapping(**{key: float(data["layouts"][name][key]) for key in COST_KEYS})
+    io_path = data.get("io_path") or {}
+    provenance = data.get("provenance") or ""
+    return FittedCosts(mappings, {k: float(v) for k, v in io_path.items()}, provenance)
 
 
 def read_costs(path) -> FittedCosts:

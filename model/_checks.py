@@ -1,6 +1,7 @@
 """Input validation shared by the model modules.
 
-Every check raises ValueError with a one-line message naming the offending
+Every check raises ValueError (a :class:`FieldError`, which carries the
+parameter's name apart) with a one-line message naming the offending
 parameter and the value given; nothing is silently clamped or converted.
 A number is an int or float (or a numpy integer or float); a bool, a string
 or anything else is refused where a number goes, even where ``float()``
@@ -18,6 +19,18 @@ import numpy as np
 _SHORT = reprlib.Repr()
 _SHORT.maxlist = _SHORT.maxtuple = 4
 _SHORT.maxstring = _SHORT.maxother = 40
+
+
+class FieldError(ValueError):
+    """A ValueError about one named input: ``field`` names it, ``problem`` says what is wrong with its value.
+
+    Its text is the field and the problem (``budget_s must be > 0 (got -1)``); a caller that set the field
+    from something of its own (a command-line flag) names that instead, from the attributes.
+    """
+
+    def __init__(self, field: str, problem: str, sep: str = " "):
+        super().__init__(f"{field}{sep}{problem}")
+        self.field, self.problem, self.sep = field, problem, sep
 
 
 def show(value) -> str:
@@ -55,32 +68,32 @@ def finite_array(name: str, values, *, nonnegative: bool = False, positive: bool
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numbers (got {show(values)})") from None
+        raise FieldError(name, f"must be numbers (got {show(values)})") from None
     kind = raw.dtype.kind
     if kind == "O" and all(_is_number(item) for item in raw.ravel()):
         kind = "f"
     if kind not in "iuf":
         what = {"b": "booleans", "U": "strings", "S": "bytes", "c": "complex numbers"}.get(kind, "not numbers")
-        raise ValueError(f"{name} must be numbers (got {what}: {show(values)})")
+        raise FieldError(name, f"must be numbers (got {what}: {show(values)})")
     array = raw.astype(float)
     if nonempty and array.size == 0:
-        raise ValueError(f"{name} must not be empty (got {show(values)})")
+        raise FieldError(name, f"must not be empty (got {show(values)})")
     finite = np.isfinite(array)
     if not np.all(finite):
-        raise ValueError(f"{name} must be finite (got {array[~finite].flat[0]!r})")
+        raise FieldError(name, f"must be finite (got {array[~finite].flat[0]!r})")
     if array.size == 0:
         return array
     if positive and np.any(array <= 0):
-        raise ValueError(f"{name} must be > 0 (got {show(array.min())})")
+        raise FieldError(name, f"must be > 0 (got {show(array.min())})")
     if nonnegative and np.any(array < 0):
-        raise ValueError(f"{name} must be >= 0 (got {show(array.min())})")
+        raise FieldError(name, f"must be >= 0 (got {show(array.min())})")
     if whole:
         fractional = array != np.floor(array)
         if np.any(fractional):
-            raise ValueError(f"{name} must be whole numbers (got {show(array[fractional].flat[0])})")
+            raise FieldError(name, f"must be whole numbers (got {show(array[fractional].flat[0])})")
     if maximum is not None and np.any(array > maximum):
         note = f" ({maximum_is})" if maximum_is else ""
-        raise ValueError(f"{name} must be <= {show(maximum)}{note} (got {show(array.max())})")
+        raise FieldError(name, f"must be <= {show(maximum)}{note} (got {show(array.max())})")
     return array
 
 
@@ -92,27 +105,27 @@ def finite_scalar(name: str, value, *, nonnegative: bool = False, positive: bool
     inf, and (as asked) values <= 0, < 0 or above *maximum*.
     """
     if not _is_number(value):
-        raise ValueError(f"{name} must be a number (got {show(value)})")
+        raise FieldError(name, f"must be a number (got {show(value)})")
     number = float(value)
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite (got {show(value)})")
+        raise FieldError(name, f"must be finite (got {show(value)})")
     if positive and number <= 0:
-        raise ValueError(f"{name} must be > 0 (got {show(value)})")
+        raise FieldError(name, f"must be > 0 (got {show(value)})")
     if nonnegative and number < 0:
-        raise ValueError(f"{name} must be >= 0 (got {show(value)})")
+        raise FieldError(name, f"must be >= 0 (got {show(value)})")
     if maximum is not None and number > maximum:
         note = f" ({maximum_is})" if maximum_is else ""
-        raise ValueError(f"{name} must be <= {show(maximum)}{note} (got {show(value)})")
+        raise FieldError(name, f"must be <= {show(maximum)}{note} (got {show(value)})")
     return number
 
 
 def positive_rate(name: str, value) -> float:
     """Return *value* as a float > 0, +inf allowed (a rate with no limit), or raise ValueError naming *name*."""
     if not _is_number(value):
-        raise ValueError(f"{name} must be a number (got {show(value)})")
+        raise FieldError(name, f"must be a number (got {show(value)})")
     number = float(value)
     if math.isnan(number) or not number > 0:
-        raise ValueError(f"{name} must be > 0 (got {show(value)})")
+        raise FieldError(name, f"must be > 0 (got {show(value)})")
     return number
 
 
@@ -126,32 +139,32 @@ def whole_number(name: str, value, *, minimum: int = 0, maximum: int | None = No
         if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
             value = int(value)
         else:
-            raise ValueError(f"{name} must be a whole number (got {show(value)})")
+            raise FieldError(name, f"must be a whole number (got {show(value)})")
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum} (got {show(value)})")
+        raise FieldError(name, f"must be >= {minimum} (got {show(value)})")
     if maximum is not None and value > maximum:
         note = f" ({maximum_is})" if maximum_is else ""
-        raise ValueError(f"{name} must be <= {show(maximum)}{note} (got {show(value)})")
+        raise FieldError(name, f"must be <= {show(maximum)}{note} (got {show(value)})")
     return int(value)
 
 
 def flag(name: str, value) -> bool:
     """Return *value* if it is True or False (or a numpy bool), else raise ValueError naming *name*."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False (got {show(value)})")
+        raise FieldError(name, f"must be True or False (got {show(value)})")
     return bool(value)
 
 
 def one_of(name: str, value, choices: tuple):
     """Return *value* if it is one of *choices* (bool never matches a number), else raise ValueError."""
     if isinstance(value, (bool, np.bool_)) and not any(isinstance(c, bool) for c in choices):
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))} (got {show(value)})")
+        raise FieldError(name, f"must be one of {', '.join(map(repr, choices))} (got {show(value)})")
     try:
         found = value in choices
     except (TypeError, ValueError):  # e.g. an array
         found = False
     if not found:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))} (got {show(value)})")
+        raise FieldError(name, f"must be one of {', '.join(map(repr, choices))} (got {show(value)})")
     return value
 
 

@@ -24,8 +24,9 @@ The protocol, which a new node type implements as methods:
 ``describe() -> str``
     One line for :meth:`Stack.describe`.
 
-and, like every node, is a frozen validated dataclass registered with
-:func:`diskmodel.model.nodes.node_type` (which gives it its JSON form),
+and, like every node, is a frozen validated dataclass marked with
+:func:`diskmodel.model.nodes.node_type` and listed in
+:data:`diskmodel.model.stack.NODE_TYPES` (which gives it its JSON form),
 whose children are fields holding nodes (or tuples of nodes), so that
 :func:`~diskmodel.model.nodes.walk` finds them.  Sizes that do not fit the
 node's children are refused in ``__post_init__``, naming the field.

@@ -56,6 +56,8 @@ inode_size_bytes for btrfs (160) is the size of an inode item in a leaf.
 """
 from __future__ import annotations
 
+from ._checks import FieldError
+
 from .fs_options import check_mkfs_value, check_mount_option, mkfs_table, shown, takes_value
 from .units import KIB, MIB
 
@@ -158,7 +160,7 @@ def _mkfs_pairs(kind: str, options) -> list[tuple[str, str | None]]:
             flag, value = option, None
             if flags[option]:
                 if i + 1 >= len(options):
-                    raise ValueError(f"mkfs_options: {shown(option)} of mkfs.{kind} needs a value")
+                    raise FieldError("mkfs_options", problem=f"{shown(option)} of mkfs.{kind} needs a value", sep=": ")
                 i += 1
                 value = options[i]
         elif option[:2] in flags and not option.startswith("--") and flags[option[:2]]:
@@ -166,7 +168,7 @@ def _mkfs_pairs(kind: str, options) -> list[tuple[str, str | None]]:
         else:
             flag, value = option, None
         if flag not in flags:
-            raise ValueError(f"mkfs_options: {shown(flag)} is not an option of mkfs.{kind}")
+            raise FieldError("mkfs_options", problem=f"{shown(flag)} is not an option of mkfs.{kind}", sep=": ")
         check_mkfs_value(kind, flag, value)
         out.append((flag, value))
         i += 1
@@ -183,7 +185,7 @@ def _int(where: str, text: str) -> int:
     try:
         return int(t) * factor
     except ValueError:
-        raise ValueError(f"{where}: {text!r} is not a size") from None
+        raise FieldError(where, problem=f"{text!r} is not a size", sep=": ") from None
 
 
 def _suboptions(where: str, text: str) -> dict:
@@ -242,8 +244,8 @@ def _mkfs_parameters(kind: str, options) -> dict:
             elif flag in ("-m", "--metadata"):
                 copies = {"single": 1, "dup": 2}.get(value.lower())
                 if copies is None:
-                    raise ValueError(f"mkfs_options: --metadata {value} needs several devices; the model "
-                                     "covers single and dup on one device")
+                    raise FieldError("mkfs_options", problem=f"--metadata {value} needs several devices; the model "
+                                     "covers single and dup on one device", sep=": ")
                 out["metadata_copies"] = copies
             elif flag in ("-M", "--mixed"):
                 raise ValueError("mkfs_options: --mixed block groups are not modelled for btrfs")
@@ -255,7 +257,7 @@ def _mount_parameters(kind: str, options) -> dict:
     keys = {option.partition("=")[0]: option for option in options}
     if kind == "xfs" and len({"sunit", "swidth"} & set(keys)) == 1:  # xfs(5): "must be specified together"
         option = keys.get("sunit") or keys.get("swidth")
-        raise ValueError(f"mount_options: {shown(option)} : xfs takes sunit and swidth together")
+        raise FieldError("mount_options", problem=f"{shown(option)} : xfs takes sunit and swidth together", sep=": ")
     for option in options:
         key, value = check_mount_option(kind, option)
         where = f"mount_options {key}"

@@ -30,6 +30,8 @@ Sources (the options of the tools and kernel of Debian 12 and later kernels):
 """
 from __future__ import annotations
 
+from ._checks import FieldError
+
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -237,20 +239,20 @@ def _check_value(where: str, option: str, key: str, value: str | None, kind_type
     """Refuse *value* of *key* unless *kind_type* takes it; the error names *where*, *option* and what works."""
     if kind_type is FLAG:
         if value is not None:
-            raise ValueError(f"{where}: {shown(option)} : {key} takes no value")
+            raise FieldError(where, problem=f"{shown(option)} : {key} takes no value", sep=": ")
         return
     if value is None:
         if not kind_type.bare_ok:
-            raise ValueError(f"{where}: {shown(option)} : {key} needs a value, {kind_type.what}")
+            raise FieldError(where, problem=f"{shown(option)} : {key} needs a value, {kind_type.what}", sep=": ")
         return
     if kind_type.items is not None:
         for item in value.split(","):
             sub_key, eq, sub_value = item.partition("=")
             if sub_key not in kind_type.items:
-                raise ValueError(f"{where}: {shown(option)} : {key} takes {kind_type.what}")
+                raise FieldError(where, problem=f"{shown(option)} : {key} takes {kind_type.what}", sep=": ")
             _check_value(where, option, f"{key} {sub_key}", sub_value if eq else None, kind_type.items[sub_key])
     elif not kind_type.check(value):
-        raise ValueError(f"{where}: {shown(option)} : {key} takes {kind_type.what}")
+        raise FieldError(where, problem=f"{shown(option)} : {key} takes {kind_type.what}", sep=": ")
 
 
 def check_mount_option(kind: str, option: str) -> tuple[str, str | None]:
@@ -258,7 +260,7 @@ def check_mount_option(kind: str, option: str) -> tuple[str, str | None]:
     key, eq, value = option.partition("=")
     table = mount_table(kind)
     if key not in table:
-        raise ValueError(f"mount_options: {shown(option)} is not a mount option of {kind}")
+        raise FieldError("mount_options", problem=f"{shown(option)} is not a mount option of {kind}", sep=": ")
     _check_value("mount_options", option, key, value if eq else None, table[key])
     return key, (value if eq else None)
 

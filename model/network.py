@@ -243,8 +243,6 @@ class NbdDevice:
     copy_rate_bytes_per_s: float | None = None
     name: str = "/dev/nbd0"
 
-    JSON_RECORDS = {"network": Network}
-
     def __post_init__(self):
         if not is_node(self.export) or not hasattr(self.export, "block_time"):
             raise ValueError(f"export must be a block node, e.g. a Partition (got {show(self.export)})")
@@ -360,8 +358,6 @@ class NfsMount:
     client_overhead_s: float = 50e-6
     server_op_s: float = 50e-6
     copy_rate_bytes_per_s: float | None = None
-
-    JSON_RECORDS = {"network": Network}
 
     def __post_init__(self):
         from .stack import FileSystemNode  # the stack imports the node types it may hold

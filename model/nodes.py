@@ -2,22 +2,26 @@
 
 A storage stack (:mod:`diskmodel.model.stack`) is a tree of frozen
 dataclasses: a file system on a volume, a volume on partitions, partitions
-on named disks.  Each class in the tree is a *node type* registered here
-under one or more ``kind`` strings, which is how the tree reads from and
-writes to JSON: a node is an object ``{"kind": ..., field: value, ...}``.
+on named disks.  Each class in the tree is a *node type*, marked by
+:func:`node_type` with one or more ``kind`` strings, which is how the tree
+reads from and writes to JSON: a node is an object ``{"kind": ..., field:
+value, ...}``.  Marking registers nothing: the node types a stack file may
+hold are one explicit list, :data:`diskmodel.model.stack.NODE_TYPES`, and
+:class:`diskmodel.model.schema.NodeSchema` reads them (pydantic v2) from
+their dataclass fields, type hints and defaults.
 
 A new layer (RAID 1/5/6, a thin pool, a loop file, NBD or NFS) is a new
-class decorated with :func:`node_type` in its own module; nothing else
-changes here or in the other node types.  What a node type may offer:
+class decorated with :func:`node_type` in its own module, added to that
+list; nothing else changes here or in the other node types.  What a node
+type may offer:
 
 * ``describe() -> str``: one line for :meth:`Stack.describe`;
-* ``JSON_RECORDS``: {field: class} for fields holding plain frozen
-  dataclasses that are not nodes (e.g. an LV's segments), written as objects
-  without a kind;
-* ``json_fields()`` / ``from_json_fields(kind, fields, path)``: to change how its
-  fields are written and read (the file system writes its model parameters
-  without repeating the kind);
-* a field named ``kind``: for a class registered under several kinds (a
+* fields typed with plain frozen dataclasses that are not nodes (e.g. an
+  LV's segments): written and read as objects without a kind;
+* ``json_fields()``: to change how its fields are written (the file system
+  writes its model parameters without repeating the kind, which the schema
+  gives them back when reading);
+* a field named ``kind``: for a class of several kinds (a
   file system of kind ext2, ext3, ...), the instance's own kind;
 * ``JSON_FORM = False``: for a node that has no JSON form (a Disk object in
   memory); the field reference says so.
@@ -50,7 +54,7 @@ network block device) follows the block-layer protocol of
 * children as fields holding nodes or tuples of nodes (found by :func:`walk`),
   and sizes that do not fit them refused in ``__post_init__`` naming the field.
 
-A new layer implements those and registers itself with :func:`node_type`;
+A new layer implements those, is marked with :func:`node_type` and joins ``NODE_TYPES``;
 ``diskmodel predict --stack`` and the block workloads
 (:mod:`diskmodel.model.block_workloads`) then take it with no other change
 (the NBD example in :mod:`diskmodel.model.block`'s docstring).
@@ -69,27 +73,22 @@ import dataclasses
 
 from ._checks import show
 
-_CLASS_OF_KIND: dict[str, type] = {}
-_KINDS_OF_CLASS: dict[type, tuple[str, ...]] = {}
-
 
 def node_type(*kinds: str):
-    """Class decorator: register a frozen dataclass as the node type of *kinds* (unique strings)."""
-    if not kinds or not all(isinstance(k, str) and k for k in kinds):
-        raise ValueError(f"kinds must be non-empty strings (got {show(kinds)})")
+    """Class decorator: mark a frozen dataclass as the node type of *kinds* (unique strings).
 
-    def register(cls):
+    Nothing is registered: the node types a document may hold are listed explicitly where it is read
+    (:data:`diskmodel.model.stack.NODE_TYPES`, read by :class:`diskmodel.model.schema.NodeSchema`)."""
+    if not kinds or not all(isinstance(k, str) and k for k in kinds) or len(set(kinds)) != len(kinds):
+        raise ValueError(f"kinds must be distinct non-empty strings (got {show(kinds)})")
+
+    def mark(cls):
         if not dataclasses.is_dataclass(cls):
             raise ValueError(f"a node type must be a dataclass (got {cls.__name__})")
-        taken = [k for k in kinds if k in _CLASS_OF_KIND and _CLASS_OF_KIND[k] is not cls]
-        if taken:
-            raise ValueError(f"kinds {taken} are registered already (to {_CLASS_OF_KIND[taken[0]].__name__})")
-        for kind in kinds:
-            _CLASS_OF_KIND[kind] = cls
-        _KINDS_OF_CLASS[cls] = tuple(kinds)
+        cls.NODE_KINDS = tuple(kinds)
         return cls
 
-    return register
+    return mark
 
 
 #: Characters no text field of a node may hold: the shell's command separators, substitutions, redirections
@@ -111,39 +110,27 @@ def text_field(name: str, value, *, empty_ok: bool = True) -> str:
     return value
 
 
+def is_node_type(cls) -> bool:
+    """Is *cls* a node type (a class marked by :func:`node_type`; :func:`is_node` takes an instance)?"""
+    return isinstance(cls, type) and isinstance(cls.__dict__.get("NODE_KINDS"), tuple)
+
+
 def is_node(value) -> bool:
-    """Is *value* an instance of a registered node type?"""
-    return type(value) in _KINDS_OF_CLASS
+    """Is *value* an instance of a node type?"""
+    return is_node_type(type(value))
+
+
+def kinds_of_class(cls) -> tuple[str, ...]:
+    """The kinds *cls* is a node type of (one, or several for a class with a ``kind`` field)."""
+    if not is_node_type(cls):
+        raise ValueError(f"{getattr(cls, '__name__', cls)} is not a node type")
+    return cls.NODE_KINDS
 
 
 def kind_of(node) -> str:
     """The ``kind`` string of *node* (its own ``kind`` field for a class of several kinds)."""
-    kinds = _KINDS_OF_CLASS.get(type(node))
-    if kinds is None:
-        raise ValueError(f"{type(node).__name__} is not a registered node type")
+    kinds = kinds_of_class(type(node))
     return getattr(node, "kind") if len(kinds) > 1 else kinds[0]
-
-
-def known_kinds() -> tuple[str, ...]:
-    return tuple(sorted(_CLASS_OF_KIND))
-
-
-def is_node_type(cls) -> bool:
-    """Is *cls* a registered node type (a class, where :func:`is_node` takes an instance)?"""
-    return cls in _KINDS_OF_CLASS
-
-
-def class_of_kind(kind: str) -> type:
-    """The node type registered under *kind* (ValueError naming the known kinds)."""
-    cls = _CLASS_OF_KIND.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ValueError(f"unknown kind {show(kind)} (known: {', '.join(known_kinds())})")
-    return cls
-
-
-def kinds_of_class(cls) -> tuple[str, ...]:
-    """The kinds *cls* is registered under (one, or several for a class with a ``kind`` field)."""
-    return _KINDS_OF_CLASS[cls]
 
 
 def _init_fields(cls) -> list:
@@ -197,64 +184,3 @@ def to_json_data(node, path: str = "") -> dict:
     for name, value in fields.items():
         out[name] = _plain(value, f"{path}.{name}" if path else name)
     return out
-
-
-def record_from_json(cls, data, path: str):
-    """A plain (non-node) frozen dataclass from a JSON object, errors naming *path* and the field."""
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: must be an object of {cls.__name__} fields (got {show(data)})")
-    return _construct(cls, {k: _from_plain(v, f"{path}.{k}") for k, v in data.items()}, path, cls.__name__)
-
-
-def _from_plain(value, path: str):
-    """JSON data as field values: objects with a kind as nodes, lists as tuples, other objects as dicts."""
-    if isinstance(value, dict) and "kind" in value:
-        return from_json_data(value, path)
-    if isinstance(value, list):
-        return tuple(_from_plain(item, f"{path}[{i}]") for i, item in enumerate(value))
-    return value
-
-
-def _construct(cls, fields: dict, path: str, what: str):
-    """cls(**fields), its errors reworded to name the node (*path*, *what*) and the field."""
-    where = f"{path} ({what})" if path else what
-    names = [f.name for f in _init_fields(cls)]
-    unknown = sorted(set(fields) - set(names))
-    if unknown:
-        raise ValueError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(names)})")
-    missing = [f.name for f in _init_fields(cls) if f.name not in fields
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    if missing:
-        raise ValueError(f"{where}: field {missing[0]!r} is missing")
-    try:
-        return cls(**fields)
-    except (ValueError, TypeError) as exc:  # TypeError: a JSON value the constructor cannot take at all
-        raise ValueError(f"{where}: {exc}") from None
-
-
-def from_json_data(data, path: str = ""):
-    """The node tree that :func:`to_json_data` wrote (ValueError naming the node's path and the field)."""
-    if not isinstance(data, dict) or "kind" not in data:
-        raise ValueError(f"{path or 'node'}: must be an object with a 'kind' (got {show(data)})")
-    kind = data["kind"]
-    cls = _CLASS_OF_KIND.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ValueError(f"{path or 'node'}: unknown kind {kind!r} (known: {', '.join(known_kinds())})")
-    records = getattr(cls, "JSON_RECORDS", {})
-    fields = {}
-    for name, value in data.items():
-        if name == "kind":
-            continue
-        where = f"{path}.{name}" if path else name
-        if name in records and isinstance(value, list):
-            fields[name] = tuple(record_from_json(records[name], item, f"{where}[{i}]")
-                                 for i, item in enumerate(value))
-        elif name in records and value is not None:
-            fields[name] = record_from_json(records[name], value, where)
-        else:
-            fields[name] = _from_plain(value, where)
-    if hasattr(cls, "from_json_fields"):
-        fields = cls.from_json_fields(kind, fields, path)
-    elif len(_KINDS_OF_CLASS[cls]) > 1:
-        fields["kind"] = kind
-    return _construct(cls, fields, path, kind)

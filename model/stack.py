@@ -21,8 +21,9 @@ The top may instead be an NFS mount (:class:`diskmodel.model.network.NfsMount`,
 kind "nfs"): the client's view of the server's file system, its ``export``,
 the tree below being the server's; it has no :attr:`Stack.volume` of its own.
 
-Every node type is registered by its ``kind`` (:mod:`diskmodel.model.nodes`),
-which is how a stack reads from and writes to JSON
+Every node type is listed by its ``kind`` in :data:`NODE_TYPES`, whose
+pydantic schema (:mod:`diskmodel.model.schema`) is how a stack reads from JSON
+(and :mod:`diskmodel.model.nodes` how it writes to it)
 (:meth:`Stack.to_json`, :meth:`Stack.from_json`); RAID, thin pools, loop
 files or network block devices come as new node types without touching
 these.  Bad input is a one-line ValueError naming the node (its path in the
@@ -50,19 +51,23 @@ import json
 from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
-from ._checks import one_of, show, whole_number
+from ._checks import FieldError, one_of, show, whole_number
 from .disk import Disk
 from .drives import PresetDrive, as_drive
 from .filesystem import FileSystem
 from .fs_kinds import KINDS, parameters_from_options
-from .nodes import from_json_data, is_node, kind_of, node_type, record_from_json, text_field, to_json_data, walk
+from .nodes import is_node, kind_of, node_type, text_field, to_json_data, walk
 from .volume_on_disk import VolumeOnDisk
 from .block import BlockEnv
-from . import loop_file, network, raid, thin  # noqa: F401  (their node types join the JSON registry)
-from .network import NfsMount
+from .drives import FileDrive, InMemoryDrive
+from .loop_file import LoopFile
+from .network import NbdDevice, NfsMount
+from .raid import RaidArray
+from .schema import NodeSchema
+from .thin import ThinVolume
 from .units import GB, MIB
 from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, LvmMapping,
-                      Partition)
+                      Partition, StripedVolume)
 
 FORMAT = "diskmodel.stack"
 FORMAT_VERSION = 1
@@ -148,9 +153,9 @@ class FileSystemNode:
             try:
                 object.__setattr__(self, "parameters", FileSystem(kind=kind, **derived))
             except ValueError as exc:  # a value the kind cannot take: name the options that set it
-                field = str(exc).split()[0].rstrip(":")
+                field = getattr(exc, "field", None) or str(exc).split()[0].rstrip(":")
                 where = "mkfs_options" if field in from_mkfs else "mount_options"
-                raise ValueError(f"{where}: {exc}") from None
+                raise FieldError(where, str(exc), ": ") from None
         if not isinstance(self.parameters, FileSystem):
             raise ValueError(f"parameters must be a FileSystem (got {show(self.parameters)})")
         if self.parameters.kind != kind:
@@ -158,8 +163,8 @@ class FileSystemNode:
         for name, value in derived.items():
             if getattr(self.parameters, name) != value:
                 where = "mkfs_options" if name in from_mkfs else "mount_options"
-                raise ValueError(f"{where} set {name} to {value!r}, which contradicts "
-                                 f"parameters.{name} {getattr(self.parameters, name)!r}")
+                raise FieldError(where, f"set {name} to {value!r}, which contradicts "
+                                        f"parameters.{name} {getattr(self.parameters, name)!r}")
 
     def evolve(self, **changes) -> "FileSystemNode":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -181,13 +186,13 @@ class FileSystemNode:
         return {"volume": self.volume, "parameters": parameters, "mkfs_options": self.mkfs_options,
                 "mount_options": self.mount_options}
 
-    @classmethod
-    def from_json_fields(cls, kind: str, fields: dict, path: str) -> dict:
-        parameters = fields.get("parameters")
-        if isinstance(parameters, dict):
-            fields["parameters"] = record_from_json(FileSystem, {"kind": kind, **parameters},
-                                                    f"{path}.parameters" if path else "parameters")
-        return {**fields, "kind": kind}
+
+#: Every node type a stack file may hold, the one list the stack's JSON schema reads
+#: (:class:`diskmodel.model.schema.NodeSchema`): a new layer is added here.
+NODE_TYPES = (PresetDrive, FileDrive, InMemoryDrive, FileSystemNode, NfsMount, Partition, LinearVolume,
+              StripedVolume, RaidArray, ThinVolume, LoopFile, NbdDevice)
+#: The schema of the nodes of a stack file.
+NODE_SCHEMA = NodeSchema(NODE_TYPES)
 
 
 # ------------------------------------------------------------------ the stack
@@ -332,8 +337,8 @@ class Stack:
         disks = data.get("disks", [{"kind": "preset", "preset": "wd800bd"}])
         if not isinstance(disks, list):
             raise ValueError(f"disks must be a list of drives (got {show(disks)})")
-        drives = tuple(from_json_data(d, f"disks[{i}]") for i, d in enumerate(disks))
-        file_system = from_json_data(data["file_system"], "file_system")
+        drives = tuple(NODE_SCHEMA.read(d, f"disks[{i}]") for i, d in enumerate(disks))
+        file_system = NODE_SCHEMA.read(data["file_system"], "file_system")
         if not isinstance(file_system, (FileSystemNode, NfsMount)):
             raise ValueError(f"file_system: must be a file system (kind {', '.join(FILE_SYSTEM_KINDS)}) or an NFS "
                              f"mount (kind nfs), not {kind_of(file_system)}")
@@ -382,8 +387,8 @@ def _paper_partitions(name, capacity_bytes, fs_size_bytes, gap, extent, pe_start
     fs_size = whole_number("fs_size_bytes", fs_size_bytes, minimum=1)
     if fs_size % unit:
         lower = max(unit, fs_size // unit * unit)
-        raise ValueError(f"fs_size_bytes must be a positive multiple of {unit} (two LVM extents, so that "
-                         f"LVM-2's halves hold whole extents); got {fs_size}, try {lower}")
+        raise FieldError("fs_size_bytes", f"must be a positive multiple of {unit} (two LVM extents, so that "
+                                          f"LVM-2's halves hold whole extents); got {fs_size}, try {lower}")
     size = fs_size if name == "native" else pe_start + fs_size // pvs + PV_SLACK_BYTES
     first = FIRST_PARTITION_START_BYTES
     out = [(first, size)]

@@ -1,7 +1,8 @@
 """The field reference of the stack JSON, generated from the node definitions.
 
-Every node kind registered in :mod:`diskmodel.model.nodes` (and the plain
-records some of them hold: a network link, LVM segments, a file system's
+Every node kind of :data:`diskmodel.model.stack.NODE_TYPES`, the list whose
+pydantic schema reads a stack file (:class:`diskmodel.model.schema.NodeSchema`),
+(and the plain records some of them hold: a network link, LVM segments, a file system's
 model parameters) is listed with its fields as the node's dataclass declares
 them: the name, the type, the unit, the default (or "required") and a
 one-line meaning.  The meaning and the type are the first sentence and the
@@ -25,7 +26,8 @@ import re
 import typing
 
 from . import nodes
-from . import stack as _stack  # noqa: F401  (registers every node kind the stack reads)
+from . import stack as _stack
+from .schema import NodeSchema
 
 #: The meaning of a field the class docstring does not describe.
 UNDOCUMENTED = "(undocumented)"
@@ -136,7 +138,7 @@ def _fields(cls, skip: tuple[str, ...] = ()) -> tuple[list[dict], dict[str, type
         doc_type, description = docs.get(field.name, ("", ""))
         required, default = _default(field)
         found = _records_in(hints.get(field.name))
-        if found:
+        if found:  # the record class the schema reads the field into (NodeSchema.record_of)
             records[field.name] = found[0]
         out.append({
             "name": field.name,
@@ -158,18 +160,21 @@ def _has_json_form(cls) -> bool:
     return bool(getattr(cls, "JSON_FORM", True))
 
 
-def schema() -> dict:
-    """The stack JSON's field reference, as JSON data.
+def schema(node_schema: NodeSchema | None = None) -> dict:
+    """The stack JSON's field reference, as JSON data, of *node_schema* (default the stack file's,
+    :data:`diskmodel.model.stack.NODE_SCHEMA`).
 
     ``{"format": ..., "format_version": ..., "stack": [top-level fields], "kinds": {kind: {"class", "summary",
-    "json": bool, "fields": [...], "records": {field: record name}}}, "records": {name: {"summary", "fields"}}}``;
+    "json": bool, "fields": [...], "records": {field: record name}}}, "records": {name: {"summary", "fields"}},
+    "json_schema": the JSON Schema of one node, as pydantic generates it from the schema that reads it}``;
     each field is ``{"name", "type", "unit", "required", "default", "meaning"}`` (unit None: a number without
     one, or not a number).
     """
+    node_schema = _stack.NODE_SCHEMA if node_schema is None else node_schema
     kinds, records = {}, {}
     pending: list[tuple[type, tuple[str, ...]]] = []
-    for kind in nodes.known_kinds():
-        cls = nodes.class_of_kind(kind)
+    for kind in node_schema.known_kinds():
+        cls = node_schema.class_of_kind(kind)
         several = len(nodes.kinds_of_class(cls)) > 1
         fields, held = _fields(cls, skip=("kind",) if several else ())
         kinds[kind] = {"class": f"{cls.__module__}.{cls.__qualname__}", "summary": _summary(cls),
@@ -188,7 +193,7 @@ def schema() -> dict:
         pending += [(r, ()) for r in held.values()]
     top, _ = _fields(_stack.Stack)
     return {"format": _stack.FORMAT, "format_version": _stack.FORMAT_VERSION, "stack": top,
-            "kinds": kinds, "records": records}
+            "kinds": kinds, "records": records, "json_schema": node_schema.adapter().json_schema()}
 
 
 def plain_number(value) -> str:

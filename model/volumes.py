@@ -340,8 +340,6 @@ class LinearVolume(_MappedVolume):
     name: str = ""
     _table: dict = field(init=False, repr=False, compare=False)
 
-    JSON_RECORDS = {"segments": Segment}
-
     def __post_init__(self):
         pvs = self._check_pvs_and_extents()
         if self.segments is None:

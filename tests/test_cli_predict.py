@@ -46,9 +46,9 @@ def test_version_prints_the_installed_distributions_version():
 # ------------------------------------------------------------------ stack-schema
 
 def _node_classes():
-    from diskmodel.model import nodes, stack_schema  # noqa: F401  (registers every kind)
+    from diskmodel.model.stack import NODE_SCHEMA
 
-    return {kind: nodes.class_of_kind(kind) for kind in nodes.known_kinds()}
+    return {kind: NODE_SCHEMA.class_of_kind(kind) for kind in NODE_SCHEMA.known_kinds()}
 
 
 def test_stack_schema_json_lists_every_field_of_every_kind_with_its_dataclass_default():
@@ -107,6 +107,8 @@ def test_stack_schema_text_shows_units_and_defaults_without_scientific_notation(
 def test_a_field_added_to_a_node_appears_in_the_schema_from_its_docstring():
     """Generated, never hand-copied: a new node type's fields and docstring are listed as declared."""
     from diskmodel.model import nodes
+    from diskmodel.model.schema import NodeSchema
+    from diskmodel.model.stack import NODE_TYPES
     from diskmodel.model.stack_schema import schema
 
     @nodes.node_type("test_only_ramdisk")
@@ -125,11 +127,7 @@ def test_a_field_added_to_a_node_appears_in_the_schema_from_its_docstring():
         size_bytes: int
         latency_s: float = 2e-6
 
-    try:
-        entry = schema()["kinds"]["test_only_ramdisk"]
-    finally:
-        nodes._CLASS_OF_KIND.pop("test_only_ramdisk")
-        nodes._KINDS_OF_CLASS.pop(RamDisk)
+    entry = schema(NodeSchema((*NODE_TYPES, RamDisk)))["kinds"]["test_only_ramdisk"]
     assert entry["summary"] == "A RAM disk (brd)."
     assert entry["fields"][0] == {"name": "size_bytes", "type": "int", "unit": "bytes", "required": True,
                                   "default": None, "meaning": "What it holds [bytes]."}

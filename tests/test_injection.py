@@ -39,7 +39,7 @@ from diskmodel.model.fs_kinds import parameters_from_options
 from diskmodel.model.loop_file import LoopFile
 from diskmodel.model.network import NbdDevice, Network, NfsMount
 from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.thin import ThinVolume
 from diskmodel.model.units import MIB
 from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
@@ -93,7 +93,7 @@ def _string_sites(data, path=()):
     A path is a tuple of keys and list indices; the field a site names is its last key.
     """
     if isinstance(data, dict):
-        cls = nodes._CLASS_OF_KIND.get(data.get("kind")) if isinstance(data.get("kind"), str) else None
+        cls = NODE_SCHEMA._class_of_kind.get(data.get("kind")) if isinstance(data.get("kind"), str) else None
         if cls is not None:  # the schema: fields typed str that the JSON does not hold as a string
             for f in dataclasses.fields(cls):
                 if f.init and "str" in str(f.type) and not isinstance(data.get(f.name), (str, list, tuple)):
@@ -187,7 +187,7 @@ def test_every_string_of_a_stack_is_checked_before_anything_is_built(tmp_path):
     stacks = _base_stacks()
     covered = {kind for stack in stacks.values() for _, node, _ in stack.nodes()
                for kind in [nodes.kind_of(node)]} | {nodes.kind_of(d) for s in stacks.values() for d in s.disks}
-    assert set(nodes.known_kinds()) - covered == {"in_memory"}  # in-memory Disks have no JSON form
+    assert set(NODE_SCHEMA.known_kinds()) - covered == {"in_memory"}  # in-memory Disks have no JSON form
     marker = tmp_path / "MARKER"
     inputs = tmp_path / "inputs"
     inputs.mkdir()

@@ -16,10 +16,10 @@ from diskmodel.model.block_workloads import FileCopy, FioJob, fio_jobs
 from diskmodel.model.disk import flat_latency_disk
 from diskmodel.model.drives import PresetDrive
 from diskmodel.model.loop_file import LoopFile, nested_loop_files
-from diskmodel.model.nodes import from_json_data, to_json_data
+from diskmodel.model.nodes import to_json_data
 from diskmodel.model.predict import BlockPrediction, CopyPrediction, predict
 from diskmodel.model.raid import RaidArray, mirror, stripe_split
-from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.thin import MAPPINGS_PER_METADATA_BLOCK, ThinVolume
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.volumes import Partition, StripedVolume
@@ -309,7 +309,7 @@ def layered_nodes():
 @pytest.mark.parametrize("node", layered_nodes(), ids=lambda n: type(n).__name__)
 def test_json_round_trip_of_each_node_type(node):
     data = json.loads(json.dumps(to_json_data(node)))
-    assert from_json_data(data) == node
+    assert NODE_SCHEMA.read(data) == node
 
 
 def test_predict_block_workloads_on_a_stack_read_from_json():

@@ -17,9 +17,9 @@ from diskmodel.model.block_workloads import FioJob
 from diskmodel.model.disk import flat_latency_disk
 from diskmodel.model.drives import InMemoryDrive
 from diskmodel.model.loop_file import nested_loop_files
-from diskmodel.model.nodes import from_json_data, to_json_data
+from diskmodel.model.nodes import to_json_data
 from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.volumes import Partition
 
@@ -66,7 +66,7 @@ def test_btrfs_data_path_adds_its_costs_in_series_hand_computed():
     t = block_time_of(array, read, ENV)
     assert t.time_s == pytest.approx(block_time_of(bare, read, ENV).time_s + 10e-6 + 4096 * 0.5e-9)
     assert t.parts["btrfs_data_path_s"] == pytest.approx(10e-6 + 4096 * 0.5e-9)
-    assert from_json_data(to_json_data(array)) == array
+    assert NODE_SCHEMA.read(to_json_data(array)) == array
 
 
 @pytest.mark.parametrize("fields, message", [

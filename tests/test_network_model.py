@@ -23,7 +23,7 @@ from diskmodel.model.drives import PresetDrive
 from diskmodel.model.network import (JOURNAL_COMMIT_BLOCKS, NBD_HEADER_BYTES, Network, NbdDevice, NfsMount,
                                      bottleneck, nfs_phase, nfs_stable_write_s)
 from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.volumes import Partition
 
@@ -257,7 +257,7 @@ def test_nfs_mount_round_trips_through_node_json():
     data = nodes.to_json_data(mount)
     assert data["kind"] == "nfs" and data["network"] == {"rate_bytes_per_s": 12.5e6, "rtt_s": 2e-3,
                                                            "mtu_bytes": 1500, "burst_bytes": 0}
-    assert nodes.from_json_data(json.loads(json.dumps(data))) == mount
+    assert NODE_SCHEMA.read(json.loads(json.dumps(data))) == mount
 
 
 # --------------------------------------------------------------------------- bad input
@@ -302,7 +302,7 @@ def test_bad_network_and_json_name_the_field():
     data["file_system"]["volume"]["network"]["rtt_s"] = "2ms"
     with pytest.raises(ValueError) as info:
         Stack.from_json_data(data)
-    assert str(info.value) == "file_system.volume.network (Network): rtt_s must be a number (got '2ms')"
+    assert str(info.value) == "file_system.volume.network.rtt_s: must be a number (got '2ms')"
 
 
 # --------------------------------------------------------------------------- stacks predicted end to end

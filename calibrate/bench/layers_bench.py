@@ -67,6 +67,7 @@ from diskmodel.calibrate.bench.blkio import Throttle, ThrottleCgroup
 from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_on_host, copy_shell, parse_copy_output
 from diskmodel.calibrate.bench.fio import fio_command, fio_words, parse_fio_json
 from diskmodel.calibrate.bench.steps import Concat, Ref, sh_word
+from diskmodel.model._checks import FieldError
 from diskmodel.model.block_workloads import FileCopy, FioJob
 from diskmodel.model.stack import Stack
 
@@ -126,8 +127,8 @@ def _check_delay(disk: str, value) -> None:
     """dm-delay takes whole milliseconds (``delay_ctr``, drivers/md/dm-delay.c): anything else is refused."""
     ms = value * 1000 if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
     if not (math.isfinite(ms) and ms > 0 and abs(ms - round(ms)) < 1e-6 and round(ms) >= 1):
-        raise ValueError(f"slow_disks[{disk!r}]: {_DELAY} must be a finite number > 0 of whole milliseconds "
-                         f"(dm-delay's unit) [s] (got {value!r})")
+        raise FieldError("slow_disks", f"[{disk!r}]: {_DELAY} must be a finite number > 0 of whole milliseconds "
+                                       f"(dm-delay's unit) [s] (got {value!r})", sep="")
 
 
 def _check_slow(stack: Stack, slow_disks, *, vm: bool) -> dict:
@@ -135,16 +136,17 @@ def _check_slow(stack: Stack, slow_disks, *, vm: bool) -> dict:
     names = {p.disk for _, p in stack.partitions()}
     for disk, limits in slow.items():
         if disk not in names:
-            raise ValueError(f"slow_disks: {disk!r} is not a disk of the stack ({', '.join(sorted(names))})")
+            raise FieldError("slow_disks", f"{disk!r} is not a disk of the stack ({', '.join(sorted(names))})",
+                             sep=": ")
         unknown = set(limits) - {*_LIMIT_NAMES, _DELAY}
         if unknown or not limits:
-            raise ValueError(f"slow_disks[{disk!r}]: limits are {', '.join((*_LIMIT_NAMES, _DELAY))} "
-                             f"(got {sorted(limits)})")
+            raise FieldError("slow_disks", f"[{disk!r}]: limits are {', '.join((*_LIMIT_NAMES, _DELAY))} "
+                                           f"(got {sorted(limits)})", sep="")
         if _DELAY in limits:
             _check_delay(disk, limits[_DELAY])
             if not vm:
-                raise ValueError(f"slow_disks[{disk!r}]: {_DELAY} is a dm-delay target, built in the VM only "
-                                 "(pass vm=True)")
+                raise FieldError("slow_disks", f"[{disk!r}]: {_DELAY} is a dm-delay target, built in the VM only "
+                                               "(pass vm=True)", sep="")
         rates = {k: v for k, v in limits.items() if k != _DELAY}
         if rates:
             Throttle(device=disk, **rates)   # validates the values

@@ -16,7 +16,6 @@ import argparse
 import errno
 import importlib
 import os
-import re
 import signal
 import sys
 
@@ -47,17 +46,20 @@ class UsageError(Exception):
     """A bad argument or input file; printed as ``diskmodel: error: ...`` with exit code 2."""
 
 
-def reword(message, names: dict[str, str]) -> str:
-    """*message* (or an exception's text) with internal field names replaced by the flags that set them.
+def flag_error(exc, flags: dict[str, str]) -> str:
+    """The one line of a model error *exc*, led by the flag that set its field (*flags*: {field: flag}).
 
-    ``reword("budget_s=1e-09 is too small", {"budget_s": "--budget-s"})`` gives
-    ``"--budget-s 1e-09 is too small"``; a name is replaced as a whole word only.
+    The field is the one a :class:`~diskmodel.model._checks.FieldError` carries, never guessed from the
+    text: ``budget_s must be > 0 (got 1e-09)`` of ``--budget-s`` reads ``--budget-s: budget_s must be > 0
+    (got 1e-09)``, and ``mount_options: data=journal is not a mount option of xfs`` reads ``--mount-options:
+    data=journal is not a mount option of xfs``. Any other error is its own line.
     """
-    text = str(message)
-    for name, flag in names.items():
-        text = re.sub(rf"(?<![\w-]){re.escape(name)}=", f"{flag} ", text)
-        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", flag, text)
-    return text
+    field = getattr(exc, "field", None)
+    if not isinstance(field, str) or field not in flags:
+        return one_line(exc)
+    if getattr(exc, "sep", " ") == ": ":
+        return one_line(f"{flags[field]}: {exc.problem}")
+    return one_line(f"{flags[field]}: {exc}")
 
 
 def positive_seconds(text: str) -> float:
@@ -71,18 +73,6 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (got {text!r})")
     return value
-
-
-def with_flags(message, names: dict[str, str]) -> str:
-    """*message* prefixed with the flags whose internal field names it mentions (the names are kept).
-
-    ``with_flags("fs_size_bytes must be ...", {"fs_size_bytes": "--size"})`` gives
-    ``"--size: fs_size_bytes must be ..."``.
-    """
-    text = str(message)
-    flags = [flag for name, flag in names.items() if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w])", text)]
-    flags = list(dict.fromkeys(flags))
-    return f"{', '.join(flags)}: {text}" if flags else text
 
 
 # What an error line holds at most of a tool's output or an argument parser's message [characters].

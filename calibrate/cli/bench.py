@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from diskmodel.calibrate.cli import UsageError, positive_seconds, quote, reword
+from diskmodel.calibrate.cli import UsageError, flag_error, positive_seconds, quote
 
 COPY = "copy"
 # The kernel's throttle limits are u64 and U64_MAX means "no limit" (block/blk-throttle.c, tg_set_conf).
@@ -195,7 +195,7 @@ def _run(args) -> int:
         prediction = predict(stack, workload)
     except ValueError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "
-                         f"{reword(exc, {'size_bytes': '--size'})}") from exc
+                         f"{flag_error(exc, {'size_bytes': '--size'})}") from exc
     emulated = _emulated_drive(args, stack)
     if not args.vm:
         if not args.scratch and emulated is None:
@@ -215,7 +215,7 @@ def _run(args) -> int:
         print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1
     except ValueError as exc:
-        raise UsageError(reword(one_line(exc), {"slow_disks": "--slow", "vm": "--vm"})) from exc
+        raise UsageError(flag_error(exc, {"slow_disks": "--slow"})) from exc
     rows = rows_of(measurement, prediction)
     note = ("timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
             if measurement.emulated else "")

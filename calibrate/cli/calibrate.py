@@ -146,7 +146,7 @@ def _reserve_output(args, stack: contextlib.ExitStack, measured):
 
 def _run(args) -> int:
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.calibrate.harness.measure import BudgetTooSmall, calibrate
     from diskmodel.calibrate.harness.results import calibration_to_json
 
@@ -178,7 +178,7 @@ def _run(args) -> int:
             except BudgetTooSmall as exc:
                 raise UsageError(_budget_advice(args, exc, source)) from exc
             except ValueError as exc:  # BackendReadError, BackendProtocolError, a measurement that failed
-                raise UsageError(f"{source}: {reword(exc, {'budget_s': '--budget-s'})}") from exc
+                raise UsageError(f"{source}: {flag_error(exc, {'budget_s': '--budget-s'})}") from exc
             except OSError as exc:
                 raise OSError(exc.errno, f"{source}: reading failed: {exc.strerror or exc}") from exc
             except (ArithmeticError, TypeError, AttributeError, RuntimeError) as exc:

@@ -175,7 +175,7 @@ def _check_postmark_run(scratch) -> None:
 def _run_experiment(args, run_experiment):
     import os
 
-    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.calibrate.harness.measure import BudgetTooSmall
 
     try:
@@ -203,7 +203,7 @@ def _run_experiment(args, run_experiment):
             raise UsageError(f"--device: cannot open {args.device}: {exc.strerror} ({hint})") from exc
         raise
     except ValueError as exc:
-        raise UsageError(reword(exc, {"budget_s": "--budget-s"})) from exc
+        raise UsageError(flag_error(exc, {"budget_s": "--budget-s"})) from exc
 
 
 def _missing_folders(path) -> list[str]:

@@ -173,7 +173,7 @@ def _stack(args):
     """The stack of --stack FILE, or the paper's --layout with --size, --fs and --mount-options; checked for building."""
     from diskmodel.calibrate import stacks
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.cli import with_flags
+    from diskmodel.calibrate.cli import flag_error
     from diskmodel.model.stack import paper_stack
 
     if args.stack:
@@ -196,7 +196,7 @@ def _stack(args):
                             mount_options=tuple(o for o in args.mount_options.split(",") if o))
         L.build_plan(stack, backing="/dev/null")
     except ValueError as exc:
-        raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+        raise UsageError(flag_error(exc, _FLAG_OF_FIELD)) from exc
     return stack
 
 
@@ -204,7 +204,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.bench.host_executor import LayoutError
     from diskmodel.calibrate.bench.postmark_text import PostMarkError
     from diskmodel.calibrate.harness import outputs
-    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line, with_flags
+    from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line, flag_error
     from diskmodel.calibrate.cli.command_text import check_command_text
 
     _setup_logging(args.quiet)
@@ -216,7 +216,7 @@ def _run(args) -> int:
     try:
         config = _config(args)
     except ValueError as exc:
-        raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+        raise UsageError(flag_error(exc, _FLAG_OF_FIELD)) from exc
     stack = _stack(args)
     emulated = _emulated_drive(args, stack)
     drop = not args.no_drop_caches
@@ -233,7 +233,7 @@ def _run(args) -> int:
             print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
             return 1
         except ValueError as exc:
-            raise UsageError(with_flags(exc, _FLAG_OF_FIELD)) from exc
+            raise UsageError(flag_error(exc, _FLAG_OF_FIELD)) from exc
 
         if args.json == "-":
             outputs.write_output_atomically("-", _json_text(summary), kind="postmark")

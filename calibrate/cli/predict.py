@@ -203,7 +203,7 @@ def _stack(args, fitted):
     """(stack, page cache): the stack of --stack FILE (its disks loaded), or the paper's --layout on --disk or
     --calibration, with the I/O path the costs of *fitted* (--fitted, --costs) were fitted with."""
     from diskmodel.calibrate import stacks
-    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.model.filesystem import FileSystem, PageCache
     from diskmodel.model.fit import apply_io_parameters
     from diskmodel.model.paper import DEFAULT_CACHE, DEFAULT_FILESYSTEM
@@ -212,7 +212,7 @@ def _stack(args, fitted):
     try:
         cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
     except ValueError as exc:
-        raise UsageError(reword(exc, _flags_given(args))) from exc
+        raise UsageError(flag_error(exc, _flags_given(args))) from exc
     if args.stack:
         given = [f"--{name.replace('_', '-')}" for name in _STACK_FLAGS if getattr(args, name) is not None]
         try:
@@ -247,7 +247,7 @@ def _stack(args, fitted):
         disk, filesystem, fitted_cache = apply_io_parameters(disk, filesystem, DEFAULT_CACHE, fitted.io_path)
         cache = fitted_cache if args.page_cache_bytes is None else cache
     except ValueError as exc:
-        raise UsageError(reword(exc, _flags_given(args))) from exc
+        raise UsageError(flag_error(exc, _flags_given(args))) from exc
     return _paper_stack(args, disk, filesystem, mkfs_options, mount_options), cache
 
 
@@ -296,14 +296,14 @@ def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _paper_stack(args, disk, filesystem, mkfs_options, mount_options):
     """The paper's --layout on *disk* with the file system of --fs and its options (a UsageError naming the flag)."""
-    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.model.stack import paper_stack
 
     try:
         return paper_stack(args.layout, disk=disk, filesystem=filesystem, kind=args.fs, mkfs_options=mkfs_options,
                            mount_options=mount_options, fs_size_bytes=args.fs_size)
     except ValueError as exc:
-        text = reword(exc, {"mkfs_options": "--mkfs-options", "mount_options": "--mount-options",
+        text = flag_error(exc, {"mkfs_options": "--mkfs-options", "mount_options": "--mount-options",
                             "fs_size_bytes": "--fs-size"})
         if not text.startswith(("--mkfs-options", "--mount-options")):
             text = f"--layout {args.layout} on {disk.name}: {text}"
@@ -383,7 +383,7 @@ def _refuse_unused(args) -> None:
 
 
 def _run(args) -> int:
-    from diskmodel.calibrate.cli import UsageError, reword
+    from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.model.predict import predict
     from diskmodel.model.workload import postmark_preset
 
@@ -419,7 +419,7 @@ def _run(args) -> int:
             workload = workload.evolve(**changes)
         mapping = _mapping(args, fitted)
     except ValueError as exc:
-        raise UsageError(reword(exc, _flags_given(args))) from exc
+        raise UsageError(flag_error(exc, _flags_given(args))) from exc
     if stack.is_nfs:
         return _run_nfs(args, stack, workload)
     try:
@@ -429,7 +429,7 @@ def _run(args) -> int:
         where = f"--stack {args.stack}: " if args.stack else ""
         if not args.stack and args.fs_size is not None:  # the bench's sizing may not fit a small disk
             where = f"--fs-size {args.fs_size} (bytes) with --layout {args.layout} on {stack.model_disk().name}: "
-        raise UsageError(where + reword(exc, _flags_given(args))) from exc
+        raise UsageError(where + flag_error(exc, _flags_given(args))) from exc
     fs = stack.file_system.parameters
     if args.json:
         print(json.dumps({

@@ -11,17 +11,16 @@ import json
 
 
 def add_parser(subparsers) -> None:
-    from diskmodel.model import nodes
-    from diskmodel.model import stack_schema  # noqa: F401  (registers every node kind)
+    from diskmodel.model.stack import NODE_SCHEMA
 
     parser = subparsers.add_parser(
         "stack-schema", help="list the fields of each node kind of a stack file (--stack FILE.json)",
         description="The fields of each node kind of a stack description (diskmodel predict --stack, diskmodel "
                     "bench --stack): name, type, unit, default and meaning, generated from the node definitions.",
         epilog="Units are SI: bytes and seconds, 1 MB = 10^6 bytes. A field left out takes its default.")
-    parser.add_argument("--kind", choices=nodes.known_kinds(), metavar="KIND",
+    parser.add_argument("--kind", choices=NODE_SCHEMA.known_kinds(), metavar="KIND",
                         help="only this node kind and the records it holds (one of: "
-                             f"{', '.join(nodes.known_kinds())}) (default: every kind)")
+                             f"{', '.join(NODE_SCHEMA.known_kinds())}) (default: every kind)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (default: text)")
     parser.set_defaults(handler=_run)
 

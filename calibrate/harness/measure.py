@@ -36,6 +36,7 @@ from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
 from diskmodel.calibrate.harness.mechanics import (measure_buffer, measure_rotation, measure_tracks,
                                                    size_buffer)
 from diskmodel.calibrate.harness.writes import WRITE_COUNT, WriteMeasurement, measure_writes
+from diskmodel.model._checks import FieldError
 from diskmodel.calibrate.harness.stages import (PROBE_READS, ROTATION_MIN_STARTS, SEEK_MIN_ROUNDS,
                                                 ZONE_MIN_LOCATIONS, ZONE_MIN_TRANSFER_S, measure_seek,
                                                 measure_zones, minimum_reads, zone_rate_at)
@@ -109,11 +110,11 @@ def _budget_too_small(cls, args, state):
 def _check_budget(budget_s) -> float:
     """*budget_s* as a float, or ValueError naming it (before any read)."""
     if isinstance(budget_s, (bool, np.bool_)) or not isinstance(budget_s, (int, float, np.integer, np.floating)):
-        raise ValueError(f"budget_s must be a number of seconds > 0 (got {budget_s!r} of type "
-                         f"{type(budget_s).__name__})")
+        raise FieldError("budget_s", f"must be a number of seconds > 0 (got {budget_s!r} of type "
+                                     f"{type(budget_s).__name__})")
     budget = float(budget_s)
     if not math.isfinite(budget) or budget <= 0:
-        raise ValueError(f"budget_s must be a finite number of seconds > 0 (got {budget_s!r})")
+        raise FieldError("budget_s", f"must be a finite number of seconds > 0 (got {budget_s!r})")
     return budget
 
 

@@ -4,7 +4,8 @@ A calibration result (:class:`diskmodel.model.fit.CalibrationResult`, made by
 :func:`diskmodel.model.fit.fit_calibration`) is written as one JSON object:
 the ``format`` marker and ``format_version``, then the keys of
 :meth:`CalibrationResult.to_dict` (measurements, and derived keys for
-readers), checked against :data:`SCHEMA` when read. Reading fits the
+readers), checked against the pydantic models of
+:mod:`diskmodel.calibrate.harness.calibration_schema` when read. Reading fits the
 measurements again (deterministically): the derived keys are never trusted.
 
 Versions: 3 (written now), 2 and 1 (read). Version 3 adds the drive's
@@ -27,15 +28,17 @@ version 2 adds the key ``model`` ("calibration", as every fit result's
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from diskmodel.calibrate.harness import outputs
+from diskmodel.calibrate.harness.calibration_schema import CalibrationV2, CalibrationV3, first_error, shown
 from diskmodel.calibrate.harness.outputs import parse_input_json, read_input_bytes
 from diskmodel.model.fit import CalibrationResult
 
-__all__ = ["CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA", "SCHEMA_V3", "validate_calibration_dict",
+__all__ = ["CalibrationFileError", "JSON_FORMAT", "FORMAT_VERSION", "SCHEMA", "validate_calibration_dict",
            "calibration_to_dict", "calibration_to_json", "calibration_from_dict", "calibration_from_json"]
 
 # The "format" marker and "format_version" of the JSON that calibration_to_json writes.
@@ -62,208 +65,19 @@ class CalibrationFileError(ValueError):
         self.key = key
 
 
-# The declared schema of a calibration JSON (format_version 3; 1 and 2 lack SCHEMA_V3's keys):
-# key -> (type, constraint).
-#
-# type: "int", "number" (int or float, finite, never a bool), "str", "bool",
-#   "object", "list", with "|null" where null is allowed; "list[T]": a list of T.
-# constraint: None, "> 0", ">= 0" (of a number, or of each number in a list),
-#   "non-empty" (a list), a nested schema (a dict: the keys of an object, or of
-#   each object in a list), or a tuple of these.
-# Cross-key rules (validate_calibration_dict): block_size_bytes divides
-# size_bytes; the zones cover [0, size_bytes) in order, back to back; sample
-# offsets lie in [0, size_bytes); the seek sample lists have one length, as do
-# the zone sample lists; a rotation period needs overhead_s.
-_CHECK_SCHEMA = {"name": ("str", None), "passed": ("bool|null", None), "detail": ("str", None)}
-_ZONE_SCHEMA = {"start_byte": ("int", ">= 0"), "end_byte": ("int", "> 0"), "rate_bytes_per_s": ("number", "> 0")}
-_ZONE_SAMPLES_SCHEMA = {
-    "location_bytes": ("list[int]", (">= 0", "non-empty")),
-    "rate_bytes_per_s": ("list[number|null]", "non-empty"),
-    "read_length_bytes": ("int", "> 0"),
-    "detail": ("str", None),
-}
-_SEEK_SAMPLES_SCHEMA = {
-    "from_bytes": ("list[int]", (">= 0", "non-empty")),
-    "to_bytes": ("list[int]", (">= 0", "non-empty")),
-    "time_s": ("list[number]", (">= 0", "non-empty")),
-    "designed": ("list[bool]", "non-empty"),
-    "round": ("list[int]", (">= 0", "non-empty")),
-    "design_distances_bytes": ("list[int]", (">= 0", "non-empty")),
-    "baseline_s": ("number|null", None),
-    "detail": ("str", None),
-}
-_FLAT_TEST_SCHEMA = {"flat": ("bool", None), "detail": ("str", None), "slope_pvalue": ("number|null", None),
-                     "rise_s": ("number|null", None)}
-SCHEMA: dict[str, tuple] = {
-    "format": ("str", None),
-    "format_version": ("int", "> 0"),
-    "model": ("str", None),
-    "target": ("str", None),
-    "kind": ("str", None),
-    "size_bytes": ("int", "> 0"),
-    "block_size_bytes": ("int", "> 0"),
-    "budget_s": ("number", "> 0"),
-    "rotation_period_s": ("number|null", "> 0"),
-    "rotation_period_bse_s": ("number|null", ">= 0"),
-    "rotation_period_samples_s": ("list[number|null]", None),
-    "rotation_detail": ("str", None),
-    "overhead_s": ("number|null", ">= 0"),
-    "block_transfer_s": ("number|null", ">= 0"),
-    "mechanical_seek": ("bool", None),
-    "flat_test": ("object", _FLAT_TEST_SCHEMA),
-    "seek_curve_table": ("list[list]", None),
-    "seek_curve_spread": ("list[object]", None),
-    "seek_fit": ("object", None),
-    "seek_fit_table": ("object", None),
-    "latency_model": ("object|null", None),
-    "mean_random_seek_time_s": ("number|null", ">= 0"),
-    "zones": ("list[object]", ("non-empty", _ZONE_SCHEMA)),
-    "zone_samples": ("object", _ZONE_SAMPLES_SCHEMA),
-    "seek_samples": ("object", _SEEK_SAMPLES_SCHEMA),
-    "device_time_s": ("number", ">= 0"),
-    "wall_time_s": ("number", ">= 0"),
-    "reads": ("int", ">= 0"),
-    "checks": ("list[object]", _CHECK_SCHEMA),
-}
-# The keys version 3 adds (required there; absent from versions 1 and 2).
-_READ_AHEAD_SCHEMA = {"detected": ("bool|null", None), "segment_bytes": ("int|null", "> 0"),
-                      "segments": ("int|null", "> 0")}
-SCHEMA_V3: dict[str, tuple] = {
-    "head_switch_s": ("number|null", ">= 0"),
-    "track_skew_fraction": ("number|null", ">= 0"),
-    "cylinder_skew_fraction": ("number|null", ">= 0"),
-    "surfaces": ("int|null", "> 0"),
-    "read_ahead": ("object", _READ_AHEAD_SCHEMA),
-    "command_overhead_s": ("number|null", ">= 0"),
-    "write_cache": ("bool|null", None),
-    "write_service_s": ("number|null", ">= 0"),
-    "detail": ("object", None),
-}
-_STATUS_SCHEMA = {"status": ("str", None), "detail": ("str", None)}
-SCHEMA.update(SCHEMA_V3)  # the current version's keys: all of them
-# Keys to_dict writes for readers that reading recomputes from the samples:
-# type-checked where present, not required.
-DERIVED_KEYS = frozenset({"model", "mechanical_seek", "flat_test", "seek_curve_table", "seek_curve_spread",
-                          "seek_fit", "seek_fit_table", "latency_model", "mean_random_seek_time_s"})
-# Keys of nested objects that are derived likewise.
-_DERIVED_NESTED = {"seek_samples": frozenset({"baseline_s"})}
-
-
-def _shown(value) -> str:
-    try:
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    if isinstance(value, str):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-_NUMBER_WORDS = {  # (singular, plural) by base type and sign
-    "int": {"> 0": ("a positive integer", "positive integers"), ">= 0": ("an integer >= 0", "integers >= 0"),
-            None: ("an integer", "integers")},
-    "number": {"> 0": ("a number > 0", "numbers > 0"), ">= 0": ("a number >= 0", "numbers >= 0"),
-               None: ("a finite number", "finite numbers")},
-}
-_OTHER_WORDS = {"str": ("a string", "strings"), "bool": ("true or false", "true or false values"),
-                "object": ("an object", "objects"), "list": ("a list", "lists")}
-
-
-def _wanted(type_: str, constraints: tuple, plural: bool = False) -> str:
-    """How a type and constraint read in a message: 'a positive integer', 'a number >= 0 or null',
-    'a non-empty list of integers >= 0', or with *plural* the elements of a list: 'finite numbers or nulls'."""
-    nullable = type_.endswith("|null")
-    base = type_.removesuffix("|null")
-    sign = next((c for c in constraints if c in ("> 0", ">= 0")), None)
-    if base in _NUMBER_WORDS:
-        text = _NUMBER_WORDS[base][sign][plural]
-    elif base.startswith("list[") and not plural:
-        text = ("a non-empty list" if "non-empty" in constraints else "a list") + " of " + \
-            _wanted(base[5:-1], constraints, plural=True)
-    elif base == "list" and not plural and "non-empty" in constraints:
-        text = "a non-empty list"
-    else:
-        text = _OTHER_WORDS[base][plural]
-    return text + ((" or nulls" if plural else " or null") if nullable else "")
-
-
-def _type_ok(base: str, value) -> bool:
-    if base == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if base == "number":
-        return (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and (isinstance(value, int) or math.isfinite(value)))
-    if base == "str":
-        return isinstance(value, str)
-    if base == "bool":
-        return isinstance(value, bool)
-    if base == "object":
-        return isinstance(value, dict)
-    if base == "list":
-        return isinstance(value, list)
-    raise AssertionError(base)  # pragma: no cover
-
-
-def _check_value(source: str, key: str, value, type_: str, constraint) -> None:
-    constraints = constraint if isinstance(constraint, tuple) else (constraint,)
-    nested = next((c for c in constraints if isinstance(c, dict)), None)
-    words = tuple(c for c in constraints if isinstance(c, str))
-
-    def fail(where: str, got) -> None:
-        raise CalibrationFileError(source, f"key '{where}' must be {_wanted(type_, words)} (got {_shown(got)})", where)
-
-    if value is None:
-        if type_.endswith("|null"):
-            return
-        fail(key, value)
-    base = type_.removesuffix("|null")
-    if base.startswith("list"):
-        if not isinstance(value, list):
-            fail(key, value)
-        if "non-empty" in words and not value:
-            fail(key, value)
-        if base == "list":
-            return
-        inner = base[5:-1]
-        inner_base = inner.removesuffix("|null")
-        for i, item in enumerate(value):
-            where = f"{key}[{i}]"
-            if item is None and inner.endswith("|null"):
-                continue
-            if item is None or not _type_ok(inner_base, item) or not _sign_ok(item, words):
-                raise CalibrationFileError(
-                    source, f"key '{where}' must be {_wanted(inner, words)} (got {_shown(item)})", where)
-            if nested is not None:
-                _check_object(source, where, item, nested)
-        return
-    if not _type_ok(base, value) or not _sign_ok(value, words):
-        fail(key, value)
-    if nested is not None:
-        _check_object(source, key, value, nested)
-
-
-def _sign_ok(value, words) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return True
-    if "> 0" in words:
-        return value > 0
-    if ">= 0" in words:
-        return value >= 0
-    return True
-
-
-def _check_object(source: str, prefix: str, data: dict, schema: dict, derived=frozenset()) -> None:
-    for key, (type_, constraint) in schema.items():
-        where = f"{prefix}.{key}" if prefix else key
-        if key not in data:
-            if key in derived or key in _DERIVED_NESTED.get(prefix, ()):
-                continue
-            raise CalibrationFileError(source, f"key '{where}' is missing", where)
-        _check_value(source, where, data[key], type_, constraint)
+# The declared schema: pydantic models of the keys of each version (calibration_schema), and the keys
+# of the current version. Cross-key rules (validate_calibration_dict): block_size_bytes divides
+# size_bytes; the zones cover [0, size_bytes) in order, back to back; sample offsets lie in
+# [0, size_bytes); the seek sample lists have one length, as do the zone sample lists; a rotation
+# period needs overhead_s.
+SCHEMA = CalibrationV3.model_fields
+_SCHEMA_OF_VERSION = {1: CalibrationV2, 2: CalibrationV2, 3: CalibrationV3}
+_shown = shown
 
 
 def validate_calibration_dict(data, source: str = "calibration") -> int:
-    """Check *data* (parsed calibration JSON) against :data:`SCHEMA` and the cross-key rules.
+    """Check *data* (parsed calibration JSON) against its version's schema (:mod:`.calibration_schema`) and
+    the cross-key rules.
 
     Returns the format version. Raises :class:`CalibrationFileError` naming
     *source* and the first key at fault. Files of an earlier diskmodel (format
@@ -286,24 +100,17 @@ def validate_calibration_dict(data, source: str = "calibration") -> int:
             raise CalibrationFileError(source, f"format_version {version} is not one this diskmodel reads "
                                                f"({', '.join(map(str, KNOWN_FORMAT_VERSIONS))}); use a newer "
                                                f"diskmodel, or calibrate again", "format_version")
-        schema = SCHEMA
     elif isinstance(marker, str) and marker in LEGACY_FORMATS:
         version = LEGACY_FORMATS[marker]
-        schema = {k: v for k, v in SCHEMA.items() if k != "format_version"}
     else:
         what = "no 'format' key" if "format" not in data else f"key 'format' is {_shown(marker)}"
         raise CalibrationFileError(source, f"not a diskmodel calibration result ({what}; expected "
                                            f"{JSON_FORMAT!r}, as `diskmodel calibrate --json` writes)", "format")
-    if version < 3:
-        schema = {k: v for k, v in schema.items() if k not in SCHEMA_V3}
-    _check_object(source, "", data, schema, derived=DERIVED_KEYS)
-    if version >= 3:
-        for name, entry in data["detail"].items():
-            _check_value(source, f"detail.{name}", entry, "object", _STATUS_SCHEMA)
-            if entry["status"] not in ("measured", "estimated", "not visible"):
-                raise CalibrationFileError(source, f"key 'detail.{name}.status' must be 'measured', 'estimated' "
-                                                   f"or 'not visible' (got {_shown(entry['status'])})",
-                                           f"detail.{name}.status")
+    try:
+        _SCHEMA_OF_VERSION[version].model_validate(data)
+    except ValidationError as exc:
+        key, problem = first_error(exc)
+        raise CalibrationFileError(source, f"key '{key}' {problem}", key) from None
 
     def bad(key: str, message: str):
         raise CalibrationFileError(source, f"key '{key}' {message}", key)
@@ -368,7 +175,7 @@ def calibration_to_json(result: CalibrationResult, path: str | Path | None = Non
 def calibration_from_dict(data, *, source: str = "calibration") -> CalibrationResult:
     """The result a parsed calibration file holds, its measurements fitted again.
 
-    Checked against :data:`SCHEMA` first (:func:`validate_calibration_dict`; errors
+    Checked against the schema first (:func:`validate_calibration_dict`; errors
     name *source* and the key); samples that do not make a calibration (e.g. too
     few to fit) raise :class:`CalibrationFileError` too."""
     validate_calibration_dict(data, source)

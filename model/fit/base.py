@@ -13,7 +13,9 @@ gives, once for all of them (statsmodels style):
 * ``summary()``, ``plot(ax=None)``, ``_repr_html_``;
 * ``to_dict()`` / ``FitResult.from_dict()``: JSON-safe (NaN and inf become
   None) and faithful: every dataclass field is written and read back, apart
-  from the ones marked transient (e.g. a statsmodels results object).
+  from the ones marked transient (e.g. a statsmodels results object); reading
+  is a pydantic v2 model of the class's fields (the schema library every JSON
+  of diskmodel is read with), so a bad field is named by its path.
 """
 from __future__ import annotations
 
@@ -23,13 +25,16 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Annotated, Any, ClassVar, Optional, Union
 
 import numpy as np
 import pandas as pd
+from pydantic import (AfterValidator, ConfigDict, PlainValidator, Strict, TypeAdapter, ValidationError,
+                      create_model)
 
 from .._checks import evolve as _evolve
 from .._checks import _is_number, finite_scalar, flag, show
+from ..schema import validation_error
 
 __all__ = ["Parameter", "Parameters", "FitResult", "json_safe", "frozen_array", "least_squares_covariance",
            "TRANSIENT"]
@@ -337,10 +342,11 @@ class FitResult:
                              f"got {data['model']!r})")
         if target is not cls:
             return target.from_dict(data)  # the class itself reads it (it may read its own way)
-        hints = typing.get_type_hints(target)
-        kwargs = {f.name: _decode(hints[f.name], data[f.name]) for f in dataclasses.fields(target)
-                  if f.init and not f.metadata.get("transient") and f.name in data}
-        return target(**kwargs)
+        try:
+            values = _reader(target).validate_python(data)
+        except ValidationError as exc:
+            raise validation_error(exc, data, f"data ({target.model})") from None
+        return target(**{name: getattr(values, name) for name in values.model_fields_set})
 
 
 def _encode(value):
@@ -357,24 +363,66 @@ def _encode(value):
     return json_safe(value)
 
 
-def _decode(hint, value):
+def _none_is_nan(value):
+    return math.nan if value is None else value
+
+
+def _array(value) -> np.ndarray:
+    if not isinstance(value, dict) or set(value) != {"dtype", "shape", "data"}:
+        raise ValueError(f"must be an array written by to_dict ({{dtype, shape, data}}) (got {show(value)})")
+    data = [np.nan if v is None else v for v in value["data"]]
+    return frozen_array("array", data, np.dtype(value["dtype"])).reshape(value["shape"])
+
+
+def _frame(value) -> pd.DataFrame:
+    if not isinstance(value, dict) or set(value) != {"columns", "data"}:
+        raise ValueError(f"must be a table written by to_dict ({{columns, data}}) (got {show(value)})")
+    return pd.DataFrame([[np.nan if v is None else v for v in row] for row in value["data"]],
+                        columns=value["columns"])
+
+
+def _parameters(value) -> Parameters:
+    if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+        raise ValueError(f"must be a list of parameters written by to_dict (got {show(value)})")
+    return Parameters.from_dict(value)
+
+
+# How each field type of a result reads from JSON (a float may be null: NaN, as json_safe wrote it).
+_READERS = {
+    float: Annotated[Optional[float], Strict(), AfterValidator(_none_is_nan)],
+    int: Annotated[int, Strict()], bool: Annotated[bool, Strict()], str: Annotated[str, Strict()],
+    np.ndarray: Annotated[Any, PlainValidator(_array)], pd.DataFrame: Annotated[Any, PlainValidator(_frame)],
+    Parameters: Annotated[Any, PlainValidator(_parameters)],
+}
+
+
+def _annotation(hint):
+    """The pydantic annotation that reads a field of type *hint* from what :meth:`FitResult.to_dict` wrote."""
+    if hint in _READERS:
+        return _READERS[hint]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        return _decode(next(a for a in args if a is not type(None)), value)
-    if hint is float:
-        return _float(value)
-    if hint is np.ndarray:
-        data = [np.nan if v is None else v for v in value["data"]]
-        return frozen_array("array", data, np.dtype(value["dtype"])).reshape(value["shape"])
-    if hint is pd.DataFrame:
-        return pd.DataFrame([[np.nan if v is None else v for v in row] for row in value["data"]],
-                            columns=value["columns"])
-    if hint is Parameters:
-        return Parameters.from_dict(value)
-    if isinstance(hint, type) and issubclass(hint, FitResult):
-        return hint.from_dict(value)
+        kept = [_annotation(a) for a in args if a is not type(None)]
+        return Optional[kept[0]] if type(None) in args and len(kept) == 1 else Union[tuple(kept)]
     if origin is tuple:
-        return tuple(_decode(args[0], v) for v in value) if args else tuple(value)
-    return value
+        return tuple[_annotation(args[0]), ...] if len(args) == 2 and args[1] is Ellipsis else tuple
+    if isinstance(hint, type) and issubclass(hint, FitResult):
+        return Annotated[Any, PlainValidator(hint.from_dict)]
+    return Any
+
+
+_READER_OF: dict[type, TypeAdapter] = {}
+
+
+def _reader(cls) -> TypeAdapter:
+    """The pydantic model of the fields of result class *cls* in its ``to_dict`` form (the derived keys,
+    params, bse, conf_int_95 and model, are not read)."""
+    if cls not in _READER_OF:
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: (_annotation(hints[f.name]), ... if f.default is dataclasses.MISSING
+                           and f.default_factory is dataclasses.MISSING else None)
+                  for f in dataclasses.fields(cls) if f.init and not f.metadata.get("transient")}
+        model = create_model(f"{cls.__name__}Dict", __config__=ConfigDict(extra="ignore",
+                                                                       arbitrary_types_allowed=True), **fields)
+        _READER_OF[cls] = TypeAdapter(model)
+    return _READER_OF[cls]
