@@ -24,7 +24,6 @@ KNOWN_CYCLES = {
                "diskmodel.model.volumes"}),
     frozenset({"diskmodel.data.disksim", "diskmodel.data.disksim.bundled"}),
     frozenset({"diskmodel.model.network", "diskmodel.model.stack"}),
-    frozenset({"diskmodel.calibrate.harness.head_switch", "diskmodel.calibrate.harness.mechanics"}),
     frozenset({"diskmodel.calibrate.bench.layers_provision", "diskmodel.calibrate.bench.provision"}),
 }
 KNOWN_LONG_MODULES = {"model/volumes.py", "calibrate/bench/initramfs.py", "data/disksim/model_file.py"}

@@ -49,7 +49,7 @@ import numpy as np
 
 from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
-from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
+from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter, chain
 from diskmodel.model.units import KIB, MIB
 
 __all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
@@ -68,20 +68,6 @@ class Quantity:
 
     def to_dict(self) -> dict:
         return {"value": self.value, "status": self.status, "detail": self.detail}
-
-
-def chain(meter: Meter, start: int, step_blocks: int, reads: int, tag: str) -> np.ndarray:
-    """Times of a chain ``start, start + step, ..`` (step in blocks, may be negative): *reads*
-    timed reads after one untimed (which puts the head there)."""
-    b = meter.block_size_bytes
-    steps = np.arange(reads + 1, dtype=np.int64) * (step_blocks * b)
-    room = meter.size_bytes - b - (int(steps.max()) - int(steps.min()))
-    if room <= 0:
-        raise ValueError(f"a chain of {reads + 1} reads {step_blocks} blocks apart does not fit the device")
-    low = start + int(steps.min())
-    if low < 0 or low >= room:  # off the device: wrapped round onto it
-        start = (low % room) // b * b - int(steps.min())
-    return meter.read_many(start + steps, b, tag=tag)[1:]
 
 
 def _fresh(meter: Meter, rng: np.random.Generator, room_bytes: int, low: bool = False) -> int:
