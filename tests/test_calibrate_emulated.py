@@ -66,6 +66,27 @@ def _quantised_profile(seed: int = 0):
     return loc, reps, edges, size
 
 
+def test_quantised_profile_keeps_the_drives_zones():
+    from diskmodel.calibrate.harness.stages import repeat_noise, zones_from_profile
+
+    for seed in range(5):
+        loc, reps, edges, size = _quantised_profile(seed)
+        zones = zones_from_profile(loc, reps.mean(axis=1), size, 512, noise_sigma=repeat_noise(reps))
+        assert len(zones) == 8, (seed, len(zones))
+        found = np.array([z[0] for z in zones[1:]])
+        assert np.max(np.abs(found - edges[1:-1])) < 0.01 * size
+
+
+def test_repeat_noise_is_the_spread_of_a_locations_mean():
+    from diskmodel.calibrate.harness.stages import repeat_noise
+
+    rng = np.random.default_rng(1)
+    reps = np.exp(rng.normal(0.0, 0.01, (2000, 2)))
+    # the 5 % most scattered locations left out: a little below the spread of all
+    assert 0.85 * 0.01 / np.sqrt(2) < repeat_noise(reps) <= 0.01 / np.sqrt(2)
+    assert repeat_noise(np.ones((5, 1))) is None
+
+
 # -- the buffer, left idle ------------------------------------------------------------------------
 
 def test_meter_idle_charges_the_budget_and_refuses_beyond_it():
@@ -101,15 +122,28 @@ def test_segment_sized_with_the_drive_idle():
 
 # -- whole calibrations ---------------------------------------------------------------------------
 
+@pytest.mark.slow
+def test_hp_c2247a_zones_on_the_emulators_timing():
+    """The issue's gap: hp_c2247a's calibration reported 57-59 zones where the drive has 8. Now within
+    twice the count (not yet the count itself), with every zone's rate within 3 %."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("hp_c2247a")
+    result = calibrate(ParametersDisk(params), budget_s=120.0, progress=False)
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+    assert 8 <= len(result.zones) < 16
+    for name in ("rotation_period_s", "mean_seek_s", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], rows[name]
+
+
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known gap: through nbdfuse and the loop device an emulated WD800BD is read at 25-37 MB/s "
-                          "where its outer zones give 55 MB/s, so the zone rates come out low; the emulated path's "
-                          "own throughput, not the calibration (on the emulator's timing alone every figure passes)")
 def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
     """`diskmodel calibrate DEV` on an emulated WD800BD (nbdkit, nbdfuse, loop, O_DIRECT): the
-    rotation within 0.5 %, the 16 zones and their rates within 3 %."""
+    rotation within 0.5 %, the 16 zones and their rates within 3 %. The path splits a long read into
+    requests (FUSE's largest, which reach the drive in any order), and a drive without read-ahead
+    loses a revolution between each two: the zone reads keep to one request each."""
     from diskmodel.calibrate.emulate.devices import emulated_drives
     from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
     from diskmodel.calibrate.harness.results import calibration_from_json

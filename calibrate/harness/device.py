@@ -37,6 +37,7 @@ import struct
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -287,6 +288,21 @@ def _busy_reason(path: str) -> str:
     return "; ".join(reasons) or "another process holds it open exclusively"
 
 
+def max_request_bytes(rdev: int) -> int | None:
+    """The largest request [bytes] the kernel sends the block device *rdev* whole
+    (``queue/max_sectors_kb``, on the parent disk for a partition), None where sysfs
+    does not say. A longer read is split into several requests, each a command of its
+    own to the drive."""
+    base = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
+    for queue in (base / "queue", base / ".." / "queue"):
+        try:
+            kib = int((queue / "max_sectors_kb").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        return kib * 1024 if kib > 0 else None
+    return None
+
+
 class DirectBackend:
     """Timed O_DIRECT reads of one block device or regular file, one request at a time.
 
@@ -300,6 +316,9 @@ class DirectBackend:
     timer_overhead_ns : median cost of the clock pair around each read [ns],
         subtracted from every sample.
     queue_depth : 1; one synchronous request at a time.
+    max_request_bytes : the largest request the kernel sends the device whole
+        (``queue/max_sectors_kb``; a longer read reaches it as several requests),
+        or None (a regular file, or not known).
     """
 
     queue_depth = 1
@@ -352,6 +371,7 @@ class DirectBackend:
             buf = bytearray(4)
             fcntl.ioctl(fd, BLKSSZGET, buf, True)
             self.block_size_bytes = int.from_bytes(buf, "little")
+            self.max_request_bytes = max_request_bytes(st.st_rdev)
             loop = devstate.loop_device(self.path)
             self.backing_file = (loop["back-file"] or None) if loop else None
             self.loop_direct_io = bool(loop["dio"]) if loop else None
@@ -369,7 +389,7 @@ class DirectBackend:
         else:
             self.size_bytes = st.st_size
             self.block_size_bytes = int(st.st_blksize) if st.st_blksize > 0 else mmap.PAGESIZE
-            self.backing_file, self.loop_direct_io = None, None
+            self.backing_file, self.loop_direct_io, self.max_request_bytes = None, None, None
             if self.size_bytes == 0:
                 raise UnalignedSizeError(self.path, "is empty (size_bytes=0); nothing to measure")
             regions = unwritten_regions(self.path, fd)

@@ -412,7 +412,11 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         return TrackMeasurement(_not_visible(detail), _not_visible(detail), _not_visible(detail),
                                 _not_visible(detail), _overhead(rotation, buffer, x), [], detail,
                                 meter.reads - reads0)
-    periodic = (periodic_kind(labels_per_chain, threshold, (groups[0][1].min(), groups[0][1].max()), 0.01 * period,
+    # Head and cylinder skews are whole numbers of sectors, so a real difference of the two waits is at
+    # least a block's passage, the quantum of every wait here; two, so that the smallest one that can be
+    # told (the t statistic and the shuffles judge the noise) is no rounding. A floor in revolutions
+    # instead would drop a real difference near it about half the time, by the noise of its estimate.
+    periodic = (periodic_kind(labels_per_chain, threshold, (groups[0][1].min(), groups[0][1].max()), 2 * x,
                               tracks_per_step)
                 if len(groups) == 1 else None)
     if periodic is not None:
