@@ -318,37 +318,6 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     return max(cost[small] - per_byte * small, 0.0), per_byte
 
 
-def _whole_requests_only(device: str, capacity_bytes: int, log_path: str) -> int:
-    """Set *device*'s ``queue/max_sectors_kb`` to the largest read the path hands the server whole, and
-    return it [bytes]. FUSE splits a loop request into pieces of its own maximum, which reach the server
-    concurrently and so in any order; a caller that reads sysfs for the largest request a drive gets whole
-    (as a calibration does, keeping each timed read one command) must see that maximum, not the loop's.
-    Found from one O_DIRECT read of the loop's ``max_hw_sectors_kb`` at the drive's end (no probe read
-    goes there) and the probe rows the request log shows for it."""
-    queue = Path(f"/sys/block/{os.path.basename(device)}/queue")
-    hw = min(int((queue / "max_hw_sectors_kb").read_text()) * 1024, capacity_bytes // 4096 * 4096)
-    at = (capacity_bytes - hw) // 4096 * 4096
-    fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
-    buf = mmap.mmap(-1, hw)
-    try:
-        os.preadv(fd, [buf], at)
-    finally:
-        os.close(fd)
-        buf.close()
-    deadline = time.monotonic() + 10.0
-    while True:  # the server writes its log's rows within a second (requestlog.FLUSH_S, when idle)
-        rows = read_log(log_path)
-        rows = rows[rows["probe"] & (rows["offset_bytes"] >= at)]
-        if int(rows["size_bytes"].sum()) >= hw or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    if rows.empty:
-        raise RuntimeError(f"the request log {log_path} shows no request of a {hw}-byte read of {device}")
-    whole = int(rows["size_bytes"].max())
-    (queue / "max_sectors_kb").write_text(str(max(whole // 1024, 4)))
-    return whole
-
-
 def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_priority: int | None) -> None:
     dir_fd = os.open(drv.folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -358,7 +327,6 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
         os.close(dir_fd)
     device = _attach_loop(run, drv, file)
     fixed, per_byte = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority)
-    _whole_requests_only(device, drv.spec.capacity_bytes, drv.device.log_path)
     control = drv.folder / "control.json"
     tmp = drv.folder / ".control.json.tmp"
     tmp.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))

@@ -289,17 +289,22 @@ def _busy_reason(path: str) -> str:
 
 
 def max_request_bytes(rdev: int) -> int | None:
-    """The largest request [bytes] the kernel sends the block device *rdev* whole
-    (``queue/max_sectors_kb``, on the parent disk for a partition), None where sysfs
-    does not say. A longer read is split into several requests, each a command of its
-    own to the drive."""
+    """The largest O_DIRECT read [bytes] the kernel sends the block device *rdev* as one request,
+    wherever the reader's buffer lies in memory, None where sysfs does not say. A longer read is
+    split into several requests, each a command of its own to the drive. The request is bounded by
+    ``queue/max_sectors_kb`` and by ``queue/max_segments`` segments: the pages of a buffer are
+    pinned as they lie in physical memory, so a segment may hold no more than one page (block
+    layer; a partition's queue/ is its disk's)."""
     base = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
     for queue in (base / "queue", base / ".." / "queue"):
         try:
             kib = int((queue / "max_sectors_kb").read_text().strip())
+            segments = int((queue / "max_segments").read_text().strip())
         except (OSError, ValueError):
             continue
-        return kib * 1024 if kib > 0 else None
+        if kib <= 0 or segments <= 0:
+            return None
+        return min(kib * 1024, segments * mmap.PAGESIZE)
     return None
 
 
@@ -316,9 +321,9 @@ class DirectBackend:
     timer_overhead_ns : median cost of the clock pair around each read [ns],
         subtracted from every sample.
     queue_depth : 1; one synchronous request at a time.
-    max_request_bytes : the largest request the kernel sends the device whole
-        (``queue/max_sectors_kb``; a longer read reaches it as several requests),
-        or None (a regular file, or not known).
+    max_request_bytes : the largest read the kernel sends the device as one request
+        (:func:`max_request_bytes`; a longer read reaches it as several), or None (a
+        regular file, or not known).
     """
 
     queue_depth = 1

@@ -85,11 +85,13 @@ class ZoneMeasurement:
 
 
 def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.005,
-             max_repeats: int = 5) -> np.ndarray:
+             max_repeats: int = 5, baselines: int | None = None) -> np.ndarray:
     """Rates from *repeats* pairs of reads at and next to *o*; while the spread of the rates
     exceeds *agree* (relative; an outlier, e.g. an interrupt), one more pair, up
     to *max_repeats* (the median then rejects the outlier). Returns *repeats*
-    values: the median of all pairs in place of the outlying ones."""
+    values: the median of all pairs in place of the outlying ones. *baselines*: time the
+    one-block read of only the first this many pairs, and take their median for the rest
+    (its time, about a revolution, is the same all along one location)."""
     b = meter.block_size_bytes
     rates = []
     # Each pair at fresh blocks, every read below every read before it (wrapping round to the
@@ -100,9 +102,14 @@ def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.0
     # rate is the sustained rate to within one skew over all of them.
     step = length + 6 * b
     room = max(meter.size_bytes - length - 2 * b, b)
+    smalls = []
     for j in range(max_repeats):
-        small_at = (o - j * step) % room // b * b
-        small = meter.read_many([small_at + b, small_at], b, tag="zones")[1]
+        if baselines is None or j < baselines:
+            small_at = (o - j * step) % room // b * b
+            smalls.append(meter.read_many([small_at + b, small_at], b, tag="zones")[1])
+            small = smalls[-1]
+        else:
+            small = float(np.median(smalls))
         at = (o - j * step - 2 * b - length) % room // b * b
         meter.read(at + b, b, tag="zones")
         big = meter.read(at, length, tag="zones")
@@ -168,6 +175,22 @@ def repeat_noise(repeats_rates) -> float | None:
     var = np.nanvar(y, axis=1, ddof=1) / np.sum(np.isfinite(y), axis=1)
     var = np.sort(var)[:max(1, int(math.ceil(0.95 * var.size)))]
     return float(np.sqrt(var.mean()))
+
+
+def _halves(rates: np.ndarray) -> np.ndarray:
+    """Each location's contiguous repeats as two: the rate of each half's union (bytes over time,
+    the harmonic mean). Contiguous reads share out the track changes of their stretch, so a union's
+    rate is steadier than its reads' spread says; two halves disagree as unions do."""
+    r = np.asarray(rates, dtype=float)
+    if r.ndim != 2 or r.shape[1] <= 2:
+        return r
+    h = r.shape[1] // 2
+
+    def union(part):
+        return np.sum(np.isfinite(part), axis=1) / np.nansum(1.0 / part, axis=1)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.column_stack((union(r[:, :h]), union(r[:, h:])))
 
 
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
@@ -246,6 +269,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         # within one, as one long read would
         repeats = max(repeats, int(math.ceil(length / whole)) * repeats)
         length = whole
+    baselines = None if repeats <= ZONE_REPEATS else ZONE_REPEATS + 1
     per_read_s = length / pilot
     # A grid of max_locations cells visited in bit-reversed (van der Corput) order:
     # whenever the budget runs out, the locations measured are spread evenly.
@@ -265,7 +289,8 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         if n >= min_locations and meter.used_s - spent0 > budget_s:
             break
         try:
-            rates[i] = _rate_at(meter, int(locs[i]), length, repeats, agree=agree, max_repeats=repeats + 3)
+            rates[i] = _rate_at(meter, int(locs[i]), length, repeats, agree=agree, max_repeats=repeats + 3,
+                                baselines=baselines)
         except BudgetExhausted as exc:
             if n < min_locations:
                 raise
@@ -281,7 +306,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     locs, rates = locs[valid], rates[valid]
     # a location's rate: its bytes over its time, the contiguous reads' union (their harmonic mean)
     rate = np.sum(np.isfinite(rates), axis=1) / np.nansum(1.0 / rates, axis=1)
-    zones = zones_from_profile(locs, rate, size, b, noise_sigma=repeat_noise(rates))
+    zones = zones_from_profile(locs, rate, size, b, noise_sigma=repeat_noise(_halves(rates)))
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "
