@@ -249,10 +249,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     whole = max(int(whole) // b * b, 2 * b) if whole else size
     pilot_len = max(2 * b, min(MIB, size // 16, whole) // b * b)
     while True:
-        # its pairs descend from here, all before the device's end: at 0 they would wrap round to the
-        # innermost zone, the slowest, and size every read too short for the outer ones
-        trials = _rate_at(meter, min(5 * (pilot_len + 6 * b) + 2 * b, size - pilot_len - 2 * b) // b * b,
-                          pilot_len, ZONE_PILOT_REPEATS)
+        trials = _rate_at(meter, 0, pilot_len, ZONE_PILOT_REPEATS)
         good = trials[np.isfinite(trials)]
         if good.size >= 2:
             pilot = float(np.median(good))
