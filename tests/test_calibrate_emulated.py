@@ -66,6 +66,27 @@ def _quantised_profile(seed: int = 0):
     return loc, reps, edges, size
 
 
+def test_quantised_profile_keeps_the_drives_zones():
+    from diskmodel.calibrate.harness.stages import repeat_noise, zones_from_profile
+
+    for seed in range(5):
+        loc, reps, edges, size = _quantised_profile(seed)
+        zones = zones_from_profile(loc, reps.mean(axis=1), size, 512, noise_sigma=repeat_noise(reps))
+        assert len(zones) == 8, (seed, len(zones))
+        found = np.array([z[0] for z in zones[1:]])
+        assert np.max(np.abs(found - edges[1:-1])) < 0.01 * size
+
+
+def test_repeat_noise_is_the_spread_of_a_locations_mean():
+    from diskmodel.calibrate.harness.stages import repeat_noise
+
+    rng = np.random.default_rng(1)
+    reps = np.exp(rng.normal(0.0, 0.01, (2000, 2)))
+    # the 5 % most scattered locations left out: a little below the spread of all
+    assert 0.85 * 0.01 / np.sqrt(2) < repeat_noise(reps) <= 0.01 / np.sqrt(2)
+    assert repeat_noise(np.ones((5, 1))) is None
+
+
 # -- the buffer, left idle ------------------------------------------------------------------------
 
 def test_meter_idle_charges_the_budget_and_refuses_beyond_it():
@@ -99,27 +120,113 @@ def test_segment_sized_with_the_drive_idle():
     assert sized.segment_bytes == pytest.approx(truth["segment_bytes"], rel=0.10)
 
 
+# -- reads the kernel splits ----------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_zone_rates_when_the_kernel_splits_long_reads():
+    """The kernel sends a read longer than the device's largest request as several requests, and
+    a drive without read-ahead (the emulated WD800BD) loses up to a revolution between each two:
+    one 4.6 MB zone read in requests of 512 KiB came out 42 % slow. The zone reads keep to one
+    request each: on the emulator's timing, split as the kernel splits, the 16 zones and their
+    rates within 3 %, and no read of more than one request."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("wd800bd")
+    disk = ParametersDisk(params, max_request_bytes=512 << 10)
+    lengths = []
+    read_many = disk.read_many
+    disk.read_many = lambda offsets, length: (lengths.append(length), read_many(offsets, length))[1]
+    result = calibrate(disk, budget_s=120.0, progress=False)
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+    assert max(lengths) <= 512 << 10
+    for name in ("zone_rate_worst_bytes_per_s", "zone_count", "rotation_period_s"):
+        assert rows[name]["passed"], rows[name]
+
+
+def test_parameters_disk_splits_a_read_as_the_kernel_does():
+    """A read of three requests' length takes as long as the three requests in turn, each a host
+    gap after the one before, on a drive that loses a revolution between them."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.model.simulate_session import DriveSession
+
+    params = _params("wd800bd")
+    split = ParametersDisk(params, max_request_bytes=64 << 10, host_gap_jitter_s=0.0, noise_s=0.0)
+    t = split.read(1 << 30, 192 << 10)
+    session, clock = DriveSession(params), 0.0
+    for k in range(3):
+        clock = session.serve(False, (1 << 30) // 512 + k * 128, 128, clock + 60e-6).completion_s
+    assert t == pytest.approx(clock - 60e-6, rel=1e-9)
+    assert t > 192 * 1024 / 57.3e6 + params.rotation_period_s  # slower than one request by a revolution
+    with pytest.raises(ValueError, match="max_request_bytes"):
+        ParametersDisk(params, max_request_bytes=1000)
+
+
+@pytest.mark.integration
+def test_max_request_bytes_of_a_loop_device(tmp_path, loops):
+    """The largest request the kernel sends a device whole, as its queue's limits say (sysfs):
+    max_sectors_kb, and max_segments pages; a file has none."""
+    import os
+
+    from _loopdev import write_random_file
+
+    from diskmodel.calibrate.harness.device import open_backend
+
+    image = write_random_file(tmp_path / "img", 4 << 20)
+    loop = loops.attach(image)
+    queue = f"/sys/block/{os.path.basename(loop)}/queue/"
+    with open(queue + "max_sectors_kb") as a, open(queue + "max_segments") as b:
+        expect = min(int(a.read()) * 1024, int(b.read()) * os.sysconf("SC_PAGE_SIZE"))
+    for path, want in ((loop, expect), (image, None)):
+        backend = open_backend(path)
+        try:
+            assert backend.max_request_bytes == want
+        finally:
+            backend.close()
+
+
 # -- whole calibrations ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_hp_c2247a_zones_on_the_emulators_timing():
+    """The issue's gap: hp_c2247a's calibration reported 57-59 zones where the drive has 8. Now within
+    twice the count (not yet the count itself), with every zone's rate within 3 %."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("hp_c2247a")
+    result = calibrate(ParametersDisk(params), budget_s=120.0, progress=False)
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+    assert 8 <= len(result.zones) < 16
+    for name in ("rotation_period_s", "mean_seek_s", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], rows[name]
+
 
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known gap: through nbdfuse and the loop device an emulated WD800BD is read at 25-37 MB/s "
-                          "where its outer zones give 55 MB/s, so the zone rates come out low; the emulated path's "
-                          "own throughput, not the calibration (on the emulator's timing alone every figure passes)")
+                   reason="known gap: through the kernel a location's rate carries 1-2 % of the path's noise, and "
+                          "the zone segmentation merges WD800BD's outer zones (3.3 % apart): 10-12 zones of 16, the "
+                          "worst rate 4.6 % off (on the emulator's timing alone, split as the kernel splits, 16 of "
+                          "16 within 0.6 %: test_zone_rates_when_the_kernel_splits_long_reads)")
 def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
     """`diskmodel calibrate DEV` on an emulated WD800BD (nbdkit, nbdfuse, loop, O_DIRECT): the
-    rotation within 0.5 %, the 16 zones and their rates within 3 %."""
+    rotation within 0.5 %, the 16 zones and their rates within 3 %. The path splits a long read into
+    requests (FUSE's largest, which reach the drive in any order), and a drive without read-ahead
+    loses a revolution between each two: the zone reads keep to one request each."""
     from diskmodel.calibrate.emulate.devices import emulated_drives
     from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
     from diskmodel.calibrate.harness.results import calibration_from_json
 
     require_root()
-    require_tools("nbdkit", "nbdfuse", "fusermount3", "losetup")
+    require_tools("nbdkit", "nbdfuse", "fusermount3", "losetup", "chrt")
     out = tmp_path / "cal.json"
-    with emulated_drives(["wd800bd"]) as devices:
-        proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "calibrate", devices[0].path,
-                               "--budget-s", "60", "--json", str(out), "--no-progress"],
+    # under SCHED_FIFO, the emulator above the reader: on a busy host their wake-ups otherwise come late by
+    # up to a revolution, which drowns the rotation
+    with emulated_drives(["wd800bd"], realtime_priority=50) as devices:
+        proc = subprocess.run(["chrt", "--fifo", "40", sys.executable, "-m", "diskmodel.calibrate.cli",
+                               "calibrate", devices[0].path,
+                               "--budget-s", "120", "--json", str(out), "--no-progress"],
                               capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     json.loads(out.read_text())

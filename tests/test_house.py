@@ -23,7 +23,6 @@ KNOWN_CYCLES = {
     frozenset({"diskmodel.model.block", "diskmodel.model.raid", "diskmodel.model.volume_on_disk",
                "diskmodel.model.volumes"}),
     frozenset({"diskmodel.model.network", "diskmodel.model.stack"}),
-    frozenset({"diskmodel.calibrate.harness.head_switch", "diskmodel.calibrate.harness.mechanics"}),
 }
 KNOWN_LONG_MODULES = {"model/volumes.py", "calibrate/bench/initramfs.py", "data/disksim/model_file.py"}
 KNOWN_LONG_FUNCTIONS = {"calibrate/harness/measure.py:calibrate", "calibrate/bench/vm.py:_run_script_in_vm"}

@@ -37,6 +37,7 @@ import struct
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -287,6 +288,26 @@ def _busy_reason(path: str) -> str:
     return "; ".join(reasons) or "another process holds it open exclusively"
 
 
+def max_request_bytes(rdev: int) -> int | None:
+    """The largest O_DIRECT read [bytes] the kernel sends the block device *rdev* as one request,
+    wherever the reader's buffer lies in memory, None where sysfs does not say. A longer read is
+    split into several requests, each a command of its own to the drive. The request is bounded by
+    ``queue/max_sectors_kb`` and by ``queue/max_segments`` segments: the pages of a buffer are
+    pinned as they lie in physical memory, so a segment may hold no more than one page (block
+    layer; a partition's queue/ is its disk's)."""
+    base = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
+    for queue in (base / "queue", base / ".." / "queue"):
+        try:
+            kib = int((queue / "max_sectors_kb").read_text().strip())
+            segments = int((queue / "max_segments").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if kib <= 0 or segments <= 0:
+            return None
+        return min(kib * 1024, segments * mmap.PAGESIZE)
+    return None
+
+
 class DirectBackend:
     """Timed O_DIRECT reads of one block device or regular file, one request at a time.
 
@@ -300,6 +321,9 @@ class DirectBackend:
     timer_overhead_ns : median cost of the clock pair around each read [ns],
         subtracted from every sample.
     queue_depth : 1; one synchronous request at a time.
+    max_request_bytes : the largest read the kernel sends the device as one request
+        (:func:`max_request_bytes`; a longer read reaches it as several), or None (a
+        regular file, or not known).
     """
 
     queue_depth = 1
@@ -352,6 +376,7 @@ class DirectBackend:
             buf = bytearray(4)
             fcntl.ioctl(fd, BLKSSZGET, buf, True)
             self.block_size_bytes = int.from_bytes(buf, "little")
+            self.max_request_bytes = max_request_bytes(st.st_rdev)
             loop = devstate.loop_device(self.path)
             self.backing_file = (loop["back-file"] or None) if loop else None
             self.loop_direct_io = bool(loop["dio"]) if loop else None
@@ -369,7 +394,7 @@ class DirectBackend:
         else:
             self.size_bytes = st.st_size
             self.block_size_bytes = int(st.st_blksize) if st.st_blksize > 0 else mmap.PAGESIZE
-            self.backing_file, self.loop_direct_io = None, None
+            self.backing_file, self.loop_direct_io, self.max_request_bytes = None, None, None
             if self.size_bytes == 0:
                 raise UnalignedSizeError(self.path, "is empty (size_bytes=0); nothing to measure")
             regions = unwritten_regions(self.path, fd)

@@ -188,18 +188,28 @@ class ParametersDisk:
         lateness); a returned time is never below 0.
     seed : int
         Seed of the noise and the gaps.
+    max_request_bytes : int or None
+        The largest request the drive gets (None: any read is one request). A longer read
+        is served as requests of at most this many bytes, in order, each a host gap after the
+        one before completes, as the kernel splits a read for a block device
+        (:func:`diskmodel.calibrate.harness.device.max_request_bytes`).
     """
 
     queue_depth = 1
 
     def __init__(self, params, *, host_gap_s: float = 60e-6, host_gap_jitter_s: float = 40e-6,
-                 noise_s: float = 20e-6, seed: int = 0):
+                 noise_s: float = 20e-6, seed: int = 0, max_request_bytes: int | None = None):
         from diskmodel.model.simulate_session import DriveSession
 
         for name, value in (("host_gap_s", host_gap_s), ("host_gap_jitter_s", host_gap_jitter_s),
                             ("noise_s", noise_s)):
             if not math.isfinite(float(value)) or float(value) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
+        if max_request_bytes is not None and (isinstance(max_request_bytes, bool) or int(max_request_bytes) < SECTOR_BYTES
+                                              or int(max_request_bytes) % SECTOR_BYTES):
+            raise ValueError(f"max_request_bytes must be a whole number of {SECTOR_BYTES}-byte blocks "
+                             f"(got {max_request_bytes!r})")
+        self.max_request_bytes = None if max_request_bytes is None else int(max_request_bytes)
         self.params = params
         self.block_size_bytes = SECTOR_BYTES
         self.size_bytes = int(params.layout.total_blocks) * SECTOR_BYTES
@@ -240,10 +250,15 @@ class ParametersDisk:
         noise = rng.normal(0.0, self.noise_s, n)
         out = np.empty(n)
         blocks = length // SECTOR_BYTES
+        piece = blocks if self.max_request_bytes is None else self.max_request_bytes // SECTOR_BYTES
         for i, o in enumerate(offs.tolist()):
-            served = self._session.serve(False, o // SECTOR_BYTES, blocks, self._clock_s + gap[i])
-            self._clock_s = served.completion_s
-            out[i] = served.completion_s - served.arrival_s
+            first = o // SECTOR_BYTES
+            arrival = self._clock_s + gap[i]
+            for at in range(first, first + blocks, piece):
+                served = self._session.serve(False, at, min(piece, first + blocks - at),
+                                             max(self._clock_s + (gap[i] if at > first else 0.0), arrival))
+                self._clock_s = served.completion_s
+            out[i] = self._clock_s - arrival
         self.reads += n
         return np.maximum(out + noise, 0.0)
 

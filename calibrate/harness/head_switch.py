@@ -48,6 +48,8 @@ from itertools import zip_longest
 
 import numpy as np
 
+from diskmodel.calibrate.harness.meter import chain
+
 __all__ = ["PeriodicKinds", "wait_groups", "without_echoes", "visible_every", "periodic_kind", "track_runs",
            "descending_by_position"]
 
@@ -262,7 +264,6 @@ def descending_by_position(meter, *, period_s: float, gap_s: float, floor_s: flo
     after a head switch runs out (see the module doc). Returns the times of the reads after a
     head switch that caught their sector, and of those that missed it less a revolution, each
     less its block's passage [s], the chains read and the reads told apart."""
-    from diskmodel.calibrate.harness.mechanics import chain  # mechanics imports this module
 
     b = meter.block_size_bytes
     period, ca = period_s, kinds.head_s

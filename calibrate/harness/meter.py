@@ -16,7 +16,7 @@ import numpy as np
 from diskmodel.calibrate.harness.backend import (Backend, BackendReadError, check_backend, checked_read_time,
                                                  checked_read_times)
 
-__all__ = ["BudgetExhausted", "Meter", "COST_SAFETY", "SLOWEST_ASSUMED_RATE_BYTES_PER_S"]
+__all__ = ["BudgetExhausted", "Meter", "chain", "COST_SAFETY", "SLOWEST_ASSUMED_RATE_BYTES_PER_S"]
 
 # Pricing a batch of reads (Meter): the mean cost of a read of its kind so far,
 # plus room for one read COST_SAFETY x as slow as the slowest of its kind so far;
@@ -284,3 +284,16 @@ class Meter:
         return (np.asarray(offsets, dtype=np.int64) // b) * b
 
 
+def chain(meter: Meter, start: int, step_blocks: int, reads: int, tag: str) -> np.ndarray:
+    """Times of a chain ``start, start + step, ..`` (step in blocks, may be negative): *reads*
+    timed reads after one untimed (which puts the head there). Here, not in mechanics, because
+    both mechanics and head_switch read chains and mechanics imports head_switch."""
+    b = meter.block_size_bytes
+    steps = np.arange(reads + 1, dtype=np.int64) * (step_blocks * b)
+    room = meter.size_bytes - b - (int(steps.max()) - int(steps.min()))
+    if room <= 0:
+        raise ValueError(f"a chain of {reads + 1} reads {step_blocks} blocks apart does not fit the device")
+    low = start + int(steps.min())
+    if low < 0 or low >= room:  # off the device: wrapped round onto it
+        start = (low % room) // b * b - int(steps.min())
+    return meter.read_many(start + steps, b, tag=tag)[1:]

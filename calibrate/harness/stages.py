@@ -43,7 +43,7 @@ from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
 from diskmodel.model.units import MIB
 
 __all__ = [
-    "ZoneMeasurement", "SeekMeasurement", "measure_zones", "zones_from_profile", "zone_rate_at", "measure_seek", "seek_distances", "minimum_reads",
+    "ZoneMeasurement", "SeekMeasurement", "measure_zones", "zones_from_profile", "repeat_noise", "zone_rate_at", "measure_seek", "seek_distances", "minimum_reads",
     "PROBE_READS", "BUFFER_MIN_READS", "ROTATION_MIN_STARTS", "ROTATION_CHAIN_READS", "ZONE_MIN_LOCATIONS", "ZONE_MIN_TRANSFER_S", "SEEK_MIN_ROUNDS",
 ]
 
@@ -85,11 +85,13 @@ class ZoneMeasurement:
 
 
 def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.005,
-             max_repeats: int = 5) -> np.ndarray:
+             max_repeats: int = 5, baselines: int | None = None) -> np.ndarray:
     """Rates from *repeats* pairs of reads at and next to *o*; while the spread of the rates
     exceeds *agree* (relative; an outlier, e.g. an interrupt), one more pair, up
     to *max_repeats* (the median then rejects the outlier). Returns *repeats*
-    values: the median of all pairs in place of the outlying ones."""
+    values: the median of all pairs in place of the outlying ones. *baselines*: time the
+    one-block read of only the first this many pairs, and take their median for the rest
+    (its time, about a revolution, is the same all along one location)."""
     b = meter.block_size_bytes
     rates = []
     # Each pair at fresh blocks, every read below every read before it (wrapping round to the
@@ -100,9 +102,14 @@ def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.0
     # rate is the sustained rate to within one skew over all of them.
     step = length + 6 * b
     room = max(meter.size_bytes - length - 2 * b, b)
+    smalls = []
     for j in range(max_repeats):
-        small_at = (o - j * step) % room // b * b
-        small = meter.read_many([small_at + b, small_at], b, tag="zones")[1]
+        if baselines is None or j < baselines:
+            small_at = (o - j * step) % room // b * b
+            smalls.append(meter.read_many([small_at + b, small_at], b, tag="zones")[1])
+            small = smalls[-1]
+        else:
+            small = float(np.median(smalls))
         at = (o - j * step - 2 * b - length) % room // b * b
         meter.read(at + b, b, tag="zones")
         big = meter.read(at, length, tag="zones")
@@ -150,9 +157,46 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     return loc[~spike], rate[~spike]
 
 
-def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int) -> list:
+def repeat_noise(repeats_rates) -> float | None:
+    """The noise [log-rate] of a location's rate (the mean of its repeats), from how its repeats
+    disagree: the pooled variance of log-rate within a location, over the repeats per location,
+    without the 5 % most scattered locations (an interrupt's delay); None with no location of two
+    repeats. Unlike the profile's first differences it holds no zone step, and it sees the
+    quantisation of a long read's rate by the track changes it crosses, one more or fewer (a
+    cylinder switch loses more than a head switch), which leaves most neighbours equal."""
+    r = np.asarray(repeats_rates, dtype=float)
+    if r.ndim != 2:
+        return None
+    y = np.where(np.isfinite(r) & (r > 0), np.log(np.where(r > 0, r, 1.0)), np.nan)
+    count = np.sum(np.isfinite(y), axis=1)
+    y = y[count >= 2]
+    if y.shape[0] == 0:
+        return None
+    var = np.nanvar(y, axis=1, ddof=1) / np.sum(np.isfinite(y), axis=1)
+    var = np.sort(var)[:max(1, int(math.ceil(0.95 * var.size)))]
+    return float(np.sqrt(var.mean()))
+
+
+def _halves(rates: np.ndarray) -> np.ndarray:
+    """Each location's contiguous repeats as two: the rate of each half's union (bytes over time,
+    the harmonic mean). Contiguous reads share out the track changes of their stretch, so a union's
+    rate is steadier than its reads' spread says; two halves disagree as unions do."""
+    r = np.asarray(rates, dtype=float)
+    if r.ndim != 2 or r.shape[1] <= 2:
+        return r
+    h = r.shape[1] // 2
+
+    def union(part):
+        return np.sum(np.isfinite(part), axis=1) / np.nansum(1.0 / part, axis=1)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.column_stack((union(r[:, :h]), union(r[:, h:])))
+
+
+def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
-    boundaries halfway between the last location of a segment and the first of the next."""
+    boundaries halfway between the last location of a segment and the first of the next.
+    *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`)."""
     from diskmodel.model.fit import fit_zones
 
     loc = np.asarray(locations, dtype=float)
@@ -162,7 +206,16 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int)
     if loc.size == 0:
         raise ValueError("rates: no valid transfer rate was measured")
     loc, rate = _without_outliers(loc, rate)
-    segments = fit_zones(loc, rate).segments
+    if noise_sigma is not None and loc.size > 2:
+        # A location's noise lies between what its neighbours say (the median first difference:
+        # blind to a noise that is zero at most locations and large at a few) and what its repeats
+        # say (blind to their anti-correlation: contiguous repeats share out the track changes, so
+        # their mean is steadier than their spread); the geometric mean of the two bounds.
+        d = np.diff(np.log(rate[np.argsort(loc)]))
+        neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
+        noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2,
+                         ends_single=True).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
@@ -189,14 +242,19 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     spent0, reads0 = meter.used_s, meter.reads
     # Pilot: the rate near the start, from reads long enough to stand out of the
     # latency noise (doubled until they do, up to an eighth of the device).
-    pilot_len = max(2 * b, min(MIB, size // 16) // b * b)
+    # No timed read longer than the largest request the kernel sends the device whole: a longer one
+    # reaches the drive as several commands, and a drive without read-ahead loses up to a revolution
+    # between each two (the next one arrives after the head has passed its first sector).
+    whole = getattr(meter.backend, "max_request_bytes", None)
+    whole = max(int(whole) // b * b, 2 * b) if whole else size
+    pilot_len = max(2 * b, min(MIB, size // 16, whole) // b * b)
     while True:
         trials = _rate_at(meter, 0, pilot_len, ZONE_PILOT_REPEATS)
         good = trials[np.isfinite(trials)]
         if good.size >= 2:
             pilot = float(np.median(good))
             break
-        if 2 * pilot_len > size // 8:
+        if 2 * pilot_len > min(size // 8, whole):
             raise ValueError(f"could not measure a transfer rate: reading {pilot_len} bytes took no longer "
                              "than reading one block (is the target cached, or are its reads not timed?)")
         pilot_len *= 2
@@ -205,6 +263,14 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     target_s = max(ZONE_MIN_TRANSFER_S, 10 * (rotation_period_s or 0.0))
     length = int(min(max(pilot * target_s, 8 * b), size // 8)) // b * b
     length = max(length, 2 * b)
+    if length > whole:
+        # reads of one request each, and as many more pairs per location as bring its contiguous
+        # transfer back to target_s: their union crosses the track changes of the whole stretch,
+        # within one, as one long read would
+        repeats = max(repeats, int(math.ceil(length / whole)) * repeats)
+        length = whole
+    baselines = None if repeats <= ZONE_REPEATS else ZONE_REPEATS + 1
+    per_read_s = length / pilot
     # A grid of max_locations cells visited in bit-reversed (van der Corput) order:
     # whenever the budget runs out, the locations measured are spread evenly.
     k = int(min(max_locations, max(size // length, 1)))
@@ -218,12 +284,13 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # Pairs whose rates differ by less than a revolution over the read agree: a read's rate is
     # quantised by the skews of the track changes it crosses (each under a revolution), and
     # only a larger difference (an interrupt, a retry) is an outlier that needs another pair.
-    agree = max(0.005, rotation_period_s / target_s) if rotation_period_s else 0.005
+    agree = max(0.005, rotation_period_s / per_read_s) if rotation_period_s else 0.005
     for n, i in enumerate(order):
         if n >= min_locations and meter.used_s - spent0 > budget_s:
             break
         try:
-            rates[i] = _rate_at(meter, int(locs[i]), length, repeats, agree=agree)
+            rates[i] = _rate_at(meter, int(locs[i]), length, repeats, agree=agree, max_repeats=repeats + 3,
+                                baselines=baselines)
         except BudgetExhausted as exc:
             if n < min_locations:
                 raise
@@ -237,8 +304,9 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     done = int(done.sum())
     valid = ~np.all(np.isnan(rates), axis=1)
     locs, rates = locs[valid], rates[valid]
-    rate = np.nanmedian(rates, axis=1)
-    zones = zones_from_profile(locs, rate, size, b)
+    # a location's rate: its bytes over its time, the contiguous reads' union (their harmonic mean)
+    rate = np.sum(np.isfinite(rates), axis=1) / np.nansum(1.0 / rates, axis=1)
+    zones = zones_from_profile(locs, rate, size, b, noise_sigma=repeat_noise(_halves(rates)))
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "

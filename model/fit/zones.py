@@ -84,11 +84,16 @@ class ZoneFit(FitResult):
         return ax
 
 
-def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1) -> ZoneFit:
+def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1,
+              noise_sigma: float | None = None, ends_single: bool = False) -> ZoneFit:
     """Change points of a rate profile: the optimal partition of log(rate) (in
     location order) into constant pieces of at least *min_size* points, minimising
     the squared error plus *penalty* per piece (default ``6 * sigma^2 * log(n)``,
-    sigma from the median absolute first difference)."""
+    sigma from the median absolute first difference, or *noise_sigma* where that is
+    larger: the noise of one point's log-rate known otherwise, e.g. from repeats at
+    one location; the median of first differences misses a noise that is zero at most
+    points and large at a few, as a rate quantised by the track changes a read crosses).
+    *ends_single*: the first and the last piece may hold fewer than *min_size* points."""
     loc = np.asarray(location, dtype=float).reshape(-1)
     r = np.asarray(rate, dtype=float).reshape(-1)
     if loc.shape != r.shape or loc.size == 0:
@@ -103,6 +108,10 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
             sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2)
         else:
             sigma = 0.0
+        if noise_sigma is not None:
+            if not np.isfinite(noise_sigma) or noise_sigma < 0:
+                raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
+            sigma = max(sigma, float(noise_sigma))
         sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
         penalty = 3.0 * sigma ** 2 * np.log(max(n, 2)) * 2
     c1 = np.concatenate(([0.0], np.cumsum(y)))
@@ -111,7 +120,11 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     best[0] = -penalty
     prev = np.zeros(n + 1, dtype=int)
     for end in range(1, n + 1):
-        starts = np.arange(0, end - min_size + 1)
+        # a piece at either end of the profile may be shorter than min_size (with ends_single):
+        # the innermost or outermost zone can be narrower than the spacing of the locations
+        starts = np.arange(0, end) if ends_single and end == n else np.arange(0, end - min_size + 1)
+        if ends_single and end < n and end < min_size:
+            starts = np.arange(0, 1)
         if starts.size == 0:
             continue
         m = end - starts
