@@ -126,3 +126,23 @@ def test_after_the_precompile_nothing_a_command_runs_compiles():
         print(len(compiled), sorted(set(compiled)))
     """, timeout=300)
     assert out.startswith("0 "), out
+
+
+def test_a_cold_cache_is_told_before_the_wait(tmp_path):
+    # numba's folder empty: the kernel is not there for this machine, and the notice says so
+    cold = _python("""
+        from diskmodel.model import jit_cache
+        print(jit_cache.is_warm(), jit_cache.compile_notice())
+    """, NUMBA_CACHE_DIR=str(tmp_path))
+    assert cold.strip() == f"False compiling the simulator (first run only, about {jit_cache.COLD_COMPILE_CPU_S:.0f} s)"
+
+
+def test_validate_trace_prints_the_notice_on_stderr_when_it_will_compile(monkeypatch, capsys):
+    from diskmodel.calibrate.cli import main
+
+    # the kernel compiled or not, the command's answer is the same; only the notice differs
+    monkeypatch.setattr(jit_cache, "is_warm", lambda: False)
+    assert main(["validate-trace", "atlas10k", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0] == jit_cache.compile_notice()
+    assert '"disk": "atlas10k"' in captured.out
