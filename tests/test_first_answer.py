@@ -146,3 +146,20 @@ def test_validate_trace_prints_the_notice_on_stderr_when_it_will_compile(monkeyp
     captured = capsys.readouterr()
     assert captured.err.splitlines()[0] == jit_cache.compile_notice()
     assert '"disk": "atlas10k"' in captured.out
+
+
+def test_the_main_jobs_progress_names_the_step_under_way(capsys):
+    from diskmodel.calibrate.experiment import _progress, _step
+
+    bar = _progress(5, True)
+    _step(bar, "calibrating the simulated wd800bd")
+    bar.refresh()
+    bar.update()
+    _step(bar, "taking the disk from the calibration")
+    bar.refresh()
+    bar.close()
+    err = capsys.readouterr().err
+    assert "experiment: calibrating the simulated wd800bd [0/5 steps done" in err
+    assert "experiment: taking the disk from the calibration [1/5 steps done" in err
+    # no rate and no time left, which the steps done would not predict
+    assert "step/s" not in err and "<" not in err
