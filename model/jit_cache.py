@@ -243,6 +243,7 @@ def precompile(progress=None) -> float:
         service_time_s(disk, np.array([0, 1 << 20]), 4096, 0)
         service_time_s(disk, np.array([0, 1 << 20]), 4096, 0, is_write=True)
         expected_random_service_time_s(disk, 4096)
+        disk.seek.seek_time_s(np.array([0.0, 10.0]))   # a calibration's fitted seek curve, alone
     return time.process_time() - start
 
 

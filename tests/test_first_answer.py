@@ -123,6 +123,8 @@ def test_after_the_precompile_nothing_a_command_runs_compiles():
         sim.read_many(np.arange(50) * 123457 * 512, 4096)
         from diskmodel.model import load_preset, service_time_s
         service_time_s(load_preset("wd800bd"), np.arange(10) * 4096, 4096, 0)
+        from diskmodel.model.seek import TableSeek
+        TableSeek(np.array([1.0, 10.0]), np.array([1e-3, 5e-3])).seek_time_s(np.array([0.0, 5.0]))
         print(len(compiled), sorted(set(compiled)))
     """, timeout=300)
     assert out.startswith("0 "), out
