@@ -27,6 +27,7 @@ a failure or a signal leaves the earlier report, or nothing.
 from __future__ import annotations
 
 import io
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +123,15 @@ def _markdown_table(frame: pd.DataFrame, floatfmt: str = ".2f") -> str:
 def _progress(total: int, enabled):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="experiment", disable=(enabled is False), unit="step")
+    # the steps take very different times, so the bar names the step under way (_step) and shows
+    # no rate and no time left, which tqdm would extrapolate from the steps done
+    return tqdm(total=total, desc="experiment", disable=(enabled is False), unit="step",
+                bar_format="{desc} [{n_fmt}/{total_fmt} steps done, {elapsed}]")
+
+
+def _step(bar, text: str) -> None:
+    """Name the step under way on the progress bar."""
+    bar.set_description_str(f"experiment: {text}")
 
 
 def run_experiment(out_dir, *, preset: str = "wd800bd", device: str | None = None, budget_s: float | None = None,
@@ -202,10 +211,17 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
     try:
         # 1. calibrate
         started = time.perf_counter()
+        what = f"emulated {emulate.name}" if emulate is not None else preset if device is None else device
+        _step(bar, f"calibrating {'the simulated ' + what if device is None and emulate is None else what}")
         if emulate is not None:
             from diskmodel.calibrate.experiment_emulated import calibrate_emulated
             calibration = calibrate_emulated(emulate, budget_s=budget_s, seed=seed, notes=notes)
         elif device is None:
+            from diskmodel.model.jit_cache import compile_notice
+
+            notice = compile_notice()
+            if notice:
+                bar.write(notice, file=sys.stderr)
             backend = simulated_disk(preset, seed=seed)
             calibration = calibrate(backend, budget_s=budget_s, seed=seed, progress=False)
             notes.append(f"calibrated the built-in simulated {preset} disk with the harness "
@@ -220,11 +236,11 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
         bar.update()
 
         # 2. fit: the calibrated disk, or the preset where the device shows no mechanical seek
+        _step(bar, "taking the disk from the calibration")
         if calibration.mechanical_seek:
             spec = load_preset(preset)
             # Timing reads from outside cannot see the drive's buffer size or its
             # interface rate (the media overlaps the bus); take them from the spec.
-            what = f"emulated {emulate.name}" if emulate is not None else preset if device is None else device
             disk = calibration.to_disk(name=f"calibrated {what}").evolve(
                 cache_size_bytes=spec.cache_size_bytes,
                 interface_rate_bytes_per_s=spec.interface_rate_bytes_per_s)
@@ -238,6 +254,7 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
         bar.update()
 
         # 3-4. predict the paper's layouts and workloads, compare with Tables 4-6
+        _step(bar, "fitting the paper's I/O parameters and predicting Tables 4-6")
         started = time.perf_counter()
         results = postmark_results()
         fit = fit_paper(disk, results)
@@ -248,16 +265,19 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
 
         runs = []
         if postmark_scratch:
+            _step(bar, f"running PostMark on {postmark_scratch}")
             runs = _real_postmark(postmark_scratch, destroy_data_on, postmark_files, postmark_transactions, notes)
             bar.update()
         elif emulate is not None:
             from diskmodel.calibrate.experiment_emulated import postmark_on_emulated, ratio_table
+            _step(bar, f"running PostMark on the emulated {emulate.name} (in the VM)")
             started = time.perf_counter()
             runs = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
                                         transactions=postmark_transactions, notes=notes, vm_timeout_s=vm_timeout_s)
             ratios = ratio_table(runs, results)
             timings["postmark_s"] = time.perf_counter() - started
             bar.update()
+        _step(bar, "done")
         bar.update()
     finally:
         bar.close()

@@ -11,6 +11,7 @@ physical concern, after Djordjevic & Timcenko (2015), section 3:
 - :mod:`.simulate` and :mod:`.validation`: the per-request simulation and its
   check on DiskSim's measured traces (imported on first use: they bring numba).
 """
+from . import jit_cache  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
 from .cache import cache_service_time_s, hit_probability
 from .disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
 from .filesystem import FileSystem, PageCache, file_system_access_time

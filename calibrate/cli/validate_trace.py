@@ -3,6 +3,7 @@ DiskSim drive's (or a calibrated drive's) trace and score it."""
 from __future__ import annotations
 
 import json
+import sys
 
 
 def add_parser(subparsers) -> None:
@@ -59,6 +60,7 @@ def _run(args) -> int:
     if drive.trace_path is None:
         raise UsageError(f"{args.diskdir}: {folder} holds no .trace file to validate against "
                          f"(`diskmodel validate-trace --list` names the bundled drives that have one)")
+    _say_if_compiling()
     try:
         trace = drive.read_trace()
         result = validate_drive(drive, trace=trace)
@@ -91,6 +93,7 @@ def _run_calibration(args) -> int:
         params = DriveParameters.from_disk(calibration.to_disk())
     except ValueError as exc:
         raise UsageError(f"--calibration {args.calibration}: {exc}") from None
+    _say_if_compiling()
     try:
         trace = read_trace(args.diskdir)
         result = validate_trace(params, trace)
@@ -99,6 +102,16 @@ def _run_calibration(args) -> int:
     _report_ignored(trace, args.json)
     _print(result, args.json, {"ignored_lines": trace.ignored_lines})
     return 0
+
+
+def _say_if_compiling() -> None:
+    """Tell on stderr, before the wait, when the simulation will first compile (numba's cache holds
+    no compiled simulator for this machine: diskmodel.model.jit_cache)."""
+    from diskmodel.model.jit_cache import compile_notice
+
+    notice = compile_notice()
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
 
 
 def _report_ignored(trace, as_json: bool) -> None:
