@@ -292,7 +292,8 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
     elapsed = t.elapsed_s
-    waits = t.op_wait_s
+    # the waits for the job's requests, not for its closing fsync
+    waits = t.op_wait_s[:-1] if job.rw.endswith("write") and job.end_fsync and t.op_wait_s.size > 1 else t.op_wait_s
     latency = float(waits.mean()) if waits.size else float((t.completion_s - t.arrival_s).mean())
     return BlockPrediction(job, timed, count * job.block_size_bytes / elapsed, count / elapsed, latency, elapsed)
 

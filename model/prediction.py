@@ -12,6 +12,7 @@ Both return an :class:`IoPrediction`, with the fits' convention (:mod:`diskmodel
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -175,7 +176,7 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None) 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
     """A fio job (:class:`~diskmodel.model.block_workloads.FioJob`) on a raw block device of
-    ``size_bytes``: its requests in issue order, ``iodepth`` of them at one instant; O_DIRECT writes
+    ``size_bytes``: its requests in issue order (a random job's uniformly over the device), ``iodepth`` of them at one instant; O_DIRECT writes
     carry ``REQ_SYNC`` (the kernel marks direct writes sync); ``end_fsync`` adds a flush at the end."""
     bs, size = int(job.block_size_bytes), int(job.size_bytes)
     if size > size_bytes:
@@ -183,7 +184,8 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     n = size // bs
     blk = np.arange(n, dtype=np.int64)
     if job.rw.startswith("rand"):
-        blk = np.random.default_rng(1).permutation(n)
+        # fio's random offsets over the whole device (its region, filename=/dev/...), seeded alike
+        blk = np.random.default_rng(1).integers(0, size_bytes // bs, n)
     is_write = job.rw.endswith("write")
     t = (np.arange(n) // int(job.iodepth)) * _CALL_S
     op = np.full(n, int(Op.WRITE if is_write else Op.READ), np.int8)
@@ -196,14 +198,29 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     return Stream.from_arrays(time_s=t, op=op, offset_bytes=off, size_bytes=sz, flags=flags)
 
 
+def _allocates(node) -> bool:
+    """Does a layer of ``node``'s tree allocate on first write (a thin volume, a sparse loop image)?"""
+    from .nodes import walk
+
+    return any(type(n).__name__ == "ThinVolume" or (type(n).__name__ == "LoopFile" and n.allocation == "sparse")
+               for _, n, _ in walk(node, "device"))
+
+
 def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
     """``job`` (a FioJob) on the block node ``node`` (fio on the raw device), its requests through the
     block layers below it (:mod:`diskmodel.model.iopath.path`) and timed on ``disks`` (``{name: Disk,
-    DriveParameters or FlatDrive}``)."""
+    DriveParameters or FlatDrive}``). A write job that is not ``fresh`` on a node that allocates on
+    first write (a thin volume, a sparse loop image) overwrites: the same writes run once before it,
+    and only the second pass is reported."""
     from .iopath.pagecache import CacheParams
     from .iopath.path import _below
+    from .iopath.stream import concat
 
     stream = block_job_stream(job, int(node.size_bytes))
+    t0 = 0.0
+    if job.rw.endswith("write") and not job.fresh and _allocates(node) and len(stream):
+        t0 = float(stream.time_s[-1]) + 1.0
+        stream = concat([stream, stream.replace(time_s=stream.time_s + t0)])
     out: dict = {}
     name = getattr(node, "name", "") or "device"
     final = float(stream.time_s[-1]) if len(stream) and stream.op[-1] == Op.FLUSH else None
@@ -212,11 +229,27 @@ def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
     untimed = tuple(n for n, s in out.items() if n.endswith("-meta") and len(s))
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
     timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end)
+    if t0:
+        timing = _second_pass(timing, t0)
     if untimed:
-        timing = IoTiming(*(getattr(timing, f) for f in IoTiming.__dataclass_fields__ if f != "untimed"), untimed=untimed)
+        timing = dataclasses.replace(timing, untimed=untimed)
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
     is_write = job.rw.endswith("write")
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing, ASSUMPTIONS, out)
+
+
+def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
+    """The requests of the second pass (issued from ``t0`` on the workload's clock), timed from when
+    the application started it."""
+    keep = timing.issue_s >= t0
+    start = float(timing.arrival_s[keep].min()) if keep.any() else timing.elapsed_s
+    later = timing.op_wait_at_s >= t0
+    return dataclasses.replace(
+        timing, device=timing.device[keep], op=timing.op[keep], size_bytes=timing.size_bytes[keep],
+        arrival_s=timing.arrival_s[keep] - start, start_s=timing.start_s[keep] - start,
+        completion_s=timing.completion_s[keep] - start, waited=timing.waited[keep], issue_s=timing.issue_s[keep] - t0,
+        op_wait_s=timing.op_wait_s[later], op_wait_at_s=timing.op_wait_at_s[later] - t0, app_s=timing.app_s - t0,
+        stall_s=timing.stall_s - (start - t0), elapsed_s=timing.elapsed_s - start)
 
 
 def flat_drive(latency_s: float, bytes_per_s: float, capacity_bytes: int) -> FlatDrive:

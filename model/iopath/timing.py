@@ -37,6 +37,7 @@ request inside a batch), no I/O, no clocks.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -178,6 +179,9 @@ class IoTiming:
     stall_s: float
     elapsed_s: float
     untimed: tuple = field(default=())
+    #: each request's issue time on the workload's clock, and each wait's instant
+    issue_s: np.ndarray | None = None
+    op_wait_at_s: np.ndarray | None = None
 
     def device_frame(self):
         """Per device: requests, bytes read and written, busy time [s] and utilisation."""
@@ -232,7 +236,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     ends = np.searchsorted(t, waited_at, side="right")
     firsts = np.searchsorted(t, waited_at, side="left")
     stall, pos = 0.0, 0
-    waits = []
+    waits, wait_at = [], []
 
     mixed = np.intersect1d(t[op == Op.READ], t[op != Op.READ])  # instants with reads and writes
 
@@ -271,12 +275,14 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
         pos = end
         last = float(done[first:end].max())
         waits.append(last - (w + stall))
+        wait_at.append(w)
         stall = max(stall, last - w)
     if pos < n:
         serve(pos, n, stall)
     app_s = float(app_end_s)
     elapsed = max(app_s + stall, float(done.max()) if n else 0.0)
-    return IoTiming(names, dev, op, size, arrival, start, done, waited, np.asarray(waits, float), app_s, stall, elapsed)
+    return IoTiming(names, dev, op, size, arrival, start, done, waited, np.asarray(waits, float), app_s, stall, elapsed,
+                    (), t, np.asarray(wait_at, float))
 
 
 def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> tuple[IoTiming, dict]:
@@ -299,7 +305,7 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
     app_end = float(ops.time_s.max()) if len(ops) else 0.0
     timing = time_streams(leaf, models, waited_instants(top), app_end)
     if untimed:
-        timing = IoTiming(*(getattr(timing, f) for f in IoTiming.__dataclass_fields__ if f != "untimed"), untimed=untimed)
+        timing = dataclasses.replace(timing, untimed=untimed)
     return timing, streams
 
 
