@@ -34,6 +34,8 @@ ASSUMPTIONS = (
                    "default dirty ratios and timers)"),
     ("LVM costs", "device-mapper's own time per request is not charged: only the requests dm sends to the "
                   "drives are timed"),
+    ("layer costs", "the host time of a loop device's worker and of dm/md per request is not charged: only "
+                    "the requests they send are timed"),
     ("intervals", "none: the drive models carry no uncertainty here (a preset, a DiskSim drive or a Disk "
                   "without covariance); the figures are point predictions"),
 )
@@ -107,6 +109,9 @@ class IoPrediction:
         lines = [f"{self.workload} on {self.stack}: elapsed {self.elapsed_s:.3f} s, "
                  f"read {self.read_throughput_bytes_per_s / 1e6:.2f} MB/s, "
                  f"write {self.write_throughput_bytes_per_s / 1e6:.2f} MB/s (MB = 10^6 bytes)"]
+        uncached = [t.removeprefix("drive ") for t, x in self.assumptions if t.startswith("drive ") and "has no cache" in x]
+        if uncached:
+            lines[0] += f"; no drive cache on {', '.join(uncached)} (the model has none)"
         for name, row in self.to_frame().iterrows():
             lines.append(f"  {name:<45} {row['value']:>12.3f} {row['unit']}")
         lines.append("devices:")
@@ -148,6 +153,29 @@ class IoPrediction:
         return ax
 
 
+def drive_assumptions(models: dict) -> tuple:
+    """Per drive: what its model is, which values are estimates rather than measured (the Disk's
+    ``estimates``), and whether it has a cache; a drive without one leads the list."""
+    from .disk import Disk
+
+    first, rest = [], []
+    for name, model in models.items():
+        if isinstance(model, FlatDrive):
+            rest.append((f"drive {name}", f"flat: {model.latency_s * 1e3:.3f} ms per request plus "
+                                          f"{model.bytes_per_s / 1e6:.1f} MB/s, no cache"))
+            continue
+        if not isinstance(model, Disk):
+            rest.append((f"drive {name}", type(model).__name__))
+            continue
+        if not model.cache_size_bytes:
+            first.append((f"drive {name}", f"{model.name} has no cache in its model (none measured, none taken "
+                                           "from elsewhere): every request goes to the media"))
+        text = model.name + (f"; estimated, not measured: {', '.join(f for f, _ in model.estimates)}"
+                             if model.estimates else "")
+        rest.append((f"drive {name}", text))
+    return tuple(first), tuple(rest)
+
+
 def _as_ops(workload) -> tuple[FileOps, str]:
     from .iopath import fileops
     from .iopath.workload_spec import parse_workload
@@ -171,7 +199,9 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None) 
     ops, label = _as_ops(workload)
     timing, streams = time_stack(stack, ops, cache, drives)
     r, w = workload_bytes(ops)
-    return IoPrediction(label, stack.short_name, r, w, timing, ASSUMPTIONS, streams)
+    models = {n: (drives or {}).get(n) or stack.drive(n).model_disk() for n in timing.devices}
+    first, rest = drive_assumptions(models)
+    return IoPrediction(label, stack.short_name, r, w, timing, first + ASSUMPTIONS + rest, streams)
 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
@@ -235,7 +265,9 @@ def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
         timing = dataclasses.replace(timing, untimed=untimed)
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
     is_write = job.rw.endswith("write")
-    return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing, ASSUMPTIONS, out)
+    first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
+    return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
+                        first + ASSUMPTIONS + rest, out)
 
 
 def _second_pass(timing: IoTiming, t0: float) -> IoTiming:

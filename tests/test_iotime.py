@@ -104,6 +104,10 @@ def test_postmark_on_raid1_over_two_drives_is_predicted_with_its_assumptions():
     for topic in ("I/O path", "page cache", "LVM costs", "intervals"):
         assert f"{topic}:" in text
     assert p.intervals is None
+    # each drive's model says what in it is estimated (the preset's own list)
+    estimated = dict(p.assumptions)["drive sda"]
+    assert estimated.startswith(load_preset(DRIVE).name)
+    assert "interface_rate_bytes_per_s" in estimated
     assert "elapsed" in p.to_frame().index
     assert "Assumptions" in p._repr_html_()
 
@@ -143,3 +147,14 @@ def test_a_request_beyond_the_drive_is_one_line_naming_the_device():
     s = Stream.from_arrays(op=[Op.WRITE], offset_bytes=[4096], size_bytes=[512])
     with pytest.raises(ValueError, match=r"^device d: a request ends at byte 4608, beyond the drive's 4096 bytes$"):
         time_streams({"d": s}, {"d": drive}, [], 0.0)
+
+
+def test_a_drive_without_a_cache_is_said_in_the_first_line(env):
+    import dataclasses
+
+    bare = dataclasses.replace(env.disk("sda"), cache_size_bytes=0, drive_cache=None)
+    p = predict_block(_part("a"), FioJob("randread", block_size_bytes=4096, size_bytes=MIB), BlockEnv({"sda": bare}))
+    first = p.summary().splitlines()[0]
+    assert first.endswith("; no drive cache on sda (the model has none)")
+    cached = predict_block(_part("a"), FioJob("randread", block_size_bytes=4096, size_bytes=MIB), env)
+    assert "no drive cache" not in cached.summary()
