@@ -150,7 +150,14 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         *lvm_mapping*).
     workload : PostMarkConfig or PostMarkCounts
         Default ``PostMarkConfig()`` (PostMark's defaults); or a FioJob
-        (:func:`predict_block`) or a FileCopy (:func:`predict_copy`).
+        (:func:`predict_block`: timed on the drives) or a FileCopy
+        (:func:`predict_copy`). A workload string (``"postmark:test1"``,
+        ``"fio:rw=randwrite,bs=4k,size=64M"``: :func:`diskmodel.model.iopath.parse_workload`)
+        or a FileOps, and any workload on a stack other than a partition or
+        an LVM volume on one disk (RAID, loop files, thin volumes, LVM over
+        several disks), is timed on the I/O path and the drives' simulations
+        (:func:`diskmodel.model.prediction.predict_stack`) and returns an
+        :class:`~diskmodel.model.prediction.IoPrediction`.
     cache : PageCache
         Default ``PageCache()``.
     lvm_mapping : LvmMapping

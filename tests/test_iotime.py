@@ -100,6 +100,14 @@ def test_postmark_on_raid1_over_two_drives_is_predicted_with_its_assumptions():
     assert set(frame.index) == {"sda", "sdb"}
     # a mirror writes every byte to each drive
     assert frame.loc["sda", "write_bytes"] == frame.loc["sdb", "write_bytes"] > 0
+    # one request at a time per drive, flushes included: none starts before the one before it completed
+    t = p.timing
+    for k in range(len(t.devices)):
+        m = t.device == k
+        order = np.argsort(t.start_s[m], kind="stable")
+        assert (t.start_s[m][order][1:] >= t.completion_s[m][order][:-1] - 1e-12).all()
+        assert ((t.op[m] == Op.FLUSH).sum()) > 0
+    assert (frame["busy_s"] <= p.elapsed_s).all()
     text = p.summary()
     for topic in ("I/O path", "page cache", "LVM costs", "intervals"):
         assert f"{topic}:" in text

@@ -122,7 +122,7 @@ class _SimServer:
             lo, hi = int(edges[k]) + (1 if k else 0), int(edges[k + 1])
             if k:
                 f = int(edges[k])
-                start[f] = max(float(arrival[f]), self.floor_s)
+                start[f] = max(float(arrival[f]), self.floor_s, self.session.state.clock_s)
                 done[f] = self._flush(float(arrival[f]))
             if hi <= lo:
                 continue
