@@ -167,11 +167,14 @@ def drive_assumptions(models: dict) -> tuple:
         if not isinstance(model, Disk):
             rest.append((f"drive {name}", type(model).__name__))
             continue
-        if not model.cache_size_bytes:
-            first.append((f"drive {name}", f"{model.name} has no cache in its model (none measured, none taken "
-                                           "from elsewhere): every request goes to the media"))
+        if model.drive_cache is None:
+            size = f" (its size, {model.cache_size_bytes} bytes, is known; its segments and policies are not)" \
+                if model.cache_size_bytes else ""
+            first.append((f"drive {name}", f"{model.name} has no cache in its simulation{size}: every request "
+                                           "goes to the media, none is taken from elsewhere"))
         text = model.name + (f"; estimated, not measured: {', '.join(f for f, _ in model.estimates)}"
                              if model.estimates else "")
+
         rest.append((f"drive {name}", text))
     return tuple(first), tuple(rest)
 

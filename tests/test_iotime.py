@@ -160,9 +160,13 @@ def test_a_request_beyond_the_drive_is_one_line_naming_the_device():
 def test_a_drive_without_a_cache_is_said_in_the_first_line(env):
     import dataclasses
 
-    bare = dataclasses.replace(env.disk("sda"), cache_size_bytes=0, drive_cache=None)
-    p = predict_block(_part("a"), FioJob("randread", block_size_bytes=4096, size_bytes=MIB), BlockEnv({"sda": bare}))
-    first = p.summary().splitlines()[0]
+    from diskmodel.model.drive_cache import DriveCache
+
+    job = FioJob("randread", block_size_bytes=4096, size_bytes=MIB)
+    preset = env.disk("sda")  # the preset gives its cache's size only, no segments or policies
+    assert preset.drive_cache is None
+    first = predict_block(_part("a"), job, env).summary().splitlines()[0]
     assert first.endswith("; no drive cache on sda (the model has none)")
-    cached = predict_block(_part("a"), FioJob("randread", block_size_bytes=4096, size_bytes=MIB), env)
-    assert "no drive cache" not in cached.summary()
+    cached = dataclasses.replace(preset, drive_cache=DriveCache(segments=2, segment_size_bytes=128 * 1024))
+    p = predict_block(_part("a"), job, BlockEnv({"sda": cached}))
+    assert "no drive cache" not in p.summary()

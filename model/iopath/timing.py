@@ -115,6 +115,11 @@ class _SimServer:
 
     def serve(self, op, lbn, blocks, arrival):
         n = op.size
+        if n == 1 and op[0] != Op.FLUSH:  # the common case at queue depth 1
+            a = max(float(arrival[0]), self.floor_s, self.last_arrival_s)
+            self.last_arrival_s = a
+            s = self.session.serve(bool(op[0] == Op.WRITE), int(lbn[0]), int(blocks[0]), a)
+            return np.array([s.start_s]), np.array([s.completion_s])
         start, done = np.empty(n), np.empty(n)
         flush = np.flatnonzero(op == Op.FLUSH)
         edges = np.concatenate(([0], flush, [n]))
@@ -242,6 +247,10 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
 
     def serve_plain(lo, hi, shift, floor=0.0):
         arrival[lo:hi] = np.maximum(t[lo:hi] + shift, floor)
+        if hi - lo == 1:  # the common case at queue depth 1: one request, no array work
+            k = int(dev[lo])
+            start[lo:hi], done[lo:hi] = servers[k].serve(op[lo:hi], lbn[lo:hi], blocks[lo:hi], arrival[lo:hi])
+            return
         d = dev[lo:hi]
         for k in np.unique(d).tolist():
             idx = np.flatnonzero(d == k) + lo
@@ -250,7 +259,10 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     def serve(lo, hi, shift):
         # At an instant with reads and writes, the writes wait for the reads (a parity array's
         # read-modify-write reads the old data and parity before it writes: md raid5 handle_stripe).
-        for m in mixed[(mixed >= t[lo]) & (mixed <= t[hi - 1])].tolist() if hi > lo else ():
+        if hi <= lo:
+            return
+        a_m, b_m = np.searchsorted(mixed, t[lo], "left"), np.searchsorted(mixed, t[hi - 1], "right")
+        for m in mixed[a_m:b_m].tolist():
             a, b = int(np.searchsorted(t, m, "left")), int(np.searchsorted(t, m, "right"))
             if a < lo:
                 continue
