@@ -49,6 +49,7 @@ __all__ = ["FlatDrive", "IoTiming", "time_streams", "time_stack", "drive_of", "w
 
 BLOCK_BYTES = 512
 _WAITED_WRITE = int(Flag.SYNC | Flag.FUA | Flag.PREFLUSH)
+_FLUSH, _WRITE = int(Op.FLUSH), int(Op.WRITE)  # plain ints: the per-request path avoids Enum lookups
 
 
 @dataclass(frozen=True)
@@ -115,10 +116,10 @@ class _SimServer:
 
     def serve(self, op, lbn, blocks, arrival):
         n = op.size
-        if n == 1 and op[0] != Op.FLUSH:  # the common case at queue depth 1
+        if n == 1 and op[0] != _FLUSH:  # the common case at queue depth 1
             a = max(float(arrival[0]), self.floor_s, self.last_arrival_s)
             self.last_arrival_s = a
-            s = self.session.serve(bool(op[0] == Op.WRITE), int(lbn[0]), int(blocks[0]), a)
+            s = self.session.serve(bool(op[0] == _WRITE), int(lbn[0]), int(blocks[0]), a)
             return np.array([s.start_s]), np.array([s.completion_s])
         start, done = np.empty(n), np.empty(n)
         flush = np.flatnonzero(op == Op.FLUSH)
