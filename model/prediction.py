@@ -29,7 +29,8 @@ ASSUMPTIONS = (
     ("queue", "each drive serves its requests one at a time, first in first out (queue depth 1 at the drive, "
               "scheduler none); the drives of an array work in parallel"),
     ("waits", "the application waits for reads, flushes and sync/FUA writes at the instant it issues them; "
-              "write-back runs beside it"),
+              "write-back runs beside it; writes issued with reads at one instant (parity updates) wait for "
+              "those reads"),
     ("page cache", "model.iopath.pagecache.CacheParams as given (default: no memory limit, the kernel's "
                    "default dirty ratios and timers)"),
     ("LVM costs", "device-mapper's own time per request is not charged: only the requests dm sends to the "

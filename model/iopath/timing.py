@@ -25,6 +25,10 @@ How time passes (what the model assumes, in the order it applies):
   queueing); different drives work in parallel. Requests a workload issues at one instant
   (``iodepth``) are all in the queue at once, so a striped or mirrored array serves them on its
   members in parallel.
+- **Dependencies.** At an instant with both reads and writes, the writes start only when every read
+  of that instant, on any drive, has completed: a parity array's read-modify-write or
+  reconstruct-write reads before it writes (md raid5 handle_stripe); a write's requests otherwise
+  carry no order between drives.
 - **Flushes.** A flush completes when the drive's write cache has reached the media (the drive
   simulation's ``dirty_until_s``), after every request before it; a request after it starts no
   earlier. A flat drive has no volatile cache: a flush waits only for the requests before it.
