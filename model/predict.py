@@ -252,21 +252,32 @@ class BlockPrediction:
     iops: float
     latency_s: float
     elapsed_s: float
+    #: a stack with an NBD device, which the I/O path does not carry yet: the expected-value
+    #: BlockTime of one request (``timed`` is None then)
+    per_request: object = None
 
     @property
     def parts(self) -> dict:
-        """Each drive's busy time [s], as ``busy_s.<drive>``."""
+        """Each drive's busy time [s], as ``busy_s.<drive>`` (an NBD stack: the per-request parts)."""
+        if self.timed is None:
+            return dict(self.per_request.parts)
         frame = self.timed.timing.device_frame()
         return {f"busy_s.{name}": float(v) for name, v in frame["busy_s"].items()}
 
     @property
     def member_requests(self) -> dict:
         """Requests each drive served, per request of the job."""
+        if self.timed is None:
+            return {"all": float(self.per_request.member_ios)}
         frame = self.timed.timing.device_frame()
         count = max(1, self.job.size_bytes // self.job.block_size_bytes)
         return {name: float(v) / count for name, v in frame["requests"].items()}
 
     def summary(self) -> str:
+        if self.timed is None:
+            return (f"{self.job.label}: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, {self.iops:.1f} IOPS; "
+                    "assumption: an NBD device is not on the I/O path, so this is the expected-value model of "
+                    "one request (diskmodel.model.network), not a timed run")
         return self.timed.summary()
 
     def to_frame(self):
@@ -278,11 +289,14 @@ class BlockPrediction:
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
     def plot(self, ax=None):
+        if self.timed is None:
+            raise ValueError("plot: an NBD stack's prediction is per request, not a timed run; there is nothing to plot")
         return self.timed.plot(ax)
 
     def _repr_html_(self):
+        body = self.to_frame()._repr_html_() if self.timed is None else self.timed._repr_html_()
         return (f"<p><b>{self.job.label}</b>: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, "
-                f"{self.iops:.0f} IOPS</p>" + self.timed._repr_html_())
+                f"{self.iops:.0f} IOPS</p>" + body)
 
 
 def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
@@ -295,6 +309,13 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     if job.size_bytes > node.size_bytes:
         raise ValueError(f"size_bytes: the job moves {job.size_bytes} bytes, more than the device's "
                          f"{node.size_bytes}")
+    from .nodes import walk
+
+    if any(type(n).__name__ == "NbdDevice" for _, n, _ in walk(node, "device")):
+        # The I/O path has no NBD layer yet: the network's expected-value model, said in the summary.
+        per = block_time_of(node, job.requests(), env)
+        count = job.expected_counts()["requests"]
+        return BlockPrediction(job, None, per.rate_bytes_per_s, per.iops, per.time_s, count * per.interval_s, per)
     timed = predict_block_job(node, job, env.disks)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
