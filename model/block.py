@@ -245,6 +245,11 @@ class BlockEnv:
         self._disks = dict(disks)
         self._placed: dict = {}
 
+    @property
+    def disks(self) -> dict:
+        """``{name: Disk}`` (a copy)."""
+        return dict(self._disks)
+
     def disk(self, name: str) -> Disk:
         try:
             return self._disks[name]

@@ -36,6 +36,7 @@ from .block_workloads import JOURNALED, FileCopy, FioJob
 from .network import NfsMount, NfsPrediction, nfs_phase
 from .stack import Stack
 from .volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from .iopath.fileops import FileOps
 from .workload import PostMarkConfig, PostMarkCounts, as_counts
 from .units import KIB, MIB
 
@@ -126,6 +127,13 @@ class Prediction(_PostMarkRates):
         return head + self.to_frame()._repr_html_()
 
 
+def _one_disk_volume(stack: Stack) -> bool:
+    """Is the volume a partition or an LVM volume on one disk (where eqs. 1-12 apply)?"""
+    if not isinstance(stack.volume, (Partition, LinearVolume, StripedVolume)):
+        return False
+    return len({p.disk for _, p in stack.partitions()}) == 1
+
+
 def predict(stack: Stack, workload=None, cache: PageCache | None = None,
             lvm_mapping: LvmMapping | None = None) -> Prediction:
     """PostMark read/write throughput on *stack* and the eq. (1)/(10) breakdown.
@@ -142,7 +150,14 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         *lvm_mapping*).
     workload : PostMarkConfig or PostMarkCounts
         Default ``PostMarkConfig()`` (PostMark's defaults); or a FioJob
-        (:func:`predict_block`) or a FileCopy (:func:`predict_copy`).
+        (:func:`predict_block`: timed on the drives) or a FileCopy
+        (:func:`predict_copy`). A workload string (``"postmark:test1"``,
+        ``"fio:rw=randwrite,bs=4k,size=64M"``: :func:`diskmodel.model.iopath.parse_workload`)
+        or a FileOps, and any workload on a stack other than a partition or
+        an LVM volume on one disk (RAID, loop files, thin volumes, LVM over
+        several disks), is timed on the I/O path and the drives' simulations
+        (:func:`diskmodel.model.prediction.predict_stack`) and returns an
+        :class:`~diskmodel.model.prediction.IoPrediction`.
     cache : PageCache
         Default ``PageCache()``.
     lvm_mapping : LvmMapping
@@ -161,9 +176,20 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         return predict_block(stack.volume, workload, stack.block_env())
     if isinstance(workload, FileCopy):
         return predict_copy(stack.volume, workload, stack.block_env(), kind=stack.file_system.kind)
-    if not isinstance(stack.volume, (Partition, LinearVolume, StripedVolume)):
-        raise ValueError(f"file_system.volume: PostMark is predicted on a partition or an LVM volume on one disk, "
-                         f"not on a {type(stack.volume).__name__}; give a block workload (FioJob, FileCopy)")
+    if isinstance(workload, (str, FileOps)) or not _one_disk_volume(stack):
+        # Any stack the I/O path builds, any workload it names: timed request by request.
+        from .prediction import predict_stack
+
+        if lvm_mapping is not None and lvm_mapping != LvmMapping():
+            raise ValueError("lvm_mapping: the timed I/O path charges the requests device-mapper sends, not "
+                             "fitted mapping costs; leave lvm_mapping out")
+        if cache is not None and cache != PageCache():
+            raise ValueError("cache: the timed I/O path takes the page cache as diskmodel.model.iopath.CacheParams "
+                             "(diskmodel.model.prediction.predict_stack); leave cache out here")
+        if isinstance(workload, PostMarkCounts):
+            raise ValueError(f"workload: this stack ({stack.short_name}) is timed on the I/O path, which runs "
+                             "PostMark's operations, not expected counts; give a PostMarkConfig")
+        return predict_stack(stack, workload)
     filesystem = stack.file_system_parameters()
     workload = PostMarkConfig() if workload is None else workload
     cache = PageCache() if cache is None else cache
@@ -207,53 +233,97 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
 
 @dataclass(frozen=True)
 class BlockPrediction:
-    """A fio job predicted on a block node.
+    """A fio job predicted on a block node: its requests through the block layers below the node and
+    timed on the drives (:func:`diskmodel.model.prediction.predict_block_job`).
 
     Attributes
     ----------
     job : FioJob
-    per_request : BlockTime
-        One request's latency, the stream's interval and the breakdown by layer.
+    timed : IoPrediction
+        The timed run (per device requests, waits, the assumptions).
     throughput_bytes_per_s, iops, latency_s, elapsed_s : float
-        The job's bandwidth [bytes/s], requests per second, mean completion
-        latency [s] and run time (requests x interval) [s].
+        The job's bandwidth [bytes/s], requests per second, mean wait per issue of the queue's
+        requests (one request at iodepth 1) [s] and run time [s].
     """
 
     job: FioJob
-    per_request: BlockTime
+    timed: object
     throughput_bytes_per_s: float
     iops: float
     latency_s: float
     elapsed_s: float
+    #: a stack with an NBD device, which the I/O path does not carry yet: the expected-value
+    #: BlockTime of one request (``timed`` is None then)
+    per_request: object = None
 
     @property
     def parts(self) -> dict:
-        return dict(self.per_request.parts)
+        """Each drive's busy time [s], as ``busy_s.<drive>`` (an NBD stack: the per-request parts)."""
+        if self.timed is None:
+            return dict(self.per_request.parts)
+        frame = self.timed.timing.device_frame()
+        return {f"busy_s.{name}": float(v) for name, v in frame["busy_s"].items()}
+
+    @property
+    def member_requests(self) -> dict:
+        """Requests each drive served, per request of the job."""
+        if self.timed is None:
+            return {"all": float(self.per_request.member_ios)}
+        frame = self.timed.timing.device_frame()
+        count = max(1, self.job.size_bytes // self.job.block_size_bytes)
+        return {name: float(v) / count for name, v in frame["requests"].items()}
+
+    def summary(self) -> str:
+        if self.timed is None:
+            return (f"{self.job.label}: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, {self.iops:.1f} IOPS; "
+                    "assumption: an NBD device is not on the I/O path, so this is the expected-value model of "
+                    "one request (diskmodel.model.network), not a timed run")
+        return self.timed.summary()
 
     def to_frame(self):
         import pandas as pd
 
         rows = [("throughput", self.throughput_bytes_per_s, "bytes/s"), ("iops", self.iops, "1/s"),
                 ("latency", self.latency_s, "s"), ("elapsed", self.elapsed_s, "s")]
-        rows += [(f"latency.{name}", value, "s") for name, value in self.per_request.parts.items()]
+        rows += [(name, value, "s") for name, value in self.parts.items()]
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
+    def plot(self, ax=None):
+        if self.timed is None:
+            raise ValueError("plot: an NBD stack's prediction is per request, not a timed run; there is nothing to plot")
+        return self.timed.plot(ax)
+
     def _repr_html_(self):
+        body = self.to_frame()._repr_html_() if self.timed is None else self.timed._repr_html_()
         return (f"<p><b>{self.job.label}</b>: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, "
-                f"{self.iops:.0f} IOPS</p>" + self.to_frame()._repr_html_())
+                f"{self.iops:.0f} IOPS</p>" + body)
 
 
 def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
-    """*job* (a FioJob) on *node* (any block node), its disks from *env* (``Stack.block_env()``)."""
+    """*job* (a FioJob) on *node* (any block node), its disks from *env* (``Stack.block_env()``):
+    the job's requests through the I/O path's block layers, timed on each drive's simulation."""
+    from .prediction import predict_block_job
+
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")
-    requests = job.requests()
     if job.size_bytes > node.size_bytes:
         raise ValueError(f"size_bytes: the job moves {job.size_bytes} bytes, more than the device's "
                          f"{node.size_bytes}")
-    per = block_time_of(node, requests, env)
-    count = job.expected_counts()["requests"]
-    return BlockPrediction(job, per, per.rate_bytes_per_s, per.iops, per.time_s, count * per.interval_s)
+    from .nodes import walk
+
+    if any(type(n).__name__ == "NbdDevice" for _, n, _ in walk(node, "device")):
+        # The I/O path has no NBD layer yet: the network's expected-value model, said in the summary.
+        per = block_time_of(node, job.requests(), env)
+        count = job.expected_counts()["requests"]
+        return BlockPrediction(job, None, per.rate_bytes_per_s, per.iops, per.time_s, count * per.interval_s, per)
+    timed = predict_block_job(node, job, env.disks)
+    t = timed.timing
+    count = job.size_bytes // job.block_size_bytes
+    elapsed = t.elapsed_s
+    # the waits for the job's requests, not for its closing fsync
+    waits = t.op_wait_s[:-1] if job.rw.endswith("write") and job.end_fsync and t.op_wait_s.size > 1 else t.op_wait_s
+    latency = float(waits.mean()) if waits.size else float((t.completion_s - t.arrival_s).mean())
+    return BlockPrediction(job, timed, count * job.block_size_bytes / elapsed, count / elapsed, latency, elapsed)
 
 
 @dataclass(frozen=True)

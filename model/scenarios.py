@@ -365,7 +365,7 @@ def block_table(nodes: dict, jobs: dict | None = None, env=None):
         for name, job in jobs.items():
             p = predict_block(node, job, env)
             rows.append({"layer": label, "job": name, "throughput_bytes_per_s": p.throughput_bytes_per_s,
-                         "iops": p.iops, "latency_s": p.latency_s, "member_ios": p.per_request.member_ios,
+                         "iops": p.iops, "latency_s": p.latency_s, "member_ios": sum(p.member_requests.values()),
                          **p.parts})
     return pd.DataFrame(rows).fillna(0.0)
 

@@ -320,12 +320,16 @@ def test_predict_block_workloads_on_a_stack_read_from_json():
     job = fio_jobs()["randwrite_4k"]
     p = predict(again, job)
     assert isinstance(p, BlockPrediction)
-    assert p.elapsed_s == pytest.approx(job.expected_counts()["requests"] * p.per_request.interval_s)
+    # every request of the job timed on the drives below the thin pool and its mirror
+    assert p.elapsed_s >= p.timed.timing.device_frame()["busy_s"].max() > 0
+    assert p.iops == pytest.approx(job.expected_counts()["requests"] / p.elapsed_s)
     copy = predict(again, FileCopy(file_sizes_bytes=(MIB, 5 * MIB), repeats=2))
     assert isinstance(copy, CopyPrediction) and len(copy.rows) == 2
     assert copy.rows[1]["write_s"] > copy.rows[0]["write_s"] > 0
-    with pytest.raises(ValueError, match="PostMark is predicted on a partition or an LVM volume"):
-        predict(again)
+    from diskmodel.model.workload import PostMarkConfig
+
+    timed = predict(again, PostMarkConfig(number_of_files=100, transactions=200))  # on the I/O path
+    assert set(timed.timing.devices) == {"a", "b"}
 
 
 def test_block_workloads_join_workload_and_count():
@@ -356,25 +360,21 @@ def test_what_if_tables_of_the_layers():
 
     jobs = {k: j for k, j in fio_jobs(8 * MIB).items() if k in ("randwrite_4k", "seqread_1m")}
     mirrors = mirror_table(FAST, SLOW, jobs, size_bytes=GIB).set_index(["layer", "job"]).throughput_bytes_per_s
+    # Timed on the drives: a mirrored write completes with its slower member, by hand T_CO + T_rot/2 + S/R
+    # (the simulated random positions give the expectation within sampling)
     for policy in ("least_busy", "md", "btrfs"):
-        assert mirrors[(f"raid1 ({policy})", "randwrite_4k")] == pytest.approx(4096 / t_random(SLOW, 4096))
-    assert mirrors[("raid1 (least_busy)", "seqread_1m")] == pytest.approx(MIB / t_seq(FAST, MIB))
+        assert mirrors[(f"raid1 ({policy})", "randwrite_4k")] == pytest.approx(4096 / t_random(SLOW, 4096), rel=0.01)
+    assert mirrors[("raid1 (least_busy)", "seqread_1m")] == pytest.approx(MIB / t_seq(FAST, MIB), rel=0.01)
     levels = raid_level_table(FAST, 5, jobs, size_bytes=GIB).set_index(["layer", "job"])
-    assert levels.member_ios[("raid5", "randwrite_4k")] == pytest.approx(4)
-    assert levels.member_ios[("raid6", "randwrite_4k")] == pytest.approx(5)   # 5 members: reconstruct-write
+    assert levels.member_ios[("raid5", "randwrite_4k")] == pytest.approx(4, abs=0.01)
+    assert levels.member_ios[("raid6", "randwrite_4k")] == pytest.approx(5, abs=0.01)   # 5 members: reconstruct-write
     thin = thin_table(FAST, (64 * KIB,), jobs).set_index(["layer", "pass", "job"]).throughput_bytes_per_s
     assert thin[("thin, 64 KiB chunks", "first write", "randwrite_4k")] < \
         thin[("thin, 64 KiB chunks", "overwrite", "randwrite_4k")]
     loops = loop_depth_table(FAST, (0, 1, 2), jobs).set_index(["layer", "job"]).throughput_bytes_per_s
-    # a buffered layer's read-ahead keeps a read in flight ahead of fio's, so the disk's command overhead
-    # (~1 ms) overlaps its transfer (10.5 ms per MiB) and the layer beats the bare disk; each layer adds its
-    # worker's overhead (10 µs) and its copy (1 MiB at 4 GiB/s)
-    seq = {k: loops[(k, "seqread_1m")] for k in ("disk", "1 loop, sparse", "2 loop, sparse")}
-    layer = 10e-6 + MIB / (4 * GIB)
-    assert seq["disk"] == pytest.approx(MIB / t_seq(FAST, MIB))
-    assert seq["1 loop, sparse"] == pytest.approx(MIB / (MIB / 100e6 + layer))
-    assert seq["2 loop, sparse"] == pytest.approx(MIB / (MIB / 100e6 + 2 * layer))
-    assert seq["1 loop, sparse"] > seq["2 loop, sparse"] > seq["disk"]
+    # a zero-filled image is allocated: each layer adds the host file system's requests, never removes any
+    for job in jobs:
+        assert loops[("disk", job)] >= loops[("1 loop, zero-filled", job)] >= loops[("2 loop, zero-filled", job)]
 
 
 def test_sequential_requests_in_flight_overlap_the_fixed_cost():

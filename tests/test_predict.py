@@ -290,13 +290,19 @@ def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
         fit_lvm_mapping(cases, start_factors=(0.0,))
 
 
-def test_predict_refuses_a_layout_over_several_disks():
+def test_predict_times_a_layout_over_several_disks_on_the_io_path():
     from diskmodel.model.volumes import Partition, StripedVolume
+    from diskmodel.model.workload import PostMarkConfig
 
     disk = load_preset("wd800bd")
     volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))
-    with pytest.raises(ValueError, match="spans 2 disks"):
-        predict(stack_on(disk, volume))
+    stack = stack_on(disk, volume)
+    p = predict(stack, PostMarkConfig(number_of_files=100, transactions=200))
+    # the I/O path's streams reach both drives, and each drive's requests are timed
+    assert set(p.timing.devices) == {"sda", "sdb"}
+    frame = p.timing.device_frame()
+    assert (frame["requests"] > 0).all() and (frame["busy_s"] > 0).all()
+    assert p.elapsed_s >= frame["busy_s"].max()
 
 
 # ---------------------------------------------------------------- diskmodel predict --fs: every kind

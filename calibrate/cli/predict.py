@@ -422,6 +422,10 @@ def _run(args) -> int:
         raise UsageError(flag_error(exc, _flags_given(args))) from exc
     if stack.is_nfs:
         return _run_nfs(args, stack, workload)
+    from diskmodel.model.predict import _one_disk_volume
+
+    if not _one_disk_volume(stack):
+        return _run_timed(args, stack, workload)
     try:
         prediction = predict(stack, workload, cache, mapping)
         disk = stack.model_disk()
@@ -447,6 +451,41 @@ def _run(args) -> int:
         print(stack.describe())
     print(postmark_rates_line(prediction))
     print(breakdown(prediction.to_frame()))
+    return 0
+
+
+def _run_timed(args, stack, workload) -> int:
+    """PostMark on a stack beyond one disk (RAID, loop files, thin, LVM over several disks): the I/O
+    path timed on the drives (:mod:`diskmodel.model.prediction`)."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.model.predict import predict
+
+    by_hand = [flag for flag in ("--page-cache-bytes", "--md-mapping-s", "--fb-mapping-s")
+               if getattr(args, flag[2:].replace("-", "_"), None) is not None]
+    if by_hand:
+        raise UsageError(f"{by_hand[0]} does not apply to --stack {args.stack}: it is timed on the I/O path, whose "
+                         "page cache is the kernel's defaults and whose LVM cost is the requests dm sends")
+    try:
+        prediction = predict(stack, workload)
+    except ValueError as exc:
+        raise UsageError(f"--stack {args.stack}: {exc}") from exc
+    if args.json:
+        frame = prediction.timing.device_frame()
+        print(json.dumps({
+            "stack": stack.short_name, "workload": args.workload,
+            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
+            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
+            "elapsed_s": prediction.elapsed_s, "stall_s": prediction.timing.stall_s,
+            "wait_percentiles_s": prediction.timing.wait_percentiles(),
+            "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
+                               for k, v in row.items()} for name, row in frame.iterrows()},
+            "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
+        }))
+        return 0
+    print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
+          f"{workload.transactions} transactions")
+    print(stack.describe())
+    print(prediction.summary())
     return 0
 
 

@@ -1,0 +1,333 @@
+"""Time from the I/O path: each device's request stream served by that device's per-request simulation.
+
+:func:`time_streams` takes the streams :func:`~.path.run` gives for a stack's disks and serves each
+through a drive: a :class:`~diskmodel.model.simulator.session.DriveSession` (a DiskSim drive, a
+calibration or a preset, as :class:`~diskmodel.model.drive_parameters.DriveParameters`) or a
+:class:`FlatDrive` (flash: a fixed latency plus a transfer rate). :func:`time_stack` does both steps
+for a :class:`~diskmodel.model.stack.Stack` and a workload's :class:`~.fileops.FileOps`.
+
+How time passes (what the model assumes, in the order it applies):
+
+- **The workload's clock.** A request's ``time_s`` is when it would be issued were every device
+  infinitely fast (the workload's own pace: :mod:`.fileops`). The application waits for some requests
+  and not for others. It waits at an *instant* (a ``time_s``) when the file system's device receives
+  there a read, a flush or a write marked ``REQ_SYNC``, ``REQ_FUA`` or ``REQ_PREFLUSH`` (a read miss,
+  fsync, sync, direct I/O, a journal commit): every disk request issued at a waited instant (a RAID
+  member's share, a stripe's pieces, the parity reads of a read-modify-write, a loop image's host
+  requests) completes before the application goes on. Write-back issued at other instants runs while
+  the application goes on.
+- **The stall.** The application runs late by ``stall_s``, the sum of its waits: a request issued at
+  ``time_s`` arrives at its device at ``time_s + stall_s``, and after a waited instant ``t`` the stall
+  becomes ``max(stall_s, last completion of the instant's requests - t)`` (the time the application
+  spent between two requests stays what the workload says).
+- **The queue.** Each drive serves its requests one at a time in arrival order (queue depth 1 at the
+  drive, first in first out: the block layer's ``none`` scheduler over a drive without command
+  queueing); different drives work in parallel. Requests a workload issues at one instant
+  (``iodepth``) are all in the queue at once, so a striped or mirrored array serves them on its
+  members in parallel.
+- **Dependencies.** At an instant with both reads and writes, the writes start only when every read
+  of that instant, on any drive, has completed: a parity array's read-modify-write or
+  reconstruct-write reads before it writes (md raid5 handle_stripe); a write's requests otherwise
+  carry no order between drives.
+- **Flushes.** A flush completes when the drive's write cache has reached the media (the drive
+  simulation's ``dirty_until_s``), after every request before it; a request after it starts no
+  earlier. A flat drive has no volatile cache: a flush waits only for the requests before it.
+- **The end.** The run ends when the application's last operation is done and every device is idle:
+  ``elapsed_s = max(last operation + stall, last completion)``.
+
+Pure model code: numpy arrays throughout (one Python call per waited instant and drive, none per
+request inside a batch), no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .fileops import FileOps, Kind
+from .stream import Flag, Op, Stream
+
+__all__ = ["FlatDrive", "IoTiming", "time_streams", "time_stack", "drive_of", "waited_instants", "BLOCK_BYTES"]
+
+BLOCK_BYTES = 512
+_WAITED_WRITE = int(Flag.SYNC | Flag.FUA | Flag.PREFLUSH)
+_FLUSH, _WRITE = int(Op.FLUSH), int(Op.WRITE)  # plain ints: the per-request path avoids Enum lookups
+
+
+@dataclass(frozen=True)
+class FlatDrive:
+    """A flash-like drive: each request takes ``latency_s`` plus its bytes at ``bytes_per_s``; no
+    volatile write cache, no dependence on the position. ``capacity_bytes`` bounds the requests."""
+
+    latency_s: float
+    bytes_per_s: float
+    capacity_bytes: int
+
+    def __post_init__(self):
+        lat = self.latency_s
+        if isinstance(lat, bool) or not isinstance(lat, (int, float)) or not np.isfinite(lat) or lat < 0:
+            raise ValueError(f"flat drive: latency_s = {lat!r} must be a finite number >= 0")
+        rate = self.bytes_per_s
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            raise ValueError(f"flat drive: bytes_per_s = {rate!r} must be a number > 0")
+        cap = self.capacity_bytes
+        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < BLOCK_BYTES:
+            raise ValueError(f"flat drive: capacity_bytes = {cap!r} must be an integer >= {BLOCK_BYTES}")
+
+
+class _FlatServer:
+    """A :class:`FlatDrive` serving batches, first in first out."""
+
+    def __init__(self, drive: FlatDrive):
+        self.drive = drive
+        self.free_s = 0.0
+        self.last_arrival_s = 0.0
+        self.total_blocks = int(drive.capacity_bytes) // BLOCK_BYTES
+
+    def serve(self, op, lbn, blocks, arrival):
+        arrival = np.maximum.accumulate(np.maximum(arrival, self.last_arrival_s))
+        self.last_arrival_s = float(arrival[-1])
+        service = np.where(op == Op.FLUSH, 0.0, self.drive.latency_s + blocks * BLOCK_BYTES / self.drive.bytes_per_s)
+        # FIFO at depth 1: completion_i = max(arrival_i, completion_{i-1}) + service_i, as one scan:
+        # completion_i = S_i + max(free, max_{j<=i}(arrival_j - S_{j-1})) with S the running sum.
+        csum = np.cumsum(service)
+        before = csum - service
+        done = csum + np.maximum(self.free_s, np.maximum.accumulate(arrival - before))
+        self.free_s = float(done[-1])
+        return done - service, done
+
+
+class _SimServer:
+    """A :class:`~diskmodel.model.simulator.session.DriveSession` serving batches; a flush completes when
+    the drive's write cache is on the media, and holds back the requests after it."""
+
+    def __init__(self, params):
+        from diskmodel.model.simulator.session import DriveSession
+
+        self.session = DriveSession(params)
+        self.total_blocks = int(params.layout.total_blocks)
+        self.floor_s = 0.0  # the last flush's completion: no request starts before it
+        # A request queued behind one that waits (for another drive's read) arrives no earlier than it.
+        self.last_arrival_s = 0.0
+
+    def _flush(self, arrival: float) -> float:
+        st = self.session.state
+        done = max(arrival, self.floor_s, st.clock_s, st.dirty_until_s)
+        self.floor_s = done
+        return done
+
+    def serve(self, op, lbn, blocks, arrival):
+        n = op.size
+        if n == 1 and op[0] != _FLUSH:  # the common case at queue depth 1
+            a = max(float(arrival[0]), self.floor_s, self.last_arrival_s)
+            self.last_arrival_s = a
+            s = self.session.serve(bool(op[0] == _WRITE), int(lbn[0]), int(blocks[0]), a)
+            return np.array([s.start_s]), np.array([s.completion_s])
+        start, done = np.empty(n), np.empty(n)
+        flush = np.flatnonzero(op == Op.FLUSH)
+        edges = np.concatenate(([0], flush, [n]))
+        for k in range(edges.size - 1):
+            lo, hi = int(edges[k]) + (1 if k else 0), int(edges[k + 1])
+            if k:
+                f = int(edges[k])
+                start[f] = max(float(arrival[f]), self.floor_s, self.session.state.clock_s)
+                done[f] = self._flush(float(arrival[f]))
+            if hi <= lo:
+                continue
+            arr = np.maximum.accumulate(np.maximum(arrival[lo:hi], max(self.floor_s, self.last_arrival_s)))
+            self.last_arrival_s = float(arr[-1])
+            if hi - lo == 1:
+                s = self.session.serve(bool(op[lo] == Op.WRITE), int(lbn[lo]), int(blocks[lo]), float(arr[0]))
+                start[lo], done[lo] = s.start_s, s.completion_s
+            else:
+                s = self.session.serve_many(op[lo:hi] == Op.WRITE, lbn[lo:hi], blocks[lo:hi], arr)
+                start[lo:hi], done[lo:hi] = s.start_s, s.completion_s
+        return start, done
+
+
+def drive_of(model):
+    """The server of a drive model: a :class:`FlatDrive`, a
+    :class:`~diskmodel.model.drive_parameters.DriveParameters` or a :class:`~diskmodel.model.disk.Disk`."""
+    from diskmodel.model.disk import Disk
+    from diskmodel.model.drive_parameters import DriveParameters
+
+    if isinstance(model, FlatDrive):
+        return _FlatServer(model)
+    if isinstance(model, Disk):
+        model = DriveParameters.from_disk(model)
+    if isinstance(model, DriveParameters):
+        return _SimServer(model)
+    raise ValueError(f"drive: {type(model).__name__} is not a FlatDrive, DriveParameters or Disk")
+
+
+def waited_instants(top: Stream) -> np.ndarray:
+    """The instants the application waits at: where the file system's device receives a read, a flush
+    or a write marked sync, FUA or preflush (sorted, unique)."""
+    waited = (top.op == Op.READ) | (top.op == Op.FLUSH) | ((top.op == Op.WRITE) & ((top.flags & _WAITED_WRITE) != 0))
+    return np.unique(top.time_s[waited])
+
+
+@dataclass(frozen=True, eq=False)
+class IoTiming:
+    """The timed run (see the module docstring). Per request, in ``order`` (by issue time):
+    ``device`` (index into ``devices``), ``op``, ``size_bytes``, ``arrival_s``, ``start_s``,
+    ``completion_s``, ``waited``. ``op_wait_s``: how long the application waited at each waited
+    instant (from its arrival to the last completion among the instant's requests)."""
+
+    devices: tuple
+    device: np.ndarray
+    op: np.ndarray
+    size_bytes: np.ndarray
+    arrival_s: np.ndarray
+    start_s: np.ndarray
+    completion_s: np.ndarray
+    waited: np.ndarray
+    op_wait_s: np.ndarray
+    app_s: float
+    stall_s: float
+    elapsed_s: float
+    untimed: tuple = field(default=())
+    #: each request's issue time on the workload's clock, and each wait's instant
+    issue_s: np.ndarray | None = None
+    op_wait_at_s: np.ndarray | None = None
+
+    def device_frame(self):
+        """Per device: requests, bytes read and written, busy time [s] and utilisation."""
+        import pandas as pd
+
+        busy = self.completion_s - self.start_s
+        rows = []
+        for k, name in enumerate(self.devices):
+            m = self.device == k
+            rows.append({"device": name, "requests": int(m.sum()),
+                         "read_bytes": int(self.size_bytes[m & (self.op == Op.READ)].sum()),
+                         "write_bytes": int(self.size_bytes[m & (self.op == Op.WRITE)].sum()),
+                         "busy_s": float(busy[m].sum()),
+                         "utilisation": float(busy[m].sum() / self.elapsed_s) if self.elapsed_s > 0 else 0.0})
+        return pd.DataFrame(rows).set_index("device")
+
+    def wait_percentiles(self, q=(50, 90, 99)) -> dict:
+        """Percentiles of the application's waits [s] (``{}`` when it never waited)."""
+        if not self.op_wait_s.size:
+            return {}
+        return {f"p{p:g}": float(v) for p, v in zip(q, np.percentile(self.op_wait_s, q))}
+
+
+def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0) -> IoTiming:
+    """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
+    drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
+    issues its last operation at ``app_end_s`` (both on the workload's clock)."""
+    names = tuple(streams)
+    missing = [n for n in names if n not in drives]
+    if missing:
+        raise ValueError(f"drives: device {missing[0]!r} has no drive")
+    servers = [drive_of(drives[n]) for n in names]
+    parts = [(k, s.take(s.op != Op.DISCARD)) for k, s in enumerate(streams[n] for n in names)]
+    dev = np.concatenate([np.full(len(s), k, np.int64) for k, s in parts]) if parts else np.zeros(0, np.int64)
+    cat = [np.concatenate([getattr(s, f) for _, s in parts]) if parts else np.zeros(0) for f in
+           ("time_s", "op", "offset_bytes", "size_bytes")]
+    order = np.lexsort((dev, cat[0]))  # by time; a device's own order is kept (its stream is by time)
+    t, op, off, size = (c[order] for c in cat)
+    dev = dev[order]
+    lbn = off // BLOCK_BYTES
+    blocks = np.where(op == Op.FLUSH, 0, -(-(off + size) // BLOCK_BYTES) - lbn)
+    for k, server in enumerate(servers):
+        over = (dev == k) & (op != Op.FLUSH) & (lbn + blocks > server.total_blocks)
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise ValueError(f"device {names[k]}: a request ends at byte {int(off[i] + size[i])}, beyond the drive's "
+                             f"{server.total_blocks * BLOCK_BYTES} bytes")
+    waited_at = np.unique(np.asarray(waited_at, float))
+    waited = np.isin(t, waited_at)
+    n = t.size
+    arrival, start, done = np.empty(n), np.empty(n), np.empty(n)
+    ends = np.searchsorted(t, waited_at, side="right")
+    firsts = np.searchsorted(t, waited_at, side="left")
+    stall, pos = 0.0, 0
+    waits, wait_at = [], []
+
+    mixed = np.intersect1d(t[op == Op.READ], t[op != Op.READ])  # instants with reads and writes
+
+    def serve_plain(lo, hi, shift, floor=0.0):
+        arrival[lo:hi] = np.maximum(t[lo:hi] + shift, floor)
+        if hi - lo == 1:  # the common case at queue depth 1: one request, no array work
+            k = int(dev[lo])
+            start[lo:hi], done[lo:hi] = servers[k].serve(op[lo:hi], lbn[lo:hi], blocks[lo:hi], arrival[lo:hi])
+            return
+        d = dev[lo:hi]
+        for k in np.unique(d).tolist():
+            idx = np.flatnonzero(d == k) + lo
+            start[idx], done[idx] = servers[k].serve(op[idx], lbn[idx], blocks[idx], arrival[idx])
+
+    def serve(lo, hi, shift):
+        # At an instant with reads and writes, the writes wait for the reads (a parity array's
+        # read-modify-write reads the old data and parity before it writes: md raid5 handle_stripe).
+        if hi <= lo:
+            return
+        a_m, b_m = np.searchsorted(mixed, t[lo], "left"), np.searchsorted(mixed, t[hi - 1], "right")
+        for m in mixed[a_m:b_m].tolist():
+            a, b = int(np.searchsorted(t, m, "left")), int(np.searchsorted(t, m, "right"))
+            if a < lo:
+                continue
+            serve_plain(lo, a, shift)
+            reads = np.flatnonzero(op[a:b] == Op.READ) + a
+            rest = np.flatnonzero(op[a:b] != Op.READ) + a
+            for idx, floor in ((reads, 0.0), (rest, None)):
+                if floor is None:
+                    floor = float(done[reads].max())
+                arrival[idx] = np.maximum(t[idx] + shift, floor)
+                d = dev[idx]
+                for k in np.unique(d).tolist():
+                    j = idx[d == k]
+                    start[j], done[j] = servers[k].serve(op[j], lbn[j], blocks[j], arrival[j])
+            lo = b
+        serve_plain(lo, hi, shift)
+
+    for w, first, end in zip(waited_at.tolist(), firsts.tolist(), ends.tolist()):
+        if end <= first:
+            continue  # no disk request at this instant (served from a layer above)
+        serve(pos, end, stall)
+        pos = end
+        last = float(done[first:end].max())
+        waits.append(last - (w + stall))
+        wait_at.append(w)
+        stall = max(stall, last - w)
+    if pos < n:
+        serve(pos, n, stall)
+    app_s = float(app_end_s)
+    elapsed = max(app_s + stall, float(done.max()) if n else 0.0)
+    return IoTiming(names, dev, op, size, arrival, start, done, waited, np.asarray(waits, float), app_s, stall, elapsed,
+                    (), t, np.asarray(wait_at, float))
+
+
+def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> tuple[IoTiming, dict]:
+    """``ops`` on ``stack`` through the I/O path (:func:`~.path.run`) and its disks' simulations.
+    ``drives`` (optional) replaces the model of some disks by name (a :class:`FlatDrive`, a
+    DriveParameters or a Disk); the others are the stack's (``stack.drive(name).model_disk()``).
+    Returns the timing and the streams. Requests on a device that is no disk of the stack (a thin
+    pool's metadata device) are not timed; ``IoTiming.untimed`` names those devices."""
+    from .path import run
+
+    streams = run(stack, ops, cache)
+    disk_names = [d.name for d in stack.disks]
+    leaf = {n: s for n, s in streams.items() if n in disk_names}
+    untimed = tuple(n for n, s in streams.items() if n.endswith("-meta") and len(s))
+    models = {}
+    for n in leaf:
+        given = (drives or {}).get(n)
+        models[n] = given if given is not None else stack.drive(n).model_disk()
+    top = next(iter(streams.values())) if streams else Stream.empty()
+    app_end = float(ops.time_s.max()) if len(ops) else 0.0
+    timing = time_streams(leaf, models, waited_instants(top), app_end)
+    if untimed:
+        timing = dataclasses.replace(timing, untimed=untimed)
+    return timing, streams
+
+
+def workload_bytes(ops: FileOps) -> tuple[int, int]:
+    """The bytes the application reads and writes (its own calls, before the page cache)."""
+    r = int(ops.size_bytes[ops.kind == Kind.READ].sum())
+    w = int(ops.size_bytes[ops.kind == Kind.WRITE].sum())
+    return r, w

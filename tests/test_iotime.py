@@ -1,0 +1,172 @@
+"""Time from the I/O path (model/iopath/timing.py, model/prediction.py): the signs of the stack effects,
+each by its mechanism, on the DiskSim-validated HP C2247A (a preset), and the paper's analytic view
+where its assumptions hold.
+
+The drive kernel is numba's; these tests run it (cached after the first compilation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diskmodel.model.block import BlockEnv
+from diskmodel.model.block_workloads import FioJob
+from diskmodel.model.disk import expected_random_service_time_s
+from diskmodel.model.drives import PresetDrive
+from diskmodel.model.iopath.stream import Op, Stream
+from diskmodel.model.iopath.timing import FlatDrive, time_streams
+from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.predict import predict, predict_block
+from diskmodel.model.presets import load_preset
+from diskmodel.model.raid import RaidArray
+from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.volumes import Partition
+
+MIB = 1 << 20
+DRIVE = "hp_c2247a"
+
+
+@pytest.fixture(scope="module")
+def env():
+    disk = load_preset(DRIVE)
+    return BlockEnv({f"sd{c}": disk for c in "abc"})
+
+
+def _part(c: str, size: int = 800 * MIB) -> Partition:
+    return Partition(MIB, size, f"/dev/sd{c}1", f"sd{c}")
+
+
+def _raid(kind: str, n: int, chunk: int = 64 * 1024) -> RaidArray:
+    return RaidArray(kind, tuple(_part(c) for c in "abc"[:n]), chunk_size_bytes=chunk)
+
+
+def _stack(volume, n: int = 1) -> Stack:
+    return Stack(FileSystemNode(volume, kind="ext4"), tuple(PresetDrive(DRIVE, f"sd{c}") for c in "abc"[:n]))
+
+
+def test_raid5_small_writes_cost_more_than_raid0(env):
+    # Each 4 KiB write on a 3-drive RAID 5 reads the rest of its stripe before it writes data and
+    # parity (reconstruct-write); on RAID 0 it is one write on one drive.
+    job = FioJob("randwrite", block_size_bytes=4096, size_bytes=2 * MIB)
+    r0 = predict_block(_raid("raid0", 3), job, env)
+    r5 = predict_block(_raid("raid5", 3), job, env)
+    per_write = sum(r5.member_requests.values())
+    assert per_write == pytest.approx(3.0, abs=0.05)  # md's rcw on 3 drives: 1 read + 2 writes
+    assert sum(r0.member_requests.values()) == pytest.approx(1.0, abs=0.05)
+    assert r5.elapsed_s > 1.5 * r0.elapsed_s
+
+
+@pytest.mark.parametrize("job", [FioJob("randread", block_size_bytes=4096, size_bytes=2 * MIB, iodepth=8),
+                                 FioJob("read", block_size_bytes=MIB, size_bytes=16 * MIB)],
+                         ids=["random-qd8", "sequential-1MiB"])
+def test_striping_over_two_drives_reads_faster_than_one(env, job):
+    # Requests in flight at once (iodepth 8), or one large request split at the chunk, keep both
+    # drives busy at the same time.
+    one = predict_block(_part("a"), job, env)
+    two = predict_block(_raid("raid0", 2), job, env)
+    assert two.elapsed_s < 0.8 * one.elapsed_s
+    busy = two.timed.timing.device_frame()["busy_s"]
+    assert busy["sda"] == pytest.approx(busy["sdb"], rel=0.3)
+
+
+def test_a_smaller_chunk_does_not_read_faster_for_large_sequential_reads(env):
+    # A 1 MiB read covers both drives whatever the chunk; a smaller chunk only adds requests.
+    job = FioJob("read", block_size_bytes=MIB, size_bytes=16 * MIB)
+    small = predict_block(_raid("raid0", 2, 16 * 1024), job, env)
+    large = predict_block(_raid("raid0", 2, 256 * 1024), job, env)
+    assert small.elapsed_s >= 0.99 * large.elapsed_s
+    # md splits each read at the chunk; the block layer merges a drive's adjacent pieces again
+    assert small.member_requests == large.member_requests == {"sda": 1.0, "sdb": 1.0}
+
+
+def test_a_loop_file_is_not_faster_than_native_for_writes():
+    # The same buffered writes, synced at the end: through a loop file they are written back twice
+    # (the guest's cache into the image, the host's cache onto the drive) with the host file
+    # system's metadata on top.
+    native = predict(_stack(_part("a")), "fio:rw=write,bs=64k,size=16M")
+    loop = predict(_stack(LoopFile(_part("a"), 400 * MIB)), "fio:rw=write,bs=64k,size=16M")
+    assert loop.write_bytes == native.write_bytes == 16 * MIB
+    assert loop.elapsed_s >= native.elapsed_s
+    assert loop.write_throughput_bytes_per_s <= native.write_throughput_bytes_per_s
+
+
+def test_postmark_on_raid1_over_two_drives_is_predicted_with_its_assumptions():
+    from diskmodel.model.workload import PostMarkConfig
+
+    config = PostMarkConfig(number_of_files=200, transactions=500)
+    p = predict(_stack(_raid("raid1", 2), 2), config)
+    assert p.elapsed_s > 0
+    frame = p.timing.device_frame()
+    assert set(frame.index) == {"sda", "sdb"}
+    # a mirror writes every byte to each drive
+    assert frame.loc["sda", "write_bytes"] == frame.loc["sdb", "write_bytes"] > 0
+    # one request at a time per drive, flushes included: none starts before the one before it completed
+    t = p.timing
+    for k in range(len(t.devices)):
+        m = t.device == k
+        order = np.argsort(t.start_s[m], kind="stable")
+        assert (t.start_s[m][order][1:] >= t.completion_s[m][order][:-1] - 1e-12).all()
+        assert ((t.op[m] == Op.FLUSH).sum()) > 0
+    assert (frame["busy_s"] <= p.elapsed_s).all()
+    text = p.summary()
+    for topic in ("I/O path", "page cache", "LVM costs", "intervals"):
+        assert f"{topic}:" in text
+    assert p.intervals is None
+    # each drive's model says what in it is estimated (the preset's own list)
+    estimated = dict(p.assumptions)["drive sda"]
+    assert estimated.startswith(load_preset(DRIVE).name)
+    assert "interface_rate_bytes_per_s" in estimated
+    assert "elapsed" in p.to_frame().index
+    assert "Assumptions" in p._repr_html_()
+
+
+def test_random_reads_on_one_disk_agree_with_the_paper_equations(env):
+    # Where eqs. (3)-(8) hold (one disk, requests uniformly at random in a region, queue depth 1,
+    # no cache hit), the simulated mean request time is their expected T_DST.
+    disk = env.disk("sda")
+    region = 800 * MIB
+    job = FioJob("randread", block_size_bytes=4096, size_bytes=region)
+    rng = np.random.default_rng(7)
+    n = 600
+    off = MIB + rng.integers(0, region // 4096, n) * 4096
+    t = np.arange(n) * 1e-3
+    stream = Stream.from_arrays(time_s=t, op=np.zeros(n, np.int8), offset_bytes=off, size_bytes=np.full(n, 4096))
+    timing = time_streams({"sda": stream}, {"sda": disk}, t, float(t[-1]))
+    simulated = float(timing.op_wait_s.mean())
+    e = expected_random_service_time_s(disk, 4096, MIB, region)
+    expected = float(sum(np.asarray(getattr(e, f)).mean() for f in ("command_overhead_s", "seek_s", "settle_s",
+                                                                     "rotation_s", "transfer_s", "interface_s")))
+    assert job.size_bytes == region
+    assert simulated == pytest.approx(expected, rel=0.15)
+
+
+def test_flat_drive_is_first_in_first_out_at_depth_one():
+    # Three requests at once, then one after the queue drained: hand-computed completions.
+    drive = FlatDrive(latency_s=1e-3, bytes_per_s=1.024e6, capacity_bytes=MIB)
+    s = Stream.from_arrays(time_s=[0.0, 0.0, 0.0, 1.0], op=[Op.READ] * 4, offset_bytes=[0, 4096, 8192, 0],
+                           size_bytes=[1024, 1024, 1024, 1024])
+    timing = time_streams({"d": s}, {"d": drive}, [], 1.0)
+    assert timing.completion_s == pytest.approx([2e-3, 4e-3, 6e-3, 1.002])
+    assert timing.elapsed_s == pytest.approx(1.002)
+
+
+def test_a_request_beyond_the_drive_is_one_line_naming_the_device():
+    drive = FlatDrive(latency_s=1e-3, bytes_per_s=1e6, capacity_bytes=4096)
+    s = Stream.from_arrays(op=[Op.WRITE], offset_bytes=[4096], size_bytes=[512])
+    with pytest.raises(ValueError, match=r"^device d: a request ends at byte 4608, beyond the drive's 4096 bytes$"):
+        time_streams({"d": s}, {"d": drive}, [], 0.0)
+
+
+def test_a_drive_without_a_cache_is_said_in_the_first_line(env):
+    import dataclasses
+
+    from diskmodel.model.drive_cache import DriveCache
+
+    job = FioJob("randread", block_size_bytes=4096, size_bytes=MIB)
+    preset = env.disk("sda")  # the preset gives its cache's size only, no segments or policies
+    assert preset.drive_cache is None
+    first = predict_block(_part("a"), job, env).summary().splitlines()[0]
+    assert first.endswith("; no drive cache on sda (the model has none)")
+    cached = dataclasses.replace(preset, drive_cache=DriveCache(segments=2, segment_size_bytes=128 * 1024))
+    p = predict_block(_part("a"), job, BlockEnv({"sda": cached}))
+    assert "no drive cache" not in p.summary()
