@@ -430,7 +430,7 @@ def drive_parameters(files: DiskSimFolder, *, disksim_code: bool = True,
       head before a read's first one, a property DIXtrac measured), which
       DiskSim's code never acts on: DiskSim's own times did not change when
       it was flipped (tests/golden/disksim_variants: atlas10k and ibm18es
-      1 -> 0, cheetah4LP and hp_c2247a 0 -> 1), though its code means to
+      from 1 to 0, cheetah4LP and hp_c2247a from 0 to 1), though its code means to
       (disk_buffer_seekdone);
     * "Maximum read-ahead (blks)" = 0, which the manual makes no read-ahead
       and DiskSim's code no bound on it (disk_buffer_get_max_readahead: the

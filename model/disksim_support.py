@@ -82,14 +82,9 @@ HONOURED = (
     # reconnects at the low watermark (0; its range checked in ONLY_VALUES): a write larger than
     # its segment, and a fast write appending to a write still being written, whose unwritten
     # blocks share the segment (disk_buffer_transfer_size, disk_request_needs_bus;
-    # diskmodel.model.disksim_big_transfer). Every request of 398 writes and reads of 65-600 blocks
-    # within 10 us of DiskSim at 0 and 1 and at 0, 0.3 and 1.0 on atlas_III, hp_c2247a (segments of
-    # 256 and of 64) and cheetah4LP (segments of 100) (tests/golden/disksim_variants,
-    # big_transfers); on atlas_III's runs of appending fast writes (appending_runs: 114-151 of
-    # DiskSim's 400 times change with the keys) 87.5-91.2 % of ours at each value (60.3-64.3 %
-    # before), the rest reads of the runs' blocks (and, holding the bus, the writes after one of
-    # them) and writes refused behind a queued one; on the randomised test's traces of the
-    # unchanged atlas_III (seeds 150-299) the disagreeing requests went from 2709 to 353 of 24 000.
+    # diskmodel.model.disksim_big_transfer). Large writes and reads and runs of appending fast writes
+    # checked against DiskSim's own times at every value tried (tests/golden/disksim_variants, big_transfers and
+    # appending_runs; the agreement figures: docs/disksim_keys.md, "Hold bus entire write xfer").
     # Two situations are not followed; DiskSim 4.0 failed on the one trace tried for each
     # (disk_buffer_transfer_size's assertion on seg_owner->inblkno, at every value): a write
     # larger than its segment appending to one still being written (atlas_III, 65-300 blocks
@@ -160,11 +155,8 @@ ONLY_VALUES = {
     # the head lands inside its span, reads the wanted blocks from there to lastblkno (the read's end,
     # also for a read taking over the read-ahead, or the read-ahead's limit) and the ones before on the
     # way round (disksim_access_block.immediate_read_run, mode 2; disksim_readahead._extend_read_ahead).
-    # Hand traces with DiskSim's own times (tests/test_disksim_g4_immediate_read.py:
-    # G4_4TB 256-block and maxtor300g 64/128-block misses, 30 us to 0.63 ms from the times at 0, within
-    # 10 us; maxtor300g sequential reads taken over, the same times as at 0); development seed 618
-    # (maxtor300g, the only development variant of it DiskSim completes): 55 -> 31 of 1500 requests
-    # more than 10 us from DiskSim (DiskSim with the key at 0 against the simulation without it: 30).
+    # Checked on hand traces with DiskSim's own times (tests/test_disksim_g4_immediate_read.py) and a
+    # randomised maxtor300g trace (figures: docs/disksim_keys.md, "Immediate buffer read on g4").
     # The key itself stays in ACTS_WHERE_NOT_FOLLOWED for the situation named there.
     # DiskSim's own range (disk.modspec); drive_parameters: read_direct_to_buffer. disk_buffer_sector_done
     # (src/disksim_diskctlr.c) asks disk_buffer_block_available about a read sector at the end of the
@@ -177,14 +169,9 @@ ONLY_VALUES = {
     # 283-800 blocks (tests/golden/disksim_variants' cheetah4LP_big_reads_read_direct_0). DiskSim's
     # other reader of the key, disk_get_remapped_sector, acts next to a remapped sector only, where
     # DiskSim 4.0 fails at either value (cheetah4LP_defects_remapped_read_direct_0). Checked on
-    # hand-written traces (tests/test_disksim_random.py: atlas_III's 64-block sequential reads, 7.740
-    # and 12.430 ms at 0 against 7.667 and 8.346 at 1; cheetah4LP's 47-block ones, a miss at 0 where 1
-    # has a hit) and on development seeds 600-899 of make_random.py with the key forced to 0
-    # (DiskSim's times at 0 differ from those at 1 in 150 of 467 traces): requests within 10 us of
-    # DiskSim at 0, variants 99.52 -> 99.72 % (p10 0.987 -> 0.993), unchanged drives 99.73 -> 99.90 %
-    # (p10 0.992 -> 0.997); at 1 the simulation has 99.74 % and 99.91 %. The host's progress counted
-    # at the sector's end instead (transfers ending within the sector) made 2401 requests of 18
-    # traces disagree, against 230
+    # hand-written traces (tests/test_disksim_random.py) and on randomised traces with the key forced
+    # to 0 (figures, and the alternative reading that disagreed: docs/disksim_keys.md, "Read directly
+    # to buffer")
     "Read directly to buffer": (0, 1),
     # DiskSim's range is 0..2 (disk.modspec); its code tests currdisk->immed for truth only
     # (disksim_diskctlr.c, diskmodel/mech_g1.c), so 2 is 1 (DiskSim's times at 2 equal those at 1
@@ -338,7 +325,7 @@ _KNOWN = ({_normalise_key(k) for k in HONOURED} | {_normalise_key(k) for k in IR
 #: drive_parameters(..., disksim_access_block_bug=False)) was checked against that build
 #: request by request (tests/golden/disksim_fixed): g1 with sparing scheme 9 (atlas10k) or 7
 #: (ibm18es). On hp_c2247a (scheme 1) the mended build gains no time or loses a revolution where
-#: the simulation gains (9074 of its 9999 requests agree; 9756 with the bug flag); cheetah4LP
+#: the simulation gains (docs/disksim_keys.md, "Read any free blocks"); cheetah4LP
 #: (scheme 8) aborts the mended build (disk_buffer_seekdone: the head's sector has no block).
 IMMEDIATE_ACCESS_SPARING = (7, 9)
 
@@ -393,16 +380,12 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
     # segment and, with more write segments, the others, each in a segment of its own, served first
     # come first served (Scheduling policy 1) or, at policy 21 (PRI_ASPCTF_OPT, maxtor300g's), the
     # least estimated positioning time first, a read miss behind them competing
-    # (ioqueue_get_request_from_opt_sptf_queue, disk_buffer_estimate_servtime). Policy 21 against
-    # DiskSim's own times (tests/golden/disksim_random write_segments.json, "_sptf" sets): maxtor300g
-    # 86.0-96.3 % of 400 within 10 us on 8 traces (FCFS there: 82.8-93.8 %; policy 1 against DiskSim
-    # at policy 1 on 7 of them 87.5-97.0 %), atlas10k with 3 write segments 97.5-97.9 % of 1500 on 4
-    # (FCFS 96.5-97.7 %). DiskSim's zero-latency writes on a g4 layout (maxtor300g, "Immediate
-    # buffer write" = 1) start under the head and end elsewhere, which moves policy 21's next
-    # choice: followed (disksim_access_block.immediate_write_track). Since session 8 also the LBN
-    # policies 2, 3, 4, 17 and the positioning-time policies 8, 9, 14, 15, 20 (PREBUFFERING_POLICIES:
-    # every request within 10 us of DiskSim's at each, 1133 requests of three hand-shaped traces of
-    # atlas10k with 9 write segments); the others are refused, saying why (PREBUFFERING_REFUSED).
+    # (ioqueue_get_request_from_opt_sptf_queue, disk_buffer_estimate_servtime); DiskSim's zero-latency
+    # writes on a g4 layout move policy 21's next choice and are followed
+    # (disksim_access_block.immediate_write_track); the other policies of PREBUFFERING_POLICIES are
+    # followed too, the rest refused, saying why (PREBUFFERING_REFUSED). Checked against DiskSim's own
+    # times (tests/golden/disksim_random write_segments.json; figures: docs/disksim_keys.md,
+    # "Allow write prebuffering").
     prebuffering = specs_block.get("Allow write prebuffering")
     if prebuffering not in (None, 0, 1):
         raise DiskSimFormatError(specs_block.path, specs_block.line_of("Allow write prebuffering"),
@@ -442,16 +425,9 @@ def check_honoured(specs_block: Block, model: ModelFile) -> None:
                                  "with it")
     # "Minimum read-ahead (blks)" > 0 on a write-through drive ("Fast write level" 0) is accepted:
     # DiskSim 4.0 fails there on some traces only, and sooner the larger the minimum, each time
-    # at a write following a read (the cause inside DiskSim not pinned down). hp_c2247a's bundled
-    # trace: a segmentation fault at request 1281 (minimum 16), 30 (64), 6 (130), 3 (400);
-    # hp_c2490a's: disk_buffer_sector_done's fpcheck assertion (6000 sectors without
-    # disk_check_hda: a read-ahead that does not stop) at 6937, 174, 9, 2; barracuda's at Fast
-    # write level 0: 3177 (200), 202 (400); ibm18es's: 221 (400). Every request DiskSim completes
-    # before, 12,042 compared, has our time within 10 us (tests/golden/disksim_variants,
-    # *_write_through_min_read_ahead_*; barracuda at 400 needs the minimum on 10 of 200).
-    # Of the development seeds 0-149 of tests/golden/disksim_random with this combination, DiskSim
-    # ran seed 13 (hp_c2247a, minimum 64; 1499 of 1500 within 10 us, the other not examined) and
-    # failed on the nine others.
+    # at a write following a read (the cause inside DiskSim not pinned down); every request DiskSim
+    # completes before it fails agrees with ours (tests/golden/disksim_variants,
+    # *_write_through_min_read_ahead_*; where each drive fails: docs/disksim_keys.md).
     # Every layout DiskSim defines is honoured: g1 (every sparing scheme, slips, defects
     # remapped in place or elsewhere), g2 (zones and an extent map, its skew rule) and g4
     # (tables, slips, remaps), see diskmodel.model.disksim_mapping, disksim_g2 and disksim_g4.

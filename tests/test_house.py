@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,42 @@ def test_predict_is_the_module_and_its_function_inside():
 
     assert diskmodel.model.predict is module, "the package's attribute `predict` shadows the module"
     assert callable(module.predict)
+
+
+# A measured figure in a comment or docstring goes stale with the next change it does not follow: figures
+# live in benchmarks/results and docs/benchmarks.md (and DiskSim's evidence in docs/disksim_keys.md), history
+# in git. These patterns are the lab notebook's: counts of agreeing requests, before -> after, sessions, timings.
+LAB_NOTEBOOK = re.compile(
+    r"\b\d[\d,]* of (?:the |its |DiskSim's |our )?\d[\d,]* (?:requests|traces|times)\b"   # 1499 of 1500 requests
+    r"|\b\d[\d.,]* ?%? ?-> ?\d[\d.,]* ?%?"                                                 # 55 -> 31, 99.52 -> 99.72 %
+    r"|\bwent from \d|\bfrom \d[\d,]* to \d[\d,]* of\b"                                    # went from 2709 to 353 of
+    r"|\bsession \d+\b|\bdevelopment seeds? \d"                                            # since session 8
+    r"|\btook \d[\d.]* ?(?:x|×|s\b|ms\b|min\b)"                                            # took 3x the CPU time
+    r"|\babout \d[\d.]* ?s (?:under TCG|per boot|of in-guest)")                            # about 3 s per boot
+
+
+def _comments_and_docstrings(path: Path):
+    import io
+    import tokenize
+
+    source = path.read_text()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                for offset, line in enumerate(doc.splitlines()):
+                    yield node.body[0].lineno + offset, line
+
+
+def test_no_measured_figure_in_a_comment_or_docstring():
+    found = []
+    for folder in PACKAGES.values():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for line_number, text in _comments_and_docstrings(path):
+                # a comment and its next line are searched together: a figure may wrap
+                if LAB_NOTEBOOK.search(text):
+                    found.append(f"{path.relative_to(ROOT)}:{line_number}: {text.strip()[:120]}")
+    assert not found, "measured figures in comments or docstrings:\n" + "\n".join(found)

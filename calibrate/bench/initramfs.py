@@ -16,8 +16,8 @@ The initramfs is built once per (kernel release, package versions, file
 stamps) and cached under ``$XDG_CACHE_HOME/diskmodel/vm`` (``~/.cache/...``),
 with a manifest (``.json``) of the packages and files next to it. When the
 kernel has PVH entry (Debian's does), its uncompressed ``vmlinux`` is extracted
-from ``vmlinuz`` once and cached too, which saves about 3 s of in-guest
-decompression per boot under TCG.
+from ``vmlinuz`` once and cached too, which saves the in-guest
+decompression at every boot under TCG.
 
 What the guest offers a script is documented in :mod:`diskmodel.calibrate.bench.vm`.
 """
@@ -579,7 +579,7 @@ def boot_image(host: Host, cache_dir: Path, say: Callable[..., None]) -> Path:
     from the Debian ``vmlinuz`` and cached, when the kernel supports PVH entry
     (``CONFIG_PVH=y``), else the ``vmlinuz`` itself.
 
-    Under TCG, decompressing the kernel in the guest costs about 3 s per boot;
+    Under TCG, decompressing the kernel in the guest costs seconds at every boot;
     extracting it once on the host removes that. Either way the same kernel runs.
     """
     config = host.kernel.with_name(f"config-{host.release}")

@@ -8,7 +8,7 @@ assembled from the Debian packages installed on the host
 (:mod:`diskmodel.calibrate.bench.initramfs`), runs the script, returns
 its output and exit status over a serial port and powers off.
 
-Example (about 5 s under TCG)::
+Example::
 
     from diskmodel.calibrate.bench.vm import run_script_in_vm
     r = run_script_in_vm("pvcreate /dev/vda && pvs", scratch_disk_bytes=256 << 20)
@@ -85,7 +85,7 @@ the VM needs but the host lacks raises
 The kernel image and the base initramfs come from
 :mod:`diskmodel.calibrate.bench.initramfs` (built with modprobe, lddtree and
 cpio from the host's Debian packages, and cached); each run appends a small
-second cpio archive holding the script. Boot to the script: about 4 s under TCG.
+second cpio archive holding the script.
 
 Cleanup: the qemu process (its own process group, killed with SIGKILL) and
 the run's temporary directory (scratch image, initramfs, serial logs) are

@@ -723,8 +723,8 @@ def _mech(block: Block, path: Path) -> MechModel:
                                      f">= 0 (got {hpl[0]:g})")
         # V6 may be any number: -1 is "none", anything else the one-cylinder seek (seekone), a negative
         # one included, which dm_seek_time_g1 turns into the head switch or 0 (max(hst, seektime)),
-        # no write settle after 0; drive_parameters' seek table is clipped at 0 alike (hp_c2247a, seek
-        # type hpl, V6 = -0.5: 660 of DiskSim's 2000 times change from V6 = -1)
+        # no write settle after 0; drive_parameters' seek table is clipped at 0 alike (checked on hp_c2247a,
+        # seek type hpl, V6 = -0.5 against -1: tests/golden/disksim_variants)
         if seek_type == "hpl" and hpl[5] != -1:
             one_cylinder_s = hpl[5] * MS
             key = "Single cylinder seek time"

@@ -30,8 +30,8 @@ def lbn_to_pbn_one(lbn, arrays):
 
 
 # Compiled once per layout kind, not inlined at numba's IR level (inline="always" typed and
-# lowered the whole g1 mapping again at each of its ~45 call sites: a fresh compile of the
-# kernel took 3x the CPU time). The g1 mapping is inlined by LLVM (forceinline: a plain call
+# lowered the whole g1 mapping again at each of its ~45 call sites, multiplying the kernel's
+# compile time). The g1 mapping is inlined by LLVM (forceinline: a plain call
 # made the simulation a quarter slower); g4 and g2 call their kernel (forceinline, which the
 # functions compiled from it inherit, would inline g4_lbn_to_pbn_one at every site too).
 # _nrt=False: allocates nothing (see _map_many).
