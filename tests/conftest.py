@@ -1,14 +1,24 @@
-"""Shared fixtures.
+"""Shared fixtures, and the checks that keep the test tiers apart.
 
 Integration tests need real tools (loop devices, mkfs, postmark, fio, qemu) and
 root. Where one is missing they skip with the reason, except when
 ``DISKMODEL_REQUIRE_INTEGRATION=1`` (set by .ci/run): then a missing tool fails
 the run, so CI can never pass by skipping what it was meant to test.
+
+Tiers (markers in setup.cfg): ``pytest -m "not slow"`` is the fast tier, pure
+Python against references; ``pytest`` (what .ci/run runs) adds the ``slow``
+tests; ``pytest -m soak`` runs the extra seeds and drives kept out of CI. The
+fast tier cannot grow by accident: collection refuses an ``integration`` test
+(or one using a device fixture) that is not marked ``slow``, and a test not
+marked ``slow`` fails if it starts a program that boots the VM or builds
+devices, runs diskmodel with ``--vm``/``--emulate``/``--destroy-data-on``, or
+gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -65,3 +75,93 @@ def loops(request):
     manager = LoopDevices()
     request.addfinalizer(manager.teardown)
     return manager
+
+
+# ------------------------------------------------------------------ the tiers
+
+#: Fixtures that build devices or boot the VM: a test using one belongs to the slow tier.
+DEVICE_FIXTURES = frozenset({"loops"})
+#: Programs that boot the VM, build devices or drive real I/O (their basenames; ``mkfs.*`` and
+#: ``qemu-system-*`` by prefix).
+SLOW_PROGRAMS = frozenset({"losetup", "mount", "mkfs", "pvcreate", "vgcreate", "lvcreate", "mdadm", "dmsetup",
+                           "nbdkit", "nbdfuse", "postmark", "fio", "blktrace", "bonnie++", "partx", "sfdisk"})
+SLOW_PROGRAM_PREFIXES = ("mkfs.", "qemu-system-")
+#: diskmodel's flags that make a run boot the VM or serve and build devices.
+SLOW_FLAGS = frozenset({"--vm", "--emulate", "--destroy-data-on"})
+#: Environment variables that make a numba subprocess compile afresh rather than load the cache.
+FRESH_COMPILE_ENV = ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK", "NUMBA_DISABLE_JIT", "NUMBA_OPT")
+
+
+def slow_tier_reason(argv, env=None) -> str | None:
+    """Why starting *argv* (with environment *env*, None for the inherited one) belongs to the slow
+    tier, or None when a fast test may start it."""
+    words = [str(w) for w in ([argv] if isinstance(argv, (str, bytes, os.PathLike)) else argv)]
+    if not words:
+        return None
+    program = os.path.basename(words[0])
+    if program in SLOW_PROGRAMS or program.startswith(SLOW_PROGRAM_PREFIXES):
+        if program.startswith("qemu-system-") and words[1:] == ["--version"]:
+            return None     # vm_available's probe: asks qemu its version, boots nothing
+        return f"it starts {program}"
+    flags = SLOW_FLAGS.intersection(w.split("=", 1)[0] for w in words[1:])
+    if flags:
+        return f"it runs {program} with {', '.join(sorted(flags))}"
+    if env is not None:
+        fresh = [name for name in FRESH_COMPILE_ENV if env.get(name) != os.environ.get(name)]
+        if fresh:
+            return f"it gives a subprocess its own {', '.join(fresh)} (numba compiles afresh)"
+    return None
+
+
+def untiered_items(items) -> list[str]:
+    """The node ids, with the reason, of *items* that drive real tools or device fixtures without ``slow``."""
+    found = []
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            continue
+        fixtures = sorted(DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+        if item.get_closest_marker("integration") is not None:
+            found.append(f"{item.nodeid} (marked integration)")
+        elif fixtures:
+            found.append(f"{item.nodeid} (uses {', '.join(fixtures)})")
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    untiered = untiered_items(items)
+    if untiered:
+        raise pytest.UsageError("these tests drive real tools but are not marked slow, so `pytest -m \"not slow\"`"
+                                " would run them; mark them @pytest.mark.slow: " + "; ".join(untiered))
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_slow_program(request, monkeypatch):
+    """In a test not marked ``slow``, starting a program :func:`slow_tier_reason` names fails the test
+    (``pytest.fail`` raises a BaseException, so the code under test cannot swallow it)."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    original = subprocess.Popen.__init__
+    refused = []
+
+    def guarded(self, args, *a, **kw):
+        env = kw.get("env", a[9] if len(a) > 9 else None)
+        reason = slow_tier_reason(args, env)
+        if reason is not None:
+            refused.append(reason)
+            pytest.fail(f"not marked slow but {reason}; mark it @pytest.mark.slow", pytrace=False)
+        original(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    yield
+    call = getattr(request.node, "_tier_call_report", None)
+    if refused and call is not None and not call.failed:   # the code under test swallowed the failure
+        pytest.fail(f"not marked slow but {refused[0]}; mark it @pytest.mark.slow", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item._tier_call_report = report
+    return report

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line
 from diskmodel.calibrate import cli
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -200,19 +201,6 @@ def _listing(*folders: Path) -> dict:
 
 def _run(args, cwd, env):
     return subprocess.run([DISKMODEL, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
-def assert_one_error_line(stderr: str, fragment: str | None = None) -> str:
-    """stderr is exactly one line ``diskmodel: error: ...`` (argparse's errors too: no usage dump)."""
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines, "no error message"
-    assert len(lines) == 1, stderr
-    last = lines[0]
-    assert last.startswith("diskmodel: error: "), stderr
-    if fragment is not None:
-        assert fragment in last, stderr
-    return last
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_inputs import DISKMODEL, assert_one_error_line
+from _helpers import assert_one_error_line
+from test_bad_inputs import DISKMODEL
 
 
 @pytest.fixture
@@ -186,6 +187,7 @@ def _postmark_args(scratch, *more):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(tmp_path, workdir, env):
     from conftest import require_root
 
@@ -201,6 +203,7 @@ def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir, env):
     from conftest import require_root
 
@@ -258,6 +261,7 @@ def test_the_budget_advice_is_accepted_when_followed(budget, workdir, env):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_experiment_names_a_missing_postmark_before_calibrating(tmp_path, workdir, env):
     from conftest import require_root
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import require_root, require_tools
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 from diskmodel.calibrate.trace import load_trace, parse_blkparse_text, save_trace
 from diskmodel.calibrate.trace.ftrace_blk import split_binary
@@ -171,6 +171,7 @@ def _require_tracing():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_trace_record_measures_exactly_the_requests_dd_sends_to_a_loop_device(tmp_path, loops):
     _require_tracing()
     img = tmp_path / "img"

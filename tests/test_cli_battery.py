@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -199,19 +200,6 @@ DEVICE_CASES = [
 
 def _listing(*folders: Path) -> dict:
     return {str(f): sorted(str(p.relative_to(f)) for p in f.rglob("*")) for f in folders}
-
-
-def assert_one_error_line(stderr: str, fragment: str | None) -> str:
-    """stderr is exactly one line ``diskmodel: error: ...`` (argparse's errors too: no usage dump)."""
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines, "no error message"
-    assert len(lines) == 1, stderr
-    last = lines[0]
-    assert last.startswith("diskmodel: error: "), stderr
-    if fragment is not None:
-        assert fragment in last, stderr
-    return last
 
 
 # Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the

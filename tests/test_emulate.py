@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import require_root, require_tools, skip_or_fail, wait_for
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 from diskmodel.calibrate.emulate import flat_drive, read_log, summarize
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
@@ -344,6 +344,7 @@ def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isola
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_backing_dir_on_a_too_small_file_system_is_one_line(isolated, tmp_path):
     require_root()
     env, run_dir, tmp = isolated

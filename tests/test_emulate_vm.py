@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import skip_or_fail, wait_for
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 from test_emulate import assert_nothing_left, diskmodel, flat_calibration, isolated, require_emulation  # noqa: F401
 
 MiB = 1 << 20

@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
-from test_cli_battery import DRIVER, assert_one_error_line
+from _helpers import assert_one_error_line
+from test_cli_battery import DRIVER
 
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 from diskmodel.model import nodes
@@ -431,6 +432,7 @@ KERNEL_CASES = [
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,mkfs,mount,shown,malformed,size", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
 def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, tmp_path, kind, mkfs, mount, shown,
                                                                        malformed, size):

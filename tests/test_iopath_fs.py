@@ -27,7 +27,7 @@ from diskmodel.model.raid import RaidArray
 from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
 from diskmodel.model.drives import PresetDrive
 from diskmodel.model.volumes import Partition
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 B = 4096
 GiB = 1 << 30

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
+from _helpers import assert_one_error_line
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness import outputs
 from diskmodel.model.units import MIB as MiB
@@ -100,20 +101,10 @@ def sha256(path) -> str:
     return h.hexdigest()
 
 
-def assert_one_error_line(res, *fragments):
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("diskmodel: error: "), res.stderr
-    assert "Traceback" not in res.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], res.stderr
-    return lines[0]
-
-
 def assert_refused(res, *fragments):
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert res.stdout == "", res.stdout  # no summary: nothing ran
-    return assert_one_error_line(res, *fragments)
+    return assert_one_error_line(res.stderr, *fragments)
 
 
 def no_temp_files(folder: Path) -> bool:
@@ -198,6 +189,7 @@ def extra(request) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
@@ -213,6 +205,7 @@ def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, lo
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_calibrating_a_loop_device_onto_itself_or_its_backing_file_is_refused(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
@@ -297,7 +290,7 @@ def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
     with lock_target(str(out), purpose="output"):
         res = run("calibrate", "--backend", "recbackend:make", "--json", out, "--no-progress", cwd=tmp_path, env=env)
     assert res.returncode != 0
-    assert_one_error_line(res, f"pid {os.getpid()}")
+    assert_one_error_line(res.stderr, f"pid {os.getpid()}")
     assert not out.exists() and not _reads(env)
 
 
@@ -355,7 +348,7 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1
-    assert err.count("\n") == 1 and err.startswith("diskmodel: error: --json") and "Input/output error" in err
+    assert assert_one_error_line(err, "Input/output error").startswith("diskmodel: error: --json"), err
     kept = Path(err.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
     assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
     assert out.read_text() == original
@@ -376,6 +369,7 @@ def _tmpfs(mnt: Path, options: str):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env):
     with _tmpfs(tmp_path / "small", "size=64k") as mnt:
         earlier = mnt / "cal.json"
@@ -383,12 +377,13 @@ def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env
         earlier.write_text(original)
         res = _calibrate_simulated(tmp_path, earlier, env=env)
         assert res.returncode == 1
-        assert_one_error_line(res, "--json", "No space left on device", "free some space")
+        assert_one_error_line(res.stderr, "--json", "No space left on device", "free some space")
         assert earlier.read_text() == original
         assert sorted(p.name for p in mnt.iterdir()) == ["cal.json"]
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_read_only_directory_is_refused_before_the_run(tmp_path, env):
     with _tmpfs(tmp_path / "ro", "ro,size=64k") as mnt:
         res = run("calibrate", "--backend", "recbackend:make", "--json", mnt / "cal.json", "--no-progress",
@@ -410,6 +405,7 @@ def _temp_files(folder: Path) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
     with _tmpfs(tmp_path / "full", "size=256k") as mnt:
         earlier = mnt / "cal.json"
@@ -419,12 +415,13 @@ def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
         res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "5", "--json", earlier, "--no-progress",
                   cwd=tmp_path, env=env)
         assert res.returncode == 1, res.stderr
-        assert_one_error_line(res, f"--json {earlier}", "No space left on device", "nothing was measured")
+        assert_one_error_line(res.stderr, f"--json {earlier}", "No space left on device", "nothing was measured")
         assert not _reads(env), "the backend was read although the result could not be written"
         assert earlier.read_text() == original and _temp_files(mnt) == []
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path, env):
     with _tmpfs(tmp_path / "filling", "size=1m") as mnt:
         out = mnt / "cal.json"
@@ -447,7 +444,7 @@ def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_w
     res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
               cwd=tmp_path, env=env)
     assert res.returncode == 1, res.stderr
-    line = assert_one_error_line(res, f"--json {out}", "the result was not written", "the result is kept in ")
+    line = assert_one_error_line(res.stderr, f"--json {out}", "the result was not written", "the result is kept in ")
     kept = Path(line.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
     assert kept.parent == Path(env["XDG_STATE_HOME"]) / "diskmodel" / "unsaved"
     assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
@@ -471,6 +468,7 @@ def test_a_failed_write_names_the_path(tmp_path, monkeypatch):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built(tmp_path, env):
     require_tools("postmark", "losetup", "mkfs.ext3")
     scratch = tmp_path / "scratch.img"
@@ -479,7 +477,7 @@ def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built
         res = run("postmark", "--layout", "native", "--workload", "test2", "--size", "16M", "--files", "50",
                   "--transactions", "100", "--scratch", scratch, "--json", mnt / "pm.json", cwd=tmp_path, env=env)
         assert res.returncode == 1, res.stderr
-        assert_one_error_line(res, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
+        assert_one_error_line(res.stderr, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
         assert not scratch.exists() and _temp_files(mnt) == []
 
 
