@@ -10,8 +10,8 @@ Python against references; ``pytest`` (what .ci/run runs) adds the ``slow``
 tests; ``pytest -m soak`` runs the extra seeds and drives kept out of CI. The
 fast tier cannot grow by accident: collection refuses an ``integration`` test
 (or one using a device fixture) that is not marked ``slow``, and a test not
-marked ``slow`` fails if it starts a program that boots the VM or builds
-devices, runs diskmodel with ``--vm``/``--emulate``/``--destroy-data-on``, or
+marked ``slow`` fails if it needs root or real tools (``require_root``,
+``require_tools``), starts a program that boots the VM or builds devices, or
 gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
@@ -37,12 +37,14 @@ def skip_or_fail(reason: str) -> None:
 
 
 def require_tools(*names: str) -> None:
+    _refuse_in_the_fast_tier(f"it needs the tools {', '.join(names)}")
     missing = [name for name in names if shutil.which(name) is None]
     if missing:
         skip_or_fail(f"missing tools: {', '.join(missing)}")
 
 
 def require_root() -> None:
+    _refuse_in_the_fast_tier("it needs root")
     if os.geteuid() != 0:
         skip_or_fail("needs root (loop devices, mounts)")
 
@@ -86,10 +88,21 @@ DEVICE_FIXTURES = frozenset({"loops"})
 SLOW_PROGRAMS = frozenset({"losetup", "mount", "mkfs", "pvcreate", "vgcreate", "lvcreate", "mdadm", "dmsetup",
                            "nbdkit", "nbdfuse", "postmark", "fio", "blktrace", "bonnie++", "partx", "sfdisk"})
 SLOW_PROGRAM_PREFIXES = ("mkfs.", "qemu-system-")
-#: diskmodel's flags that make a run boot the VM or serve and build devices.
-SLOW_FLAGS = frozenset({"--vm", "--emulate", "--destroy-data-on"})
 #: Environment variables that make a numba subprocess compile afresh rather than load the cache.
 FRESH_COMPILE_ENV = ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK", "NUMBA_DISABLE_JIT", "NUMBA_OPT")
+
+
+_FAST_TEST: list[str] = []           # the node id of the running test while it is not marked slow
+_FAST_TEST_REFUSALS: list[str] = []  # why that test belongs to the slow tier, as found
+TIER_ADVICE = "mark it @pytest.mark.slow (and @pytest.mark.integration if it drives real tools)"
+
+
+def _refuse_in_the_fast_tier(reason: str) -> None:
+    """Fail the running test if it is not marked slow, *reason* saying why it belongs to the slow tier
+    (``pytest.fail`` raises a BaseException, so the code under test cannot swallow it)."""
+    if _FAST_TEST:
+        _FAST_TEST_REFUSALS.append(reason)
+        pytest.fail(f"not marked slow but {reason}; {TIER_ADVICE}", pytrace=False)
 
 
 def slow_tier_reason(argv, env=None) -> str | None:
@@ -103,9 +116,6 @@ def slow_tier_reason(argv, env=None) -> str | None:
         if program.startswith("qemu-system-") and words[1:] == ["--version"]:
             return None     # vm_available's probe: asks qemu its version, boots nothing
         return f"it starts {program}"
-    flags = SLOW_FLAGS.intersection(w.split("=", 1)[0] for w in words[1:])
-    if flags:
-        return f"it runs {program} with {', '.join(sorted(flags))}"
     if env is not None:
         fresh = [name for name in FRESH_COMPILE_ENV if env.get(name) != os.environ.get(name)]
         if fresh:
@@ -136,27 +146,29 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _fast_tier_starts_no_slow_program(request, monkeypatch):
-    """In a test not marked ``slow``, starting a program :func:`slow_tier_reason` names fails the test
-    (``pytest.fail`` raises a BaseException, so the code under test cannot swallow it)."""
+    """In a test not marked ``slow``: starting a program :func:`slow_tier_reason` names, or calling
+    ``require_root`` or ``require_tools``, fails the test."""
     if request.node.get_closest_marker("slow") is not None:
         yield
         return
     original = subprocess.Popen.__init__
-    refused = []
 
     def guarded(self, args, *a, **kw):
-        env = kw.get("env", a[9] if len(a) > 9 else None)
-        reason = slow_tier_reason(args, env)
+        reason = slow_tier_reason(args, kw.get("env", a[9] if len(a) > 9 else None))
         if reason is not None:
-            refused.append(reason)
-            pytest.fail(f"not marked slow but {reason}; mark it @pytest.mark.slow", pytrace=False)
+            _refuse_in_the_fast_tier(reason)
         original(self, args, *a, **kw)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
-    yield
+    _FAST_TEST_REFUSALS.clear()
+    _FAST_TEST.append(request.node.nodeid)
+    try:
+        yield
+    finally:
+        _FAST_TEST.clear()
     call = getattr(request.node, "_tier_call_report", None)
-    if refused and call is not None and not call.failed:   # the code under test swallowed the failure
-        pytest.fail(f"not marked slow but {refused[0]}; mark it @pytest.mark.slow", pytrace=False)
+    if _FAST_TEST_REFUSALS and call is not None and not call.failed:   # the code under test swallowed it
+        pytest.fail(f"not marked slow but {_FAST_TEST_REFUSALS[0]}; {TIER_ADVICE}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
