@@ -21,3 +21,19 @@ def assert_one_error_line(stderr: str, *fragments: str | None) -> str:
         if fragment is not None:
             assert fragment in line, stderr
     return line
+
+
+def keep_first_of_each(values, group, ids, keep: int = 1) -> list:
+    """*values* as pytest params with *ids*: the first *keep* of each *group* (a function of a value)
+    run where the test runs, the others are marked ``soak`` (``pytest -m soak``): more seeds or drives
+    of a mechanism the kept ones already check."""
+    import pytest
+
+    seen: dict = {}
+    params = []
+    for value, ident in zip(values, ids):
+        key = group(value)
+        seen[key] = seen.get(key, 0) + 1
+        marks = () if seen[key] <= keep else (pytest.mark.soak,)
+        params.append(pytest.param(value, id=ident, marks=marks))
+    return params

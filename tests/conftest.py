@@ -7,7 +7,8 @@ the run, so CI can never pass by skipping what it was meant to test.
 
 Tiers (markers in setup.cfg): ``pytest -m "not slow"`` is the fast tier, pure
 Python against references; ``pytest`` (what .ci/run runs) adds the ``slow``
-tests; ``pytest -m soak`` runs the extra seeds and drives kept out of CI. The
+tests; ``pytest -m soak`` runs the extra seeds and drives kept out of CI
+(setup.cfg's ``-m "not soak"``; a soak test is slow too). The
 fast tier cannot grow by accident: collection refuses an ``integration`` test
 (or one using a device fixture) that is not marked ``slow``, and a test not
 marked ``slow`` fails if it needs root or real tools (``require_root``,
@@ -137,7 +138,11 @@ def untiered_items(items) -> list[str]:
     return found
 
 
+@pytest.hookimpl(tryfirst=True)   # before -m deselects
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(pytest.mark.slow)
     untiered = untiered_items(items)
     if untiered:
         raise pytest.UsageError("these tests drive real tools but are not marked slow, so `pytest -m \"not slow\"`"

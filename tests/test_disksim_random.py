@@ -20,6 +20,7 @@ import pytest
 from diskmodel.data.disksim.syntax import DiskSimFormatError
 from diskmodel.model.validation import disksim_demerit_s
 
+from _helpers import keep_first_of_each
 from _scripts import load_script
 
 GOLDEN = Path(__file__).parent / "golden" / "disksim_random"
@@ -52,7 +53,9 @@ def _replay(drive: str, lines, where: Path, changes=None) -> np.ndarray:
     return _simulate(_make_random(), {"seed": 0, "drive": drive, "changes": changes or {}, "rpm": None}, where, lines)
 
 
-@pytest.mark.parametrize("kept", KEPT, ids=[f"seed{k['seed']}_{k['drive']}" for k in KEPT])
+@pytest.mark.slow
+@pytest.mark.parametrize("kept", keep_first_of_each(KEPT, lambda k: k["drive"],
+                                                    [f"seed{k['seed']}_{k['drive']}" for k in KEPT]))
 def test_random_variant_agrees_with_disksims_own_times(kept, tmp_path):
     make = _make_random()
     variant = make.variant(kept["seed"])
@@ -349,7 +352,9 @@ def test_a_partial_hit_waiting_for_a_minimum_read_ahead_reconnects_at_its_waterm
 WRITE_SEGMENTS = json.loads((GOLDEN / "write_segments.json").read_text())
 
 
-@pytest.mark.parametrize("kept", WRITE_SEGMENTS, ids=[f"{k['set']}_seed{k['seed']}" for k in WRITE_SEGMENTS])
+@pytest.mark.slow
+@pytest.mark.parametrize("kept", keep_first_of_each(WRITE_SEGMENTS, lambda k: k["set"],
+                                                    [f"{k['set']}_seed{k['seed']}" for k in WRITE_SEGMENTS]))
 def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.simulate import simulate_requests
@@ -373,7 +378,8 @@ def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
     assert params.queue_scheduling_policy == (21 if kept["set"].endswith("_sptf") else 1)
 
 
-@pytest.mark.parametrize("name", ["maxtor300g_sptf", "atlas10k_ws3_sptf"])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param("maxtor300g_sptf", marks=pytest.mark.soak), "atlas10k_ws3_sptf"])
 def test_policy_21_agrees_better_than_first_come_first_served(name, tmp_path):
     # DiskSim's times at scheduling policy 21: served first come first served instead, fewer of them
     # agree over each set (per trace fewer on 10 of 12, the same on maxtor300g seed 28, more on seed 33:
