@@ -1,5 +1,10 @@
-"""Assertions shared by the test modules (imported as ``from _helpers import ...``)."""
+"""Assertions and runners shared by the test modules (imported as ``from _helpers import ...``)."""
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 ERROR_PREFIX = "diskmodel: error: "
 
@@ -37,3 +42,37 @@ def keep_first_of_each(values, group, ids, keep: int = 1) -> list:
         marks = () if seen[key] <= keep else (pytest.mark.soak,)
         params.append(pytest.param(value, id=ident, marks=marks))
     return params
+
+
+# Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the
+# console script calls), each in its own working folder: a process per case would cost its imports each
+# time. Exceptions that escape main() are recorded with their traceback, so they fail the test.
+CLI_DRIVER = r"""
+import contextlib, io, json, os, sys, traceback
+from diskmodel.calibrate.cli import main
+
+cases = json.load(open(sys.argv[1]))
+results = {}
+for ident, (args, work) in cases.items():
+    os.chdir(work)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = -1
+    results[ident] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+def run_cli_cases(plan: dict, root: Path, env: dict, timeout_s: float = 900) -> dict:
+    """Run each case of *plan* ``{id: (argv, working folder)}`` through diskmodel's entry point, all in
+    one child process started in *root* with *env*: ``{id: {"code", "stdout", "stderr"}}``."""
+    (root / "cases.json").write_text(json.dumps(plan))
+    subprocess.run([sys.executable, "-c", CLI_DRIVER, str(root / "cases.json"), str(root / "results.json")],
+                   cwd=root, env=env, check=True, timeout=timeout_s)
+    return json.loads((root / "results.json").read_text())

@@ -89,6 +89,8 @@ DEVICE_FIXTURES = frozenset({"loops"})
 SLOW_PROGRAMS = frozenset({"losetup", "mount", "mkfs", "pvcreate", "vgcreate", "lvcreate", "mdadm", "dmsetup",
                            "nbdkit", "nbdfuse", "postmark", "fio", "blktrace", "bonnie++", "partx", "sfdisk"})
 SLOW_PROGRAM_PREFIXES = ("mkfs.", "qemu-system-")
+LOSETUP_LISTING = frozenset({"-l", "--list", "-J", "--json", "-a", "--all"})
+LOSETUP_CHANGING = frozenset({"-f", "--find", "-d", "--detach", "-D", "--detach-all", "-c", "--set-capacity"})
 #: Environment variables that make a numba subprocess compile afresh rather than load the cache.
 FRESH_COMPILE_ENV = ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK", "NUMBA_DISABLE_JIT", "NUMBA_OPT")
 
@@ -116,6 +118,8 @@ def slow_tier_reason(argv, env=None) -> str | None:
     if program in SLOW_PROGRAMS or program.startswith(SLOW_PROGRAM_PREFIXES):
         if program.startswith("qemu-system-") and words[1:] == ["--version"]:
             return None     # vm_available's probe: asks qemu its version, boots nothing
+        if program == "losetup" and LOSETUP_LISTING.intersection(words) and not LOSETUP_CHANGING.intersection(words):
+            return None     # lists the loop devices (losetup(8) -l, -J): builds nothing
         return f"it starts {program}"
     if env is not None:
         fresh = [name for name in FRESH_COMPILE_ENV if env.get(name) != os.environ.get(name)]

@@ -1,7 +1,8 @@
 """Bad inputs to every subcommand (issue #16, "Errors"): one line on stderr, never a traceback.
 
-Each case runs the installed ``diskmodel`` in a fresh working folder and
-checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (the
+The cases run one after the other in one process through diskmodel's entry
+point, each in a fresh working folder (the installed ``diskmodel`` script
+itself runs in the tests after them), and each case checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (the
 argument parser's errors too, with no usage dump); no traceback; the line
 names the flag (or path) at fault; and no file appeared in the working
 folder or beside the inputs.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import assert_one_error_line
+from _helpers import assert_one_error_line, run_cli_cases
 from diskmodel.calibrate import cli
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -62,7 +63,10 @@ def calibration_dict():
 @pytest.fixture
 def inputs(tmp_path, calibration_dict):
     """Input files for the cases: calibration JSONs broken in one way each, a backend module, folders."""
-    folder = tmp_path / "inputs"
+    return _make_inputs(tmp_path / "inputs", calibration_dict)
+
+
+def _make_inputs(folder: Path, calibration_dict: dict) -> Path:
     folder.mkdir()
     (folder / "mods").mkdir()
     (folder / "mods" / "badbackends.py").write_text(textwrap.dedent(BACKENDS))
@@ -216,15 +220,36 @@ def env(inputs, tmp_path_factory):
     return dict(os.environ, PYTHONPATH=str(inputs / "mods"), DISKMODEL_RUN_DIR=str(run_dir))
 
 
-@pytest.mark.parametrize("args, fragment", [pytest.param(a, f, id=i) for i, a, f in CASES])
-def test_bad_input_is_one_line_naming_what_is_wrong(args, fragment, inputs, workdir, env):
-    args = [a.replace("{in}", str(inputs)) for a in args]
-    before = _listing(workdir, inputs)
-    res = _run(args, workdir, env)
-    assert res.returncode != 0, res.stdout + res.stderr
-    assert res.stdout == "", res.stdout
-    assert_one_error_line(res.stderr, fragment)
-    assert _listing(workdir, inputs) == before, "a file appeared"
+@pytest.fixture(scope="module")
+def case_results(tmp_path_factory, calibration_dict):
+    """Every case of CASES run in one process through diskmodel's entry point, each in its own empty
+    working folder: ({id: (result, listing of its working folder)}, the inputs' listing before, after)."""
+    root = tmp_path_factory.mktemp("cases")
+    inputs = _make_inputs(root / "inputs", calibration_dict)
+    plan = {}
+    for ident, args, _ in CASES:
+        work = root / "work" / ident
+        work.mkdir(parents=True)
+        plan[ident] = ([a.replace("{in}", str(inputs)) for a in args], str(work))
+    env = dict(os.environ, PYTHONPATH=str(inputs / "mods"), DISKMODEL_RUN_DIR=str(root / "runstate"))
+    env.pop("DISKMODEL_DEBUG", None)
+    before = _listing(inputs)
+    results = run_cli_cases(plan, root, env)
+    return {ident: (results[ident], _listing(Path(plan[ident][1]))) for ident in plan}, before, _listing(inputs)
+
+
+@pytest.mark.parametrize("ident, fragment", [pytest.param(i, f, id=i) for i, _, f in CASES])
+def test_bad_input_is_one_line_naming_what_is_wrong(ident, fragment, case_results):
+    res, listing = case_results[0][ident]
+    assert res["code"] != 0, res["stdout"] + res["stderr"]
+    assert res["stdout"] == "", res["stdout"]
+    assert_one_error_line(res["stderr"], fragment)
+    assert all(files == [] for files in listing.values()), f"a file appeared: {listing}"
+
+
+def test_no_case_wrote_beside_the_inputs(case_results):
+    _, before, after = case_results
+    assert before == after
 
 
 def test_an_unreadable_device_is_one_line(workdir, env):

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import assert_one_error_line
+from _helpers import assert_one_error_line, run_cli_cases
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -202,31 +202,6 @@ def _listing(*folders: Path) -> dict:
     return {str(f): sorted(str(p.relative_to(f)) for p in f.rglob("*")) for f in folders}
 
 
-# Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the
-# console script calls), each in its own empty working folder: a process per case would cost ~1.5 s of
-# imports each. Exceptions that escape main() are recorded with their traceback, so they fail the test.
-DRIVER = r"""
-import contextlib, io, json, os, sys, traceback
-from diskmodel.calibrate.cli import main
-
-cases = json.load(open(sys.argv[1]))
-results = {}
-for ident, (args, work) in cases.items():
-    os.chdir(work)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(args)
-        except SystemExit as exc:  # argparse
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:
-            traceback.print_exc()
-            code = -1
-    results[ident] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-json.dump(results, open(sys.argv[2], "w"))
-"""
-
-
 @pytest.fixture(scope="module")
 def battery(tmp_path_factory):
     """Run every case; {id: (result, fragment, listing of its working folder)}, and the inputs' listings."""
@@ -248,10 +223,7 @@ def battery(tmp_path_factory):
         work = root / "work" / ident
         work.mkdir(parents=True)
         plan[ident], fragments[ident] = (args, str(work)), fragment
-    (root / "cases.json").write_text(json.dumps(plan))
-    subprocess.run([sys.executable, "-c", DRIVER, str(root / "cases.json"), str(root / "results.json")],
-                   cwd=root, env=env, check=True, timeout=600)
-    results = json.loads((root / "results.json").read_text())
+    results = run_cli_cases(plan, root, env, timeout_s=600)
     out = {ident: (results[ident], fragments[ident], _listing(Path(plan[ident][1]))) for ident in plan}
     return out, before_inputs, _listing(inputs)
 

@@ -30,8 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
-from _helpers import assert_one_error_line
-from test_cli_battery import DRIVER
+from _helpers import assert_one_error_line, run_cli_cases
 
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 from diskmodel.model import nodes
@@ -158,13 +157,10 @@ def _run_batch(root: Path, cases: dict) -> dict:
         work = root / "work" / ident.replace("/", "_")
         work.mkdir(parents=True)
         plan[ident] = (args, str(work))
-    (root / "cases.json").write_text(json.dumps(plan))
     (root / "tmp").mkdir()  # the runs' own temporary folders (Run.work_dir) land here, to be checked empty
     env = dict(os.environ, DISKMODEL_RUN_DIR=str(root / "runstate"), TMPDIR=str(root / "tmp"))
     env.pop("DISKMODEL_DEBUG", None)
-    subprocess.run([sys.executable, "-c", DRIVER, str(root / "cases.json"), str(root / "results.json")],
-                   cwd=root, env=env, check=True, timeout=900)
-    results = json.loads((root / "results.json").read_text())
+    results = run_cli_cases(plan, root, env)
     return {ident: (results[ident], sorted(os.listdir(plan[ident][1]))) for ident in plan}
 
 

@@ -124,6 +124,8 @@ def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
     (["qemu-system-x86_64", "-kernel", "k"], None, "it starts qemu-system-x86_64"),
     (["/usr/bin/qemu-system-x86_64", "--version"], None, None),
     (["/sbin/mkfs.xfs", "-f", "img"], None, "it starts mkfs.xfs"),
+    (["losetup", "-J", "-l", "-O", "NAME,BACK-FILE"], None, None),
+    (["losetup", "--find", "--show", "-l", "img"], None, "it starts losetup"),
     (["diskmodel", "predict", "--disk", "wd800bd"], None, None),
     (["python", "-c", "pass"], {"NUMBA_BOUNDSCHECK": "1"}, "it gives a subprocess its own NUMBA_BOUNDSCHECK"),
 ])
