@@ -28,19 +28,20 @@ def assert_one_error_line(stderr: str, *fragments: str | None) -> str:
     return line
 
 
-def keep_first_of_each(values, group, ids, keep: int = 1) -> list:
+def keep_first_of_each(values, group, ids, keep: int = 1, tier: str = "soak") -> list:
     """*values* as pytest params with *ids*: the first *keep* of each *group* (a function of a value)
-    run where the test runs, the others are marked ``soak`` (``pytest -m soak``): more seeds or drives
-    of a mechanism the kept ones already check."""
+    run where the test runs; the others get the marker *tier*: ``soak`` (``pytest -m soak``, out of CI)
+    for more seeds or drives of a mechanism the kept ones already check, or ``slow`` to keep them in CI
+    but out of the fast tier."""
     import pytest
 
+    mark = getattr(pytest.mark, tier)
     seen: dict = {}
     params = []
     for value, ident in zip(values, ids):
         key = group(value)
         seen[key] = seen.get(key, 0) + 1
-        marks = () if seen[key] <= keep else (pytest.mark.soak,)
-        params.append(pytest.param(value, id=ident, marks=marks))
+        params.append(pytest.param(value, id=ident, marks=() if seen[key] <= keep else (mark,)))
     return params
 
 

@@ -252,6 +252,7 @@ def test_no_case_wrote_beside_the_inputs(case_results):
     assert before == after
 
 
+@pytest.mark.slow
 def test_an_unreadable_device_is_one_line(workdir, env):
     """``calibrate /dev/vda`` where /dev/vda exists and cannot be opened (a container's device policy)."""
     device = "/dev/vda"
@@ -273,6 +274,7 @@ def test_an_unreadable_device_is_one_line(workdir, env):
 
 # ---------------------------------------------------------------------------- a closed standard output
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["predict"], ["predict", "--json"], ["probe", "--all"]],
                          ids=["predict", "predict-json", "probe"])
 def test_a_reader_that_stops_early_gets_no_traceback(args, workdir, env):
@@ -293,6 +295,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(args, workdir, env):
 
 # ---------------------------------------------------------------------------- --debug, interrupts, surprises
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(inputs, workdir, env):
     args = ["predict", "--calibration", str(inputs / "size_neg.json")]
     res = _run(["--debug", *args], workdir, env)

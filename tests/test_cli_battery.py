@@ -257,6 +257,7 @@ def test_nothing_was_written_beside_the_inputs(battery):
     assert before == after
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_is_one_line_and_leaves_no_report(tmp_path):
     """SIGINT while ``experiment`` runs: one ``diskmodel: error: interrupted ...`` line and the teardown's report,
     exit 130, no folder."""

@@ -58,6 +58,7 @@ def _simulate(folder, requests):
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v["name"] for v in VARIANTS])
 def test_g2_variant_matches_disksims_own_times(variant, folders):
     disksim_ms = _golden(variant["name"])

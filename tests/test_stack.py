@@ -400,6 +400,7 @@ def _cli(*args):
     return subprocess.run([DISKMODEL, *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_predict_with_a_stack_file_equals_predict_with_the_layout(tmp_path):
     path = tmp_path / "lvm1.json"
     path.write_text(paper_stack("lvm1").to_json())
