@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 ERROR_PREFIX = "diskmodel: error: "
+#: The installed console script, beside this Python.
+DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
 
 def assert_one_error_line(stderr: str, *fragments: str | None) -> str:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import assert_one_error_line
-from test_bad_inputs import DISKMODEL
+from _helpers import DISKMODEL, assert_one_error_line
 
 
 @pytest.fixture
