@@ -72,7 +72,7 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-@pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("zero", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("which", ["stack", "trace", "seek", "model", "calibration"])
 def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp_path, workdir, env):
     if which == "stack":
@@ -128,7 +128,8 @@ def test_quote_cuts_at_80_characters():
     assert quote("z" * 80) == repr("z" * 80)
 
 
-@pytest.mark.parametrize("lbn", [str((1 << 63) - 1), str((1 << 63) - 4), str(1 << 64)])
+@pytest.mark.parametrize("lbn", [str((1 << 63) - 1)] + [pytest.param(str(v), marks=pytest.mark.slow)
+                                                         for v in ((1 << 63) - 4, 1 << 64)])
 def test_an_lbn_near_2_63_is_refused_not_a_crash(lbn, tmp_path, workdir, env):
     def huge_lbn(d):
         lines = (d / "atlas10k.trace").read_text().splitlines(keepends=True)
