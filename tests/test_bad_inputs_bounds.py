@@ -286,7 +286,8 @@ def test_a_trace_larger_than_the_cap_is_refused_without_reading_it_all(tmp_path,
         disksim.read_trace(trace)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "destroy-alone", "exists-unconfirmed"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("destroy-alone", marks=pytest.mark.slow),
+                                  pytest.param("exists-unconfirmed", marks=pytest.mark.slow)])
 def test_experiment_refuses_a_bad_postmark_scratch_before_calibrating(kind, tmp_path, workdir, env):
     """Refused up front, not after the whole calibration (the run would end in a hang or a late error)."""
     target = tmp_path / "scratch"

@@ -90,6 +90,7 @@ def _cli(*args, check=False):
                           timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, fragment", [
     ("  7,0    1        5     0.000057668 15304  D  WS 0 + 128 [dd]\nnot a trace line\n", "line 2"),
     ("  7,0    1        5     0.000057668 15304  D  WQ 0 + 128 [dd]\n", "line 1: RWBS 'WQ'"),

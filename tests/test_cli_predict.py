@@ -43,6 +43,7 @@ def _node_classes():
     return {kind: nodes.class_of_kind(kind) for kind in nodes.known_kinds()}
 
 
+@pytest.mark.slow
 def test_stack_schema_json_lists_every_field_of_every_kind_with_its_dataclass_default():
     res = run("stack-schema", "--json")
     assert res.returncode == 0, res.stderr
@@ -84,6 +85,7 @@ def test_every_field_has_a_meaning_and_every_size_or_time_a_unit():
     assert data["kinds"]["nbd"]["records"] == {"network": "Network"}
 
 
+@pytest.mark.slow
 def test_stack_schema_text_shows_units_and_defaults_without_scientific_notation():
     res = run("stack-schema", "--kind", "loop_file")
     assert res.returncode == 0, res.stderr
@@ -128,6 +130,7 @@ def test_a_field_added_to_a_node_appears_in_the_schema_from_its_docstring():
     assert entry["fields"][1]["unit"] == "s" and entry["fields"][1]["default"] == 2e-6
 
 
+@pytest.mark.slow
 def test_predict_help_points_to_stack_schema():
     res = run("predict", "--help")
     assert res.returncode == 0
@@ -242,6 +245,7 @@ def test_complete_from_the_same_drives_preset_gives_the_presets_prediction(calib
 
 # ------------------------------------------------------------------ one unit convention
 
+@pytest.mark.slow
 def test_predict_prints_si_megabytes_and_no_scientific_notation(capsys):
     assert main(["predict", "--json", "--workload", "test1"]) == 0
     figures = json.loads(capsys.readouterr().out)

@@ -201,6 +201,7 @@ def test_cli_json_and_streams(tmp_path):
     assert int(frame.loc[frame.op == "write", "size_bytes"].sum()) == doc["devices"]["sda"]["write_bytes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", [
     (("--stack", "native", "--workload", "fio:rw=sideways"), "rw = 'sideways'"),
     (("--stack", "native", "--workload", "fio:bs=4q"), "bs = '4q'"),
