@@ -1,6 +1,6 @@
 """Every subcommand against a battery of bad inputs (issue #12, "The command line never shows a traceback").
 
-Adds to tests/test_bad_inputs.py what issue #12 asks: a device that cannot
+Adds to tests/test_cli_errors.py what issue #12 asks: a device that cannot
 be opened here (/dev/vda) given to every flag that reads a file, DiskSim
 drive folders with a broken file, ``--backend`` specs whose module or
 factory fail (``nosuch:factory``, ``os:getcwd``, ``sys:exit``), malformed

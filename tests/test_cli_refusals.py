@@ -1,7 +1,6 @@
 """Bad inputs refused before anything is created, and inputs read with bounds.
 
-Each case runs the installed ``diskmodel`` (through tests/test_bad_inputs.py's
-helpers) in a child with a time limit and an address-space limit, so that a
+Each case runs the installed ``diskmodel`` in a child with a time limit and an address-space limit, so that a
 hang or a read without bound fails the test instead of stalling it:
 a FIFO or a device where a file is expected, an overlong trace line or field,
 an LBN near 2**63 (a crash of the simulator's kernel before the range was

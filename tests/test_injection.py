@@ -8,7 +8,7 @@ Two halves:
   node class the JSON leaves out -- and into every option of ``diskmodel
   postmark``, ``bench`` and ``experiment`` that becomes part of a command.  The
   real CLI (its entry point, all cases in one child process per batch, as
-  tests/test_cli_battery.py does) must refuse each in one line naming the
+  tests/test_cli_errors_battery.py does) must refuse each in one line naming the
   field, never create the MARKER, and leave no loop device, mount or file;
 * the option validator (:mod:`diskmodel.model.fs_options`) against the kernel
   and the mkfs tools: each value form it accepts is one the real ``mkfs`` and
