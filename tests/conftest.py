@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -169,6 +170,7 @@ def _fast_tier_starts_no_slow_program(request, monkeypatch):
         original(self, args, *a, **kw)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    _listen_for_numba_compiles()
     _FAST_TEST_REFUSALS.clear()
     _FAST_TEST.append(request.node.nodeid)
     try:
@@ -178,6 +180,38 @@ def _fast_tier_starts_no_slow_program(request, monkeypatch):
     call = getattr(request.node, "_tier_call_report", None)
     if _FAST_TEST_REFUSALS and call is not None and not call.failed:   # the code under test swallowed it
         pytest.fail(f"not marked slow but {_FAST_TEST_REFUSALS[0]}; {TIER_ADVICE}", pytrace=False)
+
+
+_NUMBA_COMPILES: dict[str, int] = {}   # fast test -> kernels numba compiled (not loaded from its cache) in it
+_NUMBA_LISTENING: list[bool] = []
+
+
+def _listen_for_numba_compiles() -> None:
+    """Once numba is imported, count its compiles per fast test: numba fires ``numba:compile`` only
+    when a kernel is not in its cache (numba.core.dispatcher, ``Dispatcher.compile``)."""
+    if _NUMBA_LISTENING or "numba" not in sys.modules:
+        return
+    from numba.core import event
+
+    class CompileCounter(event.Listener):
+        def on_start(self, ev):
+            if _FAST_TEST:
+                _NUMBA_COMPILES[_FAST_TEST[0]] = _NUMBA_COMPILES.get(_FAST_TEST[0], 0) + 1
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", CompileCounter())
+    _NUMBA_LISTENING.append(True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the fast tests that compiled numba kernels: the fast tier assumes a warm cache (.ci/setup
+    compiles the simulator), so these either ran on a cold one or compile a kernel no other run does."""
+    if _NUMBA_COMPILES:
+        terminalreporter.section("fast-tier tests that compiled numba kernels (cold cache, or mark them slow)")
+        for nodeid, count in sorted(_NUMBA_COMPILES.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{count:5d}  {nodeid}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -134,3 +134,24 @@ def test_what_belongs_to_the_slow_tier(argv, env, reason):
         env = {**os.environ, **env}
     got = slow_tier_reason(argv, env)
     assert (got if reason is None else got and got.split(" (")[0]) == reason
+
+
+def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path):
+    res = run_pytest(tmp_path, """
+        import numba
+        import pytest
+
+        def test_imports_numba():
+            pass
+
+        def test_compiles():
+            assert numba.njit(lambda x: x + 1)(1) == 2
+
+        @pytest.mark.slow
+        def test_slow_compiles():
+            assert numba.njit(lambda x: x + 2)(1) == 3
+    """)
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = res.stdout.split("fast-tier tests that compiled numba kernels", 1)[-1]
+    assert "test_case.py::test_compiles" in summary, res.stdout
+    assert "test_slow_compiles" not in summary and "test_imports_numba" not in summary, res.stdout
