@@ -113,6 +113,7 @@ def no_temp_files(folder: Path) -> bool:
 
 # ---------------------------------------------------------------------------- refusals before the run
 
+@pytest.mark.slow
 def test_json_onto_an_existing_text_file_is_refused_before_any_read(tmp_path, env):
     text = tmp_path / "existing.txt"
     text.write_text("my notes, not a result\n" * 100)
@@ -130,6 +131,7 @@ def test_json_onto_an_existing_text_file_is_refused_before_any_read(tmp_path, en
     assert sha256(text) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
 def test_json_onto_a_directory_is_refused_before_any_read_even_with_force(tmp_path, env, force):
     folder = tmp_path / "results"
@@ -157,6 +159,7 @@ def test_json_onto_a_fifo_is_refused(tmp_path, env):
     assert not _reads(env)
 
 
+@pytest.mark.slow
 def test_json_onto_the_measured_file_is_refused_even_with_force(tmp_path, env):
     from _loopdev import write_random_file
 
@@ -223,6 +226,7 @@ def _calibrate_simulated(tmp_path, out, *extra, seed=0, env=None):
                "--no-progress", cwd=tmp_path, env=env)
 
 
+@pytest.mark.slow
 def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     out = tmp_path / "cal.json"
     res = _calibrate_simulated(tmp_path, out, env=env)
@@ -238,6 +242,7 @@ def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     assert no_temp_files(tmp_path)
 
 
+@pytest.mark.slow
 def test_json_onto_a_calibration_of_the_previous_format_overwrites_it(tmp_path, env):
     out = tmp_path / "old.json"
     out.write_text(json.dumps({"format": "diskmodel-calibration/1", "target": "old"}))
@@ -246,6 +251,7 @@ def test_json_onto_a_calibration_of_the_previous_format_overwrites_it(tmp_path, 
     assert json.loads(out.read_text())["format"] == "diskmodel.calibration"
 
 
+@pytest.mark.slow
 def test_json_onto_a_postmark_result_is_refused_for_a_calibration(tmp_path, env):
     out = tmp_path / "pm.json"
     out.write_text(json.dumps({"format": "diskmodel.postmark", "format_version": 1}))
@@ -255,6 +261,7 @@ def test_json_onto_a_postmark_result_is_refused_for_a_calibration(tmp_path, env)
     assert sha256(out) == before and not _reads(env)
 
 
+@pytest.mark.slow
 def test_force_overwrites_a_text_file(tmp_path, env):
     text = tmp_path / "notes.txt"
     text.write_text("scratch notes\n")
@@ -264,6 +271,7 @@ def test_force_overwrites_a_text_file(tmp_path, env):
     assert "calibration of" in res.stdout
 
 
+@pytest.mark.slow
 def test_json_dash_is_stdout(tmp_path, env):
     res = _calibrate_simulated(tmp_path, "-", env=env)
     assert res.returncode == 0, res.stderr
@@ -271,6 +279,7 @@ def test_json_dash_is_stdout(tmp_path, env):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
     real = tmp_path / "real.json"
     real.write_text(json.dumps({"format": "diskmodel.calibration", "format_version": 1}))
@@ -283,6 +292,7 @@ def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
 
 # ---------------------------------------------------------------------------- the lock on the output
 
+@pytest.mark.slow
 def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
     from diskmodel.calibrate.harness.locks import lock_target
 
@@ -435,6 +445,7 @@ def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path,
         assert _temp_files(mnt) == []
 
 
+@pytest.mark.slow
 def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_where(tmp_path, env):
     folder = tmp_path / "results"
     folder.mkdir()
@@ -483,6 +494,7 @@ def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built
 
 # ---------------------------------------------------------------------------- postmark and experiment
 
+@pytest.mark.slow
 def test_postmark_json_is_checked_before_anything_is_built(tmp_path, env):
     text = tmp_path / "existing.txt"
     text.write_text("keep me\n")
@@ -498,6 +510,7 @@ def test_postmark_json_is_checked_before_anything_is_built(tmp_path, env):
     assert sha256(text) == before and not scratch.exists()
 
 
+@pytest.mark.slow
 def test_experiment_out_must_be_a_new_empty_or_earlier_report_folder(tmp_path, env):
     a_file = tmp_path / "notes.txt"
     a_file.write_text("x")
