@@ -194,6 +194,7 @@ def test_a_full_file_system_keeps_the_earlier_report_and_names_the_folder(tmp_pa
         assert _beside(out) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signame,earlier", [("SIGTERM", True), ("SIGINT", True), ("SIGTERM", False)],
                          ids=["sigterm-over-earlier", "sigint-over-earlier", "sigterm-new"])
 def test_a_signal_while_the_report_is_written_leaves_the_earlier_report_or_nothing(
