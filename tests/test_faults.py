@@ -315,6 +315,8 @@ def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path,
     assert not leftover.exists() and runstate.stale_runs() == []
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup")

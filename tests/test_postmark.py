@@ -525,6 +525,7 @@ def test_a_mounted_device_is_refused_before_any_write(tmp_path):
         subprocess.run(["losetup", "-d", dev])
 
 
+@pytest.mark.slow
 def test_existing_files_need_the_confirmation_and_it_must_match(tmp_path):
     f = tmp_path / "existing.img"
     f.write_bytes(b"keep me" * 1000)
@@ -537,6 +538,7 @@ def test_existing_files_need_the_confirmation_and_it_must_match(tmp_path):
     assert f.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_cli_bad_input_names_the_parameter(tmp_path):
     res = _cli("--layout", "native", "--workload", "test2", "--scratch", str(tmp_path / "n.img"), "--size", "10M")
     assert res.returncode == 2 and "fs_size_bytes" in res.stderr and "try 8388608" in res.stderr
