@@ -109,6 +109,7 @@ def test_a_trace_that_does_not_parse_is_one_line_naming_the_file_and_the_line(tm
     assert str(bad) in msg
 
 
+@pytest.mark.slow
 def test_missing_blktrace_is_one_line_naming_the_debian_package(tmp_path):
     # A PATH with blkparse (/usr/bin) but not blktrace (/usr/sbin).
     env = dict(os.environ, PATH="/usr/bin")

@@ -72,7 +72,8 @@ def _limit_memory():
 
 
 @pytest.mark.parametrize("kind", ["fifo", pytest.param("zero", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("which", ["stack", "trace", "seek", "model", "calibration"])
+@pytest.mark.parametrize("which", ["stack", "trace", pytest.param("seek", marks=pytest.mark.slow),
+                                   pytest.param("model", marks=pytest.mark.slow), "calibration"])
 def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp_path, workdir, env):
     if which == "stack":
         path = tmp_path / "stack.json"
@@ -93,6 +94,7 @@ def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp
     assert ("a FIFO" if kind == "fifo" else "a character device") in line or "not a regular file" in line, line
 
 
+@pytest.mark.slow
 def test_a_trace_line_longer_than_the_cap_is_refused_naming_the_line(tmp_path, workdir, env):
     from diskmodel.data.input_files import MAX_TRACE_LINE_BYTES
 
@@ -107,6 +109,7 @@ def test_a_trace_line_longer_than_the_cap_is_refused_naming_the_line(tmp_path, w
     assert str(MAX_TRACE_LINE_BYTES) in line and len(line) < 400, line[:400]
 
 
+@pytest.mark.slow
 def test_an_error_quotes_at_most_80_characters_of_a_field(tmp_path, workdir, env):
     def long_field(d):
         lines = (d / "atlas10k.trace").read_text().splitlines(keepends=True)
@@ -216,6 +219,7 @@ def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir
     assert not scratch.exists()
 
 
+@pytest.mark.slow
 def test_bench_refuses_a_throttle_beyond_the_kernels_u64(workdir, env):
     res = _run_bounded(["bench", "--stack", "x.json", "--workload", "copy", "--slow", "sdb=" + "1" + "0" * 23],
                        workdir, env)

@@ -415,7 +415,8 @@ FULL_SEGMENTS = ([f"W Hit {444125685 + 128 * i} 128 1000 {i * 37 % 250}" for i i
                  + ["R Hit 321747855 4 1000 0"], [0.785] * 12 + [32.7273])
 
 
-@pytest.mark.parametrize("case", [SEVERAL_SEGMENTS, FULL_SEGMENTS], ids=["writes_elsewhere", "full_segments"])
+@pytest.mark.parametrize("case", [pytest.param(SEVERAL_SEGMENTS, id="writes_elsewhere"),
+                                  pytest.param(FULL_SEGMENTS, id="full_segments", marks=pytest.mark.slow)])
 def test_fast_writes_queue_in_several_write_segments_as_in_disksim(case, tmp_path):
     # Each write not appending to the queued ones takes a segment of its own at once
     # (disk_buffer_select_write_segment: numdirty < numwritesegs) and is queued; the read waits for
@@ -487,7 +488,7 @@ def test_an_empty_segment_first_and_an_append_with_room_wraps_its_segment(tmp_pa
 ESTIMATES = [(300165551, 5.411512909e-3), (300165614, 5.815317362e-3), (300165635, 8.204592e-6)]
 
 
-@pytest.mark.parametrize("lbn, disksim_s", ESTIMATES)
+@pytest.mark.parametrize("lbn, disksim_s", [ESTIMATES[0]] + [pytest.param(*e, marks=pytest.mark.slow) for e in ESTIMATES[1:]])
 def test_policy_21_estimate_is_disksims(lbn, disksim_s, disksim_dir):
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.disksim_writequeue import _positioning_estimate_s

@@ -217,6 +217,7 @@ def test_cli_bad_input_is_one_line(args, fragment):
     assert_one_error_line(p.stderr, fragment)
 
 
+@pytest.mark.slow
 def test_cli_bad_stack_node_names_node_and_field(tmp_path):
     doc = json.loads(paper_stack("native", kind="xfs").to_json())
     doc["file_system"]["parameters"]["block_size_bytes"] = 3000
@@ -320,6 +321,7 @@ def test_postmark_under_a_64mib_cgroup_writes_almost_nothing_when_its_files_fit(
     assert abs(model - measured) <= 0.5 * measured, (model, measured)
 
 
+@pytest.mark.slow
 def test_a_workload_the_stack_cannot_hold_is_one_line_naming_the_node(tmp_path):
     stack = Stack(FileSystemNode(kind="ext4", volume=Partition(0, 64 << 20, "sda1", "sda")))
     path = tmp_path / "small.json"

@@ -175,6 +175,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.slow
 def test_predict_on_the_paper_stacks_equals_the_predictions_of_before():
     golden = json.loads((GOLDEN / "predict_before_stack.json").read_text())["cases"]
     counts = {t: expected_counts(postmark_preset(t)) for t in ("test1", "test2", "test3")}
