@@ -72,7 +72,8 @@ def _limit_memory():
 
 
 @pytest.mark.parametrize("kind", ["fifo", pytest.param("zero", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("which", ["stack", "trace", pytest.param("seek", marks=pytest.mark.slow),
+@pytest.mark.parametrize("which", ["stack", pytest.param("trace", marks=pytest.mark.slow),
+                                   pytest.param("seek", marks=pytest.mark.slow),
                                    pytest.param("model", marks=pytest.mark.slow), "calibration"])
 def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp_path, workdir, env):
     if which == "stack":

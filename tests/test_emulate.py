@@ -260,6 +260,7 @@ def test_bad_drive_or_duration_is_one_line(isolated, args, fragment):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_calibration_json_that_does_not_parse_is_one_line(isolated, tmp_path):
     env, run_dir, tmp = isolated
     bad = tmp_path / "cal.json"
