@@ -271,6 +271,7 @@ def test_calibration_json_that_does_not_parse_is_one_line(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     require_root()
     env, run_dir, tmp = isolated
@@ -282,6 +283,7 @@ def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
     require_root()
     require_tools("nbdkit")
@@ -296,6 +298,7 @@ def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_dev_fuse_names_the_module_and_package(monkeypatch, tmp_path):
     from diskmodel.calibrate.emulate import devices
 
