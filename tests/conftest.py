@@ -1,14 +1,26 @@
-"""Shared fixtures.
+"""Shared fixtures, and the checks that keep the test tiers apart.
 
 Integration tests need real tools (loop devices, mkfs, postmark, fio, qemu) and
 root. Where one is missing they skip with the reason, except when
 ``DISKMODEL_REQUIRE_INTEGRATION=1`` (set by .ci/run): then a missing tool fails
 the run, so CI can never pass by skipping what it was meant to test.
+
+Tiers (markers in setup.cfg): ``pytest -m "not slow"`` is the fast tier, pure
+Python against references; ``pytest`` (what .ci/run runs) adds the ``slow``
+tests; ``pytest -m soak`` runs the extra seeds and drives kept out of CI
+(setup.cfg's ``-m "not soak"``; a soak test is slow too). The
+fast tier cannot grow by accident: collection refuses an ``integration`` test
+(or one using a device fixture) that is not marked ``slow``, and a test not
+marked ``slow`` fails if it needs root or real tools (``require_root``,
+``require_tools``), starts a program that boots the VM or builds devices, or
+gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,12 +39,14 @@ def skip_or_fail(reason: str) -> None:
 
 
 def require_tools(*names: str) -> None:
+    _refuse_in_the_fast_tier(f"it needs the tools {', '.join(names)}")
     missing = [name for name in names if shutil.which(name) is None]
     if missing:
         skip_or_fail(f"missing tools: {', '.join(missing)}")
 
 
 def require_root() -> None:
+    _refuse_in_the_fast_tier("it needs root")
     if os.geteuid() != 0:
         skip_or_fail("needs root (loop devices, mounts)")
 
@@ -65,3 +79,144 @@ def loops(request):
     manager = LoopDevices()
     request.addfinalizer(manager.teardown)
     return manager
+
+
+# ------------------------------------------------------------------ the tiers
+
+#: Fixtures that build devices or boot the VM: a test using one belongs to the slow tier.
+DEVICE_FIXTURES = frozenset({"loops"})
+#: Programs that boot the VM, build devices or drive real I/O (their basenames; ``mkfs.*`` and
+#: ``qemu-system-*`` by prefix).
+SLOW_PROGRAMS = frozenset({"losetup", "mount", "mkfs", "pvcreate", "vgcreate", "lvcreate", "mdadm", "dmsetup",
+                           "nbdkit", "nbdfuse", "postmark", "fio", "blktrace", "bonnie++", "partx", "sfdisk"})
+SLOW_PROGRAM_PREFIXES = ("mkfs.", "qemu-system-")
+LOSETUP_LISTING = frozenset({"-l", "--list", "-J", "--json", "-a", "--all"})
+LOSETUP_CHANGING = frozenset({"-f", "--find", "-d", "--detach", "-D", "--detach-all", "-c", "--set-capacity"})
+#: Environment variables that make a numba subprocess compile afresh rather than load the cache.
+FRESH_COMPILE_ENV = ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK", "NUMBA_DISABLE_JIT", "NUMBA_OPT")
+
+
+_FAST_TEST: list[str] = []           # the node id of the running test while it is not marked slow
+_FAST_TEST_REFUSALS: list[str] = []  # why that test belongs to the slow tier, as found
+TIER_ADVICE = "mark it @pytest.mark.slow (and @pytest.mark.integration if it drives real tools)"
+
+
+def _refuse_in_the_fast_tier(reason: str) -> None:
+    """Fail the running test if it is not marked slow, *reason* saying why it belongs to the slow tier
+    (``pytest.fail`` raises a BaseException, so the code under test cannot swallow it)."""
+    if _FAST_TEST:
+        _FAST_TEST_REFUSALS.append(reason)
+        pytest.fail(f"not marked slow but {reason}; {TIER_ADVICE}", pytrace=False)
+
+
+def slow_tier_reason(argv, env=None) -> str | None:
+    """Why starting *argv* (with environment *env*, None for the inherited one) belongs to the slow
+    tier, or None when a fast test may start it."""
+    words = [str(w) for w in ([argv] if isinstance(argv, (str, bytes, os.PathLike)) else argv)]
+    if not words:
+        return None
+    program = os.path.basename(words[0])
+    if program in SLOW_PROGRAMS or program.startswith(SLOW_PROGRAM_PREFIXES):
+        if program.startswith("qemu-system-") and words[1:] == ["--version"]:
+            return None     # vm_available's probe: asks qemu its version, boots nothing
+        if program == "losetup" and LOSETUP_LISTING.intersection(words) and not LOSETUP_CHANGING.intersection(words):
+            return None     # lists the loop devices (losetup(8) -l, -J): builds nothing
+        return f"it starts {program}"
+    if env is not None:
+        fresh = [name for name in FRESH_COMPILE_ENV if env.get(name) != os.environ.get(name)]
+        if fresh:
+            return f"it gives a subprocess its own {', '.join(fresh)} (numba compiles afresh)"
+    return None
+
+
+def untiered_items(items) -> list[str]:
+    """The node ids, with the reason, of *items* that drive real tools or device fixtures without ``slow``."""
+    found = []
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            continue
+        fixtures = sorted(DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+        if item.get_closest_marker("integration") is not None:
+            found.append(f"{item.nodeid} (marked integration)")
+        elif fixtures:
+            found.append(f"{item.nodeid} (uses {', '.join(fixtures)})")
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(pytest.mark.slow)
+    untiered = untiered_items(items)
+    if untiered:
+        raise pytest.UsageError("these tests drive real tools but are not marked slow, so `pytest -m \"not slow\"`"
+                                " would run them; mark them @pytest.mark.slow: " + "; ".join(untiered))
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_slow_program(request, monkeypatch):
+    """In a test not marked ``slow``: starting a program :func:`slow_tier_reason` names, or calling
+    ``require_root`` or ``require_tools``, fails the test."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *a, **kw):
+        reason = slow_tier_reason(args, kw.get("env", a[9] if len(a) > 9 else None))
+        if reason is not None:
+            _refuse_in_the_fast_tier(reason)
+        original(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    _listen_for_numba_compiles()
+    _FAST_TEST_REFUSALS.clear()
+    _FAST_TEST.append(request.node.nodeid)
+    try:
+        yield
+    finally:
+        _FAST_TEST.clear()
+    call = getattr(request.node, "_tier_call_report", None)
+    if _FAST_TEST_REFUSALS and call is not None and not call.failed:   # the code under test swallowed it
+        pytest.fail(f"not marked slow but {_FAST_TEST_REFUSALS[0]}; {TIER_ADVICE}", pytrace=False)
+
+
+_NUMBA_COMPILES: dict[str, int] = {}   # fast test -> kernels numba compiled (not loaded from its cache) in it
+_NUMBA_LISTENING: list[bool] = []
+
+
+def _listen_for_numba_compiles() -> None:
+    """Once numba is imported, count its compiles per fast test: numba fires ``numba:compile`` only
+    when a kernel is not in its cache (numba.core.dispatcher, ``Dispatcher.compile``)."""
+    if _NUMBA_LISTENING or "numba" not in sys.modules:
+        return
+    from numba.core import event
+
+    class CompileCounter(event.Listener):
+        def on_start(self, ev):
+            if _FAST_TEST:
+                _NUMBA_COMPILES[_FAST_TEST[0]] = _NUMBA_COMPILES.get(_FAST_TEST[0], 0) + 1
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", CompileCounter())
+    _NUMBA_LISTENING.append(True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the fast tests that compiled numba kernels: the fast tier assumes a warm cache (.ci/setup
+    compiles the simulator), so these either ran on a cold one or compile a kernel no other run does."""
+    if _NUMBA_COMPILES:
+        terminalreporter.section("fast-tier tests that compiled numba kernels (cold cache, or mark them slow)")
+        for nodeid, count in sorted(_NUMBA_COMPILES.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{count:5d}  {nodeid}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item._tier_call_report = report
+    return report

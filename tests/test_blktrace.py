@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import require_root, require_tools
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 from diskmodel.calibrate.trace import load_trace, parse_blkparse_text, save_trace
 from diskmodel.calibrate.trace.ftrace_blk import split_binary
@@ -90,6 +90,7 @@ def _cli(*args, check=False):
                           timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, fragment", [
     ("  7,0    1        5     0.000057668 15304  D  WS 0 + 128 [dd]\nnot a trace line\n", "line 2"),
     ("  7,0    1        5     0.000057668 15304  D  WQ 0 + 128 [dd]\n", "line 1: RWBS 'WQ'"),
@@ -108,6 +109,7 @@ def test_a_trace_that_does_not_parse_is_one_line_naming_the_file_and_the_line(tm
     assert str(bad) in msg
 
 
+@pytest.mark.slow
 def test_missing_blktrace_is_one_line_naming_the_debian_package(tmp_path):
     # A PATH with blkparse (/usr/bin) but not blktrace (/usr/sbin).
     env = dict(os.environ, PATH="/usr/bin")
@@ -171,6 +173,7 @@ def _require_tracing():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_trace_record_measures_exactly_the_requests_dd_sends_to_a_loop_device(tmp_path, loops):
     _require_tracing()
     img = tmp_path / "img"

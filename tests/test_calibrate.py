@@ -467,6 +467,7 @@ def data_ok(data):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_real_file_has_no_mechanical_seek(written_file):
     from diskmodel.calibrate.harness.device import open_backend
 
@@ -489,6 +490,7 @@ def test_real_file_has_no_mechanical_seek(written_file):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_real_loop_device_has_no_mechanical_seek(written_file, request):
     require_root()
     require_tools("losetup")

@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pytest
 
+from _helpers import keep_first_of_each
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness.measure import calibrate
 from diskmodel.calibrate.harness.reference import FAMILY, calibration_errors, reference_drive, truth
@@ -28,7 +29,7 @@ def run(name: str):
     return _RUNS[name]
 
 
-@pytest.mark.parametrize("name", list(FAMILY))
+@pytest.mark.parametrize("name", keep_first_of_each(list(FAMILY), lambda name: "family", list(FAMILY), tier="slow"))
 def test_recovery_of_the_reference_family(name):
     drive, result = run(name)
     t = truth(drive)
@@ -94,11 +95,13 @@ def _close_skews(surfaces, track_skew, cylinder_skew, **changes):
 
 
 @pytest.mark.parametrize("spec, seed", [
-    (FAMILY["nas_5900"], 0), (FAMILY["nas_5900"], 2),
-    (_close_skews(6, 0.16, 0.145, head_switch_s=1.4e-3), 0),
-    (_close_skews(3, 0.15, 0.14), 0),
-    (_close_skews(2, 0.10, 0.12, head_switch_s=1.0e-3, seek_single_s=0.8e-3), 0),
-], ids=["nas_5900-0", "nas_5900-2", "six_surfaces", "three_surfaces", "two_surfaces"])
+    pytest.param(FAMILY["nas_5900"], 0, id="nas_5900-0"),
+    pytest.param(FAMILY["nas_5900"], 2, id="nas_5900-2", marks=pytest.mark.slow),
+    pytest.param(_close_skews(6, 0.16, 0.145, head_switch_s=1.4e-3), 0, id="six_surfaces", marks=pytest.mark.slow),
+    pytest.param(_close_skews(3, 0.15, 0.14), 0, id="three_surfaces"),
+    pytest.param(_close_skews(2, 0.10, 0.12, head_switch_s=1.0e-3, seek_single_s=0.8e-3), 0, id="two_surfaces",
+                 marks=pytest.mark.slow),
+])
 def test_head_switch_told_from_cylinder_switches_by_position(spec, seed):
     """Where head and cylinder switches wait within the host's jitter of each other (a one-cylinder
     seek faster than the head switch), the reads after a head switch are told by their position

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line
 from diskmodel.calibrate.cli import main
 
 DISKMODEL = [sys.executable, "-m", "diskmodel.calibrate.cli"]
@@ -24,15 +25,6 @@ DISKMODEL = [sys.executable, "-m", "diskmodel.calibrate.cli"]
 
 def run(*args, cwd=None):
     return subprocess.run([*DISKMODEL, *map(str, args)], capture_output=True, text=True, timeout=600, cwd=cwd)
-
-
-def one_error_line(stderr: str, *fragments: str) -> str:
-    """stderr is exactly one line ``diskmodel: error: ...`` holding each of *fragments*."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("diskmodel: error: "), stderr
-    for fragment in fragments:
-        assert fragment in lines[0], stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------ --version
@@ -51,6 +43,7 @@ def _node_classes():
     return {kind: NODE_SCHEMA.class_of_kind(kind) for kind in NODE_SCHEMA.known_kinds()}
 
 
+@pytest.mark.slow
 def test_stack_schema_json_lists_every_field_of_every_kind_with_its_dataclass_default():
     res = run("stack-schema", "--json")
     assert res.returncode == 0, res.stderr
@@ -92,6 +85,7 @@ def test_every_field_has_a_meaning_and_every_size_or_time_a_unit():
     assert data["kinds"]["nbd"]["records"] == {"network": "Network"}
 
 
+@pytest.mark.slow
 def test_stack_schema_text_shows_units_and_defaults_without_scientific_notation():
     res = run("stack-schema", "--kind", "loop_file")
     assert res.returncode == 0, res.stderr
@@ -134,6 +128,7 @@ def test_a_field_added_to_a_node_appears_in_the_schema_from_its_docstring():
     assert entry["fields"][1]["unit"] == "s" and entry["fields"][1]["default"] == 2e-6
 
 
+@pytest.mark.slow
 def test_predict_help_points_to_stack_schema():
     res = run("predict", "--help")
     assert res.returncode == 0
@@ -157,10 +152,10 @@ def test_a_bad_flag_of_every_subcommand_is_one_line(capsys):
     assert "stack-schema" in names
     for name in names:
         assert _exit_code([name, "--no-such-flag"]) == 2, name
-        line = one_error_line(capsys.readouterr().err, f"diskmodel {name} --help")
+        line = assert_one_error_line(capsys.readouterr().err, f"diskmodel {name} --help")
         assert "--no-such-flag" in line or "required" in line, line  # a missing required argument is said first
     assert _exit_code(["stack-schema", "--kind", "floppy"]) == 2
-    one_error_line(capsys.readouterr().err, "--kind", "floppy", "partition")
+    assert_one_error_line(capsys.readouterr().err, "--kind", "floppy", "partition")
 
 
 # ------------------------------------------------------------------ a flat (flash) calibration
@@ -200,7 +195,7 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive
     res = run("predict", "--stack", tmp_path / "stack.json", "--fio-job", tmp_path / "job.fio", "--complete-from",
               "wd800bd")
-    one_error_line(res.stderr, "--complete-from wd800bd", "flat latency model")
+    assert_one_error_line(res.stderr, "--complete-from wd800bd", "flat latency model")
 
 
 # ------------------------------------------------------------------ a calibrated hard disk and its preset
@@ -241,13 +236,14 @@ def test_complete_from_the_same_drives_preset_gives_the_presets_prediction(calib
     assert completed["assumptions"][0].startswith("assumption: --calibration ")
     assert "from preset wd800bd" in completed["assumptions"][0]
     assert main(["predict", "--disk", "wd800bd", "--complete-from", "wd800bd"]) == 2
-    one_error_line(capsys.readouterr().err, "--complete-from", "--disk wd800bd")
+    assert_one_error_line(capsys.readouterr().err, "--complete-from", "--disk wd800bd")
     assert main(["predict", "--calibration", calibrated_wd800bd, "--complete-from", "floppy"]) == 2
-    one_error_line(capsys.readouterr().err, "--complete-from floppy", "wd800bd")
+    assert_one_error_line(capsys.readouterr().err, "--complete-from floppy", "wd800bd")
 
 
 # ------------------------------------------------------------------ one unit convention
 
+@pytest.mark.slow
 def test_predict_prints_si_megabytes_and_no_scientific_notation(capsys):
     assert main(["predict", "--json", "--workload", "test1"]) == 0
     figures = json.loads(capsys.readouterr().out)
@@ -281,6 +277,7 @@ def _fio_json(tmp_path, job_text: str) -> dict:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [
     "[global]\nsize=1m\ndirect=1\nbs=4k\n[seq]\nrw=read\nio_size=256k\n",
     "[rand]\nrw=randwrite\nsize=2MiB\nbs=8k\nnumjobs=2\nio_size=1024KiB\ndirect=1\niodepth=1\n",
@@ -362,16 +359,16 @@ def test_runtime_cuts_a_long_job_and_says_so(tmp_path, capsys):
 def test_a_job_the_model_cannot_take_is_one_line_naming_the_key(tmp_path, capsys, text, fragments):
     path = _job_file(tmp_path, text)
     assert main(["predict", "--fio-job", path]) == 2
-    line = one_error_line(capsys.readouterr().err, f"--fio-job {path}", *fragments)
+    line = assert_one_error_line(capsys.readouterr().err, f"--fio-job {path}", *fragments)
     assert len(line) < 400
 
 
 def test_fio_job_is_the_workload(tmp_path, capsys):
     path = _job_file(tmp_path, "[j]\nrw=read\nsize=1m\ndirect=1\n")
     assert main(["predict", "--fio-job", path, "--workload", "test2"]) == 2
-    one_error_line(capsys.readouterr().err, "--workload cannot be given")
+    assert_one_error_line(capsys.readouterr().err, "--workload cannot be given")
     assert main(["predict", "--fio-job", str(tmp_path / "missing.fio")]) == 2
-    one_error_line(capsys.readouterr().err, "--fio-job", "missing.fio", "no such file")
+    assert_one_error_line(capsys.readouterr().err, "--fio-job", "missing.fio", "no such file")
 
 
 @pytest.mark.parametrize("extra, flag", [(["--fitted"], "--fitted"),
@@ -380,9 +377,9 @@ def test_fio_job_is_the_workload(tmp_path, capsys):
 def test_a_flag_a_block_workload_does_not_use_is_refused(tmp_path, capsys, extra, flag):
     path = _job_file(tmp_path, "[j]\nrw=read\nsize=1m\ndirect=1\n")
     assert main(["predict", "--fio-job", path, *extra]) == 2
-    one_error_line(capsys.readouterr().err, f"{flag} does not apply to --fio-job")
+    assert_one_error_line(capsys.readouterr().err, f"{flag} does not apply to --fio-job")
     assert main(["predict", "--workload", "randread_4k", *extra]) == 2
-    one_error_line(capsys.readouterr().err, f"{flag} does not apply to --workload randread_4k")
+    assert_one_error_line(capsys.readouterr().err, f"{flag} does not apply to --workload randread_4k")
 
 
 GOLDEN_CALIBRATION = Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
@@ -409,7 +406,7 @@ def test_a_postmark_workload_larger_than_the_stack_is_one_line_saying_what_fits(
                                                         "size_bytes": 100_000_000, "disk": "sda"}}}
     (tmp_path / "stack.json").write_text(json.dumps(stack))
     assert main(["predict", "--stack", str(tmp_path / "stack.json"), "--workload", "test1"]) == 2
-    line = one_error_line(capsys.readouterr().err, "100.0 MB", "give fewer files (at most about")
+    line = assert_one_error_line(capsys.readouterr().err, "100.0 MB", "give fewer files (at most about")
     assert not re.search(r"\d[eE][+-]?\d", line), line
     fits = int(re.search(r"at most about (\d+)", line).group(1))
     assert main(["predict", "--json", "--stack", str(tmp_path / "stack.json"), "--workload", "test1",

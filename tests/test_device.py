@@ -213,6 +213,7 @@ def test_io_error_carries_the_offset():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_loop_device_backend_reads_and_checks(loops, written_file):
     dev = loops.attach(written_file)
     with open_backend(dev) as b:
@@ -228,6 +229,7 @@ def test_loop_device_backend_reads_and_checks(loops, written_file):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_loop_device_without_direct_io_is_refused(loops, written_file):
     dev = loops.attach(written_file, direct_io=False)
     with pytest.raises(LoopBufferedError, match="direct-io=on"):
@@ -235,6 +237,7 @@ def test_loop_device_without_direct_io_is_refused(loops, written_file):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_loop_device_over_sparse_file_is_refused(loops, tmp_path):
     path = tmp_path / "sparse.img"
     with open(path, "wb") as f:
@@ -246,6 +249,7 @@ def test_loop_device_over_sparse_file_is_refused(loops, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_mounted_loop_device_is_refused_as_busy(loops, tmp_path):
     image = write_random_file(tmp_path / "fs.img", 16 * MiB, seed=6)
     dev = loops.attach(image)
@@ -266,6 +270,7 @@ def test_mounted_loop_device_is_refused_as_busy(loops, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_swap_loop_device_is_refused_as_busy(loops, tmp_path):
     require_tools("mkswap", "swapon", "swapoff")
     from diskmodel.calibrate.harness.probe import probe

@@ -58,6 +58,7 @@ def _simulate(folder, requests):
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v["name"] for v in VARIANTS])
 def test_g2_variant_matches_disksims_own_times(variant, folders):
     disksim_ms = _golden(variant["name"])
@@ -70,6 +71,7 @@ def test_g2_variant_matches_disksims_own_times(variant, folders):
         assert np.abs(ours_ms - disksim_ms).max() < 0.002
 
 
+@pytest.mark.slow
 def test_disksims_g2_run_is_not_its_g1_run_and_ours_follows_each(folders):
     # The same drive, the same blocks on the same sectors: DiskSim's g2 skew rule (a zone's skew
     # on its first cylinder only, cylinder 0 at 0) moves blocks round the track, so DiskSim's

@@ -77,6 +77,7 @@ def _ours(drive, changes, lines, where: Path):
             simulate_requests(params.evolve(immediate_read=False), *args).service_s * 1e3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_zero_latency_read_on_a_g4_layout_starts_under_the_head(name, tmp_path):
     drive, changes, lines, disksim, differ = CASES[name]
@@ -90,6 +91,7 @@ def test_a_zero_latency_read_on_a_g4_layout_starts_under_the_head(name, tmp_path
     np.testing.assert_allclose(ours_0[rows], at_0, rtol=0, atol=TOLERANCE_MS)
 
 
+@pytest.mark.slow
 def test_immediate_read_run_on_a_g4_track_reads_the_run_under_the_head_first():
     # a hand-computed track of 100 sectors, the period 10 ms (a step is DiskSim's fixed-point
     # xfertime, a hair under 0.1 ms): 10 wanted blocks at sectors 20-29, the head landing at 25.5

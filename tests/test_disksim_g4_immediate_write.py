@@ -59,6 +59,7 @@ def _ours(drive, changes, lines, where: Path):
             simulate_requests(params.evolve(immediate_write=False), *args).service_s * 1e3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_zero_latency_write_on_a_g4_layout_starts_under_the_head(name, tmp_path):
     drive, changes, lines, disksim = CASES[name]
@@ -84,6 +85,7 @@ def test_a_g1_layout_never_starts_a_write_under_the_head(tmp_path):
     np.testing.assert_array_equal(at_1, at_0)
 
 
+@pytest.mark.slow
 def test_immediate_write_track_writes_the_run_under_the_head_first():
     # a hand-computed track of 100 sectors, the period 10 ms (0.1 ms a sector; DiskSim's step is
     # its fixed-point xfertime, a hair under): 10 blocks at sectors 20-29, the head landing at

@@ -22,6 +22,7 @@ from diskmodel.model.disksim import drive_parameters, load_disksim_drive
 from diskmodel.model.disksim_readahead import _read_ahead_limit
 from diskmodel.model.simulate import HitKind, simulate_requests
 
+from _helpers import keep_first_of_each
 from _scripts import load_script
 from _toy_drive import toy_drive as _toy
 
@@ -72,7 +73,8 @@ def _simulate_variant(variant, tmp_path, **changes):
     return simulate_requests(params, trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s).service_s * 1e3
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=[v["name"] for v in VARIANTS])
+@pytest.mark.parametrize("variant", keep_first_of_each(VARIANTS, lambda v: v["drive"], [v["name"] for v in VARIANTS],
+                                                       tier="slow"))
 def test_variant_matches_disksims_own_times(variant, tmp_path):
     disksim_ms = _golden(variant["name"])
     assert disksim_ms.size == variant["requests"]
@@ -521,6 +523,7 @@ def test_minimum_read_ahead_without_fast_writes_is_accepted(disksim_dir, tmp_pat
     assert drive_parameters(load_disksim_drive(folder)).min_read_ahead_blocks == 100
 
 
+@pytest.mark.slow
 def test_maxtor300g_write_prebuffering_policy_21(disksim_dir, tmp_path):
     # maxtor300g prebuffers writes into 128 write segments with a positioning-time scheduler (policy
     # 21, PRI_ASPCTF_OPT): followed since branch sptf (tests/test_disksim_random.py, "_sptf" sets)
@@ -980,6 +983,7 @@ def test_whole_sectors_in_revolutions_are_the_sectors(spt, data):
     assert k + 0.5 - 1.0 / width <= cylinder <= k + 0.5 + (k + 1) * spt / 2.0 ** 32
 
 
+@pytest.mark.slow
 def test_write_segments_within_disksims_range(disksim_dir, tmp_path):
     # DiskSim's range for "Maximum number of write segments" is 1..Number of buffer segments (disk.modspec)
     folder, specs, text, _ = _edited_copy(disksim_dir, tmp_path, "maxtor300g", "Scheduling policy = 21,",

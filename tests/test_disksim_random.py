@@ -20,6 +20,7 @@ import pytest
 from diskmodel.data.disksim.syntax import DiskSimFormatError
 from diskmodel.model.validation import disksim_demerit_s
 
+from _helpers import keep_first_of_each
 from _scripts import load_script
 
 GOLDEN = Path(__file__).parent / "golden" / "disksim_random"
@@ -52,7 +53,9 @@ def _replay(drive: str, lines, where: Path, changes=None) -> np.ndarray:
     return _simulate(_make_random(), {"seed": 0, "drive": drive, "changes": changes or {}, "rpm": None}, where, lines)
 
 
-@pytest.mark.parametrize("kept", KEPT, ids=[f"seed{k['seed']}_{k['drive']}" for k in KEPT])
+@pytest.mark.slow
+@pytest.mark.parametrize("kept", keep_first_of_each(KEPT, lambda k: k["drive"],
+                                                    [f"seed{k['seed']}_{k['drive']}" for k in KEPT]))
 def test_random_variant_agrees_with_disksims_own_times(kept, tmp_path):
     make = _make_random()
     variant = make.variant(kept["seed"])
@@ -349,7 +352,9 @@ def test_a_partial_hit_waiting_for_a_minimum_read_ahead_reconnects_at_its_waterm
 WRITE_SEGMENTS = json.loads((GOLDEN / "write_segments.json").read_text())
 
 
-@pytest.mark.parametrize("kept", WRITE_SEGMENTS, ids=[f"{k['set']}_seed{k['seed']}" for k in WRITE_SEGMENTS])
+@pytest.mark.slow
+@pytest.mark.parametrize("kept", keep_first_of_each(WRITE_SEGMENTS, lambda k: k["set"],
+                                                    [f"{k['set']}_seed{k['seed']}" for k in WRITE_SEGMENTS]))
 def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.simulate import simulate_requests
@@ -373,7 +378,8 @@ def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
     assert params.queue_scheduling_policy == (21 if kept["set"].endswith("_sptf") else 1)
 
 
-@pytest.mark.parametrize("name", ["maxtor300g_sptf", "atlas10k_ws3_sptf"])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param("maxtor300g_sptf", marks=pytest.mark.soak), "atlas10k_ws3_sptf"])
 def test_policy_21_agrees_better_than_first_come_first_served(name, tmp_path):
     # DiskSim's times at scheduling policy 21: served first come first served instead, fewer of them
     # agree over each set (per trace fewer on 10 of 12, the same on maxtor300g seed 28, more on seed 33:
@@ -409,7 +415,8 @@ FULL_SEGMENTS = ([f"W Hit {444125685 + 128 * i} 128 1000 {i * 37 % 250}" for i i
                  + ["R Hit 321747855 4 1000 0"], [0.785] * 12 + [32.7273])
 
 
-@pytest.mark.parametrize("case", [SEVERAL_SEGMENTS, FULL_SEGMENTS], ids=["writes_elsewhere", "full_segments"])
+@pytest.mark.parametrize("case", [pytest.param(SEVERAL_SEGMENTS, id="writes_elsewhere"),
+                                  pytest.param(FULL_SEGMENTS, id="full_segments", marks=pytest.mark.slow)])
 def test_fast_writes_queue_in_several_write_segments_as_in_disksim(case, tmp_path):
     # Each write not appending to the queued ones takes a segment of its own at once
     # (disk_buffer_select_write_segment: numdirty < numwritesegs) and is queued; the read waits for
@@ -481,7 +488,7 @@ def test_an_empty_segment_first_and_an_append_with_room_wraps_its_segment(tmp_pa
 ESTIMATES = [(300165551, 5.411512909e-3), (300165614, 5.815317362e-3), (300165635, 8.204592e-6)]
 
 
-@pytest.mark.parametrize("lbn, disksim_s", ESTIMATES)
+@pytest.mark.parametrize("lbn, disksim_s", [ESTIMATES[0]] + [pytest.param(*e, marks=pytest.mark.slow) for e in ESTIMATES[1:]])
 def test_policy_21_estimate_is_disksims(lbn, disksim_s, disksim_dir):
     from diskmodel.model.disksim import drive_parameters, load_disksim_drive
     from diskmodel.model.disksim_writequeue import _positioning_estimate_s

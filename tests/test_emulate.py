@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import require_root, require_tools, skip_or_fail, wait_for
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 from diskmodel.calibrate.emulate import flat_drive, read_log, summarize
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
@@ -108,6 +108,7 @@ def _server(tmp_path, capacity, latency_s, backing=False):
                         "control_path": None})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backing", [False, True], ids=["memory", "sparse-file"])
 def test_server_keeps_data_and_completes_at_the_simulated_time(tmp_path, backing):
     capacity = 8 * MiB
@@ -158,6 +159,7 @@ def test_server_takes_the_paths_fixed_and_per_byte_cost_off_each_arrival(tmp_pat
     assert t_b - t_a >= 0.01 - cost  # returned at its arrival plus the flat drive's 10 ms, not before
 
 
+@pytest.mark.slow
 def test_request_log_round_trip_and_emulate_log_command(tmp_path):
     rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": 1e-4}, tmp_path / "r.reqlog")
     for i in range(100):
@@ -179,6 +181,7 @@ def test_request_log_round_trip_and_emulate_log_command(tmp_path):
     assert res.returncode == 0 and "WARNING: lateness p99" in res.stdout and "100 requests" in res.stdout
 
 
+@pytest.mark.slow
 def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_path):
     # The rows reach the file in chunks while the recorder is open; a copy of the file taken at any moment
     # (what a SIGKILL leaves, a last record possibly cut short) reads back as the rows written so far.
@@ -241,6 +244,7 @@ def assert_nothing_left(run_dir: Path, tmp: Path) -> None:
     assert not procs, procs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", [
     (["no-such-drive"], "DRIVE 'no-such-drive' is not a folder"),
     (["atlas10k", "--for-s", "0"], "--for-s"),
@@ -256,6 +260,7 @@ def test_bad_drive_or_duration_is_one_line(isolated, args, fragment):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_calibration_json_that_does_not_parse_is_one_line(isolated, tmp_path):
     env, run_dir, tmp = isolated
     bad = tmp_path / "cal.json"
@@ -266,6 +271,7 @@ def test_calibration_json_that_does_not_parse_is_one_line(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     require_root()
     env, run_dir, tmp = isolated
@@ -277,6 +283,7 @@ def test_missing_nbdkit_names_its_debian_package(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
     require_root()
     require_tools("nbdkit")
@@ -291,6 +298,7 @@ def test_missing_nbdfuse_names_its_debian_package(isolated, tmp_path):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_missing_dev_fuse_names_the_module_and_package(monkeypatch, tmp_path):
     from diskmodel.calibrate.emulate import devices
 
@@ -344,6 +352,7 @@ def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isola
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_backing_dir_on_a_too_small_file_system_is_one_line(isolated, tmp_path):
     require_root()
     env, run_dir, tmp = isolated

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import skip_or_fail, wait_for
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 from test_emulate import assert_nothing_left, diskmodel, flat_calibration, isolated, require_emulation  # noqa: F401
 
 MiB = 1 << 20
@@ -79,6 +79,7 @@ def test_bad_emulate_values_are_one_line(isolated, extra, fragment):
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["bench", "--stack", "STACK", "--workload", "seqread_4k", "--size", "8M"],
     ["experiment", "--out", "OUT"],
@@ -97,6 +98,7 @@ def test_bad_emulate_drive_is_one_line_for_bench_and_experiment(isolated, tmp_pa
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_experiment_emulate_refuses_device_and_postmark_scratch_in_one_line(isolated, tmp_path):
     env, run_dir, tmp = isolated
     res = diskmodel("experiment", "--out", tmp_path / "out", "--emulate", "wd800bd", "--device", "/dev/null",
@@ -107,6 +109,7 @@ def test_experiment_emulate_refuses_device_and_postmark_scratch_in_one_line(isol
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow
 def test_a_calibration_json_that_does_not_parse_is_one_line_for_emulate(isolated, tmp_path):
     env, run_dir, tmp = isolated
     bad = tmp_path / "bad.json"

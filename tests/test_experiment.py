@@ -9,6 +9,8 @@ import pytest
 from diskmodel.calibrate.cli import main
 from diskmodel.calibrate.experiment import run_experiment
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):

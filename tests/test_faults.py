@@ -179,6 +179,7 @@ def test_every_subcommand_turns_the_four_signals_into_one_line_and_128_plus_n():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_during_an_experiment_says_so(tmp_path, signum):
     """`experiment --device FILE` paused in its calibration's reads (tests/_faults.py's sitecustomize)."""
@@ -217,6 +218,7 @@ def _cleanup(run_dir: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
     require_tools("qemu-system-x86_64", "postmark", "lvm", "busybox")
     from diskmodel.calibrate.bench.vm import vm_available
@@ -248,6 +250,7 @@ def test_sigkill_during_a_vm_run_then_cleanup_leaves_nothing(tmp_path):
 # ---------------------------------------------------------------- one owner per scratch
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_path, host_tools):
     run_dir, mark, scratch = tmp_path / "run", tmp_path / "mark", tmp_path / "scratch.img"
     wrap = _wrapper_dir(tmp_path, "losetup", "--find")
@@ -312,6 +315,8 @@ def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path,
     assert not leftover.exists() and runstate.stale_runs() == []
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup")
@@ -381,6 +386,7 @@ def _layer_stack_file(tmp: Path, layer: str) -> Path:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("layer, tools", [("loop_file", ("mkfs.ext4", "fio")), ("btrfs_raid1", ("mkfs.btrfs", "fio"))])
 def test_sigint_at_random_points_of_a_layer_bench_leaves_nothing(tmp_path, layer, tools):
     """SIGINT at random moments of `diskmodel bench` (building, throttling a member, running fio)."""
@@ -418,6 +424,7 @@ def test_sigint_at_random_points_of_a_layer_bench_leaves_nothing(tmp_path, layer
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_killed_process_group_is_waited_for_until_its_last_member_has_exited(tmp_path):
     """A member inside a system call takes its SIGKILL only when the call returns, after its leader has died.
 

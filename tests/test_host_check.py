@@ -48,6 +48,7 @@ def test_flat_latency_disk_charges_latency_and_rate():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_tiny_host_check_end_to_end(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "dumpe2fs", "dd")

@@ -8,7 +8,7 @@ Two halves:
   node class the JSON leaves out -- and into every option of ``diskmodel
   postmark``, ``bench`` and ``experiment`` that becomes part of a command.  The
   real CLI (its entry point, all cases in one child process per batch, as
-  tests/test_cli_battery.py does) must refuse each in one line naming the
+  tests/test_cli_errors_battery.py does) must refuse each in one line naming the
   field, never create the MARKER, and leave no loop device, mount or file;
 * the option validator (:mod:`diskmodel.model.fs_options`) against the kernel
   and the mkfs tools: each value form it accepts is one the real ``mkfs`` and
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
-from test_cli_battery import DRIVER, assert_one_error_line
+from _helpers import assert_one_error_line, run_cli_cases
 
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 from diskmodel.model import nodes
@@ -157,13 +157,10 @@ def _run_batch(root: Path, cases: dict) -> dict:
         work = root / "work" / ident.replace("/", "_")
         work.mkdir(parents=True)
         plan[ident] = (args, str(work))
-    (root / "cases.json").write_text(json.dumps(plan))
     (root / "tmp").mkdir()  # the runs' own temporary folders (Run.work_dir) land here, to be checked empty
     env = dict(os.environ, DISKMODEL_RUN_DIR=str(root / "runstate"), TMPDIR=str(root / "tmp"))
     env.pop("DISKMODEL_DEBUG", None)
-    subprocess.run([sys.executable, "-c", DRIVER, str(root / "cases.json"), str(root / "results.json")],
-                   cwd=root, env=env, check=True, timeout=900)
-    results = json.loads((root / "results.json").read_text())
+    results = run_cli_cases(plan, root, env)
     return {ident: (results[ident], sorted(os.listdir(plan[ident][1]))) for ident in plan}
 
 
@@ -431,6 +428,7 @@ KERNEL_CASES = [
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,mkfs,mount,shown,malformed,size", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
 def test_options_the_validator_accepts_are_taken_by_mkfs_and_the_kernel(loops, tmp_path, kind, mkfs, mount, shown,
                                                                        malformed, size):

@@ -27,7 +27,7 @@ from diskmodel.model.raid import RaidArray
 from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
 from diskmodel.model.drives import PresetDrive
 from diskmodel.model.volumes import Partition
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 B = 4096
 GiB = 1 << 30
@@ -239,6 +239,7 @@ def test_cli_json_and_streams(tmp_path):
     assert int(frame.loc[frame.op == "write", "size_bytes"].sum()) == doc["devices"]["sda"]["write_bytes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", [
     (("--stack", "native", "--workload", "fio:rw=sideways"), "rw = 'sideways'"),
     (("--stack", "native", "--workload", "fio:bs=4q"), "bs = '4q'"),
@@ -254,6 +255,7 @@ def test_cli_bad_input_is_one_line(args, fragment):
     assert_one_error_line(p.stderr, fragment)
 
 
+@pytest.mark.slow
 def test_cli_bad_stack_node_names_node_and_field(tmp_path):
     doc = json.loads(paper_stack("native", kind="xfs").to_json())
     doc["file_system"]["parameters"]["block_size_bytes"] = 3000
@@ -357,6 +359,7 @@ def test_postmark_under_a_64mib_cgroup_writes_almost_nothing_when_its_files_fit(
     assert abs(model - measured) <= 0.5 * measured, (model, measured)
 
 
+@pytest.mark.slow
 def test_a_workload_the_stack_cannot_hold_is_one_line_naming_the_node(tmp_path):
     stack = Stack(FileSystemNode(kind="ext4", volume=Partition(0, 64 << 20, "sda1", "sda")))
     path = tmp_path / "small.json"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line
 from conftest import require_root, require_tools, skip_or_fail
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.copy import copy_shell, parse_copy_output
@@ -271,6 +272,7 @@ def _nothing_left(run_dir: Path, tmp: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_btrfs_mirror_with_a_throttled_member_writes_at_the_slow_rate_and_leaves_nothing(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup", "mkfs.btrfs", "fio")
@@ -293,6 +295,7 @@ def test_btrfs_mirror_with_a_throttled_member_writes_at_the_slow_rate_and_leaves
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_copy_on_ext3_in_two_nested_sparse_loop_files_and_nothing_left(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup", "mkfs.ext4", "mkfs.ext3")
@@ -310,6 +313,7 @@ def test_copy_on_ext3_in_two_nested_sparse_loop_files_and_nothing_left(tmp_path,
 # ---------------------------------------------------------------- integration: the VM (one boot)
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_thin_volume_on_an_md_mirror_in_the_vm_first_write_then_overwrite(tmp_path, monkeypatch):
     require_tools("qemu-system-x86_64", "mdadm", "fio", "thin_check")
     from diskmodel.calibrate.bench.vm import vm_available
@@ -330,6 +334,7 @@ def test_a_thin_volume_on_an_md_mirror_in_the_vm_first_write_then_overwrite(tmp_
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_md_raid5_with_every_member_throttled_in_the_vm_writes_at_the_members_pace(tmp_path, monkeypatch):
     # RAID 5's member I/O is submitted by md's raid5d thread: unless the throttle's cgroup holds it too,
     # io.max never sees it and the array writes at the emulator's pace (over 100 MB/s here)
@@ -352,6 +357,7 @@ def test_md_raid5_with_every_member_throttled_in_the_vm_writes_at_the_members_pa
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_md_mirror_on_delayed_members_in_the_vm_waits_the_delay_per_write_and_leaves_nothing(tmp_path, monkeypatch):
     # dm-delay under each member (slow_disks' delay_s): every 4 KiB write of fio's queue-depth-1 job waits
     # at least the delay; after the script's teardown the guest has no dm device, loop device or md array
@@ -403,5 +409,4 @@ def test_bench_command_refuses_in_one_line_naming_the_flag(tmp_path, capsys, ext
     if os.geteuid() != 0 and "--scratch" in extra:
         pytest.skip("the host path needs root before it checks --slow")
     assert main(["bench", "--stack", str(stack), *extra]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("diskmodel: error:") and message in err[0], err
+    assert_one_error_line(capsys.readouterr().err, message)

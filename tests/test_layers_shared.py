@@ -92,6 +92,7 @@ def test_striping_over_one_disk_never_faster_than_the_disk(n, chunk, size, seque
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_read_after_a_write_through_a_loop_layer_comes_from_the_device(tmp_path, monkeypatch):
     """The bench syncs and drops the page cache before each fio job: the read of what the write just put
     in the image's page cache must show on the scratch region's counters (64 MiB read), not from memory."""

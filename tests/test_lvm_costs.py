@@ -4,7 +4,7 @@ The shipped costs (data/lvm_costs_paper.json, the ``lvm_costs.json`` of a
 default ``diskmodel experiment``) with the I/O path they were fitted on must
 reproduce the paper's Tables 4-6 as the main job's fit does (its median
 |error| is 6.9 % on the calibrated disk); without costs LVM is free. The
-file's schema errors name the key (tests/test_cli_battery.py runs them
+file's schema errors name the key (tests/test_cli_errors_battery.py runs them
 through the command line).
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ from diskmodel.model.stack import FileSystemNode
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.volumes import Partition
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHAPED = shaped(1.25e6, 10e-3)     # 10 Mb/s, 10 ms, tbf's usual bucket
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools
+from _helpers import assert_one_error_line
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness import outputs
 from diskmodel.model.units import MIB as MiB
@@ -100,20 +101,10 @@ def sha256(path) -> str:
     return h.hexdigest()
 
 
-def assert_one_error_line(res, *fragments):
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("diskmodel: error: "), res.stderr
-    assert "Traceback" not in res.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], res.stderr
-    return lines[0]
-
-
 def assert_refused(res, *fragments):
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert res.stdout == "", res.stdout  # no summary: nothing ran
-    return assert_one_error_line(res, *fragments)
+    return assert_one_error_line(res.stderr, *fragments)
 
 
 def no_temp_files(folder: Path) -> bool:
@@ -122,6 +113,7 @@ def no_temp_files(folder: Path) -> bool:
 
 # ---------------------------------------------------------------------------- refusals before the run
 
+@pytest.mark.slow
 def test_json_onto_an_existing_text_file_is_refused_before_any_read(tmp_path, env):
     text = tmp_path / "existing.txt"
     text.write_text("my notes, not a result\n" * 100)
@@ -139,6 +131,7 @@ def test_json_onto_an_existing_text_file_is_refused_before_any_read(tmp_path, en
     assert sha256(text) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
 def test_json_onto_a_directory_is_refused_before_any_read_even_with_force(tmp_path, env, force):
     folder = tmp_path / "results"
@@ -166,6 +159,7 @@ def test_json_onto_a_fifo_is_refused(tmp_path, env):
     assert not _reads(env)
 
 
+@pytest.mark.slow
 def test_json_onto_the_measured_file_is_refused_even_with_force(tmp_path, env):
     from _loopdev import write_random_file
 
@@ -198,6 +192,7 @@ def extra(request) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
@@ -213,6 +208,7 @@ def test_json_onto_a_block_device_is_refused_and_its_data_kept(tmp_path, env, lo
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_calibrating_a_loop_device_onto_itself_or_its_backing_file_is_refused(tmp_path, env, loopdev, extra):
     device, backing = loopdev
     before = sha256(device)
@@ -230,6 +226,7 @@ def _calibrate_simulated(tmp_path, out, *extra, seed=0, env=None):
                "--no-progress", cwd=tmp_path, env=env)
 
 
+@pytest.mark.slow
 def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     out = tmp_path / "cal.json"
     res = _calibrate_simulated(tmp_path, out, env=env)
@@ -245,6 +242,7 @@ def test_json_onto_an_earlier_calibration_overwrites_it(tmp_path, env):
     assert no_temp_files(tmp_path)
 
 
+@pytest.mark.slow
 def test_json_onto_a_calibration_of_the_previous_format_overwrites_it(tmp_path, env):
     out = tmp_path / "old.json"
     out.write_text(json.dumps({"format": "diskmodel-calibration/1", "target": "old"}))
@@ -253,6 +251,7 @@ def test_json_onto_a_calibration_of_the_previous_format_overwrites_it(tmp_path, 
     assert json.loads(out.read_text())["format"] == "diskmodel.calibration"
 
 
+@pytest.mark.slow
 def test_json_onto_a_postmark_result_is_refused_for_a_calibration(tmp_path, env):
     out = tmp_path / "pm.json"
     out.write_text(json.dumps({"format": "diskmodel.postmark", "format_version": 1}))
@@ -262,6 +261,7 @@ def test_json_onto_a_postmark_result_is_refused_for_a_calibration(tmp_path, env)
     assert sha256(out) == before and not _reads(env)
 
 
+@pytest.mark.slow
 def test_force_overwrites_a_text_file(tmp_path, env):
     text = tmp_path / "notes.txt"
     text.write_text("scratch notes\n")
@@ -271,6 +271,7 @@ def test_force_overwrites_a_text_file(tmp_path, env):
     assert "calibration of" in res.stdout
 
 
+@pytest.mark.slow
 def test_json_dash_is_stdout(tmp_path, env):
     res = _calibrate_simulated(tmp_path, "-", env=env)
     assert res.returncode == 0, res.stderr
@@ -278,6 +279,7 @@ def test_json_dash_is_stdout(tmp_path, env):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
     real = tmp_path / "real.json"
     real.write_text(json.dumps({"format": "diskmodel.calibration", "format_version": 1}))
@@ -290,6 +292,7 @@ def test_json_through_a_symlink_replaces_the_file_it_names(tmp_path, env):
 
 # ---------------------------------------------------------------------------- the lock on the output
 
+@pytest.mark.slow
 def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
     from diskmodel.calibrate.harness.locks import lock_target
 
@@ -297,7 +300,7 @@ def test_an_output_another_run_holds_is_refused_naming_its_pid(tmp_path, env):
     with lock_target(str(out), purpose="output"):
         res = run("calibrate", "--backend", "recbackend:make", "--json", out, "--no-progress", cwd=tmp_path, env=env)
     assert res.returncode != 0
-    assert_one_error_line(res, f"pid {os.getpid()}")
+    assert_one_error_line(res.stderr, f"pid {os.getpid()}")
     assert not out.exists() and not _reads(env)
 
 
@@ -355,7 +358,7 @@ def test_the_cli_reports_a_failed_write_in_one_line_and_keeps_the_earlier_file(t
     code = cli.main(["calibrate", "--simulated", "wd800bd", "--budget-s", "20", "--json", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1
-    assert err.count("\n") == 1 and err.startswith("diskmodel: error: --json") and "Input/output error" in err
+    assert assert_one_error_line(err, "Input/output error").startswith("diskmodel: error: --json"), err
     kept = Path(err.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
     assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
     assert out.read_text() == original
@@ -376,6 +379,7 @@ def _tmpfs(mnt: Path, options: str):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env):
     with _tmpfs(tmp_path / "small", "size=64k") as mnt:
         earlier = mnt / "cal.json"
@@ -383,12 +387,13 @@ def test_a_full_file_system_is_one_line_and_keeps_the_earlier_file(tmp_path, env
         earlier.write_text(original)
         res = _calibrate_simulated(tmp_path, earlier, env=env)
         assert res.returncode == 1
-        assert_one_error_line(res, "--json", "No space left on device", "free some space")
+        assert_one_error_line(res.stderr, "--json", "No space left on device", "free some space")
         assert earlier.read_text() == original
         assert sorted(p.name for p in mnt.iterdir()) == ["cal.json"]
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_read_only_directory_is_refused_before_the_run(tmp_path, env):
     with _tmpfs(tmp_path / "ro", "ro,size=64k") as mnt:
         res = run("calibrate", "--backend", "recbackend:make", "--json", mnt / "cal.json", "--no-progress",
@@ -410,6 +415,7 @@ def _temp_files(folder: Path) -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
     with _tmpfs(tmp_path / "full", "size=256k") as mnt:
         earlier = mnt / "cal.json"
@@ -419,12 +425,13 @@ def test_a_full_file_system_is_found_before_anything_is_measured(tmp_path, env):
         res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "5", "--json", earlier, "--no-progress",
                   cwd=tmp_path, env=env)
         assert res.returncode == 1, res.stderr
-        assert_one_error_line(res, f"--json {earlier}", "No space left on device", "nothing was measured")
+        assert_one_error_line(res.stderr, f"--json {earlier}", "No space left on device", "nothing was measured")
         assert not _reads(env), "the backend was read although the result could not be written"
         assert earlier.read_text() == original and _temp_files(mnt) == []
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path, env):
     with _tmpfs(tmp_path / "filling", "size=1m") as mnt:
         out = mnt / "cal.json"
@@ -438,6 +445,7 @@ def test_a_file_system_that_fills_during_the_run_still_gets_the_result(tmp_path,
         assert _temp_files(mnt) == []
 
 
+@pytest.mark.slow
 def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_where(tmp_path, env):
     folder = tmp_path / "results"
     folder.mkdir()
@@ -447,7 +455,7 @@ def test_a_result_that_cannot_be_written_at_the_end_is_kept_and_the_error_says_w
     res = run("calibrate", "--backend", "recbackend:make", "--budget-s", "4", "--json", out, "--no-progress",
               cwd=tmp_path, env=env)
     assert res.returncode == 1, res.stderr
-    line = assert_one_error_line(res, f"--json {out}", "the result was not written", "the result is kept in ")
+    line = assert_one_error_line(res.stderr, f"--json {out}", "the result was not written", "the result is kept in ")
     kept = Path(line.split("the result is kept in ", 1)[1].split()[0].rstrip(";"))
     assert kept.parent == Path(env["XDG_STATE_HOME"]) / "diskmodel" / "unsaved"
     assert json.loads(kept.read_text())["format"] == "diskmodel.calibration"
@@ -471,6 +479,7 @@ def test_a_failed_write_names_the_path(tmp_path, monkeypatch):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built(tmp_path, env):
     require_tools("postmark", "losetup", "mkfs.ext3")
     scratch = tmp_path / "scratch.img"
@@ -479,12 +488,13 @@ def test_postmark_json_on_a_full_file_system_is_refused_before_anything_is_built
         res = run("postmark", "--layout", "native", "--workload", "test2", "--size", "16M", "--files", "50",
                   "--transactions", "100", "--scratch", scratch, "--json", mnt / "pm.json", cwd=tmp_path, env=env)
         assert res.returncode == 1, res.stderr
-        assert_one_error_line(res, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
+        assert_one_error_line(res.stderr, f"--json {mnt / 'pm.json'}", "No space left on device", "nothing was measured")
         assert not scratch.exists() and _temp_files(mnt) == []
 
 
 # ---------------------------------------------------------------------------- postmark and experiment
 
+@pytest.mark.slow
 def test_postmark_json_is_checked_before_anything_is_built(tmp_path, env):
     text = tmp_path / "existing.txt"
     text.write_text("keep me\n")
@@ -500,6 +510,7 @@ def test_postmark_json_is_checked_before_anything_is_built(tmp_path, env):
     assert sha256(text) == before and not scratch.exists()
 
 
+@pytest.mark.slow
 def test_experiment_out_must_be_a_new_empty_or_earlier_report_folder(tmp_path, env):
     a_file = tmp_path / "notes.txt"
     a_file.write_text("x")

@@ -8,6 +8,8 @@ from diskmodel.data.tables import postmark_results
 from diskmodel.model.paper import TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 from diskmodel.model.presets import load_preset
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def loo():

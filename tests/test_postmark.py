@@ -155,6 +155,7 @@ def _postmark(cfg_text: str, tmp: Path) -> str:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_parser_on_a_real_report_agrees_with_postmarks_terse_bytes(tmp_path):
     require_tools("postmark")
     loc = tmp_path / "loc"
@@ -234,6 +235,7 @@ def _mounts_under(prefix: str) -> list[str]:
 # ---------------------------------------------------------------- native on the host
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_native_ext3_run_gives_real_numbers_and_leaves_nothing(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "blockdev")
@@ -277,6 +279,7 @@ def test_native_ext3_run_gives_real_numbers_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_the_guest_script_runs_on_the_host_too(tmp_path):
     """The body the VM runs, run by the host executor on a host layout: same shell, same parser."""
     require_root()
@@ -321,6 +324,7 @@ def _require_vm():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("layout, pvs", [("lvm1", 1), ("lvm2", 2)])
 def test_lvm_layouts_in_the_vm_with_real_lvm2(tmp_path, layout, pvs):
     _require_vm()
@@ -349,6 +353,7 @@ def test_lvm_layouts_in_the_vm_with_real_lvm2(tmp_path, layout, pvs):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_striped_stack_file_is_built_in_the_vm_as_described(tmp_path):
     """--stack: an LVM striped volume over two partitions of the scratch, ext2, noatime: built as written."""
     _require_vm()
@@ -407,6 +412,7 @@ def _kill(proc) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount")
@@ -437,6 +443,7 @@ def test_sigint_on_the_host_leaves_no_loop_device_mount_cgroup_or_file(tmp_path)
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_sigint_during_a_vm_run_leaves_no_vm_behind(tmp_path):
     _require_vm()
     proc = subprocess.Popen([DISKMODEL, "postmark", "--layout", "lvm2",
@@ -471,6 +478,7 @@ def _sha256(path: str) -> str:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_mounted_device_is_refused_before_any_write(tmp_path):
     require_root()
     require_tools("losetup", "mkfs.ext2", "mount", "umount")
@@ -517,6 +525,7 @@ def test_a_mounted_device_is_refused_before_any_write(tmp_path):
         subprocess.run(["losetup", "-d", dev])
 
 
+@pytest.mark.slow
 def test_existing_files_need_the_confirmation_and_it_must_match(tmp_path):
     f = tmp_path / "existing.img"
     f.write_bytes(b"keep me" * 1000)
@@ -529,6 +538,7 @@ def test_existing_files_need_the_confirmation_and_it_must_match(tmp_path):
     assert f.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_cli_bad_input_names_the_parameter(tmp_path):
     res = _cli("--layout", "native", "--workload", "test2", "--scratch", str(tmp_path / "n.img"), "--size", "10M")
     assert res.returncode == 2 and "fs_size_bytes" in res.stderr and "try 8388608" in res.stderr
@@ -545,6 +555,7 @@ def test_cli_bad_input_names_the_parameter(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_the_scratch_file_is_written_not_sparse_and_kept_only_on_request(tmp_path):
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     for keep in (False, True):

@@ -156,6 +156,7 @@ def test_fit_lvm_mapping_recovers_known_coefficients(disk):
     assert len(ax.patches) == len(fit.residuals)
 
 
+@pytest.mark.slow
 def test_fit_io_parameters_recovers_a_host_rate(disk):
     cases = []
     slow = disk.evolve(interface_rate_bytes_per_s=8e6)

@@ -83,6 +83,7 @@ def test_root_filesystem_device_is_seen_mounted():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["sysfs", "pyudev"])
 def test_probe_finds_loop_device(loops, written_file, source, capsys):
     if source == "pyudev":
@@ -110,6 +111,7 @@ def test_probe_finds_loop_device(loops, written_file, source, capsys):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_partitions_and_their_start_offsets(loops, written_file, tmp_path):
     import subprocess
 
@@ -139,6 +141,7 @@ def test_partitions_and_their_start_offsets(loops, written_file, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_mounted_loop_device_is_seen_mounted(loops, tmp_path, capsys):
     image = write_random_file(tmp_path / "fs.img", 16 * MiB, seed=5)
     dev = loops.attach(image)

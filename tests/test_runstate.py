@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, require_tools, wait_for
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 from test_faults import DISKMODEL, SMALL_RUN, _assert_nothing_left, _loops_over, _stop, _wrapper_dir
 
 NOBODY = 65534
@@ -79,6 +79,7 @@ def _plant_as_nobody(run_dir: Path, victim: Path, proof: Path) -> Path:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_cleanup_never_acts_on_a_record_another_user_planted(shared_tmp):
     require_root()
     run_dir, victim, proof = shared_tmp / "run", shared_tmp / "roots-data", shared_tmp / "ran-as-root"
@@ -189,6 +190,7 @@ def _start_run_on(path: Path, size_bytes: int, run_dir: Path) -> subprocess.Pope
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_cleanup_never_removes_a_live_runs_scratch_at_a_dead_runs_path(tmp_path):
     run_dir, scratch = tmp_path / "run", tmp_path / "scratch.img"
     # The first run is killed while it fills its scratch; the user removes the scratch by hand.
@@ -296,6 +298,7 @@ def test_cleanup_removes_the_lock_files_of_killed_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_two_runs_on_one_scratch_with_their_own_run_folders_exactly_one_runs(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt")
@@ -355,6 +358,7 @@ def test_the_teardown_goes_on_when_the_state_file_cannot_be_written(tmp_path, mo
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_teardown_that_leaves_something_with_no_state_written_names_it_and_cleanup(tmp_path, monkeypatch):
     require_root()
     from diskmodel.calibrate.harness import runstate

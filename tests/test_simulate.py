@@ -19,6 +19,7 @@ from _toy_drive import toy_drive as _toy
 TRACED = sorted(DISKSIM_PUBLISHED_DEMERIT_MS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TRACED)
 def test_demerit_within_one_and_a_half_of_disksim(disksim_dir, name):
     result = validate_drive(disksim_dir / name)

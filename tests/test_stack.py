@@ -175,6 +175,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.slow
 def test_predict_on_the_paper_stacks_equals_the_predictions_of_before():
     golden = json.loads((GOLDEN / "predict_before_stack.json").read_text())["cases"]
     counts = {t: expected_counts(postmark_preset(t)) for t in ("test1", "test2", "test3")}
@@ -402,6 +403,7 @@ def _cli(*args):
     return subprocess.run([DISKMODEL, *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_predict_with_a_stack_file_equals_predict_with_the_layout(tmp_path):
     path = tmp_path / "lvm1.json"
     path.write_text(paper_stack("lvm1").to_json())
@@ -419,6 +421,7 @@ def test_predict_with_a_stack_file_equals_predict_with_the_layout(tmp_path):
                                       "size_bytes must be >= 1 (got 0)")
 
 
+@pytest.mark.slow
 def test_postmark_with_a_bad_stack_file_is_refused_before_anything_is_built(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(_document({**PARTITION, "start_bytes": 0})))
@@ -453,6 +456,7 @@ def test_postmark_refuses_an_nfs_stack_in_one_line_before_anything_is_built(tmp_
     assert err.startswith(f"diskmodel: error: --stack {path}: file_system (nfs): ") and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_predict_takes_a_stack_file_of_block_layers(tmp_path):
     """RAID 1 over two different presets under a thin volume, from JSON, through `diskmodel predict`."""
     from diskmodel.model.predict import predict_block

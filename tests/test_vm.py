@@ -24,7 +24,7 @@ from conftest import require_tools, skip_or_fail
 from diskmodel.calibrate.bench import initramfs, vm
 from diskmodel.model.units import MIB as MiB
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

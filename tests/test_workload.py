@@ -194,6 +194,7 @@ def _run_postmark(cfg: PostMarkConfig) -> dict:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_model_matches_real_postmark():
     """Three seeds of a 500-file, 5000-transaction run: means within 3 %, each run within 6 %.
 

@@ -310,6 +310,7 @@ def test_lvm_on_a_kernel_without_device_mapper_says_pass_vm():
 # ---------------------------------------------------------------- integration: native on a loop device
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path):
     require_root()
     require_tools("losetup", "mkfs.ext3", "mount", "umount", "blockdev")
@@ -339,6 +340,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path):
     require_root()
     require_tools("losetup", "mkfs.ext3", "mount")

@@ -174,6 +174,7 @@ def test_the_guest_script_passes_hostile_values_as_single_words_and_runs_nothing
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_hostile_options_and_names_on_a_real_loop_device_run_nothing_extra(tmp_path):
     """The host executor, on a real loop device: mkfs and mount get hostile options as single
     arguments (and refuse them), a hostile mount point is made and removed as itself; nothing else runs."""

@@ -1,6 +1,6 @@
 """Every subcommand against a battery of bad inputs (issue #12, "The command line never shows a traceback").
 
-Adds to tests/test_bad_inputs.py what issue #12 asks: a device that cannot
+Adds to tests/test_cli_errors.py what issue #12 asks: a device that cannot
 be opened here (/dev/vda) given to every flag that reads a file, DiskSim
 drive folders with a broken file, ``--backend`` specs whose module or
 factory fail (``nosuch:factory``, ``os:getcwd``, ``sys:exit``), malformed
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line, run_cli_cases
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -201,44 +202,6 @@ def _listing(*folders: Path) -> dict:
     return {str(f): sorted(str(p.relative_to(f)) for p in f.rglob("*")) for f in folders}
 
 
-def assert_one_error_line(stderr: str, fragment: str | None) -> str:
-    """stderr is exactly one line ``diskmodel: error: ...`` (argparse's errors too: no usage dump)."""
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines, "no error message"
-    assert len(lines) == 1, stderr
-    last = lines[0]
-    assert last.startswith("diskmodel: error: "), stderr
-    if fragment is not None:
-        assert fragment in last, stderr
-    return last
-
-
-# Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the
-# console script calls), each in its own empty working folder: a process per case would cost ~1.5 s of
-# imports each. Exceptions that escape main() are recorded with their traceback, so they fail the test.
-DRIVER = r"""
-import contextlib, io, json, os, sys, traceback
-from diskmodel.calibrate.cli import main
-
-cases = json.load(open(sys.argv[1]))
-results = {}
-for ident, (args, work) in cases.items():
-    os.chdir(work)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(args)
-        except SystemExit as exc:  # argparse
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:
-            traceback.print_exc()
-            code = -1
-    results[ident] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-json.dump(results, open(sys.argv[2], "w"))
-"""
-
-
 @pytest.fixture(scope="module")
 def battery(tmp_path_factory):
     """Run every case; {id: (result, fragment, listing of its working folder)}, and the inputs' listings."""
@@ -260,10 +223,7 @@ def battery(tmp_path_factory):
         work = root / "work" / ident
         work.mkdir(parents=True)
         plan[ident], fragments[ident] = (args, str(work)), fragment
-    (root / "cases.json").write_text(json.dumps(plan))
-    subprocess.run([sys.executable, "-c", DRIVER, str(root / "cases.json"), str(root / "results.json")],
-                   cwd=root, env=env, check=True, timeout=600)
-    results = json.loads((root / "results.json").read_text())
+    results = run_cli_cases(plan, root, env, timeout_s=600)
     out = {ident: (results[ident], fragments[ident], _listing(Path(plan[ident][1]))) for ident in plan}
     return out, before_inputs, _listing(inputs)
 
@@ -297,6 +257,7 @@ def test_nothing_was_written_beside_the_inputs(battery):
     assert before == after
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_is_one_line_and_leaves_no_report(tmp_path):
     """SIGINT while ``experiment`` runs: one ``diskmodel: error: interrupted ...`` line and the teardown's report,
     exit 130, no folder."""

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from _helpers import assert_one_error_line
 from diskmodel.calibrate.harness import checks
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness import measure, stages
@@ -268,9 +269,7 @@ def test_budget_too_small_on_the_command_line_is_one_line(tmp_path, monkeypatch,
         calibrate(simulated_disk("hp97560"), budget_s=1e-9, progress=False)
     code = cli.main(["calibrate", "--backend", "tiny_budget_backend:make", "--budget-s", "1e-9", "--no-progress"])
     assert code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("diskmodel: error: ") and "\n" not in err
-    assert "1e-09 is too small" in err and f"~{info.value.minimum_s:g} s" in err
+    assert_one_error_line(capsys.readouterr().err, "1e-09 is too small", f"~{info.value.minimum_s:g} s")
 
 
 # ---------------------------------------------------------------------------

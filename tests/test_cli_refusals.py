@@ -1,7 +1,6 @@
 """Bad inputs refused before anything is created, and inputs read with bounds.
 
-Each case runs the installed ``diskmodel`` (through tests/test_bad_inputs.py's
-helpers) in a child with a time limit and an address-space limit, so that a
+Each case runs the installed ``diskmodel`` in a child with a time limit and an address-space limit, so that a
 hang or a read without bound fails the test instead of stalling it:
 a FIFO or a device where a file is expected, an overlong trace line or field,
 an LBN near 2**63 (a crash of the simulator's kernel before the range was
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_inputs import DISKMODEL, assert_one_error_line
+from _helpers import DISKMODEL, assert_one_error_line
 
 
 @pytest.fixture
@@ -72,8 +71,10 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-@pytest.mark.parametrize("kind", ["fifo", "zero"])
-@pytest.mark.parametrize("which", ["stack", "trace", "seek", "model", "calibration"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("zero", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("which", ["stack", pytest.param("trace", marks=pytest.mark.slow),
+                                   pytest.param("seek", marks=pytest.mark.slow),
+                                   pytest.param("model", marks=pytest.mark.slow), "calibration"])
 def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp_path, workdir, env):
     if which == "stack":
         path = tmp_path / "stack.json"
@@ -94,6 +95,7 @@ def test_a_fifo_or_a_device_where_a_file_is_expected_is_refused(which, kind, tmp
     assert ("a FIFO" if kind == "fifo" else "a character device") in line or "not a regular file" in line, line
 
 
+@pytest.mark.slow
 def test_a_trace_line_longer_than_the_cap_is_refused_naming_the_line(tmp_path, workdir, env):
     from diskmodel.data.input_files import MAX_TRACE_LINE_BYTES
 
@@ -108,6 +110,7 @@ def test_a_trace_line_longer_than_the_cap_is_refused_naming_the_line(tmp_path, w
     assert str(MAX_TRACE_LINE_BYTES) in line and len(line) < 400, line[:400]
 
 
+@pytest.mark.slow
 def test_an_error_quotes_at_most_80_characters_of_a_field(tmp_path, workdir, env):
     def long_field(d):
         lines = (d / "atlas10k.trace").read_text().splitlines(keepends=True)
@@ -128,7 +131,8 @@ def test_quote_cuts_at_80_characters():
     assert quote("z" * 80) == repr("z" * 80)
 
 
-@pytest.mark.parametrize("lbn", [str((1 << 63) - 1), str((1 << 63) - 4), str(1 << 64)])
+@pytest.mark.parametrize("lbn", [str((1 << 63) - 1)] + [pytest.param(str(v), marks=pytest.mark.slow)
+                                                         for v in ((1 << 63) - 4, 1 << 64)])
 def test_an_lbn_near_2_63_is_refused_not_a_crash(lbn, tmp_path, workdir, env):
     def huge_lbn(d):
         lines = (d / "atlas10k.trace").read_text().splitlines(keepends=True)
@@ -186,6 +190,7 @@ def _postmark_args(scratch, *more):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(tmp_path, workdir, env):
     from conftest import require_root
 
@@ -201,6 +206,7 @@ def test_postmark_names_a_missing_tool_and_its_package_before_creating_anything(
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir, env):
     from conftest import require_root
 
@@ -214,6 +220,7 @@ def test_postmark_refuses_a_scratch_larger_than_the_free_space(tmp_path, workdir
     assert not scratch.exists()
 
 
+@pytest.mark.slow
 def test_bench_refuses_a_throttle_beyond_the_kernels_u64(workdir, env):
     res = _run_bounded(["bench", "--stack", "x.json", "--workload", "copy", "--slow", "sdb=" + "1" + "0" * 23],
                        workdir, env)
@@ -258,6 +265,7 @@ def test_the_budget_advice_is_accepted_when_followed(budget, workdir, env):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_experiment_names_a_missing_postmark_before_calibrating(tmp_path, workdir, env):
     from conftest import require_root
 
@@ -282,7 +290,8 @@ def test_a_trace_larger_than_the_cap_is_refused_without_reading_it_all(tmp_path,
         disksim.read_trace(trace)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "destroy-alone", "exists-unconfirmed"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("destroy-alone", marks=pytest.mark.slow),
+                                  pytest.param("exists-unconfirmed", marks=pytest.mark.slow)])
 def test_experiment_refuses_a_bad_postmark_scratch_before_calibrating(kind, tmp_path, workdir, env):
     """Refused up front, not after the whole calibration (the run would end in a hang or a late error)."""
     target = tmp_path / "scratch"

@@ -1,7 +1,8 @@
 """Bad inputs to every subcommand (issue #16, "Errors"): one line on stderr, never a traceback.
 
-Each case runs the installed ``diskmodel`` in a fresh working folder and
-checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (the
+The cases run one after the other in one process through diskmodel's entry
+point, each in a fresh working folder (the installed ``diskmodel`` script
+itself runs in the tests after them), and each case checks: a non-zero exit; stderr is one line ``diskmodel: error: ...`` (the
 argument parser's errors too, with no usage dump); no traceback; the line
 names the flag (or path) at fault; and no file appeared in the working
 folder or beside the inputs.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import assert_one_error_line, run_cli_cases
 from diskmodel.calibrate import cli
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -61,7 +63,10 @@ def calibration_dict():
 @pytest.fixture
 def inputs(tmp_path, calibration_dict):
     """Input files for the cases: calibration JSONs broken in one way each, a backend module, folders."""
-    folder = tmp_path / "inputs"
+    return _make_inputs(tmp_path / "inputs", calibration_dict)
+
+
+def _make_inputs(folder: Path, calibration_dict: dict) -> Path:
     folder.mkdir()
     (folder / "mods").mkdir()
     (folder / "mods" / "badbackends.py").write_text(textwrap.dedent(BACKENDS))
@@ -202,19 +207,6 @@ def _run(args, cwd, env):
     return subprocess.run([DISKMODEL, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-def assert_one_error_line(stderr: str, fragment: str | None = None) -> str:
-    """stderr is exactly one line ``diskmodel: error: ...`` (argparse's errors too: no usage dump)."""
-    assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines, "no error message"
-    assert len(lines) == 1, stderr
-    last = lines[0]
-    assert last.startswith("diskmodel: error: "), stderr
-    if fragment is not None:
-        assert fragment in last, stderr
-    return last
-
-
 @pytest.fixture
 def workdir(tmp_path):
     work = tmp_path / "work"
@@ -228,17 +220,39 @@ def env(inputs, tmp_path_factory):
     return dict(os.environ, PYTHONPATH=str(inputs / "mods"), DISKMODEL_RUN_DIR=str(run_dir))
 
 
-@pytest.mark.parametrize("args, fragment", [pytest.param(a, f, id=i) for i, a, f in CASES])
-def test_bad_input_is_one_line_naming_what_is_wrong(args, fragment, inputs, workdir, env):
-    args = [a.replace("{in}", str(inputs)) for a in args]
-    before = _listing(workdir, inputs)
-    res = _run(args, workdir, env)
-    assert res.returncode != 0, res.stdout + res.stderr
-    assert res.stdout == "", res.stdout
-    assert_one_error_line(res.stderr, fragment)
-    assert _listing(workdir, inputs) == before, "a file appeared"
+@pytest.fixture(scope="module")
+def case_results(tmp_path_factory, calibration_dict):
+    """Every case of CASES run in one process through diskmodel's entry point, each in its own empty
+    working folder: ({id: (result, listing of its working folder)}, the inputs' listing before, after)."""
+    root = tmp_path_factory.mktemp("cases")
+    inputs = _make_inputs(root / "inputs", calibration_dict)
+    plan = {}
+    for ident, args, _ in CASES:
+        work = root / "work" / ident
+        work.mkdir(parents=True)
+        plan[ident] = ([a.replace("{in}", str(inputs)) for a in args], str(work))
+    env = dict(os.environ, PYTHONPATH=str(inputs / "mods"), DISKMODEL_RUN_DIR=str(root / "runstate"))
+    env.pop("DISKMODEL_DEBUG", None)
+    before = _listing(inputs)
+    results = run_cli_cases(plan, root, env)
+    return {ident: (results[ident], _listing(Path(plan[ident][1]))) for ident in plan}, before, _listing(inputs)
 
 
+@pytest.mark.parametrize("ident, fragment", [pytest.param(i, f, id=i) for i, _, f in CASES])
+def test_bad_input_is_one_line_naming_what_is_wrong(ident, fragment, case_results):
+    res, listing = case_results[0][ident]
+    assert res["code"] != 0, res["stdout"] + res["stderr"]
+    assert res["stdout"] == "", res["stdout"]
+    assert_one_error_line(res["stderr"], fragment)
+    assert all(files == [] for files in listing.values()), f"a file appeared: {listing}"
+
+
+def test_no_case_wrote_beside_the_inputs(case_results):
+    _, before, after = case_results
+    assert before == after
+
+
+@pytest.mark.slow
 def test_an_unreadable_device_is_one_line(workdir, env):
     """``calibrate /dev/vda`` where /dev/vda exists and cannot be opened (a container's device policy)."""
     device = "/dev/vda"
@@ -260,6 +274,7 @@ def test_an_unreadable_device_is_one_line(workdir, env):
 
 # ---------------------------------------------------------------------------- a closed standard output
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["predict"], ["predict", "--json"], ["probe", "--all"]],
                          ids=["predict", "predict-json", "probe"])
 def test_a_reader_that_stops_early_gets_no_traceback(args, workdir, env):
@@ -280,6 +295,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(args, workdir, env):
 
 # ---------------------------------------------------------------------------- --debug, interrupts, surprises
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(inputs, workdir, env):
     args = ["predict", "--calibration", str(inputs / "size_neg.json")]
     res = _run(["--debug", *args], workdir, env)

@@ -1,0 +1,81 @@
+"""Assertions and runners shared by the test modules (imported as ``from _helpers import ...``)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ERROR_PREFIX = "diskmodel: error: "
+#: The installed console script, beside this Python.
+DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
+
+
+def assert_one_error_line(stderr: str, *fragments: str | None) -> str:
+    """*stderr* is exactly one line ``diskmodel: error: ...``, with no traceback and no usage dump
+    (argparse's errors too), holding each of *fragments*; the line is returned.
+
+    A fragment given as None checks nothing, so a table of cases can leave its fragment out.
+    """
+    assert isinstance(stderr, str), f"give the stderr text, not {type(stderr).__name__}"
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, "no error message on stderr"
+    assert len(lines) == 1, stderr
+    line = lines[0]
+    assert line.startswith(ERROR_PREFIX), stderr
+    for fragment in fragments:
+        if fragment is not None:
+            assert fragment in line, stderr
+    return line
+
+
+def keep_first_of_each(values, group, ids, keep: int = 1, tier: str = "soak") -> list:
+    """*values* as pytest params with *ids*: the first *keep* of each *group* (a function of a value)
+    run where the test runs; the others get the marker *tier*: ``soak`` (``pytest -m soak``, out of CI)
+    for more seeds or drives of a mechanism the kept ones already check, or ``slow`` to keep them in CI
+    but out of the fast tier."""
+    import pytest
+
+    mark = getattr(pytest.mark, tier)
+    seen: dict = {}
+    params = []
+    for value, ident in zip(values, ids):
+        key = group(value)
+        seen[key] = seen.get(key, 0) + 1
+        params.append(pytest.param(value, id=ident, marks=() if seen[key] <= keep else (mark,)))
+    return params
+
+
+# Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the
+# console script calls), each in its own working folder: a process per case would cost its imports each
+# time. Exceptions that escape main() are recorded with their traceback, so they fail the test.
+CLI_DRIVER = r"""
+import contextlib, io, json, os, sys, traceback
+from diskmodel.calibrate.cli import main
+
+cases = json.load(open(sys.argv[1]))
+results = {}
+for ident, (args, work) in cases.items():
+    os.chdir(work)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = -1
+    results[ident] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+def run_cli_cases(plan: dict, root: Path, env: dict, timeout_s: float = 900) -> dict:
+    """Run each case of *plan* ``{id: (argv, working folder)}`` through diskmodel's entry point, all in
+    one child process started in *root* with *env*: ``{id: {"code", "stdout", "stderr"}}``."""
+    (root / "cases.json").write_text(json.dumps(plan))
+    subprocess.run([sys.executable, "-c", CLI_DRIVER, str(root / "cases.json"), str(root / "results.json")],
+                   cwd=root, env=env, check=True, timeout=timeout_s)
+    return json.loads((root / "results.json").read_text())
