@@ -163,6 +163,7 @@ def test_parameters_disk_splits_a_read_as_the_kernel_does():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_max_request_bytes_of_a_loop_device(tmp_path, loops):
     """The largest request the kernel sends a device whole, as its queue's limits say (sysfs):
     max_sectors_kb, and max_segments pages; a file has none."""

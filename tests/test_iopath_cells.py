@@ -19,6 +19,7 @@ def _require_cells(*tools):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_traced_command_runs_in_the_memory_cgroup_it_is_given(tmp_path, loops):
     _require_cells()
     from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup

@@ -14,7 +14,7 @@ from conftest import require_tools
 from diskmodel.calibrate.bench.bonnie import parse_bonnie_csv
 from diskmodel.model.iopath import Kind, parse_workload
 from diskmodel.model.iopath.workloads_bonnie import BonnieConfig, bonnie_argv
-from test_bad_inputs import assert_one_error_line
+from _helpers import assert_one_error_line
 
 
 def counts(ops, kind, size=None):
@@ -39,6 +39,7 @@ def calls(lines, pattern) -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_bonnie_file_phases_make_the_calls_bonnie_makes(tmp_path):
     require_tools("bonnie++", "strace")
     config = BonnieConfig(files=1024, max_bytes=20000, min_bytes=20000, directories=2, phases=(
@@ -55,6 +56,7 @@ def test_bonnie_file_phases_make_the_calls_bonnie_makes(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_bonnie_io_phases_make_the_calls_bonnie_makes(tmp_path):
     require_tools("bonnie++", "strace")
     config = BonnieConfig(size_bytes=4 << 20, seeks=400, seekers=2, phases=("write", "rewrite", "read", "seeks"))
@@ -73,6 +75,7 @@ def test_bonnie_io_phases_make_the_calls_bonnie_makes(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 @pytest.mark.parametrize("files,file_bytes,dirs", [(100, 30000, 3), (37, 512, 1), (5, 0, 2), (60, 10240, 1)])
 def test_tar_archive_is_as_long_as_gnu_tars(tmp_path, files, file_bytes, dirs):
     require_tools("tar")
@@ -173,6 +176,7 @@ def test_a_missing_tool_is_one_line_naming_its_package_before_anything_is_made(t
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_measured_workload_is_printed_with_its_definition_and_leaves_nothing(tmp_path):
     from conftest import require_root
     from diskmodel.calibrate.bench.tool_workloads import measure
