@@ -23,6 +23,8 @@ __all__ = ["PART_MARK", "calibrate_emulated", "guest_script", "postmark_on_emula
 
 #: The guest's lines around each run of one VM boot's script: ``PART_MARK BEGIN i`` and ``PART_MARK END i STATUS``.
 PART_MARK = "DISKMODEL_PART"
+#: The lines around each PostMark test inside a part: ``TEST_MARK BEGIN k`` and ``TEST_MARK END k STATUS``.
+TEST_MARK = "DISKMODEL_TEST"
 
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30
@@ -49,9 +51,9 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
 
     One emulated drive serves every run (its state carries on from run to
     run, as a real drive's does) and one VM boot runs them all
-    (:func:`guest_script`): each run builds its layout afresh on ``/dev/vdb``,
-    runs PostMark once with the page cache dropped and tears the layout
-    down, in the order of *layouts*, then *tests*.
+    (:func:`guest_script`): each layout is built once on ``/dev/vdb``, each of
+    *tests* runs PostMark once on it with the page cache dropped, and the
+    layout is torn down before the next one is built.
     """
     from diskmodel.calibrate.bench.vm import run_script_in_vm
     from diskmodel.calibrate.emulate.for_vm import GUEST_FIRST_DEVICE
@@ -64,22 +66,25 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
                                   nbd_sockets=[d.socket for d in disk.vm_drives],
                                   pass_fds=[d.dir_fd for d in disk.vm_drives])
     runs = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")
-    notes.append(f"ran real PostMark on {', '.join(layouts)} in one boot of the throwaway VM (TCG), each run on "
-                 f"its layout built afresh on the emulated {spec.name} as {GUEST_FIRST_DEVICE}; the paper's "
-                 f"workloads scaled to at most {files} files and {transactions} transactions; under TCG compare "
-                 f"ratios and orderings, not absolute rates")
+    notes.append(f"ran real PostMark on {', '.join(layouts)} in one boot of the throwaway VM (TCG), each layout "
+                 f"built once on the emulated {spec.name} as {GUEST_FIRST_DEVICE}; the paper's "
+                 f"workloads scaled to at most {files} files and {transactions} transactions, the tests one after "
+                 f"another on each layout's file system; under TCG compare ratios and orderings, not absolute "
+                 f"rates")
     return runs
 
 
 @dataclass
 class _Part:
-    label: str
+    layout: str
     stack: object
-    config: object
+    configs: list  # (test, config) in the order run
     script: str
 
 
 def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Part]:
+    """One part per layout: its stack built once on *disk*, then each test's PostMark in turn on the same
+    file system (PostMark deletes every file it made, and a test that leaves one fails), then torn down."""
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.postmark_guest import guest_body
     from diskmodel.calibrate.bench.steps import sh_word
@@ -90,14 +95,17 @@ def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Pa
     for layout in layouts:
         stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES)
         plan = L.build_plan(stack, backing=disk)
-        for test in tests:
+        configs, body = [], [f"DISKMODEL_SCRATCH={sh_word(disk)}"]  # the stack's disk, reported as its backing
+        for k, test in enumerate(tests):
             config = postmark_preset(test)
             config = config.evolve(number_of_files=min(files, config.number_of_files),
                                    transactions=min(transactions, config.transactions))
-            # the stack's disk, whose queue the run reports as its backing
-            body = f"DISKMODEL_SCRATCH={sh_word(disk)}\n" + guest_body(config, mount_var=plan.mount_var,
-                                                                          device=plan.device)
-            parts.append(_Part(f"{test} on {layout}", stack, config, plan.render_script(body)))
+            configs.append((test, config))
+            # each test in a subshell: guest_body ends with exit; the first failure ends the part
+            body += [f"echo {TEST_MARK} BEGIN {k}", "(",
+                     guest_body(config, mount_var=plan.mount_var, device=plan.device).rstrip("\n"), ")",
+                     "rc=$?", f"echo {TEST_MARK} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
+        parts.append(_Part(layout, stack, configs, plan.render_script("\n".join(body))))
     return parts
 
 
@@ -122,23 +130,33 @@ def guest_script(scripts: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _parse_parts(result, parts: list[_Part], *, backing: str) -> list:
-    """Each part's PostMark summary from the VM's output; PostMarkError naming the first part that failed."""
-    from diskmodel.calibrate.bench.postmark_guest import parse_guest_output
+def _section(text: str, mark: str, i: int, what: str, returncode) -> str:
+    """The lines between ``mark BEGIN i`` and ``mark END i STATUS``; PostMarkError if absent or failed."""
     from diskmodel.calibrate.bench.postmark_text import PostMarkError
+
+    m = re.search(rf"^{mark} BEGIN {i}\n(.*?)^{mark} END {i} (-?\d+)$", text, re.S | re.M)
+    if m is None:
+        raise PostMarkError(f"the VM's output holds no end of {what} (the guest script exited with status "
+                            f"{returncode}):\n{text[-3000:]}")
+    if int(m.group(2)) != 0:
+        raise PostMarkError(f"{what} failed in the VM with status {m.group(2)}:\n{m.group(1)[-3000:]}")
+    return m.group(1)
+
+
+def _parse_parts(result, parts: list[_Part], *, backing: str) -> list:
+    """Each run's PostMark summary from the VM's output; PostMarkError naming the first run that failed."""
+    from diskmodel.calibrate.bench.postmark_guest import parse_guest_output
 
     text = result.output.replace("\r", "")
     runs = []
     for i, part in enumerate(parts):
-        m = re.search(rf"^{PART_MARK} BEGIN {i}\n(.*?)^{PART_MARK} END {i} (-?\d+)$", text, re.S | re.M)
-        if m is None:
-            raise PostMarkError(f"the VM's output holds no end of run {i + 1} of {len(parts)} ({part.label}); "
-                                f"the VM exited with status {result.returncode}:\n{text[-3000:]}")
-        if int(m.group(2)) != 0:
-            raise PostMarkError(f"{part.label} failed in the VM with status {m.group(2)}:\n{m.group(1)[-3000:]}")
-        summary = parse_guest_output(m.group(1), part.config, stack=part.stack, accelerator=result.accelerator,
-                                     kernel_release=result.kernel_release, backing=backing)
-        runs.append((part.label, part.config, summary))
+        section = _section(text, PART_MARK, i, f"the runs on {part.layout}", result.returncode)
+        for k, (test, config) in enumerate(part.configs):
+            label = f"{test} on {part.layout}"
+            summary = parse_guest_output(_section(section, TEST_MARK, k, label, result.returncode), config,
+                                         stack=part.stack, accelerator=result.accelerator,
+                                         kernel_release=result.kernel_release, backing=backing)
+            runs.append((label, config, summary))
     return runs
 
 
