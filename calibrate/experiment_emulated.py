@@ -15,11 +15,12 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["PART_MARK", "calibrate_emulated", "guest_script", "postmark_on_emulated", "ratio_table"]
+__all__ = ["Background", "PART_MARK", "calibrate_emulated", "guest_script", "postmark_on_emulated", "ratio_table"]
 
 #: The guest's lines around each run of one VM boot's script: ``PART_MARK BEGIN i`` and ``PART_MARK END i STATUS``.
 PART_MARK = "DISKMODEL_PART"
@@ -28,6 +29,29 @@ TEST_MARK = "DISKMODEL_TEST"
 
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30
+
+
+class Background:
+    """*fn()* run on a daemon thread from now on; :meth:`result` waits for it and returns its value or raises
+    its exception. A daemon thread: an interrupt of the caller does not wait for a computation that touches
+    no resource (the model's predictions) to finish."""
+
+    def __init__(self, fn):
+        self._value, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="diskmodel-background", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def calibrate_emulated(spec, *, budget_s: float, seed: int, notes: list, say=None):
