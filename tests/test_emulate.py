@@ -250,6 +250,7 @@ def assert_nothing_left(run_dir: Path, tmp: Path) -> None:
     (["atlas10k", "--for-s", "0"], "--for-s"),
     (["atlas10k", "--for-s", "-1"], "--for-s"),
     (["hp97560", "--realtime-priority", "0"], "--realtime-priority must be a whole number from 1 to 99 (got 0)"),
+    (["hp97560", "--no-realtime", "--realtime-priority", "5"], "--no-realtime and --realtime-priority exclude"),
 ])
 def test_bad_drive_or_duration_is_one_line(isolated, args, fragment):
     env, run_dir, tmp = isolated
@@ -417,6 +418,44 @@ def test_data_written_through_a_file_system_reads_back_after_dropping_caches(tmp
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.integration
+def test_every_thread_of_the_emulated_path_runs_real_time_by_default(tmp_path):
+    """nbdkit's and nbdfuse's threads, as the kernel reports their policy, once a request has been served
+    (nbdkit starts some threads before the plugin loads and some per connection)."""
+    from diskmodel.calibrate.emulate import emulated_drives
+    from diskmodel.calibrate.emulate.devices import DEFAULT_REALTIME_PRIORITY
+
+    require_emulation()
+    with emulated_drives([flat_drive(1e-4, 32 * MiB)]) as devices:
+        fd = os.open(devices[0].path, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 4096)
+        try:
+            os.preadv(fd, [buf], 0)
+        finally:
+            os.close(fd)
+            buf.close()
+        seen = {}
+        for name, proc in devices[0]._processes:  # noqa: SLF001 - the processes that serve the device
+            for tid in os.listdir(f"/proc/{proc.pid}/task"):
+                seen[f"{name} thread {tid}"] = (os.sched_getscheduler(int(tid)),
+                                                os.sched_getparam(int(tid)).sched_priority)
+    assert len(seen) >= 4
+    assert {k: v for k, v in seen.items() if v != (os.SCHED_FIFO, DEFAULT_REALTIME_PRIORITY)} == {}
+
+
+def test_realtime_that_cannot_be_had_is_one_note_and_the_normal_policy(monkeypatch):
+    from diskmodel.calibrate.emulate.devices import realtime_or_note
+
+    def refused(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refused)
+    said = []
+    assert realtime_or_note(40, said.append) is None
+    assert len(said) == 1 and "SCHED_FIFO 40" in said[0] and "Operation not permitted" in said[0]
+    assert realtime_or_note(None, said.append) is None and len(said) == 1
+
+
 def test_odirect_reads_take_the_flat_models_time(tmp_path):
     from diskmodel.calibrate.emulate import emulated_drives
 

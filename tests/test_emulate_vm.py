@@ -242,3 +242,25 @@ def test_ratio_table_sets_each_layout_against_native_beside_the_papers_ratio():
     # Table 4 (test1): LVM-2 reads 1.21 MB/s where native reads 2.99 MB/s
     assert table.loc[("lvm2", "read"), "paper's ratio to native"] == pytest.approx(1268776.96 / 3135242.24)
     assert table.loc[("lvm2", "read"), "measured MiB/s"] == pytest.approx(1e6 / 2**20)
+
+
+def test_one_guest_script_runs_each_part_in_turn_literally_and_stops_at_the_first_failure():
+    """The one-boot experiment's guest script, run by the real dash as the VM runs it (sh -e)."""
+    from diskmodel.calibrate.experiment_emulated import PART_MARK, guest_script
+
+    parts = ["#!/bin/sh\ntrap 'echo torn down 0' EXIT\necho \"first $((1 + 1))\" '$HOME `id`'\n",
+             "#!/bin/sh\necho second\nexit 3\n",
+             "#!/bin/sh\necho third\n"]
+    proc = subprocess.run(["sh", "-e", "-c", guest_script(parts)], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert proc.returncode == 3
+    assert proc.stdout.splitlines() == [f"{PART_MARK} BEGIN 0", "first 2 $HOME `id`", "torn down 0",
+                                        f"{PART_MARK} END 0 0", f"{PART_MARK} BEGIN 1", "second",
+                                        f"{PART_MARK} END 1 3"]
+
+
+def test_one_guest_script_refuses_a_part_holding_its_delimiter():
+    from diskmodel.calibrate.experiment_emulated import guest_script
+
+    with pytest.raises(ValueError, match="DISKMODEL_PART_1_END_OF_SCRIPT"):
+        guest_script(["echo a", "echo b\nDISKMODEL_PART_1_END_OF_SCRIPT\n"])

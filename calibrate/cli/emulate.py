@@ -42,7 +42,10 @@ def add_parser(subparsers) -> None:
                         help="warn when the lateness p99 exceeds S seconds (default: 0.0005)")
     parser.add_argument("--realtime-priority", type=int, default=None, metavar="N",
                         help="serve under the real-time scheduler (SCHED_FIFO) at priority N, 1-99, so that a busy "
-                             "host delays the requests' completions less (default: the normal scheduler)")
+                             "host delays the requests' completions less (default: 40; where SCHED_FIFO cannot be "
+                             "had, one line says so and the normal scheduler serves)")
+    parser.add_argument("--no-realtime", action="store_true",
+                        help="serve under the normal scheduler (default: SCHED_FIFO, see --realtime-priority)")
     parser.set_defaults(handler=_run)
 
     log = subparsers.add_parser(
@@ -63,7 +66,12 @@ def _stderr(line: str) -> None:
 
 def _run(args) -> int:
     from diskmodel.calibrate.emulate import LATENESS_P99_BOUND_S, emulated_drives, resolve_drive
+    from diskmodel.calibrate.emulate.devices import DEFAULT_REALTIME_PRIORITY
 
+    if args.no_realtime and args.realtime_priority is not None:
+        raise UsageError("--no-realtime and --realtime-priority exclude each other")
+    priority = None if args.no_realtime else (DEFAULT_REALTIME_PRIORITY if args.realtime_priority is None
+                                              else args.realtime_priority)
     bound = LATENESS_P99_BOUND_S if args.lateness_bound_s is None else args.lateness_bound_s
     specs = []
     for drive in args.drives:
@@ -76,7 +84,7 @@ def _run(args) -> int:
     devices = []
     try:
         with emulated_drives(specs, backing_dir=args.backing_dir, log_dir=args.log_dir, lateness_bound_s=bound,
-                             realtime_priority=args.realtime_priority, say=_stderr) as devices:
+                             realtime_priority=priority, say=_stderr) as devices:
             # serving from here on: a SIGINT that lands while the ready line is printed (a caller that
             # reads it may signal at once) is the normal end, not an interrupted set-up
             serving = True

@@ -25,6 +25,7 @@ API_VERSION = 2
 
 _spec_path = None
 _server = None
+_priority = None
 
 
 def config(key, value):
@@ -46,15 +47,29 @@ def config_complete():
         site.addsitedir(path)  # reads the .pth files there (an editable install's finder)
     from diskmodel.calibrate.emulate.server import DriveServer
 
+    global _priority
     _server = DriveServer(spec)
-    _server.start_idle_flush()
-    priority = spec.get("realtime_priority")
-    if priority:
-        # Real-time (SCHED_FIFO) from here on: the threads nbdkit starts to serve requests inherit it, so
-        # that a deadline's wake-up does not wait behind other processes' time slices.
-        import os
+    _priority = spec.get("realtime_priority")
+    _all_threads_realtime()
+    _server.start_idle_flush()  # started after: it inherits the policy
 
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
+
+def _all_threads_realtime():
+    """Every thread of this process under SCHED_FIFO at the spec's priority (none: left as is).
+
+    Not the calling thread alone: the Python threads share one interpreter lock, so a thread at the normal
+    policy that holds it when a busy host preempts it delays the real-time one serving a request; and nbdkit
+    starts some of its threads before the plugin is loaded. Threads started later inherit the policy."""
+    if not _priority:
+        return
+    import os
+
+    param = os.sched_param(int(_priority))
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setscheduler(int(tid), os.SCHED_FIFO, param)
+        except ProcessLookupError:  # the thread ended meanwhile
+            pass
 
 
 def thread_model():
@@ -62,6 +77,7 @@ def thread_model():
 
 
 def open(readonly):
+    _all_threads_realtime()  # the connection's threads, started since the plugin was loaded
     return 1
 
 

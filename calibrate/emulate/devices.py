@@ -47,11 +47,16 @@ from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
 
-__all__ = ["EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools", "emulated_drives"]
+__all__ = ["DEFAULT_REALTIME_PRIORITY", "EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools",
+           "emulated_drives", "realtime_or_note"]
 
 log = logging.getLogger(__name__)
 
 PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
+#: The SCHED_FIFO priority every process and thread of the emulated path runs at unless told otherwise
+#: (sched(7)): above every process at the normal policy, whose time slices would otherwise delay each
+#: request's wake-ups on a busy host, and below the kernel's own interrupt threads (50 and up).
+DEFAULT_REALTIME_PRIORITY = 40
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
 #: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost (the first quarter warm it up).
@@ -96,6 +101,9 @@ class EmulatedDevice:
     summary: dict | None = None
     #: the sparse file holding the data (None: in memory)
     backing_path: str | None = None
+    #: the file nbdfuse exposes, which the loop device is attached to: the same drive one hop nearer (no loop
+    #: worker thread, no block-layer completion), for O_DIRECT requests that need no block device
+    file_path: str | None = None
     _processes: tuple = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
@@ -140,6 +148,27 @@ def check_tools() -> None:
                            f"Debian package fuse3)") from None
     if not stat.S_ISCHR(fuse.st_mode):
         raise RuntimeError(f"{FUSE_DEVICE} is not a character device (Debian package fuse3; modprobe fuse)")
+
+
+def realtime_or_note(priority: int | None, say) -> int | None:
+    """*priority* if this process may run threads under SCHED_FIFO (tried on the calling thread and put
+    back), else None after one line through *say* naming why (the path then runs at the normal policy and
+    its requests complete later on a busy host). None stays None."""
+    from diskmodel.calibrate.emulate.server import realtime
+
+    if priority is None:
+        return None
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 99:
+        raise ValueError(f"--realtime-priority must be a whole number from 1 to 99 (got {priority!r})")
+    try:
+        with realtime(priority):
+            pass
+    except PermissionError as exc:
+        say(f"note: the emulated drives run at the normal scheduling policy, not SCHED_FIFO {priority} "
+            f"({exc.strerror}: needs root or RLIMIT_RTPRIO); on a busy host their requests complete later than "
+            f"simulated (--no-realtime says this is wanted)")
+        return None
+    return priority
 
 
 def _check_backing_dir(backing_dir: Path, specs: list[DriveSpec]) -> None:
@@ -331,7 +360,7 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     tmp = drv.folder / ".control.json.tmp"
     tmp.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))
     os.replace(tmp, control)
-    drv.device.path, drv.device.fixed_cost_s = device, fixed
+    drv.device.path, drv.device.fixed_cost_s, drv.device.file_path = device, fixed, str(file)
     drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))
 
 
@@ -393,7 +422,7 @@ def _summarise_log(device, lateness_bound_s: float) -> None:
 
 @contextlib.contextmanager
 def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: float = LATENESS_P99_BOUND_S,
-                    realtime_priority: int | None = None, say=None):
+                    realtime_priority: int | None = DEFAULT_REALTIME_PRIORITY, say=None):
     """Serve each of *drives* as a block device; yields a list of :class:`EmulatedDevice`.
 
     *drives*: DRIVE arguments (:func:`~diskmodel.calibrate.emulate.drives.resolve_drive`)
@@ -402,9 +431,11 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
     where the sparse backing files go (default: the run's work folder).
     *log_dir*: where the request logs are kept (default: not kept; each
     device's ``summary`` is filled in at teardown either way).
-    *realtime_priority*: run nbdkit and nbdfuse under SCHED_FIFO at this
-    priority (1-99; default None: the normal scheduler), so that a busy host
-    delays their wake-ups less; the wait before each deadline is a sleep and
+    *realtime_priority*: run every thread of nbdkit and nbdfuse, and the
+    probe reads, under SCHED_FIFO at this priority (1-99; default
+    :data:`DEFAULT_REALTIME_PRIORITY`; None: the normal policy), so that a busy
+    host delays their wake-ups less (where it cannot be had, one line says so
+    and the normal policy is used: :func:`realtime_or_note`); the wait before each deadline is a sleep and
     at most :data:`~diskmodel.calibrate.emulate.server.SPIN_S` of spinning,
     so they never hold a CPU for long. SIGTERM is
     turned into an interrupt inside (as SIGINT is), so that it tears down too.
@@ -422,9 +453,7 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
         _check_backing_dir(backing_dir, specs)
     if log_dir is not None and not log_dir.is_dir():
         raise ValueError(f"--log-dir {log_dir}: not a directory")
-    if realtime_priority is not None and (isinstance(realtime_priority, bool) or not isinstance(realtime_priority, int)
-                                          or not 1 <= realtime_priority <= 99):
-        raise ValueError(f"--realtime-priority must be a whole number from 1 to 99 (got {realtime_priority!r})")
+    realtime_priority = realtime_or_note(realtime_priority, say)
     check_tools()
     with handle_signals(), runstate.ensure_run("diskmodel emulate") as run:
         if backing_dir is None:

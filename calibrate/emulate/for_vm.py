@@ -36,8 +36,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from diskmodel.calibrate.emulate.devices import (LATENESS_P99_BOUND_S, EmulatedDevice, _check_backing_dir, _Drive,
-                                                 _end_process, _start_nbdkit, _summarise_log)
+from diskmodel.calibrate.emulate.devices import (DEFAULT_REALTIME_PRIORITY, LATENESS_P99_BOUND_S, EmulatedDevice,
+                                                 _check_backing_dir, _Drive, _end_process, _start_nbdkit,
+                                                 _summarise_log, realtime_or_note)
 from diskmodel.calibrate.emulate.drives import resolve_drive
 
 __all__ = ["GUEST_FIRST_DEVICE", "VmDrive", "check_vm_tools", "guest_device", "nbd_drives",
@@ -99,13 +100,13 @@ class _Served:
         self.drv, self.dir_fd = drv, dir_fd
 
 
-def _start(run, served: _Served, index: int, backing_dir, log_dir) -> None:
+def _start(run, served: _Served, index: int, backing_dir, log_dir, realtime_priority) -> None:
     drv = served.drv
     # The server takes the fixed cost from this file before its first request: none here (see the module doc),
     # and no probe reads, which only the host's loop path makes.
     (drv.folder / "control.json").write_text(json.dumps({"fixed_cost_s": 0.0}))
     served.dir_fd = os.open(drv.folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)  # passed to qemu by number
-    _start_nbdkit(run, drv, backing_dir, log_dir, index, served.dir_fd, None)
+    _start_nbdkit(run, drv, backing_dir, log_dir, index, served.dir_fd, realtime_priority)
     drv.device.path = guest_device(index)
 
 
@@ -124,10 +125,10 @@ def _stop(run, served: _Served, say, lateness_bound_s: float) -> None:
 
 @contextlib.contextmanager
 def nbd_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: float = LATENESS_P99_BOUND_S,
-               say=None):
+               realtime_priority: int | None = DEFAULT_REALTIME_PRIORITY, say=None):
     """Serve each of *drives* over NBD on a unix socket for the VM; yields a list of :class:`VmDrive`.
 
-    *drives*, *backing_dir*, *log_dir* and *lateness_bound_s* as for
+    *drives*, *backing_dir*, *log_dir*, *lateness_bound_s* and *realtime_priority* (nbdkit's threads) as for
     :func:`~diskmodel.calibrate.emulate.devices.emulated_drives`. Each
     :class:`VmDrive`'s ``summary`` is filled in once the context ends. Pass
     the drives to :func:`run_script_on_emulated_drives` (or their sockets and
@@ -147,6 +148,7 @@ def nbd_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: floa
         _check_backing_dir(backing_dir, specs)
     if log_dir is not None and not log_dir.is_dir():
         raise ValueError(f"--log-dir {log_dir}: not a directory")
+    realtime_priority = realtime_or_note(realtime_priority, say)
     check_vm_tools()
     with handle_signals(), runstate.ensure_run("diskmodel: emulated drives for a VM") as run:
         if backing_dir is None:
@@ -158,7 +160,7 @@ def nbd_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: floa
                 folder = run.temp_dir(f"vmdrive{i}-")
                 served = _Served(_Drive(spec, folder, EmulatedDevice(spec.name, None, spec.capacity_bytes, "")))
                 built.append(served)
-                _start(run, served, i, backing_dir, log_dir)
+                _start(run, served, i, backing_dir, log_dir, realtime_priority)
                 out.append(VmDrive(spec.name, served.drv.device.path, spec.capacity_bytes,
                                    f"/proc/self/fd/{served.dir_fd}/nbd.sock", served.dir_fd,
                                    served.drv.device.log_path))
