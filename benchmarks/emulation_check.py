@@ -18,11 +18,11 @@ Needs root, nbdkit with its Python plugin, nbdfuse and /dev/fuse (``diskmodel em
    as the replay sees it, the time it took less the simulated wait and service.
 2. **Throughput.** 4 KiB O_DIRECT reads of one block, back to back, for
    ``--hits-s`` seconds: on atlas10k (after the first, each is a cache hit of
-   its simulation, which also takes its simulated time, 0.98 ms: 0.184 ms of
-   overhead and 8 sectors at its bus's 0.099 ms each), on the same drive
+   its simulation, which also takes its simulated time: the drive's overhead and
+   8 sectors at its bus's sector time), on the same drive
    with a fast bus (:func:`_fast_hit_drive`: its DiskSim folder with the bulk
    sector transfer time set to :data:`FAST_BUS_SECTOR_S`, so that a hit
-   takes about 0.19 ms and the emulator, not the drive, sets the rate), and on
+   is several times shorter and the emulator, not the drive, sets the rate), and on
    a flat drive of zero latency (the emulator's own capacity: the path and the
    server alone).
 3. **Calibration through the kernel.** ``benchmarks/_emulation_calibration.py``'s

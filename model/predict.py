@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._checks import finite_scalar, show
+from ._checks import FieldError, finite_scalar, show
 from .filesystem import PageCache, file_system_access_time
 from .block import BlockEnv, BlockRequests, BlockTime, block_time_of
 from .block_workloads import JOURNALED, FileCopy, FioJob
@@ -307,8 +307,8 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")
     if job.size_bytes > node.size_bytes:
-        raise ValueError(f"size_bytes: the job moves {job.size_bytes} bytes, more than the device's "
-                         f"{node.size_bytes}")
+        raise FieldError("size_bytes", f"the job moves {job.size_bytes} bytes, more than the device's "
+                         f"{node.size_bytes}", sep=": ")
     from .nodes import walk
 
     if any(type(n).__name__ == "NbdDevice" for _, n, _ in walk(node, "device")):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import FieldError
 from .iopath.fileops import FileOps
 from .iopath.stream import Flag, Op, Stream
 from .iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
@@ -214,7 +215,7 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     carry ``REQ_SYNC`` (the kernel marks direct writes sync); ``end_fsync`` adds a flush at the end."""
     bs, size = int(job.block_size_bytes), int(job.size_bytes)
     if size > size_bytes:
-        raise ValueError(f"size_bytes: the job moves {size} bytes, more than the device's {size_bytes}")
+        raise FieldError("size_bytes", f"the job moves {size} bytes, more than the device's {size_bytes}", sep=": ")
     n = size // bs
     blk = np.arange(n, dtype=np.int64)
     if job.rw.startswith("rand"):

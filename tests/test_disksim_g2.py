@@ -87,6 +87,7 @@ def test_disksims_g2_run_is_not_its_g1_run_and_ours_follows_each(folders):
     assert (np.abs(ours_g1 - g1) < TOLERANCE_MS).mean() > 0.99
 
 
+@pytest.mark.slow  # compiles the simulator for a g2 layout, which the shipped cache does not hold
 def test_skew_units_as_disksims_loader_reaches_them(folders):
     # hp_c2247a_g2_revolutions: each zone's "Skew units = revolutions" after its zone skew (kept
     # in sectors) in even zones, before it in odd ones; the switch skews (k + 0.5) / spt

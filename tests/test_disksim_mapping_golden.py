@@ -135,6 +135,7 @@ def test_g4_tables_with_a_gap_or_unreachable_sectors_are_refused():
         g4_rows(np.array([[2, 9, 10]]), (track, root[:1]), (("TRACK",), ("IDX",)))
 
 
+@pytest.mark.slow  # a whole trace on a g4 layout
 def test_g4_drive_simulates_request_by_request(disksim_dir):
     params = drive_parameters(load_disksim_drive(disksim_dir / "G4_4TB"))
     revolution_s = 60.0 / 7200

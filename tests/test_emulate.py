@@ -456,6 +456,7 @@ def test_realtime_that_cannot_be_had_is_one_note_and_the_normal_policy(monkeypat
     assert realtime_or_note(None, said.append) is None and len(said) == 1
 
 
+@pytest.mark.slow  # serves a drive as a real device (root, nbdkit)
 def test_odirect_reads_take_the_flat_models_time(tmp_path):
     from diskmodel.calibrate.emulate import emulated_drives
 

@@ -37,6 +37,7 @@ def test_the_kernels_are_cached_in_the_package_folder_of_their_group():
     assert jit_cache.CACHE_DIR == REPO / "model" / "_jit_cache"
 
 
+@pytest.mark.slow  # a subprocess with its own numba settings (the tier check)
 @pytest.mark.parametrize("setting", [{"NUMBA_CACHE_DIR": "{tmp}"}, {"NUMBA_BOUNDSCHECK": "1"}, {"NUMBA_OPT": "1"}])
 def test_numba_settings_its_key_does_not_hold_leave_the_package_cache_alone(setting, tmp_path):
     # numba keys a cache entry by signature, CPU and bytecode only: code compiled with bounds
@@ -130,6 +131,7 @@ def test_after_the_precompile_nothing_a_command_runs_compiles():
     assert out.startswith("0 "), out
 
 
+@pytest.mark.slow  # a subprocess with its own numba cache folder (the tier check)
 def test_a_cold_cache_is_told_before_the_wait(tmp_path):
     # numba's folder empty: the kernel is not there for this machine, and the notice says so
     cold = _python("""

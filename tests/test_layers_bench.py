@@ -396,7 +396,7 @@ def test_md_mirror_on_delayed_members_in_the_vm_waits_the_delay_per_write_and_le
 # ---------------------------------------------------------------- the command line refuses before building
 
 @pytest.mark.parametrize("extra, message", [
-    (["--workload", "seqwrite_1m", "--vm"], "leave out --vm"),
+    (["--workload", "seqwrite_1m", "--vm"], "--vm: a btrfs array is built on the host"),
     (["--workload", "seqwrite_1m", "--scratch", "/nonexistent/s.img", "--slow", "sdz=4M"], "--slow: 'sdz'"),
     (["--workload", "seqwrite_1m", "--size", "1G", "--scratch", "/nonexistent/s.img"], "--size: the job moves"),
     (["--workload", "copy", "--fresh", "--vm"], "--fresh applies to fio jobs"),

@@ -306,7 +306,8 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
     btrfs = any(getattr(node, "tool", None) == "btrfs" for _, node, _ in stack.nodes())
     file_system = copy or btrfs
     if vm and btrfs:
-        raise ValueError("a btrfs array is built on the host (the VM's guest carries no btrfs); leave out vm")
+        raise FieldError("vm", "a btrfs array is built on the host (the VM's guest carries no btrfs): leave it out",
+                         sep=": ")
     if not vm and scratch is None:
         raise ValueError("scratch must name a new file or a block device (or pass vm=True)")
     if vm and (scratch is not None or destroy_data_on is not None):

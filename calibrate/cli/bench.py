@@ -22,6 +22,7 @@ import os
 import sys
 
 from diskmodel.calibrate.cli import UsageError, flag_error, positive_seconds, quote
+from diskmodel.model._checks import FieldError
 
 COPY = "copy"
 # The kernel's throttle limits are u64 and U64_MAX means "no limit" (block/blk-throttle.c, tg_set_conf).
@@ -167,7 +168,11 @@ def _measure(args, stack, workload, slow, emulated):
 
 
 def rows_of(measurement, prediction) -> list[dict]:
-    """(quantity, measured, predicted, error_pct) rows of one workload [bytes/s]."""
+    """(quantity, measured, predicted, error_pct) rows of one workload [bytes/s]; predicted and error_pct
+    are None where the model gave no prediction."""
+    if prediction is None:
+        return [{"quantity": name, "measured": value, "predicted": None, "error_pct": None}
+                for name, value in measurement.rates.items()]
     if "throughput_bytes_per_s" in measurement.rates:
         predicted = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s}
     else:
@@ -191,11 +196,18 @@ def _run(args) -> int:
     workload = _workload(args)
     stack = _stack(args)
     slow = {disk: {"read_bytes_per_s": rate, "write_bytes_per_s": rate} for disk, rate in args.slow}
+    # A bad value the model finds (a job larger than the stack) stops the run before anything is built;
+    # a layer the model does not time (btrfs RAID has no request-level path) is said beside the
+    # measurement, which still runs
+    unmodelled = ""
+    prediction = None
     try:
         prediction = predict(stack, workload)
-    except ValueError as exc:
+    except FieldError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "
                          f"{flag_error(exc, {'size_bytes': '--size'})}") from exc
+    except ValueError as exc:
+        unmodelled = f"no prediction: {one_line(exc, ERROR_MAX_CHARS)}"
     emulated = _emulated_drive(args, stack)
     if not args.vm:
         if not args.scratch and emulated is None:
@@ -215,10 +227,11 @@ def _run(args) -> int:
         print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1
     except ValueError as exc:
-        raise UsageError(flag_error(exc, {"slow_disks": "--slow"})) from exc
+        raise UsageError(flag_error(exc, {"slow_disks": "--slow", "vm": "--vm"})) from exc
     rows = rows_of(measurement, prediction)
-    note = ("timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
-            if measurement.emulated else "")
+    note = "; ".join(part for part in (
+        "timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
+        if measurement.emulated else "", unmodelled) if part)
     if args.json:
         print(json.dumps({"stack": stack.short_name, "workload": measurement.label, "where": measurement.where,
                           "accelerator": measurement.accelerator, "rows": rows, "note": note,
@@ -228,6 +241,9 @@ def _run(args) -> int:
           f"{' (' + measurement.accelerator + ')' if measurement.accelerator else ''}")
     print(f"{'quantity':<24} {'measured MB/s':>14} {'predicted MB/s':>15} {'error %':>8}")
     for row in rows:
+        if row["predicted"] is None:
+            print(f"{row['quantity']:<24} {row['measured'] / 1e6:>14.2f} {'-':>15} {'-':>8}")
+            continue
         print(f"{row['quantity']:<24} {row['measured'] / 1e6:>14.2f} {row['predicted'] / 1e6:>15.2f} "
               f"{row['error_pct']:>+8.1f}")
     if note:
