@@ -312,6 +312,7 @@ def test_json_round_trip_of_each_node_type(node):
     assert NODE_SCHEMA.read(data) == node
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_predict_block_workloads_on_a_stack_read_from_json():
     volume = ThinVolume(mirror((part("a"), part("b"))), 256 * MIB, GIB)
     stack = Stack(FileSystemNode(volume, kind="ext4"), (PresetDrive("wd800bd", "a"), PresetDrive("hp97560", "b")))
@@ -355,6 +356,7 @@ def test_linear_volume_over_two_disks_averages_by_extents():
     assert cost(lv, 4096).time_s == pytest.approx(share * t_random(FAST, 4096) + (1 - share) * t_random(SLOW, 4096))
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_what_if_tables_of_the_layers():
     from diskmodel.model.scenarios import loop_depth_table, mirror_table, raid_level_table, thin_table
 

@@ -335,6 +335,7 @@ def test_a_mixed_job_is_its_reads_and_writes_weighted(tmp_path, capsys):
     assert any("rw=randrw" in note for note in out["assumptions"])
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_runtime_cuts_a_long_job_and_says_so(tmp_path, capsys):
     path = _job_file(tmp_path, "[slow]\nrw=randread\nbs=4k\nsize=1g\ndirect=1\nruntime=2s\n")
     assert main(["predict", "--json", "--fio-job", path]) == 0

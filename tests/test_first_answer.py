@@ -52,6 +52,7 @@ def test_numba_settings_its_key_does_not_hold_leave_the_package_cache_alone(sett
         assert Path(path).is_relative_to(tmp_path)
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
     # numba's own stamp is of the caller's file alone, so a cached caller kept the callee's old
     # code (linked into it) after an edit of the callee's module; a group's stamp covers them all

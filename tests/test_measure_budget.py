@@ -197,6 +197,7 @@ def test_a_stage_beyond_its_minimum_stops_where_the_budget_runs_out():
     assert seek.time_s.size == 2 * seek.distances_bytes.size * seek.rounds  # only whole rounds kept
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_a_virtual_clock_backend_is_capped_in_wall_time():
     """Device time is cheap here (0.1 ms a read) but every read takes 1 ms of wall time: the
     run stops at WALL_TIME_MULTIPLE x budget_s of wall time, beyond the minimums, and says so."""

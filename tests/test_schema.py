@@ -75,6 +75,7 @@ def test_every_readable_kind_is_in_a_stack_that_round_trips_through_json():
         assert again.to_json() == text, name
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_the_json_schema_stack_schema_prints_accepts_every_node_the_writer_writes_and_refuses_unknown_fields():
     node_schema = schema()["json_schema"]
     for name, stack in _stacks().items():

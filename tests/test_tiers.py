@@ -72,6 +72,7 @@ def test_a_device_fixture_without_slow_stops_the_collection(tmp_path):
     assert "test_uses_loops (uses loops)" in res.stderr, res.stderr
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_a_fast_test_that_starts_a_device_tool_fails_and_a_slow_one_may(tmp_path):
     res = run_pytest(tmp_path, """
         import os, subprocess, sys
@@ -136,6 +137,7 @@ def test_what_belongs_to_the_slow_tier(argv, env, reason):
     assert (got if reason is None else got and got.split(" (")[0]) == reason
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path):
     res = run_pytest(tmp_path, """
         import numba
