@@ -183,6 +183,7 @@ def _io_fit(cells, *, read: bool, write: bool):
     return fit_io_parameters(cases, parameters=("file_data_rate_bytes_per_s",))
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_a_cells_read_and_write_count_once(noisy_cells):
     """Read and write throughput of a cell are bytes over one elapsed time: measuring both adds no
     information, so the fit and its standard error must not change (two residuals a cell made the

@@ -168,6 +168,7 @@ def test_sequential_write_is_the_transfer_plus_the_copy(flash):
 
 # ------------------------------------------------------------------ fitting
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_the_fit_recovers_the_costs_it_was_made_with(flash, small_files):
     truth = {"cpu_per_file_operation_s": 40e-6, "commit_overhead_s": 2e-3, "file_data_rate_bytes_per_s": 4e8}
     base = FileSystem(kind="ext4", cpu_per_file_operation_s=10e-6)

@@ -150,6 +150,7 @@ def test_json_into_a_missing_directory_is_refused(tmp_path, env):
     assert not _reads(env)
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_json_onto_a_fifo_is_refused(tmp_path, env):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

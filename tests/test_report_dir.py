@@ -151,6 +151,7 @@ def test_a_mixed_report_folder_is_not_an_earlier_report(tmp_path, monkeypatch, m
     assert outputs.is_experiment_report_dir(out) and _beside(out) == []
 
 
+@pytest.mark.slow  # several seconds: the full tier runs it
 def test_an_earlier_report_is_replaced_whole_and_other_files_are_kept_with_force(tmp_path, monkeypatch, measured):
     out = _earlier_report(tmp_path, monkeypatch, measured)
     before = (out / "report.md").stat().st_ino
