@@ -41,7 +41,6 @@ from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
 from ._checks import flag, one_of, positive_rate, show, whole_number
-from .block import BlockRequests
 from .units import KIB, MIB
 
 FIO_RW = ("read", "write", "randread", "randwrite")
@@ -80,7 +79,7 @@ class FioJob:
         fio's ``--end_fsync=1`` (a write job only): the job ends with fsync
         and counts its time, so nothing it wrote stays in a page cache (a
         buffered loop image's); False: the stream may end in the host's
-        page cache (``BlockRequests.stream_bytes``).
+        page cache.
     name : str
     """
 
@@ -127,12 +126,6 @@ class FioJob:
         bs = self.block_size_bytes
         size = f"{bs // MIB}m" if bs % MIB == 0 else f"{bs // KIB}k" if bs % KIB == 0 else f"{bs}b"
         return f"{'seq' if self.sequential else 'rand'}{'write' if self.is_write else 'read'}_{size}"
-
-    def requests(self) -> BlockRequests:
-        """The requests the job sends the device."""
-        return BlockRequests(self.block_size_bytes, is_write=self.is_write, sequential=self.sequential,
-                             queue_depth=self.iodepth, fresh=self.fresh,
-                             stream_bytes=None if self.is_write and self.end_fsync else self.size_bytes)
 
     def expected_counts(self) -> dict:
         """{"requests", "bytes_read", "bytes_written"}: size / bs requests (a last short one counted whole)."""

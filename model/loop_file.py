@@ -2,53 +2,24 @@
 
 ``losetup`` exposes a file as a block device; the file lies on a host file
 system on a host block device -- itself possibly another loop device
-(seed 000, figure 5: one, two, three nested layers).  :class:`LoopFile`
-costs each request on it as the request it becomes on the host device,
-plus what the loop layer and the host file system add:
+(seed 000, figure 5: one, two, three nested layers).
 
-* **page cache and copy** (every layer): the loop driver's worker reads or
-  writes the backing file through the host's page cache (unless
-  ``direct_io``, ``losetup --direct-io=on``), which copies the request's
-  bytes once more (``size / copy_rate_bytes_per_s``) and costs a fixed
-  ``request_overhead_s`` (the worker's wake-up and the file-system call);
-* **allocation** (a *sparse* image, made by ``truncate`` or ``dd seek=``,
-  on a first write, ``BlockRequests.fresh``, which stays fresh on the host:
-  its blocks are newly allocated there too): the host file system
-  allocates the blocks and journals the allocation:
-  ``allocation_metadata_bytes`` of metadata (block bitmap, group
-  descriptor, extent or indirect block) written in place (a random write)
-  and, on a journaled host file system, first appended to the journal (a
-  sequential write), once per
-  request for random writes and once per ``allocation_unit_bytes`` for
-  sequential ones (delayed allocation gathers a stream into extents).  A
-  *zero-filled* image (``dd if=/dev/zero``) has every block allocated
-  already and pays none;
-* **fragmentation**: the image's blocks lie in ``extent_count`` extents on
-  the host device.  A sequential stream of S-byte requests crosses from
-  one extent to the next with probability S / (mean extent length) per
-  request, and a crossing costs the host device's positioning (a random
-  request's time less a sequential one's).
+What the loop driver does to the requests sent to it is the I/O path's
+(:mod:`diskmodel.model.iopath.path`, ``_loop``; drivers/block/loop.c,
+lo_rw_aio / do_req_filebacked): each request becomes a read or write of
+the image file through the host's page cache (``direct_io``: past it),
+a flush an fsync of the image; the host file system
+(``host_file_system``) maps the file's blocks onto ``host``; a *sparse*
+image (``allocation``) allocates its blocks on first write, a
+*zero-filled* one has them all from the start.  Their time is the drives'
+(:mod:`diskmodel.model.iopath.timing`).
 
-* **the page cache's own effects** (buffered, not ``direct_io``).  Reads:
-  the host's read-ahead reads one window ahead of the reader
-  (``readahead_bytes``, ``read_ahead_kb``; the kernel's on-demand
-  read-ahead starts the next window asynchronously when the reader reaches
-  the current one), so the host sees sequential requests of
-  max(request, window) with two in flight; a sequential read smaller than
-  the window is served from it (one host read per window / size
-  requests), so small sequential reads through a loop layer can be faster
-  than on its host device.  Writes are copied into the host's page cache
-  and written back by the flusher, which submits the dirty pages together,
-  up to ``writeback_queue_depth`` requests in flight (the host device's
-  ``nr_requests``): the host sees the requests at that depth, so its fixed
-  cost per request overlaps the others' transfers.  A stream that ends
-  with fsync (fio's ``end_fsync``, seed 003's ``conv=fsync``;
-  ``BlockRequests.stream_bytes`` None) pays the copy and then the
-  write-back.  A stream that does not (``stream_bytes`` given) has its
-  first ``dirty_limit_bytes`` absorbed at the cost of the copy alone and
-  the rest at the write-back's pace (``vm.dirty_bytes``, or
-  ``vm.dirty_ratio`` of the memory available; None: no limit known, every
-  write at the write-back's pace).
+The other fields (``extent_count``, the copy rates, ``request_overhead_s``,
+``allocation_metadata_bytes``, ``allocation_unit_bytes``,
+``readahead_bytes``, ``writeback_queue_depth``, ``dirty_limit_bytes``)
+describe the host's costs and settings as measured or provisioned; the
+timed path does not use them, and a prediction's assumptions name those
+given other than their defaults.
 """
 from __future__ import annotations
 
@@ -56,7 +27,6 @@ from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
 from ._checks import finite_scalar, flag, one_of, positive_rate, show, whole_number
-from .block import BlockRequests, BlockTime, block_time_of, mixture
 from .nodes import is_node, node_type, text_field
 from .units import GIB, KIB, MIB
 
@@ -137,7 +107,7 @@ class LoopFile:
     name: str = ""
 
     def __post_init__(self):
-        if not is_node(self.host) or not hasattr(self.host, "block_time"):
+        if not is_node(self.host) or not hasattr(self.host, "size_bytes"):
             raise ValueError(f"host must be a block node (got {show(self.host)})")
         image = whole_number("image_size_bytes", self.image_size_bytes, minimum=1)
         if image > self.host.size_bytes:
@@ -183,62 +153,6 @@ class LoopFile:
                 f"{self.image_size_bytes}-byte image on {self.host_file_system}"
                 f"{f', {self.extent_count} extents' if self.extent_count > 1 else ''}"
                 f"{', direct I/O' if self.direct_io else ''}")
-
-    def block_time(self, requests: BlockRequests, env) -> BlockTime:
-        size = requests.size_bytes
-        # the host sees the same request on the image's blocks; a first write into a sparse image
-        # lands on host blocks just allocated, fresh to the host too (a zero-filled image's were written)
-        allocating = requests.fresh and requests.is_write and self.allocation == "sparse"
-        buffered = not self.direct_io
-        window = min(self.readahead_bytes, self.host.size_bytes)
-        on_host = requests.evolve(fresh=allocating, stream_bytes=None if buffered else requests.stream_bytes)
-        if buffered and requests.sequential and not requests.is_write and window:
-            # read-ahead: host reads of max(request, window), one in flight ahead of the reader
-            ahead = BlockRequests(max(size, window), sequential=True, queue_depth=max(2, requests.queue_depth))
-            below = block_time_of(self.host, ahead, env)
-            if size < window:     # one host read of the window serves window / size requests
-                below = below.scaled(size / window)
-            below = BlockTime(size, below.time_s, below.interval_s, below.parts, below.member_ios)
-        elif buffered and requests.is_write:
-            below = self._written_back(on_host, env)
-        else:
-            below = block_time_of(self.host, on_host, env)
-        own = {"loop_overhead_s": self.request_overhead_s,
-               "loop_copy_s": size / self._copy_rate(requests.is_write) if buffered else 0.0}
-        parts = {}
-        if allocating and self.allocation_metadata_bytes:
-            allocations = size / max(self.allocation_unit_bytes, size) if requests.sequential else 1.0
-            metadata = BlockRequests(min(self.allocation_metadata_bytes, self.host.size_bytes), is_write=True)
-            # in place at write-back (random); on a journaled host first appended to the journal (sequential)
-            cost = block_time_of(self.host, metadata, env).time_s
-            if HOST_FILE_SYSTEMS[self.host_file_system]:
-                cost += block_time_of(self.host, metadata.evolve(sequential=True), env).time_s
-            parts["loop_allocation_s"] = allocations * cost
-        if requests.sequential and self.extent_count > 1:
-            crossing = min(1.0, size * self.extent_count / self.image_size_bytes)
-            random = block_time_of(self.host, requests.evolve(fresh=False, sequential=False), env)
-            parts["loop_fragmentation_s"] = crossing * max(0.0, random.time_s - below.time_s)
-        paced = below.plus(**own, **parts)
-        if not (buffered and requests.is_write and requests.stream_bytes and self.dirty_limit_bytes):
-            return paced
-        # a stream that does not end with fsync: its first dirty_limit_bytes stay in the page cache
-        absorbed = min(1.0, self.dirty_limit_bytes / requests.stream_bytes)
-        cached = BlockTime(size, 0.0, 0.0, {}, 0.0).plus(**own)
-        return mixture(size, [cached, paced], [absorbed, 1.0 - absorbed])
-
-    def _copy_rate(self, is_write: bool) -> float:
-        read = self.read_copy_rate_bytes_per_s
-        return self.copy_rate_bytes_per_s if is_write or read is None else read
-
-    def _written_back(self, requests: BlockRequests, env) -> BlockTime:
-        """A buffered write as the host sees it: one request's latency, and the interval of the
-        flusher's stream of them at ``writeback_queue_depth``."""
-        alone = block_time_of(self.host, requests, env)
-        depth = max(requests.queue_depth, self.writeback_queue_depth)
-        flushed = block_time_of(self.host, requests.evolve(queue_depth=depth), env)
-        return BlockTime(alone.size_bytes, alone.time_s, min(alone.interval_s, flushed.interval_s), alone.parts,
-                         alone.member_ios)
-
 
 def nested_loop_files(host, depth: int, *, image_size_bytes: int | None = None, **fields) -> object:
     """*depth* loop files, each an image on the one below, over *host* (depth 0: *host* itself).

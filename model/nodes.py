@@ -39,25 +39,16 @@ Consumers of the tree (the model, provisioning) look at nodes through
 
 A *block* node (anything a file system or another layer may sit on: a
 partition, an LVM volume, a RAID array, a thin volume, a loop file, a
-network block device) follows the block-layer protocol of
-:mod:`diskmodel.model.block`:
+network block device) has:
 
 * ``size_bytes``: what it presents to the layer above [bytes];
-* ``block_time(requests, env) -> BlockTime``: the expected cost of one of
-  *requests* (:class:`~diskmodel.model.block.BlockRequests`: size, read or
-  write, sequential or random, queue depth, fresh blocks or not) on it,
-  made from ``child.block_time(...)`` of the requests it sends to the nodes
-  below (in series: :func:`~diskmodel.model.block.serial`; at once on
-  several members: :func:`~diskmodel.model.block.parallel`) plus its own
-  costs as named parts (``BlockTime.plus(name_s=...)``); *env*
-  (:class:`~diskmodel.model.block.BlockEnv`) gives the Disk of a disk name;
+* ``describe()``: one line for ``Stack.describe``;
 * children as fields holding nodes or tuples of nodes (found by :func:`walk`),
   and sizes that do not fit them refused in ``__post_init__`` naming the field.
 
-A new layer implements those, is marked with :func:`node_type` and joins ``NODE_TYPES``;
-``diskmodel predict --stack`` and the block workloads
-(:mod:`diskmodel.model.block_workloads`) then take it with no other change
-(the NBD example in :mod:`diskmodel.model.block`'s docstring).
+A new layer implements those, is marked with :func:`node_type`, joins ``NODE_TYPES`` and gets a
+branch in :mod:`diskmodel.model.iopath.path` (what it does to the requests sent to it); ``diskmodel
+predict --stack`` and the block workloads (:mod:`diskmodel.model.block_workloads`) then take it.
 
 A *volume* node (what a file system is
 made on) offers the model ``size_bytes``, ``physical_span``,

@@ -14,16 +14,17 @@ The fitters of its free parameters are kept apart, in
 
 The block workloads (:mod:`diskmodel.model.block_workloads`: fio jobs,
 seed 003's file copy) are predicted on any stack, whatever block nodes it
-holds (RAID, thin volumes, loop files, ...), through the block protocol
-(:mod:`diskmodel.model.block`): :func:`predict` returns a
-:class:`BlockPrediction` or a :class:`CopyPrediction` for them, and
+holds (RAID, thin volumes, loop files, NBD, ...), through the I/O path and
+the drives' simulations (:mod:`diskmodel.model.prediction`):
+:func:`predict` returns a :class:`BlockPrediction` or a
+:class:`~diskmodel.model.prediction.CopyPrediction` for them, and
 :func:`predict_block` takes a bare block node and its disks.
 
 A stack whose top is an NFS mount (:class:`diskmodel.model.network.NfsMount`)
-is predicted per NFS operation (:func:`diskmodel.model.network.nfs_phase`,
-on the server's file system and disks): PostMark (:func:`predict_nfs`,
-a :class:`NfsPostMarkPrediction`) and the file copy; a block workload (a
-FioJob) has no block device to run on there and is refused.
+is timed the same way: the client's operations crossing the link to the
+server's file system and disks (:mod:`diskmodel.model.iopath.network`);
+a block workload (a FioJob) has no block device to run on there and is
+refused.
 """
 from __future__ import annotations
 
@@ -31,9 +32,8 @@ from dataclasses import dataclass, field
 
 from ._checks import FieldError, finite_scalar, show
 from .filesystem import PageCache, file_system_access_time
-from .block import BlockEnv, BlockRequests, BlockTime, block_time_of
-from .block_workloads import JOURNALED, FileCopy, FioJob
-from .network import NfsMount, NfsPrediction, nfs_phase
+from .block import BlockEnv
+from .block_workloads import FileCopy, FioJob
 from .stack import Stack
 from .volumes import LinearVolume, LvmMapping, Partition, StripedVolume
 from .iopath.fileops import FileOps
@@ -146,12 +146,12 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         on one disk.  :func:`diskmodel.model.stack.paper_stack` makes the
         paper's three, :func:`diskmodel.model.stack.stack_on` one from a
         Disk, a volume and a FileSystem.  A stack whose top is an NFS mount
-        goes to :func:`predict_nfs` (PostMark or a FileCopy; no *cache* or
+        is timed on the I/O path (PostMark or a FileCopy; no *cache* or
         *lvm_mapping*).
     workload : PostMarkConfig or PostMarkCounts
         Default ``PostMarkConfig()`` (PostMark's defaults); or a FioJob
         (:func:`predict_block`: timed on the drives) or a FileCopy
-        (:func:`predict_copy`). A workload string (``"postmark:test1"``,
+        (:func:`~diskmodel.model.prediction.predict_copy`). A workload string (``"postmark:test1"``,
         ``"fio:rw=randwrite,bs=4k,size=64M"``: :func:`diskmodel.model.iopath.parse_workload`)
         or a FileOps, and any workload on a stack other than a partition or
         an LVM volume on one disk (RAID, loop files, thin volumes, LVM over
@@ -167,16 +167,16 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
-    if stack.is_nfs:
-        if (cache is not None and cache != PageCache()) or (lvm_mapping is not None and lvm_mapping != LvmMapping()):
-            raise ValueError("cache and lvm_mapping: the NFS model takes neither (reads are cold at the client; "
-                             "the server's LVM costs are not modelled); leave them out")
-        return predict_nfs(stack.file_system, workload, stack.block_env())
+    if stack.is_nfs and isinstance(workload, FioJob):
+        raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
+                         "over the network, not a block device; give PostMark, a FileCopy or a workload string")
     if isinstance(workload, FioJob):
         return predict_block(stack.volume, workload, stack.block_env())
     if isinstance(workload, FileCopy):
-        return predict_copy(stack.volume, workload, stack.block_env(), kind=stack.file_system.kind)
-    if isinstance(workload, (str, FileOps)) or not _one_disk_volume(stack):
+        from .prediction import predict_copy
+
+        return predict_copy(stack, workload)
+    if isinstance(workload, (str, FileOps)) or stack.is_nfs or not _one_disk_volume(stack):
         # Any stack the I/O path builds, any workload it names: timed request by request.
         from .prediction import predict_stack
 
@@ -252,32 +252,21 @@ class BlockPrediction:
     iops: float
     latency_s: float
     elapsed_s: float
-    #: a stack with an NBD device, which the I/O path does not carry yet: the expected-value
-    #: BlockTime of one request (``timed`` is None then)
-    per_request: object = None
 
     @property
     def parts(self) -> dict:
-        """Each drive's busy time [s], as ``busy_s.<drive>`` (an NBD stack: the per-request parts)."""
-        if self.timed is None:
-            return dict(self.per_request.parts)
+        """Each drive's busy time [s], as ``busy_s.<drive>``."""
         frame = self.timed.timing.device_frame()
         return {f"busy_s.{name}": float(v) for name, v in frame["busy_s"].items()}
 
     @property
     def member_requests(self) -> dict:
         """Requests each drive served, per request of the job."""
-        if self.timed is None:
-            return {"all": float(self.per_request.member_ios)}
         frame = self.timed.timing.device_frame()
         count = max(1, self.job.size_bytes // self.job.block_size_bytes)
         return {name: float(v) / count for name, v in frame["requests"].items()}
 
     def summary(self) -> str:
-        if self.timed is None:
-            return (f"{self.job.label}: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, {self.iops:.1f} IOPS; "
-                    "assumption: an NBD device is not on the I/O path, so this is the expected-value model of "
-                    "one request (diskmodel.model.network), not a timed run")
         return self.timed.summary()
 
     def to_frame(self):
@@ -289,12 +278,10 @@ class BlockPrediction:
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
     def plot(self, ax=None):
-        if self.timed is None:
-            raise ValueError("plot: an NBD stack's prediction is per request, not a timed run; there is nothing to plot")
         return self.timed.plot(ax)
 
     def _repr_html_(self):
-        body = self.to_frame()._repr_html_() if self.timed is None else self.timed._repr_html_()
+        body = self.timed._repr_html_()
         return (f"<p><b>{self.job.label}</b>: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, "
                 f"{self.iops:.0f} IOPS</p>" + body)
 
@@ -309,13 +296,6 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     if job.size_bytes > node.size_bytes:
         raise FieldError("size_bytes", f"the job moves {job.size_bytes} bytes, more than the device's "
                          f"{node.size_bytes}", sep=": ")
-    from .nodes import walk
-
-    if any(type(n).__name__ == "NbdDevice" for _, n, _ in walk(node, "device")):
-        # The I/O path has no NBD layer yet: the network's expected-value model, said in the summary.
-        per = block_time_of(node, job.requests(), env)
-        count = job.expected_counts()["requests"]
-        return BlockPrediction(job, None, per.rate_bytes_per_s, per.iops, per.time_s, count * per.interval_s, per)
     timed = predict_block_job(node, job, env.disks)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
@@ -324,175 +304,3 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     waits = t.op_wait_s[:-1] if job.rw.endswith("write") and job.end_fsync and t.op_wait_s.size > 1 else t.op_wait_s
     latency = float(waits.mean()) if waits.size else float((t.completion_s - t.arrival_s).mean())
     return BlockPrediction(job, timed, count * job.block_size_bytes / elapsed, count / elapsed, latency, elapsed)
-
-
-@dataclass(frozen=True)
-class CopyPrediction:
-    """Seed 003's file copy predicted on a block node under a file system.
-
-    Attributes
-    ----------
-    copy : FileCopy
-    kind : str
-        The file system (its journal decides the metadata written).
-    rows : tuple of dict
-        Per file size: size_bytes, write_s, read_s (mean over the repeats) and
-        write_bytes_per_s, read_bytes_per_s.
-    """
-
-    copy: FileCopy
-    kind: str
-    rows: tuple
-
-    @property
-    def mean_write_s(self) -> float:
-        return float(sum(r["write_s"] for r in self.rows) / len(self.rows))
-
-    @property
-    def mean_read_s(self) -> float:
-        return float(sum(r["read_s"] for r in self.rows) / len(self.rows))
-
-    @property
-    def write_bytes_per_s(self) -> float:
-        """All sizes' bytes over all their write times [bytes/s]."""
-        return sum(r["size_bytes"] for r in self.rows) / sum(r["write_s"] for r in self.rows)
-
-    @property
-    def read_bytes_per_s(self) -> float:
-        return sum(r["size_bytes"] for r in self.rows) / sum(r["read_s"] for r in self.rows)
-
-    def to_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame(list(self.rows)).set_index("size_bytes")
-
-    def _repr_html_(self):
-        return self.to_frame()._repr_html_()
-
-
-def predict_copy(node, copy: FileCopy, env: BlockEnv, *, kind: str = "ext3") -> CopyPrediction:
-    """Seed 003's copy (:class:`FileCopy`) on a file system of *kind* on *node* (any block node).
-
-    Write time per file: the page-cache copy, its data written back in
-    sequential requests (fresh blocks on the first repeat, or every one with
-    ``keep_files``), its metadata as random 4 KiB writes; read time: the
-    copy and sequential reads of the read-ahead window.  Counts:
-    :meth:`FileCopy.expected_counts`.
-    """
-    if not isinstance(copy, FileCopy):
-        raise ValueError(f"copy must be a FileCopy (got {show(copy)})")
-    if kind not in JOURNALED:
-        raise ValueError(f"kind must be one of {', '.join(JOURNALED)} (got {show(kind)})")
-    share = copy.fresh_share
-
-    def write_time(size_bytes: int) -> float:
-        request = BlockRequests(size_bytes, is_write=True, sequential=True)
-        fresh = block_time_of(node, request.evolve(fresh=True), env).interval_s
-        again = block_time_of(node, request, env).interval_s
-        return share * fresh + (1.0 - share) * again
-
-    metadata = block_time_of(node, BlockRequests(4096, is_write=True), env).time_s
-    rows = []
-    for counts in copy.expected_counts(kind):
-        size = counts["size_bytes"]
-        cached = size / copy.copy_rate_bytes_per_s
-        full, rest = divmod(size, copy.write_request_bytes)
-        write = cached + full * write_time(copy.write_request_bytes) + (write_time(rest) if rest else 0.0) \
-            + counts["metadata_writes"] * metadata
-        full, rest = divmod(size, copy.read_request_bytes)
-        reads = [block_time_of(node, BlockRequests(b, sequential=True), env).interval_s * n
-                 for b, n in ((copy.read_request_bytes, full), (rest, 1)) if b and n]
-        read = cached + sum(reads)
-        rows.append({"size_bytes": size, "write_s": write, "read_s": read, "write_bytes_per_s": size / write,
-                     "read_bytes_per_s": size / read})
-    return CopyPrediction(copy, kind, tuple(rows))
-
-
-# ------------------------------------------------------------------ NFS
-
-#: PostMark's operations as NFS phases (:data:`diskmodel.model.network.NFS_PHASES`).
-_NFS_PHASE_OF = {"create": "write", "append": "write", "read": "read", "delete": "remove"}
-
-
-@dataclass(frozen=True)
-class NfsPostMarkPrediction(_PostMarkRates):
-    """PostMark predicted on an NFS mount, operation by operation.
-
-    Attributes
-    ----------
-    read_throughput_bytes_per_s, write_throughput_bytes_per_s, elapsed_s : float
-        As :class:`Prediction`: bytes read / written over the whole run [bytes/s], the run [s].
-    parts : dict
-        create_s, append_s, read_s, delete_s: the time of each kind of
-        operation over the run [s]; they sum to elapsed_s.
-    per_operation : dict
-        Each kind of operation done at least once: the
-        :class:`~diskmodel.model.network.NfsPrediction` of one of them, at
-        the workload's mean size of that operation.
-    counts : PostMarkCounts
-    """
-
-    read_throughput_bytes_per_s: float
-    write_throughput_bytes_per_s: float
-    elapsed_s: float
-    parts: dict
-    per_operation: dict
-    counts: PostMarkCounts = field(repr=False)
-
-    def _detail_rows(self) -> list:
-        return ([(name, value, "s") for name, value in self.parts.items()]
-                + [(f"per_{op}.{name}", value, "s") for op, one in self.per_operation.items()
-                   for name, value in one.parts.items()])
-
-    def _repr_html_(self):
-        units = self.postmark_units()
-        return (f"<p><b>PostMark on NFS</b>: read {units['read']}, write {units['write']}, "
-                f"elapsed {self.elapsed_s:.1f} s</p>" + self.to_frame()._repr_html_())
-
-
-def predict_nfs(mount: NfsMount, workload, env: BlockEnv):
-    """PostMark (a :class:`NfsPostMarkPrediction`) or seed 003's copy (a :class:`CopyPrediction`) on *mount*.
-
-    PostMark: each create and each append is a "write" of
-    :func:`~diskmodel.model.network.nfs_phase` (an append opens the file
-    rather than creating it, but the Linux client's exchange is the same
-    number of round trips: lookup or open, the data, commit at close), each
-    read a "read", each delete a "remove", at the workload's mean size of
-    the operation, times their expected counts (nfs_phase is linear in the
-    number of files).  The copy: per file size, the client's page-cache copy
-    (``FileCopy.copy_rate_bytes_per_s``) plus a "write" of the file; the
-    read back, the copy plus a "read".  Reads are cold at the client, as
-    after ``drop_caches`` (the client's page cache, which would serve a
-    re-read after close-to-open revalidation, is not modelled) and at the
-    server.  *env* gives the disks of the server's volume.  A block
-    workload (FioJob) is refused: an NFS mount is no block device.
-    """
-    if not isinstance(mount, NfsMount):
-        raise ValueError(f"mount must be an NfsMount (got {show(mount)})")
-    if isinstance(workload, FileCopy):
-        rows = []
-        for size in workload.file_sizes_bytes:
-            cached = size / workload.copy_rate_bytes_per_s
-            write = cached + nfs_phase(mount, env, "write", 1, size).elapsed_s
-            read = cached + nfs_phase(mount, env, "read", 1, size).elapsed_s
-            rows.append({"size_bytes": size, "write_s": write, "read_s": read, "write_bytes_per_s": size / write,
-                         "read_bytes_per_s": size / read})
-        return CopyPrediction(workload, "nfs", tuple(rows))
-    if workload is not None and not isinstance(workload, (PostMarkConfig, PostMarkCounts)):
-        name = workload.label if isinstance(workload, FioJob) else type(workload).__name__
-        raise ValueError(f"workload {name}: file_system (nfs, {mount.server}) is a file system over the network, "
-                         "not a block device; give PostMark (PostMarkConfig, PostMarkCounts) or a FileCopy")
-    counts = as_counts(PostMarkConfig() if workload is None else workload)
-    total = counts.total
-    done = {"create": (total.creates, total.bytes_created), "append": (total.appends, total.bytes_appended),
-            "read": (total.reads, total.bytes_read), "delete": (total.deletes, 0.0)}
-    parts, per_operation = {}, {}
-    for op, (number, size_bytes) in done.items():
-        parts[f"{op}_s"] = 0.0
-        if number > 0:
-            one: NfsPrediction = nfs_phase(mount, env, _NFS_PHASE_OF[op], 1, round(size_bytes / number))
-            per_operation[op] = one
-            parts[f"{op}_s"] = float(number * one.elapsed_s)
-    elapsed = sum(parts.values())
-    return NfsPostMarkPrediction(float(total.bytes_read / elapsed), float(total.bytes_written / elapsed), elapsed,
-                                 parts, per_operation, counts)

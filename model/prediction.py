@@ -22,7 +22,8 @@ from .iopath.fileops import FileOps
 from .iopath.stream import Flag, Op, Stream
 from .iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
-__all__ = ["IoPrediction", "predict_stack", "predict_block_job", "block_job_stream", "ASSUMPTIONS"]
+__all__ = ["IoPrediction", "CopyPrediction", "predict_stack", "predict_block_job", "predict_copy", "block_job_stream",
+           "ASSUMPTIONS"]
 
 #: What every timed prediction assumes (the "assumptions" block; :mod:`.iopath.timing` for the detail).
 ASSUMPTIONS = (
@@ -38,6 +39,10 @@ ASSUMPTIONS = (
                   "drives are timed"),
     ("layer costs", "the host time of a loop device's worker and of dm/md per request is not charged: only "
                     "the requests they send are timed"),
+    ("thin metadata", "a thin pool's metadata commits are timed as 4 KiB writes after the pool's data area on "
+                      "its data device (dm-thin's metadata space map's placement is not modelled)"),
+    ("network", "an NBD request or an NFS operation pays its round trips, per-request costs and bytes at the "
+                "link's payload rate; requests in flight at once do not share the link's bandwidth"),
     ("intervals", "none: the drive models carry no uncertainty here (a preset, a DiskSim drive or a Disk "
                   "without covariance); the figures are point predictions"),
 )
@@ -123,8 +128,6 @@ class IoPrediction:
                          f"({100 * row['utilisation']:.0f} %)")
         lines.append("assumptions:")
         lines += [f"  {topic}: {text}" for topic, text in self.assumptions]
-        if self.timing.untimed:
-            lines.append(f"  untimed devices: {', '.join(self.timing.untimed)} (no drive of the stack holds them)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -206,7 +209,8 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None) 
     r, w = workload_bytes(ops)
     models = {n: (drives or {}).get(n) or stack.drive(n).model_disk() for n in timing.devices}
     first, rest = drive_assumptions(models)
-    return IoPrediction(label, stack.short_name, r, w, timing, first + ASSUMPTIONS + rest, streams)
+    return IoPrediction(label, stack.short_name, r, w, timing, first + ASSUMPTIONS + rest + unused_fields(stack.file_system),
+                        streams)
 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
@@ -247,6 +251,7 @@ def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
     DriveParameters or FlatDrive}``). A write job that is not ``fresh`` on a node that allocates on
     first write (a thin volume, a sparse loop image) overwrites: the same writes run once before it,
     and only the second pass is reported."""
+    from .iopath.network import links_below
     from .iopath.pagecache import CacheParams
     from .iopath.path import _below
     from .iopath.stream import concat
@@ -261,18 +266,15 @@ def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
     final = float(stream.time_s[-1]) if len(stream) and stream.op[-1] == Op.FLUSH else None
     _below(node, stream, name, "device", cache or CacheParams(), out, final)
     leaf = {n: s for n, s in out.items() if n in disks}
-    untimed = tuple(n for n, s in out.items() if n.endswith("-meta") and len(s))
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
-    timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end)
+    timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end, links_below(node))
     if t0:
         timing = _second_pass(timing, t0)
-    if untimed:
-        timing = dataclasses.replace(timing, untimed=untimed)
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
     is_write = job.rw.endswith("write")
     first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
-                        first + ASSUMPTIONS + rest, out)
+                        first + ASSUMPTIONS + rest + unused_fields(node), out)
 
 
 def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
@@ -292,3 +294,124 @@ def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
 def flat_drive(latency_s: float, bytes_per_s: float, capacity_bytes: int) -> FlatDrive:
     """A :class:`~diskmodel.model.iopath.timing.FlatDrive` (flash: a latency plus a transfer rate)."""
     return FlatDrive(latency_s, bytes_per_s, capacity_bytes)
+
+
+#: Fields of block nodes that the timed path does not use (host costs and settings measured or
+#: provisioned elsewhere): a prediction names those given other than their defaults.
+_UNUSED = {
+    "LoopFile": ("extent_count", "copy_rate_bytes_per_s", "read_copy_rate_bytes_per_s", "request_overhead_s",
+                 "allocation_metadata_bytes", "allocation_unit_bytes", "readahead_bytes", "writeback_queue_depth",
+                 "dirty_limit_bytes"),
+    "ThinVolume": ("allocation_s", "lookup_s", "used_bytes"),
+    "NbdDevice": ("server_cache_hit",),
+    "RaidArray": ("read_policy", "read_member"),
+    "Network": ("burst_bytes",),
+}
+
+
+def unused_fields(root) -> tuple:
+    """Assumptions naming each field of ``root``'s tree that the timed path does not use and that is
+    set other than its default (one line per node)."""
+    from .nodes import walk
+
+    out = []
+    for path, node, _ in walk(root, "file_system"):
+        kinds = [(path, node)] + [(f"{path}.network", node.network)] if hasattr(node, "network") else [(path, node)]
+        for where, obj in kinds:
+            names = _UNUSED.get(type(obj).__name__, ())
+            defaults = {f.name: f.default for f in dataclasses.fields(obj)}
+            given = [n for n in names if getattr(obj, n) != defaults.get(n)]
+            if type(obj).__name__ == "RaidArray" and obj.read_policy == "md":
+                given = [n for n in given if n != "read_policy"]
+            if given:
+                out.append((f"not used: {where}", ", ".join(given) + " (the timed path does not model them)"))
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class CopyPrediction:
+    """Seed 003's file copy (:class:`~diskmodel.model.block_workloads.FileCopy`) timed on a stack.
+
+    Attributes
+    ----------
+    copy : FileCopy
+    stack : str
+    rows : tuple of dict
+        Per file size: size_bytes, write_s (the file written through the page cache in
+        ``write_request_bytes`` calls and fsynced), read_s (read back cold in ``read_request_bytes``
+        calls), write_bytes_per_s, read_bytes_per_s.
+    timed : tuple of (IoPrediction, IoPrediction)
+        The write and the read run of each size.
+    assumptions : tuple of (str, str)
+    """
+
+    copy: object
+    stack: str
+    rows: tuple
+    timed: tuple = field(repr=False, default=())
+    assumptions: tuple = ()
+
+    @property
+    def write_bytes_per_s(self) -> float:
+        """All sizes' bytes over all their write times [bytes/s]."""
+        return sum(r["size_bytes"] for r in self.rows) / sum(r["write_s"] for r in self.rows)
+
+    @property
+    def read_bytes_per_s(self) -> float:
+        return sum(r["size_bytes"] for r in self.rows) / sum(r["read_s"] for r in self.rows)
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows)).set_index("size_bytes")
+
+    def summary(self) -> str:
+        lines = [f"file copy on {self.stack}: write {self.write_bytes_per_s / 1e6:.2f} MB/s, "
+                 f"read {self.read_bytes_per_s / 1e6:.2f} MB/s (MB = 10^6 bytes)"]
+        lines += [f"  {r['size_bytes']:>12} bytes: write {r['write_s']:.3f} s, read {r['read_s']:.3f} s" for r in self.rows]
+        lines.append("assumptions:")
+        lines += [f"  {topic}: {text}" for topic, text in self.assumptions]
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        return f"<p><b>file copy</b> on {self.stack}</p>" + self.to_frame()._repr_html_()
+
+
+def _copy_ops(size: int, chunk: int, rate: float, write: bool) -> FileOps:
+    """One file of ``size`` bytes written (created, written in ``chunk`` calls, fsynced) or read (it
+    exists; read in ``chunk`` calls), the application copying at ``rate``."""
+    from .iopath.fileops import Kind
+
+    offs = np.arange(0, size, chunk, dtype=np.int64)
+    sizes = np.minimum(chunk, size - offs)
+    kind = np.full(offs.size, int(Kind.WRITE if write else Kind.READ), np.int8)
+    t = np.concatenate(([0.0], np.cumsum(sizes / rate)[:-1])) + _CALL_S * np.arange(offs.size)
+    if write:
+        kind = np.concatenate(([int(Kind.CREATE)], kind, [int(Kind.FSYNC)])).astype(np.int8)
+        offs, sizes = np.concatenate(([0], offs, [0])), np.concatenate(([0], sizes, [0]))
+        t = np.concatenate(([0.0], t + _CALL_S, [t[-1] + sizes[-2] / rate + 2 * _CALL_S]))
+    n = kind.size
+    return FileOps(time_s=t, kind=kind, file=np.zeros(n, np.int64), offset_bytes=offs, size_bytes=sizes,
+                   chunk_bytes=sizes.copy(), direct=np.zeros(n, bool), dir_of_file=np.zeros(1, np.int64),
+                   initial_bytes=np.array([0 if write else size], np.int64))
+
+
+def predict_copy(stack, copy, drives: dict | None = None) -> CopyPrediction:
+    """Seed 003's copy on ``stack``: per file size, its write and its cold read, each timed on the I/O
+    path (:func:`predict_stack`). One copy per size on the stack as made (a fresh file system): the
+    repeats and ``keep_files`` change nothing here, and the assumptions say so."""
+    from .block_workloads import FileCopy
+
+    if not isinstance(copy, FileCopy):
+        raise ValueError(f"copy must be a FileCopy (got {type(copy).__name__})")
+    rows, timed = [], []
+    rate = copy.copy_rate_bytes_per_s
+    for size in copy.file_sizes_bytes:
+        w = predict_stack(stack, _copy_ops(size, copy.write_request_bytes, rate, True), drives=drives)
+        r = predict_stack(stack, _copy_ops(size, copy.read_request_bytes, rate, False), drives=drives)
+        timed.append((w, r))
+        rows.append({"size_bytes": size, "write_s": w.elapsed_s, "read_s": r.elapsed_s,
+                     "write_bytes_per_s": size / w.elapsed_s, "read_bytes_per_s": size / r.elapsed_s})
+    extra = (("copy", f"one copy of each size on the stack as made: repeats ({copy.repeats}) and keep_files "
+                      "do not change a timed copy"),)
+    return CopyPrediction(copy, stack.short_name, tuple(rows), tuple(timed), timed[0][0].assumptions + extra)

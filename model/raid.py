@@ -2,74 +2,26 @@
 
 :class:`RaidArray` (kinds "raid0", "raid1", "raid5", "raid6") is a block
 node (:mod:`diskmodel.model.block`) over member block nodes that may
-differ: each member answers for itself (a partition on its own disk --
-two presets, or two calibrations --, a loop file, a network block device).
-Striping geometry, :func:`stripe_layout`, is shared with the LVM striped
-volume (:class:`diskmodel.model.volumes.StripedVolume`), which is RAID 0
-over its physical volumes.
+differ (a partition on its own disk -- two presets, or two calibrations --,
+a loop file, a network block device).  What an md array does to the
+requests sent to it is the I/O path's (:mod:`diskmodel.model.iopath.md_raid`:
+striping and mirror reads after drivers/md/raid0.c and raid1.c;
+:mod:`diskmodel.model.iopath.md_parity`: RAID 5/6 read-modify-write and
+reconstruct-write after md raid5 handle_stripe), and their time the
+drives' (:mod:`diskmodel.model.iopath.timing`).
 
-**Striping** (Patterson, Gibson & Katz 1988, RAID level 0): the array's
-bytes are dealt in chunks of ``chunk_size_bytes`` round-robin over the
-members.  A request of S bytes at an offset aligned to S (as fio and the
-page cache place them) touches ceil-many chunks; it is split into one
-piece per member, served at once, and ends when the slowest piece does.
-:func:`stripe_layout` gives the split over every offset of one period of
-the layout: the share of requests that stay on one member (``single``)
-and the pieces of those that span several.
+:func:`stripe_layout` and :func:`stripe_split` give the striping geometry
+(Patterson, Gibson & Katz 1988, RAID level 0) shared with the LVM striped
+volume (:class:`diskmodel.model.volumes.StripedVolume`): the array's bytes
+are dealt in chunks of ``chunk_size_bytes`` round-robin over the members,
+and a request of S bytes at an offset aligned to S touches ceil-many
+chunks, one piece per member.  Parity arrays rotate their parity chunks
+(md's left-symmetric layout).
 
-**Mirror** (RAID 1): a write goes to every live member at once and ends
-with the slowest.  A read goes to one member, chosen by ``read_policy``:
-
-* ``"least_busy"``: the member that would finish it first: the fastest at
-  queue depth 1; at depth q >= 2 reads are spread in proportion to the
-  members' speeds, so the throughput is the sum of theirs;
-* ``"md"``: Linux md's ``read_balance`` (drivers/md/raid1.c): a sequential
-  stream stays on the member that served its previous request (from an
-  idle array, the first member); random reads go to the member whose head
-  is nearest, each member alike in expectation (the mean of the members),
-  and at depth q >= 2 to the least loaded (as least_busy);
-* ``"btrfs"``: btrfs's default ``pid`` policy (mirror = pid % copies): one
-  process always reads one mirror, which one depends on its pid, so the
-  expectation is the mean of the members at any depth; ``read_member``
-  names that mirror when it is known (one reader whose mirror was
-  observed), and then every read goes to it.
-
-**Parity** (RAID 5: one parity chunk per row, RAID 6: two; rotating,
-md's left-symmetric layout): reads are striped over the data chunks and
-cost no parity I/O.  A write that covers a whole row (full-stripe write)
-writes data and parity with no reads.  A write that covers k of the d data
-chunks of a row must read first: md takes the cheaper of
-read-modify-write (read the k old data chunks and the p parity chunks:
-k + p reads, then k + p writes; 4 member I/Os for one chunk of RAID 5, 6
-for RAID 6) and reconstruct-write (read the d - k untouched data chunks),
-each read and write of the bytes the request touches in the chunk (md
-works in page-sized stripe heads).  Reads happen at once on their members,
-then the writes (two phases).  **Degraded** (``failed_members``): a piece
-on a failed member is rebuilt from the same bytes of every surviving member
-of its row; writes to a row with a failed member use reconstruct-write.
-
-**Members on one device.** Members that are partitions of the same disk
-(their ``disk`` names one device: two regions of one drive, two loop
-devices over files on one scratch device) do not add their bandwidth: the
-device serves the pieces it holds together, as one request of their summed
-size (its fixed cost paid once, overlapped; the transfers one after the
-other), so striping over them is never faster than the device itself.
-
-**btrfs's data path** (``tool="btrfs"``): a file in btrfs costs more than
-its blocks on the members: data checksums (crc32c, a csum-tree item per
-extent), copy-on-write allocation and, since Linux 6.14 (commit 968f19c5b1b7,
-"btrfs: always fallback to buffered write if the inode requires checksum"),
-an ``O_DIRECT`` write to a checksummed file falls back to a buffered write
-that is written back and waited for.  Each request pays, in series with its
-member I/O, ``fs_<read|write>_request_s + size * fs_<read|write>_s_per_byte``
-(0 by default: measured, e.g. by btrfs over a memory-backed device, where
-the members cost almost nothing).
-
-Not modelled: md's write-intent bitmap and resync, the stripe cache
-holding a row across requests (a sequential stream of small writes pays
-its reads on every request, as at queue depth 1 md has nothing to merge),
-and the CPU time of parity (XOR, RAID 6's Galois field), which is small
-next to a member I/O.
+``read_policy``, ``read_member``, ``tool`` and btrfs's data-path costs
+(``fs_*``) describe what provisioning builds and what a btrfs array
+costs on the host; the I/O path times md arrays only, and refuses the
+others naming ``tool``.
 """
 from __future__ import annotations
 
@@ -80,7 +32,7 @@ import numpy as np
 
 from ._checks import evolve as _evolve
 from ._checks import finite_scalar, one_of, show, whole_number
-from .block import BlockRequests, BlockTime, block_time_of, chunk_size, mixture, parallel, serial
+from .block import chunk_size
 from .nodes import is_node, node_type, text_field
 from .units import KIB
 
@@ -164,60 +116,6 @@ def stripe_split(size_bytes: int, chunk_bytes: int, members: int) -> dict:
             "largest_piece_bytes": sum(o["weight"] * max(o["data"].values()) for o in layout)}
 
 
-class _MemberTimes:
-    """block_time of pieces on members, each (member, size, read/write) computed once."""
-
-    def __init__(self, members, requests: BlockRequests, env):
-        self.members, self.requests, self.env, self.cache = members, requests, env, {}
-
-    def __call__(self, member: int, size: int, *, is_write: bool | None = None, sequential: bool | None = None):
-        is_write = self.requests.is_write if is_write is None else is_write
-        sequential = self.requests.sequential if sequential is None else sequential
-        key = (member, size, is_write, sequential)
-        if key not in self.cache:
-            piece = self.requests.evolve(size_bytes=size, is_write=is_write, sequential=sequential)
-            self.cache[key] = block_time_of(self.members[member], piece, self.env)
-        return self.cache[key]
-
-
-def device_of(member) -> str | None:
-    """The device a member lies on (a partition's ``disk``), or None: a device of its own."""
-    return getattr(member, "disk", None)
-
-
-def pieces_time(times: _MemberTimes, size_bytes: int, pieces: dict, **kind) -> BlockTime:
-    """Pieces {member: bytes} served at once: members on one device (:func:`device_of`) as one request of
-    their summed bytes on it (the fixed cost overlapped, the transfer shared), the devices in parallel."""
-    groups: dict = {}
-    for member, b in pieces.items():
-        device = device_of(times.members[member])
-        key = ("device", device) if device is not None else ("member", member)
-        first, total = groups.get(key, (member, 0))
-        groups[key] = (first, total + b)
-    served = [times(first, total, **kind) for first, total in groups.values()]
-    result = parallel(size_bytes, served)
-    ios = sum(times(m, b, **kind).member_ios for m, b in pieces.items())
-    return BlockTime(result.size_bytes, result.time_s, result.interval_s, result.parts, ios)
-
-
-def striped_block_time(members, chunk_bytes: int, requests: BlockRequests, env) -> BlockTime:
-    """RAID 0 over *members* (block nodes) with *chunk_bytes*: each outcome's pieces at once, averaged."""
-    times = _MemberTimes(tuple(members), requests, env)
-    layout = stripe_layout(requests.size_bytes, chunk_bytes, len(members))
-    outcomes = [pieces_time(times, requests.size_bytes, o["data"]) for o in layout]
-    result = mixture(requests.size_bytes, outcomes, [o["weight"] for o in layout])
-    return _spread(result, requests, len(members), sum(o["weight"] * len(o["data"]) for o in layout))
-
-
-def _spread(result: BlockTime, requests: BlockRequests, members: int, per_request: float) -> BlockTime:
-    """At queue depth q, random requests on different members proceed at once: the interval shrinks."""
-    if requests.queue_depth == 1 or requests.sequential:
-        return result
-    concurrency = max(1.0, min(float(requests.queue_depth), members / max(per_request, 1.0)))
-    return BlockTime(result.size_bytes, result.time_s, result.interval_s / concurrency, result.parts,
-                     result.member_ios)
-
-
 @node_type(*RAID_KINDS)
 @dataclass(frozen=True)
 class RaidArray:
@@ -279,7 +177,7 @@ class RaidArray:
             raise ValueError(f"members must be a list of block nodes (got {show(members)})")
         members = tuple(members)
         for i, member in enumerate(members):
-            if not is_node(member) or not hasattr(member, "block_time"):
+            if not is_node(member) or not hasattr(member, "size_bytes"):
                 raise ValueError(f"members[{i}] must be a block node (got {show(member)})")
         need = MIN_MEMBERS[self.kind]
         if len(members) < need:
@@ -376,113 +274,10 @@ class RaidArray:
             text += f", degraded (failed {', '.join(map(str, self.failed_members))})"
         return text
 
-    # -- the block protocol --------------------------------------------------
-    def block_time(self, requests: BlockRequests, env) -> BlockTime:
-        if self.kind == "raid0":
-            result = striped_block_time(self.members, self.chunk_size_bytes, requests, env)
-        elif self.kind == "raid1":
-            result = self._mirror(requests, env)
-        else:
-            result = self._parity(requests, env)
-        side = "write" if requests.is_write else "read"
-        cost = getattr(self, f"fs_{side}_request_s") + requests.size_bytes * getattr(self, f"fs_{side}_s_per_byte")
-        return result.plus(btrfs_data_path_s=cost) if cost else result
-
-    def _mirror(self, requests: BlockRequests, env) -> BlockTime:
-        live = self.live_members
-        times = [block_time_of(self.members[i], requests, env) for i in live]
-        size = requests.size_bytes
-        if requests.is_write:   # every copy at once; copies on one device share it
-            return pieces_time(_MemberTimes(self.members, requests, env), size, {i: size for i in live})
-        policy = self.read_policy
-        deep = requests.queue_depth > 1
-        if policy == "btrfs" and self.read_member is not None:
-            return times[live.index(self.read_member)]
-        if policy == "btrfs" or (policy == "md" and not requests.sequential and not deep):
-            return mixture(size, times, [1.0 / len(times)] * len(times))
-        if policy == "md" and requests.sequential:
-            return times[0]
-        fastest = min(times, key=lambda t: t.time_s)
-        if not deep:
-            return fastest
-        # least busy at depth q: each member takes reads in proportion to its speed
-        interval = 1.0 / sum(1.0 / t.interval_s for t in times)
-        return BlockTime(size, max(fastest.time_s, interval * requests.queue_depth), interval, dict(fastest.parts),
-                         1.0)
-
-    def _parity(self, requests: BlockRequests, env) -> BlockTime:
-        times = _MemberTimes(self.members, requests, env)
-        failed = set(self.failed_members)
-        layout = stripe_layout(requests.size_bytes, self.chunk_size_bytes, self.data_members,
-                               parity=self.parity_members)
-        outcomes = []
-        for o in layout:
-            if requests.is_write:
-                reads, writes = self._write_plan(o, failed)
-            else:
-                reads, writes = self._read_plan(o, failed), {}
-            phases = []
-            if reads:
-                phases.append(_renamed(pieces_time(times, requests.size_bytes, reads, is_write=False), "raid_read_"))
-            if writes:
-                phases.append(pieces_time(times, requests.size_bytes, writes, is_write=True))
-            outcomes.append(serial(requests.size_bytes, *phases))
-        result = mixture(requests.size_bytes, outcomes, [o["weight"] for o in layout])
-        per_request = sum(o["weight"] * len(o["data"]) for o in layout)
-        return _spread(result, requests, len(self.live_members), per_request)
-
-    def _read_plan(self, outcome, failed) -> dict:
-        """{member: bytes read} for a read: the data pieces, rebuilt from the row's survivors when failed."""
-        reads: dict = {}
-        n, d = len(self.members), self.data_members
-        for _, _, _, per, _ in outcome["rows"]:
-            for member, b in per.items():
-                if member in failed:  # any d surviving chunks of the row rebuild it
-                    for other in sorted(set(range(n)) - failed - {member})[:d]:
-                        reads[other] = reads.get(other, 0) + b
-                else:
-                    reads[member] = reads.get(member, 0) + b
-        return reads
-
-    def _write_plan(self, outcome, failed) -> tuple[dict, dict]:
-        """({member: bytes read}, {member: bytes written}) of a write, row by row (md's cheaper of RMW and RCW)."""
-        reads: dict = {}
-        writes: dict = {}
-        d, n = self.data_members, len(self.members)
-
-        def add(where, member, b):
-            if member not in failed:
-                where[member] = where.get(member, 0) + b
-
-        for k, full, most, per, parity in outcome["rows"]:
-            for member, b in per.items():
-                add(writes, member, b)
-            for member in parity:
-                add(writes, member, most)
-            if full:
-                continue
-            untouched = [m for m in range(n) if m not in per and m not in parity]
-            degraded = bool(failed & (set(per) | set(parity) | set(untouched)))
-            if not degraded and k + self.parity_members < d - k:  # read-modify-write
-                for member, b in per.items():
-                    add(reads, member, b)
-                for member in parity:
-                    add(reads, member, most)
-            else:  # reconstruct-write: read what the request does not write
-                for member in untouched:
-                    add(reads, member, most)
-        return reads, writes
-
-
-def _renamed(t: BlockTime, prefix: str) -> BlockTime:
-    """The parts of a parity read, prefixed, so that a breakdown tells them from the writes."""
-    return BlockTime(t.size_bytes, t.time_s, t.interval_s, {prefix + k: v for k, v in t.parts.items()}, t.member_ios)
-
-
 def mirror(members, **fields) -> RaidArray:
     """A RAID 1 over *members* (block nodes)."""
     return RaidArray("raid1", tuple(members), **fields)
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "device_of", "mirror",
-           "pieces_time", "stripe_layout", "stripe_split", "striped_block_time"]
+__all__ = ["DEFAULT_CHUNK_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "mirror", "stripe_layout",
+           "stripe_split"]

@@ -395,7 +395,7 @@ def mirror_table(disk_a, disk_b, jobs: dict | None = None, *, size_bytes: int | 
 
 def raid_level_table(disk, members: int = 4, jobs: dict | None = None, *, chunk_size_bytes: int = 64 * KIB,
                      size_bytes: int | None = None):
-    """One disk against RAID 0, 1, 5, 6 (and RAID 5 with one member failed) over *members* alike disks."""
+    """One disk against RAID 0, 1, 5, 6 over *members* alike disks."""
     from .block import BlockEnv
     from .raid import RaidArray
 
@@ -405,7 +405,6 @@ def raid_level_table(disk, members: int = 4, jobs: dict | None = None, *, chunk_
     nodes = {"one disk": parts[0]}
     for kind in ("raid0", "raid1", "raid5", "raid6"):
         nodes[kind] = RaidArray(kind, parts, chunk_size_bytes=chunk_size_bytes)
-    nodes["raid5 degraded"] = RaidArray("raid5", parts, chunk_size_bytes=chunk_size_bytes, failed_members=(0,))
     return block_table(nodes, jobs, BlockEnv(dict.fromkeys(names, disk)))
 
 

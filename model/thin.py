@@ -6,39 +6,25 @@ A thin pool keeps its data on a device (the pool's data LV) in chunks of
 map each thin volume's chunks to pool chunks (Thornber, dm-thin,
 Documentation/admin-guide/device-mapper/thin-provisioning.rst).  A thin
 volume of ``virtual_size_bytes`` is provisioned without space: a chunk is
-allocated the first time it is written.  Its costs (:meth:`ThinVolume.block_time`):
+allocated the first time it is written.
 
-* **overwrite** (the chunk is mapped) and a read of a mapped chunk: the
-  request goes to the data device at the chunk's place, plus the mapping
-  lookup in memory (``lookup_s``);
-* **first write** (``BlockRequests.fresh``): per chunk newly allocated,
-  ``allocation_s`` of host work (the bio deferred to the pool's worker,
-  the space-map and B-tree insert), the zeroing of the whole chunk when
-  ``zero_new_chunks`` and the request does not cover it (dm-thin writes
-  zeros over the chunk before the partial write: ``lvcreate -Z y``, LVM's
-  default), and the metadata written back at the next commit: random
-  writes of the B-tree leaf and the space-map block an allocation dirties
-  (:data:`METADATA_BLOCKS_PER_ALLOCATION`), once per request for random
-  first writes (each lands in another leaf; the chunks of one request
-  share theirs, up to :data:`MAPPINGS_PER_METADATA_BLOCK` of them), and
-  shared by the :data:`MAPPINGS_PER_METADATA_BLOCK` consecutive chunks of
-  a leaf for a sequential stream;
-* a read of a never-written chunk returns zeros without I/O (lookup only).
-
-A sequential stream of first writes allocates chunks in the order
-written, so it stays sequential on the data device; the mapping of
-random first writes is in the order written too, which a later sequential
-read sees as random at chunk granularity (not modelled: this node does not
-know the history of a device, only fresh or not).
+What dm-thin does to the requests sent to it is the I/O path's
+(:mod:`diskmodel.model.iopath.dm_thin`: chunks provisioned in order of
+first write, a partial first write zeroing its whole chunk when
+``zero_new_chunks``, the metadata commits as 4 KiB writes), and their time
+the drives' (:mod:`diskmodel.model.iopath.timing`).  The pool's metadata
+lies on ``data`` after the pool's data area (``pool_size_bytes`` on), so
+its commits are timed on the same drive.  ``allocation_s`` and
+``lookup_s`` are host time per allocation and per request, which the timed
+path does not charge (its assumptions say so).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ._checks import evolve as _evolve
 from ._checks import finite_scalar, flag, show, whole_number
-from .block import BlockRequests, BlockTime, block_time_of, chunk_size
+from .block import chunk_size
 from .nodes import is_node, node_type, text_field
 from .units import KIB, MIB
 
@@ -102,7 +88,7 @@ class ThinVolume:
     name: str = ""
 
     def __post_init__(self):
-        if not is_node(self.data) or not hasattr(self.data, "block_time"):
+        if not is_node(self.data) or not hasattr(self.data, "size_bytes"):
             raise ValueError(f"data must be a block node (got {show(self.data)})")
         chunk = chunk_size("chunk_size_bytes", self.chunk_size_bytes)
         if chunk < MIN_THIN_CHUNK_BYTES:
@@ -149,40 +135,6 @@ class ThinVolume:
         return (f"thin volume {self.name or '(unnamed)'}: {self.virtual_size_bytes} bytes provisioned, "
                 f"{self.used_bytes} used, in a pool of {self.pool_size_bytes} bytes ({self.chunk_size_bytes}-byte "
                 f"chunks, {self.metadata_size_bytes} bytes of metadata)")
-
-    def chunks_allocated_per_request(self, requests: BlockRequests) -> float:
-        """Chunks a fresh write allocates per request, on average [count].
-
-        Sequential: size / chunk (a chunk is allocated by the request that
-        reaches it first); random, aligned to its size: the chunks the request touches.
-        """
-        size, chunk = requests.size_bytes, self.chunk_size_bytes
-        if requests.sequential:
-            return size / chunk
-        return float(-(-size // chunk)) if size >= chunk else 1.0
-
-    def block_time(self, requests: BlockRequests, env) -> BlockTime:
-        size = requests.size_bytes
-        if requests.fresh and not requests.is_write:  # unmapped: zeros, no I/O
-            return BlockTime(size, self.lookup_s, self.lookup_s, {"thin_lookup_s": self.lookup_s}, 0.0)
-        # a first write lands on a newly allocated pool chunk: fresh to the data device as well
-        below = block_time_of(self.data, requests, env).plus(thin_lookup_s=self.lookup_s)
-        if not (requests.fresh and requests.is_write):
-            return below
-        chunks = self.chunks_allocated_per_request(requests)
-        parts = {"thin_allocation_s": chunks * self.allocation_s}
-        partial = size % self.chunk_size_bytes != 0
-        if self.zero_new_chunks and partial:
-            zero = block_time_of(self.data, BlockRequests(self.chunk_size_bytes, is_write=True,
-                                                          sequential=requests.sequential), env)
-            parts["thin_zeroing_s"] = chunks * zero.time_s
-        # the chunks of one request are consecutive: they share B-tree leaves and space-map blocks
-        leaves = chunks / MAPPINGS_PER_METADATA_BLOCK
-        blocks = METADATA_BLOCKS_PER_ALLOCATION * (leaves if requests.sequential else math.ceil(leaves))
-        metadata = block_time_of(self.data, BlockRequests(METADATA_BLOCK_BYTES, is_write=True), env)
-        parts["thin_metadata_s"] = blocks * metadata.time_s
-        return below.plus(**parts)
-
 
 __all__ = ["MAPPINGS_PER_METADATA_BLOCK", "METADATA_BLOCKS_PER_ALLOCATION", "METADATA_BLOCK_BYTES", "MIN_THIN_CHUNK_BYTES", "ThinVolume",
            "default_metadata_size_bytes"]

@@ -141,12 +141,6 @@ class Partition:
         return (np.array([self.start_bytes + logical_start_bytes], dtype=np.int64),
                 np.array([logical_size_bytes], dtype=np.int64))
 
-    def block_time(self, requests, env):
-        """The block protocol (:mod:`diskmodel.model.block`): requests on the partition's disk region."""
-        from .block import placed_block_time
-
-        return placed_block_time(env.placed(self, self.disk), requests)
-
     def segment_table(self) -> dict[str, np.ndarray]:
         """Arrays logical_start_bytes, physical_start_bytes, length_bytes (logical order)."""
         return {"logical_start_bytes": np.array([0], dtype=np.int64),
@@ -393,20 +387,6 @@ class LinearVolume(_MappedVolume):
                     raise ValueError(f"segments: physical extents {b0}..{min(a1, b1) - 1} of PV {index} "
                                      f"are mapped twice (overlap)")
 
-    def block_time(self, requests, env):
-        """The block protocol (:mod:`diskmodel.model.block`): requests over the region the extents
-        occupy on their disk; over PVs on several disks, each PV's share by the extents it holds."""
-        from .block import mixture, placed_block_time
-
-        disks = {pv.disk for pv in self.physical_volumes}
-        if len(disks) == 1:
-            return placed_block_time(env.placed(self, disks.pop()), requests)
-        held = np.bincount([s.pv_index for s in self.segments], weights=[s.extent_count for s in self.segments],
-                           minlength=self.n_physical_volumes)
-        used = np.flatnonzero(held)
-        times = [self.physical_volumes[i].block_time(requests, env) for i in used]
-        return mixture(requests.size_bytes, times, held[used] / held[used].sum())
-
     @property
     def size_bytes(self) -> int:
         return int(sum(s.extent_count for s in self.segments) * self.extent_size_bytes)
@@ -508,19 +488,6 @@ class StripedVolume(_MappedVolume):
         row_end = -(-(logical_start_bytes + logical_size_bytes) // (stripe * n))
         return (self._table["physical_start_bytes"] + row_start * stripe,
                 np.full(n, (row_end - row_start) * stripe, dtype=np.int64))
-
-    def block_time(self, requests, env):
-        """The block protocol: RAID 0 over the PVs when they lie on distinct disks
-        (:func:`diskmodel.model.raid.striped_block_time`), else the region on their one disk."""
-        from .block import placed_block_time
-        from .raid import striped_block_time
-
-        if self.n_disks == 1:
-            return placed_block_time(env.placed(self, self.physical_volumes[0].disk), requests)
-        if self.n_disks != self.n_physical_volumes:
-            raise ValueError(f"physical_volumes: {self.n_physical_volumes} PVs on {self.n_disks} disks; the model "
-                             "stripes over one PV per disk, or PVs all on one disk")
-        return striped_block_time(self.physical_volumes, self.stripe_size_bytes, requests, env)
 
     def logical_to_physical(self, offset_bytes) -> np.ndarray:
         t = self._table

@@ -420,11 +420,9 @@ def _run(args) -> int:
         mapping = _mapping(args, fitted)
     except ValueError as exc:
         raise UsageError(flag_error(exc, _flags_given(args))) from exc
-    if stack.is_nfs:
-        return _run_nfs(args, stack, workload)
     from diskmodel.model.predict import _one_disk_volume
 
-    if not _one_disk_volume(stack):
+    if stack.is_nfs or not _one_disk_volume(stack):
         return _run_timed(args, stack, workload)
     try:
         prediction = predict(stack, workload, cache, mapping)
@@ -486,33 +484,6 @@ def _run_timed(args, stack, workload) -> int:
           f"{workload.transactions} transactions")
     print(stack.describe())
     print(prediction.summary())
-    return 0
-
-
-def _run_nfs(args, stack, workload) -> int:
-    """PostMark on a stack whose top is an NFS mount: per NFS operation, on the server's file system."""
-    from diskmodel.calibrate.cli import UsageError
-    from diskmodel.model.predict import predict
-
-    try:
-        prediction = predict(stack, workload)
-    except ValueError as exc:
-        raise UsageError(f"--stack {args.stack}: {exc}") from exc
-    if args.json:
-        print(json.dumps({
-            "stack": stack.short_name, "workload": args.workload,
-            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
-            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
-            "elapsed_s": prediction.elapsed_s, "parts_s": prediction.parts,
-            "bottleneck": {op: one.bottleneck for op, one in prediction.per_operation.items()},
-            "assumptions": args.notes,
-        }))
-        return 0
-    print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
-          f"{workload.transactions} transactions")
-    print(stack.describe())
-    print(postmark_rates_line(prediction))
-    print(breakdown(prediction.to_frame()))
     return 0
 
 

@@ -11,12 +11,17 @@ Nodes (model/volumes.py, raid.py, thin.py, loop_file.py):
 - ``lvm_linear``: dm-linear over the physical volumes (each a partition);
 - ``lvm_striped``: dm-striped over them;
 - ``raid`` (md): RAID 0/1/5/6 (:mod:`.md_raid`, :mod:`.md_parity`), 512 KiB chunks by default;
-- ``thin``: dm-thin onto its pool's data device, the metadata commits on a ``<name>-meta`` device;
+- ``thin``: dm-thin onto its pool's data device; the metadata commits (counted on a ``<name>-meta``
+  device) go to the same device after the pool's data area (the pool's metadata LV, ``pool_size_bytes``
+  on), wrapped within ``metadata_size_bytes``;
 - ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
   page cache (buffered: the image's pages cached a second time and written back by the host's
   write-back; direct I/O: passed through the cache), flushes an fsync of the image; the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
-  first write; a zero-filled one is allocated from the start.
+  first write; a zero-filled one is allocated from the start;
+- ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
+  :mod:`.network`'s, applied by :mod:`.timing` to the server's disks);
+- ``nfs`` (the top): the client's operations on the server's file system (:func:`.network.nfs_client_ops`).
 
 Bad input: one ValueError line naming the node (its path in the stack) and the field.
 """
@@ -113,6 +118,9 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         names = [_name(m, f"{name}-m{i}") for i, m in enumerate(members)]
         if node.tool != "md":
             raise ValueError(f"{path} (raid): tool = {node.tool!r}: only md arrays are on the request-level path")
+        if node.failed_members:
+            raise ValueError(f"{path} (raid): failed_members = {list(node.failed_members)}: a degraded array is not "
+                             "on the request-level path (md's reconstruct reads are not modelled); give no failed members")
         fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
         parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
         for i, m in enumerate(members):
@@ -121,7 +129,18 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
     if kind == "ThinVolume":
         res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
         _merge(out, {f"{name}-meta": res.metadata})
-        _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
+        meta = res.metadata
+        if len(meta):
+            # the metadata LV after the pool's data area; its blocks reused in turn past its size
+            rw = meta.op != Op.FLUSH
+            off = np.where(rw, node.pool_size_bytes + meta.offset_bytes % node.metadata_size_bytes, 0)
+            meta = meta.replace(offset_bytes=off)
+        both = concat([res.data, meta])
+        both = both.take(np.argsort(both.time_s, kind="stable"))
+        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
+        return
+    if kind == "NbdDevice":
+        _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out, final_sync)
         return
     if kind == "LoopFile":
         _loop(node, stream, name, path, cache, out, final_sync)
@@ -176,7 +195,10 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring)."""
     cache = cache or CacheParams()
     if stack.is_nfs:
-        raise ValueError("file_system (nfs): an NFS mount is not on the request-level I/O path")
+        from .network import nfs_client_ops
+
+        ops = nfs_client_ops(stack.file_system, ops)
+        stack = type(stack)(stack.file_system.export, stack.disks, stack.name)
     fs_node = stack.file_system
     volume = stack.volume
     p = fs_params_of(fs_node, int(volume.size_bytes))

@@ -32,6 +32,9 @@ How time passes (what the model assumes, in the order it applies):
 - **Flushes.** A flush completes when the drive's write cache has reached the media (the drive
   simulation's ``dirty_until_s``), after every request before it; a request after it starts no
   earlier. A flat drive has no volatile cache: a flush waits only for the requests before it.
+- **The network.** A disk under an NBD device is reached across its link (:mod:`.network`): a
+  request arrives at the server's drive its outbound crossing after it left the client, and the
+  client sees it complete its return crossing after the drive completed it.
 - **The end.** The run ends when the application's last operation is done and every device is idle:
   ``elapsed_s = max(last operation + stall, last completion)``.
 
@@ -215,15 +218,40 @@ class IoTiming:
         return {f"p{p:g}": float(v) for p, v in zip(q, np.percentile(self.op_wait_s, q))}
 
 
-def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0) -> IoTiming:
+class _Linked:
+    """A drive reached across a network link (:class:`.network.Link`): each request crosses out,
+    is served, and its reply crosses back; each direction of the link carries one request's bytes
+    at a time, first in first out. Completions are as the client sees them."""
+
+    def __init__(self, server, link):
+        self.server, self.link, self.total_blocks = server, link, server.total_blocks
+        self.out_free_s = self.back_free_s = 0.0
+
+    def serve(self, op, lbn, blocks, arrival):
+        from .network import fifo
+
+        client, out, back = self.link.costs(op, blocks * BLOCK_BYTES)
+        half = self.link.network.rtt_s / 2
+        sent = fifo(arrival + client, out, self.out_free_s)
+        self.out_free_s = float(sent[-1])
+        start, done = self.server.serve(op, lbn, blocks, sent + half + self.link.server_s)
+        replied = fifo(done + half, back, self.back_free_s)
+        self.back_free_s = float(replied[-1])
+        return start, replied
+
+
+def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0,
+                 links: dict | None = None) -> IoTiming:
     """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
     drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
-    issues its last operation at ``app_end_s`` (both on the workload's clock)."""
+    issues its last operation at ``app_end_s`` (both on the workload's clock). ``links`` (``{device:
+    .network.Link}``) names the drives reached across a network link."""
     names = tuple(streams)
     missing = [n for n in names if n not in drives]
     if missing:
         raise ValueError(f"drives: device {missing[0]!r} has no drive")
     servers = [drive_of(drives[n]) for n in names]
+    servers = [_Linked(sv, (links or {})[n]) if n in (links or {}) else sv for sv, n in zip(servers, names)]
     parts = [(k, s.take(s.op != Op.DISCARD)) for k, s in enumerate(streams[n] for n in names)]
     dev = np.concatenate([np.full(len(s), k, np.int64) for k, s in parts]) if parts else np.zeros(0, np.int64)
     cat = [np.concatenate([getattr(s, f) for _, s in parts]) if parts else np.zeros(0) for f in
@@ -306,23 +334,24 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
     """``ops`` on ``stack`` through the I/O path (:func:`~.path.run`) and its disks' simulations.
     ``drives`` (optional) replaces the model of some disks by name (a :class:`FlatDrive`, a
     DriveParameters or a Disk); the others are the stack's (``stack.drive(name).model_disk()``).
-    Returns the timing and the streams. Requests on a device that is no disk of the stack (a thin
-    pool's metadata device) are not timed; ``IoTiming.untimed`` names those devices."""
+    Returns the timing and the streams. An NFS mount's operations are those the server's file system
+    receives (:func:`.network.nfs_client_ops`)."""
+    from .network import links_below, nfs_client_ops
     from .path import run
 
+    if stack.is_nfs:
+        ops = nfs_client_ops(stack.file_system, ops)
+        stack = type(stack)(stack.file_system.export, stack.disks, stack.name)
     streams = run(stack, ops, cache)
     disk_names = [d.name for d in stack.disks]
     leaf = {n: s for n, s in streams.items() if n in disk_names}
-    untimed = tuple(n for n, s in streams.items() if n.endswith("-meta") and len(s))
     models = {}
     for n in leaf:
         given = (drives or {}).get(n)
         models[n] = given if given is not None else stack.drive(n).model_disk()
     top = next(iter(streams.values())) if streams else Stream.empty()
     app_end = float(ops.time_s.max()) if len(ops) else 0.0
-    timing = time_streams(leaf, models, waited_instants(top), app_end)
-    if untimed:
-        timing = dataclasses.replace(timing, untimed=untimed)
+    timing = time_streams(leaf, models, waited_instants(top), app_end, links_below(stack.file_system))
     return timing, streams
 
 

@@ -1,0 +1,156 @@
+"""A network link on the I/O path: NBD requests and NFS file operations crossing to a server.
+
+**NBD** (:class:`~diskmodel.model.network.NbdDevice`). The nbd driver sends each request of the
+device's stream to the server (NBD proto.md: a 28-byte request header, a 16-byte simple reply),
+where nbd-server serves it on its export. A request issued at ``t`` leaves the client after
+``client_overhead_s + size/copy_rate``, crosses the link (its header, and a write's bytes, at the
+payload rate: :meth:`~diskmodel.model.network.Network.transfer_s`; one request's bytes at a time,
+first in first out), takes half the round trip and ``server_overhead_s``, and is served by the
+server's device; the reply takes half the round trip and its bytes (a read's data) on the link's
+return direction, again one at a time (:class:`Link`).
+The export receives the device's stream unchanged: nbd-server's own page cache is not modelled.
+
+**NFS** (:class:`~diskmodel.model.network.NfsMount`). The client's file operations run on the
+server's file system (``export``) and stack; each is first an exchange of RPCs that the application
+waits for, so its link time pushes every later operation back on the workload's clock
+(:func:`nfs_client_ops`). Per operation, the round trips of the Linux client with a cold attribute
+cache (:data:`~diskmodel.model.network.ROUND_TRIPS`; RFC 1813, RFC 7530): a create is the "write"
+exchange less its COMMIT (v3 LOOKUP + CREATE, v4 OPEN + CLOSE); a run of reads of one file opens it
+first (the "read" exchange: close-to-open revalidation), then each read is a READ round trip per
+``rsize``; writes are WRITE RPCs sent without waiting (their bytes on the link, no round trip),
+and the run of writes of one file ends at its close with a COMMIT (one round trip), which a sync
+export (``sync_export``) turns into an fsync of the file on the server; a delete is a REMOVE, a stat
+a GETATTR, an fsync a COMMIT, a clone a CLONE (one round trip each). Each RPC costs
+``client_overhead_s + server_op_s`` besides the round trip; data costs its bytes at the payload rate
+and the client's copy rate. The client's own page cache is not modelled: every read crosses the
+link (as after ``drop_caches``).
+
+Not modelled: tbf's bucket (``burst_bytes``), TCP's window, and one link shared by several server
+drives (each drive under an NBD device has the link's rate to itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fileops import FileOps, Kind
+from .stream import Op
+
+__all__ = ["Link", "fifo", "nbd_link", "links_below", "nfs_client_ops"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """The crossing of a request: ``client_s`` on the client (plus its bytes at
+    ``copy_rate_bytes_per_s``, None: free), the bytes on the link at ``network``'s payload rate (a
+    write's on the way out, a read's on the way back, ``header_bytes`` each way; the link carries
+    one request's bytes at a time each way, first in first out), half the round trip each way, and
+    ``server_s`` in the server before its device sees the request."""
+
+    client_s: float
+    server_s: float
+    network: object
+    header_bytes: int = 0
+    copy_rate_bytes_per_s: float | None = None
+
+    def costs(self, op: np.ndarray, size_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per request: (the client's time, the outbound bytes' time on the link, the return bytes') [s]."""
+        size = np.asarray(size_bytes, float)
+        net = self.network
+        out = net.transfer_s(np.where(op == Op.WRITE, size, 0.0) + self.header_bytes)
+        back = net.transfer_s(np.where(op == Op.READ, size, 0.0) + self.header_bytes)
+        client = np.full(size.shape, self.client_s)
+        if self.copy_rate_bytes_per_s is not None:
+            client = client + size / self.copy_rate_bytes_per_s
+        return client, np.asarray(out, float), np.asarray(back, float)
+
+
+def fifo(arrival: np.ndarray, service: np.ndarray, free_s: float) -> np.ndarray:
+    """Completions of requests served one at a time in the given order from ``free_s`` on:
+    ``done_i = max(arrival_i, done_{i-1}) + service_i``, as one scan (``S`` the running sum):
+    ``done_i = S_i + max(free, max_{j<=i}(arrival_j - S_{j-1}))``."""
+    csum = np.cumsum(service)
+    return csum + np.maximum(free_s, np.maximum.accumulate(arrival - (csum - service)))
+
+
+def nbd_link(device) -> Link:
+    """The link of an :class:`~diskmodel.model.network.NbdDevice` (see the module docstring)."""
+    from ..network import NBD_HEADER_BYTES
+
+    return Link(device.client_overhead_s, device.server_overhead_s, device.network, NBD_HEADER_BYTES // 2,
+                device.copy_rate_bytes_per_s)
+
+
+def links_below(root) -> dict:
+    """``{disk name: Link}`` for every disk under an NBD device of ``root``'s tree (the server's disks)."""
+    from ..nodes import kind_of, walk
+
+    out = {}
+    for _, node, _ in walk(root, "device"):
+        if kind_of(node) == "nbd":
+            link = nbd_link(node)
+            for _, below, _ in walk(node.export, "export"):
+                disk = getattr(below, "disk", None)
+                if kind_of(below) == "partition" and disk is not None:
+                    out[disk] = link
+    return out
+
+
+def _runs(kind: np.ndarray, file: np.ndarray, of: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) masks of the runs of consecutive ops of kind ``of`` on one file."""
+    this = kind == of
+    same_prev = np.zeros(kind.size, bool)
+    same_prev[1:] = this[1:] & this[:-1] & (file[1:] == file[:-1])
+    same_next = np.zeros(kind.size, bool)
+    same_next[:-1] = same_prev[1:]
+    return this & ~same_prev, this & ~same_next
+
+
+def nfs_client_ops(mount, ops: FileOps) -> FileOps:
+    """``ops`` as the NFS server's file system receives them (see the module docstring): each pushed
+    back by the link time of the operations up to it, with a sync export's fsync at every close."""
+    from ..network import ROUND_TRIPS
+
+    net, version = mount.network, mount.version
+    rpc_s = mount.client_overhead_s + mount.server_op_s
+    kind, file = ops.kind.astype(np.int64), ops.file
+    size = ops.size_bytes.astype(float)
+    first_read, _ = _runs(kind, file, int(Kind.READ))
+    _, last_write = _runs(kind, file, int(Kind.WRITE))
+    created = np.zeros(kind.size, bool)
+    created[1:] = (kind[:-1] == Kind.CREATE) & (kind[1:] == Kind.WRITE) & (file[1:] == file[:-1])
+    first_write, _ = _runs(kind, file, int(Kind.WRITE))
+    trips = np.zeros(kind.size)
+    rpcs = np.zeros(kind.size)
+    writes = ROUND_TRIPS[version]["write"]
+    trips[kind == Kind.CREATE] = writes - 1
+    trips[first_write & ~created] += writes - 1  # an append opens the file
+    trips[last_write] += 1  # the COMMIT at close
+    trips[first_read] += ROUND_TRIPS[version]["read"]
+    reads = kind == Kind.READ
+    n_read = np.ceil(size / mount.rsize_bytes)
+    trips[reads] += n_read[reads]
+    for k in (Kind.DELETE,):
+        trips[kind == k] += ROUND_TRIPS[version]["remove"]
+    for k in (Kind.STAT, Kind.FSYNC, Kind.CLONE):
+        trips[kind == k] += 1
+    rpcs += trips
+    is_write = kind == Kind.WRITE
+    rpcs[is_write] += np.ceil(size[is_write] / mount.wsize_bytes)
+    data = np.where(reads | is_write, size, 0.0)
+    cost = trips * net.rtt_s + rpcs * rpc_s + net.transfer_s(data)
+    if mount.copy_rate_bytes_per_s is not None:
+        cost = cost + data / mount.copy_rate_bytes_per_s
+    time_s = ops.time_s + np.cumsum(cost)
+    out = FileOps(time_s, ops.kind, ops.file, ops.offset_bytes, ops.size_bytes, ops.chunk_bytes, ops.direct,
+                  ops.dir_of_file, ops.initial_bytes, ops.fallback)
+    if not mount.sync_export or not last_write.any():
+        return out
+    at = np.flatnonzero(last_write) + 1  # the server's fsync of the file, right after its last write
+    fields = {"time_s": time_s[at - 1], "kind": np.full(at.size, int(Kind.FSYNC), ops.kind.dtype),
+              "file": file[at - 1], "offset_bytes": 0, "size_bytes": 0, "chunk_bytes": 0, "direct": False}
+    arrays = {f: np.insert(getattr(out, f), at, v) for f, v in fields.items()}
+    fallback = None if ops.fallback is None else np.insert(ops.fallback, at, False)
+    return FileOps(**arrays, dir_of_file=ops.dir_of_file, initial_bytes=ops.initial_bytes, fallback=fallback)
