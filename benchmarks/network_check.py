@@ -31,13 +31,15 @@ costs, and nothing from a shaped run enters the model:
   page cache (``server_cache_hit`` 1: the export file was just written, and
   the guest holds it).  A 1 MiB request is eight 128 KiB requests in
   flight (the guest's ``max_sectors_kb``).  At each setting the model
-  (:class:`diskmodel.model.network.NbdDevice`) predicts with the setting's
-  Network (the tc values, not the measured ping).
+  (:class:`diskmodel.model.network.NbdDevice` on the timed I/O path,
+  :func:`diskmodel.model.prediction.predict_block_job`) predicts with the
+  setting's Network (the tc values, not the measured ping).
 * NFS: per (version, export, phase), the unshaped per-file time less the
   model's own unshaped time (zero per-RPC overheads, the virtio disk as
   the flat ``GUEST_DISK`` for a sync export's commits) is the emulator's per-file
-  cost, held fixed; at each setting the prediction is that plus
-  :func:`diskmodel.model.network.nfs_phase` at the setting's Network.
+  cost, held fixed; at each setting the prediction is that plus the
+  phase's file operations on the NFS stack, timed on the I/O path
+  (:mod:`diskmodel.model.iopath.network`) at the setting's Network.
 
 Reported per cell (setting x layer x operation): measured and predicted
 throughput (bytes/s) and their ratio; per layer and operation whether the
@@ -64,10 +66,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.calibrate.bench.network import NBD_MAX_REQUEST_BYTES, run_network_bench, shaped  # noqa: E402
-from diskmodel.model.block import BlockEnv, BlockRequests, block_time_of  # noqa: E402
-from diskmodel.model.disk import flat_latency_disk  # noqa: E402
-from diskmodel.model.network import Network, NbdDevice, NfsMount, nfs_phase  # noqa: E402
-from diskmodel.model.stack import FileSystemNode  # noqa: E402
+from diskmodel.model.block_workloads import FioJob  # noqa: E402
+from diskmodel.model.drives import PresetDrive  # noqa: E402
+from diskmodel.model.iopath.fileops import FileOps, Kind, metadata  # noqa: E402
+from diskmodel.model.iopath.timing import FlatDrive  # noqa: E402
+from diskmodel.model.network import Network, NbdDevice, NfsMount  # noqa: E402
+from diskmodel.model.prediction import predict_block_job, predict_stack  # noqa: E402
+from diskmodel.model.stack import FileSystemNode, Stack  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
 from diskmodel.model.volumes import Partition  # noqa: E402
 
@@ -80,8 +85,8 @@ TARGET_PCT = 25.0
 #: differences drown in the emulator's noise).
 RESOLVED_RATIO = 1.25
 #: The guest's virtio scratch disk as the model sees it: flat latency (the host's flash behind it).
-GUEST_DISK = flat_latency_disk(60e-6, 1e9, 4 * GIB, name="vda")
-ENV = BlockEnv({"vda": GUEST_DISK})
+GUEST_DISK = FlatDrive(60e-6, 1e9, 4 * GIB)
+DRIVES = {"vda": GUEST_DISK}
 SERVER_VOLUME = Partition(0, 1 * GIB, "/dev/vda", disk="vda")
 
 
@@ -102,11 +107,12 @@ def _settings(text: str) -> list[Network]:
     return out
 
 
-def _nbd_requests(size: int, is_write: bool) -> BlockRequests:
+def _nbd_job(size: int, is_write: bool) -> FioJob:
+    """dd's requests of *size* one at a time (above 128 KiB: its pieces in flight at once)."""
+    rw = "write" if is_write else "read"
     if size <= NBD_MAX_REQUEST_BYTES:
-        return BlockRequests(size, is_write=is_write, sequential=True)
-    return BlockRequests(NBD_MAX_REQUEST_BYTES, is_write=is_write, sequential=True,
-                         queue_depth=size // NBD_MAX_REQUEST_BYTES)
+        return FioJob(rw, size, 16 * size, end_fsync=False)
+    return FioJob(rw, NBD_MAX_REQUEST_BYTES, 16 * size, iodepth=size // NBD_MAX_REQUEST_BYTES, end_fsync=False)
 
 
 def nbd_devices(per_op: dict) -> dict:
@@ -125,13 +131,33 @@ def nbd_devices(per_op: dict) -> dict:
 
 def predict_nbd(device: NbdDevice, network: Network, size: int, op: str) -> float:
     """Predicted throughput of dd's requests of *size* [bytes/s] (above 128 KiB: the pieces' steady stream)."""
-    per_request = block_time_of(device.evolve(network=network), _nbd_requests(size, op == "write"), ENV)
-    return float(per_request.rate_bytes_per_s)
+    timed = predict_block_job(device.evolve(network=network), _nbd_job(size, op == "write"), DRIVES)
+    return float(timed.throughput_bytes_per_s)
 
 
 def nfs_mount(version: str, export: str, network: Network) -> NfsMount:
     return NfsMount(FileSystemNode(SERVER_VOLUME, kind="ext4"), network, server="10.77.0.1:/srv/" + export,
                     version=version, sync_export=export == "sync", client_overhead_s=0.0, server_op_s=0.0)
+
+
+def _phase_ops(phase: str, files: int, size: int) -> FileOps:
+    """A phase's file operations: "write" (create and write each file), "read" (read each, cold) or
+    "remove" (delete each)."""
+    if phase == "write":
+        return metadata("create", files, file_bytes=size)
+    if phase == "remove":
+        return metadata("delete", files, file_bytes=size)
+    n = files
+    return FileOps(time_s=np.arange(n) * 2e-6, kind=np.full(n, int(Kind.READ), np.int8), file=np.arange(n),
+                   offset_bytes=np.zeros(n, np.int64), size_bytes=np.full(n, size, np.int64),
+                   chunk_bytes=np.full(n, size, np.int64), direct=np.zeros(n, bool), dir_of_file=np.zeros(n, np.int64),
+                   initial_bytes=np.full(n, size, np.int64))
+
+
+def nfs_phase_s(mount: NfsMount, phase: str, files: int, size: int) -> float:
+    """The phase's time per file on *mount* [s], timed on the I/O path."""
+    stack = Stack(mount, (PresetDrive("wd800bd", name="vda"),))
+    return predict_stack(stack, _phase_ops(phase, files, size), drives=DRIVES).elapsed_s / files
 
 
 def measure(settings: list[Network], *, rounds: int, say=print, **options):
@@ -154,9 +180,9 @@ def _predicted_rate(key, measured, counts, devices, network: Network) -> float:
     if layer == "nbd":
         return predict_nbd(devices[op], network, size, op)
     files = counts[key]
-    unshaped = nfs_phase(nfs_mount(version, export, UNSHAPED), ENV, op, files, size).elapsed_s / files
+    unshaped = nfs_phase_s(nfs_mount(version, export, UNSHAPED), op, files, size)
     residual = measured[(0, *key[1:])] - unshaped   # the emulator's own cost per file, held fixed
-    predicted_s = nfs_phase(nfs_mount(version, export, network), ENV, op, files, size).elapsed_s / files + residual
+    predicted_s = nfs_phase_s(nfs_mount(version, export, network), op, files, size) + residual
     return (size if op != "remove" else 1) / predicted_s
 
 
