@@ -36,6 +36,7 @@ change. fsync and sync commit (:mod:`.fs_journal`); ext2's fsync writes the inod
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 import heapq
 from dataclasses import dataclass
 
@@ -61,6 +62,25 @@ MAX_SEGMENTS = 128
 DIRENT_BYTES = {"xfs": 24}
 EXT_DIRENT_BYTES = 16
 FIRST_INODE = 11  # ext's reserved inodes come first in group 0 (EXT4_GOOD_OLD_FIRST_INO)
+
+
+def _first(extent) -> int:
+    """An extent's first file block (the sort key of ``_Inode.extents``)."""
+    return extent[0]
+
+
+def _resort(extents: list, sorted_upto: int) -> None:
+    """Sort ``extents`` (disjoint, so by first file block) whose first ``sorted_upto`` are sorted:
+    the others put in place one by one."""
+    new = sorted(extents[sorted_upto:])
+    if not new:
+        return
+    del extents[sorted_upto:]
+    if not extents or new[0][0] > extents[-1][0]:
+        extents.extend(new)
+        return
+    for extent in new:
+        insort(extents, extent, key=_first)
 
 
 @dataclass(frozen=True)
@@ -205,7 +225,12 @@ class _Fs:
     def map(self, ino: _Inode, fb0: int, fb1: int):
         """Device runs ``(device_block, count)`` of file blocks [fb0, fb1) that are allocated."""
         runs = []
-        for fb, n, db in ino.extents:
+        ext = ino.extents
+        # extents are sorted by file block and disjoint: start at the last one beginning at or before fb0
+        for k in range(max(bisect_right(ext, fb0, key=_first) - 1, 0), len(ext)):
+            fb, n, db = ext[k]
+            if fb >= fb1:
+                break
             a, b = max(fb, fb0), min(fb + n, fb1)
             if a < b:
                 if runs and runs[-1][0] + runs[-1][1] == db + a - fb:
@@ -218,7 +243,9 @@ class _Fs:
         """Allocate the unallocated file blocks of [fb0, fb1), dirtying the allocation's metadata."""
         gaps = []
         cur = fb0
-        for fb, n, _ in ino.extents:  # sorted by file block
+        ext = ino.extents
+        for k in range(max(bisect_right(ext, fb0, key=_first) - 1, 0), len(ext)):  # sorted by file block
+            fb, n, _ = ext[k]
             if fb + n <= cur:
                 continue
             if fb >= fb1:
@@ -232,6 +259,7 @@ class _Fs:
             gaps.append((cur, fb1))
         if not gaps:
             return
+        sorted_upto = len(ino.extents)
         for s, e in gaps:
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
@@ -243,7 +271,7 @@ class _Fs:
                     ino.extents.append(last)
                 s += n
                 self._alloc_meta(t, ino, db, n)
-        ino.extents.sort()
+        _resort(ino.extents, sorted_upto)
         ino.blocks += sum(e - s for s, e in gaps)
 
     def _alloc_meta(self, t, ino: _Inode, db: int, n: int):

@@ -9,7 +9,7 @@ cache made for it, which bounds how much one bio can carry.
 
 What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeback.c):
 
-- **Pages** of ``page_bytes``; a file's cached and dirty pages are bitmaps; a write of part of a
+- **Pages** of ``page_bytes``; a file's cached and dirty pages are sets of page runs; a write of part of a
   page inside the file's old size whose page is not cached reads it first (write_begin).
 - **Read-ahead** (ondemand_readahead): a read continuing where the file's last read ended (or
   starting at 0) is sequential: its first window is get_init_ra_size of the call's pages
@@ -47,6 +47,7 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -120,28 +121,89 @@ def _next_ra(cur: int, mx: int) -> int:
     return mx
 
 
-def _mask(a: int, b: int) -> int:
-    return ((1 << (b - a)) - 1) << a if b > a else 0
+class _Pages:
+    """A set of pages as sorted, disjoint, non-touching runs ``[start, end)``: its cost follows the
+    number of runs, not the file's size."""
 
+    __slots__ = ("s", "e", "n")
 
-def _runs(bits: int):
-    """(start, end) page runs of the set bits of ``bits``, lowest first."""
-    while bits:
-        low = bits & -bits
-        a = low.bit_length() - 1
-        t = bits >> a
-        n = ((t ^ (t + 1)) >> 1).bit_length()
-        yield a, a + n
-        bits &= ~_mask(a, a + n)
+    def __init__(self, starts=(), ends=()):
+        self.s, self.e = list(starts), list(ends)
+        self.n = sum(e - s for s, e in zip(self.s, self.e))
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+    def copy(self) -> "_Pages":
+        return _Pages(self.s, self.e)
+
+    def has(self, p: int) -> bool:
+        i = bisect_right(self.s, p) - 1
+        return i >= 0 and self.e[i] > p
+
+    def runs(self, lo: int = 0, hi: int | None = None) -> list:
+        """The runs within ``[lo, hi)`` (``hi`` None: no upper bound), lowest first."""
+        i = bisect_right(self.e, lo)
+        out = []
+        s, e = self.s, self.e
+        while i < len(s) and (hi is None or s[i] < hi):
+            out.append((max(s[i], lo), e[i] if hi is None else min(e[i], hi)))
+            i += 1
+        return out
+
+    def missing(self, a: int, b: int) -> list:
+        """The runs of ``[a, b)`` not in the set, lowest first."""
+        out, cur = [], a
+        for s, e in self.runs(a, b):
+            if s > cur:
+                out.append((cur, s))
+            cur = e
+        if cur < b:
+            out.append((cur, b))
+        return out
+
+    def add(self, a: int, b: int) -> int:
+        """Add ``[a, b)``; the number of pages newly in the set."""
+        if b <= a:
+            return 0
+        i, j = bisect_left(self.e, a), bisect_right(self.s, b)
+        old = sum(self.e[k] - self.s[k] for k in range(i, j))
+        ns = min(a, self.s[i]) if i < j else a
+        ne = max(b, self.e[j - 1]) if i < j else b
+        self.s[i:j], self.e[i:j] = [ns], [ne]
+        added = (ne - ns) - old
+        self.n += added
+        return added
+
+    def remove(self, a: int, b: int) -> int:
+        """Take ``[a, b)`` out; the number of pages that were in the set."""
+        if b <= a:
+            return 0
+        i, j = bisect_right(self.e, a), bisect_left(self.s, b)
+        if i >= j:
+            return 0
+        keep_s, keep_e, gone = [], [], 0
+        for k in range(i, j):
+            s, e = self.s[k], self.e[k]
+            gone += min(e, b) - max(s, a)
+            if s < a:
+                keep_s.append(s)
+                keep_e.append(a)
+            if e > b:
+                keep_s.append(b)
+                keep_e.append(e)
+        self.s[i:j], self.e[i:j] = keep_s, keep_e
+        self.n -= gone
+        return gone
 
 
 class _File:
-    """A file's pages as bitsets (Python ints: bit k is page k), cheap for small files and big."""
+    """A file's cached and dirty pages (:class:`_Pages`) and its read-ahead and write-back state."""
 
     __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk")
 
     def __init__(self, size: int):
-        self.cached = self.dirty = 0
+        self.cached, self.dirty = _Pages(), _Pages()
         self.size = size
         self.dirtied = None
         self.ra_end = self.ra_win = self.ra_last = 0
@@ -187,16 +249,20 @@ class _Cache:
         st = self.files[f]
         if not st.dirty:
             return
-        bits = st.dirty if hi is None and not lo else st.dirty & _mask(lo, hi if hi is not None else st.dirty.bit_length())
-        if not bits:
+        runs = st.dirty.runs(lo, hi)
+        if not runs:
             return
-        for a, b in _runs(bits):
+        for a, b in runs:
             off = a * self.pg
             size = min(b * self.pg, st.size) - off
             if size > 0:
                 self.emit(t, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
-        st.dirty &= ~bits
-        self.dirty -= bits.bit_count()
+        if hi is None and not lo:
+            self.dirty -= st.dirty.n
+            st.dirty = _Pages()
+        else:
+            for a, b in runs:
+                self.dirty -= st.dirty.remove(a, b)
         if not st.dirty:
             st.dirtied = None
             self.dirty_order.pop(f, None)
@@ -220,23 +286,20 @@ class _Cache:
             st = self.files[f]
             if st.dirty:
                 self.flush_oldest(t, 0)
-            n = st.cached.bit_count()
+            n = st.cached.n
             self.cached -= n
             self.reclaimed += n * self.pg
-            st.cached = 0
+            st.cached = _Pages()
             st.ra_end = st.ra_win = st.ra_last = 0
             self.lru.pop(f)
 
     # -- operations ------------------------------------------------------------------------------
     def fill(self, st: _File, a: int, b: int) -> None:
-        m = _mask(a, b)
-        self.cached += (m & ~st.cached).bit_count()
-        st.cached |= m
+        self.cached += st.cached.add(a, b)
 
     def read_pages(self, t, f, st: _File, a: int, b: int):
         """Read the missing pages of [a, b), one request per run of missing pages."""
-        miss = _mask(a, b) & ~st.cached
-        for s, e in _runs(miss):
+        for s, e in st.cached.missing(a, b):
             self.emit(t, Kind.READ, f, s * self.pg, min(e * self.pg, st.size) - s * self.pg)
         self.fill(st, a, b)
 
@@ -277,13 +340,11 @@ class _Cache:
         end = off + size
         a, b = off // self.pg, -(-end // self.pg)
         for p, partial in ((a, off % self.pg), (b - 1, end % self.pg)):
-            if partial and p * self.pg < st.size and not (st.cached >> p) & 1:
+            if partial and p * self.pg < st.size and not st.cached.has(p):
                 self.read_pages(t, f, st, p, p + 1)
         st.size = max(st.size, end)
         self.fill(st, a, b)
-        m = _mask(a, b)
-        self.dirty += (m & ~st.dirty).bit_count()
-        st.dirty |= m
+        self.dirty += st.dirty.add(a, b)
         if st.dirtied is None and st.dirty:
             st.dirtied = t
             self.dirty_order[f] = t
@@ -297,9 +358,7 @@ class _Cache:
         st = self.file(t, f)
         a, b = off // self.pg, -(-(off + size) // self.pg)
         self.writeback(t, f, True, a, b)
-        m = _mask(a, b)
-        self.cached -= (st.cached & m).bit_count()
-        st.cached &= ~m
+        self.cached -= st.cached.remove(a, b)
         if kind == Kind.WRITE:
             st.size = max(st.size, off + size)
         self.emit(t, kind, f, off, size, kind == Kind.WRITE, True)
@@ -312,10 +371,10 @@ class _Cache:
             self.inode_cached.discard(f)
             self.emit(t, Kind.DELETE, f)
             return
-        nd = st.dirty.bit_count()
+        nd = st.dirty.n
         self.dropped += min(nd * self.pg, st.size)
         self.dirty -= nd
-        self.cached -= st.cached.bit_count()
+        self.cached -= st.cached.n
         self.dirty_order.pop(f, None)
         self.lru.pop(f, None)
         self.inode_cached.discard(f)
@@ -363,10 +422,9 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
             c.emit(t, Kind.FSYNC, f)
         elif kind == Kind.DROP:
             st = c.files.get(f)
-            if st is not None:  # only clean pages go (invalidate_mapping_pages)
-                gone = st.cached & ~st.dirty
-                c.cached -= gone.bit_count()
-                st.cached &= st.dirty
+            if st is not None:  # only clean pages go (invalidate_mapping_pages); dirty pages are cached
+                c.cached -= st.cached.n - st.dirty.n
+                st.cached = st.dirty.copy()
                 st.ra_end = st.ra_win = st.ra_last = 0
         elif kind == Kind.CLONE:
             src = c.files.get(off)
