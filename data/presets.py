@@ -91,9 +91,17 @@ HP_C2247A = {
     "head_switch_s": 0.89 * MS,
     "interface_rate_bytes_per_s": 10e6,
     "cache_size_bytes": 2 * 256 * 512,
+    # DiskSim's HP C2247A parameter file (the bundled drive, read as DiskSim's code does):
+    # 2 segments of 256 blocks, one for writes; read-ahead of up to 128 blocks filling the segment;
+    # write-through.
+    "drive_cache": {"segments": 2, "segment_size_bytes": 256 * 512, "read_ahead_bytes": 128 * 512,
+                    "write_back": False, "read_ahead_scheme": 3, "read_ahead_over_requested": True,
+                    "read_ahead_on_idle_hit": True, "read_hits_on_write_data": True,
+                    "separate_write_segment": True, "read_watermark": 0.75},
     "estimates": [
         ("interface_rate_bytes_per_s", "fast SCSI-2 bus, 10 MB/s"),
         ("cache_size_bytes", "DiskSim spec: 2 buffer segments of 256 blocks"),
+        ("drive_cache", "DiskSim's HP C2247A parameter file: its segments, read-ahead and write policy"),
         ("cylinder skews", "derived, not the model file's: the model file's cylinder skews cover the drive's "
                            "one-cylinder seek of its first-ten seek table (2.89 ms), not the 4.14 ms that this "
                            "preset's HPL formula gives at one cylinder, with which a sequential transfer would "
@@ -134,6 +142,12 @@ WD800BD = {
     # 1.5 Gb/s SATA line rate with 8b/10b coding carries 150 MB/s of data.
     "interface_rate_bytes_per_s": 150e6,
     "cache_size_bytes": 2 * 2**20,
+    # 2 MiB in 16 segments; the buffer's policies are those of DiskSim's HP C2247A parameter file
+    # (the read-ahead filling the segment, the bus transfer once 3/4 of a read is buffered), write-through.
+    "drive_cache": {"segments": 16, "segment_size_bytes": 2 * 2**20 // 16, "read_ahead_bytes": 2 * 2**20 // 16,
+                    "write_back": False, "read_ahead_scheme": 3, "read_ahead_over_requested": True,
+                    "read_ahead_on_idle_hit": True, "read_hits_on_write_data": True,
+                    "separate_write_segment": True, "read_watermark": 0.75},
     "estimates": [
         ("surfaces", "one 80 GB platter with two heads, as single-platter 80 GB drives of 2006 had"),
         ("zones", "16 equal bands of 5850 cylinders whose sectors per track fall linearly from "
@@ -148,6 +162,9 @@ WD800BD = {
                                "report 0.1-0.5 ms)"),
         ("head_switch_s", "1.0 ms, typical of the time"),
         ("cache_size_bytes", "2 MiB, from WD's model-number convention (B = 2 MB buffer)"),
+        ("drive_cache", "16 segments of 128 KiB (ATA drives of the time segment their buffer so), with the "
+                        "policies of DiskSim's HP C2247A parameter file (read-ahead filling the segment); "
+                        "write-through, as the paper's equations have no write cache"),
         ("track and cylinder skews", _DERIVED_SKEWS),
     ],
 }

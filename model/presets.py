@@ -17,6 +17,7 @@ import numpy as np
 from diskmodel.data.presets import PRESETS
 
 from .disk import Disk
+from .drive_cache import DriveCache
 from .seek import TableSeek, TwoPieceSeek
 from .zones import Geometry, Zone
 
@@ -53,6 +54,7 @@ def disk_from_spec(spec: dict) -> Disk:
         head_switch_s=spec.get("head_switch_s", 0.0),
         interface_rate_bytes_per_s=spec.get("interface_rate_bytes_per_s", float("inf")),
         cache_size_bytes=spec.get("cache_size_bytes", 0),
+        drive_cache=DriveCache(**spec["drive_cache"]) if spec.get("drive_cache") else None,
         provenance=spec.get("provenance", ""),
         estimates=tuple(tuple(item) for item in spec.get("estimates", ())),
     )

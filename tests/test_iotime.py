@@ -163,10 +163,32 @@ def test_a_drive_without_a_cache_is_said_in_the_first_line(env):
     from diskmodel.model.drive_cache import DriveCache
 
     job = FioJob("randread", block_size_bytes=4096, size_bytes=MIB)
-    preset = env.disk("sda")  # the preset gives its cache's size only, no segments or policies
-    assert preset.drive_cache is None
-    first = predict_block(_part("a"), job, env).summary().splitlines()[0]
+    bare = dataclasses.replace(env.disk("sda"), drive_cache=None)  # its cache's size only, no segments or policies
+    first = predict_block(_part("a"), job, BlockEnv({"sda": bare})).summary().splitlines()[0]
     assert first.endswith("; no drive cache on sda (the model has none)")
-    cached = dataclasses.replace(preset, drive_cache=DriveCache(segments=2, segment_size_bytes=128 * 1024))
+    cached = dataclasses.replace(bare, drive_cache=DriveCache(segments=2, segment_size_bytes=128 * 1024))
     p = predict_block(_part("a"), job, BlockEnv({"sda": cached}))
     assert "no drive cache" not in p.summary()
+
+
+def test_the_preset_s_read_ahead_serves_small_sequential_reads_without_a_revolution_each(env):
+    # The HP C2247A preset carries DiskSim's buffer for the drive (segments, read-ahead): of 4 KiB reads
+    # one after the other, every other one comes from the read-ahead (the drive's own simulation, as
+    # DiskSim's code serves them); without the buffer each one misses the sector that just passed under
+    # the head and waits most of a revolution.
+    import dataclasses
+
+    from diskmodel.model.disksim import load_disksim_drive
+    from diskmodel.data.disksim import disksim_drive_folder
+
+    preset = env.disk("sda")
+    assert preset.drive_cache == load_disksim_drive(disksim_drive_folder(DRIVE)).disk.drive_cache
+    revolution_s = 60.0 / preset.rpm
+    job = FioJob("read", block_size_bytes=4096, size_bytes=MIB)
+    with_cache = predict_block(_part("a"), job, env)
+    without = predict_block(_part("a"), job, BlockEnv({"sda": dataclasses.replace(preset, drive_cache=None)}))
+    assert with_cache.latency_s < 0.6 * revolution_s
+    assert without.latency_s > 0.8 * revolution_s
+    wd = load_preset("wd800bd")
+    seq = predict_block(_part("a"), job, BlockEnv({"sda": wd}))
+    assert seq.latency_s < 0.2 * 60.0 / wd.rpm
