@@ -43,8 +43,8 @@ ASSUMPTIONS = (
                       "its data device (dm-thin's metadata space map's placement is not modelled)"),
     ("network", "an NBD request or an NFS operation pays its round trips, per-request costs and bytes at the "
                 "link's payload rate; requests in flight at once do not share the link's bandwidth"),
-    ("intervals", "none: the drive models carry no uncertainty here (a preset, a DiskSim drive or a Disk "
-                  "without covariance); the figures are point predictions"),
+    ("intervals", "none: no calibration's uncertainty was given (a preset, a DiskSim drive or a Disk alone); "
+                  "the figures are point predictions"),
 )
 _CALL_S = 2e-6  # the application's time per system call (model.iopath.fileops' default)
 
@@ -76,6 +76,8 @@ class IoPrediction:
     timing: IoTiming
     assumptions: tuple = ASSUMPTIONS
     streams: dict = field(default_factory=dict, repr=False)
+    #: the figures of the re-timings with drawn calibration parameters (:mod:`diskmodel.model.intervals`)
+    draws: tuple = field(default=(), repr=False)
 
     @property
     def elapsed_s(self) -> float:
@@ -95,10 +97,26 @@ class IoPrediction:
         total = self.read_bytes + self.write_bytes
         return total / self.elapsed_s if self.elapsed_s > 0 else float("inf")
 
+    def figures(self) -> dict:
+        """The figures an interval is given for: elapsed [s], read and write throughput [bytes/s]."""
+        return {"elapsed_s": self.elapsed_s, "read_throughput_bytes_per_s": self.read_throughput_bytes_per_s,
+                "write_throughput_bytes_per_s": self.write_throughput_bytes_per_s}
+
+    def conf_int(self, alpha: float = 0.05):
+        """A DataFrame (rows: :meth:`figures`; columns ``lower``, ``upper``, ``estimate``, ``draws_sd``) from
+        the calibrations' uncertainty (:func:`diskmodel.model.intervals.conf_int`); ValueError when the
+        prediction was made without calibrations to draw from."""
+        from .intervals import conf_int
+
+        if not self.draws:
+            raise ValueError("conf_int: this prediction has no intervals (no calibration's uncertainty was given: "
+                             "predict_stack(..., calibrations={drive: CalibrationResult}))")
+        return conf_int(self.figures(), list(self.draws), alpha)
+
     @property
     def intervals(self):
-        """None: no drive model here carries an uncertainty to propagate (see ``assumptions``)."""
-        return None
+        """``conf_int(0.05)``, or None without calibrations to draw from (see ``assumptions``)."""
+        return self.conf_int() if self.draws else None
 
     def to_frame(self):
         """One row per quantity: value, unit (SI: MB = 10^6 bytes)."""
@@ -121,6 +139,10 @@ class IoPrediction:
             lines[0] += f"; no drive cache on {', '.join(uncached)} (the model has none)"
         for name, row in self.to_frame().iterrows():
             lines.append(f"  {name:<45} {row['value']:>12.3f} {row['unit']}")
+        if self.draws:
+            ci = self.conf_int()
+            lines.append(f"  95 % interval of elapsed (calibrations' uncertainty): {ci.loc['elapsed_s', 'lower']:.3f} "
+                         f"to {ci.loc['elapsed_s', 'upper']:.3f} s")
         lines.append("devices:")
         for name, row in self.timing.device_frame().iterrows():
             lines.append(f"  {name:<12} {int(row['requests']):>8} requests, read {row['read_bytes'] / 1e6:.2f} MB, "
@@ -201,9 +223,19 @@ def _as_ops(workload) -> tuple[FileOps, str]:
                      "a FileOps or a workload string such as 'postmark:test1' or 'fio:rw=randwrite,bs=4k,size=64M'")
 
 
-def predict_stack(stack, workload=None, cache=None, drives: dict | None = None) -> IoPrediction:
+def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, calibrations: dict | None = None,
+                  draws: int | None = None, seed: int = 0) -> IoPrediction:
     """``workload`` on ``stack`` through the I/O path, timed on the stack's drives (``drives``
-    replaces some by name: a :class:`~diskmodel.model.iopath.timing.FlatDrive`, DriveParameters or a Disk)."""
+    replaces some by name: a :class:`~diskmodel.model.iopath.timing.FlatDrive`, DriveParameters or a Disk).
+    ``calibrations`` (``{drive name: CalibrationResult}``, the drives' Disks made from them) gives the
+    prediction intervals: ``draws`` re-timings with parameters drawn from each calibration's
+    covariance, seeded by ``seed`` (:mod:`diskmodel.model.intervals`)."""
+    if calibrations:
+        def timed(given):
+            return predict_stack(stack, workload, cache, given)
+
+        models = {d.name: (drives or {}).get(d.name) or d.model_disk() for d in stack.disks}
+        return _with_draws(timed, drives or {}, models, calibrations, draws, seed)
     ops, label = _as_ops(workload)
     timing, streams = time_stack(stack, ops, cache, drives)
     r, w = workload_bytes(ops)
@@ -245,12 +277,41 @@ def _allocates(node) -> bool:
                for _, n, _ in walk(node, "device"))
 
 
-def predict_block_job(node, job, disks: dict, cache=None) -> IoPrediction:
+def _with_draws(timed, drives: dict, models: dict, calibrations: dict, draws, seed: int) -> IoPrediction:
+    """``timed(drives)``, and again with each calibrated drive's parameters drawn (``intervals``)."""
+    from .intervals import DEFAULT_DRAWS, calibration_draws, drawn_disk
+
+    n = DEFAULT_DRAWS if draws is None else draws
+    unknown = [name for name in calibrations if name not in models]
+    if unknown:
+        raise ValueError(f"calibrations: drive {unknown[0]!r} is not one of the stack's ({', '.join(models)})")
+    point = timed(drives)
+    sets = {name: calibration_draws(result, n, seed + k) for k, (name, result) in enumerate(calibrations.items())}
+    figures = []
+    for i in range(n):
+        given = dict(drives)
+        for name, results in sets.items():
+            seek = "flat" if results[i].latency_model is not None and results[i].two_piece is None else "two_piece"
+            given[name] = drawn_disk(models[name], results[i], seek)
+        figures.append(timed(given).figures())
+    note = ("intervals", f"{n} re-timings with the calibrated drives' parameters ({', '.join(calibrations)}) drawn "
+                         "from each calibration's estimates and covariance (rotation period, seek fit), seeded; "
+                         "conf_int: the point prediction +- Student's t times the draws' standard deviation")
+    assumptions = tuple(note if topic == "intervals" else (topic, text) for topic, text in point.assumptions)
+    return dataclasses.replace(point, draws=tuple(figures), assumptions=assumptions)
+
+
+def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | None = None,
+                      draws: int | None = None, seed: int = 0) -> IoPrediction:
     """``job`` (a FioJob) on the block node ``node`` (fio on the raw device), its requests through the
     block layers below it (:mod:`diskmodel.model.iopath.path`) and timed on ``disks`` (``{name: Disk,
     DriveParameters or FlatDrive}``). A write job that is not ``fresh`` on a node that allocates on
     first write (a thin volume, a sparse loop image) overwrites: the same writes run once before it,
-    and only the second pass is reported."""
+    and only the second pass is reported. ``calibrations``, ``draws`` and ``seed``: the intervals,
+    as :func:`predict_stack`'s."""
+    if calibrations:
+        return _with_draws(lambda given: predict_block_job(node, job, given, cache), dict(disks), dict(disks),
+                           calibrations, draws, seed)
     from .iopath.network import links_below
     from .iopath.pagecache import CacheParams
     from .iopath.path import _below

@@ -192,3 +192,58 @@ def test_the_preset_s_read_ahead_serves_small_sequential_reads_without_a_revolut
     wd = load_preset("wd800bd")
     seq = predict_block(_part("a"), job, BlockEnv({"sda": wd}))
     assert seq.latency_s < 0.2 * 60.0 / wd.rpm
+
+
+# ------------------------------------------------------------------ intervals
+
+GOLDEN_CALIBRATION = __import__("pathlib").Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    from diskmodel.calibrate.harness.results import calibration_from_json
+
+    return calibration_from_json(GOLDEN_CALIBRATION)
+
+
+def test_the_draws_follow_the_calibration_s_estimates_and_covariance(calibration):
+    from diskmodel.model.intervals import calibration_draws
+
+    draws = calibration_draws(calibration, 400, seed=3)
+    period = np.array([d.rotation_period_s for d in draws])
+    assert period.mean() == pytest.approx(calibration.rotation_period_s, abs=4 * calibration.rotation_period_bse_s / 20)
+    assert period.std(ddof=1) == pytest.approx(calibration.rotation_period_bse_s, rel=0.15)
+    # the two-piece fit's parameters with their covariance; the profiled knee held at its estimate
+    a = np.array([d.two_piece.params["short_offset_s"] for d in draws])
+    assert a.std(ddof=1) == pytest.approx(float(calibration.two_piece.bse["short_offset_s"]), rel=0.15)
+    assert {d.two_piece.params["knee_cylinders"] for d in draws} == {calibration.two_piece.params["knee_cylinders"]}
+    # seeded: the same draws again
+    again = calibration_draws(calibration, 400, seed=3)
+    assert [d.rotation_period_s for d in again] == period.tolist()
+
+
+def test_a_prediction_from_a_calibration_has_intervals_that_follow_its_uncertainty(calibration):
+    import dataclasses
+
+    from diskmodel.model.fit.calibration_views import calibrated_disk
+    from diskmodel.model.prediction import predict_block_job
+
+    disk = calibrated_disk(calibration)
+    node, job = Partition(0, 800 * MIB, "/dev/a1", "a"), FioJob("randread", 4096, MIB)
+    plain = predict_block_job(node, job, {"a": disk})
+    assert plain.intervals is None
+    with pytest.raises(ValueError, match=r"^conf_int: this prediction has no intervals"):
+        plain.conf_int()
+    p = predict_block_job(node, job, {"a": disk}, calibrations={"a": calibration}, draws=6, seed=1)
+    ci = p.conf_int(0.05)
+    assert ci.loc["elapsed_s", "estimate"] == plain.elapsed_s
+    assert ci.loc["elapsed_s", "lower"] < plain.elapsed_s < ci.loc["elapsed_s", "upper"]
+    assert "interval of elapsed" in p.summary() and "6 re-timings" in dict(p.assumptions)["intervals"]
+    # no uncertainty to draw from: the interval is the point
+    exact = dataclasses.replace(calibration, rotation_period_bse_s=0.0,
+                                two_piece=dataclasses.replace(calibration.two_piece,
+                                                              covariance=np.zeros((5, 5))))
+    q = predict_block_job(node, job, {"a": disk}, calibrations={"a": exact}, draws=3)
+    assert q.conf_int().loc["elapsed_s", "draws_sd"] == 0.0
+    with pytest.raises(ValueError, match=r"^calibrations: drive 'b' is not one of the stack's \(a\)$"):
+        predict_block_job(node, job, {"a": disk}, calibrations={"b": calibration})
