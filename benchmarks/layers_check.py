@@ -465,7 +465,7 @@ def _closer(value: float, to: float, other: float) -> bool:
 
 def _stripe_on_one_device(disk, costs: dict, name: str = "btrfs raid0") -> Stack:
     """btrfs RAID 0 over two regions of one device (sda): the members are loop devices over one scratch
-    file, so they share its bandwidth (:func:`diskmodel.model.raid.pieces_time`)."""
+    file, so they share its bandwidth (the one drive serves both members' pieces in turn)."""
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
     return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs", **costs),
                                 kind="btrfs"), (InMemoryDrive(disk, "sda"),), name)

@@ -135,7 +135,7 @@ def _one_disk_volume(stack: Stack) -> bool:
 
 
 def predict(stack: Stack, workload=None, cache: PageCache | None = None,
-            lvm_mapping: LvmMapping | None = None) -> Prediction:
+            lvm_mapping: LvmMapping | None = None, *, calibrations: dict | None = None) -> Prediction:
     """PostMark read/write throughput on *stack* and the eq. (1)/(10) breakdown.
 
     Parameters
@@ -163,6 +163,10 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     lvm_mapping : LvmMapping
         Empirical MD_mapping/FB_mapping costs; default zero (mechanistic part only).
         No cost on a native partition.
+    calibrations : dict
+        ``{drive name: CalibrationResult}`` of calibrated drives: a timed prediction then has
+        intervals (:mod:`diskmodel.model.intervals`; ``conf_int()``). The paper's equations (PostMark
+        on a partition or an LVM volume on one disk) take none.
     """
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
@@ -171,10 +175,12 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
                          "over the network, not a block device; give PostMark, a FileCopy or a workload string")
     if isinstance(workload, FioJob):
-        return predict_block(stack.volume, workload, stack.block_env())
+        return predict_block(stack.volume, workload, stack.block_env(), calibrations=calibrations)
     if isinstance(workload, FileCopy):
         from .prediction import predict_copy
 
+        if calibrations:
+            raise ValueError("calibrations: the file copy's prediction has no intervals yet; leave calibrations out")
         return predict_copy(stack, workload)
     if isinstance(workload, (str, FileOps)) or stack.is_nfs or not _one_disk_volume(stack):
         # Any stack the I/O path builds, any workload it names: timed request by request.
@@ -189,7 +195,10 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         if isinstance(workload, PostMarkCounts):
             raise ValueError(f"workload: this stack ({stack.short_name}) is timed on the I/O path, which runs "
                              "PostMark's operations, not expected counts; give a PostMarkConfig")
-        return predict_stack(stack, workload)
+        return predict_stack(stack, workload, calibrations=calibrations)
+    if calibrations:
+        raise ValueError("calibrations: the paper's equations (PostMark on one disk) give no intervals; give the "
+                         "workload as a string (e.g. 'postmark:test1') to time it on the I/O path with intervals")
     filesystem = stack.file_system_parameters()
     workload = PostMarkConfig() if workload is None else workload
     cache = PageCache() if cache is None else cache
@@ -280,13 +289,17 @@ class BlockPrediction:
     def plot(self, ax=None):
         return self.timed.plot(ax)
 
+    def conf_int(self, alpha: float = 0.05):
+        """The timed run's intervals (:meth:`~diskmodel.model.prediction.IoPrediction.conf_int`)."""
+        return self.timed.conf_int(alpha)
+
     def _repr_html_(self):
         body = self.timed._repr_html_()
         return (f"<p><b>{self.job.label}</b>: {self.throughput_bytes_per_s / 1e6:.2f} MB/s, "
                 f"{self.iops:.0f} IOPS</p>" + body)
 
 
-def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
+def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None = None) -> BlockPrediction:
     """*job* (a FioJob) on *node* (any block node), its disks from *env* (``Stack.block_env()``):
     the job's requests through the I/O path's block layers, timed on each drive's simulation."""
     from .prediction import predict_block_job
@@ -296,7 +309,7 @@ def predict_block(node, job: FioJob, env: BlockEnv) -> BlockPrediction:
     if job.size_bytes > node.size_bytes:
         raise FieldError("size_bytes", f"the job moves {job.size_bytes} bytes, more than the device's "
                          f"{node.size_bytes}", sep=": ")
-    timed = predict_block_job(node, job, env.disks)
+    timed = predict_block_job(node, job, env.disks, calibrations=calibrations)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
     elapsed = t.elapsed_s

@@ -44,8 +44,7 @@ request inside a batch), no I/O, no clocks.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -191,7 +190,6 @@ class IoTiming:
     app_s: float
     stall_s: float
     elapsed_s: float
-    untimed: tuple = field(default=())
     #: each request's issue time on the workload's clock, and each wait's instant
     issue_s: np.ndarray | None = None
     op_wait_at_s: np.ndarray | None = None
@@ -327,7 +325,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     app_s = float(app_end_s)
     elapsed = max(app_s + stall, float(done.max()) if n else 0.0)
     return IoTiming(names, dev, op, size, arrival, start, done, waited, np.asarray(waits, float), app_s, stall, elapsed,
-                    (), t, np.asarray(wait_at, float))
+                    t, np.asarray(wait_at, float))
 
 
 def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> tuple[IoTiming, dict]:
