@@ -335,7 +335,7 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     is_write = job.rw.endswith("write")
     first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
-                        first + ASSUMPTIONS + rest + unused_fields(node), out)
+                        first + ASSUMPTIONS + rest + unused_fields(node, "device"), out)
 
 
 def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
@@ -370,13 +370,13 @@ _UNUSED = {
 }
 
 
-def unused_fields(root) -> tuple:
-    """Assumptions naming each field of ``root``'s tree that the timed path does not use and that is
-    set other than its default (one line per node)."""
+def unused_fields(root, where: str = "file_system") -> tuple:
+    """Assumptions naming each field of ``root``'s tree (at path ``where``) that the timed path does not
+    use and that is set other than its default (one line per node)."""
     from .nodes import walk
 
     out = []
-    for path, node, _ in walk(root, "file_system"):
+    for path, node, _ in walk(root, where):
         kinds = [(path, node)] + [(f"{path}.network", node.network)] if hasattr(node, "network") else [(path, node)]
         for where, obj in kinds:
             names = _UNUSED.get(type(obj).__name__, ())

@@ -73,6 +73,10 @@ def test_nbd_requests_one_at_a_time_by_hand():
     assert p.elapsed_s == pytest.approx(16 * (link + _flat_s(size)) + 15 * CALL_S, rel=1e-9)
     # the export receives the device's requests unchanged
     assert len(p.streams["srv"]) == 16 and set(p.streams["srv"].size_bytes.tolist()) == {size}
+    # a field the timed path does not use is named in the assumptions, not silently ignored
+    cached = predict_block_job(device.evolve(server_cache_hit=0.5), job, DRIVES)
+    assert dict(cached.assumptions)["not used: device"].startswith("server_cache_hit")
+    assert cached.elapsed_s == p.elapsed_s
 
 
 def test_nbd_copy_rate_is_paid_on_the_client_before_the_request_leaves():
