@@ -246,3 +246,36 @@ def test_an_ordered_journal_commit_writes_the_transactions_data():
     assert io(r) == [(W, 0, 0, 2 * PG)]
     assert r.ops.time_s[r.ops.kind == W].tolist() == [6.0]
     assert io(page_cache(o)) == []
+
+
+def test_page_sets_agree_with_a_set_of_pages():
+    # The cache's page sets (sorted runs) against Python's own set of page numbers, random operations.
+    from diskmodel.model.iopath.pagecache import _Pages
+
+    rng = np.random.default_rng(11)
+    pages, ref = _Pages(), set()
+    for _ in range(3000):
+        a = int(rng.integers(0, 400))
+        b = a + int(rng.integers(0, 40))
+        op = rng.integers(0, 3)
+        if op == 0:
+            assert pages.add(a, b) == len(set(range(a, b)) - ref)
+            ref |= set(range(a, b))
+        elif op == 1:
+            assert pages.remove(a, b) == len(set(range(a, b)) & ref)
+            ref -= set(range(a, b))
+        else:
+            assert pages.missing(a, b) == _runs_of(set(range(a, b)) - ref)
+            assert pages.runs(a, b) == _runs_of(set(range(a, b)) & ref)
+        assert pages.n == len(ref) and pages.runs() == _runs_of(ref)
+        assert all(pages.has(p) == (p in ref) for p in (a, b - 1, b))
+
+
+def _runs_of(page_set) -> list:
+    out = []
+    for p in sorted(page_set):
+        if out and out[-1][1] == p:
+            out[-1] = (out[-1][0], p + 1)
+        else:
+            out.append((p, p + 1))
+    return out

@@ -127,15 +127,16 @@ class _Pages:
 
     __slots__ = ("s", "e", "n")
 
-    def __init__(self, starts=(), ends=()):
-        self.s, self.e = list(starts), list(ends)
-        self.n = sum(e - s for s, e in zip(self.s, self.e))
+    def __init__(self):
+        self.s, self.e, self.n = [], [], 0
 
     def __bool__(self) -> bool:
         return self.n > 0
 
     def copy(self) -> "_Pages":
-        return _Pages(self.s, self.e)
+        out = _Pages()
+        out.s, out.e, out.n = list(self.s), list(self.e), self.n
+        return out
 
     def has(self, p: int) -> bool:
         i = bisect_right(self.s, p) - 1
@@ -143,6 +144,8 @@ class _Pages:
 
     def runs(self, lo: int = 0, hi: int | None = None) -> list:
         """The runs within ``[lo, hi)`` (``hi`` None: no upper bound), lowest first."""
+        if hi is not None and hi <= lo:
+            return []
         i = bisect_right(self.e, lo)
         out = []
         s, e = self.s, self.e
