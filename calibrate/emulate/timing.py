@@ -131,9 +131,13 @@ def drive_parameters_of(timing: dict):
 
         return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
     if kind == "preset":
+        import dataclasses
+
         from diskmodel.model.presets import load_preset
 
-        return DriveParameters.from_disk(load_preset(timing["name"]))
+        # Served without the preset's buffer: the calibration through the kernel does not yet tell a
+        # read-ahead's hits from the zones' media rates (tests/test_calibrate_emulated.py).
+        return DriveParameters.from_disk(dataclasses.replace(load_preset(timing["name"]), drive_cache=None))
     if kind == "calibration":
         from diskmodel.calibrate.harness.results import calibration_from_json
 
