@@ -93,14 +93,14 @@ FIRST_PARTITION_START_BYTES = 1 * MIB
 
 def _options(name: str, options, *, single: bool) -> tuple[str, ...]:
     if isinstance(options, str) or not isinstance(options, (tuple, list)):
-        raise ValueError(f"{name} must be a list of strings (got {show(options)})")
+        raise FieldError(name, f"must be a list of strings (got {show(options)})")
     for option in options:
         # the characters of each option are checked by its kind's syntax (parameters_from_options,
         # diskmodel.model.fs_options), which names the option and what it takes
         if not isinstance(option, str) or not option:
-            raise ValueError(f"{name} must be non-empty strings (got {show(option)})")
+            raise FieldError(name, f"must be non-empty strings (got {show(option)})")
         if single and ("," in option or any(c.isspace() for c in option)):
-            raise ValueError(f"{name} must be single options without commas or spaces (got {option!r})")
+            raise FieldError(name, f"must be single options without commas or spaces (got {option!r})")
     return tuple(options)
 
 

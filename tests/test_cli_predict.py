@@ -189,7 +189,10 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     out = json.loads(res.stdout)
     # the calibration's own flat model: a mean latency per block read plus its bytes at the measured rate
     model = data["latency_model"]
-    assert out["parts"]["randread"]["parts_s"]["seek_s"] == 0.0
+    part = out["parts"]["randread"]
+    # one flat drive, timed request by request: it is busy the whole run of a queue-depth-1 direct job
+    assert set(part["parts_s"]) == {"busy_s.sda"}
+    assert part["parts_s"]["busy_s.sda"] == pytest.approx(part["elapsed_s"], rel=0.05)
     assert out["latency_s"] == pytest.approx(model["mean_s"] + (4096 - data["block_size_bytes"]) * model["per_byte_s"],
                                              rel=0.05)
     assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive

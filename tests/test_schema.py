@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import jsonschema
@@ -173,8 +174,24 @@ def golden() -> dict:
 def test_the_golden_calibration_file_round_trips(golden):
     assert validate_calibration_dict(golden, "golden") == 3
     result = calibration_from_json(GOLDEN_CALIBRATION)
-    assert calibration_to_dict(result) == golden
-    assert calibration_to_dict(calibration_from_dict(calibration_to_dict(result))) == golden
+    # reading refits the seek curve from its samples: another machine's BLAS may differ in the last bits
+    assert _same_to_rounding(calibration_to_dict(result), golden)
+    assert calibration_to_dict(calibration_from_dict(calibration_to_dict(result))) == calibration_to_dict(result)
+
+
+def _same_to_rounding(a, b, path: str = "") -> bool:
+    """*a* and *b* have the same keys, lengths, strings and integers, and floats equal to 1e-12 relative."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        return all(_same_to_rounding(a[k], b[k], f"{path}.{k}") for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), path
+        return all(_same_to_rounding(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b)))
+    if isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=0) or (math.isnan(a) and math.isnan(b)), (path, a, b)
+        return True
+    assert type(a) is type(b) and a == b, (path, a, b)
+    return True
 
 
 @pytest.mark.parametrize("change, expected", [
