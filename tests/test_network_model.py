@@ -87,6 +87,17 @@ def test_nbd_copy_rate_is_paid_on_the_client_before_the_request_leaves():
     assert p.elapsed_s == pytest.approx(4 * (MIB / 50e6 + _flat_s(MIB)) + 3 * CALL_S, rel=1e-9)
 
 
+def test_the_drives_under_one_nbd_device_share_its_link():
+    # an export striped over two drives: their replies cross one link, never faster than its payload rate
+    export = RaidArray("raid0", (Partition(0, GIB, "/dev/srv1", disk="srv"), Partition(0, GIB, "/dev/sda1", disk="sda")),
+                       chunk_size_bytes=64 * KIB)
+    device = NbdDevice(export, SLOW, client_overhead_s=0.0, server_overhead_s=0.0)
+    job = FioJob("read", 128 * KIB, 8 * MIB, iodepth=8)
+    p = predict_block_job(device, job, DRIVES)
+    assert p.throughput_bytes_per_s <= 12.5e6 * PAYLOAD
+    assert p.throughput_bytes_per_s > 0.9 * 12.5e6 * PAYLOAD * 128 * KIB / (128 * KIB + NBD_HEADER_BYTES)
+
+
 def test_remote_mirror_writes_wait_for_the_network_leg():
     local = Partition(1 * MIB, 4 * GIB, "/dev/sda3", disk="sda")
     remote = NbdDevice(EXPORT, SLOW)

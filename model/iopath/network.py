@@ -25,8 +25,8 @@ a GETATTR, an fsync a COMMIT, a clone a CLONE (one round trip each). Each RPC co
 and the client's copy rate. The client's own page cache is not modelled: every read crosses the
 link (as after ``drop_caches``).
 
-Not modelled: tbf's bucket (``burst_bytes``), TCP's window, and one link shared by several server
-drives (each drive under an NBD device has the link's rate to itself).
+The drives under one NBD device (an export over several disks) share its link. Not modelled: tbf's
+bucket (``burst_bytes``) and TCP's window.
 """
 
 from __future__ import annotations

@@ -216,25 +216,32 @@ class IoTiming:
         return {f"p{p:g}": float(v) for p, v in zip(q, np.percentile(self.op_wait_s, q))}
 
 
+class _Pipe:
+    """The two directions of one network link, each carrying one request's bytes at a time."""
+
+    def __init__(self):
+        self.out_free_s = self.back_free_s = 0.0
+
+
 class _Linked:
     """A drive reached across a network link (:class:`.network.Link`): each request crosses out,
-    is served, and its reply crosses back; each direction of the link carries one request's bytes
-    at a time, first in first out. Completions are as the client sees them."""
+    is served, and its reply crosses back; each direction of the link (``pipe``, shared by the
+    drives under one link) carries one request's bytes at a time, first in first out. Completions
+    are as the client sees them."""
 
-    def __init__(self, server, link):
-        self.server, self.link, self.total_blocks = server, link, server.total_blocks
-        self.out_free_s = self.back_free_s = 0.0
+    def __init__(self, server, link, pipe: _Pipe):
+        self.server, self.link, self.pipe, self.total_blocks = server, link, pipe, server.total_blocks
 
     def serve(self, op, lbn, blocks, arrival):
         from .network import fifo
 
         client, out, back = self.link.costs(op, blocks * BLOCK_BYTES)
         half = self.link.network.rtt_s / 2
-        sent = fifo(arrival + client, out, self.out_free_s)
-        self.out_free_s = float(sent[-1])
+        sent = fifo(arrival + client, out, self.pipe.out_free_s)
+        self.pipe.out_free_s = float(sent[-1])
         start, done = self.server.serve(op, lbn, blocks, sent + half + self.link.server_s)
-        replied = fifo(done + half, back, self.back_free_s)
-        self.back_free_s = float(replied[-1])
+        replied = fifo(done + half, back, self.pipe.back_free_s)
+        self.pipe.back_free_s = float(replied[-1])
         return start, replied
 
 
@@ -249,7 +256,9 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     if missing:
         raise ValueError(f"drives: device {missing[0]!r} has no drive")
     servers = [drive_of(drives[n]) for n in names]
-    servers = [_Linked(sv, (links or {})[n]) if n in (links or {}) else sv for sv, n in zip(servers, names)]
+    pipes: dict = {}  # one per link (by identity): the drives under one NBD device share its bandwidth
+    servers = [_Linked(sv, links[n], pipes.setdefault(id(links[n]), _Pipe())) if n in (links or {}) else sv
+               for sv, n in zip(servers, names)]
     parts = [(k, s.take(s.op != Op.DISCARD)) for k, s in enumerate(streams[n] for n in names)]
     dev = np.concatenate([np.full(len(s), k, np.int64) for k, s in parts]) if parts else np.zeros(0, np.int64)
     cat = [np.concatenate([getattr(s, f) for _, s in parts]) if parts else np.zeros(0) for f in
