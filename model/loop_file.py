@@ -9,14 +9,15 @@ What the loop driver does to the requests sent to it is the I/O path's
 lo_rw_aio / do_req_filebacked): each request becomes a read or write of
 the image file through the host's page cache (``direct_io``: past it),
 a flush an fsync of the image; the host file system
-(``host_file_system``) maps the file's blocks onto ``host``; a *sparse*
+(``host_file_system``) maps the file's blocks onto ``host``, the host
+reading ahead ``readahead_bytes`` on the image; a *sparse*
 image (``allocation``) allocates its blocks on first write, a
 *zero-filled* one has them all from the start.  Their time is the drives'
 (:mod:`diskmodel.model.iopath.timing`).
 
 The other fields (``extent_count``, the copy rates, ``request_overhead_s``,
 ``allocation_metadata_bytes``, ``allocation_unit_bytes``,
-``readahead_bytes``, ``writeback_queue_depth``, ``dirty_limit_bytes``)
+``writeback_queue_depth``, ``dirty_limit_bytes``)
 describe the host's costs and settings as measured or provisioned; the
 timed path does not use them, and a prediction's assumptions name those
 given other than their defaults.

@@ -361,7 +361,7 @@ def flat_drive(latency_s: float, bytes_per_s: float, capacity_bytes: int) -> Fla
 #: provisioned elsewhere): a prediction names those given other than their defaults.
 _UNUSED = {
     "LoopFile": ("extent_count", "copy_rate_bytes_per_s", "read_copy_rate_bytes_per_s", "request_overhead_s",
-                 "allocation_metadata_bytes", "allocation_unit_bytes", "readahead_bytes", "writeback_queue_depth",
+                 "allocation_metadata_bytes", "allocation_unit_bytes", "writeback_queue_depth",
                  "dirty_limit_bytes"),
     "ThinVolume": ("allocation_s", "lookup_s", "used_bytes"),
     "NbdDevice": ("server_cache_hit",),

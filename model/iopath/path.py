@@ -15,8 +15,9 @@ Nodes (model/volumes.py, raid.py, thin.py, loop_file.py):
   device) go to the same device after the pool's data area (the pool's metadata LV, ``pool_size_bytes``
   on), wrapped within ``metadata_size_bytes``;
 - ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
-  page cache (buffered: the image's pages cached a second time and written back by the host's
-  write-back; direct I/O: passed through the cache), flushes an fsync of the image; the host
+  page cache (buffered: the image's pages cached a second time, read ahead by ``readahead_bytes``
+  and written back by the host's write-back; direct I/O: passed through the cache), flushes an
+  fsync of the image; the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
 - ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
@@ -184,7 +185,8 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
     host_bytes = int(node.host.size_bytes)
     try:
         p = FsParams(kind=host_kind, device_bytes=host_bytes)
-        res = page_cache(ops, cache)
+        # the host's read-ahead on the image: the node's readahead_bytes (read_ahead_kb, whole KiB)
+        res = page_cache(ops, replace(cache, read_ahead_kb=int(node.readahead_bytes) // 1024))
         fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
