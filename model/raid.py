@@ -132,13 +132,15 @@ class RaidArray:
         LVM's 64 KiB); unused by RAID 1.
     read_policy : str or None
         RAID 1's read policy: "least_busy", "md" or "btrfs"; default the
-        tool's ("btrfs" for btrfs, else "md").
+        tool's ("btrfs" for btrfs, else "md"). The timed path reads as md's
+        read_balance does, and names another policy in its assumptions.
     read_member : int or None
         With read_policy "btrfs": the member one reading process's pid
         chose (pid % copies), when known; None: the expectation over pids.
     failed_members : tuple of int
         Indices of failed members (degraded mode): at most n - 1 (RAID 1),
-        1 (RAID 5), 2 (RAID 6), none (RAID 0).
+        1 (RAID 5), 2 (RAID 6), none (RAID 0). The timed path refuses a
+        degraded array, naming this field.
     array_size_bytes : int or None
         The size the array presents [bytes]; default all the members hold
         (the smallest member times the data members, whole chunks; md's
