@@ -418,6 +418,10 @@ class _Fs:
                 self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 7)
 
     def fsync(self, t, f: int):
+        # The commit (ext3/4 ordered: jbd2 waits for the file's data; ext2: the inode, then the
+        # flush) goes out after the data bios issued for it, which emit_data may have placed a few
+        # nanoseconds after t: a flush below (a loop image's fsync) must find that data written.
+        t = max(t, self.rows[-1][0]) if self.rows else t
         if self.p.kind == "ext2":
             ino = self.files.get(f)
             if ino is not None:
@@ -430,16 +434,18 @@ class _Fs:
         self.j.commit(t, flush_if_empty=True)
 
     def sync(self, t):
+        t = max(t, self.rows[-1][0]) if self.rows else t  # after the data, as fsync's commit
         self.j.commit(t)
         if self.p.kind != "xfs":
             self.j.write_inplace(t)
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
-                sparse: bool = False) -> FsResult:
+                sparse: bool = False, allocated=()) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
-    (a sparse loop image: its blocks are allocated by their first write)."""
+    (a sparse loop image: its blocks are allocated by their first write) except the ranges
+    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload."""
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -454,6 +460,14 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             for db, k in fs.alloc.data(ino.group, n, None):
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k
+    for f, off, size in sorted(allocated, key=lambda r: r[1]):
+        if f in fs.files:
+            fs.allocate(0.0, fs.files[f], off // fs.bs, -(-(off + size) // fs.bs))
+    if allocated:  # allocated before the workload: its metadata is on the device already
+        fs.rows.clear()
+        fs.j.tx.clear()
+        fs.j.inplace.clear()
+        fs.j.start = fs.j.inplace_since = None
     sync = np.zeros(len(ops), bool) if sync is None else sync
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())

@@ -119,7 +119,8 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, final_sync)
         return
     if kind == "ThinVolume":
-        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
+        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks,
+                      provisioned=_read_blocks_first(stream, int(node.chunk_size_bytes)))
         _merge(out, {f"{name}-meta": res.metadata})
         _below(node.data, res.data, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
         return
@@ -166,10 +167,38 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
     try:
         p = FsParams(kind=host_kind, device_bytes=host_bytes)
         res = page_cache(ops, cache)
-        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
+        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse",
+                         allocated=_written_before(s) if node.allocation == "sparse" else ())
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
     _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, final_sync)
+
+
+def _written_before(s: Stream) -> list[tuple[int, int, int]]:
+    """The image ranges the loop device reads before it writes them: the file system above reads
+    only blocks it wrote (mkfs's metadata, the files it holds before the workload), so on a sparse
+    image they were allocated by those earlier writes, not holes."""
+    out, written = [], set()
+    for op, off, size in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()):
+        if op == Op.READ and (off, size) not in written:
+            out.append((0, off, size))
+        elif op == Op.WRITE:
+            written.add((off, size))
+    return out
+
+
+def _read_blocks_first(s: Stream, unit: int) -> np.ndarray:
+    """The ``unit``-byte blocks a thin volume's stream reads before it writes them: the file system
+    above reads only what it wrote, so they were provisioned before the workload (as
+    :func:`_written_before` for a sparse image)."""
+    blocks, written = [], set()
+    for op, off, size in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()):
+        span = range(off // unit, -(-(off + size) // unit)) if size else ()
+        if op == Op.READ:
+            blocks += [b for b in span if b not in written]
+        elif op == Op.WRITE:
+            written.update(span)
+    return np.unique(np.asarray(blocks, np.int64))
 
 
 def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:

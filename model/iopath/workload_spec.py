@@ -8,7 +8,9 @@
 - ``bonnie:size=256M,chunk=8k,seeks=8192,seekers=5,files=16384,max=0,min=0,dirs=1,file_chunk=8k,
   direct=0,seed=1,phases=io+files`` (:mod:`.workloads_bonnie`; without ``size``, the file phases alone);
 - ``tar:files=1000,file_bytes=16k,dirs=1,blocking=20``, ``image:size=64M,kind=zero|sparse``
-  (:mod:`.workloads_files`).
+  (:mod:`.workloads_files`);
+- ``dd:size=4M,step=write|read``: one step of seed 003's copy (``dd conv=fsync``, then the read back;
+  :mod:`.workloads_copy`).
 
 Sizes take the suffixes k, M, G (powers of 1024, as fio reads them). A bad key or value is one
 ValueError line naming the workload, the key and the value.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from . import fileops, workloads_bonnie, workloads_files
+from . import fileops, workloads_bonnie, workloads_copy, workloads_files
 from .fileops import FileOps
 
 __all__ = ["parse_workload", "size_value"]
@@ -56,7 +58,7 @@ def _pairs(workload: str, text: str) -> dict[str, str]:
 
 #: Workloads whose generator reads the spec's pairs itself: name -> (pairs, size_value) -> FileOps.
 NAMED = {"bonnie": workloads_bonnie.from_pairs, "tar": workloads_files.tar_pairs,
-         "image": workloads_files.image_pairs}
+         "image": workloads_files.image_pairs, "dd": workloads_copy.dd_pairs}
 
 
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:
