@@ -8,9 +8,9 @@ with ``disk_backings``: each disk of the stack on a drive of its own), seed 003'
 (:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
 stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
 
-Under TCG the guest's CPU is slow, so its page-cache copy rate is measured first, in the guest
-(``dd`` of zeros into a tmpfs file), and given to the model's workload (``copy_bytes_per_s`` of
-:func:`diskmodel.model.iopath.workloads_copy.dd_copy`): the machine's own figure, the same for
+Under TCG the guest's CPU is slow, so the copy is run first on the guest's tmpfs (no device): its
+times are the application's own pace, given to the model's workload
+(:func:`diskmodel.model.iopath.workloads_pace.paced`): the machine's own figure, the same for
 every cell.
 
 The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
@@ -21,14 +21,16 @@ sizes, RAID 5 against RAID 0 and thin volumes at a small and a large pool chunk.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from diskmodel.calibrate.bench import provision as L
-from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output, parse_copy_spread
 from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
 from diskmodel.calibrate.bench.steps import Ref, sh_word
 from diskmodel.model.block_workloads import FileCopy
 from diskmodel.model.drives import PresetDrive
+from diskmodel.model.loop_file import LoopFile
 from diskmodel.model.raid import RaidArray
 from diskmodel.model.stack import FileSystemNode, Stack
 from diskmodel.model.thin import ThinVolume
@@ -58,8 +60,14 @@ def _part(disk: str, start: int = PART_START, size: int = PART_BYTES) -> Partiti
     return Partition(start, size, disk=disk)
 
 
+#: mkfs's options: 4 KiB blocks (the model's), the inode tables and journal written by mkfs (not by
+#: ext4lazyinit during the workload) and no discard of the whole device (an emulated drive times it).
+MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard")
+
+
 def _stack(volume, kind: str, drives, label: str) -> Stack:
-    return Stack(FileSystemNode(volume, kind=kind), tuple(PresetDrive(p, name=d) for p, d in drives), label)
+    return Stack(FileSystemNode(volume, kind=kind, mkfs_options=MKFS_OPTIONS),
+                 tuple(PresetDrive(p, name=d) for p, d in drives), label)
 
 
 def _group_000():
@@ -107,16 +115,33 @@ def _group_002():
     ]
 
 
+def _group_engineer():
+    """The engineer's three everyday layouts beside one disk (notebook 09): ext4 on one wd800bd, on
+    md RAID 1 over two, on LVM striped over two (64 KiB), and in a VM image (a sparse loop file on
+    ext4 on one)."""
+    drives = (("wd800bd", "vdb"), ("wd800bd", "vdc"))
+    image = LoopFile(_part("vdb"), 192 * MIB, allocation="sparse", host_file_system="ext4", direct_io=False)
+    return [d for d, _ in drives], [
+        Cell("engineer", "ext4, one disk", _stack(_part("vdb"), "ext4", drives[:1], "one disk")),
+        Cell("engineer", "ext4, RAID 1 over two disks",
+             _stack(RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md", array_size_bytes=PART_BYTES - MD_OFFSET),
+                    "ext4", drives, "raid1")),
+        Cell("engineer", "ext4, LVM striped over two disks",
+             _stack(StripedVolume((_part("vdb"), _part("vdc")), stripe_size_bytes=64 << 10), "ext4", drives,
+                    "striped")),
+        Cell("engineer", "ext4, VM image (sparse loop file on ext4)", _stack(image, "ext4", drives[:1], "loop image")),
+    ]
+
+
 #: name -> builder of (drive presets in guest order, cells).
-GROUPS = {"000": _group_000, "002": _group_002}
+GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
 
 
 def group_script(cells, copy: FileCopy) -> str:
     """The guest's script: the page-cache copy rate, then each cell's stack built, the copy run and
     the stack torn down, in a script of its own (``sh -c``); markers around each."""
-    lines = ["set +e",
-             f't0=$({GUEST_CLOCK}); dd if=/dev/zero of=/tmp/diskmodel-rate bs=1048576 count=64 2>/dev/null; '
-             f't1=$({GUEST_CLOCK}); rm -f /tmp/diskmodel-rate; echo "{_MARK} RATE 67108864 $t0 $t1"']
+    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace",
+             copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag="pace", clock=GUEST_CLOCK)]
     for i, cell in enumerate(cells):
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
         plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
@@ -127,11 +152,15 @@ def group_script(cells, copy: FileCopy) -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse_group(output: str, cells) -> tuple[float | None, list]:
-    """The guest's copy rate [bytes/s] and, per cell, its CopyResult or the reason it failed."""
+def parse_group(output: str, cells) -> tuple:
+    """The copy on the guest's tmpfs (the pace: a CopyResult, or None) and, per cell, its
+    CopyResult and spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`), or the
+    reason it failed."""
     text = output.replace("\r", "")
-    m = re.search(rf"^{_MARK} RATE (\d+) ([\d.]+) ([\d.]+)$", text, re.M)
-    rate = int(m.group(1)) / max(float(m.group(3)) - float(m.group(2)), 0.01) if m else None
+    try:
+        pace = parse_copy_output(text, tag="pace")
+    except ValueError:
+        pace = None
     out = []
     for i, _ in enumerate(cells):
         end = re.search(rf"^{_MARK} END {i} (\d+)$", text, re.M)
@@ -139,20 +168,21 @@ def parse_group(output: str, cells) -> tuple[float | None, list]:
             part = text.split(f"{_MARK} BEGIN {i}")[-1][:1500]
             out.append(f"failed (status {end.group(1) if end else 'none'}): {part.strip()[-600:]}")
             continue
-        out.append(parse_copy_output(text, tag=f"cell{i}"))
-    return rate, out
+        out.append((parse_copy_output(text, tag=f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}")))
+    return pace, out
 
 
 def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None):
-    """Boot the VM once with group *name*'s drives and measure its cells: (cells, guest copy rate,
-    results, the drives' request-log summaries)."""
+    """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
+    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s])."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
 
     presets, cells = GROUPS[name]()
     script = group_script(cells, copy)
+    t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
                                                    memory_bytes=512 << 20)
-    rate, results = parse_group(result.output, cells)
+    pace, results = parse_group(result.output, cells)
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
-    return cells, rate, results, [d.summary for d in served]
+    return cells, pace, results, [d.summary for d in served], time.monotonic() - t0
