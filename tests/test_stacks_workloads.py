@@ -90,3 +90,26 @@ def test_paced_workload_takes_at_least_its_pace():
     stack = _native()
     slow = predict(stack, paced(parse_workload(f"dd:size={SIZE},step=read"), 1.0))
     assert slow.elapsed_s >= 1.0
+
+
+def test_tar_meets_the_files_in_readdir_hash_order_directory_by_directory():
+    from diskmodel.model.iopath.workloads_files import readdir_order
+
+    order = readdir_order(200, 2, "hash")
+    assert sorted(order) == list(range(200))
+    first_dir = [f // 100 for f in order[:100]]
+    assert len(set(first_dir)) == 1  # one directory's files together
+    assert order[:100] != sorted(order[:100])  # not the order they were made
+    assert readdir_order(200, 2, "creation") == list(range(200))
+    with pytest.raises(ValueError, match="order = 'name'"):
+        parse_workload("tar:files=10,order=name")
+
+
+def test_tar_in_hash_order_reads_each_small_file_from_the_disk_through_a_loop_image():
+    # Files met out of their disk order leave the host's read-ahead on the image no sequential run
+    # to grow: each 16 KiB file is read from the disk on its own (at least one request per file).
+    stack = _loop("sparse")
+    hashed = predict(stack, "tar:files=100,file_bytes=16k,order=hash").streams["sda"]
+    made = predict(stack, "tar:files=100,file_bytes=16k,order=creation").streams["sda"]
+    assert int((hashed.op == Op.READ).sum()) >= 100
+    assert int((made.op == Op.READ).sum()) < 100

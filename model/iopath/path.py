@@ -175,28 +175,31 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
 
 
 def _written_before(s: Stream) -> list[tuple[int, int, int]]:
-    """The image ranges the loop device reads before it writes them: the file system above reads
-    only blocks it wrote (mkfs's metadata, the files it holds before the workload), so on a sparse
-    image they were allocated by those earlier writes, not holes."""
+    """The image ranges the file system above wrote before the workload: those it reads before it
+    writes them (it reads only blocks it wrote: mkfs's metadata, the files it holds) and those its
+    metadata writes go to (the journal, inode tables and bitmaps mkfs wrote in full). On a sparse
+    image they are allocated, not holes."""
     out, written = [], set()
-    for op, off, size in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()):
-        if op == Op.READ and (off, size) not in written:
+    for op, off, size, flags in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist(), s.flags.tolist()):
+        if (op == Op.READ and (off, size) not in written) or (op == Op.WRITE and flags & Flag.META):
             out.append((0, off, size))
-        elif op == Op.WRITE:
+        if op == Op.WRITE:
             written.add((off, size))
     return out
 
 
 def _read_blocks_first(s: Stream, unit: int) -> np.ndarray:
-    """The ``unit``-byte blocks a thin volume's stream reads before it writes them: the file system
-    above reads only what it wrote, so they were provisioned before the workload (as
-    :func:`_written_before` for a sparse image)."""
+    """The ``unit``-byte blocks of a thin volume the file system above wrote before the workload
+    (as :func:`_written_before` for a sparse image): read before written, or metadata: they were
+    provisioned then."""
     blocks, written = [], set()
-    for op, off, size in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist()):
+    for op, off, size, flags in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist(), s.flags.tolist()):
         span = range(off // unit, -(-(off + size) // unit)) if size else ()
         if op == Op.READ:
             blocks += [b for b in span if b not in written]
         elif op == Op.WRITE:
+            if flags & Flag.META:
+                blocks += [b for b in span if b not in written]
             written.update(span)
     return np.unique(np.asarray(blocks, np.int64))
 
