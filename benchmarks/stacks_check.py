@@ -89,6 +89,9 @@ NOTES = [
     "(model/iopath/fs.py)",
     "revised after seeing the figures: a sparse loop image and a thin volume read the blocks the file system "
     "wrote before the workload as holes (no I/O); they now count as written (model/iopath/path.py)",
+    "revised after seeing the figures: tar met the files in the order they were made; it now meets them in "
+    "readdir's order, ext2/3/4's htree hash order (model/iopath/workloads_files.py), and a sparse image's and a "
+    "thin volume's blocks under the file system's metadata writes count as written by mkfs",
     "revised after seeing the figures: the measurement's partition was a buffered loop (now direct I/O, as a "
     "partition) and mke2fs chose 1 KiB blocks under 512 MiB (now 4 KiB, as the model's); each workload's own "
     "pace is now measured on tmpfs and given to the model (the generators' default pace is kept beside it)",
