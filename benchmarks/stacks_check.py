@@ -496,7 +496,8 @@ def main(argv=None) -> int:
     for c in not_run:
         print(f"not run: seed {c['seed']} {c['stack']}: {c['status']}")
     figures = {
-        "median_error_pct": figure(median, "%", "median |error| of the predicted copy rates over the cells run",
+        "median_error_pct": figure(median, "%", "median |error| of the predictions over the cells run (copy rates, tool "
+                                   "workloads' times)",
                                    decimals=1, headline=True, target=15.0),
         "orderings_held": figure(k, "count", f"seed orderings held of {n} decided", decimals=0, headline=True),
         "paper_loo_median_pct": figure(loo if loo is not None else float("nan"), "%",
