@@ -113,3 +113,13 @@ def test_tar_in_hash_order_reads_each_small_file_from_the_disk_through_a_loop_im
     made = predict(stack, "tar:files=100,file_bytes=16k,order=creation").streams["sda"]
     assert int((hashed.op == Op.READ).sum()) >= 100
     assert int((made.op == Op.READ).sum()) < 100
+
+
+def test_a_named_workload_is_printed_with_its_definition():
+    from diskmodel.model.iopath.workload_spec import describe_workload
+
+    assert describe_workload("dd:size=4M,step=read").startswith("dd read: the 4194304 B file")
+    assert "200 files of 16384 B in 2 directories" in describe_workload("tar:files=200,file_bytes=16k,dirs=2")
+    assert describe_workload("fio:rw=read") == "fio:rw=read"  # its spec is its definition
+    first = predict(_native(), "image:size=8M,kind=sparse").summary().splitlines()[0]
+    assert first.startswith("image:size=8M,kind=sparse [image sparse: 8388608 B by truncate -s] on ")

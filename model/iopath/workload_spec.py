@@ -23,7 +23,7 @@ import re
 from . import fileops, workloads_bonnie, workloads_copy, workloads_files
 from .fileops import FileOps
 
-__all__ = ["parse_workload", "size_value"]
+__all__ = ["parse_workload", "describe_workload", "size_value"]
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _POSTMARK_KEYS = {
@@ -59,6 +59,24 @@ def _pairs(workload: str, text: str) -> dict[str, str]:
 #: Workloads whose generator reads the spec's pairs itself: name -> (pairs, size_value) -> FileOps.
 NAMED = {"bonnie": workloads_bonnie.from_pairs, "tar": workloads_files.tar_pairs,
          "image": workloads_files.image_pairs, "dd": workloads_copy.dd_pairs}
+
+
+#: The definition, in one line, of each workload of :data:`NAMED`: name -> (pairs, size_value) -> str.
+DEFINITIONS = {
+    "bonnie": lambda pairs, sv: workloads_bonnie.describe(workloads_bonnie.config_of(pairs, sv)),
+    "tar": lambda pairs, sv: workloads_files.describe_pairs("tar", pairs, sv),
+    "image": lambda pairs, sv: workloads_files.describe_pairs("image", pairs, sv),
+    "dd": workloads_copy.describe_pairs,
+}
+
+
+def describe_workload(text: str) -> str:
+    """What the workload ``text`` names does, in one line (printed beside its prediction); the
+    string itself for the workloads whose spec is their definition (postmark, fio, copy, metadata)."""
+    name, _, rest = str(text).partition(":")
+    if name in DEFINITIONS:
+        return DEFINITIONS[name](_pairs(name, rest), size_value)
+    return str(text)
 
 
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:

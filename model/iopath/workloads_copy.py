@@ -55,6 +55,11 @@ def describe_dd(size: int, step: str) -> str:
     return f"dd read: the {size} B file read back, bs=1M, from the device (page cache dropped before)"
 
 
+def describe_pairs(pairs: dict, size_value) -> str:
+    """The definition of ``dd:...`` in one line, from the spec's pairs."""
+    return describe_dd(size_value("dd", "size", pairs.get("size", "4M")), pairs.get("step", "write"))
+
+
 def dd_pairs(pairs: dict, size_value, *, sync_at_end: bool = True) -> FileOps:
     """``dd:size=B,step=write|read`` as FileOps (``sync_at_end`` is not used: the timed step ends
     when dd returns)."""

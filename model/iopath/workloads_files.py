@@ -126,6 +126,15 @@ def describe_tar(files: int, file_bytes: int, directories: int = 1, blocking: in
             f"read into one archive of {total} B written in {blocking * TAR_BLOCK_BYTES} B records")
 
 
+def describe_pairs(name: str, pairs: dict, size_value) -> str:
+    """The definition of ``tar:...`` or ``image:...`` in one line, from the spec's pairs."""
+    if name == "tar":
+        v = {k: size_value("tar", k, pairs[k]) for k in ("files", "file_bytes", "dirs", "blocking") if k in pairs}
+        return (describe_tar(v.get("files", 1000), v.get("file_bytes", 16 << 10), v.get("dirs", 1),
+                             v.get("blocking", TAR_BLOCKING)) + f", files met in {pairs.get('order', 'hash')} order")
+    return describe_image(size_value("image", "size", pairs.get("size", "64M")), pairs.get("kind", "zero"))
+
+
 def describe_image(size: int, kind: str) -> str:
     how = "dd if=/dev/zero bs=1M conv=fsync" if kind == "zero" else "truncate -s"
     return f"image {kind}: {size} B by {how}"
