@@ -7,13 +7,14 @@ Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s need
 mkfs.ext2, losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM
 cells. What runs:
 
-- **Host cells (seed 003):** one emulated drive (``--drive``, the paper's WD800BD by default:
+- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the paper's WD800BD by default:
   :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's simulation,
   its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB ..
   513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a
   partition does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image
   in that ext3 (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse
-  image; every file system with 4 KiB blocks, as the model's. On each, seed 003's copy (files of
+  image; seed 000's ext2 with none, one, two and three loop layers below it (each image a sparse file
+  in the ext2 of the layer below); every file system with 4 KiB blocks, as the model's. On each, seed 003's copy (files of
   ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday
   workloads (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of
   ``--image-mib``, a tar of a small tree, bonnie++'s file tests), each printed with its definition.
@@ -72,7 +73,6 @@ TOOLS = ("losetup", "mount", "umount", "mkfs.ext3", "mkfs.ext2", "dd", "truncate
 NOT_RUN = [
     ("000", "NBD to a loop file, RAID 1 over a local and an NBD drive, NFS",
      "the VM's guest has no NBD server and the I/O path no network layer yet"),
-    ("000", "nested loop files (two and three layers)", "not driven yet (one layer runs on the host)"),
     ("000", "partitions of 2, 4 and 8 GB at one start", "not driven yet (the outer and inner partitions run)"),
     ("000", "bonnie++, dbench and kernel compilation", "the guest has no bonnie++ or dbench; the copy stands for "
                                                       "bonnie++'s sequential block phases"),
@@ -98,8 +98,19 @@ NOTES = [
 ]
 
 #: label -> (file system, loop allocation or None for native).
-HOST_STACKS = {"native ext3": ("ext3", None), "ext3 on sparse loop": ("ext3", "sparse"),
-               "ext3 on zero-filled loop": ("ext3", "zero_filled"), "ext2 on sparse loop": ("ext2", "sparse")}
+#: label -> (seed, top file system, the loop images' host file system, each nested image's allocation).
+HOST_STACKS = {
+    "native ext3": ("003", "ext3", "ext3", ()),
+    "ext3 on sparse loop": ("003", "ext3", "ext3", ("sparse",)),
+    "ext3 on zero-filled loop": ("003", "ext3", "ext3", ("zero_filled",)),
+    "ext2 on sparse loop": ("003", "ext2", "ext3", ("sparse",)),
+    "ext2, no loop layer": ("000", "ext2", "ext2", ()),
+    "ext2, 1 loop layer": ("000", "ext2", "ext2", ("sparse",)),
+    "ext2, 2 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse")),
+    "ext2, 3 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse", "sparse")),
+}
+#: The nested images' sizes [bytes], outermost first: each fits its host file system with its metadata.
+IMAGE_SIZES = (IMAGE_BYTES, 256 * MIB, 160 * MIB)
 
 
 def _run(argv) -> str:
@@ -142,23 +153,22 @@ def _fs(run, made: list, dev: str, kind: str, where: Path) -> Path:
 
 def build(run, made: list, drive_path: str, label: str, folder: Path) -> Path:
     """The stack *label* on the emulated drive: the mount point of its top file system."""
-    kind, allocation = HOST_STACKS[label]
-    part = _loop(run, made, drive_path, offset=PART_START, size=PART_BYTES, direct=True)
-    if allocation is None:
-        return _fs(run, made, part, kind, folder / "native")
-    host = _fs(run, made, part, "ext3", folder / "host")
-    image = host / "image"
-    spec = f"image:size={IMAGE_BYTES},kind={'sparse' if allocation == 'sparse' else 'zero'}"
-    for argv in tool_workloads.steps(spec, host):
-        _run(argv)
-    return _fs(run, made, _loop(run, made, str(image)), kind, folder / "top")
+    _, kind, host_kind, layers = HOST_STACKS[label]
+    dev = _loop(run, made, drive_path, offset=PART_START, size=PART_BYTES, direct=True)
+    for i, (allocation, size) in enumerate(zip(layers, IMAGE_SIZES)):
+        host = _fs(run, made, dev, host_kind, folder / f"host{i}")
+        spec = f"image:size={size},kind={'sparse' if allocation == 'sparse' else 'zero'}"
+        for argv in tool_workloads.steps(spec, host):
+            _run(argv)
+        dev = _loop(run, made, str(host / "image"))
+    return _fs(run, made, dev, kind, folder / "top")
 
 
 def model_stack(label: str, drive: str) -> Stack:
-    kind, allocation = HOST_STACKS[label]
-    part = Partition(PART_START, PART_BYTES)
-    volume = part if allocation is None else LoopFile(part, IMAGE_BYTES, allocation=allocation,
-                                                       host_file_system="ext3", direct_io=False)
+    _, kind, host_kind, layers = HOST_STACKS[label]
+    volume = Partition(PART_START, PART_BYTES)
+    for allocation, size in zip(layers, IMAGE_SIZES):
+        volume = LoopFile(volume, size, allocation=allocation, host_file_system=host_kind, direct_io=False)
     return Stack(FileSystemNode(volume, kind=kind), (PresetDrive(drive),), label)
 
 
@@ -312,7 +322,8 @@ def run_host(args, say) -> list[dict]:
                 t["predicted_generator_pace"] = predicted(stack, t["spec"])
                 t["tmpfs_s"] = pace[t["spec"]]
                 t["emulated_drive"] = view.get(t["spec"])
-            cell = {"seed": "003", "where": "host", "stack": label, "drive": args.drive, "workload": "seed 003 copy",
+            cell = {"seed": HOST_STACKS[label][0], "where": "host", "stack": label, "drive": args.drive,
+                    "workload": "seed 003 copy",
                     "definition": f"dd of files of {args.sizes_mib} MiB with conv=fsync, then read back, "
                                   f"{args.repeats} times each, page cache dropped before each "
                                   "(calibrate/bench/copy.py; model: dd:size=N,step=write|read)",
@@ -391,6 +402,17 @@ def errors(cells) -> list[dict]:
 ORDERINGS = [
     ("003", "native ext3 writes faster than ext3 on a sparse loop", "native ext3", "ext3 on sparse loop", "copy write"),
     ("003", "native ext3 writes faster than ext3 on a zero-filled loop", "native ext3", "ext3 on zero-filled loop",
+     "copy write"),
+    ("000", "ext2 reads faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
+     "copy read"),
+    ("000", "ext2 reads faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers", "copy read"),
+    ("000", "ext2 reads faster with 2 loop layers than with 3", "ext2, 2 loop layers", "ext2, 3 loop layers",
+     "copy read"),
+    ("000", "ext2 writes faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
+     "copy write"),
+    ("000", "ext2 writes faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers",
+     "copy write"),
+    ("000", "ext2 writes faster with 2 loop layers than with 3", "ext2, 2 loop layers", "ext2, 3 loop layers",
      "copy write"),
     ("000", "an outer partition reads faster than an inner one", "ext2, fast drive, outer partition",
      "ext2, fast drive, inner partition", "copy read"),

@@ -35,6 +35,13 @@ def _loop(allocation):
     return Stack(FileSystemNode(image, kind="ext3"), (PresetDrive("wd800bd"),), "loop")
 
 
+def _nested(layers: int):
+    volume = Partition(MIB, 512 * MIB)
+    for size in (384 * MIB, 256 * MIB, 160 * MIB)[:layers]:
+        volume = LoopFile(volume, size, allocation="sparse", host_file_system="ext2", direct_io=False)
+    return Stack(FileSystemNode(volume, kind="ext2"), (PresetDrive("wd800bd"),), f"{layers} loops")
+
+
 def _thin():
     thin = ThinVolume(Partition(MIB, 256 * MIB), pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB,
                       chunk_size_bytes=64 << 10, metadata_size_bytes=4 * MIB)
@@ -58,7 +65,8 @@ def test_dd_bad_key_or_step_is_one_line():
         dd_copy(SIZE, "append")
 
 
-@pytest.mark.parametrize("stack", [_native(), _loop("sparse"), _loop("zero_filled")], ids=["native", "sparse", "zero"])
+@pytest.mark.parametrize("stack", [_native(), _loop("sparse"), _loop("zero_filled"), _nested(2), _nested(3)],
+                         ids=["native", "sparse", "zero", "2 loops", "3 loops"])
 def test_dd_write_reaches_the_disk_before_its_last_flush(stack):
     p = predict(stack, f"dd:size={SIZE},step=write")
     disk = p.streams["sda"]

@@ -89,6 +89,7 @@ class _Fs:
         self.p, self.bs = p, p.block_bytes
         self.alloc = Allocator(p)
         self.rows: list[tuple] = []
+        self.latest = 0.0  # the latest issue time of a request emitted so far
         self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
         if p.kind == "btrfs":
             self.j.live_leaves = self.btrfs_live_leaves
@@ -102,6 +103,7 @@ class _Fs:
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
+        self.latest = max(self.latest, t)
 
     def emit_data(self, t, op, off, size, flags, chunk: int):
         """A data run as the bios write-back builds (see BIO_MAX_BYTES), for folios of about the
@@ -113,6 +115,7 @@ class _Fs:
             # A full bio takes no more merges (its segments or the request size are used up): it is
             # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
             self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
+            self.latest = max(self.latest, self.rows[-1][0])
 
     def btrfs_live_leaves(self) -> dict:
         """Leaves each btrfs tree's live items fill, in the keys' units: inode items 40 a leaf,
@@ -421,7 +424,7 @@ class _Fs:
         # The commit (ext3/4 ordered: jbd2 waits for the file's data; ext2: the inode, then the
         # flush) goes out after the data bios issued for it, which emit_data may have placed a few
         # nanoseconds after t: a flush below (a loop image's fsync) must find that data written.
-        t = max(t, self.rows[-1][0]) if self.rows else t
+        t = max(t, self.latest)
         if self.p.kind == "ext2":
             ino = self.files.get(f)
             if ino is not None:
@@ -434,7 +437,7 @@ class _Fs:
         self.j.commit(t, flush_if_empty=True)
 
     def sync(self, t):
-        t = max(t, self.rows[-1][0]) if self.rows else t  # after the data, as fsync's commit
+        t = max(t, self.latest)  # after the data, as fsync's commit
         self.j.commit(t)
         if self.p.kind != "xfs":
             self.j.write_inplace(t)
