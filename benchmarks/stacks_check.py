@@ -85,7 +85,8 @@ NOT_RUN = [
 #: What changed after the check's figures were seen (the model revised on their mechanism).
 NOTES = [
     "revised after seeing the figures: the I/O path's file system issued a commit before the data bios it waits "
-    "for (emit_data places full bios a nanosecond later), so a loop image's fsync found the data unwritten "
+    "for (emit_data places full bios a nanosecond later), so a loop image's fsync found the data unwritten; "
+    "the commit now follows the latest bio issued before it, through any number of nested images "
     "(model/iopath/fs.py)",
     "revised after seeing the figures: a sparse loop image and a thin volume read the blocks the file system "
     "wrote before the workload as holes (no I/O); they now count as written (model/iopath/path.py)",
