@@ -7,15 +7,15 @@ Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s need
 mkfs.ext2, losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM
 cells. What runs:
 
-- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the paper's WD800BD by default:
-  :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's simulation,
-  its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB ..
+- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the
+  paper's WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed
+  by the drive's simulation, its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB ..
   513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a
   partition does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image
   in that ext3 (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse
   image; seed 000's ext2 with none, one, two and three loop layers below it (each image a sparse file
-  in the ext2 of the layer below); every file system with 4 KiB blocks, as the model's. On each, seed 003's copy (files of
-  ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday
+  in the ext2 of the layer below); every file system with 4 KiB blocks, as the model's. On each, seed
+  003's copy (files of ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday
   workloads (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of
   ``--image-mib``, a tar of a small tree, bonnie++'s file tests), each printed with its definition.
 - **VM cells (seeds 000, 001, 002, and the engineer's layouts):** one VM boot per group
@@ -333,9 +333,11 @@ def run_host(args, say) -> list[dict]:
                     "emulator": drive.summary, "cell_s": time.monotonic() - t0}
             cells.append(cell)
             say(f"{label} (load {load:.1f}): copy write {rates['copy write'] / 1e6:.1f} MB/s, read "
-                f"{rates['copy read'] / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / {pred['copy read'] / 1e6:.1f})")
+                f"{rates['copy read'] / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
+                f"{pred['copy read'] / 1e6:.1f})")
             for t in tools:
-                say(f"  {t['spec']}  [{t['definition']}]  {t['elapsed_s']:.3f} s; model {t['predicted']['elapsed_s']:.3f} s")
+                say(f"  {t['spec']}  [{t['definition']}]  {t['elapsed_s']:.3f} s; "
+                    f"model {t['predicted']['elapsed_s']:.3f} s")
     return cells
 
 
@@ -406,7 +408,8 @@ ORDERINGS = [
      "copy write"),
     ("000", "ext2 reads faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
      "copy read"),
-    ("000", "ext2 reads faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers", "copy read"),
+    ("000", "ext2 reads faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers",
+     "copy read"),
     ("000", "ext2 reads faster with 2 loop layers than with 3", "ext2, 2 loop layers", "ext2, 3 loop layers",
      "copy read"),
     ("000", "ext2 writes faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
@@ -421,7 +424,8 @@ ORDERINGS = [
      "ext2, fast drive, inner partition", "copy write"),
     ("000", "RAID 1 over a fast and a slow drive reads faster than the slow drive", "ext2, RAID 1 fast + slow",
      "ext2, slow drive", "copy read"),
-    ("000", "RAID 1 over a fast and a slow drive writes slower than the fast drive", "ext2, fast drive, outer partition",
+    ("000", "RAID 1 over a fast and a slow drive writes slower than the fast drive",
+     "ext2, fast drive, outer partition",
      "ext2, RAID 1 fast + slow", "copy write"),
     ("000", "ext2 on RAID 1 writes faster than ext3 (the journal's cost)", "ext2, RAID 1 fast + slow",
      "ext3, RAID 1 fast + slow", "copy write"),
@@ -437,7 +441,8 @@ ORDERINGS = [
      "ext4, RAID 5 over 4 drives, 64 KiB", "copy write"),
     ("002", "a larger stripe chunk reads faster (ext4)", "ext4, striped over 4 drives, 256 KiB",
      "ext4, striped over 4 drives, 64 KiB", "copy read"),
-    ("002", "a thin volume writes slower with a 1 MiB pool chunk than with 64 KiB", "ext4, thin volume, 64 KiB pool chunk",
+    ("002", "a thin volume writes slower with a 1 MiB pool chunk than with 64 KiB",
+     "ext4, thin volume, 64 KiB pool chunk",
      "ext4, thin volume, 1 MiB pool chunk", "copy write"),
 ]
 
@@ -462,7 +467,8 @@ def orderings(cells) -> list[dict]:
         sparse = next((x for x in images if "sparse" in x["spec"]), None)
         if zero and sparse:
             out.append({"seed": "003",
-                        "statement": f"a sparse image is made faster than a zero-filled one, on {c['stack']} (seed 003)",
+                        "statement": f"a sparse image is made faster than a zero-filled one, on {c['stack']} "
+                                     "(seed 003)",
                         "measured_ratio": zero["elapsed_s"] / sparse["elapsed_s"], "spread": 0.0, "decided": True,
                         "held": sparse["elapsed_s"] < zero["elapsed_s"],
                         "predicted_ratio": zero["predicted"]["elapsed_s"] / sparse["predicted"]["elapsed_s"]})
@@ -519,8 +525,8 @@ def main(argv=None) -> int:
     for c in not_run:
         print(f"not run: seed {c['seed']} {c['stack']}: {c['status']}")
     figures = {
-        "median_error_pct": figure(median, "%", "median |error| of the predictions over the cells run (copy rates, tool "
-                                   "workloads' times)",
+        "median_error_pct": figure(median, "%", "median |error| of the predictions over the cells run (copy "
+                                   "rates, tool workloads' times)",
                                    decimals=1, headline=True, target=15.0),
         "orderings_held": figure(k, "count", f"seed orderings held of {n} decided", decimals=0, headline=True),
         "paper_loo_median_pct": figure(loo if loo is not None else float("nan"), "%",

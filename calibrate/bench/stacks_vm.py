@@ -124,7 +124,8 @@ def _group_engineer():
     return [d for d, _ in drives], [
         Cell("engineer", "ext4, one disk", _stack(_part("vdb"), "ext4", drives[:1], "one disk")),
         Cell("engineer", "ext4, RAID 1 over two disks",
-             _stack(RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md", array_size_bytes=PART_BYTES - MD_OFFSET),
+             _stack(RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md",
+                              array_size_bytes=PART_BYTES - MD_OFFSET),
                     "ext4", drives, "raid1")),
         Cell("engineer", "ext4, LVM striped over two disks",
              _stack(StripedVolume((_part("vdb"), _part("vdc")), stripe_size_bytes=64 << 10), "ext4", drives,
