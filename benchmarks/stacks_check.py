@@ -9,8 +9,8 @@ cells. What runs:
 
 - **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the
   paper's WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed
-  by the drive's simulation, its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB ..
-  513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a
+  by the drive's simulation, its request log kept). A "partition" is a direct-I/O loop device over
+  the drive's bytes 1 MiB .. 513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a
   partition does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image
   in that ext3 (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse
   image; seed 000's ext2 with none, one, two and three loop layers below it (each image a sparse file
