@@ -7,17 +7,17 @@ Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s need
 mkfs.ext2, losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM
 cells. What runs:
 
-- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the
-  paper's WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed
-  by the drive's simulation, its request log kept). A "partition" is a direct-I/O loop device over
-  the drive's bytes 1 MiB .. 513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a
-  partition does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image
-  in that ext3 (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse
-  image; seed 000's ext2 with none, one, two and three loop layers below it (each image a sparse file
-  in the ext2 of the layer below); every file system with 4 KiB blocks, as the model's. On each, seed
-  003's copy (files of ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday
-  workloads (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of
-  ``--image-mib``, a tar of a small tree, bonnie++'s file tests), each printed with its definition.
+- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the paper's
+  WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's
+  simulation, its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB
+  .. 513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a partition
+  does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image in that ext3
+  (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse image; seed 000's ext2
+  with none, one, two and three loop layers below it (each image a sparse file in the ext2 of the layer
+  below); every file system with 4 KiB blocks, as the model's. On each, seed 003's copy (files of
+  ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday workloads
+  (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of ``--image-mib``, a
+  tar of a small tree, bonnie++'s file tests), each printed with its definition.
 - **VM cells (seeds 000, 001, 002, and the engineer's layouts):** one VM boot per group
   (:mod:`diskmodel.calibrate.bench.stacks_vm`), each disk of a stack on an emulated drive of its own;
   the copy (``--vm-sizes-mib``) in each stack.
