@@ -235,7 +235,8 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
     plan.regions.append(region)
     dio = ("--direct-io=on",) if plan.direct_io else ()
     plan.steps.append(Step(
-        f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of {backing}",
+        f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of "
+        + (backing if partition.disk in plan.disk_backings else "the scratch"),
         ("losetup", "--find", "--show", *dio, "--offset", str(region.offset_bytes),
          "--sizelimit", str(region.size_bytes), backing),
         capture=var,
