@@ -214,7 +214,10 @@ def _as_ops(workload) -> tuple[FileOps, str]:
     if isinstance(workload, FileOps):
         return workload, "file operations"
     if isinstance(workload, str):
-        return parse_workload(workload), workload
+        from .iopath.workload_spec import describe_workload
+
+        definition = describe_workload(workload)
+        return parse_workload(workload), workload if definition == workload else f"{workload} [{definition}]"
     if workload is None:
         workload = PostMarkConfig()
     if isinstance(workload, PostMarkConfig):

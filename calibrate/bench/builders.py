@@ -36,6 +36,7 @@ class _Plan:
     def __init__(self, backing: str, direct_io: bool, token: str, disk_base_bytes: dict[str, int]):
         self.backing, self.direct_io, self.token = backing, direct_io, token
         self.disk_base_bytes = disk_base_bytes
+        self.disk_backings: dict[str, str] = {}  # disk name -> a device of its own (build_plan's disk_backings)
         self.steps: list[Step] = []
         self.regions: list[Region] = []
         self.vg_name: str | None = None

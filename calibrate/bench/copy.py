@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model.block_workloads import FileCopy
 
-__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output"]
+__all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output",
+           "parse_copy_spread"]
 
 _CHUNK_BYTES = 1 << 20
 _MARK = "DISKMODEL_COPY"
@@ -154,3 +155,21 @@ def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:
     repeats = min(len(v) for v in writes.values())
     return CopyResult(sizes, tuple(statistics.fmean(writes[s]) for s in sizes),
                       tuple(statistics.fmean(reads[s]) for s in sizes), repeats)
+
+
+def parse_copy_spread(text: str, tag: str = "copy") -> dict:
+    """The run-to-run spread of what :func:`copy_shell` printed under *tag*: per direction ("write",
+    "read"), the largest over the sizes of the repeats' standard deviation over their mean (0 with
+    one repeat)."""
+    times: dict[tuple[str, int], list[float]] = {}
+    for line in text.replace("\r", "").splitlines():
+        parts = line.split()
+        if len(parts) == 7 and parts[0] == _MARK and parts[1] == tag:
+            t0, t1, t2, t3 = map(float, parts[3:])
+            times.setdefault(("write", int(parts[2])), []).append(t1 - t0)
+            times.setdefault(("read", int(parts[2])), []).append(t3 - t2)
+    out = {"write": 0.0, "read": 0.0}
+    for (way, _), values in times.items():
+        if len(values) > 1 and statistics.fmean(values) > 0:
+            out[way] = max(out[way], statistics.pstdev(values) / statistics.fmean(values))
+    return out

@@ -64,8 +64,12 @@ LVM_RAID6_MIN_MEMBERS = 5
 #: Smallest device mkfs.btrfs (btrfs-progs 6.2) accepts [bytes].
 BTRFS_MIN_DEVICE_BYTES = 131072000
 #: Host file systems a loop image's host can be made with, and their mkfs.
-_HOST_MKFS = {"ext2": ("mkfs.ext2", "-F", "-q"), "ext3": ("mkfs.ext3", "-F", "-q"),
-              "ext4": ("mkfs.ext4", "-F", "-q"), "xfs": ("mkfs.xfs", "-f", "-q"), "btrfs": ("mkfs.btrfs", "-f", "-q")}
+#: The host file system of a loop image: ext's inode tables and journal written by mkfs (not by
+#: ext4lazyinit while a workload runs), and no discard of the whole device first.
+_EXT_INIT = ("-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard")
+_HOST_MKFS = {"ext2": ("mkfs.ext2", "-F", "-q", *_EXT_INIT), "ext3": ("mkfs.ext3", "-F", "-q", *_EXT_INIT),
+              "ext4": ("mkfs.ext4", "-F", "-q", *_EXT_INIT), "xfs": ("mkfs.xfs", "-f", "-q"),
+              "btrfs": ("mkfs.btrfs", "-f", "-q")}
 #: Room a host file system needs besides the image: the model's default image leaves 1/16.
 HOST_FS_SHARE = 16
 

@@ -228,16 +228,19 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
                              f"(got {getattr(partition, name)})")
     i = len(plan.regions)
     var = f"DISKMODEL_DEV{i}"
-    region = Region(plan.disk_base_bytes[partition.disk] + partition.start_bytes, partition.size_bytes,
-                    partition.disk, var)
+    # A disk with a device of its own (disk_backings: emulated drives, one per disk) starts at 0 of it.
+    backing = plan.disk_backings.get(partition.disk, plan.backing)
+    base = 0 if partition.disk in plan.disk_backings else plan.disk_base_bytes[partition.disk]
+    region = Region(base + partition.start_bytes, partition.size_bytes, partition.disk, var)
     plan.regions.append(region)
     dio = ("--direct-io=on",) if plan.direct_io else ()
     plan.steps.append(Step(
-        f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of the scratch",
+        f"loop device over bytes {region.offset_bytes}..{region.offset_bytes + region.size_bytes} of "
+        + (backing if partition.disk in plan.disk_backings else "the scratch"),
         ("losetup", "--find", "--show", *dio, "--offset", str(region.offset_bytes),
-         "--sizelimit", str(region.size_bytes), plan.backing),
+         "--sizelimit", str(region.size_bytes), backing),
         capture=var,
-        resource=("loop", (("backing", plan.backing), ("offset_bytes", region.offset_bytes),
+        resource=("loop", (("backing", backing), ("offset_bytes", region.offset_bytes),
                            ("size_bytes", region.size_bytes), ("device", Ref(var)))),
     ))
     return Ref(var)
@@ -296,6 +299,7 @@ def build_plan(
     direct_io: bool = True,
     name_token: str | None = None,
     file_system: bool = True,
+    disk_backings: dict | None = None,
 ) -> StackPlan:
     """The plan of steps that builds *stack* on *backing*, which stands for its disks.
 
@@ -310,7 +314,9 @@ def build_plan(
     it as ``mount_dir.N``). direct_io: loop devices over the scratch use
     O_DIRECT on it. name_token: suffix of the VG name (random when None).
     file_system: False builds the volume only (no mkfs, no mount), for
-    benchmarks of the block device itself (``StackPlan.device``).
+    benchmarks of the block device itself (``StackPlan.device``). disk_backings:
+    ``{disk name: device}`` for disks that each have a device of their own (the
+    VM's emulated drives), instead of a share of *backing*.
     Everything is checked before a step exists: a stack this cannot build is a
     ValueError naming the node and the field.
     """
@@ -326,6 +332,7 @@ def build_plan(
         raise ValueError(f"name_token must be alphanumeric; got {token!r}")
     plan = _Plan(os.fspath(backing), direct_io, token, disk_bases(stack))
     plan.mount_parent, plan.mount_dir = mount_parent, mount_dir
+    plan.disk_backings = {str(k): os.fspath(v) for k, v in (disk_backings or {}).items()}
     device = _build(stack.volume, plan, "file_system.volume")
     fs_type = plan.fs_made or fs.kind
     if plan.fs_made is not None and plan.fs_made != fs.kind:

@@ -109,6 +109,7 @@ class _Fs:
         self.p, self.bs = p, p.block_bytes
         self.alloc = Allocator(p)
         self.rows: list[tuple] = []
+        self.latest = 0.0  # the latest issue time of a request emitted so far
         self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
         if p.kind == "btrfs":
             self.j.live_leaves = self.btrfs_live_leaves
@@ -122,6 +123,7 @@ class _Fs:
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
+        self.latest = max(self.latest, t)
 
     def emit_data(self, t, op, off, size, flags, chunk: int):
         """A data run as the bios write-back builds (see BIO_MAX_BYTES), for folios of about the
@@ -133,6 +135,7 @@ class _Fs:
             # A full bio takes no more merges (its segments or the request size are used up): it is
             # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
             self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
+            self.latest = max(self.latest, self.rows[-1][0])
 
     def btrfs_live_leaves(self) -> dict:
         """Leaves each btrfs tree's live items fill, in the keys' units: inode items 40 a leaf,
@@ -446,6 +449,10 @@ class _Fs:
                 self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 7)
 
     def fsync(self, t, f: int):
+        # The commit (ext3/4 ordered: jbd2 waits for the file's data; ext2: the inode, then the
+        # flush) goes out after the data bios issued for it, which emit_data may have placed a few
+        # nanoseconds after t: a flush below (a loop image's fsync) must find that data written.
+        t = max(t, self.latest)
         if self.p.kind == "ext2":
             ino = self.files.get(f)
             if ino is not None:
@@ -458,16 +465,18 @@ class _Fs:
         self.j.commit(t, flush_if_empty=True)
 
     def sync(self, t):
+        t = max(t, self.latest)  # after the data, as fsync's commit
         self.j.commit(t)
         if self.p.kind != "xfs":
             self.j.write_inplace(t)
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
-                sparse: bool = False) -> FsResult:
+                sparse: bool = False, allocated=()) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
-    (a sparse loop image: its blocks are allocated by their first write)."""
+    (a sparse loop image: its blocks are allocated by their first write) except the ranges
+    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload."""
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -482,6 +491,14 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             for db, k in fs.alloc.data(ino.group, n, None):
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k
+    for f, off, size in sorted(allocated, key=lambda r: r[1]):
+        if f in fs.files:
+            fs.allocate(0.0, fs.files[f], off // fs.bs, -(-(off + size) // fs.bs))
+    if allocated:  # allocated before the workload: its metadata is on the device already
+        fs.rows.clear()
+        fs.j.tx.clear()
+        fs.j.inplace.clear()
+        fs.j.start = fs.j.inplace_since = None
     sync = np.zeros(len(ops), bool) if sync is None else sync
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())

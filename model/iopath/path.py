@@ -128,7 +128,8 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, final_sync)
         return
     if kind == "ThinVolume":
-        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks)
+        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks,
+                      provisioned=_read_blocks_first(stream, int(node.chunk_size_bytes)))
         _merge(out, {f"{name}-meta": res.metadata})
         meta = res.metadata
         if len(meta):
@@ -187,10 +188,41 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
         p = FsParams(kind=host_kind, device_bytes=host_bytes)
         # the host's read-ahead on the image: the node's readahead_bytes (read_ahead_kb, whole KiB)
         res = page_cache(ops, replace(cache, read_ahead_kb=int(node.readahead_bytes) // 1024))
-        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse")
+        fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse",
+                         allocated=_written_before(s) if node.allocation == "sparse" else ())
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
     _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, final_sync)
+
+
+def _written_before(s: Stream) -> list[tuple[int, int, int]]:
+    """The image ranges the file system above wrote before the workload: those it reads before it
+    writes them (it reads only blocks it wrote: mkfs's metadata, the files it holds) and those its
+    metadata writes go to (the journal, inode tables and bitmaps mkfs wrote in full). On a sparse
+    image they are allocated, not holes."""
+    out, written = [], set()
+    for op, off, size, flags in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist(), s.flags.tolist()):
+        if (op == Op.READ and (off, size) not in written) or (op == Op.WRITE and flags & Flag.META):
+            out.append((0, off, size))
+        if op == Op.WRITE:
+            written.add((off, size))
+    return out
+
+
+def _read_blocks_first(s: Stream, unit: int) -> np.ndarray:
+    """The ``unit``-byte blocks of a thin volume the file system above wrote before the workload
+    (as :func:`_written_before` for a sparse image): read before written, or metadata: they were
+    provisioned then."""
+    blocks, written = [], set()
+    for op, off, size, flags in zip(s.op.tolist(), s.offset_bytes.tolist(), s.size_bytes.tolist(), s.flags.tolist()):
+        span = range(off // unit, -(-(off + size) // unit)) if size else ()
+        if op == Op.READ:
+            blocks += [b for b in span if b not in written]
+        elif op == Op.WRITE:
+            if flags & Flag.META:
+                blocks += [b for b in span if b not in written]
+            written.update(span)
+    return np.unique(np.asarray(blocks, np.int64))
 
 
 def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:

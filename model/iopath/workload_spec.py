@@ -8,7 +8,9 @@
 - ``bonnie:size=256M,chunk=8k,seeks=8192,seekers=5,files=16384,max=0,min=0,dirs=1,file_chunk=8k,
   direct=0,seed=1,phases=io+files`` (:mod:`.workloads_bonnie`; without ``size``, the file phases alone);
 - ``tar:files=1000,file_bytes=16k,dirs=1,blocking=20``, ``image:size=64M,kind=zero|sparse``
-  (:mod:`.workloads_files`).
+  (:mod:`.workloads_files`);
+- ``dd:size=4M,step=write|read``: one step of seed 003's copy (``dd conv=fsync``, then the read back;
+  :mod:`.workloads_copy`).
 
 Sizes take the suffixes k, M, G (powers of 1024, as fio reads them). A bad key or value is one
 ValueError line naming the workload, the key and the value.
@@ -18,10 +20,10 @@ from __future__ import annotations
 
 import re
 
-from . import fileops, workloads_bonnie, workloads_files
+from . import fileops, workloads_bonnie, workloads_copy, workloads_files
 from .fileops import FileOps
 
-__all__ = ["parse_workload", "size_value"]
+__all__ = ["parse_workload", "describe_workload", "size_value"]
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _POSTMARK_KEYS = {
@@ -56,7 +58,25 @@ def _pairs(workload: str, text: str) -> dict[str, str]:
 
 #: Workloads whose generator reads the spec's pairs itself: name -> (pairs, size_value) -> FileOps.
 NAMED = {"bonnie": workloads_bonnie.from_pairs, "tar": workloads_files.tar_pairs,
-         "image": workloads_files.image_pairs}
+         "image": workloads_files.image_pairs, "dd": workloads_copy.dd_pairs}
+
+
+#: The definition, in one line, of each workload of :data:`NAMED`: name -> (pairs, size_value) -> str.
+DEFINITIONS = {
+    "bonnie": lambda pairs, sv: workloads_bonnie.describe(workloads_bonnie.config_of(pairs, sv)),
+    "tar": lambda pairs, sv: workloads_files.describe_pairs("tar", pairs, sv),
+    "image": lambda pairs, sv: workloads_files.describe_pairs("image", pairs, sv),
+    "dd": workloads_copy.describe_pairs,
+}
+
+
+def describe_workload(text: str) -> str:
+    """What the workload ``text`` names does, in one line (printed beside its prediction); the
+    string itself for the workloads whose spec is their definition (postmark, fio, copy, metadata)."""
+    name, _, rest = str(text).partition(":")
+    if name in DEFINITIONS:
+        return DEFINITIONS[name](_pairs(name, rest), size_value)
+    return str(text)
 
 
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:

@@ -7,7 +7,8 @@ read into one archive (tar), and a disk image made zero-filled or sparse.
   bytes (20 x 512 = 10240 by default) and writes it whole, reading each file in calls that fill
   the record's remaining space; the archive ends with two zero blocks, padded to a whole record.
   Each file is stat()ed before it is read (its inode read from the device: the tree was written
-  before the workload and is not cached). Directory order is modelled as creation order.
+  before the workload and is not cached). Directory order is readdir's (:func:`readdir_order`:
+  ext2/3/4's htree hash order by default).
 - :func:`image` is making a disk image of ``size`` bytes: ``zero`` is ``dd if=/dev/zero of=IMAGE
   bs=1M count=N conv=fsync`` (every block written, then fsync); ``sparse`` is ``truncate -s SIZE
   IMAGE`` (a new inode whose size is set: no data block is written).
@@ -21,7 +22,8 @@ import numpy as np
 
 from .fileops import FILE_OP_S, FileOps, Kind, _Builder, _whole
 
-__all__ = ["tar", "image", "tar_pairs", "image_pairs", "describe_tar", "describe_image", "TAR_BLOCK_BYTES"]
+__all__ = ["tar", "image", "tar_pairs", "image_pairs", "describe_tar", "describe_image", "readdir_order",
+           "TAR_BLOCK_BYTES"]
 
 #: A tar block (POSIX ustar header and data padding unit).
 TAR_BLOCK_BYTES = 512
@@ -34,16 +36,34 @@ def _archive_bytes(sizes, directories: int, record: int) -> int:
     return -(-blocks * TAR_BLOCK_BYTES // record) * record
 
 
+def readdir_order(files: int, directories: int, order: str = "hash", seed: int = 1) -> list[int]:
+    """The files in the order tar meets them: the directories, then each one's files, in readdir's
+    order. ``creation``: the order they were made; ``hash``: ext2/3/4's with ``dir_index`` (mke2fs's
+    default feature), whose readdir returns a directory's entries in the order of their names'
+    htree hashes (fs/ext4/dir.c: ext4_dx_readdir, taken even for a one-block directory,
+    is_dx_dir), which has nothing to do with the order the files were made or placed: modelled as a
+    seeded shuffle of each directory's files and of the directories."""
+    if order not in ("hash", "creation"):
+        raise ValueError(f"workload tar: order = {order!r} must be hash or creation")
+    by_dir = [[f for f in range(files) if f * directories // files == d] for d in range(directories)]
+    if order == "creation":
+        return [f for group in by_dir for f in group]
+    rng = np.random.default_rng(seed)
+    return [f for d in rng.permutation(directories).tolist() for f in rng.permutation(by_dir[d]).tolist()]
+
+
 def tar(files: int, file_bytes: int, *, directories: int = 1, blocking: int = TAR_BLOCKING,
-        call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S,
-        sync_at_end: bool = True) -> FileOps:
+        order: str = "hash", seed: int = 1, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+        file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
     """``tar -cf`` of a tree of ``files`` files of ``file_bytes`` each, in ``directories``
-    directories (file ``i`` in directory ``i * directories // files``); the archive is file
-    ``files``, in its own directory (see the module docstring)."""
+    directories (file ``i`` in directory ``i * directories // files``), met in readdir's ``order``
+    (:func:`readdir_order`); the archive is file ``files``, in its own directory (see the module
+    docstring)."""
     files = _whole("files", files, 1)
     file_bytes = _whole("file_bytes", file_bytes, 0)
     directories = _whole("dirs", directories, 1)
     blocking = _whole("blocking", blocking, 1)
+    visit = readdir_order(files, directories, order, _whole("seed", seed, 0))
     record = blocking * TAR_BLOCK_BYTES
     b = _Builder(call_s, copy_bytes_per_s, file_op_s)
     archive = files
@@ -58,7 +78,7 @@ def tar(files: int, file_bytes: int, *, directories: int = 1, blocking: int = TA
     b.add(Kind.CREATE, archive, op_s=file_op_s)
     put(TAR_BLOCK_BYTES)  # the header of "./"
     current_dir = -1
-    for f in range(files):
+    for f in visit:
         d = f * directories // files
         if d != current_dir and directories > 1:
             put(TAR_BLOCK_BYTES)  # the directory's header
@@ -106,17 +126,28 @@ def describe_tar(files: int, file_bytes: int, directories: int = 1, blocking: in
             f"read into one archive of {total} B written in {blocking * TAR_BLOCK_BYTES} B records")
 
 
+def describe_pairs(name: str, pairs: dict, size_value) -> str:
+    """The definition of ``tar:...`` or ``image:...`` in one line, from the spec's pairs."""
+    if name == "tar":
+        v = {k: size_value("tar", k, pairs[k]) for k in ("files", "file_bytes", "dirs", "blocking") if k in pairs}
+        return (describe_tar(v.get("files", 1000), v.get("file_bytes", 16 << 10), v.get("dirs", 1),
+                             v.get("blocking", TAR_BLOCKING)) + f", files met in {pairs.get('order', 'hash')} order")
+    return describe_image(size_value("image", "size", pairs.get("size", "64M")), pairs.get("kind", "zero"))
+
+
 def describe_image(size: int, kind: str) -> str:
     how = "dd if=/dev/zero bs=1M conv=fsync" if kind == "zero" else "truncate -s"
     return f"image {kind}: {size} B by {how}"
 
 
 def tar_pairs(pairs: dict, size_value, *, sync_at_end: bool = True) -> FileOps:
-    """``tar:files=N,file_bytes=B,dirs=N,blocking=N`` as FileOps."""
-    _known("tar", pairs, ("files", "file_bytes", "dirs", "blocking"))
-    kw = {k: size_value("tar", k, v) for k, v in pairs.items()}
+    """``tar:files=N,file_bytes=B,dirs=N,blocking=N,order=hash|creation,seed=N`` as FileOps."""
+    _known("tar", pairs, ("files", "file_bytes", "dirs", "blocking", "order", "seed"))
+    order = pairs.get("order", "hash")
+    kw = {k: size_value("tar", k, v) for k, v in pairs.items() if k != "order"}
     return tar(kw.pop("files", 1000), kw.pop("file_bytes", 16 << 10), directories=kw.get("dirs", 1),
-               blocking=kw.get("blocking", TAR_BLOCKING), sync_at_end=sync_at_end)
+               blocking=kw.get("blocking", TAR_BLOCKING), order=order, seed=kw.get("seed", 1),
+               sync_at_end=sync_at_end)
 
 
 def image_pairs(pairs: dict, size_value, *, sync_at_end: bool = True) -> FileOps:

@@ -1,0 +1,189 @@
+"""The seeds' stacks that need md, device-mapper or several drives, measured in the throwaway VM on
+emulated drives, beside the model's prediction of the same stacks on the same drives.
+
+One VM boot runs a group of cells: the group's drives are served by the emulator
+(:func:`diskmodel.calibrate.emulate.for_vm.run_script_on_emulated_drives`; the first is the guest's
+``/dev/vdb``), and each cell is a stack built on them (:func:`~diskmodel.calibrate.bench.provision.build_plan`
+with ``disk_backings``: each disk of the stack on a drive of its own), seed 003's copy run in it
+(:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
+stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
+
+Under TCG the guest's CPU is slow, so the copy is run first on the guest's tmpfs (no device): its
+times are the application's own pace, given to the model's workload
+(:func:`diskmodel.model.iopath.workloads_pace.paced`): the machine's own figure, the same for
+every cell.
+
+The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
+edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
+on the mirror (seed 001's file systems on RAID 1); seed 002's striping over 1-4 drives at two chunk
+sizes, RAID 5 against RAID 0 and thin volumes at a small and a large pool chunk.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from diskmodel.calibrate.bench import provision as L
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output, parse_copy_spread
+from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
+from diskmodel.calibrate.bench.steps import Ref, sh_word
+from diskmodel.model.block_workloads import FileCopy
+from diskmodel.model.drives import PresetDrive
+from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.raid import RaidArray
+from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.thin import ThinVolume
+from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
+
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group"]
+
+MIB = 1 << 20
+_MARK = "DISKMODEL_STACKS"
+#: Guest disks in order (the emulator's first drive is /dev/vdb: for_vm.guest_device).
+GUEST_DISKS = ("vdb", "vdc", "vdd", "vde", "vdf")
+PART_START, PART_BYTES = MIB, 256 * MIB
+#: md's data offset on each member (layers_provision: mdadm --data-offset).
+MD_OFFSET = MIB
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One seed cell: the seed, a label, the stack (its disks named as the guest's drives)."""
+
+    seed: str
+    label: str
+    stack: Stack
+
+
+def _part(disk: str, start: int = PART_START, size: int = PART_BYTES) -> Partition:
+    return Partition(start, size, disk=disk)
+
+
+#: mkfs's options: 4 KiB blocks (the model's), the inode tables and journal written by mkfs (not by
+#: ext4lazyinit during the workload) and no discard of the whole device (an emulated drive times it).
+MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard")
+
+
+def _stack(volume, kind: str, drives, label: str) -> Stack:
+    return Stack(FileSystemNode(volume, kind=kind, mkfs_options=MKFS_OPTIONS),
+                 tuple(PresetDrive(p, name=d) for p, d in drives), label)
+
+
+def _group_000():
+    """Seed 000 (and 001's file systems on RAID 1): a fast (wd800bd) and a slow (hp_c2247a) drive."""
+    drives = (("wd800bd", "vdb"), ("hp_c2247a", "vdc"))
+    fast, slow = drives[:1], drives[1:]
+    inner = (80031744000 - 2 * PART_BYTES) // MIB * MIB  # the wd800bd's last zones (its capacity)
+    mirror = lambda: RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md",  # noqa: E731
+                               array_size_bytes=PART_BYTES - MD_OFFSET)
+    return [d for d, _ in drives], [
+        Cell("000", "ext2, fast drive, outer partition", _stack(_part("vdb"), "ext2", fast, "fast outer")),
+        Cell("000", "ext2, fast drive, inner partition", _stack(_part("vdb", inner), "ext2", fast, "fast inner")),
+        Cell("000", "ext2, slow drive", _stack(_part("vdc"), "ext2", slow, "slow")),
+        Cell("000", "ext2, RAID 1 fast + slow", _stack(mirror(), "ext2", drives, "raid1 ext2")),
+        Cell("001", "ext3, RAID 1 fast + slow", _stack(mirror(), "ext3", drives, "raid1 ext3")),
+        Cell("000", "ext2, LVM over the fast drive", _stack(LinearVolume((_part("vdb"),)), "ext2", fast, "lvm")),
+    ]
+
+
+def _group_002():
+    """Seed 002: four wd800bd drives, ext4 on striped volumes, RAID 5 and thin volumes."""
+    drives = tuple(("wd800bd", d) for d in GUEST_DISKS[:4])
+
+    def striped(n: int, chunk: int):
+        return StripedVolume(tuple(_part(d) for _, d in drives[:n]), stripe_size_bytes=chunk)
+
+    def thin(chunk: int):
+        data = _part("vdb")
+        return ThinVolume(data, pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB, chunk_size_bytes=chunk,
+                          metadata_size_bytes=4 * MIB)
+
+    return [d for d, _ in drives], [
+        Cell("002", "ext4, 1 drive", _stack(_part("vdb"), "ext4", drives[:1], "1 drive")),
+        Cell("002", "ext4, striped over 2 drives, 64 KiB", _stack(striped(2, 64 << 10), "ext4", drives[:2], "stripe2")),
+        Cell("002", "ext4, striped over 3 drives, 64 KiB", _stack(striped(3, 64 << 10), "ext4", drives[:3], "stripe3")),
+        Cell("002", "ext4, striped over 4 drives, 64 KiB", _stack(striped(4, 64 << 10), "ext4", drives, "stripe4")),
+        Cell("002", "ext4, striped over 4 drives, 256 KiB", _stack(striped(4, 256 << 10), "ext4", drives,
+                                                                  "stripe4 256k")),
+        Cell("002", "ext4, RAID 5 over 4 drives, 64 KiB",
+             _stack(RaidArray("raid5", tuple(_part(d) for _, d in drives), chunk_size_bytes=64 << 10, tool="md",
+                              array_size_bytes=3 * (PART_BYTES - MD_OFFSET)),
+                    "ext4", drives, "raid5")),
+        Cell("002", "ext4, thin volume, 64 KiB pool chunk", _stack(thin(64 << 10), "ext4", drives[:1], "thin 64k")),
+        Cell("002", "ext4, thin volume, 1 MiB pool chunk", _stack(thin(1 << 20), "ext4", drives[:1], "thin 1m")),
+    ]
+
+
+def _group_engineer():
+    """The engineer's three everyday layouts beside one disk (notebook 09): ext4 on one wd800bd, on
+    md RAID 1 over two, on LVM striped over two (64 KiB), and in a VM image (a sparse loop file on
+    ext4 on one)."""
+    drives = (("wd800bd", "vdb"), ("wd800bd", "vdc"))
+    image = LoopFile(_part("vdb"), 192 * MIB, allocation="sparse", host_file_system="ext4", direct_io=False)
+    return [d for d, _ in drives], [
+        Cell("engineer", "ext4, one disk", _stack(_part("vdb"), "ext4", drives[:1], "one disk")),
+        Cell("engineer", "ext4, RAID 1 over two disks",
+             _stack(RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md",
+                              array_size_bytes=PART_BYTES - MD_OFFSET),
+                    "ext4", drives, "raid1")),
+        Cell("engineer", "ext4, LVM striped over two disks",
+             _stack(StripedVolume((_part("vdb"), _part("vdc")), stripe_size_bytes=64 << 10), "ext4", drives,
+                    "striped")),
+        Cell("engineer", "ext4, VM image (sparse loop file on ext4)", _stack(image, "ext4", drives[:1], "loop image")),
+    ]
+
+
+#: name -> builder of (drive presets in guest order, cells).
+GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
+
+
+def group_script(cells, copy: FileCopy) -> str:
+    """The guest's script: the page-cache copy rate, then each cell's stack built, the copy run and
+    the stack torn down, in a script of its own (``sh -c``); markers around each."""
+    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace",
+             copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag="pace", clock=GUEST_CLOCK)]
+    for i, cell in enumerate(cells):
+        disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
+        plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
+        body = copy_shell(sh_word(Ref(plan.mount_var)), copy, tag=f"cell{i}", clock=GUEST_CLOCK)
+        script = plan.render_script(body, preamble=GUEST_PREAMBLE)
+        lines += [f"echo '{_MARK} BEGIN {i}'", f"sh -c {sh_word(script)}", f'echo "{_MARK} END {i} $?"']
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
+
+
+def parse_group(output: str, cells) -> tuple:
+    """The copy on the guest's tmpfs (the pace: a CopyResult, or None) and, per cell, its
+    CopyResult and spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`), or the
+    reason it failed."""
+    text = output.replace("\r", "")
+    try:
+        pace = parse_copy_output(text, tag="pace")
+    except ValueError:
+        pace = None
+    out = []
+    for i, _ in enumerate(cells):
+        end = re.search(rf"^{_MARK} END {i} (\d+)$", text, re.M)
+        if end is None or end.group(1) != "0":
+            part = text.split(f"{_MARK} BEGIN {i}")[-1][:1500]
+            out.append(f"failed (status {end.group(1) if end else 'none'}): {part.strip()[-600:]}")
+            continue
+        out.append((parse_copy_output(text, tag=f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}")))
+    return pace, out
+
+
+def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None):
+    """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
+    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s])."""
+    from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
+
+    presets, cells = GROUPS[name]()
+    script = group_script(cells, copy)
+    t0 = time.monotonic()
+    result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
+                                                   memory_bytes=512 << 20)
+    pace, results = parse_group(result.output, cells)
+    if result.returncode != 0 and all(isinstance(r, str) for r in results):
+        raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
+    return cells, pace, results, [d.summary for d in served], time.monotonic() - t0

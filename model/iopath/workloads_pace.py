@@ -1,0 +1,31 @@
+"""A workload's pace taken from a measurement: its operations put on the clock of the same program run
+where no device is involved (tmpfs), so that the application's own time between operations (process
+start, system calls, copies, file operations, and the CPU it waited for on a busy machine) is the
+machine's, not the generators' defaults (:mod:`.fileops`: ``call_s``, ``copy_bytes_per_s``, ``file_op_s``).
+
+:func:`paced` scales the issue times of a :class:`~.fileops.FileOps` so that its last operation is
+issued at ``app_s``: the relative spacing (which operations come together, which write-back timers
+they see) stays the generator's, the total is the measured one. On tmpfs ``fsync`` and ``sync``
+return at once and reads are page-cache hits, so the run measures the application alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .fileops import FileOps
+
+__all__ = ["paced"]
+
+
+def paced(ops: FileOps, app_s: float) -> FileOps:
+    """``ops`` with its issue times scaled so that the last is at ``app_s`` [s] (> 0); a workload
+    whose operations are all at time 0 is shifted instead (each at ``app_s``: one instant)."""
+    if not isinstance(ops, FileOps):
+        raise ValueError(f"ops must be a FileOps (got {type(ops).__name__})")
+    if isinstance(app_s, bool) or not isinstance(app_s, (int, float)) or not math.isfinite(app_s) or app_s <= 0:
+        raise ValueError(f"app_s = {app_s!r} must be a finite number of seconds > 0")
+    end = float(ops.time_s.max()) if len(ops) else 0.0
+    time_s = ops.time_s * (app_s / end) if end > 0 else ops.time_s + app_s
+    return dataclasses.replace(ops, time_s=time_s)

@@ -1,0 +1,64 @@
+"""The VM cells of benchmarks/stacks_check.py: each stack's disks on emulated drives of their own, the
+guest's script, and what is read back from its output (no VM here: the script is checked as text and
+the parser on output written the way copy_shell prints it)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from diskmodel.calibrate.bench import provision as L
+from diskmodel.calibrate.bench import stacks_vm as V
+from diskmodel.calibrate.bench.copy import parse_copy_spread
+from diskmodel.model.block_workloads import FileCopy
+
+COPY = FileCopy(file_sizes_bytes=(4 << 20,), repeats=2)
+
+
+@pytest.mark.parametrize("group", sorted(V.GROUPS))
+def test_each_disk_of_a_cell_is_its_own_guest_drive(group):
+    presets, cells = V.GROUPS[group]()
+    assert len(presets) <= len(V.GUEST_DISKS)
+    for cell in cells:
+        disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
+        plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
+        for region, (_, part) in zip(plan.regions, cell.stack.partitions()):
+            # the partition's own bytes of its own drive, not a share of one scratch
+            assert region.offset_bytes == part.start_bytes
+        loops = [s.argv for s in plan.steps if s.argv[:1] == ("losetup",) and "--offset" in s.argv]
+        assert sorted(a[-1] for a in loops) == sorted(f"/dev/{p.disk}" for _, p in cell.stack.partitions())
+
+
+def test_the_guest_script_runs_every_cell_in_its_own_shell_between_markers():
+    _, cells = V.GROUPS["engineer"]()
+    script = V.group_script(cells, COPY)
+    assert script.count("sh -c ") == len(cells)
+    for i in range(len(cells)):
+        assert f"{V._MARK} BEGIN {i}" in script and f'{V._MARK} END {i} $?' in script
+    assert "DISKMODEL_COPY pace" in script  # the copy on the guest's tmpfs first
+    assert "nodiscard" in script and "lazy_itable_init=0" in script
+
+
+def _copy_lines(tag, rows):
+    return "".join(f"DISKMODEL_COPY {tag} 4 {t0} {t1} {t2} {t3}\n" for t0, t1, t2, t3 in rows)
+
+
+def test_parse_group_reads_the_pace_each_cell_and_a_failure():
+    cells = ["a", "b"]
+    out = (_copy_lines("pace", [(0, 0.1, 0.2, 0.25), (1, 1.1, 2, 2.05)])
+           + f"{V._MARK} BEGIN 0\n" + _copy_lines("cell0", [(0, 0.2, 1, 1.1), (2, 2.3, 3, 3.1)])
+           + f"{V._MARK} END 0 0\n{V._MARK} BEGIN 1\nmdadm: cannot open /dev/vdc\n{V._MARK} END 1 1\n")
+    pace, results = V.parse_group(out, cells)
+    assert pace.write_s == pytest.approx((0.1,)) and pace.read_s == pytest.approx((0.05,))
+    result, spread = results[0]
+    assert result.write_s == pytest.approx((0.25,))  # mean of 0.2 and 0.3
+    assert spread["write"] == pytest.approx(0.05 / 0.25)
+    assert isinstance(results[1], str) and "status 1" in results[1] and "mdadm" in results[1]
+
+
+def test_copy_spread_is_zero_for_one_repeat_and_the_largest_over_sizes():
+    one = _copy_lines("copy", [(0, 1, 2, 3)])
+    assert parse_copy_spread(one) == {"write": 0.0, "read": 0.0}
+    two = _copy_lines("copy", [(0, 1, 2, 4), (0, 3, 4, 6)])
+    assert parse_copy_spread(two)["write"] == pytest.approx(1 / 2)  # times 1 and 3: sd 1, mean 2
+    assert re.search("read", str(parse_copy_spread(two)))

@@ -1,0 +1,133 @@
+"""Seed 003's copy as dd steps on the I/O path, a workload's measured pace, and the VM cells' scripts.
+
+The references are the workloads' own bytes: a ``dd conv=fsync`` of N bytes must put N bytes on the
+disk below every layer before its closing flush, and reading back a file written before the workload
+must read its N bytes from the disk, whatever the layers (a buffered loop image, a thin volume).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diskmodel.model.drives import PresetDrive
+from diskmodel.model.iopath import parse_workload
+from diskmodel.model.iopath.fileops import Kind
+from diskmodel.model.iopath.stream import Flag, Op
+from diskmodel.model.iopath.workloads_copy import dd_copy
+from diskmodel.model.iopath.workloads_pace import paced
+from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.predict import predict
+from diskmodel.model.stack import FileSystemNode, Stack
+from diskmodel.model.thin import ThinVolume
+from diskmodel.model.volumes import Partition
+
+MIB = 1 << 20
+SIZE = 4 * MIB
+
+
+def _native(kind="ext3"):
+    return Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind=kind), (PresetDrive("wd800bd"),), "native")
+
+
+def _loop(allocation):
+    image = LoopFile(Partition(MIB, 512 * MIB), 384 * MIB, allocation=allocation, host_file_system="ext3",
+                     direct_io=False)
+    return Stack(FileSystemNode(image, kind="ext3"), (PresetDrive("wd800bd"),), "loop")
+
+
+def _nested(layers: int):
+    volume = Partition(MIB, 512 * MIB)
+    for size in (384 * MIB, 256 * MIB, 160 * MIB)[:layers]:
+        volume = LoopFile(volume, size, allocation="sparse", host_file_system="ext2", direct_io=False)
+    return Stack(FileSystemNode(volume, kind="ext2"), (PresetDrive("wd800bd"),), f"{layers} loops")
+
+
+def _thin():
+    thin = ThinVolume(Partition(MIB, 256 * MIB), pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB,
+                      chunk_size_bytes=64 << 10, metadata_size_bytes=4 * MIB)
+    return Stack(FileSystemNode(thin, kind="ext4"), (PresetDrive("wd800bd"),), "thin")
+
+
+def test_dd_steps_are_the_measured_commands():
+    write = parse_workload(f"dd:size={SIZE},step=write")
+    kinds = write.kind.tolist()
+    assert kinds[0] == Kind.CREATE and kinds[-1] == Kind.FSYNC  # conv=fsync, no closing sync
+    assert kinds.count(Kind.WRITE) == 4 and int(write.size_bytes[write.kind == Kind.WRITE].sum()) == SIZE
+    read = parse_workload(f"dd:size={SIZE},step=read")
+    assert int(read.initial_bytes[0]) == SIZE  # on the device before the step
+    assert set(read.kind.tolist()) == {Kind.READ} and int(read.size_bytes.sum()) == SIZE
+
+
+def test_dd_bad_key_or_step_is_one_line():
+    with pytest.raises(ValueError, match="workload dd: key 'count'"):
+        parse_workload("dd:count=4")
+    with pytest.raises(ValueError, match="step = 'append'"):
+        dd_copy(SIZE, "append")
+
+
+@pytest.mark.parametrize("stack", [_native(), _loop("sparse"), _loop("zero_filled"), _nested(2), _nested(3)],
+                         ids=["native", "sparse", "zero", "2 loops", "3 loops"])
+def test_dd_write_reaches_the_disk_before_its_last_flush(stack):
+    p = predict(stack, f"dd:size={SIZE},step=write")
+    disk = p.streams["sda"]
+    data = (disk.op == Op.WRITE) & ((disk.flags & Flag.META) == 0)
+    assert int(disk.size_bytes[data].sum()) >= SIZE
+    flushes = np.flatnonzero((disk.op == Op.FLUSH) | ((disk.flags & Flag.PREFLUSH) != 0))
+    assert flushes.size and np.flatnonzero(data).max() < flushes.max()
+
+
+@pytest.mark.parametrize("stack", [_native(), _loop("sparse"), _loop("zero_filled"), _thin()],
+                         ids=["native", "sparse", "zero", "thin"])
+def test_reading_back_a_file_written_before_reads_it_from_the_disk(stack):
+    p = predict(stack, f"dd:size={SIZE},step=read")
+    disk = p.streams["sda"]
+    assert int(disk.size_bytes[disk.op == Op.READ].sum()) >= SIZE
+
+
+def test_paced_puts_the_last_operation_at_the_measured_time():
+    ops = parse_workload("tar:files=20,file_bytes=16k")
+    out = paced(ops, 0.5)
+    assert out.time_s.max() == pytest.approx(0.5)
+    order = np.argsort(ops.time_s, kind="stable")
+    assert np.all(np.diff(out.time_s[order]) >= 0)
+    with pytest.raises(ValueError, match="app_s"):
+        paced(ops, 0.0)
+
+
+def test_paced_workload_takes_at_least_its_pace():
+    stack = _native()
+    slow = predict(stack, paced(parse_workload(f"dd:size={SIZE},step=read"), 1.0))
+    assert slow.elapsed_s >= 1.0
+
+
+def test_tar_meets_the_files_in_readdir_hash_order_directory_by_directory():
+    from diskmodel.model.iopath.workloads_files import readdir_order
+
+    order = readdir_order(200, 2, "hash")
+    assert sorted(order) == list(range(200))
+    first_dir = [f // 100 for f in order[:100]]
+    assert len(set(first_dir)) == 1  # one directory's files together
+    assert order[:100] != sorted(order[:100])  # not the order they were made
+    assert readdir_order(200, 2, "creation") == list(range(200))
+    with pytest.raises(ValueError, match="order = 'name'"):
+        parse_workload("tar:files=10,order=name")
+
+
+def test_tar_in_hash_order_reads_each_small_file_from_the_disk_through_a_loop_image():
+    # Files met out of their disk order leave the host's read-ahead on the image no sequential run
+    # to grow: each 16 KiB file is read from the disk on its own (at least one request per file).
+    stack = _loop("sparse")
+    hashed = predict(stack, "tar:files=100,file_bytes=16k,order=hash").streams["sda"]
+    made = predict(stack, "tar:files=100,file_bytes=16k,order=creation").streams["sda"]
+    assert int((hashed.op == Op.READ).sum()) >= 100
+    assert int((made.op == Op.READ).sum()) < 100
+
+
+def test_a_named_workload_is_printed_with_its_definition():
+    from diskmodel.model.iopath.workload_spec import describe_workload
+
+    assert describe_workload("dd:size=4M,step=read").startswith("dd read: the 4194304 B file")
+    assert "200 files of 16384 B in 2 directories" in describe_workload("tar:files=200,file_bytes=16k,dirs=2")
+    assert describe_workload("fio:rw=read") == "fio:rw=read"  # its spec is its definition
+    first = predict(_native(), "image:size=8M,kind=sparse").summary().splitlines()[0]
+    assert first.startswith("image:size=8M,kind=sparse [image sparse: 8388608 B by truncate -s] on ")
