@@ -28,13 +28,18 @@ Needs root, nbdkit with its Python plugin, nbdfuse and /dev/fuse (``diskmodel em
 3. **Calibration through the kernel.** ``benchmarks/_emulation_calibration.py``'s
    ``run(budget_s=...)`` when that file exists, else recorded as not run.
 
+Each traced drive is served from its DiskSim folder, not by its name (a
+preset of the same name, hp_c2247a, would win over the DiskSim drive).
 The emulator (nbdkit and nbdfuse) and the replay run under SCHED_FIFO at
-``--realtime-priority`` (0: the normal scheduler). The load average is recorded
+``--realtime-priority`` (0: the normal scheduler); with
+``--kernel-threads-realtime N`` the kernel's threads on the loop device's way
+in and out (its workqueue's workers, the softirq threads) run under SCHED_FIFO
+N for the run too (:mod:`diskmodel.calibrate.emulate.kthreads`). The load average is recorded
 beside each figure: on a shared host other processes delay the path's
 wake-ups. Writes ``benchmarks/results/emulation_check.json`` (see ``_artifact.py``).
 
 Usage: python benchmarks/emulation_check.py [--requests N] [--hits-s S] [--realtime-priority N]
-    [--calibration-budget-s S] [--no-calibration]
+    [--kernel-threads-realtime N] [--calibration-budget-s S] [--no-calibration]
 """
 from __future__ import annotations
 
@@ -54,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, summarize  # noqa: E402
+from diskmodel.calibrate.emulate.kthreads import KERNEL_THREAD_PREFIXES, kernel_threads_realtime  # noqa: E402
 from diskmodel.calibrate.emulate.replay import replay_trace  # noqa: E402
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder  # noqa: E402
 from diskmodel.model.disksim import drive_parameters  # noqa: E402
@@ -112,38 +118,71 @@ def _hammer(device: str, duration_s: float, realtime_priority) -> float:
     return n / took
 
 
+def _cpu_times() -> tuple[float, float]:
+    """(busy, total) CPU time of the whole host so far [clock ticks] (/proc/stat's first line; idle and iowait
+    are not busy)."""
+    with open("/proc/stat") as f:
+        fields = [float(x) for x in f.readline().split()[1:]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
 def _replay_rows(devices, traces, params, realtime_priority, via):
     rows, replayed = [], {}
     for dev, (name, trace) in zip(devices, traces.items()):
         load = _load()
+        busy0, total0 = _cpu_times()
         start = time.monotonic()
         took = replay_trace(dev.path if via == "device" else dev.file_path, trace, realtime_priority=realtime_priority)
+        busy1, total1 = _cpu_times()
         replayed[name] = took
         sim = simulate_requests(params[name], trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
         published = DISKSIM_PUBLISHED_DEMERIT_MS[name]
         emu_ms = disksim_demerit_s(trace.service_s, took) * 1e3
         sim_ms = disksim_demerit_s(trace.service_s, sim.service_s) * 1e3
         rows.append({"disk": name, "requests": len(trace), "replay_s": time.monotonic() - start,
-                     "load_average_before": load, "demerit_ms": emu_ms, "disksim_demerit_ms": published,
+                     "load_average_before": load, "load_average_after": _load(),
+                     "cpu_busy_fraction": (busy1 - busy0) / max(total1 - total0, 1.0), "demerit_ms": emu_ms, "disksim_demerit_ms": published,
                      "ratio_to_disksim": emu_ms / published, "simulated_subset_demerit_ms": sim_ms,
                      "simulated_subset_ratio_to_disksim": sim_ms / published,
                      "mean_measured_ms": float(trace.service_s.mean() * 1e3),
                      "mean_replayed_ms": float(took.mean() * 1e3),
                      "mean_simulated_ms": float(sim.service_s.mean() * 1e3)})
         print(f"{name:<11}{len(trace):>6}{emu_ms:>10.3f}{emu_ms / published:>7.2f}{sim_ms:>10.3f}"
-              f"{sim_ms / published:>7.2f}{published:>9.3f}   load {load[0]:.1f}", flush=True)
+              f"{sim_ms / published:>7.2f}{published:>9.3f}   load {load[0]:.1f}, CPUs busy "
+              f"{rows[-1]['cpu_busy_fraction']:.0%}", flush=True)
     return rows, replayed
 
 
-def _lateness(devices, traces, replayed):
-    """Per drive: the server's lateness (its log) and the replay's (time taken less simulated wait + service)."""
+def _replay_start(served, trace, match: int = 8) -> int:
+    """Where the replay's requests start among a drive's served rows: the first row from which *match* rows
+    have the trace's offsets and sizes (the kernel reads the device when it is attached, and the throughput
+    runs read it after the replay)."""
+    offsets, sizes = served["offset_bytes"].to_numpy(), served["size_bytes"].to_numpy()
+    want_off, want_size = trace.lbn[:match] * 512, trace.blocks[:match] * 512
+    for i in range(len(offsets) - len(want_off) + 1):
+        if (offsets[i:i + len(want_off)] == want_off).all() and (sizes[i:i + len(want_off)] == want_size).all():
+            return i
+    raise RuntimeError(f"the replay's requests were not found in the request log ({len(offsets)} rows)")
+
+
+def _lateness(devices, traces, replayed, rows):
+    """Per drive: the server's lateness (its log) and the replay's (time taken less simulated wait + service),
+    each drive's percentiles [ms] added to its row of *rows*; returns both over all drives."""
     server, client = [], []
-    for dev, name in zip(devices, traces):
+    for dev, name, row in zip(devices, traces, rows):
         frame = read_log(dev.log_path)
         served = frame[~frame["probe"].astype(bool) & (frame["op"] <= 1)]
-        served = served.iloc[-len(traces[name]):]  # the replay's requests (none else reach the device)
+        served = served.iloc[_replay_start(served, traces[name]):][:len(traces[name])]
         server.append(served["lateness_s"].to_numpy())
         client.append(replayed[name] - (served["wait_s"] + served["service_s"]).to_numpy())
+        for key, values in (("lateness", server[-1]), ("replay_excess", client[-1])):
+            for q in (50, 99):
+                row[f"{key}_p{q}_ms"] = float(np.percentile(values, q) * 1e3)
+            row[f"{key}_max_ms"] = float(values.max() * 1e3)
+        row["replay_excess_over_1ms_fraction"] = float(np.mean(client[-1] > 1e-3))
+        print(f"{name:<11}lateness p99 {row['lateness_p99_ms']:.3f} ms; replay excess p50 "
+              f"{row['replay_excess_p50_ms']:.3f}, p99 {row['replay_excess_p99_ms']:.3f}, max "
+              f"{row['replay_excess_max_ms']:.2f} ms, over 1 ms {row['replay_excess_over_1ms_fraction']:.2%}")
     return np.concatenate(server), np.concatenate(client)
 
 
@@ -172,13 +211,18 @@ def main(argv: list[str] | None = None) -> int:
                              "loop worker thread, no block-layer completion) (default: device)")
     parser.add_argument("--realtime-priority", type=int, default=40,
                         help="SCHED_FIFO priority of the emulator and the replay (default: 40; 0: not real-time)")
+    parser.add_argument("--kernel-threads-realtime", type=int, default=0, metavar="N",
+                        help="also run the kernel's softirq threads and unbound workqueue workers (the loop device's "
+                             "way in and out) under SCHED_FIFO N for the run, each put back afterwards; they serve "
+                             "every process on the host (default: 0, left alone)")
     parser.add_argument("--calibration-budget-s", type=float, default=120.0,
                         help="device-time budget of each calibration (default: 120)")
     parser.add_argument("--no-calibration", action="store_true", help="skip the calibrations (default: run them)")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
-    if args.requests < 0 or args.hits_s <= 0 or not 0 <= args.realtime_priority <= 99:
-        parser.error("--requests must be >= 0, --hits-s > 0 and --realtime-priority 0-99")
+    if args.requests < 0 or args.hits_s <= 0 or not 0 <= args.realtime_priority <= 99 \
+            or not 0 <= args.kernel_threads_realtime <= 99:
+        parser.error("--requests must be >= 0, --hits-s > 0, --realtime-priority and --kernel-threads-realtime 0-99")
     rt = args.realtime_priority or None
     traces, params = {}, {}
     for name in DISKSIM_PUBLISHED_DEMERIT_MS:
@@ -195,8 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
         zero = flat_drive(0.0, 64 << 20, name="flat 0 s")
         fast = str(_fast_hit_drive(Path(logs)))
-        with emulated_drives([*traces, fast, zero], log_dir=logs, realtime_priority=rt,
-                             say=lambda line: print(line, file=sys.stderr)) as devices:
+        # each traced drive by its DiskSim folder: by name, a preset of the same name (hp_c2247a) would be served
+        folders = [str(disksim_drive_folder(name)) for name in traces]
+        with emulated_drives([*folders, fast, zero], log_dir=logs, realtime_priority=rt,
+                             say=lambda line: print(line, file=sys.stderr)) as devices, \
+                kernel_threads_realtime(args.kernel_threads_realtime or None) as kernel_changed:
             fixed_costs = {d.drive: d.fixed_cost_s for d in devices}
             rows, replayed = _replay_rows(devices[:len(traces)], traces, params, rt, args.via)
             load_hits = _load()
@@ -205,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
             fast_dev = devices[-2]
             fast_per_s = _hammer(fast_dev.path, args.hits_s, rt)
             zero_per_s = _hammer(devices[-1].path, args.hits_s, rt)
-        server_late, client_late = _lateness(devices[:len(traces)], traces, replayed)
+            kernel_threads_changed = kernel_changed()
+        server_late, client_late = _lateness(devices[:len(traces)], traces, replayed, rows)
         hit_frame = read_log(hit_dev.log_path)
         hit_summary = summarize(hit_frame.iloc[-int(hits_per_s * args.hits_s * 0.9):])
         fast_frame = read_log(fast_dev.log_path)
@@ -252,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                         "fast_bus": {"sector_transfer_ms": FAST_BUS_SECTOR_MS, "per_s": fast_per_s,
                                      "summary": fast_summary}},
                "load_average_at_start": load_start, "load_average_at_end": _load(),
-               "realtime_priority": rt, "calibration": {"status": cal_status, "rows": cal_rows}}
+               "realtime_priority": rt,
+               "kernel_threads_realtime": {"priority": args.kernel_threads_realtime or None,
+                                           "threads_changed": kernel_threads_changed,
+                                           "prefixes": list(KERNEL_THREAD_PREFIXES)},
+               "calibration": {"status": cal_status, "rows": cal_rows}}
     write_result("emulation_check", figures, options=options_of(parser, args),
                  details=details, notes=notes, results_dir=args.results_dir)
     return 0

@@ -109,6 +109,16 @@ def test_experiment_emulate_refuses_device_and_postmark_scratch_in_one_line(isol
     assert_nothing_left(run_dir, tmp)
 
 
+@pytest.mark.slow  # a CLI subprocess
+@pytest.mark.parametrize("extra, other", [(["--emulate", "wd800bd"], "--emulate"), (["--device", "/dev/null"], "--device")])
+def test_experiment_simulated_with_emulate_or_device_is_one_line(isolated, tmp_path, extra, other):
+    env, _, _ = isolated
+    res = diskmodel("experiment", "--simulated", *extra, "--out", tmp_path / "rep", env=env, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert_one_error_line(res.stderr, f"--simulated: does not apply with {other}")
+    assert not (tmp_path / "rep").exists()
+
+
 @pytest.mark.slow
 def test_a_calibration_json_that_does_not_parse_is_one_line_for_emulate(isolated, tmp_path):
     env, run_dir, tmp = isolated

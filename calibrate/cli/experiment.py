@@ -40,6 +40,9 @@ def add_parser(subparsers) -> None:
                              "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, compared with the "
                              "paper's ratios; needs root, nbdkit, nbdfuse and qemu (default: none, the simulated "
                              "--preset without the kernel)")
+    parser.add_argument("--simulated", action="store_true",
+                        help="the root-free run: calibrate the built-in simulated --preset, without the kernel or "
+                             "a device (what runs when neither --emulate nor --device is given)")
     parser.add_argument("--postmark-files", type=int, default=None, metavar="N",
                         help="real PostMark's files at most, per test (default: 1000; 200 with --emulate, whose "
                              "runs are in a VM under TCG)")
@@ -99,6 +102,9 @@ def _check_emulate(args) -> None:
     from diskmodel.calibrate.cli import UsageError
 
     emulated = args.emulate is not None
+    if args.simulated and (emulated or args.device is not None):
+        raise UsageError(f"--simulated: does not apply with {'--emulate' if emulated else '--device'} (it runs the "
+                         f"built-in simulated --preset instead)")
     for flag, value, default in (("--postmark-files", args.postmark_files, 200 if emulated else 1000),
                                  ("--postmark-transactions", args.postmark_transactions, 500 if emulated else 5000)):
         if value is not None and value < 1:

@@ -22,6 +22,8 @@ import sys
 import nbdkit
 
 API_VERSION = 2
+#: The interpreter's thread switch interval inside nbdkit [s] (sys.setswitchinterval).
+SWITCH_INTERVAL_S = 1e-4
 
 _spec_path = None
 _server = None
@@ -48,6 +50,9 @@ def config_complete():
     from diskmodel.calibrate.emulate.server import DriveServer
 
     global _priority
+    # A thread holding the interpreter's lock (the request log's, encoding rows) gives it up after this
+    # long at most, not the default 5 ms, when the thread serving a request wakes for its deadline.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     _server = DriveServer(spec)
     _priority = spec.get("realtime_priority")
     _all_threads_realtime()

@@ -67,9 +67,13 @@ PROBE_BYTES = (4096, 131072)
 #: completes, as its caller sees it, as often before its simulated time as after it (other processes only
 #: ever add to a read's time; the fastest would leave every request late by the path's typical noise).
 FIXED_COST_PERCENTILE = 50
-#: Each probe read is served this long after it reaches the server: the path's threads go idle meanwhile,
-#: as between a drive's requests, so that their wake-ups are measured too [s].
-PROBE_DELAY_S = 2e-3
+#: Each probe read is served this long after it reaches the server, about a mechanical drive's service: the
+#: path's threads sleep meanwhile, as they do while a drive serves a request, and the longer they sleep the
+#: longer they take to carry the completion back (other processes have run on their CPUs meanwhile) [s].
+PROBE_DELAY_S = 5e-3
+#: The path is left idle this long before each probe read, as between one completion and the next arrival
+#: of a host's requests, so that the request's way in is measured as it then is, not warm [s].
+PROBE_GAP_S = 20e-3
 #: How long nbdkit may take to load the drive's simulation (and compile it on a first run) [s].
 READY_TIMEOUT_S = 600.0
 #: How long nbdfuse may take to mount, and a process to exit once asked [s].
@@ -316,7 +320,8 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
 
 def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> tuple[float, float]:
     """The path's own cost: ``(fixed_s, per_byte_s)``, from O_DIRECT reads of :data:`PROBE_BYTES` (taken in
-    turn) served :data:`PROBE_DELAY_S` after they reach the server: the :data:`FIXED_COST_PERCENTILE` of each
+    turn, each after :data:`PROBE_GAP_S` of idle) served :data:`PROBE_DELAY_S` after they reach the server:
+    the :data:`FIXED_COST_PERCENTILE` of each
     size's times less that delay, and the line through the two (the path copies each request's data through
     FUSE and NBD). Read under SCHED_FIFO at *realtime_priority*, as the path then serves."""
     from diskmodel.calibrate.emulate.server import realtime
@@ -331,6 +336,7 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
             for i in range(PROBE_READS):
                 n = sizes[i % len(sizes)]
                 view = memoryview(buf)[:n]
+                time.sleep(PROBE_GAP_S)
                 t = time.monotonic()
                 os.preadv(fd, [view], (i * 7919 % span) * 4096)
                 times[n].append(time.monotonic() - t)

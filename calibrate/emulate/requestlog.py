@@ -111,27 +111,42 @@ class RequestRecorder:
 
     def flush(self) -> None:
         """Append the waiting rows to the file as one chunk."""
+        self.write_rows(self.take())
+
+    def take(self):
+        """The waiting rows (a structured array, or None when none wait), no longer waiting: for
+        :meth:`write_rows`, which a caller may run outside the lock that guards :meth:`add` (chunks must be
+        written in the order they were taken)."""
         import numpy as np
 
         n = len(self.columns["op"])
         if not n:
-            return
-        rows = np.empty(n, self.dtype)
-        for name, col in self.columns.items():
-            rows[name] = np.frombuffer(col, dtype=self.dtype[name])
-        if self.fd is not None:
-            self._write(_record_bytes(rows))
-        self.written += n
-        for name, code in COLUMNS.items():
-            self.columns[name] = array(code)
+            return None
+        columns = self.columns
+        self.columns = {name: array(code) for name, code in COLUMNS.items()}
         self._append = [self.columns[name].append for name in COLUMNS]
         self._oldest_s = None
+        self.written += n
+        rows = np.empty(n, self.dtype)
+        for name, col in columns.items():
+            rows[name] = np.frombuffer(col, dtype=self.dtype[name])
+        return rows
+
+    def write_rows(self, rows) -> None:
+        """Append rows from :meth:`take` to the file as one chunk (nothing for None or without a file)."""
+        if rows is not None and self.fd is not None:
+            self._write(_record_bytes(rows))
 
     def update_meta(self, **changes) -> None:
         """Change metadata (e.g. the fixed cost once measured): appended as a record of its own."""
+        self.flush()
+        self.write_meta(changes)
+
+    def write_meta(self, changes: dict) -> None:
+        """Change metadata, appended as a record of its own after the rows written so far (not the waiting
+        ones: :meth:`update_meta` writes those first)."""
         self.meta.update(changes)
         if self.fd is not None:
-            self.flush()
             self._write(_record_bytes(json.dumps(changes)))
 
     def close(self) -> None:

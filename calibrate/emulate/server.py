@@ -44,9 +44,6 @@ __all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "realtime", "wait_until"
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
-#: The request log's waiting rows are written before a request's deadline when this much time is left, or
-#: when they have waited twice the recorder's ``flush_s`` [s].
-LOG_SLACK_S = 1e-3
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _ZERO_CHUNK_BYTES = 1 << 20
@@ -174,7 +171,9 @@ class DriveServer:
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self.t0 = monotonic()
         self._lock = threading.Lock()
-        self._busy = False
+        #: held while log rows are written (always taken before ``_lock``): chunks go out in order
+        self._write_lock = threading.Lock()
+        self._meta_pending = None
         self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
@@ -190,18 +189,15 @@ class DriveServer:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
         self.path_per_byte_s = float(control.get("path_per_byte_s", 0.0))
-        self.recorder.update_meta(fixed_cost_s=self.fixed_cost_s, path_per_byte_s=self.path_per_byte_s)
+        # written by the log's writer, after the probes' rows (never by the thread serving a request)
+        self._meta_pending = {"fixed_cost_s": self.fixed_cost_s, "path_per_byte_s": self.path_per_byte_s}
         self.probing = False
 
     # -- serving
     def _serve(self, op: int, offset: int, size: int, move) -> None:
         t_entry = self.monotonic()
         with self._lock:
-            self._busy = True
-            try:
-                self._serve_locked(t_entry, op, offset, size, move)
-            finally:
-                self._busy = False
+            self._serve_locked(t_entry, op, offset, size, move)
 
     def _serve_locked(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
         if self.probing:
@@ -228,8 +224,6 @@ class DriveServer:
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
             deadline = self.t0 + served.completion_s
         error = self._move(move)
-        if self.recorder.due() and (deadline - self.monotonic() > LOG_SLACK_S or self.recorder.overdue()):
-            self.recorder.flush()  # the earlier requests' rows, in time this request waits anyway
         done = wait_until(deadline, self.monotonic)
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
         if error:
@@ -257,31 +251,40 @@ class DriveServer:
 
     # -- the log
     def start_idle_flush(self) -> None:
-        """Write waiting rows between requests (a thread waking every recorder's ``flush_s``), so that a kill
-        while the drive is idle, or while each request leaves too little time before its deadline, loses
-        none of them."""
+        """Write the waiting rows every recorder's ``flush_s`` from a thread of its own, so that a kill loses
+        at most that much of the log. A request never waits for the file: the rows are taken under the
+        serving lock (a copy), and written outside it; a write to a busy file system may block for longer than
+        a request's service."""
         thread = threading.Thread(target=self._idle_flush, name="request-log", daemon=True)
         thread.start()
 
     def _idle_flush(self) -> None:
         period = self.recorder.flush_s
         while not self._closed.wait(period):
-            if self._busy:
-                continue
-            if self._lock.acquire(blocking=False):
-                try:
-                    if self.recorder.due() and not self._closed.is_set():
-                        self.recorder.flush()
-                finally:
-                    self._lock.release()
+            with self._write_lock:
+                if self._closed.is_set():
+                    return
+                with self._lock:
+                    rows, meta = self.recorder.take(), self._meta_pending
+                    self._meta_pending = None
+                self.recorder.write_rows(rows)
+                if meta:
+                    self.recorder.write_meta(meta)
 
     def save_log(self) -> None:
         """Write the rows still waiting (the log file itself is appended to as requests are served)."""
-        with self._lock:
-            self.recorder.flush()
+        with self._write_lock, self._lock:
+            self._write_waiting()
+
+    def _write_waiting(self) -> None:
+        self.recorder.flush()
+        if self._meta_pending:
+            self.recorder.write_meta(self._meta_pending)
+            self._meta_pending = None
 
     def close(self) -> None:
         self._closed.set()
-        with self._lock:
+        with self._write_lock, self._lock:
+            self._write_waiting()
             self.recorder.close()
             self.store.close()
