@@ -42,7 +42,7 @@ def add_parser(subparsers) -> None:
                              "--preset without the kernel)")
     parser.add_argument("--simulated", action="store_true",
                         help="the root-free run: calibrate the built-in simulated --preset, without the kernel or "
-                             "a device (what runs when neither --emulate nor --device is given)")
+                             "a device (default: on when neither --emulate nor --device is given)")
     parser.add_argument("--postmark-files", type=int, default=None, metavar="N",
                         help="real PostMark's files at most, per test (default: 1000; 200 with --emulate, whose "
                              "runs are in a VM under TCG)")
