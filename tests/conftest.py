@@ -69,6 +69,18 @@ def disksim_dir() -> Path:
     return BUNDLED_DISKSIM
 
 
+@pytest.fixture(scope="session")
+def preset_leave_one_test_out():
+    """``leave_one_test_out`` of the WD800BD preset on the paper's Tables 4-6, ``(frame, fits)``: the
+    reference several test files compare with, computed once (three PostMark fits). Read it, do not
+    change it."""
+    from diskmodel.data.tables import postmark_results
+    from diskmodel.model.paper import leave_one_test_out
+    from diskmodel.model.presets import load_preset
+
+    return leave_one_test_out(load_preset("wd800bd"), postmark_results())
+
+
 @pytest.fixture
 def loops(request):
     """Loop devices and mounts made by a test, torn down (and checked gone) even when it fails."""
