@@ -47,6 +47,26 @@ def keep_first_of_each(values, group, ids, keep: int = 1, tier: str = "soak") ->
     return params
 
 
+def one_in_turn(params, group, interchangeable, tier: str = "soak") -> list:
+    """*params* (``pytest.param`` objects) with the marker *tier* on all but one of the interchangeable
+    ones in each group: *group* (a function of a param's values) names its group, *interchangeable*
+    (a function of the values) says whether it is one of the stand-ins for one another (say the caught
+    signals, which one handler turns into the same teardown). Group k (in order of first appearance)
+    keeps its interchangeable param number k modulo their count, so that each stand-in runs in some
+    group where the test runs; params not interchangeable are kept as they are."""
+    import pytest
+
+    mark = getattr(pytest.mark, tier)
+    members: dict = {}
+    for i, param in enumerate(params):
+        if interchangeable(param.values):
+            members.setdefault(group(param.values), []).append(i)
+    dropped = {i for k, indices in enumerate(members.values()) for j, i in enumerate(indices)
+               if j != k % len(indices)}
+    return [pytest.param(*p.values, id=p.id, marks=(*p.marks, mark)) if i in dropped else p
+            for i, p in enumerate(params)]
+
+
 # Runs the cases one after the other in ONE process, through diskmodel's entry point (main(), what the
 # console script calls), each in its own working folder: a process per case would cost its imports each
 # time. Exceptions that escape main() are recorded with their traceback, so they fail the test.

@@ -69,6 +69,18 @@ def disksim_dir() -> Path:
     return BUNDLED_DISKSIM
 
 
+@pytest.fixture(scope="session")
+def preset_leave_one_test_out():
+    """``leave_one_test_out`` of the WD800BD preset on the paper's Tables 4-6, ``(frame, fits)``: the
+    reference several test files compare with, computed once (three PostMark fits). Read it, do not
+    change it."""
+    from diskmodel.data.tables import postmark_results
+    from diskmodel.model.paper import leave_one_test_out
+    from diskmodel.model.presets import load_preset
+
+    return leave_one_test_out(load_preset("wd800bd"), postmark_results())
+
+
 @pytest.fixture
 def loops(request):
     """Loop devices and mounts made by a test, torn down (and checked gone) even when it fails."""
@@ -184,6 +196,12 @@ def _fast_tier_starts_no_slow_program(request, monkeypatch):
 
 _NUMBA_COMPILES: dict[str, int] = {}   # fast test -> kernels numba compiled (not loaded from its cache) in it
 _NUMBA_LISTENING: list[bool] = []
+_COMPILE_STARTS: list[float] = []      # the start times of the compiles under way (a compile nests its callees')
+_COMPILE_S: dict[str, float] = {}      # test (any tier) -> wall time numba spent compiling in this process [s]
+_RUNNING: list[str] = []               # the node id of the running test (setup, call and teardown)
+_FILE_S: dict[str, float] = {}         # test file -> its tests' setup, call and teardown time [s]
+#: How many rows the run's summary gives of the time per test file and of the numba compiles.
+SUMMARY_ROWS = 25
 
 
 def _listen_for_numba_compiles() -> None:
@@ -197,17 +215,48 @@ def _listen_for_numba_compiles() -> None:
         def on_start(self, ev):
             if _FAST_TEST:
                 _NUMBA_COMPILES[_FAST_TEST[0]] = _NUMBA_COMPILES.get(_FAST_TEST[0], 0) + 1
+            _COMPILE_STARTS.append(time.perf_counter())
 
         def on_end(self, ev):
-            pass
+            started = _COMPILE_STARTS.pop()
+            if not _COMPILE_STARTS:   # the outermost compile: its callees' compiles are inside it
+                test = _RUNNING[0] if _RUNNING else "(outside a test)"
+                _COMPILE_S[test] = _COMPILE_S.get(test, 0.0) + time.perf_counter() - started
 
     event.register("numba:compile", CompileCounter())
     _NUMBA_LISTENING.append(True)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _listen_for_numba_compiles()
+    _RUNNING[:] = [item.nodeid]
+    try:
+        return (yield)
+    finally:
+        _RUNNING.clear()
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_S[path] = _FILE_S.get(path, 0.0) + report.duration
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Name the fast tests that compiled numba kernels: the fast tier assumes a warm cache (.ci/setup
-    compiles the simulator), so these either ran on a cold one or compile a kernel no other run does."""
+    """Where the run's time went: the time per test file and the numba compiles per test (the slow tier
+    should compile what .ci/setup did not, once); and the fast tests that compiled numba kernels: the
+    fast tier assumes a warm cache (.ci/setup compiles the simulator), so these either ran on a cold one
+    or compile a kernel no other run does."""
+    if len(_FILE_S) > 1:
+        terminalreporter.section(f"time per test file (setup, call and teardown; the {SUMMARY_ROWS} longest)")
+        for path, seconds in sorted(_FILE_S.items(), key=lambda kv: -kv[1])[:SUMMARY_ROWS]:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {path}")
+        terminalreporter.write_line(f"{sum(_FILE_S.values()):8.1f} s  in all, {len(_FILE_S)} files")
+    if _COMPILE_S:
+        terminalreporter.section(f"numba compiles in this process, per test (the {SUMMARY_ROWS} longest)")
+        for nodeid, seconds in sorted(_COMPILE_S.items(), key=lambda kv: -kv[1])[:SUMMARY_ROWS]:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {nodeid}")
+        terminalreporter.write_line(f"{sum(_COMPILE_S.values()):8.1f} s  in all")
     if _NUMBA_COMPILES:
         terminalreporter.section("fast-tier tests that compiled numba kernels (cold cache, or mark them slow)")
         for nodeid, count in sorted(_NUMBA_COMPILES.items(), key=lambda kv: -kv[1]):

@@ -205,6 +205,10 @@ def test_hp_c2247a_zones_on_the_emulators_timing():
 
 @pytest.mark.integration
 @pytest.mark.slow
+# soak: two minutes of real device time for a known gap; notebook 08 (run by the documentation build)
+# calibrates an emulated drive through the kernel in CI, and the zone rates' mechanism is checked on the
+# emulator's timing above
+@pytest.mark.soak
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="known gap: through the kernel a location's rate carries 1-2 % of the path's noise, and "
                           "the zone segmentation merges WD800BD's outer zones (3.3 % apart): 10-12 zones of 16, the "

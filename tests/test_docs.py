@@ -44,8 +44,9 @@ def built_docs(tmp_path_factory):
     """The site built as the README says, with warnings as errors, into a temporary folder."""
     out = tmp_path_factory.mktemp("docs") / "html"
     doctrees = out.parent / "doctrees"
-    # -T: the traceback on stderr (a notebook's failing cell), not in a log file
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-T", "-b", "html",
+    # -T: the traceback on stderr (a notebook's failing cell), not in a log file; -j auto: the pages (and
+    # so the notebooks myst-nb executes) read by one process per core
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-T", "-j", "auto", "-b", "html",
                           "-d", str(doctrees), str(DOCS), str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     if run.returncode != 0:

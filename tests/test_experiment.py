@@ -60,13 +60,11 @@ def test_experiment_cli_refuses_a_bad_budget(capsys):
     assert "--budget-s" in capsys.readouterr().err
 
 
-def test_calibrated_disk_predicts_the_paper_as_the_preset_does(report):
+def test_calibrated_disk_predicts_the_paper_as_the_preset_does(report, preset_leave_one_test_out):
     """The main job's predictions rest on the calibration; they must match those of the true preset."""
-    from diskmodel.data.tables import postmark_results
-    from diskmodel.model import load_preset
-    from diskmodel.model.paper import leave_one_test_out, median_abs_error_pct
+    from diskmodel.model.paper import median_abs_error_pct
 
-    preset_frame, _ = leave_one_test_out(load_preset("wd800bd"), postmark_results())
+    preset_frame, _ = preset_leave_one_test_out
     assert report.median_held_out_error_pct == pytest.approx(median_abs_error_pct(preset_frame), abs=3.0)
     ours = report.held_out.set_index(["test", "layout", "operation"])["predicted_bytes_per_s"]
     truth = preset_frame.set_index(["test", "layout", "operation"])["predicted_bytes_per_s"]

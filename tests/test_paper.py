@@ -5,15 +5,15 @@ import numpy as np
 import pytest
 
 from diskmodel.data.tables import postmark_results
-from diskmodel.model.paper import TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
+from diskmodel.model.paper import TESTS, fit_paper, median_abs_error_pct, predict_paper
 from diskmodel.model.presets import load_preset
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def loo():
-    return leave_one_test_out(load_preset("wd800bd"), postmark_results())
+def loo(preset_leave_one_test_out):
+    return preset_leave_one_test_out
 
 
 def test_held_out_cells_meet_the_target(loo):

@@ -157,3 +157,14 @@ def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path):
     summary = res.stdout.split("fast-tier tests that compiled numba kernels", 1)[-1]
     assert "test_case.py::test_compiles" in summary, res.stdout
     assert "test_slow_compiles" not in summary and "test_imports_numba" not in summary, res.stdout
+
+
+def test_one_in_turn_keeps_one_stand_in_a_group_each_stand_in_somewhere():
+    from _helpers import one_in_turn
+
+    params = [pytest.param(group, value, id=f"{group}-{value}") for group in "abcde" for value in (1, 2, 3, "kill")]
+    tiered = one_in_turn(params, lambda v: v[0], lambda v: v[1] != "kill")
+    kept = [p.values for p in tiered if not any(m.name == "soak" for m in p.marks)]
+    assert kept == [("a", 1), ("a", "kill"), ("b", 2), ("b", "kill"), ("c", 3), ("c", "kill"),
+                    ("d", 1), ("d", "kill"), ("e", 2), ("e", "kill")]
+    assert [p.id for p in tiered] == [p.id for p in params]
