@@ -32,7 +32,7 @@ LVM mapping cost is host-side work added to the link stage (see
 data only: ext3 ``data=ordered`` flushes file pages buffer by buffer ahead
 of each commit, while JBD writes the journal as whole blocks in sequential
 batches and checkpoints metadata blocks the same way.  Page cache
-(``--cache-mib``): ``diskmodel.model.paper.DEFAULT_CACHE``, 1.5 GiB (a
+(``--cache-mib``): ``diskmodel.model.fit.paper.DEFAULT_CACHE``, 1.5 GiB (a
 2 GiB desktop of 2009; the paper does not say), enough to hold every
 test's files, so reads hit and only write-back reaches the disk.
 Everything else is fixed in advance: the ``wd800bd`` preset, the paper's
@@ -73,10 +73,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.data.tables import postmark_results  # noqa: E402
-from diskmodel.model.paper import (DEFAULT_CACHE, DEFAULT_IO_PARAMETERS, DEFAULT_LVM_PARAMETERS, TESTS,  # noqa: E402
-                                   leave_one_test_out, median_abs_error_pct)
-from diskmodel.model.presets import load_preset  # noqa: E402
-from diskmodel.model.workload import PAPER_VOLUMES_BYTES, expected_counts, postmark_preset  # noqa: E402
+from diskmodel.model.fit.paper import (DEFAULT_CACHE, DEFAULT_IO_PARAMETERS, DEFAULT_LVM_PARAMETERS, TESTS,  # noqa: E402
+                                       leave_one_test_out, median_abs_error_pct)
+from diskmodel.model.drive.presets import load_preset  # noqa: E402
+from diskmodel.model.predictions.workload import PAPER_VOLUMES_BYTES, expected_counts, postmark_preset  # noqa: E402
 
 #: The issue's target for median_cell_error_pct [%].
 TARGET_PCT = 20.0
@@ -109,7 +109,7 @@ def _names(allowed):
 def parse_args(argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-mib", type=float, default=DEFAULT_CACHE.size_bytes / MIB,
-                        help="page cache [MiB] (default: diskmodel.model.paper.DEFAULT_CACHE)")
+                        help="page cache [MiB] (default: diskmodel.model.fit.paper.DEFAULT_CACHE)")
     parser.add_argument("--io", type=_names(_IO_NAMES), default=tuple(DEFAULT_IO_PARAMETERS),
                         help="comma-separated I/O parameters fitted on the native cells "
                              f"(default {','.join(DEFAULT_IO_PARAMETERS)})")

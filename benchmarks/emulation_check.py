@@ -62,9 +62,9 @@ from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, s
 from diskmodel.calibrate.emulate.kthreads import KERNEL_THREAD_PREFIXES, kernel_threads_realtime  # noqa: E402
 from diskmodel.calibrate.emulate.replay import replay_trace  # noqa: E402
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder  # noqa: E402
-from diskmodel.model.disksim import drive_parameters  # noqa: E402
-from diskmodel.model.simulate import simulate_requests  # noqa: E402
-from diskmodel.model.validation import disksim_demerit_s  # noqa: E402
+from diskmodel.model.disksim_drives.convert import drive_parameters  # noqa: E402
+from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
+from diskmodel.model.predictions.validation import disksim_demerit_s  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parent
 #: The issue's bounds: demerit at most this times DiskSim's published one; lateness p99 [ms]; hits/s.

@@ -14,8 +14,8 @@ postmark, fio and the mkfs of every kind.  Method:
    system of ``--fs-size`` on a loop device over it (``--direct-io=on``),
    made and mounted with the default mkfs and mount options (the model's
    parameters are what those options give:
-   :class:`diskmodel.model.stack.FileSystemNode` and
-   :mod:`diskmodel.model.fs_kinds`), torn down before the next kind.  On
+   :class:`diskmodel.model.stacks.stack.FileSystemNode` and
+   :mod:`diskmodel.model.filesystems.kinds`), torn down before the next kind.  On
    it, inside a memory cgroup of ``--memory-limit`` (cgroup v1 ``memory``
    here) that keeps the page cache from holding the files, after ``sync``
    and dropping caches:
@@ -84,12 +84,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
-from diskmodel.model.filesystem import PageCache  # noqa: E402
+from diskmodel.model.filesystems.filesystem import PageCache  # noqa: E402
 from diskmodel.model.fit.filesystems import (BOUNDS, FsCase, SequentialWrite, SyncWrites,  # noqa: E402
                                              fit_file_system_costs, leave_one_out, predicted_time_s)
-from diskmodel.model.fs_kinds import KINDS, TOOL_VERSIONS  # noqa: E402
+from diskmodel.model.filesystems.kinds import KINDS, TOOL_VERSIONS  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
-from diskmodel.model.workload import postmark_preset  # noqa: E402
+from diskmodel.model.predictions.workload import postmark_preset  # noqa: E402
 
 WORKLOADS = ("test1", "test2", "test3")
 FIO_JOBS = {"fsync_4k": SyncWrites(4 * KIB), "fsync_64k": SyncWrites(64 * KIB), "seqwrite": SequentialWrite(256 * MIB)}
@@ -243,15 +243,15 @@ def measure(kinds, workloads, jobs, *, scale, limit, repeats, fs_size, scratch_d
 
 def stacks_of(kinds, fs_size):
     """The native stack of each kind, made with the default mkfs and mount options."""
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     return {k: paper_stack("native", fs_size_bytes=fs_size, kind=k) for k in kinds}
 
 
 def cases_of(calibration, stacks, rows, memory, *, scale, limit):
     """The :class:`FsCase` of each measured row: the calibrated disk, the memory path applied."""
-    from diskmodel.model.disk import flat_latency_disk
-    from diskmodel.model.volume_on_disk import VolumeOnDisk
+    from diskmodel.model.drive.disk import flat_latency_disk
+    from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 
     disk = flat_latency_disk(calibration["latency_mean_s"], calibration["rate_bytes_per_s"],
                              calibration["capacity_bytes"], block_bytes=calibration["block_size_bytes"])

@@ -31,7 +31,7 @@ from _artifact import add_results_dir_option, figure, options_of, write_result  
 
 from diskmodel.calibrate.bench.hostcheck import CheckResult, run_check  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
-from diskmodel.model.workload import postmark_preset  # noqa: E402
+from diskmodel.model.predictions.workload import postmark_preset  # noqa: E402
 
 
 def _size(text: str) -> int | None:
@@ -96,7 +96,7 @@ def add_workload_options(ap: argparse.ArgumentParser, *, files: int, transaction
 
 
 def workload_from(args: argparse.Namespace):
-    """The :class:`~diskmodel.model.workload.PostMarkConfig` of the options :func:`add_workload_options` added."""
+    """The :class:`~diskmodel.model.predictions.workload.PostMarkConfig` of the options :func:`add_workload_options` added."""
     return postmark_preset("test1").evolve(number_of_files=args.files, transactions=args.transactions,
                                            min_file_size_bytes=args.min_size, max_file_size_bytes=args.max_size)
 

@@ -151,16 +151,16 @@ from _artifact import add_results_dir_option, figure, options_of, write_result  
 from diskmodel.calibrate.bench.hostcheck import calibrate_storage, disk_from_calibration  # noqa: E402
 from diskmodel.calibrate.bench.layers_bench import dirty_limit_bytes, measure_stack, page_cache_copy_rate  # noqa: E402
 from diskmodel.calibrate.harness import runstate  # noqa: E402
-from diskmodel.model.block_workloads import FileCopy, FioJob  # noqa: E402
-from diskmodel.model.disk import flat_latency_disk  # noqa: E402
-from diskmodel.model.drives import InMemoryDrive  # noqa: E402
-from diskmodel.model.loop_file import LoopFile, nested_loop_files  # noqa: E402
+from diskmodel.model.predictions.block_workloads import FileCopy, FioJob  # noqa: E402
+from diskmodel.model.drive.disk import flat_latency_disk  # noqa: E402
+from diskmodel.model.drive.drives import InMemoryDrive  # noqa: E402
+from diskmodel.model.stacks.loop_file import LoopFile, nested_loop_files  # noqa: E402
 from diskmodel.model.predict import predict  # noqa: E402
-from diskmodel.model.raid import RaidArray  # noqa: E402
-from diskmodel.model.stack import FileSystemNode, Stack  # noqa: E402
-from diskmodel.model.thin import ThinVolume  # noqa: E402
+from diskmodel.model.stacks.raid import RaidArray  # noqa: E402
+from diskmodel.model.stacks.stack import FileSystemNode, Stack  # noqa: E402
+from diskmodel.model.stacks.thin import ThinVolume  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
-from diskmodel.model.volumes import Partition  # noqa: E402
+from diskmodel.model.stacks.volumes import Partition  # noqa: E402
 
 # fio jobs long enough to outlast a scheduling hiccup of the shared host (a 64 MiB read took 60 ms):
 # 256 MiB sequential, 32 MiB random; btrfs's copy-on-write needs room for a second copy of the file

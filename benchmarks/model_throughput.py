@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.model import load_preset  # noqa: E402
-from diskmodel.model.disk import service_time_total_s  # noqa: E402
+from diskmodel.model.drive.disk import service_time_total_s  # noqa: E402
 
 
 def main() -> None:

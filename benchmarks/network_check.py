@@ -31,8 +31,8 @@ costs, and nothing from a shaped run enters the model:
   page cache (``server_cache_hit`` 1: the export file was just written, and
   the guest holds it).  A 1 MiB request is eight 128 KiB requests in
   flight (the guest's ``max_sectors_kb``).  At each setting the model
-  (:class:`diskmodel.model.network.NbdDevice` on the timed I/O path,
-  :func:`diskmodel.model.prediction.predict_block_job`) predicts with the
+  (:class:`diskmodel.model.stacks.network.NbdDevice` on the timed I/O path,
+  :func:`diskmodel.model.predictions.results.predict_block_job`) predicts with the
   setting's Network (the tc values, not the measured ping).
 * NFS: per (version, export, phase), the unshaped per-file time less the
   model's own unshaped time (zero per-RPC overheads, the virtio disk as
@@ -66,15 +66,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.calibrate.bench.network import NBD_MAX_REQUEST_BYTES, run_network_bench, shaped  # noqa: E402
-from diskmodel.model.block_workloads import FioJob  # noqa: E402
-from diskmodel.model.drives import PresetDrive  # noqa: E402
+from diskmodel.model.predictions.block_workloads import FioJob  # noqa: E402
+from diskmodel.model.drive.drives import PresetDrive  # noqa: E402
 from diskmodel.model.iopath.fileops import FileOps, Kind, metadata  # noqa: E402
 from diskmodel.model.iopath.timing import FlatDrive  # noqa: E402
-from diskmodel.model.network import Network, NbdDevice, NfsMount  # noqa: E402
-from diskmodel.model.prediction import predict_block_job, predict_stack  # noqa: E402
-from diskmodel.model.stack import FileSystemNode, Stack  # noqa: E402
+from diskmodel.model.stacks.network import Network, NbdDevice, NfsMount  # noqa: E402
+from diskmodel.model.predictions.results import predict_block_job, predict_stack  # noqa: E402
+from diskmodel.model.stacks.stack import FileSystemNode, Stack  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
-from diskmodel.model.volumes import Partition  # noqa: E402
+from diskmodel.model.stacks.volumes import Partition  # noqa: E402
 
 EMULATOR_NOTE = ("NOTE: timings measure an emulator (qemu TCG, software CPU emulation), not a network or a disk: "
                  "read the orderings and ratios, not the absolute rates")

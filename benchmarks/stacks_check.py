@@ -58,11 +58,11 @@ from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
 from diskmodel.calibrate.bench.memory_cgroup import drop_caches  # noqa: E402
 from diskmodel.calibrate.harness import devstate, runstate  # noqa: E402
-from diskmodel.model.block_workloads import FileCopy  # noqa: E402
-from diskmodel.model.drives import PresetDrive  # noqa: E402
-from diskmodel.model.loop_file import LoopFile  # noqa: E402
-from diskmodel.model.stack import FileSystemNode, Stack  # noqa: E402
-from diskmodel.model.volumes import Partition  # noqa: E402
+from diskmodel.model.predictions.block_workloads import FileCopy  # noqa: E402
+from diskmodel.model.drive.drives import PresetDrive  # noqa: E402
+from diskmodel.model.stacks.loop_file import LoopFile  # noqa: E402
+from diskmodel.model.stacks.stack import FileSystemNode, Stack  # noqa: E402
+from diskmodel.model.stacks.volumes import Partition  # noqa: E402
 
 MIB = 1 << 20
 PART_START, PART_BYTES, IMAGE_BYTES = MIB, 512 * MIB, 384 * MIB

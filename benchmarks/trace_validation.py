@@ -4,7 +4,7 @@ Prints, for each of the seven traced drives bundled in data/disksim, two
 demerits (RMS horizontal distance between measured and predicted service-time
 CDFs at p = 0.0001 ... 1), each with its ratio to DiskSim's published demerit:
 
-* DiskSim's method (``disksim_demerit_s`` in model/validation.py): both samples
+* DiskSim's method (``disksim_demerit_s`` in model/predictions/validation.py): both samples
   counted into the buckets of DiskSim's valid/statdefs ("Physical access time",
   "Trace access time"), the cumulative fractions as DiskSim prints them, and
   rms.c's linear interpolation between the printed points. DiskSim's published
@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.data.disksim import DISKSIM_COMPUTED_DEMERIT_MS, DISKSIM_PUBLISHED_DEMERIT_MS  # noqa: E402
-from diskmodel.model.disksim import load_disksim_drive, validate_drive  # noqa: E402
-from diskmodel.model.simulate import simulate_requests  # noqa: E402
+from diskmodel.model.disksim_drives.convert import load_disksim_drive, validate_drive  # noqa: E402
+from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1] / "data" / "disksim"
 

@@ -32,7 +32,7 @@ not taken from the host):
    MemAvailable at the start of the timing VM (same kernel, initramfs and
    RAM), less 4 MiB for PostMark's own memory.
 4. **Layouts**: the stacks the VM builds, the model's volumes taken from
-   the same descriptions (:func:`diskmodel.model.stack.paper_stack` with
+   the same descriptions (:func:`diskmodel.model.stacks.stack.paper_stack` with
    ``fs_size_bytes``: native a :class:`Partition`; LVM-1/LVM-2 a
    :class:`LinearVolume` over one or two PVs, 4 MiB extents, 1 MiB pe_start).  ``LvmMapping`` is left at zero: the
    mapping costs MD_mapping and FB_mapping are fitted coefficients and this
@@ -69,12 +69,12 @@ from host_postmark_check import _size, add_workload_options, workload_from  # no
 from diskmodel.calibrate.bench.hostcheck import PIPELINE  # noqa: E402
 from diskmodel.model.units import GIB, KIB, MIB  # noqa: E402
 
-from diskmodel.model.disk import flat_latency_disk  # noqa: E402
+from diskmodel.model.drive.disk import flat_latency_disk  # noqa: E402
 
-from diskmodel.model.filesystem import FileSystem, PageCache  # noqa: E402
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache  # noqa: E402
 from diskmodel.model.predict import predict  # noqa: E402
-from diskmodel.model.stack import paper_stack, stack_on  # noqa: E402
-from diskmodel.model.workload import PostMarkConfig, expected_counts  # noqa: E402
+from diskmodel.model.stacks.stack import paper_stack, stack_on  # noqa: E402
+from diskmodel.model.predictions.workload import PostMarkConfig, expected_counts  # noqa: E402
 
 EMULATOR_NOTE = ("NOTE: timings measure an emulator (qemu TCG, software CPU emulation), "
                  "not the storage's speed")

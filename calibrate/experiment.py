@@ -8,8 +8,8 @@
    zone rates become a :class:`~diskmodel.model.Disk`;
 3. predict PostMark throughput for native, LVM-1 and LVM-2 under the paper's
    three workloads, with the I/O path and LVM mapping costs fitted on the
-   paper's Tables 4-6 (:func:`diskmodel.model.paper.fit_paper`), and the
-   leave-one-test-out check (:func:`diskmodel.model.paper.leave_one_test_out`)
+   paper's Tables 4-6 (:func:`diskmodel.model.fit.paper.fit_paper`), and the
+   leave-one-test-out check (:func:`diskmodel.model.fit.paper.leave_one_test_out`)
    that predicts each test from the other two;
 4. compare with Tables 4-6, and, where asked (``postmark_scratch``), with
    real PostMark runs on this machine;
@@ -38,7 +38,7 @@ import pandas as pd
 from diskmodel.calibrate.harness.results import calibration_to_json
 from diskmodel.calibrate.lvm_costs import costs_to_json
 from diskmodel.data.tables import postmark_results
-from diskmodel.model.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
+from diskmodel.model.fit.paper import LAYOUTS, TESTS, fit_paper, leave_one_test_out, median_abs_error_pct, predict_paper
 
 _UNITS = {"test1": ("MB/s", 2**20), "test2": ("KB/s", 2**10), "test3": ("MB/s", 2**20)}
 
@@ -203,7 +203,7 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
                          postmark_transactions, progress, emulate=None, postmark_layouts=LAYOUTS, vm_timeout_s=3600.0):
     from diskmodel.calibrate.harness.measure import calibrate
     from diskmodel.calibrate.harness.simulated import simulated_disk
-    from diskmodel.model.presets import load_preset
+    from diskmodel.model.drive.presets import load_preset
 
     timings, notes = {}, []
     bar = _progress(6 if postmark_scratch or emulate is not None else 5, progress)
@@ -217,7 +217,7 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
             from diskmodel.calibrate.experiment_emulated import calibrate_emulated
             calibration = calibrate_emulated(emulate, budget_s=budget_s, seed=seed, notes=notes)
         elif device is None:
-            from diskmodel.model.jit_cache import compile_notice
+            from diskmodel._jit import compile_notice
 
             notice = compile_notice()
             if notice:
@@ -293,8 +293,8 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
     from diskmodel.calibrate.bench.postmark import run_on_stack
-    from diskmodel.model.stack import paper_stack
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.stacks.stack import paper_stack
+    from diskmodel.model.predictions.workload import postmark_preset
 
     runs = []
     for test in TESTS:
@@ -322,7 +322,7 @@ def _write_report(report: ExperimentReport, fit, write) -> None:
                              report.held_out.assign(fit="test held out")], ignore_index=True)
     write("predictions.csv", predictions.to_csv(index=False).encode())
     # The fitted LVM mapping costs, for `diskmodel predict --costs FILE`.
-    provenance = (f"`diskmodel experiment` (diskmodel.model.paper.fit_paper) on Djordjevic & Timcenko (2015), "
+    provenance = (f"`diskmodel experiment` (diskmodel.model.fit.paper.fit_paper) on Djordjevic & Timcenko (2015), "
                   f"Tables 4-6, tests {', '.join(fit.train_tests)}; disk: {report.disk.name}; "
                   f"{report.notes[0] if report.notes else ''}")
     write("lvm_costs.json", costs_to_json(fit, provenance=provenance).encode())

@@ -112,8 +112,8 @@ def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Pa
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.postmark_guest import guest_body
     from diskmodel.calibrate.bench.steps import sh_word
-    from diskmodel.model.stack import paper_stack
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.stacks.stack import paper_stack
+    from diskmodel.model.predictions.workload import postmark_preset
 
     parts = []
     for layout in layouts:

@@ -2,7 +2,7 @@
 
 ``diskmodel experiment`` fits, per LVM layout, the mapping costs
 ``md_mapping_s`` and ``fb_mapping_s`` of eq. (12) (Djordjevic & Timcenko
-2015) on the paper's Tables 4-6 (:func:`diskmodel.model.paper.fit_paper`),
+2015) on the paper's Tables 4-6 (:func:`diskmodel.model.fit.paper.fit_paper`),
 and writes them to ``lvm_costs.json`` in its report folder
 (:func:`costs_to_json`). ``diskmodel predict --costs FILE`` reads such a file
 (:func:`read_costs`); ``predict --fitted`` reads the one shipped with the
@@ -77,7 +77,7 @@ def _finite(value) -> float | None:
 
 
 def costs_to_dict(fit, *, provenance: str) -> dict:
-    """The costs file of a :class:`~diskmodel.model.paper.PaperFit` (the main job's fit)."""
+    """The costs file of a :class:`~diskmodel.model.fit.paper.PaperFit` (the main job's fit)."""
     layouts, bse = {}, {}
     for name in LVM_LAYOUTS:
         params, errors = fit.lvm_fits[name].params, fit.lvm_fits[name].bse
@@ -114,7 +114,7 @@ def _reader():
 def costs_from_dict(data, source: str = "costs") -> FittedCosts:
     """The :class:`FittedCosts` of a costs file's object, checked by its pydantic model (the file and the
     key named on error; an ``io_path`` key that is not an I/O-path parameter is an unknown field)."""
-    from diskmodel.model.volumes import LvmMapping
+    from diskmodel.model.stacks.volumes import LvmMapping
 
     if not isinstance(data, dict):
         raise CostsFileError(source, f"must hold one JSON object (got {type(data).__name__}); give the "

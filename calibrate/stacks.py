@@ -1,7 +1,7 @@
 """Storage stacks from files: read a stack description, and load the disks it names by file.
 
-The model's :class:`diskmodel.model.stack.Stack` is pure; a stack file
-(JSON, :meth:`~diskmodel.model.stack.Stack.to_json`) and the drives that
+The model's :class:`diskmodel.model.stacks.stack.Stack` is pure; a stack file
+(JSON, :meth:`~diskmodel.model.stacks.stack.Stack.to_json`) and the drives that
 name files -- a DiskSim drive folder, a calibration saved by ``diskmodel
 calibrate --json`` -- are read here. Every error is a one-line ValueError
 naming the file, and for a bad description the node and the field.
@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from diskmodel.data.input_files import read_text_bounded
-from diskmodel.model.disk import Disk
-from diskmodel.model.drives import FileDrive, InMemoryDrive
-from diskmodel.model.stack import Stack
+from diskmodel.model.drive.disk import Disk
+from diskmodel.model.drive.drives import FileDrive, InMemoryDrive
+from diskmodel.model.stacks.stack import Stack
 
 __all__ = ["read_stack", "disk_of", "resolve_drives"]
 

@@ -3,13 +3,13 @@
 Each preset is a plain dict of SI values (seconds, bytes). ``estimates`` names
 every value that is not a published fact and says how it was derived;
 :func:`diskmodel.model.load_preset` turns a preset into a validated
-:class:`diskmodel.model.disk.Disk`.
+:class:`diskmodel.model.drive.disk.Disk`.
 """
 from __future__ import annotations
 
 MS = 1e-3
 
-#: How a preset's skews given as None are derived (diskmodel.model.presets), not fitted: a drive's
+#: How a preset's skews given as None are derived (diskmodel.model.drive.presets), not fitted: a drive's
 #: formatter chooses them so that a sequential transfer loses no revolution at a track change.
 _DERIVED_SKEWS = ("derived, not published: the track skew is the fewest sectors that pass under the head "
                   "during a head switch, ceil(head_switch_s / (T_rot / sectors_per_track)); the cylinder skew "
@@ -61,7 +61,7 @@ HP_C2247A = {
         "cylinders; head switch 0.89 ms; additional write settle 0.65 ms; the eight "
         "zones with their sectors per track and track skews transcribed from "
         "the same model file (spare sectors and slipped defects are not kept here: "
-        "load the drive with diskmodel.model.disksim for those)."
+        "load the drive with diskmodel.model.disksim_drives.convert for those)."
     ),
     "surfaces": 13,
     "zones": [

@@ -11,7 +11,7 @@ Pages that are made from the code are written into ``docs/_generated/`` when the
   the notebooks are kept in git without outputs;
 * ``equations/``: one page per equation of the paper, from the table in ``docs/equations.py``;
 * ``stack/``: the stack file's field reference, each node kind's fields with units, defaults and
-  meaning, from the node definitions (:func:`diskmodel.model.stack_schema.schema_markdown`);
+  meaning, from the node definitions (:func:`diskmodel.model.stacks.stack_schema.schema_markdown`);
 * ``cli/``: one page per subcommand of ``diskmodel``, from the parser that
   :func:`diskmodel.calibrate.cli.build_parser` builds, so a new subcommand gets its page;
 * ``api/``: the API reference, one page per module of ``diskmodel.model``, ``diskmodel.data`` and
@@ -32,7 +32,7 @@ sys.path.insert(0, str(DOCS))
 
 import equations  # noqa: E402  (docs/equations.py, beside this file)
 
-from diskmodel.model import stack_schema  # noqa: E402  (the stack file's field reference page)
+from diskmodel.model.stacks import stack_schema  # noqa: E402  (the stack file's field reference page)
 
 project = "diskmodel"
 author = "the diskmodel authors"
@@ -157,8 +157,8 @@ def notebook_index() -> dict[str, str]:
 
 #: The packages of the API reference, with what each holds.
 API_PACKAGES = {
-    "diskmodel.model": "the model: pure, vectorised numpy, one module per physical concern, and its "
-                       "fitters (`diskmodel.model.fit`)",
+    "diskmodel.model": "the model: pure, vectorised numpy, one subpackage per concern (the drive, the "
+                       "simulator, file systems, the stack and its I/O path, prediction, fitting)",
     "diskmodel.data": "presets and measurements, each with its provenance",
     "diskmodel.calibrate": "everything that touches devices, files, processes and time",
 }
@@ -173,7 +173,6 @@ def api_modules(package: str) -> list[str]:
     root = importlib.import_module(package)
     names = [package]
     for info in pkgutil.walk_packages(root.__path__, prefix=package + "."):
-        # (an old path that gives a moved module, diskmodel.model.simulate, is documented where it lives)
         if not info.name.rsplit(".", 1)[-1].startswith("_") and importlib.import_module(info.name).__name__ == info.name:
             names.append(info.name)
     return sorted(names)

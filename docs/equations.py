@@ -28,18 +28,18 @@ EQUATIONS = [
             (r"T_J", "journaling: metadata written to the log and checkpointed", "s"),
         ],
         "implemented_by": [
-            ("{func}`diskmodel.model.filesystem.file_system_access_time`",
+            ("{func}`diskmodel.model.filesystems.filesystem.file_system_access_time`",
              "evaluates the five terms of a PostMark run and solves the elapsed time's fixed point"),
-            ("{class}`diskmodel.model.filesystem_terms.FsaResult`",
+            ("{class}`diskmodel.model.filesystems.terms.FsaResult`",
              "holds the terms (``terms``) and the disk and cache time each is made of"),
-            ("{attr}`diskmodel.model.filesystem_terms.FsaResult.total_s`",
+            ("{attr}`diskmodel.model.filesystems.terms.FsaResult.total_s`",
              "the sum of the five terms (the serial model's elapsed time)"),
-            ("{func}`diskmodel.model.filesystem_terms.plan_io`",
+            ("{func}`diskmodel.model.filesystems.terms.plan_io`",
              "which I/Os each term issues"),
         ],
         "remark": ("With ``FileSystem(overlapped_writeback=True)`` (the pipeline model) the run takes "
                    "as long as its busiest stage instead of the sum of the terms "
-                   "({meth}`diskmodel.model.filesystem_terms.FsaResult.pipeline_s`)."),
+                   "({meth}`diskmodel.model.filesystems.terms.FsaResult.pipeline_s`)."),
     },
     {
         "number": 2,
@@ -54,10 +54,10 @@ EQUATIONS = [
             (r"T_{DST}", "disk service time of a miss (eq. 3)", "s"),
         ],
         "implemented_by": [
-            ("{func}`diskmodel.model.cache.cache_service_time_s`", "the equation itself"),
-            ("{func}`diskmodel.model.cache.hit_probability`",
+            ("{func}`diskmodel.model.filesystems.cache.cache_service_time_s`", "the equation itself"),
+            ("{func}`diskmodel.model.filesystems.cache.hit_probability`",
              "a stated model of $P_H$ (random and sequential access with read-ahead)"),
-            ("{class}`diskmodel.model.filesystem.PageCache`",
+            ("{class}`diskmodel.model.filesystems.filesystem.PageCache`",
              "the page cache's size and copy rate $R_{CT}$ that the file-system model uses"),
         ],
     },
@@ -72,11 +72,11 @@ EQUATIONS = [
             (r"T_I", "interface time, request size over the host link's rate", "s"),
         ],
         "implemented_by": [
-            ("{attr}`diskmodel.model.disk.ServiceTime.total_s`", "the sum, term by term"),
-            ("{func}`diskmodel.model.disk.service_time_s`", "requests at given offsets, given where the head is"),
-            ("{func}`diskmodel.model.disk.expected_random_service_time_s`",
+            ("{attr}`diskmodel.model.drive.disk.ServiceTime.total_s`", "the sum, term by term"),
+            ("{func}`diskmodel.model.drive.disk.service_time_s`", "requests at given offsets, given where the head is"),
+            ("{func}`diskmodel.model.drive.disk.expected_random_service_time_s`",
              "requests uniformly at random in a region"),
-            ("{meth}`diskmodel.model.volume_on_disk.DiskRegion.service_time`",
+            ("{meth}`diskmodel.model.stacks.volume_on_disk.DiskRegion.service_time`",
              "requests in a region of a volume placed on its disk"),
         ],
     },
@@ -92,8 +92,8 @@ EQUATIONS = [
             (r"T_{RL}", "rotational latency (eq. 8)", "s"),
         ],
         "implemented_by": [
-            ("{attr}`diskmodel.model.disk.ServiceTime.access_s`", "the sum of the four terms"),
-            ("{class}`diskmodel.model.disk.Disk`", "the drive's parameters behind each term"),
+            ("{attr}`diskmodel.model.drive.disk.ServiceTime.access_s`", "the sum of the four terms"),
+            ("{class}`diskmodel.model.drive.disk.Disk`", "the drive's parameters behind each term"),
         ],
     },
     {
@@ -107,12 +107,12 @@ EQUATIONS = [
             (r"T_M", "media transfer time (eq. 6)", "s"),
         ],
         "implemented_by": [
-            ("{class}`diskmodel.model.disk.ServiceTime`",
+            ("{class}`diskmodel.model.drive.disk.ServiceTime`",
              "keeps the three terms apart (``seek_s``, ``rotation_s``, ``transfer_s``)"),
         ],
         "remark": ("The code does not drop terms: it evaluates the full eqs. 3-4. Eq. 5 is their sum "
                    "with $T_{CO}$, $T_{Settle}$ and $T_I$ left out, i.e. "
-                   "``seek_s + rotation_s + transfer_s`` of a {class}`~diskmodel.model.disk.ServiceTime`."),
+                   "``seek_s + rotation_s + transfer_s`` of a {class}`~diskmodel.model.drive.disk.ServiceTime`."),
     },
     {
         "number": 6,
@@ -125,9 +125,9 @@ EQUATIONS = [
                      "sector size over the rotation period", "bytes/s"),
         ],
         "implemented_by": [
-            ("{meth}`diskmodel.model.zones.Geometry.media_rate_bytes_per_s`", "$R_T$ at a byte offset (zoned)"),
-            ("{meth}`diskmodel.model.disk.Disk.media_rate_bytes_per_s`", "the same for a drive"),
-            ("{func}`diskmodel.model.disk.service_time_s`",
+            ("{meth}`diskmodel.model.drive.zones.Geometry.media_rate_bytes_per_s`", "$R_T$ at a byte offset (zoned)"),
+            ("{meth}`diskmodel.model.drive.disk.Disk.media_rate_bytes_per_s`", "the same for a drive"),
+            ("{func}`diskmodel.model.drive.disk.service_time_s`",
              "$T_M$ of each request (``ServiceTime.transfer_s``) at its zone's rate"),
             ("{func}`diskmodel.model.fit.zones.fit_zones`", "zones and their rates from a measured rate curve"),
         ],
@@ -146,13 +146,13 @@ EQUATIONS = [
             (r"e", "knee: the last distance of the short branch (``knee_cylinders``)", "cylinders"),
         ],
         "implemented_by": [
-            ("{func}`diskmodel.model.seek.two_piece_seek_time_s`", "the equation itself"),
-            ("{class}`diskmodel.model.seek.TwoPieceSeek`", "its five parameters, as a drive's seek curve"),
+            ("{func}`diskmodel.model.drive.seek.two_piece_seek_time_s`", "the equation itself"),
+            ("{class}`diskmodel.model.drive.seek.TwoPieceSeek`", "its five parameters, as a drive's seek curve"),
             ("{func}`diskmodel.model.fit.seek.fit_two_piece`", "fits it to a measured seek curve"),
             ("{func}`diskmodel.model.fit.spec.solve_two_piece_seek_from_spec`",
              "solves it from a data sheet's track-to-track, average and full-stroke seeks"),
         ],
-        "remark": ("{class}`~diskmodel.model.seek.TableSeek` is the alternative: a measured curve, "
+        "remark": ("{class}`~diskmodel.model.drive.seek.TableSeek` is the alternative: a measured curve, "
                    "interpolated monotonically."),
     },
     {
@@ -164,9 +164,9 @@ EQUATIONS = [
             (r"R_{rotate}", "time of one revolution, 60 / rpm", "s"),
         ],
         "implemented_by": [
-            ("{func}`diskmodel.model.rotation.mean_rotational_latency_s`", "the equation itself, from the rpm"),
-            ("{func}`diskmodel.model.rotation.rotation_period_s`", "$R_{rotate}$ from the rpm"),
-            ("{attr}`diskmodel.model.disk.Disk.mean_rotational_latency_s`", "the same for a drive"),
+            ("{func}`diskmodel.model.drive.rotation.mean_rotational_latency_s`", "the equation itself, from the rpm"),
+            ("{func}`diskmodel.model.drive.rotation.rotation_period_s`", "$R_{rotate}$ from the rpm"),
+            ("{attr}`diskmodel.model.drive.disk.Disk.mean_rotational_latency_s`", "the same for a drive"),
         ],
     },
     {
@@ -196,14 +196,14 @@ EQUATIONS = [
             (r"L_{FS}", "location of the file system on the disk", "bytes (offset)"),
         ],
         "implemented_by": [
-            ("{class}`diskmodel.model.volume_on_disk.VolumeOnDisk`",
+            ("{class}`diskmodel.model.stacks.volume_on_disk.VolumeOnDisk`",
              "the mechanistic part: the extents put the file system's I/O where they lie "
              "($S_{FS}$, $L_{FS}$)"),
-            ("{class}`diskmodel.model.volumes.LinearVolume`",
+            ("{class}`diskmodel.model.stacks.volumes.LinearVolume`",
              "its ``mapping_complexity``: segments of the mapping table times the number of disks $N_D$ "
-             "(likewise {class}`~diskmodel.model.volumes.StripedVolume`; 0 for a "
-             "{class}`~diskmodel.model.volumes.Partition`)"),
-            ("{func}`diskmodel.model.volumes.lvm_mapping_overhead_s`", "the empirical part (eq. 12)"),
+             "(likewise {class}`~diskmodel.model.stacks.volumes.StripedVolume`; 0 for a "
+             "{class}`~diskmodel.model.stacks.volumes.Partition`)"),
+            ("{func}`diskmodel.model.stacks.volumes.lvm_mapping_overhead_s`", "the empirical part (eq. 12)"),
         ],
     },
     {
@@ -216,10 +216,10 @@ EQUATIONS = [
             (r"FB_{mapping}", "cost per data-block I/O per unit of mapping complexity (``fb_mapping_s``)", "s"),
         ],
         "implemented_by": [
-            ("{class}`diskmodel.model.volumes.LvmMapping`", "the two costs, with their bounds"),
-            ("{func}`diskmodel.model.volumes.lvm_mapping_overhead_s`",
+            ("{class}`diskmodel.model.stacks.volumes.LvmMapping`", "the two costs, with their bounds"),
+            ("{func}`diskmodel.model.stacks.volumes.lvm_mapping_overhead_s`",
              "complexity times cost times count, per component"),
-            ("{meth}`diskmodel.model.volume_on_disk.VolumeOnDisk.mapping_overhead_s`",
+            ("{meth}`diskmodel.model.stacks.volume_on_disk.VolumeOnDisk.mapping_overhead_s`",
              "the same for a volume placed on its disk (0 on a partition)"),
             ("{func}`diskmodel.model.fit.postmark.fit_lvm_mapping`", "fits the costs to measured PostMark runs"),
         ],

@@ -1,37 +1,44 @@
 """diskmodel.model: the access-time model of a disk and the layers above it.
 
-Pure, vectorised numpy: no I/O, no clocks, no processes. One module per
-physical concern, after Djordjevic & Timcenko (2015), section 3:
+Pure, vectorised numpy: no I/O, no clocks, no processes. One subpackage per concern, after
+Djordjevic & Timcenko (2015), section 3:
 
-- :mod:`.seek` (eq. 7), :mod:`.rotation` (eq. 8), :mod:`.zones` (eq. 6, zoned),
-  :mod:`.disk` (eqs. 3-5), :mod:`.cache` (eq. 2);
-- :mod:`.workload` (PostMark 1.5), :mod:`.filesystem` (eq. 1),
-  :mod:`.volumes` (partitions, LVM, eqs. 10-12), :mod:`.volume_on_disk`,
-  :mod:`.stack` (one description of a storage stack), :mod:`.predict`, :mod:`.paper`;
-- :mod:`.simulate` and :mod:`.validation`: the per-request simulation and its
-  check on DiskSim's measured traces (imported on first use: they bring numba).
+- :mod:`~diskmodel.model.drive`: the drive (seek, eq. 7; rotation, eq. 8; zones, eq. 6; the service
+  time, eqs. 3-5; its buffer, its parameters, the presets);
+- :mod:`~diskmodel.model.simulator`: the per-request simulation after DiskSim 4.0 (numba);
+- :mod:`~diskmodel.model.disksim_drives`: DiskSim's drive files as model objects;
+- :mod:`~diskmodel.model.filesystems`: file systems (eq. 1) and the cache (eq. 2);
+- :mod:`~diskmodel.model.stacks` and :mod:`~diskmodel.model.iopath`: the storage stack (partitions,
+  LVM, eqs. 10-12, RAID, thin volumes, loop files, network devices) and its I/O path as request streams;
+- :mod:`~diskmodel.model.predict` (the entry point) and :mod:`~diskmodel.model.predictions`: workloads,
+  results, what-if tables and the check on measured service times;
+- :mod:`~diskmodel.model.fit`: every fitter, and the paper's Tables 4-6 fitted.
+
+The numba kernels' on-disk cache is :mod:`diskmodel._jit`'s (imported first, outside this pure package).
+The names below are the package's flat surface; the simulation's are imported on first use (numba).
 """
-from . import jit_cache  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
-from .cache import cache_service_time_s, hit_probability
-from .disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
-from .filesystem import FileSystem, PageCache, file_system_access_time
-from .volumes import LinearVolume, LvmMapping, Partition, Segment, StripedVolume
-from .volume_on_disk import DiskRegion, VolumeOnDisk
-from .drives import PresetDrive
-from .stack import FileSystemNode, Stack, paper_stack, stack_on
+from diskmodel import _jit  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
+from .filesystems.cache import cache_service_time_s, hit_probability
+from .drive.disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
+from .filesystems.filesystem import FileSystem, PageCache, file_system_access_time
+from .stacks.volumes import LinearVolume, LvmMapping, Partition, Segment, StripedVolume
+from .stacks.volume_on_disk import DiskRegion, VolumeOnDisk
+from .drive.drives import PresetDrive
+from .stacks.stack import FileSystemNode, Stack, paper_stack, stack_on
 from .fit import Case, FitResult, fit_io_parameters, fit_lvm_mapping
 from .predict import Prediction  # the function: diskmodel.model.predict.predict (the name stays the module's)
-from .presets import available_presets, disk_from_spec, load_preset
-from .rotation import mean_rotational_latency_s, rotation_period_s
-from .seek import TableSeek, TwoPieceSeek, mean_random_seek_time_s
-from .workload import PostMarkConfig, PostMarkCounts, expected_counts, postmark_preset
-from .zones import Geometry, Zone, uniform_geometry
+from .drive.presets import available_presets, disk_from_spec, load_preset
+from .drive.rotation import mean_rotational_latency_s, rotation_period_s
+from .drive.seek import TableSeek, TwoPieceSeek, mean_random_seek_time_s
+from .predictions.workload import PostMarkConfig, PostMarkCounts, expected_counts, postmark_preset
+from .drive.zones import Geometry, Zone, uniform_geometry
 
 _LAZY = {
-    "DriveParameters": "drive_parameters", "SimulationResult": "simulate", "simulate_requests": "simulate",
-    "ZoneLayout": "disksim_mapping", "TraceValidation": "validation", "disksim_demerit_s": "validation",
-    "quantile_demerit_s": "validation",
-    "empirical_quantiles": "validation", "mean_error_percent": "validation",
+    "DriveParameters": "drive.parameters", "SimulationResult": "simulator.simulate",
+    "simulate_requests": "simulator.simulate", "ZoneLayout": "simulator.mapping",
+    "TraceValidation": "predictions.validation", "disksim_demerit_s": "predictions.validation",
+    "quantile_demerit_s": "predictions.validation", "empirical_quantiles": "predictions.validation",
+    "mean_error_percent": "predictions.validation",
 }
 
 

@@ -1,10 +1,10 @@
 """Predict PostMark throughput on a storage stack.
 
 :func:`predict` evaluates Djordjevic & Timcenko (2015) eqs. (1)-(12) for a
-PostMark run on a :class:`diskmodel.model.stack.Stack`, one layer on the
+PostMark run on a :class:`diskmodel.model.stacks.stack.Stack`, one layer on the
 next: the stack's volume placed on its disk, with the LVM mapping costs
-(:class:`diskmodel.model.volume_on_disk.VolumeOnDisk`), the file system on
-that volume (T_FSA, eq. 1, :mod:`diskmodel.model.filesystem`), the
+(:class:`diskmodel.model.stacks.volume_on_disk.VolumeOnDisk`), the file system on
+that volume (T_FSA, eq. 1, :mod:`diskmodel.model.filesystems.filesystem`), the
 workload on the file system; then T_LVM_MO (eqs. 10-12) and read and write
 throughput the way PostMark reports it (bytes read and written divided by
 the whole run's elapsed time).
@@ -12,15 +12,15 @@ the whole run's elapsed time).
 The fitters of its free parameters are kept apart, in
 :mod:`diskmodel.model.fit.postmark`.
 
-The block workloads (:mod:`diskmodel.model.block_workloads`: fio jobs,
+The block workloads (:mod:`diskmodel.model.predictions.block_workloads`: fio jobs,
 seed 003's file copy) are predicted on any stack, whatever block nodes it
 holds (RAID, thin volumes, loop files, NBD, ...), through the I/O path and
-the drives' simulations (:mod:`diskmodel.model.prediction`):
+the drives' simulations (:mod:`diskmodel.model.predictions.results`):
 :func:`predict` returns a :class:`BlockPrediction` or a
-:class:`~diskmodel.model.prediction.CopyPrediction` for them, and
+:class:`~diskmodel.model.predictions.results.CopyPrediction` for them, and
 :func:`predict_block` takes a bare block node and its disks.
 
-A stack whose top is an NFS mount (:class:`diskmodel.model.network.NfsMount`)
+A stack whose top is an NFS mount (:class:`diskmodel.model.stacks.network.NfsMount`)
 is timed the same way: the client's operations crossing the link to the
 server's file system and disks (:mod:`diskmodel.model.iopath.network`);
 a block workload (a FioJob) has no block device to run on there and is
@@ -31,13 +31,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._checks import FieldError, finite_scalar, show
-from .filesystem import PageCache, file_system_access_time
-from .block import BlockEnv
-from .block_workloads import FileCopy, FioJob
-from .stack import Stack
-from .volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from .filesystems.filesystem import PageCache, file_system_access_time
+from .stacks.block import BlockEnv
+from .predictions.block_workloads import FileCopy, FioJob
+from .stacks.stack import Stack
+from .stacks.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
 from .iopath.fileops import FileOps
-from .workload import PostMarkConfig, PostMarkCounts, as_counts
+from .predictions.workload import PostMarkConfig, PostMarkCounts, as_counts
 from .units import KIB, MIB
 
 
@@ -100,7 +100,7 @@ class Prediction(_PostMarkRates):
     term_parts : dict of dict
         The same per term of eq. (1).
     io_counts, details : dict
-        From :class:`diskmodel.model.filesystem.FsaResult`.
+        From :class:`diskmodel.model.filesystems.filesystem.FsaResult`.
     counts : PostMarkCounts
     """
 
@@ -143,21 +143,21 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     stack : Stack
         The disk, the volume and the file system (its model parameters,
         ``stack.file_system.parameters``, any kind); the volume must lie
-        on one disk.  :func:`diskmodel.model.stack.paper_stack` makes the
-        paper's three, :func:`diskmodel.model.stack.stack_on` one from a
+        on one disk.  :func:`diskmodel.model.stacks.stack.paper_stack` makes the
+        paper's three, :func:`diskmodel.model.stacks.stack.stack_on` one from a
         Disk, a volume and a FileSystem.  A stack whose top is an NFS mount
         is timed on the I/O path (PostMark or a FileCopy; no *cache* or
         *lvm_mapping*).
     workload : PostMarkConfig or PostMarkCounts
         Default ``PostMarkConfig()`` (PostMark's defaults); or a FioJob
         (:func:`predict_block`: timed on the drives) or a FileCopy
-        (:func:`~diskmodel.model.prediction.predict_copy`). A workload string (``"postmark:test1"``,
+        (:func:`~diskmodel.model.predictions.results.predict_copy`). A workload string (``"postmark:test1"``,
         ``"fio:rw=randwrite,bs=4k,size=64M"``: :func:`diskmodel.model.iopath.parse_workload`)
         or a FileOps, and any workload on a stack other than a partition or
         an LVM volume on one disk (RAID, loop files, thin volumes, LVM over
         several disks), is timed on the I/O path and the drives' simulations
-        (:func:`diskmodel.model.prediction.predict_stack`) and returns an
-        :class:`~diskmodel.model.prediction.IoPrediction`.
+        (:func:`diskmodel.model.predictions.results.predict_stack`) and returns an
+        :class:`~diskmodel.model.predictions.results.IoPrediction`.
     cache : PageCache
         Default ``PageCache()``.
     lvm_mapping : LvmMapping
@@ -165,11 +165,11 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         No cost on a native partition.
     calibrations : dict
         ``{drive name: CalibrationResult}`` of calibrated drives: a timed prediction then has
-        intervals (:mod:`diskmodel.model.intervals`; ``conf_int()``). The paper's equations (PostMark
+        intervals (:mod:`diskmodel.model.predictions.intervals`; ``conf_int()``). The paper's equations (PostMark
         on a partition or an LVM volume on one disk) take none.
     """
     if not isinstance(stack, Stack):
-        raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stack.stack_on makes one "
+        raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stacks.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
     if stack.is_nfs and isinstance(workload, FioJob):
         raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
@@ -177,21 +177,21 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if isinstance(workload, FioJob):
         return predict_block(stack.volume, workload, stack.block_env(), calibrations=calibrations)
     if isinstance(workload, FileCopy):
-        from .prediction import predict_copy
+        from .predictions.results import predict_copy
 
         if calibrations:
             raise ValueError("calibrations: the file copy's prediction has no intervals yet; leave calibrations out")
         return predict_copy(stack, workload)
     if isinstance(workload, (str, FileOps)) or stack.is_nfs or not _one_disk_volume(stack):
         # Any stack the I/O path builds, any workload it names: timed request by request.
-        from .prediction import predict_stack
+        from .predictions.results import predict_stack
 
         if lvm_mapping is not None and lvm_mapping != LvmMapping():
             raise ValueError("lvm_mapping: the timed I/O path charges the requests device-mapper sends, not "
                              "fitted mapping costs; leave lvm_mapping out")
         if cache is not None and cache != PageCache():
             raise ValueError("cache: the timed I/O path takes the page cache as diskmodel.model.iopath.CacheParams "
-                             "(diskmodel.model.prediction.predict_stack); leave cache out here")
+                             "(diskmodel.model.predictions.results.predict_stack); leave cache out here")
         if isinstance(workload, PostMarkCounts):
             raise ValueError(f"workload: this stack ({stack.short_name}) is timed on the I/O path, which runs "
                              "PostMark's operations, not expected counts; give a PostMarkConfig")
@@ -243,7 +243,7 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
 @dataclass(frozen=True)
 class BlockPrediction:
     """A fio job predicted on a block node: its requests through the block layers below the node and
-    timed on the drives (:func:`diskmodel.model.prediction.predict_block_job`).
+    timed on the drives (:func:`diskmodel.model.predictions.results.predict_block_job`).
 
     Attributes
     ----------
@@ -290,7 +290,7 @@ class BlockPrediction:
         return self.timed.plot(ax)
 
     def conf_int(self, alpha: float = 0.05):
-        """The timed run's intervals (:meth:`~diskmodel.model.prediction.IoPrediction.conf_int`)."""
+        """The timed run's intervals (:meth:`~diskmodel.model.predictions.results.IoPrediction.conf_int`)."""
         return self.timed.conf_int(alpha)
 
     def _repr_html_(self):
@@ -302,7 +302,7 @@ class BlockPrediction:
 def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None = None) -> BlockPrediction:
     """*job* (a FioJob) on *node* (any block node), its disks from *env* (``Stack.block_env()``):
     the job's requests through the I/O path's block layers, timed on each drive's simulation."""
-    from .prediction import predict_block_job
+    from .predictions.results import predict_block_job
 
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")

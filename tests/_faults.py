@@ -224,9 +224,9 @@ _CALIBRATE_PAUSE = {"probe": "read:1", "measure": "read:300", "write": "fsync:ou
 
 
 def _bench_stack(folder: Path) -> Path:
-    from diskmodel.model.loop_file import nested_loop_files
-    from diskmodel.model.stack import FileSystemNode, Stack
-    from diskmodel.model.volumes import Partition
+    from diskmodel.model.stacks.loop_file import nested_loop_files
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
 
     stack = Stack(FileSystemNode(nested_loop_files(Partition(MIB, 96 * MIB), 1), kind="ext3"))
     path = folder / "stack.json"

@@ -17,7 +17,7 @@ def hand_trace_run(drive: str, changes: dict, lines: list[str], where: Path):
     """The DiskSim-code parameters of the bundled *drive* with the ``.diskspecs`` *changes*, and the
     arguments of ``simulate_requests`` for the validate-trace *lines*, through a drive folder made
     under *where* as the randomised test makes one (``make_random.make_folder``)."""
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
     make = load_script(Path(__file__).parent / "golden" / "disksim_random" / "make_random.py")
     folder = make.make_folder({"seed": 0, "drive": drive, "changes": changes, "rpm": None}, where)
     (folder / "hand.trace").write_text("\n".join(lines) + "\n")

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _scripts import load_script  # noqa: E402
 
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive  # noqa: E402
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive  # noqa: E402
 from diskmodel.model.simulator.inputs import _writes_queue  # noqa: E402
 from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from diskmodel.model.disksim_mapping import ZoneLayout
-from diskmodel.model.drive_parameters import DriveParameters
+from diskmodel.model.simulator.mapping import ZoneLayout
+from diskmodel.model.drive.parameters import DriveParameters
 
 
 def toy_drive(**changes) -> DriveParameters:

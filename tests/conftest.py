@@ -75,8 +75,8 @@ def preset_leave_one_test_out():
     reference several test files compare with, computed once (three PostMark fits). Read it, do not
     change it."""
     from diskmodel.data.tables import postmark_results
-    from diskmodel.model.paper import leave_one_test_out
-    from diskmodel.model.presets import load_preset
+    from diskmodel.model.fit.paper import leave_one_test_out
+    from diskmodel.model.drive.presets import load_preset
 
     return leave_one_test_out(load_preset("wd800bd"), postmark_results())
 

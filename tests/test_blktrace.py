@@ -101,7 +101,7 @@ def test_a_trace_that_does_not_parse_is_one_line_naming_the_file_and_the_line(tm
     bad = tmp_path / "bad.txt"
     bad.write_text(line)
     stack = tmp_path / "stack.json"
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
     stack.write_text(paper_stack("native").to_json())
     res = _cli("replay", str(bad), "--stack", str(stack))
     assert res.returncode == 2
@@ -151,7 +151,7 @@ def test_a_planted_tracer_record_makes_teardown_write_nothing_outside_the_tracer
 def test_replay_maps_the_trace_through_lvm_onto_the_disk():
     from diskmodel.calibrate.trace.replay import volume_streams
     from diskmodel.model.iopath import Stream
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     stack = paper_stack("lvm2")
     vol = stack.volume

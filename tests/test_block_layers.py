@@ -11,22 +11,22 @@ import json
 
 import pytest
 
-from diskmodel.model.block import chunk_size
-from diskmodel.model.block_workloads import FileCopy, FioJob, fio_jobs
-from diskmodel.model.disk import flat_latency_disk
-from diskmodel.model.drives import PresetDrive
+from diskmodel.model.stacks.block import chunk_size
+from diskmodel.model.predictions.block_workloads import FileCopy, FioJob, fio_jobs
+from diskmodel.model.drive.disk import flat_latency_disk
+from diskmodel.model.drive.drives import PresetDrive
 from diskmodel.model.iopath.stream import Op
 from diskmodel.model.iopath.timing import FlatDrive
-from diskmodel.model.loop_file import LoopFile, nested_loop_files
-from diskmodel.model.nodes import to_json_data
+from diskmodel.model.stacks.loop_file import LoopFile, nested_loop_files
+from diskmodel.model.stacks.nodes import to_json_data
 from diskmodel.model.predict import BlockPrediction, predict
-from diskmodel.model.prediction import CopyPrediction, predict_block_job
-from diskmodel.model.raid import RaidArray, mirror, stripe_split
-from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.predictions.results import CopyPrediction, predict_block_job
+from diskmodel.model.stacks.raid import RaidArray, mirror, stripe_split
+from diskmodel.model.stacks.stack import NODE_SCHEMA, FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import GIB, KIB, MIB
-from diskmodel.model.volumes import Partition, StripedVolume
-from diskmodel.model import workload
+from diskmodel.model.stacks.volumes import Partition, StripedVolume
+from diskmodel.model.predictions import workload
 
 CAPACITY = 10 * GIB
 
@@ -210,7 +210,7 @@ def test_predict_block_workloads_on_a_stack_read_from_json():
     copy = predict(again, FileCopy(file_sizes_bytes=(MIB, 5 * MIB), repeats=2))
     assert isinstance(copy, CopyPrediction) and len(copy.rows) == 2
     assert copy.rows[1]["write_s"] > copy.rows[0]["write_s"] > 0
-    from diskmodel.model.workload import PostMarkConfig
+    from diskmodel.model.predictions.workload import PostMarkConfig
 
     timed = predict(again, PostMarkConfig(number_of_files=100, transactions=200))  # on the I/O path
     assert set(timed.timing.devices) == {"a", "b"}
@@ -233,7 +233,7 @@ def test_block_workloads_join_workload_and_count():
 
 @pytest.mark.slow  # several seconds: the full tier runs it
 def test_what_if_tables_of_the_layers():
-    from diskmodel.model.scenarios import loop_depth_table, mirror_table, raid_level_table, thin_table
+    from diskmodel.model.predictions.scenarios import loop_depth_table, mirror_table, raid_level_table, thin_table
 
     fast, slow = flat_latency_disk(1e-3, 100e6, CAPACITY), flat_latency_disk(3e-3, 50e6, CAPACITY)
 

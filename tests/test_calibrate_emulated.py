@@ -148,7 +148,7 @@ def test_parameters_disk_splits_a_read_as_the_kernel_does():
     """A read of three requests' length takes as long as the three requests in turn, each a host
     gap after the one before, on a drive that loses a revolution between them."""
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk
-    from diskmodel.model.simulate_session import DriveSession
+    from diskmodel.model.simulator.session import DriveSession
 
     params = _params("wd800bd")
     split = ParametersDisk(params, max_request_bytes=64 << 10, host_gap_jitter_s=0.0, noise_s=0.0)

@@ -57,9 +57,9 @@ def test_recovery_of_the_reference_family(name):
 def test_the_calibrated_disk_replays_a_trace_like_the_drive():
     """Round trip: to_disk() carries surfaces, skews, head switch, overhead and read-ahead, and
     the per-request simulation from it serves a random trace like the drive (CDF demerit)."""
-    from diskmodel.model.drive_parameters import DriveParameters
-    from diskmodel.model.simulate import simulate_requests
-    from diskmodel.model.validation import quantile_demerit_s
+    from diskmodel.model.drive.parameters import DriveParameters
+    from diskmodel.model.simulator.simulate import simulate_requests
+    from diskmodel.model.predictions.validation import quantile_demerit_s
 
     drive, result = run("desktop_7200")
     disk = result.to_disk(seek="table")

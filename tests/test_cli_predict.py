@@ -38,7 +38,7 @@ def test_version_prints_the_installed_distributions_version():
 # ------------------------------------------------------------------ stack-schema
 
 def _node_classes():
-    from diskmodel.model.stack import NODE_SCHEMA
+    from diskmodel.model.stacks.stack import NODE_SCHEMA
 
     return {kind: NODE_SCHEMA.class_of_kind(kind) for kind in NODE_SCHEMA.known_kinds()}
 
@@ -68,7 +68,7 @@ def test_stack_schema_json_lists_every_field_of_every_kind_with_its_dataclass_de
 
 
 def test_every_field_has_a_meaning_and_every_size_or_time_a_unit():
-    from diskmodel.model.stack_schema import UNDOCUMENTED, schema
+    from diskmodel.model.stacks.stack_schema import UNDOCUMENTED, schema
 
     data = schema()
     tables = [("stack", data["stack"])] + [(k, v["fields"]) for k, v in data["kinds"].items()] + \
@@ -100,10 +100,10 @@ def test_stack_schema_text_shows_units_and_defaults_without_scientific_notation(
 
 def test_a_field_added_to_a_node_appears_in_the_schema_from_its_docstring():
     """Generated, never hand-copied: a new node type's fields and docstring are listed as declared."""
-    from diskmodel.model import nodes
-    from diskmodel.model.schema import NodeSchema
-    from diskmodel.model.stack import NODE_TYPES
-    from diskmodel.model.stack_schema import schema
+    from diskmodel.model.stacks import nodes
+    from diskmodel.model.stacks.schema import NodeSchema
+    from diskmodel.model.stacks.stack import NODE_TYPES
+    from diskmodel.model.stacks.stack_schema import schema
 
     @nodes.node_type("test_only_ramdisk")
     @dataclasses.dataclass(frozen=True)
@@ -208,7 +208,7 @@ def calibrated_wd800bd(monkeypatch, tmp_path):
     """--calibration FILE giving the wd800bd preset as a calibration gives it: no drive cache, no interface
     rate (model.fit.calibration_views.calibrated_disk sets neither)."""
     from diskmodel.calibrate import stacks
-    from diskmodel.model.presets import load_preset
+    from diskmodel.model.drive.presets import load_preset
 
     preset = load_preset("wd800bd")
     assert preset.cache_size_bytes > 0 and math.isfinite(preset.interface_rate_bytes_per_s)
@@ -290,7 +290,7 @@ def test_the_job_file_moves_what_fio_itself_moves(tmp_path, text):
     """The sizes, the suffixes and the job counts read as fio reads them: fio runs the same file on a scratch file."""
     from conftest import require_tools
 
-    from diskmodel.model.fio_job import parse_fio_job
+    from diskmodel.model.predictions.fio_job import parse_fio_job
 
     require_tools("fio")
     job = parse_fio_job(text)
@@ -305,9 +305,9 @@ def test_the_job_file_moves_what_fio_itself_moves(tmp_path, text):
 
 
 def test_predict_prints_the_jobs_definition_beside_its_result(tmp_path, capsys):
-    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.predictions.block_workloads import FioJob
     from diskmodel.model.predict import predict
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     path = _job_file(tmp_path, "# a database's reads\n[global]\ndirect=1\n[db]\nrw=randread\nbs=8k\nsize=1g\n"
                                "io_size=8m\niodepth=4\n")
@@ -322,9 +322,9 @@ def test_predict_prints_the_jobs_definition_beside_its_result(tmp_path, capsys):
 
 
 def test_a_mixed_job_is_its_reads_and_writes_weighted(tmp_path, capsys):
-    from diskmodel.model.block_workloads import FioJob
+    from diskmodel.model.predictions.block_workloads import FioJob
     from diskmodel.model.predict import predict
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     path = _job_file(tmp_path, "[mix]\nrw=randrw\nrwmixread=70\nbs=4k\nsize=1g\nio_size=10m\ndirect=1\n")
     assert main(["predict", "--json", "--fio-job", path]) == 0

@@ -152,8 +152,8 @@ def test_simulate_requests_refuses_an_lbn_whose_end_overflows_int64(tmp_path):
     code = textwrap.dedent("""
         import numpy as np
         from diskmodel.data.disksim.bundled import disksim_drive_folder
-        from diskmodel.model.disksim import load_disksim_drive
-        from diskmodel.model.simulate import simulate_requests
+        from diskmodel.model.disksim_drives.convert import load_disksim_drive
+        from diskmodel.model.simulator.simulate import simulate_requests
         params = load_disksim_drive(disksim_drive_folder("atlas10k")).simulation_parameters()
         try:
             simulate_requests(params, np.array([False]), np.array([2**63 - 1]), np.array([4]), np.array([0.0]))

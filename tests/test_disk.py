@@ -13,7 +13,7 @@ from diskmodel.model import (
     hit_probability, load_preset, mean_random_seek_time_s, mean_rotational_latency_s,
     rotation_period_s, service_time_s, uniform_geometry,
 )
-from diskmodel.model.rotation import rpm_from_period, rotational_latency_cdf, sample_rotational_latency_s
+from diskmodel.model.drive.rotation import rpm_from_period, rotational_latency_cdf, sample_rotational_latency_s
 
 MS = 1e-3
 
@@ -259,7 +259,7 @@ def test_evolve_makes_what_ifs():
 # ---------------------------------------------------------------------------
 
 def test_seek_table_rule_is_disksims_linear_interpolation():
-    from diskmodel.model.seek import table_seek_time_s
+    from diskmodel.model.drive.seek import table_seek_time_s
 
     # dm_mech_g1_seek_extracted: listed points exact, linear between, extrapolated from the last two
     x = np.array([1.0, 2.0, 10.0, 12.0])
@@ -273,14 +273,14 @@ def test_seek_table_rule_is_disksims_linear_interpolation():
 
 
 def test_two_piece_kernel_is_eq_7_at_the_knee():
-    from diskmodel.model.seek import two_piece_seek_time_s
+    from diskmodel.model.drive.seek import two_piece_seek_time_s
 
     got = two_piece_seek_time_s([0, 4, 100, 101], 1e-3, 0.5e-3, 5e-3, 1e-5, 100)
     assert got.tolist() == pytest.approx([0.0, 2e-3, 6e-3, 5e-3 + 101e-5])   # d <= knee: a + b sqrt(d)
 
 
 def test_service_time_total_equals_the_sum_of_the_terms_and_checks_inputs():
-    from diskmodel.model.disk import service_time_total_s
+    from diskmodel.model.drive.disk import service_time_total_s
 
     disk = load_preset("wd800bd")
     rng = np.random.default_rng(5)

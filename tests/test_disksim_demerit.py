@@ -1,4 +1,4 @@
-"""DiskSim's binned demerit (model/validation.py: disksim_demerit_s) against DiskSim 4.0's own output.
+"""DiskSim's binned demerit (model/predictions/validation.py: disksim_demerit_s) against DiskSim 4.0's own output.
 
 Golden data: tests/golden/disksim_full/ (see its README.md): for each of the seven traced drives,
 DiskSim's per-request service times over the whole trace, the two distributions DiskSim prints and
@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, read_trace
-from diskmodel.model.disksim import load_disksim_drive, validate_drive, validate_trace
-from diskmodel.model.validation import (DISKSIM_ACCESS_TIME_BINS, DiskSimBins, disksim_binned_cdf,
-                                        disksim_bucket_counts, disksim_demerit_ms, disksim_demerit_s,
-                                        disksim_rms_ms, quantile_demerit_s)
+from diskmodel.model.disksim_drives.convert import load_disksim_drive, validate_drive, validate_trace
+from diskmodel.model.predictions.validation import (DISKSIM_ACCESS_TIME_BINS, DiskSimBins, disksim_binned_cdf,
+                                                    disksim_bucket_counts, disksim_demerit_ms, disksim_demerit_s,
+                                                    disksim_rms_ms, quantile_demerit_s)
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "disksim_full"
 TRACED = sorted(DISKSIM_PUBLISHED_DEMERIT_MS)
@@ -242,7 +242,7 @@ SECONDS_PATH_MOVED = {"atlas10k": 190, "atlas_III": 103, "barracuda": 84, "cheet
 def test_seconds_path_differs_only_on_bucket_edges(disksim_dir, name):
     """disksim_demerit_s on read_trace's seconds: the only difference from DiskSim's rms is the last
     bit of the measured values that lie exactly on a bucket edge (whole microseconds)."""
-    from diskmodel.model.validation import _scaled_ints
+    from diskmodel.model.predictions.validation import _scaled_ints
 
     disksim_ms = _trace_ms_as_disksim_reads_it(name, disksim_dir)
     ours_ms = read_trace(disksim_dir / name / f"{name}.trace").service_s * 1e3

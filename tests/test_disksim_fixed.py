@@ -1,6 +1,6 @@
 """The per-request simulation against DiskSim 4.0 with g1_access_block's test mended (golden data:
 tests/golden/disksim_fixed/, see its README.md): an immediate read access ("Read any free blocks")
-starts at the next sector boundary under the head (model/disksim_access_block.py); and
+starts at the next sector boundary under the head (model/simulator/access_block.py); and
 disksim_access_block_bug=True against DiskSim 4.0 itself (tests/golden/disksim_full)."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from diskmodel.data.disksim.syntax import DiskSimFormatError
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-from diskmodel.model.simulate import simulate_requests
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+from diskmodel.model.simulator.simulate import simulate_requests
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "disksim_fixed"
 FULL = Path(__file__).resolve().parent / "golden" / "disksim_full"
@@ -53,7 +53,7 @@ def test_simulation_agrees_with_the_mended_disksim(variant, tmp_path):
     counts = []
     for bug in (False, True):
         if not bug and variant["drive"] == "hp_c2247a" and "Read any free blocks" in variant["changes"]:
-            # refused with the line mended (model/disksim_support.py: IMMEDIATE_ACCESS_SPARING); the rule forced
+            # refused with the line mended (model/disksim_drives/honoured.py: IMMEDIATE_ACCESS_SPARING); the rule forced
             with pytest.raises(DiskSimFormatError, match="Read any free blocks = 1 .* honoured only on g1"):
                 drive_parameters(drive, disksim_access_block_bug=False)
             params = drive_parameters(drive).evolve(

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from diskmodel.calibrate.cli import main
 from diskmodel.data.disksim.model_file import G2Layout, read_model_file
 from diskmodel.data.disksim.syntax import DiskSimFormatError
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive, zone_layout
-from diskmodel.model.disksim_mapping import G2ZoneLayout, track_first_lbn, track_last_lbn
-from diskmodel.model.simulate import simulate_requests
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive, zone_layout
+from diskmodel.model.simulator.mapping import G2ZoneLayout, track_first_lbn, track_last_lbn
+from diskmodel.model.simulator.simulate import simulate_requests
 
 from _scripts import load_script
 
@@ -97,7 +97,7 @@ def test_skew_units_as_disksims_loader_reaches_them(folders):
     # zone's first cylinder only, precompute_skews) disagree
     import dataclasses
 
-    from diskmodel.model.disksim import zone_layout as layout_of
+    from diskmodel.model.disksim_drives.convert import zone_layout as layout_of
     disksim_ms = _golden("hp_c2247a_g2_revolutions")
     assert (np.abs(disksim_ms - _golden("hp_c2247a_g2")) >= TOLERANCE_MS).sum() == CHANGED_BY_UNITS
     drive = load_disksim_drive(folders["hp_c2247a_g2_revolutions"])

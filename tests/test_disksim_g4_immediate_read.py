@@ -8,10 +8,10 @@ its negative ``DM_OK`` for a failure), so a head landing inside the span starts 
 boundary: ``disk_buffer_sector_done`` reads the wanted blocks from there up to ``lastblkno`` (the
 read's end, or the read-ahead's limit, on the track) first, the ones before them on the way round,
 and jumps over the run (``immedstart``, ``immedend``)
-(:func:`diskmodel.model.disksim_access_block.immediate_read_run`, mode 2). A read taking over a
+(:func:`diskmodel.model.simulator.access_block.immediate_read_run`, mode 2). A read taking over a
 read-ahead (a partial hit on it) owns the access: on a track reached for its blocks ``lastblkno``
 is the read's end, so the read-ahead's blocks past it are read after the way round
-(:func:`diskmodel.model.disksim_readahead._extend_read_ahead`'s *own_end*).
+(:func:`diskmodel.model.simulator.readahead._extend_read_ahead`'s *own_end*).
 
 DiskSim's times: the 32-bit DiskSim 4.0 build of tests/golden/disksim_variants/README.md
 (``run_drive.sh``) on the bundled drive folders made by tests/golden/disksim_random/make_random.py
@@ -70,7 +70,7 @@ CASES = {
 def _ours(drive, changes, lines, where: Path):
     """Our times [ms] of *lines* on the bundled *drive* with *changes* ("Immediate buffer read" 1),
     and with the flag evolved off (the same folder: maxtor300g's layout takes long to read)."""
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.simulator.simulate import simulate_requests
     params, args = hand_trace_run(drive, {**changes, "Immediate buffer read": "1"}, lines, where)
     assert params.immediate_read
     return (simulate_requests(params, *args).service_s * 1e3,
@@ -99,8 +99,8 @@ def test_immediate_read_run_on_a_g4_track_reads_the_run_under_the_head_first():
     # revolution of steps on; mode 2 also starts a track's first block under the head
     from numba import njit
 
-    from diskmodel.model.disksim_access_block import _step_s, immediate_read_run
-    from diskmodel.model.disksim_mapping import lbn_to_pbn_one
+    from diskmodel.model.simulator.access_block import _step_s, immediate_read_run
+    from diskmodel.model.simulator.mapping import lbn_to_pbn_one
     arrays = hundred_sector_track_arrays()
 
     @njit

@@ -4,7 +4,7 @@ On a g4 layout DiskSim's ``g1_access_block`` finds the sector under the head (``
 the block; on g1 and g2 layouts 4.0 takes its success value for a failure), so a write whose head
 lands inside its span on a track starts at the next sector boundary, writes the wanted blocks from
 there, and the ones before them on the way round (``disk_buffer_sector_done``: ``immedstart``,
-``immedend``; :func:`diskmodel.model.disksim_access_block.immediate_write_track`).
+``immedend``; :func:`diskmodel.model.simulator.access_block.immediate_write_track`).
 
 DiskSim's times: the 32-bit DiskSim 4.0 build of tests/golden/disksim_variants/README.md
 (``run_drive.sh``) on the bundled drive folders made by tests/golden/disksim_random/make_random.py
@@ -53,7 +53,7 @@ CASES = {
 def _ours(drive, changes, lines, where: Path):
     """Our times [ms] of *lines* on the bundled *drive* with *changes*, and with "Immediate buffer
     write" off (the same folder, the flag evolved: maxtor300g's layout takes long to read)."""
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.simulator.simulate import simulate_requests
     params, args = hand_trace_run(drive, changes, lines, where)
     return (simulate_requests(params, *args).service_s * 1e3,
             simulate_requests(params.evolve(immediate_write=False), *args).service_s * 1e3)
@@ -92,8 +92,8 @@ def test_immediate_write_track_writes_the_run_under_the_head_first():
     # 25.5 sectors with all data in: sectors 26-29 are written first, 20-25 a revolution on
     from numba import njit
 
-    from diskmodel.model.disksim_access_block import _step_s, immediate_write_track
-    from diskmodel.model.disksim_mapping import lbn_to_pbn_one
+    from diskmodel.model.simulator.access_block import _step_s, immediate_write_track
+    from diskmodel.model.simulator.mapping import lbn_to_pbn_one
     arrays = hundred_sector_track_arrays()
 
     @njit

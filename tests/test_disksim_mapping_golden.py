@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from diskmodel.data.disksim.model_file import read_model_file
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive, zone_layout
-from diskmodel.model.disksim_g4 import _slipcount, angle_dtoi, g4_rows
-from diskmodel.model.disksim_mapping import G4ZoneLayout, track_first_lbn, track_last_lbn
-from diskmodel.model.simulate import simulate_requests
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive, zone_layout
+from diskmodel.model.simulator.g4 import _slipcount, angle_dtoi, g4_rows
+from diskmodel.model.simulator.mapping import G4ZoneLayout, track_first_lbn, track_last_lbn
+from diskmodel.model.simulator.simulate import simulate_requests
 
 GOLDEN = Path(__file__).parent / "golden"
 HANDMADE = GOLDEN / "disksim_handmade"

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskmodel.data.disksim.syntax import DiskSimFormatError
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-from diskmodel.model.disksim_readahead import _read_ahead_limit
-from diskmodel.model.simulate import HitKind, simulate_requests
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+from diskmodel.model.simulator.readahead import _read_ahead_limit
+from diskmodel.model.simulator.simulate import HitKind, simulate_requests
 
 from _helpers import keep_first_of_each
 from _scripts import load_script
@@ -832,7 +832,7 @@ def test_a_read_larger_than_its_segment():
         12.7e-3, abs=1e-9)
 
 
-# --- "Enable caching in buffer" = 0 (diskmodel.model.disksim_nocache)
+# --- "Enable caching in buffer" = 0 (diskmodel.model.simulator.nocache)
 
 #: (drive, DiskSim's times changed by caching 0 among the 600 of synthetic_rereads (no read-ahead and
 #: no fast writes either way), ours wrong there when simulated with caching: measured)
@@ -920,13 +920,13 @@ def test_caching_0_needs_no_read_ahead_no_fast_writes_no_free_blocks(disksim_dir
                     dict(read_ahead_scheme=0, max_read_ahead_blocks=0, read_any_free_blocks=True)):
         with pytest.raises(ValueError, match=r"caching=False .* allows no"):
             _toy(caching=False, **changes)
-    from diskmodel.model.drive_cache import DriveCache
+    from diskmodel.model.drive.cache import DriveCache
     with pytest.raises(ValueError, match=r"caching=False .* allows no write_back"):
         DriveCache(2, 65536, write_back=True, caching=False)
     assert "no caching" in DriveCache(2, 65536, caching=False).describe()
 
 
-# --- g1 "Skew units" (data/disksim/model_file.py: _skew_units_by_value; model/disksim.py: g1_skews_sectors)
+# --- g1 "Skew units" (data/disksim/model_file.py: _skew_units_by_value; model/disksim_drives/convert.py: g1_skews_sectors)
 
 FULL = Path(__file__).parent / "golden" / "disksim_full"
 #: (variant, its drive, DiskSim's times of the first 2000 more than 10 us from the sector version's,
@@ -940,7 +940,7 @@ SKEW_UNITS = (("hp_c2247a_skews_in_revolutions", "hp_c2247a", 0, 1437, 0),
 def test_skew_units_change_disksims_times_as_the_loader_reads_them(tmp_path):
     import dataclasses
 
-    from diskmodel.model.disksim import zone_layout
+    from diskmodel.model.disksim_drives.convert import zone_layout
     by_name = {v["name"]: v for v in VARIANTS}
     for name, drive, changed, wrong_sectors, wrong_revolutions in SKEW_UNITS:
         disksim_ms = _golden(name)
@@ -972,7 +972,7 @@ def test_whole_sectors_in_revolutions_are_the_sectors(spt, data):
     # k / spt x 2^32, which is at least k x (2^32 // spt) less a unit and at most k x spt
     # 2^-32 of a turn more; a half sector likewise
     from diskmodel.data.disksim.model_file import G1Zone
-    from diskmodel.model.disksim import g1_skews_sectors
+    from diskmodel.model.disksim_drives.convert import g1_skews_sectors
     k = data.draw(st.integers(0, spt - 1))
     zone = G1Zone(0, 9, spt, k / spt, 0, k + 0.7, (k + 0.5) / spt, 0, (), (),
                   skew_units=("revolutions", "sectors", "revolutions"))

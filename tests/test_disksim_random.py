@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from diskmodel.data.disksim.syntax import DiskSimFormatError
-from diskmodel.model.validation import disksim_demerit_s
+from diskmodel.model.predictions.validation import disksim_demerit_s
 
 from _helpers import keep_first_of_each
 from _scripts import load_script
@@ -191,7 +191,7 @@ def test_a_read_holds_the_read_ahead_from_its_arrival_only(tmp_path):
 
 
 # The same reads with "Read directly to buffer" 0: DiskSim asks about a read-ahead sector at its
-# own end (disk_buffer_sector_done; diskmodel.model.disksim_read_direct), so 2311468, under the
+# own end (disk_buffer_sector_done; diskmodel.model.simulator.read_direct), so 2311468, under the
 # head at the fourth read's arrival, is asked under that read's hold and held a revolution too:
 # the fifth finds nothing of its own (7.740 ms) and the sixth waits (12.430 ms).
 HELD_FROM_THE_ARRIVAL_READ_DIRECT_0 = [16.9692, 12.0188, 8.1687, 7.1580, 7.7401, 12.4300]
@@ -356,8 +356,8 @@ WRITE_SEGMENTS = json.loads((GOLDEN / "write_segments.json").read_text())
 @pytest.mark.parametrize("kept", keep_first_of_each(WRITE_SEGMENTS, lambda k: k["set"],
                                                     [f"{k['set']}_seed{k['seed']}" for k in WRITE_SEGMENTS]))
 def test_several_write_segments_agree_with_disksims_own_times(kept, tmp_path):
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+    from diskmodel.model.simulator.simulate import simulate_requests
     make = _make_random()
     variant = make.write_segment_variant(kept["set"], kept["seed"])
     with gzip.open(GOLDEN / f"ws_{kept['set']}_seed{kept['seed']}.disksim_ms.txt.gz", "rt") as f:
@@ -384,8 +384,8 @@ def test_policy_21_agrees_better_than_first_come_first_served(name, tmp_path):
     # DiskSim's times at scheduling policy 21: served first come first served instead, fewer of them
     # agree over each set (per trace fewer on 10 of 12, the same on maxtor300g seed 28, more on seed 33:
     # tests/golden/disksim_random/README.md, class 4c)
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+    from diskmodel.model.simulator.simulate import simulate_requests
     make = _make_random()
     ours, fcfs = 0, 0
     for kept in (k for k in WRITE_SEGMENTS if k["set"] == name):
@@ -490,8 +490,8 @@ ESTIMATES = [(300165551, 5.411512909e-3), (300165614, 5.815317362e-3), (30016563
 
 @pytest.mark.parametrize("lbn, disksim_s", [ESTIMATES[0]] + [pytest.param(*e, marks=pytest.mark.slow) for e in ESTIMATES[1:]])
 def test_policy_21_estimate_is_disksims(lbn, disksim_s, disksim_dir):
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-    from diskmodel.model.disksim_writequeue import _positioning_estimate_s
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+    from diskmodel.model.simulator.writequeue import _positioning_estimate_s
     p = drive_parameters(load_disksim_drive(disksim_dir / "maxtor300g"))
     period = 60.0 / p.rpm
     real = np.array([period, p.head_switch_s, p.write_settle_s])
@@ -514,8 +514,8 @@ def test_queue_policies_agree_with_disksim(policy, tmp_path):
     # every request within 10 us of DiskSim's at every policy (1133 requests each); the policies
     # order the queued writes differently (DiskSim's times at 2, 3, 4 and 21 differ from those at 1
     # on 39-47 requests of each trace), so serving them first come first served fails here
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+    from diskmodel.model.simulator.simulate import simulate_requests
     make = _make_random()
     changes = dict(QUEUE_POLICIES["changes"], **{"Scheduling policy": policy})
     agree = fcfs = total = 0

@@ -1,4 +1,4 @@
-"""Readers of DiskSim's files (diskmodel.data) and their model objects (diskmodel.model.disksim),
+"""Readers of DiskSim's files (diskmodel.data) and their model objects (diskmodel.model.disksim_drives.convert),
 checked against the real files of the bundled data/disksim."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from diskmodel.data.disksim import read_diskspecs, read_parv, read_trace
 from diskmodel.data.disksim.model_file import G1Layout, G4Layout, MechModel, read_model_file, read_seek_table
 from diskmodel.data.disksim.syntax import DiskSimFormatError, parse_text
 from diskmodel.model import Disk, TableSeek, load_preset
-from diskmodel.model.disksim import (block_transfer_time_s, load_disksim_drive, seek_curve, seek_time_s,
-                                     table_seek)
-from diskmodel.model.seek import two_piece_seek_time_s
+from diskmodel.model.disksim_drives.convert import (block_transfer_time_s, load_disksim_drive, seek_curve, seek_time_s,
+                                                    table_seek)
+from diskmodel.model.drive.seek import two_piece_seek_time_s
 
 
 def test_hp_c2247a_model(disksim_dir):
@@ -251,7 +251,7 @@ def test_reading_disksim_files_never_imports_the_model(disksim_dir):
 # ---------------------------------------------------------------------------
 
 def test_sparing_scheme_3_spares_at_the_end_of_every_track():
-    from diskmodel.model.disksim_mapping import ZoneLayout
+    from diskmodel.model.simulator.mapping import ZoneLayout
 
     # DiskSim's g1_ltop_sectpertrackspare: 10 sectors per track, 2 spare, 2 surfaces, 3 cylinders;
     # slip 13 = track 1, sector 3. Hand-computed.
@@ -272,7 +272,7 @@ def test_sparing_scheme_3_spares_at_the_end_of_every_track():
 def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parameter(disksim_dir, tmp_path):
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
 
     folder = tmp_path / "barracuda"
     shutil.copytree(disksim_dir / "barracuda", folder)
@@ -290,7 +290,7 @@ def test_what_the_simulation_does_not_honour_is_an_error_naming_file_line_parame
     with pytest.warns(UserWarning, match=rf"barracuda\.diskspecs:{at + 1}: parameter 'Frobnicate the "
                                          r"platters' is not a DiskSim 4\.0 disksim_disk parameter; ignored"):
         params = drive_parameters(load_disksim_drive(folder))
-    from diskmodel.model.disksim import simulate_trace
+    from diskmodel.model.disksim_drives.convert import simulate_trace
     base = load_disksim_drive(disksim_dir / "barracuda")
     trace = base.read_trace().head(200)
     np.testing.assert_array_equal(simulate_trace(params, trace).service_s,
@@ -325,7 +325,7 @@ def test_every_parameter_disksim_defines_is_classified_and_only_those():
     # a key DiskSim does not define is only warned about (above), so a real one missing from
     # disksim_support's groups would be dropped with a warning instead of honoured or refused
     from diskmodel.data.disksim.syntax import _normalise_key
-    from diskmodel.model import disksim_support
+    from diskmodel.model.disksim_drives import honoured as disksim_support
     assert len(DISKSIM_DISK_KEYS) == 65
     disksim = {_normalise_key(k) for k in DISKSIM_DISK_KEYS}
     assert sorted(disksim - disksim_support._KNOWN) == []
@@ -338,8 +338,8 @@ def test_every_parameter_disksim_defines_is_classified_and_only_those():
 def test_the_disk_and_the_simulation_read_one_cache(disksim_dir, folder, disksim_code):
     """One translation of a DiskSim drive's buffer: the Disk's drive_cache, bridged by
     DriveParameters.from_disk, gives the simulation the buffer drive_parameters gives it."""
-    from diskmodel.model.disksim import drive_parameters
-    from diskmodel.model.drive_parameters import DriveParameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
+    from diskmodel.model.drive.parameters import DriveParameters
     drive = load_disksim_drive(disksim_dir / folder, disksim_code=disksim_code)
     # (the Disk's cache reads "Read any free blocks" as DiskSim 4.0 runs it or as the manual
     # defines it, not as the mended g1_access_block's immediate access: disksim_access_block_bug)
@@ -396,7 +396,7 @@ def test_a_parv_adding_time_the_simulation_does_not_is_an_error(disksim_dir, tmp
     hp_c2247a_parv_* and cheetah4LP_parv_* of tests/golden/disksim_variants.)"""
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
     folder = tmp_path / "hp_c2247a"
     shutil.copytree(disksim_dir / "hp_c2247a", folder)
     parv = folder / "hp_c2247a.parv"
@@ -416,7 +416,7 @@ def test_host_path_delays_with_fast_writes_that_never_disconnect_are_an_error(di
     error naming the diskspecs' line."""
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
     folder = tmp_path / "cheetah4LP"
     shutil.copytree(disksim_dir / "cheetah4LP", folder)
     parv = folder / "cheetah4LP.parv"
@@ -438,8 +438,8 @@ def test_a_read_larger_than_a_segment_with_controller_delays_is_an_error(disksim
     """Reads larger than a segment with the controller's delays are not followed (atlas_III on
     synthetic_big_transfers: scale 0.1, 353 of DiskSim's 398 times agree; with the arbitration
     0.1 alone all 398 do): simulate_requests refuses the first such read."""
-    from diskmodel.model.disksim import drive_parameters
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.disksim_drives.convert import drive_parameters
+    from diskmodel.model.simulator.simulate import simulate_requests
     params = drive_parameters(load_disksim_drive(disksim_dir / "atlas_III")).evolve(controller_delay_s=1e-4)
     size = params.segment_size_blocks
     with pytest.raises(ValueError, match=rf"request 1: a read of {size + 1} blocks, larger than a segment"):
@@ -453,7 +453,7 @@ def test_a_read_larger_than_a_segment_with_controller_delays_is_an_error(disksim
 def test_a_controller_type_disksim_fails_on_says_so(disksim_dir, tmp_path):
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
     folder = tmp_path / "hp_c2247a"
     shutil.copytree(disksim_dir / "hp_c2247a", folder)
     parv = folder / "hp_c2247a.parv"
@@ -469,7 +469,7 @@ def test_driver_traced_queue_times_add_nothing_to_a_validate_trace(disksim_dir, 
     is accepted and simulated as 0."""
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters, simulate_trace
+    from diskmodel.model.disksim_drives.convert import drive_parameters, simulate_trace
     golden = Path(__file__).parent / "golden"
     disksim_ms = np.loadtxt(golden / "disksim_variants" / "hp_c2247a_traced_queue_times.csv", delimiter=",",
                             skiprows=1)[:, 1]
@@ -491,7 +491,7 @@ def test_parv_values_without_effect_in_disksim_are_accepted(disksim_dir, tmp_pat
     times stay those of the unchanged drive."""
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters, simulate_trace
+    from diskmodel.model.disksim_drives.convert import drive_parameters, simulate_trace
     folder = tmp_path / "hp_c2247a"
     shutil.copytree(disksim_dir / "hp_c2247a", folder)
     parv = folder / "hp_c2247a.parv"
@@ -566,7 +566,7 @@ def test_combine_seq_writes_outside_disksims_range_is_refused(disksim_dir, tmp_p
     (tests/test_disksim_options.py), another value names the file, line and parameter."""
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
     folder = tmp_path / "cheetah4LP"
     shutil.copytree(disksim_dir / "cheetah4LP", folder)
     specs = folder / "cheetah4LP.diskspecs"
@@ -594,7 +594,7 @@ def _g1_zone_units(tmp_path, layout_units: str, zone: str):
 
 
 def test_g1_skew_units_as_disksims_loader_reaches_them(tmp_path):
-    from diskmodel.model.disksim import g1_skews_sectors
+    from diskmodel.model.disksim_drives.convert import g1_skews_sectors
     skews = "      Blocks per track = 100,\n      Offset of first block = 0.25,\n" \
             "      Skew for track switch = 12,\n      Skew for cylinder switch = 0.5"
     # the default: sectors, truncated to whole ones ((int)d * sector_width)
@@ -645,7 +645,7 @@ def test_seek_file_header_optional_and_its_count_unchecked_as_in_disksim(disksim
         np.testing.assert_array_equal(table.read_time_s, bundled.read_time_s)
     import shutil
 
-    from diskmodel.model.disksim import drive_parameters
+    from diskmodel.model.disksim_drives.convert import drive_parameters
     folder = tmp_path / "cheetah4LP"
     shutil.copytree(disksim_dir / "cheetah4LP", folder)
     shutil.copy(golden / "disksim_variants" / "cheetah4LP_dual.seek", folder / "cheetah4LP.seek")

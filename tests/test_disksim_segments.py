@@ -1,11 +1,11 @@
-"""DiskSim 4.0's segment choice for a request that is not a hit (model/disksim_segments.py), on
+"""DiskSim 4.0's segment choice for a request that is not a hit (model/simulator/segments.py), on
 hand-made segment states: the ranks of disk_buffer_select_read_segment and
 disk_buffer_select_write_segment (src/disksim_diskcache.c) and the room test of an append."""
 from __future__ import annotations
 
 import numpy as np
 
-from diskmodel.model.disksim_segments import _appended_segment, _replacement, _room_to_append
+from diskmodel.model.simulator.segments import _appended_segment, _replacement, _room_to_append
 
 
 def _segments(starts, ends, written, used):

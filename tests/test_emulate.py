@@ -68,7 +68,7 @@ def test_a_mechanical_drive_is_served_by_the_whole_state_simulation_as_the_batch
     # The emulator's session for a drive with a buffer (read-ahead, cache hits) stepped one request at a
     # time, each arriving at the last completion plus the gap, gives the batch simulation's times to the bit.
     from diskmodel.calibrate.emulate.timing import drive_parameters_of, drive_session
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.simulator.simulate import simulate_requests
 
     params = drive_parameters_of({"kind": "disksim", "folder": "atlas10k"})
     assert params.buffer_segments > 0

@@ -42,8 +42,8 @@ def test_a_traced_drives_folder_serves_the_disksim_drive_not_the_preset_of_its_n
     from diskmodel.calibrate.emulate.drives import resolve_drive
     from diskmodel.calibrate.emulate.timing import drive_parameters_of
     from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder
-    from diskmodel.model.simulate import simulate_requests
-    from diskmodel.model.validation import disksim_demerit_s
+    from diskmodel.model.simulator.simulate import simulate_requests
+    from diskmodel.model.predictions.validation import disksim_demerit_s
 
     by_name = resolve_drive("hp_c2247a")
     by_folder = resolve_drive(str(disksim_drive_folder("hp_c2247a")))

@@ -85,7 +85,7 @@ def test_bad_emulate_values_are_one_line(isolated, extra, fragment):
     ["experiment", "--out", "OUT"],
 ])
 def test_bad_emulate_drive_is_one_line_for_bench_and_experiment(isolated, tmp_path, command):
-    from diskmodel.model.stack import FileSystemNode, Partition, Stack
+    from diskmodel.model.stacks.stack import FileSystemNode, Partition, Stack
 
     env, run_dir, tmp = isolated
     stack = tmp_path / "stack.json"

@@ -62,7 +62,7 @@ def test_experiment_cli_refuses_a_bad_budget(capsys):
 
 def test_calibrated_disk_predicts_the_paper_as_the_preset_does(report, preset_leave_one_test_out):
     """The main job's predictions rest on the calibration; they must match those of the true preset."""
-    from diskmodel.model.paper import median_abs_error_pct
+    from diskmodel.model.fit.paper import median_abs_error_pct
 
     preset_frame, _ = preset_leave_one_test_out
     assert report.median_held_out_error_pct == pytest.approx(median_abs_error_pct(preset_frame), abs=3.0)

@@ -372,11 +372,11 @@ def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- the block layers' provisioners (issue 14)
 
 def _layer_stack_file(tmp: Path, layer: str) -> Path:
-    from diskmodel.model.drives import PresetDrive
-    from diskmodel.model.loop_file import nested_loop_files
-    from diskmodel.model.raid import RaidArray
-    from diskmodel.model.stack import FileSystemNode, Stack
-    from diskmodel.model.volumes import Partition
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.stacks.loop_file import nested_loop_files
+    from diskmodel.model.stacks.raid import RaidArray
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
 
     mib = 1 << 20
     if layer == "loop_file":

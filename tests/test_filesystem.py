@@ -1,4 +1,4 @@
-"""model/filesystem.py: eq. (1) T_FSA = T_DO + T_MO + T_FL + T_DFA + T_J."""
+"""model/filesystems/filesystem.py: eq. (1) T_FSA = T_DO + T_MO + T_FL + T_DFA + T_J."""
 from __future__ import annotations
 
 import math
@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from diskmodel.model.filesystem import FileSystem, PageCache, file_system_access_time
-from diskmodel.model.filesystem_terms import TERMS, distinct_blocks
-from diskmodel.model.presets import load_preset
-from diskmodel.model.stack import paper_stack
-from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache, file_system_access_time
+from diskmodel.model.filesystems.terms import TERMS, distinct_blocks
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.stacks.stack import paper_stack
+from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB
 from diskmodel.model.units import MIB
-from diskmodel.model.workload import PostMarkConfig, expected_counts, postmark_preset
+from diskmodel.model.predictions.workload import PostMarkConfig, expected_counts, postmark_preset
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 
 import diskmodel.model.fit as fit_api
-from diskmodel.model.filesystem import FileSystem, PageCache
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
 from diskmodel.model.fit import (Case, FitResult, Parameter, Parameters, PostMarkFit, fit_calibration,
                                  fit_flat_latency, fit_io_parameters, fit_table, fit_two_piece, fit_zones,
                                  flatness_test, solve_two_piece_seek_from_spec)
 from diskmodel.model.predict import predict
-from diskmodel.model.presets import load_preset
-from diskmodel.model.stack import paper_stack, stack_on
-from diskmodel.model.workload import PostMarkConfig, expected_counts
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.stacks.stack import paper_stack, stack_on
+from diskmodel.model.predictions.workload import PostMarkConfig, expected_counts
 
 Z95 = 1.959963984540054
 
@@ -41,7 +41,7 @@ def test_every_fit_function_of_the_model_is_exported_by_the_fit_package():
     import pkgutil
 
     import diskmodel.model as model
-    import diskmodel.model.paper as paper
+    import diskmodel.model.fit.paper as paper
 
     found = {}
     for info in pkgutil.walk_packages(model.__path__, "diskmodel.model."):
@@ -51,7 +51,7 @@ def test_every_fit_function_of_the_model_is_exported_by_the_fit_package():
                 found[name] = value
     assert {"fit_two_piece", "fit_file_system_costs", "fit_paper", "fit_calibration"} <= set(found)
     for name, function in found.items():
-        if function.__module__ == "diskmodel.model.paper":
+        if function.__module__ == "diskmodel.model.fit.paper":
             assert name not in fit_api.__all__, name
             continue
         assert function.__module__.startswith("diskmodel.model.fit."), (name, function.__module__)
@@ -145,7 +145,7 @@ def test_parameters_have_bounds_units_and_are_checked():
 
 
 def test_two_piece_parameters_are_named_as_the_seek_model():
-    from diskmodel.model.seek import TwoPieceSeek
+    from diskmodel.model.drive.seek import TwoPieceSeek
 
     fit = _results()["two_piece"]
     assert tuple(fit.params.index) == tuple(f.name for f in dataclasses.fields(TwoPieceSeek))
@@ -220,7 +220,7 @@ def test_wd800bd_seek_coefficients_are_solved_from_its_spec():
         assert getattr(solved, name) == pytest.approx(getattr(preset, name), rel=5e-6), name
     assert round(solved.knee_cylinders) == preset.knee_cylinders == 4638
     # the spec, back from the solved curve
-    from diskmodel.model.seek import mean_random_seek_time_s
+    from diskmodel.model.drive.seek import mean_random_seek_time_s
 
     assert float(solved.seek_time_s(1.0)) == pytest.approx(2.0e-3, rel=1e-12)
     assert float(solved.seek_time_s(disk.geometry.cylinders - 1.0)) == pytest.approx(21.0e-3, rel=1e-12)

@@ -1,4 +1,4 @@
-"""model/fs_kinds.py and the kinds of FileSystem: defaults, options, bad input, what each parameter does."""
+"""model/filesystems/kinds.py and the kinds of FileSystem: defaults, options, bad input, what each parameter does."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,17 +6,17 @@ import math
 
 import pytest
 
-from diskmodel.model.disk import flat_latency_disk
-from diskmodel.model.filesystem import (FileSystem, PageCache, file_system_access_time, sequential_write_time_s,
-                                        synchronous_write_time_s)
+from diskmodel.model.drive.disk import flat_latency_disk
+from diskmodel.model.filesystems.filesystem import (FileSystem, PageCache, file_system_access_time,
+                                                    sequential_write_time_s, synchronous_write_time_s)
 from diskmodel.model.fit.filesystems import (FsCase, SequentialWrite, SyncWrites, fit_file_system_costs,
                                              leave_one_out, predicted_time_s)
-from diskmodel.model.fs_kinds import DEFAULTS, KINDS, mkfs_journal_bytes, parameters_from_options
-from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
+from diskmodel.model.filesystems.kinds import DEFAULTS, KINDS, mkfs_journal_bytes, parameters_from_options
+from diskmodel.model.stacks.stack import FileSystemNode, Stack, paper_stack
 from diskmodel.model.units import GIB, KIB, MIB
-from diskmodel.model.volume_on_disk import VolumeOnDisk
-from diskmodel.model.volumes import Partition
-from diskmodel.model.workload import PostMarkConfig, expected_counts
+from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
+from diskmodel.model.stacks.volumes import Partition
+from diskmodel.model.predictions.workload import PostMarkConfig, expected_counts
 
 
 @pytest.fixture(scope="module")

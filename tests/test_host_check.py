@@ -35,7 +35,7 @@ def _our_cgroups() -> list[Path]:
 
 
 def test_flat_latency_disk_charges_latency_and_rate():
-    from diskmodel.model.disk import flat_latency_disk, service_time_s
+    from diskmodel.model.drive.disk import flat_latency_disk, service_time_s
 
     disk = flat_latency_disk(100e-6, 1e9, 64 * MiB, block_bytes=4096)
     # a 1 MiB request anywhere: latency less one block's transfer, plus 1 MiB at 1 GB/s; no seek
@@ -52,7 +52,7 @@ def test_flat_latency_disk_charges_latency_and_rate():
 def test_tiny_host_check_end_to_end(tmp_path):
     require_root()
     require_tools("postmark", "losetup", "mkfs.ext3", "mount", "umount", "dumpe2fs", "dd")
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.predictions.workload import postmark_preset
 
     config = postmark_preset("test1").evolve(number_of_files=300, transactions=1500)
     mounts_before = _mountpoints()
@@ -92,7 +92,7 @@ def test_tiny_host_check_end_to_end(tmp_path):
 
 
 def test_bad_limits_are_refused_before_anything_is_built(tmp_path):
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.predictions.workload import postmark_preset
 
     config = postmark_preset("test1").evolve(number_of_files=10, transactions=10)
     for bad in ([], [8 * MiB], [float("nan")]):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"diskmodel.model": "model", "diskmodel.calibrate": "calibrate", "diskmodel.data": "data"}
+PACKAGES = {"diskmodel.model": "model", "diskmodel.calibrate": "calibrate", "diskmodel.data": "data",
+            "diskmodel._jit": "_jit"}
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 150
 
@@ -183,3 +184,38 @@ def test_no_measured_figure_in_a_comment_or_docstring():
                 if LAB_NOTEBOOK.search(text):
                     found.append(f"{path.relative_to(ROOT)}:{line_number}: {text.strip()[:120]}")
     assert not found, "measured figures in comments or docstrings:\n" + "\n".join(found)
+
+
+# model/ is pure: none of its modules imports what reaches files, processes or clocks, nor a reader of
+# diskmodel.data. What still does is listed by name, so that the list can only shrink. (The numba cache's
+# locator, which reads the model's sources and reads and writes the cache, is diskmodel._jit, outside model/.)
+IMPURE_MODULES = {"os", "io", "shutil", "subprocess", "tempfile", "time", "socket", "pathlib", "glob",
+                  "signal", "threading", "multiprocessing", "diskmodel._jit", "diskmodel.calibrate"}
+KNOWN_IMPURE = {
+    # numba's on-disk cache located before any kernel is defined: the package's first import
+    "model/__init__.py -> diskmodel._jit",
+    # load_disksim_drive and validate_drive take a drive folder and read it with diskmodel.data's readers
+    "model/disksim_drives/convert.py -> diskmodel.data.disksim.read_drive_folder",
+}
+
+
+def _reaches(name: str) -> bool:
+    if name.startswith("diskmodel.data."):
+        return name.rsplit(".", 1)[-1].startswith("read_")
+    return any(name == m or name.startswith(m + ".") for m in IMPURE_MODULES)
+
+
+def test_model_touches_no_file_process_or_clock():
+    found = set()
+    for path in sorted((ROOT / "model").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            found.update(f"{rel} -> {name}" for name in names if _reaches(name))
+    assert sorted(found - KNOWN_IMPURE) == [], "model/ reaches files, processes or clocks"
+    assert sorted(KNOWN_IMPURE - found) == [], "mended: take it off KNOWN_IMPURE"

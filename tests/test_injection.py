@@ -10,7 +10,7 @@ Two halves:
   real CLI (its entry point, all cases in one child process per batch, as
   tests/test_cli_errors_battery.py does) must refuse each in one line naming the
   field, never create the MARKER, and leave no loop device, mount or file;
-* the option validator (:mod:`diskmodel.model.fs_options`) against the kernel
+* the option validator (:mod:`diskmodel.model.filesystems.options`) against the kernel
   and the mkfs tools: each value form it accepts is one the real ``mkfs`` and
   ``mount`` take (a loop-device ext4, xfs and btrfs mounted with them, the
   options then read back from /proc/mounts), and the value syntax of the
@@ -33,16 +33,16 @@ from conftest import require_root, require_tools
 from _helpers import assert_one_error_line, run_cli_cases
 
 from diskmodel.data.disksim.bundled import BUNDLED_DIR
-from diskmodel.model import nodes
-from diskmodel.model.drives import FileDrive, PresetDrive
-from diskmodel.model.fs_kinds import parameters_from_options
-from diskmodel.model.loop_file import LoopFile
-from diskmodel.model.network import NbdDevice, Network, NfsMount
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.stacks import nodes
+from diskmodel.model.drive.drives import FileDrive, PresetDrive
+from diskmodel.model.filesystems.kinds import parameters_from_options
+from diskmodel.model.stacks.loop_file import LoopFile
+from diskmodel.model.stacks.network import NbdDevice, Network, NfsMount
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import NODE_SCHEMA, FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import MIB
-from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
 DISKS = tuple(PresetDrive("wd800bd", d) for d in ("sda", "sdb", "sdc", "sdd"))
 
@@ -383,7 +383,7 @@ def test_a_bad_mount_option_value_is_refused_naming_it_and_what_works(kind, opti
 
 @pytest.mark.parametrize("kind,options", [(k, o) for k, options in VALID_MKFS.items() for o in options])
 def test_each_documented_mkfs_option_form_is_accepted(kind, options):
-    from diskmodel.model.fs_kinds import _mkfs_pairs
+    from diskmodel.model.filesystems.kinds import _mkfs_pairs
 
     assert _mkfs_pairs(kind, options)
 

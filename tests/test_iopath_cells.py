@@ -127,9 +127,9 @@ def test_a_buffered_loop_serves_reads_from_the_hosts_cache_where_direct_io_reach
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.trace.record import record
     from diskmodel.model.iopath import parse_workload, run
-    from diskmodel.model.loop_file import LoopFile
-    from diskmodel.model.stack import FileSystemNode, Stack
-    from diskmodel.model.volumes import Partition
+    from diskmodel.model.stacks.loop_file import LoopFile
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
 
     mkfs = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
     host_img = tmp_path / "host"

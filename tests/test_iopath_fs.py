@@ -22,11 +22,11 @@ from diskmodel.model.iopath.fs_layout import FsParams
 from diskmodel.model.iopath.pagecache import CacheParams, page_cache
 from diskmodel.model.iopath.path import run
 from diskmodel.model.iopath.workload_spec import parse_workload
-from diskmodel.model.loop_file import LoopFile
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
-from diskmodel.model.drives import PresetDrive
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.loop_file import LoopFile
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import FileSystemNode, Stack, paper_stack
+from diskmodel.model.drive.drives import PresetDrive
+from diskmodel.model.stacks.volumes import Partition
 from _helpers import assert_one_error_line
 
 B = 4096

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from diskmodel.model.iopath.fileops import FileOps, Kind, copy, fio, metadata, postmark, resolve_clones
 from diskmodel.model.iopath.pagecache import CacheParams, page_cache
-from diskmodel.model.workload import PostMarkConfig
+from diskmodel.model.predictions.workload import PostMarkConfig
 
 PG = 4096
 R, W = int(Kind.READ), int(Kind.WRITE)
@@ -227,8 +227,8 @@ def test_reads_never_fetch_a_cached_page_without_reclaim(reads, limit_pages):
 @pytest.mark.slow
 def test_full_size_postmark_test1_path_runs_within_ten_seconds():
     from diskmodel.model.iopath.path import run
-    from diskmodel.model.stack import paper_stack
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.stacks.stack import paper_stack
+    from diskmodel.model.predictions.workload import postmark_preset
 
     t0 = time.process_time()
     out = run(paper_stack("native"), postmark(postmark_preset("test1")), CacheParams(memory_limit_bytes=64 << 20))

@@ -1,4 +1,4 @@
-"""Time from the I/O path (model/iopath/timing.py, model/prediction.py): the signs of the stack effects,
+"""Time from the I/O path (model/iopath/timing.py, model/predictions/results.py): the signs of the stack effects,
 each by its mechanism, on the DiskSim-validated HP C2247A (a preset), and the paper's analytic view
 where its assumptions hold.
 
@@ -9,18 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from diskmodel.model.block import BlockEnv
-from diskmodel.model.block_workloads import FioJob
-from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.drives import PresetDrive
+from diskmodel.model.stacks.block import BlockEnv
+from diskmodel.model.predictions.block_workloads import FioJob
+from diskmodel.model.drive.disk import expected_random_service_time_s
+from diskmodel.model.drive.drives import PresetDrive
 from diskmodel.model.iopath.stream import Op, Stream
 from diskmodel.model.iopath.timing import FlatDrive, time_streams
-from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.predict import predict, predict_block
-from diskmodel.model.presets import load_preset
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.volumes import Partition
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.volumes import Partition
 
 MIB = 1 << 20
 DRIVE = "hp_c2247a"
@@ -91,7 +91,7 @@ def test_a_loop_file_is_not_faster_than_native_for_writes():
 
 
 def test_postmark_on_raid1_over_two_drives_is_predicted_with_its_assumptions():
-    from diskmodel.model.workload import PostMarkConfig
+    from diskmodel.model.predictions.workload import PostMarkConfig
 
     config = PostMarkConfig(number_of_files=200, transactions=500)
     p = predict(_stack(_raid("raid1", 2), 2), config)
@@ -160,7 +160,7 @@ def test_a_request_beyond_the_drive_is_one_line_naming_the_device():
 def test_a_drive_without_a_cache_is_said_in_the_first_line(env):
     import dataclasses
 
-    from diskmodel.model.drive_cache import DriveCache
+    from diskmodel.model.drive.cache import DriveCache
 
     job = FioJob("randread", block_size_bytes=4096, size_bytes=MIB)
     bare = dataclasses.replace(env.disk("sda"), drive_cache=None)  # its cache's size only, no segments or policies
@@ -178,7 +178,7 @@ def test_the_preset_s_read_ahead_serves_small_sequential_reads_without_a_revolut
     # the head and waits most of a revolution.
     import dataclasses
 
-    from diskmodel.model.disksim import load_disksim_drive
+    from diskmodel.model.disksim_drives.convert import load_disksim_drive
     from diskmodel.data.disksim import disksim_drive_folder
 
     preset = env.disk("sda")
@@ -207,7 +207,7 @@ def calibration():
 
 
 def test_the_draws_follow_the_calibration_s_estimates_and_covariance(calibration):
-    from diskmodel.model.intervals import calibration_draws
+    from diskmodel.model.predictions.intervals import calibration_draws
 
     draws = calibration_draws(calibration, 400, seed=3)
     period = np.array([d.rotation_period_s for d in draws])
@@ -226,7 +226,7 @@ def test_a_prediction_from_a_calibration_has_intervals_that_follow_its_uncertain
     import dataclasses
 
     from diskmodel.model.fit.calibration_views import calibrated_disk
-    from diskmodel.model.prediction import predict_block_job
+    from diskmodel.model.predictions.results import predict_block_job
 
     disk = calibrated_disk(calibration)
     node, job = Partition(0, 800 * MIB, "/dev/a1", "a"), FioJob("randread", 4096, MIB)

@@ -23,14 +23,14 @@ from diskmodel.calibrate.bench.copy import copy_shell, parse_copy_output
 from diskmodel.calibrate.bench.fio import fio_argv, parse_fio_json
 from diskmodel.calibrate.bench.layers_bench import measure_stack, workload_body
 from diskmodel.calibrate.bench.steps import render_step
-from diskmodel.model.block_workloads import FileCopy, FioJob
-from diskmodel.model.drives import PresetDrive
-from diskmodel.model.loop_file import LoopFile, nested_loop_files
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.predictions.block_workloads import FileCopy, FioJob
+from diskmodel.model.drive.drives import PresetDrive
+from diskmodel.model.stacks.loop_file import LoopFile, nested_loop_files
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import KIB, MIB
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.volumes import Partition
 
 DISKS = tuple(PresetDrive("wd800bd", d) for d in ("sda", "sdb", "sdc", "sdd"))
 

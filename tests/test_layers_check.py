@@ -16,10 +16,10 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from diskmodel.model.block_workloads import FioJob
-from diskmodel.model.drives import InMemoryDrive
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.volumes import Partition
+from diskmodel.model.predictions.block_workloads import FioJob
+from diskmodel.model.drive.drives import InMemoryDrive
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.volumes import Partition
 from diskmodel.model.predict import predict
 from diskmodel.model.units import KIB, MIB
 

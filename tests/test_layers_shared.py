@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import require_root, require_tools
-from diskmodel.model.block_workloads import FioJob
-from diskmodel.model.disk import flat_latency_disk
+from diskmodel.model.predictions.block_workloads import FioJob
+from diskmodel.model.drive.disk import flat_latency_disk
 from diskmodel.model.iopath.timing import FlatDrive
-from diskmodel.model.prediction import predict_block_job
-from diskmodel.model.drives import InMemoryDrive
-from diskmodel.model.loop_file import nested_loop_files
-from diskmodel.model.nodes import to_json_data
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
+from diskmodel.model.predictions.results import predict_block_job
+from diskmodel.model.drive.drives import InMemoryDrive
+from diskmodel.model.stacks.loop_file import nested_loop_files
+from diskmodel.model.stacks.nodes import to_json_data
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.units import GIB, KIB, MIB
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.volumes import Partition
 
 FAST = FlatDrive(1e-3, 100e6, 10 * GIB)      # 1 ms, 100 MB/s
 DRIVES = {"a": FAST, "b": FAST}

@@ -17,26 +17,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskmodel.model import (Case, FileSystem, Geometry, LinearVolume, LvmMapping, PageCache, Partition,
-                             PostMarkConfig, Segment, StripedVolume, TableSeek, TwoPieceSeek, Zone,
-                             cache_service_time_s, expected_random_service_time_s, hit_probability, load_preset,
-                             mean_random_seek_time_s, mean_rotational_latency_s, paper_stack, postmark_population,
-                             rotation_period_s, service_time_s, stack_on, VolumeOnDisk)
-from diskmodel.model.disk import ServiceTime, flat_latency_disk
-from diskmodel.model.filesystem import file_system_access_time
-from diskmodel.model.disksim_mapping import ZoneLayout
-from diskmodel.model.volumes import lvm_mapping_overhead_s
+from diskmodel.model import (Case, FileSystem, Geometry, LinearVolume, LvmMapping, PageCache, Partition, PostMarkConfig,
+                             Segment, StripedVolume, TableSeek, TwoPieceSeek, Zone, cache_service_time_s,
+                             expected_random_service_time_s, hit_probability, load_preset, mean_random_seek_time_s,
+                             mean_rotational_latency_s, paper_stack, rotation_period_s, service_time_s, stack_on,
+                             VolumeOnDisk)
+from diskmodel.model.predictions import postmark_population
+from diskmodel.model.drive.disk import ServiceTime, flat_latency_disk
+from diskmodel.model.filesystems.filesystem import file_system_access_time
+from diskmodel.model.simulator.mapping import ZoneLayout
+from diskmodel.model.stacks.volumes import lvm_mapping_overhead_s
 from diskmodel.model.fit import Parameter, Parameters, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import format_postmark_rate, predict
-from diskmodel.model.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions, striped_random_read_time_s,
-                                       striping_table)
-from diskmodel.model.seek import random_pair_distance_pmf, two_piece_seek_time_s
-from diskmodel.model.drive_parameters import DriveParameters
-from diskmodel.model.simulate import simulate_requests
-from diskmodel.model.validation import TraceValidation, mean_error_percent, probability_levels
-from diskmodel.model.workload import (MAX_COUNT, MAX_SEED, MAX_SIZE_BYTES, PhaseCounts, expected_counts,
-                                      infer_transactions, postmark_preset)
-from diskmodel.model.zones import MAX_CYLINDERS
+from diskmodel.model.predictions.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions,
+                                                   striped_random_read_time_s, striping_table)
+from diskmodel.model.drive.seek import random_pair_distance_pmf, two_piece_seek_time_s
+from diskmodel.model.drive.parameters import DriveParameters
+from diskmodel.model.simulator.simulate import simulate_requests
+from diskmodel.model.predictions.validation import TraceValidation, mean_error_percent, probability_levels
+from diskmodel.model.predictions.workload import (MAX_COUNT, MAX_SEED, MAX_SIZE_BYTES, PhaseCounts, expected_counts,
+                                                  infer_transactions, postmark_preset)
+from diskmodel.model.drive.zones import MAX_CYLINDERS
 from diskmodel.model.units import GB
 
 WD = load_preset("wd800bd")

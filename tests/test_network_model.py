@@ -1,4 +1,4 @@
-"""The network layers (diskmodel.model.network) on the timed I/O path (diskmodel.model.iopath.network).
+"""The network layers (diskmodel.model.stacks.network) on the timed I/O path (diskmodel.model.iopath.network).
 
 NBD: a request crosses the link (round trip, per-request costs, its bytes and NBD's headers at the
 payload rate) and is served by the server's drive, here a flat drive whose time a reader redoes by
@@ -15,18 +15,18 @@ import math
 import numpy as np
 import pytest
 
-from diskmodel.model import nodes
-from diskmodel.model.block_workloads import FioJob
-from diskmodel.model.drives import PresetDrive
+from diskmodel.model.stacks import nodes
+from diskmodel.model.predictions.block_workloads import FioJob
+from diskmodel.model.drive.drives import PresetDrive
 from diskmodel.model.iopath.fileops import FileOps, Kind
 from diskmodel.model.iopath.network import nfs_client_ops
 from diskmodel.model.iopath.timing import FlatDrive
-from diskmodel.model.network import NBD_HEADER_BYTES, Network, NbdDevice, NfsMount
-from diskmodel.model.prediction import predict_block_job
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import NODE_SCHEMA, FileSystemNode, Stack
+from diskmodel.model.stacks.network import NBD_HEADER_BYTES, Network, NbdDevice, NfsMount
+from diskmodel.model.predictions.results import predict_block_job
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import NODE_SCHEMA, FileSystemNode, Stack
 from diskmodel.model.units import GIB, KIB, MIB
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.volumes import Partition
 
 #: A flash-like server drive: 100 µs per request plus 200 MB/s.
 LATENCY_S, DISK_RATE = 100e-6, 200e6
@@ -235,7 +235,7 @@ def _nfs_stack(**changes) -> Stack:
 
 @pytest.mark.slow  # several seconds: the full tier runs it
 def test_nbd_over_a_loop_file_and_the_remote_mirror_are_stacks_predicted_with_fio():
-    from diskmodel.model.loop_file import LoopFile
+    from diskmodel.model.stacks.loop_file import LoopFile
     from diskmodel.model.predict import predict
 
     drives = (PresetDrive("wd800bd", name="sda"), PresetDrive("wd800bd", name="srv"))
@@ -278,7 +278,7 @@ def test_an_nfs_mount_is_a_stack_that_round_trips_through_json():
 
 def test_predict_postmark_on_an_nfs_stack_follows_its_round_trips():
     from diskmodel.model.predict import predict
-    from diskmodel.model.workload import PostMarkConfig
+    from diskmodel.model.predictions.workload import PostMarkConfig
 
     config = PostMarkConfig(number_of_files=60, transactions=200)
     base = dict(client_overhead_s=50e-6, server_op_s=50e-6)
@@ -294,10 +294,10 @@ def test_predict_postmark_on_an_nfs_stack_follows_its_round_trips():
 
 
 def test_predict_copy_on_an_nfs_stack_and_refusals():
-    from diskmodel.model.filesystem import PageCache
+    from diskmodel.model.filesystems.filesystem import PageCache
     from diskmodel.model.predict import predict
-    from diskmodel.model.volumes import LvmMapping
-    from diskmodel.model.workload import FileCopy
+    from diskmodel.model.stacks.volumes import LvmMapping
+    from diskmodel.model.predictions.workload import FileCopy
 
     stack = _nfs_stack()
     copy = FileCopy(file_sizes_bytes=(8 * MIB,), repeats=2)
@@ -317,7 +317,7 @@ def test_predict_copy_on_an_nfs_stack_and_refusals():
 def test_diskmodel_predict_takes_an_nfs_stack_file(tmp_path, capsys):
     from diskmodel.calibrate import cli
     from diskmodel.model.predict import predict
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.predictions.workload import postmark_preset
 
     stack = _nfs_stack(sync_export=True, client_overhead_s=50e-6, server_op_s=50e-6)
     path = tmp_path / "nfs.json"

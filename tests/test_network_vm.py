@@ -23,10 +23,10 @@ import numpy as np
 
 from diskmodel.model.iopath.fileops import FileOps, Kind, metadata
 from diskmodel.model.iopath.network import nfs_client_ops
-from diskmodel.model.network import Network, NfsMount
-from diskmodel.model.stack import FileSystemNode
+from diskmodel.model.stacks.network import Network, NfsMount
+from diskmodel.model.stacks.stack import FileSystemNode
 from diskmodel.model.units import GIB, KIB, MIB
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.volumes import Partition
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

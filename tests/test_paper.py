@@ -1,12 +1,12 @@
-"""model/paper.py: the leave-one-test-out check of Djordjevic & Timcenko (2015), Tables 4-6."""
+"""model/fit/paper.py: the leave-one-test-out check of Djordjevic & Timcenko (2015), Tables 4-6."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from diskmodel.data.tables import postmark_results
-from diskmodel.model.paper import TESTS, fit_paper, median_abs_error_pct, predict_paper
-from diskmodel.model.presets import load_preset
+from diskmodel.model.fit.paper import TESTS, fit_paper, median_abs_error_pct, predict_paper
+from diskmodel.model.drive.presets import load_preset
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ from diskmodel.calibrate.bench import postmark_guest as G
 from diskmodel.calibrate.bench import postmark_results as R
 from diskmodel.calibrate.bench import postmark_text as T
 from diskmodel.calibrate.bench.host_executor import HostExecutor
-from diskmodel.model.stack import paper_stack
-from diskmodel.model.workload import PostMarkConfig, postmark_preset
+from diskmodel.model.stacks.stack import paper_stack
+from diskmodel.model.predictions.workload import PostMarkConfig, postmark_preset
 from conftest import require_root, require_tools, skip_or_fail, wait_for
 from diskmodel.model.units import MIB as MiB
 
@@ -357,9 +357,9 @@ def test_lvm_layouts_in_the_vm_with_real_lvm2(tmp_path, layout, pvs):
 def test_a_striped_stack_file_is_built_in_the_vm_as_described(tmp_path):
     """--stack: an LVM striped volume over two partitions of the scratch, ext2, noatime: built as written."""
     _require_vm()
-    from diskmodel.model.drives import PresetDrive
-    from diskmodel.model.stack import FileSystemNode, Stack
-    from diskmodel.model.volumes import Partition, StripedVolume
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition, StripedVolume
 
     pvs = (Partition(MiB, 41 * MiB, "/dev/sda1"), Partition(48 * MiB, 41 * MiB, "/dev/sda2"))
     stack = Stack(FileSystemNode(StripedVolume(pvs, stripe_size_bytes=64 * 1024, name="stripes"), kind="ext2",

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
-from diskmodel.model.filesystem import FileSystem, PageCache
-from diskmodel.model.volumes import LvmMapping
-from diskmodel.model.stack import paper_stack, stack_on
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
+from diskmodel.model.stacks.volumes import LvmMapping
+from diskmodel.model.stacks.stack import paper_stack, stack_on
 from diskmodel.model.fit import Case, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import Prediction, format_postmark_rate, predict
-from diskmodel.model.presets import load_preset
+from diskmodel.model.drive.presets import load_preset
 from diskmodel.model.units import MIB
-from diskmodel.model.workload import PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
+from diskmodel.model.predictions.workload import PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts
 
 
 
@@ -292,8 +292,8 @@ def test_fit_lvm_mapping_escapes_a_stage_that_hides_the_cost(disk):
 
 
 def test_predict_times_a_layout_over_several_disks_on_the_io_path():
-    from diskmodel.model.volumes import Partition, StripedVolume
-    from diskmodel.model.workload import PostMarkConfig
+    from diskmodel.model.stacks.volumes import Partition, StripedVolume
+    from diskmodel.model.predictions.workload import PostMarkConfig
 
     disk = load_preset("wd800bd")
     volume = StripedVolume((Partition(0, 10**9, "a", disk="sda"), Partition(0, 10**9, "b", disk="sdb")))
@@ -318,9 +318,9 @@ def _cli_json(capsys, *argv) -> dict:
 
 
 def test_predict_cli_takes_every_kind_with_its_options_as_the_api_builds_them(capsys):
-    from diskmodel.model.fs_kinds import KINDS
-    from diskmodel.model.stack import FileSystemNode
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.filesystems.kinds import KINDS
+    from diskmodel.model.stacks.stack import FileSystemNode
+    from diskmodel.model.predictions.workload import postmark_preset
 
     workload = postmark_preset("test1").evolve(number_of_files=500, transactions=2000)
     options = {"ext2": ((), ()), "ext3": ((), ("data=writeback",)), "ext4": (("-I", "512"), ("noatime",)),

@@ -21,9 +21,9 @@ from hypothesis import given, settings, strategies as st
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench import host_executor as X
 from diskmodel.calibrate.bench.steps import words_of
-from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, PAPER_STACKS, FileSystemNode, Stack, paper_stack
-from diskmodel.model.volumes import (DEFAULT_EXTENT_SIZE_BYTES as EXTENT, DEFAULT_PE_START_BYTES as PE_START,
-                                     LinearVolume, Partition, Segment, StripedVolume)
+from diskmodel.model.stacks.stack import FIRST_PARTITION_START_BYTES, PAPER_STACKS, FileSystemNode, Stack, paper_stack
+from diskmodel.model.stacks.volumes import (DEFAULT_EXTENT_SIZE_BYTES as EXTENT, DEFAULT_PE_START_BYTES as PE_START,
+                                            LinearVolume, Partition, Segment, StripedVolume)
 from conftest import require_root, require_tools
 from diskmodel.model.units import MIB as MiB
 
@@ -159,7 +159,7 @@ def test_stacks_a_plan_cannot_build_are_refused_naming_the_node_and_field(volume
 
 
 def test_a_stack_over_two_disks_lays_the_disks_one_after_the_other_in_the_scratch():
-    from diskmodel.model.drives import PresetDrive
+    from diskmodel.model.drive.drives import PresetDrive
 
     volume = LinearVolume((Partition(MiB, 64 * MiB), Partition(MiB, 64 * MiB, disk="sdb")))
     stack = _stack_of(volume, (PresetDrive("wd800bd"), PresetDrive("wd800bd", "sdb")))

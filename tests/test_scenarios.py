@@ -1,21 +1,21 @@
-"""model/scenarios.py: what-if tables over locations, layouts and stripe widths."""
+"""model/predictions/scenarios.py: what-if tables over locations, layouts and stripe widths."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from diskmodel.model.disk import expected_random_service_time_s
+from diskmodel.model.drive.disk import expected_random_service_time_s
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.volumes import LvmMapping, Partition, StripedVolume
-from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.stacks.volumes import LvmMapping, Partition, StripedVolume
+from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.predict import predict
-from diskmodel.model.presets import load_preset
-from diskmodel.model.scenarios import (location_table, plot_predicted_vs_measured, prediction_table,
-                                       spaced_partitions, striped_random_read_time_s, striped_volume_read_time_s,
-                                       striping_table)
-from diskmodel.model.seek import TwoPieceSeek, random_pair_distance_pmf
-from diskmodel.model.stack import paper_stack, stack_on
-from diskmodel.model.workload import PostMarkConfig
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.predictions.scenarios import (location_table, plot_predicted_vs_measured, prediction_table,
+                                                   spaced_partitions, striped_random_read_time_s,
+                                                   striped_volume_read_time_s, striping_table)
+from diskmodel.model.drive.seek import TwoPieceSeek, random_pair_distance_pmf
+from diskmodel.model.stacks.stack import paper_stack, stack_on
+from diskmodel.model.predictions.workload import PostMarkConfig
 
 
 @pytest.fixture(scope="module")

@@ -18,17 +18,17 @@ import pytest
 
 from diskmodel.calibrate.harness.results import (CalibrationFileError, calibration_from_dict, calibration_from_json,
                                                  calibration_to_dict, validate_calibration_dict)
-from diskmodel.model import nodes
-from diskmodel.model.drives import FileDrive, PresetDrive
-from diskmodel.model.loop_file import nested_loop_files
-from diskmodel.model.network import Network, NbdDevice, NfsMount
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.schema import NodeSchema
-from diskmodel.model.stack import NODE_SCHEMA, NODE_TYPES, FileSystemNode, Stack, paper_stack
-from diskmodel.model.stack_schema import schema
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.stacks import nodes
+from diskmodel.model.drive.drives import FileDrive, PresetDrive
+from diskmodel.model.stacks.loop_file import nested_loop_files
+from diskmodel.model.stacks.network import Network, NbdDevice, NfsMount
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.schema import NodeSchema
+from diskmodel.model.stacks.stack import NODE_SCHEMA, NODE_TYPES, FileSystemNode, Stack, paper_stack
+from diskmodel.model.stacks.stack_schema import schema
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import GIB, MIB
-from diskmodel.model.volumes import Partition, StripedVolume
+from diskmodel.model.stacks.volumes import Partition, StripedVolume
 
 GOLDEN_CALIBRATION = Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
 

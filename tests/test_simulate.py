@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS
-from diskmodel.model.disksim import load_disksim_drive, validate_drive, zone_layout
-from diskmodel.model.drive_parameters import DriveParameters
-from diskmodel.model.simulate import HitKind, simulate_requests
-from diskmodel.model.validation import TraceValidation, empirical_quantiles, probability_levels, quantile_demerit_s
+from diskmodel.model.disksim_drives.convert import load_disksim_drive, validate_drive, zone_layout
+from diskmodel.model.drive.parameters import DriveParameters
+from diskmodel.model.simulator.simulate import HitKind, simulate_requests
+from diskmodel.model.predictions.validation import (TraceValidation, empirical_quantiles, probability_levels,
+                                                    quantile_demerit_s)
 
 from _toy_drive import toy_drive as _toy
 
@@ -205,7 +206,7 @@ def test_from_disk_random_reads_average_the_expected_service_time():
 
 def test_from_disk_honours_the_drive_cache():
     from diskmodel.model import load_preset
-    from diskmodel.model.drive_cache import DriveCache
+    from diskmodel.model.drive.cache import DriveCache
 
     disk = load_preset("hp97560")
     cache = DriveCache(4, 64 * 1024, read_ahead_bytes=32 * 1024, write_back=True)
@@ -253,7 +254,7 @@ def _write_trace(path, lines):
 def test_trace_comments_and_header_are_counted_and_bad_lines_named(tmp_path):
     from diskmodel.data.disksim import read_trace
     from diskmodel.data.disksim.syntax import DiskSimFormatError
-    from diskmodel.model.disksim import simulate_trace
+    from diskmodel.model.disksim_drives.convert import simulate_trace
 
     good = _write_trace(tmp_path / "a.trace", ["# measured somewhere", "op label lbn blocks service interarrival",
                                                "R Hit 100 8 5000.0 100.0", "", "# a comment", "W Miss 9 4 6000 0"])

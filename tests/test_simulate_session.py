@@ -1,4 +1,4 @@
-"""The stepped simulation (model/simulate_session.py: DriveSession) against the whole-trace one.
+"""The stepped simulation (model/simulator/session.py: DriveSession) against the whole-trace one.
 
 A drive served one request at a time (or in batches of any size), its state kept between calls,
 gives the times of ``simulate_requests`` on the whole trace, to the bit, on the seven traced
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-from diskmodel.model.simulate import HitKind, simulate_requests
-from diskmodel.model.simulate_session import DEFAULT_MAX_BLOCKS, DriveSession, Served
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+from diskmodel.model.simulator.simulate import HitKind, simulate_requests
+from diskmodel.model.simulator.session import DEFAULT_MAX_BLOCKS, DriveSession, Served
 
 from _scripts import load_script
 from _toy_drive import toy_drive

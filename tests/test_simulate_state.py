@@ -1,5 +1,5 @@
 """The simulator's layout (model/simulator/): every slot of the kernel's arrays named, the named slots
-filled from the drive's own parameters, short functions, and the old module paths still importable.
+filled from the drive's own parameters, short functions, and no old module path left.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diskmodel.model.disksim import drive_parameters, load_disksim_drive
+from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
 from diskmodel.model.simulator import state
 from diskmodel.model.simulator.inputs import kernel_inputs
 
@@ -87,11 +87,12 @@ def test_the_named_slots_hold_the_drives_parameters():
 
 
 @pytest.mark.parametrize("old, new", sorted(OLD_PATHS.items()))
-def test_the_old_module_paths_give_the_moved_modules(old, new):
-    moved = importlib.import_module(f"diskmodel.model.simulator.{new}")
-    assert importlib.import_module(f"diskmodel.model.{old}") is moved
+def test_the_old_module_paths_are_gone(old, new):
+    """Each module has one path: the old flat one neither exists nor imports."""
     assert (SIMULATOR / f"{new}.py").is_file()
-    assert not (SIMULATOR.parent / f"{old}.py").read_text().count("def ")
+    assert not (SIMULATOR.parent / f"{old}.py").exists()
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"diskmodel.model.{old}")
 
 
 def _long_functions(limit: int) -> list[str]:

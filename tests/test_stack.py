@@ -1,4 +1,4 @@
-"""model/stack.py: one description of a storage stack for the model, provisioning and reports.
+"""model/stacks/stack.py: one description of a storage stack for the model, provisioning and reports.
 
 The golden files hold what the code before the stack descriptions gave
 (tests/golden/*_before_stack.json, written by ``paper_layout`` + ``predict``
@@ -20,15 +20,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from diskmodel.calibrate import stacks as stack_files
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.steps import Concat, Ref, words_of
-from diskmodel.model.filesystem import FileSystem, PageCache
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
 from diskmodel.model.predict import predict
-from diskmodel.model.presets import load_preset
-from diskmodel.model.drives import FileDrive, InMemoryDrive, PresetDrive
-from diskmodel.model.stack import FILE_SYSTEM_KINDS, PAPER_STACKS, FileSystemNode, Stack, paper_stack, stack_on
-from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.drive.drives import FileDrive, InMemoryDrive, PresetDrive
+from diskmodel.model.stacks.stack import FILE_SYSTEM_KINDS, PAPER_STACKS, FileSystemNode, Stack, paper_stack, stack_on
+from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
-from diskmodel.model.workload import expected_counts, postmark_preset
+from diskmodel.model.stacks.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from diskmodel.model.predictions.workload import expected_counts, postmark_preset
 
 GOLDEN = Path(__file__).parent / "golden"
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
@@ -439,7 +439,7 @@ def test_postmark_with_a_bad_stack_file_is_refused_before_anything_is_built(tmp_
 def test_postmark_refuses_an_nfs_stack_in_one_line_before_anything_is_built(tmp_path, capsys):
     """An NFS mount is predicted (tests/test_network_model.py), not built on a scratch: one line, nothing made."""
     from diskmodel.calibrate import cli
-    from diskmodel.model.network import Network, NfsMount
+    from diskmodel.model.stacks.network import Network, NfsMount
 
     export = FileSystemNode(Partition(MIB, GB, "/dev/sdb1", "srv"), kind="xfs")
     path = tmp_path / "nfs.json"
@@ -460,9 +460,9 @@ def test_postmark_refuses_an_nfs_stack_in_one_line_before_anything_is_built(tmp_
 def test_predict_takes_a_stack_file_of_block_layers(tmp_path):
     """RAID 1 over two different presets under a thin volume, from JSON, through `diskmodel predict`."""
     from diskmodel.model.predict import predict_block
-    from diskmodel.model.raid import mirror
-    from diskmodel.model.thin import ThinVolume
-    from diskmodel.model.workload import fio_jobs
+    from diskmodel.model.stacks.raid import mirror
+    from diskmodel.model.stacks.thin import ThinVolume
+    from diskmodel.model.predictions.workload import fio_jobs
 
     members = (Partition(MIB, GB, "/dev/sda1", "sda"), Partition(MIB, GB, "/dev/sdb1", "sdb"))
     stack = Stack(FileSystemNode(ThinVolume(mirror(members), 512 * MIB, 2 * GB), kind="ext4"),

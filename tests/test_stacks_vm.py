@@ -10,7 +10,7 @@ import pytest
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench import stacks_vm as V
 from diskmodel.calibrate.bench.copy import parse_copy_spread
-from diskmodel.model.block_workloads import FileCopy
+from diskmodel.model.predictions.block_workloads import FileCopy
 
 COPY = FileCopy(file_sizes_bytes=(4 << 20,), repeats=2)
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from diskmodel.model.drives import PresetDrive
+from diskmodel.model.drive.drives import PresetDrive
 from diskmodel.model.iopath import parse_workload
 from diskmodel.model.iopath.fileops import Kind
 from diskmodel.model.iopath.stream import Flag, Op
 from diskmodel.model.iopath.workloads_copy import dd_copy
 from diskmodel.model.iopath.workloads_pace import paced
-from diskmodel.model.loop_file import LoopFile
+from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.predict import predict
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.thin import ThinVolume
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
+from diskmodel.model.stacks.volumes import Partition
 
 MIB = 1 << 20
 SIZE = 4 * MIB

@@ -25,13 +25,13 @@ from diskmodel.calibrate.bench import host_executor as X
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.layers_bench import with_member_delays
 from diskmodel.calibrate.bench.steps import Concat, Ref, Step, render_step, render_undo, sh_word, words_of
-from diskmodel.model.drives import PresetDrive
-from diskmodel.model.loop_file import LoopFile, nested_loop_files
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack, paper_stack
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.drive.drives import PresetDrive
+from diskmodel.model.stacks.loop_file import LoopFile, nested_loop_files
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import FileSystemNode, Stack, paper_stack
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import KIB, MIB
-from diskmodel.model.volumes import Partition, StripedVolume
+from diskmodel.model.stacks.volumes import Partition, StripedVolume
 
 DISKS = tuple(PresetDrive("wd800bd", d) for d in ("sda", "sdb", "sdc", "sdd", "sde"))
 

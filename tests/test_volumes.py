@@ -1,4 +1,4 @@
-"""model/volumes.py and model/volume_on_disk.py: partitions, LVM linear/striped
+"""model/stacks/volumes.py and model/stacks/volume_on_disk.py: partitions, LVM linear/striped
 volumes, access through the extent map, and the LVM mapping overhead (eqs. 10-12)."""
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from diskmodel.model.disk import expected_random_service_time_s
-from diskmodel.model.presets import load_preset
-from diskmodel.model.stack import paper_stack
-from diskmodel.model.volume_on_disk import VolumeOnDisk
+from diskmodel.model.drive.disk import expected_random_service_time_s
+from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.stacks.stack import paper_stack
+from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume,
-                                     lvm_mapping_overhead_s)
+from diskmodel.model.stacks.volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume,
+                                            lvm_mapping_overhead_s)
 
 
 def paper_volume(name, capacity_bytes, **options):

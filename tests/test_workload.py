@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from diskmodel.model.workload import (
-    KIB, MIB, PAPER_TRANSACTIONS, PAPER_VOLUME_TOLERANCES, PAPER_VOLUMES_BYTES, PostMarkConfig,
-    expected_counts, infer_transactions, postmark_preset,
-)
+from diskmodel.model.predictions.workload import (KIB, MIB, PAPER_TRANSACTIONS, PAPER_VOLUME_TOLERANCES,
+                                                  PAPER_VOLUMES_BYTES, PostMarkConfig, expected_counts,
+                                                  infer_transactions, postmark_preset)
 from conftest import require_tools
 
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import require_root, require_tools
 from diskmodel.calibrate.bench import tool_workloads
 from diskmodel.model.iopath import CacheParams, parse_workload, run
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.volumes import Partition
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.volumes import Partition
 
 GiB = 1 << 30
 MKFS = {"ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from diskmodel.model.nodes import kind_of
+from diskmodel.model.stacks.nodes import kind_of
 from diskmodel.calibrate.bench.steps import Ref, Step, Word
 
 __all__ = ["LVM_SIZE_UNIT_BYTES", "SCRATCH_MOUNT_OPTIONS", "Region", "add_pvs_and_vg", "builds", "mount_steps"]

@@ -17,7 +17,7 @@ iteration of one size is:
 3. **read**: the whole file in 1 MiB ``read`` calls;
 4. the file is removed, and ``sync``.
 
-The workload is the model's :class:`diskmodel.model.block_workloads.FileCopy`
+The workload is the model's :class:`diskmodel.model.predictions.block_workloads.FileCopy`
 (its sizes and repeats).  In the throwaway VM, whose guest has no Python,
 the steps are shell (:func:`copy_shell`: ``dd`` with ``conv=fsync``, every
 value a word rendered by :func:`~diskmodel.calibrate.bench.steps.sh_word`),
@@ -34,7 +34,7 @@ import statistics
 from dataclasses import dataclass
 
 from diskmodel.calibrate.bench.steps import sh_word
-from diskmodel.model.block_workloads import FileCopy
+from diskmodel.model.predictions.block_workloads import FileCopy
 
 __all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output",
            "parse_copy_spread"]

@@ -1,8 +1,8 @@
 """fio jobs on a block device or a file, run with ``--output-format=json`` and parsed.
 
-A job is the model's :class:`diskmodel.model.block_workloads.FioJob` (one
+A job is the model's :class:`diskmodel.model.predictions.block_workloads.FioJob` (one
 access pattern: sequential or random, read or write, one request size,
-``O_DIRECT``); its own :meth:`~diskmodel.model.block_workloads.FioJob.fio_arguments`
+``O_DIRECT``); its own :meth:`~diskmodel.model.predictions.block_workloads.FioJob.fio_arguments`
 give fio's options, to which :func:`fio_argv` adds what makes a measurement
 repeatable and honest: a fixed random seed (``--randseed``, ``--randrepeat``),
 the page cache of the target dropped first (``--invalidate=1``) and, for
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 from diskmodel.calibrate.bench.steps import Concat, sh_words
-from diskmodel.model.block_workloads import FioJob
+from diskmodel.model.predictions.block_workloads import FioJob
 
 __all__ = ["FioResult", "fio_argv", "fio_command", "fio_words", "parse_fio_json", "run_fio"]
 

@@ -77,11 +77,11 @@ from pathlib import Path
 import numpy as np
 
 from diskmodel.model import Disk
-from diskmodel.model.disk import flat_latency_disk
-from diskmodel.model.filesystem import FileSystem, PageCache
+from diskmodel.model.drive.disk import flat_latency_disk
+from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
 from diskmodel.model.predict import predict
-from diskmodel.model.stack import stack_on
-from diskmodel.model.workload import PostMarkConfig, expected_counts
+from diskmodel.model.stacks.stack import stack_on
+from diskmodel.model.predictions.workload import PostMarkConfig, expected_counts
 from diskmodel.model.units import KIB, MIB, GIB
 
 __all__ = ["CheckResult", "Cell", "CgroupSampler", "MemoryPath", "PIPELINE", "calibrate_storage",
@@ -340,7 +340,7 @@ def _run_check(config, *, limits, repeats, fs_size_bytes, scratch_dir, calibrati
     from diskmodel.calibrate.bench import postmark as P
     from diskmodel.calibrate.bench.host_executor import HostExecutor, handle_signals
     from diskmodel.calibrate.harness.scratch import prepare_scratch
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     t0 = time.monotonic()
     lines: list[str] = []

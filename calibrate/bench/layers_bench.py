@@ -1,11 +1,11 @@
 """Measure block workloads (fio jobs, seed 003's copy) on a stack of block layers, on the host or in the VM.
 
-:func:`measure_stack` builds a :class:`diskmodel.model.stack.Stack` with
+:func:`measure_stack` builds a :class:`diskmodel.model.stacks.stack.Stack` with
 :func:`diskmodel.calibrate.bench.provision.build_plan` (the layers'
 builders are :mod:`diskmodel.calibrate.bench.layers_provision`), runs the
 workloads in order on it and tears it down:
 
-- **fio jobs** (:class:`diskmodel.model.block_workloads.FioJob`) run on the
+- **fio jobs** (:class:`diskmodel.model.predictions.block_workloads.FioJob`) run on the
   stack's block device itself (the plan is built without a file system),
   the way the model predicts them (:func:`diskmodel.model.predict.predict_block`);
   a btrfs array, which is a file system and no block device, runs them on a
@@ -14,7 +14,7 @@ workloads in order on it and tears it down:
   comes before the overwrite that repeats it. ``sync`` and drop the caches
   before each job: a loop device over a buffered image keeps blocks in the
   host's page cache.
-- **the copy** (:class:`diskmodel.model.block_workloads.FileCopy`) runs in
+- **the copy** (:class:`diskmodel.model.predictions.block_workloads.FileCopy`) runs in
   the stack's file system (:mod:`diskmodel.calibrate.bench.copy`).
 
 On the host the workloads run as argument vectors (fio's and ``dd``'s, in the
@@ -68,8 +68,8 @@ from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_on_host, copy_shell
 from diskmodel.calibrate.bench.fio import fio_command, fio_words, parse_fio_json
 from diskmodel.calibrate.bench.steps import Concat, Ref, sh_word
 from diskmodel.model._checks import FieldError
-from diskmodel.model.block_workloads import FileCopy, FioJob
-from diskmodel.model.stack import Stack
+from diskmodel.model.predictions.block_workloads import FileCopy, FioJob
+from diskmodel.model.stacks.stack import Stack
 
 __all__ = ["GUEST_PREAMBLE", "LayerMeasurement", "dirty_limit_bytes", "measure_stack", "measurements_json",
            "page_cache_copy_rate", "parse_devices", "with_member_delays", "workload_body"]

@@ -1,7 +1,7 @@
 """Builders of the block layers of issue 14: RAID (md, LVM, btrfs), thin pools and loop files.
 
-Each node type of :mod:`diskmodel.model.raid`, :mod:`diskmodel.model.thin`
-and :mod:`diskmodel.model.loop_file` gets its builder in the registry of
+Each node type of :mod:`diskmodel.model.stacks.raid`, :mod:`diskmodel.model.stacks.thin`
+and :mod:`diskmodel.model.stacks.loop_file` gets its builder in the registry of
 :mod:`diskmodel.calibrate.bench.builders` (:func:`~diskmodel.calibrate.bench.builders.builds`),
 so :func:`~diskmodel.calibrate.bench.provision.build_plan` builds any stack
 made of them, on the host (:class:`~diskmodel.calibrate.bench.host_executor.HostExecutor`)
@@ -45,9 +45,9 @@ from __future__ import annotations
 
 from diskmodel.calibrate.bench.builders import _build, _Plan, add_pvs_and_vg, builds, mount_steps
 from diskmodel.calibrate.bench.steps import Concat, Ref, Step
-from diskmodel.model.loop_file import LoopFile
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.thin import ThinVolume
+from diskmodel.model.stacks.loop_file import LoopFile
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import KIB, MIB
 
 __all__ = ["MD_DATA_OFFSET_BYTES", "THIN_EXTENT_BYTES", "md_raid0_size_bytes", "needs_vm_kernel"]

@@ -7,7 +7,7 @@ network setting asked for; all traffic stays inside the guest:
 * **Link.** A veth pair: ``dmv0`` (10.77.0.1/24, the server, in the guest's
   own network namespace) and ``dmv1`` (10.77.0.2/24) in a namespace
   ``dmcli`` made for the client; MTU 1500.  A setting
-  (:class:`diskmodel.model.network.Network`) puts on the egress of both
+  (:class:`diskmodel.model.stacks.network.Network`) puts on the egress of both
   ends ``netem delay rtt/2`` and below it ``tbf rate R`` with the
   setting's ``burst_bytes`` (:func:`tbf_burst_bytes` gives the usual
   one: the larger of 32 KiB and 1.5 ticks of the rate at HZ=250) and
@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model._checks import one_of, show, whole_number
-from diskmodel.model.network import NFS_VERSIONS, Network
+from diskmodel.model.stacks.network import NFS_VERSIONS, Network
 from diskmodel.model.units import KIB, MIB
 
 __all__ = ["CLIENT_IP", "SERVER_IP", "NetworkRun", "NetworkBenchError", "ServerUnreachableError", "Timing",

@@ -3,7 +3,7 @@
 PostMark (Katcher 1997, NetApp TR3022; Debian package ``postmark``, v1.51)
 is the benchmark of Djordjevic & Timcenko (2015), section 4.2. This module
 
-- runs ``postmark`` on a :class:`diskmodel.model.workload.PostMarkConfig`
+- runs ``postmark`` on a :class:`diskmodel.model.predictions.workload.PostMarkConfig`
   (its command file: :mod:`diskmodel.calibrate.bench.postmark_text`), after
   ``sync`` and dropping the page cache, optionally inside a memory cgroup
   that stands in for a smaller machine's RAM
@@ -12,7 +12,7 @@ is the benchmark of Djordjevic & Timcenko (2015), section 4.2. This module
   clock counts whole seconds, records where it ran
   (:func:`host_environment`), and summarises repeats
   (:mod:`diskmodel.calibrate.bench.postmark_results`),
-- builds a :class:`diskmodel.model.stack.Stack` on a scratch file or
+- builds a :class:`diskmodel.model.stacks.stack.Stack` on a scratch file or
   device, runs PostMark on it and tears it down, on the host or, as one
   script (:mod:`diskmodel.calibrate.bench.postmark_guest`), in the VM
   (:func:`run_on_stack`).
@@ -210,7 +210,7 @@ def run_on_stack(
     vm_accelerator: str = "tcg",
     vm_drives=(),
 ) -> PostMarkSummary:
-    """Build *stack* (a :class:`~diskmodel.model.stack.Stack`), run PostMark *repeats* times on it, tear it down.
+    """Build *stack* (a :class:`~diskmodel.model.stacks.stack.Stack`), run PostMark *repeats* times on it, tear it down.
 
     The scratch stands for the stack's disk (each partition a loop device
     over the same bytes; :mod:`diskmodel.calibrate.bench.provision`). On the

@@ -22,8 +22,8 @@ class RunEnvironment:
     """Where a PostMark run ran: what the numbers depend on besides the workload.
 
     stack: the short name of the storage stack
-    (:attr:`diskmodel.model.stack.Stack.short_name`, e.g. "lvm2"), and
-    stack_description its tree (:meth:`~diskmodel.model.stack.Stack.describe`).
+    (:attr:`diskmodel.model.stacks.stack.Stack.short_name`, e.g. "lvm2"), and
+    stack_description its tree (:meth:`~diskmodel.model.stacks.stack.Stack.describe`).
     emulated: True when the run was inside a VM under TCG (software
     emulation): then its timings measure the emulator, not the storage.
     """

@@ -1,7 +1,7 @@
 """Storage stacks built on a scratch file or device, as plans of undoable argument vectors.
 
-A :class:`diskmodel.model.stack.Stack` (the paper's native, LVM-1 and
-LVM-2 stacks are :func:`diskmodel.model.stack.paper_stack`) becomes a
+A :class:`diskmodel.model.stacks.stack.Stack` (the paper's native, LVM-1 and
+LVM-2 stacks are :func:`diskmodel.model.stacks.stack.paper_stack`) becomes a
 :class:`StackPlan`, a sequence of :class:`Step` objects. A step is an
 *argument vector* (a tuple of words), never shell text: a word is a ``str``,
 a :class:`Ref` to a value an earlier step captured (a loop device's path, a
@@ -48,9 +48,9 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskmodel.model.nodes import kind_of
-from diskmodel.model.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
-from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.stacks.nodes import kind_of
+from diskmodel.model.stacks.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
 from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
                                              sh_word)

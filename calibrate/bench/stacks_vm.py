@@ -28,13 +28,13 @@ from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output, parse_copy_spread
 from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
 from diskmodel.calibrate.bench.steps import Ref, sh_word
-from diskmodel.model.block_workloads import FileCopy
-from diskmodel.model.drives import PresetDrive
-from diskmodel.model.loop_file import LoopFile
-from diskmodel.model.raid import RaidArray
-from diskmodel.model.stack import FileSystemNode, Stack
-from diskmodel.model.thin import ThinVolume
-from diskmodel.model.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.predictions.block_workloads import FileCopy
+from diskmodel.model.drive.drives import PresetDrive
+from diskmodel.model.stacks.loop_file import LoopFile
+from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
 __all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group"]
 

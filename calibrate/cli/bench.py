@@ -1,9 +1,9 @@
 """``diskmodel bench``: build a stack of block layers, run one workload on it, print measured against predicted.
 
 The stack is a stack description (``--stack FILE.json``: partitions, RAID
-arrays, thin volumes, loop files, file system; :mod:`diskmodel.model.stack`),
+arrays, thin volumes, loop files, file system; :mod:`diskmodel.model.stacks.stack`),
 the workload one of the block workloads of
-:mod:`diskmodel.model.block_workloads`: a fio job by its label
+:mod:`diskmodel.model.predictions.block_workloads`: a fio job by its label
 (``seqread_4k``, ``seqwrite_1m``, ``randread_4k``, ``randwrite_1m``, ...;
 ``--size`` bytes, ``--fresh`` for a first write into a thin volume or a
 sparse image) or ``copy`` (seed 003's file copy, ``--repeats`` times each
@@ -46,7 +46,7 @@ def _slow(text: str) -> tuple[str, int]:
 
 def add_parser(subparsers) -> None:
     from diskmodel.calibrate.cli.postmark import _bytes
-    from diskmodel.model.block_workloads import fio_jobs
+    from diskmodel.model.predictions.block_workloads import fio_jobs
 
     p = subparsers.add_parser("bench", help="run one block workload on a stack of block layers; measured "
                                             "against predicted",
@@ -86,7 +86,7 @@ def add_parser(subparsers) -> None:
 
 
 def _workload(args):
-    from diskmodel.model.block_workloads import FileCopy, fio_jobs
+    from diskmodel.model.predictions.block_workloads import FileCopy, fio_jobs
 
     try:
         if args.workload == COPY:

@@ -3,17 +3,17 @@
 A scratch path, a device, a disk name of ``--slow`` end up in ``losetup``,
 ``mkfs``, ``mount``, a cgroup's ``io.max`` or the script a VM runs.  They are
 held to the rule every text field of a stack is held to
-(:func:`diskmodel.model.nodes.text_field`: one line, no shell metacharacter,
+(:func:`diskmodel.model.stacks.nodes.text_field`: one line, no shell metacharacter,
 no control character), and may not start with ``-`` (a command would read it
 as an option of its own), so that a bad one is refused in one line naming the
 flag before a file, a loop device or a mount is made.  Mount and mkfs options
-are checked by their file system's syntax (:mod:`diskmodel.model.fs_options`)
+are checked by their file system's syntax (:mod:`diskmodel.model.filesystems.options`)
 where the stack is made from them.
 """
 from __future__ import annotations
 
 from diskmodel.calibrate.cli import UsageError
-from diskmodel.model.nodes import text_field
+from diskmodel.model.stacks.nodes import text_field
 
 
 def check_command_text(args, *flags: str) -> None:

@@ -60,7 +60,7 @@ def _run(args) -> int:
     from diskmodel.calibrate.harness import outputs
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.experiment import format_summary, run_experiment
-    from diskmodel.model.presets import load_preset
+    from diskmodel.model.drive.presets import load_preset
     from diskmodel.calibrate.cli.command_text import check_command_text
 
     check_command_text(args, "--device", "--postmark-scratch", "--destroy-data-on")
@@ -118,7 +118,7 @@ def _check_emulate(args) -> None:
     from diskmodel.calibrate.emulate.workloads import check_fits, drive_for_flag
     from diskmodel.calibrate.experiment_emulated import FS_SIZE_BYTES
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     if args.device is not None or args.postmark_scratch is not None or args.destroy_data_on is not None:
         raise UsageError("--device, --postmark-scratch and --destroy-data-on do not apply with --emulate (the "
@@ -165,7 +165,7 @@ def _check_postmark_run(scratch) -> None:
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     if os.geteuid() != 0:
         raise UsageError("--postmark-scratch: real PostMark needs root on the host (loop devices, mount, drop_caches)")

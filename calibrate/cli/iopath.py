@@ -41,7 +41,7 @@ def add_parser(subparsers) -> None:
 
 def _stack(text: str):
     from diskmodel.calibrate import stacks
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     if text in PAPER_STACKS:
         return paper_stack(text)

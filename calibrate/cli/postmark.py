@@ -2,7 +2,7 @@
 
 The stack is one of the paper's (``--layout native|lvm1|lvm2``, a file
 system of ``--size`` bytes in all three) or a stack description
-(``--stack FILE.json``, :mod:`diskmodel.model.stack`). On the host: the
+(``--stack FILE.json``, :mod:`diskmodel.model.stacks.stack`). On the host: the
 scratch PATH (a new file the tool creates and fills, or an existing file or
 block device named twice, with ``--destroy-data-on``) stands for the stack's
 disk and is cut into loop devices, the stack is built step by step (each
@@ -131,7 +131,7 @@ def add_parser(subparsers) -> None:
 
 
 def _config(args):
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.predictions.workload import postmark_preset
     cfg = postmark_preset(args.workload)
     changes = {field: getattr(args, flag) for flag, field, _ in _OVERRIDES if getattr(args, flag) is not None}
     if args.buffering is not None:
@@ -174,7 +174,7 @@ def _stack(args):
     from diskmodel.calibrate import stacks
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.cli import flag_error
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     if args.stack:
         given = [f"--{name.replace('_', '-')}" for name in _LAYOUT_FLAGS if getattr(args, name) is not None]

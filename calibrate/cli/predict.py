@@ -6,13 +6,13 @@ throughput the way PostMark reports them, with the breakdown by equation term
 transfer). The stack is one of the paper's (``--layout``) on a disk (a
 preset, a DiskSim drive folder, or a calibration saved by ``diskmodel
 calibrate --json``) with ``--fs`` (any kind of
-:data:`diskmodel.model.fs_kinds.KINDS`), ``--mkfs-options``,
+:data:`diskmodel.model.filesystems.kinds.KINDS`), ``--mkfs-options``,
 ``--mount-options`` and ``--journal-mode`` (``data=``, where the kind has
 one), the options mapped onto the model's parameters as ``diskmodel
-postmark --fs`` builds them (:func:`diskmodel.model.fs_kinds.parameters_from_options`),
-or a stack description (``--stack FILE.json``, :mod:`diskmodel.model.stack`)
+postmark --fs`` builds them (:func:`diskmodel.model.filesystems.kinds.parameters_from_options`),
+or a stack description (``--stack FILE.json``, :mod:`diskmodel.model.stacks.stack`)
 that names its disks, file system and options itself; its top may be an NFS
-mount, predicted per NFS operation (:mod:`diskmodel.model.network`).
+mount, predicted per NFS operation (:mod:`diskmodel.model.stacks.network`).
 
 The LVM mapping costs of eq. (12) are 0 s unless given, which makes LVM
 free: ``--fitted`` takes those the main job fits on the paper (shipped,
@@ -20,10 +20,10 @@ free: ``--fitted`` takes those the main job fits on the paper (shipped,
 those of an ``experiment`` run, each with the I/O path it was fitted on. The
 paper's layouts need the disk's last 20 GB; a smaller disk is refused with
 the ``--fs-size`` to give instead (the bench's sizing of
-:func:`~diskmodel.model.stack.paper_stack`).
+:func:`~diskmodel.model.stacks.stack.paper_stack`).
 
 ``--fio-job FILE`` predicts a fio job file's job instead
-(:mod:`.predict_fio`, the syntax in :mod:`diskmodel.model.fio_job`). A
+(:mod:`.predict_fio`, the syntax in :mod:`diskmodel.model.predictions.fio_job`). A
 calibrated hard disk's unmeasured cache and interface rate are said in the
 first line, or taken from ``--complete-from PRESET`` (:mod:`.predict_complete`);
 the output's units and terms are :mod:`.predict_text`'s.
@@ -36,9 +36,9 @@ import math
 
 from diskmodel.calibrate.cli.predict_complete import complete
 from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
-from diskmodel.model.fs_kinds import KINDS
+from diskmodel.model.filesystems.kinds import KINDS
 
-# The block layers' workloads (diskmodel.model.block_workloads): issue 14's fio jobs and seed 003's copy.
+# The block layers' workloads (diskmodel.model.predictions.block_workloads): issue 14's fio jobs and seed 003's copy.
 _BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k", "randread_1m",
                     "randwrite_4k", "randwrite_1m", "copy")
 
@@ -178,7 +178,7 @@ def _flags_given(args) -> dict[str, str]:
 def _disk(args):
     from diskmodel.calibrate import stacks
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.model.drives import FileDrive
+    from diskmodel.model.drive.drives import FileDrive
 
     if args.calibration:
         try:
@@ -204,10 +204,10 @@ def _stack(args, fitted):
     --calibration, with the I/O path the costs of *fitted* (--fitted, --costs) were fitted with."""
     from diskmodel.calibrate import stacks
     from diskmodel.calibrate.cli import UsageError, flag_error
-    from diskmodel.model.filesystem import FileSystem, PageCache
+    from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
     from diskmodel.model.fit import apply_io_parameters
-    from diskmodel.model.paper import DEFAULT_CACHE, DEFAULT_FILESYSTEM
-    from diskmodel.model.stack import PAPER_TEST_AREA_BYTES
+    from diskmodel.model.fit.paper import DEFAULT_CACHE, DEFAULT_FILESYSTEM
+    from diskmodel.model.stacks.stack import PAPER_TEST_AREA_BYTES
 
     try:
         cache = PageCache() if args.page_cache_bytes is None else PageCache(size_bytes=args.page_cache_bytes)
@@ -254,7 +254,7 @@ def _stack(args, fitted):
 def _completed(args, stack, resolved):
     """*resolved* (the stack with its drives loaded) with each calibrated hard disk completed from
     --complete-from, or a note in ``args.notes`` saying what it lacks (:mod:`.predict_complete`)."""
-    from diskmodel.model.drives import FileDrive, InMemoryDrive
+    from diskmodel.model.drive.drives import FileDrive, InMemoryDrive
 
     calibrated = {d.name: d.path for d in stack.disks if isinstance(d, FileDrive) and d.kind == "calibration"}
     if not calibrated and args.complete_from is not None:
@@ -278,7 +278,7 @@ def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(mkfs options, mount options) of --mkfs-options, --mount-options and --journal-mode (a data= mount
     option, refused naming the option and the kind where the kind has none)."""
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.model.fs_kinds import parameters_from_options
+    from diskmodel.model.filesystems.kinds import parameters_from_options
 
     mkfs_options = tuple(args.mkfs_options.split())
     mount_options = tuple(o for o in args.mount_options.split(",") if o)
@@ -297,7 +297,7 @@ def _fs_options(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _paper_stack(args, disk, filesystem, mkfs_options, mount_options):
     """The paper's --layout on *disk* with the file system of --fs and its options (a UsageError naming the flag)."""
     from diskmodel.calibrate.cli import UsageError, flag_error
-    from diskmodel.model.stack import paper_stack
+    from diskmodel.model.stacks.stack import paper_stack
 
     try:
         return paper_stack(args.layout, disk=disk, filesystem=filesystem, kind=args.fs, mkfs_options=mkfs_options,
@@ -347,7 +347,7 @@ def _fitted(args):
 
 def _mapping(args, fitted):
     """The LVM mapping costs of --fitted or --costs for --layout, else --md-mapping-s and --fb-mapping-s (0 s)."""
-    from diskmodel.model.volumes import LvmMapping
+    from diskmodel.model.stacks.volumes import LvmMapping
 
     if fitted is not None:
         return fitted.mappings[args.layout]
@@ -385,7 +385,7 @@ def _refuse_unused(args) -> None:
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.model.predict import predict
-    from diskmodel.model.workload import postmark_preset
+    from diskmodel.model.predictions.workload import postmark_preset
 
     if args.fio_job is not None:  # a bad job file is refused before the stack is built
         from diskmodel.calibrate.cli import predict_fio
@@ -454,7 +454,7 @@ def _run(args) -> int:
 
 def _run_timed(args, stack, workload) -> int:
     """PostMark on a stack beyond one disk (RAID, loop files, thin, LVM over several disks): the I/O
-    path timed on the drives (:mod:`diskmodel.model.prediction`)."""
+    path timed on the drives (:mod:`diskmodel.model.predictions.results`)."""
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.model.predict import predict
 
@@ -491,7 +491,7 @@ def _run_block(args, stack) -> int:
     """An fio job or seed 003's copy on the stack, through the block layers (any node types)."""
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.model.predict import predict
-    from diskmodel.model.workload import FileCopy, fio_jobs
+    from diskmodel.model.predictions.workload import FileCopy, fio_jobs
 
     workload = FileCopy() if args.workload == "copy" else fio_jobs()[args.workload]
     try:

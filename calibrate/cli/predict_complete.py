@@ -35,7 +35,7 @@ def complete(disk, source: str, preset_name: str | None) -> tuple[object, str | 
     *source* names the calibration ("--calibration cal.json", "disks[0] (sda) cal.json"). A flat latency model
     is left as it is (its measured latency holds the device's own caching); with *preset_name* it is refused.
     """
-    from diskmodel.model.presets import available_presets, load_preset
+    from diskmodel.model.drive.presets import available_presets, load_preset
 
     if is_flat(disk):
         if preset_name is not None:

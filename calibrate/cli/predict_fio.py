@@ -2,7 +2,7 @@
 
 The file is read here (bounded, :mod:`diskmodel.data.input_files`); its
 syntax, a documented subset of fio's, is parsed by the model
-(:mod:`diskmodel.model.fio_job`), which says what each key means and which
+(:mod:`diskmodel.model.predictions.fio_job`), which says what each key means and which
 are refused.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ def read_job(path: str):
     """The job of the fio job file *path* (a UsageError naming --fio-job, the file and the key)."""
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.data.input_files import read_text_bounded
-    from diskmodel.model.fio_job import parse_fio_job
+    from diskmodel.model.predictions.fio_job import parse_fio_job
 
     try:
         text = read_text_bounded(path, "fio job file", MAX_FIO_JOB_FILE_BYTES)
@@ -40,7 +40,7 @@ def run(args, stack, notes: list[str]) -> int:
     """Predict the job of ``args.fio_job`` on *stack*; print its definition, the figures and each part's breakdown."""
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.cli.predict_text import breakdown, megabytes_per_s, seconds
-    from diskmodel.model.fio_job import check_fits, combine
+    from diskmodel.model.predictions.fio_job import check_fits, combine
     from diskmodel.model.predict import predict
 
     job = read_job(args.fio_job)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from diskmodel.model.stack_schema import plain_number
+from diskmodel.model.stacks.stack_schema import plain_number
 
 #: What each row of a prediction's breakdown means: the terms of the paper's eq. (1) and (10)
 #: (Djordjevic et al. 2015, "Access-time model of a file system on LVM"), and their parts.

@@ -1,7 +1,7 @@
 """``diskmodel stack-schema``: the fields of each node kind of a stack file, with units, defaults and meaning.
 
 The reference is generated from the node definitions
-(:mod:`diskmodel.model.stack_schema`): the dataclasses' fields and defaults
+(:mod:`diskmodel.model.stacks.stack_schema`): the dataclasses' fields and defaults
 and their docstrings' ``Attributes`` entries; ``--json`` prints the same as
 one JSON object, for notebooks and the documentation.
 """
@@ -11,7 +11,7 @@ import json
 
 
 def add_parser(subparsers) -> None:
-    from diskmodel.model.stack import NODE_SCHEMA
+    from diskmodel.model.stacks.stack import NODE_SCHEMA
 
     parser = subparsers.add_parser(
         "stack-schema", help="list the fields of each node kind of a stack file (--stack FILE.json)",
@@ -40,7 +40,7 @@ def _only(data: dict, kind: str) -> dict:
 
 
 def _run(args) -> int:
-    from diskmodel.model.stack_schema import schema, schema_text
+    from diskmodel.model.stacks.stack_schema import schema, schema_text
 
     data = schema()
     if args.kind is not None:

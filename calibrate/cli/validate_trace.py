@@ -37,7 +37,7 @@ def add_parser(subparsers) -> None:
 
 def _run(args) -> int:
     from diskmodel.data.disksim import disksim_drive_folder
-    from diskmodel.model.disksim import load_disksim_drive, validate_drive
+    from diskmodel.model.disksim_drives.convert import load_disksim_drive, validate_drive
 
     from diskmodel.calibrate.cli import UsageError
 
@@ -77,8 +77,8 @@ def _run_calibration(args) -> int:
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.harness.results import CalibrationFileError, calibration_from_json
     from diskmodel.data.disksim import read_trace
-    from diskmodel.model.disksim import validate_trace
-    from diskmodel.model.drive_parameters import DriveParameters
+    from diskmodel.model.disksim_drives.convert import validate_trace
+    from diskmodel.model.drive.parameters import DriveParameters
 
     if args.diskdir is None:
         raise UsageError("--calibration CAL.json needs a trace file: diskmodel validate-trace --calibration "
@@ -106,8 +106,8 @@ def _run_calibration(args) -> int:
 
 def _say_if_compiling() -> None:
     """Tell on stderr, before the wait, when the simulation will first compile (numba's cache holds
-    no compiled simulator for this machine: diskmodel.model.jit_cache)."""
-    from diskmodel.model.jit_cache import compile_notice
+    no compiled simulator for this machine: diskmodel._jit)."""
+    from diskmodel._jit import compile_notice
 
     notice = compile_notice()
     if notice:

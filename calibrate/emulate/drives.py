@@ -68,7 +68,7 @@ def flat_drive(latency_s, capacity_bytes: int, *, name: str | None = None, per_b
 
 def _calibration_spec(path: Path) -> DriveSpec:
     from diskmodel.calibrate.harness.results import calibration_from_json
-    from diskmodel.model.drive_parameters import DriveParameters
+    from diskmodel.model.drive.parameters import DriveParameters
 
     result = calibration_from_json(path)  # CalibrationFileError (a ValueError) names the file and the key
     name = f"calibration {path.name}"
@@ -103,7 +103,7 @@ def resolve_drive(drive) -> DriveSpec:
     if path.exists():
         return _calibration_spec(path)
     from diskmodel.data.disksim import BUNDLED_DRIVES
-    from diskmodel.model.presets import available_presets
+    from diskmodel.model.drive.presets import available_presets
 
     if text.lower() in available_presets():
         timing = {"kind": "preset", "name": text.lower()}

@@ -5,7 +5,7 @@
 ``preadv``/``pwritev`` on the device opened with ``O_DIRECT``, waits the
 trace's gap between one completion and the next arrival, and returns the time
 each request took as the caller sees it: what the trace's measured times are
-compared with (``diskmodel.model.validation.disksim_demerit_s``). Writes
+compared with (``diskmodel.model.predictions.validation.disksim_demerit_s``). Writes
 write zeros, so a replay destroys the device's data: only for emulated
 devices, which the run created.
 """

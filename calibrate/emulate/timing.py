@@ -10,7 +10,7 @@ session's own clock (seconds, nondecreasing), and it keeps the drive's state
 between calls; a request that arrives before the previous one completed waits
 for it (one request at a time, in arrival order). This is the interface of
 the steppable per-request simulation, ``DriveSession`` (of
-``diskmodel.model.simulate_session``).
+``diskmodel.model.simulator.session``).
 
 Sessions here:
 
@@ -19,7 +19,7 @@ Sessions here:
   from the measured one-block reads, plus its bytes beyond one block at the
   measured per-byte time ("a flat (flash) calibration is emulated as its
   latency distribution", issue 31).
-* ``DriveSession`` (:mod:`diskmodel.model.simulate_session`): a DiskSim
+* ``DriveSession`` (:mod:`diskmodel.model.simulator.session`): a DiskSim
   drive, a preset or a mechanical calibration, whose whole state (clock and
   platter angle, head, buffer segments, read-ahead, queued writes) is kept
   from one request to the next, as in the batch simulation.
@@ -100,7 +100,7 @@ class FlatLatencySession:
 
 def drive_session(params):
     """``(session, name)``: the steppable simulation of *params* (``DriveSession``) and its name."""
-    from diskmodel.model.simulate_session import DriveSession
+    from diskmodel.model.simulator.session import DriveSession
 
     return DriveSession(params), "DriveSession"
 
@@ -120,20 +120,20 @@ def session_from_spec(timing: dict):
 
 
 def drive_parameters_of(timing: dict):
-    """The :class:`~diskmodel.model.drive_parameters.DriveParameters` of a mechanical timing spec
+    """The :class:`~diskmodel.model.drive.parameters.DriveParameters` of a mechanical timing spec
     (:class:`diskmodel.calibrate.emulate.drives.DriveSpec`'s ``timing``)."""
-    from diskmodel.model.drive_parameters import DriveParameters
+    from diskmodel.model.drive.parameters import DriveParameters
 
     kind = timing["kind"]
     if kind == "disksim":
         from diskmodel.data.disksim import disksim_drive_folder, read_drive_folder
-        from diskmodel.model.disksim import drive_parameters
+        from diskmodel.model.disksim_drives.convert import drive_parameters
 
         return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
     if kind == "preset":
         import dataclasses
 
-        from diskmodel.model.presets import load_preset
+        from diskmodel.model.drive.presets import load_preset
 
         # Served without the preset's buffer: the calibration through the kernel does not yet tell a
         # read-ahead's hits from the zones' media rates (tests/test_calibrate_emulated.py).

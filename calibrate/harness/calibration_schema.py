@@ -1,5 +1,5 @@
 """The declared schema of a calibration file, as pydantic v2 models (the library every JSON of diskmodel is
-read with; :mod:`diskmodel.model.schema` reads stacks with it).
+read with; :mod:`diskmodel.model.stacks.schema` reads stacks with it).
 
 :class:`CalibrationV3` is the current version's object (``format_version`` 3);
 :class:`CalibrationV2` holds the keys versions 1 and 2 share.  Each key's type

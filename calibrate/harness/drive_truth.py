@@ -1,7 +1,7 @@
 """What a calibration should find on a drive the emulator serves, and a backend that reads it without the kernel.
 
 The emulator (:mod:`diskmodel.calibrate.emulate`) times every request with the
-per-request simulation of a :class:`~diskmodel.model.drive_parameters.DriveParameters`
+per-request simulation of a :class:`~diskmodel.model.drive.parameters.DriveParameters`
 (``diskmodel.calibrate.emulate.timing.drive_parameters_of``), its buffer on.
 :func:`drive_truth` reads the quantities a calibration reports off those
 parameters, computed independently of the harness: the rotation period
@@ -199,7 +199,7 @@ class ParametersDisk:
 
     def __init__(self, params, *, host_gap_s: float = 60e-6, host_gap_jitter_s: float = 40e-6,
                  noise_s: float = 20e-6, seed: int = 0, max_request_bytes: int | None = None):
-        from diskmodel.model.simulate_session import DriveSession
+        from diskmodel.model.simulator.session import DriveSession
 
         for name, value in (("host_gap_s", host_gap_s), ("host_gap_jitter_s", host_gap_jitter_s),
                             ("noise_s", noise_s)):

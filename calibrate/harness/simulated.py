@@ -2,7 +2,7 @@
 
 :class:`SimulatedDisk` serves reads from a :class:`diskmodel.model.Disk` (a
 preset, or a DiskSim drive) on a virtual clock. It is a backend over the one
-per-request simulation, :func:`diskmodel.model.simulate.simulate_requests`
+per-request simulation, :func:`diskmodel.model.simulator.simulate.simulate_requests`
 (the drive is ``DriveParameters.from_disk(disk)``), which carries the
 mechanics a calibration has to see through:
 
@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from diskmodel.model import Disk, Geometry, load_preset
-from diskmodel.model.drive_parameters import DriveParameters
-from diskmodel.model.simulate import simulate_requests
+from diskmodel.model.drive.parameters import DriveParameters
+from diskmodel.model.simulator.simulate import simulate_requests
 
 from diskmodel.calibrate.harness.accuracy import common_errors
 from diskmodel.calibrate.harness.backend import check_length, check_offsets
@@ -239,11 +239,11 @@ def disk_from_name(name: str | Path) -> Disk:
     """A preset name (``load_preset``) or a DiskSim drive folder as a :class:`Disk`."""
     path = Path(name)
     if path.is_dir():
-        from diskmodel.model.disksim import load_disksim_drive
+        from diskmodel.model.disksim_drives.convert import load_disksim_drive
 
         drive = load_disksim_drive(path)
         if drive.disk is None:
-            raise ValueError(f"preset {name!r}: diskmodel.model.disksim gives no Disk for this drive")
+            raise ValueError(f"preset {name!r}: diskmodel.model.disksim_drives.convert gives no Disk for this drive")
         return drive.disk
     try:
         return load_preset(str(name))

@@ -123,7 +123,7 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
     """Make what the workload finds on the device; return its argument vector."""
     if w.kind == "postmark":
         from diskmodel.calibrate.bench.postmark_text import command_file
-        from diskmodel.model.workload import PostMarkConfig
+        from diskmodel.model.predictions.workload import PostMarkConfig
 
         p = w.params
         cfg = folder / "postmark.cfg"
@@ -190,8 +190,8 @@ def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahe
                     mount_options: tuple[str, ...] = ()):
     """The stream model/iopath predicts for the cell's loop device."""
     from diskmodel.model.iopath import CacheParams, FsParams, parse_workload, run
-    from diskmodel.model.stack import FileSystemNode, Stack
-    from diskmodel.model.volumes import Partition
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
 
     node = FileSystemNode(kind=kind, volume=Partition(0, device_bytes(kind), device, "sda"),
                           mount_options=tuple(mount_options))

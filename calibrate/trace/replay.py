@@ -15,7 +15,7 @@ NBD, NFS) are refused naming the node: their mapping needs state the stack file 
 thin pool's mapping, the loop image's extents).
 
 Each disk then serves its requests one at a time in arrival order (queue depth 1 at the drive,
-:class:`~diskmodel.model.simulate_session.DriveSession`), reads and writes alike; flushes and
+:class:`~diskmodel.model.simulator.session.DriveSession`), reads and writes alike; flushes and
 discards reach the totals but take no drive time here. The elapsed time is from the first arrival to
 the last completion over all disks.
 """
@@ -46,7 +46,7 @@ class ReplayResult:
 
 
 def _kind(node) -> str:
-    from diskmodel.model.nodes import kind_of
+    from diskmodel.model.stacks.nodes import kind_of
 
     return kind_of(node)
 
@@ -119,7 +119,7 @@ def volume_streams(volume, stream: Stream, path: str = "file_system.volume") -> 
 
 def _serve(params, stream: Stream) -> tuple[float, float, float]:
     """(first arrival, last completion, busy time) of a disk serving *stream*'s reads and writes."""
-    from diskmodel.model.simulate_session import DriveSession
+    from diskmodel.model.simulator.session import DriveSession
 
     rw = (stream.op == Op.READ) | (stream.op == Op.WRITE)
     if not rw.any():
@@ -133,7 +133,7 @@ def _serve(params, stream: Stream) -> tuple[float, float, float]:
 
 def replay(trace_stream: Stream, stack) -> ReplayResult:
     """*trace_stream* (one device's recorded requests) replayed through *stack* (drives resolved)."""
-    from diskmodel.model.drive_parameters import DriveParameters
+    from diskmodel.model.drive.parameters import DriveParameters
 
     order = np.argsort(trace_stream.time_s, kind="stable")
     stream = trace_stream.take(order)

@@ -15,7 +15,7 @@ says otherwise (DiskSim writes milliseconds, traces microseconds); every
 error in a file raises :class:`~diskmodel.data.disksim.syntax.DiskSimFormatError`
 naming the file and the line. Turning these files into model objects (a
 :class:`~diskmodel.model.Disk`, the per-request simulation's parameters) and
-validating a drive against its trace is :mod:`diskmodel.model.disksim`'s.
+validating a drive against its trace is :mod:`diskmodel.model.disksim_drives.convert`'s.
 """
 from __future__ import annotations
 
@@ -518,7 +518,7 @@ def load_disksim_drive(name_or_folder) -> DiskSimFolder:
     """The files of a bundled drive (by name) or of a drive folder, read into a :class:`DiskSimFolder`.
 
     Plain records only, as everything in :mod:`diskmodel.data`: the :class:`~diskmodel.model.Disk` they
-    describe is :func:`diskmodel.model.disksim.load_disksim_drive`'s.
+    describe is :func:`diskmodel.model.disksim_drives.convert.load_disksim_drive`'s.
 
     >>> load_disksim_drive("atlas10k").trace_path.name
     'atlas10k.trace'

@@ -13,7 +13,7 @@ columns; 3 with a standard deviation; 4: read, std, write).
 Everything returned is plain data: frozen dataclasses of numbers, strings,
 tuples and numpy arrays, times in seconds (``_s``). What they mean for a
 disk (its :class:`~diskmodel.model.Disk`, seek function, LBN mapping) is
-:mod:`diskmodel.model.disksim`'s business.
+:mod:`diskmodel.model.disksim_drives.convert`'s business.
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class G1Zone:
     "sectors" (DiskSim's default; its loader, ``layout_g1_zone.modspec``, truncates them
     to whole sectors) or "revolutions" (``dm_angle_dtoi``), the unit in force where
     DiskSim's loader reaches the value (:func:`_skew_units_by_value`); what they mean is
-    :func:`diskmodel.model.disksim.zone_layout`'s business."""
+    :func:`diskmodel.model.disksim_drives.convert.zone_layout`'s business."""
 
     first_cylinder: int
     last_cylinder: int
@@ -158,7 +158,7 @@ class G4Layout:
 
     As ``diskmodel/layout_g4_load.c`` (``g4_load_tp``, ``g4_load_idx``,
     ``g4_load_slips``, ``g4_load_remaps``) reads them; what they mean is
-    :mod:`diskmodel.model.disksim_g4`'s business.
+    :mod:`diskmodel.model.simulator.g4`'s business.
 
     ``tp``: (n, 3) rows (low, high, spt) of the track-pattern table; ``idx``:
     one array per index section, rows of (lbn, cyl, off, len, cyllen, alen,
@@ -191,7 +191,7 @@ class G2Zone:
     Skews as written, each in its unit of ``skew_units`` (zone, track switch, cylinder
     switch: "sectors", DiskSim's default, or "revolutions"; the unit in force where DiskSim's
     loader reaches the value, :func:`_skew_units_by_value`); what they mean is
-    :mod:`diskmodel.model.disksim_g2`'s business.
+    :mod:`diskmodel.model.simulator.g2`'s business.
     """
 
     first_cylinder: int

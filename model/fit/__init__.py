@@ -17,7 +17,7 @@ named, bounded :class:`Parameters`.
 - the per-kind file-system costs: :func:`fit_file_system_costs` on :class:`FsCase`
   cells (PostMark, :class:`SyncWrites`, :class:`SequentialWrite`), checked by
   :func:`leave_one_out`;
-- the paper's Tables 4-6 are fitted by :mod:`diskmodel.model.paper`
+- the paper's Tables 4-6 are fitted by :mod:`diskmodel.model.fit.paper`
   (``fit_paper``, checked by ``leave_one_test_out``), which builds on the
   fitters here; this package does not import it back.
 """

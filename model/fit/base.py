@@ -34,7 +34,7 @@ from pydantic import (AfterValidator, ConfigDict, PlainValidator, Strict, TypeAd
 
 from .._checks import evolve as _evolve
 from .._checks import _is_number, finite_scalar, flag, show
-from ..schema import validation_error
+from ..stacks.schema import validation_error
 
 __all__ = ["Parameter", "Parameters", "FitResult", "json_safe", "frozen_array", "least_squares_covariance",
            "TRANSIENT"]

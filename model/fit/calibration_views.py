@@ -24,7 +24,7 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
     mean skew of a track change in revolutions), the track and cylinder skews
     measured (as whole sectors), and as many cylinders as fill the zone's
     bytes. The head switch and the command overhead are the measured ones;
-    a read-ahead found becomes a :class:`diskmodel.model.drive_cache.DriveCache` of its
+    a read-ahead found becomes a :class:`diskmodel.model.drive.cache.DriveCache` of its
     segments, reading ahead a segment. The two-piece curve, fitted against
     the calibration's tracks (``rate * T_rot`` bytes), is rescaled to the
     geometry's cylinders (``surfaces * (1 + w)`` such tracks); the table
@@ -33,10 +33,10 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
     latency model); the first two raise ValueError where the device shows no
     mechanical seek.
     """
-    from ..disk import Disk, flat_latency_disk
-    from ..drive_cache import DriveCache
-    from ..seek import TwoPieceSeek
-    from ..zones import Geometry, Zone
+    from ..drive.disk import Disk, flat_latency_disk
+    from ..drive.cache import DriveCache
+    from ..drive.seek import TwoPieceSeek
+    from ..drive.zones import Geometry, Zone
 
     knee_note = None
     if seek == "flat":

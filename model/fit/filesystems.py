@@ -9,10 +9,10 @@ FUA write a commit waits for, the journal thread's work) and the host's
 cost per byte of file data (``FileSystem.file_data_rate_bytes_per_s``:
 page-cache write-back, checksums, the block layer's per-byte work).  They are fitted
 per kind on measured runs of that kind (:class:`FsCase`): PostMark runs on
-a native volume (:func:`diskmodel.model.filesystem.file_system_access_time`),
+a native volume (:func:`diskmodel.model.filesystems.filesystem.file_system_access_time`),
 fsync-bound writes
-(:func:`diskmodel.model.filesystem.synchronous_write_time_s`) and
-sequential writes (:func:`diskmodel.model.filesystem.sequential_write_time_s`),
+(:func:`diskmodel.model.filesystems.filesystem.synchronous_write_time_s`) and
+sequential writes (:func:`diskmodel.model.filesystems.filesystem.sequential_write_time_s`),
 by least squares on log(measured / predicted time), one residual per case,
 with the bounds of :data:`BOUNDS` (``scipy.optimize.least_squares``; the
 result is a :class:`~diskmodel.model.fit.postmark.PostMarkFit`, the
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import finite_scalar, one_of, show
-from ..filesystem import (FileSystem, PageCache, file_system_access_time, sequential_write_time_s,
-                          synchronous_write_time_s)
-from ..volume_on_disk import VolumeOnDisk
-from ..workload import PostMarkConfig, PostMarkCounts, as_counts
+from ..filesystems.filesystem import (FileSystem, PageCache, file_system_access_time, sequential_write_time_s,
+                                      synchronous_write_time_s)
+from ..stacks.volume_on_disk import VolumeOnDisk
+from ..predictions.workload import PostMarkConfig, PostMarkCounts, as_counts
 from .base import Parameter, Parameters, least_squares_covariance
 from .postmark import PostMarkFit
 

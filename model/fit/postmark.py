@@ -17,11 +17,11 @@ from typing import ClassVar
 import numpy as np
 
 from .._checks import finite_scalar, show, whole_number
-from ..filesystem import FileSystem, PageCache
+from ..filesystems.filesystem import FileSystem, PageCache
 from ..predict import predict
-from ..stack import stack_on
-from ..volumes import LvmMapping, Partition
-from ..workload import PostMarkConfig, as_counts
+from ..stacks.stack import stack_on
+from ..stacks.volumes import LvmMapping, Partition
+from ..predictions.workload import PostMarkConfig, as_counts
 from .base import FitResult, Parameter, Parameters, frozen_array, least_squares_covariance
 from ..units import MIB
 

@@ -5,7 +5,7 @@
   default continuous at the knee). The knee is chosen by the data: a profile
   over candidate knees (least squares for each), then the fit at the best
   knee with statsmodels, robustly (RLM, Huber's T) or by WLS. Its parameters
-  carry the names of :class:`diskmodel.model.seek.TwoPieceSeek`'s fields.
+  carry the names of :class:`diskmodel.model.drive.seek.TwoPieceSeek`'s fields.
 * :func:`fit_table`: the measured-table curve (means per distance, linear
   between points as :class:`diskmodel.model.TableSeek`, DiskSim's rule).
 
@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..seek import TableSeek, TwoPieceSeek, table_seek_time_s, two_piece_seek_time_s
+from ..drive.seek import TableSeek, TwoPieceSeek, table_seek_time_s, two_piece_seek_time_s
 from .base import TRANSIENT, FitResult, Parameter, Parameters, frozen_array
 
 __all__ = ["TwoPieceFit", "TableFit", "fit_two_piece", "fit_table", "residual_diagnostics", "TWO_PIECE_PARAMS"]
@@ -321,7 +321,7 @@ class TableFit(FitResult):
 
     def predict(self, distance) -> np.ndarray:
         """Seek time [s]; 0 at distance 0; the last point's value beyond the table
-        (linear between points: :func:`~diskmodel.model.seek.table_seek_time_s`, DiskSim's rule)."""
+        (linear between points: :func:`~diskmodel.model.drive.seek.table_seek_time_s`, DiskSim's rule)."""
         d = np.abs(np.asarray(distance, dtype=float))
         return table_seek_time_s(np.minimum(d, self.distance[-1]), self.distance, self.mean_s)
 

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._checks import finite_scalar, whole_number
-from ..seek import TwoPieceSeek, random_pair_distance_pmf, two_piece_seek_time_s
+from ..drive.seek import TwoPieceSeek, random_pair_distance_pmf, two_piece_seek_time_s
 
 __all__ = ["solve_two_piece_seek_from_spec"]
 

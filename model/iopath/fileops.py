@@ -151,7 +151,7 @@ FILE_OP_S = 250e-6
 
 def postmark(config, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S,
              sync_at_end: bool = True) -> FileOps:
-    """PostMark 1.5 on ``config`` (a :class:`diskmodel.model.workload.PostMarkConfig`)."""
+    """PostMark 1.5 on ``config`` (a :class:`diskmodel.model.predictions.workload.PostMarkConfig`)."""
     rng = _Uniform(config.seed)
     low, high = config.min_file_size_bytes, config.max_file_size_bytes
     # stdio buffers a buffered PostMark's calls into st_blksize (4 KiB) pieces.

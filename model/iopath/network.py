@@ -1,20 +1,20 @@
 """A network link on the I/O path: NBD requests and NFS file operations crossing to a server.
 
-**NBD** (:class:`~diskmodel.model.network.NbdDevice`). The nbd driver sends each request of the
+**NBD** (:class:`~diskmodel.model.stacks.network.NbdDevice`). The nbd driver sends each request of the
 device's stream to the server (NBD proto.md: a 28-byte request header, a 16-byte simple reply),
 where nbd-server serves it on its export. A request issued at ``t`` leaves the client after
 ``client_overhead_s + size/copy_rate``, crosses the link (its header, and a write's bytes, at the
-payload rate: :meth:`~diskmodel.model.network.Network.transfer_s`; one request's bytes at a time,
+payload rate: :meth:`~diskmodel.model.stacks.network.Network.transfer_s`; one request's bytes at a time,
 first in first out), takes half the round trip and ``server_overhead_s``, and is served by the
 server's device; the reply takes half the round trip and its bytes (a read's data) on the link's
 return direction, again one at a time (:class:`Link`).
 The export receives the device's stream unchanged: nbd-server's own page cache is not modelled.
 
-**NFS** (:class:`~diskmodel.model.network.NfsMount`). The client's file operations run on the
+**NFS** (:class:`~diskmodel.model.stacks.network.NfsMount`). The client's file operations run on the
 server's file system (``export``) and stack; each is first an exchange of RPCs that the application
 waits for, so its link time pushes every later operation back on the workload's clock
 (:func:`nfs_client_ops`). Per operation, the round trips of the Linux client with a cold attribute
-cache (:data:`~diskmodel.model.network.ROUND_TRIPS`; RFC 1813, RFC 7530): a create is the "write"
+cache (:data:`~diskmodel.model.stacks.network.ROUND_TRIPS`; RFC 1813, RFC 7530): a create is the "write"
 exchange less its COMMIT (v3 LOOKUP + CREATE, v4 OPEN + CLOSE); a run of reads of one file opens it
 first (the "read" exchange: close-to-open revalidation), then each read is a READ round trip per
 ``rsize``; writes are WRITE RPCs sent without waiting (their bytes on the link, no round trip),
@@ -76,8 +76,8 @@ def fifo(arrival: np.ndarray, service: np.ndarray, free_s: float) -> np.ndarray:
 
 
 def nbd_link(device) -> Link:
-    """The link of an :class:`~diskmodel.model.network.NbdDevice` (see the module docstring)."""
-    from ..network import NBD_HEADER_BYTES
+    """The link of an :class:`~diskmodel.model.stacks.network.NbdDevice` (see the module docstring)."""
+    from ..stacks.network import NBD_HEADER_BYTES
 
     return Link(device.client_overhead_s, device.server_overhead_s, device.network, NBD_HEADER_BYTES // 2,
                 device.copy_rate_bytes_per_s)
@@ -85,7 +85,7 @@ def nbd_link(device) -> Link:
 
 def links_below(root) -> dict:
     """``{disk name: Link}`` for every disk under an NBD device of ``root``'s tree (the server's disks)."""
-    from ..nodes import kind_of, walk
+    from ..stacks.nodes import kind_of, walk
 
     out = {}
     for _, node, _ in walk(root, "device"):
@@ -111,7 +111,7 @@ def _runs(kind: np.ndarray, file: np.ndarray, of: int) -> tuple[np.ndarray, np.n
 def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     """``ops`` as the NFS server's file system receives them (see the module docstring): each pushed
     back by the link time of the operations up to it, with a sync export's fsync at every close."""
-    from ..network import ROUND_TRIPS
+    from ..stacks.network import ROUND_TRIPS
 
     net, version = mount.network, mount.version
     rpc_s = mount.client_overhead_s + mount.server_op_s

@@ -1,11 +1,11 @@
 """The whole I/O path of a stack: workload -> page cache -> file system -> block layers -> devices.
 
-:func:`run` takes a :class:`diskmodel.model.stack.Stack` (the JSON stack nodes) and a workload's
+:func:`run` takes a :class:`diskmodel.model.stacks.stack.Stack` (the JSON stack nodes) and a workload's
 :class:`~.fileops.FileOps`, and returns ``{device: Stream}`` for every device of the stack, from the
 file system's volume down to the disks, each as its queue sends it (merged within one issue instant,
 split at ``max_sectors_kb``: :mod:`.block_layer`).
 
-Nodes (model/volumes.py, raid.py, thin.py, loop_file.py):
+Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
 
 - ``partition``: :func:`.partition.partition` onto its disk;
 - ``lvm_linear``: dm-linear over the physical volumes (each a partition);

@@ -2,9 +2,9 @@
 
 :func:`time_streams` takes the streams :func:`~.path.run` gives for a stack's disks and serves each
 through a drive: a :class:`~diskmodel.model.simulator.session.DriveSession` (a DiskSim drive, a
-calibration or a preset, as :class:`~diskmodel.model.drive_parameters.DriveParameters`) or a
+calibration or a preset, as :class:`~diskmodel.model.drive.parameters.DriveParameters`) or a
 :class:`FlatDrive` (flash: a fixed latency plus a transfer rate). :func:`time_stack` does both steps
-for a :class:`~diskmodel.model.stack.Stack` and a workload's :class:`~.fileops.FileOps`.
+for a :class:`~diskmodel.model.stacks.stack.Stack` and a workload's :class:`~.fileops.FileOps`.
 
 How time passes (what the model assumes, in the order it applies):
 
@@ -151,9 +151,9 @@ class _SimServer:
 
 def drive_of(model):
     """The server of a drive model: a :class:`FlatDrive`, a
-    :class:`~diskmodel.model.drive_parameters.DriveParameters` or a :class:`~diskmodel.model.disk.Disk`."""
-    from diskmodel.model.disk import Disk
-    from diskmodel.model.drive_parameters import DriveParameters
+    :class:`~diskmodel.model.drive.parameters.DriveParameters` or a :class:`~diskmodel.model.drive.disk.Disk`."""
+    from diskmodel.model.drive.disk import Disk
+    from diskmodel.model.drive.parameters import DriveParameters
 
     if isinstance(model, FlatDrive):
         return _FlatServer(model)

@@ -81,7 +81,7 @@ def describe_workload(text: str) -> str:
 
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:
     """The :class:`~.fileops.FileOps` of the workload ``text`` names (see the module docstring)."""
-    from diskmodel.model.workload import PostMarkConfig, postmark_preset
+    from diskmodel.model.predictions.workload import PostMarkConfig, postmark_preset
 
     name, _, rest = str(text).partition(":")
     if name in NAMED:

@@ -19,10 +19,6 @@
   (:mod:`~diskmodel.model.simulator.big_transfer`) and the queue of prebuffered writes
   (:mod:`~diskmodel.model.simulator.writequeue`).
 
-The old module paths (``diskmodel.model.simulate``, ``diskmodel.model.simulate_inputs``,
-``diskmodel.model.simulate_session``, ``diskmodel.model.media_access`` and
-``diskmodel.model.disksim_<part>``) stay importable: each gives the module here.
-
 Pure model code: no I/O and no clocks. This package imports nothing on its own, so importing one of
 its modules does not import the kernel.
 """

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._checks import finite_scalar, show, whole_number
 from .mapping import G4ZoneLayout
-from ..drive_parameters import DriveParameters
+from ..drive.parameters import DriveParameters
 from .state import (INT_ALMOST_READ_HITS, INT_CACHING, INT_COMBINE_SEQ_WRITES, INT_EXTRA_WRITE_DISCONNECT,
                     INT_FAST_WRITE_LEVEL, INT_HITS_ON_WRITES, INT_HOLD_BUS_READ, INT_HOLD_BUS_WRITE,
                     INT_IMMEDIATE_PARTIAL_HIT, INT_MAX_READ_AHEAD, INT_MIN_READ_AHEAD, INT_NEVER_DISCONNECT,

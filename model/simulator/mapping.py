@@ -40,7 +40,7 @@ tree, and its g2 layout (:mod:`diskmodel.model.simulator.g2`, an extent map) as 
 
 Everything is pure numpy (with numba kernels shared with the per-request
 simulation, :mod:`diskmodel.model.simulator.simulate`); no I/O. DiskSim's files become
-a :class:`ZoneLayout` in :func:`diskmodel.model.disksim.zone_layout`.
+a :class:`ZoneLayout` in :func:`diskmodel.model.disksim_drives.convert.zone_layout`.
 """
 from __future__ import annotations
 

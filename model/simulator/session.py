@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import finite_array, finite_scalar, show, whole_number
-from ..drive_parameters import DriveParameters
+from ..drive.parameters import DriveParameters
 from .kernel import _simulate
 from .state import HitKind
 from .inputs import (OUT_ARRIVAL, OUT_COMPLETION, OUT_HIT, OUT_LATENCY, OUT_MEDIA, OUT_ROWS, OUT_SEEK,
@@ -135,7 +135,7 @@ class DriveSession:
     """A drive serving requests as they arrive, its state kept between calls.
 
     ``DriveSession(params, start_s=..., start_cylinder=..., start_head=...)``: the drive of a
-    :class:`~diskmodel.model.drive_parameters.DriveParameters`, its clock at *start_s* [s] (the
+    :class:`~diskmodel.model.drive.parameters.DriveParameters`, its clock at *start_s* [s] (the
     platter's phase is ``t / T_rot mod 1``), the head at (*start_cylinder*, *start_head*), the
     buffer empty; *max_blocks*: the largest request it will take [blocks] (its working arrays
     are sized for it; :func:`~diskmodel.model.simulator.simulate.simulate_requests` sizes them for its

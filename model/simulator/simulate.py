@@ -1,6 +1,6 @@
 """Per-request service-time simulation of a drive serving one request at a time.
 
-The expected-value model of :mod:`diskmodel.model.disk` (eqs. 3-8 of
+The expected-value model of :mod:`diskmodel.model.drive.disk` (eqs. 3-8 of
 Djordjevic & Timcenko 2015) averages seek and rotation. A trace of real
 requests needs their sequence: where the head is, where the platter is, what
 the drive's buffer holds. This module carries that state from request to
@@ -113,15 +113,15 @@ kernel (:mod:`~diskmodel.model.simulator.kernel`, its phases in
 :mod:`~diskmodel.model.simulator.write_path`), because the next request's time
 depends on the previous one's and a Python loop would be two orders of magnitude
 slower. The
-drive is a :class:`~diskmodel.model.drive_parameters.DriveParameters`
-(``DriveParameters.from_disk`` for a :class:`~diskmodel.model.disk.Disk`, e.g.
+drive is a :class:`~diskmodel.model.drive.parameters.DriveParameters`
+(``DriveParameters.from_disk`` for a :class:`~diskmodel.model.drive.disk.Disk`, e.g.
 a calibration's ``to_disk()``); a simulation can continue from where another
 left off (``start_s``, ``start_cylinder``, ``start_head``), or take requests as
 they arrive, its whole state kept between calls
 (:class:`~diskmodel.model.simulator.session.DriveSession`: the kernel's carried
 state is the record :data:`~diskmodel.model.simulator.inputs.CARRIED`); its
 media accesses are :mod:`diskmodel.model.simulator.media_access`'s; DiskSim's files
-become parameters and traces in :mod:`diskmodel.model.disksim`.
+become parameters and traces in :mod:`diskmodel.model.disksim_drives.convert`.
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import finite_array
-from ..drive_parameters import DriveParameters
+from ..drive.parameters import DriveParameters
 from .inputs import (OUT_ARRIVAL, OUT_HIT, OUT_LATENCY, OUT_MEDIA, OUT_ROWS, OUT_SEEK, OUT_SERVICE, check_requests,
                      kernel_inputs, new_carried)
 from .kernel import _simulate

@@ -32,7 +32,7 @@ the layout is g4 (policy 21's estimate differs there); rows 4-5:
 the data and done times of the chain's blocks; row 6: each queued write's segment, a label; row 7: when
 each queued write entered DiskSim's queue, its arrival).
 
-Other policies (:func:`_pick_next`, :data:`diskmodel.model.disksim_support.PREBUFFERING_POLICIES`):
+Other policies (:func:`_pick_next`, :data:`diskmodel.model.disksim_drives.honoured.PREBUFFERING_POLICIES`):
 each time an access ends the queue's choice is taken the same way, by block number from the last
 request given the mechanism for ELEVATOR_LBN, CYCLE_LBN, SSTF_LBN and VSCAN_LBN (:func:`_lbn_pick`),
 by the positioning-time estimate below for SPTF_OPT, SPCTF_OPT, ASPTF_OPT, ASPCTF_OPT, PRI_ASPTF_OPT

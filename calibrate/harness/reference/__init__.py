@@ -1,6 +1,6 @@
 """Reference drives: ground truth for the calibration, written independently of :mod:`diskmodel.model`.
 
-A separate simulator with its own layout code (:mod:`.geometry`, :mod:`.drive`)
+A separate simulator with its own layout code (:mod:`.geometry`, :mod:`~diskmodel.calibrate.harness.reference.drive`)
 and a family of drives (:mod:`.family`) that switch on and off read-ahead and
 the buffer's segments, skews, head switches, 1 to 10 surfaces, conventional
 and serpentine layouts, zones, seek noise, outliers, host gap jitter and a

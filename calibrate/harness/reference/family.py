@@ -1,11 +1,11 @@
 """The reference drive family: drives that differ in what a calibration must see through.
 
-Each is a :class:`~.drive.DriveSpec` (``FAMILY``, by name) and a factory
+Each is a :class:`~diskmodel.calibrate.harness.reference.drive.DriveSpec` (``FAMILY``, by name) and a factory
 usable as ``diskmodel calibrate --backend
 diskmodel.calibrate.harness.reference:NAME`` (seed 0). The drives are
 invented, with figures in the range of their kind of drive (datasheets of
 the 2000s-2010s: rpm, surfaces, sustained rates, seek times, buffer sizes);
-together they switch every behaviour of :mod:`.drive` on and off:
+together they switch every behaviour of :mod:`~diskmodel.calibrate.harness.reference.drive` on and off:
 
 ============================ ===== ======== ============ =========== ======== ===== =========== =====
 name                         rpm   surfaces layout       read-ahead  segments zones seek noise  write

@@ -1,6 +1,6 @@
 """The reference drives' own layout: logical blocks to tracks, angles and media time.
 
-Written independently of :mod:`diskmodel.model.zones` (the reference drives
+Written independently of :mod:`diskmodel.model.drive.zones` (the reference drives
 are the ground truth a calibration is checked against, so they share no code
 with the model the fitter assumes). A layout is a list of zones, each a run
 of cylinders with a fixed number of sectors per track, over ``surfaces``

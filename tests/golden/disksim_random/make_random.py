@@ -228,8 +228,8 @@ def write_trace(var: dict, folder: Path, total_blocks: int) -> Path:
 
 def simulate(folder: Path):
     """Our per-request service times [ms] of the drive folder and its trace, as DiskSim's code runs."""
-    from diskmodel.model.disksim import drive_parameters, load_disksim_drive
-    from diskmodel.model.simulate import simulate_requests
+    from diskmodel.model.disksim_drives.convert import drive_parameters, load_disksim_drive
+    from diskmodel.model.simulator.simulate import simulate_requests
     drive = load_disksim_drive(folder)
     params = drive_parameters(drive, disksim_code=True, disksim_access_block_bug=True)   # DiskSim 4.0 exactly
     trace = drive.read_trace()
@@ -237,7 +237,7 @@ def simulate(folder: Path):
 
 
 def total_blocks(folder: Path) -> int:
-    from diskmodel.model.disksim import load_disksim_drive, zone_layout
+    from diskmodel.model.disksim_drives.convert import load_disksim_drive, zone_layout
     return int(zone_layout(load_disksim_drive(folder).model).total_blocks)
 
 
@@ -275,7 +275,7 @@ def keep_golden(results: Path, seeds: list[int]) -> None:
     variants.json: each variant, our agreement and DiskSim's demerit of our times as measured
     (ours re-simulated now), and the test's bounds (3 requests of slack, 10 % + 5 us)."""
     import numpy as np
-    from diskmodel.model.validation import disksim_demerit_s
+    from diskmodel.model.predictions.validation import disksim_demerit_s
     rows = {r["seed"]: r for r in map(json.loads, results.read_text().splitlines())}
     kept = []
     for seed in seeds:

@@ -1,0 +1,300 @@
+"""Where numba keeps the compiled simulator, so that the first answer after an install does not wait
+for the compiler: the machine code of every numba function of :mod:`diskmodel.model.simulator`,
+:mod:`diskmodel.model.drive.seek` and :mod:`diskmodel.model.drive.disk` lives in a folder inside the package
+(``_jit_cache/``), filled when the wheel is built (``setup.py``) or by ``.ci/setup`` for a checkout,
+and read by numba's own on-disk cache (``cache=True``).
+
+numba's cache (``numba.core.caching``) finds a folder for a function through the *locator* classes
+listed in ``_CacheImpl._locator_classes``, and keys a function's index by a stamp of its source file
+(in numba >= 0.61 a SHA-256 of its content) and each entry by the signature, the CPU (name and
+features: ``codegen.magic_tuple()``) and the function's bytecode. The locator here
+(:class:`PackageCacheLocator`, put first in that list by :func:`install`) points at the package's
+folder, and stamps every function of one group (the simulator's modules; ``seek.py`` with
+``disk.py``) with one hash of all of that group's sources. numba links a callee's machine code into
+its callers, so a stamp of the caller's file alone would serve stale code after an edit of a callee
+in another module; with one stamp per group, any edit recompiles the group.
+
+It yields to numba's own locators (so to numba's usual folders) when ``NUMBA_CACHE_DIR`` is set,
+and when numba is configured to compile differently from the build (bounds checking, an optimisation
+level other than numba's default, debug info): numba's key does not hold those settings. Where the
+package's folder cannot be written (a system-wide install run by another user), the shipped files
+are copied once into a folder of the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
+``diskmodel/jit/``) and used there.
+
+A cache entry is for one CPU and one numba version: on another CPU (or numba) the first run compiles
+and adds its own entries. :func:`is_warm` tells whether this machine has them, so that the command
+line can say so before it waits (:func:`compile_notice`).
+
+Run ``python -m diskmodel._jit`` to compile every kernel into the folder
+(:func:`precompile`).
+
+This package sits outside :mod:`diskmodel.model`, which is pure: it reads the model's sources and
+reads and writes the cache's files. ``diskmodel.model`` imports it first, so that its locator is in
+place before any numba function is defined.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from numba.core import caching, config
+
+#: The model's folder (``diskmodel/model``, found without importing the model), and the cache's folder
+#: in it.
+MODEL_DIR = Path(importlib.util.find_spec("diskmodel.model").origin).resolve().parent
+CACHE_DIR = MODEL_DIR / "_jit_cache"
+
+#: The groups of modules whose numba functions share one stamp (a callee's code is linked into its
+#: callers within a group; no numba function of one group calls one of another): name -> sources.
+GROUPS = {
+    "simulator": lambda: sorted((MODEL_DIR / "simulator").glob("*.py")),
+    "model": lambda: [MODEL_DIR / "drive" / "seek.py", MODEL_DIR / "drive" / "disk.py"],
+}
+
+#: CPU time of validate-trace's compile of the simulator from nothing, on the machine docs/benchmarks.md
+#: names ("The first answer"), used for the notice's estimate [s].
+COLD_COMPILE_CPU_S = 220.0
+
+
+def _group_of(py_file: str) -> str | None:
+    path = Path(py_file).resolve()
+    for name, sources in GROUPS.items():
+        if path in sources():
+            return name
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _group_stamp(name: str, signature: tuple) -> str:
+    """SHA-256 of the group's sources, names and contents, in order (*signature*, the files' sizes
+    and modification times, keys the memo so that an edit in a running process is seen)."""
+    digest = hashlib.sha256()
+    for path in GROUPS[name]():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def group_stamp(name: str) -> str:
+    """The stamp numba's index files of group *name* carry (see the module's docstring)."""
+    signature = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in GROUPS[name]())
+    return _group_stamp(name, signature)
+
+
+def _numba_as_built() -> bool:
+    """numba compiles as the shipped cache was compiled (no setting that numba's key does not hold)."""
+    return not config.CACHE_DIR and not config.BOUNDSCHECK and config.OPT == 3 and not config.DEBUGINFO_DEFAULT
+
+
+def _user_cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "diskmodel" / "jit"
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def cache_folder(group: str) -> Path | None:
+    """The folder group *group*'s compiled code is read from and written to: the package's, else a
+    copy of it in the user's cache; None when neither can be written (numba's own locators then)."""
+    shipped = CACHE_DIR / group
+    if _writable(shipped):
+        return shipped
+    copy = _user_cache_root() / group
+    if not _writable(copy):
+        return None
+    if shipped.is_dir():
+        for entry in shipped.iterdir():
+            target = copy / entry.name
+            if entry.suffix in (".nbi", ".nbc") and not target.exists():
+                shutil.copy2(entry, target)
+    return copy
+
+
+class PackageCacheLocator(caching._CacheLocator):
+    """numba's cache locator for the functions of :data:`GROUPS`: the folder :func:`cache_folder`,
+    and one stamp per group (:func:`group_stamp`)."""
+
+    def __init__(self, py_func, py_file, group: str, folder: Path):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._group = group
+        self._folder = folder
+
+    def ensure_cache_path(self):
+        self._folder.mkdir(parents=True, exist_ok=True)
+
+    def get_cache_path(self):
+        return str(self._folder)
+
+    def get_source_stamp(self):
+        return group_stamp(self._group)
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        group = _group_of(py_file) if os.path.exists(py_file) else None
+        if group is None or not _numba_as_built():
+            return None
+        folder = cache_folder(group)
+        return None if folder is None else cls(py_func, py_file, group, folder)
+
+
+def install() -> None:
+    """Put :class:`PackageCacheLocator` first in numba's list of locators (once); to run before
+    any numba function of the groups is defined (``diskmodel.model`` imports this package first)."""
+    if PackageCacheLocator not in caching.CacheImpl._locator_classes:
+        caching.CacheImpl._locator_classes.insert(0, PackageCacheLocator)
+
+
+install()
+
+
+def _dispatchers() -> list:
+    """Every numba function of the groups (importing their modules compiles nothing)."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    found = []
+    for sources in GROUPS.values():
+        for path in sources():
+            if path.stem == "__init__":
+                continue
+            parts = path.resolve().relative_to(MODEL_DIR).with_suffix("").parts
+            module = importlib.import_module(".".join(("diskmodel.model", *parts)))
+            found += [value for value in vars(module).values()
+                      if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__]
+    return found
+
+
+def is_warm() -> bool:
+    """Whether this machine's compiled simulator kernel is in the cache (fresh, for this CPU and
+    this numba), so that simulating compiles nothing."""
+    from numba.core.registry import cpu_target
+
+    from diskmodel.model.simulator import kernel
+
+    cache = getattr(kernel._simulate, "_cache", None)
+    if cache is None or isinstance(cache, caching.NullCache):
+        return False
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    try:
+        index = cache._cache_file._load_index()
+    except Exception:  # an unreadable index is a cold cache; numba rewrites it
+        return False
+    return any(key[1] == magic for key in index)
+
+
+def compile_notice() -> str | None:
+    """The line to show before a simulation that will compile: None when the cache is warm."""
+    if is_warm():
+        return None
+    return f"compiling the simulator (first run only, about {COLD_COMPILE_CPU_S:.0f} s)"
+
+
+def precompile(progress=None) -> float:
+    """Compile (or load) every kernel for each kind of block layout (DiskSim's g1, g2 and g4) on
+    the bundled drives, through every way in: a whole trace, a stepped session, one request and
+    many, the vectorised service time; returns the CPU time it took [s]. *progress*: a callable
+    given one line per step."""
+    import numpy as np
+
+    from diskmodel.data.disksim import BUNDLED_DRIVES, disksim_drive_folder
+
+    from diskmodel.model.drive.disk import expected_random_service_time_s, service_time_s
+    from diskmodel.model.disksim_drives.convert import load_disksim_drive
+    from diskmodel.model.simulator.mapping import G2ZoneLayout, G4ZoneLayout
+    from diskmodel.model.simulator.session import DriveSession
+    from diskmodel.model.simulator.simulate import simulate_requests
+
+    say = progress or (lambda line: None)
+    start = time.process_time()
+    kinds = {}
+    for name in BUNDLED_DRIVES:
+        drive = load_disksim_drive(disksim_drive_folder(name))
+        params = drive.simulation_parameters()
+        layout = params.layout
+        kind = "g4" if isinstance(layout, G4ZoneLayout) else "g2" if isinstance(layout, G2ZoneLayout) else "g1"
+        kinds.setdefault(kind, (name, drive, params))
+    for kind, (name, drive, params) in sorted(kinds.items()):
+        say(f"compiling the simulator for {kind} layouts ({name})")
+        lbn = np.array([0, 64, 8, 1000], np.int64)
+        blocks = np.array([8, 8, 16, 1], np.int64)
+        is_write = np.array([False, True, False, True])
+        simulate_requests(params, is_write, lbn, blocks, np.zeros(4))
+        session = DriveSession(params)
+        session.serve(False, 0, 8, 0.0)
+        session.serve_many(is_write, lbn, blocks, np.arange(4) * 1e-3 + 1.0)
+    say("compiling the vectorised service time")
+    from diskmodel.model.drive.presets import load_preset
+
+    # a DiskSim drive's seek is a table, a preset's the two-piece curve: each its own copy
+    for disk in (kinds["g1"][1].disk, load_preset("wd800bd")):
+        service_time_s(disk, np.array([0, 1 << 20]), 4096, 0)
+        service_time_s(disk, np.array([0, 1 << 20]), 4096, 0, is_write=True)
+        expected_random_service_time_s(disk, 4096)
+        disk.seek.seek_time_s(np.array([0.0, 10.0]))   # a calibration's fitted seek curve, alone
+    return time.process_time() - start
+
+
+def prune() -> int:
+    """Delete the files of the cache's folders that no fresh index names (numba leaves a stale
+    index's data files behind, to be overwritten one day); returns how many went."""
+    import pickle
+
+    removed = 0
+    for group in GROUPS:
+        folder = cache_folder(group)
+        if folder is None or not folder.is_dir():
+            continue
+        stamp, kept = group_stamp(group), set()
+        for index in folder.glob("*.nbi"):
+            with open(index, "rb") as f:
+                version = pickle.load(f)
+                data = f.read()
+            fresh = False
+            if version == caching.numba.__version__:
+                index_stamp, overloads = pickle.loads(data)
+                fresh = index_stamp == stamp
+            if fresh:
+                kept.add(index.name)
+                kept.update(overloads.values())
+        for entry in folder.iterdir():
+            if entry.suffix in (".nbi", ".nbc") and entry.name not in kept:
+                entry.unlink()
+                removed += 1
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m diskmodel._jit``: compile every kernel into the cache's folder."""
+    if argv:
+        print(f"usage: {sys.executable} -m diskmodel._jit (takes no arguments; got {argv[0]!r})",
+              file=sys.stderr)
+        return 2
+    if not _numba_as_built():
+        print("diskmodel._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_BOUNDSCHECK, "
+              "NUMBA_OPT or NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
+        return 2
+    cpu_s = precompile(progress=print)
+    prune()
+    folders = sorted({str(cache_folder(g)) for g in GROUPS})
+    print(f"compiled the simulator in {cpu_s:.0f} s of CPU into {', '.join(folders)}")
+    return 0
+
