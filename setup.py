@@ -1,6 +1,6 @@
 """The build: setup.cfg holds the metadata; this adds one step to the wheel's build_py, the compile of
 the simulator's numba kernels into the package (``diskmodel/model/_jit_cache/``, read at run time by
-:mod:`diskmodel._jit`), so that an installed wheel's first simulation does not wait for the
+:mod:`diskmodel.model._jit`), so that an installed wheel's first simulation does not wait for the
 compiler.
 
 The compile runs in a subprocess on the built package (``build/lib``), with this interpreter: the
@@ -30,7 +30,7 @@ import sys
 build_lib = sys.argv[1]
 sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("__editable__")]
 sys.path.insert(0, build_lib)
-import diskmodel._jit as jit_cache
+import diskmodel.model._jit as jit_cache
 if not jit_cache.__file__.startswith(build_lib):
     raise SystemExit(f"diskmodel imported from {jit_cache.__file__}, not from {build_lib}")
 raise SystemExit(jit_cache.main([]))

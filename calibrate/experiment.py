@@ -217,7 +217,7 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
             from diskmodel.calibrate.experiment_emulated import calibrate_emulated
             calibration = calibrate_emulated(emulate, budget_s=budget_s, seed=seed, notes=notes)
         elif device is None:
-            from diskmodel._jit import compile_notice
+            from diskmodel.model._jit import compile_notice
 
             notice = compile_notice()
             if notice:

@@ -14,10 +14,11 @@ Djordjevic & Timcenko (2015), section 3:
   results, what-if tables and the check on measured service times;
 - :mod:`~diskmodel.model.fit`: every fitter, and the paper's Tables 4-6 fitted.
 
-The numba kernels' on-disk cache is :mod:`diskmodel._jit`'s (imported first, outside this pure package).
+The numba kernels' on-disk cache is :mod:`diskmodel.model._jit`'s (imported first; the one subpackage that
+touches files, as numba's own cache would).
 The names below are the package's flat surface; the simulation's are imported on first use (numba).
 """
-from diskmodel import _jit  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
+from diskmodel.model import _jit  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
 from .filesystems.cache import cache_service_time_s, hit_probability
 from .drive.disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
 from .filesystems.filesystem import FileSystem, PageCache, file_system_access_time

@@ -1,4 +1,4 @@
-"""The compiled simulator's cache (:mod:`diskmodel._jit`): where numba keeps the kernels,
+"""The compiled simulator's cache (:mod:`diskmodel.model._jit`): where numba keeps the kernels,
 what makes it compile them again, and that a warm cache answers without the compiler.
 
 numba chooses a function's cache folder when the function is defined, so each check runs in a fresh
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from diskmodel import _jit as jit_cache
+from diskmodel.model import _jit as jit_cache
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
     run = f"""
         import sys
         from pathlib import Path
-        from diskmodel import _jit as jit_cache
+        from diskmodel.model import _jit as jit_cache
         group = Path({str(group)!r})
         jit_cache.GROUPS["probe"] = lambda: sorted(group.glob("*.py"))
         jit_cache.CACHE_DIR = Path({str(tmp_path / "cache")!r})
@@ -102,7 +102,7 @@ def test_a_package_folder_that_cannot_be_written_is_copied_into_the_users_cache(
 @pytest.mark.slow
 def test_after_the_precompile_nothing_a_command_runs_compiles():
     # the kernels compiled into the checkout (as .ci/setup does; a few seconds when they already are)
-    subprocess.run([sys.executable, "-m", "diskmodel._jit"], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "diskmodel.model._jit"], check=True, capture_output=True,
                    timeout=1800, cwd=REPO, env={k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")})
     out = _python("""
         import numpy as np
@@ -114,7 +114,7 @@ def test_after_the_precompile_nothing_a_command_runs_compiles():
             def on_end(self, ev):
                 pass
         event.register("numba:compile", Count())
-        from diskmodel import _jit as jit_cache
+        from diskmodel.model import _jit as jit_cache
         assert jit_cache.is_warm() and jit_cache.compile_notice() is None
         from diskmodel.data.disksim import TRACED_DRIVES, disksim_drive_folder
         from diskmodel.model.disksim_drives.convert import validate_drive
@@ -136,7 +136,7 @@ def test_after_the_precompile_nothing_a_command_runs_compiles():
 def test_a_cold_cache_is_told_before_the_wait(tmp_path):
     # numba's folder empty: the kernel is not there for this machine, and the notice says so
     cold = _python("""
-        from diskmodel import _jit as jit_cache
+        from diskmodel.model import _jit as jit_cache
         print(jit_cache.is_warm(), jit_cache.compile_notice())
     """, NUMBA_CACHE_DIR=str(tmp_path))
     assert cold.strip() == f"False compiling the simulator (first run only, about {jit_cache.COLD_COMPILE_CPU_S:.0f} s)"

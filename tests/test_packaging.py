@@ -7,7 +7,7 @@ virtual environment outside the repository, and, from an empty folder, runs
 wd800bd --layout native --workload test1 --json`` and ``diskmodel experiment
 --out DIR``; the first of them, with numba's own caches empty, answers in seconds from the
 simulator's machine code the wheel carries (compiled by its build, ``setup.py``:
-:mod:`diskmodel._jit`), with the checkout's demerit to the bit. The new environment has no pip of its own and takes the
+:mod:`diskmodel.model._jit`), with the checkout's demerit to the bit. The new environment has no pip of its own and takes the
 dependencies (numpy, scipy, ...) from the test's own environment through a
 ``.pth`` line, as ``--system-site-packages`` would from a system Python: the
 package itself must come from the wheel, which the test checks.
@@ -62,9 +62,9 @@ def wheel(tmp_path_factory) -> Path:
         target = source / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
-    # The checkout's compiled kernels, as .ci/setup leaves them (python -m diskmodel._jit;
+    # The checkout's compiled kernels, as .ci/setup leaves them (python -m diskmodel.model._jit;
     # a few seconds when they are there): the build keeps what is fresh and compiles the rest.
-    subprocess.run([sys.executable, "-m", "diskmodel._jit"], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "diskmodel.model._jit"], check=True, capture_output=True,
                    timeout=1800, cwd=REPO, env=_clean_env())
     shutil.copytree(REPO / "model" / "_jit_cache", source / "model" / "_jit_cache")
     dist = tmp_path_factory.mktemp("dist")

@@ -106,8 +106,8 @@ def _run_calibration(args) -> int:
 
 def _say_if_compiling() -> None:
     """Tell on stderr, before the wait, when the simulation will first compile (numba's cache holds
-    no compiled simulator for this machine: diskmodel._jit)."""
-    from diskmodel._jit import compile_notice
+    no compiled simulator for this machine: diskmodel.model._jit)."""
+    from diskmodel.model._jit import compile_notice
 
     notice = compile_notice()
     if notice:

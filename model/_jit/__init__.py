@@ -25,7 +25,7 @@ A cache entry is for one CPU and one numba version: on another CPU (or numba) th
 and adds its own entries. :func:`is_warm` tells whether this machine has them, so that the command
 line can say so before it waits (:func:`compile_notice`).
 
-Run ``python -m diskmodel._jit`` to compile every kernel into the folder
+Run ``python -m diskmodel.model._jit`` to compile every kernel into the folder
 (:func:`precompile`).
 
 This package sits outside :mod:`diskmodel.model`, which is pure: it reads the model's sources and
@@ -283,13 +283,13 @@ def prune() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m diskmodel._jit``: compile every kernel into the cache's folder."""
+    """``python -m diskmodel.model._jit``: compile every kernel into the cache's folder."""
     if argv:
-        print(f"usage: {sys.executable} -m diskmodel._jit (takes no arguments; got {argv[0]!r})",
+        print(f"usage: {sys.executable} -m diskmodel.model._jit (takes no arguments; got {argv[0]!r})",
               file=sys.stderr)
         return 2
     if not _numba_as_built():
-        print("diskmodel._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_BOUNDSCHECK, "
+        print("diskmodel.model._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_BOUNDSCHECK, "
               "NUMBA_OPT or NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
         return 2
     cpu_s = precompile(progress=print)

@@ -1,7 +1,0 @@
-"""``python -m diskmodel._jit``: compile every kernel of the simulator into the package's cache
-(:func:`diskmodel._jit.main`)."""
-import sys
-
-from . import main
-
-raise SystemExit(main(sys.argv[1:]))
