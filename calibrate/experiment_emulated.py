@@ -203,7 +203,7 @@ def ratio_table(runs, paper: pd.DataFrame) -> pd.DataFrame:
         native = measured.get((test, "native", operation))
         paper_native = paper_rate.get((test, "native", operation))
         paper_here = paper_rate.get((test, layout, operation))
-        rows.append({"test": test, "operation": operation, "layout": layout, "measured MiB/s": rate / 2**20,
+        rows.append({"test": test, "operation": operation, "layout": layout, "measured MB/s": rate / 1e6,
                      "ratio to native": rate / native if native else float("nan"),
                      "paper's ratio to native": (paper_here / paper_native
                                                  if paper_here and paper_native else float("nan"))})

@@ -430,17 +430,17 @@ def _run_check(config, *, limits, repeats, fs_size_bytes, scratch_dir, calibrati
     variants = list(cells[0].predicted)
     headline = "+cpu" if "+cpu" in variants else "disk only"
     out("")
-    head = (f"{'memory limit':>12} {'page cache':>10} {'op':>5} {'measured MiB/s (95% CI)':>26}"
+    head = (f"{'memory limit':>12} {'page cache':>10} {'op':>5} {'measured MB/s (95% CI)':>26}"
             + "".join(f" {'pred ' + v:>16} {'err %':>7}" for v in variants))
     out(head)
     for c in cells:
         for kind in ("read", "write"):
             m, lo, hi = c.measured(kind)
-            ci = f"[{lo / MIB:.1f}, {hi / MIB:.1f}]" if math.isfinite(lo) else "[n/a]"
-            row = f"{_fmt_limit(c.limit_bytes):>12} {c.cache_bytes / MIB:>8.0f}Mi {kind:>5} {m / MIB:>9.2f} {ci:>16}"
+            ci = f"[{lo / 1e6:.1f}, {hi / 1e6:.1f}]" if math.isfinite(lo) else "[n/a]"
+            row = f"{_fmt_limit(c.limit_bytes):>12} {c.cache_bytes / MIB:>8.0f}Mi {kind:>5} {m / 1e6:>9.2f} {ci:>16}"
             for v in variants:
                 p = getattr(c.predicted[v], f"{kind}_throughput_bytes_per_s")
-                row += f" {p / MIB:>16.2f} {100 * (p / m - 1):>+7.1f}"
+                row += f" {p / 1e6:>16.2f} {100 * (p / m - 1):>+7.1f}"
             out(row)
     out("")
     for c in cells:

@@ -193,7 +193,7 @@ class PostMarkSummary:
         for m, _, unit in _METRICS:
             mean = params[m]
             lo, hi = ci.loc[m, "lower"], ci.loc[m, "upper"]
-            scale, u = (1 << 20, "MiB/s") if unit == "bytes/s" else (1, unit)
+            scale, u = (1e6, "MB/s") if unit == "bytes/s" else (1, unit)
             lines.append(f"{m:<24}{mean / scale:>14.4g}{lo / scale:>14.4g}{hi / scale:>14.4g}  {u}")
         return "\n".join(lines)
 
