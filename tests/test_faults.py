@@ -2,7 +2,9 @@
 
 The fault matrix (tests/_faults.py) delivers SIGINT, SIGTERM, SIGHUP, SIGQUIT
 and SIGKILL (then ``diskmodel cleanup``) at each phase of ``postmark``,
-``bench`` and ``calibrate``, each cell $DISKMODEL_FAULT_REPEATS times
+``bench`` and ``calibrate``, and SIGINT and SIGKILL at each phase of
+``emulate`` (nbdkit, nbdfuse, the loop device, serving, a calibrate reading
+the emulated device), each cell $DISKMODEL_FAULT_REPEATS times
 (default 1; benchmarks/faults_check.py runs it 20 times a cell). A wrapper
 placed first on PATH runs the real ``losetup`` (``mkfs``, ``mount``) and then
 pauses, so that a signal lands deterministically after the tool has done its
@@ -82,10 +84,15 @@ def _require_cell(subcommand: str) -> None:
     if subcommand != "calibrate":
         require_root()
     require_tools(*_faults.TOOLS[subcommand])
+    if subcommand == "emulate":
+        if not os.path.exists("/dev/fuse"):
+            skip_or_fail("/dev/fuse is missing (modprobe fuse)")
+        if subprocess.run(["nbdkit", "--dump-plugin", "python"], capture_output=True).returncode:
+            skip_or_fail("nbdkit's Python plugin is missing (Debian package nbdkit-plugin-python)")
 
 
 _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
-          for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.ALL_SIGNALS]
+          for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.CELL_SIGNALS[sub]]
 
 
 @pytest.mark.integration
@@ -93,8 +100,8 @@ _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
 @pytest.mark.parametrize("subcommand, phase, signum", _CELLS)
 def test_a_signal_at_each_phase_of_each_subcommand_leaves_nothing(tmp_path, subcommand, phase, signum):
     """SIGINT, SIGTERM, SIGHUP, SIGQUIT (torn down by the run) and SIGKILL (then ``diskmodel cleanup``) at
-    each phase of postmark, bench and calibrate: $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py
-    runs the matrix 20 times a cell)."""
+    each phase of postmark, bench and calibrate, and SIGINT and SIGKILL at each phase of an emulated drive:
+    $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py runs the matrix 20 times a cell)."""
     _require_cell(subcommand)
     failures = []
     for trial in range(_faults.repeats()):
@@ -277,9 +284,10 @@ def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_pa
 # ---------------------------------------------------------------- the record itself (unit)
 
 def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tmp_path, monkeypatch):
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness import resources, runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setattr(resources, "UNDO_RETRY_S", 0.3)   # what cannot be removed is retried this long
     run = runstate.Run("test").start()
     keep = tmp_path / "stays"
     keep.mkdir()
@@ -484,3 +492,69 @@ def test_a_killed_process_group_is_waited_for_until_its_last_member_has_exited(t
                 group.rmdir()
             time.sleep(0.1)
         subprocess.run(["losetup", "-d", loop], check=False)
+
+
+# ---------------------------------------------------------------- an interrupt while a step's child starts
+
+@pytest.mark.parametrize("when", ["while the child starts", "before the caller waits for it"])
+def test_an_interrupt_around_a_steps_start_kills_the_child_before_the_teardown_looks(tmp_path, monkeypatch, when):
+    """SIGINT that lands while ``losetup --find --show`` is being started: blocked while the child is forked
+    and recorded, it is delivered as the signals are unblocked, before the caller holds the child (or just
+    after, before it waits). The child must be killed (its group waited for) before the teardown looks
+    for what it makes: else the teardown finds nothing, passes the record as removed, and the child makes
+    its device a moment later (a loop device left over the scratch, found by no record). Here the step's
+    child makes its folder as soon as the teardown has looked for it."""
+    import time
+
+    from diskmodel.calibrate.bench import host_executor as X
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.harness import resources, runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    made, looked = tmp_path / "made-by-the-step", tmp_path / "the-teardown-looked"
+    plan = L.StackPlan(name="native", fs_type="ext3", fs_size_bytes=8 << 20, backing="/dev/null", regions=(),
+                       steps=(L.Step("a step that makes its folder late",
+                                     ("sh", "-c", f"while [ ! -e {looked} ]; do sleep 0.01; done; mkdir {made}"),
+                                     resource=("dir", (("path", str(made)),))),),
+                       device="/dev/null", mount_var="V1")
+    real_present = resources.present
+
+    def present(res, **kwargs):   # the first look for the step's folder lets its child go on (if it lives)
+        there = real_present(res, **kwargs)
+        if res.details.get("path") == str(made) and not looked.exists():
+            looked.touch()
+            time.sleep(0.5)
+        return there
+    monkeypatch.setattr(resources, "present", present)
+    if when == "while the child starts":
+        real_popen = subprocess.Popen
+
+        class Popen(real_popen):   # the signal comes while spawn() holds the signals blocked
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                os.kill(os.getpid(), signal.SIGINT)
+        monkeypatch.setattr(subprocess, "Popen", Popen)
+    else:
+        real_wait = X.communicate_or_kill
+
+        def interrupted_first(proc, timeout_s):   # the signal comes before the caller waits for its child
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1.0)
+            return real_wait(proc, timeout_s)
+        monkeypatch.setattr(X, "communicate_or_kill", interrupted_first)
+    with pytest.raises(X.Interrupted):
+        with X.handle_signals(), runstate.ensure_run("test") as run:
+            X.HostExecutor(plan).build()
+    monkeypatch.undo()
+    assert looked.exists()
+    assert not made.exists(), "the step's child outlived the teardown's look and made what it had looked for"
+    processes = [r for r in run.resources if r.kind == "process"]
+    assert processes and all(r.state == "removed" for r in processes)
+    assert not _alive(processes)
+    assert list((tmp_path / "run").glob("*.json")) == []
+
+
+def _alive(records) -> list[int]:
+    from diskmodel.calibrate.harness.resources import process_alive
+
+    return [r.details["pid"] for r in records if process_alive(r.details["pid"], r.details.get("start_ticks"))]

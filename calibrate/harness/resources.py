@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import shutil
 import signal
@@ -383,8 +384,16 @@ def _unmount_users(res: Resource, device: str) -> list[str]:
     return why
 
 
-def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None:
-    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'.
+#: How long :func:`undo_one` retries a removal that has not taken yet [s]: ``losetup -d`` of a device still
+#: open only marks it to go at its last close (the kernel's autoclear, ``loop_clr_fd`` in
+#: drivers/block/loop.c), and ``umount`` fails with EBUSY while that device still holds a file in it;
+#: a process just killed (a fio job inside a write) closes them only when it has exited.
+UNDO_RETRY_S = 10.0
+
+
+def undo_one(res: Resource, *, retry_s: float | None = None, foreign: bool = False) -> None:
+    """Remove *res* and check it is gone, retrying for up to *retry_s* (default :data:`UNDO_RETRY_S`);
+    sets res.state to 'removed' or 'left'.
 
     *foreign*: on behalf of a run that is gone (``diskmodel cleanup``).
     """
@@ -392,7 +401,8 @@ def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None
         res.state, res.note = "left", _REFUSED_COMMAND
         return
     why = ""
-    for attempt in range(attempts):
+    deadline = time.monotonic() + (UNDO_RETRY_S if retry_s is None else retry_s)
+    for attempt in itertools.count():
         try:
             if not present(res, foreign=foreign):
                 res.state, res.note = "removed", ""
@@ -400,8 +410,10 @@ def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None
             why = _remove(res, foreign)
         except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
             why = str(exc)
+        if time.monotonic() > deadline:
+            break
         # umount and losetup -d race with a process that was just killed; retry.
-        time.sleep(0.1 * (attempt + 1))
+        time.sleep(min(0.1 * (attempt + 1), 1.0))
     try:
         gone = not present(res, foreign=foreign)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
