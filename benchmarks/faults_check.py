@@ -11,7 +11,9 @@ folders, the state folder, the scratch, the output, the run's descendants);
 SIGKILL is followed by ``diskmodel cleanup``. tests/test_faults.py runs each
 cell $DISKMODEL_FAULT_REPEATS times (default 1); this script runs each cell
 ``--repeats`` times, round-robin over the cells (so that a run stopped by
-``--time-limit-s`` has counted every cell about as often), ``--jobs`` trials
+``--time-limit-s`` has counted every cell about as often; ``--by-cell`` runs
+each cell's repeats before the next cell's instead, so that such a run has as
+many cells as it can at full repeats), ``--jobs`` trials
 at a time (each trial has its own folders, run state and marks, and looks
 only for what its own run made), and stops at the first failing trial
 unless ``--keep-going``. The emulated drive's cells deliver SIGINT and
@@ -75,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=[s.name for s in _faults.ALL_SIGNALS],
                    help="comma-separated (default SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL)")
     p.add_argument("--jobs", type=_positive(int), default=1, help="trials run at a time (default 1)")
+    p.add_argument("--by-cell", action="store_true",
+                   help="each cell's repeats before the next cell's (default: round-robin over the cells)")
     p.add_argument("--time-limit-s", type=_positive(float), default=None,
                    help="stop starting trials after this long [s] (default: none)")
     p.add_argument("--keep-going", action="store_true", help="go on after a failing trial (default: stop)")
@@ -95,7 +99,8 @@ def main(argv=None) -> int:
     counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": []} for s, p, g in cells}
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
-    order = [(rep, cell) for rep in range(args.repeats) for cell in cells]   # round-robin over the cells
+    order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
+             else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
     lock = threading.Lock()
     stopped: list[str] = []
 
@@ -106,7 +111,7 @@ def main(argv=None) -> int:
             if stopped:
                 return
             if args.time_limit_s is not None and time.monotonic() - t0 > args.time_limit_s:
-                stopped.append(f"--time-limit-s {args.time_limit_s:g} reached during repeat {rep + 1}")
+                stopped.append(f"--time-limit-s {args.time_limit_s:g} reached (at repeat {rep + 1} of {key})")
                 return
         folder = root / f"{key}-{rep}"
         problems = _faults.run_cell(folder, sub, phase, sig)

@@ -35,6 +35,7 @@ environment carries the trial's mark (every descendant of the run inherits it).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -276,7 +277,9 @@ def flat_calibration() -> Path:
             def read_many(self, offsets, length):
                 return 1e-3 * self.rng.lognormal(0.0, 0.01, len(offsets)) + length / 2e9
 
-        path = Path(tempfile.mkdtemp(prefix="diskmodel-faults-cal-")) / "flat.json"
+        folder = Path(tempfile.mkdtemp(prefix="diskmodel-faults-cal-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = folder / "flat.json"
         calibration_to_json(calibrate(Flat(), budget_s=5.0, progress=False), path)
         _FLAT_CALIBRATION.append(path)
     return _FLAT_CALIBRATION[0]

@@ -558,3 +558,52 @@ def _alive(records) -> list[int]:
     from diskmodel.calibrate.harness.resources import process_alive
 
     return [r.details["pid"] for r in records if process_alive(r.details["pid"], r.details.get("start_ticks"))]
+
+
+# Loaded by the bench child alone (PYTHONPATH): SIGINT to itself right after the Nth `losetup --find` child
+# has been started, while spawn() still holds the signals blocked (delivered as they are unblocked).
+_SIGINT_AT_LOSETUP = '''
+import os, signal, subprocess
+_n, _seen, _Popen = int(os.environ["DISKMODEL_TEST_LOSETUP_N"]), [0], subprocess.Popen
+
+class _Popen(_Popen):
+    def __init__(self, args, *a, **kw):
+        super().__init__(args, *a, **kw)
+        if isinstance(args, (list, tuple)) and args and os.path.basename(str(args[0])) == "losetup" \\
+                and "--find" in args:
+            _seen[0] += 1
+            if _seen[0] == _n:
+                os.kill(os.getpid(), signal.SIGINT)
+subprocess.Popen = _Popen
+'''
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_sigint_as_each_losetup_of_a_loop_file_bench_starts_leaves_nothing(tmp_path, n):
+    """The layer bench of a nested loop file (three ``losetup --find``: the scratch's region, then each
+    image), SIGINT delivered as the Nth losetup is started: the run ends with 130 and nothing is left, the
+    loop device of that step included (tests/test_faults.py's unit test of the same window says why)."""
+    require_root()
+    require_tools("losetup", "mount", "mkfs.ext4", "fio")
+    stack_file = _layer_stack_file(tmp_path, "loop_file")
+    run_dir, scratch, hook = tmp_path / "run", tmp_path / "scratch.img", tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_SIGINT_AT_LOSETUP)
+    env = dict(_env(run_dir), DISKMODEL_TEST_LOSETUP_N=str(n), PYTHONPATH=str(hook))
+    proc = subprocess.Popen([DISKMODEL, "bench", "--stack", str(stack_file), "--workload", "seqwrite_1m",
+                             "--size", "24M", "--scratch", str(scratch)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=300)
+    finally:
+        _stop(proc)
+    assert proc.returncode == 128 + signal.SIGINT, err[-2000:]
+    assert "torn down and checked gone" in err, err[-2000:]
+    # the images' loop devices are over files in the run's own folder, the first over the scratch
+    loops = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
+    assert [ln for ln in loops.splitlines() if str(tmp_path) in ln or f"-{proc.pid}-" in ln] == []
+    assert [m for m in _diskmodel_mounts() if f"-{proc.pid}-" in m] == []
+    assert _run_folders(proc.pid) == []
+    assert list(run_dir.glob("*.json")) == [] and not scratch.exists()
