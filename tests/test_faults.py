@@ -607,3 +607,35 @@ def test_sigint_as_each_losetup_of_a_loop_file_bench_starts_leaves_nothing(tmp_p
     assert [m for m in _diskmodel_mounts() if f"-{proc.pid}-" in m] == []
     assert _run_folders(proc.pid) == []
     assert list(run_dir.glob("*.json")) == [] and not scratch.exists()
+
+
+@pytest.mark.parametrize("holder_file", ["gone", "the same"])
+def test_an_inode_lock_held_for_a_file_that_is_gone_does_not_refuse_the_file_that_reused_its_number(
+        tmp_path, holder_file):
+    """A run's teardown unlinks its scratch while it still holds the scratch's inode lock; the kernel gives
+    the freed inode number to the next new file at once (a concurrent run's new scratch), which that lock
+    must not refuse. A holder whose recorded file is this very file still refuses it."""
+    from diskmodel.calibrate.harness import locks
+
+    target = tmp_path / "new-scratch.img"
+    target.write_bytes(b"x")
+    key = next(k for k in locks._lock_keys(target) if k.startswith("ino-"))
+    recorded = tmp_path / "unlinked-scratch.img" if holder_file == "gone" else target
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import json, sys, time; from pathlib import Path; from diskmodel.calibrate.harness import locks\n"
+         f"fd = locks._take(locks.lock_dir() / {key + '.lock'!r}, 'x', "
+         f"{{'pid': 1, 'purpose': 'scratch', 'path': {str(recorded)!r}}})\n"
+         "print('held', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        if holder_file == "gone":
+            with locks.lock_target(target, purpose="the new scratch"):
+                pass
+        else:
+            with pytest.raises(locks.TargetLocked, match="in use by another diskmodel run"):
+                with locks.lock_target(target, purpose="the new scratch"):
+                    pass
+    finally:
+        _stop(holder)
+        locks.sweep()
