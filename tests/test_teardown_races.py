@@ -9,9 +9,12 @@
   loop file as each of its three ``losetup --find`` children is started.
 * An inode lock held for a file that is gone does not refuse the new file
   that got the freed inode number.
+* ``diskmodel cleanup`` kills what a run killed by SIGKILL had started before
+  its record named it (found by the run's ID in the environment).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -172,3 +175,42 @@ def test_an_inode_lock_held_for_a_file_that_is_gone_does_not_refuse_the_file_tha
     finally:
         _stop(holder)
         locks.sweep()
+
+
+def test_cleanup_kills_what_a_killed_run_started_before_its_record_named_it(tmp_path, monkeypatch):
+    """A child may run, and start its own, while its record is still being made durable (fsync under load):
+    a SIGKILL then leaves a state file without it. Every child carries the run's ID in its environment, and
+    ``diskmodel cleanup`` kills the live processes that carry a dead run's ID; it also removes the temporary
+    state file such a run left, and keeps one of a live process."""
+    import time
+
+    from diskmodel.calibrate.harness import resources, runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_id = f"20260101T000000-{dead.pid}-abcdef"
+    state = {"format": runstate.STATE_FORMAT, "format_version": 1, "run_id": run_id, "pid": dead.pid,
+             "start_ticks": 1, "command": "postmark", "started": 0, "resources": []}
+    root = runstate.run_root()
+    (root / f"{run_id}.json").write_text(json.dumps(state))
+    (root / f"{run_id}.json").chmod(0o600)
+    cut_short = root / f".{run_id}.json.x1y2z3.tmp"     # the record the SIGKILL cut short
+    cut_short.write_text(json.dumps(state)[:40])
+    live_tmp = root / f".20260101T000000-{os.getpid()}-abcdef.json.q.tmp"
+    live_tmp.write_text("{")
+    stray = subprocess.Popen(["sh", "-c", "sleep 60 & wait"], start_new_session=True,
+                             env=dict(os.environ, **{resources.RUN_ID_ENV: run_id}))
+    try:
+        time.sleep(0.3)
+        assert len(resources.processes_of_run(run_id)) == 2   # sh and its sleep
+        lines = []
+        assert runstate.cleanup(say=lines.append), lines
+        assert resources.processes_of_run(run_id) == [], lines
+        assert any("killed 2 process(es) the run had started" in line for line in lines), lines
+        assert not (root / f"{run_id}.json").exists() and not cut_short.exists()
+        assert live_tmp.exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(stray.pid, signal.SIGKILL)
+        stray.wait()

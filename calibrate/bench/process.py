@@ -4,7 +4,11 @@ Every child is started by :func:`spawn`: in a session (and so a process group)
 of its own, with ``PR_SET_PDEATHSIG`` set to SIGKILL so that the kernel kills
 it when its parent dies (even by SIGKILL, which runs no Python code), and,
 within a :class:`~diskmodel.calibrate.harness.runstate.Run`, recorded in the run's
-state file as soon as it exists, so that ``diskmodel cleanup`` can find it.
+state file as soon as it exists, so that ``diskmodel cleanup`` can find it. It
+also carries the run's ID in its environment (``DISKMODEL_RUN_ID``), as do its
+own children: a run killed by SIGKILL before its record of a child was written
+(the child may run, and start others, while the record is being made durable)
+leaves nothing that ``diskmodel cleanup`` cannot find.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import subprocess
 
 from diskmodel.calibrate.harness import runstate
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS
-from diskmodel.calibrate.harness.resources import live_group_members, process_start_ticks
+from diskmodel.calibrate.harness.resources import RUN_ID_ENV, live_group_members, process_start_ticks
 
 _PR_SET_PDEATHSIG = 1
 _libc = None
@@ -59,13 +63,15 @@ def spawn(argv, *, name: str | None = None, cgroup_procs: str | os.PathLike | No
     """
     _load_libc()
     popen_kwargs.setdefault("start_new_session", True)
+    run = runstate.current_run()
+    if run is not None:   # carried by the child and its own children: found by it after a SIGKILL
+        popen_kwargs["env"] = {**(popen_kwargs.get("env") or os.environ), RUN_ID_ENV: run.run_id}
     proc = None
     try:
         with runstate.signals_blocked():
             setup = (_child_setup if cgroup_procs is None
                      else functools.partial(_child_setup, os.fspath(cgroup_procs)))
             proc = subprocess.Popen(argv, preexec_fn=setup, **popen_kwargs)
-            run = runstate.current_run()
             if run is not None:
                 res = run.intend("process", pid=proc.pid, start_ticks=process_start_ticks(proc.pid),
                                  group=bool(popen_kwargs["start_new_session"]),

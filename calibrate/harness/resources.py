@@ -29,8 +29,8 @@ from pathlib import Path
 
 from diskmodel.calibrate.harness import devstate
 
-__all__ = ["TAG_XATTR", "Resource", "TeardownReport", "loops_over", "present", "process_alive",
-           "process_start_ticks", "undo_one"]
+__all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "loops_over", "present",
+           "process_alive", "process_start_ticks", "processes_of_run", "undo_one"]
 
 #: The extended attribute that ties a scratch file to the record of the run that made it.
 TAG_XATTR = "user.diskmodel.run"
@@ -77,6 +77,44 @@ def live_group_members(pgid: int) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+#: The variable every child a run starts carries (and passes on to its own children): the run's ID. What a
+#: run killed by SIGKILL had started before its record named it is found by it (:func:`processes_of_run`).
+RUN_ID_ENV = "DISKMODEL_RUN_ID"
+
+
+def processes_of_run(run_id: str) -> list[int]:
+    """The live processes of this user whose environment names run *run_id* (zombies left out)."""
+    needle, uid = f"{RUN_ID_ENV}={run_id}".encode(), os.geteuid()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if entry.stat().st_uid != uid or needle not in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                continue
+            if Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def kill_processes_of_run(run_id: str, wait_s: float = 30.0) -> tuple[list[int], list[int]]:
+    """SIGKILL :func:`processes_of_run` and wait up to *wait_s* for them to be gone: (killed, still there)."""
+    killed = processes_of_run(run_id)
+    deadline = time.monotonic() + wait_s
+    left = killed
+    while left:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        left = [pid for pid in processes_of_run(run_id) if pid in killed]
+    return killed, left
 
 
 def _orphaned_members(d: dict) -> list[int]:
