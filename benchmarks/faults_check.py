@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--signals", type=_names(tuple(s.name for s in _faults.ALL_SIGNALS)),
                    default=[s.name for s in _faults.ALL_SIGNALS],
                    help="comma-separated (default SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL)")
+    p.add_argument("--cells", default=None,
+                   help="comma-separated cells (SUBCOMMAND-PHASE-SIGNAL) to run alone (default: every cell the "
+                        "other options select)")
     p.add_argument("--jobs", type=_positive(int), default=1, help="trials run at a time (default 1)")
     p.add_argument("--by-cell", action="store_true",
                    help="each cell's repeats before the next cell's (default: round-robin over the cells)")
@@ -96,6 +99,12 @@ def main(argv=None) -> int:
         parser.error(f"missing tools: {', '.join(missing)}")
     cells = [(sub, phase, getattr(signal, name)) for sub in args.subcommands for phase in _faults.PHASES[sub]
              for name in args.signals if getattr(signal, name) in _faults.CELL_SIGNALS[sub]]
+    if args.cells is not None:
+        wanted = {c.strip() for c in args.cells.split(",") if c.strip()}
+        unknown = wanted - {f"{s}-{p}-{g.name}" for s, p, g in cells}
+        if unknown or not wanted:
+            parser.error(f"--cells: no such cell among those selected: {', '.join(sorted(unknown)) or '(none given)'}")
+        cells = [c for c in cells if f"{c[0]}-{c[1]}-{c[2].name}" in wanted]
     counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": []} for s, p, g in cells}
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
