@@ -26,7 +26,11 @@ image, temporary folders) does so through a :class:`Run`:
   :func:`stale_runs` finds it (the PID is gone, or belongs to another process
   by its start time) and ``diskmodel cleanup`` (:func:`cleanup`) undoes what it
   lists, holding the locks of the targets it names (so it never touches what
-  a live run holds). A new run that sees one says so and names ``diskmodel cleanup``.
+  a live run holds). It first kills every live process that carries the dead
+  run's ID in its environment (each child a run starts does, and passes it on:
+  one the SIGKILL caught before its record was durable is found too), and it
+  removes the temporary state file a record cut short left. A new run that
+  sees one says so and names ``diskmodel cleanup``.
 - **Only our own records.** A state file is acted on only when it is a
   regular file owned by the running user in a folder no one else may write,
   and its fields have the types written here; any other is reported once, in
