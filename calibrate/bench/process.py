@@ -93,6 +93,8 @@ def _kill_and_reap(proc: subprocess.Popen) -> None:
     mark it gone in the run's record once no member of its group is left."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        proc.kill()   # the child itself, were it started outside a session of its own
     proc.wait()
     reaped(proc)
 
