@@ -44,7 +44,9 @@ BASE = {
     "calibrate": ["{in}/missing.img", "--no-progress"],
     "predict": [],
     "probe": ["{in}/missing-device"],
-    "postmark": ["--layout", "native", "--workload", "test1", "--scratch", "{work}/s.img", "--quiet"],
+    # small enough that a value that is in fact valid runs to its end within the time limit
+    "postmark": ["--layout", "native", "--workload", "test1", "--scratch", "{work}/s.img", "--quiet", "--size", "16M",
+                 "--files", "50", "--transactions", "200", "--max-size", "8000"],
     "validate-trace": [],
     "bench": ["--stack", "{in}/stack.json", "--workload", "copy", "--scratch", "{work}/s.img"],
     "cleanup": ["--dry-run"],
@@ -56,13 +58,18 @@ FILE_VALUES = ["{in}/fifo", "/dev/zero", "{in}/a_dir", "{in}/missing.json", "{in
 TEXT_VALUES = ["", "x" * 5000, "-", "nope=1=2"]
 
 
-def _make_inputs(folder: Path) -> None:
+def _make_inputs(folder: Path, long_line: Path | None = None) -> None:
+    """The inputs of one case, in a folder of its own (cases run at once must not see each other's outputs);
+    the large single-line file is a hard link to *long_line* when given."""
     folder.mkdir(parents=True)
     os.mkfifo(folder / "fifo")
     (folder / "a_dir").mkdir()
     (folder / "empty").write_bytes(b"")
     (folder / "binary").write_bytes(bytes(range(256)) * 64)
-    (folder / "long_line").write_bytes(b"7" * (16 << 20))
+    if long_line is None:
+        (folder / "long_line").write_bytes(b"7" * (16 << 20))
+    else:
+        os.link(long_line, folder / "long_line")
     (folder / "stack.json").write_text('{"name": "x", "disks": [')
 
 
@@ -125,9 +132,11 @@ def _listing(*folders: Path) -> list[str]:
     return sorted(str(p) for f in folders for p in f.rglob("*"))
 
 
-def run_case(args: list[str], inputs: Path, root: Path, ident: str, timeout_s: float, memory_bytes: int) -> dict:
-    work = root / "work" / ident.replace("/", "_").replace(":", "_")[:100]
+def run_case(args: list[str], master: Path, root: Path, ident: str, timeout_s: float, memory_bytes: int) -> dict:
+    case = root / "cases" / ident.replace("/", "_").replace(":", "_")[:100]
+    work, inputs = case / "work", case / "inputs"
     work.mkdir(parents=True)
+    _make_inputs(inputs, master / "long_line")
     fill = {"{in}": str(inputs), "{work}": str(work)}
     argv = []
     for a in args:
@@ -172,6 +181,7 @@ def run_case(args: list[str], inputs: Path, root: Path, ident: str, timeout_s: f
         kind = "one_line"
     else:
         kind = "multi_line"
+    shutil.rmtree(case, ignore_errors=True)
     return {"id": ident, "args": [a[:200] for a in argv], "class": kind, "code": proc.returncode,
             "seconds": round(time.monotonic() - start, 2), "stderr": text[:600], "written": written[:5]}
 
@@ -188,7 +198,7 @@ def main(argv=None) -> int:
     plan = [c for c in cases(args.per_option) if args.only is None or args.only in c[0]]
     root = Path(tempfile.mkdtemp(prefix="diskmodel-fuzz-"))
     try:
-        inputs = root / "inputs"
+        inputs = root / "inputs"   # the master copy; each case gets its own (_make_inputs)
         _make_inputs(inputs)
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(lambda c: run_case(c[1], inputs, root, c[0], args.timeout_s, args.memory_bytes),

@@ -1,7 +1,7 @@
 """The fault matrix, many times a cell: a signal at each phase of postmark, bench and calibrate.
 
-    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate]
-        [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--time-limit-s S] [--keep-going]
+    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate]
+        [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--jobs N] [--time-limit-s S] [--keep-going]
 
 The cells and the method are tests/_faults.py's (its module docstring holds
 them): a real ``diskmodel`` run is caught at a phase (a wrapper around the
@@ -11,10 +11,16 @@ folders, the state folder, the scratch, the output, the run's descendants);
 SIGKILL is followed by ``diskmodel cleanup``. tests/test_faults.py runs each
 cell $DISKMODEL_FAULT_REPEATS times (default 1); this script runs each cell
 ``--repeats`` times, round-robin over the cells (so that a run stopped by
-``--time-limit-s`` has counted every cell about as often), and stops at the
-first failing trial unless ``--keep-going``.
+``--time-limit-s`` has counted every cell about as often; ``--by-cell`` runs
+each cell's repeats before the next cell's instead, so that such a run has as
+many cells as it can at full repeats), ``--jobs`` trials
+at a time (each trial has its own folders, run state and marks, and looks
+only for what its own run made), and stops at the first failing trial
+unless ``--keep-going``. The emulated drive's cells deliver SIGINT and
+SIGKILL alone (tests/_faults.py's ``CELL_SIGNALS``).
 
-Needs root (loop devices, mounts, cgroups), postmark, fio, mkfs.ext3/ext4.
+Needs root (loop devices, mounts, cgroups), postmark, fio, mkfs.ext3/ext4,
+and for the emulated drive nbdkit with its Python plugin, nbdfuse and /dev/fuse.
 Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
 share of trials that left nothing and said so (headline), the trial count,
 and per cell the trials run and passed and the first problems seen.
@@ -22,11 +28,13 @@ and per cell the trials run and passed and the first problems seen.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,10 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=_positive(int), default=20, help="trials per cell (default 20)")
     p.add_argument("--subcommands", type=_names(tuple(_faults.PHASES)), default=list(_faults.PHASES),
-                   help="comma-separated (default postmark,bench,calibrate)")
+                   help=f"comma-separated (default {','.join(_faults.PHASES)})")
     p.add_argument("--signals", type=_names(tuple(s.name for s in _faults.ALL_SIGNALS)),
                    default=[s.name for s in _faults.ALL_SIGNALS],
                    help="comma-separated (default SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL)")
+    p.add_argument("--cells", default=None,
+                   help="comma-separated cells (SUBCOMMAND-PHASE-SIGNAL) to run alone (default: every cell the "
+                        "other options select)")
+    p.add_argument("--jobs", type=_positive(int), default=1, help="trials run at a time (default 1)")
+    p.add_argument("--by-cell", action="store_true",
+                   help="each cell's repeats before the next cell's (default: round-robin over the cells)")
     p.add_argument("--time-limit-s", type=_positive(float), default=None,
                    help="stop starting trials after this long [s] (default: none)")
     p.add_argument("--keep-going", action="store_true", help="go on after a failing trial (default: stop)")
@@ -84,36 +98,54 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"missing tools: {', '.join(missing)}")
     cells = [(sub, phase, getattr(signal, name)) for sub in args.subcommands for phase in _faults.PHASES[sub]
-             for name in args.signals]
+             for name in args.signals if getattr(signal, name) in _faults.CELL_SIGNALS[sub]]
+    if args.cells is not None:
+        wanted = {c.strip() for c in args.cells.split(",") if c.strip()}
+        unknown = wanted - {f"{s}-{p}-{g.name}" for s, p, g in cells}
+        if unknown or not wanted:
+            parser.error(f"--cells: no such cell among those selected: {', '.join(sorted(unknown)) or '(none given)'}")
+        cells = [c for c in cells if f"{c[0]}-{c[1]}-{c[2].name}" in wanted]
     counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": []} for s, p, g in cells}
     t0 = time.monotonic()
-    stopped = None
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
-    try:
-        for rep in range(args.repeats):
-            for sub, phase, sig in cells:
-                if args.time_limit_s is not None and time.monotonic() - t0 > args.time_limit_s:
-                    stopped = f"--time-limit-s {args.time_limit_s:g} reached during repeat {rep + 1}"
-                    break
-                key = f"{sub}-{phase}-{sig.name}"
-                folder = root / f"{key}-{rep}"
-                problems = _faults.run_cell(folder, sub, phase, sig)
-                cell = counts[key]
-                cell["trials"] += 1
-                cell["passed"] += not problems
-                print(f"{key} #{rep + 1}: {'ok' if not problems else 'FAILED'}", flush=True)
-                if problems:
-                    cell["problems"].append(problems[:6])
-                    print("  " + "\n  ".join(problems), flush=True)
-                    if not args.keep_going:
-                        stopped = f"stopped at the first failing trial ({key} #{rep + 1})"
-                        break
-                else:
-                    shutil.rmtree(folder, ignore_errors=True)
+    order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
+             else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
+    lock = threading.Lock()
+    stopped: list[str] = []
+
+    def trial(rep: int, cell) -> None:
+        sub, phase, sig = cell
+        key = f"{sub}-{phase}-{sig.name}"
+        with lock:
             if stopped:
-                break
+                return
+            if args.time_limit_s is not None and time.monotonic() - t0 > args.time_limit_s:
+                stopped.append(f"--time-limit-s {args.time_limit_s:g} reached (at repeat {rep + 1} of {key})")
+                return
+        folder = root / f"{key}-{rep}"
+        problems = _faults.run_cell(folder, sub, phase, sig)
+        with lock:
+            c = counts[key]
+            c["trials"] += 1
+            c["passed"] += not problems
+            print(f"{key} #{rep + 1}: {'ok' if not problems else 'FAILED'} "
+                  f"({time.monotonic() - t0:.0f} s)", flush=True)
+            if problems:
+                c["problems"].append(problems[:6])
+                print("  " + "\n  ".join(problems), flush=True)
+                if not args.keep_going and not stopped:
+                    stopped.append(f"stopped at the first failing trial ({key} #{rep + 1})")
+        if not problems:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    _faults.flat_calibration()   # made once, before the trials share it
+    try:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for future in [pool.submit(trial, rep, cell) for rep, cell in order]:
+                future.result()
     finally:
         wall_s = time.monotonic() - t0
+    stopped = stopped[0] if stopped else None
     trials = sum(c["trials"] for c in counts.values())
     passed = sum(c["passed"] for c in counts.values())
     full = [k for k, c in counts.items() if c["trials"] >= args.repeats and c["passed"] == c["trials"]]
@@ -125,7 +157,8 @@ def main(argv=None) -> int:
         "cells_clean_at_full_repeats": figure(len(full), "count",
                                               f"cells with all of --repeats trials clean, of {len(cells)}",
                                               decimals=0),
-        "wall_s": figure(wall_s, "s", "wall time of the whole matrix", decimals=0),
+        "wall_s": figure(wall_s, "s", f"wall time of the whole matrix ({args.jobs} trial(s) at a time)",
+                         decimals=0),
     }
     notes = [stopped] if stopped else []
     if any(c["problems"] for c in counts.values()):

@@ -2,7 +2,9 @@
 
 The fault matrix (tests/_faults.py) delivers SIGINT, SIGTERM, SIGHUP, SIGQUIT
 and SIGKILL (then ``diskmodel cleanup``) at each phase of ``postmark``,
-``bench`` and ``calibrate``, each cell $DISKMODEL_FAULT_REPEATS times
+``bench`` and ``calibrate``, and SIGINT and SIGKILL at each phase of
+``emulate`` (nbdkit, nbdfuse, the loop device, serving, a calibrate reading
+the emulated device), each cell $DISKMODEL_FAULT_REPEATS times
 (default 1; benchmarks/faults_check.py runs it 20 times a cell). A wrapper
 placed first on PATH runs the real ``losetup`` (``mkfs``, ``mount``) and then
 pauses, so that a signal lands deterministically after the tool has done its
@@ -83,10 +85,15 @@ def _require_cell(subcommand: str) -> None:
     if subcommand != "calibrate":
         require_root()
     require_tools(*_faults.TOOLS[subcommand])
+    if subcommand == "emulate":
+        if not os.path.exists("/dev/fuse"):
+            skip_or_fail("/dev/fuse is missing (modprobe fuse)")
+        if subprocess.run(["nbdkit", "--dump-plugin", "python"], capture_output=True).returncode:
+            skip_or_fail("nbdkit's Python plugin is missing (Debian package nbdkit-plugin-python)")
 
 
 _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
-          for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.ALL_SIGNALS]
+          for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.CELL_SIGNALS[sub]]
 
 
 @pytest.mark.integration
@@ -98,8 +105,8 @@ _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
                                                                   lambda v: v[2] in _faults.CAUGHT_SIGNALS))
 def test_a_signal_at_each_phase_of_each_subcommand_leaves_nothing(tmp_path, subcommand, phase, signum):
     """SIGINT, SIGTERM, SIGHUP, SIGQUIT (torn down by the run) and SIGKILL (then ``diskmodel cleanup``) at
-    each phase of postmark, bench and calibrate: $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py
-    runs the matrix 20 times a cell)."""
+    each phase of postmark, bench and calibrate, and SIGINT and SIGKILL at each phase of an emulated drive:
+    $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py runs the matrix 20 times a cell)."""
     _require_cell(subcommand)
     failures = []
     for trial in range(_faults.repeats()):
@@ -282,9 +289,10 @@ def test_two_runs_on_one_scratch_exactly_one_runs_the_other_names_its_pid(tmp_pa
 # ---------------------------------------------------------------- the record itself (unit)
 
 def test_a_teardown_that_cannot_remove_something_says_so_and_keeps_the_record(tmp_path, monkeypatch):
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness import resources, runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setattr(resources, "UNDO_RETRY_S", 0.3)   # what cannot be removed is retried this long
     run = runstate.Run("test").start()
     keep = tmp_path / "stays"
     keep.mkdir()
@@ -489,3 +497,4 @@ def test_a_killed_process_group_is_waited_for_until_its_last_member_has_exited(t
                 group.rmdir()
             time.sleep(0.1)
         subprocess.run(["losetup", "-d", loop], check=False)
+

@@ -64,6 +64,7 @@ class HostExecutor:
         self._run_context = None
         self.history: list[tuple[str, list, int]] = []  # (what, argv, returncode)
         self.report = None
+        self._first_record: int | None = None   # the run's first record made by this executor's build
 
     # -- running one argument vector -----------------------------------------
     def resolve(self, word) -> str:
@@ -155,6 +156,7 @@ class HostExecutor:
             self._run = self._run_context.__enter__()
         else:
             self._run = runstate.current_run()
+        self._first_record = len(self._run.resources)
         try:
             for i, step in enumerate(self.plan.steps, 1):
                 pending = {k: v for k, v in (step.resource[1] if step.resource else ()) if self._unresolved(v)}
@@ -191,7 +193,14 @@ class HostExecutor:
         """
         if not self._resources and self.report is not None:
             return self.report
-        report = self._run.undo(self._resources) if self._resources else TeardownReport()
+        # With the children its steps started, in reverse order of creation: a child still running (a
+        # losetup whose caller was interrupted before it could kill it) is killed, and its group waited
+        # for, before what it may be making is looked for.
+        first = len(self._run.resources) if self._first_record is None else self._first_record
+        children = [r for r in self._run.resources[first:]
+                    if r.kind == "process" and r.state in ("intended", "created", "left")]
+        chosen = sorted({id(r): r for r in (*self._resources, *children)}.values(), key=lambda r: r.id)
+        report = self._run.undo(chosen) if chosen else TeardownReport()
         self._resources = [r for r in self._resources if r.state != "removed"]
         if report.left:
             self.log.error("teardown left things behind: %s", "; ".join(report.left))

@@ -4,7 +4,11 @@ Every child is started by :func:`spawn`: in a session (and so a process group)
 of its own, with ``PR_SET_PDEATHSIG`` set to SIGKILL so that the kernel kills
 it when its parent dies (even by SIGKILL, which runs no Python code), and,
 within a :class:`~diskmodel.calibrate.harness.runstate.Run`, recorded in the run's
-state file as soon as it exists, so that ``diskmodel cleanup`` can find it.
+state file as soon as it exists, so that ``diskmodel cleanup`` can find it. It
+also carries the run's ID in its environment (``DISKMODEL_RUN_ID``), as do its
+own children: a run killed by SIGKILL before its record of a child was written
+(the child may run, and start others, while the record is being made durable)
+leaves nothing that ``diskmodel cleanup`` cannot find.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import subprocess
 
 from diskmodel.calibrate.harness import runstate
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS
-from diskmodel.calibrate.harness.resources import process_start_ticks
+from diskmodel.calibrate.harness.resources import RUN_ID_ENV, live_group_members, process_start_ticks
 
 _PR_SET_PDEATHSIG = 1
 _libc = None
@@ -59,25 +63,52 @@ def spawn(argv, *, name: str | None = None, cgroup_procs: str | os.PathLike | No
     """
     _load_libc()
     popen_kwargs.setdefault("start_new_session", True)
-    with runstate.signals_blocked():
-        setup = (_child_setup if cgroup_procs is None
-                 else functools.partial(_child_setup, os.fspath(cgroup_procs)))
-        proc = subprocess.Popen(argv, preexec_fn=setup, **popen_kwargs)
-        run = runstate.current_run()
-        if run is not None:
-            res = run.intend("process", pid=proc.pid, start_ticks=process_start_ticks(proc.pid),
-                             group=bool(popen_kwargs["start_new_session"]),
-                             name=name or os.path.basename(str(argv[0] if not isinstance(argv, str) else argv)))
-            run.created(res)
-            proc._diskmodel_resource = res  # noqa: SLF001 - marked removed when reaped
+    run = runstate.current_run()
+    if run is not None:   # carried by the child and its own children: found by it after a SIGKILL
+        popen_kwargs["env"] = {**(popen_kwargs.get("env") or os.environ), RUN_ID_ENV: run.run_id}
+    proc = None
+    try:
+        with runstate.signals_blocked():
+            setup = (_child_setup if cgroup_procs is None
+                     else functools.partial(_child_setup, os.fspath(cgroup_procs)))
+            proc = subprocess.Popen(argv, preexec_fn=setup, **popen_kwargs)
+            if run is not None:
+                res = run.intend("process", pid=proc.pid, start_ticks=process_start_ticks(proc.pid),
+                                 group=bool(popen_kwargs["start_new_session"]),
+                                 name=name or os.path.basename(str(argv[0] if not isinstance(argv, str) else argv)))
+                proc._diskmodel_resource = res  # noqa: SLF001 - marked removed when reaped
+                run.created(res)
+    except BaseException:
+        # A signal that came while the child was being started is delivered as the signals are unblocked,
+        # here, before the caller holds the child: kill it now, or it would go on (a losetup binding its
+        # device after the teardown had looked for it and found nothing).
+        if proc is not None:
+            _kill_and_reap(proc)
+        raise
     return proc
 
 
+def _kill_and_reap(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's process group (it was started in a session of its own), reap the child, and
+    mark it gone in the run's record once no member of its group is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        proc.kill()   # the child itself, were it started outside a session of its own
+    proc.wait()
+    reaped(proc)
+
+
 def reaped(proc: subprocess.Popen) -> None:
-    """Mark a child that has exited and been waited for as gone in the run's record."""
+    """Mark a child that has exited and been waited for as gone in the run's record, unless members of its
+    process group still run (a killed fio's job process, still inside a write to the device it holds open):
+    then the record stays, and the teardown kills the group and waits for its last member
+    (:func:`~diskmodel.calibrate.harness.resources.undo_one`) before it looks at what they held."""
     res = getattr(proc, "_diskmodel_resource", None)
     run = runstate.current_run()
     if res is not None and run is not None and proc.returncode is not None:
+        if res.details.get("group") and live_group_members(proc.pid):
+            return
         run.absent(res)
 
 
@@ -88,10 +119,7 @@ def communicate_or_kill(proc: subprocess.Popen, timeout_s: float | None):
     try:
         out = proc.communicate(timeout=timeout_s)
     except BaseException:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        reaped(proc)
+        _kill_and_reap(proc)
         raise
     reaped(proc)
     return out

@@ -169,9 +169,11 @@ def _records(path):
     """The records of a request log, and the bytes of a last record cut short (0 when none)."""
     import numpy as np
 
-    size = os.path.getsize(path)
+    from diskmodel.data.input_files import open_regular
+
     records = []
-    with open(path, "rb") as f:
+    with open_regular(path, "request log") as f:   # a FIFO or a device is refused, never waited on
+        size = os.fstat(f.fileno()).st_size
         while f.tell() < size:
             at = f.tell()
             try:

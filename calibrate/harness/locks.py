@@ -87,8 +87,22 @@ def _same_file(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
-def _take(lock_file: Path, shown: str, record: dict) -> int:
-    """Lock *lock_file* (made if absent); the open descriptor, or TargetLocked naming the holder."""
+def _names_another_file(holder: dict, key: str) -> bool:
+    """Does an inode lock's holder hold it for a file that is gone? The kernel reuses a freed inode number
+    at once: a run that unlinks its scratch while it still holds the scratch's inode lock (its teardown)
+    would otherwise refuse a new file that got that number, which it never locked."""
+    if not key.startswith("ino-"):
+        return False
+    try:
+        st = os.stat(str(holder.get("path")))
+    except (OSError, ValueError):
+        return True
+    return key != f"ino-{os.major(st.st_dev)}-{os.minor(st.st_dev)}-{st.st_ino}"
+
+
+def _take(lock_file: Path, shown: str, record: dict) -> int | None:
+    """Lock *lock_file* (made if absent); the open descriptor, or TargetLocked naming the holder (None: the
+    holder's inode lock is about a file that is gone, see :func:`_names_another_file`)."""
     while True:
         fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
@@ -103,6 +117,8 @@ def _take(lock_file: Path, shown: str, record: dict) -> int:
             os.close(fd)
             if not isinstance(holder, dict):
                 holder = {}
+            if _names_another_file(holder, lock_file.name.removesuffix(".lock")):
+                return None
             run_id = holder.get("run_id")
             raise TargetLocked(
                 f"{shown} is in use by another diskmodel run (pid {holder.get('pid', 'unknown')}, "
@@ -152,8 +168,10 @@ def lock_target(path: str | os.PathLike, *, purpose: str) -> Iterator[None]:
         try:
             for key in _lock_keys(path):
                 if key not in _held_locks:
-                    _held_locks[key] = _take(folder / f"{key}.lock", os.fspath(path), record)
-                    taken.append(key)
+                    fd = _take(folder / f"{key}.lock", os.fspath(path), record)
+                    if fd is not None:
+                        _held_locks[key] = fd
+                        taken.append(key)
         except BaseException:
             for key in taken:
                 _release(folder / f"{key}.lock", _held_locks.pop(key))

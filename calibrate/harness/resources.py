@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import shutil
 import signal
@@ -28,8 +29,8 @@ from pathlib import Path
 
 from diskmodel.calibrate.harness import devstate
 
-__all__ = ["TAG_XATTR", "Resource", "TeardownReport", "loops_over", "present", "process_alive",
-           "process_start_ticks", "undo_one"]
+__all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "loops_over", "present",
+           "process_alive", "process_start_ticks", "processes_of_run", "undo_one"]
 
 #: The extended attribute that ties a scratch file to the record of the run that made it.
 TAG_XATTR = "user.diskmodel.run"
@@ -76,6 +77,44 @@ def live_group_members(pgid: int) -> list[int]:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
+
+
+#: The variable every child a run starts carries (and passes on to its own children): the run's ID. What a
+#: run killed by SIGKILL had started before its record named it is found by it (:func:`processes_of_run`).
+RUN_ID_ENV = "DISKMODEL_RUN_ID"
+
+
+def processes_of_run(run_id: str) -> list[int]:
+    """The live processes of this user whose environment names run *run_id* (zombies left out)."""
+    needle, uid = f"{RUN_ID_ENV}={run_id}".encode(), os.geteuid()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if entry.stat().st_uid != uid or needle not in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                continue
+            if Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def kill_processes_of_run(run_id: str, wait_s: float = 30.0) -> tuple[list[int], list[int]]:
+    """SIGKILL :func:`processes_of_run` and wait up to *wait_s* for them to be gone: (killed, still there)."""
+    killed = processes_of_run(run_id)
+    deadline = time.monotonic() + wait_s
+    left = killed
+    while left:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        left = [pid for pid in processes_of_run(run_id) if pid in killed]
+    return killed, left
 
 
 def _orphaned_members(d: dict) -> list[int]:
@@ -383,8 +422,16 @@ def _unmount_users(res: Resource, device: str) -> list[str]:
     return why
 
 
-def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None:
-    """Remove *res* and check it is gone; sets res.state to 'removed' or 'left'.
+#: How long :func:`undo_one` retries a removal that has not taken yet [s]: ``losetup -d`` of a device still
+#: open only marks it to go at its last close (the kernel's autoclear, ``loop_clr_fd`` in
+#: drivers/block/loop.c), and ``umount`` fails with EBUSY while that device still holds a file in it;
+#: a process just killed (a fio job inside a write) closes them only when it has exited.
+UNDO_RETRY_S = 10.0
+
+
+def undo_one(res: Resource, *, retry_s: float | None = None, foreign: bool = False) -> None:
+    """Remove *res* and check it is gone, retrying for up to *retry_s* (default :data:`UNDO_RETRY_S`);
+    sets res.state to 'removed' or 'left'.
 
     *foreign*: on behalf of a run that is gone (``diskmodel cleanup``).
     """
@@ -392,7 +439,8 @@ def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None
         res.state, res.note = "left", _REFUSED_COMMAND
         return
     why = ""
-    for attempt in range(attempts):
+    deadline = time.monotonic() + (UNDO_RETRY_S if retry_s is None else retry_s)
+    for attempt in itertools.count():
         try:
             if not present(res, foreign=foreign):
                 res.state, res.note = "removed", ""
@@ -400,8 +448,10 @@ def undo_one(res: Resource, *, attempts: int = 6, foreign: bool = False) -> None
             why = _remove(res, foreign)
         except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
             why = str(exc)
+        if time.monotonic() > deadline:
+            break
         # umount and losetup -d race with a process that was just killed; retry.
-        time.sleep(0.1 * (attempt + 1))
+        time.sleep(min(0.1 * (attempt + 1), 1.0))
     try:
         gone = not present(res, foreign=foreign)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:

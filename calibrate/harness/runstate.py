@@ -26,7 +26,11 @@ image, temporary folders) does so through a :class:`Run`:
   :func:`stale_runs` finds it (the PID is gone, or belongs to another process
   by its start time) and ``diskmodel cleanup`` (:func:`cleanup`) undoes what it
   lists, holding the locks of the targets it names (so it never touches what
-  a live run holds). A new run that sees one says so and names ``diskmodel cleanup``.
+  a live run holds). It first kills every live process that carries the dead
+  run's ID in its environment (each child a run starts does, and passes it on:
+  one the SIGKILL caught before its record was durable is found too), and it
+  removes the temporary state file a record cut short left. A new run that
+  sees one says so and names ``diskmodel cleanup``.
 - **Only our own records.** A state file is acted on only when it is a
   regular file owned by the running user in a folder no one else may write,
   and its fields have the types written here; any other is reported once, in
@@ -59,8 +63,8 @@ from typing import Callable, Iterable, Iterator
 from diskmodel.calibrate.harness import locks
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
 from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
-from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, present, process_alive,
-                                                   process_start_ticks, undo_one)
+from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, kill_processes_of_run, present,
+                                                   process_alive, process_start_ticks, processes_of_run, undo_one)
 
 __all__ = [
     "RUN_DIR_ENV",
@@ -459,6 +463,9 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
             say(f"  left for now: {exc}; run `diskmodel cleanup` again when it has ended")
             return False
         if dry_run:
+            stray = processes_of_run(run.run_id)
+            if stray:
+                say(f"  would kill {len(stray)} process(es) the run started: {', '.join(map(str, stray))}")
             for res in reversed(todo):
                 try:
                     there = present(res, foreign=True)
@@ -468,15 +475,34 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
             return True
         with signals_ignored():
+            # First what the run started, recorded or not (a child whose record a SIGKILL cut short, and its
+            # own children): one of them may hold what a record names.
+            killed, alive = kill_processes_of_run(run.run_id)
+            if killed:
+                say(f"  killed {len(killed)} process(es) the run had started: {', '.join(map(str, killed))}"
+                    + (f" ({', '.join(map(str, alive))} still there)" if alive else ""))
             for res in reversed(todo):
                 undo_one(res, foreign=True)
                 say(f"  removed {res.describe()}" if res.state == "removed"
                     else f"  could not remove {res.describe()}: {res.note}")
-    if any(r.state != "removed" for r in todo):
+    if alive or any(r.state != "removed" for r in todo):
         _save_left(run, say)
         return False
     run.path.unlink(missing_ok=True)
     return True
+
+
+def _sweep_temporaries(root: Path) -> None:
+    """Remove the temporary state files (``.RUN-ID.*.tmp``) of runs whose process is gone: a run killed while
+    it wrote a record leaves one beside its state file (which holds the record before it)."""
+    for tmp in root.glob(".*.tmp"):
+        try:
+            pid = int(tmp.name[1:].split(".", 1)[0].split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if process_start_ticks(pid) is None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> bool:
@@ -494,6 +520,7 @@ def cleanup(*, dry_run: bool = False, say: Callable[[str], object] = print) -> b
     for run in stale:
         ok = _clean_one(run, dry_run=dry_run, say=say) and ok
     if not dry_run:
+        _sweep_temporaries(run_root())
         locks.sweep()
         legacy = run_root() / "locks"   # where earlier versions kept their lock files
         if legacy.is_dir() and not legacy.is_symlink():
