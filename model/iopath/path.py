@@ -21,7 +21,7 @@ Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
 - ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
-  :mod:`.network`'s, applied by :mod:`.timing` to the server's disks);
+  :mod:`~diskmodel.model.iopath.network`'s, applied by :mod:`~diskmodel.model.iopath.timing` to the server's disks);
 - ``nfs`` (the top): the client's operations on the server's file system (:func:`.network.nfs_client_ops`).
 
 Bad input: one ValueError line naming the node (its path in the stack) and the field.

@@ -32,7 +32,7 @@ How time passes (what the model assumes, in the order it applies):
 - **Flushes.** A flush completes when the drive's write cache has reached the media (the drive
   simulation's ``dirty_until_s``), after every request before it; a request after it starts no
   earlier. A flat drive has no volatile cache: a flush waits only for the requests before it.
-- **The network.** A disk under an NBD device is reached across its link (:mod:`.network`): a
+- **The network.** A disk under an NBD device is reached across its link (:mod:`~diskmodel.model.iopath.network`): a
   request arrives at the server's drive its outbound crossing after it left the client, and the
   client sees it complete its return crossing after the drive completed it.
 - **The end.** The run ends when the application's last operation is done and every device is idle:
