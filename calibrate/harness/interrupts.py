@@ -20,7 +20,7 @@ from __future__ import annotations
 import signal
 import threading
 
-__all__ = ["HANDLED_SIGNALS", "Interrupted", "handle_signals"]
+__all__ = ["HANDLED_SIGNALS", "Interrupted", "handle_signals", "held"]
 
 # The signals a run turns into a teardown; SIGKILL and SIGSTOP cannot be caught (signal(7)), and a
 # run killed by SIGKILL is undone afterwards by `diskmodel cleanup`.
@@ -75,17 +75,48 @@ class handle_signals:
             _state["received"] = None
 
 
+class held:
+    """Context manager: a signal of :data:`HANDLED_SIGNALS` that reaches the handler inside it is kept, and
+    raised as :class:`Interrupted` when the outermost one is left.
+
+    Blocking the signals (``pthread_sigmask``) holds them in the calling thread only: the kernel gives a
+    signal sent to the process to any thread that does not block it (a progress bar's monitor, a fit in
+    the background), and Python then runs the handler in the main thread at once. So the handler itself
+    waits here while a step and its record happen. Main thread only, like the handlers.
+    """
+
+    def __enter__(self) -> "held":
+        self._main = threading.current_thread() is threading.main_thread()
+        if self._main:
+            _state["held"] += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._main:
+            return
+        _state["held"] -= 1
+        if _state["held"] == 0 and _state["kept"] is not None:
+            signum, _state["kept"] = _state["kept"], None
+            if exc[0] is None and _state["depth"] > 0 and _state["received"] is None:
+                _state["received"] = signum
+                raise Interrupted(signum)
+
+
 def received() -> int | None:
     """The signal that interrupted the current outermost :class:`handle_signals` context, if any."""
     return _state["received"]
 
 
 # How deep the main thread is in handle_signals contexts, and the first signal received inside them.
-_state: dict = {"depth": 0, "received": None}
+_state: dict = {"depth": 0, "received": None, "held": 0, "kept": None}
 
 
 def _raise(signum, frame) -> None:
     if _state["received"] is not None:
+        return
+    if _state["held"] > 0:   # inside held(): raised when it is left
+        if _state["kept"] is None:
+            _state["kept"] = signum
         return
     _state["received"] = signum
     raise Interrupted(signum)

@@ -62,6 +62,7 @@ from typing import Callable, Iterable, Iterator
 
 from diskmodel.calibrate.harness import locks
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
+from diskmodel.calibrate.harness.interrupts import held as _held
 from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, kill_processes_of_run, present,
                                                    process_alive, process_start_ticks, processes_of_run, undo_one)
@@ -98,11 +99,13 @@ def signals_blocked():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    # held(): a signal the kernel gave another thread of the process still waits for the end
+    with _held():
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED_SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextlib.contextmanager
