@@ -261,23 +261,10 @@ def flat_calibration() -> Path:
     """A calibration JSON of a flat (flash-like) 64 MiB drive with a 1 ms latency, made once per process:
     the drive the emulate cells serve (a flat drive needs no simulator compiled)."""
     if not _FLAT_CALIBRATION:
-        import numpy as np
-
         from diskmodel.calibrate.harness.measure import calibrate
         from diskmodel.calibrate.harness.results import calibration_to_json
 
-        class Flat:
-            queue_depth = 1
-            size_bytes, block_size_bytes = 64 * MIB, 4096
-
-            def __init__(self):
-                self.rng = np.random.default_rng(0)
-
-            def read(self, offset, length):
-                return float(self.read_many([offset], length)[0])
-
-            def read_many(self, offsets, length):
-                return 1e-3 * self.rng.lognormal(0.0, 0.01, len(offsets)) + length / 2e9
+        from _helpers import FlatBackend as Flat
 
         folder = Path(tempfile.mkdtemp(prefix="diskmodel-faults-cal-"))
         atexit.register(shutil.rmtree, folder, True)

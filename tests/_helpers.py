@@ -99,3 +99,22 @@ def run_cli_cases(plan: dict, root: Path, env: dict, timeout_s: float = 900) -> 
     subprocess.run([sys.executable, "-c", CLI_DRIVER, str(root / "cases.json"), str(root / "results.json")],
                    cwd=root, env=env, check=True, timeout=timeout_s)
     return json.loads((root / "results.json").read_text())
+
+
+class FlatBackend:
+    """A flat (flash-like) 64 MiB device for the harness's calibrate: about 1 ms a read, plus its bytes at
+    2 GB/s, with a little seeded spread."""
+
+    queue_depth = 1
+    size_bytes, block_size_bytes = 64 * 2**20, 4096
+
+    def __init__(self):
+        import numpy as np
+
+        self.rng = np.random.default_rng(0)
+
+    def read(self, offset, length):
+        return float(self.read_many([offset], length)[0])
+
+    def read_many(self, offsets, length):
+        return 1e-3 * self.rng.lognormal(0.0, 0.01, len(offsets)) + length / 2e9

@@ -498,18 +498,7 @@ def flat_calibration(tmp_path_factory):
     from diskmodel.calibrate.harness.measure import calibrate
     from diskmodel.calibrate.harness.results import calibration_to_json
 
-    class Flat:
-        queue_depth = 1
-        size_bytes, block_size_bytes = 64 * MiB, 4096
-
-        def __init__(self):
-            self.rng = np.random.default_rng(0)
-
-        def read(self, offset, length):
-            return float(self.read_many([offset], length)[0])
-
-        def read_many(self, offsets, length):
-            return 1e-3 * self.rng.lognormal(0.0, 0.01, len(offsets)) + length / 2e9
+    from _helpers import FlatBackend as Flat
 
     path = tmp_path_factory.mktemp("cal") / "flat.json"
     calibration_to_json(calibrate(Flat(), budget_s=5.0, progress=False), path)
