@@ -302,15 +302,13 @@ def _main(argv: list[str] | None) -> int:
 def _interrupt_behind(exc: BaseException) -> BaseException | None:
     """The interruption an error came from, if it came from one: a signal that cut short code that then
     failed while unwinding (an extension's import left half done: ``BufferError: cannot close exported
-    pointers exist``). Found in the error's chain, or as the signal the run's handler received."""
-    from diskmodel.calibrate.harness.interrupts import Interrupted, received
-
+    pointers exist``): the interruption is in the error's chain. An error of its own that a teardown met
+    after a signal (a full file system) is said as itself."""
     seen, link = set(), exc
     while link is not None and id(link) not in seen:
         if isinstance(link, KeyboardInterrupt):
             return link
         seen.add(id(link))
         link = link.__cause__ or link.__context__
-    signum = received()
-    return Interrupted(signum) if signum is not None else None
+    return None
 
