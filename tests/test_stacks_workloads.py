@@ -14,6 +14,7 @@ from diskmodel.model.iopath import parse_workload
 from diskmodel.model.iopath.fileops import Kind
 from diskmodel.model.iopath.stream import Flag, Op
 from diskmodel.model.iopath.workloads_copy import dd_copy
+from diskmodel.model._checks import FieldError
 from diskmodel.model.iopath.workloads_pace import paced
 from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.predict import predict
@@ -90,7 +91,7 @@ def test_paced_puts_the_last_operation_at_the_measured_time():
     assert out.time_s.max() == pytest.approx(0.5)
     order = np.argsort(ops.time_s, kind="stable")
     assert np.all(np.diff(out.time_s[order]) >= 0)
-    with pytest.raises(ValueError, match="app_s"):
+    with pytest.raises(FieldError, match=r"^app_s must be .* \(got 0\.0\)$"):
         paced(ops, 0.0)
 
 

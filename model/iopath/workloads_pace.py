@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from .._checks import FieldError, show
 from .fileops import FileOps
 
 __all__ = ["paced"]
@@ -23,9 +24,9 @@ def paced(ops: FileOps, app_s: float) -> FileOps:
     """``ops`` with its issue times scaled so that the last is at ``app_s`` [s] (> 0); a workload
     whose operations are all at time 0 is shifted instead (each at ``app_s``: one instant)."""
     if not isinstance(ops, FileOps):
-        raise ValueError(f"ops must be a FileOps (got {type(ops).__name__})")
+        raise FieldError("ops", f"must be a FileOps (got {type(ops).__name__})")
     if isinstance(app_s, bool) or not isinstance(app_s, (int, float)) or not math.isfinite(app_s) or app_s <= 0:
-        raise ValueError(f"app_s = {app_s!r} must be a finite number of seconds > 0")
+        raise FieldError("app_s", f"must be a finite number of seconds > 0 (got {show(app_s)})")
     end = float(ops.time_s.max()) if len(ops) else 0.0
     time_s = ops.time_s * (app_s / end) if end > 0 else ops.time_s + app_s
     return dataclasses.replace(ops, time_s=time_s)
