@@ -193,6 +193,9 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     # one flat drive, timed request by request: it is busy the whole run of a queue-depth-1 direct job
     assert set(part["parts_s"]) == {"busy_s.sda"}
     assert part["parts_s"]["busy_s.sda"] == pytest.approx(part["elapsed_s"], rel=0.05)
+    # the flat model's mean latency has its standard error: drawn from it, the job's time has an interval
+    lower, upper = part["intervals_95"]["elapsed_s"]
+    assert lower < part["elapsed_s"] < upper
     assert out["latency_s"] == pytest.approx(model["mean_s"] + (4096 - data["block_size_bytes"]) * model["per_byte_s"],
                                              rel=0.05)
     assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive
@@ -402,6 +405,30 @@ def test_a_real_calibration_of_the_wd800bd_completed_from_its_preset_predicts_as
     completed = json.loads(capsys.readouterr().out)
     assert completed["elapsed_s"] == pytest.approx(preset, rel=0.15)
     assert "drive cache 2.10 MB and interface rate 150.0 MB/s taken from preset wd800bd" in completed["assumptions"][0]
+
+
+def test_a_calibrated_drive_gives_the_timed_prediction_an_interval_and_a_preset_gives_none(tmp_path, capsys):
+    """The calibration's uncertainty (rotation period, seek fit) carried through the drive's simulation: a
+    fio job on the calibrated drive has a 95 % interval around its point figure; on the preset, none; and the
+    paper's equations (PostMark on one disk) say they give none rather than printing nothing."""
+    job = _job_file(tmp_path, "[r]\nrw=randread\nbs=4k\nsize=2m\ndirect=1\n")
+    assert main(["predict", "--json", "--calibration", str(GOLDEN_CALIBRATION), "--complete-from", "wd800bd",
+                 "--fio-job", job]) == 0
+    part = json.loads(capsys.readouterr().out)["parts"]["randread"]
+    lower, upper = part["intervals_95"]["elapsed_s"]
+    assert lower < part["elapsed_s"] < upper
+    # a random 4 KiB read is a seek and a rotational latency: the calibration's few-percent seek and sub-percent
+    # rotation uncertainty give an interval of well under a tenth of the time, but not of nothing
+    assert 1e-4 < (upper - lower) / part["elapsed_s"] < 0.1
+    assert main(["predict", "--fio-job", job, "--calibration", str(GOLDEN_CALIBRATION),
+                 "--complete-from", "wd800bd"]) == 0
+    assert "95 % interval of elapsed (the calibrations' uncertainty):" in capsys.readouterr().out
+    assert main(["predict", "--json", "--disk", "wd800bd", "--fio-job", job]) == 0
+    assert json.loads(capsys.readouterr().out)["parts"]["randread"]["intervals_95"] == {}
+    assert main(["predict", "--json", "--calibration", str(GOLDEN_CALIBRATION), "--complete-from", "wd800bd",
+                 "--workload", "test2"]) == 0
+    assert any(note.startswith("intervals: none; the paper's equations")
+               for note in json.loads(capsys.readouterr().out)["assumptions"])
 
 
 def test_a_postmark_workload_larger_than_the_stack_is_one_line_saying_what_fits(tmp_path, capsys):

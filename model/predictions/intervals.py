@@ -32,6 +32,7 @@ def calibration_draws(result, draws: int = DEFAULT_DRAWS, seed: int = 0) -> list
     """``draws`` calibration results whose fitted parameters are drawn from ``result``'s estimates and
     covariance (see the module docstring)."""
     from ..fit.base import Parameters
+    from ..fit.latency import FlatLatencyFit
 
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 2:
         raise ValueError(f"draws = {draws!r} must be an integer >= 2")
@@ -57,7 +58,9 @@ def calibration_draws(result, draws: int = DEFAULT_DRAWS, seed: int = 0) -> list
         if "rotation_period_s" in drawn and result.rotation_period_s is not None:
             changes["rotation_period_s"] = drawn["rotation_period_s"]
         seek_names = [n for n in names if n not in ("rotation_period_s", "overhead_s")]
-        if seek_names and fit is not None and hasattr(fit, "parameters"):
+        if isinstance(fit, FlatLatencyFit):  # its one varying parameter is the mean latency
+            changes["latency_model"] = dataclasses.replace(fit, mean_s=drawn["latency_s"])
+        elif seek_names and fit is not None and hasattr(fit, "parameters"):
             inner = Parameters([p.evolve(value=drawn[f"seek_{p.name}"] if f"seek_{p.name}" in drawn else drawn[p.name])
                                 for p in fit.parameters.values()])
             field = "two_piece" if fit is result.two_piece else "latency_model"

@@ -294,7 +294,8 @@ def _with_draws(timed, drives: dict, models: dict, calibrations: dict, draws, se
     for i in range(n):
         given = dict(drives)
         for name, results in sets.items():
-            seek = "flat" if results[i].latency_model is not None and results[i].two_piece is None else "two_piece"
+            # the seek model the point prediction's Disk has (calibrate.stacks.disk_of's rule)
+            seek = "two_piece" if results[i].mechanical_seek else "flat"
             given[name] = drawn_disk(models[name], results[i], seek)
         figures.append(timed(given).figures())
     note = ("intervals", f"{n} re-timings with the calibrated drives' parameters ({', '.join(calibrations)}) drawn "
