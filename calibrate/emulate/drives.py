@@ -26,7 +26,7 @@ from pathlib import Path
 
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, drive_parameters_of
 
-__all__ = ["DriveSpec", "flat_drive", "resolve_drive"]
+__all__ = ["DriveSpec", "flat_drive", "model_drive", "resolve_drive"]
 
 
 @dataclass
@@ -113,6 +113,18 @@ def resolve_drive(drive) -> DriveSpec:
         return DriveSpec(text, _capacity_of(timing, text), timing)
     raise ValueError(f"DRIVE {text!r} is not a folder, a calibration JSON, a preset ({', '.join(available_presets())}) "
                      f"or a bundled DiskSim drive ({', '.join(BUNDLED_DRIVES)})")
+
+
+def model_drive(drive, name: str | None = None):
+    """The drive node (an :class:`~diskmodel.model.drive.drives.InMemoryDrive` named *name*, default the drive's
+    own) that predicts a run on the emulated DRIVE *drive*: the very Disk the emulator serves
+    (:func:`~diskmodel.calibrate.emulate.timing.served_disk`), not the preset's catalogue entry, whose
+    buffer the emulator leaves out."""
+    from diskmodel.calibrate.emulate.timing import served_disk
+    from diskmodel.model.drive.drives import InMemoryDrive
+
+    spec = resolve_drive(drive)
+    return InMemoryDrive(served_disk(spec.timing), name or spec.name)
 
 
 def _capacity_of(timing: dict, text: str) -> int:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "FlatLatencySession", "Served", "drive_parameters_of",
+__all__ = ["BLOCK_BYTES", "FlatLatencySession", "Served", "drive_parameters_of", "served_disk",
            "drive_session", "session_from_spec"]
 
 #: The simulation's block [bytes] (DiskSim's and DriveParameters' blocks are 512 bytes).
@@ -130,6 +130,18 @@ def drive_parameters_of(timing: dict):
         from diskmodel.model.disksim_drives.convert import drive_parameters
 
         return drive_parameters(read_drive_folder(disksim_drive_folder(timing["folder"])))
+    if kind in ("preset", "calibration"):
+        return DriveParameters.from_disk(served_disk(timing))
+    raise ValueError(f"timing kind {kind!r} has no drive parameters")
+
+
+def served_disk(timing: dict):
+    """The :class:`~diskmodel.model.drive.disk.Disk` an emulated drive of a preset or a calibration timing spec
+    is: the drive a prediction of a run on it must be given, as the emulator times every request with it
+    (:func:`drive_parameters_of`). A DiskSim folder's drive is timed from its own files instead
+    (:func:`diskmodel.model.disksim_drives.convert.drive_parameters`); its Disk is the folder's
+    (:func:`diskmodel.model.disksim_drives.convert.load_disksim_drive`)."""
+    kind = timing["kind"]
     if kind == "preset":
         import dataclasses
 
@@ -137,9 +149,14 @@ def drive_parameters_of(timing: dict):
 
         # Served without the preset's buffer: the calibration through the kernel does not yet tell a
         # read-ahead's hits from the zones' media rates (tests/test_calibrate_emulated.py).
-        return DriveParameters.from_disk(dataclasses.replace(load_preset(timing["name"]), drive_cache=None))
+        return dataclasses.replace(load_preset(timing["name"]), drive_cache=None)
     if kind == "calibration":
         from diskmodel.calibrate.harness.results import calibration_from_json
 
-        return DriveParameters.from_disk(calibration_from_json(timing["path"]).to_disk())
-    raise ValueError(f"timing kind {kind!r} has no drive parameters")
+        return calibration_from_json(timing["path"]).to_disk()
+    if kind == "disksim":
+        from diskmodel.data.disksim import disksim_drive_folder
+        from diskmodel.model.disksim_drives.convert import load_disksim_drive
+
+        return load_disksim_drive(disksim_drive_folder(timing["folder"])).disk
+    raise ValueError(f"timing kind {kind!r} has no drive")
