@@ -65,3 +65,19 @@ def test_an_unknown_emulated_drive_is_named():
 
     with pytest.raises(ValueError, match="DRIVE 'no-such-drive'"):
         model_drive("no-such-drive")
+
+
+def test_the_bundled_calibration_of_the_emulated_wd800bd_finds_the_drives_rotation():
+    """data/calibrations/wd800bd_emulated.json, measured through the kernel on the emulated WD800BD, against
+    the served drive's own rotation period (the issue's 0.5 %), and a name not bundled is refused by name."""
+    from diskmodel.calibrate.emulate.drives import model_drive
+    from diskmodel.calibrate.harness.results import calibration_from_json
+    from diskmodel.data.calibrations import BUNDLED_CALIBRATIONS, bundled_calibration
+
+    assert "wd800bd_emulated" in BUNDLED_CALIBRATIONS
+    result = calibration_from_json(bundled_calibration("wd800bd_emulated"))
+    served = model_drive("wd800bd").disk
+    assert result.mechanical_seek
+    assert result.rotation_period_s == pytest.approx(60.0 / served.rpm, rel=0.005)
+    with pytest.raises(ValueError, match="calibration 'nope' is not bundled"):
+        bundled_calibration("nope")
