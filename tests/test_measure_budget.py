@@ -385,3 +385,35 @@ def test_budget_too_small_pickles():
     again = pickle.loads(pickle.dumps(exc))
     assert str(again) == str(exc) and again.minimum_s == exc.minimum_s == 42 and again.budget_s == 2.0
     assert math.isclose(again.per_read_s, 0.05)
+
+
+class _JitteryFlat:
+    """A 4 MiB flash-like device on a busy host: about 1 ms a read with a wide spread (the spread a loaded
+    host adds), so that the strides the rotation's chains ask for span more than the device."""
+
+    queue_depth = 1
+    size_bytes, block_size_bytes = 4 * 2**20, 512
+
+    def __init__(self):
+        self.rng = np.random.default_rng(1)
+
+    def read(self, offset, length):
+        return float(self.read_many([offset], length)[0])
+
+    def read_many(self, offsets, length):
+        return 1e-3 * self.rng.lognormal(0.0, 0.6, len(offsets))
+
+
+def test_rotation_chains_longer_than_a_small_device_find_no_rotation_rather_than_fail():
+    """A rough revolution seen in a busy host's noise on a small flat device: the rotation's forward chains,
+    their strides widened by the jitter, do not fit the device. The start point then gives no period (as
+    one where no stride waits under a turn); before, the whole calibration stopped with "a chain of N reads ... does not fit the device"."""
+    from diskmodel.calibrate.harness.mechanics import BufferMeasurement, measure_rotation
+
+    meter = Meter(_JitteryFlat(), budget_s=30.0)
+    buffer = BufferMeasurement(False, None, None, None, 4e-3, "a rough revolution from noise")
+    got = measure_rotation(meter, np.random.default_rng(0), budget_s=10.0, buffer=buffer,
+                           rate_at=lambda o: np.full(len(o), 50e6), starts=6)
+    # the start points whose chains did not fit gave no period; the others' periods are the noise's, which
+    # the calibration's plausibility check judges (a flat device: no mechanical seek)
+    assert len(got.period_samples_s) < 6

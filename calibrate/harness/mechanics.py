@@ -49,7 +49,7 @@ import numpy as np
 
 from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
-from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter, chain
+from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import KIB, MIB
 
 __all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
@@ -322,6 +322,13 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 s2 = s1 + max(2, int(0.3 * rough / x_rough))
             f1 = chain(meter, cursor, s1, n, "rotation")
             f2 = chain(meter, _beyond(meter, buffer, cursor, n, s1), s2, n, "rotation")
+        except ChainDoesNotFit:
+            # the strides the host's jitter asks for (a busy host, a small device) span more than the
+            # device: no period from this start point, as for one where no stride waited less than a turn
+            failed += 1
+            if failed >= min_starts and not periods:
+                break
+            continue
         except BudgetExhausted as exc:
             if i < min_starts:
                 raise

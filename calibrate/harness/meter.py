@@ -284,6 +284,10 @@ class Meter:
         return (np.asarray(offsets, dtype=np.int64) // b) * b
 
 
+class ChainDoesNotFit(ValueError):
+    """A chain of reads longer than the device: a measurement that needs it cannot be made here."""
+
+
 def chain(meter: Meter, start: int, step_blocks: int, reads: int, tag: str) -> np.ndarray:
     """Times of a chain ``start, start + step, ..`` (step in blocks, may be negative): *reads*
     timed reads after one untimed (which puts the head there). Here, not in mechanics, because
@@ -292,7 +296,7 @@ def chain(meter: Meter, start: int, step_blocks: int, reads: int, tag: str) -> n
     steps = np.arange(reads + 1, dtype=np.int64) * (step_blocks * b)
     room = meter.size_bytes - b - (int(steps.max()) - int(steps.min()))
     if room <= 0:
-        raise ValueError(f"a chain of {reads + 1} reads {step_blocks} blocks apart does not fit the device")
+        raise ChainDoesNotFit(f"a chain of {reads + 1} reads {step_blocks} blocks apart does not fit the device")
     low = start + int(steps.min())
     if low < 0 or low >= room:  # off the device: wrapped round onto it
         start = (low % room) // b * b - int(steps.min())
