@@ -16,7 +16,8 @@ Djordjevic & Timcenko (2015), section 3:
 
 The numba kernels' on-disk cache is :mod:`diskmodel.model._jit`'s (imported first; the one subpackage that
 touches files, as numba's own cache would).
-The names below are the package's flat surface; the simulation's are imported on first use (numba).
+The names below are the package's flat surface; the simulation's (numba) and the fitters' (scipy,
+statsmodels) are imported on first use.
 """
 from diskmodel.model import _jit  # noqa: F401  (numba's cache locator for the kernels below, before any is defined)
 from .filesystems.cache import cache_service_time_s, hit_probability
@@ -26,7 +27,6 @@ from .stacks.volumes import LinearVolume, LvmMapping, Partition, Segment, Stripe
 from .stacks.volume_on_disk import DiskRegion, VolumeOnDisk
 from .drive.drives import PresetDrive
 from .stacks.stack import FileSystemNode, Stack, paper_stack, stack_on
-from .fit import Case, FitResult, fit_io_parameters, fit_lvm_mapping
 from .predict import Prediction  # the function: diskmodel.model.predict.predict (the name stays the module's)
 from .drive.presets import available_presets, disk_from_spec, load_preset
 from .drive.rotation import mean_rotational_latency_s, rotation_period_s
@@ -40,6 +40,9 @@ _LAZY = {
     "TraceValidation": "predictions.validation", "disksim_demerit_s": "predictions.validation",
     "quantile_demerit_s": "predictions.validation", "empirical_quantiles": "predictions.validation",
     "mean_error_percent": "predictions.validation",
+    # the fitters (scipy.optimize, statsmodels: seconds to import) on first use, so that a command that
+    # fits nothing (cleanup, probe, --help) does not wait for them
+    "Case": "fit", "FitResult": "fit", "fit_io_parameters": "fit", "fit_lvm_mapping": "fit",
 }
 
 
