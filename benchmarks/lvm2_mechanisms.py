@@ -2,9 +2,10 @@
 
     python benchmarks/lvm2_mechanisms.py
 
-The paper's LVM-2 (a 20 GB linear LV over two 10 GB PVs, /dev/sda3 and
-/dev/sda4, at the end of a WD800BD) is 2.5, 6.5 and 3 times slower than
-native in Tests 1-3; LVM-1 (one PV) 1.6, 1.8 and 1.2 times.  Each candidate
+The paper's LVM-2 (a linear LV over two PVs, /dev/sda3 and /dev/sda4, at
+the end of a WD800BD) is several times slower than native, and its
+slowdown over LVM-1's grows from test to test unlike any count of the
+workload (docs/benchmarks.md).  Each candidate
 below is a layout or file-system placement the paper does not rule out;
 the model predicts LVM-2's run time with it and nothing fitted to the LVM
 cells (the I/O path's parameters are fitted on the three native cells, the
