@@ -2,7 +2,7 @@
 
 The paper measured PostMark read and write throughput for three workloads
 (Tests 1-3, Tables 4-6) on three layouts of a WD800BD (native ext3, LVM-1,
-LVM-2; Tables 1-3): 18 cells. Two things are fitted, always on the training
+LVM-2; Tables 1-3): 18 cells. What is fitted is fitted on the training
 tests only; the model predicts the rest:
 
 1. on the training tests' native cells, the I/O-path parameters the paper
