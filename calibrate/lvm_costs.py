@@ -10,6 +10,12 @@ package, ``diskmodel/data/lvm_costs_paper.json`` (:func:`fitted_costs`),
 which is the ``lvm_costs.json`` of a default ``diskmodel experiment`` run
 (see its ``provenance`` key).
 
+These costs are the paper's per-layout form, fitted to its tables: they
+reproduce the tables, not device-mapper.  Device-mapper's own cost, a
+measured cost per bio times the bios the I/O path sends it, is
+:mod:`diskmodel.model.stacks.dm_cost`; docs/benchmarks.md (the
+``djordjevic_loo.py`` section) compares the two.
+
 The file::
 
     {"format": "diskmodel.lvm-costs", "format_version": 1,

@@ -2,7 +2,7 @@
 
 The paper measured PostMark read and write throughput for three workloads
 (Tests 1-3, Tables 4-6) on three layouts of a WD800BD (native ext3, LVM-1,
-LVM-2; Tables 1-3): 18 cells. Two things are fitted, always on the training
+LVM-2; Tables 1-3): 18 cells. What is fitted is fitted on the training
 tests only; the model predicts the rest:
 
 1. on the training tests' native cells, the I/O-path parameters the paper
@@ -10,9 +10,18 @@ tests only; the model predicts the rest:
    by default the file-data path rate (``FileSystem.file_data_rate_bytes_per_s``:
    a host-side cost per byte of file data, which metadata and journal
    blocks do not pay) and the CPU time per file operation;
-2. per LVM layout, on that layout's training cells with step 1 held, the
-   mapping costs MD_mapping and FB_mapping of eq. (12)
-   (:func:`~diskmodel.model.fit.fit_lvm_mapping`).
+2. LVM's cost, one of two ways:
+
+   * by mechanism (*dm_cost* given, what ``benchmarks/djordjevic_loo.py``
+     does): nothing is fitted per layout.  Device-mapper's measured cost
+     per bio times the bios the I/O path sends it
+     (:mod:`diskmodel.model.stacks.dm_cost`), on top of the extent map's
+     placement on the disk (seeks between PVs, zone rates), which
+     :class:`~diskmodel.model.stacks.volume_on_disk.VolumeOnDisk` gives;
+   * the paper's form (*dm_cost* None, what ``diskmodel experiment`` ships
+     for ``predict --fitted``): per LVM layout, on that layout's training
+     cells with step 1 held, the mapping costs MD_mapping and FB_mapping
+     of eq. (12) (:func:`~diskmodel.model.fit.fit_lvm_mapping`).
 
 Fixed in advance (:data:`DEFAULT_FILESYSTEM`, :data:`DEFAULT_CACHE`): the
 pipeline model ``FileSystem(overlapped_writeback=True)`` (PostMark never
@@ -34,6 +43,7 @@ import numpy as np
 
 from ..filesystems.filesystem import FileSystem, PageCache
 from ..stacks.stack import paper_stack
+from ..stacks.dm_cost import DeviceMapperCost, as_lvm_mapping, dm_bios
 from ..stacks.volumes import LvmMapping
 from . import Case, PostMarkFit, apply_io_parameters, fit_io_parameters, fit_lvm_mapping
 from ..predict import predict
@@ -75,10 +85,13 @@ class PaperFit:
     mappings: dict
     io_fit: PostMarkFit | None
     lvm_fits: dict
+    dm_cost: DeviceMapperCost | None = None
 
     def summary(self) -> str:
         lines = [f"fitted on {', '.join(self.train_tests)}", "I/O path (native cells):",
                  self.io_fit.summary() if self.io_fit is not None else "nothing fitted"]
+        if self.dm_cost is not None:
+            lines.append(f"LVM: device-mapper's cost per bio {self.dm_cost.request_cost_s:.3g} s (measured, not fitted)")
         for name, fit in self.lvm_fits.items():
             lines += [f"{name} mapping costs:", fit.summary()]
         return "\n".join(lines)
@@ -86,7 +99,8 @@ class PaperFit:
 
 def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None = None,
               cache: PageCache | None = None, io_parameters=DEFAULT_IO_PARAMETERS, io_initial=None,
-              lvm_parameters=DEFAULT_LVM_PARAMETERS, cache_starts: int = 4) -> PaperFit:
+              lvm_parameters=DEFAULT_LVM_PARAMETERS, cache_starts: int = 4,
+              dm_cost: DeviceMapperCost | None = None) -> PaperFit:
     """Fit the I/O path and the LVM mapping costs on *train_tests*' cells.
 
     Parameters
@@ -101,7 +115,12 @@ def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None
     io_parameters : names for :func:`~diskmodel.model.fit.fit_io_parameters`
         (empty: fit none).
     lvm_parameters : two names of ``LvmMapping.BOUNDS`` for
-        :func:`~diskmodel.model.fit.fit_lvm_mapping`.
+        :func:`~diskmodel.model.fit.fit_lvm_mapping` (the paper's form; not
+        used with *dm_cost*).
+    dm_cost : DeviceMapperCost, optional
+        Device-mapper's measured cost per bio: LVM's cost by mechanism
+        (:func:`diskmodel.model.stacks.dm_cost.as_lvm_mapping`), nothing fitted
+        per layout; default None, the per-layout fit of eq. (12).
     """
     train = _check_tests("train_tests", train_tests)
     filesystem = DEFAULT_FILESYSTEM if filesystem is None else filesystem
@@ -126,6 +145,11 @@ def fit_paper(disk, results, train_tests=TESTS, *, filesystem: FileSystem | None
                                    initial={k: v for k, v in io_initial.items() if k in io_parameters},
                                    cache_starts=cache_starts)
         tuned_disk, tuned_fs, tuned_cache = apply_io_parameters(disk, filesystem, cache, io_fit.params.to_dict())
+    if dm_cost is not None:
+        if not isinstance(dm_cost, DeviceMapperCost):
+            raise ValueError(f"dm_cost must be a DeviceMapperCost (got {type(dm_cost).__name__})")
+        mappings = {name: as_lvm_mapping(layouts[name], dm_cost) for name in LAYOUTS}
+        return PaperFit(train, tuned_disk, tuned_fs, tuned_cache, mappings, io_fit, {}, dm_cost)
     mappings = {"native": LvmMapping()}
     lvm_fits = {}
     for name in ("lvm1", "lvm2"):
@@ -141,8 +165,11 @@ def predict_paper(fit: PaperFit, results, tests=TESTS):
 
     Returns a frame with columns test, layout, operation, measured_bytes_per_s,
     predicted_bytes_per_s, error_pct (predicted / measured - 1), held_out
-    (the test was not among the fit's training tests), and the prediction's
-    terms T_DO ... T_LVM_MO [s].
+    (the test was not among the fit's training tests), dm_bios (the bios
+    device-mapper remaps, :func:`~diskmodel.model.stacks.dm_cost.dm_bios`),
+    lvm_placement_s and lvm_mapping_s (T_LVM_MO's parts: the extent map's
+    placement on the disk, and the mapping costs) and the prediction's terms
+    T_DO ... T_LVM_MO [s].
     """
     import pandas as pd
 
@@ -154,12 +181,15 @@ def predict_paper(fit: PaperFit, results, tests=TESTS):
         for name in LAYOUTS:
             stack = paper_stack(name, disk=fit.disk, filesystem=fit.filesystem)
             p = predict(stack, counts, fit.cache, fit.mappings[name])
+            bios = dm_bios(stack.volume, p.io_counts)["bios"]
+            lvm = {"lvm_placement_s": p.lvm_parts["mechanistic_s"],
+                   "lvm_mapping_s": p.terms["T_LVM_MO"] - p.lvm_parts["mechanistic_s"]}
             for op, value in (("read", p.read_throughput_bytes_per_s), ("write", p.write_throughput_bytes_per_s)):
                 truth = measured[(test, name, op)]
                 rows.append({"test": test, "layout": name, "operation": op,
                              "measured_bytes_per_s": truth, "predicted_bytes_per_s": value,
                              "error_pct": 100.0 * (value / truth - 1.0),
-                             "held_out": test not in fit.train_tests, **p.terms})
+                             "held_out": test not in fit.train_tests, "dm_bios": bios, **lvm, **p.terms})
     return pd.DataFrame(rows)
 
 
