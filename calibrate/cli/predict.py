@@ -34,6 +34,7 @@ import dataclasses
 import json
 import math
 
+from diskmodel.calibrate.cli import predict_intervals
 from diskmodel.calibrate.cli.predict_complete import complete
 from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
 from diskmodel.model.filesystems.kinds import KINDS
@@ -383,50 +384,6 @@ def _refuse_unused(args) -> None:
                          "the copy) takes no page-cache size, LVM mapping costs or PostMark counts")
 
 
-def _calibrations(args, stack) -> dict:
-    """``{drive name: CalibrationResult}`` of the stack's calibrated drives (--calibration, or the
-    calibration disks of --stack): the timed prediction draws their parameters for its intervals
-    (:mod:`diskmodel.model.predictions.intervals`). Empty for presets and DiskSim drives."""
-    from pathlib import Path
-
-    from diskmodel.calibrate.harness.results import calibration_from_json
-    from diskmodel.model.drive.drives import FileDrive
-
-    if args.stack:
-        folder = Path(_folder_of(args.stack))
-        files = {d.name: d.path if Path(d.path).is_absolute() else folder / d.path for d in args.stack_disks
-                 if isinstance(d, FileDrive) and d.kind == "calibration"}
-    elif args.calibration:
-        files = {stack.disks[0].name: args.calibration}
-    else:
-        files = {}
-    return {name: calibration_from_json(path) for name, path in files.items()}
-
-
-def _has_calibration(args) -> bool:
-    from diskmodel.model.drive.drives import FileDrive
-
-    return bool(args.calibration) or any(isinstance(d, FileDrive) and d.kind == "calibration"
-                                         for d in getattr(args, "stack_disks", ()))
-
-
-def _interval_figures(prediction) -> dict:
-    """The 95 % intervals of a timed prediction made with calibrations, for --json: ``{figure: [lower,
-    upper]}`` (empty without calibrations)."""
-    ci = getattr(prediction, "intervals", None)
-    if ci is None:
-        return {}
-    return {name: [float(row["lower"]), float(row["upper"])] for name, row in ci.iterrows()}
-
-
-def print_interval(prediction) -> None:
-    """The 95 % interval of a timed prediction's elapsed time, when it was made with calibrations."""
-    ci = getattr(prediction, "intervals", None)
-    if ci is not None:
-        print(f"95 % interval of elapsed (the calibrations' uncertainty): {ci.loc['elapsed_s', 'lower']:.3f} to "
-              f"{ci.loc['elapsed_s', 'upper']:.3f} s")
-
-
 def _run(args) -> int:
     from diskmodel.calibrate.cli import UsageError, flag_error
     from diskmodel.model.predict import predict
@@ -469,7 +426,7 @@ def _run(args) -> int:
 
     if stack.is_nfs or not _one_disk_volume(stack):
         return _run_timed(args, stack, workload)
-    if _has_calibration(args):
+    if predict_intervals.has_calibration(args):
         args.notes.append("intervals: none; the paper's equations (PostMark on one disk) give a point prediction. "
                           "The calibration's uncertainty is carried by the timed path: a stack file (--stack) or a "
                           "block workload (--workload with an fio job)")
@@ -515,7 +472,7 @@ def _run_timed(args, stack, workload) -> int:
         raise UsageError(f"{by_hand[0]} does not apply to --stack {args.stack}: it is timed on the I/O path, whose "
                          "page cache is the kernel's defaults and whose LVM cost is the requests dm sends")
     try:
-        prediction = predict(stack, workload, calibrations=_calibrations(args, stack) or None)
+        prediction = predict(stack, workload, calibrations=predict_intervals.calibrations(args, stack) or None)
     except ValueError as exc:
         raise UsageError(f"--stack {args.stack}: {exc}") from exc
     if args.json:
@@ -528,7 +485,7 @@ def _run_timed(args, stack, workload) -> int:
             "wait_percentiles_s": prediction.timing.wait_percentiles(),
             "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
                                for k, v in row.items()} for name, row in frame.iterrows()},
-            "intervals_95": _interval_figures(prediction),
+            "intervals_95": predict_intervals.interval_figures(prediction),
             "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
         }))
         return 0
@@ -546,7 +503,7 @@ def _run_block(args, stack) -> int:
     from diskmodel.model.predictions.workload import FileCopy, fio_jobs
 
     workload = FileCopy() if args.workload == "copy" else fio_jobs()[args.workload]
-    calibrations = _calibrations(args, stack)
+    calibrations = predict_intervals.calibrations(args, stack)
     if calibrations and args.workload == "copy":
         args.notes.append("intervals: none for the file copy (its prediction does not yet re-time drawn "
                           "calibrations); the figures are the calibrations' estimates")
@@ -564,7 +521,7 @@ def _run_block(args, stack) -> int:
     else:
         figures = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s, "iops": prediction.iops,
                    "latency_s": prediction.latency_s, "parts_s": prediction.parts,
-                   "intervals_95": _interval_figures(prediction.timed)}
+                   "intervals_95": predict_intervals.interval_figures(prediction.timed)}
     if args.json:
         print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures,
                           "assumptions": args.notes}))
@@ -573,5 +530,5 @@ def _run_block(args, stack) -> int:
     print(stack.describe())
     print(breakdown(prediction.to_frame()))
     if args.workload != "copy":
-        print_interval(prediction.timed)
+        predict_intervals.print_interval(prediction.timed)
     return 0

@@ -41,7 +41,7 @@ def run(args, stack, notes: list[str]) -> int:
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.cli.predict_text import breakdown, megabytes_per_s, seconds
     from diskmodel.model.predictions.fio_job import check_fits, combine
-    from diskmodel.calibrate.cli import predict as cli_predict
+    from diskmodel.calibrate.cli import predict_intervals
     from diskmodel.model.predict import predict
 
     job = read_job(args.fio_job)
@@ -52,7 +52,7 @@ def run(args, stack, notes: list[str]) -> int:
                          "device to run a fio job on; give a stack of block layers")
     try:
         check_fits(job, volume.size_bytes, f"the stack's device ({stack.short_name})")
-        calibrations = cli_predict._calibrations(args, stack) or None
+        calibrations = predict_intervals.calibrations(args, stack) or None
         parts = [(share, predict(stack, part, calibrations=calibrations)) for share, part in job.parts()]
     except ValueError as exc:
         raise UsageError(f"--fio-job {args.fio_job}: {where}{exc}") from exc
@@ -73,7 +73,7 @@ def run(args, stack, notes: list[str]) -> int:
                           "fio_job": dataclasses.asdict(job), **figures,
                           "parts": {part.job.rw: {"share_of_requests": share, "latency_s": part.latency_s,
                                                   "elapsed_s": part.elapsed_s, "parts_s": part.parts,
-                                                  "intervals_95": cli_predict._interval_figures(part.timed)}
+                                                  "intervals_95": predict_intervals.interval_figures(part.timed)}
                                     for share, part in parts},
                           "assumptions": notes}))
         return 0
@@ -87,5 +87,5 @@ def run(args, stack, notes: list[str]) -> int:
     for share, part in parts:
         print(f"{part.job.rw} ({share * 100:.0f}% of the requests):")
         print(breakdown(part.to_frame()))
-        cli_predict.print_interval(part.timed)
+        predict_intervals.print_interval(part.timed)
     return 0
