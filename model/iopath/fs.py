@@ -120,6 +120,8 @@ class _Fs:
         self.entries: dict[int, int] = {}  # directory -> slots ever used
         self.free_slots: dict[int, list[int]] = {}
         self.read_meta: set = set()
+        self.dirs_on_device: set = set()
+        self.prefetched = False  # ext: mballoc's read-ahead of block bitmaps done (alloc_bitmap)
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
@@ -180,21 +182,25 @@ class _Fs:
             self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
         self.j.dirty(t, blk)
 
+    def dir_blocks(self, d: int) -> list[int]:
+        """The blocks of directory ``d``: directory 0 is the root, whose first block mke2fs wrote
+        (ext: the first data block of group 0); other directories start empty."""
+        blocks = self.dirs.get(d)
+        if blocks is None:
+            blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
+        return blocks
+
     def dir_block(self, t, d: int, slot: int):
         """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
         if self.p.kind == "btrfs":
             return ("dir", d * 10**9 + slot // 80)
-        blocks = self.dirs.get(d)
-        if blocks is None:
-            # Directory 0 is the root, whose first block mke2fs wrote (ext: the first data block
-            # of group 0); other directories start empty.
-            blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
+        blocks = self.dir_blocks(d)
         per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
         while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
             if t is not None:
-                self.meta(t, self.bitmap(blk))
+                self.alloc_bitmap(t, blk)
         return blocks[slot // per]
 
     def new_slot(self, d: int) -> int:
@@ -213,6 +219,27 @@ class _Fs:
         if self.p.kind == "xfs":
             return g * self.alloc.group_blocks + 1
         return self.p.block_bitmap(g)
+
+    def alloc_bitmap(self, t, blk: int):
+        """Dirty the bitmap (ext) or AGF (xfs) of a block being allocated. ext: the mount's first
+        allocation finds mballoc's buddy cache cold and, past the goal's group, reads ahead the
+        block bitmaps of the next groups (fs/ext4/mballoc.c, ext4_mb_regular_allocator ->
+        ext4_mb_prefetch: ``s_mb_prefetch`` groups, 32 without flex_bg, a flex group's worth with
+        it), those whose bitmap is on the device (ext4: not BLOCK_UNINIT: groups holding blocks,
+        the journal's and the last one, as mke2fs leaves them)."""
+        self.meta(t, self.bitmap(blk))
+        if self.p.kind not in ("ext2", "ext3", "ext4") or self.prefetched:
+            return
+        self.prefetched = True
+        g = blk // self.alloc.group_blocks
+        nr = min(32, self.p.groups) if self.p.kind != "ext4" else 16 - g % 16
+        for h in range(g + 1, min(g + nr, self.p.groups)):
+            on_device = (self.p.kind != "ext4" or h in (0, self.alloc.journal_group, self.p.groups - 1)
+                         or self.alloc.cursor[h] > self.p.data_start(h))
+            if on_device and self.bitmap(h * self.alloc.group_blocks) not in self.read_meta:
+                b = self.bitmap(h * self.alloc.group_blocks)
+                self.read_meta.add(b)
+                self.emit(t, Op.READ, b * self.bs, self.bs, int(Flag.META))
 
     def inode_bitmap(self, g: int) -> int:
         """The inode bitmap (ext), the inode btree root (xfs)."""
@@ -285,7 +312,7 @@ class _Fs:
                 self.j.dirty(t, ("csum", c))
             return
         g = db // self.alloc.group_blocks
-        self.meta(t, self.bitmap(db))
+        self.alloc_bitmap(t, db)
         self.meta(t, self.descriptor(g))
         self.j.dirty(t, self.inode_block(ino), "inode")
         if kind == "xfs":
@@ -308,6 +335,8 @@ class _Fs:
 
     # -- operations -------------------------------------------------------------------------------
     def create(self, t, f: int, d: int):
+        if self.p.kind != "btrfs":
+            self.lookup(t, d)
         ino = self.new_inode(f, d)
         ino.slot = self.new_slot(d)
         kind = self.p.kind
@@ -340,20 +369,30 @@ class _Fs:
         self.read_meta.add(key)
         self.emit(t, Op.READ, blk * self.bs, count * self.bs, int(Flag.META))
 
+    def lookup(self, t, d: int):
+        """A name's lookup in directory ``d`` (a stat, a create's check that the name is new): the
+        first one reads the directory's blocks that are on the device, one by one as it needs them
+        (ext4_bread, xfs_da_read_buf): separate requests, a nanosecond apart so the queue's merge of
+        one instant leaves them apart. A directory made by the workload is cached."""
+        if ("dir", d) in self.read_meta:
+            return
+        self.read_meta.add(("dir", d))
+        if d not in self.dirs_on_device:
+            return
+        for k, b in enumerate(self.dir_blocks(d)):
+            self.emit(t + k * 1e-9, Op.READ, b * self.bs, self.bs, int(Flag.META))
+
     def stat(self, t, f: int):
         ino = self.files[f]
-        d = ino.dir
-        if ("dir", d) not in self.read_meta and self.dirs.get(d):
-            self.read_meta.add(("dir", d))
-            # A lookup reads the directory's blocks one by one as it needs them (ext4_bread, xfs_da_read_buf):
-            # separate requests, a nanosecond apart so the queue's merge of one instant leaves them apart.
-            for k, b in enumerate(self.dirs[d]):
-                self.emit(t + k * 1e-9, Op.READ, b * self.bs, self.bs, int(Flag.META))
         kind = self.p.kind
         if kind == "btrfs":
-            key = self.inode_block(ino)
-            self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4, self.p.node_bytes // self.bs)
-        elif kind == "xfs":
+            # The name's directory item (the leaf its hash falls in), then the inode's leaf.
+            for key in (self.btrfs_dir_item_leaf(ino.dir, ino.slot), self.inode_block(ino)):
+                self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4,
+                                     self.p.node_bytes // self.bs)
+            return
+        self.lookup(t, ino.dir)
+        if kind == "xfs":
             # The inode cluster: 8 KiB of 256-byte inodes, scaled by the inode size on v5 file
             # systems (fs/xfs/xfs_mount.c, xfs_set_inoalignment / inode_cluster_size).
             cluster = max(1, 8192 * self.p.inode_bytes // 256 // self.bs)
@@ -362,6 +401,34 @@ class _Fs:
             self.read_meta_block(t, ("ino", first), first, cluster)
         else:
             self.ext_inode_read(t, ino)
+
+    def ext_readahead_window(self, g: int, blk: int) -> range:
+        """The inode-table blocks __ext4_get_inode_loc reads with table block ``blk`` of group ``g``
+        (see :meth:`ext_inode_read`)."""
+        ra = self.p.inode_readahead_blocks
+        if ra <= 1:
+            return range(0)
+        table = self.p.inode_table(g)
+        b = max(blk - blk % ra, table)
+        end = b + ra
+        if self.p.kind == "ext4":
+            used = self.next_ino[g] + (FIRST_INODE if g == 0 else 0)
+            end = min(end, table + used // (self.bs // self.p.inode_bytes))
+        return range(b, end + 1)
+
+    def mounted(self):
+        """What the mount read before the workload (ext: fs/ext4/super.c, ext4_fill_super): the group
+        descriptors (ext4_group_desc_init), and the root directory's inode (ext4_iget of
+        EXT4_ROOT_INO, in group 0's first table block) with its read-ahead window. Directories
+        with blocks on the device are not cached."""
+        self.dirs_on_device = {d for d, blocks in self.dirs.items() if blocks}
+        if self.p.kind not in ("ext2", "ext3", "ext4"):
+            return
+        self.dirs_on_device.add(0)  # the root's first block, written by mke2fs
+        self.read_meta.update(self.descriptor(g) for g in range(self.p.groups))
+        root = self.p.inode_table(0)
+        self.read_meta.add(("iblk", root))
+        self.read_meta.update(("iblk", n) for n in self.ext_readahead_window(0, root))
 
     def ext_inode_read(self, t, ino: _Inode):
         """Read an inode's table block (fs/ext4/inode.c, __ext4_get_inode_loc; the ext4 driver
@@ -374,17 +441,8 @@ class _Fs:
             return
         self.read_meta.add(("iblk", blk))
         self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
-        ra = self.p.inode_readahead_blocks
-        if ra <= 1:
-            return
-        table = self.p.inode_table(ino.group)
-        b = max(blk - blk % ra, table)
-        end = b + ra
-        if self.p.kind == "ext4":
-            used = self.next_ino[ino.group] + (FIRST_INODE if ino.group == 0 else 0)
-            end = min(end, table + used // (self.bs // self.p.inode_bytes))
         run = None
-        for n in range(b, end + 1):
+        for n in self.ext_readahead_window(ino.group, blk):
             if n != blk and ("iblk", n) not in self.read_meta:
                 self.read_meta.add(("iblk", n))
                 if run is not None and run[1] == n:
@@ -494,6 +552,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     for f, off, size in sorted(allocated, key=lambda r: r[1]):
         if f in fs.files:
             fs.allocate(0.0, fs.files[f], off // fs.bs, -(-(off + size) // fs.bs))
+    fs.mounted()
     if allocated:  # allocated before the workload: its metadata is on the device already
         fs.rows.clear()
         fs.j.tx.clear()

@@ -48,6 +48,10 @@ class Journal:
         # Journal/log position in blocks; jbd2 starts at j_first, past the journal's superblock.
         self.head = 1 if p.kind in ("ext3", "ext4") else 0
         self.used = 0  # journal/log blocks since the last checkpoint
+        # jbd2 found the journal empty at mount (journal_reset: s_start 0 sets JBD2_FLUSHED): the
+        # first commit writes the journal's superblock first (jbd2_journal_commit_transaction ->
+        # jbd2_journal_update_sb_log_tail).
+        self.sb_pending = p.kind in ("ext3", "ext4")
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
             self.interval = 30.0
@@ -114,6 +118,10 @@ class Journal:
             self.used += n
 
     def _jbd2(self, t):
+        if self.sb_pending:
+            self.sb_pending = False
+            self.emit(t, Op.WRITE, self.p.journal_block * self.bs, self.bs, META)
+            t += 1e-9  # waited for (a request of its own, not merged with the log's next block)
         n = len(self.tx)
         tags = (self.bs - 16) // 16
         desc = -(-n // tags)
