@@ -135,29 +135,35 @@ def test_ext_inode_read_reads_ahead_in_the_table_as_blktrace_shows():
 
 def test_xfs_logs_inode_cores_and_buffer_regions():
     rows = fs_rows("xfs", CREATE_WRITE_SYNC)
-    # AG 0: AGF 1, AGI 2, inode btree 3, free-space btrees 5 and 6, inode chunks from 8, data from
-    # 1032 (the directory's block, then the file's 1033). The log (xfs_db's logstart: the middle AG,
-    # 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode core (256 bytes) and 6
-    # buffers (192 bytes each): 1408 bytes, rounded up to 1536.
+    # AG 0: the AG's first block holds the superblock, AGF, AGI and AGFL (read at mount but the
+    # AGFL); the free-space btrees' roots are blocks 1 (by block) and 2 (by size), the inode
+    # btree's 3, the free inode btree's 4; inode chunks from 8, data from 1032 (the directory's
+    # block, then the file's 1033). The create reads the free inode btree, then the inode btree, and
+    # the inode's cluster (8 KiB of 256-byte inodes: the root's chunk, on the device); the
+    # allocation reads the AGFL's sector (byte 1536), then the by-size and by-block roots, one after
+    # the other (a measured xfs create: 4, 3, the cluster, the AGFL, 2, 1). The log (xfs_db's
+    # logstart: the middle AG, 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode
+    # core (256 bytes) and 6 buffers (192 bytes each): 1408 bytes, rounded up to 1536.
     assert rows == [
-        (0.0, R, 1, B, META), (0.0, R, 3, B, META), (0.0, R, 2, B, META),
-        (1.0, R, 5, B, META), (1.0, R, 6, B, META),
+        (0.0, R, 8, 8192, META), (0.0, R, 4, B, META), (1e-9, R, 3, B, META),
+        (1.0, R, 0, 512, META), (1.0 + 1e-9, R, 2, B, META), (1.0 + 2e-9, R, 1, B, META),
         (1.0, W, 1033, 8192, SYNC),
-        (1.0, W, 131078, 1536, COMMIT),
+        (1.0 + 2e-9, W, 131078, 1536, COMMIT),
     ]
 
 
 def test_btrfs_commit_copies_tree_blocks_twice_then_the_superblocks():
     rows = fs_rows("btrfs", CREATE_WRITE_SYNC)
-    # Data from 1 MiB (block 256). Changed leaves: the inode's, the directory's, one extent-tree
-    # leaf, one checksum leaf and the free-space tree's (5); each tree's root (5); a parent where a
-    # tree may hold more than a leaf (the free-space tree, whose size is not followed): 1; and the
-    # root tree's leaf: 12 nodes of 16 KiB, written at the metadata area (block 131072) one request
-    # each (a nanosecond apart),
-    # DUP: a second copy after the first; then a flush, the primary superblock (64 KiB) with FUA
-    # and the copy at 64 MiB.
-    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(24)]
-    end = 1.0 + 24 * 1e-9
+    # Data from 1 MiB (block 256). One file: each tree it changes is one leaf, its own root. First
+    # pass (sync's write-back of the btree inode): the fs tree's leaf (the inode, its directory
+    # entries) and the checksum tree's leaf. The commit: the fs leaf again (the directory's
+    # delayed inode item), the extent tree's, the free-space tree's, the device tree's (the first
+    # commit after the mount) and the root tree's: 7 nodes of 16 KiB, at the metadata area (block
+    # 131072), one request each (a nanosecond apart); DUP: a second copy after the first; then a
+    # flush, the primary superblock (64 KiB) with FUA and the copy at 64 MiB. (A measured btrfs
+    # copy, a clone in a one-leaf fs tree: 6 nodes twice, no checksum leaf.)
+    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(14)]
+    end = 1.0 + 14 * 1e-9
     assert rows == [(1.0, W, 256, 8192, SYNC)] + nodes + [
         (end, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
         (end, W, 16, B, META | SYNC | int(Flag.FUA)),
