@@ -47,7 +47,7 @@ import numpy as np
 from .fileops import FileOps, Kind
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
-from .fs_meta import MetadataReads
+from .fs_meta import MetadataReads, btrfs_data_chunks
 from .stream import Flag, Op, Stream
 
 __all__ = ["FsResult", "file_system"]
@@ -434,11 +434,13 @@ class _Fs(MetadataReads):
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
-                sparse: bool = False, allocated=()) -> FsResult:
+                sparse: bool = False, allocated=(), workload: FileOps | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
-    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload."""
+    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload.
+    ``workload``: the operations before the page cache, whose ``write()`` calls reserve btrfs's
+    data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed)."""
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -463,9 +465,18 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         fs.j.inplace.clear()
         fs.j.start = fs.j.inplace_since = None
     sync = np.zeros(len(ops), bool) if sync is None else sync
+    # A new data chunk changes the chunk tree (its item), the device tree (its device extent), the
+    # extent tree (its block group item) and the free-space tree (btrfs_make_block_group and
+    # btrfs_create_pending_block_groups, in the transaction that allocates it).
+    chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
+    chunks.reverse()
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
     for t, kind, f, off, size, s, chunk in zip(*cols):
+        while chunks and chunks[-1] <= t:
+            k, when = len(chunks), chunks.pop()
+            for tree in ("chunk", "dev", "bg", "bgfree"):
+                fs.j.dirty(when, (tree, k))
         fs.j.due(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)

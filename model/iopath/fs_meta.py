@@ -187,3 +187,45 @@ class MetadataReads:
         """Read a btrfs leaf not cached: 16 KiB in the metadata area, placed by a hash of its key."""
         blk = self.alloc.total_blocks // 2 + zlib.crc32(repr(key).encode()) % 1000 * (self.p.node_bytes // self.bs)
         self.read_meta_block(t, key, blk, self.p.node_bytes // self.bs)
+
+
+#: mkfs.btrfs's first data chunk (``Data, single: 8.00MiB``: btrfs-progs mkfs/main.c).
+BTRFS_FIRST_DATA_CHUNK_BYTES = 8 << 20
+#: btrfs's data chunks: stripes of at most 1 GiB, at most a tenth of the device
+#: (fs/btrfs/volumes.c, init_alloc_chunk_ctl_policy_regular).
+BTRFS_DATA_STRIPE_BYTES = 1 << 30
+BTRFS_INLINE_MAX_BYTES = 2048  # max_inline's default: a file this small is kept in its leaf
+
+
+def btrfs_data_chunks(workload, block_bytes: int, device_bytes: int) -> list[float]:
+    """When btrfs allocates a data chunk during ``workload`` (the file operations before the page
+    cache): a ``write()`` reserves the data space of its pages (btrfs_check_data_free_space) and,
+    when the data chunks cannot hold the reserved and used space, a new chunk is allocated at once
+    (btrfs_async_reclaim_data_space -> ALLOC_CHUNK_FORCE) rather than written back. Counted: the
+    files of more than ``BTRFS_INLINE_MAX_BYTES`` (smaller ones go inline, in their leaf), in whole
+    blocks, as long as they live; the chunks the files on the device at the start needed exist."""
+    chunk = min(BTRFS_DATA_STRIPE_BYTES, device_bytes // 10)
+    sizes = {f: int(n) for f, n in enumerate(workload.initial_bytes.tolist()) if n}
+
+    def held(n: int) -> int:
+        return -(-n // block_bytes) * block_bytes if n > BTRFS_INLINE_MAX_BYTES else 0
+
+    total = sum(held(n) for n in sizes.values())
+    capacity = BTRFS_FIRST_DATA_CHUNK_BYTES
+    while capacity < total:
+        capacity += chunk
+    times = []
+    for t, kind, f, off, size in zip(workload.time_s.tolist(), workload.kind.tolist(), workload.file.tolist(),
+                                     workload.offset_bytes.tolist(), workload.size_bytes.tolist()):
+        if kind == 1:  # Kind.WRITE
+            old = sizes.get(f, 0)
+            new = max(old, off + size)
+            if new != old:
+                sizes[f] = new
+                total += held(new) - held(old)
+                while total > capacity:
+                    capacity += chunk
+                    times.append(t)
+        elif kind in (0, 3):  # Kind.CREATE, Kind.DELETE: a new file (or one made again) starts empty
+            total -= held(sizes.pop(f, 0))
+    return times
