@@ -5,6 +5,7 @@ predicted by the whole I/O path, as the benchmark predicts them."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ WORKLOADS = {w.name: w for w in FS_WORKLOADS}
 B = 4096
 
 
+@lru_cache(maxsize=None)
 def _predicted(kind: str, workload: str):
     c = CELLS[kind, workload]
     s = predict_fs_cell(kind, WORKLOADS[workload], "nolimit", "loop0", c["read_ahead_kb"])
     keep = s.op <= 1  # reads and writes (flushes are not requests)
-    return [[int(o), int(b), int(n)] for o, b, n in zip(s.op[keep], s.offset_bytes[keep], s.size_bytes[keep])]
+    return tuple((int(o), int(b), int(n)) for o, b, n in zip(s.op[keep], s.offset_bytes[keep], s.size_bytes[keep]))
 
 
 def _error(pred, meas) -> tuple[float, float]:
