@@ -174,7 +174,13 @@ def main(argv=None) -> int:
     ap.add_argument("--host-rows-from", default=None,
                     help="take the host cells' rows from this artifact of an earlier run (its VM stacks 'none') "
                          "instead of running them (default: run them)")
+    ap.add_argument("--vm-rows-from", default=None,
+                    help="take the VM cells' rows from this artifact of an earlier run instead of booting the VM "
+                         "(default: boot it)")
     ap.add_argument("--keep-vm-output", default=None, help="write the VM's raw output there (default: not kept)")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line to add to the artifact's notes (how the run went: cells run again, revisions "
+                         "made after seeing the figures); may be given more than once (default: none)")
     add_results_dir_option(ap)
     args = ap.parse_args(argv)
 
@@ -203,7 +209,12 @@ def main(argv=None) -> int:
                      [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
                      pick(args.memory, list(MEMORY_LIMITS), "memory"), args.keep_fs_traces, args.fs_traces_from, say)
     vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
-    if vm_stacks:
+    if args.vm_rows_from:
+        import json
+
+        rows += [r for r in json.loads(Path(args.vm_rows_from).read_text())["details"]["rows"]
+                 if r["where"] == "vm" and r["stack"] in vm_stacks]
+    elif vm_stacks:
         vm_rows, output = _vm_rows(vm_stacks, workloads, args.vm_timeout, args.vm_output, say)
         rows += vm_rows
         if args.keep_vm_output:
@@ -248,11 +259,13 @@ def main(argv=None) -> int:
                      f"{pc_b:.2f} %, 90th percentile {pc_b90:.2f} %; requests median |error| {pc_r:.2f} %; "
                      f"size TV median {pc_tv:.3f}")
     for opt, what in (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
+                      ("vm_rows_from", "VM O_DIRECT rows"),
                       ("fs_traces_from", "page-cache cells' measured traces")):
         if getattr(args, opt):
             notes.append(f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)")
-    write_result("iopath_check", figures, options=options_of(ap, args), results_dir=args.results_dir,
-                 details={"rows": rows}, notes=notes)
+    notes += args.note
+    write_result("iopath_check", figures, options=options_of(ap, args, housekeeping=("note",)),
+                 results_dir=args.results_dir, details={"rows": rows}, notes=notes)
     for line in _table(rows):
         print(line)
     print(f"cells: {cells}")

@@ -58,8 +58,16 @@ CREATE_WRITE_SYNC = ops((0, Kind.CREATE, 0, 0, 0), (0, Kind.WRITE, 0, 0, 8192), 
 # block 1, 127 reserved descriptor blocks, then the 8 groups' block bitmaps (129-136), inode bitmaps
 # (137-144) and inode tables (145-4240, flex_bg); the root directory is 4241 and mke2fs's other
 # files take 4242-4246, so new data starts at 4247. The journal is at the middle group's start
-# (4 * 32768), jbd2 writing from its block 1.
-EXT_READS = [(0.0, R, 137, B, META), (0.0, R, 1, B, META), (1.0, R, 129, B, META)]  # read before they change
+# (4 * 32768), jbd2 writing from its block 1. The mount read the descriptors. The create's lookup
+# reads the root directory's block, the inode bitmap is read before it changes; the first allocation
+# reads the block bitmap of group 0 and mballoc's read-ahead the bitmaps that mke2fs initialised
+# (the journal's group 4: 133, the last group: 136), as blktrace shows an ext4 create (4241, 137,
+# 129, 133, 136).
+EXT_READS = [(0.0, R, 4241, B, META), (0.0, R, 137, B, META), (1.0, R, 129, B, META), (1.0, R, 133, B, META),
+             (1.0, R, 136, B, META)]
+# The first commit after the mount writes the journal's superblock (its block 0), then the log.
+JSB = [(1.0, W, 131072, B, META | SYNC)]
+T1 = 1.0 + 1e-9
 IN_PLACE = [(1.0, W, b, B, META) for b in (1, 129, 137, 145, 4241)]  # descriptor, bitmaps, inode, directory
 
 
@@ -68,17 +76,19 @@ def test_ext4_create_write_sync_by_hand():
     # descriptor are read. At sync: the 8 KiB of data are allocated (delayed allocation: the block
     # bitmap read then) and written (4247-4248), then the transaction: 5 blocks + 1 descriptor block
     # at the journal's head, the commit block with PREFLUSH|FUA; then the 5 metadata blocks in place.
-    assert fs_rows("ext4", CREATE_WRITE_SYNC) == EXT_READS + [
-        (1.0, W, 4247, 8192, SYNC),
-        (1.0, W, 131073, 6 * B, META | SYNC),
-        (1.0, W, 131079, B, COMMIT),
+    assert fs_rows("ext4", CREATE_WRITE_SYNC) == EXT_READS + [(1.0, W, 4247, 8192, SYNC)] + JSB + [
+        (T1, W, 131073, 6 * B, META | SYNC),
+        (T1, W, 131079, B, COMMIT),
     ] + IN_PLACE
 
 
 def test_ext2_has_no_journal():
     # ext2 keeps group 0's bitmaps and table in the group (65, 66, 67-578); the root directory is
-    # 579 and mke2fs's other files take 580-584, so the data is 585-586.
-    reads = [(0.0, R, 66, B, META), (0.0, R, 1, B, META), (1.0, R, 65, B, META)]
+    # 579 and mke2fs's other files take 580-584, so the data is 585-586. Without uninit_bg every
+    # group's bitmap is on the device: mballoc's read-ahead reads groups 1-7's (a measured ext2 create:
+    # 579, 66, 65, 32833, 65536, 98369, 131072, 163905, 196608, 229441).
+    reads = [(0.0, R, 579, B, META), (0.0, R, 66, B, META), (1.0, R, 65, B, META)] + [
+        (1.0, R, b, B, META) for b in (32833, 65536, 98369, 131072, 163905, 196608, 229441)]
     in_place = [(1.0, W, b, B, META) for b in (1, 65, 66, 67, 579)]
     assert fs_rows("ext2", CREATE_WRITE_SYNC) == reads + [(1.0, W, 585, 8192, SYNC)] + in_place
 
@@ -86,9 +96,9 @@ def test_ext2_has_no_journal():
 def test_data_journal_writes_data_twice():
     rows = fs_rows("ext4", CREATE_WRITE_SYNC, journal_mode="journal")
     # The 2 data blocks join the transaction (7 blocks + descriptor), then go in place with the rest.
-    assert rows == EXT_READS + [
-        (1.0, W, 131073, 8 * B, META | SYNC),
-        (1.0, W, 131081, B, COMMIT),
+    assert rows == EXT_READS + JSB + [
+        (T1, W, 131073, 8 * B, META | SYNC),
+        (T1, W, 131081, B, COMMIT),
     ] + IN_PLACE + [(1.0, W, 4247, B, META), (1.0, W, 4248, B, META)]
 
 
@@ -109,42 +119,51 @@ def test_ext_layout_is_mke2fs_layout():
 
 
 def test_ext_inode_read_reads_ahead_in_the_table_as_blktrace_shows():
-    # stat of 40 files on the device (root directory): the lookup reads the root's block (4241);
-    # the first inode's block (145) is read as metadata, then the table blocks ahead of it, from
-    # 145 (32-block alignment gives 128, before the table) up to the inodes in use (51 with the 11
-    # reserved: blocks 145-148, ext4 counting them), as one plain read; the other inodes are then
-    # in the cache. (A measured ext2 trace: inode block 129 as RM, then 130-160 as R, apart.)
-    r = page_cache(parse_workload("metadata:op=stat,files=40"))
+    # stat of 2000 files on the device (root directory), ext4 on 1 GiB: the table is 145-4240 and
+    # 2011 inodes are in use (the 11 reserved first): blocks 145-270. The mount read the root's
+    # inode (block 145) and its window 145-177 (32 blocks ahead, both ends included). The stats then
+    # read each next block as metadata and the window ahead of it (aligned to 32, up to the last
+    # block in use) as one plain read. A measured ext4 trace (blktrace, metadata_stat on a loop
+    # device): 178 RM, 179+14 R, 193 RM, 194+31 R, 225 RM, 226+31 R, 257 RM, 258+13 R.
+    r = page_cache(parse_workload("metadata:op=stat,files=2000"))
     s = file_system(r.ops, FsParams("ext4", GiB), sync=r.sync).stream
-    reads = list(zip(s.op.tolist(), (s.offset_bytes // B).tolist(), s.size_bytes.tolist(), s.flags.tolist()))
-    assert reads == [(R, 4241, B, META), (R, 145, B, META), (R, 146, 3 * B, 0)]
+    table = [(b, n // B, fl) for b, n, fl in zip((s.offset_bytes // B).tolist(), s.size_bytes.tolist(),
+                                                  s.flags.tolist()) if b < 4241]
+    assert table == [(178, 1, META), (179, 14, 0), (193, 1, META), (194, 31, 0), (225, 1, META), (226, 31, 0),
+                     (257, 1, META), (258, 13, 0)]
 
 
 def test_xfs_logs_inode_cores_and_buffer_regions():
     rows = fs_rows("xfs", CREATE_WRITE_SYNC)
-    # AG 0: AGF 1, AGI 2, inode btree 3, free-space btrees 5 and 6, inode chunks from 8, data from
-    # 1032 (the directory's block, then the file's 1033). The log (xfs_db's logstart: the middle AG,
-    # 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode core (256 bytes) and 6
-    # buffers (192 bytes each): 1408 bytes, rounded up to 1536.
+    # AG 0: the AG's first block holds the superblock, AGF, AGI and AGFL (read at mount but the
+    # AGFL); the free-space btrees' roots are blocks 1 (by block) and 2 (by size), the inode
+    # btree's 3, the free inode btree's 4; inode chunks from 8, data from 1032 (the directory's
+    # block, then the file's 1033). The create reads the free inode btree, then the inode btree, and
+    # the inode's cluster (8 KiB of 256-byte inodes: the root's chunk, on the device); the
+    # allocation reads the AGFL's sector (byte 1536), then the by-size and by-block roots, one after
+    # the other (a measured xfs create: 4, 3, the cluster, the AGFL, 2, 1). The log (xfs_db's
+    # logstart: the middle AG, 2 of 4, after its headers and btree roots: 2 * 65536 + 6): one inode
+    # core (256 bytes) and 6 buffers (192 bytes each): 1408 bytes, rounded up to 1536.
     assert rows == [
-        (0.0, R, 1, B, META), (0.0, R, 3, B, META), (0.0, R, 2, B, META),
-        (1.0, R, 5, B, META), (1.0, R, 6, B, META),
+        (0.0, R, 8, 8192, META), (0.0, R, 4, B, META), (1e-9, R, 3, B, META),
+        (1.0, R, 0, 512, META), (1.0 + 1e-9, R, 2, B, META), (1.0 + 2e-9, R, 1, B, META),
         (1.0, W, 1033, 8192, SYNC),
-        (1.0, W, 131078, 1536, COMMIT),
+        (1.0 + 2e-9, W, 131078, 1536, COMMIT),
     ]
 
 
 def test_btrfs_commit_copies_tree_blocks_twice_then_the_superblocks():
     rows = fs_rows("btrfs", CREATE_WRITE_SYNC)
-    # Data from 1 MiB (block 256). Changed leaves: the inode's, the directory's, one extent-tree
-    # leaf, one checksum leaf and the free-space tree's (5); each tree's root (5); a parent where a
-    # tree may hold more than a leaf (the free-space tree, whose size is not followed): 1; and the
-    # root tree's leaf: 12 nodes of 16 KiB, written at the metadata area (block 131072) one request
-    # each (a nanosecond apart),
-    # DUP: a second copy after the first; then a flush, the primary superblock (64 KiB) with FUA
-    # and the copy at 64 MiB.
-    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(24)]
-    end = 1.0 + 24 * 1e-9
+    # Data from 1 MiB (block 256). One file: each tree it changes is one leaf, its own root. First
+    # pass (sync's write-back of the btree inode): the fs tree's leaf (the inode, its directory
+    # entries) and the checksum tree's leaf. The commit: the fs leaf again (the directory's
+    # delayed inode item), the extent tree's, the free-space tree's, the device tree's (the first
+    # commit after the mount) and the root tree's: 7 nodes of 16 KiB, at the metadata area (block
+    # 131072), one request each (a nanosecond apart); DUP: a second copy after the first; then a
+    # flush, the primary superblock (64 KiB) with FUA and the copy at 64 MiB. (A measured btrfs
+    # copy, a clone in a one-leaf fs tree: 6 nodes twice, no checksum leaf.)
+    nodes = [(1.0 + k * 1e-9, W, 131072 + 4 * k, 16384, META | SYNC) for k in range(14)]
+    end = 1.0 + 14 * 1e-9
     assert rows == [(1.0, W, 256, 8192, SYNC)] + nodes + [
         (end, F, 0, 0, int(Flag.PREFLUSH | Flag.SYNC)),
         (end, W, 16, B, META | SYNC | int(Flag.FUA)),

@@ -21,14 +21,16 @@ fs/xfs/libxfs; fs/btrfs/inode.c):
   delete: the inode, both bitmaps, the directory block, the descriptor.
 - xfs: create: the inode (logged whole), the directory block, the AGI and the inode btree block;
   allocation: the inode, the AGF and the two free-space btree blocks; delete: all of these.
-- btrfs: the fs-tree leaf of the inode (40 inodes' items per leaf), of the directory entries (80 per
-  leaf), the extent tree leaf of each new extent (100 per leaf) and the checksum tree leaf of its
-  blocks (4 bytes per block).
+- btrfs: the fs-tree leaves (:meth:`_Fs.btrfs_per_leaf`) of the inode's items, of the entry's
+  directory item (the leaf its name's hash falls in) and of its directory index item; the extent
+  tree leaf of each new extent (100 per leaf) and the checksum tree leaf of its blocks (4 bytes per
+  block).
 
 Reads of metadata: an inode not cached (a ``STAT`` from the cache) reads its inode-table block; ext
 reads ``inode_readahead_blocks`` table blocks at once (aligned), xfs its inode cluster (8 KiB
 scaled by the inode size: 16 KiB of 512-byte inodes),
-btrfs its 16 KiB leaf; a directory's blocks are read at the first lookup in it.
+btrfs the leaves of the name's directory item and of the inode; a directory's blocks are read at
+the first lookup in it (a stat, a create's check that the name is new).
 
 A clone (cp's FICLONE, granted by xfs and btrfs) shares the source's blocks: only extent references
 change. fsync and sync commit (:mod:`.fs_journal`); ext2's fsync writes the inode's block and flushes.
@@ -45,6 +47,7 @@ import numpy as np
 from .fileops import FileOps, Kind
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
+from .fs_meta import MetadataReads, btrfs_data_chunks
 from .stream import Flag, Op, Stream
 
 __all__ = ["FsResult", "file_system"]
@@ -61,7 +64,6 @@ MAX_SEGMENTS = 128
 # (xfs_dir2_data_entsize).
 DIRENT_BYTES = {"xfs": 24}
 EXT_DIRENT_BYTES = 16
-FIRST_INODE = 11  # ext's reserved inodes come first in group 0 (EXT4_GOOD_OLD_FIRST_INO)
 
 
 def _first(extent) -> int:
@@ -104,7 +106,7 @@ class _Inode:
         self.indirect: dict[int, int] = {}
 
 
-class _Fs:
+class _Fs(MetadataReads):
     def __init__(self, p: FsParams, dirty_expire_s: float):
         self.p, self.bs = p, p.block_bytes
         self.alloc = Allocator(p)
@@ -120,6 +122,9 @@ class _Fs:
         self.entries: dict[int, int] = {}  # directory -> slots ever used
         self.free_slots: dict[int, list[int]] = {}
         self.read_meta: set = set()
+        self.dirs_on_device: set = set()
+        self.xfs_chunks_on_device: set = set()
+        self.prefetched = False  # ext: mballoc's read-ahead of block bitmaps done (alloc_bitmap)
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
@@ -136,15 +141,6 @@ class _Fs:
             # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
             self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
             self.latest = max(self.latest, self.rows[-1][0])
-
-    def btrfs_live_leaves(self) -> dict:
-        """Leaves each btrfs tree's live items fill, in the keys' units: inode items 40 a leaf,
-        directory entries 80, extent items 100, checksums one leaf per 4096 blocks."""
-        files = self.files.values()
-        extents = sum(len(ino.extents) for ino in files)
-        blocks = sum(ino.blocks for ino in files)
-        return {"fs": -(-len(self.files) // 40), "dir": -(-len(self.files) // 80) + len(self.dirs),
-                "ext": -(-extents // 100), "csum": -(-blocks // 4096)}
 
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
@@ -167,7 +163,7 @@ class _Fs:
         """The inode's journal item: its table block (ext), the inode itself (xfs logs inodes, not
         their buffers), its fs-tree leaf (btrfs)."""
         if self.p.kind == "btrfs":
-            return ("fs", ino.group * 10**9 + ino.index // 40)
+            return ("fs", ("inode", ino.group, ino.index // self.btrfs_per_leaf()[0]))
         blk = self.p.inode_block(ino.group, ino.index)
         return ("xino", blk, ino.index) if self.p.kind == "xfs" else blk
 
@@ -180,21 +176,25 @@ class _Fs:
             self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
         self.j.dirty(t, blk)
 
-    def dir_block(self, t, d: int, slot: int):
-        """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
-        if self.p.kind == "btrfs":
-            return ("dir", d * 10**9 + slot // 80)
+    def dir_blocks(self, d: int) -> list[int]:
+        """The blocks of directory ``d``: directory 0 is the root, whose first block mke2fs wrote
+        (ext: the first data block of group 0); other directories start empty."""
         blocks = self.dirs.get(d)
         if blocks is None:
-            # Directory 0 is the root, whose first block mke2fs wrote (ext: the first data block
-            # of group 0); other directories start empty.
             blocks = self.dirs[d] = [self.p.data_start(0)] if d == 0 and self.p.kind in ("ext2", "ext3", "ext4") else []
+        return blocks
+
+    def dir_block(self, t, d: int, slot: int):
+        """The directory block holding entry ``slot`` of ``d``, allocating the block when new."""
+        if self.p.kind == "btrfs":  # the directory index item's leaf
+            return ("fs", ("index", d, slot // self.btrfs_per_leaf()[1]))
+        blocks = self.dir_blocks(d)
         per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
         while len(blocks) <= slot // per:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
             if t is not None:
-                self.meta(t, self.bitmap(blk))
+                self.alloc_bitmap(t, blk)
         return blocks[slot // per]
 
     def new_slot(self, d: int) -> int:
@@ -208,21 +208,23 @@ class _Fs:
         return n
 
     def bitmap(self, blk: int) -> int:
-        """The block bitmap of ``blk``'s group (ext), the AGF (xfs)."""
+        """The block bitmap of ``blk``'s group (ext), the AGF (xfs: in the AG's first block, with
+        the superblock copy, the AGI and the AGFL, one sector each: fs/xfs/libxfs/xfs_format.h)."""
         g = blk // self.alloc.group_blocks
         if self.p.kind == "xfs":
-            return g * self.alloc.group_blocks + 1
+            return g * self.alloc.group_blocks
         return self.p.block_bitmap(g)
 
     def inode_bitmap(self, g: int) -> int:
-        """The inode bitmap (ext), the inode btree root (xfs)."""
+        """The inode bitmap (ext), the free inode btree's root (xfs: XFS_FIBT_BLOCK, block 4, read
+        before the inode btree's, block 3, as xfs_dialloc looks for a free inode)."""
         if self.p.kind == "xfs":
-            return g * self.alloc.group_blocks + 3
+            return g * self.alloc.group_blocks + 4
         return self.p.inode_bitmap(g)
 
     def descriptor(self, g: int) -> int:
         if self.p.kind == "xfs":
-            return g * self.alloc.group_blocks + 2  # the AGI
+            return g * self.alloc.group_blocks + 3  # the inode btree's root (the AGI is in block 0)
         return 1 + g * self.p.ext_desc_bytes // self.bs
 
     def map(self, ino: _Inode, fb0: int, fb1: int):
@@ -285,14 +287,14 @@ class _Fs:
                 self.j.dirty(t, ("csum", c))
             return
         g = db // self.alloc.group_blocks
-        self.meta(t, self.bitmap(db))
-        self.meta(t, self.descriptor(g))
-        self.j.dirty(t, self.inode_block(ino), "inode")
         if kind == "xfs":
-            base = g * self.alloc.group_blocks
-            self.meta(t, base + 5)
-            self.meta(t, base + 6)
-        elif kind in ("ext2", "ext3"):
+            self.xfs_free_space(t, g)
+            self.dirty_inode(t, ino)
+            return
+        self.alloc_bitmap(t, db)
+        self.meta(t, self.descriptor(g))
+        self.dirty_inode(t, ino)
+        if kind in ("ext2", "ext3"):
             # Block map: file blocks past the first 12 need indirect blocks, one per bs/4 blocks
             # (the double-indirect level is left out).
             per = self.bs // 4
@@ -308,96 +310,56 @@ class _Fs:
 
     # -- operations -------------------------------------------------------------------------------
     def create(self, t, f: int, d: int):
+        kind = self.p.kind
+        if kind in ("ext2", "ext3", "ext4"):  # (an xfs directory of few entries is in its inode)
+            self.lookup(t, d)
         ino = self.new_inode(f, d)
         ino.slot = self.new_slot(d)
-        kind = self.p.kind
-        self.j.dirty(t, self.inode_block(ino), "inode")
+        if kind == "xfs" and ino.index % 64 == 0 and (ino.group, ino.index // 64) not in self.xfs_chunks_on_device:
+            self.xfs_free_space(t, ino.group)  # a new inode chunk's blocks (xfs_ialloc_ag_alloc)
+        self.dirty_inode(t, ino)
         self.j.dirty(t, self.dir_block(t, d, ino.slot))
         if kind == "btrfs":
+            self.j.dirty(t, self.btrfs_dir_item_leaf(d, ino.slot))
             return
         self.meta(t, self.inode_bitmap(ino.group))
-        self.meta(t, self.descriptor(ino.group))
+        self.meta(t + 1e-9, self.descriptor(ino.group))
 
     def delete(self, t, f: int):
         ino = self.files.pop(f)
         self.free_inode(ino)
-        self.j.dirty(t, self.inode_block(ino), "inode")
+        self.dirty_inode(t, ino)
         self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot))
         if self.p.kind == "btrfs":
+            # The unlink finds the directory index item too (btrfs_del_dir_entries_in_log aside,
+            # __btrfs_unlink_inode -> btrfs_delete_one_dir_name of both items).
+            self.j.dirty(t, self.btrfs_dir_item_leaf(ino.dir, ino.slot))
+            if self.inode_block(ino) in self.read_meta:  # read from the device, not made by the workload
+                self.btrfs_read_leaf(t, self.dir_block(t, ino.dir, ino.slot))
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
         self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
         for _, n, db in ino.extents:
-            self.meta(t, self.bitmap(db))
             if self.p.kind == "xfs":
-                self.meta(t, self.bitmap(db) + 4)
-
-    def read_meta_block(self, t, key, blk: int, count: int):
-        if key in self.read_meta:
-            return
-        self.read_meta.add(key)
-        self.emit(t, Op.READ, blk * self.bs, count * self.bs, int(Flag.META))
+                self.xfs_free_space(t, db // self.alloc.group_blocks)
+            else:
+                self.meta(t, self.bitmap(db))
 
     def stat(self, t, f: int):
         ino = self.files[f]
-        d = ino.dir
-        if ("dir", d) not in self.read_meta and self.dirs.get(d):
-            self.read_meta.add(("dir", d))
-            # A lookup reads the directory's blocks one by one as it needs them (ext4_bread, xfs_da_read_buf):
-            # separate requests, a nanosecond apart so the queue's merge of one instant leaves them apart.
-            for k, b in enumerate(self.dirs[d]):
-                self.emit(t + k * 1e-9, Op.READ, b * self.bs, self.bs, int(Flag.META))
         kind = self.p.kind
         if kind == "btrfs":
-            key = self.inode_block(ino)
-            self.read_meta_block(t, key, self.alloc.total_blocks // 2 + hash(key) % 1000 * 4, self.p.node_bytes // self.bs)
-        elif kind == "xfs":
-            # The inode cluster: 8 KiB of 256-byte inodes, scaled by the inode size on v5 file
-            # systems (fs/xfs/xfs_mount.c, xfs_set_inoalignment / inode_cluster_size).
-            cluster = max(1, 8192 * self.p.inode_bytes // 256 // self.bs)
-            blk = self.p.inode_block(ino.group, ino.index)
-            first = blk - blk % cluster
-            self.read_meta_block(t, ("ino", first), first, cluster)
+            # The name's directory item (the leaf its hash falls in), then the inode's leaf.
+            self.btrfs_read_leaf(t, self.btrfs_dir_item_leaf(ino.dir, ino.slot))
+            self.btrfs_read_leaf(t + 1e-9, self.inode_block(ino))
+            return
+        self.lookup(t, ino.dir)
+        if kind == "xfs":
+            self.xfs_cluster_read(t, ino)
         else:
             self.ext_inode_read(t, ino)
-
-    def ext_inode_read(self, t, ino: _Inode):
-        """Read an inode's table block (fs/ext4/inode.c, __ext4_get_inode_loc; the ext4 driver
-        mounts ext2 and ext3 too): the block itself as a metadata read, and ahead of it the table
-        blocks ``b .. b + inode_readahead_blocks`` (both ends included, ``b`` the block rounded down
-        to that many, not before the table, not past the inodes in use where the group counts them:
-        ext4's group descriptor checksums) that are not read yet, as plain reads apart from it."""
-        blk = self.p.inode_block(ino.group, ino.index)
-        if ("iblk", blk) in self.read_meta:
-            return
-        self.read_meta.add(("iblk", blk))
-        self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
-        ra = self.p.inode_readahead_blocks
-        if ra <= 1:
-            return
-        table = self.p.inode_table(ino.group)
-        b = max(blk - blk % ra, table)
-        end = b + ra
-        if self.p.kind == "ext4":
-            used = self.next_ino[ino.group] + (FIRST_INODE if ino.group == 0 else 0)
-            end = min(end, table + used // (self.bs // self.p.inode_bytes))
-        run = None
-        for n in range(b, end + 1):
-            if n != blk and ("iblk", n) not in self.read_meta:
-                self.read_meta.add(("iblk", n))
-                if run is not None and run[1] == n:
-                    run[1] += 1
-                    continue
-                if run is not None:
-                    self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
-                run = [n, n + 1]
-            elif run is not None:
-                self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
-                run = None
-        if run is not None:
-            self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
 
     def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int = BIO_MAX_BYTES):
         ino = self.files[f]
@@ -426,7 +388,7 @@ class _Fs:
             self.j.dirty(t, self.inode_block(ino))
         self.allocate(t, ino, fb0, fb1)
         if kind != "btrfs":
-            self.j.dirty(t, self.inode_block(ino), "inode")
+            self.dirty_inode(t, ino)
         if self.p.journal_mode == "journal" and self.p.journaled:
             for db, n in self.map(ino, fb0, fb1):
                 for b in range(db, db + n):
@@ -441,12 +403,12 @@ class _Fs:
         dst, s = self.files[f], self.files[src]
         dst.extents = [list(e) for e in s.extents]
         dst.blocks = s.blocks
-        self.j.dirty(t, self.inode_block(dst), "inode")
+        self.dirty_inode(t, dst)
         for _, n, db in s.extents:
             if self.p.kind == "btrfs":
                 self.j.dirty(t, ("ext", db // 100))
-            else:
-                self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 7)
+            else:  # the refcount btree's root: XFS_REFC_BLOCK, after the free inode btree's
+                self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 5)
 
     def fsync(self, t, f: int):
         # The commit (ext3/4 ordered: jbd2 waits for the file's data; ext2: the inode, then the
@@ -472,11 +434,13 @@ class _Fs:
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
-                sparse: bool = False, allocated=()) -> FsResult:
+                sparse: bool = False, allocated=(), workload: FileOps | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
-    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload."""
+    ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload.
+    ``workload``: the operations before the page cache, whose ``write()`` calls reserve btrfs's
+    data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed)."""
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -494,15 +458,25 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     for f, off, size in sorted(allocated, key=lambda r: r[1]):
         if f in fs.files:
             fs.allocate(0.0, fs.files[f], off // fs.bs, -(-(off + size) // fs.bs))
+    fs.mounted()
     if allocated:  # allocated before the workload: its metadata is on the device already
         fs.rows.clear()
         fs.j.tx.clear()
         fs.j.inplace.clear()
         fs.j.start = fs.j.inplace_since = None
     sync = np.zeros(len(ops), bool) if sync is None else sync
+    # A new data chunk changes the chunk tree (its item), the device tree (its device extent), the
+    # extent tree (its block group item) and the free-space tree (btrfs_make_block_group and
+    # btrfs_create_pending_block_groups, in the transaction that allocates it).
+    chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
+    chunks.reverse()
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
     for t, kind, f, off, size, s, chunk in zip(*cols):
+        while chunks and chunks[-1] <= t:
+            k, when = len(chunks), chunks.pop()
+            for tree in ("chunk", "dev", "bg", "bgfree"):
+                fs.j.dirty(when, (tree, k))
         fs.j.due(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)

@@ -19,9 +19,9 @@ block dirtied twice in one transaction is written once) and, at a commit, append
   forced at fsync, sync and every 30 s (xfssyncd_centisecs, the log worker). Logged metadata is
   written in place when the AIL is pushed: when the log is three quarters used.
 - **btrfs** (fs/btrfs/transaction.c, disk-io.c): a commit every 30 s (``commit=``), at fsync and at
-  sync copies every changed tree leaf, and each leaf's parent (one per 120 leaves) and tree root, to
-  new places, ``metadata_copies`` times (DUP); then an empty flush, then the superblock copies, the
-  first with FUA (write_all_supers).
+  sync writes the tree blocks changed in the transaction to new places, ``metadata_copies`` times
+  (DUP), in two passes (see :meth:`Journal._btrfs`); then an empty flush, then the superblock
+  copies, the first with FUA (write_all_supers).
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ class Journal:
         # Journal/log position in blocks; jbd2 starts at j_first, past the journal's superblock.
         self.head = 1 if p.kind in ("ext3", "ext4") else 0
         self.used = 0  # journal/log blocks since the last checkpoint
+        # jbd2 found the journal empty at mount (journal_reset: s_start 0 sets JBD2_FLUSHED): the
+        # first commit writes the journal's superblock first (jbd2_journal_commit_transaction ->
+        # jbd2_journal_update_sb_log_tail).
+        self.sb_pending = p.kind in ("ext3", "ext4")
+        self.dev_stats_pending = p.kind == "btrfs"  # see _btrfs
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
             self.interval = 30.0
@@ -114,6 +119,10 @@ class Journal:
             self.used += n
 
     def _jbd2(self, t):
+        if self.sb_pending:
+            self.sb_pending = False
+            self.emit(t, Op.WRITE, self.p.journal_block * self.bs, self.bs, META)
+            t += 1e-9  # waited for (a request of its own, not merged with the log's next block)
         n = len(self.tx)
         tags = (self.bs - 16) // 16
         desc = -(-n // tags)
@@ -141,25 +150,42 @@ class Journal:
         if self.used > 3 * self.p.journal_blocks // 4:
             self.write_inplace(t)
 
+    def _btrfs_nodes(self, n: int, held) -> int:
+        """Tree blocks a tree writes for ``n`` changed leaves when its live items fill ``held``
+        leaves (None: a tree whose size is not followed, one leaf): the leaves, no more than
+        ``held`` (a leaf filled and emptied again inside the transaction is freed before it is ever
+        written: fs/btrfs/ctree.c, btrfs_del_leaf -> btrfs_free_tree_block), and above them the
+        root when the tree has more than one leaf (a tree of one leaf has that leaf as its root),
+        and a level of parents (BTRFS_NODEPTRS_PER_BLOCK: node_bytes less the header, 33 bytes a
+        pointer) when it has more leaves than one node points to."""
+        if held is None or held <= 1:
+            return 1 if n else 0
+        n = min(n, held)
+        fanout = (self.p.node_bytes - 101) // 33
+        return n + 1 + (min(n, -(-held // fanout)) if held > fanout else 0)
+
     def _btrfs(self, t):
-        # The leaves written are leaves of the tree as it is at the commit: a leaf filled and emptied
-        # again inside the transaction is freed before it is ever written (fs/btrfs/ctree.c,
-        # btrfs_del_leaf -> btrfs_free_tree_block of a block of the running transaction). Each tree
-        # writes at most as many leaves as its live items fill (``live_leaves``).
+        """Two passes (sync(2): sync_inodes_sb, then sync_fs): first the write-back of the btree
+        inode writes the blocks the operations changed (btree_writepages, WB_SYNC_ALL): the fs
+        tree's, the checksum tree's, and those a new chunk changed (the chunk tree, the device
+        tree, the block group's item and free space). Then the commit changes blocks of its own,
+        COWed again where the first pass wrote them (a block written is never changed in place):
+        the fs-tree leaf of the directories' inodes (their delayed items: btrfs_run_delayed_items),
+        the extent tree's leaves (the delayed references of the transaction's extents,
+        btrfs_run_delayed_refs), the free-space tree's leaf, the device tree's leaf at the first
+        commit after the mount (the device statistics the mount loaded, btrfs_run_dev_stats), and
+        the root tree's leaf (the trees' new roots: commit_cowonly_roots)."""
         by_tree: dict = {}
         for k in self.tx:
             by_tree[k[0]] = by_tree.get(k[0], 0) + 1
         live = self.live_leaves() if self.live_leaves is not None else {}
-        # The commit's own changes: the root tree's leaf (the trees' new roots), and a leaf of the
-        # extent tree (the new tree blocks' items) and of the free-space tree (the space they take).
-        by_tree.setdefault("ext", 1)
-        by_tree.setdefault("free", 1)
-        nodes = 1
-        for tree, n in by_tree.items():
-            held = live.get(tree)
-            if held is not None:
-                n = min(n, max(1, held))
-            nodes += n + 1 + (-(-n // 120) if (held is None or held > 1) else 0)  # + the root, + parents
+        nodes = sum(self._btrfs_nodes(n, live.get(tree)) for tree, n in by_tree.items() if tree != "ext")
+        nodes += 1 + self._btrfs_nodes(by_tree.get("ext", 1), live.get("ext")) + 1
+        if self.dev_stats_pending:
+            self.dev_stats_pending = False
+            nodes += 1
+        if "fs" in by_tree:
+            nodes += self._btrfs_nodes(1, live.get("fs"))
         per = self.p.node_bytes // self.bs
         # Each tree block goes out as a bio of its own (fs/btrfs/extent_io.c, write_one_eb), the
         # blocks in no order the queue could merge: one request per node and copy.

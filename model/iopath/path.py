@@ -241,7 +241,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
     res = page_cache(ops, cache)
     try:
-        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s)
+        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     final_sync = float(ops.time_s[-1]) if len(ops) and ops.kind[-1] == Kind.SYNC else None
