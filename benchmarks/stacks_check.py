@@ -296,8 +296,11 @@ def run_host(args, say) -> list[dict]:
     cells = []
     with runstate.ensure_run("stacks_check") as run:
         logs = run.temp_dir("reqlog-")
-        for label in HOST_STACKS:
+        for i, label in enumerate(chosen(HOST_STACKS, args.cells)):
             windows: list = []
+            if args.log_dir:
+                logs = Path(args.log_dir) / f"host{i}"
+                logs.mkdir(parents=True, exist_ok=True)
             with emulated_drives([args.drive], say=say, log_dir=logs) as devices:
                 drive = devices[0]
                 made: list = []
@@ -350,10 +353,17 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
     for group in [g for g in args.vm_groups.split(",") if g]:
         load = os.getloadavg()[0]
         try:
-            layouts, pace, results, summaries, wall = stacks_vm.measure_group(group, copy, say=say)
+            logs = None
+            if args.log_dir:
+                logs = Path(args.log_dir) / f"vm{group}"
+                logs.mkdir(parents=True, exist_ok=True)
+            layouts, pace, results, summaries, wall = stacks_vm.measure_group(
+                group, copy, say=say, only=args.cells, log_dir=logs)
         except Exception as exc:  # noqa: BLE001 - one group's failure is reported, the others run
             say(f"VM group {group}: failed: {exc}")
             cells.append({"seed": group, "where": "vm", "stack": f"group {group}", "failed": str(exc)[-800:]})
+            continue
+        if not layouts:
             continue
         steps = {}
         if pace is not None:
@@ -381,6 +391,42 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
                     f"{pred['copy read'] / 1e6:.1f})")
             cells.append(cell)
     return cells
+
+
+def chosen(labels, cells: str):
+    """The labels that contain one of the |-separated *cells* (all when *cells* is empty)."""
+    parts = [c for c in cells.split("|") if c]
+    return [x for x in labels if not parts or any(c in x for c in parts)]
+
+
+def reused(path: str, fresh: list[dict], args) -> list[dict]:
+    """The measured cells of an earlier artifact at *path* that this run did not measure, each
+    predicted again by the current model on its own stack, drives and tmpfs pace."""
+    from diskmodel.calibrate.bench import stacks_vm
+
+    try:
+        old = json.loads(Path(path).read_text())["details"]["cells"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise SystemExit(f"stacks_check: --reuse {path}: not a stacks_check artifact ({exc})") from None
+    have = {c["stack"] for c in fresh}
+    vm = {c.label: c for g in stacks_vm.GROUPS.values() for c in g()[1]}
+    out = []
+    for c in old:
+        if c["stack"] in have or not c.get("measured"):
+            continue
+        c = dict(c, reused_from=str(path))
+        if c["where"] == "host":
+            sizes = tuple(r["size_bytes"] for r in c["predicted"]["rows"])
+            copy = FileCopy(file_sizes_bytes=sizes, repeats=args.repeats)
+            stack = model_stack(c["stack"], c["drive"])
+            c["predicted"] = predicted_copy(stack, copy, c["tmpfs_pace_s"])
+            c["tools"] = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
+        else:
+            sizes = tuple(r["size_bytes"] for r in c["predicted"]["rows"])
+            copy = FileCopy(file_sizes_bytes=sizes, repeats=args.repeats)
+            c["predicted"] = predicted_copy(vm[c["stack"]].stack, copy, c["tmpfs_pace_s"])
+        out.append(c)
+    return out
 
 
 def errors(cells) -> list[dict]:
@@ -493,6 +539,12 @@ def main(argv=None) -> int:
                         help="the VM's groups of cells to run, comma-separated (000, 002, engineer; '' for none)")
     parser.add_argument("--vm-sizes-mib", default="4", help="the copy's file sizes in the VM [MiB] (default 4)")
     parser.add_argument("--host", type=int, default=1, help="run the host cells (1, default) or not (0)")
+    parser.add_argument("--cells", default="", help="run only the cells whose labels contain one of these "
+                        "|-separated strings (labels hold commas; default: all)")
+    parser.add_argument("--log-dir", default="", help="keep the emulated drives' request logs in this directory "
+                        "(one folder per host cell and VM group; default: not kept)")
+    parser.add_argument("--reuse", default="", help="an earlier stacks_check.json: its measured cells that this "
+                        "run does not measure are kept, predicted again by the current model")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
     missing = [t for t in TOOLS if not __import__("shutil").which(t)]
@@ -505,6 +557,8 @@ def main(argv=None) -> int:
     vm_copy = FileCopy(file_sizes_bytes=tuple(int(s) * MIB for s in args.vm_sizes_mib.split(",")),
                        repeats=args.repeats)
     cells += run_vm(args, vm_copy, say)
+    if args.reuse:
+        cells += reused(args.reuse, cells, args)
     errs = errors(cells)
     held = orderings(cells)
     decided = [o for o in held if o["decided"]]

@@ -173,16 +173,22 @@ def parse_group(output: str, cells) -> tuple:
     return pace, out
 
 
-def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None):
+def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
-    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s])."""
+    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s]). *only*:
+    |-separated strings, the cells whose labels contain one of them (all when empty; no boot
+    when none does); *log_dir*: where the drives' request logs are kept (None: not kept)."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
 
     presets, cells = GROUPS[name]()
+    parts = [c for c in only.split("|") if c]
+    cells = [c for c in cells if not parts or any(x in c.label for x in parts)]
+    if not cells:
+        return [], None, [], [], 0.0
     script = group_script(cells, copy)
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
-                                                   memory_bytes=512 << 20)
+                                                   memory_bytes=512 << 20, log_dir=log_dir)
     pace, results = parse_group(result.output, cells)
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
