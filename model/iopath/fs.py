@@ -266,7 +266,9 @@ class _Fs:
         for s, e in gaps:
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
-            for db, n in self.alloc.data(ino.group, e - s, after):
+            runs = (self.alloc.block_mapped(ino.group, s, e - s, after) if self.p.kind in ("ext2", "ext3")
+                    else self.alloc.data(ino.group, e - s, after))
+            for db, n in runs:
                 if last is not None and last[0] + last[1] == s and last[2] + last[1] == db:
                     last[1] += n
                 else:
@@ -488,7 +490,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         fs.dir_block(None, ino.dir, ino.slot)
         n = -(-int(ops.initial_bytes[f]) // fs.bs)
         if n and not sparse:
-            for db, k in fs.alloc.data(ino.group, n, None):
+            mapped = p.kind in ("ext2", "ext3")  # placed as their writer's allocation placed them
+            for db, k in fs.alloc.block_mapped(ino.group, 0, n, None) if mapped else fs.alloc.data(ino.group, n, None):
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k
     for f, off, size in sorted(allocated, key=lambda r: r[1]):
