@@ -222,6 +222,10 @@ def test_md_raid1_pending_sends_a_discontiguous_piece_to_the_idle_mirror():
     out = md_raid1(s, ["a", "b"])
     assert [p for *_, p in rows(out["a"])] == [0, 3]
     assert [p for *_, p in rows(out["b"])] == [1, 2, 4]
+    # A metadata read (the inode) is done before read(2) issues the data: not pending, so the
+    # data read, not sequential, still finds a idle.
+    s = Stream.from_records([(0.0, R, 8 * M, 4096, int(Flag.META)), (0.0, R, M, 65536)])
+    assert [p for *_, p in rows(md_raid1(s, ["a", "b"])["a"])] == [0, 1]
     # Every mirror busy (a deep queue): the read at 2 MiB goes to a (heads tie at 0); the read
     # 4 KiB past its end is not sequential. Rotational: the nearest head, a's. Non-rotational: the
     # least pending, b.

@@ -24,7 +24,9 @@ Read balancing. RAID 1 (:func:`raid1_read_balance`) follows raid1.c's read_balan
    (``abs(sector - head_position)``; the first on a tie).
 
 "Pending" on this untimed path: the requests sent to the mirror at the same issue instant before
-this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`.timing`);
+this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`.timing`),
+except metadata reads (``Flag.META``): the path walk waits for the directory and inode blocks
+before read(2) issues the data, so they are done when the data reads are balanced;
 with ``members_idle`` false every mirror counts as busy (a deep queue). Every read or write sent to
 a mirror moves its head to the request's end (update_head_pos). So a file read in pieces that are
 not contiguous on the device (extents out of order) alternates between the mirrors whenever one
@@ -44,7 +46,7 @@ import numpy as np
 
 from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .dm_striped import striped_pieces
-from .stream import Op, Stream
+from .stream import Flag, Op, Stream
 
 __all__ = ["md_raid0", "md_raid1", "md_raid10", "read_balance", "raid1_read_balance"]
 
@@ -88,14 +90,16 @@ def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_i
 
 
 def raid1_read_balance(op, time_s, offset, size, n_mirrors: int, members_idle: bool = True,
-                       nonrot: bool = False) -> np.ndarray:
+                       nonrot: bool = False, done_first=None) -> np.ndarray:
     """The mirror each read goes to (0 for writes, which go to every mirror): raid1.c's
-    read_balance as the module docstring says, ``offset`` on the members."""
+    read_balance as the module docstring says, ``offset`` on the members; ``done_first``: the
+    reads that complete before the next request of their instant is issued (not pending)."""
     n = len(op)
     choice = np.zeros(n, np.int64)
     head, next_seq = [0] * n_mirrors, [-1] * n_mirrors
     pending, instant = [0] * n_mirrors, None
     ops, times, offs, sizes = op.tolist(), time_s.tolist(), offset.tolist(), size.tolist()
+    first = [False] * n if done_first is None else np.asarray(done_first, bool).tolist()
     for i in range(n):
         if times[i] != instant:
             instant = times[i]
@@ -115,7 +119,7 @@ def raid1_read_balance(op, time_s, offset, size, n_mirrors: int, members_idle: b
                 dist = [abs(off - h) for h in head]
                 best = dist.index(min(dist))
         choice[i] = best
-        pending[best] += 1
+        pending[best] += 0 if first[i] else 1
         head[best] = next_seq[best] = end
     return choice
 
@@ -145,7 +149,8 @@ def md_raid1(stream: Stream, devices: Sequence[str], data_offset_bytes: int = 0,
     cand_dev = np.broadcast_to(np.arange(len(names), dtype=np.int64), (n, len(names)))
     cand_off = np.broadcast_to((stream.offset_bytes[src] + base)[:, None], (n, len(names)))
     choice = raid1_read_balance(stream.op[src], stream.time_s[src], cand_off[:, 0], stream.size_bytes[src],
-                                len(names), bool(members_idle), bool(nonrot))
+                                len(names), bool(members_idle), bool(nonrot),
+                                (stream.flags[src] & Flag.META) != 0)
     return _mirrored(stream, names, cand_dev, cand_off, src, stream.size_bytes[src], choice)
 
 
