@@ -407,7 +407,15 @@ def test_dm_thin_provisions_in_first_write_order_and_zeroes():
     assert rows(out.data) == [
         (W, 0, K, 1), (W, 4096, 4096, 1), (W, K, K, 2), (R, 0, 8192, 3), (W, 8192, 4096, 4),
     ]
-    assert out.data.flags.tolist() == [Flag.ZERO, 0, 0, 0, Flag.FUA]
+    # the provisioning writes (requests 1 and 2) are flagged ALLOC: the block layer keeps them apart
+    assert out.data.flags.tolist() == [Flag.ZERO, Flag.ALLOC, Flag.ALLOC, 0, Flag.FUA]
+    # one 256 KiB write into an empty pool of 64 KiB blocks: four provisioning writes, not merged
+    # (the emulated drive's log of a 4 MiB copy on such a volume shows one 64 KiB request per block);
+    # a second write over the same blocks is an ordinary write, merged again.
+    from diskmodel.model.iopath.path import queue
+    again = dm_thin(reqs((W, 0, 4 * K), (W, 0, 4 * K)), K).data
+    assert [r[2] for r in rows(queue(again.take(again.parent == 0)))] == [K] * 4
+    assert [r[2] for r in rows(queue(again.take(again.parent == 1)))] == [4 * K]
     assert out.provisioned.tolist() == [0, 5]
     # the FUA write commits: 1 btree leaf (blocks 0 and 5 share one) + 1 space-map bitmap block,
     # flush, superblock, flush.
