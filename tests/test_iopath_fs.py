@@ -410,3 +410,18 @@ def test_block_mapped_files_take_mballocs_aligned_windows_as_the_drive_saw():
     b = Allocator(FsParams(kind="ext2", device_bytes=255 << 20))
     first = b.block_mapped(0, 0, 4, None)
     assert b.block_mapped(0, 0, 4, None) == [(first[0][0] + 4, 4)]
+
+
+def test_a_new_ext4_file_starts_on_its_normalized_windows_boundary():
+    # mballoc normalizes a new 4 MiB file's request to a 2 MiB window on a 2 MiB boundary (the
+    # emulated drive's log of a 4 MiB dd on ext4 on a thin volume: the file at file-system block
+    # 8192, written as whole 1 MiB pool blocks, none zeroed); a 100 KiB file to a 128 KiB window;
+    # a 64 KiB file comes from the locality group's preallocation.
+    from diskmodel.model.iopath.fs_layout import Allocator
+
+    a = Allocator(FsParams(kind="ext4", device_bytes=255 << 20))
+    a.cursor[0] = 1059
+    assert a.extent_file(0, 1024) == [(1536, 512), (2048, 512)]
+    assert a.extent_file(0, 25) == [(2560, 25)]
+    small = a.extent_file(0, 16)
+    assert len(small) == 1 and small[0][1] == 16 and a.extent_file(0, 4) == [(small[0][0] + 16, 4)]

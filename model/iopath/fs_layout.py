@@ -35,6 +35,12 @@ allocator, fs/ext4/mballoc.c) are placed as mballoc places a file written a bloc
   first: a window of 2^k blocks is a buddy-aligned 2^k run (ext4_mb_simple_scan_group, criterion
   0), the first free one at or after the cursor. The skipped blocks stay free (here: not reused),
   so a file's extents follow each other with growing gaps, each a separate request on the device.
+
+An ext4 file (extents, delayed allocation: its blocks are allocated at write-back, the file's
+size known) gets its first extent the same way (:meth:`Allocator.extent_file`): at most 16
+blocks from the locality group's preallocation, else the normalized window of its size (a power
+of two up to 1 MiB, then 2, 4 or 8 MiB) on a boundary of that size (a new file has no left
+neighbour to aim at); its later extents follow the last one (the goal: ``pleft + 1``).
 """
 
 from __future__ import annotations
@@ -292,6 +298,21 @@ class Allocator:
             block += take
             n -= take
         return out
+
+    def extent_file(self, group: int, n: int) -> list[tuple[int, int]]:
+        """Device runs for the first ``n`` blocks of a new ext4 file (see the module docstring)."""
+        if n <= MB_STREAM_REQUEST_BLOCKS:
+            return self._from_group_prealloc(group, n)
+        size = n * self.p.block_bytes
+        window = 2 << 20 if size <= 4 << 20 else 4 << 20 if size <= 8 << 20 else 8 << 20
+        if size <= 1 << 20:
+            window = 16 << 10
+            while window < size:
+                window *= 2
+        blocks = window // self.p.block_bytes
+        take = min(n, blocks)
+        first = self._aligned(group, blocks, take)
+        return [(first, take)] + (self.data(group, n - take, first + take) if n > take else [])
 
     def _from_group_prealloc(self, group: int, n: int) -> list[tuple[int, int]]:
         out = []
