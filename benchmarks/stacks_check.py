@@ -96,9 +96,15 @@ NOTES = [
     "revised after seeing the figures: the measurement's partition was a buffered loop (now direct I/O, as a "
     "partition) and mke2fs chose 1 KiB blocks under 512 MiB (now 4 KiB, as the model's); each workload's own "
     "pace is now measured on tmpfs and given to the model (the generators' default pace is kept beside it)",
+    "revised after seeing the figures (each mechanism found in the emulated drives' request logs, then "
+    "re-predicted on the earlier measurements with --reuse before this run): ext2/ext3 files are placed as the "
+    "ext4 driver's mballoc places a block-mapped file (normalized windows on buddy-aligned boundaries, growing "
+    "gaps), a new ext4 file's first extent on its window's boundary (model/iopath/fs_layout.py); md RAID 1 "
+    "sends a read that does not continue a mirror's last one to the least-pending mirror "
+    "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
+    "(model/iopath/dm_thin.py, block_layer.py)",
 ]
 
-#: label -> (file system, loop allocation or None for native).
 #: label -> (seed, top file system, the loop images' host file system, each nested image's allocation).
 HOST_STACKS = {
     "native ext3": ("003", "ext3", "ext3", ()),
@@ -403,29 +409,19 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
     """The measured cells of an earlier artifact at *path* that this run did not measure, each
     predicted again by the current model on its own stack, drives and tmpfs pace."""
     from diskmodel.calibrate.bench import stacks_vm
-
     try:
         old = json.loads(Path(path).read_text())["details"]["cells"]
     except (OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"stacks_check: --reuse {path}: not a stacks_check artifact ({exc})") from None
     have = {c["stack"] for c in fresh}
-    vm = {c.label: c for g in stacks_vm.GROUPS.values() for c in g()[1]}
+    vm = {c.label: c.stack for g in stacks_vm.GROUPS.values() for c in g()[1]}
     out = []
-    for c in old:
-        if c["stack"] in have or not c.get("measured"):
-            continue
-        c = dict(c, reused_from=str(path))
-        if c["where"] == "host":
-            sizes = tuple(r["size_bytes"] for r in c["predicted"]["rows"])
-            copy = FileCopy(file_sizes_bytes=sizes, repeats=args.repeats)
-            stack = model_stack(c["stack"], c["drive"])
-            c["predicted"] = predicted_copy(stack, copy, c["tmpfs_pace_s"])
-            c["tools"] = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
-        else:
-            sizes = tuple(r["size_bytes"] for r in c["predicted"]["rows"])
-            copy = FileCopy(file_sizes_bytes=sizes, repeats=args.repeats)
-            c["predicted"] = predicted_copy(vm[c["stack"]].stack, copy, c["tmpfs_pace_s"])
-        out.append(c)
+    for c in (c for c in old if c["stack"] not in have and c.get("measured")):
+        copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
+        stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
+        tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
+        pred = predicted_copy(stack, copy, c["tmpfs_pace_s"])
+        out.append(dict(c, reused_from=str(path), predicted=pred, tools=tools))
     return out
 
 
