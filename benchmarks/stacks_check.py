@@ -1,11 +1,11 @@
 """The seeds' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
-    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2]
-        [--image-mib 32] [--vm-groups 000,002,engineer] [--vm-sizes-mib 4] [--host 1] [--results-dir DIR]
+    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2] [--image-mib 32]
+        [--vm-groups 000,002,engineer] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
+        [--reuse EARLIER.json] [--results-dir DIR]
 
-Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s needs), mkfs.ext3,
-mkfs.ext2, losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM
-cells. What runs:
+Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s needs), mkfs.ext3, mkfs.ext2,
+losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM cells. What runs:
 
 - **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the paper's
   WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's
@@ -77,9 +77,9 @@ NOT_RUN = [
     ("000", "bonnie++, dbench and kernel compilation", "the guest has no bonnie++ or dbench; the copy stands for "
                                                       "bonnie++'s sequential block phases"),
     ("001", "xfs, jfs and reiserfs on RAID 1", "not driven yet (ext2 and ext3 on RAID 1 run)"),
-    ("002", "striping over 5 drives, RAID 6, chunks of 4 and 16 KiB, thin pools of 128 KiB - 8 MiB",
-     "not driven yet (1-4 drives, RAID 5 over 4, 64 and 256 KiB chunks, thin pools of 64 KiB and 1 MiB run)"),
-    ("002", "btrfs and xfs", "the copy runs on ext4 only"),
+    ("002", "striping over 5 drives, chunks of 4 and 16 KiB, thin pools of 128 KiB - 8 MiB",
+     "not driven yet (1-4 drives, RAID 5 and 6 over 4, 64 and 256 KiB chunks, thin pools of 64 KiB and 1 MiB run)"),
+    ("002", "btrfs", "the guest has no mkfs.btrfs (ext4 and xfs run)"),
 ]
 
 #: What changed after the check's figures were seen (the model revised on their mechanism).
@@ -116,8 +116,7 @@ HOST_STACKS = {
     "ext2, 2 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse")),
     "ext2, 3 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse", "sparse")),
 }
-#: The nested images' sizes [bytes], outermost first: each fits its host file system with its metadata.
-IMAGE_SIZES = (IMAGE_BYTES, 256 * MIB, 160 * MIB)
+IMAGE_SIZES = (IMAGE_BYTES, 256 * MIB, 160 * MIB)  # the nested images [bytes], outermost first
 
 
 def _run(argv) -> str:
@@ -304,9 +303,8 @@ def run_host(args, say) -> list[dict]:
         logs = run.temp_dir("reqlog-")
         for i, label in enumerate(chosen(HOST_STACKS, args.cells)):
             windows: list = []
-            if args.log_dir:
-                logs = Path(args.log_dir) / f"host{i}"
-                logs.mkdir(parents=True, exist_ok=True)
+            logs = Path(args.log_dir) / f"host{i}" if args.log_dir else logs
+            logs.mkdir(parents=True, exist_ok=True)
             with emulated_drives([args.drive], say=say, log_dir=logs) as devices:
                 drive = devices[0]
                 made: list = []
@@ -401,8 +399,7 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
 
 def chosen(labels, cells: str):
     """The labels that contain one of the |-separated *cells* (all when *cells* is empty)."""
-    parts = [c for c in cells.split("|") if c]
-    return [x for x in labels if not parts or any(c in x for c in parts)]
+    return [x for x in labels if not cells or any(c in x for c in cells.split("|") if c)]
 
 
 def reused(path: str, fresh: list[dict], args) -> list[dict]:
@@ -420,8 +417,7 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
         copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
         stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
         tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
-        pred = predicted_copy(stack, copy, c["tmpfs_pace_s"])
-        out.append(dict(c, reused_from=str(path), predicted=pred, tools=tools))
+        out.append(dict(c, reused_from=path, tools=tools, predicted=predicted_copy(stack, copy, c["tmpfs_pace_s"])))
     return out
 
 
@@ -481,6 +477,8 @@ ORDERINGS = [
      "ext4, striped over 2 drives, 64 KiB", "copy write"),
     ("002", "RAID 0 over 4 drives writes faster than RAID 5 over 4", "ext4, striped over 4 drives, 64 KiB",
      "ext4, RAID 5 over 4 drives, 64 KiB", "copy write"),
+    ("002", "RAID 5 over 4 drives writes faster than RAID 6 over 4", "ext4, RAID 5 over 4 drives, 64 KiB",
+     "ext4, RAID 6 over 4 drives, 64 KiB", "copy write"),
     ("002", "a larger stripe chunk reads faster (ext4)", "ext4, striped over 4 drives, 256 KiB",
      "ext4, striped over 4 drives, 64 KiB", "copy read"),
     ("002", "a thin volume writes slower with a 1 MiB pool chunk than with 64 KiB",
@@ -588,7 +586,9 @@ def main(argv=None) -> int:
     write_result("stacks_check", figures, options=options_of(parser, args),
                  details={"cells": cells, "errors": errs, "orderings": held, "not_run": not_run},
                  notes=NOTES + [f"{len(not_run)} kinds of seed cell were not run (details.not_run says why)",
-                                f"load average (1 min) at the start of each cell: {loads}"],
+                                f"load average (1 min) at the start of each cell: {loads}"] + [
+                     f"{sum('reused_from' in c for c in cells)} cells measured by an earlier run ({args.reuse}: "
+                     "their reused_from), predicted again by this run's model"] * bool(args.reuse),
                  results_dir=args.results_dir)
     print(f"median_error_pct: {median:.1f}")
     print(f"orderings_held: {k}/{n}")
