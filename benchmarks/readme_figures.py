@@ -104,7 +104,7 @@ def render_block(results_dir: Path = RESULTS_DIR, folder: Path = BENCHMARKS) -> 
                 label += f"; target ≤ {fig['target']:g}" + (f" {fig['unit']}" if fig["unit"] else "")
             first = i == 0
             lines.append(f"| {command if first else ''} | {what if first else ''} | {_cell(label)} "
-                         f"| {format_value(fig)} | {_run(document) if first else ''} |")
+                         f"| {format_value(fig)} | {_cell(_run(document)) if first else ''} |")
         for note in document.get("notes") or []:
             lines.append(f"| | | note: {_cell(note)} | | |")
     lines.append(END)

@@ -400,3 +400,47 @@ def test_a_sparse_image_allocates_on_the_host_at_first_write():
         meta[alloc] = int(s.size_bytes[(s.op == W) & ((s.flags & META) != 0)].sum())
         assert s.write_bytes >= 16 << 20
     assert meta["sparse"] > meta["zero_filled"]
+
+
+def test_block_mapped_files_take_mballocs_aligned_windows_as_the_drive_saw():
+    # A 4 MiB dd into a fresh ext2 (4 KiB blocks) in the VM, the emulated drive's request log of
+    # the read back: the file's blocks past its first 16 (which came from the locality group's
+    # preallocation, ending at block 2593) at file-system blocks 2608 (48 blocks), 2688 (64),
+    # 2816 (128), 3072 (256) and 3584 (512): each normalized window on a boundary of its size.
+    from diskmodel.model.iopath.fs_layout import Allocator, mballoc_window
+
+    assert [mballoc_window(b, 4096) for b in (16, 40, 64, 300, 512, 1024, 3000)] == [
+        (16, 32), (32, 64), (64, 128), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
+    a = Allocator(FsParams(kind="ext2", device_bytes=255 << 20))
+    a.cursor[0] = 2593
+    runs, after = [], None
+    for block in range(16, 1024, 256):  # written back a bio (256 blocks) at a time
+        got = a.block_mapped(0, block, min(256, 1024 - block), after)
+        after = got[-1][0] + got[-1][1]
+        runs += got
+    merged = []
+    for db, n in runs:
+        if merged and merged[-1][0] + merged[-1][1] == db:
+            merged[-1][1] += n
+        else:
+            merged.append([db, n])
+    assert merged == [[2608, 48], [2688, 64], [2816, 128], [3072, 256], [3584, 512]]
+    # a small file's blocks come from the group preallocation, in turn
+    b = Allocator(FsParams(kind="ext2", device_bytes=255 << 20))
+    first = b.block_mapped(0, 0, 4, None)
+    assert b.block_mapped(0, 0, 4, None) == [(first[0][0] + 4, 4)]
+
+
+def test_a_new_ext4_file_starts_on_its_normalized_windows_boundary():
+    # mballoc normalizes a new 4 MiB file's request to a 2 MiB window on a 2 MiB boundary (the
+    # emulated drive's log of a 4 MiB dd on ext4 on a thin volume: the file at file-system block
+    # 8192, written as whole 1 MiB pool blocks, none zeroed); a 100 KiB file to a 128 KiB window;
+    # a 64 KiB file comes from the locality group's preallocation.
+    from diskmodel.model.iopath.fs_layout import Allocator
+
+    a = Allocator(FsParams(kind="ext4", device_bytes=255 << 20))
+    a.cursor[0] = 1059
+    assert a.extent_file(0, 1024) == [(1536, 512), (2048, 512)]
+    assert a.extent_file(0, 25) == [(2560, 25)]
+    small = a.extent_file(0, 16)
+    assert len(small) == 1 and small[0][1] == 16 and a.extent_file(0, 4) == [(small[0][0] + 16, 4)]

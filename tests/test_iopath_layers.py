@@ -210,6 +210,30 @@ def test_md_raid1_read_balance():
     assert rows(busy["b"]) == [(W, 0, 8192, 0), (R, 12288, 4096, 4)]
 
 
+def test_md_raid1_pending_sends_a_discontiguous_piece_to_the_idle_mirror():
+    # raid1.c read_balance (6.1): one instant's reads of a file in three extents (0, 1 MiB, 3 MiB).
+    # Extent 1 -> a (both idle, first); extent 2 is not sequential and a has one pending -> b;
+    # extent 3: both one pending, rotational -> the nearest head, b's (1 MiB + 64 KiB). Next
+    # instant (none pending): the read continuing extent 2 is nobody's next sector now (b moved
+    # on) -> a, the first idle; the read continuing extent 3 is b's next sector -> b.
+    M = 1 << 20
+    s = Stream.from_records([(0.0, R, 0, 65536), (0.0, R, M, 65536), (0.0, R, 3 * M, 65536),
+                             (0.01, R, M + 65536, 65536), (0.02, R, 3 * M + 65536, 65536)])
+    out = md_raid1(s, ["a", "b"])
+    assert [p for *_, p in rows(out["a"])] == [0, 3]
+    assert [p for *_, p in rows(out["b"])] == [1, 2, 4]
+    # A metadata read (the inode) is done before read(2) issues the data: not pending, so the
+    # data read, not sequential, still finds a idle.
+    s = Stream.from_records([(0.0, R, 8 * M, 4096, int(Flag.META)), (0.0, R, M, 65536)])
+    assert [p for *_, p in rows(md_raid1(s, ["a", "b"])["a"])] == [0, 1]
+    # Every mirror busy (a deep queue): the read at 2 MiB goes to a (heads tie at 0); the read
+    # 4 KiB past its end is not sequential. Rotational: the nearest head, a's. Non-rotational: the
+    # least pending, b.
+    s = Stream.from_records([(0.0, R, 2 * M, 4096), (0.0, R, 2 * M + 8192, 4096)])
+    assert [p for *_, p in rows(md_raid1(s, ["a", "b"], members_idle=False)["a"])] == [0, 1]
+    assert [p for *_, p in rows(md_raid1(s, ["a", "b"], members_idle=False, nonrot=True)["b"])] == [1]
+
+
 def test_md_raid10_near2_hand_computed():
     # 3 members, chunk 4 KiB: chunk c's copies in slots 2c, 2c+1; slot p = member p % 3, row p // 3.
     # chunk 0 -> a0 b0; chunk 1 -> c0 a1; chunk 2 -> b1 c1 (row r at offset r * 4096).
@@ -383,7 +407,15 @@ def test_dm_thin_provisions_in_first_write_order_and_zeroes():
     assert rows(out.data) == [
         (W, 0, K, 1), (W, 4096, 4096, 1), (W, K, K, 2), (R, 0, 8192, 3), (W, 8192, 4096, 4),
     ]
-    assert out.data.flags.tolist() == [Flag.ZERO, 0, 0, 0, Flag.FUA]
+    # the provisioning writes (requests 1 and 2) are flagged ALLOC: the block layer keeps them apart
+    assert out.data.flags.tolist() == [Flag.ZERO, Flag.ALLOC, Flag.ALLOC, 0, Flag.FUA]
+    # one 256 KiB write into an empty pool of 64 KiB blocks: four provisioning writes, not merged
+    # (the emulated drive's log of a 4 MiB copy on such a volume shows one 64 KiB request per block);
+    # a second write over the same blocks is an ordinary write, merged again.
+    from diskmodel.model.iopath.path import queue
+    again = dm_thin(reqs((W, 0, 4 * K), (W, 0, 4 * K)), K).data
+    assert [r[2] for r in rows(queue(again.take(again.parent == 0)))] == [K] * 4
+    assert [r[2] for r in rows(queue(again.take(again.parent == 1)))] == [4 * K]
     assert out.provisioned.tolist() == [0, 5]
     # the FUA write commits: 1 btree leaf (blocks 0 and 5 share one) + 1 space-map bitmap block,
     # flush, superblock, flush.

@@ -16,7 +16,8 @@ every cell.
 The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
 edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
 on the mirror (seed 001's file systems on RAID 1); seed 002's striping over 1-4 drives at two chunk
-sizes, RAID 5 against RAID 0 and thin volumes at a small and a large pool chunk.
+sizes, RAID 5 and RAID 6 against RAID 0, xfs on one drive and thin volumes at a small and a large
+pool chunk.
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ _MARK = "DISKMODEL_STACKS"
 #: Guest disks in order (the emulator's first drive is /dev/vdb: for_vm.guest_device).
 GUEST_DISKS = ("vdb", "vdc", "vdd", "vde", "vdf")
 PART_START, PART_BYTES = MIB, 256 * MIB
+#: xfs's partition: mkfs.xfs (xfsprogs >= 5.19) refuses under 300 MiB.
+XFS_PART_BYTES = 320 * MIB
 #: md's data offset on each member (layers_provision: mdadm --data-offset).
 MD_OFFSET = MIB
 
@@ -66,7 +69,8 @@ MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodi
 
 
 def _stack(volume, kind: str, drives, label: str) -> Stack:
-    return Stack(FileSystemNode(volume, kind=kind, mkfs_options=MKFS_OPTIONS),
+    options = MKFS_OPTIONS if kind.startswith("ext") else ()  # mkfs.xfs: its defaults (4 KiB blocks)
+    return Stack(FileSystemNode(volume, kind=kind, mkfs_options=options),
                  tuple(PresetDrive(p, name=d) for p, d in drives), label)
 
 
@@ -110,6 +114,11 @@ def _group_002():
              _stack(RaidArray("raid5", tuple(_part(d) for _, d in drives), chunk_size_bytes=64 << 10, tool="md",
                               array_size_bytes=3 * (PART_BYTES - MD_OFFSET)),
                     "ext4", drives, "raid5")),
+        Cell("002", "ext4, RAID 6 over 4 drives, 64 KiB",
+             _stack(RaidArray("raid6", tuple(_part(d) for _, d in drives), chunk_size_bytes=64 << 10, tool="md",
+                              array_size_bytes=2 * (PART_BYTES - MD_OFFSET)),
+                    "ext4", drives, "raid6")),
+        Cell("002", "xfs, 1 drive", _stack(_part("vdb", size=XFS_PART_BYTES), "xfs", drives[:1], "xfs")),
         Cell("002", "ext4, thin volume, 64 KiB pool chunk", _stack(thin(64 << 10), "ext4", drives[:1], "thin 64k")),
         Cell("002", "ext4, thin volume, 1 MiB pool chunk", _stack(thin(1 << 20), "ext4", drives[:1], "thin 1m")),
     ]
@@ -173,16 +182,22 @@ def parse_group(output: str, cells) -> tuple:
     return pace, out
 
 
-def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None):
+def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
-    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s])."""
+    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s]). *only*:
+    |-separated strings, the cells whose labels contain one of them (all when empty; no boot
+    when none does); *log_dir*: where the drives' request logs are kept (None: not kept)."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
 
     presets, cells = GROUPS[name]()
+    parts = [c for c in only.split("|") if c]
+    cells = [c for c in cells if not parts or any(x in c.label for x in parts)]
+    if not cells:
+        return [], None, [], [], 0.0
     script = group_script(cells, copy)
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
-                                                   memory_bytes=512 << 20)
+                                                   memory_bytes=512 << 20, log_dir=log_dir)
     pace, results = parse_group(result.output, cells)
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")

@@ -10,7 +10,9 @@ Merging (block/blk-merge.c, blk_attempt_plug_merge, elv_merge / blk_mq_sched_try
 of the same operation issued within one plug or queue window merge when one ends where the other
 starts (a back merge or a front merge), as long as the result stays within ``max_sectors_kb``
 (ll_back_merge_fn / ll_front_merge_fn). Requests carrying REQ_FUA or REQ_PREFLUSH never merge
-(REQ_NOMERGE_FLAGS), and neither do flushes or discards here (discard merging is left out).
+(REQ_NOMERGE_FLAGS), and neither do flushes or discards here (discard merging is left out), nor
+a dm-thin pool's provisioning writes (``Flag.ALLOC``: the pool's worker issues each on its own
+once its block is allocated, :mod:`.dm_thin`).
 A window is the interval ``[k * window_s, (k + 1) * window_s)`` of issue time (with ``window_s = 0``,
 consecutive requests issued at the same instant: one plug). Within a window requests are merged in address
 order, as the elevator's sorted queue meets them, greedily from the lowest address up to the size
@@ -70,7 +72,7 @@ def merge(stream: Stream, max_sectors_kb: int, window_s: float = 0.0) -> Stream:
     if isinstance(window_s, bool) or not isinstance(window_s, (int, float, np.floating)) or not np.isfinite(window_s) or window_s < 0:
         raise ValueError(f"block layer: window_s = {window_s!r} must be a finite number >= 0")
     n = len(stream)
-    nomerge = (stream.flags & (Flag.FUA | Flag.PREFLUSH)) != 0
+    nomerge = (stream.flags & (Flag.FUA | Flag.PREFLUSH | Flag.ALLOC)) != 0
     can = np.flatnonzero(((stream.op == Op.READ) | (stream.op == Op.WRITE)) & ~nomerge)
     win = _windows(stream.time_s, float(window_s))[can]
     op = stream.op[can]

@@ -6,7 +6,10 @@ boundaries (the pool target's max_io_len). A block is provisioned by its first w
 (provision_block), taking the next free data block; this model allocates data blocks in order of
 first write (data offset ``data_offset + data_block * chunk_bytes + offset % chunk_bytes``), which is
 what dm-thin's allocator does on an empty pool (the space map hands out the lowest free block).
-A write of a whole block is issued directly; with ``zero_new_blocks`` (the pool's default, unless
+A write of a whole block is issued directly, on its own (the pool's worker issues each
+provisioning write once its block is allocated: flagged ALLOC, it is not merged with its
+neighbours, so a thin volume with small blocks sends the data device one request per block);
+with ``zero_new_blocks`` (the pool's default, unless
 ``skip_block_zeroing``) a partial first write first zeroes the *whole* new block
 (schedule_zero -> ll_zero over ``[data_block, data_block + 1)`` blocks), then the data is written.
 A read of an unprovisioned block completes with zeros and no device I/O (process_bio_read_only /
@@ -112,6 +115,10 @@ def dm_thin(
     keep = np.where(is_write, True, (op == Op.READ) & (pos >= piece_since))
     dev_off = base + piece_data * chunk_bytes + off % chunk_bytes
     flags = strip_preflush(stream.flags[src])
+    # A provisioning write (the first write piece of a new block) is issued by the pool's worker
+    # once its block is allocated (process_prepared_mapping / remap_and_issue_overwrite), on its
+    # own: flagged ALLOC, which the block layer does not merge.
+    flags = np.where(np.isin(pos, first_pos), flags | int(Flag.ALLOC), flags).astype(np.int16)
     pieces = Stream(stream.time_s[src][keep], op[keep], dev_off[keep], size[keep], flags[keep], src[keep])
     # Zero-fill of a new block a partial first write lands in, issued before that write.
     zero_pos = first_pos[size[first_pos] < chunk_bytes] if zero_new_blocks else first_pos[:0]

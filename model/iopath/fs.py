@@ -268,7 +268,11 @@ class _Fs(MetadataReads):
         for s, e in gaps:
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
-            for db, n in self.alloc.data(ino.group, e - s, after):
+            kind = self.p.kind
+            runs = (self.alloc.block_mapped(ino.group, s, e - s, after) if kind in ("ext2", "ext3")
+                    else self.alloc.extent_file(ino.group, e - s) if kind == "ext4" and not ino.extents
+                    else self.alloc.data(ino.group, e - s, after))
+            for db, n in runs:
                 if last is not None and last[0] + last[1] == s and last[2] + last[1] == db:
                     last[1] += n
                 else:
@@ -452,7 +456,10 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         fs.dir_block(None, ino.dir, ino.slot)
         n = -(-int(ops.initial_bytes[f]) // fs.bs)
         if n and not sparse:
-            for db, k in fs.alloc.data(ino.group, n, None):
+            # placed as their writer's allocation placed them
+            runs = (fs.alloc.block_mapped(ino.group, 0, n, None) if p.kind in ("ext2", "ext3")
+                    else fs.alloc.extent_file(ino.group, n) if p.kind == "ext4" else fs.alloc.data(ino.group, n, None))
+            for db, k in runs:
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k
     for f, off, size in sorted(allocated, key=lambda r: r[1]):

@@ -19,6 +19,28 @@ Geometry (:class:`FsParams`, from ``mke2fs``/``mkfs.xfs``/``mkfs.btrfs`` default
 :class:`Allocator` hands out blocks: each directory's files go to one group (directories spread
 over the groups, as Orlov's allocator spreads top-level directories), a file's next blocks follow
 its last extent when that end is free, else the group's cursor; freed blocks are not reused.
+
+ext2 and ext3 files (block-mapped: the kernel's ext4 driver serves them, with its multiblock
+allocator, fs/ext4/mballoc.c) are placed as mballoc places a file written a block at a time
+(:meth:`Allocator.block_mapped`):
+
+- while the file is at most ``s_mb_stream_request`` (16) blocks long its blocks come from the
+  locality group's preallocation (ext4_mb_group_or_file), a run of ``s_mb_group_prealloc`` (512)
+  blocks taken at the group's cursor and shared by every small file in turn;
+- past that, each request is normalized (ext4_mb_normalize_request) to the window of the size
+  table (16 KiB .. 1 MiB, then 2, 4 and 8 MiB windows aligned to their size) that holds the file's
+  new size, less the blocks below it that the file has: windows of 16, 32, 64 .. 512 blocks for
+  logical blocks 16, 32, 64 .. 512, then 1024 and 2048-block windows. A block-mapped file gives
+  mballoc no left neighbour (ext4_ind_map_blocks sets no ``pleft``), so the goal is not tried
+  first: a window of 2^k blocks is a buddy-aligned 2^k run (ext4_mb_simple_scan_group, criterion
+  0), the first free one at or after the cursor. The skipped blocks stay free (here: not reused),
+  so a file's extents follow each other with growing gaps, each a separate request on the device.
+
+An ext4 file (extents, delayed allocation: its blocks are allocated at write-back, the file's
+size known) gets its first extent the same way (:meth:`Allocator.extent_file`): at most 16
+blocks from the locality group's preallocation, else the normalized window of its size (a power
+of two up to 1 MiB, then 2, 4 or 8 MiB) on a boundary of that size (a new file has no left
+neighbour to aim at); its later extents follow the last one (the goal: ``pleft + 1``).
 """
 
 from __future__ import annotations
@@ -28,9 +50,14 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["FS_KINDS", "FsParams", "Allocator"]
+__all__ = ["FS_KINDS", "FsParams", "Allocator", "mballoc_window"]
 
 FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+#: mballoc's defaults (fs/ext4/mballoc.c, ext4_mb_init): a file of at most this many blocks is
+#: served from the locality group's preallocation (s_mb_stream_request), which is this long
+#: (s_mb_group_prealloc).
+MB_STREAM_REQUEST_BLOCKS = 16
+MB_GROUP_PREALLOC_BLOCKS = 512
 #: Blocks mke2fs gives its first files in group 0: the root directory, lost+found's four and the
 #: resize inode's double-indirect block.
 ROOT_FILES_BLOCKS = 6
@@ -207,6 +234,23 @@ class FsParams:
         return [o for o in (64 << 10, 64 << 20, 256 << 30) if o + 4096 <= self.device_bytes]
 
 
+def mballoc_window(block: int, block_bytes: int) -> tuple[int, int]:
+    """The normalized request (ext4_mb_normalize_request) that file block ``block`` falls in, for a
+    file written a block at a time (``block + 1`` blocks long when it is allocated), less the
+    blocks below it that the file then has: ``(first block, end block)``."""
+    size = (block + 1) * block_bytes
+    if size <= 1 << 20:
+        window, start = 16 << 10, 0
+        while window < size:
+            window *= 2
+    else:  # 2, 4 or 8 MiB windows aligned to their size
+        window = 2 << 20 if size <= 4 << 20 else 4 << 20 if size <= 8 << 20 else 8 << 20
+        start = block * block_bytes // window * window
+    first, end = start // block_bytes, (start + window) // block_bytes
+    # A window from block 0 holds the file's first half already (it has more than half its size).
+    return (first if first else (end - first) // 2), end
+
+
 class Allocator:
     """Bump allocation per group (see the module docstring); btrfs: data from the device's start,
     metadata from its middle (the first metadata chunk follows the first data chunks)."""
@@ -226,6 +270,76 @@ class Allocator:
         extra = p.journal_blocks // (p.block_bytes // 4) + 2 if p.kind == "ext3" else 0
         self.journal_hi = self.journal_lo + p.journal_blocks + extra if journaled else 0
         self.journal_group = self.journal_lo // self.group_blocks
+        self.group_prealloc = [0, 0]  # the locality group's preallocation: next block, end
+
+    def block_mapped(self, group: int, block: int, n: int, after: int | None) -> list[tuple[int, int]]:
+        """Device runs for file blocks ``[block, block + n)`` of a block-mapped ext2/ext3 file,
+        placed as mballoc places them (see the module docstring); ``after``: the device block that
+        follows the file's block ``block - 1``, if it has it."""
+        out = []
+        while n > 0:
+            if block < MB_STREAM_REQUEST_BLOCKS:
+                take = min(n, MB_STREAM_REQUEST_BLOCKS - block)
+                runs = self._from_group_prealloc(group, take)
+            else:
+                first, end = mballoc_window(block, self.p.block_bytes)
+                take = min(n, end - block)
+                if block > first and after is not None and after == self.cursor[group]:
+                    self.cursor[group] += take  # the rest of the window's preallocation
+                    runs = [(after, take)]
+                else:
+                    runs = [(self._aligned(group, 1 << ((end - first).bit_length() - 1), take), take)]
+            for db, k in runs:
+                if out and out[-1][0] + out[-1][1] == db:
+                    out[-1] = (out[-1][0], out[-1][1] + k)
+                else:
+                    out.append((db, k))
+                after = db + k
+            block += take
+            n -= take
+        return out
+
+    def extent_file(self, group: int, n: int) -> list[tuple[int, int]]:
+        """Device runs for the first ``n`` blocks of a new ext4 file (see the module docstring)."""
+        if n <= MB_STREAM_REQUEST_BLOCKS:
+            return self._from_group_prealloc(group, n)
+        size = n * self.p.block_bytes
+        window = 2 << 20 if size <= 4 << 20 else 4 << 20 if size <= 8 << 20 else 8 << 20
+        if size <= 1 << 20:
+            window = 16 << 10
+            while window < size:
+                window *= 2
+        blocks = window // self.p.block_bytes
+        take = min(n, blocks)
+        first = self._aligned(group, blocks, take)
+        return [(first, take)] + (self.data(group, n - take, first + take) if n > take else [])
+
+    def _from_group_prealloc(self, group: int, n: int) -> list[tuple[int, int]]:
+        out = []
+        while n > 0:
+            nxt, end = self.group_prealloc
+            if nxt >= end:
+                (nxt, k), *_ = self.data(group, MB_GROUP_PREALLOC_BLOCKS, None)
+                end = nxt + k
+            take = min(n, end - nxt)
+            out.append((nxt, take))
+            self.group_prealloc = [nxt + take, end]
+            n -= take
+        return out
+
+    def _aligned(self, group: int, align: int, n: int) -> int:
+        """The first block of ``n`` free blocks at an ``align``-block boundary at or after the
+        cursor of ``group`` (or of the next groups), past the journal."""
+        g = group
+        for _ in range(self.groups):
+            start = -(-self.cursor[g] // align) * align
+            if g == self.journal_group and start < self.journal_hi and start + n > self.journal_lo:
+                start = -(-self.journal_hi // align) * align
+            if start + n <= min((g + 1) * self.group_blocks, self.total_blocks):
+                self.cursor[g] = start + n
+                return start
+            g = (g + 1) % self.groups
+        raise ValueError(f"file system: device_bytes = {self.p.device_bytes} is full ({self.p.kind})")
 
     def group_of_dir(self, d: int) -> int:
         # Orlov: top-level directories spread over the groups; xfs: directories rotor over the AGs.

@@ -13,21 +13,29 @@ Every level adds the members' ``data_offset_bytes`` (where md's data starts afte
   ``2c`` and ``2c + 1`` of the slot sequence that walks the members then the next chunk row, i.e.
   slot ``p`` is member ``p % N`` at row ``p // N``; bios are split at chunk boundaries.
 
-Read balancing (:func:`read_balance`), a simplification of raid1.c's read_balance (choose_best_rdev
-since 6.9) and raid10.c's read_balance that needs no clock:
+Read balancing. RAID 1 (:func:`raid1_read_balance`) follows raid1.c's read_balance as of the
+6.1 kernel (before choose_best_rdev), read per request in member order:
 
-1. RAID 1 only: a read that starts where the previous read sent to a mirror ended stays on that
-   mirror (``next_seq_sect``: "Don't change to another disk for sequential reads");
-2. with ``members_idle`` true (queue depth 1: no member has a request pending), the first
-   candidate wins: raid1 takes the least-pending mirror (the first with 0 pending) when any mirror
-   is idle, and raid10's near layout gives an idle copy distance 0;
-3. with ``members_idle`` false (every member busy, a deep queue), the candidate whose head is
-   nearest wins (``abs(sector - head_position)``; the first on a tie); every completed read or write
-   moves its member's head to the request's end (update_head_pos).
+1. a read that starts where a mirror's previous read ended (``next_seq_sect``: "Don't change to
+   another disk for sequential reads"), or where its head is (``dist == 0``), goes to that mirror;
+2. otherwise the mirror with the fewest pending requests (the first on a tie) when any mirror is
+   non-rotational (``nonrot``) or some mirror has none pending (``min_pending == 0``);
+3. otherwise (every mirror busy, all rotational) the mirror whose head is nearest
+   (``abs(sector - head_position)``; the first on a tie).
 
-Rule 2 needs no loop: it sends every read to the first candidate (no other mirror ever gets the read
-that rule 1 would need). Rule 3 is a per-request Python loop: each choice depends on the heads the
-previous requests left.
+"Pending" on this untimed path: the requests sent to the mirror at the same issue instant before
+this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`.timing`),
+except metadata reads (``Flag.META``): the path walk waits for the directory and inode blocks
+before read(2) issues the data, so they are done when the data reads are balanced;
+with ``members_idle`` false every mirror counts as busy (a deep queue). Every read or write sent to
+a mirror moves its head to the request's end (update_head_pos). So a file read in pieces that are
+not contiguous on the device (extents out of order) alternates between the mirrors whenever one
+is still busy with the previous piece, whatever the mirrors' speeds.
+
+RAID 10 (:func:`read_balance`), a simplification of raid10.c's read_balance that needs no clock:
+with ``members_idle`` true the first candidate wins (an idle near copy has distance 0), else the
+candidate whose head is nearest (the first on a tie); every completed read or write moves its
+member's head to the request's end.
 """
 
 from __future__ import annotations
@@ -38,9 +46,9 @@ import numpy as np
 
 from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .dm_striped import striped_pieces
-from .stream import Op, Stream
+from .stream import Flag, Op, Stream
 
-__all__ = ["md_raid0", "md_raid1", "md_raid10", "read_balance"]
+__all__ = ["md_raid0", "md_raid1", "md_raid10", "read_balance", "raid1_read_balance"]
 
 
 def _data_offset(layer: str, value) -> int:
@@ -59,48 +67,66 @@ def md_raid0(stream: Stream, devices: Sequence[str], chunk_bytes: int, data_offs
     return route(names, [(None, flushes_of(stream)), (dev, pieces)])
 
 
-def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_idle: bool, sequential: bool) -> np.ndarray:
-    """The chosen candidate column for each read (0 for writes, which go to every candidate).
-
-    ``cand_dev``/``cand_off`` are (requests x copies) arrays of each copy's member and offset.
-    """
+def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_idle: bool) -> np.ndarray:
+    """RAID 10's choice: the chosen candidate column for each read (0 for writes, which go to every
+    candidate). ``cand_dev``/``cand_off`` are (requests x copies) arrays of each copy's member and offset."""
     if members_idle:
-        # Only a read continuing a mirror's previous read leaves the first candidate, and a mirror
-        # other than the first only gets reads that way: so every read goes to the first candidate.
         return np.zeros(len(op), np.int64)
     head = [0] * n_devices
-    next_seq = [-1] * n_devices
     choice = np.zeros(len(op), np.int64)
     n_copies = cand_dev.shape[1]
-    ops = op.tolist()
-    devs = cand_dev.tolist()
-    offs = cand_off.tolist()
-    sizes = size.tolist()
+    ops, devs, offs, sizes = op.tolist(), cand_dev.tolist(), cand_off.tolist(), size.tolist()
     for i in range(len(ops)):
         d_row, o_row = devs[i], offs[i]
         if ops[i] != Op.READ:
             for k in range(n_copies):
                 head[d_row[k]] = o_row[k] + sizes[i]
             continue
-        best = -1
-        if sequential:
-            for k in range(n_copies):
-                if next_seq[d_row[k]] == o_row[k]:
-                    best = k
-                    break
-        if best < 0:
-            dist = [abs(o_row[k] - head[d_row[k]]) for k in range(n_copies)]
-            best = dist.index(min(dist))
+        dist = [abs(o_row[k] - head[d_row[k]]) for k in range(n_copies)]
+        best = dist.index(min(dist))
         choice[i] = best
-        d = d_row[best]
-        head[d] = next_seq[d] = o_row[best] + sizes[i]
+        head[d_row[best]] = o_row[best] + sizes[i]
     return choice
 
 
-def _mirrored(layer, stream, names, cand_dev, cand_off, src, size, members_idle, sequential):
-    """Fan writes and discards out to every copy, send each read to its balanced copy."""
+def raid1_read_balance(op, time_s, offset, size, n_mirrors: int, members_idle: bool = True,
+                       nonrot: bool = False, done_first=None) -> np.ndarray:
+    """The mirror each read goes to (0 for writes, which go to every mirror): raid1.c's
+    read_balance as the module docstring says, ``offset`` on the members; ``done_first``: the
+    reads that complete before the next request of their instant is issued (not pending)."""
+    n = len(op)
+    choice = np.zeros(n, np.int64)
+    head, next_seq = [0] * n_mirrors, [-1] * n_mirrors
+    pending, instant = [0] * n_mirrors, None
+    ops, times, offs, sizes = op.tolist(), time_s.tolist(), offset.tolist(), size.tolist()
+    first = [False] * n if done_first is None else np.asarray(done_first, bool).tolist()
+    for i in range(n):
+        if times[i] != instant:
+            instant = times[i]
+            pending = [0 if members_idle else 1] * n_mirrors
+        off, end = offs[i], offs[i] + sizes[i]
+        if ops[i] != Op.READ:
+            for k in range(n_mirrors):
+                head[k] = end
+                pending[k] += 1
+            continue
+        best = next((k for k in range(n_mirrors) if next_seq[k] == off or head[k] == off), -1)
+        if best < 0:
+            least = min(pending)
+            if nonrot or least == 0:
+                best = pending.index(least)
+            else:
+                dist = [abs(off - h) for h in head]
+                best = dist.index(min(dist))
+        choice[i] = best
+        pending[best] += 0 if first[i] else 1
+        head[best] = next_seq[best] = end
+    return choice
+
+
+def _mirrored(stream, names, cand_dev, cand_off, src, size, choice):
+    """Fan writes and discards out to every copy, send each read to its chosen copy."""
     op = stream.op[src]
-    choice = read_balance(op, stream.offset_bytes[src], size, cand_dev, cand_off, len(names), members_idle, sequential)
     n, c = cand_dev.shape
     is_read = op == Op.READ
     # (request, copy) pairs kept: every copy of a write/discard, the chosen copy of a read.
@@ -112,17 +138,20 @@ def _mirrored(layer, stream, names, cand_dev, cand_off, src, size, members_idle,
     return route(names, [(None, flushes_of(stream)), (dev, pieces)])
 
 
-def md_raid1(stream: Stream, devices: Sequence[str], data_offset_bytes: int = 0, members_idle: bool = True) -> dict[str, Stream]:
-    """One stream per mirror; ``parent`` is the input index (see the module docstring for reads)."""
+def md_raid1(stream: Stream, devices: Sequence[str], data_offset_bytes: int = 0, members_idle: bool = True,
+             nonrot: bool = False) -> dict[str, Stream]:
+    """One stream per mirror; ``parent`` is the input index (see the module docstring for reads;
+    ``nonrot``: a member is non-rotational, as a loop device over a block device is)."""
     names = device_names("md raid1", devices, 2)
     base = _data_offset("md raid1", data_offset_bytes)
     src = ranged(stream)
     n = src.size
     cand_dev = np.broadcast_to(np.arange(len(names), dtype=np.int64), (n, len(names)))
     cand_off = np.broadcast_to((stream.offset_bytes[src] + base)[:, None], (n, len(names)))
-    return _mirrored(
-        "md raid1", stream, names, cand_dev, cand_off, src, stream.size_bytes[src], bool(members_idle), True
-    )
+    choice = raid1_read_balance(stream.op[src], stream.time_s[src], cand_off[:, 0], stream.size_bytes[src],
+                                len(names), bool(members_idle), bool(nonrot),
+                                (stream.flags[src] & Flag.META) != 0)
+    return _mirrored(stream, names, cand_dev, cand_off, src, stream.size_bytes[src], choice)
 
 
 def md_raid10(
@@ -139,4 +168,5 @@ def md_raid10(
     cand_dev = slot % n_dev
     cand_off = base + (slot // n_dev) * chunk_bytes + (off % chunk_bytes)[:, None]
     # The pieces stand in for the requests from here on: index them through r[idx].
-    return _mirrored("md raid10", stream, names, cand_dev, cand_off, r[idx], size, bool(members_idle), False)
+    choice = read_balance(stream.op[r[idx]], off, size, cand_dev, cand_off, n_dev, bool(members_idle))
+    return _mirrored(stream, names, cand_dev, cand_off, r[idx], size, choice)
