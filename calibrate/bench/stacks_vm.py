@@ -30,7 +30,7 @@ from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_o
 from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
 from diskmodel.calibrate.bench.steps import Ref, sh_word
 from diskmodel.model.predictions.block_workloads import FileCopy
-from diskmodel.model.drive.drives import PresetDrive
+from diskmodel.calibrate.emulate.drives import model_drive
 from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
@@ -71,7 +71,7 @@ MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodi
 def _stack(volume, kind: str, drives, label: str) -> Stack:
     options = MKFS_OPTIONS if kind.startswith("ext") else ()  # mkfs.xfs: its defaults (4 KiB blocks)
     return Stack(FileSystemNode(volume, kind=kind, mkfs_options=options),
-                 tuple(PresetDrive(p, name=d) for p, d in drives), label)
+                 tuple(model_drive(p, name=d) for p, d in drives), label)  # each as the emulator serves it
 
 
 def _group_000():
