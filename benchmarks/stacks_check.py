@@ -107,8 +107,8 @@ NOTES = [
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
     "the median went from 16.4 % (buffered drives) to 17.2 %: writes, reads and the tool workloads each came "
-    "closer (medians 16.3 -> 14.7, 21.2 -> 20.0, 14.9 -> 12.6 %), the loop layers' reads further (their "
-    "unmodelled cost had been hidden by the buffer's slower timing)",
+    "closer (medians 16.3 -> 14.7, 21.2 -> 20.0, 14.9 -> 12.6 %), the loop layers' reads further (the "
+    "buffered drive's timing happened to be closer there; the loops' own miss is left)",
 ]
 
 #: label -> (seed, top file system, the loop images' host file system, each nested image's allocation).
