@@ -15,9 +15,12 @@ its callers, so a stamp of the caller's file alone would serve stale code after 
 in another module; with one stamp per group, any edit recompiles the group.
 
 It yields to numba's own locators (so to numba's usual folders) when ``NUMBA_CACHE_DIR`` is set,
-and when numba is configured to compile differently from the build (bounds checking, an optimisation
-level other than numba's default, debug info): numba's key does not hold those settings. Where the
-package's folder cannot be written (a system-wide install run by another user), the shipped files
+and when numba is configured to compile differently from the build (an optimisation level other than
+numba's default, debug info): numba's key does not hold those settings. Code compiled with numba's
+bounds checks (``NUMBA_BOUNDSCHECK=1``, which raise IndexError where an index is out of range) is
+kept apart, in ``_jit_cache/boundscheck/``, stamped the same way, so that a check of the kernel's
+indices compiles once per edit of its sources rather than once per run; the wheel does not carry
+it (``setup.py``). Where the package's folder cannot be written (a system-wide install run by another user), the shipped files
 are copied once into a folder of the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
 ``diskmodel/jit/``) and used there.
 
@@ -93,9 +96,23 @@ def group_stamp(name: str) -> str:
     return _group_stamp(name, signature)
 
 
+#: The folder, inside the cache's, of the code compiled with numba's bounds checks.
+BOUNDSCHECK = "boundscheck"
+
+
+def _variant() -> str | None:
+    """Which of the cache's folders numba's settings compile for: ``""`` as the shipped cache was
+    compiled, :data:`BOUNDSCHECK` with bounds checks and otherwise as built; None for numba's own
+    folders (``NUMBA_CACHE_DIR`` set, or a setting numba's key does not hold: another optimisation
+    level, debug info)."""
+    if config.CACHE_DIR or config.OPT != 3 or config.DEBUGINFO_DEFAULT:
+        return None
+    return BOUNDSCHECK if config.BOUNDSCHECK else ""
+
+
 def _numba_as_built() -> bool:
     """numba compiles as the shipped cache was compiled (no setting that numba's key does not hold)."""
-    return not config.CACHE_DIR and not config.BOUNDSCHECK and config.OPT == 3 and not config.DEBUGINFO_DEFAULT
+    return _variant() == ""
 
 
 def _user_cache_root() -> Path:
@@ -113,13 +130,14 @@ def _writable(folder: Path) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def cache_folder(group: str) -> Path | None:
-    """The folder group *group*'s compiled code is read from and written to: the package's, else a
-    copy of it in the user's cache; None when neither can be written (numba's own locators then)."""
-    shipped = CACHE_DIR / group
+def cache_folder(group: str, variant: str = "") -> Path | None:
+    """The folder group *group*'s compiled code (of *variant*, :func:`_variant`) is read from and
+    written to: the package's, else a copy of it in the user's cache; None when neither can be
+    written (numba's own locators then)."""
+    shipped = CACHE_DIR / variant / group
     if _writable(shipped):
         return shipped
-    copy = _user_cache_root() / group
+    copy = _user_cache_root() / variant / group
     if not _writable(copy):
         return None
     if shipped.is_dir():
@@ -156,9 +174,10 @@ class PackageCacheLocator(caching._CacheLocator):
     @classmethod
     def from_function(cls, py_func, py_file):
         group = _group_of(py_file) if os.path.exists(py_file) else None
-        if group is None or not _numba_as_built():
+        variant = _variant()
+        if group is None or variant is None:
             return None
-        folder = cache_folder(group)
+        folder = cache_folder(group, variant)
         return None if folder is None else cls(py_func, py_file, group, folder)
 
 
@@ -298,7 +317,7 @@ def prune() -> int:
 
     removed = 0
     for group in GROUPS:
-        folder = cache_folder(group)
+        folder = cache_folder(group, _variant() or "")
         if folder is None or not folder.is_dir():
             continue
         stamp, kept = group_stamp(group), set()
@@ -360,18 +379,26 @@ def _second_process(cpu_s, progress) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m diskmodel.model._jit``: compile every kernel into the cache's folder."""
+    """``python -m diskmodel.model._jit``: compile every kernel into the cache's folder; with
+    ``NUMBA_BOUNDSCHECK=1``, the g1 layouts' whole-trace kernels with bounds checks into
+    ``_jit_cache/boundscheck/``."""
     if argv:
         print(f"usage: {sys.executable} -m diskmodel.model._jit (takes no arguments; got {argv[0]!r})",
               file=sys.stderr)
         return 2
-    if not _numba_as_built():
-        print("diskmodel.model._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_BOUNDSCHECK, "
-              "NUMBA_OPT or NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
+    variant = _variant()
+    if variant is None:
+        print("diskmodel.model._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_OPT or "
+              "NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
         return 2
-    cpu_s = _precompile_in_parallel(progress=print)
+    if variant == BOUNDSCHECK:
+        # the whole traces of the drives with a trace, all of g1 layouts, as the checks of the kernel's
+        # indices run them
+        cpu_s = precompile(progress=print, kinds={"g1"})
+    else:
+        cpu_s = _precompile_in_parallel(progress=print)
     prune()
-    folders = sorted({str(cache_folder(g)) for g in GROUPS})
+    folders = sorted({str(cache_folder(g, variant)) for g in GROUPS})
     print(f"compiled the simulator in {cpu_s:.0f} s of CPU into {', '.join(folders)}")
     return 0
 
