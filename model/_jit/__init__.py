@@ -355,10 +355,12 @@ def _precompile_in_parallel(progress=None) -> float:
     """:func:`precompile`, the kinds of :data:`SECOND_PROCESS_KINDS` in a forked process while this one
     compiles the rest (on one core, all here), then everything once more here: the second process's
     entries load (or, were one missing, compile); returns the CPU time of this process and the other's
-    [s]. The fork comes before this process compiles anything, so the child inherits no compiler state."""
+    [s]. The fork comes before this process compiles anything, so the child inherits no compiler state.
+    On one core, or when the kernel is in the cache already (:func:`is_warm`: the rest loads in
+    seconds, less than a second process costs), all here."""
     import multiprocessing
 
-    if _cores() < 2:
+    if _cores() < 2 or is_warm():
         return precompile(progress)
     context = multiprocessing.get_context("fork")
     other_cpu = context.Value("d", 0.0)
