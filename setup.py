@@ -49,7 +49,8 @@ class BuildPyWithKernels(build_py):
         target = build_lib / "diskmodel" / "model" / "_jit_cache"
         seed = HERE / "model" / "_jit_cache"
         if seed.is_dir():
-            shutil.copytree(seed, target, dirs_exist_ok=True)
+            # not the bounds-checked code (_jit_cache/boundscheck/), which only checks of the kernel run
+            shutil.copytree(seed, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("boundscheck"))
         try:
             import numba  # noqa: F401  (only to know whether the compile can run here)
         except ImportError:

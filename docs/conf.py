@@ -251,7 +251,29 @@ def _readme_links(app, docname, source):
         source[0] = source[0].replace("](../README.md", "](index.md")
 
 
+def _spread_notebooks(app, env, docnames):
+    """Deal the notebooks out over the runs of documents that a parallel read (``-j``) gives its processes.
+
+    Sphinx reads the sorted document names in consecutive runs, one run per task
+    (``sphinx.util.parallel.make_chunks``), and myst-nb executes a notebook as it reads it; the
+    notebooks' names sort together, so one process would execute them all while the others read the
+    API pages. Here run *k* gets notebooks *k*, *k* + runs, ..., the other documents filling the rest.
+    """
+    if app.parallel <= 1:
+        return
+    from sphinx.util.parallel import make_chunks
+
+    notebooks = [d for d in docnames if d.startswith("_generated/notebooks/") and not d.endswith("/index")]
+    others = iter([d for d in docnames if d not in notebooks])
+    sizes = [len(run) for run in make_chunks(docnames, app.parallel)]
+    dealt = [notebooks[k::len(sizes)] for k in range(len(sizes))]
+    if any(len(mine) > size for mine, size in zip(dealt, sizes)):
+        return
+    docnames[:] = [d for mine, size in zip(dealt, sizes) for d in mine + [next(others) for _ in range(size - len(mine))]]
+
+
 def setup(app):
+    app.connect("env-before-read-docs", _spread_notebooks)
     app.connect("missing-reference", _strict_references)
     app.connect("source-read", _readme_links)
     # before napoleon (priority 500) turns the sections into fields

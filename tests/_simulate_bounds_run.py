@@ -3,8 +3,8 @@ tests/test_simulate_bounds.py).
 
 The numba kernel (``diskmodel.model.simulator.kernel._simulate`` and its helpers) does not check its
 indices: one out of range reads or writes memory silently. With ``NUMBA_BOUNDSCHECK=1`` (set by
-the caller, with a private ``NUMBA_CACHE_DIR``, before numba compiles anything) every index is
-checked and an out-of-range one raises IndexError (numba names no line).
+the caller, before numba compiles anything; :mod:`diskmodel.model._jit` keeps such code in its own
+folder) every index is checked and an out-of-range one raises IndexError (numba names no line).
 
 ``python _simulate_bounds_run.py CASES.json`` reads a list of cases and prints one JSON line per
 case: ``{"id", "requests", "index_error_at", "s"}`` (``s``: its wall time, compilation included) (the first request whose simulation raises, found
@@ -159,7 +159,7 @@ def run_case(case, tmp: Path) -> dict:
 
 def main(path: str) -> None:
     if os.environ.get("NUMBA_BOUNDSCHECK") != "1":
-        raise SystemExit("NUMBA_BOUNDSCHECK=1 must be set (with a private NUMBA_CACHE_DIR)")
+        raise SystemExit("NUMBA_BOUNDSCHECK=1 must be set")
     cases = json.loads(Path(path).read_text())
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:

@@ -313,8 +313,10 @@ def test_missing_dev_fuse_names_the_module_and_package(monkeypatch, tmp_path):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isolated, tmp_path):
-    # The check at start passes (the file system has the reserve free), then the data written fill it: the
-    # writes fail (ENOSPC), the run ends with one line naming the failed requests and the full file system.
+    # The check at start passes (the file system has the reserve free); then another file takes all of it
+    # but a few MiB (as another program's data would), and the data written through the drive fill the
+    # rest: the writes fail (ENOSPC), the run ends with one line naming the failed requests and the full
+    # file system. (Filling the whole reserve through the drive would take minutes at its transfer rate.)
     require_emulation()
     env, run_dir, tmp = isolated
     small = tmp_path / "small"
@@ -326,13 +328,20 @@ def test_backing_file_system_filling_up_under_the_written_data_is_one_line(isola
                                 text=True, env=env)
         try:
             device = json.loads(proc.stdout.readline())["devices"][0]["path"]
+            vfs = os.statvfs(small)
+            headroom = 6 * MiB
+            filler = os.open(small / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.posix_fallocate(filler, 0, vfs.f_bavail * vfs.f_frsize - headroom)
+            finally:
+                os.close(filler)
             chunk = np.random.default_rng(1).integers(0, 256, 4 * MiB, dtype=np.uint8).tobytes()
             buf = mmap.mmap(-1, len(chunk))
             buf.write(chunk)
             fd = os.open(device, os.O_WRONLY | os.O_DIRECT)
             failed = None
             try:
-                for i in range(100):  # 400 MiB into a 300 MiB file system
+                for i in range(100):  # 400 MiB, far more than the headroom
                     try:
                         os.pwritev(fd, [buf], i * len(chunk))
                     except OSError as exc:

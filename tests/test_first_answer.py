@@ -41,13 +41,19 @@ def test_the_kernels_are_cached_in_the_package_folder_of_their_group():
 @pytest.mark.parametrize("setting", [{"NUMBA_CACHE_DIR": "{tmp}"}, {"NUMBA_BOUNDSCHECK": "1"}, {"NUMBA_OPT": "1"}])
 def test_numba_settings_its_key_does_not_hold_leave_the_package_cache_alone(setting, tmp_path):
     # numba keys a cache entry by signature, CPU and bytecode only: code compiled with bounds
-    # checks or another optimisation level must not be read from (or written to) the shipped folder
+    # checks or another optimisation level must not be read from (or written to) the shipped folder;
+    # bounds-checked code has a folder of its own
     env = {name: value.format(tmp=tmp_path) for name, value in setting.items()}
     path = _python("""
         import diskmodel.model.simulator.kernel as kernel
         print(kernel._simulate._cache.cache_path)
     """, **env).strip()
-    assert not Path(path).is_relative_to(jit_cache.CACHE_DIR), path
+    for group in jit_cache.GROUPS:
+        assert not Path(path).is_relative_to(jit_cache.CACHE_DIR / group), path
+    if "NUMBA_BOUNDSCHECK" in env:
+        assert path == str(jit_cache.CACHE_DIR / "boundscheck" / "simulator")
+    else:
+        assert not Path(path).is_relative_to(jit_cache.CACHE_DIR), path
     if "NUMBA_CACHE_DIR" in env:
         assert Path(path).is_relative_to(tmp_path)
 
@@ -78,6 +84,39 @@ def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
     assert any((tmp_path / "cache" / "probe").glob("caller.twice-*.nbi"))
     (group / "callee.py").write_text((group / "callee.py").read_text().replace("return 1", "return 5"))
     assert _python(run).split()[0] == "10"
+
+
+@pytest.mark.slow  # subprocesses with numba's bounds checks (the tier check)
+def test_bounds_checked_code_is_cached_apart_and_checks_when_loaded(tmp_path):
+    # a kernel reading past its array's end: compiled with bounds checks it raises IndexError, and
+    # loaded from the cache in a new process it still does; compiled without, it is another entry
+    # in another folder (and does not check)
+    group = tmp_path / "probe"
+    group.mkdir()
+    (group / "__init__.py").write_text("")
+    (group / "past_end.py").write_text("from numba import njit\n\n\n@njit(cache=True)\n"
+                                       "def past_end(a):\n    return a[len(a)]\n")
+    run = f"""
+        import sys
+        import numpy as np
+        from pathlib import Path
+        from diskmodel.model import _jit as jit_cache
+        group = Path({str(group)!r})
+        jit_cache.GROUPS["probe"] = lambda: sorted(group.glob("*.py"))
+        jit_cache.CACHE_DIR = Path({str(tmp_path / "cache")!r})
+        sys.path.insert(0, str(group.parent))
+        from probe.past_end import past_end
+        try:
+            past_end(np.zeros(4)[:3])   # past the view's end, within its base: memory that is there
+            raised = "no"
+        except IndexError:
+            raised = "IndexError"
+        print(raised, past_end.stats.cache_hits.most_common(1) != [], past_end._cache.cache_path)
+    """
+    checked = str(tmp_path / "cache" / "boundscheck" / "probe")
+    assert _python(run, NUMBA_BOUNDSCHECK="1").split() == ["IndexError", "False", checked]
+    assert _python(run, NUMBA_BOUNDSCHECK="1").split() == ["IndexError", "True", checked]
+    assert _python(run).split() == ["no", "False", str(tmp_path / "cache" / "probe")]
 
 
 def test_a_package_folder_that_cannot_be_written_is_copied_into_the_users_cache(tmp_path, monkeypatch):

@@ -2,8 +2,10 @@
 
 numba does not check indices: an out-of-range one in ``diskmodel.model.simulator.kernel._simulate`` or
 its helpers corrupts memory silently (seen as "free(): invalid next size", or as wrong times).
-One subprocess (tests/_simulate_bounds_run.py) compiles the kernel with ``NUMBA_BOUNDSCHECK=1``
-into a private numba cache and simulates: every variant of tests/golden/disksim_variants (whole
+One subprocess (tests/_simulate_bounds_run.py) runs the kernel compiled with ``NUMBA_BOUNDSCHECK=1``
+(kept apart from the shipped code, in ``model/_jit_cache/boundscheck/``, stamped with its sources
+by :mod:`diskmodel.model._jit`: compiled by ``.ci/setup``, or by the first run after an edit) and
+simulates: every variant of tests/golden/disksim_variants (whole
 traces), the kept random variants of tests/golden/disksim_random and their unchanged drives, one
 set of several write segments, and short hypothesis-drawn traces on drives with small segments,
 several write segments, prebuffering, never disconnect and a minimum read-ahead. Each case's
@@ -88,7 +90,8 @@ def bounds_checked(tmp_path_factory):
     """Each case's result, simulated in one subprocess with numba's bounds checks on."""
     tmp = tmp_path_factory.mktemp("bounds")
     (tmp / "cases.json").write_text(json.dumps(CASES))
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp / "numba_cache"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_BOUNDSCHECK"] = "1"
     done = subprocess.run([sys.executable, str(HERE / "_simulate_bounds_run.py"), str(tmp / "cases.json")],
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

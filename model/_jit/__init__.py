@@ -15,9 +15,12 @@ its callers, so a stamp of the caller's file alone would serve stale code after 
 in another module; with one stamp per group, any edit recompiles the group.
 
 It yields to numba's own locators (so to numba's usual folders) when ``NUMBA_CACHE_DIR`` is set,
-and when numba is configured to compile differently from the build (bounds checking, an optimisation
-level other than numba's default, debug info): numba's key does not hold those settings. Where the
-package's folder cannot be written (a system-wide install run by another user), the shipped files
+and when numba is configured to compile differently from the build (an optimisation level other than
+numba's default, debug info): numba's key does not hold those settings. Code compiled with numba's
+bounds checks (``NUMBA_BOUNDSCHECK=1``, which raise IndexError where an index is out of range) is
+kept apart, in ``_jit_cache/boundscheck/``, stamped the same way, so that a check of the kernel's
+indices compiles once per edit of its sources rather than once per run; the wheel does not carry
+it (``setup.py``). Where the package's folder cannot be written (a system-wide install run by another user), the shipped files
 are copied once into a folder of the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
 ``diskmodel/jit/``) and used there.
 
@@ -26,7 +29,12 @@ and adds its own entries. :func:`is_warm` tells whether this machine has them, s
 line can say so before it waits (:func:`compile_notice`).
 
 Run ``python -m diskmodel.model._jit`` to compile every kernel into the folder
-(:func:`precompile`).
+(:func:`precompile`). numba compiles on one core; with more than one, the kinds of block layout are
+compiled in two processes at once (:func:`main`), each writing its own entries. numba's
+``IndexDataCacheFile.save`` reads a function's index, adds the entry under the first free data file's
+name and writes both back, so two processes saving entries of one function at once could each take
+the same name, and an index could then point at the other's code: :func:`install` makes the save
+hold an exclusive ``flock(2)`` on the folder while it runs.
 
 This package sits outside :mod:`diskmodel.model`, which is pure: it reads the model's sources and
 reads and writes the cache's files. ``diskmodel.model`` imports it first, so that its locator is in
@@ -34,6 +42,7 @@ place before any numba function is defined.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -87,9 +96,23 @@ def group_stamp(name: str) -> str:
     return _group_stamp(name, signature)
 
 
+#: The folder, inside the cache's, of the code compiled with numba's bounds checks.
+BOUNDSCHECK = "boundscheck"
+
+
+def _variant() -> str | None:
+    """Which of the cache's folders numba's settings compile for: ``""`` as the shipped cache was
+    compiled, :data:`BOUNDSCHECK` with bounds checks and otherwise as built; None for numba's own
+    folders (``NUMBA_CACHE_DIR`` set, or a setting numba's key does not hold: another optimisation
+    level, debug info)."""
+    if config.CACHE_DIR or config.OPT != 3 or config.DEBUGINFO_DEFAULT:
+        return None
+    return BOUNDSCHECK if config.BOUNDSCHECK else ""
+
+
 def _numba_as_built() -> bool:
     """numba compiles as the shipped cache was compiled (no setting that numba's key does not hold)."""
-    return not config.CACHE_DIR and not config.BOUNDSCHECK and config.OPT == 3 and not config.DEBUGINFO_DEFAULT
+    return _variant() == ""
 
 
 def _user_cache_root() -> Path:
@@ -107,13 +130,14 @@ def _writable(folder: Path) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def cache_folder(group: str) -> Path | None:
-    """The folder group *group*'s compiled code is read from and written to: the package's, else a
-    copy of it in the user's cache; None when neither can be written (numba's own locators then)."""
-    shipped = CACHE_DIR / group
+def cache_folder(group: str, variant: str = "") -> Path | None:
+    """The folder group *group*'s compiled code (of *variant*, :func:`_variant`) is read from and
+    written to: the package's, else a copy of it in the user's cache; None when neither can be
+    written (numba's own locators then)."""
+    shipped = CACHE_DIR / variant / group
     if _writable(shipped):
         return shipped
-    copy = _user_cache_root() / group
+    copy = _user_cache_root() / variant / group
     if not _writable(copy):
         return None
     if shipped.is_dir():
@@ -129,6 +153,7 @@ class PackageCacheLocator(caching._CacheLocator):
     and one stamp per group (:func:`group_stamp`)."""
 
     def __init__(self, py_func, py_file, group: str, folder: Path):
+        _LOCKED_FOLDERS.add(str(folder))
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._group = group
@@ -149,17 +174,44 @@ class PackageCacheLocator(caching._CacheLocator):
     @classmethod
     def from_function(cls, py_func, py_file):
         group = _group_of(py_file) if os.path.exists(py_file) else None
-        if group is None or not _numba_as_built():
+        variant = _variant()
+        if group is None or variant is None:
             return None
-        folder = cache_folder(group)
+        folder = cache_folder(group, variant)
         return None if folder is None else cls(py_func, py_file, group, folder)
 
 
+#: The folders :class:`PackageCacheLocator` gave numba, whose saves hold the folder's lock.
+_LOCKED_FOLDERS: set[str] = set()
+
+
+def _locked(save):
+    """numba's ``IndexDataCacheFile.save``, holding an exclusive ``flock(2)`` on the cache's folder
+    while it reads the index, names the data file and writes both, in the folders of
+    :data:`_LOCKED_FOLDERS` (see the module's docstring)."""
+    @functools.wraps(save)
+    def save_locked(self, key, data):
+        if self._cache_path not in _LOCKED_FOLDERS:
+            return save(self, key, data)
+        fd = os.open(self._cache_path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return save(self, key, data)
+        finally:
+            os.close(fd)    # closing the last descriptor releases the lock
+
+    save_locked.diskmodel_locked = True
+    return save_locked
+
+
 def install() -> None:
-    """Put :class:`PackageCacheLocator` first in numba's list of locators (once); to run before
-    any numba function of the groups is defined (``diskmodel.model`` imports this package first)."""
+    """Put :class:`PackageCacheLocator` first in numba's list of locators, and make numba's saves
+    into its folders hold the folder's lock (once); to run before any numba function of the groups is
+    defined (``diskmodel.model`` imports this package first)."""
     if PackageCacheLocator not in caching.CacheImpl._locator_classes:
         caching.CacheImpl._locator_classes.insert(0, PackageCacheLocator)
+    if not getattr(caching.IndexDataCacheFile.save, "diskmodel_locked", False):
+        caching.IndexDataCacheFile.save = _locked(caching.IndexDataCacheFile.save)
 
 
 install()
@@ -208,11 +260,12 @@ def compile_notice() -> str | None:
     return f"compiling the simulator (first run only, about {COLD_COMPILE_CPU_S:.0f} s)"
 
 
-def precompile(progress=None) -> float:
+def precompile(progress=None, kinds=None) -> float:
     """Compile (or load) every kernel for each kind of block layout (DiskSim's g1, g2 and g4) on
     the bundled drives, through every way in: a whole trace, a stepped session, one request and
     many, the vectorised service time; returns the CPU time it took [s]. *progress*: a callable
-    given one line per step."""
+    given one line per step. *kinds*: only these kinds of layout (``"g1"``, ``"g2"``, ``"g4"``),
+    and the vectorised service time only with ``"service"`` among them; None for all."""
     import numpy as np
 
     from diskmodel.data.disksim import BUNDLED_DRIVES, disksim_drive_folder
@@ -225,7 +278,7 @@ def precompile(progress=None) -> float:
 
     say = progress or (lambda line: None)
     start = time.process_time()
-    kinds = {}
+    wanted, kinds = kinds, {}
     for name in BUNDLED_DRIVES:
         drive = load_disksim_drive(disksim_drive_folder(name))
         params = drive.simulation_parameters()
@@ -233,6 +286,8 @@ def precompile(progress=None) -> float:
         kind = "g4" if isinstance(layout, G4ZoneLayout) else "g2" if isinstance(layout, G2ZoneLayout) else "g1"
         kinds.setdefault(kind, (name, drive, params))
     for kind, (name, drive, params) in sorted(kinds.items()):
+        if wanted is not None and kind not in wanted:
+            continue
         say(f"compiling the simulator for {kind} layouts ({name})")
         lbn = np.array([0, 64, 8, 1000], np.int64)
         blocks = np.array([8, 8, 16, 1], np.int64)
@@ -241,6 +296,8 @@ def precompile(progress=None) -> float:
         session = DriveSession(params)
         session.serve(False, 0, 8, 0.0)
         session.serve_many(is_write, lbn, blocks, np.arange(4) * 1e-3 + 1.0)
+    if wanted is not None and "service" not in wanted:
+        return time.process_time() - start
     say("compiling the vectorised service time")
     from diskmodel.model.drive.presets import load_preset
 
@@ -260,7 +317,7 @@ def prune() -> int:
 
     removed = 0
     for group in GROUPS:
-        folder = cache_folder(group)
+        folder = cache_folder(group, _variant() or "")
         if folder is None or not folder.is_dir():
             continue
         stamp, kept = group_stamp(group), set()
@@ -282,19 +339,68 @@ def prune() -> int:
     return removed
 
 
+#: The kinds :func:`_precompile_in_parallel` gives its second process: the g4 layout's kernel, whose
+#: compile takes about as long as the g1 layout's with the helpers both share.
+SECOND_PROCESS_KINDS = frozenset({"g4"})
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
+def _precompile_in_parallel(progress=None) -> float:
+    """:func:`precompile`, the kinds of :data:`SECOND_PROCESS_KINDS` in a forked process while this one
+    compiles the rest (on one core, all here), then everything once more here: the second process's
+    entries load (or, were one missing, compile); returns the CPU time of this process and the other's
+    [s]. The fork comes before this process compiles anything, so the child inherits no compiler state.
+    On one core, or when the kernel is in the cache already (:func:`is_warm`: the rest loads in
+    seconds, less than a second process costs), all here."""
+    import multiprocessing
+
+    if _cores() < 2 or is_warm():
+        return precompile(progress)
+    context = multiprocessing.get_context("fork")
+    other_cpu = context.Value("d", 0.0)
+    child = context.Process(target=_second_process, args=(other_cpu, progress), name="diskmodel-jit")
+    child.start()
+    try:
+        mine = precompile(progress, kinds={"g1", "g2", "g4", "service"} - SECOND_PROCESS_KINDS)
+    finally:
+        child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"compiling the simulator's kernels for {', '.join(sorted(SECOND_PROCESS_KINDS))} "
+                           f"layouts failed in the second process (exit {child.exitcode})")
+    return mine + other_cpu.value + precompile()
+
+
+def _second_process(cpu_s, progress) -> None:
+    cpu_s.value = precompile(progress, kinds=SECOND_PROCESS_KINDS)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m diskmodel.model._jit``: compile every kernel into the cache's folder."""
+    """``python -m diskmodel.model._jit``: compile every kernel into the cache's folder; with
+    ``NUMBA_BOUNDSCHECK=1``, the g1 layouts' whole-trace kernels with bounds checks into
+    ``_jit_cache/boundscheck/``."""
     if argv:
         print(f"usage: {sys.executable} -m diskmodel.model._jit (takes no arguments; got {argv[0]!r})",
               file=sys.stderr)
         return 2
-    if not _numba_as_built():
-        print("diskmodel.model._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_BOUNDSCHECK, "
-              "NUMBA_OPT or NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
+    variant = _variant()
+    if variant is None:
+        print("diskmodel.model._jit: numba is set to compile otherwise (NUMBA_CACHE_DIR, NUMBA_OPT or "
+              "NUMBA_DEBUGINFO): nothing to compile into the package's cache", file=sys.stderr)
         return 2
-    cpu_s = precompile(progress=print)
+    if variant == BOUNDSCHECK:
+        # the whole traces of the drives with a trace, all of g1 layouts, as the checks of the kernel's
+        # indices run them
+        cpu_s = precompile(progress=print, kinds={"g1"})
+    else:
+        cpu_s = _precompile_in_parallel(progress=print)
     prune()
-    folders = sorted({str(cache_folder(g)) for g in GROUPS})
+    folders = sorted({str(cache_folder(g, variant)) for g in GROUPS})
     print(f"compiled the simulator in {cpu_s:.0f} s of CPU into {', '.join(folders)}")
     return 0
 
