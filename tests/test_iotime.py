@@ -222,6 +222,24 @@ def test_the_draws_follow_the_calibration_s_estimates_and_covariance(calibration
     assert [d.rotation_period_s for d in again] == period.tolist()
 
 
+def test_a_flat_device_with_a_two_piece_fit_too_draws_its_flat_models_mean_latency(calibration):
+    """A device found flat (no mechanical seek) is timed by its flat latency model even where a rotation and
+    a two-piece fit were found as well (a busy host's noise): the draws vary that model's mean latency, by its
+    standard error, so its prediction's interval is not of nothing."""
+    import dataclasses
+
+    from diskmodel.model.fit.latency import fit_flat_latency
+    from diskmodel.model.predictions.intervals import calibration_draws
+
+    latency_s = 1e-3 * np.random.default_rng(5).lognormal(0.0, 0.2, 400)
+    flat = dataclasses.replace(calibration, flat_test=dataclasses.replace(calibration.flat_test, flat=True),
+                               latency_model=fit_flat_latency(latency_s, 1e-9))
+    assert not flat.mechanical_seek and flat.seek_fit is flat.two_piece
+    means = np.array([d.latency_model.mean_s for d in calibration_draws(flat, 400, seed=2)])
+    assert means.std(ddof=1) == pytest.approx(latency_s.std(ddof=1) / np.sqrt(latency_s.size), rel=0.15)
+    assert means.mean() == pytest.approx(latency_s.mean(), rel=0.01)
+
+
 def test_a_prediction_from_a_calibration_has_intervals_that_follow_its_uncertainty(calibration):
     import dataclasses
 

@@ -185,7 +185,7 @@ def parse_group(output: str, cells) -> tuple:
 def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
     guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s]). *only*:
-    |-separated strings, the cells whose labels contain one of them (all when empty; no boot
+    ``|``-separated strings, the cells whose labels contain one of them (all when empty; no boot
     when none does); *log_dir*: where the drives' request logs are kept (None: not kept)."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
 

@@ -24,7 +24,7 @@ Read balancing. RAID 1 (:func:`raid1_read_balance`) follows raid1.c's read_balan
    (``abs(sector - head_position)``; the first on a tie).
 
 "Pending" on this untimed path: the requests sent to the mirror at the same issue instant before
-this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`.timing`),
+this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`diskmodel.model.iopath.timing`),
 except metadata reads (``Flag.META``): the path walk waits for the directory and inode blocks
 before read(2) issues the data, so they are done when the data reads are balanced;
 with ``members_idle`` false every mirror counts as busy (a deep queue). Every read or write sent to

@@ -50,7 +50,12 @@ def calibration_draws(result, draws: int = DEFAULT_DRAWS, seed: int = 0) -> list
     upper = np.array([params[n].upper for n in names], float)
     out = []
     fit = result.seek_fit
-    for row in sample:
+    # A device without a mechanical seek is timed by its flat latency model even where a two-piece fit was
+    # made too (calibrate.stacks.disk_of): its mean latency is drawn from its standard error then.
+    flat = result.latency_model if not result.mechanical_seek else None
+    flat_means = (rng.normal(flat.mean_s, flat.std_s / np.sqrt(max(flat.n, 1)), size=int(draws))
+                  if flat is not None and not isinstance(fit, FlatLatencyFit) else None)
+    for k, row in enumerate(sample):
         values = mean.copy()
         values[free] = np.clip(row, lower[free], upper[free])
         drawn = dict(zip(names, values.tolist()))
@@ -60,6 +65,8 @@ def calibration_draws(result, draws: int = DEFAULT_DRAWS, seed: int = 0) -> list
         seek_names = [n for n in names if n not in ("rotation_period_s", "overhead_s")]
         if isinstance(fit, FlatLatencyFit):  # its one varying parameter is the mean latency
             changes["latency_model"] = dataclasses.replace(fit, mean_s=drawn["latency_s"])
+        elif flat_means is not None:
+            changes["latency_model"] = dataclasses.replace(flat, mean_s=float(flat_means[k]))
         elif seek_names and fit is not None and hasattr(fit, "parameters"):
             inner = Parameters([p.evolve(value=drawn[f"seek_{p.name}"] if f"seek_{p.name}" in drawn else drawn[p.name])
                                 for p in fit.parameters.values()])
