@@ -4,20 +4,21 @@
 minimising the squared error plus a penalty per piece (optimal partitioning,
 Jackson et al. 2005: exact, O(n^2), fine for the few hundred locations a
 calibration measures). The penalty proposes the change points; a test keeps
-them: two neighbouring pieces whose log-rates do not differ significantly by a
-rank test (Mann-Whitney U, two-sided; Bonferroni-corrected over the places the
-change point could have been put between the two pieces' outer ends) are
-merged, the least significant pair first, until every remaining change is
-significant. A rate measured through a host has a noise that is neither
-Gaussian nor of one spread: a long read's rate is quantised by the track
-changes it crosses (a few discrete values, runs of equal ones by chance), and
-a read delayed by the host is slower by any amount (a heavy one-sided tail).
-The penalty, which assumes Gaussian noise of one spread, proposes pieces such
-noise makes (two neighbouring delayed locations, a run of one quantised
-value); a rank test asks only that one piece's rates lie above the other's
-more often than chance allows, whatever the noise's shape. Its price: a zone
-of very few locations cannot be told from chance (with four against nine, all
-of them apart, the corrected p-value is 0.034). Each piece is a zone; its
+them: two neighbouring pieces that do not differ significantly (Bonferroni-
+corrected over the places the change point could have been put between the
+two pieces' outer ends) are merged, the least significant pair first, until
+every remaining change is significant. A rate measured through a host has a
+noise that is neither Gaussian nor of one spread: a long read's rate is
+quantised by the track changes it crosses (a few discrete values, runs of
+equal ones by chance), and a read delayed by the host is slower by any amount
+(a heavy one-sided tail). The penalty, which assumes Gaussian noise of one
+spread, proposes pieces such noise makes (two neighbouring delayed locations,
+a run of one quantised value). Where two pieces' values interleave, the test
+is by ranks (Mann-Whitney U), which asks only that one piece's rates lie above
+the other's more often than chance allows, whatever the noise's shape; where
+they do not interleave, ranks cannot confirm a piece of a few points at all,
+and the step is weighed against the pieces' robust spread (Welch's test on
+medians, the spread at least the profile's noise). Each piece is a zone; its
 rate, the exponential of the piece's mean log-rate, is a parameter of the
 result.
 """
@@ -101,19 +102,48 @@ class ZoneFit(FitResult):
         return ax
 
 
-def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float) -> list[int]:
-    """The change points (*starts*: each piece's first index into *y*, the first 0) that survive
-    the merge test of the module doc: while the least significant neighbouring pair's p-value
-    (Mann-Whitney, two-sided), times the places its change point could lie between the pair's
-    outer ends, exceeds *alpha*, that pair is merged and the test is made again."""
+def _welch_p(left: np.ndarray, right: np.ndarray, floor: float) -> float:
+    """Two-sided p-value of Welch's test that *left* and *right* have one level: each piece's level
+    its median and its spread robust (the normalised median absolute deviation: a delayed read
+    among a few does not hide the step), or *floor* where that is larger (then taken as known: no
+    degrees of freedom lost; Welch-Satterthwaite for the rest)."""
     from scipy import stats
 
+    v, inv_df = [], []
+    for piece in (left, right):
+        own = (1.4826 * float(np.median(np.abs(piece - np.median(piece))))) ** 2 if piece.size > 1 else 0.0
+        v.append(max(own, floor ** 2) / piece.size)
+        inv_df.append(1.0 / (piece.size - 1) if own > floor ** 2 else 0.0)
+    se2 = v[0] + v[1]
+    t = abs(float(np.median(left) - np.median(right))) / np.sqrt(se2)
+    denominator = v[0] ** 2 * inv_df[0] + v[1] ** 2 * inv_df[1]
+    if denominator == 0.0:
+        return float(2.0 * stats.norm.sf(t))
+    return float(2.0 * stats.t.sf(t, se2 ** 2 / denominator))
+
+
+def _pair_p(left: np.ndarray, right: np.ndarray, floor: float) -> float:
+    """The p-value of a change between two neighbouring pieces: by ranks (Mann-Whitney, two-sided)
+    where their values interleave, as noise of any shape lets them; where every value of one lies
+    beyond every value of the other, the ranks say no more than the pieces' sizes do, and the size
+    of the step against the pieces' spread (Welch) decides."""
+    from scipy import stats
+
+    if left.max() < right.min() or right.max() < left.min():
+        return _welch_p(left, right, floor)
+    return float(stats.mannwhitneyu(left, right, alternative="two-sided").pvalue)
+
+
+def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: float) -> list[int]:
+    """The change points (*starts*: each piece's first index into *y*, the first 0) that survive
+    the merge test of the module doc: while the least significant neighbouring pair's p-value,
+    times the places its change point could lie between the pair's outer ends, exceeds *alpha*,
+    that pair is merged and the test is made again."""
     n = y.size
     starts = list(starts)
     while len(starts) > 1:
         edges = starts + [n]
-        p = np.array([stats.mannwhitneyu(y[a:b], y[b:c], alternative="two-sided").pvalue * (c - a - 1)
-                      for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:])])
+        p = [_pair_p(y[a:b], y[b:c], floor) * (c - a - 1) for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:])]
         j = int(np.argmax(p))
         if p[j] <= alpha:
             break
@@ -143,16 +173,14 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     order = np.argsort(loc, kind="stable")
     y = np.log(r[order])
     n = y.size
+    # the noise of one point's log-rate: the penalty's scale and the merge test's floor
+    sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2) if n > 2 else 0.0
+    if noise_sigma is not None:
+        if not np.isfinite(noise_sigma) or noise_sigma < 0:
+            raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
+        sigma = max(sigma, float(noise_sigma))
+    sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
     if penalty is None:
-        if n > 2:
-            sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2)
-        else:
-            sigma = 0.0
-        if noise_sigma is not None:
-            if not np.isfinite(noise_sigma) or noise_sigma < 0:
-                raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
-            sigma = max(sigma, float(noise_sigma))
-        sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
         penalty = 3.0 * sigma ** 2 * np.log(max(n, 2)) * 2
     c1 = np.concatenate(([0.0], np.cumsum(y)))
     c2 = np.concatenate(([0.0], np.cumsum(y * y)))
@@ -178,6 +206,6 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     while end > 0:
         end = int(prev[end])
         starts.append(end)
-    starts = _merge_insignificant(y, starts[::-1], alpha)
+    starts = _merge_insignificant(y, starts[::-1], alpha, sigma)
     segments = tuple(order[a:b] for a, b in zip(starts, starts[1:] + [n]))
     return ZoneFit(loc, r, segments, float(penalty), float(alpha))
