@@ -62,6 +62,7 @@ ZONE_PILOT_REPEATS = 3            # pairs of the pilot rate near the start
 ZONE_MIN_LOCATIONS = 16           # zcav locations, whatever the budget
 ZONE_REPEATS = 2                  # pairs (one block, long read) per location
 ZONE_MIN_TRANSFER_S = 0.02        # a zone read is long enough to transfer for at least this long
+ZONE_END_CONFIRMED = 2            # locations of an end zone measured again (the zone fit's min_size)
 SEEK_DISTANCES = 48               # design distances of the seek curve
 SEEK_MIN_ROUNDS = 3               # rounds of one pair per distance, whatever the budget
 
@@ -143,18 +144,21 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     """The profile without its spikes: a location whose rate lies more than *k* robust standard
     deviations (of the profile's noise, from its first differences) above both neighbours, or
     below both: a read delayed by an interrupt, where a zone's step is shared by the locations
-    on one side of it (a zone of one location is dropped too: no fit could tell it from a spike)."""
+    on one side of it (a zone of one location is dropped too: no fit could tell it from a spike).
+    Returns the locations and rates kept, and the root mean square of the spikes' log-rate from
+    the mean of their neighbours' (None without a spike): how far a host's delay takes a rate."""
     order = np.argsort(loc)
     loc, rate = loc[order], rate[order]
     if rate.size < 3:
-        return loc, rate
+        return loc, rate, None
     y = np.log(rate)
     d = np.diff(y)
     scale = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), 1e-4)
     left = np.r_[0.0, d]     # y[i] - y[i - 1]
     right = np.r_[-d, 0.0]   # y[i] - y[i + 1]
     spike = (np.abs(left) > k * scale) & (np.abs(right) > k * scale) & (np.sign(left) == np.sign(right))
-    return loc[~spike], rate[~spike]
+    tail = float(np.sqrt(np.mean(((left + right) / 2)[spike] ** 2))) if spike.any() else None
+    return loc[~spike], rate[~spike], tail
 
 
 def repeat_noise(repeats_rates) -> float | None:
@@ -194,19 +198,21 @@ def _halves(rates: np.ndarray) -> np.ndarray:
 
 
 def _lone_ends(locs: np.ndarray, zones: list) -> np.ndarray:
-    """Indices (into *locs*) of the one location of the first or the last zone where that zone holds
-    no other. A zone inside the profile needs two locations (a lone one is a spike), but one at either
-    end may hold one (the innermost zone can be narrower than the locations' spacing), so a read the
-    host delayed there (or whose reads crossed one track change more than most) is a zone as well as
-    a spike. Such a zone must be seen twice: the location is measured again at fresh blocks beside it,
-    and of its two rates the one nearer its neighbour's stands (a zone is far from it in both)."""
+    """Indices (into *locs*) of the locations of the first or the last zone where that zone holds no
+    more than ZONE_END_CONFIRMED. A zone inside the profile needs more locations than a cluster of
+    delayed reads fills, but one at either end may hold fewer (the innermost zone can be narrower
+    than the locations' spacing), so reads the host delayed there (or that crossed one track change
+    more than most) make a zone as well as a spike. Such a zone must be seen twice: each location is
+    measured again at fresh blocks beside it, and of its two rates the one nearer its nearest
+    neighbour's stands (a zone is far from it in both); the zone fit then takes such an end zone's
+    rates as confirmed (``fit_zones(ends_single=True)``)."""
     if len(zones) < 2:
         return np.array([], dtype=int)
     out = []
     for start, end, _ in (zones[0], zones[-1]):
         inside = np.flatnonzero((locs >= start) & (locs < end))
-        if inside.size == 1:
-            out.append(int(inside[0]))
+        if inside.size <= ZONE_END_CONFIRMED:
+            out.extend(int(i) for i in inside)
     return np.array(out, dtype=int)
 
 
@@ -222,7 +228,7 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
     loc, rate = loc[ok], rate[ok]
     if loc.size == 0:
         raise ValueError("rates: no valid transfer rate was measured")
-    loc, rate = _without_outliers(loc, rate)
+    loc, rate, tail = _without_outliers(loc, rate)
     if noise_sigma is not None and loc.size > 2:
         # A location's noise lies between what its neighbours say (the median first difference:
         # blind to a noise that is zero at most locations and large at a few) and what its repeats
@@ -231,8 +237,8 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         d = np.diff(np.log(rate[np.argsort(loc)]))
         neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2,
-                         ends_single=True).segments
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED,
+                         ends_single=True, tail_sigma=tail or 0.0).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
