@@ -236,18 +236,13 @@ def test_zones_on_the_emulators_timing(drive):
 
 @pytest.mark.integration
 @pytest.mark.slow
-# soak: two minutes of real device time for a known gap; notebook 08 (run by the documentation build)
-# calibrates an emulated drive through the kernel in CI, and the zone rates' mechanism is checked on the
-# emulator's timing above
+# soak: two minutes of real device time; the zone mechanism is checked on the emulator's timing above
+# (test_zones_on_the_emulators_timing), and notebook 08 calibrates an emulated drive through the kernel
 @pytest.mark.soak
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known gap: through the kernel a location's rate carries 1-2 % of the path's noise, and "
-                          "the zone segmentation merges WD800BD's outer zones (3.3 % apart): 10-12 zones of 16, the "
-                          "worst rate 4.6 % off (on the emulator's timing alone, split as the kernel splits, 16 of "
-                          "16 within 0.6 %: test_zone_rates_when_the_kernel_splits_long_reads)")
 def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
     """`diskmodel calibrate DEV` on an emulated WD800BD (nbdkit, nbdfuse, loop, O_DIRECT): the
-    rotation within 0.5 %, the 16 zones and their rates within 3 %. The path splits a long read into
+    rotation within 0.5 %, the 16 zones (their boundaries within 1 % of the capacity) and their
+    rates within 3 %. The path splits a long read into
     requests (FUSE's largest, which reach the drive in any order), and a drive without read-ahead
     loses a revolution between each two: the zone reads keep to one request each."""
     from diskmodel.calibrate.emulate.devices import emulated_drives
