@@ -271,7 +271,8 @@ def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
 @pytest.mark.slow
 def test_calibrate_each_partition_of_an_emulated_wd800bd():
     """An emulated WD800BD partitioned as the paper's Tables 1-3 (a DOS partition table on the device,
-    attached again with ``losetup -P``): each partition is calibrated through the kernel, and its zone
+    attached again with ``losetup -P``): each partition is calibrated through the kernel within the
+    issue's 120 s of device time, and its zone
     rates, by location on the drive, agree with the drive's own zones within 3 %. Each partition's
     place is the table's (the kernel's sysfs start and size)."""
     from pathlib import Path
@@ -283,7 +284,7 @@ def test_calibrate_each_partition_of_an_emulated_wd800bd():
     module = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "_emulation_calibration.py",
                          "emulation_calibration_under_test")
     _, table = module._partition_table(_params("wd800bd").layout.total_blocks * 512)
-    rows = module.partitions(60.0, realtime=True)
+    rows = module.partitions(120.0, realtime=True)
     assert [r["partition"] for r in rows] == [p[0] for p in module.PAPER_PARTITIONS_GB]
     assert [(r["start_bytes"] // 512, r["size_bytes"] // 512) for r in rows] == table
     for row in rows:

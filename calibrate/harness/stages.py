@@ -15,8 +15,10 @@ serve); here are the zones and the seek curve:
   repeats are contiguous (their mean counts the changes of their union);
   repeats, each at fresh blocks, until they agree within a revolution over
   the read (more is an outlier). Zone boundaries by change-point detection
-  (:func:`diskmodel.model.fit.fit_zones`), after dropping spikes (a location
-  far from both neighbours).
+  (:func:`diskmodel.model.fit.fit_zones`, whose merge test keeps only the
+  changes the profile's own noise cannot make), after dropping spikes (a
+  location far from both neighbours); a first or last zone of few locations
+  is measured again and must show itself twice.
 * :func:`measure_seek`: timed pairs of reads at chosen distances (geometric
   from a few blocks to the whole device), each pair from a start point drawn
   uniformly over the device, in random order, in rounds repeated until the
