@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,7 @@ def _row(drive, backend, budget_s, result, wall_s, truth, extra=None) -> dict:
 
     quantities = emulation_errors(truth, result)
     row = {"drive": drive, "backend": backend, "budget_s": budget_s, "device_time_s": result.device_time_s,
-           "wall_s": wall_s, "reads": result.reads, "quantities": quantities,
+           "wall_s": wall_s, "reads": result.reads, "load_average": list(os.getloadavg()), "quantities": quantities,
            "passed": all(q["passed"] is not False for q in quantities)}
     row.update(extra or {})
     return row
@@ -140,7 +141,6 @@ def _partitioned_loop(run, device: str) -> str:
     """A second loop device, with its partitions scanned (losetup -P), over the file *device* is
     attached to (the emulator's nbdfuse file); recorded in *run* before it is made. It goes with the
     emulator's own loop device at teardown (both are found by that file)."""
-    import os
 
     backing = Path(f"/sys/block/{os.path.basename(device)}/loop/backing_file").read_text().strip()
     res = run.intend("loop", backing=os.path.realpath(backing), offset_bytes=0)
@@ -165,7 +165,6 @@ def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd"
     kernel; one row per partition: its start and size, and its zone rates by location on the drive
     (each true zone's part inside the partition, at its middle) against the drive's own, with the
     worst error and pass (within 3 %)."""
-    import os
 
     from diskmodel.calibrate.emulate.devices import emulated_drives
     from diskmodel.calibrate.harness import runstate
@@ -213,6 +212,7 @@ def partitions(budget_s: float = 120.0, *, seed: int = 0, drive: str = "wd800bd"
                               "error": (found - rate) / rate})
             worst = max(abs(z["error"]) for z in zones)
             rows.append({"partition": label, "device": part, "start_bytes": start, "size_bytes": size,
+                         "load_average": list(os.getloadavg()),
                          "zones_found": len(result.zones), "zones": zones, "worst_error": worst,
                          "passed": worst <= TARGETS["zone_rate"], "wall_s": wall,
                          "device_time_s": result.device_time_s})
@@ -255,7 +255,21 @@ def format_table(rows: list[dict]) -> str:
                                                                    f"  lateness p50/p99/max "
                                                                    f"{row['lateness_p50_s'] * 1e6:.0f}/"
                                                                    f"{late * 1e6:.0f}/"
-                                                                   f"{row['lateness_max_s'] * 1e6:.0f} us"))
+                                                                   f"{row['lateness_max_s'] * 1e6:.0f} us")
+                     + f"  load {row['load_average'][0]:.1f}")
+    return "\n".join(lines)
+
+
+def format_partitions(rows: list[dict]) -> str:
+    """The rows of :func:`partitions` as text: one line per partition, one per zone inside it."""
+    lines = []
+    for row in rows:
+        lines.append(f"{row['partition']:7s} {row['device']:14s} start {row['start_bytes'] / 1e9:6.2f} GB "
+                     f"size {row['size_bytes'] / 1e9:6.2f} GB zones found {row['zones_found']:3d} worst zone rate "
+                     f"error {100 * row['worst_error']:.2f} % pass {row['passed']}  load {row['load_average'][0]:.1f}")
+        for z in row["zones"]:
+            lines.append(f"        at {z['location_bytes'] / 1e9:7.2f} GB: truth {z['truth'] / 1e6:7.3f} MB/s, "
+                         f"found {z['estimate'] / 1e6:7.3f} MB/s, {100 * z['error']:+.2f} %")
     return "\n".join(lines)
 
 
@@ -271,13 +285,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.partitions:
         rows = partitions(args.budget_s, realtime=args.realtime)
-        for row in rows:
-            print(f"{row['partition']:7s} {row['device']:14s} start {row['start_bytes'] / 1e9:6.2f} GB "
-                  f"size {row['size_bytes'] / 1e9:6.2f} GB zones found {row['zones_found']:3d} worst zone rate "
-                  f"error {100 * row['worst_error']:.2f} % pass {row['passed']}")
-            for z in row["zones"]:
-                print(f"        at {z['location_bytes'] / 1e9:7.2f} GB: truth {z['truth'] / 1e6:7.3f} MB/s, "
-                      f"found {z['estimate'] / 1e6:7.3f} MB/s, {100 * z['error']:+.2f} %")
+        print(format_partitions(rows))
     else:
         rows = run(args.drives, args.budget_s, backend="simulated" if args.simulated else "emulated",
                    realtime=args.realtime)

@@ -15,8 +15,10 @@ serve); here are the zones and the seek curve:
   repeats are contiguous (their mean counts the changes of their union);
   repeats, each at fresh blocks, until they agree within a revolution over
   the read (more is an outlier). Zone boundaries by change-point detection
-  (:func:`diskmodel.model.fit.fit_zones`), after dropping spikes (a location
-  far from both neighbours).
+  (:func:`diskmodel.model.fit.fit_zones`, whose merge test keeps only the
+  changes the profile's own noise cannot make), after dropping spikes (a
+  location far from both neighbours); a first or last zone of few locations
+  is measured again and must show itself twice.
 * :func:`measure_seek`: timed pairs of reads at chosen distances (geometric
   from a few blocks to the whole device), each pair from a start point drawn
   uniformly over the device, in random order, in rounds repeated until the
@@ -62,6 +64,7 @@ ZONE_PILOT_REPEATS = 3            # pairs of the pilot rate near the start
 ZONE_MIN_LOCATIONS = 16           # zcav locations, whatever the budget
 ZONE_REPEATS = 2                  # pairs (one block, long read) per location
 ZONE_MIN_TRANSFER_S = 0.02        # a zone read is long enough to transfer for at least this long
+ZONE_END_CONFIRMED = 2            # locations of an end zone measured again (the zone fit's min_size)
 SEEK_DISTANCES = 48               # design distances of the seek curve
 SEEK_MIN_ROUNDS = 3               # rounds of one pair per distance, whatever the budget
 
@@ -143,18 +146,21 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
     """The profile without its spikes: a location whose rate lies more than *k* robust standard
     deviations (of the profile's noise, from its first differences) above both neighbours, or
     below both: a read delayed by an interrupt, where a zone's step is shared by the locations
-    on one side of it (a zone of one location is dropped too: no fit could tell it from a spike)."""
+    on one side of it (a zone of one location is dropped too: no fit could tell it from a spike).
+    Returns the locations and rates kept, and the root mean square of the spikes' log-rate from
+    the mean of their neighbours' (None without a spike): how far a host's delay takes a rate."""
     order = np.argsort(loc)
     loc, rate = loc[order], rate[order]
     if rate.size < 3:
-        return loc, rate
+        return loc, rate, None
     y = np.log(rate)
     d = np.diff(y)
     scale = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), 1e-4)
     left = np.r_[0.0, d]     # y[i] - y[i - 1]
     right = np.r_[-d, 0.0]   # y[i] - y[i + 1]
     spike = (np.abs(left) > k * scale) & (np.abs(right) > k * scale) & (np.sign(left) == np.sign(right))
-    return loc[~spike], rate[~spike]
+    tail = float(np.sqrt(np.mean(((left + right) / 2)[spike] ** 2))) if spike.any() else None
+    return loc[~spike], rate[~spike], tail
 
 
 def repeat_noise(repeats_rates) -> float | None:
@@ -193,6 +199,25 @@ def _halves(rates: np.ndarray) -> np.ndarray:
         return np.column_stack((union(r[:, :h]), union(r[:, h:])))
 
 
+def _lone_ends(locs: np.ndarray, zones: list) -> np.ndarray:
+    """Indices (into *locs*) of the locations of the first or the last zone where that zone holds no
+    more than ZONE_END_CONFIRMED. A zone inside the profile needs more locations than a cluster of
+    delayed reads fills, but one at either end may hold fewer (the innermost zone can be narrower
+    than the locations' spacing), so reads the host delayed there (or that crossed one track change
+    more than most) make a zone as well as a spike. Such a zone must be seen twice: each location is
+    measured again at fresh blocks beside it, and of its two rates the one nearer its nearest
+    neighbour's stands (a zone is far from it in both); the zone fit then takes such an end zone's
+    rates as confirmed (``fit_zones(ends_single=True)``)."""
+    if len(zones) < 2:
+        return np.array([], dtype=int)
+    out = []
+    for start, end, _ in (zones[0], zones[-1]):
+        inside = np.flatnonzero((locs >= start) & (locs < end))
+        if inside.size <= ZONE_END_CONFIRMED:
+            out.extend(int(i) for i in inside)
+    return np.array(out, dtype=int)
+
+
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
     boundaries halfway between the last location of a segment and the first of the next.
@@ -205,7 +230,7 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
     loc, rate = loc[ok], rate[ok]
     if loc.size == 0:
         raise ValueError("rates: no valid transfer rate was measured")
-    loc, rate = _without_outliers(loc, rate)
+    loc, rate, tail = _without_outliers(loc, rate)
     if noise_sigma is not None and loc.size > 2:
         # A location's noise lies between what its neighbours say (the median first difference:
         # blind to a noise that is zero at most locations and large at a few) and what its repeats
@@ -214,8 +239,8 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         d = np.diff(np.log(rate[np.argsort(loc)]))
         neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=2,
-                         ends_single=True).segments
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED,
+                         ends_single=True, tail_sigma=tail or 0.0).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
@@ -306,7 +331,20 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     locs, rates = locs[valid], rates[valid]
     # a location's rate: its bytes over its time, the contiguous reads' union (their harmonic mean)
     rate = np.sum(np.isfinite(rates), axis=1) / np.nansum(1.0 / rates, axis=1)
-    zones = zones_from_profile(locs, rate, size, b, noise_sigma=repeat_noise(_halves(rates)))
+    noise = repeat_noise(_halves(rates))
+    zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
+    again = _lone_ends(locs, zones)
+    if again.size and meter.can_afford(4 * repeats, b, "zones") and meter.can_afford(2 * repeats, length, "zones"):
+        step = length + 6 * b
+        for i in again:
+            # fresh blocks beside the first stretch, inside the device: below it, or above it at the start
+            o = int(locs[i]) - repeats * step if int(locs[i]) >= repeats * step else int(locs[i]) + repeats * step
+            more = _rate_at(meter, o, length, repeats, agree=agree, max_repeats=repeats, baselines=baselines)
+            if np.isfinite(more).any():
+                again_rate = np.sum(np.isfinite(more)) / np.nansum(1.0 / more)
+                nearest = rate[np.argsort(np.abs(locs - locs[i]))[1]]
+                rate[i] = min((rate[i], again_rate), key=lambda r: abs(math.log(r / nearest)))
+        zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "

@@ -3,8 +3,24 @@
 :func:`fit_zones` splits log(rate), in location order, into constant pieces
 minimising the squared error plus a penalty per piece (optimal partitioning,
 Jackson et al. 2005: exact, O(n^2), fine for the few hundred locations a
-calibration measures). Each piece is a zone; its rate, the exponential of
-the piece's mean log-rate, is a parameter of the result.
+calibration measures). The penalty proposes the change points; a test keeps
+them: two neighbouring pieces that do not differ significantly (Bonferroni-
+corrected over the places the change point could have been put between the
+two pieces' outer ends) are merged, the least significant pair first, until
+every remaining change is significant. A rate measured through a host has a
+noise that is neither Gaussian nor of one spread: a long read's rate is
+quantised by the track changes it crosses (a few discrete values, runs of
+equal ones by chance), and a read delayed by the host is slower by any amount
+(a heavy one-sided tail). The penalty, which assumes Gaussian noise of one
+spread, proposes pieces such noise makes (two neighbouring delayed locations,
+a run of one quantised value). Where two pieces' values interleave, the test
+is by ranks (Mann-Whitney U), which asks only that one piece's rates lie above
+the other's more often than chance allows, whatever the noise's shape; where
+they do not interleave, ranks cannot confirm a piece of a few points at all,
+and the step is weighed against the pieces' robust spread (Welch's test on
+medians, the spread at least the profile's noise). Each piece is a zone; its
+rate, the exponential of the piece's mean log-rate, is a parameter of the
+result.
 """
 from __future__ import annotations
 
@@ -32,6 +48,7 @@ class ZoneFit(FitResult):
     rate: np.ndarray
     segments: tuple[np.ndarray, ...]
     penalty: float
+    alpha: float = 0.05
     model: ClassVar[str] = "zones"
 
     def __post_init__(self):
@@ -66,7 +83,8 @@ class ZoneFit(FitResult):
         return float(self.rate.size - len(self.segments))
 
     def _summary_title(self) -> str:
-        return f"zones: {len(self.segments)} found in {self.nobs} locations (penalty {self.penalty:.3g})"
+        return (f"zones: {len(self.segments)} found in {self.nobs} locations (penalty {self.penalty:.3g}, "
+                f"change points kept at family-wise level {self.alpha:g})")
 
     def plot(self, ax=None, alpha: float = 0.05):
         """Rate against location, with the zones' rates. Returns the Axes."""
@@ -84,8 +102,72 @@ class ZoneFit(FitResult):
         return ax
 
 
+def _welch_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, None)) -> float:
+    """Two-sided p-value of Welch's test that *left* and *right* have one level: each piece's level
+    its median and its spread robust (the normalised median absolute deviation: a delayed read
+    among a few does not hide the step), or *floor* where that is larger; where *known* gives a
+    spread for a piece too small to show its own, that one in place of an own spread beyond *floor*.
+    A spread from *floor* or *known* is taken as known: no degrees of freedom lost;
+    Welch-Satterthwaite for the rest."""
+    from scipy import stats
+
+    v, inv_df = [], []
+    for piece, sure in zip((left, right), known):
+        own = (1.4826 * float(np.median(np.abs(piece - np.median(piece))))) ** 2 if piece.size > 1 else 0.0
+        if sure is not None:  # a spread beyond the floor is the given one, not the piece's own
+            own = 0.0 if own <= floor ** 2 else sure ** 2
+        v.append(max(own, floor ** 2) / piece.size)
+        inv_df.append(1.0 / (piece.size - 1) if own > floor ** 2 and sure is None else 0.0)
+    se2 = v[0] + v[1]
+    t = abs(float(np.median(left) - np.median(right))) / np.sqrt(se2)
+    denominator = v[0] ** 2 * inv_df[0] + v[1] ** 2 * inv_df[1]
+    if denominator == 0.0:
+        return float(2.0 * stats.norm.sf(t))
+    return float(2.0 * stats.t.sf(t, se2 ** 2 / denominator))
+
+
+def _pair_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, None)) -> float:
+    """The p-value of a change between two neighbouring pieces: by ranks (Mann-Whitney, two-sided)
+    where their values interleave, as noise of any shape lets them; where every value of one lies
+    beyond every value of the other, the ranks say no more than the pieces' sizes do, and the size
+    of the step against the pieces' spread (Welch) decides."""
+    from scipy import stats
+
+    if left.max() < right.min() or right.max() < left.min():
+        return _welch_p(left, right, floor, known)
+    return float(stats.mannwhitneyu(left, right, alternative="two-sided").pvalue)
+
+
+def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: float, sure_ends: int = 0,
+                         small: int = 0, tail: float = 0.0) -> list[int]:
+    """The change points (*starts*: each piece's first index into *y*, the first 0) that survive
+    the merge test of the module doc: while the least significant neighbouring pair's p-value,
+    times the places its change point could lie between the pair's outer ends, exceeds *alpha*,
+    that pair is merged and the test is made again. A first or last piece of at most *sure_ends*
+    points has its rates confirmed by the caller: its spread is *floor*; any other piece of at most
+    *small* points, too few to show its own spread, has *tail*'s (where larger than *floor*)."""
+
+    def spread(a, b):
+        if (a == 0 or b == n) and b - a <= sure_ends:
+            return floor
+        return tail if b - a <= small else None
+
+    n = y.size
+    starts = list(starts)
+    while len(starts) > 1:
+        edges = starts + [n]
+        p = [_pair_p(y[a:b], y[b:c], floor, (spread(a, b), spread(b, c))) * (c - a - 1)
+             for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:])]
+        j = int(np.argmax(p))
+        if p[j] <= alpha:
+            break
+        del starts[j + 1]
+    return starts
+
+
 def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1,
-              noise_sigma: float | None = None, ends_single: bool = False) -> ZoneFit:
+              noise_sigma: float | None = None, ends_single: bool = False, alpha: float = 0.05,
+              tail_sigma: float | None = None) -> ZoneFit:
     """Change points of a rate profile: the optimal partition of log(rate) (in
     location order) into constant pieces of at least *min_size* points, minimising
     the squared error plus *penalty* per piece (default ``6 * sigma^2 * log(n)``,
@@ -93,26 +175,33 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     larger: the noise of one point's log-rate known otherwise, e.g. from repeats at
     one location; the median of first differences misses a noise that is zero at most
     points and large at a few, as a rate quantised by the track changes a read crosses).
-    *ends_single*: the first and the last piece may hold fewer than *min_size* points."""
+    *ends_single*: the first and the last piece may hold fewer than *min_size* points, and one of at
+    most *min_size* points is taken as confirmed by the caller (measured again): its spread in the
+    merge test is the profile's noise, not its own few points'.
+    *alpha*: the family-wise level of the merge test (module doc) a change point must pass.
+    *tail_sigma*: how far a single point strays from its neighbours where it does (the spikes the
+    caller dropped: a host's delays); a piece of at most *min_size* points inside the profile, too
+    few to show its own spread, is tested against this one (by default its own, with its few degrees
+    of freedom)."""
     loc = np.asarray(location, dtype=float).reshape(-1)
     r = np.asarray(rate, dtype=float).reshape(-1)
     if loc.shape != r.shape or loc.size == 0:
         raise ValueError("location and rate must be non-empty and of one length")
     if np.any(~np.isfinite(r)) or np.any(r <= 0):
         raise ValueError("rate must be finite and > 0")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
     order = np.argsort(loc, kind="stable")
     y = np.log(r[order])
     n = y.size
+    # the noise of one point's log-rate: the penalty's scale and the merge test's floor
+    sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2) if n > 2 else 0.0
+    if noise_sigma is not None:
+        if not np.isfinite(noise_sigma) or noise_sigma < 0:
+            raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
+        sigma = max(sigma, float(noise_sigma))
+    sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
     if penalty is None:
-        if n > 2:
-            sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2)
-        else:
-            sigma = 0.0
-        if noise_sigma is not None:
-            if not np.isfinite(noise_sigma) or noise_sigma < 0:
-                raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
-            sigma = max(sigma, float(noise_sigma))
-        sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
         penalty = 3.0 * sigma ** 2 * np.log(max(n, 2)) * 2
     c1 = np.concatenate(([0.0], np.cumsum(y)))
     c2 = np.concatenate(([0.0], np.cumsum(y * y)))
@@ -133,10 +222,14 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
         k = int(np.argmin(total))
         best[end] = total[k]
         prev[end] = starts[k]
-    segments = []
+    starts = []
     end = n
     while end > 0:
-        start = prev[end]
-        segments.append(order[start:end])
-        end = start
-    return ZoneFit(loc, r, tuple(segments[::-1]), float(penalty))
+        end = int(prev[end])
+        starts.append(end)
+    if tail_sigma is not None and (not np.isfinite(tail_sigma) or tail_sigma < 0):
+        raise ValueError(f"tail_sigma must be a finite number >= 0 (got {tail_sigma!r})")
+    starts = _merge_insignificant(y, starts[::-1], alpha, sigma, min_size if ends_single else 0,
+                                  min_size if tail_sigma is not None else 0, float(tail_sigma or 0.0))
+    segments = tuple(order[a:b] for a, b in zip(starts, starts[1:] + [n]))
+    return ZoneFit(loc, r, segments, float(penalty), float(alpha))
