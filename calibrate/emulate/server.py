@@ -177,7 +177,8 @@ class DriveServer:
         self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
-                                         "fixed_cost_s": None, "started_unix_s": time.time()},
+                                         "fixed_cost_s": None, "started_unix_s": time.time(),
+                                         "t0_monotonic_s": self.t0},
                                         self.log_path, monotonic=monotonic)
 
     # -- the fixed cost
@@ -207,7 +208,7 @@ class DriveServer:
             deadline = t_entry + self.probe_delay_s
             done = wait_until(deadline, self.monotonic)
             self.recorder.add(t_entry - self.t0, op, offset, size, 0.0, self.probe_delay_s, HIT_UNKNOWN,
-                              done - deadline, True, error)
+                              done - deadline, True, error, t_entry - self.t0, done - self.t0)
             if error:
                 raise OSError(error, os.strerror(error))
             return
@@ -225,7 +226,8 @@ class DriveServer:
             deadline = self.t0 + served.completion_s
         error = self._move(move)
         done = wait_until(deadline, self.monotonic)
-        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
+        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error,
+                          t_entry - self.t0, done - self.t0)
         if error:
             raise OSError(error, os.strerror(error))
 
