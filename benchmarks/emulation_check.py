@@ -31,15 +31,20 @@ Needs root, nbdkit with its Python plugin, nbdfuse and /dev/fuse (``diskmodel em
 Each traced drive is served from its DiskSim folder, not by its name (a
 preset of the same name, hp_c2247a, would win over the DiskSim drive).
 The emulator (nbdkit and nbdfuse) and the replay run under SCHED_FIFO at
-``--realtime-priority`` (0: the normal scheduler); with
-``--kernel-threads-realtime N`` the kernel's threads on the loop device's way
-in and out (its workqueue's workers, the softirq threads) run under SCHED_FIFO
-N for the run too (:mod:`diskmodel.calibrate.emulate.kthreads`). The load average is recorded
+``--realtime-priority`` (0: the normal scheduler), and so do the kernel's threads on the loop device's way
+in and out (its workqueue's workers, the softirq threads) at ``--kernel-threads-realtime`` (0: left
+alone; :mod:`diskmodel.calibrate.emulate.kthreads`, each put back at the end and on a signal), from
+before the drives are served: each drive's path cost is probed as its requests then travel (the path's
+threads at the normal policy wait behind other processes' time slices, which makes the replay's tail).
+Each request's excess (the time the replay saw less the simulated time) is split with the server's
+stamps into the kernel's way in, the server's lateness and the way out, less the path's cost the server
+took off (:func:`excess_parts`). The load average is recorded
 beside each figure: on a shared host other processes delay the path's
-wake-ups. Writes ``benchmarks/results/emulation_check.json`` (see ``_artifact.py``).
+wake-ups. ``--replays-only`` runs part 1 alone.
+Writes ``benchmarks/results/emulation_check.json`` (see ``_artifact.py``).
 
 Usage: python benchmarks/emulation_check.py [--requests N] [--hits-s S] [--realtime-priority N]
-    [--kernel-threads-realtime N] [--calibration-budget-s S] [--no-calibration]
+    [--kernel-threads-realtime N] [--replays-only] [--calibration-budget-s S] [--no-calibration]
 """
 from __future__ import annotations
 
@@ -60,7 +65,7 @@ from _artifact import add_results_dir_option, figure, options_of, write_result  
 
 from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, summarize  # noqa: E402
 from diskmodel.calibrate.emulate.kthreads import KERNEL_THREAD_PREFIXES, kernel_threads_realtime  # noqa: E402
-from diskmodel.calibrate.emulate.replay import replay_trace  # noqa: E402
+from diskmodel.calibrate.emulate.replay import replay_trace_stamped  # noqa: E402
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder  # noqa: E402
 from diskmodel.model.disksim_drives.convert import drive_parameters  # noqa: E402
 from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
@@ -132,9 +137,11 @@ def _replay_rows(devices, traces, params, realtime_priority, via):
         load = _load()
         busy0, total0 = _cpu_times()
         start = time.monotonic()
-        took = replay_trace(dev.path if via == "device" else dev.file_path, trace, realtime_priority=realtime_priority)
+        stamps = replay_trace_stamped(dev.path if via == "device" else dev.file_path, trace,
+                                      realtime_priority=realtime_priority)
+        took = stamps.took_s
         busy1, total1 = _cpu_times()
-        replayed[name] = took
+        replayed[name] = stamps
         sim = simulate_requests(params[name], trace.is_write, trace.lbn, trace.blocks, trace.interarrival_s)
         published = DISKSIM_PUBLISHED_DEMERIT_MS[name]
         emu_ms = disksim_demerit_s(trace.service_s, took) * 1e3
@@ -165,24 +172,64 @@ def _replay_start(served, trace, match: int = 8) -> int:
     raise RuntimeError(f"the replay's requests were not found in the request log ({len(offsets)} rows)")
 
 
+def excess_parts(served, stamps) -> dict:
+    """The replay's excess (time taken less the simulated wait and service) of each request, split by the
+    server's stamps (the request log's ``entry_s``/``done_s`` on the host's monotonic clock): the kernel's way
+    in (issue to the server's entry), the server's lateness, the way out (the server's return to completion),
+    and the path's cost the server took off the deadline. Per request, excess = in + out - cost + lateness
+    (the arrival kept in order aside). Arrays [s], keyed by part."""
+    t0 = served.attrs["t0_monotonic_s"]
+    entry = served["entry_s"].to_numpy() + t0
+    done = served["done_s"].to_numpy() + t0
+    simulated = (served["wait_s"] + served["service_s"]).to_numpy()
+    cost = served.attrs.get("fixed_cost_s") or 0.0
+    cost = cost + (served.attrs.get("path_per_byte_s") or 0.0) * served["size_bytes"].to_numpy()
+    return {"excess": stamps.took_s - simulated, "path_in": entry - stamps.issued_s,
+            "path_out": stamps.completed_s - done, "lateness": served["lateness_s"].to_numpy(),
+            "cost_taken_off": np.broadcast_to(cost, simulated.shape), "simulated": simulated}
+
+
+def _part_figures(row: dict, parts: dict) -> None:
+    """Percentiles of each part of the excess [ms] into *row*; the mean of each part over the requests whose
+    excess is above its p99 (what makes the tail); the requests whose simulated time is shorter than the
+    path's cost (they cannot complete on time as the replay sees it)."""
+    for key in ("excess", "path_in", "path_out", "lateness"):
+        values = parts[key]
+        prefix = "replay_excess" if key == "excess" else key
+        for q in (10, 50, 90, 99):
+            row[f"{prefix}_p{q}_ms"] = float(np.percentile(values, q) * 1e3)
+        row[f"{prefix}_max_ms"] = float(values.max() * 1e3)
+    row["path_round_trip_p50_ms"] = float(np.median(parts["path_in"] + parts["path_out"]) * 1e3)
+    row["path_cost_taken_off_p50_ms"] = float(np.median(parts["cost_taken_off"]) * 1e3)
+    tail = parts["excess"] > np.percentile(parts["excess"], 99)
+    row["excess_tail_mean_ms"] = {key: float(parts[key][tail].mean() * 1e3) if tail.any() else 0.0
+                                  for key in ("path_in", "path_out", "lateness")}
+    row["replay_excess_over_1ms_fraction"] = float(np.mean(parts["excess"] > 1e-3))
+    row["shorter_than_path_cost"] = int(np.sum(parts["simulated"] < parts["cost_taken_off"]))
+
+
 def _lateness(devices, traces, replayed, rows):
-    """Per drive: the server's lateness (its log) and the replay's (time taken less simulated wait + service),
-    each drive's percentiles [ms] added to its row of *rows*; returns both over all drives."""
+    """Per drive: the server's lateness (its log) and the replay's excess split into its parts
+    (:func:`excess_parts`), each drive's figures added to its row of *rows*; returns the server's lateness and
+    the replay's excess over all drives."""
     server, client = [], []
     for dev, name, row in zip(devices, traces, rows):
         frame = read_log(dev.log_path)
         served = frame[~frame["probe"].astype(bool) & (frame["op"] <= 1)]
         served = served.iloc[_replay_start(served, traces[name]):][:len(traces[name])]
-        server.append(served["lateness_s"].to_numpy())
-        client.append(replayed[name] - (served["wait_s"] + served["service_s"]).to_numpy())
-        for key, values in (("lateness", server[-1]), ("replay_excess", client[-1])):
-            for q in (50, 99):
-                row[f"{key}_p{q}_ms"] = float(np.percentile(values, q) * 1e3)
-            row[f"{key}_max_ms"] = float(values.max() * 1e3)
-        row["replay_excess_over_1ms_fraction"] = float(np.mean(client[-1] > 1e-3))
-        print(f"{name:<11}lateness p99 {row['lateness_p99_ms']:.3f} ms; replay excess p50 "
-              f"{row['replay_excess_p50_ms']:.3f}, p99 {row['replay_excess_p99_ms']:.3f}, max "
-              f"{row['replay_excess_max_ms']:.2f} ms, over 1 ms {row['replay_excess_over_1ms_fraction']:.2%}")
+        served.attrs.update(frame.attrs)
+        parts = excess_parts(served, replayed[name])
+        server.append(parts["lateness"])
+        client.append(parts["excess"])
+        _part_figures(row, parts)
+        print(f"{name:<11}excess p50 {row['replay_excess_p50_ms']:.3f} p99 {row['replay_excess_p99_ms']:.3f} "
+              f"max {row['replay_excess_max_ms']:.2f} ms (over 1 ms {row['replay_excess_over_1ms_fraction']:.2%}) = "
+              f"in p50 {row['path_in_p50_ms']:.3f} p99 {row['path_in_p99_ms']:.3f} + out p50 "
+              f"{row['path_out_p50_ms']:.3f} p99 {row['path_out_p99_ms']:.3f} - taken off "
+              f"{row['path_cost_taken_off_p50_ms']:.3f} + lateness p50 {row['lateness_p50_ms']:.3f} p99 "
+              f"{row['lateness_p99_ms']:.3f}; tail (>p99) in/out/late "
+              + "/".join(f"{v:.2f}" for v in row["excess_tail_mean_ms"].values())
+              + f" ms; shorter than the path's cost {row['shorter_than_path_cost']}", flush=True)
     return np.concatenate(server), np.concatenate(client)
 
 
@@ -211,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
                              "loop worker thread, no block-layer completion) (default: device)")
     parser.add_argument("--realtime-priority", type=int, default=40,
                         help="SCHED_FIFO priority of the emulator and the replay (default: 40; 0: not real-time)")
-    parser.add_argument("--kernel-threads-realtime", type=int, default=0, metavar="N",
+    parser.add_argument("--kernel-threads-realtime", type=int, default=40, metavar="N",
                         help="also run the kernel's softirq threads and unbound workqueue workers (the loop device's "
-                             "way in and out) under SCHED_FIFO N for the run, each put back afterwards; they serve "
-                             "every process on the host (default: 0, left alone)")
+                             "way in and out) under SCHED_FIFO N for the run, each put back afterwards, also on "
+                             "SIGINT, SIGTERM, SIGHUP and SIGQUIT; they serve every process on the host "
+                             "(default: 40; 0: left alone)")
+    parser.add_argument("--replays-only", action="store_true",
+                        help="only the trace replays: no throughput runs, no calibration (default: all)")
     parser.add_argument("--calibration-budget-s", type=float, default=120.0,
                         help="device-time budget of each calibration (default: 120)")
     parser.add_argument("--no-calibration", action="store_true", help="skip the calibrations (default: run them)")
@@ -237,37 +287,29 @@ def main(argv: list[str] | None = None) -> int:
     load_start = _load()
     print(f"{'disk':<11}{'reqs':>6}{'demerit':>10}{'ratio':>7}{'sim only':>10}{'ratio':>7}{'DiskSim':>9}")
     with tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
-        zero = flat_drive(0.0, 64 << 20, name="flat 0 s")
-        fast = str(_fast_hit_drive(Path(logs)))
         # each traced drive by its DiskSim folder: by name, a preset of the same name (hp_c2247a) would be served
-        folders = [str(disksim_drive_folder(name)) for name in traces]
-        with emulated_drives([*folders, fast, zero], log_dir=logs, realtime_priority=rt,
-                             say=lambda line: print(line, file=sys.stderr)) as devices, \
-                kernel_threads_realtime(args.kernel_threads_realtime or None) as kernel_changed:
+        served = [str(disksim_drive_folder(name)) for name in traces]
+        if not args.replays_only:
+            served += [str(_fast_hit_drive(Path(logs))), flat_drive(0.0, 64 << 20, name="flat 0 s")]
+        # the kernel's threads first: each drive's path cost is probed as its requests then travel
+        with kernel_threads_realtime(args.kernel_threads_realtime or None) as kernel_changed, \
+                emulated_drives(served, log_dir=logs, realtime_priority=rt,
+                                say=lambda line: print(line, file=sys.stderr)) as devices:
             fixed_costs = {d.drive: d.fixed_cost_s for d in devices}
             rows, replayed = _replay_rows(devices[:len(traces)], traces, params, rt, args.via)
-            load_hits = _load()
-            hit_dev = devices[list(traces).index(HIT_DRIVE)]
-            hits_per_s = _hammer(hit_dev.path, args.hits_s, rt)
-            fast_dev = devices[-2]
-            fast_per_s = _hammer(fast_dev.path, args.hits_s, rt)
-            zero_per_s = _hammer(devices[-1].path, args.hits_s, rt)
+            hits = None if args.replays_only else _throughput(devices, traces, args.hits_s, rt)
             kernel_threads_changed = kernel_changed()
         server_late, client_late = _lateness(devices[:len(traces)], traces, replayed, rows)
-        hit_frame = read_log(hit_dev.log_path)
-        hit_summary = summarize(hit_frame.iloc[-int(hits_per_s * args.hits_s * 0.9):])
-        fast_frame = read_log(fast_dev.log_path)
-        fast_summary = summarize(fast_frame.iloc[-int(fast_per_s * args.hits_s * 0.9):])
+        hits = hits and _hit_summaries(hits, args.hits_s)
         summaries = {d.drive: d.summary for d in devices}
-    print(f"{HIT_DRIVE} cache hits: {hits_per_s:.0f}/s (hits {hit_summary['hits']}); {HIT_DRIVE} with a fast bus: "
-          f"{fast_per_s:.0f}/s (hits {fast_summary['hits']}, simulated service mean "
-          f"{fast_summary['mean_service_s'] * 1e3:.3f} ms); flat 0 s drive: {zero_per_s:.0f}/s; "
-          f"load {load_hits[0]:.1f}")
     p = {q: float(np.percentile(server_late, q) * 1e3) for q in (50, 99)}
     c = {q: float(np.percentile(client_late, q) * 1e3) for q in (50, 99)}
     print(f"lateness (server): p50 {p[50]:.3f} ms, p99 {p[99]:.3f} ms; as the replay sees it: p50 {c[50]:.3f} ms, "
           f"p99 {c[99]:.3f} ms")
-    cal_rows, cal_status = _calibration(args.calibration_budget_s, args.no_calibration)
+    if args.replays_only:
+        cal_rows, cal_status = None, "not run (--replays-only)"
+    else:
+        cal_rows, cal_status = _calibration(args.calibration_budget_s, args.no_calibration)
     print(f"calibration through the kernel: {cal_status}")
     worst = max(r["ratio_to_disksim"] for r in rows)
     within = sum(r["ratio_to_disksim"] <= DEMERIT_RATIO_TARGET for r in rows)
@@ -285,21 +327,10 @@ def main(argv: list[str] | None = None) -> int:
                                        "time, p50", decimals=3),
         "replay_excess_p99_ms": figure(c[99], "ms", "time taken as the replay sees it less the simulated "
                                        "time, p99", decimals=3),
-        "cache_hits_per_s": figure(hits_per_s, "1/s", f"{HIT_DRIVE} cache hits served per second (each takes "
-                                   f"its simulated time)", decimals=0, headline=True),
-        "fast_bus_cache_hits_per_s": figure(fast_per_s, "1/s", f"cache hits served per second by {HIT_DRIVE} "
-                                            f"with a {FAST_BUS_SECTOR_MS} ms/sector bus (a hit's simulated time "
-                                            f"about 0.19 ms; the issue asks at least {HITS_PER_S_TARGET:.0f})",
-                                            decimals=0, headline=True),
-        "flat_zero_requests_per_s": figure(zero_per_s, "1/s", "requests per second of a zero-latency drive "
-                                           "(path and server alone)", decimals=0, headline=True),
+        **(_hit_figures(hits) if hits else {}),
     }
     details = {"drives": rows, "fixed_cost_s": fixed_costs, "emulator_summaries": summaries,
-               "hits": {"drive": HIT_DRIVE, "per_s": hits_per_s, "summary": hit_summary,
-                        "flat_zero_per_s": zero_per_s, "load_average": load_hits,
-                        "fast_bus": {"sector_transfer_ms": FAST_BUS_SECTOR_MS, "per_s": fast_per_s,
-                                     "summary": fast_summary}},
-               "load_average_at_start": load_start, "load_average_at_end": _load(),
+               "hits": hits, "load_average_at_start": load_start, "load_average_at_end": _load(),
                "realtime_priority": rt,
                "kernel_threads_realtime": {"priority": args.kernel_threads_realtime or None,
                                            "threads_changed": kernel_threads_changed,
@@ -309,6 +340,42 @@ def main(argv: list[str] | None = None) -> int:
                  details=details, notes=notes, results_dir=args.results_dir)
     return 0
 
+
+def _throughput(devices, traces, hits_s: float, rt) -> dict:
+    """The three throughput runs (the module doc's part 2) on the devices served after the traced drives."""
+    load_hits = _load()
+    hit_dev, fast_dev, zero_dev = devices[list(traces).index(HIT_DRIVE)], devices[-2], devices[-1]
+    return {"drive": HIT_DRIVE, "per_s": _hammer(hit_dev.path, hits_s, rt), "log_path": hit_dev.log_path,
+            "load_average": load_hits,
+            "fast_bus": {"sector_transfer_ms": FAST_BUS_SECTOR_MS, "per_s": _hammer(fast_dev.path, hits_s, rt),
+                         "log_path": fast_dev.log_path},
+            "flat_zero_per_s": _hammer(zero_dev.path, hits_s, rt)}
+
+
+def _hit_summaries(hits: dict, hits_s: float) -> dict:
+    """*hits* with each hammered drive's request-log summary of its last runs in place of its log's path."""
+    for entry in (hits, hits["fast_bus"]):
+        frame = read_log(entry.pop("log_path"))
+        entry["summary"] = summarize(frame.iloc[-int(entry["per_s"] * hits_s * 0.9):])
+    fast = hits["fast_bus"]
+    print(f"{HIT_DRIVE} cache hits: {hits['per_s']:.0f}/s (hits {hits['summary']['hits']}); {HIT_DRIVE} with a "
+          f"fast bus: {fast['per_s']:.0f}/s (hits {fast['summary']['hits']}, simulated service mean "
+          f"{fast['summary']['mean_service_s'] * 1e3:.3f} ms); flat 0 s drive: {hits['flat_zero_per_s']:.0f}/s; "
+          f"load {hits['load_average'][0]:.1f}")
+    return hits
+
+
+def _hit_figures(hits: dict) -> dict:
+    return {
+        "cache_hits_per_s": figure(hits["per_s"], "1/s", f"{HIT_DRIVE} cache hits served per second (each takes "
+                                   f"its simulated time)", decimals=0, headline=True),
+        "fast_bus_cache_hits_per_s": figure(hits["fast_bus"]["per_s"], "1/s", f"cache hits served per second by "
+                                            f"{HIT_DRIVE} with a {FAST_BUS_SECTOR_MS} ms/sector bus (a hit's "
+                                            f"simulated time about 0.19 ms; the issue asks at least "
+                                            f"{HITS_PER_S_TARGET:.0f})", decimals=0, headline=True),
+        "flat_zero_requests_per_s": figure(hits["flat_zero_per_s"], "1/s", "requests per second of a zero-latency "
+                                           "drive (path and server alone)", decimals=0, headline=True),
+    }
 
 if __name__ == "__main__":
     sys.exit(main())
