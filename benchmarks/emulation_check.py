@@ -38,7 +38,7 @@ before the drives are served: each drive's path cost is probed as its requests t
 threads at the normal policy wait behind other processes' time slices, which makes the replay's tail).
 Each request's excess (the time the replay saw less the simulated time) is split with the server's
 stamps into the kernel's way in, the server's lateness and the way out, less the path's cost the server
-took off (:func:`excess_parts`). The load average is recorded
+took off (:func:`~diskmodel.calibrate.emulate.replay.excess_parts`). The load average is recorded
 beside each figure: on a shared host other processes delay the path's
 wake-ups. ``--replays-only`` runs part 1 alone.
 Writes ``benchmarks/results/emulation_check.json`` (see ``_artifact.py``).
@@ -65,7 +65,7 @@ from _artifact import add_results_dir_option, figure, options_of, write_result  
 
 from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, summarize  # noqa: E402
 from diskmodel.calibrate.emulate.kthreads import KERNEL_THREAD_PREFIXES, kernel_threads_realtime  # noqa: E402
-from diskmodel.calibrate.emulate.replay import replay_trace_stamped  # noqa: E402
+from diskmodel.calibrate.emulate.replay import excess_parts, replay_trace_stamped  # noqa: E402
 from diskmodel.data.disksim import DISKSIM_PUBLISHED_DEMERIT_MS, disksim_drive_folder, read_drive_folder  # noqa: E402
 from diskmodel.model.disksim_drives.convert import drive_parameters  # noqa: E402
 from diskmodel.model.simulator.simulate import simulate_requests  # noqa: E402
@@ -170,23 +170,6 @@ def _replay_start(served, trace, match: int = 8) -> int:
         if (offsets[i:i + len(want_off)] == want_off).all() and (sizes[i:i + len(want_off)] == want_size).all():
             return i
     raise RuntimeError(f"the replay's requests were not found in the request log ({len(offsets)} rows)")
-
-
-def excess_parts(served, stamps) -> dict:
-    """The replay's excess (time taken less the simulated wait and service) of each request, split by the
-    server's stamps (the request log's ``entry_s``/``done_s`` on the host's monotonic clock): the kernel's way
-    in (issue to the server's entry), the server's lateness, the way out (the server's return to completion),
-    and the path's cost the server took off the deadline. Per request, excess = in + out - cost + lateness
-    (the arrival kept in order aside). Arrays [s], keyed by part."""
-    t0 = served.attrs["t0_monotonic_s"]
-    entry = served["entry_s"].to_numpy() + t0
-    done = served["done_s"].to_numpy() + t0
-    simulated = (served["wait_s"] + served["service_s"]).to_numpy()
-    cost = served.attrs.get("fixed_cost_s") or 0.0
-    cost = cost + (served.attrs.get("path_per_byte_s") or 0.0) * served["size_bytes"].to_numpy()
-    return {"excess": stamps.took_s - simulated, "path_in": entry - stamps.issued_s,
-            "path_out": stamps.completed_s - done, "lateness": served["lateness_s"].to_numpy(),
-            "cost_taken_off": np.broadcast_to(cost, simulated.shape), "simulated": simulated}
 
 
 def _part_figures(row: dict, parts: dict) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from diskmodel.calibrate.emulate.server import realtime, wait_until
 
-__all__ = ["Replayed", "replay_trace", "replay_trace_stamped"]
+__all__ = ["Replayed", "excess_parts", "replay_trace", "replay_trace_stamped"]
 
 BLOCK_BYTES = 512
 
@@ -82,3 +82,23 @@ def _replay(fd: int, buf, trace, n: int, issued: np.ndarray, completed: np.ndarr
         view.release()
         issued[i], completed[i] = start, done
         next_issue = done + float(trace.interarrival_s[i])
+
+
+def excess_parts(served, stamps: Replayed) -> dict:
+    """Each replayed request's excess (the time the replay saw less the simulated wait and service) split by
+    the server's stamps: the kernel's way in (issue to the server's entry), the server's lateness, the way out
+    (the server's return to completion) and the path's cost the server took off the request's arrival
+    (its entry less its arrival on the simulated clock). Per request,
+    excess = in + out - cost taken off + lateness.
+
+    *served*: the request log's rows (:func:`~diskmodel.calibrate.emulate.requestlog.read_log`) of the
+    replay's requests, in order, with the log's metadata in ``attrs`` (``t0_monotonic_s``); *stamps*: the
+    replay's (:func:`replay_trace_stamped`). Arrays [s] keyed ``excess``, ``path_in``, ``path_out``,
+    ``lateness``, ``cost_taken_off`` and ``simulated``."""
+    t0 = served.attrs["t0_monotonic_s"]
+    entry = served["entry_s"].to_numpy()
+    simulated = (served["wait_s"] + served["service_s"]).to_numpy()
+    return {"excess": stamps.took_s - simulated, "path_in": entry + t0 - stamps.issued_s,
+            "path_out": stamps.completed_s - (served["done_s"].to_numpy() + t0),
+            "lateness": served["lateness_s"].to_numpy(),
+            "cost_taken_off": entry - served["arrival_s"].to_numpy(), "simulated": simulated}
