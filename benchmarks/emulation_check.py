@@ -77,6 +77,8 @@ DEMERIT_RATIO_TARGET = 1.2
 LATENESS_P99_TARGET_MS = 0.5
 HITS_PER_S_TARGET = 2000.0
 HIT_DRIVE = "atlas10k"
+#: Requests per window of the replay in which the path's round trip less the cost taken off is followed.
+DRIFT_WINDOW = 1000
 #: The fast-bus atlas10k's bulk sector transfer time [ms, DiskSim's unit]: 512 bytes at 512 MB/s.
 FAST_BUS_SECTOR_MS = 0.001
 
@@ -182,7 +184,12 @@ def _part_figures(row: dict, parts: dict) -> None:
         for q in (10, 50, 90, 99):
             row[f"{prefix}_p{q}_ms"] = float(np.percentile(values, q) * 1e3)
         row[f"{prefix}_max_ms"] = float(values.max() * 1e3)
-    row["path_round_trip_p50_ms"] = float(np.median(parts["path_in"] + parts["path_out"]) * 1e3)
+    round_trip = parts["path_in"] + parts["path_out"]
+    row["path_round_trip_p50_ms"] = float(np.median(round_trip) * 1e3)
+    # the path's cost drifts with the host's load while the server takes off the cost probed at its start
+    row["round_trip_less_taken_off_p50_by_window_ms"] = [
+        float(np.median((round_trip - parts["cost_taken_off"])[i:i + DRIFT_WINDOW]) * 1e3)
+        for i in range(0, len(round_trip), DRIFT_WINDOW)]
     row["path_cost_taken_off_p50_ms"] = float(np.median(parts["cost_taken_off"]) * 1e3)
     tail = parts["excess"] > np.percentile(parts["excess"], 99)
     row["excess_tail_mean_ms"] = {key: float(parts[key][tail].mean() * 1e3) if tail.any() else 0.0
@@ -219,6 +226,8 @@ def _lateness(devices, traces, replayed, rows):
               + "/".join(f"{v:.2f}" for v in row["excess_tail_mean_ms"].values())
               + f" ms; shorter than the path's cost {row['shorter_than_path_cost']} (lateness p99 of the others "
               f"{row['lateness_p99_ms_others'] or 0:.3f} ms)", flush=True)
+        print(f"{'':<11}round trip less the cost taken off, median per {DRIFT_WINDOW} requests: "
+              + " ".join(f"{v:+.3f}" for v in row["round_trip_less_taken_off_p50_by_window_ms"]) + " ms")
     return np.concatenate(server), np.concatenate(client), np.concatenate(short)
 
 
