@@ -192,6 +192,25 @@ def _replay_start(served, trace, match: int = 8) -> int:
     raise RuntimeError(f"the replay's requests were not found in the request log ({len(offsets)} rows)")
 
 
+def _replay_rows_in_log(served, trace) -> tuple[np.ndarray, int]:
+    """The positions of the replay's requests among a drive's served rows, in order, and how many other
+    requests came between them (another process reading the device while it was replayed, e.g. a scan of
+    every block device's ends: each took the drive's time as a request of its own)."""
+    start = _replay_start(served, trace)
+    offsets, sizes = served["offset_bytes"].to_numpy(), served["size_bytes"].to_numpy()
+    ops = served["op"].to_numpy()
+    want_off, want_size, want_op = trace.lbn * 512, trace.blocks * 512, trace.is_write.astype(int)
+    at, j = [], start
+    for i in range(len(trace)):
+        while j < len(offsets) and (offsets[j] != want_off[i] or sizes[j] != want_size[i] or ops[j] != want_op[i]):
+            j += 1
+        if j == len(offsets):
+            raise RuntimeError(f"request {i} of the replay was not found in the request log")
+        at.append(j)
+        j += 1
+    return np.asarray(at), int(at[-1] - start + 1 - len(at))
+
+
 def _part_figures(row: dict, parts: dict) -> None:
     """Percentiles of each part of the excess [ms] into *row*; the mean of each part over the requests whose
     excess is above its p99 (what makes the tail); the requests whose simulated time is shorter than the
@@ -228,8 +247,10 @@ def _lateness(devices, traces, replayed, rows):
     for dev, name, row in zip(devices, traces, rows):
         frame = read_log(dev.log_path)
         served = frame[~frame["probe"].astype(bool) & (frame["op"] <= 1)]
-        served = served.iloc[_replay_start(served, traces[name]):][:len(traces[name])]
+        rows_at, foreign = _replay_rows_in_log(served, traces[name])
+        served = served.iloc[rows_at]
         served.attrs.update(frame.attrs)
+        row["foreign_requests_during_replay"] = foreign
         parts = excess_parts(served, replayed[name])
         server.append(parts["lateness"])
         client.append(parts["excess"])
@@ -249,7 +270,8 @@ def _lateness(devices, traces, replayed, rows):
               f"{row['lateness_p99_ms']:.3f}; tail (>p99) in/out/late "
               + "/".join(f"{v:.2f}" for v in row["excess_tail_mean_ms"].values())
               + f" ms; shorter than the path's cost {row['shorter_than_path_cost']} (lateness p99 of the others "
-              f"{row['lateness_p99_ms_others'] or 0:.3f} ms)", flush=True)
+              f"{row['lateness_p99_ms_others'] or 0:.3f} ms); other requests served during the replay "
+              f"{row['foreign_requests_during_replay']}", flush=True)
         print(f"{'':<11}demerit without the 0.1 % largest excesses "
               f"{row['demerit_ms_without_largest_0.1pct_excess'] / row['disksim_demerit_ms']:.2f}x DiskSim's; "
               f"round trip less the cost taken off, median per {DRIFT_WINDOW} requests: "
