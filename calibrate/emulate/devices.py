@@ -21,7 +21,7 @@ teardown is named and unmounted before the device goes.
 Once a device is attached, its path's cost (loop, FUSE, nbdfuse, NBD and the
 plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads of
 :data:`PROBE_BYTES` served :data:`PROBE_DELAY_S` after they reach the server:
-a fixed part and a part per byte, taken off every request's deadline from
+its cost at each size, read between the sizes for a request's, taken off every request's deadline from
 then on (:mod:`diskmodel.calibrate.emulate.server`).
 
 Every command is an argument vector; nothing goes through a shell.
@@ -60,9 +60,10 @@ DEFAULT_REALTIME_PRIORITY = 40
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
 #: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost (the first quarter warm it up).
-PROBE_READS = 80
-#: The sizes of the probe reads [bytes]: the path's cost is a fixed part and a part per byte.
-PROBE_BYTES = (4096, 131072)
+PROBE_READS = 250
+#: The sizes of the probe reads [bytes]: the path's cost grows with the bytes copied, not in proportion
+#: (a traced drive's requests are mostly 0.5-64 KiB), so it is measured at each and read between them.
+PROBE_BYTES = (512, 4096, 16384, 65536, 131072)
 #: Which of the probe reads' times is the path's fixed cost [percentile]: the median, so that a request
 #: completes, as its caller sees it, as often before its simulated time as after it (other processes only
 #: ever add to a read's time; the fastest would leave every request late by the path's typical noise).
@@ -325,13 +326,15 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
     return device
 
 
-def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> tuple[float, float]:
-    """The path's own cost: ``(fixed_s, per_byte_s)``, from O_DIRECT reads of :data:`PROBE_BYTES` (taken in
-    turn, each after :data:`PROBE_GAP_S` of idle) served :data:`PROBE_DELAY_S` after they reach the server:
-    the :data:`FIXED_COST_PERCENTILE` of each
-    size's times less that delay, and the line through the two (the path copies each request's data through
-    FUSE and NBD). Read under SCHED_FIFO at *realtime_priority*, as the path then serves."""
-    from diskmodel.calibrate.emulate.server import realtime
+def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> dict:
+    """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` (taken in turn, each after
+    :data:`PROBE_GAP_S` of idle) served :data:`PROBE_DELAY_S` after they reach the server: the
+    :data:`FIXED_COST_PERCENTILE` of each size's times less that delay (the path copies each request's data
+    through FUSE and NBD). The server's control (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`):
+    ``path_cost_by_size``, ``fixed_cost_s`` (the cost read back to no bytes) and ``path_per_byte_s`` (the
+    slope from the smallest size to the largest). Read under SCHED_FIFO at *realtime_priority*, as the path
+    then serves."""
+    from diskmodel.calibrate.emulate.server import path_cost_s, realtime
 
     fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
     sizes = [n for n in PROBE_BYTES if n <= capacity_bytes]
@@ -356,8 +359,11 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
         kept = sorted(seen[len(seen) // 4:])  # the first quarter warms the path up
         cost[n] = max(kept[int(FIXED_COST_PERCENTILE / 100 * (len(kept) - 1))] - PROBE_DELAY_S, 0.0)
     small, large = min(cost), max(cost)
-    per_byte = max((cost[large] - cost[small]) / (large - small), 0.0) if large > small else 0.0
-    return max(cost[small] - per_byte * small, 0.0), per_byte
+    if large == small:
+        return {"fixed_cost_s": cost[small], "path_per_byte_s": 0.0}
+    table = sorted(cost.items())
+    return {"fixed_cost_s": path_cost_s(table, 0), "path_per_byte_s": (cost[large] - cost[small]) / (large - small),
+            "path_cost_by_size": [list(pair) for pair in table]}
 
 
 def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_priority: int | None) -> None:
@@ -368,12 +374,12 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     finally:
         os.close(dir_fd)
     device = _attach_loop(run, drv, file)
-    fixed, per_byte = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority)
+    measured = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority)
     control = drv.folder / "control.json"
     tmp = drv.folder / ".control.json.tmp"
-    tmp.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": per_byte}))
+    tmp.write_text(json.dumps(measured))
     os.replace(tmp, control)
-    drv.device.path, drv.device.fixed_cost_s, drv.device.file_path = device, fixed, str(file)
+    drv.device.path, drv.device.fixed_cost_s, drv.device.file_path = device, measured["fixed_cost_s"], str(file)
     drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))
 
 

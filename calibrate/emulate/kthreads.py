@@ -11,9 +11,13 @@ A request to an emulated loop device passes two kinds of kernel thread that run 
 
 Inside the context manager both are put under SCHED_FIFO at the given priority (the unbound pool's
 workers again every :data:`RESCAN_S`, as the pool starts new ones), and every thread changed is put
-back to its own policy and priority on the way out, also on an exception or a signal turned into one.
-These threads serve every process's work, so the change is for the run only, opt-in, and named by the
-caller. A thread that ended meanwhile is skipped.
+back to its own policy and priority on the way out, also on an exception or a signal: SIGINT, SIGTERM,
+SIGHUP and SIGQUIT are turned into an interruption inside
+(:class:`~diskmodel.calibrate.harness.interrupts.handle_signals`), and one that arrives while a thread's
+policy is being changed or put back is held until that is done
+(:class:`~diskmodel.calibrate.harness.interrupts.held`), so no thread is left changed and unrecorded.
+These threads serve every process's work, so the change is for the run only and named by the caller.
+A thread that ended meanwhile is skipped.
 """
 from __future__ import annotations
 
@@ -88,6 +92,8 @@ def kernel_threads_realtime(priority: int | None, prefixes=KERNEL_THREAD_PREFIXE
         return
     if isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 99:
         raise ValueError(f"--kernel-threads-realtime priority must be a whole number from 1 to 99 (got {priority!r})")
+    from diskmodel.calibrate.harness.interrupts import handle_signals, held
+
     changed = _Changed(priority, prefixes)
     stop = threading.Event()
 
@@ -96,12 +102,15 @@ def kernel_threads_realtime(priority: int | None, prefixes=KERNEL_THREAD_PREFIXE
             changed.scan()
 
     thread = threading.Thread(target=rescan, name="kernel-threads-realtime", daemon=True)
-    try:
-        changed.scan()
-        thread.start()
-        yield lambda: changed.total
-    finally:
-        stop.set()
-        if thread.is_alive():
-            thread.join()
-        changed.restore()
+    with handle_signals():
+        try:
+            with held():
+                changed.scan()
+            thread.start()
+            yield lambda: changed.total
+        finally:
+            with held():
+                stop.set()
+                if thread.is_alive():
+                    thread.join()
+                changed.restore()

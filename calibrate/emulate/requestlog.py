@@ -28,10 +28,15 @@ a kill is left out when read. Columns:
 ``probe``          bool     a read of the start-up measurement of the path's
                             cost (served after a fixed delay, not simulated)
 ``error``          int16    errno of a failed request (0: none)
+``entry_s``        float64  when the request reached the server, s since the
+                            emulator started (monotonic clock)
+``done_s``         float64  when the server returned it, same clock
 =================  =======  ====================================================
 
 The metadata: the drive, the timing used, the path's cost taken off each
-deadline (``fixed_cost_s`` and ``path_per_byte_s``), the start time. :func:`read_log` reads the file in one line as a
+deadline (``fixed_cost_s`` and ``path_per_byte_s``), the start time (``started_unix_s``, and
+``t0_monotonic_s``: the emulator's start on the host's monotonic clock, which ``entry_s`` and ``done_s``
+count from, so that a caller's own monotonic stamps of the same requests can be set beside them). :func:`read_log` reads the file in one line as a
 ``pandas.DataFrame`` (``df.attrs`` holds the metadata, and ``complete``:
 whether the emulator closed the log); :func:`summarize` gives the figures
 ``diskmodel emulate-log`` prints.
@@ -49,7 +54,10 @@ __all__ = ["COLUMNS", "FLUSH_ROWS", "FLUSH_S", "FORMAT", "OPS", "RequestRecorder
 
 #: Column name -> array typecode (see the module doc).
 COLUMNS: dict[str, str] = {"arrival_s": "d", "op": "b", "offset_bytes": "q", "size_bytes": "q", "wait_s": "d",
-                           "service_s": "d", "hit": "b", "lateness_s": "d", "probe": "B", "error": "h"}
+                           "service_s": "d", "hit": "b", "lateness_s": "d", "probe": "B", "error": "h",
+                           "entry_s": "d", "done_s": "d"}
+#: The columns every log holds (the later ones, the server's stamps, were added after the format's first use).
+_FIRST_COLUMNS = 10
 OPS = {0: "read", 1: "write", 2: "flush", 3: "zero"}
 _DTYPES = {"d": "<f8", "b": "i1", "q": "<i8", "B": "?", "h": "<i2"}
 HIT_NAMES = {-1: "unknown", 0: "media", 1: "cache hit", 2: "read-ahead hit", 3: "fast write"}
@@ -93,11 +101,12 @@ class RequestRecorder:
     def __len__(self) -> int:
         return self.written + len(self.columns["op"])
 
-    def add(self, arrival_s, op, offset_bytes, size_bytes, wait_s, service_s, hit, lateness_s, probe, error) -> None:
+    def add(self, arrival_s, op, offset_bytes, size_bytes, wait_s, service_s, hit, lateness_s, probe, error,
+            entry_s=float("nan"), done_s=float("nan")) -> None:
         if self._oldest_s is None:
             self._oldest_s = self.monotonic()
         for append, value in zip(self._append, (arrival_s, op, offset_bytes, size_bytes, wait_s, service_s, hit,
-                                                lateness_s, probe, error)):
+                                                lateness_s, probe, error, entry_s, done_s)):
             append(value)
 
     def due(self) -> bool:
@@ -209,9 +218,11 @@ def read_log(path: str | os.PathLike):
             chunks.append(record)
     dtype = np.dtype([(name, _DTYPES[code]) for name, code in COLUMNS.items()])
     rows = np.concatenate(chunks) if chunks else np.zeros(0, dtype)
-    if rows.dtype.names != dtype.names:
+    # a log written before the server's stamps were logged lacks the last columns: they read as NaN
+    names = rows.dtype.names or ()
+    if len(names) < _FIRST_COLUMNS or names != dtype.names[:len(names)]:
         raise ValueError(f"{path}: not an emulator request log (columns {rows.dtype.names})")
-    frame = pd.DataFrame({name: rows[name] for name in COLUMNS})
+    frame = pd.DataFrame({name: rows[name] if name in names else np.full(len(rows), np.nan) for name in COLUMNS})
     frame.attrs.update(meta)
     frame.attrs["truncated_bytes"] = cut
     return frame

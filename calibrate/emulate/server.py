@@ -12,12 +12,14 @@ are allocated as they are written; a write of zeros punches a hole).
 Timing: a request reaches :meth:`DriveServer.read` (or write, flush, zero) at
 ``t_entry`` on the monotonic clock. It arrived at the drive the path's cost
 earlier, the time the path (loop device, FUSE, nbdfuse, NBD) takes to bring
-a request in and carry its completion back: a fixed part and a part per byte
-copied, measured at start with reads of two sizes served a fixed delay after
-they reach the server (:attr:`probing`; a delay, not at once, so that the
-path's threads have gone idle as they do between a drive's requests, and
-their wake-ups are part of the cost). The simulation serves it at
-``arrival_s = t_entry - fixed_cost_s - path_per_byte_s * size`` on its own
+a request in and carry its completion back. It grows with the bytes copied, not
+in proportion, so it is measured at start for each of several sizes, with reads
+served a fixed delay after they reach the server (:attr:`probing`; a delay, not
+at once, so that the path's threads have gone idle as they do between a drive's
+requests, and their wake-ups are part of the cost), and read between them on
+the line through the two nearest sizes (:func:`path_cost_s`; beyond the
+largest, on the last line). The simulation serves it at
+``arrival_s = t_entry - path_cost_s(size)`` on its own
 clock (zero when the server started), its data
 are moved, and the call returns at the simulated completion: an absolute
 deadline on the monotonic clock, slept to within :data:`SPIN_S` and then
@@ -38,7 +40,7 @@ import time
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
-__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "realtime", "wait_until"]
+__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "path_cost_s", "path_cost_table", "realtime", "wait_until"]
 
 #: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
 MEMORY_MAX_BYTES = 64 << 20
@@ -59,6 +61,31 @@ def wait_until(deadline_s: float, monotonic=time.monotonic) -> float:
         time.sleep(0)  # lets another thread of the process take the interpreter's lock while this one spins
         now = monotonic()
     return now
+
+
+def path_cost_table(control: dict) -> tuple[tuple[int, float], ...]:
+    """The path's cost by transfer size, ``((bytes, s), ...)`` by size, from a control file's contents:
+    its ``path_cost_by_size`` pairs (at least two sizes), else the line ``fixed_cost_s`` + ``path_per_byte_s``
+    per byte (given as two points of that line)."""
+    pairs = control.get("path_cost_by_size")
+    if pairs:
+        table = tuple(sorted((int(n), float(c)) for n, c in pairs))
+        if len(table) < 2 or len({n for n, _ in table}) != len(table) or any(c < 0 for _, c in table):
+            raise ValueError(f"path_cost_by_size must give two or more distinct sizes, costs >= 0 (got {pairs!r})")
+        return table
+    fixed, per_byte = float(control["fixed_cost_s"]), float(control.get("path_per_byte_s", 0.0))
+    return (0, fixed), (1 << 20, fixed + per_byte * (1 << 20))
+
+
+def path_cost_s(table, size_bytes: int) -> float:
+    """The path's cost of a request of *size_bytes* [s]: on the line through the two sizes of *table*
+    (:func:`path_cost_table`) nearest it (the first two below the smallest, the last two above the largest),
+    never below zero."""
+    i = 1
+    while i < len(table) - 1 and table[i][0] < size_bytes:
+        i += 1
+    (n0, c0), (n1, c1) = table[i - 1], table[i]
+    return max(c0 + (c1 - c0) * (size_bytes - n0) / (n1 - n0), 0.0)
 
 
 @contextlib.contextmanager
@@ -145,7 +172,8 @@ class DriveServer:
     :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
     (the sparse file's path, or None for memory), ``log_path`` (the request
     log, appended to as requests are served), ``control_path`` (where the caller
-    writes ``{"fixed_cost_s": ..., "path_per_byte_s": ...}`` once it has measured the path; until
+    writes ``{"fixed_cost_s": ..., "path_cost_by_size": [[bytes, s], ...]}`` (or ``path_per_byte_s`` in place
+    of the table: :func:`path_cost_table`) once it has measured the path; until
     then every request is served ``probe_delay_s`` after it reached the
     server, not simulated, and marked as a probe).
     """
@@ -165,7 +193,7 @@ class DriveServer:
             # the device is offered, not inside its first request.
             session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
         self.fixed_cost_s = 0.0
-        self.path_per_byte_s = 0.0
+        self.path_cost = path_cost_table({"fixed_cost_s": 0.0})
         self._last_arrival_s = 0.0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
@@ -177,7 +205,8 @@ class DriveServer:
         self._closed = threading.Event()
         self.recorder = RequestRecorder({"drive": self.name, "capacity_bytes": self.capacity_bytes,
                                          "timing": self.timing_name, "store": "file" if backing else "memory",
-                                         "fixed_cost_s": None, "started_unix_s": time.time()},
+                                         "fixed_cost_s": None, "started_unix_s": time.time(),
+                                         "t0_monotonic_s": self.t0},
                                         self.log_path, monotonic=monotonic)
 
     # -- the fixed cost
@@ -188,9 +217,11 @@ class DriveServer:
         except FileNotFoundError:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
-        self.path_per_byte_s = float(control.get("path_per_byte_s", 0.0))
+        self.path_cost = path_cost_table(control)
         # written by the log's writer, after the probes' rows (never by the thread serving a request)
-        self._meta_pending = {"fixed_cost_s": self.fixed_cost_s, "path_per_byte_s": self.path_per_byte_s}
+        self._meta_pending = {"fixed_cost_s": self.fixed_cost_s,
+                              "path_per_byte_s": float(control.get("path_per_byte_s", 0.0)),
+                              "path_cost_by_size": [list(pair) for pair in self.path_cost]}
         self.probing = False
 
     # -- serving
@@ -207,13 +238,13 @@ class DriveServer:
             deadline = t_entry + self.probe_delay_s
             done = wait_until(deadline, self.monotonic)
             self.recorder.add(t_entry - self.t0, op, offset, size, 0.0, self.probe_delay_s, HIT_UNKNOWN,
-                              done - deadline, True, error)
+                              done - deadline, True, error, t_entry - self.t0, done - self.t0)
             if error:
                 raise OSError(error, os.strerror(error))
             return
         # the path's cost grows with the bytes it copies; arrivals stay in order (a large request's earlier
         # estimate must not put it before the request served just before it)
-        arrival = max(t_entry - self.fixed_cost_s - self.path_per_byte_s * size - self.t0, self._last_arrival_s)
+        arrival = max(t_entry - path_cost_s(self.path_cost, size) - self.t0, self._last_arrival_s)
         self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
             wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
@@ -225,7 +256,8 @@ class DriveServer:
             deadline = self.t0 + served.completion_s
         error = self._move(move)
         done = wait_until(deadline, self.monotonic)
-        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error)
+        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error,
+                          t_entry - self.t0, done - self.t0)
         if error:
             raise OSError(error, os.strerror(error))
 

@@ -1,0 +1,156 @@
+"""A trace replayed through the kernel on an emulated drive: the excess the replay sees over the simulated time,
+split with the server's stamps (diskmodel.calibrate.emulate.replay), and the kernel threads put back on a signal."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import require_root, wait_for
+from test_emulate import require_emulation
+
+from diskmodel.calibrate.emulate.replay import Replayed, excess_parts
+from diskmodel.calibrate.emulate.requestlog import COLUMNS, RequestRecorder, read_log
+
+
+def test_excess_parts_add_up_to_the_excess_from_independent_stamps():
+    """Hand-made stamps: issued at 10.000 s, the server enters 0.3 ms later (its clock started at 9 s), the path's
+    cost taken off is 0.5 ms, the simulated wait + service 4 ms, the server returns 0.02 ms late and the
+    completion is seen 0.25 ms later: excess = 0.3 + 0.25 - 0.5 + 0.02 = 0.07 ms."""
+    t0, issued = 9.0, np.array([10.0, 11.0])
+    entry = issued + 0.3e-3 - t0
+    arrival = entry - 0.5e-3
+    wait, service = np.array([0.0, 1e-3]), np.array([4e-3, 3e-3])
+    done = arrival + wait + service + 0.02e-3
+    served = pd.DataFrame({"arrival_s": arrival, "wait_s": wait, "service_s": service, "lateness_s": [0.02e-3] * 2,
+                           "entry_s": entry, "done_s": done, "size_bytes": [4096, 4096]})
+    served.attrs["t0_monotonic_s"] = t0
+    parts = excess_parts(served, Replayed(issued, done + t0 + 0.25e-3))
+    np.testing.assert_allclose(parts["excess"], 0.07e-3, atol=1e-9)
+    np.testing.assert_allclose(parts["path_in"], 0.3e-3, atol=1e-9)
+    np.testing.assert_allclose(parts["path_out"], 0.25e-3, atol=1e-9)
+    np.testing.assert_allclose(parts["cost_taken_off"], 0.5e-3, atol=1e-9)
+
+
+def test_a_log_without_the_server_stamps_reads_them_as_nan(tmp_path):
+    """A log of the format's first ten columns (written before the stamps were logged) still reads."""
+    path = tmp_path / "old.reqlog"
+    recorder = RequestRecorder({"drive": "d"}, path)
+    old = np.dtype([(name, recorder.dtype[name]) for name in list(COLUMNS)[:10]])
+    rows = np.zeros(3, old)
+    rows["size_bytes"] = 4096
+    recorder.write_rows(rows)
+    recorder.close()
+    frame = read_log(path)
+    assert len(frame) == 3 and list(frame["size_bytes"]) == [4096] * 3
+    assert frame["entry_s"].isna().all() and frame["done_s"].isna().all()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_short_disksim_trace_replay_sees_the_simulated_times_within_the_paths_noise(tmp_path):
+    """hp_c2490a's first requests replayed (O_DIRECT, queue depth 1, the trace's gaps) with the path's kernel
+    threads and the replay under SCHED_FIFO: the server's and the replay's stamps share the host's clock (every
+    request enters the server after it was issued and completes after the server returned it); each request's
+    excess is its parts' sum; the median excess is within 0.15 ms of zero (the path's cost is taken off: without
+    it the median would be the whole round trip) and nine in ten within 1.5 ms."""
+    from diskmodel.calibrate.emulate import emulated_drives
+    from diskmodel.calibrate.emulate.kthreads import kernel_threads_realtime
+    from diskmodel.calibrate.emulate.replay import replay_trace_stamped
+    from diskmodel.data.disksim import disksim_drive_folder, read_drive_folder
+
+    require_emulation()
+    trace = read_drive_folder(disksim_drive_folder("hp_c2490a")).read_trace().head(150)
+    with kernel_threads_realtime(40), \
+            emulated_drives([str(disksim_drive_folder("hp_c2490a"))], log_dir=tmp_path, realtime_priority=40) as devs:
+        stamps = replay_trace_stamped(devs[0].path, trace, realtime_priority=40)
+    frame = read_log(devs[0].log_path)
+    served = frame[~frame["probe"]]
+    assert list(served["offset_bytes"]) == list(trace.lbn * 512)
+    served.attrs.update(frame.attrs)
+    parts = excess_parts(served, stamps)
+    assert (parts["path_in"] > 0).all() and (parts["path_out"] > 0).all(), parts
+    np.testing.assert_allclose(parts["excess"], parts["path_in"] + parts["path_out"] - parts["cost_taken_off"]
+                               + parts["lateness"], atol=1e-6)
+    assert np.median(parts["cost_taken_off"]) > 50e-6  # the probe found a round trip to take off
+    excess = parts["excess"]
+    assert abs(np.median(excess)) < 0.15e-3, np.percentile(excess, [10, 50, 90])
+    assert np.percentile(excess, 90) < 1.5e-3, np.percentile(excess, [10, 50, 90])
+
+
+_HOLD = """
+import sys, time
+from diskmodel.calibrate.emulate.kthreads import kernel_threads_realtime
+with kernel_threads_realtime(9, ("ksoftirqd/",)):
+    print("inside", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.slow  # changes the kernel's threads' policy for a moment (root)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_puts_the_kernel_threads_back(sig):
+    from diskmodel.calibrate.emulate.kthreads import _kernel_threads
+
+    require_root()
+    softirq = _kernel_threads(("ksoftirqd/",))
+    before = {pid: (os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority) for pid in softirq}
+    if all(policy == os.SCHED_FIFO for policy, _ in before.values()):
+        pytest.skip("every softirq thread runs real-time already (another run's): nothing would change")
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "inside"
+        assert all(os.sched_getparam(pid).sched_priority == 9 for pid, (policy, _) in before.items()
+                   if policy != os.SCHED_FIFO)
+        proc.send_signal(sig)
+        wait_for(lambda: proc.poll() is not None, 20, "the process to end")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    after = {pid: (os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority) for pid in softirq}
+    assert after == before
+    assert proc.returncode != 0  # interrupted, not finished
+
+
+def test_the_path_cost_is_read_between_the_probed_sizes_and_on_the_last_line_beyond():
+    from diskmodel.calibrate.emulate.server import path_cost_s, path_cost_table
+
+    table = path_cost_table({"fixed_cost_s": 0.4e-3, "path_cost_by_size": [[65536, 0.7e-3], [4096, 0.5e-3],
+                                                                           [16384, 0.6e-3]]})
+    assert [n for n, _ in table] == [4096, 16384, 65536]
+    assert path_cost_s(table, 4096) == pytest.approx(0.5e-3)
+    assert path_cost_s(table, 10240) == pytest.approx(0.55e-3)      # halfway from 4 to 16 KiB
+    assert path_cost_s(table, 40960) == pytest.approx(0.65e-3)      # halfway from 16 to 64 KiB
+    assert path_cost_s(table, 114688) == pytest.approx(0.8e-3)      # 48 KiB past the largest: its line's slope
+    assert path_cost_s(table, 0) == pytest.approx(0.5e-3 - 4096 * 0.1e-3 / 12288)
+    line = path_cost_table({"fixed_cost_s": 0.3e-3, "path_per_byte_s": 1e-9})
+    assert path_cost_s(line, 8192) == pytest.approx(0.3e-3 + 8192e-9)
+    with pytest.raises(ValueError, match="path_cost_by_size"):
+        path_cost_table({"fixed_cost_s": 0.0, "path_cost_by_size": [[4096, 1e-4]]})
+
+
+def test_the_server_takes_each_sizes_path_cost_off_its_arrival(tmp_path):
+    import json
+
+    from diskmodel.calibrate.emulate import flat_drive
+    from diskmodel.calibrate.emulate.server import DriveServer
+
+    spec = {**flat_drive(1e-3, 1 << 20).as_dict(), "backing": None}
+    control = tmp_path / "control.json"
+    control.write_text(json.dumps({"fixed_cost_s": 0.2e-3, "path_cost_by_size": [[4096, 0.3e-3], [65536, 0.6e-3]]}))
+    server = DriveServer({**spec, "log_path": str(tmp_path / "l.reqlog"), "control_path": str(control)})
+    time.sleep(0.01)  # an arrival is never before the server started
+    server.read(bytearray(4096), 0)
+    server.read(bytearray(34816), 8192)
+    server.close()
+    frame = read_log(tmp_path / "l.reqlog")
+    cost = frame["entry_s"] - frame["arrival_s"]
+    np.testing.assert_allclose(cost, [0.3e-3, 0.45e-3], atol=1e-12)
+    assert frame.attrs["path_cost_by_size"] == [[4096, 0.3e-3], [65536, 0.6e-3]]
