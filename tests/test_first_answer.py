@@ -58,17 +58,15 @@ def test_numba_settings_its_key_does_not_hold_leave_the_package_cache_alone(sett
         assert Path(path).is_relative_to(tmp_path)
 
 
-@pytest.mark.slow  # several seconds: the full tier runs it
-def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
-    # numba's own stamp is of the caller's file alone, so a cached caller kept the callee's old
-    # code (linked into it) after an edit of the callee's module; a group's stamp covers them all
+def _probe_group(tmp_path, modules: dict) -> str:
+    """A package ``probe`` of *modules* (name -> source) under *tmp_path*, made a group of the cache's with
+    its folder under tmp_path/cache: the lines a child runs before it imports from it."""
     group = tmp_path / "probe"
     group.mkdir()
     (group / "__init__.py").write_text("")
-    (group / "callee.py").write_text("from numba import njit\n\n\n@njit(cache=True)\ndef value():\n    return 1\n")
-    (group / "caller.py").write_text("from numba import njit\n\nfrom .callee import value\n\n\n"
-                                     "@njit(cache=True)\ndef twice():\n    return 2 * value()\n")
-    run = f"""
+    for name, source in modules.items():
+        (group / f"{name}.py").write_text(source)
+    return f"""
         import sys
         from pathlib import Path
         from diskmodel.model import _jit as jit_cache
@@ -76,6 +74,18 @@ def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
         jit_cache.GROUPS["probe"] = lambda: sorted(group.glob("*.py"))
         jit_cache.CACHE_DIR = Path({str(tmp_path / "cache")!r})
         sys.path.insert(0, str(group.parent))
+    """
+
+
+@pytest.mark.slow  # several seconds: the full tier runs it
+def test_an_edit_of_a_callee_in_another_module_recompiles_its_callers(tmp_path):
+    # numba's own stamp is of the caller's file alone, so a cached caller kept the callee's old
+    # code (linked into it) after an edit of the callee's module; a group's stamp covers them all
+    group = tmp_path / "probe"
+    run = _probe_group(tmp_path, {
+        "callee": "from numba import njit\n\n\n@njit(cache=True)\ndef value():\n    return 1\n",
+        "caller": "from numba import njit\n\nfrom .callee import value\n\n\n"
+                  "@njit(cache=True)\ndef twice():\n    return 2 * value()\n"}) + """
         from probe.caller import twice
         print(twice(), twice._cache.cache_path)
     """
@@ -91,20 +101,9 @@ def test_bounds_checked_code_is_cached_apart_and_checks_when_loaded(tmp_path):
     # a kernel reading past its array's end: compiled with bounds checks it raises IndexError, and
     # loaded from the cache in a new process it still does; compiled without, it is another entry
     # in another folder (and does not check)
-    group = tmp_path / "probe"
-    group.mkdir()
-    (group / "__init__.py").write_text("")
-    (group / "past_end.py").write_text("from numba import njit\n\n\n@njit(cache=True)\n"
-                                       "def past_end(a):\n    return a[len(a)]\n")
-    run = f"""
-        import sys
+    run = _probe_group(tmp_path, {"past_end": "from numba import njit\n\n\n@njit(cache=True)\n"
+                                              "def past_end(a):\n    return a[len(a)]\n"}) + """
         import numpy as np
-        from pathlib import Path
-        from diskmodel.model import _jit as jit_cache
-        group = Path({str(group)!r})
-        jit_cache.GROUPS["probe"] = lambda: sorted(group.glob("*.py"))
-        jit_cache.CACHE_DIR = Path({str(tmp_path / "cache")!r})
-        sys.path.insert(0, str(group.parent))
         from probe.past_end import past_end
         try:
             past_end(np.zeros(4)[:3])   # past the view's end, within its base: memory that is there

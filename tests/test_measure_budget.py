@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from _helpers import assert_one_error_line
+from _helpers import FlatBackend, assert_one_error_line
 from diskmodel.calibrate.harness import checks
 from diskmodel.calibrate import cli
 from diskmodel.calibrate.harness import measure, stages
@@ -387,18 +387,14 @@ def test_budget_too_small_pickles():
     assert math.isclose(again.per_read_s, 0.05)
 
 
-class _JitteryFlat:
+class _JitteryFlat(FlatBackend):
     """A 4 MiB flash-like device on a busy host: about 1 ms a read with a wide spread (the spread a loaded
     host adds), so that the strides the rotation's chains ask for span more than the device."""
 
-    queue_depth = 1
     size_bytes, block_size_bytes = 4 * 2**20, 512
 
     def __init__(self):
         self.rng = np.random.default_rng(1)
-
-    def read(self, offset, length):
-        return float(self.read_many([offset], length)[0])
 
     def read_many(self, offsets, length):
         return 1e-3 * self.rng.lognormal(0.0, 0.6, len(offsets))
