@@ -269,6 +269,10 @@ def test_calibrate_through_the_kernel_on_emulated_wd800bd(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.slow
+# soak: six minutes of real device time (three partitions at the issue's 120 s), and a known gap: through the
+# kernel every partition reads 0.7-5 % low, more on a busier host; the zone mechanism is checked on the
+# emulator's timing above, and benchmarks/emulation_check.py --calibration-only records the figures
+@pytest.mark.soak
 def test_calibrate_each_partition_of_an_emulated_wd800bd():
     """An emulated WD800BD partitioned as the paper's Tables 1-3 (a DOS partition table on the device,
     attached again with ``losetup -P``): each partition is calibrated through the kernel within the
