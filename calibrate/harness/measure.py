@@ -252,19 +252,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         # is more than it (the count is an upper one: the rotation stage's search for the drop ends
         # early on a disk, and most seek pairs are short); the stages are planned with a typical
         # (the median) read, so that each leaves the later ones' minimums paid for.
-        costs, walls = _probe(meter)
-        fastest, typical = float(np.min(costs)), float(np.median(costs))
-        rest = n_min - len(costs)
-        need = meter.used_s + rest * fastest + n_long * ZONE_MIN_TRANSFER_S
-        why = ""
-        if meter.virtual:  # a simulation's wall time, against WALL_TIME_MULTIPLE x budget_s
-            need_wall = (meter.wall_s + rest * float(np.min(walls))) / WALL_TIME_MULTIPLE
-            if need_wall > need:
-                need = need_wall
-                why = (f"this backend takes about {np.min(walls):.2g} s of wall time a read, and a "
-                       f"calibration stops at {WALL_TIME_MULTIPLE:g} x budget_s of wall time")
-        if len(costs) < PROBE_READS or need > budget:
-            raise BudgetTooSmall(budget, need, reads=n_min, per_read_s=fastest, long_reads=n_long, why=why)
+        typical = _probe_within_budget(meter, budget, n_min, n_long)
         stage, stage_reads = "buffer", meter.reads
         try:
             buffer = measure_buffer(meter, rng)
@@ -293,22 +281,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
             seek = measure_seek(meter, rng, budget_s=seek_budget, backward=buffer.detected,
                                 bytes_per_track_at=None if period is None else (lambda o: rate_at(o) * period))
         except BudgetExhausted as exc:
-            # The reads were dearer than the probe said. The minimum: the budget (it did not
-            # do), and the rest of this stage's minimum and the later stages' minimums at this
-            # stage's price (where that is more than the probe's).
-            est = meter.cost_estimate(meter.block_size_bytes, stage)
-            price = max(est[0], typical) if est is not None else typical
-            after = _STAGES[_STAGES.index(stage) + 1:]
-            short = max(counts[stage][0] - (meter.reads - stage_reads), exc.reads)
-            rest_s = short * price + _minimum_cost_s(counts, price, after)
-            need = max(meter.used_s, budget) + rest_s
-            if exc.limit == "wall time" and meter.reads:
-                per_wall = meter.wall_s / meter.reads
-                need = max(budget * (meter.wall_s + (short + sum(counts[st][0] for st in after)) * per_wall)
-                           / meter.wall_limit_s, budget + short * price)
-            raise BudgetTooSmall(budget, need, reads=n_min, per_read_s=price, long_reads=n_long,
-                                 why=f"the {stage} stage reached the {exc.limit} limit before its minimum of "
-                                     f"{_STAGE_MINIMUM[stage]}") from None
+            raise _refusal_after(exc, meter, stage, stage_reads, counts, typical, budget, n_min, n_long) from None
     finally:
         if bar is not None:
             bar.close()
@@ -318,6 +291,66 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
             writes = measure_writes(meter, rng, writer)
         except BudgetExhausted:
             writes = WriteMeasurement(None, None, "not measured: the budget ran out before the writes")
+    verdicts = _run_checks(backend, kind, path, stat_before, meter, seek)
+    return fit_calibration(CalibrationMeasurements(
+        target=str(path) if path is not None else type(backend).__name__, kind=kind,
+        size_bytes=meter.size_bytes, block_size_bytes=meter.block_size_bytes, budget_s=budget,
+        rotation_period_s=rotation.period_s, rotation_period_bse_s=rotation.period_bse_s,
+        rotation_period_samples_s=list(rotation.period_samples_s),
+        overhead_s=_media_floor(rotation, tracks),
+        block_transfer_s=rotation.block_transfer_s, rotation_detail=rotation.detail,
+        zone_locations_bytes=zones.locations_bytes, zone_rates_bytes_per_s=zones.rates_bytes_per_s,
+        zone_read_length_bytes=zones.read_length_bytes, zones=zones.zones, zone_detail=zones.detail,
+        seek_from_bytes=seek.from_bytes, seek_to_bytes=seek.to_bytes, seek_time_s=seek.time_s,
+        seek_designed=seek.designed, seek_round=seek.round, seek_distances_bytes=seek.distances_bytes,
+        seek_detail=seek.detail, checks=tuple(verdicts), device_time_s=float(meter.spent_s),
+        wall_time_s=float(time.perf_counter() - wall0), reads=int(meter.reads),
+        **_drive_figures(buffer, rotation, tracks, writes)))
+
+
+def _probe_within_budget(meter, budget, n_min, n_long) -> float:
+    """Probe what a read costs (:func:`_probe`); refuse the budget where even the fastest probe read,
+    times the minimum read count, exceeds it. Returns the typical (median) probe read's cost [s]."""
+    costs, walls = _probe(meter)
+    fastest, typical = float(np.min(costs)), float(np.median(costs))
+    rest = n_min - len(costs)
+    need = meter.used_s + rest * fastest + n_long * ZONE_MIN_TRANSFER_S
+    why = ""
+    if meter.virtual:  # a simulation's wall time, against WALL_TIME_MULTIPLE x budget_s
+        need_wall = (meter.wall_s + rest * float(np.min(walls))) / WALL_TIME_MULTIPLE
+        if need_wall > need:
+            need = need_wall
+            why = (f"this backend takes about {np.min(walls):.2g} s of wall time a read, and a "
+                   f"calibration stops at {WALL_TIME_MULTIPLE:g} x budget_s of wall time")
+    if len(costs) < PROBE_READS or need > budget:
+        raise BudgetTooSmall(budget, need, reads=n_min, per_read_s=fastest, long_reads=n_long, why=why)
+    return typical
+
+
+def _refusal_after(exc, meter, stage, stage_reads, counts, typical, budget, n_min, n_long):
+    """The :class:`BudgetTooSmall` for a stage that ran out of budget before its minimum (*exc*)."""
+    # The reads were dearer than the probe said. The minimum: the budget (it did not
+    # do), and the rest of this stage's minimum and the later stages' minimums at this
+    # stage's price (where that is more than the probe's).
+    est = meter.cost_estimate(meter.block_size_bytes, stage)
+    price = max(est[0], typical) if est is not None else typical
+    after = _STAGES[_STAGES.index(stage) + 1:]
+    short = max(counts[stage][0] - (meter.reads - stage_reads), exc.reads)
+    rest_s = short * price + _minimum_cost_s(counts, price, after)
+    need = max(meter.used_s, budget) + rest_s
+    if exc.limit == "wall time" and meter.reads:
+        per_wall = meter.wall_s / meter.reads
+        need = max(budget * (meter.wall_s + (short + sum(counts[st][0] for st in after)) * per_wall)
+                   / meter.wall_limit_s, budget + short * price)
+    return BudgetTooSmall(budget, need, reads=n_min, per_read_s=price, long_reads=n_long,
+                          why=f"the {stage} stage reached the {exc.limit} limit before its minimum of "
+                              f"{_STAGE_MINIMUM[stage]}")
+
+
+def _run_checks(backend, kind, path, stat_before, meter, seek):
+    """The run's verdicts: reads reached the device, written data, timer, queue depth, repeatability."""
+    from diskmodel.calibrate.harness import checks as chk
+
     stat_after = chk.read_device_stat(path) if path is not None else None
     verdicts = []
     if kind == "simulated":
@@ -345,20 +378,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         verdicts.append(chk.repeatability(by_round))
     else:
         verdicts.append(chk.Verdict("repeatability", None, "unknown: fewer than two rounds of seek pairs"))
-    return fit_calibration(CalibrationMeasurements(
-        target=str(path) if path is not None else type(backend).__name__, kind=kind,
-        size_bytes=meter.size_bytes, block_size_bytes=meter.block_size_bytes, budget_s=budget,
-        rotation_period_s=rotation.period_s, rotation_period_bse_s=rotation.period_bse_s,
-        rotation_period_samples_s=list(rotation.period_samples_s),
-        overhead_s=_media_floor(rotation, tracks),
-        block_transfer_s=rotation.block_transfer_s, rotation_detail=rotation.detail,
-        zone_locations_bytes=zones.locations_bytes, zone_rates_bytes_per_s=zones.rates_bytes_per_s,
-        zone_read_length_bytes=zones.read_length_bytes, zones=zones.zones, zone_detail=zones.detail,
-        seek_from_bytes=seek.from_bytes, seek_to_bytes=seek.to_bytes, seek_time_s=seek.time_s,
-        seek_designed=seek.designed, seek_round=seek.round, seek_distances_bytes=seek.distances_bytes,
-        seek_detail=seek.detail, checks=tuple(verdicts), device_time_s=float(meter.spent_s),
-        wall_time_s=float(time.perf_counter() - wall0), reads=int(meter.reads),
-        **_drive_figures(buffer, rotation, tracks, writes)))
+    return verdicts
 
 
 def _media_floor(rotation, tracks):
