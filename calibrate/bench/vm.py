@@ -353,27 +353,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
         SIGTERM has its default disposition; a caller's own SIGTERM handler is
         left in place); the VM and its files are gone by then.
     """
-    if not isinstance(script, str):
-        raise ValueError(f"script must be a str, got {type(script).__name__}")
-    _check_positive_int("scratch_disk_bytes", scratch_disk_bytes, 512)
-    if scratch_disk_bytes % 512:
-        raise ValueError(f"scratch_disk_bytes must be a multiple of 512, got {scratch_disk_bytes}")
-    _check_positive_int("memory_bytes", memory_bytes, 128 << 20)
-    if memory_bytes % (1 << 20):
-        raise ValueError(f"memory_bytes must be a whole number of MiB, got {memory_bytes}")
-    _check_positive_int("cpus", cpus)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) \
-            or not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
-    if accelerator not in ("tcg", "kvm"):
-        raise ValueError(f"accelerator must be 'tcg' or 'kvm', got {accelerator!r}")
-    if accelerator == "kvm":
-        # fail before building anything when KVM cannot even be opened (no silent switch to TCG)
-        try:
-            os.close(os.open(KVM_DEVICE, os.O_RDWR | os.O_CLOEXEC))
-        except OSError as exc:
-            raise VmUnavailableError(f"accelerator='kvm' needs {KVM_DEVICE} ({exc.strerror}); "
-                                     f"use accelerator='tcg'") from None
+    _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator)
 
     say = StepLog(logger, log)
     host = discover(qemu, kernel_path)
@@ -414,38 +394,14 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
             f.truncate(scratch_disk_bytes)
         say(f"vm: sparse scratch disk {disk} ({scratch_disk_bytes} bytes) -> guest {SCRATCH_DEVICE}")
 
-        # A second archive after the base one: the kernel unpacks both, this one last.
-        extra = run_dir / "extra"
-        (extra / "etc" / "diskmodel").mkdir(parents=True)
-        per_run = {"etc/diskmodel/script.sh": script.encode(),
-                   "etc/diskmodel/run.env": f"DISKMODEL_NONCE={nonce}\n".encode()}
-        for name, data in per_run.items():
-            (extra / name).write_bytes(data)
-            os.chmod(extra / name, 0o644)
-        initrd = run_dir / "initramfs.cpio"
-        with open(base, "rb") as src, open(initrd, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
-            out.flush()  # cpio writes to the same file after it
-            write_cpio(extra, per_run, out)
+        initrd = _per_run_initramfs(base, run_dir, script, nonce)
 
         console = run_dir / "console.log"
         channel = run_dir / "output.log"
         console.touch()
         channel.touch()
-        cmd = [
-            host.qemu, "-name", "diskmodel-vm", "-no-user-config", "-nodefaults",
-            "-display", "none", "-monitor", "none", "-no-reboot",
-            "-accel", accelerator, "-cpu", "max" if accelerator == "tcg" else "host",
-            "-m", f"{memory_bytes >> 20}M", "-smp", str(cpus),
-            "-kernel", str(kernel_image), "-initrd", str(initrd),
-            "-append", "console=ttyS0 panic=-1 quiet",
-            "-serial", f"file:{_qemu_path(console)}",
-            "-serial", f"file:{_qemu_path(channel)}",
-            "-drive", f"file={_qemu_path(disk)},if=virtio,format=raw,cache=none,aio=threads",
-        ]
-        for sock in nbd_sockets:
-            cmd += ["-drive", f"driver=raw,file.driver=nbd,file.server.type=unix,"
-                              f"file.server.path={_qemu_path(sock)},if=virtio,cache=none"]
+        cmd = _qemu_command(host.qemu, accelerator, memory_bytes, cpus, kernel_image, initrd, console, channel,
+                            disk, nbd_sockets)
         say(f"vm: starting {' '.join(cmd)}")
         qemu_log = run_dir / "qemu.log"
         with runstate.signals_blocked(), open(qemu_log, "wb") as qemu_out:
@@ -472,6 +428,71 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
             teardown.close()
             if take_term:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator) -> None:
+    """ValueError for a bad argument of :func:`run_script_in_vm`; VmUnavailableError where KVM is asked
+    for and cannot be opened (no silent switch to TCG)."""
+    if not isinstance(script, str):
+        raise ValueError(f"script must be a str, got {type(script).__name__}")
+    _check_positive_int("scratch_disk_bytes", scratch_disk_bytes, 512)
+    if scratch_disk_bytes % 512:
+        raise ValueError(f"scratch_disk_bytes must be a multiple of 512, got {scratch_disk_bytes}")
+    _check_positive_int("memory_bytes", memory_bytes, 128 << 20)
+    if memory_bytes % (1 << 20):
+        raise ValueError(f"memory_bytes must be a whole number of MiB, got {memory_bytes}")
+    _check_positive_int("cpus", cpus)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) \
+            or not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
+    if accelerator not in ("tcg", "kvm"):
+        raise ValueError(f"accelerator must be 'tcg' or 'kvm', got {accelerator!r}")
+    if accelerator == "kvm":
+        # fail before building anything when KVM cannot even be opened (no silent switch to TCG)
+        try:
+            os.close(os.open(KVM_DEVICE, os.O_RDWR | os.O_CLOEXEC))
+        except OSError as exc:
+            raise VmUnavailableError(f"accelerator='kvm' needs {KVM_DEVICE} ({exc.strerror}); "
+                                     f"use accelerator='tcg'") from None
+
+
+def _per_run_initramfs(base: Path, run_dir: Path, script: str, nonce: str) -> Path:
+    """The run's initramfs: the cached *base* archive, then a second one with the script and the nonce."""
+    # A second archive after the base one: the kernel unpacks both, this one last.
+    extra = run_dir / "extra"
+    (extra / "etc" / "diskmodel").mkdir(parents=True)
+    per_run = {"etc/diskmodel/script.sh": script.encode(),
+               "etc/diskmodel/run.env": f"DISKMODEL_NONCE={nonce}\n".encode()}
+    for name, data in per_run.items():
+        (extra / name).write_bytes(data)
+        os.chmod(extra / name, 0o644)
+    initrd = run_dir / "initramfs.cpio"
+    with open(base, "rb") as src, open(initrd, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+        out.flush()  # cpio writes to the same file after it
+        write_cpio(extra, per_run, out)
+    return initrd
+
+
+def _qemu_command(qemu, accelerator, memory_bytes, cpus, kernel_image, initrd, console, channel, disk,
+                  nbd_sockets) -> list[str]:
+    """qemu's argument vector: no defaults, two serial files (console, result channel), the scratch disk
+    and each NBD socket as a virtio disk."""
+    cmd = [
+        qemu, "-name", "diskmodel-vm", "-no-user-config", "-nodefaults",
+        "-display", "none", "-monitor", "none", "-no-reboot",
+        "-accel", accelerator, "-cpu", "max" if accelerator == "tcg" else "host",
+        "-m", f"{memory_bytes >> 20}M", "-smp", str(cpus),
+        "-kernel", str(kernel_image), "-initrd", str(initrd),
+        "-append", "console=ttyS0 panic=-1 quiet",
+        "-serial", f"file:{_qemu_path(console)}",
+        "-serial", f"file:{_qemu_path(channel)}",
+        "-drive", f"file={_qemu_path(disk)},if=virtio,format=raw,cache=none,aio=threads",
+    ]
+    for sock in nbd_sockets:
+        cmd += ["-drive", f"driver=raw,file.driver=nbd,file.server.type=unix,"
+                          f"file.server.path={_qemu_path(sock)},if=virtio,cache=none"]
+    return cmd
 
 
 def _watch(proc: subprocess.Popen, channel: Path, console: Path, qemu_log: Path, nonce: str,
