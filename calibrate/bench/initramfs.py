@@ -23,7 +23,6 @@ What the guest offers a script is documented in :mod:`diskmodel.calibrate.bench.
 """
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import gzip
 import hashlib
@@ -34,14 +33,14 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from diskmodel.calibrate.harness import runstate
+from diskmodel.calibrate.bench.archive import (SEARCH_PATH, TOOL_ENV, Entry, add_dirs, add_host_file, add_link, publish,
+                                               staging_dir, usr_merged, write_cpio)
 
 __all__ = [
     "Host",
@@ -54,7 +53,6 @@ __all__ = [
     "default_kernel",
     "discover",
     "module_load_order",
-    "write_cpio",
 ]
 
 #: Bump when the initramfs layout, /init or lvm.conf change in a way the
@@ -91,10 +89,6 @@ _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs
 # loads set NAME with `while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.NAME`.
 _ON_DEMAND_MODULES = {"network": ("nbd", "nfsv3", "nfsv4", "nfsd", "veth", "sch_netem", "sch_tbf"),
                       "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay")}
-_SEARCH_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
-# The builder's tools run with the system's PATH: lddtree is a Python script started
-# through `/usr/bin/env python3`, and only Debian's python3 has its pyelftools.
-_TOOL_ENV = {"PATH": ":".join(_SEARCH_PATH), "LC_ALL": "C"}
 
 _LVM_CONF = """\
 # diskmodel throwaway VM: lvm2 without udev, lvmetad, lvmpolld or dmeventd.
@@ -205,7 +199,7 @@ def _which(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    for directory in _SEARCH_PATH:
+    for directory in SEARCH_PATH:
         candidate = Path(directory) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
@@ -270,7 +264,7 @@ def discover(qemu: str, kernel_path: str | os.PathLike | None) -> Host:
 def _tool(host: Host, name: str, *args: str) -> subprocess.CompletedProcess:
     """Run the builder's tool *name* (found by :func:`discover`) with the system's PATH."""
     return subprocess.run([str(host.programs[name]), *args], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, env=_TOOL_ENV)
+                          timeout=120, stdin=subprocess.DEVNULL, env=TOOL_ENV)
 
 
 # --------------------------------------------------------------------------- what the guest holds
@@ -313,90 +307,52 @@ def _module_bytes(path: Path) -> bytes:
     return data
 
 
-@dataclass
-class _Entry:
-    mode: int                 # full st_mode (type and permissions)
-    source: Path | None = None  # host file to copy
-    data: bytes | None = None   # literal content
-    target: str | None = None   # symlink target
-
-
-def _add_dirs(entries: dict[str, _Entry], guest_path: str) -> None:
-    parts = guest_path.strip("/").split("/")[:-1]
-    for i in range(1, len(parts) + 1):
-        entries.setdefault("/".join(parts[:i]), _Entry(0o040755))
-
-
-def _usr_merged(path: str) -> str:
-    """The guest path (relative, under merged /usr) of host *path*."""
-    path = path.lstrip("/")
-    if path.split("/", 1)[0] in ("bin", "sbin", "lib", "lib64"):
-        path = "usr/" + path
-    return path
-
-
-def _add_link(entries: dict[str, _Entry], guest: str, target: str) -> None:
-    if guest not in entries:
-        _add_dirs(entries, guest)
-        entries[guest] = _Entry(0o120777, target=target)
-
-
-def _add_host_file(entries: dict[str, _Entry], host_path: Path) -> str:
-    """Copy *host_path* (symlinks resolved) to the same real path in the guest."""
-    real = Path(os.path.realpath(host_path))
-    guest = _usr_merged(str(real))
-    if guest not in entries:
-        _add_dirs(entries, guest)
-        entries[guest] = _Entry(0o100000 | (real.stat().st_mode & 0o755), source=real)
-    return guest
-
-
-def _collect(host: Host) -> dict[str, _Entry]:
+def _collect(host: Host) -> dict[str, Entry]:
     """Everything the base initramfs holds, by guest path (relative to /)."""
-    entries: dict[str, _Entry] = {}
+    entries: dict[str, Entry] = {}
     for d in ("usr", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "proc", "sys", "dev",
               "run", "tmp", "mnt", "root", "var", "etc/lvm", "etc/diskmodel"):
-        entries[d] = _Entry(0o040755)
-    entries["tmp"] = _Entry(0o041777)
-    entries["root"] = _Entry(0o040700)
+        entries[d] = Entry(0o040755)
+    entries["tmp"] = Entry(0o041777)
+    entries["root"] = Entry(0o040700)
     # Debian's merged /usr.
     for link, target in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"),
                          ("lib64", "usr/lib64"), ("var/run", "../run"),
                          ("etc/mtab", "../proc/self/mounts")):
-        entries[link] = _Entry(0o120777, target=target)
+        entries[link] = Entry(0o120777, target=target)
 
     programs = {name: path for name, path in host.programs.items() if name not in _BUILD_TOOLS}
     for path in programs.values():
-        guest = _add_host_file(entries, path)
+        guest = add_host_file(entries, path)
         # On the guest's PATH under the name it is called by (e.g. mkfs.xfs,
         # not a resolved alias), wherever it lives on the host.
         named = ("usr/sbin/" if path.parent.name == "sbin" else "usr/bin/") + path.name
         if named != guest:
-            _add_link(entries, named, os.path.relpath("/" + guest, os.path.dirname("/" + named)))
+            add_link(entries, named, os.path.relpath("/" + guest, os.path.dirname("/" + named)))
     for lib in _shared_libraries(host, programs.values()):
         # The loader finds libraries by the path lddtree gives (often /lib/x86_64-linux-gnu
         # or /lib64); both resolve through the /lib -> usr/lib links above.
-        named = _usr_merged(str(lib))
-        real = _add_host_file(entries, lib)
+        named = usr_merged(str(lib))
+        real = add_host_file(entries, lib)
         if named != real:
-            _add_link(entries, named, "/" + real)
+            add_link(entries, named, "/" + real)
 
     # Aliases of programs that live next to them on the host.
     lvm_dir = host.programs["lvm"].parent
     for candidate in sorted(lvm_dir.iterdir()):
         if candidate.is_symlink() and os.readlink(candidate) in ("lvm", str(host.programs["lvm"])):
-            entries.setdefault("usr/sbin/" + candidate.name, _Entry(0o120777, target="lvm"))
+            entries.setdefault("usr/sbin/" + candidate.name, Entry(0o120777, target="lvm"))
     for alias in ("mkfs.ext2", "mkfs.ext3", "mkfs.ext4"):
-        entries.setdefault("usr/sbin/" + alias, _Entry(0o120777, target="mke2fs"))
+        entries.setdefault("usr/sbin/" + alias, Entry(0o120777, target="mke2fs"))
     for alias in ("fsck.ext2", "fsck.ext3", "fsck.ext4"):
-        entries.setdefault("usr/sbin/" + alias, _Entry(0o120777, target="e2fsck"))
+        entries.setdefault("usr/sbin/" + alias, Entry(0o120777, target="e2fsck"))
 
     # /bin/sh is dash, as on the host. (Debian's static busybox ash is a
     # "standalone shell": it would run its own applets, e.g. its losetup without
     # --direct-io, ahead of the real programs on PATH.)
-    entries["usr/bin/sh"] = _Entry(0o120777, target="dash")
+    entries["usr/bin/sh"] = Entry(0o120777, target="dash")
     # Busybox applets, wherever a real program does not already stand.
-    busybox_guest = "/" + _add_host_file(entries, host.programs["busybox"])
+    busybox_guest = "/" + add_host_file(entries, host.programs["busybox"])
     listing = subprocess.run([str(host.programs["busybox"]), "--list-full"],
                              capture_output=True, text=True, timeout=60)
     if listing.returncode != 0:
@@ -406,35 +362,35 @@ def _collect(host: Host) -> dict[str, _Entry]:
         if not name or name in ("busybox", "linuxrc"):
             continue
         if not any(("usr/" + d + "/" + name) in entries for d in ("bin", "sbin")):
-            entries["usr/bin/" + name] = _Entry(0o120777, target=busybox_guest)
+            entries["usr/bin/" + name] = Entry(0o120777, target=busybox_guest)
 
     # Configuration.
-    entries["etc/lvm/lvm.conf"] = _Entry(0o100644, data=_LVM_CONF.encode())
+    entries["etc/lvm/lvm.conf"] = Entry(0o100644, data=_LVM_CONF.encode())
     # netconfig: libtirpc's transports (rpcbind, rpc.mountd, mount.nfs); services, protocols: their names.
     for config in ("mke2fs.conf", "netconfig", "services", "protocols"):
         if (Path("/etc") / config).is_file():
-            entries[f"etc/{config}"] = _Entry(0o100644, source=Path("/etc") / config)
-    entries["etc/passwd"] = _Entry(0o100644, data=b"root:x:0:0:root:/root:/bin/sh\n")
-    entries["etc/group"] = _Entry(0o100644, data=b"root:x:0:\n")
-    entries["init"] = _Entry(0o100755, data=_INIT.encode())
+            entries[f"etc/{config}"] = Entry(0o100644, source=Path("/etc") / config)
+    entries["etc/passwd"] = Entry(0o100644, data=b"root:x:0:0:root:/root:/bin/sh\n")
+    entries["etc/group"] = Entry(0o100644, data=b"root:x:0:\n")
+    entries["init"] = Entry(0o100755, data=_INIT.encode())
 
     # Kernel modules, decompressed, in load order.
     module_paths = []
     for module in module_load_order(host):
         guest = f"usr/lib/modules/{host.release}/" + module.name.removesuffix(".xz").removesuffix(".gz")
-        _add_dirs(entries, guest)
-        entries[guest] = _Entry(0o100644, source=module)
+        add_dirs(entries, guest)
+        entries[guest] = Entry(0o100644, source=module)
         module_paths.append("/" + guest)
-    entries["etc/diskmodel/modules"] = _Entry(0o100644, data=("\n".join(module_paths) + "\n").encode())
+    entries["etc/diskmodel/modules"] = Entry(0o100644, data=("\n".join(module_paths) + "\n").encode())
     for name, modules in _ON_DEMAND_MODULES.items():
         later = []
         for module in module_load_order(host, modules):
             guest = f"usr/lib/modules/{host.release}/" + module.name.removesuffix(".xz").removesuffix(".gz")
             if "/" + guest not in module_paths + later:
-                _add_dirs(entries, guest)
-                entries[guest] = _Entry(0o100644, source=module)
+                add_dirs(entries, guest)
+                entries[guest] = Entry(0o100644, source=module)
                 later.append("/" + guest)
-        entries[f"etc/diskmodel/modules.{name}"] = _Entry(0o100644, data=("\n".join(later) + "\n").encode())
+        entries[f"etc/diskmodel/modules.{name}"] = Entry(0o100644, data=("\n".join(later) + "\n").encode())
     return entries
 
 
@@ -450,7 +406,7 @@ def _package_versions(host: Host) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- the archive
 
-def _stage(entries: dict[str, _Entry], root: Path) -> None:
+def _stage(entries: dict[str, Entry], root: Path) -> None:
     """Lay *entries* out as files, folders and symlinks under *root* (parents before children)."""
     for name, entry in sorted(entries.items()):
         path = root / name
@@ -466,43 +422,6 @@ def _stage(entries: dict[str, _Entry], root: Path) -> None:
         else:
             shutil.copyfile(entry.source, path)
         os.chmod(path, entry.mode & 0o7777)  # whatever the umask made of it
-
-
-def write_cpio(root: Path, names: Iterable[str], out) -> None:
-    """Append a newc archive of *names* (relative to *root*, parents first), owned by root, to *out*.
-
-    Only the names given go in (no ``.``, whose mode would replace the guest's /).
-    """
-    listing = "".join(f"{name}\n" for name in names)
-    proc = subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--reproducible", "--quiet"],
-                          input=listing.encode(), stdout=out, stderr=subprocess.PIPE, cwd=root,
-                          timeout=600, env=_TOOL_ENV)
-    if proc.returncode != 0:
-        raise RuntimeError(f"cpio -o -H newc failed with status {proc.returncode}: "
-                           f"{proc.stderr.decode('utf-8', 'replace').strip()[-500:]}")
-
-
-@contextlib.contextmanager
-def _staging_dir():
-    """A temporary folder, inside the current run's own folder where there is a run
-    (so that its record removes it even after a SIGKILL)."""
-    run = runstate.current_run()
-    path = run.temp_dir("initramfs.") if run is not None else Path(tempfile.mkdtemp(prefix="diskmodel-initramfs."))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _publish(target: Path, write: Callable[[Path], None]) -> None:
-    """*write* a partial file next to *target*, then rename it into place (readers see all or nothing)."""
-    partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    try:
-        write(partial)
-        os.replace(partial, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            partial.unlink()
 
 
 # --------------------------------------------------------------------------- cache
@@ -562,14 +481,14 @@ def cached_initramfs(host: Host, cache_dir: Path, say: Callable[..., None]) -> P
             "builder_version": _BUILDER_VERSION,
         }
         archive.with_suffix(".json").write_text(json.dumps(manifest, indent=1) + "\n")
-        with _staging_dir() as root:
+        with staging_dir() as root:
             _stage(entries, root)
 
             def write(partial: Path) -> None:
                 with open(partial, "wb") as out:
                     write_cpio(root, sorted(entries), out)
 
-            _publish(archive, write)
+            publish(archive, write)
         say(f"vm: initramfs built ({archive.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - start:.1f} s")
     return archive
 
@@ -614,6 +533,6 @@ def boot_image(host: Host, cache_dir: Path, say: Callable[..., None]) -> Path:
         say(f"vm: booting {host.kernel} as is (no xz or gzip payload found to extract)")
         return host.kernel
     cache_dir.mkdir(parents=True, exist_ok=True)
-    _publish(target, lambda partial: partial.write_bytes(elf))
+    publish(target, lambda partial: partial.write_bytes(elf))
     say(f"vm: extracted {target} ({len(elf) / 1e6:.0f} MB) from {host.kernel} for PVH boot")
     return target

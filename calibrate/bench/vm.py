@@ -112,9 +112,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from diskmodel.calibrate.bench.archive import write_cpio
 from diskmodel.calibrate.bench.initramfs import (INSTALL_HINT, StepLog, VmUnavailableError, boot_image,
                                                  cached_initramfs, default_cache_dir, discover,
-                                                 module_load_order, write_cpio)
+                                                 module_load_order)
 from diskmodel.calibrate.bench.process import reaped, spawn
 from diskmodel.calibrate.harness import runstate
 
