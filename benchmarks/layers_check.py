@@ -1,4 +1,4 @@
-"""Every block layer of issue 14 on this machine, against the model from this machine's calibration.
+"""Every block layer (RAID, LVM, thin, loop files) on this machine, against the model from this machine's calibration.
 
     python benchmarks/layers_check.py [--scratch-dir /var/tmp] [--budget-s 15] [--slow-rate 20M]
         [--vm-slow-rate 4M] [--vm-member-rate 1M] [--vm-member-delay-ms 20] [--repeats 3] [--copy-repeats 2]

@@ -13,7 +13,7 @@ The fitters of its free parameters are kept apart, in
 :mod:`diskmodel.model.fit.postmark`.
 
 The block workloads (:mod:`diskmodel.model.predictions.block_workloads`: fio jobs,
-seed 003's file copy) are predicted on any stack, whatever block nodes it
+the loop-image study's file copy) are predicted on any stack, whatever block nodes it
 holds (RAID, thin volumes, loop files, NBD, ...), through the I/O path and
 the drives' simulations (:mod:`diskmodel.model.predictions.results`):
 :func:`predict` returns a :class:`BlockPrediction` or a

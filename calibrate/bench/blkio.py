@@ -1,6 +1,6 @@
 """One member made measurably slower: a throwaway cgroup v1 blkio throttle on chosen block devices.
 
-A RAID 1 over a new and an old disk (seed 000) needs members of unequal
+A RAID 1 over a new and an old disk (Dagenais) needs members of unequal
 speed; on one flash-backed host every loop device is equally fast, so one is
 slowed down by the block cgroup's throttle: ``blkio.throttle.read_bps_device``,
 ``write_bps_device``, ``read_iops_device`` and ``write_iops_device``

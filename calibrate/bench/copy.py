@@ -1,6 +1,6 @@
-"""Seed 003's file copy: write files of 1, 5, 10, 25 and 50 MB into a file system, then read them back.
+"""The loop-image study's file copy: write files of 1, 5, 10, 25 and 50 MB into a file system, then read them back.
 
-Seed 003 copied files of these sizes into a native ext3 and into ext3/ext2
+The loop-image study copied files of these sizes into a native ext3 and into ext3/ext2
 file systems on loop devices over a sparse and a zero-filled image, then read
 the copies, and averaged each latency over ten iterations.  Here one
 iteration of one size is:

@@ -1,4 +1,4 @@
-"""Measure block workloads (fio jobs, seed 003's copy) on a stack of block layers, on the host or in the VM.
+"""Measure block workloads (fio jobs, the loop-image study's copy) on a stack of block layers, on the host or in the VM.
 
 :func:`measure_stack` builds a :class:`diskmodel.model.stacks.stack.Stack` with
 :func:`diskmodel.calibrate.bench.provision.build_plan` (the layers'

@@ -1,4 +1,4 @@
-"""Builders of the block layers of issue 14: RAID (md, LVM, btrfs), thin pools and loop files.
+"""Builders of the block layers: RAID (md, LVM, btrfs), thin pools and loop files.
 
 Each node type of :mod:`diskmodel.model.stacks.raid`, :mod:`diskmodel.model.stacks.thin`
 and :mod:`diskmodel.model.stacks.loop_file` gets its builder in the registry of

@@ -6,7 +6,7 @@ the workload one of the block workloads of
 :mod:`diskmodel.model.predictions.block_workloads`: a fio job by its label
 (``seqread_4k``, ``seqwrite_1m``, ``randread_4k``, ``randwrite_1m``, ...;
 ``--size`` bytes, ``--fresh`` for a first write into a thin volume or a
-sparse image) or ``copy`` (seed 003's file copy, ``--repeats`` times each
+sparse image) or ``copy`` (the loop-image study's file copy, ``--repeats`` times each
 size). On the host the scratch PATH (a new file, or an existing file or
 block device named again with ``--destroy-data-on``) stands for the stack's
 disks; with ``--vm`` (needed for md and LVM where the kernel lacks them)
@@ -54,7 +54,8 @@ def add_parser(subparsers) -> None:
                                           "against predicted.")
     p.add_argument("--stack", metavar="FILE.json", required=True, help="the stack description (no default)")
     p.add_argument("--workload", required=True, choices=(*fio_jobs(), COPY), metavar="NAME",
-                   help=f"a fio job ({', '.join(fio_jobs())}) or {COPY} (seed 003's file copy) (no default)")
+                   help=f"a fio job ({', '.join(fio_jobs())}) or {COPY} (the loop-image study's file copy) "
+                        "(no default)")
     p.add_argument("--size", type=_bytes, default=64 << 20, metavar="BYTES",
                    help="bytes a fio job moves [bytes; K, M, G: powers of 1024] (default 64M)")
     p.add_argument("--fresh", action="store_true",

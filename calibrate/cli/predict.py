@@ -39,7 +39,8 @@ from diskmodel.calibrate.cli.predict_complete import complete
 from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
 from diskmodel.model.filesystems.kinds import KINDS
 
-# The block layers' workloads (diskmodel.model.predictions.block_workloads): issue 14's fio jobs and seed 003's copy.
+# The block layers' workloads (diskmodel.model.predictions.block_workloads): the fio jobs and the loop-image
+# study's copy.
 _BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k", "randread_1m",
                     "randwrite_4k", "randwrite_1m", "copy")
 
@@ -117,8 +118,8 @@ def add_parser(subparsers) -> None:
                              "definition, instead of --workload (default: none)")
     parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default=None,
                         help="the paper's PostMark workloads (default: test1); on a --stack of any block layers "
-                             "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or seed 003's "
-                             "file copy (copy)")
+                             "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or the "
+                             "loop-image study's file copy (copy)")
     parser.add_argument("--transactions", type=_positive_int("--transactions"), metavar="N",
                         help="the number of transactions (default: the workload's; test1 50000)")
     parser.add_argument("--files", type=_positive_int("--files"), metavar="N",
@@ -497,7 +498,7 @@ def _run_timed(args, stack, workload) -> int:
 
 
 def _run_block(args, stack) -> int:
-    """An fio job or seed 003's copy on the stack, through the block layers (any node types)."""
+    """An fio job or the loop-image study's copy on the stack, through the block layers (any node types)."""
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.model.predict import predict
     from diskmodel.model.predictions.workload import FileCopy, fio_jobs

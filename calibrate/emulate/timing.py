@@ -18,7 +18,7 @@ Sessions here:
   a calibration's latency distribution: each request takes one latency drawn
   from the measured one-block reads, plus its bytes beyond one block at the
   measured per-byte time ("a flat (flash) calibration is emulated as its
-  latency distribution", issue 31).
+  latency distribution").
 * ``DriveSession`` (:mod:`diskmodel.model.simulator.session`): a DiskSim
   drive, a preset or a mechanical calibration, whose whole state (clock and
   platter angle, head, buffer segments, read-ahead, queued writes) is kept

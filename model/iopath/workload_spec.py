@@ -9,7 +9,7 @@
   direct=0,seed=1,phases=io+files`` (:mod:`.workloads_bonnie`; without ``size``, the file phases alone);
 - ``tar:files=1000,file_bytes=16k,dirs=1,blocking=20``, ``image:size=64M,kind=zero|sparse``
   (:mod:`.workloads_files`);
-- ``dd:size=4M,step=write|read``: one step of seed 003's copy (``dd conv=fsync``, then the read back;
+- ``dd:size=4M,step=write|read``: one step of the loop-image study's copy (``dd conv=fsync``, then the read back;
   :mod:`.workloads_copy`).
 
 Sizes take the suffixes k, M, G (powers of 1024, as fio reads them). A bad key or value is one

@@ -1,4 +1,4 @@
-"""Seed 003's file copy as file operations (:class:`~.fileops.FileOps`): a file written by ``dd`` and
+"""The loop-image study's file copy as file operations (:class:`~.fileops.FileOps`): a file written by ``dd`` and
 flushed, then read back from the device.
 
 The measurement (``diskmodel.calibrate.bench.copy``) times two steps per file size, each after the

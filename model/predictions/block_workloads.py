@@ -1,4 +1,4 @@
-"""Block workloads: fio jobs and seed 003's file copy, with their expected counts.
+"""Block workloads: fio jobs and the loop-image study's file copy, with their expected counts.
 
 They join :mod:`diskmodel.model.predictions.workload` (which re-exports them) as the
 workloads of the block layers (:mod:`diskmodel.model.stacks.block`);
@@ -9,10 +9,10 @@ random, read or write, of one block size, ``size_bytes`` in all (fio's
 ``--rw``, ``--bs``, ``--size``, ``--iodepth``, ``--direct``, and for writes
 ``--end_fsync``); random
 offsets are aligned to the block size (fio's default ``blockalign``).
-:func:`fio_jobs` gives the eight of issue 14: {sequential, random} x
+:func:`fio_jobs` gives eight: {sequential, random} x
 {read, write} x {4 KiB, 1 MiB}.  Its counts are exact: size / bs requests.
 
-:class:`FileCopy` is seed 003's experiment: files of 1, 5, 10, 25 and 50 MB
+:class:`FileCopy` is the loop-image study's experiment: files of 1, 5, 10, 25 and 50 MB
 copied into the file system (write, then ``fsync``, timed) and read back
 with a cold cache (timed), each size ``repeats`` times and averaged.  The
 seed does not say whether its MB is 10^6 or 2^20 bytes; we take 2^20
@@ -44,9 +44,9 @@ from .._checks import flag, one_of, positive_rate, show, whole_number
 from ..units import KIB, MIB
 
 FIO_RW = ("read", "write", "randread", "randwrite")
-#: Seed 003's file sizes [bytes] (MB read as MiB).
+#: The loop-image study's file sizes [bytes] (MB read as MiB).
 SEED_003_FILE_SIZES_BYTES = (1 * MIB, 5 * MIB, 10 * MIB, 25 * MIB, 50 * MIB)
-#: Seed 003's repeats per size.
+#: The loop-image study's repeats per size.
 SEED_003_REPEATS = 10
 #: Metadata blocks a new file dirties besides its mapping blocks: inode, directory block, bitmap, group descriptor.
 METADATA_BLOCKS_PER_FILE = 4
@@ -145,7 +145,7 @@ class FioJob:
 
 
 def fio_jobs(size_bytes: int = 64 * MIB, *, iodepth: int = 1, fresh: bool = False) -> dict:
-    """Issue 14's eight fio jobs by label: {seq, rand} x {read, write} x {4k, 1m}, *size_bytes* each."""
+    """The eight fio jobs by label: {seq, rand} x {read, write} x {4k, 1m}, *size_bytes* each."""
     jobs = {}
     for rw in FIO_RW:
         for bs in (4 * KIB, 1 * MIB):
@@ -156,7 +156,7 @@ def fio_jobs(size_bytes: int = 64 * MIB, *, iodepth: int = 1, fresh: bool = Fals
 
 @dataclass(frozen=True)
 class FileCopy:
-    """Seed 003's file copy: write then read back files of several sizes, averaged over repeats.
+    """The loop-image study's file copy: write then read back files of several sizes, averaged over repeats.
 
     Attributes
     ----------

@@ -395,7 +395,8 @@ def unused_fields(root, where: str = "file_system") -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class CopyPrediction:
-    """Seed 003's file copy (:class:`~diskmodel.model.predictions.block_workloads.FileCopy`) timed on a stack.
+    """The loop-image study's file copy (:class:`~diskmodel.model.predictions.block_workloads.FileCopy`), timed
+    on a stack.
 
     Attributes
     ----------
@@ -462,7 +463,7 @@ def _copy_ops(size: int, chunk: int, rate: float, write: bool) -> FileOps:
 
 
 def predict_copy(stack, copy, drives: dict | None = None) -> CopyPrediction:
-    """Seed 003's copy on ``stack``: per file size, its write and its cold read, each timed on the I/O
+    """The loop-image study's copy on ``stack``: per file size, its write and its cold read, each timed on the I/O
     path (:func:`predict_stack`). One copy per size on the stack as made (a fresh file system): the
     repeats and ``keep_files`` change nothing here, and the assumptions say so."""
     from .block_workloads import FileCopy

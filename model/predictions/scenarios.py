@@ -4,7 +4,7 @@ Pure functions over :mod:`diskmodel.model` (no I/O), for the notebooks and for
 engineers predicting a layout before deployment:
 
 * :func:`spaced_partitions`: equal partitions with equal gaps across a disk
-  (the Dagenais study's 2 GB partitions with 7 GB gaps, seed 000);
+  (the Dagenais study's 2 GB partitions with 7 GB gaps);
 * :func:`location_table`: per partition, the mean media rate, the expected
   random-read service time and, optionally, predicted PostMark throughput;
 * :func:`prediction_table`: PostMark throughput of several storage stacks
@@ -53,7 +53,7 @@ def spaced_partitions(capacity_bytes: int, size_bytes: int, gap_bytes: int, *, f
                       prefix: str = "part") -> tuple[Partition, ...]:
     """As many partitions of *size_bytes* as fit, each *gap_bytes* after the previous one's end.
 
-    The Dagenais study (seed 000, Figure 2) used 2 GB partitions with 7 GB
+    The Dagenais study (Figure 2) used 2 GB partitions with 7 GB
     gaps: ``spaced_partitions(disk.capacity_bytes, 2 * 10**9, 7 * 10**9)``.
     Partitions are named ``{prefix}1``, ``{prefix}2``, ... from the outer edge
     (byte 0) inward.

@@ -241,7 +241,7 @@ def postmark_preset(name: str) -> PostMarkConfig:
     the paper names no others.
 
     Test 3's sizes: section 4.2.3 opens with "1KB-300KB" but its workload
-    paragraph says "100 k - 300 k", and issue 5 fixes 100 KB-300 KB; that is
+    paragraph says "100 k - 300 k"; this project takes 100 KB-300 KB; that is
     ``"test3"``.  The printed volumes cannot decide: both ranges reproduce
     4.6 GB / 5.4 GB within their digits (100-300 KB at 42,000 transactions,
     1-300 KB at 50,000, the same count as Test 1, a weak hint for the other
@@ -510,5 +510,5 @@ def infer_transactions(config: PostMarkConfig, *, bytes_read: float | None = Non
         f"the tolerances {read_tolerance!r}/{write_tolerance!r}")
 
 
-# The block layers' workloads (fio jobs, seed 003's file copy) are workloads of this module too.
+# The block layers' workloads (fio jobs, the loop-image study's file copy) are workloads of this module too.
 from .block_workloads import FileCopy, FioJob, fio_jobs  # noqa: E402  (after the PostMark definitions)

@@ -2,7 +2,7 @@
 
 ``losetup`` exposes a file as a block device; the file lies on a host file
 system on a host block device -- itself possibly another loop device
-(seed 000, figure 5: one, two, three nested layers).
+(Dagenais, figure 5: one, two, three nested layers).
 
 What the loop driver does to the requests sent to it is the I/O path's
 (:mod:`diskmodel.model.iopath.path`, ``_loop``; drivers/block/loop.c,
