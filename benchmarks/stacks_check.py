@@ -326,6 +326,9 @@ def run_host(args, say) -> list[dict]:
                     if report.left:
                         raise RuntimeError(f"{label}: teardown left {report.left}")
             view = drive_view(drive.log_path, windows)
+            if args.log_dir:  # each timed step's span, to read the kept log by
+                (logs / "windows.json").write_text(json.dumps({"stack": label, "log": str(drive.log_path),
+                                                               "windows": windows}))
             stack = model_stack(label, args.drive)
             pred = predicted_copy(stack, copy, pace)
             unpaced = predicted_copy(stack, copy)
