@@ -103,6 +103,17 @@ NOTES = [
     "sends a read that does not continue a mirror's last one to the least-pending mirror "
     "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
     "(model/iopath/dm_thin.py, block_layer.py)",
+    "revised after seeing the figures (the loop layers: each mechanism found in the emulated drive's request "
+    "logs of the loop cells, kept with --log-dir, then re-predicted with --reuse on a run at a load of 2-5 before "
+    "this one; the earlier loop measurements were at a load of about 10): an ext2 file's block map (indirect and "
+    "double-indirect blocks) is read before the blocks it maps where the cache drop left it uncached, which a "
+    "loop image on ext2 repeats at every layer; ext2's fsync writes the file's indirect blocks and a new file's "
+    "directory block and inode with its inode (fs/ext4/fsync.c, ext4_fsync_nojournal) "
+    "(model/iopath/fs_blockmap.py); a sparse image's blocks are placed at mballoc's goal, not in normalized "
+    "windows, since its size is far past 8 MiB (model/iopath/fs_layout.py); a buffered loop device's reads reach "
+    "its host one after the other, never merged (model/iopath/loop.py, worker_order), and an instant of the "
+    "timing is a microsecond wide so the application waits for them (model/iopath/timing.py); ext3's journaled "
+    "block map and bitmaps stay cached across the cache drop (no reads measured), ext2's do not",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "

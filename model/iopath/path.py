@@ -41,6 +41,7 @@ from .fileops import FileOps, Kind, resolve_clones
 from .fs import file_system
 from .fs_layout import FS_KINDS, FsParams
 from .md_parity import md_raid5, md_raid6
+from .loop import worker_order
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
@@ -173,14 +174,7 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
     order = np.argsort(rank, kind="stable")
     src, kind, is_data = src[order], kind[order], is_data[order]
     time_s = s.time_s[src]
-    # The loop worker serves its requests one at a time (loop_process_work), a buffered read with
-    # one synchronous vfs_iter_read per bio_vec (lo_read_simple): the host's I/O for one read comes
-    # before the next read's and never merges with it. Reads of one instant go ten nanoseconds apart.
-    rd = kind == Kind.READ
-    if rd.any():
-        ts = time_s[rd]
-        time_s = time_s.copy()
-        time_s[rd] = ts + (np.arange(ts.size) - np.searchsorted(ts, ts, side="left")) * 1e-8
+    time_s = worker_order(time_s, kind == Kind.READ)
     m = src.size
     if final_sync is not None:
         time_s, kind = np.append(time_s, max(final_sync, float(time_s.max()) if m else 0.0)), np.append(kind, np.int8(Kind.SYNC))
