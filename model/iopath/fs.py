@@ -431,6 +431,8 @@ class _Fs(MetadataReads, BlockMap):
         self.j.commit(t)
         if self.p.kind != "xfs":
             self.j.write_inplace(t)
+        if self.p.kind == "ext2" and self.p.barrier:  # ext4_sync_fs without a journal: a flush
+            self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
