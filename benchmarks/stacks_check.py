@@ -113,7 +113,11 @@ NOTES = [
     "windows, since its size is far past 8 MiB (model/iopath/fs_layout.py); a buffered loop device's reads reach "
     "its host one after the other, never merged (model/iopath/loop.py, worker_order), and an instant of the "
     "timing is a microsecond wide so the application waits for them (model/iopath/timing.py); ext3's journaled "
-    "block map and bitmaps stay cached across the cache drop (no reads measured), ext2's do not",
+    "block map and bitmaps stay cached across the cache drop (no reads measured), ext2's do not. Then, after the "
+    "loop cells were measured again (the committed loop cells, load 6-10) and their figures seen, two more from "
+    "the first run's logs: ext2's sync ends with a flush (ext4_sync_fs without a journal: the log shows one per "
+    "bonnie++ sync), and the closing sync is the top file system's (the tools run sync -f, syncfs(2)): a loop "
+    "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py)",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
