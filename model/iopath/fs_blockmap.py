@@ -6,11 +6,13 @@ A block-mapped file (fs/ext4/indirect.c) addresses its first 12 blocks from the 
 double-indirect block and the indirect blocks it points to.
 
 - **Reads** (ext4_ind_map_blocks -> ext4_get_branch): mapping a file block reads each block of its
-  chain that is not cached, top down and one after the other (each names the next). The chains of a
-  file on the device before the workload are not cached (the harness drops the caches before each
-  step); those the workload allocated are. This is why a buffered loop image on ext2/ext3 makes
-  its host read a block-map block before the first request to each ``4 MiB`` of the image it
-  touches, at every layer.
+  chain that is not cached, top down and one after the other (each names the next). On ext2 the
+  chains of a file on the device before the workload are not cached (the harness syncs and drops
+  the caches before each step; the buffers are clean); those the workload allocated are. So a
+  buffered loop image on ext2 makes its host read a block-map block before the first request to
+  each ``block_bytes ** 2 / 4`` bytes of the image it touches, at every layer. ext3 journals the
+  chains: jbd2 keeps a journaled buffer until its transaction is checkpointed
+  (jbd2_journal_try_to_free_buffers), so a recently written file's chains stay cached.
 - **Placement**: allocating file block 12 + k * (block_bytes // 4) allocates the indirect block
   (and, for k >= 1, the double-indirect block first) with it (ext4_alloc_branch); a file on the
   device before the workload had its chains placed when it was written.
