@@ -16,8 +16,9 @@ Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
   on), wrapped within ``metadata_size_bytes``;
 - ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
   page cache (buffered: the image's pages cached a second time, read ahead by ``readahead_bytes``
-  and written back by the host's write-back; direct I/O: passed through the cache), flushes an
-  fsync of the image; the host
+  and written back by the host's write-back, its reads reaching the host one after the other:
+  :func:`.loop.worker_order`; direct I/O: passed through the cache), flushes an fsync of the
+  image; the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
 - ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
