@@ -53,6 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _drive_view import drive_view  # noqa: E402
 
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
@@ -288,32 +289,6 @@ def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> 
     return rates, tools
 
 
-def drive_view(log_path: str, windows: list) -> dict:
-    """Per timed step, what the emulated drive served in its span (the request log: requests, the
-    simulation's busy time, the emulator's lateness): the drive's own view, beside the model's."""
-    from diskmodel.calibrate.emulate import read_log
-
-    try:
-        frame = read_log(log_path)
-    except (OSError, ValueError) as exc:
-        return {"error": str(exc)}
-    start = float(frame.attrs.get("started_unix_s", 0.0))
-    frame = frame[~frame["probe"].astype(bool)]
-    out = {}
-    for label, t0, t1 in windows:
-        m = (frame["arrival_s"] >= t0 - start) & (frame["arrival_s"] <= t1 - start)
-        f = frame[m]
-        one = out.setdefault(label, {"spans": 0, "requests": 0, "busy_s": 0.0, "lateness_max_s": 0.0})
-        one["spans"] += 1
-        one["requests"] += int(len(f))
-        one["busy_s"] += float(f["service_s"].sum())
-        one["lateness_max_s"] = max(one["lateness_max_s"], float(f["lateness_s"].max()) if len(f) else 0.0)
-    for one in out.values():  # per span (the copy repeats each size)
-        one["requests"] /= one["spans"]
-        one["busy_s"] /= one["spans"]
-    return out
-
-
 def run_host(args, say) -> list[dict]:
     from diskmodel.calibrate.emulate import emulated_drives
 
@@ -340,7 +315,7 @@ def run_host(args, say) -> list[dict]:
                     report = run.undo(made)
                     if report.left:
                         raise RuntimeError(f"{label}: teardown left {report.left}")
-            view = drive_view(drive.log_path, windows)
+            view = drive_view(drive.log_path, windows, (PART_START, PART_START + PART_BYTES))
             if args.log_dir:  # each timed step's span, to read the kept log by
                 (logs / "windows.json").write_text(json.dumps({"stack": label, "log": str(drive.log_path),
                                                                "windows": windows}))
@@ -370,6 +345,10 @@ def run_host(args, say) -> list[dict]:
             for t in tools:
                 say(f"  {t['spec']}  [{t['definition']}]  {t['elapsed_s']:.3f} s; "
                     f"model {t['predicted']['elapsed_s']:.3f} s")
+            foreign = {k: v["outside_partition"] for k, v in view.items() if v.get("outside_partition")}
+            if foreign:
+                cell["outside_partition"] = foreign
+                say(f"  requests outside the partition during timed steps (not the stack's): {foreign}")
     return cells
 
 
