@@ -131,6 +131,7 @@ class _Fs(MetadataReads, BlockMap):
         self.dirs_on_device: set = set()
         self.xfs_chunks_on_device: set = set()
         self.prefetched = False  # ext: mballoc's read-ahead of block bitmaps done (alloc_bitmap)
+        self.chain_read_at = None  # ext2: the instant of the last block-map read (fs_blockmap)
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))

@@ -62,18 +62,21 @@ class BlockMap:
     def read_chains(self, t, ino, fb0: int, fb1: int):
         """Read the chains that map [fb0, fb1) of a file on the device before the workload, where
         not cached (see the module docstring): at ``t``, before the data. Returns when the data
-        goes: a nanosecond later when a chain was read, so that the queue does not merge the two
-        (the data's address is known only once the chain is read)."""
+        goes: a nanosecond later when a chain was read at ``t`` (by this call or an earlier one at
+        the same instant), so that the queue does not merge them (the data's address is known only
+        once the chain is read)."""
         if self.p.kind != "ext2" or not ino.chains_on_device:
             return t
         t0 = t
+        if self.chain_read_at == t0:
+            t = t0 + 1e-9
         for k in self.chains(fb0, fb1):
             for key in ((DOUBLE, k) if k >= 1 else (k,)):
                 name = ("ind", ino.group, ino.index, key)
                 if key in ino.chains_on_device and name not in self.read_meta:
                     self.read_meta.add(name)
                     self.emit(t0, Op.READ, ino.indirect[key] * self.bs, self.bs, int(Flag.META))
-                    t = t0 + 1e-9
+                    self.chain_read_at, t = t0, t0 + 1e-9
         return t
 
     def fsync_nojournal(self, t, ino):
