@@ -118,7 +118,10 @@ NOTES = [
     "loop cells were measured again (the committed loop cells, load 6-10) and their figures seen, two more from "
     "the first run's logs: ext2's sync ends with a flush (ext4_sync_fs without a journal: the log shows one per "
     "bonnie++ sync), and the closing sync is the top file system's (the tools run sync -f, syncfs(2)): a loop "
-    "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py)",
+    "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py); and, after "
+    "seeing the committed figures, a data read at an instant where a block-map block was read no longer merges "
+    "with it (model/iopath/fs_blockmap.py). Seed 000's two loop layers were measured a third time: in the "
+    "second run another process read the drive during their first write (outside_partition)",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
