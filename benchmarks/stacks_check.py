@@ -53,6 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _drive_view import drive_view  # noqa: E402
 
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
@@ -103,6 +104,24 @@ NOTES = [
     "sends a read that does not continue a mirror's last one to the least-pending mirror "
     "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
     "(model/iopath/dm_thin.py, block_layer.py)",
+    "revised after seeing the figures (the loop layers: each mechanism found in the emulated drive's request "
+    "logs of the loop cells, kept with --log-dir, then re-predicted with --reuse on a run at a load of 2-5 before "
+    "this one; the earlier loop measurements were at a load of about 10): an ext2 file's block map (indirect and "
+    "double-indirect blocks) is read before the blocks it maps where the cache drop left it uncached, which a "
+    "loop image on ext2 repeats at every layer; ext2's fsync writes the file's indirect blocks and a new file's "
+    "directory block and inode with its inode (fs/ext4/fsync.c, ext4_fsync_nojournal) "
+    "(model/iopath/fs_blockmap.py); a sparse image's blocks are placed at mballoc's goal, not in normalized "
+    "windows, since its size is far past 8 MiB (model/iopath/fs_layout.py); a buffered loop device's reads reach "
+    "its host one after the other, never merged (model/iopath/loop.py, worker_order), and an instant of the "
+    "timing is a microsecond wide so the application waits for them (model/iopath/timing.py); ext3's journaled "
+    "block map and bitmaps stay cached across the cache drop (no reads measured), ext2's do not. Then, after the "
+    "loop cells were measured again (the committed loop cells, load 6-10) and their figures seen, two more from "
+    "the first run's logs: ext2's sync ends with a flush (ext4_sync_fs without a journal: the log shows one per "
+    "bonnie++ sync), and the closing sync is the top file system's (the tools run sync -f, syncfs(2)): a loop "
+    "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py); and, after "
+    "seeing the committed figures, a data read at an instant where a block-map block was read no longer merges "
+    "with it (model/iopath/fs_blockmap.py). Seed 000's two loop layers were measured a third time: in the "
+    "second run another process read the drive during their first write (outside_partition)",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
@@ -273,32 +292,6 @@ def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> 
     return rates, tools
 
 
-def drive_view(log_path: str, windows: list) -> dict:
-    """Per timed step, what the emulated drive served in its span (the request log: requests, the
-    simulation's busy time, the emulator's lateness): the drive's own view, beside the model's."""
-    from diskmodel.calibrate.emulate import read_log
-
-    try:
-        frame = read_log(log_path)
-    except (OSError, ValueError) as exc:
-        return {"error": str(exc)}
-    start = float(frame.attrs.get("started_unix_s", 0.0))
-    frame = frame[~frame["probe"].astype(bool)]
-    out = {}
-    for label, t0, t1 in windows:
-        m = (frame["arrival_s"] >= t0 - start) & (frame["arrival_s"] <= t1 - start)
-        f = frame[m]
-        one = out.setdefault(label, {"spans": 0, "requests": 0, "busy_s": 0.0, "lateness_max_s": 0.0})
-        one["spans"] += 1
-        one["requests"] += int(len(f))
-        one["busy_s"] += float(f["service_s"].sum())
-        one["lateness_max_s"] = max(one["lateness_max_s"], float(f["lateness_s"].max()) if len(f) else 0.0)
-    for one in out.values():  # per span (the copy repeats each size)
-        one["requests"] /= one["spans"]
-        one["busy_s"] /= one["spans"]
-    return out
-
-
 def run_host(args, say) -> list[dict]:
     from diskmodel.calibrate.emulate import emulated_drives
 
@@ -325,7 +318,10 @@ def run_host(args, say) -> list[dict]:
                     report = run.undo(made)
                     if report.left:
                         raise RuntimeError(f"{label}: teardown left {report.left}")
-            view = drive_view(drive.log_path, windows)
+            view = drive_view(drive.log_path, windows, (PART_START, PART_START + PART_BYTES))
+            if args.log_dir:  # each timed step's span, to read the kept log by
+                (logs / "windows.json").write_text(json.dumps({"stack": label, "log": str(drive.log_path),
+                                                               "windows": windows}))
             stack = model_stack(label, args.drive)
             pred = predicted_copy(stack, copy, pace)
             unpaced = predicted_copy(stack, copy)
@@ -352,6 +348,10 @@ def run_host(args, say) -> list[dict]:
             for t in tools:
                 say(f"  {t['spec']}  [{t['definition']}]  {t['elapsed_s']:.3f} s; "
                     f"model {t['predicted']['elapsed_s']:.3f} s")
+            foreign = {k: v["outside_partition"] for k, v in view.items() if v.get("outside_partition")}
+            if foreign:
+                cell["outside_partition"] = foreign
+                say(f"  requests outside the partition during timed steps (not the stack's): {foreign}")
     return cells
 
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fileops import FileOps, Kind
+from .fs_blockmap import BlockMap
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
 from .fs_meta import MetadataReads, btrfs_data_chunks
@@ -95,7 +96,8 @@ class FsResult:
 
 
 class _Inode:
-    __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect", "slot")
+    __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect", "slot", "buffers", "new",
+                 "chains_on_device", "size_blocks")
 
     def __init__(self, group: int, index: int, d: int):
         self.group, self.index, self.dir = group, index, d
@@ -103,10 +105,14 @@ class _Inode:
         self.extents: list[list[int]] = []  # [file_block, count, device_block], by file_block
         self.blocks = 0
         self.inline = False
-        self.indirect: dict[int, int] = {}
+        self.indirect: dict[int, int] = {}  # block-mapped: indirect block index (fs_blockmap.DOUBLE) -> block
+        self.buffers: dict[int, None] = {}  # metadata blocks dirtied with the inode named (fs_blockmap)
+        self.new = False  # created by the workload and not fsynced since (ext4's EXT4_STATE_NEWENTRY)
+        self.chains_on_device: set = set()  # indirect blocks written before the workload (fs_blockmap)
+        self.size_blocks = 0  # a file on the device before the workload: its size (i_size) [blocks]
 
 
-class _Fs(MetadataReads):
+class _Fs(MetadataReads, BlockMap):
     def __init__(self, p: FsParams, dirty_expire_s: float):
         self.p, self.bs = p, p.block_bytes
         self.alloc = Allocator(p)
@@ -125,6 +131,7 @@ class _Fs(MetadataReads):
         self.dirs_on_device: set = set()
         self.xfs_chunks_on_device: set = set()
         self.prefetched = False  # ext: mballoc's read-ahead of block bitmaps done (alloc_bitmap)
+        self.chain_read_at = None  # ext2: the instant of the last block-map read (fs_blockmap)
 
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
@@ -269,7 +276,7 @@ class _Fs(MetadataReads):
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
             kind = self.p.kind
-            runs = (self.alloc.block_mapped(ino.group, s, e - s, after) if kind in ("ext2", "ext3")
+            runs = (self.alloc.block_mapped(ino.group, s, e - s, after, ino.size_blocks) if kind in ("ext2", "ext3")
                     else self.alloc.extent_file(ino.group, e - s) if kind == "ext4" and not ino.extents
                     else self.alloc.data(ino.group, e - s, after))
             for db, n in runs:
@@ -278,12 +285,12 @@ class _Fs(MetadataReads):
                 else:
                     last = [s, n, db]
                     ino.extents.append(last)
+                self._alloc_meta(t, ino, db, n, s)
                 s += n
-                self._alloc_meta(t, ino, db, n)
         _resort(ino.extents, sorted_upto)
         ino.blocks += sum(e - s for s, e in gaps)
 
-    def _alloc_meta(self, t, ino: _Inode, db: int, n: int):
+    def _alloc_meta(self, t, ino: _Inode, db: int, n: int, fb: int):
         kind = self.p.kind
         if kind == "btrfs":
             self.j.dirty(t, ("ext", db // 100))
@@ -298,19 +305,9 @@ class _Fs(MetadataReads):
         self.alloc_bitmap(t, db)
         self.meta(t, self.descriptor(g))
         self.dirty_inode(t, ino)
-        if kind in ("ext2", "ext3"):
-            # Block map: file blocks past the first 12 need indirect blocks, one per bs/4 blocks
-            # (the double-indirect level is left out).
-            per = self.bs // 4
-            first = ino.blocks
-            for k in range(max(first - 12, 0) // per, max(first + n - 12, 0) // per + 1):
-                if first + n <= 12:
-                    break
-                blk = ino.indirect.get(k)
-                if blk is None:
-                    (blk, _), = self.alloc.data(ino.group, 1, None)
-                    ino.indirect[k] = blk
-                self.j.dirty(t, blk)
+        if kind in ("ext2", "ext3"):  # the block map of file blocks [fb, fb + n) (fs_blockmap)
+            for k in self.chains(fb, fb + n):
+                self.place_chain(t, ino, k, dirty=True)
 
     # -- operations -------------------------------------------------------------------------------
     def create(self, t, f: int, d: int):
@@ -318,6 +315,7 @@ class _Fs(MetadataReads):
         if kind in ("ext2", "ext3", "ext4"):  # (an xfs directory of few entries is in its inode)
             self.lookup(t, d)
         ino = self.new_inode(f, d)
+        ino.new = True
         ino.slot = self.new_slot(d)
         if kind == "xfs" and ino.index % 64 == 0 and (ino.group, ino.index // 64) not in self.xfs_chunks_on_device:
             self.xfs_free_space(t, ino.group)  # a new inode chunk's blocks (xfs_ialloc_ag_alloc)
@@ -369,6 +367,7 @@ class _Fs(MetadataReads):
         ino = self.files[f]
         fb0, fb1 = off // self.bs, -(-(off + size) // self.bs)
         flags = int(Flag.SYNC) if sync else 0
+        t = self.read_chains(t, ino, fb0, fb1)
         if op == Op.READ:
             for db, n in self.map(ino, fb0, fb1):
                 self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
@@ -422,9 +421,7 @@ class _Fs(MetadataReads):
         if self.p.kind == "ext2":
             ino = self.files.get(f)
             if ino is not None:
-                blk = self.p.inode_block(ino.group, ino.index)
-                self.j.inplace.pop(blk, None)
-                self.emit(t, Op.WRITE, blk * self.bs, self.bs, META)
+                self.fsync_nojournal(t, ino)
             if self.p.barrier:
                 self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
             return
@@ -435,6 +432,8 @@ class _Fs(MetadataReads):
         self.j.commit(t)
         if self.p.kind != "xfs":
             self.j.write_inplace(t)
+        if self.p.kind == "ext2" and self.p.barrier:  # ext4_sync_fs without a journal: a flush
+            self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
@@ -454,7 +453,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         ino = fs.new_inode(f, int(ops.dir_of_file[f]))
         ino.slot = fs.new_slot(ino.dir)
         fs.dir_block(None, ino.dir, ino.slot)
-        n = -(-int(ops.initial_bytes[f]) // fs.bs)
+        n = ino.size_blocks = -(-int(ops.initial_bytes[f]) // fs.bs)
         if n and not sparse:
             # placed as their writer's allocation placed them
             runs = (fs.alloc.block_mapped(ino.group, 0, n, None) if p.kind in ("ext2", "ext3")
@@ -462,15 +461,24 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             for db, k in runs:
                 ino.extents.append([ino.blocks, k, db])
                 ino.blocks += k
+            if p.kind in ("ext2", "ext3"):
+                for k in fs.chains(0, n):
+                    fs.place_chain(None, ino, k, dirty=False)
+    cold = set(fs.read_meta)
     for f, off, size in sorted(allocated, key=lambda r: r[1]):
         if f in fs.files:
             fs.allocate(0.0, fs.files[f], off // fs.bs, -(-(off + size) // fs.bs))
-    fs.mounted()
     if allocated:  # allocated before the workload: its metadata is on the device already
         fs.rows.clear()
         fs.j.tx.clear()
         fs.j.inplace.clear()
         fs.j.start = fs.j.inplace_since = None
+        if p.kind == "ext2":  # and not cached after the cache drop (fs_blockmap: a journal holds them)
+            fs.read_meta, fs.prefetched = cold, False
+    for ino in fs.files.values():
+        ino.chains_on_device = set(ino.indirect)
+        ino.buffers.clear()
+    fs.mounted()
     sync = np.zeros(len(ops), bool) if sync is None else sync
     # A new data chunk changes the chunk tree (its item), the device tree (its device extent), the
     # extent tree (its block group item) and the free-space tree (btrfs_make_block_group and

@@ -272,10 +272,17 @@ class Allocator:
         self.journal_group = self.journal_lo // self.group_blocks
         self.group_prealloc = [0, 0]  # the locality group's preallocation: next block, end
 
-    def block_mapped(self, group: int, block: int, n: int, after: int | None) -> list[tuple[int, int]]:
+    def block_mapped(self, group: int, block: int, n: int, after: int | None,
+                     size_blocks: int = 0) -> list[tuple[int, int]]:
         """Device runs for file blocks ``[block, block + n)`` of a block-mapped ext2/ext3 file,
         placed as mballoc places them (see the module docstring); ``after``: the device block that
-        follows the file's block ``block - 1``, if it has it."""
+        follows the file's block ``block - 1``, if it has it. ``size_blocks``: the file's size
+        (i_size) in blocks where it is larger than what is written (a sparse file): mballoc
+        normalizes to the larger (ext4_mb_normalize_request), and past 8 MiB not at all (its last
+        case: the request as it is, at the goal), with no locality group (ext4_mb_group_or_file):
+        the blocks follow ``after`` or the group's cursor."""
+        if size_blocks * self.p.block_bytes > 8 << 20:
+            return self.data(group, n, after)
         out = []
         while n > 0:
             if block < MB_STREAM_REQUEST_BLOCKS:

@@ -18,7 +18,9 @@ What the host file system must handle itself goes to the ``file`` stream, in fil
 A read of a hole never written returns zeros without device I/O.
 
 Buffered loop (direct I/O off) caches the image's pages a second time in the host's page cache and
-writes them back later; that needs the page-cache layer, so it is refused here rather than faked.
+writes them back later; the I/O path (:mod:`.path`, ``_loop``) passes its requests through the host's
+page cache and file system, in the order :func:`worker_order` gives them: this module's
+:func:`loop` refuses it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,34 @@ import numpy as np
 from ._split import positive_int, split_at, split_periodic
 from .stream import Flag, Op, Stream, concat
 
-__all__ = ["LoopResult", "loop"]
+__all__ = ["LoopResult", "loop", "worker_order"]
+
+#: How far apart [s] the loop worker's reads of one instant reach the host: apart enough that the
+#: host's queue, which merges only within an instant, keeps them apart; well inside one instant of
+#: the timing (:data:`.timing.INSTANT_S`), so the application still waits for them.
+WORKER_STEP_S = 1e-8
+
+
+def worker_order(time_s: np.ndarray, is_read: np.ndarray) -> np.ndarray:
+    """The times at which a buffered loop device's requests (``time_s``, sorted) reach the host's
+    page cache: its reads of one instant one after the other, ``WORKER_STEP_S`` apart.
+
+    The loop worker serves its requests one at a time (drivers/block/loop.c, loop_process_work
+    takes the queued commands in order); Linux 6.1 (the VM's kernel) reads a buffered request with
+    one synchronous ``vfs_iter_read`` per bio_vec (lo_read_simple), and a buffered read through
+    ``read_iter`` returns only once its folios are read, so the host's I/O for one read is issued
+    and waited for before the next read's and never merges with it (an emulated drive under the
+    host's kernel serves them one by one, none queued behind another). Writes only dirty the
+    host's page cache (lo_write_simple); its write-back is the host's and keeps their instant.
+    """
+    t = np.asarray(time_s, float)
+    r = np.asarray(is_read, bool)
+    if not r.any():
+        return t
+    ts = t[r]
+    out = t.copy()
+    out[r] = ts + (np.arange(ts.size) - np.searchsorted(ts, ts, side="left")) * WORKER_STEP_S
+    return out
 
 
 @dataclass(frozen=True)

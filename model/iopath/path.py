@@ -16,8 +16,9 @@ Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
   on), wrapped within ``metadata_size_bytes``;
 - ``loop_file``: the loop device's requests become reads and writes of the image file in the host's
   page cache (buffered: the image's pages cached a second time, read ahead by ``readahead_bytes``
-  and written back by the host's write-back; direct I/O: passed through the cache), flushes an
-  fsync of the image; the host
+  and written back by the host's write-back, its reads reaching the host one after the other:
+  :func:`.loop.worker_order`; direct I/O: passed through the cache), flushes an fsync of the
+  image; the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
 - ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
@@ -41,6 +42,7 @@ from .fileops import FileOps, Kind, resolve_clones
 from .fs import file_system
 from .fs_layout import FS_KINDS, FsParams
 from .md_parity import md_raid5, md_raid6
+from .loop import worker_order
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
@@ -89,8 +91,7 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
             into[name] = s
 
 
-def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
-           final_sync: float | None = None):
+def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream]):
     """Record ``stream`` as device ``name`` and pass it down through ``node``."""
     stream = queue(stream)
     _merge(out, {name: stream})
@@ -112,7 +113,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
         for i, pv in enumerate(pvs):
             if names[i] in parts:
-                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, final_sync)
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out)
         return
     if kind == "RaidArray":
         members = node.members
@@ -125,7 +126,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
         parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
         for i, m in enumerate(members):
-            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, final_sync)
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out)
         return
     if kind == "ThinVolume":
         res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks,
@@ -139,23 +140,24 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             meta = meta.replace(offset_bytes=off)
         both = concat([res.data, meta])
         both = both.take(np.argsort(both.time_s, kind="stable"))
-        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, final_sync)
+        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out)
         return
     if kind == "NbdDevice":
-        _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out, final_sync)
+        _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out)
         return
     if kind == "LoopFile":
-        _loop(node, stream, name, path, cache, out, final_sync)
+        _loop(node, stream, name, path, cache, out)
         return
     raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
 
 
-def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, final_sync: float | None):
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
     """The loop device's requests as file operations on its image, through the host's cache and
     file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked). A flush, and a write's
     REQ_PREFLUSH, is an fsync of the image before it (lo_req_flush: vfs_fsync); loop has a volatile
     write cache and no FUA, so the block layer turns a write's REQ_FUA into a flush after it. The
-    workload's closing sync reaches the host file system too (sync(2) syncs every file system)."""
+    workload's closing sync is the top file system's (``sync -f``, syncfs(2), as the tools are
+    measured): its flush reaches each host as an fsync of the image, not as a sync of the host."""
     host_kind = node.host_file_system
     if host_kind not in FS_KINDS:
         raise ValueError(f"{path} (loop_file): host_file_system = {host_kind!r} must be one of {', '.join(FS_KINDS)}")
@@ -173,13 +175,10 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
     order = np.argsort(rank, kind="stable")
     src, kind, is_data = src[order], kind[order], is_data[order]
     time_s = s.time_s[src]
-    m = src.size
-    if final_sync is not None:
-        time_s, kind = np.append(time_s, max(final_sync, float(time_s.max()) if m else 0.0)), np.append(kind, np.int8(Kind.SYNC))
-        src, is_data = np.append(src, 0), np.append(is_data, False)
+    time_s = worker_order(time_s, kind == Kind.READ)
     size = np.where(is_data, s.size_bytes[src] if n else 0, 0)
     ops = FileOps(
-        time_s=time_s, kind=kind, file=np.where(kind == Kind.SYNC, -1, 0), offset_bytes=np.where(is_data, s.offset_bytes[src] if n else 0, 0),
+        time_s=time_s, kind=kind, file=np.zeros(kind.size, np.int64), offset_bytes=np.where(is_data, s.offset_bytes[src] if n else 0, 0),
         size_bytes=size, chunk_bytes=size, direct=np.full(kind.size, bool(node.direct_io)),
         dir_of_file=np.zeros(1, np.int64), initial_bytes=np.array([node.image_size_bytes], np.int64),
     )
@@ -192,7 +191,7 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, f
                          allocated=_written_before(s) if node.allocation == "sparse" else ())
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
-    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, final_sync)
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out)
 
 
 def _written_before(s: Stream) -> list[tuple[int, int, int]]:
@@ -244,9 +243,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
-    final_sync = float(ops.time_s[-1]) if len(ops) and ops.kind[-1] == Kind.SYNC else None
     out: dict[str, Stream] = {}
-    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, final_sync)
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out)
     return out
 
 

@@ -12,7 +12,8 @@ How time passes (what the model assumes, in the order it applies):
   infinitely fast (the workload's own pace: :mod:`.fileops`). The application waits for some requests
   and not for others. It waits at an *instant* (a ``time_s``) when the file system's device receives
   there a read, a flush or a write marked ``REQ_SYNC``, ``REQ_FUA`` or ``REQ_PREFLUSH`` (a read miss,
-  fsync, sync, direct I/O, a journal commit): every disk request issued at a waited instant (a RAID
+  fsync, sync, direct I/O, a journal commit): every disk request issued at a waited instant (within
+  ``INSTANT_S`` of it, where the path orders dependent requests a nanosecond apart; a RAID
   member's share, a stripe's pieces, the parity reads of a read-modify-write, a loop image's host
   requests) completes before the application goes on. Write-back issued at other instants runs while
   the application goes on.
@@ -54,6 +55,10 @@ from .stream import Flag, Op, Stream
 __all__ = ["FlatDrive", "IoTiming", "time_streams", "time_stack", "drive_of", "waited_instants", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 512
+#: An instant's width [s]: the I/O path issues a layer's dependent requests a nanosecond apart (a
+#: loop worker's reads one after the other, a file system's chained metadata reads), so what a layer
+#: issues within this after a waited instant belongs to it.
+INSTANT_S = 1e-6
 _WAITED_WRITE = int(Flag.SYNC | Flag.FUA | Flag.PREFLUSH)
 _FLUSH, _WRITE = int(Op.FLUSH), int(Op.WRITE)  # plain ints: the per-request path avoids Enum lookups
 
@@ -275,10 +280,11 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
             raise ValueError(f"device {names[k]}: a request ends at byte {int(off[i] + size[i])}, beyond the drive's "
                              f"{server.total_blocks * BLOCK_BYTES} bytes")
     waited_at = np.unique(np.asarray(waited_at, float))
-    waited = np.isin(t, waited_at)
+    at = np.searchsorted(waited_at, t, side="right") - 1
+    waited = (at >= 0) & (t < waited_at[np.maximum(at, 0)] + INSTANT_S) if waited_at.size else np.zeros(t.size, bool)
     n = t.size
     arrival, start, done = np.empty(n), np.empty(n), np.empty(n)
-    ends = np.searchsorted(t, waited_at, side="right")
+    ends = np.searchsorted(t, waited_at + INSTANT_S, side="left")
     firsts = np.searchsorted(t, waited_at, side="left")
     stall, pos = 0.0, 0
     waits, wait_at = [], []

@@ -328,8 +328,7 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
         stream = concat([stream, stream.replace(time_s=stream.time_s + t0)])
     out: dict = {}
     name = getattr(node, "name", "") or "device"
-    final = float(stream.time_s[-1]) if len(stream) and stream.op[-1] == Op.FLUSH else None
-    _below(node, stream, name, "device", cache or CacheParams(), out, final)
+    _below(node, stream, name, "device", cache or CacheParams(), out)
     leaf = {n: s for n, s in out.items() if n in disks}
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
     timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end, links_below(node))
