@@ -49,7 +49,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--kernel-threads-realtime", type=int, default=None, metavar="N",
                         help="also put the kernel threads on the loop devices' way (the unbound workqueue's "
                              "kworker/uN:M, ksoftirqd/N) under SCHED_FIFO N, 1-99, for the run; each is recorded "
-                             "first and put back at the end, on a signal, or by `diskmodel cleanup` after a "
+                             "first and put back at the end, on a signal, or by diskmodel cleanup after a "
                              "SIGKILL (default: left alone; these threads serve every process)")
     parser.set_defaults(handler=_run)
 
