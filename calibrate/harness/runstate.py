@@ -322,7 +322,7 @@ class StateSkipped(Exception):
     """A state file that is not acted on; the message is its one-line reason."""
 
 
-_STATES = ("intended", "created", "removed", "left")
+_STATES = ("intended", "created", "removed", "left", "kept")
 _reported: set[str] = set()   # state files this process has already said it skips
 
 
