@@ -506,7 +506,9 @@ def _said(trial: Trial, target: subprocess.Popen, signum: int, err: str) -> list
     if "Traceback" in err:
         problems.append("a traceback")
     if trial.phase == "realtime" and trial.threads_changed == 0:
-        problems.append(f"no kernel thread was under SCHED_FIFO {KTHREAD_PRIORITY} while the run served")
+        already = sum(v[1] == os.SCHED_FIFO for v in trial.threads_before.values())
+        problems.append(f"no kernel thread was under SCHED_FIFO {KTHREAD_PRIORITY} while the run served "
+                        f"({already} of the {len(trial.threads_before)} were under SCHED_FIFO before it)")
     if trial.subcommand == "emulate" and trial.phase in ("serve", "calibrate", "realtime"):
         # SIGINT while serving is the normal end of an emulate run: status 0 and its results
         if trial.proc.returncode != 0 and not (trial.phase != "calibrate" and signum == signal.SIGKILL):

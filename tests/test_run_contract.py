@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,3 +81,36 @@ def test_emulate_ends_on_each_signal_as_on_sigint(tmp_path, phase, signum):
     require_tools(*_faults.TOOLS["emulate"])
     problems = _faults.run_cell(tmp_path / "t", "emulate", phase, signum)
     assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.integration
+@pytest.mark.slow  # asks dpkg
+def test_every_program_a_run_may_miss_is_named_with_the_debian_package_dpkg_says_holds_it(tmp_path):
+    """The programs a plan's steps and undos run (a stack of nested loop files, an LVM, md and btrfs stack's
+    undos) each map to a package, and for each installed one (the emulator's tools too) ``dpkg -S`` names
+    that package: the one-line refusal's ``apt-get install`` line installs what is missing."""
+    from diskmodel.calibrate.bench import provision
+    from diskmodel.calibrate.bench.steps import UNDO_ARGV
+    from diskmodel.calibrate.emulate.devices import TOOLS as EMULATOR_TOOLS
+    from diskmodel.calibrate.harness.tools import DEBIAN_PACKAGES, tools_of_plan
+
+    require_tools("dpkg")
+    stack = json.loads(_faults._bench_stack(tmp_path).read_text())
+    from diskmodel.model.stacks.stack import Stack
+
+    plan = provision.build_plan(Stack.from_json(json.dumps(stack)), backing=str(tmp_path / "s.img"), file_system=True)
+    programs = set(tools_of_plan(plan)) | {argv[0] for argv, _ in UNDO_ARGV.values()}
+    assert {"rmdir", "losetup", "mkfs.ext3"} <= programs
+    assert sorted(programs - set(DEBIAN_PACKAGES)) == []
+    wrong = {}
+    for name, package in [*DEBIAN_PACKAGES.items(), *EMULATOR_TOOLS.items()]:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        owners = set()
+        for candidate in {path, os.path.realpath(path), path.replace("/usr/", "/", 1)}:
+            out = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
+            owners |= {p.strip() for line in out.stdout.splitlines() for p in line.split(":")[0].split(",")}
+        if package not in owners:
+            wrong[name] = (package, sorted(owners))
+    assert wrong == {}
