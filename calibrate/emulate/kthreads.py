@@ -26,12 +26,15 @@ only and named by the caller. A thread that ended meanwhile is skipped.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 
 from diskmodel.calibrate.harness import sched
 
 __all__ = ["KERNEL_THREAD_PREFIXES", "RESCAN_S", "kernel_threads_realtime"]
+
+log = logging.getLogger(__name__)
 
 #: The kernel threads changed, by the start of their name (``/proc/PID/comm``).
 KERNEL_THREAD_PREFIXES = ("ksoftirqd/", "kworker/u")
@@ -64,6 +67,7 @@ class _Changed:
         self.run, self.priority, self.prefixes = run, int(priority), tuple(prefixes)
         self.seen: set[int] = set()
         self.resources = []
+        self.total = 0
         self.lock = threading.Lock()
 
     def scan(self) -> None:
@@ -77,13 +81,14 @@ class _Changed:
                 if details is None or details["policy"] == "SCHED_FIFO":
                     continue  # ended, or already real-time (the kernel's or another run's choice): left alone
                 res = self.run.intend("sched", **details)   # recorded first: `diskmodel cleanup` finds it
+                self.resources.append(res)
                 try:
                     os.sched_setscheduler(pid, os.SCHED_FIFO, param)
                 except (ProcessLookupError, PermissionError):
                     self.run.absent(res)
                     continue
                 self.run.created(res)
-                self.resources.append(res)
+                self.total += 1
 
     def restore(self):
         """Put back every thread changed (the run's typed undo: only a thread still the same and still at
@@ -121,14 +126,19 @@ def kernel_threads_realtime(priority: int | None, prefixes=KERNEL_THREAD_PREFIXE
 
         def rescan():
             while not stop.wait(RESCAN_S):
-                changed.scan()
+                try:
+                    changed.scan()
+                except OSError as exc:   # the run state file cannot be written: no change is made unrecorded
+                    log.warning("kernel threads: the unbound pool's new workers are no longer put under "
+                                "SCHED_FIFO (%s: %s)", exc.filename, exc.strerror)
+                    return
 
         thread = threading.Thread(target=rescan, name="kernel-threads-realtime", daemon=True)
         try:
             with held():
                 changed.scan()
             thread.start()
-            yield lambda: len(changed.resources)
+            yield lambda: changed.total
         finally:
             with held():
                 stop.set()
