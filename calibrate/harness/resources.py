@@ -165,7 +165,8 @@ class Resource:
     """One thing a run creates: its kind, what finds it, and where it stands.
 
     state: "intended" (recorded, its step may or may not have run), "created",
-    "removed" (checked gone) or "left" (teardown could not remove it).
+    "removed" (checked gone), "left" (teardown could not remove it) or "kept" (handed to the user:
+    a scratch file kept with ``--keep``; no teardown removes it).
     """
 
     id: int
