@@ -16,7 +16,11 @@ phase, signal):
   file, a direct-I/O loop device over that file); phases: nbdkit started,
   nbdfuse started, ``losetup``, serving, and ``calibrate`` of the emulated
   device (the calibrate is signalled at its first read, then the emulate is
-  stopped with SIGINT); signals SIGINT and SIGKILL (:data:`CELL_SIGNALS`).
+  stopped with SIGINT), and ``realtime``: serving with the kernel threads on
+  the loop devices' way under SCHED_FIFO (``--kernel-threads-realtime``, at
+  :data:`KTHREAD_PRIORITY`), each of which must be back at the policy and
+  priority a snapshot taken before the run shows; signals SIGINT and SIGKILL
+  (:data:`CELL_SIGNALS`).
 
 A phase is caught deterministically: a wrapper first on PATH runs the real
 tool and then touches a mark file and sleeps (the window after the tool has
@@ -54,8 +58,12 @@ PHASES = {
     "postmark": ("fill", "losetup", "mkfs", "mount", "postmark"),
     "bench": ("losetup", "mkfs", "mount", "workload"),
     "calibrate": ("probe", "measure", "write"),
-    "emulate": ("nbdkit", "nbdfuse", "losetup", "serve", "calibrate"),
+    "emulate": ("nbdkit", "nbdfuse", "losetup", "serve", "calibrate", "realtime"),
 }
+#: The SCHED_FIFO priority the ``realtime`` cells put kernel threads at: one no other run uses, so that
+#: a thread found there afterwards was left by the trial's run.
+KTHREAD_PRIORITY = 37
+KTHREAD_PREFIXES = ("ksoftirqd/", "kworker/u")
 #: The signals each subcommand's cells deliver (the emulated drive: SIGINT, and SIGKILL then cleanup).
 CELL_SIGNALS = {"postmark": ALL_SIGNALS, "bench": ALL_SIGNALS, "calibrate": ALL_SIGNALS,
                 "emulate": (signal.SIGINT, signal.SIGKILL)}
@@ -161,6 +169,40 @@ def has_process(run_dir: Path, name_prefix: str) -> bool:
                and str(r["details"].get("name", "")).startswith(name_prefix) for r in state(run_dir))
 
 
+def kernel_threads() -> dict[tuple[int, int], tuple[str, int, int]]:
+    """{(pid, start ticks): (name, policy, priority)} of the kernel threads (children of kthreadd) whose name
+    starts with one of :data:`KTHREAD_PREFIXES`, read from /proc and sched_getscheduler(2)."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            text = (d / "stat").read_text()
+            name, fields = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+            if fields[1] == "2" and name.startswith(KTHREAD_PREFIXES):
+                found[(int(d.name), int(fields[19]))] = (name, os.sched_getscheduler(int(d.name)),
+                                                         os.sched_getparam(int(d.name)).sched_priority)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def threads_not_back(before: dict, after: dict) -> list[str]:
+    """The kernel threads the run left changed: one still under SCHED_FIFO at :data:`KTHREAD_PRIORITY` that
+    was not before, or one whose policy or priority differs from *before* where no other run explains it
+    (another run's change is under SCHED_FIFO at another priority, before or after)."""
+    theirs = lambda v: v[1] == os.SCHED_FIFO and v[2] != KTHREAD_PRIORITY   # noqa: E731
+    left = []
+    for key, now in after.items():
+        was = before.get(key)
+        if now[1:] == (os.SCHED_FIFO, KTHREAD_PRIORITY) and (was is None or was[1:] != now[1:]):
+            left.append(f"kernel thread {key[0]} ({now[0]}) still under SCHED_FIFO {KTHREAD_PRIORITY}")
+        elif was is not None and was[1:] != now[1:] and not theirs(was) and not theirs(now):
+            left.append(f"kernel thread {key[0]} ({now[0]}) at policy {now[1]} priority {now[2]}, "
+                        f"not {was[1]} {was[2]} as before the run")
+    return left
+
+
 def left_behind(trial: "Trial", pid: int) -> list[str]:
     """What the run left on the system (empty: nothing)."""
     left = [f"loop device {ln}" for ln in loops_over(trial.folder)]
@@ -173,6 +215,8 @@ def left_behind(trial: "Trial", pid: int) -> list[str]:
         left += [f"temporary file {p}" for p in trial.tmp.iterdir()]
     if trial.subcommand in ("postmark", "bench") and trial.scratch.exists():
         left.append(f"scratch {trial.scratch}")
+    if trial.threads_before is not None:
+        left += threads_not_back(trial.threads_before, kernel_threads())
     if trial.subcommand == "calibrate":
         left += [f"output {p}" for p in trial.folder.glob("*out.json*")]
         if not trial.target.exists():
@@ -301,6 +345,8 @@ class Trial:
         self.scratch, self.target, self.output = folder / "scratch.img", folder / "disk.img", folder / "out.json"
         self.tmp, self.reader_mark = folder / "tmp", folder / "mark-reader"
         self.reader: subprocess.Popen | None = None
+        self.threads_before: dict | None = None   # the kernel threads before a ``realtime`` run
+        self.threads_changed = 0                  # how many it had under SCHED_FIFO while serving
         self._files: list = []
         self.proc: subprocess.Popen | None = None
 
@@ -330,7 +376,8 @@ class Trial:
             # its run folder (the FUSE mount, the drive's backing) in the trial's folder
             env["TMPDIR"] = str(self.tmp)
             self.tmp.mkdir()
-            return [DISKMODEL, "emulate", str(flat_calibration()), "--json", "--no-realtime"], env
+            rt = ["--kernel-threads-realtime", str(KTHREAD_PRIORITY)] if self.phase == "realtime" else []
+            return [DISKMODEL, "emulate", str(flat_calibration()), "--json", "--no-realtime", *rt], env
         with open(self.target, "wb") as f:
             f.write(os.urandom(32 * MIB))
             os.fsync(f.fileno())
@@ -341,6 +388,8 @@ class Trial:
 
     def start(self) -> "Trial":
         argv, env = self._argv_env()
+        if self.phase == "realtime":
+            self.threads_before = kernel_threads()
         self._files += [open(self.folder / "stdout", "wb"), open(self.folder / "stderr", "wb")]
         self.proc = subprocess.Popen(argv, env=env, stdout=self._files[0], stderr=self._files[1],
                                      stdin=subprocess.DEVNULL)
@@ -360,8 +409,12 @@ class Trial:
                        "fio to start", proc)
         elif self.subcommand == "emulate" and self.phase in ("nbdkit", "nbdfuse"):
             wait_until(lambda: has_process(self.run_dir, self.phase), PHASE_TIMEOUT_S, what, proc)
-        elif self.subcommand == "emulate" and self.phase in ("serve", "calibrate"):
+        elif self.subcommand == "emulate" and self.phase in ("serve", "calibrate", "realtime"):
             wait_until(self.emulated_device, PHASE_TIMEOUT_S, what, proc)
+            if self.phase == "realtime":   # changed before the drives were served
+                self.threads_changed = sum(v[1:] == (os.SCHED_FIFO, KTHREAD_PRIORITY) and
+                                           self.threads_before.get(k, v)[1:] != v[1:]
+                                           for k, v in kernel_threads().items())
         else:
             wait_until(self.mark.exists, PHASE_TIMEOUT_S, what, proc)
 
@@ -452,11 +505,15 @@ def _said(trial: Trial, target: subprocess.Popen, signum: int, err: str) -> list
     problems = []
     if "Traceback" in err:
         problems.append("a traceback")
-    if trial.subcommand == "emulate" and trial.phase in ("serve", "calibrate"):
+    if trial.phase == "realtime" and trial.threads_changed == 0:
+        already = sum(v[1] == os.SCHED_FIFO for v in trial.threads_before.values())
+        problems.append(f"no kernel thread was under SCHED_FIFO {KTHREAD_PRIORITY} while the run served "
+                        f"({already} of the {len(trial.threads_before)} were under SCHED_FIFO before it)")
+    if trial.subcommand == "emulate" and trial.phase in ("serve", "calibrate", "realtime"):
         # SIGINT while serving is the normal end of an emulate run: status 0 and its results
-        if trial.proc.returncode != 0 and not (trial.phase == "serve" and signum == signal.SIGKILL):
+        if trial.proc.returncode != 0 and not (trial.phase != "calibrate" and signum == signal.SIGKILL):
             problems.append(f"emulate exit status {trial.proc.returncode}, not 0")
-        if trial.phase == "serve":
+        if trial.phase != "calibrate":
             return problems
     if signum == signal.SIGKILL:
         return problems

@@ -46,6 +46,11 @@ def add_parser(subparsers) -> None:
                              "had, one line says so and the normal scheduler serves)")
     parser.add_argument("--no-realtime", action="store_true",
                         help="serve under the normal scheduler (default: SCHED_FIFO, see --realtime-priority)")
+    parser.add_argument("--kernel-threads-realtime", type=int, default=None, metavar="N",
+                        help="also put the kernel threads on the loop devices' way (the unbound workqueue's "
+                             "kworker/uN:M, ksoftirqd/N) under SCHED_FIFO N, 1-99, for the run; each is recorded "
+                             "first and put back at the end, on a signal, or by diskmodel cleanup after a "
+                             "SIGKILL (default: left alone; these threads serve every process)")
     parser.set_defaults(handler=_run)
 
     log = subparsers.add_parser(
@@ -67,9 +72,13 @@ def _stderr(line: str) -> None:
 def _run(args) -> int:
     from diskmodel.calibrate.emulate import LATENESS_P99_BOUND_S, emulated_drives, resolve_drive
     from diskmodel.calibrate.emulate.devices import DEFAULT_REALTIME_PRIORITY
+    from diskmodel.calibrate.emulate.kthreads import kernel_threads_realtime
 
     if args.no_realtime and args.realtime_priority is not None:
         raise UsageError("--no-realtime and --realtime-priority exclude each other")
+    if args.kernel_threads_realtime is not None and not 1 <= args.kernel_threads_realtime <= 99:
+        raise UsageError(f"--kernel-threads-realtime must be a whole number from 1 to 99 "
+                         f"(got {args.kernel_threads_realtime})")
     priority = None if args.no_realtime else (DEFAULT_REALTIME_PRIORITY if args.realtime_priority is None
                                               else args.realtime_priority)
     bound = LATENESS_P99_BOUND_S if args.lateness_bound_s is None else args.lateness_bound_s
@@ -83,8 +92,10 @@ def _run(args) -> int:
     serving = False
     devices = []
     try:
-        with emulated_drives(specs, backing_dir=args.backing_dir, log_dir=args.log_dir, lateness_bound_s=bound,
-                             realtime_priority=priority, say=_stderr) as devices:
+        # the kernel's threads first: each drive's path cost is probed as its requests then travel
+        with kernel_threads_realtime(args.kernel_threads_realtime), \
+                emulated_drives(specs, backing_dir=args.backing_dir, log_dir=args.log_dir, lateness_bound_s=bound,
+                                realtime_priority=priority, say=_stderr) as devices:
             # serving from here on: a SIGINT that lands while the ready line is printed (a caller that
             # reads it may signal at once) is the normal end, not an interrupted set-up
             serving = True

@@ -3,7 +3,8 @@
 A :class:`Resource` is one thing a :class:`~diskmodel.calibrate.harness.runstate.Run`
 creates: a scratch file, a folder, a loop device, a mount, a cgroup, a child
 process, an LVM volume, an md array, a device-mapper device, or the devices
-of a btrfs the kernel scanned. Every kind is typed: nothing here runs a
+of a btrfs the kernel scanned, or a thread's scheduling policy the run changed
+(:mod:`~diskmodel.calibrate.harness.sched`). Every kind is typed: nothing here runs a
 command string from a record (a state file naming the old "command" kind is
 refused, not run).
 :func:`present` looks for it (``losetup -J`` and ``findmnt -J`` through
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskmodel.calibrate.harness import devstate
+from diskmodel.calibrate.harness import devstate, sched
 
 __all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "loops_over", "present",
            "process_alive", "process_start_ticks", "processes_of_run", "undo_one"]
@@ -164,7 +165,8 @@ class Resource:
     """One thing a run creates: its kind, what finds it, and where it stands.
 
     state: "intended" (recorded, its step may or may not have run), "created",
-    "removed" (checked gone) or "left" (teardown could not remove it).
+    "removed" (checked gone), "left" (teardown could not remove it) or "kept" (handed to the user:
+    a scratch file kept with ``--keep``; no teardown removes it).
     """
 
     id: int
@@ -192,6 +194,7 @@ class Resource:
             "dm": lambda: f"device-mapper device {d.get('name')}",
             "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
             "blktracer": lambda: f"tracefs blk tracer on {', '.join(d.get('enable') or ())}",
+            "sched": lambda: sched.describe(d),
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
 
@@ -287,6 +290,8 @@ def present(res: Resource, *, foreign: bool = False) -> bool:
     if res.kind == "blktracer":
         from diskmodel.calibrate.trace.ftrace_blk import still_set
         return still_set(d)
+    if res.kind == "sched":
+        return sched.present(d)
     if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
         return not d.get("forgotten", False)
     if res.kind == "command":
@@ -327,6 +332,8 @@ def _remove(res: Resource, foreign: bool) -> str:
     if res.kind == "blktracer":
         from diskmodel.calibrate.trace.ftrace_blk import restore
         return restore(d)
+    if res.kind == "sched":
+        return sched.restore(d)
     if res.kind == "mount":
         rc, err = _run_quiet(["umount", d["mountpoint"]])
         return "" if rc == 0 else f"umount: {err}"
@@ -454,7 +461,7 @@ def undo_one(res: Resource, *, retry_s: float | None = None, foreign: bool = Fal
         time.sleep(min(0.1 * (attempt + 1), 1.0))
     try:
         gone = not present(res, foreign=foreign)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+    except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
         gone, why = False, why or str(exc)
     res.state, res.note = ("removed", "") if gone else ("left", why or "still present")
 

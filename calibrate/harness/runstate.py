@@ -312,6 +312,7 @@ class StaleRun:
     command: str
     resources: list[Resource]
     start_ticks: int | None = None
+    live_threads: frozenset = frozenset()   # (pid, start ticks) of threads a live run's records name
 
     def open_resources(self) -> list[Resource]:
         return [r for r in self.resources if r.state in ("intended", "created", "left")]
@@ -321,7 +322,7 @@ class StateSkipped(Exception):
     """A state file that is not acted on; the message is its one-line reason."""
 
 
-_STATES = ("intended", "created", "removed", "left")
+_STATES = ("intended", "created", "removed", "left", "kept")
 _reported: set[str] = set()   # state files this process has already said it skips
 
 
@@ -391,7 +392,7 @@ def _parse_state(path: Path) -> tuple[dict, list[Resource]]:
 def _scan(root: Path) -> tuple[list[StaleRun], list[str]]:
     """The dead runs whose state files are in *root*, and one line for each state file skipped."""
     _check_folder(root)
-    stale, skipped = [], []
+    stale, skipped, live = [], [], set()
     for path in sorted(root.glob("*.json")):
         try:
             data, resources = _parse_state(path)
@@ -400,9 +401,13 @@ def _scan(root: Path) -> tuple[list[StaleRun], list[str]]:
                            "once you know no run of yours wrote it)")
             continue
         if process_alive(data["pid"], data.get("start_ticks")):
+            live.update((r.details.get("pid"), r.details.get("start_ticks")) for r in resources
+                        if r.kind == "sched" and r.state in ("intended", "created", "left"))
             continue
         stale.append(StaleRun(path, data["run_id"], data["pid"], data["command"], resources,
                               data.get("start_ticks")))
+    for run in stale:
+        run.live_threads = frozenset(live)
     return stale, skipped
 
 
@@ -472,7 +477,7 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
             for res in reversed(todo):
                 try:
                     there = present(res, foreign=True)
-                except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+                except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
                     there = f"unknown ({exc})"
                 say(f"  would remove {res.describe()}" if there is True else
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
@@ -485,6 +490,10 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                 say(f"  killed {len(killed)} process(es) the run had started: {', '.join(map(str, killed))}"
                     + (f" ({', '.join(map(str, alive))} still there)" if alive else ""))
             for res in reversed(todo):
+                if res.kind == "sched" and (res.details.get("pid"), res.details.get("start_ticks")) in run.live_threads:
+                    res.state = "removed"   # a live run changed it too and puts it back to what it had
+                    say(f"  {res.describe()}: a live run changed it too, and puts it back when it ends")
+                    continue
                 undo_one(res, foreign=True)
                 say(f"  removed {res.describe()}" if res.state == "removed"
                     else f"  could not remove {res.describe()}: {res.note}")

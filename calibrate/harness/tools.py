@@ -21,14 +21,14 @@ DEBIAN_PACKAGES = {
     "postmark": "postmark", "fio": "fio",
     "losetup": "mount", "mount": "mount", "umount": "mount",
     "blockdev": "util-linux", "wipefs": "util-linux", "sfdisk": "fdisk", "mktemp": "coreutils",
-    "sync": "coreutils", "truncate": "coreutils", "dd": "coreutils",
+    "sync": "coreutils", "truncate": "coreutils", "dd": "coreutils", "rmdir": "coreutils", "mkdir": "coreutils",
     "mkfs.ext2": "e2fsprogs", "mkfs.ext3": "e2fsprogs", "mkfs.ext4": "e2fsprogs", "tune2fs": "e2fsprogs",
     "mkfs.xfs": "xfsprogs", "mkfs.btrfs": "btrfs-progs", "btrfs": "btrfs-progs",
     "mkfs.jfs": "jfsutils", "mkfs.reiserfs": "reiserfsprogs",
     "pvcreate": "lvm2", "pvremove": "lvm2", "pvs": "lvm2", "vgcreate": "lvm2", "vgremove": "lvm2",
     "lvcreate": "lvm2", "lvremove": "lvm2", "lvs": "lvm2", "lvconvert": "lvm2",
     "dmsetup": "dmsetup", "mdadm": "mdadm",
-    "qemu-system-x86_64": "qemu-system-x86", "nbdkit": "nbdkit", "nbdfuse": "nbdfuse",
+    "qemu-system-x86_64": "qemu-system-x86", "nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3",
 }
 
 
