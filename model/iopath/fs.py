@@ -343,8 +343,16 @@ class _Fs(MetadataReads):
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
+        if self.p.journaled:
+            # The unlink puts the inode on the orphan list, whose head is in the superblock
+            # (fs/ext4/orphan.c, ext4_orphan_add: s_last_orphan, journaled with the superblock's
+            # buffer; without a journal there is no orphan list).
+            self.j.dirty(t, 0)
         self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
+        for blk in ino.indirect.values():  # freed with the file: forgotten, not written
+            self.j.forget(t, blk)
+            self.meta(t, self.bitmap(blk))
         for _, n, db in ino.extents:
             if self.p.kind == "xfs":
                 self.xfs_free_space(t, db // self.alloc.group_blocks)
@@ -437,6 +445,22 @@ class _Fs(MetadataReads):
             self.j.write_inplace(t)
 
 
+def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
+    """The ``write()`` calls of ``workload`` as ``(time, file, offset, size)``, latest first. The
+    kernel's ext4 driver serves ext2 and ext3 without delayed allocation (fs/ext4/super.c,
+    ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
+    ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
+    dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
+    are ever written back (a file deleted while its pages are dirty has had its blocks). A write
+    that leaves a hole before it (a random write into a new file) is left to write-back: the
+    inode's preallocation maps the normalized window's file blocks onto its device blocks in file
+    order (ext4_mb_use_inode_pa), which is the order write-back allocates them in."""
+    w = workload.kind == Kind.WRITE
+    rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
+               workload.size_bytes[w].tolist())
+    return sorted(((t, f, o, n) for t, f, o, n in rows if n), key=lambda r: -r[0])
+
+
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
                 sparse: bool = False, allocated=(), workload: FileOps | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
@@ -477,6 +501,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     # btrfs_create_pending_block_groups, in the transaction that allocates it).
     chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
     chunks.reverse()
+    writes = _allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
+    written: dict[int, int] = {}  # file -> blocks its write() calls allocated (ext2, ext3)
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
     for t, kind, f, off, size, s, chunk in zip(*cols):
@@ -484,6 +510,9 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             k, when = len(chunks), chunks.pop()
             for tree in ("chunk", "dev", "bg", "bgfree"):
                 fs.j.dirty(when, (tree, k))
+        while writes and writes[-1][0] < t:
+            _, wf, woff, wsize = writes.pop()
+            written[wf] = max(written.get(wf, 0), -(-(woff + wsize) // fs.bs))
         fs.j.due(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)
@@ -494,6 +523,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
                 fs.free_inode(fs.files.pop(f))
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
+            if f in written:
+                fs.allocate(t, fs.files[f], 0, written.pop(f))
             fs.delete(t, f)
         elif kind == Kind.STAT:
             fs.stat(t, f)

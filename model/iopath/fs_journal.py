@@ -53,6 +53,7 @@ class Journal:
         # jbd2_journal_update_sb_log_tail).
         self.sb_pending = p.kind in ("ext3", "ext4")
         self.dev_stats_pending = p.kind == "btrfs"  # see _btrfs
+        self.revokes = 0  # jbd2: revoke records of the running transaction (forget)
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
             self.interval = 30.0
@@ -69,6 +70,19 @@ class Journal:
         if self.start is None:
             self.start = t
         self.tx.setdefault(block, what)
+
+    def forget(self, t: float, block):
+        """A freed metadata block (an ext2/ext3 file's indirect block at its deletion): its dirty
+        buffer is dropped unwritten, from the running transaction and from the blocks waiting for
+        their checkpoint (fs/ext4/ext4_jbd2.c, __ext4_forget: bforget without a journal; jbd2:
+        jbd2_journal_revoke -> jbd2_journal_forget, which clears a checkpointed buffer's dirty
+        bit), and jbd2 logs a revoke record for it at the next commit."""
+        self.tx.pop(block, None)
+        self.inplace.pop(block, None)
+        if self.p.kind in ("ext3", "ext4"):
+            if self.start is None:
+                self.start = t
+            self.revokes += 1
 
     def _inplace(self, t, blocks):
         if not self.inplace and blocks:
@@ -93,7 +107,7 @@ class Journal:
 
     # -- commits ----------------------------------------------------------------------------------
     def commit(self, t: float, flush_if_empty: bool = False):
-        if not self.tx:
+        if not self.tx and not self.revokes:
             if flush_if_empty and self.p.barrier:
                 self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
             self.start = None
@@ -106,6 +120,7 @@ class Journal:
         else:
             self._btrfs(t)
         self.tx.clear()
+        self.revokes = 0
         self.start = None
 
     def _log_write(self, t, blocks: int, flags: int):
@@ -126,7 +141,11 @@ class Journal:
         n = len(self.tx)
         tags = (self.bs - 16) // 16
         desc = -(-n // tags)
-        self._log_write(t, desc + n, META)
+        # Revoke blocks first (jbd2_journal_write_revoke_records): a 16-byte header, then records
+        # of 4 bytes (8 with the 64bit feature: ext4), less the 4-byte checksum tail.
+        record = 8 if self.p.kind == "ext4" else 4
+        revoke = -(-self.revokes // ((self.bs - 16 - 4) // record))
+        self._log_write(t, revoke + desc + n, META)
         self._log_write(t, 1, COMMIT if self.p.barrier else META)
         self._inplace(t, [b for b in self.tx])
         if self.used > 3 * self.p.journal_blocks // 4:
