@@ -190,12 +190,19 @@ class _Fs(MetadataReads):
             return ("fs", ("index", d, slot // self.btrfs_per_leaf()[1]))
         blocks = self.dir_blocks(d)
         per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
-        while len(blocks) <= slot // per:
+        k = slot // per
+        if self.p.kind != "xfs" and (k or len(blocks) > 1):
+            # mke2fs's dir_index: a directory outgrowing its first block becomes a hashed tree
+            # whose first block is the index root, the entries moved to two new leaf blocks at once
+            # (fs/ext4/namei.c, make_indexed_dir: ext4_append, then do_split's ext4_append).
+            k += 1
+        while len(blocks) <= k:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
-            if t is not None:
+            if t is not None:  # a new block is written whole (ext4_append)
                 self.alloc_bitmap(t, blk)
-        return blocks[slot // per]
+                self.j.dirty(t, blk)
+        return blocks[k]
 
     def new_slot(self, d: int) -> int:
         """The entry's place: the first freed one (ext reuses a deleted entry's space; btrfs's
