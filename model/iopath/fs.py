@@ -3,7 +3,9 @@ as requests on the file system's device.
 
 Data: a file's blocks are allocated when its pages are first written back (delayed allocation:
 ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, which moves where,
-not how much), from the group of the file's directory (:mod:`.fs_layout`). A read or write of a
+not how much, except for a file deleted before its pages are written back: its blocks are placed
+and freed at its deletion, see :func:`_allocating_writes`), from the group of the file's directory
+(:mod:`.fs_layout`). A read or write of a
 file range becomes one request per run of contiguous device blocks, whole blocks of
 ``block_bytes``. btrfs copies on write: every write-back goes to newly allocated blocks, and a
 file of at most 2048 bytes written whole is stored inline in its tree leaf (``max_inline``'s
@@ -15,10 +17,13 @@ fs/xfs/libxfs; fs/btrfs/inode.c):
 
 - ext2/3/4: create: the inode's table block, the group's inode bitmap, the directory block of the
   new entry (a new directory block every ``block_bytes // 16`` entries, taking a data block; the root
-  directory, number 0, starts in the block mke2fs gave it), the
+  directory, number 0, starts in the block mke2fs gave it; a directory outgrowing its first block
+  becomes a hashed tree, dir_index: two new blocks at once), the
   group descriptor block; allocation: the block bitmap, the descriptor, the inode (ext4: extents in
   the inode; ext2/ext3: one indirect block per ``block_bytes // 4`` blocks past the first 12);
-  delete: the inode, both bitmaps, the directory block, the descriptor.
+  delete: the inode, both bitmaps, the directory block, the descriptor, the superblock (ext3/ext4:
+  the orphan list's head); the file's indirect blocks are forgotten, not written (jbd2 logs a
+  revoke record for each).
 - xfs: create: the inode (logged whole), the directory block, the AGI and the inode btree block;
   allocation: the inode, the AGF and the two free-space btree blocks; delete: all of these.
 - btrfs: the fs-tree leaves (:meth:`_Fs.btrfs_per_leaf`) of the inode's items, of the entry's
