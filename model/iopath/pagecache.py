@@ -230,6 +230,7 @@ class _Cache:
         self.mx = max(1, p.read_ahead_kb * 1024 // self.pg) if p.read_ahead_kb else 0
         self.out: list[tuple] = []
         self.dropped = self.reclaimed = self.throttled = 0
+        self.wb_at, self.wb_files = -1.0, 0  # the instant of the last write-back and files written then
 
     # -- output ----------------------------------------------------------------------------------
     def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
@@ -255,11 +256,17 @@ class _Cache:
         runs = st.dirty.runs(lo, hi)
         if not runs:
             return
+        # The flusher writes the files back one after another (writeback_sb_inodes ->
+        # __writeback_single_inode): each file's bios an instant of their own, which the queue does
+        # not merge with the next file's even where the blocks follow on.
+        self.wb_files = self.wb_files + 1 if t == self.wb_at else 0
+        self.wb_at = t
+        at = t + self.wb_files * 1e-9
         for a, b in runs:
             off = a * self.pg
             size = min(b * self.pg, st.size) - off
             if size > 0:
-                self.emit(t, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
+                self.emit(at, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
         if hi is None and not lo:
             self.dirty -= st.dirty.n
             st.dirty = _Pages()
@@ -321,11 +328,13 @@ class _Cache:
         else:
             if off == 0 or st.ra_end < a:
                 st.ra_end, st.ra_win = a, 0
+            k = 0  # windows issued by this op: by successive calls, each an instant of its own
             while st.ra_end < b:
                 st.ra_win = _init_ra(-(-chunk // self.pg), self.mx) if not st.ra_win else _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t, f, st, st.ra_end, stop)
+                self.read_pages(t + k * 1e-9, f, st, st.ra_end, stop)
+                k += 1
                 st.ra_end = stop
                 if stop >= eof:
                     break
@@ -333,7 +342,7 @@ class _Cache:
                 st.ra_win = _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t, f, st, st.ra_end, stop)
+                self.read_pages(t + k * 1e-9, f, st, st.ra_end, stop)
                 st.ra_end = stop
         self.reclaim(t)
 
