@@ -209,6 +209,11 @@ class _Fs(MetadataReads):
                 self.j.dirty(t, blk)
         return blocks[k]
 
+    def dirent_chunk(self, slot: int) -> int:
+        """The 128-byte chunk of its directory block that entry ``slot`` is in (what xfs logs)."""
+        size = DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
+        return slot % (self.bs // size) * size // 128
+
     def new_slot(self, d: int) -> int:
         """The entry's place: the first freed one (ext reuses a deleted entry's space; btrfs's
         directory index only grows)."""
@@ -334,7 +339,7 @@ class _Fs(MetadataReads):
         if kind == "xfs" and ino.index % 64 == 0 and (ino.group, ino.index // 64) not in self.xfs_chunks_on_device:
             self.xfs_free_space(t, ino.group)  # a new inode chunk's blocks (xfs_ialloc_ag_alloc)
         self.dirty_inode(t, ino)
-        self.j.dirty(t, self.dir_block(t, d, ino.slot))
+        self.j.dirty(t, self.dir_block(t, d, ino.slot), region=self.dirent_chunk(ino.slot))
         if kind == "btrfs":
             self.j.dirty(t, self.btrfs_dir_item_leaf(d, ino.slot))
             return
@@ -345,7 +350,7 @@ class _Fs(MetadataReads):
         ino = self.files.pop(f)
         self.free_inode(ino)
         self.dirty_inode(t, ino)
-        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot))
+        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot), region=self.dirent_chunk(ino.slot))
         if self.p.kind == "btrfs":
             # The unlink finds the directory index item too (btrfs_del_dir_entries_in_log aside,
             # __btrfs_unlink_inode -> btrfs_delete_one_dir_name of both items).
