@@ -328,21 +328,25 @@ class _Cache:
         else:
             if off == 0 or st.ra_end < a:
                 st.ra_end, st.ra_win = a, 0
-            k = 0  # windows issued by this op: by successive calls, each an instant of its own
+            # An op of many read calls: the call that reaches a window issues it, each call an
+            # instant of its own (a nanosecond per call), so windows of different calls are not
+            # merged; the windows one call issues go out together.
+            calls = max(1, -(-chunk // self.pg))
+            at = lambda page: t + max(page - a, 0) // calls * 1e-9  # noqa: E731
             while st.ra_end < b:
                 st.ra_win = _init_ra(-(-chunk // self.pg), self.mx) if not st.ra_win else _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t + k * 1e-9, f, st, st.ra_end, stop)
-                k += 1
+                self.read_pages(at(st.ra_end), f, st, st.ra_end, stop)
                 st.ra_end = stop
                 if stop >= eof:
                     break
             if st.ra_end < eof and b > st.ra_last:
+                trigger = st.ra_last  # the asynchronous window: reading into the last one issues it
                 st.ra_win = _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t + k * 1e-9, f, st, st.ra_end, stop)
+                self.read_pages(at(trigger), f, st, st.ra_end, stop)
                 st.ra_end = stop
         self.reclaim(t)
 
