@@ -468,10 +468,10 @@ def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
     ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
     ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
     dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
-    are ever written back (a file deleted while its pages are dirty has had its blocks). A write
-    that leaves a hole before it (a random write into a new file) is left to write-back: the
-    inode's preallocation maps the normalized window's file blocks onto its device blocks in file
-    order (ext4_mb_use_inode_pa), which is the order write-back allocates them in."""
+    are ever written back: a file deleted while its pages are dirty has had its blocks. The model
+    keeps placing blocks when their pages are written back (the order its placement follows) and
+    places the blocks a deleted file's ``write()`` calls reached, up to their end, at its deletion,
+    then frees them: freed blocks are not reused, so the allocator moves on as far either way."""
     w = workload.kind == Kind.WRITE
     rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
                workload.size_bytes[w].tolist())
@@ -519,7 +519,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
     chunks.reverse()
     writes = _allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
-    written: dict[int, int] = {}  # file -> blocks its write() calls allocated (ext2, ext3)
+    written: dict[int, int] = {}  # file -> the end (in blocks) its write() calls reached (ext2, ext3)
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
     for t, kind, f, off, size, s, chunk in zip(*cols):

@@ -25,7 +25,8 @@ NAME_BYTES = 8  # a file name's length (as fs.py's directory entries assume)
 # B-tree's leaves would be ln 2 full (Yao, "On random 2-3 trees", 1978), but btrfs makes room in a
 # full leaf by pushing items to its neighbours before it splits one (fs/btrfs/ctree.c, split_leaf:
 # push_leaf_right, then push_leaf_left, then a split at the middle): inserting 2,000-10,000
-# random keys that way fills the leaves 0.86 on average (tests/test_iopath_fs.py simulates it).
+# random keys that way fills the leaves 0.86 on average (tests/test_iopath_btrfs_fill.py simulates
+# it).
 # Index items (a counter's order) fill theirs whole.
 RANDOM_FILL = 0.86
 

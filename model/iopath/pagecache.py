@@ -17,7 +17,10 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   else ``max``), each next one get_next_ra_size of the last (``4x`` below ``max/16``, ``2x`` up
   to ``max/2``, else ``max``), with ``max`` = ``read_ahead_kb``; windows stop at end of file, and
   one more is issued when a read enters the last window (the async read-ahead). Any other read
-  reads just its missing pages. Cached pages inside a window are skipped.
+  reads just its missing pages. Cached pages inside a window are skipped. An op of many calls
+  (``chunk_bytes`` below its size) issues each window at the instant of the call that reaches it, a
+  nanosecond a call, so the queue does not merge windows of different calls; one call's windows go
+  out together.
 - **Dirty data and write-back**: each file records when it became dirty (inode dirtied_when). Every
   ``writeback_interval_s`` (``dirty_writeback_centisecs``) the flusher writes back the files dirty
   for longer than ``dirty_expire_s`` (``dirty_expire_centisecs``). Above
@@ -31,7 +34,9 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   journals in ordered or journal mode (ext3; ext3/ext4 with ``data=journal``), a commit writes the
   running transaction's dirty data first (jbd2's journal_submit_data_buffers): every dirty file
   is written back ``commit_writeback_s`` after the transaction's first change.
-- **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
+- **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first. Files
+  written back at one instant go out a nanosecond apart, one after another (fs/fs-writeback.c,
+  writeback_sb_inodes), so the queue does not merge one file's last bio with the next file's first.
 - **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
   their pages. Reclaim does not write a dirty page itself: it wakes the flusher, which writes back
   every dirty file, oldest-dirtied first (mm/vmscan.c, shrink_folio_list: only kswapd writes file
