@@ -3,7 +3,9 @@ as requests on the file system's device.
 
 Data: a file's blocks are allocated when its pages are first written back (delayed allocation:
 ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, which moves where,
-not how much), from the group of the file's directory (:mod:`.fs_layout`). A read or write of a
+not how much, except for a file deleted before its pages are written back: its blocks are placed
+and freed at its deletion, see :func:`_allocating_writes`), from the group of the file's directory
+(:mod:`.fs_layout`). A read or write of a
 file range becomes one request per run of contiguous device blocks, whole blocks of
 ``block_bytes``. btrfs copies on write: every write-back goes to newly allocated blocks, and a
 file of at most 2048 bytes written whole is stored inline in its tree leaf (``max_inline``'s
@@ -15,10 +17,13 @@ fs/xfs/libxfs; fs/btrfs/inode.c):
 
 - ext2/3/4: create: the inode's table block, the group's inode bitmap, the directory block of the
   new entry (a new directory block every ``block_bytes // 16`` entries, taking a data block; the root
-  directory, number 0, starts in the block mke2fs gave it), the
+  directory, number 0, starts in the block mke2fs gave it; a directory outgrowing its first block
+  becomes a hashed tree, dir_index: two new blocks at once), the
   group descriptor block; allocation: the block bitmap, the descriptor, the inode (ext4: extents in
   the inode; ext2/ext3: one indirect block per ``block_bytes // 4`` blocks past the first 12);
-  delete: the inode, both bitmaps, the directory block, the descriptor.
+  delete: the inode, both bitmaps, the directory block, the descriptor, the superblock (ext3/ext4:
+  the orphan list's head); the file's indirect blocks are forgotten, not written (jbd2 logs a
+  revoke record for each).
 - xfs: create: the inode (logged whole), the directory block, the AGI and the inode btree block;
   allocation: the inode, the AGF and the two free-space btree blocks; delete: all of these.
 - btrfs: the fs-tree leaves (:meth:`_Fs.btrfs_per_leaf`) of the inode's items, of the entry's
@@ -197,12 +202,24 @@ class _Fs(MetadataReads, BlockMap):
             return ("fs", ("index", d, slot // self.btrfs_per_leaf()[1]))
         blocks = self.dir_blocks(d)
         per = self.bs // DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
-        while len(blocks) <= slot // per:
+        k = slot // per
+        if self.p.kind != "xfs" and (k or len(blocks) > 1):
+            # mke2fs's dir_index: a directory outgrowing its first block becomes a hashed tree
+            # whose first block is the index root, the entries moved to two new leaf blocks at once
+            # (fs/ext4/namei.c, make_indexed_dir: ext4_append, then do_split's ext4_append).
+            k += 1
+        while len(blocks) <= k:
             (blk, _), = self.alloc.data(self.alloc.group_of_dir(d), 1, None)
             blocks.append(blk)
-            if t is not None:
+            if t is not None:  # a new block is written whole (ext4_append)
                 self.alloc_bitmap(t, blk)
-        return blocks[slot // per]
+                self.j.dirty(t, blk)
+        return blocks[k]
+
+    def dirent_chunk(self, slot: int) -> int:
+        """The 128-byte chunk of its directory block that entry ``slot`` is in (what xfs logs)."""
+        size = DIRENT_BYTES.get(self.p.kind, EXT_DIRENT_BYTES)
+        return slot % (self.bs // size) * size // 128
 
     def new_slot(self, d: int) -> int:
         """The entry's place: the first freed one (ext reuses a deleted entry's space; btrfs's
@@ -320,7 +337,7 @@ class _Fs(MetadataReads, BlockMap):
         if kind == "xfs" and ino.index % 64 == 0 and (ino.group, ino.index // 64) not in self.xfs_chunks_on_device:
             self.xfs_free_space(t, ino.group)  # a new inode chunk's blocks (xfs_ialloc_ag_alloc)
         self.dirty_inode(t, ino)
-        self.j.dirty(t, self.dir_block(t, d, ino.slot))
+        self.j.dirty(t, self.dir_block(t, d, ino.slot), region=self.dirent_chunk(ino.slot))
         if kind == "btrfs":
             self.j.dirty(t, self.btrfs_dir_item_leaf(d, ino.slot))
             return
@@ -331,7 +348,7 @@ class _Fs(MetadataReads, BlockMap):
         ino = self.files.pop(f)
         self.free_inode(ino)
         self.dirty_inode(t, ino)
-        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot))
+        self.j.dirty(t, self.dir_block(t, ino.dir, ino.slot), region=self.dirent_chunk(ino.slot))
         if self.p.kind == "btrfs":
             # The unlink finds the directory index item too (btrfs_del_dir_entries_in_log aside,
             # __btrfs_unlink_inode -> btrfs_delete_one_dir_name of both items).
@@ -341,8 +358,16 @@ class _Fs(MetadataReads, BlockMap):
             for _, n, db in ino.extents:
                 self.j.dirty(t, ("ext", db // 100))
             return
+        if self.p.journaled:
+            # The unlink puts the inode on the orphan list, whose head is in the superblock
+            # (fs/ext4/orphan.c, ext4_orphan_add: s_last_orphan, journaled with the superblock's
+            # buffer; without a journal there is no orphan list).
+            self.j.dirty(t, 0)
         self.meta(t, self.inode_bitmap(ino.group))
         self.meta(t, self.descriptor(ino.group))
+        for blk in ino.indirect.values():  # freed with the file: forgotten, not written
+            self.j.forget(t, blk)
+            self.meta(t, self.bitmap(blk))
         for _, n, db in ino.extents:
             if self.p.kind == "xfs":
                 self.xfs_free_space(t, db // self.alloc.group_blocks)
@@ -436,6 +461,22 @@ class _Fs(MetadataReads, BlockMap):
             self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
 
 
+def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
+    """The ``write()`` calls of ``workload`` as ``(time, file, offset, size)``, latest first. The
+    kernel's ext4 driver serves ext2 and ext3 without delayed allocation (fs/ext4/super.c,
+    ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
+    ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
+    dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
+    are ever written back: a file deleted while its pages are dirty has had its blocks. The model
+    keeps placing blocks when their pages are written back (the order its placement follows) and
+    places the blocks a deleted file's ``write()`` calls reached, up to their end, at its deletion,
+    then frees them: freed blocks are not reused, so the allocator moves on as far either way."""
+    w = workload.kind == Kind.WRITE
+    rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
+               workload.size_bytes[w].tolist())
+    return sorted(((t, f, o, n) for t, f, o, n in rows if n), key=lambda r: -r[0])
+
+
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
                 sparse: bool = False, allocated=(), workload: FileOps | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
@@ -485,6 +526,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     # btrfs_create_pending_block_groups, in the transaction that allocates it).
     chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
     chunks.reverse()
+    writes = _allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
+    written: dict[int, int] = {}  # file -> the end (in blocks) its write() calls reached (ext2, ext3)
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
     for t, kind, f, off, size, s, chunk in zip(*cols):
@@ -492,6 +535,9 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             k, when = len(chunks), chunks.pop()
             for tree in ("chunk", "dev", "bg", "bgfree"):
                 fs.j.dirty(when, (tree, k))
+        while writes and writes[-1][0] < t:
+            _, wf, woff, wsize = writes.pop()
+            written[wf] = max(written.get(wf, 0), -(-(woff + wsize) // fs.bs))
         fs.j.due(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)
@@ -502,6 +548,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
                 fs.free_inode(fs.files.pop(f))
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
+            if f in written:
+                fs.allocate(t, fs.files[f], 0, written.pop(f))
             fs.delete(t, f)
         elif kind == Kind.STAT:
             fs.stat(t, f)

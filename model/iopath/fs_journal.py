@@ -13,8 +13,9 @@ block dirtied twice in one transaction is written once) and, at a commit, append
   dirty ``dirty_expire_s``, at sync, or when the journal is three quarters full (checkpoint).
   ext2 has no journal: its metadata is dirty in place at once.
 - **xfs** (fs/xfs/xfs_log_cil.c, delayed logging): a checkpoint logs each dirty inode's core
-  (the 176-byte xfs_log_dinode, the 56-byte inode log format and two 12-byte op headers: 256 bytes) and each dirty buffer's changed regions (one 128-byte
-  chunk + a 64-byte header, a changed block's typical share); the log is written in
+  (the 176-byte xfs_log_dinode, the 56-byte inode log format and two 12-byte op headers: 256 bytes) and each dirty buffer's changed regions (a 64-byte header and
+  each 128-byte chunk changed, XFS_BLF_CHUNK: one for a header or btree block, one per chunk
+  its new or removed entries fall in for a directory block); the log is written in
   ``log_buffer_bytes`` iclogs, each rounded up to 512 bytes, with ``PREFLUSH | FUA``. The log is
   forced at fsync, sync and every 30 s (xfssyncd_centisecs, the log worker). Logged metadata is
   written in place when the AIL is pushed: when the log is three quarters used.
@@ -53,6 +54,8 @@ class Journal:
         # jbd2_journal_update_sb_log_tail).
         self.sb_pending = p.kind in ("ext3", "ext4")
         self.dev_stats_pending = p.kind == "btrfs"  # see _btrfs
+        self.revokes = 0  # jbd2: revoke records of the running transaction (forget)
+        self.regions: dict = {}  # xfs: buffer -> the 128-byte chunks changed in it (dirty's region)
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
         if p.kind == "btrfs":
             self.interval = 30.0
@@ -62,13 +65,30 @@ class Journal:
             self.interval = p.commit_interval_s
 
     # -- collecting -------------------------------------------------------------------------------
-    def dirty(self, t: float, block, what: str = "buffer"):
+    def dirty(self, t: float, block, what: str = "buffer", region: int | None = None):
+        """``region``: which 128-byte chunk of the buffer the change is in, where changes spread
+        over it (an xfs directory block's entries); None: its first."""
         if self.p.kind == "ext2":
             self._inplace(t, [block])
             return
         if self.start is None:
             self.start = t
         self.tx.setdefault(block, what)
+        if self.p.kind == "xfs" and region is not None:
+            self.regions.setdefault(block, set()).add(region)
+
+    def forget(self, t: float, block):
+        """A freed metadata block (an ext2/ext3 file's indirect block at its deletion): its dirty
+        buffer is dropped unwritten, from the running transaction and from the blocks waiting for
+        their checkpoint (fs/ext4/ext4_jbd2.c, __ext4_forget: bforget without a journal; jbd2:
+        jbd2_journal_revoke -> jbd2_journal_forget, which clears a checkpointed buffer's dirty
+        bit), and jbd2 logs a revoke record for it at the next commit."""
+        self.tx.pop(block, None)
+        self.inplace.pop(block, None)
+        if self.p.kind in ("ext3", "ext4"):
+            if self.start is None:
+                self.start = t
+            self.revokes += 1
 
     def _inplace(self, t, blocks):
         if not self.inplace and blocks:
@@ -93,7 +113,7 @@ class Journal:
 
     # -- commits ----------------------------------------------------------------------------------
     def commit(self, t: float, flush_if_empty: bool = False):
-        if not self.tx:
+        if not self.tx and not self.revokes:
             if flush_if_empty and self.p.barrier:
                 self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
             self.start = None
@@ -106,6 +126,8 @@ class Journal:
         else:
             self._btrfs(t)
         self.tx.clear()
+        self.regions.clear()
+        self.revokes = 0
         self.start = None
 
     def _log_write(self, t, blocks: int, flags: int):
@@ -126,7 +148,11 @@ class Journal:
         n = len(self.tx)
         tags = (self.bs - 16) // 16
         desc = -(-n // tags)
-        self._log_write(t, desc + n, META)
+        # Revoke blocks first (jbd2_journal_write_revoke_records): a 16-byte header, then records
+        # of 4 bytes (8 with the 64bit feature: ext4), less the 4-byte checksum tail.
+        record = 8 if self.p.kind == "ext4" else 4
+        revoke = -(-self.revokes // ((self.bs - 16 - 4) // record))
+        self._log_write(t, revoke + desc + n, META)
         self._log_write(t, 1, COMMIT if self.p.barrier else META)
         self._inplace(t, [b for b in self.tx])
         if self.used > 3 * self.p.journal_blocks // 4:
@@ -134,7 +160,8 @@ class Journal:
 
     def _xfs(self, t):
         inode_item = 176 + 56 + 2 * 12
-        size = sum(inode_item if w == "inode" else 192 for w in self.tx.values())
+        size = sum(inode_item if w == "inode" else 64 + 128 * len(self.regions.get(b, (0,)))
+                   for b, w in self.tx.items())
         buf = self.p.log_buffer_bytes
         while size > 0:
             n = min(size, buf)

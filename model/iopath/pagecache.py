@@ -17,7 +17,10 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   else ``max``), each next one get_next_ra_size of the last (``4x`` below ``max/16``, ``2x`` up
   to ``max/2``, else ``max``), with ``max`` = ``read_ahead_kb``; windows stop at end of file, and
   one more is issued when a read enters the last window (the async read-ahead). Any other read
-  reads just its missing pages. Cached pages inside a window are skipped.
+  reads just its missing pages. Cached pages inside a window are skipped. An op of many calls
+  (``chunk_bytes`` below its size) issues each window at the instant of the call that reaches it, a
+  nanosecond a call, so the queue does not merge windows of different calls; one call's windows go
+  out together.
 - **Dirty data and write-back**: each file records when it became dirty (inode dirtied_when). Every
   ``writeback_interval_s`` (``dirty_writeback_centisecs``) the flusher writes back the files dirty
   for longer than ``dirty_expire_s`` (``dirty_expire_centisecs``). Above
@@ -31,7 +34,9 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   journals in ordered or journal mode (ext3; ext3/ext4 with ``data=journal``), a commit writes the
   running transaction's dirty data first (jbd2's journal_submit_data_buffers): every dirty file
   is written back ``commit_writeback_s`` after the transaction's first change.
-- **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first.
+- **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first. Files
+  written back at one instant go out a nanosecond apart, one after another (fs/fs-writeback.c,
+  writeback_sb_inodes), so the queue does not merge one file's last bio with the next file's first.
 - **Reclaim**: when the cached pages pass ``memory_limit_bytes`` the least recently used files lose
   their pages. Reclaim does not write a dirty page itself: it wakes the flusher, which writes back
   every dirty file, oldest-dirtied first (mm/vmscan.c, shrink_folio_list: only kswapd writes file
@@ -230,6 +235,7 @@ class _Cache:
         self.mx = max(1, p.read_ahead_kb * 1024 // self.pg) if p.read_ahead_kb else 0
         self.out: list[tuple] = []
         self.dropped = self.reclaimed = self.throttled = 0
+        self.wb_at, self.wb_files = -1.0, 0  # the instant of the last write-back and files written then
 
     # -- output ----------------------------------------------------------------------------------
     def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
@@ -255,11 +261,17 @@ class _Cache:
         runs = st.dirty.runs(lo, hi)
         if not runs:
             return
+        # The flusher writes the files back one after another (writeback_sb_inodes ->
+        # __writeback_single_inode): each file's bios an instant of their own, which the queue does
+        # not merge with the next file's even where the blocks follow on.
+        self.wb_files = self.wb_files + 1 if t == self.wb_at else 0
+        self.wb_at = t
+        at = t + self.wb_files * 1e-9
         for a, b in runs:
             off = a * self.pg
             size = min(b * self.pg, st.size) - off
             if size > 0:
-                self.emit(t, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
+                self.emit(at, Kind.WRITE, f, off, size, sync, chunk=st.chunk or size)
         if hi is None and not lo:
             self.dirty -= st.dirty.n
             st.dirty = _Pages()
@@ -321,19 +333,25 @@ class _Cache:
         else:
             if off == 0 or st.ra_end < a:
                 st.ra_end, st.ra_win = a, 0
+            # An op of many read calls: the call that reaches a window issues it, each call an
+            # instant of its own (a nanosecond per call), so windows of different calls are not
+            # merged; the windows one call issues go out together.
+            calls = max(1, -(-chunk // self.pg))
+            at = lambda page: t + max(page - a, 0) // calls * 1e-9  # noqa: E731
             while st.ra_end < b:
                 st.ra_win = _init_ra(-(-chunk // self.pg), self.mx) if not st.ra_win else _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t, f, st, st.ra_end, stop)
+                self.read_pages(at(st.ra_end), f, st, st.ra_end, stop)
                 st.ra_end = stop
                 if stop >= eof:
                     break
             if st.ra_end < eof and b > st.ra_last:
+                trigger = st.ra_last  # the asynchronous window: reading into the last one issues it
                 st.ra_win = _next_ra(st.ra_win, self.mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(t, f, st, st.ra_end, stop)
+                self.read_pages(at(trigger), f, st, st.ra_end, stop)
                 st.ra_end = stop
         self.reclaim(t)
 
