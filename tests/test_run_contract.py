@@ -103,7 +103,10 @@ def test_every_program_a_run_may_miss_is_named_with_the_debian_package_dpkg_says
     assert {"rmdir", "losetup", "mkfs.ext3"} <= programs
     assert sorted(programs - set(DEBIAN_PACKAGES)) == []
     wrong = {}
-    for name, package in [*DEBIAN_PACKAGES.items(), *EMULATOR_TOOLS.items()]:
+    from diskmodel.calibrate.bench.tool_workloads import TOOLS as WORKLOAD_TOOLS
+
+    assert sorted(set(EMULATOR_TOOLS).union(*WORKLOAD_TOOLS.values()) - set(DEBIAN_PACKAGES)) == []
+    for name, package in DEBIAN_PACKAGES.items():
         path = shutil.which(name)
         if path is None:
             continue

@@ -84,7 +84,7 @@ def measured_and_model(kind: str, spec: str, loops, tmp_path) -> tuple[dict, dic
 def test_the_device_gets_the_requests_the_model_predicts(kind, spec, loops, tmp_path):
     require_root()
     require_tools("blktrace", "blkparse", MKFS[kind][0])
-    require_tools(*(prog for prog, _ in tool_workloads.TOOLS[spec.partition(":")[0]]))
+    require_tools(*tool_workloads.TOOLS[spec.partition(":")[0]])
     measured, model = measured_and_model(kind, spec, loops, tmp_path)
     print(f"{kind} {spec}: measured {measured}, model {model}")
     rel_bytes, rel_requests, slack = CASES[spec]

@@ -41,8 +41,8 @@ from diskmodel.model.iopath.workload_spec import _pairs, size_value
 __all__ = ["ToolResult", "missing_tools", "prepare", "steps", "steps_argv", "measure", "definition", "TOOLS"]
 
 #: The programs each workload runs, with the Debian package that has them.
-TOOLS = {"copy": (("cp", "coreutils"),), "tar": (("tar", "tar"),),
-         "image": (("dd", "coreutils"), ("truncate", "coreutils")), "bonnie": (("bonnie++", "bonnie++"),)}
+#: Workload -> the programs it runs; their packages: ``harness.tools.DEBIAN_PACKAGES``.
+TOOLS = {"copy": ("cp",), "tar": ("tar",), "image": ("dd", "truncate"), "bonnie": ("bonnie++",)}
 _FILL_BYTES = 1 << 20
 
 
@@ -55,8 +55,11 @@ def _spec(spec: str) -> tuple[str, dict]:
 
 def missing_tools(spec: str) -> str | None:
     """The one line to print when a program the workload runs is missing, else None."""
+    from diskmodel.calibrate.harness.tools import DEBIAN_PACKAGES
+
     name, _ = _spec(spec)
-    for prog, package in TOOLS[name]:
+    for prog in TOOLS[name]:
+        package = DEBIAN_PACKAGES[prog]
         if shutil.which(prog) is None:
             return (f"workload {name}: {prog} is not installed: install the Debian package {package} "
                     f"(apt-get install {package})")

@@ -83,9 +83,8 @@ EXIT_TIMEOUT_S = 20.0
 #: A backing file system must have at least this much free (or the drive's capacity, if smaller) [bytes].
 BACKING_RESERVE_BYTES = 256 << 20
 FUSE_DEVICE = "/dev/fuse"
-#: Tool -> the Debian package that installs it.
-TOOLS = {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "losetup": "mount",
-         "umount": "mount", "findmnt": "util-linux", "lsblk": "util-linux"}
+#: The programs an emulated drive needs; their packages: ``harness.tools.DEBIAN_PACKAGES``.
+TOOLS = ("nbdkit", "nbdfuse", "fusermount3", "losetup", "umount", "findmnt", "lsblk")
 
 
 @dataclass
@@ -138,9 +137,12 @@ def check_tools() -> None:
     """RuntimeError naming the missing tool and its Debian package, or root, or /dev/fuse."""
     if os.geteuid() != 0:
         raise RuntimeError("emulated drives need root (loop devices and a FUSE mount); run as root")
-    for tool, package in TOOLS.items():
+    from diskmodel.calibrate.harness.tools import DEBIAN_PACKAGES
+
+    for tool in TOOLS:
         if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not installed (Debian package {package}); emulated drives need it")
+            raise RuntimeError(f"{tool} is not installed (Debian package {DEBIAN_PACKAGES[tool]}); emulated drives "
+                               f"need it")
     proc = subprocess.run(["nbdkit", "--dump-plugin", "python"], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=60)
     if proc.returncode != 0:

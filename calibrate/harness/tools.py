@@ -29,6 +29,7 @@ DEBIAN_PACKAGES = {
     "lvcreate": "lvm2", "lvremove": "lvm2", "lvs": "lvm2", "lvconvert": "lvm2",
     "dmsetup": "dmsetup", "mdadm": "mdadm",
     "qemu-system-x86_64": "qemu-system-x86", "nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3",
+    "findmnt": "util-linux", "lsblk": "util-linux", "cp": "coreutils", "tar": "tar", "bonnie++": "bonnie++",
 }
 
 
