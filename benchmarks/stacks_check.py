@@ -376,23 +376,26 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             continue
         if not layouts:
             continue
-        steps = {}
-        if pace is not None:
-            for size, w, r in zip(pace.sizes_bytes, pace.write_s, pace.read_s):
-                steps[f"dd:size={size},step=write"], steps[f"dd:size={size},step=read"] = w, r
+        def pace_steps(p) -> dict:
+            return {f"dd:size={size},step={k}": t for size, w, r in zip(p.sizes_bytes, p.write_s, p.read_s)
+                    for k, t in (("write", w), ("read", r))} if p is not None else {}
+
+        steps = pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
         for layout, res in zip(layouts, results):
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
                     "definition": f"dd of files of {args.vm_sizes_mib} MiB with conv=fsync, then read back, "
-                                  f"{args.repeats} times each, page cache dropped before each (in the VM)",
+                                  f"{args.repeats} times each, page cache dropped before each (in the VM; "
+                                  "each step the median of its repeats, the pace the cell's own tmpfs copy)",
                     "load_1min": load, "tmpfs_pace_s": steps, "emulators": summaries, "tools": []}
             if isinstance(res, str):
                 cell["failed"] = res
                 say(f"  {layout.label}: {res[:200]}")
             else:
-                result, spread = res
-                pred = predicted_copy(layout.stack, copy, steps)
+                result, spread, own = res
+                cell["tmpfs_pace_s"] = pace_steps(own) or steps
+                pred = predicted_copy(layout.stack, copy, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}

@@ -8,10 +8,19 @@ with ``disk_backings``: each disk of the stack on a drive of its own), seed 003'
 (:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
 stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
 
-Under TCG the guest's CPU is slow, so the copy is run first on the guest's tmpfs (no device): its
-times are the application's own pace, given to the model's workload
-(:func:`diskmodel.model.iopath.workloads_pace.paced`): the machine's own figure, the same for
-every cell.
+Under TCG the guest's CPU is slow, and its speed follows the host's load, which changes while a
+group runs. So just before each cell's copy the same copy is run on the guest's tmpfs (no device):
+its times are the application's own pace at that moment, given to the model's workload for that
+cell (:func:`diskmodel.model.iopath.workloads_pace.paced`). A TCG guest on a shared host is also
+preempted now and then for a large part of a step; the drives' request logs show those steps with
+the drives idle, so each step's time is the median of its repeats (and of the tmpfs copy's), not
+the mean: the mean follows the host's worst moments, the median the storage's own time.
+
+Each cell also prints its devices' queue settings (``DISKMODEL_STACKS
+QUEUE``: read-ahead, largest request, queue length, optimal I/O size, scheduler) and reads a marker
+block of the first drive between two readings of the guest's clock (``DISKMODEL_STACKS MARKER``),
+and the guest's output is kept beside the logs (``guest-output.txt``): the log's requests can be
+put on the guest's clock and cut into the copy's timed steps.
 
 The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
 edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
@@ -22,11 +31,14 @@ pool chunk.
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from diskmodel.calibrate.bench import provision as L
-from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output, parse_copy_spread
+from diskmodel.calibrate.bench.copy import (GUEST_CLOCK, CopyResult, copy_shell, parse_copy_output,
+                                            parse_copy_spread)
 from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
 from diskmodel.calibrate.bench.steps import Ref, sh_word
 from diskmodel.model.predictions.block_workloads import FileCopy
@@ -148,29 +160,83 @@ GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
 
 
 def group_script(cells, copy: FileCopy) -> str:
-    """The guest's script: the page-cache copy rate, then each cell's stack built, the copy run and
-    the stack torn down, in a script of its own (``sh -c``); markers around each."""
-    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace",
-             copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag="pace", clock=GUEST_CLOCK)]
+    """The guest's script: for each cell, the copy on the guest's tmpfs (its pace, tag ``paceN``),
+    then the cell's stack built, the copy run and the stack torn down, in a script of its own
+    (``sh -c``); markers around each."""
+    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace"]
     for i, cell in enumerate(cells):
+        lines.append(copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag=f"pace{i}", clock=GUEST_CLOCK))
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
         plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
-        body = copy_shell(sh_word(Ref(plan.mount_var)), copy, tag=f"cell{i}", clock=GUEST_CLOCK)
+        mnt = sh_word(Ref(plan.mount_var))
+        body = _queue_shell(mnt, i) + _marker_shell(i) + _copy_body(cell, mnt, copy, f"cell{i}")
         script = plan.render_script(body, preamble=GUEST_PREAMBLE)
         lines += [f"echo '{_MARK} BEGIN {i}'", f"sh -c {sh_word(script)}", f'echo "{_MARK} END {i} $?"']
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
 
 
-def parse_group(output: str, cells) -> tuple:
-    """The copy on the guest's tmpfs (the pace: a CopyResult, or None) and, per cell, its
-    CopyResult and spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`), or the
-    reason it failed."""
-    text = output.replace("\r", "")
+def _copy_body(cell: Cell, mnt: str, copy: FileCopy, tag: str) -> str:
+    """The copy in the cell's file system. On a thin volume each repeat is followed by ``fstrim``:
+    the removed file's blocks are discarded, so dm-thin unmaps their chunks (process_discard) and
+    every repeat's write provisions its chunks anew, as the first did (without it, ext4 places the
+    next repeat's file on the chunks the last one provisioned and the repeats measure a
+    provisioned volume). The same lines either way (one ``tag``)."""
+    if not isinstance(cell.stack.volume, ThinVolume):
+        return copy_shell(mnt, copy, tag=tag, clock=GUEST_CLOCK)
+    once = FileCopy(file_sizes_bytes=copy.file_sizes_bytes, repeats=1)
+    trim = f"fstrim {mnt} || exit 1\n"
+    return "".join(copy_shell(mnt, once, tag=tag, clock=GUEST_CLOCK) + trim for _ in range(copy.repeats))
+
+
+#: The guest's queue settings printed per cell: the file system's device and every device below it.
+_QUEUE_FILES = ("read_ahead_kb", "max_sectors_kb", "nr_requests", "optimal_io_size", "scheduler")
+#: The first drive's 4 KiB block read (direct) before each cell's copy, a marker the drive's request
+#: log shows at a known place (inside the first MiB, below every partition and md's data offset).
+MARKER_BLOCK = 64
+
+
+def _queue_shell(mnt: str, index: int) -> str:
+    """Shell printing the queue settings (:data:`_QUEUE_FILES`) of the device mounted at *mnt* and of
+    the devices below it (sysfs ``slaves``, recursively), one ``DISKMODEL_QUEUE`` line per device."""
+    files = " ".join(_QUEUE_FILES)
+    return f"""diskmodel_queue() {{
+  for f in {files}; do v=$(cat /sys/class/block/$1/queue/$f 2>/dev/null | tr ' ' _); echo "{_MARK} QUEUE {index} $1 $f $v"; done
+  for s in /sys/class/block/$1/slaves/*; do [ -e "$s" ] && diskmodel_queue "$(basename "$s")"; done
+}}
+diskmodel_queue "$(basename "$(readlink -f "$(findmnt -no SOURCE {mnt})")")"
+"""
+
+
+def _marker_shell(index: int) -> str:
+    """Shell reading the marker block (:data:`MARKER_BLOCK` + *index*) of the first drive and
+    printing the guest's clock before and after, so its request log can be put on the guest's clock."""
+    skip = MARKER_BLOCK + index
+    return (f"m0=$({GUEST_CLOCK}); dd if=/dev/{GUEST_DISKS[0]} of=/dev/null bs=4096 count=1 skip={skip} "
+            f"iflag=direct 2>/dev/null; m1=$({GUEST_CLOCK}); echo \"{_MARK} MARKER {index} {skip * 4096} $m0 $m1\"\n")
+
+
+def _median_copy(text: str, tag: str):
+    """The copy printed under *tag*, each size's times the median of its repeats; None when absent."""
     try:
-        pace = parse_copy_output(text, tag="pace")
+        return parse_copy_output(text, tag=tag, average=statistics.median)
     except ValueError:
-        pace = None
+        return None
+
+
+def parse_group(output: str, cells) -> tuple:
+    """The copy on the guest's tmpfs over the whole group (a CopyResult of the medians of every
+    cell's tmpfs runs, or None) and, per cell, its CopyResult (each step the median of its
+    repeats), spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`) and its own tmpfs
+    pace (a CopyResult, or None), or the reason it failed."""
+    text = output.replace("\r", "")
+    paces = [_median_copy(text, f"pace{i}") for i, _ in enumerate(cells)]
+    found = [p for p in paces if p is not None]
+    pace = None
+    if found:
+        pace = CopyResult(found[0].sizes_bytes, tuple(statistics.median(v) for v in zip(*(p.write_s for p in found))),
+                          tuple(statistics.median(v) for v in zip(*(p.read_s for p in found))),
+                          sum(p.repeats for p in found))
     out = []
     for i, _ in enumerate(cells):
         end = re.search(rf"^{_MARK} END {i} (\d+)$", text, re.M)
@@ -178,13 +244,14 @@ def parse_group(output: str, cells) -> tuple:
             part = text.split(f"{_MARK} BEGIN {i}")[-1][:1500]
             out.append(f"failed (status {end.group(1) if end else 'none'}): {part.strip()[-600:]}")
             continue
-        out.append((parse_copy_output(text, tag=f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}")))
+        out.append((_median_copy(text, f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}"), paces[i]))
     return pace, out
 
 
 def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
-    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s]). *only*:
+    guest's tmpfs over the group, results (:func:`parse_group`'s), the drives' request-log
+    summaries, the VM's wall time [s]). *only*:
     ``|``-separated strings, the cells whose labels contain one of them (all when empty; no boot
     when none does); *log_dir*: where the drives' request logs are kept (None: not kept)."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
@@ -198,6 +265,8 @@ def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=Non
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
                                                    memory_bytes=512 << 20, log_dir=log_dir)
+    if log_dir is not None:  # the guest's own lines (copy times, markers, queue settings) beside the logs
+        (Path(log_dir) / "guest-output.txt").write_text(result.output.replace("\r", ""))
     pace, results = parse_group(result.output, cells)
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
