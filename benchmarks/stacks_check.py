@@ -382,7 +382,8 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
 
         steps = pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
-        for layout, res in zip(layouts, results):
+        logged = stacks_vm.logged_steps(logs, layouts) if logs is not None else [None] * len(layouts)
+        for layout, res, steps_logged in zip(layouts, results, logged):
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
                     "definition": f"dd of files of {args.vm_sizes_mib} MiB with conv=fsync, then read back, "
@@ -400,6 +401,7 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}
                 cell["predicted"] = pred
+                cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
                 say(f"  {layout.label}: copy write {result.write_bytes_per_s / 1e6:.1f} MB/s, read "
                     f"{result.read_bytes_per_s / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
                     f"{pred['copy read'] / 1e6:.1f})")

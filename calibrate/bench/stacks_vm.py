@@ -49,10 +49,12 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
+#: copy_shell's line marker (calibrate/bench/copy.py).
+_COPY_MARK = "DISKMODEL_COPY"
 #: Guest disks in order (the emulator's first drive is /dev/vdb: for_vm.guest_device).
 GUEST_DISKS = ("vdb", "vdc", "vdd", "vde", "vdf")
 PART_START, PART_BYTES = MIB, 256 * MIB
@@ -271,3 +273,86 @@ def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=Non
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
     return cells, pace, results, [d.summary for d in served], time.monotonic() - t0
+
+
+def busy_s(starts, ends) -> float:
+    """How long at least one drive is busy [s]: the length of the union of the requests'
+    ``[start, end)`` intervals (the drives' own share of a step, whatever the guest did around it)."""
+    total, lo, hi = 0.0, None, None
+    for a, b in sorted(zip(map(float, starts), map(float, ends))):
+        if hi is None or a > hi:
+            total += 0.0 if hi is None else hi - lo
+            lo, hi = a, b
+        else:
+            hi = max(hi, b)
+    return total + (0.0 if hi is None else hi - lo)
+
+
+def logged_steps(log_dir, cells) -> list:
+    """Per cell, from the drives' request logs in *log_dir* and the guest's output kept there
+    (:func:`measure_group` with a log folder): each copy step's median over its repeats of the
+    guest's time and of the drives' busy time (:func:`busy_s`), ``{"write": {"guest_s", "busy_s"},
+    "read": {...}}``; None for a cell whose marker or copy lines are missing. The marker read puts
+    each drive's log on the guest's clock (to the clock's 10 ms, plus the read's own time); a
+    request belongs to a step when it reaches its drive within the step's window widened by 10 ms
+    either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
+    cell's data: every partition starts at 1 MiB) are left out."""
+    import glob
+
+    import pandas as pd
+
+    from diskmodel.calibrate.emulate.requestlog import read_log
+
+    folder = Path(log_dir)
+    text = (folder / "guest-output.txt").read_text()
+    frames = []
+    for k, path in enumerate(sorted(glob.glob(str(folder / "*.reqlog")))):
+        df = read_log(path)
+        t0 = float(df.attrs["t0_monotonic_s"])  # each emulator's clock from its own start: one clock for all
+        frames.append(pd.DataFrame({"drive": k, "op": df.op, "offset": df.offset_bytes,
+                                    "entry": df.entry_s + t0, "done": df.done_s + t0}))
+    log = pd.concat(frames).sort_values("entry")
+    log = log[~((log.op == 0) & (log.offset < 128 * 1024))]
+    out = []
+    for i, _ in enumerate(cells):
+        mark = re.search(rf"^{_MARK} MARKER {i} (\d+) ([\d.]+) ([\d.]+)$", text, re.M)
+        rows = re.findall(rf"^{_COPY_MARK} cell{i} \d+ ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)$", text, re.M)
+        hit = log[(log.drive == 0) & (log.op == 0) & (log.offset == int(mark.group(1)))] if mark else log[:0]
+        if len(hit) != 1 or not rows:
+            out.append(None)
+            continue
+        shift = float(hit.entry.iloc[0]) - (float(mark.group(2)) + float(mark.group(3))) / 2
+        steps = {}
+        for name, (a, b) in (("write", (0, 1)), ("read", (2, 3))):
+            guest, busy = [], []
+            for row in rows:
+                lo, hi = float(row[a]) + shift, float(row[b]) + shift
+                x = log[(log.entry >= lo - 0.01) & (log.entry <= hi + 0.01)]
+                guest.append(hi - lo)
+                busy.append(busy_s(x.entry, x.done))
+            steps[name] = {"guest_s": statistics.median(guest), "busy_s": statistics.median(busy)}
+        out.append(steps)
+    return out
+
+
+def drive_busy(stack, copy: FileCopy, pace: dict, logged) -> dict | None:
+    """The drives' busy time per copy step, logged (:func:`logged_steps`' entry for the cell) beside
+    the model's (:func:`busy_s` of its timed requests, the step at the cell's pace *pace*: step ->
+    seconds): ``{"write": {"measured_busy_s", "predicted_busy_s", "measured_guest_s"}, "read": ...}``
+    for the copy's first file size; None without a logged entry. The guest's time minus the drives'
+    is the guest's own share of the step (its CPU, under TCG, and its stalls)."""
+    if logged is None:
+        return None
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.workloads_pace import paced
+    from diskmodel.model.predict import predict
+
+    size = copy.file_sizes_bytes[0]
+    out = {}
+    for step in ("write", "read"):
+        spec = f"dd:size={size},step={step}"
+        ops = parse_workload(spec, sync_at_end=False)
+        t = predict(stack, paced(ops, pace[spec]) if pace.get(spec) else ops).timing
+        out[step] = {"measured_busy_s": logged[step]["busy_s"], "predicted_busy_s": busy_s(t.start_s, t.completion_s),
+                     "measured_guest_s": logged[step]["guest_s"]}
+    return out
