@@ -27,7 +27,7 @@ import numpy as np
 from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
 from .stream import Flag, Op, Stream
 
-__all__ = ["dm_striped", "stripe_map", "plug_times", "PLUG_GAP_S"]
+__all__ = ["dm_striped", "stripe_map", "plug_first", "plug_times", "PLUG_GAP_S"]
 
 #: Issue instants at most this far apart belong to one plug: the file system's write-back places
 #: the full bios of one run a nanosecond apart (:mod:`.fs`, emit_data); a workload's own calls are
@@ -38,17 +38,22 @@ PLUG_GAP_S = 1e-8
 _OWN_INSTANT = int(Flag.META | Flag.FUA | Flag.PREFLUSH | Flag.ALLOC)
 
 
-def plug_times(stream: Stream) -> np.ndarray:
-    """Each request's issue time, the first instant of its plug for a plain read or write (see the
-    module docstring): a run, in stream order, of reads or of writes with no flag of
-    ``_OWN_INSTANT``, each issued at most :data:`PLUG_GAP_S` after the one before."""
+def plug_first(stream: Stream) -> np.ndarray:
+    """Each request's plug, as the index of the plug's first request (see the module docstring): a
+    run, in stream order, of reads or of writes with no flag of ``_OWN_INSTANT``, each issued at
+    most :data:`PLUG_GAP_S` after the one before; any other request is a plug of its own."""
     t = stream.time_s
     plain = ((stream.op == Op.READ) | (stream.op == Op.WRITE)) & ((stream.flags & _OWN_INSTANT) == 0)
     cont = np.zeros(t.size, bool)
     cont[1:] = plain[1:] & plain[:-1] & (stream.op[1:] == stream.op[:-1]) & (t[1:] - t[:-1] >= 0) \
         & (t[1:] - t[:-1] <= PLUG_GAP_S)
     first = np.flatnonzero(~cont)
-    return t[first][np.cumsum(~cont) - 1]
+    return first[np.cumsum(~cont) - 1]
+
+
+def plug_times(stream: Stream) -> np.ndarray:
+    """Each request's issue time, the first instant of its plug (:func:`plug_first`)."""
+    return stream.time_s[plug_first(stream)]
 
 
 def stripe_map(off: np.ndarray, chunk_bytes: int, n_devices: int):
