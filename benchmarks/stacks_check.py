@@ -103,6 +103,14 @@ NOTES = [
     "sends a read that does not continue a mirror's last one to the least-pending mirror "
     "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
     "(model/iopath/dm_thin.py, block_layer.py)",
+    "revised after seeing the figures (the VM cells' drives' request logs cut into the copy's steps by a marker "
+    "read on the guest's clock): the VM's measurement takes each step as the median of its repeats (the guest is "
+    "preempted now and then under TCG on the shared host, the drives idle meanwhile), the application's pace from a "
+    "tmpfs copy just before each cell, and a thin cell's repeats each provision anew (fstrim after each; "
+    "calibrate/bench/stacks_vm.py); the model's striped and md members merge the pieces of one plug's bios (the "
+    "file system's write-back run) and wait for them once, and md raid5/6 cost the stripe_heads of one plug "
+    "together (model/iopath/dm_striped.py, md_parity.py); each VM cell's drive_busy_s sets the drives' busy time "
+    "per step from their logs beside the model's",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
@@ -429,7 +437,10 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
         copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
         stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
         tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
-        out.append(dict(c, reused_from=path, tools=tools, predicted=predicted_copy(stack, copy, c["tmpfs_pace_s"])))
+        busy = c.get("drive_busy_s") and {"drive_busy_s": stacks_vm.drive_busy(
+            stack, copy, c["tmpfs_pace_s"], stacks_vm.logged_of(c["drive_busy_s"]))}
+        out.append(dict(c, reused_from=path, tools=tools, predicted=predicted_copy(stack, copy, c["tmpfs_pace_s"]),
+                        **(busy or {})))
     return out
 
 

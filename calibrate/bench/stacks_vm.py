@@ -49,7 +49,7 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
@@ -356,3 +356,9 @@ def drive_busy(stack, copy: FileCopy, pace: dict, logged) -> dict | None:
         out[step] = {"measured_busy_s": logged[step]["busy_s"], "predicted_busy_s": busy_s(t.start_s, t.completion_s),
                      "measured_guest_s": logged[step]["guest_s"]}
     return out
+
+
+def logged_of(entry: dict) -> dict:
+    """The logged part of a :func:`drive_busy` entry (an earlier artifact's), in
+    :func:`logged_steps`' form, to be predicted again."""
+    return {step: {"guest_s": v["measured_guest_s"], "busy_s": v["measured_busy_s"]} for step, v in entry.items()}
