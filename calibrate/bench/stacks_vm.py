@@ -200,13 +200,16 @@ MARKER_BLOCK = 64
 
 def _queue_shell(mnt: str, index: int) -> str:
     """Shell printing the queue settings (:data:`_QUEUE_FILES`) of the device mounted at *mnt* and of
-    the devices below it (sysfs ``slaves``, recursively), one ``DISKMODEL_QUEUE`` line per device."""
+    the devices below it (sysfs ``slaves``, recursively), one ``DISKMODEL_STACKS QUEUE`` line per
+    device and setting; the device found by its number (``/sys/dev/block/MAJOR:MINOR``), as a
+    device-mapper node has no name of its own in the guest's /dev."""
     files = " ".join(_QUEUE_FILES)
     return f"""diskmodel_queue() {{
   for f in {files}; do v=$(cat /sys/class/block/$1/queue/$f 2>/dev/null | tr ' ' _); echo "{_MARK} QUEUE {index} $1 $f $v"; done
   for s in /sys/class/block/$1/slaves/*; do [ -e "$s" ] && diskmodel_queue "$(basename "$s")"; done
 }}
-diskmodel_queue "$(basename "$(readlink -f "$(findmnt -no SOURCE {mnt})")")"
+diskmodel_src=$(findmnt -no SOURCE {mnt})
+diskmodel_queue "$(basename "$(readlink -f /sys/dev/block/$((0x$(stat -L -c %t "$diskmodel_src"))):$((0x$(stat -L -c %T "$diskmodel_src"))))")"
 """
 
 
