@@ -103,14 +103,10 @@ NOTES = [
     "sends a read that does not continue a mirror's last one to the least-pending mirror "
     "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
     "(model/iopath/dm_thin.py, block_layer.py)",
-    "revised after seeing the figures (the VM cells' drives' request logs cut into the copy's steps by a marker "
-    "read on the guest's clock): the VM's measurement takes each step as the median of its repeats (the guest is "
-    "preempted now and then under TCG on the shared host, the drives idle meanwhile), the application's pace from a "
-    "tmpfs copy just before each cell, and a thin cell's repeats each provision anew (fstrim after each; "
-    "calibrate/bench/stacks_vm.py); the model's striped and md members merge the pieces of one plug's bios (the "
-    "file system's write-back run) and wait for them once, and md raid5/6 cost the stripe_heads of one plug "
-    "together (model/iopath/dm_striped.py, md_parity.py); each VM cell's drive_busy_s sets the drives' busy time "
-    "per step from their logs beside the model's",
+    "revised after seeing the figures (the VM drives' logs cut into the copy's steps): in the VM each step is the "
+    "median of its repeats, the pace a tmpfs copy just before each cell, a thin cell's repeats each provision anew "
+    "(calibrate/bench/stacks_vm.py); one plug's bios merge on striped and md members and md raid5/6 cost one "
+    "plug's stripe_heads together (model/iopath/dm_striped.py, md_parity.py); drive_busy_s: logged vs model",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
@@ -384,11 +380,7 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             continue
         if not layouts:
             continue
-        def pace_steps(p) -> dict:
-            return {f"dd:size={size},step={k}": t for size, w, r in zip(p.sizes_bytes, p.write_s, p.read_s)
-                    for k, t in (("write", w), ("read", r))} if p is not None else {}
-
-        steps = pace_steps(pace)
+        steps = stacks_vm.pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
         logged = stacks_vm.logged_steps(logs, layouts) if logs is not None else [None] * len(layouts)
         for layout, res, steps_logged in zip(layouts, results, logged):
@@ -403,7 +395,7 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
                 say(f"  {layout.label}: {res[:200]}")
             else:
                 result, spread, own = res
-                cell["tmpfs_pace_s"] = pace_steps(own) or steps
+                cell["tmpfs_pace_s"] = stacks_vm.pace_steps(own) or steps
                 pred = predicted_copy(layout.stack, copy, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},

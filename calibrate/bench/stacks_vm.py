@@ -49,7 +49,7 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of", "pace_steps"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
@@ -365,3 +365,11 @@ def logged_of(entry: dict) -> dict:
     """The logged part of a :func:`drive_busy` entry (an earlier artifact's), in
     :func:`logged_steps`' form, to be predicted again."""
     return {step: {"guest_s": v["measured_guest_s"], "busy_s": v["measured_busy_s"]} for step, v in entry.items()}
+
+
+def pace_steps(pace) -> dict:
+    """A tmpfs copy's times (a CopyResult, or None) as the model's pace: workload step -> seconds."""
+    if pace is None:
+        return {}
+    return {f"dd:size={size},step={k}": t for size, w, r in zip(pace.sizes_bytes, pace.write_s, pace.read_s)
+            for k, t in (("write", w), ("read", r))}
