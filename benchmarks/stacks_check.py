@@ -122,6 +122,10 @@ NOTES = [
     "seeing the committed figures, a data read at an instant where a block-map block was read no longer merges "
     "with it (model/iopath/fs_blockmap.py). Seed 000's two loop layers were measured a third time: in the "
     "second run another process read the drive during their first write (outside_partition)",
+    "revised after seeing the figures (the VM drives' logs cut into the copy's steps): in the VM each step is the "
+    "median of its repeats, the pace a tmpfs copy just before each cell, a thin cell's repeats each provision anew "
+    "(calibrate/bench/stacks_vm.py); one plug's bios merge on striped and md members and md raid5/6 cost one "
+    "plug's stripe_heads together (model/iopath/dm_striped.py, md_parity.py); drive_busy_s: logged vs model",
     "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
     "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
     "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
@@ -376,27 +380,28 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             continue
         if not layouts:
             continue
-        steps = {}
-        if pace is not None:
-            for size, w, r in zip(pace.sizes_bytes, pace.write_s, pace.read_s):
-                steps[f"dd:size={size},step=write"], steps[f"dd:size={size},step=read"] = w, r
+        steps = stacks_vm.pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
-        for layout, res in zip(layouts, results):
+        logged = stacks_vm.logged_steps(logs, layouts) if logs is not None else [None] * len(layouts)
+        for layout, res, steps_logged in zip(layouts, results, logged):
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
                     "definition": f"dd of files of {args.vm_sizes_mib} MiB with conv=fsync, then read back, "
-                                  f"{args.repeats} times each, page cache dropped before each (in the VM)",
+                                  f"{args.repeats} times each, page cache dropped before each (in the VM; "
+                                  "each step the median of its repeats, the pace the cell's own tmpfs copy)",
                     "load_1min": load, "tmpfs_pace_s": steps, "emulators": summaries, "tools": []}
             if isinstance(res, str):
                 cell["failed"] = res
                 say(f"  {layout.label}: {res[:200]}")
             else:
-                result, spread = res
-                pred = predicted_copy(layout.stack, copy, steps)
+                result, spread, own = res
+                cell["tmpfs_pace_s"] = stacks_vm.pace_steps(own) or steps
+                pred = predicted_copy(layout.stack, copy, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}
                 cell["predicted"] = pred
+                cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
                 say(f"  {layout.label}: copy write {result.write_bytes_per_s / 1e6:.1f} MB/s, read "
                     f"{result.read_bytes_per_s / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
                     f"{pred['copy read'] / 1e6:.1f})")
@@ -424,7 +429,10 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
         copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
         stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
         tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
-        out.append(dict(c, reused_from=path, tools=tools, predicted=predicted_copy(stack, copy, c["tmpfs_pace_s"])))
+        busy = c.get("drive_busy_s") and {"drive_busy_s": stacks_vm.drive_busy(
+            stack, copy, c["tmpfs_pace_s"], stacks_vm.logged_of(c["drive_busy_s"]))}
+        out.append(dict(c, reused_from=path, tools=tools, predicted=predicted_copy(stack, copy, c["tmpfs_pace_s"]),
+                        **(busy or {})))
     return out
 
 

@@ -35,24 +35,33 @@ def test_the_guest_script_runs_every_cell_in_its_own_shell_between_markers():
     assert script.count("sh -c ") == len(cells)
     for i in range(len(cells)):
         assert f"{V._MARK} BEGIN {i}" in script and f'{V._MARK} END {i} $?' in script
-    assert "DISKMODEL_COPY pace" in script  # the copy on the guest's tmpfs first
+    for i in range(len(cells)):  # each cell's copy on the guest's tmpfs just before the cell
+        assert script.index(f"DISKMODEL_COPY pace{i} ") < script.index(f"{V._MARK} BEGIN {i}")
     assert "nodiscard" in script and "lazy_itable_init=0" in script
+    # the queue settings and the marker read (the request log put on the guest's clock)
+    assert f"{V._MARK} QUEUE 0" in script and "read_ahead_kb" in script and "max_sectors_kb" in script
+    assert f"skip={V.MARKER_BLOCK + 1} iflag=direct" in script and f"{V._MARK} MARKER 1 " in script
 
 
 def _copy_lines(tag, rows):
     return "".join(f"DISKMODEL_COPY {tag} 4 {t0} {t1} {t2} {t3}\n" for t0, t1, t2, t3 in rows)
 
 
-def test_parse_group_reads_the_pace_each_cell_and_a_failure():
+def test_parse_group_reads_each_cells_pace_the_medians_and_a_failure():
     cells = ["a", "b"]
-    out = (_copy_lines("pace", [(0, 0.1, 0.2, 0.25), (1, 1.1, 2, 2.05)])
-           + f"{V._MARK} BEGIN 0\n" + _copy_lines("cell0", [(0, 0.2, 1, 1.1), (2, 2.3, 3, 3.1)])
-           + f"{V._MARK} END 0 0\n{V._MARK} BEGIN 1\nmdadm: cannot open /dev/vdc\n{V._MARK} END 1 1\n")
+    out = (_copy_lines("pace0", [(0, 0.1, 0.2, 0.25), (1, 1.1, 2, 2.05), (3, 3.5, 4, 4.45)])
+           + f"{V._MARK} BEGIN 0\n"
+           + _copy_lines("cell0", [(0, 0.2, 1, 1.1), (2, 2.3, 3, 3.1), (4, 4.9, 5, 5.12)])
+           + f"{V._MARK} END 0 0\n" + _copy_lines("pace1", [(0, 0.3, 1, 1.03)])
+           + f"{V._MARK} BEGIN 1\nmdadm: cannot open /dev/vdc\n{V._MARK} END 1 1\n")
     pace, results = V.parse_group(out, cells)
-    assert pace.write_s == pytest.approx((0.1,)) and pace.read_s == pytest.approx((0.05,))
-    result, spread = results[0]
-    assert result.write_s == pytest.approx((0.25,))  # mean of 0.2 and 0.3
-    assert spread["write"] == pytest.approx(0.05 / 0.25)
+    result, spread, own = results[0]
+    # the median of 0.2, 0.3 and 0.9 (a repeat the host stalled), not their mean 0.467
+    assert result.write_s == pytest.approx((0.3,)) and result.read_s == pytest.approx((0.1,))
+    assert spread["write"] == pytest.approx(0.3091206 / 0.4666667, rel=1e-5)  # the repeats' spread kept
+    assert own.write_s == pytest.approx((0.1,)) and own.read_s == pytest.approx((0.05,))
+    # the group's pace: the median over the cells' tmpfs runs (0.1 and 0.3 -> 0.2)
+    assert pace.write_s == pytest.approx((0.2,)) and pace.read_s == pytest.approx((0.04,))
     assert isinstance(results[1], str) and "status 1" in results[1] and "mdadm" in results[1]
 
 
@@ -62,3 +71,17 @@ def test_copy_spread_is_zero_for_one_repeat_and_the_largest_over_sizes():
     two = _copy_lines("copy", [(0, 1, 2, 4), (0, 3, 4, 6)])
     assert parse_copy_spread(two)["write"] == pytest.approx(1 / 2)  # times 1 and 3: sd 1, mean 2
     assert re.search("read", str(parse_copy_spread(two)))
+
+
+def test_a_thin_cell_discards_the_removed_file_after_each_repeat_and_no_other_cell_does():
+    _, cells = V.GROUPS["002"]()
+    thin = [c for c in cells if "thin" in c.label]
+    copy = FileCopy(file_sizes_bytes=(4 << 20,), repeats=3)
+    for cell in cells:
+        script = V.group_script([cell], copy)
+        if cell in thin:  # each repeat a copy of its own, then fstrim: every repeat provisions anew
+            assert script.count("fstrim ") == 3 and script.count("DISKMODEL_COPY cell0 ") == 3
+            assert script.index("DISKMODEL_COPY cell0 ") < script.index("fstrim ")
+        else:
+            assert "fstrim" not in script and script.count("DISKMODEL_COPY cell0 ") == 1
+    assert len(thin) == 2

@@ -138,8 +138,9 @@ def copy_on_host(directory: str, workload: FileCopy, *, run, drop_caches, clock=
     return "\n".join(lines) + "\n"
 
 
-def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:
-    """The :class:`CopyResult` of what :func:`copy_shell` printed under *tag*."""
+def parse_copy_output(text: str, tag: str = "copy", average=statistics.fmean) -> CopyResult:
+    """The :class:`CopyResult` of what :func:`copy_shell` printed under *tag*: per size, the
+    *average* (the mean by default; e.g. ``statistics.median``) of its repeats' times."""
     writes: dict[int, list[float]] = {}
     reads: dict[int, list[float]] = {}
     for line in text.replace("\r", "").splitlines():
@@ -153,8 +154,8 @@ def parse_copy_output(text: str, tag: str = "copy") -> CopyResult:
         raise ValueError(f"the output holds no copy line tagged {tag!r}")
     sizes = tuple(sorted(writes))
     repeats = min(len(v) for v in writes.values())
-    return CopyResult(sizes, tuple(statistics.fmean(writes[s]) for s in sizes),
-                      tuple(statistics.fmean(reads[s]) for s in sizes), repeats)
+    return CopyResult(sizes, tuple(average(writes[s]) for s in sizes),
+                      tuple(average(reads[s]) for s in sizes), repeats)
 
 
 def parse_copy_spread(text: str, tag: str = "copy") -> dict:

@@ -8,10 +8,19 @@ with ``disk_backings``: each disk of the stack on a drive of its own), seed 003'
 (:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
 stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
 
-Under TCG the guest's CPU is slow, so the copy is run first on the guest's tmpfs (no device): its
-times are the application's own pace, given to the model's workload
-(:func:`diskmodel.model.iopath.workloads_pace.paced`): the machine's own figure, the same for
-every cell.
+Under TCG the guest's CPU is slow, and its speed follows the host's load, which changes while a
+group runs. So just before each cell's copy the same copy is run on the guest's tmpfs (no device):
+its times are the application's own pace at that moment, given to the model's workload for that
+cell (:func:`diskmodel.model.iopath.workloads_pace.paced`). A TCG guest on a shared host is also
+preempted now and then for a large part of a step; the drives' request logs show those steps with
+the drives idle, so each step's time is the median of its repeats (and of the tmpfs copy's), not
+the mean: the mean follows the host's worst moments, the median the storage's own time.
+
+Each cell also prints its devices' queue settings (``DISKMODEL_STACKS
+QUEUE``: read-ahead, largest request, queue length, optimal I/O size, scheduler) and reads a marker
+block of the first drive between two readings of the guest's clock (``DISKMODEL_STACKS MARKER``),
+and the guest's output is kept beside the logs (``guest-output.txt``): the log's requests can be
+put on the guest's clock and cut into the copy's timed steps.
 
 The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
 edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
@@ -22,11 +31,14 @@ pool chunk.
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from diskmodel.calibrate.bench import provision as L
-from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell, parse_copy_output, parse_copy_spread
+from diskmodel.calibrate.bench.copy import (GUEST_CLOCK, CopyResult, copy_shell, parse_copy_output,
+                                            parse_copy_spread)
 from diskmodel.calibrate.bench.layers_bench import GUEST_PREAMBLE
 from diskmodel.calibrate.bench.steps import Ref, sh_word
 from diskmodel.model.predictions.block_workloads import FileCopy
@@ -37,10 +49,12 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of", "pace_steps"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
+#: copy_shell's line marker (calibrate/bench/copy.py).
+_COPY_MARK = "DISKMODEL_COPY"
 #: Guest disks in order (the emulator's first drive is /dev/vdb: for_vm.guest_device).
 GUEST_DISKS = ("vdb", "vdc", "vdd", "vde", "vdf")
 PART_START, PART_BYTES = MIB, 256 * MIB
@@ -148,29 +162,86 @@ GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
 
 
 def group_script(cells, copy: FileCopy) -> str:
-    """The guest's script: the page-cache copy rate, then each cell's stack built, the copy run and
-    the stack torn down, in a script of its own (``sh -c``); markers around each."""
-    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace",
-             copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag="pace", clock=GUEST_CLOCK)]
+    """The guest's script: for each cell, the copy on the guest's tmpfs (its pace, tag ``paceN``),
+    then the cell's stack built, the copy run and the stack torn down, in a script of its own
+    (``sh -c``); markers around each."""
+    lines = ["set +e", "mkdir -p /tmp/diskmodel-pace"]
     for i, cell in enumerate(cells):
+        lines.append(copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag=f"pace{i}", clock=GUEST_CLOCK))
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
         plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
-        body = copy_shell(sh_word(Ref(plan.mount_var)), copy, tag=f"cell{i}", clock=GUEST_CLOCK)
+        mnt = sh_word(Ref(plan.mount_var))
+        body = _queue_shell(mnt, i) + _marker_shell(i) + _copy_body(cell, mnt, copy, f"cell{i}")
         script = plan.render_script(body, preamble=GUEST_PREAMBLE)
         lines += [f"echo '{_MARK} BEGIN {i}'", f"sh -c {sh_word(script)}", f'echo "{_MARK} END {i} $?"']
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
 
 
-def parse_group(output: str, cells) -> tuple:
-    """The copy on the guest's tmpfs (the pace: a CopyResult, or None) and, per cell, its
-    CopyResult and spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`), or the
-    reason it failed."""
-    text = output.replace("\r", "")
+def _copy_body(cell: Cell, mnt: str, copy: FileCopy, tag: str) -> str:
+    """The copy in the cell's file system. On a thin volume each repeat is followed by ``fstrim``:
+    the removed file's blocks are discarded, so dm-thin unmaps their chunks (process_discard) and
+    every repeat's write provisions its chunks anew, as the first did (without it, ext4 places the
+    next repeat's file on the chunks the last one provisioned and the repeats measure a
+    provisioned volume). The same lines either way (one ``tag``)."""
+    if not isinstance(cell.stack.volume, ThinVolume):
+        return copy_shell(mnt, copy, tag=tag, clock=GUEST_CLOCK)
+    once = FileCopy(file_sizes_bytes=copy.file_sizes_bytes, repeats=1)
+    trim = f"fstrim {mnt} || exit 1\n"
+    return "".join(copy_shell(mnt, once, tag=tag, clock=GUEST_CLOCK) + trim for _ in range(copy.repeats))
+
+
+#: The guest's queue settings printed per cell: the file system's device and every device below it.
+_QUEUE_FILES = ("read_ahead_kb", "max_sectors_kb", "nr_requests", "optimal_io_size", "scheduler")
+#: The first drive's 4 KiB block read (direct) before each cell's copy, a marker the drive's request
+#: log shows at a known place (inside the first MiB, below every partition and md's data offset).
+MARKER_BLOCK = 64
+
+
+def _queue_shell(mnt: str, index: int) -> str:
+    """Shell printing the queue settings (:data:`_QUEUE_FILES`) of the device mounted at *mnt* and of
+    the devices below it (sysfs ``slaves``, recursively), one ``DISKMODEL_STACKS QUEUE`` line per
+    device and setting; the device found by its number (``/sys/dev/block/MAJOR:MINOR``), as a
+    device-mapper node has no name of its own in the guest's /dev."""
+    files = " ".join(_QUEUE_FILES)
+    return f"""diskmodel_queue() {{
+  for f in {files}; do v=$(cat /sys/class/block/$1/queue/$f 2>/dev/null | tr ' ' _); echo "{_MARK} QUEUE {index} $1 $f $v"; done
+  for s in /sys/class/block/$1/slaves/*; do [ -e "$s" ] && diskmodel_queue "$(basename "$s")"; done
+}}
+diskmodel_src=$(findmnt -no SOURCE {mnt})
+diskmodel_queue "$(basename "$(readlink -f /sys/dev/block/$((0x$(stat -L -c %t "$diskmodel_src"))):$((0x$(stat -L -c %T "$diskmodel_src"))))")"
+"""
+
+
+def _marker_shell(index: int) -> str:
+    """Shell reading the marker block (:data:`MARKER_BLOCK` + *index*) of the first drive and
+    printing the guest's clock before and after, so its request log can be put on the guest's clock."""
+    skip = MARKER_BLOCK + index
+    return (f"m0=$({GUEST_CLOCK}); dd if=/dev/{GUEST_DISKS[0]} of=/dev/null bs=4096 count=1 skip={skip} "
+            f"iflag=direct 2>/dev/null; m1=$({GUEST_CLOCK}); echo \"{_MARK} MARKER {index} {skip * 4096} $m0 $m1\"\n")
+
+
+def _median_copy(text: str, tag: str):
+    """The copy printed under *tag*, each size's times the median of its repeats; None when absent."""
     try:
-        pace = parse_copy_output(text, tag="pace")
+        return parse_copy_output(text, tag=tag, average=statistics.median)
     except ValueError:
-        pace = None
+        return None
+
+
+def parse_group(output: str, cells) -> tuple:
+    """The copy on the guest's tmpfs over the whole group (a CopyResult of the medians of every
+    cell's tmpfs runs, or None) and, per cell, its CopyResult (each step the median of its
+    repeats), spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`) and its own tmpfs
+    pace (a CopyResult, or None), or the reason it failed."""
+    text = output.replace("\r", "")
+    paces = [_median_copy(text, f"pace{i}") for i, _ in enumerate(cells)]
+    found = [p for p in paces if p is not None]
+    pace = None
+    if found:
+        pace = CopyResult(found[0].sizes_bytes, tuple(statistics.median(v) for v in zip(*(p.write_s for p in found))),
+                          tuple(statistics.median(v) for v in zip(*(p.read_s for p in found))),
+                          sum(p.repeats for p in found))
     out = []
     for i, _ in enumerate(cells):
         end = re.search(rf"^{_MARK} END {i} (\d+)$", text, re.M)
@@ -178,13 +249,14 @@ def parse_group(output: str, cells) -> tuple:
             part = text.split(f"{_MARK} BEGIN {i}")[-1][:1500]
             out.append(f"failed (status {end.group(1) if end else 'none'}): {part.strip()[-600:]}")
             continue
-        out.append((parse_copy_output(text, tag=f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}")))
+        out.append((_median_copy(text, f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}"), paces[i]))
     return pace, out
 
 
 def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
-    guest's tmpfs, results, the drives' request-log summaries, the VM's wall time [s]). *only*:
+    guest's tmpfs over the group, results (:func:`parse_group`'s), the drives' request-log
+    summaries, the VM's wall time [s]). *only*:
     ``|``-separated strings, the cells whose labels contain one of them (all when empty; no boot
     when none does); *log_dir*: where the drives' request logs are kept (None: not kept)."""
     from diskmodel.calibrate.emulate.for_vm import run_script_on_emulated_drives
@@ -198,7 +270,106 @@ def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=Non
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
                                                    memory_bytes=512 << 20, log_dir=log_dir)
+    if log_dir is not None:  # the guest's own lines (copy times, markers, queue settings) beside the logs
+        (Path(log_dir) / "guest-output.txt").write_text(result.output.replace("\r", ""))
     pace, results = parse_group(result.output, cells)
     if result.returncode != 0 and all(isinstance(r, str) for r in results):
         raise RuntimeError(f"the VM script failed with status {result.returncode}: {result.output[-1500:]}")
     return cells, pace, results, [d.summary for d in served], time.monotonic() - t0
+
+
+def busy_s(starts, ends) -> float:
+    """How long at least one drive is busy [s]: the length of the union of the requests'
+    ``[start, end)`` intervals (the drives' own share of a step, whatever the guest did around it)."""
+    total, lo, hi = 0.0, None, None
+    for a, b in sorted(zip(map(float, starts), map(float, ends))):
+        if hi is None or a > hi:
+            total += 0.0 if hi is None else hi - lo
+            lo, hi = a, b
+        else:
+            hi = max(hi, b)
+    return total + (0.0 if hi is None else hi - lo)
+
+
+def logged_steps(log_dir, cells) -> list:
+    """Per cell, from the drives' request logs in *log_dir* and the guest's output kept there
+    (:func:`measure_group` with a log folder): each copy step's median over its repeats of the
+    guest's time and of the drives' busy time (:func:`busy_s`), ``{"write": {"guest_s", "busy_s"},
+    "read": {...}}``; None for a cell whose marker or copy lines are missing. The marker read puts
+    each drive's log on the guest's clock (to the clock's 10 ms, plus the read's own time); a
+    request belongs to a step when it reaches its drive within the step's window widened by 10 ms
+    either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
+    cell's data: every partition starts at 1 MiB) are left out."""
+    import glob
+
+    import pandas as pd
+
+    from diskmodel.calibrate.emulate.requestlog import read_log
+
+    folder = Path(log_dir)
+    text = (folder / "guest-output.txt").read_text()
+    frames = []
+    for k, path in enumerate(sorted(glob.glob(str(folder / "*.reqlog")))):
+        df = read_log(path)
+        t0 = float(df.attrs["t0_monotonic_s"])  # each emulator's clock from its own start: one clock for all
+        frames.append(pd.DataFrame({"drive": k, "op": df.op, "offset": df.offset_bytes,
+                                    "entry": df.entry_s + t0, "done": df.done_s + t0}))
+    log = pd.concat(frames).sort_values("entry")
+    log = log[~((log.op == 0) & (log.offset < 128 * 1024))]
+    out = []
+    for i, _ in enumerate(cells):
+        mark = re.search(rf"^{_MARK} MARKER {i} (\d+) ([\d.]+) ([\d.]+)$", text, re.M)
+        rows = re.findall(rf"^{_COPY_MARK} cell{i} \d+ ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)$", text, re.M)
+        hit = log[(log.drive == 0) & (log.op == 0) & (log.offset == int(mark.group(1)))] if mark else log[:0]
+        if len(hit) != 1 or not rows:
+            out.append(None)
+            continue
+        shift = float(hit.entry.iloc[0]) - (float(mark.group(2)) + float(mark.group(3))) / 2
+        steps = {}
+        for name, (a, b) in (("write", (0, 1)), ("read", (2, 3))):
+            guest, busy = [], []
+            for row in rows:
+                lo, hi = float(row[a]) + shift, float(row[b]) + shift
+                x = log[(log.entry >= lo - 0.01) & (log.entry <= hi + 0.01)]
+                guest.append(hi - lo)
+                busy.append(busy_s(x.entry, x.done))
+            steps[name] = {"guest_s": statistics.median(guest), "busy_s": statistics.median(busy)}
+        out.append(steps)
+    return out
+
+
+def drive_busy(stack, copy: FileCopy, pace: dict, logged) -> dict | None:
+    """The drives' busy time per copy step, logged (:func:`logged_steps`' entry for the cell) beside
+    the model's (:func:`busy_s` of its timed requests, the step at the cell's pace *pace*: step ->
+    seconds): ``{"write": {"measured_busy_s", "predicted_busy_s", "measured_guest_s"}, "read": ...}``
+    for the copy's first file size; None without a logged entry. The guest's time minus the drives'
+    is the guest's own share of the step (its CPU, under TCG, and its stalls)."""
+    if logged is None:
+        return None
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.workloads_pace import paced
+    from diskmodel.model.predict import predict
+
+    size = copy.file_sizes_bytes[0]
+    out = {}
+    for step in ("write", "read"):
+        spec = f"dd:size={size},step={step}"
+        ops = parse_workload(spec, sync_at_end=False)
+        t = predict(stack, paced(ops, pace[spec]) if pace.get(spec) else ops).timing
+        out[step] = {"measured_busy_s": logged[step]["busy_s"], "predicted_busy_s": busy_s(t.start_s, t.completion_s),
+                     "measured_guest_s": logged[step]["guest_s"]}
+    return out
+
+
+def logged_of(entry: dict) -> dict:
+    """The logged part of a :func:`drive_busy` entry (an earlier artifact's), in
+    :func:`logged_steps`' form, to be predicted again."""
+    return {step: {"guest_s": v["measured_guest_s"], "busy_s": v["measured_busy_s"]} for step, v in entry.items()}
+
+
+def pace_steps(pace) -> dict:
+    """A tmpfs copy's times (a CopyResult, or None) as the model's pace: workload step -> seconds."""
+    if pace is None:
+        return {}
+    return {f"dd:size={size},step={k}": t for size, w, r in zip(pace.sizes_bytes, pace.write_s, pace.read_s)
+            for k, t in (("write", w), ("read", r))}

@@ -21,13 +21,26 @@ partly written page is written whole, after it was read) and P (and Q). RAID 6 s
 CPU's raid6 code has xor_syndrome (raid5.c, setup_conf, since Linux 4.1; true for x86's SSE2/AVX2
 code), so ``rmw_level`` defaults to "enable" for both levels, as md's default PARITY_ENABLE_RMW.
 
-Left out (said here so no one mistakes this for the full md): the stripe cache, so two requests that
-touch the same stripe_head are costed separately, each reading what it needs (md may find pages
-already up to date in the cache, or batch full-stripe writes across requests), and the raid5
-write-back journal and PPL. The pages of one request that are adjacent on one member come out as
-one request (md's per-page bios merged in the member's queue); merging across requests and splitting
-at the member's limits are the block layer's job (block_layer.merge and split). Discards are refused: raid456 accepts discards only with the module parameter
-devices_handle_discard_safely (default N), so md does not advertise discard support.
+The writes of one plug are handled together. raid5_make_request adds each bio's pages to its
+stripe_heads and holds the stripe_heads on the task's plug (release_stripe_plug) until the plug is
+released (raid5_unplug): a stripe_head that two bios of one write-back run write in part sees both
+before handle_stripe costs it, so the run's whole stripes are full-stripe writes and only its ends
+read. The plug is the file system's write-back run (:func:`.dm_striped.plug_first`: bios issued a
+nanosecond apart); the run's stripe_heads are costed as one request's, issued at the run's first
+instant.
+
+The pages of one request (one plug's run) that are adjacent on one member come out as one request
+(md's per-page bios merged in the member's queue); merging across requests and splitting at the
+member's max_sectors_kb are the block layer's job (block_layer.merge and split). The member's
+max_segments is not modelled: each stripe page is a segment of its own, so the kernel stops a
+member's request at max_segments pages (512 KiB of 4 KiB pages on loop and virtio devices), where
+the model lets it grow to max_sectors_kb; the bytes and their order on the member are the same.
+
+Left out (said here so no one mistakes this for the full md): the stripe cache across plugs, so two
+plugs that touch the same stripe_head are costed separately, each reading what it needs (md may find
+pages already up to date in the cache), and the raid5 write-back journal and PPL. Discards are
+refused: raid456 accepts discards only with the module parameter devices_handle_discard_safely
+(default N), so md does not advertise discard support.
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ from typing import Sequence
 import numpy as np
 
 from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
+from .dm_striped import plug_first
 from .stream import Flag, Op, Stream
 
 __all__ = ["md_raid5", "md_raid6", "STRIPE_SIZE"]
@@ -83,12 +97,15 @@ def _reads(stream, r, n, level, chunk_bytes, base):
     return dev, pieces
 
 
-def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: int, rmw_level: str):
+def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: int, rmw_level: str,
+                batch: np.ndarray | None = None):
     """The stripe_heads the writes ``w`` (indices into ``stream``) touch and what each costs.
 
-    Returns ``(src, stripe, row, read, write)``: per stripe_head the writing request's index, the
-    stripe number, the page row within the chunk, and boolean (stripe_heads x columns) matrices of
-    the pages read and written, columns 0..D-1 data then P (and Q).
+    ``batch``: per request of ``stream``, the index of the request its stripe_heads are handled
+    with (the first of its plug: :func:`.dm_striped.plug_first`); None: each request alone.
+    Returns ``(src, stripe, row, read, write)``: per stripe_head the writing request's index (its
+    batch's), the stripe number, the page row within the chunk, and boolean (stripe_heads x columns)
+    matrices of the pages read and written, columns 0..D-1 data then P (and Q).
     """
     n_par = 1 if level == 5 else 2
     d = n - n_par
@@ -100,10 +117,11 @@ def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: 
     full = size == STRIPE_SIZE
     rows_per_chunk = chunk_bytes // STRIPE_SIZE
     key = stripe * rows_per_chunk + row  # the stripe_head's page row across the array
-    order = _sort_pairs(idx, key)
-    idx, key, logical, full = idx[order], key[order], logical[order], full[order]
-    new = np.ones(idx.size, bool)
-    new[1:] = (idx[1:] != idx[:-1]) | (key[1:] != key[:-1])
+    req = w[idx] if batch is None else batch[w[idx]]
+    order = _sort_pairs(req, key)
+    req, key, logical, full = req[order], key[order], logical[order], full[order]
+    new = np.ones(req.size, bool)
+    new[1:] = (req[1:] != req[:-1]) | (key[1:] != key[:-1])
     g = np.cumsum(new) - 1
     n_groups = int(g[-1]) + 1 if g.size else 0
     written = np.zeros((n_groups, d), bool)
@@ -122,7 +140,7 @@ def stripe_plan(stream: Stream, w: np.ndarray, n: int, level: int, chunk_bytes: 
     )
     write = np.concatenate([written, parity], axis=1)
     first = np.flatnonzero(new)
-    return w[idx[first]], key[first] // rows_per_chunk, key[first] % rows_per_chunk, read, write
+    return req[first], key[first] // rows_per_chunk, key[first] % rows_per_chunk, read, write
 
 
 def _sort_pairs(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
@@ -171,7 +189,7 @@ def _md_parity(level, stream, devices, chunk_bytes, data_offset_bytes, rmw_level
     reads = np.flatnonzero(stream.op == Op.READ)
     writes = np.flatnonzero(stream.op == Op.WRITE)
     read_dev, read_pieces = _reads(stream, reads, n, level, chunk_bytes, base)
-    plan = stripe_plan(stream, writes, n, level, chunk_bytes, rmw_level)
+    plan = stripe_plan(stream, writes, n, level, chunk_bytes, rmw_level, plug_first(stream))
     keep = (stream.flags & (Flag.SYNC | Flag.META)).astype(np.int16)
     pre_dev, pre_reads = _pages(stream, plan, plan[3], Op.READ, n, level, chunk_bytes, base, keep)
     wr_dev, wr_pages = _pages(stream, plan, plan[4], Op.WRITE, n, level, chunk_bytes, base, strip_preflush(stream.flags))
