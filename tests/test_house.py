@@ -185,6 +185,20 @@ def test_no_measured_figure_in_a_comment_or_docstring():
     assert not found, "measured figures in comments or docstrings:\n" + "\n".join(found)
 
 
+# User-facing text (docstrings, help, error messages, notebooks, the README) names the papers (Dagenais;
+# Marechal; Djordjevic & Timcenko; the multi-disk LVM study; the loop-image study), not the project's seed
+# files or its issue numbers, which a user has never seen.
+PROJECT_JARGON = re.compile(r"\bseeds? 00[0-4]\b|\bseeds [0-4]\b|\bissue #?\d+\b", re.IGNORECASE)
+
+
+def test_user_facing_text_names_the_papers_not_seed_files_or_issues():
+    paths = [p for folder in PACKAGES.values() for p in sorted((ROOT / folder).rglob("*.py"))]
+    paths += sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "README.md"]
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
+             for path in paths for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if PROJECT_JARGON.search(line)]
+    assert not found, "seed files or issue numbers in user-facing text:\n" + "\n".join(found)
+
 # model/ is pure: none of its modules imports what reaches files, processes or clocks, nor a reader of
 # diskmodel.data. What still does is listed by name, so that the list can only shrink. One subpackage is
 # left out whole: model/_jit/, numba's cache locator, which reads the model's sources and reads and writes

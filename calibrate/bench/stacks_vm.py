@@ -1,10 +1,10 @@
-"""The seeds' stacks that need md, device-mapper or several drives, measured in the throwaway VM on
+"""The published studies' stacks that need md, device-mapper or several drives, measured in the throwaway VM on
 emulated drives, beside the model's prediction of the same stacks on the same drives.
 
 One VM boot runs a group of cells: the group's drives are served by the emulator
 (:func:`diskmodel.calibrate.emulate.for_vm.run_script_on_emulated_drives`; the first is the guest's
 ``/dev/vdb``), and each cell is a stack built on them (:func:`~diskmodel.calibrate.bench.provision.build_plan`
-with ``disk_backings``: each disk of the stack on a drive of its own), seed 003's copy run in it
+with ``disk_backings``: each disk of the stack on a drive of its own), the loop-image study's copy run in it
 (:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
 stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
 
@@ -22,10 +22,10 @@ block of the first drive between two readings of the guest's clock (``DISKMODEL_
 and the guest's output is kept beside the logs (``guest-output.txt``): the log's requests can be
 put on the guest's clock and cut into the copy's timed steps.
 
-The cells (:data:`GROUPS`) follow the seeds: Dagenais' (seed 000) partitions at the outer and inner
+The cells (:data:`GROUPS`) follow the published studies: Dagenais' partitions at the outer and inner
 edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
-on the mirror (seed 001's file systems on RAID 1); seed 002's striping over 1-4 drives at two chunk
-sizes, RAID 5 and RAID 6 against RAID 0, xfs on one drive and thin volumes at a small and a large
+on the mirror (Marechal's file systems on RAID 1); the multi-disk LVM study's striping over 1-4 drives
+at two chunk sizes, RAID 5 and RAID 6 against RAID 0, xfs on one drive and thin volumes at a small and a large
 pool chunk.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _stack(volume, kind: str, drives, label: str) -> Stack:
 
 
 def _group_000():
-    """Seed 000 (and 001's file systems on RAID 1): a fast (wd800bd) and a slow (hp_c2247a) drive."""
+    """Dagenais (and Marechal's file systems on RAID 1): a fast (wd800bd) and a slow (hp_c2247a) drive."""
     drives = (("wd800bd", "vdb"), ("hp_c2247a", "vdc"))
     fast, slow = drives[:1], drives[1:]
     inner = (80031744000 - 2 * PART_BYTES) // MIB * MIB  # the wd800bd's last zones (its capacity)
@@ -106,7 +106,7 @@ def _group_000():
 
 
 def _group_002():
-    """Seed 002: four wd800bd drives, ext4 on striped volumes, RAID 5 and thin volumes."""
+    """The multi-disk LVM study: four wd800bd drives, ext4 on striped volumes, RAID 5 and thin volumes."""
     drives = tuple(("wd800bd", d) for d in GUEST_DISKS[:4])
 
     def striped(n: int, chunk: int):
