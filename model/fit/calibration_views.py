@@ -97,6 +97,9 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
             except ValueError as exc:
                 raise ValueError(f"seek='two_piece': the fitted curve is not a seek curve ({exc}); use "
                                  f"seek='table' (the measured means)") from None
+        model, switch_note = _one_cylinder_within_skew(model, geometry, period)
+        if switch_note:
+            estimates.append(("seek one cylinder", switch_note))
     elif seek == "table":
         model = result.table.as_seek(scale, reach=geometry.cylinders - 1)
     else:
@@ -124,6 +127,45 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
+
+
+def _one_cylinder_within_skew(model, geometry, period_s: float):
+    """The two-piece seek with its one-cylinder seek inside the measured cylinder skew, and a note
+    (None where it already was).
+
+    A drive's format offsets each cylinder's first sector by the cylinder skew so that a sequential
+    transfer's one-cylinder switch ends before that sector comes round (Ruemmler & Wilkes 1994,
+    "An introduction to disk drive modeling", section 2.3; DiskSim's ``cylskew``); the simulation
+    times the switch as the one-cylinder seek (``media_access.move_time_s``), and a switch that ends
+    a moment after the sector costs a whole revolution per cylinder. The measured zone rates hold no
+    such revolutions (``calibrated_disk`` turns them into sectors per track with the skews alone),
+    while the fitted short piece, fitted over longer distances, carries its standard error to the
+    one-cylinder value, which may land on either side of the skew. So where the fit's one-cylinder seek exceeds
+    the skew, the short piece is pivoted about the knee (its value there, and the long piece,
+    kept) to end the switch half a sector before the first sector of the next cylinder in every
+    zone (a skew being the whole sectors that cover the switch)."""
+    from ..drive.seek import TwoPieceSeek
+
+    bounds = [(z.cylinder_skew_sectors - 0.5) * period_s / z.sectors_per_track for z in geometry.zones
+              if z.cylinder_skew_sectors > 0]
+    if not bounds or model.knee_cylinders <= 1.0:
+        return model, None
+    bound = min(bounds)
+    one = model.short_offset_s + model.short_sqrt_s
+    if one <= bound:
+        return model, None
+    at_knee = model.short_offset_s + model.short_sqrt_s * float(np.sqrt(model.knee_cylinders))
+    if at_knee <= bound:
+        return model, None
+    b = (at_knee - bound) / (float(np.sqrt(model.knee_cylinders)) - 1.0)
+    if bound - b < 0.0:
+        return model, (f"the fitted one-cylinder seek ({one * 1e3:.4f} ms) outlasts the measured cylinder skew "
+                       f"({bound * 1e3:.4f} ms) and no short piece through the knee reaches it: kept as fitted, "
+                       f"so a sequential transfer loses a revolution at each cylinder switch")
+    pivoted = TwoPieceSeek(bound - b, b, model.long_offset_s, model.long_per_cylinder_s, model.knee_cylinders)
+    return pivoted, (f"the fitted one-cylinder seek ({one * 1e3:.4f} ms) outlasts the measured cylinder skew: "
+                     f"the short piece is pivoted about the knee to {bound * 1e3:.4f} ms at one cylinder, "
+                     f"half a sector inside the skew, as the drive's format makes a cylinder switch")
 
 
 def plot_seek_calibration(result, ax=None, *, model: str | None = None, alpha: float = 0.05):
