@@ -117,8 +117,11 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
         cache = DriveCache(int(segments), segment, read_ahead_bytes=segment)
     elif detected:
         estimates.append(("drive_cache", "none: read-ahead was found but its segments were not measured"))
+    head_switch, switch_note = _head_switch_within_skew(float(result.head_switch_s or 0.0), geometry, period)
+    if switch_note:
+        estimates.append(("head switch", switch_note))
     return Disk(name=name or f"calibrated {result.target}", geometry=geometry, seek=model,
-                rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=float(result.head_switch_s or 0.0),
+                rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=head_switch,
                 cache_size_bytes=0 if cache is None else cache.size_bytes, drive_cache=cache,
                 provenance=f"calibrated by diskmodel from {result.target} ({result.kind}); "
                            f"{result.device_time_s:.1f} s of device time",
@@ -127,6 +130,32 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
+
+
+def _within_skew_s(geometry, period_s: float, which: str):
+    """The longest switch the *which* skew (``"track"`` or ``"cylinder"``) covers in every zone [s]:
+    half a sector short of the skew (a skew is the whole sectors that cover its switch), or None
+    where no zone has such a skew."""
+    bounds = [(getattr(z, f"{which}_skew_sectors") - 0.5) * period_s / z.sectors_per_track
+              for z in geometry.zones if getattr(z, f"{which}_skew_sectors") > 0]
+    return min(bounds) if bounds else None
+
+
+def _head_switch_within_skew(head_switch_s: float, geometry, period_s: float):
+    """The head switch, kept inside the measured track skew, and a note (None where it already was).
+
+    A drive's format offsets each track's first sector by the track skew so that a sequential
+    transfer's head switch ends before that sector comes round (Ruemmler & Wilkes 1994, "An
+    introduction to disk drive modeling", section 2.3; DiskSim's ``trackskew``): the measured zone
+    rates hold no lost revolution at a track change, and the head switch, measured on its own, carries
+    its standard error to either side of the skew. A switch ending a moment after the sector would
+    cost the simulation (``media_access.move_time_s``) a revolution at every track change."""
+    bound = _within_skew_s(geometry, period_s, "track") if geometry.surfaces > 1 else None
+    if bound is None or head_switch_s <= bound:
+        return head_switch_s, None
+    return bound, (f"the measured head switch ({head_switch_s * 1e3:.4f} ms) outlasts the measured track skew: "
+                   f"taken as {bound * 1e3:.4f} ms, half a sector inside it, as the drive's format makes a head "
+                   f"switch")
 
 
 def _one_cylinder_within_skew(model, geometry, period_s: float):
@@ -146,11 +175,9 @@ def _one_cylinder_within_skew(model, geometry, period_s: float):
     zone (a skew being the whole sectors that cover the switch)."""
     from ..drive.seek import TwoPieceSeek
 
-    bounds = [(z.cylinder_skew_sectors - 0.5) * period_s / z.sectors_per_track for z in geometry.zones
-              if z.cylinder_skew_sectors > 0]
-    if not bounds or model.knee_cylinders <= 1.0:
+    bound = _within_skew_s(geometry, period_s, "cylinder")
+    if bound is None or model.knee_cylinders <= 1.0:
         return model, None
-    bound = min(bounds)
     one = model.short_offset_s + model.short_sqrt_s
     if one <= bound:
         return model, None
