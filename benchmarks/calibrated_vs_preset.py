@@ -63,17 +63,19 @@ SWAPS = ("geometry", "seek", "rpm", "command_overhead_s", "head_switch_s", "driv
 
 
 def workloads():
-    """(name, workload) pairs: a FioJob or a workload string of :func:`diskmodel.model.iopath.parse_workload`."""
+    """(name, workload, short) triples: a FioJob or a workload string of
+    :func:`diskmodel.model.iopath.parse_workload`; *short*: a workload of a few positioning requests
+    (see PLACEMENT_STEP_BYTES)."""
     from diskmodel.model.predictions.block_workloads import FioJob
 
     return [
-        ("postmark test1", "postmark:test1"), ("postmark test2", "postmark:test2"),
-        ("postmark test3", "postmark:test3"),
-        ("fio read 1M", FioJob("read", MIB, 256 * MIB)), ("fio write 1M", FioJob("write", MIB, 256 * MIB)),
-        ("fio randread 4k", FioJob("randread", 4096, 16 * MIB)),
-        ("fio randwrite 4k", FioJob("randwrite", 4096, 16 * MIB)),
-        ("copy 4M write", "dd:size=4M,step=write"), ("copy 4M read", "dd:size=4M,step=read"),
-        ("copy 64M", "copy:size=64M"),
+        ("postmark test1", "postmark:test1", False), ("postmark test2", "postmark:test2", False),
+        ("postmark test3", "postmark:test3", False),
+        ("fio read 1M", FioJob("read", MIB, 256 * MIB), False), ("fio write 1M", FioJob("write", MIB, 256 * MIB), False),
+        ("fio randread 4k", FioJob("randread", 4096, 16 * MIB), False),
+        ("fio randwrite 4k", FioJob("randwrite", 4096, 16 * MIB), False),
+        ("copy 4M write", "dd:size=4M,step=write", True), ("copy 4M read", "dd:size=4M,step=read", True),
+        ("copy 64M", "copy:size=64M", False),
     ]
 
 
@@ -171,16 +173,18 @@ def calibration(drive: str, backend: str, budget_s: float, seed: int, folder: Pa
     return calibration_from_json(path)
 
 
-def compare(drive: str, backend: str, result, preset, placements: int) -> dict:
+def compare(drive: str, backend: str, result, preset, placements: tuple[int, int]) -> dict:
     """One drive and backend: each workload's elapsed time from the preset and the calibration (the
-    mean over *placements*), their relative difference, the difference at the first placement alone,
+    mean over *placements*: (of a long workload, of a short one)), their relative difference, the
+    difference at the first placement alone,
     and for a difference over BOUND each swap's difference. A workload the partition cannot hold (the
     file system full) is a row with its reason and no figures."""
     calibrated = result.to_disk()
     rows = []
-    for name, workload in workloads():
+    for name, workload, short in workloads():
+        count = placements[short]
         try:
-            theirs, ours = (_elapsed_s(d, drive, workload, placements) for d in (preset, calibrated))
+            theirs, ours = (_elapsed_s(d, drive, workload, count) for d in (preset, calibrated))
         except ValueError as exc:
             if "is full" not in str(exc):
                 raise
@@ -188,13 +192,13 @@ def compare(drive: str, backend: str, result, preset, placements: int) -> dict:
             print(f"{drive:11s} {backend:9s} {name:18s} not run: {exc}", flush=True)
             continue
         base = _mean(theirs)
-        row = {"workload": name, "preset_elapsed_s": base, "calibrated_elapsed_s": _mean(ours),
+        row = {"workload": name, "placements": count, "preset_elapsed_s": base, "calibrated_elapsed_s": _mean(ours),
                "difference": _mean(ours) / base - 1.0, "difference_first_placement": ours[0] / theirs[0] - 1.0,
                "preset_spread_over_placements": (max(theirs) - min(theirs)) / base, "swaps": {}}
         if abs(row["difference"]) > BOUND:
             for quantity in SWAPS:
                 row["swaps"][quantity] = _mean(_elapsed_s(_swapped(calibrated, preset, quantity), drive, workload,
-                                                          placements)) / base - 1
+                                                          count)) / base - 1
         rows.append(row)
         print(f"{drive:11s} {backend:9s} {name:18s} preset {base:9.3f} s calibrated {row['calibrated_elapsed_s']:9.3f} s "
               f"{100 * row['difference']:+7.2f} % (first placement {100 * row['difference_first_placement']:+.2f} %)"
@@ -202,7 +206,7 @@ def compare(drive: str, backend: str, result, preset, placements: int) -> dict:
     run = [r for r in rows if "difference" in r]
     return {"drive": drive, "backend": backend, "device_time_s": result.device_time_s,
             "zones_found": len(result.zones), "zones_true": len(preset.geometry.zones),
-            "estimates": [list(e) for e in calibrated.estimates], "rows": rows, "placements": placements,
+            "estimates": [list(e) for e in calibrated.estimates], "rows": rows,
             "worst_difference": max(abs(r["difference"]) for r in run),
             "passed": all(abs(r["difference"]) <= BOUND for r in run)}
 
@@ -213,8 +217,9 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", nargs="+", default=["simulated", "emulated"], choices=["simulated", "emulated"])
     parser.add_argument("--budget-s", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--placements", type=int, default=4,
-                        help="placements of the partition each workload is predicted at (the mean is compared)")
+    parser.add_argument("--placements", type=int, nargs=2, default=[2, 12], metavar=("LONG", "SHORT"),
+                        help="placements of the partition a workload is predicted at (the mean is compared): "
+                             "a long workload, a short one of a few positioning requests")
     parser.add_argument("--realtime", action="store_true",
                         help="the emulator and the calibration under SCHED_FIFO (see _emulation_calibration.py)")
     parser.add_argument("--calibrations", default=None,
@@ -232,7 +237,8 @@ def main(argv=None) -> int:
         preset = model_drive(drive).disk
         for backend in args.backends:
             result = calibration(drive, backend, args.budget_s, args.seed, keep, args.realtime)
-            sections.append(compare(drive, backend, result, preset, args.placements) | {"load_average": list(os.getloadavg())})
+            section = compare(drive, backend, result, preset, tuple(args.placements))
+            sections.append(section | {"load_average": list(os.getloadavg())})
     figures = {}
     for s in sections:
         figures[f"worst_{s['drive']}_{s['backend']}"] = figure(
