@@ -109,13 +109,15 @@ def _mean(values) -> float:
     return sum(values) / len(values)
 
 
-def _seek_in(seek, scale: float):
+def _seek_in(seek, scale: float, reach: int):
     """*seek* with its distances multiplied by *scale* (a curve in one geometry's cylinders put on
-    another's, the full stroke on the full stroke)."""
+    another's, the full stroke on the full stroke); a table reaches *reach* cylinders."""
     from diskmodel.model.drive.seek import TableSeek, TwoPieceSeek
 
     if isinstance(seek, TableSeek):
-        return TableSeek(seek.distance_cylinders * scale, seek.seek_time_s_at_distance)
+        distance = seek.distance_cylinders * scale
+        distance[-1] = max(distance[-1], float(reach))  # the full stroke, not a rounding short of it
+        return TableSeek(distance, seek.seek_time_s_at_distance)
     if isinstance(seek, TwoPieceSeek):
         return TwoPieceSeek(seek.short_offset_s, seek.short_sqrt_s / scale**0.5, seek.long_offset_s,
                             seek.long_per_cylinder_s / scale, seek.knee_cylinders * scale)
@@ -129,10 +131,11 @@ def _swapped(calibrated, preset, name: str):
         return dataclasses.replace(calibrated, drive_cache=preset.drive_cache, cache_size_bytes=preset.cache_size_bytes)
     if name == "seek":
         scale = (calibrated.geometry.cylinders - 1) / (preset.geometry.cylinders - 1)
-        return dataclasses.replace(calibrated, seek=_seek_in(preset.seek, scale))
+        return dataclasses.replace(calibrated, seek=_seek_in(preset.seek, scale, calibrated.geometry.cylinders - 1))
     if name == "geometry":
         scale = (preset.geometry.cylinders - 1) / (calibrated.geometry.cylinders - 1)
-        return dataclasses.replace(calibrated, geometry=preset.geometry, seek=_seek_in(calibrated.seek, scale))
+        return dataclasses.replace(calibrated, geometry=preset.geometry,
+                                   seek=_seek_in(calibrated.seek, scale, preset.geometry.cylinders - 1))
     return dataclasses.replace(calibrated, **{name: getattr(preset, name)})
 
 
