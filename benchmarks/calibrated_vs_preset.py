@@ -16,7 +16,7 @@ a smaller drive) from the preset and from the calibration (:func:`diskmodel.mode
 PostMark tests 1-3 at the paper's parameters, fio sequential and random O_DIRECT reads and writes, and
 seed 003's copy (``dd conv=fsync`` of a file, then its read back). The relative difference of the
 calibrated prediction's elapsed time from the preset's is tabulated per workload, against the
-acceptance bound :data:`BOUND` (5 %).
+acceptance bound :data:`BOUND`.
 
 For each difference over the bound, one quantity at a time is swapped from the preset's Disk into
 the calibrated Disk (geometry: zones, sectors per track and skews; seek; rpm; command overhead; head
