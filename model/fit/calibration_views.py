@@ -4,12 +4,14 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .latency import FlatLatencyFit
 from .seek import TableFit, TwoPieceFit
 
-__all__ = ["calibrated_disk", "plot_seek_calibration", "plot_zone_calibration"]
+__all__ = ["calibrated_disk", "write_cache_from", "plot_seek_calibration", "plot_zone_calibration"]
 
 
 def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
@@ -117,6 +119,16 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
         cache = DriveCache(int(segments), segment, read_ahead_bytes=segment)
     elif detected:
         estimates.append(("drive_cache", "none: read-ahead was found but its segments were not measured"))
+    if result.write_cache is None:
+        estimates.append(("write cache", "not measured (a calibration that only reads): every write is timed to "
+                                         "the media"))
+    elif result.write_cache and cache is None:
+        estimates.append(("write cache", "found on, but the buffer's segments were not measured: every write is "
+                                         "timed to the media"))
+    elif result.write_cache:
+        # a write found done before the media could have written it: the buffer takes every write (DiskSim's
+        # fast write level 2)
+        cache = dataclasses.replace(cache, write_back=True, fast_write_level=2)
     head_switch, switch_note = _head_switch_within_skew(float(result.head_switch_s or 0.0), geometry, period)
     if switch_note:
         estimates.append(("head switch", switch_note))
@@ -130,6 +142,24 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
+
+
+def write_cache_from(disk, source, source_name: str):
+    """*disk*, a calibrated Disk whose write cache was not measured (its estimates say so), with the write
+    policy of *source*'s buffer (write-back and its fast-write level, DiskSim's ``Fast write level``) put
+    into its own measured buffer, and its estimates naming *source_name* for it. A calibration that
+    only reads cannot see how the drive takes writes; this takes it from a named source instead. The
+    disk is returned as it is where either has no buffer (its estimate stays) or its write cache was
+    measured."""
+    notes = dict(disk.estimates)
+    if "write cache" not in notes or disk.drive_cache is None or source.drive_cache is None:
+        return disk
+    cache = dataclasses.replace(disk.drive_cache, write_back=source.drive_cache.write_back,
+                                fast_write_level=source.drive_cache.fast_write_level)
+    policy = (f"write-back, fast write level {cache.fast_write_level}" if cache.write_back else "write-through")
+    estimates = tuple((k, v) for k, v in disk.estimates if k != "write cache") + (
+        ("write cache", f"not measured: {policy}, from {source_name}"),)
+    return disk.evolve(drive_cache=cache, estimates=estimates)
 
 
 def _within_skew_s(geometry, period_s: float, which: str):
