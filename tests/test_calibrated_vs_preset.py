@@ -53,3 +53,23 @@ def test_calibrated_drive_times_fio_as_the_served_drive_within_5_percent(disks, 
     served, calibrated = disks
     job = FioJob(rw, block_bytes, size_bytes)
     assert _elapsed_s(calibrated, job) == pytest.approx(_elapsed_s(served, job), rel=0.05)
+
+
+def test_a_write_cache_a_calibration_cannot_see_is_said_and_taken_only_from_a_named_source(disks):
+    import dataclasses
+
+    from diskmodel.model.drive.cache import DriveCache
+    from diskmodel.model.fit.calibration_views import write_cache_from
+
+    served, calibrated = disks
+    assert "write cache" in dict(calibrated.estimates)  # the shipped calibration only read
+    # no buffer measured: nothing to put a write policy into, and the estimate stays
+    assert write_cache_from(calibrated, served, "x") is calibrated
+    buffered = dataclasses.replace(calibrated, drive_cache=DriveCache(4, 65536, read_ahead_bytes=65536),
+                                   cache_size_bytes=4 * 65536)
+    source = dataclasses.replace(served, drive_cache=DriveCache(8, 131072, write_back=True, fast_write_level=1),
+                                 cache_size_bytes=8 * 131072)
+    taken = write_cache_from(buffered, source, "the drive's spec sheet")
+    assert taken.drive_cache.write_back and taken.drive_cache.fast_write_level == 1
+    assert taken.drive_cache.segments == 4  # the measured buffer kept
+    assert dict(taken.estimates)["write cache"].endswith("from the drive's spec sheet")
