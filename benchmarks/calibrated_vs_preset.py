@@ -214,6 +214,7 @@ def compare(drive: str, backend: str, result, preset, placements: tuple[int, int
               + "".join(f"  {q} {100 * v:+.1f}" for q, v in row["swaps"].items()), flush=True)
     run = [r for r in rows if "difference" in r]
     return {"drive": drive, "backend": backend, "device_time_s": result.device_time_s,
+            "rotation_period_s": result.rotation_period_s, "preset_rotation_period_s": 60.0 / preset.rpm,
             "zones_found": len(result.zones), "zones_true": len(preset.geometry.zones),
             "estimates": [list(e) for e in calibrated.estimates], "rows": rows,
             "worst_difference": max(abs(r["difference"]) for r in run),
@@ -255,8 +256,10 @@ def main(argv=None) -> int:
             f"{s['drive']}, calibrated ({s['backend']}) against its preset: the largest difference over "
             f"{len(s['rows'])} workloads", decimals=2, headline=s["drive"] == "wd800bd" or s is sections[0], target=100 * BOUND)
     write_result("calibrated_vs_preset", figures, options=options_of(parser, args, housekeeping=("calibrations",)),
-                 details={"sections": sections, "bound": BOUND}, results_dir=args.results_dir,
-                 notes=[f"calibrations kept in {keep}"])
+                 details={"sections": sections, "bound": BOUND, "calibrations_folder": str(keep)},
+                 results_dir=args.results_dir,
+                 notes=["each section holds its calibration's device time, the zones it found and the calibrated "
+                        "disk's estimates (what was not measured, and where it came from)"])
     return 0 if all(s["passed"] for s in sections) else 1
 
 
