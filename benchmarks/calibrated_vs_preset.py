@@ -73,7 +73,8 @@ def workloads():
     return [
         ("postmark test1", "postmark:test1", False), ("postmark test2", "postmark:test2", False),
         ("postmark test3", "postmark:test3", False),
-        ("fio read 1M", FioJob("read", MIB, 256 * MIB), False), ("fio write 1M", FioJob("write", MIB, 256 * MIB), False),
+        ("fio read 1M", FioJob("read", MIB, 256 * MIB), False),
+        ("fio write 1M", FioJob("write", MIB, 256 * MIB), False),
         ("fio randread 4k", FioJob("randread", 4096, 16 * MIB), False),
         ("fio randwrite 4k", FioJob("randwrite", 4096, 16 * MIB), False),
         ("copy 4M write", "dd:size=4M,step=write", True), ("copy 4M read", "dd:size=4M,step=read", True),
@@ -209,7 +210,8 @@ def compare(drive: str, backend: str, result, preset, placements: tuple[int, int
                 row["swaps"][quantity] = _mean(_elapsed_s(_swapped(calibrated, preset, quantity), drive, workload,
                                                           count)) / base - 1
         rows.append(row)
-        print(f"{drive:11s} {backend:9s} {name:18s} preset {base:9.3f} s calibrated {row['calibrated_elapsed_s']:9.3f} s "
+        print(f"{drive:11s} {backend:9s} {name:18s} preset {base:9.3f} s "
+              f"calibrated {row['calibrated_elapsed_s']:9.3f} s "
               f"{100 * row['difference']:+7.2f} % (first placement {100 * row['difference_first_placement']:+.2f} %)"
               + "".join(f"  {q} {100 * v:+.1f}" for q, v in row["swaps"].items()), flush=True)
     run = [r for r in rows if "difference" in r]
@@ -254,7 +256,8 @@ def main(argv=None) -> int:
         figures[f"worst_{s['drive']}_{s['backend']}"] = figure(
             100 * s["worst_difference"], "%",
             f"{s['drive']}, calibrated ({s['backend']}) against its preset: the largest difference over "
-            f"{len(s['rows'])} workloads", decimals=2, headline=s["drive"] == "wd800bd" or s is sections[0], target=100 * BOUND)
+            f"{len(s['rows'])} workloads", decimals=2, headline=s["drive"] == "wd800bd" or s is sections[0],
+            target=100 * BOUND)
     write_result("calibrated_vs_preset", figures, options=options_of(parser, args, housekeeping=("calibrations",)),
                  details={"sections": sections, "bound": BOUND, "calibrations_folder": str(keep)},
                  results_dir=args.results_dir,
