@@ -4,12 +4,14 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .latency import FlatLatencyFit
 from .seek import TableFit, TwoPieceFit
 
-__all__ = ["calibrated_disk", "plot_seek_calibration", "plot_zone_calibration"]
+__all__ = ["calibrated_disk", "write_cache_from", "plot_seek_calibration", "plot_zone_calibration"]
 
 
 def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
@@ -97,6 +99,9 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
             except ValueError as exc:
                 raise ValueError(f"seek='two_piece': the fitted curve is not a seek curve ({exc}); use "
                                  f"seek='table' (the measured means)") from None
+        model, switch_note = _one_cylinder_within_skew(model, geometry, period)
+        if switch_note:
+            estimates.append(("seek one cylinder", switch_note))
     elif seek == "table":
         model = result.table.as_seek(scale, reach=geometry.cylinders - 1)
     else:
@@ -114,8 +119,21 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
         cache = DriveCache(int(segments), segment, read_ahead_bytes=segment)
     elif detected:
         estimates.append(("drive_cache", "none: read-ahead was found but its segments were not measured"))
+    if result.write_cache is None:
+        estimates.append(("write cache", "not measured (a calibration that only reads): every write is timed to "
+                                         "the media"))
+    elif result.write_cache and cache is None:
+        estimates.append(("write cache", "found on, but the buffer's segments were not measured: every write is "
+                                         "timed to the media"))
+    elif result.write_cache:
+        # a write found done before the media could have written it: the buffer takes every write (DiskSim's
+        # fast write level 2)
+        cache = dataclasses.replace(cache, write_back=True, fast_write_level=2)
+    head_switch, switch_note = _head_switch_within_skew(float(result.head_switch_s or 0.0), geometry, period)
+    if switch_note:
+        estimates.append(("head switch", switch_note))
     return Disk(name=name or f"calibrated {result.target}", geometry=geometry, seek=model,
-                rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=float(result.head_switch_s or 0.0),
+                rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=head_switch,
                 cache_size_bytes=0 if cache is None else cache.size_bytes, drive_cache=cache,
                 provenance=f"calibrated by diskmodel from {result.target} ({result.kind}); "
                            f"{result.device_time_s:.1f} s of device time",
@@ -124,6 +142,87 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
+
+
+def write_cache_from(disk, source, source_name: str):
+    """*disk*, a calibrated Disk whose write cache was not measured (its estimates say so), with the write
+    policy of *source*'s buffer (write-back and its fast-write level, DiskSim's ``Fast write level``) put
+    into its own measured buffer, and its estimates naming *source_name* for it. A calibration that
+    only reads cannot see how the drive takes writes; this takes it from a named source instead. The
+    disk is returned as it is where either has no buffer (its estimate stays) or its write cache was
+    measured."""
+    notes = dict(disk.estimates)
+    if "write cache" not in notes or disk.drive_cache is None or source.drive_cache is None:
+        return disk
+    cache = dataclasses.replace(disk.drive_cache, write_back=source.drive_cache.write_back,
+                                fast_write_level=source.drive_cache.fast_write_level)
+    policy = (f"write-back, fast write level {cache.fast_write_level}" if cache.write_back else "write-through")
+    estimates = tuple((k, v) for k, v in disk.estimates if k != "write cache") + (
+        ("write cache", f"not measured: {policy}, from {source_name}"),)
+    return disk.evolve(drive_cache=cache, estimates=estimates)
+
+
+def _within_skew_s(geometry, period_s: float, which: str):
+    """The longest switch the *which* skew (``"track"`` or ``"cylinder"``) covers in every zone [s]:
+    half a sector short of the skew (a skew is the whole sectors that cover its switch), or None
+    where no zone has such a skew."""
+    bounds = [(getattr(z, f"{which}_skew_sectors") - 0.5) * period_s / z.sectors_per_track
+              for z in geometry.zones if getattr(z, f"{which}_skew_sectors") > 0]
+    return min(bounds) if bounds else None
+
+
+def _head_switch_within_skew(head_switch_s: float, geometry, period_s: float):
+    """The head switch, kept inside the measured track skew, and a note (None where it already was).
+
+    A drive's format offsets each track's first sector by the track skew so that a sequential
+    transfer's head switch ends before that sector comes round (Ruemmler & Wilkes 1994, "An
+    introduction to disk drive modeling", section 2.3; DiskSim's ``trackskew``): the measured zone
+    rates hold no lost revolution at a track change, and the head switch, measured on its own, carries
+    its standard error to either side of the skew. A switch ending a moment after the sector would
+    cost the simulation (``media_access.move_time_s``) a revolution at every track change."""
+    bound = _within_skew_s(geometry, period_s, "track") if geometry.surfaces > 1 else None
+    if bound is None or head_switch_s <= bound:
+        return head_switch_s, None
+    return bound, (f"the measured head switch ({head_switch_s * 1e3:.4f} ms) outlasts the measured track skew: "
+                   f"taken as {bound * 1e3:.4f} ms, half a sector inside it, as the drive's format makes a head "
+                   f"switch")
+
+
+def _one_cylinder_within_skew(model, geometry, period_s: float):
+    """The two-piece seek with its one-cylinder seek inside the measured cylinder skew, and a note
+    (None where it already was).
+
+    A drive's format offsets each cylinder's first sector by the cylinder skew so that a sequential
+    transfer's one-cylinder switch ends before that sector comes round (Ruemmler & Wilkes 1994,
+    "An introduction to disk drive modeling", section 2.3; DiskSim's ``cylskew``); the simulation
+    times the switch as the one-cylinder seek (``media_access.move_time_s``), and a switch that ends
+    a moment after the sector costs a whole revolution per cylinder. The measured zone rates hold no
+    such revolutions (``calibrated_disk`` turns them into sectors per track with the skews alone),
+    while the fitted short piece, fitted over longer distances, carries its standard error to the
+    one-cylinder value, which may land on either side of the skew. So where the fit's one-cylinder seek exceeds
+    the skew, the short piece is pivoted about the knee (its value there, and the long piece,
+    kept) to end the switch half a sector before the first sector of the next cylinder in every
+    zone (a skew being the whole sectors that cover the switch)."""
+    from ..drive.seek import TwoPieceSeek
+
+    bound = _within_skew_s(geometry, period_s, "cylinder")
+    if bound is None or model.knee_cylinders <= 1.0:
+        return model, None
+    one = model.short_offset_s + model.short_sqrt_s
+    if one <= bound:
+        return model, None
+    at_knee = model.short_offset_s + model.short_sqrt_s * float(np.sqrt(model.knee_cylinders))
+    if at_knee <= bound:
+        return model, None
+    b = (at_knee - bound) / (float(np.sqrt(model.knee_cylinders)) - 1.0)
+    if bound - b < 0.0:
+        return model, (f"the fitted one-cylinder seek ({one * 1e3:.4f} ms) outlasts the measured cylinder skew "
+                       f"({bound * 1e3:.4f} ms) and no short piece through the knee reaches it: kept as fitted, "
+                       f"so a sequential transfer loses a revolution at each cylinder switch")
+    pivoted = TwoPieceSeek(bound - b, b, model.long_offset_s, model.long_per_cylinder_s, model.knee_cylinders)
+    return pivoted, (f"the fitted one-cylinder seek ({one * 1e3:.4f} ms) outlasts the measured cylinder skew: "
+                     f"the short piece is pivoted about the knee to {bound * 1e3:.4f} ms at one cylinder, "
+                     f"half a sector inside the skew, as the drive's format makes a cylinder switch")
 
 
 def plot_seek_calibration(result, ax=None, *, model: str | None = None, alpha: float = 0.05):
