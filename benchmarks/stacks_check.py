@@ -120,7 +120,7 @@ NOTES = [
     "bonnie++ sync), and the closing sync is the top file system's (the tools run sync -f, syncfs(2)): a loop "
     "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py); and, after "
     "seeing the committed figures, a data read at an instant where a block-map block was read no longer merges "
-    "with it (model/iopath/fs_blockmap.py). Seed 000's two loop layers were measured a third time: in the "
+    "with it (model/iopath/fs_blockmap.py). Dagenais' two loop layers were measured a third time: in the "
     "second run another process read the drive during their first write (outside_partition)",
     "revised after seeing the figures (the VM drives' logs cut into the copy's steps): in the VM each step is the "
     "median of its repeats, the pace a tmpfs copy just before each cell, a thin cell's repeats each provision anew "
@@ -541,7 +541,7 @@ def paper_loo_median() -> float | None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--drive", default="wd800bd", help="the drive to emulate (a preset; default wd800bd)")
-    parser.add_argument("--sizes-mib", default="1,4", help="seed 003's copy file sizes [MiB] (default 1,4)")
+    parser.add_argument("--sizes-mib", default="1,4", help="the loop-image study's copy file sizes [MiB] (default 1,4)")
     parser.add_argument("--repeats", type=int, default=2, help="copy repeats per size (default 2)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
     parser.add_argument("--vm-groups", default="000,002,engineer",
