@@ -185,7 +185,7 @@ def test_no_measured_figure_in_a_comment_or_docstring():
     assert not found, "measured figures in comments or docstrings:\n" + "\n".join(found)
 
 
-# User-facing text (docstrings, help, error messages, notebooks, the README) names the papers (Dagenais;
+# User-facing text (docstrings, help, error messages, notebooks, the docs, the README) names the papers (Dagenais;
 # Marechal; Djordjevic & Timcenko; the multi-disk LVM study; the loop-image study), not the project's seed
 # files or its issue numbers, which a user has never seen.
 PROJECT_JARGON = re.compile(r"\bseeds? 00[0-4]\b|\bseeds [0-4]\b|\bissue #?\d+\b", re.IGNORECASE)
@@ -193,7 +193,7 @@ PROJECT_JARGON = re.compile(r"\bseeds? 00[0-4]\b|\bseeds [0-4]\b|\bissue #?\d+\b
 
 def test_user_facing_text_names_the_papers_not_seed_files_or_issues():
     paths = [p for folder in PACKAGES.values() for p in sorted((ROOT / folder).rglob("*.py"))]
-    paths += sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "README.md"]
+    paths += sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
              for path in paths for number, line in enumerate(path.read_text().splitlines(), start=1)
              if PROJECT_JARGON.search(line)]
