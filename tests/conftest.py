@@ -17,6 +17,7 @@ gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -167,14 +168,42 @@ def pytest_collection_finish(session):
         start_docs_build(folder)
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes under *pid*, children first (from /proc's parent ids)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):   # gone meanwhile
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(0), [])
+        found += below
+        todo += below
+    return found
+
+
 def _stop_docs_build() -> None:
-    """At the session's end: a build still running (the run was cut short) is stopped (SIGTERM to its
-    process group, SIGKILL after a minute); its notebook kernels, in sessions of their own, end with
-    their parent (ipykernel's parent poller), tearing down what they built as on any exit."""
+    """At the session's end, a build still running (the run was cut short) is stopped. Its notebook
+    kernels, in sessions of their own, get SIGINT first, as an interrupted cell in Jupyter does: the
+    cell's ``with`` blocks tear down what it built (an emulated drive's loop device and mount), which a
+    kernel that merely loses its parent would not (ipykernel's parent poller exits at once); once
+    nothing runs below them (a minute at most), the build's process group gets SIGTERM, then SIGKILL
+    after a minute."""
     import signal
 
     for proc, _, stderr, _ in _DOCS_BUILD:
         if proc.poll() is None:
+            kernels = [p for p in _descendants(proc.pid) if _session_of(p) == p]
+            for pid in kernels:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGINT)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and any(_descendants(pid) for pid in kernels):
+                time.sleep(0.2)
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=60)
@@ -184,6 +213,13 @@ def _stop_docs_build() -> None:
             except ProcessLookupError:
                 pass
         stderr.close()
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 # ------------------------------------------------------------------ the tiers
