@@ -17,6 +17,7 @@ gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -93,6 +94,134 @@ def loops(request):
     return manager
 
 
+# ------------------------------------------------------------------ the documentation's build
+
+DOCS = REPO_ROOT / "docs"
+#: The fixture of tests/test_docs.py that the built site is.
+DOCS_FIXTURE = "built_docs"
+_DOCS_BUILD: list = []   # the build started for this session: (Popen, output folder, stderr file, start time)
+
+
+def _reads_the_docs(item) -> bool:
+    return DOCS_FIXTURE in getattr(item, "fixturenames", ())
+
+
+def docs_build_command(out: Path, doctrees: Path) -> list[str]:
+    """The README's documentation command with warnings as errors, into *out*: -T, the traceback on
+    stderr (a notebook's failing cell) rather than in a log file; -j auto, the pages (and so the notebooks
+    myst-nb executes) read by one process per core."""
+    return [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-T", "-j", "auto", "-b", "html",
+            "-d", str(doctrees), str(DOCS), str(out)]
+
+
+#: Run by each notebook kernel of the documentation's build as it starts (an IPython startup file):
+#: jupyter_client starts a kernel in a session of its own, and so in an autogroup of its own
+#: (sched(7), "The autogroup feature"), whose CPU share nice(1) does not lower; this lowers it.
+_KERNEL_STARTUP = """\
+try:
+    with open("/proc/self/autogroup", "w") as autogroup:
+        autogroup.write("19")
+except OSError:   # a kernel without autogroups: its nice value alone, inherited from the build
+    pass
+"""
+
+
+def start_docs_build(folder: Path) -> None:
+    """Start the documentation's build into *folder*, at the lowest CPU priority: nice(1) 19 in the
+    test run's own session, and each notebook kernel's autogroup at 19 (:data:`_KERNEL_STARTUP`).
+
+    Most of the build is the notebooks' execution, a few minutes of CPU, while much of the slow tier
+    waits rather than computes: on the throwaway VM's emulated CPU (one core), on emulated drives' and
+    loop devices' deadlines, on sleeps. Started when the session's tests are collected and read by the
+    tests that run last (``pytest_collection_modifyitems``), the build takes the CPU those leave idle."""
+    out = folder / "html"
+    startup = folder / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-lowest-cpu-priority.py").write_text(_KERNEL_STARTUP)
+    stderr = open(folder / "sphinx-stderr.txt", "w+")
+    proc = subprocess.Popen(["nice", "-n", "19", *docs_build_command(out, folder / "doctrees")], cwd=REPO_ROOT,
+                            env={**os.environ, "IPYTHONDIR": str(folder / "ipython")},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, process_group=0)
+    _DOCS_BUILD.append((proc, out, stderr, time.monotonic()))
+
+
+def docs_build_result(timeout_s: float):
+    """Wait for the session's documentation build: ``(exit status, stderr text, output folder)``, or None
+    when none was started (the session did not collect a test that reads it)."""
+    if not _DOCS_BUILD:
+        return None
+    proc, out, stderr, _ = _DOCS_BUILD[0]
+    proc.wait(timeout=timeout_s)
+    stderr.seek(0)
+    return proc.returncode, stderr.read(), out
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly or _DOCS_BUILD:
+        return
+    if any(_reads_the_docs(item) for item in session.items):
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="diskmodel-docs-"))
+        session.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        session.config.add_cleanup(_stop_docs_build)
+        start_docs_build(folder)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under *pid*, children first (from /proc's parent ids)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):   # gone meanwhile
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(0), [])
+        found += below
+        todo += below
+    return found
+
+
+def _stop_docs_build() -> None:
+    """At the session's end, a build still running (the run was cut short) is stopped. Its notebook
+    kernels, in sessions of their own, get SIGINT first, as an interrupted cell in Jupyter does: the
+    cell's ``with`` blocks tear down what it built (an emulated drive's loop device and mount), which a
+    kernel that merely loses its parent would not (ipykernel's parent poller exits at once); once
+    nothing runs below them (a minute at most), the build's process group gets SIGTERM, then SIGKILL
+    after a minute."""
+    import signal
+
+    for proc, _, stderr, _ in _DOCS_BUILD:
+        if proc.poll() is None:
+            kernels = [p for p in _descendants(proc.pid) if _session_of(p) == p]
+            for pid in kernels:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGINT)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and any(_descendants(pid) for pid in kernels):
+                time.sleep(0.2)
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+        stderr.close()
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
 # ------------------------------------------------------------------ the tiers
 
 #: Fixtures that build devices or boot the VM: a test using one belongs to the slow tier.
@@ -160,6 +289,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("soak") is not None:
             item.add_marker(pytest.mark.slow)
+    # the tests that read the documentation's build run last, so that the build has the whole run to go
+    # (see start_docs_build)
+    items[:] = [i for i in items if not _reads_the_docs(i)] + [i for i in items if _reads_the_docs(i)]
     untiered = untiered_items(items)
     if untiered:
         raise pytest.UsageError("these tests drive real tools but are not marked slow, so `pytest -m \"not slow\"`"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -40,19 +39,18 @@ def _subcommands() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def built_docs(tmp_path_factory):
-    """The site built as the README says, with warnings as errors, into a temporary folder."""
-    out = tmp_path_factory.mktemp("docs") / "html"
-    doctrees = out.parent / "doctrees"
-    # -T: the traceback on stderr (a notebook's failing cell), not in a log file; -j auto: the pages (and
-    # so the notebooks myst-nb executes) read by one process per core
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-T", "-j", "auto", "-b", "html",
-                          "-d", str(doctrees), str(DOCS), str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900)
-    if run.returncode != 0:
-        cell = run.stderr.find("CellExecutionError")
-        shown = run.stderr[cell:cell + 6000] if cell >= 0 else run.stderr[-6000:]
-        pytest.fail("sphinx -W failed:\n" + re.sub(r"\x1b\[[0-9;]*m", "", shown))
+def built_docs():
+    """The site built as the README says, with warnings as errors, into a temporary folder: the build
+    tests/conftest.py started when the session's tests were collected (conftest.start_docs_build)."""
+    from conftest import docs_build_result
+
+    result = docs_build_result(timeout_s=1800)
+    assert result is not None, "conftest started no documentation build, yet a test reads it"
+    returncode, stderr, out = result
+    if returncode != 0:
+        cell = stderr.find("CellExecutionError")
+        shown = stderr[cell:cell + 6000] if cell >= 0 else stderr[-6000:]
+        pytest.fail(f"sphinx -W failed (exit {returncode}):\n" + re.sub(r"\x1b\[[0-9;]*m", "", shown))
     return out
 
 
