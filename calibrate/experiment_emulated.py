@@ -7,10 +7,18 @@
    and LVM-2 stacks, all three in one boot of the throwaway VM on the same
    emulated drive (``/dev/vdb``; :mod:`diskmodel.calibrate.emulate.for_vm`),
    so that they compare fairly where the host has no device-mapper;
-3. :func:`ratio_table`: each layout's measured rates against native's,
-   beside the same ratios in the paper's Tables 4-6. Under TCG the guest's
-   CPU is emulated (slow) while the drive keeps its own time: the ratios and
-   orderings are what compare, not the absolute rates.
+   Before each run, the same PostMark runs on a tmpfs in the same boot: the
+   guest's own time for it (PostMark's CPU, the system calls, the copies,
+   all emulated under TCG) with no device below;
+3. :func:`model_check`: each run predicted on the timed I/O path
+   (:func:`diskmodel.model.predictions.results.predict_stack`, PostMark as
+   file operations, :func:`diskmodel.model.iopath.fileops.postmark`) on the
+   paper's stack, its operations put on the clock of the tmpfs run
+   (:func:`diskmodel.model.iopath.workloads_pace.paced`), device-mapper's
+   cost per bio (:mod:`diskmodel.model.stacks.dm_cost`) charged on the LVM
+   layouts, against the run's measured wall time;
+4. :func:`ratio_table`: each layout's measured rates against native's,
+   beside the same ratios in the paper's Tables 4-6.
 """
 from __future__ import annotations
 
@@ -20,15 +28,23 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-__all__ = ["Background", "PART_MARK", "calibrate_emulated", "guest_script", "postmark_on_emulated", "ratio_table"]
+__all__ = ["Background", "PART_MARK", "calibrate_emulated", "guest_dm_cost_s", "guest_script", "model_check",
+           "orderings", "postmark_on_emulated", "ratio_table"]
 
 #: The guest's lines around each run of one VM boot's script: ``PART_MARK BEGIN i`` and ``PART_MARK END i STATUS``.
 PART_MARK = "DISKMODEL_PART"
 #: The lines around each PostMark test inside a part: ``TEST_MARK BEGIN k`` and ``TEST_MARK END k STATUS``.
 TEST_MARK = "DISKMODEL_TEST"
 
+#: The lines around each test's PostMark on the guest's tmpfs: ``PACE_MARK BEGIN k`` and ``PACE_MARK END k STATUS``.
+PACE_MARK = "DISKMODEL_PACE"
+
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30
+#: The VM's memory [bytes] (:func:`diskmodel.calibrate.bench.vm.run_script_in_vm`'s), the model's page cache too.
+VM_MEMORY_BYTES = 1 << 30
+#: The guest's tmpfs for the PostMark runs that time the application alone.
+_PACE_DIR = "/tmp/diskmodel-pace"
 
 
 class Background:
@@ -70,14 +86,15 @@ def calibrate_emulated(spec, *, budget_s: float, seed: int, notes: list, say=Non
 
 
 def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int, notes: list,
-                         vm_timeout_s: float = 3600.0, say=None) -> list:
-    """PostMark runs ``(label, config, summary)`` for each of *layouts* and *tests*, in one VM on *spec*.
+                         vm_timeout_s: float = 3600.0, say=None) -> tuple[list, dict]:
+    """PostMark runs ``(label, config, summary)`` for each of *layouts* and *tests*, in one VM on *spec*, and
+    ``{label: summary}`` of the same PostMark run on the guest's tmpfs just before each.
 
     One emulated drive serves every run (its state carries on from run to
     run, as a real drive's does) and one VM boot runs them all
     (:func:`guest_script`): each layout is built once on ``/dev/vdb``, each of
-    *tests* runs PostMark once on it with the page cache dropped, and the
-    layout is torn down before the next one is built.
+    *tests* runs PostMark once on a tmpfs and once on the layout with the
+    page cache dropped, and the layout is torn down before the next one is built.
     """
     from diskmodel.calibrate.bench.vm import run_script_in_vm
     from diskmodel.calibrate.emulate.for_vm import GUEST_FIRST_DEVICE
@@ -87,15 +104,16 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
     script = guest_script([part.script for part in parts])
     with emulated_disk(spec, vm=True, say=say) as disk:
         result = run_script_in_vm(script, scratch_disk_bytes=1 << 20, timeout_s=vm_timeout_s,
+                                  memory_bytes=VM_MEMORY_BYTES,
                                   nbd_sockets=[d.socket for d in disk.vm_drives],
                                   pass_fds=[d.dir_fd for d in disk.vm_drives])
-    runs = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")
+    runs, paces = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")
     notes.append(f"ran real PostMark on {', '.join(layouts)} in one boot of the throwaway VM (TCG), each layout "
                  f"built once on the emulated {spec.name} as {GUEST_FIRST_DEVICE}; the paper's "
                  f"workloads scaled to at most {files} files and {transactions} transactions, the tests one after "
-                 f"another on each layout's file system; under TCG compare ratios and orderings, not absolute "
-                 f"rates")
-    return runs
+                 f"another on each layout's file system, each just after the same PostMark on a tmpfs in the guest "
+                 f"(its own time, no device)")
+    return runs, paces
 
 
 @dataclass
@@ -125,6 +143,12 @@ def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Pa
             config = config.evolve(number_of_files=min(files, config.number_of_files),
                                    transactions=min(transactions, config.transactions))
             configs.append((test, config))
+            # the same run on a tmpfs first: the guest's time for PostMark alone, now
+            body += [f"echo {PACE_MARK} BEGIN {k}", "(", f"mkdir -p {_PACE_DIR}",
+                     f"mount -t tmpfs -o size=512m diskmodel-pace {_PACE_DIR} || exit 1",
+                     f"DISKMODEL_PACE_MNT={_PACE_DIR}",
+                     guest_body(config, mount_var="DISKMODEL_PACE_MNT", device=_PACE_DIR).rstrip("\n"), ")",
+                     "rc=$?", f"umount {_PACE_DIR}", f"echo {PACE_MARK} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
             # each test in a subshell: guest_body ends with exit; the first failure ends the part
             body += [f"echo {TEST_MARK} BEGIN {k}", "(",
                      guest_body(config, mount_var=plan.mount_var, device=plan.device).rstrip("\n"), ")",
@@ -167,21 +191,24 @@ def _section(text: str, mark: str, i: int, what: str, returncode) -> str:
     return m.group(1)
 
 
-def _parse_parts(result, parts: list[_Part], *, backing: str) -> list:
-    """Each run's PostMark summary from the VM's output; PostMarkError naming the first run that failed."""
+def _parse_parts(result, parts: list[_Part], *, backing: str) -> tuple[list, dict]:
+    """Each run's PostMark summary from the VM's output, and each run's tmpfs twin's; PostMarkError naming the
+    first run that failed."""
     from diskmodel.calibrate.bench.postmark_guest import parse_guest_output
 
     text = result.output.replace("\r", "")
-    runs = []
+    runs, paces = [], {}
     for i, part in enumerate(parts):
         section = _section(text, PART_MARK, i, f"the runs on {part.layout}", result.returncode)
         for k, (test, config) in enumerate(part.configs):
             label = f"{test} on {part.layout}"
+            common = dict(stack=part.stack, accelerator=result.accelerator, kernel_release=result.kernel_release)
+            paces[label] = parse_guest_output(_section(section, PACE_MARK, k, f"{label}'s tmpfs twin",
+                                                       result.returncode), config, backing="tmpfs", **common)
             summary = parse_guest_output(_section(section, TEST_MARK, k, label, result.returncode), config,
-                                         stack=part.stack, accelerator=result.accelerator,
-                                         kernel_release=result.kernel_release, backing=backing)
+                                         backing=backing, **common)
             runs.append((label, config, summary))
-    return runs
+    return runs, paces
 
 
 def ratio_table(runs, paper: pd.DataFrame) -> pd.DataFrame:
@@ -208,3 +235,116 @@ def ratio_table(runs, paper: pd.DataFrame) -> pd.DataFrame:
                      "paper's ratio to native": (paper_here / paper_native
                                                  if paper_here and paper_native else float("nan"))})
     return pd.DataFrame(rows)
+
+
+def guest_dm_cost_s() -> tuple[float | None, str]:
+    """Device-mapper's cost per bio in the throwaway VM's guest [s] and where it comes from: the
+    ``dm_request_cost_guest_s`` figure of ``benchmarks/results/dm_request_cost.json``
+    (``benchmarks/dm_request_cost.py``: dm-linear against the raw device, measured in the same VM
+    configuration under the same emulator) when the source tree holds it; (None, why) otherwise."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "dm_request_cost.json"
+    try:
+        value = float(json.loads(path.read_text())["figures"]["dm_request_cost_guest_s"]["value"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"no device-mapper cost per bio ({path} unreadable: {exc})"
+    return value, f"device-mapper's cost per bio in the guest {value * 1e6:.1f} us ({path.name}, measured in the VM)"
+
+
+def model_check(runs, paces: dict, drives: dict, *, dm_cost_s: float | None,
+                memory_bytes: int = VM_MEMORY_BYTES) -> pd.DataFrame:
+    """Each run of :func:`postmark_on_emulated` predicted beside its measured wall time.
+
+    *drives*: ``{column name: drive}`` (a Disk or a drive node: the calibration's, the one the emulator
+    serves). Each run is PostMark's own operations
+    (:func:`diskmodel.model.iopath.fileops.postmark`, no sync at the end: PostMark exits without one,
+    deleting every file it made) on the paper's stack on that drive, issued on the clock of the same run
+    on the guest's tmpfs (*paces*: :func:`diskmodel.model.iopath.workloads_pace.paced`), timed on the
+    I/O path with a page cache of the guest's *memory_bytes*. PostMark's wall time is the application's
+    end: its last operation plus its stall (the waits for the device,
+    :class:`diskmodel.model.iopath.timing.IoTiming`); write-back after it is not in it. On an LVM layout
+    every request the I/O path sends through the logical volume costs *dm_cost_s* of the guest's one
+    CPU, which PostMark shares (:mod:`diskmodel.model.stacks.dm_cost`).
+    """
+    from diskmodel.model.iopath import fileops
+    from diskmodel.model.iopath.pagecache import CacheParams
+    from diskmodel.model.iopath.workloads_pace import paced
+    from diskmodel.model.predictions.results import predict_stack
+    from diskmodel.model.stacks.stack import paper_stack
+
+    cache = CacheParams(memory_bytes=int(memory_bytes))
+    rows = []
+    for label, config, summary in runs:
+        test, _, layout = label.partition(" on ")
+        measured_s = float(summary.params["wall_s"])
+        app_s = float(paces[label].params["wall_s"])
+        row = {"run": label, "test": test, "layout": layout, "measured_s": measured_s, "tmpfs_s": app_s}
+        ops = paced(fileops.postmark(config, sync_at_end=False), app_s)
+        for column, drive in drives.items():
+            stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES, disk=drive)
+            prediction = predict_stack(stack, ops, cache)
+            timing = prediction.timing
+            stream = prediction.streams.get(stack.volume.name) if stack.volume.is_lvm else None
+            dm_s = (dm_cost_s or 0.0) * (len(stream) if stream is not None else 0)
+            predicted = timing.app_s + timing.stall_s + dm_s
+            row.update({f"predicted_s ({column})": predicted, f"error % ({column})": 100 * (predicted / measured_s - 1),
+                        f"stall_s ({column})": timing.stall_s, f"dm_s ({column})": dm_s})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def orderings(check: pd.DataFrame, columns) -> pd.DataFrame:
+    """Per test: the layouts from fastest to slowest by the measured wall time and by each of *columns*'
+    predictions (``predicted_s (COLUMN)``), and whether the prediction orders them as measured."""
+    rows = []
+    for test, group in check.groupby("test", sort=False):
+        order = " < ".join(group.sort_values("measured_s")["layout"])
+        row = {"test": test, "measured order (fastest first)": order}
+        for column in columns:
+            predicted = " < ".join(group.sort_values(f"predicted_s ({column})")["layout"])
+            row[f"predicted order ({column})"] = predicted
+            row[f"held ({column})"] = predicted == order
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: The model's drives beside each run: the calibration just made, and the drive the emulator serves.
+DRIVE_COLUMNS = ("calibration", "served drive")
+
+
+def check_emulated_runs(spec, disk, runs, paces: dict, notes: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`model_check` of *runs* on the calibration's *disk* and on the drive the emulator serves
+    (:func:`diskmodel.calibrate.emulate.drives.model_drive`), with :func:`orderings`; a note of how."""
+    from diskmodel.calibrate.emulate.drives import model_drive
+
+    dm_cost_s, where = guest_dm_cost_s()
+    drives = dict(zip(DRIVE_COLUMNS, (disk, model_drive(spec, name="sda"))))
+    check = model_check(runs, paces, drives, dm_cost_s=dm_cost_s)
+    notes.append("each run predicted on the timed I/O path (PostMark's operations on the paper's stack, on the "
+                 "clock of the same PostMark on the guest's tmpfs, a page cache of the VM's memory; PostMark's "
+                 f"wall time is its last operation plus its waits for the device); {where}")
+    return check, orderings(check, DRIVE_COLUMNS)
+
+
+def check_figures(check: pd.DataFrame, column: str = DRIVE_COLUMNS[0]) -> dict:
+    """The median and largest |error| [%] of *check*'s predictions from *column*'s drive."""
+    errors = check[f"error % ({column})"].abs()
+    return {"median_abs_error_pct": float(errors.median()), "max_abs_error_pct": float(errors.max())}
+
+
+def check_markdown(check: pd.DataFrame, orders: pd.DataFrame, table) -> str:
+    """The report's section on the model against each run (*table*: a DataFrame to a markdown table)."""
+    shown = check[["run", "measured_s", "tmpfs_s"]
+                  + [f"{what} ({c})" for c in DRIVE_COLUMNS for what in ("predicted_s", "error %")]]
+    lines = ["## The model against each PostMark run on the emulated drive", "",
+             "Measured: PostMark's wall time in the guest (its outside clock). Predicted: the timed I/O path on the "
+             "paper's stack, from the calibration and from the drive the emulator serves, PostMark's operations on "
+             "the clock of the same run on a tmpfs just before it (tmpfs_s).", "", table(shown, floatfmt=".3f"), ""]
+    for column in DRIVE_COLUMNS:
+        figures = check_figures(check, column)
+        lines.append(f"- from the {column}: median |error| {figures['median_abs_error_pct']:.1f} %, "
+                     f"largest {figures['max_abs_error_pct']:.1f} %")
+    lines += ["", "Each test's layouts from fastest to slowest:", "", table(orders), ""]
+    return "\n".join(lines)
