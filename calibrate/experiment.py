@@ -282,13 +282,13 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
             from diskmodel.calibrate.experiment_emulated import check_emulated_runs, postmark_on_emulated, ratio_table
             _step(bar, f"running PostMark on the emulated {emulate.name} (in the VM)")
             started = time.perf_counter()
-            runs, paces = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
+            runs, twins = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
                                                transactions=postmark_transactions, notes=notes,
                                                vm_timeout_s=vm_timeout_s)
             ratios = ratio_table(runs, results)
             timings["postmark_s"] = time.perf_counter() - started
             started = time.perf_counter()
-            check, orders = check_emulated_runs(emulate, disk, runs, paces, notes)
+            check, orders = check_emulated_runs(emulate, disk, runs, twins, notes)
             timings["check_s"] = time.perf_counter() - started
             bar.update()
         fit, comparison, held_out = predicted.result() if isinstance(predicted, Background) else predicted

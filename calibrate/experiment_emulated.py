@@ -7,16 +7,19 @@
    and LVM-2 stacks, all three in one boot of the throwaway VM on the same
    emulated drive (``/dev/vdb``; :mod:`diskmodel.calibrate.emulate.for_vm`),
    so that they compare fairly where the host has no device-mapper;
-   Before each run, the same PostMark runs on a tmpfs in the same boot: the
-   guest's own time for it (PostMark's CPU, the system calls, the copies,
-   all emulated under TCG) with no device below;
+   Before each layout, its twin on a RAM disk in the guest runs the same
+   tests: the guest's time for PostMark and the stack's kernel work (the
+   file system, its journal, device-mapper, the block layer, all emulated
+   under TCG) with a device that takes no time. Before each run, the same
+   PostMark runs on a tmpfs: the guest's time for PostMark alone;
 3. :func:`model_check`: each run predicted on the timed I/O path
    (:func:`diskmodel.model.predictions.results.predict_stack`, PostMark as
    file operations, :func:`diskmodel.model.iopath.fileops.postmark`) on the
-   paper's stack, its operations put on the clock of the tmpfs run
-   (:func:`diskmodel.model.iopath.workloads_pace.paced`), device-mapper's
-   cost per bio (:mod:`diskmodel.model.stacks.dm_cost`) charged on the LVM
-   layouts, against the run's measured wall time;
+   paper's stack, its operations put on the clock of its twin on the RAM
+   disk (:func:`diskmodel.model.iopath.workloads_pace.paced`), against the
+   run's measured wall time; beside it, on the clock of the tmpfs run with
+   device-mapper's cost per bio (:mod:`diskmodel.model.stacks.dm_cost`)
+   charged on the LVM layouts;
 4. :func:`ratio_table`: each layout's measured rates against native's,
    beside the same ratios in the paper's Tables 4-6.
 """
@@ -38,6 +41,10 @@ TEST_MARK = "DISKMODEL_TEST"
 
 #: The lines around each test's PostMark on the guest's tmpfs: ``PACE_MARK BEGIN k`` and ``PACE_MARK END k STATUS``.
 PACE_MARK = "DISKMODEL_PACE"
+
+#: The clocks a run's operations are put on: the same PostMark on the guest's tmpfs (the application alone),
+#: and on the same stack over a RAM-backed disk (the application and the stack's kernel work).
+TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30
@@ -88,13 +95,15 @@ def calibrate_emulated(spec, *, budget_s: float, seed: int, notes: list, say=Non
 def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int, notes: list,
                          vm_timeout_s: float = 3600.0, say=None) -> tuple[list, dict]:
     """PostMark runs ``(label, config, summary)`` for each of *layouts* and *tests*, in one VM on *spec*, and
-    ``{label: summary}`` of the same PostMark run on the guest's tmpfs just before each.
+    ``{label: {clock: summary}}`` of each run's twins: the same PostMark on the guest's tmpfs
+    (:data:`TMPFS_CLOCK`) and on the same stack over a RAM disk in the guest (:data:`RAM_CLOCK`).
 
     One emulated drive serves every run (its state carries on from run to
     run, as a real drive's does) and one VM boot runs them all
-    (:func:`guest_script`): each layout is built once on ``/dev/vdb``, each of
-    *tests* runs PostMark once on a tmpfs and once on the layout with the
-    page cache dropped, and the layout is torn down before the next one is built.
+    (:func:`guest_script`, :func:`_parts`): each layout is built once on a
+    RAM disk and run, then built once on ``/dev/vdb``, each of *tests* runs
+    PostMark once on a tmpfs and once on the layout with the page cache
+    dropped, and the layout is torn down before the next one is built.
     """
     from diskmodel.calibrate.bench.vm import run_script_in_vm
     from diskmodel.calibrate.emulate.for_vm import GUEST_FIRST_DEVICE
@@ -107,13 +116,14 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
                                   memory_bytes=VM_MEMORY_BYTES,
                                   nbd_sockets=[d.socket for d in disk.vm_drives],
                                   pass_fds=[d.dir_fd for d in disk.vm_drives])
-    runs, paces = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")
+    runs, twins = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")
     notes.append(f"ran real PostMark on {', '.join(layouts)} in one boot of the throwaway VM (TCG), each layout "
                  f"built once on the emulated {spec.name} as {GUEST_FIRST_DEVICE}; the paper's "
                  f"workloads scaled to at most {files} files and {transactions} transactions, the tests one after "
                  f"another on each layout's file system, each just after the same PostMark on a tmpfs in the guest "
-                 f"(its own time, no device)")
-    return runs, paces
+                 f"(the application alone) and after the same stack's run over a RAM disk in the guest (the "
+                 f"application and the stack's kernel work, no drive)")
+    return runs, twins
 
 
 @dataclass
@@ -122,37 +132,69 @@ class _Part:
     stack: object
     configs: list  # (test, config) in the order run
     script: str
+    on_ram: bool = False  # the layout's twin on a RAM-backed disk, not on the emulated drive
+
+
+#: The guest's tmpfs holding the RAM-backed disk of the stacks' twins, and the link naming its loop device.
+_RAM_DIR, _RAM_DISK = "/tmp/diskmodel-ram", "/tmp/diskmodel-ram-disk"
+
+
+def _test_runs(config, k: int, mark: str, mount_var: str, device) -> list[str]:
+    """Shell lines running PostMark on *config* once, in a subshell (guest_body ends with exit), between
+    ``mark BEGIN k`` and ``mark END k STATUS``; the first failure ends the part."""
+    from diskmodel.calibrate.bench.postmark_guest import guest_body
+
+    return [f"echo {mark} BEGIN {k}", "(", guest_body(config, mount_var=mount_var, device=device).rstrip("\n"), ")",
+            "rc=$?", f"echo {mark} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
+
+
+def _ram_disk_preamble(size_bytes: int) -> str:
+    """Shell lines making a RAM-backed disk of *size_bytes* (a sparse file on a tmpfs, as a loop device named by
+    :data:`_RAM_DISK`), their undos put on the plan's list before the stack's own."""
+    mib = -(-int(size_bytes) // (1 << 20))
+    return "\n".join([
+        "NL='\n'",  # the undo list's separator
+        f"mkdir -p {_RAM_DIR} && mount -t tmpfs -o size={mib + 64}m diskmodel-ram {_RAM_DIR} || exit 1",
+        f"DISKMODEL_UNDO='umount {_RAM_DIR}; rm -f {_RAM_DISK}'\"$NL$DISKMODEL_UNDO\"",
+        f"dd if=/dev/zero of={_RAM_DIR}/disk bs=1048576 count=0 seek={mib} 2>/dev/null || exit 1",
+        f"ramdev=$(losetup --find --show {_RAM_DIR}/disk) || exit 1",
+        'DISKMODEL_UNDO="losetup -d $ramdev$NL$DISKMODEL_UNDO"',
+        f'ln -sf "$ramdev" {_RAM_DISK} || exit 1'])
 
 
 def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Part]:
-    """One part per layout: its stack built once on *disk*, then each test's PostMark in turn on the same
-    file system (PostMark deletes every file it made, and a test that leaves one fails), then torn down."""
+    """Two parts per layout. First its twin: the same stack on a RAM-backed disk in the guest, each test's
+    PostMark on it (the guest's time for PostMark and the stack's kernel work, with a device that takes no
+    time). Then the stack built once on *disk*, each test's PostMark in turn on the same file system
+    (PostMark deletes every file it made, and a test that leaves one fails), each just after the same
+    PostMark on a tmpfs (the guest's time for PostMark alone); then torn down."""
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.bench.postmark_guest import guest_body
     from diskmodel.calibrate.bench.steps import sh_word
     from diskmodel.model.stacks.stack import paper_stack
     from diskmodel.model.predictions.workload import postmark_preset
 
+    configs = []
+    for test in tests:
+        config = postmark_preset(test)
+        configs.append((test, config.evolve(number_of_files=min(files, config.number_of_files),
+                                            transactions=min(transactions, config.transactions))))
     parts = []
     for layout in layouts:
         stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES)
+        twin = L.build_plan(stack, backing=_RAM_DISK)
+        body = [f"DISKMODEL_SCRATCH={_RAM_DISK}"]
+        for k, (_test, config) in enumerate(configs):
+            body += _test_runs(config, k, TEST_MARK, twin.mount_var, twin.device)
+        parts.append(_Part(layout, stack, configs, twin.render_script(
+            "\n".join(body), preamble=_ram_disk_preamble(L.backing_bytes_required(stack))), on_ram=True))
         plan = L.build_plan(stack, backing=disk)
-        configs, body = [], [f"DISKMODEL_SCRATCH={sh_word(disk)}"]  # the stack's disk, reported as its backing
-        for k, test in enumerate(tests):
-            config = postmark_preset(test)
-            config = config.evolve(number_of_files=min(files, config.number_of_files),
-                                   transactions=min(transactions, config.transactions))
-            configs.append((test, config))
-            # the same run on a tmpfs first: the guest's time for PostMark alone, now
-            body += [f"echo {PACE_MARK} BEGIN {k}", "(", f"mkdir -p {_PACE_DIR}",
-                     f"mount -t tmpfs -o size=512m diskmodel-pace {_PACE_DIR} || exit 1",
-                     f"DISKMODEL_PACE_MNT={_PACE_DIR}",
-                     guest_body(config, mount_var="DISKMODEL_PACE_MNT", device=_PACE_DIR).rstrip("\n"), ")",
-                     "rc=$?", f"umount {_PACE_DIR}", f"echo {PACE_MARK} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
-            # each test in a subshell: guest_body ends with exit; the first failure ends the part
-            body += [f"echo {TEST_MARK} BEGIN {k}", "(",
-                     guest_body(config, mount_var=plan.mount_var, device=plan.device).rstrip("\n"), ")",
-                     "rc=$?", f"echo {TEST_MARK} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
+        body = [f"DISKMODEL_SCRATCH={sh_word(disk)}"]  # the stack's disk, reported as its backing
+        for k, (_test, config) in enumerate(configs):
+            body += [f"mkdir -p {_PACE_DIR}", f"mount -t tmpfs -o size=512m diskmodel-pace {_PACE_DIR} || exit 1",
+                     f"DISKMODEL_PACE_MNT={_PACE_DIR}"]
+            body += _test_runs(config, k, PACE_MARK, "DISKMODEL_PACE_MNT", _PACE_DIR)
+            body += [f"umount {_PACE_DIR}"]
+            body += _test_runs(config, k, TEST_MARK, plan.mount_var, plan.device)
         parts.append(_Part(layout, stack, configs, plan.render_script("\n".join(body))))
     return parts
 
@@ -192,23 +234,28 @@ def _section(text: str, mark: str, i: int, what: str, returncode) -> str:
 
 
 def _parse_parts(result, parts: list[_Part], *, backing: str) -> tuple[list, dict]:
-    """Each run's PostMark summary from the VM's output, and each run's tmpfs twin's; PostMarkError naming the
-    first run that failed."""
+    """Each run's PostMark summary from the VM's output, and ``{label: {"tmpfs": summary, "stack on RAM":
+    summary}}`` of its twins; PostMarkError naming the first run that failed."""
     from diskmodel.calibrate.bench.postmark_guest import parse_guest_output
 
     text = result.output.replace("\r", "")
-    runs, paces = [], {}
+    runs, twins = [], {}
     for i, part in enumerate(parts):
-        section = _section(text, PART_MARK, i, f"the runs on {part.layout}", result.returncode)
+        where = f"{part.layout}'s twin on a RAM disk" if part.on_ram else part.layout
+        section = _section(text, PART_MARK, i, f"the runs on {where}", result.returncode)
         for k, (test, config) in enumerate(part.configs):
             label = f"{test} on {part.layout}"
             common = dict(stack=part.stack, accelerator=result.accelerator, kernel_release=result.kernel_release)
-            paces[label] = parse_guest_output(_section(section, PACE_MARK, k, f"{label}'s tmpfs twin",
-                                                       result.returncode), config, backing="tmpfs", **common)
-            summary = parse_guest_output(_section(section, TEST_MARK, k, label, result.returncode), config,
-                                         backing=backing, **common)
-            runs.append((label, config, summary))
-    return runs, paces
+            run = parse_guest_output(_section(section, TEST_MARK, k, f"{test} on {where}", result.returncode),
+                                     config, backing="RAM disk" if part.on_ram else backing, **common)
+            if part.on_ram:
+                twins.setdefault(label, {})[RAM_CLOCK] = run
+                continue
+            twins.setdefault(label, {})[TMPFS_CLOCK] = parse_guest_output(
+                _section(section, PACE_MARK, k, f"{label}'s twin on tmpfs", result.returncode), config,
+                backing="tmpfs", **common)
+            runs.append((label, config, run))
+    return runs, twins
 
 
 def ratio_table(runs, paper: pd.DataFrame) -> pd.DataFrame:
@@ -253,20 +300,21 @@ def guest_dm_cost_s() -> tuple[float | None, str]:
     return value, f"device-mapper's cost per bio in the guest {value * 1e6:.1f} us ({path.name}, measured in the VM)"
 
 
-def model_check(runs, paces: dict, drives: dict, *, dm_cost_s: float | None,
-                memory_bytes: int = VM_MEMORY_BYTES) -> pd.DataFrame:
+def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_MEMORY_BYTES) -> pd.DataFrame:
     """Each run of :func:`postmark_on_emulated` predicted beside its measured wall time.
 
-    *drives*: ``{column name: drive}`` (a Disk or a drive node: the calibration's, the one the emulator
-    serves). Each run is PostMark's own operations
-    (:func:`diskmodel.model.iopath.fileops.postmark`, no sync at the end: PostMark exits without one,
-    deleting every file it made) on the paper's stack on that drive, issued on the clock of the same run
-    on the guest's tmpfs (*paces*: :func:`diskmodel.model.iopath.workloads_pace.paced`), timed on the
-    I/O path with a page cache of the guest's *memory_bytes*. PostMark's wall time is the application's
-    end: its last operation plus its stall (the waits for the device,
-    :class:`diskmodel.model.iopath.timing.IoTiming`); write-back after it is not in it. On an LVM layout
-    every request the I/O path sends through the logical volume costs *dm_cost_s* of the guest's one
-    CPU, which PostMark shares (:mod:`diskmodel.model.stacks.dm_cost`).
+    *twins*: :func:`postmark_on_emulated`'s (per run, its twin on each clock); *predictions*: ``{column:
+    (drive, clock, dm_cost_s)}``: a Disk or a drive node (the calibration's, the one the emulator serves),
+    :data:`TMPFS_CLOCK` or :data:`RAM_CLOCK`, and device-mapper's cost per request [s] (None: none).
+    Each run is PostMark's own operations (:func:`diskmodel.model.iopath.fileops.postmark`, no sync at
+    the end: PostMark exits without one, deleting every file it made) on the paper's stack on that
+    drive, issued on the clock of the run's twin (its wall time:
+    :func:`diskmodel.model.iopath.workloads_pace.paced`) and timed on the I/O path with a page cache of
+    the guest's *memory_bytes*. PostMark's wall time is the application's end: its last operation plus
+    its stall (the waits for the device, :class:`diskmodel.model.iopath.timing.IoTiming`); write-back
+    after it is not in it. On an LVM layout each request the I/O path sends through the logical volume
+    costs *dm_cost_s* of the guest's one CPU, which PostMark shares (:mod:`diskmodel.model.stacks.dm_cost`);
+    a twin on the same stack over a RAM disk holds that cost already.
     """
     from diskmodel.model.iopath import fileops
     from diskmodel.model.iopath.pagecache import CacheParams
@@ -279,12 +327,13 @@ def model_check(runs, paces: dict, drives: dict, *, dm_cost_s: float | None,
     for label, config, summary in runs:
         test, _, layout = label.partition(" on ")
         measured_s = float(summary.params["wall_s"])
-        app_s = float(paces[label].params["wall_s"])
-        row = {"run": label, "test": test, "layout": layout, "measured_s": measured_s, "tmpfs_s": app_s}
-        ops = paced(fileops.postmark(config, sync_at_end=False), app_s)
-        for column, drive in drives.items():
+        clocks = {clock: float(twin.params["wall_s"]) for clock, twin in twins[label].items()}
+        row = {"run": label, "test": test, "layout": layout, "measured_s": measured_s,
+               **{f"{clock}_s": value for clock, value in clocks.items()}}
+        ops = fileops.postmark(config, sync_at_end=False)
+        for column, (drive, clock, dm_cost_s) in predictions.items():
             stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES, disk=drive)
-            prediction = predict_stack(stack, ops, cache)
+            prediction = predict_stack(stack, paced(ops, clocks[clock]), cache)
             timing = prediction.timing
             stream = prediction.streams.get(stack.volume.name) if stack.volume.is_lvm else None
             dm_s = (dm_cost_s or 0.0) * (len(stream) if stream is not None else 0)
@@ -310,41 +359,48 @@ def orderings(check: pd.DataFrame, columns) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: The model's drives beside each run: the calibration just made, and the drive the emulator serves.
-DRIVE_COLUMNS = ("calibration", "served drive")
+#: The model's predictions beside each run: on the clock of the stack's twin on a RAM disk, from the
+#: calibration just made and from the drive the emulator serves; and on the clock of PostMark alone on
+#: tmpfs, from the calibration, with device-mapper's cost per request.
+PREDICTIONS = ("calibration", "served drive", "calibration, tmpfs clock")
 
 
-def check_emulated_runs(spec, disk, runs, paces: dict, notes: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`model_check` of *runs* on the calibration's *disk* and on the drive the emulator serves
-    (:func:`diskmodel.calibrate.emulate.drives.model_drive`), with :func:`orderings`; a note of how."""
+def check_emulated_runs(spec, disk, runs, twins: dict, notes: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`model_check` of *runs* (:data:`PREDICTIONS`), with :func:`orderings`; a note of how."""
     from diskmodel.calibrate.emulate.drives import model_drive
 
     dm_cost_s, where = guest_dm_cost_s()
-    drives = dict(zip(DRIVE_COLUMNS, (disk, model_drive(spec, name="sda"))))
-    check = model_check(runs, paces, drives, dm_cost_s=dm_cost_s)
-    notes.append("each run predicted on the timed I/O path (PostMark's operations on the paper's stack, on the "
-                 "clock of the same PostMark on the guest's tmpfs, a page cache of the VM's memory; PostMark's "
-                 f"wall time is its last operation plus its waits for the device); {where}")
-    return check, orderings(check, DRIVE_COLUMNS)
+    served = model_drive(spec, name="sda")
+    check = model_check(runs, twins, dict(zip(PREDICTIONS, ((disk, RAM_CLOCK, None), (served, RAM_CLOCK, None),
+                                                            (disk, TMPFS_CLOCK, dm_cost_s)))))
+    notes.append("each run predicted on the timed I/O path (PostMark's operations on the paper's stack, a page "
+                 "cache of the VM's memory; PostMark's wall time is its last operation plus its waits for the "
+                 "device), on the clock of the same PostMark on the same stack over a RAM disk in the guest (the "
+                 "application and the stack's kernel work, device-mapper's included) and, beside it, on the clock "
+                 f"of the same PostMark on the guest's tmpfs (the application alone) with {where}")
+    return check, orderings(check, PREDICTIONS)
 
 
-def check_figures(check: pd.DataFrame, column: str = DRIVE_COLUMNS[0]) -> dict:
-    """The median and largest |error| [%] of *check*'s predictions from *column*'s drive."""
+def check_figures(check: pd.DataFrame, column: str = PREDICTIONS[0]) -> dict:
+    """The median and largest |error| [%] of *check*'s predictions in *column*."""
     errors = check[f"error % ({column})"].abs()
     return {"median_abs_error_pct": float(errors.median()), "max_abs_error_pct": float(errors.max())}
 
 
 def check_markdown(check: pd.DataFrame, orders: pd.DataFrame, table) -> str:
     """The report's section on the model against each run (*table*: a DataFrame to a markdown table)."""
-    shown = check[["run", "measured_s", "tmpfs_s"]
-                  + [f"{what} ({c})" for c in DRIVE_COLUMNS for what in ("predicted_s", "error %")]]
+    clocks = [c for c in (f"{TMPFS_CLOCK}_s", f"{RAM_CLOCK}_s") if c in check]
+    shown = check[["run", "measured_s", *clocks]
+                  + [f"{what} ({c})" for c in PREDICTIONS for what in ("predicted_s", "error %")]]
     lines = ["## The model against each PostMark run on the emulated drive", "",
              "Measured: PostMark's wall time in the guest (its outside clock). Predicted: the timed I/O path on the "
-             "paper's stack, from the calibration and from the drive the emulator serves, PostMark's operations on "
-             "the clock of the same run on a tmpfs just before it (tmpfs_s).", "", table(shown, floatfmt=".3f"), ""]
-    for column in DRIVE_COLUMNS:
+             "paper's stack, PostMark's operations on the clock of the same run on the same stack over a RAM disk "
+             "in the guest just before (stack on RAM_s), from the calibration and from the drive the emulator "
+             "serves; and on the clock of the same run on the guest's tmpfs just before it (tmpfs_s), with "
+             "device-mapper's cost per request.", "", table(shown, floatfmt=".3f"), ""]
+    for column in PREDICTIONS:
         figures = check_figures(check, column)
-        lines.append(f"- from the {column}: median |error| {figures['median_abs_error_pct']:.1f} %, "
+        lines.append(f"- {column}: median |error| {figures['median_abs_error_pct']:.1f} %, "
                      f"largest {figures['max_abs_error_pct']:.1f} %")
     lines += ["", "Each test's layouts from fastest to slowest:", "", table(orders), ""]
     return "\n".join(lines)

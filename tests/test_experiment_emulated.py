@@ -1,0 +1,87 @@
+"""``diskmodel experiment --emulate``: the model against each real PostMark run on the emulated drive.
+
+The measured side is real: PostMark in the throwaway VM on the emulated WD800BD through the guest's kernel
+(ext3, device-mapper). The model's side is the timed I/O path on the paper's stack, on the clock of the
+same PostMark on the guest's tmpfs (diskmodel.calibrate.experiment_emulated.model_check). The guest script
+and its parsing are checked without a VM.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from test_emulate import require_emulation  # noqa: F401
+from test_emulate_vm import require_vm, short_isolated  # noqa: F401
+from test_emulate import assert_nothing_left
+
+#: The bound on each run's |error| of the predicted wall time [%] in the small run below: its runs last
+#: a second or two of the guest's emulated CPU, timed by /proc/uptime (10 ms), on a shared host.
+RUN_BOUND_PCT = 25.0
+
+
+def test_each_layout_runs_on_a_ram_disk_first_and_each_run_after_its_tmpfs_twin():
+    from diskmodel.calibrate.experiment_emulated import PACE_MARK, TEST_MARK, _parts
+
+    parts = _parts(("native", "lvm2"), ("test1", "test2"), 20, 30, "/dev/vdb")
+    assert [(p.layout, p.on_ram) for p in parts] == [("native", True), ("native", False), ("lvm2", True),
+                                                     ("lvm2", False)]
+    for part in parts:
+        text = part.script
+        assert [c.number_of_files for _, c in part.configs] == [20, 20]
+        if part.on_ram:  # the stack over a loop device on a tmpfs file, never on the drive
+            assert "/dev/vdb" not in text and "losetup --find --show /tmp/diskmodel-ram/disk" in text
+            assert PACE_MARK not in text
+            continue
+        for k in range(2):
+            pace, run = text.index(f"echo {PACE_MARK} BEGIN {k}"), text.index(f"echo {TEST_MARK} BEGIN {k}")
+            assert pace < run
+            assert text.index(f"echo {PACE_MARK} END {k} $rc") < run
+        assert text.count("mount -t tmpfs") == 2
+
+
+def test_model_check_puts_the_run_on_the_tmpfs_clock():
+    """With the guest's memory no write-back falls in a short run: the prediction is the tmpfs twin's time
+    plus the reads after the dropped cache and, on LVM, device-mapper's cost per request sent through it."""
+    from diskmodel.calibrate.emulate.drives import model_drive
+    from diskmodel.calibrate.experiment_emulated import TMPFS_CLOCK, model_check, orderings
+    from diskmodel.model.predictions.workload import postmark_preset
+
+    config = postmark_preset("test1").evolve(number_of_files=50, transactions=100)
+    runs = [(f"test1 on {layout}", config, SimpleNamespace(params={"wall_s": 2.0})) for layout in ("native", "lvm1")]
+    twins = {label: {TMPFS_CLOCK: SimpleNamespace(params={"wall_s": 1.5})} for label, _, _ in runs}
+    check = model_check(runs, twins, {"served": (model_drive("wd800bd", name="sda"), TMPFS_CLOCK, 1e-3)})
+    native, lvm1 = check.to_dict("records")
+    assert native["dm_s (served)"] == 0.0 and lvm1["dm_s (served)"] > 0.0
+    for row in (native, lvm1):
+        assert row["predicted_s (served)"] == pytest.approx(1.5 + row["stall_s (served)"] + row["dm_s (served)"])
+        assert row["error % (served)"] == pytest.approx(100 * (row["predicted_s (served)"] / 2.0 - 1))
+    assert orderings(check, ["served"]).loc[0, "held (served)"] in (True, False)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_small_experiment_predicts_each_run(short_isolated, tmp_path):  # noqa: F811
+    require_emulation()
+    require_vm()
+    env, run_dir, tmp = short_isolated
+    out = tmp.parent / "report"
+    proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "experiment", "--emulate", "wd800bd",
+                           "--budget-s", "60", "--postmark-files", "100", "--postmark-transactions", "300",
+                           "--out", str(out), "--json", "--no-progress"],
+                          env=env, capture_output=True, text=True, timeout=3000)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads(proc.stdout)
+    runs = document["emulated"]["runs"]
+    assert len(runs) == 9
+    for run in runs:
+        # the measured side is PostMark's wall time in the guest, independent of the model
+        assert run["measured_s"] > 0
+        assert run["tmpfs_s"] > 0 and run["stack on RAM_s"] > 0
+        assert abs(run["error % (calibration)"]) <= RUN_BOUND_PCT, run
+        assert abs(run["error % (served drive)"]) <= RUN_BOUND_PCT, run
+    assert "The model against each PostMark run" in (out / "report.md").read_text()
+    assert_nothing_left(run_dir, tmp)
