@@ -7,11 +7,11 @@
    and LVM-2 stacks, all three in one boot of the throwaway VM on the same
    emulated drive (``/dev/vdb``; :mod:`diskmodel.calibrate.emulate.for_vm`),
    so that they compare fairly where the host has no device-mapper;
-   Before each layout, its twin on a RAM disk in the guest runs the same
-   tests: the guest's time for PostMark and the stack's kernel work (the
-   file system, its journal, device-mapper, the block layer, all emulated
-   under TCG) with a device that takes no time. Before each run, the same
-   PostMark runs on a tmpfs: the guest's time for PostMark alone;
+   just before each run, the same PostMark on a tmpfs (the guest's time for
+   PostMark alone) and on a twin of the stack over a RAM disk in the guest
+   (the guest's time for PostMark and the stack's kernel work: the file
+   system, its journal, device-mapper, the block layer, all emulated under
+   TCG, with a device that takes no time);
 3. :func:`model_check`: each run predicted on the timed I/O path
    (:func:`diskmodel.model.predictions.results.predict_stack`, PostMark as
    file operations, :func:`diskmodel.model.iopath.fileops.postmark`) on the
@@ -41,6 +41,8 @@ TEST_MARK = "DISKMODEL_TEST"
 
 #: The lines around each test's PostMark on the guest's tmpfs: ``PACE_MARK BEGIN k`` and ``PACE_MARK END k STATUS``.
 PACE_MARK = "DISKMODEL_PACE"
+#: The lines around each test's PostMark on the stack's twin over a RAM disk.
+RAM_MARK = "DISKMODEL_RAM"
 
 #: The clocks a run's operations are put on: the same PostMark on the guest's tmpfs (the application alone),
 #: and on the same stack over a RAM-backed disk (the application and the stack's kernel work).
@@ -100,9 +102,9 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
 
     One emulated drive serves every run (its state carries on from run to
     run, as a real drive's does) and one VM boot runs them all
-    (:func:`guest_script`, :func:`_parts`): each layout is built once on a
-    RAM disk and run, then built once on ``/dev/vdb``, each of *tests* runs
-    PostMark once on a tmpfs and once on the layout with the page cache
+    (:func:`guest_script`, :func:`_parts`): each layout is built once on
+    ``/dev/vdb``, each of *tests* runs PostMark on a tmpfs, on the layout's
+    twin over a RAM disk and on the layout, each with the page cache
     dropped, and the layout is torn down before the next one is built.
     """
     from diskmodel.calibrate.bench.vm import run_script_in_vm
@@ -121,8 +123,8 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
                  f"built once on the emulated {spec.name} as {GUEST_FIRST_DEVICE}; the paper's "
                  f"workloads scaled to at most {files} files and {transactions} transactions, the tests one after "
                  f"another on each layout's file system, each just after the same PostMark on a tmpfs in the guest "
-                 f"(the application alone) and after the same stack's run over a RAM disk in the guest (the "
-                 f"application and the stack's kernel work, no drive)")
+                 f"(the application alone) and on a twin of the stack over a RAM disk in the guest (the "
+                 f"application and the stack's kernel work, no drive); mkfs {' '.join(MKFS_OPTIONS)}")
     return runs, twins
 
 
@@ -132,16 +134,25 @@ class _Part:
     stack: object
     configs: list  # (test, config) in the order run
     script: str
-    on_ram: bool = False  # the layout's twin on a RAM-backed disk, not on the emulated drive
 
 
-#: The guest's tmpfs holding the RAM-backed disk of the stacks' twins, and the link naming its loop device.
+#: The guest's tmpfs holding the RAM-backed disk of a stack's twin, and the link naming its loop device.
 _RAM_DIR, _RAM_DISK = "/tmp/diskmodel-ram", "/tmp/diskmodel-ram-disk"
+#: mke2fs writes the inode tables at once, so that no ext4lazyinit thread writes them (and takes the guest's
+#: one CPU) while PostMark is timed; the model's file system has its tables written too.
+MKFS_OPTIONS = ("-Elazy_itable_init=0",)
+
+
+def layout_stack(layout: str, disk=None):
+    """The paper's stack *layout* as the VM builds it and the model times it (on *disk*, default the preset)."""
+    from diskmodel.model.stacks.stack import paper_stack
+
+    return paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES, disk=disk, mkfs_options=MKFS_OPTIONS)
 
 
 def _test_runs(config, k: int, mark: str, mount_var: str, device) -> list[str]:
     """Shell lines running PostMark on *config* once, in a subshell (guest_body ends with exit), between
-    ``mark BEGIN k`` and ``mark END k STATUS``; the first failure ends the part."""
+    ``mark BEGIN k`` and ``mark END k STATUS``; the first failure ends the script."""
     from diskmodel.calibrate.bench.postmark_guest import guest_body
 
     return [f"echo {mark} BEGIN {k}", "(", guest_body(config, mount_var=mount_var, device=device).rstrip("\n"), ")",
@@ -162,15 +173,28 @@ def _ram_disk_preamble(size_bytes: int) -> str:
         f'ln -sf "$ramdev" {_RAM_DISK} || exit 1'])
 
 
+def _twin_runs(stack, config, k: int) -> list[str]:
+    """Shell lines running PostMark on *config* once on a twin of *stack* over a RAM disk, built for the run and
+    torn down after it by a script of its own (the stack's plan; written through a here-document whose
+    delimiter is quoted, so the shell expands nothing in it)."""
+    from diskmodel.calibrate.bench import provision as L
+
+    twin = L.build_plan(stack, backing=_RAM_DISK)
+    text = twin.render_script("\n".join([f"DISKMODEL_SCRATCH={_RAM_DISK}",
+                                         *_test_runs(config, k, RAM_MARK, twin.mount_var, twin.device)]),
+                              preamble=_ram_disk_preamble(L.backing_bytes_required(stack)))
+    delimiter = f"DISKMODEL_TWIN_{k}_END_OF_SCRIPT"
+    return [f"cat > /tmp/diskmodel-twin-{k}.sh <<'{delimiter}'", text.rstrip("\n"), delimiter,
+            f"sh /tmp/diskmodel-twin-{k}.sh", "rc=$?", '[ "$rc" = 0 ] || exit "$rc"']
+
+
 def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Part]:
-    """Two parts per layout. First its twin: the same stack on a RAM-backed disk in the guest, each test's
-    PostMark on it (the guest's time for PostMark and the stack's kernel work, with a device that takes no
-    time). Then the stack built once on *disk*, each test's PostMark in turn on the same file system
-    (PostMark deletes every file it made, and a test that leaves one fails), each just after the same
-    PostMark on a tmpfs (the guest's time for PostMark alone); then torn down."""
+    """One part per layout: its stack built once on *disk*, then each test's PostMark in turn on the same file
+    system (PostMark deletes every file it made, and a test that leaves one fails), then torn down. Each
+    run follows its two twins: the same PostMark on a tmpfs (the guest's time for PostMark alone), then on
+    the same stack over a RAM disk (PostMark and the stack's kernel work, with a device that takes no time)."""
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.steps import sh_word
-    from diskmodel.model.stacks.stack import paper_stack
     from diskmodel.model.predictions.workload import postmark_preset
 
     configs = []
@@ -180,21 +204,18 @@ def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Pa
                                             transactions=min(transactions, config.transactions))))
     parts = []
     for layout in layouts:
-        stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES)
-        twin = L.build_plan(stack, backing=_RAM_DISK)
-        body = [f"DISKMODEL_SCRATCH={_RAM_DISK}"]
-        for k, (_test, config) in enumerate(configs):
-            body += _test_runs(config, k, TEST_MARK, twin.mount_var, twin.device)
-        parts.append(_Part(layout, stack, configs, twin.render_script(
-            "\n".join(body), preamble=_ram_disk_preamble(L.backing_bytes_required(stack))), on_ram=True))
+        stack = layout_stack(layout)
         plan = L.build_plan(stack, backing=disk)
-        body = [f"DISKMODEL_SCRATCH={sh_word(disk)}"]  # the stack's disk, reported as its backing
+        body = []
         for k, (_test, config) in enumerate(configs):
             body += [f"mkdir -p {_PACE_DIR}", f"mount -t tmpfs -o size=512m diskmodel-pace {_PACE_DIR} || exit 1",
-                     f"DISKMODEL_PACE_MNT={_PACE_DIR}"]
+                     f"DISKMODEL_SCRATCH={_PACE_DIR}", f"DISKMODEL_PACE_MNT={_PACE_DIR}"]
             body += _test_runs(config, k, PACE_MARK, "DISKMODEL_PACE_MNT", _PACE_DIR)
             body += [f"umount {_PACE_DIR}"]
-            body += _test_runs(config, k, TEST_MARK, plan.mount_var, plan.device)
+            body += _twin_runs(stack, config, k)
+            # the stack's disk, reported as its backing
+            body += [f"DISKMODEL_SCRATCH={sh_word(disk)}", *_test_runs(config, k, TEST_MARK, plan.mount_var,
+                                                                      plan.device)]
         parts.append(_Part(layout, stack, configs, plan.render_script("\n".join(body))))
     return parts
 
@@ -234,26 +255,22 @@ def _section(text: str, mark: str, i: int, what: str, returncode) -> str:
 
 
 def _parse_parts(result, parts: list[_Part], *, backing: str) -> tuple[list, dict]:
-    """Each run's PostMark summary from the VM's output, and ``{label: {"tmpfs": summary, "stack on RAM":
-    summary}}`` of its twins; PostMarkError naming the first run that failed."""
+    """Each run's PostMark summary from the VM's output, and ``{label: {clock: summary}}`` of its twins;
+    PostMarkError naming the first run that failed."""
     from diskmodel.calibrate.bench.postmark_guest import parse_guest_output
 
     text = result.output.replace("\r", "")
     runs, twins = [], {}
     for i, part in enumerate(parts):
-        where = f"{part.layout}'s twin on a RAM disk" if part.on_ram else part.layout
-        section = _section(text, PART_MARK, i, f"the runs on {where}", result.returncode)
+        section = _section(text, PART_MARK, i, f"the runs on {part.layout}", result.returncode)
         for k, (test, config) in enumerate(part.configs):
             label = f"{test} on {part.layout}"
             common = dict(stack=part.stack, accelerator=result.accelerator, kernel_release=result.kernel_release)
-            run = parse_guest_output(_section(section, TEST_MARK, k, f"{test} on {where}", result.returncode),
-                                     config, backing="RAM disk" if part.on_ram else backing, **common)
-            if part.on_ram:
-                twins.setdefault(label, {})[RAM_CLOCK] = run
-                continue
-            twins.setdefault(label, {})[TMPFS_CLOCK] = parse_guest_output(
-                _section(section, PACE_MARK, k, f"{label}'s twin on tmpfs", result.returncode), config,
-                backing="tmpfs", **common)
+            twins[label] = {clock: parse_guest_output(_section(section, mark, k, f"{label}'s twin ({clock})",
+                                                               result.returncode), config, backing=clock, **common)
+                            for clock, mark in ((TMPFS_CLOCK, PACE_MARK), (RAM_CLOCK, RAM_MARK))}
+            run = parse_guest_output(_section(section, TEST_MARK, k, label, result.returncode), config,
+                                     backing=backing, **common)
             runs.append((label, config, run))
     return runs, twins
 
@@ -320,7 +337,6 @@ def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_
     from diskmodel.model.iopath.pagecache import CacheParams
     from diskmodel.model.iopath.workloads_pace import paced
     from diskmodel.model.predictions.results import predict_stack
-    from diskmodel.model.stacks.stack import paper_stack
 
     cache = CacheParams(memory_bytes=int(memory_bytes))
     rows = []
@@ -332,7 +348,7 @@ def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_
                **{f"{clock}_s": value for clock, value in clocks.items()}}
         ops = fileops.postmark(config, sync_at_end=False)
         for column, (drive, clock, dm_cost_s) in predictions.items():
-            stack = paper_stack(layout, fs_size_bytes=FS_SIZE_BYTES, disk=drive)
+            stack = layout_stack(layout, drive)
             prediction = predict_stack(stack, paced(ops, clocks[clock]), cache)
             timing = prediction.timing
             stream = prediction.streams.get(stack.volume.name) if stack.volume.is_lvm else None
