@@ -15,7 +15,7 @@ tmpfs run's clock, from the calibration and from the drive the emulator serves
 
 Figures: the median and largest |error| of the runs' predicted wall times (from the calibration, the
 headline, and from the served drive), the orderings of the layouts held, the main job's wall time
-against the 10 minute target, and the host's load average. The runs, the orderings and the ratios to
+against its target, and the host's load average. The runs, the orderings and the ratios to
 native beside the paper's Tables 4-6 (Djordjevic & Timcenko 2015) are in the details. Writes
 ``benchmarks/results/experiment_emulated.json``.
 """
