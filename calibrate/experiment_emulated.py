@@ -50,6 +50,9 @@ TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30
+#: The guest's clock while its CPU runs: 2^N ns per instruction (qemu's ``-icount``), so that a run and its
+#: twins are timed alike however much of the host's shared CPU the emulator gets between them.
+ICOUNT_SHIFT = 0
 #: The VM's memory [bytes] (:func:`diskmodel.calibrate.bench.vm.run_script_in_vm`'s), the model's page cache too.
 VM_MEMORY_BYTES = 1 << 30
 #: The guest's tmpfs for the PostMark runs that time the application alone.
@@ -95,7 +98,7 @@ def calibrate_emulated(spec, *, budget_s: float, seed: int, notes: list, say=Non
 
 
 def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int, notes: list,
-                         vm_timeout_s: float = 3600.0, say=None) -> tuple[list, dict]:
+                         vm_timeout_s: float = 3600.0, say=None, icount_shift: int | None = ICOUNT_SHIFT) -> tuple[list, dict]:
     """PostMark runs ``(label, config, summary)`` for each of *layouts* and *tests*, in one VM on *spec*, and
     ``{label: {clock: summary}}`` of each run's twins: the same PostMark on the guest's tmpfs
     (:data:`TMPFS_CLOCK`) and on the same stack over a RAM disk in the guest (:data:`RAM_CLOCK`).
@@ -115,7 +118,7 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
     script = guest_script([part.script for part in parts])
     with emulated_disk(spec, vm=True, say=say) as disk:
         result = run_script_in_vm(script, scratch_disk_bytes=1 << 20, timeout_s=vm_timeout_s,
-                                  memory_bytes=VM_MEMORY_BYTES,
+                                  memory_bytes=VM_MEMORY_BYTES, icount_shift=icount_shift,
                                   nbd_sockets=[d.socket for d in disk.vm_drives],
                                   pass_fds=[d.dir_fd for d in disk.vm_drives])
     runs, twins = _parse_parts(result, parts, backing=f"{GUEST_FIRST_DEVICE} (emulated {spec.name})")

@@ -309,7 +309,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
                      qemu: str = "qemu-system-x86_64",
                      cache_dir: str | os.PathLike | None = None,
                      workdir: str | os.PathLike | None = None,
-                     nbd_sockets=(), pass_fds=()) -> VmResult:
+                     nbd_sockets=(), pass_fds=(), icount_shift: int | None = None) -> VmResult:
     """Boot a throwaway VM, run *script* with ``sh -e`` against a scratch disk, power off.
 
     Parameters
@@ -322,6 +322,9 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
     memory_bytes : [bytes] guest RAM, a whole number of MiB, at least 128 MiB.
     timeout_s : [s] limit for the whole run, boot included.
     cpus : number of virtual CPUs.
+    icount_shift : with TCG, the guest's clock counts instructions (``-icount shift=N,sleep=on``: 2^N ns
+        each) while its CPU runs and real time while it is idle, so that the guest's CPU time does not
+        depend on how much of the host's CPU the emulator gets; None (default): the host's clock.
     log : optional callable receiving every step and every line the script prints
         (the module's ``logging`` logger receives them too).
     accelerator : ``"tcg"`` (default, emulation) or ``"kvm"`` (only on request;
@@ -359,6 +362,10 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
     if scratch_disk_bytes % 512:
         raise ValueError(f"scratch_disk_bytes must be a multiple of 512, got {scratch_disk_bytes}")
     _check_positive_int("memory_bytes", memory_bytes, 128 << 20)
+    if icount_shift is not None and (accelerator != "tcg" or isinstance(icount_shift, bool)
+                                     or not isinstance(icount_shift, int) or not 0 <= icount_shift <= 10):
+        raise ValueError(f"icount_shift must be an int 0..10 with accelerator tcg, got {icount_shift!r} "
+                         f"({accelerator})")
     if memory_bytes % (1 << 20):
         raise ValueError(f"memory_bytes must be a whole number of MiB, got {memory_bytes}")
     _check_positive_int("cpus", cpus)
@@ -437,6 +444,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
             "-display", "none", "-monitor", "none", "-no-reboot",
             "-accel", accelerator, "-cpu", "max" if accelerator == "tcg" else "host",
             "-m", f"{memory_bytes >> 20}M", "-smp", str(cpus),
+            *(("-icount", f"shift={int(icount_shift)},sleep=on") if icount_shift is not None else ()),
             "-kernel", str(kernel_image), "-initrd", str(initrd),
             "-append", "console=ttyS0 panic=-1 quiet",
             "-serial", f"file:{_qemu_path(console)}",
