@@ -52,7 +52,7 @@ TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 FS_SIZE_BYTES = 1 << 30
 #: The guest's clock while its CPU runs: 2^N ns per instruction (qemu's ``-icount``), so that a run and its
 #: twins are timed alike however much of the host's shared CPU the emulator gets between them.
-ICOUNT_SHIFT = 0
+ICOUNT_SHIFT = 2
 #: The VM's memory [bytes] (:func:`diskmodel.calibrate.bench.vm.run_script_in_vm`'s), the model's page cache too.
 VM_MEMORY_BYTES = 1 << 30
 #: The guest's tmpfs for the PostMark runs that time the application alone.
