@@ -74,8 +74,9 @@ def main(argv=None) -> int:
             f["max_abs_error_pct"], "%", f"largest |error| of the runs' predicted wall times, from the {column}",
             decimals=1, target=15.0)
         figures[f"orderings_held_{key}"] = figure(
-            int(orders[f"held ({column})"].sum()), "", f"tests whose layouts the prediction from the {column} "
-            f"orders as measured (of {len(orders)})", decimals=0)
+            int(orders[f"held ({column})"].sum()), "", f"pairs of layouts the prediction from the {column} orders "
+            f"as measured (of {int(orders['ordered pairs'].sum())} the measurement orders, more than the clock's "
+            f"resolution apart)", decimals=0)
     figures["wall_s"] = figure(wall_s, "s", "the main job's wall time (calibrate, fit, predict, PostMark in the VM)",
                                decimals=0, headline=True, target=WALL_TARGET_S)
     for name, value in report.timings_s.items():

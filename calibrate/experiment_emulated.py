@@ -363,17 +363,30 @@ def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_
     return pd.DataFrame(rows)
 
 
+#: The guest's clock's resolution (/proc/uptime) [s]: two runs closer than this are not ordered.
+CLOCK_RESOLUTION_S = 0.01
+
+
 def orderings(check: pd.DataFrame, columns) -> pd.DataFrame:
-    """Per test: the layouts from fastest to slowest by the measured wall time and by each of *columns*'
-    predictions (``predicted_s (COLUMN)``), and whether the prediction orders them as measured."""
+    """Per test: the layouts from fastest to slowest by the measured wall time (``=`` between runs within
+    :data:`CLOCK_RESOLUTION_S`), and for each of *columns* (``predicted_s (COLUMN)``) how many of the pairs
+    of layouts the measurement orders (more than the resolution apart) the prediction orders alike."""
     rows = []
     for test, group in check.groupby("test", sort=False):
-        order = " < ".join(group.sort_values("measured_s")["layout"])
-        row = {"test": test, "measured order (fastest first)": order}
+        group = group.sort_values("measured_s")
+        text, last = "", None
+        for r in group.itertuples():
+            if last is not None:
+                text += " = " if r.measured_s - last <= CLOCK_RESOLUTION_S else " < "
+            text, last = text + r.layout, r.measured_s
+        row = {"test": test, "measured order (fastest first)": text}
+        records = group.to_dict("records")
+        pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1:]
+                 if b["measured_s"] - a["measured_s"] > CLOCK_RESOLUTION_S]
+        row["ordered pairs"] = len(pairs)
         for column in columns:
-            predicted = " < ".join(group.sort_values(f"predicted_s ({column})")["layout"])
-            row[f"predicted order ({column})"] = predicted
-            row[f"held ({column})"] = predicted == order
+            key = f"predicted_s ({column})"
+            row[f"held ({column})"] = sum(a[key] < b[key] for a, b in pairs)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -37,9 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--emulate", metavar="DRIVE",
                         help="the mission's whole loop on an emulated drive (DRIVE as diskmodel emulate takes it, "
                              "e.g. wd800bd): calibrate it through the kernel (a loop device), fit, predict, and run "
-                             "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, compared with the "
-                             "paper's ratios; needs root, nbdkit, nbdfuse and qemu (default: none, the simulated "
-                             "--preset without the kernel)")
+                             "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, each run beside the "
+                             "model's prediction of it and the layouts' ratios beside the paper's; needs root, nbdkit, "
+                             "nbdfuse and qemu (default: none, the simulated --preset without the kernel)")
     parser.add_argument("--simulated", action="store_true",
                         help="the root-free run: calibrate the built-in simulated --preset, without the kernel or "
                              "a device (default: on when neither --emulate nor --device is given)")
