@@ -18,9 +18,11 @@ from test_emulate import require_emulation  # noqa: F401
 from test_emulate_vm import require_vm, short_isolated  # noqa: F401
 from test_emulate import assert_nothing_left
 
-#: The bound on each run's |error| of the predicted wall time [%] in the small run below: its runs last
-#: a second or two of the guest's emulated CPU, timed by /proc/uptime (10 ms), on a shared host.
-RUN_BOUND_PCT = 25.0
+#: The bound on each run's |error| of the predicted wall time [%] (set after seeing the benchmark's runs):
+#: the twin on a RAM disk, whose clock the prediction takes, copies the data through a loop device where
+#: the run hands it to the drive's virtio queue, and /proc/uptime's 10 ms is a few percent of test2's run.
+#: On the tmpfs clock alone (without the stack's kernel work) the predictions miss by more than the bound.
+RUN_BOUND_PCT = 20.0
 
 
 def test_each_run_follows_its_tmpfs_and_ram_disk_twins_in_the_guest_script():
@@ -70,7 +72,7 @@ def test_small_experiment_predicts_each_run(short_isolated, tmp_path):  # noqa: 
     env, run_dir, tmp = short_isolated
     out = tmp.parent / "report"
     proc = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "experiment", "--emulate", "wd800bd",
-                           "--budget-s", "60", "--postmark-files", "100", "--postmark-transactions", "300",
+                           "--budget-s", "60", "--postmark-files", "200", "--postmark-transactions", "500",
                            "--out", str(out), "--json", "--no-progress"],
                           env=env, capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -83,5 +85,6 @@ def test_small_experiment_predicts_each_run(short_isolated, tmp_path):  # noqa: 
         assert run["tmpfs_s"] > 0 and run["stack on RAM_s"] > 0
         assert abs(run["error % (calibration)"]) <= RUN_BOUND_PCT, run
         assert abs(run["error % (served drive)"]) <= RUN_BOUND_PCT, run
+        assert abs(run["error % (calibration, tmpfs clock)"]) > RUN_BOUND_PCT, run  # the stack's CPU matters
     assert "The model against each PostMark run" in (out / "report.md").read_text()
     assert_nothing_left(run_dir, tmp)
