@@ -127,7 +127,9 @@ def postmark_on_emulated(spec, *, layouts, tests, files: int, transactions: int,
                  f"workloads scaled to at most {files} files and {transactions} transactions, the tests one after "
                  f"another on each layout's file system, each just after the same PostMark on a tmpfs in the guest "
                  f"(the application alone) and on a twin of the stack over a RAM disk in the guest (the "
-                 f"application and the stack's kernel work, no drive); mkfs {' '.join(MKFS_OPTIONS)}")
+                 f"application and the stack's kernel work, no drive); mkfs {' '.join(MKFS_OPTIONS)}; "
+                 + (f"the guest's clock counts instructions while its CPU runs (qemu -icount shift={icount_shift})"
+                    if icount_shift is not None else "the guest's clock is the host's"))
     return runs, twins
 
 
