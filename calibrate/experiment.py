@@ -57,6 +57,10 @@ class ExperimentReport:
     timings_s: dict = field(default_factory=dict)
     #: With an emulated drive: each layout's PostMark rates against native's, beside the paper's ratios.
     emulated_ratios: pd.DataFrame | None = None
+    #: With an emulated drive: each run's measured wall time beside the model's predictions
+    #: (:func:`diskmodel.calibrate.experiment_emulated.model_check`), and the layouts' orderings.
+    emulated_check: pd.DataFrame | None = None
+    emulated_orderings: pd.DataFrame | None = None
 
     @property
     def median_fitted_error_pct(self) -> float:
@@ -207,7 +211,7 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
 
     timings, notes = {}, []
     bar = _progress(6 if postmark_scratch or emulate is not None else 5, progress)
-    ratios = None
+    ratios = check = orders = None
     try:
         # 1. calibrate
         started = time.perf_counter()
@@ -275,20 +279,25 @@ def _measure_and_predict(out, *, preset, device, budget_s, seed, postmark_scratc
             runs = _real_postmark(postmark_scratch, destroy_data_on, postmark_files, postmark_transactions, notes)
             bar.update()
         elif emulate is not None:
-            from diskmodel.calibrate.experiment_emulated import postmark_on_emulated, ratio_table
+            from diskmodel.calibrate.experiment_emulated import check_emulated_runs, postmark_on_emulated, ratio_table
             _step(bar, f"running PostMark on the emulated {emulate.name} (in the VM)")
             started = time.perf_counter()
-            runs = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
-                                        transactions=postmark_transactions, notes=notes, vm_timeout_s=vm_timeout_s)
+            runs, twins = postmark_on_emulated(emulate, layouts=postmark_layouts, tests=TESTS, files=postmark_files,
+                                               transactions=postmark_transactions, notes=notes,
+                                               vm_timeout_s=vm_timeout_s)
             ratios = ratio_table(runs, results)
             timings["postmark_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            check, orders = check_emulated_runs(emulate, disk, runs, twins, notes)
+            timings["check_s"] = time.perf_counter() - started
             bar.update()
         fit, comparison, held_out = predicted.result() if isinstance(predicted, Background) else predicted
         _step(bar, "done")
         bar.update()
     finally:
         bar.close()
-    return ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings, ratios), fit
+    return ExperimentReport(out, calibration, disk, comparison, held_out, runs, notes, timings, ratios, check,
+                            orders), fit
 
 
 def _real_postmark(scratch, destroy_data_on, files, transactions, notes) -> list:
@@ -387,6 +396,10 @@ def _write_report(report: ExperimentReport, fit, write) -> None:
         fit.summary(),
         "```",
     ]
+    if report.emulated_check is not None:
+        from diskmodel.calibrate.experiment_emulated import check_markdown
+
+        lines += ["", check_markdown(report.emulated_check, report.emulated_orderings, _markdown_table)]
     if report.emulated_ratios is not None:
         lines += ["", "## PostMark on the emulated drive: each layout against native, beside the paper", "",
                   "Rates by the outside clock (PostMark's data over its wall time). Under TCG the guest's CPU is "

@@ -310,7 +310,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
                      qemu: str = "qemu-system-x86_64",
                      cache_dir: str | os.PathLike | None = None,
                      workdir: str | os.PathLike | None = None,
-                     nbd_sockets=(), pass_fds=()) -> VmResult:
+                     nbd_sockets=(), pass_fds=(), icount_shift: int | None = None) -> VmResult:
     """Boot a throwaway VM, run *script* with ``sh -e`` against a scratch disk, power off.
 
     Parameters
@@ -323,6 +323,9 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
     memory_bytes : [bytes] guest RAM, a whole number of MiB, at least 128 MiB.
     timeout_s : [s] limit for the whole run, boot included.
     cpus : number of virtual CPUs.
+    icount_shift : with TCG, the guest's clock counts instructions (``-icount shift=N,sleep=on``: 2^N ns
+        each) while its CPU runs and real time while it is idle, so that the guest's CPU time does not
+        depend on how much of the host's CPU the emulator gets; None (default): the host's clock.
     log : optional callable receiving every step and every line the script prints
         (the module's ``logging`` logger receives them too).
     accelerator : ``"tcg"`` (default, emulation) or ``"kvm"`` (only on request;
@@ -354,7 +357,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
         SIGTERM has its default disposition; a caller's own SIGTERM handler is
         left in place); the VM and its files are gone by then.
     """
-    _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator)
+    _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator, icount_shift)
 
     say = StepLog(logger, log)
     host = discover(qemu, kernel_path)
@@ -402,7 +405,7 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
         console.touch()
         channel.touch()
         cmd = _qemu_command(host.qemu, accelerator, memory_bytes, cpus, kernel_image, initrd, console, channel,
-                            disk, nbd_sockets)
+                            disk, nbd_sockets, icount_shift)
         say(f"vm: starting {' '.join(cmd)}")
         qemu_log = run_dir / "qemu.log"
         with runstate.signals_blocked(), open(qemu_log, "wb") as qemu_out:
@@ -431,7 +434,8 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator) -> None:
+def _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_s, accelerator,
+                        icount_shift=None) -> None:
     """ValueError for a bad argument of :func:`run_script_in_vm`; VmUnavailableError where KVM is asked
     for and cannot be opened (no silent switch to TCG)."""
     if not isinstance(script, str):
@@ -440,6 +444,10 @@ def _check_vm_arguments(script, scratch_disk_bytes, memory_bytes, cpus, timeout_
     if scratch_disk_bytes % 512:
         raise ValueError(f"scratch_disk_bytes must be a multiple of 512, got {scratch_disk_bytes}")
     _check_positive_int("memory_bytes", memory_bytes, 128 << 20)
+    if icount_shift is not None and (accelerator != "tcg" or isinstance(icount_shift, bool)
+                                     or not isinstance(icount_shift, int) or not 0 <= icount_shift <= 10):
+        raise ValueError(f"icount_shift must be an int 0..10 with accelerator tcg, got {icount_shift!r} "
+                         f"({accelerator})")
     if memory_bytes % (1 << 20):
         raise ValueError(f"memory_bytes must be a whole number of MiB, got {memory_bytes}")
     _check_positive_int("cpus", cpus)
@@ -476,7 +484,7 @@ def _per_run_initramfs(base: Path, run_dir: Path, script: str, nonce: str) -> Pa
 
 
 def _qemu_command(qemu, accelerator, memory_bytes, cpus, kernel_image, initrd, console, channel, disk,
-                  nbd_sockets) -> list[str]:
+                  nbd_sockets, icount_shift=None) -> list[str]:
     """qemu's argument vector: no defaults, two serial files (console, result channel), the scratch disk
     and each NBD socket as a virtio disk."""
     cmd = [
@@ -484,6 +492,7 @@ def _qemu_command(qemu, accelerator, memory_bytes, cpus, kernel_image, initrd, c
         "-display", "none", "-monitor", "none", "-no-reboot",
         "-accel", accelerator, "-cpu", "max" if accelerator == "tcg" else "host",
         "-m", f"{memory_bytes >> 20}M", "-smp", str(cpus),
+        *(("-icount", f"shift={int(icount_shift)},sleep=on") if icount_shift is not None else ()),
         "-kernel", str(kernel_image), "-initrd", str(initrd),
         "-append", "console=ttyS0 panic=-1 quiet",
         "-serial", f"file:{_qemu_path(console)}",

@@ -37,9 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--emulate", metavar="DRIVE",
                         help="the mission's whole loop on an emulated drive (DRIVE as diskmodel emulate takes it, "
                              "e.g. wd800bd): calibrate it through the kernel (a loop device), fit, predict, and run "
-                             "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, compared with the "
-                             "paper's ratios; needs root, nbdkit, nbdfuse and qemu (default: none, the simulated "
-                             "--preset without the kernel)")
+                             "real PostMark on native, LVM-1 and LVM-2 in the throwaway VM on it, each run beside the "
+                             "model's prediction of it and the layouts' ratios beside the paper's; needs root, nbdkit, "
+                             "nbdfuse and qemu (default: none, the simulated --preset without the kernel)")
     parser.add_argument("--simulated", action="store_true",
                         help="the root-free run: calibrate the built-in simulated --preset, without the kernel or "
                              "a device (default: on when neither --emulate nor --device is given)")
@@ -48,6 +48,9 @@ def add_parser(subparsers) -> None:
                              "runs are in a VM under TCG)")
     parser.add_argument("--postmark-transactions", type=int, default=None, metavar="N",
                         help="real PostMark's transactions at most, per test (default: 5000; 500 with --emulate)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object: the figures of the report, with --emulate each PostMark run "
+                             "measured and predicted (default: the summary table)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (default: a progress bar when stderr is a terminal)")
     parser.set_defaults(handler=_run)
@@ -91,8 +94,41 @@ def _run(args) -> int:
         except BaseException:
             _remove_empty(created)  # a failed run leaves no empty report folder behind
             raise
-    print(format_summary(report))
+    if args.json:
+        import json
+
+        print(json.dumps(_report_json(report)))
+    else:
+        print(format_summary(report))
     return 0
+
+
+def _report_json(report) -> dict:
+    """The report's figures as one JSON object (NaN as null): the paper comparison's medians and timings, and
+    with --emulate each run measured beside its predictions, the layouts' orderings and the ratios to native."""
+    import math
+
+    def clean(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if hasattr(value, "item"):
+            return clean(value.item())
+        return value
+
+    def records(frame):
+        return None if frame is None else [{k: clean(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+    out = {"report": str(report.out_dir / "report.md"),
+           "median_fitted_error_pct": clean(report.median_fitted_error_pct),
+           "median_held_out_error_pct": clean(report.median_held_out_error_pct),
+           "timings_s": {k: clean(v) for k, v in report.timings_s.items()}, "notes": list(report.notes)}
+    if report.emulated_check is not None:
+        from diskmodel.calibrate.experiment_emulated import PREDICTIONS, check_figures
+
+        out["emulated"] = {"runs": records(report.emulated_check), "orderings": records(report.emulated_orderings),
+                           "ratios": records(report.emulated_ratios),
+                           "figures": {c: check_figures(report.emulated_check, c) for c in PREDICTIONS}}
+    return out
 
 
 def _check_emulate(args) -> None:
