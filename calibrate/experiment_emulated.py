@@ -416,7 +416,7 @@ def check_emulated_runs(spec, disk, runs, twins: dict, notes: list) -> tuple[pd.
 
 
 def check_figures(check: pd.DataFrame, column: str = PREDICTIONS[0]) -> dict:
-    """The median and largest |error| [%] of *check*'s predictions in *column*."""
+    """The median and largest absolute error [%] of *check*'s predictions in *column*."""
     errors = check[f"error % ({column})"].abs()
     return {"median_abs_error_pct": float(errors.median()), "max_abs_error_pct": float(errors.max())}
 

@@ -64,6 +64,10 @@ def test_model_check_puts_the_run_on_the_tmpfs_clock():
     assert order["ordered pairs"] == 0 and order["held (served)"] == 0
 
 
+# Four minutes of device and VM time, and its bound was set on a quiet host: under the whole suite (the docs'
+# notebooks built beside it) test2's shortest run missed it (23 %), so it runs in the soak tier; the guest
+# script and the check's arithmetic are tested above.
+@pytest.mark.soak
 @pytest.mark.slow
 @pytest.mark.integration
 def test_small_experiment_predicts_each_run(short_isolated, tmp_path):  # noqa: F811
