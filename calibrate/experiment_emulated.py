@@ -306,20 +306,15 @@ def ratio_table(runs, paper: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def guest_dm_cost_s() -> tuple[float | None, str]:
-    """Device-mapper's cost per bio in the throwaway VM's guest [s] and where it comes from: the
-    ``dm_request_cost_guest_s`` figure of ``benchmarks/results/dm_request_cost.json``
-    (``benchmarks/dm_request_cost.py``: dm-linear against the raw device, measured in the same VM
-    configuration under the same emulator) when the source tree holds it; (None, why) otherwise."""
-    import json
-    from pathlib import Path
+def guest_dm_cost_s() -> tuple[float, str]:
+    """Device-mapper's cost per bio in the throwaway VM's guest [s] and where it comes from: the figure
+    :func:`diskmodel.data.measured.dm_request_cost` ships (``benchmarks/dm_request_cost.py``: dm-linear
+    against the raw device, measured in the same VM configuration under the same emulator)."""
+    from diskmodel.data.measured import dm_request_cost
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "dm_request_cost.json"
-    try:
-        value = float(json.loads(path.read_text())["figures"]["dm_request_cost_guest_s"]["value"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, f"no device-mapper cost per bio ({path} unreadable: {exc})"
-    return value, f"device-mapper's cost per bio in the guest {value * 1e6:.1f} us ({path.name}, measured in the VM)"
+    cost = dm_request_cost()
+    return cost.guest_s, (f"device-mapper's cost per bio in the guest {cost.guest_s * 1e6:.1f} us "
+                          f"(measured in the VM: {cost.describe()})")
 
 
 def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_MEMORY_BYTES) -> pd.DataFrame:

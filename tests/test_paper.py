@@ -52,13 +52,10 @@ def test_bad_test_names_are_refused():
 # ---------------------------------------------------------------- LVM's cost by mechanism (djordjevic_loo.py)
 
 def _measured_dm_cost():
-    import json
-    from pathlib import Path
-
+    from diskmodel.data.measured import dm_request_cost
     from diskmodel.model.stacks.dm_cost import DeviceMapperCost
 
-    artifact = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "dm_request_cost.json"
-    return DeviceMapperCost(json.loads(artifact.read_text())["figures"]["dm_request_cost_s"]["value"])
+    return DeviceMapperCost(dm_request_cost().host_s)
 
 
 @pytest.fixture(scope="module")
