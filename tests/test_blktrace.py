@@ -356,3 +356,55 @@ def test_fio_iolog_is_the_workloads_top_stream_and_raid5_writes_become_page_bios
     assert sorted(len(w) for w in writes) == [16, 16, 16] and all((w.size_bytes == 4096).all() for w in writes)
     reads = [b.take(b.op == Op.READ) for b in bios.values()]
     assert sorted(r.size_bytes.tolist() for r in reads if len(r)) == [[8192]]
+
+
+def _debugfs_mounts() -> list[str]:
+    return [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[2] == "debugfs"]
+
+
+def _record_late_writes(dev: str, out: Path, wait_s: float, count: int) -> subprocess.Popen:
+    """``trace record`` of *count* O_DIRECT 64 KiB writes to *dev*, made *wait_s* after the command starts."""
+    writes = ("import mmap, os, time\n"
+              f"time.sleep({wait_s})\n"
+              f"fd = os.open({dev!r}, os.O_WRONLY | os.O_DIRECT)\n"
+              "buf = mmap.mmap(-1, 65536)\n"
+              f"for k in range({count}):\n"
+              "    os.pwrite(fd, buf, k * 65536)\n"
+              "os.close(fd)\n")
+    return subprocess.Popen([sys.executable, "-m", "diskmodel.calibrate.cli", "trace", "record", "--device", dev,
+                             "--output", str(out), "--", sys.executable, "-c", writes],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_trace_that_ends_first_leaves_a_concurrent_trace_its_debugfs(tmp_path, loops):
+    """Two recordings overlap, the one started first ending first. Each reads debugfs where it found it or
+    where it mounted an instance of its own, inside its work folder: the system's ``/sys/kernel/debug`` is
+    never mounted by a run (before, the run that mounted it there unmounted it at its end, whoever still
+    traced through it), and both traces hold exactly their writes."""
+    import time
+
+    _require_tracing()
+    before = _debugfs_mounts()
+    devs = []
+    for name in ("a", "b"):
+        img = tmp_path / name
+        with open(img, "wb") as fh:
+            fh.truncate(8 << 20)
+        devs.append(loops.attach(img, direct_io=True))
+    first = _record_late_writes(devs[0], tmp_path / "a.npz", 3.0, 2)
+    time.sleep(1.5)  # the first is tracing by now; the second traces on after the first has ended
+    second = _record_late_writes(devs[1], tmp_path / "b.npz", 6.0, 5)
+    time.sleep(1.5)
+    during = _debugfs_mounts()
+    _, err_a = first.communicate(timeout=120)
+    _, err_b = second.communicate(timeout=120)
+    assert first.returncode == 0, err_a
+    assert second.returncode == 0, err_b
+    for dev, out, count in ((devs[0], "a.npz", 2), (devs[1], "b.npz", 5)):
+        s = load_trace(tmp_path / out).devices[os.path.basename(dev)].stream
+        assert s.take(s.op == Op.WRITE).offset_bytes.tolist() == [k * 65536 for k in range(count)]
+    if "/sys/kernel/debug" not in before:
+        assert "/sys/kernel/debug" not in during
+    assert _debugfs_mounts() == before

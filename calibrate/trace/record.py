@@ -5,7 +5,8 @@ command (an argument vector, never a shell), stops blktrace with SIGINT and read
 with ``blkparse``, whose text :mod:`.blkparse` reads into one request stream per device.
 
 blktrace reads the kernel's per-CPU relay files under debugfs (``/sys/kernel/debug/block/DEV``),
-which it mounts when it is not mounted (recorded in the run, so teardown unmounts it). A kernel in
+or, when debugfs is not mounted there, under an instance the run mounts in its own work folder
+(recorded, so teardown unmounts it; ``blktrace -r``). A kernel in
 lockdown refuses those files to every process ("Lockdown: blktrace: debugfs access is restricted",
 security/lockdown); the same kernel events are then read through tracefs, the kernel's ``blk``
 tracer with its binary output (kernel/trace/blktrace.c, blk_tracer_print_binary), which writes each
@@ -82,24 +83,31 @@ def resolve_devices(devices) -> list[TraceDevice]:
     return out
 
 
-def _ensure_debugfs(run) -> bool:
-    """Mount debugfs where blktrace looks for it unless it is there; False when it cannot be."""
+def _debugfs_for(run) -> Path:
+    """Where blktrace finds debugfs for this run: the system's (``/sys/kernel/debug``) when it is mounted,
+    else an instance of this run's own, mounted in its work folder and recorded, so that teardown unmounts
+    it. debugfs has one superblock however often it is mounted, so a mount of one's own shows the same
+    files; mounting the system's place instead, and unmounting it at the end, would pull it from under a
+    concurrent trace that found it mounted."""
     if (DEBUGFS / "block").is_dir():
-        return True
-    res = run.intend("mount", mountpoint=str(DEBUGFS), source="debugfs")
-    proc = subprocess.run(["mount", "-t", "debugfs", "debugfs", str(DEBUGFS)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)
-    if proc.returncode != 0 or not devstate.mounted_at(str(DEBUGFS)):
+        return DEBUGFS
+    mountpoint = run.temp_dir("debugfs-")
+    res = run.intend("mount", mountpoint=str(mountpoint), source="debugfs")
+    proc = subprocess.run(["mount", "-t", "debugfs", "-o", "nosuid,nodev,noexec", "debugfs", str(mountpoint)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    if proc.returncode != 0 or not devstate.mounted_at(str(mountpoint)):
         run.absent(res)
-        raise RuntimeError(f"debugfs cannot be mounted on {DEBUGFS} ({(proc.stderr or '').strip() or 'mount failed'}): "
-                           "blktrace reads the kernel's trace through it")
+        raise RuntimeError(f"debugfs cannot be mounted on {mountpoint} "
+                           f"({(proc.stderr or '').strip() or 'mount failed'}): blktrace reads the kernel's trace "
+                           "through it")
     run.created(res)
-    return True
+    return mountpoint
 
 
-def _start_blktrace(devices: list[TraceDevice], out_dir: Path):
-    """blktrace running on *devices*, or (None, why) when it could not open the kernel's files."""
-    argv = ["blktrace", "-D", str(out_dir)]
+def _start_blktrace(devices: list[TraceDevice], out_dir: Path, debugfs: Path = DEBUGFS):
+    """blktrace running on *devices* (its relay files under *debugfs*), or (None, why) when it could not
+    open the kernel's files."""
+    argv = ["blktrace", "-r", str(debugfs), "-D", str(out_dir)]
     for d in devices:
         argv += ["-d", d.given]
     proc = process.spawn(argv, name="blktrace", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -164,8 +172,7 @@ def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy
     devs = resolve_devices(devices)
     with runstate.ensure_run("trace record") as run:
         out_dir = run.temp_dir("blktrace-")
-        _ensure_debugfs(run)
-        bt, refused = _start_blktrace(devs, out_dir)
+        bt, refused = _start_blktrace(devs, out_dir, _debugfs_for(run))
         names = {d.numbers: d.name for d in devs}
         if bt is None:
             if "Operation not permitted" not in refused and "Permission denied" not in refused:
