@@ -442,3 +442,40 @@ exit $rc
         (run_dir / "filler").unlink(missing_ok=True)
         _diskmodel(["cleanup"], run_dir)
         subprocess.run(["umount", str(run_dir)], check=False)
+
+
+# ---------------------------------------------------------------- a loop device whose backing file's mount went away
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_loop_device_is_detached_after_its_backing_files_mount_is_lazily_detached(tmp_path, monkeypatch):
+    """An emulated drive's loop device is backed by nbdfuse's file; when nbdfuse exits first (a SIGINT to the
+    whole process group reaches it too), libfuse detaches its mount lazily and the kernel then shows the loop's
+    backing file from that mount's root (``/nbd``). The run's record found its loop device by the backing
+    path, so teardown took the device for gone and left it attached. Here a tmpfs stands for the FUSE mount:
+    the device must be detached all the same, and found by the attachment it had at creation."""
+    require_root()
+    require_tools("losetup", "mount", "umount")
+    from diskmodel.calibrate.harness import devstate, runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    where = tmp_path / "fs"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)], check=True)
+    device = None
+    try:
+        with open(where / "img", "wb") as fh:
+            fh.truncate(8 << 20)
+        with runstate.ensure_run("test") as run:
+            res = run.intend("loop", backing=os.path.realpath(where / "img"), offset_bytes=0)
+            device = subprocess.run(["losetup", "--find", "--show", str(where / "img")], check=True,
+                                    capture_output=True, text=True).stdout.strip()
+            run.created(res, device=device)
+            subprocess.run(["umount", "-l", str(where)], check=True)
+            assert devstate.loop_device(device)["back-file"] == "/img"   # what the kernel shows now
+        attached = Path("/sys/block", os.path.basename(device), "loop")   # there while the device is bound
+        assert not attached.is_dir(), f"{device} was left attached"
+    finally:
+        if device and Path("/sys/block", os.path.basename(device), "loop").is_dir():
+            subprocess.run(["losetup", "-d", device])
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)

@@ -19,6 +19,7 @@ import os
 import stat
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "BlockUse",
@@ -90,6 +91,24 @@ def _backing_matches(dev: dict, backing: str | None, ino=None, maj_min: str | No
     elif os.path.realpath(dev["back-file"].removesuffix(" (deleted)")) != backing:
         return False
     return offset_bytes is None or int(dev.get("offset") or 0) == int(offset_bytes)
+
+
+def loop_attachment(device: str) -> int | None:
+    """The disk sequence number of loop *device*'s present attachment (``/sys/block/loopN/diskseq``), or None
+    when the device is not attached (no ``loop/`` folder in sysfs) or the kernel has no such number.
+
+    The kernel gives a disk a new, never reused sequence number each time a loop device is attached
+    (``inc_diskseq`` in ``loop_configure``, drivers/block/loop.c): the number names one attachment, which the
+    device's name does not (another run may attach the same loopN later), nor its backing file's path (once the
+    file's FUSE mount is detached, the kernel shows the path from that mount's root, ``/nbd``) or inode (which
+    the kernel cannot read back while the FUSE server is gone)."""
+    sysfs = Path("/sys/block") / os.path.basename(device)
+    if not (sysfs / "loop").is_dir():
+        return None
+    try:
+        return int((sysfs / "diskseq").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def loops_over(backing: str | None, *, ino=None, maj_min: str | None = None,

@@ -144,8 +144,26 @@ def _orphaned_members(d: dict) -> list[int]:
 GROUP_EXIT_WAIT_S = 30.0
 
 
+def identity_at_creation(res: "Resource", details: dict) -> dict:
+    """*details* that the step creating *res* reported, with what finds the thing again: a loop device's
+    attachment (its disk sequence number, :func:`~diskmodel.calibrate.harness.devstate.loop_attachment`),
+    whatever becomes of its backing file's path."""
+    device = details.get("device") or res.details.get("device")
+    if res.kind == "loop" and device and "diskseq" not in details:
+        attachment = devstate.loop_attachment(str(device))
+        if attachment is not None:
+            return {**details, "diskseq": attachment}
+    return details
+
+
 def loops_over(details: dict) -> list[str]:
-    """Loop devices whose backing (and offset, where given) match a resource's *details*."""
+    """The loop devices a loop resource's *details* name: its device while the attachment recorded at its
+    creation (``diskseq``: :func:`~diskmodel.calibrate.harness.devstate.loop_attachment`) is still there;
+    else, for a record made before the device was known, those whose backing (and offset, where given)
+    match."""
+    device, attachment = details.get("device"), details.get("diskseq")
+    if device and attachment is not None:
+        return [device] if devstate.loop_attachment(device) == attachment else []
     return devstate.loops_over(details.get("backing"), ino=details.get("backing_ino"),
                                maj_min=details.get("backing_dev"), offset_bytes=details.get("offset_bytes"))
 

@@ -61,11 +61,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from diskmodel.calibrate.harness import locks
-from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS
-from diskmodel.calibrate.harness.interrupts import held as _held
+from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS, held as _held
 from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
-from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, kill_processes_of_run, present,
-                                                   process_alive, process_start_ticks, processes_of_run, undo_one)
+from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, identity_at_creation,
+                                                   kill_processes_of_run, present, process_alive,
+                                                   process_start_ticks, processes_of_run, undo_one)
 
 __all__ = [
     "RUN_DIR_ENV",
@@ -235,7 +235,8 @@ class Run:
         return res
 
     def created(self, res: Resource, **details) -> None:
-        """The step that creates *res* succeeded; add what it reported (a device name)."""
+        """The step that creates *res* succeeded; add what it reported (a device) and its identity."""
+        details = identity_at_creation(res, details)
         with self._lock, signals_blocked():
             res.details.update(details)
             res.state = "created"
