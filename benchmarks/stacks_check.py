@@ -1,7 +1,7 @@
 """The seeds' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
     python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2] [--image-mib 32]
-        [--vm-groups 000,002,engineer] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
+        [--vm-groups 000,002,engineer,net] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
         [--reuse EARLIER.json] [--results-dir DIR]
 
 Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s needs), mkfs.ext3, mkfs.ext2,
@@ -149,13 +149,15 @@ def predicted(stack: Stack, spec: str, app_s: float | None = None) -> dict:
                         for n, r in frame.iterrows()}}
 
 
-def predicted_copy(stack: Stack, copy: FileCopy, pace: dict | None = None) -> dict:
-    """Seed 003's copy on *stack*: each size's dd write and dd read timed on the I/O path
+def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None) -> dict:
+    """Seed 003's copy on *stack* (or on ``stack[step]`` for each step): each size's dd write and dd read timed on the I/O path
     (:mod:`diskmodel.model.iopath.workloads_copy`), at the pace measured on tmpfs (*pace*: step ->
     seconds); rates as the measurement's (sizes over times)."""
+    stacks = stack if isinstance(stack, dict) else {"write": stack, "read": stack}
     rows = []
     for size in copy.file_sizes_bytes:
-        w, r = (predicted(stack, f"dd:size={size},step={step}", (pace or {}).get(f"dd:size={size},step={step}"))
+        w, r = (predicted(stacks[step], f"dd:size={size},step={step}",
+                          (pace or {}).get(f"dd:size={size},step={step}"))
                 for step in ("write", "read"))
         rows.append({"size_bytes": size, "write_s": w["elapsed_s"], "read_s": r["elapsed_s"],
                      "write_app_s": w["app_s"], "read_app_s": r["app_s"],
@@ -285,7 +287,7 @@ def run_host(args, say) -> list[dict]:
 def run_vm(args, copy: FileCopy, say) -> list[dict]:
     """The VM's cells (:mod:`diskmodel.calibrate.bench.stacks_vm`), one boot per group, each cell
     predicted on the same drives at the pace of the copy on the guest's tmpfs."""
-    from diskmodel.calibrate.bench import stacks_vm
+    from diskmodel.calibrate.bench import stacks_net, stacks_vm
 
     cells = []
     for group in [g for g in args.vm_groups.split(",") if g]:
@@ -295,8 +297,13 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             if args.log_dir:
                 logs = Path(args.log_dir) / f"vm{group}"
                 logs.mkdir(parents=True, exist_ok=True)
-            layouts, pace, results, summaries, wall = stacks_vm.measure_group(
-                group, copy, say=say, only=args.cells, log_dir=logs)
+            link = None
+            if group == stacks_net.GROUP:
+                layouts, pace, results, summaries, wall, link = stacks_net.measure_group(
+                    copy, say=say, only=args.cells, log_dir=logs)
+            else:
+                layouts, pace, results, summaries, wall = stacks_vm.measure_group(
+                    group, copy, say=say, only=args.cells, log_dir=logs)
         except Exception as exc:  # noqa: BLE001 - one group's failure is reported, the others run
             say(f"VM group {group}: failed: {exc}")
             cells.append({"seed": group, "where": "vm", "stack": f"group {group}", "failed": str(exc)[-800:]})
@@ -305,7 +312,8 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             continue
         steps = stacks_vm.pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
-        logged = stacks_vm.logged_steps(logs, layouts) if logs is not None else [None] * len(layouts)
+        logged = (stacks_vm.logged_steps(logs, layouts) if logs is not None and link is None
+                  else [None] * len(layouts))
         for layout, res, steps_logged in zip(layouts, results, logged):
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
@@ -319,12 +327,17 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             else:
                 result, spread, own = res
                 cell["tmpfs_pace_s"] = stacks_vm.pace_steps(own) or steps
-                pred = predicted_copy(layout.stack, copy, cell["tmpfs_pace_s"])
+                stack = layout.stack
+                if group == stacks_net.GROUP:  # each step on its own stack: the link fit's write or read costs
+                    cell["nbd_link"] = link.get(layout.label)
+                    stack = stacks_net.step_stacks(layout.label, cell["nbd_link"])
+                pred = predicted_copy(stack, copy, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}
                 cell["predicted"] = pred
-                cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
+                if steps_logged is not None:
+                    cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
                 say(f"  {layout.label}: copy write {result.write_bytes_per_s / 1e6:.1f} MB/s, read "
                     f"{result.read_bytes_per_s / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
                     f"{pred['copy read'] / 1e6:.1f})")
@@ -340,7 +353,7 @@ def chosen(labels, cells: str):
 def reused(path: str, fresh: list[dict], args) -> list[dict]:
     """The measured cells of an earlier artifact at *path* that this run did not measure, each
     predicted again by the current model on its own stack, drives and tmpfs pace."""
-    from diskmodel.calibrate.bench import stacks_vm
+    from diskmodel.calibrate.bench import stacks_net, stacks_vm
     try:
         old = json.loads(Path(path).read_text())["details"]["cells"]
     except (OSError, ValueError, KeyError) as exc:
@@ -350,6 +363,10 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
     out = []
     for c in (c for c in old if c["stack"] not in have and c.get("measured")):
         copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
+        if c.get("group") == stacks_net.GROUP:
+            out.append(dict(c, reused_from=path, predicted=predicted_copy(
+                stacks_net.step_stacks(c["stack"], c.get("nbd_link")), copy, c["tmpfs_pace_s"])))
+            continue
         stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
         tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
         busy = c.get("drive_busy_s") and {"drive_busy_s": stacks_vm.drive_busy(
@@ -365,8 +382,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes-mib", default="1,4", help="the loop-image study's copy file sizes [MiB] (default 1,4)")
     parser.add_argument("--repeats", type=int, default=2, help="copy repeats per size (default 2)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
-    parser.add_argument("--vm-groups", default="000,002,engineer",
-                        help="the VM's groups of cells to run, comma-separated (000, 002, engineer; '' for none)")
+    parser.add_argument("--vm-groups", default="000,002,engineer,net",
+                        help="the VM's groups of cells to run, comma-separated (000, 002, engineer, net; '' "
+                        "for none)")
     parser.add_argument("--vm-sizes-mib", default="4", help="the copy's file sizes in the VM [MiB] (default 4)")
     parser.add_argument("--host", type=int, default=1, help="run the host cells (1, default) or not (0)")
     parser.add_argument("--cells", default="", help="run only the cells whose labels contain one of these "
