@@ -151,6 +151,9 @@ def _group_002():
         Cell("002", "xfs, 1 drive", _stack(_part("vdb", size=XFS_PART_BYTES), "xfs", drives[:1], "xfs")),
         Cell("002", "ext4, thin volume, 64 KiB pool chunk", _stack(thin(64 << 10), "ext4", drives[:1], "thin 64k")),
         Cell("002", "ext4, thin volume, 1 MiB pool chunk", _stack(thin(1 << 20), "ext4", drives[:1], "thin 1m")),
+        # the study's btrfs: b-tree nodes of the 4 KiB block (mkfs.btrfs -n 4096)
+        Cell("002", "btrfs, 1 drive", Stack(FileSystemNode(_part("vdb"), kind="btrfs", mkfs_options=("-n", "4096")),
+                                            (model_drive("wd800bd", name="vdb"),), "btrfs")),
         Cell("002", "ext4, striped over 5 drives, 64 KiB", _stack(striped(5, 64 << 10), "ext4", five, "stripe5")),
         *(Cell("002", f"ext4, striped over 5 drives, {k} KiB", _stack(striped(5, k << 10), "ext4", five,
                                                                       f"stripe5 {k}k"))
