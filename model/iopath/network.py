@@ -82,9 +82,7 @@ def fifo(arrival: np.ndarray, service: np.ndarray, free_s: float) -> np.ndarray:
 
 def nbd_link(device) -> Link:
     """The link of an :class:`~diskmodel.model.stacks.network.NbdDevice` (see the module docstring)."""
-    from ..stacks.network import NBD_HEADER_BYTES
-
-    from .path import NBD_MAX_SECTORS_KB
+    from ..stacks.network import NBD_HEADER_BYTES, NBD_MAX_SECTORS_KB
 
     return Link(device.client_overhead_s, device.server_overhead_s, device.network, NBD_HEADER_BYTES // 2,
                 device.copy_rate_bytes_per_s, NBD_MAX_SECTORS_KB * 1024)

@@ -47,14 +47,13 @@ from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
 from .stream import Flag, Op, Stream, concat
+from ..stacks.network import NBD_MAX_SECTORS_KB
 
 __all__ = ["run", "frames", "fs_params_of", "queue"]
 
 #: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
 REFLINK_KINDS = ("xfs", "btrfs")
 DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
-#: nbd's queue limit: drivers/block/nbd.c (nbd_dev_add) sets max_sectors to 256 sectors.
-NBD_MAX_SECTORS_KB = 128
 
 
 def max_sectors_kb(node) -> int:
