@@ -49,7 +49,8 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of", "pace_steps"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "drive_logs", "logged_steps",
+           "drive_busy", "logged_of", "pace_steps"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
@@ -317,6 +318,15 @@ def busy_s(starts, ends) -> float:
     return total + (0.0 if hi is None else hi - lo)
 
 
+def drive_logs(folder) -> list[str]:
+    """The drives' request logs in *folder* in the guest's drive order: by the index the emulator gives each
+    (``NAME-INDEX.reqlog``, calibrate/emulate/devices.py), not by name (a slow drive's preset name may sort
+    before the first drive's)."""
+    import glob
+
+    return sorted(glob.glob(str(Path(folder) / "*.reqlog")), key=lambda p: int(Path(p).stem.rsplit("-", 1)[1]))
+
+
 def logged_steps(log_dir, cells) -> list:
     """Per cell, from the drives' request logs in *log_dir* and the guest's output kept there
     (:func:`measure_group` with a log folder): each copy step's median over its repeats of the
@@ -326,8 +336,6 @@ def logged_steps(log_dir, cells) -> list:
     request belongs to a step when it reaches its drive within the step's window widened by 10 ms
     either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
     cell's data: every partition starts at 1 MiB) are left out."""
-    import glob
-
     import pandas as pd
 
     from diskmodel.calibrate.emulate.requestlog import read_log
@@ -335,7 +343,7 @@ def logged_steps(log_dir, cells) -> list:
     folder = Path(log_dir)
     text = (folder / "guest-output.txt").read_text()
     frames = []
-    for k, path in enumerate(sorted(glob.glob(str(folder / "*.reqlog")))):
+    for k, path in enumerate(drive_logs(folder)):
         df = read_log(path)
         t0 = float(df.attrs["t0_monotonic_s"])  # each emulator's clock from its own start: one clock for all
         frames.append(pd.DataFrame({"drive": k, "op": df.op, "offset": df.offset_bytes,
