@@ -1,7 +1,7 @@
 """The seeds' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
     python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2] [--image-mib 32]
-        [--vm-groups 000,002,engineer] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
+        [--vm-groups 000,002,engineer,net] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
         [--reuse EARLIER.json] [--results-dir DIR]
 
 Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s needs), mkfs.ext3, mkfs.ext2,
@@ -54,6 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _drive_view import drive_view  # noqa: E402
+from _stacks_tables import (HOST_STACKS, IMAGE_SIZES, NOT_RUN, NOTES, ORDERINGS,  # noqa: E402,F401
+                            errors, orderings, paper_loo_median)
 
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
@@ -66,87 +68,8 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack  # noqa: E402
 from diskmodel.model.stacks.volumes import Partition  # noqa: E402
 
 MIB = 1 << 20
-PART_START, PART_BYTES, IMAGE_BYTES = MIB, 512 * MIB, 384 * MIB
-BENCHMARKS = Path(__file__).resolve().parent
+PART_START, PART_BYTES = MIB, 512 * MIB
 TOOLS = ("losetup", "mount", "umount", "mkfs.ext3", "mkfs.ext2", "dd", "truncate", "tar", "bonnie++")
-
-#: The seeds' cells this check does not run, and why (the VM's run: calibrate/bench/stacks_vm.py).
-NOT_RUN = [
-    ("000", "NBD to a loop file, RAID 1 over a local and an NBD drive, NFS",
-     "the VM's guest has no NBD server and the I/O path no network layer yet"),
-    ("000", "partitions of 2, 4 and 8 GB at one start", "not driven yet (the outer and inner partitions run)"),
-    ("000", "bonnie++, dbench and kernel compilation", "the guest has no bonnie++ or dbench; the copy stands for "
-                                                      "bonnie++'s sequential block phases"),
-    ("001", "xfs, jfs and reiserfs on RAID 1", "not driven yet (ext2 and ext3 on RAID 1 run)"),
-    ("002", "striping over 5 drives, chunks of 4 and 16 KiB, thin pools of 128 KiB - 8 MiB",
-     "not driven yet (1-4 drives, RAID 5 and 6 over 4, 64 and 256 KiB chunks, thin pools of 64 KiB and 1 MiB run)"),
-    ("002", "btrfs", "the guest has no mkfs.btrfs (ext4 and xfs run)"),
-]
-
-#: What changed after the check's figures were seen (the model revised on their mechanism).
-NOTES = [
-    "revised after seeing the figures: the I/O path's file system issued a commit before the data bios it waits "
-    "for (emit_data places full bios a nanosecond later), so a loop image's fsync found the data unwritten; "
-    "the commit now follows the latest bio issued before it, through any number of nested images "
-    "(model/iopath/fs.py)",
-    "revised after seeing the figures: a sparse loop image and a thin volume read the blocks the file system "
-    "wrote before the workload as holes (no I/O); they now count as written (model/iopath/path.py)",
-    "revised after seeing the figures: tar met the files in the order they were made; it now meets them in "
-    "readdir's order, ext2/3/4's htree hash order (model/iopath/workloads_files.py), and a sparse image's and a "
-    "thin volume's blocks under the file system's metadata writes count as written by mkfs",
-    "revised after seeing the figures: the measurement's partition was a buffered loop (now direct I/O, as a "
-    "partition) and mke2fs chose 1 KiB blocks under 512 MiB (now 4 KiB, as the model's); each workload's own "
-    "pace is now measured on tmpfs and given to the model (the generators' default pace is kept beside it)",
-    "revised after seeing the figures (each mechanism found in the emulated drives' request logs, then "
-    "re-predicted on the earlier measurements with --reuse before this run): ext2/ext3 files are placed as the "
-    "ext4 driver's mballoc places a block-mapped file (normalized windows on buddy-aligned boundaries, growing "
-    "gaps), a new ext4 file's first extent on its window's boundary (model/iopath/fs_layout.py); md RAID 1 "
-    "sends a read that does not continue a mirror's last one to the least-pending mirror "
-    "(model/iopath/md_raid.py); a dm-thin provisioning write reaches the data device on its own, not merged "
-    "(model/iopath/dm_thin.py, block_layer.py)",
-    "revised after seeing the figures (the loop layers: each mechanism found in the emulated drive's request "
-    "logs of the loop cells, kept with --log-dir, then re-predicted with --reuse on a run at a load of 2-5 before "
-    "this one; the earlier loop measurements were at a load of about 10): an ext2 file's block map (indirect and "
-    "double-indirect blocks) is read before the blocks it maps where the cache drop left it uncached, which a "
-    "loop image on ext2 repeats at every layer; ext2's fsync writes the file's indirect blocks and a new file's "
-    "directory block and inode with its inode (fs/ext4/fsync.c, ext4_fsync_nojournal) "
-    "(model/iopath/fs_blockmap.py); a sparse image's blocks are placed at mballoc's goal, not in normalized "
-    "windows, since its size is far past 8 MiB (model/iopath/fs_layout.py); a buffered loop device's reads reach "
-    "its host one after the other, never merged (model/iopath/loop.py, worker_order), and an instant of the "
-    "timing is a microsecond wide so the application waits for them (model/iopath/timing.py); ext3's journaled "
-    "block map and bitmaps stay cached across the cache drop (no reads measured), ext2's do not. Then, after the "
-    "loop cells were measured again (the committed loop cells, load 6-10) and their figures seen, two more from "
-    "the first run's logs: ext2's sync ends with a flush (ext4_sync_fs without a journal: the log shows one per "
-    "bonnie++ sync), and the closing sync is the top file system's (the tools run sync -f, syncfs(2)): a loop "
-    "image's host gets its fsync through the flush, not a sync of its own (model/iopath/path.py); and, after "
-    "seeing the committed figures, a data read at an instant where a block-map block was read no longer merges "
-    "with it (model/iopath/fs_blockmap.py). Dagenais' two loop layers were measured a third time: in the "
-    "second run another process read the drive during their first write (outside_partition)",
-    "revised after seeing the figures (the VM drives' logs cut into the copy's steps): in the VM each step is the "
-    "median of its repeats, the pace a tmpfs copy just before each cell, a thin cell's repeats each provision anew "
-    "(calibrate/bench/stacks_vm.py); one plug's bios merge on striped and md members and md raid5/6 cost one "
-    "plug's stripe_heads together (model/iopath/dm_striped.py, md_parity.py); drive_busy_s: logged vs model",
-    "revised after seeing the figures, for consistency rather than fit: the predictions were given the catalogue's "
-    "preset with its drive buffer, where the emulator serves the preset without it; each drive is now the Disk "
-    "the emulator times its requests with (calibrate.emulate.drives.model_drive). Over the same measurements "
-    "the median went from 16.4 % (buffered drives) to 17.2 %: writes, reads and the tool workloads each came "
-    "closer (medians 16.3 -> 14.7, 21.2 -> 20.0, 14.9 -> 12.6 %), the loop layers' reads further (the "
-    "buffered drive's timing happened to be closer there; the loops' own miss is left)",
-]
-
-#: label -> (seed, top file system, the loop images' host file system, each nested image's allocation).
-HOST_STACKS = {
-    "native ext3": ("003", "ext3", "ext3", ()),
-    "ext3 on sparse loop": ("003", "ext3", "ext3", ("sparse",)),
-    "ext3 on zero-filled loop": ("003", "ext3", "ext3", ("zero_filled",)),
-    "ext2 on sparse loop": ("003", "ext2", "ext3", ("sparse",)),
-    "ext2, no loop layer": ("000", "ext2", "ext2", ()),
-    "ext2, 1 loop layer": ("000", "ext2", "ext2", ("sparse",)),
-    "ext2, 2 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse")),
-    "ext2, 3 loop layers": ("000", "ext2", "ext2", ("sparse", "sparse", "sparse")),
-}
-IMAGE_SIZES = (IMAGE_BYTES, 256 * MIB, 160 * MIB)  # the nested images [bytes], outermost first
-
 
 def _run(argv) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=1800)
@@ -226,13 +149,15 @@ def predicted(stack: Stack, spec: str, app_s: float | None = None) -> dict:
                         for n, r in frame.iterrows()}}
 
 
-def predicted_copy(stack: Stack, copy: FileCopy, pace: dict | None = None) -> dict:
-    """Seed 003's copy on *stack*: each size's dd write and dd read timed on the I/O path
+def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None) -> dict:
+    """Seed 003's copy on *stack* (or on ``stack[step]`` for each step): each size's dd write and dd read timed on the I/O path
     (:mod:`diskmodel.model.iopath.workloads_copy`), at the pace measured on tmpfs (*pace*: step ->
     seconds); rates as the measurement's (sizes over times)."""
+    stacks = stack if isinstance(stack, dict) else {"write": stack, "read": stack}
     rows = []
     for size in copy.file_sizes_bytes:
-        w, r = (predicted(stack, f"dd:size={size},step={step}", (pace or {}).get(f"dd:size={size},step={step}"))
+        w, r = (predicted(stacks[step], f"dd:size={size},step={step}",
+                          (pace or {}).get(f"dd:size={size},step={step}"))
                 for step in ("write", "read"))
         rows.append({"size_bytes": size, "write_s": w["elapsed_s"], "read_s": r["elapsed_s"],
                      "write_app_s": w["app_s"], "read_app_s": r["app_s"],
@@ -362,7 +287,7 @@ def run_host(args, say) -> list[dict]:
 def run_vm(args, copy: FileCopy, say) -> list[dict]:
     """The VM's cells (:mod:`diskmodel.calibrate.bench.stacks_vm`), one boot per group, each cell
     predicted on the same drives at the pace of the copy on the guest's tmpfs."""
-    from diskmodel.calibrate.bench import stacks_vm
+    from diskmodel.calibrate.bench import stacks_net, stacks_vm
 
     cells = []
     for group in [g for g in args.vm_groups.split(",") if g]:
@@ -372,8 +297,13 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             if args.log_dir:
                 logs = Path(args.log_dir) / f"vm{group}"
                 logs.mkdir(parents=True, exist_ok=True)
-            layouts, pace, results, summaries, wall = stacks_vm.measure_group(
-                group, copy, say=say, only=args.cells, log_dir=logs)
+            link = None
+            if group == stacks_net.GROUP:
+                layouts, pace, results, summaries, wall, link = stacks_net.measure_group(
+                    copy, say=say, only=args.cells, log_dir=logs)
+            else:
+                layouts, pace, results, summaries, wall = stacks_vm.measure_group(
+                    group, copy, say=say, only=args.cells, log_dir=logs)
         except Exception as exc:  # noqa: BLE001 - one group's failure is reported, the others run
             say(f"VM group {group}: failed: {exc}")
             cells.append({"seed": group, "where": "vm", "stack": f"group {group}", "failed": str(exc)[-800:]})
@@ -382,7 +312,8 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             continue
         steps = stacks_vm.pace_steps(pace)
         say(f"VM group {group} (load {load:.1f}, {wall:.0f} s): the copy on the guest's tmpfs {steps}")
-        logged = stacks_vm.logged_steps(logs, layouts) if logs is not None else [None] * len(layouts)
+        logged = (stacks_vm.logged_steps(logs, layouts) if logs is not None and link is None
+                  else [None] * len(layouts))
         for layout, res, steps_logged in zip(layouts, results, logged):
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
@@ -396,12 +327,17 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             else:
                 result, spread, own = res
                 cell["tmpfs_pace_s"] = stacks_vm.pace_steps(own) or steps
-                pred = predicted_copy(layout.stack, copy, cell["tmpfs_pace_s"])
+                stack = layout.stack
+                if group == stacks_net.GROUP:  # each step on its own stack: the link fit's write or read costs
+                    cell["nbd_link"] = link.get(layout.label)
+                    stack = stacks_net.step_stacks(layout.label, cell["nbd_link"])
+                pred = predicted_copy(stack, copy, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}
                 cell["predicted"] = pred
-                cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
+                if steps_logged is not None:
+                    cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
                 say(f"  {layout.label}: copy write {result.write_bytes_per_s / 1e6:.1f} MB/s, read "
                     f"{result.read_bytes_per_s / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
                     f"{pred['copy read'] / 1e6:.1f})")
@@ -417,7 +353,7 @@ def chosen(labels, cells: str):
 def reused(path: str, fresh: list[dict], args) -> list[dict]:
     """The measured cells of an earlier artifact at *path* that this run did not measure, each
     predicted again by the current model on its own stack, drives and tmpfs pace."""
-    from diskmodel.calibrate.bench import stacks_vm
+    from diskmodel.calibrate.bench import stacks_net, stacks_vm
     try:
         old = json.loads(Path(path).read_text())["details"]["cells"]
     except (OSError, ValueError, KeyError) as exc:
@@ -427,6 +363,10 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
     out = []
     for c in (c for c in old if c["stack"] not in have and c.get("measured")):
         copy = FileCopy(file_sizes_bytes=tuple(r["size_bytes"] for r in c["predicted"]["rows"]), repeats=args.repeats)
+        if c.get("group") == stacks_net.GROUP:
+            out.append(dict(c, reused_from=path, predicted=predicted_copy(
+                stacks_net.step_stacks(c["stack"], c.get("nbd_link")), copy, c["tmpfs_pace_s"])))
+            continue
         stack = model_stack(c["stack"], c["drive"]) if c["where"] == "host" else vm[c["stack"]]
         tools = [dict(t, predicted=predicted(stack, t["spec"], t["tmpfs_s"])) for t in c["tools"]]
         busy = c.get("drive_busy_s") and {"drive_busy_s": stacks_vm.drive_busy(
@@ -436,116 +376,15 @@ def reused(path: str, fresh: list[dict], args) -> list[dict]:
     return out
 
 
-def errors(cells) -> list[dict]:
-    """|error| of each predicted figure against its measurement [%]: the copy's write and read
-    rates, each tool workload's elapsed time; all are counted in the median."""
-    out = []
-    for c in cells:
-        if c.get("predicted") and c.get("measured"):
-            for key in ("copy write", "copy read"):
-                m, p = c["measured"][key], c["predicted"][key]
-                out.append({"seed": c["seed"], "stack": c["stack"], "figure": key, "measured": m, "predicted": p,
-                            "error_pct": 100.0 * abs(p - m) / m, "counted": True})
-        for t in c.get("tools", []):
-            m, p = t["elapsed_s"], t["predicted"]["elapsed_s"]
-            out.append({"seed": c["seed"], "stack": c["stack"], "figure": t["spec"], "measured": m, "predicted": p,
-                        "error_pct": 100.0 * abs(p - m) / m, "counted": True})
-    return out
-
-
-#: The seeds' orderings: (seed, statement, faster cell, slower cell, figure). The VM cells' labels
-#: are calibrate/bench/stacks_vm.py's.
-ORDERINGS = [
-    ("003", "native ext3 writes faster than ext3 on a sparse loop", "native ext3", "ext3 on sparse loop", "copy write"),
-    ("003", "native ext3 writes faster than ext3 on a zero-filled loop", "native ext3", "ext3 on zero-filled loop",
-     "copy write"),
-    ("000", "ext2 reads faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
-     "copy read"),
-    ("000", "ext2 reads faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers",
-     "copy read"),
-    ("000", "ext2 reads faster with 2 loop layers than with 3", "ext2, 2 loop layers", "ext2, 3 loop layers",
-     "copy read"),
-    ("000", "ext2 writes faster with no loop layer than with 1", "ext2, no loop layer", "ext2, 1 loop layer",
-     "copy write"),
-    ("000", "ext2 writes faster with 1 loop layer than with 2", "ext2, 1 loop layer", "ext2, 2 loop layers",
-     "copy write"),
-    ("000", "ext2 writes faster with 2 loop layers than with 3", "ext2, 2 loop layers", "ext2, 3 loop layers",
-     "copy write"),
-    ("000", "an outer partition reads faster than an inner one", "ext2, fast drive, outer partition",
-     "ext2, fast drive, inner partition", "copy read"),
-    ("000", "an outer partition writes faster than an inner one", "ext2, fast drive, outer partition",
-     "ext2, fast drive, inner partition", "copy write"),
-    ("000", "RAID 1 over a fast and a slow drive reads faster than the slow drive", "ext2, RAID 1 fast + slow",
-     "ext2, slow drive", "copy read"),
-    ("000", "RAID 1 over a fast and a slow drive writes slower than the fast drive",
-     "ext2, fast drive, outer partition",
-     "ext2, RAID 1 fast + slow", "copy write"),
-    ("000", "ext2 on RAID 1 writes faster than ext3 (the journal's cost)", "ext2, RAID 1 fast + slow",
-     "ext3, RAID 1 fast + slow", "copy write"),
-    ("002", "striping over 2 drives reads faster than 1", "ext4, striped over 2 drives, 64 KiB", "ext4, 1 drive",
-     "copy read"),
-    ("002", "striping over 2 drives writes faster than 1", "ext4, striped over 2 drives, 64 KiB", "ext4, 1 drive",
-     "copy write"),
-    ("002", "striping over 4 drives reads faster than 2", "ext4, striped over 4 drives, 64 KiB",
-     "ext4, striped over 2 drives, 64 KiB", "copy read"),
-    ("002", "striping over 4 drives writes faster than 2", "ext4, striped over 4 drives, 64 KiB",
-     "ext4, striped over 2 drives, 64 KiB", "copy write"),
-    ("002", "RAID 0 over 4 drives writes faster than RAID 5 over 4", "ext4, striped over 4 drives, 64 KiB",
-     "ext4, RAID 5 over 4 drives, 64 KiB", "copy write"),
-    ("002", "RAID 5 over 4 drives writes faster than RAID 6 over 4", "ext4, RAID 5 over 4 drives, 64 KiB",
-     "ext4, RAID 6 over 4 drives, 64 KiB", "copy write"),
-    ("002", "a larger stripe chunk reads faster (ext4)", "ext4, striped over 4 drives, 256 KiB",
-     "ext4, striped over 4 drives, 64 KiB", "copy read"),
-    ("002", "a thin volume writes slower with a 1 MiB pool chunk than with 64 KiB",
-     "ext4, thin volume, 64 KiB pool chunk",
-     "ext4, thin volume, 1 MiB pool chunk", "copy write"),
-]
-
-
-def orderings(cells) -> list[dict]:
-    """The seeds' orderings on the measured cells: held where the measured difference exceeds the
-    spread of the repeats (``decided``); the model's ratio beside each."""
-    by = {c["stack"]: c for c in cells if c.get("measured")}
-    out = []
-    for seed, statement, fast, slow, key in ORDERINGS:
-        if fast in by and slow in by:
-            a, b = by[fast], by[slow]
-            ratio = a["measured"][key] / b["measured"][key]
-            spread = a["measured"]["spread"][key] + b["measured"]["spread"][key]
-            pa, pb = a.get("predicted"), b.get("predicted")
-            out.append({"seed": seed, "statement": f"{statement} (seed {seed})", "measured_ratio": ratio,
-                        "spread": spread, "decided": abs(ratio - 1.0) > spread, "held": ratio > 1.0,
-                        "predicted_ratio": pa[key] / pb[key] if pa and pb else None})
-    for c in cells:
-        images = [x for x in c.get("tools", []) if x["spec"].startswith("image")]
-        zero = next((x for x in images if "sparse" not in x["spec"]), None)
-        sparse = next((x for x in images if "sparse" in x["spec"]), None)
-        if zero and sparse:
-            out.append({"seed": "003",
-                        "statement": f"a sparse image is made faster than a zero-filled one, on {c['stack']} "
-                                     "(seed 003)",
-                        "measured_ratio": zero["elapsed_s"] / sparse["elapsed_s"], "spread": 0.0, "decided": True,
-                        "held": sparse["elapsed_s"] < zero["elapsed_s"],
-                        "predicted_ratio": zero["predicted"]["elapsed_s"] / sparse["predicted"]["elapsed_s"]})
-    return out
-
-
-def paper_loo_median() -> float | None:
-    path = BENCHMARKS / "results" / "djordjevic_loo.json"
-    try:
-        return float(json.loads(path.read_text())["figures"]["median_cell_error_pct"]["value"])
-    except (OSError, KeyError, ValueError):
-        return None
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--drive", default="wd800bd", help="the drive to emulate (a preset; default wd800bd)")
     parser.add_argument("--sizes-mib", default="1,4", help="the loop-image study's copy file sizes [MiB] (default 1,4)")
     parser.add_argument("--repeats", type=int, default=2, help="copy repeats per size (default 2)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
-    parser.add_argument("--vm-groups", default="000,002,engineer",
-                        help="the VM's groups of cells to run, comma-separated (000, 002, engineer; '' for none)")
+    parser.add_argument("--vm-groups", default="000,002,engineer,net",
+                        help="the VM's groups of cells to run, comma-separated (000, 002, engineer, net; '' "
+                        "for none)")
     parser.add_argument("--vm-sizes-mib", default="4", help="the copy's file sizes in the VM [MiB] (default 4)")
     parser.add_argument("--host", type=int, default=1, help="run the host cells (1, default) or not (0)")
     parser.add_argument("--cells", default="", help="run only the cells whose labels contain one of these "

@@ -84,4 +84,12 @@ def test_a_thin_cell_discards_the_removed_file_after_each_repeat_and_no_other_ce
             assert script.index("DISKMODEL_COPY cell0 ") < script.index("fstrim ")
         else:
             assert "fstrim" not in script and script.count("DISKMODEL_COPY cell0 ") == 1
-    assert len(thin) == 2
+    assert len(thin) == 4  # pool chunks of 64 KiB, 128 KiB, 1 MiB and 8 MiB
+
+
+def test_drive_logs_are_in_the_guests_drive_order(tmp_path):
+    # Dagenais' group: the fast wd800bd is /dev/vdb (index 0), the slow hp_c2247a /dev/vdc (index 1)
+    for name in ("wd800bd-0.reqlog", "hp_c2247a-1.reqlog", "wd800bd-10.reqlog", "wd800bd-2.reqlog"):
+        (tmp_path / name).write_text("")
+    assert [p.rsplit("/", 1)[1] for p in V.drive_logs(tmp_path)] == [
+        "wd800bd-0.reqlog", "hp_c2247a-1.reqlog", "wd800bd-2.reqlog", "wd800bd-10.reqlog"]

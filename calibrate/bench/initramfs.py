@@ -65,7 +65,7 @@ INSTALL_HINT = "install the Debian packages with `bash .ci/setup --system` (as r
 _PROGRAMS: dict[str, str] = {
     "busybox": "busybox-static", "dash": "dash", "lvm": "lvm2", "dmsetup": "dmsetup",
     "mke2fs": "e2fsprogs", "e2fsck": "e2fsprogs", "tune2fs": "e2fsprogs", "dumpe2fs": "e2fsprogs",
-    "mkfs.xfs": "xfsprogs", "postmark": "postmark", "mount": "mount", "umount": "mount", "losetup": "mount",
+    "mkfs.xfs": "xfsprogs", "mkfs.btrfs": "btrfs-progs", "btrfs": "btrfs-progs", "postmark": "postmark", "mount": "mount", "umount": "mount", "losetup": "mount",
     "blockdev": "util-linux", "blkid": "util-linux", "wipefs": "util-linux", "lsblk": "util-linux",
     "findmnt": "util-linux",
     # The network layers (diskmodel.calibrate.bench.network): NBD and NFS servers and clients, and tc.
@@ -81,14 +81,14 @@ _BUILD_TOOLS: dict[str, str] = {"lddtree": "pax-utils", "modprobe": "kmod", "cpi
                                 "dpkg-query": "dpkg"}
 # Packages whose versions are recorded in the cache manifest and key.
 _PACKAGES = ("busybox-static", "dash", "lvm2", "dmsetup", "libdevmapper1.02.1", "e2fsprogs",
-             "xfsprogs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client", "rpcbind",
+             "xfsprogs", "btrfs-progs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client", "rpcbind",
              "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio", "blktrace")
 # Kernel modules loaded at boot (modprobe adds their dependencies, soft ones included).
 _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs", "loop")
 # Modules carried but loaded only on demand, since every boot under TCG would pay for them: a script
 # loads set NAME with `while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.NAME`.
 _ON_DEMAND_MODULES = {"network": ("nbd", "nfsv3", "nfsv4", "nfsd", "veth", "sch_netem", "sch_tbf"),
-                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay")}
+                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay", "btrfs")}
 
 _LVM_CONF = """\
 # diskmodel throwaway VM: lvm2 without udev, lvmetad, lvmpolld or dmeventd.

@@ -49,7 +49,8 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "logged_steps", "drive_busy", "logged_of", "pace_steps"]
+__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "drive_logs", "logged_steps",
+           "drive_busy", "logged_of", "pace_steps"]
 
 MIB = 1 << 20
 _MARK = "DISKMODEL_STACKS"
@@ -62,6 +63,17 @@ PART_START, PART_BYTES = MIB, 256 * MIB
 XFS_PART_BYTES = 320 * MIB
 #: md's data offset on each member (layers_provision: mdadm --data-offset).
 MD_OFFSET = MIB
+GB = 10**9
+#: Dagenais' partitions of several sizes at one start (his Figure 3) [GB].
+PARTITION_GB = (2, 4, 8)
+#: The multi-disk LVM study's chunk sizes over five drives beside 64 KiB (its Figure 3) [KiB].
+STRIPE_KIB = (4, 16)
+#: Its thin pools' chunk sizes beside 64 KiB and 1 MiB (its Figure 11, 64 KiB - 8 MiB) [bytes].
+THIN_CHUNKS = (128 << 10, 8 << 20)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes >> 20} MiB" if nbytes >= MIB else f"{nbytes >> 10} KiB"
 
 
 @dataclass(frozen=True)
@@ -102,22 +114,27 @@ def _group_000():
         Cell("000", "ext2, RAID 1 fast + slow", _stack(mirror(), "ext2", drives, "raid1 ext2")),
         Cell("001", "ext3, RAID 1 fast + slow", _stack(mirror(), "ext3", drives, "raid1 ext3")),
         Cell("000", "ext2, LVM over the fast drive", _stack(LinearVolume((_part("vdb"),)), "ext2", fast, "lvm")),
+        *(Cell("000", f"ext2, fast drive, {gb} GB partition", _stack(_part("vdb", size=gb * GB), "ext2", fast,
+                                                                     f"{gb} GB partition"))
+          for gb in PARTITION_GB),
     ]
 
 
 def _group_002():
-    """The multi-disk LVM study: four wd800bd drives, ext4 on striped volumes, RAID 5 and thin volumes."""
-    drives = tuple(("wd800bd", d) for d in GUEST_DISKS[:4])
+    """The multi-disk LVM study: five wd800bd drives (RAID 5 and 6 over the first four), ext4 on striped
+    volumes, RAID 5 and thin volumes."""
+    five = tuple(("wd800bd", d) for d in GUEST_DISKS[:5])
+    drives = five[:4]
 
     def striped(n: int, chunk: int):
-        return StripedVolume(tuple(_part(d) for _, d in drives[:n]), stripe_size_bytes=chunk)
+        return StripedVolume(tuple(_part(d) for _, d in five[:n]), stripe_size_bytes=chunk)
 
     def thin(chunk: int):
         data = _part("vdb")
         return ThinVolume(data, pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB, chunk_size_bytes=chunk,
                           metadata_size_bytes=4 * MIB)
 
-    return [d for d, _ in drives], [
+    return [d for d, _ in five], [
         Cell("002", "ext4, 1 drive", _stack(_part("vdb"), "ext4", drives[:1], "1 drive")),
         Cell("002", "ext4, striped over 2 drives, 64 KiB", _stack(striped(2, 64 << 10), "ext4", drives[:2], "stripe2")),
         Cell("002", "ext4, striped over 3 drives, 64 KiB", _stack(striped(3, 64 << 10), "ext4", drives[:3], "stripe3")),
@@ -135,6 +152,16 @@ def _group_002():
         Cell("002", "xfs, 1 drive", _stack(_part("vdb", size=XFS_PART_BYTES), "xfs", drives[:1], "xfs")),
         Cell("002", "ext4, thin volume, 64 KiB pool chunk", _stack(thin(64 << 10), "ext4", drives[:1], "thin 64k")),
         Cell("002", "ext4, thin volume, 1 MiB pool chunk", _stack(thin(1 << 20), "ext4", drives[:1], "thin 1m")),
+        # the study's btrfs: b-tree nodes of the 4 KiB block (mkfs.btrfs -n 4096)
+        Cell("002", "btrfs, 1 drive", Stack(FileSystemNode(_part("vdb"), kind="btrfs", mkfs_options=("-n", "4096")),
+                                            (model_drive("wd800bd", name="vdb"),), "btrfs")),
+        Cell("002", "ext4, striped over 5 drives, 64 KiB", _stack(striped(5, 64 << 10), "ext4", five, "stripe5")),
+        *(Cell("002", f"ext4, striped over 5 drives, {k} KiB", _stack(striped(5, k << 10), "ext4", five,
+                                                                      f"stripe5 {k}k"))
+          for k in STRIPE_KIB),
+        *(Cell("002", f"ext4, thin volume, {_size(c)} pool chunk", _stack(thin(c), "ext4", drives[:1],
+                                                                          f"thin {_size(c)}"))
+          for c in THIN_CHUNKS),
     ]
 
 
@@ -291,6 +318,15 @@ def busy_s(starts, ends) -> float:
     return total + (0.0 if hi is None else hi - lo)
 
 
+def drive_logs(folder) -> list[str]:
+    """The drives' request logs in *folder* in the guest's drive order: by the index the emulator gives each
+    (``NAME-INDEX.reqlog``, calibrate/emulate/devices.py), not by name (a slow drive's preset name may sort
+    before the first drive's)."""
+    import glob
+
+    return sorted(glob.glob(str(Path(folder) / "*.reqlog")), key=lambda p: int(Path(p).stem.rsplit("-", 1)[1]))
+
+
 def logged_steps(log_dir, cells) -> list:
     """Per cell, from the drives' request logs in *log_dir* and the guest's output kept there
     (:func:`measure_group` with a log folder): each copy step's median over its repeats of the
@@ -300,8 +336,6 @@ def logged_steps(log_dir, cells) -> list:
     request belongs to a step when it reaches its drive within the step's window widened by 10 ms
     either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
     cell's data: every partition starts at 1 MiB) are left out."""
-    import glob
-
     import pandas as pd
 
     from diskmodel.calibrate.emulate.requestlog import read_log
@@ -309,7 +343,7 @@ def logged_steps(log_dir, cells) -> list:
     folder = Path(log_dir)
     text = (folder / "guest-output.txt").read_text()
     frames = []
-    for k, path in enumerate(sorted(glob.glob(str(folder / "*.reqlog")))):
+    for k, path in enumerate(drive_logs(folder)):
         df = read_log(path)
         t0 = float(df.attrs["t0_monotonic_s"])  # each emulator's clock from its own start: one clock for all
         frames.append(pd.DataFrame({"drive": k, "op": df.op, "offset": df.offset_bytes,

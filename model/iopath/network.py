@@ -47,21 +47,26 @@ class Link:
     ``copy_rate_bytes_per_s``, None: free), the bytes on the link at ``network``'s payload rate (a
     write's on the way out, a read's on the way back, ``header_bytes`` each way; the link carries
     one request's bytes at a time each way, first in first out), half the round trip each way, and
-    ``server_s`` in the server before its device sees the request."""
+    ``server_s`` in the server before its device sees the request. A request of the server's device
+    larger than ``max_request_bytes`` (None: no limit) crossed as that many client requests, each
+    paying ``client_s`` and its headers."""
 
     client_s: float
     server_s: float
     network: object
     header_bytes: int = 0
     copy_rate_bytes_per_s: float | None = None
+    max_request_bytes: int | None = None
 
     def costs(self, op: np.ndarray, size_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per request: (the client's time, the outbound bytes' time on the link, the return bytes') [s]."""
         size = np.asarray(size_bytes, float)
+        pieces = np.ones(size.shape) if self.max_request_bytes is None else np.maximum(
+            np.ceil(size / self.max_request_bytes), 1.0)
         net = self.network
-        out = net.transfer_s(np.where(op == Op.WRITE, size, 0.0) + self.header_bytes)
-        back = net.transfer_s(np.where(op == Op.READ, size, 0.0) + self.header_bytes)
-        client = np.full(size.shape, self.client_s)
+        out = net.transfer_s(np.where(op == Op.WRITE, size, 0.0) + self.header_bytes * pieces)
+        back = net.transfer_s(np.where(op == Op.READ, size, 0.0) + self.header_bytes * pieces)
+        client = self.client_s * pieces
         if self.copy_rate_bytes_per_s is not None:
             client = client + size / self.copy_rate_bytes_per_s
         return client, np.asarray(out, float), np.asarray(back, float)
@@ -77,10 +82,10 @@ def fifo(arrival: np.ndarray, service: np.ndarray, free_s: float) -> np.ndarray:
 
 def nbd_link(device) -> Link:
     """The link of an :class:`~diskmodel.model.stacks.network.NbdDevice` (see the module docstring)."""
-    from ..stacks.network import NBD_HEADER_BYTES
+    from ..stacks.network import NBD_HEADER_BYTES, NBD_MAX_SECTORS_KB
 
     return Link(device.client_overhead_s, device.server_overhead_s, device.network, NBD_HEADER_BYTES // 2,
-                device.copy_rate_bytes_per_s)
+                device.copy_rate_bytes_per_s, NBD_MAX_SECTORS_KB * 1024)
 
 
 def links_below(root) -> dict:

@@ -47,12 +47,24 @@ from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
 from .stream import Flag, Op, Stream, concat
+from ..stacks.network import NBD_MAX_SECTORS_KB
 
 __all__ = ["run", "frames", "fs_params_of", "queue"]
 
 #: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
 REFLINK_KINDS = ("xfs", "btrfs")
 DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
+
+
+def max_sectors_kb(node) -> int:
+    """A node's queue limit ``max_sectors_kb``: nbd's own; an md or dm device's the smallest of its
+    members' (blk_stack_limits, block/blk-settings.c); any other (a loop device, a partition) the default."""
+    kind = type(node).__name__
+    if kind == "NbdDevice":
+        return NBD_MAX_SECTORS_KB
+    below = {"RaidArray": lambda: node.members, "LinearVolume": lambda: node.physical_volumes,
+             "StripedVolume": lambda: node.physical_volumes, "ThinVolume": lambda: (node.data,)}.get(kind)
+    return min((max_sectors_kb(m) for m in below()), default=DEFAULT_MAX_SECTORS_KB) if below else DEFAULT_MAX_SECTORS_KB
 
 
 def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Stream:
@@ -91,13 +103,16 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
             into[name] = s
 
 
-def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream]):
-    """Record ``stream`` as device ``name`` and pass it down through ``node``."""
-    stream = queue(stream)
+def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
+           limit_kb: int | None = None):
+    """Record ``stream`` as device ``name`` (queued at ``limit_kb``, by default the node's own
+    :func:`max_sectors_kb`) and pass it down through ``node``."""
+    stream = queue(stream, limit_kb or max_sectors_kb(node))
     _merge(out, {name: stream})
     kind = type(node).__name__
     if kind == "Partition":
-        _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes))})
+        _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes),
+                                       limit_kb or DEFAULT_MAX_SECTORS_KB)})
         return
     if kind in ("LinearVolume", "StripedVolume"):
         pvs = node.physical_volumes
@@ -125,8 +140,11 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
                              "on the request-level path (md's reconstruct reads are not modelled); give no failed members")
         fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
         parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
+        # RAID 1 clones each of the array's bios to every mirror, and a mirror's queue takes the clones as they
+        # come: no larger than the array's own limit (the drives' logs under md over a local loop device and nbd)
+        limit = max_sectors_kb(node) if node.kind == "raid1" else None
         for i, m in enumerate(members):
-            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out)
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit)
         return
     if kind == "ThinVolume":
         res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks,
@@ -143,7 +161,9 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out)
         return
     if kind == "NbdDevice":
-        _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out)
+        # nbd-server serves each request with one pread/pwrite of the export: the export sees nbd's requests
+        _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out,
+               limit_kb=NBD_MAX_SECTORS_KB)
         return
     if kind == "LoopFile":
         _loop(node, stream, name, path, cache, out)

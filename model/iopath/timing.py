@@ -242,7 +242,9 @@ class _Linked:
 
         client, out, back = self.link.costs(op, blocks * BLOCK_BYTES)
         half = self.link.network.rtt_s / 2
-        sent = fifo(arrival + client, out, self.pipe.out_free_s)
+        # one connection: nbd sends one request at a time (nbd_send_cmd under the socket's tx_lock), so the
+        # client's time per request is queued with its bytes, first in first out
+        sent = fifo(arrival, client + out, self.pipe.out_free_s)
         self.pipe.out_free_s = float(sent[-1])
         start, done = self.server.serve(op, lbn, blocks, sent + half + self.link.server_s)
         replied = fifo(done + half, back, self.pipe.back_free_s)

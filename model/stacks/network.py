@@ -39,6 +39,8 @@ TCP_IP_HEADER_BYTES = 52
 ETHERNET_HEADER_BYTES = 14
 #: NBD's request header (28 bytes) and simple reply header (16 bytes), per request (NBD proto.md).
 NBD_HEADER_BYTES = 28 + 16
+#: nbd's queue limit, max_sectors_kb: drivers/block/nbd.c (nbd_dev_add) sets max_sectors to 256 sectors.
+NBD_MAX_SECTORS_KB = 128
 #: The NFS versions modelled (the Linux client's ``vers=`` values).
 NFS_VERSIONS = ("3", "4.0", "4.1", "4.2")
 #: Metadata round trips per file of each phase, by version (the Linux client, cold attribute cache):
@@ -305,4 +307,4 @@ class NfsMount:
                 f"{self.network.describe()}")
 
 
-__all__ = ["NBD_HEADER_BYTES", "NFS_VERSIONS", "ROUND_TRIPS", "Network", "NbdDevice", "NfsMount"]
+__all__ = ["NBD_HEADER_BYTES", "NBD_MAX_SECTORS_KB", "NFS_VERSIONS", "ROUND_TRIPS", "Network", "NbdDevice", "NfsMount"]
