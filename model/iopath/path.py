@@ -77,7 +77,8 @@ def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams
                         inode_bytes=int(params.inode_size_bytes),
                         journal_mode=params.journal_mode if kind in ("ext3", "ext4") else "ordered",
                         commit_interval_s=float(params.commit_interval_s),
-                        journal_bytes=int(params.journal_size_bytes) if params.journal_size_bytes else None)
+                        journal_bytes=int(params.journal_size_bytes) if params.journal_size_bytes else None,
+                        tail_bytes=int(params.inline_data_max_bytes) if kind == "reiserfs" else None)
     except ValueError as exc:
         raise ValueError(f"{path} ({kind}): {str(exc).removeprefix('file system: ')}") from None
 
