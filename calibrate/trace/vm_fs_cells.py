@@ -21,7 +21,8 @@ import shlex
 from .blkparse import parse_blkparse_text
 from .fs_cells import COPY_BYTES, DEVICE_BYTES, FS_WORKLOADS, MEMORY_LIMITS, SMALL_FILES, FsWorkload
 
-__all__ = ["VM_FS_KINDS", "VM_MKFS", "cells_named", "guest_script", "parse_guest_output", "run_vm_fs_cells"]
+__all__ = ["VM_FS_KINDS", "VM_MKFS", "cells_named", "guest_script", "parse_guest_output", "predict_vm_fs_cell",
+           "run_vm_fs_cells", "vm_fs_rows"]
 
 MIB = 1 << 20
 #: mkfs's argument vector per kind: Debian's defaults (4 KiB blocks; jfs's log inside the
@@ -164,3 +165,52 @@ def cells_named(kinds=VM_FS_KINDS, workloads=None, memories=tuple(MEMORY_LIMITS)
     by_name = {w.name: w for w in FS_WORKLOADS}
     chosen = [by_name[n] for n in workloads] if workloads else list(FS_WORKLOADS)
     return [(k, w, m) for k in kinds for w in chosen for m in memories]
+
+
+def predict_vm_fs_cell(kind: str, workload: str, memory: str, dirtyable_bytes: int, read_ahead_kb: int):
+    """The stream model/iopath predicts for a cell's scratch disk ``vda``: the whole path (page cache
+    with the guest's dirtyable memory, the file system with mkfs's journal for the disk's size)."""
+    from dataclasses import replace
+
+    from diskmodel.model.filesystems.kinds import mkfs_journal_bytes
+    from diskmodel.model.iopath import CacheParams, parse_workload, run
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    by_name = {w.name: w for w in FS_WORKLOADS}
+    node = FileSystemNode(kind=kind, volume=Partition(0, SCRATCH_BYTES, "vda", "sda"))
+    node = replace(node, parameters=replace(node.parameters,
+                                            journal_size_bytes=mkfs_journal_bytes(kind, SCRATCH_BYTES)))
+    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
+                        memory_bytes=dirtyable_bytes)
+    return run(Stack(node), parse_workload(by_name[workload].model), cache)["vda"]
+
+
+def vm_fs_rows(kinds, workloads, memories, output_path=None, keep_path=None, timeout_s: float = 3000.0, say=print):
+    """iopath_check's rows of the VM's page-cache cells (*output_path*: the guest's output of an
+    earlier run, read instead of booting the VM; *keep_path*: where to write the guest's output)."""
+    from pathlib import Path
+
+    from .matrix import compare
+
+    if output_path is not None:
+        output = Path(output_path).read_text()
+    else:
+        output = run_vm_fs_cells(cells_named(kinds, [w.name for w in workloads], memories), timeout_s)
+        if keep_path is not None:
+            Path(keep_path).write_text(output)
+    wanted = {(k, w.name, m) for k in kinds for w in workloads for m in memories}
+    rows = []
+    for c in parse_guest_output(output):
+        if (c["kind"], c["workload"], c["memory"]) not in wanted:
+            continue
+        if c["oom"]:
+            raise RuntimeError(f"VM cell {c['kind']}/{c['workload']}/{c['memory']}: {c['oom']} OOM kills")
+        pred = predict_vm_fs_cell(c["kind"], c["workload"], c["memory"], c["dirtyable_bytes"], c["read_ahead_kb"])
+        row = {"where": "vm", "stack": f"{c['kind']}_{c['memory']}", "layer": c["kind"], "workload": c["workload"],
+               "device": "vda", **compare(pred, c["trace"].devices["vda"].stream)}
+        rows.append(row)
+        say(f"{c['kind']}-{c['workload']}-{c['memory']} (VM): bytes {row['predicted_bytes']} vs "
+            f"{row['measured_bytes']}, requests {row['predicted_requests']} vs {row['measured_requests']}, "
+            f"tv {row['size_tv']:.2f}")
+    return rows

@@ -324,10 +324,10 @@ def _mount_parameters(kind: str, options) -> dict:
             out["atime_updates"] = _ATIME[key]
         elif key == "data":
             out["journal_mode"] = value
-        elif key in ("notail", "tails"):  # reiserfs: tails=small and on store a file of one direct item
-            out["inline_data_max_bytes"] = 0 if key == "notail" or value == "off" else REISERFS_TAIL_MAX_BYTES
             if value == "journal" and kind == "ext4":
                 out["delayed_allocation"] = False  # ext4 turns delalloc off under data=journal
+        elif key in ("notail", "tails"):  # reiserfs: tails=small and on store a file of one direct item
+            out["inline_data_max_bytes"] = 0 if key == "notail" or value == "off" else REISERFS_TAIL_MAX_BYTES
         elif key == "commit":
             # commit=0 is the default interval (ext4(5), btrfs(5))
             out["commit_interval_s"] = float(value) or DEFAULTS[kind]["commit_interval_s"]
