@@ -109,3 +109,13 @@ def test_options_of_jfs_and_reiserfs():
             parameters_from_options(kind, mkfs, mount)
     with pytest.raises(ValueError, match="journal_mode"):
         FileSystem(kind="jfs", journal_mode="ordered")
+
+
+def test_a_journal_of_more_than_half_the_device_is_refused_naming_the_field():
+    from diskmodel.model.iopath import parse_workload, run
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    stack = Stack(FileSystemNode(kind="jfs", volume=Partition(0, 200 * MIB, "vda", "sda")))
+    with pytest.raises(ValueError, match=r"^file_system \(jfs\): journal_size_bytes = 134217728 leaves too little"):
+        run(stack, parse_workload("metadata:op=create,files=10"))

@@ -71,6 +71,7 @@ class Jfs(Logged):
             ag *= 2
         self.ag, self.groups = ag, max(1, self.total // ag)
         self.log_blocks = (p.journal_bytes or min(128 << 20, p.device_bytes // 256)) // self.bs
+        self.check_journal(self.log_blocks)
         self.log_start = self.total - self.log_blocks
         self.log_head = 2  # the log's first two pages hold its superblock (LOGSUPER_B)
         self.page_used = 0  # bytes of records in the current log page

@@ -46,6 +46,12 @@ class Logged:
         self.next_key = 0
         self.cursor: dict[int, int] = {}
 
+    def check_journal(self, blocks: int):
+        """Refuse a journal (log) that leaves less than half the device to the rest."""
+        if blocks * 2 > self.total:
+            raise ValueError(f"file system: journal_size_bytes = {self.p.journal_bytes or blocks * self.bs} leaves "
+                             f"too little of a {self.p.device_bytes}-byte device: give at most half of it")
+
     def emit(self, t, op, off, size, flags=0):
         self.rows.append((t, int(op), off, size, flags))
         self.latest = max(self.latest, t)

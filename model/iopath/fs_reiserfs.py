@@ -50,6 +50,7 @@ class Reiserfs(Logged):
         super().__init__(p, data_bios, dirty_expire_s)
         self.groups = max(1, -(-self.total // REISERFS_BITMAP_BLOCKS))
         self.journal_blocks = (p.journal_bytes or 8193 * self.bs) // self.bs - 1  # less its header block
+        self.check_journal(self.journal_blocks)
         self.journal_first = 18  # after the superblock (block 16) and the first bitmap (17)
         self.root = self.journal_first + self.journal_blocks + 1
         self.head = 0
