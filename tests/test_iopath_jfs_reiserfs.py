@@ -116,6 +116,12 @@ def test_a_journal_of_more_than_half_the_device_is_refused_naming_the_field():
     from diskmodel.model.stacks.stack import FileSystemNode, Stack
     from diskmodel.model.stacks.volumes import Partition
 
-    stack = Stack(FileSystemNode(kind="jfs", volume=Partition(0, 200 * MIB, "vda", "sda")))
-    with pytest.raises(ValueError, match=r"^file_system \(jfs\): journal_size_bytes = 134217728 leaves too little"):
+    small = Partition(0, 200 * MIB, "vda", "sda")
+    stack = Stack(FileSystemNode(kind="reiserfs", volume=Partition(0, 48 * MIB, "vda", "sda")))
+    with pytest.raises(ValueError, match=r"^file_system \(reiserfs\): journal_size_bytes = 33558528 leaves too"):
         run(stack, parse_workload("metadata:op=create,files=10"))
+    # jfs's default log is mkfs.jfs's for the device (a 256th), so a small jfs runs
+    assert len(run(Stack(FileSystemNode(kind="jfs", volume=small)), parse_workload("metadata:op=create,files=10"))["vda"])
+    big_log = Stack(FileSystemNode(kind="jfs", volume=small, mkfs_options=("-s", "128")))
+    with pytest.raises(ValueError, match=r"^file_system \(jfs\): journal_size_bytes = 134217728 leaves too little"):
+        run(big_log, parse_workload("metadata:op=create,files=10"))
