@@ -8,6 +8,10 @@ A matrix of cells, each a stack and a workload run for real under blktrace:
   MiB and 4 KiB, random writes at 4 KiB, sequential reads at 1 MiB, random reads at 4 KiB), ``cp``
   and the creation, stat and deletion of many small files, each without a memory limit and in a
   64 MiB memory cgroup;
+- host btrfs raid0 and raid1 cells (calibrate/trace/btrfs_raid_cells.py): one btrfs over two loop
+  devices, data and metadata of the profile, under the same page-cache workloads;
+- VM page-cache cells (calibrate/trace/vm_fs_cells.py): jfs and reiserfs, which the host's kernel
+  lacks, on the VM's scratch disk under the same page-cache workloads, with and without the cgroup;
 - VM stacks (the throwaway VM's kernel has md, device-mapper and MBR partitions): a partition; md
   RAID 0, 1, 5 and 6; dm-linear; LVM-2 (a linear volume of two segments on two PVs, made with
   dmsetup as LVM makes it); dm-striped; a thin volume; under fio's sequential and random reads
@@ -22,8 +26,8 @@ error, and the total-variation distance of the power-of-two request-size histogr
 by layer (a page-cache cell's layer is its file system); the last four lines are ``cells: N``,
 ``bytes_median_error_pct: X``, ``requests_median_error_pct: Y`` and ``size_tv_median: Z``.
 
-Left out, said so in the artifact's notes: btrfs raid0/raid1 (model/iopath has no btrfs
-multi-device layer), and the block layer's merging of adjacent requests across issue instants.
+Left out, said so in the artifact's notes: the block layer's merging of adjacent requests across
+issue instants.
 """
 from __future__ import annotations
 
@@ -147,6 +151,8 @@ def main(argv=None) -> int:
     from diskmodel.calibrate.trace.host_cells import HOST_STACKS
     from diskmodel.calibrate.trace.matrix import WORKLOADS
     from diskmodel.calibrate.trace.vm_cells import VM_STACKS
+    from diskmodel.calibrate.trace.btrfs_raid_cells import RAID_PROFILES, btrfs_raid_rows
+    from diskmodel.calibrate.trace.vm_fs_cells import VM_FS_KINDS, vm_fs_rows
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host-stacks", default=",".join(HOST_STACKS),
@@ -167,6 +173,20 @@ def main(argv=None) -> int:
     ap.add_argument("--fs-traces-from", default=None,
                     help="read the page-cache cells' measured traces from this folder (kept by an earlier run) "
                          "instead of running them; the cells it lacks are run and kept there (default: run them)")
+    ap.add_argument("--btrfs-raid", default="raid0,raid1",
+                    help="btrfs multi-device profiles of the host cells, comma-separated, or 'none' (default: raid0,raid1)")
+    ap.add_argument("--btrfs-raid-traces-from", default=None,
+                    help="read the btrfs raid cells' traces from this folder (kept by an earlier run) instead of "
+                         "running them; the cells it lacks are run (default: run them)")
+    ap.add_argument("--keep-btrfs-raid-traces", default=None,
+                    help="keep the btrfs raid cells' traces in this folder (default: not kept)")
+    ap.add_argument("--vm-file-systems", default="jfs,reiserfs",
+                    help="file systems of the VM's page-cache cells, comma-separated, or 'none' (default: jfs,reiserfs)")
+    ap.add_argument("--vm-fs-output", default=None,
+                    help="read the VM page-cache cells' guest output from this file (kept by an earlier run with "
+                         "--keep-vm-fs-output) instead of booting the VM (default: boot it)")
+    ap.add_argument("--keep-vm-fs-output", default=None,
+                    help="write the VM page-cache cells' guest output there (default: not kept)")
     ap.add_argument("--vm-timeout", type=float, default=3000.0, help="limit for the VM run [s] (default: 3000)")
     ap.add_argument("--vm-output", default=None,
                     help="read the VM's output from this file (kept by an earlier run) instead of booting it "
@@ -174,6 +194,9 @@ def main(argv=None) -> int:
     ap.add_argument("--host-rows-from", default=None,
                     help="take the host cells' rows from this artifact of an earlier run (its VM stacks 'none') "
                          "instead of running them (default: run them)")
+    ap.add_argument("--fs-rows-from", default=None,
+                    help="take the host page-cache cells' rows from this artifact of an earlier run instead of running "
+                         "or predicting them (default: run them)")
     ap.add_argument("--vm-rows-from", default=None,
                     help="take the VM cells' rows from this artifact of an earlier run instead of booting the VM "
                          "(default: boot it)")
@@ -205,9 +228,24 @@ def main(argv=None) -> int:
     else:
         rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
     fs_wl = {w.name: w for w in FS_WORKLOADS}
+    if args.fs_rows_from:
+        import json
+
+        rows += [r for r in json.loads(Path(args.fs_rows_from).read_text())["details"]["rows"]
+                 if r["where"] == "host" and r["layer"] in FS_KINDS]
+        args.file_systems = "none"
     rows += _fs_rows(pick(args.file_systems, list(FS_KINDS), "file-systems"),
                      [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
                      pick(args.memory, list(MEMORY_LIMITS), "memory"), args.keep_fs_traces, args.fs_traces_from, say)
+    rows += btrfs_raid_rows(pick(args.btrfs_raid, list(RAID_PROFILES), "btrfs-raid"),
+                            [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
+                            pick(args.memory, list(MEMORY_LIMITS), "memory"), args.btrfs_raid_traces_from,
+                            args.keep_btrfs_raid_traces, say)
+    vm_kinds = pick(args.vm_file_systems, list(VM_FS_KINDS), "vm-file-systems")
+    if vm_kinds:
+        rows += vm_fs_rows(vm_kinds, [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
+                           pick(args.memory, list(MEMORY_LIMITS), "memory"), args.vm_fs_output,
+                           args.keep_vm_fs_output, args.vm_timeout, say)
     vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
     if args.vm_rows_from:
         import json
@@ -223,7 +261,7 @@ def main(argv=None) -> int:
     b_med = _median([r["bytes_error_pct"] for r in rows])
     r_med = _median([r["requests_error_pct"] for r in rows])
     tv_med = _median([r["size_tv"] for r in rows])
-    pc = [r for r in rows if r["layer"] in FS_KINDS]
+    pc = [r for r in rows if r["layer"] in FS_KINDS + VM_FS_KINDS]
     pc_bytes = sorted(r["bytes_error_pct"] for r in pc)
     pc_b, pc_r = _median(pc_bytes), _median([r["requests_error_pct"] for r in pc])
     pc_b90 = pc_bytes[min(len(pc_bytes) - 1, int(round(0.9 * (len(pc_bytes) - 1))))] if pc else float("nan")
@@ -245,8 +283,10 @@ def main(argv=None) -> int:
         "pagecache_size_tv_median": figure(pc_tv, "", "page-cache cells: request-size histogram, median TV distance",
                                            decimals=3, target=0.2),
     }
-    notes = ["page-cache cells (file systems on a host loop device) run on the host only; the VM's stacks run "
-             "O_DIRECT fio", "btrfs raid0/raid1 are not run: model/iopath has no btrfs multi-device layer",
+    notes = ["page-cache cells (file systems on a host loop device) run on the host, jfs and reiserfs in the VM; "
+             "the VM's stacks run O_DIRECT fio",
+             "btrfs raid0/raid1 (host, two loop devices): a raid1 read goes to the mirror the reading task's pid "
+             "picks (find_live_mirror), which the model cannot know: it reads from the first",
              "the VM runs under TCG: counts and sizes do not depend on its speed",
              "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
              "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "
@@ -259,6 +299,9 @@ def main(argv=None) -> int:
                      f"{pc_b:.2f} %, 90th percentile {pc_b90:.2f} %; requests median |error| {pc_r:.2f} %; "
                      f"size TV median {pc_tv:.3f}")
     for opt, what in (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
+                      ("fs_rows_from", "host page-cache rows"),
+                      ("vm_fs_output", "VM page-cache cells' guest output"),
+                      ("btrfs_raid_traces_from", "btrfs raid cells' traces"),
                       ("vm_rows_from", "VM O_DIRECT rows"),
                       ("fs_traces_from", "page-cache cells' measured traces")):
         if getattr(args, opt):

@@ -130,7 +130,7 @@ def test_any_workload_gives_positive_finite_times(files, tx, high_kib, cache_mib
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"kind": "reiserfs"}, "kind"), ({"journal_mode": "data"}, "journal_mode"),
+    ({"kind": "ntfs"}, "kind"), ({"journal_mode": "data"}, "journal_mode"),
     ({"block_size_bytes": 3000}, "block_size_bytes"), ({"inode_size_bytes": 100}, "inode_size_bytes"),
     ({"commit_interval_s": 0}, "commit_interval_s"), ({"writeback_interval_s": float("inf")}, "writeback_interval_s"),
     ({"journal_offset_fraction": 1.0}, "journal_offset_fraction"), ({"atime_updates": "yes"}, "atime_updates"),

@@ -324,7 +324,8 @@ def test_predict_cli_takes_every_kind_with_its_options_as_the_api_builds_them(ca
 
     workload = postmark_preset("test1").evolve(number_of_files=500, transactions=2000)
     options = {"ext2": ((), ()), "ext3": ((), ("data=writeback",)), "ext4": (("-I", "512"), ("noatime",)),
-               "xfs": (("-d", "agcount=8"), ("noatime",)), "btrfs": (("-m", "single"), ("nodatacow",))}
+               "xfs": (("-d", "agcount=8"), ("noatime",)), "btrfs": (("-m", "single"), ("nodatacow",)),
+               "jfs": (("-s", "8"), ("noatime",)), "reiserfs": (("-s", "4096"), ("notail",))}
     assert set(options) == set(KINDS)
     base = paper_stack("native")
     rates = {}

@@ -57,6 +57,8 @@ def _stacks() -> dict[str, Stack]:
                            (FileDrive("calibration", "cal.json", "a"), PresetDrive("hp97560", "b")))
     out["raid0+6"] = Stack(FileSystemNode(RaidArray("raid0", (RaidArray("raid6", members), _part("a", 2 * GIB)))),
                            disks)
+    out["jfs"] = Stack(FileSystemNode(_part("a"), kind="jfs", mkfs_options=("-s", "8")), disks[:1])
+    out["reiserfs"] = Stack(FileSystemNode(members[1], kind="reiserfs", mount_options=("notail",)), disks[1:2])
     return out
 
 

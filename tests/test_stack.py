@@ -123,7 +123,7 @@ def stacks(draw):
     fs_kind = draw(st.sampled_from([k for k in FILE_SYSTEM_KINDS if k not in ("xfs", "btrfs")]))
     mount = draw(st.sampled_from([(), ("noatime",), ("data=writeback", "commit=10")] if fs_kind in ("ext3", "ext4")
                                  else [(), ("noatime",)]))
-    mkfs = draw(st.sampled_from([(), ("-b", "1024")]))
+    mkfs = draw(st.sampled_from([(), ("-b", "1024")] if fs_kind.startswith("ext") else [()]))
     file_system = FileSystemNode(volume, kind=fs_kind, mkfs_options=mkfs, mount_options=mount)
     return Stack(file_system, (PresetDrive(draw(st.sampled_from(["wd800bd", "hp97560"])), "sdc"),),
                  draw(st.sampled_from(["", "a stack"])))
@@ -331,8 +331,8 @@ PARTITION = {"kind": "partition", "start_bytes": MIB, "size_bytes": 64 * MIB}
     (_document(PARTITION, mount_options=["data=sometimes"]),
      r"^file_system \(ext3\): mount_options: data=sometimes : data takes journal, ordered or writeback$"),
     (_document(PARTITION, mount_options="noatime"), r"^file_system.mount_options: must be a list \(got 'noatime'\)$"),
-    ({**_document(PARTITION), "file_system": {"kind": "jfs", "volume": PARTITION}},
-     r"^file_system: unknown kind 'jfs'"),
+    ({**_document(PARTITION), "file_system": {"kind": "ntfs", "volume": PARTITION}},
+     r"^file_system: unknown kind 'ntfs'"),
     ({**_document(PARTITION), "file_system": {"kind": "xfs", "volume": PARTITION, "mount_options": ["data=journal"]}},
      r"^file_system \(xfs\): mount_options: data=journal is not a mount option of xfs"),
     ({**_document(PARTITION), "disks": [{"kind": "preset", "preset": "wd800bd"}] * 2},

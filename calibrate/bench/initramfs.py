@@ -75,20 +75,23 @@ _PROGRAMS: dict[str, str] = {
     # The block layers (diskmodel.calibrate.bench.layers_provision): md RAID, LVM thin pools, fio.
     "mdadm": "mdadm", "thin_check": "thin-provisioning-tools", "fio": "fio",
     "blktrace": "blktrace", "blkparse": "blktrace",  # what reaches each device (diskmodel.calibrate.trace)
+    "mkfs.jfs": "jfsutils", "mkreiserfs": "reiserfsprogs",  # jfs and reiserfs (calibrate/trace/vm_fs_cells.py)
 }
 # Host tools the builder itself runs.
 _BUILD_TOOLS: dict[str, str] = {"lddtree": "pax-utils", "modprobe": "kmod", "cpio": "cpio",
                                 "dpkg-query": "dpkg"}
 # Packages whose versions are recorded in the cache manifest and key.
 _PACKAGES = ("busybox-static", "dash", "lvm2", "dmsetup", "libdevmapper1.02.1", "e2fsprogs",
-             "xfsprogs", "btrfs-progs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client", "rpcbind",
-             "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio", "blktrace")
+             "xfsprogs", "btrfs-progs", "postmark", "util-linux", "mount", "libc6", "nbd-server", "nbd-client",
+             "rpcbind", "nfs-kernel-server", "nfs-common", "iproute2", "mdadm", "thin-provisioning-tools", "fio",
+             "blktrace", "jfsutils", "reiserfsprogs")
 # Kernel modules loaded at boot (modprobe adds their dependencies, soft ones included).
 _MODULES = ("virtio_pci", "virtio_blk", "dm-mod", "crc32c_generic", "ext4", "xfs", "loop")
 # Modules carried but loaded only on demand, since every boot under TCG would pay for them: a script
 # loads set NAME with `while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.NAME`.
 _ON_DEMAND_MODULES = {"network": ("nbd", "nfsv3", "nfsv4", "nfsd", "veth", "sch_netem", "sch_tbf"),
-                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay", "btrfs")}
+                      "layers": ("raid0", "raid1", "raid456", "dm-raid", "dm-thin-pool", "dm-delay", "btrfs"),
+                      "filesystems": ("jfs", "reiserfs")}
 
 _LVM_CONF = """\
 # diskmodel throwaway VM: lvm2 without udev, lvmetad, lvmpolld or dmeventd.

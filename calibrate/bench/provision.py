@@ -94,7 +94,11 @@ _MKFS_ARGS: dict[str, tuple[str, ...]] = {
     "ext4": ("mkfs.ext4", "-F", "-q"),
     "xfs": ("mkfs.xfs", "-f", "-q"),
     "btrfs": ("mkfs.btrfs", "-f", "-q"),
+    "jfs": ("mkfs.jfs", "-q"),
+    "reiserfs": ("mkreiserfs", "-q", "-f", "-f"),  # -f twice: no question about a whole disk
 }
+#: The VM's modules a kind needs loaded before its mount (the initramfs's on-demand set).
+_FS_MODULES = {"jfs": "/etc/diskmodel/modules.filesystems", "reiserfs": "/etc/diskmodel/modules.filesystems"}
 
 class LayoutUnavailable(RuntimeError):
     """The stack cannot be built on this kernel (e.g. no device-mapper)."""
@@ -349,6 +353,9 @@ def build_plan(
             expect=str(fs_size_bytes),
         ))
     if file_system:
+        if fs.kind in _FS_MODULES:  # a fixed script: no user string in it
+            steps.append(Step(f"{fs.kind} kernel module", ("sh", "-c", 'while read -r m; do insmod "$m" 2>/dev/null '
+                                                           f'|| true; done < {_FS_MODULES[fs.kind]}')))
         if plan.fs_made is None:
             steps.append(Step(f"{fs.kind} file system", (*_MKFS_ARGS[fs.kind], *fs.mkfs_options, device)))
         mount_steps(plan, device, fs_type, options=fs.mount_options, mount_dir=mount_dir)

@@ -1,7 +1,7 @@
 """The file-system kinds the model covers, their defaults, and how mkfs and mount options set them.
 
-One :class:`diskmodel.model.filesystems.filesystem.FileSystem` describes any of five
-kinds: ``ext2``, ``ext3``, ``ext4``, ``xfs`` and ``btrfs``.  What a kind
+One :class:`diskmodel.model.filesystems.filesystem.FileSystem` describes any of seven
+kinds: ``ext2``, ``ext3``, ``ext4``, ``xfs``, ``btrfs``, ``jfs`` and ``reiserfs``.  What a kind
 can be, and what it is when nothing is said, is kept here as data:
 
 * :data:`DEFAULTS`: each cost-deciding parameter's default per kind, from
@@ -52,6 +52,26 @@ btrfs (btrfs-progs 6.2, kernel mount defaults):
     of the file system; :func:`mkfs_journal_bytes`); extents and delayed
     allocation always; no separate journal (``journal_mode`` "cow").
 
+jfs (jfsutils 1.1.15, fs/jfs):
+    block_size_bytes 4096 (the only size mkfs.jfs makes on Linux); inode_size_bytes 512
+    (DISIZE, fs/jfs/jfs_dinode.h); its log inside the aggregate, at its end, of a 256th of the
+    device, at most 128 MiB (``-s``; 4 MiB on 1 GiB, read back with ``jfs_debugfs``), metadata
+    only (journal_mode "metadata"); no commit timer: a lazily committed transaction's log page
+    is written when it fills or when a dirty inode is written back (fs/jfs/inode.c,
+    jfs_write_inode -> jfs_flush_journal), at the write-back's 30 s (commit_interval_s 30);
+    extents always; no delayed allocation (jfs_get_block allocates at ``write()``).
+reiserfs (reiserfsprogs 3.6.27, fs/reiserfs):
+    block_size_bytes 4096; the journal after the first bitmap: 8192 blocks and its header
+    (``-s``; JOURNAL_BLOCK_COUNT); ``data=ordered`` (the kernel's default since 2.6.6);
+    commit_interval_s 30: the running transaction is ended once it is older than the journal's
+    maximum transaction age (fs/reiserfs/journal.c, reiserfs_flush_old_commits: j_max_trans_age,
+    JOURNAL_MAX_TRANS_AGE, the ``commit=`` mount option); a file that
+    fits in one direct item is stored in its tree leaf, a tail (``tails=small``, the default:
+    STORE_TAIL_IN_UNFM_S2, MAX_DIRECT_ITEM_LEN of a 4 KiB block: 4096 less the block head, two
+    item heads, a stat data and a pointer, 3976 bytes; ``notail``/``tails=off``: none);
+    inode_size_bytes 44 (a stat-data item, SD_V2_SIZE); no extents (indirect items), no
+    delayed allocation.
+
 inode_size_bytes for btrfs (160) is the size of an inode item in a leaf.
 """
 from __future__ import annotations
@@ -62,9 +82,12 @@ from .options import check_mkfs_value, check_mount_option, mkfs_table, shown, ta
 from ..units import KIB, MIB
 
 #: The tools whose mkfs defaults :data:`DEFAULTS` follows (Debian 12 packages).
-TOOL_VERSIONS = {"e2fsprogs": "1.47.0 (5-Feb-2023)", "xfsprogs": "6.1.0", "btrfs-progs": "6.2"}
+TOOL_VERSIONS = {"e2fsprogs": "1.47.0 (5-Feb-2023)", "xfsprogs": "6.1.0", "btrfs-progs": "6.2",
+                 "jfsutils": "1.1.15", "reiserfsprogs": "3.6.27"}
 
-KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "jfs", "reiserfs")
+#: reiserfs's largest direct item in a 4 KiB block: MAX_DIRECT_ITEM_LEN (fs/reiserfs/reiserfs.h) [bytes].
+REISERFS_TAIL_MAX_BYTES = 4096 - 24 - 2 * 24 - 44 - 4
 EXT_KINDS = ("ext2", "ext3", "ext4")
 
 _EXT_BLOCKS = (1024, 2048, 4096)  # ext block sizes above the 4 KiB page are not mountable on x86 kernels
@@ -73,22 +96,29 @@ _XFS_BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)  # v5 (CRC) minimum 
 #: The values each parameter may take, per kind (None: any value the field accepts).
 CHOICES = {
     "journal_mode": {"ext2": ("none",), "ext3": ("ordered", "writeback", "journal"),
-                     "ext4": ("ordered", "writeback", "journal", "none"), "xfs": ("metadata",), "btrfs": ("cow",)},
+                     "ext4": ("ordered", "writeback", "journal", "none"), "xfs": ("metadata",), "btrfs": ("cow",), "jfs": ("metadata",),
+                     "reiserfs": ("ordered", "writeback", "journal")},
     "block_size_bytes": {"ext2": _EXT_BLOCKS, "ext3": _EXT_BLOCKS, "ext4": _EXT_BLOCKS, "xfs": _XFS_BLOCKS,
-                         "btrfs": (4096,)},
+                         "btrfs": (4096,), "jfs": (4096,), "reiserfs": (4096,)},
     "inode_size_bytes": {"ext2": (128, 256, 512, 1024), "ext3": (128, 256, 512, 1024),
-                         "ext4": (128, 256, 512, 1024), "xfs": (512, 1024, 2048), "btrfs": (160,)},
+                         "ext4": (128, 256, 512, 1024), "xfs": (512, 1024, 2048), "btrfs": (160,),
+                         "jfs": (512,), "reiserfs": (44,)},
     "dir_index": {"ext2": (True, False), "ext3": (True, False), "ext4": (True, False), "xfs": (True,),
-                  "btrfs": (True,)},
-    "extents": {"ext2": (False,), "ext3": (False,), "ext4": (True, False), "xfs": (True,), "btrfs": (True,)},
+                  "btrfs": (True,), "jfs": (True,), "reiserfs": (True,)},
+    "extents": {"ext2": (False,), "ext3": (False,), "ext4": (True, False), "xfs": (True,), "btrfs": (True,),
+                "jfs": (True,), "reiserfs": (False,)},
     "delayed_allocation": {"ext2": (False,), "ext3": (False,), "ext4": (True, False), "xfs": (True,),
-                           "btrfs": (True,)},
-    "metadata_copies": {"ext2": (1,), "ext3": (1,), "ext4": (1,), "xfs": (1,), "btrfs": (1, 2)},
-    "data_checksums": {"ext2": (False,), "ext3": (False,), "ext4": (False,), "xfs": (False,), "btrfs": (True, False)},
-    "copy_on_write": {"ext2": (False,), "ext3": (False,), "ext4": (False,), "xfs": (False,), "btrfs": (True, False)},
-    "allocation_groups": {"ext2": (None,), "ext3": (None,), "ext4": (None,), "xfs": None, "btrfs": (None,)},
+                           "btrfs": (True,), "jfs": (False,), "reiserfs": (False,)},
+    "metadata_copies": {"ext2": (1,), "ext3": (1,), "ext4": (1,), "xfs": (1,), "btrfs": (1, 2), "jfs": (1,),
+                        "reiserfs": (1,)},
+    "data_checksums": {"ext2": (False,), "ext3": (False,), "ext4": (False,), "xfs": (False,), "btrfs": (True, False),
+                       "jfs": (False,), "reiserfs": (False,)},
+    "copy_on_write": {"ext2": (False,), "ext3": (False,), "ext4": (False,), "xfs": (False,), "btrfs": (True, False),
+                      "jfs": (False,), "reiserfs": (False,)},
+    "allocation_groups": {"ext2": (None,), "ext3": (None,), "ext4": (None,), "xfs": None, "btrfs": (None,),
+                          "jfs": (None,), "reiserfs": (None,)},
     "metadata_node_bytes": {"ext2": (None,), "ext3": (None,), "ext4": (None,), "xfs": (None,),
-                            "btrfs": (4096, 8192, 16384, 32768, 65536)},
+                            "btrfs": (4096, 8192, 16384, 32768, 65536), "jfs": (None,), "reiserfs": (None,)},
 }
 
 #: Defaults of the parameters that differ by kind (the module docstring says where each comes from).
@@ -113,6 +143,15 @@ DEFAULTS = {
               "journal_size_bytes": 256 * MIB, "extents": True, "delayed_allocation": True,
               "metadata_copies": 2, "data_checksums": True, "copy_on_write": True, "inline_data_max_bytes": 2048,
               "allocation_groups": None, "metadata_node_bytes": 16 * KIB},
+    "jfs": {"journal_mode": "metadata", "inode_size_bytes": 512, "commit_interval_s": 30.0,
+            "journal_size_bytes": 128 * MIB, "extents": True, "delayed_allocation": False,
+            "metadata_copies": 1, "data_checksums": False, "copy_on_write": False, "inline_data_max_bytes": 0,
+            "allocation_groups": None, "metadata_node_bytes": None},
+    "reiserfs": {"journal_mode": "ordered", "inode_size_bytes": 44, "commit_interval_s": 30.0,
+                 "journal_size_bytes": 8193 * 4 * KIB, "extents": False, "delayed_allocation": False,
+                 "metadata_copies": 1, "data_checksums": False, "copy_on_write": False,
+                 "inline_data_max_bytes": REISERFS_TAIL_MAX_BYTES, "allocation_groups": None,
+                 "metadata_node_bytes": None},
 }
 
 #: ext4 ``-O inline_data``: the 60 bytes of i_block plus the in-inode extended-attribute space of a
@@ -125,8 +164,14 @@ def mkfs_journal_bytes(kind: str, fs_size_bytes: int, block_size_bytes: int = 40
 
     ext3/ext4: ``ext2fs_default_journal_size`` of e2fsprogs 1.47 (in blocks of the file system);
     xfs: 64 MiB (xfsprogs 6.1's minimum log on file systems from 1 GiB; fs/2048 when larger);
-    btrfs: the first metadata block group (256 MiB, at most a tenth of the file system).
+    btrfs: the first metadata block group (256 MiB, at most a tenth of the file system);
+    jfs: mkfs.jfs's inline log, a 256th of the device, at most 128 MiB; reiserfs: mkreiserfs's
+    journal, 8192 blocks and its header block.
     """
+    if kind == "jfs":
+        return min(128 * MIB, fs_size_bytes // 256 // block_size_bytes * block_size_bytes)
+    if kind == "reiserfs":
+        return 8193 * block_size_bytes
     if kind in EXT_KINDS:
         blocks = fs_size_bytes // block_size_bytes
         for limit, journal in ((32768, 1024), (256 * 1024, 4096), (512 * 1024, 8192), (4096 * 1024, 16384),
@@ -236,6 +281,20 @@ def _mkfs_parameters(kind: str, options) -> dict:
                 out["journal_size_bytes"] = _int(where, sub["size"])
             elif flag == "-d" and "agcount" in sub:
                 out["allocation_groups"] = _int(where, sub["agcount"])
+        elif kind == "jfs":
+            if flag == "-s":
+                out["journal_size_bytes"] = _int(where, value) * MIB  # mkfs.jfs -s: the log's size in MiB
+            elif flag in ("-j", "-J"):
+                raise ValueError(f"mkfs_options: {flag} (an external log) is not modelled for jfs")
+        elif kind == "reiserfs":
+            if flag in ("-b", "--block-size"):
+                out["block_size_bytes"] = _int(where, value)
+            elif flag in ("-s", "--journal-size"):
+                out["journal_size_bytes"] = (_int(where, value) + 1) * 4 * KIB  # blocks, and the header block
+            elif flag in ("-j", "--journal-device"):
+                raise ValueError(f"mkfs_options: {flag} (an external journal) is not modelled for reiserfs")
+            elif flag == "--format" and value == "3.5":
+                raise ValueError("mkfs_options: --format 3.5 is not modelled for reiserfs (3.6 only)")
         else:  # btrfs
             if flag in ("-s", "--sectorsize"):
                 out["block_size_bytes"] = _int(where, value)
@@ -267,6 +326,8 @@ def _mount_parameters(kind: str, options) -> dict:
             out["journal_mode"] = value
             if value == "journal" and kind == "ext4":
                 out["delayed_allocation"] = False  # ext4 turns delalloc off under data=journal
+        elif key in ("notail", "tails"):  # reiserfs: tails=small and on store a file of one direct item
+            out["inline_data_max_bytes"] = 0 if key == "notail" or value == "off" else REISERFS_TAIL_MAX_BYTES
         elif key == "commit":
             # commit=0 is the default interval (ext4(5), btrfs(5))
             out["commit_interval_s"] = float(value) or DEFAULTS[kind]["commit_interval_s"]
@@ -318,4 +379,4 @@ def check_kind(kind: str, values: dict) -> None:
 
 
 __all__ = ["CHOICES", "DEFAULTS", "EXT_KINDS", "KINDS", "TOOL_VERSIONS", "check_kind", "mkfs_journal_bytes",
-           "parameters_from_options"]
+           "parameters_from_options", "REISERFS_TAIL_MAX_BYTES"]

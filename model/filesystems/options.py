@@ -25,8 +25,12 @@ Sources (the options of the tools and kernel of Debian 12 and later kernels):
   the default; ``space_cache=v1|v2``; ``discard=sync|async``;
   ``fatal_errors=bug|panic``; ``rescue=`` one mode each);
 * the VFS options of ``mount(8)`` every kind takes;
-* mkfs: ``mke2fs(8)``, ``mkfs.xfs(8)`` (xfsprogs 6.1) and ``mkfs.btrfs(8)``
-  (btrfs-progs 6.2).
+* jfs mount: Documentation/admin-guide/jfs.rst and fs/jfs/super.c (parse_options); reiserfs
+  mount: ``mount(8)``'s reiserfs section and fs/reiserfs/super.c (reiserfs_parse_options:
+  ``commit`` 0 to INT_MAX seconds, ``tails=on|off|small``, ``barrier=none|flush``);
+* mkfs: ``mke2fs(8)``, ``mkfs.xfs(8)`` (xfsprogs 6.1), ``mkfs.btrfs(8)``
+  (btrfs-progs 6.2), ``mkfs.jfs(8)`` (jfsutils 1.1.15: ``-s`` the log's size in MiB) and
+  ``mkreiserfs(8)`` (reiserfsprogs 3.6.27: ``-s`` the journal's size in blocks).
 """
 from __future__ import annotations
 
@@ -213,10 +217,40 @@ _BTRFS = {
 }
 
 
+_JFS = {
+    **{key: FLAG for key in ("integrity", "nointegrity", "nodiscard", "noquota", "quota", "usrquota", "grpquota")},
+    "iocharset": Syntax("a character set name of letters, digits and -", lambda v: bool(re.fullmatch(r"[A-Za-z0-9-]+", v))),
+    "resize": either(FLAG, whole(0, 2**63 - 1)),
+    "errors": enum("continue", "remount-ro", "panic"),
+    "uid": whole(0, _U32_MAX), "gid": whole(0, _U32_MAX),
+    "umask": Syntax("an octal mask of up to four digits", lambda v: bool(re.fullmatch(r"[0-7]{1,4}", v))),
+    "discard": either(FLAG, whole(0, _U32_MAX)),
+}
+_REISERFS = {
+    **{key: FLAG for key in ("conv", "hashed_relocation", "no_unhashed_relocation", "noborder", "nolog", "notail",
+                             "replayonly", "attrs", "noattrs", "user_xattr", "nouser_xattr", "acl", "noacl",
+                             "usrquota", "grpquota", "noquota", "nolargeio")},
+    "hash": enum("rupasov", "tea", "r5", "detect"),
+    "jdev": PATH,
+    "barrier": enum("none", "flush"),
+    "resize": whole(0, _U32_MAX),
+    "data": enum("ordered", "journal", "writeback"),
+    "commit": whole(0, _INT_MAX),
+    "tails": enum("on", "off", "small"),
+    "errors": enum("continue", "ro-remount", "panic"),
+    "jqfmt": enum("vfsold", "vfsv0", "vfsv1"),
+    "usrjquota": OPTIONAL_NAME, "grpjquota": OPTIONAL_NAME,
+}
+
+
 def mount_table(kind: str) -> dict:
     """{option name: value type} of the mount options of *kind*."""
     table = dict(_VFS)
-    if kind in EXT_KINDS:
+    if kind == "jfs":
+        table.update(_JFS)
+    elif kind == "reiserfs":
+        table.update(_REISERFS)
+    elif kind in EXT_KINDS:
         table.update(_EXT_COMMON)
         if kind != "ext2":
             table.update(_EXT_JOURNAL)
@@ -371,8 +405,30 @@ _MKBTRFS = {
 }
 
 
+_MKJFS = {
+    "-s": whole(1, 128), "-L": label(16), "-j": PATH, "-J": enum("journal_dev", "external"),
+    **{flag: FLAG for flag in ("-c", "-f", "-O", "-q", "-V")},
+}
+_MKREISERFS = {
+    **{flag: whole(512, 8192, power_of_two=True) for flag in ("-b", "--block-size")},
+    **{flag: enum("rupasov", "tea", "r5") for flag in ("-h", "--hash")},
+    **{flag: UUID for flag in ("-u", "--uuid")},
+    **{flag: label(16) for flag in ("-l", "--label")},
+    "--format": enum("3.5", "3.6"),
+    **{flag: PATH for flag in ("-j", "--journal-device", "-B", "--badblocks")},
+    **{flag: whole(513, 32749) for flag in ("-s", "--journal-size")},
+    **{flag: whole(0, _U32_MAX) for flag in ("-o", "--journal-offset")},
+    **{flag: whole(256, 1024) for flag in ("-t", "--transaction-max-size")},
+    **{flag: FLAG for flag in ("-f", "--force", "-q", "--quiet", "-d", "--debug", "-V")},
+}
+
+
 def mkfs_table(kind: str) -> dict:
     """{flag: value type} of the options of ``mkfs.<kind>``."""
+    if kind == "jfs":
+        return _MKJFS
+    if kind == "reiserfs":
+        return _MKREISERFS
     if kind in EXT_KINDS:
         return {**_MKE2FS, "-t": enum(kind)}
     return _MKXFS if kind == "xfs" else _MKBTRFS

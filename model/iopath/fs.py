@@ -53,6 +53,7 @@ from .fileops import FileOps, Kind
 from .fs_blockmap import BlockMap
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
+from .fs_logged import LOGGED_KINDS, logged_file_system
 from .fs_meta import MetadataReads, btrfs_data_chunks
 from .stream import Flag, Op, Stream
 
@@ -70,6 +71,21 @@ MAX_SEGMENTS = 128
 # (xfs_dir2_data_entsize).
 DIRENT_BYTES = {"xfs": 24}
 EXT_DIRENT_BYTES = 16
+
+
+def data_bios(rows: list, t, op, off, size, flags, chunk: int) -> float:
+    """Append a data run to ``rows`` as the bios write-back builds (see BIO_MAX_BYTES), for folios
+    of about the size of the ``chunk``-byte write calls that dirtied them; the last issue time."""
+    folio = 1 << max(12, min(int(chunk), 1 << 21).bit_length() - 1)
+    most = min(BIO_MAX_BYTES, MAX_SEGMENTS * folio)
+    latest = t
+    for k, o in enumerate(range(off, off + size, most)):
+        n = min(most, off + size - o)
+        # A full bio takes no more merges (its segments or the request size are used up): it is
+        # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
+        rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
+        latest = max(latest, rows[-1][0])
+    return latest
 
 
 def _first(extent) -> int:
@@ -143,16 +159,7 @@ class _Fs(MetadataReads, BlockMap):
         self.latest = max(self.latest, t)
 
     def emit_data(self, t, op, off, size, flags, chunk: int):
-        """A data run as the bios write-back builds (see BIO_MAX_BYTES), for folios of about the
-        size of the ``chunk``-byte write calls that dirtied them."""
-        folio = 1 << max(12, min(int(chunk), 1 << 21).bit_length() - 1)
-        most = min(BIO_MAX_BYTES, MAX_SEGMENTS * folio)
-        for k, o in enumerate(range(off, off + size, most)):
-            n = min(most, off + size - o)
-            # A full bio takes no more merges (its segments or the request size are used up): it is
-            # issued a nanosecond apart, so the queue's merge of one instant leaves it alone.
-            self.rows.append((t + (k + 1) * 1e-9 if n == most else t, int(op), o, n, flags))
-            self.latest = max(self.latest, self.rows[-1][0])
+        self.latest = max(self.latest, data_bios(self.rows, t, op, off, size, flags, chunk))
 
     # -- placement --------------------------------------------------------------------------------
     def new_inode(self, f: int, d: int) -> _Inode:
@@ -485,6 +492,10 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload.
     ``workload``: the operations before the page cache, whose ``write()`` calls reserve btrfs's
     data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed)."""
+    if p.kind in LOGGED_KINDS:  # jfs and reiserfs (fs_logged.py)
+        rows = logged_file_system(ops, p, data_bios, sync=sync, dirty_expire_s=dirty_expire_s, sparse=sparse,
+                                  workload=workload)
+        return _result(rows)
     fs = _Fs(p, dirty_expire_s)
     created = set(ops.file[ops.kind == Kind.CREATE].tolist())
     for f in range(ops.initial_bytes.size):
@@ -559,7 +570,10 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.sync(t)
         elif kind == Kind.CLONE:
             fs.clone(t, f, off)
-    rows = fs.rows
+    return _result(fs.rows)
+
+
+def _result(rows: list) -> FsResult:
     cols = list(zip(*rows)) if rows else [[]] * 5
     t, op, off, size, flags = (np.asarray(c) for c in cols)
     stream = Stream.from_arrays(time_s=np.asarray(t, float), op=np.asarray(op, np.int8), offset_bytes=np.asarray(off, np.int64),

@@ -52,7 +52,7 @@ import numpy as np
 
 __all__ = ["FS_KINDS", "FsParams", "Allocator", "mballoc_window"]
 
-FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "jfs", "reiserfs")  # jfs, reiserfs: fs_logged.py
 #: mballoc's defaults (fs/ext4/mballoc.c, ext4_mb_init): a file of at most this many blocks is
 #: served from the locality group's preallocation (s_mb_stream_request), which is this long
 #: (s_mb_group_prealloc).
@@ -80,6 +80,7 @@ class FsParams:
     log_buffer_bytes: int = 32 << 10
     node_bytes: int = 16 << 10
     metadata_copies: int = 2
+    tail_bytes: int | None = None  # reiserfs: the largest file kept in its leaf (None: tails=small's)
 
     def __post_init__(self):
         if self.kind not in FS_KINDS:

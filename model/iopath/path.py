@@ -40,6 +40,7 @@ from .dm_striped import dm_striped
 from .dm_thin import dm_thin
 from .fileops import FileOps, Kind, resolve_clones
 from .fs import file_system
+from ..filesystems.kinds import DEFAULTS, mkfs_journal_bytes
 from .fs_layout import FS_KINDS, FsParams
 from .md_parity import md_raid5, md_raid6
 from .loop import worker_order
@@ -84,12 +85,16 @@ def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams
     """The file-system layer's settings from a stack's file-system node."""
     params = node.parameters
     kind = node.kind
+    journal = int(params.journal_size_bytes) if params.journal_size_bytes else None
+    if kind == "jfs" and "-s" not in node.mkfs_options and journal == DEFAULTS["jfs"]["journal_size_bytes"]:
+        journal = mkfs_journal_bytes("jfs", int(device_bytes))  # mkfs.jfs's log for the device's size
     try:
         return FsParams(kind=kind, device_bytes=int(device_bytes), block_bytes=int(params.block_size_bytes),
                         inode_bytes=int(params.inode_size_bytes),
                         journal_mode=params.journal_mode if kind in ("ext3", "ext4") else "ordered",
                         commit_interval_s=float(params.commit_interval_s),
-                        journal_bytes=int(params.journal_size_bytes) if params.journal_size_bytes else None)
+                        journal_bytes=journal,
+                        tail_bytes=int(params.inline_data_max_bytes) if kind == "reiserfs" else None)
     except ValueError as exc:
         raise ValueError(f"{path} ({kind}): {str(exc).removeprefix('file system: ')}") from None
 

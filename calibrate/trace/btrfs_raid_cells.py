@@ -1,0 +1,113 @@
+"""The host's btrfs raid0 and raid1 cells of the I/O path's check: one btrfs over two loop devices,
+data and metadata both of the profile (``mkfs.btrfs -d P -m P``), under the page-cache workloads of
+:mod:`.fs_cells`, both loop devices traced with blktrace.
+
+As in :mod:`.fs_cells`, each cell makes its file system afresh (every image, loop device and mount
+recorded in the run before it is made, torn down by the run), makes what the workload finds, unmounts
+and mounts again (empty caches), then traces the workload and ``sync(2)``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .fs_cells import _THEN_SYNC, FS_WORKLOADS, MEMORY_LIMITS, FsWorkload, _mount, _setup, _umount
+from .host_cells import _image, _loop, _run
+from .record import record
+
+__all__ = ["RAID_PROFILES", "MEMBER_BYTES", "btrfs_raid_rows", "run_btrfs_raid_cell", "predict_btrfs_raid_cell"]
+
+RAID_PROFILES = ("raid0", "raid1")
+MEMBER_BYTES = 8 << 30  # each loop device (sparse); two of them
+
+
+def run_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str = "nolimit"):
+    """(BlockTrace of both loop devices, [their names], read_ahead_kb of the first)."""
+    from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.interrupts import handle_signals
+
+    if profile not in RAID_PROFILES:
+        raise ValueError(f"profile {profile!r}: not one of {', '.join(RAID_PROFILES)}")
+    if memory not in MEMORY_LIMITS:
+        raise ValueError(f"memory {memory!r}: not one of {', '.join(MEMORY_LIMITS)}")
+    with handle_signals(), runstate.ensure_run(f"iopath check cell btrfs {profile}/{w.name}/{memory}") as run:
+        folder = run.temp_dir("btrfsraid-")
+        devs = [_loop(run, _image(folder / f"image{k}", MEMBER_BYTES, zero=False)) for k in range(2)]
+        _run(["mkfs.btrfs", "-q", "-f", "-d", profile, "-m", profile, *devs])
+        mnt = folder / "mnt"
+        mnt.mkdir()
+        options = (f"device={devs[1]}",)
+        res = _mount(run, devs[0], mnt, options)
+        argv = _setup(w, mnt, folder)
+        _umount(run, mnt, res)
+        _mount(run, devs[0], mnt, options)
+        names = [os.path.basename(d) for d in devs]
+        ra_kb = int(Path(f"/sys/block/{names[0]}/queue/read_ahead_kb").read_text())
+        limit = MEMORY_LIMITS[memory]
+        cgroup = MemoryCgroup(limit, name=f"diskmodel-iopath-{os.getpid()}") if limit else None
+        if cgroup is not None:
+            cgroup.create()
+        try:
+            traced = [sys.executable, "-c", _THEN_SYNC, str(len(argv)), *argv]
+            trace, status = record(traced, devs, say=lambda line: None,
+                                   cgroup_procs=cgroup.procs_file if cgroup is not None else None)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+        if status != 0:
+            raise RuntimeError(f"{argv[0]} failed on btrfs {profile}/{w.name}/{memory} (exit {status})")
+    return trace, names, ra_kb
+
+
+def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, read_ahead_kb: int):
+    """{device name: Stream} model/iopath predicts for the two loop devices."""
+    from diskmodel.calibrate.trace.fs_cells import _dirtyable_bytes
+    from diskmodel.model.iopath import CacheParams, parse_workload
+    from diskmodel.model.iopath.btrfs_raid import btrfs_multi_device
+
+    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
+                        memory_bytes=_dirtyable_bytes())
+    return btrfs_multi_device(parse_workload(w.model), profile, list(names), MEMBER_BYTES, cache)
+
+
+def workloads_named(names):
+    by_name = {w.name: w for w in FS_WORKLOADS}
+    return [by_name[n] for n in names]
+
+
+def btrfs_raid_rows(profiles, workloads, memories, from_dir=None, keep_dir=None, say=print):
+    """iopath_check's rows of the btrfs raid cells, one per cell and loop device; a cell's trace is
+    read from *from_dir* when kept there (``PROFILE-WORKLOAD-MEMORY.npz`` and ``.json``), else run
+    (and kept in *keep_dir* when given)."""
+    import json
+
+    from diskmodel.calibrate.trace import load_trace, save_trace
+
+    from .matrix import compare
+
+    rows = []
+    for profile in profiles:
+        for w in workloads:
+            for memory in memories:
+                stem = f"{profile}-{w.name}-{memory}"
+                src = Path(from_dir) if from_dir else None
+                if src is not None and (src / f"{stem}.json").exists():
+                    trace = load_trace(src / f"{stem}.npz")
+                    info = json.loads((src / f"{stem}.json").read_text())
+                    names, ra_kb = info["devices"], info["read_ahead_kb"]
+                else:
+                    trace, names, ra_kb = run_btrfs_raid_cell(profile, w, memory)
+                    if keep_dir is not None:
+                        folder = Path(keep_dir)
+                        folder.mkdir(parents=True, exist_ok=True)
+                        save_trace(trace, folder / f"{stem}.npz")
+                        (folder / f"{stem}.json").write_text(json.dumps({"devices": names, "read_ahead_kb": ra_kb}))
+                pred = predict_btrfs_raid_cell(profile, w, memory, names, ra_kb)
+                for k, dev in enumerate(names):
+                    meas = trace.devices[dev].stream if dev in trace.devices else pred[dev].take(slice(0, 0))
+                    rows.append({"where": "host", "stack": f"btrfs_{profile}_{memory}", "layer": f"btrfs_{profile}",
+                                 "workload": w.name, "device": f"member{k}", **compare(pred[dev], meas)})
+                say(f"btrfs {stem}: done")
+    return rows
