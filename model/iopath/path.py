@@ -240,7 +240,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
     res = page_cache(ops, cache)
     try:
-        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
+        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
+                         caches_dropped=ops.caches_dropped)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out: dict[str, Stream] = {}
