@@ -1,7 +1,7 @@
 """A workload that starts after ``sync`` and ``drop_caches`` on a mounted file system (the copy's steps),
 not on a fresh mount: on ext2 nothing holds the root's inode-table block and its read-ahead window,
 so the first inode read reads them again (model/iopath/fs_meta.py ``mounted``). Checked against the
-requests an emulated WD800BD served under seed 000's ext2 (tests/golden/loop_requests_wd800bd.json,
+requests an emulated WD800BD served under Dagenais' native ext2 (tests/golden/loop_requests_wd800bd.json,
 see tests/golden/README.md)."""
 
 from __future__ import annotations
