@@ -13,6 +13,9 @@ A :class:`FileOps` is a set of equal-length numpy arrays, one element per operat
 ``dir_of_file`` gives each file's directory (the file systems place a directory's files together),
 ``initial_bytes`` the size of each file already on the device, not cached, when the workload starts
 (fio's laid-out file, a copy's source, the files a stat or delete workload finds).
+``caches_dropped``: the workload starts after ``sync`` and ``echo 3 > /proc/sys/vm/drop_caches`` on the
+mounted file system (as the copy's steps are measured), not on a fresh mount, so the blocks the mount
+read are not cached either where no one holds them (:meth:`~.fs_meta.MetadataReads.mounted`).
 
 The generators follow the real programs:
 
@@ -81,6 +84,7 @@ class FileOps:
     dir_of_file: np.ndarray
     initial_bytes: np.ndarray
     fallback: np.ndarray | None = None  # ops done only when the CLONE before them is refused
+    caches_dropped: bool = False  # started after sync and drop_caches, not a fresh mount (module docstring)
 
     def __len__(self) -> int:
         return int(self.kind.size)
@@ -285,7 +289,8 @@ def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
     if ops.fallback is None:
         return ops
     keep = ~ops.fallback if reflink else ops.kind != Kind.CLONE
-    return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None)
+    return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None,
+                   ops.caches_dropped)
 
 
 #: Workload names ``diskmodel iopath --workload`` accepts, with their generator.

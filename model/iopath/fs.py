@@ -149,6 +149,7 @@ class _Fs(MetadataReads, BlockMap):
         self.entries: dict[int, int] = {}  # directory -> slots ever used
         self.free_slots: dict[int, list[int]] = {}
         self.read_meta: set = set()
+        self.live_in_block: dict[int, int] = {}  # ext: inode-table block -> its files' inodes in use
         self.dirs_on_device: set = set()
         self.xfs_chunks_on_device: set = set()
         self.prefetched = False  # ext: mballoc's read-ahead of block bitmaps done (alloc_bitmap)
@@ -172,9 +173,14 @@ class _Fs(MetadataReads, BlockMap):
             self.next_ino[g] += 1
         ino = _Inode(g, index, d)
         self.files[f] = ino
+        if self.p.kind in ("ext2", "ext3", "ext4"):
+            blk = self.p.inode_block(g, index)
+            self.live_in_block[blk] = self.live_in_block.get(blk, 0) + 1
         return ino
 
     def free_inode(self, ino: _Inode):
+        if self.p.kind in ("ext2", "ext3", "ext4"):
+            self.live_in_block[self.p.inode_block(ino.group, ino.index)] -= 1
         heapq.heappush(self.free_ino[ino.group], ino.index)
         heapq.heappush(self.free_slots.setdefault(ino.dir, []), ino.slot)
 
@@ -341,6 +347,8 @@ class _Fs(MetadataReads, BlockMap):
         ino = self.new_inode(f, d)
         ino.new = True
         ino.slot = self.new_slot(d)
+        if kind in ("ext2", "ext3", "ext4"):  # after ext4_new_inode read the inode bitmap: apart from it
+            self.new_inode_block(t + 2e-9, ino)
         if kind == "xfs" and ino.index % 64 == 0 and (ino.group, ino.index // 64) not in self.xfs_chunks_on_device:
             self.xfs_free_space(t, ino.group)  # a new inode chunk's blocks (xfs_ialloc_ag_alloc)
         self.dirty_inode(t, ino)
@@ -485,13 +493,15 @@ def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
 
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
-                sparse: bool = False, allocated=(), workload: FileOps | None = None) -> FsResult:
+                sparse: bool = False, allocated=(), workload: FileOps | None = None,
+                caches_dropped: bool = False) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
     ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload.
     ``workload``: the operations before the page cache, whose ``write()`` calls reserve btrfs's
-    data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed)."""
+    data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed). ``caches_dropped``: the
+    workload starts after ``sync`` and ``drop_caches``, not on a fresh mount (:meth:`~.fs_meta.MetadataReads.mounted`)."""
     if p.kind in LOGGED_KINDS:  # jfs and reiserfs (fs_logged.py)
         rows = logged_file_system(ops, p, data_bios, sync=sync, dirty_expire_s=dirty_expire_s, sparse=sparse,
                                   workload=workload)
@@ -530,7 +540,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     for ino in fs.files.values():
         ino.chains_on_device = set(ino.indirect)
         ino.buffers.clear()
-    fs.mounted()
+    fs.mounted(caches_dropped)
     sync = np.zeros(len(ops), bool) if sync is None else sync
     # A new data chunk changes the chunk tree (its item), the device tree (its device extent), the
     # extent tree (its block group item) and the free-space tree (btrfs_make_block_group and

@@ -35,11 +35,22 @@ class MetadataReads:
     """Methods of the file system (:class:`~.fs._Fs`: ``p``, ``alloc``, ``j``, ``files``, ``dirs``,
     ``entries``, ``read_meta``, ``emit`` and ``meta``) for its metadata reads and btrfs's leaves."""
 
-    def mounted(self):
+    def mounted(self, caches_dropped: bool = False):
         """What the mount read before the workload (ext: fs/ext4/super.c, ext4_fill_super): the group
         descriptors (ext4_group_desc_init), and the root directory's inode (ext4_iget of
         EXT4_ROOT_INO, in group 0's first table block) with its read-ahead window. Directories
-        with blocks on the device are not cached."""
+        with blocks on the device are not cached.
+
+        ``caches_dropped`` (the workload starts after ``sync`` and ``drop_caches``, not on a fresh
+        mount): drop_caches frees every clean page no one holds (fs/drop_caches.c,
+        drop_pagecache_sb -> invalidate_mapping_pages; a buffer with a reference is busy,
+        fs/buffer.c, try_to_free_buffers). The super block holds its group descriptors' buffers
+        for the mount's lifetime (ext4_group_desc_init, sb_bread_unmovable), and the root's inode
+        stays in memory (its dentry is the mount's root), but on ext2 nothing holds the root's
+        table block and its read-ahead window: the next inode read in that block reads them again
+        (__ext4_get_inode_loc). On ext3/ext4 jbd2 holds a journaled buffer until its transaction
+        is checkpointed (jbd2_journal_add_journal_head takes a reference), so the blocks the
+        harness's steps just changed, the root's table block among them, stay cached."""
         self.dirs_on_device = {d for d, blocks in self.dirs.items() if blocks}
         if self.p.kind == "xfs":
             # Inode chunks on the device: the root's (AG 0's first) and those of the files there.
@@ -50,6 +61,8 @@ class MetadataReads:
             return
         self.dirs_on_device.add(0)  # the root's first block, written by mke2fs
         self.read_meta.update(self.descriptor(g) for g in range(self.p.groups))
+        if caches_dropped and self.p.kind == "ext2":
+            return
         root = self.p.inode_table(0)
         self.read_meta.add(("iblk", root))
         self.read_meta.update(("iblk", n) for n in self.ext_readahead_window(0, root))
@@ -99,6 +112,20 @@ class MetadataReads:
                 run = None
         if run is not None:
             self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+
+    def new_inode_block(self, t, ino):
+        """The table block of an inode being created (ext4_mark_inode_dirty -> ext4_get_inode_loc):
+        read as :meth:`ext_inode_read` does when it is not cached and another inode of the block is
+        in use (the reserved inodes of group 0's first block, or the workload's); a block whose
+        other inodes are all free is zeroed in memory, not read (__ext4_get_inode_loc)."""
+        blk = self.p.inode_block(ino.group, ino.index)
+        if ("iblk", blk) in self.read_meta:
+            return
+        reserved = ino.group == 0 and blk == self.p.inode_table(0)
+        if reserved or self.live_in_block.get(blk, 0) > 1:
+            self.ext_inode_read(t, ino)
+        else:
+            self.read_meta.add(("iblk", blk))
 
     def ext_readahead_window(self, g: int, blk: int) -> range:
         """The inode-table blocks __ext4_get_inode_loc reads with table block ``blk`` of group ``g``

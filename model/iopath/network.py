@@ -158,4 +158,5 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
               "file": file[at - 1], "offset_bytes": 0, "size_bytes": 0, "chunk_bytes": 0, "direct": False}
     arrays = {f: np.insert(getattr(out, f), at, v) for f, v in fields.items()}
     fallback = None if ops.fallback is None else np.insert(ops.fallback, at, False)
-    return FileOps(**arrays, dir_of_file=ops.dir_of_file, initial_bytes=ops.initial_bytes, fallback=fallback)
+    return FileOps(**arrays, dir_of_file=ops.dir_of_file, initial_bytes=ops.initial_bytes, fallback=fallback,
+                   caches_dropped=ops.caches_dropped)

@@ -329,6 +329,15 @@ class _Cache:
         eof = -(-st.size // self.pg)
         a, b = off // self.pg, -(-end // self.pg)
         sequential = off == st.prev_end or off == 0
+        if not sequential and self.mx and chunk < end - off:
+            # An op of many calls from a new place: its first call is a random read of its own pages
+            # (ondemand_readahead: no history, a standalone read), the next ones read on from it
+            # sequentially, from get_init_ra_size's first window.
+            first = off + chunk
+            self.read_pages(t, f, st, a, -(-first // self.pg))
+            st.prev_end, st.ra_end, st.ra_win, st.ra_last = first, -(-first // self.pg), 0, 0
+            self.read(t + 1e-9, f, first, end - first, chunk)
+            return
         st.prev_end = end
         if not sequential or not self.mx:
             self.read_pages(t, f, st, a, b)

@@ -204,7 +204,7 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
     size = np.where(is_data, s.size_bytes[src] if n else 0, 0)
     ops = FileOps(
         time_s=time_s, kind=kind, file=np.zeros(kind.size, np.int64), offset_bytes=np.where(is_data, s.offset_bytes[src] if n else 0, 0),
-        size_bytes=size, chunk_bytes=size, direct=np.full(kind.size, bool(node.direct_io)),
+        size_bytes=size, chunk_bytes=_read_calls(size, kind, node), direct=np.full(kind.size, bool(node.direct_io)),
         dir_of_file=np.zeros(1, np.int64), initial_bytes=np.array([node.image_size_bytes], np.int64),
     )
     host_bytes = int(node.host.size_bytes)
@@ -217,6 +217,16 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
     _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out)
+
+
+def _read_calls(size: np.ndarray, kind: np.ndarray, node) -> np.ndarray:
+    """The size of the calls the loop worker reads each request of the image in (``chunk_bytes``):
+    the whole request, or ``read_segment_bytes`` at a time where the node's kernel reads a buffered
+    request segment by segment (Linux 6.1's lo_read_simple)."""
+    seg = int(node.read_segment_bytes)
+    if not seg or node.direct_io:
+        return size
+    return np.where(kind == Kind.READ, np.minimum(size, seg), size)
 
 
 def _written_before(s: Stream) -> list[tuple[int, int, int]]:
@@ -265,7 +275,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
     res = page_cache(ops, cache)
     try:
-        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
+        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
+                         caches_dropped=ops.caches_dropped)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out: dict[str, Stream] = {}

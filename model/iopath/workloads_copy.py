@@ -11,12 +11,15 @@ page cache was dropped:
 - ``read``: ``dd if=FILE of=/dev/null bs=1M``: the same file, on the device and not cached, read in
   1 MiB calls (the page cache's read-ahead decides the requests).
 
-Neither step ends with a ``sync``: the timed span ends when ``dd`` returns. :func:`dd_copy` builds
+Neither step ends with a ``sync``: the timed span ends when ``dd`` returns. Each step starts after
+``sync`` and ``drop_caches`` on the mounted file system (``FileOps.caches_dropped``). :func:`dd_copy` builds
 one step; :func:`dd_pairs` reads ``dd:size=4M,step=write|read`` (the workload string of
 :func:`~.workload_spec.parse_workload`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from .fileops import FILE_OP_S, FileOps, Kind, _Builder, _whole
 
@@ -45,7 +48,8 @@ def dd_copy(size: int, step: str, *, block_bytes: int = DD_BLOCK_BYTES, call_s: 
         b.add(kind, 0, off, min(block_bytes, size - off), block_bytes)
     if step == "write":
         b.add(Kind.FSYNC, 0)
-    return b.build([0], [0 if step == "write" else size], sync_at_end=False)
+    ops = b.build([0], [0 if step == "write" else size], sync_at_end=False)
+    return dataclasses.replace(ops, caches_dropped=True)
 
 
 def describe_dd(size: int, step: str) -> str:

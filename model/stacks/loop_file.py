@@ -79,6 +79,13 @@ class LoopFile:
     readahead_bytes : int
         The host's read-ahead window on the image [bytes], >= 0
         (``read_ahead_kb``, 128 KiB by default; 0: none).
+    read_segment_bytes : int
+        Bytes the loop worker reads of the image at a time in buffered
+        mode [bytes], >= 0: 0, each request in one read (the host's Linux
+        6.18); 4096, one page at a time, as Linux 6.1 (the VM's kernel)
+        does (drivers/block/loop.c, lo_read_simple: one ``vfs_iter_read``
+        per single-page bio_vec), so that the host's read-ahead sees
+        small sequential reads and reads the image one window at a time.
     writeback_queue_depth : int
         Write-back requests the flusher keeps in flight on the host device
         [count], >= 1 (its ``nr_requests``; 128, the loop driver's
@@ -103,6 +110,7 @@ class LoopFile:
     allocation_metadata_bytes: int = 3 * 4 * KIB
     allocation_unit_bytes: int = 128 * MIB
     readahead_bytes: int = 128 * KIB
+    read_segment_bytes: int = 0
     writeback_queue_depth: int = 128
     dirty_limit_bytes: int | None = None
     name: str = ""
@@ -129,6 +137,8 @@ class LoopFile:
         object.__setattr__(self, "allocation_unit_bytes",
                            whole_number("allocation_unit_bytes", self.allocation_unit_bytes, minimum=1))
         object.__setattr__(self, "readahead_bytes", whole_number("readahead_bytes", self.readahead_bytes, minimum=0))
+        object.__setattr__(self, "read_segment_bytes",
+                           whole_number("read_segment_bytes", self.read_segment_bytes, minimum=0))
         object.__setattr__(self, "writeback_queue_depth",
                            whole_number("writeback_queue_depth", self.writeback_queue_depth, minimum=1))
         if self.dirty_limit_bytes is not None:
