@@ -70,6 +70,10 @@ def _base_stacks() -> dict[str, Stack]:
                               mount_options=("allocsize=64k", "logdev=/dev/sdb1", "logbsize=64k")),
         "btrfs": FileSystemNode(part, kind="btrfs", mkfs_options=("-m", "dup", "--label", "lab"),
                                 mount_options=("compress=zstd:3", "subvol=/a/b", "device=/dev/sda3")),
+        "jfs": FileSystemNode(part, kind="jfs", mkfs_options=("-L", "lab", "-s", "8"),
+                              mount_options=("iocharset=utf8", "errors=remount-ro", "umask=022")),
+        "reiserfs": FileSystemNode(part, kind="reiserfs", mkfs_options=("-l", "lab", "-h", "tea"),
+                                   mount_options=("hash=tea", "errors=ro-remount", "data=ordered")),
     }
     out = {kind: Stack(node, DISKS[:1], name=f"{kind} stack") for kind, node in fs.items()}
     out["lvm_linear"] = Stack(FileSystemNode(LinearVolume(_members(2), name="LogVol02")), DISKS[:2], "lvm")
