@@ -144,7 +144,7 @@ class DiskRegion:
         per_track = k / max(self.cylinders * disk.geometry.surfaces, 1)
         if per_track > 1:
             rotation = disk.rotation_period_s / (per_track + 1.0)
-        size = float(np.mean(size_bytes))
+        size = float(size_bytes) if np.ndim(size_bytes) == 0 else float(np.mean(size_bytes))
         if is_write:
             depth = reorder_depth
             if depth is None:
