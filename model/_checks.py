@@ -64,7 +64,28 @@ def finite_array(name: str, values, *, nonnegative: bool = False, positive: bool
     *nonempty* an empty array; with *whole* values that are not whole
     numbers; with *positive* / *nonnegative* values <= 0 / < 0; with
     *maximum* values above it (*maximum_is* says what the bound is).
+
+    A float ndarray or a Python float/int that passes is checked by its minimum and maximum alone (a NaN
+    reaches both, an infinity one of them), since the model's inner loops call this on every evaluation;
+    anything else, and every failure, goes through the full check that names the problem.
     """
+    if not whole:
+        kind = type(values)
+        if kind is np.ndarray and values.dtype == np.float64 and values.size:
+            lo, hi = values.min(), values.max()
+        elif kind is float or kind is int:
+            lo = hi = float(values)
+        else:
+            lo = hi = math.nan
+        if (math.isfinite(lo) and math.isfinite(hi) and not (positive and lo <= 0)
+                and not (nonnegative and lo < 0) and not (maximum is not None and hi > maximum)):
+            return np.array(values, dtype=float)
+    return _checked_array(name, values, nonnegative=nonnegative, positive=positive, whole=whole,
+                          maximum=maximum, maximum_is=maximum_is, nonempty=nonempty)
+
+
+def _checked_array(name, values, *, nonnegative, positive, whole, maximum, maximum_is, nonempty) -> np.ndarray:
+    """:func:`finite_array`'s full check, each refusal naming *name* and the problem."""
     try:
         raw = np.asarray(values)
     except (TypeError, ValueError):

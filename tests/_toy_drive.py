@@ -28,9 +28,15 @@ def toy_drive(**changes) -> DriveParameters:
     return DriveParameters(**params)
 
 
-def hundred_sector_track_arrays():
-    """The kernel arrays of a one-surface, ten-cylinder g1 layout of 100 sectors a track with no
-    skew: block b is sector b % 100 of track b // 100 (the zero-latency access tests' hand track)."""
+def hundred_sector_track() -> ZoneLayout:
+    """A one-surface, ten-cylinder g1 layout of 100 sectors a track with no skew: block b is sector
+    b % 100 of track b // 100 (the zero-latency access tests' hand track)."""
     return ZoneLayout(surfaces=1, first_cylinder=[0], last_cylinder=[9], sectors_per_track=[100],
                       first_block_offset_sectors=[0.0], track_skew_sectors=[0.0], cylinder_skew_sectors=[0.0],
-                      empty_space_sectors=[0], spares=[0], slips=()).kernel_arrays()
+                      empty_space_sectors=[0], spares=[0], slips=())
+
+
+def pbn_one(layout: ZoneLayout, lbn: int) -> tuple:
+    """(cylinder, head, sector, angle_rev, zone) of one block of *layout*, as the kernels' lbn_to_pbn_one gives
+    them, for calling a kernel from Python."""
+    return tuple(column[0] for column in layout.lbn_to_pbn(np.array([lbn], np.int64)))

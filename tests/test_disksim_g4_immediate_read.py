@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from _scripts import hand_trace_run
-from _toy_drive import hundred_sector_track_arrays
+from _toy_drive import hundred_sector_track, pbn_one
 
 #: Agreement: within 10 us of DiskSim's own service time.
 TOLERANCE_MS = 0.01
@@ -97,15 +97,14 @@ def test_immediate_read_run_on_a_g4_track_reads_the_run_under_the_head_first():
     # xfertime, a hair under 0.1 ms): 10 wanted blocks at sectors 20-29, the head landing at 25.5
     # sectors: 26-29 are read first (in the segment with 25, the last block before them), 20-25 a
     # revolution of steps on; mode 2 also starts a track's first block under the head
-    from numba import njit
-
+    # called from Python, not from a jitted wrapper: the kernels take the types the simulator gives them
+    # (a literal constant or a global array would make numba compile a copy of each)
     from diskmodel.model.simulator.access_block import _step_s, immediate_read_run
-    from diskmodel.model.simulator.mapping import lbn_to_pbn_one
-    arrays = hundred_sector_track_arrays()
+    layout = hundred_sector_track()
+    arrays = layout.kernel_arrays()
 
-    @njit
     def run(x, n, t, ready):
-        c, h, s, a, z = lbn_to_pbn_one(x, arrays)
+        c, h, s, a, z = pbn_one(layout, x)
         return immediate_read_run(arrays, 0.01, 2, x, n, c, h, s, a, z, t, ready, 0, 1000)
 
     step = _step_s(0.01, 100)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from _scripts import hand_trace_run
-from _toy_drive import hundred_sector_track_arrays
+from _toy_drive import hundred_sector_track, pbn_one
 
 #: Agreement: within 10 us of DiskSim's own service time.
 TOLERANCE_MS = 0.01
@@ -90,15 +90,14 @@ def test_immediate_write_track_writes_the_run_under_the_head_first():
     # a hand-computed track of 100 sectors, the period 10 ms (0.1 ms a sector; DiskSim's step is
     # its fixed-point xfertime, a hair under): 10 blocks at sectors 20-29, the head landing at
     # 25.5 sectors with all data in: sectors 26-29 are written first, 20-25 a revolution on
-    from numba import njit
-
+    # called from Python, not from a jitted wrapper: the kernels take the types the simulator gives them
+    # (a literal constant or a global array would make numba compile a copy of each)
     from diskmodel.model.simulator.access_block import _step_s, immediate_write_track
-    from diskmodel.model.simulator.mapping import lbn_to_pbn_one
-    arrays = hundred_sector_track_arrays()
+    layout = hundred_sector_track()
+    arrays = layout.kernel_arrays()
 
-    @njit
     def run(t, not_before, ready):
-        c, h, s, a, z = lbn_to_pbn_one(20, arrays)
+        c, h, s, a, z = pbn_one(layout, 20)
         return immediate_write_track(arrays, 0.01, 20, 10, c, h, s, a, z, t, not_before, 0, ready, 0, 1000)
 
     step = _step_s(0.01, 100)

@@ -487,3 +487,25 @@ def test_geometries_beyond_max_cylinders_are_refused_and_flat_disks_stay_within(
 
 def test_interface_rate_may_be_unlimited():
     assert WD.evolve(interface_rate_bytes_per_s=math.inf).interface_rate_bytes_per_s == math.inf
+
+
+_NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
+                     st.sampled_from([0.0, -0.0, 5.0, 5.5, math.nan, math.inf, -math.inf]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.one_of(_NUMBERS, st.lists(_NUMBERS, max_size=6).map(lambda v: np.array(v, dtype=float))),
+       positive=st.booleans(), nonnegative=st.booleans(), maximum=st.sampled_from([None, 5, 5.0, 0]))
+def test_the_quick_finite_array_check_agrees_with_the_full_one(values, positive, nonnegative, maximum):
+    """finite_array's min/max path for float arrays and Python numbers accepts exactly what the full check
+    accepts, returns the same floats, and leaves every refusal (its message) to the full check."""
+    from diskmodel.model._checks import _checked_array, finite_array
+
+    def outcome(check):
+        try:
+            return check("x", values, positive=positive, nonnegative=nonnegative, whole=False, maximum=maximum,
+                         maximum_is="", nonempty=False).tolist()
+        except ValueError as error:
+            return str(error)
+
+    assert outcome(finite_array) == outcome(_checked_array)

@@ -1,16 +1,18 @@
 """NBD and NFS in the throwaway VM over a shaped veth link (diskmodel.calibrate.bench.network), for real.
 
-One test, two boots under TCG (about a minute on this 2-core machine, more
-under load): a measurement at 10 Mb/s with a 10 ms round trip, whose times
+One test, one boot under TCG running three measurements in turn (run_network_benches): one at 10 Mb/s
+with a 10 ms round trip, whose times
 must respect what the shaping allows at best (no request faster than its
 round trip plus its bytes over the link less a full tbf bucket, no run carrying more than
 a full bucket plus the link's payload rate over its time, the NFS phases no faster than the model's round trips with
 zero overheads), and a client pointed at an address nobody serves, which
-must fail with one line naming that address (an NBD and an NFS client, a boot each), with the guest's teardown
-reporting everything gone and nothing of the VM left on the host.
+must fail with one line naming that address (an NBD and an NFS client, a run each, after the measurement has
+torn its own link and servers down), with the guest's teardown reporting everything gone and nothing of the
+VM left on the host.
 """
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 
 from conftest import require_tools, skip_or_fail
 from diskmodel.calibrate.bench import vm
-from diskmodel.calibrate.bench.network import ServerUnreachableError, run_network_bench, shaped
+from diskmodel.calibrate.bench.network import NetworkRun, ServerUnreachableError, run_network_benches, shaped
 import numpy as np
 
 from diskmodel.model.iopath.fileops import FileOps, Kind, metadata
@@ -27,8 +29,6 @@ from diskmodel.model.stacks.network import Network, NfsMount
 from diskmodel.model.stacks.stack import FileSystemNode
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.stacks.volumes import Partition
-
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHAPED = shaped(1.25e6, 10e-3)     # 10 Mb/s, 10 ms, tbf's usual bucket
 
@@ -47,6 +47,25 @@ def _leftovers(tmp: Path) -> list[str]:
     return found
 
 
+def test_one_boot_runs_each_script_in_turn_in_its_own_shell_whatever_the_one_before_ended_with(tmp_path):
+    """run_network_benches' guest script, run by the real dash as the VM runs it (sh -e): each run's EXIT trap
+    fires at its own end, a run that fails does not stop the next, and nothing in a script is expanded."""
+    from diskmodel.calibrate.bench.network import _one_boot
+
+    scripts = ["trap 'echo torn down 0' EXIT\necho \"first $((1 + 1))\" '$HOME `id`'\n",
+               "echo second\nfalse\necho never\n", "echo third\n"]
+    proc = subprocess.run(["sh", "-e", "-c", _one_boot(scripts, str(tmp_path))], capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["@@NET PART BEGIN 0", "first 2 $HOME `id`", "torn down 0",
+                                        "@@NET PART END 0 0", "@@NET PART BEGIN 1", "second", "@@NET PART END 1 1",
+                                        "@@NET PART BEGIN 2", "third", "@@NET PART END 2 0"]
+    with pytest.raises(ValueError, match="DISKMODEL_NET_PART_1_END_OF_SCRIPT"):
+        _one_boot(["echo a", "echo b\nDISKMODEL_NET_PART_1_END_OF_SCRIPT\n"])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
 def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_path, monkeypatch):
     require_tools("qemu-system-x86_64", "nbd-server", "nbd-client", "rpc.nfsd", "mount.nfs", "tc", "ip")
     ok, why = vm.vm_available()
@@ -55,9 +74,17 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path / "runs"))
     size = 64 * KIB
-    run = run_network_bench([Network(None, 0.0), SHAPED], nbd_sizes=(size,), nbd_bytes=8 * size,
-                            nfs_versions=("4.2",), nfs_exports=("async",), nfs_files=3, nfs_file_size_bytes=size,
-                            export_bytes=8 * MIB, timeout_s=600)
+    run, nbd_unreachable, nfs_unreachable = run_network_benches([
+        ([Network(None, 0.0), SHAPED], dict(nbd_sizes=(size,), nbd_bytes=8 * size, nfs_versions=("4.2",),
+                                            nfs_exports=("async",), nfs_files=3, nfs_file_size_bytes=size,
+                                            export_bytes=8 * MIB)),
+        ([Network(None, 0.0)], dict(nbd_sizes=(4 * KIB,), nbd_bytes=32 * KIB, nfs_versions=(), export_bytes=8 * MIB,
+                                    server_ip="10.77.0.9")),
+        # an NFS server nobody serves: its mount gives up (retry=0, within 30 s)
+        ([Network(None, 0.0)], dict(nbd_sizes=(), nfs_versions=("3",), nfs_exports=("sync",), nfs_files=1,
+                                    export_bytes=8 * MIB, server_ip="10.77.0.9")),
+    ], timeout_s=900)
+    assert isinstance(run, NetworkRun), run
     assert run.accelerator == "tcg"
     assert run.ping_rtt_s[1] >= SHAPED.rtt_s
     for op in ("read", "write"):
@@ -84,20 +111,16 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
         link_s = float(nfs_client_ops(mount, ops).time_s[-1] - ops.time_s[-1])   # the RPCs' time on the link
         assert measured.elapsed_s >= 0.9 * link_s, phase
 
-    with pytest.raises(ServerUnreachableError) as info:
-        run_network_bench([Network(None, 0.0)], nbd_sizes=(4 * KIB,), nbd_bytes=32 * KIB, nfs_versions=(),
-                          export_bytes=8 * MIB, server_ip="10.77.0.9", timeout_s=300)
-    message = str(info.value)
+    assert isinstance(nbd_unreachable, ServerUnreachableError), nbd_unreachable
+    message = str(nbd_unreachable)
     assert "\n" not in message
     assert message.startswith("cannot reach the NBD server at 10.77.0.9:10809: ")
-    assert "@@NET TEARDOWN clean" in info.value.output
-    # an NFS server nobody serves: its mount gives up (retry=0, within 30 s), named in one line
-    with pytest.raises(ServerUnreachableError) as info:
-        run_network_bench([Network(None, 0.0)], nbd_sizes=(), nfs_versions=("3",), nfs_exports=("sync",),
-                          nfs_files=1, export_bytes=8 * MIB, server_ip="10.77.0.9", timeout_s=300)
-    message = str(info.value)
+    assert "@@NET TEARDOWN clean" in nbd_unreachable.output
+    # the NFS mount that gives up, named in one line
+    assert isinstance(nfs_unreachable, ServerUnreachableError), nfs_unreachable
+    message = str(nfs_unreachable)
     assert "\n" not in message
     assert message.startswith("cannot reach the NFS server at 10.77.0.9:/srv/sync: ")
-    assert "@@NET TEARDOWN clean" in info.value.output
+    assert "@@NET TEARDOWN clean" in nfs_unreachable.output
     assert _leftovers(tmp_path) == []
     assert sorted((tmp_path / "runs").glob("*.json")) == []     # every run's state file removed by its teardown

@@ -87,6 +87,25 @@ def test_pvs_far_apart_lengthen_seeks(disk):
     assert across > within > 0
 
 
+def test_a_seek_between_two_regions_kept_for_the_next_call_is_the_one_computed(disk):
+    """seek_time_to_s keeps its answers per other region: each is the pmf of the two regions' distances
+    over the seek curve, for more regions than it keeps at once, asked twice in turn."""
+    from diskmodel.model.stacks import volume_on_disk as vod
+
+    volume = Partition(0, disk.capacity_bytes)
+    placed = VolumeOnDisk(disk, volume)
+    start = placed.region(0, 100 * MIB)
+    others = [placed.region(k * 2 * GB, 100 * MIB) for k in range(vod._SEEKS_KEPT + 3)]
+    computed = []
+    for other in others:
+        distance, pmf = vod._distance_pmf(start.cylinder_weights, start.first_cylinder, other.cylinder_weights,
+                                          other.first_cylinder)
+        computed.append(float(pmf @ disk.seek_time_s(distance)))
+    assert len(set(computed)) == len(others)          # every pair its own seek
+    for _ in range(2):
+        assert [start.seek_time_to_s(other) for other in others] == computed
+
+
 # ---------------------------------------------------------------- properties
 
 @settings(max_examples=40, deadline=None)

@@ -64,7 +64,8 @@ from diskmodel.model.stacks.network import NFS_VERSIONS, Network
 from diskmodel.model.units import KIB, MIB
 
 __all__ = ["CLIENT_IP", "SERVER_IP", "NetworkRun", "NetworkBenchError", "ServerUnreachableError", "Timing",
-           "network_script", "parse_network_output", "run_network_bench", "shaped", "tbf_burst_bytes"]
+           "network_script", "parse_network_output", "run_network_bench", "run_network_benches", "shaped",
+           "tbf_burst_bytes"]
 
 SERVER_IP = "10.77.0.1"
 CLIENT_IP = "10.77.0.2"
@@ -225,7 +226,11 @@ net_teardown() {
 }
 trap net_teardown EXIT
 trap 'exit 130' INT TERM
-while read -r m; do insmod "$m"; done < /etc/diskmodel/modules.network
+# a module an earlier run of this boot loaded stays (run_network_benches): insmod refuses it again
+while read -r m; do
+    name=$(basename "$m" .ko | tr - _)
+    grep -q "^$name " /proc/modules || insmod "$m"
+done < /etc/diskmodel/modules.network
 ip link set lo up
 ip netns add dmcli
 ip link add dmv0 type veth peer name dmv1
@@ -407,12 +412,57 @@ def run_network_bench(settings, *, timeout_s: float = 900, memory_bytes: int = 1
     Raises ServerUnreachableError (one line naming the address) when a
     client cannot reach its server, NetworkBenchError when the script fails.
     """
+    (run,) = run_network_benches([(settings, script_options)], timeout_s=timeout_s, memory_bytes=memory_bytes,
+                                 log=log)
+    if isinstance(run, NetworkBenchError):
+        raise run
+    return run
+
+
+def _one_boot(scripts: list[str], folder: str = "/tmp") -> str:
+    """One guest script running each of *scripts* in turn, each in its own ``sh -e`` (its EXIT trap tears its
+    link and servers down before the next starts) between ``@@NET PART BEGIN i`` and ``@@NET PART END i
+    STATUS``, whatever the status of the one before. Each is written to *folder* through a here-document whose
+    delimiter is quoted, so the guest's shell expands nothing in it."""
+    out = ["set +e"]
+    for i, text in enumerate(scripts):
+        delimiter = f"DISKMODEL_NET_PART_{i}_END_OF_SCRIPT"
+        if any(line == delimiter for line in text.splitlines()):
+            raise ValueError(f"run {i}'s script holds its own here-document delimiter {delimiter}")
+        path = sh_word(f"{folder}/diskmodel-net-{i}.sh")
+        out += [f"cat > {path} <<'{delimiter}'", text.rstrip("\n"), delimiter,
+                f"echo {_MARK} PART BEGIN {i}", f"sh -e {path}", "rc=$?",
+                f"echo {_MARK} PART END {i} $rc"]
+    out.append("exit 0")
+    return "\n".join(out) + "\n"
+
+
+def run_network_benches(runs, *, timeout_s: float = 900, memory_bytes: int = 1 << 30, log=None) -> list:
+    """Boot the VM once and measure each of *runs* in turn, each a pair (settings, :func:`network_script`'s
+    options), as :func:`run_network_bench` would one at a time; tear down.
+
+    Returns for each run its :class:`NetworkRun`, or the ServerUnreachableError or NetworkBenchError it ended
+    in (a run that fails does not stop the next).
+    """
     from diskmodel.calibrate.bench.vm import run_script_in_vm
 
-    settings = _check_settings(settings)
-    script = network_script(settings, **script_options)
-    export = script_options.get("export_bytes", 64 * MIB)
-    result = run_script_in_vm(script, scratch_disk_bytes=export + 256 * MIB, memory_bytes=memory_bytes,
-                              timeout_s=timeout_s, log=log)
-    return parse_network_output(result.output, settings, accelerator=result.accelerator,
-                                kernel_release=result.kernel_release, returncode=result.returncode)
+    runs = [(_check_settings(settings), dict(options)) for settings, options in runs]
+    scripts = [network_script(settings, **options) for settings, options in runs]
+    export = max(options.get("export_bytes", 64 * MIB) for _, options in runs)
+    result = run_script_in_vm(_one_boot(scripts), scratch_disk_bytes=export + 256 * MIB,
+                              memory_bytes=memory_bytes, timeout_s=timeout_s, log=log)
+    text = result.output.replace("\r", "")
+    found = []
+    for i, (settings, _) in enumerate(runs):
+        part = re.search(rf"^{_MARK} PART BEGIN {i}\n(.*?)^{_MARK} PART END {i} (\d+)$", text, re.S | re.M)
+        if part:
+            output, returncode = part.group(1), int(part.group(2))
+        else:   # the guest stopped inside this run or before it: it failed with what it said after its start
+            begin = text.find(f"{_MARK} PART BEGIN {i}\n")
+            output, returncode = (text[begin:] if begin >= 0 else ""), result.returncode or 1
+        try:
+            found.append(parse_network_output(output, settings, accelerator=result.accelerator,
+                                              kernel_release=result.kernel_release, returncode=returncode))
+        except NetworkBenchError as error:
+            found.append(error)
+    return found

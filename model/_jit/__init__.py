@@ -285,6 +285,9 @@ def precompile(progress=None, kinds=None) -> float:
         layout = params.layout
         kind = "g4" if isinstance(layout, G4ZoneLayout) else "g2" if isinstance(layout, G2ZoneLayout) else "g1"
         kinds.setdefault(kind, (name, drive, params))
+    if "g2" not in kinds:   # no bundled drive has a g2 layout: the g1 drive with its first tracks as one
+        name, drive, params = kinds["g1"]
+        kinds["g2"] = (f"{name}'s first tracks as a g2 map", drive, params.evolve(layout=_g2_layout(params.layout)))
     for kind, (name, drive, params) in sorted(kinds.items()):
         if wanted is not None and kind not in wanted:
             continue
@@ -308,6 +311,21 @@ def precompile(progress=None, kinds=None) -> float:
         expected_random_service_time_s(disk, 4096)
         disk.seek.seek_time_s(np.array([0.0, 10.0]))   # a calibration's fitted seek curve, alone
     return time.process_time() - start
+
+
+def _g2_layout(layout, blocks: int = 2048):
+    """A g2 layout (DiskSim's ``dm_layout_g2``: an extent map) of the first cylinders of g1 *layout*'s first
+    zone, one extent a track, holding at least *blocks*: the kernels are compiled for each kind of layout (its
+    tuple's length, :meth:`~diskmodel.model.simulator.mapping.ZoneLayout.kernel_arrays`), not for each drive,
+    so a map that serves :func:`precompile`'s few requests compiles the code every g2 drive runs."""
+    from diskmodel.model.simulator.mapping import G2ZoneLayout
+
+    spt, heads = int(layout.sectors_per_track[0]), int(layout.surfaces)
+    cylinders = -(-blocks // (spt * heads)) + 1
+    tracks = [(c, h) for c in range(cylinders) for h in range(heads)]
+    extents = [(i * spt, c, h, 0, spt) for i, (c, h) in enumerate(tracks)]
+    return G2ZoneLayout.from_map(heads, [(0, cylinders - 1)], [spt], [(0.0, 0.0, 0.0)], ["sectors"], extents,
+                                 cylinders, len(extents) * spt)
 
 
 def prune() -> int:
@@ -339,9 +357,9 @@ def prune() -> int:
     return removed
 
 
-#: The kinds :func:`_precompile_in_parallel` gives its second process: the g4 layout's kernel, whose
-#: compile takes about as long as the g1 layout's with the helpers both share.
-SECOND_PROCESS_KINDS = frozenset({"g4"})
+#: The kinds :func:`_precompile_in_parallel` gives its second process: the g4 and g2 layouts' kernels, each
+#: of whose compiles takes about as long as the g1 layout's with the helpers they share.
+SECOND_PROCESS_KINDS = frozenset({"g4", "g2"})
 
 
 def _cores() -> int:

@@ -167,6 +167,11 @@ def distinct_blocks(updates, blocks):
     return blocks * -np.expm1(-float(updates) / blocks)
 
 
+def _mean(values) -> float:
+    """The mean of a ServiceTime field: a scalar as it is (the mean of one number), an array averaged."""
+    return float(values) if np.ndim(values) == 0 else float(np.mean(values))
+
+
 class _Ledger:
     """Accumulates time per (term, part)."""
 
@@ -181,11 +186,11 @@ class _Ledger:
         if count <= 0:
             return
         p = self.parts[term]
-        seek = count * float(np.mean(service.seek_s))
-        rotation = count * float(np.mean(service.rotation_s))
-        transfer = count * float(np.mean(service.transfer_s))
-        mechanics = count * float(np.mean(service.command_overhead_s + service.settle_s))
-        link = count * float(np.mean(service.interface_s))
+        seek = count * _mean(service.seek_s)
+        rotation = count * _mean(service.rotation_s)
+        transfer = count * _mean(service.transfer_s)
+        mechanics = count * _mean(service.command_overhead_s + service.settle_s)
+        link = count * _mean(service.interface_s)
         link += count * float(data_bytes) * self.data_s_per_byte
         p["seek_s"] += seek
         p["rotation_s"] += rotation

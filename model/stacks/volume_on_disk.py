@@ -40,6 +40,10 @@ from .nodes import is_node
 from .volumes import LvmMapping, Partition, lvm_mapping_overhead_s
 
 
+#: How many other regions' seeks :meth:`DiskRegion.seek_time_to_s` keeps at once.
+_SEEKS_KEPT = 16
+
+
 def _distance_pmf(weights_a, c0_a, weights_b, c0_b):
     """PMF of |X - Y| for X ~ weights_a over cylinders c0_a.., Y ~ weights_b over c0_b.. (independent)."""
     from scipy.signal import fftconvolve
@@ -144,7 +148,7 @@ class DiskRegion:
         per_track = k / max(self.cylinders * disk.geometry.surfaces, 1)
         if per_track > 1:
             rotation = disk.rotation_period_s / (per_track + 1.0)
-        size = float(np.mean(size_bytes))
+        size = float(size_bytes) if np.ndim(size_bytes) == 0 else float(np.mean(size_bytes))
         if is_write:
             depth = reorder_depth
             if depth is None:
@@ -159,9 +163,21 @@ class DiskRegion:
         """Expected seek [s] from a uniform point of this region to one of *other* (same disk)."""
         if not isinstance(other, DiskRegion) or other.disk is not self.disk:
             raise ValueError(f"other must be a DiskRegion of the same disk (got {show(other)})")
-        distance, pmf = _distance_pmf(self.cylinder_weights, self.first_cylinder,
-                                      other.cylinder_weights, other.first_cylinder)
-        return float(pmf @ self.disk.seek_time_s(distance))
+        # kept per pair of regions (a volume keeps its regions, and a fit asks the same pair once per
+        # evaluation); the region itself is held, so its id is not another's
+        known = self._seeks_to.get(id(other))
+        if known is None or known[0] is not other:
+            distance, pmf = _distance_pmf(self.cylinder_weights, self.first_cylinder,
+                                          other.cylinder_weights, other.first_cylinder)
+            if len(self._seeks_to) >= _SEEKS_KEPT:
+                self._seeks_to.clear()
+            known = self._seeks_to[id(other)] = (other, float(pmf @ self.disk.seek_time_s(distance)))
+        return known[1]
+
+    @functools.cached_property
+    def _seeks_to(self) -> dict:
+        """:meth:`seek_time_to_s`'s answers: id of the other region -> (that region, seek [s])."""
+        return {}
 
 
 @dataclass(frozen=True, eq=False)
