@@ -129,3 +129,25 @@ def test_a_loop_devices_reads_reach_its_host_unmerged_and_waited():
     drive = FlatDrive(0.005, 50e6, 80 * 10**9)
     t = time_streams({"sda": host}, {"sda": drive}, np.unique(top.time_s[top.op == R]))
     assert t.waited[np.flatnonzero(data)].all()
+
+
+def test_the_block_bitmap_read_ahead_is_once_a_mount_not_once_a_step():
+    """mballoc reads ahead the block bitmaps of the groups after the goal's at the mount's first
+    allocation (fs/ext4/mballoc.c, ext4_mb_prefetch), once a mount: a group read or set up is
+    skipped after, and drop_caches resets neither. In the emulated drive's log the first dd write
+    after the mount reads groups 1-3's bitmaps; the later ones, each after drop_caches, read
+    nothing past group 0 (the file's). The model's dd write step (a mounted file system that
+    allocated before, caches dropped) reads nothing past group 0 either."""
+    from stacks_check import PART_START, model_stack
+
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.path import run
+
+    group0_end = PART_START + 8 * B * B  # a group: the blocks one bitmap block maps
+    writes = [s for s in CELLS["ext2, no loop layer"]["spans"] if s["step"].endswith("step=write")]
+    beyond = [sorted(r[1] for r in s["requests"] if r[0] == R and r[1] >= group0_end) for s in writes]
+    assert len(beyond[0]) == 3 and not any(beyond[1:]), beyond
+    for step in dict.fromkeys(s["step"] for s in writes):
+        s = next(iter(run(model_stack("ext2, no loop layer", "wd800bd"),
+                          parse_workload(step, sync_at_end=False)).values()))
+        assert not ((s.op == R) & (s.offset_bytes >= group0_end)).any(), (step, s.offset_bytes[s.op == R])

@@ -146,13 +146,17 @@ def steps_argv(spec: str, folder: Path) -> list[str]:
 class ToolResult:
     """One workload measured: its spec and definition, the time from its first command's start
     to the end of the closing sync [s], the bytes it moves (read plus written by the workload
-    itself) and their rate [bytes/s], and bonnie++'s own report where it ran."""
+    itself) and their rate [bytes/s], bonnie++'s own report where it ran, and the wall clock
+    [Unix s] at its first command's start (to cut a request log by: the timed span is
+    ``started_unix_s`` .. ``started_unix_s + elapsed_s``, without the preparation before it and the
+    teardown after it)."""
 
     spec: str
     definition: str
     elapsed_s: float
     bytes_moved: int
     bonnie: dict | None = None
+    started_unix_s: float | None = None
 
     @property
     def rate_bytes_per_s(self) -> float:
@@ -164,7 +168,8 @@ class ToolResult:
 
     def as_dict(self) -> dict:
         return {"spec": self.spec, "definition": self.definition, "elapsed_s": self.elapsed_s,
-                "bytes_moved": self.bytes_moved, "rate_bytes_per_s": self.rate_bytes_per_s, "bonnie": self.bonnie}
+                "bytes_moved": self.bytes_moved, "rate_bytes_per_s": self.rate_bytes_per_s, "bonnie": self.bonnie,
+                "started_unix_s": self.started_unix_s}
 
 
 def _bytes_moved(spec: str) -> int:
@@ -199,7 +204,7 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
             prepare(spec, folder)
             # Timed here, each step a recorded child with no shell (not through steps_argv, whose
             # Python start-up would be timed too).
-            t0 = time.monotonic()
+            started, t0 = time.time(), time.monotonic()
             outs = []
             for argv in steps(spec, folder) + [["sync", "-f", str(folder)]]:
                 proc = process.spawn(argv, name=argv[0], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -222,7 +227,7 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
 
         config = workloads_bonnie.config_of(_spec(spec)[1], size_value)
         bonnie = parse_bonnie_csv(outs[0], config, elapsed).as_dict()
-    return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie)
+    return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie, started)
 
 
 def _main(argv: list[str]) -> int:

@@ -50,7 +50,14 @@ class MetadataReads:
         table block and its read-ahead window: the next inode read in that block reads them again
         (__ext4_get_inode_loc). On ext3/ext4 jbd2 holds a journaled buffer until its transaction
         is checkpointed (jbd2_journal_add_journal_head takes a reference), so the blocks the
-        harness's steps just changed, the root's table block among them, stay cached."""
+        harness's steps just changed, the root's table block among them, stay cached.
+
+        ``caches_dropped`` also means the mount has allocated before (the harness's earlier steps:
+        the previous copy written, removed and synced), so mballoc's read-ahead of the block bitmaps
+        is done: ext4_mb_prefetch (fs/ext4/mballoc.c) skips a group whose bitmap it read once since
+        the mount (EXT4_MB_GRP_TEST_AND_SET_READ) or whose buddy is set up (EXT4_MB_GRP_NEED_INIT
+        cleared); drop_caches resets neither, it only drops the bitmap buffers, which the
+        allocation then reads again for the groups it allocates in (ext4_mb_load_buddy)."""
         self.dirs_on_device = {d for d, blocks in self.dirs.items() if blocks}
         if self.p.kind == "xfs":
             # Inode chunks on the device: the root's (AG 0's first) and those of the files there.
@@ -61,6 +68,7 @@ class MetadataReads:
             return
         self.dirs_on_device.add(0)  # the root's first block, written by mke2fs
         self.read_meta.update(self.descriptor(g) for g in range(self.p.groups))
+        self.prefetched = self.prefetched or caches_dropped
         if caches_dropped and self.p.kind == "ext2":
             return
         root = self.p.inode_table(0)
