@@ -201,6 +201,10 @@ def main(argv=None) -> int:
                     help="take the VM cells' rows from this artifact of an earlier run instead of booting the VM "
                          "(default: boot it)")
     ap.add_argument("--keep-vm-output", default=None, help="write the VM's raw output there (default: not kept)")
+    ap.add_argument("--keep-rows-from", default=None,
+                    help="keep every row of this artifact of an earlier run whose cell this run does not "
+                         "produce (to re-run a few cells; give 'none' for the parts not re-run) "
+                         "(default: keep none)")
     ap.add_argument("--note", action="append", default=[],
                     help="a line to add to the artifact's notes (how the run went: cells run again, revisions "
                          "made after seeing the figures); may be given more than once (default: none)")
@@ -257,6 +261,12 @@ def main(argv=None) -> int:
         rows += vm_rows
         if args.keep_vm_output:
             Path(args.keep_vm_output).write_text(output)
+    if args.keep_rows_from:
+        import json
+
+        ran = {(r["where"], r["stack"], r["workload"]) for r in rows}
+        rows = [r for r in json.loads(Path(args.keep_rows_from).read_text())["details"]["rows"]
+                if (r["where"], r["stack"], r["workload"]) not in ran] + rows
     cells = len({(r["where"], r["stack"], r["workload"]) for r in rows})
     b_med = _median([r["bytes_error_pct"] for r in rows])
     r_med = _median([r["requests_error_pct"] for r in rows])
@@ -303,10 +313,16 @@ def main(argv=None) -> int:
                       ("vm_fs_output", "VM page-cache cells' guest output"),
                       ("btrfs_raid_traces_from", "btrfs raid cells' traces"),
                       ("vm_rows_from", "VM O_DIRECT rows"),
+                      ("keep_rows_from", "rows of the cells not run here"),
                       ("fs_traces_from", "page-cache cells' measured traces")):
         if getattr(args, opt):
             notes.append(f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)")
     notes += args.note
+    if args.keep_rows_from:  # how the kept rows came about
+        import json
+
+        notes += [f"kept rows' artifact: {n}" for n in json.loads(Path(args.keep_rows_from).read_text())["notes"]
+                  if n not in notes and not n.startswith(("wall time", "page-cache cells alone"))]
     write_result("iopath_check", figures, options=options_of(ap, args, housekeeping=("note",)),
                  results_dir=args.results_dir, details={"rows": rows}, notes=notes)
     for line in _table(rows):

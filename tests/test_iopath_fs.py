@@ -414,7 +414,7 @@ def test_block_mapped_files_take_mballocs_aligned_windows_as_the_drive_saw():
 
     assert [mballoc_window(b, 4096) for b in (16, 40, 64, 300, 512, 1024, 3000)] == [
         (16, 32), (32, 64), (64, 128), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
-    a = Allocator(FsParams(kind="ext2", device_bytes=255 << 20))
+    a = Allocator(FsParams(kind="ext2", device_bytes=255 << 20, used_prealloc_bounds=True))  # the VM's 6.1
     a.cursor[0] = 2593
     runs, after = [], None
     for block in range(16, 1024, 256):  # written back a bio (256 blocks) at a time
@@ -447,3 +447,39 @@ def test_a_new_ext4_file_starts_on_its_normalized_windows_boundary():
     assert a.extent_file(0, 25) == [(2560, 25)]
     small = a.extent_file(0, 16)
     assert len(small) == 1 and small[0][1] == 16 and a.extent_file(0, 4) == [(small[0][0] + 16, 4)]
+
+
+def test_ext2_stream_goal_leaves_a_group_whose_free_runs_are_short():
+    # Linux 6.18's ext4_mballoc_alloc tracepoint, PostMark on a fresh 1 GiB ext2 (4 KiB blocks):
+    # a file written from its start asks at its block 64 for 96 blocks from block 32 (its window
+    # [0, 128) less the preallocation [0, 32) it holds), criterion CR_GOAL_LEN_FAST; once group 0's
+    # average free run is shorter, the request lands in group 1 at its first free block (579: past
+    # its superblock copy, descriptors, bitmaps and inode table), the file's block 64 at 579 + 32,
+    # and group 1 becomes the stream goal -- with group 0 far from full.
+    from diskmodel.model.iopath.fs_layout import Allocator
+
+    a = Allocator(FsParams(kind="ext2", device_bytes=1 << 30))
+    group = a.group_blocks
+    assert a.p.data_start(1) == group + 579
+    for files in range(1, 2000):
+        runs = a.block_mapped(0, 0, 65, None)
+        last, n = runs[-1]
+        if last >= group:
+            break
+    assert (last, n) == (group + 579 + 32, 1) and a.stream_group == 1
+    assert 16 < files < 1000 and a.cursor[0] < group // 2
+    # later files' windows follow in group 1
+    assert a.block_mapped(0, 0, 65, None)[-1][0] // group == 1
+
+
+def test_ext2_file_windows_trimmed_at_the_partly_used_preallocation_as_blktrace_saw():
+    # fio's 32 MiB sequential write on a fresh 1 GiB ext2 on the host (Linux 6.18), blktrace of the
+    # write-back: file blocks 16-63 at device block 1136 (its window [0, 32) a 32-aligned run at
+    # 1120, the file's block 16 half way in; [32, 64) next), blocks 64-255 at 1216 (the request
+    # [32, 128) at the first free block 1184, the file's block 64 32 blocks in; then [128, 256) on its
+    # 128-block boundary, 1280, right after).
+    from diskmodel.model.iopath.fs_layout import Allocator
+
+    a = Allocator(FsParams(kind="ext2", device_bytes=1 << 30))
+    a.cursor[0] = 1120
+    assert a.block_mapped(0, 16, 240, None) == [(1136, 48), (1216, 192)]
