@@ -107,21 +107,32 @@ def _below(meter: Meter, low: int, reads: int, stride: int) -> int:
 
 
 def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
-    """The least forward stride whose read waits for its sector on the same track (not a buffer
-    hit, not a revolution missed), doubled for a guard; and the floor of a same-track read."""
-    s = 1
+    """The least forward stride whose read waits for its sector on the same track (a miss that
+    catches it: not a buffer hit, not a revolution missed), doubled for a guard; and the floor of a
+    same-track read from the media (the command overhead of a miss and a block's passage).
+
+    Where the drive reads ahead, the shorter strides are hits, or misses asked for while the
+    read-ahead passes their block, which wait a revolution; past them, a miss's command overhead
+    (DiskSim's overhead of a read miss, which may differ from a hit's) leaves the head before its
+    sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
+    so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
+    first caught stride is then found to the block by bisection from the last one that lost a
+    revolution, and the least of its reads is the floor. Where a drive reads ahead with no such
+    stride in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a
+    hit (it can take less): the floor is then a hit's time, and the last value returned is False."""
+    hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
+    s, missed = 1, None
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
         o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
         med = float(np.median(t))
-        if buffer.detected:
-            if med > buffer.hit_s + 0.1e-3 and med < 0.5 * rough:
-                return 2 * s, buffer.hit_s, o
-        elif med < 0.5 * rough:
-            # the first stride not missed, found to the block by bisection: the least of its
-            # reads is a same-track read's floor (the command overhead and a block's passage)
-            lo, hi, best = s // 2, s, t
+        if med >= 0.5 * rough:
+            missed = s
+        elif missed is not None or med > hit_limit:
+            if missed is None and buffer.detected:
+                return 2 * s, buffer.hit_s, o, False
+            lo, hi, best = (missed if missed is not None else s // 2), s, t
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 o = _below(meter, o, chain_reads, mid)
@@ -130,9 +141,9 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return 2 * s, float(np.min(best[best < 0.5 * rough])), o
+            return 2 * s, float(np.min(best[best < 0.5 * rough])), o, True
         s *= 2
-    return None, None, o
+    return None, None, o, False
 
 
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
@@ -166,7 +177,8 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
             x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, floor, cursor = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads, rough)
+            s1, floor, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+                                                           rough)
             if s1 is None:
                 failed += 1
                 if failed >= min_starts and not periods:
@@ -199,7 +211,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         period = float(np.median(back)) + x - m1 + s1 * x
         points.append(o)
         periods.append(period)
-        floors.append(floor)
+        floors.append((floor, from_media))
         xs.append(x)
         gaps.append(s1 * x - m1)
     used = meter.used_s - spent0
@@ -211,13 +223,16 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     p = np.asarray(periods)
     period = float(np.median(p))
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
-    how = ("the floor of a same-track read is a buffer hit's time" if buffer.detected
-           else "the floor of a same-track read from the forward drop")
+    # the media's floor where any start point told caught misses from hits, else a hit's time
+    media = [f for f, m in floors if m]
+    floor = float(np.median(media or [f for f, _ in floors]))
+    how = ("the floor of a same-track read from the forward drop" if media
+           else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
-        period, bse, p.tolist(), float(np.median(floors)), float(np.median(xs)), points,
+        period, bse, p.tolist(), floor, float(np.median(xs)), points,
         f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
-        meter.reads - reads0, float(np.median(gaps)), ESTIMATED if buffer.detected else MEASURED, used, stopped,
+        meter.reads - reads0, float(np.median(gaps)), MEASURED if media else ESTIMATED, used, stopped,
         xs)
 
 
@@ -358,7 +373,7 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
 
 
 def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float) -> Quantity:
-    if buffer.detected:
+    if rotation.overhead_status == ESTIMATED:
         return Quantity(max(rotation.overhead_s - buffer.bus_block_s, 0.0), ESTIMATED,
                         f"a buffer hit's time less its bus transfer ({buffer.bus_block_s * 1e6:.2f} us a block): "
                         "the overhead of a hit, taken as a miss's")
@@ -375,11 +390,13 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
     b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
-    # the same-track floor is the command overhead and a block's passage; a buffer hit's time
-    # is the command overhead and the block's bus transfer
-    same_track = floor0 - buffer.bus_block_s + x if buffer.detected else floor0
-    status = ESTIMATED if buffer.detected else MEASURED
-    hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if buffer.detected else ""
+    # the same-track floor: a miss's command overhead and a block's passage (_forward_start), or
+    # where no caught miss was told from a hit, a hit's time: the command overhead and the block's
+    # bus transfer
+    estimated = rotation.overhead_status == ESTIMATED
+    same_track = floor0 - buffer.bus_block_s + x if estimated else floor0
+    status = ESTIMATED if estimated else MEASURED
+    hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if estimated else ""
     if by_position is not None:
         kinds, origins, strides = by_position
         lows, highs, chains_read, told = descending_by_position(
