@@ -21,6 +21,14 @@ def _params(drive: str):
     return drive_parameters_of(resolve_drive(drive).timing)
 
 
+def _catalogued(drive: str):
+    """The preset *drive* as catalogued, its buffer included."""
+    from diskmodel.model.drive.parameters import DriveParameters
+    from diskmodel.model.drive.presets import load_preset
+
+    return DriveParameters.from_disk(load_preset(drive))
+
+
 def _bare(drive: str):
     """The preset *drive* without its buffer: a drive that loses a revolution between two requests."""
     import dataclasses
@@ -45,9 +53,9 @@ def test_drive_truth_agrees_with_the_simulated_disk_of_the_preset():
     np.testing.assert_allclose(truth["zone_rates_bytes_per_s"], sim.zone_rates_bytes_per_s(), rtol=1e-9)
     np.testing.assert_array_equal(truth["zone_bounds_bytes"], sim.geometry.zone_bounds_bytes())
     assert truth["mean_random_seek_s"] == pytest.approx(sim.mean_random_seek_time_s(), rel=0.01)
-    assert truth["zones"] == 16 and truth["surfaces"] == 2
-    # served as catalogued: its buffer reads ahead a segment of 128 KiB
-    assert truth["read_ahead"] is True and truth["segment_bytes"] == 128 * 1024
+    assert truth["zones"] == 16 and truth["surfaces"] == 2 and truth["read_ahead"] is False
+    # as catalogued, its buffer reads ahead a segment of 128 KiB
+    assert drive_truth(_catalogued("wd800bd"))["segment_bytes"] == 128 * 1024
 
 
 def test_the_segment_truth_is_what_the_read_ahead_brings_in():
@@ -58,7 +66,7 @@ def test_the_segment_truth_is_what_the_read_ahead_brings_in():
     from diskmodel.model.simulator.session import DriveSession
     from diskmodel.model.simulator.state import HitKind
 
-    params = _params("hp_c2247a")
+    params = _catalogued("hp_c2247a")
     assert params.segment_size_blocks == 256 and params.max_read_ahead_blocks == 128
     assert drive_truth(params)["segment_bytes"] == 64 * 1024
     for stride, kind in ((128, HitKind.CACHE_HIT), (129, HitKind.MEDIA)):
@@ -164,7 +172,7 @@ def test_read_ahead_found_where_the_next_block_is_asked_for_while_it_passes():
     from diskmodel.calibrate.harness.meter import Meter
     from diskmodel.model.simulator.session import DriveSession
 
-    params = _params("hp_c2247a")
+    params = _catalogued("hp_c2247a")
     o = 1_813_699
     session = DriveSession(params)
     done = session.serve(False, o, 1, 0.0).completion_s
@@ -188,7 +196,7 @@ def test_rotation_of_a_drive_that_reads_ahead_from_chains_beside_each_other():
     from diskmodel.calibrate.harness.mechanics import measure_buffer, measure_rotation
     from diskmodel.calibrate.harness.meter import Meter
 
-    params = _params("hp_c2247a")
+    params = _catalogued("hp_c2247a")
     truth = drive_truth(params)
     bounds, rates = truth["zone_bounds_bytes"], truth["zone_rates_bytes_per_s"]
 
@@ -290,11 +298,11 @@ def test_max_request_bytes_of_a_loop_device(tmp_path, loops):
 # -- whole calibrations ---------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _zone_rows(drive: str, seed: int = 0) -> dict:
+def _zone_rows(drive: str, seed: int = 0, catalogued: bool = False) -> dict:
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
     from diskmodel.calibrate.harness.measure import calibrate
 
-    params = _params(drive)
+    params = _catalogued(drive) if catalogued else _params(drive)
     result = calibrate(ParametersDisk(params, seed=seed), budget_s=120.0, seed=seed, progress=False)
     return {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
 
@@ -315,11 +323,13 @@ def test_zones_on_the_emulators_timing(drive):
 
 
 @pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd"])
-def test_a_preset_served_with_its_buffer_calibrates_on_the_emulators_timing(drive):
-    """The presets as the emulator serves them, buffer included (hp_c2247a: 2 segments of 128 KiB, of
-    which one for writes, reading ahead 64 KiB; WD800BD: 16 of 128 KiB): the read-ahead is found and its
-    segment sized within the issue's 10 %, the rotation within 0.5 %, and the zones kept."""
-    rows = _zone_rows(drive)
+def test_a_preset_with_its_buffer_calibrates_on_the_emulators_timing(drive):
+    """The presets as catalogued, buffer included (hp_c2247a: 2 segments of 128 KiB, of which one for
+    writes, reading ahead 64 KiB; WD800BD: 16 of 128 KiB), on the emulator's timing without the kernel:
+    the read-ahead is found and its segment sized within the issue's 10 %, the rotation within 0.5 %,
+    and the zones kept. (The emulator still serves presets without their buffer: through the kernel,
+    the buffered WD800BD's zone rates scattered by up to 4 %.)"""
+    rows = _zone_rows(drive, catalogued=True)
     for name in ("rotation_period_s", "read_ahead", "segment_bytes", "zone_rate_worst_bytes_per_s", "zone_count",
                  "zone_boundaries"):
         assert rows[name]["passed"], rows[name]
@@ -334,7 +344,7 @@ def test_head_switch_and_seek_from_a_misss_floor(drive):
     as long as a hit (WD800BD's overheads are equal) is told from one by the revolution lost at the
     strides between. The head switch within the issue's 10 % and the mean seek within 3 %, against the
     drive's own parameters."""
-    rows = _zone_rows(drive)
+    rows = _zone_rows(drive, catalogued=drive != "cheetah4LP")
     for name in ("head_switch_s", "mean_seek_s"):
         assert rows[name]["passed"], rows[name]
 
