@@ -3,6 +3,7 @@ segmentation of a quantised rate profile, the buffer sized with the drive left i
 a calibration through the kernel on an emulated drive."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -20,6 +21,24 @@ def _params(drive: str):
     return drive_parameters_of(resolve_drive(drive).timing)
 
 
+def _catalogued(drive: str):
+    """The preset *drive* as catalogued, its buffer included."""
+    from diskmodel.model.drive.parameters import DriveParameters
+    from diskmodel.model.drive.presets import load_preset
+
+    return DriveParameters.from_disk(load_preset(drive))
+
+
+def _bare(drive: str):
+    """The preset *drive* without its buffer: a drive that loses a revolution between two requests."""
+    import dataclasses
+
+    from diskmodel.model.drive.parameters import DriveParameters
+    from diskmodel.model.drive.presets import load_preset
+
+    return DriveParameters.from_disk(dataclasses.replace(load_preset(drive), drive_cache=None))
+
+
 # -- the truth ------------------------------------------------------------------------------------
 
 def test_drive_truth_agrees_with_the_simulated_disk_of_the_preset():
@@ -35,6 +54,25 @@ def test_drive_truth_agrees_with_the_simulated_disk_of_the_preset():
     np.testing.assert_array_equal(truth["zone_bounds_bytes"], sim.geometry.zone_bounds_bytes())
     assert truth["mean_random_seek_s"] == pytest.approx(sim.mean_random_seek_time_s(), rel=0.01)
     assert truth["zones"] == 16 and truth["surfaces"] == 2 and truth["read_ahead"] is False
+    # as catalogued, its buffer reads ahead a segment of 128 KiB
+    assert drive_truth(_catalogued("wd800bd"))["segment_bytes"] == 128 * 1024
+
+
+def test_the_segment_truth_is_what_the_read_ahead_brings_in():
+    """hp_c2247a's segments hold 128 KiB but it reads ahead at most 64 KiB (DiskSim's maximum
+    read-ahead): after a one-block read, the block 64 KiB on is a hit, the one past it a miss, on the
+    emulator's own timing; the truth is the 64 KiB. WD800BD reads ahead its whole segment."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+    from diskmodel.model.simulator.session import DriveSession
+    from diskmodel.model.simulator.state import HitKind
+
+    params = _catalogued("hp_c2247a")
+    assert params.segment_size_blocks == 256 and params.max_read_ahead_blocks == 128
+    assert drive_truth(params)["segment_bytes"] == 64 * 1024
+    for stride, kind in ((128, HitKind.CACHE_HIT), (129, HitKind.MEDIA)):
+        session = DriveSession(params)
+        done = session.serve(False, 400_000, 1, 0.0).completion_s
+        assert session.serve(False, 400_000 + stride, 1, done + 0.1).hit == kind, stride
 
 
 def test_drive_truth_merges_zones_no_rate_tells_apart():
@@ -124,6 +162,55 @@ def test_meter_idle_charges_the_budget_and_refuses_beyond_it():
         meter.idle(1.0)
 
 
+def test_read_ahead_found_where_the_next_block_is_asked_for_while_it_passes():
+    """hp_c2247a's platter takes longer to pass a block than the host takes to ask for the next one:
+    asked for at once, the next block is under the head, not yet read, and DiskSim serves it as a miss
+    that waits a revolution (no "almost read hits"); asked for after a pause, it is a buffer hit. The
+    buffer stage pauses, and finds the read-ahead at every seed (it missed it at one seed in two)."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.calibrate.harness.mechanics import measure_buffer
+    from diskmodel.calibrate.harness.meter import Meter
+    from diskmodel.model.simulator.session import DriveSession
+
+    params = _catalogued("hp_c2247a")
+    o = 1_813_699
+    session = DriveSession(params)
+    done = session.serve(False, o, 1, 0.0).completion_s
+    asked_at_once = session.serve(False, o + 1, 1, done + 80e-6)
+    assert asked_at_once.service_s > 0.9 * params.rotation_period_s
+    session = DriveSession(params)
+    done = session.serve(False, o, 1, 0.0).completion_s
+    assert session.serve(False, o + 1, 1, done + 2e-3).service_s < 0.1e-3
+    for seed in range(4):
+        found = measure_buffer(Meter(ParametersDisk(params, seed=seed), budget_s=60.0), np.random.default_rng(seed))
+        assert found.detected, (seed, found.detail)
+
+
+def test_rotation_of_a_drive_that_reads_ahead_from_chains_beside_each_other():
+    """The forward chains of the rotation stage start below everything read before (a read-ahead runs
+    forward, so none of their blocks is buffered, whatever the segment's size, still unknown there),
+    beside the descending chain: on hp_c2247a (1 GB, 8 zones) they once skipped 64 MiB past a
+    segment they could not yet size, into another zone, and the period came 1 % long. Within the
+    issue's 0.5 %, against the drive's 5400 rpm."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth
+    from diskmodel.calibrate.harness.mechanics import measure_buffer, measure_rotation
+    from diskmodel.calibrate.harness.meter import Meter
+
+    params = _catalogued("hp_c2247a")
+    truth = drive_truth(params)
+    bounds, rates = truth["zone_bounds_bytes"], truth["zone_rates_bytes_per_s"]
+
+    def rate_at(o):
+        return rates[np.clip(np.searchsorted(bounds[:, 0], o, side="right") - 1, 0, len(rates) - 1)]
+
+    meter = Meter(ParametersDisk(params, seed=0), budget_s=60.0)
+    rng = np.random.default_rng(0)
+    buffer = measure_buffer(meter, rng)
+    assert buffer.detected
+    rotation = measure_rotation(meter, rng, budget_s=10.0, buffer=buffer, rate_at=rate_at)
+    assert rotation.period_s == pytest.approx(truth["rotation_period_s"], rel=0.005)
+
+
 def test_segment_sized_with_the_drive_idle():
     """ibm18es does not read ahead after a buffer hit: sizing its segment with hits as the wait found
     a fraction of it; left idle, the read-ahead fills the segment (511 blocks) within 10 %."""
@@ -147,14 +234,14 @@ def test_segment_sized_with_the_drive_idle():
 @pytest.mark.slow
 def test_zone_rates_when_the_kernel_splits_long_reads():
     """The kernel sends a read longer than the device's largest request as several requests, and
-    a drive without read-ahead (the emulated WD800BD) loses up to a revolution between each two:
+    a drive without read-ahead (the WD800BD without its buffer) loses up to a revolution between each two:
     one 4.6 MB zone read in requests of 512 KiB came out 42 % slow. The zone reads keep to one
     request each: on the emulator's timing, split as the kernel splits, the 16 zones and their
     rates within 3 %, and no read of more than one request."""
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
     from diskmodel.calibrate.harness.measure import calibrate
 
-    params = _params("wd800bd")
+    params = _bare("wd800bd")
     disk = ParametersDisk(params, max_request_bytes=512 << 10)
     lengths = []
     read_many = disk.read_many
@@ -172,7 +259,7 @@ def test_parameters_disk_splits_a_read_as_the_kernel_does():
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk
     from diskmodel.model.simulator.session import DriveSession
 
-    params = _params("wd800bd")
+    params = _bare("wd800bd")
     split = ParametersDisk(params, max_request_bytes=64 << 10, host_gap_jitter_s=0.0, noise_s=0.0)
     t = split.read(1 << 30, 192 << 10)
     session, clock = DriveSession(params), 0.0
@@ -210,11 +297,12 @@ def test_max_request_bytes_of_a_loop_device(tmp_path, loops):
 
 # -- whole calibrations ---------------------------------------------------------------------------
 
-def _zone_rows(drive: str, seed: int = 0) -> dict:
+@functools.lru_cache(maxsize=None)
+def _zone_rows(drive: str, seed: int = 0, catalogued: bool = False) -> dict:
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
     from diskmodel.calibrate.harness.measure import calibrate
 
-    params = _params(drive)
+    params = _catalogued(drive) if catalogued else _params(drive)
     result = calibrate(ParametersDisk(params, seed=seed), budget_s=120.0, seed=seed, progress=False)
     return {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
 
@@ -231,6 +319,33 @@ def test_zones_on_the_emulators_timing(drive):
     the drive's parameters."""
     rows = _zone_rows(drive)
     for name in ("zone_count", "zone_boundaries", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], rows[name]
+
+
+@pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd"])
+def test_a_preset_with_its_buffer_calibrates_on_the_emulators_timing(drive):
+    """The presets as catalogued, buffer included (hp_c2247a: 2 segments of 128 KiB, of which one for
+    writes, reading ahead 64 KiB; WD800BD: 16 of 128 KiB), on the emulator's timing without the kernel:
+    the read-ahead is found and its segment sized within the issue's 10 %, the rotation within 0.5 %,
+    and the zones kept. (The emulator still serves presets without their buffer: through the kernel,
+    the buffered WD800BD's zone rates scattered by up to 4 %.)"""
+    rows = _zone_rows(drive, catalogued=True)
+    for name in ("rotation_period_s", "read_ahead", "segment_bytes", "zone_rate_worst_bytes_per_s", "zone_count",
+                 "zone_boundaries"):
+        assert rows[name]["passed"], rows[name]
+
+
+@pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd", pytest.param("cheetah4LP", marks=pytest.mark.slow)])
+def test_head_switch_and_seek_from_a_misss_floor(drive):
+    """The same-track floor the head switch and the seek curve are measured against is a miss's (the
+    least time of a forward read that catches its sector), also on a drive that reads ahead: a hit's
+    overhead is not a miss's (cheetah4LP's DiskSim parameters: 0.07 ms against 0.6 ms; with the hit's,
+    its head switch came out 4.8 times too long and its mean seek 9 % long), and a caught miss that takes
+    as long as a hit (WD800BD's overheads are equal) is told from one by the revolution lost at the
+    strides between. The head switch within the issue's 10 % and the mean seek within 3 %, against the
+    drive's own parameters."""
+    rows = _zone_rows(drive, catalogued=drive != "cheetah4LP")
+    for name in ("head_switch_s", "mean_seek_s"):
         assert rows[name]["passed"], rows[name]
 
 

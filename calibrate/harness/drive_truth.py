@@ -9,7 +9,7 @@ parameters, computed independently of the harness: the rotation period
 per track, skews, surfaces, the head switch and the one-cylinder seek), the
 mean positioning time over random pairs of blocks (the layout's mapping and the
 tabulated seek curve), the head switch, the skews [rev] and the read-ahead
-segment. :func:`emulation_errors` compares a
+segment (the blocks a read-ahead brings in after a one-block read). :func:`emulation_errors` compares a
 :class:`~diskmodel.model.fit.CalibrationResult` with it.
 
 :class:`ParametersDisk` is the same simulation as a calibration backend on a
@@ -51,6 +51,19 @@ def _zone_bounds_bytes(layout) -> np.ndarray:
     first = np.asarray(layout.zone_first_lbn, dtype=np.int64)
     end = np.r_[first[1:], layout.total_blocks]
     return np.stack([first, end], axis=1) * SECTOR_BYTES
+
+
+def _read_ahead_reach_blocks(params) -> int:
+    """The blocks a read-ahead brings into the segment after a one-block read, what a calibration's
+    segment probe sees (and what a calibrated Disk takes as both its segment and its read-ahead):
+    DiskSim's ``disk_buffer_get_max_readahead`` (src/disksim_diskcache.c) bounds it by the maximum
+    read-ahead where there is one, and the circular segment keeps at most a segment's worth
+    (``disk_buffer_segment_wrap``). Where the segment is larger than the maximum read-ahead, the rest
+    of it holds only a longer request's own blocks, which no one-block probe shows. Scheme 4 (DEC)
+    reads to the track's end and a track further, bounded by neither: the segment is kept there."""
+    seg = int(params.segment_size_blocks)
+    ra = int(params.max_read_ahead_blocks)
+    return min(ra, seg) if ra > 0 and int(params.read_ahead_scheme) != 4 else seg
 
 
 def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
@@ -109,7 +122,7 @@ def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
         "cylinder_skew_rev": weighted_median(cylinder_skew / spt),
         "surfaces": surfaces,
         "read_ahead": read_ahead,
-        "segment_bytes": int(params.segment_size_blocks) * SECTOR_BYTES if read_ahead else None,
+        "segment_bytes": _read_ahead_reach_blocks(params) * SECTOR_BYTES if read_ahead else None,
         "segments": int(params.buffer_segments) if read_ahead else None,
     }
 

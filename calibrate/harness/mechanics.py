@@ -7,8 +7,9 @@ that assumes adjacency (Skippy; Talagala et al. 2000) sees no rotation.
 So, as DIXtrac (Schindler & Ganger 1999) and Skippy do, the buffer is
 found first, and the rest is measured with patterns it cannot serve:
 
-* :func:`measure_buffer`: whether the block after a fresh read is served at
-  once (read-ahead), the segment size (the farthest stride still served once
+* :func:`measure_buffer` (:mod:`~diskmodel.calibrate.harness.buffer_probe`): whether
+  the block after a fresh read is served at once once the read-ahead has had a moment to
+  read it (read-ahead), the segment size (the farthest stride still served once
   the read-ahead has had time to get there; the time is filled with re-reads
   of the first block, which the buffer serves), and the number of segments
   (how many fresh reads the first one survives).
@@ -47,10 +48,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
 from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
-from diskmodel.model.units import KIB, MIB
+from diskmodel.model.units import MIB
 
 __all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
            "measure_rotation", "measure_tracks", "Quantity", "chain"]
@@ -68,151 +70,6 @@ class Quantity:
 
     def to_dict(self) -> dict:
         return {"value": self.value, "status": self.status, "detail": self.detail}
-
-
-def _fresh(meter: Meter, rng: np.random.Generator, room_bytes: int, low: bool = False) -> int:
-    """A random aligned offset with *room_bytes* after it (or before it, *low*) on the device."""
-    size, b = meter.size_bytes, meter.block_size_bytes
-    room = min(int(room_bytes), size - 2 * b)
-    o = int(rng.uniform(0, size - room - b)) // b * b
-    return o + room if low else o
-
-
-# ---------------------------------------------------------------------------
-# The buffer
-# ---------------------------------------------------------------------------
-
-@dataclass
-class BufferMeasurement:
-    """Read-ahead found or not; its segment size [bytes] and segments (None: not measured);
-    the time of a read served by the buffer [s]; a rough revolution [s] (a descending
-    read's time), or None where reads take under a millisecond."""
-
-    detected: bool
-    segment_bytes: int | None
-    segments: int | None
-    hit_s: float | None
-    rough_period_s: float | None
-    detail: str
-    reads: int = 0
-    bus_block_s: float = 0.0  # a hit's time per block more (the bus transfer of a block)
-
-
-def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5) -> BufferMeasurement:
-    """Find the read-ahead (see module doc), and a buffer hit's time; :func:`size_buffer` sizes it."""
-    b = meter.block_size_bytes
-    reads0 = meter.reads
-    fwd, back, again = [], [], []
-    for _ in range(locations):
-        o = _fresh(meter, rng, 4 * b)
-        t = meter.read_many([o, o + b, o], b, tag="buffer")
-        fwd.append(t[1])
-        again.append(t[2])
-        o = _fresh(meter, rng, 4 * b, low=True)
-        back.append(meter.read_many([o, o - b], b, tag="buffer")[1])
-    f, bk, hit = float(np.median(fwd)), float(np.median(back)), float(np.median(again))
-    rough = bk if bk > 1e-3 else None
-    if rough is None or not (f < 0.5 * bk and bk - f > 1e-3):
-        why = ("the block after a fresh read takes as long as the one before it "
-               f"({f * 1e3:.3f} ms against {bk * 1e3:.3f} ms): no read-ahead")
-        return BufferMeasurement(False, None, None, None, rough, why, meter.reads - reads0)
-    hit_s = min(f, hit)
-    # a hit of two blocks against one: the bus's time per block
-    o = _fresh(meter, rng, 8 * b)
-    meter.read(o, b, tag="buffer")
-    one = meter.read_many(np.full(6, o), b, tag="buffer")
-    two = meter.read_many(np.full(6, o), 2 * b, tag="buffer")
-    bus = max(float(np.median(two) - np.median(one)), 0.0)
-    detail = (f"read-ahead: the block after a fresh read takes {f * 1e3:.3f} ms, the one before it "
-              f"{bk * 1e3:.3f} ms")
-    return BufferMeasurement(True, None, None, hit_s, rough, detail, meter.reads - reads0, bus)
-
-
-def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement, rate_at, *,
-                max_segment_bytes: int = 32 * MIB, max_segments: int = 32) -> BufferMeasurement:
-    """The segment size and number of segments of a buffer :func:`measure_buffer` found
-    (``rate_at``: offsets -> bytes/s, the zone rates, to time the read-ahead)."""
-    b = meter.block_size_bytes
-    reads0 = meter.reads
-    hit_s, rough, detail = found.hit_s, found.rough_period_s, found.detail
-    threshold = math.sqrt(hit_s * rough)
-
-    def served(stride: int) -> bool:
-        """Is the block *stride* blocks after a fresh read served from the buffer, once the
-        read-ahead has had the time to get there? At two places, both served (a miss can be
-        fast); where one is not, at a third, two of three (a hit can be slow: a host outlier)."""
-        misses = 0
-        for place in range(3):
-            if place == 2 and misses == 0:
-                return True
-            o = _fresh(meter, rng, (stride + 2) * b)
-            meter.read(o, b, tag="buffer")
-            need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
-            if meter.can_idle():
-                # no request meanwhile: on some drives a request, even a hit, stops the read-ahead
-                # (DiskSim's read_ahead_on_idle_hit off)
-                meter.idle(need)
-            else:
-                count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
-                meter.read_many(np.full(count, o), b, tag="buffer")
-            if meter.read(o + stride * b, b, tag="buffer") > threshold:
-                misses += 1
-                if misses == 2:
-                    return False
-        return True
-
-    # Segment size: the farthest stride served, by doubling from 8 KiB, then bisection to 1/16.
-    lo, hi = 0, None
-    s = max(1, 8 * KIB // b)
-    while s * b <= max_segment_bytes:
-        if not served(s):
-            hi = s
-            break
-        lo = s
-        s *= 2
-    if hi is None:
-        seg_bytes = None
-        detail += f"; every stride up to {max_segment_bytes // MIB} MiB was served: segment larger than that"
-    else:
-        while lo and hi - lo > max(1, lo // 16):
-            mid = (lo + hi) // 2
-            if served(mid):
-                lo = mid
-            else:
-                hi = mid
-        seg_bytes = (lo + 1) * b if lo else b
-        detail += (f"; the read-ahead serves strides up to {lo * b} bytes, not {hi * b}: segment "
-                   f"{seg_bytes} bytes")
-    # Segments: how many fresh reads (far apart) the first one's data survives.
-    span = max(seg_bytes or MIB, MIB) * 4
-
-    def survives(n: int) -> bool:
-        offs = [_fresh(meter, rng, span) for _ in range(n + 1)]
-        t = meter.read_many(np.array(offs + [offs[0]], dtype=np.int64), b, tag="buffer")
-        return t[-1] < threshold
-
-    lo, hi = 0, None
-    n = 1
-    while n <= max_segments:
-        if not survives(n):
-            hi = n
-            break
-        lo = n
-        n *= 2
-    if hi is None:
-        segments = None
-        detail += f"; a read's data survived {max_segments} other reads: more than {max_segments} segments"
-    else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if survives(mid):
-                lo = mid
-            else:
-                hi = mid
-        segments = lo + 1  # its own and lo others
-        detail += f"; a read's data survives {lo} other reads, not {hi}: {segments} segments"
-    return BufferMeasurement(True, seg_bytes, segments, hit_s, rough, detail, found.reads + meter.reads - reads0,
-                             found.bus_block_s)
 
 
 # ---------------------------------------------------------------------------
@@ -241,41 +98,52 @@ class RotationMeasurement:
     transfer_samples_s: list = field(default_factory=list)
 
 
-def _beyond(meter: Meter, buffer: BufferMeasurement, o: int, reads: int, stride: int) -> int:
-    """A start for the next forward chain past a chain of *reads* + 1 at *stride* from *o*, and past
-    what the buffer may hold from it: its first read is then a fresh one."""
-    b = meter.block_size_bytes
-    segment = (buffer.segment_bytes or 64 * MIB) if buffer.detected else 0
-    return o + (reads + 2) * stride * b + segment + 16 * b
+def _below(meter: Meter, low: int, reads: int, stride: int) -> int:
+    """The start of a forward chain of *reads* + 1 at *stride* that ends below *low*, the lowest
+    block read so far: a read-ahead runs forward from what was read, so no segment holds any of its
+    blocks, whatever the segment's size (still unknown here), and it stays beside the chains before
+    it, in their zone."""
+    return low - (reads * stride + 16) * meter.block_size_bytes
 
 
 def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
-    """The least forward stride whose read waits for its sector on the same track (not a buffer
-    hit, not a revolution missed), doubled for a guard; and the floor of a same-track read."""
-    s = 1
+    """The least forward stride whose read waits for its sector on the same track (a miss that
+    catches it: not a buffer hit, not a revolution missed), doubled for a guard; and the floor of a
+    same-track read from the media (the command overhead of a miss and a block's passage).
+
+    Where the drive reads ahead, the shorter strides are hits, or misses asked for while the
+    read-ahead passes their block, which wait a revolution; past them, a miss's command overhead
+    (DiskSim's overhead of a read miss, which may differ from a hit's) leaves the head before its
+    sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
+    so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
+    first caught stride is then found to the block by bisection from the last one that lost a
+    revolution, and the least of its reads is the floor. Where a drive reads ahead with no such
+    stride in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a
+    hit (it can take less): the floor is then a hit's time, and the last value returned is False."""
+    hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
+    s, missed = 1, None
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
+        o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
-        o = _beyond(meter, buffer, o, chain_reads, s)
         med = float(np.median(t))
-        if buffer.detected:
-            if med > buffer.hit_s + 0.1e-3 and med < 0.5 * rough:
-                return 2 * s, buffer.hit_s, o
-        elif med < 0.5 * rough:
-            # the first stride not missed, found to the block by bisection: the least of its
-            # reads is a same-track read's floor (the command overhead and a block's passage)
-            lo, hi, best = s // 2, s, t
+        if med >= 0.5 * rough:
+            missed = s
+        elif missed is not None or med > hit_limit:
+            if missed is None and buffer.detected:
+                return 2 * s, buffer.hit_s, o, False
+            lo, hi, best = (missed if missed is not None else s // 2), s, t
             while hi - lo > 1:
                 mid = (lo + hi) // 2
+                o = _below(meter, o, chain_reads, mid)
                 tm = chain(meter, o, mid, chain_reads, "rotation")
-                o = _beyond(meter, buffer, o, chain_reads, mid)
                 if float(np.median(tm)) < 0.5 * rough:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return 2 * s, float(np.min(best[best < 0.5 * rough])), o
+            return 2 * s, float(np.min(best[best < 0.5 * rough])), o, True
         s *= 2
-    return None, None, o
+    return None, None, o, False
 
 
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
@@ -309,7 +177,8 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
             x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, floor, cursor = _forward_start(meter, buffer, o + b * 8, chain_reads, rough)
+            s1, floor, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+                                                           rough)
             if s1 is None:
                 failed += 1
                 if failed >= min_starts and not periods:
@@ -320,8 +189,9 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             s2 = s1 + max(4, int(n_track / 8))
             if (s2 * x_rough) > 0.6 * rough:
                 s2 = s1 + max(2, int(0.3 * rough / x_rough))
+            cursor = _below(meter, cursor, n, s1)
             f1 = chain(meter, cursor, s1, n, "rotation")
-            f2 = chain(meter, _beyond(meter, buffer, cursor, n, s1), s2, n, "rotation")
+            f2 = chain(meter, _below(meter, cursor, n, s2), s2, n, "rotation")
         except ChainDoesNotFit:
             # the strides the host's jitter asks for (a busy host, a small device) span more than the
             # device: no period from this start point, as for one where no stride waited less than a turn
@@ -341,7 +211,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         period = float(np.median(back)) + x - m1 + s1 * x
         points.append(o)
         periods.append(period)
-        floors.append(floor)
+        floors.append((floor, from_media))
         xs.append(x)
         gaps.append(s1 * x - m1)
     used = meter.used_s - spent0
@@ -353,13 +223,16 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     p = np.asarray(periods)
     period = float(np.median(p))
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
-    how = ("the floor of a same-track read is a buffer hit's time" if buffer.detected
-           else "the floor of a same-track read from the forward drop")
+    # the media's floor where any start point told caught misses from hits, else a hit's time
+    media = [f for f, m in floors if m]
+    floor = float(np.median(media or [f for f, _ in floors]))
+    how = ("the floor of a same-track read from the forward drop" if media
+           else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
-        period, bse, p.tolist(), float(np.median(floors)), float(np.median(xs)), points,
+        period, bse, p.tolist(), floor, float(np.median(xs)), points,
         f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
-        meter.reads - reads0, float(np.median(gaps)), ESTIMATED if buffer.detected else MEASURED, used, stopped,
+        meter.reads - reads0, float(np.median(gaps)), MEASURED if media else ESTIMATED, used, stopped,
         xs)
 
 
@@ -500,7 +373,7 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
 
 
 def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float) -> Quantity:
-    if buffer.detected:
+    if rotation.overhead_status == ESTIMATED:
         return Quantity(max(rotation.overhead_s - buffer.bus_block_s, 0.0), ESTIMATED,
                         f"a buffer hit's time less its bus transfer ({buffer.bus_block_s * 1e6:.2f} us a block): "
                         "the overhead of a hit, taken as a miss's")
@@ -517,11 +390,13 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
     b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
-    # the same-track floor is the command overhead and a block's passage; a buffer hit's time
-    # is the command overhead and the block's bus transfer
-    same_track = floor0 - buffer.bus_block_s + x if buffer.detected else floor0
-    status = ESTIMATED if buffer.detected else MEASURED
-    hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if buffer.detected else ""
+    # the same-track floor: a miss's command overhead and a block's passage (_forward_start), or
+    # where no caught miss was told from a hit, a hit's time: the command overhead and the block's
+    # bus transfer
+    estimated = rotation.overhead_status == ESTIMATED
+    same_track = floor0 - buffer.bus_block_s + x if estimated else floor0
+    status = ESTIMATED if estimated else MEASURED
+    hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if estimated else ""
     if by_position is not None:
         kinds, origins, strides = by_position
         lows, highs, chains_read, told = descending_by_position(

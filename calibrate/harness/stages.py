@@ -65,6 +65,7 @@ ZONE_MIN_LOCATIONS = 16           # zcav locations, whatever the budget
 ZONE_REPEATS = 2                  # pairs (one block, long read) per location
 ZONE_MIN_TRANSFER_S = 0.02        # a zone read is long enough to transfer for at least this long
 ZONE_END_CONFIRMED = 2            # locations of an end zone measured again (the zone fit's min_size)
+ZONE_END_STRETCH = 4              # an end zone's location is measured again over this many times its stretch
 SEEK_DISTANCES = 48               # design distances of the seek curve
 SEEK_MIN_ROUNDS = 3               # rounds of one pair per distance, whatever the budget
 
@@ -334,12 +335,19 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     noise = repeat_noise(_halves(rates))
     zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
     again = _lone_ends(locs, zones)
-    if again.size and meter.can_afford(4 * repeats, b, "zones") and meter.can_afford(2 * repeats, length, "zones"):
+    # measured again over ZONE_END_STRETCH times the stretch: one track change more or fewer than the
+    # stretch's share then moves its rate that many times less, so a zone made by the first stretch's
+    # quantisation (two neighbours that each crossed one change fewer) does not show itself twice
+    more_repeats = ZONE_END_STRETCH * repeats
+    if again.size and meter.can_afford(2 * more_repeats * again.size, b, "zones") \
+            and meter.can_afford(more_repeats * again.size, length, "zones"):
         step = length + 6 * b
         for i in again:
             # fresh blocks beside the first stretch, inside the device: below it, or above it at the start
-            o = int(locs[i]) - repeats * step if int(locs[i]) >= repeats * step else int(locs[i]) + repeats * step
-            more = _rate_at(meter, o, length, repeats, agree=agree, max_repeats=repeats, baselines=baselines)
+            o = (int(locs[i]) - repeats * step if int(locs[i]) >= (repeats + more_repeats) * step
+                 else int(locs[i]) + (more_repeats + 1) * step)
+            more = _rate_at(meter, o, length, more_repeats, agree=agree, max_repeats=more_repeats,
+                            baselines=baselines)
             if np.isfinite(more).any():
                 again_rate = np.sum(np.isfinite(more)) / np.nansum(1.0 / more)
                 nearest = rate[np.argsort(np.abs(locs - locs[i]))[1]]

@@ -1,0 +1,170 @@
+"""The drive's buffer: whether it reads ahead, its segment and its segments, found with patterns of
+one-block reads as DIXtrac does (Schindler & Ganger 1999); see :mod:`diskmodel.calibrate.harness.mechanics`,
+whose stages measure the rest with patterns this buffer cannot serve.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from diskmodel.calibrate.harness.meter import Meter
+from diskmodel.model.units import KIB, MIB
+
+__all__ = ["BufferMeasurement", "measure_buffer", "size_buffer"]
+
+
+def _fresh(meter: Meter, rng: np.random.Generator, room_bytes: int, low: bool = False) -> int:
+    """A random aligned offset with *room_bytes* after it (or before it, *low*) on the device."""
+    size, b = meter.size_bytes, meter.block_size_bytes
+    room = min(int(room_bytes), size - 2 * b)
+    o = int(rng.uniform(0, size - room - b)) // b * b
+    return o + room if low else o
+
+
+# ---------------------------------------------------------------------------
+# The buffer
+# ---------------------------------------------------------------------------
+
+@dataclass
+class BufferMeasurement:
+    """Read-ahead found or not; its segment size [bytes] and segments (None: not measured);
+    the time of a read served by the buffer [s]; a rough revolution [s] (a descending
+    read's time), or None where reads take under a millisecond."""
+
+    detected: bool
+    segment_bytes: int | None
+    segments: int | None
+    hit_s: float | None
+    rough_period_s: float | None
+    detail: str
+    reads: int = 0
+    bus_block_s: float = 0.0  # a hit's time per block more (the bus transfer of a block)
+
+
+def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5) -> BufferMeasurement:
+    """Find the read-ahead (see module doc), and a buffer hit's time; :func:`size_buffer` sizes it."""
+    b = meter.block_size_bytes
+    reads0 = meter.reads
+    fwd, back, again = [], [], []
+    for _ in range(locations):
+        o = _fresh(meter, rng, 4 * b, low=True)
+        back.append(meter.read_many([o, o - b], b, tag="buffer")[1])
+    bk = float(np.median(back))
+    # The next block is asked for once the read-ahead has had the time to read it (DIXtrac's delay):
+    # a request for the block under the head, not yet read, is a miss that waits a revolution
+    # (disk_buffer_check_read_segments: a hit only on blocks read, "almost read hits" aside), and a
+    # one-block read completes before the read-ahead has read the next block on a slow platter.
+    settle = bk / 8 if bk > 1e-3 and meter.can_idle() else 0.0
+    for _ in range(locations):
+        o = _fresh(meter, rng, 4 * b)
+        meter.read(o, b, tag="buffer")
+        if settle:
+            meter.idle(settle)
+        t = meter.read_many([o + b, o], b, tag="buffer")
+        fwd.append(t[0])
+        again.append(t[1])
+    f, hit = float(np.median(fwd)), float(np.median(again))
+    rough = bk if bk > 1e-3 else None
+    if rough is None or not (f < 0.5 * bk and bk - f > 1e-3):
+        why = ("the block after a fresh read takes as long as the one before it "
+               f"({f * 1e3:.3f} ms against {bk * 1e3:.3f} ms): no read-ahead")
+        return BufferMeasurement(False, None, None, None, rough, why, meter.reads - reads0)
+    hit_s = min(f, hit)
+    # a hit of two blocks against one: the bus's time per block
+    o = _fresh(meter, rng, 8 * b)
+    meter.read(o, b, tag="buffer")
+    one = meter.read_many(np.full(6, o), b, tag="buffer")
+    two = meter.read_many(np.full(6, o), 2 * b, tag="buffer")
+    bus = max(float(np.median(two) - np.median(one)), 0.0)
+    detail = (f"read-ahead: the block after a fresh read takes {f * 1e3:.3f} ms, the one before it "
+              f"{bk * 1e3:.3f} ms")
+    return BufferMeasurement(True, None, None, hit_s, rough, detail, meter.reads - reads0, bus)
+
+
+def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement, rate_at, *,
+                max_segment_bytes: int = 32 * MIB, max_segments: int = 32) -> BufferMeasurement:
+    """The segment size and number of segments of a buffer :func:`measure_buffer` found
+    (``rate_at``: offsets -> bytes/s, the zone rates, to time the read-ahead)."""
+    b = meter.block_size_bytes
+    reads0 = meter.reads
+    hit_s, rough, detail = found.hit_s, found.rough_period_s, found.detail
+    threshold = math.sqrt(hit_s * rough)
+
+    def served(stride: int) -> bool:
+        """Is the block *stride* blocks after a fresh read served from the buffer, once the
+        read-ahead has had the time to get there? At two places, both served (a miss can be
+        fast); where one is not, at a third, two of three (a hit can be slow: a host outlier)."""
+        misses = 0
+        for place in range(3):
+            if place == 2 and misses == 0:
+                return True
+            o = _fresh(meter, rng, (stride + 2) * b)
+            meter.read(o, b, tag="buffer")
+            need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
+            if meter.can_idle():
+                # no request meanwhile: on some drives a request, even a hit, stops the read-ahead
+                # (DiskSim's read_ahead_on_idle_hit off)
+                meter.idle(need)
+            else:
+                count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
+                meter.read_many(np.full(count, o), b, tag="buffer")
+            if meter.read(o + stride * b, b, tag="buffer") > threshold:
+                misses += 1
+                if misses == 2:
+                    return False
+        return True
+
+    # Segment size: the farthest stride served, by doubling from 8 KiB, then bisection to 1/16.
+    lo, hi = 0, None
+    s = max(1, 8 * KIB // b)
+    while s * b <= max_segment_bytes:
+        if not served(s):
+            hi = s
+            break
+        lo = s
+        s *= 2
+    if hi is None:
+        seg_bytes = None
+        detail += f"; every stride up to {max_segment_bytes // MIB} MiB was served: segment larger than that"
+    else:
+        while lo and hi - lo > max(1, lo // 16):
+            mid = (lo + hi) // 2
+            if served(mid):
+                lo = mid
+            else:
+                hi = mid
+        seg_bytes = (lo + 1) * b if lo else b
+        detail += (f"; the read-ahead serves strides up to {lo * b} bytes, not {hi * b}: segment "
+                   f"{seg_bytes} bytes")
+    # Segments: how many fresh reads (far apart) the first one's data survives.
+    span = max(seg_bytes or MIB, MIB) * 4
+
+    def survives(n: int) -> bool:
+        offs = [_fresh(meter, rng, span) for _ in range(n + 1)]
+        t = meter.read_many(np.array(offs + [offs[0]], dtype=np.int64), b, tag="buffer")
+        return t[-1] < threshold
+
+    lo, hi = 0, None
+    n = 1
+    while n <= max_segments:
+        if not survives(n):
+            hi = n
+            break
+        lo = n
+        n *= 2
+    if hi is None:
+        segments = None
+        detail += f"; a read's data survived {max_segments} other reads: more than {max_segments} segments"
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if survives(mid):
+                lo = mid
+            else:
+                hi = mid
+        segments = lo + 1  # its own and lo others
+        detail += f"; a read's data survives {lo} other reads, not {hi}: {segments} segments"
+    return BufferMeasurement(True, seg_bytes, segments, hit_s, rough, detail, found.reads + meter.reads - reads0,
+                             found.bus_block_s)
