@@ -128,7 +128,8 @@ def test_real_time_backend_with_a_2_s_budget_is_refused_up_front():
         message = str(exc)
         assert message.startswith("budget_s=2 is too small")
         assert f"at least ~{exc.minimum_s:g} s of device time" in message
-        assert f"{reads} reads of about 0.05 s each" in message
+        assert exc.per_read_s == pytest.approx(0.05, rel=0.05)  # a sleep overshoots by a little
+        assert f"{reads} reads of about {exc.per_read_s:.2g} s each" in message
         assert message.endswith(f"raise it to at least {exc.minimum_s:g}")
         assert "\n" not in message
     else:  # a calibration that fits must hold the budget
@@ -413,3 +414,38 @@ def test_rotation_chains_longer_than_a_small_device_find_no_rotation_rather_than
     # the start points whose chains did not fit gave no period; the others' periods are the noise's, which
     # the calibration's plausibility check judges (a flat device: no mechanical seek)
     assert len(got.period_samples_s) < 6
+
+
+class _HiccupFirstSmallReads(Virtual):
+    """A flash-like device whose first *hiccups* one-block reads each take 10 ms (a host's hiccup), longer than
+    any read of it transfers: the zones' pilot sees no transfer rate in its first rounds."""
+
+    def __init__(self, hiccups):
+        super().__init__(latency_s=1e-4, rate=1e9)
+        self.hiccups = hiccups
+        self.small_reads = 0
+
+    def read_many(self, offsets, length_bytes):
+        t = super().read_many(offsets, length_bytes)
+        if length_bytes == self.block_size_bytes:
+            for k in range(len(t)):
+                if self.small_reads < self.hiccups:
+                    t[k] = 10e-3
+                self.small_reads += 1
+        return t
+
+
+def test_the_zone_pilot_tries_again_at_its_longest_read_before_giving_up():
+    """At the longest read the pilot may make (the device's largest whole request), a round whose one-block
+    reads all hiccuped is tried again; before, one such round stopped the calibration with "could not measure
+    a transfer rate". A device whose one-block reads never come out shorter is still refused."""
+    from diskmodel.calibrate.harness.stages import measure_zones
+
+    dev = _HiccupFirstSmallReads(hiccups=15)  # every one-block read of the first round
+    dev.max_request_bytes = 512 * 1024
+    got = measure_zones(Meter(dev, budget_s=60.0), np.random.default_rng(0), budget_s=5.0, rotation_period_s=None)
+    assert np.nanmedian(got.rates_bytes_per_s) == pytest.approx(1e9, rel=0.2)
+    never = _HiccupFirstSmallReads(hiccups=10**9)
+    never.max_request_bytes = 512 * 1024
+    with pytest.raises(ValueError, match="could not measure a transfer rate"):
+        measure_zones(Meter(never, budget_s=60.0), np.random.default_rng(0), budget_s=5.0, rotation_period_s=None)
