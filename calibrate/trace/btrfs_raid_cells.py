@@ -9,12 +9,10 @@ and mounts again (empty caches), then traces the workload and ``sync(2)``.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from .fs_cells import _THEN_SYNC, FS_WORKLOADS, MEMORY_LIMITS, FsWorkload, _mount, _setup, _umount
+from .fs_cells import FS_WORKLOADS, MEMORY_LIMITS, FsWorkload, trace_workload
 from .host_cells import _image, _loop, _run
-from .record import record
 
 __all__ = ["RAID_PROFILES", "MEMBER_BYTES", "btrfs_raid_rows", "run_btrfs_raid_cell", "predict_btrfs_raid_cell"]
 
@@ -24,7 +22,6 @@ MEMBER_BYTES = 8 << 30  # each loop device (sparse); two of them
 
 def run_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str = "nolimit"):
     """(BlockTrace of both loop devices, [their names], read_ahead_kb of the first)."""
-    from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.harness.interrupts import handle_signals
 
@@ -36,28 +33,10 @@ def run_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str = "nolimit"):
         folder = run.temp_dir("btrfsraid-")
         devs = [_loop(run, _image(folder / f"image{k}", MEMBER_BYTES, zero=False)) for k in range(2)]
         _run(["mkfs.btrfs", "-q", "-f", "-d", profile, "-m", profile, *devs])
-        mnt = folder / "mnt"
-        mnt.mkdir()
-        options = (f"device={devs[1]}",)
-        res = _mount(run, devs[0], mnt, options)
-        argv = _setup(w, mnt, folder)
-        _umount(run, mnt, res)
-        _mount(run, devs[0], mnt, options)
+        trace = trace_workload(run, devs, folder, w, (f"device={devs[1]}",), memory,
+                               f"btrfs {profile}/{w.name}/{memory}")
         names = [os.path.basename(d) for d in devs]
         ra_kb = int(Path(f"/sys/block/{names[0]}/queue/read_ahead_kb").read_text())
-        limit = MEMORY_LIMITS[memory]
-        cgroup = MemoryCgroup(limit, name=f"diskmodel-iopath-{os.getpid()}") if limit else None
-        if cgroup is not None:
-            cgroup.create()
-        try:
-            traced = [sys.executable, "-c", _THEN_SYNC, str(len(argv)), *argv]
-            trace, status = record(traced, devs, say=lambda line: None,
-                                   cgroup_procs=cgroup.procs_file if cgroup is not None else None)
-        finally:
-            if cgroup is not None:
-                cgroup.remove()
-        if status != 0:
-            raise RuntimeError(f"{argv[0]} failed on btrfs {profile}/{w.name}/{memory} (exit {status})")
     return trace, names, ra_kb
 
 

@@ -145,10 +145,41 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
     return [sys.executable, "-c", _SMALL_FILES, w.params["op"], str(mnt), str(SMALL_FILES)]
 
 
+def trace_workload(run, devs: list[str], folder: Path, w: FsWorkload, mount_options: tuple[str, ...],
+                   memory: str, label: str):
+    """The BlockTrace of *devs* while workload *w* runs on the file system of *devs* (mounted from the first,
+    with *mount_options*, at ``folder/mnt``): what it finds made first, then unmounted and mounted again so
+    that it starts with empty caches, then traced with ``sync(2)`` after it, in a memory cgroup of
+    *memory*'s limit where it has one. A failed workload or an OOM kill in the cgroup is an error naming
+    *label*."""
+    from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
+
+    mnt = folder / "mnt"
+    mnt.mkdir()
+    res = _mount(run, devs[0], mnt, mount_options)
+    argv = _setup(w, mnt, folder)
+    _umount(run, mnt, res)  # empties the file system's caches and the device's (see the module docstring)
+    _mount(run, devs[0], mnt, mount_options)
+    limit = MEMORY_LIMITS[memory]
+    cgroup = MemoryCgroup(limit, name=f"diskmodel-iopath-{os.getpid()}") if limit else None
+    if cgroup is not None:
+        cgroup.create()
+    try:
+        traced = [sys.executable, "-c", _THEN_SYNC, str(len(argv)), *argv]
+        trace, status = record(traced, devs, say=lambda line: None,
+                               cgroup_procs=cgroup.procs_file if cgroup is not None else None)
+        oom = cgroup.oom_kills() if cgroup is not None else 0
+    finally:
+        if cgroup is not None:
+            cgroup.remove()
+    if status != 0 or oom:
+        raise RuntimeError(f"{argv[0]} failed on {label} (exit {status}, {oom} OOM kills)")
+    return trace
+
+
 def run_fs_cell(kind: str, w: FsWorkload, memory: str, mount_options: tuple[str, ...] = ()):
     """(BlockTrace, the traced device's name, its read_ahead_kb) of one cell; the file system mounted
     with *mount_options* (each one option, e.g. ``data=journal``)."""
-    from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.harness.interrupts import handle_signals
 
@@ -161,28 +192,9 @@ def run_fs_cell(kind: str, w: FsWorkload, memory: str, mount_options: tuple[str,
         folder = run.temp_dir("fscell-")
         dev = _loop(run, _image(folder / "image", device_bytes(kind), zero=False))
         _run(MKFS[kind] + [dev])
-        mnt = folder / "mnt"
-        mnt.mkdir()
-        res = _mount(run, dev, mnt, mount_options)
-        argv = _setup(w, mnt, folder)
-        _umount(run, mnt, res)  # empties the file system's caches and the device's (see the module docstring)
-        _mount(run, dev, mnt, mount_options)
+        trace = trace_workload(run, [dev], folder, w, mount_options, memory, f"{kind}/{w.name}/{memory}")
         name = os.path.basename(dev)
         ra_kb = int(Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text())
-        limit = MEMORY_LIMITS[memory]
-        cgroup = MemoryCgroup(limit, name=f"diskmodel-iopath-{os.getpid()}") if limit else None
-        if cgroup is not None:
-            cgroup.create()
-        try:
-            traced = [sys.executable, "-c", _THEN_SYNC, str(len(argv)), *argv]
-            trace, status = record(traced, [dev], say=lambda line: None,
-                                   cgroup_procs=cgroup.procs_file if cgroup is not None else None)
-            oom = cgroup.oom_kills() if cgroup is not None else 0
-        finally:
-            if cgroup is not None:
-                cgroup.remove()
-        if status != 0 or oom:
-            raise RuntimeError(f"{argv[0]} failed on {kind}/{w.name}/{memory} (exit {status}, {oom} OOM kills)")
     return trace, name, ra_kb
 
 
