@@ -164,19 +164,19 @@ class DiskRegion:
         if not isinstance(other, DiskRegion) or other.disk is not self.disk:
             raise ValueError(f"other must be a DiskRegion of the same disk (got {show(other)})")
         # kept per pair of regions (a volume keeps its regions, and a fit asks the same pair once per
-        # evaluation); the region itself is held, so its id is not another's
-        known = self._seeks_to.get(id(other))
-        if known is None or known[0] is not other:
+        # evaluation); regions compare and hash by identity (eq=False)
+        known = self._seeks_to.get(other)
+        if known is None:
             distance, pmf = _distance_pmf(self.cylinder_weights, self.first_cylinder,
                                           other.cylinder_weights, other.first_cylinder)
             if len(self._seeks_to) >= _SEEKS_KEPT:
                 self._seeks_to.clear()
-            known = self._seeks_to[id(other)] = (other, float(pmf @ self.disk.seek_time_s(distance)))
-        return known[1]
+            known = self._seeks_to[other] = float(pmf @ self.disk.seek_time_s(distance))
+        return known
 
     @functools.cached_property
     def _seeks_to(self) -> dict:
-        """:meth:`seek_time_to_s`'s answers: id of the other region -> (that region, seek [s])."""
+        """:meth:`seek_time_to_s`'s answers: the other region -> the seek [s]."""
         return {}
 
 
