@@ -16,9 +16,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from _helpers import assert_one_error_line
 from diskmodel.calibrate.cli import main
+from diskmodel.model.predictions.intervals import DEFAULT_DRAWS
 
 DISKMODEL = [sys.executable, "-m", "diskmodel.calibrate.cli"]
 
@@ -195,11 +197,16 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     assert part["parts_s"]["busy_s.sda"] == pytest.approx(part["elapsed_s"], rel=0.05)
     # the job's time has an interval from the flat model's mean latency (standard error std / sqrt(n)) and from
     # its own 2048 requests' latencies, drawn from the measured spread (std / sqrt(2048) of the mean): at most
-    # as wide, relatively, as both together (a loaded host widens the measured spread, and so the interval)
+    # as wide, relatively, as both together (a loaded host widens the measured spread, and so the interval).
+    # The interval is the point +- Student's t times the sample deviation of a few draws, so its width is
+    # bounded by the t quantile and the sample deviation's own 99.9 % bound (chi-squared), not by 1.96 sigma.
     lower, upper = part["intervals_95"]["elapsed_s"]
     assert lower <= part["elapsed_s"] <= upper
     spread = model["std_s"] / model["mean_s"]
-    assert upper - lower <= 2 * 1.96 * spread * math.sqrt(1 / model["n"] + 1 / 2048) * part["elapsed_s"] + 1e-6
+    dof = DEFAULT_DRAWS - 1
+    widest_sd = math.sqrt(stats.chi2.ppf(0.999, dof) / dof)
+    sigma = spread * math.sqrt(1 / model["n"] + 1 / 2048) * part["elapsed_s"]
+    assert upper - lower <= 2 * stats.t.ppf(0.975, dof) * widest_sd * sigma + 1e-6
     assert out["latency_s"] == pytest.approx(model["mean_s"] + (4096 - data["block_size_bytes"]) * model["per_byte_s"],
                                              rel=0.05)
     assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive

@@ -41,6 +41,32 @@ class BufferMeasurement:
     detail: str
     reads: int = 0
     bus_block_s: float = 0.0  # a hit's time per block more (the bus transfer of a block)
+    no_revolution_why: str = ""  # why the descending reads gave no rough revolution, where they did not
+
+
+# The interquartile spread of descending reads past which their waits are taken for the host's stalls: every
+# such read on a rotating drive waits for the same sector to come round (a revolution less the blocks and the
+# overheads passed), so only the host's gap between requests spreads them, a small part of a revolution.
+_REVOLUTION_SPREAD = 0.25
+
+
+def _spread(times) -> float:
+    """The interquartile range of *times*."""
+    q25, q75 = np.percentile(times, [25, 75])
+    return float(q75 - q25)
+
+
+def _confirm_revolution(meter: Meter, rng: np.random.Generator, back: list, locations: int):
+    """The descending reads again at as many fresh places, with the first ones: their median and
+    interquartile spread. A drive's descending read waits about a revolution every time; a flash device
+    under a busy host waits over a millisecond only when a stall meets it, so a median past a millisecond
+    from a few reads that disagree is confirmed on twice as many before it is taken for a revolution."""
+    b = meter.block_size_bytes
+    back = list(back)
+    for _ in range(locations):
+        o = _fresh(meter, rng, 4 * b, low=True)
+        back.append(meter.read_many([o, o - b], b, tag="buffer")[1])
+    return back, float(np.median(back)), _spread(back)
 
 
 def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5) -> BufferMeasurement:
@@ -52,6 +78,12 @@ def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5
         o = _fresh(meter, rng, 4 * b, low=True)
         back.append(meter.read_many([o, o - b], b, tag="buffer")[1])
     bk = float(np.median(back))
+    if bk > 1e-3 and _spread(back) > _REVOLUTION_SPREAD * bk:
+        back, bk, spread = _confirm_revolution(meter, rng, back, locations)
+        if spread > _REVOLUTION_SPREAD * bk:
+            why = (f"the reads of the block before the last one spread over {spread * 1e3:.3f} ms (interquartile) "
+                   f"about their median {bk * 1e3:.3f} ms: the host's stalls, not a revolution")
+            return BufferMeasurement(False, None, None, None, None, why, meter.reads - reads0, no_revolution_why=why)
     # The next block is asked for once the read-ahead has had the time to read it (DIXtrac's delay):
     # a request for the block under the head, not yet read, is a miss that waits a revolution
     # (disk_buffer_check_read_segments: a hit only on blocks read, "almost read hits" aside), and a

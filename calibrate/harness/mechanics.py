@@ -155,9 +155,9 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     reads0, spent0 = meter.reads, meter.used_s
     rough = buffer.rough_period_s
     if rough is None:
-        return RotationMeasurement(None, None, [], None, None, [],
-                                   f"no rotation: a read of the block before the last one takes under 1 ms "
-                                   f"({buffer.detail})", meter.reads - reads0)
+        why = buffer.no_revolution_why or (f"a read of the block before the last one takes under 1 ms "
+                                           f"({buffer.detail})")
+        return RotationMeasurement(None, None, [], None, None, [], f"no rotation: {why}", meter.reads - reads0)
     periods, floors, xs, gaps, points = [], [], [], [], []
     grid = (np.arange(starts) + rng.uniform(0.1, 0.6, starts)) / starts
     stopped = ""
@@ -209,6 +209,10 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         if not 0 < x < 0.5 * rough / max(s1, 1):
             continue
         period = float(np.median(back)) + x - m1 + s1 * x
+        if period < 0.5 * rough:
+            # a descending read waits most of a revolution (past its command overhead), so a period under
+            # half of its wait is the host's noise about a device that does not turn
+            continue
         points.append(o)
         periods.append(period)
         floors.append((floor, from_media))
@@ -282,7 +286,10 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         o = min(start + 64 * MIB + j * b, meter.size_bytes - (steps + 2) * s * b)
         t = chain(meter, o, s, steps, "tracks")
         base = float(np.median(t))
-        jitter = max(jitter, 2 * float(np.subtract(*np.percentile(t[np.abs(t - base) < 0.02 * period], [75, 25]))))
+        near = t[np.abs(t - base) < 0.02 * period]
+        # the host's jitter from the reads that waited alike (the median's); all of them when too few did
+        near = near if near.size >= 4 else t
+        jitter = max(jitter, 2 * float(np.subtract(*np.percentile(near, [75, 25]))))
         dev = (t - base + 0.1 * period) % period - 0.1 * period
         labels_per_chain.append(dev)
         tracks_per_step.append(s / n_track)
