@@ -121,6 +121,8 @@ class Journal:
         kind = self.p.kind
         if kind in ("ext3", "ext4"):
             self._jbd2(t)
+            if hasattr(self.alloc, "committed"):  # the blocks the transaction freed (fs_mballoc)
+                self.alloc.committed()
         elif kind == "xfs":
             self._xfs(t)
         else:

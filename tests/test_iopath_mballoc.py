@@ -1,0 +1,73 @@
+"""ext2/ext3 block allocation with free space (model/iopath/fs_mballoc.py) against Linux 6.18's
+ext4_mballoc_alloc tracepoint."""
+
+from __future__ import annotations
+
+from diskmodel.model.iopath.fs_layout import FsParams
+from diskmodel.model.iopath.fs_mballoc import MballocAllocator
+
+# The first 23 allocations (result: first block, blocks) the ext4_mballoc_alloc tracepoint showed
+# for PostMark test3 (400 files of 100-300 KB written 512 bytes at a time) on a fresh 1 GiB ext2
+# with 4 KiB blocks on the host: the locality group's preallocation (585/512), each file's first
+# indirect block (one block, criterion CR_GOAL_LEN_FAST: 1097, 1098, 1099, then 1222, 1223, 1306,
+# 1307, the holes that closed files' preallocations left, the exact one-block ones first) and its
+# windows (32 and 96 blocks; the second file's first window at 1184, in what the first file's
+# preallocation left untaken).
+TRACED = [(585, 512), (1097, 1), (1120, 32), (1152, 32), (1184, 96), (1098, 1), (1184, 32), (1248, 32),
+          (1280, 96), (1099, 1), (1280, 32), (1222, 1), (1344, 32), (1376, 32), (1408, 96), (1223, 1),
+          (1408, 32), (1306, 1), (1472, 32), (1504, 32), (1307, 1), (1536, 32), (1568, 32)]
+# The files' sizes in blocks, as the trace implies them: the first ends at block 1221 (1222 is
+# free for the fourth file's indirect block), the third at 1305; the second and fourth reach their
+# block 64 (a 96-block window); the fifth stays in its first window, the sixth and seventh in their
+# second.
+SIZES = (70, 70, 26, 70, 30, 60, 60)
+
+
+class _Logged(MballocAllocator):
+    def __init__(self, p):
+        super().__init__(p)
+        self.log = []
+
+    def _find(self, need, goal_group):
+        got = super()._find(need, goal_group)
+        self.log.append(got)
+        return got
+
+
+def _write_files(a, sizes):
+    """Files written a block at a time, as ext4_ind_map_blocks allocates them: the first indirect
+    block (its goal the file's block 11) before the file's block 12."""
+    for ino, size in enumerate(sizes):
+        where = {}
+        for fb in range(size):
+            if fb == 12:
+                a.meta_block(where[11])
+            (where[fb], _), = a.block_mapped(0, fb, 1, None, owner=ino)
+
+
+def test_allocations_as_the_ext4_mballoc_alloc_tracepoint_showed():
+    a = _Logged(FsParams("ext2", 1 << 30))
+    _write_files(a, SIZES)
+    assert a.log == TRACED
+
+
+def test_ext2_reuses_a_deleted_files_blocks_at_once_ext3_after_the_commit():
+    for kind in ("ext2", "ext3"):
+        a = MballocAllocator(FsParams(kind, 1 << 30))
+        first = a.block_mapped(0, 0, 16, None, owner=1)
+        a.close(1)
+        # the second file's 32-block window; the third's goes where the deleted second one's was
+        (db, _), = a.block_mapped(0, 16, 1, None, owner=2)
+        runs = a.pas[2][0].pstart, a.pas[2][0].length
+        a.close(2)
+        a.release([(db, 1)] + first, journaled=kind == "ext3")
+        (again, _), = a.block_mapped(0, 16, 1, None, owner=3)
+        reused = (a.pas[3][0].pstart, a.pas[3][0].length) == runs
+        if kind == "ext2":
+            assert reused and again == db
+        else:  # ext4_mb_free_metadata: not before jbd2 commits the transaction that freed them
+            assert not reused
+            a.close(3)
+            a.committed()
+            (later, _), = a.block_mapped(0, 16, 1, None, owner=4)
+            assert later == db
