@@ -3,7 +3,7 @@ as requests on the file system's device.
 
 Data: a file's blocks are allocated when its pages are first written back (delayed allocation:
 ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, also for a file
-deleted before its pages are written back, see :func:`_allocating_writes`), from the group of the file's directory
+deleted before its pages are written back, see :func:`~.fs_mballoc.allocating_writes`), from the group of the file's directory
 (:mod:`.fs_layout`). A read or write of a
 file range becomes one request per run of contiguous device blocks, whole blocks of
 ``block_bytes``. btrfs copies on write: every write-back goes to newly allocated blocks, and a
@@ -53,7 +53,7 @@ from .fs_blockmap import BlockMap
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
 from .fs_logged import LOGGED_KINDS, logged_file_system
-from .fs_mballoc import MballocAllocator
+from .fs_mballoc import MballocAllocator, allocating_writes
 from .fs_meta import MetadataReads, btrfs_data_chunks
 from .stream import Flag, Op, Stream
 
@@ -481,24 +481,9 @@ class _Fs(MetadataReads, BlockMap):
             self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
 
 
-def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
-    """The ``write()`` calls of ``workload`` as ``(time, file, offset, size)``, latest first. The
-    kernel's ext4 driver serves ext2 and ext3 without delayed allocation (fs/ext4/super.c,
-    ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
-    ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
-    dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
-    are ever written back: a file deleted while its pages are dirty has had its blocks. The model
-    places each call's blocks at its time, in the order mballoc saw them (:mod:`.fs_mballoc`,
-    which reuses the blocks deleted files free); write-back finds them placed."""
-    w = workload.kind == Kind.WRITE
-    rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
-               workload.size_bytes[w].tolist())
-    return sorted(((t, f, o, n) for t, f, o, n in rows if n), key=lambda r: -r[0])
-
-
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
                 sparse: bool = False, allocated=(), workload: FileOps | None = None,
-                caches_dropped: bool = False) -> FsResult:
+                caches_dropped: bool = False, flusher: np.ndarray | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
@@ -551,20 +536,25 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     # btrfs_create_pending_block_groups, in the transaction that allocates it).
     chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
     chunks.reverse()
-    writes = _allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
+    writes = allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
+    flusher = np.zeros(len(ops), bool) if flusher is None or p.kind not in ("ext2", "ext3", "ext4") else flusher
+    flushed_at = None
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
-            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
-    for t, kind, f, off, size, s, chunk in zip(*cols):
+            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist(), flusher.tolist())
+    for t, kind, f, off, size, s, chunk, flush in zip(*cols):
         while chunks and chunks[-1] <= t:
             k, when = len(chunks), chunks.pop()
             for tree in ("chunk", "dev", "bg", "bgfree"):
                 fs.j.dirty(when, (tree, k))
         while writes and writes[-1][0] < t:
             wt, wf, woff, wsize = writes.pop()
-            if wf in fs.files:  # write() allocates (see _allocating_writes)
+            if wf in fs.files:  # write() allocates (see allocating_writes)
                 fs.j.due(wt)
                 fs.allocate(wt, fs.files[wf], woff // fs.bs, -(-(woff + wsize) // fs.bs))
         fs.j.due(t)
+        if flush and int(t * 1e6) != flushed_at:  # the block device's dirty buffers go too
+            flushed_at = int(t * 1e6)
+            fs.j.write_inplace(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)
         elif kind == Kind.WRITE:

@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fileops import FileOps, Kind
 from .fs_layout import MB_GROUP_PREALLOC_BLOCKS, MB_STREAM_REQUEST_BLOCKS, Allocator, FsParams, mballoc_window
 
-__all__ = ["MballocAllocator"]
+__all__ = ["MballocAllocator", "allocating_writes"]
 
 #: mballoc's scan limits (ext4_mb_init: s_mb_min_to_scan, s_mb_max_to_scan) and its highest buddy
 #: order for 4 KiB blocks (MB_NUM_ORDERS - 1: blocksize_bits + 1).
@@ -77,6 +78,8 @@ class MballocAllocator(Allocator):
         super().__init__(p)
         self.max_order = min(p.block_bytes.bit_length(), self.group_blocks.bit_length() - 1)
         self._bitmaps: dict[int, np.ndarray] = {}  # group -> free blocks (True: free)
+        self._nfree: dict[int, int] = {}  # group -> its free blocks (bb_free)
+        self._nfrag: dict[int, int] = {}  # group -> its free runs (bb_fragments)
         self.pending: list[tuple[int, int]] = []  # ext3: freed in the running transaction
         self.pas: dict[object, list[_Pa]] = {}
         self.open_owner = None
@@ -92,14 +95,29 @@ class MballocAllocator(Allocator):
             if g == self.journal_group and self.journal_hi > self.journal_lo:
                 f[max(self.journal_lo - base, 0):self.journal_hi - base] = False
             self._bitmaps[g] = f
+            self._nfree[g] = int(f.sum())
+            self._nfrag[g] = self._frags(f, 0, f.size)
         return f
+
+    @staticmethod
+    def _frags(f: np.ndarray, a: int, b: int) -> int:
+        """Free runs of ``f`` starting in [a, b)."""
+        seg = f[a:b]
+        starts = int(np.count_nonzero(seg[1:] & ~seg[:-1]))
+        return starts + bool(seg[0] and (a == 0 or not f[a - 1])) if seg.size else 0
 
     def _mark(self, start: int, n: int, free: bool):
         while n > 0:
             g = start // self.group_blocks
             rel = start - g * self.group_blocks
             k = min(n, self.group_blocks - rel)
-            self._bitmap(g)[rel:rel + k] = free
+            f = self._bitmap(g)
+            lo, hi = max(rel - 1, 0), min(rel + k + 1, f.size)
+            before = self._frags(f, lo, hi)
+            was = int(np.count_nonzero(f[rel:rel + k]))
+            f[rel:rel + k] = free
+            self._nfree[g] += (k - was) if free else -was
+            self._nfrag[g] += self._frags(f, lo, hi) - before
             start, n = start + k, n - k
 
     def release(self, runs, journaled: bool):
@@ -125,9 +143,18 @@ class MballocAllocator(Allocator):
         if self.open_owner == owner:
             self.open_owner = None
 
-    def _runs(self, g: int) -> tuple[np.ndarray, np.ndarray]:
-        d = np.diff(np.concatenate(([0], self._bitmap(g).view(np.int8), [0])))
-        return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    @staticmethod
+    def _runs(f: np.ndarray):
+        """The free runs ``(first, end)`` of bitmap ``f`` in order, found as they are asked for."""
+        i, size = 0, f.size
+        while i < size:
+            a = i + int(f[i:].argmax())
+            if not f[a]:
+                return
+            rest = f[a:]
+            b = a + int(rest.argmin()) if not rest.all() else size
+            yield a, b
+            i = b
 
     def _order(self, i: int, end: int) -> int:
         """The order of the free buddy at group block ``i`` of a free run ending at ``end``."""
@@ -139,15 +166,15 @@ class MballocAllocator(Allocator):
     # -- the scans ---------------------------------------------------------------------------------
     def _simple_scan(self, g: int, order: int):
         """ext4_mb_simple_scan_group: the lowest free buddy of the smallest order >= ``order``."""
-        full = [self._bitmap(g)]
-        for _ in range(self.max_order):
-            f = full[-1]
-            full.append(f[0::2] & f[1::2] if f.size % 2 == 0 else f[0:-1:2] & f[1::2])
+        f = self._bitmap(g)
+        full = {order: f.reshape(-1, 1 << order).all(axis=1)}
+        for o in range(order, self.max_order):
+            full[o + 1] = full[o][0::2] & full[o][1::2]
         for o in range(order, self.max_order + 1):
-            exact = full[o] if o == self.max_order else full[o] & ~np.repeat(full[o + 1], 2)[:full[o].size]
-            hit = np.flatnonzero(exact)
-            if hit.size:
-                return int(hit[0]) << o
+            exact = full[o] if o == self.max_order else full[o] & ~np.repeat(full[o + 1], 2)
+            hit = int(exact.argmax())
+            if exact[hit]:
+                return hit << o
         return None
 
     def _complex_scan(self, g: int, need: int, skip_short: bool, state: dict) -> bool:
@@ -155,8 +182,7 @@ class MballocAllocator(Allocator):
         ``state`` carries the allocation context's best extent and count across groups. Returns
         whether the search is over (an extent chosen in ``state['best']``)."""
         base = g * self.group_blocks
-        starts, ends = self._runs(g)
-        for a, b in zip(starts.tolist(), ends.tolist()):
+        for a, b in self._runs(self._bitmap(g)):
             if skip_short and b - a < need:
                 continue
             i = a
@@ -195,8 +221,8 @@ class MballocAllocator(Allocator):
         for cr in criteria:
             for k in range(self.groups):
                 g = (goal_group + k) % self.groups
-                f = self._bitmap(g)
-                free = int(f.sum())
+                self._bitmap(g)
+                free = self._nfree[g]
                 if free < (need if cr != _FAST else 1):
                     continue
                 if cr == _POWER2:
@@ -204,7 +230,7 @@ class MballocAllocator(Allocator):
                     if rel is not None:
                         return self._take(g * self.group_blocks + rel, need)
                     continue
-                if cr == _FAST and free // max(len(self._runs(g)[0]), 1) < need:
+                if cr == _FAST and free // max(self._nfrag[g], 1) < need:
                     continue
                 if self._complex_scan(g, need, cr == _FAST, state):
                     start, length = state["best"]
@@ -310,3 +336,18 @@ class MballocAllocator(Allocator):
         if got <= block - lo:  # a shorter extent than asked: it starts at the file's block
             lo = block
         return _Pa(lo, start, got, block)
+
+
+def allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
+    """The ``write()`` calls of ``workload`` as ``(time, file, offset, size)``, latest first. The
+    kernel's ext4 driver serves ext2 and ext3 without delayed allocation (fs/ext4/super.c,
+    ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
+    ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
+    dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
+    are ever written back: a file deleted while its pages are dirty has had its blocks. The model
+    places each call's blocks at its time, in the order mballoc saw them (reusing the blocks
+    deleted files free); write-back finds them placed."""
+    w = workload.kind == Kind.WRITE
+    rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
+               workload.size_bytes[w].tolist())
+    return sorted(((t, f, o, n) for t, f, o, n in rows if n), key=lambda r: -r[0])
