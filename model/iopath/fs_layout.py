@@ -277,8 +277,10 @@ class Allocator:
         self.meta_cursor = self.total_blocks // 2
         journaled = p.kind in ("ext3", "ext4", "xfs")
         self.journal_lo = p.journal_block if journaled else 0
-        # ext3's block-mapped journal has an indirect block per block_bytes/4 blocks and a double one.
-        extra = p.journal_blocks // (p.block_bytes // 4) + 2 if p.kind == "ext3" else 0
+        # ext3's block-mapped journal: past its 12 direct blocks an indirect block, then a
+        # double-indirect block and an indirect block per block_bytes/4 blocks more.
+        per, rest = p.block_bytes // 4, p.journal_blocks - 12
+        extra = (0 if rest <= 0 else 1 if rest <= per else 2 + -(-(rest - per) // per)) if p.kind == "ext3" else 0
         self.journal_hi = self.journal_lo + p.journal_blocks + extra if journaled else 0
         self.journal_group = self.journal_lo // self.group_blocks
         self.group_prealloc = [0, 0]  # the locality group's preallocation: next block, end
