@@ -410,12 +410,14 @@ def test_block_mapped_files_take_mballocs_aligned_windows_as_the_drive_saw():
     # the read back: the file's blocks past its first 16 (which came from the locality group's
     # preallocation, ending at block 2593) at file-system blocks 2608 (48 blocks), 2688 (64),
     # 2816 (128), 3072 (256) and 3584 (512): each normalized window on a boundary of its size.
-    from diskmodel.model.iopath.fs_layout import Allocator, mballoc_window
+    from diskmodel.model.iopath.fs_layout import mballoc_window
+    from diskmodel.model.iopath.fs_mballoc import MballocAllocator as Allocator
 
     assert [mballoc_window(b, 4096) for b in (16, 40, 64, 300, 512, 1024, 3000)] == [
         (16, 32), (32, 64), (64, 128), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
     a = Allocator(FsParams(kind="ext2", device_bytes=255 << 20, used_prealloc_bounds=True))  # the VM's 6.1
     a.cursor[0] = 2593
+    a.loaded = True  # the mount's first allocation (the locality group's preallocation) was made
     runs, after = [], None
     for block in range(16, 1024, 256):  # written back a bio (256 blocks) at a time
         got = a.block_mapped(0, block, min(256, 1024 - block), after)
@@ -430,8 +432,8 @@ def test_block_mapped_files_take_mballocs_aligned_windows_as_the_drive_saw():
     assert merged == [[2608, 48], [2688, 64], [2816, 128], [3072, 256], [3584, 512]]
     # a small file's blocks come from the group preallocation, in turn
     b = Allocator(FsParams(kind="ext2", device_bytes=255 << 20))
-    first = b.block_mapped(0, 0, 4, None)
-    assert b.block_mapped(0, 0, 4, None) == [(first[0][0] + 4, 4)]
+    first = b.block_mapped(0, 0, 4, None, owner=1)
+    assert b.block_mapped(0, 0, 4, None, owner=2) == [(first[0][0] + 4, 4)]
 
 
 def test_a_new_ext4_file_starts_on_its_normalized_windows_boundary():
@@ -456,20 +458,20 @@ def test_ext2_stream_goal_leaves_a_group_whose_free_runs_are_short():
     # average free run is shorter, the request lands in group 1 at its first free block (579: past
     # its superblock copy, descriptors, bitmaps and inode table), the file's block 64 at 579 + 32,
     # and group 1 becomes the stream goal -- with group 0 far from full.
-    from diskmodel.model.iopath.fs_layout import Allocator
+    from diskmodel.model.iopath.fs_mballoc import MballocAllocator
 
-    a = Allocator(FsParams(kind="ext2", device_bytes=1 << 30))
+    a = MballocAllocator(FsParams(kind="ext2", device_bytes=1 << 30))
     group = a.group_blocks
     assert a.p.data_start(1) == group + 579
     for files in range(1, 2000):
-        runs = a.block_mapped(0, 0, 65, None)
+        runs = a.block_mapped(0, 0, 65, None, owner=files)
         last, n = runs[-1]
         if last >= group:
             break
     assert (last, n) == (group + 579 + 32, 1) and a.stream_group == 1
-    assert 16 < files < 1000 and a.cursor[0] < group // 2
+    assert 16 < files < 1000 and a._bitmap(0)[group // 2:].all()
     # later files' windows follow in group 1
-    assert a.block_mapped(0, 0, 65, None)[-1][0] // group == 1
+    assert a.block_mapped(0, 0, 65, None, owner=0)[-1][0] // group == 1
 
 
 def test_ext2_file_windows_trimmed_at_the_partly_used_preallocation_as_blktrace_saw():
@@ -478,8 +480,9 @@ def test_ext2_file_windows_trimmed_at_the_partly_used_preallocation_as_blktrace_
     # 1120, the file's block 16 half way in; [32, 64) next), blocks 64-255 at 1216 (the request
     # [32, 128) at the first free block 1184, the file's block 64 32 blocks in; then [128, 256) on its
     # 128-block boundary, 1280, right after).
-    from diskmodel.model.iopath.fs_layout import Allocator
+    from diskmodel.model.iopath.fs_mballoc import MballocAllocator
 
-    a = Allocator(FsParams(kind="ext2", device_bytes=1 << 30))
+    a = MballocAllocator(FsParams(kind="ext2", device_bytes=1 << 30))
     a.cursor[0] = 1120
+    a.loaded = True
     assert a.block_mapped(0, 16, 240, None) == [(1136, 48), (1216, 192)]

@@ -2,9 +2,8 @@
 as requests on the file system's device.
 
 Data: a file's blocks are allocated when its pages are first written back (delayed allocation:
-ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, which moves where,
-not how much, except for a file deleted before its pages are written back: its blocks are placed
-and freed at its deletion, see :func:`_allocating_writes`), from the group of the file's directory
+ext4, xfs and btrfs allocate at write-back; ext2/ext3 allocate at ``write()``, also for a file
+deleted before its pages are written back, see :func:`~.fs_mballoc.allocating_writes`), from the group of the file's directory
 (:mod:`.fs_layout`). A read or write of a
 file range becomes one request per run of contiguous device blocks, whole blocks of
 ``block_bytes``. btrfs copies on write: every write-back goes to newly allocated blocks, and a
@@ -54,6 +53,7 @@ from .fs_blockmap import BlockMap
 from .fs_journal import META, Journal
 from .fs_layout import Allocator, FsParams
 from .fs_logged import LOGGED_KINDS, logged_file_system
+from .fs_mballoc import MballocAllocator, allocating_writes
 from .fs_meta import MetadataReads, btrfs_data_chunks
 from .stream import Flag, Op, Stream
 
@@ -136,7 +136,7 @@ class _Inode:
 class _Fs(MetadataReads, BlockMap):
     def __init__(self, p: FsParams, dirty_expire_s: float):
         self.p, self.bs = p, p.block_bytes
-        self.alloc = Allocator(p)
+        self.alloc = MballocAllocator(p) if p.kind in ("ext2", "ext3") else Allocator(p)
         self.rows: list[tuple] = []
         self.latest = 0.0  # the latest issue time of a request emitted so far
         self.j = Journal(p, self.alloc, self.emit, dirty_expire_s)
@@ -302,11 +302,12 @@ class _Fs(MetadataReads, BlockMap):
         if not gaps:
             return
         sorted_upto = len(ino.extents)
-        for s, e in gaps:
+        for s, e in self.chain_pieces(t, ino, gaps):
             last = ino.extents[-1] if ino.extents else None
             after = last[2] + last[1] if last and last[0] + last[1] == s else None
             kind = self.p.kind
-            runs = (self.alloc.block_mapped(ino.group, s, e - s, after, ino.size_blocks) if kind in ("ext2", "ext3")
+            runs = (self.alloc.block_mapped(ino.group, s, e - s, after, ino.size_blocks, owner=ino)
+                    if kind in ("ext2", "ext3")
                     else self.alloc.extent_file(ino.group, e - s) if kind == "ext4" and not ino.extents
                     else self.alloc.data(ino.group, e - s, after))
             for db, n in runs:
@@ -383,6 +384,10 @@ class _Fs(MetadataReads, BlockMap):
         for blk in ino.indirect.values():  # freed with the file: forgotten, not written
             self.j.forget(t, blk)
             self.meta(t, self.bitmap(blk))
+        if self.p.kind in ("ext2", "ext3"):  # the blocks return to free space (fs_mballoc)
+            self.alloc.close(ino)
+            self.alloc.release([(db, n) for _, n, db in ino.extents] + [(b, 1) for b in ino.indirect.values()],
+                               journaled=self.p.journaled)
         for _, n, db in ino.extents:
             if self.p.kind == "xfs":
                 self.xfs_free_space(t, db // self.alloc.group_blocks)
@@ -476,25 +481,9 @@ class _Fs(MetadataReads, BlockMap):
             self.emit(t, Op.FLUSH, 0, 0, int(Flag.PREFLUSH | Flag.SYNC))
 
 
-def _allocating_writes(workload: FileOps) -> list[tuple[float, int, int, int]]:
-    """The ``write()`` calls of ``workload`` as ``(time, file, offset, size)``, latest first. The
-    kernel's ext4 driver serves ext2 and ext3 without delayed allocation (fs/ext4/super.c,
-    ext4_set_def_opts: DELALLOC only when the file system is not mounted as ext2 or ext3), so
-    ``write()`` allocates the blocks (ext4_write_begin -> ext4_get_block -> ext4_map_blocks) and
-    dirties the bitmaps, descriptors, indirect blocks and inode at once, whether or not the pages
-    are ever written back: a file deleted while its pages are dirty has had its blocks. The model
-    keeps placing blocks when their pages are written back (the order its placement follows) and
-    places the blocks a deleted file's ``write()`` calls reached, up to their end, at its deletion,
-    then frees them: freed blocks are not reused, so the allocator moves on as far either way."""
-    w = workload.kind == Kind.WRITE
-    rows = zip(workload.time_s[w].tolist(), workload.file[w].tolist(), workload.offset_bytes[w].tolist(),
-               workload.size_bytes[w].tolist())
-    return sorted(((t, f, o, n) for t, f, o, n in rows if n), key=lambda r: -r[0])
-
-
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
                 sparse: bool = False, allocated=(), workload: FileOps | None = None,
-                caches_dropped: bool = False) -> FsResult:
+                caches_dropped: bool = False, flusher: np.ndarray | None = None) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
@@ -518,14 +507,14 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         n = ino.size_blocks = -(-int(ops.initial_bytes[f]) // fs.bs)
         if n and not sparse:
             # placed as their writer's allocation placed them
-            runs = (fs.alloc.block_mapped(ino.group, 0, n, None) if p.kind in ("ext2", "ext3")
-                    else fs.alloc.extent_file(ino.group, n) if p.kind == "ext4" else fs.alloc.data(ino.group, n, None))
-            for db, k in runs:
-                ino.extents.append([ino.blocks, k, db])
-                ino.blocks += k
-            if p.kind in ("ext2", "ext3"):
-                for k in fs.chains(0, n):
-                    fs.place_chain(None, ino, k, dirty=False)
+            pieces = fs.chain_pieces(None, ino, [(0, n)]) if p.kind in ("ext2", "ext3") else [(0, n)]
+            for s, e in pieces:
+                runs = (fs.alloc.block_mapped(ino.group, s, e - s, None, owner=ino) if p.kind in ("ext2", "ext3")
+                        else fs.alloc.extent_file(ino.group, n) if p.kind == "ext4"
+                        else fs.alloc.data(ino.group, n, None))
+                for db, k in runs:
+                    ino.extents.append([ino.blocks, k, db])
+                    ino.blocks += k
     cold = set(fs.read_meta)
     for f, off, size in sorted(allocated, key=lambda r: r[1]):
         if f in fs.files:
@@ -547,19 +536,25 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     # btrfs_create_pending_block_groups, in the transaction that allocates it).
     chunks = btrfs_data_chunks(workload, fs.bs, p.device_bytes) if p.kind == "btrfs" and workload is not None else []
     chunks.reverse()
-    writes = _allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
-    written: dict[int, int] = {}  # file -> the end (in blocks) its write() calls reached (ext2, ext3)
+    writes = allocating_writes(workload) if p.kind in ("ext2", "ext3") and workload is not None else []
+    flusher = np.zeros(len(ops), bool) if flusher is None or p.kind not in ("ext2", "ext3", "ext4") else flusher
+    flushed_at = None
     cols = (ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
-            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist())
-    for t, kind, f, off, size, s, chunk in zip(*cols):
+            ops.size_bytes.tolist(), sync.tolist(), ops.chunk_bytes.tolist(), flusher.tolist())
+    for t, kind, f, off, size, s, chunk, flush in zip(*cols):
         while chunks and chunks[-1] <= t:
             k, when = len(chunks), chunks.pop()
             for tree in ("chunk", "dev", "bg", "bgfree"):
                 fs.j.dirty(when, (tree, k))
         while writes and writes[-1][0] < t:
-            _, wf, woff, wsize = writes.pop()
-            written[wf] = max(written.get(wf, 0), -(-(woff + wsize) // fs.bs))
+            wt, wf, woff, wsize = writes.pop()
+            if wf in fs.files:  # write() allocates (see allocating_writes)
+                fs.j.due(wt)
+                fs.allocate(wt, fs.files[wf], woff // fs.bs, -(-(woff + wsize) // fs.bs))
         fs.j.due(t)
+        if flush and int(t * 1e6) != flushed_at:  # the block device's dirty buffers go too
+            flushed_at = int(t * 1e6)
+            fs.j.write_inplace(t)
         if kind == Kind.READ:
             fs.data(t, Op.READ, f, off, size, s)
         elif kind == Kind.WRITE:
@@ -569,8 +564,6 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
                 fs.free_inode(fs.files.pop(f))
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
-            if f in written:
-                fs.allocate(t, fs.files[f], 0, written.pop(f))
             fs.delete(t, f)
         elif kind == Kind.STAT:
             fs.stat(t, f)

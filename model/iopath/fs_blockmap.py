@@ -53,11 +53,44 @@ class BlockMap:
         for key in ((DOUBLE, k) if k >= 1 else (k,)):
             blk = ino.indirect.get(key)
             if blk is None:
-                (blk, _), = self.alloc.data(ino.group, 1, None)
-                ino.indirect[key] = blk
+                blk = ino.indirect[key] = self.alloc.meta_block(self._chain_goal(ino, key))
             if dirty:
                 self.j.dirty(t, blk)
                 ino.buffers[blk] = None
+
+    def chain_pieces(self, t, ino, gaps):
+        """``gaps`` split where a block-mapped file's block needs a new indirect block, which is
+        placed before it (ext4_alloc_branch: the indirect blocks, then the data; fs_blockmap)."""
+        if self.p.kind not in ("ext2", "ext3"):
+            yield from gaps
+            return
+        per = self.bs // 4
+        for s, e in gaps:
+            while s < e:
+                k = (s - DIRECT_BLOCKS) // per if s >= DIRECT_BLOCKS else -1
+                if k >= 0 and k not in ino.indirect:
+                    self.place_chain(t, ino, k, dirty=False)
+                cut = DIRECT_BLOCKS + (k + 1) * per
+                yield s, min(e, cut)
+                s = min(e, cut)
+
+    def _chain_goal(self, ino, key: int) -> int:
+        """Where a new block of the chain is sought (ext4_find_goal -> ext4_find_near): the block
+        the pointer before its own names (the file's block 11 for the first indirect block, the
+        first indirect block for the double-indirect one, indirect block k - 1 for k), else the
+        block holding its pointer (the double-indirect block for k = 1), else the inode's group."""
+        if key == 0:
+            runs = self.map(ino, DIRECT_BLOCKS - 1, DIRECT_BLOCKS)
+            if runs:
+                return runs[0][0]
+        elif key == DOUBLE:
+            if 0 in ino.indirect:
+                return ino.indirect[0]
+        else:
+            prev = ino.indirect.get(key - 1) if key >= 2 else ino.indirect.get(DOUBLE)
+            if prev is not None:
+                return prev
+        return ino.group * self.alloc.group_blocks
 
     def read_chains(self, t, ino, fb0: int, fb1: int):
         """Read the chains that map [fb0, fb1) of a file on the device before the workload, where

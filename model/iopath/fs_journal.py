@@ -121,6 +121,8 @@ class Journal:
         kind = self.p.kind
         if kind in ("ext3", "ext4"):
             self._jbd2(t)
+            if hasattr(self.alloc, "committed"):  # the blocks the transaction freed (fs_mballoc)
+                self.alloc.committed()
         elif kind == "xfs":
             self._xfs(t)
         else:
@@ -135,10 +137,24 @@ class Journal:
         jb, jn = self.p.journal_block, self.p.journal_blocks
         while blocks > 0:
             n = min(blocks, jn - self.head)
-            self.emit(t, Op.WRITE, (jb + self.head) * self.bs, n * self.bs, flags)
+            where, n = self._journal_run(self.head, n)
+            self.emit(t, Op.WRITE, (jb + where) * self.bs, n * self.bs, flags)
             self.head = (self.head + n) % jn
             blocks -= n
             self.used += n
+
+    def _journal_run(self, h: int, n: int) -> tuple[int, int]:
+        """Where journal block ``h`` is (from the journal's first block) and how many of the ``n``
+        from it follow on. ext3's journal is a block-mapped file that mke2fs wrote in order, its
+        indirect blocks among its data: 12 direct blocks, the indirect block, ``block_bytes / 4``
+        blocks, the double-indirect block, then an indirect block before each ``block_bytes / 4``."""
+        if self.p.kind != "ext3" or h < 12:
+            return h, min(n, 12 - h) if self.p.kind == "ext3" else n
+        per = self.bs // 4
+        if h < 12 + per:
+            return h + 1, min(n, 12 + per - h)
+        k = (h - 12 - per) // per
+        return h + 3 + k, min(n, 12 + per + (k + 1) * per - h)
 
     def _jbd2(self, t):
         if self.sb_pending:

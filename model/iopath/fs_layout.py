@@ -18,36 +18,28 @@ Geometry (:class:`FsParams`, from ``mke2fs``/``mkfs.xfs``/``mkfs.btrfs`` default
 
 :class:`Allocator` hands out blocks: each directory's files go to one group (directories spread
 over the groups, as Orlov's allocator spreads top-level directories), a file's next blocks follow
-its last extent when that end is free, else the group's cursor; freed blocks are not reused.
+its last extent when that end is free, else the group's cursor; freed blocks are not reused (ext4,
+xfs, btrfs).
 
 ext2 and ext3 files (block-mapped: the kernel's ext4 driver serves them, with its multiblock
-allocator, fs/ext4/mballoc.c) are placed as mballoc places a file written a block at a time
-(:meth:`Allocator.block_mapped`):
+allocator, fs/ext4/mballoc.c) are placed by :class:`~.fs_mballoc.MballocAllocator`, which keeps
+each group's free blocks and reuses freed ones; the windows it asks for:
 
 - while the file is at most ``s_mb_stream_request`` (16) blocks long its blocks come from the
   locality group's preallocation (ext4_mb_group_or_file), a run of ``s_mb_group_prealloc`` (512)
-  blocks taken at the group's cursor and shared by every small file in turn;
+  blocks shared by every small file in turn;
 - past that, each request is normalized (ext4_mb_normalize_request) to the window of the size
   table (16 KiB .. 1 MiB, then 2, 4 and 8 MiB windows aligned to their size) that holds the file's
-  new size, less the blocks below it that the file has (Linux 6.1, ``FsParams.used_prealloc_bounds``
-  True): windows of 16, 32, 64 .. 512 blocks for
-  logical blocks 16, 32, 64 .. 512, then 1024 and 2048-block windows. A block-mapped file gives
-  mballoc no left neighbour (ext4_ind_map_blocks sets no ``pleft``), so the goal is not tried
-  first: a window of 2^k blocks is a buddy-aligned 2^k run (ext4_mb_simple_scan_group, criterion
-  0), the first free one at or after the cursor. The skipped blocks stay free (here: not reused),
-  so a file's extents follow each other with growing gaps, each a separate request on the device.
+  new size (:func:`mballoc_window`), less the blocks below it that the file has (Linux 6.1,
+  ``FsParams.used_prealloc_bounds`` True). A block-mapped file gives mballoc no left neighbour
+  (ext4_ind_map_blocks sets no ``pleft``), so the goal is not tried first.
 - (Linux 6.18, ``FsParams.used_prealloc_bounds`` False) each window is trimmed to start at the end
   of the file's nearest inode preallocation that still has blocks (ext4_mb_normalize_request); one
   the file used to its end is gone. The first window [0, 32) keeps the 16 blocks below the file's
   block 16 unused, so a file written from its start asks at block 64 for [32, 128), 96 blocks,
   whose lower 32 it leaves unused in turn; a file reopened at block ``s`` asks for its whole window
-  and lands ``s`` blocks into it. A power-of-two request is a buddy-aligned run; any other
-  (criterion CR_GOAL_LEN_FAST) goes to the first group from the stream goal on whose average free
-  run (free blocks over free runs: ext4_mb_good_group) is at least its length, at that group's
-  first free block. Windows past 16 blocks are sought from the stream goal (s_mb_last_groups, set
-  to the group each one lands in: ext4_mb_use_best_found), not from the file's group. The unused
-  blocks are holes that shorten a group's average free run until the goal moves to the next group,
-  so a workload that writes and deletes many such files walks the goal over every group.
+  and lands ``s`` blocks into it. Windows past 16 blocks are sought from the stream goal
+  (s_mb_last_groups, set to the group each one lands in: ext4_mb_use_best_found).
 
 An ext4 file (extents, delayed allocation: its blocks are allocated at write-back, the file's
 size known) gets its first extent the same way (:meth:`Allocator.extent_file`): at most 16
@@ -285,65 +277,16 @@ class Allocator:
         self.meta_cursor = self.total_blocks // 2
         journaled = p.kind in ("ext3", "ext4", "xfs")
         self.journal_lo = p.journal_block if journaled else 0
-        # ext3's block-mapped journal has an indirect block per block_bytes/4 blocks and a double one.
-        extra = p.journal_blocks // (p.block_bytes // 4) + 2 if p.kind == "ext3" else 0
+        # ext3's block-mapped journal: past its 12 direct blocks an indirect block, then a
+        # double-indirect block and an indirect block per block_bytes/4 blocks more.
+        per, rest = p.block_bytes // 4, p.journal_blocks - 12
+        extra = (0 if rest <= 0 else 1 if rest <= per else 2 + -(-(rest - per) // per)) if p.kind == "ext3" else 0
         self.journal_hi = self.journal_lo + p.journal_blocks + extra if journaled else 0
         self.journal_group = self.journal_lo // self.group_blocks
         self.group_prealloc = [0, 0]  # the locality group's preallocation: next block, end
         # The stream goal (s_mb_last_groups, zeroed at mount: ext4_mb_init) where files past
-        # s_mb_stream_request blocks look first; each group's free blocks and holes behind its cursor.
+        # s_mb_stream_request blocks look first (ext2/ext3: fs_mballoc).
         self.stream_group = 0
-        self.free = [self._group_end(g) - self.cursor[g] for g in range(self.groups)]
-        if journaled:
-            self.free[self.journal_group] -= self.journal_hi - self.journal_lo
-        self.holes = [0] * self.groups
-
-    def block_mapped(self, group: int, block: int, n: int, after: int | None,
-                     size_blocks: int = 0) -> list[tuple[int, int]]:
-        """Device runs for file blocks ``[block, block + n)`` of a block-mapped ext2/ext3 file,
-        placed as mballoc places them (see the module docstring): up to block 16 from the locality
-        group's preallocation in ``group``, past it from the stream goal; ``after``: the device block that
-        follows the file's block ``block - 1``, if it has it. ``size_blocks``: the file's size
-        (i_size) in blocks where it is larger than what is written (a sparse file): mballoc
-        normalizes to the larger (ext4_mb_normalize_request), and past 8 MiB not at all (its last
-        case: the request as it is, at the goal), with no locality group (ext4_mb_group_or_file):
-        the blocks follow ``after`` or the group's cursor."""
-        if size_blocks * self.p.block_bytes > 8 << 20:
-            return self.data(group, n, after)
-        out = []
-        trim = 0  # the end of the file's nearest preallocation with blocks it left unused
-        while n > 0:
-            if block < MB_STREAM_REQUEST_BLOCKS:
-                take = min(n, MB_STREAM_REQUEST_BLOCKS - block)
-                runs = self._from_group_prealloc(group, take)
-            else:
-                first, end = mballoc_window(block, self.p.block_bytes)
-                take = min(n, end - block)
-                g = self.stream_group
-                if block > first and after is not None and after == self.cursor[g]:
-                    self.cursor[g] += take  # the rest of the window's preallocation
-                    self.free[g] -= take
-                    runs = [(after, take)]
-                elif self.p.used_prealloc_bounds:
-                    runs = [(self._aligned(g, 1 << ((end - first).bit_length() - 1), take), take)]
-                else:
-                    # The window less what the nearest preallocation below it covers
-                    # (ext4_mb_normalize_request); one the file used to its end is gone.
-                    lo = max(self._window_start(block), trim)
-                    length, skip = end - lo, block - lo
-                    if skip:
-                        trim = end
-                    runs = [(self._aligned(g, length, take, skip) if length & (length - 1) == 0
-                             else self._goal_len_fast(length, skip, take), take)]
-            for db, k in runs:
-                if out and out[-1][0] + out[-1][1] == db:
-                    out[-1] = (out[-1][0], out[-1][1] + k)
-                else:
-                    out.append((db, k))
-                after = db + k
-            block += take
-            n -= take
-        return out
 
     def _window_start(self, block: int) -> int:
         """The first block of the normalized window that file block ``block`` falls in
@@ -355,51 +298,8 @@ class Allocator:
         window = 2 << 20 if size <= 4 << 20 else 4 << 20 if size <= 8 << 20 else 8 << 20
         return block * bs // window * window // bs
 
-    def _fragments(self, g: int) -> int:
-        """Free runs of group ``g``: the holes left behind its cursor and the run from the cursor on."""
-        return self.holes[g] + (self.cursor[g] < self._group_end(g))
-
-    def _gap(self, g: int, start: int) -> bool:
-        """Whether taking blocks from ``start`` leaves free blocks behind the cursor of ``g`` (the
-        journal, stepped over, is not free)."""
-        cursor = self.cursor[g]
-        if g == self.journal_group and self.journal_lo <= cursor < self.journal_hi:
-            cursor = self.journal_hi
-        return start > cursor
-
     def _group_end(self, g: int) -> int:
         return min((g + 1) * self.group_blocks, self.total_blocks)
-
-    def _goal_len_fast(self, length: int, skip: int, take: int) -> int:
-        """A stream request of ``length`` blocks that is not a power of two (mballoc's criterion
-        CR_GOAL_LEN_FAST, ext4_mb_regular_allocator): the groups from the stream goal on are scanned
-        in turn (ext4_mb_scan_groups_linear) and the first whose average free run (free blocks over
-        free runs, ext4_mb_good_group) is at least ``length`` takes it at its first free block
-        (ext4_mb_complex_scan_group); that group becomes the stream goal (ext4_mb_use_best_found,
-        s_mb_last_groups). The file's block lands ``skip`` blocks in (the request starts below it);
-        the blocks skipped stay free, a hole. Returns the device block of the file's block."""
-        found = None
-        for fast in (True, False):  # then any group with room (the later criteria, CR_GOAL_LEN_SLOW)
-            g = self.stream_group
-            for _ in range(self.groups):
-                start = self.cursor[g]
-                if g == self.journal_group and start < self.journal_hi and start + length > self.journal_lo:
-                    start = max(start, self.journal_hi)
-                frags = self._fragments(g)
-                if start + length <= self._group_end(g) and (not fast or self.free[g] // frags >= length):
-                    found = g, start
-                    break
-                g = (g + 1) % self.groups
-            if found:
-                break
-        if found is None:
-            raise ValueError(f"file system: device_bytes = {self.p.device_bytes} is full ({self.p.kind})")
-        g, start = found
-        self.holes[g] += self._gap(g, start) + (skip > 0)
-        self.cursor[g] = start + skip + take
-        self.free[g] -= take
-        self.stream_group = g
-        return start + skip
 
     def extent_file(self, group: int, n: int) -> list[tuple[int, int]]:
         """Device runs for the first ``n`` blocks of a new ext4 file (see the module docstring)."""
@@ -441,9 +341,7 @@ class Allocator:
             if g == self.journal_group and start < self.journal_hi and start + skip + n > self.journal_lo:
                 start = -(-self.journal_hi // align) * align
             if start + skip + n <= self._group_end(g):
-                self.holes[g] += self._gap(g, start) + (skip > 0)
                 self.cursor[g] = start + skip + n
-                self.free[g] -= n
                 if group == self.stream_group:
                     self.stream_group = g
                 return start + skip
@@ -469,7 +367,6 @@ class Allocator:
             if take > 0:
                 out.append((start, take))
                 self.cursor[g] = start + take
-                self.free[g] -= take
                 n -= take
             if n == 0:
                 return out

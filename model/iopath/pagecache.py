@@ -109,6 +109,9 @@ class CacheResult:
     dropped_dirty_bytes: int
     reclaimed_bytes: int
     throttled: int
+    #: the write-backs of a flush that writes every dirty inode it reaches (the background
+    #: threshold's, reclaim's): the block device's dirty metadata buffers among them (None: none)
+    flusher: np.ndarray | None = None
 
 
 def _init_ra(req: int, mx: int) -> int:
@@ -238,10 +241,12 @@ class _Cache:
         self.out: list[tuple] = []
         self.dropped = self.reclaimed = self.throttled = 0
         self.wb_at, self.wb_files = -1.0, 0  # the instant of the last write-back and files written then
+        self.flushing = False  # inside flush_oldest (CacheResult.flusher)
 
     # -- output ----------------------------------------------------------------------------------
     def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
-        self.out.append((t, int(kind), f, off, size, size if chunk is None else chunk, direct, sync))
+        self.out.append((t, int(kind), f, off, size, size if chunk is None else chunk, direct, sync,
+                         self.flushing))
 
     def file(self, t, f: int) -> _File:
         st = self.files.get(f)
@@ -286,9 +291,11 @@ class _Cache:
             self.dirty_order.pop(f, None)
 
     def flush_oldest(self, t, target: int, apart: bool = False):
+        self.flushing = True
         while self.dirty > target and self.dirty_order:
             f = next(iter(self.dirty_order))
             self.writeback(t, f, False, apart=apart)
+        self.flushing = False
 
     def timer(self, t):
         expired = [f for f, when in self.dirty_order.items() if when <= t - self.p.dirty_expire_s]
@@ -468,8 +475,8 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
                 c.writeback(t, g, True)
             c.emit(t, Kind.SYNC, -1)
     rows = c.out
-    cols = list(zip(*rows)) if rows else [[]] * 8
-    dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool)
+    cols = list(zip(*rows)) if rows else [[]] * 9
+    dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool, bool)
     arr = [np.asarray(x, dtype=d) for x, d in zip(cols, dtypes)]
     out = FileOps(*arr[:7], ops.dir_of_file, ops.initial_bytes)
-    return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled))
+    return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled), arr[8])

@@ -276,7 +276,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     res = page_cache(ops, cache)
     try:
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
-                         caches_dropped=ops.caches_dropped)
+                         caches_dropped=ops.caches_dropped, flusher=res.flusher)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out: dict[str, Stream] = {}
