@@ -314,9 +314,11 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
         logged = (stacks_vm.logged_steps(logs, layouts) if logs is not None and link is None
                   else [None] * len(layouts))
         for layout, res, steps_logged in zip(layouts, results, logged):
+            workload = stacks_vm.cell_copy(layout, copy)
+            mib = ",".join(str(s // MIB) for s in workload.file_sizes_bytes)
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
                     "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
-                    "definition": f"dd of files of {args.vm_sizes_mib} MiB with conv=fsync, then read back, "
+                    "definition": f"dd of files of {mib} MiB with conv=fsync, then read back, "
                                   f"{args.repeats} times each, page cache dropped before each (in the VM; "
                                   "each step the median of its repeats, the pace the cell's own tmpfs copy)",
                     "load_1min": load, "tmpfs_pace_s": steps, "emulators": summaries, "tools": []}
@@ -330,13 +332,14 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
                 if group == stacks_net.GROUP:  # each step on its own stack: the link fit's write or read costs
                     cell["nbd_link"] = link.get(layout.label)
                     stack = stacks_net.step_stacks(layout.label, cell["nbd_link"])
-                pred = predicted_copy(stack, copy, cell["tmpfs_pace_s"])
+                pred = predicted_copy(stack, workload, cell["tmpfs_pace_s"])
                 cell["measured"] = {"copy write": result.write_bytes_per_s, "copy read": result.read_bytes_per_s,
                                     "spread": {"copy write": spread["write"], "copy read": spread["read"]},
                                     "write_s": list(result.write_s), "read_s": list(result.read_s)}
                 cell["predicted"] = pred
                 if steps_logged is not None:
-                    cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, copy, cell["tmpfs_pace_s"], steps_logged)
+                    cell["drive_busy_s"] = stacks_vm.drive_busy(layout.stack, workload, cell["tmpfs_pace_s"],
+                                                               steps_logged)
                 say(f"  {layout.label}: copy write {result.write_bytes_per_s / 1e6:.1f} MB/s, read "
                     f"{result.read_bytes_per_s / 1e6:.1f} MB/s (model {pred['copy write'] / 1e6:.1f} / "
                     f"{pred['copy read'] / 1e6:.1f})")

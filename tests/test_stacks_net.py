@@ -105,7 +105,7 @@ def _logged_cells():
 
     text = GOLDEN.read_text()
     per_cell = stacks_net.parse_link(text)
-    cells = stacks_net.cells()
+    cells = stacks_net.cells()[:4]  # the golden run: the four cells over the unshaped link
     _, results = stacks_net.parse_group(text, cells)
     copy = FileCopy(file_sizes_bytes=(4 << 20,), repeats=5)
     out = {}
@@ -139,3 +139,49 @@ def test_nbd_cells_are_predicted_from_the_logged_run(label, step, bound_pct):
     # before nbd's queue limit, its unmerged export and its one-at-a-time sends: 69 / 46 % and 64 / 150 %
     measured, predicted = _logged_cells()[label][step]
     assert abs(predicted / measured - 1) * 100 <= bound_pct
+
+
+def test_the_10_mbps_cells_shape_both_ends_after_their_unshaped_link_fit_and_unshape_at_exit():
+    labels = [x for x in stacks_net.LABELS if x.endswith(stacks_net.SHAPED_SUFFIX)]
+    assert [stacks_net.base_label(x) for x in labels] == list(stacks_net.LABELS[1:4])
+    script = stacks_net.group_script(labels, FileCopy(file_sizes_bytes=(4 << 20,), repeats=1))
+    # 10 Mb/s: tbf's rate in bits on each end (the client's in its namespace), checked before the stack is built
+    assert script.count("tbf rate 10000000bit") == 2 * len(labels)
+    assert script.count("ip netns exec dmcli tc qdisc add dev dmv1 parent 1: handle 2: tbf") == len(labels)
+    assert script.count("exit 3; }") >= len(labels)
+    for i in (0, 1):  # the NBD cells' link fit (unshaped) comes before the cell that shapes the link
+        assert script.index(f"LINK {i} write") < script.index(f"BEGIN {i}")
+    assert script.count("tc qdisc del dev dmv0 root 2>/dev/null; ip netns exec dmcli tc qdisc del dev dmv1") \
+        == len(labels)  # in each cell's EXIT trap
+    assert "tbf" not in stacks_net.group_script(stacks_net.LABELS[:4], FileCopy(file_sizes_bytes=(4 << 20,),
+                                                                                repeats=1))
+
+
+def test_the_10_mbps_cells_model_cross_a_link_of_that_rate():
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.predict import predict
+
+    label = "ext2 on NBD to a loop file" + stacks_net.SHAPED_SUFFIX
+    stack = stacks_net.step_stacks(label, None)["write"]
+    assert stack.file_system.volume.network.rate_bytes_per_s == pytest.approx(10e6 / 8)
+    p = predict(stack, parse_workload("dd:size=4194304,step=write", sync_at_end=False))
+    # 4 MiB and the ext2's metadata over 1.25 MB/s of frames (TCP/IP and Ethernet headers besides)
+    assert p.elapsed_s > 4 * 1024 * KIB / (10e6 / 8)
+    unshaped = predict(_stacks()["ext2 on NBD to a loop file"], parse_workload("dd:size=4194304,step=write",
+                                                                               sync_at_end=False))
+    assert p.elapsed_s > 5 * unshaped.elapsed_s
+
+
+def test_the_client_sends_the_next_request_while_the_shaped_link_carries_the_last():
+    # Dagenais' 10 Mb/s link: nbd's client hands a request to the socket (sock_xmit returns once the socket has
+    # its bytes) and goes on to the next one while tbf still drains the last; each stage one request at a time
+    net = stacks_net.SHAPED
+    link = Link(0.01, 0.0, net, 0, None, 128 * KIB)
+    linked = _Linked(drive_of(FlatDrive(1e-4, 1e9, 1 << 34)), link, _Pipe())
+    blocks = np.array([128, 128]) * KIB // BLOCK_BYTES
+    start, _ = linked.serve(np.array([Op.WRITE, Op.WRITE]), np.array([0, blocks[0]]), blocks, np.zeros(2))
+    wire = float(net.transfer_s(128 * KIB))
+    assert wire > 0.1  # 128 KiB at 1.25 MB/s of frames
+    assert start[0] == pytest.approx(0.01 + wire, rel=1e-9)
+    # the second's client time (10 ms) passed while the first crossed: it follows on the wire at once
+    assert start[1] == pytest.approx(0.01 + 2 * wire, rel=1e-9)

@@ -3,6 +3,7 @@ guest's script, and what is read back from its output (no VM here: the script is
 the parser on output written the way copy_shell prints it)."""
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -15,9 +16,15 @@ from diskmodel.model.predictions.block_workloads import FileCopy
 COPY = FileCopy(file_sizes_bytes=(4 << 20,), repeats=2)
 
 
+@functools.lru_cache(maxsize=None)
+def _group(name):
+    """A group's (drive presets, cells), built once (each cell's drives take a moment)."""
+    return V.GROUPS[name]()
+
+
 @pytest.mark.parametrize("group", sorted(V.GROUPS))
 def test_each_disk_of_a_cell_is_its_own_guest_drive(group):
-    presets, cells = V.GROUPS[group]()
+    presets, cells = _group(group)
     assert len(presets) <= len(V.GUEST_DISKS)
     for cell in cells:
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
@@ -30,7 +37,7 @@ def test_each_disk_of_a_cell_is_its_own_guest_drive(group):
 
 
 def test_the_guest_script_runs_every_cell_in_its_own_shell_between_markers():
-    _, cells = V.GROUPS["engineer"]()
+    _, cells = _group("engineer")
     script = V.group_script(cells, COPY)
     assert script.count("sh -c ") == len(cells)
     for i in range(len(cells)):
@@ -74,7 +81,7 @@ def test_copy_spread_is_zero_for_one_repeat_and_the_largest_over_sizes():
 
 
 def test_a_thin_cell_discards_the_removed_file_after_each_repeat_and_no_other_cell_does():
-    _, cells = V.GROUPS["002"]()
+    _, cells = _group("002")
     thin = [c for c in cells if "thin" in c.label]
     copy = FileCopy(file_sizes_bytes=(4 << 20,), repeats=3)
     for cell in cells:
@@ -84,7 +91,46 @@ def test_a_thin_cell_discards_the_removed_file_after_each_repeat_and_no_other_ce
             assert script.index("DISKMODEL_COPY cell0 ") < script.index("fstrim ")
         else:
             assert "fstrim" not in script and script.count("DISKMODEL_COPY cell0 ") == 1
-    assert len(thin) == 4  # pool chunks of 64 KiB, 128 KiB, 1 MiB and 8 MiB
+    assert len(thin) == 12  # pool chunks of 64 KiB, 128 KiB, 1 MiB and 8 MiB; the 32 MiB file's 64 KiB - 8 MiB
+
+
+def test_the_thin_series_copies_its_own_32_mib_file_and_the_other_cells_the_runs():
+    # the multi-disk LVM study's Figure 11 over its whole range, each cell with a file far larger than the chunk
+    _, cells = _group("002")
+    series = {c.label: c for c in cells if c.copy_sizes_bytes}
+    assert sorted(c.stack.volume.chunk_size_bytes for c in series.values()) == [64 << 10 << k for k in range(8)]
+    assert set(series) == {V.thin_series_label(64 << 10 << k) for k in range(8)}
+    both = [cells[0], next(iter(series.values()))]
+    script = V.group_script(both, COPY)
+    # copy_shell writes sizes in MiB: the run's 4 MiB for the first cell (and its pace), 32 for the thin cell
+    assert re.search(r"for n in 4; do(.|\n)*DISKMODEL_STACKS BEGIN 0(.|\n)*for n in 32; do(.|\n)*BEGIN 1", script)
+    assert script.count("for n in 32; do") == 2 + COPY.repeats - 1  # its pace, then one copy per repeat
+    assert V.cell_copy(cells[0], COPY) is COPY
+    assert V.cell_copy(both[1], COPY).file_sizes_bytes == (32 << 20,)
+
+
+def test_the_new_cells_raid_5_and_6_over_five_drives_and_file_systems_on_the_mirror():
+    _, cells = _group("002")
+    by = {c.label: c.stack.volume for c in cells}
+    for level, data in (("5", 4), ("6", 3)):
+        array = by[f"ext4, RAID {level} over 5 drives, 64 KiB"]
+        assert array.kind == f"raid{level}" and len(array.members) == 5
+        assert array.array_size_bytes == data * (V.PART_BYTES - V.MD_OFFSET)
+    _, cells = _group("000")
+    mirrors = {c.stack.file_system.kind: c.stack for c in cells if "RAID 1" in c.label}
+    assert sorted(mirrors) == ["ext2", "ext3", "jfs", "reiserfs", "xfs"]
+    # mkfs.xfs refuses under 300 MiB: its mirror's members are larger
+    assert mirrors["xfs"].volume.array_size_bytes >= L.XFS_MIN_BYTES
+
+
+def test_the_group_pace_is_taken_over_cells_of_the_runs_file_sizes_only():
+    cells = ["a", "b"]
+    out = (_copy_lines("pace0", [(0, 0.1, 0.2, 0.25)]) + f"{V._MARK} BEGIN 0\n" + _copy_lines("cell0", [(0, 1, 2, 3)])
+           + f"{V._MARK} END 0 0\n" + "DISKMODEL_COPY pace1 32 0 5 6 9\n" + f"{V._MARK} BEGIN 1\n"
+           + "DISKMODEL_COPY cell1 32 0 9 10 19\n" + f"{V._MARK} END 1 0\n")
+    pace, results = V.parse_group(out, cells)
+    assert pace.sizes_bytes == (4 << 20,) and pace.write_s == pytest.approx((0.1,))
+    assert results[1][2].sizes_bytes == (32 << 20,) and results[1][2].write_s == pytest.approx((5.0,))
 
 
 def test_drive_logs_are_in_the_guests_drive_order(tmp_path):

@@ -7,7 +7,12 @@ the guest's ``/dev/vdb`` and ``/dev/vdc``) runs the group. The link is the one
 :mod:`diskmodel.calibrate.bench.network` builds, unshaped: a veth pair between the guest's own network
 namespace (the server, 10.77.0.1) and a namespace ``dmcli`` made for the client (10.77.0.2), so
 every block and every RPC crosses the guest's TCP stack (Dagenais' "NBD-local": the daemon serving a
-local disk through the network protocol).
+local disk through the network protocol). The NBD, RAID 1 and NFS cells run again over Dagenais' 10 Mb/s
+network (:data:`SHAPED`): each such cell shapes both veth ends with tbf
+(:func:`diskmodel.calibrate.bench.network.shaped`'s rate and bucket, as the network check shapes them)
+before it builds its stack, is refused when the qdiscs are not there, and removes them in its EXIT
+trap; its link fit and pace are taken unshaped just before, and the model's NBD device and NFS mount
+cross a :class:`~diskmodel.model.stacks.network.Network` of that rate.
 
 - **The server.** ``nbd-server`` (newstyle, a config file) exports, with ``flush = true`` (the client's
   flush becomes an fsync of the file, as a buffered loop device's does: nbd-server's ``expflush``), a
@@ -37,7 +42,8 @@ import time
 import numpy as np
 
 from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_shell
-from diskmodel.calibrate.bench.network import CLIENT_IP, NBD_PORT, SERVER_IP
+from diskmodel.calibrate.bench.network import CLIENT_IP, NBD_PORT, SERVER_IP, shaped
+from diskmodel.calibrate.bench.network import _shape as shape_shell
 from diskmodel.calibrate.bench.stacks_vm import (MD_OFFSET, MKFS_OPTIONS, PART_START, Cell, _marker_shell, _part,
                                                  _queue_shell, _stack, parse_group)
 from diskmodel.calibrate.bench.steps import sh_word
@@ -48,7 +54,7 @@ from diskmodel.model.stacks.network import NbdDevice, Network, NfsMount
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
 
-__all__ = ["GROUP", "IMAGE_BYTES", "LINK_SIZES", "cells", "group_script", "link_fit", "measure_group",
+__all__ = ["GROUP", "IMAGE_BYTES", "LINK_SIZES", "SHAPED", "base_label", "cells", "group_script", "link_fit", "measure_group",
            "parse_link", "step_stacks"]
 
 MIB = 1 << 20
@@ -61,12 +67,24 @@ LINK_COUNTS = {4096: 96, 128 * 1024: 24}
 LINK_ROUNDS = 3
 _MARK = "DISKMODEL_STACKS"
 UNSHAPED = Network(None, 0.0)
+#: Dagenais' network: 10 megabits/second (tbf's rate on both veth ends, its bucket tbf_burst_bytes's; no
+#: delay of its own: the guest's round trip is in the link fit's per-request time).
+SHAPED = shaped(10e6 / 8, 0.0)
+SHAPED_SUFFIX = ", 10 Mb/s link"
 DRIVES = (("wd800bd", "vdb"), ("wd800bd", "vdc"))
-LABELS = ("ext2, local drive (network group)", "ext2 on NBD to a loop file",
-          "ext2, RAID 1 over a local drive and NBD", "NFS v3 of ext2 (sync export)")
+_BASE = ("ext2, local drive (network group)", "ext2 on NBD to a loop file",
+         "ext2, RAID 1 over a local drive and NBD", "NFS v3 of ext2 (sync export)")
+#: The cells: the local drive, then NBD, RAID 1 over the local drive and NBD, and NFS, each over the unshaped
+#: link (the protocols' own cost) and over Dagenais' 10 Mb/s one.
+LABELS = _BASE + tuple(x + SHAPED_SUFFIX for x in _BASE[1:])
 
 
-def _nbd(link: dict | None, step: str) -> NbdDevice:
+def base_label(label: str) -> str:
+    """*label* without its link (:data:`SHAPED_SUFFIX`)."""
+    return label.removesuffix(SHAPED_SUFFIX)
+
+
+def _nbd(link: dict | None, step: str, network: Network = UNSHAPED) -> NbdDevice:
     """The NBD device over the image file, its per-request cost the link fit's for *step*'s operation
     (``{"write": {"overhead_s", "copy_rate_bytes_per_s"}, "read": ...}``; None: the model's defaults)."""
     image = LoopFile(_part("vdb", size=SERVER_PART_BYTES), IMAGE_BYTES, allocation="zero_filled",
@@ -74,20 +92,23 @@ def _nbd(link: dict | None, step: str) -> NbdDevice:
     fit = (link or {}).get(step)
     costs = {} if fit is None else {"client_overhead_s": fit["overhead_s"], "server_overhead_s": 0.0,
                                     "copy_rate_bytes_per_s": fit["copy_rate_bytes_per_s"]}
-    return NbdDevice(image, UNSHAPED, server=f"{SERVER_IP}:{NBD_PORT}", **costs)
+    return NbdDevice(image, network, server=f"{SERVER_IP}:{NBD_PORT}", **costs)
 
 
 def _stacks(step: str, link: dict | None) -> list[Stack]:
-    nbd = _nbd(link, step)
+    """The stacks of :data:`LABELS`, in their order."""
     local, both = DRIVES[:1], DRIVES
-    mirror = RaidArray("raid1", (_part("vdc", size=IMAGE_BYTES), nbd), tool="md", array_size_bytes=IMAGE_BYTES - MD_OFFSET)
-    export = FileSystemNode(_part("vdb", size=SERVER_PART_BYTES), kind="ext2", mkfs_options=MKFS_OPTIONS)
-    nfs = NfsMount(export, UNSHAPED, server=f"{SERVER_IP}:/srv", version="3", sync_export=True,
-                   client_overhead_s=0.0, server_op_s=0.0)
-    return [_stack(_part("vdb", size=SERVER_PART_BYTES), "ext2", local, "local"),
-            _stack(nbd, "ext2", local, "nbd"),
-            _stack(mirror, "ext2", both, "raid1 local + nbd"),
-            Stack(nfs, tuple(model_drive(p, name=d) for p, d in local), "nfs")]
+    out = [_stack(_part("vdb", size=SERVER_PART_BYTES), "ext2", local, "local")]
+    for network, tag in ((UNSHAPED, ""), (SHAPED, " 10 Mb/s")):
+        nbd = _nbd(link, step, network)
+        mirror = RaidArray("raid1", (_part("vdc", size=IMAGE_BYTES), nbd), tool="md",
+                           array_size_bytes=IMAGE_BYTES - MD_OFFSET)
+        export = FileSystemNode(_part("vdb", size=SERVER_PART_BYTES), kind="ext2", mkfs_options=MKFS_OPTIONS)
+        nfs = NfsMount(export, network, server=f"{SERVER_IP}:/srv", version="3", sync_export=True,
+                       client_overhead_s=0.0, server_op_s=0.0)
+        out += [_stack(nbd, "ext2", local, "nbd" + tag), _stack(mirror, "ext2", both, "raid1 local + nbd" + tag),
+                Stack(nfs, tuple(model_drive(p, name=d) for p, d in local), "nfs" + tag)]
+    return out
 
 
 def cells(link: dict | None = None) -> list[Cell]:
@@ -209,15 +230,24 @@ def _mkfs(dev: str) -> str:
 
 
 def _cell_script(i: int, label: str, copy: FileCopy) -> str:
-    """Cell *label*'s stack built, the copy run in it (tag ``cellI``) and the stack torn down (its EXIT trap)."""
+    """Cell *label*'s stack built, the copy run in it (tag ``cellI``) and the stack torn down (its EXIT trap);
+    a 10 Mb/s cell's link shaped first and unshaped by its trap."""
     # the queue settings below the top file system and the marker read (stacks_vm's), then the copy
     copy_top = (_queue_shell("/mnt/top", i) + _marker_shell(i)
                 + copy_shell("/mnt/top", copy, tag=f"cell{i}", clock=GUEST_CLOCK))
     undo = ['umount /mnt/top 2>/dev/null', 'mdadm --stop /dev/md0 >/dev/null 2>&1',
             'nbd-client -d /dev/nbd0 >/dev/null 2>&1', 'exportfs -ua 2>/dev/null; exportfs -ra 2>/dev/null',
             'umount /srv 2>/dev/null || { rpc.nfsd 0; umount /srv; rpc.nfsd 2; }', '[ -n "$Q" ] && losetup -d "$Q"', '[ -n "$P" ] && losetup -d "$P"']
-    out = ["set +e\n", f"trap '{'; '.join(undo)}' EXIT\n",
-           _partition("P", "vdb", SERVER_PART_BYTES), _mkfs('"$P"')]
+    shaped_cell = label != base_label(label)
+    if shaped_cell:  # the qdiscs gone (tc's own errors silenced) whatever happened
+        undo.append("tc qdisc del dev dmv0 root 2>/dev/null; ip netns exec dmcli tc qdisc del dev dmv1 root 2>/dev/null")
+    label = base_label(label)
+    out = ["set +e\n", f"trap '{'; '.join(undo)}' EXIT\n"]
+    if shaped_cell:
+        # a cell whose link is not shaped is refused, not measured unshaped
+        out.append(shape_shell(SHAPED) + "\ntc qdisc show dev dmv0 | grep -q tbf && "
+                   "ip netns exec dmcli tc qdisc show dev dmv1 | grep -q tbf || { echo 'tc: no tbf'; exit 3; }\n")
+    out += [_partition("P", "vdb", SERVER_PART_BYTES), _mkfs('"$P"')]
     if label == LABELS[0]:
         return "".join(out) + 'mount "$P" /mnt/top || exit 3\n' + copy_top
     out.append('mount "$P" /srv || exit 3\n')
@@ -242,9 +272,9 @@ def group_script(labels, copy: FileCopy) -> str:
     lines = [_PRELUDE, _NBD_CONNECT]
     for i, label in enumerate(labels):
         pace = copy_shell("/tmp/diskmodel-pace", copy, tag=f"pace{i}", clock=GUEST_CLOCK)
-        if label in LABELS[1:3]:  # an NBD cell: the link's own cost just before it
+        if base_label(label) in _BASE[1:3]:  # an NBD cell: the link's own cost just before it (unshaped)
             pace += _link_shell(i)
-        if label == LABELS[3]:
+        if base_label(label) == _BASE[3]:
             pace = _in_client(copy_shell("/mnt/nfsfit", copy, tag=f"pace{i}", clock=GUEST_CLOCK),
                               f"{SERVER_IP}:/run/dmexp/nfs", "/mnt/nfsfit")
         script = _NBD_CONNECT + _cell_script(i, label, copy)

@@ -23,10 +23,14 @@ and the guest's output is kept beside the logs (``guest-output.txt``): the log's
 put on the guest's clock and cut into the copy's timed steps.
 
 The cells (:data:`GROUPS`) follow the published studies: Dagenais' partitions at the outer and inner
-edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2 and ext3
-on the mirror (Marechal's file systems on RAID 1); the multi-disk LVM study's striping over 1-4 drives
-at two chunk sizes, RAID 5 and RAID 6 against RAID 0, xfs on one drive and thin volumes at a small and a large
-pool chunk.
+edge, RAID 1 over a fast and a slow drive beside each drive alone, LVM over one drive, ext2, ext3, xfs,
+jfs and reiserfs on the mirror (Marechal's file systems on RAID 1); the multi-disk LVM study's striping over
+1-5 drives at several chunk sizes, RAID 5 and RAID 6 over four and five drives against RAID 0, xfs on one
+drive, and thin volumes at pool chunks of 64 KiB - 8 MiB, its Figure 11's range with a 32 MiB file (a cell's
+own copy, :attr:`Cell.copy_sizes_bytes`) beside the run's copy at four of them.
+
+The guest's own timing of its parity code (``raid6:`` and ``xor:`` lines of its kernel log) is printed
+at the end (``DISKMODEL_STACKS DMESG``), beside the guest's output kept with the logs.
 """
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 
-__all__ = ["Cell", "GROUPS", "group_script", "parse_group", "measure_group", "busy_s", "drive_logs", "logged_steps",
+__all__ = ["Cell", "GROUPS", "cell_copy", "thin_series_label", "group_script", "parse_group", "measure_group", "busy_s", "drive_logs", "logged_steps",
            "drive_busy", "logged_of", "pace_steps"]
 
 MIB = 1 << 20
@@ -70,6 +74,12 @@ PARTITION_GB = (2, 4, 8)
 STRIPE_KIB = (4, 16)
 #: Its thin pools' chunk sizes beside 64 KiB and 1 MiB (its Figure 11, 64 KiB - 8 MiB) [bytes].
 THIN_CHUNKS = (128 << 10, 8 << 20)
+#: Its Figure 11's whole range of thin pool chunks, each with a file far larger than the chunk [bytes].
+THIN_SERIES_CHUNKS = tuple(64 << 10 << k for k in range(8))
+#: The file of the thin series' copy [bytes]. The study wrote bonnie++'s files (twice the memory, GBs) on a
+#: fresh volume, so nearly every chunk the file fills is provisioned by its write; a 4 MiB file under an
+#: 8 MiB chunk lies inside the chunk mkfs's inode tables already provisioned. 32 MiB spans four 8 MiB chunks.
+THIN_SERIES_FILE_BYTES = 32 * MIB
 
 
 def _size(nbytes: int) -> str:
@@ -78,11 +88,19 @@ def _size(nbytes: int) -> str:
 
 @dataclass(frozen=True)
 class Cell:
-    """One seed cell: the seed, a label, the stack (its disks named as the guest's drives)."""
+    """One seed cell: the seed, a label, the stack (its disks named as the guest's drives) and the
+    copy's file sizes when the cell's study wrote others than the run's (bytes; empty: the run's)."""
 
     seed: str
     label: str
     stack: Stack
+    copy_sizes_bytes: tuple[int, ...] = ()
+
+
+def cell_copy(cell: Cell, copy: FileCopy) -> FileCopy:
+    """The copy *cell* runs: the run's *copy*, with the cell's own file sizes where it has them."""
+    sizes = getattr(cell, "copy_sizes_bytes", ())  # the network group's cells: the run's sizes
+    return FileCopy(file_sizes_bytes=sizes, repeats=copy.repeats) if sizes else copy
 
 
 def _part(disk: str, start: int = PART_START, size: int = PART_BYTES) -> Partition:
@@ -95,7 +113,8 @@ MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodi
 
 
 def _stack(volume, kind: str, drives, label: str) -> Stack:
-    options = MKFS_OPTIONS if kind.startswith("ext") else ()  # mkfs.xfs: its defaults (4 KiB blocks)
+    # mkfs.xfs, mkfs.jfs and mkreiserfs: their defaults (4 KiB blocks)
+    options = MKFS_OPTIONS if kind.startswith("ext") else ()
     return Stack(FileSystemNode(volume, kind=kind, mkfs_options=options),
                  tuple(model_drive(p, name=d) for p, d in drives), label)  # each as the emulator serves it
 
@@ -105,14 +124,20 @@ def _group_000():
     drives = (("wd800bd", "vdb"), ("hp_c2247a", "vdc"))
     fast, slow = drives[:1], drives[1:]
     inner = (80031744000 - 2 * PART_BYTES) // MIB * MIB  # the wd800bd's last zones (its capacity)
-    mirror = lambda: RaidArray("raid1", (_part("vdb"), _part("vdc")), tool="md",  # noqa: E731
-                               array_size_bytes=PART_BYTES - MD_OFFSET)
+    def mirror(size: int = PART_BYTES):
+        return RaidArray("raid1", (_part("vdb", size=size), _part("vdc", size=size)), tool="md",
+                         array_size_bytes=size - MD_OFFSET)
+
     return [d for d, _ in drives], [
         Cell("000", "ext2, fast drive, outer partition", _stack(_part("vdb"), "ext2", fast, "fast outer")),
         Cell("000", "ext2, fast drive, inner partition", _stack(_part("vdb", inner), "ext2", fast, "fast inner")),
         Cell("000", "ext2, slow drive", _stack(_part("vdc"), "ext2", slow, "slow")),
         Cell("000", "ext2, RAID 1 fast + slow", _stack(mirror(), "ext2", drives, "raid1 ext2")),
         Cell("001", "ext3, RAID 1 fast + slow", _stack(mirror(), "ext3", drives, "raid1 ext3")),
+        # Marechal's other file systems on the mirror (xfs on a mirror as large as mkfs.xfs accepts)
+        Cell("001", "xfs, RAID 1 fast + slow", _stack(mirror(XFS_PART_BYTES + MD_OFFSET), "xfs", drives, "raid1 xfs")),
+        Cell("001", "jfs, RAID 1 fast + slow", _stack(mirror(), "jfs", drives, "raid1 jfs")),
+        Cell("001", "reiserfs, RAID 1 fast + slow", _stack(mirror(), "reiserfs", drives, "raid1 reiserfs")),
         Cell("000", "ext2, LVM over the fast drive", _stack(LinearVolume((_part("vdb"),)), "ext2", fast, "lvm")),
         *(Cell("000", f"ext2, fast drive, {gb} GB partition", _stack(_part("vdb", size=gb * GB), "ext2", fast,
                                                                      f"{gb} GB partition"))
@@ -129,6 +154,11 @@ def _group_002():
     def striped(n: int, chunk: int):
         return StripedVolume(tuple(_part(d) for _, d in five[:n]), stripe_size_bytes=chunk)
 
+    def parity(level: str, n: int):
+        data = n - (1 if level == "raid5" else 2)
+        return RaidArray(level, tuple(_part(d) for _, d in five[:n]), chunk_size_bytes=64 << 10, tool="md",
+                         array_size_bytes=data * (PART_BYTES - MD_OFFSET))
+
     def thin(chunk: int):
         data = _part("vdb")
         return ThinVolume(data, pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB, chunk_size_bytes=chunk,
@@ -141,14 +171,8 @@ def _group_002():
         Cell("002", "ext4, striped over 4 drives, 64 KiB", _stack(striped(4, 64 << 10), "ext4", drives, "stripe4")),
         Cell("002", "ext4, striped over 4 drives, 256 KiB", _stack(striped(4, 256 << 10), "ext4", drives,
                                                                   "stripe4 256k")),
-        Cell("002", "ext4, RAID 5 over 4 drives, 64 KiB",
-             _stack(RaidArray("raid5", tuple(_part(d) for _, d in drives), chunk_size_bytes=64 << 10, tool="md",
-                              array_size_bytes=3 * (PART_BYTES - MD_OFFSET)),
-                    "ext4", drives, "raid5")),
-        Cell("002", "ext4, RAID 6 over 4 drives, 64 KiB",
-             _stack(RaidArray("raid6", tuple(_part(d) for _, d in drives), chunk_size_bytes=64 << 10, tool="md",
-                              array_size_bytes=2 * (PART_BYTES - MD_OFFSET)),
-                    "ext4", drives, "raid6")),
+        Cell("002", "ext4, RAID 5 over 4 drives, 64 KiB", _stack(parity("raid5", 4), "ext4", drives, "raid5")),
+        Cell("002", "ext4, RAID 6 over 4 drives, 64 KiB", _stack(parity("raid6", 4), "ext4", drives, "raid6")),
         Cell("002", "xfs, 1 drive", _stack(_part("vdb", size=XFS_PART_BYTES), "xfs", drives[:1], "xfs")),
         Cell("002", "ext4, thin volume, 64 KiB pool chunk", _stack(thin(64 << 10), "ext4", drives[:1], "thin 64k")),
         Cell("002", "ext4, thin volume, 1 MiB pool chunk", _stack(thin(1 << 20), "ext4", drives[:1], "thin 1m")),
@@ -162,7 +186,19 @@ def _group_002():
         *(Cell("002", f"ext4, thin volume, {_size(c)} pool chunk", _stack(thin(c), "ext4", drives[:1],
                                                                           f"thin {_size(c)}"))
           for c in THIN_CHUNKS),
+        # its Figures 5 and 7: RAID 5 and RAID 6 over five drives
+        Cell("002", "ext4, RAID 5 over 5 drives, 64 KiB", _stack(parity("raid5", 5), "ext4", five, "raid5 5")),
+        Cell("002", "ext4, RAID 6 over 5 drives, 64 KiB", _stack(parity("raid6", 5), "ext4", five, "raid6 5")),
+        # its Figure 11 with its workload's proportions: a file far larger than the pool's chunk
+        *(Cell("002", thin_series_label(c), _stack(thin(c), "ext4", drives[:1], f"thin {_size(c)} big"),
+               (THIN_SERIES_FILE_BYTES,))
+          for c in THIN_SERIES_CHUNKS),
     ]
+
+
+def thin_series_label(chunk_bytes: int) -> str:
+    """The label of the thin series' cell with pool chunks of *chunk_bytes*."""
+    return f"ext4, thin volume, {_size(chunk_bytes)} pool chunk, {THIN_SERIES_FILE_BYTES >> 20} MiB file"
 
 
 def _group_engineer():
@@ -196,13 +232,17 @@ def group_script(cells, copy: FileCopy) -> str:
     (``sh -c``); markers around each."""
     lines = ["set +e", "mkdir -p /tmp/diskmodel-pace"]
     for i, cell in enumerate(cells):
-        lines.append(copy_shell(sh_word("/tmp/diskmodel-pace"), copy, tag=f"pace{i}", clock=GUEST_CLOCK))
+        own = cell_copy(cell, copy)
+        lines.append(copy_shell(sh_word("/tmp/diskmodel-pace"), own, tag=f"pace{i}", clock=GUEST_CLOCK))
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
         plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
         mnt = sh_word(Ref(plan.mount_var))
-        body = _queue_shell(mnt, i) + _marker_shell(i) + _copy_body(cell, mnt, copy, f"cell{i}")
+        body = _queue_shell(mnt, i) + _marker_shell(i) + _copy_body(cell, mnt, own, f"cell{i}")
         script = plan.render_script(body, preamble=GUEST_PREAMBLE)
         lines += [f"echo '{_MARK} BEGIN {i}'", f"sh -c {sh_word(script)}", f'echo "{_MARK} END {i} $?"']
+    # the kernel's own timing of its parity code at boot or at raid456's load (lib/raid6/algos.c,
+    # crypto/xor.c): the rate md computes P and Q at on this guest's CPU
+    lines.append(f"dmesg 2>/dev/null | grep -E 'raid6: |xor: ' | sed 's/^/{_MARK} DMESG /'")
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
 
@@ -266,6 +306,7 @@ def parse_group(output: str, cells) -> tuple:
     text = output.replace("\r", "")
     paces = [_median_copy(text, f"pace{i}") for i, _ in enumerate(cells)]
     found = [p for p in paces if p is not None]
+    found = [p for p in found if p.sizes_bytes == found[0].sizes_bytes]  # a cell's own sizes: not the group's
     pace = None
     if found:
         pace = CopyResult(found[0].sizes_bytes, tuple(statistics.median(v) for v in zip(*(p.write_s for p in found))),

@@ -218,7 +218,8 @@ class FsParams:
             return self.data_start(0) + ROOT_FILES_BLOCKS
         mid = max(0, (self.device_bytes // self.block_bytes) // 2 // self.group_blocks)
         lo, hi = max(mid - 1, 0), min(mid + 1, self.groups - 1)
-        free = {g: (g + 1) * self.group_blocks - self.data_start(g) for g in range(lo, hi + 1)}
+        end = self.device_bytes // self.block_bytes  # the last group ends with the device
+        free = {g: min((g + 1) * self.group_blocks, end) - self.data_start(g) for g in range(lo, hi + 1)}
         best = lo
         for g in range(lo + 1, hi + 1):
             if free[g] > free[best]:

@@ -38,6 +38,7 @@ from . import block_layer
 from .dm_linear import dm_linear
 from .dm_striped import dm_striped
 from .dm_thin import dm_thin
+from .fs_mkfs import MKFS_KINDS, mkfs_written
 from .fileops import FileOps, Kind, resolve_clones
 from .fs import file_system
 from ..filesystems.kinds import DEFAULTS, mkfs_journal_bytes
@@ -86,8 +87,12 @@ def fs_params_of(node, device_bytes: int, path: str = "file_system") -> FsParams
     params = node.parameters
     kind = node.kind
     journal = int(params.journal_size_bytes) if params.journal_size_bytes else None
-    if kind == "jfs" and "-s" not in node.mkfs_options and journal == DEFAULTS["jfs"]["journal_size_bytes"]:
-        journal = mkfs_journal_bytes("jfs", int(device_bytes))  # mkfs.jfs's log for the device's size
+    # mkfs.jfs's log and mke2fs's journal for the device's size (ext2fs_default_journal_size), unless
+    # the node sets its own (mkfs.jfs -s, mke2fs -J size=)
+    sized = {"jfs": "-s", "ext3": "-J", "ext4": "-J"}.get(kind)
+    if (sized and not any(o.startswith(sized) for o in node.mkfs_options)
+            and journal == DEFAULTS[kind]["journal_size_bytes"]):
+        journal = mkfs_journal_bytes(kind, int(device_bytes), int(params.block_size_bytes))
     try:
         return FsParams(kind=kind, device_bytes=int(device_bytes), block_bytes=int(params.block_size_bytes),
                         inode_bytes=int(params.inode_size_bytes),
@@ -109,9 +114,10 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
 
 
 def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
-           limit_kb: int | None = None):
+           limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = ()):
     """Record ``stream`` as device ``name`` (queued at ``limit_kb``, by default the node's own
-    :func:`max_sectors_kb`) and pass it down through ``node``."""
+    :func:`max_sectors_kb`) and pass it down through ``node``. ``mkfs``: the byte ranges of ``node``
+    that mkfs wrote (:func:`.fs_mkfs.mkfs_written`; the file system's own volume only)."""
     stream = queue(stream, limit_kb or max_sectors_kb(node))
     _merge(out, {name: stream})
     kind = type(node).__name__
@@ -152,8 +158,10 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit)
         return
     if kind == "ThinVolume":
-        res = dm_thin(stream, node.chunk_size_bytes, node.zero_new_chunks,
-                      provisioned=_read_blocks_first(stream, int(node.chunk_size_bytes)))
+        chunk = int(node.chunk_size_bytes)
+        made = [b for off, size in mkfs for b in range(off // chunk, -(-(off + size) // chunk))]
+        res = dm_thin(stream, chunk, node.zero_new_chunks,
+                      provisioned=np.union1d(_read_blocks_first(stream, chunk), np.asarray(made, np.int64)))
         _merge(out, {f"{name}-meta": res.metadata})
         meta = res.metadata
         if len(meta):
@@ -280,7 +288,9 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out: dict[str, Stream] = {}
-    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out)
+    # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
+    mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs)
     return out
 
 

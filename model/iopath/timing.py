@@ -222,10 +222,11 @@ class IoTiming:
 
 
 class _Pipe:
-    """The two directions of one network link, each carrying one request's bytes at a time."""
+    """One connection: its client, sending one request at a time, and the two directions of its link,
+    each carrying one request's bytes at a time."""
 
     def __init__(self):
-        self.out_free_s = self.back_free_s = 0.0
+        self.client_free_s = self.out_free_s = self.back_free_s = 0.0
 
 
 class _Linked:
@@ -243,8 +244,13 @@ class _Linked:
         client, out, back = self.link.costs(op, blocks * BLOCK_BYTES)
         half = self.link.network.rtt_s / 2
         # one connection: nbd sends one request at a time (nbd_send_cmd under the socket's tx_lock), so the
-        # client's time per request is queued with its bytes, first in first out
-        sent = fifo(arrival, client + out, self.pipe.out_free_s)
+        # client's time per request is queued, first in first out; the request's bytes then wait for the
+        # link, which carries one request's at a time. The two are stages of a pipeline: sock_xmit returns
+        # once the socket has taken the bytes, so the client sends the next request while the link (tbf)
+        # still carries the last one
+        handed = fifo(arrival, client, self.pipe.client_free_s)
+        self.pipe.client_free_s = float(handed[-1])
+        sent = fifo(handed, out, self.pipe.out_free_s)
         self.pipe.out_free_s = float(sent[-1])
         start, done = self.server.serve(op, lbn, blocks, sent + half + self.link.server_s)
         replied = fifo(done + half, back, self.pipe.back_free_s)

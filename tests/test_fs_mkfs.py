@@ -1,0 +1,94 @@
+"""What mke2fs writes before a workload (model/iopath/fs_mkfs.py), its journal's size and place
+(model/iopath/path.py fs_params_of, fs_layout.FsParams.journal_block), and the thin-volume chunks those
+writes provisioned. References: e2fsprogs 1.47.0's mke2fs, read back with debugfs (the integration
+test runs them; the fast tests hold the figures it printed on this host, Debian 12's mke2fs 1.47.0)."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from diskmodel.calibrate.bench.stacks_vm import MKFS_OPTIONS
+from diskmodel.model.iopath import parse_workload
+from diskmodel.model.iopath.fs_mkfs import mkfs_written
+from diskmodel.model.iopath.path import fs_params_of, run
+from diskmodel.model.iopath.stream import Flag, Op
+from diskmodel.model.stacks.stack import FileSystemNode, Stack
+from diskmodel.model.stacks.thin import ThinVolume
+from diskmodel.model.stacks.volumes import Partition
+from diskmodel.calibrate.emulate.drives import model_drive
+
+MIB = 1 << 20
+#: debugfs "stat <8>" of mke2fs 1.47.0's ext4 with MKFS_OPTIONS: (device MiB) -> (journal's first block, blocks)
+MKE2FS_JOURNAL = {192: (3107, 4096), 256: (32801, 4096)}
+
+
+def _params(mib: int):
+    node = FileSystemNode(Partition(MIB, mib * MIB), kind="ext4", mkfs_options=MKFS_OPTIONS)
+    return fs_params_of(node, mib * MIB)
+
+
+@pytest.mark.parametrize("mib", sorted(MKE2FS_JOURNAL))
+def test_the_journal_has_mke2fs_size_and_group_for_the_device(mib):
+    p = _params(mib)
+    first, blocks = MKE2FS_JOURNAL[mib]
+    # 16 MiB (ext2fs_default_journal_size for under 256 Ki blocks), not the node's default 128 MiB
+    assert p.journal_blocks == blocks
+    # get_midpoint_journal_block: group 0 of a 192 MiB file system (its second group is half a group,
+    # with fewer free blocks), group 1 of a 256 MiB one
+    assert p.journal_block // p.group_blocks == first // p.group_blocks
+
+
+def test_mkfs_wrote_the_heads_bitmaps_inode_tables_and_whole_journal():
+    p = _params(192)
+    runs = mkfs_written(p, MKFS_OPTIONS)
+    starts = {off // p.block_bytes: size // p.block_bytes for off, size in runs}
+    assert starts[p.journal_block] == p.journal_blocks  # lazy_journal_init=0: zeroed in full
+    assert starts[p.inode_table(0)] >= p.inodes_per_group * p.inode_bytes // p.block_bytes
+    assert 0 in starts and p.group_blocks in starts  # superblock copies in groups 0 and 1
+    # without lazy_itable_init=0, ext4's inode tables are left to the kernel's ext4lazyinit
+    lazy = mkfs_written(p, ("-b", "4096"))
+    assert p.inode_table(0) * p.block_bytes not in {off for off, _ in lazy}
+
+
+def test_a_thin_chunk_under_mkfs_writes_is_provisioned_before_the_workload():
+    # The multi-disk LVM study's thin volume with 8 MiB chunks: the chunks mkfs zeroed the journal in are
+    # mapped when the copy starts, so the file's write zero-fills only chunks that nothing wrote before.
+    chunk = 8 * MIB
+    thin = ThinVolume(Partition(MIB, 256 * MIB, disk="vdb"), pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB,
+                      chunk_size_bytes=chunk, metadata_size_bytes=4 * MIB)
+    stack = Stack(FileSystemNode(thin, kind="ext4", mkfs_options=MKFS_OPTIONS), (model_drive("wd800bd", name="vdb"),),
+                  "thin")
+    p = fs_params_of(stack.file_system, 192 * MIB)
+    made = {b for off, size in mkfs_written(p, MKFS_OPTIONS) for b in range(off // chunk, -(-(off + size) // chunk))}
+    streams = run(stack, parse_workload(f"dd:size={4 * MIB},step=write", sync_at_end=False))
+    volume, pool = streams["volume"], streams["volume-pool"]
+    writes = volume.take((volume.op == Op.WRITE) & ((volume.flags & Flag.META) == 0))
+    touched = set(np.unique(writes.offset_bytes // chunk).tolist())
+    assert touched & made, "the file starts in a chunk mkfs wrote (after the journal)"
+    zeroed = pool.take((pool.flags & Flag.ZERO) != 0)
+    # each zero-fill is issued for the volume's write that provisions its chunk (its parent): none lies in a
+    # chunk mkfs wrote, and each chunk the file reaches that mkfs left unwritten is zero-filled once
+    provisioning = volume.offset_bytes[zeroed.parent] // chunk
+    assert not set(provisioning.tolist()) & made
+    assert sorted(set(provisioning.tolist())) == sorted(touched - made)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("mib", sorted(MKE2FS_JOURNAL))
+def test_mke2fs_places_and_sizes_the_journal_as_the_model(tmp_path, mib):
+    if not (shutil.which("mkfs.ext4") and shutil.which("debugfs")):
+        pytest.skip("mkfs.ext4 and debugfs (e2fsprogs) are needed")
+    image = tmp_path / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(mib * MIB)
+    subprocess.run(["mkfs.ext4", "-q", "-F", *MKFS_OPTIONS, str(image)], check=True, capture_output=True)
+    out = subprocess.run(["debugfs", "-R", "stat <8>", str(image)], check=True, capture_output=True, text=True).stdout
+    first, last = map(int, re.search(r"\(0-\d+\):(\d+)-(\d+)", out).groups())
+    p = _params(mib)
+    assert last - first + 1 == p.journal_blocks
+    assert first // p.group_blocks == p.journal_block // p.group_blocks
