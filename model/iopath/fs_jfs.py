@@ -31,7 +31,11 @@ named as the workloads name them (:func:`file_name`).
 
 The metadata pages (inode pages of 8 inodes, dtree pages, the index table's pages, the inode
 map's and the block map's pages) are written in place at sync and when dirty for
-``dirty_expire_s``. A dtree leaf holds 123 one-slot entries (128 slots less the header and the
+``dirty_expire_s``; and every :data:`JFS_LOGSYNC_PAGES` log pages the log's sync point is moved
+on (lmLog -> lmLogSync, ``LOGSYNC_DELTA``: an eighth of the log, at most 128 pages): the dirty
+pages of the aggregate's own inodes (write_special_inodes: the inode map's file, whose pages
+hold the inode pages and the IAGs, and the block map's) are written then, with a sync point
+record; a directory's pages are its own inode's and wait for write-back. A dtree leaf holds 123 one-slot entries (128 slots less the header and the
 4-slot table, dtree.h); it is split in two when full (dtSplitPage), so leaves fill from half.
 New inodes come in extents of 32 (16 KiB, INOSPEREXT) allocated in the directory's group. A stat
 of an inode not cached reads its 4 KiB inode page (diRead, read_metapage); a lookup reads the
@@ -43,7 +47,7 @@ from __future__ import annotations
 import bisect
 
 from .fs_layout import FsParams
-from .fs_logged_base import SYNC, File, Logged
+from .fs_logged_base import META, SYNC, File, Logged
 from .stream import Op
 
 __all__ = ["Jfs", "JFS_LOG"]
@@ -60,6 +64,7 @@ JFS_INDEX_PER_PAGE = 4096 // 8  # struct dir_table_slot
 JFS_INODES_PER_PAGE = 4096 // 512
 JFS_INODES_PER_EXTENT = 32
 JFS_XAD = 16  # an xtree slot (XTSLOTSIZE)
+JFS_LOGSYNC_MAX_PAGES = 128  # LOGSYNC_DELTA's cap (128 * LOGPSIZE)
 
 
 def _record(*lines: int) -> int:
@@ -177,6 +182,9 @@ class Jfs(Logged):
         self.inode_extents: dict[tuple, int] = {}  # (group, directory, extent number) -> first block
         self.meta_blocks: dict[tuple, int] = {}  # a directory's page ("dt"/"ix", directory, number) -> block
         self.dtrees: dict[int, Dtree] = {}  # directory -> its leaves
+        self.special: set[int] = set()  # dirty in-place blocks of the inode map's and block map's files
+        self.logsync_pages = min(self.log_blocks // 8, JFS_LOGSYNC_MAX_PAGES)  # LOGSYNC_DELTA
+        self.since_logsync = 0  # log pages written since the last sync point
 
     def group_of(self, d: int) -> int:
         return 0 if d == 0 else (d * 7919) % self.groups
@@ -188,7 +196,7 @@ class Jfs(Logged):
         # the block map's dmap page of the blocks (8192 blocks a page, BPERDMAP), kept in the block
         # map's file (placed before the fsck area and the log here)
         if t is not None:
-            self.dirty_inplace(t, {self.log_start - 64 - 1 - b // 8192 for b in (start, start + n - 1)})
+            self.dirty_special(t, {self.log_start - 64 - 1 - b // 8192 for b in (start, start + n - 1)})
 
     def tail_write(self, t, f, off, size) -> bool:
         return False
@@ -218,6 +226,25 @@ class Jfs(Logged):
         self.log_head += 1
         if self.log_head >= self.log_blocks:
             self.log_head = 2
+        self.since_logsync += 1
+        if self.since_logsync >= self.logsync_pages:
+            self.logsync(t)
+
+    def dirty_special(self, t, blocks):
+        """In-place blocks of the aggregate's own inodes (the inode map's, the block map's)."""
+        self.dirty_inplace(t, blocks)
+        self.special.update(blocks)
+
+    def logsync(self, t):
+        """lmLogSync: the special inodes' dirty pages written (filemap_flush), a sync point record."""
+        self.since_logsync = 0
+        for b in sorted(self.special & set(self.inplace)):
+            self.emit(t + 1e-9, Op.WRITE, b * self.bs, self.bs, META)
+            del self.inplace[b]
+        self.special.clear()
+        if not self.inplace:
+            self.inplace_since = None
+        self.page_used += JFS_LOG["syncpt"]
 
     def flush_log(self, t):
         """The current page written as it is (jfs_flush_journal); the next record starts a page."""
@@ -254,8 +281,8 @@ class Jfs(Logged):
     def create(self, t, f: int, d: int):
         file = self.new_file(f, d)
         self.log(t, JFS_LOG["create"] + self.dtree_insert(d, f))
-        blocks = [self.inode_page(t, file), *self.dir_blocks(t, self.dir_pages(file)), self.imap_page(file)]
-        self.dirty_inplace(t, blocks)
+        self.dirty_special(t, [self.inode_page(t, file), self.imap_page(file)])
+        self.dirty_inplace(t, self.dir_blocks(t, self.dir_pages(file)))
 
     def placed(self, file: File):
         """A file on the device before the workload: its entry in its directory's leaves, unlogged."""
@@ -294,8 +321,8 @@ class Jfs(Logged):
         file = self.files.pop(f)
         freed = JFS_LOG["free_extents"] + JFS_LOG["extent"] * len(file.runs) if file.runs else 0
         self.log(t, JFS_LOG["delete"] + self.dtree_delete(file.dir, f) + freed)
-        blocks = [self.inode_page(t, file), *self.dir_blocks(t, self.dir_pages(file)), self.imap_page(file)]
-        self.dirty_inplace(t, blocks)
+        self.dirty_special(t, [self.inode_page(t, file), self.imap_page(file)])
+        self.dirty_inplace(t, self.dir_blocks(t, self.dir_pages(file)))
         for _, n, db in file.runs:
             self.allocated(t, db, n)
 
@@ -315,7 +342,7 @@ class Jfs(Logged):
     def after_write_back(self, t, f: File):
         if f.grown:
             self.log(t, JFS_LOG["commit_inode"] + JFS_LOG["extent"] * f.grown)
-            self.dirty_inplace(t, [self.inode_page(t, f)])
+            self.dirty_special(t, [self.inode_page(t, f)])
             f.grown = 0
 
     def fsync(self, t, f: int):
