@@ -296,7 +296,8 @@ def main(argv=None) -> int:
     notes = ["page-cache cells (file systems on a host loop device) run on the host, jfs and reiserfs in the VM; "
              "the VM's stacks run O_DIRECT fio",
              "btrfs raid0/raid1 (host, two loop devices): a raid1 read goes to the mirror the reading task's pid "
-             "picks (find_live_mirror), which the model cannot know: it reads from the first",
+             "picks (find_live_mirror); each cell keeps its reader's pid (blkparse's Q events) and the model "
+             "reads from that mirror (cells kept from before pids were recorded: the first)",
              "the VM runs under TCG: counts and sizes do not depend on its speed",
              "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
              "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "

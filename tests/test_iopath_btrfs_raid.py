@@ -55,3 +55,42 @@ def test_bytes_per_member_as_blktrace_measured(cell):
         pb = int(s.size_bytes[(s.op == Op.READ) | (s.op == Op.WRITE)].sum())
         mb = sum(r[2] for r in meas)
         assert abs(pb - mb) <= 0.05 * mb, (name, pb, mb)
+
+
+def test_raid1_reads_go_to_the_mirror_the_readers_pid_picks():
+    # find_live_mirror (BTRFS_READ_POLICY_PID): first + pid % num_stripes; every read of the task on
+    # that one device, every write on both
+    s = _stream([(0.0, Op.WRITE, 1 << 20, 64 * KIB), (1.0, Op.READ, 1 << 20, 4096), (2.0, Op.READ, 2 << 20, 8192)])
+    for pid, reader in ((4242, "a"), (4243, "b")):
+        out = btrfs_map(s, "raid1", ["a", "b"], [], reader_pid=pid)
+        reads = {d: out[d].size_bytes[out[d].op == Op.READ].tolist() for d in ("a", "b")}
+        assert reads[reader] == [4096, 8192] and reads["b" if reader == "a" else "a"] == []
+        assert all(out[d].size_bytes[out[d].op == Op.WRITE].tolist() == [64 * KIB] for d in ("a", "b"))
+    with pytest.raises(ValueError, match="reader_pid"):
+        btrfs_map(s, "raid1", ["a", "b"], [], reader_pid=-1)
+
+
+def test_reader_pid_from_blkparse_queue_events():
+    from diskmodel.calibrate.trace.btrfs_raid_cells import reader_pid
+
+    text = ("  7,2    0        1     0.000000000   812  Q  WS 128 + 8 [kworker/u4:2]\n"
+            "  7,2    1        2     0.000100000  4243  Q  RA 2048 + 256 [fio]\n"
+            "  7,2    1        3     0.000200000  4243  D  RA 2048 + 256 [fio]\n"
+            "  7,3    0        4     0.000300000   977  Q   R 64 + 8 [btrfs-worker]\n")
+    assert reader_pid(text) == 4243 and reader_pid("") is None
+
+
+@pytest.mark.parametrize("cell", [c for c in GOLDEN["cells"] if c["profile"] == "raid0"],
+                         ids=lambda c: f"{c['profile']}-{c['workload']}")
+def test_raid0_stripes_merge_to_max_segments_of_4k_folios(cell):
+    # write-back's 64 KiB stripe pieces merge on each member only up to 128 scattered 4 KiB pages
+    # (512 KiB): requests per member within 20 % of blktrace's, where merging to max_sectors_kb
+    # (1280 KiB) made half as many
+    w, = workloads_named([cell["workload"]])
+    names = [f"m{k}" for k in range(len(cell["members"]))]
+    pred = predict_btrfs_raid_cell(cell["profile"], w, cell["memory"], names, cell["read_ahead_kb"])
+    for name, meas in zip(names, cell["members"]):
+        s = pred[name]
+        n = int(((s.op == Op.READ) | (s.op == Op.WRITE)).sum())
+        assert abs(n - len(meas)) <= 0.2 * len(meas), (name, n, len(meas))
+        assert s.size_bytes.max() <= 512 * KIB

@@ -146,12 +146,12 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
 
 
 def trace_workload(run, devs: list[str], folder: Path, w: FsWorkload, mount_options: tuple[str, ...],
-                   memory: str, label: str):
+                   memory: str, label: str, text_copy: Path | None = None):
     """The BlockTrace of *devs* while workload *w* runs on the file system of *devs* (mounted from the first,
     with *mount_options*, at ``folder/mnt``): what it finds made first, then unmounted and mounted again so
     that it starts with empty caches, then traced with ``sync(2)`` after it, in a memory cgroup of
     *memory*'s limit where it has one. A failed workload or an OOM kill in the cgroup is an error naming
-    *label*."""
+    *label*. *text_copy*: where to keep blkparse's text too."""
     from diskmodel.calibrate.bench.memory_cgroup import MemoryCgroup
 
     mnt = folder / "mnt"
@@ -166,7 +166,7 @@ def trace_workload(run, devs: list[str], folder: Path, w: FsWorkload, mount_opti
         cgroup.create()
     try:
         traced = [sys.executable, "-c", _THEN_SYNC, str(len(argv)), *argv]
-        trace, status = record(traced, devs, say=lambda line: None,
+        trace, status = record(traced, devs, say=lambda line: None, text_copy=text_copy,
                                cgroup_procs=cgroup.procs_file if cgroup is not None else None)
         oom = cgroup.oom_kills() if cgroup is not None else 0
     finally:

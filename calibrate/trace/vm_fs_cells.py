@@ -70,13 +70,15 @@ def _setup_lines(w: FsWorkload) -> tuple[list[str], str]:
 def _cell_script(kind: str, w: FsWorkload, memory: str) -> str:
     setup, command = _setup_lines(w)
     limit = MEMORY_LIMITS[memory]
+    # the workload's wall time in the guest (the uptime before and after it): its pace
+    timed = f"read S _ < /proc/uptime; {command}; read E _ < /proc/uptime; echo \"@@ELAPSED $S $E\""
     if limit:
         run = (f"mkdir /sys/fs/cgroup/cell; echo {limit} > /sys/fs/cgroup/cell/memory.max\n"
-               f"sh -c 'echo $$ > /sys/fs/cgroup/cell/cgroup.procs; {command}; sync'\n"
+               f"sh -c 'echo $$ > /sys/fs/cgroup/cell/cgroup.procs; {timed}; sync'\n"
                "echo \"@@OOM $(grep oom_kill /sys/fs/cgroup/cell/memory.events | cut -d' ' -f2)\"")
         teardown = "rmdir /sys/fs/cgroup/cell"
     else:
-        run, teardown = f"{command}; sync", "true"
+        run, teardown = f"{timed}; sync", "true"
     nl = "\n"
     return f"""
 echo "@@CELL {kind} {w.name} {memory}"
@@ -115,7 +117,8 @@ _CELL = re.compile(r"^@@CELL (\S+) (\S+) (\S+)$")
 
 def parse_guest_output(output: str) -> list[dict]:
     """One dict per cell: kind, workload, memory, dirtyable_bytes, read_ahead_kb, max_sectors_kb, oom,
-    and ``trace`` (a BlockTrace whose one device is ``vda``)."""
+    ``elapsed_s`` (the workload's wall time in the guest; absent in output of before it was kept) and
+    ``trace`` (a BlockTrace whose one device is ``vda``)."""
     out, cur = [], None
     for raw in output.replace("\r", "").splitlines():
         if "@@" in raw[1:]:
@@ -130,6 +133,9 @@ def parse_guest_output(output: str) -> list[dict]:
             cur["dirtyable_bytes"] = int(raw.split()[1])
         elif raw.startswith("@@RA "):
             cur["read_ahead_kb"], cur["max_sectors_kb"] = (int(x) for x in raw.split()[1:3])
+        elif raw.startswith("@@ELAPSED "):
+            start, end = (float(x) for x in raw.split()[1:3])
+            cur["elapsed_s"] = end - start
         elif raw.startswith("@@OOM "):
             cur["oom"] = int(raw.split()[1] or 0) if len(raw.split()) > 1 else 0
         elif raw == "@@ENDCELL":
@@ -167,9 +173,13 @@ def cells_named(kinds=VM_FS_KINDS, workloads=None, memories=tuple(MEMORY_LIMITS)
     return [(k, w, m) for k in kinds for w in chosen for m in memories]
 
 
-def predict_vm_fs_cell(kind: str, workload: str, memory: str, dirtyable_bytes: int, read_ahead_kb: int):
+def predict_vm_fs_cell(kind: str, workload: str, memory: str, dirtyable_bytes: int, read_ahead_kb: int,
+                       elapsed_s: float | None = None):
     """The stream model/iopath predicts for a cell's scratch disk ``vda``: the whole path (page cache
-    with the guest's dirtyable memory, the file system with mkfs's journal for the disk's size)."""
+    with the guest's dirtyable memory, the file system with mkfs's journal for the disk's size).
+    ``elapsed_s``: the workload's wall time in the guest, whose emulated CPU runs it slower than the
+    workloads' pace (:mod:`~diskmodel.model.iopath.fileops`, this host's); its operations are spread
+    over that time in proportion, which decides what the timers (write-back, commits) see."""
     from dataclasses import replace
 
     from diskmodel.model.filesystems.kinds import mkfs_journal_bytes
@@ -183,7 +193,14 @@ def predict_vm_fs_cell(kind: str, workload: str, memory: str, dirtyable_bytes: i
                                             journal_size_bytes=mkfs_journal_bytes(kind, SCRATCH_BYTES)))
     cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
                         memory_bytes=dirtyable_bytes)
-    return run(Stack(node), parse_workload(by_name[workload].model), cache)["vda"]
+    ops = parse_workload(by_name[workload].model)
+    last = float(ops.time_s.max()) if len(ops.time_s) else 0.0
+    if elapsed_s is not None:
+        if not elapsed_s > 0:
+            raise ValueError(f"elapsed_s = {elapsed_s!r} must be > 0")
+        if last > 0:
+            ops = replace(ops, time_s=ops.time_s * (float(elapsed_s) / last))
+    return run(Stack(node), ops, cache)["vda"]
 
 
 def vm_fs_rows(kinds, workloads, memories, output_path=None, keep_path=None, timeout_s: float = 3000.0, say=print):
@@ -206,7 +223,8 @@ def vm_fs_rows(kinds, workloads, memories, output_path=None, keep_path=None, tim
             continue
         if c["oom"]:
             raise RuntimeError(f"VM cell {c['kind']}/{c['workload']}/{c['memory']}: {c['oom']} OOM kills")
-        pred = predict_vm_fs_cell(c["kind"], c["workload"], c["memory"], c["dirtyable_bytes"], c["read_ahead_kb"])
+        pred = predict_vm_fs_cell(c["kind"], c["workload"], c["memory"], c["dirtyable_bytes"], c["read_ahead_kb"],
+                                  c.get("elapsed_s"))
         row = {"where": "vm", "stack": f"{c['kind']}_{c['memory']}", "layer": c["kind"], "workload": c["workload"],
                "device": "vda", **compare(pred, c["trace"].devices["vda"].stream)}
         rows.append(row)

@@ -63,9 +63,11 @@ jfs (jfsutils 1.1.15, fs/jfs):
 reiserfs (reiserfsprogs 3.6.27, fs/reiserfs):
     block_size_bytes 4096; the journal after the first bitmap: 8192 blocks and its header
     (``-s``; JOURNAL_BLOCK_COUNT); ``data=ordered`` (the kernel's default since 2.6.6);
-    commit_interval_s 30: the running transaction is ended once it is older than the journal's
-    maximum transaction age (fs/reiserfs/journal.c, reiserfs_flush_old_commits: j_max_trans_age,
-    JOURNAL_MAX_TRANS_AGE, the ``commit=`` mount option); a file that
+    commit_interval_s 5: the running transaction is committed the write-back interval
+    (``dirty_writeback_centisecs``, 5 s) after its first change dirtied the superblock, which
+    queued flush_old_commits (fs/reiserfs/super.c, reiserfs_schedule_old_flush ->
+    flush_old_commits -> reiserfs_sync_fs: a commit of the running transaction, long before the
+    journal's 30 s maximum transaction age); a file that
     fits in one direct item is stored in its tree leaf, a tail (``tails=small``, the default:
     STORE_TAIL_IN_UNFM_S2, MAX_DIRECT_ITEM_LEN of a 4 KiB block: 4096 less the block head, two
     item heads, a stat data and a pointer, 3976 bytes; ``notail``/``tails=off``: none);
@@ -147,7 +149,7 @@ DEFAULTS = {
             "journal_size_bytes": 128 * MIB, "extents": True, "delayed_allocation": False,
             "metadata_copies": 1, "data_checksums": False, "copy_on_write": False, "inline_data_max_bytes": 0,
             "allocation_groups": None, "metadata_node_bytes": None},
-    "reiserfs": {"journal_mode": "ordered", "inode_size_bytes": 44, "commit_interval_s": 30.0,
+    "reiserfs": {"journal_mode": "ordered", "inode_size_bytes": 44, "commit_interval_s": 5.0,
                  "journal_size_bytes": 8193 * 4 * KIB, "extents": False, "delayed_allocation": False,
                  "metadata_copies": 1, "data_checksums": False, "copy_on_write": False,
                  "inline_data_max_bytes": REISERFS_TAIL_MAX_BYTES, "allocation_groups": None,

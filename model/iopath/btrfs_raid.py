@@ -8,8 +8,16 @@ the devices by its profile (fs/btrfs/volumes.c, btrfs_map_block):
   ``(o // 64 KiB // n) * 64 KiB + o % 64 KiB`` of that device's part of the chunk: md's raid0
   arithmetic with a 64 KiB chunk (:func:`.md_raid.md_raid0`).
 - **raid1**: every write goes to each of two devices at the same offset of their part of the chunk;
-  a read is served by one mirror (find_live_mirror: the reading task's pid picks it, one task's
-  reads all go to one device; :func:`.md_raid.md_raid1`'s first mirror).
+  a read is served by one mirror (see below).
+
+On each device the pieces of consecutive bios merge in its queue, but a request holds at most
+``max_segments`` (128) segments (blk-merge.c, ll_back_merge_fn): btrfs keeps file data in 4 KiB
+folios (order-0 pages: no large folios for btrfs data), and the pages write-back gathers were
+dirtied one by one, physically scattered, each a segment: a member's write request is at most
+128 pages, 512 KiB, however many 64 KiB stripes line up on it. Read-ahead allocates its pages
+together, physically adjacent ones sharing a segment, so reads reach ``max_sectors_kb``. A raid1 read goes to the mirror the
+reading task's pid picks (find_live_mirror, ``BTRFS_READ_POLICY_PID``: ``first + pid %
+num_stripes``): all of one task's reads on one device, ``reader_pid`` given, else the first.
 
 Data and metadata chunks both take the profile given (``mkfs.btrfs -d P -m P``): the file system's
 metadata is written once to the logical space (no DUP copies) and the profile copies or stripes
@@ -24,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from .fileops import FileOps, resolve_clones
-from .fs import file_system
+from .fs import MAX_SEGMENTS, file_system
 from .fs_layout import FsParams
-from .md_raid import md_raid0, md_raid1
+from .md_raid import md_raid0
 from .pagecache import CacheParams, page_cache
 from .path import queue
 from .stream import Op, Stream, concat
@@ -35,19 +43,35 @@ __all__ = ["BTRFS_PROFILES", "BTRFS_STRIPE_BYTES", "btrfs_map", "btrfs_multi_dev
 
 BTRFS_PROFILES = ("raid0", "raid1")
 BTRFS_STRIPE_BYTES = 64 << 10  # BTRFS_STRIPE_LEN
+BTRFS_DATA_FOLIO_BYTES = 4096  # btrfs's page cache folios of file data
+#: the largest write request on a member: max_segments folios
+BTRFS_MEMBER_WRITE_KB = MAX_SEGMENTS * BTRFS_DATA_FOLIO_BYTES // 1024
 
 
-def btrfs_map(stream: Stream, profile: str, devices, superblocks) -> dict[str, Stream]:
+def btrfs_map(stream: Stream, profile: str, devices, superblocks, reader_pid: int | None = None) -> dict[str, Stream]:
     """The file system's logical stream ``stream`` on each of ``devices`` (names) by ``profile``;
-    writes of 4 KiB at a superblock offset (``superblocks``, bytes) go to every device there."""
+    writes of 4 KiB at a superblock offset (``superblocks``, bytes) go to every device there; raid1's
+    reads to the mirror ``reader_pid`` picks (None: the first)."""
     if profile not in BTRFS_PROFILES:
         raise ValueError(f"btrfs: profile = {profile!r} must be one of {', '.join(BTRFS_PROFILES)}")
     names = list(devices)
+    if reader_pid is not None and (isinstance(reader_pid, bool) or not isinstance(reader_pid, int) or reader_pid < 0):
+        raise ValueError(f"btrfs: reader_pid = {reader_pid!r} must be a process id (an integer >= 0)")
     if len(names) < 2 or len(set(names)) != len(names):
         raise ValueError(f"btrfs: devices = {names!r} must be two or more distinct names")
     sb = (stream.op == Op.WRITE) & np.isin(stream.offset_bytes, list(superblocks)) & (stream.size_bytes == 4096)
     rest = stream.take(np.flatnonzero(~sb))
-    parts = md_raid0(rest, names, BTRFS_STRIPE_BYTES) if profile == "raid0" else md_raid1(rest, names[:2])
+    if profile == "raid0":
+        parts = md_raid0(rest, names, BTRFS_STRIPE_BYTES)
+    else:
+        # writes to both mirrors; reads to the one find_live_mirror prefers: first + pid % num_stripes
+        preferred = names[(reader_pid or 0) % 2]
+        whole = np.flatnonzero(~sb)
+        reads = rest.op == Op.READ
+        parts = {}
+        for name in names[:2]:
+            keep = np.flatnonzero(~reads | (name == preferred))
+            parts[name] = rest.take(keep).replace(parent=whole[keep])
     supers = stream.take(np.flatnonzero(sb))
     out = {}
     for name in names:
@@ -57,13 +81,27 @@ def btrfs_map(stream: Stream, profile: str, devices, superblocks) -> dict[str, S
 
 
 def btrfs_multi_device(workload: FileOps, profile: str, devices, device_bytes: int,
-                       cache: CacheParams | None = None) -> dict[str, Stream]:
+                       cache: CacheParams | None = None, reader_pid: int | None = None) -> dict[str, Stream]:
     """``{device: Stream}`` for ``workload`` on one btrfs over ``devices`` (names, each of
     ``device_bytes``) whose data and metadata are ``profile``: the page cache, the file system on
-    its logical space (metadata once), the profile's mapping, each device's queue."""
+    its logical space (metadata once), the profile's mapping (raid1 reads by ``reader_pid``), each
+    device's queue (write requests of at most :data:`BTRFS_MEMBER_WRITE_KB`)."""
     cache = cache or CacheParams()
     p = FsParams(kind="btrfs", device_bytes=int(device_bytes), metadata_copies=1)
     ops = resolve_clones(workload, reflink=True)
     res = page_cache(ops, cache)
     fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
-    return {name: queue(s) for name, s in btrfs_map(fs.stream, profile, devices, p.superblocks()).items()}
+    mapped = btrfs_map(fs.stream, profile, devices, p.superblocks(), reader_pid)
+    return {name: _member_queue(s) for name, s in mapped.items()}
+
+
+def _member_queue(s: Stream) -> Stream:
+    """A member's queue: writes merged up to :data:`BTRFS_MEMBER_WRITE_KB`, the rest up to
+    ``max_sectors_kb``; ``parent`` the index in ``s``."""
+    writes = s.op == Op.WRITE
+    parts = []
+    for keep, limit in ((np.flatnonzero(writes), BTRFS_MEMBER_WRITE_KB), (np.flatnonzero(~writes), None)):
+        q = queue(s.take(keep), limit) if limit else queue(s.take(keep))
+        parts.append(q.replace(parent=keep[q.parent]) if len(q) else q)
+    out = concat(parts)
+    return out.take(np.argsort(out.time_s, kind="stable"))

@@ -10,9 +10,14 @@ leaves fill as a B-tree with random inserts that pushes to neighbours before spl
 (:data:`~.fs_meta.RANDOM_FILL`). A leaf holds 4072 bytes (the block less its 24-byte head). Every
 block a transaction changes (the leaves, the bitmap block of each allocation, the superblock
 with its object id map, the root when a leaf is added) is logged once per transaction: at the
-commit (``commit_interval_s`` after the transaction began, the maximum transaction age; fsync;
-sync) the journal gets a description block, the blocks and a commit block (journal.c,
-flush_commit_list) which ``barrier=flush`` sends with PREFLUSH and FUA. sync then starts and
+commit (``commit_interval_s`` after the transaction began: flush_old_commits, queued when its first
+change dirtied the superblock, commits it; fsync; sync) the journal gets a description block, the
+blocks and a commit block (journal.c, flush_commit_list) which ``barrier=flush`` sends with
+PREFLUSH and FUA. ``data=ordered``: before the commit block, the commit writes the data blocks
+allocated in the transaction that are still dirty, each a request of its own
+(write_ordered_buffers), including those of files deleted in a later transaction (a deleted file's
+buffers are dropped only while their transaction runs: invalidatepage_can_drop); the page cache's
+later write-back finds those blocks clean. sync then starts and
 commits a transaction of its own (reiserfs_sync_fs: the superblock and the root) and writes the
 committed blocks in place. ``data=journal`` logs data blocks too. A file's group is its
 directory's hash (bitmap.c, bmap_hash_id, never group 0, which holds the journal). A lookup
@@ -61,6 +66,7 @@ class Reiserfs(Logged):
         self.fill: dict = {}  # (directory, "sd" | "de") -> bytes of items
         self.tail_max = REISERFS_TAIL_BYTES if p.tail_bytes is None else p.tail_bytes
         self.ordered: dict[int, None] = {}  # data blocks on the running transaction's ordered list
+        self.clean: set = set()  # data blocks a commit wrote and no write() has dirtied since
         self.live: dict[int, int] = {}  # leaf -> files with an item in it
         self.freed: set = set()  # leaves freed in the running transaction
         self.items: dict[int, int] = {}  # directory -> bytes of its files' items (stat data, tails)
@@ -147,6 +153,35 @@ class Reiserfs(Logged):
         for b in range(db, db + n):
             self.ordered.pop(b, None)
 
+    def write_call(self, t, f: File, off: int, size: int):
+        """A ``write()`` dirties the blocks it reaches again (a commit may have cleaned them)."""
+        for db, n in self.map(f, off // self.bs, -(-(off + size) // self.bs)):
+            self.clean.difference_update(range(db, db + n))
+        super().write_call(t, f, off, size)
+
+    def data(self, t, op: int, f: int, off: int, size: int, sync: bool, chunk: int):
+        """The page cache's write-back writes only the blocks still dirty: those a commit's
+        write_ordered_buffers wrote are clean (their buffers' dirty bits cleared)."""
+        if op != Op.WRITE or not self.clean or self.tail_candidate(self.files[f], off, size):
+            return super().data(t, op, f, off, size, sync, chunk)
+        file = self.files[f]
+        fb0, fb1 = off // self.bs, -(-(off + size) // self.bs)
+        self.allocate(t, file, fb0, fb1)
+        self.after_write(t, file)
+        runs = []
+        for db, n in self.map(file, fb0, fb1):
+            for b in range(db, db + n):
+                if b in self.clean:
+                    continue
+                if runs and runs[-1][0] + runs[-1][1] == b:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([b, 1])
+        for k, (db, n) in enumerate(runs):
+            self.written_back(db, n)
+            self.latest = max(self.latest, self.data_bios(self.rows, t + k * 1e-9, Op.WRITE, db * self.bs,
+                                                          n * self.bs, SYNC if sync else 0, chunk))
+
     def after_write(self, t, f: File):
         if f.grown:
             self.log(t, self.file_leaf(t, f))  # the indirect item's new pointers
@@ -207,6 +242,7 @@ class Reiserfs(Logged):
         for k, b in enumerate(sorted(self.ordered)):
             self.emit(t + k * 1e-9, Op.WRITE, b * self.bs, self.bs, 0)
         t += len(self.ordered) * 1e-9
+        self.clean.update(self.ordered)
         self.ordered.clear()
         n = len(self.tx)
         per_desc = (self.bs - 24) // 4  # the description block's block numbers (struct reiserfs_journal_desc)
