@@ -117,14 +117,20 @@ def test_every_program_a_run_may_miss_is_named_with_the_debian_package_dpkg_says
     from diskmodel.calibrate.bench.tool_workloads import TOOLS as WORKLOAD_TOOLS
 
     assert sorted(set(EMULATOR_TOOLS).union(*WORKLOAD_TOOLS.values()) - set(DEBIAN_PACKAGES)) == []
-    for name, package in DEBIAN_PACKAGES.items():
+    candidates = {}
+    for name in DEBIAN_PACKAGES:
         path = shutil.which(name)
-        if path is None:
-            continue
-        owners = set()
-        for candidate in {path, os.path.realpath(path), path.replace("/usr/", "/", 1)}:
-            out = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
-            owners |= {p.strip() for line in out.stdout.splitlines() for p in line.split(":")[0].split(",")}
-        if package not in owners:
-            wrong[name] = (package, sorted(owners))
+        if path is not None:
+            candidates[name] = {path, os.path.realpath(path), path.replace("/usr/", "/", 1)}
+    # one dpkg -S for every path (a path without wildcards matches itself alone, dpkg-query(1)); a path no
+    # package holds is named on stderr and left out
+    out = subprocess.run(["dpkg", "-S", *sorted(set().union(*candidates.values()))], capture_output=True, text=True)
+    holders: dict[str, set] = {}
+    for line in out.stdout.splitlines():
+        packages, _, held = line.partition(": ")
+        holders.setdefault(held.strip(), set()).update(p.strip() for p in packages.split(","))
+    for name, paths in candidates.items():
+        owners = set().union(*(holders.get(p, set()) for p in paths))
+        if DEBIAN_PACKAGES[name] not in owners:
+            wrong[name] = (DEBIAN_PACKAGES[name], sorted(owners))
     assert wrong == {}
