@@ -13,7 +13,8 @@ phase, signal):
   first read (the probe), a read in the middle of the stages, the JSON
   output's temporary file written and fsynced but not yet renamed;
 - ``emulate`` of a flat drive (nbdkit serving it, nbdfuse exposing it as a
-  file, a direct-I/O loop device over that file); phases: nbdkit started,
+  file, a direct-I/O loop device over that file; the path's cost measured
+  with tests/_helpers.py's ``SHORT_PROBE_READS``); phases: nbdkit started,
   nbdfuse started, ``losetup``, serving, and ``calibrate`` of the emulated
   device (the calibrate is signalled at its first read, then the emulate is
   stopped with SIGINT), and ``realtime``: serving with the kernel threads on
@@ -50,6 +51,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _helpers import short_probe_env
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 CAUGHT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -376,6 +379,8 @@ class Trial:
             # its run folder (the FUSE mount, the drive's backing) in the trial's folder
             env["TMPDIR"] = str(self.tmp)
             self.tmp.mkdir()
+            # the path's cost measured with a few reads: a cell checks the teardown, not the timing
+            env = short_probe_env(env, self.folder / "short-probe")
             rt = ["--kernel-threads-realtime", str(KTHREAD_PRIORITY)] if self.phase == "realtime" else []
             return [DISKMODEL, "emulate", str(flat_calibration()), "--json", "--no-realtime", *rt], env
         with open(self.target, "wb") as f:

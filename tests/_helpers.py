@@ -118,3 +118,49 @@ class FlatBackend:
 
     def read_many(self, offsets, length):
         return 1e-3 * self.rng.lognormal(0.0, 0.01, len(offsets)) + length / 2e9
+
+
+#: How many O_DIRECT reads an emulated drive measures its path's cost with
+#: (``diskmodel.calibrate.emulate.devices.PROBE_READS``) in a test that checks what a run builds, says and
+#: tears down, not how its requests are timed: each of the full count's reads waits the probe's idle gap and
+#: delay, seconds per drive started, while these few still take every size in turn (the first quarter a
+#: warm-up, as in the full count) through the same code. The tests that time requests keep the full count.
+SHORT_PROBE_READS = 25
+
+# Loaded by a child alone (PYTHONPATH, :func:`short_probe_env`): once the emulated drives' module is
+# imported, its probe count is set to $DISKMODEL_TEST_PROBE_READS (an import hook, so that a child that
+# never serves a drive imports nothing more).
+_SHORT_PROBE_SITECUSTOMIZE = '''
+import os, sys
+_reads = os.environ.get("DISKMODEL_TEST_PROBE_READS")
+if _reads:
+    import importlib.util
+
+    class _ShortProbe:
+        name = "diskmodel.calibrate.emulate.devices"
+
+        def find_spec(self, fullname, path=None, target=None):
+            if fullname != self.name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                module.PROBE_READS = int(_reads)
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _ShortProbe())
+'''
+
+
+def short_probe_env(env: dict, folder: Path) -> dict:
+    """*env* for a child ``diskmodel emulate`` (or any Python child) whose emulated drives measure their
+    path's cost with :data:`SHORT_PROBE_READS` reads: a ``sitecustomize`` in *folder*, put first on
+    PYTHONPATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_SHORT_PROBE_SITECUSTOMIZE)
+    path = f"{folder}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(folder)
+    return dict(env, PYTHONPATH=path, DISKMODEL_TEST_PROBE_READS=str(SHORT_PROBE_READS))

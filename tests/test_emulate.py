@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import require_root, require_tools, skip_or_fail, wait_for
-from _helpers import assert_one_error_line
+from _helpers import SHORT_PROBE_READS, assert_one_error_line, short_probe_env
 
 from diskmodel.calibrate.emulate import flat_drive, read_log, summarize
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
@@ -216,12 +216,23 @@ def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_pat
 
 @pytest.fixture
 def isolated(tmp_path):
-    """An environment whose run state and temporary files are the test's own, to check nothing is left."""
+    """An environment whose run state and temporary files are the test's own, to check nothing is left; its
+    emulated drives measure their path's cost with :data:`_helpers.SHORT_PROBE_READS` reads."""
     run_dir, tmp = tmp_path / "run", tmp_path / "tmp"
     run_dir.mkdir()
     tmp.mkdir()
     env = dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir), TMPDIR=str(tmp))
-    return env, run_dir, tmp
+    # the emulated drives' path cost measured with a few reads: these tests check what a run says and leaves
+    return short_probe_env(env, tmp_path / "short-probe"), run_dir, tmp
+
+
+@pytest.fixture
+def short_probe(monkeypatch):
+    """Emulated drives started in this process measure their path's cost with a few reads
+    (:data:`_helpers.SHORT_PROBE_READS`): for a test of what a drive keeps and runs, not of its timing."""
+    from diskmodel.calibrate.emulate import devices
+
+    monkeypatch.setattr(devices, "PROBE_READS", SHORT_PROBE_READS)
 
 
 def assert_nothing_left(run_dir: Path, tmp: Path) -> None:
@@ -394,7 +405,7 @@ def _sha256(path: Path) -> str:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_data_written_through_a_file_system_reads_back_after_dropping_caches(tmp_path):
+def test_data_written_through_a_file_system_reads_back_after_dropping_caches(tmp_path, short_probe):
     from diskmodel.calibrate.emulate import emulated_drives
 
     require_emulation()
@@ -428,7 +439,7 @@ def test_data_written_through_a_file_system_reads_back_after_dropping_caches(tmp
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.integration
-def test_every_thread_of_the_emulated_path_runs_real_time_by_default(tmp_path):
+def test_every_thread_of_the_emulated_path_runs_real_time_by_default(tmp_path, short_probe):
     """nbdkit's and nbdfuse's threads, as the kernel reports their policy, once a request has been served
     (nbdkit starts some threads before the plugin loads and some per connection)."""
     from diskmodel.calibrate.emulate import emulated_drives
@@ -536,6 +547,11 @@ def test_sigint_at_random_points_leaves_nothing(isolated, flat_calibration):
             assert proc.returncode == 0, err
             result = json.loads(out.strip().splitlines()[-1])
             assert "lateness_p99_s" in result["devices"][0]
+            # the short probe took (isolated's short_probe_env): the reads before the drive served, the
+            # probe's and those of the kernel's look at a new device
+            from diskmodel.calibrate.emulate.devices import PROBE_READS
+
+            assert SHORT_PROBE_READS <= result["devices"][0]["probe_reads"] < PROBE_READS, result
         assert "Traceback" not in err, err
         assert_nothing_left(run_dir, tmp)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import skip_or_fail, wait_for
-from _helpers import assert_one_error_line
+from _helpers import assert_one_error_line, short_probe_env
 from test_emulate import assert_nothing_left, diskmodel, flat_calibration, isolated, require_emulation  # noqa: F401
 
 MiB = 1 << 20
@@ -192,6 +192,7 @@ def test_lvm_over_two_emulated_drives_in_the_vm_keeps_data_and_both_drives_serve
 def test_postmark_emulate_on_the_host_gives_a_result(short_isolated, flat_calibration):
     require_emulation()
     env, run_dir, tmp = short_isolated
+    env = short_probe_env(env, tmp.parent / "short-probe")  # the run and its teardown, not the drive's timing
     res = diskmodel("postmark", "--layout", "native", "--workload", "test1", "--emulate", flat_calibration,
                     "--size", "48M", "--files", "100", "--transactions", "300", "--json", "-", env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -333,9 +333,10 @@ def test_a_new_run_names_diskmodel_cleanup_when_a_dead_run_left_things(tmp_path,
 def test_a_file_is_not_unlinked_while_a_loop_device_holds_it(tmp_path, monkeypatch):
     require_root()
     require_tools("losetup")
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness import resources, runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setattr(resources, "UNDO_RETRY_S", 0.3)   # the held file is retried this long, not 10 s
     path = tmp_path / "held.img"
     with runstate.ensure_run("test") as run:
         res = run.intend("file", path=str(path))

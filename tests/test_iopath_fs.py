@@ -261,8 +261,7 @@ def test_cli_json_and_streams(tmp_path):
     assert int(frame.loc[frame.op == "write", "size_bytes"].sum()) == doc["devices"]["sda"]["write_bytes"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("args, fragment", [
+BAD_INPUT = [
     (("--stack", "native", "--workload", "fio:rw=sideways"), "rw = 'sideways'"),
     (("--stack", "native", "--workload", "fio:bs=4q"), "bs = '4q'"),
     (("--stack", "native", "--workload", "zip:x=1"), "'zip' is not one of"),
@@ -270,11 +269,28 @@ def test_cli_json_and_streams(tmp_path):
     (("--stack", "/nonexistent/stack.json", "--workload", "copy"), "/nonexistent/stack.json"),
     (("--stack", "native", "--workload", "copy", "--memory-limit", "1"), "--memory-limit 1"),
     (("--stack", "native", "--workload", "copy", "--memory-limit", "lots"), "--memory-limit"),
-])
-def test_cli_bad_input_is_one_line(args, fragment):
-    p = cli(*args)
-    assert p.returncode == 2
-    assert_one_error_line(p.stderr, fragment)
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_results(tmp_path_factory):
+    """Each BAD_INPUT case through diskmodel's entry point, all in one child process (its imports once):
+    {case number: {"code", "stdout", "stderr"}}."""
+    from _helpers import run_cli_cases
+
+    root = tmp_path_factory.mktemp("iopath-bad-input")
+    plan = {str(i): (["iopath", *args], str(root)) for i, (args, _) in enumerate(BAD_INPUT)}
+    env = dict(os.environ)
+    env.pop("DISKMODEL_DEBUG", None)
+    return run_cli_cases(plan, root, env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", range(len(BAD_INPUT)), ids=[" ".join(args) for args, _ in BAD_INPUT])
+def test_cli_bad_input_is_one_line(case, bad_input_results):
+    res = bad_input_results[str(case)]
+    assert res["code"] == 2, res
+    assert_one_error_line(res["stderr"], BAD_INPUT[case][1])
 
 
 @pytest.mark.slow

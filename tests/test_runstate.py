@@ -361,9 +361,11 @@ def test_the_teardown_goes_on_when_the_state_file_cannot_be_written(tmp_path, mo
 @pytest.mark.slow
 def test_a_teardown_that_leaves_something_with_no_state_written_names_it_and_cleanup(tmp_path, monkeypatch):
     require_root()
-    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness import resources, runstate
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    # the folder with a mount below it is retried this long before the teardown names it, not 10 s
+    monkeypatch.setattr(resources, "UNDO_RETRY_S", 0.3)
     real_replace = runstate.replace_file_atomically
     full = {"now": False}
 
