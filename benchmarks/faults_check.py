@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import signal
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
     order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
              else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
-    lock = threading.Lock()
+    lock, realtime_lock = threading.Lock(), threading.Lock()
     stopped: list[str] = []
 
     def trial(rep: int, cell) -> None:
@@ -123,7 +124,10 @@ def main(argv=None) -> int:
                 stopped.append(f"--time-limit-s {args.time_limit_s:g} reached (at repeat {rep + 1} of {key})")
                 return
         folder = root / f"{key}-{rep}"
-        problems = _faults.run_cell(folder, sub, phase, sig)
+        # the realtime cells tell the kernel threads their run changed by one priority (_faults.KTHREAD_PRIORITY):
+        # two at once would take each other's changes for their own, so they run one at a time
+        with realtime_lock if phase == "realtime" else contextlib.nullcontext():
+            problems = _faults.run_cell(folder, sub, phase, sig)
         with lock:
             c = counts[key]
             c["trials"] += 1

@@ -141,12 +141,12 @@ class BlkTracer:
         recording's teardown may unmount /sys/kernel/tracing while this one reads through it."""
         if self.root is not None:
             return
-        import subprocess
+        from diskmodel.calibrate.bench import process
 
         where = self.run.temp_dir("tracefs-")
         res = self.run.intend("mount", mountpoint=str(where), source="tracefs")
-        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(where)], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=60)
+        proc = process.run(["mount", "-t", "tracefs", "-o", "nosuid,nodev,noexec", "tracefs", str(where)],
+                           timeout_s=60)
         if proc.returncode != 0 or not devstate.mounted_at(str(where)):
             self.run.absent(res)
             raise RuntimeError(f"tracefs cannot be mounted on {where} ({proc.stderr.strip()}): "
