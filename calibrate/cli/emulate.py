@@ -9,6 +9,7 @@ import sys
 import time
 
 from diskmodel.calibrate.cli import UsageError, positive_seconds
+from diskmodel.model._checks import show
 
 
 def add_parser(subparsers) -> None:
@@ -88,7 +89,7 @@ def _run(args) -> int:
             specs.append(resolve_drive(drive))
         except ValueError as exc:
             text = str(exc)
-            raise UsageError(text if text.startswith("DRIVE") else f"DRIVE {drive}: {text}") from None
+            raise UsageError(text if text.startswith("DRIVE") else f"DRIVE {show(drive)}: {text}") from None
     serving = False
     devices = []
     try:
