@@ -179,7 +179,7 @@ def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy
                 raise RuntimeError(f"blktrace could not trace: {refused}")
             say(f"blktrace cannot read debugfs here ({refused.strip()}; the kernel is in lockdown): "
                 "reading the same kernel events through tracefs's blk tracer")
-            with ftrace_blk.BlkTracer(run, devs, out_dir) as tracer:
+            with ftrace_blk.BlkTracer(run, devs, out_dir, process.run) as tracer:
                 status = _run_command(argv, timeout_s, cgroup_procs)
                 time.sleep(DRAIN_S)
                 inputs = tracer.stop_and_write("trace")
