@@ -21,6 +21,8 @@ phase, signal):
   :data:`KTHREAD_PRIORITY`), each of which must be back at the policy and
   priority a snapshot taken before the run shows; signals SIGINT and SIGKILL
   (:data:`CELL_SIGNALS`);
+- ``postmark_memory``: ``postmark`` as above with ``--memory-limit`` (PostMark
+  in a memory cgroup of the run's); phase: PostMark running in it;
 - ``postmark_emulate``: ``postmark --emulate`` of the same flat drive (the
   run serves it itself, then builds the native ext3 stack on it); phases:
   nbdkit started, nbdfuse started, the emulated device's ``losetup``,
@@ -72,6 +74,7 @@ PHASES = {
     "bench": ("losetup", "mkfs", "mount", "workload"),
     "calibrate": ("probe", "measure", "write"),
     "emulate": ("nbdkit", "nbdfuse", "losetup", "serve", "calibrate", "realtime"),
+    "postmark_memory": ("postmark",),
     "postmark_emulate": ("nbdkit", "nbdfuse", "losetup", "mkfs", "postmark"),
     "bench_emulate": ("nbdkit", "losetup", "mkfs", "workload"),
     "trace": ("debugfs", "tracefs", "command"),
@@ -83,12 +86,13 @@ KTHREAD_PREFIXES = ("ksoftirqd/", "kworker/u")
 #: The signals each subcommand's cells deliver (the emulated drive: SIGINT, and SIGKILL then cleanup).
 CELL_SIGNALS = {"postmark": ALL_SIGNALS, "bench": ALL_SIGNALS, "calibrate": ALL_SIGNALS,
                 "emulate": (signal.SIGINT, signal.SIGKILL), "postmark_emulate": ALL_SIGNALS,
-                "bench_emulate": ALL_SIGNALS, "trace": ALL_SIGNALS}
+                "postmark_memory": ALL_SIGNALS, "bench_emulate": ALL_SIGNALS, "trace": ALL_SIGNALS}
 TOOLS = {
     "postmark": ("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt"),
     "bench": ("fio", "losetup", "mkfs.ext4", "mount", "umount", "findmnt", "truncate", "blockdev"),
     "calibrate": (),
     "emulate": ("nbdkit", "nbdfuse", "fusermount3", "losetup"),
+    "postmark_memory": ("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt"),
     "postmark_emulate": ("nbdkit", "nbdfuse", "fusermount3", "postmark", "losetup", "mkfs.ext3", "mount", "umount",
                          "findmnt"),
     "bench_emulate": ("nbdkit", "nbdfuse", "fusermount3", "fio", "losetup", "mkfs.ext4", "mount", "umount",
@@ -251,7 +255,7 @@ def left_behind(trial: "Trial", pid: int) -> list[str]:
         left += [f"output {p}" for p in trial.folder.glob("out.npz*")]
         if trial.traced_enable not in (None, "0"):
             left.append(f"tracing of the traced device left on (trace/enable {trial.traced_enable})")
-    if trial.subcommand in ("postmark", "bench") and trial.scratch.exists():
+    if trial.subcommand in ("postmark", "postmark_memory", "bench") and trial.scratch.exists():
         left.append(f"scratch {trial.scratch}")
     if trial.threads_before is not None:
         left += threads_not_back(trial.threads_before, kernel_threads())
@@ -405,10 +409,11 @@ class Trial:
         wrapped = _WRAPPED.get((self.subcommand, self.phase))
         if wrapped is not None:
             env["PATH"] = f"{wrapper_dir(self.folder, *wrapped)}:{env['PATH']}"
-        if self.subcommand == "postmark":
+        if self.subcommand in ("postmark", "postmark_memory"):
             if self.phase == "fill":   # paused after the fill's first write
                 self._pause_in(env, f"write:{self.scratch.name}")
-            return [DISKMODEL, "postmark", *POSTMARK_RUN, "--scratch", str(self.scratch)], env
+            memory = ["--memory-limit", "256M"] if self.subcommand == "postmark_memory" else []
+            return [DISKMODEL, "postmark", *POSTMARK_RUN, *memory, "--scratch", str(self.scratch)], env
         if self.subcommand == "bench":
             slow = ["--slow", "sda=4M"] if _blkio_v1() else []  # a throttle cgroup, and fio slow enough to catch
             return [DISKMODEL, "bench", "--stack", str(_bench_stack(self.folder)), "--workload", "seqwrite_1m",
@@ -456,7 +461,7 @@ class Trial:
             wait_until(lambda: self.scratch.exists() and self.scratch.stat().st_size > 0, PHASE_TIMEOUT_S, what, proc)
         elif self.subcommand == "postmark" and self.phase == "postmark":
             wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
-        elif self.subcommand == "postmark_emulate" and self.phase == "postmark":
+        elif self.subcommand in ("postmark_emulate", "postmark_memory") and self.phase == "postmark":
             wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
         elif self.subcommand in ("bench", "bench_emulate") and self.phase == "workload":
             # fio recorded in the run (started as itself, or by the workload's shell), and running
@@ -593,7 +598,8 @@ def _said(trial: Trial, target: subprocess.Popen, signum: int, err: str) -> list
         problems.append(f"exit status {target.returncode}, not {128 + signum}")
     if line not in err.splitlines():
         problems.append(f"no line {line!r}")
-    if trial.subcommand in ("postmark", "bench", *EMULATING, "trace") and trial.phase != "calibrate" \
+    if trial.subcommand in ("postmark", "postmark_memory", "bench", *EMULATING, "trace") \
+            and trial.phase != "calibrate" \
             and "torn down and checked gone" not in err:
         problems.append("no teardown report")
     return problems
