@@ -208,6 +208,9 @@ def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_pat
     res = diskmodel("emulate-log", tmp_path / "other.npz")
     assert res.returncode == 2
     assert_one_error_line(res.stderr, "not an emulator request log")
+    res = diskmodel("emulate-log", tmp_path)   # the line names FILE, the parameter, not only the path
+    assert res.returncode == 2
+    assert_one_error_line(res.stderr, "FILE '", "is a directory, where a request log (.reqlog) is expected")
 
 
 # ---------------------------------------------------------------------------

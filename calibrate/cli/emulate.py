@@ -159,6 +159,8 @@ def _run_log(args) -> int:
         frame = read_log(args.file)
     except ValueError as exc:
         raise UsageError(f"FILE {exc}") from None
+    except IsADirectoryError:
+        raise UsageError(f"FILE {show(args.file)}: is a directory, where a request log (.reqlog) is expected") from None
     summary = summarize(frame, lateness_bound_s=bound)
     print(json.dumps(summary) if args.json else format_summary(summary))
     return 0
