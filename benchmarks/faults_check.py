@@ -1,6 +1,6 @@
 """The fault matrix, many times a cell: a signal at each phase of postmark, bench and calibrate.
 
-    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate]
+    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate,...]
         [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--jobs N] [--time-limit-s S] [--keep-going]
 
 The cells and the method are tests/_faults.py's (its module docstring holds
@@ -20,7 +20,8 @@ unless ``--keep-going``. The emulated drive's cells deliver SIGINT and
 SIGKILL alone (tests/_faults.py's ``CELL_SIGNALS``).
 
 Needs root (loop devices, mounts, cgroups), postmark, fio, mkfs.ext3/ext4,
-and for the emulated drive nbdkit with its Python plugin, nbdfuse and /dev/fuse.
+for the emulated drive (emulate, postmark_emulate, bench_emulate) nbdkit with its Python plugin,
+nbdfuse and /dev/fuse, for trace record blktrace. The realtime cells run one at a time.
 Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
 share of trials that left nothing and said so (headline), the trial count,
 and per cell the trials run and passed and the first problems seen.
