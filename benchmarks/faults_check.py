@@ -1,6 +1,6 @@
 """The fault matrix, many times a cell: a signal at each phase of postmark, bench and calibrate.
 
-    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate]
+    python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate,...]
         [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--jobs N] [--time-limit-s S] [--keep-going]
 
 The cells and the method are tests/_faults.py's (its module docstring holds
@@ -20,7 +20,8 @@ unless ``--keep-going``. The emulated drive's cells deliver SIGINT and
 SIGKILL alone (tests/_faults.py's ``CELL_SIGNALS``).
 
 Needs root (loop devices, mounts, cgroups), postmark, fio, mkfs.ext3/ext4,
-and for the emulated drive nbdkit with its Python plugin, nbdfuse and /dev/fuse.
+for the emulated drive (emulate, postmark_emulate, bench_emulate) nbdkit with its Python plugin,
+nbdfuse and /dev/fuse, for trace record blktrace. The realtime cells run one at a time.
 Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
 share of trials that left nothing and said so (headline), the trial count,
 and per cell the trials run and passed and the first problems seen.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import signal
@@ -110,7 +112,7 @@ def main(argv=None) -> int:
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
     order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
              else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
-    lock = threading.Lock()
+    lock, realtime_lock = threading.Lock(), threading.Lock()
     stopped: list[str] = []
 
     def trial(rep: int, cell) -> None:
@@ -123,7 +125,10 @@ def main(argv=None) -> int:
                 stopped.append(f"--time-limit-s {args.time_limit_s:g} reached (at repeat {rep + 1} of {key})")
                 return
         folder = root / f"{key}-{rep}"
-        problems = _faults.run_cell(folder, sub, phase, sig)
+        # the realtime cells tell the kernel threads their run changed by one priority (_faults.KTHREAD_PRIORITY):
+        # two at once would take each other's changes for their own, so they run one at a time
+        with realtime_lock if phase == "realtime" else contextlib.nullcontext():
+            problems = _faults.run_cell(folder, sub, phase, sig)
         with lock:
             c = counts[key]
             c["trials"] += 1

@@ -21,7 +21,22 @@ phase, signal):
   the loop devices' way under SCHED_FIFO (``--kernel-threads-realtime``, at
   :data:`KTHREAD_PRIORITY`), each of which must be back at the policy and
   priority a snapshot taken before the run shows; signals SIGINT and SIGKILL
-  (:data:`CELL_SIGNALS`).
+  (:data:`CELL_SIGNALS`);
+- ``postmark_memory``: ``postmark`` as above with ``--memory-limit`` (PostMark
+  in a memory cgroup of the run's); phase: PostMark running in it;
+- ``postmark_emulate``: ``postmark --emulate`` of the same flat drive (the
+  run serves it itself, then builds the native ext3 stack on it); phases:
+  nbdkit started, nbdfuse started, the emulated device's ``losetup``,
+  ``mkfs.ext3``, PostMark running;
+- ``bench_emulate``: ``bench --emulate`` of that drive, a loop-file stack on
+  it; phases: nbdkit started, the stack's first ``losetup``, ``mkfs.ext4``,
+  the fio workload running;
+- ``trace``: ``trace record`` of a loop device the trial attaches (and
+  detaches), the traced command a sleep; phases: the run's own debugfs
+  mounted, its own tracefs mounted (the route a kernel in lockdown takes,
+  where blktrace may not read debugfs), the traced command running (the blk
+  tracer's settings changed). Besides the common checks, the device's
+  ``trace/enable`` must be back at 0 and no trace output left.
 
 A phase is caught deterministically: a wrapper first on PATH runs the real
 tool and then touches a mark file and sleeps (the window after the tool has
@@ -62,6 +77,10 @@ PHASES = {
     "bench": ("losetup", "mkfs", "mount", "workload"),
     "calibrate": ("probe", "measure", "write"),
     "emulate": ("nbdkit", "nbdfuse", "losetup", "serve", "calibrate", "realtime"),
+    "postmark_memory": ("postmark",),
+    "postmark_emulate": ("nbdkit", "nbdfuse", "losetup", "mkfs", "postmark"),
+    "bench_emulate": ("nbdkit", "losetup", "mkfs", "workload"),
+    "trace": ("debugfs", "tracefs", "command"),
 }
 #: The SCHED_FIFO priority the ``realtime`` cells put kernel threads at: one no other run uses, so that
 #: a thread found there afterwards was left by the trial's run.
@@ -69,20 +88,35 @@ KTHREAD_PRIORITY = 37
 KTHREAD_PREFIXES = ("ksoftirqd/", "kworker/u")
 #: The signals each subcommand's cells deliver (the emulated drive: SIGINT, and SIGKILL then cleanup).
 CELL_SIGNALS = {"postmark": ALL_SIGNALS, "bench": ALL_SIGNALS, "calibrate": ALL_SIGNALS,
-                "emulate": (signal.SIGINT, signal.SIGKILL)}
+                "emulate": (signal.SIGINT, signal.SIGKILL), "postmark_emulate": ALL_SIGNALS,
+                "postmark_memory": ALL_SIGNALS, "bench_emulate": ALL_SIGNALS, "trace": ALL_SIGNALS}
 TOOLS = {
     "postmark": ("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt"),
     "bench": ("fio", "losetup", "mkfs.ext4", "mount", "umount", "findmnt", "truncate", "blockdev"),
     "calibrate": (),
     "emulate": ("nbdkit", "nbdfuse", "fusermount3", "losetup"),
+    "postmark_memory": ("postmark", "losetup", "mkfs.ext3", "mount", "umount", "findmnt"),
+    "postmark_emulate": ("nbdkit", "nbdfuse", "fusermount3", "postmark", "losetup", "mkfs.ext3", "mount", "umount",
+                         "findmnt"),
+    "bench_emulate": ("nbdkit", "nbdfuse", "fusermount3", "fio", "losetup", "mkfs.ext4", "mount", "umount",
+                      "findmnt", "truncate", "blockdev"),
+    "trace": ("blktrace", "blkparse", "losetup", "mount", "umount"),
 }
+#: The subcommands whose run serves an emulated drive (nbdkit, nbdfuse, FUSE): they need /dev/fuse and nbdkit's
+#: Python plugin.
+EMULATING = ("emulate", "postmark_emulate", "bench_emulate")
 REPEATS_ENV = "DISKMODEL_FAULT_REPEATS"
 PHASE_TIMEOUT_S = 120.0
 EXIT_TIMEOUT_S = 120.0
 _WRAPPED = {("postmark", "losetup"): ("losetup", "--find"), ("postmark", "mkfs"): ("mkfs.ext3", "-q"),
             ("postmark", "mount"): ("mount", "-t"), ("bench", "losetup"): ("losetup", "--find"),
             ("bench", "mkfs"): ("mkfs.ext4", "-q"), ("bench", "mount"): ("mount", "-t"),
-            ("emulate", "losetup"): ("losetup", "--find")}
+            ("emulate", "losetup"): ("losetup", "--find"), ("postmark_emulate", "losetup"): ("losetup", "--find"),
+            ("postmark_emulate", "mkfs"): ("mkfs.ext3", "-q"), ("bench_emulate", "losetup"): ("losetup", "--find"),
+            ("bench_emulate", "mkfs"): ("mkfs.ext4", "-q"), ("trace", "debugfs"): ("mount", "debugfs"),
+            ("trace", "tracefs"): ("mount", "tracefs")}
+# The traced command: says it runs (the mark), then sleeps until the signal ends it.
+TRACED_COMMAND = ["/bin/sh", "-c", 'touch "$DISKMODEL_TEST_MARK"; exec sleep 60']
 # 500 files: PostMark's file count is a random walk over its transactions (create or delete, even odds), and
 # one that reaches zero ends the run with "out of files!" before a slow host has delivered the signal
 POSTMARK_RUN = ["--layout", "native", "--workload", "test1", "--size", "16M", "--files", "500",
@@ -209,6 +243,10 @@ def threads_not_back(before: dict, after: dict) -> list[str]:
 def left_behind(trial: "Trial", pid: int) -> list[str]:
     """What the run left on the system (empty: nothing)."""
     left = [f"loop device {ln}" for ln in loops_over(trial.folder)]
+    # a loop device over a device the run made (the stack's partition over the emulated drive's loop device)
+    listing = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
+    left += [f"loop device {ln}" for ln in listing.splitlines()
+             if len(ln.split()) == 2 and ln.split()[1] in trial.devices_seen]
     left += [f"mount {ln}" for ln in mounts_of(trial.folder, pid)]
     left += [f"cgroup {p}" for p in cgroups_of(pid)]
     left += [f"run folder {p}" for p in run_folders(pid)]
@@ -216,7 +254,11 @@ def left_behind(trial: "Trial", pid: int) -> list[str]:
     left += [f"process {p}" for p in processes_marked(trial.mark) + processes_marked(trial.reader_mark)]
     if trial.tmp.exists():
         left += [f"temporary file {p}" for p in trial.tmp.iterdir()]
-    if trial.subcommand in ("postmark", "bench") and trial.scratch.exists():
+    if trial.subcommand == "trace":
+        left += [f"output {p}" for p in trial.folder.glob("out.npz*")]
+        if trial.traced_enable not in (None, "0"):
+            left.append(f"tracing of the traced device left on (trace/enable {trial.traced_enable})")
+    if trial.subcommand in ("postmark", "postmark_memory", "bench") and trial.scratch.exists():
         left.append(f"scratch {trial.scratch}")
     if trial.threads_before is not None:
         left += threads_not_back(trial.threads_before, kernel_threads())
@@ -321,12 +363,12 @@ def flat_calibration() -> Path:
     return _FLAT_CALIBRATION[0]
 
 
-def _bench_stack(folder: Path) -> Path:
+def _bench_stack(folder: Path, size_bytes: int = 96 * MIB) -> Path:
     from diskmodel.model.stacks.loop_file import nested_loop_files
     from diskmodel.model.stacks.stack import FileSystemNode, Stack
     from diskmodel.model.stacks.volumes import Partition
 
-    stack = Stack(FileSystemNode(nested_loop_files(Partition(MIB, 96 * MIB), 1), kind="ext3"))
+    stack = Stack(FileSystemNode(nested_loop_files(Partition(MIB, size_bytes), 1), kind="ext3"))
     path = folder / "stack.json"
     path.write_text(stack.to_json())
     return path
@@ -350,6 +392,9 @@ class Trial:
         self.reader: subprocess.Popen | None = None
         self.threads_before: dict | None = None   # the kernel threads before a ``realtime`` run
         self.threads_changed = 0                  # how many it had under SCHED_FIFO while serving
+        self.devices_seen: set[str] = set()       # the loop devices the run's state named when it was signalled
+        self.traced: str | None = None            # the loop device a ``trace`` trial attached
+        self.traced_enable: str | None = None     # its trace/enable once the run ended
         self._files: list = []
         self.proc: subprocess.Popen | None = None
 
@@ -367,22 +412,37 @@ class Trial:
         wrapped = _WRAPPED.get((self.subcommand, self.phase))
         if wrapped is not None:
             env["PATH"] = f"{wrapper_dir(self.folder, *wrapped)}:{env['PATH']}"
-        if self.subcommand == "postmark":
+        if self.subcommand in ("postmark", "postmark_memory"):
             if self.phase == "fill":   # paused after the fill's first write
                 self._pause_in(env, f"write:{self.scratch.name}")
-            return [DISKMODEL, "postmark", *POSTMARK_RUN, "--scratch", str(self.scratch)], env
+            memory = ["--memory-limit", "256M"] if self.subcommand == "postmark_memory" else []
+            return [DISKMODEL, "postmark", *POSTMARK_RUN, *memory, "--scratch", str(self.scratch)], env
         if self.subcommand == "bench":
             slow = ["--slow", "sda=4M"] if _blkio_v1() else []  # a throttle cgroup, and fio slow enough to catch
             return [DISKMODEL, "bench", "--stack", str(_bench_stack(self.folder)), "--workload", "seqwrite_1m",
                     "--size", "24M", "--scratch", str(self.scratch), *slow], env
-        if self.subcommand == "emulate":
+        if self.subcommand in EMULATING:
             # its run folder (the FUSE mount, the drive's backing) in the trial's folder
             env["TMPDIR"] = str(self.tmp)
             self.tmp.mkdir()
             # the path's cost measured with a few reads: a cell checks the teardown, not the timing
             env = short_probe_env(env, self.folder / "short-probe")
+        if self.subcommand == "emulate":
             rt = ["--kernel-threads-realtime", str(KTHREAD_PRIORITY)] if self.phase == "realtime" else []
             return [DISKMODEL, "emulate", str(flat_calibration()), "--json", "--no-realtime", *rt], env
+        if self.subcommand == "postmark_emulate":
+            return [DISKMODEL, "postmark", "--emulate", str(flat_calibration()), *POSTMARK_RUN], env
+        if self.subcommand == "bench_emulate":   # the flat drive holds 64 MiB: a 48 MiB partition
+            return [DISKMODEL, "bench", "--emulate", str(flat_calibration()), "--stack",
+                    str(_bench_stack(self.folder, 48 * MIB)), "--workload", "seqwrite_1m", "--size", "24M"], env
+        if self.subcommand == "trace":
+            image = self.folder / "traced.img"
+            with open(image, "wb") as f:
+                f.truncate(16 * MIB)
+            self.traced = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                                         check=True).stdout.strip()
+            return [DISKMODEL, "trace", "record", "--device", self.traced, "--output", str(self.folder / "out.npz"),
+                    "--", *TRACED_COMMAND], env
         with open(self.target, "wb") as f:
             f.write(os.urandom(32 * MIB))
             os.fsync(f.fileno())
@@ -406,13 +466,15 @@ class Trial:
             wait_until(lambda: self.scratch.exists() and self.scratch.stat().st_size > 0, PHASE_TIMEOUT_S, what, proc)
         elif self.subcommand == "postmark" and self.phase == "postmark":
             wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
-        elif self.subcommand == "bench" and self.phase == "workload":
+        elif self.subcommand in ("postmark_emulate", "postmark_memory") and self.phase == "postmark":
+            wait_until(lambda: has_process(self.run_dir, "postmark"), PHASE_TIMEOUT_S, what, proc)
+        elif self.subcommand in ("bench", "bench_emulate") and self.phase == "workload":
             # fio recorded in the run (started as itself, or by the workload's shell), and running
             wait_until(lambda: has_process(self.run_dir, "fio") or has_process(self.run_dir, "workloads on"),
                        PHASE_TIMEOUT_S, what, proc)
             wait_until(lambda: any(p.endswith(" fio") for p in processes_marked(self.mark)), PHASE_TIMEOUT_S,
                        "fio to start", proc)
-        elif self.subcommand == "emulate" and self.phase in ("nbdkit", "nbdfuse"):
+        elif self.subcommand in EMULATING and self.phase in ("nbdkit", "nbdfuse"):
             wait_until(lambda: has_process(self.run_dir, self.phase), PHASE_TIMEOUT_S, what, proc)
         elif self.subcommand == "emulate" and self.phase in ("serve", "calibrate", "realtime"):
             wait_until(self.emulated_device, PHASE_TIMEOUT_S, what, proc)
@@ -456,6 +518,15 @@ class Trial:
         for f in self._files:
             f.close()
 
+    def detach_traced(self) -> None:
+        """Read the traced device's trace/enable (the run's teardown must have put it back), then detach it."""
+        if self.traced is None:
+            return
+        with contextlib.suppress(OSError):
+            self.traced_enable = Path(f"/sys/class/block/{Path(self.traced).name}/trace/enable").read_text().strip()
+        subprocess.run(["losetup", "-d", self.traced], capture_output=True)
+        self.traced = None
+
 
 def cleanup(run_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run([DISKMODEL, "cleanup"], env=dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir)),
@@ -476,6 +547,8 @@ def run_cell(folder: Path, subcommand: str, phase: str, signum: int) -> list[str
             wait_until(trial.reader_mark.exists, PHASE_TIMEOUT_S, "the calibrate of the emulated device to read",
                        reader)
         target = reader if reader is not None else trial.proc
+        trial.devices_seen = {str(r["details"].get(k)) for r in state(trial.run_dir) if r["kind"] == "loop"
+                              for k in ("device", "backing") if str(r["details"].get(k, "")).startswith("/dev/")}
         target.send_signal(signum)
         try:
             target.wait(timeout=EXIT_TIMEOUT_S)
@@ -495,10 +568,12 @@ def run_cell(folder: Path, subcommand: str, phase: str, signum: int) -> list[str
     if reader is not None:
         err = f"{err}\n[calibrate of the emulated device]\n{trial.stderr('reader.stderr')}"
     if problems:
+        trial.detach_traced()
         return problems + [f"stderr: {err[-1500:]}"]
     problems += _said(trial, target, signum, err)
     if signum == signal.SIGKILL:
         problems += _after_sigkill(trial)
+    trial.detach_traced()   # after cleanup: a SIGKILLed recording's settings are cleanup's to put back
     problems += [f"left behind: {x}" for x in left_behind(trial, pid)]
     if problems:
         problems.append(f"stderr: {err[-1500:]}")
@@ -528,7 +603,8 @@ def _said(trial: Trial, target: subprocess.Popen, signum: int, err: str) -> list
         problems.append(f"exit status {target.returncode}, not {128 + signum}")
     if line not in err.splitlines():
         problems.append(f"no line {line!r}")
-    if trial.subcommand in ("postmark", "bench", "emulate") and trial.phase != "calibrate" \
+    if trial.subcommand in ("postmark", "postmark_memory", "bench", *EMULATING, "trace") \
+            and trial.phase != "calibrate" \
             and "torn down and checked gone" not in err:
         problems.append("no teardown report")
     return problems
@@ -540,7 +616,7 @@ def _after_sigkill(trial: Trial) -> list[str]:
     problems = []
     # The tools the run started die with it (PR_SET_PDEATHSIG); what they started (a wrapper's sleep) is
     # killed by cleanup, by its recorded process group.
-    servers = (" postmark", " fio", " nbdkit", " nbdfuse")
+    servers = (" postmark", " fio", " nbdkit", " nbdfuse", " blktrace")
     try:
         wait_until(lambda: not [p for p in processes_marked(trial.mark) if p.endswith(servers)],
                    10, "postmark, fio, nbdkit or nbdfuse to die with the run")

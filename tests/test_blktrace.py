@@ -408,3 +408,18 @@ def test_a_trace_that_ends_first_leaves_a_concurrent_trace_its_debugfs(tmp_path,
     if "/sys/kernel/debug" not in before:
         assert "/sys/kernel/debug" not in during
     assert _debugfs_mounts() == before
+
+
+def test_trace_record_refuses_an_output_that_is_no_regular_file_before_tracing(tmp_path):
+    """--output and --blkparse-text are checked before anything runs: a FIFO hung the run (blkparse
+    writing into it), a device node was replaced by the trace, a directory failed after the trace."""
+    from diskmodel.calibrate.cli import UsageError
+    from diskmodel.calibrate.cli.trace import _output_file
+
+    os.mkfifo(tmp_path / "fifo")
+    for given, what in ((tmp_path / "fifo", "not a regular file"), (tmp_path, "is a directory"),
+                        (tmp_path / "none" / "t.npz", "does not exist")):
+        with pytest.raises(UsageError, match=what) as err:
+            _output_file("--blkparse-text", str(given))
+        assert str(err.value).startswith("--blkparse-text '")
+    assert _output_file("--output", str(tmp_path / "t.npz")) == tmp_path / "t.npz"

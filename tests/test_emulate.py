@@ -208,6 +208,9 @@ def test_request_log_is_written_as_it_goes_and_a_kill_leaves_it_readable(tmp_pat
     res = diskmodel("emulate-log", tmp_path / "other.npz")
     assert res.returncode == 2
     assert_one_error_line(res.stderr, "not an emulator request log")
+    res = diskmodel("emulate-log", tmp_path)   # the line names FILE, the parameter, not only the path
+    assert res.returncode == 2
+    assert_one_error_line(res.stderr, "FILE '", "is a directory, where a request log (.reqlog) is expected")
 
 
 # ---------------------------------------------------------------------------
@@ -258,6 +261,7 @@ def assert_nothing_left(run_dir: Path, tmp: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", [
     (["no-such-drive"], "DRIVE 'no-such-drive' is not a folder"),
+    (["x" * 300], "DRIVE 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx': File name too long"),
     (["atlas10k", "--for-s", "0"], "--for-s"),
     (["atlas10k", "--for-s", "-1"], "--for-s"),
     (["hp97560", "--realtime-priority", "0"], "--realtime-priority must be a whole number from 1 to 99 (got 0)"),
@@ -270,6 +274,17 @@ def test_bad_drive_or_duration_is_one_line(isolated, args, fragment):
     assert_one_error_line(res.stderr, fragment)
     assert res.stdout == ""
     assert_nothing_left(run_dir, tmp)
+
+
+def test_a_drive_name_the_kernel_cannot_look_up_is_refused_naming_the_flag_and_a_short_value():
+    """--emulate DRIVE of postmark, bench and experiment: a name whose lookup fails with an error other than
+    "no such file" (ENAMETOOLONG) is one line naming the flag, with the value shortened, not the system's
+    error echoing the whole value."""
+    from diskmodel.calibrate.emulate.workloads import drive_for_flag
+
+    with pytest.raises(ValueError) as err:
+        drive_for_flag("x" * 300)
+    assert str(err.value) == "--emulate DRIVE 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx': File name too long"
 
 
 @pytest.mark.slow

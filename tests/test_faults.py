@@ -85,7 +85,7 @@ def _require_cell(subcommand: str) -> None:
     if subcommand != "calibrate":
         require_root()
     require_tools(*_faults.TOOLS[subcommand])
-    if subcommand == "emulate":
+    if subcommand in _faults.EMULATING:
         if not os.path.exists("/dev/fuse"):
             skip_or_fail("/dev/fuse is missing (modprobe fuse)")
         if subprocess.run(["nbdkit", "--dump-plugin", "python"], capture_output=True).returncode:

@@ -565,3 +565,22 @@ def test_earlier_results_are_recognised_by_their_format_marker(tmp_path):
     assert outputs.is_earlier_result(legacy_pm, "postmark")
     assert not outputs.is_earlier_result(listed, "calibration")
     assert json.loads(pm.read_text())["format_version"] == 1
+
+
+def test_a_fifo_or_a_device_node_is_never_replaced_by_a_file(tmp_path):
+    """The atomic write renames a new file over its target: over a device node that puts a regular file
+    where the node was (``trace record --output /dev/zero`` replaced the machine's /dev/zero). A target
+    that exists and is not a regular file is refused, and left as it was."""
+    import stat as stat_module
+
+    from diskmodel.calibrate.harness.outputs import replace_file_atomically
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        with pytest.raises(OSError, match="a FIFO is there, not a regular file: not replaced"):
+            replace_file_atomically(target, b"trace")
+        assert stat_module.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link"]

@@ -566,3 +566,25 @@ def test_the_scratch_file_is_written_not_sparse_and_kept_only_on_request(tmp_pat
             with open(path, "rb") as f:
                 assert f.read(1 << 20).count(0) < (1 << 20) // 100  # data, not zeros
         assert path.exists() == keep
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_postmark_runs_in_a_location_deeper_than_its_name_buffer(tmp_path):
+    """PostMark 1.51 builds each file's name (location, then the name) in a fixed-size buffer and crashes
+    (SIGSEGV or an abort) when the location is long: a run whose mount lies under a deep TMPDIR (the
+    emulated drive's run folder in a test's folder) ended with "postmark exited with status -11". The
+    run gives PostMark its location as its working directory, so the depth does not matter."""
+    require_tools("postmark")
+    from diskmodel.calibrate.bench.postmark import run_postmark_once
+
+    location = tmp_path / ("d" * 60) / ("e" * 60)
+    location.mkdir(parents=True)
+    assert len(str(location)) > 120
+    env = R.RunEnvironment(stack="none", kernel_release=platform.release(), file_system="any",
+                           mount_options="", device="none", read_ahead_kb=None, scheduler=None, backing="none")
+    config = PostMarkConfig(number_of_files=500, transactions=2000, min_file_size_bytes=500,
+                            max_file_size_bytes=8000)
+    run = run_postmark_once(config, location, environment=env, drop_page_cache=False, timeout_s=120)
+    assert run.report.transactions == 2000
+    assert os.listdir(location) == []

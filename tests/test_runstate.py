@@ -481,3 +481,38 @@ def test_a_loop_device_is_detached_after_its_backing_files_mount_is_lazily_detac
         if device and Path("/sys/block", os.path.basename(device), "loop").is_dir():
             subprocess.run(["losetup", "-d", device])
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+# A child that starts a grandchild in a session of its own (as fio starts each job: setsid(2) in backend.c's
+# thread_main), writes the grandchild's pid to argv[1] and exits; the grandchild sleeps.
+_ESCAPER = ("import os, sys, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+            "    time.sleep(60)\n"
+            "    os._exit(0)\n")
+
+
+def test_a_process_that_left_its_recorded_group_is_killed_by_the_teardown(tmp_path, monkeypatch):
+    """Killing a recorded child's process group misses what it started in a session of its own (fio's job
+    processes: a bench run's SIGINT left one waiting forever on its killed parent): the run's end kills
+    every process that carries the run's ID and is in no recorded group."""
+    from diskmodel.calibrate.bench.process import reaped, spawn
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.calibrate.harness.resources import process_alive
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    pidfile = tmp_path / "grandchild.pid"
+    grandchild = None
+    try:
+        with runstate.ensure_run("test"):
+            child = spawn([sys.executable, "-c", _ESCAPER, str(pidfile)], name="escaper")
+            child.wait()
+            reaped(child)
+            wait_for(lambda: pidfile.exists() and pidfile.read_text(), 10, "the grandchild to start")
+            grandchild = int(pidfile.read_text())
+            assert process_alive(grandchild, None)
+        wait_for(lambda: not process_alive(grandchild, None), 5, "the grandchild to be killed")
+    finally:
+        if grandchild is not None and process_alive(grandchild, None):
+            os.kill(grandchild, signal.SIGKILL)

@@ -68,7 +68,6 @@ import math
 import os
 import re
 import statistics
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -76,6 +75,7 @@ from pathlib import Path
 
 import numpy as np
 
+from diskmodel.calibrate.bench import process
 from diskmodel.model import Disk
 from diskmodel.model.drive.disk import flat_latency_disk
 from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
@@ -247,7 +247,9 @@ def _fmt_limit(limit):
 
 def _dd_rate(args: list[str]) -> float:
     """Bytes per second that ``dd`` reports copying [bytes/s] (its own clock)."""
-    res = subprocess.run(["dd", *args], capture_output=True, text=True, check=True)
+    res = process.run(["dd", *args], timeout_s=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"dd {' '.join(args)} failed (exit {res.returncode}): {res.stderr.strip()[:200]}")
     m = re.search(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s", res.stderr, re.M)
     if not m:
         raise RuntimeError(f"cannot read dd's report: {res.stderr!r}")
@@ -287,7 +289,9 @@ def measure_memory_path(config: PostMarkConfig, disk: Disk, fs: FileSystem, layo
     with runstate.ensure_run("host check: PostMark on tmpfs") as state:
         mnt = str(state.temp_dir("tmpfs."))
         state.created(state.intend("mount", mountpoint=mnt))
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g", "tmpfs", mnt], check=True)
+        done = process.run(["mount", "-t", "tmpfs", "-o", "size=4g,nosuid,nodev", "tmpfs", mnt], timeout_s=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"tmpfs cannot be mounted on {mnt}: {done.stderr.strip()[:200]}")
         f = os.path.join(mnt, "dd.bin")
         write = _dd_rate(["if=/dev/zero", f"of={f}", "bs=4096", "count=65536"])
         read = _dd_rate([f"if={f}", "of=/dev/null", "bs=4096"])

@@ -127,7 +127,10 @@ def run_postmark_once(
     location = os.fspath(location)
     if not os.path.isdir(location):
         raise ValueError(f"location {location!r} is not a directory")
-    text = command_file(config, location)
+    # PostMark 1.51 builds each file's name (location, subdirectory, name) in a fixed-size buffer and
+    # overruns it when the location is long (a deep TMPDIR): it runs in the location as its working
+    # directory, named ".", so the names it builds are as short as they can be wherever the mount is
+    text = command_file(config, ".")
     from diskmodel.calibrate.harness import runstate
     run = runstate.current_run()
     parent = run.work_dir() if run is not None else None
@@ -142,7 +145,7 @@ def run_postmark_once(
         try:
             t0 = time.monotonic()
             proc = spawn([postmark, str(cfg)], name="postmark", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, cwd=tmp,
+                         stderr=subprocess.STDOUT, text=True, cwd=location,
                          cgroup_procs=cgroup.procs_file if cgroup is not None else None)
             out, _ = communicate_or_kill(proc, timeout_s)
             wall = time.monotonic() - t0

@@ -112,14 +112,25 @@ def reaped(proc: subprocess.Popen) -> None:
         run.absent(res)
 
 
-def communicate_or_kill(proc: subprocess.Popen, timeout_s: float | None):
-    """``proc.communicate(timeout)``; on a timeout, an interrupt or any error,
+def communicate_or_kill(proc: subprocess.Popen, timeout_s: float | None, input=None):
+    """``proc.communicate(input, timeout)``; on a timeout, an interrupt or any error,
     SIGKILL the child's process group (it was started in a session of its
     own), reap it and re-raise."""
     try:
-        out = proc.communicate(timeout=timeout_s)
+        out = proc.communicate(input=input, timeout=timeout_s)
     except BaseException:
         _kill_and_reap(proc)
         raise
     reaped(proc)
     return out
+
+
+def run(argv, *, timeout_s: float | None, input: str | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True)`` as :func:`spawn` starts a child: recorded in
+    the run, dying with it, in a process group of its own that an interrupt or the timeout kills whole (a
+    tool's own children too), so that a tool a run waits for (a ``mount``, ``blkparse``) never outlives it."""
+    proc = spawn(list(argv), name=os.path.basename(str(argv[0])),
+                 stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True)
+    out, err = communicate_or_kill(proc, timeout_s, input)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

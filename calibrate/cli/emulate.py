@@ -9,6 +9,7 @@ import sys
 import time
 
 from diskmodel.calibrate.cli import UsageError, positive_seconds
+from diskmodel.model._checks import show
 
 
 def add_parser(subparsers) -> None:
@@ -88,7 +89,7 @@ def _run(args) -> int:
             specs.append(resolve_drive(drive))
         except ValueError as exc:
             text = str(exc)
-            raise UsageError(text if text.startswith("DRIVE") else f"DRIVE {drive}: {text}") from None
+            raise UsageError(text if text.startswith("DRIVE") else f"DRIVE {show(drive)}: {text}") from None
     serving = False
     devices = []
     try:
@@ -158,6 +159,8 @@ def _run_log(args) -> int:
         frame = read_log(args.file)
     except ValueError as exc:
         raise UsageError(f"FILE {exc}") from None
+    except IsADirectoryError:
+        raise UsageError(f"FILE {show(args.file)}: is a directory, where a request log (.reqlog) is expected") from None
     summary = summarize(frame, lateness_bound_s=bound)
     print(json.dumps(summary) if args.json else format_summary(summary))
     return 0

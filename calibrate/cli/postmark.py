@@ -213,6 +213,11 @@ def _run(args) -> int:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     if args.memory_limit is not None and args.memory_limit < 16 * MIB:
         raise UsageError(f"--memory-limit must be at least 16M, got {args.memory_limit}")
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if args.memory_limit is not None and not args.vm and args.memory_limit > machine:
+        # a cgroup limit above the memory there is limits nothing (and cgroup v1 cuts it to its own maximum)
+        raise UsageError(f"--memory-limit {args.memory_limit}: more than this machine's memory ({machine} bytes), "
+                         "so it would limit nothing; give at most that, or leave --memory-limit out")
     try:
         config = _config(args)
     except ValueError as exc:

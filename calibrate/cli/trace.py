@@ -4,8 +4,12 @@ and replayed through another stack."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from pathlib import Path
+
+from diskmodel.model._checks import show
 
 
 def add_parser(subparsers) -> None:
@@ -72,6 +76,27 @@ def _table(totals: dict) -> str:
     return "\n".join(rows)
 
 
+def _output_file(flag: str, given: str) -> Path:
+    """An output path checked before anything runs: a new file in an existing folder, or a regular file
+    (a FIFO would block the writer, blkparse, for ever; a device would take the bytes); UsageError else."""
+    from diskmodel.calibrate.cli import UsageError
+
+    path = Path(given)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise UsageError(f"{flag} {show(given)}: its folder {show(str(path.parent))} does not exist") from None
+        return path
+    except OSError as exc:
+        raise UsageError(f"{flag} {show(given)}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{flag} {show(given)}: is a directory")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{flag} {show(given)}: not a regular file (a device, a FIFO or a socket); give a file path")
+    return path
+
+
 def _record(args) -> int:
     from diskmodel.calibrate.cli import UsageError
     from diskmodel.calibrate.trace import record as rec
@@ -79,15 +104,11 @@ def _record(args) -> int:
 
     if not args.command_argv:
         raise UsageError("trace record: give the command to run after -- (e.g. -- dd if=/dev/zero of=/dev/loop0 ...)")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout {args.timeout}: must be a positive number of seconds")
-    out = Path(args.output)
-    if out.is_dir():
-        raise UsageError(f"--output {out}: is a directory")
-    if not out.parent.is_dir():
-        raise UsageError(f"--output {out}: its folder {out.parent} does not exist")
+    if args.timeout is not None and not 0 < args.timeout < math.inf:
+        raise UsageError(f"--timeout {args.timeout}: must be a finite positive number of seconds")
+    out = _output_file("--output", args.output)
     devices = args.device or _all_disks()
-    text_copy = Path(args.blkparse_text) if args.blkparse_text else None
+    text_copy = _output_file("--blkparse-text", args.blkparse_text) if args.blkparse_text else None
     trace, status = rec.record(args.command_argv, devices, timeout_s=args.timeout, text_copy=text_copy)
     save_trace(trace, out)
     totals = trace.totals()

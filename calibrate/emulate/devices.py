@@ -224,12 +224,9 @@ def _pidfile_written(path: Path):
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
     """Run *argv* (no shell) as :func:`~diskmodel.calibrate.bench.process.spawn` does: recorded in the run,
     in a process group of its own that an interrupt or a timeout kills whole (a tool's own children too)."""
-    from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
+    from diskmodel.calibrate.bench import process
 
-    proc = spawn(argv, name=os.path.basename(argv[0]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE, text=True)
-    out, err = communicate_or_kill(proc, 120)
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return process.run(argv, timeout_s=120)
 
 
 def _socket_path(dir_fd: int) -> str:

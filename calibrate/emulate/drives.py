@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, drive_parameters_of
+from diskmodel.model._checks import show
 
 __all__ = ["DriveSpec", "flat_drive", "model_drive", "resolve_drive"]
 
@@ -94,13 +95,17 @@ def resolve_drive(drive) -> DriveSpec:
         return drive
     if not isinstance(drive, (str, os.PathLike)) or not os.fspath(drive):
         raise ValueError(f"DRIVE must be a drive's name, a DiskSim drive folder or a calibration JSON "
-                         f"(got {drive!r})")
+                         f"(got {show(drive)})")
     text = os.fspath(drive)
     path = Path(text)
-    if path.is_dir():
+    try:   # a name the kernel refuses to look up (too long, a loop of links) is no drive either
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as exc:
+        raise ValueError(f"DRIVE {show(text)}: {exc.strerror or exc}") from None
+    if is_dir:
         timing = {"kind": "disksim", "folder": str(path.resolve())}
         return DriveSpec(path.name, _capacity_of(timing, text), timing)
-    if path.exists():
+    if exists:
         return _calibration_spec(path)
     from diskmodel.data.disksim import BUNDLED_DRIVES
     from diskmodel.model.drive.presets import available_presets
@@ -111,7 +116,7 @@ def resolve_drive(drive) -> DriveSpec:
     if text in BUNDLED_DRIVES:
         timing = {"kind": "disksim", "folder": text}
         return DriveSpec(text, _capacity_of(timing, text), timing)
-    raise ValueError(f"DRIVE {text!r} is not a folder, a calibration JSON, a preset ({', '.join(available_presets())}) "
+    raise ValueError(f"DRIVE {show(text)} is not a folder, a calibration JSON, a preset ({', '.join(available_presets())}) "
                      f"or a bundled DiskSim drive ({', '.join(BUNDLED_DRIVES)})")
 
 

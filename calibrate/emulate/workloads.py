@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
+from diskmodel.model._checks import show
 
 __all__ = ["EmulatedDisk", "check_fits", "drive_for_flag", "emulate_flag", "emulated_disk", "summary_line"]
 
@@ -27,7 +28,7 @@ def drive_for_flag(drive: str, flag: str = "--emulate") -> DriveSpec:
         return resolve_drive(drive)
     except ValueError as exc:
         text = str(exc)
-        raise ValueError(f"{flag} {text}" if text.startswith("DRIVE") else f"{flag} DRIVE {drive!r}: {text}") from None
+        raise ValueError(f"{flag} {text}" if text.startswith("DRIVE") else f"{flag} DRIVE {show(drive)}: {text}") from None
 
 
 def check_fits(spec: DriveSpec, needed_bytes: int, flag: str = "--emulate") -> None:

@@ -506,6 +506,12 @@ def fsync_directory(directory: str) -> None:
 def _replace_file(path, data: bytes, run=None) -> None:
     target = os.path.realpath(path)
     directory = os.path.dirname(target) or "."
+    try:   # a rename over a device node, a FIFO or a socket would put a file where that node was (/dev/zero)
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFREG
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EEXIST, f"{_what(mode)} is there, not a regular file: not replaced", target)
     tmp = res = None
     try:
         if run is None:

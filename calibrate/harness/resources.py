@@ -30,8 +30,9 @@ from pathlib import Path
 
 from diskmodel.calibrate.harness import devstate, sched
 
-__all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "loops_over", "present",
-           "process_alive", "process_start_ticks", "processes_of_run", "undo_one"]
+__all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "kill_strays_of_run",
+           "loops_over", "process_group", "present", "process_alive", "process_start_ticks", "processes_of_run",
+           "undo_one"]
 
 #: The extended attribute that ties a scratch file to the record of the run that made it.
 TAG_XATTR = "user.diskmodel.run"
@@ -102,9 +103,19 @@ def processes_of_run(run_id: str) -> list[int]:
     return found
 
 
-def kill_processes_of_run(run_id: str, wait_s: float = 30.0) -> tuple[list[int], list[int]]:
-    """SIGKILL :func:`processes_of_run` and wait up to *wait_s* for them to be gone: (killed, still there)."""
-    killed = processes_of_run(run_id)
+def process_group(pid: int) -> int | None:
+    """The process group of *pid* (None when it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def kill_processes_of_run(run_id: str, wait_s: float = 30.0, spare_groups=()) -> tuple[list[int], list[int]]:
+    """SIGKILL :func:`processes_of_run` (but those in a process group of *spare_groups*) and wait up to
+    *wait_s* for them to be gone: (killed, still there)."""
+    spare = set(spare_groups)
+    killed = [pid for pid in processes_of_run(run_id) if not spare or process_group(pid) not in spare]
     deadline = time.monotonic() + wait_s
     left = killed
     while left:
@@ -116,6 +127,20 @@ def kill_processes_of_run(run_id: str, wait_s: float = 30.0) -> tuple[list[int],
         time.sleep(0.05)
         left = [pid for pid in processes_of_run(run_id) if pid in killed]
     return killed, left
+
+
+def kill_strays_of_run(run_id: str, resources) -> list[str]:
+    """Kill what run *run_id* started that has left the process group it was recorded in (found, as
+    ``diskmodel cleanup`` finds it, by the run's ID in its environment); the processes killed, described.
+
+    fio's job processes call setsid(2) (fio's backend.c, thread_main), so killing fio's recorded group
+    leaves them running, and one that its killed parent had not yet released waits for it forever. The
+    recorded groups (*resources* of kind ``process``) and the caller's own are left to the teardown.
+    """
+    groups = {r.details.get("pid") for r in resources
+              if r.kind == "process" and r.state in ("intended", "created", "left")}
+    killed, alive = kill_processes_of_run(run_id, wait_s=10.0, spare_groups=groups | {os.getpgrp()})
+    return [f"process {pid} (left the process group the run recorded)" for pid in killed if pid not in alive]
 
 
 def _orphaned_members(d: dict) -> list[int]:

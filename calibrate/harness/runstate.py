@@ -64,7 +64,7 @@ from diskmodel.calibrate.harness import locks
 from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS, held as _held
 from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, identity_at_creation,
-                                                   kill_processes_of_run, present, process_alive,
+                                                   kill_processes_of_run, kill_strays_of_run, present, process_alive,
                                                    process_start_ticks, processes_of_run, undo_one)
 
 __all__ = [
@@ -293,10 +293,10 @@ class Run:
     def finish(self) -> TeardownReport:
         """Undo everything; remove the state file when all is checked gone."""
         earlier = list(self._undone)
+        with signals_ignored():   # first what left the group it was recorded in: it may hold what undo removes
+            strays = kill_strays_of_run(self.run_id, self.resources)
         report = self.undo()
-        # The report names what was torn down earlier in the run too (a scratch file removed when its
-        # fill was interrupted), not only what this last undo found.
-        report.removed[:0] = earlier
+        report.removed[:0] = earlier + strays   # and what was torn down earlier (a scratch whose fill stopped)
         if report.complete:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()

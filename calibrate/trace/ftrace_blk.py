@@ -128,8 +128,10 @@ def still_set(details: dict) -> bool:
 class BlkTracer:
     """The blk tracer on *devices* while the ``with`` block runs, its output drained by a thread."""
 
-    def __init__(self, run, devices, out_dir: Path):
-        self.run, self.devices, self.out_dir = run, devices, out_dir
+    def __init__(self, run, devices, out_dir: Path, run_tool):
+        # run_tool(argv, timeout_s=...): the caller's way to run a tool as a recorded child of the run
+        # (diskmodel.calibrate.bench.process.run), which this module, imported by the teardown, cannot import
+        self.run, self.devices, self.out_dir, self.run_tool = run, devices, out_dir, run_tool
         self._chunks: list[bytes] = []
         self._stop = threading.Event()
         self._thread = None
@@ -141,12 +143,10 @@ class BlkTracer:
         recording's teardown may unmount /sys/kernel/tracing while this one reads through it."""
         if self.root is not None:
             return
-        import subprocess
-
         where = self.run.temp_dir("tracefs-")
         res = self.run.intend("mount", mountpoint=str(where), source="tracefs")
-        proc = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(where)], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=60)
+        proc = self.run_tool(["mount", "-t", "tracefs", "-o", "nosuid,nodev,noexec", "tracefs", str(where)],
+                             timeout_s=60)
         if proc.returncode != 0 or not devstate.mounted_at(str(where)):
             self.run.absent(res)
             raise RuntimeError(f"tracefs cannot be mounted on {where} ({proc.stderr.strip()}): "

@@ -11,10 +11,10 @@ request passes through to the file system under it (model/iopath's loop layer).
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
+from diskmodel.calibrate.bench import process
 from diskmodel.calibrate.harness import devstate
 
 from .matrix import Layer, Workload, fio_argv, read_fio_iolog
@@ -26,10 +26,8 @@ MIB = 1 << 20
 TOP_BYTES = 32 * MIB
 
 
-def _run(argv, **kw) -> str:
-    if "input" not in kw:
-        kw["stdin"] = subprocess.DEVNULL
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, **kw)
+def _run(argv, input: str | None = None) -> str:
+    proc = process.run(argv, timeout_s=300, input=input)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[:200]}")
     return proc.stdout

@@ -93,8 +93,8 @@ def _debugfs_for(run) -> Path:
         return DEBUGFS
     mountpoint = run.temp_dir("debugfs-")
     res = run.intend("mount", mountpoint=str(mountpoint), source="debugfs")
-    proc = subprocess.run(["mount", "-t", "debugfs", "-o", "nosuid,nodev,noexec", "debugfs", str(mountpoint)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    proc = process.run(["mount", "-t", "debugfs", "-o", "nosuid,nodev,noexec", "debugfs", str(mountpoint)],
+                       timeout_s=60)
     if proc.returncode != 0 or not devstate.mounted_at(str(mountpoint)):
         run.absent(res)
         raise RuntimeError(f"debugfs cannot be mounted on {mountpoint} "
@@ -149,7 +149,7 @@ def _blkparse(out_dir: Path, inputs: list[str], text_path: Path) -> None:
     argv = ["blkparse", "-D", str(out_dir), "-o", str(text_path)]
     for name in inputs:
         argv += ["-i", name]
-    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    proc = process.run(argv, timeout_s=600)
     if proc.returncode != 0:
         raise RuntimeError(f"blkparse failed (exit {proc.returncode}): {(proc.stderr or '').strip()[:200]}")
 
@@ -179,7 +179,7 @@ def record(argv, devices, *, timeout_s: float | None = None, say=None, text_copy
                 raise RuntimeError(f"blktrace could not trace: {refused}")
             say(f"blktrace cannot read debugfs here ({refused.strip()}; the kernel is in lockdown): "
                 "reading the same kernel events through tracefs's blk tracer")
-            with ftrace_blk.BlkTracer(run, devs, out_dir) as tracer:
+            with ftrace_blk.BlkTracer(run, devs, out_dir, process.run) as tracer:
                 status = _run_command(argv, timeout_s, cgroup_procs)
                 time.sleep(DRAIN_S)
                 inputs = tracer.stop_and_write("trace")
