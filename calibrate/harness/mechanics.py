@@ -201,10 +201,15 @@ def _chains_at_median_gap(meter: Meter, back: np.ndarray, cursor: int, s1: int, 
         if lost <= 0.05 or not 0 < x <= x_rough:
             break
         s1 += int(math.ceil((np.percentile(back, 100 * min(lost, 0.5)) - np.percentile(back, 5)) / x)) + 1
-    if 0 < x <= x_rough:
-        track = (mb + x) / x
-        k = int(min(0.4 * track, track - 2 * s1, meter.size_bytes // b // (4 * (n + 1))))
-        if k > s2 - s1:
+    if x > 0:
+        # a track's length from the slope, or from the zone's rate where that is shorter (the rate
+        # holds the skews, so its block time is never below the media's)
+        track = (mb + x) / min(x, x_rough)
+        # x's error moves T by (s1 + 1) times itself: the stride whose difference, over the gaps' spread
+        # in n reads, keeps that within a thousandth of T; at least an eighth of a track, at most 0.4
+        need = (s1 + 1) * width / (math.sqrt(n) * 1e-3 * mb)
+        k = int(min(max(track / 8, need), 0.4 * track, track - 2 * s1, meter.size_bytes // b // (4 * (n + 1))))
+        if k >= 2:
             mk = _cluster_median(chain(meter, cursor - 16 * b, -k, n, "rotation"), width, rough)
             x = (mb - mk) / (k - 1)
     return s1, x, m1, mb
