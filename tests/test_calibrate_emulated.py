@@ -211,6 +211,35 @@ def test_rotation_of_a_drive_that_reads_ahead_from_chains_beside_each_other():
     assert rotation.period_s == pytest.approx(truth["rotation_period_s"], rel=0.005)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("drive", ["cheetah4LP", "atlas10k", "ibm18es", "wd800bd"])
+def test_rotation_with_a_host_gap_like_the_kernel_paths(drive):
+    """Through loop, FUSE and NBD a request reaches the drive 0.45-0.75 ms after the one before
+    completed (the emulator's request logs). That gap is part of each request's overhead as the drive
+    sees it: the forward chain's stride must clear it at nearly every gap, and its spread (as wide as
+    many blocks' passage) spreads every chain's median. With the stride doubled from a first caught
+    stride judged on nine reads, cheetah4LP's rotation was not measured at all (its chains lost a
+    revolution or strayed past half a track); the period also swung by 1-3 % on atlas10k and ibm18es.
+    On the emulator's timing with such gaps (uniform over 0.45-0.75 ms), within the issue's 0.5 % at
+    the share of a 120 s calibration the rotation stage gets."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth
+    from diskmodel.calibrate.harness.mechanics import measure_buffer, measure_rotation
+    from diskmodel.calibrate.harness.meter import Meter
+
+    params = _params(drive)
+    truth = drive_truth(params)
+    bounds, rates = truth["zone_bounds_bytes"], truth["zone_rates_bytes_per_s"]
+
+    def rate_at(o):
+        return rates[np.clip(np.searchsorted(bounds[:, 0], o, side="right") - 1, 0, len(rates) - 1)]
+
+    meter = Meter(ParametersDisk(params, host_gap_s=0.45e-3, host_gap_jitter_s=0.3e-3, seed=0), budget_s=60.0)
+    rng = np.random.default_rng(0)
+    buffer = measure_buffer(meter, rng)
+    rotation = measure_rotation(meter, rng, budget_s=5.4, buffer=buffer, rate_at=rate_at)
+    assert rotation.period_s == pytest.approx(truth["rotation_period_s"], rel=0.005)
+
+
 def test_segment_sized_with_the_drive_idle():
     """ibm18es does not read ahead after a buffer hit: sizing its segment with hits as the wait found
     a fraction of it; left idle, the read-ahead fills the segment (511 blocks) within 10 %."""

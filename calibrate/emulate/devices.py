@@ -326,7 +326,8 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
 
 
 def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> dict:
-    """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` (taken in turn, each after
+    """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` and of the largest request the
+    kernel sends the device (taken in turn, each after
     :data:`PROBE_GAP_S` of idle) served :data:`PROBE_DELAY_S` after they reach the server: the
     :data:`FIXED_COST_PERCENTILE` of each size's times less that delay (the path copies each request's data
     through FUSE and NBD). The server's control (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`):
@@ -335,8 +336,14 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     then serves."""
     from diskmodel.calibrate.emulate.server import path_cost_s, realtime
 
+    from diskmodel.calibrate.harness.device import max_request_bytes
+
     fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
-    sizes = [n for n in PROBE_BYTES if n <= capacity_bytes]
+    # up to the largest request the kernel sends the device (a calibration's zone reads are that long):
+    # above the largest size measured the cost is extrapolated, and the copies of a long request through
+    # FUSE and NBD cost more than the line through the two largest sizes below it says
+    largest = max_request_bytes(os.fstat(fd).st_rdev)
+    sizes = [n for n in sorted(set(PROBE_BYTES) | ({largest} if largest else set())) if n <= capacity_bytes]
     buf = mmap.mmap(-1, max(sizes))
     times: dict[int, list[float]] = {n: [] for n in sizes}
     try:

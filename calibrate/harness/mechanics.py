@@ -19,8 +19,12 @@ found first, and the rest is measured with patterns it cannot serve:
   g: the host's gap between reads); a forward chain ``c, c + s, c + 2s ..``
   on the same track, its target not yet passed, waits ``s x - g`` whether the
   drive reads it for this request or for its read-ahead. The two share g:
-  ``T = d_back + x - d_fwd(s) + s x``, with x from the forward chain's slope.
-  Medians over the chains reject the rare steps that changed track.
+  ``T = d_back + x - d_fwd(s) + s x``. The host's gap is part of each request's
+  overhead as the drive sees it: s clears it at nearly every gap, and x, which
+  the formula weighs by s + 1, comes from a descending chain at a stride k of
+  0.4 of a track, ``T - k x - g``. Each chain's time is the median of its reads
+  that met their sector alike, without those that changed track (they wait the
+  skew longer) or lost a revolution.
 * :func:`measure_tracks`: a forward chain with a third of a track's stride
   changes track on a third of its steps, each of which waits the skew
   longer: the groups of those excess waits are the track skew (after a head
@@ -108,7 +112,7 @@ def _below(meter: Meter, low: int, reads: int, stride: int) -> int:
 
 def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
     """The least forward stride whose read waits for its sector on the same track (a miss that
-    catches it: not a buffer hit, not a revolution missed), doubled for a guard; and the floor of a
+    catches it at the host's median gap: not a buffer hit, not a revolution missed); the floor of a
     same-track read from the media (the command overhead of a miss and a block's passage).
 
     Where the drive reads ahead, the shorter strides are hits, or misses asked for while the
@@ -131,7 +135,7 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
             missed = s
         elif missed is not None or med > hit_limit:
             if missed is None and buffer.detected:
-                return 2 * s, buffer.hit_s, o, False
+                return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -141,9 +145,74 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return 2 * s, float(np.min(best[best < 0.5 * rough])), o, True
+            return hi, float(np.min(best[best < 0.5 * rough])), o, True
         s *= 2
     return None, None, o, False
+
+
+def _cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
+    """The median of the most reads of *t* that lie within *width_s* of each other (the spread of the
+    host's gaps): the reads of a chain that met its sector alike, without those that changed track
+    (they wait the skew longer), were served from the buffer (a read-ahead that reached them) or lost a
+    revolution (a host gap the stride did not clear: not counted however many, as they lie half a
+    rough revolution *rough* or more above the least read)."""
+    v = np.sort(np.asarray(t, dtype=float))
+    v = v[v <= v[0] + 0.5 * rough]
+    ends = np.searchsorted(v, v + width_s, side="right")
+    i = int(np.argmax(ends - np.arange(v.size)))
+    return float(np.median(v[i:ends[i]]))
+
+
+def _chains_at_median_gap(meter: Meter, back: np.ndarray, cursor: int, s1: int, n: int, x_rough: float,
+                          rough: float):
+    """A forward chain of *n* reads at a stride s1 whose reads catch their sector at nearly every host
+    gap, and a block's passage x: (s1, x, the forward chain's time at the median gap, the descending
+    chain *back*'s), the times from the reads that met their sector alike (:func:`_cluster_median`).
+
+    A forward read waits ``s x - g`` (g: the host's gap, part of each request's overhead as the drive
+    sees it), a descending one ``T - x - g``: the spread of *back* is the gaps'. *s1* catches its sector
+    at the median gap (the first caught stride judged by medians); a read whose gap and the miss's
+    overhead outlast ``(s - 1) x`` loses a revolution, so s1 grows by the blocks that pass while the gap
+    runs on to its 95th percentile. Where still more than one read in twenty of s1's chain loses a
+    revolution (the first caught stride was judged on a few reads, of which those that change track
+    catch their sector for the skew), the share lost tells which quantile of the gaps s1 clears, and
+    s1 grows again by the blocks from there to the 95th percentile (twice at most): losing the largest
+    gaps would leave the chain's median short of the median gap's time.
+
+    ``T = d_back + x - d_fwd(s1) + s1 x`` weighs x by ``s1 + 1``, and s1 must clear the gap, so x is
+    taken over a long stride: a descending chain at a stride k of 0.4 of a track waits ``T - k x - g``
+    (no gap to clear), and ``(k - 1) x`` is its difference from *back*'s, the same gaps in both. The
+    track's length for k comes from a rough x, the slope of a few forward reads at 1.5 s1."""
+    b = meter.block_size_bytes
+    # the gaps' whole spread: a uniform spread's 5-95 % range is 0.9 of it
+    width = 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))
+    mb = _cluster_median(back, width, rough)
+    s1 += int(math.ceil((mb - np.percentile(back, 5)) / x_rough)) + 1
+    few = max(9, n // 3)
+    for _ in range(3):
+        s2 = s1 + max(s1 // 2, 4)
+        cursor = _below(meter, cursor, n, s1)
+        f1 = chain(meter, cursor, s1, n, "rotation")
+        cursor = _below(meter, cursor, few, s2)
+        m1, m2 = _cluster_median(f1, width, rough), _cluster_median(chain(meter, cursor, s2, few, "rotation"),
+                                                                      width, rough)
+        lost = float(np.mean(f1 > m1 + 0.5 * rough))
+        x = (m2 - m1) / (s2 - s1)
+        if lost <= 0.05 or not 0 < x <= x_rough:
+            break
+        s1 += int(math.ceil((np.percentile(back, 100 * min(lost, 0.5)) - np.percentile(back, 5)) / x)) + 1
+    if x > 0:
+        # a track's length from the slope, or from the zone's rate where that is shorter (the rate
+        # holds the skews, so its block time is never below the media's)
+        track = (mb + x) / min(x, x_rough)
+        # x's error moves T by (s1 + 1) times itself: the stride whose difference, over the gaps' spread
+        # in n reads, keeps that within a thousandth of T; at least an eighth of a track, at most 0.4
+        need = (s1 + 1) * width / (math.sqrt(n) * 1e-3 * mb)
+        k = int(min(max(track / 8, need), 0.4 * track, track - 2 * s1, meter.size_bytes // b // (4 * (n + 1))))
+        if k >= 2:
+            mk = _cluster_median(chain(meter, cursor - 16 * b, -k, n, "rotation"), width, rough)
+            x = (mb - mk) / (k - 1)
+    return s1, x, m1, mb
 
 
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
@@ -172,7 +241,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             # the host's jitter (a uniform spread's interquartile range is half of it) sets
             # how many reads a median needs
             jitter = 2 * float(np.subtract(*np.percentile(back, [75, 25])))
-            n = int(np.clip(chain_reads * (jitter / 60e-6) ** 2, chain_reads, 5 * chain_reads))
+            n = int(np.clip(chain_reads * (jitter / 60e-6) ** 2, chain_reads, 10 * chain_reads))
             if n > chain_reads:
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
@@ -184,14 +253,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 if failed >= min_starts and not periods:
                     break  # no forward stride waits less than a revolution: no rotation (flash)
                 continue
-            s1 += int(math.ceil(jitter / x_rough))
-            n_track = max(8.0, rough / x_rough)
-            s2 = s1 + max(4, int(n_track / 8))
-            if (s2 * x_rough) > 0.6 * rough:
-                s2 = s1 + max(2, int(0.3 * rough / x_rough))
-            cursor = _below(meter, cursor, n, s1)
-            f1 = chain(meter, cursor, s1, n, "rotation")
-            f2 = chain(meter, _below(meter, cursor, n, s2), s2, n, "rotation")
+            s1, x, m1, mb = _chains_at_median_gap(meter, back, cursor, s1, n, x_rough, rough)
         except ChainDoesNotFit:
             # the strides the host's jitter asks for (a busy host, a small device) span more than the
             # device: no period from this start point, as for one where no stride waited less than a turn
@@ -204,11 +266,9 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 raise
             stopped = f"; stopped at start point {i + 1}: the {exc.limit} ran out"
             break
-        m1, m2 = float(np.median(f1)), float(np.median(f2))
-        x = (m2 - m1) / (s2 - s1)
         if not 0 < x < 0.5 * rough / max(s1, 1):
             continue
-        period = float(np.median(back)) + x - m1 + s1 * x
+        period = mb + x - m1 + s1 * x
         if period < 0.5 * rough:
             # a descending read waits most of a revolution (past its command overhead), so a period under
             # half of its wait is the host's noise about a device that does not turn
