@@ -126,11 +126,12 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
 
     def served(stride: int) -> bool:
         """Is the block *stride* blocks after a fresh read served from the buffer, once the
-        read-ahead has had the time to get there? At two places, both served (a miss can be
-        fast); where one is not, at a third, two of three (a hit can be slow: a host outlier)."""
+        read-ahead has had the time to get there? At three places, all served (a miss whose sector
+        comes under the head at once is as fast as a hit); where one is not, at a fourth, three of
+        four (a hit can be slow: a host outlier)."""
         misses = 0
-        for place in range(3):
-            if place == 2 and misses == 0:
+        for place in range(4):
+            if place == 3 and misses == 0:
                 return True
             o = _fresh(meter, rng, (stride + 2) * b)
             meter.read(o, b, tag="buffer")
