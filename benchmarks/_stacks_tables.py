@@ -1,5 +1,5 @@
-"""The tables and the scoring of ``benchmarks/stacks_check.py``: the seeds' cells not run, the notes on
-what was revised after seeing the figures, the host cells, the seeds' orderings, and the errors and
+"""The tables and the scoring of ``benchmarks/stacks_check.py``: the studies' cells not run, the notes on
+what was revised after seeing the figures, the host cells, the studies' orderings, and the errors and
 orderings computed over the measured cells (split from the check to keep each module small)."""
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ MIB = 1 << 20
 IMAGE_BYTES = 384 * MIB
 BENCHMARKS = Path(__file__).resolve().parent
 
-#: The seeds' cells this check does not run, and why (the VM's run: calibrate/bench/stacks_vm.py).
+#: The studies' cells this check does not run, and why (the VM's run: calibrate/bench/stacks_vm.py).
+#: The study each seed code of the cells names, for what is printed.
+STUDIES = {"000": "Dagenais", "001": "Marechal", "002": "the multi-disk LVM study", "003": "the loop-image study",
+           "004": "Djordjevic & Timcenko"}
+
+
+def study(seed: str) -> str:
+    """The study a cell's seed code names (the code itself for the engineer's own layouts)."""
+    return STUDIES.get(str(seed), str(seed))
+
+
 NOT_RUN = [
     ("000", "NBD and NFS from another machine",
      "client and server are two network namespaces of one VM (calibrate/bench/stacks_net.py) over a veth pair, "
@@ -135,7 +145,7 @@ def errors(cells) -> list[dict]:
     return out
 
 
-#: The seeds' orderings: (seed, statement, faster cell, slower cell, figure). The VM cells' labels
+#: The studies' orderings: (seed, statement, faster cell, slower cell, figure). The VM cells' labels
 #: are calibrate/bench/stacks_vm.py's.
 ORDERINGS = [
     ("003", "native ext3 writes faster than ext3 on a sparse loop", "native ext3", "ext3 on sparse loop", "copy write"),
@@ -237,7 +247,7 @@ ORDERINGS = [
 
 
 def orderings(cells) -> list[dict]:
-    """The seeds' orderings on the measured cells: held where the measured difference exceeds the
+    """The studies' orderings on the measured cells: held where the measured difference exceeds the
     spread of the repeats (``decided``); the model's ratio beside each."""
     by = {c["stack"]: c for c in cells if c.get("measured")}
     out = []
@@ -247,7 +257,7 @@ def orderings(cells) -> list[dict]:
             ratio = a["measured"][key] / b["measured"][key]
             spread = a["measured"]["spread"][key] + b["measured"]["spread"][key]
             pa, pb = a.get("predicted"), b.get("predicted")
-            out.append({"seed": seed, "statement": f"{statement} (seed {seed})", "measured_ratio": ratio,
+            out.append({"seed": seed, "statement": f"{statement} ({study(seed)})", "measured_ratio": ratio,
                         "spread": spread, "decided": abs(ratio - 1.0) > spread, "held": ratio > 1.0,
                         "predicted_ratio": pa[key] / pb[key] if pa and pb else None})
     for c in cells:
@@ -257,7 +267,7 @@ def orderings(cells) -> list[dict]:
         if zero and sparse:
             out.append({"seed": "003",
                         "statement": f"a sparse image is made faster than a zero-filled one, on {c['stack']} "
-                                     "(seed 003)",
+                                     "(the loop-image study)",
                         "measured_ratio": zero["elapsed_s"] / sparse["elapsed_s"], "spread": 0.0, "decided": True,
                         "held": sparse["elapsed_s"] < zero["elapsed_s"],
                         "predicted_ratio": zero["predicted"]["elapsed_s"] / sparse["predicted"]["elapsed_s"]})

@@ -16,7 +16,7 @@ estimates (:func:`diskmodel.model.fit.calibration_views.write_cache_from`), and 
 predicted on ext4 on one partition (the paper's test area of Tables 1-3 on the WD800BD, the start of
 a smaller drive) from the preset and from the calibration (:func:`diskmodel.model.predict.predict`):
 PostMark tests 1-3 at the paper's parameters, fio sequential and random O_DIRECT reads and writes, and
-seed 003's copy (``dd conv=fsync`` of a file, then its read back). The relative difference of the
+the loop-image study's copy (``dd conv=fsync`` of a file, then its read back). The relative difference of the
 calibrated prediction's elapsed time from the preset's is tabulated per workload, against the
 acceptance bound :data:`BOUND`.
 

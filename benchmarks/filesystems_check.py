@@ -59,9 +59,9 @@ postmark, fio and the mkfs of every kind.  Method:
    cells (its target is in the artifact's figure).
 5. **Orderings** the seeds report, checked on today's kernel, measured and
    predicted (held out): ext2, without a journal, beats ext3 on
-   write-heavy small-file work (seed 000: "Ext2 ... shines given the large
+   write-heavy small-file work (Dagenais: "Ext2 ... shines given the large
    number of writes"; PostMark test2); xfs is the fastest on large files
-   (seed 001; test3); ext3 beats xfs on small files (seed 001; test2).
+   (Marechal; test3); ext3 beats xfs on small files (Marechal; test2).
 
 Writes ``benchmarks/results/filesystems_check.json`` (see ``_artifact.py``).
 Every scratch file, loop device, mount and cgroup is torn down on success,
@@ -83,6 +83,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _stacks_tables import STUDIES  # noqa: E402
 
 from diskmodel.model.filesystems.filesystem import PageCache  # noqa: E402
 from diskmodel.model.fit.filesystems import (BOUNDS, FsCase, SequentialWrite, SyncWrites,  # noqa: E402
@@ -93,7 +94,7 @@ from diskmodel.model.predictions.workload import postmark_preset  # noqa: E402
 
 WORKLOADS = ("test1", "test2", "test3")
 FIO_JOBS = {"fsync_4k": SyncWrites(4 * KIB), "fsync_64k": SyncWrites(64 * KIB), "seqwrite": SequentialWrite(256 * MIB)}
-#: The seeds' orderings: (name, seed, workload, faster kind, slower kinds).
+#: The studies' orderings: (name, seed, workload, faster kind, slower kinds).
 ORDERINGS = (
     ("ext2 (no journal) beats ext3 on write-heavy small files", "000", "test2", "ext2", ("ext3",)),
     ("xfs is the fastest on large files", "001", "test3", "xfs", ("ext2", "ext3", "ext4", "btrfs")),
@@ -375,7 +376,7 @@ def main(argv=None) -> int:
     order = orderings(table)
     say("")
     for o in order:
-        say(f"seed {o['seed']}: {o['ordering']} ({o['workload']}): measured {'holds' if o['holds_measured'] else 'does NOT hold'}"
+        say(f"{STUDIES.get(o['seed'], o['seed'])}: {o['ordering']} ({o['workload']}): measured {'holds' if o['holds_measured'] else 'does NOT hold'}"
             f", predicted {'holds' if o['holds_predicted'] else 'does NOT hold'}")
     per_kind = {k: statistics.median(abs(r["heldout_error_pct"]) for r in table if r["kind"] == k) for k in kinds}
     median = statistics.median(abs(r["heldout_error_pct"]) for r in table)

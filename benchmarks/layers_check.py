@@ -53,7 +53,7 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    they share one device, ``sda``, and the model serves pieces on one device
    together), loop files over sparse images nested 0 to 3 deep
    (fio on the bare device; the write is each image's first, ``fresh``),
-   and seed 003's copy on native ext3 and on ext3 in a loop file over a
+   and the loop-image study's copy on native ext3 and on ext3 in a loop file over a
    sparse and over a zero-filled image (host ext4, buffered loop).
 4. **Layers in the VM** (unless ``--no-vm``): md RAID 1 (unthrottled, and with
    one member throttled to ``--vm-slow-rate`` by the guest's cgroup v2
@@ -64,7 +64,7 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    overwrite).  Under TCG the timings measure an emulator: these rows give
    orderings only; their errors are printed for completeness and left out
    of the median.  Unthrottled, md RAID 5 computes its parity in the
-   emulated CPU, which bounds its writes, whereas seed 002's disks bounded
+   emulated CPU, which bounds its writes, whereas the multi-disk LVM study's disks bounded
    theirs: so md RAID 1 and RAID 5 run again with **every member a
    disk-like device**: a fixed delay per request of ``--vm-member-delay-ms``
    (a device-mapper ``delay`` target under each member, below md:
@@ -74,7 +74,7 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    jobs, ``VM_THROTTLED_*_BYTES``, take seconds at the defaults).  Such a
    row is device-bound when it runs at most ``DEVICE_BOUND_FRACTION`` of
    the same job on the same array
-   unthrottled (:func:`device_bound`), and seed 002's RAID 5 vs RAID 1
+   unthrottled (:func:`device_bound`), and the multi-disk LVM study's RAID 5 vs RAID 1
    orderings are decided on these rows, held only when device-bound
    (:func:`parity_orderings`); the unthrottled rows stay printed, as TCG's
    pace.  The model's members are then throttled Disks (the fio member's
@@ -110,15 +110,15 @@ repeats: on a shared host the load varies from run to run.
    (``RaidArray.read_member``).  Every other parameter is the model's
    default.  Error = predicted / measured - 1 [%].
 
-The seeds' findings are checked as orderings (each printed with its
-figures): RAID 1 writes track the slower member and reads the faster (seed
-000; btrfs on the host, md in the VM), each nested loop layer lowers throughput (seed 000, fig. 5), native
+The studies' findings are checked as orderings (each printed with its
+figures): RAID 1 writes track the slower member and reads the faster
+(Dagenais; btrfs on the host, md in the VM), each nested loop layer lowers throughput (Dagenais, fig. 5), native
 ext3 writes about twice as fast as loop-file writes with reads alike (seed
 003: write ratio >= 1.5, read ratio within 1/1.5..1.5), RAID 5 small writes
 slower than RAID 1's while large sequential ones are not (at least
-``LARGE_WRITE_FRACTION`` of RAID 1's) (seed 002; md with every member
+``LARGE_WRITE_FRACTION`` of RAID 1's) (the multi-disk LVM study; md with every member
 throttled, device-bound rows only), the first write into a thin pool slower than an
-overwrite (seed 002).  The last two lines are ``orderings_held: K/N`` and
+overwrite (the multi-disk LVM study).  The last two lines are ``orderings_held: K/N`` and
 ``median_layer_error_pct: X`` (median |error| of the host rows, calibration
 rows excluded).  Writes ``benchmarks/results/layers_check.json``.
 
@@ -176,7 +176,7 @@ VM_RAND_BYTES = 4 * MIB
 # RAID 5's full-stripe writes at about twice it)
 VM_THROTTLED_SEQ_BYTES = 4 * MIB
 VM_THROTTLED_RAND_BYTES = 2 * MIB
-#: Seed 002's large sequential writes: RAID 5's "not slower" than RAID 1's, at least this fraction of them.
+#: The multi-disk LVM study's large sequential writes: RAID 5's "not slower" than RAID 1's, at least this fraction of them.
 LARGE_WRITE_FRACTION = 0.9
 #: A throttled row in the VM is device-bound when the throttle, not the emulated CPU, sets its pace: the
 #: member's time per byte at least the emulator's, so at most this fraction of the same job's rate on the
@@ -408,7 +408,7 @@ def device_bound(throttled_bytes_per_s: float, unthrottled_bytes_per_s: float) -
 
 def parity_orderings(measured: dict, predicted: dict, unthrottled: dict, rate_bytes_per_s: float,
                      delay_s: float = 0.0) -> list[dict]:
-    """Seed 002's RAID 5 vs RAID 1 orderings on md arrays whose members are all throttled to one rate
+    """The multi-disk LVM study's RAID 5 vs RAID 1 orderings on md arrays whose members are all throttled to one rate
     (and, *delay_s* > 0, delayed by that much per request: dm-delay).
 
     *measured*, *predicted* (the model, members as :func:`throttled_disk`) and *unthrottled* (the same
@@ -416,10 +416,10 @@ def parity_orderings(measured: dict, predicted: dict, unthrottled: dict, rate_by
     rates [bytes/s]. Small writes: RAID 5's slower than RAID 1's; large sequential writes: RAID 5's at
     least :data:`LARGE_WRITE_FRACTION` of RAID 1's. An ordering is held when the measured rates show it
     *and* both rows are device-bound (:func:`device_bound`): a pace set by the emulated CPU says nothing
-    of seed 002's disks. Returns [{"ordering", "held", "model_held", "device_bound", "detail"}].
+    of the multi-disk LVM study's disks. Returns [{"ordering", "held", "model_held", "device_bound", "detail"}].
     """
-    checks = (("randwrite_4k", "RAID 5 small writes slower than RAID 1's (seed 002)", lambda r5, r1: r5 < r1),
-              ("seqwrite_1m", "RAID 5 large sequential writes not slower than RAID 1's (seed 002)",
+    checks = (("randwrite_4k", "RAID 5 small writes slower than RAID 1's (the multi-disk LVM study)", lambda r5, r1: r5 < r1),
+              ("seqwrite_1m", "RAID 5 large sequential writes not slower than RAID 1's (the multi-disk LVM study)",
                lambda r5, r1: r5 >= LARGE_WRITE_FRACTION * r1))
     out = []
     for job, name, holds in checks:
@@ -549,11 +549,11 @@ def host_part(c: Check) -> None:
                observed=_read_mirror)
     c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast, c.btrfs_costs),
           _jobs(BTRFS_SEQ_BYTES))
-    c.ordering("RAID 1 writes track the slower member (seed 000)",
+    c.ordering("RAID 1 writes track the slower member (Dagenais)",
                _closer(r1["seqwrite_1m"], slow_m["seqwrite_1m"], fast_m["seqwrite_1m"]),
                f"mirror {r1['seqwrite_1m'] / 1e6:.1f} MB/s; members {fast_m['seqwrite_1m'] / 1e6:.1f} and "
                f"{slow_m['seqwrite_1m'] / 1e6:.1f}")
-    c.ordering("RAID 1 reads track the faster member (seed 000)",
+    c.ordering("RAID 1 reads track the faster member (Dagenais)",
                _closer(r1["seqread_1m"], fast_m["seqread_1m"], slow_m["seqread_1m"]),
                f"mirror {r1['seqread_1m'] / 1e6:.1f} MB/s; members {fast_m['seqread_1m'] / 1e6:.1f} and "
                f"{slow_m['seqread_1m'] / 1e6:.1f} (btrfs reads by pid: one mirror per process)")
@@ -568,11 +568,11 @@ def host_part(c: Check) -> None:
         depth_rates.append((m.get("seqwrite_1m (fresh)", m.get("seqwrite_1m")), m["seqread_1m"]))
     for i, what in enumerate(("writes", "reads")):
         values = [r[i] for r in depth_rates]
-        c.ordering(f"each nested loop layer lowers {what} (seed 000, fig. 5)",
+        c.ordering(f"each nested loop layer lowers {what} (Dagenais, fig. 5)",
                    all(b < a for a, b in zip(values, values[1:])),
                    " > ".join(f"{v / 1e6:.0f}" for v in values) + " MB/s at depth 0..3")
 
-    c.say("-- seed 003's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
+    c.say("-- the loop-image study's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
     copy = FileCopy(repeats=c.args.copy_repeats, read_request_bytes=c.read_ahead_bytes,
                     copy_rate_bytes_per_s=c.page_copy_rate)
     native = Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind="ext3"), (InMemoryDrive(c.fast, "sda"),), "native")
@@ -583,9 +583,9 @@ def host_part(c: Check) -> None:
         stack = Stack(FileSystemNode(loop, kind="ext3"), (InMemoryDrive(c.fast, "sda"),), f"loop {allocation}")
         m = c.run(f"ext3 on loop file ({allocation})", stack, [copy])
         w, r = n["copy write"] / m["copy write"], n["copy read"] / m["copy read"]
-        c.ordering(f"native ext3 writes about twice as fast as on a {allocation} loop file (seed 003)", w >= 1.5,
+        c.ordering(f"native ext3 writes about twice as fast as on a {allocation} loop file (the loop-image study)", w >= 1.5,
                    f"native / loop write = {w:.2f}")
-        c.ordering(f"native ext3 reads alike on a {allocation} loop file (seed 003)", 1 / 1.5 <= r <= 1.5,
+        c.ordering(f"native ext3 reads alike on a {allocation} loop file (the loop-image study)", 1 / 1.5 <= r <= 1.5,
                    f"native / loop read = {r:.2f}")
 
 
@@ -613,11 +613,11 @@ def vm_part(c: Check) -> None:
     one_slow = mirror_stack.evolve(disks=(drives[0], InMemoryDrive(c.throttled_member(rate), "sdb")))
     r1s = c.run("md RAID 1 (sdb throttled)", one_slow, seq, vm=True,
                 slow={"sdb": {"read_bytes_per_s": rate, "write_bytes_per_s": rate}})
-    c.ordering("md RAID 1 writes track the slower member (seed 000)",
+    c.ordering("md RAID 1 writes track the slower member (Dagenais)",
                _closer(r1s["seqwrite_1m"], rate, r1["seqwrite_1m"]),
                f"mirror {r1s['seqwrite_1m'] / 1e6:.1f} MB/s; throttle {rate / 1e6:.1f}, unthrottled mirror "
                f"{r1['seqwrite_1m'] / 1e6:.1f} (TCG)")
-    c.ordering("md RAID 1 reads track the faster member (seed 000)",
+    c.ordering("md RAID 1 reads track the faster member (Dagenais)",
                _closer(r1s["seqread_1m"], r1["seqread_1m"], rate),
                f"mirror {r1s['seqread_1m'] / 1e6:.1f} MB/s; unthrottled mirror {r1['seqread_1m'] / 1e6:.1f}, "
                f"throttle {rate / 1e6:.1f} (TCG)")
@@ -626,7 +626,7 @@ def vm_part(c: Check) -> None:
     r5 = c.run("md RAID 5", parity_stack, jobs, vm=True)
     c.say(f"  unthrottled (TCG-bound): RAID 5 / RAID 1 small writes {r5['randwrite_4k'] / r1['randwrite_4k']:.2f}, "
           f"large writes {r5['seqwrite_1m'] / r1['seqwrite_1m']:.2f} (not the orderings' basis)")
-    # device-bound, as seed 002's disks were: every member of both arrays a disk-like device, a fixed delay per
+    # device-bound, as the multi-disk LVM study's disks were: every member of both arrays a disk-like device, a fixed delay per
     # request (dm-delay) and a rate (io.max) that the emulated CPU outpaces; the model's members: throttled
     # Disks whose fixed cost is the fio member's plus the delay
     member_rate, delay_s = c.args.vm_member_rate, c.args.vm_member_delay_ms / 1000
@@ -644,7 +644,7 @@ def vm_part(c: Check) -> None:
     first = FioJob("randwrite", thin.chunk_size_bytes, 2 * VM_RAND_BYTES, fresh=True)
     t = c.run("LVM thin volume", Stack(FileSystemNode(thin, kind="ext3"), drives[:1], "thin"),
               [first, first.evolve(fresh=False)], vm=True)
-    c.ordering("the first write into a thin pool is slower than an overwrite (seed 002)",
+    c.ordering("the first write into a thin pool is slower than an overwrite (the multi-disk LVM study)",
                t["randwrite_64k (fresh)"] < t["randwrite_64k"],
                f"first {t['randwrite_64k (fresh)'] / 1e6:.2f} vs overwrite {t['randwrite_64k'] / 1e6:.2f} MB/s (TCG)")
 
@@ -659,7 +659,7 @@ def main(argv=None) -> int:
                     help="throttle of the slow member in the VM, reads and writes [bytes/s] (default 4M)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="host runs of each stack and workload; each rate is their median (default 3)")
-    ap.add_argument("--copy-repeats", type=int, default=2, help="copies of each file size (seed 003: 10)")
+    ap.add_argument("--copy-repeats", type=int, default=2, help="copies of each file size (the loop-image study: 10)")
     ap.add_argument("--vm-member-rate", type=_size, default=1 * MIB,
                     help="throttle of every member of the device-bound md RAID 1 and RAID 5 in the VM, reads and "
                          "writes [bytes/s] (default 1M)")

@@ -1,4 +1,4 @@
-"""The seeds' stacks on emulated drives, measured with the real tools beside the model's prediction.
+"""The studies' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
     python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2] [--image-mib 32]
         [--vm-groups 000,002,engineer,net] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
@@ -7,18 +7,18 @@
 Needs root, nbdkit with its Python plugin, nbdfuse (``diskmodel emulate``'s needs), mkfs.ext3, mkfs.ext2,
 losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel for the VM cells. What runs:
 
-- **Host cells (seed 003, and seed 000's nested loop files):** one emulated drive (``--drive``, the paper's
+- **Host cells (the loop-image study, and Dagenais' nested loop files):** one emulated drive (``--drive``, the paper's
   WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's
   simulation, its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB
   .. 513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a partition
   does). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image in that ext3
-  (``mount -o loop`` as seed 003 did: buffered); ext2 on a loop file over a sparse image; seed 000's ext2
+  (``mount -o loop`` as the loop-image study did: buffered); ext2 on a loop file over a sparse image; Dagenais' ext2
   with none, one, two and three loop layers below it (each image a sparse file in the ext2 of the layer
-  below); every file system with 4 KiB blocks, as the model's. On each, seed 003's copy (files of
+  below); every file system with 4 KiB blocks, as the model's. On each, the loop-image study's copy (files of
   ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday workloads
   (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of ``--image-mib``, a
   tar of a small tree, bonnie++'s file tests), each printed with its definition.
-- **VM cells (seeds 000, 001, 002, and the engineer's layouts):** one VM boot per group
+- **VM cells (Dagenais, Marechal, the multi-disk LVM study, and the engineer's layouts):** one VM boot per group
   (:mod:`diskmodel.calibrate.bench.stacks_vm`), each disk of a stack on an emulated drive of its own;
   the copy (``--vm-sizes-mib``) in each stack.
 - **Prediction:** :func:`diskmodel.model.predict.predict` of the same stack on the same drives
@@ -31,7 +31,7 @@ losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel fo
 - **The drive's own view:** per timed step, the requests the emulated drive served and their
   simulated busy time (its request log), beside the model's requests and busy time per drive.
 
-Orderings (the seeds' statements, :data:`ORDERINGS`) are held where the measured difference exceeds
+Orderings (the studies' statements, :data:`ORDERINGS`) are held where the measured difference exceeds
 the spread of the repeats; the model's ratio is shown beside each. The paper's leave-one-out median
 is ``benchmarks/results/djordjevic_loo.json``'s (``benchmarks/djordjevic_loo.py``), read, not re-run.
 
@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _drive_view import drive_view  # noqa: E402
 from _stacks_tables import (HOST_STACKS, IMAGE_SIZES, NOT_RUN, NOTES, ORDERINGS,  # noqa: E402,F401
-                            errors, orderings, paper_loo_median)
+                            errors, orderings, paper_loo_median, study)
 
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
@@ -150,7 +150,7 @@ def predicted(stack: Stack, spec: str, app_s: float | None = None) -> dict:
 
 
 def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None) -> dict:
-    """Seed 003's copy on *stack* (or on ``stack[step]`` for each step): each size's dd write and dd read timed on the I/O path
+    """The loop-image study's copy on *stack* (or on ``stack[step]`` for each step): each size's dd write and dd read timed on the I/O path
     (:mod:`diskmodel.model.iopath.workloads_copy`), at the pace measured on tmpfs (*pace*: step ->
     seconds); rates as the measurement's (sizes over times)."""
     stacks = stack if isinstance(stack, dict) else {"write": stack, "read": stack}
@@ -192,7 +192,7 @@ def pace_on_tmpfs(run, copy: FileCopy, specs: list[str]) -> dict:
 
 
 def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> tuple[dict, list[dict]]:
-    """Seed 003's copy (rates and per-repeat spread) and the tool workloads, in *mnt*; each timed
+    """The loop-image study's copy (rates and per-repeat spread) and the tool workloads, in *mnt*; each timed
     step's span on the wall clock goes to *windows* (label, start, end) for the request log."""
     clock = time.time
     out = copy_on_host(str(mnt), copy, run=lambda argv: subprocess.run(argv, capture_output=True, text=True,
@@ -262,7 +262,7 @@ def run_host(args, say) -> list[dict]:
                 t["tmpfs_s"] = pace[t["spec"]]
                 t["emulated_drive"] = view.get(t["spec"])
             cell = {"seed": HOST_STACKS[label][0], "where": "host", "stack": label, "drive": args.drive,
-                    "workload": "seed 003 copy",
+                    "workload": "the loop-image study copy",
                     "definition": f"dd of files of {args.sizes_mib} MiB with conv=fsync, then read back, "
                                   f"{args.repeats} times each, page cache dropped before each "
                                   "(calibrate/bench/copy.py; model: dd:size=N,step=write|read)",
@@ -317,7 +317,7 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
             workload = stacks_vm.cell_copy(layout, copy)
             mib = ",".join(str(s // MIB) for s in workload.file_sizes_bytes)
             cell = {"seed": layout.seed, "where": "vm", "group": group, "stack": layout.label,
-                    "drives": [d.describe() for d in layout.stack.disks], "workload": "seed 003 copy",
+                    "drives": [d.describe() for d in layout.stack.disks], "workload": "the loop-image study copy",
                     "definition": f"dd of files of {mib} MiB with conv=fsync, then read back, "
                                   f"{args.repeats} times each, page cache dropped before each (in the VM; "
                                   "each step the median of its repeats, the pace the cell's own tmpfs copy)",
@@ -416,7 +416,7 @@ def main(argv=None) -> int:
     counted = [e["error_pct"] for e in errs if e["counted"]]
     median = statistics.median(counted) if counted else float("nan")
     for e in errs:
-        print(f"error: seed {e['seed']} {e['stack']}: {e['figure']}: measured {e['measured']:.4g}, "
+        print(f"error: {study(e['seed'])} {e['stack']}: {e['figure']}: measured {e['measured']:.4g}, "
               f"predicted {e['predicted']:.4g}: {e['error_pct']:.0f} %{'' if e['counted'] else ' (not counted)'}")
     loo = paper_loo_median()
     not_run = [{"seed": s, "stack": what, "status": why} for s, what, why in NOT_RUN]
@@ -427,12 +427,12 @@ def main(argv=None) -> int:
               + (f"; the model's ratio {model:.2f}, {'holds' if model > 1 else 'does not hold'}" if model else "")
               + ")")
     for c in not_run:
-        print(f"not run: seed {c['seed']} {c['stack']}: {c['status']}")
+        print(f"not run: {study(c['seed'])} {c['stack']}: {c['status']}")
     figures = {
         "median_error_pct": figure(median, "%", "median |error| of the predictions over the cells run (copy "
                                    "rates, tool workloads' times)",
                                    decimals=1, headline=True, target=15.0),
-        "orderings_held": figure(k, "count", f"seed orderings held of {n} decided", decimals=0, headline=True),
+        "orderings_held": figure(k, "count", f"the studies' orderings held of {n} decided", decimals=0, headline=True),
         "paper_loo_median_pct": figure(loo if loo is not None else float("nan"), "%",
                                        "djordjevic_loo.json's median (read, not re-run)", decimals=1, headline=True,
                                        target=15.0),

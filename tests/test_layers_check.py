@@ -1,8 +1,8 @@
-"""benchmarks/layers_check.py's device-bound RAID 5 vs RAID 1 orderings (seed 002), without a VM.
+"""benchmarks/layers_check.py's device-bound RAID 5 vs RAID 1 orderings (the multi-disk LVM study), without a VM.
 
 In the VM (qemu under TCG) md RAID 5's parity is computed by an emulated CPU, which bounds its writes;
 layers_check therefore throttles every member of both arrays to one rate (``--vm-member-rate``) and bases
-seed 002's orderings on those rows when they are device-bound. These tests check, on the model's side,
+the multi-disk LVM study's orderings on those rows when they are device-bound. These tests check, on the model's side,
 that members throttled as :func:`throttled_disk` makes them give the seed's orderings (RAID 5's small
 writes pay a read phase before the write phase: half RAID 1's rate; its full-stripe writes spread over two
 data members: twice RAID 1's), and the predicate itself on hand-picked rates, including a row the emulator

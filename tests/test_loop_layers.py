@@ -1,5 +1,5 @@
 """Buffered loop layers (model/iopath/path.py ``_loop``, fs_blockmap.py, timing.py) against the requests
-an emulated drive served under seed 000's nested loop files (tests/golden/loop_requests_wd800bd.json,
+an emulated drive served under Dagenais' nested loop files (tests/golden/loop_requests_wd800bd.json,
 see tests/golden/README.md), and the mechanisms worked out by hand."""
 
 from __future__ import annotations
