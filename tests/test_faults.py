@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -499,3 +500,42 @@ def test_a_killed_process_group_is_waited_for_until_its_last_member_has_exited(t
             time.sleep(0.1)
         subprocess.run(["losetup", "-d", loop], check=False)
 
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_sigint_while_nbdfuse_is_still_starting_leaves_no_fuse_mount(tmp_path):
+    """A run stopped while nbdfuse is still starting: a look for its mount then finds none, and nbdfuse may
+    mount a moment later. The teardown ends nbdfuse first and looks for its mount after. Before, it looked,
+    found nothing, waited for nbdfuse to exit on its own (it does not: its mount was never taken down) and
+    left the FUSE mount behind (seen once in the fault matrix, emulate at its nbdfuse phase, SIGINT)."""
+    require_root()
+    require_tools("nbdkit", "nbdfuse")
+    import shutil
+
+    wrap = tmp_path / "wrap"
+    wrap.mkdir()
+    real = shutil.which("nbdfuse")
+    # says it is starting (the mark), then takes a second before it runs the real nbdfuse, deaf to SIGINT
+    (wrap / "nbdfuse").write_text(f'#!/bin/sh\ntouch "$DISKMODEL_TEST_MARK"\ntrap "" INT\nsleep 1\nexec {real} "$@"\n')
+    (wrap / "nbdfuse").chmod(0o755)
+    mark, run_dir, tmp = tmp_path / "mark", tmp_path / "run", tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, DISKMODEL_RUN_DIR=str(run_dir), DISKMODEL_TEST_MARK=str(mark), TMPDIR=str(tmp),
+               PATH=f"{wrap}:{os.environ['PATH']}")
+    env.pop("DISKMODEL_DEBUG", None)
+    proc = subprocess.Popen([DISKMODEL, "emulate", str(_faults.flat_calibration()), "--json", "--no-realtime"],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _faults.wait_until(mark.exists, 60, "nbdfuse to start", proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    time.sleep(2.0)   # past the wrapper's second: a nbdfuse that outlived the teardown would have mounted by now
+    mounts = [ln for ln in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in ln]
+    assert mounts == [], mounts
+    assert "left behind" not in err.decode(), err.decode()
+    assert not list(run_dir.glob("*.json")), "the run's state file was left"

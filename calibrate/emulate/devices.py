@@ -427,6 +427,10 @@ def _stop_drive(run, drv: _Drive, say, lateness_bound_s: float) -> None:
     if drv.loop_res is not None:
         run.undo([drv.loop_res])
     if drv.mount_res is not None:
+        if drv.mount_res.state == "intended":
+            # nbdfuse was still starting when the run stopped: a look now may find no mount that it makes a
+            # moment later, so it is ended first (libfuse unmounts on SIGTERM) and its mount looked for after
+            _end_process(drv.nbdfuse, terminate=True)
         run.undo([drv.mount_res])  # nbdfuse exits when its mount goes, closing the NBD connection
     _end_process(drv.nbdfuse, terminate=False)
     _end_process(drv.nbdkit, terminate=True)  # nbdkit writes the request log as it unloads the plugin

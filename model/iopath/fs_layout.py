@@ -322,13 +322,19 @@ class Allocator:
         while n > 0:
             nxt, end = self.group_prealloc
             if nxt >= end:
-                (nxt, k), *_ = self.data(group, MB_GROUP_PREALLOC_BLOCKS, None)
+                nxt, k = self._group_prealloc_window(group)
                 end = nxt + k
             take = min(n, end - nxt)
             out.append((nxt, take))
             self.group_prealloc = [nxt + take, end]
             n -= take
         return out
+
+    def _group_prealloc_window(self, group: int) -> tuple[int, int]:
+        """The locality group's next preallocation (first block, blocks): ``s_mb_group_prealloc`` blocks
+        as the allocator places data (ext4_mb_new_group_pa)."""
+        (first, k), *_ = self.data(group, MB_GROUP_PREALLOC_BLOCKS, None)
+        return first, k
 
     def _aligned(self, group: int, align: int, n: int, skip: int = 0) -> int:
         """The first block of ``n`` free blocks at an ``align``-block boundary at or after the

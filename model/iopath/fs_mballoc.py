@@ -268,18 +268,9 @@ class MballocAllocator(Allocator):
             n, after = n - k, db + k
         return out
 
-    def _from_group_prealloc(self, group: int, n: int) -> list[tuple[int, int]]:
-        out = []
-        while n > 0:
-            nxt, end = self.group_prealloc
-            if nxt >= end:
-                nxt, k = self._find(MB_GROUP_PREALLOC_BLOCKS, group)
-                end = nxt + k
-            take = min(n, end - nxt)
-            out.append((nxt, take))
-            self.group_prealloc = [nxt + take, end]
-            n -= take
-        return out
+    def _group_prealloc_window(self, group: int) -> tuple[int, int]:
+        """The locality group's next preallocation: ``s_mb_group_prealloc`` blocks found by mballoc's scans."""
+        return self._find(MB_GROUP_PREALLOC_BLOCKS, group)
 
     def block_mapped(self, group: int, block: int, n: int, after: int | None,
                      size_blocks: int = 0, owner=None) -> list[tuple[int, int]]:
