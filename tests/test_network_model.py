@@ -142,6 +142,38 @@ def test_nfs_operations_are_pushed_back_by_their_rpcs_by_hand():
     assert synced.time_s[3] == synced.time_s[2]
 
 
+def _reads(sizes):
+    """One read of each size, each of its own file (each opened first: close-to-open)."""
+    n = len(sizes)
+    return FileOps(time_s=np.zeros(n), kind=np.full(n, int(Kind.READ), np.int8), file=np.arange(n),
+                   offset_bytes=np.zeros(n, np.int64), size_bytes=np.array(sizes, np.int64),
+                   chunk_bytes=np.array(sizes, np.int64), direct=np.zeros(n, bool), dir_of_file=np.zeros(n, np.int64),
+                   initial_bytes=np.array(sizes, np.int64))
+
+
+def test_nfs_data_spends_the_bucket_its_direction_gathered_by_hand():
+    """tbf's bucket (sch_tbf.c): a reply after an idle spell crosses its first ``burst`` bytes at once."""
+    rate, rtt, burst = 1.25e6, 10e-3, 32768
+    net = Network(rate, rtt, burst_bytes=burst)
+    mount = NfsMount(FileSystemNode(EXPORT, kind="ext4"), net, version="4.2", sync_export=False,
+                     client_overhead_s=0.0, server_op_s=0.0)
+    wire = 64 * KIB / PAYLOAD
+    # three small files: each read follows its open's two round trips and its READ's, 30 ms in which
+    # the reply direction gathers 37 500 tokens, more than the bucket holds: a full bucket each time
+    out = nfs_client_ops(mount, _reads([64 * KIB] * 3))
+    each = 3 * rtt + (wire - burst) / rate
+    assert np.allclose(out.time_s, np.cumsum([each] * 3), rtol=1e-12, atol=0)
+    # the same without a bucket: every byte at the rate
+    plain = nfs_client_ops(mount.evolve(network=net.evolve(burst_bytes=0)), _reads([64 * KIB] * 3))
+    assert np.allclose(plain.time_s, np.cumsum([3 * rtt + wire / rate] * 3), rtol=1e-12, atol=0)
+    # a 3 MiB read at rsize 1 MiB: three READs, the bucket full before the first piece and refilled
+    # by one round trip (12 500 tokens) before each of the others
+    big = nfs_client_ops(mount, _reads([3 * MIB]))
+    piece = MIB / PAYLOAD
+    data_s = ((piece - burst) + 2 * (piece - rate * rtt)) / rate
+    assert np.isclose(big.time_s[0], 5 * rtt + data_s, rtol=1e-12, atol=0)
+
+
 # --------------------------------------------------------------------------- stacks and JSON
 
 def test_nbd_over_a_file_and_the_remote_mirror_round_trip_through_stack_json():

@@ -96,7 +96,9 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
         # measured 1.19618 MB/s against a payload rate of 1.19551, within that allowance)
         assert shaped.elapsed_s >= float(SHAPED.transfer_s(shaped.count * size, idle_s=1.0)), (op, shaped)
         assert shaped.per_op_s > run.find(0, "nbd", op, size).per_op_s
-    # the model's NFS phases with no overheads and no disk time: the network's share alone
+    # the model's NFS phases with no overheads and no disk time: the network's share alone, tbf's
+    # bucket included (each small file's data after its open's round trips crosses its first burst at
+    # once), so a lower bound on what the link allows; 5 % for the guest's clock
     mount = NfsMount(FileSystemNode(Partition(0, 1 * GIB, disk="vda"), kind="ext4"), SHAPED, version="4.2",
                      sync_export=False, client_overhead_s=0.0, server_op_s=0.0)
     reads = FileOps(time_s=np.zeros(3), kind=np.full(3, int(Kind.READ), np.int8), file=np.arange(3),
@@ -109,7 +111,7 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
         measured = run.find(1, "nfs", phase, size, "4.2", "async")
         assert measured.count == 3
         link_s = float(nfs_client_ops(mount, ops).time_s[-1] - ops.time_s[-1])   # the RPCs' time on the link
-        assert measured.elapsed_s >= 0.9 * link_s, phase
+        assert measured.elapsed_s >= 0.95 * link_s, (phase, measured.elapsed_s, link_s)
 
     assert isinstance(nbd_unreachable, ServerUnreachableError), nbd_unreachable
     message = str(nbd_unreachable)

@@ -25,8 +25,11 @@ a GETATTR, an fsync a COMMIT, a clone a CLONE (one round trip each). Each RPC co
 and the client's copy rate. The client's own page cache is not modelled: every read crosses the
 link (as after ``drop_caches``).
 
-The drives under one NBD device (an export over several disks) share its link. Not modelled: tbf's
-bucket (``burst_bytes``) and TCP's window.
+On a shaped link with a bucket (``burst_bytes``), an NFS operation's data takes the tokens its
+direction gathered while idle (:func:`token_bucket_data_s`): a small file read after its open's
+round trips crosses at line rate. The drives under one NBD device (an export over several disks)
+share its link. Not modelled: the bucket on the NBD link (its requests are costed at the payload
+rate) and TCP's window.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import numpy as np
 from .fileops import FileOps, Kind
 from .stream import Op
 
-__all__ = ["Link", "fifo", "nbd_link", "links_below", "nfs_client_ops"]
+__all__ = ["Link", "fifo", "nbd_link", "links_below", "nfs_client_ops", "token_bucket_data_s"]
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,14 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     is_write = kind == Kind.WRITE
     rpcs[is_write] += np.ceil(size[is_write] / mount.wsize_bytes)
     data = np.where(reads | is_write, size, 0.0)
-    cost = trips * net.rtt_s + rpcs * rpc_s + net.transfer_s(data)
+    exchange_s = trips * net.rtt_s + rpcs * rpc_s
     if mount.copy_rate_bytes_per_s is not None:
-        cost = cost + data / mount.copy_rate_bytes_per_s
+        exchange_s = exchange_s + data / mount.copy_rate_bytes_per_s
+    if net.shaped and net.burst_bytes:
+        cost = exchange_s + token_bucket_data_s(net, ops.time_s, exchange_s, data, reads,
+                                                np.where(reads, np.maximum(n_read, 1.0), 1.0), net.rtt_s + rpc_s)
+    else:
+        cost = exchange_s + net.transfer_s(data)
     time_s = ops.time_s + np.cumsum(cost)
     out = FileOps(time_s, ops.kind, ops.file, ops.offset_bytes, ops.size_bytes, ops.chunk_bytes, ops.direct,
                   ops.dir_of_file, ops.initial_bytes, ops.fallback)
@@ -160,3 +168,43 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     fallback = None if ops.fallback is None else np.insert(ops.fallback, at, False)
     return FileOps(**arrays, dir_of_file=ops.dir_of_file, initial_bytes=ops.initial_bytes, fallback=fallback,
                    caches_dropped=ops.caches_dropped)
+
+
+def token_bucket_data_s(net, time_s: np.ndarray, exchange_s: np.ndarray, data_bytes: np.ndarray,
+                        inbound: np.ndarray, pieces: np.ndarray, piece_gap_s: float) -> np.ndarray:
+    """Per operation, the time its data takes on a link shaped by tbf with a bucket [s].
+
+    Operation ``i`` starts at ``time_s[i]`` pushed back by the operations before it; its
+    ``exchange_s[i]`` (round trips, RPC overheads, copies) comes first, then its ``data_bytes[i]``
+    on the link's return direction (``inbound``: a read's reply) or its outbound one (a write), in
+    ``pieces[i]`` equal pieces each after ``piece_gap_s`` (a READ round trip per ``rsize``).
+    Each direction has its own bucket (tbf on both ends of the link): it holds at most
+    ``burst_bytes`` tokens, gains ``rate_bytes_per_s`` of them per second while its direction
+    carries no data, and a piece's bytes on the wire (payload over
+    :attr:`~diskmodel.model.stacks.network.Network.payload_fraction`) spend the tokens first and
+    then wait for the rate (``tbf_dequeue`` in the kernel's net/sched/sch_tbf.c). Both buckets are
+    full before the first operation.  One pass over the operations, in order."""
+    rate, burst, frac = net.rate_bytes_per_s, float(net.burst_bytes), net.payload_fraction
+    tokens = [burst, burst]              # [outbound, inbound]
+    idle_since = [-np.inf, -np.inf]      # when each direction last finished carrying data
+    delay = 0.0
+    out = np.zeros(len(data_bytes))
+    for i in range(len(data_bytes)):
+        if data_bytes[i] <= 0.0:
+            delay += exchange_s[i]
+            continue
+        d = 1 if inbound[i] else 0
+        n = int(pieces[i])
+        wire = data_bytes[i] / frac / n
+        at = time_s[i] + delay + exchange_s[i] - (n - 1) * piece_gap_s   # the first piece's start
+        took = 0.0
+        for k in range(n):
+            tokens[d] = min(burst, tokens[d] + rate * max(at - idle_since[d], 0.0))
+            t = max(wire - tokens[d], 0.0) / rate
+            tokens[d] = max(tokens[d] - wire, 0.0)
+            idle_since[d] = at + t
+            took += t
+            at = at + t + piece_gap_s
+        out[i] = took
+        delay += exchange_s[i] + took
+    return out
