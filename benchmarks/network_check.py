@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from types import SimpleNamespace
 import time
 from pathlib import Path
 
@@ -292,8 +293,17 @@ def _reanalysed(path: Path):
         key = (r["setting"], r["layer"], r["op"], r["size_bytes"], r["version"], r["export"])
         measured[key] = r["measured_per_op_s"]
         counts[key] = r.get("count", doc["options"].get("nfs_files"))
+    env = doc.get("environment", {})
+    earlier = f"{path}: {env.get('date_utc', 'undated')}, commit {str(env.get('git_commit', 'unknown'))[:12]}"
     return measured, counts, settings, details["ping_rtt_s"], details.get("accelerator", "tcg"), \
-        details.get("kernel_release", "")
+        details.get("kernel_release", ""), earlier
+
+
+def _earlier_wall_s(path: Path) -> float | None:
+    """The wall time an earlier artifact's run took [s], None if it does not say."""
+    import json
+
+    return (json.loads(path.read_text()).get("figures", {}).get("wall_s") or {}).get("value")
 
 
 def main(argv=None) -> int:
@@ -304,26 +314,30 @@ def main(argv=None) -> int:
     ap.add_argument("--nfs-files", type=int, default=20)
     ap.add_argument("--nfs-file-size", type=_size, default=64 * KIB)
     ap.add_argument("--reanalyse", type=Path, default=None, metavar="JSON",
-                    help="analyse the measurements of an earlier artifact again instead of booting the VM "
-                         "(prints only; writes no artifact)")
+                    help="predict the measurements of an earlier artifact again with this model instead of "
+                         "booting the VM, and write the artifact (its notes name the run that measured them)")
     add_results_dir_option(ap)
     args = ap.parse_args(argv)
     print(EMULATOR_NOTE)
     t0 = time.monotonic()
+    notes = []
     if args.reanalyse is not None:
-        measured, counts, settings, ping, accelerator, kernel = _reanalysed(args.reanalyse)
-        report(*analyse(measured, counts, settings, ping))
-        return 0
-    settings = _settings(args.settings)
-    try:
-        measured, counts, run = measure(settings, rounds=args.rounds, nbd_bytes=args.nbd_bytes,
-                                        nfs_files=args.nfs_files, nfs_file_size_bytes=args.nfs_file_size)
-    except KeyboardInterrupt as exc:
-        print(f"{exc or 'interrupted'}: the VM and its files are gone", file=sys.stderr)
-        return 130
+        measured, counts, settings, ping, accelerator, kernel, earlier = _reanalysed(args.reanalyse)
+        run = SimpleNamespace(ping_rtt_s=ping, accelerator=accelerator, kernel_release=kernel)
+        notes.append(f"measured by an earlier run ({earlier}), predicted again by this run's model; its wall "
+                     "time is the earlier run's")
+    else:
+        settings = _settings(args.settings)
+        try:
+            measured, counts, run = measure(settings, rounds=args.rounds, nbd_bytes=args.nbd_bytes,
+                                            nfs_files=args.nfs_files, nfs_file_size_bytes=args.nfs_file_size)
+        except KeyboardInterrupt as exc:
+            print(f"{exc or 'interrupted'}: the VM and its files are gone", file=sys.stderr)
+            return 130
     rows, pairs = analyse(measured, counts, settings, run.ping_rtt_s)
     summary = report(rows, pairs)
-    wall = time.monotonic() - t0
+    wall = earlier_wall if args.reanalyse is not None and (earlier_wall := _earlier_wall_s(args.reanalyse)) \
+        else time.monotonic() - t0
     print(f"wall time of the check: {wall:.0f} s ({run.accelerator})")
     print(f"median_abs_error_pct: {summary['median_abs_error_pct']:.1f}")
     agree, resolved = summary["orderings"]
@@ -346,7 +360,7 @@ def main(argv=None) -> int:
            for layer in ("nbd", "nfs") if f"{layer}_median_abs_error_pct" in summary},
         "wall_s": figure(wall, "s", "wall time of the check", decimals=0),
     }
-    notes = [EMULATOR_NOTE] if run.accelerator == "tcg" else []
+    notes = ([EMULATOR_NOTE] if run.accelerator == "tcg" else []) + notes
     details = {"rows": rows, "pairs": pairs, "ping_rtt_s": list(run.ping_rtt_s), "accelerator": run.accelerator,
                "settings": [{"rate_bytes_per_s": s.rate_bytes_per_s, "rtt_s": s.rtt_s, "burst_bytes": s.burst_bytes}
                             for s in [UNSHAPED, *settings]],
