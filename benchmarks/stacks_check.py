@@ -475,8 +475,8 @@ def main(argv=None) -> int:
     figures = {
         "median_error_pct": figure(median, "%", "median |error| of the predictions over the cells run (copy "
                                    "rates, tool workloads' times); the VM cells' copies on the clock of their "
-                                   f"stack's twin over RAM disks where it ran ({n_ram} cells), on the tmpfs "
-                                   f"clock elsewhere ({n_tmpfs} cells)",
+                                   f"stack's twin over RAM disks where it ran ({n_ram} VM cells), on the tmpfs "
+                                   f"clock elsewhere ({n_tmpfs} VM cells; the host cells' workloads on theirs)",
                                    decimals=1, headline=True, target=15.0),
         "median_error_pct_tmpfs_clock": figure(statistics.median(on_tmpfs) if on_tmpfs else float("nan"), "%",
                                                "the same median with every VM cell's copy on the tmpfs clock "
@@ -495,7 +495,7 @@ def main(argv=None) -> int:
                      f"{sum('reused_from' in c for c in cells)} cells measured by an earlier run ({args.reuse}: "
                      "their reused_from), predicted again by this run's model"] * bool(args.reuse),
                  results_dir=args.results_dir)
-    print(f"clocks: {n_ram} VM cells on their stack's twin over RAM disks, {n_tmpfs} on the tmpfs clock; "
+    print(f"clocks: {n_ram} VM cells on their stack's twin over RAM disks, {n_tmpfs} VM cells on the tmpfs clock; "
           f"all on the tmpfs clock: median {statistics.median(on_tmpfs) if on_tmpfs else float('nan'):.1f} %")
     print(f"median_error_pct: {median:.1f}")
     print(f"orderings_held: {k}/{n}")

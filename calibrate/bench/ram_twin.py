@@ -5,8 +5,10 @@ device-mapper, the block layer and the loop driver's copies) with devices that t
 
 Under TCG the guest's CPU is emulated, so that kernel work is a large, load-dependent part of a run; a
 run on the twin just before the real one measures it on the same CPU at the same moment. The
-throwaway VM's guest (Linux 6.1) has no ``brd``; a loop device over a tmpfs file is its RAM disk
-(drivers/block/loop.c over mm/shmem.c: every block read or written is a page copy, no device).
+throwaway VM's initramfs carries no ``brd`` module (calibrate/bench/initramfs.py), so a loop device
+over a tmpfs file is the RAM disk (drivers/block/loop.c over mm/shmem.c: every block read or written is
+a page copy by the loop worker, no device). That copy is the twin's own: the real run hands its pages
+to the virtio queue instead, so the twin's clock holds a little more kernel work than the run's.
 
 Every value reaches the guest's shell through :func:`~diskmodel.calibrate.bench.steps.sh_word`; the
 undo of each RAM disk (its loop device, then the tmpfs) is put on the stack script's undo list before
