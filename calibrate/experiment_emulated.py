@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from diskmodel.calibrate.bench.steps import sh_word
+
 __all__ = ["Background", "PART_MARK", "calibrate_emulated", "guest_dm_cost_s", "guest_script", "model_check",
            "orderings", "postmark_on_emulated", "ratio_table"]
 
@@ -141,8 +143,6 @@ class _Part:
     script: str
 
 
-#: The guest's tmpfs holding the RAM-backed disk of a stack's twin, and the link naming its loop device.
-_RAM_DIR, _RAM_DISK = "/tmp/diskmodel-ram", "/tmp/diskmodel-ram-disk"
 #: mke2fs writes the inode tables at once, so that no ext4lazyinit thread writes them (and takes the guest's
 #: one CPU) while PostMark is timed; the model's file system has its tables written too.
 MKFS_OPTIONS = ("-Elazy_itable_init=0",)
@@ -164,30 +164,17 @@ def _test_runs(config, k: int, mark: str, mount_var: str, device) -> list[str]:
             "rc=$?", f"echo {mark} END {k} $rc", '[ "$rc" = 0 ] || exit "$rc"']
 
 
-def _ram_disk_preamble(size_bytes: int) -> str:
-    """Shell lines making a RAM-backed disk of *size_bytes* (a sparse file on a tmpfs, as a loop device named by
-    :data:`_RAM_DISK`), their undos put on the plan's list before the stack's own."""
-    mib = -(-int(size_bytes) // (1 << 20))
-    return "\n".join([
-        "NL='\n'",  # the undo list's separator
-        f"mkdir -p {_RAM_DIR} && mount -t tmpfs -o size={mib + 64}m diskmodel-ram {_RAM_DIR} || exit 1",
-        f"DISKMODEL_UNDO='umount {_RAM_DIR}; rm -f {_RAM_DISK}'\"$NL$DISKMODEL_UNDO\"",
-        f"dd if=/dev/zero of={_RAM_DIR}/disk bs=1048576 count=0 seek={mib} 2>/dev/null || exit 1",
-        f"ramdev=$(losetup --find --show {_RAM_DIR}/disk) || exit 1",
-        'DISKMODEL_UNDO="losetup -d $ramdev$NL$DISKMODEL_UNDO"',
-        f'ln -sf "$ramdev" {_RAM_DISK} || exit 1'])
-
-
 def _twin_runs(stack, config, k: int) -> list[str]:
-    """Shell lines running PostMark on *config* once on a twin of *stack* over a RAM disk, built for the run and
-    torn down after it by a script of its own (the stack's plan; written through a here-document whose
-    delimiter is quoted, so the shell expands nothing in it)."""
-    from diskmodel.calibrate.bench import provision as L
+    """Shell lines running PostMark on *config* once on a twin of *stack* over a RAM disk
+    (:func:`diskmodel.calibrate.bench.ram_twin.twin_script`), built for the run and torn down after it by a
+    script of its own (written through a here-document whose delimiter is quoted, so the shell expands
+    nothing in it)."""
+    from diskmodel.calibrate.bench.ram_twin import twin_script
 
-    twin = L.build_plan(stack, backing=_RAM_DISK)
-    text = twin.render_script("\n".join([f"DISKMODEL_SCRATCH={_RAM_DISK}",
-                                         *_test_runs(config, k, RAM_MARK, twin.mount_var, twin.device)]),
-                              preamble=_ram_disk_preamble(L.backing_bytes_required(stack)))
+    text = twin_script(stack, lambda twin: "\n".join([f"DISKMODEL_SCRATCH={sh_word(twin.backing)}",
+                                                       *_test_runs(config, k, RAM_MARK, twin.mount_var,
+                                                                   twin.device)]),
+                       per_disk=False)
     delimiter = f"DISKMODEL_TWIN_{k}_END_OF_SCRIPT"
     return [f"cat > /tmp/diskmodel-twin-{k}.sh <<'{delimiter}'", text.rstrip("\n"), delimiter,
             f"sh /tmp/diskmodel-twin-{k}.sh", "rc=$?", '[ "$rc" = 0 ] || exit "$rc"']
@@ -199,7 +186,6 @@ def _parts(layouts, tests, files: int, transactions: int, disk: str) -> list[_Pa
     run follows its two twins: the same PostMark on a tmpfs (the guest's time for PostMark alone), then on
     the same stack over a RAM disk (PostMark and the stack's kernel work, with a device that takes no time)."""
     from diskmodel.calibrate.bench import provision as L
-    from diskmodel.calibrate.bench.steps import sh_word
     from diskmodel.model.predictions.workload import postmark_preset
 
     configs = []

@@ -109,7 +109,7 @@ def _logged_cells():
     _, results = stacks_net.parse_group(text, cells)
     copy = FileCopy(file_sizes_bytes=(4 << 20,), repeats=5)
     out = {}
-    for i, (cell, (result, _, own)) in enumerate(zip(cells, results)):
+    for i, (cell, (result, _, own, _ram)) in enumerate(zip(cells, results)):
         link = stacks_net.link_fit(per_cell.get(i, {}))
         p = predicted_copy(stacks_net.step_stacks(cell.label, link), copy, pace_steps(own))
         out[cell.label] = {"write": (result.write_bytes_per_s, p["copy write"]),

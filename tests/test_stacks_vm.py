@@ -39,7 +39,7 @@ def test_each_disk_of_a_cell_is_its_own_guest_drive(group):
 def test_the_guest_script_runs_every_cell_in_its_own_shell_between_markers():
     _, cells = _group("engineer")
     script = V.group_script(cells, COPY)
-    assert script.count("sh -c ") == len(cells)
+    assert script.count("sh -c ") == 2 * len(cells)  # each cell's twin over RAM disks, then the cell
     for i in range(len(cells)):
         assert f"{V._MARK} BEGIN {i}" in script and f'{V._MARK} END {i} $?' in script
     for i in range(len(cells)):  # each cell's copy on the guest's tmpfs just before the cell
@@ -62,7 +62,7 @@ def test_parse_group_reads_each_cells_pace_the_medians_and_a_failure():
            + f"{V._MARK} END 0 0\n" + _copy_lines("pace1", [(0, 0.3, 1, 1.03)])
            + f"{V._MARK} BEGIN 1\nmdadm: cannot open /dev/vdc\n{V._MARK} END 1 1\n")
     pace, results = V.parse_group(out, cells)
-    result, spread, own = results[0]
+    result, spread, own, ram = results[0]
     # the median of 0.2, 0.3 and 0.9 (a repeat the host stalled), not their mean 0.467
     assert result.write_s == pytest.approx((0.3,)) and result.read_s == pytest.approx((0.1,))
     assert spread["write"] == pytest.approx(0.3091206 / 0.4666667, rel=1e-5)  # the repeats' spread kept
@@ -85,7 +85,7 @@ def test_a_thin_cell_discards_the_removed_file_after_each_repeat_and_no_other_ce
     thin = [c for c in cells if "thin" in c.label]
     copy = FileCopy(file_sizes_bytes=(4 << 20,), repeats=3)
     for cell in cells:
-        script = V.group_script([cell], copy)
+        script = V.group_script([cell], copy, ram_twin=False)  # the cell alone
         if cell in thin:  # each repeat a copy of its own, then fstrim: every repeat provisions anew
             assert script.count("fstrim ") == 3 and script.count("DISKMODEL_COPY cell0 ") == 3
             assert script.index("DISKMODEL_COPY cell0 ") < script.index("fstrim ")
@@ -101,7 +101,7 @@ def test_the_thin_series_copies_its_own_32_mib_file_and_the_other_cells_the_runs
     assert sorted(c.stack.volume.chunk_size_bytes for c in series.values()) == [64 << 10 << k for k in range(8)]
     assert set(series) == {V.thin_series_label(64 << 10 << k) for k in range(8)}
     both = [cells[0], next(iter(series.values()))]
-    script = V.group_script(both, COPY)
+    script = V.group_script(both, COPY, ram_twin=False)
     # copy_shell writes sizes in MiB: the run's 4 MiB for the first cell (and its pace), 32 for the thin cell
     assert re.search(r"for n in 4; do(.|\n)*DISKMODEL_STACKS BEGIN 0(.|\n)*for n in 32; do(.|\n)*BEGIN 1", script)
     assert script.count("for n in 32; do") == 2 + COPY.repeats - 1  # its pace, then one copy per repeat

@@ -11,7 +11,9 @@ stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it do
 Under TCG the guest's CPU is slow, and its speed follows the host's load, which changes while a
 group runs. So just before each cell's copy the same copy is run on the guest's tmpfs (no device):
 its times are the application's own pace at that moment, given to the model's workload for that
-cell (:func:`diskmodel.model.iopath.workloads_pace.paced`). A TCG guest on a shared host is also
+cell (:func:`diskmodel.model.iopath.workloads_pace.paced`). Then the same copy runs on a twin of the
+cell's stack over RAM disks (:mod:`~diskmodel.calibrate.bench.ram_twin`): the application and the stack's
+own kernel work on the guest's emulated CPU, with no device time, a clock the cell can be put on too. A TCG guest on a shared host is also
 preempted now and then for a large part of a step; the drives' request logs show those steps with
 the drives idle, so each step's time is the median of its repeats (and of the tmpfs copy's), not
 the mean: the mean follows the host's worst moments, the median the storage's own time.
@@ -226,14 +228,21 @@ def _group_engineer():
 GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
 
 
-def group_script(cells, copy: FileCopy) -> str:
-    """The guest's script: for each cell, the copy on the guest's tmpfs (its pace, tag ``paceN``),
-    then the cell's stack built, the copy run and the stack torn down, in a script of its own
-    (``sh -c``); markers around each."""
+def group_script(cells, copy: FileCopy, *, ram_twin: bool = True) -> str:
+    """The guest's script: for each cell, the copy on the guest's tmpfs (its pace, tag ``paceN``), then
+    (*ram_twin*) the same copy on a twin of the cell's stack over RAM disks (tag ``ramN``: the copy and
+    the stack's kernel work, :mod:`~diskmodel.calibrate.bench.ram_twin`), then the cell's stack built,
+    the copy run and the stack torn down; each stack in a script of its own (``sh -c``), markers around each."""
+    from diskmodel.calibrate.bench.ram_twin import twin_script
+
     lines = ["set +e", "mkdir -p /tmp/diskmodel-pace"]
     for i, cell in enumerate(cells):
         own = cell_copy(cell, copy)
         lines.append(copy_shell(sh_word("/tmp/diskmodel-pace"), own, tag=f"pace{i}", clock=GUEST_CLOCK))
+        if ram_twin:
+            twin = twin_script(cell.stack, lambda plan, c=cell, w=own, k=i: _copy_body(
+                c, sh_word(Ref(plan.mount_var)), w, f"ram{k}"), per_disk=True, preamble=GUEST_PREAMBLE)
+            lines += [f"echo '{_MARK} RAM BEGIN {i}'", f"sh -c {sh_word(twin)}", f'echo "{_MARK} RAM END {i} $?"']
         disks = {d.name: f"/dev/{d.name}" for d in cell.stack.disks}
         plan = L.build_plan(cell.stack, backing="/dev/vdb", disk_backings=disks)
         mnt = sh_word(Ref(plan.mount_var))
@@ -301,8 +310,9 @@ def _median_copy(text: str, tag: str):
 def parse_group(output: str, cells) -> tuple:
     """The copy on the guest's tmpfs over the whole group (a CopyResult of the medians of every
     cell's tmpfs runs, or None) and, per cell, its CopyResult (each step the median of its
-    repeats), spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`) and its own tmpfs
-    pace (a CopyResult, or None), or the reason it failed."""
+    repeats), spread (:func:`~diskmodel.calibrate.bench.copy.parse_copy_spread`), its own tmpfs
+    pace and its copy on its stack's twin over RAM disks (each a CopyResult, or None: the twin's None
+    when it did not end with status 0), or the reason it failed."""
     text = output.replace("\r", "")
     paces = [_median_copy(text, f"pace{i}") for i, _ in enumerate(cells)]
     found = [p for p in paces if p is not None]
@@ -319,11 +329,19 @@ def parse_group(output: str, cells) -> tuple:
             part = text.split(f"{_MARK} BEGIN {i}")[-1][:1500]
             out.append(f"failed (status {end.group(1) if end else 'none'}): {part.strip()[-600:]}")
             continue
-        out.append((_median_copy(text, f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}"), paces[i]))
+        twin = re.search(rf"^{_MARK} RAM END {i} (\d+)$", text, re.M)
+        ram = _median_copy(text, f"ram{i}") if twin is not None and twin.group(1) == "0" else None
+        out.append((_median_copy(text, f"cell{i}"), parse_copy_spread(text, tag=f"cell{i}"), paces[i], ram))
     return pace, out
 
 
-def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=None, only: str = "", log_dir=None):
+#: The VM's time limit for a group: a base and an allowance per cell (each builds its stack twice, on its twin over
+#: RAM disks and on the drives, under TCG) [s].
+TIMEOUT_BASE_S, TIMEOUT_PER_CELL_S = 900.0, 300.0
+
+
+def measure_group(name: str, copy: FileCopy, *, timeout_s: float | None = None, say=None, only: str = "",
+                  log_dir=None):
     """Boot the VM once with group *name*'s drives and measure its cells: (cells, the copy on the
     guest's tmpfs over the group, results (:func:`parse_group`'s), the drives' request-log
     summaries, the VM's wall time [s]). *only*:
@@ -337,6 +355,8 @@ def measure_group(name: str, copy: FileCopy, *, timeout_s: float = 1500, say=Non
     if not cells:
         return [], None, [], [], 0.0
     script = group_script(cells, copy)
+    if timeout_s is None:
+        timeout_s = TIMEOUT_BASE_S + TIMEOUT_PER_CELL_S * len(cells)
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(script, presets, say=say, timeout_s=timeout_s,
                                                    memory_bytes=512 << 20, log_dir=log_dir)
