@@ -12,7 +12,10 @@ starts (a back merge or a front merge), as long as the result stays within ``max
 (ll_back_merge_fn / ll_front_merge_fn). Requests carrying REQ_FUA or REQ_PREFLUSH never merge
 (REQ_NOMERGE_FLAGS), and neither do flushes or discards here (discard merging is left out), nor
 a dm-thin pool's provisioning writes (``Flag.ALLOC``: the pool's worker issues each on its own
-once its block is allocated, :mod:`.dm_thin`).
+once its block is allocated, outside any plug, :mod:`.dm_thin`). A pool's zero-fills
+(``Flag.ZERO``) are issued by dm-kcopyd's thread, whose do_work runs its queued jobs under one
+plug of its own: they merge with each other (new blocks are allocated in order, so a batch's
+zero-fills are contiguous), never with the writes of the task that sent the volume its bios.
 A window is the interval ``[k * window_s, (k + 1) * window_s)`` of issue time (with ``window_s = 0``,
 consecutive requests issued at the same instant: one plug). Within a window requests are merged in address
 order, as the elevator's sorted queue meets them, greedily from the lowest address up to the size
@@ -77,11 +80,13 @@ def merge(stream: Stream, max_sectors_kb: int, window_s: float = 0.0) -> Stream:
     win = _windows(stream.time_s, float(window_s))[can]
     op = stream.op[can]
     off = stream.offset_bytes[can]
-    order = np.lexsort((can, off, op, win))
-    c, w, o, s_off = can[order], win[order], op[order], off[order]
+    # The issuing task: dm-kcopyd's zero-fills are plugged apart from everything else.
+    issuer = ((stream.flags[can] & Flag.ZERO) != 0).astype(np.int8)
+    order = np.lexsort((can, off, issuer, op, win))
+    c, w, o, s_off, who = can[order], win[order], op[order], off[order], issuer[order]
     size = stream.size_bytes[c]
     cont = np.zeros(c.size, bool)
-    cont[1:] = (w[1:] == w[:-1]) & (o[1:] == o[:-1]) & (s_off[1:] == s_off[:-1] + size[:-1])
+    cont[1:] = (w[1:] == w[:-1]) & (o[1:] == o[:-1]) & (who[1:] == who[:-1]) & (s_off[1:] == s_off[:-1] + size[:-1])
     cont &= size <= max_bytes
     cont[1:] &= size[:-1] <= max_bytes
     run = np.cumsum(~cont) - 1

@@ -6,12 +6,16 @@ boundaries (the pool target's max_io_len). A block is provisioned by its first w
 (provision_block), taking the next free data block; this model allocates data blocks in order of
 first write (data offset ``data_offset + data_block * chunk_bytes + offset % chunk_bytes``), which is
 what dm-thin's allocator does on an empty pool (the space map hands out the lowest free block).
-A write of a whole block is issued directly, on its own (the pool's worker issues each
-provisioning write once its block is allocated: flagged ALLOC, it is not merged with its
-neighbours, so a thin volume with small blocks sends the data device one request per block);
-with ``zero_new_blocks`` (the pool's default, unless
+A write of a whole block is issued directly, on its own: a bio to an unmapped block is deferred
+as a cell (thin_bio_map -> thin_defer_cell), and the pool's worker provisions the cells in sector
+order and issues each whole-block write itself (process_thin_deferred_cells -> process_cell ->
+provision_block -> schedule_zero -> remap_and_issue_overwrite) outside any plug (unlike
+process_thin_deferred_bios), so the data device receives it before the next one exists: flagged
+ALLOC, it is not merged with its neighbours, and a thin volume with small blocks sends the data
+device one request per block; with ``zero_new_blocks`` (the pool's default, unless
 ``skip_block_zeroing``) a partial first write first zeroes the *whole* new block
-(schedule_zero -> ll_zero over ``[data_block, data_block + 1)`` blocks), then the data is written.
+(schedule_zero -> ll_zero over ``[data_block, data_block + 1)`` blocks, a dm-kcopyd job: flagged
+ZERO, merged only with other zero-fills, see :mod:`.block_layer`), then the data is written.
 A read of an unprovisioned block completes with zeros and no device I/O (process_bio_read_only /
 zero_fill_bio). Flushes pass to the data device (remap of a REQ_PREFLUSH bio).
 
