@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
-from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
-                                                     wait_groups, without_echoes)
+from diskmodel.calibrate.harness.head_switch import (caught_limit, descending_by_position, periodic_kind, track_runs,
+                                                     visible_every, wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import MIB
 
@@ -125,29 +125,48 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     stride in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a
     hit (it can take less): the floor is then a hit's time, and the last value returned is False."""
     hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
-    s, missed = 1, None
+    s, missed, lost = 1, None, np.empty(0)
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
         o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
         med = float(np.median(t))
         if med >= 0.5 * rough:
-            missed = s
+            missed, lost = s, t
         elif missed is not None or med > hit_limit:
             if missed is None and buffer.detected:
-                return s, buffer.hit_s, o, False
+                missed, o, lost = _lost_below(meter, o, s, rough)
+                if missed is None:
+                    return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
+            reads = [lost, t]
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 o = _below(meter, o, chain_reads, mid)
                 tm = chain(meter, o, mid, chain_reads, "rotation")
+                reads.append(tm)
                 if float(np.median(tm)) < 0.5 * rough:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return hi, float(np.min(best[best < 0.5 * rough])), o, True
+            return hi, np.concatenate(reads), o, True
         s *= 2
     return None, None, o, False
+
+
+def _lost_below(meter: Meter, o: int, s: int, rough: float, reads: int = 3):
+    """The highest stride below *s* (down to a quarter of it) whose reads lose a revolution, and the
+    cursor: strides doubled from hits can step over the few strides, between the last a read-ahead
+    serves and the first a miss catches, whose miss leaves the head past its sector (the miss's
+    command overhead, longer than a hit's wait: DiskSim's read miss and read hit overheads differ), and
+    a caught miss can take less than a hit. From *s* down, a caught miss waits a block's passage less
+    each stride, down to that band."""
+    for m in range(s - 1, max(s // 4, 1), -1):
+        o = _below(meter, o, reads, m)
+        t = chain(meter, o, m, reads, "rotation")
+        if float(np.median(t)) >= 0.5 * rough:
+            return m, o, t
+    return None, o, np.empty(0)
 
 
 def _cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
@@ -246,7 +265,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
             x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, floor, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+            s1, near, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
                                                            rough)
             if s1 is None:
                 failed += 1
@@ -275,7 +294,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             continue
         points.append(o)
         periods.append(period)
-        floors.append((floor, from_media))
+        floors.append((near, from_media))
         xs.append(x)
         gaps.append(s1 * x - m1)
     used = meter.used_s - spent0
@@ -288,15 +307,19 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     period = float(np.median(p))
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
     # the media's floor where any start point told caught misses from hits, else a hit's time
-    media = [f for f, m in floors if m]
-    floor = float(np.median(media or [f for f, _ in floors]))
-    how = ("the floor of a same-track read from the forward drop" if media
+    # the limit between the reads of the first caught strides' bisections (every start point's: the
+    # limit is the command overhead and a block's passage throughout) that caught their sector and
+    # those that lost a revolution (less one)
+    media = np.concatenate([f for f, m in floors if m] or [np.empty(0)])
+    floor = (caught_limit(media[media < 0.5 * rough], media[media >= 0.5 * rough] - period) if media.size
+             else float(np.median([f for f, _ in floors])))
+    how = ("the floor of a same-track read from the forward drop" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
         period, bse, p.tolist(), floor, float(np.median(xs)), points,
         f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
-        meter.reads - reads0, float(np.median(gaps)), MEASURED if media else ESTIMATED, used, stopped,
+        meter.reads - reads0, float(np.median(gaps)), MEASURED if media.size else ESTIMATED, used, stopped,
         xs)
 
 
@@ -474,9 +497,7 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
         if not lows:
             return _not_visible(f"{how}: none caught its sector near the limit")
         # each read less its own block's passage (the chains lie in several zones)
-        floor = float(np.min(lows))
-        if highs and max(highs) < floor:
-            floor = 0.5 * (floor + max(highs))
+        floor = caught_limit(lows, highs)
         value = max(floor - (same_track - x), 0.0)
         return Quantity(value, status, f"{how}: least time of one that caught its sector, less its block's passage, "
                                        f"{floor * 1e3:.4f} ms, less the same-track floor less a block's passage "
@@ -521,11 +542,8 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     if not lows:
         return _not_visible("no descending read after the commonest track change was caught near its limit")
     # a read that still caught its sector waited >= 0 past the limit, one that missed it by
-    # less than a stride's step: the limit lies between the least of the first and the most
-    # of the second (less a revolution)
-    floor = float(np.min(lows))
-    if highs and max(highs) < floor:
-        floor = 0.5 * (floor + max(highs))
+    # less than a stride's step: the limit lies between the two kinds (the second less a revolution)
+    floor = caught_limit(lows, highs)
     value = max(floor - same_track, 0.0)
     if not two_kinds:
         return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
