@@ -92,8 +92,10 @@ def caught_limit(caught, missed) -> float:
     order = np.argsort(v, kind="stable")
     v, is_caught = v[order], np.r_[np.ones(c.size), np.zeros(m.size)][order]
     # a threshold before sorted read i: the caught reads below it and the missed reads from it on
-    wrong = np.r_[0.0, np.cumsum(is_caught)] + np.r_[m.size, m.size - np.cumsum(1.0 - is_caught)]
-    at = np.flatnonzero(wrong == wrong.min())
+    # (each kind's share of its reads: the kind with more reads near the limit would otherwise pull the
+    # threshold into the other's side, by the noise's spread)
+    wrong = np.r_[0.0, np.cumsum(is_caught)] / c.size + np.r_[m.size, m.size - np.cumsum(1.0 - is_caught)] / m.size
+    at = np.flatnonzero(wrong <= wrong.min() + 1e-12)
     cut = np.r_[v[0], 0.5 * (v[:-1] + v[1:]), v[-1]][at]
     return float(np.median(cut))
 
