@@ -33,9 +33,10 @@ is a cylinder switch (Ruemmler & Wilkes 1994, sec. 2.2).
   agrees on are kept. The stride is bisected (in time, so that chains in
   different zones agree) to where the wait after a head switch runs out;
   the least time of a read after a head switch that still caught its
-  sector is the command overhead, the head switch and a block's passage.
-  No read after a head switch takes less, so only a read taken for one
-  wrongly (after a faster one-cylinder move) could pull the least down:
+  sector is the command overhead, the head switch and a block's passage,
+  taken as the threshold between the reads that caught their sector and
+  those that lost a revolution (:func:`caught_limit`). A read taken for
+  one wrongly (after a faster one-cylinder move) could pull it down:
   hence only the sure ones count.
 
 All but :func:`descending_by_position` (which reads its chains through the

@@ -37,8 +37,12 @@ found first, and the rest is measured with patterns it cannot serve:
   other, the kinds are told apart by position instead (every H-th track
   change of a run: :mod:`~diskmodel.calibrate.harness.head_switch`). A
   descending chain whose stride lets the wait after a head switch run out
-  shows the head switch time: the least time of such a read is the command
-  overhead, the head switch and one block's passage. The reads after a head
+  shows the head switch time: the least time of such a read that still catches
+  its sector is the command overhead, the head switch and one block's passage,
+  taken as the threshold between the reads that caught their sector and those
+  that lost a revolution (:func:`~diskmodel.calibrate.harness.head_switch.caught_limit`:
+  the least of many reads is pulled down by their noise), less the same-track
+  floor found alike. The reads after a head
   switch are told by their wait, or, where the kinds were told apart by
   position, by their position below a cylinder switch found.
 
@@ -121,9 +125,11 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
     so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
     first caught stride is then found to the block by bisection from the last one that lost a
-    revolution, and the least of its reads is the floor. Where a drive reads ahead with no such
-    stride in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a
-    hit (it can take less): the floor is then a hit's time, and the last value returned is False."""
+    revolution; the reads of that bisection (the caught and the lost) are returned, and the floor is
+    the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
+    a revolution (:func:`_lost_below` looks for them). Where a drive reads ahead with no such stride
+    in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
+    (it can take less): the floor is then a hit's time, and the last value returned is False."""
     hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
     s, missed, lost = 1, None, np.empty(0)
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
@@ -472,9 +478,10 @@ def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float
 
 
 def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: bool, by_position=None) -> Quantity:
-    """The least time of a descending read after a head switch, near the stride at which its wait
-    runs out (bisection on the share of such reads that missed a revolution), less the same-track
-    floor. The reads after a head switch are told by their wait (the commonest track change), or,
+    """The least time of a descending read after a head switch that still catches its sector (the
+    threshold between those that did and those that lost a revolution, :func:`caught_limit`), near the
+    stride at which its wait runs out (bisection on the share of such reads that missed a revolution),
+    less the same-track floor. The reads after a head switch are told by their wait (the commonest track change), or,
     where the forward chains told the two kinds apart by position (*by_position*: the periodic
     kinds, the forward chains' origins and strides), by position
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
@@ -499,7 +506,8 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
         # each read less its own block's passage (the chains lie in several zones)
         floor = caught_limit(lows, highs)
         value = max(floor - (same_track - x), 0.0)
-        return Quantity(value, status, f"{how}: least time of one that caught its sector, less its block's passage, "
+        return Quantity(value, status, f"{how}: least time of one that caught its sector (the threshold to those that "
+                                       f"missed it), less its block's passage, "
                                        f"{floor * 1e3:.4f} ms, less the same-track floor less a block's passage "
                                        f"{(same_track - x) * 1e3:.4f} ms{hit}")
     # our kind of read: its excess wait within 0.45 of the way to the other kind's, or (where the
@@ -556,5 +564,6 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
                                           f"less the same-track floor {same_track * 1e3:.4f} ms: the faster of a "
                                           f"head switch and a one-cylinder move (the two kinds of track change "
                                           f"wait within the host's jitter of each other)")
-    return Quantity(value, status, f"least time of a read after a head switch {floor * 1e3:.4f} ms, less the "
+    return Quantity(value, status, f"least time of a read after a head switch (the threshold between those that caught "
+                                   f"their sector and those that missed it) {floor * 1e3:.4f} ms, less the "
                                    f"same-track floor {same_track * 1e3:.4f} ms{hit}")
