@@ -104,3 +104,21 @@ def test_head_switch_at_six_seeds(drive):
     errors = np.asarray(errors)
     assert np.sum(np.abs(errors) <= 0.10) >= HEAD_SWITCH_SEEDS[drive], errors
     assert abs(np.median(errors)) <= 0.10, errors
+
+
+@pytest.mark.slow
+def test_nas_5900_head_switch_at_six_seeds():
+    """The reference family's nas_5900 (host gap jitter 200 us, 1 % outliers; its own simulator, not
+    diskmodel's), seeds 0-5: the head switch within the issue's 10 % at every seed. With the least
+    read after a head switch less the least same-track read it was not visible at one seed of six
+    (the recovery test of the family calibrates seed 1 only)."""
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.reference import calibration_errors, reference_drive
+
+    errors = []
+    for seed in range(6):
+        drive = reference_drive("nas_5900", seed=seed)
+        result = calibrate(drive, budget_s=120.0, seed=seed, progress=False, writer=drive)
+        error = calibration_errors(drive, result)["head_switch"]
+        errors.append(np.inf if error is None else error)
+    assert np.all(np.abs(errors) <= 0.10), errors
