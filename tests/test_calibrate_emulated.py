@@ -438,3 +438,26 @@ def test_calibrate_each_partition_of_an_emulated_wd800bd():
     for row in rows:
         assert row["zones"], row
         assert row["worst_error"] <= 0.03, (row["partition"], [round(z["error"], 4) for z in row["zones"]])
+
+
+def test_parameters_disk_through_the_path_times_a_queued_read_from_its_submission():
+    """With path_early_s, a read reaches the drive the host gap less that after the last completed; the
+    host times it from its submission, a host gap after the last completion. A read after the drive
+    idled is served from its arrival (the host's time is the drive's less path_early_s); one that
+    arrives before the last one completed waits for it (the drive sees no gap), and the host's time
+    is the last completion to its own, less the host gap. Against DriveSession served by hand."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.model.simulator.session import DriveSession
+
+    params = _bare("wd800bd")
+    disk = ParametersDisk(params, host_gap_s=50e-6, host_gap_jitter_s=0.0, noise_s=0.0, path_early_s=120e-6)
+    disk.idle(0.1)
+    t = disk.read_many(np.array([1 << 30, (1 << 30) - 512]), 512)
+    session = DriveSession(params)
+    first = session.serve(False, (1 << 30) // 512, 1, 0.1 + 50e-6 - 120e-6)
+    second = session.serve(False, (1 << 30) // 512 - 1, 1, first.completion_s + 50e-6 - 120e-6)
+    assert second.start_s == first.completion_s  # queued: no gap at the drive
+    assert t[0] == pytest.approx(first.completion_s - (0.1 + 50e-6), abs=1e-12)
+    assert t[1] == pytest.approx(second.completion_s - first.completion_s - 50e-6, abs=1e-12)
+    with pytest.raises(ValueError, match="path_early_s"):
+        ParametersDisk(params, path_early_s=-1.0)
