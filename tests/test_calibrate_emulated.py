@@ -461,3 +461,33 @@ def test_parameters_disk_through_the_path_times_a_queued_read_from_its_submissio
     assert t[1] == pytest.approx(second.completion_s - first.completion_s - 50e-6, abs=1e-12)
     with pytest.raises(ValueError, match="path_early_s"):
         ParametersDisk(params, path_early_s=-1.0)
+
+
+def test_a_dec_read_ahead_reaches_the_end_of_its_track():
+    """atlas10k reads ahead by DiskSim's scheme 4 (DEC): to the end of the track holding the read's last
+    block, a track further only where the segment began on an earlier track. After a one-block read
+    (which begins its segment) the block before its track's end is a hit and the one past it a miss,
+    on the emulator's own timing, wherever the block lies; the truth is that reach's mean over the
+    drive (half a track, about 150 blocks), not the 374-block segment (a calibration's probe found
+    half a track and was counted 48-57 % short)."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+    from diskmodel.model.simulator.session import DriveSession
+    from diskmodel.model.simulator.state import HitKind
+
+    params = _params("atlas10k")
+    assert params.read_ahead_scheme == 4 and params.segment_size_blocks == 374
+    rng = np.random.default_rng(5)
+    reaches = []
+    for n, lbn in enumerate(rng.integers(0, params.layout.total_blocks - 1000, 1000).tolist()):
+        cyl, head = params.layout.lbn_to_pbn(np.arange(lbn, lbn + 1000))[:2]
+        to_end = int(np.argmax((cyl != cyl[0]) | (head != head[0])))  # blocks from lbn to its track's end
+        reaches.append(to_end - 1)
+        for stride, kind in ((to_end - 1, HitKind.CACHE_HIT), (to_end, HitKind.MEDIA)):
+            if n >= 40 or stride < 1:
+                continue
+            session = DriveSession(params)
+            done = session.serve(False, lbn, 1, 0.0).completion_s
+            assert session.serve(False, lbn + stride, 1, done + 0.05).hit == kind, (lbn, stride)
+    segment = drive_truth(params)["segment_bytes"] / 512
+    assert segment == pytest.approx(np.mean(reaches), abs=4 * np.std(reaches) / np.sqrt(len(reaches)))
+    assert segment < 0.5 * params.segment_size_blocks

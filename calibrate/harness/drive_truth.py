@@ -53,17 +53,27 @@ def _zone_bounds_bytes(layout) -> np.ndarray:
     return np.stack([first, end], axis=1) * SECTOR_BYTES
 
 
-def _read_ahead_reach_blocks(params) -> int:
+def _read_ahead_reach_blocks(params, seed: int = 12345, samples: int = 4000) -> float:
     """The blocks a read-ahead brings into the segment after a one-block read, what a calibration's
     segment probe sees (and what a calibrated Disk takes as both its segment and its read-ahead):
     DiskSim's ``disk_buffer_get_max_readahead`` (src/disksim_diskcache.c) bounds it by the maximum
     read-ahead where there is one, and the circular segment keeps at most a segment's worth
     (``disk_buffer_segment_wrap``). Where the segment is larger than the maximum read-ahead, the rest
     of it holds only a longer request's own blocks, which no one-block probe shows. Scheme 4 (DEC)
-    reads to the track's end and a track further, bounded by neither: the segment is kept there."""
+    reads to the end of the track holding the read's last block, and a track further only where the
+    segment starts before that track (:mod:`diskmodel.model.simulator.readahead`'s limit): after a
+    one-block read, which starts its segment, to the end of its own track. That reach depends on where
+    the block lies on its track; its mean over *samples* blocks drawn at random over the drive (each
+    bounded by the segment) is the truth."""
     seg = int(params.segment_size_blocks)
     ra = int(params.max_read_ahead_blocks)
-    return min(ra, seg) if ra > 0 and int(params.read_ahead_scheme) != 4 else seg
+    if int(params.read_ahead_scheme) != 4:
+        return min(ra, seg) if ra > 0 else seg
+    from diskmodel.model.simulator.pbn import track_end_lbn
+
+    arrays, total = params.layout.kernel_arrays(), int(params.layout.total_blocks)
+    lbns = np.random.default_rng(seed).integers(0, total - 1, samples)
+    return float(np.mean([min(track_end_lbn(arrays, int(lbn), total) - int(lbn) - 1, seg) for lbn in lbns]))
 
 
 def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
@@ -122,7 +132,7 @@ def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
         "cylinder_skew_rev": weighted_median(cylinder_skew / spt),
         "surfaces": surfaces,
         "read_ahead": read_ahead,
-        "segment_bytes": _read_ahead_reach_blocks(params) * SECTOR_BYTES if read_ahead else None,
+        "segment_bytes": int(round(_read_ahead_reach_blocks(params, seed) * SECTOR_BYTES)) if read_ahead else None,
         "segments": int(params.buffer_segments) if read_ahead else None,
     }
 
