@@ -438,3 +438,56 @@ def test_calibrate_each_partition_of_an_emulated_wd800bd():
     for row in rows:
         assert row["zones"], row
         assert row["worst_error"] <= 0.03, (row["partition"], [round(z["error"], 4) for z in row["zones"]])
+
+
+def test_parameters_disk_through_the_path_times_a_queued_read_from_its_submission():
+    """With path_early_s, a read reaches the drive the host gap less that after the last completed; the
+    host times it from its submission, a host gap after the last completion. A read after the drive
+    idled is served from its arrival (the host's time is the drive's less path_early_s); one that
+    arrives before the last one completed waits for it (the drive sees no gap), and the host's time
+    is the last completion to its own, less the host gap. Against DriveSession served by hand."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.model.simulator.session import DriveSession
+
+    params = _bare("wd800bd")
+    disk = ParametersDisk(params, host_gap_s=50e-6, host_gap_jitter_s=0.0, noise_s=0.0, path_early_s=120e-6)
+    disk.idle(0.1)
+    t = disk.read_many(np.array([1 << 30, (1 << 30) - 512]), 512)
+    session = DriveSession(params)
+    first = session.serve(False, (1 << 30) // 512, 1, 0.1 + 50e-6 - 120e-6)
+    second = session.serve(False, (1 << 30) // 512 - 1, 1, first.completion_s + 50e-6 - 120e-6)
+    assert second.start_s == first.completion_s  # queued: no gap at the drive
+    assert t[0] == pytest.approx(first.completion_s - (0.1 + 50e-6), abs=1e-12)
+    assert t[1] == pytest.approx(second.completion_s - first.completion_s - 50e-6, abs=1e-12)
+    with pytest.raises(ValueError, match="path_early_s"):
+        ParametersDisk(params, path_early_s=-1.0)
+
+
+def test_a_dec_read_ahead_reaches_the_end_of_its_track():
+    """atlas10k reads ahead by DiskSim's scheme 4 (DEC): to the end of the track holding the read's last
+    block, a track further only where the segment began on an earlier track. After a one-block read
+    (which begins its segment) the block before its track's end is a hit and the one past it a miss,
+    on the emulator's own timing, wherever the block lies; the truth is that reach's mean over the
+    drive (half a track, about 150 blocks), not the 374-block segment (a calibration's probe found
+    half a track and was counted 48-57 % short)."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+    from diskmodel.model.simulator.session import DriveSession
+    from diskmodel.model.simulator.state import HitKind
+
+    params = _params("atlas10k")
+    assert params.read_ahead_scheme == 4 and params.segment_size_blocks == 374
+    rng = np.random.default_rng(5)
+    reaches = []
+    for n, lbn in enumerate(rng.integers(0, params.layout.total_blocks - 1000, 1000).tolist()):
+        cyl, head = params.layout.lbn_to_pbn(np.arange(lbn, lbn + 1000))[:2]
+        to_end = int(np.argmax((cyl != cyl[0]) | (head != head[0])))  # blocks from lbn to its track's end
+        reaches.append(to_end - 1)
+        for stride, kind in ((to_end - 1, HitKind.CACHE_HIT), (to_end, HitKind.MEDIA)):
+            if n >= 40 or stride < 1:
+                continue
+            session = DriveSession(params)
+            done = session.serve(False, lbn, 1, 0.0).completion_s
+            assert session.serve(False, lbn + stride, 1, done + 0.05).hit == kind, (lbn, stride)
+    segment = drive_truth(params)["segment_bytes"] / 512
+    assert segment == pytest.approx(np.mean(reaches), abs=4 * np.std(reaches) / np.sqrt(len(reaches)))
+    assert segment < 0.5 * params.segment_size_blocks

@@ -53,17 +53,27 @@ def _zone_bounds_bytes(layout) -> np.ndarray:
     return np.stack([first, end], axis=1) * SECTOR_BYTES
 
 
-def _read_ahead_reach_blocks(params) -> int:
+def _read_ahead_reach_blocks(params, seed: int = 12345, samples: int = 4000) -> float:
     """The blocks a read-ahead brings into the segment after a one-block read, what a calibration's
     segment probe sees (and what a calibrated Disk takes as both its segment and its read-ahead):
     DiskSim's ``disk_buffer_get_max_readahead`` (src/disksim_diskcache.c) bounds it by the maximum
     read-ahead where there is one, and the circular segment keeps at most a segment's worth
     (``disk_buffer_segment_wrap``). Where the segment is larger than the maximum read-ahead, the rest
     of it holds only a longer request's own blocks, which no one-block probe shows. Scheme 4 (DEC)
-    reads to the track's end and a track further, bounded by neither: the segment is kept there."""
+    reads to the end of the track holding the read's last block, and a track further only where the
+    segment starts before that track (:mod:`diskmodel.model.simulator.readahead`'s limit): after a
+    one-block read, which starts its segment, to the end of its own track. That reach depends on where
+    the block lies on its track; its mean over *samples* blocks drawn at random over the drive (each
+    bounded by the segment) is the truth."""
     seg = int(params.segment_size_blocks)
     ra = int(params.max_read_ahead_blocks)
-    return min(ra, seg) if ra > 0 and int(params.read_ahead_scheme) != 4 else seg
+    if int(params.read_ahead_scheme) != 4:
+        return min(ra, seg) if ra > 0 else seg
+    from diskmodel.model.simulator.pbn import track_end_lbn
+
+    arrays, total = params.layout.kernel_arrays(), int(params.layout.total_blocks)
+    lbns = np.random.default_rng(seed).integers(0, total - 1, samples)
+    return float(np.mean([min(track_end_lbn(arrays, int(lbn), total) - int(lbn) - 1, seg) for lbn in lbns]))
 
 
 def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
@@ -122,7 +132,7 @@ def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
         "cylinder_skew_rev": weighted_median(cylinder_skew / spt),
         "surfaces": surfaces,
         "read_ahead": read_ahead,
-        "segment_bytes": _read_ahead_reach_blocks(params) * SECTOR_BYTES if read_ahead else None,
+        "segment_bytes": int(round(_read_ahead_reach_blocks(params, seed) * SECTOR_BYTES)) if read_ahead else None,
         "segments": int(params.buffer_segments) if read_ahead else None,
     }
 
@@ -201,6 +211,17 @@ class ParametersDisk:
         lateness); a returned time is never below 0.
     seed : int
         Seed of the noise and the gaps.
+    path_early_s, path_early_jitter_s : float
+        How much earlier than the path took the emulator takes each request to have reached the drive
+        [s]: ``path_early_s + U(-path_early_jitter_s, path_early_jitter_s)`` (the emulator takes the
+        path's cost, measured at start with the path idle, off each arrival, and a busy path is faster).
+        0 (the default): the drive sees each host gap whole. Above 0, as through the kernel: a read
+        reaches the drive the host gap less this after the last one completed, and waits for it where
+        that is earlier (most reads queue: the drive sees no gap), and the host times it from its
+        submission, a host gap after the last completion (the time the drive took less the gap).
+    host_tail_share, host_tail_s : float
+        The share of host gaps drawn instead log-uniform over ``host_tail_s`` (low, high) [s]: a host
+        that now and then runs something else between two reads.
     max_request_bytes : int or None
         The largest request the drive gets (None: any read is one request). A longer read
         is served as requests of at most this many bytes, in order, each a host gap after the
@@ -211,11 +232,14 @@ class ParametersDisk:
     queue_depth = 1
 
     def __init__(self, params, *, host_gap_s: float = 60e-6, host_gap_jitter_s: float = 40e-6,
-                 noise_s: float = 20e-6, seed: int = 0, max_request_bytes: int | None = None):
+                 noise_s: float = 20e-6, seed: int = 0, max_request_bytes: int | None = None,
+                 path_early_s: float = 0.0, path_early_jitter_s: float = 0.0, host_tail_share: float = 0.0,
+                 host_tail_s: tuple = (0.1e-3, 4.5e-3)):
         from diskmodel.model.simulator.session import DriveSession
 
         for name, value in (("host_gap_s", host_gap_s), ("host_gap_jitter_s", host_gap_jitter_s),
-                            ("noise_s", noise_s)):
+                            ("noise_s", noise_s), ("path_early_s", path_early_s),
+                            ("path_early_jitter_s", path_early_jitter_s)):
             if not math.isfinite(float(value)) or float(value) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
         if max_request_bytes is not None and (isinstance(max_request_bytes, bool) or int(max_request_bytes) < SECTOR_BYTES
@@ -228,6 +252,14 @@ class ParametersDisk:
         self.size_bytes = int(params.layout.total_blocks) * SECTOR_BYTES
         self.host_gap_s, self.host_gap_jitter_s, self.noise_s = float(host_gap_s), float(host_gap_jitter_s), \
             float(noise_s)
+        if not 0.0 <= float(host_tail_share) <= 1.0:
+            raise ValueError(f"host_tail_share must be within 0..1 (got {host_tail_share!r})")
+        if not 0 < host_tail_s[0] <= host_tail_s[1]:
+            raise ValueError(f"host_tail_s must be (low, high) with 0 < low <= high (got {host_tail_s!r})")
+        self.path_early_s, self.path_early_jitter_s = float(path_early_s), float(path_early_jitter_s)
+        self.host_tail_share, self.host_tail_s = float(host_tail_share), (float(host_tail_s[0]),
+                                                                           float(host_tail_s[1]))
+        self._last_arrival_s = 0.0
         self._rng = np.random.default_rng(seed)
         # Compile the simulation now (numba), on a session thrown away, so that the calibration's
         # probe, which prices its budget from the wall time of its reads, times the drive, not the compiler.
@@ -261,6 +293,12 @@ class ParametersDisk:
         rng = self._rng
         gap = self.host_gap_s + rng.uniform(0.0, self.host_gap_jitter_s, n)
         noise = rng.normal(0.0, self.noise_s, n)
+        if self.host_tail_share > 0:
+            lo, hi = np.log(self.host_tail_s)
+            gap = np.where(rng.random(n) < self.host_tail_share, np.exp(rng.uniform(lo, hi, n)), gap)
+        if self.path_early_s > 0 or self.path_early_jitter_s > 0:
+            early = self.path_early_s + rng.uniform(-self.path_early_jitter_s, self.path_early_jitter_s, n)
+            return self._through_the_path(offs, length, gap, early, noise)
         out = np.empty(n)
         blocks = length // SECTOR_BYTES
         piece = blocks if self.max_request_bytes is None else self.max_request_bytes // SECTOR_BYTES
@@ -273,6 +311,24 @@ class ParametersDisk:
                 self._clock_s = served.completion_s
             out[i] = self._clock_s - arrival
         self.reads += n
+        return np.maximum(out + noise, 0.0)
+
+    def _through_the_path(self, offs, length, gap, early, noise) -> np.ndarray:
+        """*offs* read as through the emulator: each reaches the drive ``gap - early`` after the last
+        completed (waiting for it where that is earlier), timed from the host's submission, ``gap``
+        after the last completion."""
+        out = np.empty(offs.size)
+        blocks = length // SECTOR_BYTES
+        piece = blocks if self.max_request_bytes is None else self.max_request_bytes // SECTOR_BYTES
+        for i, o in enumerate(offs.tolist()):
+            first = o // SECTOR_BYTES
+            submitted = self._clock_s + gap[i]
+            for at in range(first, first + blocks, piece):
+                arrival = max(self._clock_s + gap[i] - early[i], self._last_arrival_s)
+                self._last_arrival_s = arrival
+                self._clock_s = self._session.serve(False, at, min(piece, first + blocks - at), arrival).completion_s
+            out[i] = self._clock_s - submitted
+        self.reads += offs.size
         return np.maximum(out + noise, 0.0)
 
     def close(self) -> None:

@@ -33,9 +33,10 @@ is a cylinder switch (Ruemmler & Wilkes 1994, sec. 2.2).
   agrees on are kept. The stride is bisected (in time, so that chains in
   different zones agree) to where the wait after a head switch runs out;
   the least time of a read after a head switch that still caught its
-  sector is the command overhead, the head switch and a block's passage.
-  No read after a head switch takes less, so only a read taken for one
-  wrongly (after a faster one-cylinder move) could pull the least down:
+  sector is the command overhead, the head switch and a block's passage,
+  taken as the threshold between the reads that caught their sector and
+  those that lost a revolution (:func:`caught_limit`). A read taken for
+  one wrongly (after a faster one-cylinder move) could pull it down:
   hence only the sure ones count.
 
 All but :func:`descending_by_position` (which reads its chains through the
@@ -50,7 +51,7 @@ import numpy as np
 
 from diskmodel.calibrate.harness.meter import chain
 
-__all__ = ["PeriodicKinds", "wait_groups", "without_echoes", "visible_every", "periodic_kind", "track_runs",
+__all__ = ["PeriodicKinds", "caught_limit", "wait_groups", "without_echoes", "visible_every", "periodic_kind", "track_runs",
            "descending_by_position"]
 
 
@@ -67,6 +68,37 @@ class PeriodicKinds:
     t: float
     cylinder_steps: tuple
     steps_per_track: tuple
+
+
+def caught_limit(caught, missed) -> float:
+    """The time [s] that best divides the reads that caught their sector (*caught*, their times) from
+    those that missed it by less than a revolution (*missed*, their times less the revolution): the
+    middle of the thresholds that put fewest reads on the wrong side, between two neighbouring times.
+
+    A read near the limit catches its sector where the time the drive has before the sector comes
+    covers what it must do first (command overhead, a head switch), and its time is then the limit and
+    the slack; one that misses takes a revolution more, its slack less than nothing. Each read's time
+    also carries the host's noise (the timer, a gap the host timed that the drive did not see: a read
+    queued behind the one before is timed from its submission), and the least of many caught reads is
+    the limit less the largest of that noise, the lower the more reads. The threshold between the two
+    kinds moves with the noise's middle, not its extreme, and so alike for limits measured with
+    different numbers of reads. Without a missed read, the least caught read."""
+    c = np.asarray(caught, dtype=float).ravel()
+    m = np.asarray(missed, dtype=float).ravel()
+    if c.size == 0:
+        raise ValueError("caught must hold one or more read times")
+    if m.size == 0:
+        return float(c.min())
+    v = np.concatenate([c, m])
+    order = np.argsort(v, kind="stable")
+    v, is_caught = v[order], np.r_[np.ones(c.size), np.zeros(m.size)][order]
+    # a threshold before sorted read i: the caught reads below it and the missed reads from it on
+    # (each kind's share of its reads: the kind with more reads near the limit would otherwise pull the
+    # threshold into the other's side, by the noise's spread)
+    wrong = np.r_[0.0, np.cumsum(is_caught)] / c.size + np.r_[m.size, m.size - np.cumsum(1.0 - is_caught)] / m.size
+    at = np.flatnonzero(wrong <= wrong.min() + 1e-12)
+    cut = np.r_[v[0], 0.5 * (v[:-1] + v[1:]), v[-1]][at]
+    return float(np.median(cut))
 
 
 def wait_groups(excess: np.ndarray, period: float, jitter: float):

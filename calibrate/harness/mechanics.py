@@ -37,8 +37,12 @@ found first, and the rest is measured with patterns it cannot serve:
   other, the kinds are told apart by position instead (every H-th track
   change of a run: :mod:`~diskmodel.calibrate.harness.head_switch`). A
   descending chain whose stride lets the wait after a head switch run out
-  shows the head switch time: the least time of such a read is the command
-  overhead, the head switch and one block's passage. The reads after a head
+  shows the head switch time: the least time of such a read that still catches
+  its sector is the command overhead, the head switch and one block's passage,
+  taken as the threshold between the reads that caught their sector and those
+  that lost a revolution (:func:`~diskmodel.calibrate.harness.head_switch.caught_limit`:
+  the least of many reads is pulled down by their noise), less the same-track
+  floor found alike. The reads after a head
   switch are told by their wait, or, where the kinds were told apart by
   position, by their position below a cylinder switch found.
 
@@ -53,8 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
-from diskmodel.calibrate.harness.head_switch import (descending_by_position, periodic_kind, track_runs, visible_every,
-                                                     wait_groups, without_echoes)
+from diskmodel.calibrate.harness.head_switch import (caught_limit, descending_by_position, periodic_kind, track_runs,
+                                                     visible_every, wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import MIB
 
@@ -121,33 +125,54 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
     so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
     first caught stride is then found to the block by bisection from the last one that lost a
-    revolution, and the least of its reads is the floor. Where a drive reads ahead with no such
-    stride in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a
-    hit (it can take less): the floor is then a hit's time, and the last value returned is False."""
+    revolution; the reads of that bisection (the caught and the lost) are returned, and the floor is
+    the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
+    a revolution (:func:`_lost_below` looks for them). Where a drive reads ahead with no such stride
+    in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
+    (it can take less): the floor is then a hit's time, and the last value returned is False."""
     hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
-    s, missed = 1, None
+    s, missed, lost = 1, None, np.empty(0)
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
         o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
         med = float(np.median(t))
         if med >= 0.5 * rough:
-            missed = s
+            missed, lost = s, t
         elif missed is not None or med > hit_limit:
             if missed is None and buffer.detected:
-                return s, buffer.hit_s, o, False
+                missed, o, lost = _lost_below(meter, o, s, rough)
+                if missed is None:
+                    return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
+            reads = [lost, t]
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 o = _below(meter, o, chain_reads, mid)
                 tm = chain(meter, o, mid, chain_reads, "rotation")
+                reads.append(tm)
                 if float(np.median(tm)) < 0.5 * rough:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return hi, float(np.min(best[best < 0.5 * rough])), o, True
+            return hi, np.concatenate(reads), o, True
         s *= 2
     return None, None, o, False
+
+
+def _lost_below(meter: Meter, o: int, s: int, rough: float, reads: int = 3):
+    """The highest stride below *s* (down to a quarter of it) whose reads lose a revolution, and the
+    cursor: strides doubled from hits can step over the few strides, between the last a read-ahead
+    serves and the first a miss catches, whose miss leaves the head past its sector (the miss's
+    command overhead, longer than a hit's wait: DiskSim's read miss and read hit overheads differ), and
+    a caught miss can take less than a hit. From *s* down, a caught miss waits a block's passage less
+    each stride, down to that band."""
+    for m in range(s - 1, max(s // 4, 1), -1):
+        o = _below(meter, o, reads, m)
+        t = chain(meter, o, m, reads, "rotation")
+        if float(np.median(t)) >= 0.5 * rough:
+            return m, o, t
+    return None, o, np.empty(0)
 
 
 def _cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
@@ -246,7 +271,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
             x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, floor, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+            s1, near, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
                                                            rough)
             if s1 is None:
                 failed += 1
@@ -275,7 +300,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             continue
         points.append(o)
         periods.append(period)
-        floors.append((floor, from_media))
+        floors.append((near, from_media))
         xs.append(x)
         gaps.append(s1 * x - m1)
     used = meter.used_s - spent0
@@ -288,15 +313,19 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     period = float(np.median(p))
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
     # the media's floor where any start point told caught misses from hits, else a hit's time
-    media = [f for f, m in floors if m]
-    floor = float(np.median(media or [f for f, _ in floors]))
-    how = ("the floor of a same-track read from the forward drop" if media
+    # the limit between the reads of the first caught strides' bisections (every start point's: the
+    # limit is the command overhead and a block's passage throughout) that caught their sector and
+    # those that lost a revolution (less one)
+    media = np.concatenate([f for f, m in floors if m] or [np.empty(0)])
+    floor = (caught_limit(media[media < 0.5 * rough], media[media >= 0.5 * rough] - period) if media.size
+             else float(np.median([f for f, _ in floors])))
+    how = ("the floor of a same-track read from the forward drop" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
         period, bse, p.tolist(), floor, float(np.median(xs)), points,
         f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
-        meter.reads - reads0, float(np.median(gaps)), MEASURED if media else ESTIMATED, used, stopped,
+        meter.reads - reads0, float(np.median(gaps)), MEASURED if media.size else ESTIMATED, used, stopped,
         xs)
 
 
@@ -449,9 +478,10 @@ def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float
 
 
 def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: bool, by_position=None) -> Quantity:
-    """The least time of a descending read after a head switch, near the stride at which its wait
-    runs out (bisection on the share of such reads that missed a revolution), less the same-track
-    floor. The reads after a head switch are told by their wait (the commonest track change), or,
+    """The least time of a descending read after a head switch that still catches its sector (the
+    threshold between those that did and those that lost a revolution, :func:`caught_limit`), near the
+    stride at which its wait runs out (bisection on the share of such reads that missed a revolution),
+    less the same-track floor. The reads after a head switch are told by their wait (the commonest track change), or,
     where the forward chains told the two kinds apart by position (*by_position*: the periodic
     kinds, the forward chains' origins and strides), by position
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
@@ -474,11 +504,10 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
         if not lows:
             return _not_visible(f"{how}: none caught its sector near the limit")
         # each read less its own block's passage (the chains lie in several zones)
-        floor = float(np.min(lows))
-        if highs and max(highs) < floor:
-            floor = 0.5 * (floor + max(highs))
+        floor = caught_limit(lows, highs)
         value = max(floor - (same_track - x), 0.0)
-        return Quantity(value, status, f"{how}: least time of one that caught its sector, less its block's passage, "
+        return Quantity(value, status, f"{how}: least time of one that caught its sector (the threshold to those that "
+                                       f"missed it), less its block's passage, "
                                        f"{floor * 1e3:.4f} ms, less the same-track floor less a block's passage "
                                        f"{(same_track - x) * 1e3:.4f} ms{hit}")
     # our kind of read: its excess wait within 0.45 of the way to the other kind's, or (where the
@@ -521,11 +550,8 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     if not lows:
         return _not_visible("no descending read after the commonest track change was caught near its limit")
     # a read that still caught its sector waited >= 0 past the limit, one that missed it by
-    # less than a stride's step: the limit lies between the least of the first and the most
-    # of the second (less a revolution)
-    floor = float(np.min(lows))
-    if highs and max(highs) < floor:
-        floor = 0.5 * (floor + max(highs))
+    # less than a stride's step: the limit lies between the two kinds (the second less a revolution)
+    floor = caught_limit(lows, highs)
     value = max(floor - same_track, 0.0)
     if not two_kinds:
         return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
@@ -538,5 +564,6 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
                                           f"less the same-track floor {same_track * 1e3:.4f} ms: the faster of a "
                                           f"head switch and a one-cylinder move (the two kinds of track change "
                                           f"wait within the host's jitter of each other)")
-    return Quantity(value, status, f"least time of a read after a head switch {floor * 1e3:.4f} ms, less the "
+    return Quantity(value, status, f"least time of a read after a head switch (the threshold between those that caught "
+                                   f"their sector and those that missed it) {floor * 1e3:.4f} ms, less the "
                                    f"same-track floor {same_track * 1e3:.4f} ms{hit}")

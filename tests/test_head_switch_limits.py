@@ -1,0 +1,124 @@
+"""The head switch as the difference of two limits (the least time of a read after a head switch that
+still catches its sector, and of a same-track read), each the threshold between the reads that caught
+their sector and those that lost a revolution, on the emulator's timing (ParametersDisk) without the
+kernel."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _params(drive: str):
+    from diskmodel.calibrate.emulate.drives import resolve_drive
+    from diskmodel.calibrate.emulate.timing import drive_parameters_of
+
+    return drive_parameters_of(resolve_drive(drive).timing)
+
+
+def test_caught_limit_is_not_pulled_down_by_the_noise_of_many_reads():
+    """Reads near a limit L: those that caught their sector take L and their slack, those that missed
+    it L less theirs (less the revolution), each with the timer's noise (sd 20 us). The least of 400
+    caught reads lies about three sd below L, the least of 20 two: their difference, which the head
+    switch was, is off by a sd. The threshold between the kinds is within a third of a sd of L with
+    either count, and with ten times more caught reads than missed ones."""
+    from diskmodel.calibrate.harness.head_switch import caught_limit
+
+    rng = np.random.default_rng(1)
+    limit, sd = 1e-3, 20e-6
+    for caught_n, missed_n in ((400, 40), (20, 20), (400, 400)):
+        slack = rng.uniform(0.0, 100e-6, caught_n + missed_n)
+        caught = limit + slack[:caught_n] + rng.normal(0.0, sd, caught_n)
+        missed = limit - slack[caught_n:] + rng.normal(0.0, sd, missed_n)
+        assert caught_limit(caught, missed) == pytest.approx(limit, abs=sd / 3), (caught_n, missed_n)
+    assert caught.min() < limit - 2 * sd  # the least read: what the head switch was taken from
+    assert caught_limit([2e-3, 1e-3], []) == 1e-3  # no missed read: the least caught one
+    with pytest.raises(ValueError, match="caught"):
+        caught_limit([], [1e-3])
+
+
+def _least_caught_miss_s(params, gap_s: float) -> float:
+    """The least time of a one-block read a few blocks after the last one, on its track, that the drive
+    reads from the media and catches at once (DriveSession, the forward strides one by one, a fresh
+    session each): the same-track floor, found without the harness."""
+    from diskmodel.model.simulator.session import DriveSession
+    from diskmodel.model.simulator.state import HitKind
+
+    first = int(params.layout.total_blocks * 0.3)
+    times = []
+    for stride in range(1, 120):
+        session = DriveSession(params)
+        done = session.serve(False, first, 1, 0.0).completion_s
+        served = session.serve(False, first + stride, 1, done + gap_s)
+        if served.hit == HitKind.MEDIA and served.service_s < 0.5 * params.rotation_period_s:
+            times.append(served.service_s)
+    return min(times)
+
+
+def test_same_track_floor_where_a_caught_miss_is_faster_than_a_hit():
+    """atlas10k reads ahead, and a buffer hit (its overhead and a block at the interface's 99 us) takes
+    longer than a caught miss. The forward strides, doubled from the hits, stepped over the one stride
+    whose miss loses a revolution (the next block past the read-ahead's reach); the floor was then a hit's
+    time, 70 us above a miss's, and the head switch, measured against it, 34-73 % short. Now the stride
+    that loses a revolution is looked for below the first past the hits: the floor is a miss's (measured),
+    within two blocks' passage of the least caught miss the simulation gives at the host's median gap."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.calibrate.harness.mechanics import MEASURED, measure_buffer, measure_rotation
+    from diskmodel.calibrate.harness.meter import Meter
+
+    params = _params("atlas10k")
+    reference = _least_caught_miss_s(params, 80e-6)
+    for seed in (0, 1):
+        meter = Meter(ParametersDisk(params, seed=seed), budget_s=60.0)
+        rng = np.random.default_rng(seed)
+        buffer = measure_buffer(meter, rng)
+        assert buffer.hit_s > reference + 50e-6  # a hit is slower than a caught miss
+        rotation = measure_rotation(meter, rng, budget_s=5.4, buffer=buffer,
+                                    rate_at=lambda o: np.full(np.size(o), 512 / 18e-6))
+        assert rotation.overhead_status == MEASURED, rotation.detail
+        assert rotation.overhead_s == pytest.approx(reference, abs=2 * rotation.block_transfer_s), seed
+
+
+# drive: how many of six seeds must come within the issue's 10 % (each with its median within it too)
+HEAD_SWITCH_SEEDS = {"hp_c2247a": 6, "wd800bd": 6, "atlas_III": 5, "barracuda": 4, "atlas10k": 3}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drive", list(HEAD_SWITCH_SEEDS))
+def test_head_switch_at_six_seeds(drive):
+    """The head switch of a full 120 s calibration on the emulator's timing (host gaps of 60-100 us,
+    timer noise of 20 us), seeds 0-5, against the drive's own parameter. With the least read after a
+    head switch less the least same-track read, every drive here came short at every seed (median
+    errors -12 % hp_c2247a, -26 % atlas_III, -35 % barracuda, -56 % atlas10k). Now the median is
+    within 10 % and at least the stated number of seeds of six are (atlas10k's head switch is 9 blocks'
+    passage, barracuda's 2: a block's quantum and the noise are a large part of them)."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params(drive)
+    truth = drive_truth(params)
+    errors = []
+    for seed in range(6):
+        result = calibrate(ParametersDisk(params, seed=seed), budget_s=120.0, seed=seed, progress=False)
+        row = {r["quantity"]: r for r in emulation_errors(truth, result)}["head_switch_s"]
+        errors.append(np.inf if row["error"] is None else row["error"])
+    errors = np.asarray(errors)
+    assert np.sum(np.abs(errors) <= 0.10) >= HEAD_SWITCH_SEEDS[drive], errors
+    assert abs(np.median(errors)) <= 0.10, errors
+
+
+@pytest.mark.slow
+def test_nas_5900_head_switch_at_six_seeds():
+    """The reference family's nas_5900 (host gap jitter 200 us, 1 % outliers; its own simulator, not
+    diskmodel's), seeds 0-5: the head switch within the issue's 10 % at every seed. With the least
+    read after a head switch less the least same-track read it was not visible at one seed of six
+    (the recovery test of the family calibrates seed 1 only)."""
+    from diskmodel.calibrate.harness.measure import calibrate
+    from diskmodel.calibrate.harness.reference import calibration_errors, reference_drive
+
+    errors = []
+    for seed in range(6):
+        drive = reference_drive("nas_5900", seed=seed)
+        result = calibrate(drive, budget_s=120.0, seed=seed, progress=False, writer=drive)
+        error = calibration_errors(drive, result)["head_switch"]
+        errors.append(np.inf if error is None else error)
+    assert np.all(np.abs(errors) <= 0.10), errors
