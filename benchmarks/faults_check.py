@@ -2,7 +2,7 @@
 
     python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate,...]
         [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--jobs N] [--time-limit-s S] [--keep-going]
-        [--merge-into benchmarks/results/faults_check.json]
+        [--merge-into benchmarks/results/faults_check.json [--top-up]]
 
 The cells and the method are tests/_faults.py's (its module docstring holds
 them): a real ``diskmodel`` run is caught at a phase (a wrapper around the
@@ -31,7 +31,11 @@ the load average seen during the run (sampled each minute). With
 ``--merge-into ARTIFACT`` the cells this run does not re-run are kept from an
 earlier artifact (with their own dates, commits and repeats), so that one
 subcommand's cells can be re-run many times without losing the others'; the
-figures then count every cell of the merged artifact.
+figures then count every cell of the merged artifact. With ``--top-up`` as
+well, a cell the earlier artifact holds is run only as many more times as it
+takes to reach ``--repeats``, its earlier trials counted with this run's,
+where the code under test (calibrate/, tests/_faults.py, tests/_helpers.py) is
+the same at the earlier cell's commit as here (else the cell starts afresh).
 """
 from __future__ import annotations
 
@@ -97,6 +101,17 @@ def earlier_cells(path: Path) -> dict[str, dict]:
             for key, cell in document["details"]["cells"].items()}
 
 
+#: What a trial tests and how: a cell's earlier trials count towards --top-up only where these are unchanged.
+CODE_UNDER_TEST = ("calibrate", "tests/_faults.py", "tests/_helpers.py")
+
+
+def same_code_as(commit: str | None) -> bool:
+    """Whether the code under test here (the working tree) is that of *commit* (git diff, no output)."""
+    if not commit:
+        return False
+    return _git("diff", "--quiet", commit, "--", *CODE_UNDER_TEST) is not None
+
+
 def by_subcommand(cells: dict[str, dict]) -> dict[str, dict]:
     """{subcommand: {cells, trials, clean}} of cells keyed SUBCOMMAND-PHASE-SIGNAL."""
     out: dict[str, dict] = {}
@@ -147,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an earlier faults_check artifact whose cells this run does not re-run are kept (each "
                         "with the date, commit and repeats it ran at; the re-run ones are replaced), the figures "
                         "then counting every cell (default: this run's cells alone)")
+    p.add_argument("--top-up", action="store_true",
+                   help="with --merge-into: run each cell only until it has --repeats trials, counting the "
+                        "earlier artifact's trials of it where the code under test (calibrate/, "
+                        "tests/_faults.py, tests/_helpers.py) is unchanged since (default: --repeats afresh)")
     add_results_dir_option(p)
     return p
 
@@ -167,6 +186,8 @@ def main(argv=None) -> int:
         if unknown or not wanted:
             parser.error(f"--cells: no such cell among those selected: {', '.join(sorted(unknown)) or '(none given)'}")
         cells = [c for c in cells if f"{c[0]}-{c[1]}-{c[2].name}" in wanted]
+    if args.top_up and args.merge_into is None:
+        parser.error("--top-up needs --merge-into (the artifact whose trials it tops up)")
     try:
         earlier = earlier_cells(args.merge_into) if args.merge_into is not None else {}
     except ValueError as exc:
@@ -175,12 +196,21 @@ def main(argv=None) -> int:
     commit = (_git("rev-parse", "HEAD") or "").strip() or None
     counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": [], "date_utc": started,
                                     "git_commit": commit, "repeats": args.repeats} for s, p, g in cells}
+    needed = {key: args.repeats for key in counts}
+    if args.top_up:
+        for key, cell in earlier.items():
+            if key in counts and same_code_as(cell.get("git_commit")):
+                counts[key].update(trials=cell["trials"], passed=cell["passed"], problems=list(cell["problems"]),
+                                   date_utc=cell.get("date_utc"), topped_up_utc=started)
+                needed[key] = max(0, args.repeats - cell["trials"])
+    ran = {"trials": 0, "passed": 0}
     load = LoadSampler()
     load.start()
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
     order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
              else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
+    order = [(rep, cell) for rep, cell in order if rep < needed[f"{cell[0]}-{cell[1]}-{cell[2].name}"]]
     lock, realtime_lock = threading.Lock(), threading.Lock()
     stopped: list[str] = []
 
@@ -202,7 +232,9 @@ def main(argv=None) -> int:
             c = counts[key]
             c["trials"] += 1
             c["passed"] += not problems
-            print(f"{key} #{rep + 1}: {'ok' if not problems else 'FAILED'} "
+            ran["trials"] += 1
+            ran["passed"] += not problems
+            print(f"{key} #{c['trials']}: {'ok' if not problems else 'FAILED'} "
                   f"({time.monotonic() - t0:.0f} s)", flush=True)
             if problems:
                 c["problems"].append(problems[:6])
@@ -221,7 +253,7 @@ def main(argv=None) -> int:
         wall_s = time.monotonic() - t0
         load_seen = load.stop()
     stopped = stopped[0] if stopped else None
-    ran_trials, ran_passed = sum(c["trials"] for c in counts.values()), sum(c["passed"] for c in counts.values())
+    ran_trials, ran_passed = ran["trials"], ran["passed"]
     kept = {k: c for k, c in earlier.items() if k not in counts}
     counts = {**kept, **counts}
     trials = sum(c["trials"] for c in counts.values())
@@ -242,6 +274,10 @@ def main(argv=None) -> int:
     if kept:
         notes.append(f"{len(kept)} cells kept from {args.merge_into} (not re-run: each with its own date, "
                      f"commit and repeats); {len(cells)} cells run here, {ran_passed} of {ran_trials} trials clean")
+    topped = [k for k, c in counts.items() if "topped_up_utc" in c]
+    if topped:
+        notes.append(f"--top-up: {len(topped)} cells' earlier trials counted with this run's (the code under test "
+                     f"unchanged since)")
     if ran_passed < ran_trials:
         notes.append(f"failing trials' folders kept under {root}")
     else:
