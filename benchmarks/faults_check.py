@@ -27,7 +27,8 @@ Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
 share of trials that left nothing and said so (headline), the trial count,
 and per cell the trials run and passed, the first problems seen, and the date
 and commit the cell ran at; per subcommand the cells, trials and clean trials;
-the load average seen during the run (sampled each minute). With
+the load average seen during the run (sampled each minute); the runs that made
+it (date, commit, subcommands, trials, wall time, load). With
 ``--merge-into ARTIFACT`` the cells this run does not re-run are kept from an
 earlier artifact (with their own dates, commits and repeats), so that one
 subcommand's cells can be re-run many times without losing the others'; the
@@ -84,9 +85,10 @@ def _positive(kind):
     return parse
 
 
-def earlier_cells(path: Path) -> dict[str, dict]:
+def earlier_cells(path: Path) -> tuple[dict[str, dict], list[dict]]:
     """The cells of an earlier faults_check artifact, each with the date (UTC), commit and repeats it ran at
-    (a cell that has none of its own takes its artifact's); ValueError in one line naming *path*."""
+    (a cell that has none of its own takes its artifact's), and the runs that made it (:func:`main`'s
+    records; one made from its top level where it has none); ValueError in one line naming *path*."""
     try:
         document = check_artifact(json.loads(path.read_text()), str(path))
     except OSError as exc:
@@ -95,10 +97,20 @@ def earlier_cells(path: Path) -> dict[str, dict]:
         raise ValueError(f"--merge-into {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
     if document["benchmark"] != "faults_check" or not isinstance(document["details"].get("cells"), dict):
         raise ValueError(f"--merge-into {path}: not a faults_check artifact with cells")
-    env, options = document["environment"], document["options"]
-    return {key: {"date_utc": env.get("date_utc"), "git_commit": env.get("git_commit"),
-                  "repeats": options.get("repeats"), **cell}
-            for key, cell in document["details"]["cells"].items()}
+    env, options, details = document["environment"], document["options"], document["details"]
+    cells = {key: {"date_utc": env.get("date_utc"), "git_commit": env.get("git_commit"),
+                   "repeats": options.get("repeats"), **cell} for key, cell in details["cells"].items()}
+    runs = details.get("runs")
+    if runs is None:
+        ran = {k: c for k, c in cells.items() if k.split("-", 1)[0] in options.get("subcommands", ())}
+        first = min(ran.values(), key=lambda c: c["date_utc"] or "", default={})   # when the run began
+        runs = [{"date_utc": first.get("date_utc"), "git_commit": first.get("git_commit"),
+                 "subcommands": options.get("subcommands"), "cells": len(ran),
+                 "trials": sum(c["trials"] for c in ran.values()), "clean": sum(c["passed"] for c in ran.values()),
+                 "repeats": options.get("repeats"), "jobs": options.get("jobs"),
+                 "wall_s": round(document["figures"]["wall_s"]["value"]),
+                 "load_average_1min": details.get("load_average_1min", env.get("load_average"))}]
+    return cells, runs
 
 
 #: What a trial tests and how: a cell's earlier trials count towards --top-up only where these are unchanged.
@@ -189,7 +201,7 @@ def main(argv=None) -> int:
     if args.top_up and args.merge_into is None:
         parser.error("--top-up needs --merge-into (the artifact whose trials it tops up)")
     try:
-        earlier = earlier_cells(args.merge_into) if args.merge_into is not None else {}
+        earlier, runs = earlier_cells(args.merge_into) if args.merge_into is not None else ({}, [])
     except ValueError as exc:
         parser.error(str(exc))
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -282,7 +294,11 @@ def main(argv=None) -> int:
         notes.append(f"failing trials' folders kept under {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    details = {"cells": counts, "subcommands": by_subcommand(counts), "load_average_1min": load_seen}
+    runs.append({"date_utc": started, "git_commit": commit, "subcommands": args.subcommands, "cells": len(cells),
+                 "trials": ran_trials, "clean": ran_passed, "repeats": args.repeats, "jobs": args.jobs,
+                 "wall_s": round(wall_s), "load_average_1min": load_seen})
+    details = {"cells": counts, "subcommands": by_subcommand(counts), "load_average_1min": load_seen,
+               "runs": runs}
     write_result("faults_check", figures, options=options_of(parser, args), details=details, notes=notes,
                  results_dir=args.results_dir)
     print(f"trials_clean (this run): {ran_passed} of {ran_trials}; all cells: {passed} of {trials}, "
