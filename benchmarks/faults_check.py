@@ -2,6 +2,7 @@
 
     python benchmarks/faults_check.py [--repeats 20] [--subcommands postmark,bench,calibrate,emulate,...]
         [--signals SIGINT,SIGTERM,SIGHUP,SIGQUIT,SIGKILL] [--jobs N] [--time-limit-s S] [--keep-going]
+        [--merge-into benchmarks/results/faults_check.json [--top-up]]
 
 The cells and the method are tests/_faults.py's (its module docstring holds
 them): a real ``diskmodel`` run is caught at a phase (a wrapper around the
@@ -24,13 +25,26 @@ for the emulated drive (emulate, postmark_emulate, bench_emulate) nbdkit with it
 nbdfuse and /dev/fuse, for trace record blktrace. The realtime cells run one at a time.
 Writes ``benchmarks/results/faults_check.json`` (see ``_artifact.py``): the
 share of trials that left nothing and said so (headline), the trial count,
-and per cell the trials run and passed and the first problems seen.
+and per cell the trials run and passed, the first problems seen, and the date
+and commit the cell ran at; per subcommand the cells, trials and clean trials;
+the load average seen during the run (sampled each minute); the runs that made
+it (date, commit, subcommands, trials, wall time, load). With
+``--merge-into ARTIFACT`` the cells this run does not re-run are kept from an
+earlier artifact (with their own dates, commits and repeats), so that one
+subcommand's cells can be re-run many times without losing the others'; the
+figures then count every cell of the merged artifact. With ``--top-up`` as
+well, a cell the earlier artifact holds is run only as many more times as it
+takes to reach ``--repeats``, its earlier trials counted with this run's,
+where the code under test (calibrate/, tests/_faults.py, tests/_helpers.py) is
+the same at the earlier cell's commit as here (else the cell starts afresh).
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
 import contextlib
+import datetime as dt
+import json
 import os
 import shutil
 import signal
@@ -43,7 +57,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import (_git, add_results_dir_option, check_artifact, figure, options_of,  # noqa: E402
+                       write_result)
 
 import _faults  # noqa: E402
 
@@ -70,6 +85,74 @@ def _positive(kind):
     return parse
 
 
+def earlier_cells(path: Path) -> tuple[dict[str, dict], list[dict]]:
+    """The cells of an earlier faults_check artifact, each with the date (UTC), commit and repeats it ran at
+    (a cell that has none of its own takes its artifact's), and the runs that made it (:func:`main`'s
+    records; one made from its top level where it has none); ValueError in one line naming *path*."""
+    try:
+        document = check_artifact(json.loads(path.read_text()), str(path))
+    except OSError as exc:
+        raise ValueError(f"--merge-into {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--merge-into {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if document["benchmark"] != "faults_check" or not isinstance(document["details"].get("cells"), dict):
+        raise ValueError(f"--merge-into {path}: not a faults_check artifact with cells")
+    env, options, details = document["environment"], document["options"], document["details"]
+    cells = {key: {"date_utc": env.get("date_utc"), "git_commit": env.get("git_commit"),
+                   "repeats": options.get("repeats"), **cell} for key, cell in details["cells"].items()}
+    runs = details.get("runs")
+    if runs is None:
+        ran = {k: c for k, c in cells.items() if k.split("-", 1)[0] in options.get("subcommands", ())}
+        first = min(ran.values(), key=lambda c: c["date_utc"] or "", default={})   # when the run began
+        runs = [{"date_utc": first.get("date_utc"), "git_commit": first.get("git_commit"),
+                 "subcommands": options.get("subcommands"), "cells": len(ran),
+                 "trials": sum(c["trials"] for c in ran.values()), "clean": sum(c["passed"] for c in ran.values()),
+                 "repeats": options.get("repeats"), "jobs": options.get("jobs"),
+                 "wall_s": round(document["figures"]["wall_s"]["value"]),
+                 "load_average_1min": details.get("load_average_1min", env.get("load_average"))}]
+    return cells, runs
+
+
+#: What a trial tests and how: a cell's earlier trials count towards --top-up only where these are unchanged.
+CODE_UNDER_TEST = ("calibrate", "tests/_faults.py", "tests/_helpers.py")
+
+
+def same_code_as(commit: str | None) -> bool:
+    """Whether the code under test here (the working tree) is that of *commit* (git diff, no output)."""
+    if not commit:
+        return False
+    return _git("diff", "--quiet", commit, "--", *CODE_UNDER_TEST) is not None
+
+
+def by_subcommand(cells: dict[str, dict]) -> dict[str, dict]:
+    """{subcommand: {cells, trials, clean}} of cells keyed SUBCOMMAND-PHASE-SIGNAL."""
+    out: dict[str, dict] = {}
+    for key, cell in cells.items():
+        sub = out.setdefault(key.split("-", 1)[0], {"cells": 0, "trials": 0, "clean": 0})
+        sub["cells"] += 1
+        sub["trials"] += cell["trials"]
+        sub["clean"] += cell["passed"]
+    return out
+
+
+class LoadSampler(threading.Thread):
+    """The 1-minute load average, sampled every *every_s* seconds until :meth:`stop`."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        super().__init__(daemon=True)
+        self.every_s, self.samples, self._done = every_s, [os.getloadavg()[0]], threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.every_s):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict:
+        self._done.set()
+        self.samples.append(os.getloadavg()[0])
+        return {"min": round(min(self.samples), 2), "max": round(max(self.samples), 2),
+                "mean": round(sum(self.samples) / len(self.samples), 2), "samples": len(self.samples)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=_positive(int), default=20, help="trials per cell (default 20)")
@@ -87,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit-s", type=_positive(float), default=None,
                    help="stop starting trials after this long [s] (default: none)")
     p.add_argument("--keep-going", action="store_true", help="go on after a failing trial (default: stop)")
+    p.add_argument("--merge-into", type=Path, default=None, metavar="ARTIFACT",
+                   help="an earlier faults_check artifact whose cells this run does not re-run are kept (each "
+                        "with the date, commit and repeats it ran at; the re-run ones are replaced), the figures "
+                        "then counting every cell (default: this run's cells alone)")
+    p.add_argument("--top-up", action="store_true",
+                   help="with --merge-into: run each cell only until it has --repeats trials, counting the "
+                        "earlier artifact's trials of it where the code under test (calibrate/, "
+                        "tests/_faults.py, tests/_helpers.py) is unchanged since (default: --repeats afresh)")
     add_results_dir_option(p)
     return p
 
@@ -107,11 +198,31 @@ def main(argv=None) -> int:
         if unknown or not wanted:
             parser.error(f"--cells: no such cell among those selected: {', '.join(sorted(unknown)) or '(none given)'}")
         cells = [c for c in cells if f"{c[0]}-{c[1]}-{c[2].name}" in wanted]
-    counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": []} for s, p, g in cells}
+    if args.top_up and args.merge_into is None:
+        parser.error("--top-up needs --merge-into (the artifact whose trials it tops up)")
+    try:
+        earlier, runs = earlier_cells(args.merge_into) if args.merge_into is not None else ({}, [])
+    except ValueError as exc:
+        parser.error(str(exc))
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    commit = (_git("rev-parse", "HEAD") or "").strip() or None
+    counts = {f"{s}-{p}-{g.name}": {"trials": 0, "passed": 0, "problems": [], "date_utc": started,
+                                    "git_commit": commit, "repeats": args.repeats} for s, p, g in cells}
+    needed = {key: args.repeats for key in counts}
+    if args.top_up:
+        for key, cell in earlier.items():
+            if key in counts and same_code_as(cell.get("git_commit")):
+                counts[key].update(trials=cell["trials"], passed=cell["passed"], problems=list(cell["problems"]),
+                                   date_utc=cell.get("date_utc"), topped_up_utc=started)
+                needed[key] = max(0, args.repeats - cell["trials"])
+    ran = {"trials": 0, "passed": 0}
+    load = LoadSampler()
+    load.start()
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="diskmodel-faults-"))
     order = ([(rep, cell) for cell in cells for rep in range(args.repeats)] if args.by_cell
              else [(rep, cell) for rep in range(args.repeats) for cell in cells])   # round-robin over the cells
+    order = [(rep, cell) for rep, cell in order if rep < needed[f"{cell[0]}-{cell[1]}-{cell[2].name}"]]
     lock, realtime_lock = threading.Lock(), threading.Lock()
     stopped: list[str] = []
 
@@ -133,7 +244,9 @@ def main(argv=None) -> int:
             c = counts[key]
             c["trials"] += 1
             c["passed"] += not problems
-            print(f"{key} #{rep + 1}: {'ok' if not problems else 'FAILED'} "
+            ran["trials"] += 1
+            ran["passed"] += not problems
+            print(f"{key} #{c['trials']}: {'ok' if not problems else 'FAILED'} "
                   f"({time.monotonic() - t0:.0f} s)", flush=True)
             if problems:
                 c["problems"].append(problems[:6])
@@ -150,30 +263,50 @@ def main(argv=None) -> int:
                 future.result()
     finally:
         wall_s = time.monotonic() - t0
+        load_seen = load.stop()
     stopped = stopped[0] if stopped else None
+    ran_trials, ran_passed = ran["trials"], ran["passed"]
+    kept = {k: c for k, c in earlier.items() if k not in counts}
+    counts = {**kept, **counts}
     trials = sum(c["trials"] for c in counts.values())
     passed = sum(c["passed"] for c in counts.values())
-    full = [k for k, c in counts.items() if c["trials"] >= args.repeats and c["passed"] == c["trials"]]
+    full = [k for k, c in counts.items() if c["trials"] >= c["repeats"] and c["passed"] == c["trials"]]
     figures = {
         "trials_clean_pct": figure(100.0 * passed / trials if trials else None, "%",
                                    "trials that said so and left nothing (signal at a phase, or SIGKILL "
                                    "then cleanup)", decimals=1, headline=True),
         "trials": figure(trials, "count", "trials run", decimals=0),
         "cells_clean_at_full_repeats": figure(len(full), "count",
-                                              f"cells with all of --repeats trials clean, of {len(cells)}",
+                                              f"cells with all of their repeats clean, of {len(counts)}",
                                               decimals=0),
-        "wall_s": figure(wall_s, "s", f"wall time of the whole matrix ({args.jobs} trial(s) at a time)",
+        "wall_s": figure(wall_s, "s", f"wall time of this run's trials ({args.jobs} at a time)",
                          decimals=0),
     }
     notes = [stopped] if stopped else []
-    if any(c["problems"] for c in counts.values()):
+    if kept:
+        notes.append(f"{len(kept)} cells kept from {args.merge_into} (not re-run: each with its own date, "
+                     f"commit and repeats); {len(cells)} cells run here, {ran_passed} of {ran_trials} trials clean")
+    topped = [k for k, c in counts.items() if "topped_up_utc" in c]
+    if topped:
+        notes.append(f"--top-up: {len(topped)} cells' earlier trials counted with this run's (the code under test "
+                     f"unchanged since)")
+    if ran_passed < ran_trials:
         notes.append(f"failing trials' folders kept under {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    write_result("faults_check", figures, options=options_of(parser, args), details={"cells": counts},
-                 notes=notes, results_dir=args.results_dir)
-    print(f"trials_clean: {passed} of {trials}; cells clean at {args.repeats} trials: {len(full)} of {len(cells)}")
-    return 0 if passed == trials and not stopped else 1
+    runs.append({"date_utc": started, "git_commit": commit, "subcommands": args.subcommands, "cells": len(cells),
+                 "trials": ran_trials, "clean": ran_passed, "repeats": args.repeats, "jobs": args.jobs,
+                 "wall_s": round(wall_s), "load_average_1min": load_seen})
+    details = {"cells": counts, "subcommands": by_subcommand(counts), "load_average_1min": load_seen,
+               "runs": runs}
+    write_result("faults_check", figures, options=options_of(parser, args), details=details, notes=notes,
+                 results_dir=args.results_dir)
+    print(f"trials_clean (this run): {ran_passed} of {ran_trials}; all cells: {passed} of {trials}, "
+          f"{len(full)} of {len(counts)} cells clean at their repeats; load average {load_seen['min']:g}-"
+          f"{load_seen['max']:g}")
+    for sub, c in by_subcommand(counts).items():
+        print(f"  {sub}: {c['cells']} cells, {c['clean']} of {c['trials']} trials clean")
+    return 0 if ran_passed == ran_trials and not stopped else 1
 
 
 if __name__ == "__main__":
