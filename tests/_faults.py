@@ -243,10 +243,19 @@ def threads_not_back(before: dict, after: dict) -> list[str]:
 def left_behind(trial: "Trial", pid: int) -> list[str]:
     """What the run left on the system (empty: nothing)."""
     left = [f"loop device {ln}" for ln in loops_over(trial.folder)]
-    # a loop device over a device the run made (the stack's partition over the emulated drive's loop device)
+    # a loop device over a device the run made (the stack's partition over the emulated drive's loop device),
+    # where that device is still the run's: a device the run detached may since serve another run (a cell
+    # beside this one, another user of the host) under the same name, and the loop devices over it are theirs
     listing = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
-    left += [f"loop device {ln}" for ln in listing.splitlines()
-             if len(ln.split()) == 2 and ln.split()[1] in trial.devices_seen]
+    backing = dict(ln.split(None, 1) for ln in listing.splitlines() if len(ln.split(None, 1)) == 2)
+
+    def the_runs(device: str, depth: int = 0) -> bool:
+        file = backing.get(device, "")
+        return (str(trial.folder) in file or ("/diskmodel-run-" in file and f"-{pid}-" in file)
+                or (file in backing and depth < 8 and the_runs(file, depth + 1)))
+
+    left += [f"loop device {name} {file}" for name, file in backing.items()
+             if file in trial.devices_seen and the_runs(file)]
     left += [f"mount {ln}" for ln in mounts_of(trial.folder, pid)]
     left += [f"cgroup {p}" for p in cgroups_of(pid)]
     left += [f"run folder {p}" for p in run_folders(pid)]

@@ -18,12 +18,14 @@ files), that nothing is left.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -97,6 +99,61 @@ _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
           for sub, phases in _faults.PHASES.items() for phase in phases for sig in _faults.CELL_SIGNALS[sub]]
 
 
+#: Cells run at a time, as benchmarks/faults_check.py --jobs 2 runs them (its realtime cells one at a time): a
+#: cell mostly waits (a wrapper's pause, a teardown's checks), and another cell's start-up fills the wait.
+MATRIX_JOBS = 2
+
+
+def _run_trials(folder: Path, subcommand: str, phase: str, signum: int) -> list[str]:
+    failures = []
+    for trial in range(_faults.repeats()):
+        problems = _faults.run_cell(folder / f"t{trial}", subcommand, phase, signum)
+        if problems:
+            failures.append(f"trial {trial}: " + "\n  ".join(problems))
+    return failures
+
+
+class _MatrixCells:
+    """The cells of the matrix tests that come next in the session, run :data:`MATRIX_JOBS` at a time from the
+    first one's start; each test then takes its own cell's result. Only a run of consecutive matrix tests is
+    started ahead (no other test runs beside a cell), and only cells whose tools are there (a test that
+    skips or fails for a missing tool starts nothing)."""
+
+    def __init__(self, tmp_path_factory) -> None:
+        self.pool = concurrent.futures.ThreadPoolExecutor(MATRIX_JOBS)
+        self.realtime = threading.Lock()   # the realtime cells one at a time: each checks the kernel threads
+        self.factory, self.futures = tmp_path_factory, {}
+
+    def _cell(self, folder: Path, subcommand: str, phase: str, signum: int) -> list[str]:
+        with self.realtime if phase == "realtime" else contextlib.nullcontext():
+            return _run_trials(folder, subcommand, phase, signum)
+
+    def result(self, item) -> list[str]:
+        if item.nodeid not in self.futures:
+            items = item.session.items
+            for later in items[items.index(item):]:
+                if getattr(later, "originalname", None) != item.originalname:
+                    break
+                params = later.callspec.params
+                try:
+                    _require_cell(params["subcommand"])
+                except (pytest.skip.Exception, pytest.fail.Exception):
+                    continue
+                if params["subcommand"] in _faults.EMULATING:
+                    _faults.flat_calibration()   # made once, here, not by two cells at once
+                folder = self.factory.mktemp("cell")
+                self.futures[later.nodeid] = self.pool.submit(self._cell, folder, params["subcommand"],
+                                                              params["phase"], params["signum"])
+        return self.futures.pop(item.nodeid).result()
+
+
+@pytest.fixture(scope="module")
+def matrix_cells(tmp_path_factory):
+    cells = _MatrixCells(tmp_path_factory)
+    yield cells
+    cells.pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 # CI runs SIGKILL and one caught signal at each phase, the caught signal taken in turn (one handler
@@ -104,16 +161,13 @@ _CELLS = [pytest.param(sub, phase, sig, id=f"{sub}-{phase}-{sig.name}")
 # `pytest -m soak` runs the others
 @pytest.mark.parametrize("subcommand, phase, signum", one_in_turn(_CELLS, lambda v: v[:2],
                                                                   lambda v: v[2] in _faults.CAUGHT_SIGNALS))
-def test_a_signal_at_each_phase_of_each_subcommand_leaves_nothing(tmp_path, subcommand, phase, signum):
+def test_a_signal_at_each_phase_of_each_subcommand_leaves_nothing(request, matrix_cells, subcommand, phase, signum):
     """SIGINT, SIGTERM, SIGHUP, SIGQUIT (torn down by the run) and SIGKILL (then ``diskmodel cleanup``) at
     each phase of postmark, bench and calibrate, and SIGINT and SIGKILL at each phase of an emulated drive:
-    $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py runs the matrix 20 times a cell)."""
+    $DISKMODEL_FAULT_REPEATS times (benchmarks/faults_check.py runs the matrix 20 times a cell); the cells
+    :data:`MATRIX_JOBS` at a time (:class:`_MatrixCells`)."""
     _require_cell(subcommand)
-    failures = []
-    for trial in range(_faults.repeats()):
-        problems = _faults.run_cell(tmp_path / f"t{trial}", subcommand, phase, signum)
-        if problems:
-            failures.append(f"trial {trial}: " + "\n  ".join(problems))
+    failures = matrix_cells.result(request.node)
     assert failures == [], "\n".join(failures)
 
 
@@ -539,3 +593,40 @@ def test_sigint_while_nbdfuse_is_still_starting_leaves_no_fuse_mount(tmp_path):
     assert mounts == [], mounts
     assert "left behind" not in err.decode(), err.decode()
     assert not list(run_dir.glob("*.json")), "the run's state file was left"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_leak_check_tells_a_runs_device_from_another_attached_under_its_name_since(tmp_path):
+    """A loop device over a device the run made is the run's leak while that device is still the run's (its
+    backing file in the trial's folder), and another's once the name serves another file (a cell beside it)."""
+    require_root()
+    require_tools("losetup")
+    trial = _faults.Trial(tmp_path / "t", "calibrate", "probe")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    attached = []
+
+    def attach(backing: str) -> str:
+        attached.append(subprocess.run(["losetup", "--find", "--show", backing], capture_output=True, text=True,
+                                       check=True).stdout.strip())
+        return attached[-1]
+
+    try:
+        for folder in (trial.folder, elsewhere):
+            image = folder / "drive.img"
+            image.write_bytes(b"\0" * (4 << 20))
+            under = attach(str(image))
+            over = attach(under)
+            trial.devices_seen = {under}
+            left = [x for x in _faults.left_behind(trial, -1) if "loop device" in x]
+            want = [f"loop device {under} ", f"loop device {over} {under}"] if folder == trial.folder else []
+            assert [x for x in want if not any(line.startswith(x) for line in left)] == [], left
+            if folder == elsewhere:
+                assert left == [], left
+            for device in reversed(attached):
+                subprocess.run(["losetup", "-d", device], check=True)
+            attached.clear()
+    finally:
+        for device in reversed(attached):
+            subprocess.run(["losetup", "-d", device], check=False)

@@ -19,10 +19,12 @@ a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent:
 teardown is named and unmounted before the device goes.
 
 Once a device is attached, its path's cost (loop, FUSE, nbdfuse, NBD and the
-plugin's own work) is measured with :data:`PROBE_READS` O_DIRECT reads of
-:data:`PROBE_BYTES` served :data:`PROBE_DELAY_S` after they reach the server:
-its cost at each size, read between the sizes for a request's, taken off every request's deadline from
-then on (:mod:`diskmodel.calibrate.emulate.server`).
+plugin's own work) is measured with O_DIRECT reads of :data:`PROBE_BYTES` served
+:data:`PROBE_DELAY_S` after they reach the server, each size read until its
+median is known to :data:`PROBE_TOLERANCE` of its cost (at most
+:data:`PROBE_READS` reads in all): its cost at each size, read between the
+sizes for a request's, taken off every request's deadline from then on
+(:mod:`diskmodel.calibrate.emulate.server`).
 
 Every command is an argument vector; nothing goes through a shell.
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import logging
 import mmap
 import os
@@ -59,8 +62,20 @@ PLUGIN = Path(__file__).resolve().with_name("_nbd_plugin.py")
 DEFAULT_REALTIME_PRIORITY = 40
 #: The lateness p99 above which a run warns that requests completed later than simulated [s].
 LATENESS_P99_BOUND_S = 0.5e-3
-#: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost (the first quarter warm it up).
+#: O_DIRECT reads (of :data:`PROBE_BYTES` in turn) that measure the path's cost at most (the first quarter of
+#: each size's warm it up).
 PROBE_READS = 250
+#: A size is read until the 95 % confidence interval of its median (distribution-free: between the order
+#: statistics the binomial law puts around it; Conover, Practical Nonparametric Statistics, 3rd ed., sec. 3.2) is
+#: within this fraction of the path's cost at that size either side, or :data:`PROBE_READS` are spent: a quiet
+#: host settles in a few reads a size, a busy one reads on as long as its noise needs. The fraction is about
+#: what the fixed count of reads this rule replaced gave on a busy host (docs/benchmarks.md, the emulated
+#: path's probe), so that the cost taken off is known as well as before and no worse where the host is loaded.
+PROBE_TOLERANCE = 0.05
+#: Reads of each size before its interval is first looked at (a quarter of them warm-up).
+PROBE_MIN_READS_PER_SIZE = 12
+#: The confidence of the median's interval :data:`PROBE_TOLERANCE` bounds.
+PROBE_CONFIDENCE = 0.95
 #: The sizes of the probe reads [bytes]: the path's cost grows with the bytes copied, not in proportion
 #: (a traced drive's requests are mostly 0.5-64 KiB), so it is measured at each and read between them.
 PROBE_BYTES = (512, 4096, 16384, 65536, 131072)
@@ -325,15 +340,60 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
     return device
 
 
+def _median_interval(n: int) -> tuple[int, int]:
+    """The ranks (0-based, ``(low, n - 1 - low)``) of the order statistics of *n* times that hold their
+    median with probability at least :data:`PROBE_CONFIDENCE`: the median lies between ranks l and u when B,
+    the count of times below it (Binomial(n, 1/2)), is from l + 1 to u, so ``low`` is the largest k with
+    P(B <= k) <= (1 - confidence) / 2, by the exact binomial sums (Conover, sec. 3.2); -1 where none is."""
+    tail = (1 - PROBE_CONFIDENCE) / 2 * 2 ** n
+    low, below = -1, 0
+    while low + 1 < n and below + math.comb(n, low + 1) <= tail:
+        below += math.comb(n, low + 1)
+        low += 1
+    return low, n - 1 - low
+
+
+def _probe_cost(seen: list[float]) -> tuple[float, float]:
+    """``(cost, half_width)`` of one size's probe times *seen*, in the order read: the
+    :data:`FIXED_COST_PERCENTILE` of the times after the first quarter (which warms the path up) less
+    :data:`PROBE_DELAY_S`, and half the width of the median's :func:`_median_interval` (infinite where the
+    times are too few to bound it)."""
+    kept = sorted(seen[len(seen) // 4:])
+    n = len(kept)
+    cost = max(kept[int(FIXED_COST_PERCENTILE / 100 * (n - 1))] - PROBE_DELAY_S, 0.0)
+    low, high = _median_interval(n)
+    return cost, (kept[high] - kept[low]) / 2 if low >= 0 else math.inf
+
+
+def _probe_settled(seen: list[float]) -> bool:
+    """Whether a size's probe times *seen* give its cost to :data:`PROBE_TOLERANCE` (see :func:`_probe_cost`)."""
+    if len(seen) < PROBE_MIN_READS_PER_SIZE:
+        return False
+    cost, half_width = _probe_cost(seen)
+    return half_width <= PROBE_TOLERANCE * cost
+
+
+def _probe_times(sizes: list[int], read) -> dict[int, list[float]]:
+    """Each size's probe times [s], ``read(size, i)`` timing the i-th read: the sizes not yet
+    :func:`_probe_settled` taken in turn, until none is left or :data:`PROBE_READS` reads are spent."""
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    i = 0
+    while i < PROBE_READS and (unsettled := [n for n in sizes if not _probe_settled(times[n])]):
+        for n in unsettled[:PROBE_READS - i]:
+            times[n].append(read(n, i))
+            i += 1
+    return times
+
+
 def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> dict:
     """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` and of the largest request the
-    kernel sends the device (taken in turn, each after
-    :data:`PROBE_GAP_S` of idle) served :data:`PROBE_DELAY_S` after they reach the server: the
-    :data:`FIXED_COST_PERCENTILE` of each size's times less that delay (the path copies each request's data
-    through FUSE and NBD). The server's control (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`):
-    ``path_cost_by_size``, ``fixed_cost_s`` (the cost read back to no bytes) and ``path_per_byte_s`` (the
-    slope from the smallest size to the largest). Read under SCHED_FIFO at *realtime_priority*, as the path
-    then serves."""
+    kernel sends the device (:func:`_probe_times`: each read after :data:`PROBE_GAP_S` of idle, until each
+    size's median is known to :data:`PROBE_TOLERANCE`) served :data:`PROBE_DELAY_S` after they reach the
+    server: the :data:`FIXED_COST_PERCENTILE` of each size's times less that delay (the path copies each
+    request's data through FUSE and NBD). The server's control
+    (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`): ``path_cost_by_size``, ``fixed_cost_s``
+    (the cost read back to no bytes) and ``path_per_byte_s`` (the slope from the smallest size to the
+    largest). Read under SCHED_FIFO at *realtime_priority*, as the path then serves."""
     from diskmodel.calibrate.emulate.server import path_cost_s, realtime
 
     from diskmodel.calibrate.harness.device import max_request_bytes
@@ -345,25 +405,25 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     largest = max_request_bytes(os.fstat(fd).st_rdev)
     sizes = [n for n in sorted(set(PROBE_BYTES) | ({largest} if largest else set())) if n <= capacity_bytes]
     buf = mmap.mmap(-1, max(sizes))
-    times: dict[int, list[float]] = {n: [] for n in sizes}
+    span = max(capacity_bytes // 4096 - max(sizes) // 4096, 1)
+
+    def read(n: int, i: int) -> float:
+        view = memoryview(buf)[:n]
+        try:
+            time.sleep(PROBE_GAP_S)
+            t = time.monotonic()
+            os.preadv(fd, [view], (i * 7919 % span) * 4096)
+            return time.monotonic() - t
+        finally:
+            view.release()
+
     try:
-        span = max(capacity_bytes // 4096 - max(sizes) // 4096, 1)
         with realtime(realtime_priority):
-            for i in range(PROBE_READS):
-                n = sizes[i % len(sizes)]
-                view = memoryview(buf)[:n]
-                time.sleep(PROBE_GAP_S)
-                t = time.monotonic()
-                os.preadv(fd, [view], (i * 7919 % span) * 4096)
-                times[n].append(time.monotonic() - t)
-                view.release()
+            times = _probe_times(sizes, read)
     finally:
         os.close(fd)
         buf.close()
-    cost = {}
-    for n, seen in times.items():
-        kept = sorted(seen[len(seen) // 4:])  # the first quarter warms the path up
-        cost[n] = max(kept[int(FIXED_COST_PERCENTILE / 100 * (len(kept) - 1))] - PROBE_DELAY_S, 0.0)
+    cost = {n: _probe_cost(seen)[0] for n, seen in times.items() if seen}
     small, large = min(cost), max(cost)
     if large == small:
         return {"fixed_cost_s": cost[small], "path_per_byte_s": 0.0}
