@@ -169,6 +169,40 @@ def test_a_state_file_without_pid_blocks_neither_postmark_nor_cleanup(tmp_path):
     assert res.stdout.count("no-pid.json") == 1, res.stdout
 
 
+# ---------------------------------------------------------------- a dead run's loop name, attached by another
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_cleanup_says_a_dead_runs_loop_device_was_gone_when_its_name_is_another_attachment_now(tmp_path):
+    """A dead run's loop device whose name another attachment holds now (its disk sequence number differs):
+    ``cleanup`` leaves that attachment alone and says the dead run's device was already gone, not "removed"
+    (which read as if it had detached another run's device)."""
+    require_root()
+    require_tools("losetup")
+    image = tmp_path / "other.img"
+    image.write_bytes(bytes(1 << 20))
+    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        seq = int(Path(f"/sys/block/{os.path.basename(device)}/diskseq").read_text())
+        run_dir = tmp_path / "run"
+        run_dir.mkdir(mode=0o700)
+        gone = tmp_path / "dead-run" / "nbd"
+        state = _record("dead-loop", _dead_pid(), [{"id": 0, "kind": "loop", "state": "created", "details": {
+            "device": device, "backing": str(gone), "offset_bytes": 0, "diskseq": seq - 1}}])
+        (run_dir / "dead-loop.json").write_text(json.dumps(state))
+        res = _diskmodel(["cleanup"], run_dir)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"  loop device {device} over {gone} at offset 0 bytes: already gone" in res.stdout.splitlines(), \
+            res.stdout
+        assert "removed loop device" not in res.stdout, res.stdout
+        assert str(image) in subprocess.run(["losetup", "--list", "--noheadings", "-O", "BACK-FILE", device],
+                                            capture_output=True, text=True).stdout
+        assert list(run_dir.glob("*.json")) == []
+    finally:
+        subprocess.run(["losetup", "-d", device], capture_output=True)
+
+
 # ---------------------------------------------------------------- a live run's scratch at a dead run's path
 
 _RUN_ON_SCRATCH = """

@@ -67,18 +67,8 @@ from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, ide
                                                    kill_processes_of_run, kill_strays_of_run, present, process_alive,
                                                    process_start_ticks, processes_of_run, undo_one)
 
-__all__ = [
-    "RUN_DIR_ENV",
-    "Run",
-    "cleanup",
-    "cleanup_cli",
-    "current_run",
-    "ensure_run",
-    "run_root",
-    "signals_blocked",
-    "signals_ignored",
-    "stale_runs",
-]
+__all__ = ["RUN_DIR_ENV", "Run", "cleanup", "cleanup_cli", "current_run", "ensure_run", "run_root", "signals_blocked",
+           "signals_ignored", "stale_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -495,9 +485,11 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                     res.state = "removed"   # a live run changed it too and puts it back to what it had
                     say(f"  {res.describe()}: a live run changed it too, and puts it back when it ends")
                     continue
+                # a loop device's or mount's name may be another's by now: say it was gone, not "removed"
+                gone = res.kind in ("loop", "mount") and present(res, foreign=True) is False
                 undo_one(res, foreign=True)
-                say(f"  removed {res.describe()}" if res.state == "removed"
-                    else f"  could not remove {res.describe()}: {res.note}")
+                done = f"  {res.describe()}: already gone" if gone else f"  removed {res.describe()}"
+                say(done if res.state == "removed" else f"  could not remove {res.describe()}: {res.note}")
     if alive or any(r.state != "removed" for r in todo):
         _save_left(run, say)
         return False
