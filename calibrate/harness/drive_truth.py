@@ -296,27 +296,16 @@ class ParametersDisk:
         if self.host_tail_share > 0:
             lo, hi = np.log(self.host_tail_s)
             gap = np.where(rng.random(n) < self.host_tail_share, np.exp(rng.uniform(lo, hi, n)), gap)
+        early = np.zeros(n)
         if self.path_early_s > 0 or self.path_early_jitter_s > 0:
             early = self.path_early_s + rng.uniform(-self.path_early_jitter_s, self.path_early_jitter_s, n)
-            return self._through_the_path(offs, length, gap, early, noise)
-        out = np.empty(n)
-        blocks = length // SECTOR_BYTES
-        piece = blocks if self.max_request_bytes is None else self.max_request_bytes // SECTOR_BYTES
-        for i, o in enumerate(offs.tolist()):
-            first = o // SECTOR_BYTES
-            arrival = self._clock_s + gap[i]
-            for at in range(first, first + blocks, piece):
-                served = self._session.serve(False, at, min(piece, first + blocks - at),
-                                             max(self._clock_s + (gap[i] if at > first else 0.0), arrival))
-                self._clock_s = served.completion_s
-            out[i] = self._clock_s - arrival
-        self.reads += n
-        return np.maximum(out + noise, 0.0)
+        return self._through_the_path(offs, length, gap, early, noise)
 
     def _through_the_path(self, offs, length, gap, early, noise) -> np.ndarray:
         """*offs* read as through the emulator: each reaches the drive ``gap - early`` after the last
         completed (waiting for it where that is earlier), timed from the host's submission, ``gap``
-        after the last completion."""
+        after the last completion. With ``early`` zero (no emulator's early reply), every read and each
+        piece of it reaches the drive ``gap`` after the last completion."""
         out = np.empty(offs.size)
         blocks = length // SECTOR_BYTES
         piece = blocks if self.max_request_bytes is None else self.max_request_bytes // SECTOR_BYTES
