@@ -66,6 +66,7 @@ from _stacks_tables import (HOST_STACKS, IMAGE_SIZES, NOT_RUN, NOTES, ORDERINGS,
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
 from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
 from diskmodel.calibrate.bench.memory_cgroup import drop_caches  # noqa: E402
+from diskmodel.calibrate.bench.ram_twin import RAM_CLOCK, TMPFS_CLOCK  # noqa: E402
 from diskmodel.calibrate.harness import devstate, runstate  # noqa: E402
 from diskmodel.model.predictions.block_workloads import FileCopy  # noqa: E402
 from diskmodel.calibrate.emulate.drives import model_drive  # noqa: E402
@@ -356,10 +357,6 @@ def run_vm(args, copy: FileCopy, say) -> list[dict]:
     return cells
 
 
-#: The clocks a VM cell's copy is put on (:func:`predicted_on_clocks`): the same copy on the guest's tmpfs
-#: just before (the application alone), and on a twin of the cell's stack over RAM disks just before (the
-#: application and the stack's kernel work: :mod:`diskmodel.calibrate.bench.ram_twin`).
-TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 
 
 def predicted_on_clocks(stack, copy: FileCopy, cell: dict) -> dict:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from diskmodel.calibrate.bench.ram_twin import RAM_CLOCK, TMPFS_CLOCK
 from diskmodel.calibrate.bench.steps import sh_word
 
 __all__ = ["Background", "PART_MARK", "calibrate_emulated", "guest_dm_cost_s", "guest_script", "model_check",
@@ -46,9 +47,6 @@ PACE_MARK = "DISKMODEL_PACE"
 #: The lines around each test's PostMark on the stack's twin over a RAM disk.
 RAM_MARK = "DISKMODEL_RAM"
 
-#: The clocks a run's operations are put on: the same PostMark on the guest's tmpfs (the application alone),
-#: and on the same stack over a RAM-backed disk (the application and the stack's kernel work).
-TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 
 #: File-system size of every layout's PostMark runs (the paper's stacks hold the same file system) [bytes].
 FS_SIZE_BYTES = 1 << 30

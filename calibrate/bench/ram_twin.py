@@ -20,9 +20,13 @@ from __future__ import annotations
 from diskmodel.calibrate.bench import provision as L
 from diskmodel.calibrate.bench.steps import sh_word
 
-__all__ = ["RAM_DIR", "disk_bytes", "ram_disks_preamble", "twin_script"]
+__all__ = ["RAM_CLOCK", "RAM_DIR", "TMPFS_CLOCK", "disk_bytes", "ram_disks_preamble", "twin_script"]
 
 MIB = 1 << 20
+#: The clocks a run in the guest is put on: the same workload on the guest's tmpfs just before (the
+#: application alone), and on a twin of its stack over RAM disks just before (the application and the
+#: stack's kernel work).
+TMPFS_CLOCK, RAM_CLOCK = "tmpfs", "stack on RAM"
 #: The guest's tmpfs holding the twin's disks.
 RAM_DIR = "/tmp/diskmodel-ram"
 #: Room on the tmpfs beyond the disks' own bytes (a limit, not a reservation: tmpfs takes pages as written).
@@ -70,7 +74,8 @@ def ram_disks_preamble(disks: dict[str, int], *, ram_dir: str = RAM_DIR) -> str:
 
 def twin_script(stack, body_of, *, per_disk: bool, preamble: str = "", ram_dir: str = RAM_DIR) -> str:
     """The ``sh`` script that builds *stack*'s twin over RAM disks, runs ``body_of(plan)`` (the body's
-    shell text, given the twin's :class:`~diskmodel.calibrate.bench.provision.StackPlan`) on it and tears it down (its EXIT trap).
+    shell text, given the twin's :class:`~diskmodel.calibrate.bench.provision.StackPlan`) on it and
+    tears it down (its EXIT trap).
 
     per_disk: each disk of the stack on a RAM disk of its own (as the VM's drives are,
     :func:`~diskmodel.calibrate.bench.provision.build_plan`'s ``disk_backings``); otherwise one RAM disk holds

@@ -13,7 +13,8 @@ group runs. So just before each cell's copy the same copy is run on the guest's 
 its times are the application's own pace at that moment, given to the model's workload for that
 cell (:func:`diskmodel.model.iopath.workloads_pace.paced`). Then the same copy runs on a twin of the
 cell's stack over RAM disks (:mod:`~diskmodel.calibrate.bench.ram_twin`): the application and the stack's
-own kernel work on the guest's emulated CPU, with no device time, a clock the cell can be put on too. A TCG guest on a shared host is also
+own kernel work on the guest's emulated CPU, with no device time, a clock the cell can be put on too.
+A TCG guest on a shared host is also
 preempted now and then for a large part of a step; the drives' request logs show those steps with
 the drives idle, so each step's time is the median of its repeats (and of the tmpfs copy's), not
 the mean: the mean follows the host's worst moments, the median the storage's own time.

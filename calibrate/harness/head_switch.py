@@ -51,8 +51,8 @@ import numpy as np
 
 from diskmodel.calibrate.harness.meter import chain
 
-__all__ = ["PeriodicKinds", "caught_limit", "wait_groups", "without_echoes", "visible_every", "periodic_kind", "track_runs",
-           "descending_by_position"]
+__all__ = ["PeriodicKinds", "caught_limit", "wait_groups", "without_echoes", "visible_every", "periodic_kind",
+           "track_runs", "descending_by_position"]
 
 
 @dataclass(frozen=True)
