@@ -148,6 +148,18 @@ def test_a_planted_tracer_record_makes_teardown_write_nothing_outside_the_tracer
     assert restore(planted).count("not a tracefs blk setting") == 3
 
 
+def test_the_ring_buffer_size_to_restore_is_read_also_before_the_kernel_has_expanded_it():
+    # A freshly booted kernel (6.x) reads "7 (expanded: 1408)" until a tracer first uses the buffer;
+    # recording that text made the restore refuse it as a planted value and the recording fail.
+    from diskmodel.calibrate.trace.ftrace_blk import _SETTINGS, _VALUES, buffer_kb_to_restore
+
+    assert buffer_kb_to_restore("7 (expanded: 1408)") == "1408"
+    assert buffer_kb_to_restore("16387\n") == "16387"
+    assert _SETTINGS.match("/sys/kernel/tracing/buffer_size_kb") and _VALUES.match(buffer_kb_to_restore("7 (expanded: 1408)"))
+    with pytest.raises(RuntimeError, match="buffer_size_kb reads 'x'"):
+        buffer_kb_to_restore("x")
+
+
 def test_replay_maps_the_trace_through_lvm_onto_the_disk():
     from diskmodel.calibrate.trace.replay import volume_streams
     from diskmodel.model.iopath import Stream

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from diskmodel.calibrate.harness import devstate
 
-__all__ = ["TRACEFS", "BlkTracer", "split_binary"]
+__all__ = ["TRACEFS", "BlkTracer", "buffer_kb_to_restore", "split_binary"]
 
 TRACEFS = Path("/sys/kernel/tracing")
 _HEADER_BYTES = 16
@@ -61,6 +61,24 @@ def split_binary(data: bytes) -> dict[int, bytearray]:
 
 def _read(path: Path) -> str:
     return path.read_text().strip()
+
+
+_UNEXPANDED = re.compile(r"^\d+ \(expanded: (\d+)\)$")
+
+
+def buffer_kb_to_restore(text: str) -> str:
+    """The per-CPU ring buffer size to put back, from what ``buffer_size_kb`` reads [KiB]: a number,
+    or, while the kernel has not yet allocated the buffer at its full size (until the first tracer
+    uses it), ``"7 (expanded: 1408)"``, whose size to come is the one to restore
+    (kernel/trace/trace.c, tracing_entries_read)."""
+    text = text.strip()
+    if text.isdigit():
+        return text
+    unexpanded = _UNEXPANDED.match(text)
+    if unexpanded:
+        return unexpanded.group(1)
+    raise RuntimeError(f"tracefs's buffer_size_kb reads {text!r}, neither a size nor an unexpanded one: "
+                       "the blk tracer is not started, since its size could not be put back")
 
 
 def _write(path: Path, value: str) -> None:
@@ -170,7 +188,7 @@ class BlkTracer:
         # A device's act_mask exists only while it is traced: disabling it drops the mask too.
         masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]
         # Recorded by the settings' usual paths (the ones teardown may write), set through our mount.
-        restore_to = {str(TRACEFS / "buffer_size_kb"): _read(self.root / "buffer_size_kb"),
+        restore_to = {str(TRACEFS / "buffer_size_kb"): buffer_kb_to_restore(_read(self.root / "buffer_size_kb")),
                       str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
                       str(TRACEFS / "tracing_on"): _read(self.root / "tracing_on")}
         self._res = self.run.intend("blktracer", tracefs=str(self.root), enable=enables, restore=restore_to)
