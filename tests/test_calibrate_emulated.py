@@ -58,6 +58,17 @@ def test_drive_truth_agrees_with_the_simulated_disk_of_the_preset():
     assert drive_truth(_catalogued("wd800bd"))["segment_bytes"] == 128 * 1024
 
 
+def test_drive_truth_refuses_a_g4_map_whose_entries_are_not_zones():
+    """maxtor300g's g4 map gives each surface of a cylinder range its own sectors per track, and runs
+    past the drive's last block: read as zones, its truth had 16 337 zones, a last zone ending before
+    it began (the comparison's rate lookup then failed), zero skews and a 0.6 MB/s "zone". Refused,
+    with one line naming the drive and why."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+
+    with pytest.raises(ValueError, match="maxtor300g's layout is a g4 map"):
+        drive_truth(_params("maxtor300g"))
+
+
 def test_the_segment_truth_is_what_the_read_ahead_brings_in():
     """hp_c2247a's segments hold 128 KiB but it reads ahead at most 64 KiB (DiskSim's maximum
     read-ahead): after a one-block read, the block 64 KiB on is a hit, the one past it a miss, on the

@@ -48,8 +48,12 @@ def _lost_s(move_s: float, skew_s: float, period_s: float) -> float:
 
 
 def _zone_bounds_bytes(layout) -> np.ndarray:
+    """Each zone's [first, end) byte, within the drive's capacity: a DiskSim model may describe more
+    of the media than its ``Number of blocks`` exposes (maxtor300g's map runs past its last block), and
+    a zone that starts past the capacity is none of the device's."""
+    total = int(layout.total_blocks)
     first = np.asarray(layout.zone_first_lbn, dtype=np.int64)
-    end = np.r_[first[1:], layout.total_blocks]
+    end = np.minimum(np.r_[first[1:], total], total)
     return np.stack([first, end], axis=1) * SECTOR_BYTES
 
 
@@ -77,8 +81,18 @@ def _read_ahead_reach_blocks(params, seed: int = 12345, samples: int = 4000) -> 
 
 
 def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
-    """The quantities a calibration of the emulated *params* should find (see the module doc)."""
+    """The quantities a calibration of the emulated *params* should find (see the module doc).
+
+    Refused (ValueError) for a g4 layout (DiskSim's ``dm_layout_g4``, maxtor300g's): its map gives
+    each surface of a cylinder range its own sectors per track and skews, so its entries are not
+    zones a sequential transfer sees, and the zone, skew and head-switch truths derived here from
+    entries would be wrong."""
+    from diskmodel.model.simulator.mapping import G4ZoneLayout
+
     layout = params.layout
+    if isinstance(layout, G4ZoneLayout):
+        raise ValueError(f"drive truth: {params.name}'s layout is a g4 map (each surface its own sectors per "
+                         "track); its zones and skews as a calibration sees them are not derived")
     period = 60.0 / float(params.rpm)
     surfaces = int(layout.surfaces)
     seek = np.asarray(params.seek_by_distance_s, dtype=float)
@@ -96,6 +110,9 @@ def drive_truth(params, *, samples: int = 200_000, seed: int = 12345) -> dict:
     if params.bus_read_block_s > 0:  # the interface, where it is slower than the media
         rates = np.minimum(rates, SECTOR_BYTES / params.bus_read_block_s)
     bounds = _zone_bounds_bytes(layout)
+    inside = bounds[:, 0] < bounds[:, 1]   # zones past the capacity: none of the device's
+    bounds, rates, spt = bounds[inside], rates[inside], spt[inside]
+    track_skew, cylinder_skew = track_skew[inside], cylinder_skew[inside]
     # Zones a transfer rate can tell apart: neighbours whose sustained rates agree within
     # RATE_RESOLUTION (the same sectors per track, or both held to the interface's rate) are one.
     distinct = [0] + [i for i in range(1, rates.size)
