@@ -90,8 +90,9 @@ def timer_list_clock(path: str = "/proc/timer_list") -> str:
     header is generated (``seq_read_iter`` stops filling at the size asked). The guest's busybox
     ``date`` has no ``%N`` and ``/proc/uptime`` counts hundredths of a second (``uptime_proc_show``);
     ``read`` and ``printf`` are dash builtins, so a reading costs no program start. *path* is for tests."""
-    return ("{ read -r _; read -r _; read -r _ _ n _; "
-            "printf %d.%09d $((n / 1000000000)) $((n % 1000000000)); } < " + sh_word(path))
+    # the variable's name is its own: a reading outside $(...) must not overwrite a script's (copy_shell's n)
+    return ("{ read -r _; read -r _; read -r _ _ guest_clock_ns _; printf %d.%09d "
+            "$((guest_clock_ns / 1000000000)) $((guest_clock_ns % 1000000000)); } < " + sh_word(path))
 
 
 #: The guest's clock: a shell command printing seconds (:func:`timer_list_clock`), the one every
