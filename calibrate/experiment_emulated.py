@@ -344,7 +344,8 @@ def model_check(runs, twins: dict, predictions: dict, *, memory_bytes: int = VM_
     return pd.DataFrame(rows)
 
 
-#: The guest's clock's resolution (/proc/uptime) [s]: two runs closer than this are not ordered.
+#: Two runs closer than this [s] are not ordered: the guest's clock (copy.GUEST_CLOCK) reads to the nanosecond,
+#: but each reading is a fork of the guest's shell, milliseconds under TCG, and the runs' own spread is larger.
 CLOCK_RESOLUTION_S = 0.01
 
 

@@ -20,7 +20,8 @@ from test_emulate import assert_nothing_left
 
 #: The bound on each run's |error| of the predicted wall time [%] (set after seeing the benchmark's runs):
 #: the twin on a RAM disk, whose clock the prediction takes, copies the data through a loop device where
-#: the run hands it to the drive's virtio queue, and /proc/uptime's 10 ms is a few percent of test2's run.
+#: the run hands it to the drive's virtio queue (the bound was set when the guest's clock counted hundredths
+#: of a second, a few percent of test2's run).
 #: On the tmpfs clock alone (without the stack's kernel work) the predictions miss by more than the bound.
 RUN_BOUND_PCT = 20.0
 

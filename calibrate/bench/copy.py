@@ -21,7 +21,8 @@ The workload is the model's :class:`diskmodel.model.predictions.block_workloads.
 (its sizes and repeats).  In the throwaway VM, whose guest has no Python,
 the steps are shell (:func:`copy_shell`: ``dd`` with ``conv=fsync``, every
 value a word rendered by :func:`~diskmodel.calibrate.bench.steps.sh_word`),
-the clock ``/proc/uptime`` (busybox has no ``%N``; 10 ms); on the host they
+the clock :data:`GUEST_CLOCK` (the kernel's monotonic clock from ``/proc/timer_list``, to the
+nanosecond: busybox's ``date`` has no ``%N`` and ``/proc/uptime`` counts hundredths); on the host they
 are ``dd`` argument vectors run with no shell (:func:`copy_on_host`, inside a
 cgroup when a member is throttled), the clock Python's (that of ``date
 +%s.%N``).  Both print the same lines; :func:`parse_copy_output` gives the
@@ -37,7 +38,7 @@ from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.model.predictions.block_workloads import FileCopy
 
 __all__ = ["GUEST_CLOCK", "HOST_CLOCK", "CopyResult", "copy_on_host", "copy_shell", "parse_copy_output",
-           "parse_copy_spread"]
+           "parse_copy_spread", "timer_list_clock"]
 
 _CHUNK_BYTES = 1 << 20
 _MARK = "DISKMODEL_COPY"
@@ -78,7 +79,25 @@ def _check(workload) -> tuple[tuple[int, ...], int]:
 
 
 HOST_CLOCK = "date +%s.%N"
-GUEST_CLOCK = "cut -d' ' -f1 /proc/uptime"
+
+
+def timer_list_clock(path: str = "/proc/timer_list") -> str:
+    """Shell (dash, builtins only) printing the kernel's monotonic clock in seconds with nine decimals.
+
+    ``/proc/timer_list`` opens with ``Timer List Version``, ``HRTIMER_MAX_CLOCK_BASES`` and
+    ``now at N nsecs``, N being ``ktime_get()`` taken when the file is opened (kernel/time/timer_list.c,
+    ``timer_list_start`` and ``timer_list_header``); only those three lines are read, so only the
+    header is generated (``seq_read_iter`` stops filling at the size asked). The guest's busybox
+    ``date`` has no ``%N`` and ``/proc/uptime`` counts hundredths of a second (``uptime_proc_show``);
+    ``read`` and ``printf`` are dash builtins, so a reading costs no program start. *path* is for tests."""
+    # the variable's name is its own: a reading outside $(...) must not overwrite a script's (copy_shell's n)
+    return ("{ read -r _; read -r _; read -r _ _ guest_clock_ns _; printf %d.%09d "
+            "$((guest_clock_ns / 1000000000)) $((guest_clock_ns % 1000000000)); } < " + sh_word(path))
+
+
+#: The guest's clock: a shell command printing seconds (:func:`timer_list_clock`), the one every
+#: script timed in the VM uses (``t=$(GUEST_CLOCK)``).
+GUEST_CLOCK = timer_list_clock()
 
 
 def copy_shell(directory_expr: str, workload: FileCopy, *, tag: str = "copy", clock: str = HOST_CLOCK) -> str:

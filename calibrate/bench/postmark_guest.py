@@ -17,6 +17,7 @@ import os
 import re
 from typing import Any
 
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK
 from diskmodel.calibrate.bench.postmark_text import PostMarkError, check_echoed_config, command_file, parse_report
 from diskmodel.calibrate.bench.postmark_results import PostMarkRun, PostMarkSummary, RunEnvironment, summarize
 from diskmodel.calibrate.bench.steps import Concat, Ref, check_name, sh_word, sh_words
@@ -37,7 +38,8 @@ def guest_body(config: Any, *, repeats: int = 1, memory_limit_bytes: int | None 
     :meth:`~diskmodel.calibrate.bench.provision.StackPlan.render_script`. It prints the
     environment (kernel, /proc/mounts line, queue settings of the file
     system's device) and, per run, PostMark's output between markers with the
-    outside time from /proc/uptime (10 ms resolution). Cache control and the
+    outside time from the guest's clock
+    (:data:`~diskmodel.calibrate.bench.copy.GUEST_CLOCK`). Cache control and the
     memory cgroup mirror :func:`run_postmark_once`: ``sync`` and drop caches
     before each run; with a limit, a cgroup (v2 memory.max, else v1
     memory.limit_in_bytes) made for the run and removed after it.
@@ -101,14 +103,14 @@ $DISKMODEL_UNDO"
     else echo "$limit" > "$cg/memory.limit_in_bytes"; fi
   fi
   echo "{_MARK} BEGIN $i"
-  t0=$(cut -d' ' -f1 /proc/uptime)
+  t0=$({GUEST_CLOCK})
   if [ -n "$cg" ]; then
     sh -c 'echo $$ > "$1/cgroup.procs" && exec postmark "$2"' sh "$cg" "$pmcfg" 2>&1
   else
     postmark "$pmcfg" 2>&1
   fi
   rc=$?
-  t1=$(cut -d' ' -f1 /proc/uptime)
+  t1=$({GUEST_CLOCK})
   oom=0
   if [ -n "$cg" ]; then
     if [ "$cgv" = 2 ]; then oom=$(awk '$1=="oom_kill"{{print $2}}' "$cg/memory.events")

@@ -5,7 +5,7 @@ One VM boot runs a group of cells: the group's drives are served by the emulator
 (:func:`diskmodel.calibrate.emulate.for_vm.run_script_on_emulated_drives`; the first is the guest's
 ``/dev/vdb``), and each cell is a stack built on them (:func:`~diskmodel.calibrate.bench.provision.build_plan`
 with ``disk_backings``: each disk of the stack on a drive of its own), the loop-image study's copy run in it
-(:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock ``/proc/uptime``) and the
+(:func:`~diskmodel.calibrate.bench.copy.copy_shell`, the guest's clock :data:`~diskmodel.calibrate.bench.copy.GUEST_CLOCK`) and the
 stack torn down, each as its own ``sh -c`` script (its own EXIT trap tears it down).
 
 Under TCG the guest's CPU is slow, and its speed follows the host's load, which changes while a
@@ -396,9 +396,9 @@ def logged_steps(log_dir, cells) -> list:
     (:func:`measure_group` with a log folder): each copy step's median over its repeats of the
     guest's time and of the drives' busy time (:func:`busy_s`), ``{"write": {"guest_s", "busy_s"},
     "read": {...}}``; None for a cell whose marker or copy lines are missing. The marker read puts
-    each drive's log on the guest's clock (to the clock's 10 ms, plus the read's own time); a
-    request belongs to a step when it reaches its drive within the step's window widened by 10 ms
-    either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
+    each drive's log on the guest's clock (to within the marker read's own time: the clock's two
+    readings around it); a request belongs to a step when it reaches its drive within the step's
+    window widened by 10 ms either side; reads of a drive's first 128 KiB (the guest's scans of its drives' labels, no
     cell's data: every partition starts at 1 MiB) are left out."""
     import pandas as pd
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from diskmodel.calibrate.bench.copy import GUEST_CLOCK
 from .blkparse import parse_blkparse_text
 from .fs_cells import COPY_BYTES, DEVICE_BYTES, FS_WORKLOADS, MEMORY_LIMITS, SMALL_FILES, FsWorkload
 
@@ -70,8 +71,8 @@ def _setup_lines(w: FsWorkload) -> tuple[list[str], str]:
 def _cell_script(kind: str, w: FsWorkload, memory: str) -> str:
     setup, command = _setup_lines(w)
     limit = MEMORY_LIMITS[memory]
-    # the workload's wall time in the guest (the uptime before and after it): its pace
-    timed = f"read S _ < /proc/uptime; {command}; read E _ < /proc/uptime; echo \"@@ELAPSED $S $E\""
+    # the workload's wall time in the guest (its clock before and after it): its pace
+    timed = f"S=$({GUEST_CLOCK}); {command}; E=$({GUEST_CLOCK}); echo \"@@ELAPSED $S $E\""
     if limit:
         run = (f"mkdir /sys/fs/cgroup/cell; echo {limit} > /sys/fs/cgroup/cell/memory.max\n"
                f"sh -c 'echo $$ > /sys/fs/cgroup/cell/cgroup.procs; {timed}; sync'\n"
