@@ -93,3 +93,29 @@ def test_each_loop_layer_reads_slower_as_dagenais_orders_them():
     for size in (1 << 20, 4 << 20):
         elapsed = [_predicted(k, size)[0].elapsed_s for k in range(4)]
         assert all(a < b for a, b in zip(elapsed, elapsed[1:])), (size, elapsed)
+
+
+@lru_cache(maxsize=None)
+def _served_reads() -> dict:
+    """The read steps' bytes the emulated drive served under the same stacks in a stacks_check run
+    (tests/golden/loop_requests_wd800bd.json): (layers, file size) -> bytes per repeat."""
+    golden = json.loads((Path(__file__).parent / "golden" / "loop_requests_wd800bd.json").read_text())
+    labels = {_label(k): k for k in range(4)}
+    out: dict = {}
+    for cell in golden["cells"]:
+        for span in cell["spans"]:
+            if span["step"].endswith("step=read") and cell["stack"] in labels:
+                size = int(span["step"].split("size=")[1].split(",")[0])
+                out.setdefault((labels[cell["stack"]], size), []).append(
+                    sum(r[2] for r in span["requests"] if r[0] == 0))
+    return out
+
+
+@pytest.mark.parametrize("size", [1 << 20, 4 << 20])
+def test_the_drive_reads_what_the_emulated_drive_served_at_every_depth(size):
+    # the other record (the emulated drive's own log, a stacks_check run): each layer adds its
+    # image's table block and window to what the drive reads
+    for layers in range(4):
+        served = _served_reads()[layers, size]
+        predicted = sum(n for _, n in _predicted(layers, size)[1])
+        assert abs(predicted - np.mean(served)) / np.mean(served) <= 0.03, (layers, predicted, served)
