@@ -72,8 +72,8 @@ def test_blktrace_shows_no_layer_reads_its_table_block_under_noatime():
 
 
 @pytest.mark.parametrize("layers", [1, 2, pytest.param(3, marks=pytest.mark.xfail(
-    strict=True, reason="at 3 layers the model's host page cache reads ahead on the image so that one "
-                        "layer's table window merges with a data read below it; blktrace shows them apart"))])
+    strict=True, reason="at 3 layers the model merges one layer's table window with the reads next to it in "
+                        "its image layout, issued at the same instant; blktrace shows them apart"))])
 def test_each_layer_reads_its_images_inode_table_block_as_blktrace_shows(layers):
     assert _inode_table_reads(_predicted(layers)[1]) == layers + 1
 
