@@ -416,6 +416,7 @@ class _Fs(MetadataReads, BlockMap):
         if op == Op.READ:
             for db, n in self.map(ino, fb0, fb1):
                 self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
+            self.atime_update(t, ino)
             return
         kind = self.p.kind
         if kind == "btrfs":
@@ -483,14 +484,17 @@ class _Fs(MetadataReads, BlockMap):
 
 def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, dirty_expire_s: float = 30.0,
                 sparse: bool = False, allocated=(), workload: FileOps | None = None,
-                caches_dropped: bool = False, flusher: np.ndarray | None = None) -> FsResult:
+                caches_dropped: bool = False, flusher: np.ndarray | None = None,
+                inodes_held: bool = False) -> FsResult:
     """The device requests for ``ops`` (a :class:`~.pagecache.CacheResult`'s ops) on ``p``. Files on
     the device before the workload (``ops.initial_bytes``) are allocated, or holes when ``sparse``
     (a sparse loop image: its blocks are allocated by their first write) except the ranges
     ``allocated`` names, ``(file, offset_bytes, size_bytes)``: written before the workload.
     ``workload``: the operations before the page cache, whose ``write()`` calls reserve btrfs's
     data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed). ``caches_dropped``: the
-    workload starts after ``sync`` and ``drop_caches``, not on a fresh mount (:meth:`~.fs_meta.MetadataReads.mounted`)."""
+    workload starts after ``sync`` and ``drop_caches``, not on a fresh mount (:meth:`~.fs_meta.MetadataReads.mounted`).
+    ``inodes_held``: the files are held open (a loop device's image) across a ``drop_caches``
+    (:meth:`~.fs_meta.MetadataReads.atime_update`)."""
     if p.kind in LOGGED_KINDS:  # jfs and reiserfs (fs_logged.py)
         rows = logged_file_system(ops, p, data_bios, sync=sync, dirty_expire_s=dirty_expire_s, sparse=sparse,
                                   workload=workload)
@@ -530,6 +534,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         ino.chains_on_device = set(ino.indirect)
         ino.buffers.clear()
     fs.mounted(caches_dropped)
+    if inodes_held:
+        fs.hold_inodes()
     sync = np.zeros(len(ops), bool) if sync is None else sync
     # A new data chunk changes the chunk tree (its item), the device tree (its device extent), the
     # extent tree (its block group item) and the free-space tree (btrfs_make_block_group and

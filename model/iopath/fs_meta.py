@@ -35,6 +35,8 @@ class MetadataReads:
     """Methods of the file system (:class:`~.fs._Fs`: ``p``, ``alloc``, ``j``, ``files``, ``dirs``,
     ``entries``, ``read_meta``, ``emit`` and ``meta``) for its metadata reads and btrfs's leaves."""
 
+    inodes_held = False  # the files are held open across drop_caches (atime_update)
+
     def mounted(self, caches_dropped: bool = False):
         """What the mount read before the workload (ext: fs/ext4/super.c, ext4_fill_super): the group
         descriptors (ext4_group_desc_init), and the root directory's inode (ext4_iget of
@@ -74,6 +76,27 @@ class MetadataReads:
         root = self.p.inode_table(0)
         self.read_meta.add(("iblk", root))
         self.read_meta.update(("iblk", n) for n in self.ext_readahead_window(0, root))
+
+    def hold_inodes(self):
+        """The files stay open across a ``drop_caches`` (a loop device holds its image): their inodes
+        stay in memory, but without a journal nothing holds the inode-table blocks, which it frees
+        (fs/drop_caches.c; see :meth:`mounted`): none of them is cached when the workload starts."""
+        self.inodes_held = True
+        if not self.p.journaled:
+            self.read_meta = {k for k in self.read_meta if not (isinstance(k, tuple) and k[0] == "iblk")}
+
+    def atime_update(self, t, ino):
+        """A read's access-time update where the file's inode stayed in memory and its table block
+        did not (:meth:`hold_inodes`). The image was written since it was last read (the workload's
+        earlier steps wrote through it; a read above updates its own file's access time, and that
+        inode's write-back writes the image), so relatime updates the access time (fs/inode.c,
+        relatime_need_update: atime older than mtime), and the inode's change reads its table block
+        with its read-ahead window (touch_atime -> ext4_dirty_inode -> ext4_reserve_inode_write ->
+        __ext4_get_inode_loc), once, after the read (filemap_read calls file_accessed when its copy
+        is done): each loop layer's worker waits for it before its next request. A journal holds
+        the block (see :meth:`mounted`)."""
+        if self.inodes_held and self.p.kind in ("ext2", "ext3", "ext4") and not self.p.journaled:
+            self.ext_inode_read(t, ino)
 
     def lookup(self, t, d: int):
         """A name's lookup in directory ``d`` (a stat, a create's check that the name is new): the

@@ -18,7 +18,8 @@ Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
   page cache (buffered: the image's pages cached a second time, read ahead by ``readahead_bytes``
   and written back by the host's write-back, its reads reaching the host one after the other:
   :func:`.loop.worker_order`; direct I/O: passed through the cache), flushes an fsync of the
-  image; the host
+  image; after ``drop_caches`` the host's first read of the image updates its access time, reading
+  its inode-table block again (:meth:`.fs_meta.MetadataReads.atime_update`); the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
 - ``nbd``: the device's stream goes unchanged to the export on the server (the link's time is
@@ -114,10 +115,12 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
 
 
 def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
-           limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = ()):
+           limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = (), dropped: bool = False):
     """Record ``stream`` as device ``name`` (queued at ``limit_kb``, by default the node's own
     :func:`max_sectors_kb`) and pass it down through ``node``. ``mkfs``: the byte ranges of ``node``
-    that mkfs wrote (:func:`.fs_mkfs.mkfs_written`; the file system's own volume only)."""
+    that mkfs wrote (:func:`.fs_mkfs.mkfs_written`; the file system's own volume only). ``dropped``:
+    the workload started after ``drop_caches`` (``FileOps.caches_dropped``), which drops every
+    layer's cached metadata, a loop image's host file system's too."""
     stream = queue(stream, limit_kb or max_sectors_kb(node))
     _merge(out, {name: stream})
     kind = type(node).__name__
@@ -139,7 +142,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
         for i, pv in enumerate(pvs):
             if names[i] in parts:
-                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out)
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, dropped=dropped)
         return
     if kind == "RaidArray":
         members = node.members
@@ -155,7 +158,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         # come: no larger than the array's own limit (the drives' logs under md over a local loop device and nbd)
         limit = max_sectors_kb(node) if node.kind == "raid1" else None
         for i, m in enumerate(members):
-            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit)
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit, dropped=dropped)
         return
     if kind == "ThinVolume":
         chunk = int(node.chunk_size_bytes)
@@ -171,20 +174,20 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             meta = meta.replace(offset_bytes=off)
         both = concat([res.data, meta])
         both = both.take(np.argsort(both.time_s, kind="stable"))
-        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out)
+        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, dropped=dropped)
         return
     if kind == "NbdDevice":
         # nbd-server serves each request with one pread/pwrite of the export: the export sees nbd's requests
         _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out,
-               limit_kb=NBD_MAX_SECTORS_KB)
+               limit_kb=NBD_MAX_SECTORS_KB, dropped=dropped)
         return
     if kind == "LoopFile":
-        _loop(node, stream, name, path, cache, out)
+        _loop(node, stream, name, path, cache, out, dropped)
         return
     raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
 
 
-def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, dropped: bool = False):
     """The loop device's requests as file operations on its image, through the host's cache and
     file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked). A flush, and a write's
     REQ_PREFLUSH, is an fsync of the image before it (lo_req_flush: vfs_fsync); loop has a volatile
@@ -221,10 +224,11 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out):
         # the host's read-ahead on the image: the node's readahead_bytes (read_ahead_kb, whole KiB)
         res = page_cache(ops, replace(cache, read_ahead_kb=int(node.readahead_bytes) // 1024))
         fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse",
-                         allocated=_written_before(s) if node.allocation == "sparse" else ())
+                         allocated=_written_before(s) if node.allocation == "sparse" else (),
+                         inodes_held=dropped)
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
-    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out)
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, dropped=dropped)
 
 
 def _read_calls(size: np.ndarray, kind: np.ndarray, node) -> np.ndarray:
@@ -290,7 +294,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     out: dict[str, Stream] = {}
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()
-    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs)
+    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs,
+           dropped=ops.caches_dropped)
     return out
 
 
