@@ -35,7 +35,9 @@ is a cylinder switch (Ruemmler & Wilkes 1994, sec. 2.2).
   the least time of a read after a head switch that still caught its
   sector is the command overhead, the head switch and a block's passage,
   taken as the threshold between the reads that caught their sector and
-  those that lost a revolution (:func:`caught_limit`). A read taken for
+  those that lost a revolution (:func:`caught_limit`; each read's time on
+  its stride's line where its own time does not tell which reads caught
+  their sector: :func:`line_limit`). A read taken for
   one wrongly (after a faster one-cylinder move) could pull it down:
   hence only the sure ones count.
 
@@ -51,8 +53,8 @@ import numpy as np
 
 from diskmodel.calibrate.harness.meter import chain
 
-__all__ = ["PeriodicKinds", "caught_limit", "wait_groups", "without_echoes", "visible_every", "periodic_kind",
-           "track_runs", "descending_by_position"]
+__all__ = ["PeriodicKinds", "caught_limit", "line_limit", "wait_groups", "without_echoes", "visible_every",
+           "periodic_kind", "track_runs", "descending_by_position"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,59 @@ def caught_limit(caught, missed) -> float:
     at = np.flatnonzero(wrong <= wrong.min() + 1e-12)
     cut = np.r_[v[0], 0.5 * (v[:-1] + v[1:]), v[-1]][at]
     return float(np.median(cut))
+
+
+def line_limit(times, caught, period_s: float, offsets_s, groups=None) -> float:
+    """The limit of :func:`caught_limit` from reads whose times lie on known lines: a read of a chain
+    waits, for its sector, a time its stride sets (*offsets_s*, the stride's blocks' passage: less for
+    a longer stride back, more for a longer stride forward) and the same constant for every read of a
+    group (a chain, or chains in one zone: the command overhead, the skew, the revolution), whether it
+    caught its sector (*caught*) or lost a revolution (its time less *period_s*). Each group's constant
+    is the median over its reads of their time less their offset (the missed ones less the revolution
+    too); a read's time is its line's (the constant and its offset) and as much of its own residual as
+    the residuals tell which reads caught their sector (:func:`_told_share`).
+
+    On a drive that waits through the host's gap and is timed from its arrival, a read that waited
+    less caught its sector and took longer: its own time tells, and the limit is :func:`caught_limit`
+    of the reads' own times. Through the kernel's path the host's times carry the path's jitter,
+    which the drive does not see: whether a read caught its sector is set by its stride, a read's own
+    time only adds noise, and the threshold between the noisiest reads of either kind moves by it;
+    the line's times place the limit among the strides read, which the noise does not change (caught
+    and missed differ by a revolution)."""
+    t = np.asarray(times, dtype=float).ravel()
+    ok = np.asarray(caught, dtype=bool).ravel()
+    off = np.asarray(offsets_s, dtype=float).ravel()
+    g = np.zeros(t.size, np.int64) if groups is None else np.asarray(groups).ravel()
+    if not (t.size == ok.size == off.size == g.size):
+        raise ValueError(f"times, caught, offsets_s and groups must be alike in length (got {t.size}, {ok.size}, "
+                         f"{off.size}, {g.size})")
+    if not ok.any():
+        raise ValueError("caught must mark one or more reads")
+    lined = np.where(ok, t, t - period_s) - off
+    v = np.empty(t.size)
+    for key in np.unique(g):
+        at = g == key
+        v[at] = float(np.median(lined[at])) + off[at]
+    resid = np.where(ok, t, t - period_s) - v
+    told = v + _told_share(resid, ok, g, off) * resid
+    return caught_limit(told[ok], told[~ok])
+
+
+def _told_share(resid, caught, groups, offsets) -> float:
+    """How far a read's own time tells whether it caught its sector, 0..1: among reads of one stride
+    and group of which some caught their sector and some did not, the share of (caught, missed) pairs
+    whose caught read lay higher on the line, less a half, doubled. Where the drive waits through the
+    host's gap and the host times from the drive's arrival (a read that waited less caught its
+    sector, and took longer), 1; where the host's noise is its own (a path's jitter the drive does
+    not see), 0. Without such a stride, 0: the strides then part the two kinds alone."""
+    above = pairs = 0.0
+    for key in set(zip(groups.tolist(), np.round(offsets, 12).tolist())):
+        at = (groups == key[0]) & (np.round(offsets, 12) == key[1])
+        c, m = resid[at & caught], resid[at & ~caught]
+        if c.size and m.size:
+            above += float((c[:, None] > m[None, :]).sum()) + 0.5 * float((c[:, None] == m[None, :]).sum())
+            pairs += c.size * m.size
+    return float(np.clip(2 * above / pairs - 1, 0.0, 1.0)) if pairs else 0.0
 
 
 def wait_groups(excess: np.ndarray, period: float, jitter: float):
@@ -295,7 +350,8 @@ def descending_by_position(meter, *, period_s: float, gap_s: float, floor_s: flo
     ``origins_bytes[j]``, ``strides_blocks[j]`` apart), their stride bisected to where the wait
     after a head switch runs out (see the module doc). Returns the times of the reads after a
     head switch that caught their sector, and of those that missed it less a revolution, each
-    less its block's passage [s], the chains read and the reads told apart."""
+    less its block's passage [s], the chains read, the reads told apart, and the chain of each read
+    of the first two (its number among the chains read)."""
 
     b = meter.block_size_bytes
     period, ca = period_s, kinds.head_s
@@ -312,7 +368,7 @@ def descending_by_position(meter, *, period_s: float, gap_s: float, floor_s: flo
     anchors = [a for group in zip_longest(*queues) for a in group if a is not None]
     w_hi = period - ca - gap_s - floor_s + block_s
     w_lo = max(w_hi - 4e-3, block_s)
-    lows, highs = [], []
+    lows, highs, groups = [], [], ([], [])
     chains = told = 0
     for start, stride, spt in anchors:
         if chains >= steps or w_hi - w_lo <= block_s:
@@ -332,8 +388,10 @@ def descending_by_position(meter, *, period_s: float, gap_s: float, floor_s: flo
         caught = r[head] + ca < 0.5 * period
         lows += (t[head][caught] - x).tolist()
         highs += (t[head][~caught] - period - x).tolist()
+        groups[0].extend([chains] * int(caught.sum()))
+        groups[1].extend([chains] * int((~caught).sum()))
         if np.mean(~caught) > 0.5:
             w_hi = w
         else:
             w_lo = w
-    return lows, highs, chains, told
+    return lows, highs, chains, told, groups

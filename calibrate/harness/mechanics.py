@@ -41,7 +41,9 @@ found first, and the rest is measured with patterns it cannot serve:
   its sector is the command overhead, the head switch and one block's passage,
   taken as the threshold between the reads that caught their sector and those
   that lost a revolution (:func:`~diskmodel.calibrate.harness.head_switch.caught_limit`:
-  the least of many reads is pulled down by their noise), less the same-track
+  the least of many reads is pulled down by their noise; each read's time on its stride's
+  line where the host's noise is not the drive's: :func:`~diskmodel.calibrate.harness.head_switch.line_limit`),
+  less the same-track
   floor found alike. The reads after a head
   switch are told by their wait, or, where the kinds were told apart by
   position, by their position below a cylinder switch found.
@@ -57,7 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
-from diskmodel.calibrate.harness.head_switch import (caught_limit, descending_by_position, periodic_kind, track_runs,
+from diskmodel.calibrate.harness.head_switch import (descending_by_position, line_limit, periodic_kind, track_runs,
                                                      visible_every, wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import MIB
@@ -125,8 +127,8 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
     so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
     first caught stride is then found to the block by bisection from the last one that lost a
-    revolution; the reads of that bisection (the caught and the lost) are returned, and the floor is
-    the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
+    revolution; the reads of that bisection (the caught and the lost) are returned with their strides,
+    and the floor is the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
     a revolution (:func:`_lost_below` looks for them). Where a drive reads ahead with no such stride
     in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
     (it can take less): the floor is then a hit's time, and the last value returned is False."""
@@ -145,17 +147,18 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
                 if missed is None:
                     return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
-            reads = [lost, t]
+            reads, ks = [lost, t], [np.full(lost.size, lo), np.full(t.size, s)]
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 o = _below(meter, o, chain_reads, mid)
                 tm = chain(meter, o, mid, chain_reads, "rotation")
                 reads.append(tm)
+                ks.append(np.full(tm.size, mid))
                 if float(np.median(tm)) < 0.5 * rough:
                     hi, best = mid, tm
                 else:
                     lo = mid
-            return hi, np.concatenate(reads), o, True
+            return hi, (np.concatenate(reads), np.concatenate(ks)), o, True
         s *= 2
     return None, None, o, False
 
@@ -300,7 +303,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             continue
         points.append(o)
         periods.append(period)
-        floors.append((near, from_media))
+        floors.append((near, from_media, x))
         xs.append(x)
         gaps.append(s1 * x - m1)
     used = meter.used_s - spent0
@@ -316,9 +319,12 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # the limit between the reads of the first caught strides' bisections (every start point's: the
     # limit is the command overhead and a block's passage throughout) that caught their sector and
     # those that lost a revolution (less one)
-    media = np.concatenate([f for f, m in floors if m] or [np.empty(0)])
-    floor = (caught_limit(media[media < 0.5 * rough], media[media >= 0.5 * rough] - period) if media.size
-             else float(np.median([f for f, _ in floors])))
+    # (each read's time on its stride's line at its start point: a stride a block longer waits a block's
+    # passage more; line_limit)
+    lined = [(f[0], f[1] * xj, np.full(f[0].size, j)) for j, (f, m, xj) in enumerate(floors) if m]
+    media = np.concatenate([f for f, _, _ in lined] or [np.empty(0)])
+    floor = (line_limit(media, media < 0.5 * rough, period, *map(np.concatenate, list(zip(*lined))[1:]))
+             if media.size else float(np.median([f for f, _, _ in floors])))
     how = ("the floor of a same-track read from the forward drop" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
@@ -496,15 +502,17 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if estimated else ""
     if by_position is not None:
         kinds, origins, strides = by_position
-        lows, highs, chains_read, told = descending_by_position(
+        lows, highs, chains_read, told, (in_low, in_high) = descending_by_position(
             meter, period_s=period, gap_s=gap, floor_s=floor0, block_s=x, kinds=kinds, origins_bytes=origins,
             strides_blocks=strides)
         how = (f"{chains_read} descending chains from the cylinder switches found (every {kinds.surfaces}th track "
                f"change), {told} reads after a head switch told by position")
         if not lows:
             return _not_visible(f"{how}: none caught its sector near the limit")
-        # each read less its own block's passage (the chains lie in several zones)
-        floor = caught_limit(lows, highs)
+        # each read less its own block's passage (the chains lie in several zones); the reads of a chain
+        # (one stride) alike
+        floor = line_limit(np.r_[lows, np.asarray(highs) + period], np.r_[np.ones(len(lows)), np.zeros(len(highs))],
+                           period, np.zeros(len(lows) + len(highs)), np.r_[in_low, in_high])
         value = max(floor - (same_track - x), 0.0)
         return Quantity(value, status, f"{how}: least time of one that caught its sector (the threshold to those that "
                                        f"missed it), less its block's passage, "
@@ -533,7 +541,7 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
 
     k_lo = max(1, int((period - kind - gap - floor0 - 4e-3) / x))
     k_hi = max(k_lo + 1, int((period - kind - gap - floor0) / x) + 1)
-    lows, highs = [], []
+    lows, highs, times, strides = [], [], [], []
     for _ in range(24):
         if k_hi - k_lo <= 1:
             break
@@ -543,6 +551,8 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
             break
         lows += t[ours & (t < 0.5 * period)].tolist()
         highs += (t[ours & (t >= 0.5 * period)] - period).tolist()
+        times += t[ours].tolist()
+        strides += [mid] * int(ours.sum())
         if share > 0.5:
             k_hi = mid
         else:
@@ -550,8 +560,10 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     if not lows:
         return _not_visible("no descending read after the commonest track change was caught near its limit")
     # a read that still caught its sector waited >= 0 past the limit, one that missed it by
-    # less than a stride's step: the limit lies between the two kinds (the second less a revolution)
-    floor = caught_limit(lows, highs)
+    # less than a stride's step: the limit lies between the two kinds (the second less a revolution),
+    # each read's time on its stride's line (a stride of k blocks back waits k blocks' passage less)
+    t = np.asarray(times)
+    floor = line_limit(t, t < 0.5 * period, period, -x * np.asarray(strides, dtype=float))
     value = max(floor - same_track, 0.0)
     if not two_kinds:
         return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
