@@ -8,9 +8,11 @@ import json
 import mmap
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -684,3 +686,38 @@ def test_sigkill_with_a_file_system_mounted_then_cleanup_unmounts_it_and_the_log
         if str(mnt) in Path("/proc/mounts").read_text():
             subprocess.run(["umount", "-l", str(mnt)])
         diskmodel("cleanup", env=env)  # after a failed assertion: the device, its FUSE mount and processes
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_device_left_open_at_teardown_names_who_holds_it_and_cleanup_ends_it_once_closed(tmp_path):
+    """A descriptor still open on the emulated device when the block ends (an error's traceback holding a
+    backend, as in a notebook) keeps the loop device: the teardown names the process holding it, ends nbdfuse
+    rather than waiting for it (it waited 20 s in vain, and nbdkit 20 s more), and once that process has
+    gone, `diskmodel cleanup` removes what was left."""
+    require_emulation()
+    script = textwrap.dedent(f"""
+        import os
+        from diskmodel.calibrate.emulate import emulated_drives
+        from diskmodel.calibrate.emulate.drives import flat_drive
+        from diskmodel.calibrate.harness import resources
+        resources.UNDO_RETRY_S = 1.0  # what is tested is the report, not the teardown's patience
+        held = []
+        try:
+            with emulated_drives([flat_drive(1e-4, {32 * MiB})]) as devices:
+                held.append(os.open(devices[0].path, os.O_RDONLY))
+                raise ValueError("the user's error")
+        except Exception as exc:  # the teardown's report, raised from the user's error
+            print(os.getpid(), exc, "|", exc.__cause__)
+    """)
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env=short_probe_env(dict(os.environ), tmp_path / "site"))
+    assert ran.returncode == 0, ran.stderr
+    pid, said = ran.stdout.split(" ", 1)
+    assert "the user's error" in said and f"is open in process {pid} (python" in said, said
+    run_folder = Path(re.search(r"over (\S+/diskmodel-run-[^/\s]+)/", said).group(1))
+    done = subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", "cleanup"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert str(run_folder) not in Path("/proc/mounts").read_text()
+    assert not run_folder.exists()

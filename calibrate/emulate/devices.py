@@ -492,7 +492,9 @@ def _stop_drive(run, drv: _Drive, say, lateness_bound_s: float) -> None:
             # moment later, so it is ended first (libfuse unmounts on SIGTERM) and its mount looked for after
             _end_process(drv.nbdfuse, terminate=True)
         run.undo([drv.mount_res])  # nbdfuse exits when its mount goes, closing the NBD connection
-    _end_process(drv.nbdfuse, terminate=False)
+    # A mount still there (its file held by a loop device someone keeps open) never lets nbdfuse exit by
+    # itself: it is asked to, rather than waited for in vain
+    _end_process(drv.nbdfuse, terminate=drv.mount_res is not None and drv.mount_res.state != "removed")
     _end_process(drv.nbdkit, terminate=True)  # nbdkit writes the request log as it unloads the plugin
     run.undo(drv.resources)
     if drv.device.path:

@@ -507,6 +507,25 @@ def undo_one(res: Resource, *, retry_s: float | None = None, foreign: bool = Fal
     except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
         gone, why = False, why or str(exc)
     res.state, res.note = ("removed", "") if gone else ("left", why or "still present")
+    if not gone and res.kind == "loop":
+        holders = [f"{dev} is open in {who}" for dev in loops_over(res.details) for who in _holders(dev)]
+        if holders:
+            res.note += f" ({'; '.join(holders)}: it detaches at its last close)"
+
+
+def _holders(device: str) -> list[str]:
+    """The processes with *device* open, ``"process PID (NAME)"`` each, from their descriptors in /proc: a
+    loop device a process still holds cannot go (``losetup -d`` only marks it to, at its last close), and the
+    one thing that can end that is closing it, so the teardown's report names who to close it in."""
+    found = []
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) == device for fd in fd_dir.iterdir()):
+                name = (fd_dir.parent / "comm").read_text().strip()
+                found.append(f"process {fd_dir.parent.name} ({name})")
+        except OSError:   # a process gone meanwhile, or one not ours to read
+            continue
+    return found
 
 
 @dataclass
