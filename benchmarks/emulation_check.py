@@ -301,6 +301,48 @@ def _calibration(budget_s: float, skip: bool, realtime: bool = True):
     return rows, parts, "run" + (" (emulator and calibration under SCHED_FIFO)" if realtime else "")
 
 
+def _drive_names(text: str) -> list[str]:
+    """``--drives``' value: traced drives' names, comma-separated, each one of DiskSim's seven."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in DISKSIM_PUBLISHED_DEMERIT_MS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"--drives {text!r}: not a traced drive: {', '.join(bad) or '(none)'}")
+    return list(dict.fromkeys(names))
+
+
+def _merged_with_artifact(results_dir, rows, figures, details, notes):
+    """``--drives``: the existing artifact's figures, details and notes with these drives' rows in place of
+    theirs (the other drives' rows kept, in DiskSim's order), the demerit figures recomputed over the merged
+    rows; the pooled lateness and excess figures stay the earlier run's (they pool every drive's requests,
+    which the rows do not hold), and a note says which run each drive's row is from."""
+    import json
+
+    target = Path(results_dir or BENCHMARKS / "results") / "emulation_check.json"
+    if not target.exists():
+        return figures, details, notes
+    old = json.loads(target.read_text())
+    when = time.strftime("%Y-%m-%dT%H:%M UTC", time.gmtime())
+    new = {r["disk"]: {**r, "replayed_alone_utc": when} for r in rows}
+    merged = [new.get(r["disk"], r) for r in old.get("details", {}).get("drives", [])]
+    merged += [r for name, r in new.items() if name not in {m["disk"] for m in merged}]
+    merged.sort(key=lambda r: list(DISKSIM_PUBLISHED_DEMERIT_MS).index(r["disk"]))
+    out_figures = dict(old.get("figures", {}))
+    for key in ("worst_demerit_ratio_to_disksim", "drives_within_demerit_target"):
+        out_figures[key] = dict(out_figures.get(key) or figures[key])
+    out_figures["worst_demerit_ratio_to_disksim"]["value"] = max(r["ratio_to_disksim"] for r in merged)
+    out_figures["drives_within_demerit_target"]["value"] = sum(r["ratio_to_disksim"] <= DEMERIT_RATIO_TARGET
+                                                               for r in merged)
+    out_details = {**old.get("details", {}), "drives": merged}
+    out_details.setdefault("replays_alone", []).append(
+        {"drives": list(new), "date_utc": when, "load_average_at_start": details["load_average_at_start"],
+         "load_average_at_end": details["load_average_at_end"], "drive_figures": figures})
+    note = (f"{', '.join(new)} replayed again alone (--drives) at {when}: their rows in details.drives, and "
+            "worst_demerit_ratio_to_disksim and drives_within_demerit_target over the merged rows, are from that "
+            "run; the pooled lateness and excess figures are the earlier run's (that run's own pooled figures "
+            "are in details.replays_alone)")
+    return out_figures, out_details, list(old.get("notes", [])) + notes + [note]
+
+
 def _calibration_figures(rows, parts) -> dict:
     """The calibration section's figures: drives whose every quantity passed, drives whose zone count
     is the drive's, the worst zone-rate error, and the worst per-partition zone-rate error."""
@@ -376,8 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration-only", action="store_true",
                         help="run the calibrations alone and put them into the existing artifact (its other "
                              "figures kept)")
+    parser.add_argument("--drives", type=_drive_names, metavar="NAME[,NAME...]",
+                        help="replay only these traced drives (of " + ", ".join(DISKSIM_PUBLISHED_DEMERIT_MS)
+                        + ") and put their rows into the existing artifact, the other drives' rows kept; "
+                          "implies --replays-only (default: all seven, a new artifact)")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
+    args.replays_only = args.replays_only or bool(args.drives)
     if args.requests < 0 or args.hits_s <= 0 or not 0 <= args.realtime_priority <= 99 \
             or not 0 <= args.kernel_threads_realtime <= 99:
         parser.error("--requests must be >= 0, --hits-s > 0, --realtime-priority and --kernel-threads-realtime 0-99")
@@ -385,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         return _calibration_only(args, parser)
     rt = args.realtime_priority or None
     traces, params = {}, {}
-    for name in DISKSIM_PUBLISHED_DEMERIT_MS:
+    for name in args.drives or DISKSIM_PUBLISHED_DEMERIT_MS:
         files = read_drive_folder(disksim_drive_folder(name))
         trace = files.read_trace()
         traces[name] = trace.head(args.requests) if args.requests else trace
@@ -458,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
                                            "prefixes": list(KERNEL_THREAD_PREFIXES)},
                "calibration": {"status": cal_status, "rows": cal_rows, "partitions": cal_parts}}
     figures.update(_calibration_figures(cal_rows, cal_parts))
+    if args.drives:
+        figures, details, notes = _merged_with_artifact(args.results_dir, rows, figures, details, notes)
     write_result("emulation_check", figures, options=options_of(parser, args),
                  details=details, notes=notes, results_dir=args.results_dir)
     return 0
