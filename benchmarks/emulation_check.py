@@ -53,6 +53,7 @@ Usage: python benchmarks/emulation_check.py [--requests N] [--hits-s S] [--realt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import mmap
 import os
@@ -301,6 +302,15 @@ def _calibration(budget_s: float, skip: bool, realtime: bool = True):
     return rows, parts, "run" + (" (emulator and calibration under SCHED_FIFO)" if realtime else "")
 
 
+def _empty_folder(text: str) -> Path:
+    """``--keep-logs``' value: a folder that does not exist yet (made here) or is empty."""
+    path = Path(text)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise argparse.ArgumentTypeError(f"--keep-logs {text!r}: not a new or empty folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _drive_names(text: str) -> list[str]:
     """``--drives``' value: traced drives' names, comma-separated, each one of DiskSim's seven."""
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -422,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="replay only these traced drives (of " + ", ".join(DISKSIM_PUBLISHED_DEMERIT_MS)
                         + ") and put their rows into the existing artifact, the other drives' rows kept; "
                           "implies --replays-only (default: all seven, a new artifact)")
+    parser.add_argument("--keep-logs", type=_empty_folder, metavar="DIR",
+                        help="keep each drive's request log and the replay's issue and completion stamps "
+                             "(NAME-stamps.npz, monotonic clock [s]) in DIR, a new or empty folder (default: "
+                             "a temporary folder, removed)")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
     args.replays_only = args.replays_only or bool(args.drives)
@@ -443,10 +457,13 @@ def main(argv: list[str] | None = None) -> int:
                      f"8 minutes of device time each); DiskSim's published demerits are the whole traces'")
     load_start = _load()
     print(f"{'disk':<11}{'reqs':>6}{'demerit':>10}{'ratio':>7}{'sim only':>10}{'ratio':>7}{'DiskSim':>9}")
-    with tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
+    keep = args.keep_logs and contextlib.nullcontext(str(args.keep_logs))
+    with keep or tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
         # the kernel's threads first: each drive's path cost is probed as its requests then travel
         with kernel_threads_realtime(args.kernel_threads_realtime or None) as kernel_changed:
             devices, rows, replayed = _serve_and_replay(traces, params, rt, args.via, Path(logs))
+            for name, stamps in replayed.items() if keep else ():
+                np.savez(Path(logs) / f"{name}-stamps.npz", issued_s=stamps.issued_s, completed_s=stamps.completed_s)
             hits = None
             if not args.replays_only:
                 folder = Path(logs) / "throughput"
