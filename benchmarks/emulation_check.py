@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     figures.update(_calibration_figures(cal_rows, cal_parts))
     if args.drives:
         figures, details, notes = _merged_with_artifact(args.results_dir, rows, figures, details, notes)
-    write_result("emulation_check", figures, options=options_of(parser, args),
+    write_result("emulation_check", figures, options=options_of(parser, args, housekeeping=("keep_logs",)),
                  details=details, notes=notes, results_dir=args.results_dir)
     return 0
 
