@@ -56,7 +56,8 @@ def test_a_scan_of_the_device_during_a_replay_is_skipped_and_the_parts_stay_alig
     """hp_c2247a's first 400 requests, 40 reads of another process coming before request 340 (as a scan of
     every block device's ends did during a replay): the parts are those of the replay's own requests. Taken
     as the rows after the replay's first, in a row, the last 60 requests would be set beside the log rows of
-    requests 40 earlier: a way in of about -1.3 s and a way out of +1.3 s, as the artifact once printed."""
+    requests 40 earlier: ways in far below zero and ways out far above (a request cannot reach the server
+    before it is issued)."""
     name = "hp_c2247a"
     trace = read_drive_folder(disksim_drive_folder(name)).read_trace().head(400)
     log = tmp_path / "d.reqlog"
