@@ -53,6 +53,7 @@ Usage: python benchmarks/emulation_check.py [--requests N] [--hits-s S] [--realt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import mmap
 import os
@@ -301,6 +302,57 @@ def _calibration(budget_s: float, skip: bool, realtime: bool = True):
     return rows, parts, "run" + (" (emulator and calibration under SCHED_FIFO)" if realtime else "")
 
 
+def _empty_folder(text: str) -> Path:
+    """``--keep-logs``' value: a folder that does not exist yet (made here) or is empty."""
+    path = Path(text)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise argparse.ArgumentTypeError(f"--keep-logs {text!r}: not a new or empty folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _drive_names(text: str) -> list[str]:
+    """``--drives``' value: traced drives' names, comma-separated, each one of DiskSim's seven."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in DISKSIM_PUBLISHED_DEMERIT_MS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"--drives {text!r}: not a traced drive: {', '.join(bad) or '(none)'}")
+    return list(dict.fromkeys(names))
+
+
+def _merged_with_artifact(results_dir, rows, figures, details, notes):
+    """``--drives``: the existing artifact's figures, details and notes with these drives' rows in place of
+    theirs (the other drives' rows kept, in DiskSim's order), the demerit figures recomputed over the merged
+    rows; the pooled lateness and excess figures stay the earlier run's (they pool every drive's requests,
+    which the rows do not hold), and a note says which run each drive's row is from."""
+    import json
+
+    target = Path(results_dir or BENCHMARKS / "results") / "emulation_check.json"
+    if not target.exists():
+        return figures, details, notes
+    old = json.loads(target.read_text())
+    when = time.strftime("%Y-%m-%dT%H:%M UTC", time.gmtime())
+    new = {r["disk"]: {**r, "replayed_alone_utc": when} for r in rows}
+    merged = [new.get(r["disk"], r) for r in old.get("details", {}).get("drives", [])]
+    merged += [r for name, r in new.items() if name not in {m["disk"] for m in merged}]
+    merged.sort(key=lambda r: list(DISKSIM_PUBLISHED_DEMERIT_MS).index(r["disk"]))
+    out_figures = dict(old.get("figures", {}))
+    for key in ("worst_demerit_ratio_to_disksim", "drives_within_demerit_target"):
+        out_figures[key] = dict(out_figures.get(key) or figures[key])
+    out_figures["worst_demerit_ratio_to_disksim"]["value"] = max(r["ratio_to_disksim"] for r in merged)
+    out_figures["drives_within_demerit_target"]["value"] = sum(r["ratio_to_disksim"] <= DEMERIT_RATIO_TARGET
+                                                               for r in merged)
+    out_details = {**old.get("details", {}), "drives": merged}
+    out_details.setdefault("replays_alone", []).append(
+        {"drives": list(new), "date_utc": when, "load_average_at_start": details["load_average_at_start"],
+         "load_average_at_end": details["load_average_at_end"], "drive_figures": figures})
+    note = (f"{', '.join(new)} replayed again alone (--drives) at {when}: their rows in details.drives, and "
+            "worst_demerit_ratio_to_disksim and drives_within_demerit_target over the merged rows, are from that "
+            "run; the pooled lateness and excess figures are the earlier run's (that run's own pooled figures "
+            "are in details.replays_alone)")
+    return out_figures, out_details, list(old.get("notes", [])) + notes + [note]
+
+
 def _calibration_figures(rows, parts) -> dict:
     """The calibration section's figures: drives whose every quantity passed, drives whose zone count
     is the drive's, the worst zone-rate error, and the worst per-partition zone-rate error."""
@@ -376,8 +428,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration-only", action="store_true",
                         help="run the calibrations alone and put them into the existing artifact (its other "
                              "figures kept)")
+    parser.add_argument("--drives", type=_drive_names, metavar="NAME[,NAME...]",
+                        help="replay only these traced drives (of " + ", ".join(DISKSIM_PUBLISHED_DEMERIT_MS)
+                        + ") and put their rows into the existing artifact, the other drives' rows kept; "
+                          "implies --replays-only (default: all seven, a new artifact)")
+    parser.add_argument("--keep-logs", type=_empty_folder, metavar="DIR",
+                        help="keep each drive's request log and the replay's issue and completion stamps "
+                             "(NAME-stamps.npz, monotonic clock [s]) in DIR, a new or empty folder (default: "
+                             "a temporary folder, removed)")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
+    args.replays_only = args.replays_only or bool(args.drives)
     if args.requests < 0 or args.hits_s <= 0 or not 0 <= args.realtime_priority <= 99 \
             or not 0 <= args.kernel_threads_realtime <= 99:
         parser.error("--requests must be >= 0, --hits-s > 0, --realtime-priority and --kernel-threads-realtime 0-99")
@@ -385,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         return _calibration_only(args, parser)
     rt = args.realtime_priority or None
     traces, params = {}, {}
-    for name in DISKSIM_PUBLISHED_DEMERIT_MS:
+    for name in args.drives or DISKSIM_PUBLISHED_DEMERIT_MS:
         files = read_drive_folder(disksim_drive_folder(name))
         trace = files.read_trace()
         traces[name] = trace.head(args.requests) if args.requests else trace
@@ -396,10 +457,13 @@ def main(argv: list[str] | None = None) -> int:
                      f"8 minutes of device time each); DiskSim's published demerits are the whole traces'")
     load_start = _load()
     print(f"{'disk':<11}{'reqs':>6}{'demerit':>10}{'ratio':>7}{'sim only':>10}{'ratio':>7}{'DiskSim':>9}")
-    with tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
+    keep = args.keep_logs and contextlib.nullcontext(str(args.keep_logs))
+    with keep or tempfile.TemporaryDirectory(prefix="diskmodel-emulation-check-") as logs:
         # the kernel's threads first: each drive's path cost is probed as its requests then travel
         with kernel_threads_realtime(args.kernel_threads_realtime or None) as kernel_changed:
             devices, rows, replayed = _serve_and_replay(traces, params, rt, args.via, Path(logs))
+            for name, stamps in replayed.items() if keep else ():
+                np.savez(Path(logs) / f"{name}-stamps.npz", issued_s=stamps.issued_s, completed_s=stamps.completed_s)
             hits = None
             if not args.replays_only:
                 folder = Path(logs) / "throughput"
@@ -458,7 +522,9 @@ def main(argv: list[str] | None = None) -> int:
                                            "prefixes": list(KERNEL_THREAD_PREFIXES)},
                "calibration": {"status": cal_status, "rows": cal_rows, "partitions": cal_parts}}
     figures.update(_calibration_figures(cal_rows, cal_parts))
-    write_result("emulation_check", figures, options=options_of(parser, args),
+    if args.drives:
+        figures, details, notes = _merged_with_artifact(args.results_dir, rows, figures, details, notes)
+    write_result("emulation_check", figures, options=options_of(parser, args, housekeeping=("keep_logs",)),
                  details=details, notes=notes, results_dir=args.results_dir)
     return 0
 
