@@ -157,15 +157,18 @@ def docs_build_result(timeout_s: float):
 
 
 def pytest_collection_finish(session):
-    if session.config.option.collectonly or _DOCS_BUILD:
+    if session.config.option.collectonly:
         return
-    if any(_reads_the_docs(item) for item in session.items):
+    if not _DOCS_BUILD and any(_reads_the_docs(item) for item in session.items):
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix="diskmodel-docs-"))
         session.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
         session.config.add_cleanup(_stop_docs_build)
         start_docs_build(folder)
+    if not _BOUNDS_COMPILE and any(BOUNDS_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+        session.config.add_cleanup(_stop_bounds_compile)
+        start_bounds_compile()
 
 
 def _descendants(pid: int) -> list[int]:
@@ -213,6 +216,58 @@ def _stop_docs_build() -> None:
             except ProcessLookupError:
                 pass
         stderr.close()
+
+
+# ------------------------------------------------------------------ the bounds-checked compile
+
+#: The fixture of tests/test_simulate_bounds.py that runs the kernel compiled with numba's bounds checks.
+BOUNDS_FIXTURE = "bounds_checked"
+_BOUNDS_COMPILE: list = []   # the compile started for this session: (Popen, its output file)
+
+
+def start_bounds_compile() -> None:
+    """Start compiling the kernels with numba's bounds checks (``NUMBA_BOUNDSCHECK=1 python -m
+    diskmodel.model._jit``, into ``model/_jit_cache/boundscheck/``) at nice(1) 19, when the session's
+    tests are collected; :func:`bounds_compile_result` waits for it. Only tests/test_simulate_bounds.py
+    runs that code: compiled here, on the CPU the slow tier leaves idle (as the documentation's build,
+    :func:`start_docs_build`), rather than by ``.ci/setup`` beside the simulator's own compile, on the
+    setup's critical path. With the code in the cache already (an unchanged checkout), it only loads it."""
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_BOUNDSCHECK"] = "1"
+    output = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "diskmodel.model._jit"], cwd=REPO_ROOT,
+                            env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            process_group=0)
+    _BOUNDS_COMPILE.append((proc, output))
+
+
+def bounds_compile_result(timeout_s: float):
+    """Wait for the session's bounds-checked compile: ``(exit status, its output)``, or None when none
+    was started (the session collected no test that runs that code)."""
+    if not _BOUNDS_COMPILE:
+        return None
+    proc, output = _BOUNDS_COMPILE[0]
+    proc.wait(timeout=timeout_s)
+    output.seek(0)
+    return proc.returncode, output.read()
+
+
+def _stop_bounds_compile() -> None:
+    """At the session's end, a compile still running (the run was cut short) is stopped."""
+    import signal
+
+    for proc, output in _BOUNDS_COMPILE:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        output.close()
 
 
 def _session_of(pid: int) -> int | None:

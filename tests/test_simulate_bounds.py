@@ -4,7 +4,8 @@ numba does not check indices: an out-of-range one in ``diskmodel.model.simulator
 its helpers corrupts memory silently (seen as "free(): invalid next size", or as wrong times).
 One subprocess (tests/_simulate_bounds_run.py) runs the kernel compiled with ``NUMBA_BOUNDSCHECK=1``
 (kept apart from the shipped code, in ``model/_jit_cache/boundscheck/``, stamped with its sources
-by :mod:`diskmodel.model._jit`: compiled by ``.ci/setup``, or by the first run after an edit) and
+by :mod:`diskmodel.model._jit`: compiled at nice 19 from the session's start, conftest's
+start_bounds_compile, or only loaded when the cache holds it) and
 simulates: every variant of tests/golden/disksim_variants (whole
 traces), the kept random variants of tests/golden/disksim_random and their unchanged drives, one
 set of several write segments, and short hypothesis-drawn traces on drives with small segments,
@@ -28,6 +29,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import bounds_compile_result
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -87,7 +89,13 @@ CASES = _cases()
 
 @pytest.fixture(scope="module")
 def bounds_checked(tmp_path_factory):
-    """Each case's result, simulated in one subprocess with numba's bounds checks on."""
+    """Each case's result, simulated in one subprocess with numba's bounds checks on, once the
+    session's bounds-checked compile (started as the tests were collected: conftest's
+    start_bounds_compile) has filled the cache."""
+    compiled = bounds_compile_result(timeout_s=1800)
+    assert compiled is not None, "the session started no bounds-checked compile"
+    status, output = compiled
+    assert status == 0, f"the bounds-checked compile failed (exit {status}):\n{output[-3000:]}"
     tmp = tmp_path_factory.mktemp("bounds")
     (tmp / "cases.json").write_text(json.dumps(CASES))
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}

@@ -130,7 +130,9 @@ def test_counts_are_consistent(files, low, span, transactions, read_bias, create
     assert c.total.creates == pytest.approx(c.total.deletes, rel=1e-9)
     assert t.read_calls >= t.bytes_read / rb * (1 - 1e-6)
     assert c.total.write_calls >= c.total.bytes_written / wb * (1 - 1e-6)
-    assert low <= c.mean_file_size_at_end_bytes <= low + span + 1e-6
+    # a mean of sizes all equal to low may round below it (hypothesis: 507 files of 13 bytes gave
+    # 12.999999999999998), as the bounds above allow
+    assert low * (1 - 1e-9) <= c.mean_file_size_at_end_bytes <= low + span + 1e-6
 
 
 # ---------------------------------------------------------------- bad input

@@ -19,8 +19,8 @@ and when numba is configured to compile differently from the build (an optimisat
 numba's default, debug info): numba's key does not hold those settings. Code compiled with numba's
 bounds checks (``NUMBA_BOUNDSCHECK=1``, which raise IndexError where an index is out of range) is
 kept apart, in ``_jit_cache/boundscheck/``, stamped the same way, so that a check of the kernel's
-indices compiles once per edit of its sources rather than once per run; the wheel does not carry
-it (``setup.py``). Where the package's folder cannot be written (a system-wide install run by another user), the shipped files
+indices compiles once per edit of its sources rather than once per run (the test session compiles it,
+``tests/conftest.py``); the wheel does not carry it (``setup.py``). Where the package's folder cannot be written (a system-wide install run by another user), the shipped files
 are copied once into a folder of the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
 ``diskmodel/jit/``) and used there.
 
