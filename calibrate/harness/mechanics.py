@@ -358,6 +358,14 @@ def _not_visible(why: str) -> Quantity:
     return Quantity(None, NOT_VISIBLE, why)
 
 
+def _limit_not_above_floor(limit_s: float, floor_s: float, how: str) -> Quantity:
+    """The head switch where the limit after a track change came out at or below the same-track floor it
+    is measured from: a head switch is never negative or zero, so the two limits (one of them thrown
+    off by the path's noise) are reported, not a difference clamped to zero."""
+    return _not_visible(f"{how}: the limit after a track change {limit_s * 1e3:.4f} ms is not above the "
+                        f"same-track floor {floor_s * 1e3:.4f} ms it is measured from")
+
+
 def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMeasurement,
                    buffer: BufferMeasurement, *, chains: int = 4, steps: int = 120) -> TrackMeasurement:
     """Track and cylinder skew, surfaces, head switch and command overhead (see module doc)."""
@@ -513,7 +521,9 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
         # (one stride) alike
         floor = line_limit(np.r_[lows, np.asarray(highs) + period], np.r_[np.ones(len(lows)), np.zeros(len(highs))],
                            period, np.zeros(len(lows) + len(highs)), np.r_[in_low, in_high])
-        value = max(floor - (same_track - x), 0.0)
+        if floor <= same_track - x:
+            return _limit_not_above_floor(floor, same_track - x, how)
+        value = floor - (same_track - x)
         return Quantity(value, status, f"{how}: least time of one that caught its sector (the threshold to those that "
                                        f"missed it), less its block's passage, "
                                        f"{floor * 1e3:.4f} ms, less the same-track floor less a block's passage "
@@ -564,7 +574,9 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     # each read's time on its stride's line (a stride of k blocks back waits k blocks' passage less)
     t = np.asarray(times)
     floor = line_limit(t, t < 0.5 * period, period, -x * np.asarray(strides, dtype=float))
-    value = max(floor - same_track, 0.0)
+    if floor <= same_track:
+        return _limit_not_above_floor(floor, same_track, "the reads after the commonest track change")
+    value = floor - same_track
     if not two_kinds:
         return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
                             f"cylinder switches told apart neither by their wait nor by their position): the "
