@@ -1,6 +1,6 @@
 """The studies' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
-    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 2] [--image-mib 32]
+    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 3] [--image-mib 32]
         [--vm-groups 000,002,engineer,net] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
         [--reuse EARLIER.json] [--results-dir DIR]
 
@@ -64,7 +64,7 @@ from _stacks_tables import (HOST_STACKS, IMAGE_SIZES, NOT_RUN, NOTES, ORDERINGS,
                             errors, orderings, paper_loo_median, study)
 
 from diskmodel.calibrate.bench import tool_workloads  # noqa: E402
-from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output  # noqa: E402
+from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output, parse_copy_spread  # noqa: E402
 from diskmodel.calibrate.bench.memory_cgroup import drop_caches  # noqa: E402
 from diskmodel.calibrate.bench.ram_twin import RAM_CLOCK, TMPFS_CLOCK  # noqa: E402
 from diskmodel.calibrate.harness import devstate, runstate  # noqa: E402
@@ -176,7 +176,7 @@ def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None
 
 def pace_on_tmpfs(run, copy: FileCopy, specs: list[str]) -> dict:
     """Each workload's time on a tmpfs of its own (no device: the application's own time on this
-    machine, now): step or spec -> seconds (the copy's: the mean over its repeats)."""
+    machine, now): step or spec -> seconds (the copy's: the median of its repeats, as the copy's own)."""
     made: list = []
     where = run.temp_dir("pace-")
     res = run.intend("mount", mountpoint=str(where))
@@ -193,9 +193,22 @@ def pace_on_tmpfs(run, copy: FileCopy, specs: list[str]) -> dict:
     out: dict = {}
     for label, t0, t1 in windows:
         out.setdefault(label, []).append(t1 - t0)
-    pace = {k: statistics.fmean(v) for k, v in out.items()}
+    pace = {k: statistics.median(v) for k, v in out.items()}
     pace.update({t["spec"]: t["elapsed_s"] for t in tools})
     return pace
+
+
+def host_copy_rates(out: str) -> dict:
+    """The copy's rates on the host from what :func:`copy_on_host` printed, as the VM cells take theirs
+    (:mod:`diskmodel.calibrate.bench.stacks_vm`): each size's step the median of its repeats (a repeat the host
+    stalled does not move it), and the spread per direction the largest over the sizes of the repeats'
+    standard deviation over their mean (the repeats of one size against each other, never one size against
+    another)."""
+    res = parse_copy_output(out, average=statistics.median)
+    spread = parse_copy_spread(out)
+    return {"copy write": res.write_bytes_per_s, "copy read": res.read_bytes_per_s,
+            "spread": {"copy write": spread["write"], "copy read": spread["read"]},
+            "write_s": list(res.write_s), "read_s": list(res.read_s)}
 
 
 def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> tuple[dict, list[dict]]:
@@ -205,19 +218,12 @@ def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> 
     out = copy_on_host(str(mnt), copy, run=lambda argv: subprocess.run(argv, capture_output=True, text=True,
                                                                         stdin=subprocess.DEVNULL),
                        drop_caches=drop_caches, clock=clock)
-    res = parse_copy_output(out)
-    writes, reads = [], []
+    rates = host_copy_rates(out)
     for line in out.splitlines():
         t = [float(x) for x in line.split()[3:]]
         size = int(line.split()[2]) * MIB
         windows.append((f"dd:size={size},step=write", t[0], t[1]))
         windows.append((f"dd:size={size},step=read", t[2], t[3]))
-        writes.append(t[1] - t[0])
-        reads.append(t[3] - t[2])
-    spread = {"copy write": statistics.pstdev(writes) / statistics.fmean(writes) if len(writes) > 1 else 0.0,
-              "copy read": statistics.pstdev(reads) / statistics.fmean(reads) if len(reads) > 1 else 0.0}
-    rates = {"copy write": res.write_bytes_per_s, "copy read": res.read_bytes_per_s, "spread": spread,
-             "write_s": list(res.write_s), "read_s": list(res.read_s)}
     tools = []
     for spec in specs:
         r = tool_workloads.measure(spec, mnt).as_dict()
@@ -271,8 +277,8 @@ def run_host(args, say) -> list[dict]:
             cell = {"seed": HOST_STACKS[label][0], "where": "host", "stack": label, "drive": args.drive,
                     "workload": "the loop-image study copy",
                     "definition": f"dd of files of {args.sizes_mib} MiB with conv=fsync, then read back, "
-                                  f"{args.repeats} times each, page cache dropped before each "
-                                  "(calibrate/bench/copy.py; model: dd:size=N,step=write|read)",
+                                  f"{args.repeats} times each, page cache dropped before each, each step the median "
+                                  "of its repeats (calibrate/bench/copy.py; model: dd:size=N,step=write|read)",
                     "measured": rates, "predicted": pred, "tools": tools, "load_1min": load, "tmpfs_pace_s": pace,
                     "predicted_generator_pace": {k: unpaced[k] for k in ("copy write", "copy read")},
                     "emulator": drive.summary, "cell_s": time.monotonic() - t0}
@@ -418,7 +424,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--drive", default="wd800bd", help="the drive to emulate (a preset; default wd800bd)")
     parser.add_argument("--sizes-mib", default="1,4", help="the loop-image study's copy file sizes [MiB] (default 1,4)")
-    parser.add_argument("--repeats", type=int, default=2, help="copy repeats per size (default 2)")
+    parser.add_argument("--repeats", type=int, default=3, help="copy repeats per size (default 3; each step the "
+                        "median of its repeats)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
     parser.add_argument("--vm-groups", default="000,002,engineer,net",
                         help="the VM's groups of cells to run, comma-separated (000, 002, engineer, net; '' "
