@@ -151,6 +151,52 @@ def test_the_server_takes_each_sizes_path_cost_off_its_arrival(tmp_path):
     server.read(bytearray(34816), 8192)
     server.close()
     frame = read_log(tmp_path / "l.reqlog")
-    cost = frame["entry_s"] - frame["arrival_s"]
-    np.testing.assert_allclose(cost, [0.3e-3, 0.45e-3], atol=1e-12)
+    # a read's way in is half the cost of no bytes (0.28 ms, on the line through 4 and 64 KiB), its way back
+    # the rest: the round trip taken off is each size's cost
+    way_in = frame["entry_s"] - frame["arrival_s"]
+    np.testing.assert_allclose(way_in, [0.14e-3, 0.14e-3], atol=1e-12)
+    way_back = frame["arrival_s"] + frame["wait_s"] + frame["service_s"] - (frame["done_s"] - frame["lateness_s"])
+    np.testing.assert_allclose(way_in + way_back, [0.3e-3, 0.45e-3], atol=1e-9)
     assert frame.attrs["path_cost_by_size"] == [[4096, 0.3e-3], [65536, 0.6e-3]]
+
+
+def test_path_legs_put_the_bytes_on_the_leg_that_carries_them():
+    from diskmodel.calibrate.emulate.server import OP_FLUSH, OP_READ, OP_WRITE, path_legs_s, path_cost_table
+
+    table = path_cost_table({"fixed_cost_s": 0.4e-3, "path_per_byte_s": 1e-8})
+    assert path_legs_s(table, OP_READ, 65536) == pytest.approx((0.2e-3, 0.2e-3 + 65536e-8))
+    assert path_legs_s(table, OP_WRITE, 65536) == pytest.approx((0.2e-3 + 65536e-8, 0.2e-3))
+    assert path_legs_s(table, OP_FLUSH, 0) == pytest.approx((0.2e-3, 0.2e-3))
+
+
+def test_a_long_read_after_a_short_one_at_queue_depth_1_is_not_held_for_its_own_way_back(tmp_path):
+    # A caller at queue depth 1 behind a path whose way back carries a read's data (2.5 ms for 64 KiB here,
+    # slept by the caller as the path would take it) sees each read take the flat drive's 10 ms, and the drive
+    # sees each request the caller's own time after the last completed: never queued behind it. Taking the
+    # whole round trip off the arrival had the 64 KiB reads arrive before the 512-byte reads before them had
+    # completed, held in the drive's queue for the difference of their ways back, and taking 12.5 ms.
+    import json
+
+    from diskmodel.calibrate.emulate import flat_drive
+    from diskmodel.calibrate.emulate.server import DriveServer
+
+    service = 10e-3
+    spec = {**flat_drive(service, 1 << 20).as_dict(), "backing": None}
+    control = tmp_path / "control.json"
+    fixed, long_bytes, data_back_s = 1e-3, 65536, 2.5e-3
+    control.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": data_back_s / long_bytes}))
+    server = DriveServer({**spec, "log_path": str(tmp_path / "l.reqlog"), "control_path": str(control)})
+    time.sleep(0.01)
+    took = []
+    for size in (512, long_bytes) * 6:
+        t = time.monotonic()
+        time.sleep(fixed / 2)  # the way in
+        server.read(bytearray(size), 0)
+        time.sleep(fixed / 2 + size * data_back_s / long_bytes)  # the way back, with the data
+        took.append(time.monotonic() - t)
+    server.close()
+    frame = read_log(tmp_path / "l.reqlog")
+    assert frame["wait_s"].max() < 0.1e-3, frame["wait_s"].tolist()
+    # a sleep may wake late, never early: each read took the drive's 10 ms and at most the sleeps' lateness
+    assert min(took) > service - 0.05e-3
+    assert np.median(took[1::2]) < service + 1e-3, took

@@ -87,8 +87,9 @@ def _replay(fd: int, buf, trace, n: int, issued: np.ndarray, completed: np.ndarr
 def excess_parts(served, stamps: Replayed) -> dict:
     """Each replayed request's excess (the time the replay saw less the simulated wait and service) split by
     the server's stamps: the kernel's way in (issue to the server's entry), the server's lateness, the way out
-    (the server's return to completion) and the path's cost the server took off the request's arrival
-    (its entry less its arrival on the simulated clock). Per request,
+    (the server's return to completion) and the path's round trip the server took off the request (its way in,
+    off the arrival: its entry less its arrival on the simulated clock; and its way back, off the return: the
+    simulated completion less the deadline it returned at). Per request,
     excess = in + out - cost taken off + lateness.
 
     *served*: the request log's rows (:func:`~diskmodel.calibrate.emulate.requestlog.read_log`) of the
@@ -96,9 +97,10 @@ def excess_parts(served, stamps: Replayed) -> dict:
     replay's (:func:`replay_trace_stamped`). Arrays [s] keyed ``excess``, ``path_in``, ``path_out``,
     ``lateness``, ``cost_taken_off`` and ``simulated``."""
     t0 = served.attrs["t0_monotonic_s"]
-    entry = served["entry_s"].to_numpy()
+    entry, arrival = served["entry_s"].to_numpy(), served["arrival_s"].to_numpy()
+    done, lateness = served["done_s"].to_numpy(), served["lateness_s"].to_numpy()
     simulated = (served["wait_s"] + served["service_s"]).to_numpy()
+    way_back = arrival + simulated - (done - lateness)  # the simulated completion less the deadline
     return {"excess": stamps.took_s - simulated, "path_in": entry + t0 - stamps.issued_s,
-            "path_out": stamps.completed_s - (served["done_s"].to_numpy() + t0),
-            "lateness": served["lateness_s"].to_numpy(),
-            "cost_taken_off": entry - served["arrival_s"].to_numpy(), "simulated": simulated}
+            "path_out": stamps.completed_s - (done + t0), "lateness": lateness,
+            "cost_taken_off": entry - arrival + way_back, "simulated": simulated}

@@ -14,7 +14,7 @@ a kill is left out when read. Columns:
 =================  =======  ====================================================
 ``arrival_s``      float64  when the request reached the drive, on the drive's
                             simulated clock (s since the emulator started,
-                            the path's cost taken off)
+                            the path's way in taken off)
 ``op``             int8     0 read, 1 write, 2 flush, 3 write of zeros
 ``offset_bytes``   int64    where it starts on the drive
 ``size_bytes``     int64    its length
@@ -22,9 +22,9 @@ a kill is left out when read. Columns:
 ``service_s``      float64  simulated service time (start to completion)
 ``hit``            int8     the simulation's HitKind (0 media, 1 cache hit,
                             2 read-ahead hit, 3 fast write), -1 not known
-``lateness_s``     float64  actual completion minus the simulated one, as
-                            the server sees it (the way back to the
-                            caller is part of the path's cost taken off)
+``lateness_s``     float64  the server's return minus its deadline, the
+                            simulated completion less the path's way back
+                            to the caller
 ``probe``          bool     a read of the start-up measurement of the path's
                             cost (served after a fixed delay, not simulated)
 ``error``          int16    errno of a failed request (0: none)

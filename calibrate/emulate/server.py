@@ -18,14 +18,16 @@ served a fixed delay after they reach the server (:attr:`probing`; a delay, not
 at once, so that the path's threads have gone idle as they do between a drive's
 requests, and their wake-ups are part of the cost), and read between them on
 the line through the two nearest sizes (:func:`path_cost_s`; beyond the
-largest, on the last line). The simulation serves it at
-``arrival_s = t_entry - path_cost_s(size)`` on its own
-clock (zero when the server started), its data
-are moved, and the call returns at the simulated completion: an absolute
-deadline on the monotonic clock, slept to within :data:`SPIN_S` and then
-spun. The request's lateness is the time the call returns minus that
-deadline (late only when the work or the host made it miss the deadline:
-the wait never ends early).
+largest, on the last line). That round trip has two legs (:func:`path_legs_s`): the way in, before
+``t_entry``, and the way back, after the call returns. The simulation serves the request at
+``arrival_s = t_entry - way_in`` on its own clock (zero when the server started), its data are moved, and
+the call returns the way back before the simulated completion: an absolute deadline on the monotonic
+clock, slept to within :data:`SPIN_S` and then spun. The caller then sees the completion at the simulated
+one, and the drive sees its requests as the caller issues them: at queue depth 1, the next one the
+caller's own time after the last completed. (Taking the whole round trip off the arrival put a read
+before the completion of the one the caller had waited for, by the way back of its data, and the drive
+held it in its queue for that long.) The request's lateness is the time the call returns minus that
+deadline (late only when the work or the host made it miss the deadline: the wait never ends early).
 """
 from __future__ import annotations
 
@@ -40,13 +42,19 @@ import time
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
-__all__ = ["DriveServer", "MEMORY_MAX_BYTES", "SPIN_S", "path_cost_s", "path_cost_table", "realtime", "wait_until"]
+__all__ = ["DriveServer", "INBOUND_SHARE", "MEMORY_MAX_BYTES", "SPIN_S", "path_cost_s", "path_cost_table", "path_legs_s",
+           "realtime", "wait_until"]
 
 #: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
+#: The share of a request's round trip without its data (the cost read back to no bytes) taken as its way in.
+#: The probe times whole round trips only; at queue depth 1 the drive's gap between two requests is the caller's
+#: own time whatever this share, as long as both requests' round trips are split alike (the way back of one
+#: and the way in of the next are taken off together).
+INBOUND_SHARE = 0.5
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _ZERO_CHUNK_BYTES = 1 << 20
 
@@ -86,6 +94,20 @@ def path_cost_s(table, size_bytes: int) -> float:
         i += 1
     (n0, c0), (n1, c1) = table[i - 1], table[i]
     return max(c0 + (c1 - c0) * (size_bytes - n0) / (n1 - n0), 0.0)
+
+
+def path_legs_s(table, op: int, size_bytes: int) -> tuple[float, float]:
+    """The path's cost of a request (:func:`path_cost_s`) as its two legs, ``(way_in, way_back)`` [s]: the cost
+    of no bytes split by :data:`INBOUND_SHARE`, and the rest, the copies of the request's data, on the leg that
+    carries them: back for a read, in for a write; a write of zeros and a flush carry none, and their whole
+    cost is split by the share. The legs add up to the round trip."""
+    total = path_cost_s(table, size_bytes)
+    if op not in (OP_READ, OP_WRITE):
+        return INBOUND_SHARE * total, (1.0 - INBOUND_SHARE) * total
+    bare = min(path_cost_s(table, 0), total)
+    data = total - bare
+    way_in = INBOUND_SHARE * bare + (data if op == OP_WRITE else 0.0)
+    return way_in, total - way_in
 
 
 @contextlib.contextmanager
@@ -242,9 +264,10 @@ class DriveServer:
             if error:
                 raise OSError(error, os.strerror(error))
             return
-        # the path's cost grows with the bytes it copies; arrivals stay in order (a large request's earlier
-        # estimate must not put it before the request served just before it)
-        arrival = max(t_entry - path_cost_s(self.path_cost, size) - self.t0, self._last_arrival_s)
+        # the path's cost grows with the bytes it copies, on the leg that carries them; arrivals stay in order
+        # (a large write's earlier estimate must not put it before the request served just before it)
+        way_in, way_back = path_legs_s(self.path_cost, op, size)
+        arrival = max(t_entry - way_in - self.t0, self._last_arrival_s)
         self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
             wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
@@ -253,7 +276,7 @@ class DriveServer:
             blocks = (offset + size + BLOCK_BYTES - 1) // BLOCK_BYTES - first
             served = self.session.serve(op != OP_READ, first, blocks, arrival)
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
-            deadline = self.t0 + served.completion_s
+            deadline = self.t0 + served.completion_s - way_back
         error = self._move(move)
         done = wait_until(deadline, self.monotonic)
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error,
