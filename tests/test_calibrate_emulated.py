@@ -502,3 +502,26 @@ def test_a_dec_read_ahead_reaches_the_end_of_its_track():
     segment = drive_truth(params)["segment_bytes"] / 512
     assert segment == pytest.approx(np.mean(reaches), abs=4 * np.std(reaches) / np.sqrt(len(reaches)))
     assert segment < 0.5 * params.segment_size_blocks
+
+
+def test_a_zone_rate_pair_is_issued_alike_so_the_callers_own_time_between_calls_cancels():
+    """The zone stage's rate is a long read's time less a one-block read's, each right after a one-block
+    read just ahead of it, on a drive that then waits the rest of a revolution. Both must be issued alike:
+    a caller spends longer between two calls than between two reads of one call, and the head turns on
+    meanwhile. With 0.3 ms of the caller's own time per call on the bare WD800BD (no read-ahead), the
+    sustained rate at three locations comes within 1 % of the drive's; taking the one-block pair in one
+    call read the rate 3 % high."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth
+    from diskmodel.calibrate.harness.meter import Meter
+    from diskmodel.calibrate.harness.stages import _rate_at
+
+    params = _bare("wd800bd")
+    truth = drive_truth(params)
+    bounds, rates = truth["zone_bounds_bytes"], truth["zone_rates_bytes_per_s"]
+    disk = ParametersDisk(params, call_gap_s=0.3e-3, host_gap_jitter_s=0.0, noise_s=0.0, max_request_bytes=512 << 10)
+    meter = Meter(disk, budget_s=60.0)
+    for at in (3_300_000_000, 22_100_000_000, 49_200_000_000):
+        at = at // 512 * 512
+        found = float(np.mean(_rate_at(meter, at, 512 << 10, 24, max_repeats=24)))
+        true = rates[np.searchsorted(bounds[:, 0], at, side="right") - 1]
+        assert found == pytest.approx(true, rel=0.01), (at, found / true - 1)

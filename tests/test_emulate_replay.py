@@ -161,20 +161,30 @@ def test_the_server_takes_each_sizes_path_cost_off_its_arrival(tmp_path):
 
 
 def test_path_legs_put_the_bytes_on_the_leg_that_carries_them():
-    from diskmodel.calibrate.emulate.server import OP_FLUSH, OP_READ, OP_WRITE, path_legs_s, path_cost_table
+    from diskmodel.calibrate.emulate.server import (OP_FLUSH, OP_READ, OP_WRITE, path_cost_table, path_in_table,
+                                                    path_legs_s)
 
     table = path_cost_table({"fixed_cost_s": 0.4e-3, "path_per_byte_s": 1e-8})
+    # the way in not measured: the bare cost split in half, the bytes on the leg that carries them
     assert path_legs_s(table, OP_READ, 65536) == pytest.approx((0.2e-3, 0.2e-3 + 65536e-8))
     assert path_legs_s(table, OP_WRITE, 65536) == pytest.approx((0.2e-3 + 65536e-8, 0.2e-3))
     assert path_legs_s(table, OP_FLUSH, 0) == pytest.approx((0.2e-3, 0.2e-3))
+    # measured on reads: 0.1 ms in for no bytes, and a quarter of the bytes' cost on the way in too
+    way_in = path_in_table({"path_in_by_size": [[0, 0.1e-3], [65536, 0.1e-3 + 65536e-8 / 4]]})
+    assert path_legs_s(table, OP_READ, 65536, way_in) == pytest.approx((0.1e-3 + 65536e-8 / 4, 0.3e-3 + 0.75 * 65536e-8))
+    # a write swaps the bytes' parts: three quarters in, one quarter back
+    assert path_legs_s(table, OP_WRITE, 65536, way_in) == pytest.approx((0.1e-3 + 0.75 * 65536e-8, 0.3e-3 + 65536e-8 / 4))
+    assert path_legs_s(table, OP_FLUSH, 0, way_in) == pytest.approx((0.1e-3, 0.3e-3))
 
 
 def test_a_long_read_after_a_short_one_at_queue_depth_1_is_not_held_for_its_own_way_back(tmp_path):
-    # A caller at queue depth 1 behind a path whose way back carries a read's data (2.5 ms for 64 KiB here,
-    # slept by the caller as the path would take it) sees each read take the flat drive's 10 ms, and the drive
-    # sees each request the caller's own time after the last completed: never queued behind it. Taking the
-    # whole round trip off the arrival had the 64 KiB reads arrive before the 512-byte reads before them had
-    # completed, held in the drive's queue for the difference of their ways back, and taking 12.5 ms.
+    # A caller at queue depth 1 behind a path whose legs both grow with a read's bytes (as the probe measures
+    # them: buffers set up on the way in, the data copied on the way back), slept by the caller as the path
+    # would take them, sees each read take the flat drive's 10 ms, and the drive sees each request the
+    # caller's own time after the last completed: never queued behind it. Taking the whole round trip off the
+    # arrival had the 64 KiB reads arrive before the 512-byte reads before them had completed, held in the
+    # drive's queue for the difference of their ways back; taking the bytes' part off the way back alone
+    # had them arrive late by the difference of their ways in.
     import json
 
     from diskmodel.calibrate.emulate import flat_drive
@@ -183,20 +193,52 @@ def test_a_long_read_after_a_short_one_at_queue_depth_1_is_not_held_for_its_own_
     service = 10e-3
     spec = {**flat_drive(service, 1 << 20).as_dict(), "backing": None}
     control = tmp_path / "control.json"
-    fixed, long_bytes, data_back_s = 1e-3, 65536, 2.5e-3
-    control.write_text(json.dumps({"fixed_cost_s": fixed, "path_per_byte_s": data_back_s / long_bytes}))
+    long_bytes = 65536
+
+    def way_in(n):
+        return 0.3e-3 + 1.0e-3 * n / long_bytes
+
+    def way_back(n):
+        return 0.3e-3 + 1.5e-3 * n / long_bytes
+
+    control.write_text(json.dumps({"fixed_cost_s": 0.6e-3, "path_per_byte_s": 2.5e-3 / long_bytes,
+                                   "path_in_by_size": [[0, way_in(0)], [long_bytes, way_in(long_bytes)]]}))
     server = DriveServer({**spec, "log_path": str(tmp_path / "l.reqlog"), "control_path": str(control)})
     time.sleep(0.01)
     took = []
     for size in (512, long_bytes) * 6:
         t = time.monotonic()
-        time.sleep(fixed / 2)  # the way in
+        time.sleep(way_in(size))
         server.read(bytearray(size), 0)
-        time.sleep(fixed / 2 + size * data_back_s / long_bytes)  # the way back, with the data
+        time.sleep(way_back(size))
         took.append(time.monotonic() - t)
     server.close()
     frame = read_log(tmp_path / "l.reqlog")
+    assert frame.attrs["path_legs"] == "measured"
     assert frame["wait_s"].max() < 0.1e-3, frame["wait_s"].tolist()
+    gap = frame["arrival_s"].to_numpy()[1:] - (frame["arrival_s"] + frame["wait_s"] + frame["service_s"]).to_numpy()[:-1]
+    assert np.all(gap > -0.1e-3) and np.median(gap) < 0.5e-3, gap  # the caller's own time, a sleep's lateness
     # a sleep may wake late, never early: each read took the drive's 10 ms and at most the sleeps' lateness
     assert min(took) > service - 0.05e-3
     assert np.median(took[1::2]) < service + 1e-3, took
+
+
+def test_each_probe_reads_way_in_is_its_entry_in_the_servers_log_less_its_issue(tmp_path):
+    from diskmodel.calibrate.emulate.path_probe import way_in_by_size
+
+    rec = RequestRecorder({"drive": "d", "timing": "t", "fixed_cost_s": None, "t0_monotonic_s": 100.0},
+                          tmp_path / "r.reqlog")
+    stamps = []
+    for i in range(16):
+        size, offset = (512, 65536)[i % 2], 4096 * i
+        issued = 100.0 + 0.03 * i
+        way_in = (0.2e-3 if size == 512 else 0.5e-3) + (1e-3 if i < 2 else 0.0)  # the first quarter: warm-up
+        entry = issued + way_in
+        rec.add(entry - 100.0, 0, offset, size, 0.0, 5e-3, -1, 0.0, True, 0, entry - 100.0, entry + 5e-3 - 100.0)
+        stamps.append((size, offset, issued, entry + 5.4e-3))
+    rec.add(1.0, 0, 0, 512, 0.0, 5e-3, -1, 0.0, True, 0, 1.0, 1.005)  # a read of someone else's (udev's): unmatched
+    rec.close()
+    assert way_in_by_size(stamps, tmp_path / "r.reqlog") == [[512, pytest.approx(0.2e-3)],
+                                                             [65536, pytest.approx(0.5e-3)]]
+    with pytest.raises(RuntimeError, match="no entry for the probe read of 512 bytes at 999"):
+        way_in_by_size(stamps + [(512, 999, 200.0, 200.1)], tmp_path / "r.reqlog", wait_s=0.0)

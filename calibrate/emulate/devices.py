@@ -385,7 +385,7 @@ def _probe_times(sizes: list[int], read) -> dict[int, list[float]]:
     return times
 
 
-def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None) -> dict:
+def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None, log_path=None) -> dict:
     """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` and of the largest request the
     kernel sends the device (:func:`_probe_times`: each read after :data:`PROBE_GAP_S` of idle, until each
     size's median is known to :data:`PROBE_TOLERANCE`) served :data:`PROBE_DELAY_S` after they reach the
@@ -393,7 +393,10 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     request's data through FUSE and NBD). The server's control
     (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`): ``path_cost_by_size``, ``fixed_cost_s``
     (the cost read back to no bytes) and ``path_per_byte_s`` (the slope from the smallest size to the
-    largest). Read under SCHED_FIFO at *realtime_priority*, as the path then serves."""
+    largest). Read under SCHED_FIFO at *realtime_priority*, as the path then serves. With the server's
+    request log at *log_path*: also ``path_in_by_size``, each size's way in
+    (:func:`~diskmodel.calibrate.emulate.path_probe.way_in_by_size`)."""
+    from diskmodel.calibrate.emulate.path_probe import way_in_by_size
     from diskmodel.calibrate.emulate.server import path_cost_s, realtime
 
     from diskmodel.calibrate.harness.device import max_request_bytes
@@ -407,13 +410,18 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     buf = mmap.mmap(-1, max(sizes))
     span = max(capacity_bytes // 4096 - max(sizes) // 4096, 1)
 
+    stamps = []  # (size, offset, issued, completed): the legs' measurement matches them to the server's log
+
     def read(n: int, i: int) -> float:
         view = memoryview(buf)[:n]
         try:
             time.sleep(PROBE_GAP_S)
+            offset = (i * 7919 % span) * 4096
             t = time.monotonic()
-            os.preadv(fd, [view], (i * 7919 % span) * 4096)
-            return time.monotonic() - t
+            os.preadv(fd, [view], offset)
+            done = time.monotonic()
+            stamps.append((n, offset, t, done))
+            return done - t
         finally:
             view.release()
 
@@ -425,11 +433,12 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
         buf.close()
     cost = {n: _probe_cost(seen)[0] for n, seen in times.items() if seen}
     small, large = min(cost), max(cost)
+    legs = {} if log_path is None else {"path_in_by_size": way_in_by_size(stamps, log_path)}
     if large == small:
-        return {"fixed_cost_s": cost[small], "path_per_byte_s": 0.0}
+        return {"fixed_cost_s": cost[small], "path_per_byte_s": 0.0, **legs}
     table = sorted(cost.items())
     return {"fixed_cost_s": path_cost_s(table, 0), "path_per_byte_s": (cost[large] - cost[small]) / (large - small),
-            "path_cost_by_size": [list(pair) for pair in table]}
+            "path_cost_by_size": [list(pair) for pair in table], **legs}
 
 
 def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_priority: int | None) -> None:
@@ -440,7 +449,7 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     finally:
         os.close(dir_fd)
     device = _attach_loop(run, drv, file)
-    measured = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority)
+    measured = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority, drv.device.log_path)
     control = drv.folder / "control.json"
     tmp = drv.folder / ".control.json.tmp"
     tmp.write_text(json.dumps(measured))

@@ -19,7 +19,8 @@ at once, so that the path's threads have gone idle as they do between a drive's
 requests, and their wake-ups are part of the cost), and read between them on
 the line through the two nearest sizes (:func:`path_cost_s`; beyond the
 largest, on the last line). That round trip has two legs (:func:`path_legs_s`): the way in, before
-``t_entry``, and the way back, after the call returns. The simulation serves the request at
+``t_entry``, and the way back, after the call returns; the probe measures the way in by size too
+(:mod:`~diskmodel.calibrate.emulate.path_probe`), and both grow with the bytes. The simulation serves the request at
 ``arrival_s = t_entry - way_in`` on its own clock (zero when the server started), its data are moved, and
 the call returns the way back before the simulated completion: an absolute deadline on the monotonic
 clock, slept to within :data:`SPIN_S` and then spun. The caller then sees the completion at the simulated
@@ -42,18 +43,18 @@ import time
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
-__all__ = ["DriveServer", "INBOUND_SHARE", "MEMORY_MAX_BYTES", "SPIN_S", "path_cost_s", "path_cost_table", "path_legs_s",
-           "realtime", "wait_until"]
+__all__ = ["DriveServer", "INBOUND_SHARE", "MEMORY_MAX_BYTES", "SPIN_S", "path_cost_s", "path_cost_table", "path_in_table",
+           "path_legs_s", "realtime", "wait_until"]
 
 #: A drive of at most this capacity keeps its data in memory, a larger one in a sparse file [bytes].
 MEMORY_MAX_BYTES = 64 << 20
 #: The last stretch before a deadline is spun rather than slept: a sleep may wake late [s].
 SPIN_S = 300e-6
 OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO = 0, 1, 2, 3
-#: The share of a request's round trip without its data (the cost read back to no bytes) taken as its way in.
-#: The probe times whole round trips only; at queue depth 1 the drive's gap between two requests is the caller's
-#: own time whatever this share, as long as both requests' round trips are split alike (the way back of one
-#: and the way in of the next are taken off together).
+#: Where the path's way in was not measured (a control file without ``path_in_by_size``): the share of a
+#: request's round trip without its data (the cost read back to no bytes) taken as its way in. At queue depth
+#: 1 the drive's gap between two requests is then the caller's own time whatever this share, as long as both
+#: requests' round trips are split alike (the way back of one and the way in of the next are taken off together).
 INBOUND_SHARE = 0.5
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 _ZERO_CHUNK_BYTES = 1 << 20
@@ -96,17 +97,41 @@ def path_cost_s(table, size_bytes: int) -> float:
     return max(c0 + (c1 - c0) * (size_bytes - n0) / (n1 - n0), 0.0)
 
 
-def path_legs_s(table, op: int, size_bytes: int) -> tuple[float, float]:
-    """The path's cost of a request (:func:`path_cost_s`) as its two legs, ``(way_in, way_back)`` [s]: the cost
-    of no bytes split by :data:`INBOUND_SHARE`, and the rest, the copies of the request's data, on the leg that
-    carries them: back for a read, in for a write; a write of zeros and a flush carry none, and their whole
-    cost is split by the share. The legs add up to the round trip."""
-    total = path_cost_s(table, size_bytes)
-    if op not in (OP_READ, OP_WRITE):
-        return INBOUND_SHARE * total, (1.0 - INBOUND_SHARE) * total
-    bare = min(path_cost_s(table, 0), total)
-    data = total - bare
-    way_in = INBOUND_SHARE * bare + (data if op == OP_WRITE else 0.0)
+def path_in_table(control: dict):
+    """The path's way in by transfer size, ``((bytes, s), ...)``, from a control file's ``path_in_by_size``
+    pairs (:func:`~diskmodel.calibrate.emulate.path_probe.way_in_by_size`; one size is a constant), or None
+    where it has none."""
+    pairs = control.get("path_in_by_size")
+    if not pairs:
+        return None
+    table = tuple(sorted((int(n), float(c)) for n, c in pairs))
+    if len({n for n, _ in table}) != len(table) or any(c < 0 for _, c in table):
+        raise ValueError(f"path_in_by_size must give distinct sizes, times >= 0 (got {pairs!r})")
+    return table if len(table) > 1 else ((0, table[0][1]), (1 << 20, table[0][1]))
+
+
+def path_legs_s(table, op: int, size_bytes: int, in_table=None) -> tuple[float, float]:
+    """The path's cost of a request (:func:`path_cost_s`) as its two legs, ``(way_in, way_back)`` [s], adding
+    up to the round trip. With *in_table* (:func:`path_in_table`, measured on reads), a read's way in is
+    read from it; a write's legs are a read's with the bytes' parts swapped (a write carries its data in,
+    a read back); a flush and a write of zeros carry no data and take the legs of no bytes. Without it,
+    the cost of no bytes is split by :data:`INBOUND_SHARE` and the bytes' part goes on the leg that carries
+    them."""
+    bare = path_cost_s(table, 0)
+    total = bare if op not in (OP_READ, OP_WRITE) else path_cost_s(table, size_bytes)
+    if in_table is None:
+        bare_in = INBOUND_SHARE * min(bare, total)
+        way_in = bare_in + (total - min(bare, total) if op == OP_WRITE else 0.0)
+    else:
+        bare_in = min(path_cost_s(in_table, 0), bare)
+        read_in = min(path_cost_s(in_table, size_bytes), total)
+        if op == OP_READ:
+            way_in = read_in
+        elif op == OP_WRITE:  # in: the bare way in and the read's data way back; back: the read's data way in
+            way_in = total - (bare - bare_in) - (read_in - bare_in)
+        else:
+            way_in = bare_in
+    way_in = min(max(way_in, 0.0), total)
     return way_in, total - way_in
 
 
@@ -194,8 +219,9 @@ class DriveServer:
     :class:`~diskmodel.calibrate.emulate.drives.DriveSpec`'s), ``backing``
     (the sparse file's path, or None for memory), ``log_path`` (the request
     log, appended to as requests are served), ``control_path`` (where the caller
-    writes ``{"fixed_cost_s": ..., "path_cost_by_size": [[bytes, s], ...]}`` (or ``path_per_byte_s`` in place
-    of the table: :func:`path_cost_table`) once it has measured the path; until
+    writes ``{"fixed_cost_s": ..., "path_cost_by_size": [[bytes, s], ...], "path_in_by_size": [[bytes, s], ...]}``
+    (or ``path_per_byte_s`` in place of the cost table: :func:`path_cost_table`; the way in optional:
+    :func:`path_in_table`) once it has measured the path; until
     then every request is served ``probe_delay_s`` after it reached the
     server, not simulated, and marked as a probe).
     """
@@ -216,6 +242,7 @@ class DriveServer:
             session_from_spec(spec["timing"])[0].serve(False, 0, 1, 0.0)
         self.fixed_cost_s = 0.0
         self.path_cost = path_cost_table({"fixed_cost_s": 0.0})
+        self.path_in = None
         self._last_arrival_s = 0.0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
@@ -240,10 +267,13 @@ class DriveServer:
             return
         self.fixed_cost_s = float(control["fixed_cost_s"])
         self.path_cost = path_cost_table(control)
+        self.path_in = path_in_table(control)
         # written by the log's writer, after the probes' rows (never by the thread serving a request)
         self._meta_pending = {"fixed_cost_s": self.fixed_cost_s,
                               "path_per_byte_s": float(control.get("path_per_byte_s", 0.0)),
-                              "path_cost_by_size": [list(pair) for pair in self.path_cost]}
+                              "path_cost_by_size": [list(pair) for pair in self.path_cost],
+                              "path_in_by_size": None if self.path_in is None else [list(p) for p in self.path_in],
+                              "path_legs": "measured" if self.path_in else f"split, {INBOUND_SHARE:g} of the bare cost in"}
         self.probing = False
 
     # -- serving
@@ -266,7 +296,7 @@ class DriveServer:
             return
         # the path's cost grows with the bytes it copies, on the leg that carries them; arrivals stay in order
         # (a large write's earlier estimate must not put it before the request served just before it)
-        way_in, way_back = path_legs_s(self.path_cost, op, size)
+        way_in, way_back = path_legs_s(self.path_cost, op, size, self.path_in)
         arrival = max(t_entry - way_in - self.t0, self._last_arrival_s)
         self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:

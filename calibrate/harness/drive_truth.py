@@ -239,6 +239,10 @@ class ParametersDisk:
     host_tail_share, host_tail_s : float
         The share of host gaps drawn instead log-uniform over ``host_tail_s`` (low, high) [s]: a host
         that now and then runs something else between two reads.
+    call_gap_s : float
+        The caller's own time before the first read of each call, on top of its host gap [s]: a harness
+        that issues reads one call at a time spends more between two calls than between two reads of one
+        call (default 0).
     max_request_bytes : int or None
         The largest request the drive gets (None: any read is one request). A longer read
         is served as requests of at most this many bytes, in order, each a host gap after the
@@ -251,12 +255,12 @@ class ParametersDisk:
     def __init__(self, params, *, host_gap_s: float = 60e-6, host_gap_jitter_s: float = 40e-6,
                  noise_s: float = 20e-6, seed: int = 0, max_request_bytes: int | None = None,
                  path_early_s: float = 0.0, path_early_jitter_s: float = 0.0, host_tail_share: float = 0.0,
-                 host_tail_s: tuple = (0.1e-3, 4.5e-3)):
+                 host_tail_s: tuple = (0.1e-3, 4.5e-3), call_gap_s: float = 0.0):
         from diskmodel.model.simulator.session import DriveSession
 
         for name, value in (("host_gap_s", host_gap_s), ("host_gap_jitter_s", host_gap_jitter_s),
                             ("noise_s", noise_s), ("path_early_s", path_early_s),
-                            ("path_early_jitter_s", path_early_jitter_s)):
+                            ("path_early_jitter_s", path_early_jitter_s), ("call_gap_s", call_gap_s)):
             if not math.isfinite(float(value)) or float(value) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
         if max_request_bytes is not None and (isinstance(max_request_bytes, bool) or int(max_request_bytes) < SECTOR_BYTES
@@ -276,6 +280,7 @@ class ParametersDisk:
         self.path_early_s, self.path_early_jitter_s = float(path_early_s), float(path_early_jitter_s)
         self.host_tail_share, self.host_tail_s = float(host_tail_share), (float(host_tail_s[0]),
                                                                            float(host_tail_s[1]))
+        self.call_gap_s = float(call_gap_s)
         self._last_arrival_s = 0.0
         self._rng = np.random.default_rng(seed)
         # Compile the simulation now (numba), on a session thrown away, so that the calibration's
@@ -313,6 +318,8 @@ class ParametersDisk:
         if self.host_tail_share > 0:
             lo, hi = np.log(self.host_tail_s)
             gap = np.where(rng.random(n) < self.host_tail_share, np.exp(rng.uniform(lo, hi, n)), gap)
+        if n:
+            gap[0] += self.call_gap_s
         early = np.zeros(n)
         if self.path_early_s > 0 or self.path_early_jitter_s > 0:
             early = self.path_early_s + rng.uniform(-self.path_early_jitter_s, self.path_early_jitter_s, n)

@@ -111,7 +111,11 @@ def _rate_at(meter: Meter, o: int, length: int, repeats: int, agree: float = 0.0
     for j in range(max_repeats):
         if baselines is None or j < baselines:
             small_at = (o - j * step) % room // b * b
-            smalls.append(meter.read_many([small_at + b, small_at], b, tag="zones")[1])
+            # two calls, as the long read below follows its one-block read: the caller's own time between
+            # them is then the same, and so is the angle the head has turned when each is issued (a drive
+            # without read-ahead waits the rest of a revolution for the block just behind it)
+            meter.read(small_at + b, b, tag="zones")
+            smalls.append(meter.read(small_at, b, tag="zones"))
             small = smalls[-1]
         else:
             small = float(np.median(smalls))
