@@ -22,43 +22,54 @@ __all__ = ["LOG_WAIT_S", "way_in_by_size"]
 LOG_WAIT_S = 10.0
 
 
-def _probe_rows(log_path, count: int, wait_s: float):
+def _read_probe_rows(log_path):
+    """The probe rows of the server's log and its ``t0_monotonic_s``; None where the log cannot be read yet."""
     from diskmodel.calibrate.emulate.requestlog import read_log
 
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            frame = read_log(log_path)
-        except (OSError, ValueError):
-            frame = None
-        if frame is not None and "entry_s" in frame:
-            rows = frame[frame["probe"].astype(bool)]
-            if len(rows) >= count:
-                return rows, float(frame.attrs["t0_monotonic_s"])
-        if time.monotonic() >= deadline:
-            held = 0 if frame is None else int(frame["probe"].astype(bool).sum())
-            raise RuntimeError(f"the emulated drive's request log {log_path} holds {held} of the {count} probe reads "
-                               f"{wait_s:g} s after they completed: the path's legs cannot be measured")
-        time.sleep(0.1)
+    try:
+        frame = read_log(log_path)
+    except (OSError, ValueError):
+        return None
+    if "entry_s" not in frame or "t0_monotonic_s" not in frame.attrs:
+        return None
+    return frame[frame["probe"].astype(bool)], float(frame.attrs["t0_monotonic_s"])
+
+
+def _match(stamps, rows, t0):
+    """Each probe read's way in, by size, and the first read without an entry (None where all have one)."""
+    waiting: dict[tuple[int, int], list[float]] = {}
+    for off, size, entry in zip(rows["offset_bytes"], rows["size_bytes"], rows["entry_s"]):
+        waiting.setdefault((int(off), int(size)), []).append(t0 + float(entry))
+    legs: dict[int, list[float]] = {}
+    for stamp in stamps:
+        size, offset, issued, completed = stamp
+        entries = waiting.get((int(offset), int(size)), [])
+        match = next((e for e in entries if issued <= e <= completed), None)
+        if match is None:
+            return legs, stamp
+        entries.remove(match)
+        legs.setdefault(int(size), []).append(match - issued)
+    return legs, None
 
 
 def way_in_by_size(stamps, log_path, *, wait_s: float = LOG_WAIT_S) -> list[list]:
     """Each probed size's way in [s], ``[[bytes, s], ...]`` by size: the median, over its reads after the
     first quarter (which warm the path up, as for the round trip), of the server's entry less the read's
     issue. *stamps*: the probe's reads in order, ``(size_bytes, offset_bytes, issued_s, completed_s)`` on
-    the monotonic clock; *log_path*: the server's request log, whose probe rows are matched to them by
-    offset and size, in order. RuntimeError where the log does not hold them all."""
-    rows, t0 = _probe_rows(log_path, len(stamps), wait_s)
-    waiting: dict[tuple[int, int], list[float]] = {}
-    for off, size, entry in zip(rows["offset_bytes"], rows["size_bytes"], rows["entry_s"]):
-        waiting.setdefault((int(off), int(size)), []).append(t0 + float(entry))
-    legs: dict[int, list[float]] = {}
-    for size, offset, issued, completed in stamps:
-        entries = waiting.get((int(offset), int(size)), [])
-        match = next((e for e in entries if issued <= e <= completed), None)
-        if match is None:
-            raise RuntimeError(f"the emulated drive's request log has no entry for the probe read of {size} bytes "
-                               f"at {offset} issued at {issued:.6f} s: the path's legs cannot be measured")
-        entries.remove(match)
-        legs.setdefault(int(size), []).append(match - issued)
-    return [[n, statistics.median(seen[len(seen) // 4:])] for n, seen in sorted(legs.items())]
+    the monotonic clock; *log_path*: the server's request log, whose probe rows (other readers' too, such
+    as udev's) are matched to them by offset and size, in order; the log is read again until each read has
+    its row, or for *wait_s*. RuntimeError where it does not hold them all."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        read = _read_probe_rows(log_path)
+        missing = stamps[0] if stamps else None
+        if read is not None:
+            legs, missing = _match(stamps, *read)
+            if missing is None:
+                return [[n, statistics.median(seen[len(seen) // 4:])] for n, seen in sorted(legs.items())]
+        if time.monotonic() >= deadline:
+            size, offset, issued, _ = missing
+            raise RuntimeError(f"the emulated drive's request log {log_path} has no entry for the probe read of "
+                               f"{size} bytes at {offset} issued at {issued:.6f} s, {wait_s:g} s after the probe: "
+                               "the path's legs cannot be measured")
+        time.sleep(0.1)
