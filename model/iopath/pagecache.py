@@ -23,7 +23,7 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   ``dd bs=1M`` reads 1 MiB windows. The async window is issued when the reader reaches its mark
   (page_cache_async_ra), not read by the call that issues it: it goes out ``ASYNC_DELAY_S``
   after its call's instant, an instant of its own, listed in ``CacheResult.async_read``; the
-  reader waits for it at its next call (:mod:`.timing`). An op of many calls
+  reader waits for it at its next call (:mod:`~diskmodel.model.iopath.timing`). An op of many calls
   (``chunk_bytes`` below its size) issues each window at the instant of the call that reaches it, a
   nanosecond a call, so the queue does not merge windows of different calls; one call's windows go
   out together.
