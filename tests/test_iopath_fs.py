@@ -227,7 +227,9 @@ def test_buffered_loop_caches_the_image_a_second_time():
         got[direct] = (devs["loop0"].read_bytes, devs["sda1"].read_bytes)
     loop_reads, host_reads = got[False]
     assert loop_reads >= 2 * (8 << 20)
-    assert (8 << 20) <= host_reads < loop_reads - (7 << 20)
+    # the first read's host read-ahead may run past the file by a window of up to the host device's
+    # largest request (ondemand_readahead); a second read from the host would add the whole file
+    assert (8 << 20) <= host_reads < loop_reads - (6 << 20)
     assert got[True][1] >= 2 * (8 << 20)
 
 

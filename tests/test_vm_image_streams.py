@@ -34,11 +34,13 @@ def _logged():
 
 
 def test_the_image_is_read_in_read_ahead_windows_one_at_a_time_as_logged():
-    """The drive's reads: as many as logged (within two), nearly all 128 KiB (the host's window),
-    after a ramp of 16, 32 and 64 KiB."""
+    """The drive's reads: as many as logged (within three: the model reads two 4 KiB metadata blocks
+    the log does not show, and the guest merged one pair of the host's windows, which the model keeps
+    apart), nearly all
+    128 KiB (the host's window), after a ramp of 16, 32 and 64 KiB."""
     sizes, _ = _predicted()
     logged, _ = _logged()
-    assert abs(len(sizes) - statistics.median(len(x) for x in logged)) <= 2, (len(sizes), [len(x) for x in logged])
+    assert abs(len(sizes) - statistics.median(len(x) for x in logged)) <= 3, (len(sizes), [len(x) for x in logged])
     assert sum(s == 128 * KIB for s in sizes) >= 0.8 * statistics.median(sum(s == 128 * KIB for s in x) for x in logged)
     assert {16 * KIB, 32 * KIB, 64 * KIB} <= set(sizes)
 

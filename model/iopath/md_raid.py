@@ -28,7 +28,12 @@ Read balancing. RAID 1 (:func:`raid1_read_balance`) follows raid1.c's read_balan
 this one (the I/O path's instants are what the timing puts in the queue at once: :mod:`diskmodel.model.iopath.timing`),
 except metadata reads (``Flag.META``): the path walk waits for the directory and inode blocks
 before read(2) issues the data, so they are done when the data reads are balanced;
-with ``members_idle`` false every mirror counts as busy (a deep queue). Every read or write sent to
+with ``members_idle`` false every mirror counts as busy (a deep queue). An async read-ahead window
+(``Flag.ASYNC``) stays pending on its mirror until the next instant that issues one: the reader
+issues the next window when it reaches the mark at the start of the last one (page_cache_async_ra),
+which it then waits for, so the window before is still being read (blktrace of ext2 on a mirror over
+a fast and a slow drive: the third window goes to the slow mirror while the second is read from the
+fast one, and the fourth follows it there as a sequential read). Every read or write sent to
 a mirror moves its head to the request's end (update_head_pos). So a file read in pieces that are
 not contiguous on the device (extents out of order) alternates between the mirrors whenever one
 is still busy with the previous piece, whatever the mirrors' speeds.
@@ -91,20 +96,25 @@ def read_balance(op, offset, size, cand_dev, cand_off, n_devices: int, members_i
 
 
 def raid1_read_balance(op, time_s, offset, size, n_mirrors: int, members_idle: bool = True,
-                       nonrot: bool = False, done_first=None) -> np.ndarray:
+                       nonrot: bool = False, done_first=None, ahead=None) -> np.ndarray:
     """The mirror each read goes to (0 for writes, which go to every mirror): raid1.c's
     read_balance as the module docstring says, ``offset`` on the members; ``done_first``: the
-    reads that complete before the next request of their instant is issued (not pending)."""
+    reads that complete before the next request of their instant is issued (not pending);
+    ``ahead``: the async read-ahead windows (pending until the next instant that issues one)."""
     n = len(op)
     choice = np.zeros(n, np.int64)
     head, next_seq = [0] * n_mirrors, [-1] * n_mirrors
     pending, instant = [0] * n_mirrors, None
     ops, times, offs, sizes = op.tolist(), time_s.tolist(), offset.tolist(), size.tolist()
     first = [False] * n if done_first is None else np.asarray(done_first, bool).tolist()
+    async_ = [False] * n if ahead is None else np.asarray(ahead, bool).tolist()
+    outstanding, issued = [0] * n_mirrors, [0] * n_mirrors  # async windows: of the last instant with any, of this one
     for i in range(n):
         if times[i] != instant:
             instant = times[i]
-            pending = [0 if members_idle else 1] * n_mirrors
+            if any(issued):
+                outstanding, issued = issued, [0] * n_mirrors
+            pending = [(0 if members_idle else 1) + k for k in outstanding]
         off, end = offs[i], offs[i] + sizes[i]
         if ops[i] != Op.READ:
             for k in range(n_mirrors):
@@ -121,6 +131,7 @@ def raid1_read_balance(op, time_s, offset, size, n_mirrors: int, members_idle: b
                 best = dist.index(min(dist))
         choice[i] = best
         pending[best] += 0 if first[i] else 1
+        issued[best] += 1 if async_[i] else 0
         head[best] = next_seq[best] = end
     return choice
 
@@ -151,7 +162,8 @@ def md_raid1(stream: Stream, devices: Sequence[str], data_offset_bytes: int = 0,
     cand_off = np.broadcast_to((stream.offset_bytes[src] + base)[:, None], (n, len(names)))
     choice = raid1_read_balance(stream.op[src], stream.time_s[src], cand_off[:, 0], stream.size_bytes[src],
                                 len(names), bool(members_idle), bool(nonrot),
-                                (stream.flags[src] & Flag.META) != 0)
+                                (stream.flags[src] & Flag.META) != 0,
+                                ((stream.flags[src] & Flag.ASYNC) != 0) & (stream.op[src] == Op.READ))
     return _mirrored(stream, names, cand_dev, cand_off, src, stream.size_bytes[src], choice)
 
 

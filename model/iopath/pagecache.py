@@ -17,7 +17,13 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   else ``max``), each next one get_next_ra_size of the last (``4x`` below ``max/16``, ``2x`` up
   to ``max/2``, else ``max``), with ``max`` = ``read_ahead_kb``; windows stop at end of file, and
   one more is issued when a read enters the last window (the async read-ahead). Any other read
-  reads just its missing pages. Cached pages inside a window are skipped. An op of many calls
+  reads just its missing pages. Cached pages inside a window are skipped. A call larger than
+  ``read_ahead_kb`` reads ahead up to the call's size, at most the device's largest request
+  (``io_kb``: ondemand_readahead raises ``max_pages`` to ``min(req_size, bdi->io_pages)``), so
+  ``dd bs=1M`` reads 1 MiB windows. The async window is issued when the reader reaches its mark
+  (page_cache_async_ra), not read by the call that issues it: it goes out ``ASYNC_DELAY_S``
+  after its call's instant, an instant of its own, listed in ``CacheResult.async_read``; the
+  reader waits for it at its next call (:mod:`~diskmodel.model.iopath.timing`). An op of many calls
   (``chunk_bytes`` below its size) issues each window at the instant of the call that reaches it, a
   nanosecond a call, so the queue does not merge windows of different calls; one call's windows go
   out together.
@@ -79,6 +85,9 @@ class CacheParams:
     page_bytes: int = 4096
     cgroup_dirty_limits: bool = False
     commit_writeback_s: float | None = None
+    #: the file system's device's largest request [KiB] (``max_sectors_kb``: the bdi's ``io_pages``); None:
+    #: read-ahead windows stay within ``read_ahead_kb`` whatever the call's size
+    io_kb: int | None = None
 
     def __post_init__(self):
         ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
@@ -86,6 +95,9 @@ class CacheParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
                 raise ValueError(f"page cache: {name} = {v!r} must be an integer >= {low}")
+        if self.io_kb is not None and (isinstance(self.io_kb, bool) or not isinstance(self.io_kb, (int, np.integer))
+                                       or self.io_kb < 1):
+            raise ValueError(f"page cache: io_kb = {self.io_kb!r} must be an integer >= 1 or None")
         lim = self.memory_limit_bytes
         if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, np.integer)) or lim < self.page_bytes):
             raise ValueError(f"page cache: memory_limit_bytes = {lim!r} must be an integer >= page_bytes or None")
@@ -112,6 +124,14 @@ class CacheResult:
     #: the write-backs of a flush that writes every dirty inode it reaches (the background
     #: threshold's, reclaim's): the block device's dirty metadata buffers among them (None: none)
     flusher: np.ndarray | None = None
+    #: the reads issued by asynchronous read-ahead (page_cache_async_ra; None: none)
+    async_read: np.ndarray | None = None
+
+
+#: How long after its call's instant an async read-ahead window is issued [s]: more than the
+#: timing's instant (:data:`.timing.INSTANT_S`), so it is an instant of its own, and less than
+#: two of the generators' call costs (``call_s``), so it comes before the next call.
+ASYNC_DELAY_S = 1.5e-6
 
 
 def _init_ra(req: int, mx: int) -> int:
@@ -238,6 +258,8 @@ class _Cache:
         self.bg = int(p.dirty_background_ratio * mem) // self.pg
         self.hard = int(p.dirty_ratio * mem) // self.pg
         self.mx = max(1, p.read_ahead_kb * 1024 // self.pg) if p.read_ahead_kb else 0
+        self.io = max(1, p.io_kb * 1024 // self.pg) if p.io_kb else 0
+        self.async_now = False  # inside an async window's read_pages (CacheResult.async_read)
         self.out: list[tuple] = []
         self.dropped = self.reclaimed = self.throttled = 0
         self.wb_at, self.wb_files = -1.0, 0  # the instant of the last write-back and files written then
@@ -246,7 +268,7 @@ class _Cache:
     # -- output ----------------------------------------------------------------------------------
     def emit(self, t, kind, f, off=0, size=0, sync=False, direct=False, chunk=None):
         self.out.append((t, int(kind), f, off, size, size if chunk is None else chunk, direct, sync,
-                         self.flushing))
+                         self.flushing, self.async_now))
 
     def file(self, t, f: int) -> _File:
         st = self.files.get(f)
@@ -357,8 +379,10 @@ class _Cache:
             # merged; the windows one call issues go out together.
             calls = max(1, -(-chunk // self.pg))
             at = lambda page: t + max(page - a, 0) // calls * 1e-9  # noqa: E731
+            # ondemand_readahead: a call larger than the read-ahead reads ahead up to the device's largest request
+            mx = min(calls, self.io) if calls > self.mx and self.io > self.mx else self.mx
             while st.ra_end < b:
-                st.ra_win = _init_ra(-(-chunk // self.pg), self.mx) if not st.ra_win else _next_ra(st.ra_win, self.mx)
+                st.ra_win = _init_ra(calls, mx) if not st.ra_win else _next_ra(st.ra_win, mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
                 self.read_pages(at(st.ra_end), f, st, st.ra_end, stop)
@@ -367,10 +391,12 @@ class _Cache:
                     break
             if st.ra_end < eof and b > st.ra_last:
                 trigger = st.ra_last  # the asynchronous window: reading into the last one issues it
-                st.ra_win = _next_ra(st.ra_win, self.mx)
+                st.ra_win = _next_ra(st.ra_win, mx)
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
-                self.read_pages(at(trigger), f, st, st.ra_end, stop)
+                self.async_now = True
+                self.read_pages(at(trigger) + ASYNC_DELAY_S, f, st, st.ra_end, stop)
+                self.async_now = False
                 st.ra_end = stop
         self.reclaim(t)
 
@@ -475,8 +501,11 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
                 c.writeback(t, g, True)
             c.emit(t, Kind.SYNC, -1)
     rows = c.out
-    cols = list(zip(*rows)) if rows else [[]] * 9
-    dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool, bool)
+    if any(r[9] for r in rows):  # an async window may come after its call's later windows: by time, else in order
+        rows = [rows[i] for i in sorted(range(len(rows)), key=lambda i: rows[i][0])]
+    cols = list(zip(*rows)) if rows else [[]] * 10
+    dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool, bool, bool)
     arr = [np.asarray(x, dtype=d) for x, d in zip(cols, dtypes)]
     out = FileOps(*arr[:7], ops.dir_of_file, ops.initial_bytes)
-    return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled), arr[8])
+    return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled), arr[8],
+                       arr[9] if arr[9].any() else None)

@@ -271,6 +271,18 @@ def _read_blocks_first(s: Stream, unit: int) -> np.ndarray:
     return np.unique(np.asarray(blocks, np.int64))
 
 
+def _async_marked(stream: Stream, res) -> Stream:
+    """The file system's reads at the instants of the page cache's async read-ahead windows marked
+    ``Flag.ASYNC`` (the windows are alone at their instants: :data:`.pagecache.ASYNC_DELAY_S`)."""
+    if res.async_read is None or not len(stream):
+        return stream
+    at = np.isin(stream.time_s, np.unique(res.ops.time_s[res.async_read])) & (stream.op == Op.READ)
+    if not at.any():
+        return stream
+    return Stream(stream.time_s, stream.op, stream.offset_bytes, stream.size_bytes,
+                  np.where(at, stream.flags | Flag.ASYNC, stream.flags).astype(stream.flags.dtype), stream.parent)
+
+
 def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:
     """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring)."""
     cache = cache or CacheParams()
@@ -285,6 +297,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
+    if cache.io_kb is None:  # the bdi's io_pages: the file system's device's largest request
+        cache = replace(cache, io_kb=max_sectors_kb(volume))
     res = page_cache(ops, cache)
     try:
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
@@ -292,9 +306,10 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out: dict[str, Stream] = {}
+    stream = _async_marked(fs.stream, res)
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()
-    _below(volume, fs.stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs,
+    _below(volume, stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs,
            dropped=ops.caches_dropped)
     return out
 

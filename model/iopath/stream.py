@@ -47,6 +47,7 @@ class Flag(IntFlag):
     META = 8  # REQ_META: file-system metadata
     ZERO = 16  # written by a layer to zero-fill (dm-thin's zeroing of a new block)
     ALLOC = 32  # the first write to a not-yet-allocated range (a sparse loop image's hole)
+    ASYNC = 64  # a read of asynchronous read-ahead (page_cache_async_ra): the reader does not wait for it where issued
 
 
 _ALL_FLAGS = int(sum(int(f) for f in Flag))
