@@ -17,7 +17,6 @@ gives a subprocess its own numba cache or bounds checking (a fresh compile).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -99,7 +98,6 @@ def loops(request):
 DOCS = REPO_ROOT / "docs"
 #: The fixture of tests/test_docs.py that the built site is.
 DOCS_FIXTURE = "built_docs"
-_DOCS_BUILD: list = []   # the build started for this session: (Popen, output folder, stderr file, start time)
 
 
 def _reads_the_docs(item) -> bool:
@@ -126,155 +124,153 @@ except OSError:   # a kernel without autogroups: its nice value alone, inherited
 """
 
 
-def start_docs_build(folder: Path) -> None:
-    """Start the documentation's build into *folder*, at the lowest CPU priority: nice(1) 19 in the
+#: Where a pytest-xdist worker finds the session's background folder in what the controller hands it.
+BACKGROUND_KEY = "diskmodel_background"
+DOCS_JOB = "docs"
+BOUNDS_JOB = "bounds"
+_BACKGROUND: list[Path] = []   # the session's background folder (tests/_background.py), once made or handed over
+
+
+def _background_module():
+    """tests/_background.py, found beside this file (also where this file is loaded under another name, as
+    tests/test_tiers.py's pytest runs do, whose folder is not on sys.path)."""
+    if "_background" not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_background", Path(__file__).resolve().with_name("_background.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["_background"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["_background"]
+
+
+def _background_folder(config) -> Path:
+    """The folder of the session's background jobs: the one pytest-xdist's controller made and handed to
+    this worker (:func:`pytest_configure_node`), or one made now (the controller, or pytest running the
+    tests alone), removed at the session's end once the jobs still running are stopped."""
+    if not _BACKGROUND:
+        given = getattr(config, "workerinput", {}).get(BACKGROUND_KEY)
+        if given:
+            _BACKGROUND.append(Path(given))
+        else:
+            import tempfile
+
+            folder = Path(tempfile.mkdtemp(prefix="diskmodel-tests-"))
+            config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+            config.add_cleanup(lambda: _stop_background(folder))
+            _BACKGROUND.append(folder)
+    return _BACKGROUND[0]
+
+
+def _stop_background(folder: Path) -> None:
+    """At the session's end, the jobs still running (the run was cut short) are stopped: the notebook
+    kernels of the documentation's build interrupted first (tests/_background.py, stop_job)."""
+    _background = _background_module()
+
+    _background.stop_job(folder / DOCS_JOB, interrupt_sessions=True)
+    _background.stop_job(folder / BOUNDS_JOB)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller, as it starts a worker: the one background folder of the session, which
+    the controller keeps (and cleans up) until every worker has ended."""
+    node.workerinput[BACKGROUND_KEY] = str(_background_folder(node.config))
+
+
+def start_docs_build(job: Path) -> None:
+    """Start the documentation's build into *job*, at the lowest CPU priority: nice(1) 19 in the
     test run's own session, and each notebook kernel's autogroup at 19 (:data:`_KERNEL_STARTUP`).
 
     Most of the build is the notebooks' execution, a few minutes of CPU, while much of the slow tier
     waits rather than computes: on the throwaway VM's emulated CPU (one core), on emulated drives' and
     loop devices' deadlines, on sleeps. Started when the session's tests are collected and read by the
-    tests that run last (``pytest_collection_modifyitems``), the build takes the CPU those leave idle."""
-    out = folder / "html"
-    startup = folder / "ipython" / "profile_default" / "startup"
+    tests that run last (``pytest_collection_modifyitems``; under pytest-xdist, first in the worker beside
+    the serial group, which waits for it), the build takes the CPU those leave idle."""
+    _background = _background_module()
+
+    startup = job / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00-lowest-cpu-priority.py").write_text(_KERNEL_STARTUP)
-    stderr = open(folder / "sphinx-stderr.txt", "w+")
-    proc = subprocess.Popen(["nice", "-n", "19", *docs_build_command(out, folder / "doctrees")], cwd=REPO_ROOT,
-                            env={**os.environ, "IPYTHONDIR": str(folder / "ipython")},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, process_group=0)
-    _DOCS_BUILD.append((proc, out, stderr, time.monotonic()))
+    with open(job / "sphinx-stderr.txt", "w") as stderr:
+        _background.start(job, ["nice", "-n", "19", *docs_build_command(job / "html", job / "doctrees")],
+                          cwd=REPO_ROOT, env={**os.environ, "IPYTHONDIR": str(job / "ipython")},
+                          stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def _started_job(name: str) -> Path | None:
+    job = _BACKGROUND[0] / name if _BACKGROUND else None
+    return job if job is not None and job.is_dir() else None
 
 
 def docs_build_result(timeout_s: float):
     """Wait for the session's documentation build: ``(exit status, stderr text, output folder)``, or None
     when none was started (the session did not collect a test that reads it)."""
-    if not _DOCS_BUILD:
+    _background = _background_module()
+
+    job = _started_job(DOCS_JOB)
+    if job is None:
         return None
-    proc, out, stderr, _ = _DOCS_BUILD[0]
-    proc.wait(timeout=timeout_s)
-    stderr.seek(0)
-    return proc.returncode, stderr.read(), out
+    status = _background.result(job, timeout_s)
+    return status, (job / "sphinx-stderr.txt").read_text(), job / "html"
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist's worker sends the controller its collection
 def pytest_collection_finish(session):
+    """Start the background jobs the collected tests read, once for the session: under pytest-xdist each
+    worker collects the same tests, and the first to claim a job's folder starts it. A worker also writes
+    down which of its tests are in the serial group, for the controller's scheduler."""
     if session.config.option.collectonly:
         return
-    if not _DOCS_BUILD and any(_reads_the_docs(item) for item in session.items):
-        import tempfile
+    if hasattr(session.config, "workerinput") and getattr(session.config.option, "loadgroup", False):
+        ids = _background_folder(session.config) / SERIAL_IDS
+        partial = ids.with_name(f"{ids.name}.{os.getpid()}")
+        partial.write_text("".join(f"{item.nodeid}\n" for item in session.items if in_serial_group(item)))
+        os.replace(partial, ids)
+    docs = any(_reads_the_docs(item) for item in session.items)
+    bounds = any(BOUNDS_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items)
+    if not (docs or bounds):
+        return
+    _background = _background_module()
 
-        folder = Path(tempfile.mkdtemp(prefix="diskmodel-docs-"))
-        session.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-        session.config.add_cleanup(_stop_docs_build)
-        start_docs_build(folder)
-    if not _BOUNDS_COMPILE and any(BOUNDS_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
-        session.config.add_cleanup(_stop_bounds_compile)
-        start_bounds_compile()
-
-
-def _descendants(pid: int) -> list[int]:
-    """The processes under *pid*, children first (from /proc's parent ids)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):   # gone meanwhile
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        below = children.get(todo.pop(0), [])
-        found += below
-        todo += below
-    return found
-
-
-def _stop_docs_build() -> None:
-    """At the session's end, a build still running (the run was cut short) is stopped. Its notebook
-    kernels, in sessions of their own, get SIGINT first, as an interrupted cell in Jupyter does: the
-    cell's ``with`` blocks tear down what it built (an emulated drive's loop device and mount), which a
-    kernel that merely loses its parent would not (ipykernel's parent poller exits at once); once
-    nothing runs below them (a minute at most), the build's process group gets SIGTERM, then SIGKILL
-    after a minute."""
-    import signal
-
-    for proc, _, stderr, _ in _DOCS_BUILD:
-        if proc.poll() is None:
-            kernels = [p for p in _descendants(proc.pid) if _session_of(p) == p]
-            for pid in kernels:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGINT)
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and any(_descendants(pid) for pid in kernels):
-                time.sleep(0.2)
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
-        stderr.close()
+    if docs and (job := _background.claim(_background_folder(session.config), DOCS_JOB)) is not None:
+        start_docs_build(job)
+    if bounds and (job := _background.claim(_background_folder(session.config), BOUNDS_JOB)) is not None:
+        start_bounds_compile(job)
 
 
 # ------------------------------------------------------------------ the bounds-checked compile
 
 #: The fixture of tests/test_simulate_bounds.py that runs the kernel compiled with numba's bounds checks.
 BOUNDS_FIXTURE = "bounds_checked"
-_BOUNDS_COMPILE: list = []   # the compile started for this session: (Popen, its output file)
 
 
-def start_bounds_compile() -> None:
+def start_bounds_compile(job: Path) -> None:
     """Start compiling the kernels with numba's bounds checks (``NUMBA_BOUNDSCHECK=1 python -m
     diskmodel.model._jit``, into ``model/_jit_cache/boundscheck/``) at nice(1) 19, when the session's
     tests are collected; :func:`bounds_compile_result` waits for it. Only tests/test_simulate_bounds.py
     runs that code: compiled here, on the CPU the slow tier leaves idle (as the documentation's build,
     :func:`start_docs_build`), rather than by ``.ci/setup`` beside the simulator's own compile, on the
     setup's critical path. With the code in the cache already (an unchanged checkout), it only loads it."""
-    import tempfile
+    _background = _background_module()
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env["NUMBA_BOUNDSCHECK"] = "1"
-    output = tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "diskmodel.model._jit"], cwd=REPO_ROOT,
-                            env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                            process_group=0)
-    _BOUNDS_COMPILE.append((proc, output))
+    with open(job / "output.txt", "w") as output:
+        _background.start(job, ["nice", "-n", "19", sys.executable, "-m", "diskmodel.model._jit"], cwd=REPO_ROOT,
+                          env=env, stdout=output, stderr=subprocess.STDOUT)
 
 
 def bounds_compile_result(timeout_s: float):
     """Wait for the session's bounds-checked compile: ``(exit status, its output)``, or None when none
     was started (the session collected no test that runs that code)."""
-    if not _BOUNDS_COMPILE:
+    _background = _background_module()
+
+    job = _started_job(BOUNDS_JOB)
+    if job is None:
         return None
-    proc, output = _BOUNDS_COMPILE[0]
-    proc.wait(timeout=timeout_s)
-    output.seek(0)
-    return proc.returncode, output.read()
-
-
-def _stop_bounds_compile() -> None:
-    """At the session's end, a compile still running (the run was cut short) is stopped."""
-    import signal
-
-    for proc, output in _BOUNDS_COMPILE:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        output.close()
-
-
-def _session_of(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except OSError:
-        return None
+    status = _background.result(job, timeout_s)
+    return status, (job / "output.txt").read_text()
 
 
 # ------------------------------------------------------------------ the tiers
@@ -339,14 +335,81 @@ def untiered_items(items) -> list[str]:
     return found
 
 
+# ------------------------------------------------------------------ two workers (pytest-xdist)
+
+#: The pytest-xdist group (setup.cfg's ``-n 2 --dist loadgroup``) whose tests one worker runs one at a
+#: time, in collection order, while the other worker runs the rest beside them: every integration test
+#: and every test using a device fixture (loop devices, the VM, emulated drives, blktrace and ftrace,
+#: cgroups, the page cache: what the kernel holds for the whole host), and every test marked ``serial``
+#: (it measures wall time, or changes host-wide state: real-time scheduling, the run registry).
+SERIAL_GROUP = "serial"
+#: The nice(1) value a pytest-xdist worker takes for a test outside the serial group (and what that test
+#: starts), nice 0 for one inside it: where both workers compute, the serial group's timing keeps the
+#: larger share of the CPU (CFS weighs nice 10 at about a tenth of nice 0, sched(7)). Root only (lowering
+#: a nice value again needs CAP_SYS_NICE), as the integration tests are.
+BESIDE_NICE = 10
+_RENICE: list[bool] = []   # True in a pytest-xdist worker run as root
+_WORKER: list[bool] = []   # True in a pytest-xdist worker
+
+
+#: The file of the background folder that lists the serial group's node ids, one a line: written by the
+#: workers as they collect, read by the controller's scheduler (:func:`pytest_xdist_make_scheduler`).
+SERIAL_IDS = "serial-group-ids.txt"
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)   # before pytest-xdist's own choice
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's loadgroup scheduler, its groups told by :data:`SERIAL_IDS` rather than by the
+    ``@group`` suffix the workers add to a grouped test's node id: on pytest 9.2 that suffix is lost (the
+    node id is no longer the attribute pytest-xdist 3.8 changes; pytest-xdist issue 1386), and every test
+    would be scheduled alone. The workers have all sent their collection when the scheduler splits it."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    folder = _background_folder(config)
+
+    class SerialGroupScheduling(LoadGroupScheduling):
+        serial: frozenset[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.serial is None:
+                self.serial = frozenset((folder / SERIAL_IDS).read_text().splitlines())
+            return SERIAL_GROUP if nodeid in self.serial else super()._split_scope(nodeid)
+
+    return SerialGroupScheduling(config, log)
+
+
+def in_serial_group(item) -> bool:
+    """Whether *item* belongs to :data:`SERIAL_GROUP`."""
+    return (item.get_closest_marker("integration") is not None or item.get_closest_marker("serial") is not None
+            or bool(DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        _WORKER.append(True)
+        if os.geteuid() == 0:
+            _RENICE.append(True)
+
+
 @pytest.hookimpl(tryfirst=True)   # before -m deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("soak") is not None:
             item.add_marker(pytest.mark.slow)
-    # the tests that read the documentation's build run last, so that the build has the whole run to go
-    # (see start_docs_build)
-    items[:] = [i for i in items if not _reads_the_docs(i)] + [i for i in items if _reads_the_docs(i)]
+    # Run alone, the tests that read the documentation's build run last, so that the build has the whole
+    # run to go (see start_docs_build). Under pytest-xdist they come first: the worker beside the serial
+    # group waits for the build before it runs anything else, and so leaves the build the CPU the serial
+    # group does not use, as one process running the tests does; busy with tests of its own, it took that
+    # CPU from notebook 08, whose calibration on an emulated drive then ran out of its device-time budget.
+    docs = [i for i in items if _reads_the_docs(i)]
+    others = [i for i in items if not _reads_the_docs(i)]
+    items[:] = docs + others if hasattr(config, "workerinput") else others + docs
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            if in_serial_group(item):
+                item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
     untiered = untiered_items(items)
     if untiered:
         raise pytest.UsageError("these tests drive real tools but are not marked slow, so `pytest -m \"not slow\"`"
@@ -417,6 +480,10 @@ def _listen_for_numba_compiles() -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _listen_for_numba_compiles()
+    if _RENICE:
+        # PRIO_PROCESS with who 0 sets the calling thread's nice value (setpriority(2), BUGS), the one
+        # that runs the test and starts its processes
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if in_serial_group(item) else BESIDE_NICE)
     _RUNNING[:] = [item.nodeid]
     try:
         return (yield)
@@ -424,9 +491,20 @@ def pytest_runtest_protocol(item, nextitem):
         _RUNNING.clear()
 
 
+#: The name of the report property that carries a test's numba compiles from a pytest-xdist worker to
+#: the controller, whose terminal summary lists them: ``(seconds compiling, kernels compiled in a fast test)``.
+COMPILES_PROPERTY = "diskmodel_numba_compiles"
+
+
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     _FILE_S[path] = _FILE_S.get(path, 0.0) + report.duration
+    if getattr(report, "node", None) is not None:   # the pytest-xdist controller, a worker's report
+        for name, (seconds, compiles) in (p for p in report.user_properties if p[0] == COMPILES_PROPERTY):
+            if seconds:
+                _COMPILE_S[report.nodeid] = _COMPILE_S.get(report.nodeid, 0.0) + seconds
+            if compiles:
+                _NUMBA_COMPILES[report.nodeid] = _NUMBA_COMPILES.get(report.nodeid, 0) + compiles
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -455,4 +533,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if report.when == "call":
         item._tier_call_report = report
+    compiles = (_COMPILE_S.get(item.nodeid, 0.0), _NUMBA_COMPILES.get(item.nodeid, 0))
+    if report.when == "teardown" and _WORKER and any(compiles):
+        report.user_properties = [*report.user_properties, (COMPILES_PROPERTY, compiles)]
     return report

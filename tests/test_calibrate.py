@@ -80,6 +80,7 @@ def test_recovery_on_presets(name, budget):
     assert all(v.passed for v in result.checks), result.summary()
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_recovery_on_g4_4tb_within_120_s_of_device_time(g4_run):
     sim, result, wall = g4_run
     err = assert_targets(sim, result)
@@ -520,6 +521,7 @@ class SlowHost(FlashLike):
         return np.full(len(offsets), 1e-6) + self.rng.normal(0, 1e-8, len(offsets))
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_budget_bounds_the_wall_time_of_a_real_style_backend():
     start = time.perf_counter()
     result = calibrate(SlowHost(), budget_s=1.5, progress=False)

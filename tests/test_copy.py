@@ -33,6 +33,7 @@ def test_the_clock_reads_the_now_line_of_a_recorded_timer_list_to_the_nanosecond
     assert _dash(f"t=$({timer_list_clock(str(path))}); echo \"[$t]\"") == f"[{printed}]\n"
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_the_guest_clock_tells_apart_two_readings_a_millisecond_apart():
     # /proc/uptime (the clock before) counts hundredths: most such pairs read alike, the others 10 ms apart.
     if not os.access("/proc/timer_list", os.R_OK):

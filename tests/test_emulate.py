@@ -27,6 +27,8 @@ from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.server import DriveServer
 from diskmodel.calibrate.emulate.timing import FlatLatencySession
 
+pytestmark = pytest.mark.serial  # the emulated drive serves at its simulated times (asserted), under real-time scheduling
+
 MiB = 1 << 20
 
 

@@ -11,6 +11,8 @@ from conftest import require_root
 
 from diskmodel.calibrate.emulate.kthreads import _kernel_threads, kernel_threads_realtime
 
+pytestmark = pytest.mark.serial  # kernel threads' real-time scheduling, host-wide
+
 
 def test_no_priority_changes_nothing_and_a_bad_one_is_refused_naming_the_flag():
     with kernel_threads_realtime(None) as changed:

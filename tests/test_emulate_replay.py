@@ -18,6 +18,8 @@ from test_emulate import require_emulation
 from diskmodel.calibrate.emulate.replay import Replayed, excess_parts
 from diskmodel.calibrate.emulate.requestlog import COLUMNS, RequestRecorder, read_log
 
+pytestmark = pytest.mark.serial  # kernel threads' real-time scheduling, host-wide; replays held to the simulated times
+
 
 def test_excess_parts_add_up_to_the_excess_from_independent_stamps():
     """Hand-made stamps: issued at 10.000 s, the server enters 0.3 ms later (its clock started at 9 s), the path's

@@ -224,6 +224,7 @@ def test_reads_never_fetch_a_cached_page_without_reclaim(reads, limit_pages):
     assert seen <= set(range(64))
 
 
+@pytest.mark.serial  # asserts a CPU time, which a test computing beside it inflates
 @pytest.mark.slow
 def test_full_size_postmark_test1_path_runs_within_ten_seconds():
     from diskmodel.model.iopath.path import run

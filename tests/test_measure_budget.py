@@ -109,6 +109,7 @@ class Virtual:
 # The budget is a hard cap
 # ---------------------------------------------------------------------------
 
+@pytest.mark.serial  # asserts a wall time
 def test_real_time_backend_with_a_2_s_budget_is_refused_up_front():
     backend = Sleepy()
     start = time.monotonic()
@@ -137,6 +138,7 @@ def test_real_time_backend_with_a_2_s_budget_is_refused_up_front():
         assert result.device_time_s <= 2.0
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_user_report_half_second_reads_spend_at_most_the_budget():
     """The issue's case (0.5 s reads, --budget-s 2): refused within the budget, not after 4.5 minutes."""
     backend = Sleepy(read_s=0.5)
@@ -198,6 +200,7 @@ def test_a_stage_beyond_its_minimum_stops_where_the_budget_runs_out():
     assert seek.time_s.size == 2 * seek.distances_bytes.size * seek.rounds  # only whole rounds kept
 
 
+@pytest.mark.serial  # asserts a wall time
 @pytest.mark.slow  # several seconds: the full tier runs it
 def test_a_virtual_clock_backend_is_capped_in_wall_time():
     """Device time is cheap here (0.1 ms a read) but every read takes 1 ms of wall time: the

@@ -332,6 +332,7 @@ def test_diskmodel_predict_transactions_1e30_is_refused_fast():
         refused("transactions", lambda: predict(NATIVE_STACK, workload=workload.evolve(transactions=int(1e30))))
 
 
+@pytest.mark.serial  # asserts a wall time
 @pytest.mark.parametrize("files, read_bias, create_bias", [(1, 9, 5), (1, 5, 6), (4000, 5, 5), (10**5, 0, 10)])
 def test_predict_with_the_largest_allowed_workload_returns_within_seconds(files, read_bias, create_bias):
     workload = PostMarkConfig(transactions=MAX_COUNT, number_of_files=files, read_bias=read_bias,
@@ -389,6 +390,7 @@ def test_infer_transactions_of_an_unreachable_volume_is_refused_fast():
         refused("bytes_read", lambda: infer_transactions(PostMarkConfig(), bytes_read=1e25, read_tolerance=0.05))
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_infer_transactions_of_a_huge_volume_stays_bounded():
     with time_limit(60):
         began = time.monotonic()

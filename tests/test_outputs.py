@@ -113,6 +113,7 @@ def no_temp_files(folder: Path) -> bool:
 
 # ---------------------------------------------------------------------------- refusals before the run
 
+@pytest.mark.serial  # asserts a wall time
 @pytest.mark.slow
 def test_json_onto_an_existing_text_file_is_refused_before_any_read(tmp_path, env):
     text = tmp_path / "existing.txt"

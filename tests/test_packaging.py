@@ -121,6 +121,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel):
             "diskmodel/data/djordjevic2015/table4_postmark_test1.csv"} <= names
 
 
+@pytest.mark.serial  # asserts a CPU time, which a test computing beside it inflates
 def test_the_installed_wheels_first_answer_takes_seconds(venv, tmp_path):
     # numba's own caches empty (a new home, no NUMBA_CACHE_DIR): only what the wheel carries
     home = tmp_path / "home"

@@ -221,6 +221,7 @@ def test_a_check_step_compares_the_output_with_the_expected_value(tmp_path):
         X.HostExecutor(plan).build()
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
     plan = _toy_plan(tmp_path, sleep_at=4)
     ex = X.HostExecutor(plan)
@@ -278,6 +279,7 @@ def test_rendered_script_rolls_back_on_a_failing_step_and_keeps_its_status(tmp_p
     assert _made(tmp_path) == []
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_rendered_script_tears_down_on_sigint(tmp_path):
     plan = _toy_plan(tmp_path)
     t0 = time.monotonic()

@@ -19,6 +19,8 @@ from _faults import KTHREAD_PRIORITY, kernel_threads, threads_not_back
 from diskmodel.calibrate.harness import runstate, sched
 from diskmodel.calibrate.harness.resources import Resource, undo_one
 
+pytestmark = pytest.mark.serial  # kernel threads' real-time scheduling, host-wide
+
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
 _HOLD = f"""

@@ -204,6 +204,7 @@ def test_disksim_drives(disksim_dir):
     assert atlas.read(0, 512) > 0
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_fast_enough_for_a_full_calibration(disksim_dir):
     sim = simulated_disk(disksim_dir / "G4_4TB")
     offsets = np.random.default_rng(0).integers(0, sim.size_bytes // 512 - 8, 100_000) * 512

@@ -32,7 +32,10 @@ INI = """[pytest]
 markers =
     integration: drives real tools
     slow: takes more than a few seconds
+    serial: in the serial group
 """
+#: setup.cfg's two workers
+TWO_WORKERS = ("-n", "2", "--dist", "loadgroup")
 
 
 def run_pytest(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess:
@@ -138,7 +141,8 @@ def test_what_belongs_to_the_slow_tier(argv, env, reason):
 
 
 @pytest.mark.slow  # several seconds: the full tier runs it
-def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path):
+@pytest.mark.parametrize("workers", [("-n", "0"), TWO_WORKERS], ids=["one process", "two workers"])
+def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path, workers):
     res = run_pytest(tmp_path, """
         import numba
         import pytest
@@ -152,7 +156,7 @@ def test_the_summary_names_a_fast_test_that_compiled_a_numba_kernel(tmp_path):
         @pytest.mark.slow
         def test_slow_compiles():
             assert numba.njit(lambda x: x + 2)(1) == 3
-    """)
+    """, *workers)
     assert res.returncode == 0, res.stdout + res.stderr
     summary = res.stdout.split("fast-tier tests that compiled numba kernels", 1)[-1]
     assert "test_case.py::test_compiles" in summary, res.stdout
@@ -168,3 +172,81 @@ def test_one_in_turn_keeps_one_stand_in_a_group_each_stand_in_somewhere():
     assert kept == [("a", 1), ("a", "kill"), ("b", 2), ("b", "kill"), ("c", 3), ("c", "kill"),
                     ("d", 1), ("d", "kill"), ("e", 2), ("e", "kill")]
     assert [p.id for p in tiered] == [p.id for p in params]
+
+
+@pytest.mark.slow  # several seconds: the full tier runs it
+def test_two_workers_run_the_serial_group_one_test_at_a_time_and_the_rest_beside_it_at_nice_10(tmp_path):
+    """Under setup.cfg's two workers, the integration tests and those marked serial run in one worker,
+    one after the other, while the other worker runs the rest at the same time, at nice 10 where the
+    tests run as root (conftest.BESIDE_NICE; nice 0 in the serial group)."""
+    log = tmp_path / "log"
+    res = run_pytest(tmp_path, f"""
+        import json, os, time
+        import pytest
+
+        def _record(kind):
+            start = time.monotonic()
+            time.sleep(0.4)
+            with open({str(log)!r}, "a") as log:
+                log.write(json.dumps([kind, os.environ["PYTEST_XDIST_WORKER"], start, time.monotonic(),
+                                      os.getpriority(os.PRIO_PROCESS, 0)]) + "\\n")
+
+        @pytest.mark.integration
+        @pytest.mark.slow
+        @pytest.mark.parametrize("n", range(4))
+        def test_integration(n):
+            _record("serial")
+
+        @pytest.mark.serial
+        @pytest.mark.parametrize("n", range(4))
+        def test_marked_serial(n):
+            _record("serial")
+
+        @pytest.mark.parametrize("n", range(8))
+        def test_beside(n):
+            _record("beside")
+    """, *TWO_WORKERS)
+    assert res.returncode == 0, res.stdout + res.stderr
+    import json
+
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    serial = sorted((start, end, worker, nice) for kind, worker, start, end, nice in runs if kind == "serial")
+    beside = [(start, end, worker, nice) for kind, worker, start, end, nice in runs if kind == "beside"]
+    assert len(serial) == 8 and len(beside) == 8
+    assert len({worker for _, _, worker, _ in serial}) == 1, serial
+    assert all(later[0] >= earlier[1] for earlier, later in zip(serial, serial[1:])), serial
+    assert any(b[0] < s[1] and s[0] < b[1] for b in beside for s in serial), (serial, beside)
+    assert {nice for *_, nice in serial} == {0}
+    assert {nice for *_, nice in beside} == ({10} if os.geteuid() == 0 else {0})
+
+
+def test_a_background_jobs_status_is_read_from_its_folder_and_a_job_still_running_is_stopped(tmp_path):
+    """tests/_background.py: a job is claimed once (the second worker to try starts nothing), its exit
+    status is read by another process than the one that started it (the worker whose test reads it),
+    and a job still running at the session's end is stopped with what it started."""
+    import _background
+
+    done = _background.claim(tmp_path, "done")
+    assert done is not None and _background.claim(tmp_path, "done") is None
+    _background.start(done, [sys.executable, "-c", "raise SystemExit(3)"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+    read = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); import _background;"
+                           f" from pathlib import Path; print(_background.result(Path({str(done)!r}), 60))"],
+                          capture_output=True, text=True, timeout=120)
+    assert read.stdout.strip() == "3", read.stderr
+    running = _background.claim(tmp_path, "running")
+    _background.start(running, [sys.executable, "-c", "import time; time.sleep(600)"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+    with pytest.raises(TimeoutError):
+        _background.result(running, 0.5)
+    runner = int((running / "pid").read_text())
+    below = _background.descendants(runner)
+    assert below, "the job's command did not start"
+    _background.stop_job(running)
+    def running_still(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    assert not [pid for pid in [runner, *below] if running_still(pid)]

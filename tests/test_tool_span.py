@@ -12,6 +12,8 @@ import pytest
 from diskmodel.calibrate.bench import tool_workloads
 from diskmodel.calibrate.harness import runstate
 
+pytestmark = pytest.mark.serial  # the reported span against the wall clock
+
 TEARDOWN_S = 0.3
 
 

@@ -213,6 +213,7 @@ def test_bad_offsets_and_parameters(disk):
         VolumeOnDisk(disk, Partition(disk.capacity_bytes - MIB, 2 * MIB))
 
 
+@pytest.mark.serial  # asserts a wall time
 def test_vectorised_mapping_is_fast(disk):
     import time
 
