@@ -4,6 +4,7 @@ into the existing artifact."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -97,6 +98,14 @@ def test_each_replay_of_a_drive_is_split_by_its_own_log_and_the_first_is_the_sin
     assert row["lateness_p99_ms_all_replays"] == pytest.approx(0.02, abs=1e-6)
     assert row["server_simulated_demerit_ms"] == 0.0
     assert row["simulated_spread_over_replays_max_ms"] == 0.0
+    assert row["server_simulated_demerit_ms_median_of_repeats"] == 0.0
+    # the first replay's simulated times (the trace's) plus each request's median excess (0.07 ms, the 0.2 s of
+    # request 100 in one replay of two giving 0.1 s as the median of two)
+    from diskmodel.model.predictions.validation import disksim_demerit_s
+    expected = trace.service_s + 0.07e-3
+    expected[100] += 0.1
+    assert row["demerit_ms_first_simulated_plus_median_excess"] == pytest.approx(
+        disksim_demerit_s(trace.service_s, expected) * 1e3, rel=1e-4)  # a last bit may move a time across a bin
     # every request's excess is 0.07 ms: the top 1 % given their simulated time change the demerit by as little
     assert row["demerit_ms_without_largest_1pct_excess"] <= row["demerit_ms_without_largest_0.1pct_excess"]
 
@@ -146,10 +155,14 @@ def test_the_median_figures_are_over_the_rows_that_have_them(ec):
     assert "(3 drives, 3 replays each)" in figures["worst_demerit_ratio_median_of_repeats"]["label"]
 
 
-def test_repeats_must_be_at_least_one(ec, capsys):
+def test_repeats_must_be_at_least_one_and_the_replays_cpu_one_of_ours(ec, capsys):
     with pytest.raises(SystemExit):
         ec.main(["--repeats", "0"])
     assert "--repeats >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ec.main(["--replay-cpu", "4096"])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--replay-cpu 4096: not one of this process's "
+                                                                      f"CPUs {sorted(os.sched_getaffinity(0))}")
 
 
 def _row(disk, ratio):
