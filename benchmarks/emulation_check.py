@@ -320,7 +320,8 @@ def _lateness(devices, traces, replayed, rows):
             sims.append(parts["simulated"])
             excess_by_replay.append(parts["excess"])
             entry = row.setdefault("replays", [{} for _ in replayed[name]])[r]
-            entry.update({"foreign_requests": foreign, "replay_excess_p99_ms": float(np.percentile(parts["excess"], 99) * 1e3),
+            entry.update({"foreign_requests": foreign,
+                          "replay_excess_p99_ms": float(np.percentile(parts["excess"], 99) * 1e3),
                           **{f"lateness_p{q}_ms": float(np.percentile(parts["lateness"], q) * 1e3) for q in (50, 99)}})
             if r == 0:
                 row["foreign_requests_during_replay"] = foreign
@@ -540,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                           "implies --replays-only (default: all seven, a new artifact)")
     parser.add_argument("--keep-logs", type=_empty_folder, metavar="DIR",
                         help="keep each drive's request log and the replay's issue and completion stamps "
-                             "(NAME-stamps.npz, monotonic clock [s]) in DIR, a new or empty folder (default: "
-                             "a temporary folder, removed)")
+                             "(NAME-stamps.npz, NAME-stamps-1.npz... one per replay, monotonic clock [s]) in DIR, "
+                             "a new or empty folder (default: a temporary folder, removed)")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
     args.replays_only = args.replays_only or bool(args.drives)
