@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import require_root, wait_for
+from conftest import require_root, skip_or_fail, wait_for
 from test_emulate import require_emulation
 
-from diskmodel.calibrate.emulate.replay import Replayed, excess_parts
+from diskmodel.calibrate.emulate.replay import (Replayed, excess_parts, locked_memory, median_of_repeats,
+                                                without_largest_excess)
 from diskmodel.calibrate.emulate.requestlog import COLUMNS, RequestRecorder, read_log
 
 pytestmark = pytest.mark.serial  # kernel threads' real-time scheduling, host-wide; replays held to the simulated times
@@ -38,6 +39,51 @@ def test_excess_parts_add_up_to_the_excess_from_independent_stamps():
     np.testing.assert_allclose(parts["path_in"], 0.3e-3, atol=1e-9)
     np.testing.assert_allclose(parts["path_out"], 0.25e-3, atol=1e-9)
     np.testing.assert_allclose(parts["cost_taken_off"], 0.5e-3, atol=1e-9)
+
+
+def test_each_requests_median_over_the_replays():
+    """Three replays of four requests, a stall in a different request of each: every request's median is its
+    unstalled time; two replays give the mean of the two; a ragged or empty input is refused."""
+    clean = np.array([5e-3, 6e-3, 7e-3, 8e-3])
+    took = np.vstack([clean, clean, clean])
+    took[0, 1] += 40e-3
+    took[1, 2] += 30e-3
+    took[2, 3] += 20e-3
+    np.testing.assert_array_equal(median_of_repeats(took), clean)
+    np.testing.assert_allclose(median_of_repeats(took[:2]), clean + [0, 20e-3, 15e-3, 0], rtol=1e-12)
+    np.testing.assert_array_equal(median_of_repeats([clean]), clean)
+    for bad in ([], [[1.0, 2.0], [1.0]], [[np.nan]]):
+        with pytest.raises(ValueError, match="took_by_repeat"):
+            median_of_repeats(bad)
+
+
+def test_the_largest_excesses_are_given_their_simulated_time():
+    """Ten requests, excesses 0..9 ms: the top 20 % (the two largest) take their simulated time, the others
+    keep theirs; a fraction too small for one request still takes out the largest."""
+    simulated = np.full(10, 4e-3)
+    took = simulated + np.arange(10) * 1e-3
+    out = without_largest_excess(took, simulated, 0.2)
+    np.testing.assert_array_equal(out, np.r_[took[:8], simulated[8:]])
+    np.testing.assert_array_equal(without_largest_excess(took, simulated, 1e-3), np.r_[took[:9], simulated[9:]])
+    with pytest.raises(ValueError, match="fraction"):
+        without_largest_excess(took, simulated, 0.0)
+
+
+def _locked_kb() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmLck:"))
+
+
+def test_the_replays_memory_is_locked_inside_and_unlocked_after():
+    """mlockall inside (the process's pages counted in VmLck, proc(5)), munlockall after; not asked, nothing.
+    A system call, no tool: root only for its lock limit (RLIMIT_MEMLOCK does not bind it)."""
+    if os.geteuid() != 0:
+        skip_or_fail("needs root (the process's pages exceed an unprivileged RLIMIT_MEMLOCK)")
+    with locked_memory(False) as locked:
+        assert not locked and _locked_kb() == 0
+    with locked_memory() as locked:
+        assert locked and _locked_kb() > 1000
+    assert _locked_kb() == 0
 
 
 def test_a_log_without_the_server_stamps_reads_them_as_nan(tmp_path):
