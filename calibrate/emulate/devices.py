@@ -385,7 +385,7 @@ def _probe_times(sizes: list[int], read) -> dict[int, list[float]]:
     return times
 
 
-def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None, log_path=None) -> dict:
+def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int | None, log_path) -> dict:
     """The path's own cost, from O_DIRECT reads of :data:`PROBE_BYTES` and of the largest request the
     kernel sends the device (:func:`_probe_times`: each read after :data:`PROBE_GAP_S` of idle, until each
     size's median is known to :data:`PROBE_TOLERANCE`) served :data:`PROBE_DELAY_S` after they reach the
@@ -393,9 +393,9 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
     request's data through FUSE and NBD). The server's control
     (:func:`~diskmodel.calibrate.emulate.server.path_cost_table`): ``path_cost_by_size``, ``fixed_cost_s``
     (the cost read back to no bytes) and ``path_per_byte_s`` (the slope from the smallest size to the
-    largest). Read under SCHED_FIFO at *realtime_priority*, as the path then serves. With the server's
-    request log at *log_path*: also ``path_in_by_size``, each size's way in
-    (:func:`~diskmodel.calibrate.emulate.path_probe.way_in_by_size`)."""
+    largest), and ``path_in_by_size``, each size's way in, from the server's request log at *log_path*
+    (:func:`~diskmodel.calibrate.emulate.path_probe.way_in_by_size`). Read under SCHED_FIFO at
+    *realtime_priority*, as the path then serves."""
     from diskmodel.calibrate.emulate.path_probe import way_in_by_size
     from diskmodel.calibrate.emulate.server import path_cost_s, realtime
 
@@ -433,7 +433,7 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
         buf.close()
     cost = {n: _probe_cost(seen)[0] for n, seen in times.items() if seen}
     small, large = min(cost), max(cost)
-    legs = {} if log_path is None else {"path_in_by_size": way_in_by_size(stamps, log_path)}
+    legs = {"path_in_by_size": way_in_by_size(stamps, log_path)}
     if large == small:
         return {"fixed_cost_s": cost[small], "path_per_byte_s": 0.0, **legs}
     table = sorted(cost.items())

@@ -33,8 +33,9 @@ a kill is left out when read. Columns:
 ``done_s``         float64  when the server returned it, same clock
 =================  =======  ====================================================
 
-The metadata: the drive, the timing used, the path's cost taken off each
-deadline (``fixed_cost_s`` and ``path_per_byte_s``), the start time (``started_unix_s``, and
+The metadata: the drive, the timing used, the path's round trip taken off each
+request (``fixed_cost_s``, ``path_per_byte_s`` and ``path_cost_by_size``) and its way in
+(``path_in_by_size``; ``path_legs`` says whether that was measured), the start time (``started_unix_s``, and
 ``t0_monotonic_s``: the emulator's start on the host's monotonic clock, which ``entry_s`` and ``done_s``
 count from, so that a caller's own monotonic stamps of the same requests can be set beside them). :func:`read_log` reads the file in one line as a
 ``pandas.DataFrame`` (``df.attrs`` holds the metadata, and ``complete``:
