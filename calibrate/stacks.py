@@ -92,7 +92,7 @@ def resolve_drives(stack: Stack, relative_to: str | os.PathLike | None = None) -
     for i, drive in enumerate(stack.disks):
         if isinstance(drive, FileDrive):
             try:
-                drive = InMemoryDrive(disk_of(drive, relative_to), drive.name)
+                drive = InMemoryDrive(disk_of(drive, relative_to), drive.name, drive.max_sectors_kb)
             except ValueError as exc:
                 raise ValueError(f"disks[{i}] ({drive.name}): {exc}") from None
         drives.append(drive)

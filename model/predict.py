@@ -309,7 +309,7 @@ def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None
     if job.size_bytes > node.size_bytes:
         raise FieldError("size_bytes", f"the job moves {job.size_bytes} bytes, more than the device's "
                          f"{node.size_bytes}", sep=": ")
-    timed = predict_block_job(node, job, env.disks, calibrations=calibrations)
+    timed = predict_block_job(node, job, env.disks, calibrations=calibrations, limits=env.max_sectors_kb)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
     elapsed = t.elapsed_s

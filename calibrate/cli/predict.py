@@ -271,7 +271,7 @@ def _completed(args, stack, resolved):
                                       args.complete_from)
             except ValueError as exc:
                 raise ValueError(f"{args.stack}: {exc}") from None
-            drive = InMemoryDrive(disk, drive.name)
+            drive = InMemoryDrive(disk, drive.name, drive.max_sectors_kb)
             args.notes += [note] if note else []
         disks.append(drive)
     return resolved.evolve(disks=tuple(disks))

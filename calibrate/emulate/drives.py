@@ -120,16 +120,18 @@ def resolve_drive(drive) -> DriveSpec:
                      f"or a bundled DiskSim drive ({', '.join(BUNDLED_DRIVES)})")
 
 
-def model_drive(drive, name: str | None = None):
+def model_drive(drive, name: str | None = None, max_sectors_kb: int | None = None):
     """The drive node (an :class:`~diskmodel.model.drive.drives.InMemoryDrive` named *name*, default the drive's
     own) that predicts a run on the emulated DRIVE *drive*: the very Disk the emulator serves
     (:func:`~diskmodel.calibrate.emulate.timing.served_disk`), not the preset's catalogue entry, whose
-    buffer the emulator leaves out."""
+    buffer the emulator leaves out. *max_sectors_kb*: the guest's queue limit of the drive [KiB]
+    (default the kernel's, BLK_DEF_MAX_SECTORS: the drive node's default)."""
     from diskmodel.calibrate.emulate.timing import served_disk
-    from diskmodel.model.drive.drives import InMemoryDrive
+    from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB, InMemoryDrive
 
     spec = resolve_drive(drive)
-    return InMemoryDrive(served_disk(spec.timing), name or spec.name)
+    limit = DEFAULT_MAX_SECTORS_KB if max_sectors_kb is None else max_sectors_kb
+    return InMemoryDrive(served_disk(spec.timing), name or spec.name, limit)
 
 
 def _capacity_of(timing: dict, text: str) -> int:

@@ -8,21 +8,56 @@ calibrate --json``, kind "calibration"), or a Disk in memory
 (:class:`InMemoryDrive`, "in_memory", which has no JSON form). The
 model reads no file: drives that name one are loaded by
 :mod:`diskmodel.calibrate.stacks`.
+
+Every drive also carries its queue's request-size limit, ``max_sectors_kb``
+(sysfs ``/sys/block/<disk>/queue/max_sectors_kb``), the largest request the
+block layer sends it and, stacked, every partition, md and dm device over it
+(:func:`diskmodel.model.iopath.path.max_sectors_kb`). Its default is Linux's
+since 4.3, BLK_DEF_MAX_SECTORS = 2560 sectors (1280 KiB; commit d2be537c3ba3,
+"block: bump BLK_DEF_MAX_SECTORS to 2560"); kernels before it capped a disk at
+1024 sectors (512 KiB), as on the multi-disk LVM study's Linux 3.17, where no
+bio covers a 1 MiB thin-pool chunk and dm-thin zero-fills every new one
+(:mod:`diskmodel.model.iopath.dm_thin`).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from .._checks import one_of, show
+from .._checks import one_of, show, whole_number
 from .disk import Disk
 from ..stacks.nodes import is_node, node_type, text_field
 from .presets import available_presets, load_preset
 
-__all__ = ["FILE_KINDS", "PresetDrive", "FileDrive", "InMemoryDrive", "as_drive"]
+__all__ = ["DEFAULT_MAX_SECTORS_KB", "MIN_MAX_SECTORS_KB", "FILE_KINDS", "PresetDrive", "FileDrive",
+           "InMemoryDrive", "as_drive"]
+
+#: A disk queue's default request-size limit [KiB]: BLK_DEF_MAX_SECTORS, 2560 sectors since Linux 4.3
+#: (commit d2be537c3ba3; 1024 sectors, 512 KiB, before it), also a loop device's.
+DEFAULT_MAX_SECTORS_KB = 1280
+#: The smallest limit the kernel takes: one page (block/blk-sysfs.c, queue_max_sectors_store) [KiB].
+MIN_MAX_SECTORS_KB = 4
 
 
 def _drive_name(name) -> str:
     return text_field("name", name, empty_ok=False)
+
+
+def _max_sectors_kb(value) -> int:
+    return whole_number("max_sectors_kb", value, minimum=MIN_MAX_SECTORS_KB)
+
+
+def _json_fields(drive) -> dict:
+    """The drive's fields as a stack file writes them: the queue limit only where it is not the default
+    (a stack file written before the field existed reads back the same)."""
+    fields = {f.name: getattr(drive, f.name) for f in dataclasses.fields(drive) if f.init and f.name != "kind"}
+    if fields["max_sectors_kb"] == DEFAULT_MAX_SECTORS_KB:
+        del fields["max_sectors_kb"]
+    return fields
+
+
+def _limit_text(drive) -> str:
+    return "" if drive.max_sectors_kb == DEFAULT_MAX_SECTORS_KB else f", max_sectors_kb {drive.max_sectors_kb}"
 
 
 @node_type("preset")
@@ -36,20 +71,31 @@ class PresetDrive:
         The preset's name (:func:`diskmodel.model.drive.presets.available_presets`: wd800bd, hp97560, ...).
     name : str
         The disk's name in the stack, which partitions name (e.g. "sda").
+    max_sectors_kb : int
+        The drive's queue limit ``max_sectors_kb``: its largest request [KiB] (1024 bytes, the
+        kernel's sysfs unit), >= 4 (a page). The block layer splits larger ones, and a partition,
+        md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
+        default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
+        multi-disk LVM study's Linux 3.17).
     """
 
     preset: str
     name: str = "sda"
+    max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
 
     def __post_init__(self):
         one_of("preset", self.preset, available_presets())
         _drive_name(self.name)
+        object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
 
     def model_disk(self) -> Disk:
         return load_preset(self.preset)
 
     def describe(self) -> str:
-        return f"disk {self.name}: preset {self.preset}"
+        return f"disk {self.name}: preset {self.preset}{_limit_text(self)}"
+
+    def json_fields(self) -> dict:
+        return _json_fields(self)
 
 
 #: What the file of a drive of each kind holds.
@@ -73,23 +119,34 @@ class FileDrive:
         The folder or file, relative to the stack file's folder unless absolute.
     name : str
         The disk's name in the stack, which partitions name (e.g. "sda").
+    max_sectors_kb : int
+        The drive's queue limit ``max_sectors_kb``: its largest request [KiB] (1024 bytes, the
+        kernel's sysfs unit), >= 4 (a page). The block layer splits larger ones, and a partition,
+        md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
+        default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
+        multi-disk LVM study's Linux 3.17).
     """
 
     kind: str
     path: str
     name: str = "sda"
+    max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
 
     def __post_init__(self):
         one_of("kind", self.kind, tuple(FILE_KINDS))
         text_field("path", self.path, empty_ok=False)
         _drive_name(self.name)
+        object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
 
     def model_disk(self) -> Disk:
         raise ValueError(f"disk {self.name}: the {FILE_KINDS[self.kind]} {self.path} is a file the model does not "
                          "read; load the stack with diskmodel.calibrate.stacks.resolve_drives (or give the Disk itself)")
 
     def describe(self) -> str:
-        return f"disk {self.name}: {FILE_KINDS[self.kind]} {self.path}"
+        return f"disk {self.name}: {FILE_KINDS[self.kind]} {self.path}{_limit_text(self)}"
+
+    def json_fields(self) -> dict:
+        return _json_fields(self)
 
 
 @node_type("in_memory")
@@ -105,23 +162,31 @@ class InMemoryDrive:
         The disk's model parameters (a fitted or what-if disk).
     name : str
         The disk's name in the stack, which partitions name (e.g. "sda").
+    max_sectors_kb : int
+        The drive's queue limit ``max_sectors_kb``: its largest request [KiB] (1024 bytes, the
+        kernel's sysfs unit), >= 4 (a page). The block layer splits larger ones, and a partition,
+        md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
+        default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
+        multi-disk LVM study's Linux 3.17).
     """
 
     JSON_FORM = False
 
     disk: Disk
     name: str = "sda"
+    max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
 
     def __post_init__(self):
         if not isinstance(self.disk, Disk):
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
         _drive_name(self.name)
+        object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
 
     def model_disk(self) -> Disk:
         return self.disk
 
     def describe(self) -> str:
-        return f"disk {self.name}: {self.disk.name} ({self.disk.capacity_bytes / 1e9:.2f} GB, in memory)"
+        return f"disk {self.name}: {self.disk.name} ({self.disk.capacity_bytes / 1e9:.2f} GB, in memory{_limit_text(self)})"
 
     def json_fields(self) -> dict:
         raise ValueError(f"disk {self.name}: an in-memory Disk ({self.disk.name}) has no JSON form; save it "

@@ -50,24 +50,34 @@ from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
 from .stream import Flag, Op, Stream, concat
+from ..drive.drives import DEFAULT_MAX_SECTORS_KB
 from ..stacks.network import NBD_MAX_SECTORS_KB
 
-__all__ = ["run", "frames", "fs_params_of", "queue"]
+__all__ = ["run", "frames", "fs_params_of", "queue", "max_sectors_kb", "drive_limits", "DEFAULT_MAX_SECTORS_KB"]
 
 #: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
 REFLINK_KINDS = ("xfs", "btrfs")
-DEFAULT_MAX_SECTORS_KB = 1280  # BLK_DEF_MAX_SECTORS (2560 sectors), a loop device's default
 
 
-def max_sectors_kb(node) -> int:
-    """A node's queue limit ``max_sectors_kb``: nbd's own; an md or dm device's the smallest of its
-    members' (blk_stack_limits, block/blk-settings.c); any other (a loop device, a partition) the default."""
+def drive_limits(stack) -> dict[str, int]:
+    """``{disk name: max_sectors_kb}`` of a stack's drives (each drive node's queue limit)."""
+    return {d.name: int(getattr(d, "max_sectors_kb", DEFAULT_MAX_SECTORS_KB)) for d in stack.disks}
+
+
+def max_sectors_kb(node, drives: dict | None = None) -> int:
+    """A node's queue limit ``max_sectors_kb``: nbd's own; a partition's its disk's (a partition is
+    its disk's queue), from ``drives`` (``{disk name: KiB}``, :func:`drive_limits`; a disk not in it,
+    the default BLK_DEF_MAX_SECTORS); an md or dm device's the smallest of its members'
+    (blk_stack_limits, block/blk-settings.c); a loop device's the default (loop sets its own)."""
     kind = type(node).__name__
     if kind == "NbdDevice":
         return NBD_MAX_SECTORS_KB
+    if kind == "Partition":
+        return int((drives or {}).get(node.disk, DEFAULT_MAX_SECTORS_KB))
     below = {"RaidArray": lambda: node.members, "LinearVolume": lambda: node.physical_volumes,
              "StripedVolume": lambda: node.physical_volumes, "ThinVolume": lambda: (node.data,)}.get(kind)
-    return min((max_sectors_kb(m) for m in below()), default=DEFAULT_MAX_SECTORS_KB) if below else DEFAULT_MAX_SECTORS_KB
+    return (min((max_sectors_kb(m, drives) for m in below()), default=DEFAULT_MAX_SECTORS_KB) if below
+            else DEFAULT_MAX_SECTORS_KB)
 
 
 def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Stream:
@@ -115,18 +125,20 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
 
 
 def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
-           limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = (), dropped: bool = False):
+           limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = (), dropped: bool = False,
+           drives: dict | None = None):
     """Record ``stream`` as device ``name`` (queued at ``limit_kb``, by default the node's own
     :func:`max_sectors_kb`) and pass it down through ``node``. ``mkfs``: the byte ranges of ``node``
     that mkfs wrote (:func:`.fs_mkfs.mkfs_written`; the file system's own volume only). ``dropped``:
     the workload started after ``drop_caches`` (``FileOps.caches_dropped``), which drops every
-    layer's cached metadata, a loop image's host file system's too."""
-    stream = queue(stream, limit_kb or max_sectors_kb(node))
+    layer's cached metadata, a loop image's host file system's too. ``drives``: the disks' queue
+    limits (:func:`drive_limits`; default each disk's BLK_DEF_MAX_SECTORS)."""
+    stream = queue(stream, limit_kb or max_sectors_kb(node, drives))
     _merge(out, {name: stream})
     kind = type(node).__name__
     if kind == "Partition":
         _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes),
-                                       limit_kb or DEFAULT_MAX_SECTORS_KB)})
+                                       limit_kb or max_sectors_kb(node, drives))})
         return
     if kind in ("LinearVolume", "StripedVolume"):
         pvs = node.physical_volumes
@@ -142,7 +154,8 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
         for i, pv in enumerate(pvs):
             if names[i] in parts:
-                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, dropped=dropped)
+                _below(pv, parts[names[i]], names[i], f"{path}.physical_volumes[{i}]", cache, out, dropped=dropped,
+                       drives=drives)
         return
     if kind == "RaidArray":
         members = node.members
@@ -156,9 +169,10 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
         # RAID 1 clones each of the array's bios to every mirror, and a mirror's queue takes the clones as they
         # come: no larger than the array's own limit (the drives' logs under md over a local loop device and nbd)
-        limit = max_sectors_kb(node) if node.kind == "raid1" else None
+        limit = max_sectors_kb(node, drives) if node.kind == "raid1" else None
         for i, m in enumerate(members):
-            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit, dropped=dropped)
+            _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, limit_kb=limit, dropped=dropped,
+                   drives=drives)
         return
     if kind == "ThinVolume":
         chunk = int(node.chunk_size_bytes)
@@ -174,20 +188,22 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
             meta = meta.replace(offset_bytes=off)
         both = concat([res.data, meta])
         both = both.take(np.argsort(both.time_s, kind="stable"))
-        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, dropped=dropped)
+        _below(node.data, both, _name(node.data, f"{name}-pool"), f"{path}.data", cache, out, dropped=dropped,
+               drives=drives)
         return
     if kind == "NbdDevice":
         # nbd-server serves each request with one pread/pwrite of the export: the export sees nbd's requests
         _below(node.export, stream, _name(node.export, f"{name}-export"), f"{path}.export", cache, out,
-               limit_kb=NBD_MAX_SECTORS_KB, dropped=dropped)
+               limit_kb=NBD_MAX_SECTORS_KB, dropped=dropped, drives=drives)
         return
     if kind == "LoopFile":
-        _loop(node, stream, name, path, cache, out, dropped)
+        _loop(node, stream, name, path, cache, out, dropped, drives)
         return
     raise ValueError(f"{path}: kind {kind} is not on the request-level I/O path")
 
 
-def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, dropped: bool = False):
+def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, dropped: bool = False,
+          drives: dict | None = None):
     """The loop device's requests as file operations on its image, through the host's cache and
     file system (drivers/block/loop.c: lo_rw_aio / do_req_filebacked). A flush, and a write's
     REQ_PREFLUSH, is an fsync of the image before it (lo_req_flush: vfs_fsync); loop has a volatile
@@ -228,7 +244,8 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, d
                          inodes_held=dropped)
     except ValueError as exc:
         raise ValueError(f"{path} (loop_file): the host file system: {str(exc).removeprefix('file system: ')}") from None
-    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, dropped=dropped)
+    _below(node.host, fs.stream, _name(node.host, f"{name}-host"), f"{path}.host", cache, out, dropped=dropped,
+           drives=drives)
 
 
 def _read_calls(size: np.ndarray, kind: np.ndarray, node) -> np.ndarray:
@@ -297,8 +314,9 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
+    drives = drive_limits(stack)
     if cache.io_kb is None:  # the bdi's io_pages: the file system's device's largest request
-        cache = replace(cache, io_kb=max_sectors_kb(volume))
+        cache = replace(cache, io_kb=max_sectors_kb(volume, drives))
     res = page_cache(ops, cache)
     try:
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
@@ -310,7 +328,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()
     _below(volume, stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs,
-           dropped=ops.caches_dropped)
+           dropped=ops.caches_dropped, drives=drives)
     return out
 
 

@@ -306,15 +306,16 @@ def _with_draws(timed, drives: dict, models: dict, calibrations: dict, draws, se
 
 
 def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | None = None,
-                      draws: int | None = None, seed: int = 0) -> IoPrediction:
+                      draws: int | None = None, seed: int = 0, limits: dict | None = None) -> IoPrediction:
     """``job`` (a FioJob) on the block node ``node`` (fio on the raw device), its requests through the
     block layers below it (:mod:`diskmodel.model.iopath.path`) and timed on ``disks`` (``{name: Disk,
     DriveParameters or FlatDrive}``). A write job that is not ``fresh`` on a node that allocates on
     first write (a thin volume, a sparse loop image) overwrites: the same writes run once before it,
     and only the second pass is reported. ``calibrations``, ``draws`` and ``seed``: the intervals,
-    as :func:`predict_stack`'s."""
+    as :func:`predict_stack`'s. ``limits``: the disks' queue limits ``{name: max_sectors_kb}``
+    (:func:`diskmodel.model.iopath.path.max_sectors_kb`; default BLK_DEF_MAX_SECTORS)."""
     if calibrations:
-        return _with_draws(lambda given: predict_block_job(node, job, given, cache), dict(disks), dict(disks),
+        return _with_draws(lambda given: predict_block_job(node, job, given, cache, limits=limits), dict(disks), dict(disks),
                            calibrations, draws, seed)
     from ..iopath.network import links_below
     from ..iopath.pagecache import CacheParams
@@ -328,7 +329,7 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
         stream = concat([stream, stream.replace(time_s=stream.time_s + t0)])
     out: dict = {}
     name = getattr(node, "name", "") or "device"
-    _below(node, stream, name, "device", cache or CacheParams(), out)
+    _below(node, stream, name, "device", cache or CacheParams(), out, drives=limits)
     leaf = {n: s for n, s in out.items() if n in disks}
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
     timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end, links_below(node))

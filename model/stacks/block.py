@@ -38,15 +38,26 @@ class BlockEnv:
     """The disks a stack's partitions name, by name.
 
     ``BlockEnv({"sda": disk_a, "sdb": disk_b})``; :meth:`Stack.block_env` makes one from a stack.
+    ``max_sectors_kb``: each disk's queue limit [KiB] by name (the drive node's ``max_sectors_kb``);
+    a disk left out has the default, BLK_DEF_MAX_SECTORS.
     """
 
-    def __init__(self, disks: dict):
+    def __init__(self, disks: dict, max_sectors_kb: dict | None = None):
         if not isinstance(disks, dict) or not disks:
             raise ValueError(f"disks must be a non-empty dict of name -> Disk (got {show(disks)})")
         for name, disk in disks.items():
             if not isinstance(disk, Disk):
                 raise ValueError(f"disks[{name!r}] must be a Disk (got {show(disk)})")
+        limits = {} if max_sectors_kb is None else max_sectors_kb
+        if not isinstance(limits, dict):
+            raise ValueError(f"max_sectors_kb must be a dict of disk name -> KiB (got {show(max_sectors_kb)})")
         self._disks = dict(disks)
+        self._limits = {name: whole_number(f"max_sectors_kb[{name!r}]", kb, minimum=4) for name, kb in limits.items()}
+
+    @property
+    def max_sectors_kb(self) -> dict:
+        """``{name: queue limit [KiB]}`` of the disks given one (a copy)."""
+        return dict(self._limits)
 
     @property
     def disks(self) -> dict:

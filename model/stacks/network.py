@@ -39,7 +39,7 @@ TCP_IP_HEADER_BYTES = 52
 ETHERNET_HEADER_BYTES = 14
 #: NBD's request header (28 bytes) and simple reply header (16 bytes), per request (NBD proto.md).
 NBD_HEADER_BYTES = 28 + 16
-#: nbd's queue limit, max_sectors_kb: drivers/block/nbd.c (nbd_dev_add) sets max_sectors to 256 sectors.
+#: nbd's queue limit max_sectors_kb [KiB], which drivers/block/nbd.c (nbd_dev_add) sets to 256 sectors.
 NBD_MAX_SECTORS_KB = 128
 #: The NFS versions modelled (the Linux client's ``vers=`` values).
 NFS_VERSIONS = ("3", "4.0", "4.1", "4.2")

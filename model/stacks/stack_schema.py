@@ -35,8 +35,9 @@ UNDOCUMENTED = "(undocumented)"
 # Units that a field's name carries, longest suffix first (house rule: SI units in names).
 _UNIT_OF_SUFFIX = (("_bytes_per_s", "bytes/s"), ("_s_per_byte", "s/byte"), ("_bytes", "bytes"), ("_s", "s"))
 
-# A docstring's bracketed unit ("[bytes]", "[s]", "[count]", "[bytes/s of frames, ...]").
-_UNIT_TEXT = re.compile(r"\[((?:bytes/s|s/byte|bytes|s|count)\b[^\]]*)\]")
+# A docstring's bracketed unit ("[bytes]", "[s]", "[count]", "[bytes/s of frames, ...]"; "[KiB]" only for a
+# kernel setting named in its sysfs unit, a drive's max_sectors_kb).
+_UNIT_TEXT = re.compile(r"\[((?:bytes/s|s/byte|bytes|s|count|KiB)\b[^\]]*)\]")
 
 
 def _attribute_entries(cls) -> dict[str, tuple[str, str]]:
@@ -219,7 +220,7 @@ def _shown_default(entry: dict) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return plain_number(value) + (f" {entry['unit']}" if entry["unit"] in ("bytes", "s", "bytes/s") else "")
+        return plain_number(value) + (f" {entry['unit']}" if entry["unit"] in ("bytes", "s", "bytes/s", "KiB") else "")
     if isinstance(value, str):
         return f'"{value}"' if value else '""'
     return json.dumps(value)
