@@ -37,6 +37,7 @@ class _Plan:
         self.backing, self.direct_io, self.token = backing, direct_io, token
         self.disk_base_bytes = disk_base_bytes
         self.disk_backings: dict[str, str] = {}  # disk name -> a device of its own (build_plan's disk_backings)
+        self.disk_limits: dict[str, int] = {}  # disk name -> its queue's max_sectors_kb (the drive node's)
         self.steps: list[Step] = []
         self.regions: list[Region] = []
         self.vg_name: str | None = None

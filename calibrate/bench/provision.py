@@ -52,6 +52,7 @@ from diskmodel.model.stacks.nodes import kind_of
 from diskmodel.model.stacks.stack import FIRST_PARTITION_START_BYTES, FileSystemNode, Stack
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
+from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB
 from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
                                              sh_word)
 from diskmodel.calibrate.bench.builders import (LVM_SIZE_UNIT_BYTES, SCRATCH_MOUNT_OPTIONS, Region, _build,
@@ -247,7 +248,21 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
         resource=("loop", (("backing", backing), ("offset_bytes", region.offset_bytes),
                            ("size_bytes", region.size_bytes), ("device", Ref(var)))),
     ))
+    limit = plan.disk_limits.get(partition.disk, DEFAULT_MAX_SECTORS_KB)
+    if limit != DEFAULT_MAX_SECTORS_KB:
+        # A partition is its disk's queue; here it is a loop device, whose limits are its own (loop stacks
+        # none from its backing), so the disk's max_sectors_kb is set on it, before any md or dm device
+        # over it stacks it (blk_stack_limits at their table load). The value and the device are the fixed
+        # script's arguments, never its text; it prints the value read back, which the step checks.
+        plan.steps.append(Step(
+            f"queue limit max_sectors_kb {limit} of that loop device (disk {partition.disk}'s)",
+            ("sh", "-c", _SET_MAX_SECTORS, Ref(var), str(int(limit))), expect=str(int(limit))))
     return Ref(var)
+
+
+#: Sets a block device's queue/max_sectors_kb: $0 the device's path, $1 the value [KiB]; prints it read back.
+_SET_MAX_SECTORS = ('q=/sys/class/block/$(basename "$(readlink -f "$0")")/queue/max_sectors_kb; '
+                    'echo "$1" > "$q" && cat "$q"')
 
 
 @builds(LinearVolume)
@@ -337,6 +352,7 @@ def build_plan(
     plan = _Plan(os.fspath(backing), direct_io, token, disk_bases(stack))
     plan.mount_parent, plan.mount_dir = mount_parent, mount_dir
     plan.disk_backings = {str(k): os.fspath(v) for k, v in (disk_backings or {}).items()}
+    plan.disk_limits = {d.name: getattr(d, "max_sectors_kb", DEFAULT_MAX_SECTORS_KB) for d in stack.disks}
     device = _build(stack.volume, plan, "file_system.volume")
     fs_type = plan.fs_made or fs.kind
     if plan.fs_made is not None and plan.fs_made != fs.kind:
