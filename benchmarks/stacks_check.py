@@ -428,7 +428,7 @@ def main(argv=None) -> int:
                         "median of its repeats)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
     parser.add_argument("--vm-groups", default="000,002,engineer,net",
-                        help="the VM's groups of cells to run, comma-separated (000, 002, engineer, net; '' "
+                        help="the VM's groups of cells to run, comma-separated (000, 002, 002-limit, engineer, net; '' "
                         "for none)")
     parser.add_argument("--vm-sizes-mib", default="4", help="the copy's file sizes in the VM [MiB] (default 4)")
     parser.add_argument("--host", type=int, default=1, help="run the host cells (1, default) or not (0)")

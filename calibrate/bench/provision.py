@@ -255,7 +255,7 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
         # over it stacks it (blk_stack_limits at their table load). The value and the device are the fixed
         # script's arguments, never its text; it prints the value read back, which the step checks.
         plan.steps.append(Step(
-            f"queue limit max_sectors_kb {limit} of that loop device (disk {partition.disk}'s)",
+            f"queue limit max_sectors_kb {limit} of that loop device, the limit of disk {partition.disk}",
             ("sh", "-c", _SET_MAX_SECTORS, Ref(var), str(int(limit))), expect=str(int(limit))))
     return Ref(var)
 

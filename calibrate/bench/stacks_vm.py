@@ -115,11 +115,12 @@ def _part(disk: str, start: int = PART_START, size: int = PART_BYTES) -> Partiti
 MKFS_OPTIONS = ("-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard")
 
 
-def _stack(volume, kind: str, drives, label: str) -> Stack:
+def _stack(volume, kind: str, drives, label: str, max_sectors_kb: int | None = None) -> Stack:
     # mkfs.xfs, mkfs.jfs and mkreiserfs: their defaults (4 KiB blocks)
     options = MKFS_OPTIONS if kind.startswith("ext") else ()
     return Stack(FileSystemNode(volume, kind=kind, mkfs_options=options),
-                 tuple(model_drive(p, name=d) for p, d in drives), label)  # each as the emulator serves it
+                 tuple(model_drive(p, name=d, max_sectors_kb=max_sectors_kb) for p, d in drives),
+                 label)  # each as the emulator serves it
 
 
 def _group_000():
@@ -225,8 +226,32 @@ def _group_engineer():
     ]
 
 
+#: The multi-disk LVM study's kernel's queue limit (Linux 3.17: BLK_DEF_MAX_SECTORS, 1024 sectors) [KiB].
+STUDY_MAX_SECTORS_KB = 512
+#: The thin series' chunks measured again at that limit: the last chunk a bio covers and the two after [bytes].
+THIN_LIMIT_CHUNKS = (512 << 10, 1 << 20, 2 << 20)
+
+
+def _group_002_limit():
+    """The multi-disk LVM study's thin series (one wd800bd, a 32 MiB file) at three pool chunks with the
+    drive's queue limit max_sectors_kb at its kernel's default, set on the partition's device before the
+    pool is built (provision: the drive node's field): the chunk from which dm-thin zero-fills each new
+    chunk (io_overwrites_block) moves from 2 MiB down to 1 MiB."""
+    drives = (("wd800bd", "vdb"),)
+
+    def thin(chunk: int):
+        return ThinVolume(_part("vdb"), pool_size_bytes=192 * MIB, virtual_size_bytes=192 * MIB,
+                          chunk_size_bytes=chunk, metadata_size_bytes=4 * MIB)
+
+    return [d for d, _ in drives], [
+        Cell("002", f"{thin_series_label(c)}, max_sectors_kb {STUDY_MAX_SECTORS_KB}",
+             _stack(thin(c), "ext4", drives, f"thin {_size(c)} big {STUDY_MAX_SECTORS_KB}k",
+                    max_sectors_kb=STUDY_MAX_SECTORS_KB), (THIN_SERIES_FILE_BYTES,))
+        for c in THIN_LIMIT_CHUNKS]
+
+
 #: name -> builder of (drive presets in guest order, cells).
-GROUPS = {"000": _group_000, "002": _group_002, "engineer": _group_engineer}
+GROUPS = {"000": _group_000, "002": _group_002, "002-limit": _group_002_limit, "engineer": _group_engineer}
 
 
 def group_script(cells, copy: FileCopy, *, ram_twin: bool = True) -> str:
