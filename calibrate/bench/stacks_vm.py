@@ -235,8 +235,11 @@ THIN_LIMIT_CHUNKS = (512 << 10, 1 << 20, 2 << 20)
 def _group_002_limit():
     """The multi-disk LVM study's thin series (one wd800bd, a 32 MiB file) at three pool chunks with the
     drive's queue limit max_sectors_kb at its kernel's default, set on the partition's device before the
-    pool is built (provision: the drive node's field): the chunk from which dm-thin zero-fills each new
-    chunk (io_overwrites_block) moves from 2 MiB down to 1 MiB."""
+    pool is built (provision: the drive node's field). The model, given the field, predicts the study's
+    kernel: dm-thin zero-fills every new chunk from 1 MiB on (io_overwrites_block), not from 2 MiB. The
+    guest's Linux 6.1 tells whether a sysfs setting does the same there: its device-mapper splits a
+    regular bio only at its targets' boundaries (dm_split_and_process_bio), so the bios dm-thin sees may
+    stay the file system's own."""
     drives = (("wd800bd", "vdb"),)
 
     def thin(chunk: int):
