@@ -8,7 +8,8 @@ The mechanism: dm-thin provisions a new chunk with the first bio written to it, 
 whole chunk first unless that bio covers it (drivers/md/dm-thin.c: process_cell -> provision_block ->
 io_overwrites_block, else schedule_zero). On the study's kernel a file system built each bio under its
 queue's ``max_sectors_kb`` (bio_add_page, queue_max_sectors), which a dm device stacks from its drives
-(blk_stack_limits); the model takes a thin volume's bios at that limit. Before Linux 4.3 a disk's default was
+(blk_stack_limits); on Linux 6.1 device-mapper cuts dm-thin's bios at it (dm.c, __max_io_len). The model
+takes a thin volume's bios at that limit. Before Linux 4.3 a disk's default was
 BLK_DEF_MAX_SECTORS = 1024 sectors (512 KiB); commit d2be537c3ba3 ("block: bump BLK_DEF_MAX_SECTORS to
 2560") made it 1280 KiB. So on the study's kernel no bio covers a 1 MiB chunk and every new chunk is
 zero-filled; on Linux 6.1 (the emulated drives' guest) that starts at 2 MiB.

@@ -237,9 +237,8 @@ def _group_002_limit():
     drive's queue limit max_sectors_kb at its kernel's default, set on the partition's device before the
     pool is built (provision: the drive node's field). The model, given the field, predicts the study's
     kernel: dm-thin zero-fills every new chunk from 1 MiB on (io_overwrites_block), not from 2 MiB. The
-    guest's Linux 6.1 tells whether a sysfs setting does the same there: its device-mapper splits a
-    regular bio only at its targets' boundaries (dm_split_and_process_bio), so the bios dm-thin sees may
-    stay the file system's own."""
+    guest's Linux 6.1 does the same: device-mapper cuts a bio for dm-thin at the smaller of its block
+    and the thin device's max_sectors_kb (dm.c, __max_io_len), stacked from the loop device's."""
     drives = (("wd800bd", "vdb"),)
 
     def thin(chunk: int):

@@ -18,13 +18,11 @@ since 4.3, BLK_DEF_MAX_SECTORS = 2560 sectors (1280 KiB; commit d2be537c3ba3,
 1024 sectors (512 KiB), as on the multi-disk LVM study's Linux 3.17, where no
 bio covers a 1 MiB thin-pool chunk and dm-thin zero-fills every new one
 (:mod:`diskmodel.model.iopath.dm_thin`). There a file system built its bios under
-the queue's limit (bio_add_page took queue_max_sectors until 4.3). Since then bios
-are built to any size and split where a queue takes them: a request-based queue
-(a disk, a loop device) at its limit, but Linux 6.1's device-mapper splits a
-regular bio only at its targets' boundaries (dm_split_and_process_bio applies the
-queue limits to discards and the like alone), so there the bio dm-thin sees is the
-file system's own, at most BIO_MAX_VECS (256) segments, and a limit below the
-default stands for an old kernel, not for a sysfs setting on a new one.
+the queue's limit (bio_add_page took queue_max_sectors until 4.3); on Linux 6.1
+device-mapper cuts a bio for a target that sets its max_io_len, as dm-thin does
+with its block size, at the smaller of the block and the mapped device's
+max_sectors_kb (dm.c, __max_io_len), so the same limit set in sysfs has the same
+effect there.
 """
 from __future__ import annotations
 
