@@ -362,6 +362,25 @@ def test_zones_on_the_emulators_timing(drive):
         assert rows[name]["passed"], rows[name]
 
 
+@pytest.mark.parametrize("drive,seed", [("cheetah4LP", 3), ("cheetah4LP", 4), ("cheetah4LP", 7), ("wd800bd", 11),
+                                        ("ibm18es", 1), ("ibm18es", 5)])
+def test_zone_count_at_seeds_whose_draws_made_false_zones_or_hid_one(drive, seed):
+    """The zone stage on the emulator's timing at seeds where it found the wrong count: each location's
+    rate is the union of two contiguous long reads, quantised by the track changes they cross (one
+    more, or a cylinder switch for a head switch), so a few neighbours that each drew one quantum
+    low make a narrow dip inside a one-rate profile (cheetah4LP seeds 3 and 4: three locations a
+    quarter of a per cent below both sides, kept against the profile's typical noise; ibm18es alike),
+    which a zoned drive's rate, falling inwards, cannot have; the two locations of a last zone were
+    measured again and each judged against the other, as suspect as itself, and the second's new
+    stretch held one read the drive lost a track change's skew on, kept whole (seed 7); and two of
+    WD800BD's zones whose locations' quantised rates do not interleave were merged, their medians a
+    quantum apart where their trimmed means are the zones' step apart (seed 11). Each drive's count,
+    boundaries within 1 % of the capacity, and rates within 3 %, against its truth."""
+    rows = _zone_rows(drive, seed)
+    for name in ("zone_count", "zone_boundaries", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], (seed, rows[name])
+
+
 @pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd"])
 def test_a_preset_with_its_buffer_calibrates_on_the_emulators_timing(drive):
     """The presets as catalogued, buffer included (hp_c2247a: 2 segments of 128 KiB, of which one for
