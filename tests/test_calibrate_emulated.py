@@ -362,6 +362,64 @@ def test_zones_on_the_emulators_timing(drive):
         assert rows[name]["passed"], rows[name]
 
 
+@pytest.mark.parametrize("drive,seed", [("cheetah4LP", 3), ("cheetah4LP", 4), ("cheetah4LP", 7), ("wd800bd", 11),
+                                        ("ibm18es", 1), ("ibm18es", 5)])
+def test_zone_count_at_seeds_whose_draws_made_false_zones_or_hid_one(drive, seed):
+    """The zone stage on the emulator's timing at seeds where it found the wrong count: each location's
+    rate is the union of two contiguous long reads, quantised by the track changes they cross (one
+    more, or a cylinder switch for a head switch), so a few neighbours that each drew one quantum
+    low make a narrow dip inside a one-rate profile (cheetah4LP seeds 3 and 4: three locations a
+    quarter of a per cent below both sides, kept against the profile's typical noise; ibm18es alike),
+    which a zoned drive's rate, falling inwards, cannot have; the two locations of a last zone were
+    measured again and each judged against the other, as suspect as itself, and the second's new
+    stretch held one read the drive lost a track change's skew on, kept whole (seed 7); and two of
+    WD800BD's zones whose locations' quantised rates do not interleave were merged, their medians a
+    quantum apart where their trimmed means are the zones' step apart (seed 11). Each drive's count,
+    boundaries within 1 % of the capacity, and rates within 3 %, against its truth."""
+    rows = _zone_rows(drive, seed)
+    for name in ("zone_count", "zone_boundaries", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], (seed, rows[name])
+
+
+class _DelayedDisk:
+    """ParametersDisk as through the kernel: the largest request the path sends whole (FUSE's 512 KiB, so
+    the zone stage reads a location as ten one-request reads), a path cost that grows with a read's bytes
+    and drifts with the host's load over the run, and one read in ten delayed by an exponential time (a
+    one-sided tail, as the zone reads' excess over the drive's own time is through the kernel)."""
+
+    def __new__(cls, params, seed):
+        from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+
+        class Delayed(ParametersDisk):
+            def read_many(self, offsets, length_bytes):
+                t = super().read_many(offsets, length_bytes)
+                level = 1.0 + 0.5 * np.sin(2 * np.pi * self.device_time_s / 30.0 + phase)
+                tails = np.where(rng.random(t.size) < 0.1, rng.exponential(0.5e-3, t.size), 0.0)
+                return t + 0.33e-9 * length_bytes * level + tails
+
+        rng = np.random.default_rng(seed + 1000)
+        phase = rng.uniform(0, 2 * np.pi)
+        return Delayed(params, seed=seed, max_request_bytes=512 * 1024)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 7])
+def test_wd800bd_zone_count_through_a_kernel_shaped_path(seed):
+    """WD800BD on the emulator's timing with the kernel path's shape (_DelayedDisk): about a hundred
+    locations, seven a zone on average and fewer at the inner zones, each location's rate quantised by
+    the track changes its reads cross. The optimal partitioning's penalty (three times the Schwarz
+    criterion's) never proposed the narrow zones there, and the merge test, which decides, never saw
+    them; at the Schwarz criterion's penalty every zone is found, each boundary within 1 % of the
+    capacity, each rate within 3 % (the drive's truth)."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("wd800bd")
+    result = calibrate(_DelayedDisk(params, seed), budget_s=120.0, seed=seed, progress=False)
+    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+    for name in ("zone_count", "zone_boundaries", "zone_rate_worst_bytes_per_s"):
+        assert rows[name]["passed"], (seed, rows[name])
+
+
 @pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd"])
 def test_a_preset_with_its_buffer_calibrates_on_the_emulators_timing(drive):
     """The presets as catalogued, buffer included (hp_c2247a: 2 segments of 128 KiB, of which one for

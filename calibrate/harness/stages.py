@@ -67,6 +67,7 @@ ZONE_REPEATS = 2                  # pairs (one block, long read) per location
 ZONE_MIN_TRANSFER_S = 0.02        # a zone read is long enough to transfer for at least this long
 ZONE_END_CONFIRMED = 2            # locations of an end zone measured again (the zone fit's min_size)
 ZONE_END_STRETCH = 4              # an end zone's location is measured again over this many times its stretch
+ZONES_MONOTONE = True             # a zoned drive's rate falls inwards: no narrow zone beyond both neighbours
 SEEK_DISTANCES = 48               # design distances of the seek curve
 SEEK_MIN_ROUNDS = 3               # rounds of one pair per distance, whatever the budget
 
@@ -227,7 +228,9 @@ def _lone_ends(locs: np.ndarray, zones: list) -> np.ndarray:
 def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
     boundaries halfway between the last location of a segment and the first of the next.
-    *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`)."""
+    *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`).
+    A zone of a few locations whose rate lies beyond both its neighbours' is none (the rate of a
+    zoned drive falls inwards: ZONES_MONOTONE)."""
     from diskmodel.model.fit import fit_zones
 
     loc = np.asarray(locations, dtype=float)
@@ -245,8 +248,8 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         d = np.diff(np.log(rate[np.argsort(loc)]))
         neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
-    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED,
-                         ends_single=True, tail_sigma=tail or 0.0).segments
+    segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED, ends_single=True,
+                         tail_sigma=tail or 0.0, monotone=ZONES_MONOTONE).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
@@ -350,7 +353,10 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # stretch's share then moves its rate that many times less, so a zone made by the first stretch's
     # quantisation (two neighbours that each crossed one change fewer) does not show itself twice
     more_repeats = ZONE_END_STRETCH * repeats
-    if again.size and meter.can_afford(2 * more_repeats * again.size, b, "zones") \
+    # each is judged against the nearest location outside its zone: the other location of a zone of two
+    # is as suspect as itself (two neighbours that each crossed a track change more confirm each other)
+    outside = np.setdiff1d(np.arange(locs.size), again)
+    if again.size and outside.size and meter.can_afford(2 * more_repeats * again.size, b, "zones") \
             and meter.can_afford(more_repeats * again.size, length, "zones"):
         step = length + 6 * b
         for i in again:
@@ -359,9 +365,15 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                  else int(locs[i]) + (more_repeats + 1) * step)
             more = _rate_at(meter, o, length, more_repeats, agree=agree, max_repeats=more_repeats,
                             baselines=baselines)
-            if np.isfinite(more).any():
-                again_rate = np.sum(np.isfinite(more)) / np.nansum(1.0 / more)
-                nearest = rate[np.argsort(np.abs(locs - locs[i]))[1]]
+            more = more[np.isfinite(more)]
+            if more.size:
+                # the stretch's union less its one pair farthest from the pairs' median: a single read the
+                # host delayed would otherwise decide the zone (a revolution over the read is taken as
+                # agreement, and is several track changes' skew)
+                if more.size > 2:
+                    more = np.delete(more, np.argmax(np.abs(np.log(more / np.median(more)))))
+                again_rate = more.size / np.sum(1.0 / more)
+                nearest = rate[outside[np.argmin(np.abs(locs[outside] - locs[i]))]]
                 rate[i] = min((rate[i], again_rate), key=lambda r: abs(math.log(r / nearest)))
         zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
     return ZoneMeasurement(

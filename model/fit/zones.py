@@ -17,10 +17,16 @@ a run of one quantised value). Where two pieces' values interleave, the test
 is by ranks (Mann-Whitney U), which asks only that one piece's rates lie above
 the other's more often than chance allows, whatever the noise's shape; where
 they do not interleave, ranks cannot confirm a piece of a few points at all,
-and the step is weighed against the pieces' robust spread (Welch's test on
-medians, the spread at least the profile's noise). Each piece is a zone; its
-rate, the exponential of the piece's mean log-rate, is a parameter of the
-result.
+and the step is weighed against the pieces' spread: by Welch's test on
+medians (robust spreads, at least the profile's noise), and by Yuen's test on
+trimmed means (Yuen 1974), the smaller p-value doubled. The median of a few
+quantised values jumps by a quantum with one value more or fewer, and their
+robust spread is that of the two clusters, so a zone's step between two pieces
+of such values can fail the medians' test and pass the trimmed means'. With
+*monotone*, the rate is taken to fall with location, as a zoned drive's does
+inwards: a piece of a few points inside the profile above or below both its
+neighbours is no zone. Each piece is a zone; its rate, the exponential of the
+piece's mean log-rate, is a parameter of the result.
 """
 from __future__ import annotations
 
@@ -32,6 +38,16 @@ import numpy as np
 from .base import FitResult, Parameter, Parameters, frozen_array
 
 __all__ = ["ZoneFit", "fit_zones"]
+
+#: The fewest points a piece inside the profile shows its own spread with, in the merge test.
+OWN_SPREAD_MIN = 5
+#: The proposal's penalty per piece, in sigma^2 log(n) (fit_zones' default): the Schwarz criterion's for
+#: a change of mean in noise of known spread (Yao 1988). The merge test, not the penalty, decides which
+#: change points stand, so the penalty only has to propose every zone a profile of a few locations per
+#: zone can show (at three times as much, a narrow zone whose step is a few noise spreads was never proposed).
+PENALTY_LOG_N = 2.0
+#: The share of each end of a piece trimmed in Yuen's test (Wilcox's usual 20 %).
+YUEN_TRIM = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,10 +130,12 @@ def _welch_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, Non
     v, inv_df = [], []
     for piece, sure in zip((left, right), known):
         own = (1.4826 * float(np.median(np.abs(piece - np.median(piece))))) ** 2 if piece.size > 1 else 0.0
-        if sure is not None:  # a spread beyond the floor is the given one, not the piece's own
-            own = 0.0 if own <= floor ** 2 else sure ** 2
+        if sure is not None:  # the given spread, whatever the piece's own few points show
+            v.append(max(sure, floor) ** 2 / piece.size)
+            inv_df.append(0.0)
+            continue
         v.append(max(own, floor ** 2) / piece.size)
-        inv_df.append(1.0 / (piece.size - 1) if own > floor ** 2 and sure is None else 0.0)
+        inv_df.append(1.0 / (piece.size - 1) if own > floor ** 2 else 0.0)
     se2 = v[0] + v[1]
     t = abs(float(np.median(left) - np.median(right))) / np.sqrt(se2)
     denominator = v[0] ** 2 * inv_df[0] + v[1] ** 2 * inv_df[1]
@@ -126,31 +144,68 @@ def _welch_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, Non
     return float(2.0 * stats.t.sf(t, se2 ** 2 / denominator))
 
 
+def _yuen_p(left: np.ndarray, right: np.ndarray, floor: float, trim: float = YUEN_TRIM) -> float:
+    """Two-sided p-value of Yuen's test (Yuen 1974) that *left* and *right* have one trimmed mean:
+    Welch's test on the means of each piece's middle values (*trim* of each end cut), each piece's
+    spread its winsorised variance, or *floor* where that is larger. The trimming keeps a host's
+    delays (a one-sided tail) out of the means; unlike ranks, the means weigh how far the values
+    lie apart, which a rate quantised to a few values by the track changes a read crosses needs
+    (the ranks of two pieces of such values tie and overlap even across a zone's step)."""
+    from scipy import stats
+
+    d, h = [], []
+    for piece in (left, right):
+        x = np.sort(piece)
+        g = int(trim * x.size)
+        w = np.clip(x, x[g], x[x.size - 1 - g])
+        hk = x.size - 2 * g
+        var = max(float(np.var(w, ddof=1)) if x.size > 1 else 0.0, floor ** 2)
+        d.append((x.size - 1) * var / (hk * max(hk - 1, 1)))
+        h.append(hk)
+    mean = [float(np.sort(p)[int(trim * p.size):p.size - int(trim * p.size)].mean()) for p in (left, right)]
+    t = abs(mean[0] - mean[1]) / np.sqrt(d[0] + d[1])
+    df = (d[0] + d[1]) ** 2 / sum(dk ** 2 / max(hk - 1, 1) for dk, hk in zip(d, h))
+    return float(2.0 * stats.t.sf(t, df))
+
+
 def _pair_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, None)) -> float:
     """The p-value of a change between two neighbouring pieces: by ranks (Mann-Whitney, two-sided)
     where their values interleave, as noise of any shape lets them; where every value of one lies
     beyond every value of the other, the ranks say no more than the pieces' sizes do, and the size
-    of the step against the pieces' spread (Welch) decides."""
+    of the step against the pieces' spread decides: where a piece is too small to show its own
+    (*known* gives one), by Welch's test on medians; else by that and by Yuen's on trimmed means,
+    the smaller p-value doubled (Bonferroni over the two: the medians' test is the stronger on a few
+    points of one level, the trimmed means' on quantised values, whose median jumps by a quantum
+    with one value more or fewer)."""
     from scipy import stats
 
     if left.max() < right.min() or right.max() < left.min():
-        return _welch_p(left, right, floor, known)
+        if known[0] is not None or known[1] is not None:
+            return _welch_p(left, right, floor, known)
+        return min(1.0, 2.0 * min(_welch_p(left, right, floor), _yuen_p(left, right, floor)))
     return float(stats.mannwhitneyu(left, right, alternative="two-sided").pvalue)
 
 
 def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: float, sure_ends: int = 0,
-                         small: int = 0, tail: float = 0.0) -> list[int]:
+                         small: int = 0, tail: float = 0.0, monotone: bool = False) -> list[int]:
     """The change points (*starts*: each piece's first index into *y*, the first 0) that survive
     the merge test of the module doc: while the least significant neighbouring pair's p-value,
     times the places its change point could lie between the pair's outer ends, exceeds *alpha*,
     that pair is merged and the test is made again. A first or last piece of at most *sure_ends*
     points has its rates confirmed by the caller: its spread is *floor*; any other piece of at most
-    *small* points, too few to show its own spread, has *tail*'s (where larger than *floor*)."""
+    *small* points, too few to show its own spread, has *tail*'s (where larger than *floor*) if its
+    points disagree beyond *floor*. *monotone*: the rate falls from piece to piece (a zoned drive's
+    does, inwards), so a piece of fewer than OWN_SPREAD_MIN points inside the profile whose level lies
+    beyond both its neighbours' (a few neighbours that each strayed alike: one repeat of each delayed,
+    or one track change more) is merged into the nearer first, whatever the test says."""
 
     def spread(a, b):
         if (a == 0 or b == n) and b - a <= sure_ends:
             return floor
-        return tail if b - a <= small else None
+        if b - a <= small:
+            own = 1.4826 * float(np.median(np.abs(y[a:b] - np.median(y[a:b])))) if b - a > 1 else 0.0
+            return tail if own > floor else floor
+        return None
 
     n = y.size
     starts = list(starts)
@@ -158,6 +213,15 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
         edges = starts + [n]
         p = [_pair_p(y[a:b], y[b:c], floor, (spread(a, b), spread(b, c))) * (c - a - 1)
              for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:])]
+        if monotone:
+            # a piece of a few points inside the profile whose level lies beyond both neighbours' is no
+            # zone of a zoned drive (its rate falls from zone to zone inwards): it goes, into the nearer
+            level = [float(np.median(y[a:b])) for a, b in zip(edges[:-1], edges[1:])]
+            for k in range(1, len(level) - 1):
+                if edges[k + 1] - edges[k] < OWN_SPREAD_MIN and \
+                        (level[k] - level[k - 1]) * (level[k] - level[k + 1]) > 0:
+                    near = k - 1 if abs(level[k] - level[k - 1]) <= abs(level[k] - level[k + 1]) else k
+                    p[near] = np.inf
         j = int(np.argmax(p))
         if p[j] <= alpha:
             break
@@ -167,10 +231,10 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
 
 def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1,
               noise_sigma: float | None = None, ends_single: bool = False, alpha: float = 0.05,
-              tail_sigma: float | None = None) -> ZoneFit:
+              tail_sigma: float | None = None, monotone: bool = False) -> ZoneFit:
     """Change points of a rate profile: the optimal partition of log(rate) (in
     location order) into constant pieces of at least *min_size* points, minimising
-    the squared error plus *penalty* per piece (default ``6 * sigma^2 * log(n)``,
+    the squared error plus *penalty* per piece (default ``PENALTY_LOG_N * sigma^2 * log(n)``,
     sigma from the median absolute first difference, or *noise_sigma* where that is
     larger: the noise of one point's log-rate known otherwise, e.g. from repeats at
     one location; the median of first differences misses a noise that is zero at most
@@ -182,7 +246,10 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     *tail_sigma*: how far a single point strays from its neighbours where it does (the spikes the
     caller dropped: a host's delays); a piece of at most *min_size* points inside the profile, too
     few to show its own spread, is tested against this one (by default its own, with its few degrees
-    of freedom)."""
+    of freedom).
+    *monotone*: the profile's rate does not rise with location (zoned recording: fewer sectors per
+    track inwards): a piece of fewer than OWN_SPREAD_MIN points inside it above or below both its
+    neighbours is merged into the nearer (:func:`_merge_insignificant`)."""
     loc = np.asarray(location, dtype=float).reshape(-1)
     r = np.asarray(rate, dtype=float).reshape(-1)
     if loc.shape != r.shape or loc.size == 0:
@@ -202,7 +269,7 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
         sigma = max(sigma, float(noise_sigma))
     sigma = max(sigma, 1e-4)  # rates are never known better than 0.01 %
     if penalty is None:
-        penalty = 3.0 * sigma ** 2 * np.log(max(n, 2)) * 2
+        penalty = PENALTY_LOG_N * sigma ** 2 * np.log(max(n, 2))
     c1 = np.concatenate(([0.0], np.cumsum(y)))
     c2 = np.concatenate(([0.0], np.cumsum(y * y)))
     best = np.full(n + 1, np.inf)
@@ -230,6 +297,7 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     if tail_sigma is not None and (not np.isfinite(tail_sigma) or tail_sigma < 0):
         raise ValueError(f"tail_sigma must be a finite number >= 0 (got {tail_sigma!r})")
     starts = _merge_insignificant(y, starts[::-1], alpha, sigma, min_size if ends_single else 0,
-                                  min_size if tail_sigma is not None else 0, float(tail_sigma or 0.0))
+                                  min_size if tail_sigma is not None else 0, float(tail_sigma or 0.0),
+                                  bool(monotone))
     segments = tuple(order[a:b] for a, b in zip(starts, starts[1:] + [n]))
     return ZoneFit(loc, r, segments, float(penalty), float(alpha))
