@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskmodel.calibrate.harness import devstate, sched
+from diskmodel.calibrate.harness import devstate, pmqos, sched
 
 __all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "kill_strays_of_run",
            "loops_over", "process_group", "present", "process_alive", "process_start_ticks", "processes_of_run",
@@ -238,6 +238,7 @@ class Resource:
             "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
             "blktracer": lambda: f"tracefs blk tracer on {', '.join(d.get('enable') or ())}",
             "sched": lambda: sched.describe(d),
+            "pmqos": lambda: pmqos.describe(d),
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
 
@@ -335,6 +336,8 @@ def present(res: Resource, *, foreign: bool = False) -> bool:
         return still_set(d)
     if res.kind == "sched":
         return sched.present(d)
+    if res.kind == "pmqos":
+        return pmqos.present(d)
     if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
         return not d.get("forgotten", False)
     if res.kind == "command":
@@ -377,6 +380,8 @@ def _remove(res: Resource, foreign: bool) -> str:
         return restore(d)
     if res.kind == "sched":
         return sched.restore(d)
+    if res.kind == "pmqos":
+        return pmqos.restore(d)
     if res.kind == "mount":
         rc, err = _run_quiet(["umount", d["mountpoint"]])
         return "" if rc == 0 else f"umount: {err}"
