@@ -72,7 +72,10 @@ def measure(reads: int, bursts: int, seed: int = 0, cpu_latency_us=None) -> dict
                 os.close(fd)
                 buf.close()
         log = read_log(next(Path(tmp).glob("*.reqlog")))
-    return _shape(log, stamps, load)
+    out = _shape(log, stamps, load)
+    out["control"] = {k: log.attrs.get(k) for k in ("path_cost_by_size", "path_in_by_size", "path_in_by_idle",
+                                                     "path_back_by_hold")}
+    return out
 
 
 def _shape(log, stamps, load) -> dict:
@@ -81,17 +84,19 @@ def _shape(log, stamps, load) -> dict:
     offsets, entries, dones = (served["offset_bytes"].to_numpy(), served["entry_s"].to_numpy() + t0,
                                served["done_s"].to_numpy() + t0)
     arrivals = served["arrival_s"].to_numpy() + t0
+    completions = arrivals + served["wait_s"].to_numpy() + served["service_s"].to_numpy()
     j, rows = 0, []
     for issued, seen, off, mode in stamps:
         while j < offsets.size and not (offsets[j] == off and issued <= entries[j] <= seen):
             j += 1
         if j == offsets.size:
             break
-        rows.append((issued, seen, entries[j], dones[j], arrivals[j], mode))
+        rows.append((issued, seen, entries[j], dones[j], arrivals[j], completions[j], mode))
         j += 1
-    a = np.array([r[:5] for r in rows])
-    modes = np.array([r[5] for r in rows])
-    issued, seen, entry, done, arrival = a.T
+    a = np.array([r[:6] for r in rows])
+    modes = np.array([r[6] for r in rows])
+    issued, seen, entry, done, arrival, completion = a.T
+    after = seen - completion   # how long after the drive's completion the caller saw it
     early = issued - arrival   # how far before its submission the drive saw the read
     way_in, way_back, held = entry - issued, seen - done, done - entry
     idle = np.r_[np.nan, entry[1:] - done[:-1]]  # the server idle: its previous answer to this entry
@@ -109,6 +114,8 @@ def _shape(log, stamps, load) -> dict:
         for lo, hi in zip(HELD_BINS_S[:-1], HELD_BINS_S[1:]):
             sel = m & (held >= lo) & (held < hi)
             by_held.append({"held_s": [lo, hi], "reads": int(sel.sum()),
+                            "seen_after_p10_p50_p90_s": np.percentile(after[sel], [10, 50, 90]).tolist()
+                            if sel.sum() >= 10 else None,
                             "way_back_p10_p50_p90_s": np.percentile(way_back[sel], [10, 50, 90]).tolist()
                             if sel.sum() >= 10 else None})
         out["modes"][mode] = {"by_idle": by_idle, "by_held": by_held,
@@ -118,6 +125,8 @@ def _shape(log, stamps, load) -> dict:
 
 
 def _print(shape) -> None:
+    for k, v in shape.get("control", {}).items():
+        print(f"{k}: {' '.join(f'{a * (1e3 if a < 1 else 1):g}:{b * 1e6:.0f}' for a, b in v) if v else v}")
     print(f"{shape['reads']} reads; load at bursts {' '.join(f'{v:.2f}' for v in shape['load_average_at_bursts'])}")
     for mode, s in shape["modes"].items():
         print(mode)
@@ -129,8 +138,10 @@ def _print(shape) -> None:
                   f"{'-' if e is None else ' '.join(f'{x * 1e6:.0f}' for x in e)} us")
         for b in s["by_held"]:
             v = b["way_back_p10_p50_p90_s"]
+            e = b["seen_after_p10_p50_p90_s"]
             print(f"  held {b['held_s'][0] * 1e3:5.2f}-{b['held_s'][1] * 1e3:5.2f} ms: {b['reads']:5d} way back "
-                  f"{'-' if v is None else ' '.join(f'{x * 1e6:.0f}' for x in v)} us")
+                  f"{'-' if v is None else ' '.join(f'{x * 1e6:.0f}' for x in v)} us; seen after the completion "
+                  f"{'-' if e is None else ' '.join(f'{x * 1e6:.0f}' for x in e)} us")
 
 
 def main(argv=None) -> int:

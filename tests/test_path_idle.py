@@ -157,8 +157,8 @@ def test_isotonic_pools_adjacent_violators():
 
 def test_the_shape_probes_reads_give_each_legs_change_from_the_probes_gap_and_hold(tmp_path):
     # the shape probe's reads through the model path, written to a server log as the server writes probe rows,
-    # joined back to the caller's stamps: the tables are the model's legs less their value at the probe's gap
-    # and hold, at each gap's and each hold's median idle and hold
+    # joined back to the caller's stamps: the tables are the model's legs less the legs the size probe gave
+    # (at its gap and hold), at each gap's and each hold's median idle and hold
     from diskmodel.calibrate.emulate.path_probe import (SHAPE_BYTES, SHAPE_DELAYS_S, SHAPE_GAPS_S, SHAPE_READS,
                                                         shape_from_log)
     from diskmodel.calibrate.emulate.requestlog import RequestRecorder
@@ -183,13 +183,13 @@ def test_the_shape_probes_reads_give_each_legs_change_from_the_probes_gap_and_ho
         last_answer = answer
     rec.add(0.5, 0, 0, 512, 0.0, 5e-3, -1, 0.0, True, 0, 0.5, 0.505)  # another reader's (udev's), before
     rec.close()
-    tables = shape_from_log(stamps, tmp_path / "r.reqlog", ref_idle_s=REF_IDLE_S, ref_hold_s=REF_HOLD_S)
+    tables = shape_from_log(stamps, tmp_path / "r.reqlog", ref_in_s=way_in(REF_IDLE_S), ref_back_s=way_back(REF_HOLD_S))
     back = tuple(map(tuple, tables["path_back_by_hold"]))
     assert [x for x, _ in back] == pytest.approx(SHAPE_DELAYS_S)
     for x, d in back:
         assert d == pytest.approx(way_back(x) - way_back(REF_HOLD_S), abs=1e-9)
     into = tuple(map(tuple, tables["path_in_by_idle"]))
-    assert len(into) == len(SHAPE_GAPS_S) and table_at(into, REF_IDLE_S) == pytest.approx(0.0, abs=1e-12)
+    assert len(into) == len(SHAPE_GAPS_S) and table_at(into, REF_IDLE_S) == pytest.approx(0.0, abs=2e-6)
     for x, d in into:
         assert d + way_in(REF_IDLE_S) == pytest.approx(way_in(x), abs=2e-6)
 

@@ -457,9 +457,9 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     device = _attach_loop(run, drv, file)
     measured = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority, drv.device.log_path)
     control = drv.folder / "control.json"
-    # the legs' change with the path's idle time and the request's hold, from the probe's own gap and delay
+    # the legs by the path's idle time and the request's hold, each less its size's leg measured above
     measured.update(path_probe.measure_shape(device, drv.spec.capacity_bytes, control, drv.device.log_path,
-                                             realtime_priority, ref_idle_s=PROBE_GAP_S, ref_hold_s=PROBE_DELAY_S))
+                                             realtime_priority, measured))
     path_probe.write_control(control, measured)
     drv.device.path, drv.device.fixed_cost_s, drv.device.file_path = device, measured["fixed_cost_s"], str(file)
     drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))

@@ -116,7 +116,9 @@ def shape_probe(fd: int, span_blocks: int, *, sleep=time.sleep, monotonic=time.m
 def shape_rows(stamps, frame, t0: float) -> list:
     """The shape probe's reads joined to the server's log *frame* (its rows in order of entry, every reader's):
     ``(gap, delay, idle, way_in, held, way_back)`` each after the warm-up, where idle is the entry less the
-    server's answer to the row before. LookupError naming the first read without its row."""
+    server's answer to the row before, held the server's delay and the way back from that deadline (the
+    server sets its deadlines so, and returns late as it did here: the size probe's round trips hold its
+    lateness too). LookupError naming the first read without its row."""
     entry = frame["entry_s"].to_numpy() + t0
     done = frame["done_s"].to_numpy() + t0
     delay = frame["service_s"].to_numpy()
@@ -131,13 +133,13 @@ def shape_rows(stamps, frame, t0: float) -> list:
         if j is None:
             raise LookupError(f"the probe read of {size} bytes at {offset} issued at {issued:.6f} s")
         js.remove(j)
-        if i >= SHAPE_WARMUP and j > 0:
+        if i >= SHAPE_WARMUP and j > 0:   # the way back from the deadline: the server's lateness is part of it
             rows.append((gap, float(delay[j]), float(entry[j] - done[j - 1]), float(entry[j] - issued),
-                         float(done[j] - entry[j]), float(completed - done[j])))
+                         float(delay[j]), float(completed - entry[j] - delay[j])))
     return rows
 
 
-def shape_from_log(stamps, log_path, *, ref_idle_s: float, ref_hold_s: float, wait_s: float = LOG_WAIT_S) -> dict:
+def shape_from_log(stamps, log_path, *, ref_in_s: float, ref_back_s: float, wait_s: float = LOG_WAIT_S) -> dict:
     """The legs' tables (:func:`~diskmodel.calibrate.emulate.path_shape.shape_tables`) from the shape probe's
     *stamps* and the server's request log at *log_path*, read again until it holds each read's row, or for
     *wait_s* (RuntimeError then)."""
@@ -152,7 +154,7 @@ def shape_from_log(stamps, log_path, *, ref_idle_s: float, ref_hold_s: float, wa
             t0 = float(frame.attrs["t0_monotonic_s"])
             frame = frame[frame["probe"].astype(bool)].sort_values("entry_s", kind="stable")
             return shape_tables(shape_rows(stamps, frame, t0),
-                                ref_idle_s=ref_idle_s, ref_hold_s=ref_hold_s)
+                                ref_in_s=ref_in_s, ref_back_s=ref_back_s)
         except (OSError, ValueError, KeyError) as exc:
             why = f"cannot be read ({exc})"
         except LookupError as exc:
@@ -175,14 +177,17 @@ def write_control(path, control: dict) -> None:
     os.replace(tmp, path)
 
 
-def measure_shape(device: str, capacity_bytes: int, control_path, log_path, realtime_priority: int | None, *,
-                  ref_idle_s: float, ref_hold_s: float) -> dict:
-    """The legs' tables of the path to *device* (:func:`shape_from_log`): the server is told to hold its probe
+def measure_shape(device: str, capacity_bytes: int, control_path, log_path, realtime_priority: int | None,
+                  measured: dict) -> dict:
+    """The legs' tables of the path to *device* (:func:`shape_from_log`), each less the leg of
+    :data:`SHAPE_BYTES` that *measured* (the size probe's control) gives: the server is told to hold its probe
     reads :data:`SHAPE_DELAYS_S` in turn (the control's ``probe_delays_s``), and :func:`shape_probe` reads it
     under SCHED_FIFO at *realtime_priority*, as the path then serves."""
     import os
 
-    from diskmodel.calibrate.emulate.server import realtime
+    from diskmodel.calibrate.emulate.server import OP_READ, path_cost_table, path_in_table, path_legs_s, realtime
+
+    ref_in, ref_back = path_legs_s(path_cost_table(measured), OP_READ, SHAPE_BYTES, path_in_table(measured))
 
     write_control(control_path, {"probe_delays_s": list(SHAPE_DELAYS_S)})
     fd = os.open(device, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
@@ -191,4 +196,4 @@ def measure_shape(device: str, capacity_bytes: int, control_path, log_path, real
             stamps = shape_probe(fd, max(capacity_bytes // 4096 - 1, 1))
     finally:
         os.close(fd)
-    return shape_from_log(stamps, log_path, ref_idle_s=ref_idle_s, ref_hold_s=ref_hold_s)
+    return shape_from_log(stamps, log_path, ref_in_s=ref_in, ref_back_s=ref_back)

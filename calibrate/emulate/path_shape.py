@@ -7,7 +7,8 @@ way back), and a thread that slept long wakes on a CPU that went into a deeper i
 machine a halted vCPU, woken through the hypervisor: ``haltpoll_select`` in
 drivers/cpuidle/governors/haltpoll.c polls only briefly before it halts). The legs measured by size at
 start (:mod:`~diskmodel.calibrate.emulate.path_probe`) are at one idle gap and one hold; the tables here
-give each leg's change from there, measured at start too (:func:`shape_tables`), so that back-to-back
+give each leg's change from there (from each leg measured by size, at the shape probe's own size), measured
+at start too (:func:`shape_tables`), so that back-to-back
 requests arrive at the drive when their caller issued them, not earlier by what the path saves when busy.
 
 A table is ``((x_s, delta_s), ...)`` by x, nondecreasing in delta (the pool-adjacent-violators fit of the
@@ -80,9 +81,9 @@ def hold_for(to_completion_s: float, back_s: float, table) -> float:
     return to_completion_s - back_s - (table[-1][1] if table else 0.0)
 
 
-def _points(groups: dict, ref_x: float) -> list[list[float]]:
+def _points(groups: dict, ref_s: float) -> list[list[float]]:
     """``[[median x, delta], ...]``: each group's median x and median leg, the legs fitted nondecreasing in x
-    and taken less their value at *ref_x*; groups of fewer than three are left out."""
+    and taken less *ref_s*; groups of fewer than three are left out."""
     pts = sorted((statistics.median(xs), statistics.median(ys)) for xs, ys in groups.values() if len(xs) >= 3)
     if len(pts) < 2:
         return []
@@ -91,17 +92,17 @@ def _points(groups: dict, ref_x: float) -> list[list[float]]:
     for (x, _), y in zip(pts, fitted):
         if merged and x <= merged[-1][0]:
             continue
-        merged.append([x, y])
-    ref = table_at(tuple(map(tuple, merged)), ref_x)
-    return [[x, y - ref] for x, y in merged]
+        merged.append([x, y - ref_s])
+    return merged
 
 
-def shape_tables(rows, *, ref_idle_s: float, ref_hold_s: float) -> dict:
-    """The legs' tables from the shape probe's reads, for a control file: ``path_in_by_idle`` (the way in's
-    change with the time the server sat idle before the entry, from *ref_idle_s*) and ``path_back_by_hold``
-    (the way back's change with the hold, from *ref_hold_s*). *rows*: ``(gap_s, delay_s, idle_s, way_in_s,
-    held_s, way_back_s)`` of each read after the warm-up, grouped by the caller's gap for the way in and by
-    the server's delay for the way back."""
+def shape_tables(rows, *, ref_in_s: float, ref_back_s: float) -> dict:
+    """The legs' tables from the shape probe's reads, for a control file: ``path_in_by_idle`` (the way in by
+    the time the server sat idle before the entry, less *ref_in_s*) and ``path_back_by_hold`` (the way back
+    by the hold, less *ref_back_s*): the refs are the legs measured by size at the shape probe's size, so that
+    a request's leg is its size's plus the table's change, and the table alone sets the level at its size.
+    *rows*: ``(gap_s, delay_s, idle_s, way_in_s, held_s, way_back_s)`` of each read after the warm-up,
+    grouped by the caller's gap for the way in and by the server's delay for the way back."""
     by_gap: dict[float, tuple[list, list]] = {}
     by_delay: dict[float, tuple[list, list]] = {}
     for gap, delay, idle, way_in, held, way_back in rows:
@@ -111,4 +112,4 @@ def shape_tables(rows, *, ref_idle_s: float, ref_hold_s: float) -> dict:
         xs, ys = by_delay.setdefault(round(delay, 9), ([], []))
         xs.append(held)
         ys.append(way_back)
-    return {"path_in_by_idle": _points(by_gap, ref_idle_s), "path_back_by_hold": _points(by_delay, ref_hold_s)}
+    return {"path_in_by_idle": _points(by_gap, ref_in_s), "path_back_by_hold": _points(by_delay, ref_back_s)}
