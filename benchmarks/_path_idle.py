@@ -33,7 +33,7 @@ HELD_BINS_S = (0.0, 0.3e-3, 0.6e-3, 1e-3, 2e-3, 4e-3, 8e-3, 20e-3)
 
 
 def _burst(fd, buf, span, n, rng, stamps, mode):
-    from diskmodel.calibrate.harness.pmqos import cpu_latency_held
+    from diskmodel.calibrate.emulate.cpu_latency import cpu_latency_held
 
     with cpu_latency_held(0) if mode == "qos0" else _nothing():
         for _ in range(n):

@@ -219,7 +219,7 @@ needs_pmqos = pytest.mark.skipif(not (os.geteuid() == 0 and os.access("/dev/cpu_
 @pytest.mark.serial
 def test_the_cpu_latency_request_is_recorded_held_and_released(tmp_path, monkeypatch):
     from diskmodel.calibrate.harness import runstate
-    from diskmodel.calibrate.harness.pmqos import DEVICE, cpu_latency_held
+    from diskmodel.calibrate.emulate.cpu_latency import DEVICE, cpu_latency_held
 
     monkeypatch.setenv("DISKMODEL_RUN_DIR", str(tmp_path / "runs"))
     before = _unheld()
@@ -240,7 +240,7 @@ def test_the_cpu_latency_request_is_released_on_sigterm_and_on_sigkill(tmp_path)
     # sent SIGKILL has it released by the kernel, and `diskmodel cleanup` finds its record gone
     before = _unheld()
     script = ("import sys, time\nfrom diskmodel.calibrate.harness import runstate\n"
-              "from diskmodel.calibrate.harness.pmqos import cpu_latency_held\n"
+              "from diskmodel.calibrate.emulate.cpu_latency import cpu_latency_held\n"
               "with runstate.ensure_run('test'), cpu_latency_held(0):\n"
               "    print('held', flush=True)\n    time.sleep(60)\n")
     env = dict(os.environ, DISKMODEL_RUN_DIR=str(tmp_path / "runs"))

@@ -24,7 +24,9 @@ plugin's own work) is measured with O_DIRECT reads of :data:`PROBE_BYTES` served
 median is known to :data:`PROBE_TOLERANCE` of its cost (at most
 :data:`PROBE_READS` reads in all): its cost at each size, read between the
 sizes for a request's, taken off every request's deadline from then on
-(:mod:`diskmodel.calibrate.emulate.server`).
+(:mod:`diskmodel.calibrate.emulate.server`); then each leg's change with the path's idle time and the
+request's hold (:func:`~diskmodel.calibrate.emulate.path_probe.measure_shape`). A CPU latency request of
+:data:`CPU_LATENCY_US` is held from the start to the teardown (:mod:`~diskmodel.calibrate.harness.pmqos`).
 
 Every command is an argument vector; nothing goes through a shell.
 """
@@ -529,10 +531,10 @@ def _summarise_log(device, lateness_bound_s: float) -> None:
 
 @contextlib.contextmanager
 def cpu_latency_or_note(value_us: int | None, say):
-    """Hold the CPU latency request *value_us* inside (:func:`~diskmodel.calibrate.harness.pmqos.cpu_latency_held`,
+    """Hold the CPU latency request *value_us* inside (:func:`~diskmodel.calibrate.emulate.cpu_latency.cpu_latency_held`,
     recorded in the current run); where the device cannot be opened, one line through *say* and nothing held.
     None: nothing held."""
-    from diskmodel.calibrate.harness.pmqos import DEVICE, cpu_latency_held
+    from diskmodel.calibrate.emulate.cpu_latency import DEVICE, cpu_latency_held
 
     with contextlib.ExitStack() as stack:
         try:

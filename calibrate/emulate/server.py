@@ -27,7 +27,12 @@ clock, slept to within :data:`SPIN_S` and then spun. The caller then sees the co
 one, and the drive sees its requests as the caller issues them: at queue depth 1, the next one the
 caller's own time after the last completed. (Taking the whole round trip off the arrival put a read
 before the completion of the one the caller had waited for, by the way back of its data, and the drive
-held it in its queue for that long.) The request's lateness is the time the call returns minus that
+held it in its queue for that long.) Each leg also grows with how long a thread of the path slept before it:
+the way in with the time the server sat idle before the entry, the way back with the time it held the
+request. The probe measures both at start (:mod:`~diskmodel.calibrate.emulate.path_shape`: the control's
+``path_in_by_idle`` and ``path_back_by_hold``), the way in is read at the request's idle time, and the hold is
+the one whose way back ends at the simulated completion (:func:`~diskmodel.calibrate.emulate.path_shape.hold_for`).
+The request's lateness is the time the call returns minus that
 deadline (late only when the work or the host made it miss the deadline: the wait never ends early).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A CPU latency request of PM QoS as a run's undoable change: the ``pmqos`` resource kind, and
-:func:`cpu_latency_held`.
+"""A CPU latency request of PM QoS as a run's undoable change: the ``pmqos`` resource kind (made by
+:func:`diskmodel.calibrate.emulate.cpu_latency.cpu_latency_held`).
 
 A process that writes a 32-bit latency to ``/dev/cpu_dma_latency`` and keeps the file open asks the
 kernel that no CPU take longer than that to wake from idle; the request lasts until the file is closed,
@@ -16,18 +16,17 @@ has already closed it, so ``diskmodel cleanup`` finds it gone.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 from pathlib import Path
 
-__all__ = ["DEVICE", "cpu_latency_held", "current_limit_us", "describe", "present", "restore"]
+__all__ = ["DEVICE", "current_limit_us", "describe", "present", "restore", "start_ticks"]
 
 #: The CPU latency request's device (misc device, kernel/power/qos.c).
 DEVICE = "/dev/cpu_dma_latency"
 
 
-def _start_ticks(pid: int) -> int | None:
+def start_ticks(pid: int) -> int | None:
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -63,7 +62,7 @@ def _checked(d: dict) -> dict:
 def present(d: dict) -> bool:
     """Does the recorded process (same pid and start time) still hold the recorded descriptor on the device?"""
     d = _checked(d)
-    if d["fd"] < 0 or _start_ticks(d["pid"]) != d["start_ticks"]:   # -1: recorded, not yet opened
+    if d["fd"] < 0 or start_ticks(d["pid"]) != d["start_ticks"]:   # -1: recorded, not yet opened
         return False
     try:
         return os.readlink(f"/proc/{d['pid']}/fd/{d['fd']}") == d["device"]
@@ -85,41 +84,3 @@ def restore(d: dict) -> str:
 def describe(d: dict) -> str:
     return (f"CPU latency request of {d.get('value_us')} us on {d.get('device')} held by process {d.get('pid')} "
             f"(descriptor {d.get('fd')}; the limit was {d.get('limit_before_us')} us)")
-
-
-@contextlib.contextmanager
-def cpu_latency_held(value_us: int | None, *, device: str = DEVICE):
-    """Inside, a CPU latency request of *value_us* [us] is held (see the module doc); outside, released.
-    None: nothing is asked. Yields the limit in force before (None where it could not be read). The request
-    is recorded in the current run (:func:`~diskmodel.calibrate.harness.runstate.ensure_run`) before it is
-    made, and released on an exception or a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT are turned into an
-    interruption inside: :class:`~diskmodel.calibrate.harness.interrupts.handle_signals`). OSError where the
-    device cannot be opened for writing (it needs root)."""
-    if value_us is None:
-        yield None
-        return
-    if isinstance(value_us, bool) or not isinstance(value_us, int) or not 0 <= value_us < 2 ** 31:
-        raise ValueError(f"cpu latency must be a whole number of microseconds >= 0 (got {value_us!r})")
-    from diskmodel.calibrate.harness import runstate
-    from diskmodel.calibrate.harness.interrupts import handle_signals, held
-
-    before = current_limit_us(device)
-    with handle_signals(), runstate.ensure_run() as run:
-        with held():
-            res = run.intend("pmqos", pid=os.getpid(), start_ticks=_start_ticks(os.getpid()), fd=-1,
-                             device=device, value_us=value_us, limit_before_us=before)
-            try:
-                fd = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
-            except OSError:
-                run.absent(res)
-                raise
-            res.details["fd"] = fd
-            try:
-                os.write(fd, struct.pack("i", value_us))
-            finally:
-                run.created(res)   # the descriptor is open: recorded with its number, undone by closing it
-        try:
-            yield before
-        finally:
-            with held():
-                run.undo([res])
