@@ -256,6 +256,7 @@ class DriveServer:
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self._probe_delays = None
         self._probes = 0
+        self._control_seen = None
         self.t0 = monotonic()
         self._lock = threading.Lock()
         #: held while log rows are written (always taken before ``_lock``): chunks go out in order
@@ -270,11 +271,19 @@ class DriveServer:
 
     # -- the fixed cost
     def _check_control(self) -> None:
+        # read again only when replaced (a new inode): a probe read's hold must not include parsing the file
+        try:
+            st = os.stat(self.control_path)
+        except FileNotFoundError:
+            return
+        if (st.st_ino, st.st_mtime_ns, st.st_size) == self._control_seen:
+            return
         try:
             with open(self.control_path) as f:
                 control = json.load(f)
         except FileNotFoundError:
             return
+        self._control_seen = (st.st_ino, st.st_mtime_ns, st.st_size)
         if "fixed_cost_s" not in control:   # the shape probe: still probing, each read held the next delay
             delays = [float(d) for d in control.get("probe_delays_s") or ()]
             if not delays or any(not 0 <= d < 1.0 for d in delays):
