@@ -501,12 +501,14 @@ def _calibration_only(args, parser) -> int:
     rows, parts, status = _calibration(args.calibration_budget_s, False, realtime=bool(args.realtime_priority),
                                        drives=args.drives)
     before = old.get("details", {}).get("calibration") or {}
-    if args.drives:   # the other drives' rows, the partitions and the load of their runs kept
+    if args.drives:   # the other drives' rows and the partitions kept, with the load of the run they are from
         new = {r["drive"]: r for r in rows}
+        kept = [r["drive"] for r in before.get("rows") or [] if r["drive"] not in new]
         rows = [new.pop(r["drive"], r) for r in before.get("rows") or []] + list(new.values())
         parts = before.get("partitions")
-        status = f"{status}; {', '.join(args.drives)} rerun (load {load_start} at its start, {_load()} at its end)"
-        load_start = before.get("load_average_at_start", load_start)
+        status = (f"{status}; only {', '.join(args.drives)} rerun, the rest ({', '.join(kept) or 'no drive'}"
+                  f"{', the partitions' if parts else ''}) from the run at load "
+                  f"{before.get('load_average_at_start')} at its start")
     figures = {k: v for k, v in old.get("figures", {}).items()
                if not k.startswith(("calibration_", "partition_"))}
     figures.update(_calibration_figures(rows, parts))

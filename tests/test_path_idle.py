@@ -269,3 +269,40 @@ def test_the_cpu_latency_request_is_released_on_sigterm_and_on_sigkill(tmp_path)
             os.environ["DISKMODEL_RUN_DIR"] = monkey_env
     assert not list((tmp_path / "runs").glob("*.json")), said
     assert _limit() == before
+
+
+def test_calibration_only_with_drives_replaces_their_rows_and_keeps_the_rest(tmp_path, monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "emulation_check.py"
+    spec = importlib.util.spec_from_file_location("emulation_check_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.syspath_prepend(str(path.parent))
+    spec.loader.exec_module(module)
+
+    def row(drive, error):
+        return {"drive": drive, "passed": abs(error) <= 0.1,
+                "quantities": [{"quantity": "zone_rate_worst_bytes_per_s", "error": 0.01, "passed": True},
+                               {"quantity": "zone_count", "error": 0, "passed": True},
+                               {"quantity": "head_switch_s", "error": error, "passed": abs(error) <= 0.1}]}
+
+    old = {"figures": {"calibration_drives_passed": {"value": 1}}, "notes": [],
+           "details": {"calibration": {"status": "run", "rows": [row("atlas10k", -0.6), row("wd800bd", -0.07)],
+                                       "partitions": [{"worst_error": 0.037}],
+                                       "load_average_at_start": [5.2, 6.4, 6.2]}}}
+    (tmp_path / "emulation_check.json").write_text(json.dumps(old))
+    asked = []
+
+    def calibration(budget_s, skip, realtime=True, drives=None):
+        asked.append(drives)
+        return [row(d, 0.02) for d in drives], None, "run"
+
+    monkeypatch.setattr(module, "_calibration", calibration)
+    assert module.main(["--calibration-only", "--drives", "atlas10k,ibm18es", "--results-dir", str(tmp_path)]) == 0
+    assert asked == [["atlas10k", "ibm18es"]]
+    new = json.loads((tmp_path / "emulation_check.json").read_text())["details"]["calibration"]
+    assert [(r["drive"], r["quantities"][2]["error"]) for r in new["rows"]] == \
+        [("atlas10k", 0.02), ("wd800bd", -0.07), ("ibm18es", 0.02)]
+    assert new["partitions"] == [{"worst_error": 0.037}]
+    assert "wd800bd, the partitions) from the run at load [5.2, 6.4, 6.2]" in new["status"]
