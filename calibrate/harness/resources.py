@@ -525,12 +525,21 @@ def _holders(device: str) -> list[str]:
     found = []
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         try:
-            if any(os.readlink(fd) == device for fd in fd_dir.iterdir()):
+            if any(_link(fd) == device for fd in fd_dir.iterdir()):
                 name = (fd_dir.parent / "comm").read_text().strip()
                 found.append(f"process {fd_dir.parent.name} ({name})")
         except OSError:   # a process gone meanwhile, or one not ours to read
             continue
     return found
+
+
+def _link(fd: Path) -> str:
+    """Where descriptor *fd* (``/proc/PID/fd/N``) points, '' where it closed since it was listed (the listing's
+    own descriptor among them: a process's other descriptors are still looked at)."""
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return ""
 
 
 @dataclass
