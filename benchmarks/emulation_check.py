@@ -363,9 +363,10 @@ def _lateness(devices, traces, replayed, rows):
     return np.concatenate(server), np.concatenate(client), np.concatenate(short)
 
 
-def _calibration(budget_s: float, skip: bool, realtime: bool = True):
+def _calibration(budget_s: float, skip: bool, realtime: bool = True, drives=None):
     """The calibrations through the kernel (``_emulation_calibration.run``) and the paper's partitions
-    of an emulated WD800BD (``_emulation_calibration.partitions``): (rows, partition rows, status)."""
+    of an emulated WD800BD (``_emulation_calibration.partitions``): (rows, partition rows, status).
+    *drives*: only these drives' calibrations, no partitions (None: every drive, and the partitions)."""
     path = BENCHMARKS / "_emulation_calibration.py"
     if skip:
         return None, None, "not run (--no-calibration)"
@@ -374,8 +375,10 @@ def _calibration(budget_s: float, skip: bool, realtime: bool = True):
     spec = importlib.util.spec_from_file_location("_emulation_calibration", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rows = module.run(budget_s=budget_s, realtime=realtime)
+    rows = module.run(budget_s=budget_s, realtime=realtime, **({"drives": drives} if drives else {}))
     print(module.format_table(rows))
+    if drives:
+        return rows, None, "run" + (" (emulator and calibration under SCHED_FIFO)" if realtime else "")
     parts = module.partitions(budget_s, realtime=realtime)
     print(module.format_partitions(parts))
     return rows, parts, "run" + (" (emulator and calibration under SCHED_FIFO)" if realtime else "")
@@ -390,10 +393,15 @@ def _empty_folder(text: str) -> Path:
     return path
 
 
+#: Drives --drives may name with --calibration-only besides the traced ones (the calibration's own).
+CALIBRATION_ONLY_DRIVES = ("wd800bd",)
+
+
 def _drive_names(text: str) -> list[str]:
-    """``--drives``' value: traced drives' names, comma-separated, each one of DiskSim's seven."""
+    """``--drives``' value: traced drives' names, comma-separated, each one of DiskSim's seven (or, for the
+    calibrations alone, one of :data:`CALIBRATION_ONLY_DRIVES`)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in DISKSIM_PUBLISHED_DEMERIT_MS]
+    bad = [n for n in names if n not in DISKSIM_PUBLISHED_DEMERIT_MS and n not in CALIBRATION_ONLY_DRIVES]
     if not names or bad:
         raise argparse.ArgumentTypeError(f"--drives {text!r}: not a traced drive: {', '.join(bad) or '(none)'}")
     return list(dict.fromkeys(names))
@@ -490,7 +498,17 @@ def _calibration_only(args, parser) -> int:
     target = Path(folder) / "emulation_check.json"
     old = json.loads(target.read_text()) if target.exists() else {"figures": {}, "details": {}, "notes": []}
     load_start = _load()
-    rows, parts, status = _calibration(args.calibration_budget_s, False, realtime=bool(args.realtime_priority))
+    rows, parts, status = _calibration(args.calibration_budget_s, False, realtime=bool(args.realtime_priority),
+                                       drives=args.drives)
+    before = old.get("details", {}).get("calibration") or {}
+    if args.drives:   # the other drives' rows and the partitions kept, with the load of the run they are from
+        new = {r["drive"]: r for r in rows}
+        kept = [r["drive"] for r in before.get("rows") or [] if r["drive"] not in new]
+        rows = [new.pop(r["drive"], r) for r in before.get("rows") or []] + list(new.values())
+        parts = before.get("partitions")
+        status = (f"{status}; only {', '.join(args.drives)} rerun, the rest ({', '.join(kept) or 'no drive'}"
+                  f"{', the partitions' if parts else ''}) from the run at load "
+                  f"{before.get('load_average_at_start')} at its start")
     figures = {k: v for k, v in old.get("figures", {}).items()
                if not k.startswith(("calibration_", "partition_"))}
     figures.update(_calibration_figures(rows, parts))
@@ -538,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drives", type=_drive_names, metavar="NAME[,NAME...]",
                         help="replay only these traced drives (of " + ", ".join(DISKSIM_PUBLISHED_DEMERIT_MS)
                         + ") and put their rows into the existing artifact, the other drives' rows kept; "
-                          "implies --replays-only (default: all seven, a new artifact)")
+                          "implies --replays-only (default: all seven, a new artifact); with --calibration-only, "
+                          "calibrate only these (also wd800bd), the other drives' rows and the partitions kept")
     parser.add_argument("--keep-logs", type=_empty_folder, metavar="DIR",
                         help="keep each drive's request log and the replay's issue and completion stamps "
                              "(NAME-stamps.npz, NAME-stamps-1.npz... one per replay, monotonic clock [s]) in DIR, "
@@ -555,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{sorted(os.sched_getaffinity(0))}")
     if args.calibration_only:
         return _calibration_only(args, parser)
+    if set(args.drives or ()) & set(CALIBRATION_ONLY_DRIVES):
+        parser.error(f"--drives: {', '.join(CALIBRATION_ONLY_DRIVES)} only with --calibration-only (not traced)")
     rt = args.realtime_priority or None
     traces, params = {}, {}
     for name in args.drives or DISKSIM_PUBLISHED_DEMERIT_MS:

@@ -128,7 +128,7 @@ class FlatBackend:
 SHORT_PROBE_READS = 25
 
 # Loaded by a child alone (PYTHONPATH, :func:`short_probe_env`): once the emulated drives' module is
-# imported, its probe count is set to $DISKMODEL_TEST_PROBE_READS (an import hook, so that a child that
+# imported, its probe count (and the shape probe's) is set to $DISKMODEL_TEST_PROBE_READS (an import hook, so that a child that
 # never serves a drive imports nothing more).
 _SHORT_PROBE_SITECUSTOMIZE = '''
 import os, sys
@@ -149,6 +149,7 @@ if _reads:
             def exec_module(module):
                 run(module)
                 module.PROBE_READS = int(_reads)
+                module.path_probe.SHAPE_READS = int(_reads)   # the legs' shape probe too
             spec.loader.exec_module = exec_module
             return spec
 

@@ -24,7 +24,9 @@ plugin's own work) is measured with O_DIRECT reads of :data:`PROBE_BYTES` served
 median is known to :data:`PROBE_TOLERANCE` of its cost (at most
 :data:`PROBE_READS` reads in all): its cost at each size, read between the
 sizes for a request's, taken off every request's deadline from then on
-(:mod:`diskmodel.calibrate.emulate.server`).
+(:mod:`diskmodel.calibrate.emulate.server`); then each leg's change with the path's idle time and the
+request's hold (:func:`~diskmodel.calibrate.emulate.path_probe.measure_shape`). A CPU latency request of
+:data:`CPU_LATENCY_US` is held from the start to the teardown (:mod:`~diskmodel.calibrate.harness.pmqos`).
 
 Every command is an argument vector; nothing goes through a shell.
 """
@@ -46,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from diskmodel.calibrate.emulate import path_probe
 from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
@@ -90,6 +93,11 @@ PROBE_DELAY_S = 5e-3
 #: The path is left idle this long before each probe read, as between one completion and the next arrival
 #: of a host's requests, so that the request's way in is measured as it then is, not warm [s].
 PROBE_GAP_S = 20e-3
+#: The CPU latency request (PM QoS, :mod:`~diskmodel.calibrate.harness.pmqos`) held while the drives are
+#: started and served [us]: at zero no idle CPU halts, so a thread of the path that slept wakes as fast
+#: whether the host is busy or idle and however long it slept; on a virtual machine a halted vCPU's
+#: wake-up goes through the hypervisor and grows the path's legs with the time the path sat idle.
+CPU_LATENCY_US = 0
 #: How long nbdkit may take to load the drive's simulation (and compile it on a first run) [s].
 READY_TIMEOUT_S = 600.0
 #: How long nbdfuse may take to mount, and a process to exit once asked [s].
@@ -451,9 +459,10 @@ def _start_drive(run, drv: _Drive, backing_dir, log_dir, index: int, realtime_pr
     device = _attach_loop(run, drv, file)
     measured = _measure_fixed_cost(device, drv.spec.capacity_bytes, realtime_priority, drv.device.log_path)
     control = drv.folder / "control.json"
-    tmp = drv.folder / ".control.json.tmp"
-    tmp.write_text(json.dumps(measured))
-    os.replace(tmp, control)
+    # the legs by the path's idle time and the request's hold, each less its size's leg measured above
+    measured.update(path_probe.measure_shape(device, drv.spec.capacity_bytes, control, drv.device.log_path,
+                                             realtime_priority, measured))
+    path_probe.write_control(control, measured)
     drv.device.path, drv.device.fixed_cost_s, drv.device.file_path = device, measured["fixed_cost_s"], str(file)
     drv.device._processes = (("nbdkit", drv.nbdkit), ("nbdfuse", drv.nbdfuse))
 
@@ -521,8 +530,25 @@ def _summarise_log(device, lateness_bound_s: float) -> None:
 
 
 @contextlib.contextmanager
+def cpu_latency_or_note(value_us: int | None, say):
+    """Hold the CPU latency request *value_us* inside (:func:`~diskmodel.calibrate.emulate.cpu_latency.cpu_latency_held`,
+    recorded in the current run); where the device cannot be opened, one line through *say* and nothing held.
+    None: nothing held."""
+    from diskmodel.calibrate.emulate.cpu_latency import DEVICE, cpu_latency_held
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(cpu_latency_held(value_us))
+        except OSError as exc:
+            say(f"note: the CPUs' idle states are left as they are ({DEVICE}: {exc.strerror}); the path's "
+                f"legs then grow with how long it sat idle, and with the host's load")
+        yield
+
+
+@contextlib.contextmanager
 def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: float = LATENESS_P99_BOUND_S,
-                    realtime_priority: int | None = DEFAULT_REALTIME_PRIORITY, say=None):
+                    realtime_priority: int | None = DEFAULT_REALTIME_PRIORITY, say=None,
+                    cpu_latency_us: int | None = CPU_LATENCY_US):
     """Serve each of *drives* as a block device; yields a list of :class:`EmulatedDevice`.
 
     *drives*: DRIVE arguments (:func:`~diskmodel.calibrate.emulate.drives.resolve_drive`)
@@ -539,6 +565,8 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
     at most :data:`~diskmodel.calibrate.emulate.server.SPIN_S` of spinning,
     so they never hold a CPU for long. SIGTERM is
     turned into an interrupt inside (as SIGINT is), so that it tears down too.
+    *cpu_latency_us*: the CPU latency request held from the drives' start to their teardown
+    (:data:`CPU_LATENCY_US`; None: none), recorded in the run and released by its teardown.
     """
     from diskmodel.calibrate.bench.host_executor import handle_signals
     from diskmodel.calibrate.harness import runstate
@@ -555,7 +583,7 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
         raise ValueError(f"--log-dir {log_dir}: not a directory")
     realtime_priority = realtime_or_note(realtime_priority, say)
     check_tools()
-    with handle_signals(), runstate.ensure_run("diskmodel emulate") as run:
+    with handle_signals(), runstate.ensure_run("diskmodel emulate") as run, cpu_latency_or_note(cpu_latency_us, say):
         if backing_dir is None:
             _check_backing_dir(run.work_dir(), specs)
         built: list[_Drive] = []

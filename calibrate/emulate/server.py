@@ -27,7 +27,12 @@ clock, slept to within :data:`SPIN_S` and then spun. The caller then sees the co
 one, and the drive sees its requests as the caller issues them: at queue depth 1, the next one the
 caller's own time after the last completed. (Taking the whole round trip off the arrival put a read
 before the completion of the one the caller had waited for, by the way back of its data, and the drive
-held it in its queue for that long.) The request's lateness is the time the call returns minus that
+held it in its queue for that long.) Each leg also grows with how long a thread of the path slept before it:
+the way in with the time the server sat idle before the entry, the way back with the time it held the
+request. The probe measures both at start (:mod:`~diskmodel.calibrate.emulate.path_shape`: the control's
+``path_in_by_idle`` and ``path_back_by_hold``), the way in is read at the request's idle time, and the hold is
+the one whose way back ends at the simulated completion (:func:`~diskmodel.calibrate.emulate.path_shape.hold_for`).
+The request's lateness is the time the call returns minus that
 deadline (late only when the work or the host made it miss the deadline: the wait never ends early).
 """
 from __future__ import annotations
@@ -40,6 +45,7 @@ import os
 import threading
 import time
 
+from diskmodel.calibrate.emulate.path_shape import hold_for, table_at, table_from
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
 
@@ -243,9 +249,14 @@ class DriveServer:
         self.fixed_cost_s = 0.0
         self.path_cost = path_cost_table({"fixed_cost_s": 0.0})
         self.path_in = None
+        self.in_by_idle = self.back_by_hold = None
         self._last_arrival_s = 0.0
+        self._last_done = -float("inf")
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
+        self._probe_delays = None
+        self._probes = 0
+        self._control_seen = None
         self.t0 = monotonic()
         self._lock = threading.Lock()
         #: held while log rows are written (always taken before ``_lock``): chunks go out in order
@@ -260,12 +271,28 @@ class DriveServer:
 
     # -- the fixed cost
     def _check_control(self) -> None:
+        # read again only when replaced (a new inode): a probe read's hold must not include parsing the file
+        try:
+            st = os.stat(self.control_path)
+        except FileNotFoundError:
+            return
+        if (st.st_ino, st.st_mtime_ns, st.st_size) == self._control_seen:
+            return
         try:
             with open(self.control_path) as f:
                 control = json.load(f)
         except FileNotFoundError:
             return
+        self._control_seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if "fixed_cost_s" not in control:   # the shape probe: still probing, each read held the next delay
+            delays = [float(d) for d in control.get("probe_delays_s") or ()]
+            if not delays or any(not 0 <= d < 1.0 for d in delays):
+                raise ValueError(f"probe_delays_s must give delays from 0 to 1 s (got {control!r})")
+            self._probe_delays = delays
+            return
         self.fixed_cost_s = float(control["fixed_cost_s"])
+        self.in_by_idle = table_from(control.get("path_in_by_idle"))
+        self.back_by_hold = table_from(control.get("path_back_by_hold"))
         self.path_cost = path_cost_table(control)
         self.path_in = path_in_table(control)
         # written by the log's writer, after the probes' rows (never by the thread serving a request)
@@ -273,7 +300,9 @@ class DriveServer:
                               "path_per_byte_s": float(control.get("path_per_byte_s", 0.0)),
                               "path_cost_by_size": [list(pair) for pair in self.path_cost],
                               "path_in_by_size": None if self.path_in is None else [list(p) for p in self.path_in],
-                              "path_legs": "measured" if self.path_in else f"split, {INBOUND_SHARE:g} of the bare cost in"}
+                              "path_legs": "measured" if self.path_in else f"split, {INBOUND_SHARE:g} of the bare cost in",
+                              "path_in_by_idle": control.get("path_in_by_idle"),
+                              "path_back_by_hold": control.get("path_back_by_hold")}
         self.probing = False
 
     # -- serving
@@ -286,17 +315,13 @@ class DriveServer:
         if self.probing:
             self._check_control()
         if self.probing:
-            error = self._move(move)
-            deadline = t_entry + self.probe_delay_s
-            done = wait_until(deadline, self.monotonic)
-            self.recorder.add(t_entry - self.t0, op, offset, size, 0.0, self.probe_delay_s, HIT_UNKNOWN,
-                              done - deadline, True, error, t_entry - self.t0, done - self.t0)
-            if error:
-                raise OSError(error, os.strerror(error))
+            self._serve_probe(t_entry, op, offset, size, move)
             return
-        # the path's cost grows with the bytes it copies, on the leg that carries them; arrivals stay in order
-        # (a large write's earlier estimate must not put it before the request served just before it)
+        # the path's cost grows with the bytes it copies, on the leg that carries them, and with how long the
+        # path sat idle before (the way in) and the server held the request (the way back: path_shape);
+        # arrivals stay in order (a large write's earlier estimate must not put it before the one just before)
         way_in, way_back = path_legs_s(self.path_cost, op, size, self.path_in)
+        way_in = max(way_in + table_at(self.in_by_idle, t_entry - self._last_done), 0.0)
         arrival = max(t_entry - way_in - self.t0, self._last_arrival_s)
         self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
@@ -306,11 +331,27 @@ class DriveServer:
             blocks = (offset + size + BLOCK_BYTES - 1) // BLOCK_BYTES - first
             served = self.session.serve(op != OP_READ, first, blocks, arrival)
             wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
-            deadline = self.t0 + served.completion_s - way_back
+            deadline = t_entry + hold_for(self.t0 + served.completion_s - t_entry, way_back, self.back_by_hold)
         error = self._move(move)
         done = wait_until(deadline, self.monotonic)
+        self._last_done = done
         self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error,
                           t_entry - self.t0, done - self.t0)
+        if error:
+            raise OSError(error, os.strerror(error))
+
+    def _serve_probe(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
+        """A probe read: served its delay after its entry (the spec's, or the shape probe's next), not simulated."""
+        delay = self.probe_delay_s
+        if self._probe_delays:
+            delay = self._probe_delays[self._probes % len(self._probe_delays)]
+            self._probes += 1
+        error = self._move(move)
+        deadline = t_entry + delay
+        done = wait_until(deadline, self.monotonic)
+        self._last_done = done
+        self.recorder.add(t_entry - self.t0, op, offset, size, 0.0, delay, HIT_UNKNOWN, done - deadline, True,
+                          error, t_entry - self.t0, done - self.t0)
         if error:
             raise OSError(error, os.strerror(error))
 

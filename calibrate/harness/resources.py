@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskmodel.calibrate.harness import devstate, sched
+from diskmodel.calibrate.harness import devstate, pmqos, sched
 
 __all__ = ["RUN_ID_ENV", "TAG_XATTR", "Resource", "TeardownReport", "kill_processes_of_run", "kill_strays_of_run",
            "loops_over", "process_group", "present", "process_alive", "process_start_ticks", "processes_of_run",
@@ -238,6 +238,7 @@ class Resource:
             "btrfs": lambda: f"btrfs devices the kernel scanned: {', '.join(map(str, d.get('devices') or ()))}",
             "blktracer": lambda: f"tracefs blk tracer on {', '.join(d.get('enable') or ())}",
             "sched": lambda: sched.describe(d),
+            "pmqos": lambda: pmqos.describe(d),
         }.get(self.kind, lambda: f"{self.kind} {d}")
         return text()
 
@@ -335,6 +336,8 @@ def present(res: Resource, *, foreign: bool = False) -> bool:
         return still_set(d)
     if res.kind == "sched":
         return sched.present(d)
+    if res.kind == "pmqos":
+        return pmqos.present(d)
     if res.kind == "btrfs":  # the kernel's list of scanned devices cannot be read: present until forgotten
         return not d.get("forgotten", False)
     if res.kind == "command":
@@ -377,6 +380,8 @@ def _remove(res: Resource, foreign: bool) -> str:
         return restore(d)
     if res.kind == "sched":
         return sched.restore(d)
+    if res.kind == "pmqos":
+        return pmqos.restore(d)
     if res.kind == "mount":
         rc, err = _run_quiet(["umount", d["mountpoint"]])
         return "" if rc == 0 else f"umount: {err}"
@@ -520,12 +525,21 @@ def _holders(device: str) -> list[str]:
     found = []
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         try:
-            if any(os.readlink(fd) == device for fd in fd_dir.iterdir()):
+            if any(_link(fd) == device for fd in fd_dir.iterdir()):
                 name = (fd_dir.parent / "comm").read_text().strip()
                 found.append(f"process {fd_dir.parent.name} ({name})")
         except OSError:   # a process gone meanwhile, or one not ours to read
             continue
     return found
+
+
+def _link(fd: Path) -> str:
+    """Where descriptor *fd* (``/proc/PID/fd/N``) points, '' where it closed since it was listed (the listing's
+    own descriptor among them: a process's other descriptors are still looked at)."""
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return ""
 
 
 @dataclass
