@@ -282,7 +282,9 @@ def _served_parts(dev, trace, stamps) -> tuple[dict, int]:
     rows_at, foreign = _replay_rows_in_log(served, trace)
     served = served.iloc[rows_at]
     served.attrs.update(frame.attrs)
-    return excess_parts(served, stamps), foreign
+    parts = excess_parts(served, stamps)
+    parts["collector"] = frame.attrs.get("collector")  # the server's cyclic collections while serving
+    return parts, foreign
 
 
 def _tail_figures(row: dict, measured, parts: dict) -> None:
@@ -320,7 +322,7 @@ def _lateness(devices, traces, replayed, rows):
             sims.append(parts["simulated"])
             excess_by_replay.append(parts["excess"])
             entry = row.setdefault("replays", [{} for _ in replayed[name]])[r]
-            entry.update({"foreign_requests": foreign,
+            entry.update({"foreign_requests": foreign, "server_collector": parts["collector"],
                           "replay_excess_p99_ms": float(np.percentile(parts["excess"], 99) * 1e3),
                           **{f"lateness_p{q}_ms": float(np.percentile(parts["lateness"], q) * 1e3) for q in (50, 99)}})
             if r == 0:

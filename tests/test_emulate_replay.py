@@ -2,6 +2,7 @@
 split with the server's stamps (diskmodel.calibrate.emulate.replay), and the kernel threads put back on a signal."""
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -17,7 +18,8 @@ from test_emulate import require_emulation
 
 from diskmodel.calibrate.emulate.replay import (Replayed, excess_parts, locked_memory, median_of_repeats,
                                                 without_largest_excess)
-from diskmodel.calibrate.emulate.requestlog import COLUMNS, RequestRecorder, read_log
+from diskmodel.calibrate.emulate.requestlog import COLUMNS, RequestRecorder, read_log, summarize
+from diskmodel.calibrate.harness.heap import CollectorWatch
 
 pytestmark = pytest.mark.serial  # kernel threads' real-time scheduling, host-wide; replays held to the simulated times
 
@@ -106,7 +108,8 @@ def test_a_short_disksim_trace_replay_sees_the_simulated_times_within_the_paths_
     """hp_c2490a's first requests replayed (O_DIRECT, queue depth 1, the trace's gaps) with the path's kernel
     threads and the replay under SCHED_FIFO: the server's and the replay's stamps share the host's clock (every
     request enters the server after it was issued and completes after the server returned it); each request's
-    excess is its parts' sum; the median excess is within 0.15 ms of zero (the path's cost is taken off: without
+    excess is its parts' sum; no collection of the cyclic collector runs in the replay's loop (even with a
+    threshold of one object), and the server's process froze its set-up's objects out of its own; the median excess is within 0.15 ms of zero (the path's cost is taken off: without
     it the median would be the whole round trip) and nine in ten within 1.5 ms."""
     from diskmodel.calibrate.emulate import emulated_drives
     from diskmodel.calibrate.emulate.kthreads import kernel_threads_realtime
@@ -117,8 +120,22 @@ def test_a_short_disksim_trace_replay_sees_the_simulated_times_within_the_paths_
     trace = read_drive_folder(disksim_drive_folder("hp_c2490a")).read_trace().head(150)
     with kernel_threads_realtime(40), \
             emulated_drives([str(disksim_drive_folder("hp_c2490a"))], log_dir=tmp_path, realtime_priority=40) as devs:
-        stamps = replay_trace_stamped(devs[0].path, trace, realtime_priority=40)
+        # a collection after every allocation of a tracked object, were the collector on during the replay
+        threshold = gc.get_threshold()
+        gc.set_threshold(1)
+        watch = CollectorWatch()
+        try:
+            stamps = replay_trace_stamped(devs[0].path, trace, realtime_priority=40)
+        finally:
+            watch.close()
+            gc.set_threshold(*threshold)
+    during = [t for t in watch.started_s if stamps.issued_s[0] <= t <= stamps.completed_s[-1]]
+    assert watch.collections[0] > 0 and not during, (watch.summary(), during[:3])
     frame = read_log(devs[0].log_path)
+    # the server's process froze its set-up's objects out of its collections, and counted those that ran
+    collector = summarize(frame)["collector"]
+    assert collector["frozen_objects"] > 10_000, collector
+    assert sum(collector["collections_by_generation"]) >= 0 and collector["longest_s"] < 5e-3, collector
     served = frame[~frame["probe"]]
     assert list(served["offset_bytes"]) == list(trace.lbn * 512)
     served.attrs.update(frame.attrs)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from diskmodel.calibrate.emulate.server import realtime, wait_until
+from diskmodel.calibrate.harness.heap import collector_paused
 
 __all__ = ["Replayed", "excess_parts", "locked_memory", "median_of_repeats", "replay_trace", "replay_trace_stamped",
            "without_largest_excess"]
@@ -75,7 +76,8 @@ def replay_trace_stamped(device: str, trace, *, limit: int | None = None, realti
         if ends.max() > size:
             i = int(np.argmax(ends > size))
             raise ValueError(f"request {i} of the trace ({trace.where(i)}) ends beyond {device} ({size} bytes)")
-        with _on_cpu(cpu), locked_memory(lock_memory), realtime(realtime_priority):
+        # the collector off: a full collection between a request's stamp and its call would be timed as the drive's
+        with _on_cpu(cpu), locked_memory(lock_memory), realtime(realtime_priority), collector_paused():
             _replay(fd, buf, trace, n, issued, completed)
     finally:
         os.close(fd)

@@ -251,6 +251,8 @@ def summarize(frame, *, lateness_bound_s: float | None = None) -> dict:
         "lateness_p50_s": float(np.percentile(timed, 50)) if timed.size else None,
         "lateness_p99_s": float(np.percentile(timed, 99)) if timed.size else None,
         "lateness_max_s": float(timed.max()) if timed.size else None,
+        # the interpreter's cyclic collections while serving (server.py, harness/heap.py); None: an older log
+        "collector": frame.attrs.get("collector"),
     }
     if len(served) > 1:
         span = float(served["arrival_s"].iloc[-1] - served["arrival_s"].iloc[0])
@@ -274,6 +276,12 @@ def format_summary(summary: dict) -> str:
              f"mean simulated service {ms(summary['mean_service_s'])}",
              f"lateness (actual minus simulated completion): p50 {ms(summary['lateness_p50_s'])}, "
              f"p99 {ms(summary['lateness_p99_s'])}, max {ms(summary['lateness_max_s'])}"]
+    collector = summary.get("collector")
+    if collector:
+        counts = collector["collections_by_generation"]
+        lines.append(f"the interpreter's cyclic collector while serving: {counts[0]} / {counts[1]} / {counts[2]} "
+                     f"collections of generations 0 / 1 / 2, the longest {ms(collector['longest_s'])}; "
+                     f"{collector['frozen_objects']} objects of the set-up frozen out of them")
     if not summary.get("complete", True):
         lines.append("the log was not closed (its emulator was killed): it holds the requests up to its last chunk")
     if summary["errors"]:

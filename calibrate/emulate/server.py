@@ -45,6 +45,7 @@ import os
 import threading
 import time
 
+from diskmodel.calibrate.harness.heap import CollectorWatch, settle_heap
 from diskmodel.calibrate.emulate.path_shape import hold_for, table_at, table_from
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.timing import BLOCK_BYTES, HIT_UNKNOWN, session_from_spec
@@ -268,6 +269,10 @@ class DriveServer:
                                          "fixed_cost_s": None, "started_unix_s": time.time(),
                                          "t0_monotonic_s": self.t0},
                                         self.log_path, monotonic=monotonic)
+        # the set-up's objects out of every later collection's way (heap.py), then the collections that
+        # still run while serving counted, for the log
+        settle_heap()
+        self.collector = CollectorWatch()
 
     # -- the fixed cost
     def _check_control(self) -> None:
@@ -411,6 +416,8 @@ class DriveServer:
     def close(self) -> None:
         self._closed.set()
         with self._write_lock, self._lock:
+            self.collector.close()
+            self._meta_pending = {**(self._meta_pending or {}), "collector": self.collector.summary()}
             self._write_waiting()
             self.recorder.close()
             self.store.close()

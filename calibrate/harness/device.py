@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import gc
 import mmap
 import operator
 import os
@@ -43,6 +42,7 @@ from typing import Iterable
 import numpy as np
 
 from diskmodel.calibrate.harness.backend import check_length, check_offsets
+from diskmodel.calibrate.harness.heap import collector_paused
 from diskmodel.calibrate.harness import devstate
 
 __all__ = [
@@ -491,23 +491,19 @@ class DirectBackend:
         offs_list = offs.tolist()
         ns = [0] * len(offs_list)
         i = 0
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
         try:
-            for i, off in enumerate(offs_list):
-                t0 = clock()
-                n = preadv(fd, views, off)
-                t1 = clock()
-                if n != length:
-                    raise DeviceIOError(self.path, off, length, f"short read of {n} bytes")
-                ns[i] = t1 - t0
+            with collector_paused():  # a collection between two stamps would be timed as the drive's
+                for i, off in enumerate(offs_list):
+                    t0 = clock()
+                    n = preadv(fd, views, off)
+                    t1 = clock()
+                    if n != length:
+                        raise DeviceIOError(self.path, off, length, f"short read of {n} bytes")
+                    ns[i] = t1 - t0
         except OSError as exc:
             if isinstance(exc, DeviceIOError):
                 raise
             raise DeviceIOError(self.path, offs_list[i], length, exc) from None
-        finally:
-            if gc_was_enabled:
-                gc.enable()
         return (np.asarray(ns, dtype=np.float64) - self.timer_overhead_ns) * 1e-9
 
     # ----------------------------------------------------------------- lifetime
