@@ -52,6 +52,7 @@ from diskmodel.calibrate.emulate import path_probe
 from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
+from diskmodel.calibrate.harness.heap import collector_paused
 
 __all__ = ["DEFAULT_REALTIME_PRIORITY", "EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools",
            "emulated_drives", "realtime_or_note"]
@@ -101,8 +102,7 @@ CPU_LATENCY_US = 0
 #: How long nbdkit may take to load the drive's simulation (and compile it on a first run) [s].
 READY_TIMEOUT_S = 600.0
 #: How long nbdfuse may take to mount, and a process to exit once asked [s].
-MOUNT_TIMEOUT_S = 30.0
-EXIT_TIMEOUT_S = 20.0
+MOUNT_TIMEOUT_S, EXIT_TIMEOUT_S = 30.0, 20.0
 #: A backing file system must have at least this much free (or the drive's capacity, if smaller) [bytes].
 BACKING_RESERVE_BYTES = 256 << 20
 FUSE_DEVICE = "/dev/fuse"
@@ -434,7 +434,7 @@ def _measure_fixed_cost(device: str, capacity_bytes: int, realtime_priority: int
             view.release()
 
     try:
-        with realtime(realtime_priority):
+        with realtime(realtime_priority), collector_paused():  # no collection timed as the path's
             times = _probe_times(sizes, read)
     finally:
         os.close(fd)
