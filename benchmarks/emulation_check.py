@@ -515,14 +515,21 @@ def _calibration_only(args, parser) -> int:
                if not k.startswith(("calibration_", "partition_"))}
     figures.update(_calibration_figures(rows, parts))
     details = dict(old.get("details", {}))
+    # the artifact's options and environment stay those of the run its other figures are from; this run's go here
+    run_options = options_of(parser, args)
     details["calibration"] = {"status": status, "rows": rows, "partitions": parts,
-                              "load_average_at_start": load_start, "load_average_at_end": _load()}
+                              "load_average_at_start": load_start, "load_average_at_end": _load(),
+                              "options": run_options["options"], "date_utc": time.strftime("%Y-%m-%dT%H:%M UTC",
+                                                                                           time.gmtime())}
+    if "environment" in old:
+        details.setdefault("environment_of_the_other_figures", old["environment"])
     notes = [n for n in old.get("notes", []) if not n.startswith("calibration section")]
     when = old.get("environment", {}).get("date_utc")
     notes.append("calibration section rerun alone (--calibration-only); the other figures are from the run of "
                  f"{when}" if when else "calibration section run alone (--calibration-only)")
-    write_result("emulation_check", figures, options=options_of(parser, args), details=details, notes=notes,
-                 results_dir=args.results_dir)
+    kept = {k: old[k] for k in ("options", "non_default_options") if k in old}
+    write_result("emulation_check", figures, options=kept if "options" in kept else run_options, details=details,
+                 notes=notes, results_dir=args.results_dir)
     return 0
 
 

@@ -288,6 +288,8 @@ def test_calibration_only_with_drives_replaces_their_rows_and_keeps_the_rest(tmp
                                {"quantity": "head_switch_s", "error": error, "passed": abs(error) <= 0.1}]}
 
     old = {"figures": {"calibration_drives_passed": {"value": 1}}, "notes": [],
+           "options": {"requests": 0, "repeats": 1}, "non_default_options": {"requests": 0, "repeats": 1},
+           "environment": {"date_utc": "2026-12-01T10:00Z"},
            "details": {"calibration": {"status": "run", "rows": [row("atlas10k", -0.6), row("wd800bd", -0.07)],
                                        "partitions": [{"worst_error": 0.037}],
                                        "load_average_at_start": [5.2, 6.4, 6.2]}}}
@@ -301,7 +303,12 @@ def test_calibration_only_with_drives_replaces_their_rows_and_keeps_the_rest(tmp
     monkeypatch.setattr(module, "_calibration", calibration)
     assert module.main(["--calibration-only", "--drives", "atlas10k,ibm18es", "--results-dir", str(tmp_path)]) == 0
     assert asked == [["atlas10k", "ibm18es"]]
-    new = json.loads((tmp_path / "emulation_check.json").read_text())["details"]["calibration"]
+    document = json.loads((tmp_path / "emulation_check.json").read_text())
+    new = document["details"]["calibration"]
+    # the replays' options and environment stay theirs; the calibration run's options are its section's
+    assert document["options"] == old["options"] and document["non_default_options"] == old["non_default_options"]
+    assert document["details"]["environment_of_the_other_figures"] == old["environment"]
+    assert new["options"]["calibration_only"] is True and new["options"]["drives"] == ["atlas10k", "ibm18es"]
     assert [(r["drive"], r["quantities"][2]["error"]) for r in new["rows"]] == \
         [("atlas10k", 0.02), ("wd800bd", -0.07), ("ibm18es", 0.02)]
     assert new["partitions"] == [{"worst_error": 0.037}]
