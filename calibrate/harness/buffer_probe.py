@@ -115,6 +115,71 @@ def measure_buffer(meter: Meter, rng: np.random.Generator, *, locations: int = 5
     return BufferMeasurement(True, None, None, hit_s, rough, detail, meter.reads - reads0, bus)
 
 
+# A verdict from reads at fresh places, each fast or slow against a threshold, by Wald's sequential probability
+# ratio test (Wald 1945, "Sequential tests of statistical hypotheses"): a place's read is fast with probability
+# _P_FAST_HIT where the buffer serves it (a slow one: a host outlier, a preempted thread or a late wake-up), and
+# at most _P_FAST_MISS where it does not (a miss whose sector comes under the head at once is as fast as a hit:
+# about the threshold's share of a revolution). Places are read until the evidence passes a bound: a hit taken
+# for a miss (which ends a search below the segment) is held to _MISSED_ERROR, four slow places in a row; a miss
+# taken for a hit to _SERVED_ERROR, three fast places in a row. One slow place among fast ones, or two, takes a
+# few more places to outweigh, not the verdict.
+_P_FAST_HIT = 0.8
+_P_FAST_MISS = 0.3
+_SERVED_ERROR = 0.06
+_MISSED_ERROR = 3e-3
+_VERDICT_PLACES = 24  # the most places one verdict reads (past them: the evidence's sign)
+
+
+def _verdict(fast_at_a_fresh_place) -> bool:
+    """Whether the reads *fast_at_a_fresh_place* () -> bool makes are hits (see above)."""
+    up, down = math.log(_P_FAST_HIT / _P_FAST_MISS), math.log((1 - _P_FAST_HIT) / (1 - _P_FAST_MISS))
+    served = math.log((1 - _MISSED_ERROR) / _SERVED_ERROR)
+    missed = math.log(_MISSED_ERROR / (1 - _SERVED_ERROR))
+    evidence = 0.0
+    for _ in range(_VERDICT_PLACES):
+        evidence += up if fast_at_a_fresh_place() else down
+        if not missed < evidence < served:
+            break
+    return evidence > 0
+
+
+def _farthest_served(served, first: int, most: int) -> tuple[int, int | None]:
+    """The farthest stride *served* serves (of *first* doubled, while at most *most*), and the
+    first it does not (None: every stride served). The read-ahead serves every stride up to its
+    reach and none past it: where the first stride is not served, twice it is tried, and if that
+    is served the first is measured again and its second verdict stands (a host outlier can make a
+    served stride look missed), so that no one verdict ends the search at one block."""
+    lo, s = 0, first
+    while s <= most:
+        if served(s):
+            lo, s = s, 2 * s
+            continue
+        if lo == 0 and 2 * s <= most and served(2 * s) and served(s):
+            lo, s = 2 * s, 4 * s
+            continue
+        return lo, s
+    return lo, None
+
+
+def _bisect(served, lo: int, hi: int, close) -> tuple[int, int]:
+    """The edge between *lo* (served) and *hi* (not), bisected until ``hi - lo <= close(lo)``. A
+    verdict that went wrong moves every later bracket to its side, so the last bracket's ends are
+    measured again: a last miss found served, or a last hit found missed, contradicts the drive's one
+    edge, and the bisection goes on from the bracket before it (twice at most)."""
+    los, his = [lo], [hi]
+    for _ in range(3):
+        while his[-1] - los[-1] > close(los[-1]):
+            mid = (los[-1] + his[-1]) // 2
+            (los if served(mid) else his).append(mid)
+        if len(his) > 1 and served(his[-1]):
+            los.append(his.pop())
+        elif len(los) > 1 and not served(los[-1]):
+            his.append(los.pop())
+        else:
+            break
+    return los[-1], his[-1]
+
+
 def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement, rate_at, *,
                 max_segment_bytes: int = 32 * MIB, max_segments: int = 32) -> BufferMeasurement:
     """The segment size and number of segments of a buffer :func:`measure_buffer` found
@@ -126,13 +191,8 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
 
     def served(stride: int) -> bool:
         """Is the block *stride* blocks after a fresh read served from the buffer, once the
-        read-ahead has had the time to get there? At three places, all served (a miss whose sector
-        comes under the head at once is as fast as a hit); where one is not, at a fourth, three of
-        four (a hit can be slow: a host outlier)."""
-        misses = 0
-        for place in range(4):
-            if place == 3 and misses == 0:
-                return True
+        read-ahead has had the time to get there? A verdict (:func:`_verdict`) of fresh places."""
+        def fast_at_a_fresh_place() -> bool:
             o = _fresh(meter, rng, (stride + 2) * b)
             meter.read(o, b, tag="buffer")
             need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
@@ -143,31 +203,16 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
             else:
                 count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
                 meter.read_many(np.full(count, o), b, tag="buffer")
-            if meter.read(o + stride * b, b, tag="buffer") > threshold:
-                misses += 1
-                if misses == 2:
-                    return False
-        return True
+            return meter.read(o + stride * b, b, tag="buffer") <= threshold
+        return _verdict(fast_at_a_fresh_place)
 
     # Segment size: the farthest stride served, by doubling from 8 KiB, then bisection to 1/16.
-    lo, hi = 0, None
-    s = max(1, 8 * KIB // b)
-    while s * b <= max_segment_bytes:
-        if not served(s):
-            hi = s
-            break
-        lo = s
-        s *= 2
+    lo, hi = _farthest_served(served, max(1, 8 * KIB // b), max(1, max_segment_bytes // b))
     if hi is None:
         seg_bytes = None
         detail += f"; every stride up to {max_segment_bytes // MIB} MiB was served: segment larger than that"
     else:
-        while lo and hi - lo > max(1, lo // 16):
-            mid = (lo + hi) // 2
-            if served(mid):
-                lo = mid
-            else:
-                hi = mid
+        lo, hi = _bisect(served, lo, hi, lambda lo: max(1, lo // 16))
         seg_bytes = (lo + 1) * b if lo else b
         detail += (f"; the read-ahead serves strides up to {lo * b} bytes, not {hi * b}: segment "
                    f"{seg_bytes} bytes")
@@ -175,28 +220,18 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
     span = max(seg_bytes or MIB, MIB) * 4
 
     def survives(n: int) -> bool:
-        offs = [_fresh(meter, rng, span) for _ in range(n + 1)]
-        t = meter.read_many(np.array(offs + [offs[0]], dtype=np.int64), b, tag="buffer")
-        return t[-1] < threshold
+        def fast_at_a_fresh_place() -> bool:
+            offs = [_fresh(meter, rng, span) for _ in range(n + 1)]
+            t = meter.read_many(np.array(offs + [offs[0]], dtype=np.int64), b, tag="buffer")
+            return t[-1] < threshold
+        return _verdict(fast_at_a_fresh_place)
 
-    lo, hi = 0, None
-    n = 1
-    while n <= max_segments:
-        if not survives(n):
-            hi = n
-            break
-        lo = n
-        n *= 2
+    lo, hi = _farthest_served(survives, 1, max_segments)
     if hi is None:
         segments = None
         detail += f"; a read's data survived {max_segments} other reads: more than {max_segments} segments"
     else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if survives(mid):
-                lo = mid
-            else:
-                hi = mid
+        lo, hi = _bisect(survives, lo, hi, lambda lo: 1)
         segments = lo + 1  # its own and lo others
         detail += f"; a read's data survives {lo} other reads, not {hi}: {segments} segments"
     return BufferMeasurement(True, seg_bytes, segments, hit_s, rough, detail, found.reads + meter.reads - reads0,
