@@ -2,11 +2,11 @@
 jitter, and the caller's own gap between a completion and its next read.
 
 ``python benchmarks/_head_switch_gap.py DRIVE [--gap-s G] [--jitter-s J] [--bias-s B] [--seeds N]`` calibrates
-DRIVE (the issue's budget of device time) on ``KernelPathDisk`` (``tests/test_head_switch_kernel_path.py``)
-with the path replaced: each read reaches the server a way in of LEG_S (+-J uniform) after its submission, G
-after the caller saw the one before complete; the emulator takes LEG_S (less B: B > 0 puts arrivals early) off
-its arrival and answers LEG_S before the drive's completion (at once where that has passed, plus the server's
-lateness), and the caller sees it a way back of LEG_S (+-J) later. Prints the head switch's error per seed.
+DRIVE (the issue's budget of device time) on ``KnownPathDisk`` (``tests/test_head_switch_kernel_path.py``):
+each read reaches the server a way in of LEG_S (+-J uniform) after its submission, G after the caller saw the
+one before complete; the emulator takes LEG_S (less B: B > 0 puts arrivals early) off its arrival and answers
+LEG_S before the drive's completion (at once where that has passed, plus the server's lateness), and the
+caller sees it a way back of LEG_S (+-J) later. Prints the head switch's error per seed.
 With J = B = 0 the drive sees each read the caller's gap after the one before completed, as through the
 emulator's path when its legs are right.
 """
