@@ -130,21 +130,23 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     first caught stride is then found to the block by bisection from the last one that lost a
     revolution; the reads of that bisection (the caught and the lost) are returned with their strides,
     and the floor is the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
-    a revolution (:func:`_lost_below` looks for them). Where a drive reads ahead with no such stride
+    a revolution (:func:`_lost_below` looks for them, from a stride past the hits or faster than them). Where a drive reads ahead with no such stride
     in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
     (it can take less): the floor is then a hit's time, and the last value returned is False."""
     hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
-    s, missed, lost = 1, None, np.empty(0)
+    s, missed, lost, hit_low = 1, None, np.empty(0), 0.0
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
         o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
         med = float(np.median(t))
+        # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
+        hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
         if med >= 0.5 * rough:
             missed, lost = s, t
-        elif missed is not None or med > hit_limit:
+        elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
             if missed is None and buffer.detected:
-                missed, o, lost = _lost_below(meter, o, s, rough)
+                missed, o, lost = _lost_below(meter, o, s, rough, 0 if med < hit_low else max(s // 4, 1))
                 if missed is None:
                     return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
@@ -164,14 +166,14 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     return None, None, o, False
 
 
-def _lost_below(meter: Meter, o: int, s: int, rough: float, reads: int = 3):
-    """The highest stride below *s* (down to one block: a hit never loses a revolution) whose reads lose a
-    revolution, and the cursor: strides doubled from hits can step over the few strides, between the last
-    a read-ahead serves and the first a miss catches, whose miss leaves the head past its sector (DiskSim's
-    read miss and read hit overheads differ), and a caught miss can take less than a hit. The band is the
-    first block the read-ahead had not read when the next read arrived: after a short host gap (the
-    kernel's caller) a few blocks, below a quarter of the first stride past the hits."""
-    for m in range(s - 1, 0, -1):
+def _lost_below(meter: Meter, o: int, s: int, rough: float, low: int, reads: int = 3):
+    """The highest stride below *s* (above *low*) whose reads lose a revolution, and the cursor: strides
+    doubled from hits can step over the few strides, between the last a read-ahead serves and the first a
+    miss catches, whose miss leaves the head past its sector (DiskSim's read miss and read hit overheads
+    differ). The band is the first block the read-ahead had not read when the next read arrived: after a
+    short host gap (the kernel's caller) a few blocks. A doubled stride faster than the hits by more than
+    their spread is a caught miss past it: _forward_start stops there and asks down to one block."""
+    for m in range(s - 1, low, -1):
         o = _below(meter, o, reads, m)
         t = chain(meter, o, m, reads, "rotation")
         if float(np.median(t)) >= 0.5 * rough:
