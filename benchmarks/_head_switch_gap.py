@@ -2,11 +2,11 @@
 jitter, and the caller's own gap between a completion and its next read.
 
 ``python benchmarks/_head_switch_gap.py DRIVE [--gap-s G] [--jitter-s J] [--bias-s B] [--seeds N]`` calibrates
-DRIVE (the issue's budget of device time) on ``KernelPathDisk`` (``tests/test_head_switch_kernel_path.py``)
-with the path replaced: each read reaches the server a way in of LEG_S (+-J uniform) after its submission, G
-after the caller saw the one before complete; the emulator takes LEG_S (less B: B > 0 puts arrivals early) off
-its arrival and answers LEG_S before the drive's completion (at once where that has passed, plus the server's
-lateness), and the caller sees it a way back of LEG_S (+-J) later. Prints the head switch's error per seed.
+DRIVE (the issue's budget of device time) on ``KnownPathDisk`` (``tests/test_head_switch_kernel_path.py``):
+each read reaches the server a way in of LEG_S (+-J uniform) after its submission, G after the caller saw the
+one before complete; the emulator takes LEG_S (less B: B > 0 puts arrivals early) off its arrival and answers
+LEG_S before the drive's completion (at once where that has passed, plus the server's lateness), and the
+caller sees it a way back of LEG_S (+-J) later. Prints the head switch's error per seed.
 With J = B = 0 the drive sees each read the caller's gap after the one before completed, as through the
 emulator's path when its legs are right.
 """
@@ -16,35 +16,15 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 #: The path's legs the emulator knows [s] (their level does not matter when the emulator knows them).
 LEG_S = 60e-6
 
 
 def _disk(params, seed: int, gap_s: float, jitter_s: float, bias_s: float):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from test_head_switch_kernel_path import KernelPathDisk
+    from test_head_switch_kernel_path import KnownPathDisk
 
-    from diskmodel.calibrate.harness.drive_truth import SECTOR_BYTES
-
-    class KnownPathDisk(KernelPathDisk):
-        def _through_the_path(self, offs, length, gap, early, noise):
-            rng, out = self._rng, np.empty(offs.size)
-            blocks = length // SECTOR_BYTES
-            for i, o in enumerate(offs.tolist()):
-                submitted = self._clock_s + gap[i]
-                entry = submitted + LEG_S + rng.uniform(-jitter_s, jitter_s)
-                arrival = max(entry - LEG_S - bias_s, self._last_arrival_s)
-                self._last_arrival_s = arrival
-                done = self._session.serve(False, o // SECTOR_BYTES, blocks, arrival).completion_s
-                answered = max(done - LEG_S, entry) + rng.exponential(self.shape["late_s"])
-                self._clock_s = answered + LEG_S + rng.uniform(-jitter_s, jitter_s)
-                out[i] = self._clock_s - submitted
-            self.reads += offs.size
-            return out
-
-    return KnownPathDisk(params, seed=seed, host_gap_s=gap_s)
+    return KnownPathDisk(params, seed=seed, host_gap_s=gap_s, leg_s=LEG_S, jitter_s=jitter_s, bias_s=bias_s)
 
 
 def _pct(error) -> str:

@@ -72,6 +72,37 @@ class KernelPathDisk(ParametersDisk):
         return out
 
 
+class KnownPathDisk(KernelPathDisk):
+    """The path as the emulator sees it once it knows each leg on average: each read reaches the server a
+    way in of *leg_s* (+- *jitter_s*, uniform) after its submission, the host's gap after the host saw
+    the one before complete; the emulator takes *leg_s* (less *bias_s*: above 0 puts arrivals early) off
+    its arrival, answers *leg_s* before the drive's completion (at once where that has passed, plus the
+    server's lateness), and the host sees it a way back of *leg_s* (+- *jitter_s*) later. With no jitter
+    and no bias the drive sees each read the host's gap (and the lateness) after the one before
+    completed."""
+
+    def __init__(self, params, *, seed: int = 0, host_gap_s: float = 3e-6, leg_s: float = 60e-6,
+                 jitter_s: float = 0.0, bias_s: float = 0.0):
+        super().__init__(params, seed=seed, host_gap_s=host_gap_s)
+        self.leg_s, self.jitter_s, self.bias_s = float(leg_s), float(jitter_s), float(bias_s)
+
+    def _through_the_path(self, offs, length, gap, early, noise) -> np.ndarray:
+        rng, out = self._rng, np.empty(offs.size)
+        leg, jitter = self.leg_s, self.jitter_s
+        blocks = length // SECTOR_BYTES
+        for i, o in enumerate(offs.tolist()):
+            submitted = self._clock_s + gap[i]
+            entry = submitted + leg + rng.uniform(-jitter, jitter)
+            arrival = max(entry - leg - self.bias_s, self._last_arrival_s)
+            self._last_arrival_s = arrival
+            done = self._session.serve(False, o // SECTOR_BYTES, blocks, arrival).completion_s
+            answered = max(done - leg, entry) + rng.exponential(self.shape["late_s"])
+            self._clock_s = answered + leg + rng.uniform(-jitter, jitter)
+            out[i] = self._clock_s - submitted
+        self.reads += offs.size
+        return out
+
+
 def _params(drive: str):
     from diskmodel.calibrate.emulate.drives import resolve_drive
     from diskmodel.calibrate.emulate.timing import drive_parameters_of
@@ -132,3 +163,32 @@ def _head_switch_errors(drive: str, seeds) -> np.ndarray:
         row = {r["quantity"]: r for r in emulation_errors(truth, result)}["head_switch_s"]
         errors.append(np.inf if row["error"] is None else row["error"])
     return np.asarray(errors)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jitter_s", [0.0, 25e-6])
+def test_head_switch_at_the_kernel_callers_gap(jitter_s):
+    """atlas10k through the path as the emulator knows it (KnownPathDisk), the caller's gap between a
+    completion and its next read as short as the kernel's caller leaves it, seeds 0-7: with the legs exact,
+    the head switch's median |error| within 10 % and every seed within 15 %; jittered +-25 us, within 15 %
+    and 30 % (set after seeing the figures: the jitter blurs which doubled stride is a caught miss). Before,
+    it came out about half the drive's at every seed: at that gap the read-ahead had read only a few blocks
+    past the last read when the next arrived, and the forward stride whose miss loses a revolution lay
+    below the quarter of the first stride past the hits that the search went down to, so the same-track
+    floor was a buffer hit's time (slower than a caught miss on this drive). With the legs jittered, a start
+    point whose block passage the jitter put off (its period an outlier) once made the tracks' chains
+    miss their strides (the head switch ten times the drive's)."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("atlas10k")
+    truth = drive_truth(params)
+    errors = []
+    for seed in range(8):
+        disk = KnownPathDisk(params, seed=seed, host_gap_s=_PATH["host_gap_s"], jitter_s=jitter_s)
+        result = calibrate(disk, budget_s=120.0, seed=seed, progress=False)
+        row = {r["quantity"]: r for r in emulation_errors(truth, result)}["head_switch_s"]
+        errors.append(np.inf if row["error"] is None else row["error"])
+    errors = np.abs(errors)
+    median, most = (0.10, 0.15) if jitter_s == 0 else (0.15, 0.30)
+    assert np.median(errors) <= median and np.all(errors <= most), errors

@@ -53,7 +53,8 @@ import numpy as np
 
 from diskmodel.calibrate.harness.meter import chain
 
-__all__ = ["PeriodicKinds", "caught_limit", "line_limit", "wait_groups", "without_echoes", "visible_every",
+__all__ = ["PeriodicKinds", "block_passages_again", "caught_limit", "line_limit", "wait_groups", "without_echoes",
+           "visible_every",
            "periodic_kind", "track_runs", "descending_by_position"]
 
 
@@ -70,6 +71,27 @@ class PeriodicKinds:
     t: float
     cylinder_steps: tuple
     steps_per_track: tuple
+
+
+def block_passages_again(periods, chains, rough_s: float) -> dict:
+    """The block passage x [s] of each start point of the rotation's chains whose x the host's jitter put
+    off, solved again at the median period: {index: x}. ``T = d_back + x - d_fwd(s1) + s1 x`` (the
+    rotation's formula) weighs x by s1 + 1, so a start point whose slope or long stride's chain put x off
+    puts its period off by s1 + 1 times that, while its medians d_back and d_fwd(s1) (each over many
+    reads) move it by less than its gaps' spread. Where a period (*periods*) lies further from the median
+    than five scaled median deviations and than twice its gaps' spread, x is solved from the same formula
+    at the median period; *chains* holds each start point's (s1, d_fwd(s1), d_back, gaps' spread [s]).
+    The tracks' chains take their stride (a third of a track) from x, so one put off misses its strides
+    and the head switch's chains theirs."""
+    p = np.asarray(periods, dtype=float)
+    period = float(np.median(p))
+    spread = 1.4826 * float(np.median(np.abs(p - period)))
+    again = {}
+    for j, (s1, m1, mb, width) in enumerate(chains):
+        x = (period - mb + m1) / (s1 + 1)
+        if abs(p[j] - period) > max(5 * spread, 2 * width) and 0 < x < 0.5 * rough_s / max(s1, 1):
+            again[j] = float(x)
+    return again
 
 
 def caught_limit(caught, missed) -> float:

@@ -59,7 +59,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
-from diskmodel.calibrate.harness.head_switch import (descending_by_position, line_limit, periodic_kind, track_runs,
+from diskmodel.calibrate.harness.head_switch import (block_passages_again, descending_by_position, line_limit,
+                                                    periodic_kind, track_runs,
                                                      visible_every, wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import MIB
@@ -129,21 +130,23 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     first caught stride is then found to the block by bisection from the last one that lost a
     revolution; the reads of that bisection (the caught and the lost) are returned with their strides,
     and the floor is the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
-    a revolution (:func:`_lost_below` looks for them). Where a drive reads ahead with no such stride
+    a revolution (:func:`_lost_below` looks for them, from a stride past the hits or faster than them). Where a drive reads ahead with no such stride
     in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
     (it can take less): the floor is then a hit's time, and the last value returned is False."""
     hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
-    s, missed, lost = 1, None, np.empty(0)
+    s, missed, lost, hit_low = 1, None, np.empty(0), 0.0
     limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
     while s < limit:
         o = _below(meter, o, chain_reads, s)
         t = chain(meter, o, s, chain_reads, "rotation")
         med = float(np.median(t))
+        # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
+        hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
         if med >= 0.5 * rough:
             missed, lost = s, t
-        elif missed is not None or med > hit_limit:
+        elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
             if missed is None and buffer.detected:
-                missed, o, lost = _lost_below(meter, o, s, rough)
+                missed, o, lost = _lost_below(meter, o, s, rough, 0 if med < hit_low else max(s // 4, 1))
                 if missed is None:
                     return s, buffer.hit_s, o, False
             lo, hi, best = (missed if missed is not None else s // 2), s, t
@@ -163,14 +166,14 @@ def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads:
     return None, None, o, False
 
 
-def _lost_below(meter: Meter, o: int, s: int, rough: float, reads: int = 3):
-    """The highest stride below *s* (down to a quarter of it) whose reads lose a revolution, and the
-    cursor: strides doubled from hits can step over the few strides, between the last a read-ahead
-    serves and the first a miss catches, whose miss leaves the head past its sector (the miss's
-    command overhead, longer than a hit's wait: DiskSim's read miss and read hit overheads differ), and
-    a caught miss can take less than a hit. From *s* down, a caught miss waits a block's passage less
-    each stride, down to that band."""
-    for m in range(s - 1, max(s // 4, 1), -1):
+def _lost_below(meter: Meter, o: int, s: int, rough: float, low: int, reads: int = 3):
+    """The highest stride below *s* (above *low*) whose reads lose a revolution, and the cursor: strides
+    doubled from hits can step over the few strides, between the last a read-ahead serves and the first a
+    miss catches, whose miss leaves the head past its sector (DiskSim's read miss and read hit overheads
+    differ). The band is the first block the read-ahead had not read when the next read arrived: after a
+    short host gap (the kernel's caller) a few blocks. A doubled stride faster than the hits by more than
+    their spread is a caught miss past it: _forward_start stops there and asks down to one block."""
+    for m in range(s - 1, low, -1):
         o = _below(meter, o, reads, m)
         t = chain(meter, o, m, reads, "rotation")
         if float(np.median(t)) >= 0.5 * rough:
@@ -255,7 +258,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         why = buffer.no_revolution_why or (f"a read of the block before the last one takes under 1 ms "
                                            f"({buffer.detail})")
         return RotationMeasurement(None, None, [], None, None, [], f"no rotation: {why}", meter.reads - reads0)
-    periods, floors, xs, gaps, points = [], [], [], [], []
+    periods, floors, xs, gaps, points, chains_at = [], [], [], [], [], []
     grid = (np.arange(starts) + rng.uniform(0.1, 0.6, starts)) / starts
     stopped = ""
     failed = 0
@@ -306,6 +309,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         floors.append((near, from_media, x))
         xs.append(x)
         gaps.append(s1 * x - m1)
+        chains_at.append((s1, m1, mb, 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))))
     used = meter.used_s - spent0
     if len(periods) < 2:
         return RotationMeasurement(None, None, periods, None, None, points,
@@ -315,6 +319,8 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     p = np.asarray(periods)
     period = float(np.median(p))
     bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
+    for j, xj in block_passages_again(p, chains_at, rough).items():  # where the host's jitter put x off
+        xs[j], floors[j], gaps[j] = xj, (*floors[j][:2], xj), chains_at[j][0] * xj - chains_at[j][1]
     # the media's floor where any start point told caught misses from hits, else a hit's time
     # the limit between the reads of the first caught strides' bisections (every start point's: the
     # limit is the command overhead and a block's passage throughout) that caught their sector and
