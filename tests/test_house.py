@@ -1,5 +1,6 @@
 """The house rules a reader relies on, checked on the source itself (an AST walk, no imports):
-model/ never depends on calibrate/, no import cycle, no module over 600 lines and no function over 150, and
+model/ never depends on calibrate/, no import cycle, no module over 600 lines and no function over 150 (the
+benchmark scripts too), and
 ``diskmodel.model.predict`` is the module.
 
 What still breaks a rule is listed below by name, so that the lists can only shrink: a new breach fails, and so
@@ -23,6 +24,8 @@ MAX_FUNCTION_LINES = 150
 KNOWN_CYCLES: set = set()
 KNOWN_LONG_MODULES: set = set()
 KNOWN_LONG_FUNCTIONS: set = set()
+# The benchmark scripts (benchmarks/, not a package) are held to the same sizes; what still breaks them:
+KNOWN_LONG_BENCHMARK_FUNCTIONS = {"benchmarks/iopath_check.py:main"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -121,7 +124,7 @@ def test_no_new_import_cycle(import_graph):
 
 def test_module_and_function_sizes():
     long_modules, long_functions = set(), set()
-    for folder in PACKAGES.values():
+    for folder in (*PACKAGES.values(), "benchmarks"):
         for path in (ROOT / folder).rglob("*.py"):
             rel = path.relative_to(ROOT).as_posix()
             text = path.read_text()
@@ -132,9 +135,10 @@ def test_module_and_function_sizes():
                     if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
                         long_functions.add(f"{rel}:{node.name}")
     assert sorted(long_modules - KNOWN_LONG_MODULES) == [], f"modules over {MAX_MODULE_LINES} lines"
-    assert sorted(long_functions - KNOWN_LONG_FUNCTIONS) == [], f"functions over {MAX_FUNCTION_LINES} lines"
+    known = KNOWN_LONG_FUNCTIONS | KNOWN_LONG_BENCHMARK_FUNCTIONS
+    assert sorted(long_functions - known) == [], f"functions over {MAX_FUNCTION_LINES} lines"
     assert sorted(KNOWN_LONG_MODULES - long_modules) == [], "mended: take it off KNOWN_LONG_MODULES"
-    assert sorted(KNOWN_LONG_FUNCTIONS - long_functions) == [], "mended: take it off KNOWN_LONG_FUNCTIONS"
+    assert sorted(known - long_functions) == [], "mended: take it off KNOWN_LONG_FUNCTIONS or its benchmarks' list"
 
 
 def test_predict_is_the_module_and_its_function_inside():
