@@ -54,8 +54,7 @@ import numpy as np
 from diskmodel.calibrate.harness.meter import chain
 
 __all__ = ["PeriodicKinds", "block_passages_again", "caught_limit", "line_limit", "wait_groups", "without_echoes",
-           "visible_every",
-           "periodic_kind", "track_runs", "descending_by_position"]
+           "visible_every", "periodic_kind", "track_runs", "descending_by_position"]
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
 from diskmodel.calibrate.harness.head_switch import (block_passages_again, descending_by_position, line_limit,
-                                                    periodic_kind, track_runs,
-                                                     visible_every, wait_groups, without_echoes)
+                                                     periodic_kind, track_runs, visible_every, wait_groups,
+                                                     without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.model.units import MIB
 
