@@ -50,7 +50,7 @@ def record_when_free(record, argv, devices):
             return record(argv, devices, say=lambda line: None)
         except RuntimeError as exc:
             # Another run's teardown may unmount debugfs between our mount and blktrace's start.
-            busy = "in use by something else" in str(exc) or "ebugfs" in str(exc)
+            busy = "in use by" in str(exc) or "ebugfs" in str(exc)
             if not busy or time.monotonic() > deadline:
                 raise
             time.sleep(1.0)

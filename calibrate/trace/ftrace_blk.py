@@ -11,9 +11,15 @@ leaves them 0, and blkparse orders by them), so that blkparse reads them unchang
 
 Every tracefs setting changed is recorded in the run first (resource kind ``blktracer``, with the
 values to restore) and put back by teardown, on success, failure and signals.
+
+The tracer is the machine's one. A recording holds a host-wide lock (:data:`TRACER_LOCK`, taken with
+:func:`diskmodel.calibrate.harness.locks.lock_target`) from before it reads ``current_tracer`` until
+its settings are back, so two recordings cannot both read ``nop`` and both take it; a teardown or a
+``diskmodel cleanup`` restores a record only while it can take that lock too.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -22,11 +28,13 @@ import threading
 import time
 from pathlib import Path
 
-from diskmodel.calibrate.harness import devstate
+from diskmodel.calibrate.harness import devstate, locks
 
-__all__ = ["TRACEFS", "BlkTracer", "buffer_kb_to_restore", "split_binary"]
+__all__ = ["TRACEFS", "TRACER_LOCK", "BlkTracer", "buffer_kb_to_restore", "split_binary"]
 
 TRACEFS = Path("/sys/kernel/tracing")
+#: The target whose lock makes the blk tracer one recording's at a time (a name only: nothing is written to it).
+TRACER_LOCK = TRACEFS / "current_tracer"
 _HEADER_BYTES = 16
 _RECORD = struct.Struct("<IIQQIIIIIHH")  # struct blk_io_trace (include/uapi/linux/blktrace_api.h)
 _MAGIC = 0x65617400
@@ -34,6 +42,11 @@ _MAGIC = 0x65617400
 BUFFER_KB = 16384
 #: How long a recording waits for another to give the machine's blk tracer back [s].
 TRACER_WAIT_S = 300.0
+#: How often a waiting recording looks at the tracer again [s]; it holds the lock only while it looks.
+TRACER_POLL_S = 0.5
+#: How long a restore waits for the lock before it takes the holder for a live recording [s]: a waiting
+#: recording holds it for one read every TRACER_POLL_S, a recording that has the tracer for its whole run.
+RESTORE_WAIT_S = 5.0
 #: Only the queue, issue and completion categories: blkparse's Q, D and C (blk_trace_mask2str's
 #: names; Q is what a bio-based device receives).
 ACT_MASK = "queue,issue,complete"
@@ -105,11 +118,41 @@ def _tracefs_root(details: dict) -> Path:
     return TRACEFS
 
 
+def _try_lock(held: contextlib.ExitStack) -> bool:
+    """Take the tracer's lock into *held*; False when another process holds it."""
+    try:
+        held.enter_context(locks.lock_target(TRACER_LOCK, purpose="the kernel's blk tracer"))
+    except locks.TargetLocked:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _tracer_owned(wait_s: float):
+    """Yields True while holding the tracer's lock, or False when another process held it for *wait_s*:
+    that process is a live recording, which took the tracer when it read ``nop``, so no setting of an
+    earlier record is in effect, and writing one would end that recording."""
+    with contextlib.ExitStack() as held:
+        deadline = time.monotonic() + wait_s
+        while not _try_lock(held):
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(0.1)
+        yield True
+
+
 def restore(details: dict) -> str:
-    """Put the recorded tracefs settings back; '' on success, else what failed.
+    """Put the recorded tracefs settings back; '' on success (or when a live recording has the tracer:
+    see :func:`_tracer_owned`), else what failed.
 
     A record is read back from a state file, which someone may have planted: only the settings this
     module changes are written, and only with values of their own form (numbers, names, masks)."""
+    with _tracer_owned(RESTORE_WAIT_S) as ours:
+        return _restore_settings(details) if ours else ""
+
+
+def _restore_settings(details: dict) -> str:
     why = []
     root = _tracefs_root(details)
     for path, value in [*((d, "0") for d in details.get("enable", [])),
@@ -127,7 +170,13 @@ def restore(details: dict) -> str:
 
 
 def still_set(details: dict) -> bool:
-    """Is any of the recorded devices still traced, or the blk tracer still chosen?"""
+    """Is any of the recorded devices still traced, or the blk tracer still chosen, by this record?
+    False while a live recording has the tracer (:func:`_tracer_owned`): what is set is its own."""
+    with _tracer_owned(RESTORE_WAIT_S) as ours:
+        return ours and _still_set(details)
+
+
+def _still_set(details: dict) -> bool:
     for path in details.get("enable", []):
         if not (isinstance(path, str) and _SETTINGS.match(path)):
             continue  # not a setting this module changes: nothing of ours to look at
@@ -143,6 +192,15 @@ def still_set(details: dict) -> bool:
         return False
 
 
+def _set(path: Path, value: str) -> None:
+    """Write one tracer setting, or say in one line which one the kernel refused and why."""
+    try:
+        _write(path, value)
+    except OSError as exc:
+        busy = ": another process reads the blk tracer's output" if exc.errno == errno.EBUSY else ""
+        raise RuntimeError(f"tracefs setting {path} = {value!r} refused ({exc.strerror}){busy}") from None
+
+
 class BlkTracer:
     """The blk tracer on *devices* while the ``with`` block runs, its output drained by a thread."""
 
@@ -152,7 +210,10 @@ class BlkTracer:
         self.run, self.devices, self.out_dir, self.run_tool = run, devices, out_dir, run_tool
         self._chunks: list[bytes] = []
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
+        self._fd: int | None = None     # trace_pipe, read by the thread, closed by _stop_reader
+        self._error = ""                # the reader's failure, told by stop_and_write
+        self._held: contextlib.ExitStack | None = None  # the tracer's lock while this recording has it
         self._res = None
         self.root: Path | None = None  # this recording's own tracefs mount
 
@@ -173,17 +234,36 @@ class BlkTracer:
         self.root = where
 
     def __enter__(self) -> "BlkTracer":
-        # The tracer is the machine's one: another recording holds it until it ends, so wait for it.
+        # The tracefs mount first: the wait below may be long, and a signal meanwhile finds it recorded.
+        self._mount()
+        try:
+            self._take_tracer()
+            self._start()
+        except BaseException:
+            self._finish()
+            raise
+        return self
+
+    def _take_tracer(self) -> None:
+        """Hold the tracer's lock with the tracer at ``nop``, waiting up to TRACER_WAIT_S while it is
+        another's: the lock is let go between looks, so that a cleanup can restore a killed run's
+        settings meanwhile."""
         deadline = time.monotonic() + TRACER_WAIT_S
+        who = "another recording (it holds the tracer's lock)"
         while True:
-            self._mount()
-            tracer = _read(self.root / "current_tracer")
-            if tracer == "nop" or time.monotonic() >= deadline:
-                break
-            time.sleep(0.5)
-        if tracer != "nop":
-            raise RuntimeError(f"tracefs's current_tracer is {tracer!r}, in use by something else for "
-                               f"{TRACER_WAIT_S:g} s: not changed")
+            self._held = contextlib.ExitStack()
+            if _try_lock(self._held):
+                tracer = _read(self.root / "current_tracer")
+                if tracer == "nop":
+                    return
+                self._held.close()
+                who = f"something else (current_tracer is {tracer!r})"
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"the kernel's blk tracer has been in use by {who} for "
+                                   f"{TRACER_WAIT_S:g} s: not changed")
+            time.sleep(TRACER_POLL_S)
+
+    def _start(self) -> None:
         enables = [f"/sys/class/block/{d.kernel_name}/trace/enable" for d in self.devices]
         # A device's act_mask exists only while it is traced: disabling it drops the mask too.
         masks = [f"/sys/class/block/{d.kernel_name}/trace/act_mask" for d in self.devices]
@@ -192,31 +272,31 @@ class BlkTracer:
                       str(TRACEFS / "options" / "bin"): "0", str(TRACEFS / "current_tracer"): "nop",
                       str(TRACEFS / "tracing_on"): _read(self.root / "tracing_on")}
         self._res = self.run.intend("blktracer", tracefs=str(self.root), enable=enables, restore=restore_to)
+        _set(self.root / "tracing_on", "0")
+        _set(self.root / "buffer_size_kb", str(BUFFER_KB))
+        _set(self.root / "current_tracer", "blk")
+        _set(self.root / "options" / "bin", "1")
+        _set(self.root / "trace", "")
+        for path in enables:
+            _set(Path(path), "1")
+        for path in masks:
+            _set(Path(path), ACT_MASK)
+        self.run.created(self._res)
+        # Opened here, not in the reader: a refusal is this call's one-line error, not a thread's traceback.
         try:
-            _write(self.root / "tracing_on", "0")
-            _write(self.root / "buffer_size_kb", str(BUFFER_KB))
-            _write(self.root / "current_tracer", "blk")
-            _write(self.root / "options" / "bin", "1")
-            _write(self.root / "trace", "")
-            for path in enables:
-                _write(Path(path), "1")
-            for path in masks:
-                _write(Path(path), ACT_MASK)
-            self.run.created(self._res)
-            self._thread = threading.Thread(target=self._drain, daemon=True)
-            self._thread.start()
-            _write(self.root / "tracing_on", "1")
-        except BaseException:
-            self._finish()
-            raise
-        return self
+            self._fd = os.open(self.root / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise RuntimeError(f"tracefs's trace_pipe cannot be opened ({exc.strerror}): "
+                               "another process reads the blk tracer's output") from None
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+        _set(self.root / "tracing_on", "1")
 
     def _drain(self) -> None:
-        fd = os.open(self.root / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
         try:
             while True:
                 try:
-                    chunk = os.read(fd, 1 << 20)
+                    chunk = os.read(self._fd, 1 << 20)
                 except BlockingIOError:
                     chunk = b""
                 if chunk:
@@ -225,22 +305,40 @@ class BlkTracer:
                 if self._stop.is_set():
                     return
                 time.sleep(0.02)
-        finally:
-            os.close(fd)
+        except OSError as exc:  # told by stop_and_write, in the caller's thread
+            self._error = f"reading tracefs's trace_pipe failed ({exc.strerror})"
+
+    def _stop_reader(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+            self._thread = None
+        if self._fd is not None:
+            # Before the restore: the kernel refuses to change current_tracer while trace_pipe is open.
+            os.close(self._fd)
+            self._fd = None
 
     def _finish(self) -> None:
-        if self._res is not None and self._res.state != "removed":
-            why = restore(self._res.details)  # through our own mount (see _tracefs_root)
-            if why:
-                raise RuntimeError(f"tracefs settings not restored: {why}")
-            self.run.absent(self._res)
+        """Stop the reader, put the settings back and let the tracer's lock go (in that order)."""
+        try:
+            self._stop_reader()
+            if self._res is not None and self._res.state != "removed":
+                why = restore(self._res.details)  # through our own mount (see _tracefs_root); we hold the lock
+                if why:
+                    raise RuntimeError(f"tracefs settings not restored: {why}")
+                self.run.absent(self._res)
+        finally:
+            if self._held is not None:
+                self._held.close()
+                self._held = None
 
     def stop_and_write(self, name: str) -> list[str]:
         """Stop tracing, drain what is left and write the per-CPU files; the blkparse input names."""
-        _write(self.root / "tracing_on", "0")
+        _set(self.root / "tracing_on", "0")
         time.sleep(0.1)
-        self._stop.set()
-        self._thread.join(30)
+        self._stop_reader()
+        if self._error:
+            raise RuntimeError(f"the blk tracer's events are incomplete: {self._error}")
         files = split_binary(b"".join(self._chunks))
         # blkparse looks for NAME.blktrace.0, .1, ... and stops at the first missing one: every CPU
         # gets a file, empty when no event was on it.
@@ -249,7 +347,4 @@ class BlkTracer:
         return [name]
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
         self._finish()
