@@ -146,13 +146,15 @@ def _table(rows) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
+#: The prefix of a note carried from the artifact whose rows were kept (--keep-rows-from).
+KEPT = "kept rows' artifact: "
+
+
+def _parser():
     from diskmodel.calibrate.trace.fs_cells import FS_KINDS, FS_WORKLOADS, MEMORY_LIMITS
     from diskmodel.calibrate.trace.host_cells import HOST_STACKS
     from diskmodel.calibrate.trace.matrix import WORKLOADS
     from diskmodel.calibrate.trace.vm_cells import VM_STACKS
-    from diskmodel.calibrate.trace.btrfs_raid_cells import RAID_PROFILES, btrfs_raid_rows
-    from diskmodel.calibrate.trace.vm_fs_cells import VM_FS_KINDS, vm_fs_rows
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host-stacks", default=",".join(HOST_STACKS),
@@ -209,129 +211,197 @@ def main(argv=None) -> int:
                     help="a line to add to the artifact's notes (how the run went: cells run again, revisions "
                          "made after seeing the figures); may be given more than once (default: none)")
     add_results_dir_option(ap)
-    args = ap.parse_args(argv)
+    return ap
 
-    def pick(text, known, what):
-        if text == "none":
-            return []
-        names = [n for n in text.split(",") if n]
-        bad = [n for n in names if n not in known]
-        if bad:
-            raise SystemExit(f"iopath_check: error: --{what} {bad[0]!r} is not one of {', '.join(known)}")
-        return names
+
+def _pick(text, known, what):
+    """The names of a comma-separated option, each checked against *known*; [] for 'none'."""
+    if text == "none":
+        return []
+    names = [n for n in text.split(",") if n]
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise SystemExit(f"iopath_check: error: --{what} {bad[0]!r} is not one of {', '.join(known)}")
+    return names
+
+
+def _picked(args) -> dict:
+    """Every name option, checked before any cell runs (a misspelt last option once cost a whole run)."""
+    from diskmodel.calibrate.trace.btrfs_raid_cells import RAID_PROFILES
+    from diskmodel.calibrate.trace.fs_cells import FS_KINDS, FS_WORKLOADS, MEMORY_LIMITS
+    from diskmodel.calibrate.trace.host_cells import HOST_STACKS
+    from diskmodel.calibrate.trace.matrix import WORKLOADS
+    from diskmodel.calibrate.trace.vm_cells import VM_STACKS
+    from diskmodel.calibrate.trace.vm_fs_cells import VM_FS_KINDS
 
     wl = {w.name: w for w in WORKLOADS}
-    workloads = [wl[n] for n in pick(args.workloads, list(wl), "workloads")]
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    t0 = time.monotonic()
-    if args.host_rows_from:
-        import json
-
-        rows = [r for r in json.loads(Path(args.host_rows_from).read_text())["details"]["rows"]
-                if r["where"] == "host" and r["layer"] == "loop"]
-    else:
-        rows = _host_rows(pick(args.host_stacks, list(HOST_STACKS), "host-stacks"), workloads, say)
     fs_wl = {w.name: w for w in FS_WORKLOADS}
+    return {"workloads": [wl[n] for n in _pick(args.workloads, list(wl), "workloads")],
+            "host_stacks": _pick(args.host_stacks, list(HOST_STACKS), "host-stacks"),
+            "file_systems": _pick(args.file_systems, list(FS_KINDS), "file-systems"),
+            "fs_workloads": [fs_wl[n] for n in _pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
+            "memory": _pick(args.memory, list(MEMORY_LIMITS), "memory"),
+            "btrfs_raid": _pick(args.btrfs_raid, list(RAID_PROFILES), "btrfs-raid"),
+            "vm_file_systems": _pick(args.vm_file_systems, list(VM_FS_KINDS), "vm-file-systems"),
+            "vm_stacks": _pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")}
+
+
+def _rows_from(path, keep) -> list[dict]:
+    """The rows of an earlier run's artifact that *keep* accepts."""
+    import json
+
+    return [r for r in json.loads(Path(path).read_text())["details"]["rows"] if keep(r)]
+
+
+def _rows(args, picked, say) -> list[dict]:
+    """Every cell's rows: run, or read from the earlier artifacts and outputs the options name."""
+    from diskmodel.calibrate.trace.btrfs_raid_cells import btrfs_raid_rows
+    from diskmodel.calibrate.trace.fs_cells import FS_KINDS
+    from diskmodel.calibrate.trace.vm_fs_cells import vm_fs_rows
+
+    if args.host_rows_from:
+        rows = _rows_from(args.host_rows_from, lambda r: r["where"] == "host" and r["layer"] == "loop")
+    else:
+        rows = _host_rows(picked["host_stacks"], picked["workloads"], say)
     if args.fs_rows_from:
-        import json
-
-        rows += [r for r in json.loads(Path(args.fs_rows_from).read_text())["details"]["rows"]
-                 if r["where"] == "host" and r["layer"] in FS_KINDS]
-        args.file_systems = "none"
-    rows += _fs_rows(pick(args.file_systems, list(FS_KINDS), "file-systems"),
-                     [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
-                     pick(args.memory, list(MEMORY_LIMITS), "memory"), args.keep_fs_traces, args.fs_traces_from, say)
-    rows += btrfs_raid_rows(pick(args.btrfs_raid, list(RAID_PROFILES), "btrfs-raid"),
-                            [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
-                            pick(args.memory, list(MEMORY_LIMITS), "memory"), args.btrfs_raid_traces_from,
-                            args.keep_btrfs_raid_traces, say)
-    vm_kinds = pick(args.vm_file_systems, list(VM_FS_KINDS), "vm-file-systems")
-    if vm_kinds:
-        rows += vm_fs_rows(vm_kinds, [fs_wl[n] for n in pick(args.fs_workloads, list(fs_wl), "fs-workloads")],
-                           pick(args.memory, list(MEMORY_LIMITS), "memory"), args.vm_fs_output,
+        rows += _rows_from(args.fs_rows_from, lambda r: r["where"] == "host" and r["layer"] in FS_KINDS)
+    rows += _fs_rows(picked["file_systems"], picked["fs_workloads"], picked["memory"], args.keep_fs_traces,
+                     args.fs_traces_from, say)
+    rows += btrfs_raid_rows(picked["btrfs_raid"], picked["fs_workloads"], picked["memory"],
+                            args.btrfs_raid_traces_from, args.keep_btrfs_raid_traces, say)
+    if picked["vm_file_systems"]:
+        rows += vm_fs_rows(picked["vm_file_systems"], picked["fs_workloads"], picked["memory"], args.vm_fs_output,
                            args.keep_vm_fs_output, args.vm_timeout, say)
-    vm_stacks = pick(args.vm_stacks, list(VM_STACKS), "vm-stacks")
+    vm_stacks = picked["vm_stacks"]
     if args.vm_rows_from:
-        import json
-
-        rows += [r for r in json.loads(Path(args.vm_rows_from).read_text())["details"]["rows"]
-                 if r["where"] == "vm" and r["stack"] in vm_stacks]
+        rows += _rows_from(args.vm_rows_from, lambda r: r["where"] == "vm" and r["stack"] in vm_stacks)
     elif vm_stacks:
-        vm_rows, output = _vm_rows(vm_stacks, workloads, args.vm_timeout, args.vm_output, say)
+        vm_rows, output = _vm_rows(vm_stacks, picked["workloads"], args.vm_timeout, args.vm_output, say)
         rows += vm_rows
         if args.keep_vm_output:
             Path(args.keep_vm_output).write_text(output)
     if args.keep_rows_from:
-        import json
-
         ran = {(r["where"], r["stack"], r["workload"]) for r in rows}
-        rows = [r for r in json.loads(Path(args.keep_rows_from).read_text())["details"]["rows"]
-                if (r["where"], r["stack"], r["workload"]) not in ran] + rows
+        rows = _rows_from(args.keep_rows_from, lambda r: (r["where"], r["stack"], r["workload"]) not in ran) + rows
+    return rows
+
+
+def _p90(values) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(0.9 * (len(v) - 1))))] if v else float("nan")
+
+
+def _figures(rows, pc) -> dict:
+    """The artifact's figures: all device rows, and the page-cache cells' (*pc*) alone."""
     cells = len({(r["where"], r["stack"], r["workload"]) for r in rows})
-    b_med = _median([r["bytes_error_pct"] for r in rows])
-    r_med = _median([r["requests_error_pct"] for r in rows])
-    tv_med = _median([r["size_tv"] for r in rows])
-    pc = [r for r in rows if r["layer"] in FS_KINDS + VM_FS_KINDS]
-    pc_bytes = sorted(r["bytes_error_pct"] for r in pc)
-    pc_b, pc_r = _median(pc_bytes), _median([r["requests_error_pct"] for r in pc])
-    pc_b90 = pc_bytes[min(len(pc_bytes) - 1, int(round(0.9 * (len(pc_bytes) - 1))))] if pc else float("nan")
-    pc_tv = _median([r["size_tv"] for r in pc])
-    figures = {
+    return {
         "cells": figure(cells, "", "cells (stack x workload) run under blktrace", decimals=0),
-        "bytes_median_error_pct": figure(b_med, "%", "bytes per device: median |error| of the prediction",
+        "bytes_median_error_pct": figure(_median([r["bytes_error_pct"] for r in rows]), "%",
+                                         "bytes per device: median |error| of the prediction",
                                          decimals=2, headline=True, target=10),
-        "requests_median_error_pct": figure(r_med, "%", "requests per device: median |error|", decimals=2,
-                                            headline=True, target=20),
-        "size_tv_median": figure(tv_med, "", "request-size histogram: median total-variation distance",
+        "requests_median_error_pct": figure(_median([r["requests_error_pct"] for r in rows]), "%",
+                                            "requests per device: median |error|", decimals=2, headline=True,
+                                            target=20),
+        "size_tv_median": figure(_median([r["size_tv"] for r in rows]), "",
+                                 "request-size histogram: median total-variation distance",
                                  decimals=3, headline=True, target=0.2),
-        "pagecache_bytes_median_error_pct": figure(pc_b, "%", "page-cache cells: bytes per device, median |error|",
+        "pagecache_bytes_median_error_pct": figure(_median([r["bytes_error_pct"] for r in pc]), "%",
+                                                   "page-cache cells: bytes per device, median |error|",
                                                    decimals=2, target=10),
-        "pagecache_bytes_p90_error_pct": figure(pc_b90, "%", "page-cache cells: bytes per device, 90th percentile "
-                                                "|error|", decimals=2, target=30),
-        "pagecache_requests_median_error_pct": figure(pc_r, "%", "page-cache cells: requests per device, median "
-                                                      "|error|", decimals=2, target=20),
-        "pagecache_size_tv_median": figure(pc_tv, "", "page-cache cells: request-size histogram, median TV distance",
+        "pagecache_bytes_p90_error_pct": figure(_p90([r["bytes_error_pct"] for r in pc]), "%",
+                                                "page-cache cells: bytes per device, 90th percentile |error|",
+                                                decimals=2, target=30),
+        "pagecache_requests_median_error_pct": figure(_median([r["requests_error_pct"] for r in pc]), "%",
+                                                      "page-cache cells: requests per device, median |error|",
+                                                      decimals=2, target=20),
+        "pagecache_size_tv_median": figure(_median([r["size_tv"] for r in pc]), "",
+                                           "page-cache cells: request-size histogram, median TV distance",
                                            decimals=3, target=0.2),
     }
-    notes = ["page-cache cells (file systems on a host loop device) run on the host, jfs and reiserfs in the VM; "
-             "the VM's stacks run O_DIRECT fio",
-             "btrfs raid0/raid1 (host, two loop devices): a raid1 read goes to the mirror the reading task's pid "
-             "picks (find_live_mirror); each cell keeps its reader's pid (blkparse's Q events) and the model "
-             "reads from that mirror (cells kept from before pids were recorded: the first)",
-             "the VM runs under TCG: counts and sizes do not depend on its speed",
-             "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
-             "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "
-             "reaches the device whole or in two",
-             "RAID 1 reads: model/iopath's read balancing sends every read at queue depth 1 to the first mirror; "
-             "the measured kernel spreads them",
-             f"wall time {time.monotonic() - t0:.0f} s"]
+
+
+#: What every run says about how its cells were made.
+NOTES = ["page-cache cells (file systems on a host loop device) run on the host, jfs and reiserfs in the VM; "
+         "the VM's stacks run O_DIRECT fio",
+         "btrfs raid0/raid1 (host, two loop devices): a raid1 read goes to the mirror the reading task's pid "
+         "picks (find_live_mirror); each cell keeps its reader's pid (blkparse's Q events) and the model "
+         "reads from that mirror (cells kept from before pids were recorded: the first)",
+         "the VM runs under TCG: counts and sizes do not depend on its speed",
+         "host cells split a request at max_segments 4 KiB pages: whether fio's buffer is physically "
+         "contiguous (a transparent huge page) varies from run to run, and with it whether a 1 MiB request "
+         "reaches the device whole or in two",
+         "RAID 1 reads: model/iopath's read balancing sends every read at queue depth 1 to the first mirror; "
+         "the measured kernel spreads them"]
+
+#: The options that read earlier runs' work, and what each read.
+READ_FROM = (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
+             ("fs_rows_from", "host page-cache rows"), ("vm_fs_output", "VM page-cache cells' guest output"),
+             ("btrfs_raid_traces_from", "btrfs raid cells' traces"), ("vm_rows_from", "VM O_DIRECT rows"),
+             ("keep_rows_from", "rows of the cells not run here"),
+             ("fs_traces_from", "page-cache cells' measured traces"))
+
+
+def _values(figures) -> dict:
+    """Each figure's value, NaN where it has none (no row to take a median of)."""
+    return {k: float("nan") if v["value"] is None else v["value"] for k, v in figures.items()}
+
+
+def _kept_notes(earlier: list[str], notes: list[str]) -> list[str]:
+    """The notes of the artifact whose rows were kept, each once, with one KEPT prefix (an artifact
+    that kept rows itself already carries some with it), leaving out its own run's figures."""
+    out = []
+    for n in earlier:
+        while n.startswith(KEPT):
+            n = n[len(KEPT):]
+        if n.startswith(("wall time", "page-cache cells alone")) or n in notes or KEPT + n in out:
+            continue
+        out.append(KEPT + n)
+    return out
+
+
+def _notes(args, figures, pc, wall_s) -> list[str]:
+    notes = [*NOTES, f"wall time {wall_s:.0f} s"]
     if pc:
+        f = _values(figures)
         notes.append(f"page-cache cells alone ({len(pc)} device rows): bytes median |error| "
-                     f"{pc_b:.2f} %, 90th percentile {pc_b90:.2f} %; requests median |error| {pc_r:.2f} %; "
-                     f"size TV median {pc_tv:.3f}")
-    for opt, what in (("host_rows_from", "host O_DIRECT loop rows"), ("vm_output", "VM output"),
-                      ("fs_rows_from", "host page-cache rows"),
-                      ("vm_fs_output", "VM page-cache cells' guest output"),
-                      ("btrfs_raid_traces_from", "btrfs raid cells' traces"),
-                      ("vm_rows_from", "VM O_DIRECT rows"),
-                      ("keep_rows_from", "rows of the cells not run here"),
-                      ("fs_traces_from", "page-cache cells' measured traces")):
-        if getattr(args, opt):
-            notes.append(f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)")
+                     f"{f['pagecache_bytes_median_error_pct']:.2f} %, 90th percentile "
+                     f"{f['pagecache_bytes_p90_error_pct']:.2f} %; requests median |error| "
+                     f"{f['pagecache_requests_median_error_pct']:.2f} %; size TV median "
+                     f"{f['pagecache_size_tv_median']:.3f}")
+    notes += [f"{what} read from {getattr(args, opt)} (recorded by an earlier run, not re-measured)"
+              for opt, what in READ_FROM if getattr(args, opt)]
     notes += args.note
     if args.keep_rows_from:  # how the kept rows came about
         import json
 
-        notes += [f"kept rows' artifact: {n}" for n in json.loads(Path(args.keep_rows_from).read_text())["notes"]
-                  if n not in notes and not n.startswith(("wall time", "page-cache cells alone"))]
+        notes += _kept_notes(json.loads(Path(args.keep_rows_from).read_text())["notes"], notes)
+    return notes
+
+
+def main(argv=None) -> int:
+    from diskmodel.calibrate.trace.fs_cells import FS_KINDS
+    from diskmodel.calibrate.trace.vm_fs_cells import VM_FS_KINDS
+
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.fs_rows_from:  # the page-cache rows are read, none run (and the artifact's options say so)
+        args.file_systems = "none"
+    picked = _picked(args)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    t0 = time.monotonic()
+    rows = _rows(args, picked, say)
+    pc = [r for r in rows if r["layer"] in FS_KINDS + VM_FS_KINDS]
+    figures = _figures(rows, pc)
+    notes = _notes(args, figures, pc, time.monotonic() - t0)
     write_result("iopath_check", figures, options=options_of(ap, args, housekeeping=("note",)),
                  results_dir=args.results_dir, details={"rows": rows}, notes=notes)
     for line in _table(rows):
         print(line)
-    print(f"cells: {cells}")
-    print(f"bytes_median_error_pct: {b_med:.2f}")
-    print(f"requests_median_error_pct: {r_med:.2f}")
-    print(f"size_tv_median: {tv_med:.3f}")
+    f = _values(figures)
+    print(f"cells: {f['cells']:.0f}")
+    print(f"bytes_median_error_pct: {f['bytes_median_error_pct']:.2f}")
+    print(f"requests_median_error_pct: {f['requests_median_error_pct']:.2f}")
+    print(f"size_tv_median: {f['size_tv_median']:.3f}")
     return 0
 
 
