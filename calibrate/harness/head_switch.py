@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from diskmodel.calibrate.harness.meter import chain
 
@@ -84,7 +85,7 @@ def block_passages_again(periods, chains, rough_s: float) -> dict:
     and the head switch's chains theirs."""
     p = np.asarray(periods, dtype=float)
     period = float(np.median(p))
-    spread = 1.4826 * float(np.median(np.abs(p - period)))
+    spread = float(median_abs_deviation(p, scale="normal"))
     again = {}
     for j, (s1, m1, mb, width) in enumerate(chains):
         x = (period - mb + m1) / (s1 + 1)

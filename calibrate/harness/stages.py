@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
 from diskmodel.model.units import MIB
@@ -162,7 +163,7 @@ def _without_outliers(loc: np.ndarray, rate: np.ndarray, k: float = 6.0):
         return loc, rate, None
     y = np.log(rate)
     d = np.diff(y)
-    scale = max(1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2), 1e-4)
+    scale = max(float(median_abs_deviation(d, scale="normal")) / np.sqrt(2), 1e-4)
     left = np.r_[0.0, d]     # y[i] - y[i - 1]
     right = np.r_[-d, 0.0]   # y[i] - y[i + 1]
     spike = (np.abs(left) > k * scale) & (np.abs(right) > k * scale) & (np.sign(left) == np.sign(right))
@@ -246,7 +247,7 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         # say (blind to their anti-correlation: contiguous repeats share out the track changes, so
         # their mean is steadier than their spread); the geometric mean of the two bounds.
         d = np.diff(np.log(rate[np.argsort(loc)]))
-        neighbours = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
+        neighbours = float(median_abs_deviation(d, scale="normal")) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
     segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED, ends_single=True,
                          tail_sigma=tail or 0.0, monotone=ZONES_MONOTONE).segments

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from .base import FitResult, Parameter, Parameters, frozen_array
 
@@ -129,7 +130,7 @@ def _welch_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, Non
 
     v, inv_df = [], []
     for piece, sure in zip((left, right), known):
-        own = (1.4826 * float(np.median(np.abs(piece - np.median(piece))))) ** 2 if piece.size > 1 else 0.0
+        own = float(median_abs_deviation(piece, scale="normal")) ** 2 if piece.size > 1 else 0.0
         if sure is not None:  # the given spread, whatever the piece's own few points show
             v.append(max(sure, floor) ** 2 / piece.size)
             inv_df.append(0.0)
@@ -203,7 +204,7 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
         if (a == 0 or b == n) and b - a <= sure_ends:
             return floor
         if b - a <= small:
-            own = 1.4826 * float(np.median(np.abs(y[a:b] - np.median(y[a:b])))) if b - a > 1 else 0.0
+            own = float(median_abs_deviation(y[a:b], scale="normal")) if b - a > 1 else 0.0
             return tail if own > floor else floor
         return None
 
@@ -262,7 +263,7 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     y = np.log(r[order])
     n = y.size
     # the noise of one point's log-rate: the penalty's scale and the merge test's floor
-    sigma = 1.4826 * np.median(np.abs(np.diff(y) - np.median(np.diff(y)))) / np.sqrt(2) if n > 2 else 0.0
+    sigma = median_abs_deviation(np.diff(y), scale="normal") / np.sqrt(2) if n > 2 else 0.0
     if noise_sigma is not None:
         if not np.isfinite(noise_sigma) or noise_sigma < 0:
             raise ValueError(f"noise_sigma must be a finite number >= 0 (got {noise_sigma!r})")
