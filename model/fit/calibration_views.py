@@ -14,7 +14,7 @@ from .seek import TableFit, TwoPieceFit
 __all__ = ["calibrated_disk", "write_cache_from", "plot_seek_calibration", "plot_zone_calibration"]
 
 
-def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
+def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, covers: int | None = None):
     """A :class:`diskmodel.model.Disk` from a calibration: rpm from the rotation
     period, zones from the measured rates, the fitted seek, the command overhead,
     and what the calibration saw of the drive's mechanics and buffer.
@@ -25,7 +25,9 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
     changes lose to the skews: ``rate * (1 + w) * T_rot / sector``, ``w`` the
     mean skew of a track change in revolutions), the track and cylinder skews
     measured (as whole sectors), and as many cylinders as fill the zone's
-    bytes. The head switch and the command overhead are the measured ones;
+    bytes, the last zone's rounded up so that the disk holds the device's bytes (or *covers* bytes, if more:
+    a draw of the calibration's uncertainty keeps the point estimate's disk's requests on it). The head
+    switch and the command overhead are the measured ones;
     a read-ahead found becomes a :class:`diskmodel.model.drive.cache.DriveCache` of its
     segments, reading ahead a segment. The two-piece curve, fitted against
     the calibration's tracks (``rate * T_rot`` bytes), is rescaled to the
@@ -67,10 +69,16 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None):
         estimates.append(("skews", "none: no track change was measured"))
     # the mean time a track change loses to its skew [rev]: surfaces - 1 head switches, one cylinder switch
     lost = ((surfaces - 1) * track_skew + cylinder_skew) / surfaces
-    zones, first = [], 0
-    for start, end, rate in result.zones:
+    zones, first, held = [], 0, 0
+    # the disk holds at least the device's bytes (and at least *covers*): requests up to its end stay on the disk
+    cover = max(int(result.size_bytes), int(covers or 0))
+    for k, (start, end, rate) in enumerate(result.zones):
         spt = max(1, int(round(rate * (1 + lost) * period / sector)))
-        cylinders = max(1, int(round((end - start) / (spt * sector * surfaces))))
+        per_cylinder = spt * sector * surfaces
+        cylinders = max(1, int(round((end - start) / per_cylinder)))
+        if k == len(result.zones) - 1:  # in whole cylinders: the last zone as many more as hold the rest
+            cylinders = max(cylinders, -(-(cover - held) // per_cylinder))
+        held += cylinders * per_cylinder
         zones.append(Zone(first, first + cylinders - 1, spt, int(round(track_skew * spt)) % spt,
                           int(round(cylinder_skew * spt)) % spt))
         first += cylinders

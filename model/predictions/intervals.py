@@ -81,7 +81,7 @@ def drawn_disk(base, drawn_result, seek: str = "two_piece"):
     ``drawn_result`` (a draw of :func:`calibration_draws`); its buffer, interface and name kept."""
     from ..fit.calibration_views import calibrated_disk
 
-    d = calibrated_disk(drawn_result, seek=seek)
+    d = calibrated_disk(drawn_result, seek=seek, covers=base.capacity_bytes)  # every request of the point's fits
     if seek == "flat":
         return dataclasses.replace(base, rpm=d.rpm, seek=d.seek, geometry=d.geometry,
                                    command_overhead_s=d.command_overhead_s)
