@@ -34,15 +34,14 @@ import dataclasses
 import json
 import math
 
-from diskmodel.calibrate.cli import predict_intervals
+from diskmodel.calibrate.cli import predict_intervals, predict_spec
 from diskmodel.calibrate.cli.predict_complete import complete
 from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
 from diskmodel.model.filesystems.kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.predictions.block_workloads): the fio jobs and the loop-image
 # study's copy.
-_BLOCK_WORKLOADS = ("seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k", "randread_1m",
-                    "randwrite_4k", "randwrite_1m", "copy")
+_BLOCK_WORKLOADS = predict_spec.PRESETS[3:]
 
 # Flags that describe the stack, which a stack file describes instead (name -> default).
 _STACK_FLAGS = {"disk": "wd800bd", "calibration": None, "layout": "native", "fs": "ext3", "journal_mode": None,
@@ -116,10 +115,15 @@ def add_parser(subparsers) -> None:
                              "bs, iodepth, numjobs, size, io_size, direct=1, fsync=0, end_fsync, runtime; sizes in "
                              "fio's k, m, g: powers of 1024), predicted on the stack and printed beside its "
                              "definition, instead of --workload (default: none)")
-    parser.add_argument("--workload", choices=("test1", "test2", "test3", *_BLOCK_WORKLOADS), default=None,
-                        help="the paper's PostMark workloads (default: test1); on a --stack of any block layers "
-                             "(RAID, thin, loop files) also an fio job (seqread_4k ... randwrite_1m) or the "
-                             "loop-image study's file copy (copy)")
+    parser.add_argument("--workload", default=None, metavar="NAME|NAME:KEY=VALUE,...",
+                        help="the paper's PostMark workloads (test1, test2, test3; default: test1); on a --stack of "
+                             "any block layers (RAID, thin, loop files) also an fio job (seqread_4k, seqread_1m, "
+                             "seqwrite_4k, seqwrite_1m, randread_4k, randread_1m, randwrite_4k, randwrite_1m) or the "
+                             "loop-image study's file copy (copy); or any workload the I/O path names, timed on it "
+                             "and printed with its definition: postmark:files=500,transactions=2000, "
+                             "fio:rw=randwrite,bs=4k,size=64M, bonnie:size=64M,files=1024, copy:size=64M, "
+                             "tar:files=1000,file_bytes=16k, image:size=64M,kind=sparse, dd:size=4M,step=write, "
+                             "metadata:op=create,files=1000 (sizes k, M, G: powers of 1024)")
     parser.add_argument("--transactions", type=_positive_int("--transactions"), metavar="N",
                         help="the number of transactions (default: the workload's; test1 50000)")
     parser.add_argument("--files", type=_positive_int("--files"), metavar="N",
@@ -395,6 +399,7 @@ def _run(args) -> int:
 
         predict_fio.read_job(args.fio_job)
     _refuse_unused(args)
+    definition = predict_spec.check(args) if predict_spec.is_spec(args.workload) else None
     fitted = _fitted(args)
     args.notes = []  # what the prediction assumes that the user did not give: printed first
     stack, cache = _stack(args, fitted)
@@ -411,6 +416,8 @@ def _run(args) -> int:
         from diskmodel.calibrate.cli import predict_fio
 
         return predict_fio.run(args, stack, args.notes)
+    if definition is not None:
+        return predict_spec.run(args, stack, definition)
     args.workload = args.workload or "test1"
     if args.workload in _BLOCK_WORKLOADS:
         return _run_block(args, stack)

@@ -283,6 +283,18 @@ def metadata(op: str, files: int, *, file_bytes: int = 0, call_s: float = 2e-6, 
     return b.build(np.zeros(files, np.int64), initial, sync_at_end)
 
 
+def least_bytes_held(ops: FileOps) -> int:
+    """A lower bound of the bytes the workload's files hold at once [bytes]: the files there at the start
+    together, or the furthest any one file is written to, whichever is more (a sparse file's holes and a
+    deleted file's space are not counted, so a workload above it cannot fit a volume of that size)."""
+    writes = ops.kind == Kind.WRITE
+    files = max(int(ops.file.max(initial=-1)) + 1, int(ops.initial_bytes.size))
+    end = np.zeros(files, dtype=np.int64)
+    np.maximum.at(end, ops.file[writes], ops.offset_bytes[writes] + ops.size_bytes[writes])
+    end[:ops.initial_bytes.size] = np.maximum(end[:ops.initial_bytes.size], ops.initial_bytes)
+    return int(max(int(ops.initial_bytes.sum()), int(end.max(initial=0))))
+
+
 def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
     """``ops`` on a file system that grants clones (``reflink``: drop the fallback ops) or not (drop
     the clones)."""

@@ -23,7 +23,7 @@ import re
 from . import fileops, workloads_bonnie, workloads_copy, workloads_files
 from .fileops import FileOps
 
-__all__ = ["parse_workload", "describe_workload", "size_value"]
+__all__ = ["parse_workload", "describe_workload", "full_definition", "postmark_config", "size_value"]
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _POSTMARK_KEYS = {
@@ -70,6 +70,66 @@ DEFINITIONS = {
 }
 
 
+def postmark_config(rest: str):
+    """The :class:`~diskmodel.model.predictions.workload.PostMarkConfig` of a ``postmark:`` spec's part after the
+    colon: a preset (test1, test2, test3) or KEY=VALUE pairs over PostMark's defaults."""
+    from diskmodel.model.predictions.workload import PostMarkConfig, postmark_preset
+
+    if rest in ("test1", "test2", "test3"):
+        return postmark_preset(rest)
+    fields = {}
+    for key, value in _pairs("postmark", rest).items():
+        if key not in _POSTMARK_KEYS:
+            raise ValueError(f"workload postmark: key {key!r} is not one of {', '.join(_POSTMARK_KEYS)}")
+        if key == "buffered":
+            fields[_POSTMARK_KEYS[key]] = value not in ("0", "false")
+        else:
+            fields[_POSTMARK_KEYS[key]] = size_value("postmark", key, value)
+    try:
+        return PostMarkConfig(**fields)
+    except ValueError as exc:
+        raise ValueError(f"workload postmark: {exc}") from None
+
+
+def _fio_fields(pairs: dict) -> dict:
+    """:func:`~.fileops.fio`'s arguments of an ``fio:`` spec's pairs, its defaults filled in."""
+    kw = {"rw": pairs.get("rw", "read"), "bs": 4096, "size": 64 << 20}
+    for key in ("bs", "size", "iodepth", "fsync", "seed"):
+        if key in pairs:
+            kw[key] = size_value("fio", key, pairs[key])
+    if "direct" in pairs:
+        if pairs["direct"] not in ("0", "1"):
+            raise ValueError(f"workload fio: direct = {pairs['direct']!r} must be 0 or 1")
+        kw["direct"] = pairs["direct"] == "1"
+    return kw
+
+
+def full_definition(text: str) -> str:
+    """:func:`describe_workload`, with the defaults a short spec leaves out written out for PostMark, fio, the
+    copy and the metadata workload (what ``diskmodel predict`` prints beside the result); ``text`` must parse."""
+    name, _, rest = str(text).partition(":")
+    if name in DEFINITIONS:
+        return describe_workload(text)
+    if name == "postmark":
+        c = postmark_config(rest)
+        return (f"PostMark: {c.number_of_files} files of {c.min_file_size_bytes}..{c.max_file_size_bytes} B in "
+                f"{max(c.subdirectories, 1)} director{'ies' if c.subdirectories > 1 else 'y'}, {c.transactions} "
+                f"transactions (read bias {c.read_bias}, create bias {c.create_bias}), reads of "
+                f"{c.read_block_size_bytes} B, writes of {c.write_block_size_bytes} B, "
+                f"{'buffered (stdio)' if c.buffered_io else 'unbuffered (read/write)'}, seed {c.seed}")
+    pairs = _pairs(name, rest)
+    if name == "fio":
+        kw = {"iodepth": 1, "direct": False, "fsync": 0, **_fio_fields(pairs)}
+        return (f"fio rw={kw['rw']}, bs={kw['bs']} B, size={kw['size']} B, iodepth={kw['iodepth']}, "
+                f"direct={int(kw['direct'])}, fsync={kw['fsync']}: one new file"
+                + (", laid out and dropped from the cache first" if "read" in kw["rw"] else ""))
+    if name == "copy":
+        return f"cp of one file of {size_value(name, 'size', pairs.get('size', '64M'))} B to a new one"
+    files = size_value(name, "files", pairs.get("files", "1000"))
+    return (f"{pairs.get('op', 'create')} of {files} files of {size_value(name, 'file_bytes', pairs.get('file_bytes', '0'))}"
+            " B in one directory")
+
+
 def describe_workload(text: str) -> str:
     """What the workload ``text`` names does, in one line (printed beside its prediction); the
     string itself for the workloads whose spec is their definition (postmark, fio, copy, metadata)."""
@@ -81,45 +141,19 @@ def describe_workload(text: str) -> str:
 
 def parse_workload(text: str, *, sync_at_end: bool = True) -> FileOps:
     """The :class:`~.fileops.FileOps` of the workload ``text`` names (see the module docstring)."""
-    from diskmodel.model.predictions.workload import PostMarkConfig, postmark_preset
-
     name, _, rest = str(text).partition(":")
     if name in NAMED:
         return NAMED[name](_pairs(name, rest), size_value, sync_at_end=sync_at_end)
     if name not in fileops.WORKLOADS:
         raise ValueError(f"workload {text!r}: {name!r} is not one of {', '.join(fileops.WORKLOADS + tuple(NAMED))}")
     if name == "postmark":
-        if rest in ("test1", "test2", "test3"):
-            return fileops.postmark(postmark_preset(rest), sync_at_end=sync_at_end)
-        fields = {}
-        for key, value in _pairs(name, rest).items():
-            if key not in _POSTMARK_KEYS:
-                raise ValueError(f"workload postmark: key {key!r} is not one of {', '.join(_POSTMARK_KEYS)}")
-            if key == "buffered":
-                fields[_POSTMARK_KEYS[key]] = value not in ("0", "false")
-            else:
-                fields[_POSTMARK_KEYS[key]] = size_value(name, key, value)
-        try:
-            config = PostMarkConfig(**fields)
-        except ValueError as exc:
-            raise ValueError(f"workload postmark: {exc}") from None
-        return fileops.postmark(config, sync_at_end=sync_at_end)
+        return fileops.postmark(postmark_config(rest), sync_at_end=sync_at_end)
     pairs = _pairs(name, rest)
     unknown = sorted(set(pairs) - _KEYS[name])
     if unknown:
         raise ValueError(f"workload {name}: key {unknown[0]!r} is not one of {', '.join(sorted(_KEYS[name]))}")
     if name == "fio":
-        kw = {"rw": pairs.get("rw", "read")}
-        for key in ("bs", "size", "iodepth", "fsync", "seed"):
-            if key in pairs:
-                kw[key] = size_value(name, key, pairs[key])
-        if "direct" in pairs:
-            if pairs["direct"] not in ("0", "1"):
-                raise ValueError(f"workload fio: direct = {pairs['direct']!r} must be 0 or 1")
-            kw["direct"] = pairs["direct"] == "1"
-        kw.setdefault("bs", 4096)
-        kw.setdefault("size", 64 << 20)
-        return fileops.fio(sync_at_end=sync_at_end, **kw)
+        return fileops.fio(sync_at_end=sync_at_end, **_fio_fields(pairs))
     if name == "copy":
         return fileops.copy(size_value(name, "size", pairs.get("size", "64M")), sync_at_end=sync_at_end)
     files = size_value(name, "files", pairs.get("files", "1000"))

@@ -226,6 +226,22 @@ def _as_ops(workload) -> tuple[FileOps, str]:
                      "a FileOps or a workload string such as 'postmark:test1' or 'fio:rw=randwrite,bs=4k,size=64M'")
 
 
+def _check_fits(stack, ops: FileOps, label: str) -> None:
+    """Refuse a workload whose files cannot fit the stack's volume (one line naming both sizes)."""
+    from ..iopath.fileops import least_bytes_held
+
+    if stack.is_nfs:  # the export's file system is checked by the server's model
+        return
+    size = getattr(stack.volume, "size_bytes", None)
+    if size is None:
+        return
+    need = least_bytes_held(ops)
+    if need > size:
+        raise FieldError("workload", f"{label} holds at least {need} bytes in its files at once, more than the "
+                                     f"{int(size)} bytes of the volume of {stack.short_name}; give a smaller "
+                                     "workload or a larger volume", sep=": ")
+
+
 def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, calibrations: dict | None = None,
                   draws: int | None = None, seed: int = 0) -> IoPrediction:
     """``workload`` on ``stack`` through the I/O path, timed on the stack's drives (``drives``
@@ -240,6 +256,7 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
         models = {d.name: (drives or {}).get(d.name) or d.model_disk() for d in stack.disks}
         return _with_draws(timed, drives or {}, models, calibrations, draws, seed)
     ops, label = _as_ops(workload)
+    _check_fits(stack, ops, label)
     timing, streams = time_stack(stack, ops, cache, drives)
     r, w = workload_bytes(ops)
     models = {n: (drives or {}).get(n) or stack.drive(n).model_disk() for n in timing.devices}

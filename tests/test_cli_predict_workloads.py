@@ -1,0 +1,127 @@
+"""`diskmodel predict --workload NAME:KEY=VALUE,...`: every workload the I/O path names, reachable from the
+command line on any stack, printed with its definition; bad input one line naming the flag and the value.
+
+References independent of the code under test: Python's own tarfile module (the archive a tar of the tree
+writes), the bytes a zero-filled or sparse image and an fio job move by their definition, and the volume's
+size in the stack file.
+"""
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from _helpers import assert_one_error_line
+from diskmodel.calibrate.cli import main
+
+GOLDEN_CALIBRATION = Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
+
+
+def _raid1(tmp_path, size_bytes: int = 1_000_000_000) -> str:
+    """ext4 on RAID 1 over two partitions of two WD800BDs: a stack beyond the paper's equations."""
+    part = {"kind": "partition", "start_bytes": 1 << 20, "size_bytes": size_bytes}
+    stack = {"format": "diskmodel.stack", "format_version": 1,
+             "disks": [{"kind": "preset", "preset": "wd800bd", "name": "sda"},
+                       {"kind": "preset", "preset": "wd800bd", "name": "sdb"}],
+             "file_system": {"kind": "ext4", "volume": {"kind": "raid1", "members": [
+                 {**part, "disk": "sda"}, {**part, "disk": "sdb"}]}}}
+    path = tmp_path / "raid1.json"
+    path.write_text(json.dumps(stack))
+    return str(path)
+
+
+def _json(capsys, *argv) -> dict:
+    assert main(["predict", "--json", *argv]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _tarfile_bytes(files: int, file_bytes: int) -> int:
+    """The size of the archive Python's tarfile writes of a tree (a folder holding one folder of *files*
+    files of *file_bytes*), GNU format, its default records of 20 blocks."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name in ("tree", "tree/d0"):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.DIRTYPE
+            tar.addfile(info)
+        for i in range(files):
+            info = tarfile.TarInfo(f"tree/d0/f{i}")
+            info.size = file_bytes
+            tar.addfile(info, io.BytesIO(bytes(file_bytes)))
+    return len(out.getvalue())
+
+
+def test_tar_of_a_tree_reads_the_files_and_writes_the_archive_tarfile_makes(tmp_path, capsys):
+    out = _json(capsys, "--stack", _raid1(tmp_path), "--workload", "tar:files=300,file_bytes=16k")
+    assert out["write_bytes"] == _tarfile_bytes(300, 16384)
+    assert out["read_bytes"] == 300 * 16384
+    assert "300 files of 16384 B" in out["definition"] and out["elapsed_s"] > 0
+    # both mirrors received the archive's blocks: RAID 1 writes each block to every member
+    devices = out["devices"]
+    assert devices["sda"]["write_bytes"] >= out["write_bytes"] and devices["sdb"]["write_bytes"] >= out["write_bytes"]
+
+
+@pytest.mark.parametrize("spec, read_bytes, write_bytes", [
+    ("image:size=8M,kind=zero", 0, 8 << 20),
+    ("image:size=8M,kind=sparse", 0, 0),
+    ("fio:rw=write,bs=64k,size=4M", 0, 4 << 20),
+    ("fio:rw=randread,bs=4k,size=2M,direct=1", 2 << 20, None),  # its file is laid out first: writes too
+])
+def test_a_named_workload_moves_what_its_definition_says(tmp_path, capsys, spec, read_bytes, write_bytes):
+    out = _json(capsys, "--stack", _raid1(tmp_path), "--workload", spec)
+    assert out["read_bytes"] == read_bytes
+    if write_bytes is not None:
+        assert out["write_bytes"] == write_bytes
+    assert out["workload"] == spec and out["definition"]
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("bonnie:size=4M,files=64,seeks=200", "bonnie++ write+rewrite+read+seeks"),
+    ("postmark:files=200,transactions=500,low=1000,high=2000", "200 files of 1000..2000 B"),
+    ("metadata:op=create,files=200,file_bytes=4k", "create of 200 files of 4096 B"),
+    ("copy:size=4M", "cp of one file of 4194304 B"),
+    ("dd:size=4M,step=write", "dd"),
+])
+def test_every_named_workload_is_reachable_and_printed_with_its_definition(capsys, spec, fragment):
+    """On the paper's native layout (the default stack), in the table: its first line names the workload and
+    says what it does."""
+    assert main(["predict", "--workload", spec]) == 0, capsys.readouterr().err
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"native, {spec}: ") and fragment in first, first
+
+
+def test_a_named_workload_on_a_calibrated_drive_has_an_interval(capsys):
+    out = _json(capsys, "--calibration", str(GOLDEN_CALIBRATION), "--complete-from", "wd800bd",
+                "--workload", "tar:files=100,file_bytes=16k")
+    lower, upper = out["intervals_95"]["elapsed_s"]
+    assert lower < out["elapsed_s"] < upper
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--workload", "test4"], ("--workload test4: not one of test1", "bonnie, tar, image")),
+    (["--workload", "bonnie:sizee=3"], ("--workload bonnie:sizee=3: key 'sizee' is not one of",)),
+    (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a size",)),
+    (["--workload", "fio:rw=foo"], ("--workload fio:rw=foo: rw = 'foo' must be read",)),
+    (["--workload", "postmark:files=0"], ("--workload postmark:files=0: number_of_files must be >= 1",)),
+    (["--workload", "postmark:files=100", "--transactions", "5"],
+     ("--transactions does not apply to --workload postmark:files=100", "postmark:files=500,transactions=2000")),
+    (["--workload", "image:size=8M", "--page-cache-bytes", "1000"],
+     ("--page-cache-bytes does not apply to --workload image:size=8M",)),
+    (["--workload", "bonnie:size=4M", "--fitted"], ("--fitted does not apply to --workload bonnie:size=4M",)),
+])
+def test_bad_input_to_a_named_workload_is_one_line_naming_the_flag_and_the_value(capsys, argv, fragments):
+    assert main(["predict", *argv]) == 2
+    assert_one_error_line(capsys.readouterr().err, *fragments)
+
+
+@pytest.mark.parametrize("spec, need", [("fio:rw=write,bs=1M,size=1200M", 1200 << 20),
+                                        ("image:size=1200M,kind=zero", 1200 << 20)])
+def test_a_workload_larger_than_the_stack_is_one_line_naming_both_sizes(tmp_path, capsys, spec, need):
+    assert main(["predict", "--stack", _raid1(tmp_path), "--workload", spec]) == 2
+    assert_one_error_line(capsys.readouterr().err, f"--stack {tmp_path / 'raid1.json'}", spec,
+                          f"holds at least {need} bytes", "1000000000 bytes", "give a smaller workload")
+    # a sparse image of that size allocates nothing: it fits
+    assert main(["predict", "--stack", _raid1(tmp_path), "--workload", "image:size=1200M,kind=sparse"]) == 0
