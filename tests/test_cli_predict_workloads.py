@@ -39,16 +39,15 @@ def _json(capsys, *argv) -> dict:
 
 
 def _tarfile_bytes(files: int, file_bytes: int) -> int:
-    """The size of the archive Python's tarfile writes of a tree (a folder holding one folder of *files*
-    files of *file_bytes*), GNU format, its default records of 20 blocks."""
+    """The size of the archive Python's tarfile writes of a tree (``tar -cf A -C tree .``: the folder's entry
+    and its *files* files of *file_bytes*), GNU format, its default records of 20 blocks."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for name in ("tree", "tree/d0"):
-            info = tarfile.TarInfo(name)
-            info.type = tarfile.DIRTYPE
-            tar.addfile(info)
+        info = tarfile.TarInfo(".")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
         for i in range(files):
-            info = tarfile.TarInfo(f"tree/d0/f{i}")
+            info = tarfile.TarInfo(f"./f{i:07d}")
             info.size = file_bytes
             tar.addfile(info, io.BytesIO(bytes(file_bytes)))
     return len(out.getvalue())

@@ -399,7 +399,7 @@ def test_md_mirror_on_delayed_members_in_the_vm_waits_the_delay_per_write_and_le
     (["--workload", "seqwrite_1m", "--vm"], "--vm: a btrfs array is built on the host"),
     (["--workload", "seqwrite_1m", "--scratch", "/nonexistent/s.img", "--slow", "sdz=4M"], "--slow: 'sdz'"),
     (["--workload", "seqwrite_1m", "--size", "1G", "--scratch", "/nonexistent/s.img"], "--size: the job moves"),
-    (["--workload", "copy", "--fresh", "--vm"], "--fresh applies to fio jobs"),
+    (["--workload", "copy", "--fresh", "--vm"], "--fresh does not apply to --workload copy: it applies to a fio job"),
 ])
 def test_bench_command_refuses_in_one_line_naming_the_flag(tmp_path, capsys, extra, message):
     from diskmodel.calibrate.cli import main

@@ -16,6 +16,9 @@ workloads in order on it and tears it down:
   host's page cache.
 - **the copy** (:class:`diskmodel.model.predictions.block_workloads.FileCopy`) runs in
   the stack's file system (:mod:`diskmodel.calibrate.bench.copy`).
+- **the tools' workloads** (:class:`~diskmodel.calibrate.bench.tool_workloads.ToolWorkload`: bonnie++,
+  ``tar``, ``cp``, an image by ``dd`` or ``truncate``) run in the stack's file system on the host
+  (:func:`diskmodel.calibrate.bench.tool_workloads.measure`; the guest has no bonnie++).
 
 On the host the workloads run as argument vectors (fio's and ``dd``'s, in the
 throttle's cgroup when a member is throttled) and the queues are read in
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import re
@@ -67,6 +71,7 @@ from diskmodel.calibrate.bench.blkio import Throttle, ThrottleCgroup
 from diskmodel.calibrate.bench.copy import GUEST_CLOCK, copy_on_host, copy_shell, parse_copy_output
 from diskmodel.calibrate.bench.fio import fio_command, fio_words, parse_fio_json
 from diskmodel.calibrate.bench.steps import Concat, Ref, sh_word
+from diskmodel.calibrate.bench.tool_workloads import ToolWorkload
 from diskmodel.model._checks import FieldError
 from diskmodel.model.predictions.block_workloads import FileCopy, FioJob
 from diskmodel.model.stacks.stack import Stack
@@ -75,6 +80,7 @@ __all__ = ["GUEST_PREAMBLE", "LayerMeasurement", "dirty_limit_bytes", "measure_s
            "page_cache_copy_rate", "parse_devices", "with_member_delays", "workload_body"]
 
 _FIO = "DISKMODEL_FIO"
+_TOOL = "DISKMODEL_TOOL"
 _DEV = "DISKMODEL_DEV"
 _LIMIT_NAMES = ("read_bytes_per_s", "write_bytes_per_s", "read_iops", "write_iops")
 #: The slow_disks key of a fixed delay per request (dm-delay, in the VM) [s].
@@ -88,11 +94,11 @@ _IO_MAX_KEYS = {"read_bytes_per_s": "rbps", "write_bytes_per_s": "wbps", "read_i
 class LayerMeasurement:
     """What one workload measured on one stack.
 
-    workload: the FioJob or FileCopy; rates: {"throughput_bytes_per_s"} for
-    a fio job, {"write_bytes_per_s", "read_bytes_per_s"} for the copy
-    [bytes/s]; where: "host" or "vm"; accelerator: the VM's ("tcg": timings
-    measure an emulator) or None on the host; details: fio's or the copy's
-    figures.
+    workload: the FioJob, FileCopy or ToolWorkload; rates: {"throughput_bytes_per_s"} for
+    a fio job and a tool workload (the bytes its calls read and write over its elapsed time),
+    {"write_bytes_per_s", "read_bytes_per_s"} for the copy [bytes/s]; where: "host" or "vm";
+    accelerator: the VM's ("tcg": timings measure an emulator) or None on the host; details: fio's,
+    the copy's or the tool workload's figures.
     """
 
     workload: object
@@ -103,7 +109,7 @@ class LayerMeasurement:
 
     @property
     def label(self) -> str:
-        return self.workload.label if isinstance(self.workload, FioJob) else "copy"
+        return self.workload.label if isinstance(self.workload, (FioJob, ToolWorkload)) else "copy"
 
     @property
     def emulated(self) -> bool:
@@ -113,11 +119,12 @@ class LayerMeasurement:
 def _check_workloads(workloads) -> tuple:
     workloads = tuple(workloads)
     if not workloads:
-        raise ValueError("workloads must name at least one FioJob or FileCopy")
+        raise ValueError("workloads must name at least one FioJob, FileCopy or ToolWorkload")
     kinds = {type(w) for w in workloads}
-    if not kinds <= {FioJob, FileCopy}:
-        raise ValueError(f"workloads must be FioJob or FileCopy (got {', '.join(sorted(k.__name__ for k in kinds))})")
-    if len(kinds) > 1:
+    if not kinds <= {FioJob, FileCopy, ToolWorkload}:
+        raise ValueError("workloads must be FioJob, FileCopy or ToolWorkload (got "
+                         f"{', '.join(sorted(k.__name__ for k in kinds))})")
+    if FioJob in kinds and len(kinds) > 1:
         raise ValueError("workloads: fio jobs run on the bare device and the copy in the file system; "
                          "measure them separately")
     return workloads
@@ -228,6 +235,13 @@ def _parse(output: str, workloads, where: str, accelerator: str | None, plan: L.
             out.append(LayerMeasurement(workload, {"throughput_bytes_per_s": result.rate_bytes_per_s}, where,
                                         accelerator, {**result.as_dict(), "queues": queues,
                                                       "disk_sectors": _sectors(devices, i, plan.regions)}))
+        elif isinstance(workload, ToolWorkload):
+            m = re.search(rf"^{_TOOL} {i} (.*)$", text, re.M)
+            if m is None:
+                raise RuntimeError(f"workload {workload.spec} did not complete:\n{text[-2000:]}")
+            result = json.loads(m.group(1))
+            out.append(LayerMeasurement(workload, {"throughput_bytes_per_s": result["rate_bytes_per_s"]}, where,
+                                        accelerator, {**result, "queues": queues}))
         else:
             result = parse_copy_output(text, tag=f"copy{i}")
             out.append(LayerMeasurement(workload, {"write_bytes_per_s": result.write_bytes_per_s,
@@ -256,8 +270,10 @@ def _host_devices(ex, plan: L.StackPlan, tag: str) -> list[str]:
 def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_procs, timeout_s: float) -> str:
     """The workloads run here as argument vectors (in the cgroup of *cgroup_procs*, if any); the same lines
     :func:`workload_body` prints in the guest. RuntimeError (with the lines so far) when one fails."""
+    import json
     import subprocess
 
+    from diskmodel.calibrate.bench import tool_workloads
     from diskmodel.calibrate.bench.memory_cgroup import drop_caches
     from diskmodel.calibrate.bench.process import communicate_or_kill, spawn
 
@@ -278,6 +294,10 @@ def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_
             if done.returncode != 0:
                 raise RuntimeError(f"fio {workload.label} failed with status {done.returncode}:\n"
                                    f"{(chr(10).join(lines) + done.stderr)[-3000:]}")
+        elif isinstance(workload, ToolWorkload):  # the tools' own preparation, cache drop, timing and cleanup
+            result = tool_workloads.measure(workload.spec, ex.mountpoint, timeout_s=timeout_s,
+                                            cgroup_procs=cgroup_procs)
+            lines.append(f"{_TOOL} {i} {json.dumps(result.as_dict())}")
         else:
             lines.append(copy_on_host(ex.mountpoint, workload, run=run, drop_caches=drop_caches,
                                       tag=f"copy{i}").rstrip("\n"))
@@ -287,7 +307,8 @@ def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_
 def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, destroy_data_on=None,
                   slow_disks: dict | None = None, vm_memory_bytes: int = 1 << 30, vm_timeout_s: float = 1800,
                   vm_accelerator: str = "tcg", timeout_s: float = 1800, vm_drives=()) -> list[LayerMeasurement]:
-    """Build *stack*, run *workloads* (FioJobs, or one FileCopy) in order on it, tear it down; the measurements.
+    """Build *stack*, run *workloads* (FioJobs, one FileCopy, or ToolWorkloads on the host) in order on it, tear it
+    down; the measurements.
 
     Everything is checked (the plan built on paper, the workloads, the
     slow disks) before anything is created. On the host *scratch* is a new
@@ -303,8 +324,12 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
     workloads = _check_workloads(workloads)
     slow = _check_slow(stack, slow_disks, vm=vm)
     copy = isinstance(workloads[0], FileCopy)
+    tools = [w for w in workloads if isinstance(w, ToolWorkload)]
     btrfs = any(getattr(node, "tool", None) == "btrfs" for _, node, _ in stack.nodes())
-    file_system = copy or btrfs
+    file_system = copy or bool(tools) or btrfs
+    if vm and tools:
+        raise FieldError("vm", f"{tools[0].spec} runs its tools on the host (the VM's guest runs fio and the "
+                               "copy only): leave vm out, or give emulated drives on the host", sep=": ")
     if vm and btrfs:
         raise FieldError("vm", "a btrfs array is built on the host (the VM's guest carries no btrfs): leave it out",
                          sep=": ")

@@ -38,7 +38,8 @@ from diskmodel.calibrate.bench.memory_cgroup import drop_caches
 from diskmodel.model.iopath import workloads_bonnie, workloads_files
 from diskmodel.model.iopath.workload_spec import _pairs, size_value
 
-__all__ = ["ToolResult", "missing_tools", "prepare", "steps", "steps_argv", "measure", "definition", "TOOLS"]
+__all__ = ["ToolResult", "ToolWorkload", "missing_tools", "prepare", "steps", "steps_argv", "measure", "definition",
+           "TOOLS", "is_tool_spec"]
 
 #: The programs each workload runs, with the Debian package that has them.
 #: Workload -> the programs it runs; their packages: ``harness.tools.DEBIAN_PACKAGES``.
@@ -51,6 +52,34 @@ def _spec(spec: str) -> tuple[str, dict]:
     if name not in TOOLS:
         raise ValueError(f"workload {spec!r}: {name!r} is not one the tools measure ({', '.join(TOOLS)})")
     return name, _pairs(name, rest)
+
+
+def is_tool_spec(text: str) -> bool:
+    """Does *text* name a workload the tools measure (``NAME`` or ``NAME:KEY=VALUE,...``, NAME one of
+    :data:`TOOLS`)? The bare ``copy`` is not one: it names the loop-image study's copy (its own runner)."""
+    name, colon, _ = str(text).partition(":")
+    return name in TOOLS and (bool(colon) or name != "copy")
+
+
+@dataclass(frozen=True)
+class ToolWorkload:
+    """A workload the real tools run in a mounted file system, named by its spec (:func:`measure`); checked
+    when made (a bad key or value is the model's one line, ValueError)."""
+
+    spec: str
+
+    def __post_init__(self):
+        _spec(self.spec)
+        definition(self.spec)
+        steps(self.spec, Path("/"))  # what only the tool refuses (bonnie++'s -n in 1024s, dd's whole MiB)
+
+    @property
+    def label(self) -> str:
+        return self.spec
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        return TOOLS[_spec(self.spec)[0]]
 
 
 def missing_tools(spec: str) -> str | None:
@@ -183,8 +212,9 @@ def _bytes_moved(spec: str) -> int:
     return int(ops.size_bytes[moved].sum())
 
 
-def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.0) -> ToolResult:
-    """Run the workload *spec* in *directory* (a folder of a mounted file system) and time it."""
+def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.0, cgroup_procs=None) -> ToolResult:
+    """Run the workload *spec* in *directory* (a folder of a mounted file system) and time it; its timed
+    steps in the cgroup of *cgroup_procs* (a ``cgroup.procs`` file: a throttle), if given."""
     from diskmodel.calibrate.bench import process
     from diskmodel.calibrate.harness import runstate
 
@@ -208,7 +238,7 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
             outs = []
             for argv in steps(spec, folder) + [["sync", "-f", str(folder)]]:
                 proc = process.spawn(argv, name=argv[0], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True)
+                                     stdin=subprocess.DEVNULL, text=True, cgroup_procs=cgroup_procs)
                 out, err = process.communicate_or_kill(proc, timeout_s)
                 if proc.returncode != 0:
                     raise RuntimeError(f"workload {spec} in {directory}: {argv[0]} exited with status "

@@ -7,7 +7,9 @@ the workload one of the block workloads of
 (``seqread_4k``, ``seqwrite_1m``, ``randread_4k``, ``randwrite_1m``, ...;
 ``--size`` bytes, ``--fresh`` for a first write into a thin volume or a
 sparse image) or ``copy`` (the loop-image study's file copy, ``--repeats`` times each
-size). On the host the scratch PATH (a new file, or an existing file or
+size), or a workload the real tools run in the stack's file system on the host
+(``bonnie:...``, ``tar:...``, ``image:...``, ``copy:size=...``: :mod:`diskmodel.calibrate.bench.tool_workloads`),
+its elapsed time against the I/O path's. On the host the scratch PATH (a new file, or an existing file or
 block device named again with ``--destroy-data-on``) stands for the stack's
 disks; with ``--vm`` (needed for md and LVM where the kernel lacks them)
 the stack is built in the throwaway VM, whose timings under TCG measure an
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from diskmodel.calibrate.cli import UsageError, flag_error, positive_seconds, quote
@@ -53,15 +56,17 @@ def add_parser(subparsers) -> None:
                               description="Build a stack of block layers, run one workload on it, print measured "
                                           "against predicted.")
     p.add_argument("--stack", metavar="FILE.json", required=True, help="the stack description (no default)")
-    p.add_argument("--workload", required=True, choices=(*fio_jobs(), COPY), metavar="NAME",
-                   help=f"a fio job ({', '.join(fio_jobs())}) or {COPY} (the loop-image study's file copy) "
-                        "(no default)")
-    p.add_argument("--size", type=_bytes, default=64 << 20, metavar="BYTES",
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help=f"a fio job ({', '.join(fio_jobs())}), {COPY} (the loop-image study's file copy), or a "
+                        "workload the real tools run in the stack's file system on the host: "
+                        "bonnie:size=64M,files=1024 (bonnie++), tar:files=1000,file_bytes=16k, "
+                        "image:size=64M,kind=zero|sparse, copy:size=64M (cp) (no default)")
+    p.add_argument("--size", type=_bytes, default=None, metavar="BYTES",
                    help="bytes a fio job moves [bytes; K, M, G: powers of 1024] (default 64M)")
     p.add_argument("--fresh", action="store_true",
                    help="the fio job writes blocks never written (first write into a thin volume or sparse image) "
                         "(default: off, blocks written before)")
-    p.add_argument("--repeats", type=int, default=3, metavar="N", help="copies of each file size (default 3)")
+    p.add_argument("--repeats", type=int, default=None, metavar="N", help="copies of each file size (default 3)")
     p.add_argument("--scratch", metavar="PATH",
                    help="scratch file to create (or an existing file / block device with --destroy-data-on) "
                         "(default: none; required without --vm)")
@@ -87,16 +92,31 @@ def add_parser(subparsers) -> None:
 
 
 def _workload(args):
+    from diskmodel.calibrate.bench.tool_workloads import TOOLS, ToolWorkload, is_tool_spec
     from diskmodel.model.predictions.block_workloads import FileCopy, fio_jobs
 
+    jobs = fio_jobs()
+    if args.workload not in jobs and args.workload != COPY and not is_tool_spec(args.workload):
+        raise UsageError(f"--workload {args.workload}: not one of {', '.join(jobs)}, {COPY}, nor a tool workload "
+                         f"NAME:KEY=VALUE,... with NAME one of {', '.join(TOOLS)}")
+    given = [flag for flag, value in (("--size", args.size), ("--repeats", args.repeats),
+                                      ("--fresh", args.fresh or None)) if value is not None]
+    takes = {"--size", "--fresh"} if args.workload in jobs else {"--repeats"} if args.workload == COPY else set()
+    unused = [flag for flag in given if flag not in takes]
+    if unused:
+        what = "a fio job" if unused[0] != "--repeats" else f"{COPY} (the loop-image study's file copy)"
+        raise UsageError(f"{unused[0]} does not apply to --workload {args.workload}: it applies to {what}"
+                         + (" (a tool workload names its sizes itself, e.g. image:size=64M)"
+                            if is_tool_spec(args.workload) else ""))
     try:
+        if is_tool_spec(args.workload):
+            return ToolWorkload(args.workload)
         if args.workload == COPY:
-            if args.fresh:
-                raise UsageError("--fresh applies to fio jobs (the copy's first repeat writes fresh blocks)")
-            return FileCopy(repeats=args.repeats)
-        return fio_jobs(args.size, fresh=args.fresh)[args.workload]
+            return FileCopy(repeats=3 if args.repeats is None else args.repeats)
+        return fio_jobs(64 << 20 if args.size is None else args.size, fresh=args.fresh)[args.workload]
     except ValueError as exc:
-        raise UsageError(f"--workload {args.workload}: {exc}") from exc
+        reason = re.sub(r"^workload(?: '[^']*'| [a-z]+)?: ?", "", str(exc), count=1)
+        raise UsageError(f"--workload {args.workload}: {reason}") from exc
 
 
 def _stack(args):
@@ -114,14 +134,17 @@ def _stack(args):
     return stack
 
 
-def _check_host_run(stack, args, scratch_file: bool = True) -> None:
+def _check_host_run(stack, args, workload, scratch_file: bool = True) -> None:
     """Before anything is created: every program the run calls is installed, and a new scratch file fits."""
     from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.tool_workloads import ToolWorkload
+    from diskmodel.model.predictions.block_workloads import FioJob
     from diskmodel.calibrate.harness.tools import require_free_space, require_tools, tools_of_plan
 
     plan = L.build_plan(stack, backing=os.path.realpath(args.scratch) if scratch_file else "/dev/null",
                         file_system=True)
-    needed = tools_of_plan(plan) + (["fio"] if args.workload != COPY else [])
+    needed = tools_of_plan(plan) + (["fio"] if isinstance(workload, FioJob) else
+                                    list(workload.programs) if isinstance(workload, ToolWorkload) else [])
     require_tools(needed, "diskmodel bench")
     if args.slow:
         from diskmodel.calibrate.bench.blkio import blkio_available
@@ -168,9 +191,25 @@ def _measure(args, stack, workload, slow, emulated):
                              vm_drives=disk.vm_drives if disk is not None else ())
 
 
+def _tool_rows(measurement, prediction) -> list[dict]:
+    """A tool workload's rows: its elapsed time [s], and its rate [bytes/s] where it moves bytes through its
+    calls (a sparse image moves none)."""
+    details = measurement.details
+    rows = [("elapsed_s", details["elapsed_s"], prediction.elapsed_s if prediction is not None else None, "s")]
+    if details["bytes_moved"] > 0:
+        rows.append(("throughput_bytes_per_s", details["rate_bytes_per_s"],
+                     prediction.throughput_bytes_per_s if prediction is not None else None, "bytes/s"))
+    return [{"quantity": q, "measured": m, "predicted": p, "unit": unit,
+             "error_pct": 100.0 * (p / m - 1.0) if p is not None and m > 0 else None} for q, m, p, unit in rows]
+
+
 def rows_of(measurement, prediction) -> list[dict]:
-    """(quantity, measured, predicted, error_pct) rows of one workload [bytes/s]; predicted and error_pct
-    are None where the model gave no prediction."""
+    """(quantity, measured, predicted, error_pct) rows of one workload [bytes/s; a tool workload's elapsed
+    time in s, its row's ``unit``]; predicted and error_pct are None where the model gave no prediction."""
+    from diskmodel.calibrate.bench.tool_workloads import ToolWorkload
+
+    if isinstance(measurement.workload, ToolWorkload):
+        return _tool_rows(measurement, prediction)
     if prediction is None:
         return [{"quantity": name, "measured": value, "predicted": None, "error_pct": None}
                 for name, value in measurement.rates.items()]
@@ -190,11 +229,15 @@ def _run(args) -> int:
     from diskmodel.calibrate.cli import ERROR_MAX_CHARS, one_line
     from diskmodel.model.predict import predict
     from diskmodel.calibrate.cli.command_text import check_command_text
+    from diskmodel.calibrate.bench.tool_workloads import ToolWorkload
 
     check_command_text(args, "--scratch", "--destroy-data-on", "--slow")
-    if args.repeats < 1:
+    if args.repeats is not None and args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     workload = _workload(args)
+    if args.vm and isinstance(workload, ToolWorkload):
+        raise UsageError(f"--vm: --workload {args.workload} runs its tools on the host (the VM's guest runs fio and "
+                         "the copy only); leave --vm out (with --emulate DRIVE for a drive with mechanics)")
     stack = _stack(args)
     slow = {disk: {"read_bytes_per_s": rate, "write_bytes_per_s": rate} for disk, rate in args.slow}
     # A bad value the model finds (a job larger than the stack) stops the run before anything is built;
@@ -203,7 +246,7 @@ def _run(args) -> int:
     unmodelled = ""
     prediction = None
     try:
-        prediction = predict(stack, workload)
+        prediction = predict(stack, workload.spec if isinstance(workload, ToolWorkload) else workload)
     except FieldError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "
                          f"{flag_error(exc, {'size_bytes': '--size'})}") from exc
@@ -219,7 +262,7 @@ def _run(args) -> int:
             L.require_kernel(stack)
         except L.LayoutUnavailable as exc:
             raise UsageError(str(exc)) from None
-        _check_host_run(stack, args, emulated is None)
+        _check_host_run(stack, args, workload, emulated is None)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
     try:
@@ -232,7 +275,10 @@ def _run(args) -> int:
     rows = rows_of(measurement, prediction)
     note = "; ".join(part for part in (
         "timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
-        if measurement.emulated else "", unmodelled) if part)
+        if measurement.emulated else "", unmodelled,
+        "the prediction takes the tool's own pace (its CPU time between calls) from the workload generator's "
+        "defaults, not measured here (benchmarks/stacks_check.py measures each tool's on tmpfs)"
+        if isinstance(workload, ToolWorkload) else "") if part)
     if args.json:
         print(json.dumps({"stack": stack.short_name, "workload": measurement.label, "where": measurement.where,
                           "accelerator": measurement.accelerator, "rows": rows, "note": note,
@@ -240,13 +286,14 @@ def _run(args) -> int:
         return 0
     print(f"stack {stack.short_name}, workload {measurement.label}, on the {measurement.where}"
           f"{' (' + measurement.accelerator + ')' if measurement.accelerator else ''}")
-    print(f"{'quantity':<24} {'measured MB/s':>14} {'predicted MB/s':>15} {'error %':>8}")
+    if isinstance(workload, ToolWorkload):
+        print(f"definition: {measurement.details['definition']}")
+    print(f"{'quantity':<24} {'measured':>12} {'predicted':>12} {'unit':>5} {'error %':>8}")
     for row in rows:
-        if row["predicted"] is None:
-            print(f"{row['quantity']:<24} {row['measured'] / 1e6:>14.2f} {'-':>15} {'-':>8}")
-            continue
-        print(f"{row['quantity']:<24} {row['measured'] / 1e6:>14.2f} {row['predicted'] / 1e6:>15.2f} "
-              f"{row['error_pct']:>+8.1f}")
+        scale, unit = (1.0, "s") if row.get("unit") == "s" else (1e6, "MB/s")
+        predicted = "-" if row["predicted"] is None else f"{row['predicted'] / scale:.3f}"
+        error = "-" if row["error_pct"] is None else f"{row['error_pct']:+.1f}"
+        print(f"{row['quantity']:<24} {row['measured'] / scale:>12.3f} {predicted:>12} {unit:>5} {error:>8}")
     if note:
         print(f"note: {note}")
     return 0
