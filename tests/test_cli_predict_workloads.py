@@ -124,3 +124,16 @@ def test_a_workload_larger_than_the_stack_is_one_line_naming_both_sizes(tmp_path
                           f"holds at least {need} bytes", "1000000000 bytes", "give a smaller workload")
     # a sparse image of that size allocates nothing: it fits
     assert main(["predict", "--stack", _raid1(tmp_path), "--workload", "image:size=1200M,kind=sparse"]) == 0
+
+
+def test_iopath_prints_si_megabytes(capsys):
+    """The requests' table says MB and means 10^6 bytes, as every other output (its JSON holds the bytes)."""
+    assert main(["iopath", "--stack", "native", "--workload", "copy:size=8M", "--json"]) == 0
+    devices = json.loads(capsys.readouterr().out)["devices"]
+    assert main(["iopath", "--stack", "native", "--workload", "copy:size=8M"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert "read MB" in header and "MiB" not in header and "MB = 10^6 bytes" in header
+    for row in rows:
+        name, reads, read_mb, writes, write_mb = row.split()[:5]
+        assert float(read_mb) == pytest.approx(devices[name]["read_bytes"] / 1e6, abs=0.006)
+        assert float(write_mb) == pytest.approx(devices[name]["write_bytes"] / 1e6, abs=0.006)

@@ -55,13 +55,15 @@ def _file_name(device: str) -> str:
 def _table(devices) -> str:
     from diskmodel.model.iopath.stream import Op
 
-    lines = [f"{'device':<16} {'reads':>9} {'read MiB':>10} {'writes':>9} {'write MiB':>10} {'flushes':>8}  sizes (count by power of two)"]
+    lines = [f"{'device':<16} {'reads':>9} {'read MB':>10} {'writes':>9} {'write MB':>10} {'flushes':>8}  "
+             "request sizes (count by power of two; MB = 10^6 bytes, KiB = 1024 bytes)"]
     for name, s in devices.items():
         t = s.totals()
         flushes = int((s.op == Op.FLUSH).sum())
-        hist = " ".join(f"{k // 1024 if k >= 1024 else k}{'K' if k >= 1024 else 'B'}:{v}" for k, v in sorted(s.size_histogram().items()))
-        lines.append(f"{name:<16} {t['read_requests']:>9} {t['read_bytes'] / 2**20:>10.2f} {t['write_requests']:>9} "
-                     f"{t['write_bytes'] / 2**20:>10.2f} {flushes:>8}  {hist}")
+        hist = " ".join(f"{k // 1024 if k >= 1024 else k}{'KiB' if k >= 1024 else 'B'}:{v}"
+                        for k, v in sorted(s.size_histogram().items()))
+        lines.append(f"{name:<16} {t['read_requests']:>9} {t['read_bytes'] / 1e6:>10.2f} {t['write_requests']:>9} "
+                     f"{t['write_bytes'] / 1e6:>10.2f} {flushes:>8}  {hist}")
     return "\n".join(lines)
 
 
