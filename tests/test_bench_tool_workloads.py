@@ -76,6 +76,9 @@ def test_a_tool_workload_runs_on_an_emulated_drive_beside_its_prediction(tmp_pat
     measured, predicted = rows["elapsed_s"]["measured"], rows["elapsed_s"]["predicted"]
     details = out["measurement"]["details"]
     assert details["definition"] and details["elapsed_s"] == measured
+    # the tool's own time, measured on a tmpfs before the run, is the prediction's application clock
+    assert 0 < out["tmpfs_pace_s"] < measured and out["predicted_generator_pace_elapsed_s"] > 0
+    assert f"({out['tmpfs_pace_s']:.3f} s: the application alone" in out["note"]
     if spec.startswith("image:size=32M,"):
         assert "throughput_bytes_per_s" not in rows  # a sparse image moves no bytes through its calls
         # truncate and sync -f: an inode and a journal commit, a few of the drive's requests, no data

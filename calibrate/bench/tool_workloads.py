@@ -39,7 +39,7 @@ from diskmodel.model.iopath import workloads_bonnie, workloads_files
 from diskmodel.model.iopath.workload_spec import _pairs, size_value
 
 __all__ = ["ToolResult", "ToolWorkload", "missing_tools", "prepare", "steps", "steps_argv", "measure", "definition",
-           "TOOLS", "is_tool_spec"]
+           "TOOLS", "is_tool_spec", "pace_on_tmpfs"]
 
 #: The programs each workload runs, with the Debian package that has them.
 #: Workload -> the programs it runs; their packages: ``harness.tools.DEBIAN_PACKAGES``.
@@ -258,6 +258,35 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
         config = workloads_bonnie.config_of(_spec(spec)[1], size_value)
         bonnie = parse_bonnie_csv(outs[0], config, elapsed).as_dict()
     return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie, started)
+
+
+def pace_on_tmpfs(spec: str, *, timeout_s: float = 1800.0) -> float:
+    """The workload's time on a tmpfs of its own [s]: the application alone (process start, system calls,
+    copies, file operations) on this machine now, with no device (fsync and sync return at once, reads are
+    page-cache hits). The model puts the workload's operations on that clock
+    (:func:`diskmodel.model.iopath.workloads_pace.paced`). The tmpfs is recorded in the run before it is
+    mounted and unmounted after, on every exit path."""
+    from diskmodel.calibrate.bench import process
+    from diskmodel.calibrate.harness import runstate
+    from diskmodel.model.iopath.fileops import least_bytes_held
+    from diskmodel.model.iopath.workload_spec import parse_workload
+
+    size = least_bytes_held(parse_workload(spec)) * 2 + (64 << 20)  # the files, the copies made of them, slack
+    with runstate.ensure_run(f"pace of {spec} on tmpfs") as run:
+        where = run.temp_dir("pace-")
+        res = run.intend("mount", mountpoint=str(where))
+        try:
+            done = process.run(["mount", "-t", "tmpfs", "-o", f"size={size},nosuid,nodev", "diskmodel-pace",
+                                str(where)], timeout_s=60)
+            if done.returncode != 0:
+                run.absent(res)
+                raise RuntimeError(f"tmpfs cannot be mounted on {where}: {done.stderr.strip()[:200]}")
+            run.created(res)
+            return measure(spec, where, timeout_s=timeout_s).elapsed_s
+        finally:
+            report = run.undo([res])
+            if report.left:
+                raise RuntimeError(f"tmpfs of the pace: teardown left {'; '.join(report.left)}")
 
 
 def _main(argv: list[str]) -> int:

@@ -230,6 +230,9 @@ def _run(args) -> int:
     from diskmodel.model.predict import predict
     from diskmodel.calibrate.cli.command_text import check_command_text
     from diskmodel.calibrate.bench.tool_workloads import ToolWorkload
+    from diskmodel.calibrate.bench import tool_workloads
+    from diskmodel.model.iopath.workload_spec import parse_workload
+    from diskmodel.model.iopath.workloads_pace import paced
 
     check_command_text(args, "--scratch", "--destroy-data-on", "--slow")
     if args.repeats is not None and args.repeats < 1:
@@ -265,22 +268,29 @@ def _run(args) -> int:
         _check_host_run(stack, args, workload, emulated is None)
     elif args.scratch or args.destroy_data_on:
         raise UsageError("--scratch and --destroy-data-on do not apply with --vm (the VM has its own scratch disk)")
+    pace = {}
     try:
+        if isinstance(workload, ToolWorkload):  # the tool's own time, measured where no device is involved
+            pace["tmpfs_pace_s"] = tool_workloads.pace_on_tmpfs(workload.spec)
         (measurement,) = _measure(args, stack, workload, slow, emulated)
     except (LayoutError, RuntimeError) as exc:
         print(f"diskmodel: error: {one_line(exc, ERROR_MAX_CHARS)}", file=sys.stderr)
         return 1
     except ValueError as exc:
         raise UsageError(flag_error(exc, {"slow_disks": "--slow", "vm": "--vm"})) from exc
+    if pace and prediction is not None:  # the workload's operations on the tool's measured clock
+        pace["predicted_generator_pace_elapsed_s"] = prediction.elapsed_s
+        prediction = predict(stack, paced(parse_workload(workload.spec), pace["tmpfs_pace_s"]))
     rows = rows_of(measurement, prediction)
     note = "; ".join(part for part in (
         "timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
         if measurement.emulated else "", unmodelled,
-        "the prediction takes the tool's own pace (its CPU time between calls) from the workload generator's "
-        "defaults, not measured here (benchmarks/stacks_check.py measures each tool's on tmpfs)"
-        if isinstance(workload, ToolWorkload) else "") if part)
+        f"the prediction puts the workload's operations on the tool's own clock, its time on a tmpfs just before "
+        f"({pace['tmpfs_pace_s']:.3f} s: the application alone, no device); at the workload generator's default "
+        f"pace it would be {pace['predicted_generator_pace_elapsed_s']:.3f} s"
+        if "predicted_generator_pace_elapsed_s" in pace else "") if part)
     if args.json:
-        print(json.dumps({"stack": stack.short_name, "workload": measurement.label, "where": measurement.where,
+        print(json.dumps({"stack": stack.short_name, "workload": measurement.label, "where": measurement.where, **pace,
                           "accelerator": measurement.accelerator, "rows": rows, "note": note,
                           "measurement": measurements_json([measurement])[0]}, indent=2, allow_nan=False))
         return 0
