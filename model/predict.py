@@ -306,8 +306,9 @@ def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None
 
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")
-    if job.size_bytes > node.size_bytes:
-        raise FieldError("size_bytes", f"the job moves {job.size_bytes} bytes, more than the device's "
+    if job.region > node.size_bytes:
+        what = "moves" if job.region_bytes is None else "works in a region of"
+        raise FieldError("size_bytes", f"the job {what} {job.region} bytes, more than the device's "
                          f"{node.size_bytes}", sep=": ")
     timed = predict_block_job(node, job, env.disks, calibrations=calibrations, limits=env.max_sectors_kb)
     t = timed.timing

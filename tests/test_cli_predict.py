@@ -329,7 +329,8 @@ def test_predict_prints_the_jobs_definition_beside_its_result(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "job: [db] rw=randread bs=8192 bytes iodepth=4 numjobs=1 size=1073741824 bytes (1073.7 MB)" in out
     result = next(line for line in out.splitlines() if line.startswith("result: "))
-    reference = predict(paper_stack("native"), FioJob("randread", 8192, 8 * 2**20, 4))
+    # size=1g io_size=8m: 8 MiB moved at random over the device's first GiB (fio's region)
+    reference = predict(paper_stack("native"), FioJob("randread", 8192, 8 * 2**20, 4, region_bytes=2**30))
     assert f"{reference.throughput_bytes_per_s / 1e6:.2f} MB/s" in result
     assert out.splitlines()[0].startswith("assumption: ")
     assert not re.search(r"\d[eE][+-]?\d", out), out
@@ -345,8 +346,10 @@ def test_a_mixed_job_is_its_reads_and_writes_weighted(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     total = 10 * 2**20
     # the job file has no end_fsync: neither have its parts
-    read = predict(paper_stack("native"), FioJob("randread", 4096, round(0.7 * total), 1, end_fsync=False))
-    write = predict(paper_stack("native"), FioJob("randwrite", 4096, round(0.3 * total), 1, end_fsync=False))
+    read = predict(paper_stack("native"), FioJob("randread", 4096, round(0.7 * total), 1, end_fsync=False,
+                                                 region_bytes=2**30))
+    write = predict(paper_stack("native"), FioJob("randwrite", 4096, round(0.3 * total), 1, end_fsync=False,
+                                                  region_bytes=2**30))
     assert out["latency_s"] == pytest.approx(0.7 * read.latency_s + 0.3 * write.latency_s, rel=1e-9)
     assert out["elapsed_s"] == pytest.approx(read.elapsed_s + write.elapsed_s, rel=1e-9)
     assert any("rw=randrw" in note for note in out["assumptions"])
@@ -422,7 +425,7 @@ def test_a_calibrated_drive_gives_the_timed_prediction_an_interval_and_a_preset_
     """The calibration's uncertainty (rotation period, seek fit) carried through the drive's simulation: a
     fio job on the calibrated drive has a 95 % interval around its point figure; on the preset, none; and the
     paper's equations (PostMark on one disk) say they give none rather than printing nothing."""
-    job = _job_file(tmp_path, "[r]\nrw=randread\nbs=4k\nsize=2m\ndirect=1\n")
+    job = _job_file(tmp_path, "[r]\nrw=randread\nbs=4k\nsize=1g\nio_size=2m\ndirect=1\n")  # over the first GiB
     assert main(["predict", "--json", "--calibration", str(GOLDEN_CALIBRATION), "--complete-from", "wd800bd",
                  "--fio-job", job]) == 0
     part = json.loads(capsys.readouterr().out)["parts"]["randread"]

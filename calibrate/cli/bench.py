@@ -62,7 +62,9 @@ def add_parser(subparsers) -> None:
                         "bonnie:size=64M,files=1024 (bonnie++), tar:files=1000,file_bytes=16k, "
                         "image:size=64M,kind=zero|sparse, copy:size=64M (cp) (no default)")
     p.add_argument("--size", type=_bytes, default=None, metavar="BYTES",
-                   help="bytes a fio job moves [bytes; K, M, G: powers of 1024] (default 64M)")
+                   help="fio's --size: the bytes a fio job moves, and the region of the device, from its start, "
+                        "that it moves them in (a random job reads or writes each block of it once) [bytes; K, M, G: "
+                        "powers of 1024] (default 64M)")
     p.add_argument("--fresh", action="store_true",
                    help="the fio job writes blocks never written (first write into a thin volume or sparse image) "
                         "(default: off, blocks written before)")

@@ -67,7 +67,8 @@ class FioJob:
     block_size_bytes : int
         ``--bs`` [bytes], >= 1.
     size_bytes : int
-        ``--size``: bytes the job moves [bytes], >= block_size_bytes.
+        Bytes the job moves [bytes], >= block_size_bytes: fio's ``--size``, or its ``--io_size`` where the
+        region is given apart.
     iodepth : int
         ``--iodepth`` [count], >= 1 (libaio above 1).
     direct : bool
@@ -81,6 +82,11 @@ class FioJob:
         buffered loop image's); False: the stream may end in the host's
         page cache.
     name : str
+    region_bytes : int or None
+        fio's ``--size`` where it differs from the bytes moved: the region of the target, from its start,
+        that the job's offsets lie in [bytes], >= block_size_bytes. None: the bytes it moves (fio's ``--size``
+        alone is both: a random job covers each block of ``[0, size)`` once, in random order, and never
+        goes beyond it, however large the device).
     """
 
     rw: str
@@ -91,6 +97,7 @@ class FioJob:
     fresh: bool = False
     end_fsync: bool = True
     name: str = ""
+    region_bytes: int | None = None
 
     def __post_init__(self):
         one_of("rw", self.rw, FIO_RW)
@@ -106,6 +113,13 @@ class FioJob:
         flag("end_fsync", self.end_fsync)
         if not isinstance(self.name, str):
             raise ValueError(f"name must be a string (got {show(self.name)})")
+        if self.region_bytes is not None:
+            object.__setattr__(self, "region_bytes", whole_number("region_bytes", self.region_bytes, minimum=bs))
+
+    @property
+    def region(self) -> int:
+        """The region of the target the job's offsets lie in [bytes] (fio's ``--size``)."""
+        return self.size_bytes if self.region_bytes is None else self.region_bytes
 
     def evolve(self, **changes) -> "FioJob":
         return _evolve(self, changes)
@@ -139,7 +153,8 @@ class FioJob:
         if not isinstance(filename, str) or not filename or "\n" in filename:
             raise ValueError(f"filename must be a one-line non-empty path (got {show(filename)})")
         return [f"--name={self.label}", f"--filename={filename}", f"--rw={self.rw}",
-                f"--bs={self.block_size_bytes}", f"--size={self.size_bytes}", f"--iodepth={self.iodepth}",
+                f"--bs={self.block_size_bytes}", f"--size={self.region}",
+                *([f"--io_size={self.size_bytes}"] if self.region != self.size_bytes else []), f"--iodepth={self.iodepth}",
                 f"--ioengine={'libaio' if self.iodepth > 1 else 'psync'}", "--direct=1",
                 "--output-format=json", *(["--end_fsync=1"] if self.is_write and self.end_fsync else [])]
 

@@ -122,8 +122,9 @@ class FioJobFile:
             if share <= 0:
                 continue
             moved = max(self.block_size_bytes, int(round(self.total_bytes * share)))
+            region = self.region_bytes if self.region_bytes != moved else None
             out.append((share, FioJob(rw, self.block_size_bytes, moved, depth, direct=True,
-                                      end_fsync=self.end_fsync, name=f"{self.name}:{rw}")))
+                                      end_fsync=self.end_fsync, name=f"{self.name}:{rw}", region_bytes=region)))
         return out
 
     def definition(self) -> str:

@@ -267,16 +267,23 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
     """A fio job (:class:`~diskmodel.model.predictions.block_workloads.FioJob`) on a raw block device of
-    ``size_bytes``: its requests in issue order (a random job's uniformly over the device), ``iodepth`` of them at one instant; O_DIRECT writes
-    carry ``REQ_SYNC`` (the kernel marks direct writes sync); ``end_fsync`` adds a flush at the end."""
-    bs, size = int(job.block_size_bytes), int(job.size_bytes)
-    if size > size_bytes:
-        raise FieldError("size_bytes", f"the job moves {size} bytes, more than the device's {size_bytes}", sep=": ")
-    n = size // bs
-    blk = np.arange(n, dtype=np.int64)
+    ``size_bytes``: its requests in issue order, ``iodepth`` of them at one instant; O_DIRECT writes
+    carry ``REQ_SYNC`` (the kernel marks direct writes sync); ``end_fsync`` adds a flush at the end.
+
+    The offsets lie in the job's region, the first ``job.region`` bytes of the device (fio's ``--size``:
+    fio(1), "size"; a job given a 1 GiB size on a 1 TB disk stays in its first GiB). A sequential job
+    goes through the region from its start, again from the start if it moves more; a random job covers
+    each block of the region once per pass in random order (fio's random map, on unless ``norandommap``:
+    a block is not read twice before every block was read once), seeded alike."""
+    bs, size, region = int(job.block_size_bytes), int(job.size_bytes), int(job.region)
+    if region > size_bytes:
+        what = "moves" if job.region_bytes is None else "works in a region of"
+        raise FieldError("size_bytes", f"the job {what} {region} bytes, more than the device's {size_bytes}", sep=": ")
+    n, blocks = size // bs, region // bs
+    blk = np.arange(n, dtype=np.int64) % blocks
     if job.rw.startswith("rand"):
-        # fio's random offsets over the whole device (its region, filename=/dev/...), seeded alike
-        blk = np.random.default_rng(1).integers(0, size_bytes // bs, n)
+        rng = np.random.default_rng(1)
+        blk = np.concatenate([rng.permutation(blocks) for _ in range(-(-n // blocks))])[:n].astype(np.int64)
     is_write = job.rw.endswith("write")
     t = (np.arange(n) // int(job.iodepth)) * _CALL_S
     op = np.full(n, int(Op.WRITE if is_write else Op.READ), np.int8)
