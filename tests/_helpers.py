@@ -165,3 +165,22 @@ def short_probe_env(env: dict, folder: Path) -> dict:
     (folder / "sitecustomize.py").write_text(_SHORT_PROBE_SITECUSTOMIZE)
     path = f"{folder}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(folder)
     return dict(env, PYTHONPATH=path, DISKMODEL_TEST_PROBE_READS=str(SHORT_PROBE_READS))
+
+
+def tar_archive_bytes(files: int, file_bytes: int) -> int:
+    """The size of GNU tar's archive of a folder of *files* files of *file_bytes* (``tar -cf A -C tree .``: the
+    folder's entry, each file's header and data in 512-byte blocks, the end), as Python's tarfile writes it in
+    GNU format, in tar's default records of 20 blocks: a reference written apart from the model's."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo(".")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+        for i in range(files):
+            info = tarfile.TarInfo(f"./f{i:07d}")
+            info.size = file_bytes
+            tar.addfile(info, io.BytesIO(bytes(file_bytes)))
+    return len(out.getvalue())

@@ -6,15 +6,13 @@ kernel on a drive whose every request the emulator times, and Python's tarfile (
 """
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
-import tarfile
 
 import pytest
 
-from _helpers import assert_one_error_line
+from _helpers import assert_one_error_line, tar_archive_bytes
 from conftest import require_root, require_tools
 from diskmodel.calibrate.cli import main
 
@@ -46,21 +44,6 @@ def test_bad_input_is_one_line_before_anything_is_built(tmp_path, capsys, argv, 
     assert_one_error_line(capsys.readouterr().err, *fragments)
 
 
-def _tar_bytes(files: int, file_bytes: int) -> int:
-    """GNU tar's archive of a folder of *files* files (``tar -cf A -C tree .``), as Python's tarfile writes it:
-    the folder's entry, each file's header and data in 512-byte blocks, the end, in 10240-byte records."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        info = tarfile.TarInfo(".")
-        info.type = tarfile.DIRTYPE
-        tar.addfile(info)
-        for i in range(files):
-            info = tarfile.TarInfo(f"./f{i:07d}")
-            info.size = file_bytes
-            tar.addfile(info, io.BytesIO(bytes(file_bytes)))
-    return len(out.getvalue())
-
-
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", ["tar:files=200,file_bytes=16k", "image:size=32M", "image:size=32M,kind=sparse"])
@@ -90,6 +73,6 @@ def test_a_tool_workload_runs_on_an_emulated_drive_beside_its_prediction(tmp_pat
         if spec.startswith("image"):
             assert details["bytes_moved"] == 32 << 20
         else:
-            assert details["bytes_moved"] == 200 * 16384 + _tar_bytes(200, 16384)
+            assert details["bytes_moved"] == 200 * 16384 + tar_archive_bytes(200, 16384)
     left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120)
     assert "no run left anything behind" in left.stdout + left.stderr

@@ -7,14 +7,12 @@ size in the stack file.
 """
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from _helpers import assert_one_error_line
+from _helpers import assert_one_error_line, tar_archive_bytes
 from diskmodel.calibrate.cli import main
 
 GOLDEN_CALIBRATION = Path(__file__).parent / "golden" / "calibration_wd800bd_simulated.json"
@@ -38,24 +36,9 @@ def _json(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def _tarfile_bytes(files: int, file_bytes: int) -> int:
-    """The size of the archive Python's tarfile writes of a tree (``tar -cf A -C tree .``: the folder's entry
-    and its *files* files of *file_bytes*), GNU format, its default records of 20 blocks."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        info = tarfile.TarInfo(".")
-        info.type = tarfile.DIRTYPE
-        tar.addfile(info)
-        for i in range(files):
-            info = tarfile.TarInfo(f"./f{i:07d}")
-            info.size = file_bytes
-            tar.addfile(info, io.BytesIO(bytes(file_bytes)))
-    return len(out.getvalue())
-
-
 def test_tar_of_a_tree_reads_the_files_and_writes_the_archive_tarfile_makes(tmp_path, capsys):
     out = _json(capsys, "--stack", _raid1(tmp_path), "--workload", "tar:files=300,file_bytes=16k")
-    assert out["write_bytes"] == _tarfile_bytes(300, 16384)
+    assert out["write_bytes"] == tar_archive_bytes(300, 16384)
     assert out["read_bytes"] == 300 * 16384
     assert "300 files of 16384 B" in out["definition"] and out["elapsed_s"] > 0
     # both mirrors received the archive's blocks: RAID 1 writes each block to every member

@@ -484,18 +484,7 @@ def _run_timed(args, stack, workload) -> int:
     except ValueError as exc:
         raise UsageError(f"--stack {args.stack}: {exc}") from exc
     if args.json:
-        frame = prediction.timing.device_frame()
-        print(json.dumps({
-            "stack": stack.short_name, "workload": args.workload,
-            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
-            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
-            "elapsed_s": prediction.elapsed_s, "stall_s": prediction.timing.stall_s,
-            "wait_percentiles_s": prediction.timing.wait_percentiles(),
-            "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
-                               for k, v in row.items()} for name, row in frame.iterrows()},
-            "intervals_95": predict_intervals.interval_figures(prediction),
-            "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
-        }))
+        print(json.dumps(predict_spec.timed_json(args, stack, prediction)))
         return 0
     print(f"{stack.short_name}, PostMark {args.workload}: {workload.number_of_files} files, "
           f"{workload.transactions} transactions")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["PRESETS", "is_spec", "check", "run"]
+__all__ = ["PRESETS", "is_spec", "check", "run", "timed_json"]
 
 #: The --workload names that are not a spec: the paper's PostMark tests and the block workloads.
 PRESETS = ("test1", "test2", "test3", "seqread_4k", "seqread_1m", "seqwrite_4k", "seqwrite_1m", "randread_4k",
@@ -65,6 +65,25 @@ def check(args) -> str:
         raise UsageError(f"--workload {args.workload}: {reason}") from exc
 
 
+def timed_json(args, stack, prediction, **extra) -> dict:
+    """The --json object of a prediction timed on the I/O path (an IoPrediction): the figures, each device's
+    load, the intervals and the assumptions (*extra* after the stack and the workload)."""
+    from diskmodel.calibrate.cli import predict_intervals
+
+    frame = prediction.timing.device_frame()
+    return {
+        "stack": stack.short_name, "workload": args.workload, **extra,
+        "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
+        "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
+        "elapsed_s": prediction.elapsed_s, "stall_s": prediction.timing.stall_s,
+        "wait_percentiles_s": prediction.timing.wait_percentiles(),
+        "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
+                           for k, v in row.items()} for name, row in frame.iterrows()},
+        "intervals_95": predict_intervals.interval_figures(prediction),
+        "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
+    }
+
+
 def run(args, stack, definition: str) -> int:
     """Time the named workload on *stack* and print it (a table, or one JSON object with ``--json``)."""
     from diskmodel.calibrate.cli import UsageError, predict_intervals
@@ -77,19 +96,8 @@ def run(args, stack, definition: str) -> int:
         where = f"--stack {args.stack}" if args.stack else f"--layout {args.layout} on {stack.model_disk().name}"
         raise UsageError(f"{where}: {exc}") from exc
     if args.json:
-        frame = prediction.timing.device_frame()
-        print(json.dumps({
-            "stack": stack.short_name, "workload": args.workload, "definition": definition,
-            "read_bytes": int(prediction.read_bytes), "write_bytes": int(prediction.write_bytes),
-            "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
-            "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
-            "elapsed_s": prediction.elapsed_s, "stall_s": prediction.timing.stall_s,
-            "wait_percentiles_s": prediction.timing.wait_percentiles(),
-            "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
-                               for k, v in row.items()} for name, row in frame.iterrows()},
-            "intervals_95": predict_intervals.interval_figures(prediction),
-            "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
-        }))
+        print(json.dumps(timed_json(args, stack, prediction, definition=definition,
+                                    read_bytes=int(prediction.read_bytes), write_bytes=int(prediction.write_bytes))))
         return 0
     print(f"{stack.short_name}, {args.workload}: {definition}")
     print(stack.describe())
