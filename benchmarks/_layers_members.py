@@ -171,20 +171,3 @@ def _stripe_on_one_device(disk, costs: dict, name: str = "btrfs raid0") -> Stack
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
     return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs", **costs),
                                 kind="btrfs"), (InMemoryDrive(disk, "sda"),), name)
-
-
-def _affine(name: str, small_s: float, large_s: float, c: "Check") -> tuple[float, float]:
-    """(fixed [s], per byte [s/B]) through a 4 KiB and a 1 MiB request's extra time over the bare memory
-    member. A cost the null device does not resolve (negative: the request measured faster through the
-    layer than on the bare member, whose own figures vary from run to run on memory) is printed and taken
-    as 0: a negative fixed cost leaves the per-byte cost from the 1 MiB point alone."""
-    per_byte = (large_s - small_s) / (MIB - 4 * KIB)
-    fixed = small_s - 4 * KIB * per_byte
-    if fixed < 0:
-        c.say(f"  note: {name}: a 4 KiB request's extra time {small_s * 1e6:+.0f} µs gives a negative fixed cost; "
-              "fixed cost 0, per byte from the 1 MiB request")
-        fixed, per_byte = 0.0, large_s / MIB
-    if per_byte < 0:
-        c.say(f"  note: {name}: a 1 MiB request's extra time {large_s * 1e6:+.0f} µs is negative; per-byte cost 0")
-        per_byte = 0.0
-    return fixed, per_byte
