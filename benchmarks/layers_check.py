@@ -207,6 +207,7 @@ class Check:
         self.write_disks: dict = {}            # id(a member's Disk of its reads) -> the Disk of its writes
         self.page_copy_rate = None             # the page cache's copy rate on a write (the copy's workload)
         self.btrfs_costs: dict = {}            # btrfs's data path, measured on memory (RaidArray fs_* fields)
+        self.copy_pace: dict = {}              # each copy step's time on a tmpfs (stacks_check.pace_on_tmpfs)
 
     def say(self, line: str = "") -> None:
         self.lines.append(line)
@@ -268,8 +269,8 @@ class Check:
                                                                             d.name) for d in seen_given.disks))
                                 for other in (self.harness_disk, self.file_disk))
             timed = _timed(seen)
-            predicted, by_harness, by_file = ((self.predicted(seen, m.workload), _predicted(harness, m.workload),
-                                               _predicted(on_file, m.workload)) if timed else ({}, {}, {}))
+            predicted, by_harness, by_file = ((self.predicted(seen, m.workload), self.plain(harness, m.workload),
+                                               self.plain(on_file, m.workload)) if timed else ({}, {}, {}))
             for name, value in m.rates.items():
                 label = m.label if name == "throughput_bytes_per_s" else f"copy {name.split('_')[0]}"
                 if isinstance(m.workload, FioJob) and m.workload.fresh:
@@ -297,11 +298,24 @@ class Check:
         self.say(f"{'':<30} ({time.monotonic() - t0:.0f} s)")
         return (out, disk) if calibration is not None else out
 
+    def plain(self, stack: Stack, workload, writing: Stack | None = None) -> dict:
+        """:func:`_predicted`; the copy's steps at their pace measured on a tmpfs (:attr:`copy_pace`: the
+        application's own time, ``dd``'s process, calls and copies, as ``stacks_check.py`` gives it), its
+        writes on *writing* if given."""
+        if isinstance(workload, FileCopy) and self.copy_pace:
+            from stacks_check import predicted_copy
+
+            p = predicted_copy({"write": writing or stack, "read": stack}, workload, self.copy_pace)
+            return {"write_bytes_per_s": p["copy write"], "read_bytes_per_s": p["copy read"]}
+        return _predicted(writing or stack, workload)
+
     def predicted(self, stack: Stack, workload) -> dict:
-        """:func:`_predicted`, the writes on the members' Disks of their writes (:attr:`write_disks`)."""
-        reads = _predicted(stack, workload)
+        """:meth:`plain`, the writes on the members' Disks of their writes (:attr:`write_disks`)."""
         writing = stack.evolve(disks=tuple(InMemoryDrive(self.write_disks.get(id(d.disk), d.disk), d.name)
                                            for d in stack.disks))
+        if isinstance(workload, FileCopy):
+            return self.plain(stack, workload, writing)
+        reads = _predicted(stack, workload)
         writes = _predicted(writing, workload)
         if isinstance(workload, FioJob):
             return writes if workload.is_write else reads
@@ -408,6 +422,13 @@ def host_part(c: Check) -> None:
     c.say("-- the loop-image study's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
     copy = FileCopy(repeats=c.args.copy_repeats, read_request_bytes=c.read_ahead_bytes,
                     copy_rate_bytes_per_s=c.page_copy_rate)
+    # the application's own time of each copy step (dd's process, its calls and copies), where no device is
+    # involved: the model's clock for the copy's steps, as stacks_check.py measures it
+    from stacks_check import pace_on_tmpfs
+
+    with runstate.ensure_run("layers_check: the copy's pace on tmpfs") as run:
+        c.copy_pace = pace_on_tmpfs(run, copy, [])
+    c.say("the copy's steps on tmpfs: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in sorted(c.copy_pace.items())))
     native = Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind="ext3"), (InMemoryDrive(c.fast, "sda"),), "native")
     n = c.run("native ext3", native, [copy])
     for allocation in ("sparse", "zero_filled"):
