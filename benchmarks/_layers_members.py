@@ -13,7 +13,7 @@ from diskmodel.model.drive.disk import flat_latency_disk
 from diskmodel.model.drive.drives import InMemoryDrive
 from diskmodel.model.predict import predict
 from diskmodel.model.stacks.raid import RaidArray
-from diskmodel.model.predictions.block_workloads import FioJob
+from diskmodel.model.predictions.block_workloads import FileCopy, FioJob
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.volumes import Partition
 from diskmodel.model.units import GIB, KIB, MIB
@@ -50,8 +50,22 @@ def calibrate_member(scratch_dir: str, size_bytes: int, budget_s: float):
             backend.close()
 
 
-def _predicted(stack: Stack, workload) -> dict:
-    prediction = predict(stack, workload)
+def copy_pace(run, copy) -> dict:
+    """Each copy step's own time on a tmpfs (``dd``'s process, its calls and copies, where no device is
+    involved): the model's clock for the copy's steps, as ``stacks_check.py`` measures it."""
+    from stacks_check import pace_on_tmpfs
+
+    return pace_on_tmpfs(run, copy, [])
+
+
+def _predicted(stack: Stack, workload, pace: dict | None = None, writing: Stack | None = None) -> dict:
+    """The rates of *workload* on *stack* (its writes on *writing* if given); the copy's steps at *pace*."""
+    if isinstance(workload, FileCopy) and pace:
+        from stacks_check import predicted_copy
+
+        p = predicted_copy({"write": writing or stack, "read": stack}, workload, pace)
+        return {"write_bytes_per_s": p["copy write"], "read_bytes_per_s": p["copy read"]}
+    prediction = predict(writing or stack, workload)
     if isinstance(workload, FioJob):
         return {"throughput_bytes_per_s": prediction.throughput_bytes_per_s}
     return {"write_bytes_per_s": prediction.write_bytes_per_s, "read_bytes_per_s": prediction.read_bytes_per_s}
@@ -171,3 +185,8 @@ def _stripe_on_one_device(disk, costs: dict, name: str = "btrfs raid0") -> Stack
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
     return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs", **costs),
                                 kind="btrfs"), (InMemoryDrive(disk, "sda"),), name)
+
+
+def _timed(stack: Stack) -> bool:
+    """Does the I/O path time *stack*? (It refuses btrfs RAID: no request-level path.)"""
+    return not any(isinstance(node, RaidArray) and node.tool == "btrfs" for _, node, _ in stack.nodes())

@@ -42,11 +42,7 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    loop layers' ``copy_rate_bytes_per_s``).  These costs are CPU work,
    which the shared host's load moves by up to twice from run to run: each
    is the median of at least 5 runs.  These rows are calibration rows.
-   (btrfs RAID is measured, not predicted: the I/O path that times every
-   other layer request by request has no model of btrfs's own allocator
-   and checksums, so its rows carry no error and are left out of the
-   medians; a data-path cost fitted on memory no longer has a model to
-   enter.)
+   (btrfs RAID is measured only: the I/O path has no model of it.)
 3. **Layers on the host** (loop and btrfs; this kernel has no md or
    device-mapper): btrfs RAID 1 over a fast and a slow member, btrfs RAID 0
    over two fast members (two regions of one scratch file: the stack says
@@ -148,8 +144,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _layers_members import (  # noqa: E402  (split out of this script; its tests reach them here)
-    DEVICE_BOUND_FRACTION, LARGE_WRITE_FRACTION, _closer, _flat, _predicted, _read_mirror,
-    _stripe_on_one_device, calibrate_member, device_bound, member_disk, parity_orderings, throttled_disk)
+    DEVICE_BOUND_FRACTION, LARGE_WRITE_FRACTION, _closer, _flat, _predicted, _read_mirror, _timed,
+    _stripe_on_one_device, calibrate_member, copy_pace, device_bound, member_disk, parity_orderings, throttled_disk)
 
 from diskmodel.calibrate.bench.hostcheck import calibrate_storage, disk_from_calibration  # noqa: E402
 from diskmodel.calibrate.bench.layers_bench import dirty_limit_bytes, measure_stack, page_cache_copy_rate  # noqa: E402
@@ -299,15 +295,8 @@ class Check:
         return (out, disk) if calibration is not None else out
 
     def plain(self, stack: Stack, workload, writing: Stack | None = None) -> dict:
-        """:func:`_predicted`; the copy's steps at their pace measured on a tmpfs (:attr:`copy_pace`: the
-        application's own time, ``dd``'s process, calls and copies, as ``stacks_check.py`` gives it), its
-        writes on *writing* if given."""
-        if isinstance(workload, FileCopy) and self.copy_pace:
-            from stacks_check import predicted_copy
-
-            p = predicted_copy({"write": writing or stack, "read": stack}, workload, self.copy_pace)
-            return {"write_bytes_per_s": p["copy write"], "read_bytes_per_s": p["copy read"]}
-        return _predicted(writing or stack, workload)
+        """:func:`_predicted`, the copy's steps at their pace on a tmpfs (:attr:`copy_pace`)."""
+        return _predicted(stack, workload, self.copy_pace, writing)
 
     def predicted(self, stack: Stack, workload) -> dict:
         """:meth:`plain`, the writes on the members' Disks of their writes (:attr:`write_disks`)."""
@@ -335,11 +324,6 @@ class Check:
         self.write_disks[id(reads)] = throttled_disk(self.write_disks[id(self.fast)].command_overhead_s + delay_s,
                                                      rate_bytes_per_s, f"{name}, writes")
         return reads
-
-
-def _timed(stack: Stack) -> bool:
-    """Does the I/O path time *stack*? (It refuses btrfs RAID: no request-level path.)"""
-    return not any(isinstance(node, RaidArray) and node.tool == "btrfs" for _, node, _ in stack.nodes())
 
 
 def null_device_part(c: Check) -> None:
@@ -422,12 +406,8 @@ def host_part(c: Check) -> None:
     c.say("-- the loop-image study's copy: native ext3, ext3 on a loop file over a sparse / zero-filled image")
     copy = FileCopy(repeats=c.args.copy_repeats, read_request_bytes=c.read_ahead_bytes,
                     copy_rate_bytes_per_s=c.page_copy_rate)
-    # the application's own time of each copy step (dd's process, its calls and copies), where no device is
-    # involved: the model's clock for the copy's steps, as stacks_check.py measures it
-    from stacks_check import pace_on_tmpfs
-
     with runstate.ensure_run("layers_check: the copy's pace on tmpfs") as run:
-        c.copy_pace = pace_on_tmpfs(run, copy, [])
+        c.copy_pace = copy_pace(run, copy)
     c.say("the copy's steps on tmpfs: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in sorted(c.copy_pace.items())))
     native = Stack(FileSystemNode(Partition(MIB, 512 * MIB), kind="ext3"), (InMemoryDrive(c.fast, "sda"),), "native")
     n = c.run("native ext3", native, [copy])
