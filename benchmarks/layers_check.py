@@ -202,7 +202,6 @@ class Check:
         self.read_ahead_bytes = 128 * KIB      # a loop device's read-ahead window, as the host has it
         self.write_disks: dict = {}            # id(a member's Disk of its reads) -> the Disk of its writes
         self.page_copy_rate = None             # the page cache's copy rate on a write (the copy's workload)
-        self.btrfs_costs: dict = {}            # btrfs's data path, measured on memory (RaidArray fs_* fields)
         self.copy_pace: dict = {}              # each copy step's time on a tmpfs (stacks_check.pace_on_tmpfs)
 
     def say(self, line: str = "") -> None:
@@ -374,11 +373,11 @@ def host_part(c: Check) -> None:
 
     c.say("-- btrfs RAID 1 (fast sda, throttled sdb) and RAID 0 (two fast members), fio on a file")
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(MIB, 256 * MIB, disk="sdb"))
-    mirror = Stack(FileSystemNode(RaidArray("raid1", two, tool="btrfs", **c.btrfs_costs), kind="btrfs"),
+    mirror = Stack(FileSystemNode(RaidArray("raid1", two, tool="btrfs"), kind="btrfs"),
                    (InMemoryDrive(c.fast, "sda"), InMemoryDrive(slow, "sdb")), "btrfs raid1")
     r1 = c.run("btrfs RAID 1 (fast + slow)", mirror, _jobs(**THROTTLED_BYTES), slow={"sdb": slow_limits},
                observed=_read_mirror)
-    c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast, c.btrfs_costs),
+    c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast, {}),
           _jobs(BTRFS_SEQ_BYTES))
     c.ordering("RAID 1 writes track the slower member (Dagenais)",
                _closer(r1["seqwrite_1m"], slow_m["seqwrite_1m"], fast_m["seqwrite_1m"]),

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._checks import FieldError, finite_scalar, show
+from ._checks import finite_scalar, show
 from .filesystems.filesystem import PageCache, file_system_access_time
 from .stacks.block import BlockEnv
 from .predictions.block_workloads import FileCopy, FioJob
@@ -306,10 +306,6 @@ def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None
 
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")
-    if job.region > node.size_bytes:
-        what = "moves" if job.region_bytes is None else "works in a region of"
-        raise FieldError("size_bytes", f"the job {what} {job.region} bytes, more than the device's "
-                         f"{node.size_bytes}", sep=": ")
     timed = predict_block_job(node, job, env.disks, calibrations=calibrations, limits=env.max_sectors_kb)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes

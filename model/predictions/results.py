@@ -283,7 +283,12 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     blk = np.arange(n, dtype=np.int64) % blocks
     if job.rw.startswith("rand"):
         rng = np.random.default_rng(1)
-        blk = np.concatenate([rng.permutation(blocks) for _ in range(-(-n // blocks))])[:n].astype(np.int64)
+        # whole passes a permutation each; a last partial pass (io_size over a large region) drawn without
+        # replacement, which needs no array of the region's every block
+        passes = [rng.permutation(blocks) for _ in range(n // blocks)]
+        if n % blocks:
+            passes.append(rng.choice(blocks, n % blocks, replace=False))
+        blk = np.concatenate(passes).astype(np.int64)
     is_write = job.rw.endswith("write")
     t = (np.arange(n) // int(job.iodepth)) * _CALL_S
     op = np.full(n, int(Op.WRITE if is_write else Op.READ), np.int8)
