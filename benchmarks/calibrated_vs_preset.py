@@ -31,7 +31,7 @@ there when absent) each calibration as ``DRIVE_BACKEND.json``, so that the emula
 (minutes each, root) are made once.
 
 Usage: python benchmarks/calibrated_vs_preset.py [--drives D ...] [--backends simulated emulated]
-    [--budget-s S] [--seed N] [--realtime] [--calibrations DIR]
+    [--budget-s S] [--seed N] [--realtime] [--calibrations DIR] [--seek two_piece|table]
 """
 from __future__ import annotations
 
@@ -179,17 +179,17 @@ def calibration(drive: str, backend: str, budget_s: float, seed: int, folder: Pa
     return calibration_from_json(path)
 
 
-def compare(drive: str, backend: str, result, preset, placements: tuple[int, int]) -> dict:
+def compare(drive: str, backend: str, result, preset, placements: tuple[int, int], seek: str = "two_piece") -> dict:
     """One drive and backend: each workload's elapsed time from the preset and the calibration (the
     mean over *placements*: (of a long workload, of a short one)), their relative difference, the
     difference at the first placement alone,
     and for a difference over BOUND each swap's difference. A workload the partition cannot hold (the
-    file system full) is a row with its reason and no figures."""
+    file system full) is a row with its reason and no figures. *seek*: the calibrated Disk's seek model."""
     from diskmodel.model.fit.calibration_views import write_cache_from
 
     # a calibration that only reads cannot see the drive's write cache: the prediction takes it from the
     # drive's own parameters, a named source, and says so in the disk's estimates (the section's "estimates")
-    calibrated = write_cache_from(result.to_disk(), preset, f"the {drive} parameters the emulator serves")
+    calibrated = write_cache_from(result.to_disk(seek=seek), preset, f"the {drive} parameters the emulator serves")
     rows = []
     for name, workload, short in workloads():
         count = placements[short]
@@ -236,6 +236,9 @@ def main(argv=None) -> int:
                         help="the emulator and the calibration under SCHED_FIFO (see _emulation_calibration.py)")
     parser.add_argument("--calibrations", default=None,
                         help="folder of DRIVE_BACKEND.json calibrations: read when there, written when not")
+    parser.add_argument("--seek", default="two_piece", choices=["two_piece", "table"],
+                        help="the calibrated Disk's seek model (CalibrationResult.to_disk): eq. 7's two-piece "
+                             "curve, or the table of measured means")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
     import tempfile
@@ -249,7 +252,7 @@ def main(argv=None) -> int:
         preset = model_drive(drive).disk
         for backend in args.backends:
             result = calibration(drive, backend, args.budget_s, args.seed, keep, args.realtime)
-            section = compare(drive, backend, result, preset, tuple(args.placements))
+            section = compare(drive, backend, result, preset, tuple(args.placements), args.seek)
             sections.append(section | {"load_average": list(os.getloadavg())})
     figures = {}
     for s in sections:

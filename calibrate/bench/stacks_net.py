@@ -304,8 +304,11 @@ def link_fit(per_request: dict) -> dict | None:
         if not all(s in times for s in LINK_SIZES):
             return None
         slope, intercept = np.polyfit(np.array(LINK_SIZES, float), [times[s] for s in LINK_SIZES], 1)
+        # a slope that moves the largest size's time by less than the fit's rounding is no copy cost (equal
+        # times give a slope of a few 1e-25 s/B, not 0)
+        copies = slope * max(LINK_SIZES) > 1e-9 * max(times[s] for s in LINK_SIZES)
         out[op] = {"overhead_s": max(float(intercept), 0.0),
-                   "copy_rate_bytes_per_s": 1.0 / slope if slope > 0 else None,
+                   "copy_rate_bytes_per_s": 1.0 / slope if copies else None,
                    "per_request_s": {str(s): times[s] for s in LINK_SIZES}}
     return out
 

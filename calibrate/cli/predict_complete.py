@@ -2,9 +2,10 @@
 
 A calibration (``diskmodel calibrate``) times reads at queue depth 1: it
 measures the mechanics and the zones, and a read-ahead where it finds one,
-but never the drive's write cache nor its interface rate (the host link's
-transfer, eq. 3's T_I): its Disk has ``cache_size_bytes`` 0 and
-``interface_rate_bytes_per_s`` inf.  A preset of the same drive has both,
+but never the drive's write cache, nor its interface rate (the host link's
+transfer, eq. 3's T_I) where the media is the slower: its Disk has ``cache_size_bytes`` 0 and
+``interface_rate_bytes_per_s`` inf (a drive whose sustained rate is its interface's, below the
+media's under the head, gets that rate: ``calibration_views``).  A preset of the same drive has both,
 so the two predict differently.  ``diskmodel predict --complete-from PRESET``
 takes the missing ones from PRESET; without it the prediction's first line
 says what is absent.  Nothing is filled in silently.

@@ -40,7 +40,6 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
     from ..drive.disk import Disk, flat_latency_disk
     from ..drive.cache import DriveCache
     from ..drive.seek import TwoPieceSeek
-    from ..drive.zones import Geometry, Zone
 
     knee_note = None
     if seek == "flat":
@@ -57,37 +56,16 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
         raise ValueError("no mechanical seek was found on this device: a Disk (rotation, seek curve) "
                          "would be meaningless; use to_disk(seek='flat') for its flat latency model")
     period = result.rotation_period_s
-    sector = 512 if result.block_size_bytes % 512 == 0 else result.block_size_bytes
-    estimates = []
-    surfaces = result.surfaces
-    if surfaces is None:
-        surfaces = 1
-        estimates.append(("geometry", "one surface: the surfaces were not visible in the timing"))
-    track_skew = result.track_skew_fraction or 0.0
-    cylinder_skew = result.cylinder_skew_fraction if result.cylinder_skew_fraction is not None else track_skew
-    if result.track_skew_fraction is None and result.cylinder_skew_fraction is None:
-        estimates.append(("skews", "none: no track change was measured"))
-    # the mean time a track change loses to its skew [rev]: surfaces - 1 head switches, one cylinder switch
-    lost = ((surfaces - 1) * track_skew + cylinder_skew) / surfaces
-    zones, first, held = [], 0, 0
-    # the disk holds at least the device's bytes (and at least *covers*): requests up to its end stay on the disk
-    cover = max(int(result.size_bytes), int(covers or 0))
-    for k, (start, end, rate) in enumerate(result.zones):
-        spt = max(1, int(round(rate * (1 + lost) * period / sector)))
-        per_cylinder = spt * sector * surfaces
-        cylinders = max(1, int(round((end - start) / per_cylinder)))
-        if k == len(result.zones) - 1:  # in whole cylinders: the last zone as many more as hold the rest
-            cylinders = max(cylinders, -(-(cover - held) // per_cylinder))
-        held += cylinders * per_cylinder
-        zones.append(Zone(first, first + cylinders - 1, spt, int(round(track_skew * spt)) % spt,
-                          int(round(cylinder_skew * spt)) % spt))
-        first += cylinders
-    geometry = Geometry(surfaces, tuple(zones), sector)
+    geometry, lost, bus, estimates = _calibrated_geometry(result, covers)
+    surfaces, sector = geometry.surfaces, geometry.sector_size_bytes
     scale = result.size_bytes / geometry.cylinders
     if seek == "two_piece":
         if result.two_piece is None:
             raise ValueError(f"seek='two_piece': there is no two-piece fit ({result.two_piece_error})")
-        per = surfaces * (1 + lost)  # the calibration's tracks in one of the disk's cylinders
+        # the calibration's tracks (its sustained rate times a revolution) in one of the disk's cylinders
+        per = surfaces * (1 + lost)
+        if bus is not None:  # a cylinder's bytes over a calibration track's, which the interface's rate set
+            per = surfaces * geometry.zones[0].sectors_per_track * sector / (bus[0] * period)
         p = result.two_piece.params
         knee = float(p["knee_cylinders"]) / per
         if knee >= geometry.cylinders - 1:
@@ -120,6 +98,12 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
         rates = np.array([z[2] for z in result.zones])
         overhead = max((result.overhead_s or 0.0) - result.block_size_bytes / float(np.median(rates)), 0.0)
         estimates.append(("command_overhead_s", "the floor of a one-block read less a block's transfer"))
+    interface = float("inf")
+    if bus is not None:
+        # the measured overhead is a one-block read's floor less the block's passage under the head: it
+        # holds the block's passage over the interface, which the simulation now times apart
+        interface = bus[0]
+        overhead = max(overhead - result.block_size_bytes / interface, 0.0)
     detected, segment_bytes, segments = result.read_ahead
     cache = None
     if detected and segment_bytes is not None and segments is not None:
@@ -142,6 +126,7 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
         estimates.append(("head switch", switch_note))
     return Disk(name=name or f"calibrated {result.target}", geometry=geometry, seek=model,
                 rpm=60.0 / period, command_overhead_s=overhead, head_switch_s=head_switch,
+                interface_rate_bytes_per_s=interface,
                 cache_size_bytes=0 if cache is None else cache.size_bytes, drive_cache=cache,
                 provenance=f"calibrated by diskmodel from {result.target} ({result.kind}); "
                            f"{result.device_time_s:.1f} s of device time",
@@ -150,6 +135,76 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
+
+
+def _calibrated_geometry(result, covers):
+    """(Geometry, the mean skew a track change loses [rev], :func:`_interface_limit`'s answer, the estimates
+    so far) of :func:`calibrated_disk`."""
+    from ..drive.zones import Geometry, Zone
+
+    period = result.rotation_period_s
+    sector = 512 if result.block_size_bytes % 512 == 0 else result.block_size_bytes
+    estimates = []
+    surfaces = result.surfaces
+    if surfaces is None:
+        surfaces = 1
+        estimates.append(("geometry", "one surface: the surfaces were not visible in the timing"))
+    track_skew = result.track_skew_fraction or 0.0
+    cylinder_skew = result.cylinder_skew_fraction if result.cylinder_skew_fraction is not None else track_skew
+    if result.track_skew_fraction is None and result.cylinder_skew_fraction is None:
+        estimates.append(("skews", "none: no track change was measured"))
+    # the mean time a track change loses to its skew [rev]: surfaces - 1 head switches, one cylinder switch
+    lost = ((surfaces - 1) * track_skew + cylinder_skew) / surfaces
+    bus = _interface_limit(result, lost, period, sector)
+    media_zones = result.zones
+    if bus is not None:  # one media zone of the block's passage; the sustained rate is the interface's
+        media_zones = ((0, int(result.size_bytes), bus[1] / (1 + lost)),)
+        estimates.append(("interface", bus[2]))
+    zones, first, held = [], 0, 0
+    # the disk holds at least the device's bytes (and at least *covers*): requests up to its end stay on the disk
+    cover = max(int(result.size_bytes), int(covers or 0))
+    for k, (start, end, rate) in enumerate(media_zones):
+        spt = max(1, int(round(rate * (1 + lost) * period / sector)))
+        per_cylinder = spt * sector * surfaces
+        cylinders = max(1, int(round((end - start) / per_cylinder)))
+        if k == len(media_zones) - 1:  # in whole cylinders: the last zone as many more as hold the rest
+            cylinders = max(cylinders, -(-(cover - held) // per_cylinder))
+        held += cylinders * per_cylinder
+        zones.append(Zone(first, first + cylinders - 1, spt, int(round(track_skew * spt)) % spt,
+                          int(round(cylinder_skew * spt)) % spt))
+        first += cylinders
+    return Geometry(surfaces, tuple(zones), sector), lost, bus, estimates
+
+
+#: A sustained rate this much below the rate under the head (a block's passage, with the skews' share)
+#: is taken for the interface's: the skews and the host's noise about a block's passage (a few per cent)
+#: stay well inside it, while a drive behind a slower bus shows the media at two to four times its rate.
+INTERFACE_LIMIT_RATIO = 1.25
+
+
+def _interface_limit(result, lost: float, period_s: float, sector: int):
+    """(interface rate, media rate [bytes/s], a note) where the calibration's sustained rate is the
+    interface's rather than the media's, else None.
+
+    A long read streams at the slower of the media and the interface (DiskSim's bus transfer
+    overlaps the media's). A block's passage under the head (``block_transfer_s``, timed from the
+    rotation's chains, which no bus transfer enters) gives the media's rate; where it exceeds the
+    fastest sustained rate, skews included, by :data:`INTERFACE_LIMIT_RATIO`, every zone rate is the
+    interface's, and the media's zones are hidden behind it: the disk gets one media zone of the
+    block's passage (its median over the start points) and the sustained rate as its interface rate.
+    A drive whose outer zones outrun its bus and whose inner ones do not is not told apart."""
+    x = result.block_transfer_s
+    if not x or not result.zones:
+        return None
+    fastest = max(float(z[2]) for z in result.zones)
+    media = result.block_size_bytes / float(x)
+    if media <= INTERFACE_LIMIT_RATIO * fastest * (1 + lost):
+        return None
+    spt = max(1, int(round(period_s / (float(x) * sector / result.block_size_bytes))))
+    return fastest, media, (
+        f"the sustained rate ({fastest / 1e6:.3f} MB/s) is below the rate under the head ({media / 1e6:.3f} MB/s, "
+        f"a block's passage of {float(x) * 1e6:.2f} us): taken as the interface's rate; the media as one zone of "
+        f"{spt} sectors per track (the zones behind the interface are not visible)")
 
 
 def write_cache_from(disk, source, source_name: str):
