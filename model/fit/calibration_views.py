@@ -89,7 +89,10 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
         if switch_note:
             estimates.append(("seek one cylinder", switch_note))
     elif seek == "table":
-        model = result.table.as_seek(scale, reach=geometry.cylinders - 1)
+        model, switch_note = _table_one_cylinder_within_skew(
+            result.table.as_seek(scale, reach=geometry.cylinders - 1), geometry, period)
+        if switch_note:
+            estimates.append(("seek one cylinder", switch_note))
     else:
         raise ValueError(f"seek must be 'two_piece', 'table' or 'flat' (got {seek!r})")
     if result.command_overhead_s is not None:
@@ -249,6 +252,28 @@ def _head_switch_within_skew(head_switch_s: float, geometry, period_s: float):
     return bound, (f"the measured head switch ({head_switch_s * 1e3:.4f} ms) outlasts the measured track skew: "
                    f"taken as {bound * 1e3:.4f} ms, half a sector inside it, as the drive's format makes a head "
                    f"switch")
+
+
+def _table_one_cylinder_within_skew(model, geometry, period_s: float):
+    """The table seek with its one-cylinder seek inside the measured cylinder skew, and a note (None where it
+    already was): :func:`_one_cylinder_within_skew`'s rule for the table of measured means. The means of the
+    shortest distances hold a uniform rotational wait only approached, and the table interpolates from the
+    implied (0, 0) to its first points, so its value at one cylinder lands on either side of the skew; where it
+    lands after it, every point up to one cylinder is held at the bound and a point is put at one cylinder."""
+    from ..drive.seek import TableSeek
+
+    bound = _within_skew_s(geometry, period_s, "cylinder")
+    one = float(model.seek_time_s(np.array([1.0]))[0])
+    if bound is None or one <= bound:
+        return model, None
+    d, t = model.distance_cylinders.copy(), model.seek_time_s_at_distance.copy()
+    t[d <= 1.0] = np.minimum(t[d <= 1.0], bound)
+    if not np.any(d == 1.0):
+        k = int(np.searchsorted(d, 1.0))
+        d, t = np.insert(d, k, 1.0), np.insert(t, k, bound)
+    return TableSeek(d, t), (f"the table's one-cylinder seek ({one * 1e3:.4f} ms) outlasts the measured cylinder "
+                             f"skew: held at {bound * 1e3:.4f} ms up to one cylinder, half a sector inside the skew, "
+                             f"as the drive's format makes a cylinder switch")
 
 
 def _one_cylinder_within_skew(model, geometry, period_s: float):
