@@ -177,19 +177,11 @@ def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None
 def pace_on_tmpfs(run, copy: FileCopy, specs: list[str]) -> dict:
     """Each workload's time on a tmpfs of its own (no device: the application's own time on this
     machine, now): step or spec -> seconds (the copy's: the median of its repeats, as the copy's own)."""
-    made: list = []
-    where = run.temp_dir("pace-")
-    res = run.intend("mount", mountpoint=str(where))
-    made.append(res)
-    try:
-        _run(["mount", "-t", "tmpfs", "-o", "size=256m,nosuid,nodev", "diskmodel-pace", str(where)])
-        run.created(res)
-        windows: list = []
+    from diskmodel.calibrate.bench.tmpfs import tmpfs_mounted
+
+    windows: list = []
+    with tmpfs_mounted(run, 256 << 20) as where:
         rates, tools = measure_cell(where, copy, specs, windows)
-    finally:
-        report = run.undo(made)
-        if report.left:
-            raise RuntimeError(f"tmpfs: teardown left {report.left}")
     out: dict = {}
     for label, t0, t1 in windows:
         out.setdefault(label, []).append(t1 - t0)

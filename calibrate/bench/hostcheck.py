@@ -282,16 +282,14 @@ def measure_memory_path(config: PostMarkConfig, disk: Disk, fs: FileSystem, layo
     """:class:`MemoryPath` of this machine, for workload *config* (a tmpfs mounted and removed here)."""
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.bench.postmark import run_postmark_once
+    from diskmodel.calibrate.bench.tmpfs import tmpfs_mounted
     from diskmodel.calibrate.bench.postmark_results import RunEnvironment
 
     # The tmpfs is recorded before it is mounted, and the run's teardown unmounts it
     # (also after a SIGKILL, through `diskmodel cleanup`).
-    with runstate.ensure_run("host check: PostMark on tmpfs") as state:
-        mnt = str(state.temp_dir("tmpfs."))
-        state.created(state.intend("mount", mountpoint=mnt))
-        done = process.run(["mount", "-t", "tmpfs", "-o", "size=4g,nosuid,nodev", "tmpfs", mnt], timeout_s=60)
-        if done.returncode != 0:
-            raise RuntimeError(f"tmpfs cannot be mounted on {mnt}: {done.stderr.strip()[:200]}")
+    with runstate.ensure_run("host check: PostMark on tmpfs") as state, \
+            tmpfs_mounted(state, 4 << 30, prefix="tmpfs.", source="tmpfs") as where:
+        mnt = str(where)
         f = os.path.join(mnt, "dd.bin")
         write = _dd_rate(["if=/dev/zero", f"of={f}", "bs=4096", "count=65536"])
         read = _dd_rate([f"if={f}", "of=/dev/null", "bs=4096"])

@@ -266,27 +266,14 @@ def pace_on_tmpfs(spec: str, *, timeout_s: float = 1800.0) -> float:
     page-cache hits). The model puts the workload's operations on that clock
     (:func:`diskmodel.model.iopath.workloads_pace.paced`). The tmpfs is recorded in the run before it is
     mounted and unmounted after, on every exit path."""
-    from diskmodel.calibrate.bench import process
+    from diskmodel.calibrate.bench.tmpfs import tmpfs_mounted
     from diskmodel.calibrate.harness import runstate
     from diskmodel.model.iopath.fileops import least_bytes_held
     from diskmodel.model.iopath.workload_spec import parse_workload
 
     size = least_bytes_held(parse_workload(spec)) * 2 + (64 << 20)  # the files, the copies made of them, slack
-    with runstate.ensure_run(f"pace of {spec} on tmpfs") as run:
-        where = run.temp_dir("pace-")
-        res = run.intend("mount", mountpoint=str(where))
-        try:
-            done = process.run(["mount", "-t", "tmpfs", "-o", f"size={size},nosuid,nodev", "diskmodel-pace",
-                                str(where)], timeout_s=60)
-            if done.returncode != 0:
-                run.absent(res)
-                raise RuntimeError(f"tmpfs cannot be mounted on {where}: {done.stderr.strip()[:200]}")
-            run.created(res)
-            return measure(spec, where, timeout_s=timeout_s).elapsed_s
-        finally:
-            report = run.undo([res])
-            if report.left:
-                raise RuntimeError(f"tmpfs of the pace: teardown left {'; '.join(report.left)}")
+    with runstate.ensure_run(f"pace of {spec} on tmpfs") as run, tmpfs_mounted(run, size) as where:
+        return measure(spec, where, timeout_s=timeout_s).elapsed_s
 
 
 def _main(argv: list[str]) -> int:
