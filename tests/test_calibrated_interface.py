@@ -1,8 +1,8 @@
 """A drive behind an interface slower than its media: the calibrated Disk takes the sustained rate for the
 interface's and the block's passage under the head for the media's.
 
-cheetah4LP and ibm18es (DiskSim's parameters) stream at their bus's 4.8 and 5.1 MB/s while their media
-pass 11-17 and 15-21 MB/s under the head. The references are the drives' own parameters (the Disk the
+cheetah4LP, ibm18es and atlas10k (DiskSim's parameters) stream at their bus's 4.8, 5.1 and 5.2 MB/s while
+their media pass 11-17, 15-24 and 20-29 MB/s under the head. The references are the drives' own parameters (the Disk the
 simulated backend times every read by), not the calibration code.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module", params=["cheetah4LP", "ibm18es"])
+@pytest.fixture(scope="module", params=["cheetah4LP", "ibm18es", "atlas10k"])
 def bus_limited(request):
     from diskmodel.calibrate.emulate.drives import model_drive, resolve_drive
     from diskmodel.calibrate.emulate.timing import drive_parameters_of
@@ -43,7 +43,8 @@ def test_the_media_is_the_block_passage_under_the_head(bus_limited):
     (zone,) = disk.geometry.zones
     assert min(spts) <= zone.sectors_per_track <= max(spts)
     # the measured command overhead held one block's passage over the interface, now timed apart
-    assert disk.command_overhead_s == pytest.approx(served.command_overhead_s, rel=0.15)
+    assert disk.command_overhead_s == pytest.approx(served.command_overhead_s,
+                                                    abs=max(0.15 * served.command_overhead_s, 30e-6))
 
 
 def test_sequential_and_random_writes_time_as_the_served_drive(bus_limited):
@@ -58,13 +59,17 @@ def test_sequential_and_random_writes_time_as_the_served_drive(bus_limited):
 
     drive, served, result = bus_limited
     calibrated = write_cache_from(result.to_disk(seek="table"), served, "the served drive's parameters")
+    # what reads cannot see of writes, from the named source: atlas10k's 0.49 ms write settle was -15 %
+    assert calibrated.write_settle_s == served.write_settle_s
+    assert "from the served drive's parameters" in dict(calibrated.estimates)["write cache"]
 
     def elapsed(disk, job):
         stack = Stack(FileSystemNode(Partition(MIB, 1024 * MIB, disk="sda"), kind="ext4"),
                       (InMemoryDrive(disk, "sda"),), "one disk")
         return predict(stack, job).elapsed_s
 
-    for job in (FioJob("read", MIB, 64 * MIB), FioJob("randwrite", 4096, 16 * MIB)):
+    for job in (FioJob("read", MIB, 64 * MIB), FioJob("randwrite", 4096, 16 * MIB),
+                FioJob("randread", 4096, 16 * MIB)):
         assert elapsed(calibrated, job) == pytest.approx(elapsed(served, job), rel=0.05), (drive, job)
 
 

@@ -7,7 +7,8 @@ transfer, eq. 3's T_I) where the media is the slower: its Disk has ``cache_size_
 ``interface_rate_bytes_per_s`` inf (a drive whose sustained rate is its interface's, below the
 media's under the head, gets that rate: ``calibration_views``).  A preset of the same drive has both,
 so the two predict differently.  ``diskmodel predict --complete-from PRESET``
-takes the missing ones from PRESET; without it the prediction's first line
+takes the missing ones from PRESET (and its write settle, which reads do not see either); without it the
+prediction's first line
 says what is absent.  Nothing is filled in silently.
 """
 from __future__ import annotations
@@ -20,13 +21,21 @@ def is_flat(disk) -> bool:
     return any(name == "seek" and how.startswith("none: flat latency") for name, how in disk.estimates)
 
 
+#: How the first line names each absent quantity where nothing completes it.
+_ABSENT_AS = {"drive cache": "no drive cache", "interface rate": "an infinite interface rate",
+              "write settle": "no write settle (the head's extra settling before it writes)"}
+
+
 def missing(disk) -> list[str]:
-    """What a calibrated hard disk lacks that a preset has: 'drive cache', 'interface rate'."""
+    """What a calibrated hard disk lacks that a preset may have: 'drive cache', 'interface rate', 'write settle'
+    (a calibration that only reads, its estimates' "write cache", sees no write's settling)."""
     out = []
     if disk.drive_cache is None and disk.cache_size_bytes == 0:
         out.append("drive cache")
     if math.isinf(disk.interface_rate_bytes_per_s):
         out.append("interface rate")
+    if disk.write_settle_s == 0 and "write cache" in dict(disk.estimates):
+        out.append("write settle")
     return out
 
 
@@ -48,9 +57,9 @@ def complete(disk, source: str, preset_name: str | None) -> tuple[object, str | 
     if not absent:
         return disk, None
     if preset_name is None:
-        what = " and ".join("no drive cache" if a == "drive cache" else "an infinite interface rate" for a in absent)
+        what = " and ".join(_ABSENT_AS[a] for a in absent)
         return disk, (f"note: {source}: the calibration measured no {' and no '.join(absent)}, so this prediction "
-                      f"has {what} (a preset of the same drive has them: give --complete-from PRESET, one of "
+                      f"has {what} (a preset of the same drive may have them: give --complete-from PRESET, one of "
                       f"{', '.join(available_presets())})")
     if preset_name not in available_presets():
         raise ValueError(f"--complete-from {preset_name}: not a preset (one of {', '.join(available_presets())})")
@@ -62,6 +71,9 @@ def complete(disk, source: str, preset_name: str | None) -> tuple[object, str | 
     if "interface rate" in absent and math.isfinite(preset.interface_rate_bytes_per_s):
         changes["interface_rate_bytes_per_s"] = preset.interface_rate_bytes_per_s
         taken.append(f"interface rate {preset.interface_rate_bytes_per_s / 1e6:.1f} MB/s")
+    if "write settle" in absent and preset.write_settle_s > 0:
+        changes["write_settle_s"] = preset.write_settle_s
+        taken.append(f"write settle {preset.write_settle_s * 1e3:.3f} ms")
     left = [a for a in absent if not any(t.startswith(a) for t in taken)]
     if not taken:
         return disk, (f"note: {source}: --complete-from {preset_name} has no {' and no '.join(absent)} either; "
@@ -73,7 +85,7 @@ def complete(disk, source: str, preset_name: str | None) -> tuple[object, str | 
     except ValueError as exc:
         raise ValueError(f"--complete-from {preset_name}: its cache does not fit {source}: {exc}") from None
     line = f"assumption: {source}: {' and '.join(taken)} taken from preset {preset_name} (the calibration measured "
-    line += "neither)" if len(taken) > 1 else "it not)"
+    line += {1: "it not)", 2: "neither)"}.get(len(taken), "none of them)")
     if left:
         line += f"; {preset_name} has no {' and no '.join(left)} either"
     return disk, line

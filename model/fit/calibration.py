@@ -26,9 +26,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._checks import evolve as _evolve
-from .._checks import show, whole_number
+from .._checks import evolve as _evolve, show, whole_number
 from .base import FitResult, Parameter, Parameters, frozen_array, json_safe
+from .interface import interface_limit
 from .latency import FlatLatencyFit, FlatnessTest, fit_flat_latency, flatness_test
 from .seek import TableFit, TwoPieceFit, fit_table, fit_two_piece
 
@@ -171,10 +171,12 @@ class CalibrationMeasurements:
         return np.abs(self.seek_to_bytes - self.seek_from_bytes)
 
     def track_of_bytes(self, offset_bytes) -> np.ndarray:
-        """Position in tracks of byte offsets [tracks]: the bytes before each offset
-        divided by the bytes of a track (rate * T_rot) of the zones they lie in."""
+        """Position in tracks of byte offsets [tracks]: the bytes before each offset divided by the bytes of a
+        track (rate * T_rot) of the zones they lie in; the media's where the interface limits (fit/interface.py)."""
         if self.rotation_period_s is None:
             raise ValueError("there is no rotation period, hence no tracks, on this device")
+        if (limit := interface_limit(self)) is not None:
+            return np.asarray(offset_bytes, dtype=float) / limit.track_bytes(self.rotation_period_s)
         starts = np.array([z[0] for z in self.zones] + [self.zones[-1][1]], dtype=float)
         per_track = np.array([z[2] for z in self.zones]) * self.rotation_period_s
         knots = np.concatenate(([0.0], np.cumsum(np.diff(starts) / per_track)))

@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 
+from .interface import interface_limit, track_change_loss_rev
 from .latency import FlatLatencyFit
 from .seek import TableFit, TwoPieceFit
 
@@ -62,10 +63,7 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
     if seek == "two_piece":
         if result.two_piece is None:
             raise ValueError(f"seek='two_piece': there is no two-piece fit ({result.two_piece_error})")
-        # the calibration's tracks (its sustained rate times a revolution) in one of the disk's cylinders
-        per = surfaces * (1 + lost)
-        if bus is not None:  # a cylinder's bytes over a calibration track's, which the interface's rate set
-            per = surfaces * geometry.zones[0].sectors_per_track * sector / (bus[0] * period)
+        per = surfaces * (1 + lost)  # the calibration's tracks in one of the disk's cylinders
         p = result.two_piece.params
         knee = float(p["knee_cylinders"]) / per
         if knee >= geometry.cylinders - 1:
@@ -105,7 +103,7 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
     if bus is not None:
         # the measured overhead is a one-block read's floor less the block's passage under the head: it
         # holds the block's passage over the interface, which the simulation now times apart
-        interface = bus[0]
+        interface = bus.interface_rate_bytes_per_s
         overhead = max(overhead - result.block_size_bytes / interface, 0.0)
     detected, segment_bytes, segments = result.read_ahead
     cache = None
@@ -141,7 +139,7 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
 
 
 def _calibrated_geometry(result, covers):
-    """(Geometry, the mean skew a track change loses [rev], :func:`_interface_limit`'s answer, the estimates
+    """(Geometry, the mean skew a track change loses [rev], its :func:`~.interface.interface_limit`, the estimates
     so far) of :func:`calibrated_disk`."""
     from ..drive.zones import Geometry, Zone
 
@@ -157,12 +155,12 @@ def _calibrated_geometry(result, covers):
     if result.track_skew_fraction is None and result.cylinder_skew_fraction is None:
         estimates.append(("skews", "none: no track change was measured"))
     # the mean time a track change loses to its skew [rev]: surfaces - 1 head switches, one cylinder switch
-    lost = ((surfaces - 1) * track_skew + cylinder_skew) / surfaces
-    bus = _interface_limit(result, lost, period, sector)
+    lost = track_change_loss_rev(surfaces, track_skew, cylinder_skew)
+    bus = interface_limit(result)
     media_zones = result.zones
     if bus is not None:  # one media zone of the block's passage; the sustained rate is the interface's
-        media_zones = ((0, int(result.size_bytes), bus[1] / (1 + lost)),)
-        estimates.append(("interface", bus[2]))
+        media_zones = ((0, int(result.size_bytes), bus.track_bytes(period) / period),)
+        estimates.append(("interface", bus.note(period, sector, result.block_size_bytes)))
     zones, first, held = [], 0, 0
     # the disk holds at least the device's bytes (and at least *covers*): requests up to its end stay on the disk
     cover = max(int(result.size_bytes), int(covers or 0))
@@ -179,53 +177,30 @@ def _calibrated_geometry(result, covers):
     return Geometry(surfaces, tuple(zones), sector), lost, bus, estimates
 
 
-#: A sustained rate this much below the rate under the head (a block's passage, with the skews' share)
-#: is taken for the interface's: the skews and the host's noise about a block's passage (a few per cent)
-#: stay well inside it, while a drive behind a slower bus shows the media at two to four times its rate.
-INTERFACE_LIMIT_RATIO = 1.25
-
-
-def _interface_limit(result, lost: float, period_s: float, sector: int):
-    """(interface rate, media rate [bytes/s], a note) where the calibration's sustained rate is the
-    interface's rather than the media's, else None.
-
-    A long read streams at the slower of the media and the interface (DiskSim's bus transfer
-    overlaps the media's). A block's passage under the head (``block_transfer_s``, timed from the
-    rotation's chains, which no bus transfer enters) gives the media's rate; where it exceeds the
-    fastest sustained rate, skews included, by :data:`INTERFACE_LIMIT_RATIO`, every zone rate is the
-    interface's, and the media's zones are hidden behind it: the disk gets one media zone of the
-    block's passage (its median over the start points) and the sustained rate as its interface rate.
-    A drive whose outer zones outrun its bus and whose inner ones do not is not told apart."""
-    x = result.block_transfer_s
-    if not x or not result.zones:
-        return None
-    fastest = max(float(z[2]) for z in result.zones)
-    media = result.block_size_bytes / float(x)
-    if media <= INTERFACE_LIMIT_RATIO * fastest * (1 + lost):
-        return None
-    spt = max(1, int(round(period_s / (float(x) * sector / result.block_size_bytes))))
-    return fastest, media, (
-        f"the sustained rate ({fastest / 1e6:.3f} MB/s) is below the rate under the head ({media / 1e6:.3f} MB/s, "
-        f"a block's passage of {float(x) * 1e6:.2f} us): taken as the interface's rate; the media as one zone of "
-        f"{spt} sectors per track (the zones behind the interface are not visible)")
-
-
 def write_cache_from(disk, source, source_name: str):
-    """*disk*, a calibrated Disk whose write cache was not measured (its estimates say so), with the write
-    policy of *source*'s buffer (write-back and its fast-write level, DiskSim's ``Fast write level``) put
-    into its own measured buffer, and its estimates naming *source_name* for it. A calibration that
-    only reads cannot see how the drive takes writes; this takes it from a named source instead. The
-    disk is returned as it is where either has no buffer (its estimate stays) or its write cache was
-    measured."""
-    notes = dict(disk.estimates)
-    if "write cache" not in notes or disk.drive_cache is None or source.drive_cache is None:
+    """*disk*, a calibrated Disk whose writes were not measured (its estimates say so), with what *source*
+    says of them: the write policy of its buffer (write-back and its fast-write level, DiskSim's ``Fast write
+    level``) put into the disk's own measured buffer, and its write settle (DiskSim's ``Write settle
+    delay``, the extra settling before the head writes: 0.49 ms on atlas10k), and the estimates naming
+    *source_name* for them. A calibration that only reads cannot see how the drive takes writes; this takes
+    it from a named source instead. The disk is returned as it is where its writes were measured, or where
+    *source* changes nothing (neither has a buffer and their write settles agree)."""
+    if "write cache" not in dict(disk.estimates):
         return disk
-    cache = dataclasses.replace(disk.drive_cache, write_back=source.drive_cache.write_back,
-                                fast_write_level=source.drive_cache.fast_write_level)
-    policy = (f"write-back, fast write level {cache.fast_write_level}" if cache.write_back else "write-through")
+    changes, taken = {}, []
+    if disk.drive_cache is not None and source.drive_cache is not None:
+        changes["drive_cache"] = dataclasses.replace(disk.drive_cache, write_back=source.drive_cache.write_back,
+                                                     fast_write_level=source.drive_cache.fast_write_level)
+        taken.append(f"write-back, fast write level {source.drive_cache.fast_write_level}"
+                     if source.drive_cache.write_back else "write-through")
+    if source.write_settle_s != disk.write_settle_s:
+        changes["write_settle_s"] = source.write_settle_s
+        taken.append(f"write settle {source.write_settle_s * 1e3:.3f} ms")
+    if not changes:
+        return disk
     estimates = tuple((k, v) for k, v in disk.estimates if k != "write cache") + (
-        ("write cache", f"not measured: {policy}, from {source_name}"),)
-    return disk.evolve(drive_cache=cache, estimates=estimates)
+        ("write cache", f"not measured: {', '.join(taken)}, from {source_name}"),)
+    return disk.evolve(**changes, estimates=estimates)
 
 
 def _within_skew_s(geometry, period_s: float, which: str):
