@@ -37,6 +37,11 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
     ``"table"``, or ``"flat"`` for a device with no mechanical seek (its flat
     latency model); the first two raise ValueError where the device shows no
     mechanical seek.
+
+    Behind an interface slower than the media (:mod:`diskmodel.model.fit.interface`): the sustained rate is
+    the interface rate, the media one zone of the measured block's passage, the command overhead less a
+    block's passage over the interface, and a measured segment too small for consecutive sequential reads to
+    stream as one long read widened until they do (each said in the estimates).
     """
     from ..drive.disk import Disk, flat_latency_disk
     from ..drive.cache import DriveCache
