@@ -15,7 +15,8 @@ from .seek import TableFit, TwoPieceFit
 __all__ = ["calibrated_disk", "write_cache_from", "plot_seek_calibration", "plot_zone_calibration"]
 
 
-def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, covers: int | None = None):
+def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, covers: int | None = None, *,
+                    size_segment: bool = True):
     """A :class:`diskmodel.model.Disk` from a calibration: rpm from the rotation
     period, zones from the measured rates, the fitted seek, the command overhead,
     and what the calibration saw of the drive's mechanics and buffer.
@@ -41,7 +42,8 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
     Behind an interface slower than the media (:mod:`diskmodel.model.fit.interface`): the sustained rate is
     the interface rate, the media one zone of the measured block's passage, the command overhead less a
     block's passage over the interface, and a measured segment too small for consecutive sequential reads to
-    stream as one long read widened until they do (each said in the estimates).
+    stream as one long read widened until they do (each said in the estimates; *size_segment* False skips
+    that check, for a caller that keeps another buffer).
     """
     from ..drive.disk import Disk, flat_latency_disk
     from ..drive.cache import DriveCache
@@ -141,11 +143,12 @@ def calibrated_disk(result, seek: str = "two_piece", name: str | None = None, co
                     if seek == "two_piece" else f"table against byte distance, rescaled by {scale:.0f} bytes "
                                                 f"per cylinder"),)
                 + ((("seek knee", knee_note),) if knee_note else ()))
-    return disk if bus is None else _segment_streaming(disk)
+    return _segment_streaming(disk) if bus is not None and size_segment else disk
 
 
 #: Consecutive requests of a long sequential read stream within this share of one long request's rate.
 STREAMING_TOLERANCE = 0.05
+_SESSION_BLOCK_BYTES = 512  # the simulation's logical block (DriveSession's lbn and blocks)
 
 
 def _consecutive_rate(disk, requests: int = 4, request_bytes: int = 1 << 20) -> float:
@@ -156,9 +159,10 @@ def _consecutive_rate(disk, requests: int = 4, request_bytes: int = 1 << 20) -> 
     from ..simulator.session import DriveSession
 
     session = DriveSession(DriveParameters.from_disk(disk))
+    blocks = request_bytes // _SESSION_BLOCK_BYTES
     began = t = session.serve(False, 0, 1, 0.0).completion_s
     for k in range(requests):
-        t = session.serve(False, 1 + k * (request_bytes // 512), request_bytes // 512, t).completion_s
+        t = session.serve(False, 1 + k * blocks, blocks, t).completion_s
     return requests * request_bytes / (t - began)
 
 
@@ -168,10 +172,9 @@ def _segment_streaming(disk):
 
     Behind an interface slower than the media, the media fills a segment faster than the bus drains it; with a
     segment too small, each new request of a sequential stream finds the media stopped and waits for its sector
-    (atlas_III's 32 KiB segment streams 1 MiB requests at 4.36 MB/s, an 8.5 KiB one at 1.96 MB/s). A drive's
-    read-ahead carries a sequential stream from one request into the next, and the buffer probe's strides can
-    mis-size the segment where a drive serves them unevenly (atlas_III: strides of 17-30 blocks are slower
-    than those of 33-70). Assumed: consecutive 1 MiB requests stream within :data:`STREAMING_TOLERANCE` of
+    (docs/benchmarks.md, "The interface taken apart from the media": atlas_III). A drive's read-ahead carries a
+    sequential stream from one request into the next, and the buffer probe's strides can mis-size the segment
+    where a drive serves them unevenly (atlas_III's are not served in order of their length). Assumed: consecutive 1 MiB requests stream within :data:`STREAMING_TOLERANCE` of
     one 4 MiB request; where the measured segment does not, it is taken as the least multiple of itself (up
     to 16) that does."""
     import dataclasses
@@ -223,7 +226,6 @@ def _calibrated_geometry(result, covers):
     media_zones = result.zones
     if bus is not None:  # one media zone of the block's passage; the sustained rate is the interface's
         media_zones = ((0, int(result.size_bytes), bus.track_bytes(period) / period),)
-        estimates.append(("interface", bus.note(period, sector, result.block_size_bytes)))
     zones, first, held = [], 0, 0
     # the disk holds at least the device's bytes (and at least *covers*): requests up to its end stay on the disk
     cover = max(int(result.size_bytes), int(covers or 0))
@@ -237,6 +239,8 @@ def _calibrated_geometry(result, covers):
         zones.append(Zone(first, first + cylinders - 1, spt, int(round(track_skew * spt)) % spt,
                           int(round(cylinder_skew * spt)) % spt))
         first += cylinders
+    if bus is not None:
+        estimates.append(("interface", bus.note(result.block_size_bytes, zones[0].sectors_per_track)))
     return Geometry(surfaces, tuple(zones), sector), lost, bus, estimates
 
 

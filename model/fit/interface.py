@@ -8,8 +8,8 @@ calibration found is the interface's and the media's zones are hidden behind it.
 
 * the seek pairs are counted in the media's tracks (:meth:`CalibrationMeasurements.track_of_bytes`), so
   that pairs within two of the head's tracks, whose positioning is none or a head switch, stay out of the
-  seek curve's fits as they do on any other drive (in the interface's tracks, a quarter of a media track on
-  ibm18es, they entered them and pulled the short piece down);
+  seek curve's fits as they do on any other drive (counted in the interface's tracks, a fraction of the head's,
+  they entered them and pulled the short piece down);
 * the calibrated Disk (:func:`~diskmodel.model.fit.calibration_views.calibrated_disk`) has one media zone
   of the block's passage and the sustained rate as its interface rate.
 
@@ -18,6 +18,8 @@ A drive whose outer zones outrun its interface and whose inner ones do not is no
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .._checks import finite_scalar, positive_rate
 
 __all__ = ["INTERFACE_LIMIT_RATIO", "InterfaceLimit", "interface_limit", "track_change_loss_rev"]
 
@@ -36,18 +38,23 @@ class InterfaceLimit:
     media_rate_bytes_per_s: float
     track_change_loss_rev: float
 
+    def __post_init__(self):
+        positive_rate("interface_rate_bytes_per_s", self.interface_rate_bytes_per_s)
+        positive_rate("media_rate_bytes_per_s", self.media_rate_bytes_per_s)
+        finite_scalar("track_change_loss_rev", self.track_change_loss_rev, nonnegative=True)
+
     def track_bytes(self, period_s: float) -> float:
         """The bytes of one of the media's tracks as a sustained read counts them: the media's rate with the
         skews' share taken off, times a revolution (a zone's ``rate * T_rot`` on a drive the media limits)."""
         return self.media_rate_bytes_per_s / (1.0 + self.track_change_loss_rev) * period_s
 
-    def note(self, period_s: float, sector_bytes: int, block_bytes: int) -> str:
+    def note(self, block_bytes: int, sectors_per_track: int) -> str:
+        """What the calibrated Disk's estimates say of it, its media zone having *sectors_per_track*."""
         x = block_bytes / self.media_rate_bytes_per_s
-        spt = max(1, int(round(period_s / (x * sector_bytes / block_bytes))))
         return (f"the sustained rate ({self.interface_rate_bytes_per_s / 1e6:.3f} MB/s) is below the rate under "
                 f"the head ({self.media_rate_bytes_per_s / 1e6:.3f} MB/s, a block's passage of {x * 1e6:.2f} us): "
-                f"taken as the interface's rate; the media as one zone of {spt} sectors per track (the zones "
-                f"behind the interface are not visible)")
+                f"taken as the interface's rate; the media as one zone of {sectors_per_track} sectors per track "
+                f"(the zones behind the interface are not visible)")
 
 
 def track_change_loss_rev(surfaces, track_skew_fraction, cylinder_skew_fraction) -> float:

@@ -81,7 +81,8 @@ def drawn_disk(base, drawn_result, seek: str = "two_piece"):
     ``drawn_result`` (a draw of :func:`calibration_draws`); its buffer, interface and name kept."""
     from ..fit.calibration_views import calibrated_disk
 
-    d = calibrated_disk(drawn_result, seek=seek, covers=base.capacity_bytes)  # every request of the point's fits
+    # every request of the point's fits; the buffer is base's, so the draw's segment is not sized
+    d = calibrated_disk(drawn_result, seek=seek, covers=base.capacity_bytes, size_segment=False)
     if seek == "flat":
         return dataclasses.replace(base, rpm=d.rpm, seek=d.seek, geometry=d.geometry,
                                    command_overhead_s=d.command_overhead_s)
