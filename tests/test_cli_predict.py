@@ -196,9 +196,9 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     # its next call (the model's 2 us a system call, 2048 of them), whatever the measured latency (a fast one
     # made that 5.4 % of the run on 2026-12-04, past a bound of 5 % on the whole run)
     assert set(part["parts_s"]) == {"busy_s.sda"}
-    from diskmodel.model.predictions.results import _CALL_S
+    from diskmodel.model.iopath.fileops import CALL_S
 
-    assert part["elapsed_s"] - part["parts_s"]["busy_s.sda"] == pytest.approx(2048 * _CALL_S, rel=0.05)
+    assert part["elapsed_s"] - part["parts_s"]["busy_s.sda"] == pytest.approx(2048 * CALL_S, rel=0.05)
     # the job's time has an interval from the flat model's mean latency (standard error std / sqrt(n)) and from
     # its own 2048 requests' latencies, drawn from the measured spread (std / sqrt(2048) of the mean): at most
     # as wide, relatively, as both together (a loaded host widens the measured spread, and so the interval).

@@ -151,9 +151,12 @@ class _Uniform:
 
 #: Seconds per file operation (see the module docstring).
 FILE_OP_S = 250e-6
+#: Seconds per system call, and the page cache's copy rate [bytes/s]: every workload's defaults.
+CALL_S = 2e-6
+COPY_BYTES_PER_S = 2e9
 
 
-def postmark(config, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S,
+def postmark(config, *, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S, file_op_s: float = FILE_OP_S,
              sync_at_end: bool = True) -> FileOps:
     """PostMark 1.5 on ``config`` (a :class:`diskmodel.model.predictions.workload.PostMarkConfig`)."""
     rng = _Uniform(config.seed)
@@ -213,7 +216,7 @@ def postmark(config, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, fil
 
 
 def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, fsync: int = 0,
-        seed: int = 1, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9, sync_at_end: bool = True) -> FileOps:
+        seed: int = 1, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S, sync_at_end: bool = True) -> FileOps:
     """One fio job on a new file of ``size`` bytes; a read job's file is laid out first (written,
     fsynced and dropped from the cache, as fio does before reading)."""
     if rw not in ("read", "write", "randread", "randwrite"):
@@ -248,7 +251,7 @@ def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, 
     return b.build([0], [0], sync_at_end)
 
 
-def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
          sync_at_end: bool = True) -> FileOps:
     """``cp`` of a ``size``-byte file (file 0, on the device) to a new file (file 1)."""
     size = _whole("size", size, 1)
@@ -263,7 +266,7 @@ def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = 2e-6, copy
     return b.build([0, 0], [size, 0], sync_at_end)
 
 
-def metadata(op: str, files: int, *, file_bytes: int = 0, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+def metadata(op: str, files: int, *, file_bytes: int = 0, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
              file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
     """``op`` (create, stat or delete) of ``files`` files of ``file_bytes`` each in one directory; a
     stat or delete finds the files already on the device, their inodes not cached."""

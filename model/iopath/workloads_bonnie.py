@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fileops import FILE_OP_S, FileOps, Kind, _Builder, _whole
+from .fileops import CALL_S, COPY_BYTES_PER_S, FILE_OP_S, FileOps, Kind, _Builder, _whole
 
 __all__ = ["BonnieConfig", "PHASES", "IO_PHASES", "FILE_PHASES", "bonnie", "bonnie_argv", "describe"]
 
@@ -257,7 +257,7 @@ class _Gen:
             self._add(Kind.SYNC, -1)
 
 
-def bonnie(config: BonnieConfig, *, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+def bonnie(config: BonnieConfig, *, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
            file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
     """Bonnie++'s phases ``config.phases`` (see the module docstring)."""
     g = _Gen(config, call_s, copy_bytes_per_s, file_op_s)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .fileops import FILE_OP_S, FileOps, Kind, _Builder, _whole
+from .fileops import CALL_S, COPY_BYTES_PER_S, FILE_OP_S, FileOps, Kind, _Builder, _whole
 
 __all__ = ["dd_copy", "dd_pairs", "describe_dd", "DD_BLOCK_BYTES", "STEPS"]
 
@@ -31,8 +31,8 @@ DD_BLOCK_BYTES = 1 << 20
 STEPS = ("write", "read")
 
 
-def dd_copy(size: int, step: str, *, block_bytes: int = DD_BLOCK_BYTES, call_s: float = 2e-6,
-            copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S) -> FileOps:
+def dd_copy(size: int, step: str, *, block_bytes: int = DD_BLOCK_BYTES, call_s: float = CALL_S,
+            copy_bytes_per_s: float = COPY_BYTES_PER_S, file_op_s: float = FILE_OP_S) -> FileOps:
     """One step of the copy of a ``size``-byte file (see the module docstring): ``write`` (a new
     file written in ``block_bytes`` calls, then fsync) or ``read`` (the file, on the device and
     not cached, read in ``block_bytes`` calls)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fileops import FILE_OP_S, FileOps, Kind, _Builder, _whole
+from .fileops import CALL_S, COPY_BYTES_PER_S, FILE_OP_S, FileOps, Kind, _Builder, _whole
 
 __all__ = ["tar", "image", "tar_pairs", "image_pairs", "describe_tar", "describe_image", "readdir_order",
            "TAR_BLOCK_BYTES"]
@@ -53,7 +53,7 @@ def readdir_order(files: int, directories: int, order: str = "hash", seed: int =
 
 
 def tar(files: int, file_bytes: int, *, directories: int = 1, blocking: int = TAR_BLOCKING,
-        order: str = "hash", seed: int = 1, call_s: float = 2e-6, copy_bytes_per_s: float = 2e9,
+        order: str = "hash", seed: int = 1, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
         file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
     """``tar -cf`` of a tree of ``files`` files of ``file_bytes`` each, in ``directories``
     directories (file ``i`` in directory ``i * directories // files``), met in readdir's ``order``
@@ -103,8 +103,8 @@ def tar(files: int, file_bytes: int, *, directories: int = 1, blocking: int = TA
     return b.build(dirs, initial, sync_at_end)
 
 
-def image(size: int, *, kind: str = "zero", chunk_bytes: int = 1 << 20, call_s: float = 2e-6,
-          copy_bytes_per_s: float = 2e9, file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
+def image(size: int, *, kind: str = "zero", chunk_bytes: int = 1 << 20, call_s: float = CALL_S,
+          copy_bytes_per_s: float = COPY_BYTES_PER_S, file_op_s: float = FILE_OP_S, sync_at_end: bool = True) -> FileOps:
     """A new ``size``-byte disk image, ``kind`` ``zero`` (dd from /dev/zero in ``chunk_bytes``
     calls, then fsync) or ``sparse`` (truncate)."""
     if kind not in ("zero", "sparse"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import FieldError
-from ..iopath.fileops import FileOps
+from ..iopath.fileops import CALL_S, FileOps
 from ..iopath.stream import Flag, Op, Stream
 from ..iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
@@ -46,7 +46,6 @@ ASSUMPTIONS = (
     ("intervals", "none: no calibration's uncertainty was given (a preset, a DiskSim drive or a Disk alone); "
                   "the figures are point predictions"),
 )
-_CALL_S = 2e-6  # the application's time per system call (model.iopath.fileops' default)
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,12 +289,12 @@ def block_job_stream(job, size_bytes: int) -> Stream:
             passes.append(rng.choice(blocks, n % blocks, replace=False))
         blk = np.concatenate(passes).astype(np.int64)
     is_write = job.rw.endswith("write")
-    t = (np.arange(n) // int(job.iodepth)) * _CALL_S
+    t = (np.arange(n) // int(job.iodepth)) * CALL_S
     op = np.full(n, int(Op.WRITE if is_write else Op.READ), np.int8)
     flags = np.full(n, int(Flag.SYNC) if is_write else 0, np.int16)
     off, sz = blk * bs, np.full(n, bs, np.int64)
     if is_write and job.end_fsync:
-        t, op = np.append(t, t[-1] + _CALL_S if n else 0.0), np.append(op, np.int8(Op.FLUSH))
+        t, op = np.append(t, t[-1] + CALL_S if n else 0.0), np.append(op, np.int8(Op.FLUSH))
         off, sz = np.append(off, 0), np.append(sz, 0)
         flags = np.append(flags, np.int16(Flag.PREFLUSH | Flag.SYNC))
     return Stream.from_arrays(time_s=t, op=op, offset_bytes=off, size_bytes=sz, flags=flags)
@@ -480,11 +479,11 @@ def _copy_ops(size: int, chunk: int, rate: float, write: bool) -> FileOps:
     offs = np.arange(0, size, chunk, dtype=np.int64)
     sizes = np.minimum(chunk, size - offs)
     kind = np.full(offs.size, int(Kind.WRITE if write else Kind.READ), np.int8)
-    t = np.concatenate(([0.0], np.cumsum(sizes / rate)[:-1])) + _CALL_S * np.arange(offs.size)
+    t = np.concatenate(([0.0], np.cumsum(sizes / rate)[:-1])) + CALL_S * np.arange(offs.size)
     if write:
         kind = np.concatenate(([int(Kind.CREATE)], kind, [int(Kind.FSYNC)])).astype(np.int8)
         offs, sizes = np.concatenate(([0], offs, [0])), np.concatenate(([0], sizes, [0]))
-        t = np.concatenate(([0.0], t + _CALL_S, [t[-1] + sizes[-2] / rate + 2 * _CALL_S]))
+        t = np.concatenate(([0.0], t + CALL_S, [t[-1] + sizes[-2] / rate + 2 * CALL_S]))
     n = kind.size
     return FileOps(time_s=t, kind=kind, file=np.zeros(n, np.int64), offset_bytes=offs, size_bytes=sizes,
                    chunk_bytes=sizes.copy(), direct=np.zeros(n, bool), dir_of_file=np.zeros(1, np.int64),
