@@ -80,14 +80,18 @@ def block_passages_again(periods, chains, rough_s: float) -> dict:
     puts its period off by s1 + 1 times that, while its medians d_back and d_fwd(s1) (each over many
     reads) move it by less than its gaps' spread. Where a period (*periods*) lies further from the median
     than five scaled median deviations and than twice its gaps' spread, x is solved from the same formula
-    at the median period; *chains* holds each start point's (s1, d_fwd(s1), d_back, gaps' spread [s]).
+    at the median period; *chains* holds each start point's (s1, d_fwd(s1), d_back, gaps' spread [s]), or None
+    where no forward chain timed it.
     The tracks' chains take their stride (a third of a track) from x, so one put off misses its strides
     and the head switch's chains theirs."""
     p = np.asarray(periods, dtype=float)
     period = float(np.median(p))
     spread = float(median_abs_deviation(p, scale="normal"))
     again = {}
-    for j, (s1, m1, mb, width) in enumerate(chains):
+    for j, at in enumerate(chains):
+        if at is None:  # a start point timed by descending chains alone (rotation_chains.descending_period)
+            continue
+        s1, m1, mb, width = at
         x = (period - mb + m1) / (s1 + 1)
         if abs(p[j] - period) > max(5 * spread, 2 * width) and 0 < x < 0.5 * rough_s / max(s1, 1):
             again[j] = float(x)

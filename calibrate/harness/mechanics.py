@@ -43,17 +43,19 @@ found first, and the rest is measured with patterns it cannot serve:
   that lost a revolution (:func:`~diskmodel.calibrate.harness.head_switch.caught_limit`:
   the least of many reads is pulled down by their noise; each read's time on its stride's
   line where the host's noise is not the drive's: :func:`~diskmodel.calibrate.harness.head_switch.line_limit`),
-  less the same-track
-  floor found alike. The reads after a head
-  switch are told by their wait, or, where the kinds were told apart by
-  position, by their position below a cylinder switch found.
+  less the same-track floor found alike. The reads after a head switch are told by their
+  wait, or, where the kinds were told apart by position, by their position below a cylinder
+  switch found.
+
+Where the read-ahead covers a whole track, no forward read waits for its
+sector on its own track; the period then comes from descending chains alone
+(:func:`~diskmodel.calibrate.harness.rotation_chains.descending_period`).
 
 Every quantity comes with how it was obtained: ``measured``, ``estimated``
 (from a related figure, said in the detail) or ``not visible`` (null).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +65,8 @@ from diskmodel.calibrate.harness.head_switch import (block_passages_again, desce
                                                      periodic_kind, track_runs, visible_every, wait_groups,
                                                      without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
+from diskmodel.calibrate.harness.rotation_chains import (chains_at_median_gap, descending_note, descending_period,
+                                                         forward_start)
 from diskmodel.model.units import MIB
 
 __all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
@@ -109,143 +113,6 @@ class RotationMeasurement:
     transfer_samples_s: list = field(default_factory=list)
 
 
-def _below(meter: Meter, low: int, reads: int, stride: int) -> int:
-    """The start of a forward chain of *reads* + 1 at *stride* that ends below *low*, the lowest
-    block read so far: a read-ahead runs forward from what was read, so no segment holds any of its
-    blocks, whatever the segment's size (still unknown here), and it stays beside the chains before
-    it, in their zone."""
-    return low - (reads * stride + 16) * meter.block_size_bytes
-
-
-def _forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
-    """The least forward stride whose read waits for its sector on the same track (a miss that
-    catches it at the host's median gap: not a buffer hit, not a revolution missed); the floor of a
-    same-track read from the media (the command overhead of a miss and a block's passage).
-
-    Where the drive reads ahead, the shorter strides are hits, or misses asked for while the
-    read-ahead passes their block, which wait a revolution; past them, a miss's command overhead
-    (DiskSim's overhead of a read miss, which may differ from a hit's) leaves the head before its
-    sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
-    so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
-    first caught stride is then found to the block by bisection from the last one that lost a
-    revolution; the reads of that bisection (the caught and the lost) are returned with their strides,
-    and the floor is the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
-    a revolution (:func:`_lost_below` looks for them, from a stride past the hits or faster than them). Where a drive reads ahead with no such stride
-    in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
-    (it can take less): the floor is then a hit's time, and the last value returned is False."""
-    hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
-    s, missed, lost, hit_low = 1, None, np.empty(0), 0.0
-    limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
-    while s < limit:
-        o = _below(meter, o, chain_reads, s)
-        t = chain(meter, o, s, chain_reads, "rotation")
-        med = float(np.median(t))
-        # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
-        hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
-        if med >= 0.5 * rough:
-            missed, lost = s, t
-        elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
-            if missed is None and buffer.detected:
-                missed, o, lost = _lost_below(meter, o, s, rough, 0 if med < hit_low else max(s // 4, 1))
-                if missed is None:
-                    return s, buffer.hit_s, o, False
-            lo, hi, best = (missed if missed is not None else s // 2), s, t
-            reads, ks = [lost, t], [np.full(lost.size, lo), np.full(t.size, s)]
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                o = _below(meter, o, chain_reads, mid)
-                tm = chain(meter, o, mid, chain_reads, "rotation")
-                reads.append(tm)
-                ks.append(np.full(tm.size, mid))
-                if float(np.median(tm)) < 0.5 * rough:
-                    hi, best = mid, tm
-                else:
-                    lo = mid
-            return hi, (np.concatenate(reads), np.concatenate(ks)), o, True
-        s *= 2
-    return None, None, o, False
-
-
-def _lost_below(meter: Meter, o: int, s: int, rough: float, low: int, reads: int = 3):
-    """The highest stride below *s* (above *low*) whose reads lose a revolution, and the cursor: strides
-    doubled from hits can step over the few strides, between the last a read-ahead serves and the first a
-    miss catches, whose miss leaves the head past its sector (DiskSim's read miss and read hit overheads
-    differ). The band is the first block the read-ahead had not read when the next read arrived: after a
-    short host gap (the kernel's caller) a few blocks. A doubled stride faster than the hits by more than
-    their spread is a caught miss past it: _forward_start stops there and asks down to one block."""
-    for m in range(s - 1, low, -1):
-        o = _below(meter, o, reads, m)
-        t = chain(meter, o, m, reads, "rotation")
-        if float(np.median(t)) >= 0.5 * rough:
-            return m, o, t
-    return None, o, np.empty(0)
-
-
-def _cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
-    """The median of the most reads of *t* that lie within *width_s* of each other (the spread of the
-    host's gaps): the reads of a chain that met its sector alike, without those that changed track
-    (they wait the skew longer), were served from the buffer (a read-ahead that reached them) or lost a
-    revolution (a host gap the stride did not clear: not counted however many, as they lie half a
-    rough revolution *rough* or more above the least read)."""
-    v = np.sort(np.asarray(t, dtype=float))
-    v = v[v <= v[0] + 0.5 * rough]
-    ends = np.searchsorted(v, v + width_s, side="right")
-    i = int(np.argmax(ends - np.arange(v.size)))
-    return float(np.median(v[i:ends[i]]))
-
-
-def _chains_at_median_gap(meter: Meter, back: np.ndarray, cursor: int, s1: int, n: int, x_rough: float,
-                          rough: float):
-    """A forward chain of *n* reads at a stride s1 whose reads catch their sector at nearly every host
-    gap, and a block's passage x: (s1, x, the forward chain's time at the median gap, the descending
-    chain *back*'s), the times from the reads that met their sector alike (:func:`_cluster_median`).
-
-    A forward read waits ``s x - g`` (g: the host's gap, part of each request's overhead as the drive
-    sees it), a descending one ``T - x - g``: the spread of *back* is the gaps'. *s1* catches its sector
-    at the median gap (the first caught stride judged by medians); a read whose gap and the miss's
-    overhead outlast ``(s - 1) x`` loses a revolution, so s1 grows by the blocks that pass while the gap
-    runs on to its 95th percentile. Where still more than one read in twenty of s1's chain loses a
-    revolution (the first caught stride was judged on a few reads, of which those that change track
-    catch their sector for the skew), the share lost tells which quantile of the gaps s1 clears, and
-    s1 grows again by the blocks from there to the 95th percentile (twice at most): losing the largest
-    gaps would leave the chain's median short of the median gap's time.
-
-    ``T = d_back + x - d_fwd(s1) + s1 x`` weighs x by ``s1 + 1``, and s1 must clear the gap, so x is
-    taken over a long stride: a descending chain at a stride k of 0.4 of a track waits ``T - k x - g``
-    (no gap to clear), and ``(k - 1) x`` is its difference from *back*'s, the same gaps in both. The
-    track's length for k comes from a rough x, the slope of a few forward reads at 1.5 s1."""
-    b = meter.block_size_bytes
-    # the gaps' whole spread: a uniform spread's 5-95 % range is 0.9 of it
-    width = 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))
-    mb = _cluster_median(back, width, rough)
-    s1 += int(math.ceil((mb - np.percentile(back, 5)) / x_rough)) + 1
-    few = max(9, n // 3)
-    for _ in range(3):
-        s2 = s1 + max(s1 // 2, 4)
-        cursor = _below(meter, cursor, n, s1)
-        f1 = chain(meter, cursor, s1, n, "rotation")
-        cursor = _below(meter, cursor, few, s2)
-        m1, m2 = _cluster_median(f1, width, rough), _cluster_median(chain(meter, cursor, s2, few, "rotation"),
-                                                                      width, rough)
-        lost = float(np.mean(f1 > m1 + 0.5 * rough))
-        x = (m2 - m1) / (s2 - s1)
-        if lost <= 0.05 or not 0 < x <= x_rough:
-            break
-        s1 += int(math.ceil((np.percentile(back, 100 * min(lost, 0.5)) - np.percentile(back, 5)) / x)) + 1
-    if x > 0:
-        # a track's length from the slope, or from the zone's rate where that is shorter (the rate
-        # holds the skews, so its block time is never below the media's)
-        track = (mb + x) / min(x, x_rough)
-        # x's error moves T by (s1 + 1) times itself: the stride whose difference, over the gaps' spread
-        # in n reads, keeps that within a thousandth of T; at least an eighth of a track, at most 0.4
-        need = (s1 + 1) * width / (math.sqrt(n) * 1e-3 * mb)
-        k = int(min(max(track / 8, need), 0.4 * track, track - 2 * s1, meter.size_bytes // b // (4 * (n + 1))))
-        if k >= 2:
-            mk = _cluster_median(chain(meter, cursor - 16 * b, -k, n, "rotation"), width, rough)
-            x = (mb - mk) / (k - 1)
-    return s1, x, m1, mb
-
-
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
                      rate_at, starts: int = 6, min_starts: int = 3, chain_reads: int = 9) -> RotationMeasurement:
     """Rotation period from a descending chain and forward chains (see the module doc), at
@@ -277,14 +144,25 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
                                                    "rotation")))
             x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, near, cursor, from_media = _forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+            s1, near, cursor, from_media = forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
                                                            rough)
             if s1 is None:
-                failed += 1
-                if failed >= min_starts and not periods:
-                    break  # no forward stride waits less than a revolution: no rotation (flash)
+                # a read-ahead over the track serves every forward stride on it: descending chains alone
+                found = descending_period(meter, cursor, rough_s=rough, x_rough_s=x_rough, width_s=1.25 * float(
+                    np.percentile(back, 95) - np.percentile(back, 5))) if buffer.detected else None
+                if found is None:
+                    failed += 1
+                    if failed >= min_starts and not periods:
+                        break  # no forward stride waits less than a revolution: no rotation (flash)
+                    continue
+                points.append(o)
+                periods.append(found.period_s)
+                floors.append(((found.limit_times_s, found.limit_strides), True, found.block_s))
+                xs.append(found.block_s)
+                gaps.append(found.period_s - found.line_s)
+                chains_at.append(None)  # no forward chain: x is the descending line's slope
                 continue
-            s1, x, m1, mb = _chains_at_median_gap(meter, back, cursor, s1, n, x_rough, rough)
+            s1, x, m1, mb = chains_at_median_gap(meter, back, cursor, s1, n, x_rough, rough)
         except ChainDoesNotFit:
             # the strides the host's jitter asks for (a busy host, a small device) span more than the
             # device: no period from this start point, as for one where no stride waited less than a turn
@@ -331,11 +209,12 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     media = np.concatenate([f for f, _, _ in lined] or [np.empty(0)])
     floor = (line_limit(media, media < 0.5 * rough, period, *map(np.concatenate, list(zip(*lined))[1:]))
              if media.size else float(np.median([f for f, _, _ in floors])))
-    how = ("the floor of a same-track read from the forward drop" if media.size
+    how = ("the floor of a same-track read from where a read loses a revolution" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
         period, bse, p.tolist(), floor, float(np.median(xs)), points,
-        f"descending and forward chains at {len(periods)} start points: period {period * 1e3:.4f} ms "
+        f"descending and forward chains at {len(periods)} start points{descending_note(chains_at)}: period "
+        f"{period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
         meter.reads - reads0, float(np.median(gaps)), MEASURED if media.size else ESTIMATED, used, stopped,
         xs)
@@ -507,7 +386,7 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
     b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
-    # the same-track floor: a miss's command overhead and a block's passage (_forward_start), or
+    # the same-track floor: a miss's command overhead and a block's passage (forward_start), or
     # where no caught miss was told from a hit, a hit's time: the command overhead and the block's
     # bus transfer
     estimated = rotation.overhead_status == ESTIMATED

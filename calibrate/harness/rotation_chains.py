@@ -1,0 +1,294 @@
+"""The chains that time a revolution: forward ones on the sector's track, or descending ones alone.
+
+The forward chains' helpers serve :func:`~diskmodel.calibrate.harness.mechanics.measure_rotation`
+(its module doc tells how); the rest of this module is the period from descending chains alone, for a
+drive whose read-ahead covers a track.
+
+:func:`~diskmodel.calibrate.harness.mechanics.measure_rotation` times a
+revolution as a descending read's wait less a forward read's on the same track.
+A drive that reads ahead further than a track (DiskSim's HP C2490A: 128 blocks
+of read-ahead over 68-108 sectors per track, and a read miss's command overhead
+of 3.6 ms, 0.39 rev) serves every forward stride on the same track from its
+buffer, and a forward stride past the read-ahead leaves the track: no forward
+read waits for its sector there, and that stage finds no period.
+
+A descending chain ``c, c - k, c - 2k ..`` (nothing buffered: a read-ahead runs
+forward) still shows the revolution. On the read's own track its sector lies
+``k + 1`` blocks behind where the last read ended, so the drive waits
+``T - (k + 1) x`` for it, less the host's gap and the drive's own time between
+the two, the same for every stride. The reads on the same track then lie on one
+line, ``a - k x`` (x: a block's passage). Past the stride at which that wait no
+longer covers the command overhead, the read loses the revolution and takes
+``a - k x + T``. The reads that cross to the track below wait a skew less (or
+more), on lines of their own; they are told apart by their distance from the
+same-track lines. So:
+
+* the line from the same-track reads of chains at strides below the limit (a
+  least-squares fit of each chain's median on its stride);
+* strides stepped up an eighth of a track at a time until no read of a chain
+  lies on the line and some lie a revolution (the rough period from the
+  buffer probe) above it: the revolution is the median of those reads less the
+  line at their stride. Whichever of the host's gaps each read met, the line
+  and the lost reads at a stride past the limit met the same gaps, so the
+  difference holds no gap;
+* the command overhead as the other stage finds it, the limit between the
+  reads that caught their sector and those that lost it, on their strides'
+  lines (:func:`~diskmodel.calibrate.harness.head_switch.line_limit`), from a
+  bisection of the stride between the last caught and the first lost.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement
+from diskmodel.calibrate.harness.meter import Meter, chain
+
+__all__ = ["DescendingPeriod", "below", "chains_at_median_gap", "cluster_median", "descending_note",
+           "descending_period", "forward_start", "lost_below"]
+
+#: Reads of a chain on the same-track line, or a revolution above it, that make it count.
+MIN_ON_LINE = 3
+#: Strides past the limit whose lost reads give the period.
+LOST_STRIDES = 2
+
+
+@dataclass(frozen=True)
+class DescendingPeriod:
+    """One start point's revolution from descending chains: the period [s], a block's passage x [s],
+    the line's constant a [s] (a read one block back takes ``a - x``), and the reads at the strides of
+    the bisection round the limit (their times [s] and strides [blocks, negative: descending]) for the
+    command overhead's limit."""
+
+    period_s: float
+    block_s: float
+    line_s: float
+    limit_times_s: np.ndarray
+    limit_strides: np.ndarray
+
+
+def cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
+    """The median of the most reads of *t* that lie within *width_s* of each other (the spread of the
+    host's gaps): the reads of a chain that met their sector alike, without those that changed track
+    (they wait the skew longer), were served from the buffer (a read-ahead that reached them) or lost a
+    revolution (a host gap the stride did not clear: not counted however many, as they lie half a
+    rough revolution *rough* or more above the least read)."""
+    v = np.sort(np.asarray(t, dtype=float))
+    v = v[v <= v[0] + 0.5 * rough]
+    ends = np.searchsorted(v, v + width_s, side="right")
+    i = int(np.argmax(ends - np.arange(v.size)))
+    return float(np.median(v[i:ends[i]]))
+
+
+def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: float, width_s: float,
+                      reads: int = 15) -> DescendingPeriod | None:
+    """The revolution at *start_bytes* from descending chains (see the module doc), or None where
+    the chains show no same-track line that loses a revolution past some stride (no rotation, or
+    the host's noise hides it). *rough_s*: the rough period (a read one block back); *x_rough_s*: a
+    block's time at the zone's rate (never below the media's passage); *width_s*: the spread of the
+    host's gaps, within which the reads of one line lie."""
+    b = meter.block_size_bytes
+    cursor = [int(start_bytes)]
+
+    def read(k: int) -> np.ndarray:
+        t = chain(meter, cursor[0], -k, reads, "rotation")
+        cursor[0] -= (reads + 3) * k * b
+        if cursor[0] < (reads + 3) * k * b:
+            cursor[0] = meter.size_bytes - (reads + 3) * b
+        return t
+
+    track = rough_s / x_rough_s
+    step = max(2, int(round(track / 8)))
+    ks, meds = [1, step], []
+    for k in ks:
+        meds.append(cluster_median(read(k), width_s, rough_s))
+    x = (meds[0] - meds[1]) / (step - 1)
+    if not 0 < x < 2 * x_rough_s:
+        return None
+    a = meds[0] + x
+    lost = []
+    last_caught = step
+    k = step
+    while len(lost) < LOST_STRIDES and k + step < 1.5 * track:
+        k += step
+        t = read(k)
+        line = a - k * x
+        on_line = np.abs(t - line) < width_s
+        above = np.abs(t - (line + rough_s)) < max(width_s, 0.05 * rough_s)
+        if on_line.sum() >= MIN_ON_LINE:
+            ks.append(k)
+            meds.append(float(np.median(t[on_line])))
+            slope, a = np.polyfit(np.asarray(ks, dtype=float), np.asarray(meds), 1)
+            x = -float(slope)
+            last_caught = k
+        elif not on_line.any() and above.sum() >= MIN_ON_LINE:
+            lost.append((k, t[above]))
+    if len(lost) < LOST_STRIDES or not 0 < x < 2 * x_rough_s:
+        return None
+    # the lost reads a revolution above the line; again within the gaps' spread of the period they give
+    # (the rough period's window may hold a lost read that changed track, where its skew is short)
+    period = float(np.median([np.median(t) - (a - k * x) for k, t in lost]))
+    for _ in range(2):
+        near = [t[np.abs(t - (a - k * x) - period) < width_s] for k, t in lost]
+        if not all(v.size for v in near):
+            return None
+        period = float(np.median([np.median(v) - (a - k * x) for (k, _), v in zip(lost, near)]))
+    times, strides = _limit_reads(read, last_caught, lost[0][0], a, x, period, width_s, reads)
+    return DescendingPeriod(period, float(x), float(a), times, strides)
+
+
+def _limit_reads(read, lo: int, hi: int, a: float, x: float, period: float, width_s: float, reads: int):
+    """The same-track reads of a bisection of the stride between *lo* (caught) and *hi* (lost) on
+    the share lost, with those at *lo* and *hi* read again: their times and strides (negative)."""
+    times, strides = [], []
+
+    def same_track(k: int) -> float:
+        t = read(k)
+        line = a - k * x
+        caught = np.abs(t - line) < width_s
+        lost = np.abs(t - line - period) < width_s
+        times.extend(t[caught | lost].tolist())
+        strides.extend([-k] * int((caught | lost).sum()))
+        return float(lost.sum() / max(int((caught | lost).sum()), 1))
+
+    same_track(lo)
+    same_track(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if same_track(mid) > 0.5:
+            hi = mid
+        else:
+            lo = mid
+    return np.asarray(times, dtype=float), np.asarray(strides, dtype=float)
+
+
+def descending_note(chains_at) -> str:
+    """What the period's detail says of the start points no forward chain timed."""
+    n = sum(c is None for c in chains_at)
+    return f" ({n} by descending chains alone: a read-ahead over the track)" if n else ""
+
+
+def below(meter: Meter, low: int, reads: int, stride: int) -> int:
+    """The start of a forward chain of *reads* + 1 at *stride* that ends below *low*, the lowest
+    block read so far: a read-ahead runs forward from what was read, so no segment holds any of its
+    blocks, whatever the segment's size (still unknown here), and it stays beside the chains before
+    it, in their zone."""
+    return low - (reads * stride + 16) * meter.block_size_bytes
+
+
+def forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: int, rough: float):
+    """The least forward stride whose read waits for its sector on the same track (a miss that
+    catches it at the host's median gap: not a buffer hit, not a revolution missed); the floor of a
+    same-track read from the media (the command overhead of a miss and a block's passage).
+
+    Where the drive reads ahead, the shorter strides are hits, or misses asked for while the
+    read-ahead passes their block, which wait a revolution; past them, a miss's command overhead
+    (DiskSim's overhead of a read miss, which may differ from a hit's) leaves the head before its
+    sector, as on a drive without a buffer. A hit and a caught miss can take alike (equal overheads),
+    so a stride counts as caught by time only past one that lost a revolution, which no hit does; the
+    first caught stride is then found to the block by bisection from the last one that lost a
+    revolution; the reads of that bisection (the caught and the lost) are returned with their strides,
+    and the floor is the threshold between them (measure_rotation). Doubled strides can step over the strides that lose
+    a revolution (:func:`lost_below` looks for them, from a stride past the hits or faster than them). Where a drive reads ahead with no such stride
+    in between (a miss's overhead shorter than the host's gap), a caught miss is not told from a hit
+    (it can take less): the floor is then a hit's time, and the last value returned is False."""
+    hit_limit = buffer.hit_s + 0.1e-3 if buffer.detected else 0.0
+    s, missed, lost, hit_low = 1, None, np.empty(0), 0.0
+    limit = max(2, meter.size_bytes // meter.block_size_bytes // 64)
+    while s < limit:
+        o = below(meter, o, chain_reads, s)
+        t = chain(meter, o, s, chain_reads, "rotation")
+        med = float(np.median(t))
+        # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
+        hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
+        if med >= 0.5 * rough:
+            missed, lost = s, t
+        elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
+            if missed is None and buffer.detected:
+                missed, o, lost = lost_below(meter, o, s, rough, 0 if med < hit_low else max(s // 4, 1))
+                if missed is None:
+                    return s, buffer.hit_s, o, False
+            lo, hi = (missed if missed is not None else s // 2), s
+            reads, ks = [lost, t], [np.full(lost.size, lo), np.full(t.size, s)]
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                o = below(meter, o, chain_reads, mid)
+                tm = chain(meter, o, mid, chain_reads, "rotation")
+                reads.append(tm)
+                ks.append(np.full(tm.size, mid))
+                if float(np.median(tm)) < 0.5 * rough:
+                    hi = mid
+                else:
+                    lo = mid
+            return hi, (np.concatenate(reads), np.concatenate(ks)), o, True
+        s *= 2
+    return None, None, o, False
+
+
+def lost_below(meter: Meter, o: int, s: int, rough: float, low: int, reads: int = 3):
+    """The highest stride below *s* (above *low*) whose reads lose a revolution, and the cursor: strides
+    doubled from hits can step over the few strides, between the last a read-ahead serves and the first a
+    miss catches, whose miss leaves the head past its sector (DiskSim's read miss and read hit overheads
+    differ). The band is the first block the read-ahead had not read when the next read arrived: after a
+    short host gap (the kernel's caller) a few blocks. A doubled stride faster than the hits by more than
+    their spread is a caught miss past it: forward_start stops there and asks down to one block."""
+    for m in range(s - 1, low, -1):
+        o = below(meter, o, reads, m)
+        t = chain(meter, o, m, reads, "rotation")
+        if float(np.median(t)) >= 0.5 * rough:
+            return m, o, t
+    return None, o, np.empty(0)
+
+
+def chains_at_median_gap(meter: Meter, back: np.ndarray, cursor: int, s1: int, n: int, x_rough: float,
+                          rough: float):
+    """A forward chain of *n* reads at a stride s1 whose reads catch their sector at nearly every host
+    gap, and a block's passage x: (s1, x, the forward chain's time at the median gap, the descending
+    chain *back*'s), the times from the reads that met their sector alike (:func:`cluster_median`).
+
+    A forward read waits ``s x - g`` (g: the host's gap, part of each request's overhead as the drive
+    sees it), a descending one ``T - x - g``: the spread of *back* is the gaps'. *s1* catches its sector
+    at the median gap (the first caught stride judged by medians); a read whose gap and the miss's
+    overhead outlast ``(s - 1) x`` loses a revolution, so s1 grows by the blocks that pass while the gap
+    runs on to its 95th percentile. Where still more than one read in twenty of s1's chain loses a
+    revolution (the first caught stride was judged on a few reads, of which those that change track
+    catch their sector for the skew), the share lost tells which quantile of the gaps s1 clears, and
+    s1 grows again by the blocks from there to the 95th percentile (twice at most): losing the largest
+    gaps would leave the chain's median short of the median gap's time.
+
+    ``T = d_back + x - d_fwd(s1) + s1 x`` weighs x by ``s1 + 1``, and s1 must clear the gap, so x is
+    taken over a long stride: a descending chain at a stride k of 0.4 of a track waits ``T - k x - g``
+    (no gap to clear), and ``(k - 1) x`` is its difference from *back*'s, the same gaps in both. The
+    track's length for k comes from a rough x, the slope of a few forward reads at 1.5 s1."""
+    b = meter.block_size_bytes
+    # the gaps' whole spread: a uniform spread's 5-95 % range is 0.9 of it
+    width = 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))
+    mb = cluster_median(back, width, rough)
+    s1 += int(math.ceil((mb - np.percentile(back, 5)) / x_rough)) + 1
+    few = max(9, n // 3)
+    for _ in range(3):
+        s2 = s1 + max(s1 // 2, 4)
+        cursor = below(meter, cursor, n, s1)
+        f1 = chain(meter, cursor, s1, n, "rotation")
+        cursor = below(meter, cursor, few, s2)
+        m1, m2 = cluster_median(f1, width, rough), cluster_median(chain(meter, cursor, s2, few, "rotation"),
+                                                                      width, rough)
+        lost = float(np.mean(f1 > m1 + 0.5 * rough))
+        x = (m2 - m1) / (s2 - s1)
+        if lost <= 0.05 or not 0 < x <= x_rough:
+            break
+        s1 += int(math.ceil((np.percentile(back, 100 * min(lost, 0.5)) - np.percentile(back, 5)) / x)) + 1
+    if x > 0:
+        # a track's length from the slope, or from the zone's rate where that is shorter (the rate
+        # holds the skews, so its block time is never below the media's)
+        track = (mb + x) / min(x, x_rough)
+        # x's error moves T by (s1 + 1) times itself: the stride whose difference, over the gaps' spread
+        # in n reads, keeps that within a thousandth of T; at least an eighth of a track, at most 0.4
+        need = (s1 + 1) * width / (math.sqrt(n) * 1e-3 * mb)
+        k = int(min(max(track / 8, need), 0.4 * track, track - 2 * s1, meter.size_bytes // b // (4 * (n + 1))))
+        if k >= 2:
+            mk = cluster_median(chain(meter, cursor - 16 * b, -k, n, "rotation"), width, rough)
+            x = (mb - mk) / (k - 1)
+    return s1, x, m1, mb
