@@ -59,3 +59,31 @@ def test_hp_c2490a_rotation_through_the_kernels_path_noise():
     miss = float(params.command_overhead_s[0][0][0]) + float(params.bus_read_block_s) + \
         float(params.read_completion_s)
     assert np.asarray(overheads) == pytest.approx(miss, rel=0.03), (overheads, miss)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drive", ["cheetah4LP", "ibm18es", "atlas10k"])
+@pytest.mark.parametrize("miss_overhead_rev", [0.4, 0.6, 0.8])
+def test_a_miss_overhead_past_the_forward_limit(drive, miss_overhead_rev):
+    """Drives no one has: three DiskSim drives with their read miss's command overhead set to 0.4-0.8 of
+    a revolution and a read-ahead of 1.3 tracks. The forward chains' limit lies past half a revolution
+    or behind the read-ahead there: the calibration found no period (0.4 rev), or stopped with a
+    traceback from the limit's fit (0.6 rev: no read under half a revolution counted as caught). Now
+    the period comes from descending chains, within 0.5 % at seeds 0 and 1 (the drive's own rpm is
+    the reference)."""
+    from diskmodel.calibrate.emulate.drives import resolve_drive
+    from diskmodel.calibrate.emulate.timing import drive_parameters_of
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = drive_parameters_of(resolve_drive(drive).timing)
+    overhead = np.array(params.command_overhead_s, dtype=float)
+    overhead[0][0][0] = miss_overhead_rev * params.rotation_period_s  # a read miss after a read
+    track = int(np.max(params.layout.sectors_per_track))
+    reach = max(int(params.max_read_ahead_blocks), int(1.3 * track))
+    varied = params.evolve(command_overhead_s=overhead, max_read_ahead_blocks=reach,
+                           segment_size_blocks=max(int(params.segment_size_blocks), reach + 16))
+    for seed in (0, 1):
+        result = calibrate(ParametersDisk(varied, seed=seed), budget_s=120.0, seed=seed, progress=False)
+        assert result.rotation_period_s is not None, result.rotation_detail
+        assert result.rotation_period_s == pytest.approx(params.rotation_period_s, rel=0.005), seed

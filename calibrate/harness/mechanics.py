@@ -147,9 +147,10 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             s1, near, cursor, from_media = forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
                                                            rough)
             if s1 is None:
-                # a read-ahead over the track serves every forward stride on it: descending chains alone
+                # a read-ahead over the track serves every forward stride on it, or a miss's command overhead
+                # past half a revolution hides the forward limit: descending chains alone
                 found = descending_period(meter, cursor, rough_s=rough, x_rough_s=x_rough, width_s=1.25 * float(
-                    np.percentile(back, 95) - np.percentile(back, 5))) if buffer.detected else None
+                    np.percentile(back, 95) - np.percentile(back, 5)))
                 if found is None:
                     failed += 1
                     if failed >= min_starts and not periods:
@@ -157,7 +158,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                     continue
                 points.append(o)
                 periods.append(found.period_s)
-                floors.append(((found.limit_times_s, found.limit_strides), True, found.block_s))
+                floors.append(((found.limit_times_s, found.limit_strides, found.limit_caught), True, found.block_s))
                 xs.append(found.block_s)
                 gaps.append(found.period_s - found.line_s)
                 chains_at.append(None)  # no forward chain: x is the descending line's slope
@@ -205,10 +206,15 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # those that lost a revolution (less one)
     # (each read's time on its stride's line at its start point: a stride a block longer waits a block's
     # passage more; line_limit)
-    lined = [(f[0], f[1] * xj, np.full(f[0].size, j)) for j, (f, m, xj) in enumerate(floors) if m]
-    media = np.concatenate([f for f, _, _ in lined] or [np.empty(0)])
-    floor = (line_limit(media, media < 0.5 * rough, period, *map(np.concatenate, list(zip(*lined))[1:]))
-             if media.size else float(np.median([f for f, _, _ in floors])))
+    # (a forward read that caught its sector took under half a revolution; a descending chain's reads come
+    # told by their lines)
+    lined = [(f[0], f[2] if len(f) > 2 else f[0] < 0.5 * rough, f[1] * xj, np.full(f[0].size, j))
+             for j, (f, m, xj) in enumerate(floors) if m]
+    media, caught = (np.concatenate(v) for v in zip(*[(f, c) for f, c, _, _ in lined] or [(np.empty(0),) * 2]))
+    if not caught.any():
+        media = np.empty(0)
+    floor = (line_limit(media, caught, period, *map(np.concatenate, list(zip(*lined))[2:])) if media.size
+             else float(np.median([f for f, m, _ in floors if not m] or [buffer.hit_s])))
     how = ("the floor of a same-track read from where a read loses a revolution" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(

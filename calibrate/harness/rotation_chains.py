@@ -59,14 +59,15 @@ LOST_STRIDES = 2
 class DescendingPeriod:
     """One start point's revolution from descending chains: the period [s], a block's passage x [s],
     the line's constant a [s] (a read one block back takes ``a - x``), and the reads at the strides of
-    the bisection round the limit (their times [s] and strides [blocks, negative: descending]) for the
-    command overhead's limit."""
+    the bisection round the limit (their times [s], strides [blocks, negative: descending] and whether
+    each caught its sector) for the command overhead's limit."""
 
     period_s: float
     block_s: float
     line_s: float
     limit_times_s: np.ndarray
     limit_strides: np.ndarray
+    limit_caught: np.ndarray
 
 
 def cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
@@ -88,7 +89,8 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
     the chains show no same-track line that loses a revolution past some stride (no rotation, or
     the host's noise hides it). *rough_s*: the rough period (a read one block back); *x_rough_s*: a
     block's time at the zone's rate (never below the media's passage); *width_s*: the spread of the
-    host's gaps, within which the reads of one line lie."""
+    host's gaps, within which the reads of one line lie. Unlike the forward chains' limit, the lines
+    tell a caught read from a lost one whatever the command overhead (past half a revolution too)."""
     b = meter.block_size_bytes
     cursor = [int(start_bytes)]
 
@@ -99,32 +101,68 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
             cursor[0] = meter.size_bytes - (reads + 3) * b
         return t
 
-    track = rough_s / x_rough_s
-    step = max(2, int(round(track / 8)))
-    ks, meds = [1, step], []
-    for k in ks:
-        meds.append(cluster_median(read(k), width_s, rough_s))
-    x = (meds[0] - meds[1]) / (step - 1)
+    # a stride well short of the limit (x_rough_s is never below the media's passage), then the track's
+    # length from the line's slope: a zone's rate holds the skews and, on a drive behind a slower
+    # interface, the bus, so its block time can be several times the media's
+    q = max(2, int(round(rough_s / x_rough_s / 8)))
+    ks = [1, q]
+    meds = [cluster_median(read(k), width_s, rough_s) for k in ks]
+    x = (meds[0] - meds[1]) / (q - 1)
     if not 0 < x < 2 * x_rough_s:
         return None
-    a = meds[0] + x
-    lost = []
-    last_caught = step
-    k = step
-    while len(lost) < LOST_STRIDES and k + step < 1.5 * track:
-        k += step
+    track = rough_s / x
+    step = max(2, int(round(track / 8)))
+    # the reads of one line lie within the host gaps' spread, and (a host whose gaps do not vary) within a
+    # quarter of a block's passage
+    width_s = max(width_s, 0.25 * x)
+    fit = {"a": meds[0] + x, "x": x}
+    lost, limit = [], ([], [], [])
+
+    def visit(k: int) -> str | None:
+        """Read a chain at stride k: "caught" (its same-track reads on the line, which they refit),
+        "lost" (none on it, some a revolution above it), or None (neither, or a mix)."""
         t = read(k)
-        line = a - k * x
-        on_line = np.abs(t - line) < width_s
+        line = fit["a"] - k * fit["x"]
+        # the line's place at k is known to its slope's error times the blocks past the strides fitted:
+        # a tenth of a block's passage a block
+        on_line = np.abs(t - line) < width_s + 0.1 * fit["x"] * max(k - max(ks), 0)
         above = np.abs(t - (line + rough_s)) < max(width_s, 0.05 * rough_s)
+        for told, kind in ((on_line, True), (above, False)):
+            limit[0].extend(t[told].tolist())
+            limit[1].extend([-k] * int(told.sum()))
+            limit[2].extend([kind] * int(told.sum()))
         if on_line.sum() >= MIN_ON_LINE:
             ks.append(k)
             meds.append(float(np.median(t[on_line])))
-            slope, a = np.polyfit(np.asarray(ks, dtype=float), np.asarray(meds), 1)
-            x = -float(slope)
-            last_caught = k
-        elif not on_line.any() and above.sum() >= MIN_ON_LINE:
+            slope, fit["a"] = np.polyfit(np.asarray(ks, dtype=float), np.asarray(meds), 1)
+            fit["x"] = -float(slope)
+            return "caught"
+        if not on_line.any() and above.sum() >= MIN_ON_LINE:
             lost.append((k, t[above]))
+            return "lost"
+        return None
+
+    # up an eighth of a track at a time to the first stride whose reads all lose the revolution, then
+    # bisected back to the last that catches it: the line then reaches the limit, and the lost reads lie
+    # a stride or two past its end (a line of two chains, extrapolated far, puts its slope's error into
+    # the period: atlas10k with a miss overhead of 0.8 rev came out 2 % short)
+    lo = k = q
+    while not lost and k + step < 1.5 * track:
+        k += step
+        if visit(k) == "caught":
+            lo = k
+    if not lost:
+        return None
+    hi = lost[0][0]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if visit(mid) == "caught":
+            lo = mid
+        else:
+            hi = mid
+    if len(lost) < LOST_STRIDES:
+        visit(hi + max(2, step // 4))
+    a, x = fit["a"], fit["x"]
     if len(lost) < LOST_STRIDES or not 0 < x < 2 * x_rough_s:
         return None
     # the lost reads a revolution above the line; again within the gaps' spread of the period they give
@@ -135,33 +173,8 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
         if not all(v.size for v in near):
             return None
         period = float(np.median([np.median(v) - (a - k * x) for (k, _), v in zip(lost, near)]))
-    times, strides = _limit_reads(read, last_caught, lost[0][0], a, x, period, width_s, reads)
-    return DescendingPeriod(period, float(x), float(a), times, strides)
-
-
-def _limit_reads(read, lo: int, hi: int, a: float, x: float, period: float, width_s: float, reads: int):
-    """The same-track reads of a bisection of the stride between *lo* (caught) and *hi* (lost) on
-    the share lost, with those at *lo* and *hi* read again: their times and strides (negative)."""
-    times, strides = [], []
-
-    def same_track(k: int) -> float:
-        t = read(k)
-        line = a - k * x
-        caught = np.abs(t - line) < width_s
-        lost = np.abs(t - line - period) < width_s
-        times.extend(t[caught | lost].tolist())
-        strides.extend([-k] * int((caught | lost).sum()))
-        return float(lost.sum() / max(int((caught | lost).sum()), 1))
-
-    same_track(lo)
-    same_track(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if same_track(mid) > 0.5:
-            hi = mid
-        else:
-            lo = mid
-    return np.asarray(times, dtype=float), np.asarray(strides, dtype=float)
+    times, strides, caught = (np.asarray(v, dtype=d) for v, d in zip(limit, (float, float, bool)))
+    return DescendingPeriod(period, float(x), float(a), times, strides, caught)
 
 
 def descending_note(chains_at) -> str:
