@@ -195,6 +195,7 @@ class CalibrationV3(CalibrationV2):
     write_cache: FLAG.or_null()
     write_service_s: NONNEGATIVE.or_null()
     detail: Annotated[dict[str, _object(Status)], _words("an object")]
+    one_cylinder_seek_s: NONNEGATIVE.or_null() = None  # absent from the files written before it was measured
 
 
 def _path(loc) -> str:

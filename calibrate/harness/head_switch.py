@@ -55,7 +55,7 @@ from scipy.stats import median_abs_deviation
 from diskmodel.calibrate.harness.meter import chain
 
 __all__ = ["PeriodicKinds", "block_passages_again", "caught_limit", "line_limit", "wait_groups", "without_echoes",
-           "visible_every", "periodic_kind", "track_runs", "descending_by_position"]
+           "visible_every", "periodic_kind", "track_runs", "descending_by_position", "one_cylinder_limit"]
 
 
 @dataclass(frozen=True)
@@ -421,3 +421,68 @@ def descending_by_position(meter, *, period_s: float, gap_s: float, floor_s: flo
         else:
             w_lo = w
     return lows, highs, chains, told, groups
+
+
+def one_cylinder_limit(meter, *, anchors_bytes, period_s: float, gap_s: float, floor_s: float, block_s: float,
+                       kind_s: float, tol_s: float, reach_blocks: int, pairs: int = 16, steps: int = 16):
+    """The least time [s] of a read just past a cylinder switch that still catches its sector (the
+    command overhead, the one-cylinder seek and a block's passage), or None where too few were told.
+
+    DIXtrac's way with a head switch (Schindler & Ganger 1999), across a cylinder boundary: each pair
+    reads a block on a cylinder's first track (at an anchor, a forward read that crossed a cylinder
+    switch, plus fewer blocks each time it is used: below the anchor's earlier reads, so that no
+    read-ahead holds it; those below the cylinder's start are not counted) and then the block *k* below
+    it, on the last track of the cylinder before.
+    The reads after such a switch are told by their wait (an excess of *kind_s*, the cylinder skew's,
+    within *tol_s*): a stride that stays on the cylinder waits no skew. The stride is bisected on the
+    share of those reads that lost a revolution, and the limit is the threshold between the reads
+    that caught their sector and those that lost it, on their strides' lines (:func:`line_limit`).
+    *reach_blocks*: how far below an anchor its cylinder may start (the forward chain's stride: the
+    read before the anchor had not crossed), and so how many pairs an anchor serves."""
+    b = meter.block_size_bytes
+    period, x = period_s, block_s
+    anchors = [int(a) for a in anchors_bytes]
+    if not anchors:
+        return None
+    uses = [0] * len(anchors)
+    times, strides = [], []
+
+    def share_lost(k: int):
+        """The pairs of one step at stride k: the share of the reads after a cylinder switch that lost."""
+        lost = ours_n = 0
+        for p in range(pairs):
+            j = p % len(anchors)
+            u = -uses[j]
+            uses[j] += 1
+            if uses[j] > reach_blocks or anchors[j] + (u - k) * b < 0:
+                continue
+            t = float(chain(meter, anchors[j] + u * b, -k, 1, "tracks")[0])
+            r = t + k * x - (period - gap_s)  # -kind_s after a cylinder switch, + a revolution if lost
+            if abs((r + kind_s + 0.5 * period) % period - 0.5 * period) < tol_s:
+                times.append(t)
+                strides.append(k)
+                ours_n += 1
+                lost += t > 0.5 * period
+        return lost / ours_n if ours_n else None
+
+    # the one-cylinder seek may take most of what the skew leaves (unlike a head switch): every stride
+    # from one block to where the wait runs out with no seek at all
+    k_lo, k_hi = 1, max(2, int((period - kind_s - gap_s - floor_s) / x) + 2)
+    for _ in range(steps):
+        if k_hi - k_lo <= 1:
+            break
+        mid = (k_lo + k_hi) // 2
+        share = share_lost(mid)
+        if share is None:
+            return None
+        if share > 0.5:
+            k_hi = mid
+        else:
+            k_lo = mid
+    for k in (k_lo, k_hi):
+        share_lost(k)
+    t = np.asarray(times)
+    caught = t < 0.5 * period
+    if caught.sum() < 3 or (~caught).sum() < 3:
+        return None
+    return line_limit(t, caught, period, -x * np.asarray(strides, dtype=float))

@@ -406,7 +406,7 @@ def _beyond_minimum(meter: Meter, rng, buffer, rotation, rate_at, until_s: float
         cost = TRACK_READS * 0.7 * (rotation.period_s or 0.0)
         if (rotation.period_s is not None and meter.used_s < until_s
                 and meter.remaining_s - later_s > 1.5 * cost):
-            tracks = measure_tracks(meter, rng, rotation, buffer)
+            tracks = measure_tracks(meter, rng, rotation, buffer, reserve_s=later_s)
     except BudgetExhausted:
         pass
     if tracks is None:
@@ -433,9 +433,12 @@ def _drive_figures(buffer, rotation, tracks, writes) -> dict:
         sized = buffer.segment_bytes is not None and buffer.segments is not None
         status.append(ParameterStatus("read_ahead", "measured" if sized else "estimated", buffer.detail))
     figures = {"read_ahead": ra}
-    for key, q in (("head_switch_s", tracks.head_switch), ("track_skew_fraction", tracks.track_skew),
-                   ("cylinder_skew_fraction", tracks.cylinder_skew), ("surfaces", tracks.surfaces),
-                   ("command_overhead_s", tracks.command_overhead)):
+    drive = (("head_switch_s", tracks.head_switch), ("track_skew_fraction", tracks.track_skew),
+             ("cylinder_skew_fraction", tracks.cylinder_skew), ("surfaces", tracks.surfaces),
+             ("command_overhead_s", tracks.command_overhead))
+    if tracks.one_cylinder is not None:  # looked for where head and cylinder switches were told apart
+        drive += (("one_cylinder_seek_s", tracks.one_cylinder),)
+    for key, q in drive:
         figures[key] = q.value
         status.append(ParameterStatus(key, q.status, q.detail))
     if writes is None:

@@ -62,8 +62,8 @@ import numpy as np
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_buffer, size_buffer
 from diskmodel.calibrate.harness.head_switch import (block_passages_again, descending_by_position, line_limit,
-                                                     periodic_kind, track_runs, visible_every, wait_groups,
-                                                     without_echoes)
+                                                     one_cylinder_limit, periodic_kind, track_runs, visible_every,
+                                                     wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
 from diskmodel.calibrate.harness.rotation_chains import (chains_at_median_gap, descending_note, descending_period,
                                                          forward_start)
@@ -243,6 +243,7 @@ class TrackMeasurement:
     changes_s: list
     detail: str
     reads: int = 0
+    one_cylinder: Quantity | None = None  # the one-cylinder seek [s] (None: not looked for)
 
 
 def _not_visible(why: str) -> Quantity:
@@ -257,9 +258,15 @@ def _limit_not_above_floor(limit_s: float, floor_s: float, how: str) -> Quantity
                         f"same-track floor {floor_s * 1e3:.4f} ms it is measured from")
 
 
+#: Reads the one-cylinder seek takes at most: pairs of two reads, 16 a step, over about nine steps.
+ONE_CYLINDER_READS = 2 * 16 * 9
+
+
 def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMeasurement,
-                   buffer: BufferMeasurement, *, chains: int = 4, steps: int = 120) -> TrackMeasurement:
-    """Track and cylinder skew, surfaces, head switch and command overhead (see module doc)."""
+                   buffer: BufferMeasurement, *, chains: int = 4, steps: int = 120,
+                   reserve_s: float = 0.0) -> TrackMeasurement:
+    """Track and cylinder skew, surfaces, head switch and command overhead (see module doc), and the
+    one-cylinder seek where the budget pays for it beyond *reserve_s* [s] (what later stages need)."""
     b = meter.block_size_bytes
     reads0 = meter.reads
     period = rotation.period_s
@@ -369,8 +376,44 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
                                     f"({spacings[:8]}): not a conventional layout")
     by_position = (periodic, origins, strides) if periodic is not None else None
     head = _head_switch(meter, rotation, buffer, kind_centre, other, gap, jitter, len(groups) == 2, by_position)
+    one = _not_visible("the budget ran out before it was measured")
+    if other is None or abs(other - kind_centre) <= 2 * jitter:
+        one = _not_visible("head and cylinder switches not told apart by their wait")
+    elif meter.remaining_s - reserve_s > 1.5 * ONE_CYLINDER_READS * 0.7 * period:
+        try:
+            one = _one_cylinder(meter, rotation, buffer, other, kind_centre, gap, (labels_per_chain, origins, strides))
+        except BudgetExhausted:
+            pass
     return TrackMeasurement(track, cyl, surfaces, head, _overhead(rotation, buffer, x),
-                            all_dev[crossing].tolist(), detail, meter.reads - reads0)
+                            all_dev[crossing].tolist(), detail, meter.reads - reads0, one)
+
+
+def _one_cylinder(meter, rotation, buffer, cylinder_s, head_s, gap, chains) -> Quantity:
+    """The one-cylinder seek: the least time of a read just past a cylinder switch that still catches
+    its sector (:func:`~diskmodel.calibrate.harness.head_switch.one_cylinder_limit`, from the forward
+    chains' reads that crossed a cylinder switch), less the same-track floor, as the head switch is."""
+    b = meter.block_size_bytes
+    tol = 0.45 * abs(cylinder_s - head_s)
+    anchors, reach = [], []
+    for dev, origin, stride in zip(*chains):
+        for i in np.flatnonzero(np.abs(np.asarray(dev) - cylinder_s) < tol):
+            anchors.append(origin + (int(i) + 1) * stride * b)
+            reach.append(stride)
+    if len(anchors) < 4:
+        return _not_visible(f"{len(anchors)} forward reads crossed a cylinder switch: too few anchors")
+    x = rotation.transfer_samples_s[0]
+    estimated = rotation.overhead_status == ESTIMATED
+    same_track = rotation.overhead_s - buffer.bus_block_s + x if estimated else rotation.overhead_s
+    limit = one_cylinder_limit(meter, anchors_bytes=anchors, period_s=rotation.period_s, gap_s=gap,
+                               floor_s=rotation.overhead_s, block_s=x, kind_s=cylinder_s, tol_s=tol,
+                               reach_blocks=int(min(reach)))
+    if limit is None:
+        return _not_visible("too few reads after a cylinder switch were told near their limit")
+    if limit <= same_track:
+        return _limit_not_above_floor(limit, same_track, "the reads after a cylinder switch")
+    return Quantity(limit - same_track, ESTIMATED if estimated else MEASURED,
+                    f"{len(anchors)} cylinder switches as anchors: least time of a read after one that caught its "
+                    f"sector {limit * 1e3:.4f} ms, less the same-track floor {same_track * 1e3:.4f} ms")
 
 
 def _overhead(rotation: RotationMeasurement, buffer: BufferMeasurement, x: float) -> Quantity:

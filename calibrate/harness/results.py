@@ -15,8 +15,10 @@ figures: ``head_switch_s``, ``track_skew_fraction`` and
 ``write_cache`` and ``write_service_s`` (null unless the calibration wrote), each
 null where the timing does not show it, and ``detail``: for each figure and
 the rotation period, ``{"status": "measured" | "estimated" | "not visible",
-"detail": why}``. A file of version 1 or 2 reads with those figures not
-visible (and says so). Versions 1 and 2 hold the same measurements;
+"detail": why}``. ``one_cylinder_seek_s`` (the least read after a cylinder
+switch that catches its sector, less the same-track floor) is present only where
+it was measured: a version 3 file without it reads as not measured. A file of
+version 1 or 2 reads with those figures not visible (and says so). Versions 1 and 2 hold the same measurements;
 version 2 adds the key ``model`` ("calibration", as every fit result's
 ``to_dict()`` names its class), and its derived fit objects (``seek_fit``,
 ``seek_fit_table``, ``latency_model``, ``flat_test``) are the fit results'

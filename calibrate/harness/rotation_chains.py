@@ -39,7 +39,7 @@ same-track lines. So:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -83,6 +83,47 @@ def cluster_median(t: np.ndarray, width_s: float, rough: float) -> float:
     return float(np.median(v[i:ends[i]]))
 
 
+@dataclass
+class _SameTrackLine:
+    """The descending chains' same-track line ``a - k x`` [s], least squares over each caught stride's
+    median: the strides [blocks] and medians [s] so far, its constant a [s] and slope x [s a block]."""
+
+    strides: list
+    medians: list
+    a_s: float = 0.0
+    x_s: float = 0.0
+
+    def __post_init__(self):
+        self.refit()
+
+    def refit(self) -> None:
+        slope, self.a_s = np.polyfit(np.asarray(self.strides, dtype=float), np.asarray(self.medians), 1)
+        self.x_s = -float(slope)
+
+    def at(self, k: int) -> float:
+        return self.a_s - k * self.x_s
+
+    def add(self, k: int, median_s: float) -> None:
+        self.strides.append(k)
+        self.medians.append(median_s)
+        self.refit()
+
+
+@dataclass
+class _LimitReads:
+    """The same-track reads of every chain read past the first two: times [s], strides [blocks,
+    negative: descending] and whether each caught its sector."""
+
+    times_s: list = field(default_factory=list)
+    strides: list = field(default_factory=list)
+    caught: list = field(default_factory=list)
+
+    def add(self, t: np.ndarray, k: int, caught: bool) -> None:
+        self.times_s.extend(t.tolist())
+        self.strides.extend([-k] * t.size)
+        self.caught.extend([caught] * t.size)
+
+
 def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: float, width_s: float,
                       reads: int = 15) -> DescendingPeriod | None:
     """The revolution at *start_bytes* from descending chains (see the module doc), or None where
@@ -105,37 +146,29 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
     # length from the line's slope: a zone's rate holds the skews and, on a drive behind a slower
     # interface, the bus, so its block time can be several times the media's
     q = max(2, int(round(rough_s / x_rough_s / 8)))
-    ks = [1, q]
-    meds = [cluster_median(read(k), width_s, rough_s) for k in ks]
-    x = (meds[0] - meds[1]) / (q - 1)
-    if not 0 < x < 2 * x_rough_s:
+    line = _SameTrackLine([1, q], [cluster_median(read(k), width_s, rough_s) for k in (1, q)])
+    if not 0 < line.x_s < 2 * x_rough_s:
         return None
-    track = rough_s / x
+    track = rough_s / line.x_s
     step = max(2, int(round(track / 8)))
     # the reads of one line lie within the host gaps' spread, and (a host whose gaps do not vary) within a
     # quarter of a block's passage
-    width_s = max(width_s, 0.25 * x)
-    fit = {"a": meds[0] + x, "x": x}
-    lost, limit = [], ([], [], [])
+    width_s = max(width_s, 0.25 * line.x_s)
+    lost, limit = [], _LimitReads()
 
     def visit(k: int) -> str | None:
         """Read a chain at stride k: "caught" (its same-track reads on the line, which they refit),
         "lost" (none on it, some a revolution above it), or None (neither, or a mix)."""
         t = read(k)
-        line = fit["a"] - k * fit["x"]
+        at = line.at(k)
         # the line's place at k is known to its slope's error times the blocks past the strides fitted:
         # a tenth of a block's passage a block
-        on_line = np.abs(t - line) < width_s + 0.1 * fit["x"] * max(k - max(ks), 0)
-        above = np.abs(t - (line + rough_s)) < max(width_s, 0.05 * rough_s)
-        for told, kind in ((on_line, True), (above, False)):
-            limit[0].extend(t[told].tolist())
-            limit[1].extend([-k] * int(told.sum()))
-            limit[2].extend([kind] * int(told.sum()))
+        on_line = np.abs(t - at) < width_s + 0.1 * line.x_s * max(k - max(line.strides), 0)
+        above = np.abs(t - (at + rough_s)) < max(width_s, 0.05 * rough_s)
+        limit.add(t[on_line], k, True)
+        limit.add(t[above], k, False)
         if on_line.sum() >= MIN_ON_LINE:
-            ks.append(k)
-            meds.append(float(np.median(t[on_line])))
-            slope, fit["a"] = np.polyfit(np.asarray(ks, dtype=float), np.asarray(meds), 1)
-            fit["x"] = -float(slope)
+            line.add(k, float(np.median(t[on_line])))
             return "caught"
         if not on_line.any() and above.sum() >= MIN_ON_LINE:
             lost.append((k, t[above]))
@@ -162,7 +195,7 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
             hi = mid
     if len(lost) < LOST_STRIDES:
         visit(hi + max(2, step // 4))
-    a, x = fit["a"], fit["x"]
+    a, x = line.a_s, line.x_s
     if len(lost) < LOST_STRIDES or not 0 < x < 2 * x_rough_s:
         return None
     # the lost reads a revolution above the line; again within the gaps' spread of the period they give
@@ -173,8 +206,8 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
         if not all(v.size for v in near):
             return None
         period = float(np.median([np.median(v) - (a - k * x) for (k, _), v in zip(lost, near)]))
-    times, strides, caught = (np.asarray(v, dtype=d) for v, d in zip(limit, (float, float, bool)))
-    return DescendingPeriod(period, float(x), float(a), times, strides, caught)
+    return DescendingPeriod(period, float(x), float(a), np.asarray(limit.times_s, dtype=float),
+                            np.asarray(limit.strides, dtype=float), np.asarray(limit.caught, dtype=bool))
 
 
 def descending_note(chains_at) -> str:

@@ -118,6 +118,7 @@ class CalibrationMeasurements:
     wall_time_s: float = 0.0
     reads: int = 0
     head_switch_s: float | None = None
+    one_cylinder_seek_s: float | None = None
     track_skew_fraction: float | None = None
     cylinder_skew_fraction: float | None = None
     surfaces: int | None = None
@@ -134,14 +135,12 @@ class CalibrationMeasurements:
         set_(self, "read_ahead", tuple(self.read_ahead))
         set_(self, "parameter_status", tuple(ParameterStatus(*p) if not isinstance(p, ParameterStatus) else p
                                              for p in self.parameter_status))
-        if self.surfaces is not None:
-            whole_number("surfaces", self.surfaces, minimum=1)
-        for name in ("head_switch_s", "command_overhead_s", "write_service_s"):
+        for name in ("size_bytes", "block_size_bytes") + (("surfaces",) if self.surfaces is not None else ()):
+            whole_number(name, getattr(self, name), minimum=1)
+        for name in ("head_switch_s", "one_cylinder_seek_s", "command_overhead_s", "write_service_s"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0 or None (got {show(v)})")
-        whole_number("size_bytes", self.size_bytes, minimum=1)
-        whole_number("block_size_bytes", self.block_size_bytes, minimum=1)
         for name, dtype in (("zone_locations_bytes", np.int64), ("zone_rates_bytes_per_s", float),
                             ("seek_from_bytes", np.int64), ("seek_to_bytes", np.int64), ("seek_time_s", float),
                             ("seek_designed", bool), ("seek_round", np.int64), ("seek_distances_bytes", np.int64)):
@@ -254,8 +253,8 @@ def fit_calibration(measurements: CalibrationMeasurements) -> "CalibrationResult
 
 
 #: The drive's figures a calibration file of format 3 holds (each null where not visible).
-DRIVE_FIGURES = ("head_switch_s", "track_skew_fraction", "cylinder_skew_fraction", "surfaces", "read_ahead",
-                 "command_overhead_s", "write_cache")
+DRIVE_FIGURES = ("head_switch_s", "one_cylinder_seek_s", "track_skew_fraction", "cylinder_skew_fraction", "surfaces",
+                 "read_ahead", "command_overhead_s", "write_cache")
 
 
 def _drive_figures(data: dict) -> dict:
@@ -265,11 +264,10 @@ def _drive_figures(data: dict) -> dict:
         why = "not measured: calibrated by a diskmodel that wrote calibration format 1 or 2"
         return {"parameter_status": tuple(ParameterStatus(k, "not visible", why) for k in DRIVE_FIGURES)}
     ra = data["read_ahead"]
-    return {"head_switch_s": data["head_switch_s"], "track_skew_fraction": data["track_skew_fraction"],
-            "cylinder_skew_fraction": data["cylinder_skew_fraction"], "surfaces": data["surfaces"],
+    return {**{k: data[k] for k in ("head_switch_s", "track_skew_fraction", "cylinder_skew_fraction", "surfaces",
+                                   "command_overhead_s", "write_cache", "write_service_s")},
+            "one_cylinder_seek_s": data.get("one_cylinder_seek_s"),  # absent before it was measured
             "read_ahead": (ra["detected"], ra["segment_bytes"], ra["segments"]),
-            "command_overhead_s": data["command_overhead_s"],
-            "write_cache": data["write_cache"], "write_service_s": data["write_service_s"],
             "parameter_status": tuple(ParameterStatus(k, v["status"], v["detail"])
                                       for k, v in data.get("detail", {}).items())}
 
@@ -486,10 +484,10 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
             "read_ahead": ("not measured" if ra[0] is None else "none" if not ra[0] else
                            f"yes, {'?' if ra[2] is None else ra[2]} segment(s) of "
                            f"{'?' if ra[1] is None else ra[1]} bytes"),
-            "head_switch_s": None if self.head_switch_s is None else f"{self.head_switch_s * 1e3:.4f} ms",
-            "track_skew_fraction": None if self.track_skew_fraction is None else f"{self.track_skew_fraction:.4f} rev",
-            "cylinder_skew_fraction": (None if self.cylinder_skew_fraction is None
-                                       else f"{self.cylinder_skew_fraction:.4f} rev"),
+            **{k: None if getattr(self, k) is None else f"{getattr(self, k) * 1e3:.4f} ms"
+               for k in ("head_switch_s", "one_cylinder_seek_s")},
+            **{k: None if getattr(self, k) is None else f"{getattr(self, k):.4f} rev"
+               for k in ("track_skew_fraction", "cylinder_skew_fraction")},
             "surfaces": None if self.surfaces is None else str(self.surfaces),
             "command_overhead_s": (None if self.command_overhead_s is None
                                    else f"{self.command_overhead_s * 1e6:.1f} us"),
@@ -564,6 +562,8 @@ class CalibrationResult(CalibrationMeasurements, FitResult):
             "device_time_s": self.device_time_s, "wall_time_s": self.wall_time_s, "reads": self.reads,
             "checks": [v.to_dict() for v in self.checks],
             "head_switch_s": self.head_switch_s, "track_skew_fraction": self.track_skew_fraction,
+            # only where measured: a file written before the figure was reads alike
+            **({} if self.one_cylinder_seek_s is None else {"one_cylinder_seek_s": self.one_cylinder_seek_s}),
             "cylinder_skew_fraction": self.cylinder_skew_fraction, "surfaces": self.surfaces,
             "read_ahead": {"detected": self.read_ahead[0], "segment_bytes": self.read_ahead[1],
                            "segments": self.read_ahead[2]},
