@@ -249,8 +249,11 @@ def test_signal_during_a_step_kills_it_and_tears_down(tmp_path):
 def _run_script(plan: L.StackPlan, body: str, tmp: Path, *, kill_after: float | None = None):
     script = tmp / "plan.sh"
     script.write_text(plan.render_script(body))
+    # the script starts with SIGINT at its default, as from a user's shell: a test worker whose SIGINT an
+    # earlier test left ignored would hand that on, and sh cannot trap a signal ignored at its start
     proc = subprocess.Popen(["/bin/sh", "-e", str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if kill_after is not None:
         time.sleep(kill_after)
         proc.send_signal(signal.SIGINT)

@@ -334,9 +334,10 @@ def test_signal_leaves_no_qemu_and_no_files(tmp_path, cache_dir, signum, phase):
     runs = tmp_path / "runs"
     runs.mkdir()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # SIGINT at its default in the child, as from a user's shell (not whatever the test worker inherited)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(runs), str(cache_dir)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env=env, cwd=REPO_ROOT)
+                            env=env, cwd=REPO_ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         match, _ = _read_until(proc, r"qemu started \(pid (\d+)", 60)
         qemu_pid = int(match.group(1))
@@ -368,9 +369,10 @@ def test_sigkilled_caller_takes_qemu_with_it(tmp_path, cache_dir):
     runs.mkdir()
     state = tmp_path / "state"   # the run's record, for `diskmodel cleanup`
     env = dict(os.environ, PYTHONUNBUFFERED="1", DISKMODEL_RUN_DIR=str(state))
+    # SIGINT at its default in the child, as from a user's shell (not whatever the test worker inherited)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(runs), str(cache_dir)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env=env, cwd=REPO_ROOT)
+                            env=env, cwd=REPO_ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         match, _ = _read_until(proc, r"qemu started \(pid (\d+)", 60)
         assert _qemu_processes_mentioning(str(runs)) == [int(match.group(1))]

@@ -108,8 +108,10 @@ def signals_ignored():
     try:
         yield
     finally:
+        # a handler installed outside Python reads back as None: the default then, not a TypeError that
+        # would leave the rest ignored (and every process started later deaf to Ctrl-C)
         for sig, handler in old.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 # --------------------------------------------------------------------------- the root
