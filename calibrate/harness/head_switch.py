@@ -445,7 +445,7 @@ def one_cylinder_limit(meter, *, anchors_bytes, period_s: float, gap_s: float, f
     if not anchors:
         return None
     uses = [0] * len(anchors)
-    times, strides = [], []
+    times, strides, missed = [], [], []
 
     def share_lost(k: int):
         """The pairs of one step at stride k: the share of the reads after a cylinder switch that lost."""
@@ -457,12 +457,15 @@ def one_cylinder_limit(meter, *, anchors_bytes, period_s: float, gap_s: float, f
             if uses[j] > reach_blocks or anchors[j] + (u - k) * b < 0:
                 continue
             t = float(chain(meter, anchors[j] + u * b, -k, 1, "tracks")[0])
-            r = t + k * x - (period - gap_s)  # -kind_s after a cylinder switch, + a revolution if lost
-            if abs((r + kind_s + 0.5 * period) % period - 0.5 * period) < tol_s:
+            r = t + k * x - (period - gap_s) + kind_s  # 0 after a cylinder switch, a revolution more if lost
+            if abs((r + 0.5 * period) % period - 0.5 * period) < tol_s:
                 times.append(t)
                 strides.append(k)
+                # lost by its place on the line, not by its time (a switch and an overhead past half a
+                # revolution take that long when caught)
+                missed.append(r > 0.5 * period)
                 ours_n += 1
-                lost += t > 0.5 * period
+                lost += missed[-1]
         return lost / ours_n if ours_n else None
 
     # the one-cylinder seek may take most of what the skew leaves (unlike a head switch): every stride
@@ -481,8 +484,7 @@ def one_cylinder_limit(meter, *, anchors_bytes, period_s: float, gap_s: float, f
             k_lo = mid
     for k in (k_lo, k_hi):
         share_lost(k)
-    t = np.asarray(times)
-    caught = t < 0.5 * period
+    caught = ~np.asarray(missed, dtype=bool)
     if caught.sum() < 3 or (~caught).sum() < 3:
         return None
-    return line_limit(t, caught, period, -x * np.asarray(strides, dtype=float))
+    return line_limit(np.asarray(times), caught, period, -x * np.asarray(strides, dtype=float))

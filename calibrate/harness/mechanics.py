@@ -185,7 +185,8 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
             continue
         points.append(o)
         periods.append(period)
-        floors.append((near, from_media, x))
+        # a forward read that caught its sector took under half a revolution
+        floors.append(((near[0], near[1], near[0] < 0.5 * rough) if from_media else near, from_media, x))
         xs.append(x)
         gaps.append(s1 * x - m1)
         chains_at.append((s1, m1, mb, 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))))
@@ -206,14 +207,15 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # those that lost a revolution (less one)
     # (each read's time on its stride's line at its start point: a stride a block longer waits a block's
     # passage more; line_limit)
-    # (a forward read that caught its sector took under half a revolution; a descending chain's reads come
-    # told by their lines)
-    lined = [(f[0], f[2] if len(f) > 2 else f[0] < 0.5 * rough, f[1] * xj, np.full(f[0].size, j))
-             for j, (f, m, xj) in enumerate(floors) if m]
-    media, caught = (np.concatenate(v) for v in zip(*[(f, c) for f, c, _, _ in lined] or [(np.empty(0),) * 2]))
+    # (each entry's reads come with whether each caught its sector: a forward one by its time, a descending
+    # chain's by its line)
+    lined = [(f, xj, j) for j, (f, m, xj) in enumerate(floors) if m]
+    media = np.concatenate([f[0] for f, _, _ in lined]) if lined else np.empty(0)
+    caught = np.concatenate([f[2] for f, _, _ in lined]) if lined else np.zeros(0, dtype=bool)
     if not caught.any():
         media = np.empty(0)
-    floor = (line_limit(media, caught, period, *map(np.concatenate, list(zip(*lined))[2:])) if media.size
+    floor = (line_limit(media, caught, period, np.concatenate([f[1] * xj for f, xj, _ in lined]),
+                        np.concatenate([np.full(f[0].size, j) for f, _, j in lined])) if media.size
              else float(np.median([f for f, m, _ in floors if not m] or [buffer.hit_s])))
     how = ("the floor of a same-track read from where a read loses a revolution" if media.size
            else "the floor of a same-track read is a buffer hit's time")
@@ -388,6 +390,15 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
                             all_dev[crossing].tolist(), detail, meter.reads - reads0, one)
 
 
+def _same_track_floor(rotation: RotationMeasurement, buffer: BufferMeasurement):
+    """The least time of a read on the same track [s], what a switch is measured against, and whether it is
+    estimated: a miss's command overhead and a block's passage (forward_start), or where no caught miss was
+    told from a hit, a hit's time less its bus transfer (the command overhead) and a block's passage."""
+    if rotation.overhead_status == ESTIMATED:
+        return rotation.overhead_s - buffer.bus_block_s + rotation.transfer_samples_s[0], True
+    return rotation.overhead_s, False
+
+
 def _one_cylinder(meter, rotation, buffer, cylinder_s, head_s, gap, chains) -> Quantity:
     """The one-cylinder seek: the least time of a read just past a cylinder switch that still catches
     its sector (:func:`~diskmodel.calibrate.harness.head_switch.one_cylinder_limit`, from the forward
@@ -402,8 +413,7 @@ def _one_cylinder(meter, rotation, buffer, cylinder_s, head_s, gap, chains) -> Q
     if len(anchors) < 4:
         return _not_visible(f"{len(anchors)} forward reads crossed a cylinder switch: too few anchors")
     x = rotation.transfer_samples_s[0]
-    estimated = rotation.overhead_status == ESTIMATED
-    same_track = rotation.overhead_s - buffer.bus_block_s + x if estimated else rotation.overhead_s
+    same_track, estimated = _same_track_floor(rotation, buffer)
     limit = one_cylinder_limit(meter, anchors_bytes=anchors, period_s=rotation.period_s, gap_s=gap,
                                floor_s=rotation.overhead_s, block_s=x, kind_s=cylinder_s, tol_s=tol,
                                reach_blocks=int(min(reach)))
@@ -435,11 +445,7 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
     b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
-    # the same-track floor: a miss's command overhead and a block's passage (forward_start), or
-    # where no caught miss was told from a hit, a hit's time: the command overhead and the block's
-    # bus transfer
-    estimated = rotation.overhead_status == ESTIMATED
-    same_track = floor0 - buffer.bus_block_s + x if estimated else floor0
+    same_track, estimated = _same_track_floor(rotation, buffer)
     status = ESTIMATED if estimated else MEASURED
     hit = " (a buffer hit's time, less its bus transfer, plus a block's passage)" if estimated else ""
     if by_position is not None:

@@ -133,13 +133,15 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
     host's gaps, within which the reads of one line lie. Unlike the forward chains' limit, the lines
     tell a caught read from a lost one whatever the command overhead (past half a revolution too)."""
     b = meter.block_size_bytes
-    cursor = [int(start_bytes)]
+    cursor = int(start_bytes)
 
     def read(k: int) -> np.ndarray:
-        t = chain(meter, cursor[0], -k, reads, "rotation")
-        cursor[0] -= (reads + 3) * k * b
-        if cursor[0] < (reads + 3) * k * b:
-            cursor[0] = meter.size_bytes - (reads + 3) * b
+        """A chain at stride k below the last (wrapping round to the device's end)."""
+        nonlocal cursor
+        t = chain(meter, cursor, -k, reads, "rotation")
+        cursor -= (reads + 3) * k * b
+        if cursor < (reads + 3) * k * b:
+            cursor = meter.size_bytes - (reads + 3) * b
         return t
 
     # a stride well short of the limit (x_rough_s is never below the media's passage), then the track's
@@ -178,7 +180,7 @@ def descending_period(meter, start_bytes: int, *, rough_s: float, x_rough_s: flo
     # up an eighth of a track at a time to the first stride whose reads all lose the revolution, then
     # bisected back to the last that catches it: the line then reaches the limit, and the lost reads lie
     # a stride or two past its end (a line of two chains, extrapolated far, puts its slope's error into
-    # the period: atlas10k with a miss overhead of 0.8 rev came out 2 % short)
+    # the period)
     lo = k = q
     while not lost and k + step < 1.5 * track:
         k += step

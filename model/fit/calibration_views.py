@@ -376,9 +376,9 @@ def _measured_one_cylinder(model, one_s: float):
     rotational wait and put a mean at one cylinder a few tenths of a millisecond either way; the tracks
     stage times the switch itself (the least read after a cylinder switch that still catches its sector).
     Where a sequential write's switch and settle outlast the cylinder skew, that decides a revolution per
-    cylinder (hp_c2247a: a fitted 3.52 ms against its 4.14 ms). The two-piece curve takes no such point
-    (eq. 7 has no single-cylinder term, and pivoting its short piece to it moved cheetah4LP's random 4 KiB
-    requests, whose one-cylinder seek is far below its curve's, by 1.4 %)."""
+    cylinder. The two-piece curve takes no such point: eq. 7 has no single-cylinder term, and pivoting its
+    short piece through the point moves every short seek of a drive whose one-cylinder seek lies far below
+    its curve (docs/benchmarks.md, "The one-cylinder seek, timed as the head switch is")."""
     from ..drive.seek import TableSeek
 
     one = float(model.seek_time_s(np.array([1.0]))[0])
