@@ -53,7 +53,7 @@ from .stream import Flag, Op, Stream, concat
 from ..drive.drives import DEFAULT_MAX_SECTORS_KB
 from ..stacks.network import NBD_MAX_SECTORS_KB
 
-__all__ = ["run", "frames", "fs_params_of", "queue", "max_sectors_kb", "drive_limits", "DEFAULT_MAX_SECTORS_KB"]
+__all__ = ["run", "frames", "DeviceStreams", "fs_params_of", "queue", "max_sectors_kb", "drive_limits", "DEFAULT_MAX_SECTORS_KB"]
 
 #: File systems that grant FICLONE with their mkfs defaults (xfs: reflink=1 since xfsprogs 5.1).
 REFLINK_KINDS = ("xfs", "btrfs")
@@ -87,6 +87,15 @@ def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Strea
     order = np.argsort(stream.time_s, kind="stable")
     s = stream.take(order)
     return block_layer.split(block_layer.merge(s, max_sectors_kb), max_sectors_kb)
+
+
+class DeviceStreams(dict):
+    """``{device: Stream}`` (:func:`run`), and ``loops``: ``{device: LoopFile}`` for the loop devices
+    among them (their workers' time is :mod:`.timing`'s)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loops: dict = {}
 
 
 def _name(node, default: str) -> str:
@@ -210,6 +219,7 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, d
     write cache and no FUA, so the block layer turns a write's REQ_FUA into a flush after it. The
     workload's closing sync is the top file system's (``sync -f``, syncfs(2), as the tools are
     measured): its flush reaches each host as an fsync of the image, not as a sync of the host."""
+    out.loops[name] = node
     host_kind = node.host_file_system
     if host_kind not in FS_KINDS:
         raise ValueError(f"{path} (loop_file): host_file_system = {host_kind!r} must be one of {', '.join(FS_KINDS)}")
@@ -300,8 +310,8 @@ def _async_marked(stream: Stream, res) -> Stream:
                   np.where(at, stream.flags | Flag.ASYNC, stream.flags).astype(stream.flags.dtype), stream.parent)
 
 
-def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stream]:
-    """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring)."""
+def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
+    """``{device: Stream}`` for ``ops`` on ``stack`` (see the module docstring), as :class:`DeviceStreams`."""
     cache = cache or CacheParams()
     if stack.is_nfs:
         from .network import nfs_client_ops
@@ -323,7 +333,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> dict[str, Stre
                          caches_dropped=ops.caches_dropped, flusher=res.flusher)
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
-    out: dict[str, Stream] = {}
+    out = DeviceStreams()
     stream = _async_marked(fs.stream, res)
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()

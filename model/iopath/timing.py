@@ -33,6 +33,15 @@ How time passes (what the model assumes, in the order it applies):
 - **Flushes.** A flush completes when the drive's write cache has reached the media (the drive
   simulation's ``dirty_until_s``), after every request before it; a request after it starts no
   earlier. A flat drive has no volatile cache: a flush waits only for the requests before it.
+- **Loop workers.** A buffered loop device's own requests are served by its worker
+  (:class:`LoopWorker`): one at a time, each its overhead plus its bytes at the layer's copy rate
+  (the copy into the image's page cache on a write, out of it on a read). Where a waited instant
+  holds a worker's requests, the layers take turns, as each waits for the one it hands to: each
+  layer's writes from the top layer down (a layer's write-back reaches the layer below only after
+  it copied; at fsync each image's write-back follows the fsync above it), then the drives (reads
+  before writes), then each layer's reads from the bottom layer up (a layer copies out what the
+  layer below returned). Elsewhere (asynchronous write-back and read-ahead) a worker works beside
+  the drives.
 - **The network.** A disk under an NBD device is reached across its link (:mod:`~diskmodel.model.iopath.network`): a
   request arrives at the server's drive its outbound crossing after it left the client, and the
   client sees it complete its return crossing after the drive completed it.
@@ -45,6 +54,7 @@ request inside a batch), no I/O, no clocks.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +62,8 @@ import numpy as np
 from .fileops import FileOps, Kind
 from .stream import Flag, Op, Stream
 
-__all__ = ["FlatDrive", "IoTiming", "time_streams", "time_stack", "drive_of", "waited_instants", "BLOCK_BYTES"]
+__all__ = ["FlatDrive", "IoTiming", "LoopWorker", "time_streams", "time_stack", "loop_workers", "drive_of",
+           "waited_instants", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 512
 #: An instant's width [s]: the I/O path issues a layer's dependent requests a nanosecond apart (a
@@ -84,26 +95,76 @@ class FlatDrive:
             raise ValueError(f"flat drive: capacity_bytes = {cap!r} must be an integer >= {BLOCK_BYTES}")
 
 
-class _FlatServer:
+class _FifoServer:
+    """A server of batches, one request at a time in arrival order; ``service`` gives each its time."""
+
+    total_blocks = np.iinfo(np.int64).max // 2
+
+    def __init__(self):
+        self.free_s = 0.0
+        self.last_arrival_s = 0.0
+
+    def service(self, op, blocks) -> np.ndarray:
+        raise NotImplementedError
+
+    def serve(self, op, lbn, blocks, arrival):
+        from .network import fifo
+
+        arrival = np.maximum.accumulate(np.maximum(arrival, self.last_arrival_s))
+        self.last_arrival_s = float(arrival[-1])
+        service = self.service(op, blocks)
+        done = fifo(arrival, service, self.free_s)
+        self.free_s = float(done[-1])
+        return done - service, done
+
+
+class _FlatServer(_FifoServer):
     """A :class:`FlatDrive` serving batches, first in first out."""
 
     def __init__(self, drive: FlatDrive):
+        super().__init__()
         self.drive = drive
-        self.free_s = 0.0
-        self.last_arrival_s = 0.0
         self.total_blocks = int(drive.capacity_bytes) // BLOCK_BYTES
 
-    def serve(self, op, lbn, blocks, arrival):
-        arrival = np.maximum.accumulate(np.maximum(arrival, self.last_arrival_s))
-        self.last_arrival_s = float(arrival[-1])
-        service = np.where(op == Op.FLUSH, 0.0, self.drive.latency_s + blocks * BLOCK_BYTES / self.drive.bytes_per_s)
-        # FIFO at depth 1: completion_i = max(arrival_i, completion_{i-1}) + service_i, as one scan:
-        # completion_i = S_i + max(free, max_{j<=i}(arrival_j - S_{j-1})) with S the running sum.
-        csum = np.cumsum(service)
-        before = csum - service
-        done = csum + np.maximum(self.free_s, np.maximum.accumulate(arrival - before))
-        self.free_s = float(done[-1])
-        return done - service, done
+    def service(self, op, blocks):
+        return np.where(op == Op.FLUSH, 0.0, self.drive.latency_s + blocks * BLOCK_BYTES / self.drive.bytes_per_s)
+
+
+@dataclass(frozen=True)
+class LoopWorker:
+    """A buffered loop device's worker, serving that device's own requests one at a time in arrival
+    order (drivers/block/loop.c: loop_process_work takes the queued commands in turn). Each takes
+    ``request_overhead_s`` plus its bytes at ``write_bytes_per_s`` (lo_write_simple: the copy into the
+    image's page cache) or ``read_bytes_per_s`` (lo_read_simple: the copy out of it); a flush takes the
+    overhead (lo_req_flush: the fsync's own device requests are the host's). ``depth``: loop layers from
+    this one down to the first host that is not a loop file (``LoopFile.depth``): the order the layers
+    of one waited instant take their turns in (:func:`time_streams`)."""
+
+    depth: int
+    request_overhead_s: float
+    write_bytes_per_s: float
+    read_bytes_per_s: float
+
+    @classmethod
+    def of(cls, node) -> "LoopWorker":
+        """The worker of a buffered :class:`~diskmodel.model.stacks.loop_file.LoopFile` (its copy rates,
+        measured where the device costs nothing, and its per-request overhead)."""
+        read = node.read_copy_rate_bytes_per_s
+        return cls(int(node.depth), float(node.request_overhead_s), float(node.copy_rate_bytes_per_s),
+                   float(node.copy_rate_bytes_per_s if read is None else read))
+
+
+class _WorkerServer(_FifoServer):
+    """A :class:`LoopWorker` serving batches."""
+
+    def __init__(self, worker: LoopWorker):
+        super().__init__()
+        self.worker = worker
+
+    def service(self, op, blocks):
+        w = self.worker
+        rate = np.where(op == Op.READ, w.read_bytes_per_s, w.write_bytes_per_s)
+        return w.request_overhead_s + np.where(op == Op.FLUSH, 0.0, blocks * BLOCK_BYTES / rate)
 
 
 class _SimServer:
@@ -198,6 +259,9 @@ class IoTiming:
     #: each request's issue time on the workload's clock, and each wait's instant
     issue_s: np.ndarray | None = None
     op_wait_at_s: np.ndarray | None = None
+    #: the loop workers' requests (:class:`LoopWorker`), as a timing of their own whose devices are the
+    #: loop devices (their waits and totals the run's); None: no buffered loop device took part
+    workers: "IoTiming | None" = None
 
     def device_frame(self):
         """Per device: requests, bytes read and written, busy time [s] and utilisation."""
@@ -259,16 +323,19 @@ class _Linked:
 
 
 def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0,
-                 links: dict | None = None) -> IoTiming:
+                 links: dict | None = None, workers: dict | None = None) -> IoTiming:
     """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
     drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
     issues its last operation at ``app_end_s`` (both on the workload's clock). ``links`` (``{device:
-    .network.Link}``) names the drives reached across a network link."""
+    .network.Link}``) names the drives reached across a network link. ``workers`` (``{device:
+    LoopWorker}``) names the buffered loop devices among ``streams``, whose own requests their worker
+    serves (see the module docstring, "Loop workers")."""
+    workers = dict(workers or {})
     names = tuple(streams)
-    missing = [n for n in names if n not in drives]
+    missing = [n for n in names if n not in drives and n not in workers]
     if missing:
         raise ValueError(f"drives: device {missing[0]!r} has no drive")
-    servers = [drive_of(drives[n]) for n in names]
+    servers = [_WorkerServer(workers[n]) if n in workers else drive_of(drives[n]) for n in names]
     pipes: dict = {}  # one per link (by identity): the drives under one NBD device share its bandwidth
     servers = [_Linked(sv, links[n], pipes.setdefault(id(links[n]), _Pipe())) if n in (links or {}) else sv
                for sv, n in zip(servers, names)]
@@ -334,10 +401,31 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
             lo = b
         serve_plain(lo, hi, shift)
 
+    # A waited instant's turns where loop workers take part: each layer's writes from the top layer
+    # down, then the drives (reads before writes), then each layer's reads from the bottom layer up
+    depth = np.array([workers[nm].depth if nm in workers else 0 for nm in names], np.int64)
+    turn = np.where(depth[dev] > 0, np.where(op == Op.READ, depth[dev], -depth[dev]), np.where(op == Op.READ, 0, 0.5))
+
+    def serve_turns(lo, hi, shift):
+        idx = np.arange(lo, hi)
+        floor = 0.0
+        for which in np.unique(turn[lo:hi]).tolist():
+            j = idx[turn[lo:hi] == which]
+            arrival[j] = np.maximum(t[j] + shift, floor)
+            d = dev[j]
+            for k in np.unique(d).tolist():
+                jj = j[d == k]
+                start[jj], done[jj] = servers[k].serve(op[jj], lbn[jj], blocks[jj], arrival[jj])
+            floor = max(floor, float(done[j].max()))
+
     for w, first, end in zip(waited_at.tolist(), firsts.tolist(), ends.tolist()):
         if end <= first:
             continue  # no disk request at this instant (served from a layer above)
-        serve(pos, end, stall)
+        if workers and (depth[dev[max(first, pos):end]] > 0).any():  # an instant within INSTANT_S of the
+            serve(pos, first, stall)                                   # last is partly served already
+            serve_turns(max(first, pos), end, stall)
+        else:
+            serve(pos, end, stall)
         pos = end
         last = float(done[first:end].max())
         waits.append(last - (w + stall))
@@ -347,8 +435,18 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
         serve(pos, n, stall)
     app_s = float(app_end_s)
     elapsed = max(app_s + stall, float(done.max()) if n else 0.0)
-    return IoTiming(names, dev, op, size, arrival, start, done, waited, np.asarray(waits, float), app_s, stall, elapsed,
-                    t, np.asarray(wait_at, float))
+    waits_s, wait_at_s = np.asarray(waits, float), np.asarray(wait_at, float)
+
+    def part(keep):  # the requests of the devices ``keep`` marks, their indices renumbered
+        new = np.cumsum(keep) - 1
+        m = keep[dev]
+        return IoTiming(tuple(n for n, k in zip(names, keep) if k), new[dev[m]], op[m], size[m], arrival[m], start[m],
+                        done[m], waited[m], waits_s, app_s, stall, elapsed, t[m], wait_at_s)
+
+    is_worker = depth > 0
+    if not is_worker.any():
+        return part(~is_worker)
+    return dataclasses.replace(part(~is_worker), workers=part(is_worker))
 
 
 def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> tuple[IoTiming, dict]:
@@ -372,8 +470,18 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
         models[n] = given if given is not None else stack.drive(n).model_disk()
     top = next(iter(streams.values())) if streams else Stream.empty()
     app_end = float(ops.time_s.max()) if len(ops) else 0.0
-    timing = time_streams(leaf, models, waited_instants(top), app_end, links_below(stack.file_system))
+    workers = loop_workers(streams)
+    timing = time_streams({**leaf, **{n: streams[n] for n in workers}}, models, waited_instants(top), app_end,
+                          links_below(stack.file_system), workers)
     return timing, streams
+
+
+def loop_workers(streams) -> dict:
+    """``{device: LoopWorker}`` for the buffered loop devices among ``streams`` (a
+    :class:`~.path.DeviceStreams`) that received requests; a direct-I/O loop device's submission is
+    the host's request's own (lo_rw_aio), with no copy."""
+    loops = getattr(streams, "loops", {})
+    return {n: LoopWorker.of(node) for n, node in loops.items() if not node.direct_io and len(streams[n])}
 
 
 def workload_bytes(ops: FileOps) -> tuple[int, int]:

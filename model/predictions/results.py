@@ -37,8 +37,10 @@ ASSUMPTIONS = (
                    "default dirty ratios and timers)"),
     ("LVM costs", "device-mapper's own time per request is not charged: only the requests dm sends to the "
                   "drives are timed"),
-    ("layer costs", "the host time of a loop device's worker and of dm/md per request is not charged: only "
-                    "the requests they send are timed"),
+    ("layer costs", "a buffered loop device's worker is charged its request overhead and its copy into or out "
+                    "of the image's page cache (the loop file's copy rates), the layers of one waited instant in "
+                    "turn; a direct-I/O loop device's and dm/md's own time per request is not charged: only the "
+                    "requests they send are timed"),
     ("thin metadata", "a thin pool's metadata commits are timed as 4 KiB writes after the pool's data area on "
                       "its data device (dm-thin's metadata space map's placement is not modelled)"),
     ("network", "an NBD request or an NFS operation pays its round trips, per-request costs and bytes at the "
@@ -142,11 +144,15 @@ class IoPrediction:
             ci = self.conf_int()
             lines.append(f"  95 % interval of elapsed (calibrations' uncertainty): {ci.loc['elapsed_s', 'lower']:.3f} "
                          f"to {ci.loc['elapsed_s', 'upper']:.3f} s")
-        lines.append("devices:")
-        for name, row in self.timing.device_frame().iterrows():
-            lines.append(f"  {name:<12} {int(row['requests']):>8} requests, read {row['read_bytes'] / 1e6:.2f} MB, "
-                         f"written {row['write_bytes'] / 1e6:.2f} MB, busy {row['busy_s']:.3f} s "
-                         f"({100 * row['utilisation']:.0f} %)")
+        parts = [("devices:", self.timing)]
+        if self.timing.workers is not None:
+            parts.append(("loop workers (the copy into and out of each image's page cache):", self.timing.workers))
+        for title, timing in parts:
+            lines.append(title)
+            for name, row in timing.device_frame().iterrows():
+                lines.append(f"  {name:<12} {int(row['requests']):>8} requests, read {row['read_bytes'] / 1e6:.2f} MB, "
+                             f"written {row['write_bytes'] / 1e6:.2f} MB, busy {row['busy_s']:.3f} s "
+                             f"({100 * row['utilisation']:.0f} %)")
         lines.append("assumptions:")
         lines += [f"  {topic}: {text}" for topic, text in self.assumptions]
         return "\n".join(lines)
@@ -347,20 +353,23 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
                            calibrations, draws, seed)
     from ..iopath.network import links_below
     from ..iopath.pagecache import CacheParams
-    from ..iopath.path import _below
+    from ..iopath.path import DeviceStreams, _below
     from ..iopath.stream import concat
+    from ..iopath.timing import loop_workers
 
     stream = block_job_stream(job, int(node.size_bytes))
     t0 = 0.0
     if job.rw.endswith("write") and not job.fresh and _allocates(node) and len(stream):
         t0 = float(stream.time_s[-1]) + 1.0
         stream = concat([stream, stream.replace(time_s=stream.time_s + t0)])
-    out: dict = {}
+    out = DeviceStreams()
     name = getattr(node, "name", "") or "device"
     _below(node, stream, name, "device", cache or CacheParams(), out, drives=limits)
-    leaf = {n: s for n, s in out.items() if n in disks}
+    workers = loop_workers(out)
+    leaf = {n: s for n, s in out.items() if n in disks or n in workers}
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
-    timing = time_streams(leaf, {n: disks[n] for n in leaf}, waited_instants(out[name]), app_end, links_below(node))
+    timing = time_streams(leaf, {n: disks[n] for n in leaf if n in disks}, waited_instants(out[name]), app_end,
+                          links_below(node), workers)
     if t0:
         timing = _second_pass(timing, t0)
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
@@ -375,13 +384,22 @@ def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
     the application started it."""
     keep = timing.issue_s >= t0
     start = float(timing.arrival_s[keep].min()) if keep.any() else timing.elapsed_s
-    later = timing.op_wait_at_s >= t0
-    return dataclasses.replace(
-        timing, device=timing.device[keep], op=timing.op[keep], size_bytes=timing.size_bytes[keep],
-        arrival_s=timing.arrival_s[keep] - start, start_s=timing.start_s[keep] - start,
-        completion_s=timing.completion_s[keep] - start, waited=timing.waited[keep], issue_s=timing.issue_s[keep] - t0,
-        op_wait_s=timing.op_wait_s[later], op_wait_at_s=timing.op_wait_at_s[later] - t0, app_s=timing.app_s - t0,
-        stall_s=timing.stall_s - (start - t0), elapsed_s=timing.elapsed_s - start)
+    if timing.workers is not None:  # the loop workers' first request of the pass may come before the drives'
+        ahead = timing.workers.issue_s >= t0
+        start = min(start, float(timing.workers.arrival_s[ahead].min())) if ahead.any() else start
+
+    def shifted(part: IoTiming) -> IoTiming:
+        keep = part.issue_s >= t0
+        later = part.op_wait_at_s >= t0
+        return dataclasses.replace(
+            part, device=part.device[keep], op=part.op[keep], size_bytes=part.size_bytes[keep],
+            arrival_s=part.arrival_s[keep] - start, start_s=part.start_s[keep] - start,
+            completion_s=part.completion_s[keep] - start, waited=part.waited[keep], issue_s=part.issue_s[keep] - t0,
+            op_wait_s=part.op_wait_s[later], op_wait_at_s=part.op_wait_at_s[later] - t0, app_s=part.app_s - t0,
+            stall_s=part.stall_s - (start - t0), elapsed_s=part.elapsed_s - start)
+
+    out = shifted(timing)
+    return out if timing.workers is None else dataclasses.replace(out, workers=shifted(timing.workers))
 
 
 def flat_drive(latency_s: float, bytes_per_s: float, capacity_bytes: int) -> FlatDrive:
@@ -392,8 +410,7 @@ def flat_drive(latency_s: float, bytes_per_s: float, capacity_bytes: int) -> Fla
 #: Fields of block nodes that the timed path does not use (host costs and settings measured or
 #: provisioned elsewhere): a prediction names those given other than their defaults.
 _UNUSED = {
-    "LoopFile": ("extent_count", "copy_rate_bytes_per_s", "read_copy_rate_bytes_per_s", "request_overhead_s",
-                 "allocation_metadata_bytes", "allocation_unit_bytes", "writeback_queue_depth",
+    "LoopFile": ("extent_count", "allocation_metadata_bytes", "allocation_unit_bytes", "writeback_queue_depth",
                  "dirty_limit_bytes"),
     "ThinVolume": ("allocation_s", "lookup_s", "used_bytes"),
     "NbdDevice": ("server_cache_hit",),
@@ -463,6 +480,12 @@ class CopyPrediction:
         lines = [f"file copy on {self.stack}: write {self.write_bytes_per_s / 1e6:.2f} MB/s, "
                  f"read {self.read_bytes_per_s / 1e6:.2f} MB/s (MB = 10^6 bytes)"]
         lines += [f"  {r['size_bytes']:>12} bytes: write {r['write_s']:.3f} s, read {r['read_s']:.3f} s" for r in self.rows]
+        if self.timing.workers is not None:
+            lines.append("loop workers (the copy into and out of each image's page cache):")
+            for name, row in self.timing.workers.device_frame().iterrows():
+                lines.append(f"  {name:<12} {int(row['requests']):>8} requests, read {row['read_bytes'] / 1e6:.2f} MB, "
+                             f"written {row['write_bytes'] / 1e6:.2f} MB, busy {row['busy_s']:.3f} s "
+                             f"({100 * row['utilisation']:.0f} %)")
         lines.append("assumptions:")
         lines += [f"  {topic}: {text}" for topic, text in self.assumptions]
         return "\n".join(lines)

@@ -15,9 +15,10 @@ image (``allocation``) allocates its blocks on first write, a
 *zero-filled* one has them all from the start.  Their time is the drives'
 (:mod:`diskmodel.model.iopath.timing`).
 
-The other fields (``extent_count``, the copy rates, ``request_overhead_s``,
-``allocation_metadata_bytes``, ``allocation_unit_bytes``,
-``writeback_queue_depth``, ``dirty_limit_bytes``)
+A buffered loop device's worker takes ``request_overhead_s`` per request
+and copies its bytes at the copy rates (:class:`~diskmodel.model.iopath.timing.LoopWorker`).
+The other fields (``extent_count``, ``allocation_metadata_bytes``,
+``allocation_unit_bytes``, ``writeback_queue_depth``, ``dirty_limit_bytes``)
 describe the host's costs and settings as measured or provisioned; the
 timed path does not use them, and a prediction's assumptions name those
 given other than their defaults.
@@ -58,17 +59,18 @@ class LoopFile:
     direct_io : bool
         ``losetup --direct-io=on``: no page-cache copy.
     copy_rate_bytes_per_s : float
-        The layer's own rate on a write [bytes/s], > 0 (inf: free): the
-        copy into the image's page cache and the CPU work of writing it
-        back (at fsync each layer's write-back waits for the one above,
-        so the layers pay it in series).  At least the bare buffered
-        ``write`` of new pages; measured where the device costs nothing,
-        one layer over memory (``benchmarks/layers_check.py``).
+        The buffered layer's worker's rate on a write [bytes/s], > 0 (inf:
+        free): the copy into the image's page cache and the CPU work of
+        writing it back (at fsync each layer's write-back waits for the
+        one above, so the layers pay it in turn).  At least the bare
+        buffered ``write`` of new pages; measured where the device costs
+        nothing, one layer over memory (``benchmarks/layers_check.py``).
     read_copy_rate_bytes_per_s : float or None
         The same on a read (from cached pages) [bytes/s], > 0; None: as
         on a write.
     request_overhead_s : float
-        Loop worker and file-system call per request [s], >= 0.
+        The buffered layer's worker's time per request besides the copy
+        (the loop worker and the file-system call) [s], >= 0.
     allocation_metadata_bytes : int
         Host metadata written per allocation [bytes], >= 0.
     allocation_unit_bytes : int

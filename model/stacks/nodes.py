@@ -140,6 +140,20 @@ def child_nodes(node) -> list[tuple[str, object]]:
     return out
 
 
+def map_nodes(node, fn):
+    """*node*'s tree rebuilt from the bottom up, each node replaced by ``fn(node)`` once its children
+    are (``fn`` returns the node itself, or a changed copy of it: ``node.evolve(...)``)."""
+    changes = {}
+    for f in _init_fields(type(node)):
+        value = getattr(node, f.name)
+        if is_node(value):
+            changes[f.name] = map_nodes(value, fn)
+        elif isinstance(value, tuple) and any(is_node(item) for item in value):
+            changes[f.name] = tuple(map_nodes(item, fn) if is_node(item) else item for item in value)
+    rebuilt = dataclasses.replace(node, **changes) if any(changes[k] is not getattr(node, k) for k in changes) else node
+    return fn(rebuilt)
+
+
 def walk(node, path: str = ""):
     """Yield (path, node, depth) for *node* and every node below it, depth first, parents before children."""
     def visit(current, where, depth):
