@@ -96,3 +96,36 @@ def test_map_nodes_changes_every_loop_layer_and_keeps_the_rest():
     assert [n for _, n, _ in walk(top)][-1] == [n for _, n, _ in walk(out)][-1]
     assert elapsed(3, FioJob("write", MIB, 8 * MIB), copy_rate_bytes_per_s=math.inf) == predict_block_job(
         out, FioJob("write", MIB, 8 * MIB), {"sda": DRIVE}).elapsed_s
+
+
+def test_a_loop_file_reads_no_faster_than_the_device_under_it_and_each_layer_lowers_reads():
+    """The loop worker reads its image through the host's page cache, and waits for the image's async
+    read-ahead windows where it issues them, as the application waits for its own: so a copy read from
+    ext3 on a loop file is no faster than from ext3 on the partition (the loop-image study: alike, or
+    slower), and each nested layer lowers sequential reads (Dagenais, fig. 5). Before, the image's
+    windows ran beside the application and the loop file read 1.5x faster than native."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from stacks_check import predicted
+
+    from diskmodel.model.drive.disk import flat_latency_disk
+    from diskmodel.model.drive.drives import InMemoryDrive
+    from diskmodel.model.predict import predict
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+
+    disk = flat_latency_disk(18e-6, 1.25e9, 4 * GIB)
+    fields = dict(readahead_bytes=2560 * KIB, copy_rate_bytes_per_s=6e9, read_copy_rate_bytes_per_s=11e9)
+    part = Partition(MIB, 512 * MIB)
+
+    def stack(node):
+        return Stack(FileSystemNode(node, kind="ext3"), (InMemoryDrive(disk, "sda"),), "s")
+
+    native = predicted(stack(part), f"dd:size={50 * MIB},step=read")["elapsed_s"]
+    image = LoopFile(part, 448 * MIB, allocation="sparse", host_file_system="ext4", **fields)
+    looped = predicted(stack(image), f"dd:size={50 * MIB},step=read")["elapsed_s"]
+    assert native < looped < 1.5 * native
+    rates = [predict(stack(nested_loop_files(part, d, allocation="sparse", host_file_system="ext4", **fields)),
+                     FioJob("read", MIB, 64 * MIB)).throughput_bytes_per_s for d in range(4)]
+    assert rates[0] > rates[1] > rates[2] > rates[3]

@@ -36,6 +36,7 @@ checks. The markers and the copy's lines are :mod:`~diskmodel.calibrate.bench.st
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -87,8 +88,11 @@ def base_label(label: str) -> str:
 def _nbd(link: dict | None, step: str, network: Network = UNSHAPED) -> NbdDevice:
     """The NBD device over the image file, its per-request cost the link fit's for *step*'s operation
     (``{"write": {"overhead_s", "copy_rate_bytes_per_s"}, "read": ...}``; None: the model's defaults)."""
+    # nbd-server reads and writes the image file itself (its page cache, as a buffered loop device's worker
+    # would): that copy is the NBD device's per-request cost (the link's fit, measured serving a tmpfs image),
+    # so the image's worker costs nothing more
     image = LoopFile(_part("vdb", size=SERVER_PART_BYTES), IMAGE_BYTES, allocation="zero_filled",
-                     host_file_system="ext2", direct_io=False)
+                     host_file_system="ext2", direct_io=False, copy_rate_bytes_per_s=math.inf, request_overhead_s=0.0)
     fit = (link or {}).get(step)
     costs = {} if fit is None else {"client_overhead_s": fit["overhead_s"], "server_overhead_s": 0.0,
                                     "copy_rate_bytes_per_s": fit["copy_rate_bytes_per_s"]}

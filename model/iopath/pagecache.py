@@ -88,6 +88,11 @@ class CacheParams:
     #: the file system's device's largest request [KiB] (``max_sectors_kb``: the bdi's ``io_pages``); None:
     #: read-ahead windows stay within ``read_ahead_kb`` whatever the call's size
     io_kb: int | None = None
+    #: how long after its call's instant an async read-ahead window goes out [s]; None:
+    #: :data:`ASYNC_DELAY_S`, an instant of its own, where the application waits for it
+    #: (:mod:`~diskmodel.model.iopath.timing`). A loop worker's reads of its image give less than
+    #: the timing's instant (:data:`.loop.WORKER_ASYNC_S`): the worker's read waits for it alike.
+    async_delay_s: float | None = None
 
     def __post_init__(self):
         ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
@@ -108,6 +113,9 @@ class CacheParams:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
                 raise ValueError(f"page cache: {name} = {v!r} must be a finite number > 0")
+        d = self.async_delay_s
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not np.isfinite(d) or d <= 0):
+            raise ValueError(f"page cache: async_delay_s = {d!r} must be a finite number > 0 or None")
         for name in ("dirty_background_ratio", "dirty_ratio"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0 < v <= 1:
@@ -395,7 +403,8 @@ class _Cache:
                 st.ra_last = st.ra_end
                 stop = min(st.ra_end + st.ra_win, eof)
                 self.async_now = True
-                self.read_pages(at(trigger) + ASYNC_DELAY_S, f, st, st.ra_end, stop)
+                delay = ASYNC_DELAY_S if self.p.async_delay_s is None else self.p.async_delay_s
+                self.read_pages(at(trigger) + delay, f, st, st.ra_end, stop)
                 self.async_now = False
                 st.ra_end = stop
         self.reclaim(t)

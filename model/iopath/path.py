@@ -45,7 +45,7 @@ from .fs import file_system
 from ..filesystems.kinds import DEFAULTS, mkfs_journal_bytes
 from .fs_layout import FS_KINDS, FsParams
 from .md_parity import md_raid5, md_raid6
-from .loop import worker_order
+from .loop import WORKER_ASYNC_S, worker_order
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .partition import partition
@@ -248,7 +248,8 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, d
     try:
         p = FsParams(kind=host_kind, device_bytes=host_bytes)
         # the host's read-ahead on the image: the node's readahead_bytes (read_ahead_kb, whole KiB)
-        res = page_cache(ops, replace(cache, read_ahead_kb=int(node.readahead_bytes) // 1024))
+        res = page_cache(ops, replace(cache, read_ahead_kb=int(node.readahead_bytes) // 1024,
+                                      async_delay_s=WORKER_ASYNC_S))
         fs = file_system(res.ops, p, sync=res.sync, sparse=node.allocation == "sparse",
                          allocated=_written_before(s) if node.allocation == "sparse" else (),
                          inodes_held=dropped)
