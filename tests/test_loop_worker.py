@@ -129,3 +129,21 @@ def test_a_loop_file_reads_no_faster_than_the_device_under_it_and_each_layer_low
     rates = [predict(stack(nested_loop_files(part, d, allocation="sparse", host_file_system="ext4", **fields)),
                      FioJob("read", MIB, 64 * MIB)).throughput_bytes_per_s for d in range(4)]
     assert rates[0] > rates[1] > rates[2] > rates[3]
+
+
+def test_predict_json_lists_the_loop_workers_beside_the_devices(tmp_path, capsys):
+    import json
+
+    from diskmodel.calibrate.cli import main
+
+    stack = {"format": "diskmodel.stack", "disks": [{"kind": "preset", "name": "sda", "preset": "wd800bd"}],
+             "file_system": {"kind": "ext4", "volume": {
+                 "kind": "loop_file", "name": "/dev/loop7", "image_size_bytes": 10**9, "allocation": "sparse",
+                 "host": {"kind": "partition", "start_bytes": 0, "size_bytes": 2 * 10**9, "disk": "sda"}}}}
+    (tmp_path / "stack.json").write_text(json.dumps(stack))
+    assert main(["predict", "--json", "--stack", str(tmp_path / "stack.json"),
+                 "--workload", "dd:size=4194304,step=read"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["devices"]) == {"sda"}
+    worker = out["loop_workers"]["/dev/loop7"]
+    assert worker["read_bytes"] >= 4194304 and 0 < worker["busy_s"] < out["elapsed_s"]

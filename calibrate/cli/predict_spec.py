@@ -70,15 +70,20 @@ def timed_json(args, stack, prediction, **extra) -> dict:
     load, the intervals and the assumptions (*extra* after the stack and the workload)."""
     from diskmodel.calibrate.cli import predict_intervals
 
-    frame = prediction.timing.device_frame()
+    def load(timing) -> dict:
+        return {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
+                       for k, v in row.items()} for name, row in timing.device_frame().iterrows()}
+
+    workers = prediction.timing.workers
     return {
         "stack": stack.short_name, "workload": args.workload, **extra,
         "read_throughput_bytes_per_s": prediction.read_throughput_bytes_per_s,
         "write_throughput_bytes_per_s": prediction.write_throughput_bytes_per_s,
         "elapsed_s": prediction.elapsed_s, "stall_s": prediction.timing.stall_s,
         "wait_percentiles_s": prediction.timing.wait_percentiles(),
-        "devices": {name: {k: (int(v) if k in ("requests", "read_bytes", "write_bytes") else float(v))
-                           for k, v in row.items()} for name, row in frame.iterrows()},
+        "devices": load(prediction.timing),
+        # each buffered loop device's worker: its copies into and out of the image's page cache
+        **({"loop_workers": load(workers)} if workers is not None else {}),
         "intervals_95": predict_intervals.interval_figures(prediction),
         "assumptions": args.notes + [f"{topic}: {text}" for topic, text in prediction.assumptions],
     }
