@@ -40,11 +40,12 @@ __all__ = ["LoopResult", "loop", "worker_order"]
 #: the timing (:data:`.timing.INSTANT_S`), so the application still waits for them.
 WORKER_STEP_S = 1e-8
 #: How long after a loop worker's read of its image the host's async read-ahead window on the image
-#: goes out [s] (:class:`.pagecache.CacheParams` ``async_delay_s``): within the timing's instant, so
-#: the read the application waits for waits for the window too, as the application waits for its own
-#: async windows where they are issued (a buffered reader is a reader, the loop worker as any other;
-#: without it the image's windows ran beside the application and a loop file read faster than the
-#: device under it). Nested layers add theirs up: ten of them stay within the instant.
+#: goes out [s] (:class:`~diskmodel.model.iopath.pagecache.CacheParams` ``async_delay_s``): within
+#: the timing's instant, so the read the application waits for waits for the window too, as the
+#: application waits for its own async windows where they are issued (a buffered reader is a reader,
+#: the loop worker as any other; without it the image's windows ran beside the application and a
+#: loop file read faster than the device under it). Nested layers add theirs up: ten of them stay
+#: within the instant.
 WORKER_ASYNC_S = 1e-7
 
 

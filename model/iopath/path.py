@@ -91,7 +91,7 @@ def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Strea
 
 class DeviceStreams(dict):
     """``{device: Stream}`` (:func:`run`), and ``loops``: ``{device: LoopFile}`` for the loop devices
-    among them (their workers' time is :mod:`.timing`'s)."""
+    among them (their workers' time is :mod:`~diskmodel.model.iopath.timing`'s)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -478,8 +478,8 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
 
 def loop_workers(streams) -> dict:
     """``{device: LoopWorker}`` for the buffered loop devices among ``streams`` (a
-    :class:`~.path.DeviceStreams`) that received requests; a direct-I/O loop device's submission is
-    the host's request's own (lo_rw_aio), with no copy."""
+    :class:`~diskmodel.model.iopath.path.DeviceStreams`) that received requests; a direct-I/O loop
+    device's submission is the host's request's own (lo_rw_aio), with no copy."""
     loops = getattr(streams, "loops", {})
     return {n: LoopWorker.of(node) for n, node in loops.items() if not node.direct_io and len(streams[n])}
 
