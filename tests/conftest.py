@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -387,6 +388,12 @@ def in_serial_group(item) -> bool:
 
 
 def pytest_configure(config):
+    # A run started in the background of a non-interactive shell (``bash .ci/run &``) inherits SIGINT
+    # ignored (POSIX: an asynchronous list ignores SIGINT and SIGQUIT), and so would every program a test
+    # starts, which Python leaves ignored: a test that interrupts a run with SIGINT then saw it run on to
+    # exit 0. The tests stand for a user's shell, where SIGINT is at its default.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):
         _WORKER.append(True)
         if os.geteuid() == 0:
