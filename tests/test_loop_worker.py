@@ -147,3 +147,18 @@ def test_predict_json_lists_the_loop_workers_beside_the_devices(tmp_path, capsys
     assert set(out["devices"]) == {"sda"}
     worker = out["loop_workers"]["/dev/loop7"]
     assert worker["read_bytes"] >= 4194304 and 0 < worker["busy_s"] < out["elapsed_s"]
+
+
+def test_a_copy_on_a_loop_file_prints_its_summary():
+    """The copy's prediction has rows, not one timing: its summary lists them (it once asked for a timing's
+    loop workers and raised AttributeError)."""
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.predict import predict
+    from diskmodel.model.predictions.block_workloads import FileCopy
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+
+    image = LoopFile(Partition(0, 2 * GIB, "/dev/sda1", "sda"), GIB, allocation="sparse")
+    p = predict(Stack(FileSystemNode(image, kind="ext4"), (PresetDrive("wd800bd", name="sda"),), "s"),
+                FileCopy(file_sizes_bytes=(MIB,), repeats=1))
+    text = p.summary()
+    assert f"{MIB:>12} bytes: write" in text and "assumptions:" in text

@@ -91,7 +91,8 @@ class CacheParams:
     #: how long after its call's instant an async read-ahead window goes out [s]; None:
     #: :data:`ASYNC_DELAY_S`, an instant of its own, where the application waits for it
     #: (:mod:`~diskmodel.model.iopath.timing`). A loop worker's reads of its image give less than
-    #: the timing's instant (:data:`~diskmodel.model.iopath.loop.WORKER_ASYNC_S`): the worker's read waits for it alike.
+    #: the timing's instant (:data:`~diskmodel.model.iopath.loop.WORKER_ASYNC_S`): the worker's read
+    #: waits for it alike.
     async_delay_s: float | None = None
 
     def __post_init__(self):

@@ -480,12 +480,6 @@ class CopyPrediction:
         lines = [f"file copy on {self.stack}: write {self.write_bytes_per_s / 1e6:.2f} MB/s, "
                  f"read {self.read_bytes_per_s / 1e6:.2f} MB/s (MB = 10^6 bytes)"]
         lines += [f"  {r['size_bytes']:>12} bytes: write {r['write_s']:.3f} s, read {r['read_s']:.3f} s" for r in self.rows]
-        if self.timing.workers is not None:
-            lines.append("loop workers (the copy into and out of each image's page cache):")
-            for name, row in self.timing.workers.device_frame().iterrows():
-                lines.append(f"  {name:<12} {int(row['requests']):>8} requests, read {row['read_bytes'] / 1e6:.2f} MB, "
-                             f"written {row['write_bytes'] / 1e6:.2f} MB, busy {row['busy_s']:.3f} s "
-                             f"({100 * row['utilisation']:.0f} %)")
         lines.append("assumptions:")
         lines += [f"  {topic}: {text}" for topic, text in self.assumptions]
         return "\n".join(lines)

@@ -150,8 +150,7 @@ def map_nodes(node, fn):
             changes[f.name] = map_nodes(value, fn)
         elif isinstance(value, tuple) and any(is_node(item) for item in value):
             changes[f.name] = tuple(map_nodes(item, fn) if is_node(item) else item for item in value)
-    rebuilt = dataclasses.replace(node, **changes) if any(changes[k] is not getattr(node, k) for k in changes) else node
-    return fn(rebuilt)
+    return fn(dataclasses.replace(node, **changes) if changes else node)
 
 
 def walk(node, path: str = ""):
