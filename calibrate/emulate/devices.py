@@ -568,7 +568,7 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
     *cpu_latency_us*: the CPU latency request held from the drives' start to their teardown
     (:data:`CPU_LATENCY_US`; None: none), recorded in the run and released by its teardown.
     """
-    from diskmodel.calibrate.bench.host_executor import handle_signals
+    from diskmodel.calibrate.harness.interrupts import during_teardown, handle_signals
     from diskmodel.calibrate.harness import runstate
 
     say = say or (lambda line: log.warning("%s", line))
@@ -595,6 +595,6 @@ def emulated_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s:
                 _start_drive(run, drv, backing_dir, log_dir, i, realtime_priority)
             yield [d.device for d in built]
         finally:
-            with runstate.signals_ignored():
+            with during_teardown():
                 for drv in reversed(built):
                     _stop_drive(run, drv, say, lateness_bound_s)

@@ -40,6 +40,7 @@ from diskmodel.calibrate.emulate.devices import (DEFAULT_REALTIME_PRIORITY, LATE
                                                  _check_backing_dir, _Drive, _end_process, _start_nbdkit,
                                                  _summarise_log, realtime_or_note)
 from diskmodel.calibrate.emulate.drives import resolve_drive
+from diskmodel.calibrate.harness.interrupts import during_teardown
 
 __all__ = ["GUEST_FIRST_DEVICE", "VmDrive", "check_vm_tools", "guest_device", "nbd_drives",
            "run_script_on_emulated_drives"]
@@ -166,7 +167,7 @@ def nbd_drives(drives, *, backing_dir=None, log_dir=None, lateness_bound_s: floa
                                    served.drv.device.log_path))
             yield out
         finally:
-            with runstate.signals_ignored():
+            with during_teardown():
                 for served in reversed(built):
                     _stop(run, served, say, lateness_bound_s)
                 for vd, served in zip(out, built):

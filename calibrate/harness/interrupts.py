@@ -13,14 +13,15 @@ The command line (:func:`diskmodel.calibrate.cli.main`) holds
 library entry points that build things (``run_on_stack``, ``measure_stack``)
 hold it too, for callers that are not the command line. The run state
 (:mod:`diskmodel.calibrate.harness.runstate`) blocks :data:`HANDLED_SIGNALS`
-while it writes a record and ignores them while it tears down.
+while it writes a record, and holds them back while it tears down
+(:class:`during_teardown`).
 """
 from __future__ import annotations
 
 import signal
 import threading
 
-__all__ = ["HANDLED_SIGNALS", "Interrupted", "handle_signals", "held"]
+__all__ = ["HANDLED_SIGNALS", "Interrupted", "during_teardown", "handle_signals", "held"]
 
 # The signals a run turns into a teardown; SIGKILL and SIGSTOP cannot be caught (signal(7)), and a
 # run killed by SIGKILL is undone afterwards by `diskmodel cleanup`.
@@ -109,6 +110,76 @@ def received() -> int | None:
 
 # How deep the main thread is in handle_signals contexts, and the first signal received inside them.
 _state: dict = {"depth": 0, "received": None, "held": 0, "kept": None}
+# How deep the main thread is in during_teardown contexts, and the first signal that arrived inside them.
+_teardown: dict = {"depth": 0, "kept": None}
+
+
+class during_teardown:
+    """Context manager: :data:`HANDLED_SIGNALS` held back while resources are torn down, then delivered.
+
+    A teardown must not be cut short: a second Ctrl-C would leave a loop
+    device or a mount half removed. Nor may the signal be lost: a teardown
+    also runs in the middle of a job (a step's scratch removed, an emulated
+    drive stopped before the next is served), and a Ctrl-C that lands there
+    must still end the job. So, for the outermost context of the main thread:
+
+    - the signals are blocked in the calling thread, and the programs the
+      teardown starts (``umount``, ``losetup -d``, ``dmsetup``) inherit that
+      mask across exec (signal(7)), so the terminal's Ctrl-C to the process
+      group does not kill them half way;
+    - a signal the kernel gives another thread, or one pending when the mask
+      is lifted, reaches a handler that only keeps it;
+    - on leaving, the handlers in place before come back and, with
+      *deliver*, the first signal kept is raised again (:func:`signal.raise_signal`):
+      inside :class:`handle_signals` it raises :class:`Interrupted`, or is
+      dropped when the teardown is that of an interrupt already.
+
+    ``deliver=False`` drops it: for the teardown of a run that is ending with
+    an exception already, which must not be replaced by the interrupt.
+    Nested contexts leave the choice to the outermost. Elsewhere than in
+    the main thread it does nothing, as Python runs handlers only there.
+    """
+
+    def __init__(self, *, deliver: bool = True) -> None:
+        self.deliver = deliver
+        self._old: dict[int, object] = {}
+        self._mask = None
+        self._outer = False
+        self._main = False
+
+    def __enter__(self) -> "during_teardown":
+        self._main = threading.current_thread() is threading.main_thread()
+        if not self._main:
+            return self
+        _teardown["depth"] += 1
+        self._outer = _teardown["depth"] == 1
+        if self._outer:
+            _teardown["kept"] = None
+            for sig in HANDLED_SIGNALS:
+                self._old[sig] = signal.signal(sig, _keep)
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self._main:
+            return
+        _teardown["depth"] -= 1
+        if not self._outer:
+            return
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)   # one pending in this thread reaches _keep here
+        # a handler installed outside Python reads back as None: the default then, not a TypeError that
+        # would leave the rest held (and every process started later deaf to Ctrl-C)
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+        signum, _teardown["kept"] = _teardown["kept"], None
+        if self.deliver and signum is not None:
+            signal.raise_signal(signum)
+
+
+def _keep(signum, frame) -> None:
+    if _teardown["kept"] is None:
+        _teardown["kept"] = signum
 
 
 def _raise(signum, frame) -> None:

@@ -61,14 +61,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from diskmodel.calibrate.harness import locks
-from diskmodel.calibrate.harness.interrupts import HANDLED_SIGNALS as _HANDLED_SIGNALS, held as _held
+from diskmodel.calibrate.harness.interrupts import (HANDLED_SIGNALS as _HANDLED_SIGNALS, during_teardown,
+                                                    held as _held)
 from diskmodel.calibrate.harness.outputs import replace_file_atomically, write_fully
 from diskmodel.calibrate.harness.resources import (Resource, TeardownReport, identity_at_creation,
                                                    kill_processes_of_run, kill_strays_of_run, present, process_alive,
                                                    process_start_ticks, processes_of_run, undo_one)
 
 __all__ = ["RUN_DIR_ENV", "Run", "cleanup", "cleanup_cli", "current_run", "ensure_run", "run_root", "signals_blocked",
-           "signals_ignored", "stale_runs"]
+           "stale_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +97,6 @@ def signals_blocked():
             yield
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-@contextlib.contextmanager
-def signals_ignored():
-    """SIGINT, SIGTERM, SIGHUP and SIGQUIT ignored while tearing down, so a second Ctrl-C cannot cut it short."""
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in _HANDLED_SIGNALS:
-            old[sig] = signal.signal(sig, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        # a handler installed outside Python reads back as None: the default then, not a TypeError that
-        # would leave the rest ignored (and every process started later deaf to Ctrl-C)
-        for sig, handler in old.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 # --------------------------------------------------------------------------- the root
@@ -266,7 +251,7 @@ class Run:
         """Remove *resources* (default: all of this run's) in reverse order, checking each is gone."""
         chosen = list(self.resources if resources is None else resources)
         report = TeardownReport()
-        with self._lock, signals_ignored():
+        with self._lock, during_teardown():
             for res in reversed(chosen):
                 if res.state in ("intended", "created", "left"):
                     undo_one(res)
@@ -282,16 +267,21 @@ class Run:
                     report.unsaved = f"{exc.filename}: {exc.strerror}"
         return report
 
-    def finish(self) -> TeardownReport:
-        """Undo everything; remove the state file when all is checked gone."""
+    def finish(self, *, deliver: bool = True) -> TeardownReport:
+        """Undo everything; remove the state file when all is checked gone.
+
+        A signal that arrives meanwhile waits for the end (:class:`~diskmodel.calibrate.harness.interrupts.during_teardown`),
+        and is then delivered, or with ``deliver=False`` dropped (a run ending with an exception already).
+        """
         earlier = list(self._undone)
-        with signals_ignored():   # first what left the group it was recorded in: it may hold what undo removes
+        with during_teardown(deliver=deliver):
+            # first what left the group it was recorded in: it may hold what undo removes
             strays = kill_strays_of_run(self.run_id, self.resources)
-        report = self.undo()
-        report.removed[:0] = earlier + strays   # and what was torn down earlier (a scratch whose fill stopped)
-        if report.complete:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+            report = self.undo()
+            report.removed[:0] = earlier + strays   # and what was torn down earlier (a scratch whose fill stopped)
+            if report.complete:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
         return report
 
 
@@ -475,7 +465,7 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                 say(f"  would remove {res.describe()}" if there is True else
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
             return True
-        with signals_ignored():
+        with during_teardown():   # a Ctrl-C ends the cleanup once this run's things are gone
             # First what the run started, recorded or not (a child whose record a SIGKILL cut short, and its
             # own children): one of them may hold what a record names.
             killed, alive = kill_processes_of_run(run.run_id)
@@ -576,7 +566,7 @@ def ensure_run(command: str | None = None) -> Iterator[Run]:
     try:
         yield run
     except BaseException as exc:
-        report = run.finish()
+        report = run.finish(deliver=False)   # the exception ends the run: a signal meanwhile does not replace it
         with contextlib.suppress(AttributeError, TypeError):
             exc.teardown_report = str(report)
         if isinstance(exc, Exception) and (report.left or report.unsaved):
