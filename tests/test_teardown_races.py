@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -216,30 +215,3 @@ def test_cleanup_kills_what_a_killed_run_started_before_its_record_named_it(tmp_
         with contextlib.suppress(ProcessLookupError):
             os.killpg(stray.pid, signal.SIGKILL)
         stray.wait()
-
-
-def test_a_signal_another_thread_takes_waits_for_the_end_of_a_held_block():
-    """The kernel gives a signal sent to the process to any thread that does not block it (a progress bar's
-    monitor thread, a fit in the background); Python then runs the handler in the main thread at once.
-    Inside ``signals_blocked`` (a step's child started and recorded) it must still wait for the block's end."""
-    import threading
-    import time
-
-    from diskmodel.calibrate.harness import interrupts, runstate
-
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    reached_the_end = False
-    try:
-        with pytest.raises(interrupts.Interrupted, match="SIGINT"):
-            with interrupts.handle_signals():
-                with runstate.signals_blocked():
-                    signal.pthread_kill(other.ident, signal.SIGINT)
-                    for _ in range(50):   # many points where a handler runs in the main thread
-                        time.sleep(0.002)
-                    reached_the_end = True
-    finally:
-        stop.set()
-        other.join()
-    assert reached_the_end

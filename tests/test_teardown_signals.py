@@ -94,18 +94,23 @@ def test_a_second_ctrl_c_during_an_interrupts_teardown_is_dropped(run_dir, monke
     assert len(calls) == 3 and not any(f.exists() for f in folders)
 
 
-def test_a_signal_another_thread_takes_waits_for_the_teardowns_end():
-    """The kernel gives a signal sent to the process to a thread that does not block it; Python then runs
-    the handler in the main thread. It must still wait for the teardown's end, then end the job."""
+@pytest.mark.parametrize("block, sig", [(runstate.signals_blocked, signal.SIGINT),
+                                        (interrupts.during_teardown, signal.SIGQUIT)],
+                         ids=["a step and its record", "a teardown"])
+def test_a_signal_another_thread_takes_waits_for_the_blocks_end(block, sig):
+    """The kernel gives a signal sent to the process to any thread that does not block it (a progress bar's
+    monitor thread, a fit in the background); Python then runs the handler in the main thread at once.
+    Inside ``signals_blocked`` (a step's child started and recorded) and inside a teardown it must still wait
+    for the block's end, then end the job."""
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     reached_the_end = False
     try:
-        with pytest.raises(interrupts.Interrupted, match="SIGQUIT"):
+        with pytest.raises(interrupts.Interrupted, match=sig.name):
             with interrupts.handle_signals():
-                with interrupts.during_teardown():
-                    signal.pthread_kill(other.ident, signal.SIGQUIT)
+                with block():
+                    signal.pthread_kill(other.ident, sig)
                     for _ in range(50):   # many points where a handler runs in the main thread
                         time.sleep(0.002)
                     reached_the_end = True
