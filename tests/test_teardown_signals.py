@@ -10,7 +10,8 @@ folders) and checks, by looking at the folders and at what is raised:
   teardown is done (it used to be ignored there, and the job ran on);
 * a run that is ending with an error keeps its error;
 * a second Ctrl-C during the teardown an interrupt started is dropped;
-* a program the teardown starts is not killed by the terminal's Ctrl-C.
+* a program the teardown starts is not killed by the terminal's Ctrl-C;
+* ``diskmodel cleanup``, interrupted, settles the dead run's record first.
 """
 from __future__ import annotations
 
@@ -146,3 +147,30 @@ def test_a_program_the_teardown_starts_is_not_killed_by_the_terminals_ctrl_c():
     assert (inside.returncode, inside.stdout) == (0, "alive\n")
     assert outside.returncode == -signal.SIGINT      # the same program, started elsewhere, dies
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) & set(interrupts.HANDLED_SIGNALS) == set()
+
+
+def test_a_ctrl_c_during_cleanup_ends_it_after_the_dead_runs_record_is_settled(run_dir, monkeypatch):
+    """``diskmodel cleanup`` of a dead run: a signal while it removes the run's things ends the cleanup, but
+    only after the run's state file is settled (removed, all being gone): a delivered signal must not skip it
+    and leave a record of things already removed."""
+    import json
+
+    root = run_dir / "run"
+    root.mkdir(mode=0o700)
+    folders = [run_dir / f"left{i}" for i in range(2)]
+    for f in folders:
+        f.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    record = {"format": "diskmodel.runstate", "format_version": 1, "run_id": "deadrun", "pid": dead.pid,
+              "start_ticks": 1, "command": "postmark", "started": 0,
+              "resources": [{"id": k, "kind": "dir", "state": "created", "details": {"path": str(f)}}
+                            for k, f in enumerate(folders)]}
+    (root / "deadrun.json").write_text(json.dumps(record))
+    calls = _signal_at_first_undo(monkeypatch)
+    said = []
+    with pytest.raises(interrupts.Interrupted, match="SIGINT"):
+        with interrupts.handle_signals():
+            runstate.cleanup(say=said.append)
+    assert len(calls) == 2 and not any(f.exists() for f in folders), said
+    assert not (root / "deadrun.json").exists(), said

@@ -465,7 +465,8 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                 say(f"  would remove {res.describe()}" if there is True else
                     f"  {res.describe()}: already gone" if there is False else f"  {res.describe()}: {there}")
             return True
-        with during_teardown():   # a Ctrl-C ends the cleanup once this run's things are gone
+        # A Ctrl-C ends the cleanup once this run's things are gone and its record says so.
+        with during_teardown():
             # First what the run started, recorded or not (a child whose record a SIGKILL cut short, and its
             # own children): one of them may hold what a record names.
             killed, alive = kill_processes_of_run(run.run_id)
@@ -482,11 +483,11 @@ def _clean_one(run: StaleRun, *, dry_run: bool, say: Callable[[str], object]) ->
                 undo_one(res, foreign=True)
                 done = f"  {res.describe()}: already gone" if gone else f"  removed {res.describe()}"
                 say(done if res.state == "removed" else f"  could not remove {res.describe()}: {res.note}")
-    if alive or any(r.state != "removed" for r in todo):
-        _save_left(run, say)
-        return False
-    run.path.unlink(missing_ok=True)
-    return True
+            if alive or any(r.state != "removed" for r in todo):
+                _save_left(run, say)
+                return False
+            run.path.unlink(missing_ok=True)
+            return True
 
 
 def _sweep_temporaries(root: Path) -> None:
