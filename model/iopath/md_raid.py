@@ -7,7 +7,7 @@ Every level adds the members' ``data_offset_bytes`` (where md's data starts afte
 - RAID 0 (drivers/md/raid0.c, map_sector for equal-sized members): ``chunk = offset // chunk_bytes``,
   member ``chunk % N``, member offset ``(chunk // N) * chunk_bytes + offset % chunk_bytes``; bios are
   split at chunk boundaries (raid0_make_request), and the pieces of one plug's bios merge in the
-  members' queues as dm-striped's do (:func:`.dm_striped.plug_times`).
+  members' queues as dm-striped's do (:func:`.dm_striped.plug_first`, :func:`.dm_striped.plug_flushes`).
 - RAID 1 (drivers/md/raid1.c): a write goes to every member at the same offset
   (raid1_write_request); a read goes to one member chosen by :func:`read_balance`.
 - RAID 10, near 2 (drivers/md/raid10.c, __raid10_find_phys): chunk ``c``'s two copies occupy slots

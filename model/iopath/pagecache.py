@@ -20,10 +20,17 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   reads just its missing pages. Cached pages inside a window are skipped. A call larger than
   ``read_ahead_kb`` reads ahead up to the call's size, at most the device's largest request
   (``io_kb``: ondemand_readahead raises ``max_pages`` to ``min(req_size, bdi->io_pages)``), so
-  ``dd bs=1M`` reads 1 MiB windows. The async window is issued when the reader reaches its mark
-  (page_cache_async_ra), not read by the call that issues it: it goes out ``ASYNC_DELAY_S``
-  after its call's instant, an instant of its own, listed in ``CacheResult.async_read``; the
-  reader waits for it at its next call (:mod:`~diskmodel.model.iopath.timing`). An op of many calls
+  ``dd bs=1M`` reads 1 MiB windows. The async window is issued when the reader reaches the mark
+  (PG_readahead) of the window before (page_cache_async_ra), not read by the call that issues it,
+  at an instant of its own, listed in ``CacheResult.async_read``. A window is marked where
+  ondemand_readahead puts ``start + size - async_size``: an async window at its first page, so the
+  call that reaches it issues the next before it waits (``ASYNC_DELAY_S`` before its instant); a
+  synchronous window that reaches past its call at the first page after the call (the next call
+  issues the async window); one its call takes whole at its middle (readit: the read would hit its
+  own mark, ``async_size = max_pages / 2``), so the async window goes out once the reader has copied
+  half of it (``ASYNC_DELAY_S`` and that share of the call's time after its instant). The reader
+  waits for an async window at the first later call that copies any of its pages
+  (``CacheResult.async_waits``; :mod:`~diskmodel.model.iopath.timing`). An op of many calls
   (``chunk_bytes`` below its size) issues each window at the instant of the call that reaches it, a
   nanosecond a call, so the queue does not merge windows of different calls; one call's windows go
   out together.
@@ -67,17 +74,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fileops import FileOps, Kind
+from .read_ahead import DEFAULT_READ_AHEAD_KB
 
 __all__ = ["CacheParams", "CacheResult", "page_cache"]
 
 
 @dataclass(frozen=True)
 class CacheParams:
-    """The cache's settings (defaults: Linux's, with 128 KiB read-ahead and no cgroup)."""
+    """The cache's settings (defaults: Linux's, with the device's read-ahead and no cgroup)."""
 
     memory_bytes: int = 4 << 30
     memory_limit_bytes: int | None = None
-    read_ahead_kb: int = 128
+    #: the file system's device's read-ahead [KiB] (``read_ahead_kb``, ``blockdev --setra``); None: the
+    #: kernel's for the device (:func:`~.read_ahead.device_read_ahead_kb`, set by :func:`~.path.run`;
+    #: :data:`~.read_ahead.DEFAULT_READ_AHEAD_KB` where no device is known)
+    read_ahead_kb: int | None = None
     dirty_expire_s: float = 30.0
     writeback_interval_s: float = 5.0
     dirty_background_ratio: float = 0.10
@@ -99,8 +110,11 @@ class CacheParams:
         ints = {"memory_bytes": 1, "read_ahead_kb": 0, "page_bytes": 512}
         for name, low in ints.items():
             v = getattr(self, name)
+            if v is None and name == "read_ahead_kb":
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ValueError(f"page cache: {name} = {v!r} must be an integer >= {low}")
+                raise ValueError(f"page cache: {name} = {v!r} must be an integer >= {low}"
+                                 + (" or None" if name == "read_ahead_kb" else ""))
         if self.io_kb is not None and (isinstance(self.io_kb, bool) or not isinstance(self.io_kb, (int, np.integer))
                                        or self.io_kb < 1):
             raise ValueError(f"page cache: io_kb = {self.io_kb!r} must be an integer >= 1 or None")
@@ -135,11 +149,16 @@ class CacheResult:
     flusher: np.ndarray | None = None
     #: the reads issued by asynchronous read-ahead (page_cache_async_ra; None: none)
     async_read: np.ndarray | None = None
+    #: (a read call's instant, the instant of an async window it waits for), one row per pair: the
+    #: reader waits for an async window at the first later call that copies any of its pages
+    async_waits: np.ndarray | None = None
 
 
-#: How long after its call's instant an async read-ahead window is issued [s]: more than the
-#: timing's instant (:data:`.timing.INSTANT_S`), so it is an instant of its own, and less than
-#: two of the generators' call costs (``call_s``), so it comes before the next call.
+#: How far from its call's instant an async read-ahead window is issued [s]: before it where the call
+#: reaches the mark at its first page (the window goes out before the call waits), after it (and
+#: after the reader's copy up to the mark) where the mark lies inside the call. More than the
+#: timing's instant (:data:`.timing.INSTANT_S`), so it is an instant of its own, and less than half
+#: of the generators' call cost (``call_s``), so it stays between two calls.
 ASYNC_DELAY_S = 1.5e-6
 
 
@@ -150,6 +169,15 @@ def _init_ra(req: int, mx: int) -> int:
     if n <= mx // 4:
         return min(2 * n, mx)
     return mx
+
+
+def _sync_mark(start: int, size: int, end: int) -> int:
+    """The page a synchronous window of ``size`` pages from ``start``, read for a call that ends at page
+    ``end``, marks for the async read-ahead (PG_readahead at ``start + size - async_size``,
+    ondemand_readahead): where the window reaches past the call, its first page after the call
+    (``async_size = size - req_size``); where the call takes the whole window, its middle (readit:
+    the read would hit its own mark, so ``async_size = max_pages / 2``, the window at its maximum)."""
+    return end if start + size > end else start + size // 2
 
 
 def _next_ra(cur: int, mx: int) -> int:
@@ -242,13 +270,15 @@ class _Pages:
 class _File:
     """A file's cached and dirty pages (:class:`_Pages`) and its read-ahead and write-back state."""
 
-    __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk")
+    __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk",
+                 "ra_pending")
 
     def __init__(self, size: int):
         self.cached, self.dirty = _Pages(), _Pages()
         self.size = size
         self.dirtied = None
         self.ra_end = self.ra_win = self.ra_last = 0
+        self.ra_pending: list = []  # async windows no call has waited for yet: (first page, end page, instant)
         self.prev_end = 0
         self.chunk = 0  # the smallest write call since the file was last clean (its folios' size)
 
@@ -266,9 +296,11 @@ class _Cache:
         self.limit = (p.memory_limit_bytes // self.pg) if p.memory_limit_bytes is not None else None
         self.bg = int(p.dirty_background_ratio * mem) // self.pg
         self.hard = int(p.dirty_ratio * mem) // self.pg
-        self.mx = max(1, p.read_ahead_kb * 1024 // self.pg) if p.read_ahead_kb else 0
+        ra_kb = DEFAULT_READ_AHEAD_KB if p.read_ahead_kb is None else p.read_ahead_kb
+        self.mx = max(1, ra_kb * 1024 // self.pg) if ra_kb else 0
         self.io = max(1, p.io_kb * 1024 // self.pg) if p.io_kb else 0
         self.async_now = False  # inside an async window's read_pages (CacheResult.async_read)
+        self.async_waits: list[tuple[float, float]] = []  # (a call's instant, an async window's it waits for)
         self.out: list[tuple] = []
         self.dropped = self.reclaimed = self.throttled = 0
         self.wb_at, self.wb_files = -1.0, 0  # the instant of the last write-back and files written then
@@ -347,6 +379,7 @@ class _Cache:
             self.reclaimed += n * self.pg
             st.cached = _Pages()
             st.ra_end = st.ra_win = st.ra_last = 0
+            st.ra_pending = []
             self.lru.pop(f)
 
     # -- operations ------------------------------------------------------------------------------
@@ -359,7 +392,21 @@ class _Cache:
             self.emit(t, Kind.READ, f, s * self.pg, min(e * self.pg, st.size) - s * self.pg)
         self.fill(st, a, b)
 
-    def read(self, t, f, off, size, chunk):
+    def wait_async(self, t, st: _File, a: int, b: int) -> None:
+        """A call at ``t`` reading pages [a, b) waits for the async windows issued before it that hold
+        any of them (filemap_read waits on the folios it copies: filemap_update_page), not where they
+        were issued: the reader copies the window before while the device reads the next."""
+        keep = []
+        for lo, hi, u in st.ra_pending:
+            if lo < b and a < hi and u < t:
+                self.async_waits.append((t, u))
+            else:
+                keep.append((lo, hi, u))
+        st.ra_pending = keep
+
+    def read(self, t, f, off, size, chunk, op_s: float = 0.0):
+        """A read op at ``t`` of ``size`` bytes in calls of ``chunk``, the application's time for the
+        op ``op_s`` (to its next op)."""
         st = self.file(t, f)
         end = min(off + size, st.size)
         if end <= off:
@@ -367,6 +414,7 @@ class _Cache:
         eof = -(-st.size // self.pg)
         a, b = off // self.pg, -(-end // self.pg)
         sequential = off == st.prev_end or off == 0
+        self.wait_async(t, st, a, b)
         if not sequential and self.mx and chunk < end - off:
             # An op of many calls from a new place: its first call is a random read of its own pages
             # (ondemand_readahead: no history, a standalone read), the next ones read on from it
@@ -374,7 +422,7 @@ class _Cache:
             first = off + chunk
             self.read_pages(t, f, st, a, -(-first // self.pg))
             st.prev_end, st.ra_end, st.ra_win, st.ra_last = first, -(-first // self.pg), 0, 0
-            self.read(t + 1e-9, f, first, end - first, chunk)
+            self.read(t + 1e-9, f, first, end - first, chunk, op_s * (end - first) / (end - off))
             return
         st.prev_end = end
         if not sequential or not self.mx:
@@ -388,25 +436,37 @@ class _Cache:
             # merged; the windows one call issues go out together.
             calls = max(1, -(-chunk // self.pg))
             at = lambda page: t + max(page - a, 0) // calls * 1e-9  # noqa: E731
+            call_s = op_s * calls / max(b - a, 1)  # the application's time for one call
             # ondemand_readahead: a call larger than the read-ahead reads ahead up to the device's largest request
             mx = min(calls, self.io) if calls > self.mx and self.io > self.mx else self.mx
             while st.ra_end < b:
                 st.ra_win = _init_ra(calls, mx) if not st.ra_win else _next_ra(st.ra_win, mx)
-                st.ra_last = st.ra_end
+                st.ra_last = _sync_mark(st.ra_end, st.ra_win, b)
                 stop = min(st.ra_end + st.ra_win, eof)
                 self.read_pages(at(st.ra_end), f, st, st.ra_end, stop)
                 st.ra_end = stop
                 if stop >= eof:
                     break
             if st.ra_end < eof and b > st.ra_last:
-                trigger = st.ra_last  # the asynchronous window: reading into the last one issues it
+                trigger = st.ra_last  # the asynchronous window: the call that reads the marked page issues it
                 st.ra_win = _next_ra(st.ra_win, mx)
-                st.ra_last = st.ra_end
+                st.ra_last = st.ra_end  # an async window is marked at its first page
                 stop = min(st.ra_end + st.ra_win, eof)
                 self.async_now = True
-                delay = ASYNC_DELAY_S if self.p.async_delay_s is None else self.p.async_delay_s
-                self.read_pages(at(trigger) + delay, f, st, st.ra_end, stop)
+                # the reader reaches the mark after copying the call's pages before it; a mark on a call's
+                # first page issues the window as the call starts, before it waits for that page
+                # (filemap_get_pages: filemap_readahead, then filemap_update_page), so each drive finds
+                # it queued behind the window the call waits for: an instant just before the call's
+                into = max(trigger - a, 0) % calls / calls * call_s
+                if self.p.async_delay_s is not None:  # a loop worker's: within its read's instant
+                    issued = at(trigger) + self.p.async_delay_s
+                elif into > 0:
+                    issued = at(trigger) + ASYNC_DELAY_S + into
+                else:
+                    issued = at(trigger) - ASYNC_DELAY_S
+                self.read_pages(issued, f, st, st.ra_end, stop)
                 self.async_now = False
+                st.ra_pending.append((st.ra_end, stop, issued))
                 st.ra_end = stop
         self.reclaim(t)
 
@@ -465,7 +525,8 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
     cols = [ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), ops.chunk_bytes.tolist(), ops.direct.tolist()]
     commit_s = p.commit_writeback_s
-    for t, kind, f, off, size, chunk, direct in zip(*cols):
+    ahead = np.r_[ops.time_s[1:], ops.time_s[-1:]] - ops.time_s if len(ops) else ops.time_s
+    for t, kind, f, off, size, chunk, direct, op_s in zip(*cols, ahead.tolist()):
         if commit_s is not None and c.dirty_order:
             tx_start = next(iter(c.dirty_order.values()))
             if t >= tx_start + commit_s:
@@ -483,7 +544,7 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
         elif kind in (Kind.READ, Kind.WRITE) and direct:
             c.direct(t, kind, f, off, size)
         elif kind == Kind.READ:
-            c.read(t, f, off, size, chunk)
+            c.read(t, f, off, size, chunk, op_s)
         elif kind == Kind.WRITE:
             c.write(t, f, off, size, chunk)
         elif kind == Kind.DELETE:
@@ -502,6 +563,7 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
                 c.cached -= st.cached.n - st.dirty.n
                 st.cached = st.dirty.copy()
                 st.ra_end = st.ra_win = st.ra_last = 0
+                st.ra_pending = []
         elif kind == Kind.CLONE:
             src = c.files.get(off)
             c.file(t, f).size = src.size if src is not None else int(ops.initial_bytes[off])
@@ -517,5 +579,6 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
     dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool, bool, bool, bool)
     arr = [np.asarray(x, dtype=d) for x, d in zip(cols, dtypes)]
     out = FileOps(*arr[:7], ops.dir_of_file, ops.initial_bytes)
+    waits = np.asarray(c.async_waits, np.float64).reshape(-1, 2)
     return CacheResult(out, arr[7], int(c.dropped), int(c.reclaimed), int(c.throttled), arr[8],
-                       arr[9] if arr[9].any() else None)
+                       arr[9] if arr[9].any() else None, waits if waits.size else None)

@@ -48,6 +48,7 @@ from .md_parity import md_raid5, md_raid6
 from .loop import WORKER_ASYNC_S, worker_order
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
+from .read_ahead import device_read_ahead_kb
 from .partition import partition
 from .stream import Flag, Op, Stream, concat
 from ..drive.drives import DEFAULT_MAX_SECTORS_KB
@@ -90,12 +91,15 @@ def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Strea
 
 
 class DeviceStreams(dict):
-    """``{device: Stream}`` (:func:`run`), and ``loops``: ``{device: LoopFile}`` for the loop devices
-    among them (their workers' time is :mod:`~diskmodel.model.iopath.timing`'s)."""
+    """``{device: Stream}`` (:func:`run`), ``loops``: ``{device: LoopFile}`` for the loop devices
+    among them (their workers' time is :mod:`~diskmodel.model.iopath.timing`'s), and ``async_waits``:
+    which read call waits for which async read-ahead window (``None``: none)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.loops: dict = {}
+        #: the page cache's (read call's instant, async window's instant) pairs (CacheResult.async_waits)
+        self.async_waits = None
 
 
 def _name(node, default: str) -> str:
@@ -328,6 +332,8 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
     drives = drive_limits(stack)
     if cache.io_kb is None:  # the bdi's io_pages: the file system's device's largest request
         cache = replace(cache, io_kb=max_sectors_kb(volume, drives))
+    if cache.read_ahead_kb is None:  # the bdi's ra_pages: twice the device's optimal I/O size, at least 128 KiB
+        cache = replace(cache, read_ahead_kb=device_read_ahead_kb(volume))
     res = page_cache(ops, cache)
     try:
         fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
@@ -335,6 +341,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out = DeviceStreams()
+    out.async_waits = res.async_waits
     stream = _async_marked(fs.stream, res)
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()

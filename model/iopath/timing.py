@@ -16,7 +16,10 @@ How time passes (what the model assumes, in the order it applies):
   ``INSTANT_S`` of it, where the path orders dependent requests a nanosecond apart; a RAID
   member's share, a stripe's pieces, the parity reads of a read-modify-write, a loop image's host
   requests) completes before the application goes on. Write-back issued at other instants runs while
-  the application goes on.
+  the application goes on. An async read-ahead window (``Flag.ASYNC``, at an instant of its own) is
+  waited for by the first later read call that copies any of its pages (the page cache's
+  ``async_waits``; filemap_read waits on the folios it copies), not where it was issued, so the
+  device reads it while the application copies the window before.
 - **The stall.** The application runs late by ``stall_s``, the sum of its waits: a request issued at
   ``time_s`` arrives at its device at ``time_s + stall_s``, and after a waited instant ``t`` the stall
   becomes ``max(stall_s, last completion of the instant's requests - t)`` (the time the application
@@ -230,11 +233,24 @@ def drive_of(model):
     raise ValueError(f"drive: {type(model).__name__} is not a FlatDrive, DriveParameters or Disk")
 
 
-def waited_instants(top: Stream) -> np.ndarray:
-    """The instants the application waits at: where the file system's device receives a read, a flush
-    or a write marked sync, FUA or preflush (sorted, unique)."""
-    waited = (top.op == Op.READ) | (top.op == Op.FLUSH) | ((top.op == Op.WRITE) & ((top.flags & _WAITED_WRITE) != 0))
-    return np.unique(top.time_s[waited])
+def _earlier_instants(async_waits) -> dict:
+    """``{instant: [earlier instants]}`` from (instant, earlier instant) pairs."""
+    out: dict = {}
+    for w, u in (np.asarray(async_waits, float).reshape(-1, 2).tolist() if async_waits is not None else ()):
+        out.setdefault(w, []).append(u)
+    return out
+
+
+def waited_instants(top: Stream, async_waits=None) -> np.ndarray:
+    """The instants the application waits at: where the file system's device receives a read other than
+    an async read-ahead window's, a flush or a write marked sync, FUA or preflush, and (*async_waits*, the
+    page cache's (call, window) pairs) where a read call copies an async window's pages (sorted, unique)."""
+    sync_read = (top.op == Op.READ) & ((top.flags & Flag.ASYNC) == 0)
+    waited = sync_read | (top.op == Op.FLUSH) | ((top.op == Op.WRITE) & ((top.flags & _WAITED_WRITE) != 0))
+    at = top.time_s[waited]
+    if async_waits is not None and len(async_waits):
+        at = np.concatenate([at, np.asarray(async_waits, float)[:, 0]])
+    return np.unique(at)
 
 
 @dataclass(frozen=True, eq=False)
@@ -323,13 +339,15 @@ class _Linked:
 
 
 def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0,
-                 links: dict | None = None, workers: dict | None = None) -> IoTiming:
+                 links: dict | None = None, workers: dict | None = None, async_waits=None) -> IoTiming:
     """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
     drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
     issues its last operation at ``app_end_s`` (both on the workload's clock). ``links`` (``{device:
     .network.Link}``) names the drives reached across a network link. ``workers`` (``{device:
     LoopWorker}``) names the buffered loop devices among ``streams``, whose own requests their worker
-    serves (see the module docstring, "Loop workers")."""
+    serves (see the module docstring, "Loop workers"). ``async_waits``: (instant, earlier instant) pairs,
+    where the application also waits for the requests issued at the earlier instant (a read call for
+    the async read-ahead window that holds its pages); each first instant must be in ``waited_at``."""
     workers = dict(workers or {})
     names = tuple(streams)
     missing = [n for n in names if n not in drives and n not in workers]
@@ -418,16 +436,21 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
                 start[jj], done[jj] = servers[k].serve(op[jj], lbn[jj], blocks[jj], arrival[jj])
             floor = max(floor, float(done[j].max()))
 
+    earlier = _earlier_instants(async_waits)
     for w, first, end in zip(waited_at.tolist(), firsts.tolist(), ends.tolist()):
-        if end <= first:
+        also = [(int(np.searchsorted(t, u, "left")), int(np.searchsorted(t, u + INSTANT_S, "left")))
+                for u in earlier.get(w, ())]
+        also = [(a, b) for a, b in also if b > a]
+        if end <= first and not also:
             continue  # no disk request at this instant (served from a layer above)
-        if workers and (depth[dev[max(first, pos):end]] > 0).any():  # an instant within INSTANT_S of the
-            serve(pos, first, stall)                                   # last is partly served already
-            serve_turns(max(first, pos), end, stall)
+        if workers and end > first and (depth[dev[max(first, pos):end]] > 0).any():  # an instant within
+            serve(pos, first, stall)                                    # INSTANT_S of the last is partly
+            serve_turns(max(first, pos), end, stall)                    # served already
         else:
             serve(pos, end, stall)
-        pos = end
-        last = float(done[first:end].max())
+        pos = max(pos, end)
+        own = [float(done[first:end].max())] if end > first else []
+        last = max(own + [float(done[a:b].max()) for a, b in also])
         waits.append(last - (w + stall))
         wait_at.append(w)
         stall = max(stall, last - w)
@@ -471,8 +494,9 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
     top = next(iter(streams.values())) if streams else Stream.empty()
     app_end = float(ops.time_s.max()) if len(ops) else 0.0
     workers = loop_workers(streams)
-    timing = time_streams({**leaf, **{n: streams[n] for n in workers}}, models, waited_instants(top), app_end,
-                          links_below(stack.file_system), workers)
+    waits = getattr(streams, "async_waits", None)
+    timing = time_streams({**leaf, **{n: streams[n] for n in workers}}, models, waited_instants(top, waits), app_end,
+                          links_below(stack.file_system), workers, waits)
     return timing, streams
 
 
