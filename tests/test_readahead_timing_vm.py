@@ -10,16 +10,17 @@ is marked at its first page and goes out when the reader's call starts, before i
 page, so the drive finds it queued. A call waits only for the window that holds its pages."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from diskmodel.calibrate.bench import stacks_vm as V
 from diskmodel.model.iopath import parse_workload
 from diskmodel.model.iopath.read_ahead import device_read_ahead_kb
-from diskmodel.model.iopath.workloads_pace import paced
 from diskmodel.model.predict import predict
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "vm_copy_streams.json").read_text())
@@ -47,7 +48,8 @@ def _logged_gaps(label):
 def _model_gaps(label, call_s):
     """The model's gaps as :func:`_logged_gaps`, the four calls ``call_s`` apart (the first at 0)."""
     ops = parse_workload(f"dd:size={SIZE},step=read", sync_at_end=False)
-    t = predict(_stacks(CELLS[label]["group"])[label], paced(ops, 3 * call_s)).timing
+    ops = dataclasses.replace(ops, time_s=np.arange(len(ops)) * call_s)
+    t = predict(_stacks(CELLS[label]["group"])[label], ops).timing
     out = []
     for k in range(len(t.devices)):
         m = (t.device == k) & (t.op == 0) & (t.size_bytes >= DATA_BYTES)
@@ -138,8 +140,8 @@ def test_a_read_call_does_not_wait_for_the_windows_beyond_it():
 
     drive = InMemoryDrive(flat_latency_disk(1e-3, 50e6, 10**10), "vdb")
     stack = Stack(FileSystemNode(Partition(1 << 20, 256 << 20, disk="vdb"), kind="ext2"), (drive,), "flat")
-    ops = paced(parse_workload(f"dd:size={SIZE},step=read", sync_at_end=False), 0.15)
-    p = predict(stack, ops)
+    ops = parse_workload(f"dd:size={SIZE},step=read", sync_at_end=False)
+    p = predict(stack, dataclasses.replace(ops, time_s=np.arange(len(ops)) * 0.05))
     window_s = 1e-3 + (1 << 20) / 50e6
     assert p.timing.op_wait_s[1:].max() < 1e-9
     first = p.timing.op_wait_s[0]

@@ -89,6 +89,13 @@ def test_paced_puts_the_last_operation_at_the_measured_time():
     ops = parse_workload("tar:files=20,file_bytes=16k")
     out = paced(ops, 0.5)
     assert out.time_s.max() == pytest.approx(0.5)
+    # the tool's start keeps its share before the first operation; the spacing scales alike
+    from diskmodel.model.iopath.workloads_pace import PROCESS_START_S
+
+    end = float(ops.time_s.max())
+    scale = 0.5 / (end + PROCESS_START_S)
+    assert out.time_s.min() == pytest.approx(PROCESS_START_S * scale)
+    assert np.allclose(np.diff(out.time_s), np.diff(ops.time_s) * scale)
     order = np.argsort(ops.time_s, kind="stable")
     assert np.all(np.diff(out.time_s[order]) >= 0)
     with pytest.raises(FieldError, match=r"^app_s must be .* \(got 0\.0\)$"):
