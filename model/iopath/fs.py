@@ -50,7 +50,7 @@ import numpy as np
 
 from .fileops import FileOps, Kind
 from .fs_blockmap import BlockMap
-from .fs_journal import META, Journal
+from .fs_journal import Journal
 from .fs_layout import Allocator, FsParams
 from .fs_logged import LOGGED_KINDS, logged_file_system
 from .fs_mballoc import MballocAllocator, allocating_writes

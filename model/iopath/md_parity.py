@@ -49,7 +49,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._split import device_names, route, flushes_of, positive_int, ranged, split_periodic, strip_preflush
+from ._split import device_names, route, flushes_of, positive_int, split_periodic, strip_preflush
 from .dm_striped import plug_first
 from .stream import Flag, Op, Stream
 
