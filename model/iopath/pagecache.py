@@ -525,7 +525,9 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
     cols = [ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), ops.chunk_bytes.tolist(), ops.direct.tolist()]
     commit_s = p.commit_writeback_s
-    ahead = np.r_[ops.time_s[1:], ops.time_s[-1:]] - ops.time_s if len(ops) else ops.time_s
+    # the application's time for each op: to the next op's issue (none for the last, or where the next
+    # is issued earlier)
+    ahead = np.maximum(np.r_[ops.time_s[1:], ops.time_s[-1:]] - ops.time_s, 0.0) if len(ops) else ops.time_s
     for t, kind, f, off, size, chunk, direct, op_s in zip(*cols, ahead.tolist()):
         if commit_s is not None and c.dirty_order:
             tx_start = next(iter(c.dirty_order.values()))

@@ -12,8 +12,8 @@ A measured run holds the tool's start too (fork, exec, the dynamic loader, its s
 operation. The generators start at their first operation, so the scaling takes the generator's span
 as :data:`PROCESS_START_S` before it: that share of the measured time comes before the first
 operation, not between the operations (where it would hold back the read-ahead windows the next
-calls issue). The emulated drives' logs in the VM: dd's first read reached the drives 15 ms after dd
-started, of a 4 MiB copy's 54 ms on its clock (28 %; this share: 31 %).
+calls issue; the emulated drives' logs in the VM, docs/benchmarks.md "The tool's start in its measured
+pace").
 """
 
 from __future__ import annotations
