@@ -199,18 +199,19 @@ def test_a_flat_calibration_predicts_from_its_latency_model(flat_calibration, tm
     from diskmodel.model.iopath.fileops import CALL_S
 
     assert part["elapsed_s"] - part["parts_s"]["busy_s.sda"] == pytest.approx(2048 * CALL_S, rel=0.05)
-    # the job's time has an interval from the flat model's mean latency (standard error std / sqrt(n)) and from
-    # its own 2048 requests' latencies, drawn from the measured spread (std / sqrt(2048) of the mean): at most
-    # as wide, relatively, as both together (a loaded host widens the measured spread, and so the interval).
-    # The interval is the point +- Student's t times the sample deviation of a few draws, so its width is
-    # bounded by the t quantile and the sample deviation's own 99.9 % bound (chi-squared), not by 1.96 sigma.
+    # the job's time has an interval from the flat model's mean latency alone (standard error std / sqrt(n)):
+    # the drive serves each request in that latency plus its bytes, so a draw of the mean moves each of the
+    # 2048 requests alike. The interval is the point +- Student's t times the sample deviation of a few draws,
+    # so its width lies within the sample deviation's own 99.9 % bounds (chi-squared) of 2 t 2048 sigma. Timed
+    # with a rotational phase (a track of one sector), most draws gave the same time and one a step of a
+    # revolution per request: widths of none or several times this.
     lower, upper = part["intervals_95"]["elapsed_s"]
     assert lower <= part["elapsed_s"] <= upper
-    spread = model["std_s"] / model["mean_s"]
     dof = DEFAULT_DRAWS - 1
-    widest_sd = math.sqrt(stats.chi2.ppf(0.999, dof) / dof)
-    sigma = spread * math.sqrt(1 / model["n"] + 1 / 2048) * part["elapsed_s"]
-    assert upper - lower <= 2 * stats.t.ppf(0.975, dof) * widest_sd * sigma + 1e-6
+    sigma = 2048 * model["std_s"] / math.sqrt(model["n"])
+    width = 2 * stats.t.ppf(0.975, dof) * sigma
+    assert math.sqrt(stats.chi2.ppf(0.001, dof) / dof) * width <= upper - lower
+    assert upper - lower <= math.sqrt(stats.chi2.ppf(0.999, dof) / dof) * width
     assert out["latency_s"] == pytest.approx(model["mean_s"] + (4096 - data["block_size_bytes"]) * model["per_byte_s"],
                                              rel=0.05)
     assert not any(note.startswith("note:") for note in out["assumptions"])  # nothing said absent of a flash drive

@@ -59,6 +59,9 @@ class Disk:
         Where the values come from.
     estimates : tuple of (field, how it was derived)
         The values that are estimates rather than published facts.
+    flat : bool
+        Storage without mechanics, standing in as a Disk (:func:`flat_latency_disk`): the I/O path's
+        timing serves it as a flat drive (its latency plus its bytes at its rate, no rotational phase).
     """
 
     name: str
@@ -74,8 +77,11 @@ class Disk:
     drive_cache: DriveCache | None = None
     provenance: str = ""
     estimates: tuple[tuple[str, str], ...] = field(default=())
+    flat: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.flat, bool):
+            raise ValueError(f"flat must be True or False (got {show(self.flat)})")
         if not isinstance(self.geometry, Geometry):
             raise ValueError(f"geometry must be a Geometry (got {show(self.geometry)})")
         if not isinstance(self.seek, (TwoPieceSeek, TableSeek)):
@@ -460,9 +466,13 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
     the model's own parts: ``command_overhead_s`` is the latency less that
     transfer, the seek is 0 at every distance (a TableSeek of zeros), and one
     zone of one 512-byte sector per track makes the media rate
-    *rate_bytes_per_s* [bytes/s]; its mean rotational latency is half a
-    sector's transfer, charged on top of the latency (a microsecond on flash,
-    where it is 1-2 % of a read; more at a throttled rate). *surfaces* only groups sectors into
+    *rate_bytes_per_s* [bytes/s]. The analytic equations charge its mean rotational latency, half a
+    sector's transfer, on top of the latency (a tenth of a microsecond on flash; more at a throttled
+    rate). The I/O path's timing does not: it serves the Disk (``flat``) as a flat drive, its latency
+    plus its bytes at its rate (:func:`diskmodel.model.iopath.timing.drive_of`). In the per-request
+    simulation a track of one sector would make each request wait for that sector's phase, a step of a
+    revolution that a small change of the latency crosses or not: the calibration's intervals were that
+    step, not its uncertainty. *surfaces* only groups sectors into
     "cylinders" to keep seek-distance arrays short; by default 1024, or as
     many more as keep the cylinders within ``zones.MAX_CYLINDERS`` (storage
     beyond 16 TiB).
@@ -484,7 +494,7 @@ def flat_latency_disk(latency_s: float, rate_bytes_per_s: float, capacity_bytes:
     geometry = Geometry(surfaces, (Zone(0, cylinders - 1, 1),), sector)
     seek = TableSeek(np.array([1.0, float(cylinders)]), np.array([0.0, 0.0]))
     return Disk(name=name, geometry=geometry, seek=seek, rpm=60.0 * rate / sector, command_overhead_s=overhead,
-                provenance=provenance,
+                provenance=provenance, flat=True,
                 estimates=(("seek", "none: flat latency, no mechanical seek"),
                            ("rotation", "stand-in: one sector per track, T_rot = sector / rate"),
                            ("command_overhead_s", "flat latency of a one-block read less its transfer")))

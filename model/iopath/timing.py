@@ -226,6 +226,9 @@ def drive_of(model):
 
     if isinstance(model, FlatDrive):
         return _FlatServer(model)
+    if isinstance(model, Disk) and model.flat:  # flat_latency_disk: no mechanics, no rotational phase
+        return _FlatServer(FlatDrive(model.command_overhead_s, float(model.zone_rates_bytes_per_s()[0]),
+                                     model.capacity_bytes))
     if isinstance(model, Disk):
         model = DriveParameters.from_disk(model)
     if isinstance(model, DriveParameters):
