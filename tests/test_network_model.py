@@ -21,7 +21,7 @@ from diskmodel.model.drive.drives import PresetDrive
 from diskmodel.model.iopath.fileops import FileOps, Kind
 from diskmodel.model.iopath.network import nfs_client_ops
 from diskmodel.model.iopath.timing import FlatDrive
-from diskmodel.model.stacks.network import NBD_HEADER_BYTES, Network, NbdDevice, NfsMount
+from diskmodel.model.stacks.network import NBD_HEADER_BYTES, Network, NbdDevice, NfsMount, nfsd_max_block_bytes
 from diskmodel.model.predictions.results import predict_block_job
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import NODE_SCHEMA, FileSystemNode, Stack
@@ -264,6 +264,35 @@ def test_bad_network_and_json_name_the_field():
 
 def _nfs_stack(**changes) -> Stack:
     return Stack(_mount(**changes), (PresetDrive("wd800bd", name="srv"),), "")
+
+
+def test_nfsd_takes_a_4096th_of_its_memory_for_its_largest_payload():
+    # fs/nfsd/nfssvc.c's own comment: "1MB on 4Gig machines, but only uses 32K on 128M machines. Bottom out at
+    # 8K on 32M and smaller"; and the 512 MiB VM's guest: MemTotal 468404 kB, max_block_size 65536
+    assert nfsd_max_block_bytes(4 * GIB) == 1 * MIB
+    assert nfsd_max_block_bytes(128 * MIB) == 32 * KIB
+    assert nfsd_max_block_bytes(32 * MIB) == nfsd_max_block_bytes(1 * MIB) == 8 * KIB
+    assert nfsd_max_block_bytes(468404 * KIB) == 64 * KIB
+    with pytest.raises(ValueError, match="total_ram_bytes"):
+        nfsd_max_block_bytes(0)
+
+
+def test_the_server_reads_an_nfs_file_in_rsize_calls_and_its_read_ahead_grows_from_them():
+    """nfsd reads a file one READ's payload a call (nfsd_read), so the server's read-ahead sizes its windows
+    from rsize: 1 MiB calls take 1 MiB windows (a request beyond the device's read-ahead is read whole),
+    64 KiB ones the device's own 128 KiB windows, eight times as many requests for the same 4 MiB."""
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.predictions.results import predict_stack
+
+    sizes = {}
+    for rsize in (1 * MIB, 64 * KIB):
+        timing = predict_stack(_nfs_stack(version="3", rsize_bytes=rsize, wsize_bytes=rsize),
+                               parse_workload("dd:size=4M,step=read", sync_at_end=False)).timing
+        reads = timing.size_bytes[timing.op == 0]
+        sizes[rsize] = reads[reads > 4 * KIB]   # the data's windows, past the inode's block
+        assert reads.sum() - sizes[rsize].sum() <= 4 * KIB
+    assert list(sizes[1 * MIB]) == [1 * MIB] * 4
+    assert list(sizes[64 * KIB]) == [128 * KIB] * 32
 
 
 @pytest.mark.slow  # several seconds: the full tier runs it

@@ -25,7 +25,7 @@ import numpy as np
 
 from diskmodel.model.iopath.fileops import FileOps, Kind, metadata
 from diskmodel.model.iopath.network import nfs_client_ops
-from diskmodel.model.stacks.network import Network, NfsMount
+from diskmodel.model.stacks.network import Network, NfsMount, nfsd_max_block_bytes
 from diskmodel.model.stacks.stack import FileSystemNode
 from diskmodel.model.units import GIB, KIB, MIB
 from diskmodel.model.stacks.volumes import Partition
@@ -86,6 +86,10 @@ def test_shaped_link_bounds_nbd_and_nfs_and_an_unreachable_server_is_named(tmp_p
     ], timeout_s=900)
     assert isinstance(run, NetworkRun), run
     assert run.accelerator == "tcg"
+    # nfsd's largest READ and WRITE as the guest's kernel chose them from its memory: the cap of the model's
+    # rsize and wsize (a 1 GiB guest gets 128 KiB; the stacks' 512 MiB guest 64 KiB)
+    assert run.nfsd_max_block_bytes is not None and run.mem_total_bytes > 0
+    assert run.nfsd_max_block_bytes == nfsd_max_block_bytes(run.mem_total_bytes), run
     assert run.ping_rtt_s[1] >= SHAPED.rtt_s
     for op in ("read", "write"):
         shaped = run.find(1, "nbd", op, size)

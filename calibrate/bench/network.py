@@ -126,6 +126,10 @@ class NetworkRun:
     accelerator: str
     kernel_release: str
     ping_rtt_s: tuple = field(default=())
+    #: nfsd's largest READ/WRITE payload [bytes] (/proc/fs/nfsd/max_block_size once nfsd ran) and the guest's
+    #: MemTotal [bytes] it was chosen from (None: no NFS server in the run)
+    nfsd_max_block_bytes: int | None = None
+    mem_total_bytes: int | None = None
 
     def find(self, setting: int, layer: str, op: str, size_bytes: int, version: str = "", export: str = "") -> Timing:
         for t in self.timings:
@@ -356,6 +360,7 @@ DM_EXPORTS_EOF
 exportfs -ra
 rpc.mountd
 rpc.nfsd 2
+mark NFSD $(cat /proc/fs/nfsd/max_block_size) $(awk '/^MemTotal:/ {{print $2}}' /proc/meminfo)
 echo Y > /proc/fs/nfsd/v4_end_grace""")
     for i, setting in [(i, s) for _ in range(rounds) for i, s in enumerate(settings)]:
         parts.append(_shape(setting))
@@ -391,6 +396,8 @@ def parse_network_output(output: str, settings, *, accelerator: str = "tcg", ker
         raise NetworkBenchError(f"the guest's teardown left {' '.join(sum(teardown, [])) or 'no report'}", output)
     timings = []
     pings: dict[int, list] = {}
+    nfsd = next((ln.split()[2:] for ln in lines if ln.startswith(f"{_MARK} NFSD ")), None)
+    nfsd = (int(nfsd[0]), int(nfsd[1]) << 10) if nfsd and len(nfsd) == 2 and all(w.isdigit() for w in nfsd) else None
     for ln in lines:
         m = _TIME_RE.match(ln)
         if m:
@@ -402,7 +409,8 @@ def parse_network_output(output: str, settings, *, accelerator: str = "tcg", ker
             if len(words) == 4:
                 pings.setdefault(int(words[2]), []).append(float(words[3]) * 1e-3)
     return NetworkRun(settings, tuple(timings), accelerator, kernel_release,
-                      tuple(statistics.median(pings[i]) if i in pings else math.nan for i in range(len(settings))))
+                      tuple(statistics.median(pings[i]) if i in pings else math.nan for i in range(len(settings))),
+                      *(nfsd or (None, None)))
 
 
 def run_network_bench(settings, *, timeout_s: float = 900, memory_bytes: int = 1 << 30, log=None,

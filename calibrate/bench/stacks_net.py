@@ -51,7 +51,7 @@ from diskmodel.calibrate.bench.steps import sh_word
 from diskmodel.calibrate.emulate.drives import model_drive
 from diskmodel.model.predictions.block_workloads import FileCopy
 from diskmodel.model.stacks.loop_file import LoopFile
-from diskmodel.model.stacks.network import NbdDevice, Network, NfsMount
+from diskmodel.model.stacks.network import NbdDevice, Network, NfsMount, nfsd_max_block_bytes
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
 
@@ -68,6 +68,11 @@ LINK_COUNTS = {4096: 96, 128 * 1024: 24}
 LINK_ROUNDS = 3
 _MARK = "DISKMODEL_STACKS"
 UNSHAPED = Network(None, 0.0)
+#: The guest's memory [bytes] (the VM's 512 MiB) and its MemTotal as the guest's kernel reports it (read in
+#: the VM on 2026-12-05: 468404 kB), of which its nfsd takes its largest READ and WRITE (64 KiB; read there
+#: from /proc/fs/nfsd/max_block_size once nfsd ran): the mount's rsize and wsize.
+GUEST_MEMORY_BYTES = 512 << 20
+GUEST_MEMTOTAL_BYTES = 468404 << 10
 #: Dagenais' network: 10 megabits/second (tbf's rate on both veth ends, its bucket tbf_burst_bytes's; no
 #: delay of its own: the guest's round trip is in the link fit's per-request time).
 SHAPED = shaped(10e6 / 8, 0.0)
@@ -108,8 +113,9 @@ def _stacks(step: str, link: dict | None) -> list[Stack]:
         mirror = RaidArray("raid1", (_part("vdc", size=IMAGE_BYTES), nbd), tool="md",
                            array_size_bytes=IMAGE_BYTES - MD_OFFSET)
         export = FileSystemNode(_part("vdb", size=SERVER_PART_BYTES), kind="ext2", mkfs_options=MKFS_OPTIONS)
+        payload = nfsd_max_block_bytes(GUEST_MEMTOTAL_BYTES)
         nfs = NfsMount(export, network, server=f"{SERVER_IP}:/srv", version="3", sync_export=True,
-                       client_overhead_s=0.0, server_op_s=0.0)
+                       rsize_bytes=payload, wsize_bytes=payload, client_overhead_s=0.0, server_op_s=0.0)
         out += [_stack(nbd, "ext2", local, "nbd" + tag), _stack(mirror, "ext2", both, "raid1 local + nbd" + tag),
                 Stack(nfs, tuple(model_drive(p, name=d) for p, d in local), "nfs" + tag)]
     return out
@@ -330,7 +336,7 @@ def measure_group(copy: FileCopy, *, timeout_s: float = 1500, say=None, only: st
         return [], None, [], [], 0.0, None
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(group_script(labels, copy), [p for p, _ in DRIVES], say=say,
-                                                   timeout_s=timeout_s, memory_bytes=512 << 20, log_dir=log_dir)
+                                                   timeout_s=timeout_s, memory_bytes=GUEST_MEMORY_BYTES, log_dir=log_dir)
     text = result.output.replace("\r", "")
     if log_dir is not None:
         from pathlib import Path

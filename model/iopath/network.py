@@ -22,8 +22,9 @@ and the run of writes of one file ends at its close with a COMMIT (one round tri
 export (``sync_export``) turns into an fsync of the file on the server; a delete is a REMOVE, a stat
 a GETATTR, an fsync a COMMIT, a clone a CLONE (one round trip each). Each RPC costs
 ``client_overhead_s + server_op_s`` besides the round trip; data costs its bytes at the payload rate
-and the client's copy rate. The client's own page cache is not modelled: every read crosses the
-link (as after ``drop_caches``).
+and the client's copy rate. The server's file system receives the operations in calls of ``rsize``
+(reads) and ``wsize`` (writes), one per RPC, as nfsd makes them. The client's own page cache is not
+modelled: every read crosses the link (as after ``drop_caches``).
 
 On a shaped link with a bucket (``burst_bytes``), an NFS operation's data takes the tokens its
 direction gathered while idle (:func:`token_bucket_data_s`): a small file read after its open's
@@ -157,7 +158,12 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     else:
         cost = exchange_s + net.transfer_s(data)
     time_s = ops.time_s + np.cumsum(cost)
-    out = FileOps(time_s, ops.kind, ops.file, ops.offset_bytes, ops.size_bytes, ops.chunk_bytes, ops.direct,
+    # nfsd reads and writes the file in the RPCs' payloads (nfsd_read, nfsd_write: one call per READ or
+    # WRITE), so the server's page cache sees calls of rsize and wsize, and its read-ahead grows from them
+    chunk = ops.chunk_bytes.copy()
+    chunk[reads] = np.minimum(chunk[reads], mount.rsize_bytes)
+    chunk[is_write] = np.minimum(chunk[is_write], mount.wsize_bytes)
+    out = FileOps(time_s, ops.kind, ops.file, ops.offset_bytes, ops.size_bytes, chunk, ops.direct,
                   ops.dir_of_file, ops.initial_bytes, ops.fallback)
     if not mount.sync_export or not last_write.any():
         return out

@@ -250,7 +250,9 @@ class NfsMount:
         the server replies to modifying operations only once they are on
         stable storage; False is ``async``.
     wsize_bytes, rsize_bytes : int
-        Largest WRITE / READ payload per RPC [bytes] (Linux: 1 MiB).
+        Largest WRITE / READ payload per RPC [bytes]: the client's request (Linux: 1 MiB) capped at the
+        server's largest (Linux's nfsd: :func:`nfsd_max_block_bytes` of its memory, unless set). The
+        server's file system receives the client's reads and writes in calls of these sizes.
     client_overhead_s : float
         Per RPC on the client [s], >= 0.
     server_op_s : float
@@ -307,4 +309,16 @@ class NfsMount:
                 f"{self.network.describe()}")
 
 
-__all__ = ["NBD_HEADER_BYTES", "NBD_MAX_SECTORS_KB", "NFS_VERSIONS", "ROUND_TRIPS", "Network", "NbdDevice", "NfsMount"]
+__all__ = ["nfsd_max_block_bytes", "NBD_HEADER_BYTES", "NBD_MAX_SECTORS_KB", "NFS_VERSIONS", "ROUND_TRIPS", "Network", "NbdDevice", "NfsMount"]
+
+
+def nfsd_max_block_bytes(total_ram_bytes: int) -> int:
+    """Linux nfsd's default largest READ and WRITE payload [bytes] on a server of *total_ram_bytes* (its
+    MemTotal): 1 MiB halved while it exceeds a 4096th of the memory, down to 8 KiB at most halvings
+    (fs/nfsd/nfssvc.c, nfsd_get_default_max_blksize, set when nfsd starts unless max_block_size was
+    written). A client mounts with the smaller of its rsize/wsize and this: a server of 457 MiB gets 64 KiB."""
+    ram = whole_number("total_ram_bytes", total_ram_bytes, minimum=1)
+    target, out = ram >> 12, 1 * MIB
+    while out > target and out >= 16 * KIB:
+        out //= 2
+    return out
