@@ -195,12 +195,12 @@ def predict_vm_fs_cell(kind: str, workload: str, memory: str, dirtyable_bytes: i
     cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
                         memory_bytes=dirtyable_bytes)
     ops = parse_workload(by_name[workload].model)
-    last = float(ops.time_s.max()) if len(ops.time_s) else 0.0
+    last = ops.app_end_s
     if elapsed_s is not None:
         if not elapsed_s > 0:
             raise ValueError(f"elapsed_s = {elapsed_s!r} must be > 0")
         if last > 0:
-            ops = replace(ops, time_s=ops.time_s * (float(elapsed_s) / last))
+            ops = replace(ops, time_s=ops.time_s * (float(elapsed_s) / last), end_s=float(elapsed_s))
     return run(Stack(node), ops, cache)["vda"]
 
 

@@ -13,6 +13,9 @@ A :class:`FileOps` is a set of equal-length numpy arrays, one element per operat
 ``dir_of_file`` gives each file's directory (the file systems place a directory's files together),
 ``initial_bytes`` the size of each file already on the device, not cached, when the workload starts
 (fio's laid-out file, a copy's source, the files a stat or delete workload finds).
+``end_s``: when the workload's last call returns, on its clock: the last operation's issue plus that
+call's own time (a read copies its data to the application after the data arrives, so the copy of the
+last read follows its wait). None takes the last operation's issue.
 ``caches_dropped``: the workload starts after ``sync`` and ``echo 3 > /proc/sys/vm/drop_caches`` on the
 mounted file system (as the copy's steps are measured), not on a fresh mount, so the blocks the mount
 read are not cached either where no one holds them (:meth:`~.fs_meta.MetadataReads.mounted`).
@@ -85,9 +88,16 @@ class FileOps:
     initial_bytes: np.ndarray
     fallback: np.ndarray | None = None  # ops done only when the CLONE before them is refused
     caches_dropped: bool = False  # started after sync and drop_caches, not a fresh mount (module docstring)
+    end_s: float | None = None  # when the last call returns (module docstring); None: at its issue
 
     def __len__(self) -> int:
         return int(self.kind.size)
+
+    @property
+    def app_end_s(self) -> float:
+        """When the application is done on its own clock [s]: ``end_s``, else the last operation's issue."""
+        last = float(self.time_s.max()) if len(self) else 0.0
+        return last if self.end_s is None else max(float(self.end_s), last)
 
     def to_frame(self):
         import pandas as pd
@@ -126,7 +136,7 @@ class _Builder:
         dtypes = (np.float64, np.int8, np.int64, np.int64, np.int64, np.int64, bool)
         arrays = [np.asarray(c, dtype=d) for c, d in zip(cols, dtypes)]
         return FileOps(*arrays, np.asarray(dir_of_file, np.int64), np.asarray(initial_bytes, np.int64),
-                       np.asarray(self.fallback, bool))
+                       np.asarray(self.fallback, bool), end_s=self.t)
 
 
 def _whole(name: str, value, minimum: int) -> int:
@@ -305,7 +315,7 @@ def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
         return ops
     keep = ~ops.fallback if reflink else ops.kind != Kind.CLONE
     return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None,
-                   ops.caches_dropped)
+                   ops.caches_dropped, ops.end_s)
 
 
 #: Workload names ``diskmodel iopath --workload`` accepts, with their generator.

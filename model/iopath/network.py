@@ -163,8 +163,9 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     chunk = ops.chunk_bytes.copy()
     chunk[reads] = np.minimum(chunk[reads], mount.rsize_bytes)
     chunk[is_write] = np.minimum(chunk[is_write], mount.wsize_bytes)
+    end_s = ops.app_end_s + (float(cost.sum()) if cost.size else 0.0)  # the last call's return, pushed back alike
     out = FileOps(time_s, ops.kind, ops.file, ops.offset_bytes, ops.size_bytes, chunk, ops.direct,
-                  ops.dir_of_file, ops.initial_bytes, ops.fallback)
+                  ops.dir_of_file, ops.initial_bytes, ops.fallback, ops.caches_dropped, end_s)
     if not mount.sync_export or not last_write.any():
         return out
     at = np.flatnonzero(last_write) + 1  # the server's fsync of the file, right after its last write
@@ -173,7 +174,7 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     arrays = {f: np.insert(getattr(out, f), at, v) for f, v in fields.items()}
     fallback = None if ops.fallback is None else np.insert(ops.fallback, at, False)
     return FileOps(**arrays, dir_of_file=ops.dir_of_file, initial_bytes=ops.initial_bytes, fallback=fallback,
-                   caches_dropped=ops.caches_dropped)
+                   caches_dropped=ops.caches_dropped, end_s=end_s)
 
 
 def token_bucket_data_s(net, time_s: np.ndarray, exchange_s: np.ndarray, data_bytes: np.ndarray,

@@ -495,7 +495,7 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
         given = (drives or {}).get(n)
         models[n] = given if given is not None else stack.drive(n).model_disk()
     top = next(iter(streams.values())) if streams else Stream.empty()
-    app_end = float(ops.time_s.max()) if len(ops) else 0.0
+    app_end = ops.app_end_s
     workers = loop_workers(streams)
     waits = getattr(streams, "async_waits", None)
     timing = time_streams({**leaf, **{n: streams[n] for n in workers}}, models, waited_instants(top, waits), app_end,

@@ -33,7 +33,8 @@ PROCESS_START_S = 0.7e-3
 
 
 def paced(ops: FileOps, app_s: float) -> FileOps:
-    """``ops`` with its issue times scaled so that the last is at ``app_s`` [s] (> 0), the tool's start
+    """``ops`` with its issue times scaled so that its end (``FileOps.app_end_s``: the last call's return) is at
+    ``app_s`` [s] (> 0), the tool's start
     (:data:`PROCESS_START_S` before the first operation on the generator's clock) scaled alike before
     the first; a workload whose operations are all at time 0 is shifted instead (each at ``app_s``:
     one instant)."""
@@ -41,6 +42,8 @@ def paced(ops: FileOps, app_s: float) -> FileOps:
         raise FieldError("ops", f"must be a FileOps (got {type(ops).__name__})")
     if isinstance(app_s, bool) or not isinstance(app_s, (int, float)) or not math.isfinite(app_s) or app_s <= 0:
         raise FieldError("app_s", f"must be a finite number of seconds > 0 (got {show(app_s)})")
-    end = float(ops.time_s.max()) if len(ops) else 0.0
-    time_s = (ops.time_s + PROCESS_START_S) * (app_s / (end + PROCESS_START_S)) if end > 0 else ops.time_s + app_s
-    return dataclasses.replace(ops, time_s=time_s)
+    end = ops.app_end_s
+    if end <= 0:
+        return dataclasses.replace(ops, time_s=ops.time_s + app_s, end_s=app_s)
+    scale = app_s / (end + PROCESS_START_S)
+    return dataclasses.replace(ops, time_s=(ops.time_s + PROCESS_START_S) * scale, end_s=app_s)
