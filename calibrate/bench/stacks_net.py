@@ -336,7 +336,8 @@ def measure_group(copy: FileCopy, *, timeout_s: float = 1500, say=None, only: st
         return [], None, [], [], 0.0, None
     t0 = time.monotonic()
     result, served = run_script_on_emulated_drives(group_script(labels, copy), [p for p, _ in DRIVES], say=say,
-                                                   timeout_s=timeout_s, memory_bytes=GUEST_MEMORY_BYTES, log_dir=log_dir)
+                                                   timeout_s=timeout_s, memory_bytes=GUEST_MEMORY_BYTES,
+                                                   log_dir=log_dir)
     text = result.output.replace("\r", "")
     if log_dir is not None:
         from pathlib import Path

@@ -48,8 +48,9 @@ How time passes (what the model assumes, in the order it applies):
 - **The network.** A disk under an NBD device is reached across its link (:mod:`~diskmodel.model.iopath.network`): a
   request arrives at the server's drive its outbound crossing after it left the client, and the
   client sees it complete its return crossing after the drive completed it.
-- **The end.** The run ends when the application's last operation is done and every device is idle:
-  ``elapsed_s = max(last operation + stall, last completion)``.
+- **The end.** The run ends when the application's last call has returned and every device is idle:
+  ``elapsed_s = max(app end + stall, last completion)``, the app end being the workload's
+  (``FileOps.app_end_s``: a read's last call returns after copying the data it waited for).
 
 Pure model code: numpy arrays throughout (one Python call per waited instant and drive, none per
 request inside a batch), no I/O, no clocks.
@@ -345,7 +346,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
                  links: dict | None = None, workers: dict | None = None, async_waits=None) -> IoTiming:
     """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
     drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
-    issues its last operation at ``app_end_s`` (both on the workload's clock). ``links`` (``{device:
+    is done at ``app_end_s`` (its last call's return; both on the workload's clock). ``links`` (``{device:
     .network.Link}``) names the drives reached across a network link. ``workers`` (``{device:
     LoopWorker}``) names the buffered loop devices among ``streams``, whose own requests their worker
     serves (see the module docstring, "Loop workers"). ``async_waits``: (instant, earlier instant) pairs,

@@ -502,8 +502,9 @@ def _copy_ops(size: int, chunk: int, rate: float, write: bool) -> FileOps:
         offs, sizes = np.concatenate(([0], offs, [0])), np.concatenate(([0], sizes, [0]))
         t = np.concatenate(([0.0], t + CALL_S, [t[-1] + sizes[-2] / rate + 2 * CALL_S]))
     n = kind.size
-    # the read's last call returns once it has copied its data (FileOps.end_s); the write ends at its fsync
-    end = float(t[-1]) + (CALL_S if write else float(sizes[-1]) / rate)
+    # the last call returns after its own call time, a read's after copying its data too (FileOps.end_s),
+    # as the generators' clock advances (fileops._Builder)
+    end = float(t[-1]) + CALL_S + (0.0 if write else float(sizes[-1]) / rate)
     return FileOps(time_s=t, kind=kind, file=np.zeros(n, np.int64), offset_bytes=offs, size_bytes=sizes,
                    chunk_bytes=sizes.copy(), direct=np.zeros(n, bool), dir_of_file=np.zeros(1, np.int64),
                    initial_bytes=np.array([0 if write else size], np.int64), end_s=end)

@@ -309,7 +309,8 @@ class NfsMount:
                 f"{self.network.describe()}")
 
 
-__all__ = ["nfsd_max_block_bytes", "NBD_HEADER_BYTES", "NBD_MAX_SECTORS_KB", "NFS_VERSIONS", "ROUND_TRIPS", "Network", "NbdDevice", "NfsMount"]
+__all__ = ["nfsd_max_block_bytes", "NBD_HEADER_BYTES", "NBD_MAX_SECTORS_KB", "NFS_VERSIONS", "ROUND_TRIPS", "Network",
+           "NbdDevice", "NfsMount"]
 
 
 def nfsd_max_block_bytes(total_ram_bytes: int) -> int:
