@@ -10,8 +10,12 @@ then it puts the calling interpreter's package folders (``sys_path`` in the
 spec; their ``.pth`` files read, so an editable install is found) ahead of its
 own, and hands every request to a
 :class:`~diskmodel.calibrate.emulate.server.DriveServer`.
-Requests are served one at a time (``THREAD_MODEL_SERIALIZE_ALL_REQUESTS``):
-the drive serves them in arrival order, as the simulation does.
+nbdkit takes requests in parallel (``THREAD_MODEL_PARALLEL``): a request the
+kernel sends while an earlier one is served reaches the server at once, and
+the simulation queues it at the drive behind that one; the drive serves them
+one at a time in arrival order, as the simulation does. (Serialized, nbdkit
+read the next request off the socket only once the last reply was sent, and
+the drive saw each queued request a gap after the one before completed.)
 """
 import builtins
 import errno
@@ -78,7 +82,7 @@ def _all_threads_realtime():
 
 
 def thread_model():
-    return nbdkit.THREAD_MODEL_SERIALIZE_ALL_REQUESTS
+    return nbdkit.THREAD_MODEL_PARALLEL
 
 
 def open(readonly):

@@ -310,6 +310,8 @@ def _start_nbdfuse(run, drv: _Drive, dir_fd: int, realtime_priority: int | None)
     drv.resources.append(drv.mount_res)
     pidfile, errlog = folder / "nbdfuse.pid", folder / "nbdfuse.log"
     with open(errlog, "wb") as err:
+        # real-time, nbdfuse passes one FUSE request at a time (measured), so a request queued on the host
+        # reaches the drive once the last completed; in the VM (qemu's NBD client) the drive queues it
         chrt = ["chrt", "--fifo", str(realtime_priority)] if realtime_priority else []
         drv.nbdfuse = spawn([*chrt, "nbdfuse", "-C", "1", "-P", str(pidfile), str(mountpoint / "nbd"),
                              "--unix", _socket_path(dir_fd)],

@@ -9,7 +9,10 @@ request up to its last chunk. The file (``.reqlog``) is a sequence of numpy
 ``.npy`` records, each written whole by one ``write``: first the metadata (a
 JSON string), then chunks of rows (a structured array of the columns below),
 then metadata updates (JSON strings, merged in order). A record cut short by
-a kill is left out when read. Columns:
+a kill is left out when read. Rows are in the order the requests completed:
+the drive serves them in arrival order, so that is their arrival order but
+for a flush, which completes as it arrives (before writes queued ahead of it).
+Columns:
 
 =================  =======  ====================================================
 ``arrival_s``      float64  when the request reached the drive, on the drive's

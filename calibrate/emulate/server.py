@@ -253,6 +253,8 @@ class DriveServer:
         self.in_by_idle = self.back_by_hold = None
         self._last_arrival_s = 0.0
         self._last_done = -float("inf")
+        #: requests scheduled whose deadline has not yet come (their threads wait outside the lock)
+        self._in_service = 0
         self.probing = self.control_path is not None
         self.probe_delay_s = float(spec.get("probe_delay_s", 0.0))
         self._probe_delays = None
@@ -312,38 +314,48 @@ class DriveServer:
 
     # -- serving
     def _serve(self, op: int, offset: int, size: int, move) -> None:
+        """Serve one request: its arrival, simulated service and data move under the lock, in the order the
+        requests took it; its wait for the deadline outside it, so that a request the kernel sends while an
+        earlier one is served reaches the simulation then, queued behind it as at a real drive, and not when
+        the earlier one has completed (nbdkit's parallel thread model hands it over at once)."""
         t_entry = self.monotonic()
         with self._lock:
-            self._serve_locked(t_entry, op, offset, size, move)
+            if self.probing:
+                self._check_control()
+            if self.probing:  # the path's probes, one at a time (the prober waits for each): held throughout
+                self._serve_probe(t_entry, op, offset, size, move)
+                return
+            row, deadline = self._schedule(t_entry, op, offset, size)
+            error = self._move(move)
+            self._in_service += 1
+        done = wait_until(deadline, self.monotonic)
+        with self._lock:
+            self._in_service -= 1
+            self._last_done = max(self._last_done, done)
+            self.recorder.add(*row, done - deadline, False, error, t_entry - self.t0, done - self.t0)
+        if error:
+            raise OSError(error, os.strerror(error))
 
-    def _serve_locked(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
-        if self.probing:
-            self._check_control()
-        if self.probing:
-            self._serve_probe(t_entry, op, offset, size, move)
-            return
+    def _schedule(self, t_entry: float, op: int, offset: int, size: int):
+        """The request's arrival at the drive and its simulated service (the lock held): its log row's first
+        fields and its deadline on the monotonic clock."""
         # the path's cost grows with the bytes it copies, on the leg that carries them, and with how long the
-        # path sat idle before (the way in) and the server held the request (the way back: path_shape);
-        # arrivals stay in order (a large write's earlier estimate must not put it before the one just before)
+        # path sat idle before (the way in: none while an earlier request is still served) and the server held
+        # the request (the way back: path_shape); arrivals stay in order (a large write's earlier estimate must
+        # not put it before the one just before)
         way_in, way_back = path_legs_s(self.path_cost, op, size, self.path_in)
-        way_in = max(way_in + table_at(self.in_by_idle, t_entry - self._last_done), 0.0)
+        idle = 0.0 if self._in_service else t_entry - self._last_done
+        way_in = max(way_in + table_at(self.in_by_idle, idle), 0.0)
         arrival = max(t_entry - way_in - self.t0, self._last_arrival_s)
         self._last_arrival_s = arrival
         if op == OP_FLUSH or size == 0:
-            wait, service, hit, deadline = 0.0, 0.0, HIT_UNKNOWN, t_entry
-        else:
-            first = offset // BLOCK_BYTES
-            blocks = (offset + size + BLOCK_BYTES - 1) // BLOCK_BYTES - first
-            served = self.session.serve(op != OP_READ, first, blocks, arrival)
-            wait, service, hit = served.start_s - served.arrival_s, served.service_s, int(served.hit)
-            deadline = t_entry + hold_for(self.t0 + served.completion_s - t_entry, way_back, self.back_by_hold)
-        error = self._move(move)
-        done = wait_until(deadline, self.monotonic)
-        self._last_done = done
-        self.recorder.add(arrival, op, offset, size, wait, service, hit, done - deadline, False, error,
-                          t_entry - self.t0, done - self.t0)
-        if error:
-            raise OSError(error, os.strerror(error))
+            return (arrival, op, offset, size, 0.0, 0.0, HIT_UNKNOWN), t_entry
+        first = offset // BLOCK_BYTES
+        blocks = (offset + size + BLOCK_BYTES - 1) // BLOCK_BYTES - first
+        served = self.session.serve(op != OP_READ, first, blocks, arrival)
+        deadline = t_entry + hold_for(self.t0 + served.completion_s - t_entry, way_back, self.back_by_hold)
+        return (arrival, op, offset, size, served.start_s - served.arrival_s, served.service_s,
+                int(served.hit)), deadline
 
     def _serve_probe(self, t_entry: float, op: int, offset: int, size: int, move) -> None:
         """A probe read: served its delay after its entry (the spec's, or the shape probe's next), not simulated."""
