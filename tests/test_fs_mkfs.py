@@ -24,6 +24,17 @@ from diskmodel.calibrate.emulate.drives import model_drive
 MIB = 1 << 20
 #: debugfs "stat <8>" of mke2fs 1.47.0's ext4 with MKFS_OPTIONS: (device MiB) -> (journal's first block, blocks)
 MKE2FS_JOURNAL = {192: (3107, 4096), 256: (32801, 4096)}
+#: dumpe2fs -h of mke2fs 1.47.0's file systems made with MKFS_OPTIONS: (kind, bytes) -> inodes per group (one inode
+#: per 4 KiB below 512 MiB, mke2fs.conf's "small" type; per 16 KiB above, filling the inode table's last block)
+MKE2FS_INODES_PER_GROUP = {("ext4", 20 * MIB): 5120, ("ext4", 192 * MIB): 24576, ("ext4", 256 * MIB): 32768,
+                           ("ext3", 300 * MIB): 25600, ("ext4", 600 * MIB): 7680, ("ext2", 2_000_000_000): 8144}
+
+
+@pytest.mark.parametrize("kind, size", sorted(MKE2FS_INODES_PER_GROUP))
+def test_inodes_per_group_are_mke2fs(kind, size):
+    from diskmodel.model.iopath.fs_layout import FsParams
+
+    assert FsParams(kind=kind, device_bytes=size).inodes_per_group == MKE2FS_INODES_PER_GROUP[(kind, size)]
 
 
 def _params(mib: int):
@@ -92,3 +103,23 @@ def test_mke2fs_places_and_sizes_the_journal_as_the_model(tmp_path, mib):
     p = _params(mib)
     assert last - first + 1 == p.journal_blocks
     assert first // p.group_blocks == p.journal_block // p.group_blocks
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("kind, size", sorted(MKE2FS_INODES_PER_GROUP))
+def test_mke2fs_gives_the_models_inodes_per_group(tmp_path, kind, size):
+    from conftest import skip_or_fail
+
+    from diskmodel.model.iopath.fs_layout import FsParams
+
+    if not (shutil.which(f"mkfs.{kind}") and shutil.which("dumpe2fs")):
+        skip_or_fail(f"mkfs.{kind} and dumpe2fs (e2fsprogs) are needed")
+    image = tmp_path / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(size)
+    subprocess.run([f"mkfs.{kind}", "-q", "-F", *MKFS_OPTIONS, str(image)], check=True, capture_output=True)
+    out = subprocess.run(["dumpe2fs", "-h", str(image)], check=True, capture_output=True, text=True).stdout
+    measured = int(re.search(r"^Inodes per group:\s+(\d+)$", out, re.M).group(1))
+    assert measured == FsParams(kind=kind, device_bytes=size).inodes_per_group == MKE2FS_INODES_PER_GROUP[(kind, size)]
+

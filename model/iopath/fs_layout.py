@@ -5,7 +5,7 @@ Geometry (:class:`FsParams`, from ``mke2fs``/``mkfs.xfs``/``mkfs.btrfs`` default
 - ext2/3/4: block groups of ``8 * block_bytes`` blocks (one bitmap block maps a group), each starting
   with two blocks of superblock and descriptors (the primary or a backup copy; the descriptors of
   group g in block ``1 + g * 64 // block_bytes``), its block bitmap, inode bitmap and inode table (``inodes_per_group`` inodes of
-  ``inode_bytes``: one inode per 16 KiB of space, mke2fs.conf's inode_ratio); the journal
+  ``inode_bytes``: one inode per 16 KiB of space, 4 KiB below 512 MiB, mke2fs.conf's inode_ratio); the journal
   (``journal_bytes``) in the middle group (ext2fs_mkjournal's goal). ext4 reads
   ``inode_readahead_blks`` (32) inode-table blocks when it reads an inode from the device.
 - xfs: ``ag_count`` allocation groups (4 for a device below 4 TiB: mkfs.xfs's calc_default_ag_geometry),
@@ -55,7 +55,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["FS_KINDS", "FsParams", "Allocator", "mballoc_window"]
+__all__ = ["FS_KINDS", "FsParams", "Allocator", "mballoc_window", "mke2fs_inode_ratio"]
 
 FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "jfs", "reiserfs")  # jfs, reiserfs: fs_logged.py
 #: mballoc's defaults (fs/ext4/mballoc.c, ext4_mb_init): a file of at most this many blocks is
@@ -63,6 +63,18 @@ FS_KINDS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "jfs", "reiserfs")  # jfs, r
 #: (s_mb_group_prealloc).
 MB_STREAM_REQUEST_BLOCKS = 16
 MB_GROUP_PREALLOC_BLOCKS = 512
+#: mke2fs.conf's inode_ratio [bytes per inode] by the file system's size type (misc/mke2fs.c picks
+#: "small" below 512 MiB, "big" from 4 TiB, "huge" from 16 TiB; e2fsprogs' and Debian's mke2fs.conf):
+#: a small file system gets four times the inodes of a default one.
+MKE2FS_INODE_RATIOS = ((512 << 20, 4096), (4 << 40, 16384), (16 << 40, 32768))
+MKE2FS_HUGE_INODE_RATIO = 65536
+
+
+def mke2fs_inode_ratio(device_bytes: int) -> int:
+    """The bytes per inode mke2fs gives a file system of *device_bytes* (:data:`MKE2FS_INODE_RATIOS`)."""
+    return next((ratio for below, ratio in MKE2FS_INODE_RATIOS if device_bytes < below), MKE2FS_HUGE_INODE_RATIO)
+
+
 #: Blocks mke2fs gives its first files in group 0: the root directory, lost+found's four and the
 #: resize inode's double-indirect block.
 ROOT_FILES_BLOCKS = 6
@@ -124,7 +136,16 @@ class FsParams:
 
     @cached_property
     def inodes_per_group(self) -> int:
-        return max(16, self.group_bytes // 16384)
+        """ext2/3/4: mke2fs's (lib/ext2fs/initialize.c): the device's bytes over its size type's
+        inode_ratio (:func:`mke2fs_inode_ratio`), shared over the groups, at most one bitmap block's
+        worth, then raised to fill the inode table's last block and cut to a multiple of 8."""
+        if self.kind not in ("ext2", "ext3", "ext4"):
+            return max(16, self.group_bytes // 16384)
+        blocks = self.device_bytes // self.block_bytes
+        inodes = blocks * self.block_bytes // mke2fs_inode_ratio(self.device_bytes)
+        ipg = min(-(-inodes // self.groups), 8 * self.block_bytes)
+        table = -(-ipg * self.inode_bytes // self.block_bytes)
+        return max(16, table * self.block_bytes // self.inode_bytes // 8 * 8)
 
     # -- ext geometry (e2fsprogs misc/mke2fs.c, lib/ext2fs/initialize.c, alloc_tables.c) ----------
     @cached_property
