@@ -323,10 +323,26 @@ class Allocator:
     def _group_end(self, g: int) -> int:
         return min((g + 1) * self.group_blocks, self.total_blocks)
 
+    def file_goal_group(self, group: int) -> int:
+        """The group a regular file's data goes to, its inode being in ``group``: with flex_bg (ext4's 16
+        groups a flex group) the flex group's second, where it has one, else the inode's own. The goal is
+        the second group (fs/ext4/balloc.c, ext4_inode_to_goal_block: the first holds the directories and
+        every group's bitmaps and inode tables), and mballoc's first pass skips a flex group's first group
+        for data (ext4_mb_good_group). Its first passes also skip a group whose bitmap is not yet loaded,
+        and ext4lazyinit loads them in the background after the mount. So this is the steady state: a
+        file written right after the mount can land in group 0 (docs/benchmarks.md)."""
+        if self.p.kind != "ext4":
+            return group
+        goal = group - group % 16 + 1
+        return goal if goal < self.groups else group
+
     def extent_file(self, group: int, n: int) -> list[tuple[int, int]]:
-        """Device runs for the first ``n`` blocks of a new ext4 file (see the module docstring)."""
+        """Device runs for the first ``n`` blocks of a new ext4 file (see the module docstring): a file
+        past the stream request in its goal group (:meth:`file_goal_group`), a small one from the
+        locality group's preallocation."""
         if n <= MB_STREAM_REQUEST_BLOCKS:
             return self._from_group_prealloc(group, n)
+        group = self.file_goal_group(group)
         size = n * self.p.block_bytes
         window = 2 << 20 if size <= 4 << 20 else 4 << 20 if size <= 8 << 20 else 8 << 20
         if size <= 1 << 20:
