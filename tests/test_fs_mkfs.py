@@ -124,7 +124,6 @@ def test_mke2fs_gives_the_models_inodes_per_group(tmp_path, kind, size):
     assert measured == FsParams(kind=kind, device_bytes=size).inodes_per_group == MKE2FS_INODES_PER_GROUP[(kind, size)]
 
 
-
 def _model_file_start(size: int) -> int:
     """Where the model's I/O path puts a new 4 MiB file's data, in bytes from the file system's start."""
     stack = Stack(FileSystemNode(Partition(MIB, size, disk="vdb"), kind="ext4", mkfs_options=MKFS_OPTIONS),

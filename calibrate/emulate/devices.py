@@ -13,8 +13,8 @@ For each drive, in a folder of the run's work folder
 
 Each is recorded in the run's state before it is created (processes as they are forked, with the signals
 held) and torn down in reverse, checked gone, on success, failure, SIGINT and SIGTERM; ``diskmodel cleanup``
-removes them after a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent: ``PR_SET_PDEATHSIG``). A file system still mounted on an emulated device at
-teardown is named and unmounted before the device goes.
+removes them after a SIGKILL (the kernel kills nbdkit and nbdfuse with their parent: ``PR_SET_PDEATHSIG``).
+A file system still mounted on an emulated device at teardown is named and unmounted before the device goes.
 
 Once a device is attached, its path's cost (loop, FUSE, nbdfuse, NBD and the
 plugin's own work) is measured with O_DIRECT reads of :data:`PROBE_BYTES` served

@@ -328,9 +328,12 @@ class DriveServer:
             row, deadline = self._schedule(t_entry, op, offset, size)
             error = self._move(move)
             self._in_service += 1
-        done = wait_until(deadline, self.monotonic)
+        try:
+            done = wait_until(deadline, self.monotonic)
+        finally:  # a request whose wait was cut short is no longer in service either
+            with self._lock:
+                self._in_service -= 1
         with self._lock:
-            self._in_service -= 1
             self._last_done = max(self._last_done, done)
             self.recorder.add(*row, done - deadline, False, error, t_entry - self.t0, done - self.t0)
         if error:
