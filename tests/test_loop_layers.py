@@ -58,12 +58,12 @@ def _predicted(stack: str) -> tuple[float, float]:
 @pytest.mark.parametrize("stack", ["ext2, 1 loop layer", "ext2, 2 loop layers", "ext2, 3 loop layers"])
 def test_nested_loop_files_send_the_drive_what_the_emulated_drive_served(stack):
     """Seed 003's copy (dd of 1 and 4 MiB with conv=fsync, read back after a cache drop) on ext2 over
-    1-3 sparse loop images: the drive's requests within a quarter and its busy time within a fifth of what
-    the emulated drive served (the same simulation times both)."""
+    1-3 sparse loop images: the drive's requests and its busy time within a fifth of what the emulated
+    drive served (the same simulation times both)."""
     (mn, mb), (pn, pb) = _measured(stack), _predicted(stack)
-    # requests within a fifth, then a quarter once the images' inode tables had mke2fs's size (2 and 3 layers:
-    # +24 and +21 %, the nested images' block-map reads the model issues beyond the log's; revised after seeing it)
-    assert abs(pn - mn) / mn <= 0.25, (pn, mn)
+    # requests within a fifth; a quarter while the model read the held-open images' block maps after the drop
+    # (2 and 3 layers: +24 and +21 %); a fifth again once they were not (fs_blockmap: -4.8, +1.6, -1.7 %)
+    assert abs(pn - mn) / mn <= 0.2, (pn, mn)
     assert abs(pb - mb) / mb <= 0.2, (pb, mb)
 
 

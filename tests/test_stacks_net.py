@@ -133,7 +133,7 @@ def test_the_logged_group_parses_as_the_artifact_holds_it():
 
 
 @pytest.mark.parametrize("label, step, bound_pct", [
-    ("ext2 on NBD to a loop file", "write", 15), ("ext2 on NBD to a loop file", "read", 19),
+    ("ext2 on NBD to a loop file", "write", 15), ("ext2 on NBD to a loop file", "read", 18),
     ("ext2, RAID 1 over a local drive and NBD", "read", 20), ("ext2, RAID 1 over a local drive and NBD", "write", 45)])
 def test_nbd_cells_are_predicted_from_the_logged_run(label, step, bound_pct):
     # before nbd's queue limit, its unmerged export and its one-at-a-time sends: 69 / 46 % and 64 / 150 %; the
@@ -141,7 +141,8 @@ def test_nbd_cells_are_predicted_from_the_logged_run(label, step, bound_pct):
     # then -16.4 % once the tool's start took its share of the pace before the first read (bound 17; the server
     # still waits for each of its image's read-ahead windows where it is issued, the model's known slow side here),
     # then -17.4 % once the read's last call copied its data after it arrived (FileOps.end_s; bound 18), then
-    # -18.4 % once the loop image's file system had mke2fs's inode tables (bound 19)
+    # -18.4 % once the loop image's file system had mke2fs's inode tables (bound 19), then -11.0 % once the image
+    # held open by the server read no block map after the drop (fs_blockmap; bound back to 18)
     measured, predicted = _logged_cells()[label][step]
     assert abs(predicted / measured - 1) * 100 <= bound_pct
 

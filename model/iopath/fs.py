@@ -412,7 +412,7 @@ class _Fs(MetadataReads, BlockMap):
         ino = self.files[f]
         fb0, fb1 = off // self.bs, -(-(off + size) // self.bs)
         flags = int(Flag.SYNC) if sync else 0
-        t = self.read_chains(t, ino, fb0, fb1)
+        t = self.read_chains(t, ino, fb0, fb1, op == Op.READ)
         if op == Op.READ:
             for db, n in self.map(ino, fb0, fb1):
                 self.emit(t, Op.READ, db * self.bs, n * self.bs, flags)
@@ -571,7 +571,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
             fs.delete(t, f)
-        elif kind == Kind.STAT:
+        elif kind == Kind.STAT and not inodes_held:  # an open file's inode and name need no lookup
             fs.stat(t, f)
         elif kind == Kind.FSYNC:
             fs.fsync(t, f)

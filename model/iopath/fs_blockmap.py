@@ -8,11 +8,18 @@ double-indirect block and the indirect blocks it points to.
 - **Reads** (ext4_ind_map_blocks -> ext4_get_branch): mapping a file block reads each block of its
   chain that is not cached, top down and one after the other (each names the next). On ext2 the
   chains of a file on the device before the workload are not cached (the harness syncs and drops
-  the caches before each step; the buffers are clean); those the workload allocated are. So a
-  buffered loop image on ext2 makes its host read a block-map block before the first request to
-  each ``block_bytes ** 2 / 4`` bytes of the image it touches, at every layer. ext3 journals the
-  chains: jbd2 keeps a journaled buffer until its transaction is checkpointed
+  the caches before each step; the buffers are clean); those the workload allocated are. ext3
+  journals the chains: jbd2 keeps a journaled buffer until its transaction is checkpointed
   (jbd2_journal_try_to_free_buffers), so a recently written file's chains stay cached.
+- **A file held open** across the drop (a loop device's image) reads no chain to read its blocks:
+  ext4_map_blocks answers from the inode's extent status tree (fs/ext4/extents_status.c, filled by
+  every mapping, indirect ones too) before it walks the chain, and the tree lives with the inode.
+  A write into a hole still reads the chain it adds its pointer to (ext4_ind_map_blocks with
+  EXT4_GET_BLOCKS_CREATE). Seen with the
+  host's blk tracer: ext2 in a sparse image on ext2, the file above read after ``sync`` and
+  ``drop_caches``; the image's device reads only the blocks the file's own reads map to, and
+  /proc/fs/ext4/DEV/es_shrinker_info still lists the image's extents after the drop (Linux 6.18).
+  The emulated drive's logs under nested loop images show the same at every layer.
 - **Placement**: allocating file block 12 + k * (block_bytes // 4) allocates the indirect block
   (and, for k >= 1, the double-indirect block first) with it (ext4_alloc_branch); a file on the
   device before the workload had its chains placed when it was written.
@@ -92,13 +99,14 @@ class BlockMap:
                 return prev
         return ino.group * self.alloc.group_blocks
 
-    def read_chains(self, t, ino, fb0: int, fb1: int):
+    def read_chains(self, t, ino, fb0: int, fb1: int, reading: bool = False):
         """Read the chains that map [fb0, fb1) of a file on the device before the workload, where
-        not cached (see the module docstring): at ``t``, before the data. Returns when the data
-        goes: a nanosecond later when a chain was read at ``t`` (by this call or an earlier one at
-        the same instant), so that the queue does not merge them (the data's address is known only
-        once the chain is read)."""
-        if self.p.kind != "ext2" or not ino.chains_on_device:
+        not cached and, for a read (``reading``), the file was not held open (a write into a hole
+        changes the chain, so it reads it; see the module docstring): at ``t``, before the data.
+        Returns when the data goes: a nanosecond later when a chain was read at ``t`` (by this call
+        or an earlier one at the same instant), so that the queue does not merge them (the data's
+        address is known only once the chain is read)."""
+        if self.p.kind != "ext2" or not ino.chains_on_device or (reading and self.inodes_held):
             return t
         t0 = t
         if self.chain_read_at == t0:

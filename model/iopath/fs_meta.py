@@ -122,12 +122,16 @@ class MetadataReads:
         mounts ext2 and ext3 too): the block itself as a metadata read, and ahead of it the table
         blocks ``b .. b + inode_readahead_blocks`` (both ends included, ``b`` the block rounded down
         to that many, not before the table, not past the inodes in use where the group counts them:
-        ext4's group descriptor checksums) that are not read yet, as plain reads apart from it."""
+        ext4's group descriptor checksums) that are not read yet, as plain reads apart from it.
+        The window goes first, the block a nanosecond after it: __ext4_get_inode_loc submits the
+        read-ahead before the block (blktrace issues them in that order at every loop layer), and a
+        loop worker below reads them in that order, so its image's page cache sees the block as a
+        lone read behind the window, not as the start of a sequential stream."""
         blk = self.p.inode_block(ino.group, ino.index)
         if ("iblk", blk) in self.read_meta:
             return
         self.read_meta.add(("iblk", blk))
-        self.emit(t, Op.READ, blk * self.bs, self.bs, int(Flag.META))
+        self.emit(t + 1e-9, Op.READ, blk * self.bs, self.bs, int(Flag.META))
         run = None
         for n in self.ext_readahead_window(ino.group, blk):
             if n != blk and ("iblk", n) not in self.read_meta:
@@ -136,13 +140,13 @@ class MetadataReads:
                     run[1] += 1
                     continue
                 if run is not None:
-                    self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                    self.emit(t, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
                 run = [n, n + 1]
             elif run is not None:
-                self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+                self.emit(t, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
                 run = None
         if run is not None:
-            self.emit(t + 1e-9, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
+            self.emit(t, Op.READ, run[0] * self.bs, (run[1] - run[0]) * self.bs, 0)
 
     def new_inode_block(self, t, ino):
         """The table block of an inode being created (ext4_mark_inode_dirty -> ext4_get_inode_loc):

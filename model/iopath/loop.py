@@ -51,7 +51,7 @@ WORKER_ASYNC_S = 1e-7
 
 def worker_order(time_s: np.ndarray, is_read: np.ndarray) -> np.ndarray:
     """The times at which a buffered loop device's requests (``time_s``, sorted) reach the host's
-    page cache: its reads of one instant one after the other, ``WORKER_STEP_S`` apart.
+    page cache: its reads one after the other, at least ``WORKER_STEP_S`` apart.
 
     The loop worker serves its requests one at a time (drivers/block/loop.c, loop_process_work
     takes the queued commands in order); Linux 6.1 (the VM's kernel) reads a buffered request with
@@ -65,9 +65,12 @@ def worker_order(time_s: np.ndarray, is_read: np.ndarray) -> np.ndarray:
     r = np.asarray(is_read, bool)
     if not r.any():
         return t
-    ts = t[r]
+    # one after the other: each read at its own time or a step after the read before it, whichever is
+    # later (t'_i = max(t_i, t'_{i-1} + step) = i step + max_{j <= i} (t_j - j step)), so that reads of
+    # nearby instants (an upper worker's reads, a step apart) cannot land on one instant and merge
+    steps = np.arange(int(r.sum())) * WORKER_STEP_S
     out = t.copy()
-    out[r] = ts + (np.arange(ts.size) - np.searchsorted(ts, ts, side="left")) * WORKER_STEP_S
+    out[r] = steps + np.maximum.accumulate(t[r] - steps)
     return out
 
 
