@@ -17,7 +17,6 @@ from diskmodel.model.iopath.fileops import FileOps, Kind
 from diskmodel.model.iopath.fs import file_system
 from diskmodel.model.iopath.fs_layout import FsParams
 from diskmodel.model.iopath.pagecache import page_cache
-from diskmodel.model.iopath.stream import Stream
 from diskmodel.model.iopath.timing import FlatDrive, time_streams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
