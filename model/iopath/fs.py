@@ -395,6 +395,8 @@ class _Fs(MetadataReads, BlockMap):
                 self.meta(t, self.bitmap(db))
 
     def stat(self, t, f: int):
+        if self.inodes_held:  # an open file (a loop device's image): its inode and name need no lookup
+            return
         ino = self.files[f]
         kind = self.p.kind
         if kind == "btrfs":
@@ -494,7 +496,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
     data space (:func:`~.fs_meta.btrfs_data_chunks`; None: not followed). ``caches_dropped``: the
     workload starts after ``sync`` and ``drop_caches``, not on a fresh mount (:meth:`~.fs_meta.MetadataReads.mounted`).
     ``inodes_held``: the files are held open (a loop device's image) across a ``drop_caches``
-    (:meth:`~.fs_meta.MetadataReads.atime_update`)."""
+    (:meth:`~.fs_meta.MetadataReads.hold_inodes`)."""
     if p.kind in LOGGED_KINDS:  # jfs and reiserfs (fs_logged.py)
         rows = logged_file_system(ops, p, data_bios, sync=sync, dirty_expire_s=dirty_expire_s, sparse=sparse,
                                   workload=workload)
@@ -571,7 +573,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.create(t, f, int(ops.dir_of_file[f]))
         elif kind == Kind.DELETE:
             fs.delete(t, f)
-        elif kind == Kind.STAT and not inodes_held:  # an open file's inode and name need no lookup
+        elif kind == Kind.STAT:
             fs.stat(t, f)
         elif kind == Kind.FSYNC:
             fs.fsync(t, f)

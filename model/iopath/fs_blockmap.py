@@ -15,11 +15,10 @@ double-indirect block and the indirect blocks it points to.
   ext4_map_blocks answers from the inode's extent status tree (fs/ext4/extents_status.c, filled by
   every mapping, indirect ones too) before it walks the chain, and the tree lives with the inode.
   A write into a hole still reads the chain it adds its pointer to (ext4_ind_map_blocks with
-  EXT4_GET_BLOCKS_CREATE). Seen with the
-  host's blk tracer: ext2 in a sparse image on ext2, the file above read after ``sync`` and
-  ``drop_caches``; the image's device reads only the blocks the file's own reads map to, and
-  /proc/fs/ext4/DEV/es_shrinker_info still lists the image's extents after the drop (Linux 6.18).
-  The emulated drive's logs under nested loop images show the same at every layer.
+  EXT4_GET_BLOCKS_CREATE). Seen with the host's blk tracer: ext2 in a sparse image on ext2, the
+  file above read after ``sync`` and ``drop_caches``; the image's device reads only the blocks the
+  file's own reads map to, and /proc/fs/ext4/DEV/es_shrinker_info still lists the image's extents
+  after the drop (Linux 6.18). blktrace under nested loop images shows the same at every layer.
 - **Placement**: allocating file block 12 + k * (block_bytes // 4) allocates the indirect block
   (and, for k >= 1, the double-indirect block first) with it (ext4_alloc_branch); a file on the
   device before the workload had its chains placed when it was written.

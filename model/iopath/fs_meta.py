@@ -35,7 +35,7 @@ class MetadataReads:
     """Methods of the file system (:class:`~.fs._Fs`: ``p``, ``alloc``, ``j``, ``files``, ``dirs``,
     ``entries``, ``read_meta``, ``emit`` and ``meta``) for its metadata reads and btrfs's leaves."""
 
-    inodes_held = False  # the files are held open across drop_caches (atime_update)
+    inodes_held = False  # the files are held open across drop_caches (hold_inodes)
 
     def mounted(self, caches_dropped: bool = False):
         """What the mount read before the workload (ext: fs/ext4/super.c, ext4_fill_super): the group
@@ -79,8 +79,10 @@ class MetadataReads:
 
     def hold_inodes(self):
         """The files stay open across a ``drop_caches`` (a loop device holds its image): their inodes
-        stay in memory, but without a journal nothing holds the inode-table blocks, which it frees
-        (fs/drop_caches.c; see :meth:`mounted`): none of them is cached when the workload starts."""
+        stay in memory, so a stat reads nothing and a read walks no block map (the extent status tree:
+        :mod:`.fs_blockmap`), but without a journal nothing holds the inode-table blocks, which it frees
+        (fs/drop_caches.c; see :meth:`mounted`): none of them is cached when the workload starts, and
+        an access-time update reads its block (:meth:`atime_update`)."""
         self.inodes_held = True
         if not self.p.journaled:
             self.read_meta = {k for k in self.read_meta if not (isinstance(k, tuple) and k[0] == "iblk")}
