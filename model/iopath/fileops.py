@@ -65,9 +65,10 @@ class Kind(IntEnum):
     DELETE = 3
     FSYNC = 4
     STAT = 5
-    SYNC = 6
+    SYNC = 6  # syncfs(2) of the workload's file system (``sync -f``, how a measured run ends)
     DROP = 7  # posix_fadvise(POSIX_FADV_DONTNEED): the file's clean pages leave the cache
     CLONE = 8  # FICLONE: ``file`` becomes a copy sharing the blocks of file ``offset_bytes``
+    SYNC_ALL = 9  # sync(2): every file system, a loop image's host among them (fs/sync.c, ksys_sync)
 
 
 _FIELDS = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")

@@ -577,7 +577,7 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.stat(t, f)
         elif kind == Kind.FSYNC:
             fs.fsync(t, f)
-        elif kind == Kind.SYNC:
+        elif kind in (Kind.SYNC, Kind.SYNC_ALL):
             fs.sync(t)
         elif kind == Kind.CLONE:
             fs.clone(t, f, off)

@@ -69,7 +69,7 @@ def logged_file_system(ops: FileOps, p: FsParams, data_bios, *, sync=None, dirty
             fs.stat(t, f)
         elif kind == Kind.FSYNC:
             fs.fsync(t, f)
-        elif kind == Kind.SYNC:
+        elif kind in (Kind.SYNC, Kind.SYNC_ALL):
             fs.sync(t)
         elif kind == Kind.CLONE:
             raise ValueError(f"file system: {p.kind} has no FICLONE (cp copies the bytes)")

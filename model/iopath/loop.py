@@ -37,7 +37,7 @@ __all__ = ["LoopResult", "loop", "worker_order"]
 
 #: How far apart [s] the loop worker's reads of one instant reach the host: apart enough that the
 #: host's queue, which merges only within an instant, keeps them apart; well inside one instant of
-#: the timing (:data:`.timing.INSTANT_S`), so the application still waits for them.
+#: the timing (:data:`.stream.INSTANT_S`), so the application still waits for them.
 WORKER_STEP_S = 1e-8
 #: How long after a loop worker's read of its image the host's async read-ahead window on the image
 #: goes out [s] (:class:`~diskmodel.model.iopath.pagecache.CacheParams` ``async_delay_s``): within

@@ -157,7 +157,7 @@ class CacheResult:
 #: How far from its call's instant an async read-ahead window is issued [s]: before it where the call
 #: reaches the mark at its first page (the window goes out before the call waits), after it (and
 #: after the reader's copy up to the mark) where the mark lies inside the call. More than the
-#: timing's instant (:data:`.timing.INSTANT_S`), so it is an instant of its own, and less than half
+#: timing's instant (:data:`.stream.INSTANT_S`), so it is an instant of its own, and less than half
 #: of the generators' call cost (``call_s``), so it stays between two calls.
 ASYNC_DELAY_S = 1.5e-6
 
@@ -570,7 +570,7 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
             src = c.files.get(off)
             c.file(t, f).size = src.size if src is not None else int(ops.initial_bytes[off])
             c.emit(t, Kind.CLONE, f, off, size)
-        elif kind == Kind.SYNC:
+        elif kind in (Kind.SYNC, Kind.SYNC_ALL):  # the hosts' part of sync(2) is the I/O path's (path._loop)
             for g in list(c.dirty_order):
                 c.writeback(t, g, True)
             c.emit(t, Kind.SYNC, -1)

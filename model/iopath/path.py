@@ -18,7 +18,8 @@ Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
   page cache (buffered: the image's pages cached a second time, read ahead by ``readahead_bytes``
   and written back by the host's write-back, its reads reaching the host one after the other:
   :func:`.loop.worker_order`; direct I/O: passed through the cache), flushes an fsync of the
-  image; after ``drop_caches`` the host's first read of the image updates its access time, reading
+  image, and the workload's ``sync(2)`` a sync of the host's file system too (``Kind.SYNC_ALL``);
+  after ``drop_caches`` the host's first read of the image updates its access time, reading
   its inode-table block again (:meth:`.fs_meta.MetadataReads.atime_update`); the host
   file system (``host_file_system``) maps them onto the host device. A sparse image allocates on
   first write; a zero-filled one is allocated from the start;
@@ -50,7 +51,7 @@ from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
 from .read_ahead import device_read_ahead_kb
 from .partition import partition
-from .stream import Flag, Op, Stream, concat
+from .stream import INSTANT_S, Flag, Op, Stream, concat
 from ..drive.drives import DEFAULT_MAX_SECTORS_KB
 from ..stacks.network import NBD_MAX_SECTORS_KB
 
@@ -93,13 +94,17 @@ def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Strea
 class DeviceStreams(dict):
     """``{device: Stream}`` (:func:`run`), ``loops``: ``{device: LoopFile}`` for the loop devices
     among them (their workers' time is :mod:`~diskmodel.model.iopath.timing`'s), and ``async_waits``:
-    which read call waits for which async read-ahead window (``None``: none)."""
+    which read call waits for which async read-ahead window (``None``: none), and ``sync_all_s``: the
+    instants of the workload's ``sync(2)`` calls (``Kind.SYNC_ALL``), which every loop image's host file
+    system syncs too."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.loops: dict = {}
         #: the page cache's (read call's instant, async window's instant) pairs (CacheResult.async_waits)
         self.async_waits = None
+        #: the workload's sync(2) instants [s]
+        self.sync_all_s = np.zeros(0)
 
 
 def _name(node, default: str) -> str:
@@ -237,10 +242,22 @@ def _loop(node, stream: Stream, name: str, path: str, cache: CacheParams, out, d
     src = rank // 3
     kind = np.concatenate([np.full(int(pre.sum()), Kind.FSYNC), np.where(s.op[data] == Op.READ, Kind.READ, Kind.WRITE),
                            np.full(int(post.sum()), Kind.FSYNC)]).astype(np.int8)
-    is_data = kind != Kind.FSYNC
-    order = np.argsort(rank, kind="stable")
-    src, kind, is_data = src[order], kind[order], is_data[order]
     time_s = s.time_s[src]
+    if n and out.sync_all_s.size:
+        # sync(2) syncs every super block (fs/sync.c, ksys_sync), the image's host among them, and then
+        # writes back every block device's dirty buffers (sync_bdevs): the host's metadata that the
+        # fsyncs of the image (the flushes of the file system above) changed reaches the host's device
+        # after them, where syncfs(2) of the file system above leaves it to the host's write-back.
+        at = np.searchsorted(s.time_s, out.sync_all_s + INSTANT_S, side="right")
+        rank = np.concatenate([rank * 2, at * 6 - 1])
+        src = np.concatenate([src, np.minimum(at, n - 1)])
+        kind = np.concatenate([kind, np.full(at.size, Kind.SYNC, np.int8)])
+        # at the instant, after its requests (a file system above issues dependent ones a nanosecond apart)
+        time_s = np.concatenate([time_s, np.where(at > 0, np.maximum(out.sync_all_s, s.time_s[np.maximum(at - 1, 0)]),
+                                                  out.sync_all_s)])
+    is_data = (kind == Kind.READ) | (kind == Kind.WRITE)
+    order = np.argsort(rank, kind="stable")
+    src, kind, is_data, time_s = src[order], kind[order], is_data[order], time_s[order]
     time_s = worker_order(time_s, kind == Kind.READ)
     size = np.where(is_data, s.size_bytes[src] if n else 0, 0)
     ops = FileOps(
@@ -342,6 +359,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out = DeviceStreams()
     out.async_waits = res.async_waits
+    out.sync_all_s = ops.time_s[ops.kind == Kind.SYNC_ALL]
     stream = _async_marked(fs.stream, res)
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()

@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Op", "Flag", "Stream", "concat", "device_totals", "SIZE_BIN_NAMES"]
+__all__ = ["Op", "Flag", "Stream", "concat", "device_totals", "SIZE_BIN_NAMES", "INSTANT_S"]
 
 
 class Op(IntEnum):
@@ -49,6 +49,11 @@ class Flag(IntFlag):
     ALLOC = 32  # the first write to a not-yet-allocated range (a sparse loop image's hole)
     ASYNC = 64  # a read of asynchronous read-ahead (page_cache_async_ra): the reader does not wait for it where issued
 
+
+#: An instant's width [s]: the I/O path issues a layer's dependent requests a nanosecond apart (a
+#: loop worker's reads one after the other, a file system's chained metadata reads), so what a layer
+#: issues within this after a waited instant belongs to it (:mod:`.timing`).
+INSTANT_S = 1e-6
 
 _ALL_FLAGS = int(sum(int(f) for f in Flag))
 _FIELDS = ("time_s", "op", "offset_bytes", "size_bytes", "flags", "parent")

@@ -64,16 +64,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fileops import FileOps, Kind
-from .stream import Flag, Op, Stream
+from .stream import INSTANT_S, Flag, Op, Stream
 
 __all__ = ["FlatDrive", "IoTiming", "LoopWorker", "time_streams", "time_stack", "loop_workers", "drive_of",
            "waited_instants", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 512
-#: An instant's width [s]: the I/O path issues a layer's dependent requests a nanosecond apart (a
-#: loop worker's reads one after the other, a file system's chained metadata reads), so what a layer
-#: issues within this after a waited instant belongs to it.
-INSTANT_S = 1e-6
 _WAITED_WRITE = int(Flag.SYNC | Flag.FUA | Flag.PREFLUSH)
 _FLUSH, _WRITE = int(Op.FLUSH), int(Op.WRITE)  # plain ints: the per-request path avoids Enum lookups
 

@@ -16,7 +16,8 @@ manual page and readme.html (/usr/share/doc/bonnie++) state:
   dirtied and written back"); each process, and the parent, fsyncs at its end. Then the data files are removed.
 - **create_seq**, **stat_seq**, **delete_seq**: ``files`` files created in numeric order (the
   first half in the first directory, and so on, when ``directories`` > 1), each written with a
-  size uniform on ``min_bytes .. max_bytes`` in ``file_chunk_bytes`` calls, then ``sync()``;
+  size uniform on ``min_bytes .. max_bytes`` in ``file_chunk_bytes`` calls, then ``sync()``
+  (sync(2), which syncs every file system: ``Kind.SYNC_ALL``);
   each stat()ed and, when it has data, read whole, in directory order; each removed in
   directory order; then ``sync()``.
 - **create_rand**, **stat_rand**, **delete_rand**: the same with the files spread over the
@@ -240,7 +241,7 @@ class _Gen:
                 size = int(self.sizes[f])
                 for off in range(0, size, c.file_chunk_bytes):
                     self._add(Kind.WRITE, f, off, min(c.file_chunk_bytes, size - off), c.file_chunk_bytes)
-            self._add(Kind.SYNC, -1)
+            self._add(Kind.SYNC_ALL, -1)
         else:
             self.initial[files] = self.sizes[files]
         stat_order = files if which == "seq" else [files[i] for i in self.rng.permutation(len(files))]
@@ -254,7 +255,7 @@ class _Gen:
         if f"delete_{which}" in phases:
             for f in delete_order:
                 self._add(Kind.DELETE, f, op=True)
-            self._add(Kind.SYNC, -1)
+            self._add(Kind.SYNC_ALL, -1)
 
 
 def bonnie(config: BonnieConfig, *, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
