@@ -52,7 +52,7 @@ class Flag(IntFlag):
 
 #: An instant's width [s]: the I/O path issues a layer's dependent requests a nanosecond apart (a
 #: loop worker's reads one after the other, a file system's chained metadata reads), so what a layer
-#: issues within this after a waited instant belongs to it (:mod:`.timing`).
+#: issues within this after a waited instant belongs to it (:mod:`~diskmodel.model.iopath.timing`).
 INSTANT_S = 1e-6
 
 _ALL_FLAGS = int(sum(int(f) for f in Flag))
