@@ -53,6 +53,30 @@ def test_random_reads_read_only_their_pages_and_cache_them():
     assert io(r) == [(R, 0, 40 * PG, PG), (R, 0, 7 * PG, 2 * PG)]
 
 
+def test_a_read_right_after_cached_pages_reads_ahead_by_their_count():
+    # Pages 20-29 cached by a read that ends there; a read elsewhere (page 150) moves the stream away;
+    # then a 2-page read at page 30 does not continue the last read, but the 10 pages before it are
+    # cached: more than the 2 it asks for, the traces of a sequential stream (page_cache_sync_ra's
+    # context read-ahead; try_context_readahead in 6.1). Its window is 10 + 2 = 12 pages, marked at its
+    # last page (async_size 1), so the next read, reaching page 41, issues the next window (2 x 12).
+    r = page_cache(ops((0, R, 0, 20 * PG, 10 * PG), (1, R, 0, 150 * PG, PG), (2, R, 0, 30 * PG, 2 * PG),
+                       (3, R, 0, 32 * PG, 10 * PG), initial=[200 * PG]), CacheParams(read_ahead_kb=128))
+    assert [(o // PG, s // PG) for _, _, o, s in io(r)] == [(20, 10), (150, 1), (30, 12), (42, 24)]
+    # With no more pages cached before it than it asks for, a read is a standalone one: as is.
+    r = page_cache(ops((0, R, 0, 28 * PG, 2 * PG), (1, R, 0, 50 * PG, PG), (2, R, 0, 30 * PG, 2 * PG),
+                       initial=[200 * PG]), CacheParams(read_ahead_kb=128))
+    assert [(o // PG, s // PG) for _, _, o, s in io(r)] == [(28, 2), (50, 1), (30, 2)]
+
+
+def test_a_read_after_pages_cached_from_the_files_start_doubles_their_count():
+    # A 4-page read at page 0 reads get_init_ra_size(4, 32) = 8 pages; after a read elsewhere, a
+    # 1-page read at page 8 finds 8 pages cached back to the file's start ("a strong indication of
+    # long-run stream"): 2 x 8 + 1 = 17 pages.
+    r = page_cache(ops((0, R, 0, 0, 4 * PG), (1, R, 0, 60 * PG, PG), (2, R, 0, 8 * PG, PG), initial=[100 * PG]),
+                   CacheParams(read_ahead_kb=128))
+    assert [(o // PG, s // PG) for _, _, o, s in io(r)] == [(0, 8), (60, 1), (8, 17)]
+
+
 def test_reads_stop_at_end_of_file_with_a_partial_last_page():
     r = page_cache(ops((0, R, 0, 0, 10_000, 10_000), initial=[10_000]), CacheParams(read_ahead_kb=128))
     # 10,000 bytes = 3 pages (the last partial); the window (4x the 3-page call rounded up to 4 -> 16)
@@ -271,7 +295,7 @@ def test_an_ordered_journal_commit_writes_the_transactions_data():
 
 def test_page_sets_agree_with_a_set_of_pages():
     # The cache's page sets (sorted runs) against Python's own set of page numbers, random operations.
-    from diskmodel.model.iopath.pagecache import _Pages
+    from diskmodel.model.iopath.page_runs import Pages as _Pages
 
     rng = np.random.default_rng(11)
     pages, ref = _Pages(), set()

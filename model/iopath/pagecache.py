@@ -67,13 +67,13 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from .fileops import FileOps, Kind
+from .page_runs import Pages as _Pages
 from .read_ahead import DEFAULT_READ_AHEAD_KB
 
 __all__ = ["CacheParams", "CacheResult", "page_cache"]
@@ -186,85 +186,6 @@ def _next_ra(cur: int, mx: int) -> int:
     if cur <= mx // 2:
         return min(2 * cur, mx)
     return mx
-
-
-class _Pages:
-    """A set of pages as sorted, disjoint, non-touching runs ``[start, end)``: its cost follows the
-    number of runs, not the file's size."""
-
-    __slots__ = ("s", "e", "n")
-
-    def __init__(self):
-        self.s, self.e, self.n = [], [], 0
-
-    def __bool__(self) -> bool:
-        return self.n > 0
-
-    def copy(self) -> "_Pages":
-        out = _Pages()
-        out.s, out.e, out.n = list(self.s), list(self.e), self.n
-        return out
-
-    def has(self, p: int) -> bool:
-        i = bisect_right(self.s, p) - 1
-        return i >= 0 and self.e[i] > p
-
-    def runs(self, lo: int = 0, hi: int | None = None) -> list:
-        """The runs within ``[lo, hi)`` (``hi`` None: no upper bound), lowest first."""
-        if hi is not None and hi <= lo:
-            return []
-        i = bisect_right(self.e, lo)
-        out = []
-        s, e = self.s, self.e
-        while i < len(s) and (hi is None or s[i] < hi):
-            out.append((max(s[i], lo), e[i] if hi is None else min(e[i], hi)))
-            i += 1
-        return out
-
-    def missing(self, a: int, b: int) -> list:
-        """The runs of ``[a, b)`` not in the set, lowest first."""
-        out, cur = [], a
-        for s, e in self.runs(a, b):
-            if s > cur:
-                out.append((cur, s))
-            cur = e
-        if cur < b:
-            out.append((cur, b))
-        return out
-
-    def add(self, a: int, b: int) -> int:
-        """Add ``[a, b)``; the number of pages newly in the set."""
-        if b <= a:
-            return 0
-        i, j = bisect_left(self.e, a), bisect_right(self.s, b)
-        old = sum(self.e[k] - self.s[k] for k in range(i, j))
-        ns = min(a, self.s[i]) if i < j else a
-        ne = max(b, self.e[j - 1]) if i < j else b
-        self.s[i:j], self.e[i:j] = [ns], [ne]
-        added = (ne - ns) - old
-        self.n += added
-        return added
-
-    def remove(self, a: int, b: int) -> int:
-        """Take ``[a, b)`` out; the number of pages that were in the set."""
-        if b <= a:
-            return 0
-        i, j = bisect_right(self.e, a), bisect_left(self.s, b)
-        if i >= j:
-            return 0
-        keep_s, keep_e, gone = [], [], 0
-        for k in range(i, j):
-            s, e = self.s[k], self.e[k]
-            gone += min(e, b) - max(s, a)
-            if s < a:
-                keep_s.append(s)
-                keep_e.append(a)
-            if e > b:
-                keep_s.append(b)
-                keep_e.append(e)
-        self.s[i:j], self.e[i:j] = keep_s, keep_e
-        self.n -= gone
-        return gone
 
 
 class _File:
@@ -404,6 +325,21 @@ class _Cache:
                 keep.append((lo, hi, u))
         st.ra_pending = keep
 
+    def context_read_ahead(self, t, f, st: _File, a: int, b: int, eof: int) -> bool:
+        """A read of pages [a, b) that does not continue the last one, right after pages already cached:
+        the traces a sequential stream leaves (mm/readahead.c, page_cache_sync_ra's context read-ahead;
+        try_context_readahead in Linux 6.1). With more such pages than the call asks for, the window is
+        those pages' count (doubled when they reach the file's start) and the call's, at most ``max``,
+        marked at its last page (``async_size = 1``); else the read is a standalone one (False)."""
+        contig, from_start = st.cached.before(a, self.mx)
+        if contig <= b - a:
+            return False
+        win = min(contig * (2 if from_start else 1) + b - a, self.mx)
+        stop = min(a + win, eof)
+        self.read_pages(t, f, st, a, stop)
+        st.ra_end, st.ra_win, st.ra_last = stop, win, max(a + win - 1, a)
+        return True
+
     def read(self, t, f, off, size, chunk, op_s: float = 0.0):
         """A read op at ``t`` of ``size`` bytes in calls of ``chunk``, the application's time for the
         op ``op_s`` (to its next op)."""
@@ -425,6 +361,8 @@ class _Cache:
             self.read(t + 1e-9, f, first, end - first, chunk, op_s * (end - first) / (end - off))
             return
         st.prev_end = end
+        if not sequential and self.mx and self.context_read_ahead(t, f, st, a, b, eof):
+            return
         if not sequential or not self.mx:
             self.read_pages(t, f, st, a, b)
             st.ra_end = st.ra_win = st.ra_last = 0
