@@ -3,6 +3,7 @@ against a stream worked out by hand from the kernel's rules, plus hypothesis pro
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -324,3 +325,22 @@ def _runs_of(page_set) -> list:
         else:
             out.append((p, p + 1))
     return out
+
+
+def test_fadvise_random_turns_off_read_ahead_as_fio_asks_for_a_random_job():
+    # fio's fadvise_hint=1 (its default) advises POSIX_FADV_RANDOM on a random job's file; the kernel
+    # then reads each call's own pages (FMODE_RANDOM), even after neighbours that are cached, where
+    # the context read-ahead would read on. A buffered 4 KiB random read of 16 MiB: one read per block.
+    ops = fio("randread", 4096, 16 << 20)
+    assert (ops.kind == Kind.RANDOM).sum() == 1
+    assert (fio("read", 4096, 16 << 20).kind == Kind.RANDOM).sum() == 0
+    assert (fio("randread", 4096, 16 << 20, direct=True).kind == Kind.RANDOM).sum() == 0
+    r = page_cache(ops, CacheParams(read_ahead_kb=128))
+    reads = r.ops.kind == R
+    assert int(reads.sum()) == 4096 and set(r.ops.size_bytes[reads].tolist()) == {4096}
+    # without the advice the same order reads ahead from cached neighbours: fewer, larger reads
+    keep = ops.kind != Kind.RANDOM
+    fields = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")
+    plain = page_cache(dataclasses.replace(ops, **{f: getattr(ops, f)[keep] for f in fields}),
+                       CacheParams(read_ahead_kb=128))
+    assert int((plain.ops.kind == R).sum()) < 4096

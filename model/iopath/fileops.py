@@ -69,6 +69,7 @@ class Kind(IntEnum):
     DROP = 7  # posix_fadvise(POSIX_FADV_DONTNEED): the file's clean pages leave the cache
     CLONE = 8  # FICLONE: ``file`` becomes a copy sharing the blocks of file ``offset_bytes``
     SYNC_ALL = 9  # sync(2): every file system, a loop image's host among them (fs/sync.c, ksys_sync)
+    RANDOM = 10  # posix_fadvise(POSIX_FADV_RANDOM): the file is read with no read-ahead (FMODE_RANDOM)
 
 
 _FIELDS = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")
@@ -245,6 +246,9 @@ def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, 
     kind = Kind.READ if rw.endswith("read") else Kind.WRITE
     b = _Builder(call_s, copy_bytes_per_s)
     b.add(Kind.CREATE, 0)
+    if rw.startswith("rand") and not direct:
+        # fio's fadvise_hint=1 (its default): POSIX_FADV_RANDOM on a random job's file (fio(1))
+        b.add(Kind.RANDOM, 0)
     if kind == Kind.READ:
         # fio lays a read job's file out (written whole), then drops it from the cache (invalidate=1).
         b.add(Kind.WRITE, 0, 0, size, min(bs, 1 << 20))

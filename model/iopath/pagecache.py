@@ -59,7 +59,8 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
   the file's pages go once clean.
 - **Deletes** drop the file's pages, dirty ones unwritten (truncate_inode_pages):
   ``dropped_dirty_bytes`` counts them.
-- **fadvise DONTNEED** drops a file's clean pages; a **clone** passes to the file system.
+- **fadvise DONTNEED** drops a file's clean pages, and **fadvise RANDOM** turns its read-ahead off (a read
+  reads its own missing pages); a **clone** passes to the file system.
 - **Direct I/O** writes back and drops the cached range, then passes the request through.
 - **Inodes**: a file not created by the workload is read from the device at its first use (a
   ``STAT`` passed down); created files' inodes stay cached.
@@ -192,7 +193,7 @@ class _File:
     """A file's cached and dirty pages (:class:`_Pages`) and its read-ahead and write-back state."""
 
     __slots__ = ("cached", "dirty", "size", "dirtied", "ra_end", "ra_win", "ra_last", "prev_end", "chunk",
-                 "ra_pending")
+                 "ra_pending", "random")
 
     def __init__(self, size: int):
         self.cached, self.dirty = _Pages(), _Pages()
@@ -202,6 +203,7 @@ class _File:
         self.ra_pending: list = []  # async windows no call has waited for yet: (first page, end page, instant)
         self.prev_end = 0
         self.chunk = 0  # the smallest write call since the file was last clean (its folios' size)
+        self.random = False  # posix_fadvise(POSIX_FADV_RANDOM): no read-ahead (FMODE_RANDOM)
 
 
 class _Cache:
@@ -351,6 +353,10 @@ class _Cache:
         a, b = off // self.pg, -(-end // self.pg)
         sequential = off == st.prev_end or off == 0
         self.wait_async(t, st, a, b)
+        if st.random:  # FMODE_RANDOM: page_cache_sync_ra reads just the call's pages (force_page_cache_ra)
+            st.prev_end = end
+            self.read_pages(t, f, st, a, b)
+            return
         if not sequential and self.mx and chunk < end - off:
             # An op of many calls from a new place: its first call is a random read of its own pages
             # (ondemand_readahead: no history, a standalone read), the next ones read on from it
@@ -497,6 +503,8 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
             if f in c.files:
                 c.writeback(t, f, True)
             c.emit(t, Kind.FSYNC, f)
+        elif kind == Kind.RANDOM:
+            c.file(t, f).random = True
         elif kind == Kind.DROP:
             st = c.files.get(f)
             if st is not None:  # only clean pages go (invalidate_mapping_pages); dirty pages are cached
