@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from diskmodel.model.iopath.fileops import FileOps, Kind, copy, fio, metadata, postmark, resolve_clones
+from diskmodel.model.iopath.fileops import FileOps, Kind, copy, fio, postmark, resolve_clones
 from diskmodel.model.iopath.pagecache import CacheParams, page_cache
 from diskmodel.model.predictions.workload import PostMarkConfig
 
