@@ -201,8 +201,9 @@ def _records(path):
 
 
 def read_log(path: str | os.PathLike):
-    """The request log at *path* as a ``pandas.DataFrame`` (one row per request; ``.attrs``: its metadata,
-    ``complete``: whether the emulator closed it, ``truncated_bytes``: a last record cut short by a kill)."""
+    """The request log at *path* as a ``pandas.DataFrame`` (one row per request, the served ones in the order
+    they arrived at the drive, which is the order it served them; ``.attrs``: its metadata, ``complete``: whether
+    the emulator closed it, ``truncated_bytes``: a last record cut short by a kill)."""
     import numpy as np
     import pandas as pd
 
@@ -226,6 +227,12 @@ def read_log(path: str | os.PathLike):
     names = rows.dtype.names or ()
     if len(names) < _FIRST_COLUMNS or names != dtype.names[:len(names)]:
         raise ValueError(f"{path}: not an emulator request log (columns {rows.dtype.names})")
+    # The server writes a row when its request completes. Under load, a thread that wakes late can write its row
+    # after the next request's; the arrivals, given under the serving lock, keep the drive's own order (of two
+    # that arrive together, the one served first waited less). The path's probes keep their places.
+    served = np.flatnonzero(~rows["probe"].astype(bool))
+    rows = rows.copy()
+    rows[served] = rows[served][np.lexsort((rows["wait_s"][served], rows["arrival_s"][served]))]
     frame = pd.DataFrame({name: rows[name] if name in names else np.full(len(rows), np.nan) for name in COLUMNS})
     frame.attrs.update(meta)
     frame.attrs["truncated_bytes"] = cut
