@@ -142,6 +142,20 @@ def test_nfs_operations_are_pushed_back_by_their_rpcs_by_hand():
     assert synced.time_s[3] == synced.time_s[2]
 
 
+def test_a_clients_fadvise_stays_on_the_client():
+    # fio advises POSIX_FADV_RANDOM on its random job's file right after creating it. The advice is the
+    # client's page cache's: nfsd reads the server's file with its own read-ahead, so the server gets the
+    # same operations, and at the same times (the first write still follows the CREATE that opened the file).
+    mount = _mount(client_overhead_s=30e-6, server_op_s=20e-6)
+    advised = _ops([Kind.CREATE, Kind.RANDOM, Kind.WRITE, Kind.WRITE], [0, 0, 64 * KIB, 64 * KIB])
+    plain = _ops([Kind.CREATE, Kind.WRITE, Kind.WRITE], [0, 64 * KIB, 64 * KIB])
+    plain = FileOps(advised.time_s[[0, 2, 3]], *(getattr(plain, f) for f in ("kind", "file", "offset_bytes",
+                    "size_bytes", "chunk_bytes", "direct", "dir_of_file", "initial_bytes")))
+    a, b = nfs_client_ops(mount, advised), nfs_client_ops(mount, plain)
+    assert a.kind.tolist() == [Kind.CREATE, Kind.WRITE, Kind.WRITE]
+    assert np.array_equal(a.time_s, b.time_s)
+
+
 def _reads(sizes):
     """One read of each size, each of its own file (each opened first: close-to-open)."""
     n = len(sizes)

@@ -50,7 +50,7 @@ operations); the device's speed is not modelled at this level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 import numpy as np
@@ -94,6 +94,11 @@ class FileOps:
 
     def __len__(self) -> int:
         return int(self.kind.size)
+
+    def take(self, keep: np.ndarray) -> "FileOps":
+        """The operations the boolean mask ``keep`` marks, in their order (the files and the rest as they are)."""
+        return FileOps(*(getattr(self, f)[keep] for f in _FIELDS), self.dir_of_file, self.initial_bytes,
+                       None if self.fallback is None else self.fallback[keep], self.caches_dropped, self.end_s)
 
     @property
     def app_end_s(self) -> float:
@@ -319,8 +324,7 @@ def resolve_clones(ops: FileOps, reflink: bool) -> FileOps:
     if ops.fallback is None:
         return ops
     keep = ~ops.fallback if reflink else ops.kind != Kind.CLONE
-    return FileOps(*(getattr(ops, f)[keep] for f in _FIELDS), ops.dir_of_file, ops.initial_bytes, None,
-                   ops.caches_dropped, ops.end_s)
+    return replace(ops.take(keep), fallback=None)
 
 
 #: Workload names ``diskmodel iopath --workload`` accepts, with their generator.

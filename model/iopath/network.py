@@ -122,6 +122,8 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     back by the link time of the operations up to it, with a sync export's fsync at every close."""
     from ..stacks.network import ROUND_TRIPS
 
+    # posix_fadvise advises the client's own page cache: nfsd reads the server's file with its own state
+    ops = ops.take(ops.kind != Kind.RANDOM)
     net, version = mount.network, mount.version
     rpc_s = mount.client_overhead_s + mount.server_op_s
     kind, file = ops.kind.astype(np.int64), ops.file
