@@ -186,8 +186,7 @@ def start_docs_build(job: Path) -> None:
     Most of the build is the notebooks' execution, a few minutes of CPU, while much of the slow tier
     waits rather than computes: on the throwaway VM's emulated CPU (one core), on emulated drives' and
     loop devices' deadlines, on sleeps. Started when the session's tests are collected and read by the
-    tests that run last (``pytest_collection_modifyitems``; under pytest-xdist, first in the worker beside
-    the serial group, which waits for it), the build takes the CPU those leave idle."""
+    tests that run last (``pytest_collection_modifyitems``), the build takes the CPU those leave idle."""
     _background = _background_module()
 
     startup = job / "ipython" / "profile_default" / "startup"
@@ -405,14 +404,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("soak") is not None:
             item.add_marker(pytest.mark.slow)
-    # Run alone, the tests that read the documentation's build run last, so that the build has the whole
-    # run to go (see start_docs_build). Under pytest-xdist they come first: the worker beside the serial
-    # group waits for the build before it runs anything else, and so leaves the build the CPU the serial
-    # group does not use, as one process running the tests does; busy with tests of its own, it took that
-    # CPU from notebook 08, whose calibration on an emulated drive then ran out of its device-time budget.
+    # The tests that read the documentation's build run last, alone and under pytest-xdist alike, so that the
+    # build (at nice 19) has the whole run to go on the CPU the tests leave idle (see start_docs_build). Under
+    # pytest-xdist they once came first, the worker beside the serial group waiting for the build: it then
+    # left the build the CPU, but idled 360-510 s of a run whose two cores are otherwise busy; notebook 08,
+    # which that order protected, now runs its emulated drive under SCHED_FIFO and calibrates with a
+    # device-time budget a busy host meets (measured in a lone clone: pytest 1171 s against 1212-1320 s
+    # with the build first, the last docs test waiting 24 s for it).
     docs = [i for i in items if _reads_the_docs(i)]
     others = [i for i in items if not _reads_the_docs(i)]
-    items[:] = docs + others if hasattr(config, "workerinput") else others + docs
+    items[:] = others + docs
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
             if in_serial_group(item):
