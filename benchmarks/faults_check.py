@@ -35,8 +35,8 @@ subcommand's cells can be re-run many times without losing the others'; the
 figures then count every cell of the merged artifact. With ``--top-up`` as
 well, a cell the earlier artifact holds is run only as many more times as it
 takes to reach ``--repeats``, its earlier trials counted with this run's,
-where the code under test (calibrate/, tests/_faults.py, tests/_helpers.py) is
-the same at the earlier cell's commit as here (else the cell starts afresh).
+where the code under test (calibrate/, tests/_faults.py, tests/_leftovers.py,
+tests/_helpers.py) is the same at the earlier cell's commit as here (else the cell starts afresh).
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def earlier_cells(path: Path) -> tuple[dict[str, dict], list[dict]]:
 
 
 #: What a trial tests and how: a cell's earlier trials count towards --top-up only where these are unchanged.
-CODE_UNDER_TEST = ("calibrate", "tests/_faults.py", "tests/_helpers.py")
+CODE_UNDER_TEST = ("calibrate", "tests/_faults.py", "tests/_leftovers.py", "tests/_helpers.py")
 
 
 def same_code_as(commit: str | None) -> bool:
@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-up", action="store_true",
                    help="with --merge-into: run each cell only until it has --repeats trials, counting the "
                         "earlier artifact's trials of it where the code under test (calibrate/, "
-                        "tests/_faults.py, tests/_helpers.py) is unchanged since (default: --repeats afresh)")
+                        "tests/_faults.py, tests/_leftovers.py, tests/_helpers.py) is unchanged since (default: --repeats afresh)")
     add_results_dir_option(p)
     return p
 

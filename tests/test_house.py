@@ -1,6 +1,6 @@
 """The house rules a reader relies on, checked on the source itself (an AST walk, no imports):
 model/ never depends on calibrate/, no import cycle, no module over 600 lines and no function over 150 (the
-benchmark scripts too), and
+benchmark scripts and the tests too), and
 ``diskmodel.model.predict`` is the module.
 
 What still breaks a rule is listed below by name, so that the lists can only shrink: a new breach fails, and so
@@ -24,7 +24,7 @@ MAX_FUNCTION_LINES = 150
 KNOWN_CYCLES: set = set()
 KNOWN_LONG_MODULES: set = set()
 KNOWN_LONG_FUNCTIONS: set = set()
-# The benchmark scripts (benchmarks/, not a package) are held to the same sizes; what still breaks them:
+# The benchmark scripts and the tests (not packages) are held to the same sizes; what still breaks them:
 KNOWN_LONG_BENCHMARK_FUNCTIONS: set = set()
 
 
@@ -124,7 +124,7 @@ def test_no_new_import_cycle(import_graph):
 
 def test_module_and_function_sizes():
     long_modules, long_functions = set(), set()
-    for folder in (*PACKAGES.values(), "benchmarks"):
+    for folder in (*PACKAGES.values(), "benchmarks", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             rel = path.relative_to(ROOT).as_posix()
             text = path.read_text()

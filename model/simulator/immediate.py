@@ -73,7 +73,7 @@ def _front_after_swap(arrays, seek, write_seek, real, pf_base, pf_count, pf_done
     the head reads two sectors of a run between one read's completion and the next one's
     arrival, the second ending after the arrival, and the segment's first blocks are dropped;
     40-block reads back to back: the next read arrives at the completion, before the run's first
-    sector, and no block is read ahead of the front (tests/test_disksim_options.py,
+    sector, and no block is read ahead of the front (tests/test_disksim_buffer_options.py,
     ``test_a_hit_taking_over_a_held_read_ahead_ends_its_run_ahead_of_the_front``)."""
     front = pf_base + pf_done
     lo, te, jump, first_read, sector_s = _run_of(arrays, real, pf_base, pf_count, pf_done, pf_ready, total)
