@@ -3,13 +3,12 @@
 For each drive, in a folder of the run's work folder
 (:meth:`~diskmodel.calibrate.harness.runstate.Run.work_dir`):
 
-1. the data's sparse backing file (a drive larger than
-   :data:`~diskmodel.calibrate.emulate.server.MEMORY_MAX_BYTES`; smaller ones
-   keep their data in memory), in *backing_dir* if given;
-2. ``nbdkit`` serving the drive on a unix socket, with the plugin
-   :mod:`diskmodel.calibrate.emulate._nbd_plugin`;
+1. the data's sparse backing file (a drive larger than :data:`~diskmodel.calibrate.emulate.server.MEMORY_MAX_BYTES`;
+   smaller ones keep their data in memory), in *backing_dir* if given;
+2. ``nbdkit`` serving the drive on a unix socket, with the plugin :mod:`diskmodel.calibrate.emulate._nbd_plugin`;
 3. ``nbdfuse`` exposing the NBD export as the file ``fuse/nbd`` on a FUSE mount;
-4. ``losetup --direct-io=on --find --show`` on that file: the device.
+4. ``losetup --direct-io=on --find --show`` on that file: the device, its read-ahead set to a disk's, the
+   kernel's default 128 KiB (:mod:`diskmodel.calibrate.harness.readahead`).
 
 Each is recorded in the run's state before it is created (processes as they are forked, with the signals
 held) and torn down in reverse, checked gone, on success, failure, SIGINT and SIGTERM; ``diskmodel cleanup``
@@ -51,6 +50,7 @@ from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
 from diskmodel.calibrate.harness.heap import collector_paused
+from diskmodel.calibrate.harness.readahead import set_disk_read_ahead
 
 __all__ = ["DEFAULT_REALTIME_PRIORITY", "EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools",
            "emulated_drives", "realtime_or_note"]
@@ -328,10 +328,9 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
     st = os.stat(file)
     if st.st_size != drv.spec.capacity_bytes:
         raise RuntimeError(f"nbdfuse shows {file} with {st.st_size} bytes, not the drive's {drv.spec.capacity_bytes}")
-    # Found again by the backing file's path alone (it names the run): once nbdfuse is gone, losetup can no
-    # longer stat the file and lists no inode to match.
-    # unmount_users: a file system a user left mounted on the device is unmounted before the device goes, also
-    # by `diskmodel cleanup` after a SIGKILL (the kernel would otherwise keep the device with I/O errors).
+    # Found again by the backing file's path alone (it names the run; once nbdfuse is gone, losetup cannot stat
+    # the file). unmount_users: a file system left mounted on the device is unmounted before the device goes,
+    # also by `diskmodel cleanup` after a SIGKILL (the kernel would otherwise keep the device with I/O errors).
     drv.loop_res = run.intend("loop", backing=os.path.realpath(file), offset_bytes=0, unmount_users=True)
     drv.resources.append(drv.loop_res)
     proc = _run(["losetup", "--direct-io=on", "--find", "--show", str(file)])
@@ -345,6 +344,7 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
         # Without direct I/O the loop device would cache the emulated drive's data in the page cache
         # a second time, and serve reads the drive never sees.
         raise RuntimeError(f"{device} over {file} runs without direct I/O (losetup --direct-io=on was not honoured)")
+    set_disk_read_ahead(device)   # a disk's, not what the loop number's last use left
     return device
 
 
