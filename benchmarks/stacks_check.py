@@ -11,8 +11,9 @@ losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel fo
   WD800BD by default: :func:`diskmodel.calibrate.emulate.emulated_drives`, each request timed by the drive's
   simulation, its request log kept). A "partition" is a direct-I/O loop device over the drive's bytes 1 MiB
   .. 513 MiB (this host's kernel reads no partition table; direct I/O passes requests through as a partition
-  does). Every loop device's read-ahead is set to a disk's, 128 KiB, as the model takes it (a loop number
-  otherwise keeps what its earlier use left: :mod:`diskmodel.calibrate.harness.readahead`). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image in that ext3
+  does). Every loop device's read-ahead and request limit are set to a disk's, 128 and 1280 KiB, as the model
+  takes them (a loop number otherwise keeps what its earlier use left:
+  :mod:`diskmodel.calibrate.harness.queue_defaults`). On it: native ext3; ext3 on a loop file over a sparse and over a zero-filled image in that ext3
   (``mount -o loop`` as the loop-image study did: buffered); ext2 on a loop file over a sparse image; Dagenais' ext2
   with none, one, two and three loop layers below it (each image a sparse file in the ext2 of the layer
   below); every file system with 4 KiB blocks, as the model's. On each, the loop-image study's copy (files of
@@ -70,7 +71,7 @@ from diskmodel.calibrate.bench.copy import copy_on_host, parse_copy_output, pars
 from diskmodel.calibrate.bench.memory_cgroup import drop_caches  # noqa: E402
 from diskmodel.calibrate.bench.ram_twin import RAM_CLOCK, TMPFS_CLOCK  # noqa: E402
 from diskmodel.calibrate.harness import devstate, runstate  # noqa: E402
-from diskmodel.calibrate.harness.readahead import set_disk_read_ahead  # noqa: E402
+from diskmodel.calibrate.harness.queue_defaults import set_disk_defaults  # noqa: E402
 from diskmodel.model.predictions.block_workloads import FileCopy  # noqa: E402
 from diskmodel.calibrate.emulate.drives import model_drive  # noqa: E402
 from diskmodel.model.stacks.loop_file import LoopFile  # noqa: E402
@@ -105,9 +106,9 @@ def _loop(run, made: list, backing: str, *, offset: int = 0, size: int | None = 
             run.absent(res)
         raise
     run.created(res, device=dev)
-    # the read-ahead the model gives a partition and a loop device (a disk's default), not what this loop
-    # number's earlier use left (calibrate/harness/readahead.py)
-    set_disk_read_ahead(dev)
+    # the read-ahead and request limit the model gives a partition and a loop device (a disk's defaults), not
+    # what this loop number's earlier use left (calibrate/harness/queue_defaults.py)
+    set_disk_defaults(dev)
     return dev
 
 

@@ -8,7 +8,7 @@ For each drive, in a folder of the run's work folder
 2. ``nbdkit`` serving the drive on a unix socket, with the plugin :mod:`diskmodel.calibrate.emulate._nbd_plugin`;
 3. ``nbdfuse`` exposing the NBD export as the file ``fuse/nbd`` on a FUSE mount;
 4. ``losetup --direct-io=on --find --show`` on that file: the device, its read-ahead set to a disk's, the
-   kernel's default 128 KiB (:mod:`diskmodel.calibrate.harness.readahead`).
+   kernel's default 128 KiB, and its request limit to a disk's (:mod:`diskmodel.calibrate.harness.queue_defaults`).
 
 Each is recorded in the run's state before it is created (processes as they are forked, with the signals
 held) and torn down in reverse, checked gone, on success, failure, SIGINT and SIGTERM; ``diskmodel cleanup``
@@ -50,7 +50,7 @@ from diskmodel.calibrate.emulate.drives import DriveSpec, resolve_drive
 from diskmodel.calibrate.emulate.requestlog import read_log, summarize
 from diskmodel.calibrate.emulate.server import MEMORY_MAX_BYTES
 from diskmodel.calibrate.harness.heap import collector_paused
-from diskmodel.calibrate.harness.readahead import set_disk_read_ahead
+from diskmodel.calibrate.harness.queue_defaults import set_disk_defaults
 
 __all__ = ["DEFAULT_REALTIME_PRIORITY", "EmulatedDevice", "LATENESS_P99_BOUND_S", "PROBE_READS", "check_tools",
            "emulated_drives", "realtime_or_note"]
@@ -344,7 +344,7 @@ def _attach_loop(run, drv: _Drive, file: Path) -> str:
         # Without direct I/O the loop device would cache the emulated drive's data in the page cache
         # a second time, and serve reads the drive never sees.
         raise RuntimeError(f"{device} over {file} runs without direct I/O (losetup --direct-io=on was not honoured)")
-    set_disk_read_ahead(device)   # a disk's, not what the loop number's last use left
+    set_disk_defaults(device)   # a disk's queue, not what the loop number's last use left
     return device
 
 

@@ -1,0 +1,57 @@
+"""A device the harness makes gets a fresh disk's queue settings (diskmodel.calibrate.harness.queue_defaults),
+whatever the loop number's earlier use left: checked on a real loop device, and on an emulated drive."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import require_root, require_tools
+from diskmodel.calibrate.harness.queue_defaults import queue_value, set_disk_defaults, set_queue_value
+from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB
+from diskmodel.model.iopath.read_ahead import DEFAULT_READ_AHEAD_KB
+from test_emulate import require_emulation, short_probe  # noqa: F401 (short_probe: a fixture)
+
+
+@pytest.mark.parametrize("name, kb, fragment", [
+    ("read_ahead_kb", -1, "read_ahead_kb must be a whole number of KiB >= 0 (got -1)"),
+    ("max_sectors_kb", 1.5, "max_sectors_kb must be a whole number of KiB >= 0 (got 1.5)"),
+    ("scheduler", 4, "name must be one of read_ahead_kb, max_sectors_kb (got 'scheduler')"),
+])
+def test_a_bad_setting_is_one_line_naming_it(name, kb, fragment):
+    with pytest.raises(ValueError) as err:
+        set_queue_value("/dev/loop0", name, kb)
+    assert str(err.value) == fragment
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_loop_device_left_changed_by_its_last_use_gets_a_disks_defaults(tmp_path):
+    require_root()
+    require_tools("losetup")
+    image = tmp_path / "image"
+    image.write_bytes(b"\0" * (4 << 20))
+    dev = subprocess.check_output(["losetup", "--find", "--show", str(image)], text=True).strip()
+    try:
+        # what an earlier use of this loop number may leave behind
+        set_queue_value(dev, "read_ahead_kb", 2560)
+        set_queue_value(dev, "max_sectors_kb", 512)
+        subprocess.run(["losetup", "-d", dev], check=True)
+        dev = subprocess.check_output(["losetup", dev, "--show", str(image)], text=True).strip()
+        assert (queue_value(dev, "read_ahead_kb"), queue_value(dev, "max_sectors_kb")) == (2560, 512)  # kept
+        assert set_disk_defaults(dev) == {"read_ahead_kb": DEFAULT_READ_AHEAD_KB,
+                                          "max_sectors_kb": DEFAULT_MAX_SECTORS_KB}
+        assert (queue_value(dev, "read_ahead_kb"), queue_value(dev, "max_sectors_kb")) == (128, 1280)
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_an_emulated_drive_reads_ahead_and_takes_requests_as_a_disk(short_probe):
+    require_emulation()
+    from diskmodel.calibrate.emulate import emulated_drives
+
+    with emulated_drives(["hp_c2247a"]) as devices:
+        path = devices[0].path
+        assert (queue_value(path, "read_ahead_kb"), queue_value(path, "max_sectors_kb")) == (128, 1280)
