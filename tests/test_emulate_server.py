@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -17,15 +15,11 @@ from diskmodel.calibrate.emulate import flat_drive, read_log, summarize
 from diskmodel.calibrate.emulate.requestlog import RequestRecorder
 from diskmodel.calibrate.emulate.server import DriveServer
 from diskmodel.calibrate.emulate.timing import FlatLatencySession
+from test_emulate import diskmodel
 
 pytestmark = pytest.mark.serial  # the emulated drive serves at its simulated times (asserted), under real-time scheduling
 
 MiB = 1 << 20
-
-
-def diskmodel(*args, env=None, timeout=600, **kw):
-    return subprocess.run([sys.executable, "-m", "diskmodel.calibrate.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env, **kw)
 
 
 # ---------------------------------------------------------------------------
