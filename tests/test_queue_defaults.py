@@ -55,3 +55,28 @@ def test_an_emulated_drive_reads_ahead_and_takes_requests_as_a_disk(short_probe)
     with emulated_drives(["hp_c2247a"]) as devices:
         path = devices[0].path
         assert (queue_value(path, "read_ahead_kb"), queue_value(path, "max_sectors_kb")) == (128, 1280)
+
+
+def test_a_host_plan_sets_each_loop_devices_queue_after_it_is_attached_and_a_vm_plan_does_not():
+    """build_plan(queue_defaults=True), as the host's postmark and bench build: after each losetup (a partition's
+    loop device, a loop file's), a fixed script sets the request limit, then the read-ahead, and the step
+    checks both read back; without it (the VM, freshly booted) the plan is as before."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.builders import _SET_QUEUE
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.stacks.loop_file import LoopFile
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    mib = 1 << 20
+    stack = Stack(FileSystemNode(LoopFile(Partition(mib, 256 * mib, "/dev/sda1", "sda"), 64 * mib), kind="ext2"),
+                  (PresetDrive("wd800bd", "sda", max_sectors_kb=512),))
+    plan = L.build_plan(stack, backing="/dev/null", queue_defaults=True)
+    argvs = [s.argv for s in plan.steps]
+    loops = [i for i, a in enumerate(argvs) if a[:1] == ("losetup",)]
+    sets = [i for i, a in enumerate(argvs) if a[:3] == ("sh", "-c", _SET_QUEUE)]
+    assert len(loops) == 2 and sets == [i + 1 for i in loops]
+    assert [plan.steps[i].expect for i in sets] == ["512 128", "1280 128"]   # the disk's limit, then a loop's
+    assert [argvs[i][3] for i in sets] == [L.Ref(plan.steps[i].capture) for i in loops]
+    fresh = L.build_plan(stack, backing="/dev/null")
+    assert not any(a[:3] == ("sh", "-c", _SET_QUEUE) for a in (s.argv for s in fresh.steps))

@@ -38,6 +38,8 @@ class _Plan:
         self.disk_base_bytes = disk_base_bytes
         self.disk_backings: dict[str, str] = {}  # disk name -> a device of its own (build_plan's disk_backings)
         self.disk_limits: dict[str, int] = {}  # disk name -> its queue's max_sectors_kb (the drive node's)
+        #: Each loop device's request limit and read-ahead set as the model takes them (build_plan's queue_defaults)
+        self.queue_defaults = False
         self.steps: list[Step] = []
         self.regions: list[Region] = []
         self.vg_name: str | None = None
@@ -120,3 +122,19 @@ def mount_steps(plan: "_Plan", device: Word, fs_type: str, *, options=(), var: s
         ("mount", "-t", fs_type, "-o", ",".join((*options, *SCRATCH_MOUNT_OPTIONS)), device, Ref(var)),
         resource=("mount", (("mountpoint", Ref(var)),)),
     ))
+
+
+#: Sets a block device's queue/max_sectors_kb ($1), then its read_ahead_kb ($2), $0 the device's path; prints both
+#: read back. The limit goes first: on Linux 6.18 a new limit sets a loop device's read-ahead anew.
+_SET_QUEUE = ('q=/sys/class/block/$(basename "$(readlink -f "$0")")/queue; echo "$1" > "$q/max_sectors_kb" && '
+              'echo "$2" > "$q/read_ahead_kb" && echo "$(cat "$q/max_sectors_kb") $(cat "$q/read_ahead_kb")"')
+
+
+def queue_step(device, limit_kb: int, read_ahead_kb: int, whose: str) -> Step:
+    """The step that sets loop device *device*'s request limit and read-ahead to what the model takes
+    (*whose*: the node they are of), and checks both read back: a loop number otherwise keeps what its
+    earlier use left (:mod:`diskmodel.calibrate.harness.queue_defaults`). The values and the device are the
+    fixed script's arguments, never its text."""
+    return Step(f"queue limit max_sectors_kb {limit_kb} and read_ahead_kb {read_ahead_kb} of that loop device, "
+                f"those of {whose}", ("sh", "-c", _SET_QUEUE, device, str(int(limit_kb)), str(int(read_ahead_kb))),
+                expect=f"{int(limit_kb)} {int(read_ahead_kb)}")

@@ -362,7 +362,7 @@ def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, time
     try:
         space = prepare_scratch(scratch, L.backing_bytes_required(stack), destroy_data_on=destroy_data_on)
         plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"),
-                            file_system=file_system)
+                            file_system=file_system, queue_defaults=True)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
         with HostExecutor(plan, timeout_s=timeout_s) as ex:
             throttles = [Throttle(ex.variables[r.variable], **slow[r.disk]) for r in plan.regions if r.disk in slow]

@@ -43,8 +43,10 @@ its members is a ValueError naming the node and the field.
 """
 from __future__ import annotations
 
-from diskmodel.calibrate.bench.builders import _build, _Plan, add_pvs_and_vg, builds, mount_steps
+from diskmodel.calibrate.bench.builders import _build, _Plan, add_pvs_and_vg, builds, mount_steps, queue_step
 from diskmodel.calibrate.bench.steps import Concat, Ref, Step
+from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB
+from diskmodel.model.iopath.read_ahead import device_read_ahead_kb
 from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.thin import ThinVolume
@@ -297,4 +299,6 @@ def _loop_file(loop: LoopFile, plan: _Plan, path: str) -> str:
         capture=dev,
         resource=("loop", (("backing", image), ("offset_bytes", 0), ("device", Ref(dev)))),
     ))
+    if plan.queue_defaults:
+        plan.steps.append(queue_step(Ref(dev), DEFAULT_MAX_SECTORS_KB, device_read_ahead_kb(loop), "a loop device"))
     return Ref(dev)

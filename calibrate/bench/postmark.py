@@ -294,7 +294,7 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
     space = None
     try:
         space = prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)
-        plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"))
+        plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"), queue_defaults=True)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
         with HostExecutor(plan) as ex:
             env = host_environment(stack=stack, mountpoint=ex.mountpoint, backing=space.path,

@@ -53,10 +53,11 @@ from diskmodel.model.stacks.stack import FIRST_PARTITION_START_BYTES, FileSystem
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
 from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB
+from diskmodel.model.iopath.read_ahead import DEFAULT_READ_AHEAD_KB
 from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
                                              sh_word)
 from diskmodel.calibrate.bench.builders import (LVM_SIZE_UNIT_BYTES, SCRATCH_MOUNT_OPTIONS, Region, _build,
-                                                _Plan, add_pvs_and_vg, builds, mount_steps)
+                                                _Plan, add_pvs_and_vg, builds, mount_steps, queue_step)
 # The builders of the block layers (RAID, thin pools, loop files) register themselves with `builds` there.
 from diskmodel.calibrate.bench.layers_provision import needs_vm_kernel
 
@@ -249,7 +250,9 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
                            ("size_bytes", region.size_bytes), ("device", Ref(var)))),
     ))
     limit = plan.disk_limits.get(partition.disk, DEFAULT_MAX_SECTORS_KB)
-    if limit != DEFAULT_MAX_SECTORS_KB:
+    if plan.queue_defaults:
+        plan.steps.append(queue_step(Ref(var), limit, DEFAULT_READ_AHEAD_KB, f"disk {partition.disk}"))
+    elif limit != DEFAULT_MAX_SECTORS_KB:
         # A partition is its disk's queue; here it is a loop device, whose limits are its own (loop stacks
         # none from its backing), so the disk's max_sectors_kb is set on it, before any md or dm device
         # over it stacks it (blk_stack_limits at their table load). The value and the device are the fixed
@@ -319,6 +322,7 @@ def build_plan(
     name_token: str | None = None,
     file_system: bool = True,
     disk_backings: dict | None = None,
+    queue_defaults: bool = False,
 ) -> StackPlan:
     """The plan of steps that builds *stack* on *backing*, which stands for its disks.
 
@@ -335,7 +339,9 @@ def build_plan(
     file_system: False builds the volume only (no mkfs, no mount), for
     benchmarks of the block device itself (``StackPlan.device``). disk_backings:
     ``{disk name: device}`` for disks that each have a device of their own (the
-    VM's emulated drives), instead of a share of *backing*.
+    VM's emulated drives), instead of a share of *backing*. queue_defaults: each loop device's request
+    limit and read-ahead are set to what the model takes (its disk's limit, 128 KiB of read-ahead), for a
+    host whose loop numbers keep what their earlier use left; a freshly booted VM has the defaults already.
     Everything is checked before a step exists: a stack this cannot build is a
     ValueError naming the node and the field.
     """
@@ -353,6 +359,7 @@ def build_plan(
     plan.mount_parent, plan.mount_dir = mount_parent, mount_dir
     plan.disk_backings = {str(k): os.fspath(v) for k, v in (disk_backings or {}).items()}
     plan.disk_limits = {d.name: getattr(d, "max_sectors_kb", DEFAULT_MAX_SECTORS_KB) for d in stack.disks}
+    plan.queue_defaults = bool(queue_defaults)
     device = _build(stack.volume, plan, "file_system.volume")
     fs_type = plan.fs_made or fs.kind
     if plan.fs_made is not None and plan.fs_made != fs.kind:
