@@ -60,7 +60,9 @@ def test_settle_heap_leaves_a_full_collection_nothing_of_the_set_up_to_examine(u
     try:
         gc.collect()
         assert watch.collections == [0, 0, 1]
-        assert watch.summary()["frozen_objects"] == frozen
+        # the full collection unfroze nothing; a frozen object whose last reference goes is freed all the same
+        # (refcounting), as 2 of 957,970 were once under pytest-xdist, so the count may fall by a few
+        assert frozen - 100 <= watch.summary()["frozen_objects"] <= frozen
         assert 0 < watch.longest_s and watch.longest_generation == 2
     finally:
         watch.close()
