@@ -53,7 +53,7 @@ from diskmodel.model.stacks.stack import FIRST_PARTITION_START_BYTES, FileSystem
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
 from diskmodel.model.units import MIB
 from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB
-from diskmodel.model.iopath.read_ahead import DEFAULT_READ_AHEAD_KB
+from diskmodel.model.iopath.read_ahead import device_read_ahead_kb
 from diskmodel.calibrate.bench.steps import (GUEST_FUNCTIONS, Concat, Ref, Step, Word, render_step, render_undo,
                                              sh_word)
 from diskmodel.calibrate.bench.builders import (LVM_SIZE_UNIT_BYTES, SCRATCH_MOUNT_OPTIONS, Region, _build,
@@ -251,7 +251,7 @@ def _loop_device(partition: Partition, plan: _Plan, path: str) -> str:
     ))
     limit = plan.disk_limits.get(partition.disk, DEFAULT_MAX_SECTORS_KB)
     if plan.queue_defaults:
-        plan.steps.append(queue_step(Ref(var), limit, DEFAULT_READ_AHEAD_KB, f"disk {partition.disk}"))
+        plan.steps.append(queue_step(Ref(var), limit, device_read_ahead_kb(partition), f"disk {partition.disk}"))
     elif limit != DEFAULT_MAX_SECTORS_KB:
         # A partition is its disk's queue; here it is a loop device, whose limits are its own (loop stacks
         # none from its backing), so the disk's max_sectors_kb is set on it, before any md or dm device
