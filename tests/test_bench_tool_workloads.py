@@ -64,8 +64,13 @@ def test_a_tool_workload_runs_on_an_emulated_drive_beside_its_prediction(tmp_pat
     assert f"({out['tmpfs_pace_s']:.3f} s: the application alone" in out["note"]
     if spec.startswith("image:size=32M,"):
         assert "throughput_bytes_per_s" not in rows  # a sparse image moves no bytes through its calls
-        # truncate and sync -f: an inode and a journal commit, a few of the drive's requests, no data
-        assert measured < 1.0 and predicted < 0.2, (measured, predicted)
+        # truncate and sync -f: an inode and a journal commit, a few of the drive's requests, no data. The
+        # prediction is the tool's tmpfs time plus the drive's part; the tmpfs time is two process starts on
+        # this host, which double under load (0.035 s alone, 0.074 s beside three busy loops), so the bound is
+        # on the drive's part (0.058-0.066 s in both), and on the prediction at the generator's fixed pace
+        drive_part_s = predicted - out["tmpfs_pace_s"]
+        assert measured < 1.0 and 0.0 < drive_part_s < 0.1, (measured, predicted, out["tmpfs_pace_s"])
+        assert out["predicted_generator_pace_elapsed_s"] < 0.2, out["predicted_generator_pace_elapsed_s"]
         # with next to no drive work, the tmpfs pace and the run are the same two process starts, within the
         # host's noise of each other: no order between them holds, only that both are that small
         assert out["tmpfs_pace_s"] < 1.0, out["tmpfs_pace_s"]
