@@ -29,7 +29,8 @@ DEVICE_BOUND_FRACTION = 0.5
 def calibrate_member(scratch_dir: str, size_bytes: int, budget_s: float):
     """The harness's calibration of a member as the stacks see it: a direct-I/O loop device over a
     fully written scratch file (the loop worker's hand-off included), read with O_DIRECT; and that loop
-    device's queue as the host set it ({"read_ahead_kb", "nr_requests"})."""
+    device's queue ({"read_ahead_kb", "nr_requests"}), set as every host layer's is
+    (``queue_defaults``: a fresh disk's, not what the loop number's earlier use left)."""
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.host_executor import HostExecutor
     from diskmodel.calibrate.harness.device import open_backend
@@ -40,7 +41,7 @@ def calibrate_member(scratch_dir: str, size_bytes: int, budget_s: float):
     path = os.path.join(scratch_dir, f"diskmodel-layers-cal-{os.getpid()}.img")
     with runstate.ensure_run("layers_check: calibrate a member"), \
             prepare_scratch(path, L.backing_bytes_required(stack)) as scratch, \
-            HostExecutor(L.build_plan(stack, backing=scratch.path, file_system=False)) as ex:
+            HostExecutor(L.build_plan(stack, backing=scratch.path, file_system=False, queue_defaults=True)) as ex:
         queue = Path("/sys/block", os.path.basename(os.path.realpath(ex.device)), "queue")
         loop_queue = {name: int((queue / name).read_text()) for name in ("read_ahead_kb", "nr_requests")}
         backend = open_backend(ex.device)

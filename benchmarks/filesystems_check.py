@@ -189,7 +189,8 @@ def measure(kinds, workloads, jobs, *, scale, limit, repeats, fs_size, scratch_d
             try:
                 for kind in kinds:
                     stack = stacks[kind]
-                    plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / f"mnt-{kind}"))
+                    plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / f"mnt-{kind}"),
+                                         queue_defaults=True)
                     with HostExecutor(plan) as ex:
                         say(f"{kind}: {stack.file_system.describe()} on {ex.device}")
                         env = P.host_environment(stack=stack, mountpoint=ex.mountpoint, backing=space.path,

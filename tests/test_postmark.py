@@ -289,7 +289,7 @@ def test_the_guest_script_runs_on_the_host_too(tmp_path):
     fs = 64 * MiB
     stack = paper_stack("native", fs_size_bytes=fs)
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(stack)) as scratch:
-        plan = L.build_plan(stack, backing=scratch.path)
+        plan = L.build_plan(stack, backing=scratch.path, queue_defaults=True)
         with HostExecutor(plan) as ex:
             body = G.guest_body(cfg, repeats=2, memory_limit_bytes=32 * MiB, device=plan.device)
             tmp = tmp_path / "tmp"

@@ -30,7 +30,8 @@ from diskmodel.model.units import MIB as MiB
 
 def _plan(name, fs_size_bytes, backing="/dev/vda", **options):
     """The plan of the paper's stack *name* with a file system of *fs_size_bytes* (options: kind, mount_options, ...)."""
-    build = {k: options.pop(k) for k in ("mount_parent", "mount_dir", "direct_io", "name_token") if k in options}
+    build = {k: options.pop(k) for k in ("mount_parent", "mount_dir", "direct_io", "name_token", "queue_defaults")
+             if k in options}
     return L.build_plan(paper_stack(name, fs_size_bytes=fs_size_bytes, **options), backing=backing, **build)
 
 
@@ -323,7 +324,7 @@ def test_native_layout_on_a_loop_device_is_built_and_left_without_trace(tmp_path
     backing = tmp_path / "scratch.img"
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     with prepare_scratch(backing, L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) as scratch:
-        plan = _plan("native", fs, backing=scratch.path)
+        plan = _plan("native", fs, backing=scratch.path, queue_defaults=True)
         ex = X.HostExecutor(plan)
         with ex:
             mnt = ex.mountpoint
@@ -354,7 +355,8 @@ def test_a_failing_real_step_rolls_back_the_loop_device_and_mount_point(tmp_path
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(paper_stack("native", fs_size_bytes=fs))) \
             as scratch:
         # a well-formed option of ext3 the kernel refuses here: a journal device path that does not exist
-        plan = _plan("native", fs, backing=scratch.path, mount_options=["journal_path=/nonexistent-diskmodel-journal"])
+        plan = _plan("native", fs, backing=scratch.path, mount_options=["journal_path=/nonexistent-diskmodel-journal"],
+                     queue_defaults=True)
         ex = X.HostExecutor(plan)
         with pytest.raises(X.LayoutError, match="mount ext3"):
             ex.build()

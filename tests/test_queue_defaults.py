@@ -80,3 +80,22 @@ def test_a_host_plan_sets_each_loop_devices_queue_after_it_is_attached_and_a_vm_
     assert [argvs[i][3] for i in sets] == [L.Ref(plan.steps[i].capture) for i in loops]
     fresh = L.build_plan(stack, backing="/dev/null")
     assert not any(a[:3] == ("sh", "-c", _SET_QUEUE) for a in (s.argv for s in fresh.steps))
+
+
+def test_the_hosts_executor_runs_no_plan_with_a_loop_device_whose_queue_it_would_leave_as_found():
+    """A host plan without the queue steps is refused before anything runs, with one line naming the stack and
+    what to pass; a plan with them, or with no loop device, is taken."""
+    from diskmodel.calibrate.bench import provision as L
+    from diskmodel.calibrate.bench.host_executor import HostExecutor
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    stack = Stack(FileSystemNode(Partition(1 << 20, 64 << 20), kind="ext2"))
+    with pytest.raises(ValueError) as info:
+        HostExecutor(L.build_plan(stack, backing="/dev/null"))
+    assert str(info.value) == ("stack ext2 on partition: a host plan sets each loop device's queue to a fresh disk's "
+                               "(build_plan(..., queue_defaults=True)); this plan does not")
+    assert HostExecutor(L.build_plan(stack, backing="/dev/null", queue_defaults=True)).plan.queue_defaults
+    bare = L.StackPlan(name="bare", fs_type="ext2", fs_size_bytes=0, backing="/dev/null", regions=(), steps=(),
+                       device="/dev/null", mount_var="DISKMODEL_MNT")
+    assert HostExecutor(bare).plan is bare

@@ -187,7 +187,7 @@ def test_hostile_options_and_names_on_a_real_loop_device_run_nothing_extra(tmp_p
     with prepare_scratch(tmp_path / "s.img", L.backing_bytes_required(stack)) as scratch:
         for value in _hostile(marker):
             mount_dir = str(tmp_path / ("mnt" + value.replace("/", "_")))
-            plan = L.build_plan(stack, backing=scratch.path, mount_dir=mount_dir)
+            plan = L.build_plan(stack, backing=scratch.path, mount_dir=mount_dir, queue_defaults=True)
             steps = list(plan.steps)
             mkfs = next(i for i, s in enumerate(steps) if s.argv[0].startswith("mkfs."))
             mount = next(i for i, s in enumerate(steps) if s.argv[0] == "mount")

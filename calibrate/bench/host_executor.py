@@ -56,6 +56,11 @@ class HostExecutor:
     """
 
     def __init__(self, plan: StackPlan, *, logger: logging.Logger | None = None, timeout_s: float = 600.0):
+        if not plan.queue_defaults and any(step.argv[:1] == ("losetup",) for step in plan.steps):
+            # a loop number on this host keeps the read-ahead and request limit its earlier use left
+            # (docs/benchmarks.md, "A loop number's queue settings outlive it"), so a run would depend on it
+            raise ValueError(f"stack {plan.name}: a host plan sets each loop device's queue to a fresh disk's "
+                             "(build_plan(..., queue_defaults=True)); this plan does not")
         self.plan = plan
         self.log = logger or log
         self.timeout_s = timeout_s

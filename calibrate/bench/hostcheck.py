@@ -382,7 +382,7 @@ def _run_check(config, *, limits, repeats, fs_size_bytes, scratch_dir, calibrati
             space = None
             try:
                 space = prepare_scratch(scratch_path, needed)
-                plan = L.build_plan(stack, backing=space.path)
+                plan = L.build_plan(stack, backing=space.path, queue_defaults=True)
                 with HostExecutor(plan) as ex:
                     fs, fsinfo = filesystem_of(ex)
                     out(f"file system: {fsinfo['fstype']} ({fsinfo['mount_options']}) on {fsinfo['device']}, "

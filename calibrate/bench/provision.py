@@ -158,6 +158,9 @@ class StackPlan:
     vg_name: str | None = None
     lv_name: str | None = None
     mount_options: tuple[str, ...] = field(default_factory=tuple)
+    #: each loop device's request limit and read-ahead are set after its losetup (a fresh disk's); the host's
+    #: executor runs no plan with a loop device without them (a host loop number keeps its earlier settings)
+    queue_defaults: bool = False
 
     @property
     def device_expr(self) -> str:
@@ -386,6 +389,7 @@ def build_plan(
         name=stack.short_name, fs_type=fs_type, fs_size_bytes=fs_size_bytes, backing=plan.backing,
         regions=tuple(plan.regions), steps=tuple(steps), device=device,
         mount_var="DISKMODEL_MNT", vg_name=plan.vg_name, lv_name=plan.lv_name, mount_options=fs.mount_options,
+        queue_defaults=plan.queue_defaults,
     )
 
 
