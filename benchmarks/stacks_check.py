@@ -1,6 +1,7 @@
 """The studies' stacks on emulated drives, measured with the real tools beside the model's prediction.
 
-    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 3] [--image-mib 32]
+    python benchmarks/stacks_check.py [--drive wd800bd] [--sizes-mib 1,4] [--repeats 3] [--tool-repeats 3]
+        [--image-mib 32]
         [--vm-groups 000,002,engineer,net] [--vm-sizes-mib 4] [--host 1] [--cells 'A|B'] [--log-dir DIR]
         [--reuse EARLIER.json] [--results-dir DIR]
 
@@ -19,7 +20,8 @@ losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel fo
   below); every file system with 4 KiB blocks, as the model's. On each, the loop-image study's copy (files of
   ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday workloads
   (:mod:`diskmodel.calibrate.bench.tool_workloads`: a zero-filled and a sparse image of ``--image-mib``, a
-  tar of a small tree, bonnie++'s file tests), each printed with its definition.
+  tar of a small tree, bonnie++'s file tests), each printed with its definition, each run ``--tool-repeats``
+  times on the stack and on its tmpfs (each time the median of its runs, their spread kept).
 - **VM cells (Dagenais, Marechal, the multi-disk LVM study, and the engineer's layouts):** one VM boot per group
   (:mod:`diskmodel.calibrate.bench.stacks_vm`), each disk of a stack on an emulated drive of its own;
   the copy (``--vm-sizes-mib``) in each stack.
@@ -182,14 +184,14 @@ def predicted_copy(stack: Stack | dict, copy: FileCopy, pace: dict | None = None
             "rows": rows}
 
 
-def pace_on_tmpfs(run, copy: FileCopy, specs: list[str]) -> dict:
+def pace_on_tmpfs(run, copy: FileCopy, specs: list[str], tool_repeats: int = 1) -> dict:
     """Each workload's time on a tmpfs of its own (no device: the application's own time on this
-    machine, now): step or spec -> seconds (the copy's: the median of its repeats, as the copy's own)."""
+    machine, now): step or spec -> seconds (each the median of its repeats, as on the stack)."""
     from diskmodel.calibrate.bench.tmpfs import tmpfs_mounted
 
     windows: list = []
     with tmpfs_mounted(run, 256 << 20) as where:
-        rates, tools = measure_cell(where, copy, specs, windows)
+        rates, tools = measure_cell(where, copy, specs, windows, tool_repeats)
     out: dict = {}
     for label, t0, t1 in windows:
         out.setdefault(label, []).append(t1 - t0)
@@ -211,9 +213,21 @@ def host_copy_rates(out: str) -> dict:
             "write_s": list(res.write_s), "read_s": list(res.read_s)}
 
 
-def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> tuple[dict, list[dict]]:
-    """The loop-image study's copy (rates and per-repeat spread) and the tool workloads, in *mnt*; each timed
-    step's span on the wall clock goes to *windows* (label, start, end) for the request log."""
+def median_run(runs: list[dict]) -> dict:
+    """Of a tool workload's repeats, the run whose time is their median (the lower of the two middle ones
+    for an even count: a real run, its details with it), with every repeat's time (``repeats_s``) and their
+    spread (``spread``: population standard deviation over mean), as the copy's repeats are taken."""
+    times = [r["elapsed_s"] for r in runs]
+    middle = statistics.median_low(times)
+    spread = statistics.pstdev(times) / statistics.mean(times)
+    return dict(next(r for r in runs if r["elapsed_s"] == middle), repeats_s=times, spread=spread)
+
+
+def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list,
+                 tool_repeats: int = 1) -> tuple[dict, list[dict]]:
+    """The loop-image study's copy (rates and per-repeat spread) and the tool workloads (each run
+    *tool_repeats* times: :func:`median_run`), in *mnt*; each timed step's span on the wall clock goes to
+    *windows* (label, start, end) for the request log."""
     clock = time.time
     out = copy_on_host(str(mnt), copy, run=lambda argv: subprocess.run(argv, capture_output=True, text=True,
                                                                         stdin=subprocess.DEVNULL),
@@ -226,10 +240,13 @@ def measure_cell(mnt: Path, copy: FileCopy, specs: list[str], windows: list) -> 
         windows.append((f"dd:size={size},step=read", t[2], t[3]))
     tools = []
     for spec in specs:
-        r = tool_workloads.measure(spec, mnt).as_dict()
-        # the timed span only: not the preparation before it nor the folder's removal after it
-        windows.append((spec, r["started_unix_s"], r["started_unix_s"] + r["elapsed_s"]))
-        tools.append(r)
+        runs = []
+        for _ in range(tool_repeats):
+            r = tool_workloads.measure(spec, mnt).as_dict()
+            # the timed span only: not the preparation before it nor the folder's removal after it
+            windows.append((spec, r["started_unix_s"], r["started_unix_s"] + r["elapsed_s"]))
+            runs.append(r)
+        tools.append(median_run(runs))
     return rates, tools
 
 
@@ -251,10 +268,10 @@ def run_host(args, say) -> list[dict]:
                 made: list = []
                 folder = run.temp_dir("stack-")
                 t0, load = time.monotonic(), os.getloadavg()[0]
-                pace = pace_on_tmpfs(run, copy, specs)
+                pace = pace_on_tmpfs(run, copy, specs, args.tool_repeats)
                 try:
                     mnt = build(run, made, drive.path, label, folder)
-                    rates, tools = measure_cell(mnt, copy, specs, windows)
+                    rates, tools = measure_cell(mnt, copy, specs, windows, args.tool_repeats)
                 finally:
                     report = run.undo(made)
                     if report.left:
@@ -439,6 +456,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes-mib", default="1,4", help="the loop-image study's copy file sizes [MiB] (default 1,4)")
     parser.add_argument("--repeats", type=int, default=3, help="copy repeats per size (default 3; each step the "
                         "median of its repeats)")
+    parser.add_argument("--tool-repeats", type=int, default=3, help="runs of each tool workload in each host "
+                        "cell, and on its tmpfs (default 3; each time the median of its runs)")
     parser.add_argument("--image-mib", type=int, default=32, help="the image workloads' size [MiB] (default 32)")
     parser.add_argument("--vm-groups", default="000,002,engineer,net",
                         help="the VM's groups of cells to run, comma-separated (000, 002, 002-limit, engineer, net; '' "
@@ -453,6 +472,10 @@ def main(argv=None) -> int:
                         "run does not measure are kept, predicted again by the current model")
     add_results_dir_option(parser)
     args = parser.parse_args(argv)
+    for flag, value in (("--repeats", args.repeats), ("--tool-repeats", args.tool_repeats)):
+        if value < 1:
+            print(f"stacks_check: {flag} {value}: must be at least 1", file=sys.stderr)
+            return 2
     missing = [t for t in TOOLS if not __import__("shutil").which(t)]
     if missing:
         print(f"stacks_check: missing tools: {', '.join(missing)}", file=sys.stderr)

@@ -48,3 +48,29 @@ def test_each_step_is_the_median_of_its_repeats_and_the_spread_compares_one_size
     assert rates["spread"]["copy read"] == pytest.approx(rel(r4))
     # one size against the other is not run-to-run spread: the old reckoning mixed them (about 0.5 here)
     assert rates["spread"]["copy write"] < 0.1
+
+
+def test_a_tool_workloads_repeats_give_the_median_run_and_their_spread_and_decide_the_image_ordering():
+    """Each tool workload runs several times; its time is the median run's (a real run, its details with it),
+    the spread its repeats' population standard deviation over their mean, and the sparse-against-zero-filled
+    image ordering is decided only where the two times differ by more than their spreads together."""
+    from _stacks_tables import orderings
+    from stacks_check import median_run
+
+    runs = [{"elapsed_s": t, "run": i} for i, t in enumerate((0.50, 0.90, 0.40))]
+    tar = median_run(runs)
+    assert tar["run"] == 0 and tar["elapsed_s"] == 0.50 and tar["repeats_s"] == [0.50, 0.90, 0.40]
+    assert tar["spread"] == pytest.approx((0.14 / 3) ** 0.5 / 0.6)  # deviations -0.1, 0.3, -0.2 from 0.6
+    assert median_run([{"elapsed_s": 0.3}, {"elapsed_s": 0.2}])["elapsed_s"] == 0.2  # the lower middle, a real run
+    assert median_run([{"elapsed_s": 0.3}])["spread"] == 0.0
+
+    def cell(zero_s, sparse_s, spread):
+        tools = [{"spec": "image:size=32M", "elapsed_s": zero_s, "spread": spread, "predicted": {"elapsed_s": 1.0}},
+                 {"spec": "image:size=32M,kind=sparse", "elapsed_s": sparse_s, "spread": spread,
+                  "predicted": {"elapsed_s": 0.1}}]
+        return {"stack": "s", "tools": tools}
+
+    (far,) = orderings([cell(1.0, 0.1, 0.2)])
+    assert far["decided"] and far["held"] and far["spread"] == pytest.approx(0.4)
+    (near,) = orderings([cell(1.0, 0.8, 0.15)])   # a ratio of 1.25 within a spread of 0.3: not decided
+    assert not near["decided"] and near["held"] and near["measured_ratio"] == pytest.approx(1.25)
