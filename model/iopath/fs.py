@@ -531,7 +531,9 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
         fs.j.inplace.clear()
         fs.j.start = fs.j.inplace_since = None
         if p.kind == "ext2":  # and not cached after the cache drop (fs_blockmap: a journal holds them)
-            fs.read_meta, fs.prefetched = cold, False
+            # the buffers only: mballoc's read-ahead that the allocation before did stays done, as the
+            # cache drop leaves the groups' "read once" marks (fs_meta.MetadataReads.mounted)
+            fs.read_meta = cold
     for ino in fs.files.values():
         ino.chains_on_device = set(ino.indirect)
         ino.buffers.clear()
