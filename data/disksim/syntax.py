@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..input_files import MAX_DISKSIM_FILE_BYTES, read_text_bounded
 
@@ -61,28 +61,22 @@ _NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
 _INT = re.compile(r"[-+]?\d+\Z")
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):
     kind: str   # "punct", "word" or "end"
     text: str
     line: int
 
 
 def _tokenize(text: str, path) -> list[_Token]:
+    # The token classes cover every character (a word is anything else), so the matches are contiguous.
     tokens = []
     line = 1
-    position = 0
-    length = len(text)
-    while position < length:
-        match = _TOKEN.match(text, position)
-        if match is None:  # pragma: no cover - the word class accepts everything else
-            raise DiskSimFormatError(path, line, f"unexpected character {text[position]!r}")
+    for match in _TOKEN.finditer(text):
         kind = match.lastgroup
         if kind == "newline":
             line += 1
-        elif kind in ("punct", "word"):
+        elif kind == "punct" or kind == "word":
             tokens.append(_Token(kind, match.group(), line))
-        position = match.end()
     tokens.append(_Token("end", "", line))
     return tokens
 
@@ -283,11 +277,25 @@ class _Parser:
 
     def list_body(self) -> list:
         values = []
-        while not self.closes("]"):
+        tokens = self.tokens
+        while True:
+            # A lone word before ',' or ']' (most of a layout's long tables): its value at once, as
+            # value() would give it; anything else takes the general way below.
+            p = self.position
+            token, following = tokens[p], tokens[p + 1] if p + 1 < len(tokens) else None
+            while (token.kind == "word" and following is not None and following.kind == "punct"
+                   and following.text in ",]"):
+                values.append(_scalar(token.text))
+                p += 1
+                while tokens[p].kind == "punct" and tokens[p].text == ",":
+                    p += 1
+                token, following = tokens[p], tokens[p + 1] if p + 1 < len(tokens) else None
+            self.position = p
+            if self.closes("]"):
+                return values
             if self.peek().kind == "end":
                 self.error(self.peek(), "unterminated list '['")
             values.append(self.value())
-        return values
 
     def value(self):
         token = self.peek()
@@ -308,12 +316,16 @@ class _Parser:
         words = []
         while self.peek().kind == "word":
             words.append(self.take().text)
-        text = " ".join(words)
-        if _INT.match(text):
-            return int(text)
-        if _NUMBER.match(text):
-            return float(text)
-        return text
+        return _scalar(" ".join(words))
+
+
+def _scalar(text: str):
+    """A value's words as DiskSim reads them: a whole number, a number, or the text."""
+    if _INT.match(text):
+        return int(text)
+    if _NUMBER.match(text):
+        return float(text)
+    return text
 
 
 def parse_text(text: str, path="<string>") -> list:
