@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the wheel (its kernels compiled, or copied from the checkout's cache), the main job
+# the wheel (its kernels compiled, or copied from the checkout's cache), the main job; the module runs in the
+# serial group, where its first answer's wall time must be taken, so that one worker builds the wheel once
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parents[1]
 #: Repository folder -> its place in the installed package (setup.cfg's package_dir).
