@@ -108,3 +108,25 @@ def test_the_lock_names_the_holders_pid_and_dies_with_it(tmp_path, monkeypatch):
             pass
     finally:
         _stop(holder)
+
+
+def test_the_record_file_holds_what_is_open_not_every_process_the_run_has_reaped(tmp_path, monkeypatch):
+    """The file is rewritten whole at each change; what is removed leaves it, so a long run's saves (two for each
+    process it starts, inside the tools' timed steps) stay as short as its first. What is open stays, with its
+    id, for a cleanup after a SIGKILL to find."""
+    from diskmodel.calibrate.harness import runstate
+
+    monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
+    run = runstate.Run("test").start()
+    try:
+        for k in range(500):
+            run.absent(run.intend("process", pid=10**6 + k))
+        held = tmp_path / "held"
+        open_one = run.intend("dir", path=str(held))
+        held.mkdir()
+        run.created(open_one)
+        saved = json.loads(run.path.read_text())["resources"]
+        assert [(r["id"], r["kind"], r["state"]) for r in saved] == [(500, "dir", "created")]
+        assert len(run.resources) == 501 and run.path.stat().st_size < 2000
+    finally:
+        run.finish()

@@ -162,12 +162,15 @@ class Run:
             raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from exc
 
     def _write(self) -> None:
+        # What is removed is left out: the file is what a cleanup after a SIGKILL must find. Written whole
+        # at every change, a record of every process a long run had started and reaped made each start
+        # slower as the run went on (37 ms a save at 3,000 records), inside the tools' timed steps.
         data = {
             "format": STATE_FORMAT, "format_version": STATE_FORMAT_VERSION,
             "run_id": self.run_id, "pid": self.pid, "start_ticks": self.start_ticks,
             "command": self.command, "started": self.started,
             "resources": [{"id": r.id, "kind": r.kind, "state": r.state, "details": r.details, "note": r.note}
-                          for r in self.resources],
+                          for r in self.resources if r.state != "removed"],
         }
         text = json.dumps(data, indent=1).encode()
         # Whole or absent: a reader (cleanup, a killed run's successor) never sees half a record.
