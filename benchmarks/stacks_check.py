@@ -15,7 +15,8 @@ losetup, dd, truncate, tar and bonnie++ on the host; qemu and the VM's kernel fo
   does). Every loop device's read-ahead and request limit are set to a disk's, 128 and 1280 KiB, as the model
   takes them (a loop number otherwise keeps what its earlier use left:
   :mod:`diskmodel.calibrate.harness.queue_defaults`). On it: native ext3; ext3 on a loop file over a sparse
-  and over a zero-filled image in that ext3 (``mount -o loop`` as the loop-image study did: buffered); ext2 on a loop file over a sparse image; Dagenais' ext2
+  and over a zero-filled image in that ext3 (``mount -o loop`` as the loop-image study did: buffered); ext2 on
+  a loop file over a sparse image; Dagenais' ext2
   with none, one, two and three loop layers below it (each image a sparse file in the ext2 of the layer
   below); every file system with 4 KiB blocks, as the model's. On each, the loop-image study's copy (files of
   ``--sizes-mib``, ``--repeats`` times: :mod:`diskmodel.calibrate.bench.copy`) and the everyday workloads

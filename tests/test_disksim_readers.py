@@ -146,6 +146,9 @@ MALFORMED = [
     ("units.model", model_text(HPL.format("300"), G1_LAYOUT.replace("Blocks per track = 100",
                                                                      "Blocks per track = 100, Skew units = turns")),
      read_model_file, r"units\.model:15: Skew units must be sectors or revolutions \(got 'turns'\)"),
+    # whitespace the tokenizer's space class does not name (a no-break space) is refused, not skipped
+    ("nbsp.diskspecs", "disksim_disk D {\n  Segment size (in blks) = 12\u00a0,\n}\n", read_diskspecs,
+     r"nbsp\.diskspecs:2: unexpected character '\\xa0'"),
     # a g4 root entry covering no cylinder would give no zone
     ("g4.model", model_text(HPL.format("300"), "dm_layout_g4 {\n    TP = [ 0, 99, 100 ],\n"
                                                "    IDX = [ [ 0, 0, 0, 100, 1, 100, 1000, 0, TRACK, 0, 0 ] ]\n  }"),

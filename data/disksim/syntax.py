@@ -68,15 +68,22 @@ class _Token(NamedTuple):
 
 
 def _tokenize(text: str, path) -> list[_Token]:
-    # The token classes cover every character (a word is anything else), so the matches are contiguous.
+    # finditer skips what no class matches (whitespace other than the space class's, such as a no-break
+    # space, which the word class excludes): a gap between two matches is that character, refused.
     tokens = []
     line = 1
+    position = 0
     for match in _TOKEN.finditer(text):
+        if match.start() != position:
+            raise DiskSimFormatError(path, line, f"unexpected character {text[position]!r}")
         kind = match.lastgroup
         if kind == "newline":
             line += 1
         elif kind == "punct" or kind == "word":
             tokens.append(_Token(kind, match.group(), line))
+        position = match.end()
+    if position != len(text):
+        raise DiskSimFormatError(path, line, f"unexpected character {text[position]!r}")
     tokens.append(_Token("end", "", line))
     return tokens
 

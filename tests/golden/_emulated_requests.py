@@ -35,8 +35,8 @@ def main(root: str, out: str, labels: list[str], tools: bool = False) -> None:
                                                                 f.service_s)]})
         cells.append({"stack": w["stack"], "spans": spans})
     doc = {"what": "requests the emulated drive (wd800bd, its per-request simulation serving a real loop device) "
-                   f"served during each timed {'tool workload' if tools else 'dd'} step of benchmarks/stacks_check.py's "
-                   "host cells; per request: "
+                   f"served during each timed {'tool workload' if tools else 'dd'} step of "
+                   "benchmarks/stacks_check.py's host cells; per request: "
                    "op (0 read, 1 write, 2 flush), offset_bytes (on the drive), size_bytes, arrival_s (from the "
                    "step's start), service_s (the simulation's)",
            "made_by": f"tests/golden/_emulated_requests.py{' --tools' if tools else ''} from a stacks_check.py "
