@@ -451,7 +451,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
         pos = max(pos, end)
         own = [float(done[first:end].max())] if end > first else []
         last = max(own + [float(done[a:b].max()) for a, b in also])
-        waits.append(last - (w + stall))
+        waits.append(max(0.0, last - (w + stall)))  # what it needed may have completed before it asked: no wait
         wait_at.append(w)
         stall = max(stall, last - w)
     if pos < n:
