@@ -339,6 +339,18 @@ extra_disconnect_seek_delta_s : float
         buffer holds, whether the read-ahead may stop and every overhead count
         from then; its service time counts from the arrival. Not part of
         ``command_overhead_s``.
+    host_turnaround_s : float or None
+        The host's time from a request's completion to the dispatch of the
+        next one, which was already waiting in the host's queue (queue depth 1
+        at the drive): the completion interrupt, the block layer's completion
+        and its next dispatch [s]. A request arriving later is dispatched on
+        arrival. None: DiskSim's driver, which dispatches a waiting request at
+        the completion (0). It matters on a drive that reads ahead: its
+        read-ahead starts at the completion, so a sequential request
+        dispatched a few microseconds later finds its first block coming in,
+        while one dispatched at the very instant misses it by the command
+        overhead and waits a revolution. The I/O path sets it
+        (:data:`diskmodel.model.iopath.timing.HOST_TURNAROUND_S`).
     """
 
     name: str
@@ -402,6 +414,7 @@ extra_disconnect_seek_delta_s : float
     controller_delay_s: float = 0.0
     read_direct_to_buffer: bool = True
     per_request_overhead_s: float = 0.0
+    host_turnaround_s: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.layout, ZoneLayout):
@@ -473,6 +486,9 @@ extra_disconnect_seek_delta_s : float
                                float(finite_scalar("constant_access_s", self.constant_access_s, nonnegative=True)))
         for name in ("bus_arbitration_s", "controller_delay_s"):
             object.__setattr__(self, name, float(finite_scalar(name, getattr(self, name), nonnegative=True)))
+        if self.host_turnaround_s is not None:
+            object.__setattr__(self, "host_turnaround_s",
+                               float(finite_scalar("host_turnaround_s", self.host_turnaround_s, nonnegative=True)))
         if (self.bus_arbitration_s or self.controller_delay_s) and self.never_disconnect and self.fast_write_level:
             # measured: DiskSim 4.0's fast writes that never disconnect pass the controller's messages
             # in a way not followed (tests/golden/disksim_variants/README.md)

@@ -28,7 +28,9 @@ How time passes (what the model assumes, in the order it applies):
   drive, first in first out: the block layer's ``none`` scheduler over a drive without command
   queueing); different drives work in parallel. Requests a workload issues at one instant
   (``iodepth``) are all in the queue at once, so a striped or mirrored array serves them on its
-  members in parallel.
+  members in parallel. A request waiting in the queue reaches its drive :data:`HOST_TURNAROUND_S` after
+  the one before completed (the host takes the completion, then dispatches it), so a drive that reads
+  ahead has begun reading past the last request when a sequential one arrives, and streams.
 - **Dependencies.** At an instant with both reads and writes, the writes start only when every read
   of that instant, on any drive, has completed: a parity array's read-modify-write or
   reconstruct-write reads before it writes (md raid5 handle_stripe); a write's requests otherwise
@@ -70,6 +72,12 @@ __all__ = ["FlatDrive", "IoTiming", "LoopWorker", "time_streams", "time_stack", 
            "waited_instants", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 512
+#: The host's turnaround at queue depth 1 [s]: from a drive's completion to its dispatch of a request
+#: already waiting in the queue (the completion interrupt, blk-mq's completion and its next dispatch;
+#: DriveParameters.host_turnaround_s). Microseconds on any host; the figure matters only in whether it
+#: is above a few microseconds (a preset's read-ahead, started at the completion, then reaches the
+#: next sequential request's first block first: tests/test_iotime.py, both ends of 10-100 us).
+HOST_TURNAROUND_S = 20e-6
 _WAITED_WRITE = int(Flag.SYNC | Flag.FUA | Flag.PREFLUSH)
 _FLUSH, _WRITE = int(Op.FLUSH), int(Op.WRITE)  # plain ints: the per-request path avoids Enum lookups
 
@@ -229,6 +237,8 @@ def drive_of(model):
     if isinstance(model, Disk):
         model = DriveParameters.from_disk(model)
     if isinstance(model, DriveParameters):
+        if model.host_turnaround_s is None:  # DiskSim's driver's 0 (a trace's own): the host's here
+            model = dataclasses.replace(model, host_turnaround_s=HOST_TURNAROUND_S)
         return _SimServer(model)
     raise ValueError(f"drive: {type(model).__name__} is not a FlatDrive, DriveParameters or Disk")
 

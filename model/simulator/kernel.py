@@ -20,8 +20,8 @@ from .mapping import lbn_to_pbn_one
 from .nocache import _forget_buffered
 from .readahead import _segment_end_at
 from .state import (INT_CACHING, INT_SEGMENTS, INT_SEGMENT_BLOCKS, LAYOUT_FIRST_LBN, REAL_ANSWER_DOWN_S,
-                    REAL_HOST_DOWN_S, REAL_IMMEDIATE_READ, SEG_END, SEG_START, STAT_LATENCY, STAT_MEDIA, STAT_SEEK,
-                    WORK_STATS)
+                    REAL_HOST_DOWN_S, REAL_HOST_TURNAROUND_S, REAL_IMMEDIATE_READ, SEG_END, SEG_START, STAT_LATENCY,
+                    STAT_MEDIA, STAT_SEEK, WORK_STATS)
 from .read_path import _serve_read
 from .write_path import _serve_write
 
@@ -58,11 +58,15 @@ def _simulate(drive, buf, requests, absolute, out, carried):
     # the disk holds its bus until the driver's answer to the completion comes down through the
     # controller; a request arriving before waits for the bus (inputs._host_path_s)
     answer_down = real[REAL_ANSWER_DOWN_S]
+    turnaround = real[REAL_HOST_TURNAROUND_S]
     for i in range(lbn.size):
         if absolute:
-            # queue depth 1: a request arriving before the last one completed waits for it
+            # queue depth 1: a request arriving before the last one completed waits for it, and the
+            # host dispatches it once it has taken that completion (DriveParameters.host_turnaround_s)
             if times[i] > t:
                 t = times[i]
+            elif c.requests + i > 0:
+                t = t + turnaround
         elif i > 0:
             t = t + times[i - 1]
         # at the disk: after the controller and the disk's bus (inputs._host_path_s)

@@ -60,7 +60,8 @@ REAL_ANSWER_DOWN_S = 26               # the driver's answer to a completion comi
 REAL_READ_DIRECT = 27                 # "Read direct to buffer" (1.0 or 0.0; simulator.read_direct)
 REAL_IMMEDIATE_WRITE_G4 = 28          # "Immediate buffer write" on a g4 layout (1.0 or 0.0)
 REAL_IMMEDIATE_READ_G4 = 29           # "Immediate buffer read" on a g4 layout (1.0 or 0.0)
-REAL_SLOTS = 30
+REAL_HOST_TURNAROUND_S = 30           # a completion to the dispatch of a request waiting at the host
+REAL_SLOTS = 31
 
 # -- ints: the drive's counts and switches
 INT_SEGMENTS = 0                      # buffer segments
