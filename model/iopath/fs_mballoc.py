@@ -14,7 +14,10 @@ touched) and places blocks as mballoc's criteria do, in groups scanned linearly 
   there until the request is met or the run ends), runs shorter than the request skipped; an extent
   of exactly the request's length is taken at once, else the smallest one longer, once more than
   ``s_mb_min_to_scan`` (10) were seen or at the group's end (ext4_mb_measure_extent,
-  ext4_mb_check_limits); then CR_GOAL_LEN_SLOW the same without skipping. The mount's first
+  ext4_mb_check_limits); then CR_GOAL_LEN_SLOW the same without skipping, in a group with at least
+  the request's free blocks; then CR_ANY_FREE in any group with a free block, which takes the best
+  extent seen when none is as long as the request (ext4_mb_try_best_found: a request longer than
+  any group's free space, such as a 1 KiB-block group's whole 8192 blocks, is served in parts). The mount's first
   allocation finds every group's buddy not loaded, which the cheap criteria skip
   (ext4_mb_good_group_nolock), so it is served by CR_GOAL_LEN_SLOW;
 - **an indirect block** (ext4_alloc_branch -> ext4_new_meta_blocks: one block, no data hint) and a
@@ -51,7 +54,7 @@ __all__ = ["MballocAllocator", "allocating_writes"]
 #: order for 4 KiB blocks (MB_NUM_ORDERS - 1: blocksize_bits + 1).
 MB_MIN_TO_SCAN = 10
 MB_MAX_TO_SCAN = 200
-_POWER2, _FAST, _SLOW = 0, 1, 2
+_POWER2, _FAST, _SLOW, _ANY = 0, 1, 2, 3
 
 
 class _Pa:
@@ -212,18 +215,18 @@ class MballocAllocator(Allocator):
         ``(first block, blocks)``, marked used; fewer blocks where no free run is long enough."""
         if not self.loaded:
             self.loaded = True
-            criteria = (_SLOW,)
+            criteria = (_SLOW, _ANY)
         elif need >= 2 and need & (need - 1) == 0:
-            criteria = (_POWER2, _FAST, _SLOW)
+            criteria = (_POWER2, _FAST, _SLOW, _ANY)
         else:
-            criteria = (_FAST, _SLOW)
+            criteria = (_FAST, _SLOW, _ANY)
         state = {"found": 0, "best": None}
         for cr in criteria:
             for k in range(self.groups):
                 g = (goal_group + k) % self.groups
                 self._bitmap(g)
                 free = self._nfree[g]
-                if free < (need if cr != _FAST else 1):
+                if free < (1 if cr in (_FAST, _ANY) else need):  # ext4_mb_good_group
                     continue
                 if cr == _POWER2:
                     rel = self._simple_scan(g, need.bit_length() - 1)
