@@ -308,17 +308,17 @@ def test_a_lock_holds_across_run_folders_and_leaves_no_lock_file(tmp_path, monke
 
 def test_cleanup_removes_the_lock_files_of_killed_runs(tmp_path, monkeypatch):
     from diskmodel.calibrate.harness import runstate
-    from diskmodel.calibrate.harness.locks import lock_dir
+    from diskmodel.calibrate.harness.locks import _lock_keys, lock_dir
 
     monkeypatch.setenv(runstate.RUN_DIR_ENV, str(tmp_path / "run"))
-    lock_dir()
-    before = set(lock_dir().iterdir())
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / "target.img")],
-                              stdout=subprocess.PIPE, text=True)
+    target = tmp_path / "target.img"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(target)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        left = set(lock_dir().iterdir()) - before
-        assert left
+        # this target's lock files only: the folder is the user's, and a test beside this one may hold
+        # a lock of its own there meanwhile
+        left = {lock_dir() / f"{key}.lock" for key in _lock_keys(target)}
+        assert all(p.exists() for p in left)
         holder.kill()
         holder.wait()
     finally:
