@@ -143,7 +143,7 @@ def test_btrfs_raid_is_measured_not_predicted_and_the_rest_is_timed(lc):
     disk = flat_latency_disk(60e-6, 1e9, 4 << 30)
     btrfs = lc._stripe_on_one_device(disk, {}, "btrfs raid0")
     assert not lc._timed(btrfs)
-    with pytest.raises(ValueError, match="only md arrays are on the request-level path"):
+    with pytest.raises(ValueError, match="btrfs RAID has no request-level path"):
         predict(btrfs, SMALL)
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
     md = Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB), kind="ext4"),

@@ -178,13 +178,17 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
     if kind == "RaidArray":
         members = node.members
         names = [_name(m, f"{name}-m{i}") for i, m in enumerate(members)]
-        if node.tool != "md":
-            raise ValueError(f"{path} (raid): tool = {node.tool!r}: only md arrays are on the request-level path")
+        if node.tool == "btrfs":
+            raise ValueError(f"{path} (raid): tool = 'btrfs': btrfs RAID has no request-level path (the array is "
+                             "the file system's own, not a block layer); give tool 'md' or 'lvm'")
         if node.failed_members:
             raise ValueError(f"{path} (raid): failed_members = {list(node.failed_members)}: a degraded array is not "
                              "on the request-level path (md's reconstruct reads are not modelled); give no failed members")
         fn = {"raid0": md_raid0, "raid5": md_raid5, "raid6": md_raid6}.get(node.kind)
-        parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
+        if node.tool == "lvm" and node.kind == "raid0":  # lvcreate --type striped: dm-stripe
+            parts = dm_striped(stream, names, node.chunk_size_bytes)
+        else:  # mdadm, or lvcreate --type raid1/5/6: dm-raid runs md's personalities (drivers/md/dm-raid.c)
+            parts = md_raid1(stream, names) if node.kind == "raid1" else fn(stream, names, node.chunk_size_bytes)
         # RAID 1 clones each of the array's bios to every mirror, and a mirror's queue takes the clones as they
         # come: no larger than the array's own limit (the drives' logs under md over a local loop device and nbd)
         limit = max_sectors_kb(node, drives) if node.kind == "raid1" else None
