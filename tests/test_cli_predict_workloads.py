@@ -86,7 +86,7 @@ def test_a_named_workload_on_a_calibrated_drive_has_an_interval(capsys):
     (["--workload", "test4"], ("--workload test4: not one of test1", "bonnie, tar, image")),
     (["--workload", "bonnie:sizee=3"], ("--workload bonnie:sizee=3: key 'sizee' is not one of",)),
     (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a size",)),
-    (["--workload", "fio:rw=foo"], ("--workload fio:rw=foo: rw = 'foo' must be read",)),
+    (["--workload", "fio:rw=foo"], ("--workload fio:rw=foo: rw = 'foo' must be one of read, write, randread",)),
     (["--workload", "postmark:files=0"], ("--workload postmark:files=0: number_of_files must be >= 1",)),
     (["--workload", "postmark:files=100", "--transactions", "5"],
      ("--transactions does not apply to --workload postmark:files=100", "postmark:files=500,transactions=2000")),

@@ -160,3 +160,23 @@ def test_a_named_workload_is_printed_with_its_definition():
     assert describe_workload("fio:rw=read") == "fio:rw=read"  # its spec is its definition
     first = predict(_native(), "image:size=8M,kind=sparse").summary().splitlines()[0]
     assert first.startswith("image:size=8M,kind=sparse [image sparse: 8388608 B by truncate -s] on ")
+
+
+def test_an_fio_workload_takes_io_size_and_a_read_mix_as_fio_does():
+    # fio(1): io_size bytes moved within the file's size (a random job by its random map: no block twice
+    # before every block once); rw=randrw reads rwmixread percent of its requests; a job that reads lays
+    # its file out first.
+    ops = parse_workload("fio:rw=randrw,bs=4k,size=16M,io_size=12M,rwmixread=25,seed=3")
+    io = ops.take((ops.kind == Kind.READ) | (ops.kind == Kind.WRITE))
+    assert io.kind[0] == Kind.WRITE and io.size_bytes[0] == 16 << 20  # the file laid out, in calls of bs
+    job = io.take(np.arange(io.kind.size) >= 1)
+    assert job.kind.size == 3072
+    blocks = job.offset_bytes // 4096
+    assert np.unique(blocks).size == 3072 and blocks.max() < 4096  # one pass, within the file
+    share = float((job.kind == Kind.READ).mean())
+    assert 0.22 < share < 0.28
+    seq = parse_workload("fio:rw=write,bs=1M,size=4M,io_size=10M")
+    writes = seq.take(seq.kind == Kind.WRITE)
+    assert (writes.offset_bytes // (1 << 20)).tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]  # starts over
+    with pytest.raises(ValueError, match="rwmixread = '70' applies to a mixed job"):
+        parse_workload("fio:rw=read,rwmixread=70")

@@ -121,7 +121,8 @@ def add_parser(subparsers) -> None:
                              "seqwrite_4k, seqwrite_1m, randread_4k, randread_1m, randwrite_4k, randwrite_1m) or the "
                              "loop-image study's file copy (copy); or any workload the I/O path names, timed on it "
                              "and printed with its definition: postmark:files=500,transactions=2000, "
-                             "fio:rw=randwrite,bs=4k,size=64M, bonnie:size=64M,files=1024, copy:size=64M, "
+                             "fio:rw=randwrite,bs=4k,size=64M (keys rw, rwmixread, bs, size, io_size, iodepth, "
+                             "direct, fsync, seed, as fio reads them), bonnie:size=64M,files=1024, copy:size=64M, "
                              "tar:files=1000,file_bytes=16k, image:size=64M,kind=sparse, dd:size=4M,step=write, "
                              "metadata:op=create,files=1000 (sizes k, M, G: powers of 1024)")
     parser.add_argument("--transactions", type=_positive_int("--transactions"), metavar="N",

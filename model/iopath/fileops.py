@@ -55,7 +55,8 @@ from enum import IntEnum
 
 import numpy as np
 
-__all__ = ["Kind", "FileOps", "postmark", "fio", "copy", "metadata", "resolve_clones", "WORKLOADS"]
+__all__ = ["Kind", "FileOps", "postmark", "fio", "FIO_RW", "random_map_order", "copy", "metadata", "resolve_clones",
+           "WORKLOADS"]
 
 
 class Kind(IntEnum):
@@ -232,39 +233,63 @@ def postmark(config, *, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_B
     return b.build(dirs, np.zeros(len(size), np.int64), sync_at_end)
 
 
-def fio(rw: str, bs: int, size: int, *, iodepth: int = 1, direct: bool = False, fsync: int = 0,
-        seed: int = 1, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S, sync_at_end: bool = True) -> FileOps:
-    """One fio job on a new file of ``size`` bytes; a read job's file is laid out first (written,
-    fsynced and dropped from the cache, as fio does before reading)."""
-    if rw not in ("read", "write", "randread", "randwrite"):
-        raise ValueError(f"workload: rw = {rw!r} must be read, write, randread or randwrite")
+#: fio's rw values (fio(1), "readwrite"): the mixed ones (rw, readwrite, randrw) read ``rwmixread`` percent.
+FIO_RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
+
+
+def random_map_order(n: int, blocks: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` block indices of a random job over ``blocks`` blocks, as fio's random map deals them (on unless
+    ``norandommap``: no block twice before every block once): whole passes a permutation each, a last
+    partial pass drawn without replacement (which needs no array of the region's every block)."""
+    passes = [rng.permutation(blocks) for _ in range(n // blocks)]
+    if n % blocks:
+        passes.append(rng.choice(blocks, n % blocks, replace=False))
+    return np.concatenate(passes).astype(np.int64) if passes else np.zeros(0, np.int64)
+
+
+def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: int = 50, iodepth: int = 1,
+        direct: bool = False, fsync: int = 0, seed: int = 1, call_s: float = CALL_S,
+        copy_bytes_per_s: float = COPY_BYTES_PER_S, sync_at_end: bool = True) -> FileOps:
+    """One fio job on a new file of ``size`` bytes, moving ``io_size`` bytes (default ``size``; a
+    sequential job starts over at the file's start, a random one follows fio's random map); a job that
+    reads lays its file out first (written, fsynced and dropped from the cache, as fio does before
+    reading). A mixed job (rw, readwrite, randrw) reads ``rwmixread`` percent of its requests, each
+    drawn at random (seeded), as fio's rwmix does."""
+    if rw not in FIO_RW:
+        raise ValueError(f"workload: rw = {rw!r} must be one of {', '.join(FIO_RW)}")
     bs = _whole("bs", bs, 1)
     size = _whole("size", size, bs)
+    io_size = size if io_size is None else _whole("io_size", io_size, bs)
+    rwmixread = _whole("rwmixread", rwmixread, 0)
+    if rwmixread > 100:
+        raise ValueError(f"workload: rwmixread = {rwmixread} must be a percentage, 0..100")
     iodepth = _whole("iodepth", iodepth, 1)
     fsync = _whole("fsync", fsync, 0)
     if direct and bs % 512:
         raise ValueError(f"workload: bs = {bs} must be a multiple of 512 with direct=1")
-    n = size // bs
-    order = np.arange(n, dtype=np.int64)
-    if rw.startswith("rand"):
-        order = np.random.default_rng(seed).permutation(n)
-    kind = Kind.READ if rw.endswith("read") else Kind.WRITE
+    n, blocks = io_size // bs, size // bs
+    rng = np.random.default_rng(seed)
+    order = random_map_order(n, blocks, rng) if rw.startswith("rand") else np.arange(n, dtype=np.int64) % blocks
+    if rw in ("rw", "readwrite", "randrw"):
+        reads = np.random.default_rng(seed + 1).random(n) < rwmixread / 100
+    else:
+        reads = np.full(n, rw.endswith("read"))
     b = _Builder(call_s, copy_bytes_per_s)
     b.add(Kind.CREATE, 0)
     if rw.startswith("rand") and not direct:
         # fio's fadvise_hint=1 (its default): POSIX_FADV_RANDOM on a random job's file (fio(1))
         b.add(Kind.RANDOM, 0)
-    if kind == Kind.READ:
-        # fio lays a read job's file out (written whole), then drops it from the cache (invalidate=1).
+    if reads.any():
+        # fio lays a job's file out (written whole) before it reads, then drops it from the cache (invalidate=1).
         b.add(Kind.WRITE, 0, 0, size, min(bs, 1 << 20))
         b.add(Kind.FSYNC, 0)
         b.add(Kind.DROP, 0)
     writes = 0
-    for i, blk in enumerate(order.tolist()):
+    for i, (blk, is_read) in enumerate(zip(order.tolist(), reads.tolist())):
         # A batch of iodepth requests goes out at one instant (io_submit of the queue's fill).
         at = b.rows[-1][0] if (iodepth > 1 and i % iodepth and b.rows) else None
-        b.add(kind, 0, blk * bs, bs, bs, direct, at=at)
-        if kind == Kind.WRITE:
+        b.add(Kind.READ if is_read else Kind.WRITE, 0, blk * bs, bs, bs, direct, at=at)
+        if not is_read:
             writes += 1
             if fsync and writes % fsync == 0:
                 b.add(Kind.FSYNC, 0)

@@ -2,7 +2,8 @@
 
 - ``postmark:test1`` (the paper's presets test1, test2, test3), or ``postmark:files=N,low=B,high=B,
   transactions=N,read=B,write=B,bias_read=N,bias_create=N,seed=N,buffered=0|1,subdirectories=N``;
-- ``fio:rw=randwrite,bs=4k,size=64M,iodepth=32,direct=1,fsync=0``;
+- ``fio:rw=randwrite,bs=4k,size=64M,io_size=8M,iodepth=32,direct=1,fsync=0`` (fio's meanings; ``rw`` also
+  ``rw``, ``readwrite`` or ``randrw`` with ``rwmixread=PERCENT``);
 - ``copy:size=64M``;
 - ``metadata:op=create,files=1000,file_bytes=0`` (op create, stat or delete);
 - ``bonnie:size=256M,chunk=8k,seeks=8192,seekers=5,files=16384,max=0,min=0,dirs=1,file_chunk=8k,
@@ -33,7 +34,7 @@ _POSTMARK_KEYS = {
     "subdirectories": "subdirectories",
 }
 _KEYS = {
-    "fio": {"rw", "bs", "size", "iodepth", "direct", "fsync", "seed"},
+    "fio": {"rw", "bs", "size", "io_size", "rwmixread", "iodepth", "direct", "fsync", "seed"},
     "copy": {"size"},
     "metadata": {"op", "files", "file_bytes"},
 }
@@ -44,6 +45,12 @@ def size_value(workload: str, key: str, text: str) -> int:
     if not m:
         raise ValueError(f"workload {workload}: {key} = {text!r} is not a size (a number with k, M or G)")
     return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def _whole_text(key: str, text: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()):
+        raise ValueError(f"workload fio: {key} = {text!r} is not a whole number")
+    return int(text)
 
 
 def _pairs(workload: str, text: str) -> dict[str, str]:
@@ -94,9 +101,14 @@ def postmark_config(rest: str):
 def _fio_fields(pairs: dict) -> dict:
     """:func:`~.fileops.fio`'s arguments of an ``fio:`` spec's pairs, its defaults filled in."""
     kw = {"rw": pairs.get("rw", "read"), "bs": 4096, "size": 64 << 20}
-    for key in ("bs", "size", "iodepth", "fsync", "seed"):
+    for key in ("bs", "size", "io_size", "iodepth", "fsync", "seed"):
         if key in pairs:
             kw[key] = size_value("fio", key, pairs[key])
+    if "rwmixread" in pairs:
+        if kw["rw"] not in ("rw", "readwrite", "randrw"):
+            raise ValueError(f"workload fio: rwmixread = {pairs['rwmixread']!r} applies to a mixed job (rw=rw, "
+                             f"readwrite or randrw), not rw={kw['rw']}")
+        kw["rwmixread"] = int(_whole_text("rwmixread", pairs["rwmixread"]))
     if "direct" in pairs:
         if pairs["direct"] not in ("0", "1"):
             raise ValueError(f"workload fio: direct = {pairs['direct']!r} must be 0 or 1")
@@ -120,9 +132,12 @@ def full_definition(text: str) -> str:
     pairs = _pairs(name, rest)
     if name == "fio":
         kw = {"iodepth": 1, "direct": False, "fsync": 0, **_fio_fields(pairs)}
-        return (f"fio rw={kw['rw']}, bs={kw['bs']} B, size={kw['size']} B, iodepth={kw['iodepth']}, "
-                f"direct={int(kw['direct'])}, fsync={kw['fsync']}: one new file"
-                + (", laid out and dropped from the cache first" if "read" in kw["rw"] else ""))
+        mixed = kw["rw"] in ("rw", "readwrite", "randrw")
+        reads = mixed or "read" in kw["rw"]
+        return (f"fio rw={kw['rw']}" + (f" ({kw.get('rwmixread', 50)} % reads)" if mixed else "")
+                + f", bs={kw['bs']} B, size={kw['size']} B, io_size={kw.get('io_size', kw['size'])} B, "
+                f"iodepth={kw['iodepth']}, direct={int(kw['direct'])}, fsync={kw['fsync']}: one new file"
+                + (", laid out and dropped from the cache first" if reads else ""))
     if name == "copy":
         return f"cp of one file of {size_value(name, 'size', pairs.get('size', '64M'))} B to a new one"
     files = size_value(name, "files", pairs.get("files", "1000"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import FieldError
-from ..iopath.fileops import CALL_S, FileOps
+from ..iopath.fileops import CALL_S, FileOps, random_map_order
 from ..iopath.stream import Flag, Op, Stream
 from ..iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
@@ -287,13 +287,7 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     n, blocks = size // bs, region // bs
     blk = np.arange(n, dtype=np.int64) % blocks
     if job.rw.startswith("rand"):
-        rng = np.random.default_rng(1)
-        # whole passes a permutation each; a last partial pass (io_size over a large region) drawn without
-        # replacement, which needs no array of the region's every block
-        passes = [rng.permutation(blocks) for _ in range(n // blocks)]
-        if n % blocks:
-            passes.append(rng.choice(blocks, n % blocks, replace=False))
-        blk = np.concatenate(passes).astype(np.int64)
+        blk = random_map_order(n, blocks, np.random.default_rng(1))
     is_write = job.rw.endswith("write")
     t = (np.arange(n) // int(job.iodepth)) * CALL_S
     op = np.full(n, int(Op.WRITE if is_write else Op.READ), np.int8)
