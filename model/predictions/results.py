@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import FieldError
-from ..iopath.fileops import CALL_S, FileOps, random_map_order
+from ..iopath.fileops import CALL_S, FileOps, Kind, random_map_order
 from ..iopath.stream import Flag, Op, Stream
 from ..iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
@@ -266,8 +266,12 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
     r, w = workload_bytes(ops)
     models = {n: (drives or {}).get(n) or stack.drive(n).model_disk() for n in timing.devices}
     first, rest = drive_assumptions(models)
-    return IoPrediction(label, stack.short_name, r, w, timing, first + ASSUMPTIONS + rest + unused_fields(stack.file_system),
-                        streams)
+    end = (("end", "the workload ends with syncfs(2) (sync -f), as a measured run ends, and the "
+                   "elapsed time runs until the last device is idle: write-back is counted (fio's and bonnie++'s "
+                   "own figures leave it out unless told to sync)"),) if ops.kind.size and ops.kind[-1] == Kind.SYNC \
+        else ()
+    return IoPrediction(label, stack.short_name, r, w, timing,
+                        first + ASSUMPTIONS + end + rest + unused_fields(stack.file_system), streams)
 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
