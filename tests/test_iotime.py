@@ -320,7 +320,6 @@ def test_disksims_driver_dispatches_a_waiting_request_at_the_completion():
         assert (second.latency_s > 0.5 * 60.0 / p.rpm) == lost_revolution
 
 
-
 @pytest.mark.parametrize("kind", ["raid0", "raid1", "raid5"])
 def test_lvm_raid_is_timed_as_the_kernel_builds_it(kind):
     # lvcreate --type striped is dm-stripe: md raid0's arithmetic on the members' extents; --type raid1/5

@@ -55,7 +55,7 @@ from enum import IntEnum
 
 import numpy as np
 
-__all__ = ["Kind", "FileOps", "postmark", "fio", "FIO_RW", "random_map_order", "copy", "metadata", "resolve_clones",
+__all__ = ["Kind", "FileOps", "postmark", "fio", "FIO_RW", "FIO_MIXED", "random_map_order", "copy", "metadata", "resolve_clones",
            "WORKLOADS"]
 
 
@@ -235,6 +235,7 @@ def postmark(config, *, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_B
 
 #: fio's rw values (fio(1), "readwrite"): the mixed ones (rw, readwrite, randrw) read ``rwmixread`` percent.
 FIO_RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
+FIO_MIXED = ("rw", "readwrite", "randrw")
 
 
 def random_map_order(n: int, blocks: int, rng: np.random.Generator) -> np.ndarray:
@@ -270,7 +271,7 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
     n, blocks = io_size // bs, size // bs
     rng = np.random.default_rng(seed)
     order = random_map_order(n, blocks, rng) if rw.startswith("rand") else np.arange(n, dtype=np.int64) % blocks
-    if rw in ("rw", "readwrite", "randrw"):
+    if rw in FIO_MIXED:
         reads = np.random.default_rng(seed + 1).random(n) < rwmixread / 100
     else:
         reads = np.full(n, rw.endswith("read"))

@@ -105,10 +105,10 @@ def _fio_fields(pairs: dict) -> dict:
         if key in pairs:
             kw[key] = size_value("fio", key, pairs[key])
     if "rwmixread" in pairs:
-        if kw["rw"] not in ("rw", "readwrite", "randrw"):
+        if kw["rw"] not in fileops.FIO_MIXED:
             raise ValueError(f"workload fio: rwmixread = {pairs['rwmixread']!r} applies to a mixed job (rw=rw, "
                              f"readwrite or randrw), not rw={kw['rw']}")
-        kw["rwmixread"] = int(_whole_text("rwmixread", pairs["rwmixread"]))
+        kw["rwmixread"] = _whole_text("rwmixread", pairs["rwmixread"])
     if "direct" in pairs:
         if pairs["direct"] not in ("0", "1"):
             raise ValueError(f"workload fio: direct = {pairs['direct']!r} must be 0 or 1")
@@ -132,7 +132,7 @@ def full_definition(text: str) -> str:
     pairs = _pairs(name, rest)
     if name == "fio":
         kw = {"iodepth": 1, "direct": False, "fsync": 0, **_fio_fields(pairs)}
-        mixed = kw["rw"] in ("rw", "readwrite", "randrw")
+        mixed = kw["rw"] in fileops.FIO_MIXED
         reads = mixed or "read" in kw["rw"]
         return (f"fio rw={kw['rw']}" + (f" ({kw.get('rwmixread', 50)} % reads)" if mixed else "")
                 + f", bs={kw['bs']} B, size={kw['size']} B, io_size={kw.get('io_size', kw['size'])} B, "

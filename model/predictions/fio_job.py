@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 
 from .._checks import show
+from ..iopath.fileops import FIO_RW
 from .block_workloads import FioJob
 
 #: The keys of the subset, with fio's aliases: what the model reads.
@@ -47,7 +48,7 @@ ALIASES = {"readwrite": "rw", "blocksize": "bs", "io_limit": "io_size"}
 #: Keys read and ignored, each with why.
 IGNORED = {"name": "the section's name names the job", "filename": "the stack says where the job runs",
            "ioengine": "libaio above iodepth 1, else psync", "description": "text only"}
-RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
+RW_VALUES = FIO_RW
 _SIZE = re.compile(r"(\d+)\s*([kmgtp]?)(i?b)?", re.IGNORECASE)
 _TIME = re.compile(r"(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?", re.IGNORECASE)
 _POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
