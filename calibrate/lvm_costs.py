@@ -120,7 +120,7 @@ def _reader():
 def costs_from_dict(data, source: str = "costs") -> FittedCosts:
     """The :class:`FittedCosts` of a costs file's object, checked by its pydantic model (the file and the
     key named on error; an ``io_path`` key that is not an I/O-path parameter is an unknown field)."""
-    from diskmodel.model.stacks.volumes import LvmMapping
+    from diskmodel.model.stacks.lvm_mapping import LvmMapping
 
     if not isinstance(data, dict):
         raise CostsFileError(source, f"must hold one JSON object (got {type(data).__name__}); give the "

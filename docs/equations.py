@@ -203,7 +203,7 @@ EQUATIONS = [
              "its ``mapping_complexity``: segments of the mapping table times the number of disks $N_D$ "
              "(likewise {class}`~diskmodel.model.stacks.volumes.StripedVolume`; 0 for a "
              "{class}`~diskmodel.model.stacks.volumes.Partition`)"),
-            ("{func}`diskmodel.model.stacks.volumes.lvm_mapping_overhead_s`", "the empirical part (eq. 12)"),
+            ("{func}`diskmodel.model.stacks.lvm_mapping.lvm_mapping_overhead_s`", "the empirical part (eq. 12)"),
         ],
     },
     {
@@ -216,8 +216,8 @@ EQUATIONS = [
             (r"FB_{mapping}", "cost per data-block I/O per unit of mapping complexity (``fb_mapping_s``)", "s"),
         ],
         "implemented_by": [
-            ("{class}`diskmodel.model.stacks.volumes.LvmMapping`", "the two costs, with their bounds"),
-            ("{func}`diskmodel.model.stacks.volumes.lvm_mapping_overhead_s`",
+            ("{class}`diskmodel.model.stacks.lvm_mapping.LvmMapping`", "the two costs, with their bounds"),
+            ("{func}`diskmodel.model.stacks.lvm_mapping.lvm_mapping_overhead_s`",
              "complexity times cost times count, per component"),
             ("{meth}`diskmodel.model.stacks.volume_on_disk.VolumeOnDisk.mapping_overhead_s`",
              "the same for a volume placed on its disk (0 on a partition)"),

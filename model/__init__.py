@@ -23,7 +23,8 @@ from diskmodel.model import _jit  # noqa: F401  (numba's cache locator for the k
 from .filesystems.cache import cache_service_time_s, hit_probability
 from .drive.disk import Disk, ServiceTime, expected_random_service_time_s, service_time_s
 from .filesystems.filesystem import FileSystem, PageCache, file_system_access_time
-from .stacks.volumes import LinearVolume, LvmMapping, Partition, Segment, StripedVolume
+from .stacks.volumes import LinearVolume, Partition, Segment, StripedVolume
+from .stacks.lvm_mapping import LvmMapping
 from .stacks.volume_on_disk import DiskRegion, VolumeOnDisk
 from .drive.drives import PresetDrive
 from .stacks.stack import FileSystemNode, Stack, paper_stack, stack_on

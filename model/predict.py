@@ -35,7 +35,8 @@ from .filesystems.filesystem import PageCache, file_system_access_time
 from .stacks.block import BlockEnv
 from .predictions.block_workloads import FileCopy, FioJob
 from .stacks.stack import Stack
-from .stacks.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from .stacks.volumes import LinearVolume, Partition, StripedVolume
+from .stacks.lvm_mapping import LvmMapping
 from .iopath.fileops import FileOps
 from .predictions.workload import PostMarkConfig, PostMarkCounts, as_counts
 from .units import KIB, MIB

@@ -9,7 +9,8 @@ from diskmodel.model.stacks.dm_cost import (DeviceMapperCost, as_lvm_mapping, bo
                                             dm_overhead_s, segment_ends_bytes)
 from diskmodel.model.stacks.stack import paper_stack
 from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
-from diskmodel.model.stacks.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.stacks.lvm_mapping import LvmMapping
 
 KIB, MIB = 1024, 1 << 20
 COUNTS = {"metadata_ios": 1000.0, "data_block_ios": 3000.0, "data_requests": 50.0}

@@ -26,7 +26,7 @@ from diskmodel.model.predictions import postmark_population
 from diskmodel.model.drive.disk import ServiceTime, flat_latency_disk
 from diskmodel.model.filesystems.filesystem import file_system_access_time
 from diskmodel.model.simulator.mapping import ZoneLayout
-from diskmodel.model.stacks.volumes import lvm_mapping_overhead_s
+from diskmodel.model.stacks.lvm_mapping import lvm_mapping_overhead_s
 from diskmodel.model.fit import Parameter, Parameters, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import format_postmark_rate, predict
 from diskmodel.model.predictions.scenarios import (MAX_PARTITIONS, location_table, spaced_partitions,

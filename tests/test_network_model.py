@@ -372,7 +372,7 @@ def test_predict_postmark_on_an_nfs_stack_follows_its_round_trips():
 def test_predict_copy_on_an_nfs_stack_and_refusals():
     from diskmodel.model.filesystems.filesystem import PageCache
     from diskmodel.model.predict import predict
-    from diskmodel.model.stacks.volumes import LvmMapping
+    from diskmodel.model.stacks.lvm_mapping import LvmMapping
     from diskmodel.model.predictions.workload import FileCopy
 
     stack = _nfs_stack()

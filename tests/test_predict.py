@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from diskmodel.data.tables import DOI, layout_sizes_bytes, load_table, postmark_results, provenance
 from diskmodel.model.filesystems.filesystem import FileSystem, PageCache
-from diskmodel.model.stacks.volumes import LvmMapping
+from diskmodel.model.stacks.lvm_mapping import LvmMapping
 from diskmodel.model.stacks.stack import paper_stack, stack_on
 from diskmodel.model.fit import Case, PostMarkFit, fit_io_parameters, fit_lvm_mapping
 from diskmodel.model.predict import Prediction, format_postmark_rate, predict

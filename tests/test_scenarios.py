@@ -6,7 +6,8 @@ import pytest
 
 from diskmodel.model.drive.disk import expected_random_service_time_s
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.stacks.volumes import LvmMapping, Partition, StripedVolume
+from diskmodel.model.stacks.volumes import Partition, StripedVolume
+from diskmodel.model.stacks.lvm_mapping import LvmMapping
 from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.predict import predict
 from diskmodel.model.drive.presets import load_preset

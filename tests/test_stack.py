@@ -27,7 +27,8 @@ from diskmodel.model.drive.drives import FileDrive, InMemoryDrive, PresetDrive
 from diskmodel.model.stacks.stack import FILE_SYSTEM_KINDS, PAPER_STACKS, FileSystemNode, Stack, paper_stack, stack_on
 from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.stacks.volumes import LinearVolume, LvmMapping, Partition, StripedVolume
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
+from diskmodel.model.stacks.lvm_mapping import LvmMapping
 from diskmodel.model.predictions.workload import expected_counts, postmark_preset
 
 GOLDEN = Path(__file__).parent / "golden"

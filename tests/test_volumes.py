@@ -11,8 +11,8 @@ from diskmodel.model.drive.presets import load_preset
 from diskmodel.model.stacks.stack import paper_stack
 from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB, MIB
-from diskmodel.model.stacks.volumes import (LinearVolume, LvmMapping, Partition, Segment, StripedVolume,
-                                            lvm_mapping_overhead_s)
+from diskmodel.model.stacks.volumes import LinearVolume, Partition, Segment, StripedVolume
+from diskmodel.model.stacks.lvm_mapping import LvmMapping, lvm_mapping_overhead_s
 
 
 def paper_volume(name, capacity_bytes, **options):

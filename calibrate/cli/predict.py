@@ -355,7 +355,7 @@ def _fitted(args):
 
 def _mapping(args, fitted):
     """The LVM mapping costs of --fitted or --costs for --layout, else --md-mapping-s and --fb-mapping-s (0 s)."""
-    from diskmodel.model.stacks.volumes import LvmMapping
+    from diskmodel.model.stacks.lvm_mapping import LvmMapping
 
     if fitted is not None:
         return fitted.mappings[args.layout]

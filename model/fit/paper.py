@@ -44,7 +44,7 @@ import numpy as np
 from ..filesystems.filesystem import FileSystem, PageCache
 from ..stacks.stack import paper_stack
 from ..stacks.dm_cost import DeviceMapperCost, as_lvm_mapping, dm_bios
-from ..stacks.volumes import LvmMapping
+from ..stacks.lvm_mapping import LvmMapping
 from . import Case, PostMarkFit, apply_io_parameters, fit_io_parameters, fit_lvm_mapping
 from ..predict import predict
 from ..predictions.workload import expected_counts, postmark_preset

@@ -20,7 +20,8 @@ from .._checks import finite_scalar, show, whole_number
 from ..filesystems.filesystem import FileSystem, PageCache
 from ..predict import predict
 from ..stacks.stack import stack_on
-from ..stacks.volumes import LvmMapping, Partition
+from ..stacks.volumes import Partition
+from ..stacks.lvm_mapping import LvmMapping
 from ..predictions.workload import PostMarkConfig, as_counts
 from .base import FitResult, Parameter, Parameters, frozen_array, least_squares_covariance
 from ..units import MIB

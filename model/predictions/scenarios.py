@@ -34,7 +34,8 @@ from ..filesystems.filesystem import FileSystem, PageCache
 from ..predict import predict
 from ..stacks.stack import Stack, stack_on
 from ..stacks.volume_on_disk import VolumeOnDisk
-from ..stacks.volumes import LvmMapping, Partition, StripedVolume
+from ..stacks.volumes import Partition, StripedVolume
+from ..stacks.lvm_mapping import LvmMapping
 from ..drive.seek import random_pair_distance_pmf
 from ..units import KIB
 

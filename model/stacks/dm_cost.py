@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import FieldError, finite_scalar, whole_number
-from .volumes import LvmMapping
+from .lvm_mapping import LvmMapping
 
 #: ext3's block on the paper's file systems [bytes].
 DEFAULT_BLOCK_BYTES = 4096

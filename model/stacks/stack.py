@@ -66,8 +66,8 @@ from .raid import RaidArray
 from .schema import NodeSchema
 from .thin import ThinVolume
 from ..units import GB, MIB
-from .volumes import (DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, LvmMapping, Partition,
-                      StripedVolume)
+from .volumes import DEFAULT_EXTENT_SIZE_BYTES, DEFAULT_PE_START_BYTES, LinearVolume, Partition, StripedVolume
+from .lvm_mapping import LvmMapping
 
 FORMAT = "diskmodel.stack"
 FORMAT_VERSION = 1

@@ -17,7 +17,7 @@ and the volume's LVM mapping costs) answers
   :meth:`DiskRegion.seek_time_to_s` (trips between two regions) and
   :attr:`DiskRegion.media_rate_bytes_per_s`;
 * what the host spends remapping: :meth:`VolumeOnDisk.mapping_overhead_s`
-  (eq. 12, :func:`diskmodel.model.stacks.volumes.lvm_mapping_overhead_s`).
+  (eq. 12, :func:`diskmodel.model.stacks.lvm_mapping.lvm_mapping_overhead_s`).
 
 Elevator batches of k requests over a region of C cylinders: the seek
 distance shrinks by min(1, 3/(k+1)) (sorted neighbours are C/(k+1) apart,
@@ -37,7 +37,8 @@ from .._checks import evolve as _evolve
 from .._checks import finite_array, finite_scalar, flag, show, whole_number
 from ..drive.disk import Disk, ServiceTime
 from .nodes import is_node
-from .volumes import LvmMapping, Partition, lvm_mapping_overhead_s
+from .volumes import Partition
+from .lvm_mapping import LvmMapping, lvm_mapping_overhead_s
 
 
 #: How many other regions' seeks :meth:`DiskRegion.seek_time_to_s` keeps at once.
