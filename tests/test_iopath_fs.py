@@ -26,7 +26,7 @@ from diskmodel.model.stacks.loop_file import LoopFile
 from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack, paper_stack
 from diskmodel.model.drive.drives import PresetDrive
-from diskmodel.model.stacks.volumes import Partition
+from diskmodel.model.stacks.volumes import LinearVolume, Partition
 from _helpers import assert_one_error_line
 
 B = 4096
@@ -212,6 +212,18 @@ def test_raid1_writes_every_byte_to_each_member():
     parts = (Partition(1 << 20, GiB, "sda1", "sda"), Partition(1 << 20, GiB, "sdb1", "sdb"))
     devs = run(two_disk_stack(RaidArray("raid1", parts, name="md0")), parse_workload("fio:rw=write,bs=1M,size=32M"))
     assert devs["sda1"].write_bytes == devs["sdb1"].write_bytes == devs["md0"].write_bytes > 32 << 20
+
+
+def test_linear_volume_over_two_disks_writes_each_pv_on_its_own_disk():
+    # sda1 and sdb1 both start at 1 MiB: the second segment's extents lie on sdb, at the same offsets as
+    # the first's on sda. A block workload over the whole LV writes half of its bytes to each disk.
+    parts = (Partition(1 << 20, GiB, "sda1", "sda"), Partition(1 << 20, GiB, "sdb1", "sdb"))
+    lv = LinearVolume(parts, name="lv0")
+    assert [seg[2] for seg in lv.pv_segments()] == [0, 1]
+    devs = run(two_disk_stack(lv), parse_workload("fio:rw=write,bs=1M,size=1800M"))
+    assert devs["sdb1"].write_bytes == devs["sdb"].write_bytes > 700 << 20
+    assert devs["sda1"].write_bytes == devs["sda"].write_bytes > 700 << 20
+    assert devs["sda"].write_bytes + devs["sdb"].write_bytes == devs["lv0"].write_bytes
 
 
 def test_buffered_loop_caches_the_image_a_second_time():

@@ -66,14 +66,7 @@ def _pv_children(node) -> list:
 
 
 def _linear_segments(node):
-    table = node.segment_table()
-    pvs = node.physical_volumes
-    segs = []
-    for ls, ps, ln in zip(table["logical_start_bytes"].tolist(), table["physical_start_bytes"].tolist(),
-                          table["length_bytes"].tolist()):
-        owner = [k for k, pv in enumerate(pvs) if pv.start_bytes <= ps < pv.end_bytes]
-        segs.append((ls, ln, f"pv{owner[0]}", ps - pvs[owner[0]].start_bytes))
-    return sorted(segs)
+    return [(ls, ln, f"pv{i}", at) for ls, ln, i, at in node.pv_segments()]
 
 
 def _one_layer(path: str, node, stream: Stream) -> list[tuple[str, object, Stream]]:

@@ -162,12 +162,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         pvs = node.physical_volumes
         names = [_name(pv, f"{name}-pv{i}") for i, pv in enumerate(pvs)]
         if kind == "LinearVolume":
-            t = node.segment_table()
-            segs = []
-            for ls, ps, ln in zip(t["logical_start_bytes"].tolist(), t["physical_start_bytes"].tolist(), t["length_bytes"].tolist()):
-                i = next(k for k, pv in enumerate(pvs) if pv.start_bytes <= ps < pv.start_bytes + pv.size_bytes)
-                segs.append((ls, ln, names[i], ps - pvs[i].start_bytes))
-            parts = dm_linear(stream, segs)
+            parts = dm_linear(stream, [(ls, ln, names[i], at) for ls, ln, i, at in node.pv_segments()])
         else:
             parts = dm_striped(stream, names, node.stripe_size_bytes, node.pe_start_bytes)
         for i, pv in enumerate(pvs):

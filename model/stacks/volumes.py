@@ -362,6 +362,14 @@ class LinearVolume(_MappedVolume):
             "logical_start_bytes": logical_start, "physical_start_bytes": physical_start,
             "length_bytes": length, "physical_order": np.argsort(physical_start, kind="stable")})
 
+    def pv_segments(self) -> list[tuple[int, int, int, int]]:
+        """(first logical byte, bytes, PV index, first byte inside that PV) of each segment, in logical
+        order: what dm-linear's table says (one target line per segment). The PV is the segment's own
+        ``pv_index``, not found from a disk offset, as PVs on two disks may start at the same one."""
+        ext = self.extent_size_bytes
+        return sorted((s.logical_start_extent * ext, s.extent_count * ext, s.pv_index,
+                       self.pe_start_bytes + s.pv_start_extent * ext) for s in self.segments)
+
     def _validate_segments(self):
         segments = self.segments
         for s in segments:
