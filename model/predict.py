@@ -132,6 +132,8 @@ def _one_disk_volume(stack: Stack) -> bool:
     """Is the volume a partition or an LVM volume on one disk (where eqs. 1-12 apply)?"""
     if not isinstance(stack.volume, (Partition, LinearVolume, StripedVolume)):
         return False
+    if not getattr(stack.volume, "pvs_are_partitions", True):
+        return False
     return len({p.disk for _, p in stack.partitions()}) == 1
 
 

@@ -226,6 +226,18 @@ def test_linear_volume_over_two_disks_writes_each_pv_on_its_own_disk():
     assert devs["sda"].write_bytes + devs["sdb"].write_bytes == devs["lv0"].write_bytes
 
 
+def test_lvm_over_md_raid1_mirrors_the_lv_to_both_disks():
+    # pvcreate /dev/md0 over sda1 and sdb1 (the Debian installer's "RAID 1, then LVM"): md0 receives
+    # the LV's requests pe_start into itself, and each mirror all of md0's writes.
+    md0 = RaidArray("raid1", (Partition(1 << 20, GiB, "sda1", "sda"), Partition(1 << 20, GiB, "sdb1", "sdb")),
+                    name="md0")
+    devs = run(two_disk_stack(LinearVolume((md0,), name="lv0")), parse_workload("fio:rw=write,bs=1M,size=64M"))
+    assert devs["md0"].write_bytes == devs["lv0"].write_bytes > 64 << 20
+    assert devs["sda"].write_bytes == devs["sdb"].write_bytes == devs["md0"].write_bytes
+    md = devs["md0"]
+    assert md.offset_bytes[md.size_bytes > 0].min() >= 1 << 20  # nothing below the PV's data area (pe_start)
+
+
 def test_buffered_loop_caches_the_image_a_second_time():
     # Read a file on a loop device, drop it from the upper cache, read it again: the loop device
     # sees both reads; the host device only the first when the loop is buffered (the image's pages

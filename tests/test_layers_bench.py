@@ -30,7 +30,7 @@ from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import KIB, MIB
-from diskmodel.model.stacks.volumes import Partition
+from diskmodel.model.stacks.volumes import LinearVolume, Partition
 
 DISKS = tuple(PresetDrive("wd800bd", d) for d in ("sda", "sdb", "sdc", "sdd"))
 
@@ -82,6 +82,19 @@ def test_lvm_raid6_and_striped_commands():
     stripe = RaidArray("raid0", _members(2), tool="lvm", chunk_size_bytes=64 * KIB, array_size_bytes=2 * 124 * MIB)
     text = _commands(L.build_plan(_stack(stripe, 2), backing="/x"))
     assert "--type striped -i 2 -I 64k -l 62 " in text and text.count("pvcreate") == 2
+
+
+def test_lvm_over_an_md_mirror_makes_the_array_its_pv():
+    # pvcreate on the md device mdadm made: the model's LV (126 MiB of md's 127 after pe_start, 31 extents)
+    # is the LV the plan checks
+    mirror = RaidArray("raid1", _members(2), tool="md", array_size_bytes=127 * MIB, name="md0")
+    lv = LinearVolume((mirror,), name="lv0")
+    plan = L.build_plan(_stack(lv, 2, kind="ext4"), backing="/x")
+    text = _commands(plan)
+    md = re.search(r'mdadm --create "\$(\w+)"', text).group(1)
+    assert f'pvcreate -ff -y --dataalignment 1024k "${md}"' in text
+    assert "lvcreate -y -W n -l 31 " in text and f"diskmodel_check {lv.size_bytes} blockdev --getsize64" in text
+    assert [s.resource[0] for s in plan.steps if s.resource] == ["loop", "loop", "md", "pv", "vg", "lv", "dir", "mount"]
 
 
 def test_thin_pool_commands_and_used_bytes_written_first():

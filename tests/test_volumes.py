@@ -2,12 +2,15 @@
 volumes, access through the extent map, and the LVM mapping overhead (eqs. 10-12)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from diskmodel.model.drive.disk import expected_random_service_time_s
 from diskmodel.model.drive.presets import load_preset
+from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.stack import paper_stack
 from diskmodel.model.stacks.volume_on_disk import VolumeOnDisk
 from diskmodel.model.units import GB, MIB
@@ -171,6 +174,25 @@ def test_holes_and_overlaps_raise():
         LinearVolume(pvs, segments=(Segment(0, 50, 0, 0),))
     with pytest.raises(ValueError, match="physical_volumes overlap"):
         LinearVolume((Partition(0, 100 * MIB), Partition(50 * MIB, 100 * MIB)))
+
+
+def test_a_pv_may_be_any_block_node(disk):
+    # pvcreate /dev/md0: LVM over md RAID 1 of sda1 and sdb1. The PV's bytes are md0's own, so the
+    # segment starts pe_start into it; N_D counts the mirrors' two disks.
+    md0 = RaidArray("raid1", (Partition(MIB, 100 * MIB, "sda1", "sda"), Partition(MIB, 100 * MIB, "sdb1", "sdb")),
+                    name="md0")
+    lv = LinearVolume((md0, Partition(MIB, 100 * MIB, "sdc1", "sdc")), extent_size_bytes=4 * MIB)
+    assert lv.pv_segments() == [(0, 96 * MIB, 0, MIB), (96 * MIB, 96 * MIB, 1, MIB)]
+    assert lv.segment_table()["physical_start_bytes"].tolist() == [MIB, 2 * MIB]
+    assert lv.n_disks == 3 and lv.mapping_complexity == 6 and not lv.pvs_are_partitions
+    striped = StripedVolume((md0, md0.evolve(name="md1")), stripe_size_bytes=64 * 1024)
+    assert striped.size_bytes == 2 * 96 * MIB
+    with pytest.raises(ValueError) as e:  # the equations place a volume on one disk
+        VolumeOnDisk(disk, lv)
+    assert "\n" not in str(e.value) and "physical_volumes" in str(e.value)
+    for bad, where in ((("sda1",), "physical_volumes[0]"), ((), "physical_volumes"), ("md0", "physical_volumes")):
+        with pytest.raises(ValueError, match=re.escape(where)):
+            LinearVolume(bad)
 
 
 @pytest.mark.parametrize("kwargs, name", [

@@ -260,6 +260,8 @@ def striped_volume_read_time_s(disk, volume: StripedVolume, size_bytes) -> np.nd
     """
     if not isinstance(volume, StripedVolume):
         raise ValueError(f"volume must be a StripedVolume (got {type(volume).__name__})")
+    if not volume.pvs_are_partitions:
+        raise ValueError("volume: its physical_volumes must be partitions, one on each disk (got another block node)")
     if volume.n_disks != volume.n_physical_volumes:
         raise ValueError(f"volume: its {volume.n_physical_volumes} PVs lie on {volume.n_disks} disks; "
                          "striping over PVs of one disk is not parallel")

@@ -7,7 +7,8 @@ byte offsets to byte offsets of the disk (vectorised, invertible):
 * :class:`Partition` (start, size): the native case, offset + start.
 * :class:`LinearVolume`: an LVM linear logical volume whose logical extents
   (``extent_size_bytes``, LVM2's default 4 MiB) are laid out by *segments*
-  on one or more physical volumes (PVs, each a :class:`Partition`), whose
+  on one or more physical volumes (PVs: partitions, or any block node such as an
+  md array), whose
   data area starts ``pe_start_bytes`` (LVM2's default 1 MiB, after the PV
   label and metadata) into the PV.  The mapping is a segment table looked up
   with ``np.searchsorted``.
@@ -52,8 +53,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import evolve as _evolve
-from .._checks import finite_array, whole_number
-from .nodes import node_type, text_field
+from .._checks import finite_array, show, whole_number
+from .nodes import is_node, node_type, text_field, walk
 from ..units import KIB, MIB
 
 
@@ -191,13 +192,23 @@ class Segment:
             object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum=minimum))
 
 
-def _check_pvs(physical_volumes) -> tuple[Partition, ...]:
+def _check_pvs(physical_volumes) -> tuple:
+    """The PVs as a tuple: block nodes (a partition, a RAID array, a loop file, ...), partitions of one
+    disk not overlapping (ValueError naming the field otherwise)."""
+    if isinstance(physical_volumes, (str, bytes)) or not isinstance(physical_volumes, (tuple, list)):
+        raise ValueError(f"physical_volumes must be a list of block nodes (got {show(physical_volumes)})")
     pvs = tuple(physical_volumes)
-    if not pvs or not all(isinstance(pv, Partition) for pv in pvs):
-        raise ValueError("physical_volumes must be a non-empty sequence of Partition")
+    if not pvs:
+        raise ValueError("physical_volumes must name at least one block node (got none)")
+    for i, pv in enumerate(pvs):
+        # a block node presents size_bytes; a file system node has a volume instead
+        if not is_node(pv) or not hasattr(pv, "size_bytes"):
+            raise ValueError(f"physical_volumes[{i}] must be a block node: a partition, a RAID array, a loop "
+                             f"file... (got {show(pv)})")
     by_disk: dict[str, list[Partition]] = {}
     for pv in pvs:
-        by_disk.setdefault(pv.disk, []).append(pv)
+        if isinstance(pv, Partition):
+            by_disk.setdefault(pv.disk, []).append(pv)
     for disk_pvs in by_disk.values():
         ordered = sorted(disk_pvs, key=lambda p: p.start_bytes)
         for a, b in zip(ordered, ordered[1:]):
@@ -207,15 +218,21 @@ def _check_pvs(physical_volumes) -> tuple[Partition, ...]:
     return pvs
 
 
+def _pv_start_bytes(pv) -> int:
+    """Where a PV's bytes begin in the segment table's physical coordinates: a partition's first byte on
+    its disk; 0 for any other block node (an md array, a loop device), whose own bytes they are."""
+    return pv.start_bytes if isinstance(pv, Partition) else 0
+
+
 class _MappedVolume:
     """Shared code of the LVM volumes: a segment table in bytes."""
 
-    physical_volumes: tuple[Partition, ...]
+    physical_volumes: tuple[object, ...]  # block nodes
     extent_size_bytes: int
     pe_start_bytes: int
     name: str
 
-    def _check_pvs_and_extents(self) -> tuple[Partition, ...]:
+    def _check_pvs_and_extents(self) -> tuple:
         """Validate and store the PVs, extent size and PE start, and the name; returns the PVs."""
         pvs = _check_pvs(self.physical_volumes)
         object.__setattr__(self, "physical_volumes", pvs)
@@ -245,7 +262,14 @@ class _MappedVolume:
 
     @property
     def n_disks(self) -> int:
-        return len({pv.disk for pv in self.physical_volumes})
+        """N_D: the distinct disks under the PVs (an md array's members' disks count each)."""
+        return len({node.disk for pv in self.physical_volumes for _, node, _ in walk(pv)
+                    if isinstance(node, Partition)})
+
+    @property
+    def pvs_are_partitions(self) -> bool:
+        """Is every PV a partition (the segment table's physical bytes then are its disks' own)?"""
+        return all(isinstance(pv, Partition) for pv in self.physical_volumes)
 
     def pv_extents(self, index: int) -> int:
         """Physical extents available on PV *index* [count]."""
@@ -312,8 +336,10 @@ class LinearVolume(_MappedVolume):
 
     Attributes
     ----------
-    physical_volumes : tuple of Partition
-        The PVs, in the order ``vgcreate`` was given them.
+    physical_volumes : tuple of block nodes
+        The PVs, in the order ``vgcreate`` was given them: partitions, or any block node (an md
+        array, a loop file...); the segment table's physical bytes are a partition's disk's, another
+        node's own.
     segments : tuple of Segment, optional
         The LE -> PE map.  Default: all extents of every PV, concatenated in
         order (what ``lvcreate -l 100%FREE`` does on a fresh VG).  The
@@ -327,7 +353,7 @@ class LinearVolume(_MappedVolume):
         The LV's device, e.g. "/dev/vg0/lv0" (for reports; default none).
     """
 
-    physical_volumes: tuple[Partition, ...]
+    physical_volumes: tuple[object, ...]  # block nodes
     segments: tuple[Segment, ...] | None = None
     extent_size_bytes: int = DEFAULT_EXTENT_SIZE_BYTES
     pe_start_bytes: int = DEFAULT_PE_START_BYTES
@@ -355,7 +381,7 @@ class LinearVolume(_MappedVolume):
         order = np.argsort([s.logical_start_extent for s in segments], kind="stable")
         seg = [segments[i] for i in order]
         logical_start = np.array([s.logical_start_extent * ext for s in seg], dtype=np.int64)
-        physical_start = np.array([pvs[s.pv_index].start_bytes + self.pe_start_bytes + s.pv_start_extent * ext
+        physical_start = np.array([_pv_start_bytes(pvs[s.pv_index]) + self.pe_start_bytes + s.pv_start_extent * ext
                                    for s in seg], dtype=np.int64)
         length = np.array([s.extent_count * ext for s in seg], dtype=np.int64)
         object.__setattr__(self, "_table", {
@@ -424,8 +450,9 @@ class StripedVolume(_MappedVolume):
 
     Attributes
     ----------
-    physical_volumes : tuple of Partition
-        The PVs the stripes are dealt over, in the order ``lvcreate`` was given them.
+    physical_volumes : tuple of block nodes
+        The PVs the stripes are dealt over, in the order ``lvcreate`` was given them: partitions, or
+        any block node (an md array, a loop file...).
     stripe_size_bytes : int
         The stripe chunk [bytes] (``lvcreate -I``; LVM2 default 64 KiB), a divisor of the extent size.
     extent_size_bytes : int
@@ -436,7 +463,7 @@ class StripedVolume(_MappedVolume):
         The LV's device, e.g. "/dev/vg0/lv0" (for reports; default none).
     """
 
-    physical_volumes: tuple[Partition, ...]
+    physical_volumes: tuple[object, ...]  # block nodes
     stripe_size_bytes: int = 64 * KIB
     extent_size_bytes: int = DEFAULT_EXTENT_SIZE_BYTES
     pe_start_bytes: int = DEFAULT_PE_START_BYTES
@@ -457,7 +484,7 @@ class StripedVolume(_MappedVolume):
         per_pv = extents * self.extent_size_bytes
         stripe = self.stripe_size_bytes
         # one table row per chunk would be huge; keep the per-PV data starts and compute.
-        data_start = np.array([pv.start_bytes + self.pe_start_bytes for pv in pvs], dtype=np.int64)
+        data_start = np.array([_pv_start_bytes(pv) + self.pe_start_bytes for pv in pvs], dtype=np.int64)
         object.__setattr__(self, "_table", {
             "data_start": data_start, "per_pv_bytes": per_pv, "n": n, "stripe": stripe,
             "logical_start_bytes": np.arange(n, dtype=np.int64) * stripe,
