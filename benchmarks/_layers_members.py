@@ -180,14 +180,9 @@ def _closer(value: float, to: float, other: float) -> bool:
     return abs(math.log(value / to)) < abs(math.log(value / other))
 
 
-def _stripe_on_one_device(disk, costs: dict, name: str = "btrfs raid0") -> Stack:
+def _stripe_on_one_device(disk, name: str = "btrfs raid0") -> Stack:
     """btrfs RAID 0 over two regions of one device (sda): the members are loop devices over one scratch
     file, so they share its bandwidth (the one drive serves both members' pieces in turn)."""
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
-    return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs", **costs),
-                                kind="btrfs"), (InMemoryDrive(disk, "sda"),), name)
-
-
-def _timed(stack: Stack) -> bool:
-    """Does the I/O path time *stack*? (It refuses btrfs RAID: no request-level path.)"""
-    return not any(isinstance(node, RaidArray) and node.tool == "btrfs" for _, node, _ in stack.nodes())
+    return Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB, tool="btrfs"), kind="btrfs"),
+                 (InMemoryDrive(disk, "sda"),), name)

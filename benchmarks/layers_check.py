@@ -42,7 +42,6 @@ VM part, qemu with Debian's kernel (md, LVM).  Method:
    loop layers' ``copy_rate_bytes_per_s``).  These costs are CPU work,
    which the shared host's load moves by up to twice from run to run: each
    is the median of at least 5 runs.  These rows are calibration rows.
-   (btrfs RAID is measured only: the I/O path has no model of it.)
 3. **Layers on the host** (loop and btrfs; this kernel has no md or
    device-mapper): btrfs RAID 1 over a fast and a slow member, btrfs RAID 0
    over two fast members (two regions of one scratch file: the stack says
@@ -122,9 +121,10 @@ rows excluded).  Writes ``benchmarks/results/layers_check.json``.
 target (docs/benchmarks.md has the figure); after seeing it three model changes were made, each a
 physical term whose value comes from a measurement independent of the row
 it predicts: members on one device share it (RAID 0 here is two regions of
-one scratch file), btrfs's data-path costs, and a loop layer's write cost
-measured on memory (2b) in place of a bare buffered write's copy rate;
-and one measurement change: longer fio jobs (``SEQ_BYTES``, ``RAND_BYTES``).
+one scratch file), btrfs's data-path costs (since dropped: btrfs RAID is now
+timed through its file system's chunks, as the I/O path maps them), and a loop
+layer's write cost measured on memory (2b) in place of a bare buffered write's
+copy rate; and one measurement change: longer fio jobs (``SEQ_BYTES``, ``RAND_BYTES``).
 Reads before each fio job come from the device: the body syncs and drops
 the page cache first (every loop image's pages too), which the members'
 counters show.
@@ -144,7 +144,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _layers_members import (  # noqa: E402  (split out of this script; its tests reach them here)
-    DEVICE_BOUND_FRACTION, LARGE_WRITE_FRACTION, _closer, _flat, _predicted, _read_mirror, _timed,
+    DEVICE_BOUND_FRACTION, LARGE_WRITE_FRACTION, _closer, _flat, _predicted, _read_mirror,
     _stripe_on_one_device, calibrate_member, copy_pace, device_bound, member_disk, parity_orderings, throttled_disk)
 
 from diskmodel.calibrate.bench.hostcheck import calibrate_storage, disk_from_calibration  # noqa: E402
@@ -263,16 +263,15 @@ class Check:
             harness, on_file = (seen_given.evolve(disks=tuple(InMemoryDrive(other if d.disk is self.fast else d.disk,
                                                                             d.name) for d in seen_given.disks))
                                 for other in (self.harness_disk, self.file_disk))
-            timed = _timed(seen)
-            predicted, by_harness, by_file = ((self.predicted(seen, m.workload), self.plain(harness, m.workload),
-                                               self.plain(on_file, m.workload)) if timed else ({}, {}, {}))
+            predicted, by_harness, by_file = (self.predicted(seen, m.workload), self.plain(harness, m.workload),
+                                              self.plain(on_file, m.workload))
             for name, value in m.rates.items():
                 label = m.label if name == "throughput_bytes_per_s" else f"copy {name.split('_')[0]}"
                 if isinstance(m.workload, FioJob) and m.workload.fresh:
                     label += " (fresh)"
                 row = {"layer": layer, "workload": label, "measured_bytes_per_s": value,
                        "predicted_bytes_per_s": predicted.get(name),
-                       **{key: 100.0 * (p[name] / value - 1.0) if timed else None for key, p in
+                       **{key: 100.0 * (p[name] / value - 1.0) for key, p in
                           (("error_pct", predicted), ("harness_error_pct", by_harness), ("file_error_pct", by_file))},
                        "where": m.where, "accelerator": m.accelerator,
                        "calibration": calibration is not None or calibration_of_layer,
@@ -282,10 +281,6 @@ class Check:
                 tag = " (calibration)" if calibration or calibration_of_layer else " (TCG)" if m.emulated else ""
                 if row["read_member"] is not None:
                     tag += f" (reads on member {row['read_member']}, observed)"
-                if not timed:
-                    self.say(f"{layer:<30} {label:<20} {value / 1e6:>9.2f} {'-':>9} {'-':>8} {'-':>8} {'-':>8}"
-                             f"{tag} (not timed: btrfs RAID has no request-level path)")
-                    continue
                 self.say(f"{layer:<30} {label:<20} {value / 1e6:>9.2f} {predicted[name] / 1e6:>9.2f} "
                          f"{row['error_pct']:>+8.1f} {row['harness_error_pct']:>+8.1f} "
                          f"{row['file_error_pct']:>+8.1f}{tag}")
@@ -337,9 +332,6 @@ def null_device_part(c: Check) -> None:
     c.say(f"-- the layers' own costs, on memory ({mem}): a memory member, one loop layer")
     _, disk = c.run("memory member", member, _jobs(), calibration="memory member (fio)", directory=mem,
                     repeats=repeats)
-    # btrfs's data-path costs were the measured time beyond the model of a btrfs RAID 0 on memory; the I/O
-    # path does not time btrfs RAID (its own allocator and checksums), so its rows are measured alone
-    c.say("btrfs RAID: measured only (the I/O path has no request-level model of it), no data-path cost fitted")
     free = {**c.loop_fields, "copy_rate_bytes_per_s": math.inf}
     loop = LoopFile(Partition(MIB, 512 * MIB), 448 * MIB, allocation="sparse", host_file_system="ext4", **free)
     loop_stack = Stack(FileSystemNode(loop, kind="ext3"), (InMemoryDrive(disk, "sda"),), "loop on memory")
@@ -377,7 +369,7 @@ def host_part(c: Check) -> None:
                    (InMemoryDrive(c.fast, "sda"), InMemoryDrive(slow, "sdb")), "btrfs raid1")
     r1 = c.run("btrfs RAID 1 (fast + slow)", mirror, _jobs(**THROTTLED_BYTES), slow={"sdb": slow_limits},
                observed=_read_mirror)
-    c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast, {}),
+    c.run("btrfs RAID 0 (fast + fast, one device)", _stripe_on_one_device(c.fast),
           _jobs(BTRFS_SEQ_BYTES))
     c.ordering("RAID 1 writes track the slower member (Dagenais)",
                _closer(r1["seqwrite_1m"], slow_m["seqwrite_1m"], fast_m["seqwrite_1m"]),
@@ -565,7 +557,7 @@ def main(argv=None) -> int:
     c.say(f"median_layer_error_pct: {median:.1f}")
     figures = {
         "median_layer_error_pct": figure(median, "%", f"median |error| of the {len(host)} host (layer, workload) "
-                                                      "rows the I/O path times (btrfs RAID's are measured only), "
+                                                      "rows the I/O path times, "
                                                       "members' Disks from fio, calibration rows excluded", decimals=1,
                                          headline=True, target=25.0),
         "median_layer_error_harness_pct": figure(median_harness, "%", "the same, the harness's calibration of a "

@@ -177,7 +177,11 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if stack.is_nfs and isinstance(workload, FioJob):
         raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
                          "over the network, not a block device; give PostMark, a FileCopy or a workload string")
-    if isinstance(workload, FioJob):
+    if isinstance(workload, FioJob) and getattr(stack.volume, "tool", None) == "btrfs":
+        # a btrfs array is no block device: fio runs on a file in its file system (diskmodel bench does too)
+        workload.check_fits(int(stack.volume.size_bytes), "btrfs array")
+        workload = workload.file_spec()
+    elif isinstance(workload, FioJob):
         return predict_block(stack.volume, workload, stack.block_env(), calibrations=calibrations)
     if isinstance(workload, FileCopy):
         from .predictions.results import predict_copy

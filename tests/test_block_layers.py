@@ -183,7 +183,7 @@ def layered_nodes():
     members = tuple(part(d) for d in "acde")
     return [
         mirror((part("a"), part("b")), read_policy="least_busy", failed_members=(1,)),
-        RaidArray("raid0", members[:2], chunk_size_bytes=128 * KIB, tool="btrfs"),
+        RaidArray("raid0", members[:2], chunk_size_bytes=64 * KIB, tool="btrfs"),
         RaidArray("raid5", members, chunk_size_bytes=64 * KIB, tool="lvm", array_size_bytes=GIB),
         RaidArray("raid6", members),
         ThinVolume(members[0], 512 * MIB, 2 * GIB, used_bytes=MIB, zero_new_chunks=False),

@@ -94,3 +94,42 @@ def test_raid0_stripes_merge_to_max_segments_of_4k_folios(cell):
         n = int(((s.op == Op.READ) | (s.op == Op.WRITE)).sum())
         assert abs(n - len(meas)) <= 0.2 * len(meas), (name, n, len(meas))
         assert s.size_bytes.max() <= 512 * KIB
+
+
+# -- a btrfs array in a stack: the I/O path and its time ------------------------------------------
+def _btrfs_stack(profile, read_member=None, kind="btrfs"):
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.stacks.raid import RaidArray
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    parts = tuple(Partition(1 << 20, 1 << 30, f"{d}1", d) for d in ("sda", "sdb"))
+    array = RaidArray(profile, parts, tool="btrfs", read_member=read_member, name="btrfs0")
+    return Stack(FileSystemNode(array, kind=kind), (PresetDrive("wd800bd", "sda"), PresetDrive("wd800bd", "sdb")))
+
+
+def test_a_btrfs_array_in_a_stack_mirrors_or_stripes_on_the_drives():
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.path import run
+
+    write = parse_workload("fio:rw=write,bs=1M,size=32M")
+    mirror = run(_btrfs_stack("raid1", read_member=1), write)
+    w = {d: mirror[d].size_bytes[mirror[d].op == Op.WRITE] for d in ("sda", "sdb")}
+    assert w["sda"].sum() == w["sdb"].sum() >= 32 << 20  # each byte on both, the metadata too
+    assert max(w["sda"].max(), w["sdb"].max()) <= 512 * KIB  # max_segments of 4 KiB folios per request
+    stripe = run(_btrfs_stack("raid0"), write)
+    halves = [int(stripe[d].size_bytes[stripe[d].op == Op.WRITE].sum()) for d in ("sda", "sdb")]
+    assert min(halves) >= 16 << 20 and sum(halves) < 2 * (32 << 20)
+    read = parse_workload("fio:rw=read,bs=1M,size=32M")
+    got = run(_btrfs_stack("raid1", read_member=1), read)
+    assert (got["sda"].op == Op.READ).sum() == 0 and got["sdb"].size_bytes[got["sdb"].op == Op.READ].sum() >= 32 << 20
+
+
+def test_a_btrfs_array_is_timed_and_must_be_its_file_systems_own():
+    from diskmodel.model.predict import predict
+
+    one, two = (predict(_btrfs_stack(p), "fio:rw=read,bs=1M,size=64M").throughput_bytes_per_s for p in ("raid1", "raid0"))
+    assert two > 1.3 * one  # striped reads stream from both drives at once; one mirror serves a reader
+    with pytest.raises(ValueError) as e:
+        predict(_btrfs_stack("raid0", kind="ext4"), "fio:rw=write,bs=1M,size=8M")
+    assert "\n" not in str(e.value) and "must be the volume of a btrfs file system" in str(e.value)

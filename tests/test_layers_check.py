@@ -134,18 +134,16 @@ def test_device_bound_is_at_most_half_the_unthrottled_rate_and_refuses_bad_rates
         lc.device_bound(float("inf"), 1.0e6)
 
 
-def test_btrfs_raid_is_measured_not_predicted_and_the_rest_is_timed(lc):
-    """The I/O path refuses btrfs RAID (no request-level path): its rows are measured only, the others timed."""
+def test_btrfs_raid_and_md_raid_are_both_timed(lc):
+    """btrfs RAID 0 over two regions of one device is timed through its file system's chunks, as md's is."""
     from diskmodel.model.stacks.raid import RaidArray
 
     from diskmodel.model.drive.disk import flat_latency_disk
 
     disk = flat_latency_disk(60e-6, 1e9, 4 << 30)
-    btrfs = lc._stripe_on_one_device(disk, {}, "btrfs raid0")
-    assert not lc._timed(btrfs)
-    with pytest.raises(ValueError, match="btrfs RAID has no request-level path"):
-        predict(btrfs, SMALL)
+    btrfs = lc._stripe_on_one_device(disk, "btrfs raid0")
+    assert predict(btrfs, SMALL).throughput_bytes_per_s > 0  # fio on a file in it, as the bench runs it
     two = (Partition(MIB, 256 * MIB, disk="sda"), Partition(258 * MIB, 256 * MIB, disk="sda"))
     md = Stack(FileSystemNode(RaidArray("raid0", two, chunk_size_bytes=64 * KIB), kind="ext4"),
                (InMemoryDrive(disk, "sda"),), "md raid0")
-    assert lc._timed(md) and predict(md, SMALL).throughput_bytes_per_s > 0
+    assert predict(md, SMALL).throughput_bytes_per_s > 0

@@ -246,8 +246,7 @@ def _run(args) -> int:
     stack = _stack(args)
     slow = {disk: {"read_bytes_per_s": rate, "write_bytes_per_s": rate} for disk, rate in args.slow}
     # A bad value the model finds (a job larger than the stack) stops the run before anything is built;
-    # a layer the model does not time (btrfs RAID has no request-level path) is said beside the
-    # measurement, which still runs
+    # a stack the model does not time is said beside the measurement, which still runs
     unmodelled = ""
     prediction = None
     try:

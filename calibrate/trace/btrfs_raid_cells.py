@@ -64,14 +64,26 @@ def run_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str = "nolimit"):
 
 def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, read_ahead_kb: int,
                             pid: int | None = None):
-    """{device name: Stream} model/iopath predicts for the two loop devices (*pid*: the reader's)."""
+    """{device name: Stream} model/iopath predicts for the two loop devices (*pid*: the reader's): the
+    stack's I/O path (:func:`diskmodel.model.iopath.path.run`) over one btrfs array of the two devices."""
     from diskmodel.calibrate.trace.fs_cells import _dirtyable_bytes
+    from diskmodel.model.drive.drives import PresetDrive
     from diskmodel.model.iopath import CacheParams, parse_workload
-    from diskmodel.model.iopath.btrfs_raid import btrfs_multi_device
+    from diskmodel.model.iopath.path import run
+    from diskmodel.model.stacks.raid import RaidArray
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
 
     cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
                         memory_bytes=_dirtyable_bytes())
-    return btrfs_multi_device(parse_workload(w.model), profile, list(names), MEMBER_BYTES, cache, reader_pid=pid)
+    # each loop device whole, as a partition of a drive of its name (the drive's model is not asked for)
+    members = tuple(Partition(0, MEMBER_BYTES, f"{n}-whole", disk=n) for n in names)
+    # raid1 reads from the mirror the reader's pid picks (find_live_mirror: pid % copies)
+    array = RaidArray(profile, members, tool="btrfs",
+                      read_member=pid % len(members) if pid is not None and profile == "raid1" else None)
+    stack = Stack(FileSystemNode(array, kind="btrfs"), tuple(PresetDrive("wd800bd", n) for n in names))
+    streams = run(stack, parse_workload(w.model), cache)
+    return {n: streams[n] for n in names}
 
 
 def workloads_named(names):

@@ -31,18 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fileops import FileOps, resolve_clones
-from .fs import MAX_SEGMENTS, file_system
-from .fs_layout import FsParams
+from ..stacks.raid import BTRFS_STRIPE_BYTES
+from .fs import MAX_SEGMENTS
 from .md_raid import md_raid0
-from .pagecache import CacheParams, page_cache
-from .path import queue
 from .stream import Op, Stream, concat
 
-__all__ = ["BTRFS_PROFILES", "BTRFS_STRIPE_BYTES", "btrfs_map", "btrfs_multi_device"]
+__all__ = ["BTRFS_PROFILES", "BTRFS_STRIPE_BYTES", "BTRFS_MEMBER_WRITE_KB", "btrfs_map"]
 
 BTRFS_PROFILES = ("raid0", "raid1")
-BTRFS_STRIPE_BYTES = 64 << 10  # BTRFS_STRIPE_LEN
 BTRFS_DATA_FOLIO_BYTES = 4096  # btrfs's page cache folios of file data
 #: the largest write request on a member: max_segments folios
 BTRFS_MEMBER_WRITE_KB = MAX_SEGMENTS * BTRFS_DATA_FOLIO_BYTES // 1024
@@ -78,30 +74,3 @@ def btrfs_map(stream: Stream, profile: str, devices, superblocks, reader_pid: in
         both = concat([parts[name], supers.replace(parent=np.flatnonzero(sb))]) if name in parts else supers
         out[name] = both.take(np.argsort(both.time_s, kind="stable"))
     return out
-
-
-def btrfs_multi_device(workload: FileOps, profile: str, devices, device_bytes: int,
-                       cache: CacheParams | None = None, reader_pid: int | None = None) -> dict[str, Stream]:
-    """``{device: Stream}`` for ``workload`` on one btrfs over ``devices`` (names, each of
-    ``device_bytes``) whose data and metadata are ``profile``: the page cache, the file system on
-    its logical space (metadata once), the profile's mapping (raid1 reads by ``reader_pid``), each
-    device's queue (write requests of at most :data:`BTRFS_MEMBER_WRITE_KB`)."""
-    cache = cache or CacheParams()
-    p = FsParams(kind="btrfs", device_bytes=int(device_bytes), metadata_copies=1)
-    ops = resolve_clones(workload, reflink=True)
-    res = page_cache(ops, cache)
-    fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops)
-    mapped = btrfs_map(fs.stream, profile, devices, p.superblocks(), reader_pid)
-    return {name: _member_queue(s) for name, s in mapped.items()}
-
-
-def _member_queue(s: Stream) -> Stream:
-    """A member's queue: writes merged up to :data:`BTRFS_MEMBER_WRITE_KB`, the rest up to
-    ``max_sectors_kb``; ``parent`` the index in ``s``."""
-    writes = s.op == Op.WRITE
-    parts = []
-    for keep, limit in ((np.flatnonzero(writes), BTRFS_MEMBER_WRITE_KB), (np.flatnonzero(~writes), None)):
-        q = queue(s.take(keep), limit) if limit else queue(s.take(keep))
-        parts.append(q.replace(parent=keep[q.parent]) if len(q) else q)
-    out = concat(parts)
-    return out.take(np.argsort(out.time_s, kind="stable"))

@@ -8,9 +8,12 @@ split at ``max_sectors_kb``: :mod:`.block_layer`).
 Nodes (model/stacks/volumes.py, raid.py, thin.py, loop_file.py):
 
 - ``partition``: :func:`.partition.partition` onto its disk;
-- ``lvm_linear``: dm-linear over the physical volumes (each a partition);
+- ``lvm_linear``: dm-linear over the physical volumes (partitions, or any block node);
 - ``lvm_striped``: dm-striped over them;
-- ``raid`` (md): RAID 0/1/5/6 (:mod:`.md_raid`, :mod:`.md_parity`), 512 KiB chunks by default;
+- ``raid`` (md): RAID 0/1/5/6 (:mod:`.md_raid`, :mod:`.md_parity`), 512 KiB chunks by default; LVM's
+  (``tool: "lvm"``): dm-stripe for RAID 0, md's personalities (dm-raid) for the others; btrfs's
+  (``tool: "btrfs"``, under a btrfs file system): the file system's chunks mapped by their profile
+  (:mod:`.btrfs_raid`), its metadata written once, each member's writes at most ``max_segments`` pages;
 - ``thin``: dm-thin onto its pool's data device; the metadata commits (counted on a ``<name>-meta``
   device) go to the same device after the pool's data area (the pool's metadata LV, ``pool_size_bytes``
   on), wrapped within ``metadata_size_bytes``;
@@ -42,6 +45,7 @@ from .dm_striped import dm_striped
 from .dm_thin import dm_thin
 from .fs_mkfs import MKFS_KINDS, mkfs_written
 from .fileops import FileOps, Kind, resolve_clones
+from .btrfs_raid import BTRFS_MEMBER_WRITE_KB, btrfs_map
 from .fs import file_system
 from ..filesystems.kinds import DEFAULTS, mkfs_journal_bytes
 from .fs_layout import FS_KINDS, FsParams
@@ -82,10 +86,21 @@ def max_sectors_kb(node, drives: dict | None = None) -> int:
             else DEFAULT_MAX_SECTORS_KB)
 
 
-def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB) -> Stream:
-    """A device's stream as its queue issues it: merged within each issue instant, then split."""
+def queue(stream: Stream, max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB, write_kb: int | None = None) -> Stream:
+    """A device's stream as its queue issues it: merged within each issue instant, then split.
+    ``write_kb``: a smaller limit of its writes alone [KiB] (a btrfs member's: a write request holds at
+    most ``max_segments`` scattered pages, :data:`.btrfs_raid.BTRFS_MEMBER_WRITE_KB`)."""
     if not len(stream):
         return stream
+    if write_kb is not None:
+        writes = stream.op == Op.WRITE
+        parts = []
+        for keep, limit in ((np.flatnonzero(writes), min(write_kb, max_sectors_kb)),
+                            (np.flatnonzero(~writes), max_sectors_kb)):
+            q = queue(stream.take(keep), limit)
+            parts.append(q.replace(parent=keep[q.parent]) if len(q) else q)
+        both = concat(parts)
+        return both.take(np.argsort(both.time_s, kind="stable"))
     order = np.argsort(stream.time_s, kind="stable")
     s = stream.take(order)
     return block_layer.split(block_layer.merge(s, max_sectors_kb), max_sectors_kb)
@@ -144,19 +159,20 @@ def _merge(into: dict[str, Stream], more: dict[str, Stream]):
 
 def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: dict[str, Stream],
            limit_kb: int | None = None, mkfs: list[tuple[int, int]] | tuple = (), dropped: bool = False,
-           drives: dict | None = None):
+           drives: dict | None = None, write_kb: int | None = None, superblocks: tuple = ()):
     """Record ``stream`` as device ``name`` (queued at ``limit_kb``, by default the node's own
     :func:`max_sectors_kb`) and pass it down through ``node``. ``mkfs``: the byte ranges of ``node``
     that mkfs wrote (:func:`.fs_mkfs.mkfs_written`; the file system's own volume only). ``dropped``:
     the workload started after ``drop_caches`` (``FileOps.caches_dropped``), which drops every
     layer's cached metadata, a loop image's host file system's too. ``drives``: the disks' queue
-    limits (:func:`drive_limits`; default each disk's BLK_DEF_MAX_SECTORS)."""
-    stream = queue(stream, limit_kb or max_sectors_kb(node, drives))
+    limits (:func:`drive_limits`; default each disk's BLK_DEF_MAX_SECTORS). ``write_kb``: :func:`queue`'s.
+    ``superblocks``: the btrfs superblock offsets [bytes] a btrfs array's members each receive."""
+    stream = queue(stream, limit_kb or max_sectors_kb(node, drives), write_kb)
     _merge(out, {name: stream})
     kind = type(node).__name__
     if kind == "Partition":
         _merge(out, {node.disk: queue(partition(stream, node.start_bytes, node.size_bytes),
-                                       limit_kb or max_sectors_kb(node, drives))})
+                                       limit_kb or max_sectors_kb(node, drives), write_kb)})
         return
     if kind in ("LinearVolume", "StripedVolume"):
         pvs = node.physical_volumes
@@ -174,8 +190,14 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         members = node.members
         names = [_name(m, f"{name}-m{i}") for i, m in enumerate(members)]
         if node.tool == "btrfs":
-            raise ValueError(f"{path} (raid): tool = 'btrfs': btrfs RAID has no request-level path (the array is "
-                             "the file system's own, not a block layer); give tool 'md' or 'lvm'")
+            if not superblocks:
+                raise ValueError(f"{path} (raid): tool = 'btrfs': a btrfs array is its file system's own; it must be "
+                                 "the volume of a btrfs file system")
+            parts = btrfs_map(stream, node.kind, names, superblocks, node.read_member)
+            for i, m in enumerate(members):
+                _below(m, parts[names[i]], names[i], f"{path}.members[{i}]", cache, out, dropped=dropped,
+                       drives=drives, write_kb=BTRFS_MEMBER_WRITE_KB)
+            return
         if node.failed_members:
             raise ValueError(f"{path} (raid): failed_members = {list(node.failed_members)}: a degraded array is not "
                              "on the request-level path (md's reconstruct reads are not modelled); give no failed members")
@@ -341,7 +363,12 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
         stack = type(stack)(stack.file_system.export, stack.disks, stack.name)
     fs_node = stack.file_system
     volume = stack.volume
-    p = fs_params_of(fs_node, int(volume.size_bytes))
+    btrfs_array = fs_node.kind == "btrfs" and type(volume).__name__ == "RaidArray" and volume.tool == "btrfs"
+    if btrfs_array:
+        # one logical space laid out as on one member, its metadata once: the profile copies or stripes it
+        p = replace(fs_params_of(fs_node, min(int(m.size_bytes) for m in volume.members)), metadata_copies=1)
+    else:
+        p = fs_params_of(fs_node, int(volume.size_bytes))
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
@@ -363,7 +390,7 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
     # the blocks mkfs wrote: a thin volume's chunks under any of them were provisioned before the workload
     mkfs = mkfs_written(p, fs_node.mkfs_options) if p.kind in MKFS_KINDS else ()
     _below(volume, stream, _name(volume, "volume"), "file_system.volume", cache, out, mkfs=mkfs,
-           dropped=ops.caches_dropped, drives=drives)
+           dropped=ops.caches_dropped, drives=drives, superblocks=tuple(p.superblocks()) if btrfs_array else ())
     return out
 
 

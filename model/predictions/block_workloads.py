@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 from .._checks import evolve as _evolve
-from .._checks import flag, one_of, positive_rate, show, whole_number
+from .._checks import FieldError, flag, one_of, positive_rate, show, whole_number
 from ..units import KIB, MIB
 
 FIO_RW = ("read", "write", "randread", "randwrite")
@@ -147,6 +147,21 @@ class FioJob:
         moved = float(self.size_bytes)
         return {"requests": float(requests), "bytes_read": 0.0 if self.is_write else moved,
                 "bytes_written": moved if self.is_write else 0.0}
+
+    def check_fits(self, size_bytes: int, what: str = "device") -> None:
+        """FieldError naming ``size_bytes`` when the job's region is larger than *size_bytes* (of a
+        *what*: the device, or the file system a file of the job lies in)."""
+        if self.region > size_bytes:
+            verb = "moves" if self.region_bytes is None else "works in a region of"
+            raise FieldError("size_bytes", f"the job {verb} {self.region} bytes, more than the {what}'s {size_bytes}",
+                             sep=": ")
+
+    def file_spec(self) -> str:
+        """The same job on a file in a file system, as a workload string
+        (:func:`diskmodel.model.iopath.parse_workload`): a file of the job's region, its bytes moved with
+        O_DIRECT at its queue depth."""
+        return (f"fio:rw={self.rw},bs={self.block_size_bytes},size={self.region},io_size={self.size_bytes},"
+                f"iodepth={self.iodepth},direct=1")
 
     def fio_arguments(self, filename: str) -> list[str]:
         """fio's command-line options for this job on *filename* (text only; nothing is run)."""

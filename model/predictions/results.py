@@ -285,9 +285,7 @@ def block_job_stream(job, size_bytes: int) -> Stream:
     each block of the region once per pass in random order (fio's random map, on unless ``norandommap``:
     a block is not read twice before every block was read once), seeded alike."""
     bs, size, region = int(job.block_size_bytes), int(job.size_bytes), int(job.region)
-    if region > size_bytes:
-        what = "moves" if job.region_bytes is None else "works in a region of"
-        raise FieldError("size_bytes", f"the job {what} {region} bytes, more than the device's {size_bytes}", sep=": ")
+    job.check_fits(size_bytes)
     n, blocks = size // bs, region // bs
     blk = np.arange(n, dtype=np.int64) % blocks
     if job.rw.startswith("rand"):

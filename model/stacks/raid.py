@@ -18,10 +18,11 @@ and a request of S bytes at an offset aligned to S touches ceil-many
 chunks, one piece per member.  Parity arrays rotate their parity chunks
 (md's left-symmetric layout).
 
-``read_policy``, ``read_member``, ``tool`` and btrfs's data-path costs
-(``fs_*``) describe what provisioning builds and what a btrfs array
-costs on the host; the I/O path times md arrays only, and refuses the
-others naming ``tool``.
+``read_policy``, ``read_member`` and ``tool`` describe what provisioning
+builds and how the I/O path maps requests (:mod:`diskmodel.model.iopath.path`):
+md's personalities, LVM's (dm-stripe, dm-raid), or a btrfs file system's
+own chunks (:mod:`diskmodel.model.iopath.btrfs_raid`; only as the volume of
+a btrfs file system).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import evolve as _evolve
-from .._checks import finite_scalar, one_of, show, whole_number
+from .._checks import one_of, show, whole_number
 from .block import chunk_size
 from .nodes import is_node, node_type, text_field
 from ..units import KIB
@@ -46,10 +47,10 @@ READ_POLICIES = ("least_busy", "md", "btrfs")
 TOOLS = ("md", "lvm", "btrfs")
 #: md's default chunk (mdadm --chunk) [bytes]; LVM's raid and striped default is 64 KiB.
 DEFAULT_CHUNK_BYTES = 512 * KIB
+#: btrfs's stripe on each device of a raid0 chunk (BTRFS_STRIPE_LEN, fs/btrfs/volumes.h) [bytes].
+BTRFS_STRIPE_BYTES = 64 * KIB
 #: Offsets enumerated per layout period at most; beyond, a uniform grid of this many.
 MAX_OFFSETS = 4096
-#: btrfs's data-path costs (RaidArray fields).
-_FS_COSTS = ("fs_read_request_s", "fs_read_s_per_byte", "fs_write_request_s", "fs_write_s_per_byte")
 
 
 def stripe_layout(size_bytes: int, chunk_bytes: int, data_members: int, *, parity: int = 0) -> list[dict]:
@@ -129,7 +130,7 @@ class RaidArray:
         At least 2 (RAID 0, 1), 3 (RAID 5) or 4 (RAID 6); they may differ.
     chunk_size_bytes : int
         Stripe chunk [bytes]: a power of two >= 4 KiB (md's default 512 KiB,
-        LVM's 64 KiB); unused by RAID 1.
+        LVM's 64 KiB); unused by RAID 1; btrfs's is 64 KiB, and another is refused.
     read_policy : str or None
         RAID 1's read policy: "least_busy", "md" or "btrfs"; default the
         tool's ("btrfs" for btrfs, else "md"). The timed path reads as md's
@@ -148,12 +149,6 @@ class RaidArray:
     tool : str
         "md" (mdadm), "lvm" (lvcreate --type raidN / striped) or "btrfs"
         (mkfs.btrfs -d raid0/raid1; RAID 0 and 1 only).
-    fs_read_request_s, fs_write_request_s : float
-        btrfs's data path: fixed cost per read / write request [s], >= 0
-        (tool "btrfs" only; default 0).
-    fs_read_s_per_byte, fs_write_s_per_byte : float
-        btrfs's data path: cost per byte read / written [s/byte], >= 0
-        (checksums, copy-on-write, the buffered fallback of O_DIRECT writes).
     name : str
         The array's device, e.g. "/dev/md0" (for reports; default none).
     """
@@ -166,10 +161,6 @@ class RaidArray:
     failed_members: tuple = ()
     array_size_bytes: int | None = None
     tool: str = "md"
-    fs_read_request_s: float = 0.0
-    fs_read_s_per_byte: float = 0.0
-    fs_write_request_s: float = 0.0
-    fs_write_s_per_byte: float = 0.0
     name: str = ""
 
     def __post_init__(self):
@@ -190,11 +181,9 @@ class RaidArray:
         one_of("tool", self.tool, TOOLS)
         if self.tool == "btrfs" and self.kind not in ("raid0", "raid1"):
             raise ValueError(f"tool: btrfs builds raid0 and raid1 only here (got kind {self.kind!r})")
-        for cost in _FS_COSTS:
-            value = finite_scalar(cost, getattr(self, cost), nonnegative=True)
-            if value and self.tool != "btrfs":
-                raise ValueError(f"{cost} is btrfs's data path: tool 'btrfs' only (got tool {self.tool!r})")
-            object.__setattr__(self, cost, value)
+        if self.tool == "btrfs" and self.chunk_size_bytes not in (DEFAULT_CHUNK_BYTES, BTRFS_STRIPE_BYTES):
+            raise ValueError(f"chunk_size_bytes: btrfs stripes its chunks in {BTRFS_STRIPE_BYTES} bytes "
+                             f"(BTRFS_STRIPE_LEN), whatever is asked (got {self.chunk_size_bytes})")
         policy = self.read_policy
         if policy is None:
             policy = "btrfs" if self.tool == "btrfs" else "md"
