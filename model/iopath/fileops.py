@@ -19,6 +19,9 @@ last read follows its wait). None takes the last operation's issue.
 ``caches_dropped``: the workload starts after ``sync`` and ``echo 3 > /proc/sys/vm/drop_caches`` on the
 mounted file system (as the copy's steps are measured), not on a fresh mount, so the blocks the mount
 read are not cached either where no one holds them (:meth:`~.fs_meta.MetadataReads.mounted`).
+``timed_from``: the first operation the workload's own figures count; the ones before it run (their
+requests reach the devices) but neither their time nor their bytes count: fio lays a read job's file out
+before the job, and reports the job alone.
 
 The generators follow the real programs:
 
@@ -92,6 +95,8 @@ class FileOps:
     fallback: np.ndarray | None = None  # ops done only when the CLONE before them is refused
     caches_dropped: bool = False  # started after sync and drop_caches, not a fresh mount (module docstring)
     end_s: float | None = None  # when the last call returns (module docstring); None: at its issue
+    #: the first operation the workload's own figure counts (fio's job, after laying its file out); 0: all
+    timed_from: int = 0
 
     def __len__(self) -> int:
         return int(self.kind.size)
@@ -99,7 +104,8 @@ class FileOps:
     def take(self, keep: np.ndarray) -> "FileOps":
         """The operations the boolean mask ``keep`` marks, in their order (the files and the rest as they are)."""
         return FileOps(*(getattr(self, f)[keep] for f in _FIELDS), self.dir_of_file, self.initial_bytes,
-                       None if self.fallback is None else self.fallback[keep], self.caches_dropped, self.end_s)
+                       None if self.fallback is None else self.fallback[keep], self.caches_dropped, self.end_s,
+                       int(np.count_nonzero(np.asarray(keep, bool)[:self.timed_from])))
 
     @property
     def app_end_s(self) -> float:
@@ -277,6 +283,7 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
         reads = np.full(n, rw.endswith("read"))
     b = _Builder(call_s, copy_bytes_per_s)
     b.add(Kind.CREATE, 0)
+    laid_out = 0
     if rw.startswith("rand") and not direct:
         # fio's fadvise_hint=1 (its default): POSIX_FADV_RANDOM on a random job's file (fio(1))
         b.add(Kind.RANDOM, 0)
@@ -285,6 +292,7 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
         b.add(Kind.WRITE, 0, 0, size, min(bs, 1 << 20))
         b.add(Kind.FSYNC, 0)
         b.add(Kind.DROP, 0)
+        laid_out = len(b.rows)  # fio's figures count the job alone
     writes = 0
     for i, (blk, is_read) in enumerate(zip(order.tolist(), reads.tolist())):
         # A batch of iodepth requests goes out at one instant (io_submit of the queue's fill).
@@ -294,7 +302,7 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
             writes += 1
             if fsync and writes % fsync == 0:
                 b.add(Kind.FSYNC, 0)
-    return b.build([0], [0], sync_at_end)
+    return replace(b.build([0], [0], sync_at_end), timed_from=laid_out)
 
 
 def copy(size: int, *, chunk_bytes: int = 128 * 1024, call_s: float = CALL_S, copy_bytes_per_s: float = COPY_BYTES_PER_S,
