@@ -133,3 +133,12 @@ def test_a_btrfs_array_is_timed_and_must_be_its_file_systems_own():
     with pytest.raises(ValueError) as e:
         predict(_btrfs_stack("raid0", kind="ext4"), "fio:rw=write,bs=1M,size=8M")
     assert "\n" not in str(e.value) and "must be the volume of a btrfs file system" in str(e.value)
+
+
+def test_a_btrfs_raid0_holds_what_its_members_hold_together():
+    # raid0's logical space is the members' sum: a file larger than one member fits (mkfs.btrfs -d raid0)
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.path import run
+
+    got = run(_btrfs_stack("raid0"), parse_workload("fio:rw=write,bs=1M,size=1200M"))
+    assert min(int(got[d].size_bytes[got[d].op == Op.WRITE].sum()) for d in ("sda", "sdb")) >= 600 << 20

@@ -364,11 +364,11 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
     fs_node = stack.file_system
     volume = stack.volume
     btrfs_array = fs_node.kind == "btrfs" and type(volume).__name__ == "RaidArray" and volume.tool == "btrfs"
+    p = fs_params_of(fs_node, int(volume.size_bytes))
     if btrfs_array:
-        # one logical space laid out as on one member, its metadata once: the profile copies or stripes it
-        p = replace(fs_params_of(fs_node, min(int(m.size_bytes) for m in volume.members)), metadata_copies=1)
-    else:
-        p = fs_params_of(fs_node, int(volume.size_bytes))
+        # one logical space of the array's size (raid0: the members' sum; raid1: one member's), its
+        # metadata once: the profile copies or stripes it
+        p = replace(p, metadata_copies=1)
     ops = resolve_clones(ops, reflink=p.kind in REFLINK_KINDS)
     if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
