@@ -142,3 +142,23 @@ def test_a_btrfs_raid0_holds_what_its_members_hold_together():
 
     got = run(_btrfs_stack("raid0"), parse_workload("fio:rw=write,bs=1M,size=1200M"))
     assert min(int(got[d].size_bytes[got[d].op == Op.WRITE].sum()) for d in ("sda", "sdb")) >= 600 << 20
+
+
+def test_btrfs_reads_ahead_by_its_own_bdi():
+    # open_ctree: ra_pages = default x devices, at least 4 MiB (sysfs bdi btrfs-N reads 4096 on one
+    # device); a buffered read of 4 KiB calls then reaches the drive in requests of max_sectors_kb,
+    # where ext4 on the same partition reads ahead by its device's 128 KiB
+    from diskmodel.model.drive.drives import PresetDrive
+    from diskmodel.model.iopath import parse_workload
+    from diskmodel.model.iopath.path import run
+    from diskmodel.model.iopath.read_ahead import btrfs_read_ahead_kb
+    from diskmodel.model.stacks.stack import FileSystemNode, Stack
+    from diskmodel.model.stacks.volumes import Partition
+
+    assert btrfs_read_ahead_kb(1) == btrfs_read_ahead_kb(2) == 4096 and btrfs_read_ahead_kb(40) == 5120
+    largest = {}
+    for kind in ("btrfs", "ext4"):
+        stack = Stack(FileSystemNode(Partition(1 << 20, 1 << 30, "sda1"), kind=kind), (PresetDrive("wd800bd"),))
+        s = run(stack, parse_workload("fio:rw=read,bs=4k,size=32M"))["sda"]
+        largest[kind] = int(s.size_bytes[s.op == Op.READ].max())
+    assert largest == {"btrfs": 1280 * KIB, "ext4": 128 * KIB}

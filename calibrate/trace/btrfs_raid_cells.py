@@ -74,8 +74,9 @@ def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, rea
     from diskmodel.model.stacks.stack import FileSystemNode, Stack
     from diskmodel.model.stacks.volumes import Partition
 
-    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
-                        memory_bytes=_dirtyable_bytes())
+    # btrfs reads ahead by its own bdi, not the devices' (*read_ahead_kb*, kept for the record):
+    # model/iopath/read_ahead.py
+    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], memory_bytes=_dirtyable_bytes())
     # each loop device whole, as a partition of a drive of its name (the drive's model is not asked for)
     members = tuple(Partition(0, MEMBER_BYTES, f"{n}-whole", disk=n) for n in names)
     # raid1 reads from the mirror the reader's pid picks (find_live_mirror: pid % copies)

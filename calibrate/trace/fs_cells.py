@@ -212,7 +212,8 @@ def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahe
         journal = FsParams(kind, DEVICE_BYTES).journal_blocks * 4096
         node = replace(node, parameters=replace(node.parameters, journal_size_bytes=journal))
     stack = Stack(node)
-    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=read_ahead_kb,
+    # the traced device's read-ahead; btrfs reads ahead by its own bdi (model/iopath/read_ahead.py)
+    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=None if kind == "btrfs" else read_ahead_kb,
                         memory_bytes=_dirtyable_bytes())
     return run(stack, parse_workload(w.model), cache)[device]
 

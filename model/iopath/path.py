@@ -53,7 +53,7 @@ from .md_parity import md_raid5, md_raid6
 from .loop import WORKER_ASYNC_S, worker_order
 from .md_raid import md_raid0, md_raid1
 from .pagecache import CacheParams, page_cache
-from .read_ahead import device_read_ahead_kb
+from .read_ahead import DEFAULT_READ_AHEAD_KB, btrfs_read_ahead_kb, device_read_ahead_kb
 from .partition import partition
 from .stream import INSTANT_S, Flag, Op, Stream, concat
 from ..drive.drives import DEFAULT_MAX_SECTORS_KB
@@ -373,6 +373,11 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
     if p.kind == "ext3" and p.journal_mode != "writeback" or p.journal_mode == "journal" and p.journaled:
         cache = replace(cache, commit_writeback_s=p.commit_interval_s)
     drives = drive_limits(stack)
+    if p.kind == "btrfs":  # btrfs reads through a bdi of its own (read_ahead.py)
+        devices = len(volume.members) if btrfs_array else 1
+        cache = replace(cache, io_kb=DEFAULT_READ_AHEAD_KB if cache.io_kb is None else cache.io_kb,
+                        read_ahead_kb=btrfs_read_ahead_kb(devices) if cache.read_ahead_kb is None
+                        else cache.read_ahead_kb)
     if cache.io_kb is None:  # the bdi's io_pages: the file system's device's largest request
         cache = replace(cache, io_kb=max_sectors_kb(volume, drives))
     if cache.read_ahead_kb is None:  # the bdi's ra_pages: twice the device's optimal I/O size, at least 128 KiB

@@ -15,6 +15,11 @@ sysfs ``optimal_io_size``) is what the layers say a full stripe is:
 - a linear volume and md over members: the least common multiple of the members'
   (blk_stack_limits, ``lcm_not_zero``); a partition, a drive, a loop device and NBD: none.
 
+A btrfs file system reads ahead by its own bdi, not its devices': ``ra_pages`` the default times its
+devices, at least 4 MiB (fs/btrfs/disk-io.c, open_ctree: ``ra_pages *= num_devices; ra_pages =
+max(ra_pages, SZ_4M / PAGE_SIZE)``; ``/sys/class/bdi/btrfs-N/read_ahead_kb`` reads 4096 here), and
+``io_pages`` the bdi's default, 128 KiB (mm/backing-dev.c, bdi_alloc): :func:`btrfs_read_ahead_kb`.
+
 Seen in the VM's Linux 6.1: ``read_ahead_kb`` 512 on md RAID 0 and on an LVM volume striped over
 four members at 64 KiB, 384 on RAID 5 and 256 on RAID 6 over four, 128 on a linear volume and on
 two stripes of 4 KiB, and 128, 2048 and 16384 on thin volumes of pools with 64 KiB, 1 MiB and
@@ -24,10 +29,13 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["DEFAULT_READ_AHEAD_KB", "io_opt_bytes", "device_read_ahead_kb"]
+__all__ = ["DEFAULT_READ_AHEAD_KB", "BTRFS_MIN_READ_AHEAD_KB", "io_opt_bytes", "device_read_ahead_kb",
+           "btrfs_read_ahead_kb"]
 
 #: The kernel's default read-ahead [KiB] (VM_READAHEAD_PAGES: 128 KiB), a device's least.
 DEFAULT_READ_AHEAD_KB = 128
+#: btrfs's least read-ahead [KiB] (open_ctree: SZ_4M).
+BTRFS_MIN_READ_AHEAD_KB = 4096
 
 
 def _lcm(values) -> int:
@@ -60,3 +68,10 @@ def device_read_ahead_kb(node) -> int:
     """The read-ahead [KiB] the kernel gives *node*'s device: twice its optimal I/O size, at least
     :data:`DEFAULT_READ_AHEAD_KB`."""
     return max(2 * io_opt_bytes(node) // 1024, DEFAULT_READ_AHEAD_KB)
+
+
+def btrfs_read_ahead_kb(devices: int) -> int:
+    """The read-ahead [KiB] of a btrfs over *devices* devices: its bdi's, the default times the devices,
+    at least :data:`BTRFS_MIN_READ_AHEAD_KB` (see the module docstring)."""
+    return max(DEFAULT_READ_AHEAD_KB * int(devices), BTRFS_MIN_READ_AHEAD_KB)
+
