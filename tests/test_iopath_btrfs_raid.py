@@ -162,3 +162,11 @@ def test_btrfs_reads_ahead_by_its_own_bdi():
         s = run(stack, parse_workload("fio:rw=read,bs=4k,size=32M"))["sda"]
         largest[kind] = int(s.size_bytes[s.op == Op.READ].max())
     assert largest == {"btrfs": 1280 * KIB, "ext4": 128 * KIB}
+
+
+def test_a_btrfs_mirrors_read_member_is_used_and_not_listed_as_unused():
+    from diskmodel.model.predict import predict
+
+    p = predict(_btrfs_stack("raid1", read_member=1), "fio:rw=read,bs=1M,size=16M")
+    assert not [a for a in p.assumptions if a[0].startswith("not used")]
+    assert p.streams["sda"].size_bytes[p.streams["sda"].op == Op.READ].sum() == 0  # member 1 (sdb) serves

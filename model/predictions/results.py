@@ -438,6 +438,8 @@ def unused_fields(root, where: str = "file_system") -> tuple:
             given = [n for n in names if getattr(obj, n) != defaults.get(n)]
             if type(obj).__name__ == "RaidArray" and obj.read_policy == "md":
                 given = [n for n in given if n != "read_policy"]
+            if type(obj).__name__ == "RaidArray" and obj.tool == "btrfs" and obj.read_policy == "btrfs":
+                given = []  # btrfs's own pid policy, and the mirror it chose, are what its path reads by
             if given:
                 out.append((f"not used: {where}", ", ".join(given) + " (the timed path does not model them)"))
     return tuple(out)
