@@ -65,7 +65,7 @@ def lvm_mapping_overhead_s(volume, metadata_ios, data_block_ios, mapping: LvmMap
 
     Parameters
     ----------
-    volume : Partition, LinearVolume or StripedVolume
+    volume : a partition, an LVM linear or striped volume (:mod:`diskmodel.model.stacks.volumes`)
     metadata_ios, data_block_ios, data_requests : array_like
         Counts of metadata I/Os, data-block I/Os and data requests reaching
         the volume [count], >= 0.
