@@ -49,7 +49,7 @@ def test_bytes_per_member_as_blktrace_measured(cell):
     # on the loop devices in ways the model does not follow)
     w, = workloads_named([cell["workload"]])
     names = [f"m{k}" for k in range(len(cell["members"]))]
-    pred = predict_btrfs_raid_cell(cell["profile"], w, cell["memory"], names, cell["read_ahead_kb"])
+    pred = predict_btrfs_raid_cell(cell["profile"], w, cell["memory"], names)
     for name, meas in zip(names, cell["members"]):
         s = pred[name]
         pb = int(s.size_bytes[(s.op == Op.READ) | (s.op == Op.WRITE)].sum())
@@ -88,7 +88,7 @@ def test_raid0_stripes_merge_to_max_segments_of_4k_folios(cell):
     # (1280 KiB) made half as many
     w, = workloads_named([cell["workload"]])
     names = [f"m{k}" for k in range(len(cell["members"]))]
-    pred = predict_btrfs_raid_cell(cell["profile"], w, cell["memory"], names, cell["read_ahead_kb"])
+    pred = predict_btrfs_raid_cell(cell["profile"], w, cell["memory"], names)
     for name, meas in zip(names, cell["members"]):
         s = pred[name]
         n = int(((s.op == Op.READ) | (s.op == Op.WRITE)).sum())
@@ -128,7 +128,8 @@ def test_a_btrfs_array_in_a_stack_mirrors_or_stripes_on_the_drives():
 def test_a_btrfs_array_is_timed_and_must_be_its_file_systems_own():
     from diskmodel.model.predict import predict
 
-    one, two = (predict(_btrfs_stack(p), "fio:rw=read,bs=1M,size=64M").throughput_bytes_per_s for p in ("raid1", "raid0"))
+    one, two = (predict(_btrfs_stack(p), "fio:rw=read,bs=1M,size=64M").throughput_bytes_per_s
+                for p in ("raid1", "raid0"))
     assert two > 1.3 * one  # striped reads stream from both drives at once; one mirror serves a reader
     with pytest.raises(ValueError) as e:
         predict(_btrfs_stack("raid0", kind="ext4"), "fio:rw=write,bs=1M,size=8M")

@@ -190,6 +190,13 @@ def test_a_pv_may_be_any_block_node(disk):
     with pytest.raises(ValueError) as e:  # the equations place a volume on one disk
         VolumeOnDisk(disk, lv)
     assert "\n" not in str(e.value) and "physical_volumes" in str(e.value)
+    # disk byte offsets mean nothing across disks: sda1 and sdb1 hold the same ones
+    two_disks = LinearVolume((Partition(MIB, 100 * MIB, "sda1", "sda"), Partition(MIB, 100 * MIB, "sdb1", "sdb")))
+    assert two_disks.logical_to_physical(96 * MIB).tolist() == 2 * MIB  # sdb1's first extent, on sdb
+    for method in (lv.physical_to_logical, two_disks.physical_to_logical, striped.physical_to_logical,
+                   lambda _: two_disks.physical_span, lambda at: striped.physical_pieces(at, MIB)):
+        with pytest.raises(ValueError, match="physical_volumes: disk byte offsets need every PV to be a partition"):
+            method(2 * MIB)
     for bad, where in ((("sda1",), "physical_volumes[0]"), ((), "physical_volumes"), ("md0", "physical_volumes")):
         with pytest.raises(ValueError, match=re.escape(where)):
             LinearVolume(bad)

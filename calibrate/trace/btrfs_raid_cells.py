@@ -62,8 +62,7 @@ def run_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str = "nolimit"):
     return trace, names, ra_kb, pid
 
 
-def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, read_ahead_kb: int,
-                            pid: int | None = None):
+def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, pid: int | None = None):
     """{device name: Stream} model/iopath predicts for the two loop devices (*pid*: the reader's): the
     stack's I/O path (:func:`diskmodel.model.iopath.path.run`) over one btrfs array of the two devices."""
     from diskmodel.calibrate.trace.fs_cells import _dirtyable_bytes
@@ -74,8 +73,7 @@ def predict_btrfs_raid_cell(profile: str, w: FsWorkload, memory: str, names, rea
     from diskmodel.model.stacks.stack import FileSystemNode, Stack
     from diskmodel.model.stacks.volumes import Partition
 
-    # btrfs reads ahead by its own bdi, not the devices' (*read_ahead_kb*, kept for the record):
-    # model/iopath/read_ahead.py
+    # btrfs reads ahead by its own bdi, not by the devices' read_ahead_kb (model/iopath/read_ahead.py)
     cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], memory_bytes=_dirtyable_bytes())
     # each loop device whole, as a partition of a drive of its name (the drive's model is not asked for)
     members = tuple(Partition(0, MEMBER_BYTES, f"{n}-whole", disk=n) for n in names)
@@ -120,7 +118,7 @@ def btrfs_raid_rows(profiles, workloads, memories, from_dir=None, keep_dir=None,
                         save_trace(trace, folder / f"{stem}.npz")
                         (folder / f"{stem}.json").write_text(
                             json.dumps({"devices": names, "read_ahead_kb": ra_kb, "reader_pid": pid}))
-                pred = predict_btrfs_raid_cell(profile, w, memory, names, ra_kb, pid)
+                pred = predict_btrfs_raid_cell(profile, w, memory, names, pid)
                 for k, dev in enumerate(names):
                     meas = trace.devices[dev].stream if dev in trace.devices else pred[dev].take(slice(0, 0))
                     rows.append({"where": "host", "stack": f"btrfs_{profile}_{memory}", "layer": f"btrfs_{profile}",

@@ -213,8 +213,8 @@ def predict_fs_cell(kind: str, w: FsWorkload, memory: str, device: str, read_ahe
         node = replace(node, parameters=replace(node.parameters, journal_size_bytes=journal))
     stack = Stack(node)
     # the traced device's read-ahead; btrfs reads ahead by its own bdi (model/iopath/read_ahead.py)
-    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], read_ahead_kb=None if kind == "btrfs" else read_ahead_kb,
-                        memory_bytes=_dirtyable_bytes())
+    cache = CacheParams(memory_limit_bytes=MEMORY_LIMITS[memory], memory_bytes=_dirtyable_bytes(),
+                        read_ahead_kb=None if kind == "btrfs" else read_ahead_kb)
     return run(stack, parse_workload(w.model), cache)[device]
 
 

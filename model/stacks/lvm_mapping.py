@@ -14,6 +14,7 @@ from .._checks import finite_array, finite_scalar
 
 __all__ = ["LvmMapping", "lvm_mapping_overhead_s"]
 
+
 @dataclass(frozen=True)
 class LvmMapping:
     """Empirical LVM mapping costs, eq. (12): T_LVM_MO = f(MD_mapping, FB_mapping).

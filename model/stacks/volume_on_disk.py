@@ -205,9 +205,6 @@ class VolumeOnDisk:
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
         if not is_node(self.volume) or not hasattr(self.volume, "physical_pieces"):
             raise ValueError(f"volume must be a Partition, LinearVolume or StripedVolume (got {show(self.volume)})")
-        if not getattr(self.volume, "pvs_are_partitions", True):
-            raise ValueError("volume: its physical_volumes are not all partitions of the disk (an md array, a loop "
-                             "file...): the equations place a volume on one disk; the I/O path times it")
         if not isinstance(self.mapping, LvmMapping):
             raise ValueError(f"mapping must be an LvmMapping (got {type(self.mapping).__name__})")
         capacity = self.disk.capacity_bytes

@@ -271,6 +271,17 @@ class _MappedVolume:
         """Is every PV a partition (the segment table's physical bytes then are its disks' own)?"""
         return all(isinstance(pv, Partition) for pv in self.physical_volumes)
 
+    def _on_one_disk(self) -> None:
+        """ValueError naming ``physical_volumes`` unless every PV is a partition of one disk: a disk byte
+        offset names one logical byte, and a span of the disk means something, only then (PVs on two disks,
+        or md arrays, hold the same offsets; the I/O path maps through each PV instead).
+        ``logical_to_physical`` needs no such check: each logical byte lies at one byte of its own PV."""
+        if not self.pvs_are_partitions or len({pv.disk for pv in self.physical_volumes}) != 1:
+            got = ", ".join(f"a partition of {pv.disk}" if isinstance(pv, Partition) else f"a {type(pv).__name__}"
+                            for pv in self.physical_volumes)
+            raise ValueError(f"physical_volumes: disk byte offsets need every PV to be a partition of one disk "
+                             f"(got {got})")
+
     def pv_extents(self, index: int) -> int:
         """Physical extents available on PV *index* [count]."""
         pv = self.physical_volumes[index]
@@ -278,6 +289,7 @@ class _MappedVolume:
 
     @property
     def physical_span(self) -> tuple[int, int]:
+        self._on_one_disk()
         table = self.segment_table()
         return (int(table["physical_start_bytes"].min()),
                 int((table["physical_start_bytes"] + table["length_bytes"]).max()))
@@ -295,6 +307,7 @@ class _MappedVolume:
         ValueError naming ``physical_offset_bytes`` for bytes no extent maps
         (PV metadata, unused extents, other partitions).
         """
+        self._on_one_disk()
         table = self._table
         physical = _offsets("physical_offset_bytes", physical_offset_bytes, None)
         order = table["physical_order"]
@@ -311,6 +324,7 @@ class _MappedVolume:
 
     def physical_pieces(self, logical_start_bytes: int, logical_size_bytes: int) -> tuple[np.ndarray, np.ndarray]:
         """(first disk byte, length) of each disk piece a checked logical region occupies [bytes]."""
+        self._on_one_disk()
         table = self._table
         ls, ps, ln = table["logical_start_bytes"], table["physical_start_bytes"], table["length_bytes"]
         lo = np.maximum(ls, logical_start_bytes)
@@ -512,12 +526,14 @@ class StripedVolume(_MappedVolume):
 
     @property
     def physical_span(self) -> tuple[int, int]:
+        self._on_one_disk()
         t = self._table
         return int(t["data_start"].min()), int((t["data_start"] + t["per_pv_bytes"]).max())
 
     def physical_pieces(self, logical_start_bytes: int, logical_size_bytes: int) -> tuple[np.ndarray, np.ndarray]:
         """(first disk byte, length) per PV of a checked logical region [bytes]: any region longer
         than a stripe row spreads evenly over the PVs, so it is taken as the whole rows it touches."""
+        self._on_one_disk()
         n, stripe = self.n_physical_volumes, self.stripe_size_bytes
         row_start = logical_start_bytes // (stripe * n)
         row_end = -(-(logical_start_bytes + logical_size_bytes) // (stripe * n))
@@ -532,6 +548,7 @@ class StripedVolume(_MappedVolume):
         return t["data_start"][pv] + row * t["stripe"] + within
 
     def physical_to_logical(self, physical_offset_bytes) -> np.ndarray:
+        self._on_one_disk()
         t = self._table
         physical = _offsets("physical_offset_bytes", physical_offset_bytes, None)
         order = np.argsort(t["data_start"])
