@@ -7,6 +7,7 @@ kernel on a drive whose every request the emulator times, and Python's tarfile (
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -51,8 +52,11 @@ def test_a_tool_workload_runs_on_an_emulated_drive_beside_its_prediction(tmp_pat
     require_root()
     require_tools("nbdkit", "nbdfuse", "fusermount3", "losetup", "mkfs.ext4", "mount", "umount", "tar", "dd",
                   "truncate")
+    # the run's state files in a folder of this test's own: the check at the end is on what this run left, not
+    # on what another run on the machine (a killed session's) may have
+    env = {**os.environ, "DISKMODEL_RUN_DIR": str(tmp_path / "runs")}
     res = subprocess.run([*DISKMODEL, "bench", "--stack", _partition_stack(tmp_path), "--workload", spec,
-                          "--emulate", "wd800bd", "--json"], capture_output=True, text=True, timeout=600)
+                          "--emulate", "wd800bd", "--json"], capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     rows = {r["quantity"]: r for r in out["rows"]}
@@ -84,5 +88,5 @@ def test_a_tool_workload_runs_on_an_emulated_drive_beside_its_prediction(tmp_pat
             assert details["bytes_moved"] == 32 << 20
         else:
             assert details["bytes_moved"] == 200 * 16384 + tar_archive_bytes(200, 16384)
-    left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120)
+    left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120, env=env)
     assert "no run left anything behind" in left.stdout + left.stderr
