@@ -89,6 +89,17 @@ def test_a_large_read_on_raid0_is_split_over_the_members_at_once():
     assert p.elapsed_s == pytest.approx(8 * flat_s(FAST, 256 * KIB) + 7 * CALL_S, rel=1e-9)
 
 
+@pytest.mark.parametrize("tool, first_on_member", [("md", MIB), ("lvm", 0)])
+def test_an_md_array_puts_its_data_after_its_data_offset_on_each_member(tool, first_on_member):
+    # md's data start 1 MiB into each member by default (mdadm --data-offset; the superblock before), dm-stripe's
+    # at the member's start: the job's first bytes are at that offset on the first member
+    array = RaidArray("raid0", tuple(part(d) for d in "ac"), chunk_size_bytes=64 * KIB, tool=tool)
+    assert array.size_bytes == 2 * (GIB - first_on_member)
+    on_a = timed(array, FioJob("read", 64 * KIB, 256 * KIB)).streams["a"]
+    reads = on_a.op == Op.READ
+    assert on_a.offset_bytes[reads].tolist() == [first_on_member, first_on_member + 64 * KIB]
+
+
 # ------------------------------------------------------------------ parity
 
 @pytest.mark.parametrize("kind, members, reads, writes", [

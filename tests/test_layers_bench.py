@@ -117,6 +117,22 @@ def test_three_nested_loop_files_build_bottom_up_each_on_its_own_host_file_syste
     assert "truncate -s" in _commands(sparse) and "--direct-io" not in _commands(sparse).split("\n", 1)[1]
 
 
+def test_an_md_array_left_at_its_default_size_is_what_mdadm_makes_of_its_members():
+    # two 128 MiB + 40 KiB members: 127 MiB + 40 KiB after the 1 MiB data offset, which mdadm rounds down
+    # to whole 64 KiB for a mirror (Create.c) and to whole chunks for the parity levels
+    members = tuple(Partition(MIB, 128 * MIB + 40 * KIB, disk=d.name) for d in DISKS[:3])
+    mirror = RaidArray("raid1", members[:2], tool="md")
+    assert mirror.size_bytes == 127 * MIB
+    text = _commands(L.build_plan(_stack(mirror, 2), backing="/dev/vda"))
+    assert "--level=1 --raid-devices=2 --size=130048K --data-offset=1024K" in text
+    parity = RaidArray("raid5", members, tool="md", chunk_size_bytes=64 * KIB)
+    assert parity.size_bytes == 2 * 127 * MIB
+    # a data offset the user's array has (mdadm --examine's "Data Offset"), built as given
+    far = RaidArray("raid1", members[:2], tool="md", data_offset_bytes=8 * MIB)
+    assert far.size_bytes == 120 * MIB
+    assert "--size=122880K --data-offset=8192K" in _commands(L.build_plan(_stack(far, 2), backing="/dev/vda"))
+
+
 def test_btrfs_raid_is_the_file_system():
     two = _members(2, 256 * MIB)
     stack = _stack(RaidArray("raid1", two, tool="btrfs"), 2, kind="btrfs")
@@ -126,7 +142,9 @@ def test_btrfs_raid_is_the_file_system():
 
 
 @pytest.mark.parametrize("stack, field", [
-    (lambda: _stack(RaidArray("raid1", _members(2), tool="md"), 2), "data offset"),      # no room for md's offset
+    # all of the members: no room for md's data offset
+    (lambda: _stack(RaidArray("raid1", _members(2), tool="md", array_size_bytes=128 * MIB), 2),
+     "holds at most 133169152 after md's data offset of 1048576 bytes"),
     (lambda: _stack(RaidArray("raid1", _members(2), tool="btrfs"), 2), "kind must be btrfs"),
     (lambda: _stack(RaidArray("raid1", _members(2, 120 * MIB), tool="btrfs"), 2, "btrfs"), "at least 131072000"),
     (lambda: _stack(RaidArray("raid5", _members(3), tool="lvm", array_size_bytes=2 * 128 * MIB), 3),

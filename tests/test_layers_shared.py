@@ -70,6 +70,23 @@ def test_a_btrfs_chunk_other_than_its_stripe_is_refused_naming_the_field():
         RaidArray("raid0", regions(2), chunk_size_bytes=128 * KIB, tool="btrfs")
 
 
+@pytest.mark.parametrize("fields, fragment", [
+    ({"tool": "md", "data_offset_bytes": 4 * KIB}, "data_offset_bytes must be >= 8192 (got 4096)"),
+    ({"tool": "md", "data_offset_bytes": 10 * KIB}, "data_offset_bytes must be a multiple of 4096 (got 10240)"),
+    ({"tool": "lvm", "data_offset_bytes": MIB}, "data_offset_bytes: an array built by lvm has its metadata elsewhere"),
+    ({"tool": "md", "data_offset_bytes": GIB}, "smallest member (1073741824 bytes) holds no whole 524288 bytes"),
+])
+def test_a_data_offset_md_cannot_have_is_refused_in_one_line(fields, fragment):
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")) as err:
+        RaidArray("raid0", regions(2), **fields)
+    assert "\n" not in str(err.value)
+
+
+def test_an_md_data_offset_goes_through_the_stack_json():
+    array = RaidArray("raid1", regions(2), data_offset_bytes=8 * MIB)
+    assert NODE_SCHEMA.read(to_json_data(array)) == array and array.size_bytes == GIB - 8 * MIB
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(2, 4), st.sampled_from([4 * KIB, 64 * KIB, 512 * KIB]), st.sampled_from([4 * KIB, 256 * KIB, MIB]),
        st.booleans())

@@ -17,7 +17,7 @@ Sizes are checked before any step exists: a stack whose sizes do not fit
 its members is a ValueError naming the node and the field.
 
 - **md** (``RaidArray(tool="md")``): ``mdadm --create`` with metadata 1.2,
-  ``--data-offset`` of :data:`MD_DATA_OFFSET_BYTES`, no bitmap and
+  the node's ``--data-offset`` (``data_offset_bytes``), no bitmap and
   ``--assume-clean`` (no initial resync competing with the benchmark; the
   data on a fresh array are not read before they are written);
   ``--size`` sets the per-member size so the array has exactly the node's
@@ -52,11 +52,8 @@ from diskmodel.model.stacks.raid import RaidArray
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.units import KIB, MIB
 
-__all__ = ["MD_DATA_OFFSET_BYTES", "THIN_EXTENT_BYTES", "md_raid0_size_bytes", "needs_vm_kernel"]
+__all__ = ["THIN_EXTENT_BYTES", "needs_vm_kernel"]
 
-#: Where md puts the array's data on each member (``mdadm --data-offset``): the 1.2 superblock
-#: sits 4 KiB in, and the rest is room md may use to reshape [bytes].
-MD_DATA_OFFSET_BYTES = 1 * MIB
 #: PE start of every PV these builders make (``pvcreate --dataalignment``) [bytes].
 PE_START_BYTES = 1 * MIB
 #: Extent size of the VGs of LVM RAID and thin pools [bytes] (LVM's default).
@@ -89,11 +86,6 @@ def needs_vm_kernel(stack) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def md_raid0_size_bytes(member_bytes: int, chunk_bytes: int, members: int) -> int:
-    """The size md gives a RAID 0 of *members* members of *member_bytes*: whole chunks after the data offset."""
-    return (member_bytes - MD_DATA_OFFSET_BYTES) // chunk_bytes * chunk_bytes * members
-
-
 def _where(path: str, node) -> str:
     return f"{path} ({getattr(node, 'kind', None) or type(node).__name__.lower()})"
 
@@ -117,12 +109,12 @@ def _raid(array: RaidArray, plan: _Plan, path: str) -> str:
 
 
 def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
-    size, smallest, n = array.size_bytes, array.smallest_member_bytes, len(array.members)
+    # the node's size already fits its members after the data offset (RaidArray refuses more)
+    size, offset = array.size_bytes, array.data_offset_bytes
     if array.kind == "raid0":
-        exact = md_raid0_size_bytes(smallest, array.chunk_size_bytes, n)
-        if size != exact:
-            raise ValueError(f"{where}: array_size_bytes must be {exact} for an md RAID 0 (md uses every whole "
-                             f"chunk of its members after a {MD_DATA_OFFSET_BYTES}-byte data offset; got {size})")
+        if size != array.capacity_bytes:
+            raise ValueError(f"{where}: array_size_bytes must be {array.capacity_bytes} for an md RAID 0 (md uses "
+                             f"every whole chunk of its members after the {offset}-byte data offset; got {size})")
         per_member = None
     else:
         per_member, rest = divmod(size, array.data_members)
@@ -130,10 +122,6 @@ def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
         if rest or per_member % unit:
             raise ValueError(f"{where}: array_size_bytes must be {array.data_members} x a multiple of {unit} bytes "
                              f"for md (got {size})")
-        if per_member + MD_DATA_OFFSET_BYTES > smallest:
-            raise ValueError(f"{where}: array_size_bytes ({size}) does not fit the members with md's "
-                             f"{MD_DATA_OFFSET_BYTES}-byte data offset: at most "
-                             f"{(smallest - MD_DATA_OFFSET_BYTES) // unit * unit * array.data_members}")
     devs = _members(array, plan, path)
     var = _dev_var(plan, "md")
     level = array.kind.removeprefix("raid")
@@ -144,7 +132,7 @@ def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
     plan.steps.append(Step(
         f"md {array.kind} over {len(devs)} members",
         ("mdadm", "--create", Ref(var), "--run", "--quiet", "--metadata=1.2", f"--level={level}",
-         f"--raid-devices={n}", *chunk, *sized, f"--data-offset={MD_DATA_OFFSET_BYTES // KIB}K", *bitmap,
+         f"--raid-devices={len(array.members)}", *chunk, *sized, f"--data-offset={offset // KIB}K", *bitmap,
          "--assume-clean", *devs),
         resource=("md", (("device", Ref(var)),)),
     ))

@@ -51,7 +51,7 @@ from diskmodel.calibrate.bench.steps import Ref, sh_word
 from diskmodel.model.predictions.block_workloads import FileCopy
 from diskmodel.calibrate.emulate.drives import model_drive
 from diskmodel.model.stacks.loop_file import LoopFile
-from diskmodel.model.stacks.raid import RaidArray
+from diskmodel.model.stacks.raid import MD_DEFAULT_DATA_OFFSET_BYTES, RaidArray
 from diskmodel.model.stacks.stack import FileSystemNode, Stack
 from diskmodel.model.stacks.thin import ThinVolume
 from diskmodel.model.stacks.volumes import LinearVolume, Partition, StripedVolume
@@ -69,7 +69,7 @@ PART_START, PART_BYTES = MIB, 256 * MIB
 #: xfs's partition: mkfs.xfs (xfsprogs >= 5.19) refuses under 300 MiB.
 XFS_PART_BYTES = 320 * MIB
 #: md's data offset on each member (layers_provision: mdadm --data-offset).
-MD_OFFSET = MIB
+MD_OFFSET = MD_DEFAULT_DATA_OFFSET_BYTES
 GB = 10**9
 #: Dagenais' partitions of several sizes at one start (his Figure 3) [GB].
 PARTITION_GB = (2, 4, 8)

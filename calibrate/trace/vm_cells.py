@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from diskmodel.model.stacks.raid import MD_DEFAULT_DATA_OFFSET_BYTES
+
 from .blkparse import parse_blkparse_text
 from .matrix import Layer, Workload, fio_argv, read_fio_iolog
 
@@ -21,7 +23,7 @@ __all__ = ["VM_STACKS", "MEMBER_BYTES", "guest_script", "parse_guest_output"]
 MIB = 1 << 20
 MEMBER_BYTES = 64 * MIB
 CHUNK_BYTES = 64 * 1024
-MD_DATA_OFFSET_BYTES = 1 * MIB
+MD_DATA_OFFSET_BYTES = MD_DEFAULT_DATA_OFFSET_BYTES
 TOP_BYTES = 32 * MIB  # fio's region on every top device
 #: The partition cell's partition of the scratch disk, after the four members (which start at 1 MiB).
 PART_START_BYTES = MIB + 4 * MEMBER_BYTES

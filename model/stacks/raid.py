@@ -47,6 +47,15 @@ READ_POLICIES = ("least_busy", "md", "btrfs")
 TOOLS = ("md", "lvm", "btrfs")
 #: md's default chunk (mdadm --chunk) [bytes]; LVM's raid and striped default is 64 KiB.
 DEFAULT_CHUNK_BYTES = 512 * KIB
+#: Where md puts the array's data on each member by default [bytes]: the offset diskmodel's provisioner
+#: builds with (``mdadm --data-offset=1024K``; metadata 1.2 puts its superblock 4 KiB in, the rest is
+#: room to reshape). mdadm's own default grows with the members (``mdadm --examine``: "Data Offset").
+MD_DEFAULT_DATA_OFFSET_BYTES = 1024 * KIB
+#: The least data offset of an md array [bytes]: the 1.2 superblock at 4 KiB takes up to 4 KiB.
+MD_MIN_DATA_OFFSET_BYTES = 8 * KIB
+#: mdadm rounds a RAID 1's default member size down to whole 64 KiB ("If this is ever reshaped to
+#: RAID5, we will need a chunksize", Create.c) [bytes].
+MD_RAID1_SIZE_UNIT_BYTES = 64 * KIB
 #: btrfs's stripe on each device of a raid0 chunk (BTRFS_STRIPE_LEN, fs/btrfs/volumes.h) [bytes].
 BTRFS_STRIPE_BYTES = 64 * KIB
 #: Offsets enumerated per layout period at most; beyond, a uniform grid of this many.
@@ -144,8 +153,15 @@ class RaidArray:
         degraded array, naming this field.
     array_size_bytes : int or None
         The size the array presents [bytes]; default all the members hold
-        (the smallest member times the data members, whole chunks; md's
-        superblock is the provisioner's to fit). Larger than that is refused.
+        after md's data offset (mdadm's default: the smallest member's whole
+        chunks times the data members; a mirror's whole 64 KiB). Larger than
+        that is refused.
+    data_offset_bytes : int or None
+        Where md puts the array's data on each member [bytes] (``mdadm
+        --data-offset``; ``mdadm --examine`` prints "Data Offset"): a
+        multiple of 4 KiB, at least 8 KiB (the 1.2 superblock sits 4 KiB
+        in). Default 1 MiB for md, the offset diskmodel builds with; 0 for
+        LVM and btrfs, whose metadata is elsewhere (another value refused).
     tool : str
         "md" (mdadm), "lvm" (lvcreate --type raidN / striped) or "btrfs"
         (mkfs.btrfs -d raid0/raid1; RAID 0 and 1 only).
@@ -160,6 +176,7 @@ class RaidArray:
     read_member: int | None = None
     failed_members: tuple = ()
     array_size_bytes: int | None = None
+    data_offset_bytes: int | None = None
     tool: str = "md"
     name: str = ""
 
@@ -208,16 +225,39 @@ class RaidArray:
                 raise ValueError(f"read_member ({member}) is a failed member")
             object.__setattr__(self, "read_member", member)
         text_field("name", self.name)
+        object.__setattr__(self, "data_offset_bytes", self._data_offset())
         capacity = self.capacity_bytes
         if capacity < 1:
-            raise ValueError(f"members: the smallest member holds no whole chunk of {self.chunk_size_bytes} bytes")
+            unit = MD_RAID1_SIZE_UNIT_BYTES if self._md_mirror else self.chunk_size_bytes
+            raise ValueError(f"members: the smallest member ({self.smallest_member_bytes} bytes) holds no whole "
+                             f"{unit} bytes after the data offset of {self.data_offset_bytes} bytes")
         if self.array_size_bytes is not None:
             size = whole_number("array_size_bytes", self.array_size_bytes, minimum=1)
             if size > capacity:
                 raise ValueError(f"array_size_bytes ({size}) does not fit the members: a {self.kind} of "
                                  f"{len(members)} members of at least {self.smallest_member_bytes} bytes holds "
-                                 f"at most {capacity}")
+                                 f"at most {capacity}"
+                                 + (f" after md's data offset of {self.data_offset_bytes} bytes"
+                                    if self.data_offset_bytes else ""))
             object.__setattr__(self, "array_size_bytes", size)
+
+    def _data_offset(self) -> int:
+        offset = self.data_offset_bytes
+        if self.tool != "md":
+            if offset not in (None, 0):
+                raise ValueError(f"data_offset_bytes: an array built by {self.tool} has its metadata elsewhere; "
+                                 f"leave it out or 0 (got {show(offset)})")
+            return 0
+        if offset is None:
+            return MD_DEFAULT_DATA_OFFSET_BYTES
+        offset = whole_number("data_offset_bytes", offset, minimum=MD_MIN_DATA_OFFSET_BYTES)
+        if offset % (4 * KIB):
+            raise ValueError(f"data_offset_bytes must be a multiple of 4096 (got {offset})")
+        return offset
+
+    @property
+    def _md_mirror(self) -> bool:
+        return self.kind == "raid1" and self.tool == "md"
 
     def evolve(self, **changes) -> "RaidArray":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -239,10 +279,13 @@ class RaidArray:
 
     @property
     def capacity_bytes(self) -> int:
-        """The most the members hold [bytes]."""
+        """The most the members hold after the data offset [bytes] (md's rounding: mdadm's Create.c)."""
+        usable = self.smallest_member_bytes - (self.data_offset_bytes or 0)
+        if self._md_mirror:
+            return max(usable, 0) // MD_RAID1_SIZE_UNIT_BYTES * MD_RAID1_SIZE_UNIT_BYTES
         if self.kind == "raid1":
-            return self.smallest_member_bytes
-        chunks = self.smallest_member_bytes // self.chunk_size_bytes
+            return usable
+        chunks = max(usable, 0) // self.chunk_size_bytes
         return chunks * self.chunk_size_bytes * self.data_members
 
     @property
@@ -270,5 +313,5 @@ def mirror(members, **fields) -> RaidArray:
     return RaidArray("raid1", tuple(members), **fields)
 
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "mirror", "stripe_layout",
+__all__ = ["DEFAULT_CHUNK_BYTES", "MD_DEFAULT_DATA_OFFSET_BYTES", "RAID_KINDS", "READ_POLICIES", "RaidArray", "mirror", "stripe_layout",
            "stripe_split"]
