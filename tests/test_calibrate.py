@@ -347,6 +347,19 @@ def test_fit_zones_finds_change_points():
         fit_zones([0, 1], [1.0, -1.0])
 
 
+@pytest.mark.parametrize("quantum", [0.005, 0.01, 0.02])
+def test_fit_zones_rarely_splits_one_zone_of_quantised_rates_with_delayed_reads(quantum):
+    # no step: rates quantised by the track changes a read crosses (three levels), two reads in forty delayed;
+    # the merge test's family-wise level is 5 %: at most that share of profiles may show a false zone
+    rng = np.random.default_rng(2)
+    false = 0
+    for _ in range(200):
+        y = np.exp(rng.choice([0.0, -quantum, quantum], 40, p=[0.5, 0.3, 0.2]) + rng.normal(0.0, 0.002, 40))
+        y[rng.integers(0, 40, 2)] *= np.exp(-0.045)
+        false += len(fit_zones(np.arange(40.0), 5e7 * y, min_size=2, monotone=True).segments) > 1
+    assert false <= 10, false
+
+
 # ---------------------------------------------------------------------------
 # Backends from MODULE:FACTORY, CLI
 # ---------------------------------------------------------------------------
