@@ -51,7 +51,7 @@ def check(args) -> str:
     given = [flag for flag in _NOT_TAKEN if getattr(args, flag[2:].replace("-", "_"), None) is not None]
     given += ["--fitted"] if args.fitted else []
     if given:
-        where = (f"give them in the workload (e.g. postmark:files=500,transactions=2000)"
+        where = ("give them in the workload (e.g. postmark:files=500,transactions=2000)"
                  if given[0] in ("--transactions", "--files") else
                  "a named workload is timed on the I/O path, whose page cache is the kernel's defaults and whose "
                  "LVM cost is the requests device-mapper sends")

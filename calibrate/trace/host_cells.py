@@ -11,7 +11,6 @@ request passes through to the file system under it (model/iopath's loop layer).
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from diskmodel.calibrate.bench import process

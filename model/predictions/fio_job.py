@@ -239,7 +239,7 @@ def _job(name: str, value: dict[str, str]) -> FioJobFile:
         raise _error("fsync", value["fsync"], "an fsync every N writes is not modelled: give fsync=0 (end_fsync=1 "
                                               "for one fsync at the end)")
     if "size" not in value:
-        raise ValueError(f"size is missing (the region the job works in, e.g. size=1g; there is no file "
+        raise ValueError("size is missing (the region the job works in, e.g. size=1g; there is no file "
                          "for fio to take it from)")
     block = _bytes("bs", value.get("bs", "4k"))
     size = _bytes("size", value["size"])
