@@ -123,6 +123,8 @@ def test_an_md_array_left_at_its_default_size_is_what_mdadm_makes_of_its_members
     members = tuple(Partition(MIB, 128 * MIB + 40 * KIB, disk=d.name) for d in DISKS[:3])
     mirror = RaidArray("raid1", members[:2], tool="md")
     assert mirror.size_bytes == 127 * MIB
+    assert mirror.describe().endswith("reads md, data from 1048576 bytes into each member")
+    assert "data from" not in mirror.evolve(tool="lvm").describe()
     text = _commands(L.build_plan(_stack(mirror, 2), backing="/dev/vda"))
     assert "--level=1 --raid-devices=2 --size=130048K --data-offset=1024K" in text
     parity = RaidArray("raid5", members, tool="md", chunk_size_bytes=64 * KIB)

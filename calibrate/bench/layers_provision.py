@@ -110,7 +110,7 @@ def _raid(array: RaidArray, plan: _Plan, path: str) -> str:
 
 def _md_array(array: RaidArray, plan: _Plan, path: str, where: str) -> str:
     # the node's size already fits its members after the data offset (RaidArray refuses more)
-    size, offset = array.size_bytes, array.data_offset_bytes
+    size, offset = array.size_bytes, array.data_start_bytes
     if array.kind == "raid0":
         if size != array.capacity_bytes:
             raise ValueError(f"{where}: array_size_bytes must be {array.capacity_bytes} for an md RAID 0 (md uses "

@@ -205,7 +205,7 @@ def _below(node, stream: Stream, name: str, path: str, cache: CacheParams, out: 
         if node.tool == "lvm" and node.kind == "raid0":  # lvcreate --type striped: dm-stripe
             parts = dm_striped(stream, names, node.chunk_size_bytes)
         else:  # mdadm, or lvcreate --type raid1/5/6: dm-raid runs md's personalities (drivers/md/dm-raid.c)
-            at = node.data_offset_bytes   # md's data after its superblock on each member; 0 for dm-raid's images
+            at = node.data_start_bytes   # md's data after its superblock on each member; 0 for dm-raid's images
             parts = md_raid1(stream, names, at) if node.kind == "raid1" else \
                 fn(stream, names, node.chunk_size_bytes, at)
         # RAID 1 clones each of the array's bios to every mirror, and a mirror's queue takes the clones as they

@@ -225,23 +225,26 @@ class RaidArray:
                 raise ValueError(f"read_member ({member}) is a failed member")
             object.__setattr__(self, "read_member", member)
         text_field("name", self.name)
-        object.__setattr__(self, "data_offset_bytes", self._data_offset())
+        if self.data_offset_bytes is not None:
+            object.__setattr__(self, "data_offset_bytes", self.data_start_bytes)
         capacity = self.capacity_bytes
         if capacity < 1:
             unit = MD_RAID1_SIZE_UNIT_BYTES if self._md_mirror else self.chunk_size_bytes
             raise ValueError(f"members: the smallest member ({self.smallest_member_bytes} bytes) holds no whole "
-                             f"{unit} bytes after the data offset of {self.data_offset_bytes} bytes")
+                             f"{unit} bytes after the data offset of {self.data_start_bytes} bytes")
         if self.array_size_bytes is not None:
             size = whole_number("array_size_bytes", self.array_size_bytes, minimum=1)
             if size > capacity:
                 raise ValueError(f"array_size_bytes ({size}) does not fit the members: a {self.kind} of "
                                  f"{len(members)} members of at least {self.smallest_member_bytes} bytes holds "
                                  f"at most {capacity}"
-                                 + (f" after md's data offset of {self.data_offset_bytes} bytes"
-                                    if self.data_offset_bytes else ""))
+                                 + (f" after md's data offset of {self.data_start_bytes} bytes"
+                                    if self.data_start_bytes else ""))
             object.__setattr__(self, "array_size_bytes", size)
 
-    def _data_offset(self) -> int:
+    @property
+    def data_start_bytes(self) -> int:
+        """Where the array's data start on each member [bytes]: *data_offset_bytes*, or its default."""
         offset = self.data_offset_bytes
         if self.tool != "md":
             if offset not in (None, 0):
@@ -280,7 +283,7 @@ class RaidArray:
     @property
     def capacity_bytes(self) -> int:
         """The most the members hold after the data offset [bytes] (md's rounding: mdadm's Create.c)."""
-        usable = self.smallest_member_bytes - (self.data_offset_bytes or 0)
+        usable = self.smallest_member_bytes - self.data_start_bytes
         if self._md_mirror:
             return max(usable, 0) // MD_RAID1_SIZE_UNIT_BYTES * MD_RAID1_SIZE_UNIT_BYTES
         if self.kind == "raid1":
@@ -304,6 +307,8 @@ class RaidArray:
             text += f", {self.chunk_size_bytes}-byte chunks"
         else:
             text += f", reads {self.read_policy}"
+        if self.data_start_bytes:
+            text += f", data from {self.data_start_bytes} bytes into each member"
         if self.failed_members:
             text += f", degraded (failed {', '.join(map(str, self.failed_members))})"
         return text
