@@ -306,7 +306,8 @@ def _host_workloads(ex, plan: L.StackPlan, workloads, file_system: bool, cgroup_
 
 def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, destroy_data_on=None,
                   slow_disks: dict | None = None, vm_memory_bytes: int = 1 << 30, vm_timeout_s: float = 1800,
-                  vm_accelerator: str = "tcg", timeout_s: float = 1800, vm_drives=()) -> list[LayerMeasurement]:
+                  vm_accelerator: str = "tcg", timeout_s: float = 1800, vm_drives=(),
+                  disk_backings: dict | None = None) -> list[LayerMeasurement]:
     """Build *stack*, run *workloads* (FioJobs, one FileCopy, or ToolWorkloads on the host) in order on it, tear it
     down; the measurements.
 
@@ -315,7 +316,9 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
     file (or an existing one named again by *destroy_data_on*) that stands
     for the stack's disks; ``vm=True`` uses the VM's own scratch disk, or
     the first of *vm_drives*, emulated drives served to the VM
-    (:func:`diskmodel.calibrate.emulate.for_vm.nbd_drives`).
+    (:func:`diskmodel.calibrate.emulate.for_vm.nbd_drives`). *disk_backings*: each of the stack's disks on a
+    device of its own ``{disk: path}`` (emulated drives the tool made: host loop devices, or the guest's
+    devices of *vm_drives*), each partition at its own offset on it, in place of one scratch for all.
     """
     from diskmodel.calibrate.bench.host_executor import handle_signals
     from diskmodel.calibrate.harness import runstate
@@ -348,21 +351,25 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
             runstate.ensure_run(f"bench {stack.short_name} {'in a VM' if vm else scratch}"):
         if vm:
             return _in_vm(stack, workloads, slow, file_system, vm_memory_bytes, vm_timeout_s, vm_accelerator,
-                          tuple(vm_drives))
-        return _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s)
+                          tuple(vm_drives), disk_backings)
+        return _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s, disk_backings)
 
 
-def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s):
+def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s, disk_backings=None):
     from diskmodel.calibrate.bench.host_executor import HostExecutor
     from diskmodel.calibrate.harness import runstate
     from diskmodel.calibrate.harness.scratch import prepare_scratch
 
     run = runstate.current_run()
-    space = None
+    spaces = []
     try:
-        space = prepare_scratch(scratch, L.backing_bytes_required(stack), destroy_data_on=destroy_data_on)
-        plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"),
-                            file_system=file_system, queue_defaults=True)
+        if disk_backings:  # every disk on its own device: each checked (free, large enough) and held
+            spans = L.disk_spans_bytes(stack)
+            spaces = [prepare_scratch(path, spans[disk], destroy_data_on=path) for disk, path in disk_backings.items()]
+        else:
+            spaces = [prepare_scratch(scratch, L.backing_bytes_required(stack), destroy_data_on=destroy_data_on)]
+        plan = L.build_plan(stack, backing=spaces[0].path, mount_dir=str(run.work_dir() / "mnt"),
+                            file_system=file_system, queue_defaults=True, disk_backings=disk_backings)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
         with HostExecutor(plan, timeout_s=timeout_s) as ex:
             throttles = [Throttle(ex.variables[r.variable], **slow[r.disk]) for r in plan.regions if r.disk in slow]
@@ -371,7 +378,7 @@ def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, time
                                          cgroup.procs_file if cgroup is not None else None, timeout_s)
         return _parse(output, workloads, "host", None, plan)
     finally:
-        if space is not None:
+        for space in spaces:
             space.close()
 
 
@@ -479,20 +486,23 @@ GUEST_PREAMBLE = ('while read -r m; do [ -n "$m" ] && { insmod "$m" 2>/dev/null 
                   "done < /etc/diskmodel/modules.layers")
 
 
-def _vm_script(stack, workloads, slow, file_system, disk=None) -> tuple[L.StackPlan, str]:
+def _vm_script(stack, workloads, slow, file_system, disk=None, disk_backings=None) -> tuple[L.StackPlan, str]:
     """The plan in the VM (the slow disks' delays under it) and the guest's script: build, throttle, run, undo."""
     from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE
 
-    plan = with_member_delays(L.build_plan(stack, backing=disk or SCRATCH_DEVICE, file_system=file_system), slow)
+    plan = with_member_delays(L.build_plan(stack, backing=disk or SCRATCH_DEVICE, file_system=file_system,
+                                           disk_backings=disk_backings), slow)
     body = _guest_throttle(plan, slow) + workload_body(plan, workloads, clock=GUEST_CLOCK,
                                                        fio_target=_fio_target(plan, file_system))
     return plan, plan.render_script(body, preamble=GUEST_PREAMBLE)
 
 
-def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator, vm_drives=()):
+def _in_vm(stack, workloads, slow, file_system, memory_bytes, timeout_s, accelerator, vm_drives=(),
+           disk_backings=None):
     from diskmodel.calibrate.bench.vm import run_script_in_vm
 
-    plan, script = _vm_script(stack, workloads, slow, file_system, vm_drives[0].guest_path if vm_drives else None)
+    plan, script = _vm_script(stack, workloads, slow, file_system, vm_drives[0].guest_path if vm_drives else None,
+                              disk_backings)
     L.log.info("plan (in the VM):\n%s\n%s", stack.describe(), plan.describe())
     result = run_script_in_vm(script, scratch_disk_bytes=1 << 20 if vm_drives else L.backing_bytes_required(stack),
                               memory_bytes=memory_bytes, timeout_s=timeout_s, accelerator=accelerator,

@@ -72,6 +72,7 @@ __all__ = [
     "builds",
     "build_plan",
     "backing_bytes_required",
+    "disk_spans_bytes",
     "disk_bases",
     "mount_steps",
     "device_mapper_available",
@@ -126,6 +127,15 @@ def disk_bases(stack: Stack) -> dict[str, int]:
             bases[drive.name] = at
             at = _align_up(at + ends[drive.name], MIB)
     return bases
+
+
+def disk_spans_bytes(stack: Stack) -> dict[str, int]:
+    """Each disk's bytes up to its last partition's end, in whole MiB: what a device of its own must hold
+    (``build_plan``'s *disk_backings*), in the order of the stack's disks."""
+    ends: dict[str, int] = {}
+    for _, p in stack.partitions():
+        ends[p.disk] = max(ends.get(p.disk, 0), p.end_bytes)
+    return {d.name: _align_up(ends[d.name], MIB) for d in stack.disks if d.name in ends}
 
 
 def backing_bytes_required(stack: Stack) -> int:
@@ -341,8 +351,8 @@ def build_plan(
     O_DIRECT on it. name_token: suffix of the VG name (random when None).
     file_system: False builds the volume only (no mkfs, no mount), for
     benchmarks of the block device itself (``StackPlan.device``). disk_backings:
-    ``{disk name: device}`` for disks that each have a device of their own (the
-    VM's emulated drives), instead of a share of *backing*. queue_defaults: each loop device's request
+    ``{disk name: device}`` for disks that each have a device of their own (emulated
+    drives, on the host or in the VM), instead of a share of *backing*. queue_defaults: each loop device's request
     limit and read-ahead are set to what the model takes (its disk's limit, 128 KiB of read-ahead), for a
     host whose loop numbers keep what their earlier use left; a freshly booted VM has the defaults already.
     Everything is checked before a step exists: a stack this cannot build is a

@@ -80,10 +80,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--vm", action="store_true",
                    help="build the stack in a throwaway qemu VM (default: on the host)")
     p.add_argument("--emulate", metavar="DRIVE",
-                   help="build the stack on an emulated drive the tool serves, which stands for the stack's disks "
-                        "as a scratch device does (a loop device on the host; /dev/vdb with --vm), each request "
-                        "timed by the drive's simulation; DRIVE as diskmodel emulate takes it; needs no --scratch "
-                        "or --destroy-data-on (default: none)")
+                   help="build the stack on emulated drives the tool serves, one for each of the stack's disks "
+                        "(loop devices on the host; /dev/vdb, /dev/vdc, ... with --vm), each request timed by the "
+                        "drive's simulation, and predict it on the same drives; DRIVE as diskmodel emulate takes "
+                        "it; needs no --scratch or --destroy-data-on (default: none)")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
                    help="qemu accelerator with --vm (default tcg: emulated, timings measure qemu)")
     p.add_argument("--vm-timeout", type=positive_seconds, default=1800.0, metavar="S",
@@ -167,30 +167,47 @@ def _emulated_drive(args, stack):
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.emulate.workloads import emulate_flag
 
-    try:
-        return emulate_flag(args.emulate, L.backing_bytes_required(stack), scratch=args.scratch,
+    try:  # each disk on a drive of its own: the largest disk must fit one
+        return emulate_flag(args.emulate, max(L.disk_spans_bytes(stack).values()), scratch=args.scratch,
                             destroy_data_on=args.destroy_data_on)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def on_emulated_drives(stack, drive: str):
+    """*stack* with each of its disks the emulated *drive* (the drive node the emulator serves,
+    :func:`~diskmodel.calibrate.emulate.drives.model_drive`), as ``--emulate`` builds it; and the note that says so."""
+    from diskmodel.calibrate.emulate.drives import model_drive
+
+    disks = tuple(model_drive(drive, name=d.name) for d in stack.disks)
+    names = ", ".join(d.name for d in stack.disks)
+    given = "; ".join(d.describe() for d in stack.disks)
+    return (stack.evolve(disks=disks),
+            f"--emulate {drive}: each of the stack's disks ({names}) is an emulated {drive} of its own, measured "
+            f"and predicted, in place of the stack's disks ({given})")
 
 
 def _measure(args, stack, workload, slow, emulated):
     """The workload measured on the stack: on the scratch, or on the emulated drive (*emulated*, a DriveSpec)."""
     import contextlib
 
+    from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.layers_bench import measure_stack
     from diskmodel.calibrate.emulate.workloads import emulated_disk
 
     def say(line: str) -> None:
         print(f"diskmodel: {line}", file=sys.stderr, flush=True)
 
-    with (emulated_disk(emulated, vm=args.vm, say=say) if emulated is not None
+    disks = list(L.disk_spans_bytes(stack))  # the disks the stack's partitions are on, each a drive of its own
+    with (emulated_disk(emulated, vm=args.vm, say=say, count=len(disks)) if emulated is not None
           else contextlib.nullcontext()) as disk:
         scratch = disk.path if disk is not None else args.scratch
         destroy = disk.path if disk is not None else args.destroy_data_on
-        return measure_stack(stack, [workload], vm=args.vm, scratch=scratch, destroy_data_on=destroy,
-                             slow_disks=slow, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator,
-                             vm_drives=disk.vm_drives if disk is not None else ())
+        backings = dict(zip(disks, disk.paths)) if disk is not None and len(disks) > 1 else None
+        return measure_stack(stack, [workload], vm=args.vm, scratch=None if args.vm else scratch,
+                             destroy_data_on=None if args.vm else destroy, slow_disks=slow,
+                             vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator,
+                             vm_drives=disk.vm_drives if disk is not None else (), disk_backings=backings)
 
 
 def _tool_rows(measurement, prediction) -> list[dict]:
@@ -249,14 +266,16 @@ def _run(args) -> int:
     # a stack the model does not time is said beside the measurement, which still runs
     unmodelled = ""
     prediction = None
+    emulated = _emulated_drive(args, stack)
+    # the prediction is of what is measured: with --emulate, the stack's disks are the emulated drives
+    predicted_stack, on_drives = on_emulated_drives(stack, args.emulate) if emulated is not None else (stack, "")
     try:
-        prediction = predict(stack, workload.spec if isinstance(workload, ToolWorkload) else workload)
+        prediction = predict(predicted_stack, workload.spec if isinstance(workload, ToolWorkload) else workload)
     except FieldError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "
                          f"{flag_error(exc, {'size_bytes': '--size'})}") from exc
     except ValueError as exc:
         unmodelled = f"no prediction: {one_line(exc, ERROR_MAX_CHARS)}"
-    emulated = _emulated_drive(args, stack)
     if not args.vm:
         if not args.scratch and emulated is None:
             raise UsageError("--scratch PATH is required (or pass --vm)")
@@ -281,11 +300,11 @@ def _run(args) -> int:
         raise UsageError(flag_error(exc, {"slow_disks": "--slow", "vm": "--vm"})) from exc
     if pace and prediction is not None:  # the workload's operations on the tool's measured clock
         pace["predicted_generator_pace_elapsed_s"] = prediction.elapsed_s
-        prediction = predict(stack, paced(parse_workload(workload.spec), pace["tmpfs_pace_s"]))
+        prediction = predict(predicted_stack, paced(parse_workload(workload.spec), pace["tmpfs_pace_s"]))
     rows = rows_of(measurement, prediction)
     note = "; ".join(part for part in (
         "timings measured under TCG: they measure an emulator, not the disk; compare orderings and ratios only"
-        if measurement.emulated else "", unmodelled,
+        if measurement.emulated else "", on_drives, unmodelled,
         f"the prediction puts the workload's operations on the tool's own clock, its time on a tmpfs just before "
         f"({pace['tmpfs_pace_s']:.3f} s: the application alone, no device); at the workload generator's default "
         f"pace it would be {pace['predicted_generator_pace_elapsed_s']:.3f} s"

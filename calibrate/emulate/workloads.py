@@ -1,5 +1,5 @@
 """``--emulate DRIVE`` for the workload commands (``postmark``, ``bench``, ``experiment``): one emulated
-drive as the stack's disk, on the host or in the VM.
+drive as the stack's disk (``bench``: one for each of the stack's disks), on the host or in the VM.
 
 On the host the drive is a loop device (:func:`~diskmodel.calibrate.emulate.devices.emulated_drives`):
 the stack's partitions are cut from it as from any scratch device. In the VM
@@ -56,12 +56,17 @@ def emulate_flag(drive: str | None, needed_bytes: int, *, scratch=None, destroy_
 
 @dataclass
 class EmulatedDisk:
-    """The stack's disk: ``path`` (host loop device) or ``vm_drives`` (for the VM); ``summaries`` once done."""
+    """The stack's disks: ``path`` (the first host loop device) or ``vm_drives`` (for the VM); ``paths``, each
+    drive's device (the host's loop device, or the guest's); ``summaries`` once done."""
 
     drive: str
     path: str | None
     vm_drives: tuple = ()
     devices: tuple = ()
+
+    @property
+    def paths(self) -> tuple:
+        return tuple(getattr(d, "guest_path", None) or d.path for d in self.devices)
 
     @property
     def summaries(self) -> list[dict]:
@@ -84,8 +89,9 @@ def summary_line(summary: dict) -> str:
 
 
 @contextlib.contextmanager
-def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None):
-    """Serve *spec* as the stack's disk (see the module doc); yields an :class:`EmulatedDisk`.
+def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None, count: int = 1):
+    """Serve *spec* as the stack's disk (see the module doc), or *count* drives of it, one for each of the
+    stack's disks; yields an :class:`EmulatedDisk`.
 
     On leaving, each drive's request-log summary is said in one line
     (:func:`summary_line`) through *say* (default: this module's logger).
@@ -93,10 +99,10 @@ def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None):
     say = say or (lambda line: log.warning("%s", line))
     if vm:
         from diskmodel.calibrate.emulate.for_vm import nbd_drives
-        cm = nbd_drives([spec], log_dir=log_dir, say=say)
+        cm = nbd_drives([spec] * count, log_dir=log_dir, say=say)
     else:
         from diskmodel.calibrate.emulate.devices import emulated_drives
-        cm = emulated_drives([spec], log_dir=log_dir, say=say)
+        cm = emulated_drives([spec] * count, log_dir=log_dir, say=say)
     disk = None
     try:
         with cm as devices:
