@@ -107,3 +107,23 @@ def test_the_prediction_is_of_the_drive_emulated_not_the_stacks_preset(tmp_path)
     row = {r["quantity"]: r for r in out["rows"]}["throughput_bytes_per_s"]
     assert 3.0e6 < row["measured"] < 4.5e6, row
     assert abs(row["predicted"] / row["measured"] - 1) < 0.15, row
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.serial
+def test_postmark_on_a_mirror_over_two_disks_runs_on_two_emulated_drives(tmp_path):
+    require_emulation()
+    require_tools("mkfs.btrfs", "postmark")
+    path = _stack_file(tmp_path, {"kind": "raid1", "tool": "btrfs", "members": [_part("sda"), _part("sdb")]},
+                       kind="btrfs", disks=("sda", "sdb"))
+    env = {**os.environ, "DISKMODEL_RUN_DIR": str(tmp_path / "runs")}
+    res = subprocess.run([*DISKMODEL, "--debug", "postmark", "--stack", path, "--workload", "test1", "--files", "100",
+                          "--transactions", "200", "--emulate", "wd800bd"], capture_output=True, text=True,
+                         timeout=900, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    # both drives given the mirror's writes, each about the same, as their request logs count them
+    written = _written_per_drive(res.stderr)
+    assert len(written) == 2 and min(written) > 0.8 * max(written) > 0, written
+    left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120, env=env)
+    assert "no run left anything behind" in left.stdout + left.stderr

@@ -212,6 +212,7 @@ def run_on_stack(
     vm_timeout_s: float = 3600.0,
     vm_accelerator: str = "tcg",
     vm_drives=(),
+    disk_backings: dict | None = None,
 ) -> PostMarkSummary:
     """Build *stack* (a :class:`~diskmodel.model.stacks.stack.Stack`), run PostMark *repeats* times on it, tear it down.
 
@@ -229,7 +230,9 @@ def run_on_stack(
     timings measure the emulator) or "kvm" (where KVM works; never chosen on
     its own). *vm_drives*: emulated drives served to the VM
     (:func:`diskmodel.calibrate.emulate.for_vm.nbd_drives`); the first is then
-    the stack's disk instead of the scratch disk. SIGINT and SIGTERM tear everything down and raise
+    the stack's disk instead of the scratch disk. *disk_backings*: each of the stack's disks on a device of
+    its own ``{disk: path}`` (emulated drives the tool made: host loop devices, or the guest's devices of
+    *vm_drives*) in place of one scratch for all. SIGINT and SIGTERM tear everything down and raise
     :class:`~diskmodel.calibrate.bench.host_executor.Interrupted` (a KeyboardInterrupt).
     """
     from diskmodel.calibrate.bench import provision as L
@@ -255,12 +258,12 @@ def run_on_stack(
             stack, config, scratch=scratch, vm=vm, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
             drop_page_cache=drop_page_cache, destroy_data_on=destroy_data_on, keep=keep,
             vm_memory_bytes=vm_memory_bytes, vm_timeout_s=vm_timeout_s, vm_accelerator=vm_accelerator,
-            vm_drives=tuple(vm_drives))
+            vm_drives=tuple(vm_drives), disk_backings=disk_backings)
 
 
 def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_bytes, drop_page_cache,
                          destroy_data_on, keep, vm_memory_bytes, vm_timeout_s, vm_accelerator,
-                         vm_drives) -> PostMarkSummary:
+                         vm_drives, disk_backings=None) -> PostMarkSummary:
     from diskmodel.calibrate.bench import provision as L
     from diskmodel.calibrate.bench.host_executor import HostExecutor
     from diskmodel.calibrate.harness import runstate
@@ -269,7 +272,7 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
     if vm:
         from diskmodel.calibrate.bench.vm import SCRATCH_DEVICE, run_script_in_vm
         disk = vm_drives[0].guest_path if vm_drives else SCRATCH_DEVICE
-        plan = L.build_plan(stack, backing=disk)
+        plan = L.build_plan(stack, backing=disk, disk_backings=disk_backings)
         body = guest_body(config, repeats=repeats, memory_limit_bytes=memory_limit_bytes,
                           drop_page_cache=drop_page_cache, mount_var=plan.mount_var, device=plan.device)
         if vm_drives:  # the stack's disk, whose queue the run reports as its backing
@@ -285,22 +288,28 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
         return parse_guest_output(result.output, config, stack=stack, accelerator=result.accelerator,
                                   kernel_release=result.kernel_release, memory_limit_bytes=memory_limit_bytes,
                                   drop_page_cache=drop_page_cache,
-                                  backing=f"{disk} (emulated {vm_drives[0].drive})" if vm_drives
+                                  backing=f"{', '.join(d.guest_path for d in vm_drives)} (emulated "
+                                          f"{vm_drives[0].drive})" if vm_drives
                                   else f"{SCRATCH_DEVICE} (VM scratch disk)")
 
     from diskmodel.calibrate.harness.scratch import prepare_scratch
     L.require_device_mapper(stack)
     run = runstate.current_run()
-    space = None
+    spaces = []
     try:
-        space = prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)
-        plan = L.build_plan(stack, backing=space.path, mount_dir=str(run.work_dir() / "mnt"), queue_defaults=True)
+        if disk_backings:  # every disk on its own device: each checked (free, large enough) and held
+            spans = L.disk_spans_bytes(stack)
+            spaces = [prepare_scratch(path, spans[d], destroy_data_on=path) for d, path in disk_backings.items()]
+        else:
+            spaces = [prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)]
+        plan = L.build_plan(stack, backing=spaces[0].path, mount_dir=str(run.work_dir() / "mnt"), queue_defaults=True,
+                            disk_backings=disk_backings)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())
         with HostExecutor(plan) as ex:
-            env = host_environment(stack=stack, mountpoint=ex.mountpoint, backing=space.path,
+            env = host_environment(stack=stack, mountpoint=ex.mountpoint, backing=spaces[0].path,
                                    memory_limit_bytes=memory_limit_bytes, caches_dropped=drop_page_cache)
             return run_postmark(config, ex.mountpoint, environment=env, repeats=repeats,
                                 memory_limit_bytes=memory_limit_bytes, drop_page_cache=drop_page_cache)
     finally:
-        if space is not None:
+        for space in spaces:
             space.close()

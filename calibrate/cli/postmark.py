@@ -86,8 +86,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--keep", action="store_true", help="keep a scratch file the tool created (default: deleted)")
     p.add_argument("--vm", action="store_true", help="build the stack in a throwaway qemu VM (default: on the host)")
     p.add_argument("--emulate", metavar="DRIVE",
-                   help="run on an emulated drive the tool serves as the stack's disk (a loop device on the host; "
-                        "/dev/vdb with --vm), each request timed by the drive's simulation; DRIVE as diskmodel "
+                   help="run on emulated drives the tool serves, one for each of the stack's disks (loop devices "
+                        "on the host; /dev/vdb, /dev/vdc, ... with --vm), each request timed by the drive's "
+                        "simulation; DRIVE as diskmodel "
                         "emulate takes it (a bundled DiskSim drive, a folder, a preset, a calibration JSON); needs "
                         "no --scratch or --destroy-data-on (default: none, a scratch file or device)")
     p.add_argument("--vm-accelerator", choices=("tcg", "kvm"), default="tcg",
@@ -292,7 +293,8 @@ def _emulated_drive(args, stack):
     from diskmodel.calibrate.emulate.workloads import emulate_flag
 
     try:
-        return emulate_flag(args.emulate, L.backing_bytes_required(stack), scratch=args.scratch,
+        # each disk on a drive of its own: the largest disk must fit one
+        return emulate_flag(args.emulate, max(L.disk_spans_bytes(stack).values()), scratch=args.scratch,
                             destroy_data_on=args.destroy_data_on)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -342,8 +344,10 @@ def _dispatch_emulated(args, stack, config, drop, spec):
     def say(line: str) -> None:
         (log.warning if "WARNING" in line else log.info)("%s", line)
 
-    with emulated_disk(spec, vm=args.vm, say=say) as disk:
+    disks = list(L.disk_spans_bytes(stack))  # the disks the stack's partitions are on, each a drive of its own
+    with emulated_disk(spec, vm=args.vm, say=say, count=len(disks)) as disk:
         return run_on_stack(
             stack, config, scratch=disk.path, vm=args.vm, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
             drop_page_cache=drop, destroy_data_on=disk.path, vm_memory_bytes=args.vm_memory,
-            vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator, vm_drives=disk.vm_drives)
+            vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator, vm_drives=disk.vm_drives,
+            disk_backings=dict(zip(disks, disk.paths)) if len(disks) > 1 else None)
