@@ -127,3 +127,15 @@ def test_postmark_on_a_mirror_over_two_disks_runs_on_two_emulated_drives(tmp_pat
     assert len(written) == 2 and min(written) > 0.8 * max(written) > 0, written
     left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120, env=env)
     assert "no run left anything behind" in left.stdout + left.stderr
+
+
+def test_a_flat_drive_is_predicted_as_its_mean_latency_and_per_byte_time():
+    from diskmodel.calibrate.emulate.drives import flat_drive, model_drive
+
+    spec = flat_drive([1e-4, 3e-4], 1 << 30, per_byte_s=1e-9)   # reads of 512 B: 0.1 or 0.3 ms, 1 ns a byte beyond
+    disk = model_drive(spec).model_disk()
+    rate = disk.rpm / 60.0 * 512                                 # one 512-byte sector a revolution
+    assert disk.command_overhead_s + 512 / rate == pytest.approx(2e-4, rel=1e-9)
+    assert disk.command_overhead_s + MIB / rate == pytest.approx(2e-4 + (MIB - 512) * 1e-9, rel=1e-9)
+    with pytest.raises(ValueError, match="no per-byte time"):
+        model_drive(flat_drive(1e-4, 1 << 30))

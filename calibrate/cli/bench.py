@@ -267,9 +267,11 @@ def _run(args) -> int:
     unmodelled = ""
     prediction = None
     emulated = _emulated_drive(args, stack)
-    # the prediction is of what is measured: with --emulate, the stack's disks are the emulated drives
-    predicted_stack, on_drives = on_emulated_drives(stack, args.emulate) if emulated is not None else (stack, "")
+    predicted_stack, on_drives = stack, ""
     try:
+        # the prediction is of what is measured: with --emulate, the stack's disks are the emulated drives
+        if emulated is not None:
+            predicted_stack, on_drives = on_emulated_drives(stack, args.emulate)
         prediction = predict(predicted_stack, workload.spec if isinstance(workload, ToolWorkload) else workload)
     except FieldError as exc:
         raise UsageError(f"--stack {args.stack} with --workload {args.workload}: "

@@ -159,4 +159,17 @@ def served_disk(timing: dict):
         from diskmodel.model.disksim_drives.convert import load_disksim_drive
 
         return load_disksim_drive(disksim_drive_folder(timing["folder"])).disk
+    if kind == "flat":
+        # FlatLatencySession's expected service: the samples' mean latency for a read of sample_bytes, and
+        # per_byte_s for each byte beyond (flat_latency_disk's latency + (S - block) / rate)
+        from diskmodel.model.drive.disk import flat_latency_disk
+
+        per_byte_s = float(timing.get("per_byte_s", 0.0))
+        if per_byte_s <= 0:
+            raise ValueError("a flat drive with no per-byte time (an infinite transfer rate) has no Disk to predict "
+                             "with; give the flat drive a per_byte_s > 0")
+        return flat_latency_disk(float(np.mean(timing["samples_s"])), 1.0 / per_byte_s,
+                                 int(timing["total_blocks"]) * BLOCK_BYTES,
+                                 block_bytes=int(timing.get("sample_bytes", BLOCK_BYTES)),
+                                 name="flat latency (emulated)")
     raise ValueError(f"timing kind {kind!r} has no drive")
