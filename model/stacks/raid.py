@@ -157,11 +157,12 @@ class RaidArray:
         chunks times the data members; a mirror's whole 64 KiB). Larger than
         that is refused.
     data_offset_bytes : int or None
-        Where md puts the array's data on each member [bytes] (``mdadm
-        --data-offset``; ``mdadm --examine`` prints "Data Offset"): a
-        multiple of 4 KiB, at least 8 KiB (the 1.2 superblock sits 4 KiB
-        in). Default 1 MiB for md, the offset diskmodel builds with; 0 for
-        LVM and btrfs, whose metadata is elsewhere (another value refused).
+        Where md puts the array's data on each member [bytes]; none: 1 MiB
+        for md (the offset diskmodel builds with), 0 for LVM and btrfs,
+        whose metadata is elsewhere. For md, ``mdadm --data-offset``
+        (``mdadm --examine`` prints it as "Data Offset"): a multiple of
+        4 KiB, at least 8 KiB (the 1.2 superblock sits 4 KiB in); for LVM
+        and btrfs another value than 0 is refused.
     tool : str
         "md" (mdadm), "lvm" (lvcreate --type raidN / striped) or "btrfs"
         (mkfs.btrfs -d raid0/raid1; RAID 0 and 1 only).
