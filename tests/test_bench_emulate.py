@@ -63,14 +63,25 @@ def test_a_disk_larger_than_the_emulated_drive_is_one_line(tmp_path, capsys):
                           "the drive holds 1374216192")
 
 
-def _bench(tmp_path, stack: str, *args: str) -> tuple[dict, str]:
+def _run_alone(tmp_path, *argv: str) -> subprocess.CompletedProcess:
+    """diskmodel *argv*, its run's state in a folder of its own, checked to have left nothing."""
     env = {**os.environ, "DISKMODEL_RUN_DIR": str(tmp_path / "runs")}
-    res = subprocess.run([*DISKMODEL, "bench", "--stack", stack, *args, "--json"], capture_output=True, text=True,
-                         timeout=900, env=env)
-    assert res.returncode == 0, res.stderr
+    res = subprocess.run([*DISKMODEL, *argv], capture_output=True, text=True, timeout=900, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
     left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120, env=env)
     assert "no run left anything behind" in left.stdout + left.stderr
+    return res
+
+
+def _bench(tmp_path, stack: str, *args: str) -> tuple[dict, str]:
+    res = _run_alone(tmp_path, "bench", "--stack", stack, *args, "--json")
     return json.loads(res.stdout), res.stderr
+
+
+def _btrfs_mirror(tmp_path) -> str:
+    """btrfs RAID 1 over a partition of each of two disks, sda and sdb."""
+    return _stack_file(tmp_path, {"kind": "raid1", "tool": "btrfs", "members": [_part("sda"), _part("sdb")]},
+                       kind="btrfs", disks=("sda", "sdb"))
 
 
 def _written_per_drive(stderr: str) -> list[int]:
@@ -83,8 +94,7 @@ def _written_per_drive(stderr: str) -> list[int]:
 def test_a_mirror_over_two_disks_is_built_on_two_emulated_drives(tmp_path):
     require_emulation()
     require_tools("mkfs.btrfs", "fio")
-    path = _stack_file(tmp_path, {"kind": "raid1", "tool": "btrfs", "members": [_part("sda"), _part("sdb")]},
-                       kind="btrfs", disks=("sda", "sdb"))
+    path = _btrfs_mirror(tmp_path)
     out, stderr = _bench(tmp_path, path, "--workload", "seqwrite_1m", "--size", "16M", "--emulate", "wd800bd")
     # two drives, each given every byte of the 16 MiB job (a mirror), as its own request log counts them
     written = _written_per_drive(stderr)
@@ -115,18 +125,12 @@ def test_the_prediction_is_of_the_drive_emulated_not_the_stacks_preset(tmp_path)
 def test_postmark_on_a_mirror_over_two_disks_runs_on_two_emulated_drives(tmp_path):
     require_emulation()
     require_tools("mkfs.btrfs", "postmark")
-    path = _stack_file(tmp_path, {"kind": "raid1", "tool": "btrfs", "members": [_part("sda"), _part("sdb")]},
-                       kind="btrfs", disks=("sda", "sdb"))
-    env = {**os.environ, "DISKMODEL_RUN_DIR": str(tmp_path / "runs")}
-    res = subprocess.run([*DISKMODEL, "--debug", "postmark", "--stack", path, "--workload", "test1", "--files", "100",
-                          "--transactions", "200", "--emulate", "wd800bd"], capture_output=True, text=True,
-                         timeout=900, env=env)
-    assert res.returncode == 0, res.stderr[-2000:]
+    path = _btrfs_mirror(tmp_path)
+    res = _run_alone(tmp_path, "--debug", "postmark", "--stack", path, "--workload", "test1", "--files", "100",
+                     "--transactions", "200", "--emulate", "wd800bd")
     # both drives given the mirror's writes, each about the same, as their request logs count them
     written = _written_per_drive(res.stderr)
     assert len(written) == 2 and min(written) > 0.8 * max(written) > 0, written
-    left = subprocess.run([*DISKMODEL, "cleanup", "--dry-run"], capture_output=True, text=True, timeout=120, env=env)
-    assert "no run left anything behind" in left.stdout + left.stderr
 
 
 def test_a_flat_drive_is_predicted_as_its_mean_latency_and_per_byte_time():
