@@ -143,3 +143,20 @@ def test_a_flat_drive_is_predicted_as_its_mean_latency_and_per_byte_time():
     assert disk.command_overhead_s + MIB / rate == pytest.approx(2e-4 + (MIB - 512) * 1e-9, rel=1e-9)
     with pytest.raises(ValueError, match="no per-byte time"):
         model_drive(flat_drive(1e-4, 1 << 30))
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_several_scratches_are_prepared_all_or_none(tmp_path):
+    # a stack's disks each on a device of its own: when one is refused, the ones made before it are gone too
+    from diskmodel.calibrate.harness.scratch import ScratchRefused, prepare_scratches
+    first, second = tmp_path / "a.img", tmp_path / "b.img"
+    second.write_bytes(b"keep me")
+    with pytest.raises(ScratchRefused, match="destroy_data_on"):
+        prepare_scratches([(first, 16 * MIB, None), (second, 16 * MIB, tmp_path / "other")])
+    assert not first.exists() and second.read_bytes() == b"keep me"
+    spaces = prepare_scratches([(first, 16 * MIB, None), (tmp_path / "c.img", 16 * MIB, None)])
+    assert [s.path for s in spaces] == [str(first), str(tmp_path / "c.img")]
+    for space in spaces:
+        space.close()
+    assert not first.exists()

@@ -358,16 +358,12 @@ def measure_stack(stack: Stack, workloads, *, vm: bool = False, scratch=None, de
 def _on_host(stack, workloads, slow, file_system, scratch, destroy_data_on, timeout_s, disk_backings=None):
     from diskmodel.calibrate.bench.host_executor import HostExecutor
     from diskmodel.calibrate.harness import runstate
-    from diskmodel.calibrate.harness.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratches
 
     run = runstate.current_run()
     spaces = []
     try:
-        if disk_backings:  # every disk on its own device: each checked (free, large enough) and held
-            spans = L.disk_spans_bytes(stack)
-            spaces = [prepare_scratch(path, spans[disk], destroy_data_on=path) for disk, path in disk_backings.items()]
-        else:
-            spaces = [prepare_scratch(scratch, L.backing_bytes_required(stack), destroy_data_on=destroy_data_on)]
+        spaces = prepare_scratches(L.scratch_needs(stack, scratch, destroy_data_on, disk_backings))
         plan = L.build_plan(stack, backing=spaces[0].path, mount_dir=str(run.work_dir() / "mnt"),
                             file_system=file_system, queue_defaults=True, disk_backings=disk_backings)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())

@@ -292,16 +292,12 @@ def _run_on_stack_locked(stack, config, *, scratch, vm, repeats, memory_limit_by
                                           f"{vm_drives[0].drive})" if vm_drives
                                   else f"{SCRATCH_DEVICE} (VM scratch disk)")
 
-    from diskmodel.calibrate.harness.scratch import prepare_scratch
+    from diskmodel.calibrate.harness.scratch import prepare_scratches
     L.require_device_mapper(stack)
     run = runstate.current_run()
     spaces = []
     try:
-        if disk_backings:  # every disk on its own device: each checked (free, large enough) and held
-            spans = L.disk_spans_bytes(stack)
-            spaces = [prepare_scratch(path, spans[d], destroy_data_on=path) for d, path in disk_backings.items()]
-        else:
-            spaces = [prepare_scratch(scratch, needed, destroy_data_on=destroy_data_on, keep=keep)]
+        spaces = prepare_scratches(L.scratch_needs(stack, scratch, destroy_data_on, disk_backings), keep=keep)
         plan = L.build_plan(stack, backing=spaces[0].path, mount_dir=str(run.work_dir() / "mnt"), queue_defaults=True,
                             disk_backings=disk_backings)
         L.log.info("plan:\n%s\n%s", stack.describe(), plan.describe())

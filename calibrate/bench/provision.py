@@ -73,6 +73,7 @@ __all__ = [
     "build_plan",
     "backing_bytes_required",
     "disk_spans_bytes",
+    "scratch_needs",
     "disk_bases",
     "mount_steps",
     "device_mapper_available",
@@ -136,6 +137,15 @@ def disk_spans_bytes(stack: Stack) -> dict[str, int]:
     for _, p in stack.partitions():
         ends[p.disk] = max(ends.get(p.disk, 0), p.end_bytes)
     return {d.name: _align_up(ends[d.name], MIB) for d in stack.disks if d.name in ends}
+
+
+def scratch_needs(stack: Stack, scratch, destroy_data_on=None, disk_backings: dict | None = None) -> list[tuple]:
+    """``(path, size_bytes, destroy_data_on)`` of each scratch *stack* is built on: one *scratch* for all its
+    disks, or with *disk_backings* each disk's own device (the tool's: named again as its destroy_data_on)."""
+    if disk_backings:
+        spans = disk_spans_bytes(stack)
+        return [(path, spans[disk], path) for disk, path in disk_backings.items()]
+    return [(scratch, backing_bytes_required(stack), destroy_data_on)]
 
 
 def backing_bytes_required(stack: Stack) -> int:

@@ -198,16 +198,15 @@ def _measure(args, stack, workload, slow, emulated):
     def say(line: str) -> None:
         print(f"diskmodel: {line}", file=sys.stderr, flush=True)
 
-    disks = list(L.disk_spans_bytes(stack))  # the disks the stack's partitions are on, each a drive of its own
-    with (emulated_disk(emulated, vm=args.vm, say=say, count=len(disks)) if emulated is not None
-          else contextlib.nullcontext()) as disk:
+    # the disks the stack's partitions are on, each a drive of its own
+    with (emulated_disk(emulated, vm=args.vm, say=say, disks=tuple(L.disk_spans_bytes(stack)))
+          if emulated is not None else contextlib.nullcontext()) as disk:
         scratch = disk.path if disk is not None else args.scratch
         destroy = disk.path if disk is not None else args.destroy_data_on
-        backings = dict(zip(disks, disk.paths)) if disk is not None and len(disks) > 1 else None
-        return measure_stack(stack, [workload], vm=args.vm, scratch=None if args.vm else scratch,
-                             destroy_data_on=None if args.vm else destroy, slow_disks=slow,
-                             vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator,
-                             vm_drives=disk.vm_drives if disk is not None else (), disk_backings=backings)
+        return measure_stack(stack, [workload], vm=args.vm, scratch=scratch, destroy_data_on=destroy,
+                             slow_disks=slow, vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator,
+                             vm_drives=disk.vm_drives if disk is not None else (),
+                             disk_backings=disk.backings if disk is not None else None)
 
 
 def _tool_rows(measurement, prediction) -> list[dict]:

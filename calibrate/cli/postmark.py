@@ -344,10 +344,10 @@ def _dispatch_emulated(args, stack, config, drop, spec):
     def say(line: str) -> None:
         (log.warning if "WARNING" in line else log.info)("%s", line)
 
-    disks = list(L.disk_spans_bytes(stack))  # the disks the stack's partitions are on, each a drive of its own
-    with emulated_disk(spec, vm=args.vm, say=say, count=len(disks)) as disk:
+    # the disks the stack's partitions are on, each a drive of its own
+    with emulated_disk(spec, vm=args.vm, say=say, disks=tuple(L.disk_spans_bytes(stack))) as disk:
         return run_on_stack(
             stack, config, scratch=disk.path, vm=args.vm, repeats=args.repeats, memory_limit_bytes=args.memory_limit,
             drop_page_cache=drop, destroy_data_on=disk.path, vm_memory_bytes=args.vm_memory,
             vm_timeout_s=args.vm_timeout, vm_accelerator=args.vm_accelerator, vm_drives=disk.vm_drives,
-            disk_backings=dict(zip(disks, disk.paths)) if len(disks) > 1 else None)
+            disk_backings=disk.backings)

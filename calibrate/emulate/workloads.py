@@ -56,17 +56,22 @@ def emulate_flag(drive: str | None, needed_bytes: int, *, scratch=None, destroy_
 
 @dataclass
 class EmulatedDisk:
-    """The stack's disks: ``path`` (the first host loop device) or ``vm_drives`` (for the VM); ``paths``, each
-    drive's device (the host's loop device, or the guest's); ``summaries`` once done."""
+    """The stack's disks: ``path`` (the first host loop device) or ``vm_drives`` (for the VM); ``backings``,
+    each of several *disks* on its own drive; ``summaries`` once done."""
 
     drive: str
     path: str | None
     vm_drives: tuple = ()
     devices: tuple = ()
+    disks: tuple = ()
 
     @property
-    def paths(self) -> tuple:
-        return tuple(getattr(d, "guest_path", None) or d.path for d in self.devices)
+    def backings(self) -> dict | None:
+        """``{disk: device}`` (the host's loop device, or the guest's) where the stack has several disks
+        (``build_plan``'s *disk_backings*); None for one, which the drive is as a scratch device is."""
+        if len(self.disks) < 2:
+            return None
+        return {disk: getattr(d, "guest_path", None) or d.path for disk, d in zip(self.disks, self.devices)}
 
     @property
     def summaries(self) -> list[dict]:
@@ -89,9 +94,9 @@ def summary_line(summary: dict) -> str:
 
 
 @contextlib.contextmanager
-def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None, count: int = 1):
-    """Serve *spec* as the stack's disk (see the module doc), or *count* drives of it, one for each of the
-    stack's disks; yields an :class:`EmulatedDisk`.
+def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None, disks=("sda",)):
+    """Serve *spec* as the stack's disk (see the module doc), one drive for each of its *disks* (names);
+    yields an :class:`EmulatedDisk`.
 
     On leaving, each drive's request-log summary is said in one line
     (:func:`summary_line`) through *say* (default: this module's logger).
@@ -99,15 +104,15 @@ def emulated_disk(spec: DriveSpec, *, vm: bool, log_dir=None, say=None, count: i
     say = say or (lambda line: log.warning("%s", line))
     if vm:
         from diskmodel.calibrate.emulate.for_vm import nbd_drives
-        cm = nbd_drives([spec] * count, log_dir=log_dir, say=say)
+        cm = nbd_drives([spec] * len(disks), log_dir=log_dir, say=say)
     else:
         from diskmodel.calibrate.emulate.devices import emulated_drives
-        cm = emulated_drives([spec] * count, log_dir=log_dir, say=say)
+        cm = emulated_drives([spec] * len(disks), log_dir=log_dir, say=say)
     disk = None
     try:
         with cm as devices:
             disk = EmulatedDisk(spec.name, None if vm else devices[0].path, tuple(devices) if vm else (),
-                                tuple(devices))
+                                tuple(devices), tuple(disks))
             yield disk
     finally:
         for summary in disk.summaries if disk is not None else ():

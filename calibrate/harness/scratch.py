@@ -30,7 +30,7 @@ from diskmodel.calibrate.harness.devstate import busy_reasons
 from diskmodel.calibrate.harness.locks import lock_target
 from diskmodel.model.units import MIB
 
-__all__ = ["ScratchRefused", "Scratch", "prepare_scratch", "fill_file"]
+__all__ = ["ScratchRefused", "Scratch", "prepare_scratch", "prepare_scratches", "fill_file"]
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +180,20 @@ def prepare_scratch(path: str | os.PathLike, size_bytes: int, *, destroy_data_on
         raise
     scratch.held = held
     return scratch
+
+
+def prepare_scratches(needs, *, keep: bool = False) -> list[Scratch]:
+    """:func:`prepare_scratch` for each ``(path, size_bytes, destroy_data_on)`` of *needs* (a stack's disks,
+    each on a device of its own), all or none: on a refusal those already prepared are closed."""
+    spaces: list[Scratch] = []
+    try:
+        for path, size_bytes, destroy_data_on in needs:
+            spaces.append(prepare_scratch(path, size_bytes, destroy_data_on=destroy_data_on, keep=keep))
+    except BaseException:
+        for space in spaces:
+            space.close()
+        raise
+    return spaces
 
 
 def _prepare(raw: str, real: str, size_bytes: int, confirmed: bool, keep: bool,
