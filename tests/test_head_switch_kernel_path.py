@@ -139,14 +139,22 @@ def test_head_switch_through_the_paths_model_without_read_ahead(drive):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="through the path's model the head switch of a drive that reads ahead moves "
-                                       "by tens of per cent, as through the kernel: the host's time of a read "
-                                       "carries the path's way back, which grows with the read's own time and "
-                                       "its predecessor's, unlike the drive's (docs/benchmarks.md)")
-@pytest.mark.parametrize("drive", ["cheetah4LP", "atlas10k", "ibm18es"])
+@pytest.mark.parametrize("drive", [
+    "cheetah4LP",
+    pytest.param("atlas10k", marks=pytest.mark.xfail(
+        strict=True, reason="through the path's model atlas10k's head switch comes out 12-41 % short: its start "
+                            "points give no same-track floor of their own, and the pooled limit is taken at the "
+                            "caller's short gap (docs/benchmarks.md)")),
+    pytest.param("ibm18es", marks=pytest.mark.xfail(
+        strict=True, reason="through the path's model ibm18es's 62 us head switch (three blocks' passage) "
+                            "moves by 5-28 %: the path's way back, which grows with the read's own time, "
+                            "moves each start point's floor and limit by more than a block (docs/benchmarks.md)")),
+])
 def test_head_switch_through_the_paths_model_with_read_ahead(drive):
     """On the drives that read ahead, the head switch through the path's model within 10 % (seeds 0-3, every
-    |error|): the acceptance through the kernel, without the kernel."""
+    |error|): the acceptance through the kernel, without the kernel. cheetah4LP's came within 10 % once each
+    start point's limit was measured against its own floor (switch_by_zone): before, two of four seeds
+    missed by 15 %."""
     errors = _head_switch_errors(drive, range(4))
     assert np.all(np.abs(errors) <= 0.10), errors
 

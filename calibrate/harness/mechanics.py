@@ -45,7 +45,10 @@ found first, and the rest is measured with patterns it cannot serve:
   line where the host's noise is not the drive's: :func:`~diskmodel.calibrate.harness.head_switch.line_limit`),
   less the same-track floor found alike. The reads after a head switch are told by their
   wait, or, where the kinds were told apart by position, by their position below a cylinder
-  switch found.
+  switch found. A drive that stops its read-ahead at a sector's end sees the switch rounded
+  to whole sectors in each zone, so where the rotation's start points each gave a floor, the
+  limit is found at each of them too and the head switch is the mean of their differences
+  (:mod:`~diskmodel.calibrate.harness.switch_by_zone`).
 
 Where the read-ahead covers a whole track, no forward read waits for its
 sector on its own track; the period then comes from descending chains alone
@@ -65,6 +68,7 @@ from diskmodel.calibrate.harness.head_switch import (block_passages_again, desce
                                                      one_cylinder_limit, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
+from diskmodel.calibrate.harness.switch_by_zone import limit_at_start, mean_over_zones, stride_limit
 from diskmodel.calibrate.harness.rotation_chains import (chains_at_median_gap, descending_note, descending_period,
                                                          forward_start)
 from diskmodel.model.units import MIB
@@ -111,6 +115,9 @@ class RotationMeasurement:
     used_s: float = 0.0
     stopped: str = ""
     transfer_samples_s: list = field(default_factory=list)
+    #: each start point's own floor [s] where its reads both caught their sector and lost a revolution
+    #: (None elsewhere): a switch's limit at the same start point is measured against it
+    floor_samples_s: list = field(default_factory=list)
 
 
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
@@ -217,6 +224,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     floor = (line_limit(media, caught, period, np.concatenate([f[1] * xj for f, xj, _ in lined]),
                         np.concatenate([np.full(f[0].size, j) for f, _, j in lined])) if media.size
              else float(np.median([f for f, m, _ in floors if not m] or [buffer.hit_s])))
+    by_start = [stride_limit(f[0], f[2], period, np.asarray(f[1]) * xj) if m else None for f, m, xj in floors]
     how = ("the floor of a same-track read from where a read loses a revolution" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
@@ -225,7 +233,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         f"{period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
         meter.reads - reads0, float(np.median(gaps)), MEASURED if media.size else ESTIMATED, used, stopped,
-        xs)
+        xs, by_start)
 
 
 # ---------------------------------------------------------------------------
@@ -517,6 +525,25 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     if floor <= same_track:
         return _limit_not_above_floor(floor, same_track, "the reads after the commonest track change")
     value = floor - same_track
+    how = (f"least time of a read after a head switch (the threshold between those that caught their sector and "
+           f"those that missed it) {floor * 1e3:.4f} ms, less the same-track floor {same_track * 1e3:.4f} ms{hit}")
+    # where a whole sector starts each move (a read-ahead stopped at a sector's end), one zone sees the switch
+    # rounded to whole sectors: the mean over the start points of each one's limit less its own floor
+    # (switch_by_zone)
+    if two_kinds and apart > 2 * jitter:
+        xs_at = rotation.transfer_samples_s
+        limits = [None if flo is None else
+                  limit_at_start(meter, start_bytes=min(int(o) + 16 * MIB, meter.size_bytes - 1), block_s=xj,
+                                 strides_s=(k_lo * x, k_hi * x), period_s=period, gap_s=gap, kind_s=kind,
+                                 tol_s=tol).limit_s
+                  for o, xj, flo in zip(rotation.starts_bytes, xs_at, rotation.floor_samples_s)]
+        zoned, kept = mean_over_zones(limits, rotation.floor_samples_s, xs_at)
+        if zoned is not None and len(kept) >= 2 and zoned > 0:
+            value = zoned
+            how = (f"mean over {len(kept)} start points of the least time of a read after a head switch there (the "
+                   f"threshold between those that caught their sector and those that missed it) less the same-track "
+                   f"floor there: {', '.join(f'{d * 1e3:.4f}' for d in kept)} ms (one zone sees the switch rounded to "
+                   f"whole sectors); pooled, {floor * 1e3:.4f} ms less {same_track * 1e3:.4f} ms")
     if not two_kinds:
         return _not_visible(f"one kind of track change seen (one surface, a serpentine layout, or head and "
                             f"cylinder switches told apart neither by their wait nor by their position): the "
@@ -528,6 +555,4 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
                                           f"less the same-track floor {same_track * 1e3:.4f} ms: the faster of a "
                                           f"head switch and a one-cylinder move (the two kinds of track change "
                                           f"wait within the host's jitter of each other)")
-    return Quantity(value, status, f"least time of a read after a head switch (the threshold between those that caught "
-                                   f"their sector and those that missed it) {floor * 1e3:.4f} ms, less the "
-                                   f"same-track floor {same_track * 1e3:.4f} ms{hit}")
+    return Quantity(value, status, how)
