@@ -402,24 +402,6 @@ class _DelayedDisk:
         return Delayed(params, seed=seed, max_request_bytes=512 * 1024)
 
 
-@pytest.mark.parametrize("seed", [0, 2, 7])
-def test_wd800bd_zone_count_through_a_kernel_shaped_path(seed):
-    """WD800BD on the emulator's timing with the kernel path's shape (_DelayedDisk): about a hundred
-    locations, seven a zone on average and fewer at the inner zones, each location's rate quantised by
-    the track changes its reads cross. The optimal partitioning's penalty (three times the Schwarz
-    criterion's) never proposed the narrow zones there, and the merge test, which decides, never saw
-    them; at the Schwarz criterion's penalty every zone is found, each boundary within 1 % of the
-    capacity, each rate within 3 % (the drive's truth)."""
-    from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
-    from diskmodel.calibrate.harness.measure import calibrate
-
-    params = _params("wd800bd")
-    result = calibrate(_DelayedDisk(params, seed), budget_s=120.0, seed=seed, progress=False)
-    rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
-    for name in ("zone_count", "zone_boundaries", "zone_rate_worst_bytes_per_s"):
-        assert rows[name]["passed"], (seed, rows[name])
-
-
 @pytest.mark.parametrize("drive", ["hp_c2247a", "wd800bd"])
 def test_a_preset_with_its_buffer_calibrates_on_the_emulators_timing(drive):
     """The presets as catalogued, buffer included (hp_c2247a: 2 segments of 128 KiB, of which one for

@@ -271,7 +271,8 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     At least *min_locations* locations, more while *budget_s* lasts. Where the
     meter's budget runs out (:class:`BudgetExhausted`) beyond them, the location
     under way is dropped and the detail says so; before them, the exception is
-    passed on."""
+    passed on. The calibration reads the pairs again once the skews are known, each
+    less the track changes it crossed (:mod:`~diskmodel.calibrate.harness.zone_skews`)."""
     b = meter.block_size_bytes
     size = meter.size_bytes
     spent0, reads0 = meter.used_s, meter.reads

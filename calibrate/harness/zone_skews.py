@@ -1,0 +1,146 @@
+"""A zone read's rate without the quantum of the track changes it crossed, once the skews are known.
+
+A long read's time is its media transfer and, for each track change it
+crosses, the skew's wait: a head switch's (the track skew) or a cylinder
+switch's (the cylinder skew), every ``surfaces``-th change being a cylinder
+switch (Ruemmler & Wilkes 1994, sec. 2.2). A read of L bytes on tracks of B
+bytes crosses ``floor(L/B)`` or ``ceil(L/B)`` changes by where it starts, so
+its rate takes a few discrete values; through the kernel, where a read is at
+most 512 KiB (0.93 of a WD800BD outer track), a location's ten reads differ by
+1 and 2 ms in 8-10 ms, and the union of a location's reads still crosses one
+change more or fewer, and one cylinder switch more or fewer, than its share:
+its rate is quantised by 1-2 %, against zone steps of 3-4 %. Neighbouring
+zones then merge.
+
+The zone stage runs before the skews are measured, so its reads are kept and
+read again here (:func:`dequantised_zones`): each read's time less the wait
+of the track changes it crossed is the media's time for its bytes, the same
+for every read of a location; the crossings are the ones (a number of track
+and cylinder switches a read of that length can cross) that put most of the
+location's reads on one media time (:func:`media_time`). The sustained rate
+is then the media's rate over a cylinder and its skews:
+``rate_media * H T / (H T + (H - 1) t_track + t_cylinder)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["crossing_waits", "media_time", "sustained_factor", "dequantised_rates", "quantised", "dequantised_zones"]
+
+
+def crossing_waits(max_changes: int, surfaces: int, track_s: float, cylinder_s: float) -> np.ndarray:
+    """The waits [s] a read crossing 0..*max_changes* track changes can meet, and the count of each:
+    rows (changes, wait). Of n consecutive changes, every *surfaces*-th is a cylinder switch, so they hold
+    ``floor(n / H)`` or ``ceil(n / H)`` cylinder switches."""
+    rows = []
+    for n in range(max_changes + 1):
+        for c in sorted({n // surfaces, -(-n // surfaces)}):
+            rows.append((n, (n - c) * track_s + c * cylinder_s))
+    return np.array(rows, dtype=float)
+
+
+def media_time(times_s, period_s: float, waits, tol_s: float) -> float | None:
+    """The media's time [s] shared by a location's reads (*times_s*, each less its pair's one-block read):
+    of the candidates ``t_i - w`` (w a crossing's wait of *waits*, :func:`crossing_waits`) whose crossing
+    count is one a read of that media time can make (``floor`` or ``ceil`` of it over *period_s*), the
+    one within *tol_s* of the most reads' own; their median. None where no candidate holds half the
+    reads (a location the host delayed throughout)."""
+    t = np.asarray(times_s, dtype=float)
+    t = t[np.isfinite(t) & (t > 0)]
+    if t.size == 0:
+        return None
+    best, best_n = None, 0
+    for n_changes, w in waits:
+        for base in t - w:
+            if base <= 0:
+                continue
+            turns = base / period_s
+            can = (waits[:, 0] >= np.floor(turns)) & (waits[:, 0] <= np.ceil(turns))
+            if not np.floor(turns) <= n_changes <= np.ceil(turns):
+                continue
+            allowed = waits[can, 1]
+            d = np.abs((t[:, None] - allowed[None, :]) - base)
+            near = d.min(axis=1) <= tol_s
+            if near.sum() > best_n:
+                best_n = int(near.sum())
+                best = float(np.median(t[near] - allowed[np.argmin(d[near], axis=1)]))
+    return best if best_n >= max(2, (t.size + 1) // 2) else None
+
+
+def sustained_factor(surfaces: int, period_s: float, track_s: float, cylinder_s: float) -> float:
+    """The sustained rate over the media's: a cylinder's H tracks take H revolutions, H - 1 track
+    skews and one cylinder skew."""
+    h = int(surfaces)
+    return h * period_s / (h * period_s + (h - 1) * track_s + cylinder_s)
+
+
+def dequantised_rates(repeats_rates, read_length_bytes: int, block_size_bytes: int, *, period_s: float,
+                      surfaces: int, track_skew_rev: float, cylinder_skew_rev: float):
+    """Each location's sustained rate [bytes/s] from its pairs' rates (*repeats_rates*, locations x
+    repeats, as the zone stage keeps them: ``(length - block) / (long read - one-block read)``), and
+    the same per pair (each pair's media time less its crossings' waits, for the repeats' spread).
+    A location whose reads share no media time (:func:`media_time`) keeps its rates: (rates,
+    per-pair rates, locations kept as they were)."""
+    r = np.asarray(repeats_rates, dtype=float)
+    moved = (read_length_bytes - block_size_bytes)
+    track_s, cylinder_s = track_skew_rev * period_s, cylinder_skew_rev * period_s
+    factor = sustained_factor(surfaces, period_s, track_s, cylinder_s)
+    times = moved / r
+    top = int(np.ceil(np.nanmax(times) / period_s)) + 1 if np.isfinite(times).any() else 1
+    waits = crossing_waits(top, surfaces, track_s, cylinder_s)
+    tol = 0.25 * min(track_s, cylinder_s - track_s if cylinder_s > track_s else track_s)
+    per_pair = np.full_like(r, np.nan)
+    rates = np.sum(np.isfinite(r), axis=1) / np.nansum(1.0 / r, axis=1)
+    kept = np.zeros(r.shape[0], dtype=bool)
+    for i in range(r.shape[0]):
+        base = media_time(times[i], period_s, waits, tol)
+        if base is None:
+            per_pair[i] = r[i]
+            kept[i] = True
+            continue
+        # each pair's own media time: its time less the wait that brings it nearest the location's
+        d = np.abs(times[i][:, None] - waits[None, :, 1] - base)
+        own = times[i] - waits[np.argmin(np.nan_to_num(d, nan=np.inf), axis=1), 1]
+        per_pair[i] = np.where(np.isfinite(times[i]), moved / own * factor, np.nan)
+        rates[i] = moved / base * factor
+    return rates, per_pair, kept
+
+
+def quantised(repeats_rates, read_length_bytes: int, block_size_bytes: int, track_s: float) -> bool:
+    """Whether the locations' reads show the track changes' quantum: the median over the locations of
+    the spread of their reads' times (less the slowest, a host's delay) at least half a track skew's
+    wait. A drive whose reads are bound by its interface (one rate throughout) shows none, and its
+    reads' times hold no skew to take off."""
+    t = (read_length_bytes - block_size_bytes) / np.asarray(repeats_rates, dtype=float)
+    spreads = []
+    for row in t:
+        row = np.sort(row[np.isfinite(row)])[:-1]
+        if row.size >= 2:
+            spreads.append(row[-1] - row[0])
+    return bool(spreads) and float(np.median(spreads)) >= 0.5 * track_s
+
+
+def dequantised_zones(zones, *, size_bytes: int, block_size_bytes: int, period_s, track_skew_rev,
+                      cylinder_skew_rev, surfaces):
+    """The zone stage's measurement (:class:`~diskmodel.calibrate.harness.stages.ZoneMeasurement`) with each
+    location's rate less the quantum of its reads' track changes and the zones fitted again, where the
+    rotation, both skews and the surfaces were measured and the reads show the quantum
+    (:func:`quantised`); else *zones* as it was."""
+    from dataclasses import replace
+
+    from diskmodel.calibrate.harness.stages import _halves, repeat_noise, zones_from_profile
+
+    if None in (period_s, track_skew_rev, cylinder_skew_rev, surfaces) or int(surfaces) < 1:
+        return zones
+    r = np.asarray(zones.repeats_rates, dtype=float)
+    if r.ndim != 2 or r.shape[0] < 2 or not quantised(r, zones.read_length_bytes, block_size_bytes,
+                                                        track_skew_rev * period_s):
+        return zones
+    rates, per_pair, kept = dequantised_rates(r, zones.read_length_bytes, block_size_bytes, period_s=period_s,
+                                              surfaces=int(surfaces), track_skew_rev=track_skew_rev,
+                                              cylinder_skew_rev=cylinder_skew_rev)
+    found = zones_from_profile(zones.locations_bytes, rates, size_bytes, block_size_bytes,
+                               noise_sigma=repeat_noise(_halves(r)))
+    return replace(zones, rates_bytes_per_s=rates, zones=found, repeats_rates=per_pair,
+                   detail=f"{zones.detail}; each read's rate less the skews of the track changes it crossed "
+                          f"({int(kept.size - kept.sum())} of {kept.size} locations), {len(found)} zones")

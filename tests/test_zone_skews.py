@@ -1,0 +1,108 @@
+"""A zone read's rate less the track changes it crossed (calibrate/harness/zone_skews.py): the waits a
+read can meet, the media time its location's reads share, the sustained rate against the drive's own
+geometry, and WD800BD's zones through the kernel path's shape."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from diskmodel.calibrate.harness.zone_skews import (crossing_waits, dequantised_rates, media_time, quantised,
+                                                    sustained_factor)
+from test_calibrate_emulated import _DelayedDisk, _params
+
+PERIOD = 60.0 / 7200.0
+TS, TC = 0.12 * PERIOD, 0.24 * PERIOD
+
+
+def test_crossing_waits_of_two_surfaces():
+    w = crossing_waits(2, 2, TS, TC)
+    # 0 changes; 1: a head or a cylinder switch; 2: one of each
+    assert w[:, 0].tolist() == [0, 1, 1, 2]
+    assert w[:, 1] == pytest.approx([0.0, TS, TC, TS + TC])
+
+
+def test_the_media_time_a_locations_reads_share():
+    """Reads of 0.93 of a track: none, a head switch or a cylinder switch crossed; one read delayed by the
+    host. The media time comes back whatever the mix."""
+    rng = np.random.default_rng(0)
+    base = 0.93 * PERIOD
+    crossed = rng.choice([0.0, TS, TC], size=10, p=[0.07, 0.47, 0.46])
+    t = base + crossed + rng.normal(0, 20e-6, 10)
+    t[3] += 0.6e-3
+    got = media_time(t, PERIOD, crossing_waits(3, 2, TS, TC), 0.25 * TS)
+    assert got == pytest.approx(base, abs=20e-6)
+
+
+def test_a_read_longer_than_a_track_crosses_at_least_one_change():
+    """1.7 tracks a read: one or two changes, never none; the reads' least time is not the media's."""
+    base = 1.7 * PERIOD
+    t = base + np.array([TS, TC, TS, TS + TC, TC, TS + TC, TS, TC])
+    assert media_time(t, PERIOD, crossing_waits(3, 2, TS, TC), 0.25 * TS) == pytest.approx(base, abs=1e-9)
+
+
+def test_the_sustained_rate_is_the_drives_own():
+    """WD800BD's outer zone from its geometry alone: 1100 sectors a track, two surfaces, skews of 132 and 265
+    sectors (the drive's layout). The media's rate times the sustained factor is drive_truth's zone rate."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth
+
+    params = _params("wd800bd")
+    spt = 1100
+    sector = PERIOD / spt
+    media = spt * 512 / PERIOD
+    rate = media * sustained_factor(2, PERIOD, 132 * sector, 265 * sector)
+    assert rate == pytest.approx(float(np.asarray(drive_truth(params)["zone_rates_bytes_per_s"])[0]), rel=1e-3)
+
+
+def test_dequantised_rates_take_each_reads_changes_off():
+    rng = np.random.default_rng(1)
+    length, b = 524288, 512
+    media = 1100 * 512 / PERIOD
+    base = (length - b) / media
+    times = base + rng.choice([0.0, TS, TC], size=(6, 10), p=[0.1, 0.45, 0.45]) + rng.normal(0, 10e-6, (6, 10))
+    rates, per_pair, kept = dequantised_rates((length - b) / times, length, b, period_s=PERIOD, surfaces=2,
+                                              track_skew_rev=0.12, cylinder_skew_rev=0.24)
+    want = media * sustained_factor(2, PERIOD, TS, TC)
+    assert not kept.any()
+    assert rates == pytest.approx(np.full(6, want), rel=2e-3)
+    assert np.nanmax(np.abs(per_pair / want - 1)) < 5e-3
+    assert quantised((length - b) / times, length, b, TS)
+    # an interface-bound drive's reads take one time throughout: no quantum, nothing taken off
+    assert not quantised(np.full((6, 10), 4.8e6) * (1 + rng.normal(0, 1e-3, (6, 10))), length, b, TS)
+def test_wd800bd_zones_through_a_kernel_shaped_path_with_a_drifting_cost():
+    """WD800BD on the emulator's timing with the kernel path's shape and a per-byte cost that drifts by
+    +-50 % over 30 s (_DelayedDisk; through the kernel the drift measured 0.1-0.2 % of a read, here
+    about 1 %): about a hundred locations, seven a zone on average. At the Schwarz criterion's penalty
+    (the optimal partitioning's proposals) the zone count came right at 5 of seeds 0-7 when each
+    location's rate was its reads' union, and still does with each read's track changes taken off
+    (calibrate/harness/zone_skews.py): the drift, not the quantum, decides here."""
+    from diskmodel.calibrate.harness.drive_truth import drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("wd800bd")
+    right = 0
+    for seed in range(8):
+        result = calibrate(_DelayedDisk(params, seed), budget_s=120.0, seed=seed, progress=False)
+        rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+        right += bool(rows["zone_count"]["passed"])
+    assert right >= 5, right
+
+
+def test_wd800bd_zones_once_each_reads_track_changes_are_taken_off():
+    """The kernel path's shape without its drift (ParametersDisk, requests of at most 512 KiB): a location
+    is ten reads of 0.93 of an outer track, each crossing none, a head switch or a cylinder switch
+    (waits of 1 and 2 ms in 8-10 ms). As their union, seeds 3 and 5 of 0-7 merged two zones and the worst
+    rate was 2.1 % off; with each read less the skews of the track changes it crossed (zone_skews), all
+    16 zones at every seed, each rate within 0.5 % of the drive's."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("wd800bd")
+    for seed in range(8):
+        result = calibrate(ParametersDisk(params, seed=seed, max_request_bytes=512 * 1024), budget_s=120.0,
+                           seed=seed, progress=False)
+        rows = {r["quantity"]: r for r in emulation_errors(drive_truth(params), result)}
+        assert rows["zone_count"]["passed"], (seed, rows["zone_count"])
+        assert rows["zone_boundaries"]["passed"], (seed, rows["zone_boundaries"])
+        assert abs(rows["zone_rate_worst_bytes_per_s"]["error"]) <= 0.005, (seed, rows["zone_rate_worst_bytes_per_s"])
+
+
