@@ -66,8 +66,12 @@ def test_dequantised_rates_take_each_reads_changes_off():
     assert rates == pytest.approx(np.full(6, want), rel=2e-3)
     assert np.nanmax(np.abs(per_pair / want - 1)) < 5e-3
     assert quantised((length - b) / times, length, b, TS)
-    # an interface-bound drive's reads take one time throughout: no quantum, nothing taken off
-    assert not quantised(np.full((6, 10), 4.8e6) * (1 + rng.normal(0, 1e-3, (6, 10))), length, b, TS)
+    # an interface-bound drive's reads take one time throughout: no quantum, nothing taken off, also where
+    # the host delays one read in ten by more than a skew's wait
+    bound = np.full((40, 10), (length - b) / 0.105) * (1 + rng.normal(0, 1e-3, (40, 10)))
+    late = rng.random((40, 10)) < 0.1
+    bound[late] = (length - b) / ((length - b) / bound[late] + rng.uniform(1.5, 4.0, late.sum()) * TS)
+    assert not quantised(bound, length, b, TS)
 def test_wd800bd_zones_through_a_kernel_shaped_path_with_a_drifting_cost():
     """WD800BD on the emulator's timing with the kernel path's shape and a per-byte cost that drifts by
     +-50 % over 30 s (_DelayedDisk; through the kernel the drift measured 0.1-0.2 % of a read, here

@@ -107,17 +107,19 @@ def dequantised_rates(repeats_rates, read_length_bytes: int, block_size_bytes: i
 
 
 def quantised(repeats_rates, read_length_bytes: int, block_size_bytes: int, track_s: float) -> bool:
-    """Whether the locations' reads show the track changes' quantum: the median over the locations of
-    the spread of their reads' times (less the slowest, a host's delay) at least half a track skew's
-    wait. A drive whose reads are bound by its interface (one rate throughout) shows none, and its
-    reads' times hold no skew to take off."""
+    """Whether the locations' reads show the track changes' quantum: at most locations, the reads fall in
+    two or more groups of at least two reads each, the groups at least three quarters of a track skew's
+    wait apart. A drive whose reads are bound by its interface (one rate throughout) has one group and
+    the host's delayed reads alone beside it, and its reads' times hold no skew to take off."""
     t = (read_length_bytes - block_size_bytes) / np.asarray(repeats_rates, dtype=float)
-    spreads = []
+    split = []
     for row in t:
-        row = np.sort(row[np.isfinite(row)])[:-1]
-        if row.size >= 2:
-            spreads.append(row[-1] - row[0])
-    return bool(spreads) and float(np.median(spreads)) >= 0.5 * track_s
+        row = np.sort(row[np.isfinite(row)])
+        if row.size < 4:
+            continue
+        groups = np.split(row, np.flatnonzero(np.diff(row) >= 0.75 * track_s) + 1)
+        split.append(sum(g.size >= 2 for g in groups) >= 2)
+    return bool(split) and float(np.mean(split)) > 0.5
 
 
 def dequantised_zones(zones, *, size_bytes: int, block_size_bytes: int, period_s, track_skew_rev,
