@@ -273,7 +273,7 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
             rotation = measure_rotation(meter, rng, budget_s=0.3 * share, buffer=buffer, rate_at=rate_at)
             # beyond the minimums: the buffer's size and the track changes, where the budget pays
             buffer, tracks = _beyond_minimum(meter, rng, buffer, rotation, rate_at, used0 + share, later)
-            zones = _without_the_quantum(zones, meter, rotation, tracks)
+            zones = _without_the_quantum(zones, meter, rotation, tracks, buffer.detected)
             stage, stage_reads = "seek", meter.reads
             period = rotation.period_s
             seek_budget = max(meter.remaining_s, 0.0)
@@ -383,12 +383,13 @@ def _run_checks(backend, kind, path, stat_before, meter, seek):
     return verdicts
 
 
-def _without_the_quantum(zones, meter: Meter, rotation, tracks):
+def _without_the_quantum(zones, meter: Meter, rotation, tracks, reads_ahead: bool):
     """The zone reads again, now that the skews are known: each less the track changes it crossed
     (:func:`~diskmodel.calibrate.harness.zone_skews.dequantised_zones`)."""
     return dequantised_zones(zones, size_bytes=meter.size_bytes, block_size_bytes=meter.block_size_bytes,
                              period_s=rotation.period_s, track_skew_rev=tracks.track_skew.value,
-                             cylinder_skew_rev=tracks.cylinder_skew.value, surfaces=tracks.surfaces.value)
+                             cylinder_skew_rev=tracks.cylinder_skew.value, surfaces=tracks.surfaces.value,
+                             reads_ahead=reads_ahead)
 
 
 def _media_floor(rotation, tracks):

@@ -123,16 +123,18 @@ def quantised(repeats_rates, read_length_bytes: int, block_size_bytes: int, trac
 
 
 def dequantised_zones(zones, *, size_bytes: int, block_size_bytes: int, period_s, track_skew_rev,
-                      cylinder_skew_rev, surfaces):
+                      cylinder_skew_rev, surfaces, reads_ahead: bool = False):
     """The zone stage's measurement (:class:`~diskmodel.calibrate.harness.stages.ZoneMeasurement`) with each
     location's rate less the quantum of its reads' track changes and the zones fitted again, where the
-    rotation, both skews and the surfaces were measured and the reads show the quantum
-    (:func:`quantised`); else *zones* as it was."""
+    rotation, both skews and the surfaces were measured, the drive does not read ahead, and the reads show
+    the quantum (:func:`quantised`); else *zones* as it was. A drive that reads ahead serves a long read
+    from its buffer, at its interface's pace where that is the slower, and a read's time is then not the
+    media's and its crossings' waits."""
     from dataclasses import replace
 
     from diskmodel.calibrate.harness.stages import _halves, repeat_noise, zones_from_profile
 
-    if None in (period_s, track_skew_rev, cylinder_skew_rev, surfaces) or int(surfaces) < 1:
+    if reads_ahead or None in (period_s, track_skew_rev, cylinder_skew_rev, surfaces) or int(surfaces) < 1:
         return zones
     r = np.asarray(zones.repeats_rates, dtype=float)
     if r.ndim != 2 or r.shape[0] < 2 or not quantised(r, zones.read_length_bytes, block_size_bytes,
