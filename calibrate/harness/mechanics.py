@@ -68,7 +68,8 @@ from diskmodel.calibrate.harness.head_switch import (block_passages_again, desce
                                                      one_cylinder_limit, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
-from diskmodel.calibrate.harness.switch_by_zone import limit_at_start, mean_over_zones, stride_limit
+from diskmodel.calibrate.harness.switch_by_zone import (descending_after_switch, limit_at_start, mean_over_zones,
+                                                         stride_limit)
 from diskmodel.calibrate.harness.rotation_chains import (chains_at_median_gap, descending_note, descending_period,
                                                          forward_start)
 from diskmodel.model.units import MIB
@@ -451,7 +452,6 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     where the forward chains told the two kinds apart by position (*by_position*: the periodic
     kinds, the forward chains' origins and strides), by position
     (:func:`~diskmodel.calibrate.harness.head_switch.descending_by_position`)."""
-    b = meter.block_size_bytes
     period, x, floor0 = rotation.period_s, rotation.transfer_samples_s[0], rotation.overhead_s
     same_track, estimated = _same_track_floor(rotation, buffer)
     status = ESTIMATED if estimated else MEASURED
@@ -485,14 +485,8 @@ def _head_switch(meter, rotation, buffer, kind, other, gap, jitter, two_kinds: b
     cursor = [min(start, meter.size_bytes - 1)]
 
     def wrapped_share(k: int):
-        reads = 15
-        o = cursor[0]
-        if o - (reads + 2) * k * b < 0:
-            o = cursor[0] = meter.size_bytes - b
-        t = chain(meter, o, -k, reads, "tracks")
-        cursor[0] = o - (reads + 3) * k * b
-        r = t + k * x - (period - gap)  # 0 for no track change, -kind for ours, + period if missed
-        ours = np.abs((r + kind + 0.5 * period) % period - 0.5 * period) < tol
+        t, ours = descending_after_switch(meter, cursor, k, 15, block_s=x, period_s=period, gap_s=gap, kind_s=kind,
+                                          tol_s=tol)
         if not ours.any():
             return None, t, ours
         return float(np.mean(t[ours] > 0.5 * period)), t, ours

@@ -34,7 +34,7 @@ from scipy.optimize import isotonic_regression
 
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, chain
 
-__all__ = ["StartReads", "limit_at_start", "mean_over_zones", "stride_limit"]
+__all__ = ["StartReads", "descending_after_switch", "limit_at_start", "mean_over_zones", "stride_limit"]
 
 
 def stride_limit(times_s, caught, period_s: float, offsets_s) -> float | None:
@@ -98,6 +98,22 @@ class StartReads:
         return stride_limit(self.times_s, self.caught, self.period_s, self.offsets_s)
 
 
+def descending_after_switch(meter, cursor: list, k: int, reads: int, *, block_s: float, period_s: float,
+                            gap_s: float, kind_s: float, tol_s: float):
+    """One descending chain of *reads* reads *k* blocks apart from ``cursor[0]`` (wrapped to the device's
+    end where it would run off its start; the cursor moved on below it): the times [s], and which reads
+    came after the track change whose excess wait is *kind_s* (within *tol_s*, or a revolution more)."""
+    b = meter.block_size_bytes
+    o = cursor[0]
+    if o - (reads + 2) * k * b < 0:
+        o = cursor[0] = meter.size_bytes - b
+    t = chain(meter, o, -k, reads, "tracks")
+    cursor[0] = o - (reads + 3) * k * b
+    r = t + k * block_s - (period_s - gap_s)  # 0 for no track change, -kind for ours, + period if missed
+    ours = np.abs((r + kind_s + 0.5 * period_s) % period_s - 0.5 * period_s) < tol_s
+    return t, ours
+
+
 def limit_at_start(meter, *, start_bytes: int, block_s: float, strides_s: tuple, period_s: float, gap_s: float,
                    kind_s: float, tol_s: float, reads: int = 15, steps: int = 10) -> StartReads:
     """Descending chains at *start_bytes* (a zone of block passage *block_s* [s]), their stride bisected
@@ -105,19 +121,13 @@ def limit_at_start(meter, *, start_bytes: int, block_s: float, strides_s: tuple,
     chains), to two neighbouring strides that bracket the limit, then one more chain at each of the
     two. The reads after the switch are those whose excess wait lies within *tol_s* of *kind_s* (or a
     revolution more); a read caught its sector where it took under half a revolution."""
-    b = meter.block_size_bytes
     cursor = [int(start_bytes)]
     got: list = []
     share_at: dict = {}
 
     def read_at(k: int):
-        o = cursor[0]
-        if o - (reads + 2) * k * b < 0:
-            o = cursor[0] = meter.size_bytes - b
-        t = chain(meter, o, -k, reads, "tracks")
-        cursor[0] = o - (reads + 3) * k * b
-        r = t + k * block_s - (period_s - gap_s)  # 0 for no track change, -kind for ours, + period if missed
-        ours = np.abs((r + kind_s + 0.5 * period_s) % period_s - 0.5 * period_s) < tol_s
+        t, ours = descending_after_switch(meter, cursor, k, reads, block_s=block_s, period_s=period_s,
+                                          gap_s=gap_s, kind_s=kind_s, tol_s=tol_s)
         got.append((t[ours], np.full(int(ours.sum()), -k * block_s)))
         if ours.any():
             share_at[k] = share_at.get(k, ()) + tuple((t[ours] > 0.5 * period_s).tolist())
