@@ -60,7 +60,8 @@ def test_dequantised_rates_take_each_reads_changes_off():
     base = (length - b) / media
     times = base + rng.choice([0.0, TS, TC], size=(6, 10), p=[0.1, 0.45, 0.45]) + rng.normal(0, 10e-6, (6, 10))
     rates, per_pair, kept = dequantised_rates((length - b) / times, length, b, period_s=PERIOD, surfaces=2,
-                                              track_skew_rev=0.12, cylinder_skew_rev=0.24)
+                                              track_skew_rev=0.12, cylinder_skew_rev=0.24,
+                                              location_rates_bytes_per_s=np.full(6, 1.0))
     want = media * sustained_factor(2, PERIOD, TS, TC)
     assert not kept.any()
     assert rates == pytest.approx(np.full(6, want), rel=2e-3)
@@ -110,3 +111,9 @@ def test_wd800bd_zones_once_each_reads_track_changes_are_taken_off():
         assert abs(rows["zone_rate_worst_bytes_per_s"]["error"]) <= 0.005, (seed, rows["zone_rate_worst_bytes_per_s"])
 
 
+
+
+def test_dequantised_rates_names_a_fallback_of_the_wrong_shape():
+    with pytest.raises(ValueError, match="location_rates_bytes_per_s"):
+        dequantised_rates(np.full((3, 4), 5e7), 524288, 512, period_s=PERIOD, surfaces=2, track_skew_rev=0.12,
+                          cylinder_skew_rev=0.24, location_rates_bytes_per_s=[5e7])

@@ -11,10 +11,9 @@ in one zone, of sector time x, a descending read after a head switch catches
 its sector when a whole number of sectors covers the overhead and the switch,
 and a same-track read when a whole number covers the overhead: their limits
 differ by the head switch rounded to whole sectors, down or up by where the
-overhead falls between two sectors. On an IBM Ultrastar 18ES (a 62 us head
-switch, 2.9 sectors of 21-34 us) a calibration that measured the limit in one
-zone came out 31 % short through the kernel; on the emulator's timing with no
-noise at all, the six start points of one calibration gave 45 to 80 us.
+overhead falls between two sectors: a switch of a few sectors (the IBM
+Ultrastar 18ES's is 2.9) measured in one zone is off by up to a third of
+itself (docs/benchmarks.md has the figures).
 
 Zones of other sector times round differently, so the mean over zones of
 each zone's difference is the head switch. As DIXtrac (Schindler & Ganger

@@ -80,12 +80,13 @@ def sustained_factor(surfaces: int, period_s: float, track_s: float, cylinder_s:
 
 
 def dequantised_rates(repeats_rates, read_length_bytes: int, block_size_bytes: int, *, period_s: float,
-                      surfaces: int, track_skew_rev: float, cylinder_skew_rev: float):
+                      surfaces: int, track_skew_rev: float, cylinder_skew_rev: float, location_rates_bytes_per_s):
     """Each location's sustained rate [bytes/s] from its pairs' rates (*repeats_rates*, locations x
     repeats, as the zone stage keeps them: ``(length - block) / (long read - one-block read)``), and
     the same per pair (each pair's media time less its crossings' waits, for the repeats' spread).
-    A location whose reads share no media time (:func:`media_time`) keeps its rates: (rates,
-    per-pair rates, locations kept as they were)."""
+    A location whose reads share no media time (:func:`media_time`) keeps the zone stage's rate for it
+    (*location_rates_bytes_per_s*) and its pairs' rates: (rates, per-pair rates, locations kept as they
+    were)."""
     r = np.asarray(repeats_rates, dtype=float)
     moved = (read_length_bytes - block_size_bytes)
     track_s, cylinder_s = track_skew_rev * period_s, cylinder_skew_rev * period_s
@@ -95,7 +96,10 @@ def dequantised_rates(repeats_rates, read_length_bytes: int, block_size_bytes: i
     waits = crossing_waits(top, surfaces, track_s, cylinder_s)
     tol = 0.25 * min(track_s, cylinder_s - track_s if cylinder_s > track_s else track_s)
     per_pair = np.full_like(r, np.nan)
-    rates = np.sum(np.isfinite(r), axis=1) / np.nansum(1.0 / r, axis=1)
+    rates = np.array(location_rates_bytes_per_s, dtype=float)
+    if rates.shape != (r.shape[0],):
+        raise ValueError(f"location_rates_bytes_per_s must hold one rate per location ({r.shape[0]}; got "
+                         f"shape {rates.shape})")
     kept = np.zeros(r.shape[0], dtype=bool)
     for i in range(r.shape[0]):
         base = media_time(times[i], period_s, waits, tol)
@@ -148,6 +152,7 @@ def dequantised_zones(zones, *, size_bytes: int, block_size_bytes: int, period_s
     if float(np.nanmedian((zones.read_length_bytes - block_size_bytes) / r)) > MAX_TRACKS_A_READ * period_s:
         return zones  # a read of many tracks: one change more or fewer is a small part of a location's time
     rates, per_pair, kept = dequantised_rates(r, zones.read_length_bytes, block_size_bytes, period_s=period_s,
+                                              location_rates_bytes_per_s=zones.rates_bytes_per_s,
                                               surfaces=int(surfaces), track_skew_rev=track_skew_rev,
                                               cylinder_skew_rev=cylinder_skew_rev)
     found = zones_from_profile(zones.locations_bytes, rates, size_bytes, block_size_bytes,
