@@ -10,7 +10,9 @@ parameters (:func:`diskmodel.calibrate.harness.drive_truth.drive_truth`). With
 
 One row per drive: ``drive``, ``backend``, ``budget_s``, ``device_time_s``, ``wall_s``,
 ``quantities`` (one dict per quantity: ``quantity``, ``truth``, ``estimate``, ``error``,
-``target``, ``passed``), ``passed`` (every quantity the drive has passed), and on the
+``target``, ``passed``), ``passed`` (every quantity the drive has passed), what a miss is
+read from (``parameter_status``: each figure's status and why, ``rotation_detail``, and
+``zone_profile``: the zone stage's detail, its locations, rates and the zones found), and on the
 emulated path the emulator's lateness (``lateness_p50_s``, ``lateness_p99_s``,
 ``lateness_max_s``), which is the timing noise every figure of the calibration carries.
 
@@ -55,7 +57,14 @@ def _row(drive, backend, budget_s, result, wall_s, truth, extra=None) -> dict:
     quantities = emulation_errors(truth, result)
     row = {"drive": drive, "backend": backend, "budget_s": budget_s, "device_time_s": result.device_time_s,
            "wall_s": wall_s, "reads": result.reads, "load_average": list(os.getloadavg()), "quantities": quantities,
-           "passed": all(q["passed"] is not False for q in quantities)}
+           "passed": all(q["passed"] is not False for q in quantities),
+           # what a miss is read from: each figure's status and why, and the zone stage's profile
+           "parameter_status": {p.name: p.to_dict() for p in result.parameter_status},
+           "rotation_detail": result.rotation_detail,
+           "zone_profile": {"detail": result.zone_detail,
+                            "locations_bytes": [int(v) for v in result.zone_locations_bytes],
+                            "rates_bytes_per_s": [round(float(v), 1) for v in result.zone_rates_bytes_per_s],
+                            "zones": [list(z) for z in result.zones]}}
     row.update(extra or {})
     return row
 
