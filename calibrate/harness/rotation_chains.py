@@ -251,10 +251,6 @@ def forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: 
         med = float(np.median(t))
         # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
         hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
-        if s == 1 and buffer.detected and med < 0.5 * rough:
-            # and above them: a read at the next block is a hit or loses a revolution, so where the host's
-            # noise spreads the hits past the buffer stage's few reads, the hits here say how far
-            hit_limit = max(hit_limit, float(2 * np.percentile(t, 90) - np.percentile(t, 10)))
         if med >= 0.5 * rough:
             missed, lost = s, t
         elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
