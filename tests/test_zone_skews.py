@@ -73,6 +73,8 @@ def test_dequantised_rates_take_each_reads_changes_off():
     late = rng.random((40, 10)) < 0.1
     bound[late] = (length - b) / ((length - b) / bound[late] + rng.uniform(1.5, 4.0, late.sum()) * TS)
     assert not quantised(bound, length, b, TS)
+
+
 def test_wd800bd_zones_through_a_kernel_shaped_path_with_a_drifting_cost():
     """WD800BD on the emulator's timing with the kernel path's shape and a per-byte cost that drifts by
     +-50 % over 30 s (_DelayedDisk; through the kernel the drift measured 0.1-0.2 % of a read, here
@@ -109,8 +111,6 @@ def test_wd800bd_zones_once_each_reads_track_changes_are_taken_off():
         assert rows["zone_count"]["passed"], (seed, rows["zone_count"])
         assert rows["zone_boundaries"]["passed"], (seed, rows["zone_boundaries"])
         assert abs(rows["zone_rate_worst_bytes_per_s"]["error"]) <= 0.005, (seed, rows["zone_rate_worst_bytes_per_s"])
-
-
 
 
 def test_dequantised_rates_names_a_fallback_of_the_wrong_shape():
