@@ -184,7 +184,8 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
         written-data checks of a real target).
     kind : "device", "simulated" or "custom"; default from the backend's type.
     fractions : tuple of three floats
-        Shares of the budget: rotation, zones and the seek curve.
+        Shares of the budget: rotation (on a noisy host its period may take up to half of it; the rest is the
+        buffer's size and the tracks'), zones and the seek curve.
     writer : None (the default: read-only, nothing is written), or what writes the target
         (:func:`diskmodel.calibrate.harness.writes.writer_for`): then, after the
         reads, ``WRITE_COUNT`` one-block writes of zeros at random offsets time the
@@ -192,14 +193,12 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
 
     Notes
     -----
-    The floor of a one-block read (command overhead and transfer), which is
-    taken out of every seek pair with half a revolution, is known to within
-    the time one block takes to pass under the head: use the device's
-    smallest block (its logical sector) for the best seek times. A drive
-    that reads ahead needs no change of settings: the buffer is found first,
-    and the rotation and the seek pairs use patterns it cannot serve (reads
-    below the last one). A drive that buffers whole tracks, the blocks before
-    a read too, is not covered: its descending chains would be hits.
+    The floor of a one-block read (command overhead and transfer), which is taken out of every seek pair
+    with half a revolution, is known to within the time one block takes to pass under the head: use the
+    device's smallest block (its logical sector) for the best seek times. A drive that reads ahead needs
+    no change of settings: the buffer is found first, and the rotation and the seek pairs use patterns it
+    cannot serve (reads below the last one). A drive that buffers whole tracks, the blocks before a read
+    too, is not covered: its descending chains would be hits.
 
     Each stage has a minimum (the read-ahead test, 16 zone locations, 3 start
     points of the rotation, 3 rounds of seek pairs: the ``*_MIN_*`` constants, counted by
@@ -270,7 +269,8 @@ def calibrate(backend, *, budget_s: float = 120.0, seed: int = 0, progress=None,
             later = _minimum_cost_s(counts, max(typical, est[0] if est is not None else 0.0), ("seek",))
             share = min(f_rot * budget, max(meter.remaining_s - later, 0.0))
             used0 = meter.used_s
-            rotation = measure_rotation(meter, rng, budget_s=0.3 * share, buffer=buffer, rate_at=rate_at)
+            rotation = measure_rotation(meter, rng, budget_s=0.3 * share, buffer=buffer, rate_at=rate_at,
+                                        precision_until_s=0.5 * share)
             # beyond the minimums: the buffer's size and the track changes, where the budget pays
             buffer, tracks = _beyond_minimum(meter, rng, buffer, rotation, rate_at, used0 + share, later)
             zones = _without_the_quantum(zones, meter, rotation, tracks, buffer.detected)

@@ -67,11 +67,11 @@ from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement, measure_
 from diskmodel.calibrate.harness.head_switch import (block_passages_again, descending_by_position, line_limit,
                                                      one_cylinder_limit, periodic_kind, track_runs, visible_every,
                                                      wait_groups, without_echoes)
-from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter, chain
+from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter, chain
 from diskmodel.calibrate.harness.switch_by_zone import (descending_after_switch, limit_at_start, mean_over_zones,
                                                          stride_limit)
-from diskmodel.calibrate.harness.rotation_chains import (chains_at_median_gap, descending_note, descending_period,
-                                                         forward_start)
+from diskmodel.calibrate.harness.rotation_chains import (NOT_A_DISK, NOT_TIMED, StartPoint, descending_note,
+                                                         median_bse, time_start_point)
 from diskmodel.model.units import MIB
 
 __all__ = ["BufferMeasurement", "RotationMeasurement", "TrackMeasurement", "measure_buffer", "size_buffer",
@@ -122,10 +122,15 @@ class RotationMeasurement:
 
 
 def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float, buffer: BufferMeasurement,
-                     rate_at, starts: int = 6, min_starts: int = 3, chain_reads: int = 9) -> RotationMeasurement:
+                     rate_at, starts: int = 6, min_starts: int = 3, chain_reads: int = 9,
+                     precision: float = 2e-3, precision_until_s: float = 0.0,
+                     max_starts: int = 24) -> RotationMeasurement:
     """Rotation period from a descending chain and forward chains (see the module doc), at
     *starts* start points spread over the device (at least *min_starts*, more while
-    *budget_s* lasts)."""
+    *budget_s* lasts). Where the median period's standard error is then above *precision* of it (a
+    noisy host), *starts* more at a time, up to *max_starts*, while the stage's time stays within
+    *precision_until_s* [s] (a start point taking the mean of those before it); the track stage times its
+    switches at the first *starts* alone."""
     b = meter.block_size_bytes
     reads0, spent0 = meter.reads, meter.used_s
     rough = buffer.rough_period_s
@@ -133,71 +138,54 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
         why = buffer.no_revolution_why or (f"a read of the block before the last one takes under 1 ms "
                                            f"({buffer.detail})")
         return RotationMeasurement(None, None, [], None, None, [], f"no rotation: {why}", meter.reads - reads0)
-    periods, floors, xs, gaps, points, chains_at = [], [], [], [], [], []
-    grid = (np.arange(starts) + rng.uniform(0.1, 0.6, starts)) / starts
+    timed: list[StartPoint] = []
+
+    def new_grid():
+        return list((np.arange(starts) + rng.uniform(0.1, 0.6, starts)) / starts)
+
+    grid = new_grid()
     stopped = ""
     failed = 0
-    for i, g in enumerate(grid):
-        if i >= min_starts and meter.used_s - spent0 > budget_s:
-            break
-        room = 6 * (buffer.segment_bytes or 64 * MIB) + 64 * MIB
-        o = int(meter.align(g * max(meter.size_bytes - room, meter.size_bytes // 4))) + 6 * (chain_reads + 2) * b
-        try:
-            back = chain(meter, o, -1, chain_reads, "rotation")
-            # the host's jitter (a uniform spread's interquartile range is half of it) sets
-            # how many reads a median needs
-            jitter = 2 * float(np.subtract(*np.percentile(back, [75, 25])))
-            n = int(np.clip(chain_reads * (jitter / 60e-6) ** 2, chain_reads, 10 * chain_reads))
-            if n > chain_reads:
-                back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads,
-                                                   "rotation")))
-            x_rough = b / float(rate_at(np.array([o]))[0])
-            s1, near, cursor, from_media = forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
-                                                           rough)
-            if s1 is None:
-                # a read-ahead over the track serves every forward stride on it, or a miss's command overhead
-                # past half a revolution hides the forward limit: descending chains alone
-                found = descending_period(meter, cursor, rough_s=rough, x_rough_s=x_rough, width_s=1.25 * float(
-                    np.percentile(back, 95) - np.percentile(back, 5)))
-                if found is None:
-                    failed += 1
-                    if failed >= min_starts and not periods:
-                        break  # no forward stride waits less than a revolution: no rotation (flash)
-                    continue
-                points.append(o)
-                periods.append(found.period_s)
-                floors.append(((found.limit_times_s, found.limit_strides, found.limit_caught), True, found.block_s))
-                xs.append(found.block_s)
-                gaps.append(found.period_s - found.line_s)
-                chains_at.append(None)  # no forward chain: x is the descending line's slope
-                continue
-            s1, x, m1, mb = chains_at_median_gap(meter, back, cursor, s1, n, x_rough, rough)
-        except ChainDoesNotFit:
-            # the strides the host's jitter asks for (a busy host, a small device) span more than the
-            # device: no period from this start point, as for one where no stride waited less than a turn
-            failed += 1
-            if failed >= min_starts and not periods:
+    first = None  # how many the first *starts* timed, where more followed
+    i = 0
+    while True:
+        if i == len(grid):
+            periods = [t.period_s for t in timed]
+            if (len(grid) >= max_starts or len(periods) < 2
+                    or median_bse(periods, robust=True) <= precision * float(np.median(periods))):
                 break
+            first = first if first is not None else len(timed)
+            grid += new_grid()
+        used = meter.used_s - spent0
+        if first is not None and used * (i + 1) / i > precision_until_s:
+            break
+        if first is None and i >= min_starts and used > budget_s:
+            del grid[i:]  # the first round ends here; more start points only for the period's precision
             continue
+        room = 6 * (buffer.segment_bytes or 64 * MIB) + 64 * MIB
+        o = int(meter.align(grid[i] * max(meter.size_bytes - room, meter.size_bytes // 4))) + 6 * (chain_reads + 2) * b
+        try:
+            got = time_start_point(meter, buffer, o, chain_reads=chain_reads, rough=rough, rate_at=rate_at)
         except BudgetExhausted as exc:
             if i < min_starts:
                 raise
             stopped = f"; stopped at start point {i + 1}: the {exc.limit} ran out"
             break
-        if not 0 < x < 0.5 * rough / max(s1, 1):
-            continue
-        period = mb + x - m1 + s1 * x
-        if period < 0.5 * rough:
-            # a descending read waits most of a revolution (past its command overhead), so a period under
-            # half of its wait is the host's noise about a device that does not turn
-            continue
-        points.append(o)
-        periods.append(period)
-        # a forward read that caught its sector took under half a revolution
-        floors.append(((near[0], near[1], near[0] < 0.5 * rough) if from_media else near, from_media, x))
-        xs.append(x)
-        gaps.append(s1 * x - m1)
-        chains_at.append((s1, m1, mb, 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))))
+        i += 1
+        if got == NOT_TIMED:
+            failed += 1
+            if failed >= min_starts and not timed:
+                break  # no forward stride waits less than a revolution: no rotation (flash)
+        elif got != NOT_A_DISK:
+            timed.append(got)
+    periods = [t.period_s for t in timed]
+    points = [t.offset_bytes for t in timed]
+    floors = [(t.floor, t.floor_from_media, t.block_s) for t in timed]
+    xs = [t.block_s for t in timed]
+    gaps = [t.gap_s for t in timed]
+    chains_at = [t.chains for t in timed]
+    first = len(timed) if first is None else first
+    more = f" ({len(timed) - first} of them for the period's precision)" if len(timed) > first else ""
     used = meter.used_s - spent0
     if len(periods) < 2:
         return RotationMeasurement(None, None, periods, None, None, points,
@@ -206,7 +194,7 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                                    stopped=stopped)
     p = np.asarray(periods)
     period = float(np.median(p))
-    bse = float(1.2533 * p.std(ddof=1) / np.sqrt(p.size))
+    bse = median_bse(p)
     for j, xj in block_passages_again(p, chains_at, rough).items():  # where the host's jitter put x off
         xs[j], floors[j], gaps[j] = xj, (*floors[j][:2], xj), chains_at[j][0] * xj - chains_at[j][1]
     # the media's floor where any start point told caught misses from hits, else a hit's time
@@ -229,12 +217,12 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     how = ("the floor of a same-track read from where a read loses a revolution" if media.size
            else "the floor of a same-track read is a buffer hit's time")
     return RotationMeasurement(
-        period, bse, p.tolist(), floor, float(np.median(xs)), points,
-        f"descending and forward chains at {len(periods)} start points{descending_note(chains_at)}: period "
+        period, bse, p.tolist(), floor, float(np.median(xs)), points[:first],
+        f"descending and forward chains at {len(periods)} start points{more}{descending_note(chains_at)}: period "
         f"{period * 1e3:.4f} ms "
         f"({60 / period:.1f} rpm), spread {p.std(ddof=1) * 1e6:.2f} us; {how}; {used:.2f} s of budget{stopped}",
         meter.reads - reads0, float(np.median(gaps)), MEASURED if media.size else ESTIMATED, used, stopped,
-        xs, by_start)
+        xs[:first], by_start[:first])
 
 
 # ---------------------------------------------------------------------------

@@ -42,9 +42,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import median_abs_deviation
 
 from diskmodel.calibrate.harness.buffer_probe import BufferMeasurement
-from diskmodel.calibrate.harness.meter import Meter, chain
+from diskmodel.calibrate.harness.meter import ChainDoesNotFit, Meter, chain
 
 __all__ = ["DescendingPeriod", "below", "chains_at_median_gap", "cluster_median", "descending_note",
            "descending_period", "forward_start", "lost_below"]
@@ -251,6 +252,11 @@ def forward_start(meter: Meter, buffer: BufferMeasurement, o: int, chain_reads: 
         med = float(np.median(t))
         # below nearly every hit at s = 1 (where the drive reads ahead) by the hits' own spread: a caught miss
         hit_low = float(2 * np.percentile(t, 10) - np.percentile(t, 90)) if s == 1 else hit_low
+        if s == 1 and buffer.detected and hit_limit < med < 0.5 * rough:
+            # and above them: a read at the next block is a hit or loses a revolution, so where the host's
+            # noise put these hits past what the buffer stage's few reads said of a hit, the hits here say
+            # how slow one may be
+            hit_limit = float(2 * np.percentile(t, 90) - np.percentile(t, 10))
         if med >= 0.5 * rough:
             missed, lost = s, t
         elif missed is not None or med > hit_limit or (buffer.detected and s > 1 and med < hit_low):
@@ -340,3 +346,75 @@ def chains_at_median_gap(meter: Meter, back: np.ndarray, cursor: int, s1: int, n
             mk = cluster_median(chain(meter, cursor - 16 * b, -k, n, "rotation"), width, rough)
             x = (mb - mk) / (k - 1)
     return s1, x, m1, mb
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    """One start point's timing of the rotation: where [B], its period [s], its floor's reads
+    ``(times, strides, caught)`` or a floor time [s] (*floor_from_media* says which), the block passage x
+    [s], the host's gap [s] and the forward chain's ``(s1, d_fwd(s1), d_back, gaps' spread)`` (None where
+    descending chains alone timed it)."""
+
+    offset_bytes: int
+    period_s: float
+    floor: tuple | float
+    floor_from_media: bool
+    block_s: float
+    gap_s: float
+    chains: tuple | None
+
+
+#: a start point no chain timed (no forward stride waits under a revolution: flash, or the strides the host's
+#: jitter asks for span more than the device), and one whose x or period is not a turning disk's
+NOT_TIMED, NOT_A_DISK = "not timed", "not a disk"
+
+
+def time_start_point(meter: Meter, buffer: BufferMeasurement, o: int, *, chain_reads: int, rough: float,
+                     rate_at) -> StartPoint | str:
+    """The rotation at the start point *o* (measure_rotation's module doc): a :class:`StartPoint`, or
+    NOT_TIMED or NOT_A_DISK."""
+    b = meter.block_size_bytes
+    try:
+        back = chain(meter, o, -1, chain_reads, "rotation")
+        # the host's jitter (a uniform spread's interquartile range is half of it) sets how many reads a
+        # median needs
+        jitter = 2 * float(np.subtract(*np.percentile(back, [75, 25])))
+        n = int(np.clip(chain_reads * (jitter / 60e-6) ** 2, chain_reads, 10 * chain_reads))
+        if n > chain_reads:
+            back = np.concatenate((back, chain(meter, o - (chain_reads + 2) * b, -1, n - chain_reads, "rotation")))
+        x_rough = b / float(rate_at(np.array([o]))[0])
+        s1, near, cursor, from_media = forward_start(meter, buffer, o - (n + chain_reads + 4) * b, chain_reads,
+                                                       rough)
+        if s1 is None:
+            # a read-ahead over the track serves every forward stride on it, or a miss's command overhead
+            # past half a revolution hides the forward limit: descending chains alone
+            found = descending_period(meter, cursor, rough_s=rough, x_rough_s=x_rough, width_s=1.25 * float(
+                np.percentile(back, 95) - np.percentile(back, 5)))
+            if found is None:
+                return NOT_TIMED
+            # no forward chain: x is the descending line's slope
+            return StartPoint(o, found.period_s, (found.limit_times_s, found.limit_strides, found.limit_caught),
+                              True, found.block_s, found.period_s - found.line_s, None)
+        s1, x, m1, mb = chains_at_median_gap(meter, back, cursor, s1, n, x_rough, rough)
+    except ChainDoesNotFit:
+        return NOT_TIMED
+    if not 0 < x < 0.5 * rough / max(s1, 1):
+        return NOT_A_DISK
+    period = mb + x - m1 + s1 * x
+    if period < 0.5 * rough:
+        # a descending read waits most of a revolution (past its command overhead), so a period under half of
+        # its wait is the host's noise about a device that does not turn
+        return NOT_A_DISK
+    # a forward read that caught its sector took under half a revolution
+    floor = (near[0], near[1], near[0] < 0.5 * rough) if from_media else near
+    return StartPoint(o, period, floor, from_media, x, s1 * x - m1,
+                      (s1, m1, mb, 1.25 * float(np.percentile(back, 95) - np.percentile(back, 5))))
+
+
+def median_bse(periods, *, robust: bool = False) -> float:
+    """The standard error [s] of the median of the start points' periods (a normal sample's: 1.2533 times
+    the mean's), from their standard deviation, or (*robust*) from their scaled median absolute deviation,
+    which one start point put off by the host (a block passage x off, weighed by s1 + 1) does not move."""
+    p = np.asarray(periods, dtype=float)
+    spread = float(median_abs_deviation(p, scale="normal")) if robust else float(p.std(ddof=1))
+    return float(1.2533 * spread / np.sqrt(p.size))
