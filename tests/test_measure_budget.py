@@ -523,3 +523,33 @@ def test_track_chains_whose_reads_split_in_two_do_not_stop_the_calibration():
     buffer = BufferMeasurement(False, None, None, None, 4e-3, "given")
     got = measure_tracks(Meter(Split(), budget_s=60.0), np.random.default_rng(0), rotation, buffer)
     assert got.reads > 0
+
+
+def test_a_start_points_block_passage_far_from_the_median_does_not_set_a_track_chains_stride():
+    """A start point whose block passage came out a thousandth of the others' (the host's noise at a start point)
+    made a track chain's stride (a third of a track) span more than the device, and ChainDoesNotFit stopped the
+    whole calibration (seen through the kernel on a 1 GB emulated hp_c2247a). A passage more than three times off
+    the median is not its zone's: the chain takes the median's."""
+    from diskmodel.calibrate.harness.mechanics import BufferMeasurement, RotationMeasurement, measure_tracks
+
+    rotation = RotationMeasurement(4e-3, 1e-6, [4e-3, 4e-3], 0.3e-3, 20e-6, [GIB // 4, GIB // 2], "given",
+                                   transfer_samples_s=[20e-9, 20e-6])
+    buffer = BufferMeasurement(False, None, None, None, 4e-3, "given")
+    got = measure_tracks(Meter(Virtual(), budget_s=60.0), np.random.default_rng(0), rotation, buffer)
+    assert got.reads > 0
+
+
+def test_a_track_chain_longer_than_the_device_leaves_the_tracks_not_visible_and_says_why():
+    """Where every block passage gives a track chain longer than the device, the track stage is not visible with
+    the reason, and the calibration goes on (before, ChainDoesNotFit stopped it)."""
+    from diskmodel.calibrate.harness.measure import _beyond_minimum
+    from diskmodel.calibrate.harness.mechanics import BufferMeasurement, RotationMeasurement
+
+    rotation = RotationMeasurement(4e-3, 1e-6, [4e-3, 4e-3], 0.3e-3, 20e-9, [GIB // 4, GIB // 2], "given",
+                                   transfer_samples_s=[20e-9])
+    buffer = BufferMeasurement(False, None, None, None, 4e-3, "given")
+    meter = Meter(Virtual(), budget_s=60.0)
+    _, tracks = _beyond_minimum(meter, np.random.default_rng(0), buffer, rotation, lambda o: np.full(len(o), 1e8),
+                                until_s=30.0, later_s=0.0)
+    assert tracks.head_switch.value is None and tracks.head_switch.status == "not visible"
+    assert "not measurable here" in tracks.head_switch.detail and "does not fit the device" in tracks.detail

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from diskmodel.calibrate.harness.backend import check_backend
-from diskmodel.calibrate.harness.meter import BudgetExhausted, Meter
+from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter
 from diskmodel.calibrate.harness.mechanics import (measure_buffer, measure_rotation, measure_tracks,
                                                    size_buffer)
 from diskmodel.calibrate.harness.writes import WRITE_COUNT, WriteMeasurement, measure_writes
@@ -420,6 +420,8 @@ def _beyond_minimum(meter: Meter, rng, buffer, rotation, rate_at, until_s: float
             tracks = measure_tracks(meter, rng, rotation, buffer, reserve_s=later_s)
     except BudgetExhausted:
         pass
+    except ChainDoesNotFit as exc:  # a third of a track's stride (from the block passage) longer than the device
+        why = f"not measurable here: {exc}"
     if tracks is None:
         if rotation.period_s is None:
             why = "no rotation: no tracks"

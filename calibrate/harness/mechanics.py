@@ -280,6 +280,10 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
     labels_per_chain, tracks_per_step, origins, strides = [], [], [], []
     for j in range(chains):
         x_here = rotation.transfer_samples_s[j % len(rotation.transfer_samples_s)]
+        if x is not None and not x / 3 <= x_here <= 3 * x:
+            # a disk's zones pass their blocks within about twice each other (the outermost track is about
+            # twice the innermost's length): a start point's passage farther from the median is not its zone's
+            x_here = x
         start = rotation.starts_bytes[j % len(rotation.starts_bytes)]
         n_track = period / x_here
         s = max(1, int(round(n_track / 3)))
