@@ -149,15 +149,16 @@ def measure_rotation(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     first = None  # how many the first *starts* timed, where more followed
     i = 0
     while True:
+        used = meter.used_s - spent0
         if i == len(grid):
             periods = [t.period_s for t in timed]
-            if (len(grid) >= max_starts or len(periods) < 2
+            # another start point priced at the mean of those so far
+            if (len(grid) >= max_starts or len(periods) < 2 or used * (i + 1) / max(i, 1) > precision_until_s
                     or median_bse(periods, robust=True) <= precision * float(np.median(periods))):
                 break
             first = first if first is not None else len(timed)
-            grid += new_grid()
-        used = meter.used_s - spent0
-        if first is not None and used * (i + 1) / i > precision_until_s:
+            grid += new_grid()[:max_starts - len(grid)]
+        elif first is not None and used * (i + 1) / i > precision_until_s:
             break
         if first is None and i >= min_starts and used > budget_s:
             del grid[i:]  # the first round ends here; more start points only for the period's precision
@@ -282,7 +283,8 @@ def measure_tracks(meter: Meter, rng: np.random.Generator, rotation: RotationMea
         x_here = rotation.transfer_samples_s[j % len(rotation.transfer_samples_s)]
         if x is not None and not x / 3 <= x_here <= 3 * x:
             # a disk's zones pass their blocks within about twice each other (the outermost track is about
-            # twice the innermost's length): a start point's passage farther from the median is not its zone's
+            # twice the innermost's length): a start point's passage over three times off the median is not
+            # its zone's, but the host's noise at that start point
             x_here = x
         start = rotation.starts_bytes[j % len(rotation.starts_bytes)]
         n_track = period / x_here
