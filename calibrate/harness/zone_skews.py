@@ -30,7 +30,11 @@ import numpy as np
 #: read, 0.1 %), where taking each read's crossings off only adds the risk of placing one wrongly.
 MAX_TRACKS_A_READ = 3.0
 
-__all__ = ["crossing_waits", "media_time", "sustained_factor", "dequantised_rates", "quantised", "dequantised_zones"]
+#: The least probability given a read's crossing count (:func:`crossing_log_likelihood`): a read that starts
+#: within a block of its track's end crosses the rarer count all the same.
+CROSSING_FLOOR_PROBABILITY = 0.01
+
+__all__ = ["crossing_waits", "crossing_log_likelihood", "media_time", "sustained_factor", "dequantised_rates", "quantised", "dequantised_zones"]
 
 
 def crossing_waits(max_changes: int, surfaces: int, track_s: float, cylinder_s: float) -> np.ndarray:
@@ -44,17 +48,37 @@ def crossing_waits(max_changes: int, surfaces: int, track_s: float, cylinder_s: 
     return np.array(rows, dtype=float)
 
 
+def crossing_log_likelihood(counts, turns: float) -> float:
+    """The log-likelihood of a location's reads crossing *counts* track changes each, where each read's
+    media takes *turns* revolutions: a read starting anywhere on its track crosses ``ceil(turns)`` changes
+    with probability ``frac(turns)`` and ``floor(turns)`` otherwise (each probability at least
+    CROSSING_FLOOR_PROBABILITY, for a start just at a track's end)."""
+    n = np.asarray(counts, dtype=float)
+    lo = np.floor(turns)
+    if lo == np.ceil(turns):
+        return 0.0
+    up = float(np.clip(turns - lo, CROSSING_FLOOR_PROBABILITY, 1.0 - CROSSING_FLOOR_PROBABILITY))
+    return float(np.sum(np.where(n > lo, np.log(up), np.log1p(-up))))
+
+
 def media_time(times_s, period_s: float, waits, tol_s: float) -> float | None:
     """The media's time [s] shared by a location's reads (*times_s*, each less its pair's one-block read):
     of the candidates ``t_i - w`` (w a crossing's wait of *waits*, :func:`crossing_waits`) whose crossing
     count is one a read of that media time can make (``floor`` or ``ceil`` of it over *period_s*), the
     one within *tol_s* of the most reads' own; their median. None where no candidate holds half the
-    reads (a location the host delayed throughout)."""
+    reads (a location the host delayed throughout).
+
+    Where all of a location's reads cross the same count, two candidates can hold them all: n changes
+    at media time M, and n - 1 changes (the cylinder switch's wait taken as a head switch's, or one
+    change fewer) at a media time longer by the difference of the waits. The one under which the
+    reads' counts are the likelier (:func:`crossing_log_likelihood`) stands: a read of 1.8 revolutions
+    crosses two changes four times in five, and one change only where it starts in the last fifth of
+    its track."""
     t = np.asarray(times_s, dtype=float)
     t = t[np.isfinite(t) & (t > 0)]
     if t.size == 0:
         return None
-    best, best_n = None, 0
+    best, best_key = None, (0, -np.inf)
     for n_changes, w in waits:
         for base in t - w:
             if base <= 0:
@@ -66,10 +90,12 @@ def media_time(times_s, period_s: float, waits, tol_s: float) -> float | None:
             allowed = waits[can, 1]
             d = np.abs((t[:, None] - allowed[None, :]) - base)
             near = d.min(axis=1) <= tol_s
-            if near.sum() > best_n:
-                best_n = int(near.sum())
-                best = float(np.median(t[near] - allowed[np.argmin(d[near], axis=1)]))
-    return best if best_n >= max(2, (t.size + 1) // 2) else None
+            nearest = np.argmin(d[near], axis=1)
+            key = (int(near.sum()), crossing_log_likelihood(waits[can, 0][nearest], turns))
+            if key > best_key:
+                best_key = key
+                best = float(np.median(t[near] - allowed[nearest]))
+    return best if best_key[0] >= max(2, (t.size + 1) // 2) else None
 
 
 def sustained_factor(surfaces: int, period_s: float, track_s: float, cylinder_s: float) -> float:
