@@ -137,11 +137,10 @@ def test_dequantised_rates_names_a_fallback_of_the_wrong_shape():
 
 def test_wd800bd_zones_where_the_host_now_and_then_runs_something_else():
     """The kernel path's shape (requests of at most 512 KiB, kernel-like gaps and noise), and one host gap
-    in twenty drawn from 0.1-4.5 ms. A delayed pair leaves a location's other reads all crossing the same
-    changes more often, and the media time's two readings then tie. With the first reading standing,
-    seeds 0, 2, 3 and 7 of 0-7 found 17 or 15 zones (a location 6 % slow, inside a zone, in each); with
-    the likelier one, all but seed 7 (two zones 3 % apart merged by a location the host delayed in most
-    of its reads) find the drive's 16."""
+    in twenty drawn from 0.1-4.5 ms. With the first of two tied readings standing, seeds 0, 2 and 3 of 0-7
+    found 17 zones (in each, a location 6 % slow inside a zone: its reads all crossed the same changes);
+    with the likelier one they find the drive's 16. Seed 7 misses before and after: two zones 3 % apart
+    merged by a location the host delayed in seven of its ten pairs."""
     from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
     from diskmodel.calibrate.harness.measure import calibrate
 

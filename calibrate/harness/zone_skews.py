@@ -34,7 +34,8 @@ MAX_TRACKS_A_READ = 3.0
 #: within a block of its track's end crosses the rarer count all the same.
 CROSSING_FLOOR_PROBABILITY = 0.01
 
-__all__ = ["crossing_waits", "crossing_log_likelihood", "media_time", "sustained_factor", "dequantised_rates", "quantised", "dequantised_zones"]
+__all__ = ["crossing_waits", "crossing_log_likelihood", "media_time", "sustained_factor", "dequantised_rates",
+           "quantised", "dequantised_zones"]
 
 
 def crossing_waits(max_changes: int, surfaces: int, track_s: float, cylinder_s: float) -> np.ndarray:
