@@ -69,6 +69,12 @@ ZONE_MIN_TRANSFER_S = 0.02        # a zone read is long enough to transfer for a
 ZONE_END_CONFIRMED = 2            # locations of an end zone measured again (the zone fit's min_size)
 ZONE_END_STRETCH = 4              # an end zone's location is measured again over this many times its stretch
 ZONES_MONOTONE = True             # a zoned drive's rate falls inwards: no narrow zone beyond both neighbours
+#: The least step between two neighbouring zones' rates, in 512-byte sectors a revolution. A zone holds at
+#: least one sector a track more than the next inwards: a sector a revolution of rate, less the share of
+#: each track's time its track change takes (at most a revolution: half of it) and the share the path's
+#: costs take of a long read's time (at most half: half again).
+ZONE_STEP_SECTORS_A_REV = 0.25
+SECTOR_BYTES = 512                # the smallest sector a drive has: the least step's unit
 SEEK_DISTANCES = 48               # design distances of the seek curve
 SEEK_MIN_ROUNDS = 3               # rounds of one pair per distance, whatever the budget
 
@@ -226,10 +232,21 @@ def _lone_ends(locs: np.ndarray, zones: list) -> np.ndarray:
     return np.array(out, dtype=int)
 
 
-def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None) -> list:
+def zone_step_bytes_per_s(rotation_period_s: float | None) -> float:
+    """The least step between two neighbouring zones' rates [bytes/s] (ZONE_STEP_SECTORS_A_REV), 0 where
+    the revolution is unknown."""
+    if not rotation_period_s or not math.isfinite(rotation_period_s) or rotation_period_s <= 0:
+        return 0.0
+    return ZONE_STEP_SECTORS_A_REV * SECTOR_BYTES / float(rotation_period_s)
+
+
+def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int, noise_sigma=None,
+                       rotation_period_s: float | None = None) -> list:
     """Zones covering [0, size_bytes) from a rate profile by change-point detection:
     boundaries halfway between the last location of a segment and the first of the next.
     *noise_sigma*: a location's log-rate noise as its repeats' spread bounds it (:func:`repeat_noise`).
+    *rotation_period_s*, where known (roughly is enough): no two neighbouring zones' rates lie closer
+    than ZONE_STEP_SECTORS_A_REV sectors a revolution (a step the path's drift during the run makes).
     A zone of a few locations whose rate lies beyond both its neighbours' is none (the rate of a
     zoned drive falls inwards: ZONES_MONOTONE)."""
     from diskmodel.model.fit import fit_zones
@@ -250,7 +267,8 @@ def zones_from_profile(locations, rates, size_bytes: int, block_size_bytes: int,
         neighbours = float(median_abs_deviation(d, scale="normal")) / np.sqrt(2)
         noise_sigma = math.sqrt(noise_sigma * max(neighbours, 1e-4))
     segments = fit_zones(loc, rate, noise_sigma=noise_sigma, min_size=ZONE_END_CONFIRMED, ends_single=True,
-                         tail_sigma=tail or 0.0, monotone=ZONES_MONOTONE).segments
+                         tail_sigma=tail or 0.0, monotone=ZONES_MONOTONE,
+                         min_step_rate=zone_step_bytes_per_s(rotation_period_s)).segments
     zones = []
     start = 0
     for i, seg in enumerate(segments):
@@ -349,7 +367,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
     # a location's rate: its bytes over its time, the contiguous reads' union (their harmonic mean)
     rate = np.sum(np.isfinite(rates), axis=1) / np.nansum(1.0 / rates, axis=1)
     noise = repeat_noise(_halves(rates))
-    zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
+    zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise, rotation_period_s=rotation_period_s)
     again = _lone_ends(locs, zones)
     # measured again over ZONE_END_STRETCH times the stretch: one track change more or fewer than the
     # stretch's share then moves its rate that many times less, so a zone made by the first stretch's
@@ -377,7 +395,7 @@ def measure_zones(meter: Meter, rng: np.random.Generator, *, budget_s: float,
                 again_rate = more.size / np.sum(1.0 / more)
                 nearest = rate[outside[np.argmin(np.abs(locs[outside] - locs[i]))]]
                 rate[i] = min((rate[i], again_rate), key=lambda r: abs(math.log(r / nearest)))
-        zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise)
+        zones = zones_from_profile(locs, rate, size, b, noise_sigma=noise, rotation_period_s=rotation_period_s)
     return ZoneMeasurement(
         locs, rate, length, zones, rates,
         f"{done} locations, reads of {length} bytes, {repeats} repeats each; {len(zones)} zones; "

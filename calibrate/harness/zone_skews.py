@@ -183,7 +183,7 @@ def dequantised_zones(zones, *, size_bytes: int, block_size_bytes: int, period_s
                                               surfaces=int(surfaces), track_skew_rev=track_skew_rev,
                                               cylinder_skew_rev=cylinder_skew_rev)
     found = zones_from_profile(zones.locations_bytes, rates, size_bytes, block_size_bytes,
-                               noise_sigma=repeat_noise(_halves(r)))
+                               noise_sigma=repeat_noise(_halves(r)), rotation_period_s=period_s)
     return replace(zones, rates_bytes_per_s=rates, zones=found, repeats_rates=per_pair,
                    detail=f"{zones.detail}; each read's rate less the skews of the track changes it crossed "
                           f"({int(kept.size - kept.sum())} of {kept.size} locations), {len(found)} zones")

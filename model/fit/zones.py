@@ -25,7 +25,12 @@ robust spread is that of the two clusters, so a zone's step between two pieces
 of such values can fail the medians' test and pass the trimmed means'. With
 *monotone*, the rate is taken to fall with location, as a zoned drive's does
 inwards: a piece of a few points inside the profile above or below both its
-neighbours is no zone. Each piece is a zone; its rate, the exponential of the
+neighbours is no zone. With *min_step_rate*, two neighbouring zones' rates
+differ by at least that much: a zone holds at least one sector a track more
+than the next inwards, so its rate is higher by at least one sector a
+revolution, less what the track changes and the path take of it. Many
+locations make a step far below that significant when the path's pace drifts
+during the run; such a step is no zone's, and its pieces are merged first. Each piece is a zone; its rate, the exponential of the
 piece's mean log-rate, is a parameter of the result.
 """
 from __future__ import annotations
@@ -188,7 +193,8 @@ def _pair_p(left: np.ndarray, right: np.ndarray, floor: float, known=(None, None
 
 
 def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: float, sure_ends: int = 0,
-                         small: int = 0, tail: float = 0.0, monotone: bool = False) -> list[int]:
+                         small: int = 0, tail: float = 0.0, monotone: bool = False,
+                         min_step_rate: float = 0.0) -> list[int]:
     """The change points (*starts*: each piece's first index into *y*, the first 0) that survive
     the merge test of the module doc: while the least significant neighbouring pair's p-value,
     times the places its change point could lie between the pair's outer ends, exceeds *alpha*,
@@ -198,7 +204,9 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
     points disagree beyond *floor*. *monotone*: the rate falls from piece to piece (a zoned drive's
     does, inwards), so a piece of fewer than OWN_SPREAD_MIN points inside the profile whose level lies
     beyond both its neighbours' (a few neighbours that each strayed alike: one repeat of each delayed,
-    or one track change more) is merged into the nearer first, whatever the test says."""
+    or one track change more) is merged into the nearer first, whatever the test says. Before either,
+    the neighbouring pair whose median rates (exp of *y*) lie closest is merged while they lie closer
+    than *min_step_rate*: no two zones of a drive are that close."""
 
     def spread(a, b):
         if (a == 0 or b == n) and b - a <= sure_ends:
@@ -212,6 +220,12 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
     starts = list(starts)
     while len(starts) > 1:
         edges = starts + [n]
+        if min_step_rate > 0:
+            gaps = np.abs(np.diff([np.exp(np.median(y[a:b])) for a, b in zip(edges[:-1], edges[1:])]))
+            k = int(np.argmin(gaps))
+            if gaps[k] < min_step_rate:
+                del starts[k + 1]
+                continue
         p = [_pair_p(y[a:b], y[b:c], floor, (spread(a, b), spread(b, c))) * (c - a - 1)
              for a, b, c in zip(edges[:-2], edges[1:-1], edges[2:])]
         if monotone:
@@ -232,7 +246,7 @@ def _merge_insignificant(y: np.ndarray, starts: list[int], alpha: float, floor: 
 
 def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1,
               noise_sigma: float | None = None, ends_single: bool = False, alpha: float = 0.05,
-              tail_sigma: float | None = None, monotone: bool = False) -> ZoneFit:
+              tail_sigma: float | None = None, monotone: bool = False, min_step_rate: float = 0.0) -> ZoneFit:
     """Change points of a rate profile: the optimal partition of log(rate) (in
     location order) into constant pieces of at least *min_size* points, minimising
     the squared error plus *penalty* per piece (default ``PENALTY_LOG_N * sigma^2 * log(n)``,
@@ -250,7 +264,10 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
     of freedom).
     *monotone*: the profile's rate does not rise with location (zoned recording: fewer sectors per
     track inwards): a piece of fewer than OWN_SPREAD_MIN points inside it above or below both its
-    neighbours is merged into the nearer (:func:`_merge_insignificant`)."""
+    neighbours is merged into the nearer (:func:`_merge_insignificant`).
+    *min_step_rate*: the least difference [in *rate*'s units] between two neighbouring zones' rates
+    (their pieces' median rates); two pieces closer than that are merged first, the closest pair
+    first, whatever the test says (module doc)."""
     loc = np.asarray(location, dtype=float).reshape(-1)
     r = np.asarray(rate, dtype=float).reshape(-1)
     if loc.shape != r.shape or loc.size == 0:
@@ -259,6 +276,8 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
         raise ValueError("rate must be finite and > 0")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1) (got {alpha!r})")
+    if not (np.isfinite(min_step_rate) and min_step_rate >= 0):
+        raise ValueError(f"min_step_rate must be a finite number >= 0 (got {min_step_rate!r})")
     order = np.argsort(loc, kind="stable")
     y = np.log(r[order])
     n = y.size
@@ -299,6 +318,6 @@ def fit_zones(location, rate, *, penalty: float | None = None, min_size: int = 1
         raise ValueError(f"tail_sigma must be a finite number >= 0 (got {tail_sigma!r})")
     starts = _merge_insignificant(y, starts[::-1], alpha, sigma, min_size if ends_single else 0,
                                   min_size if tail_sigma is not None else 0, float(tail_sigma or 0.0),
-                                  bool(monotone))
+                                  bool(monotone), float(min_step_rate))
     segments = tuple(order[a:b] for a, b in zip(starts, starts[1:] + [n]))
     return ZoneFit(loc, r, segments, float(penalty), float(alpha))
