@@ -332,3 +332,23 @@ def test_two_piece_plot_draws_the_points_it_fitted():
     again = FitResult.from_dict(json.loads(json.dumps(fit.to_dict(), allow_nan=False)))
     pd.testing.assert_frame_equal(again.points, fit.points, check_dtype=False)
     plt.close("all")
+
+
+def test_two_piece_knee_is_chosen_among_seek_curves():
+    """A square-root curve to 50,000 tracks, then a steep rise over the last few distances: the knee of least
+    residual needs a long piece that would start 6 ms below zero at distance 0 (as fitted there), no
+    drive's; the knee is taken among those whose every coefficient is at least 0, and the fit is a seek curve."""
+    from diskmodel.model.fit.seek import fit_two_piece
+
+    x = np.repeat(np.unique(np.geomspace(2, 60000, 48).round()), 4)
+    y = np.where(x <= 50000, 1e-3 + 3e-5 * np.sqrt(x), 1e-3 + 3e-5 * np.sqrt(50000) + 1e-6 * (x - 50000))
+    y = y + np.tile([-1e-5, 1e-5, -2e-5, 2e-5], x.size // 4)
+    fit = fit_two_piece(x, y, distance_unit="tracks")
+    least = float(fit.profile.loc[fit.profile["rss"].idxmin(), "knee"])  # the knee the residual alone chooses
+    assert least != fit.params["knee_cylinders"]
+    assert fit_two_piece(x, y, distance_unit="tracks", knees=[least]).params["long_offset_s"] < -0.005
+    assert fit.params["long_offset_s"] >= 0 and fit.params["long_per_cylinder_s"] >= 0
+    fit.as_seek(1.0)  # raises for a negative coefficient
+    # the curve still holds the data where the square root does
+    short = x <= 10000
+    assert np.max(np.abs(fit.predict(x[short]) - y[short])) < 0.2e-3

@@ -3,8 +3,10 @@
 * :func:`fit_two_piece`: Djordjevic & Timcenko (2015) eq. (7) (Ruemmler &
   Wilkes 1994): ``a + b*sqrt(d)`` up to a knee, ``c + f*d`` beyond (by
   default continuous at the knee). The knee is chosen by the data: a profile
-  over candidate knees (least squares for each), then the fit at the best
-  knee with statsmodels, robustly (RLM, Huber's T) or by WLS. Its parameters
+  over candidate knees (least squares for each), the best of those whose
+  curve is a seek curve (no coefficient below 0, the long piece's offset
+  included; the best of all where none is), then the fit at that knee with
+  statsmodels, robustly (RLM, Huber's T) or by WLS. Its parameters
   carry the names of :class:`diskmodel.model.drive.seek.TwoPieceSeek`'s fields.
 * :func:`fit_table`: the measured-table curve (means per distance, linear
   between points as :class:`diskmodel.model.TableSeek`, DiskSim's rule).
@@ -155,15 +157,17 @@ class TwoPieceFit(FitResult):
         return ax
 
 
-def _lstsq_rss(X, y, w):
+def _lstsq_rss(X, y, w, with_coef: bool = False):
     sw = np.sqrt(w)
     coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
     r = (y - X @ coef) * sw
-    return float(r @ r)
+    return (float(r @ r), coef) if with_coef else float(r @ r)
 
 
 def _knee_profile(x, y, w, candidates, *, continuous, min_points, min_fraction, scale) -> pd.DataFrame:
-    """Residual sum of squares of the fit at each candidate knee that leaves enough points on each side."""
+    """Residual sum of squares of the fit at each candidate knee that leaves enough points on each side, and
+    whether its curve is a seek curve (``physical``: every coefficient of eq. 7, the long piece's offset at
+    distance 0 too, at least 0)."""
     rows = []
     xn = x / scale
     min_share = max(min_points, int(min_fraction * x.size))
@@ -174,15 +178,17 @@ def _knee_profile(x, y, w, candidates, *, continuous, min_points, min_fraction, 
             continue
         if continuous:
             kn = knee / scale
-            rss = _lstsq_rss(np.column_stack((np.ones_like(xn), np.sqrt(np.minimum(xn, kn)),
-                                              np.maximum(xn - kn, 0.0))), y, w)
+            rss, (a, b, c) = _lstsq_rss(np.column_stack((np.ones_like(xn), np.sqrt(np.minimum(xn, kn)),
+                                                         np.maximum(xn - kn, 0.0))), y, w, with_coef=True)
+            coefficients = (a, b, a + b * np.sqrt(kn) - c * kn, c)
         else:
-            rss = (_lstsq_rss(np.column_stack((np.ones(s.sum()), np.sqrt(xn[s]))), y[s], w[s])
-                   + _lstsq_rss(np.column_stack((np.ones((~s).sum()), xn[~s])), y[~s], w[~s]))
-        rows.append((float(knee), rss))
+            rs, short = _lstsq_rss(np.column_stack((np.ones(s.sum()), np.sqrt(xn[s]))), y[s], w[s], with_coef=True)
+            rl, long = _lstsq_rss(np.column_stack((np.ones((~s).sum()), xn[~s])), y[~s], w[~s], with_coef=True)
+            rss, coefficients = rs + rl, (*short, *long)
+        rows.append((float(knee), rss, bool(np.all(np.asarray(coefficients) >= 0.0))))
     if not rows:
         raise ValueError("knees: no candidate knee leaves enough distances on both sides")
-    return pd.DataFrame(rows, columns=["knee", "rss"])
+    return pd.DataFrame(rows, columns=["knee", "rss", "physical"])
 
 
 def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", knees=None,
@@ -233,7 +239,12 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
         candidates = np.asarray(knees, dtype=float).reshape(-1)
     profile = _knee_profile(x, y, w, candidates, continuous=continuous, min_points=min_points,
                             min_fraction=min_fraction, scale=scale)
-    knee = float(profile.loc[profile["rss"].idxmin(), "knee"])
+    # the knee of least residual among those whose curve is a seek curve, where any is: a knee far out can
+    # fit a flat profile a little better with a long piece that would start below zero (atlas10k's seek
+    # curve under a slow interface, in some seeds), and that is no drive's
+    physical = profile[profile["physical"]]
+    knee = float((physical if len(physical) else profile).sort_values("rss")["knee"].iloc[0])
+    profile = profile[["knee", "rss"]]  # the profile as results and files carry it
     s = x <= knee
     xn, kn = x / scale, knee / scale
     sw = np.sqrt(w)
