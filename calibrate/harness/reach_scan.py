@@ -78,6 +78,11 @@ def _scan_place(meter: Meter, rng: np.random.Generator, cap: int, step: int, fas
         # asked for is then anywhere, and a miss is as fast as a hit only as often as the hit's time is a
         # share of a revolution (a wait of one length at every place can put that angle at the same place)
         meter.idle(float(rng.uniform(0.0, found.rough_period_s)))
+    # then the block read, read twice again (hits, their times not used): through the kernel the first request
+    # after a wait takes longer than a hit back to back (the host's CPUs wake), and the scan's first read would
+    # end it (atlas10k's segment came out 6 blocks); the scan's reads then follow one another as the hits the
+    # limit was set from do
+    meter.read_many([o, o], b, tag="buffer")
     last = 0
     for s in range(int(rng.integers(1, step + 1)), cap + 1, step):
         if meter.read(o + s * b, b, tag="buffer") > fast_s:
