@@ -30,8 +30,9 @@ differ by at least that much: a zone holds at least one sector a track more
 than the next inwards, so its rate is higher by at least one sector a
 revolution, less what the track changes and the path take of it. Many
 locations make a step far below that significant when the path's pace drifts
-during the run; such a step is no zone's, and its pieces are merged first. Each piece is a zone; its rate, the exponential of the
-piece's mean log-rate, is a parameter of the result.
+during the run; such a step is no zone's, and its pieces are merged first.
+Each piece is a zone; its rate, the exponential of the piece's mean log-rate,
+is a parameter of the result.
 """
 from __future__ import annotations
 
