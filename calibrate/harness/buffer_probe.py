@@ -12,7 +12,7 @@ import numpy as np
 from diskmodel.calibrate.harness.meter import Meter
 from diskmodel.model.units import KIB, MIB
 
-__all__ = ["BufferMeasurement", "measure_buffer", "size_buffer"]
+__all__ = ["BufferMeasurement", "measure_buffer", "size_buffer", "wait_for_read_ahead"]
 
 
 def _fresh(meter: Meter, rng: np.random.Generator, room_bytes: int, low: bool = False) -> int:
@@ -180,6 +180,28 @@ def _bisect(served, lo: int, hi: int, close) -> tuple[int, int]:
     return los[-1], his[-1]
 
 
+def wait_for_read_ahead(meter: Meter, o: int, stride: int, rate_at, found: BufferMeasurement,
+                        block_s: float | None = None) -> None:
+    """Leave the read-ahead after a one-block read at *o* the time to reach *stride* blocks past it: half as
+    long again as the zone's rate (*rate_at*) takes over them, and two revolutions (*found*'s rough one).
+    Where the time a block takes to pass under the head is known (*block_s*), the read-ahead, which reads at
+    the media's pace, needs no longer than half as long again as the blocks' passage, and a revolution for
+    each track they cover and two more (the track changes' waits): the shorter of the two stands. A zone's
+    rate held to a slow interface's is the longer."""
+    b = meter.block_size_bytes
+    rough = found.rough_period_s
+    need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
+    if block_s is not None and block_s > 0:
+        need = min(need, 2.5 * stride * block_s + 2 * rough)
+    if meter.can_idle():
+        # no request meanwhile: on some drives a request, even a hit, stops the read-ahead
+        # (DiskSim's read_ahead_on_idle_hit off)
+        meter.idle(need)
+    else:
+        count = int(min(max(need / max(found.hit_s, 1e-5), 1), 20_000))
+        meter.read_many(np.full(count, o), b, tag="buffer")
+
+
 def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement, rate_at, *,
                 max_segment_bytes: int = 32 * MIB, max_segments: int = 32) -> BufferMeasurement:
     """The segment size and number of segments of a buffer :func:`measure_buffer` found
@@ -195,14 +217,7 @@ def size_buffer(meter: Meter, rng: np.random.Generator, found: BufferMeasurement
         def fast_at_a_fresh_place() -> bool:
             o = _fresh(meter, rng, (stride + 2) * b)
             meter.read(o, b, tag="buffer")
-            need = 1.5 * stride * b / float(rate_at(np.array([o]))[0]) + 2 * rough
-            if meter.can_idle():
-                # no request meanwhile: on some drives a request, even a hit, stops the read-ahead
-                # (DiskSim's read_ahead_on_idle_hit off)
-                meter.idle(need)
-            else:
-                count = int(min(max(need / max(hit_s, 1e-5), 1), 20_000))
-                meter.read_many(np.full(count, o), b, tag="buffer")
+            wait_for_read_ahead(meter, o, stride, rate_at, found)
             return meter.read(o + stride * b, b, tag="buffer") <= threshold
         return _verdict(fast_at_a_fresh_place)
 

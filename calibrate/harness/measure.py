@@ -35,6 +35,7 @@ from diskmodel.calibrate.harness.backend import check_backend
 from diskmodel.calibrate.harness.meter import BudgetExhausted, ChainDoesNotFit, Meter
 from diskmodel.calibrate.harness.mechanics import (measure_buffer, measure_rotation, measure_tracks,
                                                    size_buffer)
+from diskmodel.calibrate.harness.reach_scan import scan_reach
 from diskmodel.calibrate.harness.writes import WRITE_COUNT, WriteMeasurement, measure_writes
 from diskmodel.calibrate.harness.zone_skews import dequantised_zones
 from diskmodel.model._checks import FieldError
@@ -60,6 +61,9 @@ WALL_TIME_MULTIPLE = 2.0
 FIT_ALLOWANCE_S = 10.0
 # Reads the track changes take (mechanics.measure_tracks: four chains of 121, a bisection of 24 x 16)
 TRACK_READS = 4 * 121 + 24 * 16
+#: The most of the budget the read-ahead's reach scans take (:mod:`~diskmodel.calibrate.harness.reach_scan`):
+#: about 240 places of 55 ms on a drive whose reach runs to its track's end (atlas10k), 8 on one of a fixed reach.
+REACH_SHARE = 0.12
 
 
 def _round_up(x: float) -> float:
@@ -418,6 +422,11 @@ def _beyond_minimum(meter: Meter, rng, buffer, rotation, rate_at, until_s: float
         if (rotation.period_s is not None and meter.used_s < until_s
                 and meter.remaining_s - later_s > 1.5 * cost):
             tracks = measure_tracks(meter, rng, rotation, buffer, reserve_s=later_s)
+        # the read-ahead's mean reach, block by block (the bisection's verdicts are coin tosses where the
+        # reach runs to the track's end), from the seek stage's share where the rotation's is spent
+        buffer = scan_reach(meter, rng, buffer, rate_at,
+                            max_s=min(REACH_SHARE * meter.budget_s, meter.remaining_s - later_s),
+                            block_s=rotation.block_transfer_s)
     except BudgetExhausted:
         pass
     except ChainDoesNotFit as exc:  # a third of a track's stride (from the block passage) longer than the device

@@ -12,7 +12,10 @@ found first, and the rest is measured with patterns it cannot serve:
   read it (read-ahead), the segment size (the farthest stride still served once
   the read-ahead has had time to get there; the time is filled with re-reads
   of the first block, which the buffer serves), and the number of segments
-  (how many fresh reads the first one survives).
+  (how many fresh reads the first one survives); the segment is then the mean
+  reach of the blocks after a fresh read, scanned one by one at many places
+  (:mod:`~diskmodel.calibrate.harness.reach_scan`), for a read-ahead to the
+  track's end reaches anywhere in a track.
 * :func:`measure_rotation`: a descending chain ``c, c - 1, c - 2 ..`` (each
   read below every read before it: nothing buffered) waits nearly a whole
   revolution each time, ``T - x - g`` (x: a block's passage under the head,
