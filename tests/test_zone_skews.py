@@ -8,6 +8,7 @@ import pytest
 
 from diskmodel.calibrate.harness.zone_skews import (crossing_log_likelihood, crossing_waits, dequantised_rates,
                                                     media_time, quantised, sustained_factor)
+from diskmodel.calibrate.harness.zone_skews import _smoothest, _tied
 from test_calibrate_emulated import _DelayedDisk, _params
 
 PERIOD = 60.0 / 7200.0
@@ -19,6 +20,7 @@ def test_crossing_waits_of_two_surfaces():
     # 0 changes; 1: a head or a cylinder switch; 2: one of each
     assert w[:, 0].tolist() == [0, 1, 1, 2]
     assert w[:, 1] == pytest.approx([0.0, TS, TC, TS + TC])
+    assert w[:, 2].tolist() == [0, 0, 1, 1]
 
 
 def test_the_media_time_a_locations_reads_share():
@@ -154,3 +156,84 @@ def test_wd800bd_zones_where_the_host_now_and_then_runs_something_else():
             disk, budget_s=120.0, seed=seed, progress=False))}
         right.append(bool(rows["zone_count"]["passed"] and rows["zone_boundaries"]["passed"]))
     assert sum(right) >= 7, right
+
+
+def test_the_cylinder_switches_among_a_reads_changes_have_their_own_odds():
+    """Five changes on 13 surfaces start at any of a cylinder's 13 tracks: one of them is a cylinder switch
+    five times in thirteen; thirteen changes hold exactly one."""
+    assert crossing_log_likelihood([5], 5.0, [0], 13) == pytest.approx(np.log(8 / 13))
+    assert crossing_log_likelihood([5], 5.0, [1], 13) == pytest.approx(np.log(5 / 13))
+    assert crossing_log_likelihood([13], 13.0, [1], 13) == 0.0
+    # with the count's own odds: 4.9 revolutions cross five changes nine times in ten
+    assert crossing_log_likelihood([5, 5], 4.9, [0, 1], 13) == pytest.approx(
+        2 * np.log(0.9) + np.log(8 / 13) + np.log(5 / 13))
+
+
+def test_two_reads_a_location_show_the_quantum():
+    """hp_c2247a's zone stage reads each location twice (4.9 tracks each): where one of the two crossed a
+    cylinder switch, they lie a cylinder skew less a track skew apart. An interface-bound drive's two
+    reads agree."""
+    period, length, b = 0.011111, 239616, 512
+    ts, tc = 14 / 96 * period, 36 / 96 * period
+    base = 467 / 96 * period
+    rng = np.random.default_rng(2)
+    with_cylinder = rng.random((60, 2)) < 0.38
+    with_cylinder[:, 1] = ~with_cylinder[:, 0]  # contiguous: the union holds one cylinder switch
+    times = base + 5 * ts + with_cylinder * (tc - ts)
+    assert quantised((length - b) / times, length, b, ts)
+    flat = np.full((60, 2), base) * (1 + rng.normal(0, 1e-3, (60, 2)))
+    assert not quantised((length - b) / flat, length, b, ts)
+
+
+def test_a_location_whose_reads_cannot_tell_their_count_takes_its_neighbours_media_time():
+    """Reads of 4.86 tracks on 13 surfaces (hp_c2247a's outer zone, skews of 14 and 36 sectors): a location
+    whose two reads both crossed four head switches is held as well by five head switches at a media time
+    a track skew shorter, the likelier count on its own (+3 % on the rate). Its neighbours' reads tell
+    theirs (one crossed a cylinder switch), and the locations' media times chosen together take theirs.
+    Where the media time changes (a zone's end), the change stands."""
+    period = 0.011111
+    x = period / 96
+    ts, tc = 14 * x, 36 * x
+    waits = crossing_waits(7, 13, ts, tc)
+    tol = 0.25 * min(ts, tc - ts)
+    m1, m2 = 467 * x, 488 * x   # two zones' media times for one read length (4.5 % apart)
+    sure1 = np.array([m1 + 5 * ts, m1 + 4 * ts + tc])
+    unsure1 = np.array([m1 + 4 * ts, m1 + 4 * ts])
+    sure2 = np.array([m2 + 5 * ts, m2 + 4 * ts + tc])
+    assert media_time(unsure1, period, waits, tol, 13) == pytest.approx(m1 - ts, abs=1e-9)  # on its own
+    bases, scores = _tied(unsure1, period, waits, tol, 13)
+    assert bases[0] == pytest.approx(m1 - ts, abs=1e-9) and np.min(np.abs(bases - m1)) < 1e-9
+    assert scores[0] > scores[np.argmin(np.abs(bases - m1))]
+    rows = [sure1, sure1, unsure1, sure1, sure1, sure2, sure2, sure2]
+    # a zone's end between two neighbours as often as 8 zones in 145 locations (the zone stage's figures)
+    got = _smoothest([_tied(r, period, waits, tol, 13) for r in rows], tol, np.log(145 / 8))
+    assert got == pytest.approx([m1] * 5 + [m2] * 3, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_hp_c2247a_locations_through_a_kernel_shaped_path():
+    """hp_c2247a on the emulator's timing with the kernel path's shape and noise (kpath-like gaps, requests of
+    at most 512 KiB): a location is two contiguous reads of 4.9 outer tracks, and their union holds a
+    cylinder switch or none, so its rate took one of two levels 2 % apart (through the kernel, a run of
+    six on the upper level made a zone of its own: 10 zones of 8). Each read less the skews of the track
+    changes it crossed, the locations' media times chosen together: the middle 90 % of the locations lie
+    within 0.5 % of their zone's rate (the drive's own, drive_truth), and the 8 zones are found."""
+    from diskmodel.calibrate.harness.drive_truth import ParametersDisk, drive_truth, emulation_errors
+    from diskmodel.calibrate.harness.measure import calibrate
+
+    params = _params("hp_c2247a")
+    truth = drive_truth(params)
+    bounds = np.asarray(truth["zone_bounds_bytes"])
+    want = np.asarray(truth["zone_rates_bytes_per_s"])
+    for seed in range(3):
+        disk = ParametersDisk(params, seed=seed, max_request_bytes=512 * 1024, host_gap_s=20e-6,
+                              host_gap_jitter_s=20e-6, path_early_s=60e-6, path_early_jitter_s=60e-6,
+                              noise_s=50e-6)
+        result = calibrate(disk, budget_s=120.0, seed=seed, progress=False)
+        rows = {r["quantity"]: r for r in emulation_errors(truth, result)}
+        assert rows["zone_count"]["passed"], (seed, rows["zone_count"])
+        loc = np.asarray(result.zone_locations_bytes)
+        zone = np.minimum(np.searchsorted(bounds[:, 1], loc, side="right"), want.size - 1)
+        inside = (loc - bounds[zone, 0] > 3e6) & (bounds[zone, 1] - loc > 3e6)
+        off = np.asarray(result.zone_rates_bytes_per_s)[inside] / want[zone[inside]] - 1
+        assert np.percentile(np.abs(off), 90) < 0.005, (seed, np.percentile(off, [5, 50, 95]))
