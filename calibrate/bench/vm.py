@@ -364,14 +364,15 @@ def _run_script_in_vm(script: str, *, scratch_disk_bytes: int, memory_bytes: int
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     base = cached_initramfs(host, cache, say)
     # The kernel unpacks the initramfs into RAM while the archive itself is still there: a guest
-    # with less than twice its size (plus the kernel's own) fails with "Initramfs unpacking failed"
-    # and then hangs until the boot timeout, so say so before booting.
-    needed_bytes = 2 * base.stat().st_size + (96 << 20)
+    # with less than twice its size, the kernel image and 96 MiB fails with "Initramfs unpacking
+    # failed" and then hangs until the boot timeout, so say so before booting (384 MiB failed so
+    # with a 122 MiB archive and a 63 MiB image).
+    kernel_image = boot_image(host, cache, say)
+    needed_bytes = 2 * base.stat().st_size + Path(kernel_image).stat().st_size + (96 << 20)
     if memory_bytes < needed_bytes:
         raise ValueError(f"memory_bytes={memory_bytes} is too small for this guest: its initramfs ({base}) is "
                          f"{base.stat().st_size >> 20} MiB and unpacks into RAM; give at least "
                          f"{-(-needed_bytes >> 20)} MiB")
-    kernel_image = boot_image(host, cache, say)
 
     # SIGTERM would kill the process without running ``finally``: while the VM
     # runs, turn it into KeyboardInterrupt, unless the caller already handles it
