@@ -124,12 +124,10 @@ def media_time(times_s, period_s: float, waits, tol_s: float, surfaces: int | No
     reads' counts are the likelier (:func:`crossing_log_likelihood`, with the cylinder switches among
     them where *surfaces* is given) stands: a read of 1.8 revolutions crosses two changes four times in
     five, and one change only where it starts in the last fifth of its track; a read of five changes on
-    13 surfaces holds no cylinder switch eight times in thirteen."""
-    found, reads = _candidates(times_s, period_s, waits, tol_s, surfaces)
-    if not found:
-        return None
-    count, _, base = max(found, key=lambda c: (c[0], c[1]))
-    return base if _held_enough(count, reads) else None
+    13 surfaces holds no cylinder switch eight times in thirteen. A location alone; the zone stage's
+    locations are chosen together (:func:`dequantised_rates`)."""
+    bases, _ = _tied(times_s, period_s, waits, tol_s, surfaces)
+    return float(bases[0]) if bases.size else None
 
 
 def _tied(times_s, period_s: float, waits, tol_s: float, surfaces):
