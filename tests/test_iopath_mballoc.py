@@ -4,6 +4,7 @@ ext4_mballoc_alloc tracepoint."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from diskmodel.model.iopath.fs_layout import FsParams
 from diskmodel.model.iopath.fs_mballoc import MballocAllocator
@@ -144,3 +145,19 @@ def test_postmark_in_a_cgroup_writes_what_blktrace_saw_ext3():
     cell, got = _totals("ext3")
     measured = cell["read_requests"] + cell["write_requests"]
     assert abs(got["requests"] - measured) / measured <= 0.2, (got, measured)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 32767), st.integers(1, 3000), st.booleans()), min_size=1, max_size=40))
+def test_a_groups_free_blocks_and_runs_follow_any_marks_as_a_recount_finds_them(marks):
+    # _mark keeps each group's free blocks (bb_free) and free runs (bb_fragments) by difference,
+    # from the range's two neighbours where the whole range turns over; a recount of the bitmap is
+    # the reference.
+    a = MballocAllocator(FsParams("ext2", 1 << 30))
+    g = 3
+    f = a._bitmap(g)
+    base = g * a.group_blocks
+    for start, n, free in marks:
+        a._mark(base + start, min(n, a.group_blocks - start), free)
+        assert a._nfree[g] == int(f.sum())
+        assert a._nfrag[g] == MballocAllocator._frags(f, 0, f.size)

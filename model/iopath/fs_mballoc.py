@@ -38,7 +38,9 @@ Blocks return to free space:
   its deletion;
 - a deleted file's blocks and indirect blocks (ext4_free_blocks): at once on ext2; on ext3 at the
   commit of the transaction that freed them (ext4_mb_free_metadata keeps them out of the buddy
-  until jbd2's commit callback, ext4_process_freed_data), so a transaction cannot reuse them.
+  until jbd2's commit callback, ext4_process_freed_data), so a transaction cannot reuse them; an
+  allocation that finds no free blocks while some wait so commits the transaction and scans again
+  (ext4_should_retry_alloc forces the commit while s_mb_free_pending).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ __all__ = ["MballocAllocator", "allocating_writes"]
 MB_MIN_TO_SCAN = 10
 MB_MAX_TO_SCAN = 200
 _POWER2, _FAST, _SLOW, _ANY = 0, 1, 2, 3
+#: Eight free blocks of a bitmap (numpy bools, one byte each) read as one 64-bit word.
+_EIGHT_FREE = np.frombuffer(np.ones(8, bool).tobytes(), np.uint64)[0]
 
 
 class _Pa:
@@ -84,6 +88,7 @@ class MballocAllocator(Allocator):
         self._nfree: dict[int, int] = {}  # group -> its free blocks (bb_free)
         self._nfrag: dict[int, int] = {}  # group -> its free runs (bb_fragments)
         self.pending: list[tuple[int, int]] = []  # ext3: freed in the running transaction
+        self.on_full = None  # ext3: commits the running transaction (set by the journal)
         self.pas: dict[object, list[_Pa]] = {}
         self.open_owner = None
         self.loaded = False  # the mount's first allocation has loaded the buddies
@@ -115,12 +120,19 @@ class MballocAllocator(Allocator):
             rel = start - g * self.group_blocks
             k = min(n, self.group_blocks - rel)
             f = self._bitmap(g)
-            lo, hi = max(rel - 1, 0), min(rel + k + 1, f.size)
-            before = self._frags(f, lo, hi)
             was = int(np.count_nonzero(f[rel:rel + k]))
-            f[rel:rel + k] = free
+            if was == (0 if free else k):
+                # the whole range turns over: its two neighbours alone decide the free runs (a freed
+                # range joins a free neighbour's run; a taken one splits its run where both are free)
+                d = 1 - (rel > 0 and bool(f[rel - 1])) - (rel + k < f.size and bool(f[rel + k]))
+                f[rel:rel + k] = free
+                self._nfrag[g] += d if free else -d
+            else:
+                lo, hi = max(rel - 1, 0), min(rel + k + 1, f.size)
+                before = self._frags(f, lo, hi)
+                f[rel:rel + k] = free
+                self._nfrag[g] += self._frags(f, lo, hi) - before
             self._nfree[g] += (k - was) if free else -was
-            self._nfrag[g] += self._frags(f, lo, hi) - before
             start, n = start + k, n - k
 
     def release(self, runs, journaled: bool):
@@ -155,7 +167,8 @@ class MballocAllocator(Allocator):
             if not f[a]:
                 return
             rest = f[a:]
-            b = a + int(rest.argmin()) if not rest.all() else size
+            m = int(rest.argmin())  # the first used block after a; where there is none, argmin is 0
+            b = a + m if not rest[m] else size
             yield a, b
             i = b
 
@@ -170,7 +183,11 @@ class MballocAllocator(Allocator):
     def _simple_scan(self, g: int, order: int):
         """ext4_mb_simple_scan_group: the lowest free buddy of the smallest order >= ``order``."""
         f = self._bitmap(g)
-        full = {order: f.reshape(-1, 1 << order).all(axis=1)}
+        if order >= 3:  # eight blocks a 64-bit word: all free where the word is eight ones
+            words = f.view(np.uint64) == _EIGHT_FREE
+            full = {order: words.reshape(-1, 1 << (order - 3)).all(axis=1) if order > 3 else words}
+        else:
+            full = {order: f.reshape(-1, 1 << order).all(axis=1)}
         for o in range(order, self.max_order):
             full[o + 1] = full[o][0::2] & full[o][1::2]
         for o in range(order, self.max_order + 1):
@@ -239,6 +256,9 @@ class MballocAllocator(Allocator):
                     start, length = state["best"]
                     return self._take(start, min(length, need))
         if state["best"] is None:
+            if self.pending and self.on_full is not None:  # ext3: the commit frees them (Journal.force_commit)
+                self.on_full()
+                return self._find(need, goal_group)
             raise ValueError(f"file system: device_bytes = {self.p.device_bytes} is full ({self.p.kind})")
         start, length = state["best"]
         return self._take(start, min(length, need))
