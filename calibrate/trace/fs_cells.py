@@ -26,7 +26,8 @@ from pathlib import Path
 from .host_cells import _image, _loop, _run
 from .record import record
 
-__all__ = ["FsWorkload", "FS_WORKLOADS", "FS_KINDS", "MEMORY_LIMITS", "run_fs_cell", "predict_fs_cell"]
+__all__ = ["FsWorkload", "FS_WORKLOADS", "FS_KINDS", "MEMORY_LIMITS", "files_workload", "run_fs_cell",
+           "predict_fs_cell"]
 
 MIB = 1 << 20
 DEVICE_BYTES = 1 << 30
@@ -68,19 +69,38 @@ _SMALL_FILES = ("import os, sys; op, d, n = sys.argv[1], sys.argv[2], int(sys.ar
                 "    else: os.unlink(p)\n")
 
 
+# Files written whole: argv[1] the directory, argv[2] how many, argv[3] their bytes (one write(2) each),
+# argv[4] seconds from one file's start to the next's (0: at once). Files are named f0, f1, ...
+_WRITE_FILES = ("import os, sys, time; d, n, s, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "
+                "float(sys.argv[4]); data = b'x' * s; t0 = time.monotonic()\n"
+                "for i in range(n):\n"
+                "    fd = os.open(os.path.join(d, 'f%d' % i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)\n"
+                "    os.write(fd, data); os.close(fd)\n"
+                "    time.sleep(max(0.0, t0 + (i + 1) * gap - time.monotonic()))\n")
+
+
 @dataclass(frozen=True)
 class FsWorkload:
     """A page-cache workload: its name, the model's workload string, and what runs it for real."""
 
     name: str
     model: str
-    kind: str  # postmark, fio, copy, metadata
+    kind: str  # postmark, fio, copy, metadata, files
     params: dict
 
 
 def _postmark(name: str, files: int, low: int, high: int, transactions: int) -> FsWorkload:
     spec = f"postmark:files={files},low={low},high={high},transactions={transactions}"
     return FsWorkload(name, spec, "postmark", {"files": files, "low": low, "high": high, "transactions": transactions})
+
+
+def files_workload(files: int, file_bytes: int, gap_s: float = 0.0) -> FsWorkload:
+    """*files* files of *file_bytes* written whole into the root, one every *gap_s* seconds (0: at once);
+    the model's workload is the metadata create of as many files of that size (the pace is the caller's:
+    :func:`~diskmodel.model.iopath.workloads_pace.paced` to ``files * gap_s``)."""
+    spec = f"metadata:op=create,files={files},file_bytes={file_bytes}"
+    return FsWorkload(f"files_{files}x{file_bytes}", spec, "files",
+                      {"files": files, "file_bytes": file_bytes, "gap_s": gap_s})
 
 
 def _fio(rw: str, bs: str, size: str) -> FsWorkload:
@@ -135,6 +155,9 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
         p = w.params
         return ["fio", "--name=job", f"--filename={mnt / 'fio.dat'}", f"--rw={p['rw']}", f"--bs={p['bs']}",
                 f"--size={p['size']}", "--ioengine=psync", "--randseed=7", "--output=/dev/null", "--eta=never"]
+    if w.kind == "files":
+        p = w.params
+        return [sys.executable, "-c", _WRITE_FILES, str(mnt), str(p["files"]), str(p["file_bytes"]), str(p["gap_s"])]
     if w.kind == "copy":
         _run(["dd", "if=/dev/urandom", f"of={mnt / 'source'}", "bs=1M", f"count={COPY_BYTES // MIB}"])
         return ["cp", str(mnt / "source"), str(mnt / "copy")]

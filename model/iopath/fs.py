@@ -114,6 +114,8 @@ class FsResult:
     stream: Stream
     data_write_bytes: int
     metadata_write_bytes: int
+    #: instants of the journal commits a full transaction or a full file system forced (ext3/ext4)
+    forced_commits_s: tuple = ()
 
 
 class _Inode:
@@ -583,14 +585,15 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.sync(t)
         elif kind == Kind.CLONE:
             fs.clone(t, f, off)
-    return _result(fs.rows)
+    return _result(fs.rows, tuple(fs.j.forced_s))
 
 
-def _result(rows: list) -> FsResult:
+def _result(rows: list, forced_commits_s: tuple = ()) -> FsResult:
     cols = list(zip(*rows)) if rows else [[]] * 5
     t, op, off, size, flags = (np.asarray(c) for c in cols)
     stream = Stream.from_arrays(time_s=np.asarray(t, float), op=np.asarray(op, np.int8), offset_bytes=np.asarray(off, np.int64),
                                 size_bytes=np.asarray(size, np.int64), flags=np.asarray(flags, np.int16))
     meta = (stream.flags & Flag.META) != 0
     w = stream.op == Op.WRITE
-    return FsResult(stream, int(stream.size_bytes[w & ~meta].sum()), int(stream.size_bytes[w & meta].sum()))
+    return FsResult(stream, int(stream.size_bytes[w & ~meta].sum()), int(stream.size_bytes[w & meta].sum()),
+                    forced_commits_s)

@@ -8,7 +8,9 @@ block dirtied twice in one transaction is written once) and, at a commit, append
   the v3 checksummed tag of 16 bytes), the journaled blocks, then the commit block, in order at the
   journal's head (circular); with barriers the commit block carries ``PREFLUSH | FUA``.
   ``data=journal`` journals data blocks too. A commit happens ``commit_interval_s`` after the
-  transaction's first change (the ``commit=`` mount option), at fsync and at sync. Committed blocks
+  transaction's first change (the ``commit=`` mount option), at fsync and at sync, when it holds a
+  third of the journal's blocks (``FsParams.transaction_divisor``), and when an allocation finds the file
+  system full while the transaction freed blocks (:meth:`Journal.force_commit`). Committed blocks
   are dirty in the block device's cache and written in place by write-back when they have been
   dirty ``dirty_expire_s``, at sync, or when the journal is three quarters full (checkpoint).
   ext2 has no journal: its metadata is dirty in place at once.
@@ -57,6 +59,14 @@ class Journal:
         self.revokes = 0  # jbd2: revoke records of the running transaction (forget)
         self.regions: dict = {}  # xfs: buffer -> the 128-byte chunks changed in it (dirty's region)
         self.live_leaves = None  # btrfs: () -> {tree: leaves its live items fill}, set by the file system
+        # jbd2 holds a transaction to a share of the journal (j_max_transaction_buffers,
+        # FsParams.transaction_divisor); a handle that would take it past starts the commit
+        # (add_transaction_credits -> wait_transaction_locked -> jbd2_log_start_commit).
+        self.max_buffers = p.journal_blocks // p.transaction_divisor if p.kind in ("ext3", "ext4") else None
+        self.now = 0.0  # the latest instant the file system reached (due: before every operation)
+        self.forced_s: list[float] = []  # commits a full transaction or a full file system forced
+        if p.kind == "ext3" and hasattr(alloc, "on_full"):
+            alloc.on_full = self.force_commit
         if p.kind == "btrfs":
             self.interval = 30.0
         elif p.kind == "xfs":
@@ -76,6 +86,9 @@ class Journal:
         self.tx.setdefault(block, what)
         if self.p.kind == "xfs" and region is not None:
             self.regions.setdefault(block, set()).add(region)
+        if self.max_buffers is not None and len(self.tx) >= self.max_buffers:
+            self.forced_s.append(t)
+            self.commit(t)
 
     def forget(self, t: float, block):
         """A freed metadata block (an ext2/ext3 file's indirect block at its deletion): its dirty
@@ -96,9 +109,18 @@ class Journal:
         for b in blocks:
             self.inplace[b] = None
 
+    def force_commit(self):
+        """Commit now (at the latest instant the file system reached): an allocation found the file
+        system full while the running transaction freed blocks (ext4_should_retry_alloc ->
+        jbd2_journal_force_commit_nested, while s_mb_free_pending), so that they are free again."""
+        self.forced_s.append(self.now)
+        self.commit(self.now)
+
     # -- timers -----------------------------------------------------------------------------------
     def due(self, t: float):
         """Commits and write-backs whose time came before ``t``."""
+        if t > self.now:
+            self.now = t
         if self.start is not None and t >= self.start + self.interval:
             self.commit(self.start + self.interval)
         if self.inplace and self.p.kind != "xfs" and t >= self.inplace_since + self.expire:

@@ -46,7 +46,9 @@ What it follows (mm/filemap.c, mm/readahead.c, mm/page-writeback.c, fs/fs-writeb
 - **Journal commits** (``commit_writeback_s``): where the file system allocates at ``write()`` and
   journals in ordered or journal mode (ext3; ext3/ext4 with ``data=journal``), a commit writes the
   running transaction's dirty data first (jbd2's journal_submit_data_buffers): every dirty file
-  is written back ``commit_writeback_s`` after the transaction's first change.
+  is written back ``commit_writeback_s`` after the transaction's first change, and at the commits
+  the file system forced (``commit_times_s``), the newest file first, each file's bios apart
+  (:meth:`_Cache.commit`).
 - **fsync** writes back the file's dirty pages, **sync** every file's, oldest-dirtied first, inside one
   plug (fs/fs-writeback.c, wb_writeback's blk_start_plug), so the blocks of files that follow on merge
   (blktrace: bonnie++'s 1024 small files reach the device in a few dozen requests). Write-back that
@@ -97,6 +99,9 @@ class CacheParams:
     page_bytes: int = 4096
     cgroup_dirty_limits: bool = False
     commit_writeback_s: float | None = None
+    #: with ``commit_writeback_s``: further commits, at these instants [s], that the file system forced
+    #: (a transaction full, or the file system full while it freed blocks: FsResult.forced_commits_s)
+    commit_times_s: tuple = ()
     #: the file system's device's largest request [KiB] (``max_sectors_kb``: the bdi's ``io_pages``); None:
     #: read-ahead windows stay within ``read_ahead_kb`` whatever the call's size
     io_kb: int | None = None
@@ -129,6 +134,10 @@ class CacheParams:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
                 raise ValueError(f"page cache: {name} = {v!r} must be a finite number > 0")
+        times = self.commit_times_s
+        if not isinstance(times, tuple) or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                                               or not np.isfinite(x) for x in times) or list(times) != sorted(times):
+            raise ValueError(f"page cache: commit_times_s = {times!r} must be a tuple of finite instants, in order")
         d = self.async_delay_s
         if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not np.isfinite(d) or d <= 0):
             raise ValueError(f"page cache: async_delay_s = {d!r} must be a finite number > 0 or None")
@@ -275,6 +284,15 @@ class _Cache:
         if not st.dirty:
             st.dirtied = None
             self.dirty_order.pop(f, None)
+
+    def commit(self, t):
+        """A journal commit in ordered mode writes every dirty file back, the newest first (each
+        joins the head of jbd2's t_inode_list: jbd2_journal_inode_ranged_write, and
+        journal_submit_data_buffers walks it), each in a writepages of its own, whose plug ends
+        with it: one file's bios never merge with the next file's (blktrace: files written back in
+        descending order, one request each)."""
+        for g in reversed(list(self.dirty_order)):
+            self.writeback(t, g, False, apart=True)
 
     def flush_oldest(self, t, target: int, apart: bool = False):
         self.flushing = True
@@ -469,15 +487,19 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
     cols = [ops.time_s.tolist(), ops.kind.tolist(), ops.file.tolist(), ops.offset_bytes.tolist(),
             ops.size_bytes.tolist(), ops.chunk_bytes.tolist(), ops.direct.tolist()]
     commit_s = p.commit_writeback_s
+    forced = list(reversed(p.commit_times_s)) if commit_s is not None else []
     # the application's time for each op: to the next op's issue (none for the last, or where the next
     # is issued earlier)
     ahead = np.maximum(np.r_[ops.time_s[1:], ops.time_s[-1:]] - ops.time_s, 0.0) if len(ops) else ops.time_s
     for t, kind, f, off, size, chunk, direct, op_s in zip(*cols, ahead.tolist()):
-        if commit_s is not None and c.dirty_order:
-            tx_start = next(iter(c.dirty_order.values()))
-            if t >= tx_start + commit_s:
-                for g in list(c.dirty_order):
-                    c.writeback(tx_start + commit_s, g, False)
+        while commit_s is not None:  # the commits due before t, timed or forced, in order
+            timed = next(iter(c.dirty_order.values())) + commit_s if c.dirty_order else np.inf
+            at = min(timed, forced[-1] if forced else np.inf)
+            if at > t:
+                break
+            if forced and forced[-1] == at:
+                forced.pop()
+            c.commit(at)
         while next_timer <= t:
             if c.dirty_order:
                 c.timer(next_timer)
