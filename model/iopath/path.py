@@ -390,8 +390,9 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
                          caches_dropped=ops.caches_dropped, flusher=res.flusher)
         if cache.commit_writeback_s is not None and fs.forced_commits_s:
             # The commits the file system forced (a full transaction, a full file system) write the
-            # dirty data out too: the cache again with them, then the file system on its output.
-            res = page_cache(ops, replace(cache, commit_times_s=fs.forced_commits_s))
+            # dirty data out too: the cache again with them, then the file system on its output (one
+            # step: that second pass's own forced commits, nearly the same, are not fed back).
+            res = page_cache(ops, replace(cache, commit_times_s=tuple(sorted(fs.forced_commits_s))))
             fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
                              caches_dropped=ops.caches_dropped, flusher=res.flusher)
     except ValueError as exc:
