@@ -147,7 +147,7 @@ def test_postmark_in_a_cgroup_writes_what_blktrace_saw_ext3():
     assert abs(got["requests"] - measured) / measured <= 0.2, (got, measured)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 32767), st.integers(1, 3000), st.booleans()), min_size=1, max_size=40))
 def test_a_groups_free_blocks_and_runs_follow_any_marks_as_a_recount_finds_them(marks):
     # _mark keeps each group's free blocks (bb_free) and free runs (bb_fragments) by difference,
