@@ -71,6 +71,8 @@ def _commit_blocks(r: dict, measured: bool) -> list[int]:
     j0, j1 = JOURNAL.journal_block, JOURNAL.journal_block + JOURNAL.journal_blocks
     one = (r["op"] == Op.WRITE) & (r["blocks"] == 1) & (r["block"] > j0) & (r["block"] < j1)
     if measured:
+        # its pre-flush comes before it, and the next commit's data writes may be issued in between
+        # (the commit block at 5984 came 34 requests after its flush): within 40 requests
         flush = np.nonzero(r["op"] == Op.FLUSH)[0]
         return [int(r["block"][i]) for i in np.nonzero(one)[0] if np.any(flush < i) and np.any(flush > i)
                 and flush[flush < i].max() >= i - 40]
@@ -138,7 +140,6 @@ def test_an_ext3_full_of_files_deleted_in_the_running_transaction_commits_and_re
     assert np.any((commits > 0.7) & (commits < 1.0)), commits  # the forced one, before the last sync's
 
 
-@pytest.mark.parametrize("kind", ["ext3"])
-def test_the_transaction_share_is_validated(kind):
+def test_the_transaction_share_is_validated():
     with pytest.raises(ValueError, match="transaction_divisor = 1 must be an integer >= 2"):
-        FsParams(kind, DEVICE_BYTES, transaction_divisor=1)
+        FsParams("ext3", DEVICE_BYTES, transaction_divisor=1)

@@ -103,9 +103,10 @@ class FsParams:
     #: False: it is gone, and the window starts at the end of the nearest one with blocks the file
     #: left unused (Linux 6.18, the host's, as its ext4_mballoc_alloc tracepoint shows).
     used_prealloc_bounds: bool = False
-    #: ext3/ext4: jbd2 ends a transaction at the journal's blocks over this (j_max_transaction_buffers):
-    #: 3 on Linux 6.18, the host's (blktrace of ext3 on an 8,192-block journal: size-forced commits of
-    #: 2,698 log blocks); 4 where jbd2_journal_get_max_txn_bufs divides by four (Linux 5.10 to 6.1).
+    #: ext3/ext4: jbd2 ends a transaction at the journal's blocks over this (j_max_transaction_buffers,
+    #: jbd2_journal_get_max_txn_bufs): 3 since Jan Kara's "jbd2: Increase maximum transaction size"
+    #: (2024), as on Linux 6.18, the host's (blktrace of ext3 on an 8,192-block journal: size-forced
+    #: commits of 2,699 log blocks); 4 before it (Linux 6.1, the VM's).
     transaction_divisor: int = 3
 
     def __post_init__(self):

@@ -57,8 +57,6 @@ __all__ = ["MballocAllocator", "allocating_writes"]
 MB_MIN_TO_SCAN = 10
 MB_MAX_TO_SCAN = 200
 _POWER2, _FAST, _SLOW, _ANY = 0, 1, 2, 3
-#: Eight free blocks of a bitmap (numpy bools, one byte each) read as one 64-bit word.
-_EIGHT_FREE = np.frombuffer(np.ones(8, bool).tobytes(), np.uint64)[0]
 
 
 class _Pa:
@@ -183,11 +181,7 @@ class MballocAllocator(Allocator):
     def _simple_scan(self, g: int, order: int):
         """ext4_mb_simple_scan_group: the lowest free buddy of the smallest order >= ``order``."""
         f = self._bitmap(g)
-        if order >= 3:  # eight blocks a 64-bit word: all free where the word is eight ones
-            words = f.view(np.uint64) == _EIGHT_FREE
-            full = {order: words.reshape(-1, 1 << (order - 3)).all(axis=1) if order > 3 else words}
-        else:
-            full = {order: f.reshape(-1, 1 << order).all(axis=1)}
+        full = {order: f.reshape(-1, 1 << order).all(axis=1)}
         for o in range(order, self.max_order):
             full[o + 1] = full[o][0::2] & full[o][1::2]
         for o in range(order, self.max_order + 1):

@@ -384,17 +384,18 @@ def run(stack, ops: FileOps, cache: CacheParams | None = None) -> DeviceStreams:
         cache = replace(cache, io_kb=max_sectors_kb(volume, drives))
     if cache.read_ahead_kb is None:  # the bdi's ra_pages: twice the device's optimal I/O size, at least 128 KiB
         cache = replace(cache, read_ahead_kb=device_read_ahead_kb(volume))
-    res = page_cache(ops, cache)
+    def cached_then_mapped(cache):
+        res = page_cache(ops, cache)
+        return res, file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
+                                caches_dropped=ops.caches_dropped, flusher=res.flusher)
+
     try:
-        fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
-                         caches_dropped=ops.caches_dropped, flusher=res.flusher)
+        res, fs = cached_then_mapped(cache)
         if cache.commit_writeback_s is not None and fs.forced_commits_s:
             # The commits the file system forced (a full transaction, a full file system) write the
             # dirty data out too: the cache again with them, then the file system on its output (one
             # step: that second pass's own forced commits, nearly the same, are not fed back).
-            res = page_cache(ops, replace(cache, commit_times_s=tuple(sorted(fs.forced_commits_s))))
-            fs = file_system(res.ops, p, sync=res.sync, dirty_expire_s=cache.dirty_expire_s, workload=ops,
-                             caches_dropped=ops.caches_dropped, flusher=res.flusher)
+            res, fs = cached_then_mapped(replace(cache, commit_times_s=tuple(sorted(fs.forced_commits_s))))
     except ValueError as exc:
         raise ValueError(f"file_system ({p.kind}): {str(exc).removeprefix('file system: ')}") from None
     out = DeviceStreams()
