@@ -103,8 +103,9 @@ def test_a_transaction_ends_at_a_third_of_the_journal():
     m, p = _measured("full"), _of(_predicted("full"))
     got, want = _commit_blocks(p, False), _commit_blocks(m, True)
     # measured: size-forced commits at journal blocks 3285 and 5984 (2,699 log blocks each from 586),
-    # then the sync's; the model's transactions hold their third of the journal to the block (the
-    # reservation of the handle that finds one full is not counted): each within 3 %.
+    # then the sync's; the model's transactions hold their third of the journal less the descriptor and
+    # commit blocks their credits start with: 2,734 (the reservation of the handle that finds one full is
+    # not counted): each within 3 %.
     assert len(got) == len(want) == 3, (got, want)
     start = JOURNAL.journal_block + 1
     lengths = lambda c: np.diff([start - 1] + c[:2])  # noqa: E731  (each one's log blocks and its commit block)
@@ -143,3 +144,40 @@ def test_an_ext3_full_of_files_deleted_in_the_running_transaction_commits_and_re
 def test_the_transaction_share_is_validated():
     with pytest.raises(ValueError, match="transaction_divisor = 1 must be an integer >= 2"):
         FsParams("ext3", DEVICE_BYTES, transaction_divisor=1)
+
+
+def _kernel_descriptors(buffers: int, block: int, tag: int, tail: int) -> int:
+    """Descriptor blocks jbd2 writes for ``buffers`` journaled blocks, as jbd2_journal_commit_transaction's
+    loop fills them (fs/jbd2/commit.c): a 12-byte header, a tag a buffer, the 16-byte UUID after the first,
+    and the block goes out once less than ``tag + 16 + tail`` bytes are left."""
+    count, space = 0, -1
+    for _ in range(buffers):
+        if space < 0:
+            count, space, first = count + 1, block - 12, True
+        space -= tag + (16 if first else 0)
+        first = False
+        if space < tag + 16 + tail:
+            space = -1
+    return count
+
+
+@pytest.mark.parametrize("kind, tag, tail", [("ext3", 8, 0), ("ext4", 16, 4)])
+def test_a_commit_writes_as_many_descriptor_blocks_as_jbd2(kind, tag, tail):
+    # ext3's journal (mke2fs.conf: has_journal alone) has 8-byte tags and no checksum tail; ext4's
+    # metadata_csum and 64bit give 16-byte v3 tags and a 4-byte tail: 506 and 253 tags a 4 KiB block
+    from diskmodel.model.iopath.fs_journal import jbd2_tags_per_descriptor
+
+    per = jbd2_tags_per_descriptor(kind, B)
+    for n in (1, per - 1, per, per + 1, 2699, 5000):
+        assert -(-n // per) == _kernel_descriptors(n, B, tag, tail), (kind, n, per)
+    # and a commit's log write: descriptors, the buffers and the commit block, after the journal's
+    # superblock at the first commit
+    from diskmodel.model.iopath.fs_journal import Journal
+
+    p = FsParams(kind, DEVICE_BYTES)
+    out = []
+    j = Journal(p, None, lambda t, op, off, size, flags: out.append(size // B), 30.0)
+    for b in range(1000):
+        j.dirty(0.0, 10_000 + b)
+    j.commit(1.0)
+    assert sum(out) == 1 + _kernel_descriptors(1000, B, tag, tail) + 1000 + 1, (kind, out)

@@ -4,8 +4,9 @@ btrfs's transaction commit, and the in-place metadata write-back after them.
 Each is a :class:`Journal` that collects the metadata blocks dirtied by operations (a set: a
 block dirtied twice in one transaction is written once) and, at a commit, appends the requests:
 
-- **jbd2** (fs/jbd2/commit.c, ext3/ext4): descriptor blocks (``(block - 16) // 16`` tags each:
-  the v3 checksummed tag of 16 bytes), the journaled blocks, then the commit block, in order at the
+- **jbd2** (fs/jbd2/commit.c, ext3/ext4): descriptor blocks (:func:`jbd2_tags_per_descriptor`: 506 a
+  4 KiB block on ext3, whose journal has neither checksums nor the 64bit feature, 253 on ext4, whose
+  metadata_csum gives it 16-byte v3 tags), the journaled blocks, then the commit block, in order at the
   journal's head (circular); with barriers the commit block carries ``PREFLUSH | FUA``.
   ``data=journal`` journals data blocks too. A commit happens ``commit_interval_s`` after the
   transaction's first change (the ``commit=`` mount option), at fsync and at sync, when it holds a
@@ -32,10 +33,42 @@ from __future__ import annotations
 from .fs_layout import Allocator, FsParams
 from .stream import Flag, Op
 
-__all__ = ["Journal", "META", "COMMIT"]
+__all__ = ["Journal", "META", "COMMIT", "jbd2_tags_per_descriptor", "jbd2_revokes_per_block"]
 
 META = int(Flag.META | Flag.SYNC)
 COMMIT = int(Flag.META | Flag.SYNC | Flag.PREFLUSH | Flag.FUA)
+
+#: jbd2's on-disk sizes [bytes] (include/linux/jbd2.h): a block's header (journal_header_t), the
+#: journal's UUID after a descriptor's first tag, the checksum tail of a descriptor or revoke block
+#: (jbd2_journal_block_tail, with checksums v2 or v3) and a revoke block's header.
+JBD2_HEADER_BYTES, JBD2_UUID_BYTES, JBD2_TAIL_BYTES, JBD2_REVOKE_HEADER_BYTES = 12, 16, 4, 16
+
+
+def _jbd2_features(kind: str) -> tuple[bool, bool]:
+    """(checksums v3, 64bit) of the journal mke2fs makes: ext4's defaults (mke2fs.conf) hold
+    metadata_csum, which gives the journal v3 checksums (ext4_set_journal_csum_feature_set), and 64bit;
+    ext3's hold neither."""
+    return (kind == "ext4", kind == "ext4")
+
+
+def jbd2_tags_per_descriptor(kind: str, block_bytes: int) -> int:
+    """Blocks one descriptor block describes (fs/jbd2/commit.c, jbd2_journal_commit_transaction: a tag
+    each, the UUID after the first, and the descriptor is written once less than ``tag + 16 + tail``
+    bytes are left). A tag is 16 bytes with v3 checksums (journal_block_tag3_t), else 8, or 12 with
+    64bit (journal_tag_bytes): 506 a 4 KiB block on ext3, 253 on ext4."""
+    csum3, wide = _jbd2_features(kind)
+    tag = 16 if csum3 else (12 if wide else 8)
+    tail = JBD2_TAIL_BYTES if csum3 else 0
+    space = block_bytes - JBD2_HEADER_BYTES - JBD2_UUID_BYTES
+    # a tag follows the k-th while the space left after k is at least tag + 16 + tail
+    return (space - (tag + 16 + tail)) // tag + 1
+
+
+def jbd2_revokes_per_block(kind: str, block_bytes: int) -> int:
+    """Revoke records a revoke block holds (fs/jbd2/revoke.c, write_one_revoke_record): 4 bytes each,
+    8 with 64bit, after the block's header and before the checksum tail."""
+    csum3, wide = _jbd2_features(kind)
+    return (block_bytes - JBD2_REVOKE_HEADER_BYTES - (JBD2_TAIL_BYTES if csum3 else 0)) // (8 if wide else 4)
 
 
 class Journal:
@@ -62,7 +95,13 @@ class Journal:
         # jbd2 holds a transaction to a share of the journal (j_max_transaction_buffers,
         # FsParams.transaction_divisor); a handle that would take it past starts the commit
         # (add_transaction_credits -> wait_transaction_locked -> jbd2_log_start_commit).
-        self.max_buffers = p.journal_blocks // p.transaction_divisor if p.kind in ("ext3", "ext4") else None
+        # A transaction's credits start at the descriptor and commit blocks it may need
+        # (jbd2_get_transaction: jbd2_descriptor_blocks_per_trans, one block more than the descriptors of
+        # a full transaction), so its buffers end that much sooner.
+        self.max_buffers = None
+        if p.kind in ("ext3", "ext4"):
+            limit = p.journal_blocks // p.transaction_divisor
+            self.max_buffers = limit - 1 - -(-limit // jbd2_tags_per_descriptor(p.kind, self.bs))
         self.now = 0.0  # the latest instant the file system reached (due: before every operation)
         self.forced_s: list[float] = []  # commits a full transaction or a full file system forced
         if p.kind == "ext3" and hasattr(alloc, "on_full"):
@@ -184,12 +223,9 @@ class Journal:
             self.emit(t, Op.WRITE, self.p.journal_block * self.bs, self.bs, META)
             t += 1e-9  # waited for (a request of its own, not merged with the log's next block)
         n = len(self.tx)
-        tags = (self.bs - 16) // 16
-        desc = -(-n // tags)
-        # Revoke blocks first (jbd2_journal_write_revoke_records): a 16-byte header, then records
-        # of 4 bytes (8 with the 64bit feature: ext4), less the 4-byte checksum tail.
-        record = 8 if self.p.kind == "ext4" else 4
-        revoke = -(-self.revokes // ((self.bs - 16 - 4) // record))
+        desc = -(-n // jbd2_tags_per_descriptor(self.p.kind, self.bs))
+        # revoke blocks first (jbd2_journal_write_revoke_records)
+        revoke = -(-self.revokes // jbd2_revokes_per_block(self.p.kind, self.bs))
         self._log_write(t, revoke + desc + n, META)
         self._log_write(t, 1, COMMIT if self.p.barrier else META)
         self._inplace(t, [b for b in self.tx])
