@@ -352,3 +352,19 @@ def test_fadvise_random_turns_off_read_ahead_as_fio_asks_for_a_random_job():
     # without the advice the same order reads ahead from cached neighbours: fewer, larger reads
     plain = page_cache(ops.take(ops.kind != Kind.RANDOM), CacheParams(read_ahead_kb=128))
     assert int((plain.ops.kind == R).sum()) < 4096
+
+
+def test_an_async_window_goes_out_after_the_windows_its_own_op_read():
+    # One 1 MiB op in 64 KiB calls (16 pages) on a 2 MiB file, read_ahead_kb 128 (32 pages): the calls
+    # read windows of 32 pages up to the op's end, the last marked for the next; the call that reaches
+    # the mark issues the window beyond after the ones before it were queued (filemap_get_pages: the
+    # sync read-ahead, then filemap_readahead on the marked folio). The model placed that window 1.5 us
+    # before the op, ahead of its own windows (and before time 0 for an op at 0: an NFS server's first
+    # read, which the file system refused).
+    r = page_cache(ops((0.0, R, 0, 0, 1 << 20, 1 << 16), initial=(2 << 20,)),
+                   CacheParams(read_ahead_kb=128, io_kb=1280))
+    reads = r.ops.kind == R
+    t, off = r.ops.time_s[reads], r.ops.offset_bytes[reads] // PG
+    assert np.all(t >= 0.0), t
+    assert off.tolist() == sorted(off.tolist()), off  # issued in the order of their pages
+    assert off.tolist()[-1] == 256 and np.all(np.diff(t) >= 0)  # the window beyond the op comes last

@@ -307,6 +307,13 @@ def test_the_server_reads_an_nfs_file_in_rsize_calls_and_its_read_ahead_grows_fr
         assert reads.sum() - sizes[rsize].sum() <= 4 * KIB
     assert list(sizes[1 * MIB]) == [1 * MIB] * 4
     assert list(sizes[64 * KIB]) == [128 * KIB] * 32
+    # on a link that costs nothing the server's first READ comes at time 0: its read-ahead's next window
+    # goes out after the windows the call read, not before time 0 (the file system refused the stream)
+    timing = predict_stack(_nfs_stack(version="3", rsize_bytes=64 * KIB, wsize_bytes=64 * KIB,
+                                       network=Network(None, 0.0)),
+                           parse_workload("dd:size=4M,step=read", sync_at_end=False)).timing
+    reads = timing.size_bytes[timing.op == 0]
+    assert list(reads[reads > 4 * KIB]) == [128 * KIB] * 32
 
 
 @pytest.mark.slow  # several seconds: the full tier runs it

@@ -401,6 +401,7 @@ class _Cache:
             call_s = op_s * calls / max(b - a, 1)  # the application's time for one call
             # ondemand_readahead: a call larger than the read-ahead reads ahead up to the device's largest request
             mx = min(calls, self.io) if calls > self.mx and self.io > self.mx else self.mx
+            before = len(self.out)
             while st.ra_end < b:
                 st.ra_win = _init_ra(calls, mx) if not st.ra_win else _next_ra(st.ra_win, mx)
                 st.ra_last = _sync_mark(st.ra_end, st.ra_win, b)
@@ -418,11 +419,13 @@ class _Cache:
                 # the reader reaches the mark after copying the call's pages before it; a mark on a call's
                 # first page issues the window as the call starts, before it waits for that page
                 # (filemap_get_pages: filemap_readahead, then filemap_update_page), so each drive finds
-                # it queued behind the window the call waits for: an instant just before the call's
+                # it queued behind the window the call waits for: an instant just before the call's,
+                # unless this op's own calls read windows (the page waited for is in one of them, issued
+                # an instant before the mark's call): then an instant after, behind them
                 into = max(trigger - a, 0) % calls / calls * call_s
                 if self.p.async_delay_s is not None:  # a loop worker's: within its read's instant
                     issued = at(trigger) + self.p.async_delay_s
-                elif into > 0:
+                elif into > 0 or len(self.out) > before:
                     issued = at(trigger) + ASYNC_DELAY_S + into
                 else:
                     issued = at(trigger) - ASYNC_DELAY_S
