@@ -188,6 +188,25 @@ def _jsonable(value):
     return value
 
 
+def run_main(main) -> int:
+    """``main()``'s exit status, with SIGINT, SIGTERM, SIGHUP and SIGQUIT turned into an interrupt for the
+    whole run (:class:`~diskmodel.calibrate.harness.interrupts.handle_signals`, as the command line holds it),
+    so every ``finally`` and ``with`` of the run tears down what it built; the interrupt then ends the script
+    with one line and status 128 + the signal's number, not a traceback."""
+    import signal
+
+    from diskmodel.calibrate.harness.interrupts import handle_signals
+
+    try:
+        with handle_signals():
+            return main()
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"{Path(sys.argv[0]).name}: error: interrupted by {signal.Signals(signum).name}; the run did not "
+              "finish and wrote no artifact", file=sys.stderr)
+        return 128 + int(signum)
+
+
 def add_results_dir_option(parser: argparse.ArgumentParser) -> None:
     """``--results-dir``: where the artifact goes (default benchmarks/results)."""
     parser.add_argument("--results-dir", type=Path, default=None,

@@ -58,4 +58,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _artifact import run_main
+
+    sys.exit(run_main(main))

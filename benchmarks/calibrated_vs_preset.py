@@ -44,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 #: The acceptance bound on a calibrated prediction's difference from its preset's (relative).
 BOUND = 0.05
@@ -270,4 +270,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 #: The issue's targets: relative errors [%], track skew [rev], device time [s] for the 4 TB drive.
 TARGETS = {"period": 0.5, "seek": 3.0, "zone": 3.0, "head_switch": 10.0, "track_skew": 0.02,
@@ -151,4 +151,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 DISKMODEL = str(Path(sys.executable).with_name("diskmodel"))
 
@@ -311,4 +311,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

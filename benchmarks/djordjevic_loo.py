@@ -80,7 +80,7 @@ from diskmodel.model.units import MIB
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.data.tables import postmark_results  # noqa: E402
 from diskmodel.model.fit.paper import (DEFAULT_CACHE, DEFAULT_IO_PARAMETERS, DEFAULT_LVM_PARAMETERS, TESTS,  # noqa: E402
@@ -276,4 +276,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

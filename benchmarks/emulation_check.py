@@ -79,7 +79,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _emulation_replays import _lateness  # noqa: E402  (split out of this script)
 
 from diskmodel.calibrate.emulate import emulated_drives, flat_drive, read_log, summarize  # noqa: E402
@@ -559,4 +559,4 @@ def _hit_figures(hits: dict) -> dict:
     }
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -57,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _artifact import (_git, add_results_dir_option, check_artifact, figure, options_of,  # noqa: E402
+from _artifact import (run_main, _git, add_results_dir_option, check_artifact, figure, options_of,  # noqa: E402
                        write_result)
 
 import _faults  # noqa: E402
@@ -310,4 +310,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

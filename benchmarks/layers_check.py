@@ -142,7 +142,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _layers_members import (  # noqa: E402  (split out of this script; its tests reach them here)
     DEVICE_BOUND_FRACTION, LARGE_WRITE_FRACTION, _closer, _flat, _predicted, _read_mirror,
     _stripe_on_one_device, calibrate_member, copy_pace, device_bound, member_disk, parity_orderings, throttled_disk)
@@ -581,4 +581,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

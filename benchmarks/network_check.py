@@ -64,7 +64,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.calibrate.bench.network import NBD_MAX_REQUEST_BYTES, run_network_bench, shaped  # noqa: E402
 from diskmodel.model.predictions.block_workloads import FioJob  # noqa: E402
@@ -371,4 +371,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

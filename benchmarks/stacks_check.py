@@ -64,7 +64,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 from _drive_view import drive_view  # noqa: E402
 from _stacks_tables import (HOST_STACKS, IMAGE_SIZES, NOT_RUN, NOTES, ORDERINGS,  # noqa: E402,F401
                             errors, orderings, paper_loo_median, study)
@@ -545,4 +545,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

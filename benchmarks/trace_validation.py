@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _artifact import add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
 
 from diskmodel.data.disksim import DISKSIM_COMPUTED_DEMERIT_MS, DISKSIM_PUBLISHED_DEMERIT_MS  # noqa: E402
 from diskmodel.model.disksim_drives.convert import load_disksim_drive, validate_drive  # noqa: E402
@@ -155,4 +155,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))
