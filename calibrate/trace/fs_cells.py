@@ -26,7 +26,7 @@ from pathlib import Path
 from .host_cells import _image, _loop, _run
 from .record import record
 
-__all__ = ["FsWorkload", "FS_WORKLOADS", "FS_KINDS", "MEMORY_LIMITS", "files_workload", "run_fs_cell",
+__all__ = ["FsWorkload", "FS_WORKLOADS", "FS_KINDS", "MEMORY_LIMITS", "files_workload", "fio_workload", "run_fs_cell",
            "predict_fs_cell"]
 
 MIB = 1 << 20
@@ -103,8 +103,15 @@ def files_workload(files: int, file_bytes: int, gap_s: float = 0.0) -> FsWorkloa
                       {"files": files, "file_bytes": file_bytes, "gap_s": gap_s})
 
 
-def _fio(rw: str, bs: str, size: str) -> FsWorkload:
-    return FsWorkload(f"fio_{rw}_{bs}", f"fio:rw={rw},bs={bs},size={size}", "fio", {"rw": rw, "bs": bs, "size": size})
+def _fio(rw: str, bs: str, size: str, direct: bool = False) -> FsWorkload:
+    d = ",direct=1" if direct else ""
+    return FsWorkload(f"fio_{rw}_{bs}{'_direct' if direct else ''}", f"fio:rw={rw},bs={bs},size={size}{d}", "fio",
+                      {"rw": rw, "bs": bs, "size": size, "direct": direct})
+
+
+def fio_workload(rw: str, bs: str, size: str, direct: bool = False) -> FsWorkload:
+    """One fio job (the real fio, psync, seeded) on a file of *size* in the root; *direct*: O_DIRECT."""
+    return _fio(rw, bs, size, direct)
 
 
 SMALL_FILES = 2000
@@ -154,7 +161,8 @@ def _setup(w: FsWorkload, mnt: Path, folder: Path) -> list[str]:
     if w.kind == "fio":
         p = w.params
         return ["fio", "--name=job", f"--filename={mnt / 'fio.dat'}", f"--rw={p['rw']}", f"--bs={p['bs']}",
-                f"--size={p['size']}", "--ioengine=psync", "--randseed=7", "--output=/dev/null", "--eta=never"]
+                f"--size={p['size']}", *(["--direct=1"] if p.get("direct") else []), "--ioengine=psync",
+                "--randseed=7", "--output=/dev/null", "--eta=never"]
     if w.kind == "files":
         p = w.params
         return [sys.executable, "-c", _WRITE_FILES, str(mnt), str(p["files"]), str(p["file_bytes"]), str(p["gap_s"])]

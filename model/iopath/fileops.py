@@ -74,6 +74,9 @@ class Kind(IntEnum):
     CLONE = 8  # FICLONE: ``file`` becomes a copy sharing the blocks of file ``offset_bytes``
     SYNC_ALL = 9  # sync(2): every file system, a loop image's host among them (fs/sync.c, ksys_sync)
     RANDOM = 10  # posix_fadvise(POSIX_FADV_RANDOM): the file is read with no read-ahead (FMODE_RANDOM)
+    # fallocate(2), mode 0: the file's blocks [offset, offset + size) allocated as unwritten extents and
+    # its size extended; ext2, ext3 (no extents), jfs and reiserfs return EOPNOTSUPP: nothing happens
+    FALLOCATE = 11
 
 
 _FIELDS = ("time_s", "kind", "file", "offset_bytes", "size_bytes", "chunk_bytes", "direct")
@@ -261,7 +264,8 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
     sequential job starts over at the file's start, a random one follows fio's random map); a job that
     reads lays its file out first (written, fsynced and dropped from the cache, as fio does before
     reading). A mixed job (rw, readwrite, randrw) reads ``rwmixread`` percent of its requests, each
-    drawn at random (seeded), as fio's rwmix does."""
+    drawn at random (seeded), as fio's rwmix does. The file is fallocated over its size first, as fio
+    creates it (fallocate=native)."""
     if rw not in FIO_RW:
         raise ValueError(f"workload: rw = {rw!r} must be one of {', '.join(FIO_RW)}")
     bs = _whole("bs", bs, 1)
@@ -283,6 +287,9 @@ def fio(rw: str, bs: int, size: int, *, io_size: int | None = None, rwmixread: i
         reads = np.full(n, rw.endswith("read"))
     b = _Builder(call_s, copy_bytes_per_s)
     b.add(Kind.CREATE, 0)
+    # fio creates the job's file with fallocate(2) over its size before any I/O (filesetup.c, extend_file:
+    # fallocate=native, its default on Linux, falling back to nothing where the file system refuses)
+    b.add(Kind.FALLOCATE, 0, 0, size)
     laid_out = 0
     if rw.startswith("rand") and not direct:
         # fio's fadvise_hint=1 (its default): POSIX_FADV_RANDOM on a random job's file (fio(1))
@@ -344,7 +351,7 @@ def least_bytes_held(ops: FileOps) -> int:
     """A lower bound of the bytes the workload's files hold at once [bytes]: the files there at the start
     together, or the furthest any one file is written to, whichever is more (a sparse file's holes and a
     deleted file's space are not counted, so a workload above it cannot fit a volume of that size)."""
-    writes = ops.kind == Kind.WRITE
+    writes = (ops.kind == Kind.WRITE) | (ops.kind == Kind.FALLOCATE)
     files = max(int(ops.file.max(initial=-1)) + 1, int(ops.initial_bytes.size))
     end = np.zeros(files, dtype=np.int64)
     np.maximum.at(end, ops.file[writes], ops.offset_bytes[writes] + ops.size_bytes[writes])

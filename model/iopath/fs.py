@@ -50,6 +50,7 @@ import numpy as np
 
 from .fileops import FileOps, Kind
 from .fs_blockmap import BlockMap
+from .fs_extent_ops import ExtentOps
 from .fs_journal import Journal
 from .fs_layout import Allocator, FsParams
 from .fs_logged import LOGGED_KINDS, logged_file_system
@@ -120,7 +121,7 @@ class FsResult:
 
 class _Inode:
     __slots__ = ("group", "index", "extents", "blocks", "dir", "inline", "indirect", "slot", "buffers", "new",
-                 "chains_on_device", "size_blocks")
+                 "chains_on_device", "size_blocks", "prealloc")
 
     def __init__(self, group: int, index: int, d: int):
         self.group, self.index, self.dir = group, index, d
@@ -133,9 +134,10 @@ class _Inode:
         self.new = False  # created by the workload and not fsynced since (ext4's EXT4_STATE_NEWENTRY)
         self.chains_on_device: set = set()  # indirect blocks written before the workload (fs_blockmap)
         self.size_blocks = 0  # a file on the device before the workload: its size (i_size) [blocks]
+        self.prealloc: list[tuple[int, int]] = []  # btrfs: file block ranges fallocated and not written since
 
 
-class _Fs(MetadataReads, BlockMap):
+class _Fs(MetadataReads, BlockMap, ExtentOps):
     def __init__(self, p: FsParams, dirty_expire_s: float):
         self.p, self.bs = p, p.block_bytes
         self.alloc = MballocAllocator(p) if p.kind in ("ext2", "ext3") else Allocator(p)
@@ -423,6 +425,13 @@ class _Fs(MetadataReads, BlockMap):
             self.atime_update(t, ino)
             return
         kind = self.p.kind
+        if kind == "btrfs" and self.in_prealloc(ino, fb0, fb1):
+            # a first write into a prealloc extent goes in place (run_delalloc_nocow): the file extent
+            # item changes from prealloc to regular
+            self.j.dirty(t, self.inode_block(ino))
+            for db, n in self.map(ino, fb0, fb1):
+                self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags, chunk)
+            return
         if kind == "btrfs":
             if off == 0 and size <= INLINE_MAX_BYTES and not ino.extents:
                 ino.inline = True
@@ -449,19 +458,6 @@ class _Fs(MetadataReads, BlockMap):
             return
         for db, n in self.map(ino, fb0, fb1):
             self.emit_data(t, Op.WRITE, db * self.bs, n * self.bs, flags, chunk)
-
-    def clone(self, t, f: int, src: int):
-        """FICLONE: ``f`` shares ``src``'s blocks; the extent references change (btrfs: the extent
-        tree's leaves; xfs: the refcount btree block of each AG and the inode)."""
-        dst, s = self.files[f], self.files[src]
-        dst.extents = [list(e) for e in s.extents]
-        dst.blocks = s.blocks
-        self.dirty_inode(t, dst)
-        for _, n, db in s.extents:
-            if self.p.kind == "btrfs":
-                self.j.dirty(t, ("ext", db // 100))
-            else:  # the refcount btree's root: XFS_REFC_BLOCK, after the free inode btree's
-                self.meta(t, (db // self.alloc.group_blocks) * self.alloc.group_blocks + 5)
 
     def fsync(self, t, f: int):
         # The commit (ext3/4 ordered: jbd2 waits for the file's data; ext2: the inode, then the
@@ -585,6 +581,8 @@ def file_system(ops: FileOps, p: FsParams, *, sync: np.ndarray | None = None, di
             fs.sync(t)
         elif kind == Kind.CLONE:
             fs.clone(t, f, off)
+        elif kind == Kind.FALLOCATE:
+            fs.fallocate(t, f, off, size)
     return _result(fs.rows, tuple(fs.j.forced_s))
 
 

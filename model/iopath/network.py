@@ -122,8 +122,9 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     back by the link time of the operations up to it, with a sync export's fsync at every close."""
     from ..stacks.network import ROUND_TRIPS
 
-    # posix_fadvise advises the client's own page cache: nfsd reads the server's file with its own state
-    ops = ops.take(ops.kind != Kind.RANDOM)
+    # posix_fadvise advises the client's own page cache: nfsd reads the server's file with its own state;
+    # fallocate(2) is NFS 4.2's ALLOCATE (one round trip), and EOPNOTSUPP before it (nfs4_proc_allocate)
+    ops = ops.take((ops.kind != Kind.RANDOM) & ((ops.kind != Kind.FALLOCATE) | (mount.version == "4.2")))
     net, version = mount.network, mount.version
     rpc_s = mount.client_overhead_s + mount.server_op_s
     kind, file = ops.kind.astype(np.int64), ops.file
@@ -145,7 +146,7 @@ def nfs_client_ops(mount, ops: FileOps) -> FileOps:
     trips[reads] += n_read[reads]
     for k in (Kind.DELETE,):
         trips[kind == k] += ROUND_TRIPS[version]["remove"]
-    for k in (Kind.STAT, Kind.FSYNC, Kind.CLONE):
+    for k in (Kind.STAT, Kind.FSYNC, Kind.CLONE, Kind.FALLOCATE):
         trips[kind == k] += 1
     rpcs += trips
     is_write = kind == Kind.WRITE

@@ -530,6 +530,11 @@ def page_cache(ops: FileOps, params: CacheParams | None = None) -> CacheResult:
             c.emit(t, Kind.FSYNC, f)
         elif kind == Kind.RANDOM:
             c.file(t, f).random = True
+        elif kind == Kind.FALLOCATE:
+            # the file system's business: no page is cached or dirtied, and the unwritten blocks read
+            # as zeros without I/O, so the cache's size of the file (what was written) is kept
+            c.file(t, f)
+            c.emit(t, Kind.FALLOCATE, f, off, size)
         elif kind == Kind.DROP:
             st = c.files.get(f)
             if st is not None:  # only clean pages go (invalidate_mapping_pages); dirty pages are cached
