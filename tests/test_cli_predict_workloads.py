@@ -8,6 +8,7 @@ size in the stack file.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,16 @@ def test_a_workload_larger_than_the_stack_is_one_line_naming_both_sizes(tmp_path
                           "more than the 998899712 bytes")
     # a sparse image of that size allocates nothing: it fits
     assert main(["predict", "--stack", _raid1(tmp_path), "--workload", "image:size=1200M,kind=sparse"]) == 0
+
+
+def test_a_postmark_larger_than_the_stack_is_refused_before_its_operations_are_made(tmp_path, capsys):
+    # 10^8 files of PostMark's default 500-10,000 bytes: about 5.25e11 bytes, on a 10^9-byte mirror; making
+    # its operations first took minutes and gigabytes (the run was stopped after 64 s and 13 GB)
+    start = time.perf_counter()
+    assert main(["predict", "--stack", _raid1(tmp_path), "--workload", "postmark:files=100000000,transactions=10"]) == 2
+    assert time.perf_counter() - start < 10
+    assert_one_error_line(capsys.readouterr().err, "PostMark's 100000000 files of 500-10000 bytes",
+                          "hold about 525000000000 bytes at once", "more than the 998899712 bytes")
 
 
 def test_iopath_prints_si_megabytes(capsys):

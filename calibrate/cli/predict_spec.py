@@ -42,7 +42,7 @@ def check(args) -> str:
     """The workload's definition in one line, after refusing the flags it does not take and a spec the model
     cannot read (a :class:`~diskmodel.calibrate.cli.UsageError` naming the flag and the value)."""
     from diskmodel.calibrate.cli import UsageError
-    from diskmodel.model.iopath.workload_spec import full_definition, parse_workload
+    from diskmodel.model.iopath.workload_spec import full_definition, parse_workload, postmark_config
 
     name = args.workload.partition(":")[0]
     if name not in _names():
@@ -57,7 +57,12 @@ def check(args) -> str:
                  "LVM cost is the requests device-mapper sends")
         raise UsageError(f"{given[0]} does not apply to --workload {args.workload}: {where}")
     try:
-        parse_workload(args.workload)  # a bad key or value: the model's one line, led by the flag
+        # a bad key or value: the model's one line, led by the flag (PostMark's from its settings alone: its
+        # operations, millions for a large run, are made once, by the prediction, after its size is checked)
+        if name == "postmark":
+            postmark_config(args.workload.partition(":")[2])
+        else:
+            parse_workload(args.workload)
         return full_definition(args.workload)
     except ValueError as exc:
         # the model's line names the workload ("workload fio: ...", "workload 'x': ..."); the flag names it here

@@ -231,6 +231,28 @@ def _as_ops(workload) -> tuple[FileOps, str]:
                      "a FileOps or a workload string such as 'postmark:test1' or 'fio:rw=randwrite,bs=4k,size=64M'")
 
 
+def _check_postmark_fits(stack, workload) -> None:
+    """Refuse a PostMark whose first files alone hold more than the volume, before its operations are made
+    (a run of millions of files would take minutes and gigabytes to find out): ``number_of_files`` files of
+    sizes uniform on [low, high] hold that many times their mean."""
+    from ..iopath.workload_spec import postmark_config
+    from .workload import PostMarkConfig
+
+    config = workload
+    if isinstance(workload, str) and workload.partition(":")[0].strip() == "postmark":
+        config = postmark_config(workload.partition(":")[2])
+    size = getattr(stack.volume, "size_bytes", None)
+    if not isinstance(config, PostMarkConfig) or stack.is_nfs or size is None:
+        return
+    mean = (config.min_file_size_bytes + config.max_file_size_bytes) / 2
+    need = config.number_of_files * mean
+    if need > size:
+        raise FieldError("workload", f"PostMark's {config.number_of_files} files of {config.min_file_size_bytes}-"
+                                     f"{config.max_file_size_bytes} bytes hold about {need:.0f} bytes at once, more than "
+                                     f"the {int(size)} bytes of the volume of {stack.short_name}; give fewer or smaller "
+                                     "files, or a larger volume", sep=": ")
+
+
 def _check_fits(stack, ops: FileOps, label: str) -> None:
     """Refuse a workload whose files cannot fit the stack's volume (one line naming both sizes)."""
     from ..iopath.fileops import least_bytes_held
@@ -260,6 +282,7 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
 
         models = {d.name: (drives or {}).get(d.name) or d.model_disk() for d in stack.disks}
         return _with_draws(timed, drives or {}, models, calibrations, draws, seed)
+    _check_postmark_fits(stack, workload)
     ops, label = _as_ops(workload)
     _check_fits(stack, ops, label)
     timing, streams = time_stack(stack, ops, cache, drives)
