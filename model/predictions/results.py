@@ -241,8 +241,10 @@ def _check_postmark_fits(stack, workload) -> None:
     config = workload
     if isinstance(workload, str) and workload.partition(":")[0].strip() == "postmark":
         config = postmark_config(workload.partition(":")[2])
+    if not isinstance(config, PostMarkConfig) or stack.is_nfs:  # the export's file system is the server's model's
+        return
     size = getattr(stack.volume, "size_bytes", None)
-    if not isinstance(config, PostMarkConfig) or stack.is_nfs or size is None:
+    if size is None:
         return
     mean = (config.min_file_size_bytes + config.max_file_size_bytes) / 2
     need = config.number_of_files * mean
