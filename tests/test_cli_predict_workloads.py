@@ -133,3 +133,14 @@ def test_iopath_prints_si_megabytes(capsys):
         name, reads, read_mb, writes, write_mb = row.split()[:5]
         assert float(read_mb) == pytest.approx(devices[name]["read_bytes"] / 1e6, abs=0.006)
         assert float(write_mb) == pytest.approx(devices[name]["write_bytes"] / 1e6, abs=0.006)
+
+
+def test_a_postmark_test_says_which_model_answers_it(tmp_path, capsys):
+    # one disk: the paper's equations; a mirror: the I/O path. Their times are not comparable (about 65 s and
+    # 31 s for test1 on one WD800BD and on a mirror of two), so each says which it is and how to get the other
+    assert main(["predict", "--layout", "native", "--workload", "test2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("model: the paper's equations") and "--workload postmark:test2" in out[1]
+    assert main(["predict", "--stack", _raid1(tmp_path), "--workload", "test2", "--files", "50",
+                 "--transactions", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"].startswith("model: the I/O path")
