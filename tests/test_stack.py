@@ -482,3 +482,24 @@ def test_predict_takes_a_stack_file_of_block_layers(tmp_path):
     devices = json.loads(res.stdout)["devices"]
     assert set(devices) == {"sda", "sdb"}
     assert devices["sda"]["write_bytes"] == devices["sdb"]["write_bytes"] > 0
+
+
+def test_a_partition_past_its_disks_end_or_over_another_is_refused_whatever_the_workload():
+    # the kernel builds neither: a partition table's entries lie inside the disk and apart, and mdadm refuses
+    # a device given twice. Before, only the paper's equations checked the end, and nothing the overlap.
+    from diskmodel.model.stacks.raid import RaidArray
+
+    capacity = load_preset("wd800bd").capacity_bytes
+    past = FileSystemNode(kind="ext4", volume=Partition(0, 90 * 10**9, "/dev/sda1", "sda"))
+    with pytest.raises(ValueError, match=rf"^file_system.volume \(partition\): bytes 0..90000000000 end past the "
+                                         rf"{capacity} bytes of disk 'sda'"):
+        Stack(past)
+    twice = FileSystemNode(kind="ext4", volume=RaidArray("raid0", (Partition(MIB, GB, "/dev/sda1", "sda"),) * 2))
+    with pytest.raises(ValueError, match=r"members\[1\] \(partition\): bytes 1048576..1001048576 of disk 'sda' "
+                                         r"overlap file_system.volume.members\[0\]'s"):
+        Stack(twice)
+    # a drive read from a file is checked once it is a Disk in memory
+    small = InMemoryDrive(load_preset("hp_c2247a"), name="sda")
+    with pytest.raises(ValueError, match="end past the 1091690496 bytes"):
+        Stack(FileSystemNode(kind="ext4", volume=Partition(0, 2 * GB, "/dev/sda1", "sda")), (small,))
+    Stack(FileSystemNode(kind="ext4", volume=Partition(0, capacity, "/dev/sda1", "sda")))  # to the last byte: fine

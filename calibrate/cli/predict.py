@@ -36,7 +36,7 @@ import math
 
 from diskmodel.calibrate.cli import predict_intervals, predict_spec
 from diskmodel.calibrate.cli.predict_complete import complete
-from diskmodel.calibrate.cli.predict_text import breakdown, postmark_rates_line
+from diskmodel.calibrate.cli.predict_text import breakdown
 from diskmodel.model.filesystems.kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.predictions.block_workloads): the fio jobs and the loop-image
@@ -313,8 +313,10 @@ def _paper_stack(args, disk, filesystem, mkfs_options, mount_options):
     except ValueError as exc:
         text = flag_error(exc, {"mkfs_options": "--mkfs-options", "mount_options": "--mount-options",
                             "fs_size_bytes": "--fs-size"})
-        if not text.startswith(("--mkfs-options", "--mount-options")):
+        if not text.startswith(("--mkfs-options", "--mount-options", "--fs-size")):
             text = f"--layout {args.layout} on {disk.name}: {text}"
+            if args.fs_size is not None and "end past" in text:  # the sizing asked of a disk too small
+                text = f"--fs-size {args.fs_size} (bytes) with {text}"
         raise UsageError(text) from exc
 
 
@@ -467,7 +469,7 @@ def _run(args) -> int:
     print(model)
     if args.stack:
         print(stack.describe())
-    print(postmark_rates_line(prediction))
+    print(prediction.rates_text())
     print(breakdown(prediction.to_frame()))
     return 0
 

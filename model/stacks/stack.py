@@ -47,6 +47,7 @@ Files named by drives (DiskSim folders, calibrations) are read by
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 
@@ -233,10 +234,22 @@ class Stack:
             if drive.name in seen:
                 raise ValueError(f"disks[{i}] ({kind_of(drive)}): name {drive.name!r} is taken by disks[{seen[drive.name]}]")
             seen[drive.name] = i
+        placed: dict[str, list[tuple[str, int, int]]] = {}
         for path, partition in self.partitions():
             if partition.disk not in seen:
                 raise ValueError(f"{path} (partition): disk {partition.disk!r} is not one of the stack's disks "
                                  f"({', '.join(seen)})")
+            start, end = int(partition.start_bytes), int(partition.start_bytes) + int(partition.size_bytes)
+            capacity = _capacity_bytes(self.disks[seen[partition.disk]])
+            if capacity is not None and end > capacity:
+                raise ValueError(f"{path} (partition): bytes {start}..{end} end past the {capacity} bytes of disk "
+                                 f"{partition.disk!r}; give a partition that ends at or before the disk's end")
+            # a disk's partitions are disjoint (a partition table's, and mdadm refuses a device given twice)
+            for other, a, b in placed.get(partition.disk, ()):
+                if start < b and a < end:
+                    raise ValueError(f"{path} (partition): bytes {start}..{end} of disk {partition.disk!r} overlap "
+                                     f"{other}'s ({a}..{b}); each partition must have bytes of its own")
+            placed.setdefault(partition.disk, []).append((path, start, end))
 
     def evolve(self, **changes) -> "Stack":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
@@ -352,6 +365,23 @@ class Stack:
         except json.JSONDecodeError as exc:
             raise ValueError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
         return cls.from_json_data(data)
+
+
+def _capacity_bytes(drive) -> int | None:
+    """A drive's capacity where it is known without reading a file (a preset, a Disk in memory); None for a
+    drive file, which is checked once read (calibrate.stacks.resolve_drives makes it a Disk in memory)."""
+    if isinstance(drive, PresetDrive):
+        return _preset_capacity_bytes(drive.preset)
+    if isinstance(drive, InMemoryDrive):
+        return int(drive.disk.capacity_bytes)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_capacity_bytes(name: str) -> int:
+    from ..drive.presets import load_preset
+
+    return int(load_preset(name).capacity_bytes)
 
 
 def stack_on(disk, volume, filesystem: FileSystem | None = None, *, name: str = "") -> Stack:
