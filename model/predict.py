@@ -63,13 +63,20 @@ class _PostMarkRates:
                 "write": format_postmark_rate(self.write_throughput_bytes_per_s)}
 
     def to_frame(self):
-        """A pandas DataFrame: one row per quantity (value, unit)."""
+        """A pandas DataFrame: one row per quantity (value, unit; SI: MB = 10^6 bytes)."""
         import pandas as pd
 
-        rows = [("read_throughput", self.read_throughput_bytes_per_s, "bytes/s"),
-                ("write_throughput", self.write_throughput_bytes_per_s, "bytes/s"),
+        rows = [("read_throughput", self.read_throughput_bytes_per_s / 1e6, "MB/s"),
+                ("write_throughput", self.write_throughput_bytes_per_s / 1e6, "MB/s"),
                 ("elapsed", self.elapsed_s, "s")] + self._detail_rows()
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+
+    def rates_text(self) -> str:
+        """Read, write and elapsed in SI units, with what PostMark itself would print (2^20-byte megabytes)."""
+        units = self.postmark_units()
+        return (f"read {self.read_throughput_bytes_per_s / 1e6:.2f} MB/s, write "
+                f"{self.write_throughput_bytes_per_s / 1e6:.2f} MB/s, elapsed {self.elapsed_s:.2f} s (MB = 10^6 bytes; "
+                f"PostMark itself prints read {units['read']}, write {units['write']}, its megabytes being 2^20 bytes)")
 
 
 @dataclass(frozen=True)
@@ -122,10 +129,47 @@ class Prediction(_PostMarkRates):
                 + [(f"T_DST.{name}", value, "s") for name, value in self.dst_parts.items()])
 
     def _repr_html_(self):
-        units = self.postmark_units()
-        head = (f"<p><b>PostMark prediction</b>: read {units['read']}, write {units['write']}, "
-                f"elapsed {self.elapsed_s:.1f} s</p>")
-        return head + self.to_frame()._repr_html_()
+        head = f"<p><b>PostMark prediction</b> (the paper's equations): {self.rates_text()}</p>"
+        with _plain_floats():
+            return head + self.to_frame()._repr_html_()
+
+    def summary(self) -> str:
+        """A text report: the rates, then each term of eqs. (1) and (10) and its parts [s]."""
+        lines = [f"PostMark prediction (the paper's equations, eqs. 1-12): {self.rates_text()}"]
+        lines += [f"  {name:<28} {value:12.3f} {unit}" for name, (value, unit) in self.to_frame().iterrows()]
+        return "\n".join(lines)
+
+    def conf_int(self, alpha: float = 0.05):
+        """Refused: the paper's equations give point predictions. A workload string on the stack, predicted
+        with ``calibrations=``, is timed on the I/O path with intervals from the calibrations' uncertainty."""
+        raise ValueError("conf_int: the paper's equations give a point prediction; predict(stack, 'postmark:test1', "
+                         "calibrations={drive: CalibrationResult}) times it on the I/O path with intervals")
+
+    def plot(self, ax=None):
+        """The terms of eq. (1) and T_LVM_MO (eq. 10) as bars [s] (a matplotlib Axes)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        names = list(self.terms)
+        ax.bar(names, [self.terms[n] for n in names])
+        ax.set_ylabel("time [s]")
+        ax.set_title(f"PostMark, the paper's equations: elapsed {self.elapsed_s:.1f} s")
+        return ax
+
+
+class _plain_floats:
+    """pandas' display of floats as plain decimals (no scientific notation) inside the block."""
+
+    def __enter__(self):
+        import pandas as pd
+
+        self._ctx = pd.option_context("display.float_format", lambda v: f"{v:,.6g}" if abs(v) >= 1e-3 or v == 0
+                                      else f"{v:.6f}")
+        self._ctx.__enter__()
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
 
 
 def _one_disk_volume(stack: Stack) -> bool:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -371,3 +373,22 @@ def test_predict_cli_refuses_an_option_the_kind_lacks_in_one_line(capsys, argv, 
     assert cli.main(["predict", *argv]) == 2
     err = capsys.readouterr().err
     assert err == f"diskmodel: error: {message}\n"
+
+
+def test_the_equations_prediction_is_a_results_object_in_si_units(disk, counts):
+    # the rich display said PostMark's 2^20-byte megabytes (17.34 where the CLI said 18.19 MB/s), and there was
+    # no summary(), plot() or conf_int() as every other results object has
+    import matplotlib
+
+    matplotlib.use("Agg")
+    p = predict(stack_on(disk, paper_stack("native", disk=disk).volume, FileSystem()), counts)
+    frame = p.to_frame()
+    assert frame.loc["read_throughput", "unit"] == "MB/s"
+    assert frame.loc["read_throughput", "value"] == pytest.approx(p.read_throughput_bytes_per_s / 1e6)
+    html = p._repr_html_()
+    assert f"read {p.read_throughput_bytes_per_s / 1e6:.2f} MB/s" in html and "MB = 10^6 bytes" in html
+    assert not re.search(r"\d\.\d+e[+-]\d", html), html
+    assert p.summary().splitlines()[0].startswith("PostMark prediction (the paper's equations")
+    assert p.plot().get_title().startswith("PostMark")
+    with pytest.raises(ValueError, match="^conf_int: the paper's equations give a point prediction"):
+        p.conf_int()

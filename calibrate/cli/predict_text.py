@@ -64,6 +64,8 @@ def quantity(value, unit: str) -> str:
     """*value* in *unit* (the unit column of a prediction's ``to_frame()``) as a person reads it."""
     if unit == "bytes/s":
         return megabytes_per_s(float(value))
+    if unit == "MB/s":
+        return megabytes_per_s(float(value) * 1e6)
     if unit == "s":
         return seconds(float(value))
     if unit == "bytes":
@@ -110,13 +112,3 @@ def breakdown(frame) -> str:
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     return "\n".join(f"{n:<{width}}  {v:>{value_width}}  {m}".rstrip() for n, v, m in rows)
-
-
-def postmark_rates_line(prediction) -> str:
-    """read, write and elapsed in SI units, with what PostMark itself would print (its megabytes are 2^20 bytes)."""
-    units = prediction.postmark_units()
-    return (f"read {megabytes_per_s(prediction.read_throughput_bytes_per_s)}, "
-            f"write {megabytes_per_s(prediction.write_throughput_bytes_per_s)}, "
-            f"elapsed {seconds(prediction.elapsed_s)} "
-            f"(MB = 10^6 bytes; PostMark itself prints read {units['read']}, write {units['write']}, "
-            f"its megabytes being 2^20 bytes)")
