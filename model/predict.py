@@ -172,6 +172,28 @@ class _plain_floats:
         self._ctx.__exit__(*exc)
 
 
+def _named(workload):
+    """The workloads the command line names, by name: PostMark's test1-3 (a PostMarkConfig) and the eight fio
+    jobs (seqread_4k ... randwrite_1m: a FioJob of 64 MiB at queue depth 1), as ``diskmodel predict --workload``."""
+    if not isinstance(workload, str) or ":" in workload:
+        return workload
+    from .predictions.block_workloads import fio_jobs
+    from .predictions.workload import postmark_preset
+
+    from .iopath.fileops import WORKLOADS
+    from .iopath.workload_spec import NAMED
+
+    if workload in ("test1", "test2", "test3"):
+        return postmark_preset(workload)
+    jobs = fio_jobs()
+    if workload in jobs:
+        return jobs[workload]
+    if workload not in WORKLOADS + tuple(NAMED):
+        raise ValueError(f"workload {workload!r}: not one of test1, test2, test3, {', '.join(jobs)}, nor a workload "
+                         f"string NAME:KEY=VALUE,... with NAME one of {', '.join(WORKLOADS + tuple(NAMED))}")
+    return workload
+
+
 def _one_disk_volume(stack: Stack) -> bool:
     """Is the volume a partition or an LVM volume on one disk (where eqs. 1-12 apply)?"""
     if not isinstance(stack.volume, (Partition, LinearVolume, StripedVolume)):
@@ -218,6 +240,7 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
     if not isinstance(stack, Stack):
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stacks.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
+    workload = _named(workload)
     if stack.is_nfs and isinstance(workload, FioJob):
         raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
                          "over the network, not a block device; give PostMark, a FileCopy or a workload string")

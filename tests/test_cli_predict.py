@@ -358,6 +358,10 @@ def test_a_mixed_job_is_its_reads_and_writes_weighted(tmp_path, capsys):
     assert out["latency_s"] == pytest.approx(0.7 * read.latency_s + 0.3 * write.latency_s, rel=1e-9)
     assert out["elapsed_s"] == pytest.approx(read.elapsed_s + write.elapsed_s, rel=1e-9)
     assert any("rw=randrw" in note for note in out["assumptions"])
+    # each direction as fio reports it: its bytes over the whole run (each part's row showed the job's rate)
+    by = out["throughput_bytes_per_s_by_direction"]
+    assert by["randread"] == pytest.approx(round(0.7 * total) / out["elapsed_s"], rel=1e-6)
+    assert by["randread"] + by["randwrite"] == pytest.approx(out["throughput_bytes_per_s"], rel=1e-6)
 
 
 @pytest.mark.slow  # several seconds: the full tier runs it
@@ -369,6 +373,7 @@ def test_runtime_cuts_a_long_job_and_says_so(tmp_path, capsys):
     assert out["bytes"] == pytest.approx(out["throughput_bytes_per_s"] * 2.0)
     assert out["bytes"] < 2**30
     assert any(note.startswith("runtime=2 s") for note in out["assumptions"])
+    assert out["throughput_bytes_per_s_by_direction"]["randread"] == pytest.approx(out["throughput_bytes_per_s"])
 
 
 @pytest.mark.parametrize("text, fragments", [

@@ -392,3 +392,15 @@ def test_the_equations_prediction_is_a_results_object_in_si_units(disk, counts):
     assert p.plot().get_title().startswith("PostMark")
     with pytest.raises(ValueError, match="^conf_int: the paper's equations give a point prediction"):
         p.conf_int()
+
+
+def test_python_predict_takes_the_names_the_command_line_takes():
+    # test1..3 and the eight fio jobs were refused in Python ("'test1' is not one of postmark, fio, ...")
+    from diskmodel.model.predict import BlockPrediction
+    from diskmodel.model.predictions.workload import postmark_preset
+
+    stack = paper_stack("native")
+    assert predict(stack, "test1").elapsed_s == pytest.approx(predict(stack, postmark_preset("test1")).elapsed_s)
+    assert isinstance(predict(stack, "randread_4k"), BlockPrediction)
+    with pytest.raises(ValueError, match=r"^workload 'bogus': not one of test1, test2, test3, seqread_4k"):
+        predict(stack, "bogus")

@@ -536,13 +536,25 @@ def _run_block(args, stack) -> int:
         figures = {"throughput_bytes_per_s": prediction.throughput_bytes_per_s, "iops": prediction.iops,
                    "latency_s": prediction.latency_s, "parts_s": prediction.parts,
                    "intervals_95": predict_intervals.interval_figures(prediction.timed)}
+        waited = prediction.latency_s * prediction.iops / max(1, workload.iodepth)
+        if waited < 0.5:  # at queue depth 1 latency times IOPS is the share of the run spent waiting for requests
+            args.notes.append(
+                f"latency and IOPS: the job waits {waited * 100:.0f} % of the run for its requests (latency times "
+                "IOPS); IOPS counts the requests over the whole elapsed time, which also holds what the job does "
+                "not wait for: writes a buffered layer below (a loop file's page cache) acknowledged early and "
+                "wrote later, and the flush at the job's end")
+            if not args.json:
+                print(args.notes[-1])
+    timed = [] if args.workload == "copy" else [f"{topic}: {text}" for topic, text in prediction.timed.assumptions]
     if args.json:
         print(json.dumps({"stack": stack.short_name, "workload": args.workload, **figures,
-                          "assumptions": args.notes}))
+                          "assumptions": args.notes + timed}))
         return 0
     print(f"{stack.short_name}, {args.workload}:")
     print(stack.describe())
     print(breakdown(prediction.to_frame()))
     if args.workload != "copy":
         predict_intervals.print_interval(prediction.timed)
+        print("assumptions:")
+        print("\n".join(f"  {line}" for line in timed))
     return 0

@@ -85,7 +85,11 @@ def run(args, stack, notes: list[str]) -> int:
           f"mean latency {seconds(figures['latency_s'])}, elapsed {seconds(figures['elapsed_s'])} "
           f"(MB = 10^6 bytes)")
     for share, part in parts:
-        print(f"{part.job.rw} ({share * 100:.0f}% of the requests):")
+        over_run = figures["throughput_bytes_per_s_by_direction"][part.job.rw]
+        print(f"{part.job.rw} ({share * 100:.0f}% of the requests): {megabytes_per_s(over_run)} over the run, as fio "
+              "reports a direction (its bytes over the job's elapsed time); below, this part timed alone"
+              + (", whole: the runtime cut scales the figures above, not these" if figures["cut_by_runtime"] else "")
+              + ":")
         print(breakdown(part.to_frame()))
         predict_intervals.print_interval(part.timed)
     return 0

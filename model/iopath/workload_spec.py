@@ -59,6 +59,9 @@ def _pairs(workload: str, text: str) -> dict[str, str]:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ValueError(f"workload {workload}: {item!r} is not KEY=VALUE")
+        if key.strip() in out:  # fio's own last-one-wins would take the second silently
+            raise ValueError(f"workload {workload}: key {key.strip()!r} is given twice ({out[key.strip()]!r} and "
+                             f"{value.strip()!r}); give it once")
         out[key.strip()] = value.strip()
     return out
 

@@ -284,5 +284,10 @@ def combine(job: FioJobFile, predictions: list[tuple[float, object]]) -> dict:
         scale = job.runtime_s / elapsed
         elapsed, moved, requests = job.runtime_s, moved * scale, requests * scale
     latency = sum(share * p.latency_s for share, p in predictions)
+    # each direction's bytes over the whole run's time, as fio reports a mixed job's read and write bandwidth
+    scale = job.runtime_s / sum(p.elapsed_s for _, p in predictions) if cut else 1.0
+    directions = {p.job.rw: p.throughput_bytes_per_s * p.elapsed_s * scale / elapsed if elapsed else math.inf
+                  for _, p in predictions}
     return {"elapsed_s": elapsed, "bytes": moved, "throughput_bytes_per_s": moved / elapsed if elapsed else math.inf,
-            "iops": requests / elapsed if elapsed else math.inf, "latency_s": latency, "cut_by_runtime": cut}
+            "iops": requests / elapsed if elapsed else math.inf, "latency_s": latency, "cut_by_runtime": cut,
+            "throughput_bytes_per_s_by_direction": directions}

@@ -305,7 +305,8 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
                    "own figures leave it out unless told to sync)"),) if ops.kind.size and ops.kind[-1] == Kind.SYNC \
         else ()
     return IoPrediction(label, stack.short_name, r, w, timing,
-                        first + ASSUMPTIONS + phase + end + rest + unused_fields(stack.file_system), streams)
+                        first + ASSUMPTIONS + phase + end + rest + mirror_reads(stack.file_system)
+                        + unused_fields(stack.file_system), streams)
 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
@@ -406,7 +407,7 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     is_write = job.rw.endswith("write")
     first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
-                        first + ASSUMPTIONS + rest + unused_fields(node, "device"), out)
+                        first + ASSUMPTIONS + rest + mirror_reads(node, "device") + unused_fields(node, "device"), out)
 
 
 def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
@@ -447,6 +448,17 @@ _UNUSED = {
     "RaidArray": ("read_policy", "read_member"),
     "Network": ("burst_bytes",),
 }
+
+
+def mirror_reads(root, where: str = "file_system") -> tuple:
+    """An assumption for each md mirror of ``root``'s tree: how it chooses the member a read goes to."""
+    from ..stacks.nodes import walk
+
+    return tuple((f"mirror reads: {path}", "md's read_balance (Linux 6.1): a read that continues a member's last one "
+                  "goes to it; else, when every member is idle (queue depth 1), to the first, so a mirror reads no "
+                  "faster than one drive at queue depth 1; with requests queued, to the least busy")
+                 for path, node, _ in walk(root, where)
+                 if type(node).__name__ == "RaidArray" and node.kind == "raid1" and node.read_policy == "md")
 
 
 def unused_fields(root, where: str = "file_system") -> tuple:
