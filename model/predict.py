@@ -241,6 +241,7 @@ def predict(stack: Stack, workload=None, cache: PageCache | None = None,
         raise ValueError(f"stack must be a Stack (got {show(stack)}; diskmodel.model.stacks.stack.stack_on makes one "
                          "from a disk, a volume and a FileSystem)")
     workload = _named(workload)
+    stack.check_disk_capacity()
     if stack.is_nfs and isinstance(workload, FioJob):
         raise ValueError(f"workload {workload.label}: file_system (nfs, {stack.file_system.server}) is a file system "
                          "over the network, not a block device; give PostMark, a FileCopy or a workload string")

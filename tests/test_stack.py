@@ -490,10 +490,11 @@ def test_a_partition_past_its_disks_end_or_over_another_is_refused_whatever_the_
     from diskmodel.model.stacks.raid import RaidArray
 
     capacity = load_preset("wd800bd").capacity_bytes
-    past = FileSystemNode(kind="ext4", volume=Partition(0, 90 * 10**9, "/dev/sda1", "sda"))
-    with pytest.raises(ValueError, match=rf"^file_system.volume \(partition\): bytes 0..90000000000 end past the "
-                                         rf"{capacity} bytes of disk 'sda'"):
-        Stack(past)
+    past = Stack(FileSystemNode(kind="ext4", volume=Partition(0, 90 * 10**9, "/dev/sda1", "sda")))
+    for workload in ("randread_4k", "fio:rw=read,bs=4k,size=4M", "test1"):
+        with pytest.raises(ValueError, match=rf"^file_system.volume \(partition\): bytes 0..90000000000 end past the "
+                                             rf"{capacity} bytes of disk 'sda'"):
+            predict(past, workload)
     twice = FileSystemNode(kind="ext4", volume=RaidArray("raid0", (Partition(MIB, GB, "/dev/sda1", "sda"),) * 2))
     with pytest.raises(ValueError, match=r"members\[1\] \(partition\): bytes 1048576..1001048576 of disk 'sda' "
                                          r"overlap file_system.volume.members\[0\]'s"):
@@ -501,5 +502,7 @@ def test_a_partition_past_its_disks_end_or_over_another_is_refused_whatever_the_
     # a drive read from a file is checked once it is a Disk in memory
     small = InMemoryDrive(load_preset("hp_c2247a"), name="sda")
     with pytest.raises(ValueError, match="end past the 1091690496 bytes"):
-        Stack(FileSystemNode(kind="ext4", volume=Partition(0, 2 * GB, "/dev/sda1", "sda")), (small,))
-    Stack(FileSystemNode(kind="ext4", volume=Partition(0, capacity, "/dev/sda1", "sda")))  # to the last byte: fine
+        Stack(FileSystemNode(kind="ext4", volume=Partition(0, 2 * GB, "/dev/sda1", "sda")), (small,)).check_disk_capacity()
+    Stack(FileSystemNode(kind="ext4", volume=Partition(0, capacity, "/dev/sda1", "sda"))).check_disk_capacity()
+    # a stack built only to be measured (its disk a scratch file of any size) is not refused for its model's disk
+    Stack(FileSystemNode(kind="ext4", volume=Partition(0, 200 * GB, "/dev/sda1", "sda")))

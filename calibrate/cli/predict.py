@@ -313,10 +313,8 @@ def _paper_stack(args, disk, filesystem, mkfs_options, mount_options):
     except ValueError as exc:
         text = flag_error(exc, {"mkfs_options": "--mkfs-options", "mount_options": "--mount-options",
                             "fs_size_bytes": "--fs-size"})
-        if not text.startswith(("--mkfs-options", "--mount-options", "--fs-size")):
+        if not text.startswith(("--mkfs-options", "--mount-options")):
             text = f"--layout {args.layout} on {disk.name}: {text}"
-            if args.fs_size is not None and "end past" in text:  # the sizing asked of a disk too small
-                text = f"--fs-size {args.fs_size} (bytes) with {text}"
         raise UsageError(text) from exc
 
 

@@ -284,6 +284,7 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
 
         models = {d.name: (drives or {}).get(d.name) or d.model_disk() for d in stack.disks}
         return _with_draws(timed, drives or {}, models, calibrations, draws, seed)
+    stack.check_disk_capacity()
     _check_postmark_fits(stack, workload)
     ops, label = _as_ops(workload)
     _check_fits(stack, ops, label)

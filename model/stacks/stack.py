@@ -240,16 +240,24 @@ class Stack:
                 raise ValueError(f"{path} (partition): disk {partition.disk!r} is not one of the stack's disks "
                                  f"({', '.join(seen)})")
             start, end = int(partition.start_bytes), int(partition.start_bytes) + int(partition.size_bytes)
-            capacity = _capacity_bytes(self.disks[seen[partition.disk]])
-            if capacity is not None and end > capacity:
-                raise ValueError(f"{path} (partition): bytes {start}..{end} end past the {capacity} bytes of disk "
-                                 f"{partition.disk!r}; give a partition that ends at or before the disk's end")
             # a disk's partitions are disjoint (a partition table's, and mdadm refuses a device given twice)
             for other, a, b in placed.get(partition.disk, ()):
                 if start < b and a < end:
                     raise ValueError(f"{path} (partition): bytes {start}..{end} of disk {partition.disk!r} overlap "
                                      f"{other}'s ({a}..{b}); each partition must have bytes of its own")
             placed.setdefault(partition.disk, []).append((path, start, end))
+
+    def check_disk_capacity(self) -> None:
+        """Refuse a partition that ends past its disk, where the disk's model is what is predicted on (a preset,
+        a Disk in memory; a drive file is checked once read). A stack only built for a measurement is not
+        checked here: its disks are the scratch files or devices it is built on, whatever model names them."""
+        for path, partition in self.partitions():
+            end = int(partition.start_bytes) + int(partition.size_bytes)
+            capacity = _capacity_bytes(self.drive(partition.disk))
+            if capacity is not None and end > capacity:
+                raise ValueError(f"{path} (partition): bytes {int(partition.start_bytes)}..{end} end past the "
+                                 f"{capacity} bytes of disk {partition.disk!r}; give a partition that ends at or "
+                                 "before the disk's end")
 
     def evolve(self, **changes) -> "Stack":
         """A copy with some fields changed, validated again (unknown names raise ValueError)."""
