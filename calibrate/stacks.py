@@ -60,9 +60,14 @@ def disk_of(drive, relative_to: str | os.PathLike | None = None) -> Disk:
     if isinstance(drive, FileDrive) and drive.kind == "disksim":
         from diskmodel.calibrate.harness.simulated import disk_from_name
 
+        from diskmodel.data.disksim.bundled import BUNDLED_DRIVES, disksim_drive_folder
+
         folder = _located(drive.path, where)
+        if not folder.is_dir() and drive.path in BUNDLED_DRIVES:  # a bundled drive's name, as --disk takes it
+            folder = disksim_drive_folder(drive.path)
         if not folder.is_dir():
-            raise ValueError(f"{folder}: no such DiskSim drive folder")
+            raise ValueError(f"{folder}: no such DiskSim drive folder, nor a bundled drive's name "
+                             f"({', '.join(BUNDLED_DRIVES)})")
         try:
             return disk_from_name(folder)
         except (ValueError, OSError) as exc:

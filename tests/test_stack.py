@@ -389,6 +389,10 @@ def test_stack_files_and_the_disks_they_name(tmp_path, disk):
     bad = paper_stack("native", 80 * GB, disk=FileDrive("disksim", "no_such_drive"))
     with pytest.raises(ValueError, match=r"^disks\[0\] \(sda\): .*no_such_drive: no such DiskSim drive folder"):
         stack_files.resolve_drives(bad, relative_to=tmp_path)
+    # a bundled DiskSim drive by its name, as --disk takes it (refused as "no such folder" before)
+    named = stack_files.resolve_drives(paper_stack("native", fs_size_bytes=256 * MIB,
+                                                   disk=FileDrive("disksim", "hp_c2247a")), relative_to=tmp_path)
+    assert named.drive("sda").model_disk().capacity_bytes == 1_091_690_496
     for text, message in (("", "is empty"), ("{", "not valid JSON"), ("[]", "a stack must be one JSON object")):
         path.write_text(text)
         with pytest.raises(ValueError, match=f"^{path}: .*{message}|^{path} {message}"):

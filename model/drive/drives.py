@@ -110,10 +110,10 @@ FILE_KINDS = {"disksim": "DiskSim drive folder", "calibration": "calibration"}
 @node_type(*FILE_KINDS)
 @dataclass(frozen=True)
 class FileDrive:
-    """A disk described by a file the model does not read, as disk *name*.
+    """A disk described by files, read when the stack is loaded (the model itself reads no file), as disk *name*.
 
-    Kind "disksim": a DiskSim drive folder; "calibration": a calibration
-    saved by ``diskmodel calibrate --json``. :mod:`diskmodel.calibrate.stacks`
+    Kind "disksim": a DiskSim drive folder, or a bundled DiskSim drive's name (atlas10k, hp_c2247a, ...);
+    "calibration": a calibration saved by ``diskmodel calibrate --json``. :mod:`diskmodel.calibrate.stacks`
     loads them (a relative path from the stack file's folder).
 
     Attributes
@@ -121,7 +121,8 @@ class FileDrive:
     kind : str
         "disksim" or "calibration".
     path : str
-        The folder or file, relative to the stack file's folder unless absolute.
+        The folder or file, relative to the stack file's folder unless absolute; for "disksim" also a
+        bundled drive's name.
     name : str
         The disk's name in the stack, which partitions name (e.g. "sda").
     max_sectors_kb : int
