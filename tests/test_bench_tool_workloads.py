@@ -30,7 +30,7 @@ def _partition_stack(tmp_path) -> str:
 
 
 @pytest.mark.parametrize("argv, fragments", [
-    (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a size",)),
+    (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a count (a whole number >= 0",)),
     (["--workload", "bonnie:size=32M,files=256"], ("files = 256 must be a multiple of 1024 to run bonnie++",)),
     (["--workload", "image:size=3000000"], ("size = 3000000 must be whole MiB",)),
     (["--workload", "tar:files=10", "--size", "4M"], ("--size does not apply to --workload tar:files=10",)),

@@ -86,7 +86,8 @@ def test_a_named_workload_on_a_calibrated_drive_has_an_interval(capsys):
 @pytest.mark.parametrize("argv, fragments", [
     (["--workload", "test4"], ("--workload test4: not one of test1", "bonnie, tar, image")),
     (["--workload", "bonnie:sizee=3"], ("--workload bonnie:sizee=3: key 'sizee' is not one of",)),
-    (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a size",)),
+    (["--workload", "tar:files=a"], ("--workload tar:files=a: files = 'a' is not a count (a whole number >= 0",)),
+    (["--workload", "fio:size=abc"], ("--workload fio:size=abc: size = 'abc' is not a size (a whole number of bytes",)),
     (["--workload", "fio:rw=foo"], ("--workload fio:rw=foo: rw = 'foo' must be one of read, write, randread",)),
     (["--workload", "postmark:files=0"], ("--workload postmark:files=0: number_of_files must be >= 1",)),
     (["--workload", "postmark:files=100", "--transactions", "5"],

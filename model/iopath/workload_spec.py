@@ -40,10 +40,16 @@ _KEYS = {
 }
 
 
+#: Keys whose value counts things (files, transactions, requests in flight, a seed), not bytes.
+_COUNT_KEYS = frozenset({"files", "transactions", "iodepth", "fsync", "seed", "bias_read", "bias_create",
+                         "subdirectories", "numjobs", "dirs", "repeats"})
+
+
 def size_value(workload: str, key: str, text: str) -> int:
     m = re.fullmatch(r"(\d+)([kKmMgG]?)(i?[bB])?", text.strip())
     if not m:
-        raise ValueError(f"workload {workload}: {key} = {text!r} is not a size (a number with k, M or G)")
+        what = "a count (a whole number >= 0" if key in _COUNT_KEYS else "a size (a whole number of bytes"
+        raise ValueError(f"workload {workload}: {key} = {text!r} is not {what}, optionally with k, M or G)")
     return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
 
 
