@@ -156,6 +156,8 @@ CASES = [
     ("fs-size-larger-than-disk", ["predict", "--disk", "hp_c2247a", "--layout", "lvm2", "--fs-size", "2G"],
      "--fs-size"),
     ("fs-size-negative", ["predict", "--fs-size", "-8M"], "--fs-size"),
+    # a negative value with a suffix is the flag's value, not an unknown option ("expected one argument" before)
+    ("fs-size-negative-giga", ["predict", "--fs-size", "-5G"], "must be a byte count > 0 (got '-5G')"),
     ("fs-size-text", ["predict", "--fs-size", "lots"], "--fs-size"),
     # predict and the others: unknown names, negative and NaN numbers, truncated files
     ("predict-disk-unknown", ["predict", "--disk", "no_such_disk"], "bundled DiskSim drive"),

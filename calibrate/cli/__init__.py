@@ -13,6 +13,7 @@ standard output (``diskmodel predict | head -1``) ends the run quietly.
 from __future__ import annotations
 
 import argparse
+import re
 import errno
 import importlib
 import os
@@ -102,6 +103,13 @@ class OneLineParser(argparse.ArgumentParser):
     argparse's own ``error()`` prints the whole usage first (6-18 lines); the house rule is one line.
     The subcommands' parsers are of this class too (``add_subparsers`` uses the parent's class).
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value that starts with a minus and a digit is a (negative) value, not an option: argparse's own
+        # matcher takes "-8" and "-0.5" but not "-5G", which it called "expected one argument" instead of the
+        # flag's own refusal (no option of this tool starts with a digit)
+        self._negative_number_matcher = re.compile(r"^-\d")
 
     def error(self, message: str):
         text = one_line(message, ERROR_MAX_CHARS)
