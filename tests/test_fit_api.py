@@ -352,3 +352,14 @@ def test_two_piece_knee_is_chosen_among_seek_curves():
     # the curve still holds the data where the square root does
     short = x <= 10000
     assert np.max(np.abs(fit.predict(x[short]) - y[short])) < 0.2e-3
+
+
+def test_seek_fits_refuse_no_samples_and_an_unknown_distance_unit():
+    # an empty fit raised numpy's "zero-size array to reduction operation maximum", and any distance_unit was
+    # taken ("furlongs"); negative times stay allowed: a calibration's derived seek times dip below 0 with noise
+    d, y = np.arange(1, 9), np.linspace(1e-3, 8e-3, 8)
+    with pytest.raises(ValueError, match=r"^distance and seek_time_s must hold at least one sample \(got none\)"):
+        fit_two_piece([], [])
+    for fit in (fit_two_piece, fit_table):
+        with pytest.raises(ValueError, match="^distance_unit = 'furlongs' must be one of bytes, tracks, cylinders"):
+            fit(d, y, distance_unit="furlongs")

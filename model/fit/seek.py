@@ -29,6 +29,9 @@ from .base import TRANSIENT, FitResult, Parameter, Parameters, frozen_array
 
 __all__ = ["TwoPieceFit", "TableFit", "fit_two_piece", "fit_table", "residual_diagnostics", "TWO_PIECE_PARAMS"]
 
+#: The units a seek distance is given in: the harness's bytes, a calibration's tracks, DiskSim's cylinders.
+DISTANCE_UNITS = ("bytes", "tracks", "cylinders")
+
 #: The parameters of eq. (7), named as TwoPieceSeek's fields (distances in the fit's distance_unit).
 TWO_PIECE_PARAMS = tuple(f.name for f in dataclasses.fields(TwoPieceSeek))
 
@@ -39,6 +42,8 @@ def seek_samples(distance, seek_time_s, *, time_name: str = "seek_time_s"):
     y = np.asarray(seek_time_s, dtype=float).reshape(-1)
     if x.shape != y.shape:
         raise ValueError(f"distance and {time_name} must have the same length ({x.size} != {y.size})")
+    if x.size == 0:
+        raise ValueError(f"distance and {time_name} must hold at least one sample (got none)")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         raise ValueError(f"distance and {time_name} must be finite (got NaN or inf)")
     if np.any(x <= 0):
@@ -219,6 +224,8 @@ def fit_two_piece(distance, seek_time_s, *, weights=None, method: str = "rlm", k
     """
     import statsmodels.api as sm
 
+    if distance_unit not in DISTANCE_UNITS:
+        raise ValueError(f"distance_unit = {distance_unit!r} must be one of {', '.join(DISTANCE_UNITS)}")
     x, y = seek_samples(distance, seek_time_s)
     scale = float(x.max())
     w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float).reshape(-1)
@@ -383,6 +390,8 @@ def fit_table(distance, seek_time_s, *, bins=None, distance_unit: str = "bytes",
     bounded below by 0, which is the constrained least-squares solution for an
     isotonic fit with a lower bound. The standard deviations stay each group's
     spread around its own mean."""
+    if distance_unit not in DISTANCE_UNITS:
+        raise ValueError(f"distance_unit = {distance_unit!r} must be one of {', '.join(DISTANCE_UNITS)}")
     x, y = seek_samples(distance, seek_time_s)
     if bins is None:
         keys, inverse = np.unique(x, return_inverse=True)
