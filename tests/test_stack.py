@@ -510,3 +510,11 @@ def test_a_partition_past_its_disks_end_or_over_another_is_refused_whatever_the_
     Stack(FileSystemNode(kind="ext4", volume=Partition(0, capacity, "/dev/sda1", "sda"))).check_disk_capacity()
     # a stack built only to be measured (its disk a scratch file of any size) is not refused for its model's disk
     Stack(FileSystemNode(kind="ext4", volume=Partition(0, 200 * GB, "/dev/sda1", "sda")))
+
+
+def test_a_file_system_on_a_file_system_names_the_kinds_not_the_objects():
+    # the refusal showed the node's Python repr: "got FileSystemNode(vol..., mount_options=())"
+    inner = FileSystemNode(kind="ext4", volume=Partition(MIB, GB, "/dev/sda1", "sda"))
+    with pytest.raises(ValueError, match=r"^volume must be a volume node, e.g. a partition or lvm_linear \(got kind "
+                                         r"ext4: a file system sits on a block device"):
+        FileSystemNode(kind="ext4", volume=inner)

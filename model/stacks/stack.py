@@ -141,7 +141,9 @@ class FileSystemNode:
 
     def __post_init__(self):
         if not is_node(self.volume) or not hasattr(self.volume, "size_bytes"):
-            raise ValueError(f"volume must be a volume node, e.g. a Partition or LinearVolume (got {show(self.volume)})")
+            got = f"kind {kind_of(self.volume)}" if is_node(self.volume) else show(self.volume)
+            raise ValueError(f"volume must be a volume node, e.g. a partition or lvm_linear (got {got}: a file system "
+                             "sits on a block device; a file system inside another is a loop_file's image)")
         kind = self.kind
         if kind is None:
             kind = self.parameters.kind if isinstance(self.parameters, FileSystem) else "ext3"
