@@ -111,7 +111,7 @@ class IoPrediction:
 
         if not self.draws:
             raise ValueError("conf_int: this prediction has no intervals (no calibration's uncertainty was given: "
-                             "predict_stack(..., calibrations={drive: CalibrationResult}))")
+                             "predict(stack, workload, calibrations={drive: CalibrationResult}))")
         return conf_int(self.figures(), list(self.draws), alpha)
 
     @property
