@@ -36,7 +36,7 @@ import math
 
 from diskmodel.calibrate.cli import predict_intervals, predict_spec
 from diskmodel.calibrate.cli.predict_complete import complete
-from diskmodel.calibrate.cli.predict_text import breakdown
+from diskmodel.calibrate.cli.predict_text import breakdown, paper_measured_note
 from diskmodel.model.filesystems.kinds import KINDS
 
 # The block layers' workloads (diskmodel.model.predictions.block_workloads): the fio jobs and the loop-image
@@ -451,6 +451,9 @@ def _run(args) -> int:
         raise UsageError(where + flag_error(exc, _flags_given(args))) from exc
     fs = stack.file_system.parameters
     model = _EQUATIONS_MODEL.format(test=args.workload, cache_mb=cache.size_bytes / 1e6)
+    measured = None if args.transactions is not None or args.files is not None else \
+        paper_measured_note(args.layout or stack.short_name, args.workload, disk.name, fitted is not None)
+    args.notes += [measured] if measured else []
     if args.json:
         print(json.dumps({
             "disk": disk.name, "layout": stack.short_name, "stack": stack.short_name, "workload": args.workload,
@@ -465,6 +468,8 @@ def _run(args) -> int:
     print(f"{disk.name}, {stack.short_name}, {fs.kind} ({fs.journal_mode}), PostMark {args.workload}: "
           f"{workload.number_of_files} files, {workload.transactions} transactions")
     print(model)
+    if measured:
+        print(measured)
     if args.stack:
         print(stack.describe())
     print(prediction.rates_text())

@@ -112,3 +112,20 @@ def breakdown(frame) -> str:
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     return "\n".join(f"{n:<{width}}  {v:>{value_width}}  {m}".rstrip() for n, v, m in rows)
+
+
+def paper_measured_note(layout: str, test: str, disk_name: str, fitted: bool) -> str | None:
+    """Beside the paper's own case (its WD800BD, a layout of Tables 1-3, PostMark test1-3 as it ran them): what the
+    paper measured on its testbed, and that the drive alone is predicted unless --fitted (None elsewhere)."""
+    from diskmodel.data.tables import postmark_results
+
+    if fitted or disk_name != "WD800BD" or test not in ("test1", "test2", "test3"):
+        return None
+    rows = postmark_results()
+    rows = rows[(rows["test"] == test) & (rows["layout_key"] == layout)]
+    if rows.empty:
+        return None
+    rate = {op: float(rows[rows["operation"] == op]["throughput_bytes_per_s"].iloc[0]) for op in ("read", "write")}
+    return (f"the paper measured read {megabytes_per_s(rate['read'])}, write {megabytes_per_s(rate['write'])} here "
+            f"(Djordjevic & Timcenko, Tables 4-6, {layout}, {test}); this prediction is the drive alone, without the "
+            "host's CPU and LVM costs of the paper's testbed: --fitted adds the costs fitted to those tables")
