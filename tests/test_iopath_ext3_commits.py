@@ -181,3 +181,21 @@ def test_a_commit_writes_as_many_descriptor_blocks_as_jbd2(kind, tag, tail):
         j.dirty(0.0, 10_000 + b)
     j.commit(1.0)
     assert sum(out) == 1 + _kernel_descriptors(1000, B, tag, tail) + 1000 + 1, (kind, out)
+
+
+def test_a_commit_that_frees_nothing_leaves_the_file_system_full_not_recursing():
+    # the retry after a forced commit scans again only if the commit freed the waiting blocks; before, a
+    # commit that freed none (an empty transaction returns at once) recursed until Python's limit
+    from diskmodel.model.iopath.fs_mballoc import MballocAllocator
+
+    a = MballocAllocator(FsParams("ext3", 16 << 20))
+    runs = []
+    with pytest.raises(ValueError, match="is full"):
+        while True:
+            runs += a.data(0, 256, None)
+    a.release(runs[:4], True)  # freed in the running transaction: waiting for its commit
+    calls = []
+    a.on_full = lambda: calls.append(1)
+    with pytest.raises(ValueError, match=r"device_bytes = 16777216 is full \(ext3\)"):
+        a.data(0, 16, None)
+    assert calls == [1]

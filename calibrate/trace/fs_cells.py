@@ -103,15 +103,11 @@ def files_workload(files: int, file_bytes: int, gap_s: float = 0.0) -> FsWorkloa
                       {"files": files, "file_bytes": file_bytes, "gap_s": gap_s})
 
 
-def _fio(rw: str, bs: str, size: str, direct: bool = False) -> FsWorkload:
+def fio_workload(rw: str, bs: str, size: str, direct: bool = False) -> FsWorkload:
+    """One fio job (the real fio, psync, seeded) on a file of *size* in the root; *direct*: O_DIRECT."""
     d = ",direct=1" if direct else ""
     return FsWorkload(f"fio_{rw}_{bs}{'_direct' if direct else ''}", f"fio:rw={rw},bs={bs},size={size}{d}", "fio",
                       {"rw": rw, "bs": bs, "size": size, "direct": direct})
-
-
-def fio_workload(rw: str, bs: str, size: str, direct: bool = False) -> FsWorkload:
-    """One fio job (the real fio, psync, seeded) on a file of *size* in the root; *direct*: O_DIRECT."""
-    return _fio(rw, bs, size, direct)
 
 
 SMALL_FILES = 2000
@@ -123,11 +119,11 @@ FS_WORKLOADS = (
     _postmark("postmark_test1", 500, 1024, 102400, 4000),
     _postmark("postmark_test2", 3000, 1, 1024, 4000),
     _postmark("postmark_test3", 400, 102400, 307200, 1500),
-    _fio("write", "1m", "32M"),
-    _fio("write", "4k", "32M"),
-    _fio("randwrite", "4k", "16M"),
-    _fio("read", "1m", "32M"),
-    _fio("randread", "4k", "16M"),
+    fio_workload("write", "1m", "32M"),
+    fio_workload("write", "4k", "32M"),
+    fio_workload("randwrite", "4k", "16M"),
+    fio_workload("read", "1m", "32M"),
+    fio_workload("randread", "4k", "16M"),
     FsWorkload("copy", f"copy:size={COPY_BYTES // MIB}M", "copy", {}),
     *(FsWorkload(f"metadata_{op}", f"metadata:op={op},files={SMALL_FILES}", "metadata", {"op": op})
       for op in ("create", "stat", "delete")),

@@ -252,7 +252,8 @@ class MballocAllocator(Allocator):
         if state["best"] is None:
             if self.pending and self.on_full is not None:  # ext3: the commit frees them (Journal.force_commit)
                 self.on_full()
-                return self._find(need, goal_group)
+                if not self.pending:  # freed by the commit's callback (committed): scan once more
+                    return self._find(need, goal_group)
             raise ValueError(f"file system: device_bytes = {self.p.device_bytes} is full ({self.p.kind})")
         start, length = state["best"]
         return self._take(start, min(length, need))

@@ -40,9 +40,9 @@ _KEYS = {
 }
 
 
-#: Keys whose value counts things (files, transactions, requests in flight, a seed), not bytes.
+#: The specs' keys whose value counts things (files, transactions, requests in flight, seeks, a seed), not bytes.
 _COUNT_KEYS = frozenset({"files", "transactions", "iodepth", "fsync", "seed", "bias_read", "bias_create",
-                         "subdirectories", "numjobs", "dirs", "repeats"})
+                         "subdirectories", "dirs", "blocking", "seeks", "seekers"})
 
 
 def size_value(workload: str, key: str, text: str) -> int:
