@@ -381,7 +381,8 @@ def predict_block(node, job: FioJob, env: BlockEnv, *, calibrations: dict | None
 
     if not isinstance(job, FioJob):
         raise ValueError(f"job must be a FioJob (got {show(job)})")
-    timed = predict_block_job(node, job, env.disks, calibrations=calibrations, limits=env.max_sectors_kb)
+    timed = predict_block_job(node, job, env.disks, calibrations=calibrations, limits=env.max_sectors_kb,
+                              schedulers=env.schedulers)
     t = timed.timing
     count = job.size_bytes // job.block_size_bytes
     elapsed = t.elapsed_s

@@ -125,13 +125,19 @@ def model_drive(drive, name: str | None = None, max_sectors_kb: int | None = Non
     own) that predicts a run on the emulated DRIVE *drive*: the very Disk the emulator serves
     (:func:`~diskmodel.calibrate.emulate.timing.served_disk`), not the preset's catalogue entry, whose
     buffer the emulator leaves out. *max_sectors_kb*: the guest's queue limit of the drive [KiB]
-    (default the kernel's, BLK_DEF_MAX_SECTORS: the drive node's default)."""
+    (default the kernel's, BLK_DEF_MAX_SECTORS: the drive node's default).
+
+    Its queue is served in arrival order (scheduler "none"): the emulated device on the host is a loop
+    device, whose scheduler is none; in the VM it is a virtio disk under mq-deadline with 256 tags, which
+    gives the drive every request at once in arrival order unless more than 256 are outstanding (blktrace
+    there: up to about 100 in flight, none merged), and the emulator serves them one at a time as they
+    come."""
     from diskmodel.calibrate.emulate.timing import served_disk
     from diskmodel.model.drive.drives import DEFAULT_MAX_SECTORS_KB, InMemoryDrive
 
     spec = resolve_drive(drive)
     limit = DEFAULT_MAX_SECTORS_KB if max_sectors_kb is None else max_sectors_kb
-    return InMemoryDrive(served_disk(spec.timing), name or spec.name, limit)
+    return InMemoryDrive(served_disk(spec.timing), name or spec.name, limit, scheduler="none")
 
 
 def _capacity_of(timing: dict, text: str) -> int:

@@ -34,12 +34,16 @@ from .disk import Disk
 from ..stacks.nodes import is_node, node_type, text_field
 from .presets import available_presets, load_preset
 
-__all__ = ["DEFAULT_MAX_SECTORS_KB", "MIN_MAX_SECTORS_KB", "FILE_KINDS", "PresetDrive", "FileDrive",
+__all__ = ["DEFAULT_MAX_SECTORS_KB", "DEFAULT_SCHEDULER", "SCHEDULERS", "MIN_MAX_SECTORS_KB", "FILE_KINDS", "PresetDrive", "FileDrive",
            "InMemoryDrive", "as_drive"]
 
 #: A disk queue's default request-size limit [KiB]: BLK_DEF_MAX_SECTORS, 2560 sectors since Linux 4.3
 #: (commit d2be537c3ba3; 1024 sectors, 512 KiB, before it), also a loop device's.
 DEFAULT_MAX_SECTORS_KB = 1280
+#: The I/O schedulers the model knows (sysfs ``queue/scheduler``; :mod:`diskmodel.model.iopath.scheduler`).
+SCHEDULERS = ("mq-deadline", "none")
+#: The I/O scheduler Linux gives a disk with one hardware queue (block/elevator.c, elevator_get_default).
+DEFAULT_SCHEDULER = "mq-deadline"
 #: The smallest limit the kernel takes: one page (block/blk-sysfs.c, queue_max_sectors_store) [KiB].
 MIN_MAX_SECTORS_KB = 4
 
@@ -52,17 +56,24 @@ def _max_sectors_kb(value) -> int:
     return whole_number("max_sectors_kb", value, minimum=MIN_MAX_SECTORS_KB)
 
 
+def _check_queue(drive) -> None:
+    one_of("scheduler", drive.scheduler, SCHEDULERS)
+    object.__setattr__(drive, "queue_depth", whole_number("queue_depth", drive.queue_depth, minimum=1))
+
+
+#: The queue settings a stack file leaves out where they are the default (a stack file written before a
+#: field existed reads back the same).
+_QUEUE_DEFAULTS = {"max_sectors_kb": DEFAULT_MAX_SECTORS_KB, "scheduler": DEFAULT_SCHEDULER, "queue_depth": 1}
+
+
 def _json_fields(drive) -> dict:
-    """The drive's fields as a stack file writes them: the queue limit only where it is not the default
-    (a stack file written before the field existed reads back the same)."""
+    """The drive's fields as a stack file writes them: the queue settings only where not the default."""
     fields = {f.name: getattr(drive, f.name) for f in dataclasses.fields(drive) if f.init and f.name != "kind"}
-    if fields["max_sectors_kb"] == DEFAULT_MAX_SECTORS_KB:
-        del fields["max_sectors_kb"]
-    return fields
+    return {k: v for k, v in fields.items() if not (k in _QUEUE_DEFAULTS and v == _QUEUE_DEFAULTS[k])}
 
 
 def _limit_text(drive) -> str:
-    return "" if drive.max_sectors_kb == DEFAULT_MAX_SECTORS_KB else f", max_sectors_kb {drive.max_sectors_kb}"
+    return "".join(f", {k} {getattr(drive, k)}" for k, v in _QUEUE_DEFAULTS.items() if getattr(drive, k) != v)
 
 
 @node_type("preset")
@@ -82,16 +93,26 @@ class PresetDrive:
         md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
         default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
         multi-disk LVM study's Linux 3.17).
+    scheduler : str
+        The I/O scheduler of the drive's queue (sysfs ``queue/scheduler``): "mq-deadline", what Linux
+        gives a disk with one hardware queue (a SATA or SAS disk), or "none", arrival order (a loop
+        device's, a multi-queue virtio disk's). :mod:`diskmodel.model.iopath.scheduler`.
+    queue_depth : int
+        Commands the driver gives the drive at once [count], >= 1 (the driver's tags): 1 for a drive
+        without command queueing, or one whose own reordering the scheduler's order stands in for.
     """
 
     preset: str
     name: str = "sda"
     max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
+    scheduler: str = DEFAULT_SCHEDULER
+    queue_depth: int = 1
 
     def __post_init__(self):
         one_of("preset", self.preset, available_presets())
         _drive_name(self.name)
         object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
+        _check_queue(self)
 
     def model_disk(self) -> Disk:
         return load_preset(self.preset)
@@ -131,18 +152,28 @@ class FileDrive:
         md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
         default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
         multi-disk LVM study's Linux 3.17).
+    scheduler : str
+        The I/O scheduler of the drive's queue (sysfs ``queue/scheduler``): "mq-deadline", what Linux
+        gives a disk with one hardware queue (a SATA or SAS disk), or "none", arrival order (a loop
+        device's, a multi-queue virtio disk's). :mod:`diskmodel.model.iopath.scheduler`.
+    queue_depth : int
+        Commands the driver gives the drive at once [count], >= 1 (the driver's tags): 1 for a drive
+        without command queueing, or one whose own reordering the scheduler's order stands in for.
     """
 
     kind: str
     path: str
     name: str = "sda"
     max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
+    scheduler: str = DEFAULT_SCHEDULER
+    queue_depth: int = 1
 
     def __post_init__(self):
         one_of("kind", self.kind, tuple(FILE_KINDS))
         text_field("path", self.path, empty_ok=False)
         _drive_name(self.name)
         object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
+        _check_queue(self)
 
     def model_disk(self) -> Disk:
         raise ValueError(f"disk {self.name}: the {FILE_KINDS[self.kind]} {self.path} is a file the model does not "
@@ -174,6 +205,13 @@ class InMemoryDrive:
         md or dm device over the drive takes the smallest of its drives' (blk_stack_limits); the
         default is Linux's since 4.3 (BLK_DEF_MAX_SECTORS, 2560 sectors), 512 before it (the
         multi-disk LVM study's Linux 3.17).
+    scheduler : str
+        The I/O scheduler of the drive's queue (sysfs ``queue/scheduler``): "mq-deadline", what Linux
+        gives a disk with one hardware queue (a SATA or SAS disk), or "none", arrival order (a loop
+        device's, a multi-queue virtio disk's). :mod:`diskmodel.model.iopath.scheduler`.
+    queue_depth : int
+        Commands the driver gives the drive at once [count], >= 1 (the driver's tags): 1 for a drive
+        without command queueing, or one whose own reordering the scheduler's order stands in for.
     """
 
     JSON_FORM = False
@@ -181,12 +219,15 @@ class InMemoryDrive:
     disk: Disk
     name: str = "sda"
     max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB
+    scheduler: str = DEFAULT_SCHEDULER
+    queue_depth: int = 1
 
     def __post_init__(self):
         if not isinstance(self.disk, Disk):
             raise ValueError(f"disk must be a Disk (got {show(self.disk)})")
         _drive_name(self.name)
         object.__setattr__(self, "max_sectors_kb", _max_sectors_kb(self.max_sectors_kb))
+        _check_queue(self)
 
     def model_disk(self) -> Disk:
         return self.disk

@@ -24,9 +24,9 @@ How time passes (what the model assumes, in the order it applies):
   ``time_s`` arrives at its device at ``time_s + stall_s``, and after a waited instant ``t`` the stall
   becomes ``max(stall_s, last completion of the instant's requests - t)`` (the time the application
   spent between two requests stays what the workload says).
-- **The queue.** Each drive serves its requests one at a time in arrival order (queue depth 1 at the
-  drive, first in first out: the block layer's ``none`` scheduler over a drive without command
-  queueing); different drives work in parallel. Requests a workload issues at one instant
+- **The queue.** Each drive serves its requests one at a time, in the order its queue's scheduler
+  gives them (``schedulers``; :mod:`.scheduler`: mq-deadline merges and sorts them, none keeps their
+  arrival order); different drives work in parallel. Requests a workload issues at one instant
   (``iodepth``) are all in the queue at once, so a striped or mirrored array serves them on its
   members in parallel. A request waiting in the queue reaches its drive :data:`HOST_TURNAROUND_S` after
   the one before completed (the host takes the completion, then dispatches it), so a drive that reads
@@ -293,15 +293,14 @@ class IoTiming:
         """Per device: requests, bytes read and written, busy time [s] and utilisation."""
         import pandas as pd
 
-        busy = self.completion_s - self.start_s
         rows = []
         for k, name in enumerate(self.devices):
             m = self.device == k
+            busy = _busy_s(self.start_s[m], self.completion_s[m])
             rows.append({"device": name, "requests": int(m.sum()),
                          "read_bytes": int(self.size_bytes[m & (self.op == Op.READ)].sum()),
                          "write_bytes": int(self.size_bytes[m & (self.op == Op.WRITE)].sum()),
-                         "busy_s": float(busy[m].sum()),
-                         "utilisation": float(busy[m].sum() / self.elapsed_s) if self.elapsed_s > 0 else 0.0})
+                         "busy_s": busy, "utilisation": busy / self.elapsed_s if self.elapsed_s > 0 else 0.0})
         return pd.DataFrame(rows).set_index("device")
 
     def wait_percentiles(self, q=(50, 90, 99)) -> dict:
@@ -309,6 +308,17 @@ class IoTiming:
         if not self.op_wait_s.size:
             return {}
         return {f"p{p:g}": float(v) for p, v in zip(q, np.percentile(self.op_wait_s, q))}
+
+
+def _busy_s(start, done) -> float:
+    """The time a device was serving anything: the union of its requests' service intervals (requests a
+    scheduler merged share one)."""
+    if not start.size:
+        return 0.0
+    o = np.argsort(start, kind="stable")
+    a, b = start[o], np.maximum.accumulate(done[o])
+    gap = np.maximum(a[1:] - b[:-1], 0.0)  # idle time between one interval's end and the next one's start
+    return float(b[-1] - a[0] - gap.sum())
 
 
 class _Pipe:
@@ -348,8 +358,33 @@ class _Linked:
         return start, replied
 
 
+def _servers(names, drives, links, workers, schedulers) -> list:
+    """A server per device: a loop worker, or a drive (behind its scheduler, and across its link)."""
+    from .scheduler import ScheduledServer
+
+    missing = [n for n in names if n not in drives and n not in workers]
+    if missing:
+        raise ValueError(f"drives: device {missing[0]!r} has no drive")
+    scheds = schedulers or {}
+    servers = [_WorkerServer(workers[n]) if n in workers else
+               ScheduledServer(drive_of(drives[n]), scheds[n]) if n in scheds else drive_of(drives[n]) for n in names]
+    pipes: dict = {}  # one per link (by identity): the drives under one NBD device share its bandwidth
+    return [_Linked(sv, links[n], pipes.setdefault(id(links[n]), _Pipe())) if n in (links or {}) else sv
+            for sv, n in zip(servers, names)]
+
+
+def _check_bounds(servers, names, dev, op, lbn, blocks, end_bytes) -> None:
+    for k, server in enumerate(servers):
+        over = (dev == k) & (op != Op.FLUSH) & (lbn + blocks > server.total_blocks)
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise ValueError(f"device {names[k]}: a request ends at byte {int(end_bytes[i])}, beyond the drive's "
+                             f"{server.total_blocks * BLOCK_BYTES} bytes")
+
+
 def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: float = 0.0,
-                 links: dict | None = None, workers: dict | None = None, async_waits=None) -> IoTiming:
+                 links: dict | None = None, workers: dict | None = None, async_waits=None,
+                 schedulers: dict | None = None) -> IoTiming:
     """Serve ``streams`` (``{device: Stream}``, offsets on each device) on ``drives`` (``{device:
     drive model}``: :func:`drive_of`'s inputs); the application waits at ``waited_at`` (instants) and
     is done at ``app_end_s`` (its last call's return; both on the workload's clock). ``links`` (``{device:
@@ -357,16 +392,16 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     LoopWorker}``) names the buffered loop devices among ``streams``, whose own requests their worker
     serves (see the module docstring, "Loop workers"). ``async_waits``: (instant, earlier instant) pairs,
     where the application also waits for the requests issued at the earlier instant (a read call for
-    the async read-ahead window that holds its pages); each first instant must be in ``waited_at``."""
+    the async read-ahead window that holds its pages); each first instant must be in ``waited_at``.
+    ``schedulers`` (``{device: .scheduler.Scheduler}``) puts a drive behind its block layer's scheduler;
+    a drive not named is served in arrival order."""
+    from .scheduler import ScheduledServer
+
     workers = dict(workers or {})
     names = tuple(streams)
-    missing = [n for n in names if n not in drives and n not in workers]
-    if missing:
-        raise ValueError(f"drives: device {missing[0]!r} has no drive")
-    servers = [_WorkerServer(workers[n]) if n in workers else drive_of(drives[n]) for n in names]
-    pipes: dict = {}  # one per link (by identity): the drives under one NBD device share its bandwidth
-    servers = [_Linked(sv, links[n], pipes.setdefault(id(links[n]), _Pipe())) if n in (links or {}) else sv
-               for sv, n in zip(servers, names)]
+    servers = _servers(names, drives, links, workers, schedulers)
+    # a scheduled drive behind a link is drained at every call (the link needs its completions)
+    scheduled = [k for k, sv in enumerate(servers) if isinstance(sv, ScheduledServer)]
     parts = [(k, s.take(s.op != Op.DISCARD)) for k, s in enumerate(streams[n] for n in names)]
     dev = np.concatenate([np.full(len(s), k, np.int64) for k, s in parts]) if parts else np.zeros(0, np.int64)
     cat = [np.concatenate([getattr(s, f) for _, s in parts]) if parts else np.zeros(0) for f in
@@ -376,12 +411,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
     dev = dev[order]
     lbn = off // BLOCK_BYTES
     blocks = np.where(op == Op.FLUSH, 0, -(-(off + size) // BLOCK_BYTES) - lbn)
-    for k, server in enumerate(servers):
-        over = (dev == k) & (op != Op.FLUSH) & (lbn + blocks > server.total_blocks)
-        if over.any():
-            i = int(np.flatnonzero(over)[0])
-            raise ValueError(f"device {names[k]}: a request ends at byte {int(off[i] + size[i])}, beyond the drive's "
-                             f"{server.total_blocks * BLOCK_BYTES} bytes")
+    _check_bounds(servers, names, dev, op, lbn, blocks, off + size)
     waited_at = np.unique(np.asarray(waited_at, float))
     at = np.searchsorted(waited_at, t, side="right") - 1
     waited = (at >= 0) & (t < waited_at[np.maximum(at, 0)] + INSTANT_S) if waited_at.size else np.zeros(t.size, bool)
@@ -394,16 +424,29 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
 
     mixed = np.intersect1d(t[op == Op.READ], t[op != Op.READ])  # instants with reads and writes
 
+    def serve_on(k, idx, need):
+        # a scheduled drive may leave requests the application does not wait for queued (NaN here)
+        sv = servers[k]
+        if isinstance(sv, ScheduledServer):
+            start[idx], done[idx] = sv.serve(op[idx], lbn[idx], blocks[idx], arrival[idx], idx, need)
+        else:
+            start[idx], done[idx] = sv.serve(op[idx], lbn[idx], blocks[idx], arrival[idx])
+
+    def resolve(lo, hi):  # complete the still-queued requests among lo:hi (an async window waited for)
+        for k in scheduled:
+            j = np.flatnonzero((dev[lo:hi] == k) & np.isnan(done[lo:hi])) + lo
+            if j.size:
+                start[j], done[j] = servers[k].complete(j)
+
     def serve_plain(lo, hi, shift, floor=0.0):
         arrival[lo:hi] = np.maximum(t[lo:hi] + shift, floor)
         if hi - lo == 1:  # the common case at queue depth 1: one request, no array work
-            k = int(dev[lo])
-            start[lo:hi], done[lo:hi] = servers[k].serve(op[lo:hi], lbn[lo:hi], blocks[lo:hi], arrival[lo:hi])
+            serve_on(int(dev[lo]), np.arange(lo, hi), waited[lo:hi])
             return
         d = dev[lo:hi]
         for k in np.unique(d).tolist():
             idx = np.flatnonzero(d == k) + lo
-            start[idx], done[idx] = servers[k].serve(op[idx], lbn[idx], blocks[idx], arrival[idx])
+            serve_on(k, idx, waited[idx])
 
     def serve(lo, hi, shift):
         # At an instant with reads and writes, the writes wait for the reads (a parity array's
@@ -424,8 +467,8 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
                 arrival[idx] = np.maximum(t[idx] + shift, floor)
                 d = dev[idx]
                 for k in np.unique(d).tolist():
-                    j = idx[d == k]
-                    start[j], done[j] = servers[k].serve(op[j], lbn[j], blocks[j], arrival[j])
+                    j = idx[d == k]  # the reads complete before the writes are issued: waited for here
+                    serve_on(k, j, np.ones(j.size, bool) if idx is reads else waited[j])
             lo = b
         serve_plain(lo, hi, shift)
 
@@ -443,7 +486,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
             d = dev[j]
             for k in np.unique(d).tolist():
                 jj = j[d == k]
-                start[jj], done[jj] = servers[k].serve(op[jj], lbn[jj], blocks[jj], arrival[jj])
+                serve_on(k, jj, np.ones(jj.size, bool))
             floor = max(floor, float(done[j].max()))
 
     earlier = _earlier_instants(async_waits)
@@ -459,6 +502,8 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
         else:
             serve(pos, end, stall)
         pos = max(pos, end)
+        for a, b in also:
+            resolve(a, b)
         own = [float(done[first:end].max())] if end > first else []
         last = max(own + [float(done[a:b].max()) for a, b in also])
         waits.append(max(0.0, last - (w + stall)))  # what it needed may have completed before it asked: no wait
@@ -466,6 +511,7 @@ def time_streams(streams: dict, drives: dict, waited_at: np.ndarray, app_end_s: 
         stall = max(stall, last - w)
     if pos < n:
         serve(pos, n, stall)
+    resolve(0, n)  # what the scheduled drives still hold is served after the application's last wait
     app_s = float(app_end_s)
     elapsed = max(app_s + stall, float(done.max()) if n else 0.0)
     waits_s, wait_at_s = np.asarray(waits, float), np.asarray(wait_at, float)
@@ -506,8 +552,18 @@ def time_stack(stack, ops: FileOps, cache=None, drives: dict | None = None) -> t
     workers = loop_workers(streams)
     waits = getattr(streams, "async_waits", None)
     timing = time_streams({**leaf, **{n: streams[n] for n in workers}}, models, waited_instants(top, waits), app_end,
-                          links_below(stack.file_system), workers, waits)
+                          links_below(stack.file_system), workers, waits, drive_schedulers(stack, leaf))
     return timing, streams
+
+
+def drive_schedulers(stack, names) -> dict:
+    """``{disk: Scheduler}`` for the disks among ``names`` whose queue has a scheduler other than none
+    (the drive node's ``scheduler`` and ``queue_depth``; merges stay within its ``max_sectors_kb``)."""
+    from .scheduler import queue_scheduler
+
+    out = {n: queue_scheduler(stack.drive(n).scheduler, stack.drive(n).queue_depth, stack.drive(n).max_sectors_kb)
+           for n in names}
+    return {n: sc for n, sc in out.items() if sc is not None}
 
 
 def loop_workers(streams) -> dict:

@@ -28,8 +28,10 @@ __all__ = ["IoPrediction", "CopyPrediction", "predict_stack", "predict_block_job
 #: What every timed prediction assumes (the "assumptions" block; :mod:`.iopath.timing` for the detail).
 ASSUMPTIONS = (
     ("I/O path", "model.iopath: page cache, file system, block layers as request streams per device"),
-    ("queue", "each drive serves its requests one at a time, first in first out (queue depth 1 at the drive, "
-              "scheduler none); the drives of an array work in parallel"),
+    ("queue", "each drive is given its requests by its queue's scheduler, the drive node's: mq-deadline, what "
+              "Linux gives a disk (merged and sorted by sector, reads first, 64 requests held; model.iopath.scheduler), "
+              "or none (arrival order); it serves them one at a time in that order (no command queueing); the "
+              "drives of an array work in parallel"),
     ("waits", "the application waits for reads, flushes and sync/FUA writes at the instant it issues them; "
               "write-back runs beside it; writes issued with reads at one instant (parity updates) wait for "
               "those reads"),
@@ -372,17 +374,22 @@ def _with_draws(timed, drives: dict, models: dict, calibrations: dict, draws, se
 
 
 def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | None = None,
-                      draws: int | None = None, seed: int = 0, limits: dict | None = None) -> IoPrediction:
+                      draws: int | None = None, seed: int = 0, limits: dict | None = None,
+                      schedulers: dict | None = None) -> IoPrediction:
     """``job`` (a FioJob) on the block node ``node`` (fio on the raw device), its requests through the
     block layers below it (:mod:`diskmodel.model.iopath.path`) and timed on ``disks`` (``{name: Disk,
     DriveParameters or FlatDrive}``). A write job that is not ``fresh`` on a node that allocates on
     first write (a thin volume, a sparse loop image) overwrites: the same writes run once before it,
     and only the second pass is reported. ``calibrations``, ``draws`` and ``seed``: the intervals,
     as :func:`predict_stack`'s. ``limits``: the disks' queue limits ``{name: max_sectors_kb}``
-    (:func:`diskmodel.model.iopath.path.max_sectors_kb`; default BLK_DEF_MAX_SECTORS)."""
+    (:func:`diskmodel.model.iopath.path.max_sectors_kb`; default BLK_DEF_MAX_SECTORS). ``schedulers``: the
+    disks' schedulers ``{name: Scheduler}`` (:mod:`diskmodel.model.iopath.scheduler`; ``BlockEnv.schedulers``);
+    default mq-deadline on every disk, as Linux gives a disk."""
     if calibrations:
-        return _with_draws(lambda given: predict_block_job(node, job, given, cache, limits=limits), dict(disks), dict(disks),
-                           calibrations, draws, seed)
+        return _with_draws(lambda given: predict_block_job(node, job, given, cache, limits=limits,
+                                                           schedulers=schedulers),
+                           dict(disks), dict(disks), calibrations, draws, seed)
+    from ..iopath.scheduler import queue_scheduler
     from ..iopath.network import links_below
     from ..iopath.pagecache import CacheParams
     from ..iopath.path import DeviceStreams, _below
@@ -400,8 +407,10 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     workers = loop_workers(out)
     leaf = {n: s for n, s in out.items() if n in disks or n in workers}
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
+    if schedulers is None:
+        schedulers = {n: queue_scheduler(max_sectors_kb=(limits or {}).get(n, 1280)) for n in disks}
     timing = time_streams(leaf, {n: disks[n] for n in leaf if n in disks}, waited_instants(out[name]), app_end,
-                          links_below(node), workers)
+                          links_below(node), workers, schedulers=schedulers)
     if t0:
         timing = _second_pass(timing, t0)
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)

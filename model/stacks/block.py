@@ -39,10 +39,12 @@ class BlockEnv:
 
     ``BlockEnv({"sda": disk_a, "sdb": disk_b})``; :meth:`Stack.block_env` makes one from a stack.
     ``max_sectors_kb``: each disk's queue limit [KiB] by name (the drive node's ``max_sectors_kb``);
-    a disk left out has the default, BLK_DEF_MAX_SECTORS.
+    a disk left out has the default, BLK_DEF_MAX_SECTORS. ``queues``: each disk's scheduler and queue
+    depth by name (the drive node's ``scheduler`` and ``queue_depth``); a disk left out has Linux's for
+    a disk, mq-deadline at depth 1.
     """
 
-    def __init__(self, disks: dict, max_sectors_kb: dict | None = None):
+    def __init__(self, disks: dict, max_sectors_kb: dict | None = None, queues: dict | None = None):
         if not isinstance(disks, dict) or not disks:
             raise ValueError(f"disks must be a non-empty dict of name -> Disk (got {show(disks)})")
         for name, disk in disks.items():
@@ -53,6 +55,16 @@ class BlockEnv:
             raise ValueError(f"max_sectors_kb must be a dict of disk name -> KiB (got {show(max_sectors_kb)})")
         self._disks = dict(disks)
         self._limits = {name: whole_number(f"max_sectors_kb[{name!r}]", kb, minimum=4) for name, kb in limits.items()}
+        self._queues = dict(queues or {})
+
+    @property
+    def schedulers(self) -> dict:
+        """``{name: Scheduler}`` of the disks whose queue has one (:mod:`diskmodel.model.iopath.scheduler`)."""
+        from ..iopath.scheduler import queue_scheduler
+
+        out = {n: queue_scheduler(*self._queues.get(n, ("mq-deadline", 1)), self._limits.get(n, 1280))
+               for n in self._disks}
+        return {n: sc for n, sc in out.items() if sc is not None}
 
     @property
     def max_sectors_kb(self) -> dict:

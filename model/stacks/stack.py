@@ -328,7 +328,8 @@ class Stack:
         """The Disk of every disk the tree's partitions name, for the block protocol (:mod:`diskmodel.model.stacks.block`)."""
         names = dict.fromkeys(p.disk for _, p in self.partitions())
         return BlockEnv({name: self.drive(name).model_disk() for name in names},
-                        {name: self.drive(name).max_sectors_kb for name in names})
+                        {name: self.drive(name).max_sectors_kb for name in names},
+                        {name: (self.drive(name).scheduler, self.drive(name).queue_depth) for name in names})
 
     def file_system_parameters(self) -> FileSystem:
         """The model's parameters of the file system (ValueError for an NFS mount)."""
