@@ -8,6 +8,7 @@ disk get ``none``.
 
 - **none**: the drive is given the requests in arrival order (first in first out).
 - **mq-deadline** (block/mq-deadline.c, Linux 6.1, one priority level):
+
   - *Merging.* A request that begins where a queued request of the same direction ends joins it (a back
     merge), and one that ends where a queued request begins joins it in front (front merges are on by
     default), while the merged request stays within the drive's ``max_sectors_kb``; a merge that closes
@@ -18,8 +19,11 @@ disk get ``none``.
     last (deadline_move_request: the elevator's one-way sweep). A new batch serves reads unless writes
     have waited through ``writes_starved`` read batches, and begins at the next request by sector after
     the last, or at the oldest request of its direction when that one's deadline (``read_expire_s``,
-    ``write_expire_s`` after it arrived) has passed or the sweep has reached the end (__dd_dispatch_request).
+    ``write_expire_s`` after it arrived) has passed or the sweep has reached the end (__dd_dispatch_request):
+    so a stream that comes highest sector first is served in the order it came.
   - A flush bypasses the scheduler (blk_insert_flush): the drive is given it next.
+  - *Room.* The scheduler holds ``nr_requests``, queued or at the drive; a submitter whose request finds
+    them taken waits (asynchronous writes may take three quarters), but a bio that merges needs none.
 
 The drive serves what it is given in that order, one at a time (the per-request simulation); a
 drive's own reordering of a deep queue (NCQ) is not modelled, so a drive with command queueing is best
