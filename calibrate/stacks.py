@@ -13,7 +13,7 @@ from pathlib import Path
 
 from diskmodel.data.input_files import read_text_bounded
 from diskmodel.model.drive.disk import Disk
-from diskmodel.model.drive.drives import FileDrive, InMemoryDrive
+from diskmodel.model.drive.drives import FileDrive, in_memory
 from diskmodel.model.stacks.stack import Stack
 
 __all__ = ["read_stack", "disk_of", "resolve_drives"]
@@ -97,7 +97,7 @@ def resolve_drives(stack: Stack, relative_to: str | os.PathLike | None = None) -
     for i, drive in enumerate(stack.disks):
         if isinstance(drive, FileDrive):
             try:
-                drive = InMemoryDrive(disk_of(drive, relative_to), drive.name, drive.max_sectors_kb)
+                drive = in_memory(drive, disk_of(drive, relative_to))
             except ValueError as exc:
                 raise ValueError(f"disks[{i}] ({drive.name}): {exc}") from None
         drives.append(drive)

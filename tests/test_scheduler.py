@@ -194,3 +194,32 @@ def test_every_request_is_served_once_within_the_merge_limit_and_never_before_it
     assert all(b <= 8 for _, _, b in drive.given)
     for i in range(n):  # nothing completes before it arrived
         assert served[i][1] >= arrival[i] - 1e-12
+
+
+def test_a_drive_read_from_its_file_keeps_its_queue_settings(tmp_path, capsys):
+    """A stack file's disksim drive with scheduler none and depth 4: loading the drive's files keeps both,
+    and the command line's prediction says so and differs from the default's."""
+    from diskmodel.calibrate import cli
+    from diskmodel.calibrate.stacks import resolve_drives
+    from diskmodel.model.stacks.stack import Stack
+
+    def stack_file(extra: dict) -> Path:
+        path = tmp_path / f"s{len(extra)}.json"
+        path.write_text(json.dumps({
+            "format": "diskmodel.stack", "format_version": 1,
+            "file_system": {"kind": "ext2", "volume": {"kind": "partition", "disk": "sda", "start_bytes": 1 << 20,
+                                                       "size_bytes": 1 << 30}},
+            "disks": [{"kind": "disksim", "path": "atlas10k", "name": "sda", **extra}]}))
+        return path
+
+    none = stack_file({"scheduler": "none", "queue_depth": 4})
+    drive = resolve_drives(Stack.from_json(none.read_text()), tmp_path).disks[0]
+    assert (drive.scheduler, drive.queue_depth) == ("none", 4)
+    out = {}
+    for path in (none, stack_file({})):
+        assert cli.main(["predict", "--stack", str(path), "--workload", "postmark:files=300,transactions=600",
+                         "--json"]) == 0, capsys.readouterr().err
+        out[path.name] = json.loads(capsys.readouterr().out)
+    text = json.dumps(out[none.name])
+    assert "none (arrival order; queue_depth 4)" in text
+    assert out[none.name]["elapsed_s"] != out["s0.json"]["elapsed_s"]

@@ -262,7 +262,7 @@ def _stack(args, fitted):
 def _completed(args, stack, resolved):
     """*resolved* (the stack with its drives loaded) with each calibrated hard disk completed from
     --complete-from, or a note in ``args.notes`` saying what it lacks (:mod:`.predict_complete`)."""
-    from diskmodel.model.drive.drives import FileDrive, InMemoryDrive
+    from diskmodel.model.drive.drives import FileDrive, in_memory
 
     calibrated = {d.name: d.path for d in stack.disks if isinstance(d, FileDrive) and d.kind == "calibration"}
     if not calibrated and args.complete_from is not None:
@@ -276,7 +276,7 @@ def _completed(args, stack, resolved):
                                       args.complete_from)
             except ValueError as exc:
                 raise ValueError(f"{args.stack}: {exc}") from None
-            drive = InMemoryDrive(disk, drive.name, drive.max_sectors_kb)
+            drive = in_memory(drive, disk)
             args.notes += [note] if note else []
         disks.append(drive)
     return resolved.evolve(disks=tuple(disks))

@@ -34,7 +34,7 @@ from .disk import Disk
 from ..stacks.nodes import is_node, node_type, text_field
 from .presets import available_presets, load_preset
 
-__all__ = ["DEFAULT_MAX_SECTORS_KB", "DEFAULT_SCHEDULER", "SCHEDULERS", "MIN_MAX_SECTORS_KB", "FILE_KINDS", "PresetDrive", "FileDrive",
+__all__ = ["DEFAULT_MAX_SECTORS_KB", "DEFAULT_SCHEDULER", "SCHEDULERS", "in_memory", "MIN_MAX_SECTORS_KB", "FILE_KINDS", "PresetDrive", "FileDrive",
            "InMemoryDrive", "as_drive"]
 
 #: A disk queue's default request-size limit [KiB]: BLK_DEF_MAX_SECTORS, 2560 sectors since Linux 4.3
@@ -249,3 +249,9 @@ def as_drive(disk, name: str = "sda"):
     if is_node(disk) and hasattr(disk, "model_disk"):
         return disk
     raise ValueError(f"disk must be a Disk, a preset name or a drive node (got {show(disk)})")
+
+
+def in_memory(drive, disk: Disk) -> InMemoryDrive:
+    """*drive* (any drive node) as the Disk *disk* in memory, with its name and its queue's settings
+    (``max_sectors_kb``, ``scheduler``, ``queue_depth``): a drive node whose file was read, or completed."""
+    return InMemoryDrive(disk, drive.name, drive.max_sectors_kb, drive.scheduler, drive.queue_depth)

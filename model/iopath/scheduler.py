@@ -44,7 +44,7 @@ from .._checks import finite_scalar, whole_number
 from ..drive.drives import SCHEDULERS
 from .stream import Op
 
-__all__ = ["Scheduler", "SCHEDULERS", "ScheduledServer", "queue_scheduler"]
+__all__ = ["Scheduler", "SCHEDULERS", "ScheduledServer", "queue_scheduler", "queue_assumptions"]
 
 _READ, _WRITE, _FLUSH = int(Op.READ), int(Op.WRITE), int(Op.FLUSH)
 
@@ -87,17 +87,28 @@ class Scheduler:
         return max(1, 3 * self.nr_requests // 4)
 
     def describe(self) -> str:
-        depth = "no command queueing" if self.queue_depth == 1 else f"{self.queue_depth} commands at once, in order"
-        if self.name == "none":
-            return f"none (arrival order; {depth})"
-        return (f"mq-deadline (merged and sorted by sector, reads first, deadlines {self.read_expire_s:g} s and "
-                f"{self.write_expire_s:g} s; {depth})")
+        return (f"mq-deadline (merged within {self.max_request_bytes // 1024} KiB and given by sector, reads first, "
+                f"deadlines {self.read_expire_s:g} s and {self.write_expire_s:g} s, nr_requests {self.nr_requests}; "
+                f"queue_depth {self.queue_depth})")
 
 
 def queue_scheduler(name: str = "mq-deadline", queue_depth: int = 1, max_sectors_kb: int = 1280):
     """The :class:`Scheduler` of a drive's queue settings (a drive node's ``scheduler``, ``queue_depth`` and
     ``max_sectors_kb``), or None for ``none`` (arrival order, the timing's own)."""
     return None if name == "none" else Scheduler(name, queue_depth, int(max_sectors_kb) * 1024)
+
+
+def queue_assumptions(drives, names) -> tuple:
+    """("queue NAME", its scheduler) for each drive node of *drives* named in *names* (a prediction's
+    assumptions)."""
+    by_name = {d.name: d for d in drives}
+    out = []
+    for n in names:
+        if n in by_name:
+            d = by_name[n]
+            sc = queue_scheduler(d.scheduler, d.queue_depth, d.max_sectors_kb)
+            out.append((f"queue {n}", sc.describe() if sc else f"none (arrival order; queue_depth {d.queue_depth})"))
+    return tuple(out)
 
 
 @dataclass

@@ -20,6 +20,7 @@ import numpy as np
 from .._checks import FieldError
 from ..iopath.fileops import CALL_S, FileOps, Kind, random_map_order
 from ..iopath.stream import Flag, Op, Stream
+from ..iopath.scheduler import queue_assumptions
 from ..iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
 __all__ = ["IoPrediction", "CopyPrediction", "predict_stack", "predict_block_job", "predict_copy", "block_job_stream",
@@ -308,8 +309,8 @@ def predict_stack(stack, workload=None, cache=None, drives: dict | None = None, 
                    "own figures leave it out unless told to sync)"),) if ops.kind.size and ops.kind[-1] == Kind.SYNC \
         else ()
     return IoPrediction(label, stack.short_name, r, w, timing,
-                        first + ASSUMPTIONS + phase + end + rest + mirror_reads(stack.file_system)
-                        + unused_fields(stack.file_system), streams)
+                        first + ASSUMPTIONS + phase + end + rest + queue_assumptions(stack.disks, timing.devices)
+                        + mirror_reads(stack.file_system) + unused_fields(stack.file_system), streams)
 
 
 def block_job_stream(job, size_bytes: int) -> Stream:
@@ -416,8 +417,11 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
     is_write = job.rw.endswith("write")
     first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
+    queues = tuple((f"queue {n}", schedulers[n].describe() if n in schedulers else "none (arrival order)")
+                   for n in timing.devices if n in disks)  # a stack's own: queue_assumptions
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
-                        first + ASSUMPTIONS + rest + mirror_reads(node, "device") + unused_fields(node, "device"), out)
+                        first + ASSUMPTIONS + rest + queues + mirror_reads(node, "device") + unused_fields(node, "device"),
+                        out)
 
 
 def _second_pass(timing: IoTiming, t0: float) -> IoTiming:
