@@ -120,7 +120,7 @@ def _signature(data, path) -> tuple:
     """
     node, below, target = "", [], data
     for key in path:
-        target = target[key]
+        target = target[key] if isinstance(target, list) or key in target else ""  # a field the JSON leaves out
         below.append(key)
         if isinstance(target, dict) and isinstance(target.get("kind"), str):
             node, below = target["kind"], []

@@ -146,27 +146,21 @@ def test_bad_settings_are_refused_naming_the_field(field, value, message):
 def test_the_kernels_mq_deadline_against_none_on_an_emulated_drive():
     """fio's random reads at iodepth 256 on an emulated WD800BD whose queue holds 128 at the driver:
     the kernel's elapsed time under none and under mq-deadline (blktrace, the golden file), against the
-    model of the same job (its requests issued 256 at a time) on the drive the emulator served."""
-    from diskmodel.calibrate.emulate.drives import model_drive
-    from diskmodel.model.predictions.block_workloads import FioJob
-    from diskmodel.model.predictions.results import predict_block_job
-    from diskmodel.model.stacks.stack import Partition
+    model of the same job (its requests issued 256 at a time) on the drive the emulator served
+    (benchmarks/scheduler_check.py's prediction)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from scheduler_check import predict
 
     golden = json.loads(GOLDEN.read_text())
-    measured = {c["scheduler"]: c for c in golden["cells"]}
-    assert measured["mq-deadline"]["max_in_scheduler"] > 64  # the scheduler did hold a queue to sort
-    disk = model_drive("wd800bd", name="sda").disk
-    cap = disk.capacity_bytes // 4096 * 4096
-    job = FioJob("randread", 4096, golden["requests"] * 4096, iodepth=golden["iodepth"], region_bytes=cap)
-    node = Partition(0, cap, "/dev/loop0", "sda")
-    c = measured["mq-deadline"]
-    sched = Scheduler("mq-deadline", c["driver_tags"], nr_requests=c["nr_requests"])
-    none = predict_block_job(node, job, {"sda": disk}, schedulers={}).elapsed_s
-    deadline = predict_block_job(node, job, {"sda": disk}, schedulers={"sda": sched}).elapsed_s
-    assert abs(none / measured["none"]["span_s"] - 1) <= 0.05, (none, measured["none"]["span_s"])
-    assert abs(deadline / c["span_s"] - 1) <= 0.15, (deadline, c["span_s"])
+    measured = {c["scheduler"]: c["span_s"] for c in golden["cells"]}
+    assert {c["scheduler"]: c["max_in_scheduler"] for c in golden["cells"]}["mq-deadline"] > 64  # it held a queue
+    model = predict(golden)
+    assert abs(model["none"] / measured["none"] - 1) <= 0.05, (model, measured)
+    assert abs(model["mq-deadline"] / measured["mq-deadline"] - 1) <= 0.15, (model, measured)
     # the order the scheduler gives saves the drive a quarter or more of its time, in the kernel and the model
-    assert c["span_s"] / measured["none"]["span_s"] < 0.8 and deadline / none < 0.85
+    assert measured["mq-deadline"] / measured["none"] < 0.8 and model["mq-deadline"] / model["none"] < 0.85
 
 
 @settings(max_examples=60, deadline=None)
