@@ -133,10 +133,13 @@ def test_a_flush_bypasses_the_queue():
 def test_none_is_no_scheduler_at_all():
     assert queue_scheduler("none") is None
     assert queue_scheduler("mq-deadline", 4, 512) == Scheduler("mq-deadline", 4, 512 * 1024)
+    with pytest.raises(ValueError, match="scheduler must be one of mq-deadline, none"):
+        queue_scheduler("cfq")
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("name", "bfq", "scheduler: name must be one of mq-deadline, none (got 'bfq')"),
+    ("name", "bfq", "scheduler: name must be mq-deadline (got 'bfq'"),
+    ("name", "none", "scheduler: name must be mq-deadline (got 'none'"),
     ("queue_depth", 0, "queue_depth"), ("nr_requests", 0, "nr_requests"), ("read_expire_s", -1.0, "read_expire_s")])
 def test_bad_settings_are_refused_naming_the_field(field, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -6,7 +6,8 @@ order the scheduler alone then decides). Linux gives a disk with one hardware qu
 ``mq-deadline`` (block/elevator.c, elevator_get_default); a loop device, NVMe and a multi-queue virtio
 disk get ``none``.
 
-- **none**: the drive is given the requests in arrival order (first in first out).
+- **none**: the drive is given the requests in arrival order (first in first out): the timing's own
+  order, without a :class:`ScheduledServer`.
 - **mq-deadline** (block/mq-deadline.c, Linux 6.1, one priority level):
 
   - *Merging.* A request that begins where a queued request of the same direction ends joins it (a back
@@ -41,10 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import finite_scalar, whole_number
-from ..drive.drives import SCHEDULERS
+from ..drive.drives import DEFAULT_MAX_SECTORS_KB, DEFAULT_SCHEDULER, SCHEDULERS
 from .stream import Op
 
-__all__ = ["Scheduler", "SCHEDULERS", "ScheduledServer", "queue_scheduler", "queue_assumptions"]
+__all__ = ["Scheduler", "SCHEDULERS", "ScheduledServer", "queue_scheduler", "queue_assumptions", "describe_queue"]
 
 _READ, _WRITE, _FLUSH = int(Op.READ), int(Op.WRITE), int(Op.FLUSH)
 
@@ -52,13 +53,14 @@ _READ, _WRITE, _FLUSH = int(Op.READ), int(Op.WRITE), int(Op.FLUSH)
 @dataclass(frozen=True)
 class Scheduler:
     """A disk's scheduler and driver queue (sysfs ``queue/scheduler``, ``queue/iosched/*``; the driver's
-    tags ``mq/0/nr_tags``), with mq-deadline's tunables at their defaults (block/mq-deadline.c)."""
+    tags ``mq/0/nr_tags``), with mq-deadline's tunables at their defaults (block/mq-deadline.c). Only
+    mq-deadline has one: a queue under none is the timing's own arrival order (:func:`queue_scheduler`)."""
 
-    name: str = "mq-deadline"
+    name: str = DEFAULT_SCHEDULER
     #: commands the driver gives the drive at once [count]: 1, no command queueing
     queue_depth: int = 1
     #: the largest request a merge may make [bytes]: the drive's max_sectors_kb
-    max_request_bytes: int = 1280 * 1024
+    max_request_bytes: int = DEFAULT_MAX_SECTORS_KB * 1024
     #: requests the scheduler holds, queued or at the drive (queue/nr_requests: twice the host's tags, at
     #: most 256; 64 on an AHCI port's 32): a submitter whose request finds them taken waits for one, and
     #: asynchronous writes may take only three quarters of them (mq-deadline's async_depth)
@@ -69,8 +71,9 @@ class Scheduler:
     fifo_batch: int = 16
 
     def __post_init__(self):
-        if self.name not in SCHEDULERS:
-            raise ValueError(f"scheduler: name must be one of {', '.join(SCHEDULERS)} (got {self.name!r})")
+        if self.name != "mq-deadline":
+            raise ValueError(f"scheduler: name must be mq-deadline (got {self.name!r}; a queue under none has no "
+                             "Scheduler: queue_scheduler gives None)")
         object.__setattr__(self, "queue_depth", whole_number("scheduler: queue_depth", self.queue_depth, minimum=1))
         object.__setattr__(self, "max_request_bytes",
                            whole_number("scheduler: max_request_bytes", self.max_request_bytes, minimum=512))
@@ -92,23 +95,29 @@ class Scheduler:
                 f"queue_depth {self.queue_depth})")
 
 
-def queue_scheduler(name: str = "mq-deadline", queue_depth: int = 1, max_sectors_kb: int = 1280):
+def queue_scheduler(name: str = DEFAULT_SCHEDULER, queue_depth: int = 1,
+                    max_sectors_kb: int = DEFAULT_MAX_SECTORS_KB):
     """The :class:`Scheduler` of a drive's queue settings (a drive node's ``scheduler``, ``queue_depth`` and
     ``max_sectors_kb``), or None for ``none`` (arrival order, the timing's own)."""
+    if name not in SCHEDULERS:
+        raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)} (got {name!r})")
     return None if name == "none" else Scheduler(name, queue_depth, int(max_sectors_kb) * 1024)
+
+
+def describe_queue(scheduler, queue_depth: int | None = None) -> str:
+    """A queue's line in a prediction's assumptions: its :class:`Scheduler`, or None for none."""
+    if scheduler is not None:
+        return scheduler.describe()
+    return "none (arrival order)" if queue_depth is None else f"none (arrival order; queue_depth {queue_depth})"
 
 
 def queue_assumptions(drives, names) -> tuple:
     """("queue NAME", its scheduler) for each drive node of *drives* named in *names* (a prediction's
     assumptions)."""
     by_name = {d.name: d for d in drives}
-    out = []
-    for n in names:
-        if n in by_name:
-            d = by_name[n]
-            sc = queue_scheduler(d.scheduler, d.queue_depth, d.max_sectors_kb)
-            out.append((f"queue {n}", sc.describe() if sc else f"none (arrival order; queue_depth {d.queue_depth})"))
-    return tuple(out)
+    return tuple((f"queue {n}", describe_queue(queue_scheduler(d.scheduler, d.queue_depth, d.max_sectors_kb),
+                                               d.queue_depth))
+                 for n in names if (d := by_name.get(n)) is not None)
 
 
 @dataclass
@@ -186,11 +195,6 @@ class ScheduledServer:
         if op == _FLUSH:
             self._flushes.append((rid, arrival))
             return
-        if self.sched.name == "none":
-            q = _Queued(op, lbn, blocks, arrival, arrival, seq, [rid])
-            self._queued[seq] = q
-            self._fifo[_READ].append(seq)  # one FIFO for both directions
-            return
         end = lbn + blocks
         qid = self._by_end.get((op, lbn))
         if qid is not None and self._queued[qid].blocks + blocks <= self._max_blocks:
@@ -251,10 +255,9 @@ class ScheduledServer:
     def _remove(self, qid):
         """Take ``qid`` out of the sort and the merge maps (its FIFO entry is pruned lazily)."""
         q = self._queued[qid]
-        if self.sched.name != "none":
-            self._unsort(qid)
-            self._by_start.pop((q.op, q.lbn), None)
-            self._by_end.pop((q.op, q.lbn + q.blocks), None)
+        self._unsort(qid)
+        self._by_start.pop((q.op, q.lbn), None)
+        self._by_end.pop((q.op, q.lbn + q.blocks), None)
         del self._queued[qid]
         return q
 
@@ -272,8 +275,6 @@ class ScheduledServer:
 
     def _pick(self):
         """The next request by mq-deadline's rules (module docstring), taken out of the queue."""
-        if self.sched.name == "none":
-            return self._remove(self._oldest(_READ))
         s = self.sched
         if self._next is not None and self._batching < s.fifo_batch:
             qid = self._after(*self._next)
@@ -354,6 +355,8 @@ class ScheduledServer:
         if ids is None:
             ids = np.arange(self._seq, self._seq + n) + (1 << 40)
         for k in range(n):
+            # the clock may have run past a request's arrival to complete one waited for at an instant that
+            # also issues later-arriving requests (a parity update's reads before its writes): it comes now
             a = max(float(arrival[k]), self._now)
             heapq.heappush(self._incoming[_WRITE if op[k] == _WRITE else _READ],
                            (a, self._seq, int(ids[k]), int(op[k]), int(lbn[k]), int(blocks[k])))

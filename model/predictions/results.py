@@ -20,7 +20,7 @@ import numpy as np
 from .._checks import FieldError
 from ..iopath.fileops import CALL_S, FileOps, Kind, random_map_order
 from ..iopath.stream import Flag, Op, Stream
-from ..iopath.scheduler import queue_assumptions
+from ..iopath.scheduler import describe_queue, queue_assumptions
 from ..iopath.timing import FlatDrive, IoTiming, time_stack, time_streams, waited_instants, workload_bytes
 
 __all__ = ["IoPrediction", "CopyPrediction", "predict_stack", "predict_block_job", "predict_copy", "block_job_stream",
@@ -390,8 +390,9 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
         return _with_draws(lambda given: predict_block_job(node, job, given, cache, limits=limits,
                                                            schedulers=schedulers),
                            dict(disks), dict(disks), calibrations, draws, seed)
-    from ..iopath.scheduler import queue_scheduler
+    from ..drive.drives import DEFAULT_MAX_SECTORS_KB
     from ..iopath.network import links_below
+    from ..iopath.scheduler import queue_scheduler
     from ..iopath.pagecache import CacheParams
     from ..iopath.path import DeviceStreams, _below
     from ..iopath.stream import concat
@@ -409,7 +410,8 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     leaf = {n: s for n, s in out.items() if n in disks or n in workers}
     app_end = float(stream.time_s.max()) if len(stream) else 0.0
     if schedulers is None:
-        schedulers = {n: queue_scheduler(max_sectors_kb=(limits or {}).get(n, 1280)) for n in disks}
+        schedulers = {n: sc for n in disks if (sc := queue_scheduler(max_sectors_kb=(limits or {}).get(
+            n, DEFAULT_MAX_SECTORS_KB))) is not None}
     timing = time_streams(leaf, {n: disks[n] for n in leaf if n in disks}, waited_instants(out[name]), app_end,
                           links_below(node), workers, schedulers=schedulers)
     if t0:
@@ -417,8 +419,7 @@ def predict_block_job(node, job, disks: dict, cache=None, calibrations: dict | N
     moved = int(job.size_bytes) // int(job.block_size_bytes) * int(job.block_size_bytes)
     is_write = job.rw.endswith("write")
     first, rest = drive_assumptions({n: disks[n] for n in timing.devices})
-    queues = tuple((f"queue {n}", schedulers[n].describe() if n in schedulers else "none (arrival order)")
-                   for n in timing.devices if n in disks)  # a stack's own: queue_assumptions
+    queues = tuple((f"queue {n}", describe_queue(schedulers.get(n))) for n in timing.devices if n in disks)
     return IoPrediction(job.label, name, 0 if is_write else moved, moved if is_write else 0, timing,
                         first + ASSUMPTIONS + rest + queues + mirror_reads(node, "device") + unused_fields(node, "device"),
                         out)

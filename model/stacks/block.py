@@ -60,10 +60,11 @@ class BlockEnv:
     @property
     def schedulers(self) -> dict:
         """``{name: Scheduler}`` of the disks whose queue has one (:mod:`diskmodel.model.iopath.scheduler`)."""
+        from ..drive.drives import DEFAULT_MAX_SECTORS_KB, DEFAULT_SCHEDULER
         from ..iopath.scheduler import queue_scheduler
 
-        out = {n: queue_scheduler(*self._queues.get(n, ("mq-deadline", 1)), self._limits.get(n, 1280))
-               for n in self._disks}
+        out = {n: queue_scheduler(*self._queues.get(n, (DEFAULT_SCHEDULER, 1)),
+                                  self._limits.get(n, DEFAULT_MAX_SECTORS_KB)) for n in self._disks}
         return {n: sc for n, sc in out.items() if sc is not None}
 
     @property
