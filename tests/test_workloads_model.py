@@ -192,3 +192,30 @@ def test_a_measured_workload_is_printed_with_its_definition_and_leaves_nothing(t
     # in whole 10240-byte records.
     assert r.elapsed_s > 0 and r.bytes_moved == 20 * 3000 + 81920
     assert list(tmp_path.iterdir()) == []
+
+
+def test_postmark_runs_from_a_command_file_in_its_own_folder(tmp_path):
+    from diskmodel.calibrate.bench import tool_workloads
+
+    spec = "postmark:files=50,low=1k,high=4k,transactions=100,seed=7"
+    assert tool_workloads.is_tool_spec(spec) and tool_workloads.is_tool_spec("postmark:test1")
+    assert tool_workloads.definition(spec).startswith("PostMark: 50 files of 1024..4096 B in 1 directory, 100 "
+                                                      "transactions")
+    assert tool_workloads.steps(spec, tmp_path) == [["postmark", str(tmp_path / "postmark.cfg")]]
+    with pytest.raises(ValueError, match="key 'colour'"):
+        tool_workloads.ToolWorkload("postmark:colour=1")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_measured_postmark_ran_the_model_s_configuration_and_leaves_nothing(tmp_path):
+    from conftest import require_root
+    from diskmodel.calibrate.bench.tool_workloads import measure
+
+    require_root()
+    require_tools("postmark", "sync")
+    r = measure("postmark:files=50,low=1k,high=4k,transactions=100,seed=7", tmp_path)
+    assert r.line().startswith("postmark:files=50,low=1k,high=4k,transactions=100,seed=7  [PostMark: 50 files")
+    # the workload's own bytes (the model's parse of the same spec): PostMark wrote at least its 50 files
+    assert r.elapsed_s > 0 and r.bytes_moved >= 50 * 1024
+    assert list(tmp_path.iterdir()) == []

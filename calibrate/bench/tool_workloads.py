@@ -1,19 +1,21 @@
 """The everyday workloads measured with the real tools, in a directory of a mounted file system:
-bonnie++ (:mod:`.bonnie`), ``cp`` of a file, ``tar -cf`` of a tree of small files, and a disk
-image made by ``dd`` (zero-filled) or ``truncate`` (sparse).
+bonnie++ (:mod:`.bonnie`), PostMark (Katcher 1997; Debian's ``postmark`` 1.51), ``cp`` of a file,
+``tar -cf`` of a tree of small files, and a disk image made by ``dd`` (zero-filled) or ``truncate`` (sparse).
 
 Each workload is named by the same spec string the model reads
 (:func:`diskmodel.model.iopath.workload_spec.parse_workload`: ``copy:size=64M``,
 ``tar:files=1000,file_bytes=16k,dirs=4``, ``image:size=64M,kind=sparse``,
-``bonnie:size=64M,files=1024``) and measured as:
+``bonnie:size=64M,files=1024``, ``postmark:files=500,transactions=2000``) and measured as:
 
 1. the tools it needs are checked first (:func:`missing_tools`), before anything is made;
 2. a folder of the run is made in the directory, recorded in the run state before it is made
    (kind ``dir``, removed with all it holds by the run's teardown);
-3. what the workload finds already there (the copy's source, the tar's tree) is written, then
+3. what the workload finds already there (the copy's source, the tar's tree, PostMark's command file) is
+   written, then
    ``sync`` and the caches dropped (``/proc/sys/vm/drop_caches``), so the workload reads from
    the device as the model's ``initial_bytes`` say;
-4. the workload's commands run one after the other with no shell (:func:`steps`), then
+4. the workload's commands run one after the other with no shell (:func:`steps`), in the folder as
+   their working directory (PostMark makes its files there, named short: :mod:`.postmark`), then
    ``sync -f`` of the folder's file system (syncfs(2): the model's closing sync, without
    waiting for every other file system of the machine), timed by :func:`measure`;
    :func:`steps_argv` is the same as one argument vector (this module run by the same Python),
@@ -43,7 +45,10 @@ __all__ = ["ToolResult", "ToolWorkload", "missing_tools", "prepare", "steps", "s
 
 #: The programs each workload runs, with the Debian package that has them.
 #: Workload -> the programs it runs; their packages: ``harness.tools.DEBIAN_PACKAGES``.
-TOOLS = {"copy": ("cp",), "tar": ("tar",), "image": ("dd", "truncate"), "bonnie": ("bonnie++",)}
+TOOLS = {"copy": ("cp",), "tar": ("tar",), "image": ("dd", "truncate"), "bonnie": ("bonnie++",),
+         "postmark": ("postmark",)}
+#: PostMark's command file in the workload's folder (its files are made beside it: ``set location .``).
+_POSTMARK_CFG = "postmark.cfg"
 _FILL_BYTES = 1 << 20
 
 
@@ -51,7 +56,15 @@ def _spec(spec: str) -> tuple[str, dict]:
     name, _, rest = str(spec).partition(":")
     if name not in TOOLS:
         raise ValueError(f"workload {spec!r}: {name!r} is not one the tools measure ({', '.join(TOOLS)})")
+    if name == "postmark":  # its presets (postmark:test1) are no KEY=VALUE pairs; postmark_config reads both
+        return name, {"": rest}
     return name, _pairs(name, rest)
+
+
+def _postmark_config(spec: str):
+    from diskmodel.model.iopath.workload_spec import postmark_config
+
+    return postmark_config(str(spec).partition(":")[2])
 
 
 def is_tool_spec(text: str) -> bool:
@@ -97,10 +110,12 @@ def missing_tools(spec: str) -> str | None:
 
 def definition(spec: str) -> str:
     """What the workload does, in one line (the model's parse of the same spec is checked too)."""
-    from diskmodel.model.iopath.workload_spec import parse_workload
+    from diskmodel.model.iopath.workload_spec import full_definition, parse_workload
 
     parse_workload(spec)  # a bad key or value is the model's one line
     name, p = _spec(spec)
+    if name == "postmark":
+        return full_definition(spec) + ", then sync"
     if name == "copy":
         return f"cp --reflink=auto of a {size_value(name, 'size', p.get('size', '64M'))} B file, then sync"
     if name == "tar":
@@ -140,6 +155,10 @@ def prepare(spec: str, folder: Path) -> None:
             _write(d / f"f{f:07d}", size)
     elif name == "bonnie":
         (folder / "bonnie").mkdir()
+    elif name == "postmark":
+        from diskmodel.calibrate.bench.postmark_text import command_file
+
+        (folder / _POSTMARK_CFG).write_text(command_file(_postmark_config(spec), "."))
     drop_caches()
 
 
@@ -160,6 +179,8 @@ def steps(spec: str, folder: Path) -> list[list[str]]:
             raise ValueError(f"workload image: size = {size} must be whole MiB for dd bs=1M")
         return [["dd", "if=/dev/zero", f"of={folder / 'image'}", "bs=1M", f"count={size >> 20}", "conv=fsync",
                  "status=none"]]
+    if name == "postmark":
+        return [["postmark", str(folder / _POSTMARK_CFG)]]
     config = workloads_bonnie.config_of(p, size_value)
     return [workloads_bonnie.bonnie_argv(config, str(folder / "bonnie"))]
 
@@ -238,7 +259,7 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
             outs = []
             for argv in steps(spec, folder) + [["sync", "-f", str(folder)]]:
                 proc = process.spawn(argv, name=argv[0], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True, cgroup_procs=cgroup_procs)
+                                     stdin=subprocess.DEVNULL, text=True, cgroup_procs=cgroup_procs, cwd=folder)
                 out, err = process.communicate_or_kill(proc, timeout_s)
                 if proc.returncode != 0:
                     raise RuntimeError(f"workload {spec} in {directory}: {argv[0]} exited with status "
@@ -257,6 +278,10 @@ def measure(spec: str, directory: str | os.PathLike, *, timeout_s: float = 1800.
 
         config = workloads_bonnie.config_of(_spec(spec)[1], size_value)
         bonnie = parse_bonnie_csv(outs[0], config, elapsed).as_dict()
+    if spec.startswith("postmark"):
+        from diskmodel.calibrate.bench.postmark_text import check_echoed_config
+
+        check_echoed_config(_postmark_config(spec), outs[0])  # PostMark ran what the model is given
     return ToolResult(spec, text, elapsed, _bytes_moved(spec), bonnie, started)
 
 
@@ -280,7 +305,7 @@ def _main(argv: list[str]) -> int:
     """Run the JSON list of argument vectors in order (no shell), then syncfs of the folder's file
     system (``sync -f``); stop at the first failure."""
     for step in json.loads(argv[0]) + [["sync", "-f", argv[1]]]:
-        proc = subprocess.run(step, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(step, stdin=subprocess.DEVNULL, cwd=argv[1])
         if proc.returncode != 0:
             print(f"{step[0]} exited with status {proc.returncode}", file=sys.stderr)
             return 1

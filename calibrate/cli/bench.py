@@ -8,7 +8,8 @@ the workload one of the block workloads of
 ``--size`` bytes, ``--fresh`` for a first write into a thin volume or a
 sparse image) or ``copy`` (the loop-image study's file copy, ``--repeats`` times each
 size), or a workload the real tools run in the stack's file system on the host
-(``bonnie:...``, ``tar:...``, ``image:...``, ``copy:size=...``: :mod:`diskmodel.calibrate.bench.tool_workloads`),
+(``bonnie:...``, ``postmark:...``, ``tar:...``, ``image:...``, ``copy:size=...``:
+:mod:`diskmodel.calibrate.bench.tool_workloads`),
 its elapsed time against the I/O path's. On the host the scratch PATH (a new file, or an existing file or
 block device named again with ``--destroy-data-on``) stands for the stack's
 disks; with ``--vm`` (needed for md and LVM where the kernel lacks them)
@@ -59,7 +60,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--workload", required=True, metavar="NAME",
                    help=f"a fio job ({', '.join(fio_jobs())}), {COPY} (the loop-image study's file copy), or a "
                         "workload the real tools run in the stack's file system on the host: "
-                        "bonnie:size=64M,files=1024 (bonnie++), tar:files=1000,file_bytes=16k, "
+                        "bonnie:size=64M,files=1024 (bonnie++), postmark:files=500,transactions=2000 (PostMark), "
+                        "tar:files=1000,file_bytes=16k, "
                         "image:size=64M,kind=zero|sparse, copy:size=64M (cp) (no default)")
     p.add_argument("--size", type=_bytes, default=None, metavar="BYTES",
                    help="fio's --size: the bytes a fio job moves, and the region of the device, from its start, "
