@@ -15,7 +15,8 @@ Each workload is named by the same spec string the model reads
    ``sync`` and the caches dropped (``/proc/sys/vm/drop_caches``), so the workload reads from
    the device as the model's ``initial_bytes`` say;
 4. the workload's commands run one after the other with no shell (:func:`steps`), in the folder as
-   their working directory (PostMark makes its files there, named short: :mod:`.postmark`), then
+   their working directory (PostMark makes its files there, named short:
+   :mod:`diskmodel.calibrate.bench.postmark`), then
    ``sync -f`` of the folder's file system (syncfs(2): the model's closing sync, without
    waiting for every other file system of the machine), timed by :func:`measure`;
    :func:`steps_argv` is the same as one argument vector (this module run by the same Python),
