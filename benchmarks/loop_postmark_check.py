@@ -83,10 +83,11 @@ def measure_cell(label: str, args, say) -> dict:
             "measured_s": measured_s, "runs_s": times, "spread": (max(times) - min(times)) / measured_s,
             "tmpfs_s": pace, "emulated_drive": view, "predicted": predicted,
             "error_pct": 100.0 * (predicted["elapsed_s"] / measured_s - 1.0)}
+    sda = predicted["devices"]["sda"]
     say(f"{label}: measured {measured_s:.1f} s (runs {', '.join(f'{t:.1f}' for t in times)}; the drive wrote "
         f"{view['write_bytes'] / 1e6:.0f} MB in {view['requests']:.0f} requests), predicted "
-        f"{predicted['elapsed_s']:.1f} s (the model's drive writes {predicted['devices']['sda']['write_bytes'] / 1e6:.0f} "
-        f"MB in {predicted['devices']['sda']['requests']} requests): {cell['error_pct']:+.0f} %")
+        f"{predicted['elapsed_s']:.1f} s (the model's drive writes {sda['write_bytes'] / 1e6:.0f} MB in "
+        f"{sda['requests']} requests): {cell['error_pct']:+.0f} %")
     return cell
 
 
@@ -130,8 +131,8 @@ def main(argv=None) -> int:
         "median_abs_error_pct": figure(median, "%", "median |error| of the predicted PostMark times over the stacks",
                                        decimals=1, headline=True, target=15.0),
         "measured_native_over_loop": figure(sparse["measured_native_over_loop"], "",
-                                            f"native ext3's time over {sparse['stack']}'s, measured (above 1: the image "
-                                            "is faster)", decimals=2, headline=True),
+                                            f"native ext3's time over {sparse['stack']}'s, measured (above 1: the "
+                                            "image is faster)", decimals=2, headline=True),
         "predicted_native_over_loop": figure(sparse["predicted_native_over_loop"], "",
                                              "the same ratio, predicted", decimals=2, headline=True),
         "orderings_held": figure(sum(r["held"] for r in ratios), "", f"loop images the model orders against native "
