@@ -148,4 +148,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    run_main(main)
+    sys.exit(run_main(main))
