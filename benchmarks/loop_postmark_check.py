@@ -26,6 +26,7 @@ Writes ``benchmarks/results/loop_postmark_check.json``.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import time
@@ -34,24 +35,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _artifact import run_main, add_results_dir_option, figure, options_of, write_result  # noqa: E402
+from _drive_view import drive_view  # noqa: E402
 
 CELLS = ("native ext3", "ext3 on sparse loop", "ext3 on zero-filled loop")
+#: The programs the stacks and the workload need on the host (the emulator checks its own).
+TOOLS = ("losetup", "mount", "umount", "mkfs.ext3", "dd", "truncate", "postmark", "sync")
 WORKLOAD = "postmark:files=2000,low=1k,high=100k,transactions=10000"
-
-
-def log_view(log_path, windows) -> dict:
-    """The emulated drive's requests, bytes written and busy time in the timed *windows* (Unix s), per run."""
-    from diskmodel.calibrate.emulate import read_log
-
-    frame = read_log(log_path)
-    start = float(frame.attrs.get("started_unix_s", 0.0))
-    frame = frame[~frame["probe"].astype(bool)]
-    runs = []
-    for t0, t1 in windows:
-        f = frame[(frame["arrival_s"] >= t0 - start) & (frame["arrival_s"] <= t1 - start)]
-        runs.append({"requests": int(len(f)), "write_bytes": int(f["size_bytes"][f["op"] == 1].sum()),
-                     "busy_s": float(f["service_s"].sum())})
-    return {k: statistics.median(r[k] for r in runs) for k in ("requests", "write_bytes", "busy_s")}
 
 
 def measure_cell(label: str, args, say) -> dict:
@@ -73,8 +62,9 @@ def measure_cell(label: str, args, say) -> dict:
                 report = run.undo(made)
                 if report.left:
                     raise RuntimeError(f"{label}: teardown left {report.left}")
-        # read once the emulator has closed it
-        view = log_view(devices[0].log_path, [(r.started_unix_s, r.started_unix_s + r.elapsed_s) for r in runs])
+        # read once the emulator has closed it: the mean of the runs' spans
+        view = drive_view(devices[0].log_path, [("run", r.started_unix_s, r.started_unix_s + r.elapsed_s)
+                                                for r in runs], (sc.PART_START, sc.PART_START + sc.PART_BYTES))["run"]
     times = [r.elapsed_s for r in runs]
     app_s = statistics.median(pace)
     predicted = sc.predicted(sc.model_stack(label, args.drive), args.workload, app_s)
@@ -106,11 +96,15 @@ def main(argv=None) -> int:
     if not args.workload.startswith("postmark"):
         print(f"loop_postmark_check: --workload {args.workload}: must be a postmark workload", file=sys.stderr)
         return 2
-    labels = [c for c in args.cells.split("|") if c]
-    unknown = [c for c in labels if c not in CELLS]
-    if unknown or "native ext3" not in labels or len(labels) < 2:
+    given = [c for c in args.cells.split("|") if c]
+    labels = [c for c in CELLS if c in given]  # native first, whatever the order given
+    if set(given) - set(CELLS) or labels[:1] != [CELLS[0]] or len(labels) < 2:
         print(f"loop_postmark_check: --cells {args.cells}: must hold native ext3 and at least one of "
               f"{', '.join(CELLS[1:])}", file=sys.stderr)
+        return 2
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        print(f"loop_postmark_check: missing tools: {', '.join(missing)}", file=sys.stderr)
         return 2
     say = lambda line: print(line, flush=True)  # noqa: E731
     started = time.monotonic()

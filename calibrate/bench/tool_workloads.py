@@ -57,8 +57,8 @@ def _spec(spec: str) -> tuple[str, dict]:
     name, _, rest = str(spec).partition(":")
     if name not in TOOLS:
         raise ValueError(f"workload {spec!r}: {name!r} is not one the tools measure ({', '.join(TOOLS)})")
-    if name == "postmark":  # its presets (postmark:test1) are no KEY=VALUE pairs; postmark_config reads both
-        return name, {"": rest}
+    if name == "postmark":  # no pairs here: its presets (postmark:test1) are none; postmark_config reads both
+        return name, {}
     return name, _pairs(name, rest)
 
 
